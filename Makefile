@@ -1,0 +1,47 @@
+# Barrage's tasks. `make help` lists them.
+
+GO      ?= go
+TOOLS   := $(GO) tool -modfile=tools/go.mod
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+REDOC_VERSION ?= 2.5.4
+
+.DEFAULT_GOAL := help
+.PHONY: help run build test generate verify lint bench docs-assets clean
+
+help: ## list the targets
+	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+run: ## serve on http://127.0.0.1:8080, with an embedded PostgreSQL when DATABASE_URL is empty
+	$(GO) run ./cmd/barrage serve
+
+build: ## build a static bin/barrage
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w -X main.version=$(VERSION)" -o bin/barrage ./cmd/barrage
+
+test: ## run every test; needs no PostgreSQL (TEST_DATABASE_URL, Docker, else an embedded one)
+	$(GO) test -race -count=1 ./...
+
+generate: ## regenerate the oapi-codegen and sqlc code
+	$(GO) generate ./api ./internal/postgres
+
+verify: generate ## regenerate and fail if the generated code or go.mod differ from what is committed
+	$(GO) mod tidy -diff
+	cd tools && $(GO) mod tidy -diff
+	@git diff --exit-code -- api internal/postgres/dbsqlc || (echo "generated code is stale: run make generate and commit" && exit 1)
+	@test -z "$$(git status --porcelain -- api internal/postgres/dbsqlc)" || (git status --porcelain -- api internal/postgres/dbsqlc; echo "untracked generated files: commit them" && exit 1)
+
+lint: ## go vet, gofmt and staticcheck
+	$(GO) vet ./...
+	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (gofmt -l $$(git ls-files '*.go'); echo "run gofmt -w" && exit 1)
+	$(TOOLS) staticcheck ./...
+
+bench: ## run the Go benchmarks (argon2id cost, GET /v1/me throughput)
+	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+docs-assets: ## refresh the embedded Redoc bundle from npm (REDOC_VERSION=x.y.z)
+	rm -rf .redoc && mkdir .redoc && cd .redoc && npm pack redoc@$(REDOC_VERSION) --silent >/dev/null && tar xzf redoc-$(REDOC_VERSION).tgz
+	cp .redoc/package/bundles/redoc.standalone.js .redoc/package/bundles/redoc.standalone.js.LICENSE.txt internal/httpapi/docs/
+	cp .redoc/package/LICENSE internal/httpapi/docs/REDOC-LICENSE
+	rm -rf .redoc
+
+clean: ## remove build output (keeps the .barrage data folder)
+	rm -rf bin

@@ -1,0 +1,185 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/barrage-load/barrage/api"
+)
+
+// newFlags returns a flag set that reports errors to e.stderr and does not exit.
+func newFlags(e env, name, args string) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(e.stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(e.stderr, "Usage: barrage %s %s\n\nFlags:\n", name, args)
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+func parseFlags(fs *flag.FlagSet, args []string, positional int) error {
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() != positional {
+		fs.Usage()
+		return errUsage
+	}
+	return nil
+}
+
+func runSignup(ctx context.Context, e env, args []string) error {
+	fs := newFlags(e, "signup", "--code CODE --email EMAIL --name NAME  (password on stdin or prompted)")
+	code := fs.String("code", "", "invitation code")
+	email := fs.String("email", "", "email address")
+	name := fs.String("name", "", "your name")
+	server := fs.String("server", "", "server URL (default $BARRAGE_SERVER or http://127.0.0.1:8080)")
+	if err := parseFlags(fs, args, 0); err != nil {
+		return err
+	}
+	if *server != "" {
+		e = withServer(e, *server)
+	}
+	pw, err := readPassword(e, "Password (12 characters or more): ")
+	if err != nil {
+		return err
+	}
+	cl, c, err := apiClient(ctx, e, false)
+	if err != nil {
+		return err
+	}
+	res, err := cl.SignupWithResponse(ctx, api.SignupJSONRequestBody{InvitationCode: *code, Email: *email, Name: *name, Password: pw})
+	if err != nil {
+		return err
+	}
+	if res.JSON201 == nil {
+		return problemError(res.HTTPResponse, res.Body)
+	}
+	if err := saveCredentials(e, sessionCredentials(c.Server, *res.JSON201)); err != nil {
+		return err
+	}
+	fmt.Fprintf(e.stdout, "Account created for %s; signed in to %s.\n", *email, c.Server)
+	return nil
+}
+
+func runLogin(ctx context.Context, e env, args []string) error {
+	fs := newFlags(e, "login", "--email EMAIL  (password on stdin or prompted)")
+	email := fs.String("email", "", "email address")
+	server := fs.String("server", "", "server URL (default $BARRAGE_SERVER or http://127.0.0.1:8080)")
+	if err := parseFlags(fs, args, 0); err != nil {
+		return err
+	}
+	if *email == "" {
+		fs.Usage()
+		return errUsage
+	}
+	if *server != "" {
+		e = withServer(e, *server)
+	}
+	pw, err := readPassword(e, "Password: ")
+	if err != nil {
+		return err
+	}
+	cl, c, err := apiClient(ctx, e, false)
+	if err != nil {
+		return err
+	}
+	res, err := cl.LoginWithResponse(ctx, api.LoginJSONRequestBody{Email: *email, Password: pw})
+	if err != nil {
+		return err
+	}
+	if res.JSON200 == nil {
+		return problemError(res.HTTPResponse, res.Body)
+	}
+	if err := saveCredentials(e, sessionCredentials(c.Server, *res.JSON200)); err != nil {
+		return err
+	}
+	path, _ := credentialsPath(e)
+	fmt.Fprintf(e.stdout, "Signed in to %s as %s (credentials in %s).\n", c.Server, *email, path)
+	return nil
+}
+
+func runLogout(ctx context.Context, e env, args []string) error {
+	if err := parseFlags(newFlags(e, "logout", ""), args, 0); err != nil {
+		return err
+	}
+	c, err := loadCredentials(e)
+	if err != nil {
+		return err
+	}
+	if c.RefreshToken != "" {
+		cl, _, err := apiClient(ctx, e, false)
+		if err != nil {
+			return err
+		}
+		res, err := cl.LogoutWithResponse(ctx, api.LogoutJSONRequestBody{RefreshToken: c.RefreshToken})
+		if err != nil {
+			return err
+		}
+		if res.StatusCode() != 204 {
+			return problemError(res.HTTPResponse, res.Body)
+		}
+	}
+	if err := saveCredentials(e, credentials{Server: c.Server}); err != nil {
+		return err
+	}
+	fmt.Fprintln(e.stdout, "Signed out.")
+	return nil
+}
+
+func runMe(ctx context.Context, e env, args []string) error {
+	if err := parseFlags(newFlags(e, "me", ""), args, 0); err != nil {
+		return err
+	}
+	cl, _, err := apiClient(ctx, e, true)
+	if err != nil {
+		return err
+	}
+	res, err := cl.GetMeWithResponse(ctx)
+	if err != nil {
+		return err
+	}
+	if res.JSON200 == nil {
+		return problemError(res.HTTPResponse, res.Body)
+	}
+	u := res.JSON200
+	fmt.Fprintf(e.stdout, "%s <%s>, %s\nlicense: %s\n", u.Name, u.Email, u.Role, licenseLine(u.License))
+	return nil
+}
+
+func licenseLine(l *api.License) string {
+	if l == nil || l.Unlimited {
+		return "unlimited"
+	}
+	s := fmt.Sprintf("%s: %d VUs per run, runs up to %s, %d at a time, valid until %s",
+		deref(l.Plan), deref(l.MaxVus), time.Duration(deref(l.MaxRunDurationSeconds))*time.Second,
+		deref(l.MaxConcurrentRuns), deref(l.ValidUntil).Format(time.DateOnly))
+	if deref(l.Expired) {
+		s += " (expired)"
+	}
+	return s
+}
+
+func deref[T any](p *T) T {
+	var zero T
+	if p != nil {
+		zero = *p
+	}
+	return zero
+}
+
+// withServer makes the client commands talk to server.
+func withServer(e env, server string) env {
+	get := e.getenv
+	e.getenv = func(k string) string {
+		if k == "BARRAGE_SERVER" {
+			return strings.TrimRight(server, "/")
+		}
+		return get(k)
+	}
+	return e
+}

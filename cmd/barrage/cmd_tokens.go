@@ -1,0 +1,125 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/barrage-load/barrage/api"
+)
+
+func runTokens(ctx context.Context, e env, args []string) error {
+	sub := map[string]func(context.Context, env, []string) error{
+		"create": runTokensCreate, "list": runTokensList, "delete": runTokensDelete,
+	}
+	return dispatch(ctx, e, "tokens", sub, args)
+}
+
+// dispatch runs the subcommand args[0] of group.
+func dispatch(ctx context.Context, e env, group string, sub map[string]func(context.Context, env, []string) error, args []string) error {
+	if len(args) > 0 {
+		if f, ok := sub[args[0]]; ok {
+			return f(ctx, e, args[1:])
+		}
+	}
+	fmt.Fprintf(e.stderr, "Usage: barrage %s <%s> [flags]\n", group, strings.Join(slices.Sorted(maps.Keys(sub)), "|"))
+	return errUsage
+}
+
+func runTokensCreate(ctx context.Context, e env, args []string) error {
+	fs := newFlags(e, "tokens create", "--name NAME [--scopes read,write] [--expires-in-days 90]")
+	name := fs.String("name", "", "token name, unique among your tokens")
+	scopes := fs.String("scopes", "read,write", "comma-separated scopes: read, write, admin")
+	expires := fs.Int("expires-in-days", 90, "days until the token expires (1 to 365)")
+	if err := parseFlags(fs, args, 0); err != nil {
+		return err
+	}
+	cl, _, err := apiClient(ctx, e, true)
+	if err != nil {
+		return err
+	}
+	body := api.CreateTokenJSONRequestBody{Name: *name, ExpiresInDays: expires}
+	for _, s := range strings.Split(*scopes, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			body.Scopes = append(body.Scopes, api.Scope(s))
+		}
+	}
+	res, err := cl.CreateTokenWithResponse(ctx, body)
+	if err != nil {
+		return err
+	}
+	if res.JSON201 == nil {
+		return problemError(res.HTTPResponse, res.Body)
+	}
+	t := res.JSON201
+	fmt.Fprintf(e.stderr, "Token %q created (id %s), expires %s. It is shown once; keep it secret:\n", t.Name, t.Id, t.ExpiresAt.Format(time.RFC3339))
+	fmt.Fprintln(e.stdout, t.Token)
+	return nil
+}
+
+func runTokensList(ctx context.Context, e env, args []string) error {
+	if err := parseFlags(newFlags(e, "tokens list", ""), args, 0); err != nil {
+		return err
+	}
+	cl, _, err := apiClient(ctx, e, true)
+	if err != nil {
+		return err
+	}
+	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tNAME\tSCOPES\tEXPIRES\tLAST USED")
+	var cursor *string
+	for {
+		res, err := cl.ListTokensWithResponse(ctx, &api.ListTokensParams{Cursor: cursor})
+		if err != nil {
+			return err
+		}
+		if res.JSON200 == nil {
+			return problemError(res.HTTPResponse, res.Body)
+		}
+		for _, t := range res.JSON200.Items {
+			scopes := make([]string, len(t.Scopes))
+			for i, s := range t.Scopes {
+				scopes[i] = string(s)
+			}
+			last := "never"
+			if t.LastUsedAt != nil {
+				last = t.LastUsedAt.Format(time.RFC3339)
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", t.Id, t.Name, strings.Join(scopes, ","), t.ExpiresAt.Format(time.RFC3339), last)
+		}
+		if cursor = res.JSON200.NextCursor; cursor == nil {
+			break
+		}
+	}
+	return tw.Flush()
+}
+
+func runTokensDelete(ctx context.Context, e env, args []string) error {
+	fs := newFlags(e, "tokens delete", "ID")
+	if err := parseFlags(fs, args, 1); err != nil {
+		return err
+	}
+	id, err := uuid.Parse(fs.Arg(0))
+	if err != nil {
+		return fmt.Errorf("%q is not a token id", fs.Arg(0))
+	}
+	cl, _, err := apiClient(ctx, e, true)
+	if err != nil {
+		return err
+	}
+	res, err := cl.DeleteTokenWithResponse(ctx, id)
+	if err != nil {
+		return err
+	}
+	if res.StatusCode() != 204 {
+		return problemError(res.HTTPResponse, res.Body)
+	}
+	fmt.Fprintln(e.stdout, "Token deleted.")
+	return nil
+}

@@ -1,0 +1,96 @@
+// Command barrage is Barrage in one binary: the server, its migrations, and the client of its
+// API.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+// version is set at build time with -ldflags "-X main.version=…".
+var version = "dev"
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:], os.Getenv, os.Stdin, os.Stdout, os.Stderr)
+	stop()
+	if err != nil {
+		if !errors.Is(err, flag.ErrHelp) && !errors.Is(err, errUsage) {
+			fmt.Fprintln(os.Stderr, "barrage:", err)
+		}
+		os.Exit(exitCode(err))
+	}
+}
+
+// errUsage is returned after usage was printed.
+var errUsage = errors.New("usage")
+
+func exitCode(err error) int {
+	if errors.Is(err, errUsage) || errors.Is(err, flag.ErrHelp) {
+		return 2
+	}
+	return 1
+}
+
+// env is what a command reads from the process: its environment and standard streams.
+type env struct {
+	getenv func(string) string
+	stdin  io.Reader
+	stdout io.Writer
+	stderr io.Writer
+}
+
+type command struct {
+	name, summary string
+	run           func(ctx context.Context, e env, args []string) error
+}
+
+func commands() []command {
+	return []command{
+		{"serve", "run the API server (starts its own PostgreSQL when DATABASE_URL is empty)", runServe},
+		{"migrate", "apply database migrations: migrate up | migrate status", runMigrate},
+		{"signup", "create an account with an invitation code", runSignup},
+		{"login", "sign in and store credentials for the other commands", runLogin},
+		{"logout", "sign out and forget the stored credentials", runLogout},
+		{"me", "show the signed-in user and license", runMe},
+		{"tokens", "personal API tokens: tokens create | list | delete", runTokens},
+		{"admin", "admin commands: admin invite | invitations | users | user", runAdmin},
+		{"version", "print the version", func(_ context.Context, e env, _ []string) error {
+			fmt.Fprintln(e.stdout, "barrage", version)
+			return nil
+		}},
+	}
+}
+
+func run(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
+	e := env{getenv: getenv, stdin: stdin, stdout: stdout, stderr: stderr}
+	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+		usage(stderr)
+		if len(args) == 0 {
+			return errUsage
+		}
+		return nil
+	}
+	for _, c := range commands() {
+		if c.name == args[0] {
+			return c.run(ctx, e, args[1:])
+		}
+	}
+	fmt.Fprintf(stderr, "barrage: unknown command %q\n\n", args[0])
+	usage(stderr)
+	return errUsage
+}
+
+func usage(w io.Writer) {
+	fmt.Fprintln(w, "Usage: barrage <command> [flags]\n\nCommands:")
+	for _, c := range commands() {
+		fmt.Fprintf(w, "  %-9s %s\n", c.name, c.summary)
+	}
+	fmt.Fprintln(w, "\nRun barrage <command> -h for a command's flags.")
+}

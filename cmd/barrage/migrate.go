@@ -1,0 +1,49 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+
+	"github.com/barrage-load/barrage/internal/config"
+	"github.com/barrage-load/barrage/internal/logging"
+	"github.com/barrage-load/barrage/internal/postgres"
+)
+
+func runMigrate(ctx context.Context, e env, args []string) error {
+	if len(args) == 0 || (args[0] != "up" && args[0] != "status") {
+		fmt.Fprintln(e.stderr, "Usage: barrage migrate <up|status> [serve's database flags]")
+		return errUsage
+	}
+	cfg, err := config.Load("migrate "+args[0], args[1:], e.getenv, e.stderr)
+	if err != nil {
+		return err
+	}
+	log := logging.New(e.stderr, cfg.LogFormat, cfg.LogLevel)
+	db, err := openDatabase(ctx, cfg, log, true)
+	if err != nil {
+		return err
+	}
+	defer db.close()
+	if args[0] == "status" {
+		ms, err := postgres.Migrations()
+		if err != nil {
+			return err
+		}
+		if err := postgres.CheckSchema(ctx, db.pool); err != nil {
+			fmt.Fprintln(e.stdout, err)
+		} else {
+			fmt.Fprintf(e.stdout, "database schema is up to date at version %d\n", ms[len(ms)-1].Version)
+		}
+		return nil
+	}
+	res, err := postgres.Migrate(ctx, db.pool)
+	if err != nil {
+		return err
+	}
+	for _, name := range res.Applied {
+		log.Info("applied migration", slog.String("name", name))
+	}
+	fmt.Fprintf(e.stdout, "database schema at version %d (was %d)\n", res.To, res.From)
+	return nil
+}

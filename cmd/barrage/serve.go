@@ -1,0 +1,211 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"path/filepath"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/barrage-load/barrage/internal/account"
+	"github.com/barrage-load/barrage/internal/auth"
+	"github.com/barrage-load/barrage/internal/config"
+	"github.com/barrage-load/barrage/internal/httpapi"
+	"github.com/barrage-load/barrage/internal/logging"
+	"github.com/barrage-load/barrage/internal/pgembed"
+	"github.com/barrage-load/barrage/internal/postgres"
+)
+
+func runServe(ctx context.Context, e env, args []string) error {
+	cfg, err := config.Load("serve", args, e.getenv, e.stderr)
+	if err != nil {
+		return err
+	}
+	log := logging.New(e.stderr, cfg.LogFormat, cfg.LogLevel)
+	log.Info("starting barrage", slog.String("version", version), slog.Any("config", cfg))
+
+	db, err := openDatabase(ctx, cfg, log, false)
+	if err != nil {
+		return err
+	}
+	defer db.close()
+
+	res, err := postgres.Migrate(ctx, db.pool)
+	if err != nil {
+		return err
+	}
+	if len(res.Applied) > 0 {
+		log.Info("database migrated", slog.Int("from", res.From), slog.Int("to", res.To))
+	}
+	store := postgres.NewStore(db.pool)
+	accounts, err := newAccounts(cfg, store, log)
+	if err != nil {
+		return err
+	}
+	code, err := accounts.EnsureFirstAdmin(ctx)
+	if err != nil {
+		return fmt.Errorf("issue the first-admin invitation: %w", err)
+	}
+	if code != "" {
+		// Printed to the console, never logged: logs are shipped and kept, codes are secrets.
+		fmt.Fprintf(e.stdout, "\nNo account exists yet. Sign up the first admin with this single-use code (valid %s):\n", account.FirstAdminTTL)
+		fmt.Fprintf(e.stdout, "First-admin invitation code: %s\n\n", code)
+	}
+
+	handler, err := httpapi.NewServer(httpapi.Deps{
+		Log: log, Accounts: accounts, Ready: store.Ready,
+		TrustedProxies: cfg.TrustedProxies, MaxBodyBytes: cfg.MaxBodyBytes,
+	})
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{
+		Handler:           handler,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		WriteTimeout:      60 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", cfg.Addr, err)
+	}
+	log.Info("serving", slog.String("addr", "http://"+ln.Addr().String()), slog.String("docs", "http://"+ln.Addr().String()+"/docs"))
+
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- srv.Serve(ln) }()
+	go cleanUp(ctx, store, log)
+
+	select {
+	case <-ctx.Done():
+		log.Info("shutting down", slog.Duration("grace", cfg.ShutdownTimeout))
+	case err := <-serveErr:
+		return fmt.Errorf("serve: %w", err)
+	case <-db.died():
+		return errors.New("the embedded PostgreSQL exited; stopping")
+	}
+	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.ShutdownTimeout)
+	defer cancel()
+	if err := srv.Shutdown(shutdownCtx); err != nil {
+		log.Warn("shutdown cut short", slog.String("error", err.Error()))
+	}
+	log.Info("stopped")
+	return nil
+}
+
+func newAccounts(cfg config.Config, store *postgres.Store, log *slog.Logger) (*account.Service, error) {
+	key, err := auth.LoadOrCreateKey(cfg.JWTKeyFile, true)
+	if err != nil {
+		return nil, err
+	}
+	tokens := auth.NewTokens(key, cfg.JWTIssuer, "barrage-api", cfg.AccessTokenTTL)
+	return account.New(store, auth.NewHasher(auth.OWASPParams), tokens, log, account.Config{RefreshTTL: cfg.RefreshTokenTTL}), nil
+}
+
+// cleanUp deletes expired rate-limit windows and refresh tokens every hour. Every replica runs
+// it; the deletes are idempotent.
+func cleanUp(ctx context.Context, store *postgres.Store, log *slog.Logger) {
+	t := time.NewTicker(time.Hour)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			n, err := store.DeleteExpired(ctx, time.Now().Add(-24*time.Hour))
+			if err != nil {
+				log.Warn("clean-up failed", slog.String("error", err.Error()))
+				continue
+			}
+			log.Debug("clean-up", slog.Int64("deleted", n))
+		}
+	}
+}
+
+// database is an open pool, and the embedded server behind it if there is one.
+type database struct {
+	pool *pgxpool.Pool
+	pg   *pgembed.Instance
+	log  *slog.Logger
+}
+
+// openDatabase connects to DATABASE_URL or, without one, starts the embedded PostgreSQL in the
+// data folder. With attach, a running embedded server (of a serve in progress) is used as is.
+func openDatabase(ctx context.Context, cfg config.Config, log *slog.Logger, attach bool) (*database, error) {
+	db := &database{log: log}
+	url := cfg.DatabaseURL
+	if url == "" {
+		log.Info("no DATABASE_URL: starting the embedded PostgreSQL", slog.String("data_dir", filepath.Join(cfg.DataDir, "postgres")))
+		pg, err := pgembed.Start(ctx, pgembed.Config{
+			DataDir:  filepath.Join(cfg.DataDir, "postgres"),
+			Port:     cfg.PostgresPort,
+			Database: "barrage",
+			BinDir:   cfg.PostgresBin,
+			OSUser:   cfg.PostgresUser,
+			Attach:   attach,
+			Logger:   log.With(slog.String("component", "postgres")),
+		})
+		if err != nil {
+			return nil, err
+		}
+		db.pg, url = pg, pg.DSN()
+	}
+	pool, err := postgres.Connect(ctx, url)
+	if err != nil {
+		db.close()
+		return nil, err
+	}
+	db.pool = pool
+	return db, nil
+}
+
+func (db *database) died() <-chan struct{} {
+	if db.pg == nil {
+		return nil
+	}
+	return db.pg.Done()
+}
+
+func (db *database) close() {
+	if db.pool != nil {
+		db.pool.Close()
+	}
+	if db.pg != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := db.pg.Stop(ctx); err != nil {
+			db.log.Warn("stop the embedded PostgreSQL", slog.String("error", err.Error()))
+		}
+	}
+}
+
+// localAccounts opens the database the way serve does, for admin commands that work without
+// the API. A running serve's embedded database is attached to, not started twice.
+func localAccounts(ctx context.Context, e env) (*account.Service, func(), error) {
+	cfg, err := config.Load("admin", nil, e.getenv, e.stderr)
+	if err != nil {
+		return nil, nil, err
+	}
+	log := logging.New(e.stderr, cfg.LogFormat, slog.LevelWarn)
+	db, err := openDatabase(ctx, cfg, log, true)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := postgres.CheckSchema(ctx, db.pool); err != nil {
+		db.close()
+		return nil, nil, err
+	}
+	svc, err := newAccounts(cfg, postgres.NewStore(db.pool), log)
+	if err != nil {
+		db.close()
+		return nil, nil, err
+	}
+	return svc, db.close, nil
+}

@@ -1,0 +1,306 @@
+// Package account is where people get in and what they may do: sign-up with invitation codes,
+// sign-in and sessions, personal API tokens, and the admin's invitations, users and licenses.
+// It owns the rules; the store keeps the data and the HTTP layer translates.
+package account
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/mail"
+	"net/netip"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/google/uuid"
+
+	"github.com/barrage-load/barrage/internal/auth"
+	"github.com/barrage-load/barrage/internal/barrage"
+	"github.com/barrage-load/barrage/internal/postgres"
+)
+
+// Service carries out account operations.
+type Service struct {
+	store      *postgres.Store
+	hasher     *auth.Hasher
+	tokens     *auth.Tokens
+	refreshTTL time.Duration
+	limits     RateLimits
+	log        *slog.Logger
+	now        func() time.Time
+}
+
+// Config are the Service's settings.
+type Config struct {
+	RefreshTTL time.Duration
+	RateLimits RateLimits
+}
+
+// New returns a Service.
+func New(store *postgres.Store, hasher *auth.Hasher, tokens *auth.Tokens, log *slog.Logger, cfg Config) *Service {
+	if cfg.RateLimits == (RateLimits{}) {
+		cfg.RateLimits = DefaultRateLimits
+	}
+	return &Service{store: store, hasher: hasher, tokens: tokens, refreshTTL: cfg.RefreshTTL, limits: cfg.RateLimits, log: log, now: time.Now}
+}
+
+// Session is what signing in gives: a short-lived access token and a refresh token.
+type Session struct {
+	AccessToken  string
+	RefreshToken string
+	ExpiresIn    time.Duration
+	User         barrage.User
+}
+
+// SignupInput is what a person gives to create an account.
+type SignupInput struct {
+	InvitationCode string
+	Email          string
+	Password       string
+	Name           string
+}
+
+// Signup redeems an invitation code and creates the account, then signs it in.
+func (s *Service) Signup(ctx context.Context, in SignupInput, client netip.Addr) (Session, error) {
+	if err := s.limit(ctx, s.limits.SignupPerClient, "signup:client:"+client.String()); err != nil {
+		return Session{}, err
+	}
+	email, err := validEmail("email", in.Email)
+	if err != nil {
+		return Session{}, err
+	}
+	if err := s.limit(ctx, s.limits.SignupPerAccount, "signup:email:"+strings.ToLower(email)); err != nil {
+		return Session{}, err
+	}
+	name, err := validName("name", in.Name)
+	if err != nil {
+		return Session{}, err
+	}
+	if err := validPassword("password", in.Password, email); err != nil {
+		return Session{}, err
+	}
+	code := strings.TrimSpace(in.InvitationCode)
+	if !strings.HasPrefix(code, auth.PrefixInvitation) {
+		return Session{}, barrage.Invalid("invitation_code", "unknown invitation code")
+	}
+	hash, err := s.hasher.Hash(ctx, in.Password)
+	if err != nil {
+		return Session{}, err
+	}
+	u, err := s.store.CreateUserFromInvitation(ctx, auth.HashSecret(code), barrage.User{
+		ID: uuid.Must(uuid.NewV7()), Email: email, Name: name, PasswordHash: hash,
+	}, s.now())
+	if err != nil {
+		return Session{}, err
+	}
+	s.log.InfoContext(ctx, "account created", slog.String("user_id", u.ID.String()), slog.String("role", string(u.Role)))
+	return s.startSession(ctx, u)
+}
+
+// errBadCredentials answers an unknown email and a wrong password alike.
+var errBadCredentials = barrage.Errorf(barrage.ErrUnauthorized, "invalid email or password")
+
+// Login checks email and password and starts a session.
+func (s *Service) Login(ctx context.Context, email, password string, client netip.Addr) (Session, error) {
+	if err := s.limit(ctx, s.limits.LoginPerClient, "login:client:"+client.String()); err != nil {
+		return Session{}, err
+	}
+	email = strings.TrimSpace(email)
+	if err := s.limit(ctx, s.limits.LoginPerAccount, "login:email:"+strings.ToLower(email)); err != nil {
+		return Session{}, err
+	}
+	u, err := s.store.UserByEmail(ctx, email)
+	if errors.Is(err, barrage.ErrNotFound) {
+		_ = s.hasher.VerifyDummy(ctx, password)
+		return Session{}, errBadCredentials
+	}
+	if err != nil {
+		return Session{}, err
+	}
+	if err := s.hasher.Verify(ctx, u.PasswordHash, password); err != nil {
+		if errors.Is(err, auth.ErrMismatch) {
+			return Session{}, errBadCredentials
+		}
+		return Session{}, err
+	}
+	if u.Disabled {
+		return Session{}, barrage.Errorf(barrage.ErrForbidden, "this account is disabled")
+	}
+	return s.startSession(ctx, u)
+}
+
+// startSession issues an access token and the first refresh token of a new family.
+func (s *Service) startSession(ctx context.Context, u barrage.User) (Session, error) {
+	refresh := auth.NewSecret(auth.PrefixRefreshToken)
+	if err := s.store.CreateRefreshToken(ctx, u.ID, uuid.Must(uuid.NewV7()), auth.HashSecret(refresh), s.now().Add(s.refreshTTL)); err != nil {
+		return Session{}, err
+	}
+	return s.session(u, refresh)
+}
+
+func (s *Service) session(u barrage.User, refresh string) (Session, error) {
+	access, _, err := s.tokens.Issue(u.ID)
+	if err != nil {
+		return Session{}, err
+	}
+	return Session{AccessToken: access, RefreshToken: refresh, ExpiresIn: s.tokens.TTL(), User: u}, nil
+}
+
+// Refresh exchanges a refresh token for a new pair; see postgres.Store.RotateRefreshToken.
+func (s *Service) Refresh(ctx context.Context, refreshToken string) (Session, error) {
+	next := auth.NewSecret(auth.PrefixRefreshToken)
+	u, err := s.store.RotateRefreshToken(ctx, auth.HashSecret(refreshToken), auth.HashSecret(next), s.now().Add(s.refreshTTL))
+	if err != nil {
+		if errors.Is(err, barrage.ErrUnauthorized) {
+			s.log.WarnContext(ctx, "refresh refused", slog.String("reason", err.Error()))
+		}
+		return Session{}, err
+	}
+	return s.session(u, next)
+}
+
+// Logout ends the session the refresh token belongs to.
+func (s *Service) Logout(ctx context.Context, refreshToken string) error {
+	return s.store.RevokeRefreshFamily(ctx, auth.HashSecret(refreshToken))
+}
+
+// errBadToken answers every bearer token that is not accepted.
+var errBadToken = barrage.Errorf(barrage.ErrUnauthorized, "the bearer token is invalid or expired")
+
+// touchEvery is how stale a personal token's last-used time may get: writing it on every request
+// would turn each read into a write.
+const touchEvery = time.Minute
+
+// Authenticate returns who a bearer token (an access token or a personal API token) acts as.
+func (s *Service) Authenticate(ctx context.Context, bearer string) (barrage.Principal, error) {
+	now := s.now()
+	if strings.HasPrefix(bearer, auth.PrefixAPIToken) {
+		t, u, err := s.store.APITokenByHash(ctx, auth.HashSecret(bearer))
+		if errors.Is(err, barrage.ErrNotFound) {
+			return barrage.Principal{}, errBadToken
+		}
+		if err != nil {
+			return barrage.Principal{}, err
+		}
+		if !now.Before(t.ExpiresAt) || u.Disabled {
+			return barrage.Principal{}, errBadToken
+		}
+		if t.LastUsedAt == nil || now.Sub(*t.LastUsedAt) > touchEvery {
+			if err := s.store.TouchAPIToken(ctx, t.ID); err != nil {
+				s.log.WarnContext(ctx, "record token use", slog.String("error", err.Error()))
+			}
+		}
+		return barrage.Principal{User: u, Scopes: t.Scopes, TokenID: &t.ID}, nil
+	}
+	claims, err := s.tokens.Verify(bearer)
+	if err != nil {
+		return barrage.Principal{}, errBadToken
+	}
+	u, err := s.store.UserByID(ctx, claims.UserID)
+	if errors.Is(err, barrage.ErrNotFound) {
+		return barrage.Principal{}, errBadToken
+	}
+	if err != nil {
+		return barrage.Principal{}, err
+	}
+	// iat has whole seconds: compare at that precision.
+	if u.Disabled || claims.IssuedAt.Before(u.TokensValidAfter.Truncate(time.Second)) {
+		return barrage.Principal{}, errBadToken
+	}
+	return barrage.Principal{User: u, Scopes: barrage.AllScopes}, nil
+}
+
+// UpdateMeInput holds the changes a user asks for; nil fields stay as they are.
+type UpdateMeInput struct {
+	Name, Email, CurrentPassword, NewPassword *string
+}
+
+// UpdateMe changes the principal's own account. Email and password need the current password;
+// a new password ends every session.
+func (s *Service) UpdateMe(ctx context.Context, p barrage.Principal, in UpdateMeInput) (barrage.User, error) {
+	var newHash string
+	if in.Email != nil || in.NewPassword != nil {
+		if in.CurrentPassword == nil {
+			return barrage.User{}, barrage.Invalid("current_password", "required to change the email or the password")
+		}
+		if err := s.hasher.Verify(ctx, p.User.PasswordHash, *in.CurrentPassword); err != nil {
+			if errors.Is(err, auth.ErrMismatch) {
+				return barrage.User{}, barrage.Invalid("current_password", "does not match")
+			}
+			return barrage.User{}, err
+		}
+	}
+	email := p.User.Email
+	if in.Email != nil {
+		e, err := validEmail("email", *in.Email)
+		if err != nil {
+			return barrage.User{}, err
+		}
+		email = e
+	}
+	if in.NewPassword != nil {
+		if err := validPassword("new_password", *in.NewPassword, email); err != nil {
+			return barrage.User{}, err
+		}
+		h, err := s.hasher.Hash(ctx, *in.NewPassword)
+		if err != nil {
+			return barrage.User{}, err
+		}
+		newHash = h
+	}
+	var name string
+	if in.Name != nil {
+		n, err := validName("name", *in.Name)
+		if err != nil {
+			return barrage.User{}, err
+		}
+		name = n
+	}
+	now := s.now()
+	return s.store.UpdateUser(ctx, p.User.ID, func(u *barrage.User) error {
+		u.Email = email
+		if name != "" {
+			u.Name = name
+		}
+		if newHash != "" {
+			u.PasswordHash = newHash
+			u.TokensValidAfter = now
+		}
+		return nil
+	})
+}
+
+func validEmail(field, s string) (string, error) {
+	s = strings.TrimSpace(s)
+	a, err := mail.ParseAddress(s)
+	if err != nil || a.Address != s || len(s) > 254 {
+		return "", barrage.Invalid(field, "must be an email address such as ada@example.com")
+	}
+	return s, nil
+}
+
+func validName(field, s string) (string, error) {
+	s = strings.TrimSpace(s)
+	if s == "" || utf8.RuneCountInString(s) > 200 {
+		return "", barrage.Invalid(field, "must have 1 to 200 characters")
+	}
+	return s, nil
+}
+
+// minPasswordLen follows NIST SP 800-63B: length matters, composition rules do not.
+const minPasswordLen = 12
+
+func validPassword(field, pw, email string) error {
+	n := utf8.RuneCountInString(pw)
+	switch {
+	case n < minPasswordLen:
+		return barrage.Invalid(field, fmt.Sprintf("must have at least %d characters", minPasswordLen))
+	case n > 256:
+		return barrage.Invalid(field, "must have at most 256 characters")
+	case strings.EqualFold(pw, email):
+		return barrage.Invalid(field, "must not be the email address")
+	}
+	return nil
+}

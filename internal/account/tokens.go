@@ -1,0 +1,67 @@
+package account
+
+import (
+	"context"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/barrage-load/barrage/internal/auth"
+	"github.com/barrage-load/barrage/internal/barrage"
+)
+
+// CreateTokenInput describes a personal API token to create.
+type CreateTokenInput struct {
+	Name      string
+	Scopes    []barrage.Scope
+	ExpiresIn time.Duration
+}
+
+// CreateToken creates a personal API token for the principal and returns it with its secret,
+// which is not kept. A token never holds a scope its creator lacks, and only admins hold admin.
+func (s *Service) CreateToken(ctx context.Context, p barrage.Principal, in CreateTokenInput) (barrage.APIToken, string, error) {
+	name := strings.TrimSpace(in.Name)
+	if name == "" || len(name) > 100 {
+		return barrage.APIToken{}, "", barrage.Invalid("name", "must have 1 to 100 characters")
+	}
+	if len(in.Scopes) == 0 {
+		return barrage.APIToken{}, "", barrage.Invalid("scopes", "must name at least one scope")
+	}
+	for i, sc := range in.Scopes {
+		field := "scopes[" + itoa(i) + "]"
+		switch {
+		case !sc.Valid():
+			return barrage.APIToken{}, "", barrage.Invalid(field, "unknown scope")
+		case sc == barrage.ScopeAdmin && p.User.Role != barrage.RoleAdmin:
+			return barrage.APIToken{}, "", barrage.Invalid(field, "the admin scope is for admins only")
+		case !p.HasScope(sc):
+			return barrage.APIToken{}, "", barrage.Invalid(field, "a token cannot grant a scope its creator lacks")
+		}
+	}
+	if in.ExpiresIn <= 0 || in.ExpiresIn > 365*24*time.Hour {
+		return barrage.APIToken{}, "", barrage.Invalid("expires_in_days", "must be between 1 and 365 days")
+	}
+	secret := auth.NewSecret(auth.PrefixAPIToken)
+	t, err := s.store.CreateAPIToken(ctx, barrage.APIToken{
+		ID: uuid.Must(uuid.NewV7()), UserID: p.User.ID, Name: name, Scopes: in.Scopes, ExpiresAt: s.now().Add(in.ExpiresIn),
+	}, auth.HashSecret(secret))
+	if err != nil {
+		return barrage.APIToken{}, "", err
+	}
+	return t, secret, nil
+}
+
+// ListTokens returns a page of the principal's tokens, newest first.
+func (s *Service) ListTokens(ctx context.Context, p barrage.Principal, before *uuid.UUID, limit int) (barrage.Page[barrage.APIToken], error) {
+	rows, err := s.store.ListAPITokens(ctx, p.User.ID, before, limit+1)
+	if err != nil {
+		return barrage.Page[barrage.APIToken]{}, err
+	}
+	return barrage.NewPage(rows, limit, func(t barrage.APIToken) uuid.UUID { return t.ID }), nil
+}
+
+// DeleteToken revokes one of the principal's tokens. Another user's token is not found.
+func (s *Service) DeleteToken(ctx context.Context, p barrage.Principal, id uuid.UUID) error {
+	return s.store.DeleteAPIToken(ctx, p.User.ID, id)
+}

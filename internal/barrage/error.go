@@ -1,0 +1,74 @@
+// Package barrage holds Barrage's domain: the types every other package speaks in, the errors
+// they return, and rules that belong to no single adapter, such as license limits.
+package barrage
+
+import (
+	"errors"
+	"fmt"
+)
+
+// The kinds of domain error. Adapters translate to and from these: the store maps driver errors
+// onto them, the HTTP edge maps them onto statuses.
+var (
+	ErrNotFound      = errors.New("not found")
+	ErrConflict      = errors.New("conflict")
+	ErrInvalid       = errors.New("invalid")
+	ErrUnauthorized  = errors.New("unauthorized")
+	ErrForbidden     = errors.New("forbidden")
+	ErrLimitExceeded = errors.New("limit exceeded")
+	ErrRateLimited   = errors.New("rate limited")
+)
+
+// FieldError names one input field and why it was refused.
+type FieldError struct {
+	Field  string `json:"field"`
+	Reason string `json:"reason"`
+}
+
+// InvalidError is an ErrInvalid that names the offending fields.
+type InvalidError struct {
+	Fields []FieldError
+}
+
+// Invalid returns an ErrInvalid naming field and reason.
+func Invalid(field, reason string) error {
+	return &InvalidError{Fields: []FieldError{{Field: field, Reason: reason}}}
+}
+
+func (e *InvalidError) Error() string {
+	if len(e.Fields) == 1 {
+		return fmt.Sprintf("invalid %s: %s", e.Fields[0].Field, e.Fields[0].Reason)
+	}
+	return fmt.Sprintf("%d invalid fields", len(e.Fields))
+}
+
+// Unwrap makes errors.Is(err, ErrInvalid) hold.
+func (e *InvalidError) Unwrap() error { return ErrInvalid }
+
+// Error is a domain error with a message safe to show to the client.
+type Error struct {
+	Kind    error  // one of the Err* kinds above
+	Message string // for the client: no internals
+}
+
+// Errorf returns a domain error of the given kind with a client-facing message.
+func Errorf(kind error, format string, args ...any) error {
+	return &Error{Kind: kind, Message: fmt.Sprintf(format, args...)}
+}
+
+func (e *Error) Error() string { return e.Message }
+
+// Unwrap exposes the kind to errors.Is.
+func (e *Error) Unwrap() error { return e.Kind }
+
+// RateLimitError is an ErrRateLimited that says when to retry.
+type RateLimitError struct {
+	RetryAfterSeconds int
+}
+
+func (e *RateLimitError) Error() string {
+	return fmt.Sprintf("too many attempts, retry in %d s", e.RetryAfterSeconds)
+}
+
+// Unwrap makes errors.Is(err, ErrRateLimited) hold.
+func (e *RateLimitError) Unwrap() error { return ErrRateLimited }

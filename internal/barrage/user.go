@@ -1,0 +1,109 @@
+package barrage
+
+import (
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// Role is what a user may do on the platform.
+type Role string
+
+// The roles.
+const (
+	RoleAdmin Role = "admin"
+	RoleUser  Role = "user"
+)
+
+// Valid reports whether r is a known role.
+func (r Role) Valid() bool { return r == RoleAdmin || r == RoleUser }
+
+// User is an account.
+type User struct {
+	ID               uuid.UUID
+	Email            string
+	Name             string
+	PasswordHash     string
+	Role             Role
+	Disabled         bool
+	License          *License // nil: no license, no limits (admins by default)
+	TokensValidAfter time.Time
+	CreatedAt        time.Time
+	UpdatedAt        time.Time
+}
+
+// Invitation admits people: redeeming its code creates an account with its role and license.
+type Invitation struct {
+	ID        uuid.UUID
+	Role      Role
+	License   *LicenseTemplate
+	UsesTotal int
+	UsesLeft  int
+	ExpiresAt time.Time
+	Note      string
+	CreatedBy *uuid.UUID
+	CreatedAt time.Time
+	RevokedAt *time.Time
+}
+
+// Scope limits what a personal API token may do.
+type Scope string
+
+// The scopes. An access token from signing in holds all of them.
+const (
+	ScopeRead  Scope = "read"  // safe methods
+	ScopeWrite Scope = "write" // changes to the user's own data
+	ScopeAdmin Scope = "admin" // admin routes, for admins only
+)
+
+// AllScopes lists every scope, in display order.
+var AllScopes = []Scope{ScopeRead, ScopeWrite, ScopeAdmin}
+
+// Valid reports whether s is a known scope.
+func (s Scope) Valid() bool { return s == ScopeRead || s == ScopeWrite || s == ScopeAdmin }
+
+// APIToken is a personal API token; its secret is shown once and stored hashed.
+type APIToken struct {
+	ID         uuid.UUID
+	UserID     uuid.UUID
+	Name       string
+	Scopes     []Scope
+	CreatedAt  time.Time
+	ExpiresAt  time.Time
+	LastUsedAt *time.Time
+}
+
+// Principal is who a request acts as, and with which scopes.
+type Principal struct {
+	User   User
+	Scopes []Scope
+	// TokenID is the personal API token used, if any.
+	TokenID *uuid.UUID
+}
+
+// HasScope reports whether the principal holds s.
+func (p Principal) HasScope(s Scope) bool {
+	for _, have := range p.Scopes {
+		if have == s {
+			return true
+		}
+	}
+	return false
+}
+
+// Page is one page of a list, and the id to continue after, if there is more.
+type Page[T any] struct {
+	Items []T
+	Next  *uuid.UUID
+}
+
+// NewPage makes a page of at most limit items from rows, which should hold up to limit+1: the
+// extra row only tells that another page exists.
+func NewPage[T any](rows []T, limit int, id func(T) uuid.UUID) Page[T] {
+	if len(rows) <= limit {
+		return Page[T]{Items: rows}
+	}
+	rows = rows[:limit]
+	next := id(rows[limit-1])
+	return Page[T]{Items: rows, Next: &next}
+}

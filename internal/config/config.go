@@ -1,0 +1,211 @@
+// Package config reads the server's settings from flags and BARRAGE_* environment variables
+// into one validated struct. Flags win over the environment, which wins over the defaults.
+package config
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/netip"
+	"net/url"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Config holds every setting of `barrage serve` and `barrage migrate`.
+type Config struct {
+	Addr            string
+	DatabaseURL     string // secret: its password is masked when logged
+	DataDir         string
+	JWTKeyFile      string
+	JWTIssuer       string
+	AccessTokenTTL  time.Duration
+	RefreshTokenTTL time.Duration
+	TrustedProxies  []netip.Prefix
+	MaxBodyBytes    int64
+	ShutdownTimeout time.Duration
+	LogLevel        slog.Level
+	LogFormat       string
+	PostgresBin     string
+	PostgresUser    string
+	PostgresPort    int
+}
+
+// Setting documents one setting: its flag, its environment variable and its default.
+type Setting struct {
+	Flag, Env, Default, Usage string
+}
+
+// Settings lists every setting in the order the README's table shows them.
+var Settings = []Setting{
+	{"addr", "BARRAGE_ADDR", "127.0.0.1:8080", "address to serve HTTP on"},
+	{"database-url", "DATABASE_URL", "", "PostgreSQL URL; empty starts an embedded PostgreSQL in the data folder"},
+	{"data-dir", "BARRAGE_DATA_DIR", ".barrage", "folder for the embedded database and generated keys"},
+	{"jwt-key-file", "BARRAGE_JWT_KEY_FILE", "", "Ed25519 private key (PKCS#8 PEM) that signs access tokens; default <data-dir>/jwt-ed25519.pem, generated when missing"},
+	{"jwt-issuer", "BARRAGE_JWT_ISSUER", "barrage", "iss claim of access tokens"},
+	{"access-token-ttl", "BARRAGE_ACCESS_TOKEN_TTL", "15m", "lifetime of access tokens (at most 15m)"},
+	{"refresh-token-ttl", "BARRAGE_REFRESH_TOKEN_TTL", "720h", "lifetime of refresh tokens"},
+	{"trusted-proxies", "BARRAGE_TRUSTED_PROXIES", "", "comma-separated CIDRs of proxies whose X-Forwarded-For is believed"},
+	{"max-body-bytes", "BARRAGE_MAX_BODY_BYTES", "1048576", "largest request body accepted"},
+	{"shutdown-timeout", "BARRAGE_SHUTDOWN_TIMEOUT", "15s", "how long in-flight requests get on SIGTERM"},
+	{"log-level", "BARRAGE_LOG_LEVEL", "info", "debug, info, warn or error"},
+	{"log-format", "BARRAGE_LOG_FORMAT", "text", "text or json"},
+	{"postgres-bin", "BARRAGE_POSTGRES_BIN", "", "folder with initdb, pg_ctl and postgres for the embedded database; default downloads pinned binaries"},
+	{"postgres-user", "BARRAGE_POSTGRES_USER", "", "unprivileged account that runs the embedded database when started as root; default postgres, else nobody"},
+	{"postgres-port", "BARRAGE_POSTGRES_PORT", "0", "port of the embedded database on 127.0.0.1; 0 picks a free one"},
+}
+
+// Load parses args (the subcommand's flags) and the environment into a validated Config. The
+// error of a bad value names the flag and its environment variable.
+func Load(name string, args []string, getenv func(string) string, output io.Writer) (Config, error) {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(output)
+	values := make(map[string]*string, len(Settings))
+	for _, s := range Settings {
+		def := s.Default
+		if v := getenv(s.Env); v != "" {
+			def = v
+		}
+		values[s.Flag] = fs.String(s.Flag, def, fmt.Sprintf("%s (env %s)", s.Usage, s.Env))
+	}
+	if err := fs.Parse(args); err != nil {
+		return Config{}, err
+	}
+	if fs.NArg() > 0 {
+		return Config{}, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	return parse(values)
+}
+
+func parse(v map[string]*string) (Config, error) {
+	var errs []error
+	bad := func(flagName, reason string) {
+		env := ""
+		for _, s := range Settings {
+			if s.Flag == flagName {
+				env = s.Env
+			}
+		}
+		errs = append(errs, fmt.Errorf("--%s (%s): %s", flagName, env, reason))
+	}
+	c := Config{
+		Addr:         *v["addr"],
+		DatabaseURL:  *v["database-url"],
+		DataDir:      *v["data-dir"],
+		JWTKeyFile:   *v["jwt-key-file"],
+		JWTIssuer:    *v["jwt-issuer"],
+		LogFormat:    *v["log-format"],
+		PostgresBin:  *v["postgres-bin"],
+		PostgresUser: *v["postgres-user"],
+	}
+	if _, _, err := net.SplitHostPort(c.Addr); err != nil {
+		bad("addr", "want host:port, "+err.Error())
+	}
+	if c.DatabaseURL != "" {
+		if u, err := url.Parse(c.DatabaseURL); err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
+			bad("database-url", "want a postgres:// URL")
+		}
+	}
+	if c.DataDir == "" {
+		bad("data-dir", "must not be empty")
+	} else if abs, err := filepath.Abs(c.DataDir); err == nil {
+		c.DataDir = abs
+	}
+	if c.JWTKeyFile == "" {
+		c.JWTKeyFile = filepath.Join(c.DataDir, "jwt-ed25519.pem")
+	}
+	if c.JWTIssuer == "" {
+		bad("jwt-issuer", "must not be empty")
+	}
+	duration := func(name string, lo, hi time.Duration) time.Duration {
+		d, err := time.ParseDuration(*v[name])
+		if err != nil {
+			bad(name, "want a duration such as 15m")
+		} else if d < lo || d > hi {
+			bad(name, fmt.Sprintf("must be between %s and %s", lo, hi))
+		}
+		return d
+	}
+	c.AccessTokenTTL = duration("access-token-ttl", time.Minute, 15*time.Minute)
+	c.RefreshTokenTTL = duration("refresh-token-ttl", time.Hour, 24*365*time.Hour)
+	c.ShutdownTimeout = duration("shutdown-timeout", 0, 10*time.Minute)
+	for _, p := range strings.Split(*v["trusted-proxies"], ",") {
+		p = strings.TrimSpace(p)
+		if p == "" {
+			continue
+		}
+		prefix, err := netip.ParsePrefix(p)
+		if err != nil {
+			addr, aerr := netip.ParseAddr(p)
+			if aerr != nil {
+				bad("trusted-proxies", fmt.Sprintf("%q is not a CIDR or address", p))
+				continue
+			}
+			prefix = netip.PrefixFrom(addr, addr.BitLen())
+		}
+		c.TrustedProxies = append(c.TrustedProxies, prefix.Masked())
+	}
+	n, err := strconv.ParseInt(*v["max-body-bytes"], 10, 64)
+	if err != nil || n < 1024 || n > 1<<30 {
+		bad("max-body-bytes", "want a number of bytes between 1024 and 1073741824")
+	}
+	c.MaxBodyBytes = n
+	if err := c.LogLevel.UnmarshalText([]byte(*v["log-level"])); err != nil {
+		bad("log-level", "want debug, info, warn or error")
+	}
+	if c.LogFormat != "text" && c.LogFormat != "json" {
+		bad("log-format", "want text or json")
+	}
+	port, err := strconv.Atoi(*v["postgres-port"])
+	if err != nil || port < 0 || port > 65535 {
+		bad("postgres-port", "want a port number, or 0")
+	}
+	c.PostgresPort = port
+	return c, errors.Join(errs...)
+}
+
+// LogValue masks secrets, so that logging the config never leaks them.
+func (c Config) LogValue() slog.Value {
+	proxies := make([]string, len(c.TrustedProxies))
+	for i, p := range c.TrustedProxies {
+		proxies[i] = p.String()
+	}
+	return slog.GroupValue(
+		slog.String("addr", c.Addr),
+		slog.String("database_url", MaskURL(c.DatabaseURL)),
+		slog.String("data_dir", c.DataDir),
+		slog.String("jwt_key_file", c.JWTKeyFile),
+		slog.String("jwt_issuer", c.JWTIssuer),
+		slog.Duration("access_token_ttl", c.AccessTokenTTL),
+		slog.Duration("refresh_token_ttl", c.RefreshTokenTTL),
+		slog.String("trusted_proxies", strings.Join(proxies, ",")),
+		slog.Int64("max_body_bytes", c.MaxBodyBytes),
+		slog.String("log_level", c.LogLevel.String()),
+		slog.String("postgres_bin", c.PostgresBin),
+	)
+}
+
+// MaskURL replaces the password of a URL, and any password=... parameter, with "xxxxx".
+func MaskURL(raw string) string {
+	if raw == "" {
+		return ""
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "(unparseable, masked)"
+	}
+	if _, has := u.User.Password(); has {
+		u.User = url.UserPassword(u.User.Username(), "xxxxx")
+	}
+	q := u.Query()
+	if q.Has("password") {
+		q.Set("password", "xxxxx")
+		u.RawQuery = q.Encode()
+	}
+	return u.String()
+}

@@ -1,0 +1,189 @@
+package httpapi_test
+
+import (
+	"fmt"
+	"net/http"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// Twenty people racing to redeem a single-use code get exactly one account between them.
+func TestSingleUseCodeRedeemedConcurrentlyMakesOneAccount(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	admin := b.firstAdmin()
+	code := b.invite(admin, map[string]any{"uses": 1})
+
+	const n = 20
+	statuses := make([]int, n)
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			r := b.do("POST", "/v1/auth/signup", "", map[string]any{
+				"invitation_code": code, "email": fmt.Sprintf("racer%d@example.com", i),
+				"password": secret("racing password " + fmt.Sprint(i)), "name": "Racer",
+			})
+			statuses[i] = r.status
+			if r.status == http.StatusCreated {
+				secret(r.json(t)["access_token"].(string))
+				secret(r.json(t)["refresh_token"].(string))
+			}
+		}()
+	}
+	close(start)
+	wg.Wait()
+	created, conflicts := 0, 0
+	for _, s := range statuses {
+		switch s {
+		case http.StatusCreated:
+			created++
+		case http.StatusConflict:
+			conflicts++
+		}
+	}
+	require.Equal(t, 1, created, "statuses: %v", statuses)
+	require.Equal(t, n-1, conflicts, "statuses: %v", statuses)
+	users := b.do("GET", "/v1/admin/users", admin.access, nil).json(t)
+	require.Len(t, users["items"], 2)
+}
+
+func TestSignupWithTakenEmailDoesNotSpendTheCode(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	admin := b.firstAdmin()
+	code := b.invite(admin, map[string]any{})
+	r := b.do("POST", "/v1/auth/signup", "", map[string]any{"invitation_code": code, "email": "Admin@Example.com", "password": "long enough password", "name": "Dup"})
+	requireProblem(t, r, http.StatusConflict)
+	b.signup(code, "new@example.com") // the code still works
+}
+
+func TestInvitationRoleAndLicenseComeFromTheInvitation(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	admin := b.firstAdmin()
+	code := b.invite(admin, map[string]any{"role": "user", "license": map[string]any{
+		"plan": "team", "max_vus": 250, "max_run_duration_seconds": 600, "max_concurrent_runs": 3, "valid_days": 30,
+	}})
+	// The request cannot choose a role: an extra field is refused outright.
+	requireProblem(t, b.do("POST", "/v1/auth/signup", "", map[string]any{
+		"invitation_code": code, "email": "x@example.com", "password": "long enough password", "name": "X", "role": "admin",
+	}), http.StatusUnprocessableEntity)
+	u := b.signup(code, "team@example.com")
+	me := b.do("GET", "/v1/me", u.access, nil).json(t)
+	require.Equal(t, "user", me["role"])
+	lic := me["license"].(map[string]any)
+	require.Equal(t, "team", lic["plan"])
+	require.EqualValues(t, 250, lic["max_vus"])
+	require.EqualValues(t, 600, lic["max_run_duration_seconds"])
+	require.EqualValues(t, 3, lic["max_concurrent_runs"])
+	until, err := time.Parse(time.RFC3339, lic["valid_until"].(string))
+	require.NoError(t, err)
+	require.WithinDuration(t, time.Now().Add(30*24*time.Hour), until, time.Minute)
+
+	// An admin invitation without a license makes an unlimited admin.
+	adminCode := b.invite(admin, map[string]any{"role": "admin"})
+	a2 := b.signup(adminCode, "admin2@example.com")
+	require.Equal(t, true, b.do("GET", "/v1/me/license", a2.access, nil).json(t)["unlimited"])
+}
+
+func TestRevokedInvitationIsRefused(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	admin := b.firstAdmin()
+	r := b.do("POST", "/v1/admin/invitations", admin.access, map[string]any{"uses": 5})
+	code := secret(r.json(t)["code"].(string))
+	id := r.json(t)["id"].(string)
+	require.Equal(t, http.StatusNoContent, b.do("DELETE", "/v1/admin/invitations/"+id, admin.access, nil).status)
+	p := requireProblem(t, b.do("POST", "/v1/auth/signup", "", map[string]any{"invitation_code": code, "email": "x@example.com", "password": "long enough password", "name": "X"}), http.StatusConflict)
+	require.Contains(t, p["detail"], "revoked")
+	requireProblem(t, b.do("DELETE", "/v1/admin/invitations/01234567-89ab-7def-8123-456789abcdef", admin.access, nil), http.StatusNotFound)
+	list := b.do("GET", "/v1/admin/invitations", admin.access, nil).json(t)
+	states := map[string]bool{}
+	for _, it := range list["items"].([]any) {
+		states[it.(map[string]any)["state"].(string)] = true
+	}
+	require.True(t, states["revoked"])
+	require.True(t, states["spent"], "the first-admin invitation is spent")
+}
+
+func TestAdminManagesUsersAndLicenses(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	admin, u := b.adminAndUser()
+
+	got := b.do("GET", "/v1/admin/users/"+u.id, admin.access, nil)
+	require.Equal(t, http.StatusOK, got.status)
+	require.Equal(t, "demo", got.json(t)["license"].(map[string]any)["plan"])
+	requireProblem(t, b.do("GET", "/v1/admin/users/01234567-89ab-7def-8123-456789abcdef", admin.access, nil), http.StatusNotFound)
+
+	// Limits merge onto the current license.
+	r := b.do("PATCH", "/v1/admin/users/"+u.id, admin.access, map[string]any{"license": map[string]any{"max_vus": 500, "plan": "pro"}})
+	require.Equal(t, http.StatusOK, r.status, "body: %s", r.body)
+	lic := r.json(t)["license"].(map[string]any)
+	require.EqualValues(t, 500, lic["max_vus"])
+	require.Equal(t, "pro", lic["plan"])
+	require.EqualValues(t, 1800, lic["max_run_duration_seconds"], "untouched limits stay")
+
+	// An expired license shows as expired.
+	r = b.do("PATCH", "/v1/admin/users/"+u.id, admin.access, map[string]any{"license": map[string]any{"valid_until": "2020-01-01T00:00:00Z"}})
+	require.Equal(t, http.StatusOK, r.status, "body: %s", r.body)
+	require.Equal(t, true, b.do("GET", "/v1/me/license", u.access, nil).json(t)["expired"])
+
+	// null removes the license; a user with none needs every limit.
+	r = b.do("PATCH", "/v1/admin/users/"+u.id, admin.access, map[string]any{"license": nil})
+	require.Equal(t, http.StatusOK, r.status, "body: %s", r.body)
+	require.Equal(t, true, r.json(t)["license"].(map[string]any)["unlimited"])
+	p := requireProblem(t, b.do("PATCH", "/v1/admin/users/"+u.id, admin.access, map[string]any{"license": map[string]any{"max_vus": 5}}), http.StatusUnprocessableEntity)
+	requireField(t, p, "license")
+	r = b.do("PATCH", "/v1/admin/users/"+u.id, admin.access, map[string]any{"license": map[string]any{"template": "demo"}, "role": "admin"})
+	require.Equal(t, http.StatusOK, r.status, "body: %s", r.body)
+	require.Equal(t, "admin", r.json(t)["role"])
+	// Promoted, the user reaches admin routes with the same token: roles are read per request.
+	require.Equal(t, http.StatusOK, b.do("GET", "/v1/admin/users", u.access, nil).status)
+}
+
+func TestListsPaginate(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	admin := b.firstAdmin()
+	code := b.invite(admin, map[string]any{"uses": 10})
+	want := map[string]bool{admin.email: true}
+	for i := range 6 {
+		u := b.signup(code, fmt.Sprintf("u%d@example.com", i))
+		want[u.email] = true
+	}
+	seen := map[string]bool{}
+	cursor := ""
+	pages := 0
+	for {
+		path := "/v1/admin/users?limit=3"
+		if cursor != "" {
+			path += "&cursor=" + cursor
+		}
+		r := b.do("GET", path, admin.access, nil)
+		require.Equal(t, http.StatusOK, r.status, "body: %s", r.body)
+		page := r.json(t)
+		pages++
+		items := page["items"].([]any)
+		require.LessOrEqual(t, len(items), 3)
+		for _, it := range items {
+			email := it.(map[string]any)["email"].(string)
+			require.False(t, seen[email], "%s listed twice", email)
+			seen[email] = true
+		}
+		next, ok := page["next_cursor"].(string)
+		if !ok {
+			break
+		}
+		cursor = next
+	}
+	require.Equal(t, want, seen)
+	require.Equal(t, 3, pages)
+}

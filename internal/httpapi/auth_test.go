@@ -1,0 +1,234 @@
+package httpapi_test
+
+import (
+	"crypto/ecdsa"
+	"crypto/ed25519"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"encoding/pem"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+	"github.com/stretchr/testify/require"
+)
+
+// forge signs claims with method and key, for the attack tests.
+func forge(t *testing.T, method jwt.SigningMethod, key any, claims jwt.MapClaims) string {
+	t.Helper()
+	tok := jwt.NewWithClaims(method, claims)
+	s, err := tok.SignedString(key)
+	require.NoError(t, err)
+	return s
+}
+
+func TestAccessTokenAttacksAnswer401(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	admin := b.firstAdmin()
+	block, _ := pem.Decode(b.key)
+	k, err := x509.ParsePKCS8PrivateKey(block.Bytes)
+	require.NoError(t, err)
+	priv := k.(ed25519.PrivateKey)
+	pubDER, err := x509.MarshalPKIXPublicKey(priv.Public())
+	require.NoError(t, err)
+	pubPEM := pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: pubDER})
+	ecKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	require.NoError(t, err)
+	_, otherEd, err := ed25519.GenerateKey(rand.Reader)
+	require.NoError(t, err)
+
+	now := time.Now()
+	valid := func() jwt.MapClaims {
+		return jwt.MapClaims{
+			"sub": admin.id, "iss": "barrage", "aud": []string{"barrage-api"},
+			"iat": now.Unix(), "nbf": now.Unix(), "exp": now.Add(10 * time.Minute).Unix(),
+		}
+	}
+	without := func(claim string) jwt.MapClaims {
+		c := valid()
+		delete(c, claim)
+		return c
+	}
+	with := func(claim string, v any) jwt.MapClaims {
+		c := valid()
+		c[claim] = v
+		return c
+	}
+	// The control: a token forged with the real key and valid claims is accepted, so the 401s
+	// below come from the attack and not from a broken forge.
+	control := forge(t, jwt.SigningMethodEdDSA, priv, valid())
+	require.Equal(t, http.StatusOK, b.do("GET", "/v1/me", control, nil).status)
+
+	none := forge(t, jwt.SigningMethodNone, jwt.UnsafeAllowNoneSignatureType, valid())
+	cases := map[string]string{
+		"alg none":                    none,
+		"HS256 keyed with public key": forge(t, jwt.SigningMethodHS256, pubPEM, valid()),
+		"HS256 keyed with public DER": forge(t, jwt.SigningMethodHS256, []byte(priv.Public().(ed25519.PublicKey)), valid()),
+		"ES256, another algorithm":    forge(t, jwt.SigningMethodES256, ecKey, valid()),
+		"EdDSA by another key":        forge(t, jwt.SigningMethodEdDSA, otherEd, valid()),
+		"expired":                     forge(t, jwt.SigningMethodEdDSA, priv, with("exp", now.Add(-time.Minute).Unix())),
+		"no exp":                      forge(t, jwt.SigningMethodEdDSA, priv, without("exp")),
+		"no iat":                      forge(t, jwt.SigningMethodEdDSA, priv, without("iat")),
+		"wrong aud":                   forge(t, jwt.SigningMethodEdDSA, priv, with("aud", []string{"someone-else"})),
+		"no aud":                      forge(t, jwt.SigningMethodEdDSA, priv, without("aud")),
+		"wrong iss":                   forge(t, jwt.SigningMethodEdDSA, priv, with("iss", "evil")),
+		"no iss":                      forge(t, jwt.SigningMethodEdDSA, priv, without("iss")),
+		"lifetime over 15 minutes":    forge(t, jwt.SigningMethodEdDSA, priv, with("exp", now.Add(time.Hour).Unix())),
+		"subject not a user":          forge(t, jwt.SigningMethodEdDSA, priv, with("sub", "00000000-0000-0000-0000-000000000000")),
+		"subject not an id":           forge(t, jwt.SigningMethodEdDSA, priv, with("sub", "admin")),
+		"garbage":                     "not.a.jwt",
+		"unknown personal token":      "brg_pat_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA",
+	}
+	for name, tok := range cases {
+		t.Run(name, func(t *testing.T) {
+			requireProblem(t, b.do("GET", "/v1/me", tok, nil), http.StatusUnauthorized)
+		})
+	}
+	p := requireProblem(t, b.do("GET", "/v1/me", "", nil), http.StatusUnauthorized)
+	require.Contains(t, p["detail"], "Bearer")
+}
+
+func TestRefreshRotatesAndReuseRevokesTheFamily(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	u := b.firstAdmin()
+
+	r1 := b.do("POST", "/v1/auth/refresh", "", map[string]any{"refresh_token": u.refresh})
+	require.Equal(t, http.StatusOK, r1.status, "body: %s", r1.body)
+	second := secret(r1.json(t)["refresh_token"].(string))
+	require.NotEqual(t, u.refresh, second)
+	require.Equal(t, http.StatusOK, b.do("GET", "/v1/me", secret(r1.json(t)["access_token"].(string)), nil).status)
+
+	// Replaying the first token: refused, and the whole family dies with it.
+	p := requireProblem(t, b.do("POST", "/v1/auth/refresh", "", map[string]any{"refresh_token": u.refresh}), http.StatusUnauthorized)
+	require.Contains(t, p["detail"], "already used")
+	requireProblem(t, b.do("POST", "/v1/auth/refresh", "", map[string]any{"refresh_token": second}), http.StatusUnauthorized)
+
+	// Another session of the same user is untouched.
+	login := b.do("POST", "/v1/auth/login", "", map[string]any{"email": u.email, "password": u.password})
+	require.Equal(t, http.StatusOK, login.status)
+	other := secret(login.json(t)["refresh_token"].(string))
+	secret(login.json(t)["access_token"].(string))
+	r2 := b.do("POST", "/v1/auth/refresh", "", map[string]any{"refresh_token": other})
+	require.Equal(t, http.StatusOK, r2.status)
+	third := secret(r2.json(t)["refresh_token"].(string))
+	secret(r2.json(t)["access_token"].(string))
+
+	// Logout ends that session; logging out twice is fine.
+	require.Equal(t, http.StatusNoContent, b.do("POST", "/v1/auth/logout", "", map[string]any{"refresh_token": third}).status)
+	require.Equal(t, http.StatusNoContent, b.do("POST", "/v1/auth/logout", "", map[string]any{"refresh_token": third}).status)
+	requireProblem(t, b.do("POST", "/v1/auth/refresh", "", map[string]any{"refresh_token": third}), http.StatusUnauthorized)
+	requireProblem(t, b.do("POST", "/v1/auth/refresh", "", map[string]any{"refresh_token": "brg_rt_unknown"}), http.StatusUnauthorized)
+}
+
+func TestLoginAnswersUnknownEmailAndWrongPasswordAlike(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	u := b.firstAdmin()
+	wrong := requireProblem(t, b.do("POST", "/v1/auth/login", "", map[string]any{"email": u.email, "password": "wrong password!"}), http.StatusUnauthorized)
+	unknown := requireProblem(t, b.do("POST", "/v1/auth/login", "", map[string]any{"email": "nobody@example.com", "password": "wrong password!"}), http.StatusUnauthorized)
+	delete(wrong, "request_id")
+	delete(unknown, "request_id")
+	require.Equal(t, wrong, unknown)
+}
+
+func TestPasswordChangeEndsEverySession(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	u := b.firstAdmin()
+	// Access tokens carry whole seconds: let the clock pass the second they were issued in.
+	time.Sleep(1100 * time.Millisecond)
+
+	p := requireProblem(t, b.do("PATCH", "/v1/me", u.access, map[string]any{"new_password": secret("a brand new password")}), http.StatusUnprocessableEntity)
+	requireField(t, p, "current_password")
+	p = requireProblem(t, b.do("PATCH", "/v1/me", u.access, map[string]any{"current_password": "not it at all", "new_password": "a brand new password"}), http.StatusUnprocessableEntity)
+	requireField(t, p, "current_password")
+	p = requireProblem(t, b.do("PATCH", "/v1/me", u.access, map[string]any{"current_password": u.password, "new_password": "short"}), http.StatusUnprocessableEntity)
+	requireField(t, p, "new_password")
+
+	r := b.do("PATCH", "/v1/me", u.access, map[string]any{"current_password": u.password, "new_password": "a brand new password", "name": "Renamed"})
+	require.Equal(t, http.StatusOK, r.status, "body: %s", r.body)
+	require.Equal(t, "Renamed", r.json(t)["name"])
+
+	requireProblem(t, b.do("GET", "/v1/me", u.access, nil), http.StatusUnauthorized)
+	requireProblem(t, b.do("POST", "/v1/auth/refresh", "", map[string]any{"refresh_token": u.refresh}), http.StatusUnauthorized)
+	requireProblem(t, b.do("POST", "/v1/auth/login", "", map[string]any{"email": u.email, "password": u.password}), http.StatusUnauthorized)
+	login := b.do("POST", "/v1/auth/login", "", map[string]any{"email": u.email, "password": "a brand new password"})
+	require.Equal(t, http.StatusOK, login.status)
+	secret(login.json(t)["access_token"].(string))
+	secret(login.json(t)["refresh_token"].(string))
+}
+
+func TestPersonalTokens(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	admin, u := b.adminAndUser()
+
+	created := b.do("POST", "/v1/tokens", u.access, map[string]any{"name": "reader", "scopes": []string{"read"}, "expires_in_days": 7})
+	require.Equal(t, http.StatusCreated, created.status, "body: %s", created.body)
+	c := created.json(t)
+	reader := secret(c["token"].(string))
+	require.Regexp(t, `^brg_pat_[A-Za-z0-9_-]{43}$`, reader)
+
+	// The token works, for reading only.
+	me := b.do("GET", "/v1/me", reader, nil)
+	require.Equal(t, http.StatusOK, me.status)
+	require.Equal(t, u.id, me.json(t)["id"])
+	p := requireProblem(t, b.do("POST", "/v1/tokens", reader, map[string]any{"name": "x", "scopes": []string{"read"}}), http.StatusForbidden)
+	require.Contains(t, p["detail"], "write")
+
+	// Listing shows it without its secret; names are unique per user.
+	list := b.do("GET", "/v1/tokens", u.access, nil)
+	require.Equal(t, http.StatusOK, list.status)
+	require.NotContains(t, string(list.body), reader)
+	require.Len(t, list.json(t)["items"], 1)
+	requireProblem(t, b.do("POST", "/v1/tokens", u.access, map[string]any{"name": "reader", "scopes": []string{"read"}}), http.StatusConflict)
+
+	// A user cannot mint an admin token; an admin's admin token reaches admin routes.
+	p = requireProblem(t, b.do("POST", "/v1/tokens", u.access, map[string]any{"name": "adm", "scopes": []string{"admin"}}), http.StatusUnprocessableEntity)
+	requireField(t, p, "scopes[0]")
+	adminTok := b.do("POST", "/v1/tokens", admin.access, map[string]any{"name": "adm", "scopes": []string{"read", "admin"}})
+	require.Equal(t, http.StatusCreated, adminTok.status)
+	at := secret(adminTok.json(t)["token"].(string))
+	require.Equal(t, http.StatusOK, b.do("GET", "/v1/admin/users", at, nil).status)
+	// ... and a write-less admin token cannot create tokens (no scope escalation).
+	requireProblem(t, b.do("POST", "/v1/tokens", at, map[string]any{"name": "more", "scopes": []string{"write"}}), http.StatusForbidden)
+
+	// Revoking: another user's id is not found; the owner's delete works and the token dies.
+	requireProblem(t, b.do("DELETE", "/v1/tokens/"+c["id"].(string), admin.access, nil), http.StatusNotFound)
+	require.Equal(t, http.StatusNoContent, b.do("DELETE", "/v1/tokens/"+c["id"].(string), u.access, nil).status)
+	requireProblem(t, b.do("GET", "/v1/me", reader, nil), http.StatusUnauthorized)
+	requireProblem(t, b.do("DELETE", "/v1/tokens/"+c["id"].(string), u.access, nil), http.StatusNotFound)
+}
+
+func TestDisabledUserIsSignedOutEverywhere(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	admin, u := b.adminAndUser()
+	tok := b.do("POST", "/v1/tokens", u.access, map[string]any{"name": "t", "scopes": []string{"read"}})
+	pat := secret(tok.json(t)["token"].(string))
+	time.Sleep(1100 * time.Millisecond)
+
+	r := b.do("PATCH", "/v1/admin/users/"+u.id, admin.access, map[string]any{"disabled": true})
+	require.Equal(t, http.StatusOK, r.status, "body: %s", r.body)
+	requireProblem(t, b.do("GET", "/v1/me", u.access, nil), http.StatusUnauthorized)
+	requireProblem(t, b.do("GET", "/v1/me", pat, nil), http.StatusUnauthorized)
+	requireProblem(t, b.do("POST", "/v1/auth/refresh", "", map[string]any{"refresh_token": u.refresh}), http.StatusUnauthorized)
+	requireProblem(t, b.do("POST", "/v1/auth/login", "", map[string]any{"email": u.email, "password": u.password}), http.StatusForbidden)
+
+	// Admins cannot lock themselves out.
+	p := requireProblem(t, b.do("PATCH", "/v1/admin/users/"+admin.id, admin.access, map[string]any{"disabled": true}), http.StatusUnprocessableEntity)
+	requireField(t, p, "disabled")
+	p = requireProblem(t, b.do("PATCH", "/v1/admin/users/"+admin.id, admin.access, map[string]any{"role": "user"}), http.StatusUnprocessableEntity)
+	requireField(t, p, "role")
+
+	// Enabled again, the user signs in; the PAT works again too (it was never revoked).
+	require.Equal(t, http.StatusOK, b.do("PATCH", "/v1/admin/users/"+u.id, admin.access, map[string]any{"disabled": false}).status)
+	login := b.do("POST", "/v1/auth/login", "", map[string]any{"email": u.email, "password": u.password})
+	require.Equal(t, http.StatusOK, login.status)
+	secret(login.json(t)["access_token"].(string))
+	secret(login.json(t)["refresh_token"].(string))
+}

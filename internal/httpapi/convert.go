@@ -1,0 +1,146 @@
+package httpapi
+
+import (
+	"encoding/base64"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/barrage-load/barrage/api"
+	"github.com/barrage-load/barrage/internal/account"
+	"github.com/barrage-load/barrage/internal/barrage"
+)
+
+func fieldError(field, reason string) barrage.FieldError {
+	return barrage.FieldError{Field: field, Reason: reason}
+}
+
+// Cursors are opaque to clients: the id of the last item, base64url-encoded.
+func encodeCursor(id *uuid.UUID) *string {
+	if id == nil {
+		return nil
+	}
+	s := base64.RawURLEncoding.EncodeToString(id[:])
+	return &s
+}
+
+func decodeCursor(c *string) (*uuid.UUID, error) {
+	if c == nil || *c == "" {
+		return nil, nil
+	}
+	b, err := base64.RawURLEncoding.DecodeString(*c)
+	if err != nil || len(b) != 16 {
+		return nil, barrage.Invalid("cursor", "not a cursor from this list")
+	}
+	id := uuid.UUID(b)
+	return &id, nil
+}
+
+// pageArgs decodes a list's cursor and limit (default 50).
+func pageArgs(cursor *string, limit *int) (*uuid.UUID, int, error) {
+	id, err := decodeCursor(cursor)
+	n := 50
+	if limit != nil {
+		n = *limit
+	}
+	return id, n, err
+}
+
+func toAPISession(s account.Session) api.TokenPair {
+	return api.TokenPair{
+		AccessToken:  s.AccessToken,
+		RefreshToken: s.RefreshToken,
+		TokenType:    api.Bearer,
+		ExpiresIn:    int(s.ExpiresIn / time.Second),
+	}
+}
+
+func toAPIUser(u barrage.User, now time.Time) api.User {
+	return api.User{
+		Id: u.ID, Email: u.Email, Name: u.Name, Role: api.Role(u.Role), Disabled: u.Disabled,
+		License: ptr(toAPILicense(u.License, now)), CreatedAt: u.CreatedAt,
+	}
+}
+
+func toAPILicense(l *barrage.License, now time.Time) api.License {
+	if l == nil {
+		return api.License{Unlimited: true}
+	}
+	return api.License{
+		Plan:                  ptr(l.Plan),
+		MaxVus:                ptr(l.Limits.MaxVUs),
+		MaxRunDurationSeconds: ptr(int(l.Limits.MaxRunDuration / time.Second)),
+		MaxConcurrentRuns:     ptr(l.Limits.MaxConcurrentRuns),
+		ValidUntil:            ptr(l.ValidUntil),
+		Expired:               ptr(!now.Before(l.ValidUntil)),
+	}
+}
+
+func toAPIToken(t barrage.APIToken) api.APIToken {
+	scopes := make([]api.Scope, len(t.Scopes))
+	for i, s := range t.Scopes {
+		scopes[i] = api.Scope(s)
+	}
+	return api.APIToken{Id: t.ID, Name: t.Name, Scopes: scopes, CreatedAt: t.CreatedAt, ExpiresAt: t.ExpiresAt, LastUsedAt: t.LastUsedAt}
+}
+
+func invitationState(inv barrage.Invitation, now time.Time) api.InvitationState {
+	switch {
+	case inv.RevokedAt != nil:
+		return api.InvitationStateRevoked
+	case inv.UsesLeft == 0:
+		return api.InvitationStateSpent
+	case !now.Before(inv.ExpiresAt):
+		return api.InvitationStateExpired
+	}
+	return api.InvitationStateActive
+}
+
+func toAPIInvitation(inv barrage.Invitation, now time.Time) api.Invitation {
+	out := api.Invitation{
+		Id: inv.ID, Role: api.Role(inv.Role), UsesTotal: inv.UsesTotal, UsesLeft: inv.UsesLeft,
+		ExpiresAt: inv.ExpiresAt, Note: inv.Note, State: invitationState(inv, now),
+		CreatedBy: inv.CreatedBy, CreatedAt: inv.CreatedAt, RevokedAt: inv.RevokedAt,
+	}
+	if l := inv.License; l != nil {
+		out.License = &api.InvitationLicense{
+			Plan: l.Plan, MaxVus: l.Limits.MaxVUs, MaxRunDurationSeconds: int(l.Limits.MaxRunDuration / time.Second),
+			MaxConcurrentRuns: l.Limits.MaxConcurrentRuns, ValidDays: l.ValidDays,
+		}
+	}
+	return out
+}
+
+func fromAPILicenseTemplate(t *api.LicenseTemplate) *account.LicenseInput {
+	if t == nil {
+		return nil
+	}
+	return &account.LicenseInput{
+		Template: (*string)(t.Template), Plan: t.Plan, MaxVUs: t.MaxVus,
+		MaxRunDuration: seconds(t.MaxRunDurationSeconds), MaxConcurrentRuns: t.MaxConcurrentRuns, ValidDays: t.ValidDays,
+	}
+}
+
+func fromAPILicenseUpdate(t api.LicenseUpdate) *account.LicenseInput {
+	return &account.LicenseInput{
+		Template: (*string)(t.Template), Plan: t.Plan, MaxVUs: t.MaxVus,
+		MaxRunDuration: seconds(t.MaxRunDurationSeconds), MaxConcurrentRuns: t.MaxConcurrentRuns, ValidUntil: t.ValidUntil,
+	}
+}
+
+func seconds(n *int) *time.Duration {
+	if n == nil {
+		return nil
+	}
+	d := time.Duration(*n) * time.Second
+	return &d
+}
+
+func days(n *int, def int) time.Duration {
+	if n != nil {
+		def = *n
+	}
+	return time.Duration(def) * 24 * time.Hour
+}
+
+func ptr[T any](v T) *T { return &v }

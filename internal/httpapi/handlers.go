@@ -1,0 +1,235 @@
+package httpapi
+
+import (
+	"context"
+	"time"
+
+	"github.com/barrage-load/barrage/api"
+	"github.com/barrage-load/barrage/internal/account"
+	"github.com/barrage-load/barrage/internal/barrage"
+)
+
+// principal returns the request's principal; the policy guarantees one on non-public routes.
+func principal(ctx context.Context) (barrage.Principal, error) {
+	p, ok := PrincipalFrom(ctx)
+	if !ok {
+		return p, barrage.Errorf(barrage.ErrUnauthorized, "sign in first")
+	}
+	return p, nil
+}
+
+func (s *server) Signup(ctx context.Context, req api.SignupRequestObject) (api.SignupResponseObject, error) {
+	b := req.Body
+	sess, err := s.accounts.Signup(ctx, account.SignupInput{
+		InvitationCode: b.InvitationCode, Email: b.Email, Password: b.Password, Name: b.Name,
+	}, ClientIP(ctx))
+	if err != nil {
+		return nil, err
+	}
+	return api.Signup201JSONResponse(toAPISession(sess)), nil
+}
+
+func (s *server) Login(ctx context.Context, req api.LoginRequestObject) (api.LoginResponseObject, error) {
+	sess, err := s.accounts.Login(ctx, req.Body.Email, req.Body.Password, ClientIP(ctx))
+	if err != nil {
+		return nil, err
+	}
+	return api.Login200JSONResponse(toAPISession(sess)), nil
+}
+
+func (s *server) Refresh(ctx context.Context, req api.RefreshRequestObject) (api.RefreshResponseObject, error) {
+	sess, err := s.accounts.Refresh(ctx, req.Body.RefreshToken)
+	if err != nil {
+		return nil, err
+	}
+	return api.Refresh200JSONResponse(toAPISession(sess)), nil
+}
+
+func (s *server) Logout(ctx context.Context, req api.LogoutRequestObject) (api.LogoutResponseObject, error) {
+	if err := s.accounts.Logout(ctx, req.Body.RefreshToken); err != nil {
+		return nil, err
+	}
+	return api.Logout204Response{}, nil
+}
+
+func (s *server) GetMe(ctx context.Context, _ api.GetMeRequestObject) (api.GetMeResponseObject, error) {
+	p, err := principal(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return api.GetMe200JSONResponse(toAPIUser(p.User, time.Now())), nil
+}
+
+func (s *server) UpdateMe(ctx context.Context, req api.UpdateMeRequestObject) (api.UpdateMeResponseObject, error) {
+	p, err := principal(ctx)
+	if err != nil {
+		return nil, err
+	}
+	b := req.Body
+	u, err := s.accounts.UpdateMe(ctx, p, account.UpdateMeInput{
+		Name: b.Name, Email: b.Email, CurrentPassword: b.CurrentPassword, NewPassword: b.NewPassword,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return api.UpdateMe200JSONResponse(toAPIUser(u, time.Now())), nil
+}
+
+func (s *server) GetMyLicense(ctx context.Context, _ api.GetMyLicenseRequestObject) (api.GetMyLicenseResponseObject, error) {
+	p, err := principal(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return api.GetMyLicense200JSONResponse(toAPILicense(p.User.License, time.Now())), nil
+}
+
+func (s *server) ListTokens(ctx context.Context, req api.ListTokensRequestObject) (api.ListTokensResponseObject, error) {
+	p, err := principal(ctx)
+	if err != nil {
+		return nil, err
+	}
+	before, limit, err := pageArgs(req.Params.Cursor, req.Params.Limit)
+	if err != nil {
+		return nil, err
+	}
+	page, err := s.accounts.ListTokens(ctx, p, before, limit)
+	if err != nil {
+		return nil, err
+	}
+	out := api.ListTokens200JSONResponse{Items: make([]api.APIToken, len(page.Items)), NextCursor: encodeCursor(page.Next)}
+	for i, t := range page.Items {
+		out.Items[i] = toAPIToken(t)
+	}
+	return out, nil
+}
+
+func (s *server) CreateToken(ctx context.Context, req api.CreateTokenRequestObject) (api.CreateTokenResponseObject, error) {
+	p, err := principal(ctx)
+	if err != nil {
+		return nil, err
+	}
+	scopes := make([]barrage.Scope, len(req.Body.Scopes))
+	for i, sc := range req.Body.Scopes {
+		scopes[i] = barrage.Scope(sc)
+	}
+	t, secret, err := s.accounts.CreateToken(ctx, p, account.CreateTokenInput{
+		Name: req.Body.Name, Scopes: scopes, ExpiresIn: days(req.Body.ExpiresInDays, 90),
+	})
+	if err != nil {
+		return nil, err
+	}
+	v := toAPIToken(t)
+	return api.CreateToken201JSONResponse{
+		Id: v.Id, Name: v.Name, Scopes: v.Scopes, CreatedAt: v.CreatedAt, ExpiresAt: v.ExpiresAt, Token: secret,
+	}, nil
+}
+
+func (s *server) DeleteToken(ctx context.Context, req api.DeleteTokenRequestObject) (api.DeleteTokenResponseObject, error) {
+	p, err := principal(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.accounts.DeleteToken(ctx, p, req.Id); err != nil {
+		return nil, err
+	}
+	return api.DeleteToken204Response{}, nil
+}
+
+func (s *server) CreateInvitation(ctx context.Context, req api.CreateInvitationRequestObject) (api.CreateInvitationResponseObject, error) {
+	p, err := principal(ctx)
+	if err != nil {
+		return nil, err
+	}
+	b := req.Body
+	in := account.InvitationInput{License: fromAPILicenseTemplate(b.License), ExpiresIn: days(b.ExpiresInDays, 7)}
+	if b.Role != nil {
+		in.Role = barrage.Role(*b.Role)
+	}
+	if b.Uses != nil {
+		in.Uses = *b.Uses
+	}
+	if b.Note != nil {
+		in.Note = *b.Note
+	}
+	inv, code, err := s.accounts.CreateInvitation(ctx, &p.User.ID, in)
+	if err != nil {
+		return nil, err
+	}
+	v := toAPIInvitation(inv, time.Now())
+	return api.CreateInvitation201JSONResponse{
+		Id: v.Id, Role: v.Role, License: v.License, UsesTotal: v.UsesTotal, UsesLeft: v.UsesLeft, ExpiresAt: v.ExpiresAt,
+		Note: v.Note, State: api.CreatedInvitationState(v.State), CreatedBy: v.CreatedBy, CreatedAt: v.CreatedAt, Code: code,
+	}, nil
+}
+
+func (s *server) ListInvitations(ctx context.Context, req api.ListInvitationsRequestObject) (api.ListInvitationsResponseObject, error) {
+	before, limit, err := pageArgs(req.Params.Cursor, req.Params.Limit)
+	if err != nil {
+		return nil, err
+	}
+	page, err := s.accounts.ListInvitations(ctx, before, limit)
+	if err != nil {
+		return nil, err
+	}
+	now := time.Now()
+	out := api.ListInvitations200JSONResponse{Items: make([]api.Invitation, len(page.Items)), NextCursor: encodeCursor(page.Next)}
+	for i, inv := range page.Items {
+		out.Items[i] = toAPIInvitation(inv, now)
+	}
+	return out, nil
+}
+
+func (s *server) RevokeInvitation(ctx context.Context, req api.RevokeInvitationRequestObject) (api.RevokeInvitationResponseObject, error) {
+	if err := s.accounts.RevokeInvitation(ctx, req.Id); err != nil {
+		return nil, err
+	}
+	return api.RevokeInvitation204Response{}, nil
+}
+
+func (s *server) ListUsers(ctx context.Context, req api.ListUsersRequestObject) (api.ListUsersResponseObject, error) {
+	after, limit, err := pageArgs(req.Params.Cursor, req.Params.Limit)
+	if err != nil {
+		return nil, err
+	}
+	page, err := s.accounts.ListUsers(ctx, after, limit)
+	if err != nil {
+		return nil, err
+	}
+	now := time.Now()
+	out := api.ListUsers200JSONResponse{Items: make([]api.User, len(page.Items)), NextCursor: encodeCursor(page.Next)}
+	for i, u := range page.Items {
+		out.Items[i] = toAPIUser(u, now)
+	}
+	return out, nil
+}
+
+func (s *server) GetUser(ctx context.Context, req api.GetUserRequestObject) (api.GetUserResponseObject, error) {
+	u, err := s.accounts.GetUser(ctx, req.Id)
+	if err != nil {
+		return nil, err
+	}
+	return api.GetUser200JSONResponse(toAPIUser(u, time.Now())), nil
+}
+
+func (s *server) UpdateUser(ctx context.Context, req api.UpdateUserRequestObject) (api.UpdateUserResponseObject, error) {
+	p, err := principal(ctx)
+	if err != nil {
+		return nil, err
+	}
+	b := req.Body
+	patch := account.UserPatch{Disabled: b.Disabled}
+	if b.Role != nil {
+		r := barrage.Role(*b.Role)
+		patch.Role = &r
+	}
+	if b.License.IsNull() {
+		patch.RemoveLicense = true
+	} else if l, err := b.License.Get(); err == nil {
+		patch.License = fromAPILicenseUpdate(l)
+	}
+	u, err := s.accounts.UpdateUser(ctx, p, req.Id, patch)
+	if err != nil {
+		return nil, err
+	}
+	return api.UpdateUser200JSONResponse(toAPIUser(u, time.Now())), nil
+}

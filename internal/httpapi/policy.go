@@ -1,0 +1,113 @@
+package httpapi
+
+import (
+	"context"
+	"net/http"
+	"strings"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/barrage-load/barrage/internal/barrage"
+)
+
+// access is who may call a route.
+type access int
+
+const (
+	public access = iota + 1 // anyone; no credentials read
+	user                     // any signed-in, enabled user
+	admin                    // admins only
+)
+
+// policy is a route's access rule: who, and which token scope it needs.
+type policy struct {
+	access access
+	scope  barrage.Scope
+}
+
+// policies is the access table. Every route must have an entry: a route without one answers
+// 403 to everybody (deny by default), and a test fails the build when one is missing.
+var policies = map[string]policy{
+	"GET /healthz":      {access: public},
+	"GET /readyz":       {access: public},
+	"GET /openapi.yaml": {access: public},
+	"GET /docs":         {access: public},
+
+	"POST /v1/auth/signup":  {access: public},
+	"POST /v1/auth/login":   {access: public},
+	"POST /v1/auth/refresh": {access: public},
+	"POST /v1/auth/logout":  {access: public},
+
+	"GET /v1/me":             {user, barrage.ScopeRead},
+	"PATCH /v1/me":           {user, barrage.ScopeWrite},
+	"GET /v1/me/license":     {user, barrage.ScopeRead},
+	"GET /v1/tokens":         {user, barrage.ScopeRead},
+	"POST /v1/tokens":        {user, barrage.ScopeWrite},
+	"DELETE /v1/tokens/{id}": {user, barrage.ScopeWrite},
+
+	"GET /v1/admin/invitations":         {admin, barrage.ScopeAdmin},
+	"POST /v1/admin/invitations":        {admin, barrage.ScopeAdmin},
+	"DELETE /v1/admin/invitations/{id}": {admin, barrage.ScopeAdmin},
+	"GET /v1/admin/users":               {admin, barrage.ScopeAdmin},
+	"GET /v1/admin/users/{id}":          {admin, barrage.ScopeAdmin},
+	"PATCH /v1/admin/users/{id}":        {admin, barrage.ScopeAdmin},
+}
+
+func routeKey(method, pattern string) string { return method + " " + pattern }
+
+// principalHolder lets the access log, outside the router, learn who the request was.
+type principalHolder struct{ p *barrage.Principal }
+
+// PrincipalFrom returns who the request acts as; ok is false on public routes.
+func PrincipalFrom(ctx context.Context) (barrage.Principal, bool) {
+	h, _ := ctx.Value(keyPrincipal).(*principalHolder)
+	if h == nil || h.p == nil {
+		return barrage.Principal{}, false
+	}
+	return *h.p, true
+}
+
+// Authenticator turns a bearer token into a principal.
+type Authenticator interface {
+	Authenticate(ctx context.Context, bearer string) (barrage.Principal, error)
+}
+
+// authorize enforces the route's policy. It runs inside the router, where the matched route
+// pattern is known.
+func (s *server) authorize(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		key := routeKey(r.Method, chi.RouteContext(r.Context()).RoutePattern())
+		pol, ok := policies[key]
+		if !ok {
+			s.log.ErrorContext(r.Context(), "route has no access policy; denied", "route", key)
+			writeError(s.log, w, r, barrage.Errorf(barrage.ErrForbidden, "this route is not open to anyone"))
+			return
+		}
+		if pol.access == public {
+			next.ServeHTTP(w, r)
+			return
+		}
+		scheme, token, found := strings.Cut(r.Header.Get("Authorization"), " ")
+		if !found || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(token) == "" {
+			writeError(s.log, w, r, barrage.Errorf(barrage.ErrUnauthorized, "send Authorization: Bearer <token>"))
+			return
+		}
+		p, err := s.auth.Authenticate(r.Context(), strings.TrimSpace(token))
+		if err != nil {
+			writeError(s.log, w, r, err)
+			return
+		}
+		if h, _ := r.Context().Value(keyPrincipal).(*principalHolder); h != nil {
+			h.p = &p
+		}
+		switch {
+		case pol.access == admin && p.User.Role != barrage.RoleAdmin:
+			writeError(s.log, w, r, barrage.Errorf(barrage.ErrForbidden, "this route is for admins"))
+			return
+		case !p.HasScope(pol.scope):
+			writeError(s.log, w, r, barrage.Errorf(barrage.ErrForbidden, "this token lacks the %q scope", pol.scope))
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}

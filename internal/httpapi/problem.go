@@ -1,0 +1,109 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net/http"
+	"strconv"
+
+	"github.com/barrage-load/barrage/internal/barrage"
+)
+
+// problem is an RFC 9457 problem document.
+type problem struct {
+	Type       string                   `json:"type"`
+	Title      string                   `json:"title"`
+	Status     int                      `json:"status"`
+	Detail     string                   `json:"detail,omitempty"`
+	Instance   string                   `json:"instance,omitempty"`
+	RequestID  string                   `json:"request_id,omitempty"`
+	Errors     []barrage.FieldError     `json:"errors,omitempty"`
+	Violations []barrage.LimitViolation `json:"violations,omitempty"`
+
+	retryAfter int // seconds, for 429
+}
+
+// The problem types Barrage names; other statuses use about:blank.
+const (
+	typeValidation  = "urn:barrage:problem:validation"
+	typeMalformed   = "urn:barrage:problem:malformed-request"
+	typeLimit       = "urn:barrage:problem:limit-exceeded"
+	typeRateLimited = "urn:barrage:problem:rate-limited"
+	typeTooLarge    = "urn:barrage:problem:body-too-large"
+)
+
+// errorKinds maps domain error kinds to HTTP statuses, in the order they are tried.
+var errorKinds = []struct {
+	kind   error
+	status int
+}{
+	{barrage.ErrInvalid, http.StatusUnprocessableEntity},
+	{barrage.ErrLimitExceeded, http.StatusUnprocessableEntity},
+	{barrage.ErrNotFound, http.StatusNotFound},
+	{barrage.ErrConflict, http.StatusConflict},
+	{barrage.ErrUnauthorized, http.StatusUnauthorized},
+	{barrage.ErrForbidden, http.StatusForbidden},
+	{barrage.ErrRateLimited, http.StatusTooManyRequests},
+}
+
+// problemFor translates an error into the problem the client sees. Domain errors carry a
+// client-safe message; anything else is a 500 that says nothing of its cause.
+func problemFor(err error) problem {
+	for _, k := range errorKinds {
+		if !errors.Is(err, k.kind) {
+			continue
+		}
+		p := problem{Type: "about:blank", Status: k.status, Title: http.StatusText(k.status), Detail: err.Error()}
+		var inv *barrage.InvalidError
+		var lim *barrage.LimitError
+		var rl *barrage.RateLimitError
+		switch {
+		case errors.As(err, &inv):
+			p.Type, p.Title, p.Errors = typeValidation, "Validation failed", inv.Fields
+		case errors.As(err, &lim):
+			p.Type, p.Title, p.Violations = typeLimit, "Limit exceeded", lim.Violations
+		case errors.As(err, &rl):
+			p.Type, p.retryAfter = typeRateLimited, rl.RetryAfterSeconds
+		}
+		var de *barrage.Error
+		if errors.As(err, &de) {
+			p.Detail = de.Message
+		}
+		return p
+	}
+	return problem{Type: "about:blank", Status: http.StatusInternalServerError, Title: http.StatusText(http.StatusInternalServerError),
+		Detail: "The server could not complete the request; it has been logged."}
+}
+
+// writeProblem writes p as application/problem+json.
+func writeProblem(w http.ResponseWriter, r *http.Request, p problem) {
+	p.Instance = r.URL.Path
+	p.RequestID = requestIDFrom(r.Context())
+	if p.Type == "" {
+		p.Type = "about:blank"
+	}
+	if p.Title == "" {
+		p.Title = http.StatusText(p.Status)
+	}
+	h := w.Header()
+	h.Set("Content-Type", "application/problem+json")
+	h.Set("Cache-Control", "no-store")
+	if p.retryAfter > 0 {
+		h.Set("Retry-After", strconv.Itoa(p.retryAfter))
+	}
+	if p.Status == http.StatusUnauthorized {
+		h.Set("WWW-Authenticate", `Bearer realm="barrage"`)
+	}
+	w.WriteHeader(p.Status)
+	_ = json.NewEncoder(w).Encode(p)
+}
+
+// writeError writes err as a problem; a 500 is logged here, once, with its cause.
+func writeError(log *slog.Logger, w http.ResponseWriter, r *http.Request, err error) {
+	p := problemFor(err)
+	if p.Status == http.StatusInternalServerError {
+		log.ErrorContext(r.Context(), "request failed", slog.String("error", err.Error()))
+	}
+	writeProblem(w, r, p)
+}

@@ -1,0 +1,82 @@
+package httpapi_test
+
+import (
+	"net/http"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/barrage-load/barrage/internal/account"
+)
+
+func TestLoginIsRateLimitedPerAccount(t *testing.T) {
+	t.Parallel()
+	lots := account.Rate{N: 1000, Per: time.Hour}
+	b := setup(t, setupOpts{limits: account.RateLimits{
+		LoginPerClient: lots, SignupPerClient: lots, SignupPerAccount: lots,
+		LoginPerAccount: account.Rate{N: 3, Per: time.Hour},
+	}})
+	u := b.firstAdmin()
+	for range 3 {
+		requireProblem(t, b.do("POST", "/v1/auth/login", "", map[string]any{"email": u.email, "password": "wrong password"}), http.StatusUnauthorized)
+	}
+	// Even the right password waits now, from any address.
+	r := b.do("POST", "/v1/auth/login", "", map[string]any{"email": u.email, "password": u.password})
+	p := requireProblem(t, r, http.StatusTooManyRequests)
+	require.Equal(t, "urn:barrage:problem:rate-limited", p["type"])
+	retry, err := strconv.Atoi(r.header.Get("Retry-After"))
+	require.NoError(t, err)
+	require.Greater(t, retry, 0)
+	require.LessOrEqual(t, retry, 3600)
+	// Another account is not affected.
+	requireProblem(t, b.do("POST", "/v1/auth/login", "", map[string]any{"email": "other@example.com", "password": "wrong password"}), http.StatusUnauthorized)
+}
+
+func TestLoginIsRateLimitedPerClientAddress(t *testing.T) {
+	t.Parallel()
+	lots := account.Rate{N: 1000, Per: time.Hour}
+	b := setup(t, setupOpts{trusted: "127.0.0.1/32", limits: account.RateLimits{
+		LoginPerAccount: lots, SignupPerClient: lots, SignupPerAccount: lots,
+		LoginPerClient: account.Rate{N: 2, Per: time.Hour},
+	}})
+	login := func(email, forwardedFor string) response {
+		return b.do("POST", "/v1/auth/login", "", map[string]any{"email": email, "password": "wrong password"}, "X-Forwarded-For", forwardedFor)
+	}
+	// The proxy (127.0.0.1, trusted) says the client is 203.0.113.7.
+	requireProblem(t, login("a@example.com", "203.0.113.7"), http.StatusUnauthorized)
+	requireProblem(t, login("b@example.com", "203.0.113.7"), http.StatusUnauthorized)
+	requireProblem(t, login("c@example.com", "203.0.113.7"), http.StatusTooManyRequests)
+	// A client cannot escape by writing its own X-Forwarded-For: the rightmost untrusted hop counts.
+	requireProblem(t, login("d@example.com", "198.51.100.1, 203.0.113.7"), http.StatusTooManyRequests)
+	// Another client behind the proxy has its own allowance.
+	requireProblem(t, login("e@example.com", "203.0.113.8"), http.StatusUnauthorized)
+}
+
+func TestForwardedForIsIgnoredFromUntrustedPeers(t *testing.T) {
+	t.Parallel()
+	lots := account.Rate{N: 1000, Per: time.Hour}
+	b := setup(t, setupOpts{limits: account.RateLimits{
+		LoginPerAccount: lots, SignupPerClient: lots, SignupPerAccount: lots,
+		LoginPerClient: account.Rate{N: 2, Per: time.Hour},
+	}})
+	for i, ip := range []string{"203.0.113.1", "203.0.113.2"} {
+		requireProblem(t, b.do("POST", "/v1/auth/login", "", map[string]any{"email": strconv.Itoa(i) + "@example.com", "password": "wrong password"}, "X-Forwarded-For", ip), http.StatusUnauthorized)
+	}
+	// No trusted proxies: every request counts against 127.0.0.1, whatever the header says.
+	requireProblem(t, b.do("POST", "/v1/auth/login", "", map[string]any{"email": "z@example.com", "password": "wrong password"}, "X-Forwarded-For", "203.0.113.3"), http.StatusTooManyRequests)
+}
+
+func TestSignupIsRateLimitedPerClient(t *testing.T) {
+	t.Parallel()
+	lots := account.Rate{N: 1000, Per: time.Hour}
+	b := setup(t, setupOpts{limits: account.RateLimits{
+		LoginPerAccount: lots, LoginPerClient: lots, SignupPerAccount: lots,
+		SignupPerClient: account.Rate{N: 2, Per: time.Hour},
+	}})
+	body := map[string]any{"invitation_code": "brg_inv_guess", "email": "g@example.com", "password": "long enough password", "name": "G"}
+	requireProblem(t, b.do("POST", "/v1/auth/signup", "", body), http.StatusUnprocessableEntity)
+	requireProblem(t, b.do("POST", "/v1/auth/signup", "", body), http.StatusUnprocessableEntity)
+	requireProblem(t, b.do("POST", "/v1/auth/signup", "", body), http.StatusTooManyRequests)
+}

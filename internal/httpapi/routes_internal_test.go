@@ -1,0 +1,130 @@
+package httpapi
+
+import (
+	"log/slog"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/go-chi/chi/v5"
+	"github.com/stretchr/testify/require"
+)
+
+func routerRoutes(t *testing.T) []string {
+	t.Helper()
+	h, err := NewServer(Deps{Log: slog.New(slog.DiscardHandler)})
+	require.NoError(t, err)
+	var routes []string
+	err = chi.Walk(h.(chi.Routes), func(method, route string, _ http.Handler, _ ...func(http.Handler) http.Handler) error {
+		routes = append(routes, routeKey(method, route))
+		return nil
+	})
+	require.NoError(t, err)
+	slices.Sort(routes)
+	return routes
+}
+
+func specRoutes(t *testing.T) []string {
+	t.Helper()
+	doc, err := loadSpec()
+	require.NoError(t, err)
+	var routes []string
+	for path, item := range doc.Paths.Map() {
+		for method := range item.Operations() {
+			routes = append(routes, routeKey(method, path))
+		}
+	}
+	slices.Sort(routes)
+	return routes
+}
+
+// A route without an access policy fails here, before it can ship.
+func TestEveryRouteHasAPolicy(t *testing.T) {
+	t.Parallel()
+	routes := routerRoutes(t)
+	require.NotEmpty(t, routes)
+	for _, r := range routes {
+		_, ok := policies[r]
+		require.True(t, ok, "route %s has no entry in the policies table", r)
+	}
+	for key := range policies {
+		require.Contains(t, routes, key, "policy %s names no route", key)
+	}
+}
+
+func TestRouterAndSpecHaveTheSameRoutes(t *testing.T) {
+	t.Parallel()
+	require.Equal(t, specRoutes(t), routerRoutes(t))
+}
+
+// The spec's security must agree with the policy table: public routes declare no security,
+// others require the bearer scheme.
+func TestSpecSecurityMatchesPolicies(t *testing.T) {
+	t.Parallel()
+	doc, err := loadSpec()
+	require.NoError(t, err)
+	for path, item := range doc.Paths.Map() {
+		for method, op := range item.Operations() {
+			key := routeKey(method, path)
+			sec := doc.Security
+			if op.Security != nil {
+				sec = *op.Security
+			}
+			if policies[key].access == public {
+				require.Empty(t, sec, "%s is public in the policy table but the spec asks for credentials", key)
+			} else {
+				require.NotEmpty(t, sec, "%s needs credentials but the spec declares none", key)
+			}
+		}
+	}
+}
+
+// Request bodies must refuse unknown fields, so a typo is an error, not a silently ignored field.
+func TestRequestSchemasForbidUnknownFields(t *testing.T) {
+	t.Parallel()
+	doc, err := loadSpec()
+	require.NoError(t, err)
+	var check func(name string, s *openapi3.Schema)
+	check = func(name string, s *openapi3.Schema) {
+		if s == nil || !s.Type.Is("object") {
+			return
+		}
+		require.NotNil(t, s.AdditionalProperties.Has, "%s: set additionalProperties: false", name)
+		require.False(t, *s.AdditionalProperties.Has, "%s: set additionalProperties: false", name)
+		for prop, ref := range s.Properties {
+			check(name+"."+prop, ref.Value)
+			for _, sub := range ref.Value.AllOf {
+				check(name+"."+prop, sub.Value)
+			}
+		}
+	}
+	n := 0
+	for path, item := range doc.Paths.Map() {
+		for method, op := range item.Operations() {
+			if op.RequestBody == nil {
+				continue
+			}
+			for ct, mt := range op.RequestBody.Value.Content {
+				require.Equal(t, "application/json", ct, "%s %s", method, path)
+				check(method+" "+path, mt.Schema.Value)
+				n++
+			}
+		}
+	}
+	require.Greater(t, n, 5)
+}
+
+func TestSpecIsValid(t *testing.T) {
+	t.Parallel()
+	doc, err := loadSpec()
+	require.NoError(t, err)
+	require.True(t, strings.HasPrefix(doc.OpenAPI, "3."))
+	for path, item := range doc.Paths.Map() {
+		for method, op := range item.Operations() {
+			require.NotEmpty(t, op.OperationID, "%s %s", method, path)
+			require.NotEmpty(t, op.Summary, "%s %s", method, path)
+		}
+	}
+}

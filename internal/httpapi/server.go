@@ -1,0 +1,144 @@
+// Package httpapi is Barrage's REST API over HTTP: the chi router and strict server generated
+// from api/openapi.yaml, request validation against the spec, access policies, and the
+// translation between API types and domain types. Errors leave as RFC 9457 problem documents.
+package httpapi
+
+import (
+	"bytes"
+	"context"
+	"embed"
+	"errors"
+	"html/template"
+	"log/slog"
+	"net/http"
+	"net/netip"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/barrage-load/barrage/api"
+	"github.com/barrage-load/barrage/internal/account"
+)
+
+// Deps are what the API needs.
+type Deps struct {
+	Log      *slog.Logger
+	Accounts *account.Service
+	// Ready reports whether the server can serve: database up, schema known.
+	Ready func(ctx context.Context) error
+	// TrustedProxies are the proxies whose X-Forwarded-For is believed.
+	TrustedProxies []netip.Prefix
+	// MaxBodyBytes caps request bodies; larger ones get 413.
+	MaxBodyBytes int64
+}
+
+type server struct {
+	log      *slog.Logger
+	accounts *account.Service
+	auth     Authenticator
+	ready    func(ctx context.Context) error
+	docsPage []byte
+}
+
+var _ api.StrictServerInterface = (*server)(nil)
+
+// NewServer returns the API as an http.Handler.
+func NewServer(d Deps) (http.Handler, error) {
+	doc, err := loadSpec()
+	if err != nil {
+		return nil, err
+	}
+	page, err := docsPage()
+	if err != nil {
+		return nil, err
+	}
+	s := &server{log: d.Log, accounts: d.Accounts, auth: d.Accounts, ready: d.Ready, docsPage: page}
+	if d.MaxBodyBytes <= 0 {
+		d.MaxBodyBytes = 1 << 20
+	}
+
+	r := chi.NewRouter()
+	r.Use(requestID, clientIP(d.TrustedProxies), accessLog(d.Log), securityHeaders, limitBody(d.MaxBodyBytes))
+	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
+		writeProblem(w, r, problem{Status: http.StatusNotFound, Detail: "No route matches " + r.URL.Path + "."})
+	})
+	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
+		writeProblem(w, r, problem{Status: http.StatusMethodNotAllowed, Detail: "This route does not answer " + r.Method + "."})
+	})
+	strict := api.NewStrictHandlerWithOptions(s, nil, api.StrictHTTPServerOptions{
+		RequestErrorHandlerFunc: func(w http.ResponseWriter, r *http.Request, err error) {
+			writeProblem(w, r, problem{Type: typeMalformed, Status: http.StatusBadRequest, Detail: "The request body is not valid JSON for this operation."})
+		},
+		ResponseErrorHandlerFunc: func(w http.ResponseWriter, r *http.Request, err error) {
+			writeError(s.log, w, r, err)
+		},
+	})
+	api.HandlerWithOptions(strict, api.ChiServerOptions{
+		BaseRouter: r,
+		// Applied innermost first: authorize runs before validation.
+		Middlewares: []api.MiddlewareFunc{newValidator(doc).middleware, s.authorize},
+		ErrorHandlerFunc: func(w http.ResponseWriter, r *http.Request, err error) {
+			writeProblem(w, r, paramProblem(err))
+		},
+	})
+	return r, nil
+}
+
+// paramProblem reports a path or query parameter that the generated wrapper could not parse.
+func paramProblem(err error) problem {
+	p := problem{Type: typeValidation, Title: "Validation failed", Status: http.StatusBadRequest, Detail: "A parameter is not valid."}
+	var ipf *api.InvalidParamFormatError
+	if errors.As(err, &ipf) {
+		p.Errors = append(p.Errors, fieldError(ipf.ParamName, "has the wrong format"))
+		p.Detail = ipf.ParamName + ": has the wrong format"
+	}
+	return p
+}
+
+//go:embed docs/redoc.standalone.js
+var docsFS embed.FS
+
+var docsTemplate = template.Must(template.New("docs").Parse(`<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>Barrage API reference</title>
+<style>body { margin: 0; padding: 0; }</style>
+</head>
+<body>
+<redoc spec-url="/openapi.yaml" hide-download-button="false"></redoc>
+<script>{{.Script}}</script>
+</body>
+</html>
+`))
+
+// docsPage renders the reference page once, with Redoc inlined: no CDN, no second request.
+func docsPage() ([]byte, error) {
+	js, err := docsFS.ReadFile("docs/redoc.standalone.js")
+	if err != nil {
+		return nil, err
+	}
+	var b bytes.Buffer
+	err = docsTemplate.Execute(&b, struct{ Script template.JS }{template.JS(js)})
+	return b.Bytes(), err
+}
+
+func (s *server) GetDocs(ctx context.Context, _ api.GetDocsRequestObject) (api.GetDocsResponseObject, error) {
+	return api.GetDocs200TexthtmlResponse{Body: bytes.NewReader(s.docsPage), ContentLength: int64(len(s.docsPage))}, nil
+}
+
+func (s *server) GetOpenAPI(ctx context.Context, _ api.GetOpenAPIRequestObject) (api.GetOpenAPIResponseObject, error) {
+	return api.GetOpenAPI200ApplicationyamlResponse{Body: bytes.NewReader(api.Spec), ContentLength: int64(len(api.Spec))}, nil
+}
+
+func (s *server) GetHealthz(ctx context.Context, _ api.GetHealthzRequestObject) (api.GetHealthzResponseObject, error) {
+	return api.GetHealthz200JSONResponse{Status: api.Ok}, nil
+}
+
+func (s *server) GetReadyz(ctx context.Context, _ api.GetReadyzRequestObject) (api.GetReadyzResponseObject, error) {
+	if err := s.ready(ctx); err != nil {
+		s.log.WarnContext(ctx, "not ready", slog.String("error", err.Error()))
+		return api.GetReadyz503JSONResponse{Status: api.Unavailable, Checks: &map[string]string{"database": "unavailable"}}, nil
+	}
+	return api.GetReadyz200JSONResponse{Status: api.Ok, Checks: &map[string]string{"database": "ok"}}, nil
+}

@@ -1,0 +1,223 @@
+package httpapi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/getkin/kin-openapi/openapi3filter"
+	"github.com/getkin/kin-openapi/routers"
+	"github.com/go-chi/chi/v5"
+
+	"github.com/barrage-load/barrage/api"
+	"github.com/barrage-load/barrage/internal/barrage"
+)
+
+// loadSpec parses and validates the embedded OpenAPI document.
+func loadSpec() (*openapi3.T, error) {
+	loader := openapi3.NewLoader()
+	doc, err := loader.LoadFromData(api.Spec)
+	if err != nil {
+		return nil, fmt.Errorf("load openapi.yaml: %w", err)
+	}
+	if err := doc.Validate(context.Background()); err != nil {
+		return nil, fmt.Errorf("openapi.yaml is invalid: %w", err)
+	}
+	return doc, nil
+}
+
+// validator checks each request against its operation in the spec before a handler sees it:
+// parameters, content type, and the body's schema (unknown fields included, as request schemas
+// forbid additional properties).
+type validator struct {
+	doc  *openapi3.T
+	opts *openapi3filter.Options
+}
+
+func newValidator(doc *openapi3.T) *validator {
+	return &validator{doc: doc, opts: &openapi3filter.Options{
+		MultiError:         true,
+		AuthenticationFunc: openapi3filter.NoopAuthenticationFunc, // authorize has run already
+	}}
+}
+
+func (v *validator) middleware(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rctx := chi.RouteContext(r.Context())
+		pattern := rctx.RoutePattern()
+		item := v.doc.Paths.Value(pattern)
+		var op *openapi3.Operation
+		if item != nil {
+			op = item.GetOperation(r.Method)
+		}
+		if op == nil {
+			// The router and the spec disagree; a test keeps them equal.
+			writeError(nil, w, r, fmt.Errorf("route %s %s is not in the spec", r.Method, pattern))
+			return
+		}
+		params := make(map[string]string, len(rctx.URLParams.Keys))
+		for i, k := range rctx.URLParams.Keys {
+			params[k] = rctx.URLParams.Values[i]
+		}
+		in := &openapi3filter.RequestValidationInput{
+			Request:    r,
+			PathParams: params,
+			Route:      &routers.Route{Spec: v.doc, Path: pattern, PathItem: item, Method: r.Method, Operation: op},
+			Options:    v.opts,
+		}
+		if err := openapi3filter.ValidateRequest(r.Context(), in); err != nil {
+			writeProblem(w, r, validationProblem(err))
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// validationProblem turns the validator's errors into one problem naming every field refused.
+// A body that is not JSON is 400; a missing or unsupported content type is 415; a body that is
+// JSON but breaks the schema is 422; a bad parameter is 400.
+func validationProblem(err error) problem {
+	p := problem{Type: typeValidation, Title: "Validation failed", Status: http.StatusUnprocessableEntity}
+	var errs []error
+	var me openapi3.MultiError
+	if errors.As(err, &me) {
+		errs = me
+	} else {
+		errs = []error{err}
+	}
+	for _, e := range errs {
+		var re *openapi3filter.RequestError
+		if !errors.As(e, &re) {
+			p.Errors = append(p.Errors, barrage.FieldError{Field: "", Reason: e.Error()})
+			continue
+		}
+		switch {
+		case re.Parameter != nil:
+			p.Status = http.StatusBadRequest
+			p.Errors = append(p.Errors, barrage.FieldError{Field: re.Parameter.Name, Reason: reasonOf(re)})
+		case re.RequestBody != nil:
+			var pe *openapi3filter.ParseError
+			switch {
+			case errors.As(re.Err, &pe):
+				return problem{Type: typeMalformed, Title: "Malformed request body", Status: http.StatusBadRequest,
+					Detail: "The request body is not valid JSON."}
+			case errors.Is(re.Err, openapi3filter.ErrInvalidRequired):
+				return problem{Type: typeMalformed, Title: "Missing request body", Status: http.StatusBadRequest,
+					Detail: "This operation needs a JSON request body."}
+			case re.Err == nil && strings.HasPrefix(re.Reason, "header Content-Type"):
+				return problem{Type: typeMalformed, Status: http.StatusUnsupportedMediaType, Detail: "Send the body as application/json."}
+			}
+			p.Errors = append(p.Errors, bodyErrors(re)...)
+		default:
+			p.Errors = append(p.Errors, barrage.FieldError{Reason: reasonOf(re)})
+		}
+	}
+	if len(p.Errors) == 1 {
+		p.Detail = fmt.Sprintf("%s: %s", fieldOrBody(p.Errors[0].Field), p.Errors[0].Reason)
+	} else {
+		p.Detail = fmt.Sprintf("%d problems with the request", len(p.Errors))
+	}
+	return p
+}
+
+func fieldOrBody(f string) string {
+	if f == "" {
+		return "body"
+	}
+	return f
+}
+
+// bodyErrors lists the schema errors of a request body, each with its JSON path.
+func bodyErrors(re *openapi3filter.RequestError) []barrage.FieldError {
+	var out []barrage.FieldError
+	var add func(error)
+	add = func(err error) {
+		var me openapi3.MultiError
+		var se *openapi3.SchemaError
+		switch {
+		case errors.As(err, &me):
+			for _, e := range me {
+				add(e)
+			}
+		case errors.As(err, &se):
+			out = append(out, barrage.FieldError{Field: jsonPath(se), Reason: schemaReason(se)})
+		case err == nil:
+			out = append(out, barrage.FieldError{Reason: re.Reason})
+		default:
+			out = append(out, barrage.FieldError{Reason: err.Error()})
+		}
+	}
+	add(re.Err)
+	return out
+}
+
+// jsonPath renders a schema error's location as a.b[0].c; an unknown property is named itself.
+func jsonPath(se *openapi3.SchemaError) string {
+	var b strings.Builder
+	for _, part := range se.JSONPointer() {
+		if isIndex(part) {
+			b.WriteString("[" + part + "]")
+			continue
+		}
+		if b.Len() > 0 {
+			b.WriteByte('.')
+		}
+		b.WriteString(part)
+	}
+	if name, ok := unknownProperty(se); ok {
+		if b.Len() > 0 {
+			b.WriteByte('.')
+		}
+		b.WriteString(name)
+	}
+	return b.String()
+}
+
+// unknownProperty reports the name of a property that additionalProperties: false refused.
+// The validator puts the parent's path in the pointer and the name only in the reason.
+func unknownProperty(se *openapi3.SchemaError) (string, bool) {
+	if se.SchemaField != "properties" {
+		return "", false
+	}
+	rest, ok := strings.CutPrefix(se.Reason, "property \"")
+	if !ok || !strings.HasSuffix(rest, "\" is unsupported") {
+		return "", false
+	}
+	return strings.TrimSuffix(rest, "\" is unsupported"), true
+}
+
+func schemaReason(se *openapi3.SchemaError) string {
+	if _, ok := unknownProperty(se); ok {
+		return "unknown field"
+	}
+	if se.SchemaField == "required" {
+		return "required"
+	}
+	return se.Reason
+}
+
+func isIndex(s string) bool {
+	if s == "" {
+		return false
+	}
+	for _, c := range s {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+func reasonOf(re *openapi3filter.RequestError) string {
+	var se *openapi3.SchemaError
+	if errors.As(re.Err, &se) {
+		return se.Reason
+	}
+	if re.Err != nil {
+		return re.Err.Error()
+	}
+	return re.Reason
+}

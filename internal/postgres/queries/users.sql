@@ -1,0 +1,41 @@
+-- name: UserInsert :one
+INSERT INTO users (
+    id, email, name, password_hash, role,
+    license_plan, license_max_vus, license_max_run_seconds, license_max_concurrent_runs, license_valid_until
+) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+RETURNING *;
+
+-- name: UserGetByID :one
+SELECT * FROM users WHERE id = $1;
+
+-- name: UserGetByIDForUpdate :one
+SELECT * FROM users WHERE id = $1 FOR UPDATE;
+
+-- name: UserGetByEmail :one
+SELECT * FROM users WHERE lower(email) = lower(@email::text);
+
+-- name: UserList :many
+SELECT * FROM users
+WHERE sqlc.narg(after)::uuid IS NULL OR id > sqlc.narg(after)::uuid
+ORDER BY id
+LIMIT @max_rows;
+
+-- name: UserCount :one
+SELECT count(*) FROM users;
+
+-- name: UserUpdate :one
+UPDATE users SET
+    email = $2,
+    name = $3,
+    password_hash = $4,
+    role = $5,
+    disabled = $6,
+    license_plan = $7,
+    license_max_vus = $8,
+    license_max_run_seconds = $9,
+    license_max_concurrent_runs = $10,
+    license_valid_until = $11,
+    tokens_valid_after = $12,
+    updated_at = now()
+WHERE id = $1
+RETURNING *;

@@ -1,0 +1,169 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/barrage-load/barrage/internal/barrage"
+	"github.com/barrage-load/barrage/internal/postgres/dbsqlc"
+)
+
+// CreateRefreshToken stores a refresh token of the session family familyID.
+func (s *Store) CreateRefreshToken(ctx context.Context, userID, familyID uuid.UUID, hash []byte, expires time.Time) error {
+	return translate(s.q.RefreshTokenInsert(ctx, s.pool, dbsqlc.RefreshTokenInsertParams{
+		ID: uuid.Must(uuid.NewV7()), UserID: userID, FamilyID: familyID, TokenHash: hash, ExpiresAt: expires,
+	}), "refresh token")
+}
+
+// errRefreshRefused is the answer to every refresh token that cannot be exchanged.
+var errRefreshRefused = barrage.Errorf(barrage.ErrUnauthorized, "the refresh token is invalid, expired or revoked")
+
+// RotateRefreshToken exchanges the live refresh token oldHash for newHash in the same family and
+// returns its user. Presenting a token that was already exchanged means it was copied: the whole
+// family is revoked (committed even though the call fails), so neither copy works again.
+func (s *Store) RotateRefreshToken(ctx context.Context, oldHash, newHash []byte, expires time.Time) (barrage.User, error) {
+	var (
+		user  barrage.User
+		reuse bool
+	)
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		old, err := s.q.RefreshTokenUse(ctx, tx, oldHash)
+		if errors.Is(err, pgx.ErrNoRows) {
+			prev, err := s.q.RefreshTokenGetByHash(ctx, tx, oldHash)
+			if err != nil || prev.UsedAt == nil || prev.RevokedAt != nil {
+				return nil // unknown, expired or already revoked: nothing to do, refuse below
+			}
+			reuse = true
+			return s.q.RefreshTokenRevokeFamily(ctx, tx, prev.FamilyID)
+		}
+		if err != nil {
+			return err
+		}
+		row, err := s.q.UserGetByID(ctx, tx, old.UserID)
+		if err != nil {
+			return translate(err, "user")
+		}
+		user = userFromRow(row)
+		if user.Disabled {
+			return errRefreshRefused
+		}
+		return s.q.RefreshTokenInsert(ctx, tx, dbsqlc.RefreshTokenInsertParams{
+			ID: uuid.Must(uuid.NewV7()), UserID: old.UserID, FamilyID: old.FamilyID, TokenHash: newHash, ExpiresAt: expires,
+		})
+	})
+	switch {
+	case err != nil:
+		return barrage.User{}, err
+	case reuse:
+		return barrage.User{}, barrage.Errorf(barrage.ErrUnauthorized, "this refresh token was already used; its session has been signed out")
+	case user.ID == uuid.Nil:
+		return barrage.User{}, errRefreshRefused
+	}
+	return user, nil
+}
+
+// RevokeRefreshFamily revokes every token of the family the token hash belongs to. An unknown
+// token is not an error: signing out is idempotent.
+func (s *Store) RevokeRefreshFamily(ctx context.Context, hash []byte) error {
+	return s.inTx(ctx, func(tx pgx.Tx) error {
+		row, err := s.q.RefreshTokenGetByHash(ctx, tx, hash)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		return s.q.RefreshTokenRevokeFamily(ctx, tx, row.FamilyID)
+	})
+}
+
+// CreateAPIToken stores t with the hash of its secret. Names are unique per user.
+func (s *Store) CreateAPIToken(ctx context.Context, t barrage.APIToken, hash []byte) (barrage.APIToken, error) {
+	scopes := make([]string, len(t.Scopes))
+	for i, sc := range t.Scopes {
+		scopes[i] = string(sc)
+	}
+	row, err := s.q.APITokenInsert(ctx, s.pool, dbsqlc.APITokenInsertParams{
+		ID: t.ID, UserID: t.UserID, Name: t.Name, TokenHash: hash, Scopes: scopes, ExpiresAt: t.ExpiresAt,
+	})
+	if err != nil {
+		if errors.Is(translate(err, ""), barrage.ErrConflict) {
+			return barrage.APIToken{}, barrage.Errorf(barrage.ErrConflict, "you already have a token named %q", t.Name)
+		}
+		return barrage.APIToken{}, err
+	}
+	return apiTokenFromRow(row), nil
+}
+
+// ListAPITokens returns up to limit of the user's tokens older than the one with id before,
+// newest first.
+func (s *Store) ListAPITokens(ctx context.Context, userID uuid.UUID, before *uuid.UUID, limit int) ([]barrage.APIToken, error) {
+	rows, err := s.q.APITokenListByUser(ctx, s.pool, dbsqlc.APITokenListByUserParams{UserID: userID, Before: before, MaxRows: int32(limit)})
+	if err != nil {
+		return nil, translate(err, "tokens")
+	}
+	ts := make([]barrage.APIToken, len(rows))
+	for i, r := range rows {
+		ts[i] = apiTokenFromRow(r)
+	}
+	return ts, nil
+}
+
+// DeleteAPIToken deletes the user's token id. Another user's token is not found.
+func (s *Store) DeleteAPIToken(ctx context.Context, userID, id uuid.UUID) error {
+	n, err := s.q.APITokenDelete(ctx, s.pool, dbsqlc.APITokenDeleteParams{ID: id, UserID: userID})
+	if err != nil {
+		return translate(err, "token")
+	}
+	if n == 0 {
+		return barrage.Errorf(barrage.ErrNotFound, "token not found")
+	}
+	return nil
+}
+
+// APITokenByHash returns the token whose secret hashes to hash, and its owner.
+func (s *Store) APITokenByHash(ctx context.Context, hash []byte) (barrage.APIToken, barrage.User, error) {
+	row, err := s.q.APITokenGetWithUser(ctx, s.pool, hash)
+	if err != nil {
+		return barrage.APIToken{}, barrage.User{}, translate(err, "token")
+	}
+	return apiTokenFromRow(row.APIToken), userFromRow(row.User), nil
+}
+
+// TouchAPIToken records that token id was used now.
+func (s *Store) TouchAPIToken(ctx context.Context, id uuid.UUID) error {
+	return translate(s.q.APITokenTouch(ctx, s.pool, id), "token")
+}
+
+func apiTokenFromRow(r dbsqlc.APIToken) barrage.APIToken {
+	scopes := make([]barrage.Scope, len(r.Scopes))
+	for i, sc := range r.Scopes {
+		scopes[i] = barrage.Scope(sc)
+	}
+	return barrage.APIToken{
+		ID: r.ID, UserID: r.UserID, Name: r.Name, Scopes: scopes,
+		CreatedAt: r.CreatedAt, ExpiresAt: r.ExpiresAt, LastUsedAt: r.LastUsedAt,
+	}
+}
+
+// HitRateLimit counts one attempt against key in the window starting at window and returns the
+// attempts counted so far in it. Every replica shares the counters.
+func (s *Store) HitRateLimit(ctx context.Context, key string, window time.Time) (int, error) {
+	n, err := s.q.RateLimitHit(ctx, s.pool, dbsqlc.RateLimitHitParams{Key: key, WindowStart: window})
+	return int(n), translate(err, "rate limit")
+}
+
+// DeleteExpired removes rate-limit windows older than before and refresh tokens that expired
+// before it.
+func (s *Store) DeleteExpired(ctx context.Context, before time.Time) (int64, error) {
+	a, err := s.q.RateLimitDeleteBefore(ctx, s.pool, before)
+	if err != nil {
+		return 0, err
+	}
+	b, err := s.q.RefreshTokenDeleteExpired(ctx, s.pool, before)
+	return a + b, err
+}

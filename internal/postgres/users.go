@@ -1,0 +1,190 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/barrage-load/barrage/internal/barrage"
+	"github.com/barrage-load/barrage/internal/postgres/dbsqlc"
+)
+
+// CreateUserFromInvitation spends one use of the invitation whose code hashes to codeHash and
+// creates u with the invitation's role and license, in one transaction: if the account cannot be
+// created (its email is taken), the use is not spent. u's role and license are ignored.
+func (s *Store) CreateUserFromInvitation(ctx context.Context, codeHash []byte, u barrage.User, now time.Time) (barrage.User, error) {
+	var created barrage.User
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		row, err := s.q.InvitationRedeem(ctx, tx, codeHash)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return s.whyNotRedeemable(ctx, tx, codeHash)
+		}
+		if err != nil {
+			return err
+		}
+		inv := invitationFromRow(row)
+		u.Role = inv.Role
+		u.License = nil
+		if inv.License != nil {
+			l := inv.License.Issue(now)
+			u.License = &l
+		}
+		p := userParams(u)
+		userRow, err := s.q.UserInsert(ctx, tx, dbsqlc.UserInsertParams{
+			ID: u.ID, Email: u.Email, Name: u.Name, PasswordHash: u.PasswordHash, Role: string(u.Role),
+			LicensePlan: p.LicensePlan, LicenseMaxVus: p.LicenseMaxVus, LicenseMaxRunSeconds: p.LicenseMaxRunSeconds,
+			LicenseMaxConcurrentRuns: p.LicenseMaxConcurrentRuns, LicenseValidUntil: p.LicenseValidUntil,
+		})
+		if err != nil {
+			if errors.Is(translate(err, ""), barrage.ErrConflict) {
+				return barrage.Errorf(barrage.ErrConflict, "an account with this email already exists")
+			}
+			return err
+		}
+		created = userFromRow(userRow)
+		return nil
+	})
+	return created, err
+}
+
+// whyNotRedeemable explains a failed redemption: unknown, revoked, expired or used up.
+func (s *Store) whyNotRedeemable(ctx context.Context, tx pgx.Tx, codeHash []byte) error {
+	row, err := s.q.InvitationGetByCodeHash(ctx, tx, codeHash)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return barrage.Invalid("invitation_code", "unknown invitation code")
+	}
+	if err != nil {
+		return err
+	}
+	switch {
+	case row.RevokedAt != nil:
+		return barrage.Errorf(barrage.ErrConflict, "this invitation code has been revoked")
+	case row.UsesLeft == 0:
+		return barrage.Errorf(barrage.ErrConflict, "this invitation code has already been used")
+	default:
+		return barrage.Errorf(barrage.ErrConflict, "this invitation code has expired")
+	}
+}
+
+// UserByID returns the user with id.
+func (s *Store) UserByID(ctx context.Context, id uuid.UUID) (barrage.User, error) {
+	row, err := s.q.UserGetByID(ctx, s.pool, id)
+	if err != nil {
+		return barrage.User{}, translate(err, "user")
+	}
+	return userFromRow(row), nil
+}
+
+// UserByEmail returns the user with email, compared without case.
+func (s *Store) UserByEmail(ctx context.Context, email string) (barrage.User, error) {
+	row, err := s.q.UserGetByEmail(ctx, s.pool, email)
+	if err != nil {
+		return barrage.User{}, translate(err, "user")
+	}
+	return userFromRow(row), nil
+}
+
+// ListUsers returns up to limit users created after the one with id after, oldest first.
+func (s *Store) ListUsers(ctx context.Context, after *uuid.UUID, limit int) ([]barrage.User, error) {
+	rows, err := s.q.UserList(ctx, s.pool, dbsqlc.UserListParams{After: after, MaxRows: int32(limit)})
+	if err != nil {
+		return nil, translate(err, "users")
+	}
+	users := make([]barrage.User, len(rows))
+	for i, r := range rows {
+		users[i] = userFromRow(r)
+	}
+	return users, nil
+}
+
+// UpdateUser changes the user with id through fn, under a row lock. When fn moves
+// TokensValidAfter forward (password change, disabling), the user's refresh tokens are revoked in
+// the same transaction, so that every session ends together.
+func (s *Store) UpdateUser(ctx context.Context, id uuid.UUID, fn func(*barrage.User) error) (barrage.User, error) {
+	var updated barrage.User
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		row, err := s.q.UserGetByIDForUpdate(ctx, tx, id)
+		if err != nil {
+			return translate(err, "user")
+		}
+		before := userFromRow(row)
+		u := before
+		if err := fn(&u); err != nil {
+			return err
+		}
+		u.ID = before.ID
+		row, err = s.q.UserUpdate(ctx, tx, userParams(u))
+		if err != nil {
+			return translate(err, "user with this email")
+		}
+		if u.TokensValidAfter.After(before.TokensValidAfter) {
+			if err := s.q.RefreshTokenRevokeByUser(ctx, tx, id); err != nil {
+				return err
+			}
+		}
+		updated = userFromRow(row)
+		return nil
+	})
+	return updated, err
+}
+
+func userFromRow(r dbsqlc.User) barrage.User {
+	u := barrage.User{
+		ID:               r.ID,
+		Email:            r.Email,
+		Name:             r.Name,
+		PasswordHash:     r.PasswordHash,
+		Role:             barrage.Role(r.Role),
+		Disabled:         r.Disabled,
+		TokensValidAfter: r.TokensValidAfter,
+		CreatedAt:        r.CreatedAt,
+		UpdatedAt:        r.UpdatedAt,
+	}
+	if r.LicensePlan != nil {
+		u.License = &barrage.License{
+			Plan:       *r.LicensePlan,
+			Limits:     limitsFromRow(r.LicenseMaxVus, r.LicenseMaxRunSeconds, r.LicenseMaxConcurrentRuns),
+			ValidUntil: deref(r.LicenseValidUntil),
+		}
+	}
+	return u
+}
+
+func userParams(u barrage.User) dbsqlc.UserUpdateParams {
+	p := dbsqlc.UserUpdateParams{
+		ID: u.ID, Email: u.Email, Name: u.Name, PasswordHash: u.PasswordHash, Role: string(u.Role),
+		Disabled: u.Disabled, TokensValidAfter: u.TokensValidAfter,
+	}
+	if l := u.License; l != nil {
+		p.LicensePlan = &l.Plan
+		p.LicenseMaxVus, p.LicenseMaxRunSeconds, p.LicenseMaxConcurrentRuns = limitsParams(l.Limits)
+		p.LicenseValidUntil = &l.ValidUntil
+	}
+	return p
+}
+
+// limitsFromRow and limitsParams convert the three limit columns that users and invitations share.
+func limitsFromRow(maxVUs, maxRunSeconds, maxConcurrentRuns *int32) barrage.Limits {
+	return barrage.Limits{
+		MaxVUs:            int(deref(maxVUs)),
+		MaxRunDuration:    time.Duration(deref(maxRunSeconds)) * time.Second,
+		MaxConcurrentRuns: int(deref(maxConcurrentRuns)),
+	}
+}
+
+func limitsParams(l barrage.Limits) (maxVUs, maxRunSeconds, maxConcurrentRuns *int32) {
+	return ptr(int32(l.MaxVUs)), ptr(int32(l.MaxRunDuration / time.Second)), ptr(int32(l.MaxConcurrentRuns))
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func deref[T any](p *T) T {
+	var zero T
+	if p == nil {
+		return zero
+	}
+	return *p
+}
