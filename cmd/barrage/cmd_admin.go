@@ -80,7 +80,9 @@ func runAdminInvite(ctx context.Context, e env, args []string) error {
 	uses := fs.Int("uses", 1, "how many accounts the code can create")
 	expires := fs.Int("expires-in-days", 7, "days until the code expires")
 	note := fs.String("note", "", "a note for admins (who it is for)")
-	local := fs.Bool("local", false, "write to the database directly (DATABASE_URL or the embedded one) instead of calling the API")
+	local := fs.Bool("local", false, "write to the database directly instead of calling the API (with --database-url or --data-dir)")
+	dbURL := fs.String("database-url", "", "with --local: PostgreSQL URL (default $DATABASE_URL)")
+	dataDir := fs.String("data-dir", "", "with --local: serve's data folder holding the embedded database (default $BARRAGE_DATA_DIR or .barrage)")
 	lic := addLicenseFlags(fs, "")
 	if err := parseFlags(fs, args, 0); err != nil {
 		return err
@@ -90,7 +92,14 @@ func runAdminInvite(ctx context.Context, e env, args []string) error {
 	}
 	var inv api.CreatedInvitation
 	if *local {
-		svc, done, err := localAccounts(ctx, e)
+		var dbArgs []string
+		if *dbURL != "" {
+			dbArgs = append(dbArgs, "--database-url", *dbURL)
+		}
+		if *dataDir != "" {
+			dbArgs = append(dbArgs, "--data-dir", *dataDir)
+		}
+		svc, done, err := localAccounts(ctx, e, dbArgs)
 		if err != nil {
 			return err
 		}

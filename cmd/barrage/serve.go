@@ -188,8 +188,8 @@ func (db *database) close() {
 
 // localAccounts opens the database the way serve does, for admin commands that work without
 // the API. A running serve's embedded database is attached to, not started twice.
-func localAccounts(ctx context.Context, e env) (*account.Service, func(), error) {
-	cfg, err := config.Load("admin", nil, e.getenv, e.stderr)
+func localAccounts(ctx context.Context, e env, args []string) (*account.Service, func(), error) {
+	cfg, err := config.Load("admin", args, e.getenv, e.stderr)
 	if err != nil {
 		return nil, nil, err
 	}
