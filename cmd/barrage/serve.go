@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -142,16 +144,27 @@ func openDatabase(ctx context.Context, cfg config.Config, log *slog.Logger, atta
 	db := &database{log: log}
 	url := cfg.DatabaseURL
 	if url == "" {
-		log.Info("no DATABASE_URL: starting the embedded PostgreSQL", slog.String("data_dir", filepath.Join(cfg.DataDir, "postgres")))
-		pg, err := pgembed.Start(ctx, pgembed.Config{
-			DataDir:  filepath.Join(cfg.DataDir, "postgres"),
-			Port:     cfg.PostgresPort,
-			Database: "barrage",
-			BinDir:   cfg.PostgresBin,
-			OSUser:   cfg.PostgresUser,
-			Attach:   attach,
-			Logger:   log.With(slog.String("component", "postgres")),
-		})
+		pgCfg := pgembed.Config{
+			DataDir:   filepath.Join(cfg.DataDir, "postgres"),
+			Port:      cfg.PostgresPort,
+			Database:  "barrage",
+			BinDir:    cfg.PostgresBin,
+			OSUser:    cfg.PostgresUser,
+			MirrorURL: cfg.PostgresMirror,
+			Attach:    attach,
+			Logger:    log.With(slog.String("component", "postgres")),
+		}
+		log.Info("no DATABASE_URL: starting the embedded PostgreSQL", slog.String("data_dir", pgCfg.DataDir))
+		pg, err := pgembed.Start(ctx, pgCfg)
+		if errors.Is(err, pgembed.ErrUnreachable) {
+			// Run as root from a private folder (a clone in /root, say): PostgreSQL's account
+			// cannot enter it. Keep the database in a system folder named after the data
+			// folder instead, so that restarts find it again.
+			pgCfg.DataDir = rootFallbackDir(pgCfg.DataDir)
+			log.Warn("the data folder is closed to PostgreSQL's unprivileged account; keeping the database elsewhere",
+				slog.String("reason", err.Error()), slog.String("data_dir", pgCfg.DataDir))
+			pg, err = pgembed.Start(ctx, pgCfg)
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -164,6 +177,13 @@ func openDatabase(ctx context.Context, cfg config.Config, log *slog.Logger, atta
 	}
 	db.pool = pool
 	return db, nil
+}
+
+// rootFallbackDir is where the embedded database of dataDir lives when dataDir is closed to
+// PostgreSQL's account: /var/lib/barrage/postgres-<hash of dataDir>.
+func rootFallbackDir(dataDir string) string {
+	sum := sha256.Sum256([]byte(dataDir))
+	return filepath.Join("/var/lib/barrage", "postgres-"+hex.EncodeToString(sum[:6]))
 }
 
 func (db *database) died() <-chan struct{} {

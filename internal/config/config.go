@@ -34,6 +34,7 @@ type Config struct {
 	PostgresBin     string
 	PostgresUser    string
 	PostgresPort    int
+	PostgresMirror  string
 }
 
 // Setting documents one setting: its flag, its environment variable and its default.
@@ -58,6 +59,7 @@ var Settings = []Setting{
 	{"postgres-bin", "BARRAGE_POSTGRES_BIN", "", "folder with initdb, pg_ctl and postgres for the embedded database; default downloads pinned binaries"},
 	{"postgres-user", "BARRAGE_POSTGRES_USER", "", "unprivileged account that runs the embedded database when started as root; default postgres, else nobody"},
 	{"postgres-port", "BARRAGE_POSTGRES_PORT", "0", "port of the embedded database on 127.0.0.1; 0 picks a free one"},
+	{"postgres-mirror", "BARRAGE_POSTGRES_MIRROR", "https://repo1.maven.org/maven2", "Maven repository the embedded database's binaries are downloaded from"},
 }
 
 // Load parses args (the subcommand's flags) and the environment into a validated Config. The
@@ -102,6 +104,12 @@ func parse(v map[string]*string) (Config, error) {
 		LogFormat:    *v["log-format"],
 		PostgresBin:  *v["postgres-bin"],
 		PostgresUser: *v["postgres-user"],
+	}
+	if m := *v["postgres-mirror"]; m != "" {
+		if u, err := url.Parse(m); err != nil || (u.Scheme != "https" && u.Scheme != "http") {
+			bad("postgres-mirror", "want an http(s) URL")
+		}
+		c.PostgresMirror = strings.TrimRight(m, "/")
 	}
 	if _, _, err := net.SplitHostPort(c.Addr); err != nil {
 		bad("addr", "want host:port, "+err.Error())

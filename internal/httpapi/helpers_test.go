@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-func mustPrefixes(t *testing.T, s string) []netip.Prefix {
+func mustPrefixes(t testing.TB, s string) []netip.Prefix {
 	t.Helper()
 	var out []netip.Prefix
 	for _, p := range strings.Split(s, ",") {

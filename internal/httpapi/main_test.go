@@ -82,7 +82,7 @@ func TestMain(m *testing.M) {
 
 // testBundle is one server on a fresh database.
 type testBundle struct {
-	t      *testing.T
+	t      testing.TB
 	srv    *httptest.Server
 	store  *postgres.Store
 	svc    *account.Service
@@ -101,7 +101,7 @@ type setupOpts struct {
 // parameters is measured by BenchmarkHashOWASP in package auth.
 var testHasher = auth.NewHasher(auth.Argon2Params{MemoryKiB: 64, Iterations: 1, Parallelism: 1, SaltLen: 16, KeyLen: 32})
 
-func setup(t *testing.T, opts ...setupOpts) *testBundle {
+func setup(t testing.TB, opts ...setupOpts) *testBundle {
 	t.Helper()
 	var o setupOpts
 	if len(opts) > 0 {
@@ -140,7 +140,7 @@ type response struct {
 	body   []byte
 }
 
-func (r response) json(t *testing.T) map[string]any {
+func (r response) json(t testing.TB) map[string]any {
 	t.Helper()
 	var m map[string]any
 	require.NoError(t, json.Unmarshal(r.body, &m), "body: %s", r.body)

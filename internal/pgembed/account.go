@@ -52,6 +52,10 @@ func serverAccount(name string) (*account, error) {
 	return nil, fmt.Errorf("pgembed: running as root, PostgreSQL needs an unprivileged user to run as: %w (set BARRAGE_POSTGRES_USER)", lastErr)
 }
 
+// ErrUnreachable means the caller is root and the unprivileged account PostgreSQL runs as cannot
+// enter a folder on the way to the data folder.
+var ErrUnreachable = errors.New("pgembed: data folder unreachable for the PostgreSQL account")
+
 // credential switches a child to the account; nil (run as the caller) for a nil account. The
 // supplementary groups are cleared, which is also what checkReachable assumes.
 func (a *account) credential() *syscall.Credential {
@@ -93,10 +97,10 @@ func (a *account) checkReachable(dir string) error {
 			return err
 		}
 		if !a.canEnter(fi) {
-			return fmt.Errorf("pgembed: PostgreSQL refuses to run as root, so it runs as user %s (uid %d), "+
+			return fmt.Errorf("%w: PostgreSQL refuses to run as root, so it runs as user %s (uid %d), "+
 				"which cannot enter %s (needed for %s, mode %s): set BARRAGE_DATA_DIR to a folder that user can reach "+
 				"(e.g. under /var/lib or /srv), or BARRAGE_POSTGRES_USER to a user that can reach it",
-				a.name, a.uid, chain[i], dir, fi.Mode().Perm())
+				ErrUnreachable, a.name, a.uid, chain[i], dir, fi.Mode().Perm())
 		}
 	}
 	return nil
