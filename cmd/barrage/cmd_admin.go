@@ -4,7 +4,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"text/tabwriter"
 	"time"
 
 	"github.com/google/uuid"
@@ -153,30 +152,25 @@ func runAdminInvitations(ctx context.Context, e env, args []string) error {
 	if err != nil {
 		return err
 	}
-	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tROLE\tLICENSE\tUSES LEFT\tSTATE\tEXPIRES\tNOTE")
-	var cursor *string
-	for {
-		res, err := cl.ListInvitationsWithResponse(ctx, &api.ListInvitationsParams{Cursor: cursor})
-		if err != nil {
-			return err
-		}
-		if res.JSON200 == nil {
-			return problemError(res.HTTPResponse, res.Body)
-		}
-		for _, inv := range res.JSON200.Items {
+	return printTable(e, "ID\tROLE\tLICENSE\tUSES LEFT\tSTATE\tEXPIRES\tNOTE",
+		func(cursor *string) ([]api.Invitation, *string, error) {
+			res, err := cl.ListInvitationsWithResponse(ctx, &api.ListInvitationsParams{Cursor: cursor})
+			if err != nil {
+				return nil, nil, err
+			}
+			if res.JSON200 == nil {
+				return nil, nil, problemError(res.HTTPResponse, res.Body)
+			}
+			return res.JSON200.Items, res.JSON200.NextCursor, nil
+		},
+		func(inv api.Invitation) string {
 			lic := "none"
 			if inv.License != nil {
 				lic = inv.License.Plan
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%d/%d\t%s\t%s\t%s\n", inv.Id, inv.Role, lic, inv.UsesLeft, inv.UsesTotal, inv.State,
+			return fmt.Sprintf("%s\t%s\t%s\t%d/%d\t%s\t%s\t%s", inv.Id, inv.Role, lic, inv.UsesLeft, inv.UsesTotal, inv.State,
 				inv.ExpiresAt.Format(time.DateOnly), inv.Note)
-		}
-		if cursor = res.JSON200.NextCursor; cursor == nil {
-			break
-		}
-	}
-	return tw.Flush()
+		})
 }
 
 func runAdminUsers(ctx context.Context, e env, args []string) error {
@@ -187,25 +181,20 @@ func runAdminUsers(ctx context.Context, e env, args []string) error {
 	if err != nil {
 		return err
 	}
-	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tEMAIL\tNAME\tROLE\tSTATUS\tLICENSE")
-	var cursor *string
-	for {
-		res, err := cl.ListUsersWithResponse(ctx, &api.ListUsersParams{Cursor: cursor})
-		if err != nil {
-			return err
-		}
-		if res.JSON200 == nil {
-			return problemError(res.HTTPResponse, res.Body)
-		}
-		for _, u := range res.JSON200.Items {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", u.Id, u.Email, u.Name, u.Role, status(u.Disabled), licenseLine(u.License))
-		}
-		if cursor = res.JSON200.NextCursor; cursor == nil {
-			break
-		}
-	}
-	return tw.Flush()
+	return printTable(e, "ID\tEMAIL\tNAME\tROLE\tSTATUS\tLICENSE",
+		func(cursor *string) ([]api.User, *string, error) {
+			res, err := cl.ListUsersWithResponse(ctx, &api.ListUsersParams{Cursor: cursor})
+			if err != nil {
+				return nil, nil, err
+			}
+			if res.JSON200 == nil {
+				return nil, nil, problemError(res.HTTPResponse, res.Body)
+			}
+			return res.JSON200.Items, res.JSON200.NextCursor, nil
+		},
+		func(u api.User) string {
+			return fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%s", u.Id, u.Email, u.Name, u.Role, status(u.Disabled), licenseLine(u.License))
+		})
 }
 
 func status(disabled bool) string {

@@ -71,18 +71,18 @@ func runTokensList(ctx context.Context, e env, args []string) error {
 	if err != nil {
 		return err
 	}
-	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tNAME\tSCOPES\tEXPIRES\tLAST USED")
-	var cursor *string
-	for {
-		res, err := cl.ListTokensWithResponse(ctx, &api.ListTokensParams{Cursor: cursor})
-		if err != nil {
-			return err
-		}
-		if res.JSON200 == nil {
-			return problemError(res.HTTPResponse, res.Body)
-		}
-		for _, t := range res.JSON200.Items {
+	return printTable(e, "ID\tNAME\tSCOPES\tEXPIRES\tLAST USED",
+		func(cursor *string) ([]api.APIToken, *string, error) {
+			res, err := cl.ListTokensWithResponse(ctx, &api.ListTokensParams{Cursor: cursor})
+			if err != nil {
+				return nil, nil, err
+			}
+			if res.JSON200 == nil {
+				return nil, nil, problemError(res.HTTPResponse, res.Body)
+			}
+			return res.JSON200.Items, res.JSON200.NextCursor, nil
+		},
+		func(t api.APIToken) string {
 			scopes := make([]string, len(t.Scopes))
 			for i, s := range t.Scopes {
 				scopes[i] = string(s)
@@ -91,13 +91,27 @@ func runTokensList(ctx context.Context, e env, args []string) error {
 			if t.LastUsedAt != nil {
 				last = t.LastUsedAt.Format(time.RFC3339)
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", t.Id, t.Name, strings.Join(scopes, ","), t.ExpiresAt.Format(time.RFC3339), last)
+			return fmt.Sprintf("%s\t%s\t%s\t%s\t%s", t.Id, t.Name, strings.Join(scopes, ","), t.ExpiresAt.Format(time.RFC3339), last)
+		})
+}
+
+// printTable prints a list as a table, every page of it: the header, then a row per item.
+func printTable[T any](e env, header string, fetch func(cursor *string) ([]T, *string, error), row func(T) string) error {
+	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, header)
+	var cursor *string
+	for {
+		items, next, err := fetch(cursor)
+		if err != nil {
+			return err
 		}
-		if cursor = res.JSON200.NextCursor; cursor == nil {
-			break
+		for _, it := range items {
+			fmt.Fprintln(tw, row(it))
+		}
+		if cursor = next; cursor == nil {
+			return tw.Flush()
 		}
 	}
-	return tw.Flush()
 }
 
 func runTokensDelete(ctx context.Context, e env, args []string) error {
