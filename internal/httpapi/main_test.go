@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -70,7 +71,9 @@ func TestMain(m *testing.M) {
 	})
 	n := 0
 	secrets.Range(func(any, any) bool { n++; return true })
-	if code == 0 && n < 10 {
+	// The whole suite registers dozens; fewer means the registration broke (a -run subset may
+	// legitimately see few).
+	if code == 0 && n < 10 && flag.Lookup("test.run").Value.String() == "" {
 		fmt.Fprintf(os.Stderr, "FAIL: the log check saw only %d secrets; the tests did not register them\n", n)
 		code = 1
 	}

@@ -79,7 +79,9 @@ func TestBadInputAnswersProblemsNever500(t *testing.T) {
 		requireProblem(t, b.do("GET", "/v1/nothing-here", "", nil), http.StatusNotFound)
 	})
 	t.Run("wrong method is 405", func(t *testing.T) {
-		requireProblem(t, b.do("PUT", "/v1/me", admin.access, nil), http.StatusMethodNotAllowed)
+		r := b.do("PUT", "/v1/me", admin.access, nil)
+		requireProblem(t, r, http.StatusMethodNotAllowed)
+		require.Equal(t, "GET, PATCH", r.header.Get("Allow"))
 	})
 	t.Run("empty PATCH is 422", func(t *testing.T) {
 		requireProblem(t, b.do("PATCH", "/v1/me", admin.access, map[string]any{}), http.StatusUnprocessableEntity)
