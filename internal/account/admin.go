@@ -124,8 +124,9 @@ func (s *Service) newInvitation(createdBy *uuid.UUID, in InvitationInput) (barra
 	if in.ExpiresIn < time.Minute || in.ExpiresIn > 365*24*time.Hour {
 		return barrage.Invitation{}, barrage.Invalid("expires_in_days", "must be between 1 and 365 days")
 	}
-	if len(in.Note) > 500 {
-		return barrage.Invitation{}, barrage.Invalid("note", "must have at most 500 characters")
+	note, err := validText("note", in.Note, 0, 500)
+	if err != nil {
+		return barrage.Invitation{}, err
 	}
 	var lic *barrage.LicenseTemplate
 	switch {
@@ -149,20 +150,23 @@ func (s *Service) newInvitation(createdBy *uuid.UUID, in InvitationInput) (barra
 	}
 	return barrage.Invitation{
 		ID: uuid.Must(uuid.NewV7()), Role: in.Role, License: lic, UsesTotal: in.Uses, UsesLeft: in.Uses,
-		ExpiresAt: s.now().Add(in.ExpiresIn), Note: strings.TrimSpace(in.Note), CreatedBy: createdBy,
+		ExpiresAt: s.now().Add(in.ExpiresIn), Note: note, CreatedBy: createdBy,
 	}, nil
 }
 
+// validLicense applies the bounds the API documents; the command line's --local path reaches
+// here without the API's validation.
 func validLicense(field, plan string, l barrage.Limits) error {
+	if _, err := validText(field+".plan", plan, 1, 64); err != nil {
+		return err
+	}
 	switch {
-	case plan == "" || len(plan) > 64:
-		return barrage.Invalid(field+".plan", "must have 1 to 64 characters")
-	case l.MaxVUs < 1:
-		return barrage.Invalid(field+".max_vus", "must be at least 1")
-	case l.MaxRunDuration < time.Second:
-		return barrage.Invalid(field+".max_run_duration_seconds", "must be at least 1")
-	case l.MaxConcurrentRuns < 1:
-		return barrage.Invalid(field+".max_concurrent_runs", "must be at least 1")
+	case l.MaxVUs < 1 || l.MaxVUs > 10_000_000:
+		return barrage.Invalid(field+".max_vus", "must be between 1 and 10000000")
+	case l.MaxRunDuration < time.Second || l.MaxRunDuration > 365*24*time.Hour:
+		return barrage.Invalid(field+".max_run_duration_seconds", "must be between 1 and 31536000")
+	case l.MaxConcurrentRuns < 1 || l.MaxConcurrentRuns > 100_000:
+		return barrage.Invalid(field+".max_concurrent_runs", "must be between 1 and 100000")
 	}
 	return nil
 }

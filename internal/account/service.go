@@ -12,6 +12,7 @@ import (
 	"net/netip"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/google/uuid"
@@ -282,9 +283,18 @@ func validEmail(field, s string) (string, error) {
 }
 
 func validName(field, s string) (string, error) {
+	return validText(field, s, 1, 200)
+}
+
+// validText trims s and checks its length in characters and that it holds no control
+// characters (PostgreSQL cannot store NUL; the others have no business in a name or a note).
+func validText(field, s string, minLen, maxLen int) (string, error) {
 	s = strings.TrimSpace(s)
-	if s == "" || utf8.RuneCountInString(s) > 200 {
-		return "", barrage.Invalid(field, "must have 1 to 200 characters")
+	if n := utf8.RuneCountInString(s); n < minLen || n > maxLen {
+		return "", barrage.Invalid(field, fmt.Sprintf("must have %d to %d characters", minLen, maxLen))
+	}
+	if !utf8.ValidString(s) || strings.ContainsFunc(s, unicode.IsControl) {
+		return "", barrage.Invalid(field, "must not hold control characters")
 	}
 	return s, nil
 }

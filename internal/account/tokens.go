@@ -2,7 +2,6 @@ package account
 
 import (
 	"context"
-	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -21,9 +20,9 @@ type CreateTokenInput struct {
 // CreateToken creates a personal API token for the principal and returns it with its secret,
 // which is not kept. A token never holds a scope its creator lacks, and only admins hold admin.
 func (s *Service) CreateToken(ctx context.Context, p barrage.Principal, in CreateTokenInput) (barrage.APIToken, string, error) {
-	name := strings.TrimSpace(in.Name)
-	if name == "" || len(name) > 100 {
-		return barrage.APIToken{}, "", barrage.Invalid("name", "must have 1 to 100 characters")
+	name, err := validText("name", in.Name, 1, 100)
+	if err != nil {
+		return barrage.APIToken{}, "", err
 	}
 	if len(in.Scopes) == 0 {
 		return barrage.APIToken{}, "", barrage.Invalid("scopes", "must name at least one scope")

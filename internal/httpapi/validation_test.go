@@ -119,3 +119,22 @@ func TestServiceRoutes(t *testing.T) {
 	r = b.do("GET", "/healthz", "", nil, "X-Request-ID", "evil\" injected=1")
 	require.NotContains(t, r.header.Get("X-Request-ID"), "evil")
 }
+
+// Text PostgreSQL cannot store (NUL) and control characters are refused up front, never a 500.
+func TestControlCharactersAreRefused(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	admin := b.firstAdmin()
+	p := requireProblem(t, b.do("POST", "/v1/tokens", admin.access, `{"name": "ci\u0000x", "scopes": ["read"]}`), http.StatusUnprocessableEntity)
+	requireField(t, p, "name")
+	p = requireProblem(t, b.do("POST", "/v1/admin/invitations", admin.access, `{"note": "line\u0000"}`), http.StatusUnprocessableEntity)
+	requireField(t, p, "note")
+	p = requireProblem(t, b.do("PATCH", "/v1/me", admin.access, `{"name": "bell\u0007"}`), http.StatusUnprocessableEntity)
+	requireField(t, p, "name")
+	p = requireProblem(t, b.do("POST", "/v1/admin/invitations", admin.access, `{"license": {"template": "demo", "plan": "p\u0000"}}`), http.StatusUnprocessableEntity)
+	requireField(t, p, "license.plan")
+	// Non-ASCII names are fine.
+	r := b.do("PATCH", "/v1/me", admin.access, `{"name": "Zoë Ångström 李"}`)
+	require.Equal(t, http.StatusOK, r.status, "body: %s", r.body)
+	require.Equal(t, "Zoë Ångström 李", r.json(t)["name"])
+}

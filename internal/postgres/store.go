@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -82,6 +83,11 @@ func translate(err error, what string) error {
 			return barrage.Errorf(barrage.ErrNotFound, "%s refers to something that does not exist", what)
 		case pgCheckViolation:
 			return barrage.Errorf(barrage.ErrInvalid, "%s breaks a rule of the schema (%s)", what, pgErr.ConstraintName)
+		}
+		// Class 22, data exceptions: a value out of range, or text PostgreSQL cannot store
+		// (a NUL byte). Input validation should catch these first; this keeps them 4xx.
+		if strings.HasPrefix(pgErr.Code, "22") {
+			return barrage.Errorf(barrage.ErrInvalid, "%s holds a value out of range or not storable", what)
 		}
 	}
 	return err
