@@ -25,17 +25,33 @@ var errRefreshRefused = barrage.Errorf(barrage.ErrUnauthorized, "the refresh tok
 // RotateRefreshToken exchanges the live refresh token oldHash for newHash in the same family and
 // returns its user. Presenting a token that was already exchanged means it was copied: the whole
 // family is revoked (committed even though the call fails), so neither copy works again.
+//
+// Every change to a user's refresh tokens first locks the user's row (UserGetForTokenChange):
+// a rotation and a revocation of the same family, or a rotation and a password change, run one
+// after the other, so a revocation always sees the token a concurrent rotation minted.
 func (s *Store) RotateRefreshToken(ctx context.Context, oldHash, newHash []byte, expires time.Time) (barrage.User, error) {
 	var (
 		user  barrage.User
 		reuse bool
 	)
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		prev, err := s.q.RefreshTokenGetByHash(ctx, tx, oldHash)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil // unknown: refused below
+		}
+		if err != nil {
+			return err
+		}
+		row, err := s.q.UserGetForTokenChange(ctx, tx, prev.UserID)
+		if err != nil {
+			return translate(err, "user")
+		}
 		old, err := s.q.RefreshTokenUse(ctx, tx, oldHash)
 		if errors.Is(err, pgx.ErrNoRows) {
+			// Read again under the lock: a concurrent rotation or revocation has finished.
 			prev, err := s.q.RefreshTokenGetByHash(ctx, tx, oldHash)
 			if err != nil || prev.UsedAt == nil || prev.RevokedAt != nil {
-				return nil // unknown, expired or already revoked: nothing to do, refuse below
+				return err // expired or already revoked: nothing to do, refused below
 			}
 			reuse = true
 			return s.q.RefreshTokenRevokeFamily(ctx, tx, prev.FamilyID)
@@ -43,14 +59,10 @@ func (s *Store) RotateRefreshToken(ctx context.Context, oldHash, newHash []byte,
 		if err != nil {
 			return err
 		}
-		row, err := s.q.UserGetByID(ctx, tx, old.UserID)
-		if err != nil {
-			return translate(err, "user")
-		}
-		user = userFromRow(row)
-		if user.Disabled {
+		if row.Disabled {
 			return errRefreshRefused
 		}
+		user = userFromRow(row)
 		return s.q.RefreshTokenInsert(ctx, tx, dbsqlc.RefreshTokenInsertParams{
 			ID: uuid.Must(uuid.NewV7()), UserID: old.UserID, FamilyID: old.FamilyID, TokenHash: newHash, ExpiresAt: expires,
 		})
@@ -66,8 +78,9 @@ func (s *Store) RotateRefreshToken(ctx context.Context, oldHash, newHash []byte,
 	return user, nil
 }
 
-// RevokeRefreshFamily revokes every token of the family the token hash belongs to. An unknown
-// token is not an error: signing out is idempotent.
+// RevokeRefreshFamily revokes every token of the family the token hash belongs to, under the
+// user's row lock (see RotateRefreshToken). An unknown token is not an error: signing out is
+// idempotent.
 func (s *Store) RevokeRefreshFamily(ctx context.Context, hash []byte) error {
 	return s.inTx(ctx, func(tx pgx.Tx) error {
 		row, err := s.q.RefreshTokenGetByHash(ctx, tx, hash)
@@ -76,6 +89,9 @@ func (s *Store) RevokeRefreshFamily(ctx context.Context, hash []byte) error {
 		}
 		if err != nil {
 			return err
+		}
+		if _, err := s.q.UserGetForTokenChange(ctx, tx, row.UserID); err != nil {
+			return translate(err, "user")
 		}
 		return s.q.RefreshTokenRevokeFamily(ctx, tx, row.FamilyID)
 	})

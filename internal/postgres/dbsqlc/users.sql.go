@@ -101,6 +101,35 @@ func (q *Queries) UserGetByIDForUpdate(ctx context.Context, db DBTX, id uuid.UUI
 	return i, err
 }
 
+const userGetForTokenChange = `-- name: UserGetForTokenChange :one
+SELECT id, email, name, password_hash, role, disabled, license_plan, license_max_vus, license_max_run_seconds, license_max_concurrent_runs, license_valid_until, tokens_valid_after, created_at, updated_at FROM users WHERE id = $1 FOR NO KEY UPDATE
+`
+
+// UserGetForTokenChange locks the user's row before any change to its refresh tokens. Rotation,
+// revocation and UserUpdate all take this row first, so they serialise per user in one lock
+// order: no deadlock, and no token minted behind a revocation's back.
+func (q *Queries) UserGetForTokenChange(ctx context.Context, db DBTX, id uuid.UUID) (User, error) {
+	row := db.QueryRow(ctx, userGetForTokenChange, id)
+	var i User
+	err := row.Scan(
+		&i.ID,
+		&i.Email,
+		&i.Name,
+		&i.PasswordHash,
+		&i.Role,
+		&i.Disabled,
+		&i.LicensePlan,
+		&i.LicenseMaxVus,
+		&i.LicenseMaxRunSeconds,
+		&i.LicenseMaxConcurrentRuns,
+		&i.LicenseValidUntil,
+		&i.TokensValidAfter,
+		&i.CreatedAt,
+		&i.UpdatedAt,
+	)
+	return i, err
+}
+
 const userInsert = `-- name: UserInsert :one
 INSERT INTO users (
     id, email, name, password_hash, role,

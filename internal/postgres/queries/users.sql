@@ -39,3 +39,9 @@ UPDATE users SET
     updated_at = now()
 WHERE id = $1
 RETURNING *;
+
+-- UserGetForTokenChange locks the user's row before any change to its refresh tokens. Rotation,
+-- revocation and UserUpdate all take this row first, so they serialise per user in one lock
+-- order: no deadlock, and no token minted behind a revocation's back.
+-- name: UserGetForTokenChange :one
+SELECT * FROM users WHERE id = $1 FOR NO KEY UPDATE;
