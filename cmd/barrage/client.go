@@ -26,6 +26,8 @@ type credentials struct {
 	ExpiresAt    time.Time `json:"expires_at,omitempty"`
 	// Token is a personal API token, used instead of signing in when set (BARRAGE_TOKEN).
 	Token string `json:"-"`
+	// SignedInTo names the server the stored tokens are for, when it is not Server.
+	SignedInTo string `json:"-"`
 }
 
 // credentialsPath is $XDG_CONFIG_HOME/barrage/credentials.json (or the OS's equivalent), or
@@ -65,11 +67,16 @@ func loadCredentials(e env) (credentials, error) {
 			return c, fmt.Errorf("read credentials %s: %w", path, err)
 		}
 	}
+	signedInTo := c.Server
 	if s := e.getenv("BARRAGE_SERVER"); s != "" {
-		c.Server = s
+		c.Server = strings.TrimRight(s, "/")
 	}
 	if c.Server == "" {
 		c.Server = "http://127.0.0.1:8080"
+	}
+	if signedInTo != "" && signedInTo != c.Server {
+		// The stored tokens belong to another server: never send them elsewhere.
+		c.AccessToken, c.RefreshToken, c.SignedInTo = "", "", signedInTo
 	}
 	c.Token = e.getenv("BARRAGE_TOKEN")
 	return c, nil
@@ -116,6 +123,9 @@ func apiClient(ctx context.Context, e env, needAuth bool) (*api.ClientWithRespon
 	}
 	hc := &http.Client{Timeout: 30 * time.Second}
 	if needAuth && c.Token == "" {
+		if c.SignedInTo != "" {
+			return nil, c, fmt.Errorf("signed in to %s, not %s: run `barrage login --server %s`", c.SignedInTo, c.Server, c.Server)
+		}
 		if c.RefreshToken == "" {
 			return nil, c, errors.New("not signed in: run `barrage login` (or set BARRAGE_TOKEN)")
 		}

@@ -223,6 +223,12 @@ func TestServeOnEmbeddedPostgresWithTheCLI(t *testing.T) {
 	require.NotRegexp(t, codeLine, p2.stdout.String())
 	mustCLI(t, p2, admin, "admin password 123\n", "login", "--email", "ada@example.com")
 	require.Contains(t, mustCLI(t, p2, admin, "", "admin", "invitations"), "for bob")
+	// Stored tokens are never sent to another server.
+	other := *p2
+	other.url = "http://127.0.0.1:1"
+	_, errOut, err = cli(t, &other, admin, "", "me")
+	require.Error(t, err)
+	require.Contains(t, errOut, "signed in to "+p2.url+", not http://127.0.0.1:1")
 	mustCLI(t, p2, admin, "", "logout")
 	_, errOut, err = cli(t, p2, admin, "", "me")
 	require.Error(t, err)

@@ -4,6 +4,7 @@
 package account
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -65,7 +66,7 @@ type SignupInput struct {
 
 // Signup redeems an invitation code and creates the account, then signs it in.
 func (s *Service) Signup(ctx context.Context, in SignupInput, client netip.Addr) (Session, error) {
-	if err := s.limit(ctx, s.limits.SignupPerClient, "signup:client:"+client.String()); err != nil {
+	if err := s.limit(ctx, s.limits.SignupPerClient, "signup:client:"+clientKey(client)); err != nil {
 		return Session{}, err
 	}
 	email, err := validEmail("email", in.Email)
@@ -100,15 +101,29 @@ func (s *Service) Signup(ctx context.Context, in SignupInput, client netip.Addr)
 	return s.startSession(ctx, u)
 }
 
+// clientKey names a client address for rate limiting. An IPv6 client usually holds a whole /64,
+// so the /64 is the client; an IPv4 address is its own.
+func clientKey(a netip.Addr) string {
+	if a.Is6() && !a.Is4In6() {
+		return netip.PrefixFrom(a, 64).Masked().String()
+	}
+	return a.Unmap().String()
+}
+
 // errBadCredentials answers an unknown email and a wrong password alike.
 var errBadCredentials = barrage.Errorf(barrage.ErrUnauthorized, "invalid email or password")
 
 // Login checks email and password and starts a session.
 func (s *Service) Login(ctx context.Context, email, password string, client netip.Addr) (Session, error) {
-	if err := s.limit(ctx, s.limits.LoginPerClient, "login:client:"+client.String()); err != nil {
+	if err := s.limit(ctx, s.limits.LoginPerClient, "login:client:"+clientKey(client)); err != nil {
 		return Session{}, err
 	}
 	email = strings.TrimSpace(email)
+	if _, err := validText("email", email, 1, 254); err != nil {
+		// No account has such an address: answer as for any unknown email.
+		_ = s.hasher.VerifyDummy(ctx, password)
+		return Session{}, errBadCredentials
+	}
 	if err := s.limit(ctx, s.limits.LoginPerAccount, "login:email:"+strings.ToLower(email)); err != nil {
 		return Session{}, err
 	}
@@ -193,7 +208,7 @@ func (s *Service) Authenticate(ctx context.Context, bearer string) (barrage.Prin
 				s.log.WarnContext(ctx, "record token use", slog.String("error", err.Error()))
 			}
 		}
-		return barrage.Principal{User: u, Scopes: t.Scopes, TokenID: &t.ID}, nil
+		return barrage.Principal{User: u, Scopes: t.Scopes, TokenID: &t.ID, TokenExpiresAt: &t.ExpiresAt}, nil
 	}
 	claims, err := s.tokens.Verify(bearer)
 	if err != nil {
@@ -206,8 +221,8 @@ func (s *Service) Authenticate(ctx context.Context, bearer string) (barrage.Prin
 	if err != nil {
 		return barrage.Principal{}, err
 	}
-	// iat has whole seconds: compare at that precision.
-	if u.Disabled || claims.IssuedAt.Before(u.TokensValidAfter.Truncate(time.Second)) {
+	// iat has whole milliseconds: compare at that precision.
+	if u.Disabled || claims.IssuedAt.Before(u.TokensValidAfter.Truncate(time.Millisecond)) {
 		return barrage.Principal{}, errBadToken
 	}
 	return barrage.Principal{User: u, Scopes: barrage.AllScopes}, nil
@@ -226,6 +241,10 @@ func (s *Service) UpdateMe(ctx context.Context, p barrage.Principal, in UpdateMe
 		if in.CurrentPassword == nil {
 			return barrage.User{}, barrage.Invalid("current_password", "required to change the email or the password")
 		}
+		// Whoever holds a token could otherwise guess the password here at full speed.
+		if err := s.limit(ctx, s.limits.LoginPerAccount, "password:user:"+p.User.ID.String()); err != nil {
+			return barrage.User{}, err
+		}
 		if err := s.hasher.Verify(ctx, p.User.PasswordHash, *in.CurrentPassword); err != nil {
 			if errors.Is(err, auth.ErrMismatch) {
 				return barrage.User{}, barrage.Invalid("current_password", "does not match")
@@ -233,7 +252,7 @@ func (s *Service) UpdateMe(ctx context.Context, p barrage.Principal, in UpdateMe
 			return barrage.User{}, err
 		}
 	}
-	email := p.User.Email
+	var email string
 	if in.Email != nil {
 		e, err := validEmail("email", *in.Email)
 		if err != nil {
@@ -242,7 +261,7 @@ func (s *Service) UpdateMe(ctx context.Context, p barrage.Principal, in UpdateMe
 		email = e
 	}
 	if in.NewPassword != nil {
-		if err := validPassword("new_password", *in.NewPassword, email); err != nil {
+		if err := validPassword("new_password", *in.NewPassword, cmp.Or(email, p.User.Email)); err != nil {
 			return barrage.User{}, err
 		}
 		h, err := s.hasher.Hash(ctx, *in.NewPassword)
@@ -261,7 +280,10 @@ func (s *Service) UpdateMe(ctx context.Context, p barrage.Principal, in UpdateMe
 	}
 	now := s.now()
 	return s.store.UpdateUser(ctx, p.User.ID, func(u *barrage.User) error {
-		u.Email = email
+		// Only what was asked changes: another session's concurrent change to the rest stays.
+		if email != "" {
+			u.Email = email
+		}
 		if name != "" {
 			u.Name = name
 		}

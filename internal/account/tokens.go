@@ -41,9 +41,15 @@ func (s *Service) CreateToken(ctx context.Context, p barrage.Principal, in Creat
 	if in.ExpiresIn <= 0 || in.ExpiresIn > 365*24*time.Hour {
 		return barrage.APIToken{}, "", barrage.Invalid("expires_in_days", "must be between 1 and 365 days")
 	}
+	expires := s.now().Add(in.ExpiresIn)
+	if p.TokenExpiresAt != nil && expires.After(*p.TokenExpiresAt) {
+		// A token made with a token lives no longer than its parent: a stolen token cannot
+		// extend itself.
+		expires = *p.TokenExpiresAt
+	}
 	secret := auth.NewSecret(auth.PrefixAPIToken)
 	t, err := s.store.CreateAPIToken(ctx, barrage.APIToken{
-		ID: uuid.Must(uuid.NewV7()), UserID: p.User.ID, Name: name, Scopes: in.Scopes, ExpiresAt: s.now().Add(in.ExpiresIn),
+		ID: uuid.Must(uuid.NewV7()), UserID: p.User.ID, Name: name, Scopes: in.Scopes, ExpiresAt: expires,
 	}, auth.HashSecret(secret))
 	if err != nil {
 		return barrage.APIToken{}, "", err

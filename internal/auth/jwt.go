@@ -18,6 +18,12 @@ import (
 // MaxAccessTTL is the longest an access token may live.
 const MaxAccessTTL = 15 * time.Minute
 
+func init() {
+	// Millisecond iat and exp: a password change refuses access tokens issued before it, and
+	// whole seconds would let one issued in the same second through.
+	jwt.TimePrecision = time.Millisecond
+}
+
 // signingMethod is the one algorithm Barrage signs and accepts.
 var signingMethod = jwt.SigningMethodEdDSA
 

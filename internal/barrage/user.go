@@ -77,8 +77,9 @@ type APIToken struct {
 type Principal struct {
 	User   User
 	Scopes []Scope
-	// TokenID is the personal API token used, if any.
-	TokenID *uuid.UUID
+	// TokenID is the personal API token used, if any, and TokenExpiresAt when it expires.
+	TokenID        *uuid.UUID
+	TokenExpiresAt *time.Time
 }
 
 // HasScope reports whether the principal holds s.

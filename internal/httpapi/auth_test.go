@@ -13,6 +13,8 @@ import (
 
 	"github.com/golang-jwt/jwt/v5"
 	"github.com/stretchr/testify/require"
+
+	"github.com/barrage-load/barrage/internal/account"
 )
 
 // forge signs claims with method and key, for the attack tests.
@@ -139,8 +141,9 @@ func TestPasswordChangeEndsEverySession(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	u := b.firstAdmin()
-	// Access tokens carry whole seconds: let the clock pass the second they were issued in.
-	time.Sleep(1100 * time.Millisecond)
+	// Access tokens carry milliseconds: a token from a millisecond before the change is
+	// refused, even within the same second.
+	time.Sleep(5 * time.Millisecond)
 
 	p := requireProblem(t, b.do("PATCH", "/v1/me", u.access, map[string]any{"new_password": secret("a brand new password")}), http.StatusUnprocessableEntity)
 	requireField(t, p, "current_password")
@@ -197,6 +200,11 @@ func TestPersonalTokens(t *testing.T) {
 	// ... and a write-less admin token cannot create tokens (no scope escalation).
 	requireProblem(t, b.do("POST", "/v1/tokens", at, map[string]any{"name": "more", "scopes": []string{"write"}}), http.StatusForbidden)
 
+	// A write-only token cannot read.
+	wo := b.do("POST", "/v1/tokens", u.access, map[string]any{"name": "writer", "scopes": []string{"write"}})
+	require.Equal(t, http.StatusCreated, wo.status)
+	requireProblem(t, b.do("GET", "/v1/me", secret(wo.json(t)["token"].(string)), nil), http.StatusForbidden)
+
 	// Revoking: another user's id is not found; the owner's delete works and the token dies.
 	requireProblem(t, b.do("DELETE", "/v1/tokens/"+c["id"].(string), admin.access, nil), http.StatusNotFound)
 	require.Equal(t, http.StatusNoContent, b.do("DELETE", "/v1/tokens/"+c["id"].(string), u.access, nil).status)
@@ -210,7 +218,7 @@ func TestDisabledUserIsSignedOutEverywhere(t *testing.T) {
 	admin, u := b.adminAndUser()
 	tok := b.do("POST", "/v1/tokens", u.access, map[string]any{"name": "t", "scopes": []string{"read"}})
 	pat := secret(tok.json(t)["token"].(string))
-	time.Sleep(1100 * time.Millisecond)
+	time.Sleep(5 * time.Millisecond)
 
 	r := b.do("PATCH", "/v1/admin/users/"+u.id, admin.access, map[string]any{"disabled": true})
 	require.Equal(t, http.StatusOK, r.status, "body: %s", r.body)
@@ -231,4 +239,33 @@ func TestDisabledUserIsSignedOutEverywhere(t *testing.T) {
 	require.Equal(t, http.StatusOK, login.status)
 	secret(login.json(t)["access_token"].(string))
 	secret(login.json(t)["refresh_token"].(string))
+}
+
+// A token made with a token cannot outlive its parent, so a stolen token cannot extend itself.
+func TestTokenMadeWithATokenLivesNoLongerThanItsParent(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	u := b.firstAdmin()
+	parent := b.do("POST", "/v1/tokens", u.access, map[string]any{"name": "parent", "scopes": []string{"read", "write"}, "expires_in_days": 2})
+	require.Equal(t, http.StatusCreated, parent.status)
+	pt := secret(parent.json(t)["token"].(string))
+	child := b.do("POST", "/v1/tokens", pt, map[string]any{"name": "child", "scopes": []string{"read"}, "expires_in_days": 365})
+	require.Equal(t, http.StatusCreated, child.status, "body: %s", child.body)
+	secret(child.json(t)["token"].(string))
+	require.Equal(t, parent.json(t)["expires_at"], child.json(t)["expires_at"])
+}
+
+// Whoever holds a token cannot guess the password through PATCH /v1/me at full speed.
+func TestCurrentPasswordChecksAreRateLimited(t *testing.T) {
+	t.Parallel()
+	lots := account.Rate{N: 1000, Per: time.Hour}
+	b := setup(t, setupOpts{limits: account.RateLimits{LoginPerClient: lots, SignupPerClient: lots, SignupPerAccount: lots,
+		LoginPerAccount: account.Rate{N: 3, Per: time.Hour}}})
+	u := b.firstAdmin()
+	for range 3 {
+		requireProblem(t, b.do("PATCH", "/v1/me", u.access, map[string]any{"current_password": "guess guess guess", "new_password": "a brand new password"}), http.StatusUnprocessableEntity)
+	}
+	r := b.do("PATCH", "/v1/me", u.access, map[string]any{"current_password": u.password, "new_password": "a brand new password"})
+	requireProblem(t, r, http.StatusTooManyRequests)
+	require.NotEmpty(t, r.header.Get("Retry-After"))
 }

@@ -30,7 +30,7 @@ func decodeCursor(c *string) (*uuid.UUID, error) {
 	}
 	b, err := base64.RawURLEncoding.DecodeString(*c)
 	if err != nil || len(b) != 16 {
-		return nil, barrage.Invalid("cursor", "not a cursor from this list")
+		return nil, &badParam{field: "cursor", reason: "not a cursor from this list"}
 	}
 	id := uuid.UUID(b)
 	return &id, nil

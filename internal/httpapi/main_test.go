@@ -131,7 +131,7 @@ func setup(t testing.TB, opts ...setupOpts) *testBundle {
 	}
 	h, err := httpapi.NewServer(deps)
 	require.NoError(t, err)
-	srv := httptest.NewServer(h)
+	srv := httptest.NewServer(conformToSpec(t, h))
 	t.Cleanup(srv.Close)
 	return &testBundle{t: t, srv: srv, store: store, svc: svc, key: pemBytes, tokens: tokens}
 }

@@ -87,8 +87,8 @@ func clientIP(trusted []netip.Prefix) func(http.Handler) http.Handler {
 			if ip.IsValid() && isTrusted(ip) {
 				hops := strings.Split(strings.Join(r.Header.Values("X-Forwarded-For"), ","), ",")
 				for i := len(hops) - 1; i >= 0; i-- {
-					hop, err := netip.ParseAddr(strings.TrimSpace(hops[i]))
-					if err != nil {
+					hop, ok := parseHop(hops[i])
+					if !ok {
 						break
 					}
 					ip = hop.Unmap()
@@ -100,6 +100,19 @@ func clientIP(trusted []netip.Prefix) func(http.Handler) http.Handler {
 			next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), keyClientIP, ip)))
 		})
 	}
+}
+
+// parseHop reads one X-Forwarded-For entry: an address, or an address with a port as some
+// balancers write it.
+func parseHop(s string) (netip.Addr, bool) {
+	s = strings.TrimSpace(s)
+	if a, err := netip.ParseAddr(s); err == nil {
+		return a, true
+	}
+	if ap, err := netip.ParseAddrPort(s); err == nil {
+		return ap.Addr(), true
+	}
+	return netip.Addr{}, false
 }
 
 func remoteAddr(r *http.Request) netip.Addr {

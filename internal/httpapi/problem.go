@@ -47,9 +47,20 @@ var errorKinds = []struct {
 	{barrage.ErrRateLimited, http.StatusTooManyRequests},
 }
 
+// badParam is a query or path parameter refused by a handler; like the validator's parameter
+// errors, it answers 400.
+type badParam struct{ field, reason string }
+
+func (e *badParam) Error() string { return e.field + ": " + e.reason }
+
 // problemFor translates an error into the problem the client sees. Domain errors carry a
 // client-safe message; anything else is a 500 that says nothing of its cause.
 func problemFor(err error) problem {
+	var bp *badParam
+	if errors.As(err, &bp) {
+		return problem{Type: typeValidation, Title: "Validation failed", Status: http.StatusBadRequest,
+			Detail: bp.Error(), Errors: []barrage.FieldError{{Field: bp.field, Reason: bp.reason}}}
+	}
 	for _, k := range errorKinds {
 		if !errors.Is(err, k.kind) {
 			continue

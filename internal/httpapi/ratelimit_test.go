@@ -50,8 +50,17 @@ func TestLoginIsRateLimitedPerClientAddress(t *testing.T) {
 	requireProblem(t, login("c@example.com", "203.0.113.7"), http.StatusTooManyRequests)
 	// A client cannot escape by writing its own X-Forwarded-For: the rightmost untrusted hop counts.
 	requireProblem(t, login("d@example.com", "198.51.100.1, 203.0.113.7"), http.StatusTooManyRequests)
+	// A balancer that writes the port does not merge every client into one bucket.
+	requireProblem(t, login("e@example.com", "203.0.113.9:51234"), http.StatusUnauthorized)
+	requireProblem(t, login("f@example.com", "203.0.113.9:51235"), http.StatusUnauthorized)
+	requireProblem(t, login("g@example.com", "203.0.113.9:51236"), http.StatusTooManyRequests)
 	// Another client behind the proxy has its own allowance.
-	requireProblem(t, login("e@example.com", "203.0.113.8"), http.StatusUnauthorized)
+	requireProblem(t, login("h@example.com", "203.0.113.8"), http.StatusUnauthorized)
+	// An IPv6 client is its /64: hopping addresses inside it does not help.
+	requireProblem(t, login("i@example.com", "2001:db8:1:2::1"), http.StatusUnauthorized)
+	requireProblem(t, login("j@example.com", "2001:db8:1:2::2"), http.StatusUnauthorized)
+	requireProblem(t, login("k@example.com", "2001:db8:1:2:ffff::3"), http.StatusTooManyRequests)
+	requireProblem(t, login("l@example.com", "2001:db8:1:3::1"), http.StatusUnauthorized)
 }
 
 func TestForwardedForIsIgnoredFromUntrustedPeers(t *testing.T) {

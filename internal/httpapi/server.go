@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"context"
 	"embed"
+	"encoding/json"
 	"errors"
 	"html/template"
 	"log/slog"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/barrage-load/barrage/api"
 	"github.com/barrage-load/barrage/internal/account"
+	"github.com/barrage-load/barrage/internal/barrage"
 )
 
 // Deps are what the API needs.
@@ -74,7 +76,7 @@ func NewServer(d Deps) (http.Handler, error) {
 	})
 	strict := api.NewStrictHandlerWithOptions(s, nil, api.StrictHTTPServerOptions{
 		RequestErrorHandlerFunc: func(w http.ResponseWriter, r *http.Request, err error) {
-			writeProblem(w, r, problem{Type: typeMalformed, Status: http.StatusBadRequest, Detail: "The request body is not valid JSON for this operation."})
+			writeProblem(w, r, decodeProblem(err))
 		},
 		ResponseErrorHandlerFunc: func(w http.ResponseWriter, r *http.Request, err error) {
 			writeError(s.log, w, r, err)
@@ -83,12 +85,24 @@ func NewServer(d Deps) (http.Handler, error) {
 	api.HandlerWithOptions(strict, api.ChiServerOptions{
 		BaseRouter: r,
 		// Applied innermost first: authorize runs before validation.
-		Middlewares: []api.MiddlewareFunc{newValidator(doc).middleware, s.authorize},
+		Middlewares: []api.MiddlewareFunc{newValidator(d.Log, doc).middleware, s.authorize},
 		ErrorHandlerFunc: func(w http.ResponseWriter, r *http.Request, err error) {
 			writeProblem(w, r, paramProblem(err))
 		},
 	})
 	return r, nil
+}
+
+// decodeProblem reports a body the validator accepted but Go cannot decode: a number such as
+// 1e2 where a whole number belongs.
+func decodeProblem(err error) problem {
+	var ute *json.UnmarshalTypeError
+	if errors.As(err, &ute) {
+		return problem{Type: typeValidation, Title: "Validation failed", Status: http.StatusUnprocessableEntity,
+			Detail: ute.Field + ": must be a " + ute.Type.String(),
+			Errors: []barrage.FieldError{fieldError(ute.Field, "must be a "+ute.Type.String())}}
+	}
+	return problem{Type: typeMalformed, Status: http.StatusBadRequest, Detail: "The request body is not valid JSON for this operation."}
 }
 
 // paramProblem reports a path or query parameter that the generated wrapper could not parse.

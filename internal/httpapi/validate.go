@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"strings"
 
@@ -33,12 +34,13 @@ func loadSpec() (*openapi3.T, error) {
 // parameters, content type, and the body's schema (unknown fields included, as request schemas
 // forbid additional properties).
 type validator struct {
+	log  *slog.Logger
 	doc  *openapi3.T
 	opts *openapi3filter.Options
 }
 
-func newValidator(doc *openapi3.T) *validator {
-	return &validator{doc: doc, opts: &openapi3filter.Options{
+func newValidator(log *slog.Logger, doc *openapi3.T) *validator {
+	return &validator{log: log, doc: doc, opts: &openapi3filter.Options{
 		MultiError:         true,
 		AuthenticationFunc: openapi3filter.NoopAuthenticationFunc, // authorize has run already
 	}}
@@ -55,7 +57,7 @@ func (v *validator) middleware(next http.Handler) http.Handler {
 		}
 		if op == nil {
 			// The router and the spec disagree; a test keeps them equal.
-			writeError(nil, w, r, fmt.Errorf("route %s %s is not in the spec", r.Method, pattern))
+			writeError(v.log, w, r, fmt.Errorf("route %s %s is not in the spec", r.Method, pattern))
 			return
 		}
 		params := make(map[string]string, len(rctx.URLParams.Keys))

@@ -35,6 +35,13 @@ func TestBadInputAnswersProblemsNever500(t *testing.T) {
 		p := requireProblem(t, b.do("POST", "/v1/admin/invitations", admin.access, map[string]any{"uses": "three"}), http.StatusUnprocessableEntity)
 		requireField(t, p, "uses")
 	})
+	t.Run("valid JSON that does not decode into the type is 422", func(t *testing.T) {
+		p := requireProblem(t, b.do("POST", "/v1/admin/invitations", admin.access, `{"uses": 1e2}`), http.StatusUnprocessableEntity)
+		requireField(t, p, "uses")
+	})
+	t.Run("login email with a NUL answers like an unknown one", func(t *testing.T) {
+		requireProblem(t, b.do("POST", "/v1/auth/login", "", `{"email": "a\u0000@b.c", "password": "whatever it is"}`), http.StatusUnauthorized)
+	})
 	t.Run("every problem is reported at once", func(t *testing.T) {
 		p := requireProblem(t, b.do("POST", "/v1/admin/invitations", admin.access, map[string]any{"uses": 0, "role": "root", "note": 3}), http.StatusUnprocessableEntity)
 		requireField(t, p, "uses")
@@ -71,8 +78,8 @@ func TestBadInputAnswersProblemsNever500(t *testing.T) {
 		p = requireProblem(t, b.do("GET", "/v1/tokens?limit=ten", admin.access, nil), http.StatusBadRequest)
 		requireField(t, p, "limit")
 	})
-	t.Run("bad cursor is 422", func(t *testing.T) {
-		p := requireProblem(t, b.do("GET", "/v1/tokens?cursor=%21%21", admin.access, nil), http.StatusUnprocessableEntity)
+	t.Run("bad cursor is 400", func(t *testing.T) {
+		p := requireProblem(t, b.do("GET", "/v1/tokens?cursor=%21%21", admin.access, nil), http.StatusBadRequest)
 		requireField(t, p, "cursor")
 	})
 	t.Run("unknown route is 404", func(t *testing.T) {

@@ -82,7 +82,7 @@ func translate(err error, what string) error {
 		case pgForeignKeyViolation:
 			return barrage.Errorf(barrage.ErrNotFound, "%s refers to something that does not exist", what)
 		case pgCheckViolation:
-			return barrage.Errorf(barrage.ErrInvalid, "%s breaks a rule of the schema (%s)", what, pgErr.ConstraintName)
+			return barrage.Errorf(barrage.ErrInvalid, "%s breaks a rule of the schema", what)
 		}
 		// Class 22, data exceptions: a value out of range, or text PostgreSQL cannot store
 		// (a NUL byte). Input validation should catch these first; this keeps them 4xx.
