@@ -1,0 +1,59 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+)
+
+// runClosed runs the closed model: VUs start evenly spread over the ramp-up and each runs
+// iterations back to back until startCtx ends (duration reached, iteration budget spent, data
+// exhausted, abort). An iteration already running may finish until hardCtx ends.
+func (p *plan) runClosed(startCtx, hardCtx context.Context, start time.Time) {
+	n := p.load.VUs
+	var wg sync.WaitGroup
+	for i := range n {
+		due := start
+		if p.load.RampUp > 0 && n > 1 {
+			due = start.Add(p.load.RampUp * time.Duration(i) / time.Duration(n))
+		}
+		if wait := time.Until(due); wait > 0 {
+			select {
+			case <-startCtx.Done():
+				wg.Wait()
+				return
+			case <-time.After(wait):
+			}
+		}
+		if startCtx.Err() != nil {
+			break
+		}
+		p.health.observe(due, time.Now())
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			v := p.newVU(i)
+			defer v.close()
+			p.health.activeVUs.Add(1)
+			defer p.health.activeVUs.Add(-1)
+			for startCtx.Err() == nil {
+				if budget := int64(p.load.Iterations); budget > 0 && p.started.Add(1) > budget {
+					return
+				}
+				err := v.iteration(hardCtx, time.Time{})
+				switch {
+				case errors.Is(err, errExhausted):
+					p.exhausted.Store(true)
+					p.stopStarting()
+					return
+				case err != nil:
+					p.interrupted.Add(1)
+					return
+				}
+				p.iterations.Add(1)
+			}
+		}()
+	}
+	wg.Wait()
+}

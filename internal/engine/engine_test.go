@@ -1,0 +1,174 @@
+package engine_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/barrage-load/barrage/internal/engine"
+	"github.com/barrage-load/barrage/internal/metrics"
+	"github.com/barrage-load/barrage/internal/script"
+)
+
+// parse parses a script whose ${target} is replaced by the test server's URL.
+func parse(t *testing.T, target, src string) *script.Script {
+	t.Helper()
+	s, err := script.Parse([]byte(strings.ReplaceAll(src, "${target}", target)), script.ParseOptions{})
+	require.NoError(t, err)
+	return s
+}
+
+func run(t *testing.T, s *script.Script, opts engine.Options) *engine.Result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	res, err := engine.Run(ctx, s, opts)
+	require.NotNil(t, res, "run failed: %v", err)
+	return res
+}
+
+func stats(t *testing.T, res *engine.Result, label string) *metrics.Stats {
+	t.Helper()
+	st, ok := res.Total.Labels[label]
+	require.True(t, ok, "no metrics for %q", label)
+	return st
+}
+
+func TestClosedModelMeasuresEveryRequest(t *testing.T) {
+	t.Parallel()
+	var hits atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		fmt.Fprint(w, "hello")
+	}))
+	defer srv.Close()
+	s := parse(t, srv.URL, `
+version: 1
+name: smoke
+session:
+  groups:
+    - name: home
+      requests:
+        - name: get home
+          url: ${target}/
+load:
+  vus: 4
+  duration: 1s
+`)
+	res := run(t, s, engine.Options{})
+	st := stats(t, res, "get home")
+	require.Equal(t, hits.Load(), st.Requests, "every request the target saw is counted, and only those")
+	require.Greater(t, st.Requests, int64(10))
+	require.Zero(t, st.Failed())
+	require.Equal(t, st.Requests*5, st.BytesIn-headerBytes(t, res))
+	require.Equal(t, st.Requests, st.Latency.Count())
+	g := stats(t, res, engine.GroupPrefix+"home")
+	require.Equal(t, res.Iterations, g.Requests)
+	require.False(t, res.Verdict.GeneratorLimited && len(res.Verdict.Reasons) == 0)
+}
+
+// headerBytes is the response header bytes of the run, which BytesIn counts with the bodies.
+func headerBytes(t *testing.T, res *engine.Result) int64 {
+	t.Helper()
+	st := stats(t, res, "get home")
+	per := (st.BytesIn - 5*st.Requests) / st.Requests
+	require.Greater(t, per, int64(40))
+	return per * st.Requests
+}
+
+func TestExtractionChainsIntoTheNextRequest(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	seen := map[string]int{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/login":
+			http.SetCookie(w, &http.Cookie{Name: "sid", Value: "s-42"})
+			w.Header().Set("X-Csrf", "tok-7")
+			fmt.Fprint(w, `{"user": {"id": 1234}}`)
+		case "/orders/1234":
+			c, _ := r.Cookie("sid")
+			mu.Lock()
+			seen[r.Header.Get("X-Csrf")+"|"+c.Value+"|"+r.URL.Query().Get("sid")]++
+			mu.Unlock()
+			fmt.Fprint(w, "order 99 ready")
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	defer srv.Close()
+	s := parse(t, srv.URL, `
+version: 1
+name: chain
+session:
+  groups:
+    - name: flow
+      requests:
+        - name: login
+          url: ${target}/login
+          extract:
+            - { var: uid, json: $.user.id }
+            - { var: csrf, header: X-Csrf }
+            - { var: sid, cookie: sid }
+        - name: order
+          url: ${target}/orders/${uid}
+          query: { sid: "${sid}" }
+          headers: { X-Csrf: "${csrf}" }
+          assert:
+            - { status: 200 }
+            - { body_matches: "order [0-9]+" }
+            - { body_contains: "ready" }
+load:
+  vus: 2
+  iterations: 10
+`)
+	res := run(t, s, engine.Options{})
+	require.Zero(t, stats(t, res, "order").Failed())
+	require.EqualValues(t, 10, stats(t, res, "order").Requests)
+	require.Equal(t, map[string]int{"tok-7|s-42|s-42": 10}, seen)
+}
+
+func TestAssertionsAndStatusClasses(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/missing":
+			http.NotFound(w, r)
+		case "/boom":
+			w.WriteHeader(503)
+		default:
+			fmt.Fprint(w, `{"ok": false}`)
+		}
+	}))
+	defer srv.Close()
+	s := parse(t, srv.URL, `
+version: 1
+name: classes
+session:
+  groups:
+    - name: g
+      requests:
+        - { name: missing, url: "${target}/missing" }
+        - { name: expected 404, url: "${target}/missing", assert: [ { status: 404 } ] }
+        - { name: boom, url: "${target}/boom" }
+        - { name: not ok, url: "${target}/json", assert: [ { json: $.ok, equals: true } ] }
+        - { name: fine, url: "${target}/json", assert: [ { json: $.ok, equals: false } ] }
+load:
+  vus: 1
+  iterations: 3
+`)
+	res := run(t, s, engine.Options{})
+	require.EqualValues(t, 3, stats(t, res, "missing").Errors[metrics.Err4xx])
+	require.Zero(t, stats(t, res, "expected 404").Failed())
+	require.EqualValues(t, 3, stats(t, res, "boom").Errors[metrics.Err5xx])
+	require.EqualValues(t, 3, stats(t, res, "not ok").Errors[metrics.ErrAssertion])
+	require.Zero(t, stats(t, res, "fine").Failed())
+}

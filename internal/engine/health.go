@@ -1,0 +1,136 @@
+package engine
+
+import (
+	"fmt"
+	"runtime"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+// cpuTime is the CPU time the process has used, user and system.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// Health is how the generator itself fared during one interval: the numbers that tell a slow
+// target from a saturated load generator.
+type Health struct {
+	// CPU is the process's CPU use as a fraction of the whole machine (1 = every core busy).
+	CPU float64
+	// LatenessMax and LatenessSum measure how late scheduled starts were (arrivals in the open
+	// model, think times ending in the closed one), and Late how many were more than 10 ms late.
+	LatenessMax, LatenessSum time.Duration
+	Scheduled, Late          int64
+	// Dropped counts open-model iterations that found no free VU.
+	Dropped int64
+	// ActiveVUs is the number of VUs running at the end of the interval.
+	ActiveVUs int64
+}
+
+// healthMeter accumulates an interval's health from many goroutines.
+type healthMeter struct {
+	latenessMax atomic.Int64
+	latenessSum atomic.Int64
+	scheduled   atomic.Int64
+	late        atomic.Int64
+	dropped     atomic.Int64
+	activeVUs   atomic.Int64
+
+	lastCPU  time.Duration
+	lastWall time.Time
+}
+
+// lateThreshold is how late a start may be before it counts as late: below it, the difference is
+// scheduler noise that no target notices.
+const lateThreshold = 10 * time.Millisecond
+
+// observe records that something scheduled for intended actually began at actual.
+func (m *healthMeter) observe(intended, actual time.Time) {
+	m.scheduled.Add(1)
+	d := actual.Sub(intended)
+	if d <= 0 {
+		return
+	}
+	m.latenessSum.Add(int64(d))
+	if d > lateThreshold {
+		m.late.Add(1)
+	}
+	for {
+		cur := m.latenessMax.Load()
+		if int64(d) <= cur || m.latenessMax.CompareAndSwap(cur, int64(d)) {
+			return
+		}
+	}
+}
+
+// rotate returns the interval's health and starts the next interval.
+func (m *healthMeter) rotate(now time.Time) Health {
+	cpu := cpuTime()
+	h := Health{
+		LatenessMax: time.Duration(m.latenessMax.Swap(0)),
+		LatenessSum: time.Duration(m.latenessSum.Swap(0)),
+		Scheduled:   m.scheduled.Swap(0),
+		Late:        m.late.Swap(0),
+		Dropped:     m.dropped.Swap(0),
+		ActiveVUs:   m.activeVUs.Load(),
+	}
+	if wall := now.Sub(m.lastWall); !m.lastWall.IsZero() && wall > 0 {
+		h.CPU = float64(cpu-m.lastCPU) / float64(wall) / float64(runtime.NumCPU())
+	}
+	m.lastCPU, m.lastWall = cpu, now
+	return h
+}
+
+// Verdict says whether the generator, rather than the target, limited the run.
+type Verdict struct {
+	GeneratorLimited bool
+	Reasons          []string
+}
+
+// String is the verdict as the summary prints it.
+func (v Verdict) String() string {
+	if !v.GeneratorLimited {
+		return "generator OK: the numbers measure the target"
+	}
+	s := "generator was the bottleneck; these numbers understate the target's capacity:"
+	for _, r := range v.Reasons {
+		s += "\n  - " + r
+	}
+	return s
+}
+
+// verdict judges the run's health, second by second.
+func verdict(seconds []Health, cores int) Verdict {
+	var v Verdict
+	if len(seconds) == 0 {
+		return v
+	}
+	saturated, late, scheduled, dropped := 0, int64(0), int64(0), int64(0)
+	var worst time.Duration
+	for _, h := range seconds {
+		// A process using all but a sliver of the machine cannot also keep its clock.
+		if h.CPU >= 0.9 {
+			saturated++
+		}
+		late += h.Late
+		scheduled += h.Scheduled
+		dropped += h.Dropped
+		worst = max(worst, h.LatenessMax)
+	}
+	if saturated*4 >= len(seconds) {
+		v.Reasons = append(v.Reasons, fmt.Sprintf("CPU saturated (90%%+ of %d cores) in %d of %d seconds", cores, saturated, len(seconds)))
+	}
+	if scheduled > 0 && late*100 > scheduled {
+		v.Reasons = append(v.Reasons, fmt.Sprintf("%d of %d scheduled starts were over %s late (worst %s)", late, scheduled, lateThreshold, worst.Round(time.Millisecond)))
+	}
+	if dropped > 0 {
+		v.Reasons = append(v.Reasons, fmt.Sprintf("%d iterations dropped: every VU was busy (raise max_vus)", dropped))
+	}
+	v.GeneratorLimited = len(v.Reasons) > 0
+	return v
+}

@@ -1,0 +1,43 @@
+package engine
+
+import (
+	"net/http"
+	"time"
+)
+
+// TraceEvent is one exchange in full, for `barrage debug`.
+type TraceEvent struct {
+	Request        string // the request's name
+	Method, URL    string
+	RequestHeader  [][2]string
+	RequestBody    []byte
+	Status         int
+	ResponseHeader http.Header
+	ResponseBody   []byte // the kept part (Options.BodyCap)
+	BytesIn        int64
+	Duration       time.Duration
+	Err            error
+	// Vars are the variables extracted so far in the iteration.
+	Vars map[string]string
+	// Failures lists the checks that failed; empty when all passed.
+	Failures []string
+}
+
+func (v *vu) trace(r *compiledRequest, ex *exchange, rep *reply, took time.Duration, failures []string) {
+	vars := make(map[string]string, len(v.vars))
+	for k, val := range v.vars {
+		vars[k] = val
+	}
+	v.p.opts.Trace(TraceEvent{
+		Request: r.r.Name, Method: ex.method, URL: rep.url.String(),
+		RequestHeader: append([][2]string(nil), ex.header...), RequestBody: append([]byte(nil), ex.body...),
+		Status: rep.status, ResponseHeader: rep.header.Clone(), ResponseBody: append([]byte(nil), rep.body...),
+		BytesIn: rep.bytesIn, Duration: took, Err: rep.err, Vars: vars, Failures: failures,
+	})
+}
+
+func (v *vu) traceFailure(r *compiledRequest, err error) {
+	if v.p.opts.Trace != nil {
+		v.p.opts.Trace(TraceEvent{Request: r.r.Name, Method: r.r.Method, URL: r.r.URL.String(), Err: err, Failures: []string{err.Error()}})
+	}
+}

@@ -1,0 +1,339 @@
+package engine
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"net/http/cookiejar"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/barrage-load/barrage/internal/metrics"
+	"github.com/barrage-load/barrage/internal/script"
+)
+
+// vu is one virtual user: its connections, cookies, variables and random source.
+type vu struct {
+	id     int
+	p      *plan
+	t      *transport
+	rng    *rand.Rand
+	jar    http.CookieJar
+	vars   map[string]string // extracted in this iteration
+	row    map[string]string // the data rows of this iteration
+	lookup script.Lookup
+
+	urlBuf, bodyBuf, valBuf []byte
+	header                  [][2]string
+	rep                     reply
+}
+
+func (p *plan) newVU(id int) *vu {
+	var local []byte
+	if addrs := p.load.SourceAddrs; len(addrs) > 0 {
+		local = addrs[id%len(addrs)].AsSlice()
+	}
+	needHeader := p.s.Session.Cookies
+	for _, r := range p.requests {
+		needHeader = needHeader || r.needHeader
+	}
+	v := &vu{
+		id:   id,
+		p:    p,
+		t:    newTransport(local, p.opts.Insecure, p.opts.BodyCap, needHeader),
+		rng:  newRand(id),
+		vars: make(map[string]string),
+		row:  make(map[string]string),
+	}
+	v.lookup = func(name string) (string, bool) {
+		if s, ok := v.vars[name]; ok {
+			return s, true
+		}
+		if s, ok := v.row[name]; ok {
+			return s, true
+		}
+		s, ok := p.consts[name]
+		return s, ok
+	}
+	return v
+}
+
+func (v *vu) close() { v.t.close() }
+
+// errExhausted means a sequential data file has no row left for another iteration.
+var errExhausted = errors.New("data exhausted")
+
+// iteration runs the session once. measureFrom is when the iteration was due to start: in the
+// open model its first request's latency counts from then, so a late start caused by a slow
+// target shows in the numbers instead of hiding (coordinated omission). ctx cuts it short.
+func (v *vu) iteration(ctx context.Context, measureFrom time.Time) error {
+	clear(v.vars)
+	for _, d := range v.p.data {
+		if err := d.next(v.rng, v.row); err != nil {
+			return err
+		}
+	}
+	if v.p.s.Session.Cookies {
+		v.jar, _ = cookiejar.New(nil) // a fresh visitor each iteration; New never fails without options
+	}
+	for _, g := range v.p.groups {
+		groupStart := time.Now()
+		if !measureFrom.IsZero() {
+			groupStart = measureFrom
+		}
+		var groupBytesIn, groupBytesOut int64
+		groupClass := metrics.NoError
+		for _, r := range g.requests {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			class, in, out := v.request(ctx, r, measureFrom)
+			measureFrom = time.Time{}
+			groupBytesIn += in
+			groupBytesOut += out
+			if groupClass == metrics.NoError {
+				groupClass = class
+			}
+			if r.r.Think != nil {
+				if err := v.think(ctx, r.r.Think); err != nil {
+					return err
+				}
+			}
+		}
+		v.p.rec.Label(g.label).Record(time.Since(groupStart), groupBytesIn, groupBytesOut, groupClass)
+		if g.g.Think != nil {
+			if err := v.think(ctx, g.g.Think); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// think pauses like a person would, and measures how late the pause ends: a late wake-up means
+// the generator is too busy to keep its schedule.
+func (v *vu) think(ctx context.Context, t *script.Think) error {
+	d := t.Sample(v.rng)
+	if d <= 0 {
+		return nil
+	}
+	due := time.Now().Add(d)
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case now := <-timer.C:
+		v.p.health.observe(due, now)
+		return nil
+	}
+}
+
+// request sends one request, extracts and asserts, records it, and returns its class and bytes.
+func (v *vu) request(ctx context.Context, r *compiledRequest, measureFrom time.Time) (metrics.ErrorClass, int64, int64) {
+	ex, err := v.prepare(r)
+	if err != nil {
+		// A template that cannot render (an extraction earlier failed and left no default):
+		// the request is never sent, and counts as the test's failure.
+		v.p.rec.Label(r.label).Record(0, 0, 0, metrics.ErrAssertion)
+		v.traceFailure(r, err)
+		return metrics.ErrAssertion, 0, 0
+	}
+	start := time.Now()
+	if measureFrom.IsZero() {
+		measureFrom = start
+	}
+	v.t.do(ctx, ex, &v.rep)
+	elapsed := time.Since(measureFrom)
+	rep := &v.rep
+	class := rep.class
+	var failures []string
+	if rep.err == nil {
+		if v.jar != nil && rep.header != nil {
+			if cs := (&http.Response{Header: rep.header}).Cookies(); len(cs) > 0 {
+				v.jar.SetCookies(rep.url, cs)
+			}
+		}
+		class, failures = v.check(r, rep, time.Since(start))
+	}
+	v.p.rec.Label(r.label).Record(elapsed, rep.bytesIn, rep.bytesOut, class)
+	if v.p.opts.Trace != nil {
+		v.trace(r, ex, rep, elapsed, failures)
+	}
+	return class, rep.bytesIn, rep.bytesOut
+}
+
+// prepare renders a request's URL, headers and body.
+func (v *vu) prepare(r *compiledRequest) (*exchange, error) {
+	ex := &exchange{method: r.r.Method, timeout: r.r.Timeout, http2: r.r.HTTP2, maxRedirects: r.r.Redirects, url: r.url}
+	var err error
+	if ex.url == nil {
+		v.urlBuf, err = r.r.AppendURL(v.lookup, v.urlBuf[:0])
+		if err != nil {
+			return nil, err
+		}
+		if ex.url, err = url.Parse(string(v.urlBuf)); err != nil {
+			return nil, fmt.Errorf("url %q: %w", v.urlBuf, err)
+		}
+	}
+	v.header = v.header[:0]
+	for _, h := range r.r.Headers {
+		v.valBuf, err = h.Value.Render(v.lookup, v.valBuf[:0])
+		if err != nil {
+			return nil, err
+		}
+		v.header = append(v.header, [2]string{h.Name, string(v.valBuf)})
+	}
+	if b := r.r.Body; b != nil {
+		v.bodyBuf, err = b.Content.Render(v.lookup, v.bodyBuf[:0])
+		if err != nil {
+			return nil, err
+		}
+		ex.body = v.bodyBuf
+		if b.ContentType != "" && !hasHeader(v.header, "Content-Type") {
+			v.header = append(v.header, [2]string{"Content-Type", b.ContentType})
+		}
+	}
+	if v.jar != nil {
+		if cs := v.jar.Cookies(ex.url); len(cs) > 0 {
+			parts := make([]string, len(cs))
+			for i, c := range cs {
+				parts[i] = c.Name + "=" + c.Value
+			}
+			v.header = append(v.header, [2]string{"Cookie", strings.Join(parts, "; ")})
+		}
+	}
+	ex.header = v.header
+	return ex, nil
+}
+
+func hasHeader(h [][2]string, name string) bool {
+	for _, kv := range h {
+		if strings.EqualFold(kv[0], name) {
+			return true
+		}
+	}
+	return false
+}
+
+// check runs the request's extractors, then its assertions, and returns the request's class:
+// the status's class when the status assertion fails on a 4xx or 5xx, ErrAssertion for any
+// other failed check or extraction, NoError otherwise. An explicit status assertion accepting a
+// 404 makes a 404 a success.
+func (v *vu) check(r *compiledRequest, rep *reply, took time.Duration) (metrics.ErrorClass, []string) {
+	var doc any
+	var docErr error
+	if r.needsJSON {
+		dec := json.NewDecoder(bytes.NewReader(rep.body))
+		dec.UseNumber()
+		docErr = dec.Decode(&doc)
+	}
+	var failures []string
+	for _, x := range r.r.Extract {
+		val, ok := v.extract(x, rep, doc, docErr)
+		switch {
+		case ok:
+			v.vars[x.Var] = val
+		case x.HasDefault:
+			v.vars[x.Var] = x.Default
+		default:
+			failures = append(failures, fmt.Sprintf("extract %s (%s): nothing found", x.Var, x.Kind))
+		}
+	}
+	class := metrics.NoError
+	if len(failures) > 0 {
+		class = metrics.ErrAssertion
+	}
+	for _, a := range r.r.Assert {
+		ok, why := v.assert(a, rep, doc, docErr, took)
+		if ok {
+			continue
+		}
+		failures = append(failures, why)
+		switch {
+		case a.Kind == script.AssertStatus && rep.status >= 400:
+			class = statusClass(rep.status)
+		case class == metrics.NoError:
+			class = metrics.ErrAssertion
+		}
+	}
+	return class, failures
+}
+
+func (v *vu) extract(x *script.Extractor, rep *reply, doc any, docErr error) (string, bool) {
+	switch x.Kind {
+	case script.ExtractJSON:
+		if docErr != nil {
+			return "", false
+		}
+		return x.JSONPath.FindString(doc)
+	case script.ExtractRegex:
+		m := x.Regex.FindSubmatch(rep.body)
+		if m == nil {
+			return "", false
+		}
+		if len(m) > 1 {
+			return string(m[1]), true
+		}
+		return string(m[0]), true
+	case script.ExtractHeader:
+		if vals := rep.header.Values(x.Name); len(vals) > 0 {
+			return vals[0], true
+		}
+	case script.ExtractCookie:
+		for _, c := range (&http.Response{Header: rep.header}).Cookies() {
+			if c.Name == x.Name {
+				return c.Value, true
+			}
+		}
+	}
+	return "", false
+}
+
+func (v *vu) assert(a *script.Assertion, rep *reply, doc any, docErr error, took time.Duration) (bool, string) {
+	switch a.Kind {
+	case script.AssertStatus:
+		if a.StatusOK(rep.status) {
+			return true, ""
+		}
+		return false, fmt.Sprintf("status %d not accepted", rep.status)
+	case script.AssertBodyContains:
+		want, err := a.Text.Render(v.lookup, v.valBuf[:0])
+		if err != nil {
+			return false, "body_contains: " + err.Error()
+		}
+		v.valBuf = want
+		if bytes.Contains(rep.body, want) {
+			return true, ""
+		}
+		return false, fmt.Sprintf("body does not contain %q", want)
+	case script.AssertBodyMatches:
+		if a.Regex.Match(rep.body) {
+			return true, ""
+		}
+		return false, fmt.Sprintf("body does not match %s", a.Regex)
+	case script.AssertJSON:
+		if docErr != nil {
+			return false, "body is not JSON"
+		}
+		ok, err := a.JSONHolds(doc, v.lookup)
+		if err != nil {
+			return false, "json: " + err.Error()
+		}
+		if !ok {
+			return false, fmt.Sprintf("json %s does not hold", a.JSONPath)
+		}
+		return true, ""
+	case script.AssertMaxDuration:
+		if took <= a.MaxDuration {
+			return true, ""
+		}
+		return false, fmt.Sprintf("took %s, more than %s", took.Round(time.Millisecond), a.MaxDuration)
+	}
+	return true, ""
+}

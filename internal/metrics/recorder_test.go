@@ -1,0 +1,173 @@
+package metrics_test
+
+import (
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/barrage-load/barrage/internal/metrics"
+)
+
+var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+
+// Writers hammer three labels while Rotate runs back to back: every record must land in exactly
+// one snapshot, each snapshot must agree with itself, and the run's total must equal the sum.
+func TestRotateLosesAndDuplicatesNothing(t *testing.T) {
+	t.Parallel()
+	labels := []string{"GET /", "POST /login", "GET /", "GET /items"} // index 2 shares "GET /"
+	r := metrics.NewRecorder(labels, t0)
+
+	const writers, perWriter = 8, 20_000
+	var (
+		wg      sync.WaitGroup
+		done    atomic.Bool
+		want    = map[string]*metrics.Stats{}
+		wantMu  sync.Mutex
+		snaps   []*metrics.Snapshot
+		rotator = make(chan struct{})
+	)
+	go func() {
+		defer close(rotator)
+		now := t0
+		for !done.Load() {
+			now = now.Add(time.Second)
+			snaps = append(snaps, r.Rotate(now))
+		}
+	}()
+	for w := range writers {
+		wg.Go(func() {
+			rng := rand.New(rand.NewPCG(uint64(w), 99))
+			mine := map[string]*metrics.Stats{}
+			for range perWriter {
+				i := rng.IntN(len(labels))
+				d := time.Duration(rng.Int64N(int64(2 * time.Second)))
+				in, out := rng.Int64N(5000), rng.Int64N(500)
+				class := metrics.ErrorClass(rng.IntN(int(metrics.NumErrorClasses)))
+				r.Label(i).Record(d, in, out, class)
+
+				st := mine[labels[i]]
+				if st == nil {
+					st = metrics.NewStats()
+					mine[labels[i]] = st
+				}
+				st.Requests++
+				if class != metrics.NoError {
+					st.Errors[class]++
+				}
+				st.BytesIn += in
+				st.BytesOut += out
+				st.Latency.Record(d)
+			}
+			wantMu.Lock()
+			defer wantMu.Unlock()
+			for name, st := range mine {
+				if want[name] == nil {
+					want[name] = metrics.NewStats()
+				}
+				want[name].Merge(st)
+			}
+		})
+	}
+	wg.Wait()
+	done.Store(true)
+	<-rotator
+	last := r.Rotate(t0.Add(time.Duration(len(snaps)+1) * time.Second))
+	snaps = append(snaps, last)
+	t.Logf("%d rotations during %d records", len(snaps), writers*perWriter)
+	require.Greater(t, len(snaps), 2, "rotations must have raced the writers")
+
+	got := &metrics.Snapshot{}
+	for i, s := range snaps {
+		require.Equal(t, t0.Add(time.Duration(i)*time.Second), s.Start)
+		require.Equal(t, time.Second, s.Duration)
+		for name, st := range s.Labels {
+			require.Positive(t, st.Requests, name)
+			require.Equal(t, st.Requests, st.Latency.Count(), "snapshot %d %s", i, name)
+			require.LessOrEqual(t, st.Failed(), st.Requests)
+			require.Zero(t, st.Errors[metrics.NoError])
+		}
+		// A snapshot's histograms must agree with themselves, or they would not decode.
+		var back metrics.Snapshot
+		require.NoError(t, back.UnmarshalBinary(marshal(t, s)), "snapshot %d", i)
+		got.Merge(s)
+	}
+	require.Len(t, got.Labels, 3)
+	for name, w := range want {
+		g := got.Labels[name]
+		require.Equal(t, w.Requests, g.Requests, name)
+		require.Equal(t, w.Errors, g.Errors, name)
+		require.Equal(t, w.BytesIn, g.BytesIn, name)
+		require.Equal(t, w.BytesOut, g.BytesOut, name)
+		requireSameHistogram(t, w.Latency, g.Latency)
+	}
+
+	total := r.Total()
+	require.Equal(t, t0, total.Start)
+	require.Equal(t, time.Duration(len(snaps))*time.Second, total.Duration)
+	require.Equal(t, marshal(t, got), marshal(t, total))
+}
+
+func TestRotateKeepsOnlyLabelsWithRequests(t *testing.T) {
+	t.Parallel()
+	r := metrics.NewRecorder([]string{"a", "b"}, t0)
+	require.Equal(t, 2, r.Len())
+	require.Equal(t, "b", r.Label(1).Name())
+	r.Label(0).Record(3*time.Millisecond, 100, 20, metrics.NoError)
+	r.Label(0).Record(4*time.Millisecond, 0, 20, metrics.Err5xx)
+
+	s := r.Rotate(t0.Add(time.Second))
+	require.Equal(t, t0, s.Start)
+	require.Equal(t, time.Second, s.Duration)
+	require.Len(t, s.Labels, 1)
+	a := s.Labels["a"]
+	require.Equal(t, int64(2), a.Requests)
+	require.Equal(t, int64(1), a.Errors[metrics.Err5xx])
+	require.Equal(t, int64(1), a.Failed())
+	require.Equal(t, int64(100), a.BytesIn)
+	require.Equal(t, int64(40), a.BytesOut)
+	require.Equal(t, 4*time.Millisecond, a.Latency.Max())
+
+	idle := r.Rotate(t0.Add(2500 * time.Millisecond))
+	require.Equal(t, t0.Add(time.Second), idle.Start)
+	require.Equal(t, 1500*time.Millisecond, idle.Duration)
+	require.Empty(t, idle.Labels)
+
+	// The caller owns what Rotate returned: recording on does not touch it.
+	r.Label(0).Record(time.Second, 0, 0, metrics.NoError)
+	require.Equal(t, int64(2), a.Latency.Count())
+	require.Equal(t, int64(2), r.Total().Labels["a"].Requests)
+}
+
+func TestRecordRefusesUnknownClass(t *testing.T) {
+	t.Parallel()
+	r := metrics.NewRecorder([]string{"a"}, t0)
+	require.Panics(t, func() { r.Label(0).Record(time.Millisecond, 0, 0, metrics.NumErrorClasses) })
+	// The refused record must not have left Rotate waiting for it.
+	require.Empty(t, r.Rotate(t0.Add(time.Second)).Labels)
+	require.Equal(t, "assertion", metrics.ErrAssertion.String())
+	require.Equal(t, "ErrorClass(9)", metrics.ErrorClass(9).String())
+}
+
+// Once a label's pages exist, recording and rotating must not allocate pages again: rotation
+// hands the emptied counters back for the next interval.
+func TestRecordDoesNotAllocate(t *testing.T) {
+	r := metrics.NewRecorder([]string{"a"}, t0)
+	l := r.Label(0)
+	latencies := []time.Duration{time.Millisecond, 20 * time.Millisecond, 40 * time.Millisecond}
+	for range 2 { // fill both sets of counters
+		for _, d := range latencies {
+			l.Record(d, 1, 1, metrics.Err4xx)
+		}
+		r.Rotate(t0)
+	}
+	i := 0
+	allocs := testing.AllocsPerRun(10_000, func() {
+		l.Record(latencies[i%len(latencies)], 1500, 300, metrics.NoError)
+		i++
+	})
+	require.Zero(t, allocs)
+}

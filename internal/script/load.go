@@ -1,0 +1,155 @@
+package script
+
+import (
+	"bufio"
+	"encoding/csv"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+)
+
+// maxRowErrors bounds how many ragged rows of one data file are reported.
+const maxRowErrors = 10
+
+// Load reads the script at path and the data files it names, relative to the script's folder.
+// A refused script's error is an ErrorList that also holds the data files' errors, each with
+// its file and line; an unreadable script file is reported as such.
+func Load(path string, opts ParseOptions) (*Script, error) {
+	dir, name := filepath.Split(path)
+	if dir == "" {
+		dir = "."
+	}
+	if opts.Filename == "" {
+		opts.Filename = path
+	}
+	return LoadFS(os.DirFS(dir), name, opts)
+}
+
+// LoadFS is Load reading from fsys, where name is the script's slash-separated path; the
+// server uses it with the files of an upload.
+func LoadFS(fsys fs.FS, name string, opts ParseOptions) (*Script, error) {
+	data, err := fs.ReadFile(fsys, name)
+	if err != nil {
+		return nil, fmt.Errorf("load script: %w", err)
+	}
+	if opts.Filename == "" {
+		opts.Filename = name
+	}
+	d := &decoder{errs: errs{file: opts.Filename}}
+	s := d.parse(data)
+	var dataErrs ErrorList
+	if s != nil {
+		dir := path.Dir(name)
+		for _, df := range s.Variables.Data {
+			dataErrs = append(dataErrs, d.readData(fsys, path.Join(dir, df.File), df)...)
+		}
+		d.checkVars(s)
+	}
+	d.list.sort()
+	d.list = append(d.list, dataErrs...)
+	if len(d.list) > 0 {
+		return nil, d.list
+	}
+	return s, nil
+}
+
+// readData reads a CSV data file into df and returns its errors, with the file's own lines. A
+// file that cannot be opened is reported against the script.
+func (d *decoder) readData(fsys fs.FS, name string, df *DataFile) ErrorList {
+	var list ErrorList
+	fail := func(line int, format string, args ...any) {
+		list = append(list, &Error{File: df.File, Line: line, Path: df.p.path, Message: fmt.Sprintf(format, args...)})
+	}
+	f, err := fsys.Open(name)
+	if err != nil {
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		d.add(pos{path: field(df.p.path, "file"), line: df.p.line, col: df.p.col}, "cannot read %s: %v", df.File, err)
+		return nil
+	}
+	defer f.Close()
+	r := csv.NewReader(bufio.NewReader(f))
+	r.Comma = df.Separator
+	r.ReuseRecord = false
+	header, err := r.Read()
+	if errors.Is(err, io.EOF) {
+		fail(0, "the file is empty: its first line must name the columns")
+		return list
+	}
+	if err != nil {
+		fail(csvLine(err), "%s", csvMessage(err))
+		return list
+	}
+	columns := make([]string, len(header))
+	ok := true
+	for i, h := range header {
+		h = strings.TrimSpace(h)
+		if i == 0 {
+			h = strings.TrimPrefix(h, "\ufeff")
+		}
+		switch {
+		case !identRe.MatchString(h):
+			fail(1, "column %d is named %s, not a valid variable name: use letters, digits and _, not starting with a digit", i+1, quote(h))
+			ok = false
+		case contains(columns[:i], h):
+			fail(1, "column %s is named twice", h)
+			ok = false
+		}
+		columns[i] = h
+	}
+	var rows [][]string
+	bad := 0
+	for {
+		rec, err := r.Read()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			var pe *csv.ParseError
+			if errors.As(err, &pe) && errors.Is(pe.Err, csv.ErrFieldCount) {
+				if bad++; bad <= maxRowErrors {
+					fail(pe.StartLine, "the row has %d fields but the header names %d columns", len(rec), len(header))
+				}
+				ok = false
+				continue
+			}
+			fail(csvLine(err), "%s", csvMessage(err))
+			return list
+		}
+		rows = append(rows, rec)
+	}
+	if bad > maxRowErrors {
+		fail(0, "%d more rows have the wrong number of fields", bad-maxRowErrors)
+	}
+	if ok && len(rows) == 0 {
+		fail(1, "the file has a header row but no data rows")
+		ok = false
+	}
+	if ok {
+		df.Columns, df.Rows = columns, rows
+	}
+	return list
+}
+
+func csvLine(err error) int {
+	var pe *csv.ParseError
+	if errors.As(err, &pe) {
+		return pe.Line
+	}
+	return 0
+}
+
+func csvMessage(err error) string {
+	var pe *csv.ParseError
+	if errors.As(err, &pe) {
+		return fmt.Sprintf("at position %d: %v", pe.Column, pe.Err)
+	}
+	return err.Error()
+}

@@ -1,0 +1,467 @@
+// Package script reads Barrage test scripts, YAML or JSON documents of format version 1, into a
+// validated, typed model that the load engine compiles and runs: variables and data files, a
+// session of measurement groups and requests, the load model, thresholds and plugin
+// references. Parse checks a document on its own; Load also reads the CSV data files it names.
+// docs/scripts.md is the format's reference for testers, schema.json its JSON Schema.
+package script
+
+import (
+	"math/rand/v2"
+	"net/netip"
+	"regexp"
+	"time"
+)
+
+// Version is the only format version this package reads.
+const Version = 1
+
+// Script is a parsed and validated test script. Every field holds its final value: defaults are
+// filled in and relative request URLs already carry the base URL.
+type Script struct {
+	Version     int
+	Name        string
+	Description string
+	// BaseURL is the base_url as written, nil when the script has none. It may use constants
+	// and environment variables; it is already folded into every relative Request.URL.
+	BaseURL    *Template
+	Variables  Variables
+	Plugins    []*Plugin
+	Session    Session
+	Load       Workload
+	Thresholds []*Threshold
+}
+
+// Variables are the values a script's templates may use besides extracted ones and those
+// produced by element plugins.
+type Variables struct {
+	Constants []Constant
+	Env       []EnvVar
+	Data      []*DataFile
+}
+
+// Constant is a variable whose value is written in the script.
+type Constant struct {
+	Name, Value string
+}
+
+// EnvVar is a variable read from the environment when a run starts; see Script.ResolveEnv.
+type EnvVar struct {
+	Name       string // the variable's name in templates
+	From       string // the environment variable it is read from
+	Default    string
+	HasDefault bool // whether a missing environment variable takes Default instead of failing
+
+	p pos
+}
+
+// Order is how a data file's rows are handed out.
+type Order int
+
+// The orders in which data file rows are handed out. Each virtual user takes one row of every
+// data file at the start of each iteration, and the row's columns are its variables for that
+// iteration.
+const (
+	// Sequential hands each row out once, in file order, shared by all virtual users. A virtual
+	// user that finds the file exhausted stops instead of starting the iteration; the others
+	// finish the iteration they are in and stop too, so the run ends once the rows are used up.
+	Sequential Order = iota + 1
+	// Random hands out a row drawn at random, independently for each iteration.
+	Random
+	// Circular hands rows out in file order, shared by all virtual users, starting over after
+	// the last one. It is the default.
+	Circular
+)
+
+func (o Order) String() string {
+	switch o {
+	case Sequential:
+		return "sequential"
+	case Random:
+		return "random"
+	case Circular:
+		return "circular"
+	}
+	return "unknown"
+}
+
+// DataFile is a CSV file whose header row names its columns; each column is a variable.
+type DataFile struct {
+	File      string // as written: a slash-separated path relative to the script's folder
+	Order     Order
+	Separator rune // the field separator, ',' by default
+
+	// Columns and Rows are filled by Load and LoadFS; Parse leaves them nil. Every row has
+	// len(Columns) fields.
+	Columns []string
+	Rows    [][]string
+
+	p pos
+}
+
+// PluginKind says what a plugin does for a script.
+type PluginKind int
+
+// The kinds of plugin a script can use.
+const (
+	// ElementPlugin is a session-element plugin: it produces variables that templates use as
+	// ${alias.name}.
+	ElementPlugin PluginKind = iota + 1
+	// URLPlugin rewrites the requests it is attached to (Request.Plugins), for example to sign
+	// their URLs.
+	URLPlugin
+)
+
+func (k PluginKind) String() string {
+	switch k {
+	case ElementPlugin:
+		return "element"
+	case URLPlugin:
+		return "url"
+	}
+	return "unknown"
+}
+
+// Scope is how long a plugin instance lives, and so how often an element plugin's variables
+// take new values.
+type Scope int
+
+// The scopes of a plugin instance.
+const (
+	ScopeRun       Scope = iota + 1 // one instance for the whole run
+	ScopeVU                         // one per virtual user; the default
+	ScopeIteration                  // a fresh one for every iteration
+)
+
+func (s Scope) String() string {
+	switch s {
+	case ScopeRun:
+		return "run"
+	case ScopeVU:
+		return "vu"
+	case ScopeIteration:
+		return "iteration"
+	}
+	return "unknown"
+}
+
+// Plugin is a reference to a plugin the plugin runtime will fetch and execute.
+type Plugin struct {
+	Ref     string // name@version, as written
+	Name    string // e.g. random-data or acme/hmac-sign
+	Version string // an exact semantic version such as 1.2.0
+	As      string // the local name templates and requests use
+	Kind    PluginKind
+	Scope   Scope
+	// Config is handed to the plugin as JSON. Its values are string, json.Number, bool, nil,
+	// []any and map[string]any; it is nil when the script gives none.
+	Config map[string]any
+}
+
+// Session is what every virtual user does in each iteration: its groups, in order.
+type Session struct {
+	// Cookies says whether each virtual user keeps a cookie jar. The jar is emptied at the
+	// start of each iteration, as are extracted variables, so an iteration is one visitor.
+	Cookies bool
+	Groups  []*Group
+}
+
+// Requests returns the session's requests in the order they are sent.
+func (s *Session) Requests() []*Request {
+	var rs []*Request
+	for _, g := range s.Groups {
+		rs = append(rs, g.Requests...)
+	}
+	return rs
+}
+
+// Group is a measurement group: requests measured together, such as a page or a business step.
+type Group struct {
+	Name     string // a metrics label, unique among groups
+	Requests []*Request
+	Think    *Think // the pause after the group; nil for none
+}
+
+// Request is one HTTP request of the session.
+type Request struct {
+	Name   string // the metrics label, unique in the script
+	Group  string // the name of the group it belongs to
+	Method string // upper case
+	// URL renders the absolute URL, base URL included, without the Query parameters; see
+	// AppendURL.
+	URL *Template
+	// Headers are the request's own headers, then its group's and the session's that it does
+	// not override (names compare case-insensitively).
+	Headers   []Header
+	Query     []Param // added to the URL, form-encoded, in order
+	Body      *Body   // nil for none
+	Timeout   time.Duration
+	Redirects int  // how many redirects to follow; 0 returns the redirect response
+	HTTP2     bool // whether to ask for HTTP/2 (negotiated over TLS)
+	// Extract runs, in order, on the response before Assert does, so assertions may use the
+	// variables extracted here.
+	Extract []*Extractor
+	// Assert always holds at least one status assertion: when the script gives none, an
+	// Implied one accepts 200 to 399.
+	Assert  []*Assertion
+	Think   *Think    // the pause after the request; nil for none
+	Plugins []*Plugin // URL plugins applied to the request, in order
+
+	query *Template // the Query parameters compiled to a form-encoded string
+}
+
+// Header is a request header; its value may use variables.
+type Header struct {
+	Name  string
+	Value *Template
+}
+
+// Param is a query parameter; its value may use variables.
+type Param struct {
+	Name  string
+	Value *Template
+}
+
+// BodyKind is the form a request body is written in.
+type BodyKind int
+
+// The forms of request body.
+const (
+	JSONBody BodyKind = iota + 1 // a JSON document; variables are inserted into its strings
+	FormBody                     // application/x-www-form-urlencoded fields
+	RawBody                      // text sent as written
+)
+
+func (k BodyKind) String() string {
+	switch k {
+	case JSONBody:
+		return "json"
+	case FormBody:
+		return "form"
+	case RawBody:
+		return "raw"
+	}
+	return "unknown"
+}
+
+// Body is a request body, compiled to one template that renders the bytes to send.
+type Body struct {
+	Kind BodyKind
+	// ContentType goes in the Content-Type header unless Request.Headers has one. It is empty
+	// for a raw body without content_type.
+	ContentType string
+	// Content renders the whole body. Variables are escaped as the kind needs: JSON string
+	// escaping in a JSON body, form encoding in a form body, none in a raw body.
+	Content *Template
+}
+
+// ExtractKind is where an extractor looks in a response.
+type ExtractKind int
+
+// The kinds of extractor.
+const (
+	ExtractJSON   ExtractKind = iota + 1 // a JSONPath into the JSON body
+	ExtractRegex                         // a regular expression on the body
+	ExtractHeader                        // a response header
+	ExtractCookie                        // a cookie the response sets
+)
+
+func (k ExtractKind) String() string {
+	switch k {
+	case ExtractJSON:
+		return "json"
+	case ExtractRegex:
+		return "regex"
+	case ExtractHeader:
+		return "header"
+	case ExtractCookie:
+		return "cookie"
+	}
+	return "unknown"
+}
+
+// Extractor sets a variable from a response. When it finds nothing, the variable takes Default
+// if HasDefault, and otherwise the request fails.
+type Extractor struct {
+	Var  string
+	Kind ExtractKind
+	// JSONPath is set for ExtractJSON. Its value becomes the variable's: a string as is, any
+	// other value as JSON text (see JSONPath.FindString).
+	JSONPath *JSONPath
+	// Regex is set for ExtractRegex: the variable takes the first capture group of the first
+	// match, or the whole match when the expression has no group.
+	Regex *regexp.Regexp
+	// Name is the header's name (ExtractHeader) or the cookie's (ExtractCookie).
+	Name       string
+	Default    string
+	HasDefault bool
+
+	p pos // of Var
+}
+
+// AssertKind is what an assertion checks.
+type AssertKind int
+
+// The kinds of assertion.
+const (
+	AssertStatus       AssertKind = iota + 1 // the status code is in Status
+	AssertBodyContains                       // the body contains Text
+	AssertBodyMatches                        // Regex matches the body
+	AssertJSON                               // a JSONPath's value in the JSON body
+	AssertMaxDuration                        // the response took at most MaxDuration
+)
+
+func (k AssertKind) String() string {
+	switch k {
+	case AssertStatus:
+		return "status"
+	case AssertBodyContains:
+		return "body_contains"
+	case AssertBodyMatches:
+		return "body_matches"
+	case AssertJSON:
+		return "json"
+	case AssertMaxDuration:
+		return "max_duration"
+	}
+	return "unknown"
+}
+
+// Assertion is a check on a response; a request whose assertion fails counts as an error.
+type Assertion struct {
+	Kind   AssertKind
+	Status []StatusRange // AssertStatus: any of these ranges passes
+	// Implied marks the status assertion added to a request whose script gives none.
+	Implied bool
+	Text    *Template      // AssertBodyContains
+	Regex   *regexp.Regexp // AssertBodyMatches
+	// JSONPath, Equals, EqualsText and Absent describe an AssertJSON; see CheckJSON.
+	JSONPath    *JSONPath
+	Equals      any       // a non-string value the path's value must equal; nil with HasEquals is null
+	HasEquals   bool      // whether Equals is set (it may be JSON null)
+	EqualsText  *Template // a string the path's value, as text, must equal
+	Absent      bool      // the path must find nothing
+	MaxDuration time.Duration
+}
+
+// StatusRange is an inclusive range of status codes; 2xx is {200, 299}.
+type StatusRange struct {
+	Min, Max int
+}
+
+// ThinkKind is the shape of a think time.
+type ThinkKind int
+
+// The kinds of think time.
+const (
+	ThinkFixed    ThinkKind = iota + 1 // always Fixed
+	ThinkUniform                       // uniform between Min and Max
+	ThinkGaussian                      // normal around Mean with StdDev, never below zero
+)
+
+func (k ThinkKind) String() string {
+	switch k {
+	case ThinkFixed:
+		return "fixed"
+	case ThinkUniform:
+		return "uniform"
+	case ThinkGaussian:
+		return "gaussian"
+	}
+	return "unknown"
+}
+
+// Think is a pause a virtual user takes, as a person would, after a request or a group.
+type Think struct {
+	Kind         ThinkKind
+	Fixed        time.Duration
+	Min, Max     time.Duration
+	Mean, StdDev time.Duration
+}
+
+// Sample draws one pause.
+func (t *Think) Sample(r *rand.Rand) time.Duration {
+	switch t.Kind {
+	case ThinkFixed:
+		return t.Fixed
+	case ThinkUniform:
+		if t.Max <= t.Min {
+			return t.Min
+		}
+		return t.Min + time.Duration(r.Int64N(int64(t.Max-t.Min)+1))
+	case ThinkGaussian:
+		d := float64(t.Mean) + float64(t.StdDev)*r.NormFloat64()
+		if d < 0 {
+			return 0
+		}
+		return time.Duration(d)
+	}
+	return 0
+}
+
+// Model is how load is generated.
+type Model int
+
+// The load models.
+const (
+	// Closed runs a fixed number of virtual users, each starting its next iteration when the
+	// previous one ends.
+	Closed Model = iota + 1
+	// Open starts iterations at a given arrival rate, whatever the response times, with as many
+	// virtual users as that takes, up to MaxVUs.
+	Open
+)
+
+func (m Model) String() string {
+	switch m {
+	case Closed:
+		return "closed"
+	case Open:
+		return "open"
+	}
+	return "unknown"
+}
+
+// Workload is how much load a run puts on the target, and for how long.
+type Workload struct {
+	Model Model
+
+	// Closed model. VUs virtual users start evenly spread over RampUp. The run lasts Duration
+	// (when not 0) or until Iterations iterations, counted over all virtual users together,
+	// have started (when not 0), whichever comes first.
+	VUs        int
+	RampUp     time.Duration
+	Iterations int
+
+	// Open model. Stages run one after the other; MaxVUs bounds the virtual users, and an
+	// iteration due when all are busy is dropped and counted.
+	Stages []Stage
+	MaxVUs int
+
+	// Duration is the closed model's duration, or the open model's total of its stages.
+	Duration time.Duration
+	// GracefulStop is how long iterations still running when the run ends may take to finish
+	// before they are interrupted. It defaults to 30s.
+	GracefulStop time.Duration
+	// SourceAddrs are local addresses the requests are sent from, assigned round-robin: the
+	// i-th virtual user (from 0) uses SourceAddrs[i%len(SourceAddrs)]. Empty leaves the choice
+	// to the system.
+	SourceAddrs []netip.Addr
+}
+
+// Stage is a period of the open model during which the arrival rate goes linearly from From to
+// To iterations per second; a constant stage has From == To.
+type Stage struct {
+	From, To float64
+	Duration time.Duration
+}
+
+// RateAt returns the arrival rate, in iterations per second, at elapsed time t into the stage.
+func (s Stage) RateAt(t time.Duration) float64 {
+	if s.Duration <= 0 || t >= s.Duration {
+		return s.To
+	}
+	if t <= 0 {
+		return s.From
+	}
+	return s.From + (s.To-s.From)*float64(t)/float64(s.Duration)
+}

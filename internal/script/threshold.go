@@ -1,0 +1,206 @@
+package script
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Metric is what a threshold measures.
+type Metric string
+
+// The metrics a threshold can check. Latencies are of the requests in scope; error_rate is the
+// share of requests that failed (no response, or a failed assertion or extraction).
+const (
+	P50       Metric = "p50"
+	P90       Metric = "p90"
+	P95       Metric = "p95"
+	P99       Metric = "p99"
+	P999      Metric = "p99.9"
+	Avg       Metric = "avg"
+	Min       Metric = "min"
+	Max       Metric = "max"
+	ErrorRate Metric = "error_rate"
+	RPS       Metric = "rps"
+	Count     Metric = "count"
+)
+
+var metrics = []Metric{P50, P90, P95, P99, P999, Avg, Min, Max, ErrorRate, RPS, Count}
+
+// IsLatency reports whether m is a response time, whose threshold value is a duration.
+func (m Metric) IsLatency() bool {
+	switch m {
+	case P50, P90, P95, P99, P999, Avg, Min, Max:
+		return true
+	}
+	return false
+}
+
+// Percentile returns the percentile m stands for, such as 95 for p95, and whether it is one.
+func (m Metric) Percentile() (float64, bool) {
+	switch m {
+	case P50, P90, P95, P99, P999:
+		f, err := strconv.ParseFloat(string(m[1:]), 64)
+		return f, err == nil
+	}
+	return 0, false
+}
+
+// Op is a threshold's comparison.
+type Op string
+
+// The comparisons of a threshold.
+const (
+	Less         Op = "<"
+	LessEqual    Op = "<="
+	Greater      Op = ">"
+	GreaterEqual Op = ">="
+)
+
+// Threshold is a pass criterion of a run, such as "p95 < 300ms".
+type Threshold struct {
+	Source string // the check as written, such as "p95 < 300ms over 30s"
+	Metric Metric
+	Op     Op
+	// Value is the bound in the metric's unit: seconds for latencies, a fraction from 0 to 1
+	// for error_rate (1% is 0.01), requests per second for rps, requests for count.
+	Value float64
+	// Latency is the bound of a latency metric as a duration; Value holds it in seconds.
+	Latency time.Duration
+	// Window is the sliding window the metric is computed over; 0 means the whole run.
+	Window time.Duration
+	// Abort stops the run as soon as the threshold is broken.
+	Abort bool
+	// Request limits the threshold to one request's metrics, by name; empty means all requests.
+	Request string
+}
+
+// Holds reports whether an observed value, in the unit of Value, meets the threshold.
+func (t *Threshold) Holds(observed float64) bool {
+	switch t.Op {
+	case Less:
+		return observed < t.Value
+	case LessEqual:
+		return observed <= t.Value
+	case Greater:
+		return observed > t.Value
+	case GreaterEqual:
+		return observed >= t.Value
+	}
+	return false
+}
+
+var thresholdRe = regexp.MustCompile(`^\s*([a-z_]+[0-9.]*)\s*(<=|>=|<|>)\s*(\S+?)(?:\s+over\s+(\S+))?\s*$`)
+
+// ParseThreshold parses a check such as "p95 < 300ms", "error_rate < 1%" or
+// "rps > 500 over 30s" into a Threshold without Abort or Request.
+func ParseThreshold(s string) (*Threshold, error) {
+	m := thresholdRe.FindStringSubmatch(s)
+	if m == nil {
+		return nil, errors.New(`must read "<metric> <op> <value>", optionally followed by "over <window>", as in "p95 < 300ms" or "error_rate < 1% over 30s"`)
+	}
+	t := &Threshold{Source: strings.TrimSpace(s), Metric: Metric(m[1]), Op: Op(m[2])}
+	known := false
+	for _, k := range metrics {
+		known = known || k == t.Metric
+	}
+	if !known {
+		return nil, fmt.Errorf("unknown metric %q: use p50, p90, p95, p99, p99.9, avg, min, max, error_rate, rps or count", m[1])
+	}
+	var err error
+	switch {
+	case t.Metric.IsLatency():
+		t.Latency, err = parseDuration(m[3])
+		t.Value = t.Latency.Seconds()
+	case t.Metric == ErrorRate:
+		t.Value, err = parseRatio(m[3])
+	case t.Metric == RPS:
+		t.Value, err = parseRPS(m[3])
+	case t.Metric == Count:
+		var n int
+		n, err = strconv.Atoi(m[3])
+		if err != nil || n < 0 {
+			err = errors.New("must be a whole number of requests, as in 1000")
+		}
+		t.Value = float64(n)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s: value %q: %w", t.Metric, m[3], err)
+	}
+	if m[4] != "" {
+		t.Window, err = parseDuration(m[4])
+		if err != nil {
+			return nil, fmt.Errorf("window %q: %w", m[4], err)
+		}
+		if t.Window < time.Second {
+			return nil, fmt.Errorf("window %q: must be at least 1s", m[4])
+		}
+	}
+	return t, nil
+}
+
+// parseRatio reads "1%" or "0.01" as 0.01.
+func parseRatio(s string) (float64, error) {
+	pct := strings.HasSuffix(s, "%")
+	f, err := strconv.ParseFloat(strings.TrimSuffix(s, "%"), 64)
+	if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
+		return 0, errors.New("must be a percentage such as 1% or a fraction such as 0.01")
+	}
+	if pct {
+		f /= 100
+	}
+	if f < 0 || f > 1 {
+		return 0, errors.New("must be between 0% and 100%")
+	}
+	return f, nil
+}
+
+// parseRPS reads "500" or a rate such as "500/s" or "3000/m" as requests per second.
+func parseRPS(s string) (float64, error) {
+	if strings.Contains(s, "/") {
+		return parseRate(s)
+	}
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil || math.IsNaN(f) || math.IsInf(f, 0) || f < 0 {
+		return 0, errors.New("must be requests per second, as in 500 or 500/s")
+	}
+	return f, nil
+}
+
+// parseRate reads a rate such as "200/s", "90/m", "0.5/s" or "3600/h" as a count per second.
+func parseRate(s string) (float64, error) {
+	num, unit, ok := strings.Cut(strings.TrimSpace(s), "/")
+	f, err := strconv.ParseFloat(strings.TrimSpace(num), 64)
+	if !ok || err != nil || math.IsNaN(f) || math.IsInf(f, 0) || f < 0 || f > 1e9 {
+		return 0, errors.New("must be a rate such as 200/s, 90/m or 3600/h")
+	}
+	switch strings.TrimSpace(unit) {
+	case "s", "1s", "sec":
+		return f, nil
+	case "m", "1m", "min":
+		return f / 60, nil
+	case "h", "1h":
+		return f / 3600, nil
+	}
+	return 0, errors.New("must be a rate such as 200/s, 90/m or 3600/h")
+}
+
+// parseDuration reads a duration such as "300ms", "1.5s" or "2m30s"; a bare "0" is zero.
+// Negative durations are refused.
+func parseDuration(s string) (time.Duration, error) {
+	if s == "0" {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return 0, errors.New("must be a duration such as 500ms, 2s or 1m30s")
+	}
+	if d < 0 {
+		return 0, errors.New("must not be negative")
+	}
+	return d, nil
+}

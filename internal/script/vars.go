@@ -1,0 +1,137 @@
+package script
+
+import (
+	"slices"
+	"strings"
+)
+
+// checkVars checks that every variable a template uses is defined before it is used, and that
+// no two sources define the same name. When some data file has not been read, a name no other
+// source defines is taken to be one of its columns.
+func (d *decoder) checkVars(s *Script) {
+	sources := make(map[string]string) // name -> what defines it, for messages
+	for _, c := range s.Variables.Constants {
+		sources[c.Name] = "a constant"
+	}
+	for _, e := range s.Variables.Env {
+		sources[e.Name] = "an environment variable"
+	}
+	runLevel := make(map[string]bool, len(sources))
+	for name := range sources {
+		runLevel[name] = true
+	}
+	columnsKnown := true
+	for _, df := range s.Variables.Data {
+		if df.Columns == nil {
+			columnsKnown = false
+			continue
+		}
+		for _, c := range df.Columns {
+			if prev, dup := sources[c]; dup {
+				d.add(df.p, "column %s of %s is already %s", c, df.File, prev)
+				continue
+			}
+			sources[c] = "a column of " + df.File
+		}
+	}
+	reqs := s.Session.Requests()
+	firstSet := make(map[string]int) // extracted variable -> index of the first request setting it
+	for i, r := range reqs {
+		for _, e := range r.Extract {
+			if prev, dup := sources[e.Var]; dup {
+				d.add(e.p, "%s is already %s; extract into another name", e.Var, prev)
+				continue
+			}
+			if _, seen := firstSet[e.Var]; !seen {
+				firstSet[e.Var] = i
+			}
+		}
+	}
+
+	checked := make(map[*Template]bool)
+	// check reports the variables of t that are not set when it is rendered: last is the index
+	// of the last request whose extractions have run by then, -1 for none.
+	check := func(t *Template, last int, skip []string) {
+		if t == nil || checked[t] {
+			return
+		}
+		checked[t] = true
+		for _, name := range t.Vars() {
+			if slices.Contains(skip, name) {
+				continue
+			}
+			if alias, _, dotted := strings.Cut(name, "."); dotted {
+				switch pl := findPlugin(s.Plugins, alias); {
+				case pl == nil:
+					d.add(t.p, "${%s}: no plugin is named %s", name, alias)
+				case pl.Kind != ElementPlugin:
+					d.add(t.p, "${%s}: plugin %s is a url plugin and produces no variables", name, alias)
+				}
+				continue
+			}
+			if _, ok := sources[name]; ok {
+				continue
+			}
+			if i, ok := firstSet[name]; ok {
+				if i > last {
+					d.add(t.p, "${%s} is not set yet: it is first extracted by request %s, which comes later", name, quote(reqs[i].Name))
+				}
+				continue
+			}
+			if !columnsKnown {
+				continue
+			}
+			d.add(t.p, "${%s} is not defined: no constant, environment variable, data column or extractor has that name", name)
+		}
+	}
+
+	var baseVars []string
+	if s.BaseURL != nil {
+		baseVars = s.BaseURL.Vars()
+		for _, name := range baseVars {
+			if !runLevel[name] {
+				d.add(s.BaseURL.p, "${%s}: base_url may use only constants and environment variables", name)
+			}
+		}
+	}
+	for i, r := range reqs {
+		check(r.URL, i-1, baseVars)
+		for _, h := range r.Headers {
+			check(h.Value, i-1, nil)
+		}
+		for _, q := range r.Query {
+			check(q.Value, i-1, nil)
+		}
+		if r.Body != nil {
+			check(r.Body.Content, i-1, nil)
+		}
+		for _, a := range r.Assert {
+			check(a.Text, i, nil)
+			check(a.EqualsText, i, nil)
+		}
+	}
+}
+
+// ResolveEnv reads the script's environment variables through lookup, as a run starts. It
+// returns their values by variable name, or an ErrorList naming each one that is missing and
+// has no default.
+func (s *Script) ResolveEnv(lookup func(string) (string, bool)) (map[string]string, error) {
+	vals := make(map[string]string, len(s.Variables.Env))
+	var list ErrorList
+	for _, e := range s.Variables.Env {
+		v, ok := lookup(e.From)
+		switch {
+		case ok:
+			vals[e.Name] = v
+		case e.HasDefault:
+			vals[e.Name] = e.Default
+		default:
+			list = append(list, &Error{Line: e.p.line, Column: e.p.col, Path: e.p.path,
+				Message: "environment variable " + e.From + " is not set and has no default"})
+		}
+	}
+	if list != nil {
+		return nil, list
+	}
+	return vals, nil
+}

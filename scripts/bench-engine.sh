@@ -1,0 +1,116 @@
+#!/usr/bin/env bash
+# Compares `barrage run` with wrk (and k6 when installed) against the same local nginx: one worker
+# serving a small file on 127.0.0.1, same connections and duration, the target and the generator
+# each pinned to its own core where taskset exists. Prints each tool's rate, CPU time per
+# request and p99, then lines a script can read:
+#   ratio barrage/wrk = 0.91
+#   cpu per request barrage/wrk = 1.12
+#   p99 barrage/wrk = 1.10
+#   ratio barrage/k6 = 4.2            (when k6 ran)
+#   bytes per idle VU = 41000
+# Usage: scripts/bench-engine.sh [seconds] [connections]   (needs nginx and wrk: apt-get install nginx-light wrk)
+set -euo pipefail
+secs=${1:-10}
+conns=${2:-64}
+for tool in nginx wrk python3; do
+  command -v "$tool" >/dev/null || { echo "bench-engine: $tool not found (apt-get install nginx-light wrk); skipped"; exit 0; }
+done
+cd "$(dirname "$0")/.."
+work=$(mktemp -d /tmp/barrage-bench-engine-XXXXXX)
+pids=()
+cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$work"; }
+trap cleanup EXIT
+
+pin_target="" pin_gen=""
+if command -v taskset >/dev/null && [ "$(nproc)" -ge 2 ]; then pin_target="taskset -c 0"; pin_gen="taskset -c 1"; fi
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+mkdir -p "$work/html" "$work/logs"
+head -c 100 /dev/zero | tr '\0' 'x' >"$work/html/index.html"
+cat >"$work/nginx.conf" <<NGINX
+worker_processes 1;
+daemon off;
+pid $work/nginx.pid;
+error_log $work/logs/error.log warn;
+events { worker_connections 8192; }
+http {
+  access_log off;
+  keepalive_requests 100000000;
+  server { listen 127.0.0.1:$port; root $work/html; }
+}
+NGINX
+$pin_target nginx -c "$work/nginx.conf" -p "$work" &
+pids+=($!)
+for _ in $(seq 1 50); do curl -sf "http://127.0.0.1:$port/index.html" >/dev/null && break; sleep 0.1; done
+url="http://127.0.0.1:$port/index.html"
+
+go build -o "$work/barrage" ./cmd/barrage
+cat >"$work/bench.yaml" <<YAML
+version: 1
+name: bench
+session:
+  cookies: false
+  groups:
+    - name: g
+      requests:
+        - name: index
+          method: GET
+          url: $url
+load:
+  vus: $conns
+  duration: ${secs}s
+YAML
+
+# cputime runs a command and prints "user+sys seconds" of it and its children on fd 3.
+cputime() { /usr/bin/env python3 - "$@" <<'PY'
+import os, resource, subprocess, sys
+p = subprocess.run(sys.argv[1:], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+r = resource.getrusage(resource.RUSAGE_CHILDREN)
+sys.stdout.write(p.stdout)
+sys.stdout.write("CPU %.3f\n" % (r.ru_utime + r.ru_stime))
+sys.exit(p.returncode)
+PY
+}
+
+wrk_out=$(cputime $pin_gen wrk -t1 -c"$conns" -d"${secs}s" --latency "$url")
+wrk_rps=$(awk '/Requests\/sec/ {print $2}' <<<"$wrk_out")
+wrk_n=$(awk '/requests in/ {print $1}' <<<"$wrk_out")
+wrk_cpu=$(awk '/^CPU/ {print $2}' <<<"$wrk_out")
+wrk_p99=$(awk '$1 == "99%" {print $2}' <<<"$wrk_out")
+
+b_out=$(cputime $pin_gen "$work/barrage" run --quiet --out "$work/result.json" "$work/bench.yaml")
+read -r b_rps b_n b_p99 b_idle < <(python3 - "$work/result.json" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+t = r["total"]
+print(t["rps"], t["count"], "%.3fms" % (t["p99_ms"]), r.get("bytes_per_idle_vu", 0))
+PY
+)
+b_cpu=$(awk '/^CPU/ {print $2}' <<<"$b_out")
+
+to_ms() { python3 -c "import sys,re; v=sys.argv[1]; m=re.match(r'([0-9.]+)(us|ms|s)', v); f={'us':0.001,'ms':1,'s':1000}[m.group(2)]; print(float(m.group(1))*f)" "$1"; }
+printf "%-8s %12s %16s %10s\n" tool "requests/s" "cpu/request" p99
+printf "%-8s %12.0f %14.2fus %10s\n" wrk "$wrk_rps" "$(python3 -c "print($wrk_cpu/$wrk_n*1e6)")" "$wrk_p99"
+printf "%-8s %12.0f %14.2fus %10s\n" barrage "$b_rps" "$(python3 -c "print($b_cpu/$b_n*1e6)")" "$b_p99"
+
+k6_rps=""
+if command -v k6 >/dev/null; then
+  cat >"$work/k6.js" <<JS
+import http from 'k6/http';
+export const options = { vus: $conns, duration: '${secs}s', discardResponseBodies: true, summaryTrendStats: ['p(99)'] };
+export default function () { http.get('$url'); }
+JS
+  k6_out=$(cputime $pin_gen k6 run --quiet --summary-export "$work/k6.json" "$work/k6.js")
+  k6_rps=$(python3 -c "import json; print(json.load(open('$work/k6.json'))['metrics']['http_reqs']['rate'])")
+  k6_n=$(python3 -c "import json; print(json.load(open('$work/k6.json'))['metrics']['http_reqs']['count'])")
+  k6_cpu=$(awk '/^CPU/ {print $2}' <<<"$k6_out")
+  printf "%-8s %12.0f %14.2fus\n" k6 "$k6_rps" "$(python3 -c "print($k6_cpu/$k6_n*1e6)")"
+fi
+
+python3 - <<PY
+print("ratio barrage/wrk = %.2f" % ($b_rps / $wrk_rps))
+print("cpu per request barrage/wrk = %.2f" % (($b_cpu / $b_n) / ($wrk_cpu / $wrk_n)))
+print("p99 barrage/wrk = %.2f" % ($(to_ms "$b_p99") / $(to_ms "$wrk_p99")))
+if "$k6_rps":
+    print("ratio barrage/k6 = %.1f" % ($b_rps / float("$k6_rps" or 1)))
+print("bytes per idle VU = %d" % int(float("$b_idle")))
+PY
