@@ -32,7 +32,11 @@ func main() {
 var errUsage = errors.New("usage")
 
 func exitCode(err error) int {
-	if errors.Is(err, errUsage) || errors.Is(err, flag.ErrHelp) {
+	var ee *exitError
+	switch {
+	case errors.As(err, &ee):
+		return ee.code
+	case errors.Is(err, errUsage) || errors.Is(err, flag.ErrHelp):
 		return 2
 	}
 	return 1
@@ -55,6 +59,8 @@ func commands() []command {
 	return []command{
 		{"serve", "run the API server (starts its own PostgreSQL when DATABASE_URL is empty)", runServe},
 		{"migrate", "apply database migrations: migrate up | migrate status", runMigrate},
+		{"run", "run a script locally and print its results: run [--vus N --duration D --rate R] SCRIPT", runRun},
+		{"debug", "run one iteration of one VU and show every request and response: debug SCRIPT", runDebug},
 		{"signup", "create an account with an invitation code", runSignup},
 		{"login", "sign in and store credentials for the other commands", runLogin},
 		{"logout", "sign out and forget the stored credentials", runLogout},

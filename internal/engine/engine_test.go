@@ -172,3 +172,36 @@ load:
 	require.EqualValues(t, 3, stats(t, res, "not ok").Errors[metrics.ErrAssertion])
 	require.Zero(t, stats(t, res, "fine").Failed())
 }
+
+// A large body is read in full (BytesIn counts it) but only BodyCap of it is kept, so memory
+// per VU stays bounded; extraction and assertions see the kept part.
+func TestLargeBodiesAreCountedButCapped(t *testing.T) {
+	t.Parallel()
+	big := strings.Repeat("x", 3<<20) + "tail"
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, "head "+big)
+	}))
+	defer srv.Close()
+	s := parse(t, srv.URL, `
+version: 1
+name: big
+session:
+  groups:
+    - name: g
+      requests:
+        - name: head
+          url: ${target}/
+          assert: [ { body_contains: "head" } ]
+        - name: tail
+          url: ${target}/
+          assert: [ { body_contains: "tail" } ]
+load:
+  vus: 1
+  iterations: 2
+`)
+	res := run(t, s, engine.Options{BodyCap: 1 << 20})
+	head, tail := stats(t, res, "head"), stats(t, res, "tail")
+	require.Zero(t, head.Failed())
+	require.EqualValues(t, 2, tail.Errors[metrics.ErrAssertion], "the tail lies beyond the cap")
+	require.Greater(t, head.BytesIn, int64(2*(3<<20)))
+}

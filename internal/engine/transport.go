@@ -167,8 +167,14 @@ func (t *transport) send(u *url.URL, method string, header [][2]string, body []b
 	r.status = res.StatusCode()
 	r.bytesIn += int64(len(res.Header.Header()))
 	r.body = r.body[:0]
-	stream := res.BodyStream()
-	n, err := t.readBody(stream, r)
+	var n int64
+	if stream := res.BodyStream(); stream != nil {
+		n, err = t.readBody(stream, r)
+	} else { // the whole body was small enough to come with the headers
+		body := res.Body()
+		n = int64(len(body))
+		r.body = append(r.body, body[:min(len(body), t.bodyCap)]...)
+	}
 	r.bytesIn += n
 	_ = res.CloseBodyStream()
 	if err != nil {

@@ -21,12 +21,12 @@ type ErrorClass uint8
 // The error classes. NoError is the zero value, so a result nobody classified is a success
 // rather than an invented failure.
 const (
-	NoError      ErrorClass = iota
-	ErrConnect              // dialling, TLS or the connection failed before a response
-	ErrTimeout              // no complete response within the request's timeout
-	Err4xx                  // the target answered 4xx
-	Err5xx                  // the target answered 5xx
-	ErrAssertion            // the response came but failed a check of the test
+	NoError      ErrorClass = iota // the request succeeded
+	ErrConnect                     // dialling, TLS or the connection failed before a response
+	ErrTimeout                     // no complete response within the request's timeout
+	Err4xx                         // the target answered 4xx
+	Err5xx                         // the target answered 5xx
+	ErrAssertion                   // the response came but failed a check of the test
 
 	// NumErrorClasses is the number of ErrorClass values, NoError included: the length of
 	// Stats.Errors, so that Errors can be indexed by class directly.

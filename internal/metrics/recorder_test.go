@@ -2,6 +2,7 @@ package metrics_test
 
 import (
 	"math/rand/v2"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -23,12 +24,13 @@ func TestRotateLosesAndDuplicatesNothing(t *testing.T) {
 
 	const writers, perWriter = 8, 20_000
 	var (
-		wg      sync.WaitGroup
-		done    atomic.Bool
-		want    = map[string]*metrics.Stats{}
-		wantMu  sync.Mutex
-		snaps   []*metrics.Snapshot
-		rotator = make(chan struct{})
+		wg        sync.WaitGroup
+		done      atomic.Bool
+		want      = map[string]*metrics.Stats{}
+		wantMu    sync.Mutex
+		snaps     []*metrics.Snapshot
+		rotator   = make(chan struct{})
+		rotations atomic.Int64
 	)
 	go func() {
 		defer close(rotator)
@@ -36,13 +38,24 @@ func TestRotateLosesAndDuplicatesNothing(t *testing.T) {
 		for !done.Load() {
 			now = now.Add(time.Second)
 			snaps = append(snaps, r.Rotate(now))
+			rotations.Add(1)
+			time.Sleep(50 * time.Microsecond) // keep the number of snapshots held in bounds
 		}
 	}()
 	for w := range writers {
 		wg.Go(func() {
 			rng := rand.New(rand.NewPCG(uint64(w), 99))
 			mine := map[string]*metrics.Stats{}
-			for range perWriter {
+			seen := rotations.Load()
+			for n := range perWriter {
+				// Halfway, wait for rotations, so that they certainly happen while writers write;
+				// and yield now and then, so that they happen often.
+				for n == perWriter/2 && rotations.Load() < seen+3 {
+					runtime.Gosched()
+				}
+				if n%1000 == 0 {
+					runtime.Gosched()
+				}
 				i := rng.IntN(len(labels))
 				d := time.Duration(rng.Int64N(int64(2 * time.Second)))
 				in, out := rng.Int64N(5000), rng.Int64N(500)
@@ -78,7 +91,7 @@ func TestRotateLosesAndDuplicatesNothing(t *testing.T) {
 	last := r.Rotate(t0.Add(time.Duration(len(snaps)+1) * time.Second))
 	snaps = append(snaps, last)
 	t.Logf("%d rotations during %d records", len(snaps), writers*perWriter)
-	require.Greater(t, len(snaps), 2, "rotations must have raced the writers")
+	require.Greater(t, len(snaps), 3)
 
 	got := &metrics.Snapshot{}
 	for i, s := range snaps {

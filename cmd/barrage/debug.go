@@ -1,0 +1,102 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/barrage-load/barrage/internal/engine"
+)
+
+func runDebug(ctx context.Context, e env, args []string) error {
+	fs := newFlags(e, "debug", "[flags] SCRIPT")
+	preview := fs.Int("preview", 2048, "bytes of each body to show")
+	insecure := fs.Bool("insecure", false, "skip TLS certificate verification")
+	path, err := scriptArg(fs, args)
+	if err != nil {
+		return err
+	}
+	s, err := loadScript(path)
+	if err != nil {
+		return err
+	}
+	failed := 0
+	err = engine.Debug(ctx, s, engine.Options{Env: envLookup(e), Insecure: *insecure, Trace: func(ev engine.TraceEvent) {
+		if len(ev.Failures) > 0 || ev.Err != nil {
+			failed++
+		}
+		printTrace(e.stdout, ev, *preview)
+	}})
+	if err != nil {
+		return err
+	}
+	if failed > 0 {
+		return fmt.Errorf("%d request(s) failed", failed)
+	}
+	fmt.Fprintln(e.stdout, "every request passed its checks")
+	return nil
+}
+
+func printTrace(w io.Writer, ev engine.TraceEvent, preview int) {
+	fmt.Fprintf(w, "=== %s\n> %s %s\n", ev.Request, ev.Method, ev.URL)
+	for _, h := range ev.RequestHeader {
+		fmt.Fprintf(w, "> %s: %s\n", h[0], h[1])
+	}
+	if len(ev.RequestBody) > 0 {
+		fmt.Fprintf(w, ">\n%s\n", bodyPreview(ev.RequestBody, preview))
+	}
+	if ev.Err != nil {
+		fmt.Fprintf(w, "! %v\n", ev.Err)
+	} else {
+		fmt.Fprintf(w, "< %d (%s, %d bytes)\n", ev.Status, ms(ev.Duration), ev.BytesIn)
+		names := make([]string, 0, len(ev.ResponseHeader))
+		for k := range ev.ResponseHeader {
+			names = append(names, k)
+		}
+		slices.Sort(names)
+		for _, k := range names {
+			for _, v := range ev.ResponseHeader[k] {
+				fmt.Fprintf(w, "< %s: %s\n", k, v)
+			}
+		}
+		if len(ev.ResponseBody) > 0 {
+			fmt.Fprintf(w, "<\n%s\n", bodyPreview(ev.ResponseBody, preview))
+		}
+	}
+	if len(ev.Vars) > 0 {
+		keys := make([]string, 0, len(ev.Vars))
+		for k := range ev.Vars {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		for _, k := range keys {
+			fmt.Fprintf(w, "  var %s = %q\n", k, ev.Vars[k])
+		}
+	}
+	if len(ev.Failures) == 0 && ev.Err == nil {
+		fmt.Fprintln(w, "  checks passed")
+	}
+	for _, f := range ev.Failures {
+		fmt.Fprintf(w, "  FAILED: %s\n", f)
+	}
+	fmt.Fprintln(w)
+}
+
+// bodyPreview shows up to n bytes of a body as text, or says it is binary.
+func bodyPreview(b []byte, n int) string {
+	cut := b
+	if len(cut) > n {
+		cut = cut[:n]
+	}
+	if !utf8.Valid(cut) && !utf8.Valid(cut[:max(0, len(cut)-3)]) {
+		return fmt.Sprintf("(%d bytes of binary)", len(b))
+	}
+	s := strings.ToValidUTF8(string(cut), "�")
+	if len(b) > n {
+		s += fmt.Sprintf("\n… (%d more bytes)", len(b)-n)
+	}
+	return s
+}

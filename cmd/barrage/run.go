@@ -1,0 +1,371 @@
+package main
+
+import (
+	"context"
+	"encoding/csv"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"runtime/pprof"
+	"slices"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/barrage-load/barrage/internal/barrage"
+	"github.com/barrage-load/barrage/internal/engine"
+	"github.com/barrage-load/barrage/internal/metrics"
+	"github.com/barrage-load/barrage/internal/script"
+)
+
+// Exit statuses of `barrage run`, distinct so that CI can tell them apart.
+const (
+	exitThresholds  = 99 // the run completed and a threshold failed (as k6 does)
+	exitScriptError = 65 // the script is invalid (EX_DATAERR)
+)
+
+// exitError carries a process exit status.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Unwrap() error { return e.err }
+
+func runRun(ctx context.Context, e env, args []string) error {
+	fs := newFlags(e, "run", "[flags] SCRIPT")
+	vus := fs.Int("vus", 0, "virtual users (closed model), or max VUs with --rate; overrides the script")
+	duration := fs.Duration("duration", 0, "run duration; overrides the script")
+	rate := fs.Float64("rate", 0, "arrival rate in iterations per second: runs the open model")
+	out := fs.String("out", "", "write the full result as JSON to this file")
+	csvPath := fs.String("csv", "", "write the per-second series as CSV to this file")
+	quiet := fs.Bool("quiet", false, "no live line; only the summary")
+	insecure := fs.Bool("insecure", false, "skip TLS certificate verification")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the generator to this file")
+	path, err := scriptArg(fs, args)
+	if err != nil {
+		return err
+	}
+	s, err := loadScript(path)
+	if err != nil {
+		return err
+	}
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
+	opts := engine.Options{VUs: *vus, Duration: *duration, Rate: *rate, Insecure: *insecure, Env: envLookup(e)}
+	if !*quiet {
+		opts.OnSecond = func(sec engine.Second) { fmt.Fprintln(e.stderr, liveLine(sec)) }
+	}
+	res, runErr := engine.Run(ctx, s, opts)
+	if res == nil {
+		if errors.Is(runErr, barrage.ErrInvalid) {
+			return &exitError{exitScriptError, runErr}
+		}
+		return runErr
+	}
+	printSummary(e.stdout, res)
+	if *out != "" {
+		if err := writeResultJSON(*out, res); err != nil {
+			return err
+		}
+	}
+	if *csvPath != "" {
+		if err := writeSeriesCSV(*csvPath, res); err != nil {
+			return err
+		}
+	}
+	if errors.Is(runErr, engine.ErrThresholds) {
+		return &exitError{exitThresholds, runErr}
+	}
+	return runErr
+}
+
+// scriptArg parses flags placed before or after the script's path.
+func scriptArg(fs *flag.FlagSet, args []string) (string, error) {
+	var path string
+	for len(args) > 0 {
+		if err := fs.Parse(args); err != nil {
+			return "", err
+		}
+		if fs.NArg() == 0 {
+			break
+		}
+		if path != "" {
+			fs.Usage()
+			return "", errUsage
+		}
+		path = fs.Arg(0)
+		args = args[len(args)-fs.NArg()+1:]
+	}
+	if path == "" {
+		fs.Usage()
+		return "", errUsage
+	}
+	return path, nil
+}
+
+func loadScript(path string) (*script.Script, error) {
+	s, err := script.Load(path, script.ParseOptions{})
+	if err != nil {
+		var list script.ErrorList
+		if errors.As(err, &list) {
+			return nil, &exitError{exitScriptError, fmt.Errorf("the script is not valid:\n%w", err)}
+		}
+		return nil, &exitError{exitScriptError, err}
+	}
+	return s, nil
+}
+
+func envLookup(e env) func(string) (string, bool) {
+	return func(k string) (string, bool) {
+		v := e.getenv(k)
+		return v, v != ""
+	}
+}
+
+// requestStats merges the requests' stats of a snapshot.
+func requestStats(snap *metrics.Snapshot, labels []string) *metrics.Stats {
+	st := metrics.NewStats()
+	for _, l := range labels {
+		if s, ok := snap.Labels[l]; ok {
+			st.Merge(s)
+		}
+	}
+	return st
+}
+
+func liveLine(sec engine.Second) string {
+	var labels []string
+	for l := range sec.Snapshot.Labels {
+		if !strings.HasPrefix(l, engine.GroupPrefix) {
+			labels = append(labels, l)
+		}
+	}
+	st := requestStats(sec.Snapshot, labels)
+	return fmt.Sprintf("%6s  vus %4d  %8.0f req/s  p50 %-8s p95 %-8s p99 %-8s errors %5.2f%%  cpu %3.0f%%",
+		sec.Elapsed.Round(time.Second), sec.Health.ActiveVUs, float64(st.Requests),
+		ms(st.Latency.Quantile(0.5)), ms(st.Latency.Quantile(0.95)), ms(st.Latency.Quantile(0.99)),
+		pct(st.Failed(), st.Requests), sec.Health.CPU*100)
+}
+
+func ms(d time.Duration) string {
+	switch {
+	case d >= time.Second:
+		return strconv.FormatFloat(d.Seconds(), 'f', 2, 64) + "s"
+	case d >= time.Millisecond:
+		return strconv.FormatFloat(float64(d)/float64(time.Millisecond), 'f', 2, 64) + "ms"
+	}
+	return strconv.FormatFloat(float64(d)/float64(time.Microsecond), 'f', 0, 64) + "µs"
+}
+
+func pct(n, of int64) float64 {
+	if of == 0 {
+		return 0
+	}
+	return float64(n) * 100 / float64(of)
+}
+
+func printSummary(w io.Writer, res *engine.Result) {
+	fmt.Fprintf(w, "\n%s: %s model, %s, %d iterations", res.Script, res.Model, res.Elapsed.Round(time.Millisecond), res.Iterations)
+	if res.Dropped > 0 {
+		fmt.Fprintf(w, ", %d dropped", res.Dropped)
+	}
+	if res.Interrupted > 0 {
+		fmt.Fprintf(w, ", %d interrupted", res.Interrupted)
+	}
+	fmt.Fprintln(w)
+	if res.Aborted != "" {
+		fmt.Fprintf(w, "stopped early: %s\n", res.Aborted)
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "\tcount\trate/s\terrors\tmin\tmean\tp50\tp90\tp95\tp99\tmax\t")
+	row := func(name string, st *metrics.Stats) {
+		h := st.Latency
+		fmt.Fprintf(tw, "%s\t%d\t%.1f\t%.2f%%\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", name, st.Requests,
+			float64(st.Requests)/res.Elapsed.Seconds(), pct(st.Failed(), st.Requests),
+			ms(h.Min()), ms(h.Mean()), ms(h.Quantile(0.5)), ms(h.Quantile(0.9)), ms(h.Quantile(0.95)), ms(h.Quantile(0.99)), ms(h.Max()))
+	}
+	for _, l := range res.Requests {
+		if st, ok := res.Total.Labels[l]; ok {
+			row(l, st)
+		}
+	}
+	row("all requests", requestStats(res.Total, res.Requests))
+	for _, g := range res.Groups {
+		if st, ok := res.Total.Labels[engine.GroupPrefix+g]; ok {
+			row("group "+g, st)
+		}
+	}
+	tw.Flush()
+	if errs := errorBreakdown(requestStats(res.Total, res.Requests)); errs != "" {
+		fmt.Fprintln(w, "errors:", errs)
+	}
+	if len(res.Thresholds) > 0 {
+		fmt.Fprintln(w, "\nthresholds:")
+		for _, t := range res.Thresholds {
+			fmt.Fprintln(w, " ", t)
+		}
+	}
+	fmt.Fprintln(w, "\n"+res.Verdict.String())
+}
+
+func errorBreakdown(st *metrics.Stats) string {
+	var parts []string
+	for c := metrics.ErrorClass(1); c < metrics.NumErrorClasses; c++ {
+		if n := st.Errors[c]; n > 0 {
+			parts = append(parts, fmt.Sprintf("%s %d", c, n))
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+// resultJSON is the --out document.
+type resultJSON struct {
+	Script     string           `json:"script"`
+	Model      string           `json:"model"`
+	Start      time.Time        `json:"start"`
+	ElapsedS   float64          `json:"elapsed_s"`
+	Iterations int64            `json:"iterations"`
+	Dropped    int64            `json:"dropped"`
+	Aborted    string           `json:"aborted,omitempty"`
+	Total      labelJSON        `json:"total"`
+	Requests   []labelJSON      `json:"requests"`
+	Groups     []labelJSON      `json:"groups"`
+	Thresholds []thresholdJSON  `json:"thresholds"`
+	Verdict    verdictJSON      `json:"verdict"`
+	Errors     map[string]int64 `json:"errors"`
+}
+
+type labelJSON struct {
+	Name      string  `json:"name"`
+	Count     int64   `json:"count"`
+	RPS       float64 `json:"rps"`
+	ErrorRate float64 `json:"error_rate"`
+	BytesIn   int64   `json:"bytes_in"`
+	BytesOut  int64   `json:"bytes_out"`
+	MinMS     float64 `json:"min_ms"`
+	MeanMS    float64 `json:"mean_ms"`
+	P50MS     float64 `json:"p50_ms"`
+	P90MS     float64 `json:"p90_ms"`
+	P95MS     float64 `json:"p95_ms"`
+	P99MS     float64 `json:"p99_ms"`
+	MaxMS     float64 `json:"max_ms"`
+	// Histogram is the latency histogram in its binary encoding, base64 in JSON: merge it
+	// with other runs' exactly.
+	Histogram []byte `json:"histogram"`
+}
+
+type thresholdJSON struct {
+	Check    string  `json:"check"`
+	Observed float64 `json:"observed"`
+	Passed   bool    `json:"passed"`
+}
+
+type verdictJSON struct {
+	GeneratorLimited bool     `json:"generator_limited"`
+	Reasons          []string `json:"reasons,omitempty"`
+}
+
+func toLabelJSON(name string, st *metrics.Stats, elapsed time.Duration) labelJSON {
+	h := st.Latency
+	fms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+	enc, _ := h.MarshalBinary()
+	var rate float64
+	if st.Requests > 0 {
+		rate = float64(st.Failed()) / float64(st.Requests)
+	}
+	return labelJSON{
+		Name: name, Count: st.Requests, RPS: float64(st.Requests) / elapsed.Seconds(), ErrorRate: rate,
+		BytesIn: st.BytesIn, BytesOut: st.BytesOut,
+		MinMS: fms(h.Min()), MeanMS: fms(h.Mean()), P50MS: fms(h.Quantile(0.5)), P90MS: fms(h.Quantile(0.9)),
+		P95MS: fms(h.Quantile(0.95)), P99MS: fms(h.Quantile(0.99)), MaxMS: fms(h.Max()), Histogram: enc,
+	}
+}
+
+func writeResultJSON(path string, res *engine.Result) error {
+	all := requestStats(res.Total, res.Requests)
+	doc := resultJSON{
+		Script: res.Script, Model: res.Model.String(), Start: res.Start, ElapsedS: res.Elapsed.Seconds(),
+		Iterations: res.Iterations, Dropped: res.Dropped, Aborted: res.Aborted,
+		Total:   toLabelJSON("all requests", all, res.Elapsed),
+		Verdict: verdictJSON{GeneratorLimited: res.Verdict.GeneratorLimited, Reasons: res.Verdict.Reasons},
+		Errors:  map[string]int64{},
+	}
+	for c := metrics.ErrorClass(1); c < metrics.NumErrorClasses; c++ {
+		doc.Errors[c.String()] = all.Errors[c]
+	}
+	for _, l := range res.Requests {
+		if st, ok := res.Total.Labels[l]; ok {
+			doc.Requests = append(doc.Requests, toLabelJSON(l, st, res.Elapsed))
+		}
+	}
+	for _, g := range res.Groups {
+		if st, ok := res.Total.Labels[engine.GroupPrefix+g]; ok {
+			doc.Groups = append(doc.Groups, toLabelJSON(g, st, res.Elapsed))
+		}
+	}
+	for _, t := range res.Thresholds {
+		doc.Thresholds = append(doc.Thresholds, thresholdJSON{Check: t.Threshold.Source, Observed: t.Observed, Passed: t.Passed})
+	}
+	data, err := json.MarshalIndent(doc, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(data, '\n'), 0o644)
+}
+
+func writeSeriesCSV(path string, res *engine.Result) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	w := csv.NewWriter(f)
+	head := []string{"second", "label", "count", "rps"}
+	for c := metrics.ErrorClass(1); c < metrics.NumErrorClasses; c++ {
+		head = append(head, "errors_"+c.String())
+	}
+	head = append(head, "bytes_in", "bytes_out", "p50_ms", "p95_ms", "p99_ms", "max_ms", "cpu", "vus")
+	_ = w.Write(head)
+	fms := func(d time.Duration) string {
+		return strconv.FormatFloat(float64(d)/float64(time.Millisecond), 'f', 3, 64)
+	}
+	for _, sec := range res.Seconds {
+		labels := make([]string, 0, len(sec.Snapshot.Labels))
+		for l := range sec.Snapshot.Labels {
+			labels = append(labels, l)
+		}
+		slices.Sort(labels)
+		for _, l := range labels {
+			st := sec.Snapshot.Labels[l]
+			rec := []string{strconv.FormatFloat(sec.Elapsed.Seconds(), 'f', 0, 64), l, strconv.FormatInt(st.Requests, 10),
+				strconv.FormatFloat(float64(st.Requests)/max(sec.Snapshot.Duration.Seconds(), 1e-9), 'f', 1, 64)}
+			for c := metrics.ErrorClass(1); c < metrics.NumErrorClasses; c++ {
+				rec = append(rec, strconv.FormatInt(st.Errors[c], 10))
+			}
+			rec = append(rec, strconv.FormatInt(st.BytesIn, 10), strconv.FormatInt(st.BytesOut, 10),
+				fms(st.Latency.Quantile(0.5)), fms(st.Latency.Quantile(0.95)), fms(st.Latency.Quantile(0.99)), fms(st.Latency.Max()),
+				strconv.FormatFloat(sec.Health.CPU, 'f', 3, 64), strconv.FormatInt(sec.Health.ActiveVUs, 10))
+			_ = w.Write(rec)
+		}
+	}
+	w.Flush()
+	if err := w.Error(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}

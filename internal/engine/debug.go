@@ -1,0 +1,27 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/barrage-load/barrage/internal/metrics"
+	"github.com/barrage-load/barrage/internal/script"
+)
+
+// Debug runs one iteration of one VU, calling opts.Trace with every exchange, whatever the
+// script's load. It returns the iteration's error, if any (a sequential data file with no row,
+// or ctx ending).
+func Debug(ctx context.Context, s *script.Script, opts Options) error {
+	if opts.Trace == nil {
+		return errors.New("debug needs a Trace function")
+	}
+	p, err := compile(s, opts)
+	if err != nil {
+		return err
+	}
+	p.rec = metrics.NewRecorder(p.labels, time.Now())
+	v := p.newVU(0)
+	defer v.close()
+	return v.iteration(ctx, time.Time{})
+}

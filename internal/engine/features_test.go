@@ -1,0 +1,361 @@
+package engine_test
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/barrage-load/barrage/internal/engine"
+	"github.com/barrage-load/barrage/internal/metrics"
+	"github.com/barrage-load/barrage/internal/script"
+)
+
+// recorder is a target that remembers a query parameter of every request.
+type recorder struct {
+	mu   sync.Mutex
+	seen []string
+}
+
+func (rc *recorder) handler(param string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		rc.mu.Lock()
+		rc.seen = append(rc.seen, r.URL.Query().Get(param))
+		rc.mu.Unlock()
+	}
+}
+
+func load(t *testing.T, dir, target, src string) *script.Script {
+	t.Helper()
+	path := filepath.Join(dir, "s.yaml")
+	require.NoError(t, os.WriteFile(path, []byte(strings.ReplaceAll(src, "${target}", target)), 0o644))
+	s, err := script.Load(path, script.ParseOptions{})
+	require.NoError(t, err)
+	return s
+}
+
+func TestDataFileOrders(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	var rows []string
+	for i := range 50 {
+		rows = append(rows, fmt.Sprintf("user%02d", i))
+	}
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "users.csv"), []byte("name\n"+strings.Join(rows, "\n")+"\n"), 0o644))
+
+	for _, order := range []string{"sequential", "circular", "random"} {
+		t.Run(order, func(t *testing.T) {
+			rc := &recorder{}
+			srv := httptest.NewServer(rc.handler("u"))
+			defer srv.Close()
+			iterations := "iterations: 40"
+			if order == "sequential" {
+				iterations = "duration: 30s" // runs until the rows are used up
+			}
+			s := load(t, dir, srv.URL, `
+version: 1
+name: data
+variables:
+  data:
+    - file: users.csv
+      order: `+order+`
+session:
+  groups:
+    - name: g
+      requests:
+        - { name: r, url: "${target}/?u=${name}" }
+load:
+  vus: 8
+  `+iterations+`
+`)
+			res := run(t, s, engine.Options{})
+			require.Zero(t, stats(t, res, "r").Failed())
+			switch order {
+			case "sequential":
+				// Each row exactly once across all VUs, then the run ends by itself.
+				got := append([]string(nil), rc.seen...)
+				sort.Strings(got)
+				require.Equal(t, rows, got)
+				require.Less(t, res.Elapsed, 20*time.Second)
+			case "circular":
+				require.Len(t, rc.seen, 40)
+				counts := map[string]int{}
+				for _, u := range rc.seen {
+					counts[u]++
+				}
+				require.Len(t, counts, 40, "the first 40 rows, each once")
+			case "random":
+				require.Len(t, rc.seen, 40)
+				for _, u := range rc.seen {
+					require.Contains(t, rows, u)
+				}
+			}
+		})
+	}
+}
+
+func TestThinkTimesPaceIterations(t *testing.T) {
+	t.Parallel()
+	var hits atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { hits.Add(1) }))
+	defer srv.Close()
+	s := parse(t, srv.URL, `
+version: 1
+name: think
+session:
+  groups:
+    - name: g
+      think: { fixed: 300ms }
+      requests:
+        - { name: r, url: "${target}/", think: { uniform: [100ms, 200ms] } }
+load:
+  vus: 2
+  duration: 2s
+  graceful_stop: 0s
+`)
+	res := run(t, s, engine.Options{})
+	// Each iteration pauses 400-500 ms: 2 VUs × 2 s allow 8-10 iterations, far from the
+	// thousands an unpaced loop sends.
+	n := stats(t, res, "r").Requests
+	require.GreaterOrEqual(t, n, int64(6))
+	require.LessOrEqual(t, n, int64(12))
+}
+
+func TestRampUpStartsVUsGradually(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	defer srv.Close()
+	s := parse(t, srv.URL, `
+version: 1
+name: ramp
+session:
+  groups:
+    - name: g
+      requests:
+        - { name: r, url: "${target}/", think: { fixed: 50ms } }
+load:
+  vus: 8
+  ramp_up: 2s
+  duration: 3s
+  graceful_stop: 1s
+`)
+	res := run(t, s, engine.Options{})
+	require.GreaterOrEqual(t, len(res.Seconds), 3)
+	first, third := res.Seconds[0].Health.ActiveVUs, res.Seconds[2].Health.ActiveVUs
+	require.Less(t, first, int64(8), "not every VU starts at once")
+	require.Greater(t, first, int64(0))
+	require.EqualValues(t, 8, third)
+}
+
+func TestRedirectsAreOffByDefault(t *testing.T) {
+	t.Parallel()
+	mux := http.NewServeMux()
+	mux.HandleFunc("/old", func(w http.ResponseWriter, r *http.Request) { http.Redirect(w, r, "/new", http.StatusFound) })
+	mux.HandleFunc("/new", func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "arrived") })
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	s := parse(t, srv.URL, `
+version: 1
+name: redirects
+session:
+  groups:
+    - name: g
+      requests:
+        - { name: not followed, url: "${target}/old", assert: [ { status: 302 } ] }
+        - { name: followed, url: "${target}/old", redirects: 3, assert: [ { status: 200 }, { body_contains: arrived } ] }
+load:
+  vus: 1
+  iterations: 2
+`)
+	res := run(t, s, engine.Options{})
+	require.Zero(t, stats(t, res, "not followed").Failed())
+	require.Zero(t, stats(t, res, "followed").Failed())
+}
+
+func TestTimeoutsAreCountedAndTheRunEndsOnTime(t *testing.T) {
+	t.Parallel()
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))
+	defer srv.Close()
+	defer close(release)
+	s := parse(t, srv.URL, `
+version: 1
+name: timeouts
+session:
+  groups:
+    - name: g
+      requests:
+        - { name: hang, url: "${target}/", timeout: 300ms }
+load:
+  vus: 2
+  duration: 1s
+  graceful_stop: 200ms
+`)
+	res := run(t, s, engine.Options{})
+	st := stats(t, res, "hang")
+	require.Greater(t, st.Errors[metrics.ErrTimeout], int64(0))
+	require.Equal(t, st.Requests, st.Errors[metrics.ErrTimeout])
+	require.Less(t, res.Elapsed, 5*time.Second, "a hanging target does not hold the run")
+}
+
+func TestConnectErrorsAreClassified(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := ln.Addr().String()
+	ln.Close() // nothing listens there now
+	s := parse(t, "http://"+addr, `
+version: 1
+name: refused
+session:
+  groups:
+    - name: g
+      requests:
+        - { name: r, url: "${target}/" }
+load:
+  vus: 1
+  iterations: 3
+`)
+	res := run(t, s, engine.Options{})
+	require.EqualValues(t, 3, stats(t, res, "r").Errors[metrics.ErrConnect])
+}
+
+func TestSourceAddressesAreSeenByTheTarget(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	peers := map[string]int{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		host, _, _ := net.SplitHostPort(r.RemoteAddr)
+		mu.Lock()
+		peers[host]++
+		mu.Unlock()
+	}))
+	defer srv.Close()
+	s := parse(t, srv.URL, `
+version: 1
+name: sources
+session:
+  groups:
+    - name: g
+      requests:
+        - { name: r, url: "${target}/" }
+load:
+  vus: 6
+  iterations: 60
+  source_addresses: "127.0.0.2-127.0.0.4"
+`)
+	res := run(t, s, engine.Options{})
+	require.Zero(t, stats(t, res, "r").Failed())
+	require.Len(t, peers, 3)
+	for _, ip := range []string{"127.0.0.2", "127.0.0.3", "127.0.0.4"} {
+		require.Greater(t, peers[ip], 0, "%s not seen: %v", ip, peers)
+	}
+}
+
+func TestAbortingThresholdStopsTheRun(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(500) }))
+	defer srv.Close()
+	s := parse(t, srv.URL, `
+version: 1
+name: abort
+session:
+  groups:
+    - name: g
+      requests:
+        - { name: r, url: "${target}/", think: { fixed: 10ms } }
+load:
+  vus: 2
+  duration: 30s
+thresholds:
+  - { check: "error_rate < 10%", abort: true }
+  - p99 < 10s
+`)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	res, err := engine.Run(ctx, s, engine.Options{})
+	require.ErrorIs(t, err, engine.ErrThresholds)
+	require.Contains(t, res.Aborted, "error_rate < 10%")
+	require.Less(t, res.Elapsed, 10*time.Second)
+	require.False(t, res.Thresholds[0].Passed)
+	require.True(t, res.Thresholds[1].Passed)
+}
+
+func TestOpenModelRunsAtTheArrivalRate(t *testing.T) {
+	t.Parallel()
+	var hits atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { hits.Add(1) }))
+	defer srv.Close()
+	s := parse(t, srv.URL, `
+version: 1
+name: open
+session:
+  groups:
+    - name: g
+      requests:
+        - { name: r, url: "${target}/" }
+load:
+  rate: 50/s
+  duration: 2s
+  max_vus: 20
+`)
+	res := run(t, s, engine.Options{})
+	n := stats(t, res, "r").Requests
+	require.InDelta(t, 100, n, 10, "50/s for 2 s")
+	require.Zero(t, res.Dropped)
+}
+
+// A target that stalls for a second: the closed model would just wait, politely sending less;
+// the open model keeps the schedule, so the stall shows as latency measured from when each
+// request should have started, and as dropped iterations once every VU is stuck.
+func TestOpenModelExposesAStalledTarget(t *testing.T) {
+	t.Parallel()
+	var stalled atomic.Bool
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if stalled.Load() {
+			time.Sleep(time.Second)
+		}
+	}))
+	defer srv.Close()
+	s := parse(t, srv.URL, `
+version: 1
+name: stall
+session:
+  groups:
+    - name: g
+      requests:
+        - { name: r, url: "${target}/" }
+load:
+  rate: 100/s
+  duration: 3s
+  max_vus: 20
+`)
+	go func() {
+		time.Sleep(time.Second)
+		stalled.Store(true)
+		time.Sleep(time.Second)
+		stalled.Store(false)
+	}()
+	res := run(t, s, engine.Options{})
+	st := stats(t, res, "r")
+	require.Greater(t, res.Dropped, int64(20), "iterations due during the stall found no VU")
+	require.GreaterOrEqual(t, st.Latency.Max(), 900*time.Millisecond)
+	require.Greater(t, st.Latency.Quantile(0.95), 500*time.Millisecond, "the stall is in the tail, not hidden")
+	require.True(t, res.Verdict.GeneratorLimited, "starved VUs are reported")
+}
