@@ -1,0 +1,120 @@
+package main_test
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// runCLI runs the binary with args and returns stdout, stderr and the exit status.
+func runCLI(t *testing.T, args ...string) (string, string, int) {
+	t.Helper()
+	cmd := exec.Command(binary, args...)
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}
+	var stdout, stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	code := 0
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		code = ee.ExitCode()
+	} else {
+		require.NoError(t, err)
+	}
+	return stdout.String(), stderr.String(), code
+}
+
+func writeScript(t *testing.T, target, thresholds string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "s.yaml")
+	src := fmt.Sprintf(`
+version: 1
+name: cli
+session:
+  groups:
+    - name: home
+      requests:
+        - name: get home
+          url: %s/
+          extract: [ { var: greeting, regex: "(hello)" } ]
+        - name: get greeting
+          url: %s/${greeting}
+load:
+  vus: 2
+  duration: 2s
+thresholds:
+%s
+`, target, target, thresholds)
+	require.NoError(t, os.WriteFile(path, []byte(src), 0o644))
+	return path
+}
+
+func TestRunExitStatusesAndOutputs(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "hello") }))
+	defer srv.Close()
+	dir := t.TempDir()
+
+	out, errOut, code := runCLI(t, "run", "--out", filepath.Join(dir, "r.json"), "--csv", filepath.Join(dir, "s.csv"),
+		writeScript(t, srv.URL, "  - p95 < 5s\n  - error_rate < 1%"))
+	require.Equal(t, 0, code, "stdout: %s\nstderr: %s", out, errOut)
+	for _, want := range []string{"get home", "get greeting", "all requests", "group home", "p99", "p95 < 5s:", "passed", "generator"} {
+		require.Contains(t, out, want)
+	}
+	require.Regexp(t, `(?m)^\s+1s\s+vus\s+\d+\s+\d+ req/s\s+p50`, errOut, "a live line each second")
+	var res struct {
+		Total struct {
+			Count int64   `json:"count"`
+			P99MS float64 `json:"p99_ms"`
+			RPS   float64 `json:"rps"`
+		} `json:"total"`
+		Requests []struct{ Name string } `json:"requests"`
+	}
+	data, err := os.ReadFile(filepath.Join(dir, "r.json"))
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(data, &res))
+	require.Greater(t, res.Total.Count, int64(10))
+	require.Greater(t, res.Total.RPS, 5.0)
+	require.Len(t, res.Requests, 2)
+	csv, err := os.ReadFile(filepath.Join(dir, "s.csv"))
+	require.NoError(t, err)
+	require.Contains(t, string(csv), "second,label,count")
+	require.Contains(t, string(csv), ",get greeting,")
+
+	_, _, code = runCLI(t, "run", "--quiet", writeScript(t, srv.URL, "  - rps > 1000000"))
+	require.Equal(t, 99, code, "a failed threshold has its own exit status")
+
+	bad := filepath.Join(t.TempDir(), "bad.yaml")
+	require.NoError(t, os.WriteFile(bad, []byte("version: 2\nsession: {}\n"), 0o644))
+	_, errOut, code = runCLI(t, "run", bad)
+	require.Equal(t, 65, code, "an invalid script has its own exit status")
+	require.Contains(t, errOut, "version")
+
+	_, _, code = runCLI(t, "run")
+	require.Equal(t, 2, code, "usage")
+}
+
+func TestDebugTracesOneIteration(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-Served-By", "test")
+		fmt.Fprint(w, "hello")
+	}))
+	defer srv.Close()
+	out, errOut, code := runCLI(t, "debug", writeScript(t, srv.URL, "  - p95 < 5s"))
+	require.Equal(t, 0, code, "stdout: %s\nstderr: %s", out, errOut)
+	require.Contains(t, out, "=== get home")
+	require.Contains(t, out, "> GET "+srv.URL+"/\n")
+	require.Contains(t, out, "< 200")
+	require.Contains(t, out, "< X-Served-By: test")
+	require.Contains(t, out, `var greeting = "hello"`)
+	require.Contains(t, out, "> GET "+srv.URL+"/hello")
+	require.Equal(t, 2, strings.Count(out, "==="), "one iteration of one VU")
+}
