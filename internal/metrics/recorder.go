@@ -18,8 +18,9 @@ import (
 // in-flight count before writing and re-checks the pointer, backing off to the new set if a
 // rotation swapped it meanwhile. Rotate swaps the pointer, waits until the old set's in-flight
 // count is zero (writers hold it for a few atomic adds), then moves the old set's counts into the
-// snapshot and keeps the emptied set, pages and all, as the next spare. So in steady state
-// neither recording nor rotation allocates counter pages.
+// snapshot and keeps the emptied set, pages and all, as the next spare. So once a label's
+// latencies have spread over their range, recording never allocates, and rotation allocates only
+// the snapshot it returns (pages where that second has samples).
 type Recorder struct {
 	mu     sync.Mutex // serialises Rotate and Total
 	byIdx  []*LabelRecorder

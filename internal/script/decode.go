@@ -35,6 +35,9 @@ func (d *decoder) document(data []byte) *yaml.Node {
 			d.add(pos{}, "invalid JSON: %v", err)
 			return nil
 		}
+		if !d.plain(doc.Content[0], 0) {
+			return nil
+		}
 		return doc.Content[0]
 	}
 	doc, err := decodeYAML(data)
@@ -249,13 +252,26 @@ func (d *decoder) seq(n *yaml.Node, p pos) []*yaml.Node {
 	return n.Content
 }
 
-// str reads a string; numbers and booleans are refused so that names stay names.
+// str reads a string; numbers and booleans are refused so that names stay names, but other
+// scalars YAML types on its own, such as dates, are strings.
 func (d *decoder) str(n *yaml.Node, p pos) (string, bool) {
-	if n.Kind != yaml.ScalarNode || n.Tag != "!!str" {
+	if !isString(n) {
 		d.add(p, "must be a string, not %s", kindName(n))
 		return "", false
 	}
 	return n.Value, true
+}
+
+// isString reports whether n is a scalar other than a number, a boolean or null.
+func isString(n *yaml.Node) bool {
+	if n.Kind != yaml.ScalarNode {
+		return false
+	}
+	switch n.Tag {
+	case "!!int", "!!float", "!!bool", "!!null":
+		return false
+	}
+	return true
 }
 
 // text reads any scalar but null as its text: header values, query values and constants may
@@ -344,7 +360,7 @@ func (d *decoder) duration(n *yaml.Node, p pos) (time.Duration, bool) {
 	if n.Kind == yaml.ScalarNode && n.Tag == "!!int" && n.Value == "0" {
 		return 0, true
 	}
-	if n.Kind != yaml.ScalarNode || n.Tag != "!!str" {
+	if !isString(n) {
 		d.add(p, "must be a duration such as 500ms, 2s or 1m30s, not %s", kindName(n))
 		return 0, false
 	}

@@ -86,6 +86,7 @@ type errs struct {
 	list ErrorList
 }
 
+// add records an error at p.
 func (e *errs) add(p pos, format string, args ...any) {
 	e.list = append(e.list, &Error{File: e.file, Line: p.line, Column: p.col, Path: p.path, Message: fmt.Sprintf(format, args...)})
 }

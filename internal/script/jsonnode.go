@@ -58,6 +58,7 @@ func (c *jsonConv) at() (int, int) {
 	return line + 1, off - start + 1
 }
 
+// value converts the next JSON value.
 func (c *jsonConv) value() (*yaml.Node, error) {
 	line, col := c.at()
 	tok, err := c.dec.Token()

@@ -1,11 +1,13 @@
 package script
 
 import (
+	"errors"
 	"io/fs"
 	"mime"
 	"net/url"
 	"path"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 	"unicode"
@@ -16,10 +18,12 @@ import (
 // MaxSize is the largest script, in bytes, that Parse reads.
 const MaxSize = 4 << 20
 
+// MaxSourceAddrs is the most source addresses a script may list, ranges expanded.
+const MaxSourceAddrs = 4096
+
 // Bounds of a script's values, generous enough for any real test and small enough that a
 // mistyped number is caught before it reaches an agent.
 const (
-	MaxSourceAddrs = 4096
 	maxVUs         = 1_000_000
 	maxIterations  = 1_000_000_000
 	maxRunDuration = 7 * 24 * time.Hour
@@ -308,7 +312,7 @@ func (d *decoder) plugins(n *yaml.Node, p pos) []*Plugin {
 			case "url":
 				pl.Kind = URLPlugin
 			default:
-				if n.Tag == "!!str" {
+				if isString(n) {
 					d.add(p, "must be element (a session element producing variables) or url (rewrites the requests it is attached to)")
 				}
 				ok = false
@@ -325,7 +329,7 @@ func (d *decoder) plugins(n *yaml.Node, p pos) []*Plugin {
 			case "iteration":
 				pl.Scope = ScopeIteration
 			default:
-				if n.Tag == "!!str" {
+				if isString(n) {
 					d.add(p, "must be run, vu or iteration")
 				}
 				ok = false
@@ -514,6 +518,8 @@ func (d *decoder) request(n *yaml.Node, p pos, s *Script, inherited []Header, na
 			}
 			pl := findPlugin(s.Plugins, as)
 			switch {
+			case pl != nil && slices.Contains(r.Plugins, pl):
+				d.add(cp, "repeats plugin %s", quote(as))
 			case pl == nil:
 				d.add(cp, "no plugin is named %s (the as of an entry of plugins)", quote(as))
 			case pl.Kind != URLPlugin:
@@ -558,7 +564,11 @@ func (d *decoder) checkAbsolute(t *Template, p pos) bool {
 	sample, _ := t.Render(func(string) (string, bool) { return "x", true }, nil)
 	u, err := url.Parse(string(sample))
 	if err != nil {
-		d.add(p, "is not a valid URL: %v", strings.TrimPrefix(err.Error(), "parse "+quote(string(sample))+": "))
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		d.add(p, "is not a valid URL: %v", err)
 		return false
 	}
 	if u.Host == "" {
@@ -960,7 +970,7 @@ func (d *decoder) assertion(n *yaml.Node, p pos) *Assertion {
 			return nil
 		}
 		switch {
-		case en != nil && en.Kind == yaml.ScalarNode && en.Tag == "!!str":
+		case en != nil && isString(en):
 			if a.EqualsText = d.template(en, ep); a.EqualsText == nil {
 				return nil
 			}
@@ -993,7 +1003,7 @@ var statusClassRe = regexp.MustCompile(`^[1-5][xX][xX]$`)
 // status reads 200, "2xx", or a list of those.
 func (d *decoder) status(n *yaml.Node, p pos) []StatusRange {
 	one := func(n *yaml.Node, p pos) (StatusRange, bool) {
-		if n.Kind == yaml.ScalarNode && n.Tag == "!!str" && statusClassRe.MatchString(n.Value) {
+		if isString(n) && statusClassRe.MatchString(n.Value) {
 			c := int(n.Value[0]-'0') * 100
 			return StatusRange{c, c + 99}, true
 		}
@@ -1121,6 +1131,7 @@ func (d *decoder) load(n *yaml.Node, p pos) Workload {
 	return l
 }
 
+// closedLoad reads the closed model's keys.
 func (d *decoder) closedLoad(o *obj, l *Workload) {
 	if n, p := o.need("vus"); n != nil {
 		l.VUs, _ = d.integer(n, p, 1, maxVUs)
@@ -1143,6 +1154,7 @@ func (d *decoder) closedLoad(o *obj, l *Workload) {
 	}
 }
 
+// openLoad reads the open model's keys.
 func (d *decoder) openLoad(o *obj, l *Workload) {
 	if n, p := o.need("max_vus"); n != nil {
 		l.MaxVUs, _ = d.integer(n, p, 1, maxVUs)

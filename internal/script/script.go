@@ -72,6 +72,7 @@ const (
 	Circular
 )
 
+// String returns the order as a script writes it.
 func (o Order) String() string {
 	switch o {
 	case Sequential:
@@ -111,6 +112,7 @@ const (
 	URLPlugin
 )
 
+// String returns the kind as a script writes it.
 func (k PluginKind) String() string {
 	switch k {
 	case ElementPlugin:
@@ -132,6 +134,7 @@ const (
 	ScopeIteration                  // a fresh one for every iteration
 )
 
+// String returns the scope as a script writes it.
 func (s Scope) String() string {
 	switch s {
 	case ScopeRun:
@@ -231,6 +234,7 @@ const (
 	RawBody                      // text sent as written
 )
 
+// String returns the key a script writes the body under.
 func (k BodyKind) String() string {
 	switch k {
 	case JSONBody:
@@ -265,6 +269,7 @@ const (
 	ExtractCookie                        // a cookie the response sets
 )
 
+// String returns the key a script writes the extractor with.
 func (k ExtractKind) String() string {
 	switch k {
 	case ExtractJSON:
@@ -310,6 +315,7 @@ const (
 	AssertMaxDuration                        // the response took at most MaxDuration
 )
 
+// String returns the key a script writes the assertion with.
 func (k AssertKind) String() string {
 	switch k {
 	case AssertStatus:
@@ -358,6 +364,7 @@ const (
 	ThinkGaussian                      // normal around Mean with StdDev, never below zero
 )
 
+// String returns the key a script writes the think time with.
 func (k ThinkKind) String() string {
 	switch k {
 	case ThinkFixed:
@@ -411,6 +418,7 @@ const (
 	Open
 )
 
+// String returns "closed" or "open".
 func (m Model) String() string {
 	switch m {
 	case Closed:

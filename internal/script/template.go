@@ -44,6 +44,7 @@ type UnsetVariableError struct {
 	Name string
 }
 
+// Error names the variable.
 func (e *UnsetVariableError) Error() string { return "variable ${" + e.Name + "} is not set" }
 
 // Render appends the template's text to buf, with each variable's value from lookup, and
