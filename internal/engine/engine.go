@@ -118,8 +118,12 @@ type compiledGroup struct {
 type compiledRequest struct {
 	r     *script.Request
 	label int
-	// url is the parsed URL when the request's URL is a literal, so it is parsed once.
-	url        *url.URL
+	// url and rawURL are the parsed URL and its text when the request's URL is a literal, so
+	// it is parsed once.
+	url    *url.URL
+	rawURL string
+	// headers holds each header's value when it is a literal, rendered once.
+	headers    []*string
 	needsJSON  bool
 	needHeader bool
 }
@@ -163,7 +167,14 @@ func compile(s *script.Script, opts Options) (*plan, error) {
 				if err != nil {
 					return nil, fmt.Errorf("request %s: url: %w", r.Name, err)
 				}
-				cr.url = u
+				cr.url, cr.rawURL = u, u.String()
+			}
+			for _, h := range r.Headers {
+				var lit *string
+				if v, ok := h.Value.Literal(); ok {
+					lit = &v
+				}
+				cr.headers = append(cr.headers, lit)
 			}
 			for _, x := range r.Extract {
 				cr.needsJSON = cr.needsJSON || x.Kind == script.ExtractJSON

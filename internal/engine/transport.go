@@ -21,6 +21,7 @@ import (
 type exchange struct {
 	method       string
 	url          *url.URL
+	rawURL       string // url as text, rendered once
 	header       [][2]string
 	body         []byte
 	timeout      time.Duration
@@ -49,7 +50,7 @@ type transport struct {
 	tlsConfig  *tls.Config
 	bodyCap    int
 	keepHeader bool
-	hosts      map[string]*fasthttp.HostClient
+	hosts      map[hostKey]*fasthttp.HostClient
 	h2         *http.Client
 	req        *fasthttp.Request
 	res        *fasthttp.Response
@@ -60,7 +61,7 @@ func newTransport(local net.IP, insecure bool, bodyCap int, keepHeader bool) *tr
 	t := &transport{
 		bodyCap:    bodyCap,
 		keepHeader: keepHeader,
-		hosts:      make(map[string]*fasthttp.HostClient, 1),
+		hosts:      make(map[hostKey]*fasthttp.HostClient, 1),
 		tlsConfig:  &tls.Config{InsecureSkipVerify: insecure}, //nolint:gosec // only when the script asks for it
 		req:        &fasthttp.Request{},
 		res:        &fasthttp.Response{},
@@ -81,8 +82,12 @@ func (t *transport) close() {
 	}
 }
 
+// hostKey names a connection pool; a struct rather than a joined string, so that finding the
+// pool for a request allocates nothing.
+type hostKey struct{ scheme, host string }
+
 func (t *transport) host(u *url.URL) *fasthttp.HostClient {
-	key := u.Scheme + "://" + u.Host
+	key := hostKey{u.Scheme, u.Host}
 	if hc, ok := t.hosts[key]; ok {
 		return hc
 	}
@@ -117,11 +122,14 @@ func (t *transport) do(ctx context.Context, ex *exchange, r *reply) {
 		t.doH2(ctx, ex, r)
 		return
 	}
-	u := ex.url
+	u, raw := ex.url, ex.rawURL
 	method, body := ex.method, ex.body
 	deadline := time.Now().Add(ex.timeout)
 	for hop := 0; ; hop++ {
-		t.send(u, method, ex.header, body, deadline, r)
+		if raw == "" {
+			raw = u.String()
+		}
+		t.send(u, raw, method, ex.header, body, deadline, r)
 		if r.err != nil || hop >= ex.maxRedirects || !isRedirect(r.status) {
 			return
 		}
@@ -130,7 +138,7 @@ func (t *transport) do(ctx context.Context, ex *exchange, r *reply) {
 		if len(loc) == 0 || err != nil {
 			return
 		}
-		u, r.url = next, next
+		u, r.url, raw = next, next, ""
 		if r.status == http.StatusSeeOther || ((r.status == http.StatusMovedPermanently || r.status == http.StatusFound) && method == http.MethodPost) {
 			method, body = http.MethodGet, nil
 		}
@@ -145,13 +153,13 @@ func isRedirect(status int) bool {
 	return false
 }
 
-func (t *transport) send(u *url.URL, method string, header [][2]string, body []byte, deadline time.Time, r *reply) {
+func (t *transport) send(u *url.URL, rawURL, method string, header [][2]string, body []byte, deadline time.Time, r *reply) {
 	req, res := t.req, t.res
 	req.Reset()
 	res.Reset()
 	req.Header.DisableNormalizing()
 	req.Header.SetMethod(method)
-	req.SetRequestURI(u.String())
+	req.SetRequestURI(rawURL)
 	for _, h := range header {
 		req.Header.Set(h[0], h[1])
 	}

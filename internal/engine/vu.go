@@ -30,6 +30,7 @@ type vu struct {
 
 	urlBuf, bodyBuf, valBuf []byte
 	header                  [][2]string
+	ex                      exchange
 	rep                     reply
 }
 
@@ -170,19 +171,25 @@ func (v *vu) request(ctx context.Context, r *compiledRequest, measureFrom time.T
 
 // prepare renders a request's URL, headers and body.
 func (v *vu) prepare(r *compiledRequest) (*exchange, error) {
-	ex := &exchange{method: r.r.Method, timeout: r.r.Timeout, http2: r.r.HTTP2, maxRedirects: r.r.Redirects, url: r.url}
+	ex := &v.ex
+	*ex = exchange{method: r.r.Method, timeout: r.r.Timeout, http2: r.r.HTTP2, maxRedirects: r.r.Redirects, url: r.url, rawURL: r.rawURL}
 	var err error
 	if ex.url == nil {
 		v.urlBuf, err = r.r.AppendURL(v.lookup, v.urlBuf[:0])
 		if err != nil {
 			return nil, err
 		}
-		if ex.url, err = url.Parse(string(v.urlBuf)); err != nil {
+		ex.rawURL = string(v.urlBuf)
+		if ex.url, err = url.Parse(ex.rawURL); err != nil {
 			return nil, fmt.Errorf("url %q: %w", v.urlBuf, err)
 		}
 	}
 	v.header = v.header[:0]
-	for _, h := range r.r.Headers {
+	for i, h := range r.r.Headers {
+		if lit := r.headers[i]; lit != nil {
+			v.header = append(v.header, [2]string{h.Name, *lit})
+			continue
+		}
 		v.valBuf, err = h.Value.Render(v.lookup, v.valBuf[:0])
 		if err != nil {
 			return nil, err
