@@ -187,6 +187,9 @@ func printSummary(w io.Writer, res *engine.Result) {
 	if res.Interrupted > 0 {
 		fmt.Fprintf(w, ", %d interrupted", res.Interrupted)
 	}
+	if res.Unsent > 0 {
+		fmt.Fprintf(w, ", %d requests not sent (a variable they use was not set)", res.Unsent)
+	}
 	fmt.Fprintln(w)
 	if res.Aborted != "" {
 		fmt.Fprintf(w, "stopped early: %s\n", res.Aborted)
@@ -241,6 +244,7 @@ type resultJSON struct {
 	ElapsedS   float64          `json:"elapsed_s"`
 	Iterations int64            `json:"iterations"`
 	Dropped    int64            `json:"dropped"`
+	Unsent     int64            `json:"unsent"`
 	Aborted    string           `json:"aborted,omitempty"`
 	Total      labelJSON        `json:"total"`
 	Requests   []labelJSON      `json:"requests"`
@@ -300,7 +304,7 @@ func writeResultJSON(path string, res *engine.Result) error {
 	all := requestStats(res.Total, res.Requests)
 	doc := resultJSON{
 		Script: res.Script, Model: res.Model.String(), Start: res.Start, ElapsedS: res.Elapsed.Seconds(),
-		Iterations: res.Iterations, Dropped: res.Dropped, Aborted: res.Aborted,
+		Iterations: res.Iterations, Dropped: res.Dropped, Unsent: res.Unsent, Aborted: res.Aborted,
 		Total:   toLabelJSON("all requests", all, res.Elapsed),
 		Verdict: verdictJSON{GeneratorLimited: res.Verdict.GeneratorLimited, Reasons: res.Verdict.Reasons},
 		Errors:  map[string]int64{},

@@ -63,6 +63,9 @@ type Result struct {
 	// Iterations counts iterations completed; Dropped the open model's iterations that found
 	// no free VU; Interrupted those cut short at the end of the graceful stop.
 	Iterations, Dropped, Interrupted int64
+	// Unsent counts requests never sent because a variable they use was not set (an earlier
+	// extraction found nothing); their groups count as failed.
+	Unsent int64
 	Thresholds                       []ThresholdResult
 	Verdict                          Verdict
 	// Aborted says why the run stopped early, if it did.
@@ -102,6 +105,7 @@ type plan struct {
 	log      *slog.Logger
 
 	iterations  atomic.Int64
+	unsent      atomic.Int64 // requests not sent because a variable they use was not set
 	started     atomic.Int64 // iterations started, for the closed model's iteration budget
 	interrupted atomic.Int64
 	exhausted   atomic.Bool // a sequential data file ran out
@@ -337,6 +341,7 @@ loop:
 	res.Total = p.rec.Total()
 	res.Iterations = p.iterations.Load()
 	res.Interrupted = p.interrupted.Load()
+	res.Unsent = p.unsent.Load()
 	for _, s := range res.Seconds {
 		res.Dropped += s.Health.Dropped
 	}

@@ -140,8 +140,9 @@ func (v *vu) request(ctx context.Context, r *compiledRequest, measureFrom time.T
 	ex, err := v.prepare(r)
 	if err != nil {
 		// A template that cannot render (an extraction earlier failed and left no default):
-		// the request is never sent, and counts as the test's failure.
-		v.p.rec.Label(r.label).Record(0, 0, 0, metrics.ErrAssertion)
+		// the request is never sent. It is counted apart rather than as a request, whose
+		// made-up latency would pull the percentiles down; its group fails.
+		v.p.unsent.Add(1)
 		v.traceFailure(r, err)
 		return metrics.ErrAssertion, 0, 0
 	}

@@ -126,7 +126,13 @@ func (h *Histogram) decodeBody(d *decoder) {
 	}
 	first, last, next, left, skipped := -1, -1, 0, n, false
 	for left > 0 && d.err == nil {
-		x := d.varint("slot")
+		var x int64
+		if len(d.b) > 0 && d.b[0] < 0x80 { // most entries are one byte: skip the general path
+			x = int64(d.b[0]>>1) ^ -int64(d.b[0]&1)
+			d.b = d.b[1:]
+		} else {
+			x = d.varint("slot")
+		}
 		switch {
 		case d.err != nil:
 		case x < 0 && !skipped && -x <= int64(countsLen-next):
