@@ -65,9 +65,9 @@ type Result struct {
 	Iterations, Dropped, Interrupted int64
 	// Unsent counts requests never sent because a variable they use was not set (an earlier
 	// extraction found nothing); their groups count as failed.
-	Unsent int64
-	Thresholds                       []ThresholdResult
-	Verdict                          Verdict
+	Unsent     int64
+	Thresholds []ThresholdResult
+	Verdict    Verdict
 	// Aborted says why the run stopped early, if it did.
 	Aborted string
 }
