@@ -31,15 +31,15 @@ worker_processes 1;
 daemon off;
 pid $work/nginx.pid;
 error_log $work/logs/error.log warn;
-worker_rlimit_nofile 65536;
-events { worker_connections 20000; }
+worker_rlimit_nofile 19000;
+events { worker_connections 15000; }
 http {
   access_log off;
   keepalive_requests 100000000;
   server { listen 127.0.0.1:$port; root $work/html; }
 }
 NGINX
-(ulimit -n 65536; exec $pin_target nginx -c "$work/nginx.conf" -p "$work") &
+(ulimit -n "$(ulimit -Hn)"; exec $pin_target nginx -c "$work/nginx.conf" -p "$work") &
 pids+=($!)
 for _ in $(seq 1 50); do curl -sf "http://127.0.0.1:$port/index.html" >/dev/null && break; sleep 0.1; done
 url="http://127.0.0.1:$port/index.html"
@@ -106,7 +106,7 @@ load:
   duration: 8s
   graceful_stop: 0s
 YAML
-  (ulimit -n 65536; exec "$work/barrage" run --quiet "$work/idle.yaml" >/dev/null 2>&1) &
+  (ulimit -n "$(ulimit -Hn)"; exec "$work/barrage" run --quiet "$work/idle.yaml" >/dev/null 2>&1) &
   local pid=$!
   sleep 7
   local kb

@@ -67,8 +67,20 @@ func runRun(ctx context.Context, e env, args []string) error {
 		defer pprof.StopCPUProfile()
 	}
 	opts := engine.Options{VUs: *vus, Duration: *duration, Rate: *rate, Insecure: *insecure, Env: envLookup(e)}
-	if !*quiet {
-		opts.OnSecond = func(sec engine.Second) { fmt.Fprintln(e.stderr, liveLine(sec)) }
+	var series *seriesWriter
+	if *csvPath != "" {
+		if series, err = newSeriesWriter(*csvPath); err != nil {
+			return err
+		}
+		defer series.close()
+	}
+	opts.OnSecond = func(sec engine.Second) {
+		if !*quiet {
+			fmt.Fprintln(e.stderr, liveLine(sec))
+		}
+		if series != nil {
+			series.write(sec)
+		}
 	}
 	res, runErr := engine.Run(ctx, s, opts)
 	if res == nil {
@@ -83,13 +95,16 @@ func runRun(ctx context.Context, e env, args []string) error {
 			return err
 		}
 	}
-	if *csvPath != "" {
-		if err := writeSeriesCSV(*csvPath, res); err != nil {
-			return err
+	if series != nil {
+		if err := series.close(); err != nil {
+			return fmt.Errorf("write %s: %w", *csvPath, err)
 		}
 	}
 	if errors.Is(runErr, engine.ErrThresholds) {
 		return &exitError{exitThresholds, runErr}
+	}
+	if runErr == nil && res.Aborted == "interrupted" {
+		return errors.New("the run was interrupted; the summary covers what ran")
 	}
 	return runErr
 }
@@ -332,44 +347,71 @@ func writeResultJSON(path string, res *engine.Result) error {
 	return os.WriteFile(path, append(data, '\n'), 0o644)
 }
 
-func writeSeriesCSV(path string, res *engine.Result) error {
+// seriesWriter streams the per-second series as CSV while the run goes on, so that a long run's
+// seconds need not be kept in memory.
+type seriesWriter struct {
+	f   *os.File
+	w   *csv.Writer
+	err error
+}
+
+func newSeriesWriter(path string) (*seriesWriter, error) {
 	f, err := os.Create(path)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	w := csv.NewWriter(f)
+	sw := &seriesWriter{f: f, w: csv.NewWriter(f)}
 	head := []string{"second", "label", "count", "rps"}
 	for c := metrics.ErrorClass(1); c < metrics.NumErrorClasses; c++ {
 		head = append(head, "errors_"+c.String())
 	}
 	head = append(head, "bytes_in", "bytes_out", "p50_ms", "p95_ms", "p99_ms", "max_ms", "cpu", "vus")
-	_ = w.Write(head)
+	sw.err = sw.w.Write(head)
+	return sw, nil
+}
+
+func (sw *seriesWriter) write(sec engine.Second) {
+	if sw.err != nil {
+		return
+	}
 	fms := func(d time.Duration) string {
 		return strconv.FormatFloat(float64(d)/float64(time.Millisecond), 'f', 3, 64)
 	}
-	for _, sec := range res.Seconds {
-		labels := make([]string, 0, len(sec.Snapshot.Labels))
-		for l := range sec.Snapshot.Labels {
-			labels = append(labels, l)
+	labels := make([]string, 0, len(sec.Snapshot.Labels))
+	for l := range sec.Snapshot.Labels {
+		labels = append(labels, l)
+	}
+	slices.Sort(labels)
+	for _, l := range labels {
+		st := sec.Snapshot.Labels[l]
+		rec := []string{strconv.FormatFloat(sec.Elapsed.Seconds(), 'f', 0, 64), l, strconv.FormatInt(st.Requests, 10),
+			strconv.FormatFloat(float64(st.Requests)/max(sec.Snapshot.Duration.Seconds(), 1e-9), 'f', 1, 64)}
+		for c := metrics.ErrorClass(1); c < metrics.NumErrorClasses; c++ {
+			rec = append(rec, strconv.FormatInt(st.Errors[c], 10))
 		}
-		slices.Sort(labels)
-		for _, l := range labels {
-			st := sec.Snapshot.Labels[l]
-			rec := []string{strconv.FormatFloat(sec.Elapsed.Seconds(), 'f', 0, 64), l, strconv.FormatInt(st.Requests, 10),
-				strconv.FormatFloat(float64(st.Requests)/max(sec.Snapshot.Duration.Seconds(), 1e-9), 'f', 1, 64)}
-			for c := metrics.ErrorClass(1); c < metrics.NumErrorClasses; c++ {
-				rec = append(rec, strconv.FormatInt(st.Errors[c], 10))
-			}
-			rec = append(rec, strconv.FormatInt(st.BytesIn, 10), strconv.FormatInt(st.BytesOut, 10),
-				fms(st.Latency.Quantile(0.5)), fms(st.Latency.Quantile(0.95)), fms(st.Latency.Quantile(0.99)), fms(st.Latency.Max()),
-				strconv.FormatFloat(sec.Health.CPU, 'f', 3, 64), strconv.FormatInt(sec.Health.ActiveVUs, 10))
-			_ = w.Write(rec)
+		rec = append(rec, strconv.FormatInt(st.BytesIn, 10), strconv.FormatInt(st.BytesOut, 10),
+			fms(st.Latency.Quantile(0.5)), fms(st.Latency.Quantile(0.95)), fms(st.Latency.Quantile(0.99)), fms(st.Latency.Max()),
+			strconv.FormatFloat(sec.Health.CPU, 'f', 3, 64), strconv.FormatInt(sec.Health.ActiveVUs, 10))
+		if sw.err = sw.w.Write(rec); sw.err != nil {
+			return
 		}
 	}
-	w.Flush()
-	if err := w.Error(); err != nil {
-		f.Close()
-		return err
+	sw.w.Flush()
+	sw.err = sw.w.Error()
+}
+
+// close flushes and closes the file once; later calls return the first error.
+func (sw *seriesWriter) close() error {
+	if sw.f == nil {
+		return sw.err
 	}
-	return f.Close()
+	sw.w.Flush()
+	if sw.err == nil {
+		sw.err = sw.w.Error()
+	}
+	if err := sw.f.Close(); sw.err == nil {
+		sw.err = err
+	}
+	sw.f = nil
+	return sw.err
 }

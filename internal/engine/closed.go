@@ -33,7 +33,7 @@ func (p *plan) runClosed(startCtx, hardCtx context.Context, start time.Time) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			v := p.newVU(i)
+			v := p.newVU(i, hardCtx)
 			defer v.close()
 			p.health.activeVUs.Add(1)
 			defer p.health.activeVUs.Add(-1)

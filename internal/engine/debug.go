@@ -21,7 +21,7 @@ func Debug(ctx context.Context, s *script.Script, opts Options) error {
 		return err
 	}
 	p.rec = metrics.NewRecorder(p.labels, time.Now())
-	v := p.newVU(0)
+	v := p.newVU(0, ctx)
 	defer v.close()
 	return v.iteration(ctx, time.Time{})
 }

@@ -59,7 +59,8 @@ type Result struct {
 	Requests []string // request labels, in session order
 	Groups   []string // group labels, in session order (prefixed with GroupPrefix in snapshots)
 	Total    *metrics.Snapshot
-	Seconds  []Second
+	// Seconds is each second's health (their Snapshot is nil: Options.OnSecond receives it).
+	Seconds []Second
 	// Iterations counts iterations completed; Dropped the open model's iterations that found
 	// no free VU; Interrupted those cut short at the end of the graceful stop.
 	Iterations, Dropped, Interrupted int64
@@ -109,8 +110,9 @@ type plan struct {
 	started     atomic.Int64 // iterations started, for the closed model's iteration budget
 	interrupted atomic.Int64
 	exhausted   atomic.Bool // a sequential data file ran out
-	// stopStarting ends the run's start phase: no new iteration starts.
+	// stopStarting ends the run's start phase: no new iteration starts; startCtx is that phase.
 	stopStarting context.CancelFunc
+	startCtx     context.Context
 }
 
 type compiledGroup struct {
@@ -127,9 +129,10 @@ type compiledRequest struct {
 	url    *url.URL
 	rawURL string
 	// headers holds each header's value when it is a literal, rendered once.
-	headers    []*string
-	needsJSON  bool
-	needHeader bool
+	headers     []*string
+	needsJSON   bool
+	needHeader  bool
+	needCookies bool
 }
 
 func compile(s *script.Script, opts Options) (*plan, error) {
@@ -182,7 +185,8 @@ func compile(s *script.Script, opts Options) (*plan, error) {
 			}
 			for _, x := range r.Extract {
 				cr.needsJSON = cr.needsJSON || x.Kind == script.ExtractJSON
-				cr.needHeader = cr.needHeader || x.Kind == script.ExtractHeader || x.Kind == script.ExtractCookie
+				cr.needHeader = cr.needHeader || x.Kind == script.ExtractHeader
+				cr.needCookies = cr.needCookies || x.Kind == script.ExtractCookie
 			}
 			for _, a := range r.Assert {
 				cr.needsJSON = cr.needsJSON || a.Kind == script.AssertJSON
@@ -255,7 +259,7 @@ func (p *plan) run(ctx context.Context) (*Result, error) {
 	// hardCtx when running ones are cut short (graceful stop over, abort, caller gone).
 	startCtx, stopStarting := context.WithCancel(ctx)
 	defer stopStarting()
-	p.stopStarting = stopStarting
+	p.stopStarting, p.startCtx = stopStarting, startCtx
 	hardCtx, stopHard := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopHard()
 	go func() {
@@ -292,15 +296,17 @@ func (p *plan) run(ctx context.Context) (*Result, error) {
 	defer tick.Stop()
 	var graceTimer <-chan time.Time
 	startDone := startCtx.Done()
-	second := func(now time.Time) {
+	second := func(now time.Time, final bool) {
 		snap := p.rec.Rotate(now)
 		h := p.health.rotate(now)
 		sec := Second{Elapsed: now.Sub(start), Snapshot: snap, Health: h}
-		res.Seconds = append(res.Seconds, sec)
+		// Only the health is kept: a soak test's hours of per-second histograms would fill
+		// memory. OnSecond gets the snapshot to stream it.
+		res.Seconds = append(res.Seconds, Second{Elapsed: sec.Elapsed, Health: h})
 		if p.opts.OnSecond != nil {
 			p.opts.OnSecond(sec)
 		}
-		if reason := th.observe(snap, now.Sub(start)); reason != "" && res.Aborted == "" {
+		if reason := th.observe(snap, now.Sub(start)); reason != "" && res.Aborted == "" && !final {
 			res.Aborted = reason
 			stopStarting()
 			stopHard()
@@ -319,7 +325,7 @@ loop:
 		case <-done:
 			break loop
 		case now := <-tick.C:
-			second(now)
+			second(now, false)
 		case <-deadlineC:
 			beginGrace()
 		case <-startDone:
@@ -330,7 +336,7 @@ loop:
 	}
 	wg.Wait()
 	now := time.Now()
-	second(now)
+	second(now, true)
 	if p.exhausted.Load() && res.Aborted == "" {
 		p.log.Info("a sequential data file ran out of rows; the run ended early")
 	}
@@ -349,7 +355,7 @@ loop:
 	for i, s := range res.Seconds {
 		healths[i] = s.Health
 	}
-	res.Verdict = verdict(healths, runtime.NumCPU())
+	res.Verdict = verdict(healths, runtime.GOMAXPROCS(0))
 	res.Thresholds = th.final(res.Total, res.Elapsed)
 	for _, t := range res.Thresholds {
 		if !t.Passed {
@@ -358,6 +364,9 @@ loop:
 	}
 	return res, nil
 }
+
+// stopping reports whether the run has stopped starting iterations.
+func (p *plan) stopping() bool { return p.startCtx != nil && p.startCtx.Err() != nil }
 
 // newRand returns a VU's random source, seeded apart from every other VU's.
 func newRand(id int) *rand.Rand {

@@ -359,3 +359,28 @@ load:
 	require.Greater(t, st.Latency.Quantile(0.95), 500*time.Millisecond, "the stall is in the tail, not hidden")
 	require.True(t, res.Verdict.GeneratorLimited, "starved VUs are reported")
 }
+
+// A stage ramping from zero brings the area under its rate: 0 to 100/s over 2 s is 100
+// iterations, and the run lasts the stages' duration.
+func TestOpenModelRampFromZero(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	defer srv.Close()
+	s := parse(t, srv.URL, `
+version: 1
+name: ramp
+session:
+  groups:
+    - name: g
+      requests:
+        - { name: r, url: "${target}/" }
+load:
+  stages:
+    - { ramp_to: 100/s, duration: 2s }
+    - { rate: 20/s, duration: 1s }
+  max_vus: 20
+`)
+	res := run(t, s, engine.Options{})
+	require.InDelta(t, 120, stats(t, res, "r").Requests, 6)
+	require.GreaterOrEqual(t, res.Elapsed, 2900*time.Millisecond)
+}

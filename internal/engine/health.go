@@ -20,7 +20,7 @@ func cpuTime() time.Duration {
 // Health is how the generator itself fared during one interval: the numbers that tell a slow
 // target from a saturated load generator.
 type Health struct {
-	// CPU is the process's CPU use as a fraction of the whole machine (1 = every core busy).
+	// CPU is the process's CPU use as a fraction of the cores it may use (GOMAXPROCS).
 	CPU float64
 	// LatenessMax and LatenessSum measure how late scheduled starts were (arrivals in the open
 	// model, think times ending in the closed one), and Late how many were more than 10 ms late.
@@ -80,7 +80,9 @@ func (m *healthMeter) rotate(now time.Time) Health {
 		ActiveVUs:   m.activeVUs.Load(),
 	}
 	if wall := now.Sub(m.lastWall); !m.lastWall.IsZero() && wall > 0 {
-		h.CPU = float64(cpu-m.lastCPU) / float64(wall) / float64(runtime.NumCPU())
+		// GOMAXPROCS, not NumCPU: in a container limited to 2 CPUs on a 64-core host, the
+		// limit is what the generator can saturate.
+		h.CPU = float64(cpu-m.lastCPU) / float64(wall) / float64(runtime.GOMAXPROCS(0))
 	}
 	m.lastCPU, m.lastWall = cpu, now
 	return h
@@ -129,7 +131,8 @@ func verdict(seconds []Health, cores int) Verdict {
 		v.Reasons = append(v.Reasons, fmt.Sprintf("%d of %d scheduled starts were over %s late (worst %s)", late, scheduled, lateThreshold, worst.Round(time.Millisecond)))
 	}
 	if dropped > 0 {
-		v.Reasons = append(v.Reasons, fmt.Sprintf("%d iterations dropped: every VU was busy (raise max_vus)", dropped))
+		v.Reasons = append(v.Reasons, fmt.Sprintf("%d iterations dropped because every VU was busy: the target slowed down "+
+			"(see the latencies) or max_vus is too low for the arrival rate", dropped))
 	}
 	v.GeneratorLimited = len(v.Reasons) > 0
 	return v

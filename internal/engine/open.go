@@ -3,8 +3,11 @@ package engine
 import (
 	"context"
 	"errors"
+	"math"
 	"sync"
 	"time"
+
+	"github.com/barrage-load/barrage/internal/script"
 )
 
 // runOpen runs the open model: iterations arrive at the stages' rate whatever the target does.
@@ -36,7 +39,7 @@ func (p *plan) runOpen(startCtx, hardCtx context.Context, start time.Time) {
 		if created >= p.load.MaxVUs {
 			return nil
 		}
-		v := p.newVU(created)
+		v := p.newVU(created, hardCtx)
 		created++
 		mu.Lock()
 		all = append(all, v)
@@ -44,18 +47,15 @@ func (p *plan) runOpen(startCtx, hardCtx context.Context, start time.Time) {
 		return v
 	}
 
-	var elapsedStages time.Duration
+	// Arrivals are spaced by the area under the rate curve: the n-th iteration is due when the
+	// stages' cumulative arrivals reach n. Spacing by the rate at the start of each gap instead
+	// would, on a ramp from zero, wait almost forever for the second arrival.
+	stageStart := start
+	cum, n := 0.0, 1.0
 	for _, st := range p.load.Stages {
-		stageStart := start.Add(elapsedStages)
-		elapsedStages += st.Duration
-		stageEnd := start.Add(elapsedStages)
-		due := stageStart
-		for due.Before(stageEnd) {
-			rate := st.RateAt(due.Sub(stageStart))
-			if rate <= 0 {
-				due = due.Add(10 * time.Millisecond)
-				continue
-			}
+		total := stageArrivals(st)
+		for n <= cum+total+1e-9 {
+			due := stageStart.Add(arrivalTime(st, n-cum))
 			if wait := time.Until(due); wait > 0 {
 				t := time.NewTimer(wait)
 				select {
@@ -69,8 +69,7 @@ func (p *plan) runOpen(startCtx, hardCtx context.Context, start time.Time) {
 				return
 			}
 			p.health.observe(due, time.Now())
-			v := get()
-			if v == nil {
+			if v := get(); v == nil {
 				p.health.dropped.Add(1)
 			} else {
 				wg.Add(1)
@@ -91,7 +90,37 @@ func (p *plan) runOpen(startCtx, hardCtx context.Context, start time.Time) {
 					idle <- v
 				}(v, due)
 			}
-			due = due.Add(time.Duration(float64(time.Second) / rate))
+			n++
+		}
+		cum += total
+		stageStart = stageStart.Add(st.Duration)
+	}
+	// The last arrival may come before the end of the last stage: keep the run going to its
+	// duration, as the schedule says.
+	if wait := time.Until(stageStart); wait > 0 {
+		select {
+		case <-startCtx.Done():
+		case <-time.After(wait):
 		}
 	}
+}
+
+// stageArrivals is how many iterations a stage brings: the area under its rate.
+func stageArrivals(st script.Stage) float64 {
+	return (st.From + st.To) / 2 * st.Duration.Seconds()
+}
+
+// arrivalTime is when, into the stage, its k-th arrival is due: the t where the area under the
+// linear rate from From to To reaches k.
+func arrivalTime(st script.Stage, k float64) time.Duration {
+	d := st.Duration.Seconds()
+	a, slope := st.From, (st.To-st.From)/d
+	var t float64
+	if math.Abs(slope) < 1e-12 {
+		t = k / a
+	} else {
+		// a·t + slope·t²/2 = k
+		t = (-a + math.Sqrt(a*a+2*slope*k)) / slope
+	}
+	return time.Duration(min(t, d) * float64(time.Second))
 }

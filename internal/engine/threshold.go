@@ -76,8 +76,10 @@ func (w *thresholdWatch) observe(sec *metrics.Snapshot, elapsed time.Duration) s
 		switch {
 		case w.windows[i] != nil:
 			w.windows[i].Add(sec)
-			snap = w.windows[i].Merged()
-			period = min(t.Window, elapsed)
+			if elapsed < t.Window {
+				continue // judge a window only once it is full: a ramp-up is not a breach
+			}
+			snap, period = w.windows[i].Merged(), t.Window
 		case t.Abort:
 			snap, period = w.total, elapsed
 		default:

@@ -10,6 +10,8 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -32,13 +34,23 @@ type exchange struct {
 // reply is what came back. Its body is the first bodyCap bytes only; BytesIn counts all of it.
 type reply struct {
 	status   int
-	header   http.Header // only when the script reads headers or cookies (see transport.keepHeader)
+	header   http.Header // every response header, only when keepHeader (header extractors, debug)
+	cookies  []*http.Cookie
 	body     []byte
 	bytesIn  int64
 	bytesOut int64
 	url      *url.URL // after redirects
 	err      error
 	class    metrics.ErrorClass
+	// interrupted means the run's end cut the request short: it is neither a success nor the
+	// target's failure, and is not recorded as a request.
+	interrupted bool
+}
+
+// cookieJar is what a transport needs of a jar: net/http/cookiejar implements it.
+type cookieJar interface {
+	SetCookies(u *url.URL, cookies []*http.Cookie)
+	Cookies(u *url.URL) []*http.Cookie
 }
 
 // transport sends a VU's requests: HTTP/1.1 (and TLS) through fasthttp, which costs about half
@@ -46,25 +58,36 @@ type reply struct {
 // has its own, so that connections, source addresses and cookies are per VU, like the users it
 // stands for.
 type transport struct {
-	local      *net.TCPAddr // source address, or nil
-	tlsConfig  *tls.Config
-	bodyCap    int
-	keepHeader bool
-	hosts      map[hostKey]*fasthttp.HostClient
-	h2         *http.Client
-	req        *fasthttp.Request
-	res        *fasthttp.Response
-	buf        []byte
+	local       *net.TCPAddr // source address, or nil
+	tlsConfig   *tls.Config  // for fasthttp: HTTP/1.1 only
+	h2TLSConfig *tls.Config  // for net/http, which adds h2 to NextProtos of the config it gets
+	bodyCap     int
+	keepHeader  bool
+	keepCookies bool
+	hosts       map[hostKey]*fasthttp.HostClient
+	h2          *http.Client
+	req         *fasthttp.Request
+	res         *fasthttp.Response
+	buf         []byte
+
+	// conns are the open HTTP/1.1 connections, so that the end of a run can cut them: fasthttp
+	// knows only per-request deadlines, not contexts.
+	mu    sync.Mutex
+	conns map[net.Conn]struct{}
+	cut   bool
 }
 
-func newTransport(local net.IP, insecure bool, bodyCap int, keepHeader bool) *transport {
+func newTransport(local net.IP, insecure bool, bodyCap int, keepHeader, keepCookies bool) *transport {
 	t := &transport{
-		bodyCap:    bodyCap,
-		keepHeader: keepHeader,
-		hosts:      make(map[hostKey]*fasthttp.HostClient, 1),
-		tlsConfig:  &tls.Config{InsecureSkipVerify: insecure}, //nolint:gosec // only when the script asks for it
-		req:        &fasthttp.Request{},
-		res:        &fasthttp.Response{},
+		bodyCap:     bodyCap,
+		keepHeader:  keepHeader,
+		keepCookies: keepCookies,
+		hosts:       make(map[hostKey]*fasthttp.HostClient, 1),
+		tlsConfig:   &tls.Config{InsecureSkipVerify: insecure, NextProtos: []string{"http/1.1"}}, //nolint:gosec // only when the script asks for it
+		h2TLSConfig: &tls.Config{InsecureSkipVerify: insecure},                                   //nolint:gosec // likewise
+		req:         &fasthttp.Request{},
+		res:         &fasthttp.Response{},
+		conns:       make(map[net.Conn]struct{}),
 	}
 	if local != nil {
 		t.local = &net.TCPAddr{IP: local}
@@ -80,6 +103,34 @@ func (t *transport) close() {
 	if t.h2 != nil {
 		t.h2.CloseIdleConnections()
 	}
+}
+
+// cutAll makes every open and future HTTP/1.1 connection of the VU fail at once: the run is
+// over and must not wait for a hanging target.
+func (t *transport) cutAll() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.cut = true
+	past := time.Unix(1, 0)
+	for c := range t.conns {
+		_ = c.SetDeadline(past)
+	}
+}
+
+// trackedConn removes itself from its transport when closed.
+type trackedConn struct {
+	net.Conn
+	t    *transport
+	once sync.Once
+}
+
+func (c *trackedConn) Close() error {
+	c.once.Do(func() {
+		c.t.mu.Lock()
+		delete(c.t.conns, c.Conn)
+		c.t.mu.Unlock()
+	})
+	return c.Conn.Close()
 }
 
 // hostKey names a connection pool; a struct rather than a joined string, so that finding the
@@ -99,37 +150,56 @@ func (t *transport) host(u *url.URL) *fasthttp.HostClient {
 			addr += ":80"
 		}
 	}
-	dialer := &fasthttp.TCPDialer{LocalAddr: t.local, Concurrency: 0}
+	dialer := &fasthttp.TCPDialer{LocalAddr: t.local}
 	hc := &fasthttp.HostClient{
-		Addr:                          addr,
-		IsTLS:                         u.Scheme == "https",
-		TLSConfig:                     t.tlsConfig,
-		DialTimeout:                   dialer.DialTimeout,
-		MaxConns:                      1 << 10,
-		StreamResponseBody:            true,
-		DisableHeaderNamesNormalizing: true,
-		NoDefaultUserAgentHeader:      true,
-		MaxIdemponentCallAttempts:     1, // a retry would hide a failure from the numbers
+		Addr:      addr,
+		IsTLS:     u.Scheme == "https",
+		TLSConfig: t.tlsConfig,
+		DialTimeout: func(addr string, timeout time.Duration) (net.Conn, error) {
+			c, err := dialer.DialTimeout(addr, timeout)
+			if err != nil {
+				return nil, err
+			}
+			t.mu.Lock()
+			defer t.mu.Unlock()
+			if t.cut {
+				c.Close()
+				return nil, context.Canceled
+			}
+			t.conns[c] = struct{}{}
+			return &trackedConn{Conn: c, t: t}, nil
+		},
+		MaxConns:           1 << 10,
+		StreamResponseBody: true,
+		// Large enough for the headers real sites send (long CSPs, many cookies); fasthttp
+		// takes read buffers from a pool per request, so idle connections do not hold them.
+		ReadBufferSize:            64 << 10,
+		NoDefaultUserAgentHeader:  true,
+		MaxIdemponentCallAttempts: 1, // a retry would hide a failure from the numbers
 	}
 	t.hosts[key] = hc
 	return hc
 }
 
-// do sends ex and follows up to ex.maxRedirects redirects.
-func (t *transport) do(ctx context.Context, ex *exchange, r *reply) {
-	*r = reply{url: ex.url, body: r.body[:0], header: r.header}
+// do sends ex and follows up to ex.maxRedirects redirects. With a jar, each hop takes the
+// cookies the previous one set, as a browser does.
+func (t *transport) do(ctx context.Context, ex *exchange, jar cookieJar, r *reply) {
+	*r = reply{url: ex.url, body: r.body[:0], header: r.header, cookies: r.cookies[:0]}
 	if ex.http2 {
-		t.doH2(ctx, ex, r)
+		t.doH2(ctx, ex, jar, r)
 		return
 	}
 	u, raw := ex.url, ex.rawURL
-	method, body := ex.method, ex.body
+	method, body, header := ex.method, ex.body, ex.header
 	deadline := time.Now().Add(ex.timeout)
 	for hop := 0; ; hop++ {
 		if raw == "" {
 			raw = u.String()
 		}
-		t.send(u, raw, method, ex.header, body, deadline, r)
+		t.send(u, raw, method, header, body, jar, deadline, r)
+		if r.err != nil && ctx.Err() != nil {
+			r.interrupted = true
+		}
 		if r.err != nil || hop >= ex.maxRedirects || !isRedirect(r.status) {
 			return
 		}
@@ -138,11 +208,39 @@ func (t *transport) do(ctx context.Context, ex *exchange, r *reply) {
 		if len(loc) == 0 || err != nil {
 			return
 		}
-		u, r.url, raw = next, next, ""
-		if r.status == http.StatusSeeOther || ((r.status == http.StatusMovedPermanently || r.status == http.StatusFound) && method == http.MethodPost) {
+		if r.status == http.StatusSeeOther && method != http.MethodHead ||
+			(r.status == http.StatusMovedPermanently || r.status == http.StatusFound) && method == http.MethodPost {
 			method, body = http.MethodGet, nil
+			header = withoutHeaders(header, "Content-Type", "Content-Length")
+		}
+		if next.Host != u.Host {
+			// Credentials meant for one host are not handed to another.
+			header = withoutHeaders(header, "Authorization", "Cookie")
+		} else {
+			header = withoutHeaders(header, "Cookie")
+		}
+		u, r.url, raw = next, next, ""
+	}
+}
+
+// withoutHeaders returns h without the named headers, copying only when something is removed.
+func withoutHeaders(h [][2]string, names ...string) [][2]string {
+	var out [][2]string
+	for i, kv := range h {
+		drop := false
+		for _, n := range names {
+			drop = drop || strings.EqualFold(kv[0], n)
+		}
+		if drop && out == nil {
+			out = append(make([][2]string, 0, len(h)), h[:i]...)
+		} else if !drop && out != nil {
+			out = append(out, kv)
 		}
 	}
+	if out == nil {
+		return h
+	}
+	return out
 }
 
 func isRedirect(status int) bool {
@@ -153,7 +251,7 @@ func isRedirect(status int) bool {
 	return false
 }
 
-func (t *transport) send(u *url.URL, rawURL, method string, header [][2]string, body []byte, deadline time.Time, r *reply) {
+func (t *transport) send(u *url.URL, rawURL, method string, header [][2]string, body []byte, jar cookieJar, deadline time.Time, r *reply) {
 	req, res := t.req, t.res
 	req.Reset()
 	res.Reset()
@@ -162,6 +260,13 @@ func (t *transport) send(u *url.URL, rawURL, method string, header [][2]string, 
 	req.SetRequestURI(rawURL)
 	for _, h := range header {
 		req.Header.Set(h[0], h[1])
+	}
+	if jar != nil {
+		if cs := jar.Cookies(u); len(cs) > 0 {
+			for _, c := range cs {
+				req.Header.SetCookie(c.Name, c.Value)
+			}
+		}
 	}
 	if body != nil {
 		req.SetBodyRaw(body)
@@ -188,6 +293,17 @@ func (t *transport) send(u *url.URL, rawURL, method string, header [][2]string, 
 	if err != nil {
 		r.err, r.class = err, classify(err)
 		return
+	}
+	if t.keepCookies {
+		hopCookies := len(r.cookies)
+		for _, v := range res.Header.Cookies() {
+			if c, err := http.ParseSetCookie(string(v)); err == nil {
+				r.cookies = append(r.cookies, c)
+			}
+		}
+		if jar != nil && len(r.cookies) > hopCookies {
+			jar.SetCookies(u, r.cookies[hopCookies:])
+		}
 	}
 	if t.keepHeader {
 		if r.header == nil {
@@ -229,22 +345,28 @@ func (t *transport) readBody(src io.Reader, r *reply) (int64, error) {
 }
 
 // doH2 sends through net/http, which speaks HTTP/2 over TLS.
-func (t *transport) doH2(ctx context.Context, ex *exchange, r *reply) {
+func (t *transport) doH2(ctx context.Context, ex *exchange, jar cookieJar, r *reply) {
 	if t.h2 == nil {
 		d := &net.Dialer{LocalAddr: t.local, Timeout: 30 * time.Second}
 		t.h2 = &http.Client{
-			Transport: &http.Transport{DialContext: d.DialContext, TLSClientConfig: t.tlsConfig, ForceAttemptHTTP2: true, MaxIdleConnsPerHost: 1},
-			CheckRedirect: func(req *http.Request, via []*http.Request) error {
-				if len(via) > ex.maxRedirects {
-					return http.ErrUseLastResponse
-				}
-				return nil
-			},
+			Transport: &http.Transport{DialContext: d.DialContext, TLSClientConfig: t.h2TLSConfig, ForceAttemptHTTP2: true,
+				MaxIdleConnsPerHost: 1, DisableCompression: true},
 		}
+	}
+	t.h2.CheckRedirect = func(req *http.Request, via []*http.Request) error {
+		if len(via) > ex.maxRedirects {
+			return http.ErrUseLastResponse
+		}
+		return nil
+	}
+	if jar != nil {
+		t.h2.Jar = jar.(http.CookieJar)
+	} else {
+		t.h2.Jar = nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, ex.timeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, ex.method, ex.url.String(), bytes.NewReader(ex.body))
+	req, err := http.NewRequestWithContext(ctx, ex.method, ex.rawURL, bytes.NewReader(ex.body))
 	if err != nil {
 		r.err, r.class = err, metrics.ErrConnect
 		return
@@ -255,7 +377,7 @@ func (t *transport) doH2(ctx context.Context, ex *exchange, r *reply) {
 	r.bytesOut = int64(len(ex.body))
 	res, err := t.h2.Do(req)
 	if err != nil {
-		r.err, r.class = err, classify(err)
+		r.err, r.class, r.interrupted = err, classify(err), errors.Is(err, context.Canceled)
 		return
 	}
 	defer res.Body.Close()
@@ -263,8 +385,11 @@ func (t *transport) doH2(ctx context.Context, ex *exchange, r *reply) {
 	n, err := t.readBody(res.Body, r)
 	r.bytesIn = n
 	if err != nil {
-		r.err, r.class = err, classify(err)
+		r.err, r.class, r.interrupted = err, classify(err), errors.Is(err, context.Canceled)
 		return
+	}
+	if t.keepCookies {
+		r.cookies = append(r.cookies, res.Cookies()...)
 	}
 	if t.keepHeader {
 		r.header = res.Header

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"net/http"
 	"net/http/cookiejar"
 	"net/url"
 	"strings"
@@ -23,7 +22,7 @@ type vu struct {
 	p      *plan
 	t      *transport
 	rng    *rand.Rand
-	jar    http.CookieJar
+	jar    *cookiejar.Jar
 	vars   map[string]string // extracted in this iteration
 	row    map[string]string // the data rows of this iteration
 	lookup script.Lookup
@@ -32,25 +31,30 @@ type vu struct {
 	header                  [][2]string
 	ex                      exchange
 	rep                     reply
+	stopCut                 func() bool
 }
 
-func (p *plan) newVU(id int) *vu {
+func (p *plan) newVU(id int, hardCtx context.Context) *vu {
 	var local []byte
 	if addrs := p.load.SourceAddrs; len(addrs) > 0 {
 		local = addrs[id%len(addrs)].AsSlice()
 	}
-	needHeader := p.s.Session.Cookies
+	keepHeader, keepCookies := p.opts.Trace != nil, p.s.Session.Cookies
 	for _, r := range p.requests {
-		needHeader = needHeader || r.needHeader
+		keepHeader = keepHeader || r.needHeader
+		keepCookies = keepCookies || r.needCookies
 	}
 	v := &vu{
 		id:   id,
 		p:    p,
-		t:    newTransport(local, p.opts.Insecure, p.opts.BodyCap, needHeader),
+		t:    newTransport(local, p.opts.Insecure, p.opts.BodyCap, keepHeader, keepCookies),
 		rng:  newRand(id),
 		vars: make(map[string]string),
 		row:  make(map[string]string),
 	}
+	// When the run is over, cut the VU's connections: fasthttp knows only per-request
+	// deadlines, and a hanging target must not hold the run past its graceful stop.
+	v.stopCut = context.AfterFunc(hardCtx, v.t.cutAll)
 	v.lookup = func(name string) (string, bool) {
 		if s, ok := v.vars[name]; ok {
 			return s, true
@@ -64,7 +68,10 @@ func (p *plan) newVU(id int) *vu {
 	return v
 }
 
-func (v *vu) close() { v.t.close() }
+func (v *vu) close() {
+	v.stopCut()
+	v.t.close()
+}
 
 // errExhausted means a sequential data file has no row left for another iteration.
 var errExhausted = errors.New("data exhausted")
@@ -82,17 +89,19 @@ func (v *vu) iteration(ctx context.Context, measureFrom time.Time) error {
 	if v.p.s.Session.Cookies {
 		v.jar, _ = cookiejar.New(nil) // a fresh visitor each iteration; New never fails without options
 	}
-	for _, g := range v.p.groups {
+	for gi, g := range v.p.groups {
+		lastGroup := gi == len(v.p.groups)-1
 		groupStart := time.Now()
 		if !measureFrom.IsZero() {
 			groupStart = measureFrom
 		}
 		var groupBytesIn, groupBytesOut int64
 		groupClass := metrics.NoError
-		for _, r := range g.requests {
+		for ri, r := range g.requests {
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
+			last := lastGroup && ri == len(g.requests)-1 && g.g.Think == nil
 			class, in, out := v.request(ctx, r, measureFrom)
 			measureFrom = time.Time{}
 			groupBytesIn += in
@@ -100,14 +109,19 @@ func (v *vu) iteration(ctx context.Context, measureFrom time.Time) error {
 			if groupClass == metrics.NoError {
 				groupClass = class
 			}
-			if r.r.Think != nil {
+			if ctx.Err() != nil {
+				return ctx.Err() // the request was cut short by the end of the run
+			}
+			if r.r.Think != nil && !(last && v.p.stopping()) {
 				if err := v.think(ctx, r.r.Think); err != nil {
 					return err
 				}
 			}
 		}
 		v.p.rec.Label(g.label).Record(time.Since(groupStart), groupBytesIn, groupBytesOut, groupClass)
-		if g.g.Think != nil {
+		// A pause after the iteration's last request serves no purpose once the run is
+		// stopping: nothing follows it.
+		if g.g.Think != nil && !(lastGroup && v.p.stopping()) {
 			if err := v.think(ctx, g.g.Think); err != nil {
 				return err
 			}
@@ -150,17 +164,19 @@ func (v *vu) request(ctx context.Context, r *compiledRequest, measureFrom time.T
 	if measureFrom.IsZero() {
 		measureFrom = start
 	}
-	v.t.do(ctx, ex, &v.rep)
+	var jar cookieJar
+	if v.jar != nil {
+		jar = v.jar
+	}
+	v.t.do(ctx, ex, jar, &v.rep)
 	elapsed := time.Since(measureFrom)
 	rep := &v.rep
+	if rep.interrupted {
+		return metrics.NoError, rep.bytesIn, rep.bytesOut // not a measurement: the run ended
+	}
 	class := rep.class
 	var failures []string
 	if rep.err == nil {
-		if v.jar != nil && rep.header != nil {
-			if cs := (&http.Response{Header: rep.header}).Cookies(); len(cs) > 0 {
-				v.jar.SetCookies(rep.url, cs)
-			}
-		}
 		class, failures = v.check(r, rep, time.Since(start))
 	}
 	v.p.rec.Label(r.label).Record(elapsed, rep.bytesIn, rep.bytesOut, class)
@@ -207,15 +223,6 @@ func (v *vu) prepare(r *compiledRequest) (*exchange, error) {
 			v.header = append(v.header, [2]string{"Content-Type", b.ContentType})
 		}
 	}
-	if v.jar != nil {
-		if cs := v.jar.Cookies(ex.url); len(cs) > 0 {
-			parts := make([]string, len(cs))
-			for i, c := range cs {
-				parts[i] = c.Name + "=" + c.Value
-			}
-			v.header = append(v.header, [2]string{"Cookie", strings.Join(parts, "; ")})
-		}
-	}
 	ex.header = v.header
 	return ex, nil
 }
@@ -237,9 +244,7 @@ func (v *vu) check(r *compiledRequest, rep *reply, took time.Duration) (metrics.
 	var doc any
 	var docErr error
 	if r.needsJSON {
-		dec := json.NewDecoder(bytes.NewReader(rep.body))
-		dec.UseNumber()
-		docErr = dec.Decode(&doc)
+		doc, docErr = decodeJSON(rep.body)
 	}
 	var failures []string
 	for _, x := range r.r.Extract {
@@ -273,6 +278,16 @@ func (v *vu) check(r *compiledRequest, rep *reply, took time.Duration) (metrics.
 	return class, failures
 }
 
+// decodeJSON decodes a body for JSONPath; numbers stay exact as json.Number. It is a function
+// of its own so that requests without JSON checks do not pay for the decoded value's escape.
+func decodeJSON(body []byte) (any, error) {
+	var doc any
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	err := dec.Decode(&doc)
+	return doc, err
+}
+
 func (v *vu) extract(x *script.Extractor, rep *reply, doc any, docErr error) (string, bool) {
 	switch x.Kind {
 	case script.ExtractJSON:
@@ -294,8 +309,8 @@ func (v *vu) extract(x *script.Extractor, rep *reply, doc any, docErr error) (st
 			return vals[0], true
 		}
 	case script.ExtractCookie:
-		for _, c := range (&http.Response{Header: rep.header}).Cookies() {
-			if c.Name == x.Name {
+		for i := len(rep.cookies) - 1; i >= 0; i-- { // the last hop's cookie wins
+			if c := rep.cookies[i]; c.Name == x.Name {
 				return c.Value, true
 			}
 		}

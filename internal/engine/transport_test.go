@@ -1,0 +1,166 @@
+package engine_test
+
+import (
+	"bufio"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/barrage-load/barrage/internal/engine"
+	"github.com/barrage-load/barrage/internal/metrics"
+)
+
+// A target that never answers cannot hold the run: at the end of the graceful stop the VUs'
+// connections are cut, whatever the requests' own timeout, and the cut requests are not counted
+// as the target's timeouts.
+func TestHangingTargetIsCutAtTheEndOfTheGracefulStop(t *testing.T) {
+	t.Parallel()
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))
+	defer srv.Close()
+	defer close(release)
+	s := parse(t, srv.URL, `
+version: 1
+name: hang
+session:
+  groups:
+    - name: g
+      requests:
+        - { name: r, url: "${target}/", timeout: 30s }
+load:
+  vus: 3
+  duration: 1s
+  graceful_stop: 300ms
+`)
+	res := run(t, s, engine.Options{})
+	require.Less(t, res.Elapsed, 4*time.Second)
+	require.EqualValues(t, 3, res.Interrupted)
+	st, ok := res.Total.Labels["r"]
+	require.True(t, !ok || st.Errors[metrics.ErrTimeout] == 0, "cut requests are not the target's timeouts")
+}
+
+// A cookie set by a redirecting response reaches the redirect's target and later requests.
+func TestCookiesSurviveRedirects(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	var got []string
+	mux := http.NewServeMux()
+	mux.HandleFunc("/login", func(w http.ResponseWriter, r *http.Request) {
+		http.SetCookie(w, &http.Cookie{Name: "sid", Value: "abc", Path: "/"})
+		http.Redirect(w, r, "/home", http.StatusFound)
+	})
+	mux.HandleFunc("/home", func(w http.ResponseWriter, r *http.Request) {
+		c, err := r.Cookie("sid")
+		mu.Lock()
+		defer mu.Unlock()
+		if err != nil {
+			got = append(got, r.Method+" none")
+			return
+		}
+		got = append(got, r.Method+" "+c.Value)
+	})
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	s := parse(t, srv.URL, `
+version: 1
+name: redirect cookies
+session:
+  cookies: true
+  groups:
+    - name: g
+      requests:
+        - { name: login, method: POST, url: "${target}/login", body: { form: { user: a } }, redirects: 1 }
+        - { name: home, url: "${target}/home" }
+load:
+  vus: 1
+  iterations: 1
+`)
+	res := run(t, s, engine.Options{})
+	require.Zero(t, stats(t, res, "login").Failed())
+	require.Equal(t, []string{"GET abc", "GET abc"}, got, "the 302 turned the POST into a GET that carried the cookie")
+}
+
+// HTTP/2 and HTTP/1.1 requests to one TLS host live side by side in one VU.
+func TestHTTP2AndHTTP1ToTheSameHost(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, r.Proto)
+	}))
+	srv.EnableHTTP2 = true
+	srv.StartTLS()
+	defer srv.Close()
+	s := parse(t, srv.URL, `
+version: 1
+name: protocols
+session:
+  groups:
+    - name: g
+      requests:
+        - { name: h2, url: "${target}/", http2: true, assert: [ { body_contains: "HTTP/2.0" } ] }
+        - { name: h1, url: "${target}/", assert: [ { body_contains: "HTTP/1.1" } ] }
+load:
+  vus: 1
+  iterations: 3
+`)
+	res := run(t, s, engine.Options{Insecure: true})
+	require.Zero(t, stats(t, res, "h2").Failed())
+	require.Zero(t, stats(t, res, "h1").Failed())
+}
+
+// Large response headers and lower-case header names, as some proxies send, are read like any.
+func TestLargeAndLowercaseHeaders(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				br := bufio.NewReader(c)
+				for {
+					req, err := http.ReadRequest(br)
+					if err != nil {
+						return
+					}
+					if req.URL.Path == "/a" {
+						fmt.Fprintf(c, "HTTP/1.1 302 Found\r\nlocation: /b\r\ncontent-length: 0\r\n\r\n")
+						continue
+					}
+					big := strings.Repeat("x", 10000)
+					fmt.Fprintf(c, "HTTP/1.1 200 OK\r\nx-policy: %s\r\ncontent-length: 2\r\n\r\nok", big)
+				}
+			}()
+		}
+	}()
+	s := parse(t, "http://"+ln.Addr().String(), `
+version: 1
+name: headers
+session:
+  groups:
+    - name: g
+      requests:
+        - { name: r, url: "${target}/a", redirects: 1, assert: [ { status: 200 }, { body_contains: ok } ] }
+load:
+  vus: 1
+  iterations: 2
+`)
+	res := run(t, s, engine.Options{})
+	require.Zero(t, stats(t, res, "r").Failed())
+}
