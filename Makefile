@@ -34,9 +34,10 @@ lint: ## go vet, gofmt and staticcheck
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (gofmt -l $$(git ls-files '*.go'); echo "run gofmt -w" && exit 1)
 	$(TOOLS) staticcheck ./...
 
-bench: ## Go benchmarks (argon2id cost, GET /v1/me in-process), then wrk against a real serve
+bench: ## Go benchmarks, then the API under wrk, then barrage run against wrk and k6 on nginx
 	$(GO) test -run '^$$' -bench . -benchmem ./...
 	scripts/bench-api.sh
+	scripts/bench-engine.sh
 
 docs-assets: ## refresh the embedded Redoc bundle from npm (REDOC_VERSION=x.y.z)
 	rm -rf .redoc && mkdir .redoc && cd .redoc && npm pack redoc@$(REDOC_VERSION) --silent >/dev/null && tar xzf redoc-$(REDOC_VERSION).tgz

@@ -27,6 +27,7 @@ type exchange struct {
 	header       [][2]string
 	body         []byte
 	timeout      time.Duration
+	deadline     time.Time // when the request, redirects included, must be done; from timeout if zero
 	http2        bool
 	maxRedirects int
 }
@@ -171,9 +172,10 @@ func (t *transport) host(u *url.URL) *fasthttp.HostClient {
 		},
 		MaxConns:           1 << 10,
 		StreamResponseBody: true,
-		// Large enough for the headers real sites send (long CSPs, many cookies); fasthttp
+		// Large enough for the headers real sites send (long CSPs, many cookies: fasthttp
+		// refuses a response whose headers do not fit); fasthttp
 		// takes read buffers from a pool per request, so idle connections do not hold them.
-		ReadBufferSize:            64 << 10,
+		ReadBufferSize:            16 << 10,
 		NoDefaultUserAgentHeader:  true,
 		MaxIdemponentCallAttempts: 1, // a retry would hide a failure from the numbers
 	}
@@ -191,7 +193,10 @@ func (t *transport) do(ctx context.Context, ex *exchange, jar cookieJar, r *repl
 	}
 	u, raw := ex.url, ex.rawURL
 	method, body, header := ex.method, ex.body, ex.header
-	deadline := time.Now().Add(ex.timeout)
+	deadline := ex.deadline
+	if deadline.IsZero() {
+		deadline = time.Now().Add(ex.timeout)
+	}
 	for hop := 0; ; hop++ {
 		if raw == "" {
 			raw = u.String()

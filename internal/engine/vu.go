@@ -168,8 +168,10 @@ func (v *vu) request(ctx context.Context, r *compiledRequest, measureFrom time.T
 	if v.jar != nil {
 		jar = v.jar
 	}
+	ex.deadline = start.Add(ex.timeout)
 	v.t.do(ctx, ex, jar, &v.rep)
-	elapsed := time.Since(measureFrom)
+	end := time.Now()
+	elapsed := end.Sub(measureFrom)
 	rep := &v.rep
 	if rep.interrupted {
 		return metrics.NoError, rep.bytesIn, rep.bytesOut // not a measurement: the run ended
@@ -177,7 +179,7 @@ func (v *vu) request(ctx context.Context, r *compiledRequest, measureFrom time.T
 	class := rep.class
 	var failures []string
 	if rep.err == nil {
-		class, failures = v.check(r, rep, time.Since(start))
+		class, failures = v.check(r, rep, end.Sub(start))
 	}
 	v.p.rec.Label(r.label).Record(elapsed, rep.bytesIn, rep.bytesOut, class)
 	if v.p.opts.Trace != nil {
