@@ -12,6 +12,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -76,6 +77,11 @@ type transport struct {
 	mu    sync.Mutex
 	conns map[net.Conn]struct{}
 	cut   bool
+
+	// read and written count the bytes on the wire (headers, bodies, chunk framing, TLS),
+	// for every connection of the VU. Atomic because net/http reads HTTP/2 connections from a
+	// goroutine of its own.
+	read, written atomic.Int64
 }
 
 func newTransport(local net.IP, insecure bool, bodyCap int, keepHeader, keepCookies bool) *transport {
@@ -118,11 +124,24 @@ func (t *transport) cutAll() {
 	}
 }
 
-// trackedConn removes itself from its transport when closed.
+// trackedConn counts the bytes it carries into its transport, and removes itself from the
+// transport's set when closed.
 type trackedConn struct {
 	net.Conn
 	t    *transport
 	once sync.Once
+}
+
+func (c *trackedConn) Read(b []byte) (int, error) {
+	n, err := c.Conn.Read(b)
+	c.t.read.Add(int64(n))
+	return n, err
+}
+
+func (c *trackedConn) Write(b []byte) (int, error) {
+	n, err := c.Conn.Write(b)
+	c.t.written.Add(int64(n))
+	return n, err
 }
 
 func (c *trackedConn) Close() error {
@@ -132,6 +151,18 @@ func (c *trackedConn) Close() error {
 		c.t.mu.Unlock()
 	})
 	return c.Conn.Close()
+}
+
+// track registers a new connection, or refuses it once the run is over.
+func (t *transport) track(c net.Conn) (net.Conn, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.cut {
+		c.Close()
+		return nil, context.Canceled
+	}
+	t.conns[c] = struct{}{}
+	return &trackedConn{Conn: c, t: t}, nil
 }
 
 // hostKey names a connection pool; a struct rather than a joined string, so that finding the
@@ -161,14 +192,7 @@ func (t *transport) host(u *url.URL) *fasthttp.HostClient {
 			if err != nil {
 				return nil, err
 			}
-			t.mu.Lock()
-			defer t.mu.Unlock()
-			if t.cut {
-				c.Close()
-				return nil, context.Canceled
-			}
-			t.conns[c] = struct{}{}
-			return &trackedConn{Conn: c, t: t}, nil
+			return t.track(c)
 		},
 		MaxConns:           1 << 10,
 		StreamResponseBody: true,
@@ -187,6 +211,8 @@ func (t *transport) host(u *url.URL) *fasthttp.HostClient {
 // cookies the previous one set, as a browser does.
 func (t *transport) do(ctx context.Context, ex *exchange, jar cookieJar, r *reply) {
 	*r = reply{url: ex.url, body: r.body[:0], header: r.header, cookies: r.cookies[:0]}
+	read, written := t.read.Load(), t.written.Load()
+	defer func() { r.bytesIn, r.bytesOut = t.read.Load()-read, t.written.Load()-written }()
 	if ex.http2 {
 		t.doH2(ctx, ex, jar, r)
 		return
@@ -277,23 +303,18 @@ func (t *transport) send(u *url.URL, rawURL, method string, header [][2]string, 
 		req.SetBodyRaw(body)
 	}
 	err := t.host(u).DoDeadline(req, res, deadline)
-	r.bytesOut += int64(len(req.Header.Header()) + len(body))
 	if err != nil {
 		r.err, r.class = err, classify(err)
 		return
 	}
 	r.status = res.StatusCode()
-	r.bytesIn += int64(len(res.Header.Header()))
 	r.body = r.body[:0]
-	var n int64
 	if stream := res.BodyStream(); stream != nil {
-		n, err = t.readBody(stream, r)
+		err = t.readBody(stream, r)
 	} else { // the whole body was small enough to come with the headers
 		body := res.Body()
-		n = int64(len(body))
 		r.body = append(r.body, body[:min(len(body), t.bodyCap)]...)
 	}
-	r.bytesIn += n
 	_ = res.CloseBodyStream()
 	if err != nil {
 		r.err, r.class = err, classify(err)
@@ -322,29 +343,25 @@ func (t *transport) send(u *url.URL, rawURL, method string, header [][2]string, 
 	r.class = statusClass(r.status)
 }
 
-// readBody keeps the first bodyCap bytes and counts the rest without keeping it: memory per VU
-// stays bounded whatever the target sends.
-func (t *transport) readBody(src io.Reader, r *reply) (int64, error) {
+// readBody keeps the first bodyCap bytes and reads the rest without keeping it: memory per VU
+// stays bounded whatever the target sends (the connection counts the bytes).
+func (t *transport) readBody(src io.Reader, r *reply) error {
 	if src == nil {
-		return 0, nil
+		return nil
 	}
 	if cap(t.buf) < 32<<10 {
 		t.buf = make([]byte, 32<<10)
 	}
-	var total int64
 	for {
 		n, err := src.Read(t.buf[:cap(t.buf)])
-		if n > 0 {
-			total += int64(n)
-			if room := t.bodyCap - len(r.body); room > 0 {
-				r.body = append(r.body, t.buf[:min(n, room)]...)
-			}
+		if room := t.bodyCap - len(r.body); n > 0 && room > 0 {
+			r.body = append(r.body, t.buf[:min(n, room)]...)
 		}
 		if errors.Is(err, io.EOF) {
-			return total, nil
+			return nil
 		}
 		if err != nil {
-			return total, err
+			return err
 		}
 	}
 }
@@ -353,8 +370,15 @@ func (t *transport) readBody(src io.Reader, r *reply) (int64, error) {
 func (t *transport) doH2(ctx context.Context, ex *exchange, jar cookieJar, r *reply) {
 	if t.h2 == nil {
 		d := &net.Dialer{LocalAddr: t.local, Timeout: 30 * time.Second}
+		dial := func(ctx context.Context, network, addr string) (net.Conn, error) {
+			c, err := d.DialContext(ctx, network, addr)
+			if err != nil {
+				return nil, err
+			}
+			return t.track(c)
+		}
 		t.h2 = &http.Client{
-			Transport: &http.Transport{DialContext: d.DialContext, TLSClientConfig: t.h2TLSConfig, ForceAttemptHTTP2: true,
+			Transport: &http.Transport{DialContext: dial, TLSClientConfig: t.h2TLSConfig, ForceAttemptHTTP2: true,
 				MaxIdleConnsPerHost: 1, DisableCompression: true},
 		}
 	}
@@ -379,7 +403,6 @@ func (t *transport) doH2(ctx context.Context, ex *exchange, jar cookieJar, r *re
 	for _, h := range ex.header {
 		req.Header.Set(h[0], h[1])
 	}
-	r.bytesOut = int64(len(ex.body))
 	res, err := t.h2.Do(req)
 	if err != nil {
 		r.err, r.class, r.interrupted = err, classify(err), errors.Is(err, context.Canceled)
@@ -387,9 +410,7 @@ func (t *transport) doH2(ctx context.Context, ex *exchange, jar cookieJar, r *re
 	}
 	defer res.Body.Close()
 	r.status, r.url = res.StatusCode, res.Request.URL
-	n, err := t.readBody(res.Body, r)
-	r.bytesIn = n
-	if err != nil {
+	if err := t.readBody(res.Body, r); err != nil {
 		r.err, r.class, r.interrupted = err, classify(err), errors.Is(err, context.Canceled)
 		return
 	}
