@@ -133,6 +133,9 @@ type compiledRequest struct {
 	needsJSON   bool
 	needHeader  bool
 	needCookies bool
+	// static means every send of the request is the same bytes: literal URL, headers and body,
+	// and no cookie jar to consult. Each VU builds it once.
+	static bool
 }
 
 func compile(s *script.Script, opts Options) (*plan, error) {
@@ -182,6 +185,14 @@ func compile(s *script.Script, opts Options) (*plan, error) {
 					lit = &v
 				}
 				cr.headers = append(cr.headers, lit)
+			}
+			cr.static = cr.url != nil && !s.Session.Cookies && !r.HTTP2 && r.Redirects == 0
+			for _, lit := range cr.headers {
+				cr.static = cr.static && lit != nil
+			}
+			if r.Body != nil {
+				_, lit := r.Body.Content.Literal()
+				cr.static = cr.static && lit
 			}
 			for _, x := range r.Extract {
 				cr.needsJSON = cr.needsJSON || x.Kind == script.ExtractJSON

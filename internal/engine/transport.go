@@ -31,6 +31,9 @@ type exchange struct {
 	deadline     time.Time // when the request, redirects included, must be done; from timeout if zero
 	http2        bool
 	maxRedirects int
+	// prepared, when set, is the request already built for the first hop: a request whose
+	// URL, headers and body are all literal is built once per VU, not once per send.
+	prepared *fasthttp.Request
 }
 
 // reply is what came back. Its body is the first bodyCap bytes only; BytesIn counts all of it.
@@ -227,7 +230,13 @@ func (t *transport) do(ctx context.Context, ex *exchange, jar cookieJar, r *repl
 		if raw == "" {
 			raw = u.String()
 		}
-		t.send(u, raw, method, header, body, jar, deadline, r)
+		req := t.req
+		if hop == 0 && ex.prepared != nil {
+			req = ex.prepared
+		} else {
+			buildRequest(req, raw, method, header, body)
+		}
+		t.send(req, u, jar, deadline, r)
 		if r.err != nil && ctx.Err() != nil {
 			r.interrupted = true
 		}
@@ -282,25 +291,37 @@ func isRedirect(status int) bool {
 	return false
 }
 
-func (t *transport) send(u *url.URL, rawURL, method string, header [][2]string, body []byte, jar cookieJar, deadline time.Time, r *reply) {
-	req, res := t.req, t.res
+// buildRequest fills req for one send.
+func buildRequest(req *fasthttp.Request, rawURL, method string, header [][2]string, body []byte) {
 	req.Reset()
-	res.Reset()
 	req.Header.DisableNormalizing()
 	req.Header.SetMethod(method)
 	req.SetRequestURI(rawURL)
 	for _, h := range header {
 		req.Header.Set(h[0], h[1])
 	}
+	if body != nil {
+		req.SetBodyRaw(body)
+	}
+}
+
+// prepare builds a request once, for exchanges that always send the same bytes.
+func prepare(ex *exchange) *fasthttp.Request {
+	req := &fasthttp.Request{}
+	// A copy of the body: ex.body is the VU's render buffer, which the next request reuses.
+	buildRequest(req, ex.rawURL, ex.method, ex.header, append([]byte(nil), ex.body...))
+	return req
+}
+
+func (t *transport) send(req *fasthttp.Request, u *url.URL, jar cookieJar, deadline time.Time, r *reply) {
+	res := t.res
+	res.Reset()
 	if jar != nil {
 		if cs := jar.Cookies(u); len(cs) > 0 {
 			for _, c := range cs {
 				req.Header.SetCookie(c.Name, c.Value)
 			}
 		}
-	}
-	if body != nil {
-		req.SetBodyRaw(body)
 	}
 	err := t.host(u).DoDeadline(req, res, deadline)
 	if err != nil {

@@ -164,3 +164,42 @@ load:
 	res := run(t, s, engine.Options{})
 	require.Zero(t, stats(t, res, "r").Failed())
 }
+
+// A request that always sends the same bytes is built once per VU; the requests rendered around
+// it must not change what it sends.
+func TestStaticRequestsKeepTheirBytes(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	bodies := map[string]map[string]int{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b := make([]byte, 64)
+		n, _ := r.Body.Read(b)
+		mu.Lock()
+		if bodies[r.URL.Path] == nil {
+			bodies[r.URL.Path] = map[string]int{}
+		}
+		bodies[r.URL.Path][string(b[:n])+"|"+r.Header.Get("X-T")]++
+		mu.Unlock()
+		fmt.Fprint(w, "v-0123456789")
+	}))
+	defer srv.Close()
+	s := parse(t, srv.URL, `
+version: 1
+name: static
+session:
+  cookies: false
+  groups:
+    - name: g
+      requests:
+        - { name: static, method: POST, url: "${target}/s", headers: { X-T: fixed }, body: { raw: "static-body" },
+            extract: [ { var: v, regex: "(v-[0-9]+)" } ] }
+        - { name: dynamic, method: POST, url: "${target}/d", headers: { X-T: "${v}" }, body: { raw: "dyn-${v}-${v}" } }
+load:
+  vus: 2
+  iterations: 20
+`)
+	res := run(t, s, engine.Options{})
+	require.Zero(t, stats(t, res, "static").Failed())
+	require.Equal(t, map[string]int{"static-body|fixed": 20}, bodies["/s"])
+	require.Equal(t, map[string]int{"dyn-v-0123456789-v-0123456789|v-0123456789": 20}, bodies["/d"])
+}

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/valyala/fasthttp"
+
 	"github.com/barrage-load/barrage/internal/metrics"
 	"github.com/barrage-load/barrage/internal/script"
 )
@@ -32,6 +34,7 @@ type vu struct {
 	ex                      exchange
 	rep                     reply
 	stopCut                 func() bool
+	prepared                []*fasthttp.Request // by request, for static requests
 }
 
 func (p *plan) newVU(id int, hardCtx context.Context) *vu {
@@ -192,6 +195,10 @@ func (v *vu) request(ctx context.Context, r *compiledRequest, measureFrom time.T
 func (v *vu) prepare(r *compiledRequest) (*exchange, error) {
 	ex := &v.ex
 	*ex = exchange{method: r.r.Method, timeout: r.r.Timeout, http2: r.r.HTTP2, maxRedirects: r.r.Redirects, url: r.url, rawURL: r.rawURL}
+	if r.static && v.prepared != nil && v.prepared[r.label] != nil {
+		ex.prepared = v.prepared[r.label] // built on the first send: nothing to render
+		return ex, nil
+	}
 	var err error
 	if ex.url == nil {
 		v.urlBuf, err = r.r.AppendURL(v.lookup, v.urlBuf[:0])
@@ -226,6 +233,16 @@ func (v *vu) prepare(r *compiledRequest) (*exchange, error) {
 		}
 	}
 	ex.header = v.header
+	if r.static {
+		if v.prepared == nil {
+			v.prepared = make([]*fasthttp.Request, len(v.p.requests))
+		}
+		i := r.label // requests' labels come first, in order
+		if v.prepared[i] == nil {
+			v.prepared[i] = prepare(ex)
+		}
+		ex.prepared = v.prepared[i]
+	}
 	return ex, nil
 }
 
