@@ -99,11 +99,14 @@ type plan struct {
 	requests []*compiledRequest
 	groups   []*compiledGroup
 	consts   map[string]string
-	data     []*dataSource
-	labels   []string
-	rec      *metrics.Recorder
-	health   healthMeter
-	log      *slog.Logger
+	// baseURL resolves request URLs that turn out relative when rendered, such as a Location
+	// header extracted into ${next}: like a browser, against the base.
+	baseURL *url.URL
+	data    []*dataSource
+	labels  []string
+	rec     *metrics.Recorder
+	health  healthMeter
+	log     *slog.Logger
 
 	iterations  atomic.Int64
 	unsent      atomic.Int64 // requests not sent because a variable they use was not set
@@ -165,6 +168,15 @@ func compile(s *script.Script, opts Options) (*plan, error) {
 			return nil, fmt.Errorf("data file %s was not loaded", df.File)
 		}
 		p.data = append(p.data, &dataSource{df: df})
+	}
+	if s.BaseURL != nil {
+		b, err := s.BaseURL.Render(func(n string) (string, bool) { v, ok := p.consts[n]; return v, ok }, nil)
+		if err != nil {
+			return nil, fmt.Errorf("base_url: %w", err)
+		}
+		if p.baseURL, err = url.Parse(string(b)); err != nil {
+			return nil, fmt.Errorf("base_url: %w", err)
+		}
 	}
 	applyOverrides(&p.load, opts)
 	for _, g := range s.Session.Groups {

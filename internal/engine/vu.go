@@ -209,6 +209,13 @@ func (v *vu) prepare(r *compiledRequest) (*exchange, error) {
 		if ex.url, err = url.Parse(ex.rawURL); err != nil {
 			return nil, fmt.Errorf("url %q: %w", v.urlBuf, err)
 		}
+		if !ex.url.IsAbs() {
+			if v.p.baseURL == nil {
+				return nil, fmt.Errorf("url %q is relative and the script has no base_url", ex.rawURL)
+			}
+			ex.url = v.p.baseURL.ResolveReference(ex.url)
+			ex.rawURL = ex.url.String()
+		}
 	}
 	v.header = v.header[:0]
 	for i, h := range r.r.Headers {
