@@ -15,11 +15,7 @@ func runDebug(ctx context.Context, e env, args []string) error {
 	fs := newFlags(e, "debug", "[flags] SCRIPT")
 	preview := fs.Int("preview", 2048, "bytes of each body to show")
 	insecure := fs.Bool("insecure", false, "skip TLS certificate verification")
-	path, err := scriptArg(fs, args)
-	if err != nil {
-		return err
-	}
-	s, err := loadScript(path)
+	s, err := scriptFromArgs(fs, args)
 	if err != nil {
 		return err
 	}

@@ -47,11 +47,7 @@ func runRun(ctx context.Context, e env, args []string) error {
 	quiet := fs.Bool("quiet", false, "no live line; only the summary")
 	insecure := fs.Bool("insecure", false, "skip TLS certificate verification")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the generator to this file")
-	path, err := scriptArg(fs, args)
-	if err != nil {
-		return err
-	}
-	s, err := loadScript(path)
+	s, err := scriptFromArgs(fs, args)
 	if err != nil {
 		return err
 	}
@@ -131,6 +127,15 @@ func scriptArg(fs *flag.FlagSet, args []string) (string, error) {
 		return "", errUsage
 	}
 	return path, nil
+}
+
+// scriptFromArgs parses the flags and loads the script the arguments name.
+func scriptFromArgs(fs *flag.FlagSet, args []string) (*script.Script, error) {
+	path, err := scriptArg(fs, args)
+	if err != nil {
+		return nil, err
+	}
+	return loadScript(path)
 }
 
 func loadScript(path string) (*script.Script, error) {

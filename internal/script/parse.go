@@ -578,19 +578,29 @@ func (d *decoder) checkAbsolute(t *Template, p pos) bool {
 	return true
 }
 
-// baseURL reads base_url: an absolute http(s) URL, which may use constants and environment
-// variables.
-func (d *decoder) baseURL(n *yaml.Node, p pos) *Template {
+// urlTemplate reads a URL as a template and checks its text; t is nil when it is refused
+// (the error is recorded).
+func (d *decoder) urlTemplate(n *yaml.Node, p pos) (string, *Template) {
 	s, ok := d.str(n, p)
 	if !ok {
-		return nil
+		return "", nil
 	}
 	t, err := newTemplate(s, p)
 	if err != nil {
 		d.add(p, "%s", err)
-		return nil
+		return "", nil
 	}
 	if !d.checkURLText(t, p) {
+		return "", nil
+	}
+	return s, t
+}
+
+// baseURL reads base_url: an absolute http(s) URL, which may use constants and environment
+// variables.
+func (d *decoder) baseURL(n *yaml.Node, p pos) *Template {
+	s, t := d.urlTemplate(n, p)
+	if t == nil {
 		return nil
 	}
 	switch {
@@ -610,16 +620,8 @@ func (d *decoder) baseURL(n *yaml.Node, p pos) *Template {
 
 // requestURL reads a request's url, prefixing a relative one with the base URL.
 func (d *decoder) requestURL(n *yaml.Node, p pos, base *Template) *Template {
-	s, ok := d.str(n, p)
-	if !ok {
-		return nil
-	}
-	t, err := newTemplate(s, p)
-	if err != nil {
-		d.add(p, "%s", err)
-		return nil
-	}
-	if !d.checkURLText(t, p) {
+	s, t := d.urlTemplate(n, p)
+	if t == nil {
 		return nil
 	}
 	switch {
