@@ -205,3 +205,20 @@ load:
 	require.EqualValues(t, 2, tail.Errors[metrics.ErrAssertion], "the tail lies beyond the cap")
 	require.Greater(t, head.BytesIn, int64(2*(3<<20)))
 }
+
+// hangingServer answers no request until the test ends.
+func hangingServer(t *testing.T) *httptest.Server {
+	t.Helper()
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))
+	t.Cleanup(func() {
+		close(release)
+		srv.Close()
+	})
+	return srv
+}

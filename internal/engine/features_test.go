@@ -185,15 +185,7 @@ load:
 
 func TestTimeoutsAreCountedAndTheRunEndsOnTime(t *testing.T) {
 	t.Parallel()
-	release := make(chan struct{})
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		select {
-		case <-release:
-		case <-r.Context().Done():
-		}
-	}))
-	defer srv.Close()
-	defer close(release)
+	srv := hangingServer(t)
 	s := parse(t, srv.URL, `
 version: 1
 name: timeouts

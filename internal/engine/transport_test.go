@@ -22,15 +22,7 @@ import (
 // as the target's timeouts.
 func TestHangingTargetIsCutAtTheEndOfTheGracefulStop(t *testing.T) {
 	t.Parallel()
-	release := make(chan struct{})
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		select {
-		case <-release:
-		case <-r.Context().Done():
-		}
-	}))
-	defer srv.Close()
-	defer close(release)
+	srv := hangingServer(t)
 	s := parse(t, srv.URL, `
 version: 1
 name: hang
