@@ -156,6 +156,21 @@ func (c *trackedConn) Close() error {
 	return c.Conn.Close()
 }
 
+// retryStaleConn allows the one retry: an idempotent request whose connection the server had
+// already closed, before any byte of the response.
+func retryStaleConn(req *fasthttp.Request, attempts int, err error) (resetTimeout, retry bool) {
+	// fasthttp reports the closed connection as io.EOF here, and as ErrConnectionClosed to
+	// the caller.
+	if attempts > 1 || !(errors.Is(err, io.EOF) || errors.Is(err, fasthttp.ErrConnectionClosed)) {
+		return false, false
+	}
+	switch string(req.Header.Method()) {
+	case http.MethodGet, http.MethodHead, http.MethodOptions, http.MethodPut, http.MethodDelete:
+		return false, true
+	}
+	return false, false
+}
+
 // track registers a new connection, or refuses it once the run is over.
 func (t *transport) track(c net.Conn) (net.Conn, error) {
 	t.mu.Lock()
@@ -204,7 +219,11 @@ func (t *transport) host(u *url.URL) *fasthttp.HostClient {
 		// takes read buffers from a pool per request, so idle connections do not hold them.
 		ReadBufferSize:            16 << 10,
 		NoDefaultUserAgentHeader:  true,
-		MaxIdemponentCallAttempts: 1, // a retry would hide a failure from the numbers
+		// One retry, for one failure only: a server that closed a keep-alive connection
+		// while the VU was thinking (a common idle timeout is 5 s) closes it before the first
+		// byte of the response. Browsers send such requests again; any other failure counts.
+		MaxIdemponentCallAttempts: 2,
+		RetryIfErr:                retryStaleConn,
 	}
 	t.hosts[key] = hc
 	return hc

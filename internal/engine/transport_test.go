@@ -195,3 +195,29 @@ load:
 	require.Equal(t, map[string]int{"static-body|fixed": 20}, bodies["/s"])
 	require.Equal(t, map[string]int{"dyn-v-0123456789-v-0123456789|v-0123456789": 20}, bodies["/d"])
 }
+
+// A server that closes idle keep-alive connections sooner than the VUs' think time: the next
+// request finds its connection closed, is sent again on a new one, and succeeds, as in a
+// browser. The stale connection is not the target's failure.
+func TestStaleKeepAliveConnectionsAreNotErrors(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	srv.Config.IdleTimeout = 100 * time.Millisecond
+	srv.Start()
+	defer srv.Close()
+	s := parse(t, srv.URL, `
+version: 1
+name: stale
+session:
+  groups:
+    - name: g
+      requests:
+        - { name: r, url: "${target}/", think: { fixed: 300ms } }
+load:
+  vus: 2
+  iterations: 8
+`)
+	res := run(t, s, engine.Options{})
+	require.Zero(t, stats(t, res, "r").Failed())
+	require.EqualValues(t, 8, stats(t, res, "r").Requests)
+}
