@@ -217,8 +217,8 @@ func (t *transport) host(u *url.URL) *fasthttp.HostClient {
 		// Large enough for the headers real sites send (long CSPs, many cookies: fasthttp
 		// refuses a response whose headers do not fit); fasthttp
 		// takes read buffers from a pool per request, so idle connections do not hold them.
-		ReadBufferSize:            16 << 10,
-		NoDefaultUserAgentHeader:  true,
+		ReadBufferSize:           16 << 10,
+		NoDefaultUserAgentHeader: true,
 		// One retry, for one failure only: a server that closed a keep-alive connection
 		// while the VU was thinking (a common idle timeout is 5 s) closes it before the first
 		// byte of the response. Browsers send such requests again; any other failure counts.
