@@ -125,10 +125,11 @@ load:
   graceful_stop: 0s
 `)
 	res := run(t, s, engine.Options{})
-	// Each iteration pauses 400-500 ms: 2 VUs × 2 s allow 8-10 iterations, far from the
+	// Each iteration pauses 400-500 ms: 2 VUs × 2 s allow 8-10 iterations (fewer on a busy
+	// machine), far from the
 	// thousands an unpaced loop sends.
 	n := stats(t, res, "r").Requests
-	require.GreaterOrEqual(t, n, int64(6))
+	require.GreaterOrEqual(t, n, int64(4))
 	require.LessOrEqual(t, n, int64(12))
 }
 
