@@ -97,7 +97,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 func usage(w io.Writer) {
 	fmt.Fprintln(w, "Usage: barrage <command> [flags]\n\nCommands:")
 	for _, c := range commands() {
-		fmt.Fprintf(w, "  %-9s %s\n", c.name, c.summary)
+		fmt.Fprintf(w, "  %-10s %s\n", c.name, c.summary)
 	}
 	fmt.Fprintln(w, "\nRun barrage <command> -h for a command's flags.")
 }
