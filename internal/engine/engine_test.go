@@ -26,6 +26,16 @@ func parse(t *testing.T, target, src string) *script.Script {
 	return s
 }
 
+// parseB is parse for benchmarks.
+func parseB(b *testing.B, src string) *script.Script {
+	b.Helper()
+	s, err := script.Parse([]byte(src), script.ParseOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return s
+}
+
 func run(t *testing.T, s *script.Script, opts engine.Options) *engine.Result {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
