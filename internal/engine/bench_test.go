@@ -15,40 +15,21 @@ import (
 // requests as cheaply as it can, so that a benchmark measures the client.
 func fixedServer(b *testing.B) string {
 	b.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { ln.Close() })
 	const resp = "HTTP/1.1 200 OK\r\nContent-Length: 5\r\nContent-Type: text/plain\r\n\r\nhello"
-	go func() {
+	return rawServer(b, func(c net.Conn, br *bufio.Reader) bool {
+		// A request without a body ends at the blank line.
 		for {
-			c, err := ln.Accept()
+			line, err := br.ReadSlice('\n')
 			if err != nil {
-				return
+				return false
 			}
-			go func() {
-				defer c.Close()
-				br := bufio.NewReader(c)
-				for {
-					// A request without a body ends at the blank line.
-					for {
-						line, err := br.ReadSlice('\n')
-						if err != nil {
-							return
-						}
-						if len(line) <= 2 {
-							break
-						}
-					}
-					if _, err := io.WriteString(c, resp); err != nil {
-						return
-					}
-				}
-			}()
+			if len(line) <= 2 {
+				break
+			}
 		}
-	}()
-	return "http://" + ln.Addr().String()
+		_, err := io.WriteString(c, resp)
+		return err == nil
+	})
 }
 
 // BenchmarkClosedModelRequest is one request of a closed-model run, end to end through the

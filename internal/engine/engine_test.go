@@ -1,8 +1,10 @@
 package engine_test
 
 import (
+	"bufio"
 	"context"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -231,4 +233,31 @@ func hangingServer(t *testing.T) *httptest.Server {
 		srv.Close()
 	})
 	return srv
+}
+
+// rawServer is a target on 127.0.0.1 whose bytes the test writes itself: answer is called for
+// each request of each connection, with the connection's reader positioned at the request, and
+// the connection is closed once answer returns false. It returns the base URL.
+func rawServer(tb testing.TB, answer func(c net.Conn, br *bufio.Reader) bool) string {
+	tb.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				br := bufio.NewReader(c)
+				for answer(c, br) {
+				}
+			}()
+		}
+	}()
+	return "http://" + ln.Addr().String()
 }

@@ -114,34 +114,20 @@ load:
 // Large response headers and lower-case header names, as some proxies send, are read like any.
 func TestLargeAndLowercaseHeaders(t *testing.T) {
 	t.Parallel()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	defer ln.Close()
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				br := bufio.NewReader(c)
-				for {
-					req, err := http.ReadRequest(br)
-					if err != nil {
-						return
-					}
-					if req.URL.Path == "/a" {
-						fmt.Fprintf(c, "HTTP/1.1 302 Found\r\nlocation: /b\r\ncontent-length: 0\r\n\r\n")
-						continue
-					}
-					big := strings.Repeat("x", 10000)
-					fmt.Fprintf(c, "HTTP/1.1 200 OK\r\nx-policy: %s\r\ncontent-length: 2\r\n\r\nok", big)
-				}
-			}()
+	target := rawServer(t, func(c net.Conn, br *bufio.Reader) bool {
+		req, err := http.ReadRequest(br)
+		if err != nil {
+			return false
 		}
-	}()
-	s := parse(t, "http://"+ln.Addr().String(), `
+		if req.URL.Path == "/a" {
+			fmt.Fprintf(c, "HTTP/1.1 302 Found\r\nlocation: /b\r\ncontent-length: 0\r\n\r\n")
+			return true
+		}
+		big := strings.Repeat("x", 10000)
+		fmt.Fprintf(c, "HTTP/1.1 200 OK\r\nx-policy: %s\r\ncontent-length: 2\r\n\r\nok", big)
+		return true
+	})
+	s := parse(t, target, `
 version: 1
 name: headers
 session:
