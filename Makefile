@@ -4,6 +4,7 @@ GO      ?= go
 TOOLS   := $(GO) tool -modfile=tools/go.mod
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 REDOC_VERSION ?= 2.5.4
+GENERATED := api internal/postgres/dbsqlc sdk/proto
 
 .DEFAULT_GOAL := help
 .PHONY: help run build test generate verify lint bench docs-assets clean
@@ -19,20 +20,27 @@ build: ## build a static bin/barrage
 
 test: ## run every test; needs no PostgreSQL (TEST_DATABASE_URL, Docker, else an embedded one)
 	$(GO) test -race -count=1 ./...
+	cd sdk && $(GO) test -race -count=1 ./...
 
-generate: ## regenerate the oapi-codegen and sqlc code
+generate: ## regenerate the oapi-codegen, sqlc and protobuf code
 	$(GO) generate ./api ./internal/postgres
+	cd sdk && $(GO) generate .
 
 verify: generate ## regenerate and fail if the generated code or go.mod differ from what is committed
 	$(GO) mod tidy -diff
+	@# tools/buf is not tidied: buf's own tests need modules the proxy does not serve.
 	cd tools && $(GO) mod tidy -diff
-	@git diff --exit-code -- api internal/postgres/dbsqlc || (echo "generated code is stale: run make generate and commit" && exit 1)
-	@test -z "$$(git status --porcelain -- api internal/postgres/dbsqlc)" || (git status --porcelain -- api internal/postgres/dbsqlc; echo "untracked generated files: commit them" && exit 1)
+	cd sdk && $(GO) mod tidy -diff
+	cd sdk && $(GO) tool -modfile=../tools/buf/go.mod buf lint
+	@git diff --exit-code -- $(GENERATED) || (echo "generated code is stale: run make generate and commit" && exit 1)
+	@test -z "$$(git status --porcelain -- $(GENERATED))" || (git status --porcelain -- $(GENERATED); echo "untracked generated files: commit them" && exit 1)
 
 lint: ## go vet, gofmt and staticcheck
 	$(GO) vet ./...
+	cd sdk && $(GO) vet ./...
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (gofmt -l $$(git ls-files '*.go'); echo "run gofmt -w" && exit 1)
 	$(TOOLS) staticcheck ./...
+	cd sdk && $(GO) tool -modfile=../tools/go.mod staticcheck ./...
 
 bench: ## Go benchmarks, then the API under wrk, then barrage run against wrk and k6 on nginx
 	$(GO) test -run '^$$' -bench . -benchmem ./...

@@ -1,0 +1,362 @@
+package sdk
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	pb "github.com/barrage-load/barrage/sdk/proto/barrage/plugin/v1"
+)
+
+// Client is the host's side of a plugin: the same interfaces a plugin implements, carried over
+// gRPC. Package sdktest hands one to tests; Barrage's plugin host wraps one per process.
+type Client struct {
+	conn   *grpc.ClientConn
+	info   pb.InfoServiceClient
+	source pb.SourceModifierServiceClient
+
+	element elementClient
+	url     *urlClient
+}
+
+// Interface checks: the gRPC clients are the interfaces authors implement.
+var (
+	_ SessionElement = elementClient{}
+	_ URLHook        = (*urlClient)(nil)
+	_ SourceModifier = (*Client)(nil)
+)
+
+// NewClient returns a Client speaking to a plugin over conn.
+func NewClient(conn *grpc.ClientConn) *Client {
+	return &Client{
+		conn:    conn,
+		info:    pb.NewInfoServiceClient(conn),
+		source:  pb.NewSourceModifierServiceClient(conn),
+		element: elementClient{c: pb.NewSessionElementServiceClient(conn)},
+		url:     newURLClient(pb.NewURLServiceClient(conn)),
+	}
+}
+
+// Describe asks the plugin what it is.
+func (c *Client) Describe(ctx context.Context) (Info, error) {
+	d, err := c.info.Describe(ctx, &pb.DescribeRequest{})
+	if err != nil {
+		return Info{}, FromStatus(err)
+	}
+	return infoFromProto(d), nil
+}
+
+// Element returns the plugin's session element.
+func (c *Client) Element() SessionElement { return c.element }
+
+// URL returns the plugin's URL hook. Calls from many goroutines share one stream and travel in
+// batches.
+func (c *Client) URL() URLHook { return c.url }
+
+// Modify runs the plugin's source modifier.
+func (c *Client) Modify(ctx context.Context, script, config []byte) ([]byte, error) {
+	r, err := c.source.Modify(ctx, &pb.ModifyRequest{ScriptJson: string(script), ConfigJson: string(config)})
+	if err != nil {
+		return nil, FromStatus(err)
+	}
+	return []byte(r.GetScriptJson()), nil
+}
+
+// Close ends the URL hook's stream, if one was opened. The connection belongs to go-plugin.
+func (c *Client) Close() error {
+	c.url.close(ErrClosed)
+	return nil
+}
+
+// The errors a Client's methods return, besides *ConfigError for a config the plugin refused.
+// They wrap the plugin's own message.
+var (
+	// ErrUnavailable: the plugin process is gone or does not answer.
+	ErrUnavailable = errors.New("plugin unavailable")
+	// ErrTimeout: the call ran past its deadline.
+	ErrTimeout = errors.New("plugin call timed out")
+	// ErrUnimplemented: the plugin does not implement the hook.
+	ErrUnimplemented = errors.New("plugin does not implement this hook")
+	// ErrPlugin: the plugin's code returned an error.
+	ErrPlugin = errors.New("plugin error")
+	// ErrClosed: the client was closed.
+	ErrClosed = errors.New("plugin client closed")
+)
+
+// FromStatus maps a gRPC error from a plugin to the errors above.
+func FromStatus(err error) error {
+	if err == nil {
+		return nil
+	}
+	s, ok := status.FromError(err)
+	if !ok {
+		if errors.Is(err, context.DeadlineExceeded) {
+			return fmt.Errorf("%w: %v", ErrTimeout, err)
+		}
+		return err
+	}
+	msg := s.Message()
+	switch s.Code() {
+	case codes.InvalidArgument:
+		for _, d := range s.Details() {
+			if br, ok := d.(*errdetails.BadRequest); ok && len(br.GetFieldViolations()) > 0 {
+				v := br.GetFieldViolations()[0]
+				return &ConfigError{Field: v.GetField(), Reason: v.GetDescription()}
+			}
+		}
+		return &ConfigError{Reason: msg}
+	case codes.Unavailable:
+		return fmt.Errorf("%w: %s", ErrUnavailable, msg)
+	case codes.DeadlineExceeded:
+		return fmt.Errorf("%w: %s", ErrTimeout, msg)
+	case codes.Unimplemented:
+		return fmt.Errorf("%w: %s", ErrUnimplemented, msg)
+	case codes.Canceled:
+		return context.Canceled
+	}
+	return fmt.Errorf("%w: %s", ErrPlugin, msg)
+}
+
+type elementClient struct{ c pb.SessionElementServiceClient }
+
+func (e elementClient) Configure(ctx context.Context, config []byte) ([]string, error) {
+	r, err := e.c.Configure(ctx, &pb.ConfigureRequest{ConfigJson: string(config)})
+	if err != nil {
+		return nil, FromStatus(err)
+	}
+	return r.GetVariables(), nil
+}
+
+func (e elementClient) Next(ctx context.Context, n int) ([]Vars, error) {
+	r, err := e.c.Next(ctx, &pb.NextRequest{Count: uint32(n)})
+	if err != nil {
+		return nil, FromStatus(err)
+	}
+	out := make([]Vars, len(r.GetSets()))
+	for i, s := range r.GetSets() {
+		out[i] = s.GetVars()
+		if out[i] == nil {
+			out[i] = Vars{}
+		}
+	}
+	if r.GetExhausted() {
+		return out, ErrExhausted
+	}
+	return out, nil
+}
+
+// maxBatch bounds the calls sent in one message.
+const maxBatch = 256
+
+// urlClient gathers the calls of many goroutines into batches on one Exchange stream. There is
+// no waiting to fill a batch: a call is sent at once when the stream is idle, and the calls
+// that arrive while a batch is being sent go together in the next one, so batches grow with the
+// load and a lone call pays no delay.
+type urlClient struct {
+	c pb.URLServiceClient
+
+	startOnce sync.Once
+	queue     chan *pending
+
+	mu      sync.Mutex
+	waiting map[uint64]*pending
+	nextID  uint64
+	err     error // set once the stream has failed; every later call fails with it
+	cancel  context.CancelFunc
+	done    chan struct{}
+}
+
+type pending struct {
+	call *pb.Call
+	res  chan *pb.Result
+}
+
+var pendingPool = sync.Pool{New: func() any { return &pending{res: make(chan *pb.Result, 1)} }}
+
+func newURLClient(c pb.URLServiceClient) *urlClient {
+	return &urlClient{c: c, queue: make(chan *pending, maxBatch), waiting: make(map[uint64]*pending), done: make(chan struct{})}
+}
+
+func (u *urlClient) Configure(ctx context.Context, config []byte) error {
+	_, err := u.c.Configure(ctx, &pb.ConfigureRequest{ConfigJson: string(config)})
+	return FromStatus(err)
+}
+
+func (u *urlClient) Before(ctx context.Context, call Call, req *Request) error {
+	r, err := u.do(ctx, &pb.Call{
+		Vu: uint32(call.VU), Iteration: uint64(call.Iteration), RequestName: call.Request,
+		Phase: &pb.Call_Before{Before: requestToProto(req)},
+	})
+	if err != nil {
+		return err
+	}
+	if r.GetError() != "" {
+		return fmt.Errorf("%w: %s", ErrPlugin, r.GetError())
+	}
+	if nr := r.GetRequest(); nr != nil {
+		*req = *requestFromProto(nr)
+	}
+	return nil
+}
+
+func (u *urlClient) After(ctx context.Context, call Call, req *Request, resp *Response) (Outcome, error) {
+	r, err := u.do(ctx, &pb.Call{
+		Vu: uint32(call.VU), Iteration: uint64(call.Iteration), RequestName: call.Request,
+		Phase: &pb.Call_After{After: &pb.Completed{Request: requestToProto(req), Response: responseToProto(resp)}},
+	})
+	if err != nil {
+		return Outcome{}, err
+	}
+	if r.GetError() != "" {
+		return Outcome{}, fmt.Errorf("%w: %s", ErrPlugin, r.GetError())
+	}
+	return Outcome{Vars: r.GetVars(), Fail: r.GetFail()}, nil
+}
+
+// do sends one call and waits for its result.
+func (u *urlClient) do(ctx context.Context, call *pb.Call) (*pb.Result, error) {
+	u.startOnce.Do(u.start)
+	p := pendingPool.Get().(*pending)
+	p.call = call
+	u.mu.Lock()
+	if u.err != nil {
+		err := u.err
+		u.mu.Unlock()
+		pendingPool.Put(p)
+		return nil, err
+	}
+	u.nextID++
+	call.Id = u.nextID
+	u.waiting[call.Id] = p
+	u.mu.Unlock()
+
+	select {
+	case u.queue <- p:
+	case <-ctx.Done():
+		u.forget(call.Id)
+		return nil, ctxErr(ctx)
+	case <-u.done:
+		return nil, u.failure()
+	}
+	select {
+	case r := <-p.res:
+		p.call = nil
+		pendingPool.Put(p)
+		if r == nil {
+			return nil, u.failure()
+		}
+		return r, nil
+	case <-ctx.Done():
+		u.forget(call.Id)
+		return nil, ctxErr(ctx)
+	}
+}
+
+func ctxErr(ctx context.Context) error {
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return fmt.Errorf("%w: %v", ErrTimeout, ctx.Err())
+	}
+	return ctx.Err()
+}
+
+// forget drops a call whose caller stopped waiting; its result, if it comes, is discarded. The
+// pending value is not reused: the receiver may still hold it.
+func (u *urlClient) forget(id uint64) {
+	u.mu.Lock()
+	delete(u.waiting, id)
+	u.mu.Unlock()
+}
+
+func (u *urlClient) failure() error {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.err == nil {
+		return ErrClosed
+	}
+	return u.err
+}
+
+// start opens the stream and its sender and receiver.
+func (u *urlClient) start() {
+	ctx, cancel := context.WithCancel(context.Background())
+	u.cancel = cancel
+	stream, err := u.c.Exchange(ctx)
+	if err != nil {
+		u.close(FromStatus(err))
+		return
+	}
+	go u.send(stream)
+	go u.receive(stream)
+}
+
+func (u *urlClient) send(stream pb.URLService_ExchangeClient) {
+	for {
+		var p *pending
+		select {
+		case p = <-u.queue:
+		case <-u.done:
+			_ = stream.CloseSend()
+			return
+		}
+		// A new message each time: gRPC may still hold the one sent before.
+		batch := &pb.ExchangeRequest{Calls: []*pb.Call{p.call}}
+	gather:
+		for len(batch.Calls) < maxBatch {
+			select {
+			case p = <-u.queue:
+				batch.Calls = append(batch.Calls, p.call)
+			default:
+				break gather
+			}
+		}
+		if err := stream.Send(batch); err != nil {
+			return // the stream is broken: receive sees why and fails every call
+		}
+	}
+}
+
+func (u *urlClient) receive(stream pb.URLService_ExchangeClient) {
+	for {
+		r, err := stream.Recv()
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				err = fmt.Errorf("%w: the plugin ended the stream", ErrUnavailable)
+			}
+			u.close(FromStatus(err))
+			return
+		}
+		u.mu.Lock()
+		for _, res := range r.GetResults() {
+			if p, ok := u.waiting[res.GetId()]; ok {
+				delete(u.waiting, res.GetId())
+				p.res <- res
+			}
+		}
+		u.mu.Unlock()
+	}
+}
+
+// close fails every waiting call and every later one with err.
+func (u *urlClient) close(err error) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.err != nil {
+		return
+	}
+	u.err = err
+	for id, p := range u.waiting {
+		delete(u.waiting, id)
+		p.res <- nil
+	}
+	close(u.done)
+	if u.cancel != nil {
+		u.cancel()
+	}
+}

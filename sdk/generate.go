@@ -1,0 +1,3 @@
+package sdk
+
+//go:generate go tool -modfile=../tools/buf/go.mod buf generate

@@ -1,0 +1,191 @@
+package sdk_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/barrage-load/barrage/sdk"
+	"github.com/barrage-load/barrage/sdk/sdktest"
+)
+
+// counter hands out n numbered values, then is exhausted.
+type counter struct {
+	mu   sync.Mutex
+	next int
+	last int
+}
+
+func (c *counter) Configure(_ context.Context, config []byte) ([]string, error) {
+	var cfg struct{ Count int }
+	if err := json.Unmarshal(config, &cfg); err != nil {
+		return nil, &sdk.ConfigError{Reason: err.Error()}
+	}
+	if cfg.Count <= 0 {
+		return nil, &sdk.ConfigError{Field: "count", Reason: "must be positive"}
+	}
+	c.last = cfg.Count
+	return []string{"n"}, nil
+}
+
+func (c *counter) Next(_ context.Context, n int) ([]sdk.Vars, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []sdk.Vars
+	for len(out) < n && c.next < c.last {
+		c.next++
+		out = append(out, sdk.Vars{"n": fmt.Sprint(c.next)})
+	}
+	if c.next == c.last {
+		return out, sdk.ErrExhausted
+	}
+	return out, nil
+}
+
+// tagger adds a header naming the VU before, and fails responses whose status is 500 after.
+type tagger struct{}
+
+func (tagger) Configure(context.Context, []byte) error { return nil }
+
+func (tagger) Before(_ context.Context, call sdk.Call, req *sdk.Request) error {
+	if call.Request == "panic" {
+		panic("boom")
+	}
+	if call.Request == "refuse" {
+		return errors.New("refused")
+	}
+	req.Header.Set("X-VU", fmt.Sprint(call.VU))
+	req.URL += "?signed=1"
+	return nil
+}
+
+func (tagger) After(_ context.Context, _ sdk.Call, _ *sdk.Request, resp *sdk.Response) (sdk.Outcome, error) {
+	if resp.Status == 500 {
+		return sdk.Outcome{Fail: "server error: " + string(resp.BodyPreview)}, nil
+	}
+	return sdk.Outcome{Vars: sdk.Vars{"status": fmt.Sprint(resp.Status)}}, nil
+}
+
+type upper struct{}
+
+func (upper) Modify(_ context.Context, script, _ []byte) ([]byte, error) {
+	return []byte(strings.ToUpper(string(script))), nil
+}
+
+func testPlugin() *sdk.Plugin {
+	return &sdk.Plugin{
+		Name: "all", Version: "1.0.0", Scope: sdk.ScopeIteration,
+		ConfigSchema: `{"type":"object"}`,
+		Element:      &counter{}, URL: tagger{}, Source: upper{},
+	}
+}
+
+func TestDescribe(t *testing.T) {
+	t.Parallel()
+	c := sdktest.Start(t, testPlugin())
+	info, err := c.Describe(context.Background())
+	require.NoError(t, err)
+	require.Equal(t, sdk.Info{
+		Name: "all", Version: "1.0.0", Scope: sdk.ScopeIteration, ConfigSchema: `{"type":"object"}`,
+		Kinds:           []sdk.Kind{sdk.KindSessionElement, sdk.KindURL, sdk.KindSourceModifier},
+		ProtocolVersion: sdk.ProtocolVersion,
+	}, info)
+}
+
+func TestElementHandsOutEveryValueOnceThenIsExhausted(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c := sdktest.Start(t, testPlugin())
+	vars, err := c.Element().Configure(ctx, []byte(`{"count":5}`))
+	require.NoError(t, err)
+	require.Equal(t, []string{"n"}, vars)
+
+	got, err := c.Element().Next(ctx, 3)
+	require.NoError(t, err)
+	require.Equal(t, []sdk.Vars{{"n": "1"}, {"n": "2"}, {"n": "3"}}, got)
+	got, err = c.Element().Next(ctx, 3)
+	require.ErrorIs(t, err, sdk.ErrExhausted)
+	require.Equal(t, []sdk.Vars{{"n": "4"}, {"n": "5"}}, got)
+}
+
+func TestConfigErrorNamesTheField(t *testing.T) {
+	t.Parallel()
+	c := sdktest.Start(t, testPlugin())
+	_, err := c.Element().Configure(context.Background(), []byte(`{"count":0}`))
+	var ce *sdk.ConfigError
+	require.ErrorAs(t, err, &ce)
+	require.Equal(t, "config.count: must be positive", ce.Error())
+}
+
+func TestURLHookConcurrentCallsEachGetTheirOwnAnswer(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c := sdktest.Start(t, testPlugin())
+	require.NoError(t, c.URL().Configure(ctx, []byte(`{}`)))
+
+	var wg sync.WaitGroup
+	errs := make(chan error, 200)
+	for vu := 1; vu <= 200; vu++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			req := &sdk.Request{Method: "GET", URL: "http://127.0.0.1/x", Header: http.Header{}}
+			if err := c.URL().Before(ctx, sdk.Call{VU: vu, Iteration: 1, Request: "r"}, req); err != nil {
+				errs <- err
+				return
+			}
+			if req.Header.Get("X-VU") != fmt.Sprint(vu) || req.URL != "http://127.0.0.1/x?signed=1" {
+				errs <- fmt.Errorf("vu %d got header %q url %q", vu, req.Header.Get("X-VU"), req.URL)
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err)
+	}
+
+	out, err := c.URL().After(ctx, sdk.Call{VU: 1, Iteration: 1}, &sdk.Request{Method: "GET"}, &sdk.Response{Status: 500, BodyPreview: []byte("db down")})
+	require.NoError(t, err)
+	require.Equal(t, "server error: db down", out.Fail)
+	out, err = c.URL().After(ctx, sdk.Call{VU: 1, Iteration: 1}, &sdk.Request{Method: "GET"}, &sdk.Response{Status: 201})
+	require.NoError(t, err)
+	require.Equal(t, sdk.Outcome{Vars: sdk.Vars{"status": "201"}}, out)
+}
+
+func TestURLHookErrorsAndPanicsFailOnlyTheirCall(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c := sdktest.Start(t, testPlugin())
+	err := c.URL().Before(ctx, sdk.Call{VU: 1, Request: "panic"}, &sdk.Request{Header: http.Header{}})
+	require.ErrorIs(t, err, sdk.ErrPlugin)
+	require.ErrorContains(t, err, "plugin panicked: boom")
+	err = c.URL().Before(ctx, sdk.Call{VU: 1, Request: "refuse"}, &sdk.Request{Header: http.Header{}})
+	require.ErrorIs(t, err, sdk.ErrPlugin)
+	require.ErrorContains(t, err, "refused")
+	require.NoError(t, c.URL().Before(ctx, sdk.Call{VU: 1, Request: "ok"}, &sdk.Request{Header: http.Header{}}))
+}
+
+func TestSourceModifier(t *testing.T) {
+	t.Parallel()
+	c := sdktest.Start(t, testPlugin())
+	out, err := c.Modify(context.Background(), []byte(`{"name":"x"}`), nil)
+	require.NoError(t, err)
+	require.Equal(t, `{"NAME":"X"}`, string(out))
+}
+
+func TestUnimplementedHook(t *testing.T) {
+	t.Parallel()
+	c := sdktest.Start(t, &sdk.Plugin{Name: "src", Version: "1.0.0", Source: upper{}})
+	_, err := c.Element().Next(context.Background(), 1)
+	require.ErrorIs(t, err, sdk.ErrUnimplemented)
+	err = c.URL().Before(context.Background(), sdk.Call{}, &sdk.Request{Header: http.Header{}})
+	require.ErrorIs(t, err, sdk.ErrUnimplemented)
+}

@@ -1,0 +1,36 @@
+// Package sdktest runs a plugin in-process for its author's tests. The plugin is served over a
+// real gRPC connection through go-plugin's test harness, so a test exercises the same encoding
+// and the same batching as a run does, without building a binary.
+//
+//	func TestSign(t *testing.T) {
+//		c := sdktest.Start(t, newPlugin())
+//		require.NoError(t, c.URL().Configure(ctx, []byte(`{"key":"k"}`)))
+//		req := &sdk.Request{Method: "GET", URL: "http://127.0.0.1/x", Header: http.Header{}}
+//		require.NoError(t, c.URL().Before(ctx, sdk.Call{VU: 1, Iteration: 1}, req))
+//		...
+//	}
+package sdktest
+
+import (
+	"testing"
+
+	"github.com/hashicorp/go-plugin"
+
+	"github.com/barrage-load/barrage/sdk"
+)
+
+// Start serves p in-process and returns the host's client for it. Both end with the test.
+func Start(t testing.TB, p *sdk.Plugin) *sdk.Client {
+	t.Helper()
+	// Closing the client shuts the server down through go-plugin's controller.
+	client, _ := plugin.TestPluginGRPCConn(t, false, sdk.PluginSet(p))
+	c, err := sdk.Dispense(client)
+	if err != nil {
+		t.Fatalf("sdktest: %v", err)
+	}
+	t.Cleanup(func() {
+		_ = c.Close()
+		_ = client.Close()
+	})
+	return c
+}
