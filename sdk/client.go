@@ -124,7 +124,9 @@ func FromStatus(err error) error {
 	return fmt.Errorf("%w: %s", ErrPlugin, msg)
 }
 
-type elementClient struct{ c pb.SessionElementServiceClient }
+type elementClient struct {
+	c pb.SessionElementServiceClient
+}
 
 func (e elementClient) Configure(ctx context.Context, config []byte) ([]string, error) {
 	r, err := e.c.Configure(ctx, &pb.ConfigureRequest{ConfigJson: string(config)})
