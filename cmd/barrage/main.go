@@ -3,6 +3,8 @@
 package main
 
 import (
+	"github.com/barrage-load/barrage/internal/pluginhost"
+
 	"context"
 	"errors"
 	"flag"
@@ -17,6 +19,7 @@ import (
 var version = "dev"
 
 func main() {
+	pluginhost.Launch() // when started as a plugin's launcher, becomes the plugin
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := run(ctx, os.Args[1:], os.Getenv, os.Stdin, os.Stdout, os.Stderr)
 	stop()

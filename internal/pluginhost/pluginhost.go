@@ -1,0 +1,435 @@
+// Package pluginhost starts plugins and speaks to them. Plugins are code written by strangers,
+// so a plugin runs from a copy of its binary whose sha256 was verified, through go-plugin with
+// gRPC only and AutoMTLS, with no host environment beyond an allow-list, under resource limits,
+// in a process group of its own, as an unprivileged user when the host is root. The whole group
+// is killed when the plugin misses a deadline or the host closes it, and a plugin outlives a
+// dead host by no more than the host's next start (parent-death signal, then a sweep).
+//
+// A started plugin is a *Process whose hooks have the SDK's interfaces; their errors are
+// *Error values that name the plugin and say what went wrong.
+package pluginhost
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/go-plugin"
+	gpr "github.com/hashicorp/go-plugin/runner"
+
+	"github.com/barrage-load/barrage/sdk"
+)
+
+// Spec names a plugin binary and the sha256 it must have.
+type Spec struct {
+	Name    string
+	Version string
+	Path    string
+	SHA256  string // hex
+}
+
+// String is name@version.
+func (s Spec) String() string { return s.Name + "@" + s.Version }
+
+// Limits bound a plugin process; zero leaves a limit as inherited.
+type Limits struct {
+	AddressSpace uint64 // bytes of virtual memory (RLIMIT_AS)
+	OpenFiles    uint64 // file descriptors (RLIMIT_NOFILE)
+	FileSize     uint64 // bytes of the largest file it may write (RLIMIT_FSIZE)
+	// Processes (RLIMIT_NPROC) counts every process and thread of the plugin's user. It is only
+	// applied when plugins run as a user of their own (the host is root); otherwise it would
+	// count the host's threads too.
+	Processes uint64
+}
+
+// DefaultLimits leave room for a Go or Python plugin with a few hundred VUs' worth of state.
+var DefaultLimits = Limits{AddressSpace: 4 << 30, OpenFiles: 1024, FileSize: 64 << 20, Processes: 512}
+
+// Options configure a Host.
+type Options struct {
+	// Launcher is a Barrage binary whose main calls Launch; empty means this executable.
+	Launcher string
+	// Env is the plugin's whole environment besides go-plugin's own variables: "NAME=value"
+	// entries. Nothing of the host's environment reaches a plugin unless it is listed here.
+	Env []string
+	// Limits bound each plugin process; zero means DefaultLimits.
+	Limits Limits
+	// User the plugins run as when the host is root; empty means "nobody".
+	User string
+	// StartTimeout bounds the start and handshake; zero means 10 s.
+	StartTimeout time.Duration
+	// CallTimeout bounds each call into a plugin; a plugin that misses it is killed. Zero means
+	// 10 s.
+	CallTimeout time.Duration
+	// Logger receives the plugins' stderr and lifecycle at debug level.
+	Logger *slog.Logger
+}
+
+// Host starts plugin processes and ends them.
+type Host struct {
+	opts   Options
+	runDir string
+	uid    int
+	gid    int
+
+	mu    sync.Mutex
+	procs map[*Process]struct{}
+}
+
+// New returns a Host. It first kills the plugins a previous host left behind when it died.
+func New(opts Options) (*Host, error) {
+	if opts.Launcher == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return nil, fmt.Errorf("plugin launcher: %w", err)
+		}
+		opts.Launcher = exe
+	}
+	if opts.Limits == (Limits{}) {
+		opts.Limits = DefaultLimits
+	}
+	if opts.StartTimeout == 0 {
+		opts.StartTimeout = 10 * time.Second
+	}
+	if opts.CallTimeout == 0 {
+		opts.CallTimeout = 10 * time.Second
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	h := &Host{opts: opts, uid: -1, gid: -1, procs: make(map[*Process]struct{})}
+	if os.Geteuid() == 0 {
+		name := opts.User
+		if name == "" {
+			name = "nobody"
+		}
+		u, err := user.Lookup(name)
+		if err != nil {
+			return nil, fmt.Errorf("plugin user: %w", err)
+		}
+		h.uid, _ = strconv.Atoi(u.Uid)
+		h.gid, _ = strconv.Atoi(u.Gid)
+	} else {
+		h.opts.Limits.Processes = 0
+	}
+	sweep(opts.Logger)
+	dir, err := os.MkdirTemp("", "barrage-plugins-")
+	if err != nil {
+		return nil, err
+	}
+	// Others may enter to run the copies but not list or change them.
+	if err := os.Chmod(dir, 0o711); err != nil {
+		return nil, err
+	}
+	h.runDir = dir
+	return h, nil
+}
+
+// Close kills every plugin the host started and removes their copies.
+func (h *Host) Close() error {
+	h.mu.Lock()
+	procs := make([]*Process, 0, len(h.procs))
+	for p := range h.procs {
+		procs = append(procs, p)
+	}
+	h.mu.Unlock()
+	for _, p := range procs {
+		p.Close()
+	}
+	return os.RemoveAll(h.runDir)
+}
+
+// Start starts the plugin spec names and asks it what it is.
+func (h *Host) Start(ctx context.Context, spec Spec) (*Process, error) {
+	path, err := h.copyVerified(spec)
+	if err != nil {
+		return nil, err
+	}
+	p := &Process{spec: spec, host: h, path: path}
+	hlog := hclog.New(&hclog.LoggerOptions{
+		Name: spec.String(), Level: hclog.Debug,
+		Output: &slogWriter{log: h.opts.Logger.With("plugin", spec.String())},
+	})
+	unixCfg := &plugin.UnixSocketConfig{TempDir: h.runDir}
+	if h.gid >= 0 {
+		unixCfg.Group = strconv.Itoa(h.gid)
+	}
+	cfg := &plugin.ClientConfig{
+		HandshakeConfig:  sdk.Handshake,
+		VersionedPlugins: sdk.PluginSets(),
+		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
+		AutoMTLS:         true,
+		SkipHostEnv:      true,
+		StartTimeout:     h.opts.StartTimeout,
+		Logger:           hlog,
+		UnixSocketConfig: unixCfg,
+		RunnerFunc: func(_ hclog.Logger, cmd *exec.Cmd, _ string) (gpr.Runner, error) {
+			p.run = h.runner(spec, path, cmd.Env)
+			return p.run, nil
+		},
+	}
+	p.client = plugin.NewClient(cfg)
+	started := time.Now()
+	rpc, err := p.client.Client()
+	if err != nil {
+		p.kill()
+		return nil, p.startError(err, time.Since(started))
+	}
+	sc, err := sdk.Dispense(rpc)
+	if err != nil {
+		p.kill()
+		return nil, &Error{Plugin: spec.String(), Reason: ReasonHandshake, Err: err}
+	}
+	p.sdk = sc
+	h.mu.Lock()
+	h.procs[p] = struct{}{}
+	h.mu.Unlock()
+
+	dctx, cancel := context.WithTimeout(ctx, h.opts.CallTimeout)
+	defer cancel()
+	info, err := sc.Describe(dctx)
+	if err != nil {
+		err = p.wrap(err)
+		p.Close()
+		return nil, err
+	}
+	if info.Name != spec.Name || info.Version != spec.Version {
+		p.Close()
+		return nil, &Error{Plugin: spec.String(), Reason: ReasonHandshake,
+			Err: fmt.Errorf("the binary says it is %s@%s", info.Name, info.Version)}
+	}
+	p.info = info
+	return p, nil
+}
+
+// copyVerified copies the plugin's binary into the host's own directory, hashing it on the
+// way, and checks the copy with go-plugin's SecureConfig. The copy is what runs: nobody can
+// swap it between the check and the start, and the plugin's user can execute it wherever the
+// original lies.
+func (h *Host) copyVerified(spec Spec) (string, error) {
+	want, err := hex.DecodeString(spec.SHA256)
+	if err != nil || len(want) != sha256.Size {
+		return "", &Error{Plugin: spec.String(), Reason: ReasonChecksum, Err: errors.New("the expected sha256 is not 64 hex digits")}
+	}
+	src, err := os.Open(spec.Path)
+	if err != nil {
+		return "", &Error{Plugin: spec.String(), Reason: ReasonNotFound, Err: err}
+	}
+	defer src.Close()
+	var rnd [6]byte
+	_, _ = rand.Read(rnd[:])
+	path := filepath.Join(h.runDir, fmt.Sprintf("%s-%s-%x", filepath.Base(spec.Name), spec.Version, rnd))
+	dst, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o555)
+	if err != nil {
+		return "", err
+	}
+	hash := sha256.New()
+	_, err = io.Copy(io.MultiWriter(dst, hash), src)
+	if cerr := dst.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		_ = os.Remove(path)
+		return "", fmt.Errorf("copy plugin %s: %w", spec, err)
+	}
+	ok, err := (&plugin.SecureConfig{Checksum: want, Hash: sha256.New()}).Check(path)
+	if err != nil || !ok {
+		_ = os.Remove(path)
+		return "", &Error{Plugin: spec.String(), Reason: ReasonChecksum,
+			Err: fmt.Errorf("%s has sha256 %x, want %s; it was not started", spec.Path, hash.Sum(nil), spec.SHA256)}
+	}
+	return path, nil
+}
+
+// runner prepares the launcher command for a plugin.
+func (h *Host) runner(spec Spec, path string, pluginEnv []string) *procRunner {
+	lf := launchFlags{limits: h.opts.Limits, uid: h.uid, gid: h.gid, parent: os.Getpid(), path: path}
+	env := append([]string{}, h.opts.Env...)
+	cookie := sdk.Handshake.MagicCookieKey + "="
+	for _, e := range pluginEnv {
+		if strings.HasPrefix(e, cookie) {
+			lf.cookie = e
+		} else {
+			env = append(env, e)
+		}
+	}
+	cmd := exec.Command(h.opts.Launcher, lf.args()...)
+	if !hasEnv(env, "PATH") {
+		env = append(env, "PATH=/usr/local/bin:/usr/bin:/bin")
+	}
+	cmd.Env = append(env, "TMPDIR="+os.TempDir(), markerEnv+"="+hostMarker())
+	cmd.Dir = h.runDir
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	return &procRunner{cmd: cmd, name: spec.String()}
+}
+
+func hasEnv(env []string, name string) bool {
+	for _, e := range env {
+		if strings.HasPrefix(e, name+"=") {
+			return true
+		}
+	}
+	return false
+}
+
+// Process is a started plugin.
+type Process struct {
+	spec   Spec
+	info   sdk.Info
+	host   *Host
+	path   string
+	client *plugin.Client
+	sdk    *sdk.Client
+	run    *procRunner
+
+	closeOnce sync.Once
+	killed    bool
+	mu        sync.Mutex
+}
+
+// Info is what the plugin said it is.
+func (p *Process) Info() sdk.Info { return p.info }
+
+// Spec is the plugin's name, version and binary.
+func (p *Process) Spec() Spec { return p.spec }
+
+// Pid is the plugin's process id (and process group id).
+func (p *Process) Pid() int {
+	if p.run == nil || p.run.cmd.Process == nil {
+		return 0
+	}
+	return p.run.cmd.Process.Pid
+}
+
+// Close ends the plugin and everything it started.
+func (p *Process) Close() {
+	p.closeOnce.Do(func() {
+		if p.sdk != nil {
+			_ = p.sdk.Close()
+		}
+		p.kill()
+		p.host.mu.Lock()
+		delete(p.host.procs, p)
+		p.host.mu.Unlock()
+		_ = os.Remove(p.path)
+	})
+}
+
+// kill ends the process group at once, then lets go-plugin clean up.
+func (p *Process) kill() {
+	p.mu.Lock()
+	p.killed = true
+	p.mu.Unlock()
+	if p.run != nil {
+		_ = p.run.Kill(context.Background())
+	}
+	if p.client != nil {
+		p.client.Kill()
+	}
+}
+
+// startError says why a plugin did not start, from what the runner saw.
+func (p *Process) startError(err error, took time.Duration) error {
+	e := &Error{Plugin: p.spec.String(), Err: err}
+	if p.run == nil {
+		e.Reason = ReasonHandshake
+		return e
+	}
+	line, gotLine, exited, exitErr := p.run.observed()
+	switch {
+	case gotLine && !looksLikeHandshake(line):
+		e.Reason, e.Err = ReasonStdout, fmt.Errorf("its first line was %q", truncate(line, 120))
+	case gotLine && !speaksProtocol(line):
+		e.Reason, e.Err = ReasonProtocol, fmt.Errorf("it offered %q; this host speaks plugin protocol %d", line, sdk.ProtocolVersion)
+	case took >= p.host.opts.StartTimeout:
+		e.Reason, e.Err = ReasonTimeout, fmt.Errorf("no handshake within %s; killed", p.host.opts.StartTimeout)
+	case exited:
+		e.Reason, e.Err = ReasonCrashed, p.exitError(exitErr)
+	default:
+		e.Reason = ReasonHandshake
+	}
+	return e
+}
+
+func (p *Process) exitError(exitErr error) error {
+	msg := "exited"
+	if exitErr != nil {
+		msg = exitErr.Error()
+	}
+	if line := p.run.stderr.headline(); line != "" {
+		msg += ": " + line
+	}
+	return errors.New(msg)
+}
+
+// wrap turns an error of a call into the plugin into an *Error. A plugin that misses the
+// deadline of a call is killed: on the request path, a hung plugin would stall every VU.
+func (p *Process) wrap(err error) error {
+	if err == nil {
+		return nil
+	}
+	e := &Error{Plugin: p.spec.String(), Err: err}
+	var ce *sdk.ConfigError
+	switch {
+	case errors.As(err, &ce):
+		e.Reason = ReasonConfig
+	case errors.Is(err, sdk.ErrTimeout):
+		p.Close()
+		e.Reason, e.Err = ReasonTimeout, fmt.Errorf("no answer within %s; killed", p.host.opts.CallTimeout)
+	case errors.Is(err, sdk.ErrUnavailable), errors.Is(err, sdk.ErrClosed):
+		if p.run != nil {
+			// Give go-plugin a moment to reap the process so the exit status is known.
+			for i := 0; i < 20; i++ {
+				if _, _, exited, _ := p.run.observed(); exited {
+					break
+				}
+				time.Sleep(5 * time.Millisecond)
+			}
+			if _, _, exited, exitErr := p.run.observed(); exited {
+				p.mu.Lock()
+				killed := p.killed
+				p.mu.Unlock()
+				if !killed {
+					e.Reason, e.Err = ReasonCrashed, p.exitError(exitErr)
+					return e
+				}
+			}
+		}
+		e.Reason = ReasonUnavailable
+	case errors.Is(err, sdk.ErrUnimplemented):
+		e.Reason = ReasonUnimplemented
+	default:
+		e.Reason = ReasonFailed
+	}
+	return e
+}
+
+// callCtx bounds one call into the plugin.
+func (p *Process) callCtx(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, p.host.opts.CallTimeout)
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
+
+// RunDir is the directory the host's plugins run in (and from).
+func (h *Host) RunDir() string { return h.runDir }

@@ -1,0 +1,284 @@
+package pluginhost_test
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/barrage-load/barrage/internal/pluginhost"
+	"github.com/barrage-load/barrage/sdk"
+)
+
+// testPlugin is the binary of testdata/testplugin, built once.
+var testPlugin string
+
+func TestMain(m *testing.M) {
+	pluginhost.Launch() // this test binary is the plugin launcher
+	dir, err := os.MkdirTemp("", "pluginhost-test-")
+	if err != nil {
+		panic(err)
+	}
+	testPlugin = filepath.Join(dir, "testplugin")
+	build := exec.Command("go", "build", "-o", testPlugin, "./testdata/testplugin")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	out, err := build.CombinedOutput()
+	if err != nil {
+		panic(fmt.Sprintf("build test plugin: %v\n%s", err, out))
+	}
+	code := m.Run()
+	_ = os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+func sha(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	s := sha256.Sum256(b)
+	return hex.EncodeToString(s[:])
+}
+
+// newHost returns a host of its own for one test, closed at the end.
+func newHost(t *testing.T, opts pluginhost.Options) *pluginhost.Host {
+	t.Helper()
+	h, err := pluginhost.New(opts)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = h.Close() })
+	return h
+}
+
+// spec names the test plugin in one of its modes.
+func spec(t *testing.T, mode string) pluginhost.Spec {
+	return pluginhost.Spec{Name: mode, Version: "1.0.0", Path: testPlugin, SHA256: sha(t, testPlugin)}
+}
+
+// script writes a shell-script plugin and returns its spec.
+func script(t *testing.T, name, body string) pluginhost.Spec {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), name)
+	require.NoError(t, os.WriteFile(path, []byte("#!/bin/sh\n"+body+"\n"), 0o755))
+	return pluginhost.Spec{Name: name, Version: "1.0.0", Path: path, SHA256: sha(t, path)}
+}
+
+func requireReason(t *testing.T, err error, want pluginhost.Reason) *pluginhost.Error {
+	t.Helper()
+	var pe *pluginhost.Error
+	require.ErrorAs(t, err, &pe, "got %v", err)
+	require.Equal(t, want, pe.Reason, "got %v", err)
+	return pe
+}
+
+// processesIn lists the live processes whose working directory is dir: a plugin and anything
+// it started (the host runs plugins in its own directory).
+func processesIn(dir string) []int {
+	entries, _ := os.ReadDir("/proc")
+	var pids []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if cwd, err := os.Readlink(filepath.Join("/proc", e.Name(), "cwd")); err == nil && cwd == dir {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+func requireNoProcessesIn(t *testing.T, dir string) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for len(processesIn(dir)) > 0 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	require.Empty(t, processesIn(dir), "processes left in %s", dir)
+}
+
+func runDir(t *testing.T, h *pluginhost.Host) string {
+	t.Helper()
+	return h.RunDir()
+}
+
+func TestStartRunsAPluginConfinedAndItsHooksWork(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	h := newHost(t, pluginhost.Options{})
+	p, err := h.Start(ctx, spec(t, "good"))
+	require.NoError(t, err)
+	require.Equal(t, "good", p.Info().Name)
+	require.Equal(t, []sdk.Kind{sdk.KindSessionElement, sdk.KindURL}, p.Info().Kinds)
+
+	vars, err := p.Element().Configure(ctx, []byte(`{}`))
+	require.NoError(t, err)
+	require.Equal(t, []string{"n"}, vars)
+	sets, err := p.Element().Next(ctx, 3)
+	require.NoError(t, err)
+	require.Len(t, sets, 3)
+	req := &sdk.Request{Method: "GET", URL: "http://127.0.0.1/", Header: http.Header{}}
+	require.NoError(t, p.URL().Before(ctx, sdk.Call{VU: 1, Iteration: 1}, req))
+	require.Equal(t, "1", req.Header.Get("X-Test"))
+
+	limits, err := os.ReadFile(fmt.Sprintf("/proc/%d/limits", p.Pid()))
+	require.NoError(t, err)
+	require.Regexp(t, `Max address space\s+4294967296\s+4294967296`, string(limits))
+	require.Regexp(t, `Max open files\s+1024\s+1024`, string(limits))
+	require.Regexp(t, `Max file size\s+67108864\s+67108864`, string(limits))
+	pgid, err := syscall.Getpgid(p.Pid())
+	require.NoError(t, err)
+	require.Equal(t, p.Pid(), pgid, "the plugin leads a process group of its own")
+	if os.Geteuid() == 0 {
+		require.Regexp(t, `Max processes\s+512\s+512`, string(limits))
+		nobody, err := user.Lookup("nobody")
+		require.NoError(t, err)
+		status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.Pid()))
+		require.NoError(t, err)
+		require.Regexp(t, `(?m)^Uid:\s+`+nobody.Uid+`\s`, string(status), "runs as nobody")
+	}
+
+	dir := runDir(t, h)
+	p.Close()
+	requireNoProcessesIn(t, dir)
+}
+
+func TestTamperedBinaryIsRefusedBeforeItRuns(t *testing.T) {
+	t.Parallel()
+	h := newHost(t, pluginhost.Options{})
+	s := script(t, "tampered", "touch ran; exit 0")
+	s.SHA256 = strings.Repeat("ab", 32)
+	_, err := h.Start(context.Background(), s)
+	pe := requireReason(t, err, pluginhost.ReasonChecksum)
+	require.ErrorContains(t, pe, "it was not started")
+	require.NoFileExists(t, filepath.Join(h.RunDir(), "ran"))
+	require.Empty(t, processesIn(h.RunDir()))
+}
+
+func TestPrintingToStdoutBeforeTheHandshakeIsNamed(t *testing.T) {
+	t.Parallel()
+	h := newHost(t, pluginhost.Options{StartTimeout: 5 * time.Second})
+	_, err := h.Start(context.Background(), script(t, "chatty", "echo 'starting up, hello'; sleep 30"))
+	pe := requireReason(t, err, pluginhost.ReasonStdout)
+	require.ErrorContains(t, pe, `"starting up, hello"`)
+	require.ErrorContains(t, pe, "plugin chatty@1.0.0: printed to stdout before the handshake")
+	requireNoProcessesIn(t, h.RunDir())
+}
+
+func TestTheSDKKeepsAnAuthorsPrintsOffTheHandshake(t *testing.T) {
+	t.Parallel()
+	h := newHost(t, pluginhost.Options{})
+	p, err := h.Start(context.Background(), spec(t, "stdio"))
+	require.NoError(t, err)
+	p.Close()
+}
+
+func TestProtocolMismatchIsNamed(t *testing.T) {
+	t.Parallel()
+	h := newHost(t, pluginhost.Options{})
+	_, err := h.Start(context.Background(), script(t, "future", "echo '1|99|tcp|127.0.0.1:1|grpc'; sleep 30"))
+	pe := requireReason(t, err, pluginhost.ReasonProtocol)
+	require.ErrorContains(t, pe, "plugin protocol 1")
+	requireNoProcessesIn(t, h.RunDir())
+}
+
+func TestAPluginThatHangsAtStartIsKilledWithItsChildren(t *testing.T) {
+	t.Parallel()
+	h := newHost(t, pluginhost.Options{StartTimeout: time.Second})
+	_, err := h.Start(context.Background(), script(t, "sleepy", "sleep 300 & sleep 300"))
+	requireReason(t, err, pluginhost.ReasonTimeout)
+	requireNoProcessesIn(t, h.RunDir())
+}
+
+func TestAPluginThatHangsInAHookIsKilledAtTheDeadlineWithItsChildren(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	h := newHost(t, pluginhost.Options{CallTimeout: time.Second})
+	p, err := h.Start(ctx, spec(t, "hang"))
+	require.NoError(t, err)
+	err = p.URL().Before(ctx, sdk.Call{VU: 1, Iteration: 1}, &sdk.Request{Header: http.Header{}})
+	pe := requireReason(t, err, pluginhost.ReasonTimeout)
+	require.ErrorContains(t, pe, "killed")
+	requireNoProcessesIn(t, h.RunDir())
+}
+
+func TestAPluginSeesNoHostSecrets(t *testing.T) {
+	// Not parallel: it sets the host's environment.
+	t.Setenv("DATABASE_URL", "postgres://admin:hunter2@127.0.0.1/barrage")
+	t.Setenv("BARRAGE_JWT_KEY", "hunter2-signing-key")
+	ctx := context.Background()
+	h := newHost(t, pluginhost.Options{Env: []string{"PLUGIN_SETTING=allowed"}})
+	p, err := h.Start(ctx, spec(t, "env"))
+	require.NoError(t, err)
+	defer p.Close()
+	sets, err := p.Element().Next(ctx, 1)
+	require.NoError(t, err)
+	require.Len(t, sets, 1)
+	env := sets[0]
+	require.Equal(t, "allowed", env["PLUGIN_SETTING"])
+	require.NotContains(t, env, "DATABASE_URL")
+	require.NotContains(t, env, "BARRAGE_JWT_KEY")
+	for k, v := range env {
+		require.NotContains(t, v, "hunter2", "variable %s", k)
+	}
+}
+
+func TestAPluginThatCrashesMidRunFailsItsCallsWithAReason(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	h := newHost(t, pluginhost.Options{})
+	p, err := h.Start(ctx, spec(t, "crash"))
+	require.NoError(t, err)
+	call := func() error {
+		return p.URL().Before(ctx, sdk.Call{VU: 1, Iteration: 1}, &sdk.Request{Header: http.Header{}})
+	}
+	require.NoError(t, call())
+	require.NoError(t, call())
+	pe := requireReason(t, call(), pluginhost.ReasonCrashed)
+	require.ErrorContains(t, pe, "exit status 3")
+	require.Error(t, call(), "later calls fail too")
+
+	// The host goes on: another plugin starts and works.
+	good, err := h.Start(ctx, spec(t, "good"))
+	require.NoError(t, err)
+	_, err = good.Element().Next(ctx, 1)
+	require.NoError(t, err)
+}
+
+func TestAPluginThatAllocatesWithoutBoundIsStoppedByItsLimit(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	h := newHost(t, pluginhost.Options{Limits: pluginhost.Limits{AddressSpace: 1 << 30, OpenFiles: 256}})
+	p, err := h.Start(ctx, spec(t, "alloc"))
+	require.NoError(t, err)
+	_, err = p.Element().Next(ctx, 1)
+	pe := requireReason(t, err, pluginhost.ReasonCrashed)
+	require.Regexp(t, `out of memory|cannot allocate memory`, pe.Error())
+}
+
+func TestStartSweepsPluginsLeftByADeadHost(t *testing.T) {
+	t.Parallel()
+	orphan := exec.Command("sleep", "300")
+	orphan.Env = []string{"BARRAGE_PLUGIN_HOST=999999999.12345"}
+	require.NoError(t, orphan.Start())
+	done := make(chan error, 1)
+	go func() { done <- orphan.Wait() }()
+	newHost(t, pluginhost.Options{})
+	select {
+	case err := <-done:
+		require.ErrorContains(t, err, "killed")
+	case <-time.After(5 * time.Second):
+		_ = orphan.Process.Kill()
+		t.Fatal("the orphan was not swept")
+	}
+}

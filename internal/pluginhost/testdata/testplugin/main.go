@@ -1,0 +1,89 @@
+// Command testplugin is the plugin host's test plugin. It behaves according to the name it
+// was started under (the host runs a copy named name-version-random), so one build serves
+// every test: a well-behaved plugin and several hostile ones.
+package main
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/barrage-load/barrage/sdk"
+)
+
+func main() {
+	name, _, _ := strings.Cut(filepath.Base(os.Args[0]), "-")
+	p := &sdk.Plugin{Name: name, Version: "1.0.0", Scope: sdk.ScopeIteration}
+	switch name {
+	case "good", "env", "alloc", "stdio":
+		p.Element = &element{mode: name}
+		p.URL = &hook{mode: name}
+	case "crash", "hang":
+		p.URL = &hook{mode: name}
+	}
+	if name == "stdio" {
+		// Prints to stdout before Serve: the SDK's guard must keep the handshake intact.
+		os.Stdout.WriteString("hello from the plugin's main\n")
+	}
+	sdk.Serve(p)
+}
+
+type element struct{ mode string }
+
+func (e *element) Configure(context.Context, []byte) ([]string, error) { return []string{"n"}, nil }
+
+func (e *element) Next(_ context.Context, n int) ([]sdk.Vars, error) {
+	switch e.mode {
+	case "env":
+		// Dumps its whole environment, so the test can look for the host's secrets.
+		vars := sdk.Vars{}
+		for _, kv := range os.Environ() {
+			k, v, _ := strings.Cut(kv, "=")
+			vars[k] = v
+		}
+		return []sdk.Vars{vars}, nil
+	case "alloc":
+		// Allocates without bound: the address-space limit must stop it.
+		var hoard [][]byte
+		for {
+			b := make([]byte, 16<<20)
+			for i := range b {
+				b[i] = 1
+			}
+			hoard = append(hoard, b)
+		}
+	}
+	out := make([]sdk.Vars, n)
+	for i := range out {
+		out[i] = sdk.Vars{"n": "x"}
+	}
+	return out, nil
+}
+
+type hook struct {
+	mode  string
+	calls atomic.Int64
+}
+
+func (h *hook) Configure(context.Context, []byte) error { return nil }
+
+func (h *hook) Before(ctx context.Context, _ sdk.Call, req *sdk.Request) error {
+	switch n := h.calls.Add(1); {
+	case h.mode == "crash" && n == 3:
+		os.Exit(3)
+	case h.mode == "hang":
+		// Starts a child, then never answers: the host must kill both at the deadline.
+		_ = exec.Command("sleep", "300").Start()
+		time.Sleep(time.Hour)
+	}
+	req.Header.Set("X-Test", "1")
+	return nil
+}
+
+func (h *hook) After(context.Context, sdk.Call, *sdk.Request, *sdk.Response) (sdk.Outcome, error) {
+	return sdk.Outcome{}, nil
+}
