@@ -3,8 +3,6 @@
 package main
 
 import (
-	"github.com/barrage-load/barrage/internal/pluginhost"
-
 	"context"
 	"errors"
 	"flag"
@@ -13,6 +11,8 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/barrage-load/barrage/internal/pluginhost"
 )
 
 // version is set at build time with -ldflags "-X main.version=…".
