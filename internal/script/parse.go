@@ -272,7 +272,7 @@ func (d *decoder) plugins(n *yaml.Node, p pos) []*Plugin {
 		if o == nil {
 			continue
 		}
-		pl := &Plugin{Scope: ScopeVU}
+		pl := &Plugin{}
 		ok := true
 		if n, p := o.need("use"); n != nil {
 			ref, rok := d.str(n, p)
@@ -311,9 +311,11 @@ func (d *decoder) plugins(n *yaml.Node, p pos) []*Plugin {
 				pl.Kind = ElementPlugin
 			case "url":
 				pl.Kind = URLPlugin
+			case "source":
+				pl.Kind = SourcePlugin
 			default:
 				if isString(n) {
-					d.add(p, "must be element (a session element producing variables) or url (rewrites the requests it is attached to)")
+					d.add(p, "must be element (a session element producing variables), url (rewrites the requests it is attached to) or source (rewrites this script before the run)")
 				}
 				ok = false
 			}
@@ -523,7 +525,7 @@ func (d *decoder) request(n *yaml.Node, p pos, s *Script, inherited []Header, na
 			case pl == nil:
 				d.add(cp, "no plugin is named %s (the as of an entry of plugins)", quote(as))
 			case pl.Kind != URLPlugin:
-				d.add(cp, "plugin %s is an element plugin; only url plugins are attached to requests", quote(as))
+				d.add(cp, "plugin %s is %s plugin; only url plugins are attached to requests", quote(as), pl.Kind.article())
 			default:
 				r.Plugins = append(r.Plugins, pl)
 			}

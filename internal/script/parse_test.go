@@ -152,8 +152,10 @@ func TestParseErrorsNameTheirPath(t *testing.T) {
 		{"request plugin is an element", "version: 1\nplugins: [{use: rnd@1.0.0, kind: element}]\nsession: {groups: [{name: g, requests: [{name: r, url: 'http://h/', plugins: [rnd]}]}]}\nload: {vus: 1, iterations: 1}",
 			"session.groups[0].requests[0].plugins[0]", "only url plugins"},
 		{"plugin variable of unknown plugin", wrap(`[{name: g, requests: [{name: r, url: "/${rnd.email}"}]}]`), "session.groups[0].requests[0].url", "no plugin is named rnd"},
-		{"plugin variable of a url plugin", "version: 1\nplugins: [{use: sign@1.0.0, kind: url}]\nsession: {groups: [{name: g, requests: [{name: r, url: 'http://h/${sign.x}'}]}]}\nload: {vus: 1, iterations: 1}",
-			"session.groups[0].requests[0].url", "is a url plugin and produces no variables"},
+		{"plugin variable of a source plugin", "version: 1\nplugins: [{use: inject@1.0.0, kind: source}]\nsession: {groups: [{name: g, requests: [{name: r, url: 'http://h/${inject.x}'}]}]}\nload: {vus: 1, iterations: 1}",
+			"session.groups[0].requests[0].url", "is a source plugin and produces no variables"},
+		{"request plugin is a source", "version: 1\nplugins: [{use: inject@1.0.0, kind: source}]\nsession: {groups: [{name: g, requests: [{name: r, url: 'http://h/', plugins: [inject]}]}]}\nload: {vus: 1, iterations: 1}",
+			"session.groups[0].requests[0].plugins[0]", "plugin \"inject\" is a source plugin; only url plugins"},
 		{"data file outside", withTop("variables: {data: [{file: ../users.csv}]}\n"), "variables.data[0].file", "inside it"},
 		{"data order", withTop("variables: {data: [{file: users.csv, order: shuffled}]}\n"), "variables.data[0].order", "sequential, random or circular"},
 		{"data separator", withTop("variables: {data: [{file: users.csv, separator: ';;'}]}\n"), "variables.data[0].separator", "one character"},
@@ -348,7 +350,7 @@ thresholds:
 	require.Equal(t, script.ScopeIteration, rnd.Scope)
 	require.Equal(t, map[string]any{"n": jsonNumber("3"), "email": map[string]any{"syntax": "email"}}, rnd.Config)
 	require.Equal(t, script.URLPlugin, s.Plugins[1].Kind)
-	require.Equal(t, script.ScopeVU, s.Plugins[1].Scope)
+	require.Equal(t, script.Scope(0), s.Plugins[1].Scope, "no scope: the plugin's own")
 
 	require.False(t, s.Session.Cookies)
 	g := s.Session.Groups[0]

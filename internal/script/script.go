@@ -108,8 +108,10 @@ const (
 	// ${alias.name}.
 	ElementPlugin PluginKind = iota + 1
 	// URLPlugin rewrites the requests it is attached to (Request.Plugins), for example to sign
-	// their URLs.
+	// their URLs, and reads their responses; variables it sets are ${alias.name}.
 	URLPlugin
+	// SourcePlugin is a source modifier: it rewrites the script itself before the run.
+	SourcePlugin
 )
 
 // String returns the kind as a script writes it.
@@ -119,19 +121,29 @@ func (k PluginKind) String() string {
 		return "element"
 	case URLPlugin:
 		return "url"
+	case SourcePlugin:
+		return "source"
 	}
 	return "unknown"
 }
 
-// Scope is how long a plugin instance lives, and so how often an element plugin's variables
-// take new values.
+// article is the kind with its article, for messages: "an element", "a url", "a source".
+func (k PluginKind) article() string {
+	if k == ElementPlugin {
+		return "an element"
+	}
+	return "a " + k.String()
+}
+
+// Scope is how often an element plugin's variables take new values. Zero means the scope the
+// plugin itself declares.
 type Scope int
 
-// The scopes of a plugin instance.
+// The scopes of an element plugin's values.
 const (
-	ScopeRun       Scope = iota + 1 // one instance for the whole run
-	ScopeVU                         // one per virtual user; the default
-	ScopeIteration                  // a fresh one for every iteration
+	ScopeRun       Scope = iota + 1 // one set of values for the whole run
+	ScopeVU                         // one set per virtual user, kept for all its iterations
+	ScopeIteration                  // a fresh set for every iteration
 )
 
 // String returns the scope as a script writes it.
@@ -143,6 +155,8 @@ func (s Scope) String() string {
 		return "vu"
 	case ScopeIteration:
 		return "iteration"
+	case 0:
+		return "the plugin's own"
 	}
 	return "unknown"
 }

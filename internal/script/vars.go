@@ -64,8 +64,8 @@ func (d *decoder) checkVars(s *Script) {
 				switch pl := findPlugin(s.Plugins, alias); {
 				case pl == nil:
 					d.add(t.p, "${%s}: no plugin is named %s", name, alias)
-				case pl.Kind != ElementPlugin:
-					d.add(t.p, "${%s}: plugin %s is a url plugin and produces no variables", name, alias)
+				case pl.Kind == SourcePlugin:
+					d.add(t.p, "${%s}: plugin %s is a source plugin and produces no variables", name, alias)
 				}
 				continue
 			}
