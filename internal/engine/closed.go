@@ -44,8 +44,7 @@ func (p *plan) runClosed(startCtx, hardCtx context.Context, start time.Time) {
 				err := v.iteration(hardCtx, time.Time{})
 				switch {
 				case errors.Is(err, errExhausted):
-					p.exhausted.Store(true)
-					p.stopStarting()
+					p.exhaust(err)
 					return
 				case err != nil:
 					p.interrupted.Add(1)

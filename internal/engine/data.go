@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"sync/atomic"
 
@@ -22,7 +23,7 @@ func (d *dataSource) next(rng *rand.Rand, row map[string]string) error {
 	case script.Sequential:
 		k := d.cursor.Add(1) - 1
 		if k >= int64(n) {
-			return errExhausted
+			return fmt.Errorf("%w: %s has no row left", errExhausted, d.df.File)
 		}
 		i = int(k)
 	case script.Random:

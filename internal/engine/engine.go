@@ -41,6 +41,9 @@ type Options struct {
 	Trace func(TraceEvent)
 	// Log receives the engine's notices; nil discards them.
 	Log *slog.Logger
+	// Plugins are the element and url plugins of the script, started and configured, by alias.
+	// Source plugins have already rewritten the script and are not needed.
+	Plugins map[string]Plugin
 }
 
 // Second is one second of a run: its metrics and the generator's health.
@@ -66,7 +69,13 @@ type Result struct {
 	Iterations, Dropped, Interrupted int64
 	// Unsent counts requests never sent because a variable they use was not set (an earlier
 	// extraction found nothing); their groups count as failed.
-	Unsent     int64
+	Unsent int64
+	// Hooks are the aliases of the url plugins whose hook time is recorded under HookPrefix.
+	Hooks []string
+	// HookErrors counts failed hook calls by reason (a crashed plugin, a timeout, a refusal).
+	HookErrors map[string]int64
+	// Exhausted says which source of values ran out and ended the run early, if one did.
+	Exhausted  string
 	Thresholds []ThresholdResult
 	Verdict    Verdict
 	// Aborted says why the run stopped early, if it did.
@@ -103,16 +112,24 @@ type plan struct {
 	// header extracted into ${next}: like a browser, against the base.
 	baseURL *url.URL
 	data    []*dataSource
-	labels  []string
-	rec     *metrics.Recorder
-	health  healthMeter
-	log     *slog.Logger
+	feeds   []*elementFeed // element plugins' values
+	// hookLabel is the label of each url plugin's hook time, by alias; hooks lists the aliases.
+	hookLabel  map[string]int
+	hooks      []string
+	hookMu     sync.Mutex
+	hookErrors map[string]int64
+	labels     []string
+	rec        *metrics.Recorder
+	health     healthMeter
+	log        *slog.Logger
 
 	iterations  atomic.Int64
 	unsent      atomic.Int64 // requests not sent because a variable they use was not set
 	started     atomic.Int64 // iterations started, for the closed model's iteration budget
 	interrupted atomic.Int64
-	exhausted   atomic.Bool // a sequential data file ran out
+	exhausted   atomic.Bool // a sequential data file or an element plugin ran out
+	exhaustOnce sync.Once
+	exhaustWhy  string
 	// stopStarting ends the run's start phase: no new iteration starts; startCtx is that phase.
 	stopStarting context.CancelFunc
 	startCtx     context.Context
@@ -142,9 +159,6 @@ type compiledRequest struct {
 }
 
 func compile(s *script.Script, opts Options) (*plan, error) {
-	if len(s.Plugins) > 0 {
-		return nil, fmt.Errorf("the script uses plugins (%s), which this version of barrage cannot run yet", s.Plugins[0].Ref)
-	}
 	env := opts.Env
 	if env == nil {
 		env = func(string) (string, bool) { return "", false }
@@ -179,6 +193,9 @@ func compile(s *script.Script, opts Options) (*plan, error) {
 		}
 	}
 	applyOverrides(&p.load, opts)
+	if err := p.compilePlugins(); err != nil {
+		return nil, err
+	}
 	for _, g := range s.Session.Groups {
 		cg := &compiledGroup{g: g}
 		for _, r := range g.Requests {
@@ -198,7 +215,9 @@ func compile(s *script.Script, opts Options) (*plan, error) {
 				}
 				cr.headers = append(cr.headers, lit)
 			}
-			cr.static = cr.url != nil && !s.Session.Cookies && !r.HTTP2 && r.Redirects == 0
+			cr.static = cr.url != nil && !s.Session.Cookies && !r.HTTP2 && r.Redirects == 0 && len(r.Plugins) == 0
+			// A url plugin reads the response's headers.
+			cr.needHeader = len(r.Plugins) > 0
 			for _, lit := range cr.headers {
 				cr.static = cr.static && lit != nil
 			}
@@ -223,6 +242,7 @@ func compile(s *script.Script, opts Options) (*plan, error) {
 		cg.label = len(p.labels)
 		p.labels = append(p.labels, GroupPrefix+cg.g.Name)
 	}
+	p.hookLabels()
 	return p, nil
 }
 
@@ -277,6 +297,7 @@ func (p *plan) run(ctx context.Context) (*Result, error) {
 	for _, g := range p.groups {
 		res.Groups = append(res.Groups, g.g.Name)
 	}
+	res.Hooks = p.hooks
 
 	// startCtx ends when no new iteration may start (duration reached, abort, data exhausted);
 	// hardCtx when running ones are cut short (graceful stop over, abort, caller gone).
@@ -285,6 +306,9 @@ func (p *plan) run(ctx context.Context) (*Result, error) {
 	p.stopStarting, p.startCtx = stopStarting, startCtx
 	hardCtx, stopHard := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopHard()
+	if err := p.startFeeds(hardCtx); err != nil {
+		return nil, err
+	}
 	go func() {
 		select {
 		case <-ctx.Done():
@@ -360,8 +384,11 @@ loop:
 	wg.Wait()
 	now := time.Now()
 	second(now, true)
-	if p.exhausted.Load() && res.Aborted == "" {
-		p.log.Info("a sequential data file ran out of rows; the run ended early")
+	if p.exhausted.Load() {
+		res.Exhausted = p.exhaustWhy
+		if res.Aborted == "" {
+			p.log.Info("the run ended early: " + p.exhaustWhy)
+		}
 	}
 	if ctx.Err() != nil && res.Aborted == "" {
 		res.Aborted = "interrupted"
@@ -371,6 +398,9 @@ loop:
 	res.Iterations = p.iterations.Load()
 	res.Interrupted = p.interrupted.Load()
 	res.Unsent = p.unsent.Load()
+	p.hookMu.Lock()
+	res.HookErrors = p.hookErrors
+	p.hookMu.Unlock()
 	for _, s := range res.Seconds {
 		res.Dropped += s.Health.Dropped
 	}
@@ -394,4 +424,11 @@ func (p *plan) stopping() bool { return p.startCtx != nil && p.startCtx.Err() !=
 // newRand returns a VU's random source, seeded apart from every other VU's.
 func newRand(id int) *rand.Rand {
 	return rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), uint64(id)))
+}
+
+// exhaust ends the starting of iterations because a source of values ran out.
+func (p *plan) exhaust(err error) {
+	p.exhaustOnce.Do(func() { p.exhaustWhy = err.Error() })
+	p.exhausted.Store(true)
+	p.stopStarting()
 }

@@ -80,8 +80,7 @@ func (p *plan) runOpen(startCtx, hardCtx context.Context, start time.Time) {
 					err := v.iteration(hardCtx, due)
 					switch {
 					case errors.Is(err, errExhausted):
-						p.exhausted.Store(true)
-						p.stopStarting()
+						p.exhaust(err)
 					case err != nil:
 						p.interrupted.Add(1)
 					default:

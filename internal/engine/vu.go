@@ -16,18 +16,24 @@ import (
 
 	"github.com/barrage-load/barrage/internal/metrics"
 	"github.com/barrage-load/barrage/internal/script"
+	"github.com/barrage-load/barrage/sdk"
 )
 
 // vu is one virtual user: its connections, cookies, variables and random source.
 type vu struct {
-	id     int
-	p      *plan
-	t      *transport
-	rng    *rand.Rand
-	jar    *cookiejar.Jar
-	vars   map[string]string // extracted in this iteration
-	row    map[string]string // the data rows of this iteration
-	lookup script.Lookup
+	id   int
+	p    *plan
+	t    *transport
+	rng  *rand.Rand
+	jar  *cookiejar.Jar
+	vars map[string]string // extracted (and set by url plugins) in this iteration
+	row  map[string]string // the data rows of this iteration
+	// pluginVars are element plugins' values, as alias.name; vuValues says whether those of
+	// the VU's scope were fetched.
+	pluginVars map[string]string
+	vuValues   bool
+	iter       int64 // iterations started, from 1
+	lookup     script.Lookup
 
 	urlBuf, bodyBuf, valBuf []byte
 	header                  [][2]string
@@ -55,6 +61,9 @@ func (p *plan) newVU(id int, hardCtx context.Context) *vu {
 		vars: make(map[string]string),
 		row:  make(map[string]string),
 	}
+	if len(p.feeds) > 0 {
+		v.pluginVars = make(map[string]string)
+	}
 	// When the run is over, cut the VU's connections: fasthttp knows only per-request
 	// deadlines, and a hanging target must not hold the run past its graceful stop.
 	v.stopCut = context.AfterFunc(hardCtx, v.t.cutAll)
@@ -63,6 +72,9 @@ func (p *plan) newVU(id int, hardCtx context.Context) *vu {
 			return s, true
 		}
 		if s, ok := v.row[name]; ok {
+			return s, true
+		}
+		if s, ok := v.pluginVars[name]; ok {
 			return s, true
 		}
 		s, ok := p.consts[name]
@@ -84,8 +96,20 @@ var errExhausted = errors.New("data exhausted")
 // target shows in the numbers instead of hiding (coordinated omission). ctx cuts it short.
 func (v *vu) iteration(ctx context.Context, measureFrom time.Time) error {
 	clear(v.vars)
+	v.iter++
 	for _, d := range v.p.data {
 		if err := d.next(v.rng, v.row); err != nil {
+			return err
+		}
+	}
+	if len(v.p.feeds) > 0 {
+		if !v.vuValues {
+			if err := v.elementValues(ctx, script.ScopeVU); err != nil {
+				return err
+			}
+			v.vuValues = true
+		}
+		if err := v.elementValues(ctx, script.ScopeIteration); err != nil {
 			return err
 		}
 	}
@@ -163,6 +187,16 @@ func (v *vu) request(ctx context.Context, r *compiledRequest, measureFrom time.T
 		v.traceFailure(r, err)
 		return metrics.ErrAssertion, 0, 0
 	}
+	var hookReq *sdk.Request
+	if len(r.r.Plugins) > 0 {
+		if hookReq, err = v.before(ctx, r, ex); err != nil {
+			// The request is never sent: counted apart like one whose template failed, with
+			// the reason in the result's hook errors.
+			v.p.unsent.Add(1)
+			v.traceFailure(r, err)
+			return metrics.ErrAssertion, 0, 0
+		}
+	}
 	start := time.Now()
 	if measureFrom.IsZero() {
 		measureFrom = start
@@ -182,7 +216,15 @@ func (v *vu) request(ctx context.Context, r *compiledRequest, measureFrom time.T
 	class := rep.class
 	var failures []string
 	if rep.err == nil {
-		class, failures = v.check(r, rep, end.Sub(start))
+		if hookReq != nil {
+			failures = v.after(ctx, r, hookReq, rep, end.Sub(start))
+		}
+		var checkFailures []string
+		class, checkFailures = v.check(r, rep, end.Sub(start))
+		if len(failures) > 0 && class == metrics.NoError {
+			class = metrics.ErrAssertion
+		}
+		failures = append(failures, checkFailures...)
 	}
 	v.p.rec.Label(r.label).Record(elapsed, rep.bytesIn, rep.bytesOut, class)
 	if v.p.opts.Trace != nil {
