@@ -15,12 +15,26 @@ func runDebug(ctx context.Context, e env, args []string) error {
 	fs := newFlags(e, "debug", "[flags] SCRIPT")
 	preview := fs.Int("preview", 2048, "bytes of each body to show")
 	insecure := fs.Bool("insecure", false, "skip TLS certificate verification")
-	s, err := scriptFromArgs(fs, args)
+	pf := addPluginFlags(fs, e)
+	path, err := scriptArg(fs, args)
 	if err != nil {
 		return err
 	}
+	s, err := loadScript(path)
+	if err != nil {
+		return err
+	}
+	set, s, err := pf.open(ctx, path, s, 1)
+	if err != nil {
+		return err
+	}
+	defer set.Close()
+	var plugins map[string]engine.Plugin
+	if set != nil {
+		plugins = set.Plugins
+	}
 	failed := 0
-	err = engine.Debug(ctx, s, engine.Options{Env: envLookup(e), Insecure: *insecure, Trace: func(ev engine.TraceEvent) {
+	err = engine.Debug(ctx, s, engine.Options{Env: envLookup(e), Insecure: *insecure, Plugins: plugins, Trace: func(ev engine.TraceEvent) {
 		if len(ev.Failures) > 0 || ev.Err != nil {
 			failed++
 		}

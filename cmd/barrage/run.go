@@ -8,6 +8,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"runtime/pprof"
 	"slices"
@@ -47,10 +48,20 @@ func runRun(ctx context.Context, e env, args []string) error {
 	quiet := fs.Bool("quiet", false, "no live line; only the summary")
 	insecure := fs.Bool("insecure", false, "skip TLS certificate verification")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the generator to this file")
-	s, err := scriptFromArgs(fs, args)
+	pf := addPluginFlags(fs, e)
+	path, err := scriptArg(fs, args)
 	if err != nil {
 		return err
 	}
+	s, err := loadScript(path)
+	if err != nil {
+		return err
+	}
+	set, s, err := pf.open(ctx, path, s, max(*vus, s.Load.VUs, s.Load.MaxVUs))
+	if err != nil {
+		return err
+	}
+	defer set.Close()
 	if *cpuProfile != "" {
 		f, err := os.Create(*cpuProfile)
 		if err != nil {
@@ -63,6 +74,9 @@ func runRun(ctx context.Context, e env, args []string) error {
 		defer pprof.StopCPUProfile()
 	}
 	opts := engine.Options{VUs: *vus, Duration: *duration, Rate: *rate, Insecure: *insecure, Env: envLookup(e)}
+	if set != nil {
+		opts.Plugins = set.Plugins
+	}
 	var series *seriesWriter
 	if *csvPath != "" {
 		if series, err = newSeriesWriter(*csvPath); err != nil {
@@ -129,15 +143,6 @@ func scriptArg(fs *flag.FlagSet, args []string) (string, error) {
 	return path, nil
 }
 
-// scriptFromArgs parses the flags and loads the script the arguments name.
-func scriptFromArgs(fs *flag.FlagSet, args []string) (*script.Script, error) {
-	path, err := scriptArg(fs, args)
-	if err != nil {
-		return nil, err
-	}
-	return loadScript(path)
-}
-
 func loadScript(path string) (*script.Script, error) {
 	s, err := script.Load(path, script.ParseOptions{})
 	if err != nil {
@@ -171,7 +176,7 @@ func requestStats(snap *metrics.Snapshot, labels []string) *metrics.Stats {
 func liveLine(sec engine.Second) string {
 	var labels []string
 	for l := range sec.Snapshot.Labels {
-		if !strings.HasPrefix(l, engine.GroupPrefix) {
+		if !strings.HasPrefix(l, engine.GroupPrefix) && !strings.HasPrefix(l, engine.HookPrefix) {
 			labels = append(labels, l)
 		}
 	}
@@ -214,6 +219,9 @@ func printSummary(w io.Writer, res *engine.Result) {
 	if res.Aborted != "" {
 		fmt.Fprintf(w, "stopped early: %s\n", res.Aborted)
 	}
+	if res.Exhausted != "" {
+		fmt.Fprintf(w, "ended early: %s\n", res.Exhausted)
+	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "\tcount\trate/s\terrors\tmin\tmean\tp50\tp90\tp95\tp99\tmax\t")
 	row := func(name string, st *metrics.Stats) {
@@ -233,9 +241,19 @@ func printSummary(w io.Writer, res *engine.Result) {
 			row("group "+g, st)
 		}
 	}
+	// Time in url plugins' hooks is not in the requests' times: it is shown beside them, one
+	// row per plugin (a call is a before or an after).
+	for _, a := range res.Hooks {
+		if st, ok := res.Total.Labels[engine.HookPrefix+a]; ok {
+			row("hook "+a+" (calls)", st)
+		}
+	}
 	tw.Flush()
 	if errs := errorBreakdown(requestStats(res.Total, res.Requests)); errs != "" {
 		fmt.Fprintln(w, "errors:", errs)
+	}
+	for _, reason := range slices.Sorted(maps.Keys(res.HookErrors)) {
+		fmt.Fprintf(w, "plugin failures: %d × %s\n", res.HookErrors[reason], reason)
 	}
 	if len(res.Thresholds) > 0 {
 		fmt.Fprintln(w, "\nthresholds:")
@@ -269,6 +287,9 @@ type resultJSON struct {
 	Total      labelJSON        `json:"total"`
 	Requests   []labelJSON      `json:"requests"`
 	Groups     []labelJSON      `json:"groups"`
+	Hooks      []labelJSON      `json:"hooks,omitempty"`
+	HookErrors map[string]int64 `json:"hook_errors,omitempty"`
+	Exhausted  string           `json:"exhausted,omitempty"`
 	Thresholds []thresholdJSON  `json:"thresholds"`
 	Verdict    verdictJSON      `json:"verdict"`
 	Errors     map[string]int64 `json:"errors"`
@@ -325,9 +346,10 @@ func writeResultJSON(path string, res *engine.Result) error {
 	doc := resultJSON{
 		Script: res.Script, Model: res.Model.String(), Start: res.Start, ElapsedS: res.Elapsed.Seconds(),
 		Iterations: res.Iterations, Dropped: res.Dropped, Unsent: res.Unsent, Aborted: res.Aborted,
-		Total:   toLabelJSON("all requests", all, res.Elapsed),
-		Verdict: verdictJSON{GeneratorLimited: res.Verdict.GeneratorLimited, Reasons: res.Verdict.Reasons},
-		Errors:  map[string]int64{},
+		Total:      toLabelJSON("all requests", all, res.Elapsed),
+		Verdict:    verdictJSON{GeneratorLimited: res.Verdict.GeneratorLimited, Reasons: res.Verdict.Reasons},
+		Errors:     map[string]int64{},
+		HookErrors: res.HookErrors, Exhausted: res.Exhausted,
 	}
 	for c := metrics.ErrorClass(1); c < metrics.NumErrorClasses; c++ {
 		doc.Errors[c.String()] = all.Errors[c]
@@ -340,6 +362,11 @@ func writeResultJSON(path string, res *engine.Result) error {
 	for _, g := range res.Groups {
 		if st, ok := res.Total.Labels[engine.GroupPrefix+g]; ok {
 			doc.Groups = append(doc.Groups, toLabelJSON(g, st, res.Elapsed))
+		}
+	}
+	for _, a := range res.Hooks {
+		if st, ok := res.Total.Labels[engine.HookPrefix+a]; ok {
+			doc.Hooks = append(doc.Hooks, toLabelJSON(a, st, res.Elapsed))
 		}
 	}
 	for _, t := range res.Thresholds {

@@ -154,8 +154,29 @@ func (h *Host) Close() error {
 	return os.RemoveAll(h.runDir)
 }
 
-// Start starts the plugin spec names and asks it what it is.
+// Start starts the plugin spec names and asks it what it is. A binary that says it is another
+// plugin or version is refused.
 func (h *Host) Start(ctx context.Context, spec Spec) (*Process, error) {
+	return h.start(ctx, spec, true)
+}
+
+// StartUnchecked starts the binary at path, which must have the sha256 sum, whatever plugin it
+// says it is: how a binary is identified before it is added to a plugin directory, or checked.
+func (h *Host) StartUnchecked(ctx context.Context, path, sum string) (*Process, error) {
+	return h.start(ctx, Spec{Name: filepath.Base(path), Version: "unknown", Path: path, SHA256: sum}, false)
+}
+
+// Describe starts the binary at path as StartUnchecked does, asks it what it is, and ends it.
+func (h *Host) Describe(ctx context.Context, path, sum string) (sdk.Info, error) {
+	p, err := h.StartUnchecked(ctx, path, sum)
+	if err != nil {
+		return sdk.Info{}, err
+	}
+	defer p.Close()
+	return p.Info(), nil
+}
+
+func (h *Host) start(ctx context.Context, spec Spec, checkIdentity bool) (*Process, error) {
 	path, err := h.copyVerified(spec)
 	if err != nil {
 		return nil, err
@@ -208,12 +229,15 @@ func (h *Host) Start(ctx context.Context, spec Spec) (*Process, error) {
 		p.Close()
 		return nil, err
 	}
-	if info.Name != spec.Name || info.Version != spec.Version {
+	if checkIdentity && (info.Name != spec.Name || info.Version != spec.Version) {
 		p.Close()
 		return nil, &Error{Plugin: spec.String(), Reason: ReasonHandshake,
 			Err: fmt.Errorf("the binary says it is %s@%s", info.Name, info.Version)}
 	}
 	p.info = info
+	if !checkIdentity {
+		p.spec.Name, p.spec.Version = info.Name, info.Version // for its errors
+	}
 	return p, nil
 }
 

@@ -3,6 +3,7 @@ package script
 import (
 	"bufio"
 	"encoding/csv"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -11,6 +12,8 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+
+	"go.yaml.in/yaml/v3"
 )
 
 // maxRowErrors bounds how many ragged rows of one data file are reported.
@@ -37,6 +40,12 @@ func LoadFS(fsys fs.FS, name string, opts ParseOptions) (*Script, error) {
 	if err != nil {
 		return nil, fmt.Errorf("load script: %w", err)
 	}
+	return LoadData(fsys, name, data, opts)
+}
+
+// LoadData is LoadFS with the script's text given: a script rewritten by source plugins, whose
+// data files are still read from fsys beside name.
+func LoadData(fsys fs.FS, name string, data []byte, opts ParseOptions) (*Script, error) {
 	if opts.Filename == "" {
 		opts.Filename = name
 	}
@@ -152,4 +161,14 @@ func csvMessage(err error) string {
 		return fmt.Sprintf("at position %d: %v", pe.Column, pe.Err)
 	}
 	return err.Error()
+}
+
+// ToJSON returns a script's text, YAML or JSON, as a JSON document: the form source plugins
+// receive. It does not check the script.
+func ToJSON(data []byte) ([]byte, error) {
+	var doc any
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		return nil, fmt.Errorf("read script: %w", err)
+	}
+	return json.Marshal(doc)
 }

@@ -1,0 +1,153 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/barrage-load/barrage/internal/barrage"
+	"github.com/barrage-load/barrage/internal/pluginhost"
+	"github.com/barrage-load/barrage/internal/pluginset"
+	"github.com/barrage-load/barrage/internal/script"
+)
+
+// pluginFlags adds the flags that say where plugins come from and what they may see.
+type pluginFlags struct {
+	dir     *string
+	env     *multiFlag
+	verbose *bool
+	e       env
+}
+
+func addPluginFlags(fs *flag.FlagSet, e env) *pluginFlags {
+	pf := &pluginFlags{e: e, env: &multiFlag{}}
+	pf.dir = fs.String("plugins", string(pluginset.DefaultDir(e.getenv)), "the local plugin directory ($BARRAGE_PLUGIN_DIR)")
+	fs.Var(pf.env, "plugin-env", "give plugins this environment variable: NAME (its value here) or NAME=value; repeatable. Plugins see no other.")
+	pf.verbose = fs.Bool("plugin-log", false, "print the plugins' stderr and lifecycle")
+	return pf
+}
+
+func (pf *pluginFlags) hostOptions() (pluginhost.Options, error) {
+	var opts pluginhost.Options
+	for _, v := range *pf.env {
+		name, value, ok := strings.Cut(v, "=")
+		if !ok {
+			value = pf.e.getenv(name)
+		}
+		if name == "" {
+			return opts, fmt.Errorf("--plugin-env %q: want NAME or NAME=value", v)
+		}
+		opts.Env = append(opts.Env, name+"="+value)
+	}
+	if *pf.verbose {
+		opts.Logger = slog.New(slog.NewTextHandler(pf.e.stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	return opts, nil
+}
+
+// open starts the plugins of the script at path, if it has any.
+func (pf *pluginFlags) open(ctx context.Context, path string, s *script.Script, vus int) (*pluginset.Set, *script.Script, error) {
+	if len(s.Plugins) == 0 {
+		return nil, s, nil
+	}
+	hopts, err := pf.hostOptions()
+	if err != nil {
+		return nil, nil, err
+	}
+	set, s, err := pluginset.Open(ctx, path, s, pluginset.Options{Dir: pluginset.Dir(*pf.dir), Host: hopts, VUs: vus})
+	if err != nil {
+		var list script.ErrorList
+		if errors.Is(err, barrage.ErrInvalid) || errors.As(err, &list) {
+			return nil, nil, &exitError{exitScriptError, fmt.Errorf("the script is not valid:\n%w", err)}
+		}
+		return nil, nil, err
+	}
+	return set, s, nil
+}
+
+type multiFlag []string
+
+func (m *multiFlag) String() string     { return strings.Join(*m, ",") }
+func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }
+
+func runPlugin(ctx context.Context, e env, args []string) error {
+	subs := map[string]func(context.Context, env, []string) error{
+		"add": runPluginAdd, "list": runPluginList, "check": runPluginCheck, "new": runPluginNew,
+	}
+	if len(args) == 0 || subs[args[0]] == nil {
+		fmt.Fprintln(e.stderr, `Usage: barrage plugin <command>
+
+Commands:
+  add BINARY...   check each plugin binary and copy it into the local plugin directory
+  list            list the plugins in the local plugin directory
+  check BINARY    start a plugin and check its handshake, Describe and each of its hooks
+  new NAME --kind url|session-element|source-modifier
+                  create a Go plugin project that builds and passes its test`)
+		return errUsage
+	}
+	return subs[args[0]](ctx, e, args[1:])
+}
+
+func runPluginAdd(ctx context.Context, e env, args []string) error {
+	fs := newFlags(e, "plugin add", "[flags] BINARY...")
+	pf := addPluginFlags(fs, e)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() == 0 {
+		fs.Usage()
+		return errUsage
+	}
+	hopts, err := pf.hostOptions()
+	if err != nil {
+		return err
+	}
+	h, err := pluginhost.New(hopts)
+	if err != nil {
+		return err
+	}
+	defer h.Close()
+	dir := pluginset.Dir(*pf.dir)
+	for _, path := range fs.Args() {
+		m, err := dir.Add(ctx, h, path)
+		if err != nil {
+			return fmt.Errorf("add %s: %w", path, err)
+		}
+		fmt.Fprintf(e.stdout, "added %s@%s (%s) sha256 %s to %s\n", m.Name, m.Version, kindList(m), m.SHA256, dir)
+	}
+	return nil
+}
+
+func kindList(m *pluginset.Manifest) string {
+	var ks []string
+	for _, k := range m.Kinds {
+		ks = append(ks, string(k))
+	}
+	return strings.Join(ks, ", ")
+}
+
+func runPluginList(_ context.Context, e env, args []string) error {
+	fs := newFlags(e, "plugin list", "[flags]")
+	pf := addPluginFlags(fs, e)
+	if err := parseFlags(fs, args, 0); err != nil {
+		return err
+	}
+	ms, err := pluginset.Dir(*pf.dir).List()
+	if err != nil {
+		return err
+	}
+	if len(ms) == 0 {
+		fmt.Fprintf(e.stdout, "no plugins in %s; add one with barrage plugin add BINARY\n", *pf.dir)
+		return nil
+	}
+	tw := tabwriter.NewWriter(e.stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tVERSION\tKINDS\tSHA256")
+	for i := range ms {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", ms[i].Name, ms[i].Version, kindList(&ms[i]), ms[i].SHA256[:16]+"…")
+	}
+	return tw.Flush()
+}

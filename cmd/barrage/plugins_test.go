@@ -1,0 +1,197 @@
+package main_test
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// runWithEnv runs the binary with args and extra environment, and returns stdout, stderr and
+// the exit status.
+func runWithEnv(t *testing.T, env []string, args ...string) (string, string, int) {
+	t.Helper()
+	cmd := exec.Command(binary, args...)
+	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}, env...)
+	var stdout, stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	code := 0
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		code = ee.ExitCode()
+	} else {
+		require.NoError(t, err)
+	}
+	return stdout.String(), stderr.String(), code
+}
+
+// buildPlugins builds example plugins into a folder and returns it.
+func buildPlugins(t *testing.T, names ...string) string {
+	t.Helper()
+	dir := t.TempDir()
+	args := []string{"build", "-trimpath", "-o", dir + string(filepath.Separator)}
+	for _, n := range names {
+		args = append(args, "../../examples/plugins/"+n)
+	}
+	cmd := exec.Command("go", args...)
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	return dir
+}
+
+// received is what the target saw of one request.
+type received struct {
+	method, uri, signature, env string
+	body                        []byte
+}
+
+func TestRunWithExamplePlugins(t *testing.T) {
+	t.Parallel()
+	bin := buildPlugins(t, "random-data", "hmac-sign", "inject-headers")
+	pluginDir := filepath.Join(t.TempDir(), "plugins")
+	env := []string{"BARRAGE_PLUGIN_DIR=" + pluginDir, "HMAC_KEY=e2e-shared-key", "DATABASE_URL=postgres://must-not-leak"}
+
+	for _, n := range []string{"random-data", "hmac-sign", "inject-headers"} {
+		out, errOut, code := runWithEnv(t, env, "plugin", "add", filepath.Join(bin, n))
+		require.Zero(t, code, "%s%s", out, errOut)
+		require.Contains(t, out, "added "+n+"@1.0.0")
+	}
+	out, _, code := runWithEnv(t, env, "plugin", "list")
+	require.Zero(t, code)
+	require.Regexp(t, `(?m)^hmac-sign\s+1\.0\.0\s+url\s`, out)
+
+	var mu sync.Mutex
+	var got []received
+	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		got = append(got, received{r.Method, r.RequestURI, r.Header.Get("X-Signature"), r.Header.Get("X-Env"), body})
+		mu.Unlock()
+		w.Header().Set("X-Request-Id", "req-42")
+		w.WriteHeader(http.StatusCreated)
+	}))
+	defer target.Close()
+
+	script := filepath.Join(t.TempDir(), "signup.yaml")
+	require.NoError(t, os.WriteFile(script, []byte(`
+version: 1
+name: sign-ups
+base_url: `+target.URL+`
+plugins:
+  - use: random-data@1.0.0
+    as: rnd
+    kind: element
+    config:
+      email: { syntax: email, domain: example.test }
+      id: { syntax: uuid }
+  - use: hmac-sign@1.0.0
+    as: sign
+    kind: url
+    config: { key_env: HMAC_KEY, read_header: X-Request-Id }
+  - use: inject-headers@1.0.0
+    as: inject
+    kind: source
+    config: { headers: { X-Env: staging } }
+session:
+  groups:
+    - name: sign up
+      requests:
+        - name: signup
+          method: POST
+          url: /signup?id=${rnd.id}
+          plugins: [sign]
+          body: { json: { email: "${rnd.email}" } }
+          assert: [ { status: 201 } ]
+        - name: confirm
+          url: /confirm/${sign.x_request_id}
+load:
+  vus: 4
+  iterations: 40
+`), 0o644))
+
+	out, errOut, code := runWithEnv(t, env, "run", "--quiet", "--plugin-env", "HMAC_KEY", "--out", filepath.Join(t.TempDir(), "r.json"), script)
+	require.Zero(t, code, "stdout:\n%s\nstderr:\n%s", out, errOut)
+	require.Contains(t, out, "hook sign (calls)")
+
+	require.Len(t, got, 80)
+	emails := map[string]bool{}
+	emailRe := regexp.MustCompile(`^[a-z0-9._-]+@example\.test$`)
+	for _, r := range got {
+		require.Equal(t, "staging", r.env, "the source plugin added X-Env to every request: %s", r.uri)
+		if r.method != http.MethodPost {
+			require.Equal(t, "/confirm/req-42", r.uri, "the url plugin's variable reached the next request")
+			require.Empty(t, r.signature, "only the requests that list sign are signed")
+			continue
+		}
+		mac := hmac.New(sha256.New, []byte("e2e-shared-key"))
+		mac.Write([]byte(r.method + "\n" + r.uri + "\n"))
+		mac.Write(r.body)
+		require.Equal(t, hex.EncodeToString(mac.Sum(nil)), r.signature, "signature of %s %s", r.method, r.uri)
+		var doc struct{ Email string }
+		require.NoError(t, json.Unmarshal(r.body, &doc))
+		require.Regexp(t, emailRe, doc.Email)
+		require.Regexp(t, `^/signup\?id=[0-9a-f-]{36}$`, r.uri)
+		emails[doc.Email] = true
+	}
+	require.Greater(t, len(emails), 35, "each iteration got fresh values")
+}
+
+func TestRunRefusesABadPluginConfigNamingTheField(t *testing.T) {
+	t.Parallel()
+	bin := buildPlugins(t, "random-data")
+	pluginDir := filepath.Join(t.TempDir(), "plugins")
+	env := []string{"BARRAGE_PLUGIN_DIR=" + pluginDir}
+	_, errOut, code := runWithEnv(t, env, "plugin", "add", filepath.Join(bin, "random-data"))
+	require.Zero(t, code, errOut)
+	script := filepath.Join(t.TempDir(), "s.yaml")
+	require.NoError(t, os.WriteFile(script, []byte(`
+version: 1
+plugins: [{use: random-data@1.0.0, as: rnd, kind: element, config: {n: {syntax: number, min: 9, max: 1}}}]
+session: {groups: [{name: g, requests: [{name: r, url: "http://127.0.0.1:1/${rnd.n}"}]}]}
+load: {vus: 1, iterations: 1}
+`), 0o644))
+	_, errOut, code = runWithEnv(t, env, "run", script)
+	require.Equal(t, 65, code, errOut)
+	require.Contains(t, errOut, "plugins.rnd.config.n")
+
+	_, errOut, code = runWithEnv(t, []string{"BARRAGE_PLUGIN_DIR=" + t.TempDir()}, "run", script)
+	require.Equal(t, 1, code)
+	require.Contains(t, errOut, "random-data@1.0.0 is not in")
+}
+
+func TestPluginNewScaffoldsProjectsThatBuildPassTheirTestAndPassCheck(t *testing.T) {
+	t.Parallel()
+	for _, kind := range []string{"url", "session-element", "source-modifier"} {
+		dir := filepath.Join(t.TempDir(), "p")
+		name := "my-" + kind
+		out, errOut, code := runWithEnv(t, nil, "plugin", "new", name, "--kind", kind, "--dir", dir)
+		require.Zero(t, code, "%s%s", out, errOut)
+		for _, step := range [][]string{{"mod", "tidy"}, {"test", "./..."}, {"build", "-o", name, "."}} {
+			cmd := exec.Command("go", step...)
+			cmd.Dir = dir
+			cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+			b, err := cmd.CombinedOutput()
+			require.NoError(t, err, "%s: go %v:\n%s", kind, step, b)
+		}
+		out, errOut, code = runWithEnv(t, nil, "plugin", "check", filepath.Join(dir, name))
+		require.Zero(t, code, "%s%s", out, errOut)
+		require.Contains(t, out, "the plugin passed every check")
+		require.Contains(t, out, fmt.Sprintf("describe: %s@0.1.0", name))
+	}
+}

@@ -1,0 +1,197 @@
+package pluginset
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/barrage-load/barrage/internal/barrage"
+	"github.com/barrage-load/barrage/internal/pluginhost"
+	"github.com/barrage-load/barrage/sdk"
+)
+
+// Dir is the local plugin directory, where `barrage run` finds plugins until the marketplace
+// hands them out: one folder per plugin and version, holding the binary and a manifest.
+//
+//	DIR/random-data/1.0.0/plugin.json   {"name", "version", "kinds", "binary", "sha256"}
+//	DIR/random-data/1.0.0/random-data
+//	DIR/acme/hmac-sign/0.3.1/...
+type Dir string
+
+// Manifest describes one plugin version in a Dir.
+type Manifest struct {
+	Name        string     `json:"name"`
+	Version     string     `json:"version"`
+	Description string     `json:"description,omitempty"`
+	Kinds       []sdk.Kind `json:"kinds"`
+	Binary      string     `json:"binary"` // file name, beside the manifest
+	SHA256      string     `json:"sha256"`
+}
+
+const manifestName = "plugin.json"
+
+// DefaultDir is $BARRAGE_PLUGIN_DIR, else $XDG_DATA_HOME/barrage/plugins, else
+// ~/.local/share/barrage/plugins.
+func DefaultDir(getenv func(string) string) Dir {
+	if d := getenv("BARRAGE_PLUGIN_DIR"); d != "" {
+		return Dir(d)
+	}
+	if d := getenv("XDG_DATA_HOME"); d != "" {
+		return Dir(filepath.Join(d, "barrage", "plugins"))
+	}
+	home := getenv("HOME")
+	if home == "" {
+		home, _ = os.UserHomeDir()
+	}
+	return Dir(filepath.Join(home, ".local", "share", "barrage", "plugins"))
+}
+
+func (d Dir) folder(name, version string) string {
+	return filepath.Join(string(d), filepath.FromSlash(name), version)
+}
+
+// Find returns the spec of name@version.
+func (d Dir) Find(name, version string) (pluginhost.Spec, error) {
+	m, err := d.manifest(name, version)
+	if err != nil {
+		return pluginhost.Spec{}, err
+	}
+	return pluginhost.Spec{Name: m.Name, Version: m.Version, SHA256: m.SHA256,
+		Path: filepath.Join(d.folder(name, version), m.Binary)}, nil
+}
+
+func (d Dir) manifest(name, version string) (*Manifest, error) {
+	b, err := os.ReadFile(filepath.Join(d.folder(name, version), manifestName))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, barrage.Errorf(barrage.ErrNotFound, "plugin %s@%s is not in %s; add it with `barrage plugin add BINARY`", name, version, d)
+	}
+	if err != nil {
+		return nil, err
+	}
+	var m Manifest
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, fmt.Errorf("%s: %w", filepath.Join(d.folder(name, version), manifestName), err)
+	}
+	if m.Name != name || m.Version != version || m.Binary == "" || strings.ContainsAny(m.Binary, `/\`) {
+		return nil, fmt.Errorf("%s: the manifest does not describe %s@%s", filepath.Join(d.folder(name, version), manifestName), name, version)
+	}
+	return &m, nil
+}
+
+// List returns every plugin version in the directory, sorted by name then version.
+func (d Dir) List() ([]Manifest, error) {
+	var out []Manifest
+	err := filepath.WalkDir(string(d), func(path string, e os.DirEntry, err error) error {
+		if err != nil {
+			if errors.Is(err, os.ErrNotExist) && path == string(d) {
+				return filepath.SkipAll
+			}
+			return err
+		}
+		if e.IsDir() || e.Name() != manifestName {
+			return nil
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		var m Manifest
+		if err := json.Unmarshal(b, &m); err != nil {
+			return fmt.Errorf("%s: %w", path, err)
+		}
+		out = append(out, m)
+		return nil
+	})
+	slices.SortFunc(out, func(a, b Manifest) int {
+		if c := strings.Compare(a.Name, b.Name); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Version, b.Version)
+	})
+	return out, err
+}
+
+// Add starts the plugin binary at path (checked against its own sha256 now), asks it what it
+// is, and copies it into the directory with its manifest. An existing version is replaced only
+// by the same bytes: a version's binary never changes.
+func (d Dir) Add(ctx context.Context, h *pluginhost.Host, path string) (*Manifest, error) {
+	sum, err := fileSHA256(path)
+	if err != nil {
+		return nil, err
+	}
+	// The name and version are unknown until the plugin says them: start it under a
+	// provisional spec whose name check is skipped by describing first.
+	info, err := h.Describe(ctx, path, sum)
+	if err != nil {
+		return nil, err
+	}
+	if info.Name == "" || info.Version == "" || strings.Contains(info.Name, "..") {
+		return nil, fmt.Errorf("%s: the plugin gave no valid name and version", path)
+	}
+	m := &Manifest{Name: info.Name, Version: info.Version, Description: info.Description, Kinds: info.Kinds,
+		Binary: filepath.Base(filepath.FromSlash(info.Name)), SHA256: sum}
+	if old, err := d.manifest(m.Name, m.Version); err == nil {
+		if old.SHA256 != m.SHA256 {
+			return nil, barrage.Errorf(barrage.ErrConflict, "%s@%s is already in %s with other bytes (sha256 %s); a version never changes: give this build a new version", m.Name, m.Version, d, old.SHA256)
+		}
+		return old, nil
+	}
+	folder := d.folder(m.Name, m.Version)
+	if err := os.MkdirAll(folder, 0o755); err != nil {
+		return nil, err
+	}
+	if err := copyFile(path, filepath.Join(folder, m.Binary), 0o755); err != nil {
+		return nil, err
+	}
+	b, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(filepath.Join(folder, manifestName), append(b, '\n'), 0o644); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+func fileSHA256(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+func copyFile(src, dst string, mode os.FileMode) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	tmp := dst + ".tmp"
+	out, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, mode)
+	if err != nil {
+		return err
+	}
+	_, err = io.Copy(out, in)
+	if cerr := out.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		_ = os.Remove(tmp)
+		return err
+	}
+	return os.Rename(tmp, dst)
+}

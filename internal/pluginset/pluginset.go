@@ -1,0 +1,267 @@
+// Package pluginset prepares the plugins of one run: it finds each plugin a script uses in the
+// local plugin directory, starts it through the plugin host, checks that it is of the kind the
+// script says, validates the script's config for it against the plugin's own JSON Schema, and
+// configures it. Source plugins rewrite the script first; the rewritten script is loaded and
+// checked like any other.
+package pluginset
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/barrage-load/barrage/internal/barrage"
+	"github.com/barrage-load/barrage/internal/engine"
+	"github.com/barrage-load/barrage/internal/pluginhost"
+	"github.com/barrage-load/barrage/internal/script"
+	"github.com/barrage-load/barrage/sdk"
+)
+
+// Options say where plugins come from and how they run.
+type Options struct {
+	// Dir is the local plugin directory (see Dir).
+	Dir Dir
+	// Host configures the plugin processes.
+	Host pluginhost.Options
+	// VUs is the most virtual users the run will have, to size url plugins' processes.
+	VUs int
+}
+
+// Set is the started plugins of a run.
+type Set struct {
+	host  *pluginhost.Host
+	procs []*pluginhost.Process
+	// Plugins are the element and url plugins, for engine.Options.Plugins.
+	Plugins map[string]engine.Plugin
+}
+
+// Close ends every plugin process of the set.
+func (s *Set) Close() error {
+	if s == nil || s.host == nil {
+		return nil
+	}
+	return s.host.Close()
+}
+
+// vusPerProcess is how many VUs share one process of a url plugin. A process answers a
+// batch of calls at a time, so a few processes serve many VUs; more than one per core only
+// adds switching.
+const vusPerProcess = 250
+
+// Open starts the plugins of the script at path (already loaded as s). When the script has
+// source plugins, it returns the script they produced.
+func Open(ctx context.Context, path string, s *script.Script, opts Options) (*Set, *script.Script, error) {
+	set := &Set{Plugins: make(map[string]engine.Plugin)}
+	if len(s.Plugins) == 0 {
+		return set, s, nil
+	}
+	h, err := pluginhost.New(opts.Host)
+	if err != nil {
+		return nil, nil, err
+	}
+	set.host = h
+	ok := false
+	defer func() {
+		if !ok {
+			_ = set.Close()
+		}
+	}()
+
+	if s, err = set.applySources(ctx, path, s, opts); err != nil {
+		return nil, nil, err
+	}
+	for _, sp := range s.Plugins {
+		switch sp.Kind {
+		case script.ElementPlugin:
+			p, err := set.start(ctx, sp, opts, sdk.KindSessionElement)
+			if err != nil {
+				return nil, nil, err
+			}
+			if _, err := p.Element().Configure(ctx, configJSON(sp)); err != nil {
+				return nil, nil, configError(sp, err)
+			}
+			scope := sp.Scope
+			if scope == 0 {
+				scope = scopeFromSDK(p.Info().Scope)
+			}
+			set.Plugins[sp.As] = engine.Plugin{Element: p.Element(), Scope: scope}
+		case script.URLPlugin:
+			n := min(max(1, (opts.VUs+vusPerProcess-1)/vusPerProcess), runtime.GOMAXPROCS(0))
+			var hooks []sdk.URLHook
+			for range n {
+				p, err := set.start(ctx, sp, opts, sdk.KindURL)
+				if err != nil {
+					return nil, nil, err
+				}
+				if err := p.URL().Configure(ctx, configJSON(sp)); err != nil {
+					return nil, nil, configError(sp, err)
+				}
+				hooks = append(hooks, p.URL())
+			}
+			set.Plugins[sp.As] = engine.Plugin{URL: hooks}
+		}
+	}
+	ok = true
+	return set, s, nil
+}
+
+// applySources runs the script's source plugins in order, each on the previous one's output,
+// and loads the result.
+func (set *Set) applySources(ctx context.Context, path string, s *script.Script, opts Options) (*script.Script, error) {
+	var sources []*script.Plugin
+	for _, sp := range s.Plugins {
+		if sp.Kind == script.SourcePlugin {
+			sources = append(sources, sp)
+		}
+	}
+	if len(sources) == 0 {
+		return s, nil
+	}
+	text, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	doc, err := script.ToJSON(text)
+	if err != nil {
+		return nil, err
+	}
+	for _, sp := range sources {
+		p, err := set.start(ctx, sp, opts, sdk.KindSourceModifier)
+		if err != nil {
+			return nil, err
+		}
+		out, err := p.Modify(ctx, doc, configJSON(sp))
+		p.Close()
+		if err != nil {
+			return nil, configError(sp, err)
+		}
+		if !json.Valid(out) {
+			return nil, fmt.Errorf("source plugin %s returned a script that is not JSON", sp.Ref)
+		}
+		doc = out
+	}
+	dir, name := filepath.Split(path)
+	if dir == "" {
+		dir = "."
+	}
+	modified, err := script.LoadData(os.DirFS(dir), name, doc, script.ParseOptions{Filename: path + " (after source plugins)"})
+	if err != nil {
+		return nil, err
+	}
+	return modified, nil
+}
+
+// start finds and starts one process of sp, checks its kind and validates its config.
+func (set *Set) start(ctx context.Context, sp *script.Plugin, opts Options, kind sdk.Kind) (*pluginhost.Process, error) {
+	spec, err := opts.Dir.Find(sp.Name, sp.Version)
+	if err != nil {
+		return nil, err
+	}
+	p, err := set.host.Start(ctx, spec)
+	if err != nil {
+		return nil, err
+	}
+	set.procs = append(set.procs, p)
+	if !slices.Contains(p.Info().Kinds, kind) {
+		return nil, barrage.Invalid("plugins."+sp.As+".kind",
+			fmt.Sprintf("%s is not a %s plugin (it implements %v)", sp.Ref, kind, p.Info().Kinds))
+	}
+	if err := validateConfig(sp, p.Info().ConfigSchema); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+func configJSON(sp *script.Plugin) []byte {
+	if sp.Config == nil {
+		return []byte("{}")
+	}
+	b, err := json.Marshal(sp.Config)
+	if err != nil {
+		return []byte("{}")
+	}
+	return b
+}
+
+// validateConfig checks the script's config for sp against the plugin's JSON Schema.
+func validateConfig(sp *script.Plugin, schema string) error {
+	if schema == "" {
+		return nil
+	}
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader([]byte(schema)))
+	if err != nil {
+		return fmt.Errorf("plugin %s: its config schema is not JSON: %w", sp.Ref, err)
+	}
+	c := jsonschema.NewCompiler()
+	if err := c.AddResource("plugin.json", doc); err != nil {
+		return fmt.Errorf("plugin %s: its config schema: %w", sp.Ref, err)
+	}
+	sch, err := c.Compile("plugin.json")
+	if err != nil {
+		return fmt.Errorf("plugin %s: its config schema: %w", sp.Ref, err)
+	}
+	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(configJSON(sp)))
+	if err != nil {
+		return err
+	}
+	if err := sch.Validate(inst); err != nil {
+		var ve *jsonschema.ValidationError
+		if errors.As(err, &ve) {
+			var fields []barrage.FieldError
+			for _, leaf := range leaves(ve) {
+				field := "plugins." + sp.As + ".config"
+				for _, k := range leaf.InstanceLocation {
+					field += "." + k
+				}
+				fields = append(fields, barrage.FieldError{Field: field, Reason: leaf.ErrorKind.LocalizedString(nil)})
+			}
+			return &barrage.InvalidError{Fields: fields}
+		}
+		return barrage.Invalid("plugins."+sp.As+".config", err.Error())
+	}
+	return nil
+}
+
+// leaves are the innermost causes of a validation error: the ones that say what is wrong.
+func leaves(ve *jsonschema.ValidationError) []*jsonschema.ValidationError {
+	if len(ve.Causes) == 0 {
+		return []*jsonschema.ValidationError{ve}
+	}
+	var out []*jsonschema.ValidationError
+	for _, c := range ve.Causes {
+		out = append(out, leaves(c)...)
+	}
+	return out
+}
+
+// configError turns a plugin's refusal of its config into an invalid-input error naming the
+// field in the script.
+func configError(sp *script.Plugin, err error) error {
+	var ce *sdk.ConfigError
+	if errors.As(err, &ce) {
+		field := "plugins." + sp.As + ".config"
+		if ce.Field != "" {
+			field += "." + ce.Field
+		}
+		return barrage.Invalid(field, ce.Reason)
+	}
+	return err
+}
+
+func scopeFromSDK(s sdk.Scope) script.Scope {
+	switch s {
+	case sdk.ScopeRun:
+		return script.ScopeRun
+	case sdk.ScopeIteration:
+		return script.ScopeIteration
+	}
+	return script.ScopeVU
+}
