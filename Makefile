@@ -4,7 +4,7 @@ GO      ?= go
 TOOLS   := $(GO) tool -modfile=tools/go.mod
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 REDOC_VERSION ?= 2.5.4
-GENERATED := api internal/postgres/dbsqlc sdk/proto
+GENERATED := api internal/postgres/dbsqlc sdk/proto sdk/python/barrage_plugin/v1
 
 .DEFAULT_GOAL := help
 .PHONY: help run build test generate verify lint bench docs-assets clean
@@ -22,9 +22,10 @@ test: ## run every test; needs no PostgreSQL (TEST_DATABASE_URL, Docker, else an
 	$(GO) test -race -count=1 ./...
 	cd sdk && $(GO) test -race -count=1 ./...
 
-generate: ## regenerate the oapi-codegen, sqlc and protobuf code
+generate: ## regenerate the oapi-codegen, sqlc and protobuf code (Go and Python)
 	$(GO) generate ./api ./internal/postgres
 	cd sdk && $(GO) generate .
+	sdk/python/generate.sh
 
 verify: generate ## regenerate and fail if the generated code or go.mod differ from what is committed
 	$(GO) mod tidy -diff
