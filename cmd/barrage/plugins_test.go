@@ -57,17 +57,21 @@ func buildPlugins(t *testing.T, names ...string) string {
 
 // received is what the target saw of one request.
 type received struct {
-	method, uri, signature, env string
-	body                        []byte
+	method, uri, signature, env, correlation string
+	body                                     []byte
 }
 
 func TestRunWithExamplePlugins(t *testing.T) {
 	t.Parallel()
 	bin := buildPlugins(t, "random-data", "hmac-sign", "inject-headers")
+	// correlation-id is written in Python: any language go-plugin speaks will do.
+	build := exec.Command("../../examples/plugins/correlation-id/build.sh", filepath.Join(bin, "correlation-id"))
+	b, err := build.CombinedOutput()
+	require.NoError(t, err, "%s", b)
 	pluginDir := filepath.Join(t.TempDir(), "plugins")
 	env := []string{"BARRAGE_PLUGIN_DIR=" + pluginDir, "HMAC_KEY=e2e-shared-key", "DATABASE_URL=postgres://must-not-leak"}
 
-	for _, n := range []string{"random-data", "hmac-sign", "inject-headers"} {
+	for _, n := range []string{"random-data", "hmac-sign", "inject-headers", "correlation-id"} {
 		out, errOut, code := runWithEnv(t, env, "plugin", "add", filepath.Join(bin, n))
 		require.Zero(t, code, "%s%s", out, errOut)
 		require.Contains(t, out, "added "+n+"@1.0.0")
@@ -81,7 +85,7 @@ func TestRunWithExamplePlugins(t *testing.T) {
 	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		mu.Lock()
-		got = append(got, received{r.Method, r.RequestURI, r.Header.Get("X-Signature"), r.Header.Get("X-Env"), body})
+		got = append(got, received{r.Method, r.RequestURI, r.Header.Get("X-Signature"), r.Header.Get("X-Env"), r.Header.Get("X-Correlation-ID"), body})
 		mu.Unlock()
 		w.Header().Set("X-Request-Id", "req-42")
 		w.WriteHeader(http.StatusCreated)
@@ -108,6 +112,9 @@ plugins:
     as: inject
     kind: source
     config: { headers: { X-Env: staging } }
+  - use: correlation-id@1.0.0
+    as: corr
+    kind: url
 session:
   groups:
     - name: sign up
@@ -120,6 +127,7 @@ session:
           assert: [ { status: 201 } ]
         - name: confirm
           url: /confirm/${sign.x_request_id}
+          plugins: [corr]
 load:
   vus: 4
   iterations: 40
@@ -128,15 +136,19 @@ load:
 	out, errOut, code := runWithEnv(t, env, "run", "--quiet", "--plugin-env", "HMAC_KEY", "--out", filepath.Join(t.TempDir(), "r.json"), script)
 	require.Zero(t, code, "stdout:\n%s\nstderr:\n%s", out, errOut)
 	require.Contains(t, out, "hook sign (calls)")
+	require.Contains(t, out, "hook corr (calls)")
 
 	require.Len(t, got, 80)
-	emails := map[string]bool{}
+	emails, correlations := map[string]bool{}, map[string]bool{}
 	emailRe := regexp.MustCompile(`^[a-z0-9._-]+@example\.test$`)
 	for _, r := range got {
 		require.Equal(t, "staging", r.env, "the source plugin added X-Env to every request: %s", r.uri)
 		if r.method != http.MethodPost {
 			require.Equal(t, "/confirm/req-42", r.uri, "the url plugin's variable reached the next request")
 			require.Empty(t, r.signature, "only the requests that list sign are signed")
+			require.Regexp(t, `^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`, r.correlation, "the Python plugin set a uuid4")
+			require.False(t, correlations[r.correlation], "a fresh id per request")
+			correlations[r.correlation] = true
 			continue
 		}
 		mac := hmac.New(sha256.New, []byte("e2e-shared-key"))
@@ -147,6 +159,7 @@ load:
 		require.NoError(t, json.Unmarshal(r.body, &doc))
 		require.Regexp(t, emailRe, doc.Email)
 		require.Regexp(t, `^/signup\?id=[0-9a-f-]{36}$`, r.uri)
+		require.Empty(t, r.correlation, "corr is attached to confirm only")
 		emails[doc.Email] = true
 	}
 	require.Greater(t, len(emails), 35, "each iteration got fresh values")
