@@ -154,8 +154,25 @@ func (e elementClient) Next(ctx context.Context, n int) ([]Vars, error) {
 	return out, nil
 }
 
-// maxBatch bounds the calls sent in one message.
-const maxBatch = 256
+// maxBatch bounds the calls sent in one message, and batchBytes their bodies and URLs (well
+// under MaxMessageSize).
+const (
+	maxBatch   = 256
+	batchBytes = 8 << 20
+)
+
+// callSize estimates the bytes of a call on the wire: its bodies and URL, plus room for the
+// rest.
+func callSize(c *pb.Call) int {
+	n := 512
+	if b := c.GetBefore(); b != nil {
+		n += len(b.GetBody()) + len(b.GetUrl())
+	}
+	if a := c.GetAfter(); a != nil {
+		n += len(a.GetRequest().GetBody()) + len(a.GetRequest().GetUrl()) + len(a.GetResponse().GetBodyPreview())
+	}
+	return n
+}
 
 // urlClient gathers the calls of many goroutines into batches on one Exchange stream. There is
 // no waiting to fill a batch: a call is sent at once when the stream is idle, and the calls
@@ -309,11 +326,13 @@ func (u *urlClient) send(stream pb.URLService_ExchangeClient) {
 		}
 		// A new message each time: gRPC may still hold the one sent before.
 		batch := &pb.ExchangeRequest{Calls: []*pb.Call{p.call}}
+		size := callSize(p.call)
 	gather:
-		for len(batch.Calls) < maxBatch {
+		for len(batch.Calls) < maxBatch && size < batchBytes {
 			select {
 			case p = <-u.queue:
 				batch.Calls = append(batch.Calls, p.call)
+				size += callSize(p.call)
 			default:
 				break gather
 			}

@@ -22,6 +22,11 @@ var Handshake = plugin.HandshakeConfig{
 	MagicCookieValue: "7d1c0f3e-barrage-plugin",
 }
 
+// MaxMessageSize bounds one gRPC message between host and plugin: a batch of URL-hook calls
+// with their bodies, or a whole script for a source modifier. gRPC's default, 4 MiB, is too
+// small for either; the host keeps batches under batchBytes.
+const MaxMessageSize = 64 << 20
+
 // pluginName is the one entry of the go-plugin plugin set: a single gRPC connection carries
 // every service a plugin serves.
 const pluginName = "barrage"
@@ -43,7 +48,9 @@ func Serve(p *Plugin) {
 	plugin.Serve(&plugin.ServeConfig{
 		HandshakeConfig:  Handshake,
 		VersionedPlugins: map[int]plugin.PluginSet{ProtocolVersion: PluginSet(p)},
-		GRPCServer:       plugin.DefaultGRPCServer,
+		GRPCServer: func(opts []grpc.ServerOption) *grpc.Server {
+			return grpc.NewServer(append(opts, grpc.MaxRecvMsgSize(MaxMessageSize), grpc.MaxSendMsgSize(MaxMessageSize))...)
+		},
 		Logger: hclog.New(&hclog.LoggerOptions{
 			Name: p.Name, Output: os.Stderr, Level: hclog.Info, JSONFormat: true,
 		}),

@@ -31,6 +31,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-plugin"
 	gpr "github.com/hashicorp/go-plugin/runner"
+	"google.golang.org/grpc"
 
 	"github.com/barrage-load/barrage/sdk"
 )
@@ -199,6 +200,8 @@ func (h *Host) start(ctx context.Context, spec Spec, checkIdentity bool) (*Proce
 		StartTimeout:     h.opts.StartTimeout,
 		Logger:           hlog,
 		UnixSocketConfig: unixCfg,
+		GRPCDialOptions: []grpc.DialOption{grpc.WithDefaultCallOptions(
+			grpc.MaxCallRecvMsgSize(sdk.MaxMessageSize), grpc.MaxCallSendMsgSize(sdk.MaxMessageSize))},
 		RunnerFunc: func(_ hclog.Logger, cmd *exec.Cmd, _ string) (gpr.Runner, error) {
 			p.run = h.runner(spec, path, cmd.Env)
 			return p.run, nil

@@ -130,6 +130,9 @@ func TestStartRunsAPluginConfinedAndItsHooksWork(t *testing.T) {
 	req := &sdk.Request{Method: "GET", URL: "http://127.0.0.1/", Header: http.Header{}}
 	require.NoError(t, p.URL().Before(ctx, sdk.Call{VU: 1, Iteration: 1}, req))
 	require.Equal(t, "1", req.Header.Get("X-Test"))
+	big := &sdk.Request{Method: "POST", URL: "http://127.0.0.1/upload", Header: http.Header{}, Body: make([]byte, 6<<20)}
+	require.NoError(t, p.URL().Before(ctx, sdk.Call{VU: 1, Iteration: 1}, big), "a body over gRPC's default 4 MiB")
+	require.Len(t, big.Body, 6<<20)
 
 	limits, err := os.ReadFile(fmt.Sprintf("/proc/%d/limits", p.Pid()))
 	require.NoError(t, err)
