@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"sync/atomic"
 
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
@@ -30,6 +31,7 @@ type Client struct {
 var (
 	_ SessionElement = elementClient{}
 	_ URLHook        = (*urlClient)(nil)
+	_ AfterSkipper   = (*urlClient)(nil)
 	_ SourceModifier = (*Client)(nil)
 )
 
@@ -159,6 +161,10 @@ func (e elementClient) Next(ctx context.Context, n int) ([]Vars, error) {
 const (
 	maxBatch   = 256
 	batchBytes = 8 << 20
+	// maxInFlight is how many batches may await their answer. While they do, new calls gather
+	// into the next batch: under load batches grow to the plugin's round trip, and a lone call
+	// still goes at once.
+	maxInFlight = 1
 )
 
 // callSize estimates the bytes of a call on the wire: its bodies and URL, plus room for the
@@ -182,7 +188,9 @@ type urlClient struct {
 	c pb.URLServiceClient
 
 	startOnce sync.Once
+	skipAfter atomic.Bool // the plugin said it has nothing to do after responses
 	queue     chan *pending
+	answered  chan struct{} // a batch was answered
 
 	mu      sync.Mutex
 	waiting map[uint64]*pending
@@ -200,13 +208,22 @@ type pending struct {
 var pendingPool = sync.Pool{New: func() any { return &pending{res: make(chan *pb.Result, 1)} }}
 
 func newURLClient(c pb.URLServiceClient) *urlClient {
-	return &urlClient{c: c, queue: make(chan *pending, maxBatch), waiting: make(map[uint64]*pending), done: make(chan struct{})}
+	return &urlClient{c: c, queue: make(chan *pending, maxBatch), answered: make(chan struct{}, maxInFlight),
+		waiting: make(map[uint64]*pending), done: make(chan struct{})}
 }
 
 func (u *urlClient) Configure(ctx context.Context, config []byte) error {
-	_, err := u.c.Configure(ctx, &pb.ConfigureRequest{ConfigJson: string(config)})
-	return FromStatus(err)
+	r, err := u.c.Configure(ctx, &pb.ConfigureRequest{ConfigJson: string(config)})
+	if err != nil {
+		return FromStatus(err)
+	}
+	u.skipAfter.Store(r.GetSkipAfter())
+	return nil
 }
+
+// SkipAfter says whether the plugin, as configured, has nothing to do after responses; After
+// then returns at once without a call.
+func (u *urlClient) SkipAfter() bool { return u.skipAfter.Load() }
 
 func (u *urlClient) Before(ctx context.Context, call Call, req *Request) error {
 	r, err := u.do(ctx, &pb.Call{
@@ -226,6 +243,9 @@ func (u *urlClient) Before(ctx context.Context, call Call, req *Request) error {
 }
 
 func (u *urlClient) After(ctx context.Context, call Call, req *Request, resp *Response) (Outcome, error) {
+	if u.skipAfter.Load() {
+		return Outcome{}, nil
+	}
 	r, err := u.do(ctx, &pb.Call{
 		Vu: uint32(call.VU), Iteration: uint64(call.Iteration), RequestName: call.Request,
 		Phase: &pb.Call_After{After: &pb.Completed{Request: requestToProto(req), Response: responseToProto(resp)}},
@@ -316,30 +336,56 @@ func (u *urlClient) start() {
 }
 
 func (u *urlClient) send(stream pb.URLService_ExchangeClient) {
+	credits := maxInFlight
+	var calls []*pb.Call
+	size := 0
+	add := func(p *pending) {
+		calls = append(calls, p.call)
+		size += callSize(p.call)
+	}
+	full := func() bool { return len(calls) >= maxBatch || size >= batchBytes }
 	for {
-		var p *pending
-		select {
-		case p = <-u.queue:
-		case <-u.done:
-			_ = stream.CloseSend()
-			return
-		}
-		// A new message each time: gRPC may still hold the one sent before.
-		batch := &pb.ExchangeRequest{Calls: []*pb.Call{p.call}}
-		size := callSize(p.call)
-	gather:
-		for len(batch.Calls) < maxBatch && size < batchBytes {
+		if len(calls) == 0 {
 			select {
-			case p = <-u.queue:
-				batch.Calls = append(batch.Calls, p.call)
-				size += callSize(p.call)
+			case p := <-u.queue:
+				add(p)
+			case <-u.done:
+				_ = stream.CloseSend()
+				return
+			}
+		}
+		// Take what is queued, then wait for a batch in flight to come back if too many are,
+		// gathering the calls that arrive meanwhile: batches grow with the plugin's round trip.
+	gather:
+		for !full() {
+			select {
+			case p := <-u.queue:
+				add(p)
 			default:
 				break gather
 			}
 		}
-		if err := stream.Send(batch); err != nil {
+		for credits == 0 {
+			queue := u.queue
+			if full() {
+				queue = nil
+			}
+			select {
+			case p := <-queue:
+				add(p)
+			case <-u.answered:
+				credits++
+			case <-u.done:
+				_ = stream.CloseSend()
+				return
+			}
+		}
+		credits--
+		// A new message each time: gRPC may still hold the one sent before.
+		if err := stream.Send(&pb.ExchangeRequest{Calls: calls}); err != nil {
 			return // the stream is broken: receive sees why and fails every call
 		}
+		calls, size = nil, 0
 	}
 }
 
@@ -361,6 +407,7 @@ func (u *urlClient) receive(stream pb.URLService_ExchangeClient) {
 			}
 		}
 		u.mu.Unlock()
+		u.answered <- struct{}{} // the plugin answers each batch with one message
 	}
 }
 

@@ -189,3 +189,30 @@ func TestUnimplementedHook(t *testing.T) {
 	err = c.URL().Before(context.Background(), sdk.Call{}, &sdk.Request{Header: http.Header{}})
 	require.ErrorIs(t, err, sdk.ErrUnimplemented)
 }
+
+// beforeOnly has nothing to do after responses and says so.
+type beforeOnly struct{ tagger }
+
+func (beforeOnly) SkipAfter() bool { return true }
+
+func (beforeOnly) After(context.Context, sdk.Call, *sdk.Request, *sdk.Response) (sdk.Outcome, error) {
+	return sdk.Outcome{Fail: "After ran although the plugin skips it"}, nil
+}
+
+func TestAHookThatSkipsAfterIsNotCalledAfterResponses(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c := sdktest.Start(t, &sdk.Plugin{Name: "b", Version: "1.0.0", URL: beforeOnly{}})
+	skipper, ok := c.URL().(sdk.AfterSkipper)
+	require.True(t, ok)
+	require.False(t, skipper.SkipAfter(), "unknown before Configure")
+	require.NoError(t, c.URL().Configure(ctx, []byte(`{}`)))
+	require.True(t, skipper.SkipAfter())
+	out, err := c.URL().After(ctx, sdk.Call{VU: 1}, &sdk.Request{}, &sdk.Response{Status: 500})
+	require.NoError(t, err)
+	require.Equal(t, sdk.Outcome{}, out)
+
+	c2 := sdktest.Start(t, testPlugin())
+	require.NoError(t, c2.URL().Configure(ctx, []byte(`{}`)))
+	require.False(t, c2.URL().(sdk.AfterSkipper).SkipAfter(), "a hook without SkipAfter gets every After")
+}

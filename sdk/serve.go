@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"regexp"
+	"runtime/pprof"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-plugin"
@@ -45,6 +46,16 @@ func Serve(p *Plugin) {
 	}
 	restore := routeStdout()
 	defer restore()
+	if path := os.Getenv("BARRAGE_PLUGIN_CPUPROFILE"); path != "" {
+		// For authors measuring their plugin under load: barrage run --plugin-env
+		// BARRAGE_PLUGIN_CPUPROFILE=/tmp/plugin.prof (the plugin's user must be able to write it).
+		if f, err := os.Create(path); err == nil {
+			defer f.Close()
+			if pprof.StartCPUProfile(f) == nil {
+				defer pprof.StopCPUProfile() // runs before the Close above
+			}
+		}
+	}
 	plugin.Serve(&plugin.ServeConfig{
 		HandshakeConfig:  Handshake,
 		VersionedPlugins: map[int]plugin.PluginSet{ProtocolVersion: PluginSet(p)},

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
@@ -68,43 +70,79 @@ func (s *urlServer) Configure(ctx context.Context, req *pb.ConfigureRequest) (*p
 	if err := s.impl.Configure(ctx, []byte(req.GetConfigJson())); err != nil {
 		return nil, toStatus(err)
 	}
-	return &pb.ConfigureResponse{}, nil
+	skip, ok := s.impl.(AfterSkipper)
+	return &pb.ConfigureResponse{SkipAfter: ok && skip.SkipAfter()}, nil
 }
 
+// maxWorkers bounds the goroutines answering one stream's calls at once.
+const maxWorkers = 512
+
 // Exchange answers each batch of calls with one batch of results. The calls of a batch come
-// from different virtual users, so they run concurrently; the batch is answered when all are.
+// from different virtual users, so they run concurrently, on workers that live as long as the
+// stream (a goroutine per call would grow a fresh stack every time); the last call of a batch
+// to finish sends the batch's results.
 func (s *urlServer) Exchange(stream pb.URLService_ExchangeServer) error {
 	ctx := stream.Context()
+	type batch struct {
+		results []*pb.Result
+		left    atomic.Int32
+	}
+	// A job is a run of calls of one batch: handing each call to a worker on its own would
+	// cost a goroutine switch per call; a few calls per worker keep the batch concurrent.
+	type job struct {
+		b     *batch
+		first int
+		calls []*pb.Call
+	}
 	var sendMu sync.Mutex
-	var wg sync.WaitGroup
-	defer wg.Wait()
+	jobs := make(chan job)
+	var workers sync.WaitGroup
+	nworkers := 0
+	worker := func() {
+		defer workers.Done()
+		for j := range jobs {
+			for k, c := range j.calls {
+				j.b.results[j.first+k] = s.call(ctx, c)
+			}
+			if j.b.left.Add(-int32(len(j.calls))) == 0 {
+				sendMu.Lock()
+				_ = stream.Send(&pb.ExchangeResponse{Results: j.b.results})
+				sendMu.Unlock()
+			}
+		}
+	}
+	defer func() {
+		close(jobs)
+		workers.Wait()
+	}()
 	for {
-		batch, err := stream.Recv()
+		in, err := stream.Recv()
 		if err != nil {
 			return nil // the host closed the stream, or is gone
 		}
-		calls := batch.GetCalls()
-		results := make([]*pb.Result, len(calls))
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if len(calls) == 1 {
-				results[0] = s.call(ctx, calls[0])
-			} else {
-				var cw sync.WaitGroup
-				for i, c := range calls {
-					cw.Add(1)
-					go func() {
-						defer cw.Done()
-						results[i] = s.call(ctx, c)
-					}()
-				}
-				cw.Wait()
-			}
+		calls := in.GetCalls()
+		if len(calls) == 0 {
 			sendMu.Lock()
-			defer sendMu.Unlock()
-			_ = stream.Send(&pb.ExchangeResponse{Results: results})
-		}()
+			_ = stream.Send(&pb.ExchangeResponse{})
+			sendMu.Unlock()
+			continue
+		}
+		b := &batch{results: make([]*pb.Result, len(calls))}
+		b.left.Store(int32(len(calls)))
+		per := max(1, len(calls)/(4*runtime.GOMAXPROCS(0)))
+		for i := 0; i < len(calls); i += per {
+			j := job{b: b, first: i, calls: calls[i:min(i+per, len(calls))]}
+			select {
+			case jobs <- j: // an idle worker took it
+			default:
+				if nworkers < maxWorkers {
+					nworkers++
+					workers.Add(1)
+					go worker()
+				}
+				jobs <- j
+			}
+		}
 	}
 }
 

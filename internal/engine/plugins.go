@@ -243,8 +243,12 @@ func (v *vu) after(ctx context.Context, r *compiledRequest, req *sdk.Request, re
 	var failures []string
 	for _, sp := range r.r.Plugins {
 		hooks := v.p.opts.Plugins[sp.As].URL
+		hook := hooks[v.id%len(hooks)]
+		if s, ok := hook.(sdk.AfterSkipper); ok && s.SkipAfter() {
+			continue // nothing to do after responses: no call, no time
+		}
 		start := time.Now()
-		out, err := hooks[v.id%len(hooks)].After(ctx, call, req, resp)
+		out, err := hook.After(ctx, call, req, resp)
 		v.recordHook(sp.As, time.Since(start), err)
 		switch {
 		case err != nil:

@@ -11,6 +11,7 @@ import (
 var (
 	_ sdk.SessionElement = element{}
 	_ sdk.URLHook        = urlHook{}
+	_ sdk.AfterSkipper   = urlHook{}
 	_ sdk.SourceModifier = (*Process)(nil)
 )
 
@@ -66,4 +67,9 @@ func (u urlHook) After(ctx context.Context, call sdk.Call, req *sdk.Request, res
 	defer cancel()
 	out, err := u.p.sdk.URL().After(ctx, call, req, resp)
 	return out, u.p.wrap(err)
+}
+
+func (u urlHook) SkipAfter() bool {
+	s, ok := u.p.sdk.URL().(sdk.AfterSkipper)
+	return ok && s.SkipAfter()
 }

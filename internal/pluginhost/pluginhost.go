@@ -343,11 +343,21 @@ func (p *Process) Pid() int {
 	return p.run.cmd.Process.Pid
 }
 
-// Close ends the plugin and everything it started.
-func (p *Process) Close() {
+// Close ends the plugin and everything it started. The plugin is first asked to shut down
+// (go-plugin's controller, with a two-second grace) so that it can flush what it holds; then
+// the whole process group is killed.
+func (p *Process) Close() { p.end(true) }
+
+func (p *Process) end(graceful bool) {
 	p.closeOnce.Do(func() {
 		if p.sdk != nil {
 			_ = p.sdk.Close()
+		}
+		if graceful && p.client != nil {
+			p.mu.Lock()
+			p.killed = true
+			p.mu.Unlock()
+			p.client.Kill()
 		}
 		p.kill()
 		p.host.mu.Lock()
@@ -416,7 +426,7 @@ func (p *Process) wrap(err error) error {
 	case errors.As(err, &ce):
 		e.Reason = ReasonConfig
 	case errors.Is(err, sdk.ErrTimeout):
-		p.Close()
+		p.end(false) // a hung plugin gets no grace
 		e.Reason, e.Err = ReasonTimeout, fmt.Errorf("no answer within %s; killed", p.host.opts.CallTimeout)
 	case errors.Is(err, sdk.ErrUnavailable), errors.Is(err, sdk.ErrClosed):
 		if p.run != nil {

@@ -165,6 +165,14 @@ func (h *hook) Before(_ context.Context, _ sdk.Call, req *sdk.Request) error {
 	return nil
 }
 
+// SkipAfter tells the host that, without read_header, After has nothing to do: the host then
+// skips it, and a 401 still fails the request, as any 4xx does, only without this plugin's
+// reason.
+func (h *hook) SkipAfter() bool {
+	s := h.signer.Load()
+	return s != nil && s.readHeader == ""
+}
+
 // After keeps the configured response header as a variable, and fails the request when the
 // server refused it with 401, for that most likely means a wrong key or signature.
 func (h *hook) After(_ context.Context, _ sdk.Call, _ *sdk.Request, resp *sdk.Response) (sdk.Outcome, error) {

@@ -59,10 +59,12 @@ class ConfigureRequest(_message.Message):
     def __init__(self, config_json: _Optional[str] = ...) -> None: ...
 
 class ConfigureResponse(_message.Message):
-    __slots__ = ("variables",)
+    __slots__ = ("variables", "skip_after")
     VARIABLES_FIELD_NUMBER: _ClassVar[int]
+    SKIP_AFTER_FIELD_NUMBER: _ClassVar[int]
     variables: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, variables: _Optional[_Iterable[str]] = ...) -> None: ...
+    skip_after: bool
+    def __init__(self, variables: _Optional[_Iterable[str]] = ..., skip_after: _Optional[bool] = ...) -> None: ...
 
 class NextRequest(_message.Message):
     __slots__ = ("count",)

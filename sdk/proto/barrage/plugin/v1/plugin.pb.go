@@ -320,7 +320,10 @@ type ConfigureResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The variables a session element produces, so that a script's references to them are
 	// checked before the run starts.
-	Variables     []string `protobuf:"bytes,1,rep,name=variables,proto3" json:"variables,omitempty"`
+	Variables []string `protobuf:"bytes,1,rep,name=variables,proto3" json:"variables,omitempty"`
+	// A URL hook that has nothing to do after responses, as configured, says so: the host then
+	// skips every after call, half the cost of the hook.
+	SkipAfter     bool `protobuf:"varint,2,opt,name=skip_after,json=skipAfter,proto3" json:"skip_after,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -360,6 +363,13 @@ func (x *ConfigureResponse) GetVariables() []string {
 		return x.Variables
 	}
 	return nil
+}
+
+func (x *ConfigureResponse) GetSkipAfter() bool {
+	if x != nil {
+		return x.SkipAfter
+	}
+	return false
 }
 
 type NextRequest struct {
@@ -1146,9 +1156,11 @@ const file_barrage_plugin_v1_plugin_proto_rawDesc = "" +
 	"\vdescription\x18\a \x01(\tR\vdescription\"3\n" +
 	"\x10ConfigureRequest\x12\x1f\n" +
 	"\vconfig_json\x18\x01 \x01(\tR\n" +
-	"configJson\"1\n" +
+	"configJson\"P\n" +
 	"\x11ConfigureResponse\x12\x1c\n" +
-	"\tvariables\x18\x01 \x03(\tR\tvariables\"#\n" +
+	"\tvariables\x18\x01 \x03(\tR\tvariables\x12\x1d\n" +
+	"\n" +
+	"skip_after\x18\x02 \x01(\bR\tskipAfter\"#\n" +
 	"\vNextRequest\x12\x14\n" +
 	"\x05count\x18\x01 \x01(\rR\x05count\"[\n" +
 	"\fNextResponse\x12-\n" +
