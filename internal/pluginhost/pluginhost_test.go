@@ -27,6 +27,9 @@ var testPlugin string
 
 func TestMain(m *testing.M) {
 	pluginhost.Launch() // this test binary is the plugin launcher
+	if path := os.Getenv("PLUGINHOST_TEST_HOST"); path != "" {
+		hostThenWait(path) // this test binary is a host that will be killed
+	}
 	dir, err := os.MkdirTemp("", "pluginhost-test-")
 	if err != nil {
 		panic(err)
@@ -286,4 +289,54 @@ func TestStartSweepsPluginsLeftByADeadHost(t *testing.T) {
 		_ = orphan.Process.Kill()
 		t.Fatal("the orphan was not swept")
 	}
+}
+
+// hostThenWait starts the good test plugin at path, prints its pid, and waits to be killed.
+func hostThenWait(path string) {
+	h, err := pluginhost.New(pluginhost.Options{})
+	if err != nil {
+		panic(err)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		panic(err)
+	}
+	sum := sha256.Sum256(data)
+	p, err := h.Start(context.Background(), pluginhost.Spec{Name: "good", Version: "1.0.0", Path: path, SHA256: hex.EncodeToString(sum[:])})
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(p.Pid())
+	time.Sleep(time.Minute)
+	os.Exit(3)
+}
+
+func TestAPluginDiesWithItsHost(t *testing.T) {
+	t.Parallel()
+	exe, err := os.Executable()
+	require.NoError(t, err)
+	host := exec.Command(exe, "-test.run=^$")
+	host.Env = append(os.Environ(), "PLUGINHOST_TEST_HOST="+testPlugin)
+	out, err := host.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, host.Start())
+	var pid int
+	_, err = fmt.Fscan(out, &pid)
+	require.NoError(t, err, "the host printed the plugin's pid")
+	require.NoError(t, syscall.Kill(pid, 0), "the plugin runs")
+
+	require.NoError(t, host.Process.Kill()) // SIGKILL: the host has no chance to clean up
+	_ = host.Wait()
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		if _, err := os.Stat(fmt.Sprintf("/proc/%d", pid)); os.IsNotExist(err) {
+			return // gone: the parent-death signal killed it
+		}
+		if st, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); strings.Contains(string(st), ") Z ") {
+			return // a zombie waiting for init to reap it: dead
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	_ = syscall.Kill(pid, syscall.SIGKILL)
+	t.Fatalf("plugin %d outlived its host", pid)
 }
