@@ -215,10 +215,10 @@ func infoToProto(i Info) *pb.DescribeResponse {
 	d := &pb.DescribeResponse{
 		Name: i.Name, Version: i.Version, Description: i.Description,
 		ConfigSchema: i.ConfigSchema, ProtocolVersion: uint32(i.ProtocolVersion),
-		Scope: scopeToProto(i.Scope),
+		Scope: toPB(scopes, i.Scope),
 	}
 	for _, k := range i.Kinds {
-		d.Kinds = append(d.Kinds, kindToProto(k))
+		d.Kinds = append(d.Kinds, toPB(kinds, k))
 	}
 	return d
 }
@@ -227,60 +227,47 @@ func infoFromProto(d *pb.DescribeResponse) Info {
 	i := Info{
 		Name: d.GetName(), Version: d.GetVersion(), Description: d.GetDescription(),
 		ConfigSchema: d.GetConfigSchema(), ProtocolVersion: int(d.GetProtocolVersion()),
-		Scope: scopeFromProto(d.GetScope()),
+		Scope: fromPB(scopes, d.GetScope()),
 	}
 	for _, k := range d.GetKinds() {
-		if k := kindFromProto(k); k != "" {
+		if k := fromPB(kinds, k); k != "" {
 			i.Kinds = append(i.Kinds, k)
 		}
 	}
 	return i
 }
 
-var kinds = []struct {
-	k Kind
-	p pb.Kind
-}{{KindSessionElement, pb.Kind_KIND_SESSION_ELEMENT}, {KindURL, pb.Kind_KIND_URL}, {KindSourceModifier, pb.Kind_KIND_SOURCE_MODIFIER}}
-
-func kindToProto(k Kind) pb.Kind {
-	for _, e := range kinds {
-		if e.k == k {
-			return e.p
-		}
-	}
-	return pb.Kind_KIND_UNSPECIFIED
+// pair is an SDK value and its protobuf counterpart.
+type pair[A, B comparable] struct {
+	sdk A
+	pb  B
 }
 
-func kindFromProto(p pb.Kind) Kind {
-	for _, e := range kinds {
-		if e.p == p {
-			return e.k
+var (
+	kinds  = []pair[Kind, pb.Kind]{{KindSessionElement, pb.Kind_KIND_SESSION_ELEMENT}, {KindURL, pb.Kind_KIND_URL}, {KindSourceModifier, pb.Kind_KIND_SOURCE_MODIFIER}}
+	scopes = []pair[Scope, pb.Scope]{{ScopeRun, pb.Scope_SCOPE_RUN}, {ScopeVU, pb.Scope_SCOPE_VU}, {ScopeIteration, pb.Scope_SCOPE_ITERATION}}
+)
+
+// toPB maps v through table; the zero value (unspecified) when it is not there.
+func toPB[A, B comparable](table []pair[A, B], v A) B {
+	for _, e := range table {
+		if e.sdk == v {
+			return e.pb
 		}
 	}
-	return ""
+	var zero B
+	return zero
 }
 
-var scopes = []struct {
-	s Scope
-	p pb.Scope
-}{{ScopeRun, pb.Scope_SCOPE_RUN}, {ScopeVU, pb.Scope_SCOPE_VU}, {ScopeIteration, pb.Scope_SCOPE_ITERATION}}
-
-func scopeToProto(s Scope) pb.Scope {
-	for _, e := range scopes {
-		if e.s == s {
-			return e.p
+// fromPB maps v back through table; the zero value (unknown) when it is not there.
+func fromPB[A, B comparable](table []pair[A, B], v B) A {
+	for _, e := range table {
+		if e.pb == v {
+			return e.sdk
 		}
 	}
-	return pb.Scope_SCOPE_UNSPECIFIED
-}
-
-func scopeFromProto(p pb.Scope) Scope {
-	for _, e := range scopes {
-		if e.p == p {
-			return e.s
-		}
-	}
-	return ""
+	var zero A
+	return zero
 }
 
 func headersToProto(h http.Header) []*pb.Header {

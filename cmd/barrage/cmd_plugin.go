@@ -49,6 +49,29 @@ func (pf *pluginFlags) hostOptions() (pluginhost.Options, error) {
 	return opts, nil
 }
 
+// newHost starts a plugin host with the flags' options.
+func (pf *pluginFlags) newHost() (*pluginhost.Host, error) {
+	hopts, err := pf.hostOptions()
+	if err != nil {
+		return nil, err
+	}
+	return pluginhost.New(hopts)
+}
+
+// loadScript loads the script the arguments name and starts its plugins, if it has any. The
+// set is nil without plugins; close it when done.
+func (pf *pluginFlags) loadScript(ctx context.Context, fs *flag.FlagSet, args []string, vus func(*script.Script) int) (*pluginset.Set, *script.Script, error) {
+	path, err := scriptArg(fs, args)
+	if err != nil {
+		return nil, nil, err
+	}
+	s, err := loadScript(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	return pf.open(ctx, path, s, vus(s))
+}
+
 // open starts the plugins of the script at path, if it has any.
 func (pf *pluginFlags) open(ctx context.Context, path string, s *script.Script, vus int) (*pluginset.Set, *script.Script, error) {
 	if len(s.Plugins) == 0 {
@@ -102,11 +125,7 @@ func runPluginAdd(ctx context.Context, e env, args []string) error {
 		fs.Usage()
 		return errUsage
 	}
-	hopts, err := pf.hostOptions()
-	if err != nil {
-		return err
-	}
-	h, err := pluginhost.New(hopts)
+	h, err := pf.newHost()
 	if err != nil {
 		return err
 	}

@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/barrage-load/barrage/internal/engine"
+	"github.com/barrage-load/barrage/internal/script"
 )
 
 func runDebug(ctx context.Context, e env, args []string) error {
@@ -16,15 +17,7 @@ func runDebug(ctx context.Context, e env, args []string) error {
 	preview := fs.Int("preview", 2048, "bytes of each body to show")
 	insecure := fs.Bool("insecure", false, "skip TLS certificate verification")
 	pf := addPluginFlags(fs, e)
-	path, err := scriptArg(fs, args)
-	if err != nil {
-		return err
-	}
-	s, err := loadScript(path)
-	if err != nil {
-		return err
-	}
-	set, s, err := pf.open(ctx, path, s, 1)
+	set, s, err := pf.loadScript(ctx, fs, args, func(*script.Script) int { return 1 })
 	if err != nil {
 		return err
 	}

@@ -13,7 +13,6 @@ import (
 	"strings"
 	"text/template"
 
-	"github.com/barrage-load/barrage/internal/pluginhost"
 	"github.com/barrage-load/barrage/internal/pluginset"
 	"github.com/barrage-load/barrage/sdk"
 )
@@ -149,11 +148,7 @@ func runPluginCheck(ctx context.Context, e env, args []string) error {
 	if !json.Valid([]byte(*config)) {
 		return fmt.Errorf("--config is not JSON")
 	}
-	hopts, err := pf.hostOptions()
-	if err != nil {
-		return err
-	}
-	h, err := pluginhost.New(hopts)
+	h, err := pf.newHost()
 	if err != nil {
 		return err
 	}

@@ -49,15 +49,7 @@ func runRun(ctx context.Context, e env, args []string) error {
 	insecure := fs.Bool("insecure", false, "skip TLS certificate verification")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the generator to this file")
 	pf := addPluginFlags(fs, e)
-	path, err := scriptArg(fs, args)
-	if err != nil {
-		return err
-	}
-	s, err := loadScript(path)
-	if err != nil {
-		return err
-	}
-	set, s, err := pf.open(ctx, path, s, max(*vus, s.Load.VUs, s.Load.MaxVUs))
+	set, s, err := pf.loadScript(ctx, fs, args, func(s *script.Script) int { return max(*vus, s.Load.VUs, s.Load.MaxVUs) })
 	if err != nil {
 		return err
 	}

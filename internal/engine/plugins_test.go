@@ -79,31 +79,40 @@ func (s *seen) serve(header, param string, status int) http.HandlerFunc {
 	}
 }
 
-func TestElementPluginValuesPerIterationAreEachUsedOnce(t *testing.T) {
-	t.Parallel()
-	tk := &tickets{}
+// runTickets runs a script whose one request carries a ticket of tk in its query, with the
+// plugin's scope as the script gives it (scope, load: YAML), and returns the result and the
+// tickets the target saw.
+func runTickets(t *testing.T, tk *tickets, scriptScope string, engineScope script.Scope, loadYAML string) (*engine.Result, []string) {
+	t.Helper()
 	c := sdktest.Start(t, &sdk.Plugin{Name: "tickets", Version: "1.0.0", Scope: sdk.ScopeIteration, Element: tk})
 	target := &seen{}
 	srv := httptest.NewServer(target.serve("X-None", "t", 200))
 	defer srv.Close()
 	s := load(t, t.TempDir(), srv.URL, `
 version: 1
-plugins: [{use: tickets@1.0.0, kind: element, scope: iteration}]
+plugins: [{use: tickets@1.0.0, kind: element`+scriptScope+`}]
 session:
   groups:
     - name: g
       requests:
         - { name: r, url: "${target}/?t=${tickets.id}" }
-load: {vus: 6, iterations: 120}
+load: `+loadYAML+`
 `)
 	res, err := engine.Run(context.Background(), s, engine.Options{Plugins: map[string]engine.Plugin{
-		"tickets": {Element: c.Element(), Scope: script.ScopeIteration},
+		"tickets": {Element: c.Element(), Scope: engineScope},
 	}})
 	require.NoError(t, err)
+	return res, target.params
+}
+
+func TestElementPluginValuesPerIterationAreEachUsedOnce(t *testing.T) {
+	t.Parallel()
+	tk := &tickets{}
+	res, params := runTickets(t, tk, ", scope: iteration", script.ScopeIteration, "{vus: 6, iterations: 120}")
 	require.EqualValues(t, 120, res.Iterations)
-	require.Len(t, target.params, 120)
+	require.Len(t, params, 120)
 	unique := map[string]bool{}
-	for _, p := range target.params {
+	for _, p := range params {
 		require.NotEmpty(t, p)
 		require.False(t, unique[p], "ticket %s used twice", p)
 		unique[p] = true
@@ -113,26 +122,9 @@ load: {vus: 6, iterations: 120}
 
 func TestElementPluginScopeVUKeepsOneValuePerVU(t *testing.T) {
 	t.Parallel()
-	c := sdktest.Start(t, &sdk.Plugin{Name: "tickets", Version: "1.0.0", Scope: sdk.ScopeIteration, Element: &tickets{}})
-	target := &seen{}
-	srv := httptest.NewServer(target.serve("X-None", "t", 200))
-	defer srv.Close()
-	s := load(t, t.TempDir(), srv.URL, `
-version: 1
-plugins: [{use: tickets@1.0.0, kind: element, scope: vu}]
-session:
-  groups:
-    - name: g
-      requests:
-        - { name: r, url: "${target}/?t=${tickets.id}" }
-load: {vus: 4, iterations: 40}
-`)
-	_, err := engine.Run(context.Background(), s, engine.Options{Plugins: map[string]engine.Plugin{
-		"tickets": {Element: c.Element(), Scope: script.ScopeVU},
-	}})
-	require.NoError(t, err)
+	_, params := runTickets(t, &tickets{}, ", scope: vu", script.ScopeVU, "{vus: 4, iterations: 40}")
 	distinct := map[string]bool{}
-	for _, p := range target.params {
+	for _, p := range params {
 		distinct[p] = true
 	}
 	require.Len(t, distinct, 4, "one ticket per VU: %v", distinct)
@@ -140,24 +132,7 @@ load: {vus: 4, iterations: 40}
 
 func TestElementPluginRunningOutEndsTheRun(t *testing.T) {
 	t.Parallel()
-	c := sdktest.Start(t, &sdk.Plugin{Name: "tickets", Version: "1.0.0", Scope: sdk.ScopeIteration, Element: &tickets{limit: 25}})
-	target := &seen{}
-	srv := httptest.NewServer(target.serve("X-None", "t", 200))
-	defer srv.Close()
-	s := load(t, t.TempDir(), srv.URL, `
-version: 1
-plugins: [{use: tickets@1.0.0, kind: element}]
-session:
-  groups:
-    - name: g
-      requests:
-        - { name: r, url: "${target}/?t=${tickets.id}" }
-load: {vus: 3, duration: 30s}
-`)
-	res, err := engine.Run(context.Background(), s, engine.Options{Plugins: map[string]engine.Plugin{
-		"tickets": {Element: c.Element(), Scope: script.ScopeIteration},
-	}})
-	require.NoError(t, err)
+	res, _ := runTickets(t, &tickets{limit: 25}, "", script.ScopeIteration, "{vus: 3, duration: 30s}")
 	require.EqualValues(t, 25, res.Iterations)
 	require.Contains(t, res.Exhausted, "plugin tickets has no more values")
 }

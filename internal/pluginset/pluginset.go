@@ -6,7 +6,6 @@
 package pluginset
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -15,8 +14,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
-
-	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/barrage-load/barrage/internal/barrage"
 	"github.com/barrage-load/barrage/internal/engine"
@@ -193,53 +190,26 @@ func configJSON(sp *script.Plugin) []byte {
 
 // validateConfig checks the script's config for sp against the plugin's JSON Schema.
 func validateConfig(sp *script.Plugin, schema string) error {
-	if schema == "" {
-		return nil
-	}
-	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader([]byte(schema)))
+	cs, err := sdk.CompileConfigSchema(schema)
 	if err != nil {
-		return fmt.Errorf("plugin %s: its config schema is not JSON: %w", sp.Ref, err)
+		return fmt.Errorf("plugin %s: %w", sp.Ref, err)
 	}
-	c := jsonschema.NewCompiler()
-	if err := c.AddResource("plugin.json", doc); err != nil {
-		return fmt.Errorf("plugin %s: its config schema: %w", sp.Ref, err)
+	var fields []barrage.FieldError
+	for _, ce := range cs.Validate(configJSON(sp)) {
+		fields = append(fields, barrage.FieldError{Field: configField(sp, ce.Field), Reason: ce.Reason})
 	}
-	sch, err := c.Compile("plugin.json")
-	if err != nil {
-		return fmt.Errorf("plugin %s: its config schema: %w", sp.Ref, err)
-	}
-	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(configJSON(sp)))
-	if err != nil {
-		return err
-	}
-	if err := sch.Validate(inst); err != nil {
-		var ve *jsonschema.ValidationError
-		if errors.As(err, &ve) {
-			var fields []barrage.FieldError
-			for _, leaf := range leaves(ve) {
-				field := "plugins." + sp.As + ".config"
-				for _, k := range leaf.InstanceLocation {
-					field += "." + k
-				}
-				fields = append(fields, barrage.FieldError{Field: field, Reason: leaf.ErrorKind.LocalizedString(nil)})
-			}
-			return &barrage.InvalidError{Fields: fields}
-		}
-		return barrage.Invalid("plugins."+sp.As+".config", err.Error())
+	if len(fields) > 0 {
+		return &barrage.InvalidError{Fields: fields}
 	}
 	return nil
 }
 
-// leaves are the innermost causes of a validation error: the ones that say what is wrong.
-func leaves(ve *jsonschema.ValidationError) []*jsonschema.ValidationError {
-	if len(ve.Causes) == 0 {
-		return []*jsonschema.ValidationError{ve}
+// configField names a field of sp's config in the script.
+func configField(sp *script.Plugin, field string) string {
+	if field == "" {
+		return "plugins." + sp.As + ".config"
 	}
-	var out []*jsonschema.ValidationError
-	for _, c := range ve.Causes {
-		out = append(out, leaves(c)...)
-	}
-	return out
+	return "plugins." + sp.As + ".config." + field
 }
 
 // configError turns a plugin's refusal of its config into an invalid-input error naming the
@@ -247,11 +217,7 @@ func leaves(ve *jsonschema.ValidationError) []*jsonschema.ValidationError {
 func configError(sp *script.Plugin, err error) error {
 	var ce *sdk.ConfigError
 	if errors.As(err, &ce) {
-		field := "plugins." + sp.As + ".config"
-		if ce.Field != "" {
-			field += "." + ce.Field
-		}
-		return barrage.Invalid(field, ce.Reason)
+		return barrage.Invalid(configField(sp, ce.Field), ce.Reason)
 	}
 	return err
 }

@@ -12,6 +12,7 @@
 package sdktest
 
 import (
+	"errors"
 	"testing"
 
 	"github.com/hashicorp/go-plugin"
@@ -33,4 +34,22 @@ func Start(t testing.TB, p *sdk.Plugin) *sdk.Client {
 		_ = client.Close()
 	})
 	return c
+}
+
+// ValidConfig compiles p's config schema, failing the test when it is not a valid JSON
+// Schema, and returns a check of configs against it: nil when a config is valid, else the
+// problems, each naming its field.
+func ValidConfig(t testing.TB, p *sdk.Plugin) func(config string) error {
+	t.Helper()
+	s, err := sdk.CompileConfigSchema(p.ConfigSchema)
+	if err != nil {
+		t.Fatalf("sdktest: %s: %v", p.Name, err)
+	}
+	return func(config string) error {
+		var errs []error
+		for _, ce := range s.Validate([]byte(config)) {
+			errs = append(errs, ce)
+		}
+		return errors.Join(errs...)
+	}
 }

@@ -1,13 +1,11 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
 	"crypto/sha512"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"hash"
@@ -106,7 +104,7 @@ var (
 
 func (h *hook) Configure(_ context.Context, raw []byte) error {
 	var cfg config
-	if err := decodeConfig(raw, &cfg); err != nil {
+	if err := sdk.DecodeConfig(raw, &cfg); err != nil {
 		return err
 	}
 	s := &signer{key: []byte(cfg.Key), header: "X-Signature", newHash: sha256.New}
@@ -206,19 +204,4 @@ func (s *signer) sign(req *sdk.Request) (string, error) {
 	mac.Write([]byte(req.Method + "\n" + u.RequestURI() + "\n"))
 	mac.Write(req.Body)
 	return hex.EncodeToString(mac.Sum(nil)), nil
-}
-
-// decodeConfig reads the config strictly: an unknown field is a mistake to report, not to
-// ignore.
-func decodeConfig(raw []byte, dst any) error {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(dst); err != nil {
-		var te *json.UnmarshalTypeError
-		if errors.As(err, &te) {
-			return &sdk.ConfigError{Field: te.Field, Reason: fmt.Sprintf("want %s, not %s", te.Type, te.Value)}
-		}
-		return &sdk.ConfigError{Reason: err.Error()}
-	}
-	return nil
 }

@@ -1,9 +1,7 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"regexp"
@@ -118,7 +116,7 @@ var varName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 // columns. A second Configure starts over with a new query.
 func (e *element) Configure(ctx context.Context, raw []byte) ([]string, error) {
 	var cfg config
-	if err := decodeConfig(raw, &cfg); err != nil {
+	if err := sdk.DecodeConfig(raw, &cfg); err != nil {
 		return nil, err
 	}
 	dsnField, dsn := "dsn", cfg.DSN
@@ -266,19 +264,4 @@ func queryError(err error) error {
 		return &sdk.ConfigError{Field: "query", Reason: fmt.Sprintf("%s (SQLSTATE %s)", pgErr.Message, pgErr.Code)}
 	}
 	return err
-}
-
-// decodeConfig reads the config strictly: an unknown field is a mistake to report, not to
-// ignore.
-func decodeConfig(raw []byte, dst any) error {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(dst); err != nil {
-		var te *json.UnmarshalTypeError
-		if errors.As(err, &te) {
-			return &sdk.ConfigError{Field: te.Field, Reason: fmt.Sprintf("want %s, not %s", te.Type, te.Value)}
-		}
-		return &sdk.ConfigError{Reason: err.Error()}
-	}
-	return nil
 }

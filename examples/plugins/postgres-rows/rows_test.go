@@ -5,12 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"strings"
 	"sync"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/stretchr/testify/require"
 
 	"github.com/barrage-load/barrage/internal/pgtest"
@@ -217,18 +215,7 @@ func TestConfigErrorsNameTheField(t *testing.T) {
 
 func TestConfigSchema(t *testing.T) {
 	t.Parallel()
-	doc, err := jsonschema.UnmarshalJSON(strings.NewReader(configSchema))
-	require.NoError(t, err, "the schema is not valid JSON")
-	c := jsonschema.NewCompiler()
-	require.NoError(t, c.AddResource("config.json", doc))
-	schema, err := c.Compile("config.json")
-	require.NoError(t, err, "the schema is not a valid JSON Schema")
-
-	valid := func(config string) error {
-		v, err := jsonschema.UnmarshalJSON(strings.NewReader(config))
-		require.NoError(t, err)
-		return schema.Validate(v)
-	}
+	valid := sdktest.ValidConfig(t, &sdk.Plugin{Name: "postgres-rows", ConfigSchema: configSchema})
 	require.NoError(t, valid(`{"dsn_env": "USERS_DSN", "query": "SELECT email, password FROM users", "batch": 200}`))
 	require.NoError(t, valid(`{"dsn": "postgres://load@db.test/shop", "query": "SELECT 1 AS n"}`))
 	for _, bad := range []string{

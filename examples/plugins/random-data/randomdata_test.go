@@ -5,11 +5,9 @@ import (
 	"math"
 	"regexp"
 	"strconv"
-	"strings"
 	"testing"
 
 	"github.com/google/uuid"
-	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/stretchr/testify/require"
 
 	"github.com/barrage-load/barrage/sdk"
@@ -169,18 +167,7 @@ func TestNumberCoversTheWholeRangeWithoutOverflow(t *testing.T) {
 
 func TestConfigSchema(t *testing.T) {
 	t.Parallel()
-	doc, err := jsonschema.UnmarshalJSON(strings.NewReader(configSchema))
-	require.NoError(t, err, "the schema is not valid JSON")
-	c := jsonschema.NewCompiler()
-	require.NoError(t, c.AddResource("config.json", doc))
-	schema, err := c.Compile("config.json")
-	require.NoError(t, err, "the schema is not a valid JSON Schema")
-
-	valid := func(config string) error {
-		v, err := jsonschema.UnmarshalJSON(strings.NewReader(config))
-		require.NoError(t, err)
-		return schema.Validate(v)
-	}
+	valid := sdktest.ValidConfig(t, &sdk.Plugin{Name: "random-data", ConfigSchema: configSchema})
 	require.NoError(t, valid(readmeConfig))
 	for _, bad := range []string{
 		`{}`,
