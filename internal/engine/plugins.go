@@ -213,11 +213,14 @@ func (v *vu) before(ctx context.Context, r *compiledRequest, ex *exchange) (*sdk
 			return nil, err
 		}
 	}
-	u, err := url.Parse(req.URL)
-	if err != nil || !u.IsAbs() {
-		return nil, fmt.Errorf("a url plugin set the url %q, which is not absolute", req.URL)
+	if req.URL != ex.rawURL {
+		u, err := url.Parse(req.URL)
+		if err != nil || !u.IsAbs() {
+			return nil, fmt.Errorf("a url plugin set the url %q, which is not absolute", req.URL)
+		}
+		ex.url, ex.rawURL = u, req.URL
 	}
-	ex.method, ex.url, ex.rawURL, ex.body, ex.prepared = req.Method, u, req.URL, req.Body, nil
+	ex.method, ex.body, ex.prepared = req.Method, req.Body, nil
 	ex.header = ex.header[:0]
 	keys := make([]string, 0, len(req.Header))
 	for k := range req.Header {

@@ -50,6 +50,9 @@ func (signer) Configure(context.Context, []byte) error { return nil }
 
 func (signer) Before(_ context.Context, call sdk.Call, req *sdk.Request) error {
 	req.Header.Set("X-Signed", fmt.Sprintf("vu%d-it%d-%s", call.VU, call.Iteration, req.Method))
+	if call.Request == "first" {
+		req.URL += "?by=hook" // a hook may change the URL too
+	}
 	return nil
 }
 
@@ -65,6 +68,7 @@ type seen struct {
 	mu      sync.Mutex
 	headers []string
 	params  []string
+	paths   []string
 }
 
 func (s *seen) serve(header, param string, status int) http.HandlerFunc {
@@ -72,6 +76,7 @@ func (s *seen) serve(header, param string, status int) http.HandlerFunc {
 		s.mu.Lock()
 		s.headers = append(s.headers, r.Header.Get(header))
 		s.params = append(s.params, r.URL.Query().Get(param))
+		s.paths = append(s.paths, r.URL.Path)
 		s.mu.Unlock()
 		w.Header().Set("X-Served-By", "node-7")
 		w.WriteHeader(status)
@@ -168,6 +173,9 @@ load: {vus: 2, iterations: 10}
 		switch {
 		case strings.HasPrefix(h, "vu") && strings.HasSuffix(h, "-GET"):
 			signed++
+			if target.paths[i] == "/signed" {
+				require.Equal(t, "hook", target.params[i], "the hook's URL was sent")
+			}
 		case h == "":
 			unsigned++
 			require.Equal(t, "node-7", target.params[i], "the variable the hook set reaches the next request")
