@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"sync"
 	"sync/atomic"
 
@@ -161,10 +162,6 @@ func (e elementClient) Next(ctx context.Context, n int) ([]Vars, error) {
 const (
 	maxBatch   = 256
 	batchBytes = 8 << 20
-	// maxInFlight is how many batches may await their answer. While they do, new calls gather
-	// into the next batch: under load batches grow to the plugin's round trip, and a lone call
-	// still goes at once.
-	maxInFlight = 1
 )
 
 // callSize estimates the bytes of a call on the wire: its bodies and URL, plus room for the
@@ -190,7 +187,10 @@ type urlClient struct {
 	startOnce sync.Once
 	skipAfter atomic.Bool // the plugin said it has nothing to do after responses
 	queue     chan *pending
-	answered  chan struct{} // a batch was answered
+	// outstanding counts the calls sent and not yet answered; answered is signalled when it
+	// falls to zero.
+	outstanding atomic.Int64
+	answered    chan struct{}
 
 	mu      sync.Mutex
 	waiting map[uint64]*pending
@@ -208,7 +208,7 @@ type pending struct {
 var pendingPool = sync.Pool{New: func() any { return &pending{res: make(chan *pb.Result, 1)} }}
 
 func newURLClient(c pb.URLServiceClient) *urlClient {
-	return &urlClient{c: c, queue: make(chan *pending, maxBatch), answered: make(chan struct{}, maxInFlight),
+	return &urlClient{c: c, queue: make(chan *pending, maxBatch), answered: make(chan struct{}, 1),
 		waiting: make(map[uint64]*pending), done: make(chan struct{})}
 }
 
@@ -238,6 +238,21 @@ func (u *urlClient) Before(ctx context.Context, call Call, req *Request) error {
 	}
 	if nr := r.GetRequest(); nr != nil {
 		*req = *requestFromProto(nr)
+		return nil
+	}
+	if len(r.GetSetHeaders())+len(r.GetDeleteHeaders()) > 0 && req.Header == nil {
+		req.Header = http.Header{}
+	}
+	for _, name := range r.GetDeleteHeaders() {
+		req.Header.Del(name)
+	}
+	for i, h := range r.GetSetHeaders() {
+		// The first value of a name replaces the old ones; the next values of that name add.
+		if i == 0 || r.GetSetHeaders()[i-1].GetName() != h.GetName() {
+			req.Header.Set(h.GetName(), h.GetValue())
+		} else {
+			req.Header.Add(h.GetName(), h.GetValue())
+		}
 	}
 	return nil
 }
@@ -336,7 +351,6 @@ func (u *urlClient) start() {
 }
 
 func (u *urlClient) send(stream pb.URLService_ExchangeClient) {
-	credits := maxInFlight
 	var calls []*pb.Call
 	size := 0
 	add := func(p *pending) {
@@ -354,8 +368,9 @@ func (u *urlClient) send(stream pb.URLService_ExchangeClient) {
 				return
 			}
 		}
-		// Take what is queued, then wait for a batch in flight to come back if too many are,
-		// gathering the calls that arrive meanwhile: batches grow with the plugin's round trip.
+		// Take what is queued, then, while the previous batch awaits answers, gather the calls
+		// that arrive meanwhile: batches grow with the plugin's round trip under load, and a
+		// lone call still goes at once.
 	gather:
 		for !full() {
 			select {
@@ -365,7 +380,7 @@ func (u *urlClient) send(stream pb.URLService_ExchangeClient) {
 				break gather
 			}
 		}
-		for credits == 0 {
+		for u.outstanding.Load() > 0 {
 			queue := u.queue
 			if full() {
 				queue = nil
@@ -373,14 +388,13 @@ func (u *urlClient) send(stream pb.URLService_ExchangeClient) {
 			select {
 			case p := <-queue:
 				add(p)
-			case <-u.answered:
-				credits++
+			case <-u.answered: // the loop checks outstanding again
 			case <-u.done:
 				_ = stream.CloseSend()
 				return
 			}
 		}
-		credits--
+		u.outstanding.Add(int64(len(calls)))
 		// A new message each time: gRPC may still hold the one sent before.
 		if err := stream.Send(&pb.ExchangeRequest{Calls: calls}); err != nil {
 			return // the stream is broken: receive sees why and fails every call
@@ -407,7 +421,14 @@ func (u *urlClient) receive(stream pb.URLService_ExchangeClient) {
 			}
 		}
 		u.mu.Unlock()
-		u.answered <- struct{}{} // the plugin answers each batch with one message
+		// Answers may come a batch to a message or a few calls at a time (as the Python SDK
+		// does); the next batch goes once every call sent is answered.
+		if u.outstanding.Add(-int64(len(r.GetResults()))) <= 0 {
+			select {
+			case u.answered <- struct{}{}:
+			default:
+			}
+		}
 	}
 }
 

@@ -216,3 +216,30 @@ func TestAHookThatSkipsAfterIsNotCalledAfterResponses(t *testing.T) {
 	require.NoError(t, c2.URL().Configure(ctx, []byte(`{}`)))
 	require.False(t, c2.URL().(sdk.AfterSkipper).SkipAfter(), "a hook without SkipAfter gets every After")
 }
+
+// headerHook only changes headers: the plugin answers with a patch, not the whole request.
+type headerHook struct{ tagger }
+
+func (headerHook) Before(_ context.Context, _ sdk.Call, req *sdk.Request) error {
+	req.Header.Set("X-Sig", "abc")
+	req.Header.Del("X-Remove")
+	req.Header["X-Multi"] = []string{"1", "2"}
+	req.Header.Set("Accept", "application/json")
+	return nil
+}
+
+func TestAHookThatOnlyChangesHeadersSendsAPatchTheClientApplies(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c := sdktest.Start(t, &sdk.Plugin{Name: "h", Version: "1.0.0", URL: headerHook{}})
+	req := &sdk.Request{Method: "POST", URL: "http://127.0.0.1/x", Body: []byte("body"), Header: http.Header{
+		"Accept": {"*/*"}, "X-Remove": {"gone"}, "X-Keep": {"kept"}, "X-Multi": {"0"},
+	}}
+	require.NoError(t, c.URL().Before(ctx, sdk.Call{VU: 1, Iteration: 1}, req))
+	require.Equal(t, http.Header{
+		"Accept": {"application/json"}, "X-Keep": {"kept"}, "X-Multi": {"1", "2"}, "X-Sig": {"abc"},
+	}, req.Header)
+	require.Equal(t, "POST", req.Method)
+	require.Equal(t, "http://127.0.0.1/x", req.URL)
+	require.Equal(t, "body", string(req.Body))
+}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"regexp"
+	"runtime/debug"
 	"runtime/pprof"
 
 	"github.com/hashicorp/go-hclog"
@@ -46,6 +47,11 @@ func Serve(p *Plugin) {
 	}
 	restore := routeStdout()
 	defer restore()
+	if os.Getenv("GOGC") == "" {
+		// A plugin holds little memory, and a URL hook allocates for every call it answers:
+		// collecting less often buys CPU for the request path with memory it can spare.
+		debug.SetGCPercent(400)
+	}
 	if path := os.Getenv("BARRAGE_PLUGIN_CPUPROFILE"); path != "" {
 		// For authors measuring their plugin under load: barrage run --plugin-env
 		// BARRAGE_PLUGIN_CPUPROFILE=/tmp/plugin.prof (the plugin's user must be able to write it).

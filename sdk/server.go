@@ -1,11 +1,13 @@
 package sdk
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"net/http"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -162,7 +164,7 @@ func (s *urlServer) call(ctx context.Context, c *pb.Call) (res *pb.Result) {
 			res.Error = err.Error()
 			return res
 		}
-		res.Request = requestToProto(req)
+		patch(res, ph.Before, req)
 	case *pb.Call_After:
 		req := requestFromProto(ph.After.GetRequest())
 		resp := responseFromProto(ph.After.GetResponse())
@@ -319,4 +321,30 @@ func panicText(r any) string {
 		return err.Error()
 	}
 	return fmt.Sprint(r)
+}
+
+// patch describes what Before changed of the request orig: only the headers, as set and
+// delete lists, when method, URL and body are as they were (a signing hook adds a header and
+// need not send the whole request back); else the whole request.
+func patch(res *pb.Result, orig *pb.HTTPRequest, req *Request) {
+	if req.Method != orig.GetMethod() || req.URL != orig.GetUrl() || !bytes.Equal(req.Body, orig.GetBody()) {
+		res.Request = requestToProto(req)
+		return
+	}
+	before := headersFromProto(orig.GetHeaders())
+	for name, vs := range req.Header {
+		if !slices.Equal(vs, before[name]) {
+			for _, v := range vs {
+				res.SetHeaders = append(res.SetHeaders, &pb.Header{Name: name, Value: v})
+			}
+			if len(vs) == 0 {
+				res.DeleteHeaders = append(res.DeleteHeaders, name)
+			}
+		}
+	}
+	for name := range before {
+		if _, ok := req.Header[name]; !ok {
+			res.DeleteHeaders = append(res.DeleteHeaders, name)
+		}
+	}
 }

@@ -40,6 +40,16 @@ type Set struct {
 	Plugins map[string]engine.Plugin
 }
 
+// HasURLHooks says whether some plugin of the set runs around requests.
+func (s *Set) HasURLHooks() bool {
+	for _, p := range s.Plugins {
+		if len(p.URL) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
 // Close ends every plugin process of the set.
 func (s *Set) Close() error {
 	if s == nil || s.host == nil {

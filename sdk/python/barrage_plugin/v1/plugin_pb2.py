@@ -25,7 +25,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1e\x62\x61rrage_plugin/v1/plugin.proto\x12\x11\x62\x61rrage.plugin.v1\"\x11\n\x0f\x44\x65scribeRequest\"\xc8\x01\n\x10\x44\x65scribeResponse\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0f\n\x07version\x18\x02 \x01(\t\x12&\n\x05kinds\x18\x03 \x03(\x0e\x32\x17.barrage.plugin.v1.Kind\x12\x18\n\x10protocol_version\x18\x04 \x01(\r\x12\x15\n\rconfig_schema\x18\x05 \x01(\t\x12\'\n\x05scope\x18\x06 \x01(\x0e\x32\x18.barrage.plugin.v1.Scope\x12\x13\n\x0b\x64\x65scription\x18\x07 \x01(\t\"\'\n\x10\x43onfigureRequest\x12\x13\n\x0b\x63onfig_json\x18\x01 \x01(\t\":\n\x11\x43onfigureResponse\x12\x11\n\tvariables\x18\x01 \x03(\t\x12\x12\n\nskip_after\x18\x02 \x01(\x08\"\x1c\n\x0bNextRequest\x12\r\n\x05\x63ount\x18\x01 \x01(\r\"J\n\x0cNextResponse\x12\'\n\x04sets\x18\x01 \x03(\x0b\x32\x19.barrage.plugin.v1.Values\x12\x11\n\texhausted\x18\x02 \x01(\x08\"h\n\x06Values\x12\x31\n\x04vars\x18\x01 \x03(\x0b\x32#.barrage.plugin.v1.Values.VarsEntry\x1a+\n\tVarsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"%\n\x06Header\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t\"d\n\x0bHTTPRequest\x12\x0e\n\x06method\x18\x01 \x01(\t\x12\x0b\n\x03url\x18\x02 \x01(\t\x12*\n\x07headers\x18\x03 \x03(\x0b\x32\x19.barrage.plugin.v1.Header\x12\x0c\n\x04\x62ody\x18\x04 \x01(\x0c\"u\n\x0cHTTPResponse\x12\x0e\n\x06status\x18\x01 \x01(\x05\x12*\n\x07headers\x18\x02 \x03(\x0b\x32\x19.barrage.plugin.v1.Header\x12\x14\n\x0c\x62ody_preview\x18\x03 \x01(\x0c\x12\x13\n\x0b\x64uration_us\x18\x04 \x01(\x03\"\xb1\x01\n\x04\x43\x61ll\x12\n\n\x02id\x18\x01 \x01(\x04\x12\n\n\x02vu\x18\x02 \x01(\r\x12\x11\n\titeration\x18\x03 \x01(\x04\x12\x14\n\x0crequest_name\x18\x04 \x01(\t\x12\x30\n\x06\x62\x65\x66ore\x18\x05 \x01(\x0b\x32\x1e.barrage.plugin.v1.HTTPRequestH\x00\x12-\n\x05\x61\x66ter\x18\x06 \x01(\x0b\x32\x1c.barrage.plugin.v1.CompletedH\x00\x42\x07\n\x05phase\"o\n\tCompleted\x12/\n\x07request\x18\x01 \x01(\x0b\x32\x1e.barrage.plugin.v1.HTTPRequest\x12\x31\n\x08response\x18\x02 \x01(\x0b\x32\x1f.barrage.plugin.v1.HTTPResponse\"9\n\x0f\x45xchangeRequest\x12&\n\x05\x63\x61lls\x18\x01 \x03(\x0b\x32\x17.barrage.plugin.v1.Call\"\xc2\x01\n\x06Result\x12\n\n\x02id\x18\x01 \x01(\x04\x12/\n\x07request\x18\x02 \x01(\x0b\x32\x1e.barrage.plugin.v1.HTTPRequest\x12\x31\n\x04vars\x18\x03 \x03(\x0b\x32#.barrage.plugin.v1.Result.VarsEntry\x12\x0c\n\x04\x66\x61il\x18\x04 \x01(\t\x12\r\n\x05\x65rror\x18\x05 \x01(\t\x1a+\n\tVarsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\">\n\x10\x45xchangeResponse\x12*\n\x07results\x18\x01 \x03(\x0b\x32\x19.barrage.plugin.v1.Result\"9\n\rModifyRequest\x12\x13\n\x0bscript_json\x18\x01 \x01(\t\x12\x13\n\x0b\x63onfig_json\x18\x02 \x01(\t\"%\n\x0eModifyResponse\x12\x13\n\x0bscript_json\x18\x01 \x01(\t*^\n\x04Kind\x12\x14\n\x10KIND_UNSPECIFIED\x10\x00\x12\x18\n\x14KIND_SESSION_ELEMENT\x10\x01\x12\x0c\n\x08KIND_URL\x10\x02\x12\x18\n\x14KIND_SOURCE_MODIFIER\x10\x03*P\n\x05Scope\x12\x15\n\x11SCOPE_UNSPECIFIED\x10\x00\x12\r\n\tSCOPE_RUN\x10\x01\x12\x0c\n\x08SCOPE_VU\x10\x02\x12\x13\n\x0fSCOPE_ITERATION\x10\x03\x32\x62\n\x0bInfoService\x12S\n\x08\x44\x65scribe\x12\".barrage.plugin.v1.DescribeRequest\x1a#.barrage.plugin.v1.DescribeResponse2\xb8\x01\n\x15SessionElementService\x12V\n\tConfigure\x12#.barrage.plugin.v1.ConfigureRequest\x1a$.barrage.plugin.v1.ConfigureResponse\x12G\n\x04Next\x12\x1e.barrage.plugin.v1.NextRequest\x1a\x1f.barrage.plugin.v1.NextResponse2\xbd\x01\n\nURLService\x12V\n\tConfigure\x12#.barrage.plugin.v1.ConfigureRequest\x1a$.barrage.plugin.v1.ConfigureResponse\x12W\n\x08\x45xchange\x12\".barrage.plugin.v1.ExchangeRequest\x1a#.barrage.plugin.v1.ExchangeResponse(\x01\x30\x01\x32\x66\n\x15SourceModifierService\x12M\n\x06Modify\x12 .barrage.plugin.v1.ModifyRequest\x1a!.barrage.plugin.v1.ModifyResponseBFZDgithub.com/barrage-load/barrage/sdk/proto/barrage/plugin/v1;pluginv1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1e\x62\x61rrage_plugin/v1/plugin.proto\x12\x11\x62\x61rrage.plugin.v1\"\x11\n\x0f\x44\x65scribeRequest\"\xc8\x01\n\x10\x44\x65scribeResponse\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0f\n\x07version\x18\x02 \x01(\t\x12&\n\x05kinds\x18\x03 \x03(\x0e\x32\x17.barrage.plugin.v1.Kind\x12\x18\n\x10protocol_version\x18\x04 \x01(\r\x12\x15\n\rconfig_schema\x18\x05 \x01(\t\x12\'\n\x05scope\x18\x06 \x01(\x0e\x32\x18.barrage.plugin.v1.Scope\x12\x13\n\x0b\x64\x65scription\x18\x07 \x01(\t\"\'\n\x10\x43onfigureRequest\x12\x13\n\x0b\x63onfig_json\x18\x01 \x01(\t\":\n\x11\x43onfigureResponse\x12\x11\n\tvariables\x18\x01 \x03(\t\x12\x12\n\nskip_after\x18\x02 \x01(\x08\"\x1c\n\x0bNextRequest\x12\r\n\x05\x63ount\x18\x01 \x01(\r\"J\n\x0cNextResponse\x12\'\n\x04sets\x18\x01 \x03(\x0b\x32\x19.barrage.plugin.v1.Values\x12\x11\n\texhausted\x18\x02 \x01(\x08\"h\n\x06Values\x12\x31\n\x04vars\x18\x01 \x03(\x0b\x32#.barrage.plugin.v1.Values.VarsEntry\x1a+\n\tVarsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"%\n\x06Header\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t\"d\n\x0bHTTPRequest\x12\x0e\n\x06method\x18\x01 \x01(\t\x12\x0b\n\x03url\x18\x02 \x01(\t\x12*\n\x07headers\x18\x03 \x03(\x0b\x32\x19.barrage.plugin.v1.Header\x12\x0c\n\x04\x62ody\x18\x04 \x01(\x0c\"u\n\x0cHTTPResponse\x12\x0e\n\x06status\x18\x01 \x01(\x05\x12*\n\x07headers\x18\x02 \x03(\x0b\x32\x19.barrage.plugin.v1.Header\x12\x14\n\x0c\x62ody_preview\x18\x03 \x01(\x0c\x12\x13\n\x0b\x64uration_us\x18\x04 \x01(\x03\"\xb1\x01\n\x04\x43\x61ll\x12\n\n\x02id\x18\x01 \x01(\x04\x12\n\n\x02vu\x18\x02 \x01(\r\x12\x11\n\titeration\x18\x03 \x01(\x04\x12\x14\n\x0crequest_name\x18\x04 \x01(\t\x12\x30\n\x06\x62\x65\x66ore\x18\x05 \x01(\x0b\x32\x1e.barrage.plugin.v1.HTTPRequestH\x00\x12-\n\x05\x61\x66ter\x18\x06 \x01(\x0b\x32\x1c.barrage.plugin.v1.CompletedH\x00\x42\x07\n\x05phase\"o\n\tCompleted\x12/\n\x07request\x18\x01 \x01(\x0b\x32\x1e.barrage.plugin.v1.HTTPRequest\x12\x31\n\x08response\x18\x02 \x01(\x0b\x32\x1f.barrage.plugin.v1.HTTPResponse\"9\n\x0f\x45xchangeRequest\x12&\n\x05\x63\x61lls\x18\x01 \x03(\x0b\x32\x17.barrage.plugin.v1.Call\"\x8a\x02\n\x06Result\x12\n\n\x02id\x18\x01 \x01(\x04\x12/\n\x07request\x18\x02 \x01(\x0b\x32\x1e.barrage.plugin.v1.HTTPRequest\x12.\n\x0bset_headers\x18\x06 \x03(\x0b\x32\x19.barrage.plugin.v1.Header\x12\x16\n\x0e\x64\x65lete_headers\x18\x07 \x03(\t\x12\x31\n\x04vars\x18\x03 \x03(\x0b\x32#.barrage.plugin.v1.Result.VarsEntry\x12\x0c\n\x04\x66\x61il\x18\x04 \x01(\t\x12\r\n\x05\x65rror\x18\x05 \x01(\t\x1a+\n\tVarsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\">\n\x10\x45xchangeResponse\x12*\n\x07results\x18\x01 \x03(\x0b\x32\x19.barrage.plugin.v1.Result\"9\n\rModifyRequest\x12\x13\n\x0bscript_json\x18\x01 \x01(\t\x12\x13\n\x0b\x63onfig_json\x18\x02 \x01(\t\"%\n\x0eModifyResponse\x12\x13\n\x0bscript_json\x18\x01 \x01(\t*^\n\x04Kind\x12\x14\n\x10KIND_UNSPECIFIED\x10\x00\x12\x18\n\x14KIND_SESSION_ELEMENT\x10\x01\x12\x0c\n\x08KIND_URL\x10\x02\x12\x18\n\x14KIND_SOURCE_MODIFIER\x10\x03*P\n\x05Scope\x12\x15\n\x11SCOPE_UNSPECIFIED\x10\x00\x12\r\n\tSCOPE_RUN\x10\x01\x12\x0c\n\x08SCOPE_VU\x10\x02\x12\x13\n\x0fSCOPE_ITERATION\x10\x03\x32\x62\n\x0bInfoService\x12S\n\x08\x44\x65scribe\x12\".barrage.plugin.v1.DescribeRequest\x1a#.barrage.plugin.v1.DescribeResponse2\xb8\x01\n\x15SessionElementService\x12V\n\tConfigure\x12#.barrage.plugin.v1.ConfigureRequest\x1a$.barrage.plugin.v1.ConfigureResponse\x12G\n\x04Next\x12\x1e.barrage.plugin.v1.NextRequest\x1a\x1f.barrage.plugin.v1.NextResponse2\xbd\x01\n\nURLService\x12V\n\tConfigure\x12#.barrage.plugin.v1.ConfigureRequest\x1a$.barrage.plugin.v1.ConfigureResponse\x12W\n\x08\x45xchange\x12\".barrage.plugin.v1.ExchangeRequest\x1a#.barrage.plugin.v1.ExchangeResponse(\x01\x30\x01\x32\x66\n\x15SourceModifierService\x12M\n\x06Modify\x12 .barrage.plugin.v1.ModifyRequest\x1a!.barrage.plugin.v1.ModifyResponseBFZDgithub.com/barrage-load/barrage/sdk/proto/barrage/plugin/v1;pluginv1b\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -37,10 +37,10 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_VALUES_VARSENTRY']._serialized_options = b'8\001'
   _globals['_RESULT_VARSENTRY']._loaded_options = None
   _globals['_RESULT_VARSENTRY']._serialized_options = b'8\001'
-  _globals['_KIND']._serialized_start=1559
-  _globals['_KIND']._serialized_end=1653
-  _globals['_SCOPE']._serialized_start=1655
-  _globals['_SCOPE']._serialized_end=1735
+  _globals['_KIND']._serialized_start=1631
+  _globals['_KIND']._serialized_end=1725
+  _globals['_SCOPE']._serialized_start=1727
+  _globals['_SCOPE']._serialized_end=1807
   _globals['_DESCRIBEREQUEST']._serialized_start=53
   _globals['_DESCRIBEREQUEST']._serialized_end=70
   _globals['_DESCRIBERESPONSE']._serialized_start=73
@@ -70,21 +70,21 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_EXCHANGEREQUEST']._serialized_start=1141
   _globals['_EXCHANGEREQUEST']._serialized_end=1198
   _globals['_RESULT']._serialized_start=1201
-  _globals['_RESULT']._serialized_end=1395
+  _globals['_RESULT']._serialized_end=1467
   _globals['_RESULT_VARSENTRY']._serialized_start=543
   _globals['_RESULT_VARSENTRY']._serialized_end=586
-  _globals['_EXCHANGERESPONSE']._serialized_start=1397
-  _globals['_EXCHANGERESPONSE']._serialized_end=1459
-  _globals['_MODIFYREQUEST']._serialized_start=1461
-  _globals['_MODIFYREQUEST']._serialized_end=1518
-  _globals['_MODIFYRESPONSE']._serialized_start=1520
-  _globals['_MODIFYRESPONSE']._serialized_end=1557
-  _globals['_INFOSERVICE']._serialized_start=1737
-  _globals['_INFOSERVICE']._serialized_end=1835
-  _globals['_SESSIONELEMENTSERVICE']._serialized_start=1838
-  _globals['_SESSIONELEMENTSERVICE']._serialized_end=2022
-  _globals['_URLSERVICE']._serialized_start=2025
-  _globals['_URLSERVICE']._serialized_end=2214
-  _globals['_SOURCEMODIFIERSERVICE']._serialized_start=2216
-  _globals['_SOURCEMODIFIERSERVICE']._serialized_end=2318
+  _globals['_EXCHANGERESPONSE']._serialized_start=1469
+  _globals['_EXCHANGERESPONSE']._serialized_end=1531
+  _globals['_MODIFYREQUEST']._serialized_start=1533
+  _globals['_MODIFYREQUEST']._serialized_end=1590
+  _globals['_MODIFYRESPONSE']._serialized_start=1592
+  _globals['_MODIFYRESPONSE']._serialized_end=1629
+  _globals['_INFOSERVICE']._serialized_start=1809
+  _globals['_INFOSERVICE']._serialized_end=1907
+  _globals['_SESSIONELEMENTSERVICE']._serialized_start=1910
+  _globals['_SESSIONELEMENTSERVICE']._serialized_end=2094
+  _globals['_URLSERVICE']._serialized_start=2097
+  _globals['_URLSERVICE']._serialized_end=2286
+  _globals['_SOURCEMODIFIERSERVICE']._serialized_start=2288
+  _globals['_SOURCEMODIFIERSERVICE']._serialized_end=2390
 # @@protoc_insertion_point(module_scope)

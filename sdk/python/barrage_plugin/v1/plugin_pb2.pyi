@@ -156,7 +156,7 @@ class ExchangeRequest(_message.Message):
     def __init__(self, calls: _Optional[_Iterable[_Union[Call, _Mapping]]] = ...) -> None: ...
 
 class Result(_message.Message):
-    __slots__ = ("id", "request", "vars", "fail", "error")
+    __slots__ = ("id", "request", "set_headers", "delete_headers", "vars", "fail", "error")
     class VarsEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -166,15 +166,19 @@ class Result(_message.Message):
         def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
     ID_FIELD_NUMBER: _ClassVar[int]
     REQUEST_FIELD_NUMBER: _ClassVar[int]
+    SET_HEADERS_FIELD_NUMBER: _ClassVar[int]
+    DELETE_HEADERS_FIELD_NUMBER: _ClassVar[int]
     VARS_FIELD_NUMBER: _ClassVar[int]
     FAIL_FIELD_NUMBER: _ClassVar[int]
     ERROR_FIELD_NUMBER: _ClassVar[int]
     id: int
     request: HTTPRequest
+    set_headers: _containers.RepeatedCompositeFieldContainer[Header]
+    delete_headers: _containers.RepeatedScalarFieldContainer[str]
     vars: _containers.ScalarMap[str, str]
     fail: str
     error: str
-    def __init__(self, id: _Optional[int] = ..., request: _Optional[_Union[HTTPRequest, _Mapping]] = ..., vars: _Optional[_Mapping[str, str]] = ..., fail: _Optional[str] = ..., error: _Optional[str] = ...) -> None: ...
+    def __init__(self, id: _Optional[int] = ..., request: _Optional[_Union[HTTPRequest, _Mapping]] = ..., set_headers: _Optional[_Iterable[_Union[Header, _Mapping]]] = ..., delete_headers: _Optional[_Iterable[str]] = ..., vars: _Optional[_Mapping[str, str]] = ..., fail: _Optional[str] = ..., error: _Optional[str] = ...) -> None: ...
 
 class ExchangeResponse(_message.Message):
     __slots__ = ("results",)

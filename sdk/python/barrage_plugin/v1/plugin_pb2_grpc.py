@@ -257,7 +257,8 @@ class URLServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def Exchange(self, request_iterator, context):
-        """Exchange answers every call of every batch, in any order, matched by id.
+        """Exchange answers every call of every batch, in any order, matched by id, in as many
+        messages as the plugin likes (one per batch is cheapest).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

@@ -922,8 +922,13 @@ func (x *ExchangeRequest) GetCalls() []*Call {
 type Result struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Id    uint64                 `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
-	// For a before call: the request to send. Absent means unchanged.
+	// For a before call: the request to send. Absent means unchanged but for set_headers and
+	// delete_headers: a hook that only adds a header need not send the request back.
 	Request *HTTPRequest `protobuf:"bytes,2,opt,name=request,proto3" json:"request,omitempty"`
+	// For a before call without request: headers to set, replacing every value of their names.
+	SetHeaders []*Header `protobuf:"bytes,6,rep,name=set_headers,json=setHeaders,proto3" json:"set_headers,omitempty"`
+	// For a before call without request: names of headers to remove.
+	DeleteHeaders []string `protobuf:"bytes,7,rep,name=delete_headers,json=deleteHeaders,proto3" json:"delete_headers,omitempty"`
 	// For an after call: variables to set for the virtual user.
 	Vars map[string]string `protobuf:"bytes,3,rep,name=vars,proto3" json:"vars,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	// For an after call: a non-empty reason fails the request with it.
@@ -974,6 +979,20 @@ func (x *Result) GetId() uint64 {
 func (x *Result) GetRequest() *HTTPRequest {
 	if x != nil {
 		return x.Request
+	}
+	return nil
+}
+
+func (x *Result) GetSetHeaders() []*Header {
+	if x != nil {
+		return x.SetHeaders
+	}
+	return nil
+}
+
+func (x *Result) GetDeleteHeaders() []string {
+	if x != nil {
+		return x.DeleteHeaders
 	}
 	return nil
 }
@@ -1197,10 +1216,13 @@ const file_barrage_plugin_v1_plugin_proto_rawDesc = "" +
 	"\arequest\x18\x01 \x01(\v2\x1e.barrage.plugin.v1.HTTPRequestR\arequest\x12;\n" +
 	"\bresponse\x18\x02 \x01(\v2\x1f.barrage.plugin.v1.HTTPResponseR\bresponse\"@\n" +
 	"\x0fExchangeRequest\x12-\n" +
-	"\x05calls\x18\x01 \x03(\v2\x17.barrage.plugin.v1.CallR\x05calls\"\xee\x01\n" +
+	"\x05calls\x18\x01 \x03(\v2\x17.barrage.plugin.v1.CallR\x05calls\"\xd1\x02\n" +
 	"\x06Result\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x128\n" +
-	"\arequest\x18\x02 \x01(\v2\x1e.barrage.plugin.v1.HTTPRequestR\arequest\x127\n" +
+	"\arequest\x18\x02 \x01(\v2\x1e.barrage.plugin.v1.HTTPRequestR\arequest\x12:\n" +
+	"\vset_headers\x18\x06 \x03(\v2\x19.barrage.plugin.v1.HeaderR\n" +
+	"setHeaders\x12%\n" +
+	"\x0edelete_headers\x18\a \x03(\tR\rdeleteHeaders\x127\n" +
 	"\x04vars\x18\x03 \x03(\v2#.barrage.plugin.v1.Result.VarsEntryR\x04vars\x12\x12\n" +
 	"\x04fail\x18\x04 \x01(\tR\x04fail\x12\x14\n" +
 	"\x05error\x18\x05 \x01(\tR\x05error\x1a7\n" +
@@ -1289,25 +1311,26 @@ var file_barrage_plugin_v1_plugin_proto_depIdxs = []int32{
 	11, // 9: barrage.plugin.v1.Completed.response:type_name -> barrage.plugin.v1.HTTPResponse
 	12, // 10: barrage.plugin.v1.ExchangeRequest.calls:type_name -> barrage.plugin.v1.Call
 	10, // 11: barrage.plugin.v1.Result.request:type_name -> barrage.plugin.v1.HTTPRequest
-	20, // 12: barrage.plugin.v1.Result.vars:type_name -> barrage.plugin.v1.Result.VarsEntry
-	15, // 13: barrage.plugin.v1.ExchangeResponse.results:type_name -> barrage.plugin.v1.Result
-	2,  // 14: barrage.plugin.v1.InfoService.Describe:input_type -> barrage.plugin.v1.DescribeRequest
-	4,  // 15: barrage.plugin.v1.SessionElementService.Configure:input_type -> barrage.plugin.v1.ConfigureRequest
-	6,  // 16: barrage.plugin.v1.SessionElementService.Next:input_type -> barrage.plugin.v1.NextRequest
-	4,  // 17: barrage.plugin.v1.URLService.Configure:input_type -> barrage.plugin.v1.ConfigureRequest
-	14, // 18: barrage.plugin.v1.URLService.Exchange:input_type -> barrage.plugin.v1.ExchangeRequest
-	17, // 19: barrage.plugin.v1.SourceModifierService.Modify:input_type -> barrage.plugin.v1.ModifyRequest
-	3,  // 20: barrage.plugin.v1.InfoService.Describe:output_type -> barrage.plugin.v1.DescribeResponse
-	5,  // 21: barrage.plugin.v1.SessionElementService.Configure:output_type -> barrage.plugin.v1.ConfigureResponse
-	7,  // 22: barrage.plugin.v1.SessionElementService.Next:output_type -> barrage.plugin.v1.NextResponse
-	5,  // 23: barrage.plugin.v1.URLService.Configure:output_type -> barrage.plugin.v1.ConfigureResponse
-	16, // 24: barrage.plugin.v1.URLService.Exchange:output_type -> barrage.plugin.v1.ExchangeResponse
-	18, // 25: barrage.plugin.v1.SourceModifierService.Modify:output_type -> barrage.plugin.v1.ModifyResponse
-	20, // [20:26] is the sub-list for method output_type
-	14, // [14:20] is the sub-list for method input_type
-	14, // [14:14] is the sub-list for extension type_name
-	14, // [14:14] is the sub-list for extension extendee
-	0,  // [0:14] is the sub-list for field type_name
+	9,  // 12: barrage.plugin.v1.Result.set_headers:type_name -> barrage.plugin.v1.Header
+	20, // 13: barrage.plugin.v1.Result.vars:type_name -> barrage.plugin.v1.Result.VarsEntry
+	15, // 14: barrage.plugin.v1.ExchangeResponse.results:type_name -> barrage.plugin.v1.Result
+	2,  // 15: barrage.plugin.v1.InfoService.Describe:input_type -> barrage.plugin.v1.DescribeRequest
+	4,  // 16: barrage.plugin.v1.SessionElementService.Configure:input_type -> barrage.plugin.v1.ConfigureRequest
+	6,  // 17: barrage.plugin.v1.SessionElementService.Next:input_type -> barrage.plugin.v1.NextRequest
+	4,  // 18: barrage.plugin.v1.URLService.Configure:input_type -> barrage.plugin.v1.ConfigureRequest
+	14, // 19: barrage.plugin.v1.URLService.Exchange:input_type -> barrage.plugin.v1.ExchangeRequest
+	17, // 20: barrage.plugin.v1.SourceModifierService.Modify:input_type -> barrage.plugin.v1.ModifyRequest
+	3,  // 21: barrage.plugin.v1.InfoService.Describe:output_type -> barrage.plugin.v1.DescribeResponse
+	5,  // 22: barrage.plugin.v1.SessionElementService.Configure:output_type -> barrage.plugin.v1.ConfigureResponse
+	7,  // 23: barrage.plugin.v1.SessionElementService.Next:output_type -> barrage.plugin.v1.NextResponse
+	5,  // 24: barrage.plugin.v1.URLService.Configure:output_type -> barrage.plugin.v1.ConfigureResponse
+	16, // 25: barrage.plugin.v1.URLService.Exchange:output_type -> barrage.plugin.v1.ExchangeResponse
+	18, // 26: barrage.plugin.v1.SourceModifierService.Modify:output_type -> barrage.plugin.v1.ModifyResponse
+	21, // [21:27] is the sub-list for method output_type
+	15, // [15:21] is the sub-list for method input_type
+	15, // [15:15] is the sub-list for extension type_name
+	15, // [15:15] is the sub-list for extension extendee
+	0,  // [0:15] is the sub-list for field type_name
 }
 
 func init() { file_barrage_plugin_v1_plugin_proto_init() }

@@ -288,7 +288,8 @@ const (
 // into batches on one stream: a round trip per request would cost more than the request.
 type URLServiceClient interface {
 	Configure(ctx context.Context, in *ConfigureRequest, opts ...grpc.CallOption) (*ConfigureResponse, error)
-	// Exchange answers every call of every batch, in any order, matched by id.
+	// Exchange answers every call of every batch, in any order, matched by id, in as many
+	// messages as the plugin likes (one per batch is cheapest).
 	Exchange(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[ExchangeRequest, ExchangeResponse], error)
 }
 
@@ -331,7 +332,8 @@ type URLService_ExchangeClient = grpc.BidiStreamingClient[ExchangeRequest, Excha
 // into batches on one stream: a round trip per request would cost more than the request.
 type URLServiceServer interface {
 	Configure(context.Context, *ConfigureRequest) (*ConfigureResponse, error)
-	// Exchange answers every call of every batch, in any order, matched by id.
+	// Exchange answers every call of every batch, in any order, matched by id, in as many
+	// messages as the plugin likes (one per batch is cheapest).
 	Exchange(grpc.BidiStreamingServer[ExchangeRequest, ExchangeResponse]) error
 	mustEmbedUnimplementedURLServiceServer()
 }
