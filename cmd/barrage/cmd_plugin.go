@@ -166,7 +166,15 @@ func runPluginList(_ context.Context, e env, args []string) error {
 	tw := tabwriter.NewWriter(e.stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "NAME\tVERSION\tKINDS\tSHA256")
 	for i := range ms {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", ms[i].Name, ms[i].Version, kindList(&ms[i]), ms[i].SHA256[:16]+"…")
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", ms[i].Name, ms[i].Version, kindList(&ms[i]), shortSum(ms[i].SHA256))
 	}
 	return tw.Flush()
+}
+
+// shortSum is the start of a sha256, enough to tell versions apart in a listing.
+func shortSum(sum string) string {
+	if len(sum) <= 16 {
+		return sum
+	}
+	return sum[:16] + "…"
 }

@@ -260,7 +260,8 @@ func (h *Host) copyVerified(spec Spec) (string, error) {
 	defer src.Close()
 	var rnd [6]byte
 	_, _ = rand.Read(rnd[:])
-	path := filepath.Join(h.runDir, fmt.Sprintf("%s-%s-%x", filepath.Base(spec.Name), spec.Version, rnd))
+	// Only the base of the name, and a random part: the spec comes from outside.
+	path := filepath.Join(h.runDir, fmt.Sprintf("%s-%x", safeName(spec.Name), rnd))
 	dst, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o555)
 	if err != nil {
 		return "", err
@@ -470,3 +471,18 @@ func truncate(s string, n int) string {
 
 // RunDir is the directory the host's plugins run in (and from).
 func (h *Host) RunDir() string { return h.runDir }
+
+// safeName keeps the letters, digits, '.' and '_' of a plugin's name's last part, for a file
+// name that says which plugin runs.
+func safeName(name string) string {
+	b := []byte(filepath.Base(name))
+	for i, c := range b {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_') {
+			b[i] = '_'
+		}
+	}
+	if len(b) == 0 || b[0] == '.' {
+		return "plugin"
+	}
+	return string(b)
+}

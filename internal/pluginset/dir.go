@@ -15,6 +15,7 @@ import (
 
 	"github.com/barrage-load/barrage/internal/barrage"
 	"github.com/barrage-load/barrage/internal/pluginhost"
+	"github.com/barrage-load/barrage/internal/script"
 	"github.com/barrage-load/barrage/sdk"
 )
 
@@ -54,8 +55,17 @@ func DefaultDir(getenv func(string) string) Dir {
 	return Dir(filepath.Join(home, ".local", "share", "barrage", "plugins"))
 }
 
-func (d Dir) folder(name, version string) string {
-	return filepath.Join(string(d), filepath.FromSlash(name), version)
+// folder is where name@version lives. Both come from a script or from a plugin binary, so they
+// are checked to be a plugin reference, which keeps the folder inside the directory.
+func (d Dir) folder(name, version string) (string, error) {
+	if _, _, ok := script.ParsePluginRef(name + "@" + version); !ok {
+		return "", barrage.Invalid("plugin", fmt.Sprintf("%q@%q is not name@version with an exact semantic version", name, version))
+	}
+	f := filepath.Join(string(d), filepath.FromSlash(name), version)
+	if rel, err := filepath.Rel(string(d), f); err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return "", barrage.Invalid("plugin", fmt.Sprintf("%s@%s names a folder outside %s", name, version, d))
+	}
+	return f, nil
 }
 
 // Find returns the spec of name@version.
@@ -64,12 +74,17 @@ func (d Dir) Find(name, version string) (pluginhost.Spec, error) {
 	if err != nil {
 		return pluginhost.Spec{}, err
 	}
+	folder, _ := d.folder(name, version) // checked by manifest
 	return pluginhost.Spec{Name: m.Name, Version: m.Version, SHA256: m.SHA256,
-		Path: filepath.Join(d.folder(name, version), m.Binary)}, nil
+		Path: filepath.Join(folder, m.Binary)}, nil
 }
 
 func (d Dir) manifest(name, version string) (*Manifest, error) {
-	b, err := os.ReadFile(filepath.Join(d.folder(name, version), manifestName))
+	folder, err := d.folder(name, version)
+	if err != nil {
+		return nil, err
+	}
+	b, err := os.ReadFile(filepath.Join(folder, manifestName))
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, barrage.Errorf(barrage.ErrNotFound, "plugin %s@%s is not in %s; add it with `barrage plugin add BINARY`", name, version, d)
 	}
@@ -78,10 +93,10 @@ func (d Dir) manifest(name, version string) (*Manifest, error) {
 	}
 	var m Manifest
 	if err := json.Unmarshal(b, &m); err != nil {
-		return nil, fmt.Errorf("%s: %w", filepath.Join(d.folder(name, version), manifestName), err)
+		return nil, fmt.Errorf("%s: %w", filepath.Join(folder, manifestName), err)
 	}
-	if m.Name != name || m.Version != version || m.Binary == "" || strings.ContainsAny(m.Binary, `/\`) {
-		return nil, fmt.Errorf("%s: the manifest does not describe %s@%s", filepath.Join(d.folder(name, version), manifestName), name, version)
+	if m.Name != name || m.Version != version || m.Binary == "" || strings.ContainsAny(m.Binary, `/\`) || m.Binary == ".." || len(m.SHA256) != 64 {
+		return nil, fmt.Errorf("%s: the manifest does not describe %s@%s", filepath.Join(folder, manifestName), name, version)
 	}
 	return &m, nil
 }
@@ -133,8 +148,9 @@ func (d Dir) Add(ctx context.Context, h *pluginhost.Host, path string) (*Manifes
 	if err != nil {
 		return nil, err
 	}
-	if info.Name == "" || info.Version == "" || strings.Contains(info.Name, "..") {
-		return nil, fmt.Errorf("%s: the plugin gave no valid name and version", path)
+	// The name and version come from the plugin itself: untrusted, and they make a path.
+	if _, _, ok := script.ParsePluginRef(info.Name + "@" + info.Version); !ok {
+		return nil, barrage.Invalid("plugin", fmt.Sprintf("%s says it is %q@%q: want a name of lowercase letters, digits, '.', '_' and '-' and an exact semantic version", path, info.Name, info.Version))
 	}
 	m := &Manifest{Name: info.Name, Version: info.Version, Description: info.Description, Kinds: info.Kinds,
 		Binary: filepath.Base(filepath.FromSlash(info.Name)), SHA256: sum}
@@ -144,7 +160,10 @@ func (d Dir) Add(ctx context.Context, h *pluginhost.Host, path string) (*Manifes
 		}
 		return old, nil
 	}
-	folder := d.folder(m.Name, m.Version)
+	folder, err := d.folder(m.Name, m.Version)
+	if err != nil {
+		return nil, err
+	}
 	if err := os.MkdirAll(folder, 0o755); err != nil {
 		return nil, err
 	}

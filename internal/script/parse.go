@@ -262,6 +262,18 @@ var (
 	pluginRefRe = regexp.MustCompile(`^((?:[a-z0-9][a-z0-9._-]*/)?([a-z0-9][a-z0-9._-]*))@((?:0|[1-9][0-9]*)\.(?:0|[1-9][0-9]*)\.(?:0|[1-9][0-9]*)(?:-[0-9A-Za-z-]+(?:\.[0-9A-Za-z-]+)*)?(?:\+[0-9A-Za-z-]+(?:\.[0-9A-Za-z-]+)*)?)$`)
 )
 
+// ParsePluginRef splits a plugin reference, name@version, as scripts write it: a name of
+// lowercase letters, digits, '.', '_' and '-' with an optional owner/, and an exact semantic
+// version. ok is false for anything else, such as a name or version that would climb out of a
+// folder.
+func ParsePluginRef(ref string) (name, version string, ok bool) {
+	m := pluginRefRe.FindStringSubmatch(ref)
+	if m == nil {
+		return "", "", false
+	}
+	return m[1], m[3], true
+}
+
 // plugins reads the plugins section.
 func (d *decoder) plugins(n *yaml.Node, p pos) []*Plugin {
 	var out []*Plugin

@@ -18,8 +18,12 @@ import (
 func main() {
 	name, _, _ := strings.Cut(filepath.Base(os.Args[0]), "-")
 	p := &sdk.Plugin{Name: name, Version: "1.0.0", Scope: sdk.ScopeIteration}
+	if name == "evil" {
+		// Names a version that, used as a path, climbs out of the plugin directory.
+		p.Version = "../../../../../../tmp/barrage-escaped"
+	}
 	switch name {
-	case "good", "env", "alloc", "stdio":
+	case "good", "env", "alloc", "stdio", "evil":
 		p.Element = &element{mode: name}
 		p.URL = &hook{mode: name}
 	case "crash", "hang":
