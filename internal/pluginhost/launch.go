@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"runtime"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -56,6 +57,10 @@ func (l *launchFlags) args() []string {
 }
 
 func launch(args []string) error {
+	// The parent-death signal is a property of the thread, and so is what x/sys/unix's raw
+	// calls change: everything below, the exec included, happens on this one thread. The
+	// credential calls of package syscall change every thread of the process.
+	runtime.LockOSThread()
 	var l launchFlags
 	fs := flag.NewFlagSet(launchArg, flag.ContinueOnError)
 	fs.Uint64Var(&l.limits.AddressSpace, "as", 0, "")
@@ -91,15 +96,15 @@ func launch(args []string) error {
 		}
 	}
 	if l.gid >= 0 {
-		if err := unix.Setgroups(nil); err != nil {
+		if err := syscall.Setgroups([]int{}); err != nil {
 			return fmt.Errorf("setgroups: %w", err)
 		}
-		if err := unix.Setresgid(l.gid, l.gid, l.gid); err != nil {
+		if err := syscall.Setresgid(l.gid, l.gid, l.gid); err != nil {
 			return fmt.Errorf("setgid %d: %w", l.gid, err)
 		}
 	}
 	if l.uid >= 0 {
-		if err := unix.Setresuid(l.uid, l.uid, l.uid); err != nil {
+		if err := syscall.Setresuid(l.uid, l.uid, l.uid); err != nil {
 			return fmt.Errorf("setuid %d: %w", l.uid, err)
 		}
 	}

@@ -153,7 +153,18 @@ func TestStartRunsAPluginConfinedAndItsHooksWork(t *testing.T) {
 		require.NoError(t, err)
 		status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.Pid()))
 		require.NoError(t, err)
-		require.Regexp(t, `(?m)^Uid:\s+`+nobody.Uid+`\s`, string(status), "runs as nobody")
+		require.Regexp(t, `(?m)^Uid:\s+`+nobody.Uid+`\s+`+nobody.Uid+`\s+`+nobody.Uid+`\s+`+nobody.Uid+`$`, string(status), "runs as nobody")
+		require.Regexp(t, `(?m)^Gid:\s+`+nobody.Gid+`\s+`+nobody.Gid+`\s+`+nobody.Gid+`\s+`+nobody.Gid+`$`, string(status))
+		require.Regexp(t, `(?m)^Groups:\s*$`, string(status), "no supplementary group of root's")
+		// Every thread, not only the first: credentials and the parent-death signal are per
+		// thread in Linux.
+		tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", p.Pid()))
+		require.NoError(t, err)
+		for _, task := range tasks {
+			st, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/status", p.Pid(), task.Name()))
+			require.NoError(t, err)
+			require.Regexp(t, `(?m)^Groups:\s*$`, string(st), "thread %s", task.Name())
+		}
 	}
 
 	dir := runDir(t, h)
