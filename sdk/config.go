@@ -44,6 +44,9 @@ func CompileConfigSchema(text string) (*ConfigSchema, error) {
 		return nil, fmt.Errorf("the config schema is not JSON: %w", err)
 	}
 	c := jsonschema.NewCompiler()
+	// The schema comes from the plugin: a host must not fetch what it names, a file of the
+	// host's or a URL. It must be self-contained (the JSON Schema drafts are built in).
+	c.UseLoader(jsonschema.SchemeURLLoader{})
 	if err := c.AddResource("config.json", doc); err != nil {
 		return nil, fmt.Errorf("the config schema: %w", err)
 	}

@@ -1,6 +1,8 @@
 package sdk_test
 
 import (
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -55,4 +57,15 @@ func TestValidConfig(t *testing.T) {
 	valid := sdktest.ValidConfig(t, &sdk.Plugin{Name: "p", ConfigSchema: `{"type": "object", "properties": {"k": {"type": "string"}}}`})
 	require.NoError(t, valid(`{"k": "v"}`))
 	require.ErrorContains(t, valid(`{"k": 1}`), "config.k:")
+}
+
+func TestConfigSchemaFetchesNothingItNames(t *testing.T) {
+	t.Parallel()
+	secret := filepath.Join(t.TempDir(), "secret.json")
+	require.NoError(t, os.WriteFile(secret, []byte(`{"required": ["host-secret-was-read"]}`), 0o600))
+	_, err := sdk.CompileConfigSchema(`{"$ref": "file://` + secret + `"}`)
+	require.Error(t, err, "a schema may not read the host's files")
+	s, err := sdk.CompileConfigSchema(`{"$schema": "https://json-schema.org/draft/2020-12/schema", "type": "object"}`)
+	require.NoError(t, err, "the drafts are built in")
+	require.Empty(t, s.Validate([]byte(`{}`)))
 }

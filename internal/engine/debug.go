@@ -21,6 +21,11 @@ func Debug(ctx context.Context, s *script.Script, opts Options) error {
 		return err
 	}
 	p.rec = metrics.NewRecorder(p.labels, time.Now())
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel() // ends the element plugins' prefetching
+	if err := p.startFeeds(ctx); err != nil {
+		return err
+	}
 	v := p.newVU(0, ctx)
 	defer v.close()
 	return v.iteration(ctx, time.Time{})

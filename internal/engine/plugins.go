@@ -208,6 +208,9 @@ func (v *vu) before(ctx context.Context, r *compiledRequest, ex *exchange) (*sdk
 		hooks := v.p.opts.Plugins[sp.As].URL
 		start := time.Now()
 		err := hooks[v.id%len(hooks)].Before(ctx, call, req)
+		if ctx.Err() != nil {
+			return nil, ctx.Err() // the run ended: neither the hook's failure nor a measurement
+		}
 		v.recordHook(sp.As, time.Since(start), err)
 		if err != nil {
 			return nil, err
@@ -252,6 +255,9 @@ func (v *vu) after(ctx context.Context, r *compiledRequest, req *sdk.Request, re
 		}
 		start := time.Now()
 		out, err := hook.After(ctx, call, req, resp)
+		if ctx.Err() != nil {
+			return nil // the run ended; request sees it and records nothing
+		}
 		v.recordHook(sp.As, time.Since(start), err)
 		switch {
 		case err != nil:

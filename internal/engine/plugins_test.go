@@ -10,6 +10,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -250,4 +251,70 @@ load: {vus: 1, iterations: 1}
 `)
 	_, err := engine.Run(context.Background(), s, engine.Options{})
 	require.ErrorContains(t, err, "plugin signer (signer@1.0.0) was not started")
+}
+
+func TestDebugGivesElementPluginValues(t *testing.T) {
+	t.Parallel()
+	for _, scope := range []script.Scope{script.ScopeRun, script.ScopeVU, script.ScopeIteration} {
+		c := sdktest.Start(t, &sdk.Plugin{Name: "tickets", Version: "1.0.0", Scope: sdk.ScopeIteration, Element: &tickets{}})
+		target := &seen{}
+		srv := httptest.NewServer(target.serve("X-None", "t", 200))
+		s := load(t, t.TempDir(), srv.URL, `
+version: 1
+plugins: [{use: tickets@1.0.0, kind: element}]
+session:
+  groups:
+    - name: g
+      requests:
+        - { name: r, url: "${target}/?t=${tickets.id}" }
+load: {vus: 1, iterations: 1}
+`)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		err := engine.Debug(ctx, s, engine.Options{Trace: func(engine.TraceEvent) {}, Plugins: map[string]engine.Plugin{
+			"tickets": {Element: c.Element(), Scope: scope},
+		}})
+		cancel()
+		srv.Close()
+		require.NoError(t, err, "scope %s", scope)
+		require.Equal(t, []string{"1"}, target.params, "scope %s", scope)
+	}
+}
+
+// slowAfter answers Before at once and After only when its context ends, like a plugin busy
+// when the run is cut short.
+type slowAfter struct{}
+
+func (slowAfter) Configure(context.Context, []byte) error              { return nil }
+func (slowAfter) Before(context.Context, sdk.Call, *sdk.Request) error { return nil }
+func (s slowAfter) After(ctx context.Context, _ sdk.Call, _ *sdk.Request, _ *sdk.Response) (sdk.Outcome, error) {
+	<-ctx.Done()
+	return sdk.Outcome{}, ctx.Err()
+}
+
+func TestAHookCutShortByTheEndOfTheRunIsNoFailure(t *testing.T) {
+	t.Parallel()
+	target := &seen{}
+	srv := httptest.NewServer(target.serve("X-None", "t", 200))
+	defer srv.Close()
+	s := load(t, t.TempDir(), srv.URL, `
+version: 1
+plugins: [{use: slow@1.0.0, kind: url, as: slow}]
+session:
+  groups:
+    - name: g
+      requests:
+        - { name: r, url: "${target}/", plugins: [slow] }
+load: {vus: 2, duration: 1s, graceful_stop: 0s}
+`)
+	res, err := engine.Run(context.Background(), s, engine.Options{Plugins: map[string]engine.Plugin{
+		"slow": {URL: []sdk.URLHook{slowAfter{}}},
+	}})
+	require.NoError(t, err)
+	st := res.Total.Labels["r"]
+	require.Empty(t, res.HookErrors, "a hook cut short by the end of the run is not a plugin failure")
+	require.Zero(t, res.Unsent)
+	require.Positive(t, res.Interrupted)
+	if st != nil {
+		require.Zero(t, st.Failed(), "nor a failed request")
+	}
 }

@@ -190,6 +190,9 @@ func (v *vu) request(ctx context.Context, r *compiledRequest, measureFrom time.T
 	var hookReq *sdk.Request
 	if len(r.r.Plugins) > 0 {
 		if hookReq, err = v.before(ctx, r, ex); err != nil {
+			if ctx.Err() != nil {
+				return metrics.NoError, 0, 0 // the run ended while the hook ran
+			}
 			// The request is never sent: counted apart like one whose template failed, with
 			// the reason in the result's hook errors.
 			v.p.unsent.Add(1)
@@ -218,6 +221,9 @@ func (v *vu) request(ctx context.Context, r *compiledRequest, measureFrom time.T
 	if rep.err == nil {
 		if hookReq != nil {
 			failures = v.after(ctx, r, hookReq, rep, end.Sub(start))
+			if ctx.Err() != nil {
+				return metrics.NoError, rep.bytesIn, rep.bytesOut // cut short by the end of the run
+			}
 		}
 		var checkFailures []string
 		class, checkFailures = v.check(r, rep, end.Sub(start))
