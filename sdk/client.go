@@ -91,6 +91,8 @@ var (
 	ErrPlugin = errors.New("plugin error")
 	// ErrClosed: the client was closed.
 	ErrClosed = errors.New("plugin client closed")
+	// ErrTooLarge: the call (a request body, say) is too large to hand to a plugin.
+	ErrTooLarge = errors.New("too large for a plugin call")
 )
 
 // FromStatus maps a gRPC error from a plugin to the errors above.
@@ -162,6 +164,8 @@ func (e elementClient) Next(ctx context.Context, n int) ([]Vars, error) {
 const (
 	maxBatch   = 256
 	batchBytes = 8 << 20
+	// maxCallBytes bounds one call, with room under MaxMessageSize for the rest of a message.
+	maxCallBytes = MaxMessageSize - 1<<20
 )
 
 // callSize estimates the bytes of a call on the wire: its bodies and URL, plus room for the
@@ -276,6 +280,10 @@ func (u *urlClient) After(ctx context.Context, call Call, req *Request, resp *Re
 
 // do sends one call and waits for its result.
 func (u *urlClient) do(ctx context.Context, call *pb.Call) (*pb.Result, error) {
+	if n := callSize(call); n > maxCallBytes {
+		// gRPC would end the whole stream, and every VU's calls with it.
+		return nil, fmt.Errorf("%w: the call is %d bytes, more than a plugin call carries (%d)", ErrTooLarge, n, maxCallBytes)
+	}
 	u.startOnce.Do(u.start)
 	p := pendingPool.Get().(*pending)
 	p.call = call
@@ -340,7 +348,14 @@ func (u *urlClient) failure() error {
 // start opens the stream and its sender and receiver.
 func (u *urlClient) start() {
 	ctx, cancel := context.WithCancel(context.Background())
+	u.mu.Lock()
+	closed := u.err != nil
 	u.cancel = cancel
+	u.mu.Unlock()
+	if closed {
+		cancel()
+		return
+	}
 	stream, err := u.c.Exchange(ctx)
 	if err != nil {
 		u.close(FromStatus(err))
@@ -352,13 +367,27 @@ func (u *urlClient) start() {
 
 func (u *urlClient) send(stream pb.URLService_ExchangeClient) {
 	var calls []*pb.Call
+	var held *pending // a call that did not fit the batch: the first of the next one
 	size := 0
-	add := func(p *pending) {
+	// add takes p into the batch unless it would push the batch over batchBytes; then p waits
+	// for the next batch.
+	add := func(p *pending) bool {
+		n := callSize(p.call)
+		if len(calls) > 0 && size+n > batchBytes {
+			held = p
+			return false
+		}
 		calls = append(calls, p.call)
-		size += callSize(p.call)
+		size += n
+		return true
 	}
-	full := func() bool { return len(calls) >= maxBatch || size >= batchBytes }
+	full := func() bool { return held != nil || len(calls) >= maxBatch || size >= batchBytes }
 	for {
+		if held != nil {
+			p := held
+			held = nil
+			add(p)
+		}
 		if len(calls) == 0 {
 			select {
 			case p := <-u.queue:
@@ -375,7 +404,9 @@ func (u *urlClient) send(stream pb.URLService_ExchangeClient) {
 		for !full() {
 			select {
 			case p := <-u.queue:
-				add(p)
+				if !add(p) {
+					break gather
+				}
 			default:
 				break gather
 			}

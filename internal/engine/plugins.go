@@ -72,8 +72,20 @@ func (f *elementFeed) start(ctx context.Context) error {
 
 func (f *elementFeed) fill(ctx context.Context) {
 	defer close(f.ch)
+	idle := time.Millisecond
 	for ctx.Err() == nil {
 		sets, err := f.el.Next(ctx, f.batch)
+		if len(sets) == 0 && err == nil {
+			// Nothing yet, and not exhausted: ask again, less often each time, rather than spin.
+			select {
+			case <-time.After(idle):
+			case <-ctx.Done():
+				return
+			}
+			idle = min(2*idle, time.Second)
+			continue
+		}
+		idle = time.Millisecond
 		for _, s := range sets {
 			select {
 			case f.ch <- s:

@@ -17,6 +17,7 @@ const (
 	ReasonUnavailable   Reason = "unavailable"
 	ReasonUnimplemented Reason = "hook not implemented"
 	ReasonConfig        Reason = "invalid config"
+	ReasonTooLarge      Reason = "call too large"
 	ReasonFailed        Reason = "hook failed"
 )
 

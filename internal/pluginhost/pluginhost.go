@@ -449,6 +449,8 @@ func (p *Process) wrap(err error) error {
 			}
 		}
 		e.Reason = ReasonUnavailable
+	case errors.Is(err, sdk.ErrTooLarge):
+		e.Reason = ReasonTooLarge
 	case errors.Is(err, sdk.ErrUnimplemented):
 		e.Reason = ReasonUnimplemented
 	default:

@@ -351,3 +351,15 @@ func TestAPluginDiesWithItsHost(t *testing.T) {
 	_ = syscall.Kill(pid, syscall.SIGKILL)
 	t.Fatalf("plugin %d outlived its host", pid)
 }
+
+func TestAnOversizedCallFailsAloneAndTheStreamGoesOn(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	h := newHost(t, pluginhost.Options{})
+	p, err := h.Start(ctx, spec(t, "good"))
+	require.NoError(t, err)
+	huge := &sdk.Request{Method: "POST", URL: "http://127.0.0.1/", Header: http.Header{}, Body: make([]byte, sdk.MaxMessageSize+1)}
+	err = p.URL().Before(ctx, sdk.Call{VU: 1, Iteration: 1}, huge)
+	requireReason(t, err, pluginhost.ReasonTooLarge)
+	require.NoError(t, p.URL().Before(ctx, sdk.Call{VU: 1, Iteration: 1}, &sdk.Request{Method: "GET", URL: "http://127.0.0.1/", Header: http.Header{}}))
+}
