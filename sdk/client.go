@@ -1,6 +1,7 @@
 package sdk
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -232,7 +233,7 @@ func (u *urlClient) SkipAfter() bool { return u.skipAfter.Load() }
 func (u *urlClient) Before(ctx context.Context, call Call, req *Request) error {
 	r, err := u.do(ctx, &pb.Call{
 		Vu: uint32(call.VU), Iteration: uint64(call.Iteration), RequestName: call.Request,
-		Phase: &pb.Call_Before{Before: requestToProto(req)},
+		Phase: &pb.Call_Before{Before: ownRequest(req)},
 	})
 	if err != nil {
 		return err
@@ -267,7 +268,7 @@ func (u *urlClient) After(ctx context.Context, call Call, req *Request, resp *Re
 	}
 	r, err := u.do(ctx, &pb.Call{
 		Vu: uint32(call.VU), Iteration: uint64(call.Iteration), RequestName: call.Request,
-		Phase: &pb.Call_After{After: &pb.Completed{Request: requestToProto(req), Response: responseToProto(resp)}},
+		Phase: &pb.Call_After{After: &pb.Completed{Request: ownRequest(req), Response: ownResponse(resp)}},
 	})
 	if err != nil {
 		return Outcome{}, err
@@ -479,4 +480,18 @@ func (u *urlClient) close(err error) {
 	if u.cancel != nil {
 		u.cancel()
 	}
+}
+
+// ownRequest and ownResponse copy what a call carries, bodies included: a caller that stops
+// waiting (its context ended) reuses its buffers while the call may still be on its way.
+func ownRequest(r *Request) *pb.HTTPRequest {
+	m := requestToProto(r)
+	m.Body = bytes.Clone(m.Body)
+	return m
+}
+
+func ownResponse(r *Response) *pb.HTTPResponse {
+	m := responseToProto(r)
+	m.BodyPreview = bytes.Clone(m.BodyPreview)
+	return m
 }

@@ -26,7 +26,7 @@ func (p *Process) Modify(ctx context.Context, script, config []byte) ([]byte, er
 	ctx, cancel := p.callCtx(ctx)
 	defer cancel()
 	out, err := p.sdk.Modify(ctx, script, config)
-	return out, p.wrap(err)
+	return out, p.wrap(ctx, err)
 }
 
 type element struct{ p *Process }
@@ -35,7 +35,7 @@ func (e element) Configure(ctx context.Context, config []byte) ([]string, error)
 	ctx, cancel := e.p.callCtx(ctx)
 	defer cancel()
 	vars, err := e.p.sdk.Element().Configure(ctx, config)
-	return vars, e.p.wrap(err)
+	return vars, e.p.wrap(ctx, err)
 }
 
 func (e element) Next(ctx context.Context, n int) ([]sdk.Vars, error) {
@@ -45,7 +45,7 @@ func (e element) Next(ctx context.Context, n int) ([]sdk.Vars, error) {
 	if err == sdk.ErrExhausted {
 		return sets, err
 	}
-	return sets, e.p.wrap(err)
+	return sets, e.p.wrap(ctx, err)
 }
 
 type urlHook struct{ p *Process }
@@ -53,20 +53,20 @@ type urlHook struct{ p *Process }
 func (u urlHook) Configure(ctx context.Context, config []byte) error {
 	ctx, cancel := u.p.callCtx(ctx)
 	defer cancel()
-	return u.p.wrap(u.p.sdk.URL().Configure(ctx, config))
+	return u.p.wrap(ctx, u.p.sdk.URL().Configure(ctx, config))
 }
 
 func (u urlHook) Before(ctx context.Context, call sdk.Call, req *sdk.Request) error {
 	ctx, cancel := u.p.callCtx(ctx)
 	defer cancel()
-	return u.p.wrap(u.p.sdk.URL().Before(ctx, call, req))
+	return u.p.wrap(ctx, u.p.sdk.URL().Before(ctx, call, req))
 }
 
 func (u urlHook) After(ctx context.Context, call sdk.Call, req *sdk.Request, resp *sdk.Response) (sdk.Outcome, error) {
 	ctx, cancel := u.p.callCtx(ctx)
 	defer cancel()
 	out, err := u.p.sdk.URL().After(ctx, call, req, resp)
-	return out, u.p.wrap(err)
+	return out, u.p.wrap(ctx, err)
 }
 
 func (u urlHook) SkipAfter() bool {

@@ -228,7 +228,7 @@ func (h *Host) start(ctx context.Context, spec Spec, checkIdentity bool) (*Proce
 	defer cancel()
 	info, err := sc.Describe(dctx)
 	if err != nil {
-		err = p.wrap(err)
+		err = p.wrap(dctx, err)
 		p.Close()
 		return nil, err
 	}
@@ -327,6 +327,7 @@ type Process struct {
 
 	closeOnce sync.Once
 	killed    bool
+	ended     *Error // why the plugin was killed or died, for the calls after
 	mu        sync.Mutex
 }
 
@@ -417,15 +418,32 @@ func (p *Process) exitError(exitErr error) error {
 
 // wrap turns an error of a call into the plugin into an *Error. A plugin that misses the
 // deadline of a call is killed: on the request path, a hung plugin would stall every VU.
-func (p *Process) wrap(err error) error {
+func (p *Process) wrap(ctx context.Context, err error) error {
 	if err == nil {
 		return nil
 	}
+	p.mu.Lock()
+	ended := p.ended
+	p.mu.Unlock()
+	if ended != nil && (errors.Is(err, sdk.ErrClosed) || errors.Is(err, sdk.ErrUnavailable)) {
+		return ended // the plugin is gone: say why, not only that
+	}
 	e := &Error{Plugin: p.spec.String(), Err: err}
+	defer func() {
+		if e.Reason == ReasonTimeout || e.Reason == ReasonCrashed {
+			p.mu.Lock()
+			if p.ended == nil {
+				p.ended = e
+			}
+			p.mu.Unlock()
+		}
+	}()
 	var ce *sdk.ConfigError
 	switch {
 	case errors.As(err, &ce):
 		e.Reason = ReasonConfig
+	case errors.Is(err, sdk.ErrTimeout) && !errors.Is(ctx.Err(), context.DeadlineExceeded):
+		e.Reason = ReasonFailed // the plugin's own deadline, not the host's
 	case errors.Is(err, sdk.ErrTimeout):
 		p.end(false) // a hung plugin gets no grace
 		e.Reason, e.Err = ReasonTimeout, fmt.Errorf("no answer within %s; killed", p.host.opts.CallTimeout)
