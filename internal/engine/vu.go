@@ -189,6 +189,7 @@ func (v *vu) request(ctx context.Context, r *compiledRequest, measureFrom time.T
 	}
 	var hookReq *sdk.Request
 	if len(r.r.Plugins) > 0 {
+		hooksStart := time.Now()
 		if hookReq, err = v.before(ctx, r, ex); err != nil {
 			if ctx.Err() != nil {
 				return metrics.NoError, 0, 0 // the run ended while the hook ran
@@ -198,6 +199,11 @@ func (v *vu) request(ctx context.Context, r *compiledRequest, measureFrom time.T
 			v.p.unsent.Add(1)
 			v.traceFailure(r, err)
 			return metrics.ErrAssertion, 0, 0
+		}
+		if !measureFrom.IsZero() {
+			// In the open model the latency counts from when the iteration was due; the time
+			// in hooks is reported apart, so it is left out of that too.
+			measureFrom = measureFrom.Add(time.Since(hooksStart))
 		}
 	}
 	start := time.Now()
