@@ -13,6 +13,7 @@ package sdktest
 
 import (
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/hashicorp/go-plugin"
@@ -51,5 +52,18 @@ func ValidConfig(t testing.TB, p *sdk.Plugin) func(config string) error {
 			errs = append(errs, ce)
 		}
 		return errors.Join(errs...)
+	}
+}
+
+// RequireConfigError fails the test unless err is a *sdk.ConfigError naming field, with a
+// reason that contains reason: what a Configure or Modify test checks of a refused config.
+func RequireConfigError(t testing.TB, err error, field, reason string) {
+	t.Helper()
+	var ce *sdk.ConfigError
+	if !errors.As(err, &ce) {
+		t.Fatalf("want a config error on %q, got %v", field, err)
+	}
+	if ce.Field != field || !strings.Contains(ce.Reason, reason) {
+		t.Fatalf("want a config error on %q containing %q, got %q: %q", field, reason, ce.Field, ce.Reason)
 	}
 }

@@ -177,10 +177,7 @@ func TestConfigErrorsNameTheField(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			err := sdktest.Start(t, newPlugin(func(string) string { return "" })).URL().Configure(context.Background(), []byte(tt.config))
-			var ce *sdk.ConfigError
-			require.ErrorAs(t, err, &ce)
-			require.Equal(t, tt.field, ce.Field)
-			require.Contains(t, ce.Reason, tt.reason)
+			sdktest.RequireConfigError(t, err, tt.field, tt.reason)
 		})
 	}
 }

@@ -138,10 +138,7 @@ func TestConfigErrorsNameTheField(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			_, err := modify(t, script, tt.config)
-			var ce *sdk.ConfigError
-			require.ErrorAs(t, err, &ce)
-			require.Equal(t, tt.field, ce.Field)
-			require.Contains(t, ce.Reason, tt.reason)
+			sdktest.RequireConfigError(t, err, tt.field, tt.reason)
 		})
 	}
 }

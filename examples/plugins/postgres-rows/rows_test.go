@@ -169,10 +169,7 @@ func TestBadQueryIsAConfigErrorOnQuery(t *testing.T) {
 		// Not parallel: the check after the loop must see what the queries did.
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := start(t, nil).Configure(context.Background(), fmt.Appendf(nil, `{"dsn": %q, "query": %q}`, dsn, tt.query))
-			var ce *sdk.ConfigError
-			require.ErrorAs(t, err, &ce)
-			require.Equal(t, "query", ce.Field)
-			require.Contains(t, ce.Reason, tt.reason)
+			sdktest.RequireConfigError(t, err, "query", tt.reason)
 		})
 	}
 
@@ -205,10 +202,7 @@ func TestConfigErrorsNameTheField(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			_, err := start(t, env).Configure(context.Background(), []byte(tt.config))
-			var ce *sdk.ConfigError
-			require.ErrorAs(t, err, &ce)
-			require.Equal(t, tt.field, ce.Field)
-			require.Contains(t, ce.Reason, tt.reason)
+			sdktest.RequireConfigError(t, err, tt.field, tt.reason)
 		})
 	}
 }
