@@ -129,7 +129,8 @@ func New(opts Options) (*Host, error) {
 		h.opts.Limits.Processes = 0
 	}
 	sweep(opts.Logger)
-	dir, err := os.MkdirTemp("", "barrage-plugins-")
+	// The folder is named for this host, so that a later host can remove it if this one dies.
+	dir, err := os.MkdirTemp("", runDirPrefix+hostMarker()+"-")
 	if err != nil {
 		return nil, err
 	}

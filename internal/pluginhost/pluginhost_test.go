@@ -363,3 +363,14 @@ func TestAnOversizedCallFailsAloneAndTheStreamGoesOn(t *testing.T) {
 	requireReason(t, err, pluginhost.ReasonTooLarge)
 	require.NoError(t, p.URL().Before(ctx, sdk.Call{VU: 1, Iteration: 1}, &sdk.Request{Method: "GET", URL: "http://127.0.0.1/", Header: http.Header{}}))
 }
+
+func TestStartRemovesThePluginCopiesOfADeadHost(t *testing.T) {
+	t.Parallel()
+	dead := filepath.Join(os.TempDir(), "barrage-plugins-999999999.12345-test")
+	require.NoError(t, os.MkdirAll(dead, 0o700))
+	require.NoError(t, os.WriteFile(filepath.Join(dead, "good-abc"), []byte("a copy"), 0o500))
+	h := newHost(t, pluginhost.Options{})
+	require.NoDirExists(t, dead)
+	require.DirExists(t, h.RunDir(), "its own folder stays")
+	require.Contains(t, filepath.Base(h.RunDir()), fmt.Sprintf("barrage-plugins-%d.", os.Getpid()))
+}

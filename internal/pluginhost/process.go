@@ -159,4 +159,36 @@ func sweep(log *slog.Logger) {
 			break
 		}
 	}
+	sweepRunDirs(log)
+}
+
+// runDirPrefix starts the name of a host's folder of plugin copies, followed by its marker.
+const runDirPrefix = "barrage-plugins-"
+
+// sweepRunDirs removes the folders of plugin copies of hosts that are gone: a copy is as big as
+// its plugin, and a host killed with SIGKILL cannot clean up after itself.
+func sweepRunDirs(log *slog.Logger) {
+	entries, err := os.ReadDir(os.TempDir())
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		marker, ok := strings.CutPrefix(e.Name(), runDirPrefix)
+		if !ok || !e.IsDir() {
+			continue
+		}
+		hostPid, rest, _ := strings.Cut(marker, ".")
+		start, _, _ := strings.Cut(rest, "-")
+		hp, err := strconv.Atoi(hostPid)
+		if err != nil || start == "" {
+			continue // not one of ours, or from before folders were named for their host
+		}
+		if startTime(hp) == start {
+			continue // its host is alive
+		}
+		dir := filepath.Join(os.TempDir(), e.Name())
+		if err := os.RemoveAll(dir); err == nil {
+			log.Info("removed the plugin copies of a host that died", "dir", dir)
+		}
+	}
 }
