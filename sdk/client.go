@@ -191,7 +191,7 @@ type urlClient struct {
 
 	startOnce sync.Once
 	skipAfter atomic.Bool // the plugin said it has nothing to do after responses
-	queue     chan *pending
+	queue     chan *pb.Call // calls for the sender; it never touches a caller's pending
 	// outstanding counts the calls sent and not yet answered; answered is signalled when it
 	// falls to zero.
 	outstanding atomic.Int64
@@ -206,14 +206,13 @@ type urlClient struct {
 }
 
 type pending struct {
-	call *pb.Call
-	res  chan *pb.Result
+	res chan *pb.Result
 }
 
 var pendingPool = sync.Pool{New: func() any { return &pending{res: make(chan *pb.Result, 1)} }}
 
 func newURLClient(c pb.URLServiceClient) *urlClient {
-	return &urlClient{c: c, queue: make(chan *pending, maxBatch), answered: make(chan struct{}, 1),
+	return &urlClient{c: c, queue: make(chan *pb.Call, maxBatch), answered: make(chan struct{}, 1),
 		waiting: make(map[uint64]*pending), done: make(chan struct{})}
 }
 
@@ -287,7 +286,6 @@ func (u *urlClient) do(ctx context.Context, call *pb.Call) (*pb.Result, error) {
 	}
 	u.startOnce.Do(u.start)
 	p := pendingPool.Get().(*pending)
-	p.call = call
 	u.mu.Lock()
 	if u.err != nil {
 		err := u.err
@@ -301,7 +299,7 @@ func (u *urlClient) do(ctx context.Context, call *pb.Call) (*pb.Result, error) {
 	u.mu.Unlock()
 
 	select {
-	case u.queue <- p:
+	case u.queue <- call:
 	case <-ctx.Done():
 		u.forget(call.Id)
 		return nil, ctxErr(ctx)
@@ -310,7 +308,6 @@ func (u *urlClient) do(ctx context.Context, call *pb.Call) (*pb.Result, error) {
 	}
 	select {
 	case r := <-p.res:
-		p.call = nil
 		pendingPool.Put(p)
 		if r == nil {
 			return nil, u.failure()
@@ -368,31 +365,31 @@ func (u *urlClient) start() {
 
 func (u *urlClient) send(stream pb.URLService_ExchangeClient) {
 	var calls []*pb.Call
-	var held *pending // a call that did not fit the batch: the first of the next one
+	var held *pb.Call // a call that did not fit the batch: the first of the next one
 	size := 0
-	// add takes p into the batch unless it would push the batch over batchBytes; then p waits
+	// add takes c into the batch unless it would push the batch over batchBytes; then c waits
 	// for the next batch.
-	add := func(p *pending) bool {
-		n := callSize(p.call)
+	add := func(c *pb.Call) bool {
+		n := callSize(c)
 		if len(calls) > 0 && size+n > batchBytes {
-			held = p
+			held = c
 			return false
 		}
-		calls = append(calls, p.call)
+		calls = append(calls, c)
 		size += n
 		return true
 	}
 	full := func() bool { return held != nil || len(calls) >= maxBatch || size >= batchBytes }
 	for {
 		if held != nil {
-			p := held
+			c := held
 			held = nil
-			add(p)
+			add(c)
 		}
 		if len(calls) == 0 {
 			select {
-			case p := <-u.queue:
-				add(p)
+			case c := <-u.queue:
+				add(c)
 			case <-u.done:
 				_ = stream.CloseSend()
 				return
@@ -404,8 +401,8 @@ func (u *urlClient) send(stream pb.URLService_ExchangeClient) {
 	gather:
 		for !full() {
 			select {
-			case p := <-u.queue:
-				if !add(p) {
+			case c := <-u.queue:
+				if !add(c) {
 					break gather
 				}
 			default:
@@ -418,8 +415,8 @@ func (u *urlClient) send(stream pb.URLService_ExchangeClient) {
 				queue = nil
 			}
 			select {
-			case p := <-queue:
-				add(p)
+			case c := <-queue:
+				add(c)
 			case <-u.answered: // the loop checks outstanding again
 			case <-u.done:
 				_ = stream.CloseSend()
