@@ -190,7 +190,7 @@ type urlClient struct {
 	c pb.URLServiceClient
 
 	startOnce sync.Once
-	skipAfter atomic.Bool // the plugin said it has nothing to do after responses
+	skipAfter atomic.Bool   // the plugin said it has nothing to do after responses
 	queue     chan *pb.Call // calls for the sender; it never touches a caller's pending
 	// outstanding counts the calls sent and not yet answered; answered is signalled when it
 	// falls to zero.
