@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/textproto"
 	"runtime"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -331,20 +333,38 @@ func patch(res *pb.Result, orig *pb.HTTPRequest, req *Request) {
 		res.Request = requestToProto(req)
 		return
 	}
-	before := headersFromProto(orig.GetHeaders())
-	for name, vs := range req.Header {
-		if !slices.Equal(vs, before[name]) {
-			for _, v := range vs {
-				res.SetHeaders = append(res.SetHeaders, &pb.Header{Name: name, Value: v})
+	hs := orig.GetHeaders()
+	// same says whether name has exactly the values vs in the original, without building a
+	// map of it: a request has a few headers, and this runs for every call.
+	same := func(name string, vs []string) bool {
+		i := 0
+		for _, h := range hs {
+			if !strings.EqualFold(h.GetName(), name) {
+				continue
 			}
-			if len(vs) == 0 {
-				res.DeleteHeaders = append(res.DeleteHeaders, name)
+			if i >= len(vs) || vs[i] != h.GetValue() {
+				return false
 			}
+			i++
 		}
+		return i == len(vs)
 	}
-	for name := range before {
-		if _, ok := req.Header[name]; !ok {
+	for name, vs := range req.Header {
+		if same(name, vs) {
+			continue
+		}
+		for _, v := range vs {
+			res.SetHeaders = append(res.SetHeaders, &pb.Header{Name: name, Value: v})
+		}
+		if len(vs) == 0 {
 			res.DeleteHeaders = append(res.DeleteHeaders, name)
 		}
+	}
+	for i, h := range hs {
+		name := textproto.CanonicalMIMEHeaderKey(h.GetName())
+		if _, ok := req.Header[name]; ok || slices.ContainsFunc(hs[:i], func(p *pb.Header) bool { return strings.EqualFold(p.GetName(), name) }) {
+			continue // kept, or already listed
+		}
+		res.DeleteHeaders = append(res.DeleteHeaders, name)
 	}
 }
