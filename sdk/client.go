@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
@@ -73,6 +74,10 @@ func (c *Client) Modify(ctx context.Context, script, config []byte) ([]byte, err
 	return []byte(r.GetScriptJson()), nil
 }
 
+// SetCallTimeout bounds every later URL-hook call: one the plugin does not answer within d
+// fails with ErrNoAnswer. Set it before the first call.
+func (c *Client) SetCallTimeout(d time.Duration) { c.url.timeout.Store(int64(d)) }
+
 // Close ends the URL hook's stream, if one was opened. The connection belongs to go-plugin.
 func (c *Client) Close() error {
 	c.url.close(ErrClosed)
@@ -94,6 +99,9 @@ var (
 	ErrClosed = errors.New("plugin client closed")
 	// ErrTooLarge: the call (a request body, say) is too large to hand to a plugin.
 	ErrTooLarge = errors.New("too large for a plugin call")
+	// ErrNoAnswer: the plugin did not answer a URL-hook call within the client's call timeout
+	// (SetCallTimeout). ErrTimeout, by contrast, is a deadline the caller or the plugin set.
+	ErrNoAnswer = errors.New("plugin did not answer in time")
 )
 
 // FromStatus maps a gRPC error from a plugin to the errors above.
@@ -190,6 +198,7 @@ type urlClient struct {
 	c pb.URLServiceClient
 
 	startOnce sync.Once
+	timeout   atomic.Int64  // the call timeout, in nanoseconds; 0 for none
 	skipAfter atomic.Bool   // the plugin said it has nothing to do after responses
 	queue     chan *pb.Call // calls for the sender; it never touches a caller's pending
 	// outstanding counts the calls sent and not yet answered; answered is signalled when it
@@ -207,7 +216,11 @@ type urlClient struct {
 
 type pending struct {
 	res chan *pb.Result
+	due int64 // when the call times out (Unix nanoseconds), if the client has a call timeout
 }
+
+// timedOut is what the sweeper hands a call that got no answer in time.
+var timedOut = &pb.Result{}
 
 var pendingPool = sync.Pool{New: func() any { return &pending{res: make(chan *pb.Result, 1)} }}
 
@@ -295,6 +308,10 @@ func (u *urlClient) do(ctx context.Context, call *pb.Call) (*pb.Result, error) {
 	}
 	u.nextID++
 	call.Id = u.nextID
+	p.due = 0
+	if t := u.timeout.Load(); t > 0 {
+		p.due = time.Now().UnixNano() + t
+	}
 	u.waiting[call.Id] = p
 	u.mu.Unlock()
 
@@ -309,8 +326,11 @@ func (u *urlClient) do(ctx context.Context, call *pb.Call) (*pb.Result, error) {
 	select {
 	case r := <-p.res:
 		pendingPool.Put(p)
-		if r == nil {
+		switch r {
+		case nil:
 			return nil, u.failure()
+		case timedOut:
+			return nil, fmt.Errorf("%w: no answer within %s", ErrNoAnswer, time.Duration(u.timeout.Load()))
 		}
 		return r, nil
 	case <-ctx.Done():
@@ -361,6 +381,31 @@ func (u *urlClient) start() {
 	}
 	go u.send(stream)
 	go u.receive(stream)
+	if t := time.Duration(u.timeout.Load()); t > 0 {
+		go u.sweep(t)
+	}
+}
+
+// sweep fails the calls that got no answer within the call timeout: one ticker for all calls,
+// where a deadline per call would cost a timer each.
+func (u *urlClient) sweep(timeout time.Duration) {
+	tick := time.NewTicker(max(timeout/10, 10*time.Millisecond))
+	defer tick.Stop()
+	for {
+		select {
+		case <-u.done:
+			return
+		case now := <-tick.C:
+			u.mu.Lock()
+			for id, p := range u.waiting {
+				if p.due != 0 && now.UnixNano() > p.due {
+					delete(u.waiting, id)
+					p.res <- timedOut
+				}
+			}
+			u.mu.Unlock()
+		}
+	}
 }
 
 func (u *urlClient) send(stream pb.URLService_ExchangeClient) {

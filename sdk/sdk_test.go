@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -242,4 +243,21 @@ func TestAHookThatOnlyChangesHeadersSendsAPatchTheClientApplies(t *testing.T) {
 	require.Equal(t, "POST", req.Method)
 	require.Equal(t, "http://127.0.0.1/x", req.URL)
 	require.Equal(t, "body", string(req.Body))
+}
+
+// stuck never answers Before until its stream ends.
+type stuck struct{ tagger }
+
+func (stuck) Before(ctx context.Context, _ sdk.Call, _ *sdk.Request) error {
+	<-ctx.Done()
+	return ctx.Err()
+}
+
+func TestACallWithoutAnswerFailsAtTheCallTimeout(t *testing.T) {
+	t.Parallel()
+	c := sdktest.Start(t, &sdk.Plugin{Name: "s", Version: "1.0.0", URL: stuck{}})
+	c.SetCallTimeout(200 * time.Millisecond)
+	err := c.URL().Before(context.Background(), sdk.Call{VU: 1}, &sdk.Request{Header: http.Header{}})
+	require.ErrorIs(t, err, sdk.ErrNoAnswer)
+	require.ErrorContains(t, err, "no answer within 200ms")
 }

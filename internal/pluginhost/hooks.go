@@ -56,15 +56,13 @@ func (u urlHook) Configure(ctx context.Context, config []byte) error {
 	return u.p.wrap(ctx, u.p.sdk.URL().Configure(ctx, config))
 }
 
+// Before and After are bounded by the client's call timeout (set at start), not by a context
+// each: on the request path a timer per call costs more than the call's own work.
 func (u urlHook) Before(ctx context.Context, call sdk.Call, req *sdk.Request) error {
-	ctx, cancel := u.p.callCtx(ctx)
-	defer cancel()
 	return u.p.wrap(ctx, u.p.sdk.URL().Before(ctx, call, req))
 }
 
 func (u urlHook) After(ctx context.Context, call sdk.Call, req *sdk.Request, resp *sdk.Response) (sdk.Outcome, error) {
-	ctx, cancel := u.p.callCtx(ctx)
-	defer cancel()
 	out, err := u.p.sdk.URL().After(ctx, call, req, resp)
 	return out, u.p.wrap(ctx, err)
 }

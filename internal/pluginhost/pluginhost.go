@@ -221,6 +221,7 @@ func (h *Host) start(ctx context.Context, spec Spec, checkIdentity bool) (*Proce
 		return nil, &Error{Plugin: spec.String(), Reason: ReasonHandshake, Err: err}
 	}
 	p.sdk = sc
+	sc.SetCallTimeout(h.opts.CallTimeout)
 	h.mu.Lock()
 	h.procs[p] = struct{}{}
 	h.mu.Unlock()
@@ -445,7 +446,7 @@ func (p *Process) wrap(ctx context.Context, err error) error {
 		e.Reason = ReasonConfig
 	case errors.Is(err, sdk.ErrTimeout) && !errors.Is(ctx.Err(), context.DeadlineExceeded):
 		e.Reason = ReasonFailed // the plugin's own deadline, not the host's
-	case errors.Is(err, sdk.ErrTimeout):
+	case errors.Is(err, sdk.ErrTimeout), errors.Is(err, sdk.ErrNoAnswer):
 		p.end(false) // a hung plugin gets no grace
 		e.Reason, e.Err = ReasonTimeout, fmt.Errorf("no answer within %s; killed", p.host.opts.CallTimeout)
 	case errors.Is(err, sdk.ErrUnavailable), errors.Is(err, sdk.ErrClosed):
