@@ -90,6 +90,9 @@ type Host struct {
 
 	mu    sync.Mutex
 	procs map[*Process]struct{}
+	// copies are the verified copies of plugin binaries, by sha256 and name: every process of
+	// a plugin runs from the one copy, which lives as long as the host.
+	copies map[string]string
 }
 
 // New returns a Host. It first kills the plugins a previous host left behind when it died.
@@ -113,7 +116,7 @@ func New(opts Options) (*Host, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	h := &Host{opts: opts, uid: -1, gid: -1, procs: make(map[*Process]struct{})}
+	h := &Host{opts: opts, uid: -1, gid: -1, procs: make(map[*Process]struct{}), copies: make(map[string]string)}
 	if os.Geteuid() == 0 {
 		name := opts.User
 		if name == "" {
@@ -183,7 +186,7 @@ func (h *Host) start(ctx context.Context, spec Spec, checkIdentity bool) (*Proce
 	if err != nil {
 		return nil, err
 	}
-	p := &Process{spec: spec, host: h, path: path}
+	p := &Process{spec: spec, host: h}
 	hlog := hclog.New(&hclog.LoggerOptions{
 		Name: spec.String(), Level: hclog.Debug,
 		Output: &slogWriter{log: h.opts.Logger.With("plugin", spec.String())},
@@ -249,11 +252,18 @@ func (h *Host) start(ctx context.Context, spec Spec, checkIdentity bool) (*Proce
 // copyVerified copies the plugin's binary into the host's own directory, hashing it on the
 // way, and checks the copy with go-plugin's SecureConfig. The copy is what runs: nobody can
 // swap it between the check and the start, and the plugin's user can execute it wherever the
-// original lies.
+// original lies. A binary already copied and checked is not copied again.
 func (h *Host) copyVerified(spec Spec) (string, error) {
 	want, err := hex.DecodeString(spec.SHA256)
 	if err != nil || len(want) != sha256.Size {
 		return "", &Error{Plugin: spec.String(), Reason: ReasonChecksum, Err: errors.New("the expected sha256 is not 64 hex digits")}
+	}
+	key := spec.SHA256 + "/" + safeName(spec.Name)
+	h.mu.Lock()
+	path, ok := h.copies[key]
+	h.mu.Unlock()
+	if ok {
+		return path, nil
 	}
 	src, err := os.Open(spec.Path)
 	if err != nil {
@@ -263,7 +273,7 @@ func (h *Host) copyVerified(spec Spec) (string, error) {
 	var rnd [6]byte
 	_, _ = rand.Read(rnd[:])
 	// Only the base of the name, and a random part: the spec comes from outside.
-	path := filepath.Join(h.runDir, fmt.Sprintf("%s-%x", safeName(spec.Name), rnd))
+	path = filepath.Join(h.runDir, fmt.Sprintf("%s-%x", safeName(spec.Name), rnd))
 	dst, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o555)
 	if err != nil {
 		return "", err
@@ -277,12 +287,15 @@ func (h *Host) copyVerified(spec Spec) (string, error) {
 		_ = os.Remove(path)
 		return "", fmt.Errorf("copy plugin %s: %w", spec, err)
 	}
-	ok, err := (&plugin.SecureConfig{Checksum: want, Hash: sha256.New()}).Check(path)
+	ok, err = (&plugin.SecureConfig{Checksum: want, Hash: sha256.New()}).Check(path)
 	if err != nil || !ok {
 		_ = os.Remove(path)
 		return "", &Error{Plugin: spec.String(), Reason: ReasonChecksum,
 			Err: fmt.Errorf("%s has sha256 %x, want %s; it was not started", spec.Path, hash.Sum(nil), spec.SHA256)}
 	}
+	h.mu.Lock()
+	h.copies[key] = path
+	h.mu.Unlock()
 	return path, nil
 }
 
@@ -322,7 +335,6 @@ type Process struct {
 	spec   Spec
 	info   sdk.Info
 	host   *Host
-	path   string
 	client *plugin.Client
 	sdk    *sdk.Client
 	run    *procRunner
@@ -367,7 +379,6 @@ func (p *Process) end(graceful bool) {
 		p.host.mu.Lock()
 		delete(p.host.procs, p)
 		p.host.mu.Unlock()
-		_ = os.Remove(p.path)
 	})
 }
 

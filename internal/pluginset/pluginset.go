@@ -34,8 +34,7 @@ type Options struct {
 
 // Set is the started plugins of a run.
 type Set struct {
-	host  *pluginhost.Host
-	procs []*pluginhost.Process
+	host *pluginhost.Host
 	// Plugins are the element and url plugins, for engine.Options.Plugins.
 	Plugins map[string]engine.Plugin
 }
@@ -102,11 +101,18 @@ func Open(ctx context.Context, path string, s *script.Script, opts Options) (*Se
 			set.Plugins[sp.As] = engine.Plugin{Element: p.Element(), Scope: scope}
 		case script.URLPlugin:
 			n := min(max(1, (opts.VUs+vusPerProcess-1)/vusPerProcess), runtime.GOMAXPROCS(0))
+			first, err := set.start(ctx, sp, opts, sdk.KindURL)
+			if err != nil {
+				return nil, nil, err
+			}
 			var hooks []sdk.URLHook
-			for range n {
-				p, err := set.start(ctx, sp, opts, sdk.KindURL)
-				if err != nil {
-					return nil, nil, err
+			for i := range n {
+				p := first
+				if i > 0 {
+					// The same binary: its kind and config were checked with the first.
+					if p, err = set.host.Start(ctx, first.Spec()); err != nil {
+						return nil, nil, err
+					}
 				}
 				if err := p.URL().Configure(ctx, configJSON(sp)); err != nil {
 					return nil, nil, configError(sp, err)
@@ -176,7 +182,6 @@ func (set *Set) start(ctx context.Context, sp *script.Plugin, opts Options, kind
 	if err != nil {
 		return nil, err
 	}
-	set.procs = append(set.procs, p)
 	if !slices.Contains(p.Info().Kinds, kind) {
 		return nil, barrage.Invalid("plugins."+sp.As+".kind",
 			fmt.Sprintf("%s is not a %s plugin (it implements %v)", sp.Ref, kind, p.Info().Kinds))
