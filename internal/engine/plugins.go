@@ -154,10 +154,7 @@ func (p *plan) compilePlugins() error {
 			}
 			p.feeds = append(p.feeds, newElementFeed(sp.As, pl, max(p.load.VUs, p.load.MaxVUs)))
 		case script.URLPlugin:
-			if p.hookLabel == nil {
-				p.hookLabel = make(map[string]int)
-			}
-			p.hookLabel[sp.As] = -1 // numbered after the groups
+			p.hooks = append(p.hooks, sp.As) // labelled after the groups, by hookLabels
 		}
 	}
 	return nil
@@ -165,15 +162,11 @@ func (p *plan) compilePlugins() error {
 
 // hookLabels appends the labels of url plugins' hook times, in alias order.
 func (p *plan) hookLabels() {
-	aliases := make([]string, 0, len(p.hookLabel))
-	for a := range p.hookLabel {
-		aliases = append(aliases, a)
-	}
-	sort.Strings(aliases)
-	for _, a := range aliases {
+	sort.Strings(p.hooks)
+	p.hookLabel = make(map[string]int, len(p.hooks))
+	for _, a := range p.hooks {
 		p.hookLabel[a] = len(p.labels)
 		p.labels = append(p.labels, HookPrefix+a)
-		p.hooks = append(p.hooks, a)
 	}
 }
 

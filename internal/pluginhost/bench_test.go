@@ -47,7 +47,7 @@ func BenchmarkURLHookCall(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer h.Close()
-	p, err := h.Start(ctx, pluginhost.Spec{Name: "good", Version: "1.0.0", Path: testPlugin, SHA256: shaB(b, testPlugin)})
+	p, err := h.Start(ctx, pluginhost.Spec{Name: "good", Version: "1.0.0", Path: testPlugin, SHA256: sha(b, testPlugin)})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -46,9 +46,7 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-func sha(t *testing.T, path string) string { return shaB(t, path) }
-
-func shaB(t testing.TB, path string) string {
+func sha(t testing.TB, path string) string {
 	t.Helper()
 	b, err := os.ReadFile(path)
 	require.NoError(t, err)
