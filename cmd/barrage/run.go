@@ -21,6 +21,7 @@ import (
 	"github.com/barrage-load/barrage/internal/barrage"
 	"github.com/barrage-load/barrage/internal/engine"
 	"github.com/barrage-load/barrage/internal/metrics"
+	"github.com/barrage-load/barrage/internal/pluginhost"
 	"github.com/barrage-load/barrage/internal/script"
 )
 
@@ -73,6 +74,11 @@ func runRun(ctx context.Context, e env, args []string) error {
 			// Every call into a URL hook allocates (a protobuf message each way), where a
 			// request alone hardly does: collecting less often buys back CPU for the load.
 			debug.SetGCPercent(400)
+		}
+		if set.HasURLHooks() {
+			if err := pluginhost.SchedBatch(); err != nil {
+				fmt.Fprintf(e.stderr, "barrage: scheduling policy unchanged: %v\n", err)
+			}
 		}
 	}
 	var series *seriesWriter

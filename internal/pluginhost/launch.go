@@ -116,6 +116,11 @@ func launch(args []string) error {
 	if l.parent != 0 && os.Getppid() != l.parent {
 		return fmt.Errorf("the host (pid %d) is gone", l.parent)
 	}
+	// A plugin is a batch worker: woken by a call, it waits for the generator to block rather
+	// than preempting it. The policy holds for every thread the plugin starts.
+	if err := schedBatch(0); err != nil {
+		return err
+	}
 	env := os.Environ()
 	if l.cookie != "" {
 		env = append(env, l.cookie)

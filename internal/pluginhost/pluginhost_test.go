@@ -145,6 +145,7 @@ func TestStartRunsAPluginConfinedAndItsHooksWork(t *testing.T) {
 	pgid, err := syscall.Getpgid(p.Pid())
 	require.NoError(t, err)
 	require.Equal(t, p.Pid(), pgid, "the plugin leads a process group of its own")
+	requireSchedBatch(t, p.Pid())
 	if os.Geteuid() == 0 {
 		require.Regexp(t, `Max processes\s+512\s+512`, string(limits))
 		nobody, err := user.Lookup("nobody")
@@ -168,6 +169,25 @@ func TestStartRunsAPluginConfinedAndItsHooksWork(t *testing.T) {
 	dir := runDir(t, h)
 	p.Close()
 	requireNoProcessesIn(t, dir)
+}
+
+// requireSchedBatch checks that every thread of a process runs under SCHED_BATCH.
+func requireSchedBatch(t *testing.T, pid int) {
+	t.Helper()
+	tasks, err := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/sched", pid))
+	require.NoError(t, err)
+	require.NotEmpty(t, tasks)
+	for _, task := range tasks {
+		sched, err := os.ReadFile(task)
+		require.NoError(t, err)
+		require.Regexp(t, `(?m)^policy\s+:\s+3$`, string(sched), "%s: SCHED_BATCH", task)
+	}
+}
+
+func TestSchedBatchMovesEveryThreadOfTheProcess(t *testing.T) {
+	// The test binary's own threads: the policy changes nothing the other tests check.
+	require.NoError(t, pluginhost.SchedBatch())
+	requireSchedBatch(t, os.Getpid())
 }
 
 func TestTamperedBinaryIsRefusedBeforeItRuns(t *testing.T) {
