@@ -153,6 +153,8 @@ type compiledRequest struct {
 	needsJSON   bool
 	needHeader  bool
 	needCookies bool
+	// runsAfter: a url plugin of the request has something to do after the response.
+	runsAfter bool
 	// static means every send of the request is the same bytes: literal URL, headers and body,
 	// and no cookie jar to consult. Each VU builds it once.
 	static bool
@@ -216,8 +218,9 @@ func compile(s *script.Script, opts Options) (*plan, error) {
 				cr.headers = append(cr.headers, lit)
 			}
 			cr.static = cr.url != nil && !s.Session.Cookies && !r.HTTP2 && r.Redirects == 0 && len(r.Plugins) == 0
-			// A url plugin reads the response's headers.
-			cr.needHeader = len(r.Plugins) > 0
+			// A url plugin that runs after the response reads its headers.
+			cr.runsAfter = p.runsAfter(r)
+			cr.needHeader = cr.runsAfter
 			for _, lit := range cr.headers {
 				cr.static = cr.static && lit != nil
 			}

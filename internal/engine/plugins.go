@@ -255,7 +255,7 @@ func (v *vu) after(ctx context.Context, r *compiledRequest, req *sdk.Request, re
 	for _, sp := range r.r.Plugins {
 		hooks := v.p.opts.Plugins[sp.As].URL
 		hook := hooks[v.id%len(hooks)]
-		if s, ok := hook.(sdk.AfterSkipper); ok && s.SkipAfter() {
+		if skipsAfter(hook) {
 			continue // nothing to do after responses: no call, no time
 		}
 		start := time.Now()
@@ -273,6 +273,23 @@ func (v *vu) after(ctx context.Context, r *compiledRequest, req *sdk.Request, re
 		setVars(v.vars, sp.As, out.Vars) // like extracted values: for the rest of the iteration
 	}
 	return failures
+}
+
+// runsAfter says whether a url plugin of r has something to do after its response.
+func (p *plan) runsAfter(r *script.Request) bool {
+	for _, sp := range r.Plugins {
+		for _, hook := range p.opts.Plugins[sp.As].URL {
+			if !skipsAfter(hook) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func skipsAfter(hook sdk.URLHook) bool {
+	s, ok := hook.(sdk.AfterSkipper)
+	return ok && s.SkipAfter()
 }
 
 func (v *vu) recordHook(alias string, took time.Duration, err error) {

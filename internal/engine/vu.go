@@ -225,7 +225,7 @@ func (v *vu) request(ctx context.Context, r *compiledRequest, measureFrom time.T
 	class := rep.class
 	var failures []string
 	if rep.err == nil {
-		if hookReq != nil {
+		if hookReq != nil && r.runsAfter {
 			failures = v.after(ctx, r, hookReq, rep, end.Sub(start))
 			if ctx.Err() != nil {
 				return metrics.NoError, rep.bytesIn, rep.bytesOut // cut short by the end of the run
