@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Compares `barrage run` with wrk (and k6 when installed) against the same local nginx: one worker
 # serving a small file on 127.0.0.1, same connections and duration, the target and the generator
-# each pinned to its own core where taskset exists. Prints each tool's rate, CPU time per
-# request and p99, then lines a script can read:
+# each pinned to its own core where taskset exists. wrk and barrage alternate for three rounds;
+# the script prints each run's rate, CPU time per request and p99, then lines a script can read
+# (for barrage against wrk, the medians of the rounds' ratios):
 #   ratio barrage/wrk = 0.91
 #   cpu per request barrage/wrk = 1.12
 #   p99 barrage/wrk = 1.10
@@ -74,20 +75,40 @@ sys.exit(p.returncode)
 PY
 }
 
-wrk_out=$(cputime $pin_gen wrk -t1 -c"$conns" -d"${secs}s" --latency "$url")
-wrk_rps=$(awk '/Requests\/sec/ {print $2}' <<<"$wrk_out")
-wrk_n=$(awk '/requests in/ {print $1}' <<<"$wrk_out")
-wrk_cpu=$(awk '/^CPU/ {print $2}' <<<"$wrk_out")
-wrk_p99=$(awk '$1 == "99%" {print $2}' <<<"$wrk_out")
+to_ms() { python3 -c "import sys,re; v=sys.argv[1]; m=re.match(r'([0-9.]+)(us|ms|s)', v); f={'us':0.001,'ms':1,'s':1000}[m.group(2)]; print(float(m.group(1))*f)" "$1"; }
+# median_range prints the median, the smallest and the largest of its arguments.
+median_range() { python3 -c "import sys; r=sorted(map(float, sys.argv[1:])); print(r[len(r)//2], r[0], r[-1])" "$@"; }
 
-b_out=$(cputime $pin_gen "$work/barrage" run --quiet --out "$work/result.json" "$work/bench.yaml")
-read -r b_rps b_n b_p99 < <(python3 - "$work/result.json" <<'PY'
+# The machine is shared and noisy: wrk and barrage alternate for a few rounds, each round's
+# ratios compare two runs made seconds apart, and the medians of the rounds are the figures.
+rate_r=() cpu_r=() p99_r=() b_rates=()
+printf "%-14s %12s %16s %10s\n" run "requests/s" "cpu/request" p99
+for round in 1 2 3; do
+  wrk_out=$(cputime $pin_gen wrk -t1 -c"$conns" -d"${secs}s" --latency "$url")
+  wrk_rps=$(awk '/Requests\/sec/ {print $2}' <<<"$wrk_out")
+  wrk_n=$(awk '/requests in/ {print $1}' <<<"$wrk_out")
+  wrk_cpu=$(awk '/^CPU/ {print $2}' <<<"$wrk_out")
+  wrk_p99=$(awk '$1 == "99%" {print $2}' <<<"$wrk_out")
+
+  b_out=$(cputime $pin_gen "$work/barrage" run --quiet --out "$work/result.json" "$work/bench.yaml")
+  read -r b_rps b_n b_p99 < <(python3 - "$work/result.json" <<'PY'
 import json, sys
 t = json.load(open(sys.argv[1]))["total"]
 print(t["rps"], t["count"], "%.3fms" % (t["p99_ms"]))
 PY
 )
-b_cpu=$(awk '/^CPU/ {print $2}' <<<"$b_out")
+  b_cpu=$(awk '/^CPU/ {print $2}' <<<"$b_out")
+  printf "%-14s %12.0f %14.2fus %10s\n" "wrk $round" "$wrk_rps" "$(python3 -c "print($wrk_cpu/$wrk_n*1e6)")" "$wrk_p99"
+  printf "%-14s %12.0f %14.2fus %10s\n" "barrage $round" "$b_rps" "$(python3 -c "print($b_cpu/$b_n*1e6)")" "$b_p99"
+  rate_r+=("$(python3 -c "print($b_rps / $wrk_rps)")")
+  cpu_r+=("$(python3 -c "print(($b_cpu / $b_n) / ($wrk_cpu / $wrk_n))")")
+  p99_r+=("$(python3 -c "print($(to_ms "$b_p99") / $(to_ms "$wrk_p99"))")")
+  b_rates+=("$b_rps")
+done
+read -r rate_med rate_min rate_max < <(median_range "${rate_r[@]}")
+read -r cpu_med cpu_min cpu_max < <(median_range "${cpu_r[@]}")
+read -r p99_med p99_min p99_max < <(median_range "${p99_r[@]}")
+read -r b_rps _ _ < <(median_range "${b_rates[@]}")
 
 # Memory per idle VU: the resident size of `barrage run` with 10,000 VUs that each made one
 # request and now think for a minute, against the same run with 1 VU.
@@ -120,10 +141,6 @@ rss_one=$(idle_rss 1)
 rss_many=$(idle_rss 10000)
 idle_bytes=$(( (rss_many - rss_one) * 1024 / 9999 ))
 
-to_ms() { python3 -c "import sys,re; v=sys.argv[1]; m=re.match(r'([0-9.]+)(us|ms|s)', v); f={'us':0.001,'ms':1,'s':1000}[m.group(2)]; print(float(m.group(1))*f)" "$1"; }
-printf "%-8s %12s %16s %10s\n" tool "requests/s" "cpu/request" p99
-printf "%-8s %12.0f %14.2fus %10s\n" wrk "$wrk_rps" "$(python3 -c "print($wrk_cpu/$wrk_n*1e6)")" "$wrk_p99"
-printf "%-8s %12.0f %14.2fus %10s\n" barrage "$b_rps" "$(python3 -c "print($b_cpu/$b_n*1e6)")" "$b_p99"
 
 k6_rps=""
 if command -v k6 >/dev/null; then
@@ -136,7 +153,7 @@ JS
   k6_rps=$(python3 -c "import json; print(json.load(open('$work/k6.json'))['metrics']['http_reqs']['rate'])")
   k6_n=$(python3 -c "import json; print(json.load(open('$work/k6.json'))['metrics']['http_reqs']['count'])")
   k6_cpu=$(awk '/^CPU/ {print $2}' <<<"$k6_out")
-  printf "%-8s %12.0f %14.2fus\n" k6 "$k6_rps" "$(python3 -c "print($k6_cpu/$k6_n*1e6)")"
+  printf "%-14s %12.0f %14.2fus\n" k6 "$k6_rps" "$(python3 -c "print($k6_cpu/$k6_n*1e6)")"
 fi
 
 # A url plugin on every request (hmac-sign, which signs each one) against the same run without
@@ -166,13 +183,15 @@ PY
   echo "hook round $round: $line, ratio $ratio"
   hook_line=$line
 done
-read -r h_ratio h_min h_max < <(python3 -c "import sys; r=sorted(map(float, sys.argv[1:])); print(r[len(r)//2], r[0], r[-1])" "${ratios[@]}")
+read -r h_ratio h_min h_max < <(median_range "${ratios[@]}")
 hook_p99=$(python3 -c "import json; print('%.3fms' % json.load(open('$work/hook.json'))['hooks'][0]['p99_ms'])")
 
 python3 - <<PY
-print("ratio barrage/wrk = %.2f" % ($b_rps / $wrk_rps))
-print("cpu per request barrage/wrk = %.2f" % (($b_cpu / $b_n) / ($wrk_cpu / $wrk_n)))
-print("p99 barrage/wrk = %.2f" % ($(to_ms "$b_p99") / $(to_ms "$wrk_p99")))
+print("ratio barrage/wrk = %.2f" % $rate_med)
+print("cpu per request barrage/wrk = %.2f" % $cpu_med)
+print("p99 barrage/wrk = %.2f" % $p99_med)
+print("ranges over 3 rounds (the medians above): rate %.2f to %.2f, cpu per request %.2f to %.2f, p99 %.2f to %.2f" % (
+    $rate_min, $rate_max, $cpu_min, $cpu_max, $p99_min, $p99_max))
 if "$k6_rps":
     print("ratio barrage/k6 = %.1f" % ($b_rps / float("$k6_rps" or 1)))
 print("bytes per idle VU = %d" % $idle_bytes)
