@@ -7,6 +7,8 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -216,6 +218,43 @@ load:
 	require.Zero(t, head.Failed())
 	require.EqualValues(t, 2, tail.Errors[metrics.ErrAssertion], "the tail lies beyond the cap")
 	require.Greater(t, head.BytesIn, int64(2*(3<<20)))
+}
+
+// A large body whose length the server states up front is streamed like any other: the VU
+// keeps BodyCap of it, not the whole body. Not parallel, so that the process's allocations
+// are the run's.
+func TestLargeBodiesOfStatedLengthAreNotBuffered(t *testing.T) {
+	const size = 64 << 20
+	chunk := make([]byte, 64<<10)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Length", strconv.Itoa(size))
+		for sent := 0; sent < size; sent += len(chunk) {
+			if _, err := w.Write(chunk); err != nil {
+				return
+			}
+		}
+	}))
+	defer srv.Close()
+	s := parse(t, srv.URL, `
+version: 1
+name: big
+session:
+  groups:
+    - name: g
+      requests:
+        - { name: file, url: "${target}/" }
+load:
+  vus: 1
+  iterations: 2
+`)
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	res := run(t, s, engine.Options{BodyCap: 1 << 20})
+	runtime.ReadMemStats(&after)
+	file := stats(t, res, "file")
+	require.Zero(t, file.Failed())
+	require.Greater(t, file.BytesIn, int64(2*size))
+	require.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(size/4), "allocated while reading two bodies of %d bytes", size)
 }
 
 // hangingServer answers no request until the test ends.

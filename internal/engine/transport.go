@@ -214,6 +214,10 @@ func (t *transport) host(u *url.URL) *fasthttp.HostClient {
 		},
 		MaxConns:           1 << 10,
 		StreamResponseBody: true,
+		// Without a limit, fasthttp reads a body whose length the server states into memory
+		// whole before streaming it; over the limit it streams from the first byte, so a VU
+		// holds no more than bodyCap of a body, whatever its length.
+		MaxResponseBodySize: t.bodyCap,
 		// Large enough for the headers real sites send (long CSPs, many cookies: fasthttp
 		// refuses a response whose headers do not fit); fasthttp
 		// takes read buffers from a pool per request, so idle connections do not hold them.
