@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"crypto/tls"
@@ -74,6 +75,9 @@ type transport struct {
 	req         *fasthttp.Request
 	res         *fasthttp.Response
 	buf         []byte
+	// deadline and rep are the request in flight's, for RoundTrip.
+	deadline time.Time
+	rep      *reply
 
 	// conns are the open HTTP/1.1 connections, so that the end of a run can cut them: fasthttp
 	// knows only per-request deadlines, not contexts.
@@ -212,12 +216,8 @@ func (t *transport) host(u *url.URL) *fasthttp.HostClient {
 			}
 			return t.track(c)
 		},
-		MaxConns:           1 << 10,
-		StreamResponseBody: true,
-		// Without a limit, fasthttp reads a body whose length the server states into memory
-		// whole before streaming it; over the limit it streams from the first byte, so a VU
-		// holds no more than bodyCap of a body, whatever its length.
-		MaxResponseBodySize: t.bodyCap,
+		MaxConns:  1 << 10,
+		Transport: t, // RoundTrip: bodies read up to the cap
 		// Large enough for the headers real sites send (long CSPs, many cookies: fasthttp
 		// refuses a response whose headers do not fit); fasthttp
 		// takes read buffers from a pool per request, so idle connections do not hold them.
@@ -346,24 +346,14 @@ func (t *transport) send(req *fasthttp.Request, u *url.URL, jar cookieJar, deadl
 			}
 		}
 	}
-	err := t.host(u).DoDeadline(req, res, deadline)
-	if err != nil {
-		r.err, r.class = err, classify(err)
-		return
-	}
-	r.status = res.StatusCode()
-	r.body = r.body[:0]
-	if stream := res.BodyStream(); stream != nil {
-		err = t.readBody(stream, r)
-	} else { // the whole body was small enough to come with the headers
-		body := res.Body()
-		r.body = append(r.body, body[:min(len(body), t.bodyCap)]...)
-	}
+	t.deadline, t.rep = deadline, r
+	err := t.host(u).DoDeadline(req, res, deadline) // through RoundTrip, which keeps the body
 	_ = res.CloseBodyStream()
 	if err != nil {
 		r.err, r.class = err, classify(err)
 		return
 	}
+	r.status = res.StatusCode()
 	if t.keepCookies {
 		hopCookies := len(r.cookies)
 		for _, v := range res.Header.Cookies() {
@@ -385,6 +375,89 @@ func (t *transport) send(req *fasthttp.Request, u *url.URL, jar cookieJar, deadl
 		}
 	}
 	r.class = statusClass(r.status)
+}
+
+// RoundTrip sends one request on a connection of hc and reads the response: fasthttp's own
+// round trip, less what Barrage does not use, with the body read up to the cap into the reply.
+// fasthttp reads a body either whole into memory, whatever its length, or, asked to stream,
+// through a stream it allocates for every response, small ones too, that holds the connection
+// until the caller closes it. Here a body of stated length within the cap is read in place, and
+// any other is streamed and drained before the connection goes back to the pool: a VU holds at
+// most bodyCap bytes of any body.
+func (t *transport) RoundTrip(hc *fasthttp.HostClient, req *fasthttp.Request, resp *fasthttp.Response) (retry bool, err error) {
+	cc, err := hc.AcquireConn(time.Until(t.deadline), req.ConnectionClose())
+	if err != nil {
+		return false, err
+	}
+	conn := cc.Conn()
+	if err := conn.SetDeadline(t.deadline); err != nil {
+		hc.CloseConn(cc)
+		return true, err
+	}
+	bw := hc.AcquireWriter(conn)
+	err = req.Write(bw)
+	if err == nil {
+		err = bw.Flush()
+	}
+	hc.ReleaseWriter(bw)
+	if err != nil {
+		hc.CloseConn(cc)
+		var ne net.Error
+		if errors.As(err, &ne) && ne.Timeout() {
+			err = fasthttp.ErrTimeout
+		}
+		return true, err
+	}
+	resp.SkipBody = resp.SkipBody || req.Header.IsHead()
+	br := hc.AcquireReader(conn)
+	headerRead, err := t.readResponse(br, resp)
+	hc.ReleaseReader(br)
+	if err != nil {
+		hc.CloseConn(cc)
+		// Like fasthttp: a failure before the response's headers may be a stale connection,
+		// which RetryIfErr decides on; one in the body is the target's.
+		return !headerRead, err
+	}
+	// A body that runs until the server closes the connection leaves nothing to reuse.
+	if req.ConnectionClose() || resp.ConnectionClose() || resp.Header.ContentLength() == -2 {
+		hc.CloseConn(cc)
+	} else {
+		hc.ReleaseConn(cc)
+	}
+	return false, nil
+}
+
+// readResponse reads a response's headers into resp and its body, up to the cap, into the
+// reply in flight. headerRead says whether the headers were read when it fails.
+func (t *transport) readResponse(br *bufio.Reader, resp *fasthttp.Response) (headerRead bool, err error) {
+	resp.ResetBody()
+	if err := resp.Header.Read(br); err != nil {
+		return false, err
+	}
+	if resp.StatusCode() == fasthttp.StatusContinue {
+		if err := resp.Header.Read(br); err != nil {
+			return false, err
+		}
+	}
+	r := t.rep
+	r.body = r.body[:0]
+	if status := resp.StatusCode(); resp.SkipBody || status < 200 || status == http.StatusNoContent || status == http.StatusNotModified {
+		return true, nil
+	}
+	if n := resp.Header.ContentLength(); n >= 0 && n <= t.bodyCap {
+		resp.StreamBody = false
+		if err := resp.ReadBody(br, t.bodyCap); err != nil {
+			return true, err
+		}
+		r.body = append(r.body, resp.Body()...)
+		return true, nil
+	}
+	// Longer than the cap, chunked, or until the connection closes.
+	resp.StreamBody = true
+	if err := resp.ReadBody(br, t.bodyCap); err != nil {
+		return true, err
+	}
+	return true, t.readBody(resp.BodyStream(), r)
 }
 
 // readBody keeps the first bodyCap bytes and reads the rest without keeping it: memory per VU

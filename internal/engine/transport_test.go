@@ -2,6 +2,7 @@ package engine_test
 
 import (
 	"bufio"
+	"io"
 	"fmt"
 	"net"
 	"net/http"
@@ -206,4 +207,67 @@ load:
 	res := run(t, s, engine.Options{})
 	require.Zero(t, stats(t, res, "r").Failed())
 	require.EqualValues(t, 8, stats(t, res, "r").Requests)
+}
+
+// Every way an HTTP/1.1 response can end its body, on one keep-alive connection after another:
+// a HEAD answer and a 204 and a 304 carry none whatever their Content-Length, a chunked body
+// ends with its trailer, a 100 Continue precedes the real answer, and a body without a length
+// runs until the server closes the connection. Each is read to its true end, so the next
+// request on the connection finds its own response.
+func TestEveryKindOfBodyEndsWhereHTTPSays(t *testing.T) {
+	t.Parallel()
+	answers := map[string]string{
+		"HEAD /head":       "HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\n",
+		"GET /empty":       "HTTP/1.1 204 No Content\r\n\r\n",
+		"GET /same":        "HTTP/1.1 304 Not Modified\r\nContent-Length: 50\r\n\r\n",
+		"GET /chunked":     "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nTrailer: X-T\r\n\r\n5\r\nhello\r\n6\r\n world\r\n0\r\nX-T: 1\r\n\r\n",
+		"GET /continue":    "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 9\r\n\r\ncontinued",
+		"GET /fixed":       "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nfixed",
+		"GET /until-close": "HTTP/1.1 200 OK\r\n\r\nuntil the connection closes",
+	}
+	target := rawServer(t, func(c net.Conn, br *bufio.Reader) bool {
+		line, err := br.ReadString('\n')
+		if err != nil {
+			return false
+		}
+		for {
+			h, err := br.ReadString('\n')
+			if err != nil {
+				return false
+			}
+			if h == "\r\n" {
+				break
+			}
+		}
+		key := line[:strings.LastIndexByte(line, ' ')]
+		if _, err := io.WriteString(c, answers[key]); err != nil {
+			return false
+		}
+		return key != "GET /until-close" // that body ends with the connection
+	})
+	s := parse(t, target, `
+version: 1
+name: bodies
+session:
+  cookies: false
+  groups:
+    - name: g
+      requests:
+        - { name: fixed, url: "${target}/fixed", assert: [ { body_contains: fixed } ] }
+        - { name: head, method: HEAD, url: "${target}/head", assert: [ { status: 200 } ] }
+        - { name: empty, url: "${target}/empty", assert: [ { status: 204 } ] }
+        - { name: same, url: "${target}/same", assert: [ { status: 304 } ] }
+        - { name: chunked, url: "${target}/chunked", assert: [ { body_contains: hello world } ] }
+        - { name: continue, url: "${target}/continue", assert: [ { body_contains: continued } ] }
+        - { name: until-close, url: "${target}/until-close", assert: [ { body_contains: connection closes } ] }
+load:
+  vus: 1
+  iterations: 3
+`)
+	res := run(t, s, engine.Options{})
+	for _, name := range []string{"fixed", "head", "empty", "same", "chunked", "continue", "until-close"} {
+		st := stats(t, res, name)
+		require.EqualValues(t, 3, st.Requests, name)
+		require.Zero(t, st.Failed(), "%s: %+v", name, st.Errors)
+	}
 }
