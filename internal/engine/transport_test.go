@@ -2,8 +2,8 @@ package engine_test
 
 import (
 	"bufio"
-	"io"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
