@@ -34,7 +34,13 @@ type exchange struct {
 	maxRedirects int
 	// prepared, when set, is the request already built for the first hop: a request whose
 	// URL, headers and body are all literal is built once per VU, not once per send.
-	prepared *fasthttp.Request
+	prepared *preparedRequest
+}
+
+// preparedRequest is a request that is the same bytes at every send.
+type preparedRequest struct {
+	req  *fasthttp.Request // for fasthttp's decisions: scheme, method, retries
+	wire []byte            // what goes on the connection
 }
 
 // reply is what came back. Its body is the first bodyCap bytes only; BytesIn counts all of it.
@@ -75,8 +81,10 @@ type transport struct {
 	req         *fasthttp.Request
 	res         *fasthttp.Response
 	buf         []byte
-	// deadline and rep are the request in flight's, for RoundTrip.
+	// deadline, wire and rep are the request in flight's, for RoundTrip: wire is its bytes
+	// when they were serialized once (preparedRequest), else nil.
 	deadline time.Time
+	wire     []byte
 	rep      *reply
 
 	// conns are the open HTTP/1.1 connections, so that the end of a run can cut them: fasthttp
@@ -255,9 +263,10 @@ func (t *transport) do(ctx context.Context, ex *exchange, jar cookieJar, r *repl
 		}
 		req := t.req
 		if hop == 0 && ex.prepared != nil {
-			req = ex.prepared
+			req, t.wire = ex.prepared.req, ex.prepared.wire
 		} else {
 			buildRequest(req, raw, method, header, body)
+			t.wire = nil
 		}
 		t.send(req, u, jar, deadline, r)
 		if r.err != nil && ctx.Err() != nil {
@@ -329,11 +338,15 @@ func buildRequest(req *fasthttp.Request, rawURL, method string, header [][2]stri
 }
 
 // prepare builds a request once, for exchanges that always send the same bytes.
-func prepare(ex *exchange) *fasthttp.Request {
+func prepare(ex *exchange) *preparedRequest {
 	req := &fasthttp.Request{}
 	// A copy of the body: ex.body is the VU's render buffer, which the next request reuses.
 	buildRequest(req, ex.rawURL, ex.method, ex.header, append([]byte(nil), ex.body...))
-	return req
+	var wire bytes.Buffer
+	if _, err := req.WriteTo(&wire); err != nil {
+		return &preparedRequest{req: req} // fasthttp will report the same error at the send
+	}
+	return &preparedRequest{req: req, wire: wire.Bytes()}
 }
 
 func (t *transport) send(req *fasthttp.Request, u *url.URL, jar cookieJar, deadline time.Time, r *reply) {
@@ -395,7 +408,11 @@ func (t *transport) RoundTrip(hc *fasthttp.HostClient, req *fasthttp.Request, re
 		return true, err
 	}
 	bw := hc.AcquireWriter(conn)
-	err = req.Write(bw)
+	if t.wire != nil {
+		_, err = bw.Write(t.wire)
+	} else {
+		err = req.Write(bw)
+	}
 	if err == nil {
 		err = bw.Flush()
 	}

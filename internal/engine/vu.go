@@ -12,8 +12,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/valyala/fasthttp"
-
 	"github.com/barrage-load/barrage/internal/metrics"
 	"github.com/barrage-load/barrage/internal/script"
 	"github.com/barrage-load/barrage/sdk"
@@ -40,7 +38,7 @@ type vu struct {
 	ex                      exchange
 	rep                     reply
 	stopCut                 func() bool
-	prepared                []*fasthttp.Request // by request, for static requests
+	prepared                []*preparedRequest // by request, for static requests
 }
 
 func (p *plan) newVU(id int, hardCtx context.Context) *vu {
@@ -95,7 +93,9 @@ var errExhausted = errors.New("data exhausted")
 // open model its first request's latency counts from then, so a late start caused by a slow
 // target shows in the numbers instead of hiding (coordinated omission). ctx cuts it short.
 func (v *vu) iteration(ctx context.Context, measureFrom time.Time) error {
-	clear(v.vars)
+	if len(v.vars) > 0 { // clearing even an empty map walks its table
+		clear(v.vars)
+	}
 	v.iter++
 	for _, d := range v.p.data {
 		if err := d.next(v.rng, v.row); err != nil {
@@ -296,7 +296,7 @@ func (v *vu) prepare(r *compiledRequest) (*exchange, error) {
 	ex.header = v.header
 	if r.static {
 		if v.prepared == nil {
-			v.prepared = make([]*fasthttp.Request, len(v.p.requests))
+			v.prepared = make([]*preparedRequest, len(v.p.requests))
 		}
 		i := r.label // requests' labels come first, in order
 		if v.prepared[i] == nil {
