@@ -81,9 +81,11 @@ type transport struct {
 	req         *fasthttp.Request
 	res         *fasthttp.Response
 	buf         []byte
-	// deadline, wire and rep are the request in flight's, for RoundTrip: wire is its bytes
-	// when they were serialized once (preparedRequest), else nil.
+	// deadline, left, wire and rep are the request in flight's, for RoundTrip: left is the
+	// time to its deadline when it was handed over, and wire its bytes when they were
+	// serialized once (preparedRequest), else nil.
 	deadline time.Time
+	left     time.Duration
 	wire     []byte
 	rep      *reply
 
@@ -268,7 +270,16 @@ func (t *transport) do(ctx context.Context, ex *exchange, jar cookieJar, r *repl
 			buildRequest(req, raw, method, header, body)
 			t.wire = nil
 		}
-		t.send(req, u, jar, deadline, r)
+		// The time left: the whole timeout at the first hop, which starts now, without reading
+		// the clock again.
+		left := ex.timeout
+		if hop > 0 {
+			if left = time.Until(deadline); left <= 0 {
+				r.err, r.class = fasthttp.ErrTimeout, metrics.ErrTimeout
+				return
+			}
+		}
+		t.send(req, u, jar, deadline, left, r)
 		if r.err != nil && ctx.Err() != nil {
 			r.interrupted = true
 		}
@@ -349,7 +360,7 @@ func prepare(ex *exchange) *preparedRequest {
 	return &preparedRequest{req: req, wire: wire.Bytes()}
 }
 
-func (t *transport) send(req *fasthttp.Request, u *url.URL, jar cookieJar, deadline time.Time, r *reply) {
+func (t *transport) send(req *fasthttp.Request, u *url.URL, jar cookieJar, deadline time.Time, left time.Duration, r *reply) {
 	res := t.res
 	res.Reset()
 	if jar != nil {
@@ -359,8 +370,8 @@ func (t *transport) send(req *fasthttp.Request, u *url.URL, jar cookieJar, deadl
 			}
 		}
 	}
-	t.deadline, t.rep = deadline, r
-	err := t.host(u).DoDeadline(req, res, deadline) // through RoundTrip, which keeps the body
+	t.deadline, t.left, t.rep = deadline, left, r
+	err := t.host(u).Do(req, res) // through RoundTrip, which applies the deadline and keeps the body
 	_ = res.CloseBodyStream()
 	if err != nil {
 		r.err, r.class = err, classify(err)
@@ -398,7 +409,7 @@ func (t *transport) send(req *fasthttp.Request, u *url.URL, jar cookieJar, deadl
 // any other is streamed and drained before the connection goes back to the pool: a VU holds at
 // most bodyCap bytes of any body.
 func (t *transport) RoundTrip(hc *fasthttp.HostClient, req *fasthttp.Request, resp *fasthttp.Response) (retry bool, err error) {
-	cc, err := hc.AcquireConn(time.Until(t.deadline), req.ConnectionClose())
+	cc, err := hc.AcquireConn(t.left, req.ConnectionClose())
 	if err != nil {
 		return false, err
 	}
