@@ -77,6 +77,8 @@ type transport struct {
 	keepHeader  bool
 	keepCookies bool
 	hosts       map[hostKey]*fasthttp.HostClient
+	lastKey     hostKey // the host of the last request, and its client
+	lastHost    *fasthttp.HostClient
 	h2          *http.Client
 	req         *fasthttp.Request
 	res         *fasthttp.Response
@@ -203,9 +205,19 @@ type hostKey struct{ scheme, host string }
 
 func (t *transport) host(u *url.URL) *fasthttp.HostClient {
 	key := hostKey{u.Scheme, u.Host}
-	if hc, ok := t.hosts[key]; ok {
-		return hc
+	if key == t.lastKey && t.lastHost != nil {
+		return t.lastHost // a VU mostly talks to one host: no hashing
 	}
+	hc, ok := t.hosts[key]
+	if !ok {
+		hc = t.newHost(u)
+		t.hosts[key] = hc
+	}
+	t.lastKey, t.lastHost = key, hc
+	return hc
+}
+
+func (t *transport) newHost(u *url.URL) *fasthttp.HostClient {
 	addr := u.Host
 	if u.Port() == "" {
 		if u.Scheme == "https" {
@@ -215,7 +227,7 @@ func (t *transport) host(u *url.URL) *fasthttp.HostClient {
 		}
 	}
 	dialer := &fasthttp.TCPDialer{LocalAddr: t.local}
-	hc := &fasthttp.HostClient{
+	return &fasthttp.HostClient{
 		Addr:      addr,
 		IsTLS:     u.Scheme == "https",
 		TLSConfig: t.tlsConfig,
@@ -239,8 +251,6 @@ func (t *transport) host(u *url.URL) *fasthttp.HostClient {
 		MaxIdemponentCallAttempts: 2,
 		RetryIfErr:                retryStaleConn,
 	}
-	t.hosts[key] = hc
-	return hc
 }
 
 // do sends ex and follows up to ex.maxRedirects redirects. With a jar, each hop takes the
