@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -39,7 +40,7 @@ type exchange struct {
 
 // preparedRequest is a request that is the same bytes at every send.
 type preparedRequest struct {
-	req  *fasthttp.Request // for fasthttp's decisions: scheme, method, retries
+	req  *fasthttp.Request // for the decisions: method, retries, Connection: close
 	wire []byte            // what goes on the connection
 }
 
@@ -65,34 +66,30 @@ type cookieJar interface {
 	Cookies(u *url.URL) []*http.Cookie
 }
 
-// transport sends a VU's requests: HTTP/1.1 (and TLS) through fasthttp, which costs about half
-// the CPU of net/http per request; HTTP/2 through net/http when a request asks for it. Each VU
-// has its own, so that connections, source addresses and cookies are per VU, like the users it
-// stands for.
+// transport sends a VU's requests: HTTP/1.1 (and TLS) on connections of its own, one per host,
+// with fasthttp's request and response types, which cost about half the CPU of net/http per
+// request; HTTP/2 through net/http when a request asks for it. Each VU has its own, so that
+// connections, source addresses and cookies are per VU, like the users it stands for.
 type transport struct {
 	local       *net.TCPAddr // source address, or nil
-	tlsConfig   *tls.Config  // for fasthttp: HTTP/1.1 only
+	tlsConfig   *tls.Config  // HTTP/1.1 only; each host gets a copy with its name
 	h2TLSConfig *tls.Config  // for net/http, which adds h2 to NextProtos of the config it gets
 	bodyCap     int
 	keepHeader  bool
 	keepCookies bool
-	hosts       map[hostKey]*fasthttp.HostClient
-	lastKey     hostKey // the host of the last request, and its client
-	lastHost    *fasthttp.HostClient
+	hosts       map[hostKey]*hostConn
+	lastKey     hostKey // the host of the last request, and its connection
+	lastHost    *hostConn
 	h2          *http.Client
 	req         *fasthttp.Request
 	res         *fasthttp.Response
 	buf         []byte
-	// deadline, left, wire and rep are the request in flight's, for RoundTrip: left is the
-	// time to its deadline when it was handed over, and wire its bytes when they were
-	// serialized once (preparedRequest), else nil.
-	deadline time.Time
-	left     time.Duration
-	wire     []byte
-	rep      *reply
+	// wire is the bytes of the request in flight when they were serialized once
+	// (preparedRequest), else nil.
+	wire []byte
 
-	// conns are the open HTTP/1.1 connections, so that the end of a run can cut them: fasthttp
-	// knows only per-request deadlines, not contexts.
+	// conns are the open connections, so that the end of a run can cut them: requests carry
+	// deadlines, not contexts.
 	mu    sync.Mutex
 	conns map[net.Conn]struct{}
 	cut   bool
@@ -108,7 +105,7 @@ func newTransport(local net.IP, insecure bool, bodyCap int, keepHeader, keepCook
 		bodyCap:     bodyCap,
 		keepHeader:  keepHeader,
 		keepCookies: keepCookies,
-		hosts:       make(map[hostKey]*fasthttp.HostClient, 1),
+		hosts:       make(map[hostKey]*hostConn, 1),
 		tlsConfig:   &tls.Config{InsecureSkipVerify: insecure, NextProtos: []string{"http/1.1"}}, //nolint:gosec // only when the script asks for it
 		h2TLSConfig: &tls.Config{InsecureSkipVerify: insecure},                                   //nolint:gosec // likewise
 		req:         &fasthttp.Request{},
@@ -124,7 +121,10 @@ func newTransport(local net.IP, insecure bool, bodyCap int, keepHeader, keepCook
 // close drops the VU's connections.
 func (t *transport) close() {
 	for _, hc := range t.hosts {
-		hc.CloseIdleConnections()
+		if hc.conn != nil {
+			hc.conn.Close()
+			hc.conn = nil
+		}
 	}
 	if t.h2 != nil {
 		t.h2.CloseIdleConnections()
@@ -172,19 +172,19 @@ func (c *trackedConn) Close() error {
 	return c.Conn.Close()
 }
 
-// retryStaleConn allows the one retry: an idempotent request whose connection the server had
-// already closed, before any byte of the response.
-func retryStaleConn(req *fasthttp.Request, attempts int, err error) (resetTimeout, retry bool) {
-	// fasthttp reports the closed connection as io.EOF here, and as ErrConnectionClosed to
-	// the caller.
-	if attempts > 1 || !(errors.Is(err, io.EOF) || errors.Is(err, fasthttp.ErrConnectionClosed)) {
-		return false, false
+// staleConn says whether err, on a connection used before and ahead of any byte of the
+// response, is the server having closed the connection while it idled (a common idle timeout is
+// 5 s): browsers then send an idempotent request again, once, on a new connection.
+func staleConn(req *fasthttp.Request, err error) bool {
+	if !(errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)) {
+		return false
 	}
 	switch string(req.Header.Method()) {
 	case http.MethodGet, http.MethodHead, http.MethodOptions, http.MethodPut, http.MethodDelete:
-		return false, true
+		return true
 	}
-	return false, false
+	return false
 }
 
 // track registers a new connection, or refuses it once the run is over.
@@ -203,54 +203,59 @@ func (t *transport) track(c net.Conn) (net.Conn, error) {
 // pool for a request allocates nothing.
 type hostKey struct{ scheme, host string }
 
-func (t *transport) host(u *url.URL) *fasthttp.HostClient {
+// hostConn is a VU's connection to one host. A VU sends one request at a time, so one
+// keep-alive connection per host is all it ever needs: no pool, no locks.
+type hostConn struct {
+	addr string      // host:port
+	tls  *tls.Config // for https: the VU's config with the host's name; nil for http
+	conn net.Conn    // the idle keep-alive connection, or nil
+}
+
+func (t *transport) host(u *url.URL) *hostConn {
 	key := hostKey{u.Scheme, u.Host}
 	if key == t.lastKey && t.lastHost != nil {
 		return t.lastHost // a VU mostly talks to one host: no hashing
 	}
 	hc, ok := t.hosts[key]
 	if !ok {
-		hc = t.newHost(u)
+		hc = &hostConn{addr: u.Host}
+		if u.Port() == "" {
+			hc.addr = net.JoinHostPort(u.Hostname(), map[bool]string{true: "443", false: "80"}[u.Scheme == "https"])
+		}
+		if u.Scheme == "https" {
+			hc.tls = t.tlsConfig.Clone()
+			hc.tls.ServerName = u.Hostname()
+		}
 		t.hosts[key] = hc
 	}
 	t.lastKey, t.lastHost = key, hc
 	return hc
 }
 
-func (t *transport) newHost(u *url.URL) *fasthttp.HostClient {
-	addr := u.Host
-	if u.Port() == "" {
-		if u.Scheme == "https" {
-			addr += ":443"
-		} else {
-			addr += ":80"
-		}
+// dial opens a connection to hc, with TLS for https, within timeout and by deadline.
+func (t *transport) dial(hc *hostConn, timeout time.Duration, deadline time.Time) (net.Conn, error) {
+	d := net.Dialer{Timeout: timeout}
+	if t.local != nil {
+		d.LocalAddr = t.local
 	}
-	dialer := &fasthttp.TCPDialer{LocalAddr: t.local}
-	return &fasthttp.HostClient{
-		Addr:      addr,
-		IsTLS:     u.Scheme == "https",
-		TLSConfig: t.tlsConfig,
-		DialTimeout: func(addr string, timeout time.Duration) (net.Conn, error) {
-			c, err := dialer.DialTimeout(addr, timeout)
-			if err != nil {
-				return nil, err
-			}
-			return t.track(c)
-		},
-		MaxConns:  1 << 10,
-		Transport: t, // RoundTrip: bodies read up to the cap
-		// Large enough for the headers real sites send (long CSPs, many cookies: fasthttp
-		// refuses a response whose headers do not fit); fasthttp
-		// takes read buffers from a pool per request, so idle connections do not hold them.
-		ReadBufferSize:           16 << 10,
-		NoDefaultUserAgentHeader: true,
-		// One retry, for one failure only: a server that closed a keep-alive connection
-		// while the VU was thinking (a common idle timeout is 5 s) closes it before the first
-		// byte of the response. Browsers send such requests again; any other failure counts.
-		MaxIdemponentCallAttempts: 2,
-		RetryIfErr:                retryStaleConn,
+	c, err := d.Dial("tcp", hc.addr)
+	if err != nil {
+		return nil, err
 	}
+	conn, err := t.track(c)
+	if err != nil || hc.tls == nil {
+		return conn, err
+	}
+	tc := tls.Client(conn, hc.tls)
+	if err := tc.SetDeadline(deadline); err != nil {
+		tc.Close()
+		return nil, err
+	}
+	if err := tc.Handshake(); err != nil {
+		tc.Close()
+		return nil, err
+	}
+	return tc, nil
 }
 
 // do sends ex and follows up to ex.maxRedirects redirects. With a jar, each hop takes the
@@ -380,8 +385,7 @@ func (t *transport) send(req *fasthttp.Request, u *url.URL, jar cookieJar, deadl
 			}
 		}
 	}
-	t.deadline, t.left, t.rep = deadline, left, r
-	err := t.host(u).Do(req, res) // through RoundTrip, which applies the deadline and keeps the body
+	err := t.roundTrip(t.host(u), req, res, deadline, left, r)
 	_ = res.CloseBodyStream()
 	if err != nil {
 		r.err, r.class = err, classify(err)
@@ -411,24 +415,59 @@ func (t *transport) send(req *fasthttp.Request, u *url.URL, jar cookieJar, deadl
 	r.class = statusClass(r.status)
 }
 
-// RoundTrip sends one request on a connection of hc and reads the response: fasthttp's own
-// round trip, less what Barrage does not use, with the body read up to the cap into the reply.
-// fasthttp reads a body either whole into memory, whatever its length, or, asked to stream,
-// through a stream it allocates for every response, small ones too, that holds the connection
-// until the caller closes it. Here a body of stated length within the cap is read in place, and
-// any other is streamed and drained before the connection goes back to the pool: a VU holds at
-// most bodyCap bytes of any body.
-func (t *transport) RoundTrip(hc *fasthttp.HostClient, req *fasthttp.Request, resp *fasthttp.Response) (retry bool, err error) {
-	cc, err := hc.AcquireConn(t.left, req.ConnectionClose())
-	if err != nil {
+// Buffers for a connection's reads and writes, taken for one request at a time: an idle VU
+// holds none.
+var (
+	readers = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 16<<10) }}
+	writers = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, 4<<10) }}
+)
+
+// roundTrip sends req on hc's keep-alive connection, or a new one, and reads the response:
+// its headers into resp and its body, up to the cap, into r. A body of stated length within the
+// cap is read in place; any other is streamed and drained, so that a VU holds at most bodyCap
+// bytes of any body (fasthttp's own client would read it whole, or allocate a stream for every
+// response).
+func (t *transport) roundTrip(hc *hostConn, req *fasthttp.Request, resp *fasthttp.Response, deadline time.Time, left time.Duration, r *reply) error {
+	for attempt := 1; ; attempt++ {
+		conn, reused := hc.conn, hc.conn != nil
+		hc.conn = nil
+		if conn == nil {
+			var err error
+			if conn, err = t.dial(hc, left, deadline); err != nil {
+				return err
+			}
+		}
+		headerRead, err := t.exchange(conn, req, resp, deadline, r)
+		if err == nil {
+			// A body that runs until the server closes the connection leaves nothing to reuse.
+			if req.ConnectionClose() || resp.ConnectionClose() || resp.Header.ContentLength() == -2 {
+				conn.Close()
+			} else {
+				hc.conn = conn
+			}
+			return nil
+		}
+		conn.Close()
+		if reused && !headerRead && attempt == 1 && staleConn(req, err) {
+			if left = time.Until(deadline); left > 0 {
+				continue
+			}
+		}
+		if errors.Is(err, io.EOF) && !headerRead {
+			err = fasthttp.ErrConnectionClosed
+		}
+		return err
+	}
+}
+
+// exchange writes req on conn and reads the response. headerRead says, on failure, whether the
+// response's headers had arrived.
+func (t *transport) exchange(conn net.Conn, req *fasthttp.Request, resp *fasthttp.Response, deadline time.Time, r *reply) (headerRead bool, err error) {
+	if err := conn.SetDeadline(deadline); err != nil {
 		return false, err
 	}
-	conn := cc.Conn()
-	if err := conn.SetDeadline(t.deadline); err != nil {
-		hc.CloseConn(cc)
-		return true, err
-	}
-	bw := hc.AcquireWriter(conn)
+	bw := writers.Get().(*bufio.Writer)
+	bw.Reset(conn)
 	if t.wire != nil {
 		_, err = bw.Write(t.wire)
 	} else {
@@ -437,37 +476,23 @@ func (t *transport) RoundTrip(hc *fasthttp.HostClient, req *fasthttp.Request, re
 	if err == nil {
 		err = bw.Flush()
 	}
-	hc.ReleaseWriter(bw)
+	bw.Reset(nil)
+	writers.Put(bw)
 	if err != nil {
-		hc.CloseConn(cc)
-		var ne net.Error
-		if errors.As(err, &ne) && ne.Timeout() {
-			err = fasthttp.ErrTimeout
-		}
-		return true, err
+		return false, err
 	}
 	resp.SkipBody = resp.SkipBody || req.Header.IsHead()
-	br := hc.AcquireReader(conn)
-	headerRead, err := t.readResponse(br, resp)
-	hc.ReleaseReader(br)
-	if err != nil {
-		hc.CloseConn(cc)
-		// Like fasthttp: a failure before the response's headers may be a stale connection,
-		// which RetryIfErr decides on; one in the body is the target's.
-		return !headerRead, err
-	}
-	// A body that runs until the server closes the connection leaves nothing to reuse.
-	if req.ConnectionClose() || resp.ConnectionClose() || resp.Header.ContentLength() == -2 {
-		hc.CloseConn(cc)
-	} else {
-		hc.ReleaseConn(cc)
-	}
-	return false, nil
+	br := readers.Get().(*bufio.Reader)
+	br.Reset(conn)
+	headerRead, err = t.readResponse(br, resp, r)
+	br.Reset(nil)
+	readers.Put(br)
+	return headerRead, err
 }
 
-// readResponse reads a response's headers into resp and its body, up to the cap, into the
-// reply in flight. headerRead says whether the headers were read when it fails.
-func (t *transport) readResponse(br *bufio.Reader, resp *fasthttp.Response) (headerRead bool, err error) {
+// readResponse reads a response's headers into resp and its body, up to the cap, into r.
+// headerRead says whether the headers were read when it fails.
+func (t *transport) readResponse(br *bufio.Reader, resp *fasthttp.Response, r *reply) (headerRead bool, err error) {
 	resp.ResetBody()
 	if err := resp.Header.Read(br); err != nil {
 		return false, err
@@ -477,7 +502,6 @@ func (t *transport) readResponse(br *bufio.Reader, resp *fasthttp.Response) (hea
 			return false, err
 		}
 	}
-	r := t.rep
 	r.body = r.body[:0]
 	if status := resp.StatusCode(); resp.SkipBody || status < 200 || status == http.StatusNoContent || status == http.StatusNotModified {
 		return true, nil

@@ -271,3 +271,29 @@ load:
 		require.Zero(t, st.Failed(), "%s: %+v", name, st.Errors)
 	}
 }
+
+// The target's certificate is checked against the host's name unless the run says otherwise:
+// an unknown authority fails every request as a connection failure.
+func TestCertificatesAreVerifiedUnlessInsecure(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, "secret")
+	}))
+	defer srv.Close()
+	s := parse(t, srv.URL, `
+version: 1
+name: tls
+session:
+  groups:
+    - name: g
+      requests:
+        - { name: r, url: "${target}/", assert: [ { body_contains: secret } ] }
+load:
+  vus: 1
+  iterations: 2
+`)
+	checked := stats(t, run(t, s, engine.Options{}), "r")
+	require.EqualValues(t, 2, checked.Errors[metrics.ErrConnect], "%+v", checked.Errors)
+	insecure := stats(t, run(t, s, engine.Options{Insecure: true}), "r")
+	require.Zero(t, insecure.Failed())
+}
