@@ -199,8 +199,8 @@ func (t *transport) track(c net.Conn) (net.Conn, error) {
 	return &trackedConn{Conn: c, t: t}, nil
 }
 
-// hostKey names a connection pool; a struct rather than a joined string, so that finding the
-// pool for a request allocates nothing.
+// hostKey names a host's connection; a struct rather than a joined string, so that finding the
+// connection for a request allocates nothing.
 type hostKey struct{ scheme, host string }
 
 // hostConn is a VU's connection to one host. A VU sends one request at a time, so one
@@ -219,12 +219,14 @@ func (t *transport) host(u *url.URL) *hostConn {
 	hc, ok := t.hosts[key]
 	if !ok {
 		hc = &hostConn{addr: u.Host}
-		if u.Port() == "" {
-			hc.addr = net.JoinHostPort(u.Hostname(), map[bool]string{true: "443", false: "80"}[u.Scheme == "https"])
-		}
+		port := "80"
 		if u.Scheme == "https" {
+			port = "443"
 			hc.tls = t.tlsConfig.Clone()
 			hc.tls.ServerName = u.Hostname()
+		}
+		if u.Port() == "" {
+			hc.addr = net.JoinHostPort(u.Hostname(), port)
 		}
 		t.hosts[key] = hc
 	}
@@ -416,7 +418,8 @@ func (t *transport) send(req *fasthttp.Request, u *url.URL, jar cookieJar, deadl
 }
 
 // Buffers for a connection's reads and writes, taken for one request at a time: an idle VU
-// holds none.
+// holds none. A read buffer holds a response's headers whole, so it is large enough for what
+// real sites send (long CSPs, many cookies).
 var (
 	readers = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 16<<10) }}
 	writers = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, 4<<10) }}
