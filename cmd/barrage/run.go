@@ -70,15 +70,16 @@ func runRun(ctx context.Context, e env, args []string) error {
 	opts := engine.Options{VUs: *vus, Duration: *duration, Rate: *rate, Insecure: *insecure, Env: envLookup(e)}
 	if set != nil {
 		opts.Plugins = set.Plugins
-		if set.HasURLHooks() && e.getenv("GOGC") == "" {
+	}
+	if set != nil && set.HasURLHooks() {
+		if e.getenv("GOGC") == "" {
 			// Every call into a URL hook allocates (a protobuf message each way), where a
 			// request alone hardly does: collecting less often buys back CPU for the load.
 			debug.SetGCPercent(400)
 		}
-		if set.HasURLHooks() {
-			if err := pluginhost.SchedBatch(); err != nil {
-				fmt.Fprintf(e.stderr, "barrage: scheduling policy unchanged: %v\n", err)
-			}
+		// The generator and its URL plugins take turns on shared cores, as plugins do.
+		if err := pluginhost.SchedBatch(); err != nil {
+			fmt.Fprintf(e.stderr, "barrage: scheduling policy unchanged: %v\n", err)
 		}
 	}
 	var series *seriesWriter
