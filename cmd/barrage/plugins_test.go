@@ -14,6 +14,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -80,19 +81,23 @@ func TestRunWithExamplePlugins(t *testing.T) {
 	require.Zero(t, code)
 	require.Regexp(t, `(?m)^hmac-sign\s+1\.0\.0\s+url\s`, out)
 
+	script := filepath.Join(t.TempDir(), "signup.yaml")
 	var mu sync.Mutex
 	var got []received
+	var policies []string // of the run's threads, while it sends
 	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		mu.Lock()
 		got = append(got, received{r.Method, r.RequestURI, r.Header.Get("X-Signature"), r.Header.Get("X-Env"), r.Header.Get("X-Correlation-ID"), body})
+		if policies == nil {
+			policies = schedPolicies(script)
+		}
 		mu.Unlock()
 		w.Header().Set("X-Request-Id", "req-42")
 		w.WriteHeader(http.StatusCreated)
 	}))
 	defer target.Close()
 
-	script := filepath.Join(t.TempDir(), "signup.yaml")
 	require.NoError(t, os.WriteFile(script, []byte(`
 version: 1
 name: sign-ups
@@ -163,6 +168,32 @@ load:
 		emails[doc.Email] = true
 	}
 	require.Greater(t, len(emails), 35, "each iteration got fresh values")
+	require.NotEmpty(t, policies)
+	for _, p := range policies {
+		require.Equal(t, "3", p, "with URL hooks every thread of the run is under SCHED_BATCH: %v", policies)
+	}
+}
+
+// schedPolicies returns the scheduling policy of every thread of the process whose command
+// line names arg, from /proc.
+func schedPolicies(arg string) []string {
+	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, c := range procs {
+		cmdline, err := os.ReadFile(c)
+		if err != nil || !slices.Contains(strings.Split(string(cmdline), "\x00"), arg) {
+			continue
+		}
+		tasks, _ := filepath.Glob(filepath.Join(filepath.Dir(c), "task", "*", "sched"))
+		var out []string
+		for _, task := range tasks {
+			sched, _ := os.ReadFile(task)
+			if m := regexp.MustCompile(`(?m)^policy\s+:\s+(\d+)$`).FindSubmatch(sched); m != nil {
+				out = append(out, string(m[1]))
+			}
+		}
+		return out
+	}
+	return []string{"no process names " + arg}
 }
 
 func TestRunRefusesABadPluginConfigNamingTheField(t *testing.T) {
