@@ -87,6 +87,7 @@ type transport struct {
 	// wire is the bytes of the request in flight when they were serialized once
 	// (preparedRequest), else nil.
 	wire []byte
+	lean leanHeader // readLeanHeader's, reused
 
 	// conns are the open connections, so that the end of a run can cut them: requests carry
 	// deadlines, not contexts.
@@ -497,12 +498,20 @@ func (t *transport) exchange(conn net.Conn, req *fasthttp.Request, resp *fasthtt
 // headerRead says whether the headers were read when it fails.
 func (t *transport) readResponse(br *bufio.Reader, resp *fasthttp.Response, r *reply) (headerRead bool, err error) {
 	resp.ResetBody()
-	if err := resp.Header.Read(br); err != nil {
-		return false, err
+	lean := false
+	if !t.keepHeader { // every header kept needs fasthttp's parser
+		if lean, err = readLeanHeader(br, resp, &t.lean); err != nil {
+			return false, err
+		}
 	}
-	if resp.StatusCode() == fasthttp.StatusContinue {
+	if !lean {
 		if err := resp.Header.Read(br); err != nil {
 			return false, err
+		}
+		if resp.StatusCode() == fasthttp.StatusContinue {
+			if err := resp.Header.Read(br); err != nil {
+				return false, err
+			}
 		}
 	}
 	r.body = r.body[:0]
