@@ -71,19 +71,20 @@ func parseLean(b []byte, h *leanHeader) int {
 	if c := b[len(proto)+3]; c != ' ' && c != '\r' {
 		return 0
 	}
-	end := bytes.Index(b, []byte("\r\n\r\n"))
-	if end < 0 {
-		return 0
-	}
-	first := bytes.IndexByte(b, '\n')                               // the status line's end: b holds "\r\n\r\n", so there is one
-	if b[first-1] != '\r' || !plainValue(b[len(proto)+3:first-1]) { // the reason phrase
+	first := bytes.IndexByte(b, '\n')                                            // the status line's end
+	if first < 0 || b[first-1] != '\r' || !plainValue(b[len(proto)+3:first-1]) { // the reason phrase
 		return 0
 	}
 	chunked := false
-	for rest := b[first+1 : end+2]; len(rest) > 0; {
+	end := -1 // the block's length, once its blank line is found
+	for rest := b[first+1:]; end < 0; {
 		i := bytes.IndexByte(rest, '\n')
 		if i < 1 || rest[i-1] != '\r' {
-			return 0 // a bare LF
+			return 0 // not all in b yet, or a bare LF
+		}
+		if i == 1 { // the blank line
+			end = len(b) - len(rest) + 2
+			break
 		}
 		line := rest[:i-1]
 		rest = rest[i+1:]
@@ -126,7 +127,7 @@ func parseLean(b []byte, h *leanHeader) int {
 	case chunked || h.contentLength == -3:
 		return 0 // both, or neither: a body to the connection's end
 	}
-	return end + 4
+	return end
 }
 
 // plainName says whether a header name is a token; plainValue whether a value holds only
@@ -158,8 +159,15 @@ var tokenChar, valueChar = func() (token, value [256]bool) {
 	return token, value
 }()
 
+// trimOWS trims the spaces and tabs around a header value.
 func trimOWS(b []byte) []byte {
-	return bytes.Trim(b, " \t")
+	for len(b) > 0 && (b[0] == ' ' || b[0] == '\t') {
+		b = b[1:]
+	}
+	for len(b) > 0 && (b[len(b)-1] == ' ' || b[len(b)-1] == '\t') {
+		b = b[:len(b)-1]
+	}
+	return b
 }
 
 // equalFold compares an ASCII header name or token with s, ignoring case.
