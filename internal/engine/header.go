@@ -53,7 +53,8 @@ func readLeanHeader(br *bufio.Reader, resp *fasthttp.Response, h *leanHeader) (o
 // parseLean parses the header block at the start of b into h and returns its length, or 0 when
 // b does not hold a whole block or the block is anything but plain (see readLeanHeader).
 func parseLean(b []byte, h *leanHeader) int {
-	*h = leanHeader{location: nil, cookies: h.cookies[:0], contentLength: -3}
+	const unstated = -3 // no Content-Length read yet
+	*h = leanHeader{cookies: h.cookies[:0], contentLength: unstated}
 	const proto = "HTTP/1.1 "
 	if len(b) < len(proto)+4 || string(b[:len(proto)]) != proto {
 		return 0 // HTTP/1.0 keeps connections by other rules: fasthttp's parser knows them
@@ -96,7 +97,7 @@ func parseLean(b []byte, h *leanHeader) int {
 		switch {
 		case equalFold(name, "Content-Length"):
 			n, ok := parseDigits(value)
-			if !ok || h.contentLength != -3 {
+			if !ok || h.contentLength != unstated {
 				return 0 // not a number, or stated twice
 			}
 			h.contentLength = n
@@ -122,9 +123,9 @@ func parseLean(b []byte, h *leanHeader) int {
 		}
 	}
 	switch {
-	case chunked && h.contentLength == -3:
+	case chunked && h.contentLength == unstated:
 		h.contentLength = -1
-	case chunked || h.contentLength == -3:
+	case chunked || h.contentLength == unstated:
 		return 0 // both, or neither: a body to the connection's end
 	}
 	return end
