@@ -77,8 +77,8 @@ func parseLean(b []byte, h *leanHeader) int {
 		return 0
 	}
 	chunked := false
-	end := -1 // the block's length, once its blank line is found
-	for rest := b[first+1:]; end < 0; {
+	var end int // the block's length, up to its blank line
+	for rest := b[first+1:]; ; {
 		i := bytes.IndexByte(rest, '\n')
 		if i < 1 || rest[i-1] != '\r' {
 			return 0 // not all in b yet, or a bare LF

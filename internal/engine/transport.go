@@ -618,7 +618,7 @@ func (t *transport) doH2(ctx context.Context, ex *exchange, jar cookieJar, r *re
 // failure (refused, reset, closed before answering, TLS).
 func classify(err error) metrics.ErrorClass {
 	var ne net.Error
-	if errors.Is(err, fasthttp.ErrTimeout) || errors.Is(err, fasthttp.ErrDialTimeout) ||
+	if errors.Is(err, fasthttp.ErrTimeout) ||
 		errors.Is(err, context.DeadlineExceeded) || errors.Is(err, os.ErrDeadlineExceeded) ||
 		(errors.As(err, &ne) && ne.Timeout()) {
 		return metrics.ErrTimeout
