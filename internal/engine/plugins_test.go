@@ -108,6 +108,8 @@ load: `+loadYAML+`
 		"tickets": {Element: c.Element(), Scope: engineScope},
 	}})
 	require.NoError(t, err)
+	target.mu.Lock() // the handlers' writes: the race detector sees no order in raw socket I/O
+	defer target.mu.Unlock()
 	return res, target.params
 }
 

@@ -148,18 +148,19 @@ func (t *transport) cutAll() {
 // transport's set when closed.
 type trackedConn struct {
 	net.Conn
+	rw   io.ReadWriter // the Conn, or its raw system calls where the platform has them
 	t    *transport
 	once sync.Once
 }
 
 func (c *trackedConn) Read(b []byte) (int, error) {
-	n, err := c.Conn.Read(b)
+	n, err := c.rw.Read(b)
 	c.t.read.Add(int64(n))
 	return n, err
 }
 
 func (c *trackedConn) Write(b []byte) (int, error) {
-	n, err := c.Conn.Write(b)
+	n, err := c.rw.Write(b)
 	c.t.written.Add(int64(n))
 	return n, err
 }
@@ -197,7 +198,11 @@ func (t *transport) track(c net.Conn) (net.Conn, error) {
 		return nil, context.Canceled
 	}
 	t.conns[c] = struct{}{}
-	return &trackedConn{Conn: c, t: t}, nil
+	tc := &trackedConn{Conn: c, rw: c, t: t}
+	if rw := newRawIO(c); rw != nil {
+		tc.rw = rw
+	}
+	return tc, nil
 }
 
 // hostKey names a host's connection; a struct rather than a joined string, so that finding the
