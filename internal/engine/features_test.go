@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -214,6 +215,41 @@ load:
 	require.Greater(t, st.Errors[metrics.ErrTimeout], int64(0))
 	require.Equal(t, st.Requests, st.Errors[metrics.ErrTimeout])
 	require.Less(t, res.Elapsed, 5*time.Second, "a hanging target does not hold the run")
+}
+
+// A keep-alive connection's deadline moves ahead of each request's: a slow answer within the
+// timeout succeeds on a connection a quicker request used, and a request times out no sooner
+// than its timeout.
+func TestTimeoutsHoldOnReusedConnections(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ms, _ := strconv.Atoi(r.URL.Query().Get("ms"))
+		select {
+		case <-time.After(time.Duration(ms) * time.Millisecond):
+		case <-r.Context().Done():
+		}
+	}))
+	defer srv.Close()
+	s := parse(t, srv.URL, `
+version: 1
+name: deadlines
+session:
+  groups:
+    - name: g
+      requests:
+        - { name: quick, url: "${target}/?ms=0", timeout: 100ms }
+        - { name: slow, url: "${target}/?ms=150", timeout: 300ms }
+        - { name: late, url: "${target}/?ms=1000", timeout: 200ms }
+load:
+  vus: 1
+  iterations: 3
+`)
+	res := run(t, s, engine.Options{})
+	require.Zero(t, stats(t, res, "quick").Failed())
+	require.Zero(t, stats(t, res, "slow").Failed(), "its connection's deadline was the quick request's")
+	late := stats(t, res, "late")
+	require.EqualValues(t, 3, late.Errors[metrics.ErrTimeout])
+	require.GreaterOrEqual(t, late.Latency.Min(), 200*time.Millisecond, "timed out before its timeout")
 }
 
 func TestConnectErrorsAreClassified(t *testing.T) {

@@ -215,6 +215,32 @@ type hostConn struct {
 	addr string      // host:port
 	tls  *tls.Config // for https: the VU's config with the host's name; nil for http
 	conn net.Conn    // the idle keep-alive connection, or nil
+	// The deadline set on conn, or on the connection in use while conn is nil.
+	deadline time.Time
+}
+
+// The most a request may time out after its deadline (see extendDeadline), and its share of
+// the timeout when that is smaller.
+const (
+	deadlineSlack     = 10 * time.Millisecond
+	deadlineSlackPart = 100
+)
+
+// extendDeadline makes conn's deadline no sooner than deadline, for a request with timeout.
+// It moves in steps a little past the request's, so that a busy connection's deadline, and the
+// runtime timer behind it, changes every few milliseconds rather than at every request (5-8% of
+// the generator's CPU per request at full speed). A request then times out at most 1% of its
+// timeout, and at most 10 ms, after its deadline, and never before.
+func (hc *hostConn) extendDeadline(conn net.Conn, deadline time.Time, timeout time.Duration) error {
+	if !deadline.After(hc.deadline) {
+		return nil
+	}
+	d := deadline.Add(min(timeout/deadlineSlackPart, deadlineSlack))
+	if err := conn.SetDeadline(d); err != nil {
+		return err
+	}
+	hc.deadline = d
+	return nil
 }
 
 func (t *transport) host(u *url.URL) *hostConn {
@@ -445,8 +471,13 @@ func (t *transport) roundTrip(hc *hostConn, req *fasthttp.Request, resp *fasthtt
 			if conn, err = t.dial(hc, left, deadline); err != nil {
 				return err
 			}
+			hc.deadline = time.Time{}
 		}
-		headerRead, err := t.exchange(conn, req, resp, deadline, r)
+		if err := hc.extendDeadline(conn, deadline, left); err != nil {
+			conn.Close()
+			return err
+		}
+		headerRead, err := t.exchange(conn, req, resp, r)
 		if err == nil {
 			// A body that runs until the server closes the connection leaves nothing to reuse.
 			if req.ConnectionClose() || resp.ConnectionClose() || resp.Header.ContentLength() == -2 {
@@ -471,10 +502,7 @@ func (t *transport) roundTrip(hc *hostConn, req *fasthttp.Request, resp *fasthtt
 
 // exchange writes req on conn and reads the response. headerRead says, on failure, whether the
 // response's headers had arrived.
-func (t *transport) exchange(conn net.Conn, req *fasthttp.Request, resp *fasthttp.Response, deadline time.Time, r *reply) (headerRead bool, err error) {
-	if err := conn.SetDeadline(deadline); err != nil {
-		return false, err
-	}
+func (t *transport) exchange(conn net.Conn, req *fasthttp.Request, resp *fasthttp.Response, r *reply) (headerRead bool, err error) {
 	bw := writers.Get().(*bufio.Writer)
 	bw.Reset(conn)
 	if t.wire != nil {
