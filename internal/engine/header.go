@@ -2,7 +2,8 @@ package engine
 
 import (
 	"bufio"
-	"bytes"
+	"encoding/binary"
+	"math/bits"
 	"strings"
 
 	"github.com/valyala/fasthttp"
@@ -72,53 +73,54 @@ func parseLean(b []byte, h *leanHeader) int {
 	if c := b[len(proto)+3]; c != ' ' && c != '\r' {
 		return 0
 	}
-	first := bytes.IndexByte(b, '\n')                                            // the status line's end
-	if first < 0 || b[first-1] != '\r' || !plainValue(b[len(proto)+3:first-1]) { // the reason phrase
+	i := lineEnd(b, len(proto)+3) // the reason phrase's end
+	if i < 0 {
 		return 0
 	}
 	chunked := false
 	var end int // the block's length, up to its blank line
-	for rest := b[first+1:]; ; {
-		i := bytes.IndexByte(rest, '\n')
-		if i < 1 || rest[i-1] != '\r' {
-			return 0 // not all in b yet, or a bare LF
-		}
-		if i == 1 { // the blank line
-			end = len(b) - len(rest) + 2
+	for {
+		if i+3 < len(b) && b[i+2] == '\r' && b[i+3] == '\n' { // the blank line
+			end = i + 4
 			break
 		}
-		line := rest[:i-1]
-		rest = rest[i+1:]
-		colon := bytes.IndexByte(line, ':')
-		if colon < 1 || !plainName(line[:colon]) || !plainValue(line[colon+1:]) {
-			return 0 // folded, nameless, or with bytes a header may not hold
+		start := i + 2
+		colon := start // the name: a token up to its colon
+		for colon < len(b) && tokenChar[b[colon]] {
+			colon++
 		}
-		name, value := line[:colon], trimOWS(line[colon+1:])
+		if colon == start || colon == len(b) || b[colon] != ':' {
+			return 0 // folded, nameless, with bytes a name may not hold, or not all in b yet
+		}
+		if i = lineEnd(b, colon+1); i < 0 {
+			return 0
+		}
+		name, value := b[start:colon], trimOWS(b[colon+1:i])
 		switch {
-		case equalFold(name, "Content-Length"):
+		case equalFold(name, "content-length"):
 			n, ok := parseDigits(value)
 			if !ok || h.contentLength != unstated {
 				return 0 // not a number, or stated twice
 			}
 			h.contentLength = n
-		case equalFold(name, "Transfer-Encoding"):
+		case equalFold(name, "transfer-encoding"):
 			if chunked || !equalFold(value, "chunked") {
 				return 0
 			}
 			chunked = true
-		case equalFold(name, "Connection"):
+		case equalFold(name, "connection"):
 			switch {
 			case equalFold(value, "close"):
 				h.close = true
 			case !equalFold(value, "keep-alive"):
 				return 0
 			}
-		case equalFold(name, "Location"):
+		case equalFold(name, "location"):
 			if h.location != nil {
 				return 0
 			}
 			h.location = value
-		case equalFold(name, "Set-Cookie"):
+		case equalFold(name, "set-cookie"):
 			h.cookies = append(h.cookies, value)
 		}
 	}
@@ -131,24 +133,36 @@ func parseLean(b []byte, h *leanHeader) int {
 	return end
 }
 
-// plainName says whether a header name is a token; plainValue whether a value holds only
-// visible characters, spaces and tabs. Anything else goes to fasthttp's parser.
-func plainName(name []byte) bool {
-	for _, c := range name {
-		if !tokenChar[c] {
-			return false
+// lineEnd returns the index of the CR LF that ends the header value or reason phrase starting
+// at b[i], or -1 when the value holds a byte other than visible ones, spaces and tabs (a bare CR
+// or LF among them), or b ends first. Anything else goes to fasthttp's parser.
+func lineEnd(b []byte, i int) int {
+	// Eight bytes at a time up to the first below ' ' or 0x7f: the lowest byte the masks flag
+	// is such a byte (a borrow can only flag bytes above it).
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	for i < len(b) {
+		if i+8 <= len(b) {
+			x := binary.LittleEndian.Uint64(b[i:])
+			del := x ^ 0x7f*ones
+			m := ((x-' '*ones)&^x | (del-ones)&^del) & highs
+			if m == 0 {
+				i += 8
+				continue
+			}
+			i += bits.TrailingZeros64(m) / 8
 		}
-	}
-	return true
-}
-
-func plainValue(value []byte) bool {
-	for _, c := range value {
-		if !valueChar[c] {
-			return false
+		switch c := b[i]; {
+		case c == '\r':
+			if i+1 < len(b) && b[i+1] == '\n' {
+				return i
+			}
+			return -1
+		case !valueChar[c]:
+			return -1
 		}
+		i++
 	}
-	return true
+	return -1
 }
 
 // tokenChar and valueChar are the bytes a header name and a header value may hold.
@@ -171,20 +185,19 @@ func trimOWS(b []byte) []byte {
 	return b
 }
 
-// equalFold compares an ASCII header name or token with s, ignoring case.
-func equalFold(b []byte, s string) bool {
-	if len(b) != len(s) {
-		return false
-	}
+// equalFold says whether an ASCII header name or token is lower, a lower-case string, but for
+// case. Its length test inlines: most names are told apart by it alone.
+func equalFold(b []byte, lower string) bool {
+	return len(b) == len(lower) && foldsTo(b, lower)
+}
+
+func foldsTo(b []byte, lower string) bool {
 	for i := range len(b) {
-		c, d := b[i], s[i]
+		c := b[i]
 		if 'A' <= c && c <= 'Z' {
 			c += 'a' - 'A'
 		}
-		if 'A' <= d && d <= 'Z' {
-			d += 'a' - 'A'
-		}
-		if c != d {
+		if c != lower[i] {
 			return false
 		}
 	}
