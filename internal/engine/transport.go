@@ -93,7 +93,7 @@ type transport struct {
 	// deadlines, not contexts.
 	mu    sync.Mutex
 	conns map[net.Conn]struct{}
-	cut   bool
+	cut   atomic.Bool // set under mu
 
 	// read and written count the bytes on the wire (headers, bodies, chunk framing, TLS),
 	// for every connection of the VU. Atomic because net/http reads HTTP/2 connections from a
@@ -137,7 +137,7 @@ func (t *transport) close() {
 func (t *transport) cutAll() {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.cut = true
+	t.cut.Store(true)
 	past := time.Unix(1, 0)
 	for c := range t.conns {
 		_ = c.SetDeadline(past)
@@ -193,7 +193,7 @@ func staleConn(req *fasthttp.Request, err error) bool {
 func (t *transport) track(c net.Conn) (net.Conn, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.cut {
+	if t.cut.Load() {
 		c.Close()
 		return nil, context.Canceled
 	}
@@ -476,6 +476,10 @@ func (t *transport) roundTrip(hc *hostConn, req *fasthttp.Request, resp *fasthtt
 		if err := hc.extendDeadline(conn, deadline, left); err != nil {
 			conn.Close()
 			return err
+		}
+		if t.cut.Load() { // the run ended, perhaps before the deadline moved: cutAll's must stand
+			conn.Close()
+			return context.Canceled
 		}
 		headerRead, err := t.exchange(conn, req, resp, r)
 		if err == nil {
