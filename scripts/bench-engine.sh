@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Compares `barrage run` with wrk (and k6 when installed) against the same local nginx: one worker
 # serving a small file on 127.0.0.1, same connections and duration, the target and the generator
-# each pinned to its own core where taskset exists. wrk and barrage alternate for three rounds;
+# each pinned to its own core where taskset exists. wrk and barrage alternate for five rounds;
 # the script prints each run's rate, CPU time per request and p99, then lines a script can read
 # (for barrage against wrk, the medians of the rounds' ratios):
 #   ratio barrage/wrk = 0.91
@@ -9,12 +9,13 @@
 #   p99 barrage/wrk = 1.10
 #   ratio barrage/k6 = 4.2            (when k6 ran)
 #   bytes per idle VU = 41000
-#   ratio hook/nohook = 0.47          (a url plugin on every request against none; median of 3 rounds)
+#   ratio hook/nohook = 0.47          (a url plugin on every request against none; median of 5 rounds)
 #   hook time p99 = 0.9ms
-# Usage: scripts/bench-engine.sh [seconds] [connections]   (needs nginx and wrk: apt-get install nginx-light wrk)
+# Usage: scripts/bench-engine.sh [seconds] [connections] [rounds]   (needs nginx and wrk: apt-get install nginx-light wrk)
 set -euo pipefail
 secs=${1:-10}
 conns=${2:-64}
+rounds=${3:-5}
 for tool in nginx wrk python3; do
   command -v "$tool" >/dev/null || { echo "bench-engine: $tool not found (apt-get install nginx-light wrk); skipped"; exit 0; }
 done
@@ -80,16 +81,16 @@ to_ms() { python3 -c "import sys,re; v=sys.argv[1]; m=re.match(r'([0-9.]+)(us|ms
 median_range() { python3 -c "import sys; r=sorted(map(float, sys.argv[1:])); print(r[len(r)//2], r[0], r[-1])" "$@"; }
 
 # The machine is shared and noisy: wrk and barrage alternate for a few rounds, each round's
-# ratios compare two runs made seconds apart, and the medians of the rounds are the figures.
-rate_r=() cpu_r=() p99_r=() b_rates=()
-printf "%-14s %12s %16s %10s\n" run "requests/s" "cpu/request" p99
-for round in 1 2 3; do
+# ratios compare two runs made seconds apart (which goes first alternates too, so that a
+# drifting load on the machine favours neither), and the medians of the rounds are the figures.
+run_wrk() {
   wrk_out=$(cputime $pin_gen wrk -t1 -c"$conns" -d"${secs}s" --latency "$url")
   wrk_rps=$(awk '/Requests\/sec/ {print $2}' <<<"$wrk_out")
   wrk_n=$(awk '/requests in/ {print $1}' <<<"$wrk_out")
   wrk_cpu=$(awk '/^CPU/ {print $2}' <<<"$wrk_out")
   wrk_p99=$(awk '$1 == "99%" {print $2}' <<<"$wrk_out")
-
+}
+run_barrage() {
   b_out=$(cputime $pin_gen "$work/barrage" run --quiet --out "$work/result.json" "$work/bench.yaml")
   read -r b_rps b_n b_p99 < <(python3 - "$work/result.json" <<'PY'
 import json, sys
@@ -98,6 +99,11 @@ print(t["rps"], t["count"], "%.3fms" % (t["p99_ms"]))
 PY
 )
   b_cpu=$(awk '/^CPU/ {print $2}' <<<"$b_out")
+}
+rate_r=() cpu_r=() p99_r=() b_rates=()
+printf "%-14s %12s %16s %10s\n" run "requests/s" "cpu/request" p99
+for round in $(seq 1 "$rounds"); do
+  if (( round % 2 )); then run_wrk; run_barrage; else run_barrage; run_wrk; fi
   printf "%-14s %12.0f %14.2fus %10s\n" "wrk $round" "$wrk_rps" "$(python3 -c "print($wrk_cpu/$wrk_n*1e6)")" "$wrk_p99"
   printf "%-14s %12.0f %14.2fus %10s\n" "barrage $round" "$b_rps" "$(python3 -c "print($b_cpu/$b_n*1e6)")" "$b_p99"
   rate_r+=("$(python3 -c "print($b_rps / $wrk_rps)")")
@@ -167,7 +173,7 @@ sed -e 's/^name: bench$/name: bench-hook/' \
 # The machine is shared and noisy: the two runs alternate for a few rounds, and the median of
 # the rounds' ratios is the figure.
 ratios=() hook_line=""
-for round in 1 2 3; do
+for round in $(seq 1 "$rounds"); do
   $pin_gen "$work/barrage" run --quiet --out "$work/nohook.json" "$work/bench.yaml" >/dev/null
   $pin_gen "$work/barrage" run --quiet --out "$work/hook.json" "$work/hook.yaml" >/dev/null
   read -r ratio line < <(python3 - "$work/nohook.json" "$work/hook.json" <<'PY'
@@ -190,12 +196,12 @@ python3 - <<PY
 print("ratio barrage/wrk = %.2f" % $rate_med)
 print("cpu per request barrage/wrk = %.2f" % $cpu_med)
 print("p99 barrage/wrk = %.2f" % $p99_med)
-print("ranges over 3 rounds (the medians above): rate %.2f to %.2f, cpu per request %.2f to %.2f, p99 %.2f to %.2f" % (
+print("ranges over $rounds rounds (the medians above): rate %.2f to %.2f, cpu per request %.2f to %.2f, p99 %.2f to %.2f" % (
     $rate_min, $rate_max, $cpu_min, $cpu_max, $p99_min, $p99_max))
 if "$k6_rps":
     print("ratio barrage/k6 = %.1f" % ($b_rps / float("$k6_rps" or 1)))
 print("bytes per idle VU = %d" % $idle_bytes)
 print("ratio hook/nohook = %.2f" % $h_ratio)
-print("ratio hook/nohook range = %.2f to %.2f (3 rounds, the median above)" % ($h_min, $h_max))
+print("ratio hook/nohook range = %.2f to %.2f ($rounds rounds, the median above)" % ($h_min, $h_max))
 print("hook time p99 = $hook_p99")
 PY
