@@ -217,9 +217,9 @@ load:
 	require.Less(t, res.Elapsed, 5*time.Second, "a hanging target does not hold the run")
 }
 
-// A keep-alive connection's deadline moves ahead of each request's: a slow answer within the
-// timeout succeeds on a connection a quicker request used, and a request times out no sooner
-// than its timeout.
+// A keep-alive connection's deadline follows each request's: a slow answer within its timeout
+// succeeds on a connection a request with a shorter timeout used before, and a request with a
+// shorter timeout than the one before it times out at its own, no sooner.
 func TestTimeoutsHoldOnReusedConnections(t *testing.T) {
 	t.Parallel()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -237,19 +237,19 @@ session:
   groups:
     - name: g
       requests:
-        - { name: quick, url: "${target}/?ms=0", timeout: 100ms }
-        - { name: slow, url: "${target}/?ms=150", timeout: 300ms }
-        - { name: late, url: "${target}/?ms=1000", timeout: 200ms }
+        - { name: quick, url: "${target}/?ms=0", timeout: 300ms }
+        - { name: slow, url: "${target}/?ms=600", timeout: 3s }
+        - { name: late, url: "${target}/?ms=1000", timeout: 300ms }
 load:
   vus: 1
-  iterations: 3
+  iterations: 2
 `)
 	res := run(t, s, engine.Options{})
 	require.Zero(t, stats(t, res, "quick").Failed())
 	require.Zero(t, stats(t, res, "slow").Failed(), "its connection's deadline was the quick request's")
 	late := stats(t, res, "late")
-	require.EqualValues(t, 3, late.Errors[metrics.ErrTimeout])
-	require.GreaterOrEqual(t, late.Latency.Min(), 200*time.Millisecond, "timed out before its timeout")
+	require.EqualValues(t, 2, late.Errors[metrics.ErrTimeout], "it took the slow request's deadline")
+	require.GreaterOrEqual(t, late.Latency.Min(), 300*time.Millisecond, "timed out before its timeout")
 }
 
 func TestConnectErrorsAreClassified(t *testing.T) {

@@ -185,8 +185,8 @@ func trimOWS(b []byte) []byte {
 	return b
 }
 
-// equalFold says whether an ASCII header name or token is lower, a lower-case string, but for
-// case. Its length test inlines: most names are told apart by it alone.
+// equalFold says whether an ASCII header name or token equals lower, a lower-case string,
+// ignoring case. Its length test inlines: most names are told apart by it alone.
 func equalFold(b []byte, lower string) bool {
 	return len(b) == len(lower) && foldsTo(b, lower)
 }
