@@ -118,7 +118,7 @@ func runRun(ctx context.Context, e env, args []string) error {
 	if errors.Is(runErr, engine.ErrThresholds) {
 		return &exitError{exitThresholds, runErr}
 	}
-	if runErr == nil && res.Aborted == "interrupted" {
+	if runErr == nil && res.Stop.Reason == engine.Canceled {
 		return errors.New("the run was interrupted; the summary covers what ran")
 	}
 	return runErr
@@ -221,8 +221,8 @@ func printSummary(w io.Writer, res *engine.Result) {
 		fmt.Fprintf(w, ", %d requests not sent (a variable they use was not set)", res.Unsent)
 	}
 	fmt.Fprintln(w)
-	if res.Aborted != "" {
-		fmt.Fprintf(w, "stopped early: %s\n", res.Aborted)
+	if res.Stop.Reason != engine.Completed {
+		fmt.Fprintf(w, "stopped early: %s\n", res.Stop.Detail)
 	}
 	if res.Exhausted != "" {
 		fmt.Fprintf(w, "ended early: %s\n", res.Exhausted)
@@ -288,7 +288,7 @@ type resultJSON struct {
 	Iterations int64            `json:"iterations"`
 	Dropped    int64            `json:"dropped"`
 	Unsent     int64            `json:"unsent"`
-	Aborted    string           `json:"aborted,omitempty"`
+	Stop       engine.Stop      `json:"stop"`
 	Total      labelJSON        `json:"total"`
 	Requests   []labelJSON      `json:"requests"`
 	Groups     []labelJSON      `json:"groups"`
@@ -350,7 +350,7 @@ func writeResultJSON(path string, res *engine.Result) error {
 	all := requestStats(res.Total, res.Requests)
 	doc := resultJSON{
 		Script: res.Script, Model: res.Model.String(), Start: res.Start, ElapsedS: res.Elapsed.Seconds(),
-		Iterations: res.Iterations, Dropped: res.Dropped, Unsent: res.Unsent, Aborted: res.Aborted,
+		Iterations: res.Iterations, Dropped: res.Dropped, Unsent: res.Unsent, Stop: res.Stop,
 		Total:      toLabelJSON("all requests", all, res.Elapsed),
 		Verdict:    verdictJSON{GeneratorLimited: res.Verdict.GeneratorLimited, Reasons: res.Verdict.Reasons},
 		Errors:     map[string]int64{},

@@ -9,11 +9,17 @@ import (
 
 // runClosed runs the closed model: VUs start evenly spread over the ramp-up and each runs
 // iterations back to back until startCtx ends (duration reached, iteration budget spent, data
-// exhausted, abort). An iteration already running may finish until hardCtx ends.
+// exhausted, abort). An iteration already running may finish until hardCtx ends. A shard runs
+// the VUs its segment owns, each at its place in the whole run's ramp-up, and its share of the
+// iteration budget.
 func (p *plan) runClosed(startCtx, hardCtx context.Context, start time.Time) {
 	n := p.load.VUs
+	budget := p.opts.Segment.Scale(int64(p.load.Iterations))
 	var wg sync.WaitGroup
 	for i := range n {
+		if !p.opts.Segment.Owns(int64(i)) {
+			continue
+		}
 		due := start
 		if p.load.RampUp > 0 && n > 1 {
 			due = start.Add(p.load.RampUp * time.Duration(i) / time.Duration(n))
@@ -38,7 +44,7 @@ func (p *plan) runClosed(startCtx, hardCtx context.Context, start time.Time) {
 			p.health.activeVUs.Add(1)
 			defer p.health.activeVUs.Add(-1)
 			for startCtx.Err() == nil {
-				if budget := int64(p.load.Iterations); budget > 0 && p.started.Add(1) > budget {
+				if budget > 0 && p.started.Add(1) > budget {
 					return
 				}
 				err := v.iteration(hardCtx, time.Time{})

@@ -12,13 +12,14 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net/url"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/barrage-load/barrage/internal/barrage"
 	"github.com/barrage-load/barrage/internal/metrics"
 	"github.com/barrage-load/barrage/internal/script"
+	"github.com/barrage-load/barrage/internal/threshold"
 )
 
 // Options adjust a run beyond what the script says.
@@ -35,7 +36,8 @@ type Options struct {
 	BodyCap int
 	// Insecure skips TLS certificate verification.
 	Insecure bool
-	// OnSecond, when set, receives every finished second while the run goes on.
+	// OnSecond, when set, receives every finished second while the run goes on, in order, from
+	// a goroutine of its own: a slow receiver delays the delivery, never the measurement.
 	OnSecond func(Second)
 	// Trace, when set, receives every exchange of the run in full (for `barrage debug`).
 	Trace func(TraceEvent)
@@ -44,24 +46,45 @@ type Options struct {
 	// Plugins are the element and url plugins of the script, started and configured, by alias.
 	// Source plugins have already rewritten the script and are not needed.
 	Plugins map[string]Plugin
+
+	// Start is the instant the run's schedule begins, shared by every shard of a run so that
+	// their ramp-ups, arrivals and seconds line up; zero means when Start is called. A start in
+	// the future is waited for; one in the past (a shard that came late) begins at once on the
+	// shared schedule, and Result.LateStart says how late it was.
+	Start time.Time
+	// Segment is this shard's share of the run; the zero Segment runs all of it.
+	Segment Segment
+	// Limits are hard limits (an agent's, a license's) that hold whatever the script says: a
+	// shard that would need more VUs, or a duration past MaxRunDuration, is refused with a
+	// *barrage.LimitError, and load stops at Start+MaxRunDuration, iteration-bounded runs
+	// included.
+	Limits barrage.Limits
 }
 
 // Second is one second of a run: its metrics and the generator's health.
 type Second struct {
-	Elapsed  time.Duration // since the run started, at the end of this second
+	// Index numbers the second on the run's shared schedule: it ends at Options.Start plus
+	// Index+1 seconds (the last one may end sooner), so the same second of several shards has
+	// the same index and their snapshots merge.
+	Index    int64
+	Elapsed  time.Duration // since the schedule's start, at the end of this second
 	Snapshot *metrics.Snapshot
 	Health   Health
 }
 
 // Result is what a run measured.
 type Result struct {
-	Script   string
-	Model    script.Model
-	Start    time.Time
-	Elapsed  time.Duration
-	Requests []string // request labels, in session order
-	Groups   []string // group labels, in session order (prefixed with GroupPrefix in snapshots)
-	Total    *metrics.Snapshot
+	Script string
+	Model  script.Model
+	// Start is when the schedule began (Options.Start, or when the run was started);
+	// LateStart how much later this shard began to follow it.
+	Start     time.Time
+	LateStart time.Duration
+	Elapsed   time.Duration
+	Segment   Segment
+	Requests  []string // request labels, in session order
+	Groups    []string // group labels, in session order (prefixed with GroupPrefix in snapshots)
+	Total     *metrics.Snapshot
 	// Seconds is each second's health (their Snapshot is nil: Options.OnSecond receives it).
 	Seconds []Second
 	// Iterations counts iterations completed; Dropped the open model's iterations that found
@@ -75,11 +98,13 @@ type Result struct {
 	// HookErrors counts failed hook calls by reason (a crashed plugin, a timeout, a refusal).
 	HookErrors map[string]int64
 	// Exhausted says which source of values ran out and ended the run early, if one did.
-	Exhausted  string
-	Thresholds []ThresholdResult
+	Exhausted string
+	// Thresholds are judged by Run on the run's own seconds; a shard started with Start leaves
+	// them to whoever merges the shards.
+	Thresholds []threshold.Result
 	Verdict    Verdict
-	// Aborted says why the run stopped early, if it did.
-	Aborted string
+	// Stop says why load stopped: Completed, or why it was cut short.
+	Stop Stop
 }
 
 // GroupPrefix marks a group's label in snapshots: groups are measured like requests (the time
@@ -89,15 +114,32 @@ const GroupPrefix = "group: "
 // ErrThresholds is returned, wrapped, when a threshold failed; the Result is complete.
 var ErrThresholds = errors.New("thresholds failed")
 
-// Run runs s to the end and returns what it measured. The error is nil when the run completed
-// and every threshold held, wraps ErrThresholds when one failed, and is anything else when the
-// run could not happen.
+// Run runs s to the end, judging its thresholds as it goes (an aborting one that breaks stops
+// the load), and returns what it measured. The error is nil when the run completed and every
+// threshold held, wraps ErrThresholds when one failed, and is anything else when the run could
+// not happen. It is Start and Wait with a threshold.Watch, for a run that is all of its own.
 func Run(ctx context.Context, s *script.Script, opts Options) (*Result, error) {
 	p, err := compile(s, opts)
 	if err != nil {
 		return nil, err
 	}
-	return p.run(ctx)
+	watch := threshold.New(s.Thresholds, p.labels[:len(p.requests)])
+	r, err := p.start(ctx, func(r *Running, sec Second) {
+		if why := watch.Observe(sec.Snapshot, sec.Elapsed); why != "" {
+			r.Stop(AbortedThreshold, why)
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	res := r.Wait()
+	res.Thresholds = watch.Final(res.Total, res.Elapsed)
+	for _, t := range res.Thresholds {
+		if !t.Passed {
+			return res, fmt.Errorf("%w: %s", ErrThresholds, t.Threshold.Source)
+		}
+	}
+	return res, nil
 }
 
 // plan is a script made ready to run.
@@ -183,7 +225,7 @@ func compile(s *script.Script, opts Options) (*plan, error) {
 		if df.Rows == nil {
 			return nil, fmt.Errorf("data file %s was not loaded", df.File)
 		}
-		p.data = append(p.data, &dataSource{df: df})
+		p.data = append(p.data, &dataSource{df: df, seg: opts.Segment})
 	}
 	if s.BaseURL != nil {
 		b, err := s.BaseURL.Render(func(n string) (string, bool) { v, ok := p.consts[n]; return v, ok }, nil)
@@ -195,6 +237,9 @@ func compile(s *script.Script, opts Options) (*plan, error) {
 		}
 	}
 	applyOverrides(&p.load, opts)
+	if err := p.shard(); err != nil {
+		return nil, err
+	}
 	if err := p.compilePlugins(); err != nil {
 		return nil, err
 	}
@@ -249,6 +294,21 @@ func compile(s *script.Script, opts Options) (*plan, error) {
 	return p, nil
 }
 
+// shard takes the segment's share of the workload and checks it against the hard limits.
+func (p *plan) shard() error {
+	seg := p.opts.Segment
+	if err := seg.Validate(); err != nil {
+		return barrage.Invalid("segment", err.Error())
+	}
+	vus := int(seg.Scale(int64(p.load.VUs)))
+	if p.load.Model == script.Open {
+		// Every shard may need a VU, however few the segment owns of max_vus.
+		p.load.MaxVUs = max(int(seg.Scale(int64(p.load.MaxVUs))), 1)
+		vus = p.load.MaxVUs
+	}
+	return p.opts.Limits.Check(barrage.Load{VUs: vus, Duration: p.load.Duration})
+}
+
 // applyOverrides folds the command line's --vus, --duration and --rate into the workload.
 func applyOverrides(w *script.Workload, o Options) {
 	if o.Rate > 0 {
@@ -289,44 +349,137 @@ func applyOverrides(w *script.Workload, o Options) {
 	}
 }
 
-func (p *plan) run(ctx context.Context) (*Result, error) {
-	start := time.Now()
-	p.rec = metrics.NewRecorder(p.labels, start)
-	p.health.rotate(start)
-	res := &Result{Script: p.s.Name, Model: p.load.Model, Start: start}
-	for _, r := range p.requests {
-		res.Requests = append(res.Requests, r.r.Name)
-	}
-	for _, g := range p.groups {
-		res.Groups = append(res.Groups, g.g.Name)
-	}
-	res.Hooks = p.hooks
+// Running is a run under way: Start returns it, Stop cuts it short, Wait collects its Result.
+type Running struct {
+	p    *plan
+	res  *Result
+	done chan struct{}
 
-	// startCtx ends when no new iteration may start (duration reached, abort, data exhausted);
-	// hardCtx when running ones are cut short (graceful stop over, abort, caller gone).
-	startCtx, stopStarting := context.WithCancel(ctx)
-	defer stopStarting()
-	p.stopStarting, p.startCtx = stopStarting, startCtx
-	hardCtx, stopHard := context.WithCancel(context.WithoutCancel(ctx))
-	defer stopHard()
-	if err := p.startFeeds(hardCtx); err != nil {
+	stopMu sync.Mutex
+	stop   *Stop         // the first reason given, nil while none was
+	hard   func()        // cuts running iterations short
+	cut    chan struct{} // closed by the first Stop
+}
+
+// Start begins s in the background and returns at once: the schedule starts at opts.Start (now
+// when zero), seconds go to opts.OnSecond as they end, and Wait returns the Result once load has
+// stopped and every second has been delivered. Thresholds are not judged: a shard's own
+// seconds are only its share, so the caller judges the merged ones (threshold.Watch) and calls
+// Stop(AbortedThreshold, ...) when one breaks. Run does all of it for a run of its own.
+//
+// Cancelling ctx stops the run as Stop(Canceled, "interrupted") would.
+func Start(ctx context.Context, s *script.Script, opts Options) (*Running, error) {
+	p, err := compile(s, opts)
+	if err != nil {
 		return nil, err
 	}
+	return p.start(ctx, nil)
+}
+
+// Stop cuts the run short: no iteration starts after it, and those running are interrupted at
+// once, their open requests included. The first reason given is the one the Result keeps; a
+// Stop after the run ended does nothing.
+func (r *Running) Stop(reason StopReason, detail string) {
+	r.stopMu.Lock()
+	defer r.stopMu.Unlock()
+	if r.stop != nil {
+		return
+	}
+	r.stop = &Stop{Reason: reason, Detail: detail}
+	close(r.cut)
+}
+
+// Done is closed when the run has ended and its Result is ready.
+func (r *Running) Done() <-chan struct{} { return r.done }
+
+// Wait blocks until the run has ended and every second has been delivered, and returns what it
+// measured.
+func (r *Running) Wait() *Result {
+	<-r.done
+	return r.res
+}
+
+// start launches the run; onSecond, when set, sees each second after Options.OnSecond, on the
+// same goroutine.
+func (p *plan) start(ctx context.Context, onSecond func(*Running, Second)) (*Running, error) {
+	now := time.Now()
+	start := p.opts.Start
+	if start.IsZero() {
+		start = now
+	}
+	r := &Running{p: p, done: make(chan struct{}), cut: make(chan struct{})}
+	r.res = &Result{Script: p.s.Name, Model: p.load.Model, Start: start, Segment: p.opts.Segment, Hooks: p.hooks}
+	for _, req := range p.requests {
+		r.res.Requests = append(r.res.Requests, req.r.Name)
+	}
+	for _, g := range p.groups {
+		r.res.Groups = append(r.res.Groups, g.g.Name)
+	}
+
+	// hardCtx ends when running iterations are cut short (graceful stop over, Stop, ctx gone),
+	// and with it the element plugins' feeds.
+	hardCtx, stopHard := context.WithCancel(context.WithoutCancel(ctx))
+	r.hard = stopHard
+	if err := p.startFeeds(hardCtx); err != nil {
+		stopHard()
+		return nil, err
+	}
+	out := newDelivery(func(sec Second) {
+		if p.opts.OnSecond != nil {
+			p.opts.OnSecond(sec)
+		}
+		if onSecond != nil {
+			onSecond(r, sec)
+		}
+	})
 	go func() {
 		select {
 		case <-ctx.Done():
-			stopHard()
+			r.Stop(Canceled, "interrupted")
 		case <-hardCtx.Done():
 		}
 	}()
-
-	th := newThresholdWatch(p.s.Thresholds, p.labels, len(p.requests))
-	done := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Add(1)
 	go func() {
-		defer wg.Done()
+		defer close(r.done)
+		defer stopHard()
+		p.run(r, ctx, hardCtx, start, out)
+		out.close()
+	}()
+	return r, nil
+}
+
+// run generates the load from start until it ends or is stopped, streaming its seconds to out,
+// and fills r.res.
+func (p *plan) run(r *Running, ctx, hardCtx context.Context, start time.Time, out *delivery) {
+	res := r.res
+	// startCtx ends when no new iteration may start (duration reached, Stop, data exhausted).
+	startCtx, stopStarting := context.WithCancel(hardCtx)
+	defer stopStarting()
+	p.stopStarting, p.startCtx = stopStarting, startCtx
+
+	// A schedule that starts later is waited for; one that started already is joined late.
+	begun := time.Now()
+	if wait := start.Sub(begun); wait > 0 {
+		t := time.NewTimer(wait)
+		select {
+		case begun = <-t.C:
+		case <-r.cut:
+			t.Stop()
+		}
+	} else {
+		res.LateStart = -wait
+	}
+	p.rec = metrics.NewRecorder(p.labels, begun)
+	p.health.rotate(begun)
+
+	done := make(chan struct{})
+	go func() {
 		defer close(done)
+		select {
+		case <-r.cut:
+			return // stopped before it began
+		default:
+		}
 		switch p.load.Model {
 		case script.Open:
 			p.runOpen(startCtx, hardCtx, start)
@@ -335,33 +488,37 @@ func (p *plan) run(ctx context.Context) (*Result, error) {
 		}
 	}()
 
-	// A run bounded by iterations alone has no deadline: it ends when the budget is spent.
-	var deadlineC <-chan time.Time
-	if p.load.Duration > 0 {
-		deadline := time.NewTimer(p.load.Duration)
+	// A run bounded by iterations alone has no deadline of its own: it ends when the budget is
+	// spent, or at the hard limit. The open model ends its schedule itself, so that an arrival
+	// due at the very end is sent rather than raced by a timer.
+	var deadlineC, limitC <-chan time.Time
+	if p.load.Duration > 0 && p.load.Model != script.Open {
+		deadline := time.NewTimer(time.Until(start.Add(p.load.Duration)))
 		defer deadline.Stop()
 		deadlineC = deadline.C
 	}
-	tick := time.NewTicker(time.Second)
+	if max := p.opts.Limits.MaxRunDuration; max > 0 {
+		limit := time.NewTimer(time.Until(start.Add(max)))
+		defer limit.Stop()
+		limitC = limit.C
+	}
+	// Seconds end on the shared schedule's boundaries, so that shards' seconds line up; a
+	// shard that joins late begins in the schedule's current second.
+	index := int64(res.LateStart / time.Second)
+	tick := time.NewTimer(time.Until(start.Add(time.Duration(index+1) * time.Second)))
 	defer tick.Stop()
-	var graceTimer <-chan time.Time
-	startDone := startCtx.Done()
-	second := func(now time.Time, final bool) {
+	second := func(now time.Time) {
 		snap := p.rec.Rotate(now)
 		h := p.health.rotate(now)
-		sec := Second{Elapsed: now.Sub(start), Snapshot: snap, Health: h}
+		sec := Second{Index: index, Elapsed: now.Sub(start), Snapshot: snap, Health: h}
+		index++
 		// Only the health is kept: a soak test's hours of per-second histograms would fill
 		// memory. OnSecond gets the snapshot to stream it.
-		res.Seconds = append(res.Seconds, Second{Elapsed: sec.Elapsed, Health: h})
-		if p.opts.OnSecond != nil {
-			p.opts.OnSecond(sec)
-		}
-		if reason := th.observe(snap, now.Sub(start)); reason != "" && res.Aborted == "" && !final {
-			res.Aborted = reason
-			stopStarting()
-			stopHard()
-		}
+		res.Seconds = append(res.Seconds, Second{Index: sec.Index, Elapsed: sec.Elapsed, Health: h})
+		out.send(sec)
 	}
+	var graceTimer <-chan time.Time
+	startDone, cut := startCtx.Done(), r.cut
 	beginGrace := func() {
 		startDone = nil // fired: stop listening, or the loop would spin on it
 		if graceTimer == nil {
@@ -375,26 +532,39 @@ loop:
 		case <-done:
 			break loop
 		case now := <-tick.C:
-			second(now, false)
+			second(now)
+			tick.Reset(time.Until(start.Add(time.Duration(index+1) * time.Second)))
 		case <-deadlineC:
 			beginGrace()
 		case <-startDone:
 			beginGrace()
 		case <-graceTimer:
-			stopHard()
+			r.hard()
+		case <-cut:
+			cut = nil
+			stopStarting()
+			r.hard()
+		case <-limitC:
+			if graceTimer == nil {
+				// Still due to start iterations: the limit, not the script, ended the run.
+				r.Stop(TimedOut, fmt.Sprintf("the run reached its limit of %s", p.opts.Limits.MaxRunDuration))
+			}
+			r.hard()
 		}
 	}
-	wg.Wait()
 	now := time.Now()
-	second(now, true)
+	second(now)
+	r.stopMu.Lock()
+	if r.stop != nil {
+		res.Stop = *r.stop
+	}
+	r.stopMu.Unlock()
 	if p.exhausted.Load() {
 		res.Exhausted = p.exhaustWhy
-		if res.Aborted == "" {
+		if res.Stop.Reason == Completed {
+			res.Stop.Detail = p.exhaustWhy
 			p.log.Info("the run ended early: " + p.exhaustWhy)
 		}
-	}
-	if ctx.Err() != nil && res.Aborted == "" {
-		res.Aborted = "interrupted"
 	}
 	res.Elapsed = now.Sub(start)
 	res.Total = p.rec.Total()
@@ -404,21 +574,69 @@ loop:
 	p.hookMu.Lock()
 	res.HookErrors = p.hookErrors
 	p.hookMu.Unlock()
-	for _, s := range res.Seconds {
-		res.Dropped += s.Health.Dropped
-	}
 	healths := make([]Health, len(res.Seconds))
 	for i, s := range res.Seconds {
+		res.Dropped += s.Health.Dropped
 		healths[i] = s.Health
 	}
-	res.Verdict = verdict(healths, runtime.GOMAXPROCS(0))
-	res.Thresholds = th.final(res.Total, res.Elapsed)
-	for _, t := range res.Thresholds {
-		if !t.Passed {
-			return res, fmt.Errorf("%w: %s", ErrThresholds, t.Threshold.Source)
+	res.Verdict = Judge(healths)
+}
+
+// delivery hands seconds to a receiver on a goroutine of its own, in order, queueing as many as
+// the receiver falls behind: the run loop never waits for it.
+type delivery struct {
+	mu      sync.Mutex
+	queue   []Second
+	closed  bool
+	wake    chan struct{}
+	drained chan struct{}
+}
+
+func newDelivery(receive func(Second)) *delivery {
+	d := &delivery{wake: make(chan struct{}, 1), drained: make(chan struct{})}
+	go func() {
+		defer close(d.drained)
+		for range d.wake {
+			for {
+				d.mu.Lock()
+				batch, closed := d.queue, d.closed
+				d.queue = nil
+				d.mu.Unlock()
+				for _, sec := range batch {
+					receive(sec)
+				}
+				if len(batch) == 0 {
+					if closed {
+						return
+					}
+					break
+				}
+			}
 		}
+	}()
+	return d
+}
+
+func (d *delivery) send(sec Second) {
+	d.mu.Lock()
+	d.queue = append(d.queue, sec)
+	d.mu.Unlock()
+	select {
+	case d.wake <- struct{}{}:
+	default:
 	}
-	return res, nil
+}
+
+// close delivers what is queued and returns when the receiver has had it all.
+func (d *delivery) close() {
+	d.mu.Lock()
+	d.closed = true
+	d.mu.Unlock()
+	select {
+	case d.wake <- struct{}{}:
+	default:
+	}
+	<-d.drained
 }
 
 // stopping reports whether the run has stopped starting iterations.

@@ -46,14 +46,22 @@ func load(t *testing.T, dir, target, src string) *script.Script {
 	return s
 }
 
-func TestDataFileOrders(t *testing.T) {
-	t.Parallel()
-	dir := t.TempDir()
+// writeUsers writes dir/users.csv, a column "name" of n rows user00, user01..., and returns the
+// rows.
+func writeUsers(t *testing.T, dir string, n int) []string {
+	t.Helper()
 	var rows []string
-	for i := range 50 {
+	for i := range n {
 		rows = append(rows, fmt.Sprintf("user%02d", i))
 	}
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "users.csv"), []byte("name\n"+strings.Join(rows, "\n")+"\n"), 0o644))
+	return rows
+}
+
+func TestDataFileOrders(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	rows := writeUsers(t, dir, 50)
 
 	for _, order := range []string{"sequential", "circular", "random"} {
 		t.Run(order, func(t *testing.T) {
@@ -331,7 +339,8 @@ thresholds:
 	defer cancel()
 	res, err := engine.Run(ctx, s, engine.Options{})
 	require.ErrorIs(t, err, engine.ErrThresholds)
-	require.Contains(t, res.Aborted, "error_rate < 10%")
+	require.Equal(t, engine.AbortedThreshold, res.Stop.Reason)
+	require.Contains(t, res.Stop.Detail, "error_rate < 10%")
 	require.Less(t, res.Elapsed, 10*time.Second)
 	require.False(t, res.Thresholds[0].Passed)
 	require.True(t, res.Thresholds[1].Passed)

@@ -18,18 +18,22 @@ func cpuTime() time.Duration {
 }
 
 // Health is how the generator itself fared during one interval: the numbers that tell a slow
-// target from a saturated load generator.
+// target from a saturated load generator. It travels with the metrics (an agent sends it each
+// second), so it encodes as JSON with durations in nanoseconds.
 type Health struct {
-	// CPU is the process's CPU use as a fraction of the cores it may use (GOMAXPROCS).
-	CPU float64
+	// CPU is the process's CPU use as a fraction of the cores it may use, Cores (GOMAXPROCS).
+	CPU   float64 `json:"cpu"`
+	Cores int     `json:"cores"`
 	// LatenessMax and LatenessSum measure how late scheduled starts were (arrivals in the open
 	// model, think times ending in the closed one), and Late how many were more than 10 ms late.
-	LatenessMax, LatenessSum time.Duration
-	Scheduled, Late          int64
+	LatenessMax time.Duration `json:"lateness_max_ns"`
+	LatenessSum time.Duration `json:"lateness_sum_ns"`
+	Scheduled   int64         `json:"scheduled"`
+	Late        int64         `json:"late"`
 	// Dropped counts open-model iterations that found no free VU.
-	Dropped int64
+	Dropped int64 `json:"dropped"`
 	// ActiveVUs is the number of VUs running at the end of the interval.
-	ActiveVUs int64
+	ActiveVUs int64 `json:"active_vus"`
 }
 
 // healthMeter accumulates an interval's health from many goroutines.
@@ -78,11 +82,12 @@ func (m *healthMeter) rotate(now time.Time) Health {
 		Late:        m.late.Swap(0),
 		Dropped:     m.dropped.Swap(0),
 		ActiveVUs:   m.activeVUs.Load(),
-	}
-	if wall := now.Sub(m.lastWall); !m.lastWall.IsZero() && wall > 0 {
 		// GOMAXPROCS, not NumCPU: in a container limited to 2 CPUs on a 64-core host, the
 		// limit is what the generator can saturate.
-		h.CPU = float64(cpu-m.lastCPU) / float64(wall) / float64(runtime.GOMAXPROCS(0))
+		Cores: runtime.GOMAXPROCS(0),
+	}
+	if wall := now.Sub(m.lastWall); !m.lastWall.IsZero() && wall > 0 {
+		h.CPU = float64(cpu-m.lastCPU) / float64(wall) / float64(h.Cores)
 	}
 	m.lastCPU, m.lastWall = cpu, now
 	return h
@@ -106,12 +111,14 @@ func (v Verdict) String() string {
 	return s
 }
 
-// verdict judges the run's health, second by second.
-func verdict(seconds []Health, cores int) Verdict {
+// Judge gives the verdict on a generator from its health, second by second: one agent's, or a
+// local run's.
+func Judge(seconds []Health) Verdict {
 	var v Verdict
 	if len(seconds) == 0 {
 		return v
 	}
+	cores := seconds[0].Cores
 	saturated, late, scheduled, dropped := 0, int64(0), int64(0), int64(0)
 	var worst time.Duration
 	for _, h := range seconds {

@@ -11,6 +11,7 @@ import (
 )
 
 // runOpen runs the open model: iterations arrive at the stages' rate whatever the target does.
+// A shard sends the arrivals its segment owns, at their times in the whole run's schedule.
 // Each arrival takes an idle VU, or makes a new one while there are fewer than MaxVUs; when
 // every VU is busy, the arrival is dropped and counted, so a stalled target shows as dropped
 // iterations and growing latencies instead of a politely slower schedule.
@@ -39,7 +40,7 @@ func (p *plan) runOpen(startCtx, hardCtx context.Context, start time.Time) {
 		if created >= p.load.MaxVUs {
 			return nil
 		}
-		v := p.newVU(created, hardCtx)
+		v := p.newVU(int(p.opts.Segment.Nth(int64(created))), hardCtx)
 		created++
 		mu.Lock()
 		all = append(all, v)
@@ -54,7 +55,10 @@ func (p *plan) runOpen(startCtx, hardCtx context.Context, start time.Time) {
 	cum, n := 0.0, 1.0
 	for _, st := range p.load.Stages {
 		total := stageArrivals(st)
-		for n <= cum+total+1e-9 {
+		for ; n <= cum+total+1e-9; n++ {
+			if !p.opts.Segment.Owns(int64(n) - 1) {
+				continue // another shard's arrival
+			}
 			due := stageStart.Add(arrivalTime(st, n-cum))
 			if wait := time.Until(due); wait > 0 {
 				t := time.NewTimer(wait)
@@ -89,19 +93,19 @@ func (p *plan) runOpen(startCtx, hardCtx context.Context, start time.Time) {
 					idle <- v
 				}(v, due)
 			}
-			n++
 		}
 		cum += total
 		stageStart = stageStart.Add(st.Duration)
 	}
 	// The last arrival may come before the end of the last stage: keep the run going to its
-	// duration, as the schedule says.
+	// duration, as the schedule says, then let the graceful stop begin.
 	if wait := time.Until(stageStart); wait > 0 {
 		select {
 		case <-startCtx.Done():
 		case <-time.After(wait):
 		}
 	}
+	p.stopStarting()
 }
 
 // stageArrivals is how many iterations a stage brings: the area under its rate.

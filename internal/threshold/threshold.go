@@ -1,4 +1,8 @@
-package engine
+// Package threshold judges a run's thresholds ("p95 < 300ms", "error_rate < 1% over 30s") on its
+// metrics: second by second while it runs, so that an aborting threshold can stop it, and on the
+// whole run at the end. It works on merged snapshots, so the same judge serves a local run and
+// the server, which merges the seconds of every agent of a run before judging them.
+package threshold
 
 import (
 	"fmt"
@@ -8,8 +12,8 @@ import (
 	"github.com/barrage-load/barrage/internal/script"
 )
 
-// ThresholdResult is a threshold's verdict on the run.
-type ThresholdResult struct {
+// Result is a threshold's verdict on the run.
+type Result struct {
 	Threshold *script.Threshold
 	Observed  float64 // in the threshold's unit (seconds for latencies)
 	Passed    bool
@@ -18,7 +22,7 @@ type ThresholdResult struct {
 }
 
 // String reads like "p95 < 300ms: 212ms, passed".
-func (r ThresholdResult) String() string {
+func (r Result) String() string {
 	verdict := "passed"
 	if !r.Passed {
 		verdict = "FAILED"
@@ -41,9 +45,10 @@ func formatObserved(t *script.Threshold, v float64) string {
 	return fmt.Sprintf("%.0f", v)
 }
 
-// thresholdWatch evaluates thresholds each second (windowed ones over their window, aborting
-// ones as the run goes) and at the end.
-type thresholdWatch struct {
+// Watch evaluates thresholds each second (windowed ones over their window, aborting ones as the
+// run goes) and at the end. It is not safe for concurrent use: one goroutine feeds it the run's
+// seconds in order.
+type Watch struct {
 	ts       []*script.Threshold
 	windows  []*metrics.Window // per threshold, nil for whole-run thresholds
 	requests []string          // the request labels, which "all requests" merges
@@ -51,8 +56,11 @@ type thresholdWatch struct {
 	brokenAt []time.Duration
 }
 
-func newThresholdWatch(ts []*script.Threshold, labels []string, nRequests int) *thresholdWatch {
-	w := &thresholdWatch{ts: ts, requests: labels[:nRequests], windows: make([]*metrics.Window, len(ts)), brokenAt: make([]time.Duration, len(ts))}
+// New returns a watch over ts. requests are the labels of the run's requests, which a threshold
+// on no particular request judges together (groups and hooks are measured apart and are not
+// requests).
+func New(ts []*script.Threshold, requests []string) *Watch {
+	w := &Watch{ts: ts, requests: requests, windows: make([]*metrics.Window, len(ts)), brokenAt: make([]time.Duration, len(ts))}
 	for i, t := range ts {
 		if t.Window > 0 {
 			w.windows[i] = metrics.NewWindow(t.Window)
@@ -61,8 +69,9 @@ func newThresholdWatch(ts []*script.Threshold, labels []string, nRequests int) *
 	return w
 }
 
-// observe takes one second and returns a reason to abort, or "".
-func (w *thresholdWatch) observe(sec *metrics.Snapshot, elapsed time.Duration) string {
+// Observe takes the run's next second, which ends elapsed into the run, and returns a reason to
+// abort the run, or "" to go on. The watch keeps sec.
+func (w *Watch) Observe(sec *metrics.Snapshot, elapsed time.Duration) string {
 	if w.total == nil {
 		w.total = &metrics.Snapshot{Start: sec.Start, Labels: map[string]*metrics.Stats{}}
 	}
@@ -99,12 +108,13 @@ func (w *thresholdWatch) observe(sec *metrics.Snapshot, elapsed time.Duration) s
 	return reason
 }
 
-// final judges every threshold on the whole run; a windowed one fails if it broke in any window.
-func (w *thresholdWatch) final(total *metrics.Snapshot, elapsed time.Duration) []ThresholdResult {
-	out := make([]ThresholdResult, len(w.ts))
+// Final judges every threshold on the whole run, total over elapsed; a windowed or aborting one
+// fails if it broke in any second observed.
+func (w *Watch) Final(total *metrics.Snapshot, elapsed time.Duration) []Result {
+	out := make([]Result, len(w.ts))
 	for i, t := range w.ts {
 		v, ok := w.value(t, total, elapsed)
-		out[i] = ThresholdResult{Threshold: t, Observed: v, Passed: !ok || t.Holds(v), BrokenAt: w.brokenAt[i]}
+		out[i] = Result{Threshold: t, Observed: v, Passed: !ok || t.Holds(v), BrokenAt: w.brokenAt[i]}
 		if w.brokenAt[i] > 0 {
 			out[i].Passed = false
 		}
@@ -114,7 +124,7 @@ func (w *thresholdWatch) final(total *metrics.Snapshot, elapsed time.Duration) [
 
 // value computes a threshold's metric over snap, which covers period. ok is false when there is
 // nothing to judge yet (no request in scope).
-func (w *thresholdWatch) value(t *script.Threshold, snap *metrics.Snapshot, period time.Duration) (float64, bool) {
+func (w *Watch) value(t *script.Threshold, snap *metrics.Snapshot, period time.Duration) (float64, bool) {
 	st := metrics.NewStats()
 	if t.Request != "" {
 		if s, ok := snap.Labels[t.Request]; ok {

@@ -1,0 +1,216 @@
+package engine_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/barrage-load/barrage/internal/barrage"
+	"github.com/barrage-load/barrage/internal/engine"
+	"github.com/barrage-load/barrage/internal/script"
+)
+
+// oneRequest is a script of one request to target's root, under the given load (YAML lines
+// indented by two spaces).
+func oneRequest(t *testing.T, target, load string) *script.Script {
+	t.Helper()
+	return parse(t, target, "version: 1\nname: one\nsession:\n  groups:\n    - name: g\n      requests:\n"+
+		"        - { name: r, url: \"${target}/\" }\nload:\n  "+load+"\n")
+}
+
+// idle is a target that answers 200 to everything.
+func idle(t *testing.T) string {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+// runShards runs s as len(segs) shards at once, on one shared schedule, and returns their results.
+func runShards(t *testing.T, s *script.Script, segs []engine.Segment) []*engine.Result {
+	t.Helper()
+	start := time.Now().Add(100 * time.Millisecond)
+	runs := make([]*engine.Running, len(segs))
+	for i, seg := range segs {
+		r, err := engine.Start(t.Context(), s, engine.Options{Start: start, Segment: seg})
+		require.NoError(t, err)
+		runs[i] = r
+	}
+	out := make([]*engine.Result, len(runs))
+	for i, r := range runs {
+		out[i] = r.Wait()
+		require.Equal(t, start, out[i].Start)
+		require.Equal(t, segs[i], out[i].Segment)
+	}
+	return out
+}
+
+func TestShardsUseEachSequentialRowOnceAcrossAllOfThem(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	rows := writeUsers(t, dir, 45)
+	rc := &recorder{}
+	srv := httptest.NewServer(rc.handler("u"))
+	defer srv.Close()
+	s := load(t, dir, srv.URL, `
+version: 1
+name: rows
+variables:
+  data:
+    - { file: users.csv, order: sequential }
+session:
+  groups:
+    - name: g
+      requests:
+        - { name: r, url: "${target}/?u=${name}" }
+load:
+  vus: 5
+  duration: 30s
+`)
+	results := runShards(t, s, engine.Split(3))
+	var total int64
+	for _, res := range results {
+		require.Equal(t, engine.Completed, res.Stop.Reason)
+		require.Contains(t, res.Exhausted, "users.csv")
+		total += stats(t, res, "r").Requests
+	}
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	got := append([]string(nil), rc.seen...)
+	sort.Strings(got)
+	require.Equal(t, rows, got, "each row once across the shards")
+	require.EqualValues(t, len(rows), total)
+}
+
+func TestShardsSplitTheIterationBudgetAndTheArrivals(t *testing.T) {
+	t.Parallel()
+	var hits atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { hits.Add(1) }))
+	defer srv.Close()
+	for name, load := range map[string]string{
+		"iterations": "vus: 4\n  iterations: 25",
+		// 40 arrivals a second for a second: 40 in all, whichever shard sends them.
+		"arrivals": "stages:\n    - { rate: 40/s, duration: 1s }\n  max_vus: 8",
+	} {
+		t.Run(name, func(t *testing.T) {
+			before := hits.Load()
+			s := oneRequest(t, srv.URL, load)
+			results := runShards(t, s, engine.Split(3))
+			var sum int64
+			for _, res := range results {
+				n := stats(t, res, "r").Requests
+				require.Positive(t, n, "every shard has a share")
+				sum += n
+			}
+			want := map[string]int64{"iterations": 25, "arrivals": 40}[name]
+			require.Equal(t, want, sum)
+			require.Equal(t, want, hits.Load()-before)
+		})
+	}
+}
+
+func TestStopCutsTheRunShortWithItsReason(t *testing.T) {
+	t.Parallel()
+	s := oneRequest(t, idle(t), "vus: 2\n  duration: 10m")
+	first := make(chan struct{})
+	var once sync.Once
+	r, err := engine.Start(t.Context(), s, engine.Options{OnSecond: func(engine.Second) { once.Do(func() { close(first) }) }})
+	require.NoError(t, err)
+	<-first
+	r.Stop(engine.Canceled, "canceled by the test")
+	r.Stop(engine.Failed, "a later reason is ignored")
+	res := r.Wait()
+	require.Equal(t, engine.Stop{Reason: engine.Canceled, Detail: "canceled by the test"}, res.Stop)
+	require.Positive(t, stats(t, res, "r").Requests)
+}
+
+func TestCancelledContextStopsTheRunAsCanceled(t *testing.T) {
+	t.Parallel()
+	s := oneRequest(t, idle(t), "vus: 1\n  duration: 10m")
+	ctx, cancel := context.WithCancel(t.Context())
+	r, err := engine.Start(ctx, s, engine.Options{OnSecond: func(engine.Second) { cancel() }})
+	require.NoError(t, err)
+	require.Equal(t, engine.Canceled, r.Wait().Stop.Reason)
+}
+
+func TestHardLimitsHoldWhateverTheScriptSays(t *testing.T) {
+	t.Parallel()
+	target := idle(t)
+	src := func(load string) *script.Script { return oneRequest(t, target, load) }
+
+	t.Run("too many VUs are refused", func(t *testing.T) {
+		t.Parallel()
+		_, err := engine.Start(t.Context(), src("vus: 10\n  duration: 1s"), engine.Options{Limits: barrage.Limits{MaxVUs: 5}})
+		var le *barrage.LimitError
+		require.ErrorAs(t, err, &le)
+		require.Equal(t, barrage.LimitViolation{Limit: barrage.LimitMaxVUs, Allowed: 5, Requested: 10}, le.Violations[0])
+		// Half of them on a shard is within the limit.
+		r, err := engine.Start(t.Context(), src("vus: 10\n  duration: 1s"), engine.Options{Limits: barrage.Limits{MaxVUs: 5}, Segment: engine.Split(2)[0]})
+		require.NoError(t, err)
+		require.Equal(t, engine.Completed, r.Wait().Stop.Reason)
+	})
+	t.Run("an open model's max_vus counts", func(t *testing.T) {
+		t.Parallel()
+		_, err := engine.Start(t.Context(), src("stages:\n    - { rate: 10/s, duration: 1s }\n  max_vus: 20"), engine.Options{Limits: barrage.Limits{MaxVUs: 5}})
+		require.True(t, errors.Is(err, barrage.ErrLimitExceeded), "%v", err)
+	})
+	t.Run("an iteration-bounded run stops at the time limit", func(t *testing.T) {
+		t.Parallel()
+		r, err := engine.Start(t.Context(), src("vus: 1\n  iterations: 100000000"), engine.Options{Limits: barrage.Limits{MaxRunDuration: time.Second}})
+		require.NoError(t, err)
+		res := r.Wait()
+		require.Equal(t, engine.TimedOut, res.Stop.Reason)
+		require.Contains(t, res.Stop.Detail, "1s")
+	})
+}
+
+func TestSecondsFollowTheSharedSchedule(t *testing.T) {
+	t.Parallel()
+	s := oneRequest(t, idle(t), "vus: 1\n  duration: 3s")
+	collect := func(start time.Time) (*engine.Result, []engine.Second) {
+		var mu sync.Mutex
+		var secs []engine.Second
+		r, err := engine.Start(t.Context(), s, engine.Options{Start: start, OnSecond: func(sec engine.Second) {
+			mu.Lock()
+			secs = append(secs, sec)
+			mu.Unlock()
+		}})
+		require.NoError(t, err)
+		res := r.Wait()
+		mu.Lock()
+		defer mu.Unlock()
+		return res, secs
+	}
+
+	t.Run("a start ahead is waited for", func(t *testing.T) {
+		t.Parallel()
+		start := time.Now().Add(500 * time.Millisecond)
+		res, secs := collect(start)
+		require.Zero(t, res.LateStart)
+		require.NotEmpty(t, secs)
+		require.False(t, secs[0].Snapshot.Start.Before(start), "nothing measured before the start")
+		for i, sec := range secs {
+			require.EqualValues(t, i, sec.Index)
+			if i < len(secs)-1 {
+				// Each second ends on the schedule's boundary (the timer fires at it or after).
+				require.GreaterOrEqual(t, sec.Snapshot.End().Sub(start), time.Duration(i+1)*time.Second)
+			}
+		}
+	})
+	t.Run("a late shard joins the schedule's current second", func(t *testing.T) {
+		t.Parallel()
+		start := time.Now().Add(-2500 * time.Millisecond)
+		res, secs := collect(start)
+		require.GreaterOrEqual(t, res.LateStart, 2500*time.Millisecond)
+		require.NotEmpty(t, secs)
+		require.GreaterOrEqual(t, secs[0].Index, int64(2))
+	})
+}
