@@ -159,7 +159,7 @@ func refreshCredentials(ctx context.Context, e env, hc *http.Client, c credentia
 		return c, fmt.Errorf("renew session: %w", err)
 	}
 	if res.JSON200 == nil {
-		return c, fmt.Errorf("renew session: %w; run `barrage login` again", problemError(res.HTTPResponse, res.Body))
+		return c, fmt.Errorf("renew session: %w; run `barrage login` again", api.ProblemError(res.HTTPResponse, res.Body))
 	}
 	c = sessionCredentials(c.Server, *res.JSON200)
 	return c, saveCredentials(e, c)
@@ -170,34 +170,6 @@ func sessionCredentials(server string, t api.TokenPair) credentials {
 		Server: server, AccessToken: t.AccessToken, RefreshToken: t.RefreshToken,
 		ExpiresAt: time.Now().Add(time.Duration(t.ExpiresIn) * time.Second),
 	}
-}
-
-// problemError turns an error response into a readable error, fields and all.
-func problemError(res *http.Response, body []byte) error {
-	var p struct {
-		Title      string `json:"title"`
-		Detail     string `json:"detail"`
-		Status     int    `json:"status"`
-		Errors     []struct{ Field, Reason string }
-		Violations []struct {
-			Limit              string
-			Allowed, Requested any
-		}
-	}
-	if json.Unmarshal(body, &p) != nil || p.Status == 0 {
-		return fmt.Errorf("server answered %s", res.Status)
-	}
-	msg := fmt.Sprintf("%d %s", p.Status, p.Title)
-	if p.Detail != "" {
-		msg += ": " + p.Detail
-	}
-	for _, fe := range p.Errors {
-		msg += fmt.Sprintf("\n  %s: %s", fe.Field, fe.Reason)
-	}
-	for _, v := range p.Violations {
-		msg += fmt.Sprintf("\n  %s: allowed %v, requested %v", v.Limit, v.Allowed, v.Requested)
-	}
-	return errors.New(msg)
 }
 
 // readPassword reads a password: without echo from a terminal, else one line of stdin.

@@ -122,7 +122,7 @@ func runAdminInvite(ctx context.Context, e env, args []string) error {
 			return err
 		}
 		if res.JSON201 == nil {
-			return problemError(res.HTTPResponse, res.Body)
+			return api.ProblemError(res.HTTPResponse, res.Body)
 		}
 		inv = *res.JSON201
 	}
@@ -159,7 +159,7 @@ func runAdminInvitations(ctx context.Context, e env, args []string) error {
 				return nil, nil, err
 			}
 			if res.JSON200 == nil {
-				return nil, nil, problemError(res.HTTPResponse, res.Body)
+				return nil, nil, api.ProblemError(res.HTTPResponse, res.Body)
 			}
 			return res.JSON200.Items, res.JSON200.NextCursor, nil
 		},
@@ -188,7 +188,7 @@ func runAdminUsers(ctx context.Context, e env, args []string) error {
 				return nil, nil, err
 			}
 			if res.JSON200 == nil {
-				return nil, nil, problemError(res.HTTPResponse, res.Body)
+				return nil, nil, api.ProblemError(res.HTTPResponse, res.Body)
 			}
 			return res.JSON200.Items, res.JSON200.NextCursor, nil
 		},
@@ -255,7 +255,7 @@ func runAdminUser(ctx context.Context, e env, args []string) error {
 			return err
 		}
 		if res.JSON200 == nil {
-			return problemError(res.HTTPResponse, res.Body)
+			return api.ProblemError(res.HTTPResponse, res.Body)
 		}
 		u = res.JSON200
 	} else {
@@ -264,7 +264,7 @@ func runAdminUser(ctx context.Context, e env, args []string) error {
 			return err
 		}
 		if res.JSON200 == nil {
-			return problemError(res.HTTPResponse, res.Body)
+			return api.ProblemError(res.HTTPResponse, res.Body)
 		}
 		u = res.JSON200
 	}

@@ -57,7 +57,7 @@ func runSignup(ctx context.Context, e env, args []string) error {
 		return err
 	}
 	if res.JSON201 == nil {
-		return problemError(res.HTTPResponse, res.Body)
+		return api.ProblemError(res.HTTPResponse, res.Body)
 	}
 	if err := saveCredentials(e, sessionCredentials(c.Server, *res.JSON201)); err != nil {
 		return err
@@ -93,7 +93,7 @@ func runLogin(ctx context.Context, e env, args []string) error {
 		return err
 	}
 	if res.JSON200 == nil {
-		return problemError(res.HTTPResponse, res.Body)
+		return api.ProblemError(res.HTTPResponse, res.Body)
 	}
 	if err := saveCredentials(e, sessionCredentials(c.Server, *res.JSON200)); err != nil {
 		return err
@@ -121,7 +121,7 @@ func runLogout(ctx context.Context, e env, args []string) error {
 			return err
 		}
 		if res.StatusCode() != 204 {
-			return problemError(res.HTTPResponse, res.Body)
+			return api.ProblemError(res.HTTPResponse, res.Body)
 		}
 	}
 	if err := saveCredentials(e, credentials{Server: c.Server}); err != nil {
@@ -144,7 +144,7 @@ func runMe(ctx context.Context, e env, args []string) error {
 		return err
 	}
 	if res.JSON200 == nil {
-		return problemError(res.HTTPResponse, res.Body)
+		return api.ProblemError(res.HTTPResponse, res.Body)
 	}
 	u := res.JSON200
 	fmt.Fprintf(e.stdout, "%s <%s>, %s\nlicense: %s\n", u.Name, u.Email, u.Role, licenseLine(u.License))

@@ -55,7 +55,7 @@ func runTokensCreate(ctx context.Context, e env, args []string) error {
 		return err
 	}
 	if res.JSON201 == nil {
-		return problemError(res.HTTPResponse, res.Body)
+		return api.ProblemError(res.HTTPResponse, res.Body)
 	}
 	t := res.JSON201
 	fmt.Fprintf(e.stderr, "Token %q created (id %s), expires %s. It is shown once; keep it secret:\n", t.Name, t.Id, t.ExpiresAt.Format(time.RFC3339))
@@ -78,7 +78,7 @@ func runTokensList(ctx context.Context, e env, args []string) error {
 				return nil, nil, err
 			}
 			if res.JSON200 == nil {
-				return nil, nil, problemError(res.HTTPResponse, res.Body)
+				return nil, nil, api.ProblemError(res.HTTPResponse, res.Body)
 			}
 			return res.JSON200.Items, res.JSON200.NextCursor, nil
 		},
@@ -132,7 +132,7 @@ func runTokensDelete(ctx context.Context, e env, args []string) error {
 		return err
 	}
 	if res.StatusCode() != 204 {
-		return problemError(res.HTTPResponse, res.Body)
+		return api.ProblemError(res.HTTPResponse, res.Body)
 	}
 	fmt.Fprintln(e.stdout, "Token deleted.")
 	return nil

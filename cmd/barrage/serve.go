@@ -17,6 +17,7 @@ import (
 	"github.com/barrage-load/barrage/internal/account"
 	"github.com/barrage-load/barrage/internal/auth"
 	"github.com/barrage-load/barrage/internal/config"
+	"github.com/barrage-load/barrage/internal/control"
 	"github.com/barrage-load/barrage/internal/httpapi"
 	"github.com/barrage-load/barrage/internal/logging"
 	"github.com/barrage-load/barrage/internal/pgembed"
@@ -59,8 +60,9 @@ func runServe(ctx context.Context, e env, args []string) error {
 		fmt.Fprintf(e.stdout, "First-admin invitation code: %s\n\n", code)
 	}
 
+	ctl := control.New(store, log.With(slog.String("component", "control")), control.Config{})
 	handler, err := httpapi.NewServer(httpapi.Deps{
-		Log: log, Accounts: accounts, Ready: store.Ready,
+		Log: log, Accounts: accounts, Control: ctl, Ready: store.Ready,
 		TrustedProxies: cfg.TrustedProxies, MaxBodyBytes: cfg.MaxBodyBytes,
 	})
 	if err != nil {
@@ -84,6 +86,7 @@ func runServe(ctx context.Context, e env, args []string) error {
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
 	go cleanUp(ctx, store, log)
+	go reap(ctx, ctl, log)
 
 	select {
 	case <-ctx.Done():
@@ -127,6 +130,23 @@ func cleanUp(ctx context.Context, store *postgres.Store, log *slog.Logger) {
 				continue
 			}
 			log.Debug("clean-up", slog.Int64("deleted", n))
+		}
+	}
+}
+
+// reap runs the control plane's housekeeping every second: lost agents, unclaimed shards, runs
+// past their deadline, summaries. Every replica runs it; each step is safe to repeat.
+func reap(ctx context.Context, ctl *control.Service, log *slog.Logger) {
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if err := ctl.Reap(ctx); err != nil && ctx.Err() == nil {
+				log.Warn("reap failed", slog.String("error", err.Error()))
+			}
 		}
 	}
 }

@@ -14,6 +14,7 @@ const (
 	PrefixAPIToken     = "brg_pat_"
 	PrefixRefreshToken = "brg_rt_"
 	PrefixInvitation   = "brg_inv_"
+	PrefixAgentToken   = "brg_agt_"
 )
 
 // NewSecret returns prefix followed by 256 random bits, URL-safe.

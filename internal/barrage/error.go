@@ -17,6 +17,8 @@ var (
 	ErrForbidden     = errors.New("forbidden")
 	ErrLimitExceeded = errors.New("limit exceeded")
 	ErrRateLimited   = errors.New("rate limited")
+	// ErrOutdated: the client (an agent) is older than the server accepts.
+	ErrOutdated = errors.New("outdated")
 )
 
 // FieldError names one input field and why it was refused.

@@ -80,6 +80,8 @@ type Principal struct {
 	// TokenID is the personal API token used, if any, and TokenExpiresAt when it expires.
 	TokenID        *uuid.UUID
 	TokenExpiresAt *time.Time
+	// Agent is set, and User empty, when a measuring agent makes the request with its token.
+	Agent *Agent
 }
 
 // HasScope reports whether the principal holds s.

@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net/url"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -236,7 +237,7 @@ func compile(s *script.Script, opts Options) (*plan, error) {
 			return nil, fmt.Errorf("base_url: %w", err)
 		}
 	}
-	applyOverrides(&p.load, opts)
+	p.load = Workload(s, opts)
 	if err := p.shard(); err != nil {
 		return nil, err
 	}
@@ -307,6 +308,15 @@ func (p *plan) shard() error {
 		vus = p.load.MaxVUs
 	}
 	return p.opts.Limits.Check(barrage.Load{VUs: vus, Duration: p.load.Duration})
+}
+
+// Workload is the load a run of s with opts asks for, before it is split into shards: the
+// script's, with opts' VUs, Duration and Rate folded in. s is not changed.
+func Workload(s *script.Script, opts Options) script.Workload {
+	w := s.Load
+	w.Stages = slices.Clone(w.Stages)
+	applyOverrides(&w, opts)
+	return w
 }
 
 // applyOverrides folds the command line's --vus, --duration and --rate into the workload.

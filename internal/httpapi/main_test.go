@@ -20,6 +20,7 @@ import (
 
 	"github.com/barrage-load/barrage/internal/account"
 	"github.com/barrage-load/barrage/internal/auth"
+	"github.com/barrage-load/barrage/internal/control"
 	"github.com/barrage-load/barrage/internal/httpapi"
 	"github.com/barrage-load/barrage/internal/logging"
 	"github.com/barrage-load/barrage/internal/pgtest"
@@ -89,6 +90,7 @@ type testBundle struct {
 	srv    *httptest.Server
 	store  *postgres.Store
 	svc    *account.Service
+	ctl    *control.Service
 	key    []byte // PEM of the signing key, for forging tokens
 	tokens *auth.Tokens
 }
@@ -125,7 +127,8 @@ func setup(t testing.TB, opts ...setupOpts) *testBundle {
 	tokens := auth.NewTokens(key, "barrage", "barrage-api", 15*time.Minute)
 	log := logging.New(&suiteLog, "text", slog.LevelDebug)
 	svc := account.New(store, testHasher, tokens, log, account.Config{RefreshTTL: 24 * time.Hour, RateLimits: o.limits})
-	deps := httpapi.Deps{Log: log, Accounts: svc, Ready: store.Ready, MaxBodyBytes: o.maxBody}
+	ctl := control.New(store, log, control.Config{PollEvery: 20 * time.Millisecond})
+	deps := httpapi.Deps{Log: log, Accounts: svc, Control: ctl, Ready: store.Ready, MaxBodyBytes: o.maxBody}
 	if o.trusted != "" {
 		deps.TrustedProxies = mustPrefixes(t, o.trusted)
 	}
@@ -133,7 +136,7 @@ func setup(t testing.TB, opts ...setupOpts) *testBundle {
 	require.NoError(t, err)
 	srv := httptest.NewServer(conformToSpec(t, h))
 	t.Cleanup(srv.Close)
-	return &testBundle{t: t, srv: srv, store: store, svc: svc, key: pemBytes, tokens: tokens}
+	return &testBundle{t: t, srv: srv, store: store, svc: svc, ctl: ctl, key: pemBytes, tokens: tokens}
 }
 
 // response is a decoded answer.

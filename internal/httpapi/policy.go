@@ -17,6 +17,7 @@ const (
 	public access = iota + 1 // anyone; no credentials read
 	user                     // any signed-in, enabled user
 	admin                    // admins only
+	agent                    // measuring agents, with their agent token
 )
 
 // policy is a route's access rule: who, and which token scope it needs.
@@ -51,6 +52,23 @@ var policies = map[string]policy{
 	"GET /v1/admin/users":               {admin, barrage.ScopeAdmin},
 	"GET /v1/admin/users/{id}":          {admin, barrage.ScopeAdmin},
 	"PATCH /v1/admin/users/{id}":        {admin, barrage.ScopeAdmin},
+	"GET /v1/admin/agents":              {admin, barrage.ScopeAdmin},
+	"POST /v1/admin/agents":             {admin, barrage.ScopeAdmin},
+	"DELETE /v1/admin/agents/{id}":      {admin, barrage.ScopeAdmin},
+
+	"GET /v1/agents":         {user, barrage.ScopeRead},
+	"POST /v1/agents":        {user, barrage.ScopeWrite},
+	"GET /v1/agents/{id}":    {user, barrage.ScopeRead},
+	"DELETE /v1/agents/{id}": {user, barrage.ScopeWrite},
+
+	"GET /v1/runs":              {user, barrage.ScopeRead},
+	"POST /v1/runs":             {user, barrage.ScopeWrite},
+	"GET /v1/runs/{id}":         {user, barrage.ScopeRead},
+	"POST /v1/runs/{id}/cancel": {user, barrage.ScopeWrite},
+	"GET /v1/runs/{id}/summary": {user, barrage.ScopeRead},
+
+	"POST /v1/agent/lease":              {access: agent},
+	"POST /v1/agent/shards/{id}/report": {access: agent},
 }
 
 func routeKey(method, pattern string) string { return method + " " + pattern }
@@ -92,7 +110,16 @@ func (s *server) authorize(next http.Handler) http.Handler {
 			writeError(s.log, w, r, barrage.Errorf(barrage.ErrUnauthorized, "send Authorization: Bearer <token>"))
 			return
 		}
-		p, err := s.auth.Authenticate(r.Context(), strings.TrimSpace(token))
+		var p barrage.Principal
+		var err error
+		if pol.access == agent {
+			var a barrage.Agent
+			if a, err = s.control.AuthenticateAgent(r.Context(), strings.TrimSpace(token)); err == nil {
+				p.Agent = &a
+			}
+		} else {
+			p, err = s.auth.Authenticate(r.Context(), strings.TrimSpace(token))
+		}
 		if err != nil {
 			writeError(s.log, w, r, err)
 			return
@@ -101,6 +128,7 @@ func (s *server) authorize(next http.Handler) http.Handler {
 			h.p = &p
 		}
 		switch {
+		case pol.access == agent:
 		case pol.access == admin && p.User.Role != barrage.RoleAdmin:
 			writeError(s.log, w, r, barrage.Errorf(barrage.ErrForbidden, "this route is for admins"))
 			return

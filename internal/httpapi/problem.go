@@ -45,6 +45,7 @@ var errorKinds = []struct {
 	{barrage.ErrUnauthorized, http.StatusUnauthorized},
 	{barrage.ErrForbidden, http.StatusForbidden},
 	{barrage.ErrRateLimited, http.StatusTooManyRequests},
+	{barrage.ErrOutdated, http.StatusUpgradeRequired},
 }
 
 // badParam is a query or path parameter refused by a handler; like the validator's parameter

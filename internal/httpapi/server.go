@@ -20,12 +20,14 @@ import (
 	"github.com/barrage-load/barrage/api"
 	"github.com/barrage-load/barrage/internal/account"
 	"github.com/barrage-load/barrage/internal/barrage"
+	"github.com/barrage-load/barrage/internal/control"
 )
 
 // Deps are what the API needs.
 type Deps struct {
 	Log      *slog.Logger
 	Accounts *account.Service
+	Control  *control.Service
 	// Ready reports whether the server can serve: database up, schema known.
 	Ready func(ctx context.Context) error
 	// TrustedProxies are the proxies whose X-Forwarded-For is believed.
@@ -37,6 +39,7 @@ type Deps struct {
 type server struct {
 	log      *slog.Logger
 	accounts *account.Service
+	control  *control.Service
 	auth     Authenticator
 	ready    func(ctx context.Context) error
 	docsPage []byte
@@ -54,7 +57,7 @@ func NewServer(d Deps) (http.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &server{log: d.Log, accounts: d.Accounts, auth: d.Accounts, ready: d.Ready, docsPage: page}
+	s := &server{log: d.Log, accounts: d.Accounts, control: d.Control, auth: d.Accounts, ready: d.Ready, docsPage: page}
 	if d.MaxBodyBytes <= 0 {
 		d.MaxBodyBytes = 1 << 20
 	}

@@ -21,6 +21,21 @@ type APIToken struct {
 	LastUsedAt *time.Time
 }
 
+type Agent struct {
+	ID            uuid.UUID
+	Name          string
+	OwnerID       *uuid.UUID
+	TokenHash     []byte
+	MaxVus        *int32
+	MaxRunSeconds *int32
+	Version       string
+	Cores         int32
+	LastSeenAt    *time.Time
+	LastIp        string
+	Disabled      bool
+	CreatedAt     time.Time
+}
+
 type Invitation struct {
 	ID                       uuid.UUID
 	CodeHash                 []byte
@@ -54,6 +69,65 @@ type RefreshToken struct {
 	ExpiresAt time.Time
 	UsedAt    *time.Time
 	RevokedAt *time.Time
+}
+
+type Run struct {
+	ID             uuid.UUID
+	OwnerID        uuid.UUID
+	ScriptID       uuid.UUID
+	State          string
+	Reason         string
+	Load           []byte
+	MaxVus         *int32
+	MaxRunSeconds  *int32
+	IdempotencyKey *string
+	StartAt        *time.Time
+	CreatedAt      time.Time
+	EndedAt        *time.Time
+	CancelReason   *string
+	Summary        []byte
+}
+
+type Script struct {
+	ID        uuid.UUID
+	OwnerID   uuid.UUID
+	Name      string
+	Source    []byte
+	Sha256    []byte
+	Manifest  []byte
+	CreatedAt time.Time
+}
+
+type ScriptFile struct {
+	ScriptID uuid.UUID
+	Name     string
+	Content  []byte
+	Sha256   []byte
+}
+
+type Shard struct {
+	ID           uuid.UUID
+	RunID        uuid.UUID
+	AgentID      *uuid.UUID
+	SegFrom      int32
+	SegTo        int32
+	SegOf        int32
+	State        string
+	Reason       string
+	Lease        int64
+	AgentVersion string
+	LeasedAt     *time.Time
+	HeartbeatAt  *time.Time
+	EndedAt      *time.Time
+	LateStartMs  int64
+	Result       []byte
+}
+
+type ShardSecond struct {
+	ShardID  uuid.UUID
+	Idx      int64
+	Snapshot []byte
+	Health   []byte
 }
 
 type User struct {

@@ -1,0 +1,379 @@
+// Package agent is the measuring agent: the loop that `barrage agent` runs. It asks the server
+// for work over HTTPS (no inbound port, so it works behind NAT), runs each shard it is given
+// with the engine, and reports the shard's seconds every second. It keeps its own limits and
+// the run's deadline on its own clock, and stops its load when it loses the server for
+// LostAfter, keeping the seconds it could not send to send them later.
+package agent
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"runtime"
+	"strings"
+	"sync"
+	"testing/fstest"
+	"time"
+
+	"github.com/barrage-load/barrage/api"
+	"github.com/barrage-load/barrage/internal/barrage"
+	"github.com/barrage-load/barrage/internal/engine"
+	"github.com/barrage-load/barrage/internal/script"
+)
+
+// Config is what an agent needs.
+type Config struct {
+	// Server is the API's base URL; Token the agent's secret.
+	Server, Token string
+	// Version is this build's version, told to the server.
+	Version string
+	// Limits are the agent's own limits per job, held whatever the server asks.
+	Limits barrage.Limits
+	// LostAfter is how long the agent goes on without reaching the server before it stops
+	// its load (default 10s).
+	LostAfter time.Duration
+	// HTTP is the client to reach the server with; nil uses one with sane timeouts.
+	HTTP *http.Client
+	Log  *slog.Logger
+}
+
+// Agent is a running agent.
+type Agent struct {
+	cfg    Config
+	client *api.ClientWithResponses
+	log    *slog.Logger
+}
+
+// New returns an agent of cfg.
+func New(cfg Config) (*Agent, error) {
+	if cfg.Server == "" || cfg.Token == "" {
+		return nil, errors.New("an agent needs the server's URL and its token")
+	}
+	if cfg.LostAfter <= 0 {
+		cfg.LostAfter = barrage.AgentOnlineWithin
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.DiscardHandler)
+	}
+	hc := cfg.HTTP
+	if hc == nil {
+		// Long enough for a lease's wait; reports are small.
+		hc = &http.Client{Timeout: leaseWait + 10*time.Second}
+	}
+	cl, err := api.NewClientWithResponses(strings.TrimRight(cfg.Server, "/"), api.WithHTTPClient(hc),
+		api.WithRequestEditorFn(func(_ context.Context, r *http.Request) error {
+			r.Header.Set("Authorization", "Bearer "+cfg.Token)
+			r.Header.Set("User-Agent", "barrage-agent/"+cfg.Version)
+			return nil
+		}))
+	if err != nil {
+		return nil, err
+	}
+	return &Agent{cfg: cfg, client: cl, log: cfg.Log}, nil
+}
+
+// leaseWait is how long a lease waits on the server for work (control.MaxLeaseWait): asking
+// again that often keeps the agent online.
+const leaseWait = 5 * time.Second
+
+// ErrRefused means the server refused the agent for good: its token is wrong, it was removed or
+// disabled, or it is too old for the server.
+var ErrRefused = errors.New("the server refused this agent")
+
+// Run asks for work and runs it until ctx ends or the server refuses the agent.
+func (a *Agent) Run(ctx context.Context) error {
+	a.log.Info("agent started", slog.String("server", a.cfg.Server), slog.String("version", a.cfg.Version))
+	backoff := time.Second
+	for ctx.Err() == nil {
+		job, err := a.lease(ctx)
+		switch {
+		case errors.Is(err, ErrRefused):
+			return err
+		case err != nil:
+			if ctx.Err() != nil {
+				break
+			}
+			a.log.Warn("cannot reach the server; retrying", slog.String("error", err.Error()), slog.Duration("in", backoff))
+			sleep(ctx, backoff)
+			backoff = min(backoff*2, 15*time.Second)
+			continue
+		case job != nil:
+			a.runShard(ctx, job)
+		}
+		backoff = time.Second
+	}
+	return nil
+}
+
+func (a *Agent) lease(ctx context.Context) (*api.ShardJob, error) {
+	res, err := a.client.AgentLeaseWithResponse(ctx, api.AgentLeaseJSONRequestBody{
+		Protocol: barrage.AgentProtocol, Version: a.cfg.Version, Cores: cores(), WaitSeconds: ptr(int(leaseWait / time.Second)),
+	})
+	if err != nil {
+		return nil, err
+	}
+	switch res.StatusCode() {
+	case http.StatusOK:
+		return res.JSON200, nil
+	case http.StatusNoContent:
+		return nil, nil
+	case http.StatusUnauthorized, http.StatusForbidden, http.StatusUpgradeRequired:
+		return nil, fmt.Errorf("%w: %w", ErrRefused, api.ProblemError(res.HTTPResponse, res.Body))
+	}
+	return nil, api.ProblemError(res.HTTPResponse, res.Body)
+}
+
+// runShard runs one shard to its end and reports it, however it ends.
+func (a *Agent) runShard(ctx context.Context, job *api.ShardJob) {
+	log := a.log.With(slog.String("run_id", job.RunId.String()), slog.String("shard_id", job.ShardId.String()))
+	received := time.Now()
+	sh := &shard{agent: a, job: job, log: log}
+	s, opts, err := a.prepare(job, received)
+	if err != nil {
+		log.Warn("shard refused", slog.String("error", err.Error()))
+		sh.finish(ctx, &api.ShardEndReport{Reason: api.StopReasonFailed, Detail: ptr(err.Error())})
+		return
+	}
+	opts.OnSecond = sh.add
+	opts.Log = log
+	run, err := engine.Start(ctx, s, opts)
+	if err != nil {
+		reason := api.StopReasonFailed
+		if errors.Is(err, barrage.ErrLimitExceeded) {
+			reason = api.StopReasonAbortedLimit
+		}
+		log.Warn("shard cannot start", slog.String("error", err.Error()))
+		sh.finish(ctx, &api.ShardEndReport{Reason: reason, Detail: ptr(err.Error())})
+		return
+	}
+	log.Info("shard started", slog.String("segment", job.Segment), slog.Time("start", opts.Start))
+	sh.report(ctx, run)
+	res := run.Wait()
+	end := &api.ShardEndReport{Reason: api.StopReason(res.Stop.Reason.String()), LateStartMs: ptr(res.LateStart.Milliseconds())}
+	if res.Stop.Detail != "" {
+		end.Detail = ptr(res.Stop.Detail)
+	}
+	end.Result = &api.ShardResult{
+		Iterations: &res.Iterations, Dropped: &res.Dropped, Interrupted: &res.Interrupted, Unsent: &res.Unsent,
+	}
+	if res.Exhausted != "" {
+		end.Result.Exhausted = &res.Exhausted
+	}
+	if len(res.HookErrors) > 0 {
+		var errs []api.HookErrorCount
+		for reason, n := range res.HookErrors {
+			errs = append(errs, api.HookErrorCount{Reason: reason, Count: n})
+		}
+		end.Result.HookErrors = &errs
+	}
+	log.Info("shard ended", slog.String("stop", res.Stop.String()))
+	sh.finish(ctx, end)
+}
+
+// prepare checks the job's script against its digest, loads it with its data files, and sets
+// the engine's options: the shared start, the segment, and the tightest of the job's limits
+// and the agent's own.
+func (a *Agent) prepare(job *api.ShardJob, received time.Time) (*script.Script, engine.Options, error) {
+	var opts engine.Options
+	sum := sha256.Sum256(job.Script.Source)
+	if hex.EncodeToString(sum[:]) != job.Script.Sha256 {
+		return nil, opts, errors.New("the script does not match its sha256")
+	}
+	fsys := fstest.MapFS{}
+	for _, f := range job.Script.Files {
+		fsys[f.Name] = &fstest.MapFile{Data: f.Content, Mode: 0o444}
+	}
+	s, err := script.LoadData(fsys, "script", job.Script.Source, script.ParseOptions{Filename: job.Script.Name})
+	if err != nil {
+		return nil, opts, fmt.Errorf("load the script: %w", err)
+	}
+	if len(s.Plugins) > 0 {
+		// Until agents fetch plugins from the marketplace, they run only scripts without.
+		return nil, opts, fmt.Errorf("the script uses plugins (%s), which this agent cannot run yet", s.Plugins[0].Ref)
+	}
+	seg, err := engine.ParseSegment(job.Segment)
+	if err != nil {
+		return nil, opts, err
+	}
+	limits := a.cfg.Limits
+	if job.MaxVus != nil {
+		limits = limits.Tightest(barrage.Limits{MaxVUs: *job.MaxVus})
+	}
+	if job.MaxRunDurationSeconds != nil {
+		limits = limits.Tightest(barrage.Limits{MaxRunDuration: time.Duration(*job.MaxRunDurationSeconds) * time.Second})
+	}
+	opts = engine.Options{
+		// The server's "starts in" rather than its clock's "starts at": agents' clocks differ.
+		Start: received.Add(time.Duration(job.StartsInMs) * time.Millisecond), Segment: seg, Limits: limits,
+	}
+	if job.Load.Vus != nil {
+		opts.VUs = *job.Load.Vus
+	}
+	if job.Load.DurationSeconds != nil {
+		opts.Duration = time.Duration(*job.Load.DurationSeconds) * time.Second
+	}
+	if job.Load.Rate != nil {
+		opts.Rate = *job.Load.Rate
+	}
+	return s, opts, nil
+}
+
+// shard is a shard under way: the seconds it has not yet had acknowledged, and its reports.
+type shard struct {
+	agent *Agent
+	job   *api.ShardJob
+	log   *slog.Logger
+
+	mu      sync.Mutex
+	pending []api.ShardSecond
+	// gone is set when the server has refused a report for good (a stale lease, an ended
+	// shard): nothing more is sent.
+	gone bool
+}
+
+// add queues a second for the next report; the engine calls it as each second ends.
+func (sh *shard) add(sec engine.Second) {
+	snap, err := sec.Snapshot.MarshalBinary()
+	if err != nil {
+		sh.log.Error("encode a second", slog.String("error", err.Error()))
+		return
+	}
+	h := sec.Health
+	sh.mu.Lock()
+	sh.pending = append(sh.pending, api.ShardSecond{Index: sec.Index, Snapshot: snap, Health: api.EngineHealth{
+		Cpu: h.CPU, Cores: h.Cores, LatenessMaxNs: int64(h.LatenessMax), LatenessSumNs: int64(h.LatenessSum),
+		Scheduled: h.Scheduled, Late: h.Late, Dropped: h.Dropped, ActiveVus: h.ActiveVUs,
+	}})
+	sh.mu.Unlock()
+}
+
+// report sends the shard's seconds each second while it runs, and stops its load when the
+// server says so or when the server has been out of reach for LostAfter.
+func (sh *shard) report(ctx context.Context, run *engine.Running) {
+	go func() {
+		tick := time.NewTicker(time.Second)
+		defer tick.Stop()
+		lastOK := time.Now()
+		for {
+			select {
+			case <-run.Done():
+				return
+			case <-tick.C:
+			}
+			stop, err := sh.send(ctx, nil)
+			switch {
+			case err == nil:
+				lastOK = time.Now()
+				if stop != nil {
+					run.Stop(stop.Reason, stop.Detail)
+				}
+			case sh.isGone():
+				run.Stop(engine.Failed, err.Error())
+			case time.Since(lastOK) > sh.agent.cfg.LostAfter:
+				sh.log.Warn("lost the server; stopping the load", slog.String("error", err.Error()))
+				run.Stop(engine.Failed, fmt.Sprintf("the agent could not reach the server for %s", sh.agent.cfg.LostAfter))
+			default:
+				sh.log.Warn("report failed; will retry", slog.String("error", err.Error()))
+			}
+		}
+	}()
+}
+
+// finish sends what is left and the shard's end, retrying while the server is out of reach:
+// the seconds an agent kept while cut off reach the server when it is back.
+func (sh *shard) finish(ctx context.Context, end *api.ShardEndReport) {
+	backoff := time.Second
+	deadline := time.Now().Add(10 * time.Minute)
+	for {
+		_, err := sh.send(ctx, end)
+		if err == nil || sh.isGone() || ctx.Err() != nil {
+			if err != nil {
+				sh.log.Warn("the shard's end was not recorded", slog.String("error", err.Error()))
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			sh.log.Error("gave up reporting the shard's end", slog.String("error", err.Error()))
+			return
+		}
+		sh.log.Warn("report failed; will retry", slog.String("error", err.Error()), slog.Duration("in", backoff))
+		sleep(ctx, backoff)
+		backoff = min(backoff*2, 15*time.Second)
+	}
+}
+
+// send reports the pending seconds (in batches the server accepts) and, once they are all
+// through, end if given. It returns the server's stop instruction, if any.
+func (sh *shard) send(ctx context.Context, end *api.ShardEndReport) (*engine.Stop, error) {
+	for {
+		sh.mu.Lock()
+		batch := sh.pending[:min(len(sh.pending), maxBatch)]
+		last := len(batch) == len(sh.pending)
+		sh.mu.Unlock()
+		body := api.ShardReport{Lease: sh.job.Lease, Seconds: batch}
+		if body.Seconds == nil {
+			body.Seconds = []api.ShardSecond{}
+		}
+		if last {
+			body.End = end
+		}
+		res, err := sh.agent.client.AgentReportWithResponse(ctx, sh.job.ShardId, body)
+		if err != nil {
+			return nil, err
+		}
+		if res.JSON200 == nil {
+			if code := res.StatusCode(); code == http.StatusConflict || code == http.StatusNotFound || code == http.StatusUnauthorized || code == http.StatusForbidden {
+				sh.mu.Lock()
+				sh.gone = true
+				sh.mu.Unlock()
+			}
+			return nil, api.ProblemError(res.HTTPResponse, res.Body)
+		}
+		sh.mu.Lock()
+		sh.pending = sh.pending[len(batch):]
+		sh.mu.Unlock()
+		if last {
+			return toStop(res.JSON200), nil
+		}
+	}
+}
+
+// maxBatch is the most seconds one report carries (the server's limit).
+const maxBatch = 300
+
+func (sh *shard) isGone() bool {
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	return sh.gone
+}
+
+func toStop(a *api.ReportAnswer) *engine.Stop {
+	in, err := a.Stop.Get()
+	if err != nil {
+		return nil // null: go on
+	}
+	var st engine.Stop
+	if err := st.Reason.UnmarshalText([]byte(in.Reason)); err != nil {
+		st.Reason = engine.Failed
+	}
+	st.Detail = in.Detail
+	return &st
+}
+
+func sleep(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// cores is how many cores the engine may use: what the agent tells the server.
+func cores() int { return runtime.GOMAXPROCS(0) }

@@ -1,0 +1,67 @@
+package barrage
+
+import (
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// Agent is a measuring agent: a `barrage agent` process that pulls work from the server and
+// generates the load. A shared (platform) agent has no owner and serves every user; a private
+// one serves its owner alone.
+type Agent struct {
+	ID      uuid.UUID
+	Name    string
+	OwnerID *uuid.UUID // nil: shared
+	// Limits are the agent's own limits per job (MaxConcurrentRuns is not used).
+	Limits Limits
+	// Version and Cores are what the agent said of itself when it last asked for work.
+	Version    string
+	Cores      int
+	LastSeenAt *time.Time
+	LastIP     string
+	Disabled   bool
+	// Busy says whether the agent holds a running shard.
+	Busy      bool
+	CreatedAt time.Time
+}
+
+// Shared reports whether the agent serves every user.
+func (a Agent) Shared() bool { return a.OwnerID == nil }
+
+// AgentOnlineWithin is how recently an agent must have asked for work or reported to count as
+// online: agents long-poll for work and report every second, so a silence this long means the
+// agent is gone.
+const AgentOnlineWithin = 10 * time.Second
+
+// AgentState is what a user sees of an agent.
+type AgentState string
+
+// The agent states.
+const (
+	AgentOnline   AgentState = "online"
+	AgentBusy     AgentState = "busy"
+	AgentOffline  AgentState = "offline"
+	AgentDisabled AgentState = "disabled"
+)
+
+// State is the agent's state at now.
+func (a Agent) State(now time.Time) AgentState {
+	switch {
+	case a.Disabled:
+		return AgentDisabled
+	case a.LastSeenAt == nil || now.Sub(*a.LastSeenAt) > AgentOnlineWithin:
+		return AgentOffline
+	case a.Busy:
+		return AgentBusy
+	}
+	return AgentOnline
+}
+
+// AgentProtocol is the version of the protocol between server and agents that this build
+// speaks; MinAgentProtocol the oldest the server accepts. An agent that speaks an older one is
+// refused with a message naming the version it needs.
+const (
+	AgentProtocol    = 1
+	MinAgentProtocol = 1
+)

@@ -1,0 +1,155 @@
+package barrage
+
+import (
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// Script is the immutable form of a test that agents execute: its source, the data files it
+// reads, and a manifest of where it came from.
+type Script struct {
+	ID       uuid.UUID
+	OwnerID  uuid.UUID
+	Name     string
+	Source   []byte
+	SHA256   []byte
+	Manifest ScriptManifest
+	Files    []ScriptFile // without Content when listed
+	Created  time.Time
+}
+
+// ScriptManifest says what went into a script.
+type ScriptManifest struct {
+	TestID       *uuid.UUID      `json:"test_id,omitempty"`
+	TestRevision int             `json:"test_revision,omitempty"`
+	Plugins      []PluginPin     `json:"plugins"`
+	Files        []ScriptFileRef `json:"files"`
+}
+
+// PluginPin is a plugin a script uses, pinned by its digest.
+type PluginPin struct {
+	Alias  string `json:"alias"`
+	Name   string `json:"name"`
+	SHA256 string `json:"sha256"`
+}
+
+// ScriptFileRef names a data file of a script by its digest.
+type ScriptFileRef struct {
+	Name   string `json:"name"`
+	SHA256 string `json:"sha256"`
+	Size   int64  `json:"size"`
+}
+
+// ScriptFile is a data file shipped with a script.
+type ScriptFile struct {
+	Name    string
+	Content []byte
+	SHA256  []byte
+}
+
+// RunState is where a run is in its life: created → queued → starting → running → one of the
+// end states, always with a reason.
+type RunState string
+
+// The run states. The end states match the engine's stop reasons.
+const (
+	RunCreated          RunState = "created"
+	RunQueued           RunState = "queued"
+	RunStarting         RunState = "starting"
+	RunRunning          RunState = "running"
+	RunFinished         RunState = "finished"
+	RunFailed           RunState = "failed"
+	RunCanceled         RunState = "canceled"
+	RunTimedOut         RunState = "timed_out"
+	RunAbortedLimit     RunState = "aborted_limit"
+	RunAbortedThreshold RunState = "aborted_threshold"
+)
+
+// Ended reports whether the state is an end state.
+func (s RunState) Ended() bool {
+	switch s {
+	case RunCreated, RunQueued, RunStarting, RunRunning:
+		return false
+	}
+	return true
+}
+
+// LoadOverrides change a script's load for one run; zero fields leave the script's.
+type LoadOverrides struct {
+	VUs      int           `json:"vus,omitempty"`
+	Duration time.Duration `json:"duration,omitempty"`
+	Rate     float64       `json:"rate,omitempty"`
+}
+
+// Run is one execution of a script on one or more agents.
+type Run struct {
+	ID       uuid.UUID
+	OwnerID  uuid.UUID
+	ScriptID uuid.UUID
+	State    RunState
+	Reason   string
+	Load     LoadOverrides
+	// Limits are the effective ones: the tightest of the license's and the agents'.
+	Limits       Limits
+	StartAt      *time.Time
+	CreatedAt    time.Time
+	EndedAt      *time.Time
+	CancelReason *string
+	Shards       []Shard
+}
+
+// ShardState is where one agent's share of a run is.
+type ShardState string
+
+// The shard states: the run's end states, and lost for an agent that stopped reporting.
+const (
+	ShardPending ShardState = "pending"
+	ShardRunning ShardState = "running"
+	ShardLost    ShardState = "lost"
+)
+
+// Shard is a run's share on one agent.
+type Shard struct {
+	ID      uuid.UUID
+	RunID   uuid.UUID
+	AgentID *uuid.UUID // nil once the agent was removed
+	// Segment is the engine segment, From:To/Of.
+	From, To, Of int
+	State        ShardState
+	Reason       string
+	Lease        int64
+	AgentVersion string
+	LeasedAt     *time.Time
+	HeartbeatAt  *time.Time
+	EndedAt      *time.Time
+	LateStart    time.Duration
+}
+
+// Ended reports whether the shard has stopped, whatever the reason.
+func (s Shard) Ended() bool { return s.State != ShardPending && s.State != ShardRunning }
+
+// ShardJob is what an agent needs to run its share of a run.
+type ShardJob struct {
+	Shard  Shard
+	Run    Run
+	Script Script // with its files' content
+}
+
+// ShardSecond is one second of a shard's metrics as the agent sent it: the snapshot in its binary
+// encoding and the generator's health as JSON.
+type ShardSecond struct {
+	ShardID  uuid.UUID
+	Index    int64
+	Snapshot []byte
+	Health   []byte
+}
+
+// ShardEnd is how a shard ended, as its agent says.
+type ShardEnd struct {
+	State     ShardState
+	Reason    string
+	LateStart time.Duration
+	// Result is the shard's own account (iterations, dropped, hook errors...), as JSON.
+	Result []byte
+}

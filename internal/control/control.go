@@ -1,0 +1,135 @@
+// Package control is Barrage's control plane: the measuring agents that users may run on, and
+// the runs it places on them. It admits a run within the tightest of the license's and the
+// agents' limits, splits it into shards, hands each shard to its agent under a lease with a
+// fencing token, takes the seconds of metrics the agents report, notices agents that went
+// silent, and turns the merged seconds into the run's summary.
+//
+// The server never executes a script here: agents do. Everything lives in PostgreSQL, so any
+// replica of the server may answer any agent.
+package control
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/barrage-load/barrage/internal/auth"
+	"github.com/barrage-load/barrage/internal/barrage"
+	"github.com/barrage-load/barrage/internal/postgres"
+)
+
+// Config tunes the control plane; zero fields take the defaults.
+type Config struct {
+	// StartLead is how far ahead of the first lease a run's shared start lies, so that all of its
+	// agents lease their shards before it (default 2s).
+	StartLead time.Duration
+	// LostAfter is how long a running shard's agent may stay silent before the shard is lost
+	// (default barrage.AgentOnlineWithin).
+	LostAfter time.Duration
+	// Unclaimed is how long a shard may wait for its agent before the run fails (default 1m).
+	Unclaimed time.Duration
+	// PollEvery is how often a waiting lease looks for work that another replica queued
+	// (default 500ms); work queued by this replica wakes it at once.
+	PollEvery time.Duration
+}
+
+// Service is the control plane.
+type Service struct {
+	store *postgres.Store
+	log   *slog.Logger
+	now   func() time.Time
+	cfg   Config
+	wake  *waker
+}
+
+// New returns the control plane on store.
+func New(store *postgres.Store, log *slog.Logger, cfg Config) *Service {
+	if cfg.StartLead <= 0 {
+		cfg.StartLead = 2 * time.Second
+	}
+	if cfg.LostAfter <= 0 {
+		cfg.LostAfter = barrage.AgentOnlineWithin
+	}
+	if cfg.Unclaimed <= 0 {
+		cfg.Unclaimed = time.Minute
+	}
+	if cfg.PollEvery <= 0 {
+		cfg.PollEvery = 500 * time.Millisecond
+	}
+	return &Service{store: store, log: log, now: time.Now, cfg: cfg, wake: newWaker()}
+}
+
+// AgentInput is a new agent's name and limits.
+type AgentInput struct {
+	Name   string
+	Limits barrage.Limits
+}
+
+// CreateAgent registers an agent and returns it with its token, shown this once. With shared,
+// the agent serves every user (the caller must be an admin: the route says so); else it is p's
+// own.
+func (s *Service) CreateAgent(ctx context.Context, p barrage.Principal, in AgentInput, shared bool) (barrage.Agent, string, error) {
+	if in.Name == "" || len(in.Name) > 100 {
+		return barrage.Agent{}, "", barrage.Invalid("name", "must be 1 to 100 characters")
+	}
+	if in.Limits.MaxVUs < 0 {
+		return barrage.Agent{}, "", barrage.Invalid("max_vus", "must be positive")
+	}
+	if in.Limits.MaxRunDuration < 0 {
+		return barrage.Agent{}, "", barrage.Invalid("max_run_duration_seconds", "must be positive")
+	}
+	a := barrage.Agent{ID: uuid.Must(uuid.NewV7()), Name: in.Name, Limits: in.Limits}
+	if !shared {
+		a.OwnerID = &p.User.ID
+	}
+	token := auth.NewSecret(auth.PrefixAgentToken)
+	a, err := s.store.CreateAgent(ctx, a, auth.HashSecret(token))
+	if err != nil {
+		return barrage.Agent{}, "", err
+	}
+	s.log.InfoContext(ctx, "agent registered", slog.String("agent_id", a.ID.String()), slog.Bool("shared", shared))
+	return a, token, nil
+}
+
+// Agents lists the agents p may run on: p's own, then the shared ones.
+func (s *Service) Agents(ctx context.Context, p barrage.Principal) ([]barrage.Agent, error) {
+	return s.store.UsableAgents(ctx, p.User.ID)
+}
+
+// AllAgents lists every agent, for admins.
+func (s *Service) AllAgents(ctx context.Context) ([]barrage.Agent, error) {
+	return s.store.AllAgents(ctx)
+}
+
+// Agent reads one agent p may run on.
+func (s *Service) Agent(ctx context.Context, p barrage.Principal, id uuid.UUID) (barrage.Agent, error) {
+	return s.store.UsableAgent(ctx, p.User.ID, id)
+}
+
+// DeleteAgent removes p's private agent id, or with shared a shared agent (admins).
+func (s *Service) DeleteAgent(ctx context.Context, p barrage.Principal, id uuid.UUID, shared bool) error {
+	var owner *uuid.UUID
+	if !shared {
+		owner = &p.User.ID
+	}
+	return s.store.DeleteAgent(ctx, id, owner)
+}
+
+var errBadAgentToken = barrage.Errorf(barrage.ErrUnauthorized, "the agent token is invalid or the agent was removed")
+
+// AuthenticateAgent turns an agent's bearer token into the agent.
+func (s *Service) AuthenticateAgent(ctx context.Context, bearer string) (barrage.Agent, error) {
+	a, err := s.store.AgentByTokenHash(ctx, auth.HashSecret(bearer))
+	switch {
+	case err == nil && a.Disabled:
+		return barrage.Agent{}, barrage.Errorf(barrage.ErrForbidden, "this agent is disabled")
+	case err == nil:
+		return a, nil
+	case errors.Is(err, barrage.ErrNotFound):
+		return barrage.Agent{}, errBadAgentToken
+	}
+	return barrage.Agent{}, err
+}

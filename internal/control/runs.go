@@ -1,0 +1,257 @@
+package control
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/barrage-load/barrage/internal/barrage"
+	"github.com/barrage-load/barrage/internal/engine"
+	"github.com/barrage-load/barrage/internal/script"
+)
+
+// RunInput is what a user asks for when starting a run.
+type RunInput struct {
+	ScriptID uuid.UUID
+	Load     barrage.LoadOverrides
+	// AgentIDs are the agents to run on; without them, Agents of the online agents the user
+	// may use are picked (1 when 0), the user's own first.
+	AgentIDs       []uuid.UUID
+	Agents         int
+	IdempotencyKey *string
+}
+
+// CreateRun admits a run of p's script on the chosen agents and queues its shards. The run must
+// fit the tightest of p's license and every chosen agent's limits, and p's concurrent-run cap;
+// else the error is a *barrage.LimitError naming each limit, what is allowed and what was
+// asked. A repeated idempotency key returns the run it created first.
+func (s *Service) CreateRun(ctx context.Context, p barrage.Principal, in RunInput) (barrage.Run, error) {
+	owner := p.User.ID
+	if in.IdempotencyKey != nil {
+		if prev, err := s.store.RunByIdempotencyKey(ctx, owner, *in.IdempotencyKey); err == nil || !errors.Is(err, barrage.ErrNotFound) {
+			return prev, err
+		}
+	}
+	if err := checkOverrides(in.Load); err != nil {
+		return barrage.Run{}, err
+	}
+	sc, err := s.store.Script(ctx, owner, in.ScriptID)
+	if err != nil {
+		return barrage.Run{}, err
+	}
+	parsed, err := script.Parse(sc.Source, script.ParseOptions{Filename: sc.Name})
+	if err != nil {
+		return barrage.Run{}, fmt.Errorf("script %s no longer parses: %w", sc.ID, err)
+	}
+	w := engine.Workload(parsed, engine.Options{VUs: in.Load.VUs, Duration: in.Load.Duration, Rate: in.Load.Rate})
+	agents, err := s.chooseAgents(ctx, p, in)
+	if err != nil {
+		return barrage.Run{}, err
+	}
+
+	limits := barrage.Limits{}
+	if l := p.User.License; l != nil {
+		limits = l.Limits
+	}
+	for _, a := range agents {
+		limits = limits.Tightest(a.Limits)
+	}
+	active, err := s.store.ActiveRuns(ctx, owner)
+	if err != nil {
+		return barrage.Run{}, err
+	}
+	load := barrage.Load{VUs: w.VUs, Duration: w.Duration, ActiveRuns: active}
+	if w.Model == script.Open {
+		load.VUs = w.MaxVUs
+	}
+	if l := p.User.License; l != nil {
+		lic := *l
+		lic.Limits = limits
+		err = lic.Check(s.now(), load)
+	} else {
+		err = limits.Check(load)
+	}
+	if err != nil {
+		return barrage.Run{}, err
+	}
+
+	run := barrage.Run{
+		ID: uuid.Must(uuid.NewV7()), OwnerID: owner, ScriptID: sc.ID, State: barrage.RunQueued, Load: in.Load,
+		Limits: barrage.Limits{MaxVUs: limits.MaxVUs, MaxRunDuration: limits.MaxRunDuration},
+	}
+	for i, seg := range engine.Split(len(agents)) {
+		run.Shards = append(run.Shards, barrage.Shard{
+			ID: uuid.Must(uuid.NewV7()), AgentID: &agents[i].ID, From: int(seg.From), To: int(seg.To), Of: int(seg.Of),
+		})
+	}
+	run, created, err := s.store.CreateRun(ctx, run, in.IdempotencyKey, nil)
+	if err != nil {
+		return barrage.Run{}, err
+	}
+	if created {
+		s.log.InfoContext(ctx, "run queued", slog.String("run_id", run.ID.String()), slog.Int("agents", len(agents)))
+		for _, a := range agents {
+			s.wake.notify(a.ID)
+		}
+	}
+	return run, nil
+}
+
+func checkOverrides(o barrage.LoadOverrides) error {
+	switch {
+	case o.VUs < 0:
+		return barrage.Invalid("vus", "must not be negative")
+	case o.Duration < 0:
+		return barrage.Invalid("duration", "must not be negative")
+	case o.Rate < 0:
+		return barrage.Invalid("rate", "must not be negative")
+	}
+	return nil
+}
+
+// chooseAgents returns the agents the run is asked to use, each one p may use and online.
+func (s *Service) chooseAgents(ctx context.Context, p barrage.Principal, in RunInput) ([]barrage.Agent, error) {
+	now := s.now()
+	if len(in.AgentIDs) > 0 {
+		var out []barrage.Agent
+		seen := map[uuid.UUID]bool{}
+		for i, id := range in.AgentIDs {
+			if seen[id] {
+				return nil, barrage.Invalid(fmt.Sprintf("agent_ids[%d]", i), "names an agent twice")
+			}
+			seen[id] = true
+			a, err := s.store.UsableAgent(ctx, p.User.ID, id)
+			if err != nil {
+				return nil, err
+			}
+			if st := a.State(now); st == barrage.AgentOffline || st == barrage.AgentDisabled {
+				return nil, barrage.Invalid(fmt.Sprintf("agent_ids[%d]", i), fmt.Sprintf("agent %q is %s", a.Name, st))
+			}
+			out = append(out, a)
+		}
+		return out, nil
+	}
+	want := max(in.Agents, 1)
+	all, err := s.store.UsableAgents(ctx, p.User.ID)
+	if err != nil {
+		return nil, err
+	}
+	var out []barrage.Agent
+	for _, a := range all {
+		if a.State(now) == barrage.AgentOnline && len(out) < want {
+			out = append(out, a)
+		}
+	}
+	if len(out) < want {
+		return nil, barrage.Invalid("agents", fmt.Sprintf("asked for %d idle online agents, and %d of those you may use are: "+
+			"start one (barrage agent) or wait for a busy one", want, len(out)))
+	}
+	return out, nil
+}
+
+// Run reads p's run id.
+func (s *Service) Run(ctx context.Context, p barrage.Principal, id uuid.UUID) (barrage.Run, error) {
+	return s.store.Run(ctx, p.User.ID, id)
+}
+
+// Runs lists p's runs, newest first.
+func (s *Service) Runs(ctx context.Context, p barrage.Principal, before *uuid.UUID, limit int) (barrage.Page[barrage.Run], error) {
+	rows, err := s.store.Runs(ctx, p.User.ID, before, limit+1)
+	if err != nil {
+		return barrage.Page[barrage.Run]{}, err
+	}
+	return barrage.NewPage(rows, limit, func(r barrage.Run) uuid.UUID { return r.ID }), nil
+}
+
+// CancelRun stops p's run: its agents stop their load at their next report, within a second or
+// two. A run none of whose agents has started yet ends at once.
+func (s *Service) CancelRun(ctx context.Context, p barrage.Principal, id uuid.UUID) (barrage.Run, error) {
+	reason := "canceled by " + p.User.Email
+	if err := s.store.CancelRun(ctx, p.User.ID, id, reason); err != nil {
+		return barrage.Run{}, err
+	}
+	if err := s.store.EndPendingShards(ctx, id, barrage.ShardState(barrage.RunCanceled), reason); err != nil {
+		return barrage.Run{}, err
+	}
+	run, err := s.store.Run(ctx, p.User.ID, id)
+	if err != nil {
+		return barrage.Run{}, err
+	}
+	if err := s.finalize(ctx, run); err != nil {
+		return barrage.Run{}, err
+	}
+	return s.store.Run(ctx, p.User.ID, id)
+}
+
+// Reap is the control plane's housekeeping, run every second or two by one replica at a time:
+// shards whose agent went silent are lost, shards no agent took fail the run, a run past its
+// deadline times out, and a run whose shards have all ended gets its summary.
+func (s *Service) Reap(ctx context.Context) error {
+	now := s.now()
+	lost, err := s.store.LoseSilentShards(ctx, now.Add(-s.cfg.LostAfter),
+		fmt.Sprintf("the agent sent nothing for %s; its results until then are kept", s.cfg.LostAfter))
+	if err != nil {
+		return fmt.Errorf("reap lost shards: %w", err)
+	}
+	for _, id := range lost {
+		s.log.WarnContext(ctx, "a run lost an agent", slog.String("run_id", id.String()))
+	}
+	runs, err := s.store.OpenRuns(ctx)
+	if err != nil {
+		return fmt.Errorf("reap: list open runs: %w", err)
+	}
+	for _, r := range runs {
+		if err := s.watch(ctx, r, now); err != nil {
+			return fmt.Errorf("reap run %s: %w", r.ID, err)
+		}
+	}
+	return nil
+}
+
+// watch ends what a run can no longer expect: unclaimed shards and a passed deadline.
+func (s *Service) watch(ctx context.Context, r barrage.Run, now time.Time) error {
+	changed := false
+	if now.Sub(r.CreatedAt) > s.cfg.Unclaimed {
+		for _, sh := range r.Shards {
+			if sh.State == barrage.ShardPending {
+				if err := s.store.EndPendingShards(ctx, r.ID, barrage.ShardState(barrage.RunFailed),
+					fmt.Sprintf("no agent took the shard within %s", s.cfg.Unclaimed)); err != nil {
+					return err
+				}
+				changed = true
+				break
+			}
+		}
+	}
+	// Agents stop at the deadline on their own clocks; this is the server's net under them.
+	if r.StartAt != nil && r.Limits.MaxRunDuration > 0 && now.After(r.StartAt.Add(r.Limits.MaxRunDuration+s.cfg.Unclaimed)) {
+		if err := s.store.EndOpenShards(ctx, r.ID, barrage.ShardState(barrage.RunTimedOut),
+			"the run went past its deadline and its agent did not end it"); err != nil {
+			return err
+		}
+		changed = true
+	}
+	if changed {
+		var err error
+		if r, err = s.store.RunForAgent(ctx, r.ID); err != nil {
+			return err
+		}
+	}
+	return s.finalize(ctx, r)
+}
+
+// Summary reads the summary of p's run, as JSON; a run that goes on has none yet (a conflict).
+func (s *Service) Summary(ctx context.Context, p barrage.Principal, id uuid.UUID) ([]byte, error) {
+	doc, err := s.store.RunSummary(ctx, p.User.ID, id)
+	if err != nil {
+		return nil, err
+	}
+	if doc == nil {
+		return nil, barrage.Errorf(barrage.ErrConflict, "the run has not ended yet: its summary comes when every agent has ended")
+	}
+	return doc, nil
+}

@@ -1,0 +1,287 @@
+package control
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/barrage-load/barrage/internal/barrage"
+	"github.com/barrage-load/barrage/internal/engine"
+	"github.com/barrage-load/barrage/internal/metrics"
+	"github.com/barrage-load/barrage/internal/script"
+	"github.com/barrage-load/barrage/internal/threshold"
+)
+
+// Summary is a run's account once it has ended: per request, group and hook, figures from the
+// exact merge of every agent's histograms; the thresholds judged on the merged seconds; and each
+// agent's share and the verdict on it as a generator.
+type Summary struct {
+	ElapsedS   float64          `json:"elapsed_s"`
+	Seconds    int              `json:"seconds"`
+	Total      Label            `json:"total"`
+	Requests   []Label          `json:"requests"`
+	Groups     []Label          `json:"groups"`
+	Hooks      []Label          `json:"hooks,omitempty"`
+	Errors     map[string]int64 `json:"errors"`
+	Thresholds []Threshold      `json:"thresholds"`
+	Verdict    Verdict          `json:"verdict"`
+	Agents     []AgentShare     `json:"agents"`
+}
+
+// Label is one request's, group's or hook's figures.
+type Label struct {
+	Name      string  `json:"name"`
+	Count     int64   `json:"count"`
+	RPS       float64 `json:"rps"`
+	ErrorRate float64 `json:"error_rate"`
+	BytesIn   int64   `json:"bytes_in"`
+	BytesOut  int64   `json:"bytes_out"`
+	MinMS     float64 `json:"min_ms"`
+	MeanMS    float64 `json:"mean_ms"`
+	P50MS     float64 `json:"p50_ms"`
+	P90MS     float64 `json:"p90_ms"`
+	P95MS     float64 `json:"p95_ms"`
+	P99MS     float64 `json:"p99_ms"`
+	MaxMS     float64 `json:"max_ms"`
+	// Histogram is the merged latency histogram in its binary encoding (base64 in JSON).
+	Histogram []byte `json:"histogram"`
+}
+
+// Threshold is a threshold's verdict on the merged run.
+type Threshold struct {
+	Check    string  `json:"check"`
+	Observed float64 `json:"observed"`
+	Passed   bool    `json:"passed"`
+}
+
+// Verdict says whether a generator, rather than the target, limited the load.
+type Verdict struct {
+	GeneratorLimited bool     `json:"generator_limited"`
+	Reasons          []string `json:"reasons,omitempty"`
+}
+
+// AgentShare is one shard's part in the run.
+type AgentShare struct {
+	ShardID     uuid.UUID  `json:"shard_id"`
+	AgentID     *uuid.UUID `json:"agent_id,omitempty"`
+	State       string     `json:"state"`
+	Reason      string     `json:"reason"`
+	Requests    int64      `json:"requests"`
+	Seconds     int        `json:"seconds"`
+	LateStartMS int64      `json:"late_start_ms"`
+	Verdict     Verdict    `json:"verdict"`
+}
+
+// finalize ends run once every shard has: its state from theirs, its summary from their seconds.
+// It does nothing while a shard goes on, or when the run has ended already, so every replica may
+// call it.
+func (s *Service) finalize(ctx context.Context, run barrage.Run) error {
+	if run.EndedAt != nil {
+		return nil
+	}
+	for _, sh := range run.Shards {
+		if !sh.Ended() {
+			return nil
+		}
+	}
+	sc, err := s.store.Script(ctx, run.OwnerID, run.ScriptID)
+	if err != nil {
+		return err
+	}
+	parsed, err := script.Parse(sc.Source, script.ParseOptions{Filename: sc.Name})
+	if err != nil {
+		return fmt.Errorf("script %s no longer parses: %w", sc.ID, err)
+	}
+	secs, err := s.store.RunSeconds(ctx, run.ID, 0)
+	if err != nil {
+		return err
+	}
+	sum, err := summarize(parsed, run, secs)
+	if err != nil {
+		return fmt.Errorf("summarize run %s: %w", run.ID, err)
+	}
+	state, reason := endState(run)
+	doc, err := json.Marshal(sum)
+	if err != nil {
+		return err
+	}
+	ended, err := s.store.EndRun(ctx, run.ID, state, reason, doc)
+	if err != nil {
+		return err
+	}
+	if ended {
+		s.log.InfoContext(ctx, "run ended", slog.String("run_id", run.ID.String()), slog.String("state", string(state)), slog.String("reason", reason))
+	}
+	return nil
+}
+
+// endState decides how a run whose shards have all ended ends: canceled when someone canceled
+// it, else by the gravest of its shards' ends, with the reason of the shard that had it. A
+// failed threshold that aborted nothing leaves the run finished: the summary says it failed.
+func endState(run barrage.Run) (barrage.RunState, string) {
+	if run.CancelReason != nil {
+		return barrage.RunCanceled, *run.CancelReason
+	}
+	gravity := []barrage.ShardState{
+		barrage.ShardState(barrage.RunAbortedThreshold), barrage.ShardState(barrage.RunAbortedLimit),
+		barrage.ShardState(barrage.RunTimedOut), barrage.ShardLost, barrage.ShardState(barrage.RunFailed),
+		barrage.ShardState(barrage.RunCanceled),
+	}
+	for _, g := range gravity {
+		for _, sh := range run.Shards {
+			if sh.State != g {
+				continue
+			}
+			switch g {
+			case barrage.ShardLost:
+				return barrage.RunFailed, fmt.Sprintf("agent %s was lost: %s", agentName(sh), sh.Reason)
+			case barrage.ShardState(barrage.RunFailed):
+				return barrage.RunFailed, fmt.Sprintf("agent %s: %s", agentName(sh), sh.Reason)
+			}
+			return barrage.RunState(g), sh.Reason
+		}
+	}
+	return barrage.RunFinished, "the load ran to its end on every agent"
+}
+
+// summarize merges the shards' seconds into the run's summary.
+func summarize(s *script.Script, run barrage.Run, secs []barrage.ShardSecond) (*Summary, error) {
+	total := &metrics.Snapshot{}
+	byShard := map[uuid.UUID]*shardTally{}
+	var merged []*metrics.Snapshot // per second, in index order
+	var lastIdx int64 = -1
+	for _, sec := range secs {
+		var snap metrics.Snapshot
+		if err := snap.UnmarshalBinary(sec.Snapshot); err != nil {
+			return nil, fmt.Errorf("shard %s second %d: %w", sec.ShardID, sec.Index, err)
+		}
+		var h engine.Health
+		if err := json.Unmarshal(sec.Health, &h); err != nil {
+			return nil, fmt.Errorf("shard %s second %d: health: %w", sec.ShardID, sec.Index, err)
+		}
+		if sec.Index != lastIdx {
+			merged = append(merged, &metrics.Snapshot{})
+			lastIdx = sec.Index
+		}
+		merged[len(merged)-1].Merge(&snap)
+		total.Merge(&snap)
+		t := byShard[sec.ShardID]
+		if t == nil {
+			t = &shardTally{}
+			byShard[sec.ShardID] = t
+		}
+		t.healths = append(t.healths, h)
+		t.requests += requestStats(&snap, s).Requests
+	}
+
+	elapsed := max(total.Duration, time.Second)
+	sum := &Summary{ElapsedS: elapsed.Seconds(), Seconds: len(merged), Errors: map[string]int64{},
+		Requests: []Label{}, Groups: []Label{}, Thresholds: []Threshold{}, Agents: []AgentShare{}}
+	all := requestStats(total, s)
+	sum.Total = toLabel("all requests", all, elapsed)
+	for c := metrics.ErrorClass(1); c < metrics.NumErrorClasses; c++ {
+		sum.Errors[c.String()] = all.Errors[c]
+	}
+	for _, name := range requestNames(s) {
+		if st, ok := total.Labels[name]; ok {
+			sum.Requests = append(sum.Requests, toLabel(name, st, elapsed))
+		}
+	}
+	for _, g := range s.Session.Groups {
+		if st, ok := total.Labels[engine.GroupPrefix+g.Name]; ok {
+			sum.Groups = append(sum.Groups, toLabel(g.Name, st, elapsed))
+		}
+	}
+	var hooks []string
+	for l := range total.Labels {
+		if a, ok := strings.CutPrefix(l, engine.HookPrefix); ok {
+			hooks = append(hooks, a)
+		}
+	}
+	slices.Sort(hooks)
+	for _, a := range hooks {
+		sum.Hooks = append(sum.Hooks, toLabel(a, total.Labels[engine.HookPrefix+a], elapsed))
+	}
+
+	watch := threshold.New(s.Thresholds, requestNames(s))
+	for i, m := range merged {
+		watch.Observe(m, time.Duration(i+1)*time.Second)
+	}
+	for _, t := range watch.Final(total, elapsed) {
+		sum.Thresholds = append(sum.Thresholds, Threshold{Check: t.Threshold.Source, Observed: t.Observed, Passed: t.Passed})
+	}
+
+	for _, sh := range run.Shards {
+		share := AgentShare{ShardID: sh.ID, AgentID: sh.AgentID, State: string(sh.State), Reason: sh.Reason,
+			LateStartMS: sh.LateStart.Milliseconds()}
+		if t := byShard[sh.ID]; t != nil {
+			v := engine.Judge(t.healths)
+			share.Requests, share.Seconds = t.requests, len(t.healths)
+			share.Verdict = Verdict{GeneratorLimited: v.GeneratorLimited, Reasons: v.Reasons}
+			for _, r := range v.Reasons {
+				sum.Verdict.Reasons = append(sum.Verdict.Reasons, fmt.Sprintf("agent %s: %s", agentName(sh), r))
+			}
+		}
+		if sh.LateStart > time.Second {
+			sum.Verdict.Reasons = append(sum.Verdict.Reasons, fmt.Sprintf("agent %s started %s late", agentName(sh), sh.LateStart))
+		}
+		sum.Agents = append(sum.Agents, share)
+	}
+	sum.Verdict.GeneratorLimited = len(sum.Verdict.Reasons) > 0
+	return sum, nil
+}
+
+// agentName names a shard's agent in reasons: its id, or its segment once it was removed.
+func agentName(sh barrage.Shard) string {
+	if sh.AgentID == nil {
+		return fmt.Sprintf("(removed, shard %d:%d/%d)", sh.From, sh.To, sh.Of)
+	}
+	return sh.AgentID.String()
+}
+
+type shardTally struct {
+	healths  []engine.Health
+	requests int64
+}
+
+// requestNames are the script's request labels, in session order.
+func requestNames(s *script.Script) []string {
+	var out []string
+	for _, g := range s.Session.Groups {
+		for _, r := range g.Requests {
+			out = append(out, r.Name)
+		}
+	}
+	return out
+}
+
+// requestStats merges the requests' stats of a snapshot: groups and hooks are not requests.
+func requestStats(snap *metrics.Snapshot, s *script.Script) *metrics.Stats {
+	st := metrics.NewStats()
+	for _, l := range requestNames(s) {
+		st.Merge(snap.Labels[l])
+	}
+	return st
+}
+
+func toLabel(name string, st *metrics.Stats, elapsed time.Duration) Label {
+	h := st.Latency
+	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+	enc, _ := h.MarshalBinary()
+	var rate float64
+	if st.Requests > 0 {
+		rate = float64(st.Failed()) / float64(st.Requests)
+	}
+	return Label{
+		Name: name, Count: st.Requests, RPS: float64(st.Requests) / elapsed.Seconds(), ErrorRate: rate,
+		BytesIn: st.BytesIn, BytesOut: st.BytesOut,
+		MinMS: ms(h.Min()), MeanMS: ms(h.Mean()), P50MS: ms(h.Quantile(0.5)), P90MS: ms(h.Quantile(0.9)),
+		P95MS: ms(h.Quantile(0.95)), P99MS: ms(h.Quantile(0.99)), MaxMS: ms(h.Max()), Histogram: enc,
+	}
+}

@@ -1,0 +1,208 @@
+package control
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/barrage-load/barrage/internal/barrage"
+	"github.com/barrage-load/barrage/internal/engine"
+	"github.com/barrage-load/barrage/internal/metrics"
+)
+
+// Hello is what an agent says of itself each time it asks for work.
+type Hello struct {
+	Protocol int
+	Version  string
+	Cores    int
+	IP       string
+}
+
+// MaxLeaseWait bounds how long a lease request waits for work: well under
+// barrage.AgentOnlineWithin, since a waiting agent is seen only when it asks again.
+const MaxLeaseWait = 5 * time.Second
+
+// Lease waits up to wait for a shard for agent a and hands it over under a new fencing token;
+// nil when none came. An agent speaking a protocol older than the server accepts is refused
+// with a message that names the version it needs.
+func (s *Service) Lease(ctx context.Context, a barrage.Agent, h Hello, wait time.Duration) (*barrage.ShardJob, error) {
+	if h.Protocol < barrage.MinAgentProtocol {
+		return nil, barrage.Errorf(barrage.ErrOutdated,
+			"this server needs agents that speak protocol %d or newer; this agent (version %q) speaks %d: upgrade it to the server's version",
+			barrage.MinAgentProtocol, h.Version, h.Protocol)
+	}
+	if err := s.store.AgentSeen(ctx, a.ID, h.Version, h.Cores, h.IP); err != nil {
+		return nil, err
+	}
+	wait = min(max(wait, 0), MaxLeaseWait)
+	deadline := s.now().Add(wait)
+	woken := s.wake.watch(a.ID)
+	defer s.wake.unwatch(a.ID, woken)
+	for {
+		job, err := s.store.LeaseShard(ctx, a.ID, h.Version, s.cfg.StartLead)
+		if err != nil || job != nil {
+			if job != nil {
+				s.log.InfoContext(ctx, "shard leased", slog.String("run_id", job.Run.ID.String()),
+					slog.String("shard_id", job.Shard.ID.String()), slog.String("agent_id", a.ID.String()))
+			}
+			return job, err
+		}
+		left := deadline.Sub(s.now())
+		if left <= 0 {
+			return nil, nil
+		}
+		t := time.NewTimer(min(left, s.cfg.PollEvery))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, nil
+		case <-woken:
+			t.Stop()
+		case <-t.C:
+		}
+	}
+}
+
+// Second is one second of a shard's metrics as an agent reports it.
+type Second struct {
+	Index    int64
+	Snapshot []byte // metrics.Snapshot's binary encoding
+	Health   engine.Health
+}
+
+// Report is what an agent sends about a shard it holds: the seconds not yet acknowledged, and how
+// it ended, once it has.
+type Report struct {
+	Lease   int64
+	Seconds []Second
+	End     *ShardEnd
+}
+
+// ShardEnd is how a shard ended, by its agent's account.
+type ShardEnd struct {
+	Stop      engine.Stop
+	LateStart time.Duration
+	// Result is the agent's account of the shard beyond its seconds (iterations, dropped...).
+	Result json.RawMessage
+}
+
+// MaxReportSeconds bounds the seconds one report may carry: an agent that was cut off from
+// the server sends what it kept in several reports.
+const MaxReportSeconds = 300
+
+// Instruction is the server's answer to a report: whether the agent must stop the shard's load.
+type Instruction struct {
+	Stop *engine.Stop
+}
+
+// Report stores what agent a reports of its shard. Seconds already stored (a resent report) are
+// ignored, so totals never count twice; a report under a stale lease is refused. The answer
+// tells the agent to stop when the run was canceled or has ended.
+func (s *Service) Report(ctx context.Context, a barrage.Agent, shardID uuid.UUID, r Report) (Instruction, error) {
+	if len(r.Seconds) > MaxReportSeconds {
+		return Instruction{}, barrage.Invalid("seconds", fmt.Sprintf("at most %d seconds in one report", MaxReportSeconds))
+	}
+	secs := make([]barrage.ShardSecond, len(r.Seconds))
+	for i, sec := range r.Seconds {
+		field := fmt.Sprintf("seconds[%d]", i)
+		if sec.Index < 0 {
+			return Instruction{}, barrage.Invalid(field+".index", "must not be negative")
+		}
+		var snap metrics.Snapshot
+		if err := snap.UnmarshalBinary(sec.Snapshot); err != nil {
+			return Instruction{}, barrage.Invalid(field+".snapshot", err.Error())
+		}
+		health, err := json.Marshal(sec.Health)
+		if err != nil {
+			return Instruction{}, err
+		}
+		secs[i] = barrage.ShardSecond{ShardID: shardID, Index: sec.Index, Snapshot: sec.Snapshot, Health: health}
+	}
+	var end *barrage.ShardEnd
+	if r.End != nil {
+		end = &barrage.ShardEnd{State: barrage.ShardState(r.End.Stop.Reason.String()), Reason: r.End.Stop.Detail,
+			LateStart: r.End.LateStart, Result: r.End.Result}
+		if end.Reason == "" {
+			end.Reason = endReason(r.End.Stop.Reason)
+		}
+		if len(end.Result) == 0 {
+			end.Result = json.RawMessage("{}")
+		}
+	}
+	rep, err := s.store.ReportShard(ctx, a.ID, shardID, r.Lease, secs, end)
+	if err != nil {
+		return Instruction{}, err
+	}
+	if end != nil {
+		s.log.InfoContext(ctx, "shard ended", slog.String("run_id", rep.Run.ID.String()), slog.String("shard_id", shardID.String()),
+			slog.String("state", string(end.State)), slog.String("reason", end.Reason))
+		if err := s.finalize(ctx, rep.Run); err != nil {
+			return Instruction{}, err
+		}
+	}
+	var in Instruction
+	switch {
+	case rep.Run.CancelReason != nil:
+		in.Stop = &engine.Stop{Reason: engine.Canceled, Detail: *rep.Run.CancelReason}
+	case rep.Run.State.Ended():
+		in.Stop = &engine.Stop{Reason: engine.Failed, Detail: "the run has ended: " + rep.Run.Reason}
+	}
+	return in, nil
+}
+
+// endReason is the reason a shard gives when its agent gave none.
+func endReason(r engine.StopReason) string {
+	if r == engine.Completed {
+		return "the load ran to its end"
+	}
+	return r.String()
+}
+
+// waker wakes the lease requests waiting on an agent when this replica queues work for it.
+type waker struct {
+	mu sync.Mutex
+	ch map[uuid.UUID][]chan struct{}
+}
+
+func newWaker() *waker { return &waker{ch: map[uuid.UUID][]chan struct{}{}} }
+
+func (w *waker) watch(agent uuid.UUID) chan struct{} {
+	c := make(chan struct{}, 1)
+	w.mu.Lock()
+	w.ch[agent] = append(w.ch[agent], c)
+	w.mu.Unlock()
+	return c
+}
+
+func (w *waker) unwatch(agent uuid.UUID, c chan struct{}) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	list := w.ch[agent]
+	for i, x := range list {
+		if x == c {
+			list = append(list[:i], list[i+1:]...)
+			break
+		}
+	}
+	if len(list) == 0 {
+		delete(w.ch, agent)
+	} else {
+		w.ch[agent] = list
+	}
+}
+
+func (w *waker) notify(agent uuid.UUID) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, c := range w.ch[agent] {
+		select {
+		case c <- struct{}{}:
+		default:
+		}
+	}
+}

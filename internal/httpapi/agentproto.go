@@ -1,0 +1,106 @@
+package httpapi
+
+import (
+	"context"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/barrage-load/barrage/api"
+	"github.com/barrage-load/barrage/internal/barrage"
+	"github.com/barrage-load/barrage/internal/control"
+	"github.com/barrage-load/barrage/internal/engine"
+)
+
+// agentPrincipal returns the agent making the request; the policy guarantees one on agent routes.
+func agentPrincipal(ctx context.Context) (barrage.Agent, error) {
+	p, ok := PrincipalFrom(ctx)
+	if !ok || p.Agent == nil {
+		return barrage.Agent{}, barrage.Errorf(barrage.ErrUnauthorized, "send the agent's token")
+	}
+	return *p.Agent, nil
+}
+
+func (s *server) AgentLease(ctx context.Context, req api.AgentLeaseRequestObject) (api.AgentLeaseResponseObject, error) {
+	a, err := agentPrincipal(ctx)
+	if err != nil {
+		return nil, err
+	}
+	b := req.Body
+	wait := control.MaxLeaseWait
+	if b.WaitSeconds != nil {
+		wait = time.Duration(*b.WaitSeconds) * time.Second
+	}
+	job, err := s.control.Lease(ctx, a, control.Hello{Protocol: b.Protocol, Version: b.Version, Cores: b.Cores, IP: ClientIP(ctx).String()}, wait)
+	if err != nil {
+		return nil, err
+	}
+	if job == nil {
+		return api.AgentLease204Response{}, nil
+	}
+	return api.AgentLease200JSONResponse(toAPIShardJob(job, time.Now())), nil
+}
+
+func (s *server) AgentReport(ctx context.Context, req api.AgentReportRequestObject) (api.AgentReportResponseObject, error) {
+	a, err := agentPrincipal(ctx)
+	if err != nil {
+		return nil, err
+	}
+	b := req.Body
+	rep := control.Report{Lease: b.Lease, Seconds: make([]control.Second, len(b.Seconds))}
+	for i, sec := range b.Seconds {
+		h := sec.Health
+		rep.Seconds[i] = control.Second{Index: sec.Index, Snapshot: sec.Snapshot, Health: engine.Health{
+			CPU: h.Cpu, Cores: h.Cores, LatenessMax: time.Duration(h.LatenessMaxNs), LatenessSum: time.Duration(h.LatenessSumNs),
+			Scheduled: h.Scheduled, Late: h.Late, Dropped: h.Dropped, ActiveVUs: h.ActiveVus,
+		}}
+	}
+	if e := b.End; e != nil {
+		end := &control.ShardEnd{}
+		if err := end.Stop.Reason.UnmarshalText([]byte(e.Reason)); err != nil {
+			return nil, barrage.Invalid("end.reason", err.Error())
+		}
+		if e.Detail != nil {
+			end.Stop.Detail = *e.Detail
+		}
+		if e.LateStartMs != nil {
+			end.LateStart = time.Duration(*e.LateStartMs) * time.Millisecond
+		}
+		if e.Result != nil {
+			if end.Result, err = json.Marshal(*e.Result); err != nil {
+				return nil, err
+			}
+		}
+		rep.End = end
+	}
+	in, err := s.control.Report(ctx, a, req.Id, rep)
+	if err != nil {
+		return nil, err
+	}
+	var out api.AgentReport200JSONResponse
+	if in.Stop != nil {
+		out.Stop.Set(api.StopInstruction{Reason: api.StopReason(in.Stop.Reason.String()), Detail: in.Stop.Detail})
+	} else {
+		out.Stop.SetNull()
+	}
+	return out, nil
+}
+
+func toAPIShardJob(j *barrage.ShardJob, now time.Time) api.ShardJob {
+	v := api.ShardJob{
+		ShardId: j.Shard.ID, RunId: j.Run.ID, Lease: j.Shard.Lease, Load: toAPILoad(j.Run.Load),
+		Segment: fmt.Sprintf("%d:%d/%d", j.Shard.From, j.Shard.To, j.Shard.Of),
+		Script: api.ScriptBundle{Name: j.Script.Name, Source: j.Script.Source, Sha256: hex.EncodeToString(j.Script.SHA256),
+			Files: make([]api.BundleFile, len(j.Script.Files))},
+	}
+	if j.Run.StartAt != nil {
+		v.StartAt = *j.Run.StartAt
+		v.StartsInMs = j.Run.StartAt.Sub(now).Milliseconds()
+	}
+	v.MaxVus, v.MaxRunDurationSeconds = apiJobLimits(j.Run.Limits)
+	for i, f := range j.Script.Files {
+		v.Script.Files[i] = api.BundleFile{Name: f.Name, Content: f.Content}
+	}
+	return v
+}

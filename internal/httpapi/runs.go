@@ -1,0 +1,134 @@
+package httpapi
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/barrage-load/barrage/api"
+	"github.com/barrage-load/barrage/internal/barrage"
+	"github.com/barrage-load/barrage/internal/control"
+)
+
+func (s *server) CreateRun(ctx context.Context, req api.CreateRunRequestObject) (api.CreateRunResponseObject, error) {
+	p, err := principal(ctx)
+	if err != nil {
+		return nil, err
+	}
+	b := req.Body
+	in := control.RunInput{ScriptID: b.ScriptId, IdempotencyKey: req.Params.IdempotencyKey}
+	if b.Vus != nil {
+		in.Load.VUs = *b.Vus
+	}
+	if b.DurationSeconds != nil {
+		in.Load.Duration = time.Duration(*b.DurationSeconds) * time.Second
+	}
+	if b.Rate != nil {
+		in.Load.Rate = *b.Rate
+	}
+	if b.AgentIds != nil {
+		in.AgentIDs = *b.AgentIds
+	}
+	if b.Agents != nil {
+		in.Agents = *b.Agents
+	}
+	run, err := s.control.CreateRun(ctx, p, in)
+	if err != nil {
+		return nil, err
+	}
+	return api.CreateRun201JSONResponse(toAPIRun(run)), nil
+}
+
+func (s *server) ListRuns(ctx context.Context, req api.ListRunsRequestObject) (api.ListRunsResponseObject, error) {
+	p, err := principal(ctx)
+	if err != nil {
+		return nil, err
+	}
+	before, limit, err := pageArgs(req.Params.Cursor, req.Params.Limit)
+	if err != nil {
+		return nil, err
+	}
+	page, err := s.control.Runs(ctx, p, before, limit)
+	if err != nil {
+		return nil, err
+	}
+	out := api.ListRuns200JSONResponse{Items: make([]api.Run, len(page.Items)), NextCursor: encodeCursor(page.Next)}
+	for i, r := range page.Items {
+		out.Items[i] = toAPIRun(r)
+	}
+	return out, nil
+}
+
+func (s *server) GetRun(ctx context.Context, req api.GetRunRequestObject) (api.GetRunResponseObject, error) {
+	p, err := principal(ctx)
+	if err != nil {
+		return nil, err
+	}
+	run, err := s.control.Run(ctx, p, req.Id)
+	if err != nil {
+		return nil, err
+	}
+	return api.GetRun200JSONResponse(toAPIRun(run)), nil
+}
+
+func (s *server) CancelRun(ctx context.Context, req api.CancelRunRequestObject) (api.CancelRunResponseObject, error) {
+	p, err := principal(ctx)
+	if err != nil {
+		return nil, err
+	}
+	run, err := s.control.CancelRun(ctx, p, req.Id)
+	if err != nil {
+		return nil, err
+	}
+	return api.CancelRun200JSONResponse(toAPIRun(run)), nil
+}
+
+func (s *server) GetRunSummary(ctx context.Context, req api.GetRunSummaryRequestObject) (api.GetRunSummaryResponseObject, error) {
+	p, err := principal(ctx)
+	if err != nil {
+		return nil, err
+	}
+	doc, err := s.control.Summary(ctx, p, req.Id)
+	if err != nil {
+		return nil, err
+	}
+	var out api.RunSummary
+	if err := json.Unmarshal(doc, &out); err != nil {
+		return nil, fmt.Errorf("run %s: stored summary: %w", req.Id, err)
+	}
+	return api.GetRunSummary200JSONResponse(out), nil
+}
+
+func toAPIRun(r barrage.Run) api.Run {
+	v := api.Run{
+		Id: r.ID, ScriptId: r.ScriptID, State: api.RunState(r.State), Reason: r.Reason, Load: toAPILoad(r.Load),
+		StartAt: r.StartAt, CreatedAt: r.CreatedAt, EndedAt: r.EndedAt, Shards: make([]api.Shard, len(r.Shards)),
+	}
+	v.MaxVus, v.MaxRunDurationSeconds = apiJobLimits(r.Limits)
+	for i, sh := range r.Shards {
+		v.Shards[i] = api.Shard{
+			Id: sh.ID, AgentId: sh.AgentID, Segment: fmt.Sprintf("%d:%d/%d", sh.From, sh.To, sh.Of),
+			State: api.ShardState(sh.State), Reason: sh.Reason, LeasedAt: sh.LeasedAt, EndedAt: sh.EndedAt,
+			LateStartMs: ptr(sh.LateStart.Milliseconds()),
+		}
+		if sh.AgentVersion != "" {
+			v.Shards[i].AgentVersion = ptr(sh.AgentVersion)
+		}
+	}
+	return v
+}
+
+func toAPILoad(l barrage.LoadOverrides) api.LoadOverrides {
+	var v api.LoadOverrides
+	if l.VUs > 0 {
+		v.Vus = ptr(l.VUs)
+	}
+	if l.Duration > 0 {
+		v.DurationSeconds = ptr(int(l.Duration / time.Second))
+	}
+	if l.Rate > 0 {
+		v.Rate = ptr(l.Rate)
+	}
+	return v
+}

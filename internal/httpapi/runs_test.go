@@ -1,0 +1,235 @@
+package httpapi_test
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/require"
+
+	"github.com/barrage-load/barrage/internal/barrage"
+	"github.com/barrage-load/barrage/internal/metrics"
+)
+
+// addScript stores a script of the user's directly in the store.
+func (b *testBundle) addScript(u user, src string) string {
+	b.t.Helper()
+	sum := sha256.Sum256([]byte(src))
+	sc, err := b.store.CreateScript(context.Background(), barrage.Script{
+		ID: uuid.Must(uuid.NewV7()), OwnerID: uuid.MustParse(u.id), Name: "smoke", Source: []byte(src), SHA256: sum[:],
+	})
+	require.NoError(b.t, err)
+	return sc.ID.String()
+}
+
+const smokeScript = `version: 1
+name: smoke
+session:
+  groups:
+    - name: home
+      requests:
+        - { name: get home, url: "http://127.0.0.1:9/" }
+load:
+  vus: 4
+  duration: 10s
+thresholds:
+  - p95 < 300ms
+`
+
+// registerAgent registers an agent (shared when admin's route is used) and returns its id and
+// token.
+func (b *testBundle) registerAgent(path, bearer, name string, extra map[string]any) (string, string) {
+	b.t.Helper()
+	body := map[string]any{"name": name}
+	for k, v := range extra {
+		body[k] = v
+	}
+	r := b.do("POST", path, bearer, body)
+	require.Equal(b.t, http.StatusCreated, r.status, "body: %s", r.body)
+	m := r.json(b.t)
+	return m["id"].(string), secret(m["token"].(string))
+}
+
+// hello is an agent's lease request that does not wait.
+var hello = map[string]any{"protocol": 1, "version": "test", "cores": 2, "wait_seconds": 0}
+
+// second is a snapshot holding n requests of label taking latency each, encoded.
+func second(t *testing.T, idx int64, label string, n int, latency time.Duration) map[string]any {
+	t.Helper()
+	st := metrics.NewStats()
+	for range n {
+		st.Requests++
+		st.Latency.Record(latency)
+	}
+	snap := &metrics.Snapshot{Start: time.Unix(1_700_000_000+idx, 0), Duration: time.Second, Labels: map[string]*metrics.Stats{label: st}}
+	enc, err := snap.MarshalBinary()
+	require.NoError(t, err)
+	return map[string]any{"index": idx, "snapshot": base64.StdEncoding.EncodeToString(enc), "health": map[string]any{
+		"cpu": 0.2, "cores": 2, "lateness_max_ns": 0, "lateness_sum_ns": 0, "scheduled": 0, "late": 0, "dropped": 0, "active_vus": 4,
+	}}
+}
+
+func TestARunGoesThroughItsAgentToItsSummary(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	admin, u := b.adminAndUser()
+	sharedID, _ := b.registerAgent("/v1/admin/agents", admin.access, "demo", map[string]any{"max_vus": 500, "max_run_duration_seconds": 300})
+	ownID, ownToken := b.registerAgent("/v1/agents", u.access, "mine", nil)
+
+	// Both are listed for the user, own first, offline until they ask for work.
+	list := b.do("GET", "/v1/agents", u.access, nil).json(t)["items"].([]any)
+	require.Len(t, list, 2)
+	require.Equal(t, ownID, list[0].(map[string]any)["id"])
+	require.Equal(t, "offline", list[0].(map[string]any)["state"])
+	require.Equal(t, sharedID, list[1].(map[string]any)["id"])
+
+	script := b.addScript(u, smokeScript)
+	p := requireProblem(t, b.do("POST", "/v1/runs", u.access, map[string]any{"script_id": script}), http.StatusUnprocessableEntity)
+	requireField(t, p, "agents")
+
+	// The agent asks for work: none yet, but now it is online.
+	require.Equal(t, http.StatusNoContent, b.do("POST", "/v1/agent/lease", ownToken, hello).status)
+	require.Equal(t, "online", b.do("GET", "/v1/agents/"+ownID, u.access, nil).json(t)["state"])
+
+	created := b.do("POST", "/v1/runs", u.access, map[string]any{"script_id": script, "vus": 6, "duration_seconds": 5})
+	require.Equal(t, http.StatusCreated, created.status, "body: %s", created.body)
+	run := created.json(t)
+	runID := run["id"].(string)
+	require.Equal(t, "queued", run["state"])
+	require.Equal(t, ownID, run["shards"].([]any)[0].(map[string]any)["agent_id"])
+
+	job := b.do("POST", "/v1/agent/lease", ownToken, hello)
+	require.Equal(t, http.StatusOK, job.status, "body: %s", job.body)
+	j := job.json(t)
+	require.Equal(t, runID, j["run_id"])
+	require.Equal(t, "0:1/1", j["segment"])
+	require.EqualValues(t, 6, j["load"].(map[string]any)["vus"])
+	require.Positive(t, j["starts_in_ms"], "the shared start lies ahead")
+	src, err := base64.StdEncoding.DecodeString(j["script"].(map[string]any)["source"].(string))
+	require.NoError(t, err)
+	require.Equal(t, smokeScript, string(src))
+	shard := j["shard_id"].(string)
+	lease := j["lease"]
+	report := "/v1/agent/shards/" + shard + "/report"
+
+	// Two seconds, then the same two again (a retry): stored once.
+	secs := []any{second(t, 0, "get home", 100, 10*time.Millisecond), second(t, 1, "get home", 50, 30*time.Millisecond)}
+	for range 2 {
+		r := b.do("POST", report, ownToken, map[string]any{"lease": lease, "seconds": secs})
+		require.Equal(t, http.StatusOK, r.status, "body: %s", r.body)
+		require.Nil(t, r.json(t)["stop"])
+	}
+	require.Equal(t, "running", b.do("GET", "/v1/runs/"+runID, u.access, nil).json(t)["state"])
+	// A stale holder's lease is refused, and another agent's token does not reach the shard.
+	requireProblem(t, b.do("POST", report, ownToken, map[string]any{"lease": 99, "seconds": []any{}}), http.StatusConflict)
+	requireProblem(t, b.do("GET", "/v1/runs/"+runID+"/summary", u.access, nil), http.StatusConflict)
+
+	end := b.do("POST", report, ownToken, map[string]any{"lease": lease, "seconds": []any{second(t, 2, "get home", 10, 20*time.Millisecond)},
+		"end": map[string]any{"reason": "finished", "late_start_ms": 3, "result": map[string]any{"iterations": 160}}})
+	require.Equal(t, http.StatusOK, end.status, "body: %s", end.body)
+	got := b.do("GET", "/v1/runs/"+runID, u.access, nil).json(t)
+	require.Equal(t, "finished", got["state"])
+	require.NotEmpty(t, got["reason"])
+	require.NotEmpty(t, got["ended_at"])
+
+	sum := b.do("GET", "/v1/runs/"+runID+"/summary", u.access, nil)
+	require.Equal(t, http.StatusOK, sum.status, "body: %s", sum.body)
+	s := sum.json(t)
+	total := s["total"].(map[string]any)
+	require.EqualValues(t, 160, total["count"], "the resent seconds count once")
+	require.InDelta(t, 10, total["p50_ms"], 0.1)
+	require.InDelta(t, 30, total["p99_ms"], 0.1)
+	require.EqualValues(t, 3, s["seconds"])
+	th := s["thresholds"].([]any)[0].(map[string]any)
+	require.Equal(t, "p95 < 300ms", th["check"])
+	require.Equal(t, true, th["passed"])
+	agents := s["agents"].([]any)
+	require.Len(t, agents, 1)
+	require.EqualValues(t, 160, agents[0].(map[string]any)["requests"])
+	require.EqualValues(t, 3, agents[0].(map[string]any)["late_start_ms"])
+
+	// The shard has ended: a late report is refused.
+	requireProblem(t, b.do("POST", report, ownToken, map[string]any{"lease": lease, "seconds": []any{}}), http.StatusConflict)
+}
+
+func TestRunAdmissionNamesTheLimit(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	admin, u := b.adminAndUser()
+	_, token := b.registerAgent("/v1/admin/agents", admin.access, "demo", map[string]any{"max_vus": 500, "max_run_duration_seconds": 300})
+	require.Equal(t, http.StatusNoContent, b.do("POST", "/v1/agent/lease", token, hello).status)
+	script := b.addScript(u, smokeScript)
+
+	violation := func(body map[string]any) map[string]any {
+		t.Helper()
+		body["script_id"] = script
+		p := requireProblem(t, b.do("POST", "/v1/runs", u.access, body), http.StatusUnprocessableEntity)
+		vs := p["violations"].([]any)
+		require.Len(t, vs, 1, "%v", p)
+		return vs[0].(map[string]any)
+	}
+	// The demo license allows 100 VUs; the demo agent 5 minutes a job.
+	require.Equal(t, map[string]any{"limit": "max_vus", "allowed": 100.0, "requested": 101.0}, violation(map[string]any{"vus": 101}))
+	require.Equal(t, map[string]any{"limit": "max_run_duration_seconds", "allowed": 300.0, "requested": 360.0},
+		violation(map[string]any{"duration_seconds": 360}))
+
+	// Two runs at a time on the demo license: the third is refused, a canceled one frees its place.
+	var ids []string
+	for range 2 {
+		r := b.do("POST", "/v1/runs", u.access, map[string]any{"script_id": script})
+		require.Equal(t, http.StatusCreated, r.status, "body: %s", r.body)
+		ids = append(ids, r.json(t)["id"].(string))
+	}
+	require.Equal(t, map[string]any{"limit": "max_concurrent_runs", "allowed": 2.0, "requested": 3.0}, violation(map[string]any{}))
+	canceled := b.do("POST", "/v1/runs/"+ids[0]+"/cancel", u.access, nil)
+	require.Equal(t, http.StatusOK, canceled.status, "body: %s", canceled.body)
+	require.Equal(t, "canceled", canceled.json(t)["state"])
+	requireProblem(t, b.do("POST", "/v1/runs/"+ids[0]+"/cancel", u.access, nil), http.StatusConflict)
+
+	// The same idempotency key gives the same run, and no second one.
+	key := []string{"Idempotency-Key", "k-1"}
+	first := b.do("POST", "/v1/runs", u.access, map[string]any{"script_id": script}, key...)
+	require.Equal(t, http.StatusCreated, first.status, "body: %s", first.body)
+	again := b.do("POST", "/v1/runs", u.access, map[string]any{"script_id": script}, key...)
+	require.Equal(t, http.StatusCreated, again.status, "body: %s", again.body)
+	require.Equal(t, first.json(t)["id"], again.json(t)["id"])
+}
+
+func TestRunsAndAgentsAreTheirOwnersAlone(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	admin, u := b.adminAndUser()
+	ownID, ownToken := b.registerAgent("/v1/agents", u.access, "mine", nil)
+	require.Equal(t, http.StatusNoContent, b.do("POST", "/v1/agent/lease", ownToken, hello).status)
+	script := b.addScript(u, smokeScript)
+	r := b.do("POST", "/v1/runs", u.access, map[string]any{"script_id": script})
+	require.Equal(t, http.StatusCreated, r.status, "body: %s", r.body)
+	runID := r.json(t)["id"].(string)
+
+	// The admin is another user here: the user's run, script and agent are not found.
+	for _, path := range []string{"/v1/runs/" + runID, "/v1/runs/" + runID + "/summary", "/v1/agents/" + ownID} {
+		requireProblem(t, b.do("GET", path, admin.access, nil), http.StatusNotFound)
+	}
+	requireProblem(t, b.do("POST", "/v1/runs/"+runID+"/cancel", admin.access, nil), http.StatusNotFound)
+	requireProblem(t, b.do("DELETE", "/v1/agents/"+ownID, admin.access, nil), http.StatusNotFound)
+	requireProblem(t, b.do("POST", "/v1/runs", admin.access, map[string]any{"script_id": script}), http.StatusNotFound)
+	require.Empty(t, b.do("GET", "/v1/runs", admin.access, nil).json(t)["items"])
+	// ... nor may the admin run on the user's private agent.
+	requireProblem(t, b.do("POST", "/v1/runs", admin.access, map[string]any{"script_id": script, "agent_ids": []string{ownID}}), http.StatusNotFound)
+
+	// Tokens do not cross: a user's token is no agent's, an agent's no user's.
+	requireProblem(t, b.do("POST", "/v1/agent/lease", u.access, hello), http.StatusUnauthorized)
+	requireProblem(t, b.do("GET", "/v1/runs", ownToken, nil), http.StatusUnauthorized)
+	// An agent of a protocol older than the server accepts is told which it needs.
+	old := map[string]any{"protocol": 0, "version": "v0.0.1", "cores": 1}
+	p := requireProblem(t, b.do("POST", "/v1/agent/lease", ownToken, old), http.StatusUpgradeRequired)
+	require.Contains(t, p["detail"], "protocol 1")
+
+	// A removed agent's token stops working.
+	require.Equal(t, http.StatusNoContent, b.do("DELETE", "/v1/agents/"+ownID, u.access, nil).status)
+	requireProblem(t, b.do("POST", "/v1/agent/lease", ownToken, hello), http.StatusUnauthorized)
+}

@@ -1,0 +1,104 @@
+package postgres
+
+import (
+	"context"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/barrage-load/barrage/internal/barrage"
+	"github.com/barrage-load/barrage/internal/postgres/dbsqlc"
+)
+
+// CreateAgent stores a new agent whose token hashes to tokenHash.
+func (s *Store) CreateAgent(ctx context.Context, a barrage.Agent, tokenHash []byte) (barrage.Agent, error) {
+	vus, secs := jobLimitParams(a.Limits)
+	row, err := s.q.AgentInsert(ctx, s.pool, dbsqlc.AgentInsertParams{
+		ID: a.ID, Name: a.Name, OwnerID: a.OwnerID, TokenHash: tokenHash, MaxVus: vus, MaxRunSeconds: secs,
+	})
+	if err != nil {
+		return barrage.Agent{}, translate(err, "agent")
+	}
+	return agentFromRow(row, false), nil
+}
+
+// UsableAgents lists the agents userID may run on: its own, then the shared ones.
+func (s *Store) UsableAgents(ctx context.Context, userID uuid.UUID) ([]barrage.Agent, error) {
+	rows, err := s.q.AgentListUsable(ctx, s.pool, &userID)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]barrage.Agent, len(rows))
+	for i, r := range rows {
+		out[i] = agentFromRow(r.Agent, r.Busy)
+	}
+	return out, nil
+}
+
+// AllAgents lists every agent, for admins.
+func (s *Store) AllAgents(ctx context.Context) ([]barrage.Agent, error) {
+	rows, err := s.q.AgentListAll(ctx, s.pool)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]barrage.Agent, len(rows))
+	for i, r := range rows {
+		out[i] = agentFromRow(r.Agent, r.Busy)
+	}
+	return out, nil
+}
+
+// UsableAgent reads agent id if userID may run on it; any other agent is not found.
+func (s *Store) UsableAgent(ctx context.Context, userID, id uuid.UUID) (barrage.Agent, error) {
+	r, err := s.q.AgentGetUsable(ctx, s.pool, dbsqlc.AgentGetUsableParams{ID: id, UserID: &userID})
+	if err != nil {
+		return barrage.Agent{}, translate(err, "agent")
+	}
+	return agentFromRow(r.Agent, r.Busy), nil
+}
+
+// AgentByTokenHash authenticates an agent.
+func (s *Store) AgentByTokenHash(ctx context.Context, hash []byte) (barrage.Agent, error) {
+	row, err := s.q.AgentGetByTokenHash(ctx, s.pool, hash)
+	if err != nil {
+		return barrage.Agent{}, translate(err, "agent")
+	}
+	return agentFromRow(row, false), nil
+}
+
+// AgentSeen records that the agent asked for work now, and what it said of itself.
+func (s *Store) AgentSeen(ctx context.Context, id uuid.UUID, version string, cores int, ip string) error {
+	return s.q.AgentSeen(ctx, s.pool, dbsqlc.AgentSeenParams{ID: id, Version: version, Cores: int32(cores), LastIp: ip})
+}
+
+// DeleteAgent removes a private agent of ownerID, or with ownerID nil a shared agent.
+func (s *Store) DeleteAgent(ctx context.Context, id uuid.UUID, ownerID *uuid.UUID) error {
+	n, err := s.q.AgentDelete(ctx, s.pool, dbsqlc.AgentDeleteParams{ID: id, OwnerID: ownerID})
+	if err != nil {
+		return translate(err, "agent")
+	}
+	if n == 0 {
+		return barrage.Errorf(barrage.ErrNotFound, "agent not found")
+	}
+	return nil
+}
+
+func agentFromRow(r dbsqlc.Agent, busy bool) barrage.Agent {
+	return barrage.Agent{
+		ID: r.ID, Name: r.Name, OwnerID: r.OwnerID, Limits: limitsFromRow(r.MaxVus, r.MaxRunSeconds, nil),
+		Version: r.Version, Cores: int(r.Cores), LastSeenAt: r.LastSeenAt, LastIP: r.LastIp,
+		Disabled: r.Disabled, Busy: busy, CreatedAt: r.CreatedAt,
+	}
+}
+
+// jobLimitParams are the nullable columns of per-job limits (an agent's, a run's): zero, no
+// limit, is NULL.
+func jobLimitParams(l barrage.Limits) (vus, secs *int32) {
+	if l.MaxVUs > 0 {
+		vus = ptr(int32(l.MaxVUs))
+	}
+	if l.MaxRunDuration > 0 {
+		secs = ptr(int32(l.MaxRunDuration / time.Second))
+	}
+	return vus, secs
+}

@@ -1,0 +1,40 @@
+-- name: AgentInsert :one
+INSERT INTO agents (id, name, owner_id, token_hash, max_vus, max_run_seconds)
+VALUES ($1, $2, $3, $4, $5, $6)
+RETURNING *;
+
+-- AgentListUsable lists the agents a user may run on: the user's own and the shared ones, with
+-- whether each holds a running shard.
+-- name: AgentListUsable :many
+SELECT sqlc.embed(agents), EXISTS (SELECT 1 FROM shards WHERE shards.agent_id = agents.id AND shards.state = 'running')::boolean AS busy
+FROM agents
+WHERE (agents.owner_id = @user_id OR agents.owner_id IS NULL)
+ORDER BY (agents.owner_id IS NULL), agents.name, agents.id;
+
+-- name: AgentListAll :many
+SELECT sqlc.embed(agents), EXISTS (SELECT 1 FROM shards WHERE shards.agent_id = agents.id AND shards.state = 'running')::boolean AS busy
+FROM agents
+ORDER BY (agents.owner_id IS NULL), agents.name, agents.id;
+
+-- AgentGetUsable reads one agent that the user may run on.
+-- name: AgentGetUsable :one
+SELECT sqlc.embed(agents), EXISTS (SELECT 1 FROM shards WHERE shards.agent_id = agents.id AND shards.state = 'running')::boolean AS busy
+FROM agents
+WHERE agents.id = @id AND (agents.owner_id = @user_id OR agents.owner_id IS NULL);
+
+-- name: AgentGetByTokenHash :one
+SELECT * FROM agents WHERE token_hash = $1;
+
+-- name: AgentSeen :exec
+UPDATE agents SET last_seen_at = now(), version = @version, cores = @cores, last_ip = @last_ip
+WHERE id = @id;
+
+-- name: AgentTouch :exec
+UPDATE agents SET last_seen_at = now() WHERE id = $1;
+
+-- AgentDelete removes an agent: a private one by its owner (owner_id given), a shared one by an
+-- admin (owner_id NULL and shared true).
+-- name: AgentDelete :execrows
+DELETE FROM agents
+WHERE id = @id AND ((sqlc.narg(owner_id)::uuid IS NOT NULL AND owner_id = sqlc.narg(owner_id)::uuid)
+                    OR (sqlc.narg(owner_id)::uuid IS NULL AND owner_id IS NULL));

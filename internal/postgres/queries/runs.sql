@@ -1,0 +1,46 @@
+-- name: RunInsert :one
+INSERT INTO runs (id, owner_id, script_id, state, load, max_vus, max_run_seconds, idempotency_key)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+RETURNING *;
+
+-- name: RunGet :one
+SELECT * FROM runs WHERE id = @id AND owner_id = @owner_id;
+
+-- name: RunGetByIdempotencyKey :one
+SELECT * FROM runs WHERE owner_id = @owner_id AND idempotency_key = @idempotency_key;
+
+-- name: RunGetForUpdate :one
+SELECT * FROM runs WHERE id = $1 FOR UPDATE;
+
+-- name: RunList :many
+SELECT * FROM runs
+WHERE owner_id = @owner_id AND (sqlc.narg(before)::uuid IS NULL OR id < sqlc.narg(before)::uuid)
+ORDER BY id DESC
+LIMIT @max_rows;
+
+-- name: RunCountActive :one
+SELECT count(*) FROM runs
+WHERE owner_id = $1 AND state IN ('created', 'queued', 'starting', 'running');
+
+-- name: RunSetStart :exec
+UPDATE runs SET state = 'starting', start_at = @start_at WHERE id = @id AND start_at IS NULL;
+
+-- name: RunSetRunning :exec
+UPDATE runs SET state = 'running' WHERE id = @id AND state IN ('queued', 'starting');
+
+-- name: RunCancel :execrows
+UPDATE runs SET cancel_reason = @reason
+WHERE id = @id AND owner_id = @owner_id AND cancel_reason IS NULL
+  AND state IN ('created', 'queued', 'starting', 'running');
+
+-- RunEnd ends a run once: a second attempt (another replica's) changes nothing.
+-- name: RunEnd :execrows
+UPDATE runs SET state = @state, reason = @reason, ended_at = now(), summary = @summary
+WHERE id = @id AND ended_at IS NULL;
+
+-- name: RunGetSummary :one
+SELECT summary FROM runs WHERE id = @id AND owner_id = @owner_id;
+
+-- RunListOpen lists the runs not yet ended, for the watchdog.
+-- name: RunListOpen :many
+SELECT * FROM runs WHERE ended_at IS NULL ORDER BY id;

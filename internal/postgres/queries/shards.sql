@@ -1,0 +1,54 @@
+-- name: ShardInsert :exec
+INSERT INTO shards (id, run_id, agent_id, seg_from, seg_to, seg_of, state)
+VALUES ($1, $2, $3, $4, $5, $6, 'pending');
+
+-- name: ShardListByRun :many
+SELECT * FROM shards WHERE run_id = $1 ORDER BY seg_from;
+
+-- ShardLease takes the oldest pending shard of the agent, raising its fencing token.
+-- name: ShardLease :one
+UPDATE shards SET state = 'running', lease = lease + 1, leased_at = now(), heartbeat_at = now(),
+    agent_version = @agent_version
+WHERE id = (
+    SELECT s.id FROM shards s
+    WHERE s.agent_id = @agent_id AND s.state = 'pending'
+    ORDER BY s.id
+    LIMIT 1
+    FOR UPDATE SKIP LOCKED
+)
+RETURNING *;
+
+-- ShardGetForReport locks a shard the agent holds under the given lease.
+-- name: ShardGetForReport :one
+SELECT * FROM shards WHERE id = @id AND agent_id = @agent_id FOR UPDATE;
+
+-- name: ShardHeartbeat :exec
+UPDATE shards SET heartbeat_at = now() WHERE id = $1;
+
+-- name: ShardEnd :exec
+UPDATE shards SET state = @state, reason = @reason, ended_at = now(), late_start_ms = @late_start_ms,
+    result = @result
+WHERE id = @id AND state IN ('pending', 'running');
+
+-- ShardListLost finds running shards whose agent went silent, and locks them.
+-- name: ShardListLost :many
+SELECT * FROM shards WHERE state = 'running' AND heartbeat_at < @before
+FOR UPDATE SKIP LOCKED;
+
+-- name: ShardEndAll :exec
+UPDATE shards SET state = @state, reason = @reason, ended_at = now()
+WHERE run_id = @run_id AND state IN ('pending', 'running');
+
+-- name: ShardEndPending :exec
+UPDATE shards SET state = @state, reason = @reason, ended_at = now()
+WHERE run_id = @run_id AND state = 'pending';
+
+-- name: ShardSecondInsert :execrows
+INSERT INTO shard_seconds (shard_id, idx, snapshot, health) VALUES ($1, $2, $3, $4)
+ON CONFLICT DO NOTHING;
+
+-- name: ShardSecondListByRun :many
+SELECT shard_seconds.* FROM shard_seconds
+JOIN shards ON shards.id = shard_seconds.shard_id
+WHERE shards.run_id = @run_id AND shard_seconds.idx >= @from_idx
+ORDER BY shard_seconds.idx, shard_seconds.shard_id;

@@ -1,0 +1,392 @@
+package postgres
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/barrage-load/barrage/internal/barrage"
+	"github.com/barrage-load/barrage/internal/postgres/dbsqlc"
+)
+
+// CreateScript stores an immutable script and its data files.
+func (s *Store) CreateScript(ctx context.Context, sc barrage.Script) (barrage.Script, error) {
+	manifest, err := json.Marshal(sc.Manifest)
+	if err != nil {
+		return barrage.Script{}, err
+	}
+	err = s.inTx(ctx, func(tx pgx.Tx) error {
+		row, err := s.q.ScriptInsert(ctx, tx, dbsqlc.ScriptInsertParams{
+			ID: sc.ID, OwnerID: sc.OwnerID, Name: sc.Name, Source: sc.Source, Sha256: sc.SHA256, Manifest: manifest,
+		})
+		if err != nil {
+			return translate(err, "script")
+		}
+		sc.Created = row.CreatedAt
+		for _, f := range sc.Files {
+			sum := sha256.Sum256(f.Content)
+			if err := s.q.ScriptFileInsert(ctx, tx, dbsqlc.ScriptFileInsertParams{
+				ScriptID: sc.ID, Name: f.Name, Content: f.Content, Sha256: sum[:],
+			}); err != nil {
+				return translate(err, "script file")
+			}
+		}
+		return nil
+	})
+	return sc, err
+}
+
+// Script reads the owner's script id, with its files' content.
+func (s *Store) Script(ctx context.Context, ownerID, id uuid.UUID) (barrage.Script, error) {
+	row, err := s.q.ScriptGet(ctx, s.pool, dbsqlc.ScriptGetParams{ID: id, OwnerID: ownerID})
+	if err != nil {
+		return barrage.Script{}, translate(err, "script")
+	}
+	return s.scriptWithFiles(ctx, s.pool, row)
+}
+
+func (s *Store) scriptWithFiles(ctx context.Context, db dbsqlc.DBTX, row dbsqlc.Script) (barrage.Script, error) {
+	sc := barrage.Script{ID: row.ID, OwnerID: row.OwnerID, Name: row.Name, Source: row.Source, SHA256: row.Sha256, Created: row.CreatedAt}
+	if err := json.Unmarshal(row.Manifest, &sc.Manifest); err != nil {
+		return barrage.Script{}, fmt.Errorf("script %s: manifest: %w", row.ID, err)
+	}
+	files, err := s.q.ScriptFileList(ctx, db, row.ID)
+	if err != nil {
+		return barrage.Script{}, err
+	}
+	for _, f := range files {
+		sc.Files = append(sc.Files, barrage.ScriptFile{Name: f.Name, Content: f.Content, SHA256: f.Sha256})
+	}
+	return sc, nil
+}
+
+// CreateRun stores a run and its shards in one transaction, with whatever also writes in it (the
+// run's background jobs). With an idempotency key that the owner used before, it stores nothing
+// and returns the earlier run, and created is false.
+func (s *Store) CreateRun(ctx context.Context, r barrage.Run, key *string, also func(tx pgx.Tx) error) (run barrage.Run, created bool, err error) {
+	if key != nil {
+		prev, err := s.RunByIdempotencyKey(ctx, r.OwnerID, *key)
+		if err == nil || !errors.Is(err, barrage.ErrNotFound) {
+			return prev, false, err
+		}
+	}
+	load, err := json.Marshal(r.Load)
+	if err != nil {
+		return barrage.Run{}, false, err
+	}
+	vus, secs := jobLimitParams(r.Limits)
+	err = s.inTx(ctx, func(tx pgx.Tx) error {
+		row, err := s.q.RunInsert(ctx, tx, dbsqlc.RunInsertParams{
+			ID: r.ID, OwnerID: r.OwnerID, ScriptID: r.ScriptID, State: string(r.State), Load: load,
+			MaxVus: vus, MaxRunSeconds: secs, IdempotencyKey: key,
+		})
+		if err != nil {
+			return err
+		}
+		shards := r.Shards
+		if run, err = runFromRow(row); err != nil {
+			return err
+		}
+		for _, sh := range shards {
+			if err := s.q.ShardInsert(ctx, tx, dbsqlc.ShardInsertParams{
+				ID: sh.ID, RunID: r.ID, AgentID: sh.AgentID, SegFrom: int32(sh.From), SegTo: int32(sh.To), SegOf: int32(sh.Of),
+			}); err != nil {
+				return translate(err, "shard")
+			}
+			sh.RunID, sh.State = r.ID, barrage.ShardPending
+			run.Shards = append(run.Shards, sh)
+		}
+		if also != nil {
+			return also(tx)
+		}
+		return nil
+	})
+	if key != nil && errors.Is(translate(err, "run"), barrage.ErrConflict) {
+		// The same key raced us and won: answer with its run.
+		prev, err := s.RunByIdempotencyKey(ctx, r.OwnerID, *key)
+		return prev, false, err
+	}
+	if err != nil {
+		return barrage.Run{}, false, translate(err, "run")
+	}
+	return run, true, nil
+}
+
+// RunByIdempotencyKey reads the owner's run created with key.
+func (s *Store) RunByIdempotencyKey(ctx context.Context, ownerID uuid.UUID, key string) (barrage.Run, error) {
+	row, err := s.q.RunGetByIdempotencyKey(ctx, s.pool, dbsqlc.RunGetByIdempotencyKeyParams{OwnerID: ownerID, IdempotencyKey: &key})
+	if err != nil {
+		return barrage.Run{}, translate(err, "run")
+	}
+	return s.withShards(ctx, s.pool, row)
+}
+
+// Run reads the owner's run id with its shards; another user's run is not found.
+func (s *Store) Run(ctx context.Context, ownerID, id uuid.UUID) (barrage.Run, error) {
+	row, err := s.q.RunGet(ctx, s.pool, dbsqlc.RunGetParams{ID: id, OwnerID: ownerID})
+	if err != nil {
+		return barrage.Run{}, translate(err, "run")
+	}
+	return s.withShards(ctx, s.pool, row)
+}
+
+// RunSummary reads the summary of the owner's run: nil while the run goes on.
+func (s *Store) RunSummary(ctx context.Context, ownerID, id uuid.UUID) ([]byte, error) {
+	sum, err := s.q.RunGetSummary(ctx, s.pool, dbsqlc.RunGetSummaryParams{ID: id, OwnerID: ownerID})
+	return sum, translate(err, "run")
+}
+
+// Runs lists the owner's runs, newest first, before the given id.
+func (s *Store) Runs(ctx context.Context, ownerID uuid.UUID, before *uuid.UUID, limit int) ([]barrage.Run, error) {
+	rows, err := s.q.RunList(ctx, s.pool, dbsqlc.RunListParams{OwnerID: ownerID, Before: before, MaxRows: int32(limit)})
+	if err != nil {
+		return nil, translate(err, "runs")
+	}
+	out := make([]barrage.Run, len(rows))
+	for i, r := range rows {
+		if out[i], err = runFromRow(r); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// OpenRuns lists the runs that have not ended, with their shards.
+func (s *Store) OpenRuns(ctx context.Context) ([]barrage.Run, error) {
+	rows, err := s.q.RunListOpen(ctx, s.pool)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]barrage.Run, len(rows))
+	for i, r := range rows {
+		if out[i], err = s.withShards(ctx, s.pool, r); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// ActiveRuns counts the owner's runs that have not ended.
+func (s *Store) ActiveRuns(ctx context.Context, ownerID uuid.UUID) (int, error) {
+	n, err := s.q.RunCountActive(ctx, s.pool, ownerID)
+	return int(n), err
+}
+
+// CancelRun asks the owner's run to stop; its agents learn it at their next report. A run that
+// ended already, or was already asked, is a conflict.
+func (s *Store) CancelRun(ctx context.Context, ownerID, id uuid.UUID, reason string) error {
+	n, err := s.q.RunCancel(ctx, s.pool, dbsqlc.RunCancelParams{ID: id, OwnerID: ownerID, Reason: &reason})
+	if err != nil {
+		return translate(err, "run")
+	}
+	if n == 0 {
+		if _, err := s.Run(ctx, ownerID, id); err != nil {
+			return err
+		}
+		return barrage.Errorf(barrage.ErrConflict, "the run has ended or is already being canceled")
+	}
+	return nil
+}
+
+// LeaseShard gives the agent its oldest pending shard, if any, under a new fencing token, with
+// its run and script. The first shard leased sets the run's start: lead from now, so that the
+// run's other agents, which wait on the same queue, can lease theirs before it.
+func (s *Store) LeaseShard(ctx context.Context, agentID uuid.UUID, version string, lead time.Duration) (*barrage.ShardJob, error) {
+	var job *barrage.ShardJob
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		row, err := s.q.ShardLease(ctx, tx, dbsqlc.ShardLeaseParams{AgentID: &agentID, AgentVersion: version})
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if err := s.q.RunSetStart(ctx, tx, dbsqlc.RunSetStartParams{ID: row.RunID, StartAt: ptr(time.Now().Add(lead))}); err != nil {
+			return err
+		}
+		runRow, err := s.q.RunGetForUpdate(ctx, tx, row.RunID)
+		if err != nil {
+			return err
+		}
+		scRow, err := s.q.ScriptGetForShard(ctx, tx, dbsqlc.ScriptGetForShardParams{ShardID: row.ID, AgentID: &agentID})
+		if err != nil {
+			return err
+		}
+		job = &barrage.ShardJob{Shard: shardFromRow(row)}
+		if job.Run, err = runFromRow(runRow); err != nil {
+			return err
+		}
+		job.Script, err = s.scriptWithFiles(ctx, tx, scRow)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("lease a shard: %w", err)
+	}
+	return job, nil
+}
+
+// ShardReport is what the store did with an agent's report, and the run it belongs to as it
+// stands after.
+type ShardReport struct {
+	Stored int // seconds stored; the others had been stored before
+	Run    barrage.Run
+}
+
+// ReportShard stores seconds of a shard the agent holds under lease, records the agent's
+// heartbeat, and, with end, ends the shard. A report under another lease (a stale holder's), or
+// for a shard already ended (lost, say), is a conflict and stores nothing.
+func (s *Store) ReportShard(ctx context.Context, agentID, shardID uuid.UUID, lease int64, secs []barrage.ShardSecond, end *barrage.ShardEnd) (ShardReport, error) {
+	var rep ShardReport
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		row, err := s.q.ShardGetForReport(ctx, tx, dbsqlc.ShardGetForReportParams{ID: shardID, AgentID: &agentID})
+		if err != nil {
+			return translate(err, "shard")
+		}
+		switch {
+		case row.Lease != lease:
+			return barrage.Errorf(barrage.ErrConflict, "the shard's lease is %d, not %d: another holder has it", row.Lease, lease)
+		case row.State != string(barrage.ShardRunning):
+			return barrage.Errorf(barrage.ErrConflict, "the shard has ended (%s: %s)", row.State, row.Reason)
+		}
+		for _, sec := range secs {
+			n, err := s.q.ShardSecondInsert(ctx, tx, dbsqlc.ShardSecondInsertParams{
+				ShardID: shardID, Idx: sec.Index, Snapshot: sec.Snapshot, Health: sec.Health,
+			})
+			if err != nil {
+				return translate(err, "second")
+			}
+			rep.Stored += int(n)
+		}
+		if err := s.q.ShardHeartbeat(ctx, tx, shardID); err != nil {
+			return err
+		}
+		if err := s.q.AgentTouch(ctx, tx, agentID); err != nil {
+			return err
+		}
+		if rep.Stored > 0 {
+			if err := s.q.RunSetRunning(ctx, tx, row.RunID); err != nil {
+				return err
+			}
+		}
+		if end != nil {
+			if err := s.q.ShardEnd(ctx, tx, dbsqlc.ShardEndParams{
+				ID: shardID, State: string(end.State), Reason: end.Reason,
+				LateStartMs: end.LateStart.Milliseconds(), Result: end.Result,
+			}); err != nil {
+				return translate(err, "shard")
+			}
+		}
+		runRow, err := s.q.RunGetForUpdate(ctx, tx, row.RunID)
+		if err != nil {
+			return err
+		}
+		rep.Run, err = s.withShards(ctx, tx, runRow)
+		return err
+	})
+	return rep, err
+}
+
+// LoseSilentShards ends every running shard whose agent has not reported since before, as lost
+// with reason, and returns the runs they belong to.
+func (s *Store) LoseSilentShards(ctx context.Context, before time.Time, reason string) ([]uuid.UUID, error) {
+	var runs []uuid.UUID
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		rows, err := s.q.ShardListLost(ctx, tx, &before)
+		if err != nil {
+			return err
+		}
+		seen := map[uuid.UUID]bool{}
+		for _, r := range rows {
+			if err := s.q.ShardEnd(ctx, tx, dbsqlc.ShardEndParams{ID: r.ID, State: string(barrage.ShardLost), Reason: reason}); err != nil {
+				return err
+			}
+			if !seen[r.RunID] {
+				seen[r.RunID] = true
+				runs = append(runs, r.RunID)
+			}
+		}
+		return nil
+	})
+	return runs, err
+}
+
+// EndPendingShards ends the run's shards that no agent has taken, in state with reason.
+func (s *Store) EndPendingShards(ctx context.Context, runID uuid.UUID, state barrage.ShardState, reason string) error {
+	return s.q.ShardEndPending(ctx, s.pool, dbsqlc.ShardEndPendingParams{RunID: runID, State: string(state), Reason: reason})
+}
+
+// EndOpenShards ends the run's shards still pending or running, in state with reason.
+func (s *Store) EndOpenShards(ctx context.Context, runID uuid.UUID, state barrage.ShardState, reason string) error {
+	return s.q.ShardEndAll(ctx, s.pool, dbsqlc.ShardEndAllParams{RunID: runID, State: string(state), Reason: reason})
+}
+
+// RunSeconds reads the seconds every shard of the run reported, from index from on, ordered by
+// index.
+func (s *Store) RunSeconds(ctx context.Context, runID uuid.UUID, from int64) ([]barrage.ShardSecond, error) {
+	rows, err := s.q.ShardSecondListByRun(ctx, s.pool, dbsqlc.ShardSecondListByRunParams{RunID: runID, FromIdx: from})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]barrage.ShardSecond, len(rows))
+	for i, r := range rows {
+		out[i] = barrage.ShardSecond{ShardID: r.ShardID, Index: r.Idx, Snapshot: r.Snapshot, Health: r.Health}
+	}
+	return out, nil
+}
+
+// EndRun records the run's end and summary, once: ended is false when it had ended already.
+func (s *Store) EndRun(ctx context.Context, id uuid.UUID, state barrage.RunState, reason string, summary []byte) (ended bool, err error) {
+	n, err := s.q.RunEnd(ctx, s.pool, dbsqlc.RunEndParams{ID: id, State: string(state), Reason: reason, Summary: summary})
+	return n > 0, err
+}
+
+// RunForAgent reads a run with its shards by id alone, for the control plane's own work.
+func (s *Store) RunForAgent(ctx context.Context, id uuid.UUID) (barrage.Run, error) {
+	row, err := s.q.RunGetForUpdate(ctx, s.pool, id)
+	if err != nil {
+		return barrage.Run{}, translate(err, "run")
+	}
+	return s.withShards(ctx, s.pool, row)
+}
+
+func (s *Store) withShards(ctx context.Context, db dbsqlc.DBTX, row dbsqlc.Run) (barrage.Run, error) {
+	r, err := runFromRow(row)
+	if err != nil {
+		return r, err
+	}
+	shards, err := s.q.ShardListByRun(ctx, db, row.ID)
+	if err != nil {
+		return r, err
+	}
+	for _, sh := range shards {
+		r.Shards = append(r.Shards, shardFromRow(sh))
+	}
+	return r, nil
+}
+
+func runFromRow(row dbsqlc.Run) (barrage.Run, error) {
+	r := barrage.Run{
+		ID: row.ID, OwnerID: row.OwnerID, ScriptID: row.ScriptID, State: barrage.RunState(row.State), Reason: row.Reason,
+		Limits: limitsFromRow(row.MaxVus, row.MaxRunSeconds, nil), StartAt: row.StartAt, CreatedAt: row.CreatedAt,
+		EndedAt: row.EndedAt, CancelReason: row.CancelReason,
+	}
+	if err := json.Unmarshal(row.Load, &r.Load); err != nil {
+		return r, fmt.Errorf("run %s: load: %w", row.ID, err)
+	}
+	return r, nil
+}
+
+func shardFromRow(row dbsqlc.Shard) barrage.Shard {
+	return barrage.Shard{
+		ID: row.ID, RunID: row.RunID, AgentID: row.AgentID, From: int(row.SegFrom), To: int(row.SegTo), Of: int(row.SegOf),
+		State: barrage.ShardState(row.State), Reason: row.Reason, Lease: row.Lease, AgentVersion: row.AgentVersion,
+		LeasedAt: row.LeasedAt, HeartbeatAt: row.HeartbeatAt, EndedAt: row.EndedAt,
+		LateStart: time.Duration(row.LateStartMs) * time.Millisecond,
+	}
+}
