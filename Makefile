@@ -12,8 +12,8 @@ GENERATED := api internal/postgres/dbsqlc sdk/proto sdk/python/barrage_plugin/v1
 help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
-run: ## serve on http://127.0.0.1:8080, with an embedded PostgreSQL when DATABASE_URL is empty
-	$(GO) run ./cmd/barrage serve
+run: ## serve on http://127.0.0.1:8080 with the shared demo agent, and an embedded PostgreSQL when DATABASE_URL is empty
+	$(GO) run ./cmd/barrage serve --demo-agent
 
 build: ## build a static bin/barrage
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w -X main.version=$(VERSION)" -o bin/barrage ./cmd/barrage

@@ -413,6 +413,17 @@ type CreateRunRequest struct {
 	Vus             *int               `json:"vus,omitempty"`
 }
 
+// CreateScriptRequest defines model for CreateScriptRequest.
+type CreateScriptRequest struct {
+	Files *[]UploadFile `json:"files,omitempty"`
+
+	// Name Defaults to the script's own name.
+	Name *string `json:"name,omitempty"`
+
+	// Source The script, YAML or JSON, as `barrage run` reads it.
+	Source string `json:"source"`
+}
+
 // CreateTokenRequest defines model for CreateTokenRequest.
 type CreateTokenRequest struct {
 	ExpiresInDays *int    `json:"expires_in_days,omitempty"`
@@ -712,12 +723,29 @@ type RunSummary struct {
 // Scope defines model for Scope.
 type Scope string
 
+// Script defines model for Script.
+type Script struct {
+	CreatedAt time.Time          `json:"created_at"`
+	Files     []ScriptFileRef    `json:"files"`
+	Id        openapi_types.UUID `json:"id"`
+	Name      string             `json:"name"`
+	Sha256    string             `json:"sha256"`
+	Source    string             `json:"source"`
+}
+
 // ScriptBundle A script and its data files, as agents receive them.
 type ScriptBundle struct {
 	Files  []BundleFile `json:"files"`
 	Name   string       `json:"name"`
 	Sha256 string       `json:"sha256"`
 	Source []byte       `json:"source"`
+}
+
+// ScriptFileRef defines model for ScriptFileRef.
+type ScriptFileRef struct {
+	Name   string `json:"name"`
+	Sha256 string `json:"sha256"`
+	Size   int64  `json:"size"`
 }
 
 // Shard defines model for Shard.
@@ -862,6 +890,14 @@ type UpdateUserRequest struct {
 	Role     *Role                            `json:"role,omitempty"`
 }
 
+// UploadFile defines model for UploadFile.
+type UploadFile struct {
+	Content []byte `json:"content"`
+
+	// Name The name the script's data variables use.
+	Name string `json:"name"`
+}
+
 // User defines model for User.
 type User struct {
 	CreatedAt time.Time          `json:"created_at"`
@@ -975,6 +1011,9 @@ type UpdateMeJSONRequestBody = UpdateMeRequest
 
 // CreateRunJSONRequestBody defines body for CreateRun for application/json ContentType.
 type CreateRunJSONRequestBody = CreateRunRequest
+
+// CreateScriptJSONRequestBody defines body for CreateScript for application/json ContentType.
+type CreateScriptJSONRequestBody = CreateScriptRequest
 
 // CreateTokenJSONRequestBody defines body for CreateToken for application/json ContentType.
 type CreateTokenJSONRequestBody = CreateTokenRequest
@@ -1435,6 +1474,37 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /v1/runs/{id}/summary (the `GetRunSummary` operationId).
 	GetRunSummary(ctx context.Context, id ID, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateScriptWithBody Upload a script
+	//
+	// Stores an immutable script, with the data files it reads, for runs to execute: what
+	// `barrage runs start --file` sends. The script is checked by the parser `barrage run`
+	// uses: a refused one gets `422` listing every error with its path and line. Its sha256
+	// and a manifest (its data files' names, sizes and digests) are recorded; a run always
+	// executes a stored script, so it can be explained and repeated.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/scripts (the `CreateScript` operationId).
+	CreateScriptWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateScript Upload a script
+	//
+	// Stores an immutable script, with the data files it reads, for runs to execute: what
+	// `barrage runs start --file` sends. The script is checked by the parser `barrage run`
+	// uses: a refused one gets `422` listing every error with its path and line. Its sha256
+	// and a manifest (its data files' names, sizes and digests) are recorded; a run always
+	// executes a stored script, so it can be explained and repeated.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/scripts (the `CreateScript` operationId).
+	CreateScript(ctx context.Context, body CreateScriptJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetScript A script
+	//
+	// Corresponds with GET /v1/scripts/{id} (the `GetScript` operationId).
+	GetScript(ctx context.Context, id ID, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListTokens List personal API tokens
 	//
@@ -2270,6 +2340,67 @@ func (c *Client) CancelRun(ctx context.Context, id ID, reqEditors ...RequestEdit
 // Corresponds with GET /v1/runs/{id}/summary (the `GetRunSummary` operationId).
 func (c *Client) GetRunSummary(ctx context.Context, id ID, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetRunSummaryRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateScriptWithBody Upload a script
+//
+// Stores an immutable script, with the data files it reads, for runs to execute: what
+// `barrage runs start --file` sends. The script is checked by the parser `barrage run`
+// uses: a refused one gets `422` listing every error with its path and line. Its sha256
+// and a manifest (its data files' names, sizes and digests) are recorded; a run always
+// executes a stored script, so it can be explained and repeated.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/scripts (the `CreateScript` operationId).
+func (c *Client) CreateScriptWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateScriptRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateScript Upload a script
+//
+// Stores an immutable script, with the data files it reads, for runs to execute: what
+// `barrage runs start --file` sends. The script is checked by the parser `barrage run`
+// uses: a refused one gets `422` listing every error with its path and line. Its sha256
+// and a manifest (its data files' names, sizes and digests) are recorded; a run always
+// executes a stored script, so it can be explained and repeated.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/scripts (the `CreateScript` operationId).
+func (c *Client) CreateScript(ctx context.Context, body CreateScriptJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateScriptRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetScript A script
+//
+// Corresponds with GET /v1/scripts/{id} (the `GetScript` operationId).
+func (c *Client) GetScript(ctx context.Context, id ID, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetScriptRequest(c.Server, id)
 	if err != nil {
 		return nil, err
 	}
@@ -3545,6 +3676,80 @@ func NewGetRunSummaryRequest(server string, id ID) (*http.Request, error) {
 	return req, nil
 }
 
+// NewCreateScriptRequest calls the generic CreateScript builder with application/json body
+func NewCreateScriptRequest(server string, body CreateScriptJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewCreateScriptRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewCreateScriptRequestWithBody constructs an http.Request for the CreateScript method, with any body, and a specified content type
+func NewCreateScriptRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/scripts")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewGetScriptRequest constructs an http.Request for the GetScript method
+func NewGetScriptRequest(server string, id ID) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: "uuid"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/scripts/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewListTokensRequest constructs an http.Request for the ListTokens method
 func NewListTokensRequest(server string, params *ListTokensParams) (*http.Request, error) {
 	var err error
@@ -4149,6 +4354,39 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /v1/runs/{id}/summary (the `GetRunSummary` operationId).
 	GetRunSummaryWithResponse(ctx context.Context, id ID, reqEditors ...RequestEditorFn) (*GetRunSummaryResponse, error)
+
+	// CreateScriptWithBodyWithResponse Upload a script
+	//
+	// Stores an immutable script, with the data files it reads, for runs to execute: what
+	// `barrage runs start --file` sends. The script is checked by the parser `barrage run`
+	// uses: a refused one gets `422` listing every error with its path and line. Its sha256
+	// and a manifest (its data files' names, sizes and digests) are recorded; a run always
+	// executes a stored script, so it can be explained and repeated.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/scripts (the `CreateScript` operationId).
+	CreateScriptWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateScriptResponse, error)
+
+	// CreateScriptWithResponse Upload a script
+	//
+	// Stores an immutable script, with the data files it reads, for runs to execute: what
+	// `barrage runs start --file` sends. The script is checked by the parser `barrage run`
+	// uses: a refused one gets `422` listing every error with its path and line. Its sha256
+	// and a manifest (its data files' names, sizes and digests) are recorded; a run always
+	// executes a stored script, so it can be explained and repeated.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/scripts (the `CreateScript` operationId).
+	CreateScriptWithResponse(ctx context.Context, body CreateScriptJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateScriptResponse, error)
+
+	// GetScriptWithResponse A script
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/scripts/{id} (the `GetScript` operationId).
+	GetScriptWithResponse(ctx context.Context, id ID, reqEditors ...RequestEditorFn) (*GetScriptResponse, error)
 
 	// ListTokensWithResponse List personal API tokens
 	//
@@ -6345,6 +6583,158 @@ func (r GetRunSummaryResponse) ContentType() string {
 	return ""
 }
 
+type CreateScriptResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *Script
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Problem
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *Problem
+	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationproblemJSON415 *Problem
+	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationproblemJSON422 *Problem
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r CreateScriptResponse) GetJSON201() *Script {
+	return r.JSON201
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r CreateScriptResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r CreateScriptResponse) GetApplicationproblemJSON401() *Problem {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r CreateScriptResponse) GetApplicationproblemJSON403() *Problem {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r CreateScriptResponse) GetApplicationproblemJSON413() *Problem {
+	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r CreateScriptResponse) GetApplicationproblemJSON415() *Problem {
+	return r.ApplicationproblemJSON415
+}
+
+// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r CreateScriptResponse) GetApplicationproblemJSON422() *Problem {
+	return r.ApplicationproblemJSON422
+}
+
+// GetBody returns the raw response body bytes
+func (r CreateScriptResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CreateScriptResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CreateScriptResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CreateScriptResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type GetScriptResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Script
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Problem
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *Problem
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetScriptResponse) GetJSON200() *Script {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r GetScriptResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r GetScriptResponse) GetApplicationproblemJSON401() *Problem {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r GetScriptResponse) GetApplicationproblemJSON403() *Problem {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r GetScriptResponse) GetApplicationproblemJSON404() *Problem {
+	return r.ApplicationproblemJSON404
+}
+
+// GetBody returns the raw response body bytes
+func (r GetScriptResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetScriptResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetScriptResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetScriptResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 type ListTokensResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -7236,6 +7626,57 @@ func (c *ClientWithResponses) GetRunSummaryWithResponse(ctx context.Context, id 
 		return nil, err
 	}
 	return ParseGetRunSummaryResponse(rsp)
+}
+
+// CreateScriptWithBodyWithResponse Upload a script
+//
+// Stores an immutable script, with the data files it reads, for runs to execute: what
+// `barrage runs start --file` sends. The script is checked by the parser `barrage run`
+// uses: a refused one gets `422` listing every error with its path and line. Its sha256
+// and a manifest (its data files' names, sizes and digests) are recorded; a run always
+// executes a stored script, so it can be explained and repeated.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/scripts (the `CreateScript` operationId).
+func (c *ClientWithResponses) CreateScriptWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateScriptResponse, error) {
+	rsp, err := c.CreateScriptWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateScriptResponse(rsp)
+}
+
+// CreateScriptWithResponse Upload a script
+//
+// Stores an immutable script, with the data files it reads, for runs to execute: what
+// `barrage runs start --file` sends. The script is checked by the parser `barrage run`
+// uses: a refused one gets `422` listing every error with its path and line. Its sha256
+// and a manifest (its data files' names, sizes and digests) are recorded; a run always
+// executes a stored script, so it can be explained and repeated.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/scripts (the `CreateScript` operationId).
+func (c *ClientWithResponses) CreateScriptWithResponse(ctx context.Context, body CreateScriptJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateScriptResponse, error) {
+	rsp, err := c.CreateScript(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateScriptResponse(rsp)
+}
+
+// GetScriptWithResponse A script
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/scripts/{id} (the `GetScript` operationId).
+func (c *ClientWithResponses) GetScriptWithResponse(ctx context.Context, id ID, reqEditors ...RequestEditorFn) (*GetScriptResponse, error) {
+	rsp, err := c.GetScript(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetScriptResponse(rsp)
 }
 
 // ListTokensWithResponse List personal API tokens
@@ -9021,6 +9462,128 @@ func ParseGetRunSummaryResponse(rsp *http.Response) (*GetRunSummaryResponse, err
 	return response, nil
 }
 
+// ParseCreateScriptResponse parses an HTTP response from a CreateScriptWithResponse call
+func ParseCreateScriptResponse(rsp *http.Response) (*CreateScriptResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CreateScriptResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest Script
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON422 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseGetScriptResponse parses an HTTP response from a GetScriptWithResponse call
+func ParseGetScriptResponse(rsp *http.Response) (*GetScriptResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetScriptResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Script
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	}
+
+	return response, nil
+}
+
 // ParseListTokensResponse parses an HTTP response from a ListTokensWithResponse call
 func ParseListTokensResponse(rsp *http.Response) (*ListTokensResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -9288,6 +9851,12 @@ type ServerInterface interface {
 	// GetRunSummary A run's results
 	// (GET /v1/runs/{id}/summary)
 	GetRunSummary(w http.ResponseWriter, r *http.Request, id ID)
+	// CreateScript Upload a script
+	// (POST /v1/scripts)
+	CreateScript(w http.ResponseWriter, r *http.Request)
+	// GetScript A script
+	// (GET /v1/scripts/{id})
+	GetScript(w http.ResponseWriter, r *http.Request, id ID)
 	// ListTokens List personal API tokens
 	// (GET /v1/tokens)
 	ListTokens(w http.ResponseWriter, r *http.Request, params ListTokensParams)
@@ -9486,6 +10055,18 @@ func (_ Unimplemented) CancelRun(w http.ResponseWriter, r *http.Request, id ID) 
 // GetRunSummary A run's results
 // (GET /v1/runs/{id}/summary)
 func (_ Unimplemented) GetRunSummary(w http.ResponseWriter, r *http.Request, id ID) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
+// CreateScript Upload a script
+// (POST /v1/scripts)
+func (_ Unimplemented) CreateScript(w http.ResponseWriter, r *http.Request) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
+// GetScript A script
+// (GET /v1/scripts/{id})
+func (_ Unimplemented) GetScript(w http.ResponseWriter, r *http.Request, id ID) {
 	w.WriteHeader(http.StatusNotImplemented)
 }
 
@@ -10193,6 +10774,46 @@ func (siw *ServerInterfaceWrapper) GetRunSummary(w http.ResponseWriter, r *http.
 	handler.ServeHTTP(w, r)
 }
 
+// CreateScript operation middleware
+func (siw *ServerInterfaceWrapper) CreateScript(w http.ResponseWriter, r *http.Request) {
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.CreateScript(w, r)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// GetScript operation middleware
+func (siw *ServerInterfaceWrapper) GetScript(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "id" -------------
+	var id ID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", chi.URLParam(r, "id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: r.URL.RawPath == ""})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "id", Err: err})
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.GetScript(w, r, id)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
 // ListTokens operation middleware
 func (siw *ServerInterfaceWrapper) ListTokens(w http.ResponseWriter, r *http.Request) {
 
@@ -10463,6 +11084,12 @@ func HandlerWithOptions(si ServerInterface, options ChiServerOptions) http.Handl
 	})
 	r.Group(func(r chi.Router) {
 		r.Get(options.BaseURL+"/v1/agents/{id}", wrapper.GetAgent)
+	})
+	r.Group(func(r chi.Router) {
+		r.Post(options.BaseURL+"/v1/scripts", wrapper.CreateScript)
+	})
+	r.Group(func(r chi.Router) {
+		r.Get(options.BaseURL+"/v1/scripts/{id}", wrapper.GetScript)
 	})
 	r.Group(func(r chi.Router) {
 		r.Get(options.BaseURL+"/v1/runs", wrapper.ListRuns)
@@ -13057,6 +13684,194 @@ func (response GetRunSummary409ApplicationProblemPlusJSONResponse) VisitGetRunSu
 	return err
 }
 
+type CreateScriptRequestObject struct {
+	Body *CreateScriptJSONRequestBody
+}
+
+type CreateScriptResponseObject interface {
+	VisitCreateScriptResponse(w http.ResponseWriter) error
+}
+
+type CreateScript201JSONResponse Script
+
+func (response CreateScript201JSONResponse) VisitCreateScriptResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(201)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateScript400ApplicationProblemPlusJSONResponse struct {
+	ProblemApplicationProblemPlusJSONResponse
+}
+
+func (response CreateScript400ApplicationProblemPlusJSONResponse) VisitCreateScriptResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateScript401ApplicationProblemPlusJSONResponse Problem
+
+func (response CreateScript401ApplicationProblemPlusJSONResponse) VisitCreateScriptResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateScript403ApplicationProblemPlusJSONResponse Problem
+
+func (response CreateScript403ApplicationProblemPlusJSONResponse) VisitCreateScriptResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateScript413ApplicationProblemPlusJSONResponse Problem
+
+func (response CreateScript413ApplicationProblemPlusJSONResponse) VisitCreateScriptResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateScript415ApplicationProblemPlusJSONResponse Problem
+
+func (response CreateScript415ApplicationProblemPlusJSONResponse) VisitCreateScriptResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateScript422ApplicationProblemPlusJSONResponse Problem
+
+func (response CreateScript422ApplicationProblemPlusJSONResponse) VisitCreateScriptResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetScriptRequestObject struct {
+	Id ID `json:"id"`
+}
+
+type GetScriptResponseObject interface {
+	VisitGetScriptResponse(w http.ResponseWriter) error
+}
+
+type GetScript200JSONResponse Script
+
+func (response GetScript200JSONResponse) VisitGetScriptResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetScript400ApplicationProblemPlusJSONResponse struct {
+	ProblemApplicationProblemPlusJSONResponse
+}
+
+func (response GetScript400ApplicationProblemPlusJSONResponse) VisitGetScriptResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetScript401ApplicationProblemPlusJSONResponse Problem
+
+func (response GetScript401ApplicationProblemPlusJSONResponse) VisitGetScriptResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetScript403ApplicationProblemPlusJSONResponse Problem
+
+func (response GetScript403ApplicationProblemPlusJSONResponse) VisitGetScriptResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetScript404ApplicationProblemPlusJSONResponse Problem
+
+func (response GetScript404ApplicationProblemPlusJSONResponse) VisitGetScriptResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListTokensRequestObject struct {
 	Params ListTokensParams
 }
@@ -13414,6 +14229,12 @@ type StrictServerInterface interface {
 	// GetRunSummary A run's results
 	// (GET /v1/runs/{id}/summary)
 	GetRunSummary(ctx context.Context, request GetRunSummaryRequestObject) (GetRunSummaryResponseObject, error)
+	// CreateScript Upload a script
+	// (POST /v1/scripts)
+	CreateScript(ctx context.Context, request CreateScriptRequestObject) (CreateScriptResponseObject, error)
+	// GetScript A script
+	// (GET /v1/scripts/{id})
+	GetScript(ctx context.Context, request GetScriptRequestObject) (GetScriptResponseObject, error)
 	// ListTokens List personal API tokens
 	// (GET /v1/tokens)
 	ListTokens(ctx context.Context, request ListTokensRequestObject) (ListTokensResponseObject, error)
@@ -14313,6 +15134,63 @@ func (sh *strictHandler) GetRunSummary(w http.ResponseWriter, r *http.Request, i
 		sh.options.ResponseErrorHandlerFunc(w, r, err)
 	} else if validResponse, ok := response.(GetRunSummaryResponseObject); ok {
 		if err := validResponse.VisitGetRunSummaryResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// CreateScript operation middleware
+func (sh *strictHandler) CreateScript(w http.ResponseWriter, r *http.Request) {
+	var request CreateScriptRequestObject
+
+	var body CreateScriptJSONRequestBody
+	if err := runtime.BindJSONBody(r, &body); err != nil {
+		sh.options.RequestErrorHandlerFunc(w, r, fmt.Errorf("can't decode JSON body: %w", err))
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.CreateScript(ctx, request.(CreateScriptRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CreateScript")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(CreateScriptResponseObject); ok {
+		if err := validResponse.VisitCreateScriptResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// GetScript operation middleware
+func (sh *strictHandler) GetScript(w http.ResponseWriter, r *http.Request, id ID) {
+	var request GetScriptRequestObject
+
+	request.Id = id
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.GetScript(ctx, request.(GetScriptRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetScript")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(GetScriptResponseObject); ok {
+		if err := validResponse.VisitGetScriptResponse(w); err != nil {
 			sh.options.ResponseErrorHandlerFunc(w, r, err)
 		}
 	} else if response != nil {

@@ -61,7 +61,7 @@ func (pf *pluginFlags) newHost() (*pluginhost.Host, error) {
 // loadScript loads the script the arguments name and starts its plugins, if it has any. The
 // set is nil without plugins; close it when done.
 func (pf *pluginFlags) loadScript(ctx context.Context, fs *flag.FlagSet, args []string, vus func(*script.Script) int) (*pluginset.Set, *script.Script, error) {
-	path, err := scriptArg(fs, args)
+	path, err := positionalArg(fs, args)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -65,6 +65,8 @@ func commands() []command {
 		{"run", "run a script locally and print its results: run [--vus N --duration D --rate R] SCRIPT", runRun},
 		{"debug", "run one iteration of one VU and show every request and response: debug SCRIPT", runDebug},
 		{"agent", "run a measuring agent that takes work from a server: agent --server URL", runAgent},
+		{"agents", "the agents you may run on: agents list | create | delete", runAgents},
+		{"runs", "runs on the server's agents: runs start | list | show | cancel | results", runRuns},
 		{"plugin", "plugins: plugin add | list | check | new", runPlugin},
 		{"demo-shop", "serve a small shop on 127.0.0.1:8081 for the example scripts", runDemoShop},
 		{"signup", "create an account with an invitation code", runSignup},

@@ -47,7 +47,7 @@ func runPluginNew(_ context.Context, e env, args []string) error {
 	kind := fs.String("kind", "", "url, session-element or source-modifier")
 	dir := fs.String("dir", "", "where to create the project (default ./NAME)")
 	module := fs.String("module", "", "the Go module path (default example.com/NAME)")
-	name, err := scriptArg(fs, args)
+	name, err := positionalArg(fs, args)
 	if err != nil {
 		return err
 	}
@@ -141,7 +141,7 @@ func runPluginCheck(ctx context.Context, e env, args []string) error {
 	fs := newFlags(e, "plugin check", "[flags] BINARY")
 	config := fs.String("config", "{}", "the config object to configure the plugin with, as JSON")
 	pf := addPluginFlags(fs, e)
-	path, err := scriptArg(fs, args)
+	path, err := positionalArg(fs, args)
 	if err != nil {
 		return err
 	}

@@ -124,8 +124,9 @@ func runRun(ctx context.Context, e env, args []string) error {
 	return runErr
 }
 
-// scriptArg parses flags placed before or after the script's path.
-func scriptArg(fs *flag.FlagSet, args []string) (string, error) {
+// positionalArg parses flags placed before or after the one positional argument (a script's
+// path, a name) and returns that argument.
+func positionalArg(fs *flag.FlagSet, args []string) (string, error) {
 	var path string
 	for len(args) > 0 {
 		if err := fs.Parse(args); err != nil {

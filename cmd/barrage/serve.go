@@ -9,13 +9,17 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/barrage-load/barrage/internal/account"
+	"github.com/barrage-load/barrage/internal/agent"
 	"github.com/barrage-load/barrage/internal/auth"
+	"github.com/barrage-load/barrage/internal/barrage"
 	"github.com/barrage-load/barrage/internal/config"
 	"github.com/barrage-load/barrage/internal/control"
 	"github.com/barrage-load/barrage/internal/httpapi"
@@ -87,6 +91,17 @@ func runServe(ctx context.Context, e env, args []string) error {
 	go func() { serveErr <- srv.Serve(ln) }()
 	go cleanUp(ctx, store, log)
 	go reap(ctx, ctl, log)
+	if cfg.DemoAgent {
+		a, err := demoAgent(ctx, ctl, cfg.DataDir, "http://"+ln.Addr().String(), log)
+		if err != nil {
+			return fmt.Errorf("start the demo agent: %w", err)
+		}
+		go func() {
+			if err := a.Run(ctx); err != nil {
+				log.Error("the demo agent stopped", slog.String("error", err.Error()))
+			}
+		}()
+	}
 
 	select {
 	case <-ctx.Done():
@@ -132,6 +147,38 @@ func cleanUp(ctx context.Context, store *postgres.Store, log *slog.Logger) {
 			log.Debug("clean-up", slog.Int64("deleted", n))
 		}
 	}
+}
+
+// demoAgent returns the shared demo agent (500 VUs and 5 minutes per job), registered on the
+// first start and its token kept in the data folder, ready to run against this server.
+func demoAgent(ctx context.Context, ctl *control.Service, dataDir, server string, log *slog.Logger) (*agent.Agent, error) {
+	path := filepath.Join(dataDir, "demo-agent.token")
+	token := ""
+	if b, err := os.ReadFile(path); err == nil {
+		token = strings.TrimSpace(string(b))
+		if _, err := ctl.AuthenticateAgent(ctx, token); err != nil {
+			token = "" // removed by an admin, or another database: register it again
+		}
+	}
+	if token == "" {
+		a, t, err := ctl.CreateAgent(ctx, barrage.Principal{}, control.AgentInput{
+			Name: "demo", Limits: barrage.Limits{MaxVUs: 500, MaxRunDuration: 5 * time.Minute},
+		}, true)
+		if err != nil {
+			return nil, err
+		}
+		if err := os.MkdirAll(dataDir, 0o700); err != nil {
+			return nil, err
+		}
+		if err := os.WriteFile(path, []byte(t+"\n"), 0o600); err != nil {
+			return nil, err
+		}
+		token = t
+		log.Info("registered the shared demo agent", slog.String("agent_id", a.ID.String()))
+	}
+	return agent.New(agent.Config{
+		Server: server, Token: token, Version: version, Log: log.With(slog.String("component", "demo-agent")),
+	})
 }
 
 // reap runs the control plane's housekeeping every second: lost agents, unclaimed shards, runs

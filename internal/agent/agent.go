@@ -16,7 +16,6 @@ import (
 	"runtime"
 	"strings"
 	"sync"
-	"testing/fstest"
 	"time"
 
 	"github.com/barrage-load/barrage/api"
@@ -183,11 +182,11 @@ func (a *Agent) prepare(job *api.ShardJob, received time.Time) (*script.Script, 
 	if hex.EncodeToString(sum[:]) != job.Script.Sha256 {
 		return nil, opts, errors.New("the script does not match its sha256")
 	}
-	fsys := fstest.MapFS{}
+	files := make(map[string][]byte, len(job.Script.Files))
 	for _, f := range job.Script.Files {
-		fsys[f.Name] = &fstest.MapFile{Data: f.Content, Mode: 0o444}
+		files[f.Name] = f.Content
 	}
-	s, err := script.LoadData(fsys, "script", job.Script.Source, script.ParseOptions{Filename: job.Script.Name})
+	s, err := script.LoadBundle(job.Script.Source, files)
 	if err != nil {
 		return nil, opts, fmt.Errorf("load the script: %w", err)
 	}

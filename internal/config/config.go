@@ -35,6 +35,8 @@ type Config struct {
 	PostgresUser    string
 	PostgresPort    int
 	PostgresMirror  string
+	// DemoAgent runs the shared demo agent in the serve process, for a portal that works alone.
+	DemoAgent bool
 }
 
 // Setting documents one setting: its flag, its environment variable and its default.
@@ -60,6 +62,7 @@ var Settings = []Setting{
 	{"postgres-user", "BARRAGE_POSTGRES_USER", "", "unprivileged account that runs the embedded database when started as root; default postgres, else nobody"},
 	{"postgres-port", "BARRAGE_POSTGRES_PORT", "0", "port of the embedded database on 127.0.0.1; 0 picks a free one"},
 	{"postgres-mirror", "BARRAGE_POSTGRES_MIRROR", "https://repo1.maven.org/maven2", "Maven repository the embedded database's binaries are downloaded from"},
+	{"demo-agent", "BARRAGE_DEMO_AGENT", "false", "also run the shared demo agent in this process (500 VUs and 5 minutes per job, loopback targets allowed); make run sets it"},
 }
 
 // Load parses args (the subcommand's flags) and the environment into a validated Config. The
@@ -174,6 +177,9 @@ func parse(v map[string]*string) (Config, error) {
 		bad("postgres-port", "want a port number, or 0")
 	}
 	c.PostgresPort = port
+	if c.DemoAgent, err = strconv.ParseBool(*v["demo-agent"]); err != nil {
+		bad("demo-agent", "want true or false")
+	}
 	return c, errors.Join(errs...)
 }
 
@@ -195,6 +201,7 @@ func (c Config) LogValue() slog.Value {
 		slog.Int64("max_body_bytes", c.MaxBodyBytes),
 		slog.String("log_level", c.LogLevel.String()),
 		slog.String("postgres_bin", c.PostgresBin),
+		slog.Bool("demo_agent", c.DemoAgent),
 	)
 }
 

@@ -61,6 +61,9 @@ var policies = map[string]policy{
 	"GET /v1/agents/{id}":    {user, barrage.ScopeRead},
 	"DELETE /v1/agents/{id}": {user, barrage.ScopeWrite},
 
+	"POST /v1/scripts":     {user, barrage.ScopeWrite},
+	"GET /v1/scripts/{id}": {user, barrage.ScopeRead},
+
 	"GET /v1/runs":              {user, barrage.ScopeRead},
 	"POST /v1/runs":             {user, barrage.ScopeWrite},
 	"GET /v1/runs/{id}":         {user, barrage.ScopeRead},

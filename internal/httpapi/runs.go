@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"context"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"time"
@@ -129,6 +130,54 @@ func toAPILoad(l barrage.LoadOverrides) api.LoadOverrides {
 	}
 	if l.Rate > 0 {
 		v.Rate = ptr(l.Rate)
+	}
+	return v
+}
+
+func (s *server) CreateScript(ctx context.Context, req api.CreateScriptRequestObject) (api.CreateScriptResponseObject, error) {
+	p, err := principal(ctx)
+	if err != nil {
+		return nil, err
+	}
+	b := req.Body
+	in := control.ScriptInput{Source: []byte(b.Source)}
+	if b.Name != nil {
+		in.Name = *b.Name
+	}
+	if b.Files != nil {
+		seen := map[string]bool{}
+		for i, f := range *b.Files {
+			if seen[f.Name] {
+				return nil, barrage.Invalid(fmt.Sprintf("files[%d].name", i), "names a file twice")
+			}
+			seen[f.Name] = true
+			in.Files = append(in.Files, barrage.ScriptFile{Name: f.Name, Content: f.Content})
+		}
+	}
+	sc, err := s.control.CreateScript(ctx, p, in)
+	if err != nil {
+		return nil, err
+	}
+	return api.CreateScript201JSONResponse(toAPIScript(sc)), nil
+}
+
+func (s *server) GetScript(ctx context.Context, req api.GetScriptRequestObject) (api.GetScriptResponseObject, error) {
+	p, err := principal(ctx)
+	if err != nil {
+		return nil, err
+	}
+	sc, err := s.control.Script(ctx, p, req.Id)
+	if err != nil {
+		return nil, err
+	}
+	return api.GetScript200JSONResponse(toAPIScript(sc)), nil
+}
+
+func toAPIScript(sc barrage.Script) api.Script {
+	v := api.Script{Id: sc.ID, Name: sc.Name, Sha256: hex.EncodeToString(sc.SHA256), Source: string(sc.Source),
+		CreatedAt: sc.Created, Files: make([]api.ScriptFileRef, len(sc.Manifest.Files))}
+	for i, f := range sc.Manifest.Files {
+		v.Files[i] = api.ScriptFileRef{Name: f.Name, Sha256: f.SHA256, Size: f.Size}
 	}
 	return v
 }

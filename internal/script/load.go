@@ -12,6 +12,7 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+	"testing/fstest"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -65,6 +66,16 @@ func LoadData(fsys fs.FS, name string, data []byte, opts ParseOptions) (*Script,
 		return nil, d.list
 	}
 	return s, nil
+}
+
+// LoadBundle is LoadData for a script stored with its data files, by name: the form in which
+// the server keeps a script and agents receive it.
+func LoadBundle(source []byte, files map[string][]byte) (*Script, error) {
+	fsys := fstest.MapFS{}
+	for name, data := range files {
+		fsys[name] = &fstest.MapFile{Data: data, Mode: 0o444}
+	}
+	return LoadData(fsys, "script", source, ParseOptions{Filename: "script"})
 }
 
 // readData reads a CSV data file into df and returns its errors, with the file's own lines. A

@@ -1,0 +1,138 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/barrage-load/barrage/api"
+)
+
+func runAgents(ctx context.Context, e env, args []string) error {
+	sub := map[string]func(context.Context, env, []string) error{
+		"list": runAgentsList, "create": runAgentsCreate, "delete": runAgentsDelete,
+	}
+	return dispatch(ctx, e, "agents", sub, args)
+}
+
+func runAgentsList(ctx context.Context, e env, args []string) error {
+	if err := parseFlags(newFlags(e, "agents list", ""), args, 0); err != nil {
+		return err
+	}
+	cl, _, err := apiClient(ctx, e, true)
+	if err != nil {
+		return err
+	}
+	return printTable(e, "ID\tNAME\tKIND\tSTATE\tVERSION\tCORES\tMAX VUS\tMAX TIME\tLAST SEEN",
+		func(*string) ([]api.Agent, *string, error) {
+			res, err := cl.ListAgentsWithResponse(ctx)
+			if err != nil {
+				return nil, nil, err
+			}
+			if res.JSON200 == nil {
+				return nil, nil, api.ProblemError(res.HTTPResponse, res.Body)
+			}
+			return res.JSON200.Items, nil, nil
+		},
+		func(a api.Agent) string {
+			kind, seen, vus, secs := "private", "never", "-", "-"
+			if a.Shared {
+				kind = "shared"
+			}
+			if a.LastSeenAt != nil {
+				seen = a.LastSeenAt.Format(time.RFC3339)
+			}
+			if a.MaxVus != nil {
+				vus = fmt.Sprint(*a.MaxVus)
+			}
+			if a.MaxRunDurationSeconds != nil {
+				secs = (time.Duration(*a.MaxRunDurationSeconds) * time.Second).String()
+			}
+			return fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s", a.Id, a.Name, kind, a.State, a.Version, a.Cores, vus, secs, seen)
+		})
+}
+
+func runAgentsCreate(ctx context.Context, e env, args []string) error {
+	fs := newFlags(e, "agents create", "NAME [--max-vus N] [--max-duration D] [--shared]")
+	maxVUs := fs.Int("max-vus", 0, "the agent's own limit of VUs per job (0: none)")
+	maxDuration := fs.Duration("max-duration", 0, "the agent's own limit of time per job (0: none)")
+	shared := fs.Bool("shared", false, "register a shared agent that every user may run on (admins)")
+	name, err := positionalArg(fs, args)
+	if err != nil {
+		return err
+	}
+	cl, c, err := apiClient(ctx, e, true)
+	if err != nil {
+		return err
+	}
+	body := api.CreateAgentRequest{Name: name}
+	if *maxVUs > 0 {
+		body.MaxVus = maxVUs
+	}
+	if *maxDuration > 0 {
+		body.MaxRunDurationSeconds = ptr(int(maxDuration.Seconds()))
+	}
+	var a *api.CreatedAgent
+	if *shared {
+		res, err := cl.CreateSharedAgentWithResponse(ctx, body)
+		if err != nil {
+			return err
+		}
+		if a = res.JSON201; a == nil {
+			return api.ProblemError(res.HTTPResponse, res.Body)
+		}
+	} else {
+		res, err := cl.CreateAgentWithResponse(ctx, body)
+		if err != nil {
+			return err
+		}
+		if a = res.JSON201; a == nil {
+			return api.ProblemError(res.HTTPResponse, res.Body)
+		}
+	}
+	fmt.Fprintf(e.stderr, "Agent %q registered (id %s). Its token is shown once; start it with\n"+
+		"  BARRAGE_AGENT_TOKEN=<token> barrage agent --server %s\n", a.Name, a.Id, c.Server)
+	fmt.Fprintln(e.stdout, a.Token)
+	return nil
+}
+
+func runAgentsDelete(ctx context.Context, e env, args []string) error {
+	fs := newFlags(e, "agents delete", "ID [--shared]")
+	shared := fs.Bool("shared", false, "remove a shared agent (admins)")
+	arg, err := positionalArg(fs, args)
+	if err != nil {
+		return err
+	}
+	id, err := uuid.Parse(arg)
+	if err != nil {
+		return fmt.Errorf("agent id %q: %w", arg, err)
+	}
+	cl, _, err := apiClient(ctx, e, true)
+	if err != nil {
+		return err
+	}
+	var status int
+	var body []byte
+	if *shared {
+		res, err := cl.DeleteSharedAgentWithResponse(ctx, id)
+		if err != nil {
+			return err
+		}
+		status, body = res.StatusCode(), res.Body
+		if status != 204 {
+			return api.ProblemError(res.HTTPResponse, body)
+		}
+	} else {
+		res, err := cl.DeleteAgentWithResponse(ctx, id)
+		if err != nil {
+			return err
+		}
+		if res.StatusCode() != 204 {
+			return api.ProblemError(res.HTTPResponse, res.Body)
+		}
+	}
+	fmt.Fprintln(e.stderr, "Agent removed.")
+	return nil
+}

@@ -1,0 +1,346 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/barrage-load/barrage/api"
+)
+
+func runRuns(ctx context.Context, e env, args []string) error {
+	sub := map[string]func(context.Context, env, []string) error{
+		"start": runRunsStart, "list": runRunsList, "show": runRunsShow, "cancel": runRunsCancel, "results": runRunsResults,
+	}
+	return dispatch(ctx, e, "runs", sub, args)
+}
+
+func runRunsStart(ctx context.Context, e env, args []string) error {
+	fs := newFlags(e, "runs start", "(--file SCRIPT | --script ID) [--vus N --duration D --rate R --agents N --agent ID] [--watch]")
+	file := fs.String("file", "", "upload this script (and the data files it names, from beside it) and run it")
+	scriptID := fs.String("script", "", "run this stored script")
+	vus := fs.Int("vus", 0, "virtual users (closed model), or max VUs with --rate; overrides the script")
+	duration := fs.Duration("duration", 0, "run duration; overrides the script")
+	rate := fs.Float64("rate", 0, "arrival rate in iterations per second: runs the open model")
+	agents := fs.Int("agents", 0, "how many idle online agents to run on (default 1)")
+	var agentIDs multiFlag
+	fs.Var(&agentIDs, "agent", "run on this agent (repeat for several)")
+	watch := fs.Bool("watch", false, "follow the run to its end, print its summary, and exit 99 when a threshold failed")
+	key := fs.String("idempotency-key", "", "retrying with the same key returns the same run")
+	if err := parseFlags(fs, args, 0); err != nil {
+		return err
+	}
+	if (*file == "") == (*scriptID == "") {
+		fs.Usage()
+		return errUsage
+	}
+	cl, _, err := apiClient(ctx, e, true)
+	if err != nil {
+		return err
+	}
+	id := *scriptID
+	if *file != "" {
+		if id, err = uploadScript(ctx, cl, *file); err != nil {
+			return err
+		}
+		fmt.Fprintf(e.stderr, "Script %s uploaded as %s.\n", *file, id)
+	}
+	sid, err := uuid.Parse(id)
+	if err != nil {
+		return fmt.Errorf("script id %q: %w", id, err)
+	}
+	body := api.CreateRunRequest{ScriptId: sid}
+	if *vus > 0 {
+		body.Vus = vus
+	}
+	if *duration > 0 {
+		body.DurationSeconds = ptr(int(duration.Round(time.Second) / time.Second))
+	}
+	if *rate > 0 {
+		body.Rate = rate
+	}
+	if *agents > 0 {
+		body.Agents = agents
+	}
+	for _, a := range agentIDs {
+		u, err := uuid.Parse(a)
+		if err != nil {
+			return fmt.Errorf("agent id %q: %w", a, err)
+		}
+		if body.AgentIds == nil {
+			body.AgentIds = &[]uuid.UUID{}
+		}
+		*body.AgentIds = append(*body.AgentIds, u)
+	}
+	params := &api.CreateRunParams{}
+	if *key != "" {
+		params.IdempotencyKey = key
+	}
+	res, err := cl.CreateRunWithResponse(ctx, params, body)
+	if err != nil {
+		return err
+	}
+	if res.JSON201 == nil {
+		return api.ProblemError(res.HTTPResponse, res.Body)
+	}
+	run := res.JSON201
+	fmt.Fprintf(e.stderr, "Run %s %s on %d agent(s).\n", run.Id, run.State, len(run.Shards))
+	fmt.Fprintln(e.stdout, run.Id)
+	if !*watch {
+		return nil
+	}
+	return watchRun(ctx, e, cl, run.Id)
+}
+
+// uploadScript stores the script at path, with the data files it names, and returns its id.
+func uploadScript(ctx context.Context, cl *api.ClientWithResponses, path string) (string, error) {
+	s, err := loadScript(path) // checked here first: the errors point at the local file
+	if err != nil {
+		return "", err
+	}
+	source, err := os.ReadFile(path)
+	if err != nil {
+		return "", err
+	}
+	body := api.CreateScriptRequest{Source: string(source)}
+	var files []api.UploadFile
+	for _, df := range s.Variables.Data {
+		data, err := os.ReadFile(filepath.Join(filepath.Dir(path), df.File))
+		if err != nil {
+			return "", fmt.Errorf("data file: %w", err)
+		}
+		files = append(files, api.UploadFile{Name: df.File, Content: data})
+	}
+	if files != nil {
+		body.Files = &files
+	}
+	res, err := cl.CreateScriptWithResponse(ctx, body)
+	if err != nil {
+		return "", err
+	}
+	if res.JSON201 == nil {
+		return "", api.ProblemError(res.HTTPResponse, res.Body)
+	}
+	return res.JSON201.Id.String(), nil
+}
+
+// watchRun follows a run to its end, a line each time it changes, then prints its summary. The
+// exit status is that of `barrage run`: 99 when a threshold failed, 1 when the run did not
+// finish.
+func watchRun(ctx context.Context, e env, cl *api.ClientWithResponses, id uuid.UUID) error {
+	last := ""
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for {
+		res, err := cl.GetRunWithResponse(ctx, id)
+		if err != nil {
+			return err
+		}
+		if res.JSON200 == nil {
+			return api.ProblemError(res.HTTPResponse, res.Body)
+		}
+		run := res.JSON200
+		if line := runLine(run); line != last {
+			fmt.Fprintln(e.stderr, line)
+			last = line
+		}
+		if run.EndedAt != nil {
+			return printRunResults(ctx, e, cl, run)
+		}
+		select {
+		case <-ctx.Done():
+			return errors.New("stopped watching; the run goes on (barrage runs cancel " + id.String() + " stops it)")
+		case <-tick.C:
+		}
+	}
+}
+
+func runLine(r *api.Run) string {
+	var parts []string
+	for _, sh := range r.Shards {
+		parts = append(parts, fmt.Sprintf("%s %s", sh.Segment, sh.State))
+	}
+	line := fmt.Sprintf("%s  %s  [%s]", time.Now().Format("15:04:05"), r.State, strings.Join(parts, ", "))
+	if r.Reason != "" {
+		line += "  " + r.Reason
+	}
+	return line
+}
+
+func runRunsList(ctx context.Context, e env, args []string) error {
+	if err := parseFlags(newFlags(e, "runs list", ""), args, 0); err != nil {
+		return err
+	}
+	cl, _, err := apiClient(ctx, e, true)
+	if err != nil {
+		return err
+	}
+	return printTable(e, "ID\tSTATE\tAGENTS\tCREATED\tREASON",
+		func(cursor *string) ([]api.Run, *string, error) {
+			res, err := cl.ListRunsWithResponse(ctx, &api.ListRunsParams{Cursor: cursor})
+			if err != nil {
+				return nil, nil, err
+			}
+			if res.JSON200 == nil {
+				return nil, nil, api.ProblemError(res.HTTPResponse, res.Body)
+			}
+			return res.JSON200.Items, res.JSON200.NextCursor, nil
+		},
+		func(r api.Run) string {
+			return fmt.Sprintf("%s\t%s\t%d\t%s\t%s", r.Id, r.State, len(r.Shards), r.CreatedAt.Format(time.RFC3339), r.Reason)
+		})
+}
+
+// runArg reads a run's id, the one positional argument.
+func runArg(fs *flag.FlagSet, args []string) (uuid.UUID, error) {
+	arg, err := positionalArg(fs, args)
+	if err != nil {
+		return uuid.Nil, err
+	}
+	id, err := uuid.Parse(arg)
+	if err != nil {
+		return uuid.Nil, fmt.Errorf("run id %q: %w", arg, err)
+	}
+	return id, nil
+}
+
+func runRunsShow(ctx context.Context, e env, args []string) error {
+	_, run, err := fetchRun(ctx, e, newFlags(e, "runs show", "ID"), args)
+	if err != nil {
+		return err
+	}
+	printRun(e, run)
+	return nil
+}
+
+// fetchRun reads the run named by the one positional argument.
+func fetchRun(ctx context.Context, e env, fs *flag.FlagSet, args []string) (*api.ClientWithResponses, *api.Run, error) {
+	id, err := runArg(fs, args)
+	if err != nil {
+		return nil, nil, err
+	}
+	cl, _, err := apiClient(ctx, e, true)
+	if err != nil {
+		return nil, nil, err
+	}
+	res, err := cl.GetRunWithResponse(ctx, id)
+	if err != nil {
+		return nil, nil, err
+	}
+	if res.JSON200 == nil {
+		return nil, nil, api.ProblemError(res.HTTPResponse, res.Body)
+	}
+	return cl, res.JSON200, nil
+}
+
+func printRun(e env, r *api.Run) {
+	fmt.Fprintf(e.stdout, "run %s: %s", r.Id, r.State)
+	if r.Reason != "" {
+		fmt.Fprintf(e.stdout, " (%s)", r.Reason)
+	}
+	fmt.Fprintf(e.stdout, "\nscript %s, created %s\n", r.ScriptId, r.CreatedAt.Format(time.RFC3339))
+	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "SHARD\tAGENT\tSEGMENT\tSTATE\tLATE START\tREASON")
+	for _, sh := range r.Shards {
+		agent := "(removed)"
+		if sh.AgentId != nil {
+			agent = sh.AgentId.String()
+		}
+		late := "-"
+		if sh.LateStartMs != nil {
+			late = (time.Duration(*sh.LateStartMs) * time.Millisecond).String()
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", sh.Id, agent, sh.Segment, sh.State, late, sh.Reason)
+	}
+	tw.Flush()
+}
+
+func runRunsCancel(ctx context.Context, e env, args []string) error {
+	id, err := runArg(newFlags(e, "runs cancel", "ID"), args)
+	if err != nil {
+		return err
+	}
+	cl, _, err := apiClient(ctx, e, true)
+	if err != nil {
+		return err
+	}
+	res, err := cl.CancelRunWithResponse(ctx, id)
+	if err != nil {
+		return err
+	}
+	if res.JSON200 == nil {
+		return api.ProblemError(res.HTTPResponse, res.Body)
+	}
+	fmt.Fprintf(e.stderr, "Run %s: %s; its agents stop within two seconds.\n", id, res.JSON200.State)
+	return nil
+}
+
+func runRunsResults(ctx context.Context, e env, args []string) error {
+	cl, run, err := fetchRun(ctx, e, newFlags(e, "runs results", "ID"), args)
+	if err != nil {
+		return err
+	}
+	return printRunResults(ctx, e, cl, run)
+}
+
+// printRunResults prints an ended run's summary; its error carries the exit status.
+func printRunResults(ctx context.Context, e env, cl *api.ClientWithResponses, r *api.Run) error {
+	res, err := cl.GetRunSummaryWithResponse(ctx, r.Id)
+	if err != nil {
+		return err
+	}
+	if res.JSON200 == nil {
+		return api.ProblemError(res.HTTPResponse, res.Body)
+	}
+	s := res.JSON200
+	fmt.Fprintf(e.stdout, "\nrun %s: %s (%s), %.1fs on %d agent(s)\n\n", r.Id, r.State, r.Reason, s.ElapsedS, len(s.Agents))
+	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "request\tcount\trate/s\terrors\tmin\tmean\tp50\tp90\tp95\tp99\tmax\t")
+	row := func(l api.LabelSummary) {
+		fmt.Fprintf(tw, "%s\t%d\t%.1f\t%.2f%%\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t\n", l.Name, l.Count, l.Rps, l.ErrorRate*100,
+			l.MinMs, l.MeanMs, l.P50Ms, l.P90Ms, l.P95Ms, l.P99Ms, l.MaxMs)
+	}
+	for _, l := range s.Requests {
+		row(l)
+	}
+	row(s.Total)
+	tw.Flush()
+	fmt.Fprintln(e.stdout, "(latencies in ms)")
+	for _, a := range s.Agents {
+		agent := "(removed)"
+		if a.AgentId != nil {
+			agent = a.AgentId.String()
+		}
+		fmt.Fprintf(e.stdout, "agent %s: %s, %d requests, started %dms late\n", agent, a.State, a.Requests, a.LateStartMs)
+	}
+	failed := false
+	for _, t := range s.Thresholds {
+		verdict := "passed"
+		if !t.Passed {
+			verdict, failed = "FAILED", true
+		}
+		fmt.Fprintf(e.stdout, "threshold %s: %g, %s\n", t.Check, t.Observed, verdict)
+	}
+	if s.Verdict.GeneratorLimited {
+		fmt.Fprintln(e.stdout, "generators were the bottleneck:\n  - "+strings.Join(*s.Verdict.Reasons, "\n  - "))
+	} else {
+		fmt.Fprintln(e.stdout, "generators OK: the numbers measure the target")
+	}
+	switch {
+	case failed:
+		return &exitError{exitThresholds, errors.New("a threshold failed")}
+	case r.State != api.RunStateFinished:
+		return fmt.Errorf("the run ended %s: %s", r.State, r.Reason)
+	}
+	return nil
+}
+
+func ptr[T any](v T) *T { return &v }

@@ -1,0 +1,266 @@
+package main_test
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/barrage-load/barrage/internal/metrics"
+)
+
+// countingTarget is a target on 127.0.0.1 that counts the requests it answers.
+type countingTarget struct {
+	srv  *httptest.Server
+	hits atomic.Int64
+}
+
+func newCountingTarget(t *testing.T) *countingTarget {
+	t.Helper()
+	ct := &countingTarget{}
+	ct.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		ct.hits.Add(1)
+		fmt.Fprint(w, "ok")
+	}))
+	t.Cleanup(ct.srv.Close)
+	return ct
+}
+
+// agentProc is a `barrage agent` process.
+type agentProc struct {
+	cmd    *exec.Cmd
+	stderr *lockedBuffer
+	done   chan error
+}
+
+func startAgent(t *testing.T, p *serveProc, token string) *agentProc {
+	t.Helper()
+	a := &agentProc{stderr: &lockedBuffer{}, done: make(chan error, 1)}
+	a.cmd = exec.Command(binary, "agent", "--server", p.url)
+	a.cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "BARRAGE_AGENT_TOKEN=" + token}
+	a.cmd.Stderr = a.stderr
+	require.NoError(t, a.cmd.Start())
+	go func() { a.done <- a.cmd.Wait() }()
+	t.Cleanup(func() {
+		if a.cmd.ProcessState == nil {
+			_ = a.cmd.Process.Kill()
+			<-a.done
+		}
+	})
+	return a
+}
+
+// eventually polls cond every 100ms until it holds, failing the test after within.
+func eventually(t *testing.T, within time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", within, what)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// apiGet reads path with the bearer token into v.
+func apiGet(t *testing.T, p *serveProc, bearer, path string, v any) int {
+	t.Helper()
+	req, err := http.NewRequest("GET", p.url+path, nil)
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+bearer)
+	res, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer res.Body.Close()
+	body, err := io.ReadAll(res.Body)
+	require.NoError(t, err)
+	if res.StatusCode == http.StatusOK && v != nil {
+		require.NoError(t, json.Unmarshal(body, v), string(body))
+	}
+	return res.StatusCode
+}
+
+type runDoc struct {
+	ID     string `json:"id"`
+	State  string `json:"state"`
+	Reason string `json:"reason"`
+	Shards []struct {
+		AgentID string `json:"agent_id"`
+		State   string `json:"state"`
+		Reason  string `json:"reason"`
+	} `json:"shards"`
+}
+
+var runIDLine = regexp.MustCompile(`(?m)^([0-9a-f-]{36})$`)
+
+func TestRunsOnAgentsThroughTheServer(t *testing.T) {
+	target := newCountingTarget(t)
+	data := reachableDir(t)
+	cfg := t.TempDir()
+	p := startServe(t, data, nil)
+	code := codeLine.FindStringSubmatch(p.stdout.String())[1]
+	mustCLI(t, p, cfg, "admin password 123\n", "signup", "--code", code, "--email", "ada@example.com", "--name", "Ada")
+	mustCLI(t, p, cfg, "admin password 123\n", "login", "--email", "ada@example.com")
+	token := strings.TrimSpace(mustCLI(t, p, cfg, "", "tokens", "create", "--name", "e2e", "--scopes", "read,write"))
+
+	agentTokens := []string{
+		strings.TrimSpace(mustCLI(t, p, cfg, "", "agents", "create", "one")),
+		strings.TrimSpace(mustCLI(t, p, cfg, "", "agents", "create", "two")),
+	}
+	agents := []*agentProc{startAgent(t, p, agentTokens[0]), startAgent(t, p, agentTokens[1])}
+	eventually(t, 30*time.Second, "both agents online", func() bool {
+		return strings.Count(mustCLI(t, p, cfg, "", "agents", "list"), " online ") == 2
+	})
+
+	dir := t.TempDir()
+	script := func(name, load string) string {
+		path := filepath.Join(dir, name+".yaml")
+		require.NoError(t, os.WriteFile(path, []byte(fmt.Sprintf(`version: 1
+name: %s
+session:
+  groups:
+    - name: home
+      requests:
+        - { name: get home, url: "%s/" }
+load:
+  %s
+thresholds:
+  - p99 < 5s
+`, name, target.srv.URL, load)), 0o644))
+		return path
+	}
+	run := func(id string) runDoc {
+		var r runDoc
+		require.Equal(t, http.StatusOK, apiGet(t, p, token, "/v1/runs/"+id, &r))
+		return r
+	}
+
+	t.Run("a run on both agents counts what the target served", func(t *testing.T) {
+		before := target.hits.Load()
+		out, errOut, err := cli(t, p, cfg, "", "runs", "start", "--file", script("both", "vus: 6\n  duration: 3s"), "--agents", "2", "--watch")
+		require.NoError(t, err, "stdout: %s\nstderr: %s", out, errOut)
+		require.Contains(t, out, "generators OK")
+		id := runIDLine.FindStringSubmatch(out)[1]
+		r := run(id)
+		require.Equal(t, "finished", r.State, r.Reason)
+		require.Len(t, r.Shards, 2)
+
+		var sum struct {
+			Total struct {
+				Count     int64   `json:"count"`
+				P50       float64 `json:"p50_ms"`
+				P99       float64 `json:"p99_ms"`
+				Histogram string  `json:"histogram"`
+			} `json:"total"`
+			Agents []struct {
+				Requests int64 `json:"requests"`
+			} `json:"agents"`
+		}
+		require.Equal(t, http.StatusOK, apiGet(t, p, token, "/v1/runs/"+id+"/summary", &sum))
+		served := target.hits.Load() - before
+		require.Positive(t, sum.Total.Count)
+		// Every request the run counted reached the target; at most the ones in flight at the
+		// cut (one per VU) reached it uncounted.
+		require.LessOrEqual(t, sum.Total.Count, served)
+		require.LessOrEqual(t, served-sum.Total.Count, int64(6))
+		// Each agent's share is visible, and the shares add up.
+		require.Len(t, sum.Agents, 2)
+		require.Positive(t, sum.Agents[0].Requests)
+		require.Positive(t, sum.Agents[1].Requests)
+		require.Equal(t, sum.Total.Count, sum.Agents[0].Requests+sum.Agents[1].Requests)
+		// The percentiles are those of the merged histogram the summary carries.
+		enc, err := base64.StdEncoding.DecodeString(sum.Total.Histogram)
+		require.NoError(t, err)
+		var h metrics.Histogram
+		require.NoError(t, h.UnmarshalBinary(enc))
+		require.Equal(t, sum.Total.Count, h.Count())
+		require.InDelta(t, float64(h.Quantile(0.99))/1e6, sum.Total.P99, 1e-9)
+		require.InDelta(t, float64(h.Quantile(0.5))/1e6, sum.Total.P50, 1e-9)
+	})
+
+	t.Run("cancel stops the load at the target", func(t *testing.T) {
+		out := mustCLI(t, p, cfg, "", "runs", "start", "--file", script("long", "vus: 4\n  duration: 2m"), "--agents", "2")
+		id := runIDLine.FindStringSubmatch(out)[1]
+		from := target.hits.Load()
+		eventually(t, 30*time.Second, "traffic at the target", func() bool { return target.hits.Load() > from+100 })
+		canceledAt := time.Now()
+		mustCLI(t, p, cfg, "", "runs", "cancel", id)
+		eventually(t, 30*time.Second, "the run to end canceled", func() bool { return run(id).State == "canceled" })
+		ended := target.hits.Load()
+		t.Logf("the run ended canceled %s after the cancel", time.Since(canceledAt).Round(time.Millisecond))
+		for _, sh := range run(id).Shards {
+			require.Equal(t, "canceled", sh.State, sh.Reason)
+		}
+		// Once every shard has ended, nothing more reaches the target.
+		require.Equal(t, ended, target.hits.Load())
+	})
+
+	t.Run("an agent killed mid-run is lost and its shard ends with a reason", func(t *testing.T) {
+		out := mustCLI(t, p, cfg, "", "runs", "start", "--file", script("lost", "vus: 4\n  duration: 20s"), "--agents", "2")
+		id := runIDLine.FindStringSubmatch(out)[1]
+		eventually(t, 30*time.Second, "both shards running", func() bool {
+			r := run(id)
+			return r.State == "running" && r.Shards[0].State == "running" && r.Shards[1].State == "running"
+		})
+		require.NoError(t, agents[0].cmd.Process.Signal(syscall.SIGKILL))
+		<-agents[0].done
+		killed := time.Now()
+		eventually(t, 30*time.Second, "the killed agent's shard lost", func() bool {
+			for _, sh := range run(id).Shards {
+				if sh.State == "lost" {
+					return true
+				}
+			}
+			return false
+		})
+		t.Logf("the shard was lost %s after the kill", time.Since(killed).Round(time.Millisecond))
+		eventually(t, time.Minute, "the run to end", func() bool { return run(id).State == "failed" })
+		r := run(id)
+		require.Contains(t, r.Reason, "was lost")
+		var sum struct {
+			Agents []struct {
+				State    string `json:"state"`
+				Requests int64  `json:"requests"`
+			} `json:"agents"`
+		}
+		require.Equal(t, http.StatusOK, apiGet(t, p, token, "/v1/runs/"+id+"/summary", &sum))
+		lost := 0
+		for _, a := range sum.Agents {
+			require.Positive(t, a.Requests, "partial results are kept")
+			if a.State == "lost" {
+				lost++
+			}
+		}
+		require.Equal(t, 1, lost)
+	})
+
+	t.Run("agents stop their load when the server is gone", func(t *testing.T) {
+		out := mustCLI(t, p, cfg, "", "runs", "start", "--file", script("orphan", "vus: 2\n  duration: 2m"))
+		id := runIDLine.FindStringSubmatch(out)[1]
+		eventually(t, 30*time.Second, "the run running", func() bool { return run(id).State == "running" })
+		from := target.hits.Load()
+		eventually(t, 30*time.Second, "traffic at the target", func() bool { return target.hits.Load() > from+50 })
+		p.stop(t)
+		stopped := time.Now()
+		// The agent gives the server LostAfter (10s), then stops: the target goes quiet.
+		eventually(t, 45*time.Second, "the target to go quiet", func() bool {
+			n := target.hits.Load()
+			time.Sleep(time.Second)
+			return target.hits.Load() == n
+		})
+		t.Logf("the load stopped %s after the server", time.Since(stopped).Round(time.Millisecond))
+		require.Contains(t, agents[1].stderr.String(), "lost the server")
+	})
+}
