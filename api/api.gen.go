@@ -629,6 +629,35 @@ type LimitViolation struct {
 	Requested interface{} `json:"requested"`
 }
 
+// LiveAgent One agent's generator health in a second.
+type LiveAgent struct {
+	ActiveVus int64 `json:"active_vus"`
+
+	// Cpu The agent's CPU use, a fraction of its cores.
+	Cpu float64 `json:"cpu"`
+
+	// Dropped Open-model iterations that found no free VU.
+	Dropped int64 `json:"dropped"`
+
+	// Late Scheduled starts more than 10 ms late.
+	Late    int64              `json:"late"`
+	ShardId openapi_types.UUID `json:"shard_id"`
+}
+
+// LiveSecond One second of a run, merged across its agents, as the live stream sends it.
+type LiveSecond struct {
+	ActiveVus int64            `json:"active_vus"`
+	Agents    []LiveAgent      `json:"agents"`
+	ElapsedS  float64          `json:"elapsed_s"`
+	Errors    map[string]int64 `json:"errors"`
+	Index     int64            `json:"index"`
+	P50Ms     float64          `json:"p50_ms"`
+	P95Ms     float64          `json:"p95_ms"`
+	P99Ms     float64          `json:"p99_ms"`
+	Requests  int64            `json:"requests"`
+	Rps       float64          `json:"rps"`
+}
+
 // LoadOverrides defines model for LoadOverrides.
 type LoadOverrides struct {
 	DurationSeconds *int `json:"duration_seconds,omitempty"`
@@ -965,6 +994,11 @@ type ListRunsParams struct {
 // CreateRunParams defines parameters for CreateRun.
 type CreateRunParams struct {
 	IdempotencyKey *string `json:"Idempotency-Key,omitempty"`
+}
+
+// GetRunLiveParams defines parameters for GetRunLive.
+type GetRunLiveParams struct {
+	LastEventID *string `json:"Last-Event-ID,omitempty"`
 }
 
 // ListTokensParams defines parameters for ListTokens.
@@ -1463,6 +1497,19 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /v1/runs/{id}/cancel (the `CancelRun` operationId).
 	CancelRun(ctx context.Context, id ID, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetRunLive Follow a run live (Server-Sent Events)
+	//
+	// A `text/event-stream` of the run's seconds as they are merged across its agents: each
+	// `second` event is a `LiveSecond` (requests per second, p50, p95 and p99, errors by
+	// class, active VUs, and each agent's health). A second is sent once every running agent
+	// has reported it, or two seconds after a later one arrived. A `state` event follows each
+	// change of the run's state; the stream ends with the run's end (an `end` event). It
+	// works on whichever replica of the server answers; a client that reconnects with
+	// `Last-Event-ID` resumes after that second.
+	//
+	// Corresponds with GET /v1/runs/{id}/live (the `GetRunLive` operationId).
+	GetRunLive(ctx context.Context, id ID, params *GetRunLiveParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetRunSummary A run's results
 	//
@@ -2319,6 +2366,29 @@ func (c *Client) GetRun(ctx context.Context, id ID, reqEditors ...RequestEditorF
 // Corresponds with POST /v1/runs/{id}/cancel (the `CancelRun` operationId).
 func (c *Client) CancelRun(ctx context.Context, id ID, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewCancelRunRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetRunLive Follow a run live (Server-Sent Events)
+//
+// A `text/event-stream` of the run's seconds as they are merged across its agents: each
+// `second` event is a `LiveSecond` (requests per second, p50, p95 and p99, errors by
+// class, active VUs, and each agent's health). A second is sent once every running agent
+// has reported it, or two seconds after a later one arrived. A `state` event follows each
+// change of the run's state; the stream ends with the run's end (an `end` event). It
+// works on whichever replica of the server answers; a client that reconnects with
+// `Last-Event-ID` resumes after that second.
+//
+// Corresponds with GET /v1/runs/{id}/live (the `GetRunLive` operationId).
+func (c *Client) GetRunLive(ctx context.Context, id ID, params *GetRunLiveParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetRunLiveRequest(c.Server, id, params)
 	if err != nil {
 		return nil, err
 	}
@@ -3642,6 +3712,55 @@ func NewCancelRunRequest(server string, id ID) (*http.Request, error) {
 	return req, nil
 }
 
+// NewGetRunLiveRequest constructs an http.Request for the GetRunLive method
+func NewGetRunLiveRequest(server string, id ID, params *GetRunLiveParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: "uuid"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/runs/%s/live", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.LastEventID != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Last-Event-ID", *params.LastEventID, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Last-Event-ID", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
 // NewGetRunSummaryRequest constructs an http.Request for the GetRunSummary method
 func NewGetRunSummaryRequest(server string, id ID) (*http.Request, error) {
 	var err error
@@ -4341,6 +4460,21 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /v1/runs/{id}/cancel (the `CancelRun` operationId).
 	CancelRunWithResponse(ctx context.Context, id ID, reqEditors ...RequestEditorFn) (*CancelRunResponse, error)
+
+	// GetRunLiveWithResponse Follow a run live (Server-Sent Events)
+	//
+	// A `text/event-stream` of the run's seconds as they are merged across its agents: each
+	// `second` event is a `LiveSecond` (requests per second, p50, p95 and p99, errors by
+	// class, active VUs, and each agent's health). A second is sent once every running agent
+	// has reported it, or two seconds after a later one arrived. A `state` event follows each
+	// change of the run's state; the stream ends with the run's end (an `end` event). It
+	// works on whichever replica of the server answers; a client that reconnects with
+	// `Last-Event-ID` resumes after that second.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/runs/{id}/live (the `GetRunLive` operationId).
+	GetRunLiveWithResponse(ctx context.Context, id ID, params *GetRunLiveParams, reqEditors ...RequestEditorFn) (*GetRunLiveResponse, error)
 
 	// GetRunSummaryWithResponse A run's results
 	//
@@ -6507,6 +6641,68 @@ func (r CancelRunResponse) ContentType() string {
 	return ""
 }
 
+type GetRunLiveResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Problem
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *Problem
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r GetRunLiveResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r GetRunLiveResponse) GetApplicationproblemJSON401() *Problem {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r GetRunLiveResponse) GetApplicationproblemJSON403() *Problem {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r GetRunLiveResponse) GetApplicationproblemJSON404() *Problem {
+	return r.ApplicationproblemJSON404
+}
+
+// GetBody returns the raw response body bytes
+func (r GetRunLiveResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetRunLiveResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetRunLiveResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetRunLiveResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 type GetRunSummaryResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -7607,6 +7803,27 @@ func (c *ClientWithResponses) CancelRunWithResponse(ctx context.Context, id ID, 
 		return nil, err
 	}
 	return ParseCancelRunResponse(rsp)
+}
+
+// GetRunLiveWithResponse Follow a run live (Server-Sent Events)
+//
+// A `text/event-stream` of the run's seconds as they are merged across its agents: each
+// `second` event is a `LiveSecond` (requests per second, p50, p95 and p99, errors by
+// class, active VUs, and each agent's health). A second is sent once every running agent
+// has reported it, or two seconds after a later one arrived. A `state` event follows each
+// change of the run's state; the stream ends with the run's end (an `end` event). It
+// works on whichever replica of the server answers; a client that reconnects with
+// `Last-Event-ID` resumes after that second.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/runs/{id}/live (the `GetRunLive` operationId).
+func (c *ClientWithResponses) GetRunLiveWithResponse(ctx context.Context, id ID, params *GetRunLiveParams, reqEditors ...RequestEditorFn) (*GetRunLiveResponse, error) {
+	rsp, err := c.GetRunLive(ctx, id, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetRunLiveResponse(rsp)
 }
 
 // GetRunSummaryWithResponse A run's results
@@ -9401,6 +9618,53 @@ func ParseCancelRunResponse(rsp *http.Response) (*CancelRunResponse, error) {
 	return response, nil
 }
 
+// ParseGetRunLiveResponse parses an HTTP response from a GetRunLiveWithResponse call
+func ParseGetRunLiveResponse(rsp *http.Response) (*GetRunLiveResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetRunLiveResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	}
+
+	return response, nil
+}
+
 // ParseGetRunSummaryResponse parses an HTTP response from a GetRunSummaryWithResponse call
 func ParseGetRunSummaryResponse(rsp *http.Response) (*GetRunSummaryResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -9848,6 +10112,9 @@ type ServerInterface interface {
 	// CancelRun Cancel a run
 	// (POST /v1/runs/{id}/cancel)
 	CancelRun(w http.ResponseWriter, r *http.Request, id ID)
+	// GetRunLive Follow a run live (Server-Sent Events)
+	// (GET /v1/runs/{id}/live)
+	GetRunLive(w http.ResponseWriter, r *http.Request, id ID, params GetRunLiveParams)
 	// GetRunSummary A run's results
 	// (GET /v1/runs/{id}/summary)
 	GetRunSummary(w http.ResponseWriter, r *http.Request, id ID)
@@ -10049,6 +10316,12 @@ func (_ Unimplemented) GetRun(w http.ResponseWriter, r *http.Request, id ID) {
 // CancelRun Cancel a run
 // (POST /v1/runs/{id}/cancel)
 func (_ Unimplemented) CancelRun(w http.ResponseWriter, r *http.Request, id ID) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
+// GetRunLive Follow a run live (Server-Sent Events)
+// (GET /v1/runs/{id}/live)
+func (_ Unimplemented) GetRunLive(w http.ResponseWriter, r *http.Request, id ID, params GetRunLiveParams) {
 	w.WriteHeader(http.StatusNotImplemented)
 }
 
@@ -10748,6 +11021,56 @@ func (siw *ServerInterfaceWrapper) CancelRun(w http.ResponseWriter, r *http.Requ
 	handler.ServeHTTP(w, r)
 }
 
+// GetRunLive operation middleware
+func (siw *ServerInterfaceWrapper) GetRunLive(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "id" -------------
+	var id ID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", chi.URLParam(r, "id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: r.URL.RawPath == ""})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "id", Err: err})
+		return
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params GetRunLiveParams
+
+	headers := r.Header
+
+	// ------------- Optional header parameter "Last-Event-ID" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Last-Event-ID")]; found {
+		var LastEventID string
+		n := len(valueList)
+		if n != 1 {
+			siw.ErrorHandlerFunc(w, r, &TooManyValuesForParamError{ParamName: "Last-Event-ID", Count: n})
+			return
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Last-Event-ID", valueList[0], &LastEventID, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "Last-Event-ID", Err: err})
+			return
+		}
+
+		params.LastEventID = &LastEventID
+
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.GetRunLive(w, r, id, params)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
 // GetRunSummary operation middleware
 func (siw *ServerInterfaceWrapper) GetRunSummary(w http.ResponseWriter, r *http.Request) {
 
@@ -11102,6 +11425,9 @@ func HandlerWithOptions(si ServerInterface, options ChiServerOptions) http.Handl
 	})
 	r.Group(func(r chi.Router) {
 		r.Post(options.BaseURL+"/v1/runs/{id}/cancel", wrapper.CancelRun)
+	})
+	r.Group(func(r chi.Router) {
+		r.Get(options.BaseURL+"/v1/runs/{id}/live", wrapper.GetRunLive)
 	})
 	r.Group(func(r chi.Router) {
 		r.Get(options.BaseURL+"/v1/runs/{id}/summary", wrapper.GetRunSummary)
@@ -13590,6 +13916,116 @@ func (response CancelRun409ApplicationProblemPlusJSONResponse) VisitCancelRunRes
 	return err
 }
 
+type GetRunLiveRequestObject struct {
+	Id     ID `json:"id"`
+	Params GetRunLiveParams
+}
+
+type GetRunLiveResponseObject interface {
+	VisitGetRunLiveResponse(w http.ResponseWriter) error
+}
+
+type GetRunLive200TexteventStreamResponse struct {
+	Body          io.Reader
+	ContentLength int64
+}
+
+func (response GetRunLive200TexteventStreamResponse) VisitGetRunLiveResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/event-stream")
+	if response.ContentLength != 0 {
+		w.Header().Set("Content-Length", fmt.Sprint(response.ContentLength))
+	}
+	w.WriteHeader(200)
+
+	if closer, ok := response.Body.(io.ReadCloser); ok {
+		defer closer.Close()
+	}
+	flusher, ok := w.(http.Flusher)
+	if !ok {
+		// If w doesn't support flushing, fall back to io.Copy.
+		_, err := io.Copy(w, response.Body)
+		return err
+	}
+	// text/event-stream messages are typically small; use a
+	// modest buffer and flush after each chunk so clients see
+	// events immediately instead of waiting on OS buffering.
+	buf := make([]byte, 4096)
+	for {
+		n, err := response.Body.Read(buf)
+		if n > 0 {
+			if _, writeErr := w.Write(buf[:n]); writeErr != nil {
+				return writeErr
+			}
+			flusher.Flush()
+		}
+		if err != nil {
+			if err == io.EOF {
+				return nil
+			}
+			return err
+		}
+	}
+}
+
+type GetRunLive400ApplicationProblemPlusJSONResponse struct {
+	ProblemApplicationProblemPlusJSONResponse
+}
+
+func (response GetRunLive400ApplicationProblemPlusJSONResponse) VisitGetRunLiveResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRunLive401ApplicationProblemPlusJSONResponse Problem
+
+func (response GetRunLive401ApplicationProblemPlusJSONResponse) VisitGetRunLiveResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRunLive403ApplicationProblemPlusJSONResponse Problem
+
+func (response GetRunLive403ApplicationProblemPlusJSONResponse) VisitGetRunLiveResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRunLive404ApplicationProblemPlusJSONResponse Problem
+
+func (response GetRunLive404ApplicationProblemPlusJSONResponse) VisitGetRunLiveResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetRunSummaryRequestObject struct {
 	Id ID `json:"id"`
 }
@@ -14226,6 +14662,9 @@ type StrictServerInterface interface {
 	// CancelRun Cancel a run
 	// (POST /v1/runs/{id}/cancel)
 	CancelRun(ctx context.Context, request CancelRunRequestObject) (CancelRunResponseObject, error)
+	// GetRunLive Follow a run live (Server-Sent Events)
+	// (GET /v1/runs/{id}/live)
+	GetRunLive(ctx context.Context, request GetRunLiveRequestObject) (GetRunLiveResponseObject, error)
 	// GetRunSummary A run's results
 	// (GET /v1/runs/{id}/summary)
 	GetRunSummary(ctx context.Context, request GetRunSummaryRequestObject) (GetRunSummaryResponseObject, error)
@@ -15108,6 +15547,33 @@ func (sh *strictHandler) CancelRun(w http.ResponseWriter, r *http.Request, id ID
 		sh.options.ResponseErrorHandlerFunc(w, r, err)
 	} else if validResponse, ok := response.(CancelRunResponseObject); ok {
 		if err := validResponse.VisitCancelRunResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// GetRunLive operation middleware
+func (sh *strictHandler) GetRunLive(w http.ResponseWriter, r *http.Request, id ID, params GetRunLiveParams) {
+	var request GetRunLiveRequestObject
+
+	request.Id = id
+	request.Params = params
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.GetRunLive(ctx, request.(GetRunLiveRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetRunLive")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(GetRunLiveResponseObject); ok {
+		if err := validResponse.VisitGetRunLiveResponse(w); err != nil {
 			sh.options.ResponseErrorHandlerFunc(w, r, err)
 		}
 	} else if response != nil {

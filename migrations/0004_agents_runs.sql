@@ -61,8 +61,10 @@ CREATE TABLE runs (
     start_at        timestamptz,
     created_at      timestamptz NOT NULL DEFAULT now(),
     ended_at        timestamptz,
-    -- Set by a cancel; the agents learn it at their next report.
-    cancel_reason   text,
+    -- Set when the run is stopped before its end, by a cancel (canceled) or an aborting threshold
+    -- on the merged seconds (aborted_threshold); the agents learn it at their next report.
+    stop_state      text CHECK (stop_state IN ('canceled', 'aborted_threshold')),
+    stop_reason     text,
     -- The summary, computed once every shard has ended.
     summary         jsonb,
     UNIQUE (owner_id, idempotency_key)

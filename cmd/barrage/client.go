@@ -117,11 +117,15 @@ func saveCredentials(e env, c credentials) error {
 // apiClient returns a client of the server in the stored credentials. It renews the access
 // token with the refresh token when it is about to expire, and saves the new pair.
 func apiClient(ctx context.Context, e env, needAuth bool) (*api.ClientWithResponses, credentials, error) {
+	return apiClientWith(ctx, e, needAuth, &http.Client{Timeout: 30 * time.Second})
+}
+
+// apiClientWith is apiClient on a given HTTP client: one without a timeout follows a stream.
+func apiClientWith(ctx context.Context, e env, needAuth bool, hc *http.Client) (*api.ClientWithResponses, credentials, error) {
 	c, err := loadCredentials(e)
 	if err != nil {
 		return nil, c, err
 	}
-	hc := &http.Client{Timeout: 30 * time.Second}
 	if needAuth && c.Token == "" {
 		if c.SignedInTo != "" {
 			return nil, c, fmt.Errorf("signed in to %s, not %s: run `barrage login --server %s`", c.SignedInTo, c.Server, c.Server)

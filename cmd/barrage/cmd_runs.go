@@ -1,10 +1,14 @@
 package main
 
 import (
+	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -132,37 +136,111 @@ func uploadScript(ctx context.Context, cl *api.ClientWithResponses, path string)
 	return res.JSON201.Id.String(), nil
 }
 
-// watchRun follows a run to its end, a line each time it changes, then prints its summary. The
-// exit status is that of `barrage run`: 99 when a threshold failed, 1 when the run did not
-// finish.
+// watchRun follows a run to its end through its live stream, printing the same line each second
+// as `barrage run` does, then prints its summary. The exit status is that of `barrage run`: 99
+// when a threshold failed, 1 when the run did not finish. A stream that breaks is resumed after
+// the last second it gave.
 func watchRun(ctx context.Context, e env, cl *api.ClientWithResponses, id uuid.UUID) error {
-	last := ""
-	tick := time.NewTicker(time.Second)
-	defer tick.Stop()
+	last := "-1"
 	for {
-		res, err := cl.GetRunWithResponse(ctx, id)
-		if err != nil {
-			return err
+		ended, err := followLive(ctx, e, id, &last)
+		if ended {
+			break
 		}
-		if res.JSON200 == nil {
-			return api.ProblemError(res.HTTPResponse, res.Body)
+		if ctx.Err() != nil {
+			return errors.New("stopped watching; the run goes on (barrage runs cancel " + id.String() + " stops it)")
 		}
-		run := res.JSON200
-		if line := runLine(run); line != last {
-			fmt.Fprintln(e.stderr, line)
-			last = line
-		}
-		if run.EndedAt != nil {
-			return printRunResults(ctx, e, cl, run)
-		}
+		fmt.Fprintf(e.stderr, "the live stream broke (%v); resuming\n", err)
+		t := time.NewTimer(time.Second)
 		select {
 		case <-ctx.Done():
-			return errors.New("stopped watching; the run goes on (barrage runs cancel " + id.String() + " stops it)")
-		case <-tick.C:
+			t.Stop()
+		case <-t.C:
 		}
 	}
+	res, err := cl.GetRunWithResponse(ctx, id)
+	if err != nil {
+		return err
+	}
+	if res.JSON200 == nil {
+		return api.ProblemError(res.HTTPResponse, res.Body)
+	}
+	return printRunResults(ctx, e, cl, res.JSON200)
 }
 
+// followLive reads the run's live stream after the second *last, printing each second and each
+// change of state, until the run's end event (ended) or an error.
+func followLive(ctx context.Context, e env, id uuid.UUID, last *string) (ended bool, err error) {
+	cl, _, err := apiClientWith(ctx, e, true, &http.Client{}) // a stream has no deadline
+	if err != nil {
+		return false, err
+	}
+	res, err := cl.GetRunLive(ctx, id, &api.GetRunLiveParams{LastEventID: last})
+	if err != nil {
+		return false, err
+	}
+	defer res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		body, _ := io.ReadAll(res.Body)
+		return false, api.ProblemError(res, body)
+	}
+	sc := bufio.NewScanner(res.Body)
+	sc.Buffer(make([]byte, 64<<10), 4<<20)
+	var event, evID string
+	for sc.Scan() {
+		line := sc.Text()
+		switch {
+		case strings.HasPrefix(line, "event: "):
+			event = strings.TrimPrefix(line, "event: ")
+		case strings.HasPrefix(line, "id: "):
+			evID = strings.TrimPrefix(line, "id: ")
+		case strings.HasPrefix(line, "data: "):
+			data := []byte(strings.TrimPrefix(line, "data: "))
+			switch event {
+			case "second":
+				var sec api.LiveSecond
+				if err := json.Unmarshal(data, &sec); err != nil {
+					return false, err
+				}
+				fmt.Fprintln(e.stderr, remoteLiveLine(sec))
+				*last = evID
+			case "state", "end":
+				var run api.Run
+				if err := json.Unmarshal(data, &run); err != nil {
+					return false, err
+				}
+				fmt.Fprintln(e.stderr, runLine(&run))
+				if event == "end" {
+					return true, nil
+				}
+			case "error":
+				return false, fmt.Errorf("the server: %s", data)
+			}
+			event, evID = "", ""
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return false, err
+	}
+	return false, io.ErrUnexpectedEOF
+}
+
+// remoteLiveLine is the live line of a run on the server: liveLine's, from the merged second.
+func remoteLiveLine(sec api.LiveSecond) string {
+	var failed int64
+	for _, n := range sec.Errors {
+		failed += n
+	}
+	cpu := 0.0
+	for _, a := range sec.Agents {
+		cpu = max(cpu, a.Cpu)
+	}
+	return formatLive(time.Duration(sec.ElapsedS*float64(time.Second)), sec.ActiveVus, sec.Rps,
+		msDuration(sec.P50Ms), msDuration(sec.P95Ms), msDuration(sec.P99Ms), pct(failed, sec.Requests), cpu) +
+		fmt.Sprintf("  agents %d", len(sec.Agents))
+}
+
+// runLine is a run's state as --watch prints it: each shard's segment and state, and the reason.
 func runLine(r *api.Run) string {
 	var parts []string
 	for _, sh := range r.Shards {
@@ -174,6 +252,8 @@ func runLine(r *api.Run) string {
 	}
 	return line
 }
+
+func msDuration(ms float64) time.Duration { return time.Duration(ms * float64(time.Millisecond)) }
 
 func runRunsList(ctx context.Context, e env, args []string) error {
 	if err := parseFlags(newFlags(e, "runs list", ""), args, 0); err != nil {

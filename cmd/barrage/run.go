@@ -187,10 +187,14 @@ func liveLine(sec engine.Second) string {
 		}
 	}
 	st := requestStats(sec.Snapshot, labels)
+	return formatLive(sec.Elapsed, sec.Health.ActiveVUs, float64(st.Requests),
+		st.Latency.Quantile(0.5), st.Latency.Quantile(0.95), st.Latency.Quantile(0.99), pct(st.Failed(), st.Requests), sec.Health.CPU)
+}
+
+// formatLive is the line printed for each second of a run, local or on the server.
+func formatLive(elapsed time.Duration, vus int64, rps float64, p50, p95, p99 time.Duration, errPct, cpu float64) string {
 	return fmt.Sprintf("%6s  vus %4d  %8.0f req/s  p50 %-8s p95 %-8s p99 %-8s errors %5.2f%%  cpu %3.0f%%",
-		sec.Elapsed.Round(time.Second), sec.Health.ActiveVUs, float64(st.Requests),
-		ms(st.Latency.Quantile(0.5)), ms(st.Latency.Quantile(0.95)), ms(st.Latency.Quantile(0.99)),
-		pct(st.Failed(), st.Requests), sec.Health.CPU*100)
+		elapsed.Round(time.Second), vus, rps, ms(p50), ms(p95), ms(p99), errPct, cpu*100)
 }
 
 func ms(d time.Duration) string {

@@ -152,6 +152,9 @@ thresholds:
 		out, errOut, err := cli(t, p, cfg, "", "runs", "start", "--file", script("both", "vus: 6\n  duration: 3s"), "--agents", "2", "--watch")
 		require.NoError(t, err, "stdout: %s\nstderr: %s", out, errOut)
 		require.Contains(t, out, "generators OK")
+		// --watch follows the live stream: a line a second, merged across both agents.
+		require.Regexp(t, `vus +6 +\d+ req/s .* agents 2`, errOut)
+		require.Contains(t, errOut, "finished")
 		id := runIDLine.FindStringSubmatch(out)[1]
 		r := run(id)
 		require.Equal(t, "finished", r.State, r.Reason)

@@ -90,7 +90,7 @@ func runServe(ctx context.Context, e env, args []string) error {
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
 	go cleanUp(ctx, store, log)
-	go reap(ctx, ctl, log)
+	go ctl.Background(ctx)
 	if cfg.DemoAgent {
 		a, err := demoAgent(ctx, ctl, cfg.DataDir, "http://"+ln.Addr().String(), log)
 		if err != nil {
@@ -179,23 +179,6 @@ func demoAgent(ctx context.Context, ctl *control.Service, dataDir, server string
 	return agent.New(agent.Config{
 		Server: server, Token: token, Version: version, Log: log.With(slog.String("component", "demo-agent")),
 	})
-}
-
-// reap runs the control plane's housekeeping every second: lost agents, unclaimed shards, runs
-// past their deadline, summaries. Every replica runs it; each step is safe to repeat.
-func reap(ctx context.Context, ctl *control.Service, log *slog.Logger) {
-	t := time.NewTicker(time.Second)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			if err := ctl.Reap(ctx); err != nil && ctx.Err() == nil {
-				log.Warn("reap failed", slog.String("error", err.Error()))
-			}
-		}
-	}
 }
 
 // database is an open pool, and the embedded server behind it if there is one.

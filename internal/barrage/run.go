@@ -91,12 +91,20 @@ type Run struct {
 	Reason   string
 	Load     LoadOverrides
 	// Limits are the effective ones: the tightest of the license's and the agents'.
-	Limits       Limits
-	StartAt      *time.Time
-	CreatedAt    time.Time
-	EndedAt      *time.Time
-	CancelReason *string
-	Shards       []Shard
+	Limits    Limits
+	StartAt   *time.Time
+	CreatedAt time.Time
+	EndedAt   *time.Time
+	// Stop is set when the run was asked to stop before its end: canceled, or aborted by a
+	// threshold on its merged seconds.
+	Stop   *RunStop
+	Shards []Shard
+}
+
+// RunStop is why a run was asked to stop before its end.
+type RunStop struct {
+	State  RunState // RunCanceled or RunAbortedThreshold
+	Reason string
 }
 
 // ShardState is where one agent's share of a run is.

@@ -42,7 +42,11 @@ type Service struct {
 	log   *slog.Logger
 	now   func() time.Time
 	cfg   Config
-	wake  *waker
+	// runs wakes the followers of a run when it changes; work wakes the lease requests of an
+	// agent when work is queued for it. Both carry PostgreSQL notifications, so a change made
+	// on any replica wakes the waiters on every one.
+	runs, work *postgres.Listener
+	judges     *judges
 }
 
 // New returns the control plane on store.
@@ -59,7 +63,29 @@ func New(store *postgres.Store, log *slog.Logger, cfg Config) *Service {
 	if cfg.PollEvery <= 0 {
 		cfg.PollEvery = 500 * time.Millisecond
 	}
-	return &Service{store: store, log: log, now: time.Now, cfg: cfg, wake: newWaker()}
+	return &Service{store: store, log: log, now: time.Now, cfg: cfg,
+		runs: store.NewListener(postgres.ChannelRuns, log), work: store.NewListener(postgres.ChannelWork, log),
+		judges: newJudges()}
+}
+
+// Background does the control plane's background work until ctx ends: it listens for the
+// notifications of other replicas, and keeps house every second (see Reap). Every replica runs
+// it; each step is safe to repeat.
+func (s *Service) Background(ctx context.Context) {
+	go s.runs.Run(ctx)
+	go s.work.Run(ctx)
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if err := s.Reap(ctx); err != nil && ctx.Err() == nil {
+				s.log.Warn("reap failed", slog.String("error", err.Error()))
+			}
+		}
+	}
 }
 
 // AgentInput is a new agent's name and limits.

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 
 	"github.com/barrage-load/barrage/internal/barrage"
 	"github.com/barrage-load/barrage/internal/engine"
@@ -88,15 +89,18 @@ func (s *Service) CreateRun(ctx context.Context, p barrage.Principal, in RunInpu
 			ID: uuid.Must(uuid.NewV7()), AgentID: &agents[i].ID, From: int(seg.From), To: int(seg.To), Of: int(seg.Of),
 		})
 	}
-	run, created, err := s.store.CreateRun(ctx, run, in.IdempotencyKey, nil)
+	ids := make([]uuid.UUID, len(agents))
+	for i, a := range agents {
+		ids[i] = a.ID
+	}
+	run, created, err := s.store.CreateRun(ctx, run, in.IdempotencyKey, func(tx pgx.Tx) error {
+		return s.store.NotifyWork(ctx, tx, ids)
+	})
 	if err != nil {
 		return barrage.Run{}, err
 	}
 	if created {
 		s.log.InfoContext(ctx, "run queued", slog.String("run_id", run.ID.String()), slog.Int("agents", len(agents)))
-		for _, a := range agents {
-			s.wake.notify(a.ID)
-		}
 	}
 	return run, nil
 }
@@ -170,9 +174,16 @@ func (s *Service) Runs(ctx context.Context, p barrage.Principal, before *uuid.UU
 // CancelRun stops p's run: its agents stop their load at their next report, within a second or
 // two. A run none of whose agents has started yet ends at once.
 func (s *Service) CancelRun(ctx context.Context, p barrage.Principal, id uuid.UUID) (barrage.Run, error) {
+	if _, err := s.store.Run(ctx, p.User.ID, id); err != nil {
+		return barrage.Run{}, err // another user's run is not found
+	}
 	reason := "canceled by " + p.User.Email
-	if err := s.store.CancelRun(ctx, p.User.ID, id, reason); err != nil {
+	stopped, err := s.store.StopRun(ctx, id, barrage.RunCanceled, reason)
+	if err != nil {
 		return barrage.Run{}, err
+	}
+	if !stopped {
+		return barrage.Run{}, barrage.Errorf(barrage.ErrConflict, "the run has ended or is already stopping")
 	}
 	if err := s.store.EndPendingShards(ctx, id, barrage.ShardState(barrage.RunCanceled), reason); err != nil {
 		return barrage.Run{}, err
@@ -238,6 +249,11 @@ func (s *Service) watch(ctx context.Context, r barrage.Run, now time.Time) error
 	if changed {
 		var err error
 		if r, err = s.store.RunForAgent(ctx, r.ID); err != nil {
+			return err
+		}
+	}
+	if r.State == barrage.RunRunning {
+		if err := s.judge(ctx, r); err != nil {
 			return err
 		}
 	}

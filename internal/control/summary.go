@@ -115,6 +115,7 @@ func (s *Service) finalize(ctx context.Context, run barrage.Run) error {
 	if err != nil {
 		return err
 	}
+	s.judges.forget(run.ID)
 	if ended {
 		s.log.InfoContext(ctx, "run ended", slog.String("run_id", run.ID.String()), slog.String("state", string(state)), slog.String("reason", reason))
 	}
@@ -125,8 +126,8 @@ func (s *Service) finalize(ctx context.Context, run barrage.Run) error {
 // it, else by the gravest of its shards' ends, with the reason of the shard that had it. A
 // failed threshold that aborted nothing leaves the run finished: the summary says it failed.
 func endState(run barrage.Run) (barrage.RunState, string) {
-	if run.CancelReason != nil {
-		return barrage.RunCanceled, *run.CancelReason
+	if run.Stop != nil {
+		return run.Stop.State, run.Stop.Reason
 	}
 	gravity := []barrage.ShardState{
 		barrage.ShardState(barrage.RunAbortedThreshold), barrage.ShardState(barrage.RunAbortedLimit),
@@ -152,32 +153,24 @@ func endState(run barrage.Run) (barrage.RunState, string) {
 
 // summarize merges the shards' seconds into the run's summary.
 func summarize(s *script.Script, run barrage.Run, secs []barrage.ShardSecond) (*Summary, error) {
+	// Every shard has ended: every second is complete.
+	merged, err := newMerger(0).add(run, secs)
+	if err != nil {
+		return nil, err
+	}
 	total := &metrics.Snapshot{}
 	byShard := map[uuid.UUID]*shardTally{}
-	var merged []*metrics.Snapshot // per second, in index order
-	var lastIdx int64 = -1
-	for _, sec := range secs {
-		var snap metrics.Snapshot
-		if err := snap.UnmarshalBinary(sec.Snapshot); err != nil {
-			return nil, fmt.Errorf("shard %s second %d: %w", sec.ShardID, sec.Index, err)
+	for _, m := range merged {
+		total.Merge(m.Snapshot)
+		for id, part := range m.Shards {
+			t := byShard[id]
+			if t == nil {
+				t = &shardTally{}
+				byShard[id] = t
+			}
+			t.healths = append(t.healths, part.Health)
+			t.requests += requestStats(part.Snapshot, s).Requests
 		}
-		var h engine.Health
-		if err := json.Unmarshal(sec.Health, &h); err != nil {
-			return nil, fmt.Errorf("shard %s second %d: health: %w", sec.ShardID, sec.Index, err)
-		}
-		if sec.Index != lastIdx {
-			merged = append(merged, &metrics.Snapshot{})
-			lastIdx = sec.Index
-		}
-		merged[len(merged)-1].Merge(&snap)
-		total.Merge(&snap)
-		t := byShard[sec.ShardID]
-		if t == nil {
-			t = &shardTally{}
-			byShard[sec.ShardID] = t
-		}
-		t.healths = append(t.healths, h)
-		t.requests += requestStats(&snap, s).Requests
 	}
 
 	elapsed := max(total.Duration, time.Second)
@@ -210,8 +203,8 @@ func summarize(s *script.Script, run barrage.Run, secs []barrage.ShardSecond) (*
 	}
 
 	watch := threshold.New(s.Thresholds, requestNames(s))
-	for i, m := range merged {
-		watch.Observe(m, time.Duration(i+1)*time.Second)
+	for _, m := range merged {
+		watch.Observe(m.Snapshot, time.Duration(m.Index+1)*time.Second)
 	}
 	for _, t := range watch.Final(total, elapsed) {
 		sum.Thresholds = append(sum.Thresholds, Threshold{Check: t.Threshold.Source, Observed: t.Observed, Passed: t.Passed})

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
-	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -41,8 +40,8 @@ func (s *Service) Lease(ctx context.Context, a barrage.Agent, h Hello, wait time
 	}
 	wait = min(max(wait, 0), MaxLeaseWait)
 	deadline := s.now().Add(wait)
-	woken := s.wake.watch(a.ID)
-	defer s.wake.unwatch(a.ID, woken)
+	woken, stop := s.work.Subscribe(a.ID.String())
+	defer stop()
 	for {
 		job, err := s.store.LeaseShard(ctx, a.ID, h.Version, s.cfg.StartLead)
 		if err != nil || job != nil {
@@ -146,11 +145,15 @@ func (s *Service) Report(ctx context.Context, a barrage.Agent, shardID uuid.UUID
 		}
 	}
 	var in Instruction
-	switch {
-	case rep.Run.CancelReason != nil:
-		in.Stop = &engine.Stop{Reason: engine.Canceled, Detail: *rep.Run.CancelReason}
-	case rep.Run.State.Ended():
-		in.Stop = &engine.Stop{Reason: engine.Failed, Detail: "the run has ended: " + rep.Run.Reason}
+	switch r := rep.Run; {
+	case r.Stop != nil:
+		reason := engine.Canceled
+		if r.Stop.State == barrage.RunAbortedThreshold {
+			reason = engine.AbortedThreshold
+		}
+		in.Stop = &engine.Stop{Reason: reason, Detail: r.Stop.Reason}
+	case r.State.Ended():
+		in.Stop = &engine.Stop{Reason: engine.Failed, Detail: "the run has ended: " + r.Reason}
 	}
 	return in, nil
 }
@@ -161,48 +164,4 @@ func endReason(r engine.StopReason) string {
 		return "the load ran to its end"
 	}
 	return r.String()
-}
-
-// waker wakes the lease requests waiting on an agent when this replica queues work for it.
-type waker struct {
-	mu sync.Mutex
-	ch map[uuid.UUID][]chan struct{}
-}
-
-func newWaker() *waker { return &waker{ch: map[uuid.UUID][]chan struct{}{}} }
-
-func (w *waker) watch(agent uuid.UUID) chan struct{} {
-	c := make(chan struct{}, 1)
-	w.mu.Lock()
-	w.ch[agent] = append(w.ch[agent], c)
-	w.mu.Unlock()
-	return c
-}
-
-func (w *waker) unwatch(agent uuid.UUID, c chan struct{}) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	list := w.ch[agent]
-	for i, x := range list {
-		if x == c {
-			list = append(list[:i], list[i+1:]...)
-			break
-		}
-	}
-	if len(list) == 0 {
-		delete(w.ch, agent)
-	} else {
-		w.ch[agent] = list
-	}
-}
-
-func (w *waker) notify(agent uuid.UUID) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	for _, c := range w.ch[agent] {
-		select {
-		case c <- struct{}{}:
-		default:
-		}
-	}
 }

@@ -4,7 +4,9 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/base64"
+	"encoding/json"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -57,13 +59,17 @@ func (b *testBundle) registerAgent(path, bearer, name string, extra map[string]a
 // hello is an agent's lease request that does not wait.
 var hello = map[string]any{"protocol": 1, "version": "test", "cores": 2, "wait_seconds": 0}
 
-// second is a snapshot holding n requests of label taking latency each, encoded.
-func second(t *testing.T, idx int64, label string, n int, latency time.Duration) map[string]any {
+// second is a snapshot holding n requests of label taking latency each, encoded; failed of
+// them with a 5xx.
+func second(t *testing.T, idx int64, label string, n int, latency time.Duration, failed ...int) map[string]any {
 	t.Helper()
 	st := metrics.NewStats()
 	for range n {
 		st.Requests++
 		st.Latency.Record(latency)
+	}
+	if len(failed) > 0 {
+		st.Errors[metrics.Err5xx] = int64(failed[0])
 	}
 	snap := &metrics.Snapshot{Start: time.Unix(1_700_000_000+idx, 0), Duration: time.Second, Labels: map[string]*metrics.Stats{label: st}}
 	enc, err := snap.MarshalBinary()
@@ -232,4 +238,125 @@ func TestRunsAndAgentsAreTheirOwnersAlone(t *testing.T) {
 	// A removed agent's token stops working.
 	require.Equal(t, http.StatusNoContent, b.do("DELETE", "/v1/agents/"+ownID, u.access, nil).status)
 	requireProblem(t, b.do("POST", "/v1/agent/lease", ownToken, hello), http.StatusUnauthorized)
+}
+
+// startedRun queues a run of script on the user's agents (their tokens), has each lease its
+// shard, and returns the run's id and each agent's report path and lease, in the agents' order.
+func (b *testBundle) startedRun(u user, script string, tokens ...string) (string, []string, []any) {
+	b.t.Helper()
+	for _, tok := range tokens {
+		require.Equal(b.t, http.StatusNoContent, b.do("POST", "/v1/agent/lease", tok, hello).status)
+	}
+	r := b.do("POST", "/v1/runs", u.access, map[string]any{"script_id": script, "agents": len(tokens)})
+	require.Equal(b.t, http.StatusCreated, r.status, "body: %s", r.body)
+	var paths []string
+	var leases []any
+	for _, tok := range tokens {
+		job := b.do("POST", "/v1/agent/lease", tok, hello)
+		require.Equal(b.t, http.StatusOK, job.status, "body: %s", job.body)
+		j := job.json(b.t)
+		paths = append(paths, "/v1/agent/shards/"+j["shard_id"].(string)+"/report")
+		leases = append(leases, j["lease"])
+	}
+	return r.json(b.t)["id"].(string), paths, leases
+}
+
+// sseEvent is one Server-Sent Event.
+type sseEvent struct {
+	id, event string
+	data      map[string]any
+}
+
+func parseSSE(t *testing.T, body []byte) []sseEvent {
+	t.Helper()
+	var out []sseEvent
+	for _, block := range strings.Split(strings.TrimSpace(string(body)), "\n\n") {
+		var ev sseEvent
+		for _, line := range strings.Split(block, "\n") {
+			k, v, _ := strings.Cut(line, ": ")
+			switch k {
+			case "id":
+				ev.id = v
+			case "event":
+				ev.event = v
+			case "data":
+				require.NoError(t, json.Unmarshal([]byte(v), &ev.data), line)
+			}
+		}
+		out = append(out, ev)
+	}
+	return out
+}
+
+func TestLiveStreamsTheSecondsMergedAcrossAgents(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	_, u := b.adminAndUser()
+	_, one := b.registerAgent("/v1/agents", u.access, "one", nil)
+	_, two := b.registerAgent("/v1/agents", u.access, "two", nil)
+	runID, reports, leases := b.startedRun(u, b.addScript(u, smokeScript), one, two)
+
+	report := func(i int, body map[string]any) {
+		t.Helper()
+		body["lease"] = leases[i]
+		r := b.do("POST", reports[i], []string{one, two}[i], body)
+		require.Equal(t, http.StatusOK, r.status, "body: %s", r.body)
+	}
+	report(0, map[string]any{"seconds": []any{second(t, 0, "get home", 10, 5*time.Millisecond), second(t, 1, "get home", 20, 5*time.Millisecond)}})
+	report(1, map[string]any{"seconds": []any{second(t, 0, "get home", 30, 50*time.Millisecond)}})
+	report(1, map[string]any{"seconds": []any{second(t, 1, "get home", 40, 50*time.Millisecond)}, "end": map[string]any{"reason": "finished"}})
+	report(0, map[string]any{"seconds": []any{}, "end": map[string]any{"reason": "finished"}})
+
+	live := b.do("GET", "/v1/runs/"+runID+"/live", u.access, nil)
+	require.Equal(t, http.StatusOK, live.status, "body: %s", live.body)
+	require.Equal(t, "text/event-stream", live.header.Get("Content-Type"))
+	events := parseSSE(t, live.body)
+	var kinds []string
+	for _, ev := range events {
+		kinds = append(kinds, ev.event)
+	}
+	require.Equal(t, []string{"end", "second", "second"}, kinds[:3], "the run as it stands, then its seconds")
+	require.Equal(t, "0", events[1].id)
+	require.EqualValues(t, 40, events[1].data["requests"], "both agents' first second")
+	require.EqualValues(t, 60, events[2].data["requests"])
+	require.Len(t, events[2].data["agents"], 2)
+	require.InDelta(t, 50, events[2].data["p99_ms"], 0.1)
+	require.Equal(t, "finished", events[0].data["state"])
+
+	// Reconnecting after second 0 resumes with second 1.
+	again := parseSSE(t, b.do("GET", "/v1/runs/"+runID+"/live", u.access, nil, "Last-Event-ID", "0").body)
+	require.Equal(t, "1", again[1].id)
+	require.Len(t, again, 2)
+	requireProblem(t, b.do("GET", "/v1/runs/"+runID+"/live", u.access, nil, "Last-Event-ID", "x"), http.StatusBadRequest)
+}
+
+func TestAnAbortingThresholdOnTheMergedSecondsStopsEveryShard(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	_, u := b.adminAndUser()
+	_, one := b.registerAgent("/v1/agents", u.access, "one", nil)
+	_, two := b.registerAgent("/v1/agents", u.access, "two", nil)
+	src := strings.Replace(smokeScript, "  - p95 < 300ms\n", "  - { check: \"error_rate < 10%\", abort: true }\n", 1)
+	runID, reports, leases := b.startedRun(u, b.addScript(u, src), one, two)
+	tokens := []string{one, two}
+
+	// Agent one alone is at 5% errors, agent two at 15%: merged, 10% breaks "< 10%".
+	for i, failed := range []int{5, 15} {
+		r := b.do("POST", reports[i], tokens[i], map[string]any{"lease": leases[i], "seconds": []any{second(t, 0, "get home", 100, time.Millisecond, failed)}})
+		require.Equal(t, http.StatusOK, r.status, "body: %s", r.body)
+	}
+	require.NoError(t, b.ctl.Reap(context.Background()))
+	for i := range 2 {
+		r := b.do("POST", reports[i], tokens[i], map[string]any{"lease": leases[i], "seconds": []any{}})
+		require.Equal(t, http.StatusOK, r.status, "body: %s", r.body)
+		stop := r.json(t)["stop"].(map[string]any)
+		require.Equal(t, "aborted_threshold", stop["reason"])
+		require.Contains(t, stop["detail"], "error_rate < 10%")
+		end := b.do("POST", reports[i], tokens[i], map[string]any{"lease": leases[i], "seconds": []any{},
+			"end": map[string]any{"reason": "aborted_threshold", "detail": stop["detail"]}})
+		require.Equal(t, http.StatusOK, end.status, "body: %s", end.body)
+	}
+	got := b.do("GET", "/v1/runs/"+runID, u.access, nil).json(t)
+	require.Equal(t, "aborted_threshold", got["state"])
+	require.Contains(t, got["reason"], "error_rate < 10%")
 }

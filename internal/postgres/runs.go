@@ -178,20 +178,19 @@ func (s *Store) ActiveRuns(ctx context.Context, ownerID uuid.UUID) (int, error) 
 	return int(n), err
 }
 
-// CancelRun asks the owner's run to stop; its agents learn it at their next report. A run that
-// ended already, or was already asked, is a conflict.
-func (s *Store) CancelRun(ctx context.Context, ownerID, id uuid.UUID, reason string) error {
-	n, err := s.q.RunCancel(ctx, s.pool, dbsqlc.RunCancelParams{ID: id, OwnerID: ownerID, Reason: &reason})
-	if err != nil {
-		return translate(err, "run")
-	}
-	if n == 0 {
-		if _, err := s.Run(ctx, ownerID, id); err != nil {
+// StopRun asks a run that has not ended to stop, in state (canceled or aborted_threshold) for
+// reason, and tells the run's followers. stopped is false when it had ended or been stopped
+// already.
+func (s *Store) StopRun(ctx context.Context, id uuid.UUID, state barrage.RunState, reason string) (stopped bool, err error) {
+	err = s.inTx(ctx, func(tx pgx.Tx) error {
+		n, err := s.q.RunStop(ctx, tx, dbsqlc.RunStopParams{ID: id, StopState: ptr(string(state)), StopReason: &reason})
+		if err != nil || n == 0 {
 			return err
 		}
-		return barrage.Errorf(barrage.ErrConflict, "the run has ended or is already being canceled")
-	}
-	return nil
+		stopped = true
+		return s.notifyRun(ctx, tx, id)
+	})
+	return stopped, err
 }
 
 // LeaseShard gives the agent its oldest pending shard, if any, under a new fencing token, with
@@ -222,8 +221,10 @@ func (s *Store) LeaseShard(ctx context.Context, agentID uuid.UUID, version strin
 		if job.Run, err = runFromRow(runRow); err != nil {
 			return err
 		}
-		job.Script, err = s.scriptWithFiles(ctx, tx, scRow)
-		return err
+		if job.Script, err = s.scriptWithFiles(ctx, tx, scRow); err != nil {
+			return err
+		}
+		return s.notifyRun(ctx, tx, row.RunID)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("lease a shard: %w", err)
@@ -286,8 +287,10 @@ func (s *Store) ReportShard(ctx context.Context, agentID, shardID uuid.UUID, lea
 		if err != nil {
 			return err
 		}
-		rep.Run, err = s.withShards(ctx, tx, runRow)
-		return err
+		if rep.Run, err = s.withShards(ctx, tx, runRow); err != nil {
+			return err
+		}
+		return s.notifyRun(ctx, tx, row.RunID)
 	})
 	return rep, err
 }
@@ -342,8 +345,38 @@ func (s *Store) RunSeconds(ctx context.Context, runID uuid.UUID, from int64) ([]
 
 // EndRun records the run's end and summary, once: ended is false when it had ended already.
 func (s *Store) EndRun(ctx context.Context, id uuid.UUID, state barrage.RunState, reason string, summary []byte) (ended bool, err error) {
-	n, err := s.q.RunEnd(ctx, s.pool, dbsqlc.RunEndParams{ID: id, State: string(state), Reason: reason, Summary: summary})
-	return n > 0, err
+	err = s.inTx(ctx, func(tx pgx.Tx) error {
+		n, err := s.q.RunEnd(ctx, tx, dbsqlc.RunEndParams{ID: id, State: string(state), Reason: reason, Summary: summary})
+		if err != nil || n == 0 {
+			return err
+		}
+		ended = true
+		return s.notifyRun(ctx, tx, id)
+	})
+	return ended, err
+}
+
+// The channels of PostgreSQL notifications: a run changed (its id), work was queued for an
+// agent (its id).
+const (
+	ChannelRuns = "barrage_runs"
+	ChannelWork = "barrage_work"
+)
+
+// notifyRun tells every replica's followers of a run that it changed, when tx commits.
+func (s *Store) notifyRun(ctx context.Context, tx pgx.Tx, id uuid.UUID) error {
+	return s.q.RunNotify(ctx, tx, dbsqlc.RunNotifyParams{Channel: ChannelRuns, Payload: id.String()})
+}
+
+// NotifyWork tells every replica that work was queued for the agents, when tx commits, so that
+// their waiting lease requests look at once.
+func (s *Store) NotifyWork(ctx context.Context, tx pgx.Tx, agents []uuid.UUID) error {
+	for _, a := range agents {
+		if err := s.q.RunNotify(ctx, tx, dbsqlc.RunNotifyParams{Channel: ChannelWork, Payload: a.String()}); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // RunForAgent reads a run with its shards by id alone, for the control plane's own work.
@@ -374,7 +407,10 @@ func runFromRow(row dbsqlc.Run) (barrage.Run, error) {
 	r := barrage.Run{
 		ID: row.ID, OwnerID: row.OwnerID, ScriptID: row.ScriptID, State: barrage.RunState(row.State), Reason: row.Reason,
 		Limits: limitsFromRow(row.MaxVus, row.MaxRunSeconds, nil), StartAt: row.StartAt, CreatedAt: row.CreatedAt,
-		EndedAt: row.EndedAt, CancelReason: row.CancelReason,
+		EndedAt: row.EndedAt,
+	}
+	if row.StopState != nil {
+		r.Stop = &barrage.RunStop{State: barrage.RunState(*row.StopState), Reason: deref(row.StopReason)}
 	}
 	if err := json.Unmarshal(row.Load, &r.Load); err != nil {
 		return r, fmt.Errorf("run %s: load: %w", row.ID, err)

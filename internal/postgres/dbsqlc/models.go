@@ -84,7 +84,8 @@ type Run struct {
 	StartAt        *time.Time
 	CreatedAt      time.Time
 	EndedAt        *time.Time
-	CancelReason   *string
+	StopState      *string
+	StopReason     *string
 	Summary        []byte
 }
 

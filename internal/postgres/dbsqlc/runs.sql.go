@@ -12,26 +12,6 @@ import (
 	"github.com/google/uuid"
 )
 
-const runCancel = `-- name: RunCancel :execrows
-UPDATE runs SET cancel_reason = $1
-WHERE id = $2 AND owner_id = $3 AND cancel_reason IS NULL
-  AND state IN ('created', 'queued', 'starting', 'running')
-`
-
-type RunCancelParams struct {
-	Reason  *string
-	ID      uuid.UUID
-	OwnerID uuid.UUID
-}
-
-func (q *Queries) RunCancel(ctx context.Context, db DBTX, arg RunCancelParams) (int64, error) {
-	result, err := db.Exec(ctx, runCancel, arg.Reason, arg.ID, arg.OwnerID)
-	if err != nil {
-		return 0, err
-	}
-	return result.RowsAffected(), nil
-}
-
 const runCountActive = `-- name: RunCountActive :one
 SELECT count(*) FROM runs
 WHERE owner_id = $1 AND state IN ('created', 'queued', 'starting', 'running')
@@ -71,7 +51,7 @@ func (q *Queries) RunEnd(ctx context.Context, db DBTX, arg RunEndParams) (int64,
 }
 
 const runGet = `-- name: RunGet :one
-SELECT id, owner_id, script_id, state, reason, load, max_vus, max_run_seconds, idempotency_key, start_at, created_at, ended_at, cancel_reason, summary FROM runs WHERE id = $1 AND owner_id = $2
+SELECT id, owner_id, script_id, state, reason, load, max_vus, max_run_seconds, idempotency_key, start_at, created_at, ended_at, stop_state, stop_reason, summary FROM runs WHERE id = $1 AND owner_id = $2
 `
 
 type RunGetParams struct {
@@ -95,14 +75,15 @@ func (q *Queries) RunGet(ctx context.Context, db DBTX, arg RunGetParams) (Run, e
 		&i.StartAt,
 		&i.CreatedAt,
 		&i.EndedAt,
-		&i.CancelReason,
+		&i.StopState,
+		&i.StopReason,
 		&i.Summary,
 	)
 	return i, err
 }
 
 const runGetByIdempotencyKey = `-- name: RunGetByIdempotencyKey :one
-SELECT id, owner_id, script_id, state, reason, load, max_vus, max_run_seconds, idempotency_key, start_at, created_at, ended_at, cancel_reason, summary FROM runs WHERE owner_id = $1 AND idempotency_key = $2
+SELECT id, owner_id, script_id, state, reason, load, max_vus, max_run_seconds, idempotency_key, start_at, created_at, ended_at, stop_state, stop_reason, summary FROM runs WHERE owner_id = $1 AND idempotency_key = $2
 `
 
 type RunGetByIdempotencyKeyParams struct {
@@ -126,14 +107,15 @@ func (q *Queries) RunGetByIdempotencyKey(ctx context.Context, db DBTX, arg RunGe
 		&i.StartAt,
 		&i.CreatedAt,
 		&i.EndedAt,
-		&i.CancelReason,
+		&i.StopState,
+		&i.StopReason,
 		&i.Summary,
 	)
 	return i, err
 }
 
 const runGetForUpdate = `-- name: RunGetForUpdate :one
-SELECT id, owner_id, script_id, state, reason, load, max_vus, max_run_seconds, idempotency_key, start_at, created_at, ended_at, cancel_reason, summary FROM runs WHERE id = $1 FOR UPDATE
+SELECT id, owner_id, script_id, state, reason, load, max_vus, max_run_seconds, idempotency_key, start_at, created_at, ended_at, stop_state, stop_reason, summary FROM runs WHERE id = $1 FOR UPDATE
 `
 
 func (q *Queries) RunGetForUpdate(ctx context.Context, db DBTX, id uuid.UUID) (Run, error) {
@@ -152,7 +134,8 @@ func (q *Queries) RunGetForUpdate(ctx context.Context, db DBTX, id uuid.UUID) (R
 		&i.StartAt,
 		&i.CreatedAt,
 		&i.EndedAt,
-		&i.CancelReason,
+		&i.StopState,
+		&i.StopReason,
 		&i.Summary,
 	)
 	return i, err
@@ -177,7 +160,7 @@ func (q *Queries) RunGetSummary(ctx context.Context, db DBTX, arg RunGetSummaryP
 const runInsert = `-- name: RunInsert :one
 INSERT INTO runs (id, owner_id, script_id, state, load, max_vus, max_run_seconds, idempotency_key)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
-RETURNING id, owner_id, script_id, state, reason, load, max_vus, max_run_seconds, idempotency_key, start_at, created_at, ended_at, cancel_reason, summary
+RETURNING id, owner_id, script_id, state, reason, load, max_vus, max_run_seconds, idempotency_key, start_at, created_at, ended_at, stop_state, stop_reason, summary
 `
 
 type RunInsertParams struct {
@@ -216,14 +199,15 @@ func (q *Queries) RunInsert(ctx context.Context, db DBTX, arg RunInsertParams) (
 		&i.StartAt,
 		&i.CreatedAt,
 		&i.EndedAt,
-		&i.CancelReason,
+		&i.StopState,
+		&i.StopReason,
 		&i.Summary,
 	)
 	return i, err
 }
 
 const runList = `-- name: RunList :many
-SELECT id, owner_id, script_id, state, reason, load, max_vus, max_run_seconds, idempotency_key, start_at, created_at, ended_at, cancel_reason, summary FROM runs
+SELECT id, owner_id, script_id, state, reason, load, max_vus, max_run_seconds, idempotency_key, start_at, created_at, ended_at, stop_state, stop_reason, summary FROM runs
 WHERE owner_id = $1 AND ($2::uuid IS NULL OR id < $2::uuid)
 ORDER BY id DESC
 LIMIT $3
@@ -257,7 +241,8 @@ func (q *Queries) RunList(ctx context.Context, db DBTX, arg RunListParams) ([]Ru
 			&i.StartAt,
 			&i.CreatedAt,
 			&i.EndedAt,
-			&i.CancelReason,
+			&i.StopState,
+			&i.StopReason,
 			&i.Summary,
 		); err != nil {
 			return nil, err
@@ -271,7 +256,7 @@ func (q *Queries) RunList(ctx context.Context, db DBTX, arg RunListParams) ([]Ru
 }
 
 const runListOpen = `-- name: RunListOpen :many
-SELECT id, owner_id, script_id, state, reason, load, max_vus, max_run_seconds, idempotency_key, start_at, created_at, ended_at, cancel_reason, summary FROM runs WHERE ended_at IS NULL ORDER BY id
+SELECT id, owner_id, script_id, state, reason, load, max_vus, max_run_seconds, idempotency_key, start_at, created_at, ended_at, stop_state, stop_reason, summary FROM runs WHERE ended_at IS NULL ORDER BY id
 `
 
 // RunListOpen lists the runs not yet ended, for the watchdog.
@@ -297,7 +282,8 @@ func (q *Queries) RunListOpen(ctx context.Context, db DBTX) ([]Run, error) {
 			&i.StartAt,
 			&i.CreatedAt,
 			&i.EndedAt,
-			&i.CancelReason,
+			&i.StopState,
+			&i.StopReason,
 			&i.Summary,
 		); err != nil {
 			return nil, err
@@ -308,6 +294,20 @@ func (q *Queries) RunListOpen(ctx context.Context, db DBTX) ([]Run, error) {
 		return nil, err
 	}
 	return items, nil
+}
+
+const runNotify = `-- name: RunNotify :exec
+SELECT pg_notify($1::text, $2::text)
+`
+
+type RunNotifyParams struct {
+	Channel string
+	Payload string
+}
+
+func (q *Queries) RunNotify(ctx context.Context, db DBTX, arg RunNotifyParams) error {
+	_, err := db.Exec(ctx, runNotify, arg.Channel, arg.Payload)
+	return err
 }
 
 const runSetRunning = `-- name: RunSetRunning :exec
@@ -331,4 +331,24 @@ type RunSetStartParams struct {
 func (q *Queries) RunSetStart(ctx context.Context, db DBTX, arg RunSetStartParams) error {
 	_, err := db.Exec(ctx, runSetStart, arg.StartAt, arg.ID)
 	return err
+}
+
+const runStop = `-- name: RunStop :execrows
+UPDATE runs SET stop_state = $1, stop_reason = $2
+WHERE id = $3 AND stop_state IS NULL AND ended_at IS NULL
+`
+
+type RunStopParams struct {
+	StopState  *string
+	StopReason *string
+	ID         uuid.UUID
+}
+
+// RunStop asks a run to stop before its end, once: a later request changes nothing.
+func (q *Queries) RunStop(ctx context.Context, db DBTX, arg RunStopParams) (int64, error) {
+	result, err := db.Exec(ctx, runStop, arg.StopState, arg.StopReason, arg.ID)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
 }

@@ -28,10 +28,13 @@ UPDATE runs SET state = 'starting', start_at = @start_at WHERE id = @id AND star
 -- name: RunSetRunning :exec
 UPDATE runs SET state = 'running' WHERE id = @id AND state IN ('queued', 'starting');
 
--- name: RunCancel :execrows
-UPDATE runs SET cancel_reason = @reason
-WHERE id = @id AND owner_id = @owner_id AND cancel_reason IS NULL
-  AND state IN ('created', 'queued', 'starting', 'running');
+-- RunStop asks a run to stop before its end, once: a later request changes nothing.
+-- name: RunStop :execrows
+UPDATE runs SET stop_state = @stop_state, stop_reason = @stop_reason
+WHERE id = @id AND stop_state IS NULL AND ended_at IS NULL;
+
+-- name: RunNotify :exec
+SELECT pg_notify(@channel::text, @payload::text);
 
 -- RunEnd ends a run once: a second attempt (another replica's) changes nothing.
 -- name: RunEnd :execrows

@@ -1,0 +1,252 @@
+package control
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/barrage-load/barrage/internal/barrage"
+	"github.com/barrage-load/barrage/internal/engine"
+	"github.com/barrage-load/barrage/internal/metrics"
+	"github.com/barrage-load/barrage/internal/script"
+	"github.com/barrage-load/barrage/internal/threshold"
+)
+
+// MergedSecond is one second of a run, merged across the shards that reported it.
+type MergedSecond struct {
+	Index    int64
+	Snapshot *metrics.Snapshot
+	// Shards are each shard's own part of the second.
+	Shards map[uuid.UUID]ShardPart
+}
+
+// ShardPart is one shard's second: its metrics and its generator's health.
+type ShardPart struct {
+	Snapshot *metrics.Snapshot
+	Health   engine.Health
+}
+
+// straggle is how far the newest second reported may run ahead of a second that a running shard
+// has not reported yet before that second is merged without it: a late report must not hold the
+// live view, and its own second still counts in the summary.
+const straggle = 2
+
+// merger turns the seconds that a run's shards report into the run's seconds, in order, each
+// once it is complete: every running shard has reported it (or a later one), or the newest
+// second is straggle ahead.
+type merger struct {
+	next   int64                   // the first second not yet merged
+	latest map[uuid.UUID]int64     // per shard, the newest second reported
+	open   map[int64]*MergedSecond // reported, not yet complete
+}
+
+func newMerger(from int64) *merger {
+	return &merger{next: from, latest: map[uuid.UUID]int64{}, open: map[int64]*MergedSecond{}}
+}
+
+// add takes the shards' seconds from m.next on (read again each time: those already added are
+// skipped) and returns the seconds now complete, in order.
+func (m *merger) add(run barrage.Run, secs []barrage.ShardSecond) ([]*MergedSecond, error) {
+	newest := int64(-1)
+	for _, sec := range secs {
+		if sec.Index < m.next {
+			continue
+		}
+		if l, ok := m.latest[sec.ShardID]; !ok || sec.Index > l {
+			m.latest[sec.ShardID] = sec.Index
+		}
+		newest = max(newest, sec.Index)
+		ms := m.open[sec.Index]
+		if ms == nil {
+			ms = &MergedSecond{Index: sec.Index, Snapshot: &metrics.Snapshot{}, Shards: map[uuid.UUID]ShardPart{}}
+			m.open[sec.Index] = ms
+		}
+		if _, dup := ms.Shards[sec.ShardID]; dup {
+			continue
+		}
+		var snap metrics.Snapshot
+		if err := snap.UnmarshalBinary(sec.Snapshot); err != nil {
+			return nil, fmt.Errorf("shard %s second %d: %w", sec.ShardID, sec.Index, err)
+		}
+		var h engine.Health
+		if err := json.Unmarshal(sec.Health, &h); err != nil {
+			return nil, fmt.Errorf("shard %s second %d: health: %w", sec.ShardID, sec.Index, err)
+		}
+		ms.Snapshot.Merge(&snap)
+		ms.Shards[sec.ShardID] = ShardPart{Snapshot: &snap, Health: h}
+	}
+	for _, ms := range m.open {
+		newest = max(newest, ms.Index)
+	}
+	var out []*MergedSecond
+	for ; m.next <= newest; m.next++ {
+		if !m.complete(run, m.next, newest) {
+			break
+		}
+		if ms := m.open[m.next]; ms != nil {
+			out = append(out, ms)
+			delete(m.open, m.next)
+		}
+	}
+	return out, nil
+}
+
+func (m *merger) complete(run barrage.Run, idx, newest int64) bool {
+	if newest-idx >= straggle {
+		return true
+	}
+	for _, sh := range run.Shards {
+		if sh.State != barrage.ShardRunning {
+			continue // ended, or not started: nothing more to wait for
+		}
+		if l, ok := m.latest[sh.ID]; !ok || l < idx {
+			return false
+		}
+	}
+	return true
+}
+
+// LiveEvent is what the live view of a run sends: a merged second, or the run as it stands
+// after it changed (Run), the last one once the run has ended.
+type LiveEvent struct {
+	Second *MergedSecond
+	Run    *barrage.Run
+}
+
+// Live follows p's run id from the second after `after` (-1 for the start), calling emit with
+// each merged second as it completes and with the run each time its state changes, until the
+// run has ended and every second was sent, or ctx ends. It wakes when any replica notifies a
+// change of the run, and looks again every second regardless.
+func (s *Service) Live(ctx context.Context, p barrage.Principal, id uuid.UUID, after int64, emit func(LiveEvent) error) error {
+	woken, stop := s.runs.Subscribe(id.String())
+	defer stop()
+	run, err := s.store.Run(ctx, p.User.ID, id)
+	if err != nil {
+		return err
+	}
+	m := newMerger(after + 1)
+	last := barrage.RunState("")
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for {
+		if run.State != last {
+			last = run.State
+			if err := emit(LiveEvent{Run: &run}); err != nil {
+				return err
+			}
+		}
+		secs, err := s.store.RunSeconds(ctx, id, m.next)
+		if err != nil {
+			return err
+		}
+		done, err := m.add(run, secs)
+		if err != nil {
+			return err
+		}
+		for _, sec := range done {
+			if err := emit(LiveEvent{Second: sec}); err != nil {
+				return err
+			}
+		}
+		if run.EndedAt != nil && len(m.open) == 0 {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-woken:
+		case <-tick.C:
+		}
+		if run, err = s.store.Run(ctx, p.User.ID, id); err != nil {
+			return err
+		}
+	}
+}
+
+// judges keeps, per running run with aborting thresholds, the threshold watch over its merged
+// seconds, so that an aborting threshold that breaks stops every shard. Each replica keeps its
+// own (a replica that starts reads the run's seconds from the start); the stop is recorded once.
+type judges struct {
+	mu   sync.Mutex
+	runs map[uuid.UUID]*judge
+}
+
+type judge struct {
+	merger *merger
+	watch  *threshold.Watch
+	start  int64 // the first second, for elapsed times
+}
+
+func newJudges() *judges { return &judges{runs: map[uuid.UUID]*judge{}} }
+
+// judge feeds a running run's newly complete seconds to its aborting thresholds, and stops the
+// run when one breaks.
+func (s *Service) judge(ctx context.Context, run barrage.Run) error {
+	s.judges.mu.Lock()
+	j := s.judges.runs[run.ID]
+	s.judges.mu.Unlock()
+	if j == nil {
+		sc, err := s.store.Script(ctx, run.OwnerID, run.ScriptID)
+		if err != nil {
+			return err
+		}
+		parsed, err := script.Parse(sc.Source, script.ParseOptions{Filename: sc.Name})
+		if err != nil {
+			return fmt.Errorf("script %s no longer parses: %w", sc.ID, err)
+		}
+		var aborting []*script.Threshold
+		for _, t := range parsed.Thresholds {
+			if t.Abort {
+				aborting = append(aborting, t)
+			}
+		}
+		j = &judge{merger: newMerger(0), start: -1}
+		if len(aborting) > 0 {
+			j.watch = threshold.New(aborting, requestNames(parsed))
+		}
+		s.judges.mu.Lock()
+		s.judges.runs[run.ID] = j
+		s.judges.mu.Unlock()
+	}
+	if j.watch == nil || run.Stop != nil {
+		return nil
+	}
+	secs, err := s.store.RunSeconds(ctx, run.ID, j.merger.next)
+	if err != nil {
+		return err
+	}
+	done, err := j.merger.add(run, secs)
+	if err != nil {
+		return err
+	}
+	for _, sec := range done {
+		if j.start < 0 {
+			j.start = sec.Index
+		}
+		why := j.watch.Observe(sec.Snapshot, time.Duration(sec.Index+1)*time.Second)
+		if why == "" {
+			continue
+		}
+		stopped, err := s.store.StopRun(ctx, run.ID, barrage.RunAbortedThreshold, why)
+		if err != nil {
+			return err
+		}
+		if stopped {
+			s.log.InfoContext(ctx, "run aborted by a threshold", slog.String("run_id", run.ID.String()), slog.String("reason", why))
+		}
+		return nil
+	}
+	return nil
+}
+
+// forget drops the judge of a run that has ended.
+func (j *judges) forget(id uuid.UUID) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	delete(j.runs, id)
+}

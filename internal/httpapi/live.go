@@ -1,0 +1,122 @@
+package httpapi
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/barrage-load/barrage/api"
+	"github.com/barrage-load/barrage/internal/barrage"
+	"github.com/barrage-load/barrage/internal/control"
+	"github.com/barrage-load/barrage/internal/engine"
+	"github.com/barrage-load/barrage/internal/metrics"
+)
+
+func (s *server) GetRunLive(ctx context.Context, req api.GetRunLiveRequestObject) (api.GetRunLiveResponseObject, error) {
+	p, err := principal(ctx)
+	if err != nil {
+		return nil, err
+	}
+	// Refused before the stream begins: once it has, errors can no longer be problem documents.
+	if _, err := s.control.Run(ctx, p, req.Id); err != nil {
+		return nil, err
+	}
+	after := int64(-1)
+	if v := req.Params.LastEventID; v != nil {
+		n, err := strconv.ParseInt(*v, 10, 64)
+		if err != nil || n < -1 {
+			return nil, &badParam{field: "Last-Event-ID", reason: "want the id of a second event"}
+		}
+		after = n
+	}
+	return liveStream{ctx: ctx, s: s, p: p, id: req.Id, after: after}, nil
+}
+
+// liveStream writes a run's live events as Server-Sent Events while they come.
+type liveStream struct {
+	ctx   context.Context
+	s     *server
+	p     barrage.Principal
+	id    uuid.UUID
+	after int64
+}
+
+// VisitGetRunLiveResponse streams the events, flushing each.
+func (l liveStream) VisitGetRunLiveResponse(w http.ResponseWriter) error {
+	rc := http.NewResponseController(w)
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("X-Accel-Buffering", "no") // nginx: pass each event on at once
+	w.WriteHeader(http.StatusOK)
+	var start *time.Time
+	write := func(event, id string, v any) error {
+		data, err := json.Marshal(v)
+		if err != nil {
+			return err
+		}
+		// A stream outlives the server's write timeout: each event gets its own.
+		_ = rc.SetWriteDeadline(time.Now().Add(30 * time.Second))
+		var b strings.Builder
+		if id != "" {
+			b.WriteString("id: " + id + "\n")
+		}
+		b.WriteString("event: " + event + "\ndata: ")
+		b.Write(data)
+		b.WriteString("\n\n")
+		if _, err := w.Write([]byte(b.String())); err != nil {
+			return err
+		}
+		return rc.Flush()
+	}
+	err := l.s.control.Live(l.ctx, l.p, l.id, l.after, func(ev control.LiveEvent) error {
+		if ev.Run != nil {
+			start = ev.Run.StartAt
+			kind := "state"
+			if ev.Run.EndedAt != nil {
+				kind = "end"
+			}
+			return write(kind, "", toAPIRun(*ev.Run))
+		}
+		return write("second", strconv.FormatInt(ev.Second.Index, 10), toAPILiveSecond(ev.Second, start))
+	})
+	if err != nil {
+		// Headers are gone: say it in the stream, and log it once.
+		l.s.log.WarnContext(l.ctx, "live stream ended early", "error", err.Error())
+		return write("error", "", map[string]string{"detail": "the stream ended early; reconnect with Last-Event-ID"})
+	}
+	return nil
+}
+
+func toAPILiveSecond(sec *control.MergedSecond, start *time.Time) api.LiveSecond {
+	req := metrics.NewStats()
+	for name, st := range sec.Snapshot.Labels {
+		if !strings.HasPrefix(name, engine.GroupPrefix) && !strings.HasPrefix(name, engine.HookPrefix) {
+			req.Merge(st)
+		}
+	}
+	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+	out := api.LiveSecond{
+		Index: sec.Index, ElapsedS: float64(sec.Index + 1), Requests: req.Requests,
+		Rps:   float64(req.Requests) / max(sec.Snapshot.Duration.Seconds(), 1e-9),
+		P50Ms: ms(req.Latency.Quantile(0.5)), P95Ms: ms(req.Latency.Quantile(0.95)), P99Ms: ms(req.Latency.Quantile(0.99)),
+		Errors: map[string]int64{},
+	}
+	if start != nil {
+		out.ElapsedS = sec.Snapshot.End().Sub(*start).Seconds()
+	}
+	for c := metrics.ErrorClass(1); c < metrics.NumErrorClasses; c++ {
+		out.Errors[c.String()] = req.Errors[c]
+	}
+	for id, part := range sec.Shards {
+		out.ActiveVus += part.Health.ActiveVUs
+		out.Agents = append(out.Agents, api.LiveAgent{
+			ShardId: id, Cpu: part.Health.CPU, ActiveVus: part.Health.ActiveVUs, Late: part.Health.Late, Dropped: part.Health.Dropped,
+		})
+	}
+	return out
+}
