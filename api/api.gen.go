@@ -224,6 +224,27 @@ func (e Scope) Valid() bool {
 	}
 }
 
+// Defines values for SeriesLabelKind.
+const (
+	Group   SeriesLabelKind = "group"
+	Hook    SeriesLabelKind = "hook"
+	Request SeriesLabelKind = "request"
+)
+
+// Valid indicates whether the value is a known member of the SeriesLabelKind enum.
+func (e SeriesLabelKind) Valid() bool {
+	switch e {
+	case Group:
+		return true
+	case Hook:
+		return true
+	case Request:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ShardState.
 const (
 	ShardStateAbortedLimit     ShardState = "aborted_limit"
@@ -375,6 +396,13 @@ type AgentShare struct {
 
 // AgentState defines model for AgentState.
 type AgentState string
+
+// AgentWork defines model for AgentWork.
+type AgentWork struct {
+	// Pings Pings to answer (POST /v1/agent/pings/{id}).
+	Pings *[]openapi_types.UUID `json:"pings,omitempty"`
+	Shard *ShardJob             `json:"shard,omitempty"`
+}
 
 // BundleFile defines model for BundleFile.
 type BundleFile struct {
@@ -675,6 +703,30 @@ type LoginRequest struct {
 	Password string `json:"password"`
 }
 
+// ManifestAgent defines model for ManifestAgent.
+type ManifestAgent struct {
+	AgentId *openapi_types.UUID `json:"agent_id,omitempty"`
+	ShardId openapi_types.UUID  `json:"shard_id"`
+
+	// Version The agent's version when it took the shard; empty before.
+	Version string `json:"version"`
+}
+
+// PingResult defines model for PingResult.
+type PingResult struct {
+	AgentId     openapi_types.UUID `json:"agent_id"`
+	RoundTripMs float64            `json:"round_trip_ms"`
+	State       AgentState         `json:"state"`
+	Version     string             `json:"version"`
+}
+
+// PluginPin defines model for PluginPin.
+type PluginPin struct {
+	Alias  string `json:"alias"`
+	Name   string `json:"name"`
+	Sha256 string `json:"sha256"`
+}
+
 // Problem An RFC 9457 problem document.
 type Problem struct {
 	Detail *string `json:"detail,omitempty"`
@@ -700,6 +752,9 @@ type RefreshRequest struct {
 
 // ReportAnswer defines model for ReportAnswer.
 type ReportAnswer struct {
+	// Pings Pings to answer (POST /v1/agent/pings/{id}).
+	Pings *[]openapi_types.UUID `json:"pings,omitempty"`
+
 	// Stop Why the agent must stop the shard's load now; null to go on.
 	Stop nullable.Nullable[StopInstruction] `json:"stop"`
 }
@@ -709,11 +764,14 @@ type Role string
 
 // Run defines model for Run.
 type Run struct {
-	CreatedAt             time.Time          `json:"created_at"`
-	EndedAt               *time.Time         `json:"ended_at,omitempty"`
-	Id                    openapi_types.UUID `json:"id"`
-	Load                  LoadOverrides      `json:"load"`
-	MaxRunDurationSeconds *int               `json:"max_run_duration_seconds,omitempty"`
+	CreatedAt time.Time          `json:"created_at"`
+	EndedAt   *time.Time         `json:"ended_at,omitempty"`
+	Id        openapi_types.UUID `json:"id"`
+	Load      LoadOverrides      `json:"load"`
+
+	// Manifest What the run executes, pinned when it was created, and the agents that ran it.
+	Manifest              RunManifest `json:"manifest"`
+	MaxRunDurationSeconds *int        `json:"max_run_duration_seconds,omitempty"`
 
 	// MaxVus The effective limit: the tightest of the license's and the agents'.
 	MaxVus   *int               `json:"max_vus,omitempty"`
@@ -730,6 +788,20 @@ type Run struct {
 type RunList struct {
 	Items      []Run   `json:"items"`
 	NextCursor *string `json:"next_cursor,omitempty"`
+}
+
+// RunManifest What the run executes, pinned when it was created, and the agents that ran it.
+type RunManifest struct {
+	Agents       []ManifestAgent `json:"agents"`
+	Files        []ScriptFileRef `json:"files"`
+	Plugins      []PluginPin     `json:"plugins"`
+	ScriptName   string          `json:"script_name"`
+	ScriptSha256 string          `json:"script_sha256"`
+}
+
+// RunSeries defines model for RunSeries.
+type RunSeries struct {
+	Seconds []SeriesSecond `json:"seconds"`
 }
 
 // RunState defines model for RunState.
@@ -775,6 +847,29 @@ type ScriptFileRef struct {
 	Name   string `json:"name"`
 	Sha256 string `json:"sha256"`
 	Size   int64  `json:"size"`
+}
+
+// SeriesLabel defines model for SeriesLabel.
+type SeriesLabel struct {
+	BytesIn  int64            `json:"bytes_in"`
+	BytesOut int64            `json:"bytes_out"`
+	Count    int64            `json:"count"`
+	Errors   map[string]int64 `json:"errors"`
+	Kind     SeriesLabelKind  `json:"kind"`
+	MaxMs    float64          `json:"max_ms"`
+	Name     string           `json:"name"`
+	P50Ms    float64          `json:"p50_ms"`
+	P95Ms    float64          `json:"p95_ms"`
+	P99Ms    float64          `json:"p99_ms"`
+}
+
+// SeriesLabelKind defines model for SeriesLabel.Kind.
+type SeriesLabelKind string
+
+// SeriesSecond defines model for SeriesSecond.
+type SeriesSecond struct {
+	Index  int64         `json:"index"`
+	Labels []SeriesLabel `json:"labels"`
 }
 
 // Shard defines model for Shard.
@@ -1274,6 +1369,11 @@ type ClientInterface interface {
 	// Corresponds with POST /v1/agent/lease (the `AgentLease` operationId).
 	AgentLease(ctx context.Context, body AgentLeaseJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// AgentAnswerPing Answer a ping (agents only)
+	//
+	// Corresponds with POST /v1/agent/pings/{id} (the `AgentAnswerPing` operationId).
+	AgentAnswerPing(ctx context.Context, id ID, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// AgentReportWithBody Report a shard's seconds and end (agents only)
 	//
 	// Sent every second while a shard runs: the seconds not yet acknowledged (a second sent
@@ -1336,6 +1436,15 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /v1/agents/{id} (the `GetAgent` operationId).
 	GetAgent(ctx context.Context, id ID, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PingAgent Ping an agent through the server
+	//
+	// An application-level ping: the server hands the agent a ping with its work (at once when
+	// the agent waits for work, at its next report when it runs a shard) and answers with the
+	// round trip. `409` when the agent is offline; `504` when it does not answer in 5 seconds.
+	//
+	// Corresponds with POST /v1/agents/{id}/ping (the `PingAgent` operationId).
+	PingAgent(ctx context.Context, id ID, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// LoginWithBody Sign in with email and password
 	//
@@ -1510,6 +1619,15 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /v1/runs/{id}/live (the `GetRunLive` operationId).
 	GetRunLive(ctx context.Context, id ID, params *GetRunLiveParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetRunSeries A run's per-second series
+	//
+	// Each second of the run, merged across its agents, per request, group and hook: count,
+	// errors by class, bytes, and p50, p95, p99 and max. While the run goes on, the seconds
+	// complete so far.
+	//
+	// Corresponds with GET /v1/runs/{id}/series (the `GetRunSeries` operationId).
+	GetRunSeries(ctx context.Context, id ID, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetRunSummary A run's results
 	//
@@ -1912,6 +2030,21 @@ func (c *Client) AgentLease(ctx context.Context, body AgentLeaseJSONRequestBody,
 	return c.Client.Do(req)
 }
 
+// AgentAnswerPing Answer a ping (agents only)
+//
+// Corresponds with POST /v1/agent/pings/{id} (the `AgentAnswerPing` operationId).
+func (c *Client) AgentAnswerPing(ctx context.Context, id ID, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewAgentAnswerPingRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // AgentReportWithBody Report a shard's seconds and end (agents only)
 //
 // Sent every second while a shard runs: the seconds not yet acknowledged (a second sent
@@ -2035,6 +2168,25 @@ func (c *Client) DeleteAgent(ctx context.Context, id ID, reqEditors ...RequestEd
 // Corresponds with GET /v1/agents/{id} (the `GetAgent` operationId).
 func (c *Client) GetAgent(ctx context.Context, id ID, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetAgentRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PingAgent Ping an agent through the server
+//
+// An application-level ping: the server hands the agent a ping with its work (at once when
+// the agent waits for work, at its next report when it runs a shard) and answers with the
+// round trip. `409` when the agent is offline; `504` when it does not answer in 5 seconds.
+//
+// Corresponds with POST /v1/agents/{id}/ping (the `PingAgent` operationId).
+func (c *Client) PingAgent(ctx context.Context, id ID, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPingAgentRequest(c.Server, id)
 	if err != nil {
 		return nil, err
 	}
@@ -2389,6 +2541,25 @@ func (c *Client) CancelRun(ctx context.Context, id ID, reqEditors ...RequestEdit
 // Corresponds with GET /v1/runs/{id}/live (the `GetRunLive` operationId).
 func (c *Client) GetRunLive(ctx context.Context, id ID, params *GetRunLiveParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetRunLiveRequest(c.Server, id, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetRunSeries A run's per-second series
+//
+// Each second of the run, merged across its agents, per request, group and hook: count,
+// errors by class, bytes, and p50, p95, p99 and max. While the run goes on, the seconds
+// complete so far.
+//
+// Corresponds with GET /v1/runs/{id}/series (the `GetRunSeries` operationId).
+func (c *Client) GetRunSeries(ctx context.Context, id ID, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetRunSeriesRequest(c.Server, id)
 	if err != nil {
 		return nil, err
 	}
@@ -3087,6 +3258,40 @@ func NewAgentLeaseRequestWithBody(server string, contentType string, body io.Rea
 	return req, nil
 }
 
+// NewAgentAnswerPingRequest constructs an http.Request for the AgentAnswerPing method
+func NewAgentAnswerPingRequest(server string, id ID) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: "uuid"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/agent/pings/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewAgentReportRequest calls the generic AgentReport builder with application/json body
 func NewAgentReportRequest(server string, id ID, body AgentReportJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
@@ -3262,6 +3467,40 @@ func NewGetAgentRequest(server string, id ID) (*http.Request, error) {
 	}
 
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewPingAgentRequest constructs an http.Request for the PingAgent method
+func NewPingAgentRequest(server string, id ID) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: "uuid"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/agents/%s/ping", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), nil)
 	if err != nil {
 		return nil, err
 	}
@@ -3761,6 +4000,40 @@ func NewGetRunLiveRequest(server string, id ID, params *GetRunLiveParams) (*http
 	return req, nil
 }
 
+// NewGetRunSeriesRequest constructs an http.Request for the GetRunSeries method
+func NewGetRunSeriesRequest(server string, id ID) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: "uuid"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/runs/%s/series", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewGetRunSummaryRequest constructs an http.Request for the GetRunSummary method
 func NewGetRunSummaryRequest(server string, id ID) (*http.Request, error) {
 	var err error
@@ -4221,6 +4494,13 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /v1/agent/lease (the `AgentLease` operationId).
 	AgentLeaseWithResponse(ctx context.Context, body AgentLeaseJSONRequestBody, reqEditors ...RequestEditorFn) (*AgentLeaseResponse, error)
 
+	// AgentAnswerPingWithResponse Answer a ping (agents only)
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/agent/pings/{id} (the `AgentAnswerPing` operationId).
+	AgentAnswerPingWithResponse(ctx context.Context, id ID, reqEditors ...RequestEditorFn) (*AgentAnswerPingResponse, error)
+
 	// AgentReportWithBodyWithResponse Report a shard's seconds and end (agents only)
 	//
 	// Sent every second while a shard runs: the seconds not yet acknowledged (a second sent
@@ -4289,6 +4569,17 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /v1/agents/{id} (the `GetAgent` operationId).
 	GetAgentWithResponse(ctx context.Context, id ID, reqEditors ...RequestEditorFn) (*GetAgentResponse, error)
+
+	// PingAgentWithResponse Ping an agent through the server
+	//
+	// An application-level ping: the server hands the agent a ping with its work (at once when
+	// the agent waits for work, at its next report when it runs a shard) and answers with the
+	// round trip. `409` when the agent is offline; `504` when it does not answer in 5 seconds.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/agents/{id}/ping (the `PingAgent` operationId).
+	PingAgentWithResponse(ctx context.Context, id ID, reqEditors ...RequestEditorFn) (*PingAgentResponse, error)
 
 	// LoginWithBodyWithResponse Sign in with email and password
 	//
@@ -4475,6 +4766,17 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /v1/runs/{id}/live (the `GetRunLive` operationId).
 	GetRunLiveWithResponse(ctx context.Context, id ID, params *GetRunLiveParams, reqEditors ...RequestEditorFn) (*GetRunLiveResponse, error)
+
+	// GetRunSeriesWithResponse A run's per-second series
+	//
+	// Each second of the run, merged across its agents, per request, group and hook: count,
+	// errors by class, bytes, and p50, p95, p99 and max. While the run goes on, the seconds
+	// complete so far.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/runs/{id}/series (the `GetRunSeries` operationId).
+	GetRunSeriesWithResponse(ctx context.Context, id ID, reqEditors ...RequestEditorFn) (*GetRunSeriesResponse, error)
 
 	// GetRunSummaryWithResponse A run's results
 	//
@@ -5353,7 +5655,7 @@ type AgentLeaseResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
-	JSON200 *ShardJob
+	JSON200 *AgentWork
 	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
 	ApplicationproblemJSON400 *Problem
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
@@ -5371,7 +5673,7 @@ type AgentLeaseResponse struct {
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
-func (r AgentLeaseResponse) GetJSON200() *ShardJob {
+func (r AgentLeaseResponse) GetJSON200() *AgentWork {
 	return r.JSON200
 }
 
@@ -5433,6 +5735,68 @@ func (r AgentLeaseResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r AgentLeaseResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type AgentAnswerPingResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Problem
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *Problem
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r AgentAnswerPingResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r AgentAnswerPingResponse) GetApplicationproblemJSON401() *Problem {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r AgentAnswerPingResponse) GetApplicationproblemJSON403() *Problem {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r AgentAnswerPingResponse) GetApplicationproblemJSON404() *Problem {
+	return r.ApplicationproblemJSON404
+}
+
+// GetBody returns the raw response body bytes
+func (r AgentAnswerPingResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r AgentAnswerPingResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r AgentAnswerPingResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r AgentAnswerPingResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -5799,6 +6163,89 @@ func (r GetAgentResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r GetAgentResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type PingAgentResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *PingResult
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Problem
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *Problem
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *Problem
+	// ApplicationproblemJSON504 the response for an HTTP 504 `application/problem+json` response
+	ApplicationproblemJSON504 *Problem
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r PingAgentResponse) GetJSON200() *PingResult {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r PingAgentResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r PingAgentResponse) GetApplicationproblemJSON401() *Problem {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r PingAgentResponse) GetApplicationproblemJSON403() *Problem {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r PingAgentResponse) GetApplicationproblemJSON404() *Problem {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r PingAgentResponse) GetApplicationproblemJSON409() *Problem {
+	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON504 returns the response for an HTTP 504 `application/problem+json` response
+func (r PingAgentResponse) GetApplicationproblemJSON504() *Problem {
+	return r.ApplicationproblemJSON504
+}
+
+// GetBody returns the raw response body bytes
+func (r PingAgentResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r PingAgentResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r PingAgentResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r PingAgentResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -6703,6 +7150,75 @@ func (r GetRunLiveResponse) ContentType() string {
 	return ""
 }
 
+type GetRunSeriesResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *RunSeries
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Problem
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *Problem
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetRunSeriesResponse) GetJSON200() *RunSeries {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r GetRunSeriesResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r GetRunSeriesResponse) GetApplicationproblemJSON401() *Problem {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r GetRunSeriesResponse) GetApplicationproblemJSON403() *Problem {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r GetRunSeriesResponse) GetApplicationproblemJSON404() *Problem {
+	return r.ApplicationproblemJSON404
+}
+
+// GetBody returns the raw response body bytes
+func (r GetRunSeriesResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetRunSeriesResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetRunSeriesResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetRunSeriesResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 type GetRunSummaryResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -7421,6 +7937,19 @@ func (c *ClientWithResponses) AgentLeaseWithResponse(ctx context.Context, body A
 	return ParseAgentLeaseResponse(rsp)
 }
 
+// AgentAnswerPingWithResponse Answer a ping (agents only)
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/agent/pings/{id} (the `AgentAnswerPing` operationId).
+func (c *ClientWithResponses) AgentAnswerPingWithResponse(ctx context.Context, id ID, reqEditors ...RequestEditorFn) (*AgentAnswerPingResponse, error) {
+	rsp, err := c.AgentAnswerPing(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseAgentAnswerPingResponse(rsp)
+}
+
 // AgentReportWithBodyWithResponse Report a shard's seconds and end (agents only)
 //
 // Sent every second while a shard runs: the seconds not yet acknowledged (a second sent
@@ -7530,6 +8059,23 @@ func (c *ClientWithResponses) GetAgentWithResponse(ctx context.Context, id ID, r
 		return nil, err
 	}
 	return ParseGetAgentResponse(rsp)
+}
+
+// PingAgentWithResponse Ping an agent through the server
+//
+// An application-level ping: the server hands the agent a ping with its work (at once when
+// the agent waits for work, at its next report when it runs a shard) and answers with the
+// round trip. `409` when the agent is offline; `504` when it does not answer in 5 seconds.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/agents/{id}/ping (the `PingAgent` operationId).
+func (c *ClientWithResponses) PingAgentWithResponse(ctx context.Context, id ID, reqEditors ...RequestEditorFn) (*PingAgentResponse, error) {
+	rsp, err := c.PingAgent(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePingAgentResponse(rsp)
 }
 
 // LoginWithBodyWithResponse Sign in with email and password
@@ -7824,6 +8370,23 @@ func (c *ClientWithResponses) GetRunLiveWithResponse(ctx context.Context, id ID,
 		return nil, err
 	}
 	return ParseGetRunLiveResponse(rsp)
+}
+
+// GetRunSeriesWithResponse A run's per-second series
+//
+// Each second of the run, merged across its agents, per request, group and hook: count,
+// errors by class, bytes, and p50, p95, p99 and max. While the run goes on, the seconds
+// complete so far.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/runs/{id}/series (the `GetRunSeries` operationId).
+func (c *ClientWithResponses) GetRunSeriesWithResponse(ctx context.Context, id ID, reqEditors ...RequestEditorFn) (*GetRunSeriesResponse, error) {
+	rsp, err := c.GetRunSeries(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetRunSeriesResponse(rsp)
 }
 
 // GetRunSummaryWithResponse A run's results
@@ -8569,7 +9132,7 @@ func ParseAgentLeaseResponse(rsp *http.Response) (*AgentLeaseResponse, error) {
 
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
-		var dest ShardJob
+		var dest AgentWork
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -8626,6 +9189,56 @@ func ParseAgentLeaseResponse(rsp *http.Response) (*AgentLeaseResponse, error) {
 			return nil, err
 		}
 		response.ApplicationproblemJSON426 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseAgentAnswerPingResponse parses an HTTP response from a AgentAnswerPingWithResponse call
+func ParseAgentAnswerPingResponse(rsp *http.Response) (*AgentAnswerPingResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &AgentAnswerPingResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 204:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
 
 	}
 
@@ -8920,6 +9533,74 @@ func ParseGetAgentResponse(rsp *http.Response) (*GetAgentResponse, error) {
 			return nil, err
 		}
 		response.ApplicationproblemJSON404 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParsePingAgentResponse parses an HTTP response from a PingAgentWithResponse call
+func ParsePingAgentResponse(rsp *http.Response) (*PingAgentResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &PingAgentResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest PingResult
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 504:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON504 = &dest
 
 	}
 
@@ -9665,6 +10346,60 @@ func ParseGetRunLiveResponse(rsp *http.Response) (*GetRunLiveResponse, error) {
 	return response, nil
 }
 
+// ParseGetRunSeriesResponse parses an HTTP response from a GetRunSeriesWithResponse call
+func ParseGetRunSeriesResponse(rsp *http.Response) (*GetRunSeriesResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetRunSeriesResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest RunSeries
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	}
+
+	return response, nil
+}
+
 // ParseGetRunSummaryResponse parses an HTTP response from a GetRunSummaryWithResponse call
 func ParseGetRunSummaryResponse(rsp *http.Response) (*GetRunSummaryResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -10064,6 +10799,9 @@ type ServerInterface interface {
 	// AgentLease Ask for work (agents only)
 	// (POST /v1/agent/lease)
 	AgentLease(w http.ResponseWriter, r *http.Request)
+	// AgentAnswerPing Answer a ping (agents only)
+	// (POST /v1/agent/pings/{id})
+	AgentAnswerPing(w http.ResponseWriter, r *http.Request, id ID)
 	// AgentReport Report a shard's seconds and end (agents only)
 	// (POST /v1/agent/shards/{id}/report)
 	AgentReport(w http.ResponseWriter, r *http.Request, id ID)
@@ -10079,6 +10817,9 @@ type ServerInterface interface {
 	// GetAgent One agent you may run on
 	// (GET /v1/agents/{id})
 	GetAgent(w http.ResponseWriter, r *http.Request, id ID)
+	// PingAgent Ping an agent through the server
+	// (POST /v1/agents/{id}/ping)
+	PingAgent(w http.ResponseWriter, r *http.Request, id ID)
 	// Login Sign in with email and password
 	// (POST /v1/auth/login)
 	Login(w http.ResponseWriter, r *http.Request)
@@ -10115,6 +10856,9 @@ type ServerInterface interface {
 	// GetRunLive Follow a run live (Server-Sent Events)
 	// (GET /v1/runs/{id}/live)
 	GetRunLive(w http.ResponseWriter, r *http.Request, id ID, params GetRunLiveParams)
+	// GetRunSeries A run's per-second series
+	// (GET /v1/runs/{id}/series)
+	GetRunSeries(w http.ResponseWriter, r *http.Request, id ID)
 	// GetRunSummary A run's results
 	// (GET /v1/runs/{id}/summary)
 	GetRunSummary(w http.ResponseWriter, r *http.Request, id ID)
@@ -10223,6 +10967,12 @@ func (_ Unimplemented) AgentLease(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNotImplemented)
 }
 
+// AgentAnswerPing Answer a ping (agents only)
+// (POST /v1/agent/pings/{id})
+func (_ Unimplemented) AgentAnswerPing(w http.ResponseWriter, r *http.Request, id ID) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
 // AgentReport Report a shard's seconds and end (agents only)
 // (POST /v1/agent/shards/{id}/report)
 func (_ Unimplemented) AgentReport(w http.ResponseWriter, r *http.Request, id ID) {
@@ -10250,6 +11000,12 @@ func (_ Unimplemented) DeleteAgent(w http.ResponseWriter, r *http.Request, id ID
 // GetAgent One agent you may run on
 // (GET /v1/agents/{id})
 func (_ Unimplemented) GetAgent(w http.ResponseWriter, r *http.Request, id ID) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
+// PingAgent Ping an agent through the server
+// (POST /v1/agents/{id}/ping)
+func (_ Unimplemented) PingAgent(w http.ResponseWriter, r *http.Request, id ID) {
 	w.WriteHeader(http.StatusNotImplemented)
 }
 
@@ -10322,6 +11078,12 @@ func (_ Unimplemented) CancelRun(w http.ResponseWriter, r *http.Request, id ID) 
 // GetRunLive Follow a run live (Server-Sent Events)
 // (GET /v1/runs/{id}/live)
 func (_ Unimplemented) GetRunLive(w http.ResponseWriter, r *http.Request, id ID, params GetRunLiveParams) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
+// GetRunSeries A run's per-second series
+// (GET /v1/runs/{id}/series)
+func (_ Unimplemented) GetRunSeries(w http.ResponseWriter, r *http.Request, id ID) {
 	w.WriteHeader(http.StatusNotImplemented)
 }
 
@@ -10678,6 +11440,32 @@ func (siw *ServerInterfaceWrapper) AgentLease(w http.ResponseWriter, r *http.Req
 	handler.ServeHTTP(w, r)
 }
 
+// AgentAnswerPing operation middleware
+func (siw *ServerInterfaceWrapper) AgentAnswerPing(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "id" -------------
+	var id ID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", chi.URLParam(r, "id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: r.URL.RawPath == ""})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "id", Err: err})
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.AgentAnswerPing(w, r, id)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
 // AgentReport operation middleware
 func (siw *ServerInterfaceWrapper) AgentReport(w http.ResponseWriter, r *http.Request) {
 
@@ -10775,6 +11563,32 @@ func (siw *ServerInterfaceWrapper) GetAgent(w http.ResponseWriter, r *http.Reque
 
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		siw.Handler.GetAgent(w, r, id)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// PingAgent operation middleware
+func (siw *ServerInterfaceWrapper) PingAgent(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "id" -------------
+	var id ID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", chi.URLParam(r, "id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: r.URL.RawPath == ""})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "id", Err: err})
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.PingAgent(w, r, id)
 	}))
 
 	for _, middleware := range siw.HandlerMiddlewares {
@@ -11062,6 +11876,32 @@ func (siw *ServerInterfaceWrapper) GetRunLive(w http.ResponseWriter, r *http.Req
 
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		siw.Handler.GetRunLive(w, r, id, params)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// GetRunSeries operation middleware
+func (siw *ServerInterfaceWrapper) GetRunSeries(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "id" -------------
+	var id ID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", chi.URLParam(r, "id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: r.URL.RawPath == ""})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "id", Err: err})
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.GetRunSeries(w, r, id)
 	}))
 
 	for _, middleware := range siw.HandlerMiddlewares {
@@ -11415,6 +12255,9 @@ func HandlerWithOptions(si ServerInterface, options ChiServerOptions) http.Handl
 		r.Get(options.BaseURL+"/v1/scripts/{id}", wrapper.GetScript)
 	})
 	r.Group(func(r chi.Router) {
+		r.Post(options.BaseURL+"/v1/agents/{id}/ping", wrapper.PingAgent)
+	})
+	r.Group(func(r chi.Router) {
 		r.Get(options.BaseURL+"/v1/runs", wrapper.ListRuns)
 	})
 	r.Group(func(r chi.Router) {
@@ -11430,6 +12273,9 @@ func HandlerWithOptions(si ServerInterface, options ChiServerOptions) http.Handl
 		r.Get(options.BaseURL+"/v1/runs/{id}/live", wrapper.GetRunLive)
 	})
 	r.Group(func(r chi.Router) {
+		r.Get(options.BaseURL+"/v1/runs/{id}/series", wrapper.GetRunSeries)
+	})
+	r.Group(func(r chi.Router) {
 		r.Get(options.BaseURL+"/v1/runs/{id}/summary", wrapper.GetRunSummary)
 	})
 	r.Group(func(r chi.Router) {
@@ -11443,6 +12289,9 @@ func HandlerWithOptions(si ServerInterface, options ChiServerOptions) http.Handl
 	})
 	r.Group(func(r chi.Router) {
 		r.Post(options.BaseURL+"/v1/agent/lease", wrapper.AgentLease)
+	})
+	r.Group(func(r chi.Router) {
+		r.Post(options.BaseURL+"/v1/agent/pings/{id}", wrapper.AgentAnswerPing)
 	})
 	r.Group(func(r chi.Router) {
 		r.Post(options.BaseURL+"/v1/agent/shards/{id}/report", wrapper.AgentReport)
@@ -12330,7 +13179,7 @@ type AgentLeaseResponseObject interface {
 	VisitAgentLeaseResponse(w http.ResponseWriter) error
 }
 
-type AgentLease200JSONResponse ShardJob
+type AgentLease200JSONResponse AgentWork
 
 func (response AgentLease200JSONResponse) VisitAgentLeaseResponse(w http.ResponseWriter) error {
 
@@ -12448,6 +13297,80 @@ func (response AgentLease426ApplicationProblemPlusJSONResponse) VisitAgentLeaseR
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(426)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AgentAnswerPingRequestObject struct {
+	Id ID `json:"id"`
+}
+
+type AgentAnswerPingResponseObject interface {
+	VisitAgentAnswerPingResponse(w http.ResponseWriter) error
+}
+
+type AgentAnswerPing204Response struct {
+}
+
+func (response AgentAnswerPing204Response) VisitAgentAnswerPingResponse(w http.ResponseWriter) error {
+	w.WriteHeader(204)
+	return nil
+}
+
+type AgentAnswerPing400ApplicationProblemPlusJSONResponse struct {
+	ProblemApplicationProblemPlusJSONResponse
+}
+
+func (response AgentAnswerPing400ApplicationProblemPlusJSONResponse) VisitAgentAnswerPingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AgentAnswerPing401ApplicationProblemPlusJSONResponse Problem
+
+func (response AgentAnswerPing401ApplicationProblemPlusJSONResponse) VisitAgentAnswerPingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AgentAnswerPing403ApplicationProblemPlusJSONResponse Problem
+
+func (response AgentAnswerPing403ApplicationProblemPlusJSONResponse) VisitAgentAnswerPingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AgentAnswerPing404ApplicationProblemPlusJSONResponse Problem
+
+func (response AgentAnswerPing404ApplicationProblemPlusJSONResponse) VisitAgentAnswerPingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -12898,6 +13821,114 @@ func (response GetAgent404ApplicationProblemPlusJSONResponse) VisitGetAgentRespo
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PingAgentRequestObject struct {
+	Id ID `json:"id"`
+}
+
+type PingAgentResponseObject interface {
+	VisitPingAgentResponse(w http.ResponseWriter) error
+}
+
+type PingAgent200JSONResponse PingResult
+
+func (response PingAgent200JSONResponse) VisitPingAgentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PingAgent400ApplicationProblemPlusJSONResponse struct {
+	ProblemApplicationProblemPlusJSONResponse
+}
+
+func (response PingAgent400ApplicationProblemPlusJSONResponse) VisitPingAgentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PingAgent401ApplicationProblemPlusJSONResponse Problem
+
+func (response PingAgent401ApplicationProblemPlusJSONResponse) VisitPingAgentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PingAgent403ApplicationProblemPlusJSONResponse Problem
+
+func (response PingAgent403ApplicationProblemPlusJSONResponse) VisitPingAgentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PingAgent404ApplicationProblemPlusJSONResponse Problem
+
+func (response PingAgent404ApplicationProblemPlusJSONResponse) VisitPingAgentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PingAgent409ApplicationProblemPlusJSONResponse Problem
+
+func (response PingAgent409ApplicationProblemPlusJSONResponse) VisitPingAgentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PingAgent504ApplicationProblemPlusJSONResponse Problem
+
+func (response PingAgent504ApplicationProblemPlusJSONResponse) VisitPingAgentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(504)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -14026,6 +15057,86 @@ func (response GetRunLive404ApplicationProblemPlusJSONResponse) VisitGetRunLiveR
 	return err
 }
 
+type GetRunSeriesRequestObject struct {
+	Id ID `json:"id"`
+}
+
+type GetRunSeriesResponseObject interface {
+	VisitGetRunSeriesResponse(w http.ResponseWriter) error
+}
+
+type GetRunSeries200JSONResponse RunSeries
+
+func (response GetRunSeries200JSONResponse) VisitGetRunSeriesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRunSeries400ApplicationProblemPlusJSONResponse struct {
+	ProblemApplicationProblemPlusJSONResponse
+}
+
+func (response GetRunSeries400ApplicationProblemPlusJSONResponse) VisitGetRunSeriesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRunSeries401ApplicationProblemPlusJSONResponse Problem
+
+func (response GetRunSeries401ApplicationProblemPlusJSONResponse) VisitGetRunSeriesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRunSeries403ApplicationProblemPlusJSONResponse Problem
+
+func (response GetRunSeries403ApplicationProblemPlusJSONResponse) VisitGetRunSeriesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRunSeries404ApplicationProblemPlusJSONResponse Problem
+
+func (response GetRunSeries404ApplicationProblemPlusJSONResponse) VisitGetRunSeriesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetRunSummaryRequestObject struct {
 	Id ID `json:"id"`
 }
@@ -14614,6 +15725,9 @@ type StrictServerInterface interface {
 	// AgentLease Ask for work (agents only)
 	// (POST /v1/agent/lease)
 	AgentLease(ctx context.Context, request AgentLeaseRequestObject) (AgentLeaseResponseObject, error)
+	// AgentAnswerPing Answer a ping (agents only)
+	// (POST /v1/agent/pings/{id})
+	AgentAnswerPing(ctx context.Context, request AgentAnswerPingRequestObject) (AgentAnswerPingResponseObject, error)
 	// AgentReport Report a shard's seconds and end (agents only)
 	// (POST /v1/agent/shards/{id}/report)
 	AgentReport(ctx context.Context, request AgentReportRequestObject) (AgentReportResponseObject, error)
@@ -14629,6 +15743,9 @@ type StrictServerInterface interface {
 	// GetAgent One agent you may run on
 	// (GET /v1/agents/{id})
 	GetAgent(ctx context.Context, request GetAgentRequestObject) (GetAgentResponseObject, error)
+	// PingAgent Ping an agent through the server
+	// (POST /v1/agents/{id}/ping)
+	PingAgent(ctx context.Context, request PingAgentRequestObject) (PingAgentResponseObject, error)
 	// Login Sign in with email and password
 	// (POST /v1/auth/login)
 	Login(ctx context.Context, request LoginRequestObject) (LoginResponseObject, error)
@@ -14665,6 +15782,9 @@ type StrictServerInterface interface {
 	// GetRunLive Follow a run live (Server-Sent Events)
 	// (GET /v1/runs/{id}/live)
 	GetRunLive(ctx context.Context, request GetRunLiveRequestObject) (GetRunLiveResponseObject, error)
+	// GetRunSeries A run's per-second series
+	// (GET /v1/runs/{id}/series)
+	GetRunSeries(ctx context.Context, request GetRunSeriesRequestObject) (GetRunSeriesResponseObject, error)
 	// GetRunSummary A run's results
 	// (GET /v1/runs/{id}/summary)
 	GetRunSummary(ctx context.Context, request GetRunSummaryRequestObject) (GetRunSummaryResponseObject, error)
@@ -15100,6 +16220,32 @@ func (sh *strictHandler) AgentLease(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// AgentAnswerPing operation middleware
+func (sh *strictHandler) AgentAnswerPing(w http.ResponseWriter, r *http.Request, id ID) {
+	var request AgentAnswerPingRequestObject
+
+	request.Id = id
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.AgentAnswerPing(ctx, request.(AgentAnswerPingRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "AgentAnswerPing")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(AgentAnswerPingResponseObject); ok {
+		if err := validResponse.VisitAgentAnswerPingResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
 // AgentReport operation middleware
 func (sh *strictHandler) AgentReport(w http.ResponseWriter, r *http.Request, id ID) {
 	var request AgentReportRequestObject
@@ -15233,6 +16379,32 @@ func (sh *strictHandler) GetAgent(w http.ResponseWriter, r *http.Request, id ID)
 		sh.options.ResponseErrorHandlerFunc(w, r, err)
 	} else if validResponse, ok := response.(GetAgentResponseObject); ok {
 		if err := validResponse.VisitGetAgentResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// PingAgent operation middleware
+func (sh *strictHandler) PingAgent(w http.ResponseWriter, r *http.Request, id ID) {
+	var request PingAgentRequestObject
+
+	request.Id = id
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.PingAgent(ctx, request.(PingAgentRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "PingAgent")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(PingAgentResponseObject); ok {
+		if err := validResponse.VisitPingAgentResponse(w); err != nil {
 			sh.options.ResponseErrorHandlerFunc(w, r, err)
 		}
 	} else if response != nil {
@@ -15574,6 +16746,32 @@ func (sh *strictHandler) GetRunLive(w http.ResponseWriter, r *http.Request, id I
 		sh.options.ResponseErrorHandlerFunc(w, r, err)
 	} else if validResponse, ok := response.(GetRunLiveResponseObject); ok {
 		if err := validResponse.VisitGetRunLiveResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// GetRunSeries operation middleware
+func (sh *strictHandler) GetRunSeries(w http.ResponseWriter, r *http.Request, id ID) {
+	var request GetRunSeriesRequestObject
+
+	request.Id = id
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.GetRunSeries(ctx, request.(GetRunSeriesRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetRunSeries")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(GetRunSeriesResponseObject); ok {
+		if err := validResponse.VisitGetRunSeriesResponse(w); err != nil {
 			sh.options.ResponseErrorHandlerFunc(w, r, err)
 		}
 	} else if response != nil {

@@ -22,6 +22,17 @@ CREATE TABLE agents (
 
 CREATE INDEX agents_owner_idx ON agents (owner_id);
 
+-- An application-level ping through an agent: the agent takes it with its work and answers it.
+CREATE TABLE agent_pings (
+    id           uuid PRIMARY KEY,
+    agent_id     uuid NOT NULL REFERENCES agents (id) ON DELETE CASCADE,
+    created_at   timestamptz NOT NULL DEFAULT now(),
+    delivered_at timestamptz,
+    answered_at  timestamptz
+);
+
+CREATE INDEX agent_pings_waiting_idx ON agent_pings (agent_id) WHERE delivered_at IS NULL;
+
 -- An immutable script: the form of a test that agents execute, with the data files it reads.
 CREATE TABLE scripts (
     id          uuid PRIMARY KEY,
@@ -48,6 +59,9 @@ CREATE TABLE runs (
     id              uuid PRIMARY KEY,
     owner_id        uuid NOT NULL REFERENCES users (id) ON DELETE CASCADE,
     script_id       uuid NOT NULL REFERENCES scripts (id),
+    -- What the run executes, pinned when it is created: the script's digest, its plugins and
+    -- data files with theirs (the agents and their versions are on the shards).
+    manifest        jsonb NOT NULL,
     state           text NOT NULL CHECK (state IN ('created', 'queued', 'starting', 'running', 'finished',
                         'failed', 'canceled', 'timed_out', 'aborted_limit', 'aborted_threshold')),
     reason          text NOT NULL DEFAULT '',

@@ -12,7 +12,7 @@ import (
 
 func runAgents(ctx context.Context, e env, args []string) error {
 	sub := map[string]func(context.Context, env, []string) error{
-		"list": runAgentsList, "create": runAgentsCreate, "delete": runAgentsDelete,
+		"list": runAgentsList, "create": runAgentsCreate, "delete": runAgentsDelete, "ping": runAgentsPing,
 	}
 	return dispatch(ctx, e, "agents", sub, args)
 }
@@ -134,5 +134,29 @@ func runAgentsDelete(ctx context.Context, e env, args []string) error {
 		}
 	}
 	fmt.Fprintln(e.stderr, "Agent removed.")
+	return nil
+}
+
+func runAgentsPing(ctx context.Context, e env, args []string) error {
+	arg, err := positionalArg(newFlags(e, "agents ping", "ID"), args)
+	if err != nil {
+		return err
+	}
+	id, err := uuid.Parse(arg)
+	if err != nil {
+		return fmt.Errorf("agent id %q: %w", arg, err)
+	}
+	cl, _, err := apiClient(ctx, e, true)
+	if err != nil {
+		return err
+	}
+	res, err := cl.PingAgentWithResponse(ctx, id)
+	if err != nil {
+		return err
+	}
+	if res.JSON200 == nil {
+		return api.ProblemError(res.HTTPResponse, res.Body)
+	}
+	fmt.Fprintf(e.stdout, "agent %s (%s, version %s): round trip %.1f ms\n", id, res.JSON200.State, res.JSON200.Version, res.JSON200.RoundTripMs)
 	return nil
 }

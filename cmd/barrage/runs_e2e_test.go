@@ -123,6 +123,10 @@ func TestRunsOnAgentsThroughTheServer(t *testing.T) {
 	eventually(t, 30*time.Second, "both agents online", func() bool {
 		return strings.Count(mustCLI(t, p, cfg, "", "agents", "list"), " online ") == 2
 	})
+	// An application-level ping goes through an agent and back.
+	firstAgent := regexp.MustCompile(`(?m)^([0-9a-f-]{36})\s+one\s`).FindStringSubmatch(mustCLI(t, p, cfg, "", "agents", "list"))
+	require.NotNil(t, firstAgent)
+	require.Regexp(t, `round trip [\d.]+ ms`, mustCLI(t, p, cfg, "", "agents", "ping", firstAgent[1]))
 
 	dir := t.TempDir()
 	script := func(name, load string) string {

@@ -18,6 +18,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/barrage-load/barrage/api"
 	"github.com/barrage-load/barrage/internal/barrage"
 	"github.com/barrage-load/barrage/internal/engine"
@@ -88,7 +90,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	a.log.Info("agent started", slog.String("server", a.cfg.Server), slog.String("version", a.cfg.Version))
 	backoff := time.Second
 	for ctx.Err() == nil {
-		job, err := a.lease(ctx)
+		work, err := a.lease(ctx)
 		switch {
 		case errors.Is(err, ErrRefused):
 			return err
@@ -100,15 +102,20 @@ func (a *Agent) Run(ctx context.Context) error {
 			sleep(ctx, backoff)
 			backoff = min(backoff*2, 15*time.Second)
 			continue
-		case job != nil:
-			a.runShard(ctx, job)
+		case work != nil:
+			if work.Pings != nil {
+				a.answer(ctx, *work.Pings)
+			}
+			if work.Shard != nil {
+				a.runShard(ctx, work.Shard)
+			}
 		}
 		backoff = time.Second
 	}
 	return nil
 }
 
-func (a *Agent) lease(ctx context.Context) (*api.ShardJob, error) {
+func (a *Agent) lease(ctx context.Context) (*api.AgentWork, error) {
 	res, err := a.client.AgentLeaseWithResponse(ctx, api.AgentLeaseJSONRequestBody{
 		Protocol: barrage.AgentProtocol, Version: a.cfg.Version, Cores: cores(), WaitSeconds: ptr(int(leaseWait / time.Second)),
 	})
@@ -124,6 +131,19 @@ func (a *Agent) lease(ctx context.Context) (*api.ShardJob, error) {
 		return nil, fmt.Errorf("%w: %w", ErrRefused, api.ProblemError(res.HTTPResponse, res.Body))
 	}
 	return nil, api.ProblemError(res.HTTPResponse, res.Body)
+}
+
+// answer answers the server's pings, each at once.
+func (a *Agent) answer(ctx context.Context, pings []uuid.UUID) {
+	for _, id := range pings {
+		res, err := a.client.AgentAnswerPingWithResponse(ctx, id)
+		if err == nil && res.StatusCode() != http.StatusNoContent {
+			err = api.ProblemError(res.HTTPResponse, res.Body)
+		}
+		if err != nil {
+			a.log.Warn("answer a ping", slog.String("error", err.Error()))
+		}
+	}
 }
 
 // runShard runs one shard to its end and reports it, however it ends.
@@ -336,6 +356,9 @@ func (sh *shard) send(ctx context.Context, end *api.ShardEndReport) (*engine.Sto
 		sh.pending = sh.pending[len(batch):]
 		sh.mu.Unlock()
 		if last {
+			if p := res.JSON200.Pings; p != nil {
+				sh.agent.answer(ctx, *p)
+			}
 			return toStop(res.JSON200), nil
 		}
 	}

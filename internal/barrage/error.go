@@ -19,6 +19,8 @@ var (
 	ErrRateLimited   = errors.New("rate limited")
 	// ErrOutdated: the client (an agent) is older than the server accepts.
 	ErrOutdated = errors.New("outdated")
+	// ErrNoAnswer: something the request waited on (an agent) did not answer in time.
+	ErrNoAnswer = errors.New("no answer")
 )
 
 // FieldError names one input field and why it was refused.

@@ -87,6 +87,7 @@ type Run struct {
 	ID       uuid.UUID
 	OwnerID  uuid.UUID
 	ScriptID uuid.UUID
+	Manifest RunManifest
 	State    RunState
 	Reason   string
 	Load     LoadOverrides
@@ -99,6 +100,16 @@ type Run struct {
 	// threshold on its merged seconds.
 	Stop   *RunStop
 	Shards []Shard
+}
+
+// RunManifest pins what a run executes, so that it can be explained and repeated: the script's
+// digest and the plugins and data files it uses, by digest. The agents that ran it, with their
+// versions, are on its shards.
+type RunManifest struct {
+	ScriptSHA256 string          `json:"script_sha256"`
+	ScriptName   string          `json:"script_name"`
+	Plugins      []PluginPin     `json:"plugins"`
+	Files        []ScriptFileRef `json:"files"`
 }
 
 // RunStop is why a run was asked to stop before its end.

@@ -250,3 +250,17 @@ func (j *judges) forget(id uuid.UUID) {
 	defer j.mu.Unlock()
 	delete(j.runs, id)
 }
+
+// Series returns p's run id's seconds merged across its agents: all of them once it has ended,
+// those complete so far while it goes on.
+func (s *Service) Series(ctx context.Context, p barrage.Principal, id uuid.UUID) ([]*MergedSecond, error) {
+	run, err := s.store.Run(ctx, p.User.ID, id)
+	if err != nil {
+		return nil, err
+	}
+	secs, err := s.store.RunSeconds(ctx, id, 0)
+	if err != nil {
+		return nil, err
+	}
+	return newMerger(0).add(run, secs)
+}

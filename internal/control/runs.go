@@ -2,6 +2,7 @@ package control
 
 import (
 	"context"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -82,6 +83,8 @@ func (s *Service) CreateRun(ctx context.Context, p barrage.Principal, in RunInpu
 
 	run := barrage.Run{
 		ID: uuid.Must(uuid.NewV7()), OwnerID: owner, ScriptID: sc.ID, State: barrage.RunQueued, Load: in.Load,
+		Manifest: barrage.RunManifest{ScriptSHA256: hex.EncodeToString(sc.SHA256), ScriptName: sc.Name,
+			Plugins: sc.Manifest.Plugins, Files: sc.Manifest.Files},
 		Limits: barrage.Limits{MaxVUs: limits.MaxVUs, MaxRunDuration: limits.MaxRunDuration},
 	}
 	for i, seg := range engine.Split(len(agents)) {

@@ -26,45 +26,102 @@ type Hello struct {
 // barrage.AgentOnlineWithin, since a waiting agent is seen only when it asks again.
 const MaxLeaseWait = 5 * time.Second
 
-// Lease waits up to wait for a shard for agent a and hands it over under a new fencing token;
-// nil when none came. An agent speaking a protocol older than the server accepts is refused
-// with a message that names the version it needs.
-func (s *Service) Lease(ctx context.Context, a barrage.Agent, h Hello, wait time.Duration) (*barrage.ShardJob, error) {
+// Work is what an agent is given when it asks: a shard to run, pings to answer, or neither.
+type Work struct {
+	Shard *barrage.ShardJob
+	Pings []uuid.UUID
+}
+
+// Lease waits up to wait for work for agent a: pings to answer, or a shard, handed over under a
+// new fencing token. An agent speaking a protocol older than the server accepts is refused with
+// a message that names the version it needs.
+func (s *Service) Lease(ctx context.Context, a barrage.Agent, h Hello, wait time.Duration) (Work, error) {
 	if h.Protocol < barrage.MinAgentProtocol {
-		return nil, barrage.Errorf(barrage.ErrOutdated,
+		return Work{}, barrage.Errorf(barrage.ErrOutdated,
 			"this server needs agents that speak protocol %d or newer; this agent (version %q) speaks %d: upgrade it to the server's version",
 			barrage.MinAgentProtocol, h.Version, h.Protocol)
 	}
 	if err := s.store.AgentSeen(ctx, a.ID, h.Version, h.Cores, h.IP); err != nil {
-		return nil, err
+		return Work{}, err
 	}
 	wait = min(max(wait, 0), MaxLeaseWait)
 	deadline := s.now().Add(wait)
 	woken, stop := s.work.Subscribe(a.ID.String())
 	defer stop()
 	for {
-		job, err := s.store.LeaseShard(ctx, a.ID, h.Version, s.cfg.StartLead)
-		if err != nil || job != nil {
-			if job != nil {
-				s.log.InfoContext(ctx, "shard leased", slog.String("run_id", job.Run.ID.String()),
-					slog.String("shard_id", job.Shard.ID.String()), slog.String("agent_id", a.ID.String()))
-			}
-			return job, err
+		var w Work
+		var err error
+		if w.Pings, err = s.store.TakePings(ctx, a.ID); err != nil {
+			return Work{}, err
+		}
+		if w.Shard, err = s.store.LeaseShard(ctx, a.ID, h.Version, s.cfg.StartLead); err != nil {
+			return Work{}, err
+		}
+		if w.Shard != nil {
+			s.log.InfoContext(ctx, "shard leased", slog.String("run_id", w.Shard.Run.ID.String()),
+				slog.String("shard_id", w.Shard.Shard.ID.String()), slog.String("agent_id", a.ID.String()))
+		}
+		if w.Shard != nil || len(w.Pings) > 0 {
+			return w, nil
 		}
 		left := deadline.Sub(s.now())
 		if left <= 0 {
-			return nil, nil
+			return Work{}, nil
 		}
 		t := time.NewTimer(min(left, s.cfg.PollEvery))
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return nil, nil
+			return Work{}, nil
 		case <-woken:
 			t.Stop()
 		case <-t.C:
 		}
 	}
+}
+
+// PingWait is how long a ping waits for its agent's answer.
+const PingWait = 5 * time.Second
+
+// Ping sends an application-level ping through agent id, which p may use, and returns the
+// round trip: from the server to the agent (woken at once when it waits for work, at its next
+// report when it runs a shard) and back.
+func (s *Service) Ping(ctx context.Context, p barrage.Principal, id uuid.UUID) (barrage.Agent, time.Duration, error) {
+	a, err := s.store.UsableAgent(ctx, p.User.ID, id)
+	if err != nil {
+		return a, 0, err
+	}
+	if st := a.State(s.now()); st == barrage.AgentOffline || st == barrage.AgentDisabled {
+		return a, 0, barrage.Errorf(barrage.ErrConflict, "agent %q is %s", a.Name, st)
+	}
+	pingID := uuid.Must(uuid.NewV7())
+	answered, stop := s.runs.Subscribe(pingID.String())
+	defer stop()
+	if err := s.store.CreatePing(ctx, pingID, a.ID); err != nil {
+		return a, 0, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, PingWait)
+	defer cancel()
+	for {
+		rtt, ok, err := s.store.PingRoundTrip(ctx, pingID)
+		if ok || (err != nil && ctx.Err() == nil) {
+			return a, rtt, err
+		}
+		t := time.NewTimer(s.cfg.PollEvery)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return a, 0, barrage.Errorf(barrage.ErrNoAnswer, "agent %q did not answer within %s", a.Name, PingWait)
+		case <-answered:
+			t.Stop()
+		case <-t.C:
+		}
+	}
+}
+
+// AnswerPing records agent a's answer to its ping id.
+func (s *Service) AnswerPing(ctx context.Context, a barrage.Agent, id uuid.UUID) error {
+	return s.store.AnswerPing(ctx, a.ID, id)
 }
 
 // Second is one second of a shard's metrics as an agent reports it.
@@ -94,9 +151,11 @@ type ShardEnd struct {
 // the server sends what it kept in several reports.
 const MaxReportSeconds = 300
 
-// Instruction is the server's answer to a report: whether the agent must stop the shard's load.
+// Instruction is the server's answer to a report: whether the agent must stop the shard's load,
+// and the pings it has to answer.
 type Instruction struct {
-	Stop *engine.Stop
+	Stop  *engine.Stop
+	Pings []uuid.UUID
 }
 
 // Report stores what agent a reports of its shard. Seconds already stored (a resent report) are
@@ -145,6 +204,9 @@ func (s *Service) Report(ctx context.Context, a barrage.Agent, shardID uuid.UUID
 		}
 	}
 	var in Instruction
+	if in.Pings, err = s.store.TakePings(ctx, a.ID); err != nil {
+		return Instruction{}, err
+	}
 	switch r := rep.Run; {
 	case r.Stop != nil:
 		reason := engine.Canceled

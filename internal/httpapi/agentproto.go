@@ -32,14 +32,32 @@ func (s *server) AgentLease(ctx context.Context, req api.AgentLeaseRequestObject
 	if b.WaitSeconds != nil {
 		wait = time.Duration(*b.WaitSeconds) * time.Second
 	}
-	job, err := s.control.Lease(ctx, a, control.Hello{Protocol: b.Protocol, Version: b.Version, Cores: b.Cores, IP: ClientIP(ctx).String()}, wait)
+	w, err := s.control.Lease(ctx, a, control.Hello{Protocol: b.Protocol, Version: b.Version, Cores: b.Cores, IP: ClientIP(ctx).String()}, wait)
 	if err != nil {
 		return nil, err
 	}
-	if job == nil {
+	if w.Shard == nil && len(w.Pings) == 0 {
 		return api.AgentLease204Response{}, nil
 	}
-	return api.AgentLease200JSONResponse(toAPIShardJob(job, time.Now())), nil
+	var out api.AgentLease200JSONResponse
+	if w.Shard != nil {
+		out.Shard = ptr(toAPIShardJob(w.Shard, time.Now()))
+	}
+	if len(w.Pings) > 0 {
+		out.Pings = &w.Pings
+	}
+	return out, nil
+}
+
+func (s *server) AgentAnswerPing(ctx context.Context, req api.AgentAnswerPingRequestObject) (api.AgentAnswerPingResponseObject, error) {
+	a, err := agentPrincipal(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.control.AnswerPing(ctx, a, req.Id); err != nil {
+		return nil, err
+	}
+	return api.AgentAnswerPing204Response{}, nil
 }
 
 func (s *server) AgentReport(ctx context.Context, req api.AgentReportRequestObject) (api.AgentReportResponseObject, error) {
@@ -79,6 +97,9 @@ func (s *server) AgentReport(ctx context.Context, req api.AgentReportRequestObje
 		return nil, err
 	}
 	var out api.AgentReport200JSONResponse
+	if len(in.Pings) > 0 {
+		out.Pings = &in.Pings
+	}
 	if in.Stop != nil {
 		out.Stop.Set(api.StopInstruction{Reason: api.StopReason(in.Stop.Reason.String()), Detail: in.Stop.Detail})
 	} else {

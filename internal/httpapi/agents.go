@@ -131,3 +131,16 @@ func apiJobLimits(l barrage.Limits) (vus, secs *int) {
 	}
 	return vus, secs
 }
+
+func (s *server) PingAgent(ctx context.Context, req api.PingAgentRequestObject) (api.PingAgentResponseObject, error) {
+	p, err := principal(ctx)
+	if err != nil {
+		return nil, err
+	}
+	a, rtt, err := s.control.Ping(ctx, p, req.Id)
+	if err != nil {
+		return nil, err
+	}
+	return api.PingAgent200JSONResponse{AgentId: a.ID, RoundTripMs: float64(rtt) / float64(time.Millisecond),
+		State: api.AgentState(a.State(time.Now())), Version: a.Version}, nil
+}

@@ -56,10 +56,11 @@ var policies = map[string]policy{
 	"POST /v1/admin/agents":             {admin, barrage.ScopeAdmin},
 	"DELETE /v1/admin/agents/{id}":      {admin, barrage.ScopeAdmin},
 
-	"GET /v1/agents":         {user, barrage.ScopeRead},
-	"POST /v1/agents":        {user, barrage.ScopeWrite},
-	"GET /v1/agents/{id}":    {user, barrage.ScopeRead},
-	"DELETE /v1/agents/{id}": {user, barrage.ScopeWrite},
+	"GET /v1/agents":            {user, barrage.ScopeRead},
+	"POST /v1/agents":           {user, barrage.ScopeWrite},
+	"GET /v1/agents/{id}":       {user, barrage.ScopeRead},
+	"DELETE /v1/agents/{id}":    {user, barrage.ScopeWrite},
+	"POST /v1/agents/{id}/ping": {user, barrage.ScopeRead},
 
 	"POST /v1/scripts":     {user, barrage.ScopeWrite},
 	"GET /v1/scripts/{id}": {user, barrage.ScopeRead},
@@ -69,9 +70,11 @@ var policies = map[string]policy{
 	"GET /v1/runs/{id}":         {user, barrage.ScopeRead},
 	"POST /v1/runs/{id}/cancel": {user, barrage.ScopeWrite},
 	"GET /v1/runs/{id}/live":    {user, barrage.ScopeRead},
+	"GET /v1/runs/{id}/series":  {user, barrage.ScopeRead},
 	"GET /v1/runs/{id}/summary": {user, barrage.ScopeRead},
 
 	"POST /v1/agent/lease":              {access: agent},
+	"POST /v1/agent/pings/{id}":         {access: agent},
 	"POST /v1/agent/shards/{id}/report": {access: agent},
 }
 

@@ -46,6 +46,7 @@ var errorKinds = []struct {
 	{barrage.ErrForbidden, http.StatusForbidden},
 	{barrage.ErrRateLimited, http.StatusTooManyRequests},
 	{barrage.ErrOutdated, http.StatusUpgradeRequired},
+	{barrage.ErrNoAnswer, http.StatusGatewayTimeout},
 }
 
 // badParam is a query or path parameter refused by a handler; like the validator's parameter

@@ -5,11 +5,16 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/barrage-load/barrage/api"
 	"github.com/barrage-load/barrage/internal/barrage"
 	"github.com/barrage-load/barrage/internal/control"
+	"github.com/barrage-load/barrage/internal/engine"
+	"github.com/barrage-load/barrage/internal/metrics"
 )
 
 func (s *server) CreateRun(ctx context.Context, req api.CreateRunRequestObject) (api.CreateRunResponseObject, error) {
@@ -107,6 +112,17 @@ func toAPIRun(r barrage.Run) api.Run {
 		StartAt: r.StartAt, CreatedAt: r.CreatedAt, EndedAt: r.EndedAt, Shards: make([]api.Shard, len(r.Shards)),
 	}
 	v.MaxVus, v.MaxRunDurationSeconds = apiJobLimits(r.Limits)
+	v.Manifest = api.RunManifest{ScriptSha256: r.Manifest.ScriptSHA256, ScriptName: r.Manifest.ScriptName,
+		Plugins: []api.PluginPin{}, Files: []api.ScriptFileRef{}, Agents: []api.ManifestAgent{}}
+	for _, pl := range r.Manifest.Plugins {
+		v.Manifest.Plugins = append(v.Manifest.Plugins, api.PluginPin{Alias: pl.Alias, Name: pl.Name, Sha256: pl.SHA256})
+	}
+	for _, f := range r.Manifest.Files {
+		v.Manifest.Files = append(v.Manifest.Files, api.ScriptFileRef{Name: f.Name, Sha256: f.SHA256, Size: f.Size})
+	}
+	for _, sh := range r.Shards {
+		v.Manifest.Agents = append(v.Manifest.Agents, api.ManifestAgent{ShardId: sh.ID, AgentId: sh.AgentID, Version: sh.AgentVersion})
+	}
 	for i, sh := range r.Shards {
 		v.Shards[i] = api.Shard{
 			Id: sh.ID, AgentId: sh.AgentID, Segment: fmt.Sprintf("%d:%d/%d", sh.From, sh.To, sh.Of),
@@ -178,6 +194,41 @@ func toAPIScript(sc barrage.Script) api.Script {
 		CreatedAt: sc.Created, Files: make([]api.ScriptFileRef, len(sc.Manifest.Files))}
 	for i, f := range sc.Manifest.Files {
 		v.Files[i] = api.ScriptFileRef{Name: f.Name, Sha256: f.SHA256, Size: f.Size}
+	}
+	return v
+}
+
+func (s *server) GetRunSeries(ctx context.Context, req api.GetRunSeriesRequestObject) (api.GetRunSeriesResponseObject, error) {
+	p, err := principal(ctx)
+	if err != nil {
+		return nil, err
+	}
+	secs, err := s.control.Series(ctx, p, req.Id)
+	if err != nil {
+		return nil, err
+	}
+	out := api.GetRunSeries200JSONResponse{Seconds: make([]api.SeriesSecond, len(secs))}
+	for i, sec := range secs {
+		out.Seconds[i] = api.SeriesSecond{Index: sec.Index, Labels: []api.SeriesLabel{}}
+		for _, name := range slices.Sorted(maps.Keys(sec.Snapshot.Labels)) {
+			out.Seconds[i].Labels = append(out.Seconds[i].Labels, toAPISeriesLabel(name, sec.Snapshot.Labels[name]))
+		}
+	}
+	return out, nil
+}
+
+func toAPISeriesLabel(label string, st *metrics.Stats) api.SeriesLabel {
+	kind, name := api.Request, label
+	if n, ok := strings.CutPrefix(label, engine.GroupPrefix); ok {
+		kind, name = api.Group, n
+	} else if n, ok := strings.CutPrefix(label, engine.HookPrefix); ok {
+		kind, name = api.Hook, n
+	}
+	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+	v := api.SeriesLabel{Name: name, Kind: kind, Count: st.Requests, Errors: map[string]int64{}, BytesIn: st.BytesIn, BytesOut: st.BytesOut,
+		P50Ms: ms(st.Latency.Quantile(0.5)), P95Ms: ms(st.Latency.Quantile(0.95)), P99Ms: ms(st.Latency.Quantile(0.99)), MaxMs: ms(st.Latency.Max())}
+	for c := metrics.ErrorClass(1); c < metrics.NumErrorClasses; c++ {
+		v.Errors[c.String()] = st.Errors[c]
 	}
 	return v
 }

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -110,7 +111,7 @@ func TestARunGoesThroughItsAgentToItsSummary(t *testing.T) {
 
 	job := b.do("POST", "/v1/agent/lease", ownToken, hello)
 	require.Equal(t, http.StatusOK, job.status, "body: %s", job.body)
-	j := job.json(t)
+	j := job.json(t)["shard"].(map[string]any)
 	require.Equal(t, runID, j["run_id"])
 	require.Equal(t, "0:1/1", j["segment"])
 	require.EqualValues(t, 6, j["load"].(map[string]any)["vus"])
@@ -157,6 +158,28 @@ func TestARunGoesThroughItsAgentToItsSummary(t *testing.T) {
 	require.Len(t, agents, 1)
 	require.EqualValues(t, 160, agents[0].(map[string]any)["requests"])
 	require.EqualValues(t, 3, agents[0].(map[string]any)["late_start_ms"])
+
+	// The series: each second, per label, merged.
+	var series struct {
+		Seconds []struct {
+			Index  int64
+			Labels []struct {
+				Name  string
+				Kind  string
+				Count int64
+			}
+		}
+	}
+	sr := b.do("GET", "/v1/runs/"+runID+"/series", u.access, nil)
+	require.Equal(t, http.StatusOK, sr.status, "body: %s", sr.body)
+	require.NoError(t, json.Unmarshal(sr.body, &series))
+	require.Len(t, series.Seconds, 3)
+	require.EqualValues(t, 50, series.Seconds[1].Labels[0].Count)
+	require.Equal(t, "request", series.Seconds[1].Labels[0].Kind)
+	// The manifest pins the script and names the agent that ran it, with its version.
+	m := got["manifest"].(map[string]any)
+	require.Len(t, m["script_sha256"], 64)
+	require.Equal(t, "test", m["agents"].([]any)[0].(map[string]any)["version"])
 
 	// The shard has ended: a late report is refused.
 	requireProblem(t, b.do("POST", report, ownToken, map[string]any{"lease": lease, "seconds": []any{}}), http.StatusConflict)
@@ -254,7 +277,7 @@ func (b *testBundle) startedRun(u user, script string, tokens ...string) (string
 	for _, tok := range tokens {
 		job := b.do("POST", "/v1/agent/lease", tok, hello)
 		require.Equal(b.t, http.StatusOK, job.status, "body: %s", job.body)
-		j := job.json(b.t)
+		j := job.json(b.t)["shard"].(map[string]any)
 		paths = append(paths, "/v1/agent/shards/"+j["shard_id"].(string)+"/report")
 		leases = append(leases, j["lease"])
 	}
@@ -359,4 +382,43 @@ func TestAnAbortingThresholdOnTheMergedSecondsStopsEveryShard(t *testing.T) {
 	got := b.do("GET", "/v1/runs/"+runID, u.access, nil).json(t)
 	require.Equal(t, "aborted_threshold", got["state"])
 	require.Contains(t, got["reason"], "error_rate < 10%")
+}
+
+func TestAPingGoesThroughTheAgent(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	admin, u := b.adminAndUser()
+	id, token := b.registerAgent("/v1/agents", u.access, "mine", nil)
+	requireProblem(t, b.do("POST", "/v1/agents/"+id+"/ping", u.access, nil), http.StatusConflict) // offline
+
+	// The agent waits for work; the ping wakes it; it answers.
+	require.Equal(t, http.StatusNoContent, b.do("POST", "/v1/agent/lease", token, hello).status)
+	answered := make(chan error, 1)
+	go func() {
+		w := b.do("POST", "/v1/agent/lease", token, map[string]any{"protocol": 1, "version": "test", "cores": 2, "wait_seconds": 5})
+		if w.status != http.StatusOK {
+			answered <- fmt.Errorf("lease answered %d: %s", w.status, w.body)
+			return
+		}
+		var work struct{ Pings []string }
+		if err := json.Unmarshal(w.body, &work); err != nil || len(work.Pings) != 1 {
+			answered <- fmt.Errorf("want one ping: %s", w.body)
+			return
+		}
+		if r := b.do("POST", "/v1/agent/pings/"+work.Pings[0], token, nil); r.status != http.StatusNoContent {
+			answered <- fmt.Errorf("answer: %d %s", r.status, r.body)
+			return
+		}
+		answered <- nil
+	}()
+	ping := b.do("POST", "/v1/agents/"+id+"/ping", u.access, nil)
+	require.NoError(t, <-answered)
+	require.Equal(t, http.StatusOK, ping.status, "body: %s", ping.body)
+	p := ping.json(t)
+	require.Equal(t, id, p["agent_id"])
+	require.Positive(t, p["round_trip_ms"])
+
+	// Another user's agent is not found; nor is a ping the agent was never given.
+	requireProblem(t, b.do("POST", "/v1/agents/"+id+"/ping", admin.access, nil), http.StatusNotFound)
+	requireProblem(t, b.do("POST", "/v1/agent/pings/"+uuid.NewString(), token, nil), http.StatusNotFound)
 }

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 
 	"github.com/barrage-load/barrage/internal/barrage"
 	"github.com/barrage-load/barrage/internal/postgres/dbsqlc"
@@ -101,4 +102,39 @@ func jobLimitParams(l barrage.Limits) (vus, secs *int32) {
 		secs = ptr(int32(l.MaxRunDuration / time.Second))
 	}
 	return vus, secs
+}
+
+// CreatePing queues a ping for the agent and wakes its waiting lease requests.
+func (s *Store) CreatePing(ctx context.Context, id, agentID uuid.UUID) error {
+	return s.inTx(ctx, func(tx pgx.Tx) error {
+		if err := s.q.AgentPingInsert(ctx, tx, dbsqlc.AgentPingInsertParams{ID: id, AgentID: agentID}); err != nil {
+			return translate(err, "ping")
+		}
+		return s.NotifyWork(ctx, tx, []uuid.UUID{agentID})
+	})
+}
+
+// TakePings hands the agent the pings waiting for it.
+func (s *Store) TakePings(ctx context.Context, agentID uuid.UUID) ([]uuid.UUID, error) {
+	return s.q.AgentPingTake(ctx, s.pool, agentID)
+}
+
+// AnswerPing records the agent's answer to its ping and wakes whoever waits on it; the round trip
+// is from the ping's creation to the answer, both on the database's clock.
+func (s *Store) AnswerPing(ctx context.Context, agentID, id uuid.UUID) error {
+	return s.inTx(ctx, func(tx pgx.Tx) error {
+		if _, err := s.q.AgentPingAnswer(ctx, tx, dbsqlc.AgentPingAnswerParams{ID: id, AgentID: agentID}); err != nil {
+			return translate(err, "ping")
+		}
+		return s.q.RunNotify(ctx, tx, dbsqlc.RunNotifyParams{Channel: ChannelRuns, Payload: id.String()})
+	})
+}
+
+// PingRoundTrip reads how long the ping took to be answered; ok is false while it is not.
+func (s *Store) PingRoundTrip(ctx context.Context, id uuid.UUID) (rtt time.Duration, ok bool, err error) {
+	p, err := s.q.AgentPingGet(ctx, s.pool, id)
+	if err != nil || p.AnsweredAt == nil {
+		return 0, false, translate(err, "ping")
+	}
+	return p.AnsweredAt.Sub(p.CreatedAt), true, nil
 }

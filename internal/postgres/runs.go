@@ -80,10 +80,14 @@ func (s *Store) CreateRun(ctx context.Context, r barrage.Run, key *string, also 
 	if err != nil {
 		return barrage.Run{}, false, err
 	}
+	manifest, err := json.Marshal(r.Manifest)
+	if err != nil {
+		return barrage.Run{}, false, err
+	}
 	vus, secs := jobLimitParams(r.Limits)
 	err = s.inTx(ctx, func(tx pgx.Tx) error {
 		row, err := s.q.RunInsert(ctx, tx, dbsqlc.RunInsertParams{
-			ID: r.ID, OwnerID: r.OwnerID, ScriptID: r.ScriptID, State: string(r.State), Load: load,
+			ID: r.ID, OwnerID: r.OwnerID, ScriptID: r.ScriptID, Manifest: manifest, State: string(r.State), Load: load,
 			MaxVus: vus, MaxRunSeconds: secs, IdempotencyKey: key,
 		})
 		if err != nil {
@@ -356,8 +360,8 @@ func (s *Store) EndRun(ctx context.Context, id uuid.UUID, state barrage.RunState
 	return ended, err
 }
 
-// The channels of PostgreSQL notifications: a run changed (its id), work was queued for an
-// agent (its id).
+// The channels of PostgreSQL notifications: a run changed or a ping was answered (its id), work
+// was queued for an agent (its id).
 const (
 	ChannelRuns = "barrage_runs"
 	ChannelWork = "barrage_work"
@@ -414,6 +418,9 @@ func runFromRow(row dbsqlc.Run) (barrage.Run, error) {
 	}
 	if err := json.Unmarshal(row.Load, &r.Load); err != nil {
 		return r, fmt.Errorf("run %s: load: %w", row.ID, err)
+	}
+	if err := json.Unmarshal(row.Manifest, &r.Manifest); err != nil {
+		return r, fmt.Errorf("run %s: manifest: %w", row.ID, err)
 	}
 	return r, nil
 }

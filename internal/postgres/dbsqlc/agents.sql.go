@@ -7,6 +7,7 @@ package dbsqlc
 
 import (
 	"context"
+	"time"
 
 	"github.com/google/uuid"
 )
@@ -222,6 +223,102 @@ func (q *Queries) AgentListUsable(ctx context.Context, db DBTX, userID *uuid.UUI
 			return nil, err
 		}
 		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const agentPingAnswer = `-- name: AgentPingAnswer :one
+UPDATE agent_pings SET answered_at = now()
+WHERE id = $1 AND agent_id = $2 AND answered_at IS NULL
+RETURNING id, agent_id, created_at, delivered_at, answered_at
+`
+
+type AgentPingAnswerParams struct {
+	ID      uuid.UUID
+	AgentID uuid.UUID
+}
+
+func (q *Queries) AgentPingAnswer(ctx context.Context, db DBTX, arg AgentPingAnswerParams) (AgentPing, error) {
+	row := db.QueryRow(ctx, agentPingAnswer, arg.ID, arg.AgentID)
+	var i AgentPing
+	err := row.Scan(
+		&i.ID,
+		&i.AgentID,
+		&i.CreatedAt,
+		&i.DeliveredAt,
+		&i.AnsweredAt,
+	)
+	return i, err
+}
+
+const agentPingDeleteOld = `-- name: AgentPingDeleteOld :exec
+DELETE FROM agent_pings WHERE created_at < $1
+`
+
+func (q *Queries) AgentPingDeleteOld(ctx context.Context, db DBTX, before time.Time) error {
+	_, err := db.Exec(ctx, agentPingDeleteOld, before)
+	return err
+}
+
+const agentPingGet = `-- name: AgentPingGet :one
+SELECT id, agent_id, created_at, delivered_at, answered_at FROM agent_pings WHERE id = $1
+`
+
+func (q *Queries) AgentPingGet(ctx context.Context, db DBTX, id uuid.UUID) (AgentPing, error) {
+	row := db.QueryRow(ctx, agentPingGet, id)
+	var i AgentPing
+	err := row.Scan(
+		&i.ID,
+		&i.AgentID,
+		&i.CreatedAt,
+		&i.DeliveredAt,
+		&i.AnsweredAt,
+	)
+	return i, err
+}
+
+const agentPingInsert = `-- name: AgentPingInsert :exec
+INSERT INTO agent_pings (id, agent_id) VALUES ($1, $2)
+`
+
+type AgentPingInsertParams struct {
+	ID      uuid.UUID
+	AgentID uuid.UUID
+}
+
+func (q *Queries) AgentPingInsert(ctx context.Context, db DBTX, arg AgentPingInsertParams) error {
+	_, err := db.Exec(ctx, agentPingInsert, arg.ID, arg.AgentID)
+	return err
+}
+
+const agentPingTake = `-- name: AgentPingTake :many
+UPDATE agent_pings SET delivered_at = now()
+WHERE id IN (
+    SELECT p.id FROM agent_pings p
+    WHERE p.agent_id = $1 AND p.delivered_at IS NULL AND p.created_at > now() - interval '10 seconds'
+    FOR UPDATE SKIP LOCKED
+)
+RETURNING id
+`
+
+// AgentPingTake hands the agent its pings not yet delivered (recent ones: an old ping's asker
+// has given up).
+func (q *Queries) AgentPingTake(ctx context.Context, db DBTX, agentID uuid.UUID) ([]uuid.UUID, error) {
+	rows, err := db.Query(ctx, agentPingTake, agentID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []uuid.UUID
+	for rows.Next() {
+		var id uuid.UUID
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		items = append(items, id)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, err

@@ -36,6 +36,14 @@ type Agent struct {
 	CreatedAt     time.Time
 }
 
+type AgentPing struct {
+	ID          uuid.UUID
+	AgentID     uuid.UUID
+	CreatedAt   time.Time
+	DeliveredAt *time.Time
+	AnsweredAt  *time.Time
+}
+
 type Invitation struct {
 	ID                       uuid.UUID
 	CodeHash                 []byte
@@ -75,6 +83,7 @@ type Run struct {
 	ID             uuid.UUID
 	OwnerID        uuid.UUID
 	ScriptID       uuid.UUID
+	Manifest       []byte
 	State          string
 	Reason         string
 	Load           []byte

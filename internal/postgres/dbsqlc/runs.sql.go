@@ -51,7 +51,7 @@ func (q *Queries) RunEnd(ctx context.Context, db DBTX, arg RunEndParams) (int64,
 }
 
 const runGet = `-- name: RunGet :one
-SELECT id, owner_id, script_id, state, reason, load, max_vus, max_run_seconds, idempotency_key, start_at, created_at, ended_at, stop_state, stop_reason, summary FROM runs WHERE id = $1 AND owner_id = $2
+SELECT id, owner_id, script_id, manifest, state, reason, load, max_vus, max_run_seconds, idempotency_key, start_at, created_at, ended_at, stop_state, stop_reason, summary FROM runs WHERE id = $1 AND owner_id = $2
 `
 
 type RunGetParams struct {
@@ -66,6 +66,7 @@ func (q *Queries) RunGet(ctx context.Context, db DBTX, arg RunGetParams) (Run, e
 		&i.ID,
 		&i.OwnerID,
 		&i.ScriptID,
+		&i.Manifest,
 		&i.State,
 		&i.Reason,
 		&i.Load,
@@ -83,7 +84,7 @@ func (q *Queries) RunGet(ctx context.Context, db DBTX, arg RunGetParams) (Run, e
 }
 
 const runGetByIdempotencyKey = `-- name: RunGetByIdempotencyKey :one
-SELECT id, owner_id, script_id, state, reason, load, max_vus, max_run_seconds, idempotency_key, start_at, created_at, ended_at, stop_state, stop_reason, summary FROM runs WHERE owner_id = $1 AND idempotency_key = $2
+SELECT id, owner_id, script_id, manifest, state, reason, load, max_vus, max_run_seconds, idempotency_key, start_at, created_at, ended_at, stop_state, stop_reason, summary FROM runs WHERE owner_id = $1 AND idempotency_key = $2
 `
 
 type RunGetByIdempotencyKeyParams struct {
@@ -98,6 +99,7 @@ func (q *Queries) RunGetByIdempotencyKey(ctx context.Context, db DBTX, arg RunGe
 		&i.ID,
 		&i.OwnerID,
 		&i.ScriptID,
+		&i.Manifest,
 		&i.State,
 		&i.Reason,
 		&i.Load,
@@ -115,7 +117,7 @@ func (q *Queries) RunGetByIdempotencyKey(ctx context.Context, db DBTX, arg RunGe
 }
 
 const runGetForUpdate = `-- name: RunGetForUpdate :one
-SELECT id, owner_id, script_id, state, reason, load, max_vus, max_run_seconds, idempotency_key, start_at, created_at, ended_at, stop_state, stop_reason, summary FROM runs WHERE id = $1 FOR UPDATE
+SELECT id, owner_id, script_id, manifest, state, reason, load, max_vus, max_run_seconds, idempotency_key, start_at, created_at, ended_at, stop_state, stop_reason, summary FROM runs WHERE id = $1 FOR UPDATE
 `
 
 func (q *Queries) RunGetForUpdate(ctx context.Context, db DBTX, id uuid.UUID) (Run, error) {
@@ -125,6 +127,7 @@ func (q *Queries) RunGetForUpdate(ctx context.Context, db DBTX, id uuid.UUID) (R
 		&i.ID,
 		&i.OwnerID,
 		&i.ScriptID,
+		&i.Manifest,
 		&i.State,
 		&i.Reason,
 		&i.Load,
@@ -158,15 +161,16 @@ func (q *Queries) RunGetSummary(ctx context.Context, db DBTX, arg RunGetSummaryP
 }
 
 const runInsert = `-- name: RunInsert :one
-INSERT INTO runs (id, owner_id, script_id, state, load, max_vus, max_run_seconds, idempotency_key)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
-RETURNING id, owner_id, script_id, state, reason, load, max_vus, max_run_seconds, idempotency_key, start_at, created_at, ended_at, stop_state, stop_reason, summary
+INSERT INTO runs (id, owner_id, script_id, manifest, state, load, max_vus, max_run_seconds, idempotency_key)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+RETURNING id, owner_id, script_id, manifest, state, reason, load, max_vus, max_run_seconds, idempotency_key, start_at, created_at, ended_at, stop_state, stop_reason, summary
 `
 
 type RunInsertParams struct {
 	ID             uuid.UUID
 	OwnerID        uuid.UUID
 	ScriptID       uuid.UUID
+	Manifest       []byte
 	State          string
 	Load           []byte
 	MaxVus         *int32
@@ -179,6 +183,7 @@ func (q *Queries) RunInsert(ctx context.Context, db DBTX, arg RunInsertParams) (
 		arg.ID,
 		arg.OwnerID,
 		arg.ScriptID,
+		arg.Manifest,
 		arg.State,
 		arg.Load,
 		arg.MaxVus,
@@ -190,6 +195,7 @@ func (q *Queries) RunInsert(ctx context.Context, db DBTX, arg RunInsertParams) (
 		&i.ID,
 		&i.OwnerID,
 		&i.ScriptID,
+		&i.Manifest,
 		&i.State,
 		&i.Reason,
 		&i.Load,
@@ -207,7 +213,7 @@ func (q *Queries) RunInsert(ctx context.Context, db DBTX, arg RunInsertParams) (
 }
 
 const runList = `-- name: RunList :many
-SELECT id, owner_id, script_id, state, reason, load, max_vus, max_run_seconds, idempotency_key, start_at, created_at, ended_at, stop_state, stop_reason, summary FROM runs
+SELECT id, owner_id, script_id, manifest, state, reason, load, max_vus, max_run_seconds, idempotency_key, start_at, created_at, ended_at, stop_state, stop_reason, summary FROM runs
 WHERE owner_id = $1 AND ($2::uuid IS NULL OR id < $2::uuid)
 ORDER BY id DESC
 LIMIT $3
@@ -232,6 +238,7 @@ func (q *Queries) RunList(ctx context.Context, db DBTX, arg RunListParams) ([]Ru
 			&i.ID,
 			&i.OwnerID,
 			&i.ScriptID,
+			&i.Manifest,
 			&i.State,
 			&i.Reason,
 			&i.Load,
@@ -256,7 +263,7 @@ func (q *Queries) RunList(ctx context.Context, db DBTX, arg RunListParams) ([]Ru
 }
 
 const runListOpen = `-- name: RunListOpen :many
-SELECT id, owner_id, script_id, state, reason, load, max_vus, max_run_seconds, idempotency_key, start_at, created_at, ended_at, stop_state, stop_reason, summary FROM runs WHERE ended_at IS NULL ORDER BY id
+SELECT id, owner_id, script_id, manifest, state, reason, load, max_vus, max_run_seconds, idempotency_key, start_at, created_at, ended_at, stop_state, stop_reason, summary FROM runs WHERE ended_at IS NULL ORDER BY id
 `
 
 // RunListOpen lists the runs not yet ended, for the watchdog.
@@ -273,6 +280,7 @@ func (q *Queries) RunListOpen(ctx context.Context, db DBTX) ([]Run, error) {
 			&i.ID,
 			&i.OwnerID,
 			&i.ScriptID,
+			&i.Manifest,
 			&i.State,
 			&i.Reason,
 			&i.Load,

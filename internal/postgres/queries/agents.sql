@@ -38,3 +38,28 @@ UPDATE agents SET last_seen_at = now() WHERE id = $1;
 DELETE FROM agents
 WHERE id = @id AND ((sqlc.narg(owner_id)::uuid IS NOT NULL AND owner_id = sqlc.narg(owner_id)::uuid)
                     OR (sqlc.narg(owner_id)::uuid IS NULL AND owner_id IS NULL));
+
+-- name: AgentPingInsert :exec
+INSERT INTO agent_pings (id, agent_id) VALUES ($1, $2);
+
+-- AgentPingTake hands the agent its pings not yet delivered (recent ones: an old ping's asker
+-- has given up).
+-- name: AgentPingTake :many
+UPDATE agent_pings SET delivered_at = now()
+WHERE id IN (
+    SELECT p.id FROM agent_pings p
+    WHERE p.agent_id = @agent_id AND p.delivered_at IS NULL AND p.created_at > now() - interval '10 seconds'
+    FOR UPDATE SKIP LOCKED
+)
+RETURNING id;
+
+-- name: AgentPingAnswer :one
+UPDATE agent_pings SET answered_at = now()
+WHERE id = @id AND agent_id = @agent_id AND answered_at IS NULL
+RETURNING *;
+
+-- name: AgentPingGet :one
+SELECT * FROM agent_pings WHERE id = $1;
+
+-- name: AgentPingDeleteOld :exec
+DELETE FROM agent_pings WHERE created_at < @before;
