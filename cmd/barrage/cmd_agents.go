@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/google/uuid"
-
 	"github.com/barrage-load/barrage/api"
 )
 
@@ -101,13 +99,9 @@ func runAgentsCreate(ctx context.Context, e env, args []string) error {
 func runAgentsDelete(ctx context.Context, e env, args []string) error {
 	fs := newFlags(e, "agents delete", "ID [--shared]")
 	shared := fs.Bool("shared", false, "remove a shared agent (admins)")
-	arg, err := positionalArg(fs, args)
+	id, err := idArg(fs, args, "agent")
 	if err != nil {
 		return err
-	}
-	id, err := uuid.Parse(arg)
-	if err != nil {
-		return fmt.Errorf("agent id %q: %w", arg, err)
 	}
 	cl, _, err := apiClient(ctx, e, true)
 	if err != nil {
@@ -138,13 +132,9 @@ func runAgentsDelete(ctx context.Context, e env, args []string) error {
 }
 
 func runAgentsPing(ctx context.Context, e env, args []string) error {
-	arg, err := positionalArg(newFlags(e, "agents ping", "ID"), args)
+	id, err := idArg(newFlags(e, "agents ping", "ID"), args, "agent")
 	if err != nil {
 		return err
-	}
-	id, err := uuid.Parse(arg)
-	if err != nil {
-		return fmt.Errorf("agent id %q: %w", arg, err)
 	}
 	cl, _, err := apiClient(ctx, e, true)
 	if err != nil {

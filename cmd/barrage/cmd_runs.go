@@ -279,15 +279,15 @@ func runRunsList(ctx context.Context, e env, args []string) error {
 		})
 }
 
-// runArg reads a run's id, the one positional argument.
-func runArg(fs *flag.FlagSet, args []string) (uuid.UUID, error) {
+// idArg reads the id of a what (a run, an agent), the one positional argument.
+func idArg(fs *flag.FlagSet, args []string, what string) (uuid.UUID, error) {
 	arg, err := positionalArg(fs, args)
 	if err != nil {
 		return uuid.Nil, err
 	}
 	id, err := uuid.Parse(arg)
 	if err != nil {
-		return uuid.Nil, fmt.Errorf("run id %q: %w", arg, err)
+		return uuid.Nil, fmt.Errorf("%s id %q: %w", what, arg, err)
 	}
 	return id, nil
 }
@@ -303,7 +303,7 @@ func runRunsShow(ctx context.Context, e env, args []string) error {
 
 // fetchRun reads the run named by the one positional argument.
 func fetchRun(ctx context.Context, e env, fs *flag.FlagSet, args []string) (*api.ClientWithResponses, *api.Run, error) {
-	id, err := runArg(fs, args)
+	id, err := idArg(fs, args, "run")
 	if err != nil {
 		return nil, nil, err
 	}
@@ -344,7 +344,7 @@ func printRun(e env, r *api.Run) {
 }
 
 func runRunsCancel(ctx context.Context, e env, args []string) error {
-	id, err := runArg(newFlags(e, "runs cancel", "ID"), args)
+	id, err := idArg(newFlags(e, "runs cancel", "ID"), args, "run")
 	if err != nil {
 		return err
 	}
