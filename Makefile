@@ -43,10 +43,11 @@ lint: ## go vet, gofmt and staticcheck
 	$(TOOLS) staticcheck ./...
 	cd sdk && $(GO) tool -modfile=../tools/go.mod staticcheck ./...
 
-bench: ## Go benchmarks, then the API under wrk, then barrage run against wrk and k6 on nginx
+bench: ## Go benchmarks, then the API under wrk, barrage run against wrk and k6 on nginx, runs through the server
 	$(GO) test -run '^$$' -bench . -benchmem ./...
 	scripts/bench-api.sh
 	scripts/bench-engine.sh
+	scripts/bench-runs.sh
 
 docs-assets: ## refresh the embedded Redoc bundle from npm (REDOC_VERSION=x.y.z)
 	rm -rf .redoc && mkdir .redoc && cd .redoc && npm pack redoc@$(REDOC_VERSION) --silent >/dev/null && tar xzf redoc-$(REDOC_VERSION).tgz

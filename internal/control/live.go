@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"math"
 	"sync"
 	"time"
 
@@ -25,10 +26,12 @@ type MergedSecond struct {
 	Shards map[uuid.UUID]ShardPart
 }
 
-// ShardPart is one shard's second: its metrics and its generator's health.
+// ShardPart is one shard's second: its generator's health and, when the merger keeps parts, its
+// own counts (a snapshot without latency histograms: a run's seconds of every shard, kept whole,
+// would fill memory).
 type ShardPart struct {
-	Snapshot *metrics.Snapshot
-	Health   engine.Health
+	Counts *metrics.Snapshot // nil unless the merger keeps parts
+	Health engine.Health
 }
 
 // straggle is how far the newest second reported may run ahead of a second that a running shard
@@ -40,17 +43,22 @@ const straggle = 2
 // once it is complete: every running shard has reported it (or a later one), or the newest
 // second is straggle ahead.
 type merger struct {
+	// parts says whether each shard's own counts are kept beside the merge (for a summary's
+	// shares); the live view needs only the merge.
+	parts  bool
 	next   int64                   // the first second not yet merged
 	latest map[uuid.UUID]int64     // per shard, the newest second reported
 	open   map[int64]*MergedSecond // reported, not yet complete
 }
 
-func newMerger(from int64) *merger {
-	return &merger{next: from, latest: map[uuid.UUID]int64{}, open: map[int64]*MergedSecond{}}
+func newMerger(from int64, parts bool) *merger {
+	return &merger{parts: parts, next: from, latest: map[uuid.UUID]int64{}, open: map[int64]*MergedSecond{}}
 }
 
 // add takes the shards' seconds from m.next on (read again each time: those already added are
-// skipped) and returns the seconds now complete, in order.
+// skipped before they are decoded) and returns the seconds now complete, in order. A shard's
+// second that comes after its second was merged without it is left out here (the summary,
+// merged once every shard has ended, has it).
 func (m *merger) add(run barrage.Run, secs []barrage.ShardSecond) ([]*MergedSecond, error) {
 	newest := int64(-1)
 	for _, sec := range secs {
@@ -69,16 +77,20 @@ func (m *merger) add(run barrage.Run, secs []barrage.ShardSecond) ([]*MergedSeco
 		if _, dup := ms.Shards[sec.ShardID]; dup {
 			continue
 		}
-		var snap metrics.Snapshot
-		if err := snap.UnmarshalBinary(sec.Snapshot); err != nil {
-			return nil, fmt.Errorf("shard %s second %d: %w", sec.ShardID, sec.Index, err)
-		}
-		var h engine.Health
-		if err := json.Unmarshal(sec.Health, &h); err != nil {
+		part := ShardPart{}
+		if err := json.Unmarshal(sec.Health, &part.Health); err != nil {
 			return nil, fmt.Errorf("shard %s second %d: health: %w", sec.ShardID, sec.Index, err)
 		}
-		ms.Snapshot.Merge(&snap)
-		ms.Shards[sec.ShardID] = ShardPart{Snapshot: &snap, Health: h}
+		if err := ms.Snapshot.MergeBinary(sec.Snapshot); err != nil {
+			return nil, fmt.Errorf("shard %s second %d: %w", sec.ShardID, sec.Index, err)
+		}
+		if m.parts {
+			var err error
+			if part.Counts, err = metrics.DecodeCounts(sec.Snapshot); err != nil {
+				return nil, fmt.Errorf("shard %s second %d: %w", sec.ShardID, sec.Index, err)
+			}
+		}
+		ms.Shards[sec.ShardID] = part
 	}
 	for _, ms := range m.open {
 		newest = max(newest, ms.Index)
@@ -111,6 +123,10 @@ func (m *merger) complete(run barrage.Run, idx, newest int64) bool {
 	return true
 }
 
+// coalesce is how long a live view waits after a notification before it reads: a run's agents
+// report at the same moment, and one read then serves all their reports.
+const coalesce = 50 * time.Millisecond
+
 // LiveEvent is what the live view of a run sends: a merged second, or the run as it stands
 // after it changed (Run), the last one once the run has ended.
 type LiveEvent struct {
@@ -129,7 +145,7 @@ func (s *Service) Live(ctx context.Context, p barrage.Principal, id uuid.UUID, a
 	if err != nil {
 		return err
 	}
-	m := newMerger(after + 1)
+	m := newMerger(after+1, false)
 	last := barrage.RunState("")
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
@@ -140,7 +156,7 @@ func (s *Service) Live(ctx context.Context, p barrage.Principal, id uuid.UUID, a
 				return err
 			}
 		}
-		secs, err := s.store.RunSeconds(ctx, id, m.next)
+		secs, err := s.store.RunSeconds(ctx, id, m.next, math.MaxInt64)
 		if err != nil {
 			return err
 		}
@@ -160,6 +176,13 @@ func (s *Service) Live(ctx context.Context, p barrage.Principal, id uuid.UUID, a
 		case <-ctx.Done():
 			return nil
 		case <-woken:
+			// The agents of a run report together: let the others' reports of the same
+			// moment arrive, and read them all at once.
+			t := time.NewTimer(coalesce)
+			select {
+			case <-ctx.Done():
+			case <-t.C:
+			}
 		case <-tick.C:
 		}
 		if run, err = s.store.Run(ctx, p.User.ID, id); err != nil {
@@ -205,7 +228,7 @@ func (s *Service) judge(ctx context.Context, run barrage.Run) error {
 				aborting = append(aborting, t)
 			}
 		}
-		j = &judge{merger: newMerger(0), start: -1}
+		j = &judge{merger: newMerger(0, false), start: -1}
 		if len(aborting) > 0 {
 			j.watch = threshold.New(aborting, requestNames(parsed))
 		}
@@ -216,7 +239,7 @@ func (s *Service) judge(ctx context.Context, run barrage.Run) error {
 	if j.watch == nil || run.Stop != nil {
 		return nil
 	}
-	secs, err := s.store.RunSeconds(ctx, run.ID, j.merger.next)
+	secs, err := s.store.RunSeconds(ctx, run.ID, j.merger.next, math.MaxInt64)
 	if err != nil {
 		return err
 	}
@@ -251,16 +274,45 @@ func (j *judges) forget(id uuid.UUID) {
 	delete(j.runs, id)
 }
 
-// Series returns p's run id's seconds merged across its agents: all of them once it has ended,
-// those complete so far while it goes on.
-func (s *Service) Series(ctx context.Context, p barrage.Principal, id uuid.UUID) ([]*MergedSecond, error) {
+// Series calls fn with each of p's run id's seconds merged across its agents, in order: all of
+// them once it has ended, those complete so far while it goes on.
+func (s *Service) Series(ctx context.Context, p barrage.Principal, id uuid.UUID, fn func(*MergedSecond) error) error {
 	run, err := s.store.Run(ctx, p.User.ID, id)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	secs, err := s.store.RunSeconds(ctx, id, 0)
-	if err != nil {
-		return nil, err
+	return s.eachSecond(ctx, run, false, fn)
+}
+
+// chunk is how many seconds of a run are read and merged at a time: a long run's seconds, merged
+// all at once, would fill memory.
+const chunk = 30
+
+// eachSecond calls fn with each second of run merged across its shards, complete ones only, in
+// order, a chunk at a time.
+func (s *Service) eachSecond(ctx context.Context, run barrage.Run, parts bool, fn func(*MergedSecond) error) error {
+	m := newMerger(0, parts)
+	for from := int64(0); ; from += chunk {
+		secs, err := s.store.RunSeconds(ctx, run.ID, from, from+chunk)
+		if err != nil {
+			return err
+		}
+		if len(secs) == 0 {
+			// Nothing in this chunk: the run's seconds are done unless a later one exists.
+			more, err := s.store.RunSeconds(ctx, run.ID, from+chunk, math.MaxInt64)
+			if err != nil || len(more) == 0 {
+				return err
+			}
+			continue
+		}
+		done, err := m.add(run, secs)
+		if err != nil {
+			return err
+		}
+		for _, sec := range done {
+			if err := fn(sec); err != nil {
+				return err
+			}
+		}
 	}
-	return newMerger(0).add(run, secs)
 }

@@ -98,11 +98,7 @@ func (s *Service) finalize(ctx context.Context, run barrage.Run) error {
 	if err != nil {
 		return fmt.Errorf("script %s no longer parses: %w", sc.ID, err)
 	}
-	secs, err := s.store.RunSeconds(ctx, run.ID, 0)
-	if err != nil {
-		return err
-	}
-	sum, err := summarize(parsed, run, secs)
+	sum, err := s.summarize(ctx, parsed, run)
 	if err != nil {
 		return fmt.Errorf("summarize run %s: %w", run.ID, err)
 	}
@@ -151,17 +147,17 @@ func endState(run barrage.Run) (barrage.RunState, string) {
 	return barrage.RunFinished, "the load ran to its end on every agent"
 }
 
-// summarize merges the shards' seconds into the run's summary.
-func summarize(s *script.Script, run barrage.Run, secs []barrage.ShardSecond) (*Summary, error) {
-	// Every shard has ended: every second is complete.
-	merged, err := newMerger(0).add(run, secs)
-	if err != nil {
-		return nil, err
-	}
+// summarize merges the shards' seconds into the run's summary, one second at a time.
+func (s *Service) summarize(ctx context.Context, sc *script.Script, run barrage.Run) (*Summary, error) {
 	total := &metrics.Snapshot{}
 	byShard := map[uuid.UUID]*shardTally{}
-	for _, m := range merged {
+	watch := threshold.New(sc.Thresholds, requestNames(sc))
+	seconds := 0
+	// Every shard has ended: every second is complete.
+	err := s.eachSecond(ctx, run, true, func(m *MergedSecond) error {
+		seconds++
 		total.Merge(m.Snapshot)
+		watch.Observe(m.Snapshot, time.Duration(m.Index+1)*time.Second)
 		for id, part := range m.Shards {
 			t := byShard[id]
 			if t == nil {
@@ -169,24 +165,28 @@ func summarize(s *script.Script, run barrage.Run, secs []barrage.ShardSecond) (*
 				byShard[id] = t
 			}
 			t.healths = append(t.healths, part.Health)
-			t.requests += requestStats(part.Snapshot, s).Requests
+			t.requests += requestStats(part.Counts, sc).Requests
 		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 
 	elapsed := max(total.Duration, time.Second)
-	sum := &Summary{ElapsedS: elapsed.Seconds(), Seconds: len(merged), Errors: map[string]int64{},
+	sum := &Summary{ElapsedS: elapsed.Seconds(), Seconds: seconds, Errors: map[string]int64{},
 		Requests: []Label{}, Groups: []Label{}, Thresholds: []Threshold{}, Agents: []AgentShare{}}
-	all := requestStats(total, s)
+	all := requestStats(total, sc)
 	sum.Total = toLabel("all requests", all, elapsed)
 	for c := metrics.ErrorClass(1); c < metrics.NumErrorClasses; c++ {
 		sum.Errors[c.String()] = all.Errors[c]
 	}
-	for _, name := range requestNames(s) {
+	for _, name := range requestNames(sc) {
 		if st, ok := total.Labels[name]; ok {
 			sum.Requests = append(sum.Requests, toLabel(name, st, elapsed))
 		}
 	}
-	for _, g := range s.Session.Groups {
+	for _, g := range sc.Session.Groups {
 		if st, ok := total.Labels[engine.GroupPrefix+g.Name]; ok {
 			sum.Groups = append(sum.Groups, toLabel(g.Name, st, elapsed))
 		}
@@ -202,10 +202,6 @@ func summarize(s *script.Script, run barrage.Run, secs []barrage.ShardSecond) (*
 		sum.Hooks = append(sum.Hooks, toLabel(a, total.Labels[engine.HookPrefix+a], elapsed))
 	}
 
-	watch := threshold.New(s.Thresholds, requestNames(s))
-	for _, m := range merged {
-		watch.Observe(m.Snapshot, time.Duration(m.Index+1)*time.Second)
-	}
 	for _, t := range watch.Final(total, elapsed) {
 		sum.Thresholds = append(sum.Thresholds, Threshold{Check: t.Threshold.Source, Observed: t.Observed, Passed: t.Passed})
 	}

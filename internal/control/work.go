@@ -171,8 +171,7 @@ func (s *Service) Report(ctx context.Context, a barrage.Agent, shardID uuid.UUID
 		if sec.Index < 0 {
 			return Instruction{}, barrage.Invalid(field+".index", "must not be negative")
 		}
-		var snap metrics.Snapshot
-		if err := snap.UnmarshalBinary(sec.Snapshot); err != nil {
+		if err := metrics.ValidateSnapshot(sec.Snapshot); err != nil {
 			return Instruction{}, barrage.Invalid(field+".snapshot", err.Error())
 		}
 		health, err := json.Marshal(sec.Health)

@@ -84,7 +84,7 @@ func (l liveStream) VisitGetRunLiveResponse(w http.ResponseWriter) error {
 		}
 		return write("second", strconv.FormatInt(ev.Second.Index, 10), toAPILiveSecond(ev.Second, start))
 	})
-	if err != nil {
+	if err != nil && l.ctx.Err() == nil {
 		// Headers are gone: say it in the stream, and log it once.
 		l.s.log.WarnContext(l.ctx, "live stream ended early", "error", err.Error())
 		return write("error", "", map[string]string{"detail": "the stream ended early; reconnect with Last-Event-ID"})

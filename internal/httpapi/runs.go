@@ -203,16 +203,17 @@ func (s *server) GetRunSeries(ctx context.Context, req api.GetRunSeriesRequestOb
 	if err != nil {
 		return nil, err
 	}
-	secs, err := s.control.Series(ctx, p, req.Id)
+	out := api.GetRunSeries200JSONResponse{Seconds: []api.SeriesSecond{}}
+	err = s.control.Series(ctx, p, req.Id, func(sec *control.MergedSecond) error {
+		item := api.SeriesSecond{Index: sec.Index, Labels: []api.SeriesLabel{}}
+		for _, name := range slices.Sorted(maps.Keys(sec.Snapshot.Labels)) {
+			item.Labels = append(item.Labels, toAPISeriesLabel(name, sec.Snapshot.Labels[name]))
+		}
+		out.Seconds = append(out.Seconds, item)
+		return nil
+	})
 	if err != nil {
 		return nil, err
-	}
-	out := api.GetRunSeries200JSONResponse{Seconds: make([]api.SeriesSecond, len(secs))}
-	for i, sec := range secs {
-		out.Seconds[i] = api.SeriesSecond{Index: sec.Index, Labels: []api.SeriesLabel{}}
-		for _, name := range slices.Sorted(maps.Keys(sec.Snapshot.Labels)) {
-			out.Seconds[i].Labels = append(out.Seconds[i].Labels, toAPISeriesLabel(name, sec.Snapshot.Labels[name]))
-		}
 	}
 	return out, nil
 }

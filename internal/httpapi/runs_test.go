@@ -1,13 +1,16 @@
 package httpapi_test
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -421,4 +424,61 @@ func TestAPingGoesThroughTheAgent(t *testing.T) {
 	// Another user's agent is not found; nor is a ping the agent was never given.
 	requireProblem(t, b.do("POST", "/v1/agents/"+id+"/ping", admin.access, nil), http.StatusNotFound)
 	requireProblem(t, b.do("POST", "/v1/agent/pings/"+uuid.NewString(), token, nil), http.StatusNotFound)
+}
+
+func TestManyAgentsReportAtOnce(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	_, u := b.adminAndUser()
+	const n = 12
+	tokens := make([]string, n)
+	for i := range tokens {
+		_, tokens[i] = b.registerAgent("/v1/agents", u.access, fmt.Sprintf("a%02d", i), nil)
+	}
+	runID, reports, leases := b.startedRun(u, b.addScript(u, smokeScript), tokens...)
+
+	// Every agent reports the same seconds at the same moment, as real ones do: no report may
+	// fail (a lock taken in two steps once deadlocked them), and each is counted once.
+	for sec := range int64(3) {
+		var wg sync.WaitGroup
+		statuses := make([]int, n)
+		for i := range n {
+			body := map[string]any{"lease": leases[i], "seconds": []any{second(t, sec, "get home", 10, time.Millisecond)}}
+			if sec == 2 {
+				body["end"] = map[string]any{"reason": "finished"}
+			}
+			data, err := json.Marshal(body)
+			require.NoError(t, err)
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				statuses[i] = b.post(reports[i], tokens[i], data)
+			}()
+		}
+		wg.Wait()
+		for i, st := range statuses {
+			require.Equal(t, http.StatusOK, st, "agent %d, second %d", i, sec)
+		}
+	}
+	got := b.do("GET", "/v1/runs/"+runID+"/summary", u.access, nil)
+	require.Equal(t, http.StatusOK, got.status, "body: %s", got.body)
+	require.EqualValues(t, n*3*10, got.json(t)["total"].(map[string]any)["count"])
+}
+
+// post sends a JSON body and returns the status, 0 when the request failed; safe to call from
+// several goroutines (it does not stop the test).
+func (b *testBundle) post(path, bearer string, body []byte) int {
+	req, err := http.NewRequest("POST", b.srv.URL+path, bytes.NewReader(body))
+	if err != nil {
+		return 0
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+bearer)
+	res, err := b.srv.Client().Do(req)
+	if err != nil {
+		return 0
+	}
+	defer res.Body.Close()
+	_, _ = io.Copy(io.Discard, res.Body)
+	return res.StatusCode
 }

@@ -95,7 +95,7 @@ func (h *Histogram) UnmarshalBinary(data []byte) error {
 	h.Reset()
 	d := decoder{b: data}
 	d.header(histogramMagic, "histogram")
-	h.decodeBody(&d)
+	h.decodeBody(&d, replace)
 	if d.err == nil && len(d.b) > 0 {
 		d.fail("%d bytes after the histogram", len(d.b))
 	}
@@ -105,7 +105,17 @@ func (h *Histogram) UnmarshalBinary(data []byte) error {
 	return d.err
 }
 
-func (h *Histogram) decodeBody(d *decoder) {
+// decodeMode is what decoding does with a histogram's counts.
+type decodeMode int
+
+const (
+	replace  decodeMode = iota // store them in an empty histogram
+	add                        // add them to the histogram's own, merging as Merge does
+	validate                   // only check them: no histogram, no allocation
+)
+
+// decodeBody reads a histogram's body into h as mode says; h is nil when validating.
+func (h *Histogram) decodeBody(d *decoder, mode decodeMode) {
 	n := d.int64("count")
 	if n == 0 || d.err != nil {
 		return
@@ -125,6 +135,7 @@ func (h *Histogram) decodeBody(d *decoder) {
 		return
 	}
 	first, last, next, left, skipped := -1, -1, 0, n, false
+	var lastCount int64
 	for left > 0 && d.err == nil {
 		var x int64
 		if len(d.b) > 0 && d.b[0] < 0x80 { // most entries are one byte: skip the general path
@@ -139,11 +150,16 @@ func (h *Histogram) decodeBody(d *decoder) {
 			next += int(-x)
 			skipped = true
 		case x > 0 && x <= left && next < countsLen:
-			h.counter(next).Store(x)
+			switch mode {
+			case replace:
+				h.counter(next).Store(x)
+			case add:
+				h.counter(next).Add(x)
+			}
 			if first < 0 {
 				first = next
 			}
-			last, left, skipped = next, left-x, false
+			last, lastCount, left, skipped = next, x, left-x, false
 			next++
 		default:
 			d.fail("slot entry %d at slot %d with %d samples left", x, next, left)
@@ -155,14 +171,20 @@ func (h *Histogram) decodeBody(d *decoder) {
 		d.fail("min %d µs outside the lowest slot in use", lo)
 	case hi < lowestValue(last) || hi > highestValue(last):
 		d.fail("max %d µs outside the highest slot in use", hi)
-	case clamped > 0 && h.counter(last).Load() < clamped:
-		d.fail("%d clamped samples but %d in the top slot", clamped, h.counter(last).Load())
-	default:
+	case clamped > 0 && lastCount < clamped:
+		d.fail("%d clamped samples but %d in the top slot", clamped, lastCount)
+	case mode == replace:
 		h.count.Store(n)
 		h.sum.Store(sum)
 		h.clamped.Store(clamped)
 		h.max.Store(hi)
 		h.minInv.Store(maxMicros + 1 - lo)
+	case mode == add:
+		h.count.Add(n)
+		h.sum.Add(sum)
+		h.clamped.Add(clamped)
+		raise(&h.max, hi)
+		raise(&h.minInv, maxMicros+1-lo)
 	}
 }
 
@@ -224,6 +246,69 @@ func (s *Snapshot) MarshalBinary() ([]byte, error) {
 // script's.
 func (s *Snapshot) UnmarshalBinary(data []byte) error {
 	*s = Snapshot{}
+	dec, err := decodeSnapshot(data, func(string) *Stats { return NewStats() }, replace)
+	if err == nil {
+		*s = *dec
+	}
+	return err
+}
+
+// MergeBinary adds the snapshot encoded in data to s, as Merge would add the decoded snapshot,
+// but without building it: its counts go straight into s's histograms, so merging the seconds of
+// many agents allocates only s's own pages. On error, which wraps barrage.ErrInvalid, s may hold
+// part of data's labels.
+func (s *Snapshot) MergeBinary(data []byte) error {
+	if s.Labels == nil {
+		s.Labels = map[string]*Stats{}
+	}
+	dec, err := decodeSnapshot(data, func(name string) *Stats {
+		st := s.Labels[name]
+		if st == nil {
+			st = NewStats()
+			s.Labels[name] = st
+		}
+		return st
+	}, add)
+	if err != nil {
+		return err
+	}
+	labels := s.Labels
+	dec.Labels = nil
+	s.Merge(dec) // the interval; the labels are merged already
+	s.Labels = labels
+	return nil
+}
+
+// ValidateSnapshot checks that data is a canonical snapshot encoding, as UnmarshalBinary does,
+// without decoding it into anything: a server that takes agents' snapshots checks them this way
+// before it stores them.
+func ValidateSnapshot(data []byte) error {
+	var scratch Stats
+	_, err := decodeSnapshot(data, func(string) *Stats { scratch = Stats{}; return &scratch }, validate)
+	return err
+}
+
+// DecodeCounts decodes the snapshot encoded in data without its latency histograms: every Stats
+// it returns has a nil Latency. It checks the encoding as UnmarshalBinary does, at a fraction of
+// the cost, for whoever needs only the counts (a shard's share of a run's requests).
+func DecodeCounts(data []byte) (*Snapshot, error) {
+	labels := map[string]*Stats{}
+	s, err := decodeSnapshot(data, func(name string) *Stats {
+		st := &Stats{}
+		labels[name] = st
+		return st
+	}, validate)
+	if err != nil {
+		return nil, err
+	}
+	s.Labels = labels
+	return s, nil
+}
+
+// decodeSnapshot reads a snapshot, putting each label's counts in the Stats that stats returns
+// for its name, as mode says (stats' Latency is ignored when validating). The snapshot it
+// returns holds the interval, and the labels when mode is replace.
+func decodeSnapshot(data []byte, stats func(name string) *Stats, mode decodeMode) (*Snapshot, error) {
 	d := decoder{b: data}
 	d.header(snapshotMagic, "snapshot")
 	sec := d.varint("start")
@@ -237,9 +322,12 @@ func (s *Snapshot) UnmarshalBinary(data []byte) error {
 		d.fail("%d labels in %d bytes", nl, len(d.b))
 	}
 	if d.err != nil {
-		return d.err
+		return nil, d.err
 	}
-	labels := make(map[string]*Stats, nl)
+	var labels map[string]*Stats
+	if mode == replace {
+		labels = make(map[string]*Stats, nl)
+	}
 	prev := ""
 	for i := range nl {
 		name := d.bytes("label name")
@@ -247,27 +335,33 @@ func (s *Snapshot) UnmarshalBinary(data []byte) error {
 			d.fail("label %q after %q", name, prev)
 		}
 		if d.err != nil {
-			return d.err
+			return nil, d.err
 		}
-		st := NewStats()
-		st.Requests = d.int64("requests")
+		st := stats(name)
+		st.Requests += d.int64("requests")
 		for c := NoError + 1; c < NumErrorClasses; c++ {
-			st.Errors[c] = d.int64("errors")
+			st.Errors[c] += d.int64("errors")
 		}
-		st.BytesIn = d.int64("bytes in")
-		st.BytesOut = d.int64("bytes out")
-		st.Latency.decodeBody(&d)
+		st.BytesIn += d.int64("bytes in")
+		st.BytesOut += d.int64("bytes out")
+		if mode == validate {
+			(*Histogram)(nil).decodeBody(&d, validate)
+		} else {
+			st.Latency.decodeBody(&d, mode)
+		}
 		if d.err != nil {
-			return d.err
+			return nil, d.err
 		}
-		labels[name], prev = st, name
+		if labels != nil {
+			labels[name] = st
+		}
+		prev = name
 	}
 	if len(d.b) > 0 {
 		d.fail("%d bytes after the snapshot", len(d.b))
-		return d.err
+		return nil, d.err
 	}
-	*s = Snapshot{Start: time.Unix(sec, nsec).UTC(), Duration: time.Duration(dur), Labels: labels}
-	return nil
+	return &Snapshot{Start: time.Unix(sec, nsec).UTC(), Duration: time.Duration(dur), Labels: labels}, nil
 }
 
 // decoder reads varints off b. The first failure sticks, so a decoding routine can read on and

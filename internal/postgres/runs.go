@@ -213,7 +213,7 @@ func (s *Store) LeaseShard(ctx context.Context, agentID uuid.UUID, version strin
 		if err := s.q.RunSetStart(ctx, tx, dbsqlc.RunSetStartParams{ID: row.RunID, StartAt: ptr(time.Now().Add(lead))}); err != nil {
 			return err
 		}
-		runRow, err := s.q.RunGetForUpdate(ctx, tx, row.RunID)
+		runRow, err := s.q.RunGetByID(ctx, tx, row.RunID)
 		if err != nil {
 			return err
 		}
@@ -237,7 +237,7 @@ func (s *Store) LeaseShard(ctx context.Context, agentID uuid.UUID, version strin
 }
 
 // ShardReport is what the store did with an agent's report, and the run it belongs to as it
-// stands after.
+// stands after (with its shards when the report ended the shard).
 type ShardReport struct {
 	Stored int // seconds stored; the others had been stored before
 	Run    barrage.Run
@@ -249,7 +249,7 @@ type ShardReport struct {
 func (s *Store) ReportShard(ctx context.Context, agentID, shardID uuid.UUID, lease int64, secs []barrage.ShardSecond, end *barrage.ShardEnd) (ShardReport, error) {
 	var rep ShardReport
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
-		row, err := s.q.ShardGetForReport(ctx, tx, dbsqlc.ShardGetForReportParams{ID: shardID, AgentID: &agentID})
+		row, err := s.q.ShardHeartbeat(ctx, tx, dbsqlc.ShardHeartbeatParams{ID: shardID, AgentID: &agentID})
 		if err != nil {
 			return translate(err, "shard")
 		}
@@ -268,9 +268,6 @@ func (s *Store) ReportShard(ctx context.Context, agentID, shardID uuid.UUID, lea
 			}
 			rep.Stored += int(n)
 		}
-		if err := s.q.ShardHeartbeat(ctx, tx, shardID); err != nil {
-			return err
-		}
 		if err := s.q.AgentTouch(ctx, tx, agentID); err != nil {
 			return err
 		}
@@ -287,11 +284,21 @@ func (s *Store) ReportShard(ctx context.Context, agentID, shardID uuid.UUID, lea
 				return translate(err, "shard")
 			}
 		}
-		runRow, err := s.q.RunGetForUpdate(ctx, tx, row.RunID)
+		runRow, err := s.q.RunGetByID(ctx, tx, row.RunID)
 		if err != nil {
 			return err
 		}
-		if rep.Run, err = s.withShards(ctx, tx, runRow); err != nil {
+		if end == nil && rep.Stored == 0 {
+			rep.Run, err = runFromRow(runRow) // a heartbeat: nothing for followers to see
+			return err
+		}
+		// The shards only when one ended: the caller then sees whether the run is over.
+		if end != nil {
+			rep.Run, err = s.withShards(ctx, tx, runRow)
+		} else {
+			rep.Run, err = runFromRow(runRow)
+		}
+		if err != nil {
 			return err
 		}
 		return s.notifyRun(ctx, tx, row.RunID)
@@ -333,10 +340,10 @@ func (s *Store) EndOpenShards(ctx context.Context, runID uuid.UUID, state barrag
 	return s.q.ShardEndAll(ctx, s.pool, dbsqlc.ShardEndAllParams{RunID: runID, State: string(state), Reason: reason})
 }
 
-// RunSeconds reads the seconds every shard of the run reported, from index from on, ordered by
+// RunSeconds reads the seconds the run's shards reported with an index in [from, to), ordered by
 // index.
-func (s *Store) RunSeconds(ctx context.Context, runID uuid.UUID, from int64) ([]barrage.ShardSecond, error) {
-	rows, err := s.q.ShardSecondListByRun(ctx, s.pool, dbsqlc.ShardSecondListByRunParams{RunID: runID, FromIdx: from})
+func (s *Store) RunSeconds(ctx context.Context, runID uuid.UUID, from, to int64) ([]barrage.ShardSecond, error) {
+	rows, err := s.q.ShardSecondListByRun(ctx, s.pool, dbsqlc.ShardSecondListByRunParams{RunID: runID, FromIdx: from, ToIdx: to})
 	if err != nil {
 		return nil, err
 	}
@@ -385,7 +392,7 @@ func (s *Store) NotifyWork(ctx context.Context, tx pgx.Tx, agents []uuid.UUID) e
 
 // RunForAgent reads a run with its shards by id alone, for the control plane's own work.
 func (s *Store) RunForAgent(ctx context.Context, id uuid.UUID) (barrage.Run, error) {
-	row, err := s.q.RunGetForUpdate(ctx, s.pool, id)
+	row, err := s.q.RunGetByID(ctx, s.pool, id)
 	if err != nil {
 		return barrage.Run{}, translate(err, "run")
 	}

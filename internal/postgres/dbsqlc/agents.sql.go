@@ -349,9 +349,11 @@ func (q *Queries) AgentSeen(ctx context.Context, db DBTX, arg AgentSeenParams) e
 }
 
 const agentTouch = `-- name: AgentTouch :exec
-UPDATE agents SET last_seen_at = now() WHERE id = $1
+UPDATE agents SET last_seen_at = now() WHERE id = $1 AND (last_seen_at IS NULL OR last_seen_at < now() - interval '1 second')
 `
 
+// AgentTouch records that the agent reported: at most once a second, which is all the online
+// state needs, so that agents reporting every second do not rewrite their row each time.
 func (q *Queries) AgentTouch(ctx context.Context, db DBTX, id uuid.UUID) error {
 	_, err := db.Exec(ctx, agentTouch, id)
 	return err

@@ -83,17 +83,15 @@ func (q *Queries) RunGet(ctx context.Context, db DBTX, arg RunGetParams) (Run, e
 	return i, err
 }
 
-const runGetByIdempotencyKey = `-- name: RunGetByIdempotencyKey :one
-SELECT id, owner_id, script_id, manifest, state, reason, load, max_vus, max_run_seconds, idempotency_key, start_at, created_at, ended_at, stop_state, stop_reason, summary FROM runs WHERE owner_id = $1 AND idempotency_key = $2
+const runGetByID = `-- name: RunGetByID :one
+SELECT id, owner_id, script_id, manifest, state, reason, load, max_vus, max_run_seconds, idempotency_key, start_at, created_at, ended_at, stop_state, stop_reason, summary FROM runs WHERE id = $1
 `
 
-type RunGetByIdempotencyKeyParams struct {
-	OwnerID        uuid.UUID
-	IdempotencyKey *string
-}
-
-func (q *Queries) RunGetByIdempotencyKey(ctx context.Context, db DBTX, arg RunGetByIdempotencyKeyParams) (Run, error) {
-	row := db.QueryRow(ctx, runGetByIdempotencyKey, arg.OwnerID, arg.IdempotencyKey)
+// RunGetByID reads a run by id alone, for agents' and the control plane's own work. It takes no
+// lock: the transactions that write a run update it in one statement, so none upgrades a lock
+// it holds while another waits on the row (which deadlocks).
+func (q *Queries) RunGetByID(ctx context.Context, db DBTX, id uuid.UUID) (Run, error) {
+	row := db.QueryRow(ctx, runGetByID, id)
 	var i Run
 	err := row.Scan(
 		&i.ID,
@@ -116,12 +114,17 @@ func (q *Queries) RunGetByIdempotencyKey(ctx context.Context, db DBTX, arg RunGe
 	return i, err
 }
 
-const runGetForUpdate = `-- name: RunGetForUpdate :one
-SELECT id, owner_id, script_id, manifest, state, reason, load, max_vus, max_run_seconds, idempotency_key, start_at, created_at, ended_at, stop_state, stop_reason, summary FROM runs WHERE id = $1 FOR UPDATE
+const runGetByIdempotencyKey = `-- name: RunGetByIdempotencyKey :one
+SELECT id, owner_id, script_id, manifest, state, reason, load, max_vus, max_run_seconds, idempotency_key, start_at, created_at, ended_at, stop_state, stop_reason, summary FROM runs WHERE owner_id = $1 AND idempotency_key = $2
 `
 
-func (q *Queries) RunGetForUpdate(ctx context.Context, db DBTX, id uuid.UUID) (Run, error) {
-	row := db.QueryRow(ctx, runGetForUpdate, id)
+type RunGetByIdempotencyKeyParams struct {
+	OwnerID        uuid.UUID
+	IdempotencyKey *string
+}
+
+func (q *Queries) RunGetByIdempotencyKey(ctx context.Context, db DBTX, arg RunGetByIdempotencyKeyParams) (Run, error) {
+	row := db.QueryRow(ctx, runGetByIdempotencyKey, arg.OwnerID, arg.IdempotencyKey)
 	var i Run
 	err := row.Scan(
 		&i.ID,

@@ -69,18 +69,21 @@ func (q *Queries) ShardEndPending(ctx context.Context, db DBTX, arg ShardEndPend
 	return err
 }
 
-const shardGetForReport = `-- name: ShardGetForReport :one
-SELECT id, run_id, agent_id, seg_from, seg_to, seg_of, state, reason, lease, agent_version, leased_at, heartbeat_at, ended_at, late_start_ms, result FROM shards WHERE id = $1 AND agent_id = $2 FOR UPDATE
+const shardHeartbeat = `-- name: ShardHeartbeat :one
+UPDATE shards SET heartbeat_at = now() WHERE id = $1 AND agent_id = $2
+RETURNING id, run_id, agent_id, seg_from, seg_to, seg_of, state, reason, lease, agent_version, leased_at, heartbeat_at, ended_at, late_start_ms, result
 `
 
-type ShardGetForReportParams struct {
+type ShardHeartbeatParams struct {
 	ID      uuid.UUID
 	AgentID *uuid.UUID
 }
 
-// ShardGetForReport locks a shard the agent holds under the given lease.
-func (q *Queries) ShardGetForReport(ctx context.Context, db DBTX, arg ShardGetForReportParams) (Shard, error) {
-	row := db.QueryRow(ctx, shardGetForReport, arg.ID, arg.AgentID)
+// ShardHeartbeat records a report of the agent's shard and locks the shard for the rest of the
+// report's transaction; the caller checks the lease and state it returns (and rolls back when
+// they are not the reporter's).
+func (q *Queries) ShardHeartbeat(ctx context.Context, db DBTX, arg ShardHeartbeatParams) (Shard, error) {
+	row := db.QueryRow(ctx, shardHeartbeat, arg.ID, arg.AgentID)
 	var i Shard
 	err := row.Scan(
 		&i.ID,
@@ -100,15 +103,6 @@ func (q *Queries) ShardGetForReport(ctx context.Context, db DBTX, arg ShardGetFo
 		&i.Result,
 	)
 	return i, err
-}
-
-const shardHeartbeat = `-- name: ShardHeartbeat :exec
-UPDATE shards SET heartbeat_at = now() WHERE id = $1
-`
-
-func (q *Queries) ShardHeartbeat(ctx context.Context, db DBTX, id uuid.UUID) error {
-	_, err := db.Exec(ctx, shardHeartbeat, id)
-	return err
 }
 
 const shardInsert = `-- name: ShardInsert :exec
@@ -289,17 +283,21 @@ func (q *Queries) ShardSecondInsert(ctx context.Context, db DBTX, arg ShardSecon
 const shardSecondListByRun = `-- name: ShardSecondListByRun :many
 SELECT shard_seconds.shard_id, shard_seconds.idx, shard_seconds.snapshot, shard_seconds.health FROM shard_seconds
 JOIN shards ON shards.id = shard_seconds.shard_id
-WHERE shards.run_id = $1 AND shard_seconds.idx >= $2
+WHERE shards.run_id = $1 AND shard_seconds.idx >= $2 AND shard_seconds.idx < $3
 ORDER BY shard_seconds.idx, shard_seconds.shard_id
 `
 
 type ShardSecondListByRunParams struct {
 	RunID   uuid.UUID
 	FromIdx int64
+	ToIdx   int64
 }
 
+// ShardSecondListByRun reads the seconds of a run's shards from the given one on. Followers read
+// by second, not by order of arrival: reports commit in another order than they arrive, and a
+// reader that skipped past an uncommitted one would never see it.
 func (q *Queries) ShardSecondListByRun(ctx context.Context, db DBTX, arg ShardSecondListByRunParams) ([]ShardSecond, error) {
-	rows, err := db.Query(ctx, shardSecondListByRun, arg.RunID, arg.FromIdx)
+	rows, err := db.Query(ctx, shardSecondListByRun, arg.RunID, arg.FromIdx, arg.ToIdx)
 	if err != nil {
 		return nil, err
 	}

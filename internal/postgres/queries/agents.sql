@@ -29,8 +29,10 @@ SELECT * FROM agents WHERE token_hash = $1;
 UPDATE agents SET last_seen_at = now(), version = @version, cores = @cores, last_ip = @last_ip
 WHERE id = @id;
 
+-- AgentTouch records that the agent reported: at most once a second, which is all the online
+-- state needs, so that agents reporting every second do not rewrite their row each time.
 -- name: AgentTouch :exec
-UPDATE agents SET last_seen_at = now() WHERE id = $1;
+UPDATE agents SET last_seen_at = now() WHERE id = $1 AND (last_seen_at IS NULL OR last_seen_at < now() - interval '1 second');
 
 -- AgentDelete removes an agent: a private one by its owner (owner_id given), a shared one by an
 -- admin (owner_id NULL and shared true).

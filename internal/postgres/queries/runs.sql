@@ -9,8 +9,11 @@ SELECT * FROM runs WHERE id = @id AND owner_id = @owner_id;
 -- name: RunGetByIdempotencyKey :one
 SELECT * FROM runs WHERE owner_id = @owner_id AND idempotency_key = @idempotency_key;
 
--- name: RunGetForUpdate :one
-SELECT * FROM runs WHERE id = $1 FOR UPDATE;
+-- RunGetByID reads a run by id alone, for agents' and the control plane's own work. It takes no
+-- lock: the transactions that write a run update it in one statement, so none upgrades a lock
+-- it holds while another waits on the row (which deadlocks).
+-- name: RunGetByID :one
+SELECT * FROM runs WHERE id = $1;
 
 -- name: RunList :many
 SELECT * FROM runs

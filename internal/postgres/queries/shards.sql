@@ -18,12 +18,12 @@ WHERE id = (
 )
 RETURNING *;
 
--- ShardGetForReport locks a shard the agent holds under the given lease.
--- name: ShardGetForReport :one
-SELECT * FROM shards WHERE id = @id AND agent_id = @agent_id FOR UPDATE;
-
--- name: ShardHeartbeat :exec
-UPDATE shards SET heartbeat_at = now() WHERE id = $1;
+-- ShardHeartbeat records a report of the agent's shard and locks the shard for the rest of the
+-- report's transaction; the caller checks the lease and state it returns (and rolls back when
+-- they are not the reporter's).
+-- name: ShardHeartbeat :one
+UPDATE shards SET heartbeat_at = now() WHERE id = @id AND agent_id = @agent_id
+RETURNING *;
 
 -- name: ShardEnd :exec
 UPDATE shards SET state = @state, reason = @reason, ended_at = now(), late_start_ms = @late_start_ms,
@@ -47,8 +47,11 @@ WHERE run_id = @run_id AND state = 'pending';
 INSERT INTO shard_seconds (shard_id, idx, snapshot, health) VALUES ($1, $2, $3, $4)
 ON CONFLICT DO NOTHING;
 
+-- ShardSecondListByRun reads the seconds of a run's shards from the given one on. Followers read
+-- by second, not by order of arrival: reports commit in another order than they arrive, and a
+-- reader that skipped past an uncommitted one would never see it.
 -- name: ShardSecondListByRun :many
 SELECT shard_seconds.* FROM shard_seconds
 JOIN shards ON shards.id = shard_seconds.shard_id
-WHERE shards.run_id = @run_id AND shard_seconds.idx >= @from_idx
+WHERE shards.run_id = @run_id AND shard_seconds.idx >= @from_idx AND shard_seconds.idx < @to_idx
 ORDER BY shard_seconds.idx, shard_seconds.shard_id;
