@@ -44,6 +44,9 @@ func runMigrate(ctx context.Context, e env, args []string) error {
 	for _, name := range res.Applied {
 		log.Info("applied migration", slog.String("name", name))
 	}
+	if len(res.River) > 0 {
+		log.Info("applied River's job queue migrations", slog.Any("versions", res.River))
+	}
 	fmt.Fprintf(e.stdout, "database schema at version %d (was %d)\n", res.To, res.From)
 	return nil
 }

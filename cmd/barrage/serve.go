@@ -23,6 +23,7 @@ import (
 	"github.com/barrage-load/barrage/internal/config"
 	"github.com/barrage-load/barrage/internal/control"
 	"github.com/barrage-load/barrage/internal/httpapi"
+	"github.com/barrage-load/barrage/internal/jobs"
 	"github.com/barrage-load/barrage/internal/logging"
 	"github.com/barrage-load/barrage/internal/pgembed"
 	"github.com/barrage-load/barrage/internal/postgres"
@@ -89,8 +90,30 @@ func runServe(ctx context.Context, e env, args []string) error {
 
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
-	go cleanUp(ctx, store, log)
-	go ctl.Background(ctx)
+	go ctl.Listen(ctx)
+	runner, err := jobs.New(db.pool, log, jobs.Work{
+		CleanUp: func(ctx context.Context) error {
+			n, err := store.DeleteExpired(ctx, time.Now().Add(-24*time.Hour))
+			log.Debug("clean-up", slog.Int64("deleted", n))
+			return err
+		},
+		Reap:     ctl.Reap,
+		Finalize: ctl.FinalizeRun,
+	})
+	if err != nil {
+		return err
+	}
+	ctl.UseFinalizer(runner)
+	if err := runner.Start(ctx); err != nil {
+		return fmt.Errorf("start background jobs: %w", err)
+	}
+	defer func() {
+		stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.ShutdownTimeout)
+		defer cancel()
+		if err := runner.Stop(stopCtx); err != nil {
+			log.Warn("background jobs stopped uncleanly", slog.String("error", err.Error()))
+		}
+	}()
 	if cfg.DemoAgent {
 		a, err := demoAgent(ctx, ctl, cfg.DataDir, "http://"+ln.Addr().String(), log)
 		if err != nil {
@@ -127,26 +150,6 @@ func newAccounts(cfg config.Config, store *postgres.Store, log *slog.Logger) (*a
 	}
 	tokens := auth.NewTokens(key, cfg.JWTIssuer, "barrage-api", cfg.AccessTokenTTL)
 	return account.New(store, auth.NewHasher(auth.OWASPParams), tokens, log, account.Config{RefreshTTL: cfg.RefreshTokenTTL}), nil
-}
-
-// cleanUp deletes expired rate-limit windows and refresh tokens every hour. Every replica runs
-// it; the deletes are idempotent.
-func cleanUp(ctx context.Context, store *postgres.Store, log *slog.Logger) {
-	t := time.NewTicker(time.Hour)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			n, err := store.DeleteExpired(ctx, time.Now().Add(-24*time.Hour))
-			if err != nil {
-				log.Warn("clean-up failed", slog.String("error", err.Error()))
-				continue
-			}
-			log.Debug("clean-up", slog.Int64("deleted", n))
-		}
-	}
 }
 
 // demoAgent returns the shared demo agent (500 VUs and 5 minutes per job), registered on the

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 
 	"github.com/barrage-load/barrage/internal/auth"
 	"github.com/barrage-load/barrage/internal/barrage"
@@ -27,7 +28,8 @@ type Config struct {
 	// agents lease their shards before it (default 2s).
 	StartLead time.Duration
 	// LostAfter is how long a running shard's agent may stay silent before the shard is lost
-	// (default barrage.AgentOnlineWithin).
+	// (default 8s: agents report every second, and the housekeeping that notices runs every
+	// two, so a lost agent is known within 10 seconds).
 	LostAfter time.Duration
 	// Unclaimed is how long a shard may wait for its agent before the run fails (default 1m).
 	Unclaimed time.Duration
@@ -47,6 +49,7 @@ type Service struct {
 	// on any replica wakes the waiters on every one.
 	runs, work *postgres.Listener
 	judges     *judges
+	finalizer  Finalizer // nil: summaries are made at once
 }
 
 // New returns the control plane on store.
@@ -55,7 +58,7 @@ func New(store *postgres.Store, log *slog.Logger, cfg Config) *Service {
 		cfg.StartLead = 2 * time.Second
 	}
 	if cfg.LostAfter <= 0 {
-		cfg.LostAfter = barrage.AgentOnlineWithin
+		cfg.LostAfter = 8 * time.Second
 	}
 	if cfg.Unclaimed <= 0 {
 		cfg.Unclaimed = time.Minute
@@ -68,25 +71,22 @@ func New(store *postgres.Store, log *slog.Logger, cfg Config) *Service {
 		judges: newJudges()}
 }
 
-// Background does the control plane's background work until ctx ends: it listens for the
-// notifications of other replicas, and keeps house every second (see Reap). Every replica runs
-// it; each step is safe to repeat.
-func (s *Service) Background(ctx context.Context) {
+// Listen follows the notifications of other replicas until ctx ends (runs that change, work
+// queued for agents), so that waiting requests wake at once. Every replica runs it.
+func (s *Service) Listen(ctx context.Context) {
 	go s.runs.Run(ctx)
-	go s.work.Run(ctx)
-	t := time.NewTicker(time.Second)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			if err := s.Reap(ctx); err != nil && ctx.Err() == nil {
-				s.log.Warn("reap failed", slog.String("error", err.Error()))
-			}
-		}
-	}
+	s.work.Run(ctx)
 }
+
+// Finalizer queues a run's summary as background work, in the transaction that ended its last
+// shard (package jobs, on River).
+type Finalizer interface {
+	Finalize(ctx context.Context, tx pgx.Tx, run uuid.UUID) error
+}
+
+// UseFinalizer hands summaries to f instead of making them in the request that ended a run's
+// last shard. Set it before serving.
+func (s *Service) UseFinalizer(f Finalizer) { s.finalizer = f }
 
 // AgentInput is a new agent's name and limits.
 type AgentInput struct {

@@ -78,17 +78,22 @@ type AgentShare struct {
 	Verdict     Verdict    `json:"verdict"`
 }
 
+// FinalizeRun summarizes and ends run id if every shard of it has ended (the background job that
+// the last shard's end queued).
+func (s *Service) FinalizeRun(ctx context.Context, id uuid.UUID) error {
+	run, err := s.store.RunForAgent(ctx, id)
+	if err != nil {
+		return err
+	}
+	return s.finalize(ctx, run)
+}
+
 // finalize ends run once every shard has: its state from theirs, its summary from their seconds.
 // It does nothing while a shard goes on, or when the run has ended already, so every replica may
 // call it.
 func (s *Service) finalize(ctx context.Context, run barrage.Run) error {
-	if run.EndedAt != nil {
+	if run.EndedAt != nil || !allEnded(run) {
 		return nil
-	}
-	for _, sh := range run.Shards {
-		if !sh.Ended() {
-			return nil
-		}
 	}
 	sc, err := s.store.Script(ctx, run.OwnerID, run.ScriptID)
 	if err != nil {

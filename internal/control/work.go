@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 
 	"github.com/barrage-load/barrage/internal/barrage"
 	"github.com/barrage-load/barrage/internal/engine"
@@ -191,15 +192,24 @@ func (s *Service) Report(ctx context.Context, a barrage.Agent, shardID uuid.UUID
 			end.Result = json.RawMessage("{}")
 		}
 	}
-	rep, err := s.store.ReportShard(ctx, a.ID, shardID, r.Lease, secs, end)
+	queued := false
+	rep, err := s.store.ReportShard(ctx, a.ID, shardID, r.Lease, secs, end, func(tx pgx.Tx, run barrage.Run) error {
+		if s.finalizer == nil || !allEnded(run) {
+			return nil
+		}
+		queued = true
+		return s.finalizer.Finalize(ctx, tx, run.ID)
+	})
 	if err != nil {
 		return Instruction{}, err
 	}
 	if end != nil {
 		s.log.InfoContext(ctx, "shard ended", slog.String("run_id", rep.Run.ID.String()), slog.String("shard_id", shardID.String()),
 			slog.String("state", string(end.State)), slog.String("reason", end.Reason))
-		if err := s.finalize(ctx, rep.Run); err != nil {
-			return Instruction{}, err
+		if !queued {
+			if err := s.finalize(ctx, rep.Run); err != nil {
+				return Instruction{}, err
+			}
 		}
 	}
 	var in Instruction
@@ -217,6 +227,16 @@ func (s *Service) Report(ctx context.Context, a barrage.Agent, shardID uuid.UUID
 		in.Stop = &engine.Stop{Reason: engine.Failed, Detail: "the run has ended: " + r.Reason}
 	}
 	return in, nil
+}
+
+// allEnded reports whether every shard of run has ended.
+func allEnded(run barrage.Run) bool {
+	for _, sh := range run.Shards {
+		if !sh.Ended() {
+			return false
+		}
+	}
+	return true
 }
 
 // endReason is the reason a shard gives when its agent gave none.

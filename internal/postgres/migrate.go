@@ -7,12 +7,15 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"sort"
 	"strconv"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/riverqueue/river/rivermigrate"
 
 	"github.com/barrage-load/barrage/migrations"
 )
@@ -66,8 +69,8 @@ func readMigrations(fsys fs.FS) ([]Migration, error) {
 	return ms, nil
 }
 
-// MigrationsHash identifies the embedded schema: equal hashes mean equal migrations. Test
-// harnesses name their template databases with it.
+// MigrationsHash identifies the embedded schema, River's included: equal hashes mean equal
+// migrations. Test harnesses name their template databases with it.
 func MigrationsHash() (string, error) {
 	ms, err := Migrations()
 	if err != nil {
@@ -77,6 +80,13 @@ func MigrationsHash() (string, error) {
 	for _, m := range ms {
 		fmt.Fprintf(h, "%d\x00%s\x00%s\x00", m.Version, m.Name, m.SQL)
 	}
+	rm, err := riverMigrator(nil)
+	if err != nil {
+		return "", err
+	}
+	for _, m := range rm.AllVersions() {
+		fmt.Fprintf(h, "river %d\x00%s\x00", m.Version, m.SQLUp)
+	}
 	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
@@ -84,6 +94,15 @@ func MigrationsHash() (string, error) {
 type MigrateResult struct {
 	From, To int
 	Applied  []string
+	// River lists the versions of River's own schema (its job queue) applied.
+	River []int
+}
+
+// riverMigrator is River's migrator: its job queue's tables are migrated with Barrage's, under the
+// same lock, so one command (and serve's start) brings the whole schema up to date. pool may be
+// nil for reading the migrations only.
+func riverMigrator(pool *pgxpool.Pool) (*rivermigrate.Migrator[pgx.Tx], error) {
+	return rivermigrate.New(riverpgxv5.New(pool), &rivermigrate.Config{Logger: slog.New(slog.DiscardHandler)})
 }
 
 // Migrate applies the pending migrations, each in its own transaction, under an advisory lock so
@@ -139,6 +158,27 @@ func Migrate(ctx context.Context, pool *pgxpool.Pool) (MigrateResult, error) {
 		res.To = m.Version
 		res.Applied = append(res.Applied, m.Name)
 	}
+	// Still under the lock, so replicas starting together run River's migrations one at a time;
+	// on a pool of their own, since callers waiting for the lock may hold every connection of
+	// theirs.
+	cfg := pool.Config()
+	cfg.MinConns, cfg.MaxConns = 0, 1
+	own, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return res, fmt.Errorf("migrate: River's job queue: %w", err)
+	}
+	defer own.Close()
+	rm, err := riverMigrator(own)
+	if err != nil {
+		return res, err
+	}
+	r, err := rm.Migrate(ctx, rivermigrate.DirectionUp, nil)
+	if err != nil {
+		return res, fmt.Errorf("migrate: River's job queue: %w", err)
+	}
+	for _, v := range r.Versions {
+		res.River = append(res.River, v.Version)
+	}
 	return res, nil
 }
 
@@ -164,6 +204,17 @@ func CheckSchema(ctx context.Context, pool *pgxpool.Pool) error {
 		return fmt.Errorf("%w: database at version %d, binary knows up to %d", ErrSchemaTooNew, current, latest)
 	case current < latest:
 		return fmt.Errorf("database schema at version %d, %d pending: run `barrage migrate up`", current, latest-current)
+	}
+	rm, err := riverMigrator(pool)
+	if err != nil {
+		return err
+	}
+	v, err := rm.Validate(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("check River's job queue schema: %w", err)
+	}
+	if !v.OK {
+		return fmt.Errorf("the job queue's schema (River's) is not current (%s): run `barrage migrate up`", strings.Join(v.Messages, "; "))
 	}
 	return nil
 }

@@ -244,9 +244,11 @@ type ShardReport struct {
 }
 
 // ReportShard stores seconds of a shard the agent holds under lease, records the agent's
-// heartbeat, and, with end, ends the shard. A report under another lease (a stale holder's), or
-// for a shard already ended (lost, say), is a conflict and stores nothing.
-func (s *Store) ReportShard(ctx context.Context, agentID, shardID uuid.UUID, lease int64, secs []barrage.ShardSecond, end *barrage.ShardEnd) (ShardReport, error) {
+// heartbeat, and, with end, ends the shard and calls ended with the run and its shards in the same
+// transaction (to queue its summary). A report under another lease (a stale holder's), or for a
+// shard already ended (lost, say), is a conflict and stores nothing.
+func (s *Store) ReportShard(ctx context.Context, agentID, shardID uuid.UUID, lease int64, secs []barrage.ShardSecond, end *barrage.ShardEnd,
+	ended func(tx pgx.Tx, run barrage.Run) error) (ShardReport, error) {
 	var rep ShardReport
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		row, err := s.q.ShardHeartbeat(ctx, tx, dbsqlc.ShardHeartbeatParams{ID: shardID, AgentID: &agentID})
@@ -294,7 +296,9 @@ func (s *Store) ReportShard(ctx context.Context, agentID, shardID uuid.UUID, lea
 		}
 		// The shards only when one ended: the caller then sees whether the run is over.
 		if end != nil {
-			rep.Run, err = s.withShards(ctx, tx, runRow)
+			if rep.Run, err = s.withShards(ctx, tx, runRow); err == nil && ended != nil {
+				err = ended(tx, rep.Run)
+			}
 		} else {
 			rep.Run, err = runFromRow(runRow)
 		}

@@ -173,13 +173,17 @@ func (s *Store) HitRateLimit(ctx context.Context, key string, window time.Time) 
 	return int(n), translate(err, "rate limit")
 }
 
-// DeleteExpired removes rate-limit windows older than before and refresh tokens that expired
-// before it.
+// DeleteExpired removes rate-limit windows older than before, refresh tokens that expired before
+// it, and agent pings made before it.
 func (s *Store) DeleteExpired(ctx context.Context, before time.Time) (int64, error) {
 	a, err := s.q.RateLimitDeleteBefore(ctx, s.pool, before)
 	if err != nil {
 		return 0, err
 	}
 	b, err := s.q.RefreshTokenDeleteExpired(ctx, s.pool, before)
-	return a + b, err
+	if err != nil {
+		return 0, err
+	}
+	c, err := s.q.AgentPingDeleteOld(ctx, s.pool, before)
+	return a + b + c, err
 }

@@ -254,13 +254,16 @@ func (q *Queries) AgentPingAnswer(ctx context.Context, db DBTX, arg AgentPingAns
 	return i, err
 }
 
-const agentPingDeleteOld = `-- name: AgentPingDeleteOld :exec
+const agentPingDeleteOld = `-- name: AgentPingDeleteOld :execrows
 DELETE FROM agent_pings WHERE created_at < $1
 `
 
-func (q *Queries) AgentPingDeleteOld(ctx context.Context, db DBTX, before time.Time) error {
-	_, err := db.Exec(ctx, agentPingDeleteOld, before)
-	return err
+func (q *Queries) AgentPingDeleteOld(ctx context.Context, db DBTX, before time.Time) (int64, error) {
+	result, err := db.Exec(ctx, agentPingDeleteOld, before)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
 }
 
 const agentPingGet = `-- name: AgentPingGet :one

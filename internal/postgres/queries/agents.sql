@@ -63,5 +63,5 @@ RETURNING *;
 -- name: AgentPingGet :one
 SELECT * FROM agent_pings WHERE id = $1;
 
--- name: AgentPingDeleteOld :exec
+-- name: AgentPingDeleteOld :execrows
 DELETE FROM agent_pings WHERE created_at < @before;
