@@ -88,7 +88,7 @@ load:
   duration: ${secs}s
 YAML
 agent_token=$("$B" agents create bench-agent 2>/dev/null)
-BARRAGE_AGENT_TOKEN=$agent_token $pin_gen "$B" agent --server "$BARRAGE_SERVER" 2>"$work/agent.err" &
+BARRAGE_AGENT_TOKEN=$agent_token $pin_gen "$B" agent --server "$BARRAGE_SERVER" --allow-target 127.0.0.0/8 2>"$work/agent.err" &
 pids+=($!)
 for _ in $(seq 1 100); do "$B" agents list | grep -q ' online ' && break; sleep 0.2; done
 

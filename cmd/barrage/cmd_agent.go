@@ -11,6 +11,7 @@ import (
 	"github.com/barrage-load/barrage/internal/agent"
 	"github.com/barrage-load/barrage/internal/barrage"
 	"github.com/barrage-load/barrage/internal/logging"
+	"github.com/barrage-load/barrage/internal/netpolicy"
 )
 
 func runAgent(ctx context.Context, e env, args []string) error {
@@ -20,6 +21,9 @@ func runAgent(ctx context.Context, e env, args []string) error {
 	maxVUs := fs.Int("max-vus", 0, "this agent's own limit of VUs per job, whatever the server asks (0: none)")
 	maxDuration := fs.Duration("max-duration", 0, "this agent's own limit of time per job (0: none)")
 	logFormat := fs.String("log-format", "text", "log format: text or json")
+	var allow multiFlag
+	fs.Var(&allow, "allow-target", "let the load reach this internal CIDR or address (loopback, private, link-local are refused otherwise); repeat for several")
+	internal := fs.Bool("internal-targets", false, "let the load reach every internal address: for an agent that tests its operator's own network")
 	if err := parseFlags(fs, args, 0); err != nil {
 		return err
 	}
@@ -37,10 +41,16 @@ func runAgent(ctx context.Context, e env, args []string) error {
 		fmt.Fprintln(e.stderr, "register one with `barrage agents create NAME` (or POST /v1/agents); admins register shared ones.")
 		return errUsage
 	}
+	prefixes, err := netpolicy.ParsePrefixes(allow)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "barrage agent: --allow-target: %v\n", err)
+		return errUsage
+	}
 	a, err := agent.New(agent.Config{
 		Server: *server, Token: token, Version: version,
-		Limits: barrage.Limits{MaxVUs: *maxVUs, MaxRunDuration: *maxDuration},
-		Log:    logging.New(e.stderr, *logFormat, slog.LevelInfo),
+		Limits:  barrage.Limits{MaxVUs: *maxVUs, MaxRunDuration: *maxDuration},
+		Targets: &netpolicy.Policy{Internal: *internal, Allow: prefixes},
+		Log:     logging.New(e.stderr, *logFormat, slog.LevelInfo),
 	})
 	if err != nil {
 		return err

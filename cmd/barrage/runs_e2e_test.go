@@ -49,7 +49,7 @@ type agentProc struct {
 func startAgent(t *testing.T, p *serveProc, token string) *agentProc {
 	t.Helper()
 	a := &agentProc{stderr: &lockedBuffer{}, done: make(chan error, 1)}
-	a.cmd = exec.Command(binary, "agent", "--server", p.url)
+	a.cmd = exec.Command(binary, "agent", "--server", p.url, "--allow-target", "127.0.0.0/8")
 	a.cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "BARRAGE_AGENT_TOKEN=" + token}
 	a.cmd.Stderr = a.stderr
 	require.NoError(t, a.cmd.Start())

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
@@ -25,6 +26,7 @@ import (
 	"github.com/barrage-load/barrage/internal/httpapi"
 	"github.com/barrage-load/barrage/internal/jobs"
 	"github.com/barrage-load/barrage/internal/logging"
+	"github.com/barrage-load/barrage/internal/netpolicy"
 	"github.com/barrage-load/barrage/internal/pgembed"
 	"github.com/barrage-load/barrage/internal/postgres"
 )
@@ -181,6 +183,8 @@ func demoAgent(ctx context.Context, ctl *control.Service, dataDir, server string
 	}
 	return agent.New(agent.Config{
 		Server: server, Token: token, Version: version, Log: log.With(slog.String("component", "demo-agent")),
+		// The demo aims at `barrage demo-shop` on this machine: loopback, and loopback only.
+		Targets: &netpolicy.Policy{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("::1/128")}},
 	})
 }
 

@@ -23,6 +23,7 @@ import (
 	"github.com/barrage-load/barrage/api"
 	"github.com/barrage-load/barrage/internal/barrage"
 	"github.com/barrage-load/barrage/internal/engine"
+	"github.com/barrage-load/barrage/internal/netpolicy"
 	"github.com/barrage-load/barrage/internal/script"
 )
 
@@ -34,6 +35,9 @@ type Config struct {
 	Version string
 	// Limits are the agent's own limits per job, held whatever the server asks.
 	Limits barrage.Limits
+	// Targets is where the agent's load may go; nil refuses every internal address (the zero
+	// Policy), as an agent that runs strangers' scripts must by default.
+	Targets *netpolicy.Policy
 	// LostAfter is how long the agent goes on without reaching the server before it stops
 	// its load (default 10s).
 	LostAfter time.Duration
@@ -56,6 +60,9 @@ func New(cfg Config) (*Agent, error) {
 	}
 	if cfg.LostAfter <= 0 {
 		cfg.LostAfter = barrage.AgentOnlineWithin
+	}
+	if cfg.Targets == nil {
+		cfg.Targets = &netpolicy.Policy{}
 	}
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
@@ -228,6 +235,7 @@ func (a *Agent) prepare(job *api.ShardJob, received time.Time) (*script.Script, 
 	opts = engine.Options{
 		// The server's "starts in" rather than its clock's "starts at": agents' clocks differ.
 		Start: received.Add(time.Duration(job.StartsInMs) * time.Millisecond), Segment: seg, Limits: limits,
+		Targets: a.cfg.Targets,
 	}
 	if job.Load.Vus != nil {
 		opts.VUs = *job.Load.Vus

@@ -19,6 +19,7 @@ import (
 
 	"github.com/barrage-load/barrage/internal/barrage"
 	"github.com/barrage-load/barrage/internal/metrics"
+	"github.com/barrage-load/barrage/internal/netpolicy"
 	"github.com/barrage-load/barrage/internal/script"
 	"github.com/barrage-load/barrage/internal/threshold"
 )
@@ -37,6 +38,9 @@ type Options struct {
 	BodyCap int
 	// Insecure skips TLS certificate verification.
 	Insecure bool
+	// Targets is where the load may go, checked on the address of every connection, redirects
+	// included; a refused one fails as a connect error and sends nothing. Nil allows all.
+	Targets *netpolicy.Policy
 	// OnSecond, when set, receives every finished second while the run goes on, in order, from
 	// a goroutine of its own: a slow receiver delays the delivery, never the measurement.
 	OnSecond func(Second)

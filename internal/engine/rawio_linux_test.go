@@ -113,7 +113,7 @@ func TestTrackedConnectionsUseRawIO(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	defer ln.Close()
-	tr := newTransport(nil, false, 1<<20, false, false)
+	tr := newTransport(nil, false, 1<<20, false, false, nil)
 	defer tr.close()
 	c, err := tr.dial(&hostConn{addr: ln.Addr().String()}, time.Second, time.Now().Add(time.Second))
 	require.NoError(t, err)

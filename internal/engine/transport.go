@@ -20,6 +20,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/barrage-load/barrage/internal/metrics"
+	"github.com/barrage-load/barrage/internal/netpolicy"
 )
 
 // exchange is one request to send.
@@ -95,14 +96,18 @@ type transport struct {
 	conns map[net.Conn]struct{}
 	cut   atomic.Bool // set under mu
 
+	// targets is where the load may go, checked at each dial; nil allows all.
+	targets *netpolicy.Policy
+
 	// read and written count the bytes on the wire (headers, bodies, chunk framing, TLS),
 	// for every connection of the VU. Atomic because net/http reads HTTP/2 connections from a
 	// goroutine of its own.
 	read, written atomic.Int64
 }
 
-func newTransport(local net.IP, insecure bool, bodyCap int, keepHeader, keepCookies bool) *transport {
+func newTransport(local net.IP, insecure bool, bodyCap int, keepHeader, keepCookies bool, targets *netpolicy.Policy) *transport {
 	t := &transport{
+		targets:     targets,
 		bodyCap:     bodyCap,
 		keepHeader:  keepHeader,
 		keepCookies: keepCookies,
@@ -272,7 +277,7 @@ func (t *transport) dial(hc *hostConn, timeout time.Duration, deadline time.Time
 	if t.local != nil {
 		d.LocalAddr = t.local
 	}
-	c, err := d.Dial("tcp", hc.addr)
+	c, err := t.targets.Dialer(d).Dial("tcp", hc.addr)
 	if err != nil {
 		return nil, err
 	}
@@ -597,7 +602,7 @@ func (t *transport) readBody(src io.Reader, r *reply) error {
 // doH2 sends through net/http, which speaks HTTP/2 over TLS.
 func (t *transport) doH2(ctx context.Context, ex *exchange, jar cookieJar, r *reply) {
 	if t.h2 == nil {
-		d := &net.Dialer{LocalAddr: t.local, Timeout: 30 * time.Second}
+		d := t.targets.Dialer(net.Dialer{LocalAddr: t.local, Timeout: 30 * time.Second})
 		dial := func(ctx context.Context, network, addr string) (net.Conn, error) {
 			c, err := d.DialContext(ctx, network, addr)
 			if err != nil {

@@ -54,7 +54,7 @@ func (p *plan) newVU(id int, hardCtx context.Context) *vu {
 	v := &vu{
 		id:   id,
 		p:    p,
-		t:    newTransport(local, p.opts.Insecure, p.opts.BodyCap, keepHeader, keepCookies),
+		t:    newTransport(local, p.opts.Insecure, p.opts.BodyCap, keepHeader, keepCookies, p.opts.Targets),
 		rng:  newRand(id),
 		vars: make(map[string]string),
 		row:  make(map[string]string),

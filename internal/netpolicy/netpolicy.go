@@ -1,0 +1,108 @@
+// Package netpolicy decides where an agent's load may go. An agent runs strangers' scripts; left
+// alone, a script could aim the load at the agent's own network: the server's database on
+// loopback, a private service, a cloud's metadata address. A Policy refuses those destinations
+// unless its operator allows them, and it is checked on the address actually dialled (after name
+// resolution, for every connection, redirects included), so a name that resolves to a refused
+// address, or changes what it resolves to between lookups, gets nowhere.
+package netpolicy
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"strings"
+	"syscall"
+)
+
+// ErrRefused is wrapped by the error of every dial a Policy refuses.
+var ErrRefused = errors.New("the agent's policy refuses this destination")
+
+// Policy says which destination addresses the load may reach. The nil Policy allows all (a local
+// `barrage run` aims where its user says); the zero Policy refuses every internal address.
+type Policy struct {
+	// Internal allows every internal address (loopback, private, link-local...): for an
+	// operator whose agent is meant to test their own network.
+	Internal bool
+	// Allow lists addresses allowed however internal they are.
+	Allow []netip.Prefix
+}
+
+// internal are the ranges refused unless allowed: loopback, RFC 1918 and unique-local private
+// networks, link-local (with cloud metadata at 169.254.169.254), carrier-grade NAT, the
+// "this network" and unspecified addresses, and multicast.
+var internal = []netip.Prefix{
+	netip.MustParsePrefix("0.0.0.0/8"),
+	netip.MustParsePrefix("10.0.0.0/8"),
+	netip.MustParsePrefix("100.64.0.0/10"),
+	netip.MustParsePrefix("127.0.0.0/8"),
+	netip.MustParsePrefix("169.254.0.0/16"),
+	netip.MustParsePrefix("172.16.0.0/12"),
+	netip.MustParsePrefix("192.168.0.0/16"),
+	netip.MustParsePrefix("224.0.0.0/4"),
+	netip.MustParsePrefix("240.0.0.0/4"),
+	netip.MustParsePrefix("::/128"),
+	netip.MustParsePrefix("::1/128"),
+	netip.MustParsePrefix("fc00::/7"),
+	netip.MustParsePrefix("fe80::/10"),
+	netip.MustParsePrefix("ff00::/8"),
+}
+
+// Check returns nil when the load may reach addr, else an error wrapping ErrRefused that names
+// the address and the rule.
+func (p *Policy) Check(addr netip.Addr) error {
+	if p == nil || !addr.IsValid() {
+		return nil
+	}
+	addr = addr.Unmap()
+	for _, a := range p.Allow {
+		if a.Contains(addr) {
+			return nil
+		}
+	}
+	if p.Internal {
+		return nil
+	}
+	for _, r := range internal {
+		if r.Contains(addr) {
+			return fmt.Errorf("%w: %s is internal (%s); its operator can allow it with --allow-target", ErrRefused, addr, r)
+		}
+	}
+	return nil
+}
+
+// Control is a net.Dialer Control function that refuses the dial before any packet is sent
+// when the address it connects to is refused.
+func (p *Policy) Control(_, address string, _ syscall.RawConn) error {
+	ap, err := netip.ParseAddrPort(address)
+	if err != nil {
+		return fmt.Errorf("%w: cannot read the address %q", ErrRefused, address)
+	}
+	return p.Check(ap.Addr())
+}
+
+// Dialer returns a net.Dialer that applies p (and no policy when p is nil).
+func (p *Policy) Dialer(d net.Dialer) *net.Dialer {
+	if p != nil {
+		d.Control = p.Control
+	}
+	return &d
+}
+
+// ParsePrefixes reads CIDRs or single addresses, as --allow-target takes them.
+func ParsePrefixes(list []string) ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for _, s := range list {
+		s = strings.TrimSpace(s)
+		if p, err := netip.ParsePrefix(s); err == nil {
+			out = append(out, p.Masked())
+			continue
+		}
+		a, err := netip.ParseAddr(s)
+		if err != nil {
+			return nil, fmt.Errorf("%q is neither a CIDR (10.0.0.0/8) nor an address", s)
+		}
+		out = append(out, netip.PrefixFrom(a, a.BitLen()))
+	}
+	return out, nil
+}
