@@ -76,7 +76,15 @@ func Load(name string, args []string, getenv func(string) string, output io.Writ
 		if v := getenv(s.Env); v != "" {
 			def = v
 		}
-		values[s.Flag] = fs.String(s.Flag, def, fmt.Sprintf("%s (env %s)", s.Usage, s.Env))
+		usage := fmt.Sprintf("%s (env %s)", s.Usage, s.Env)
+		if s.Default == "true" || s.Default == "false" {
+			// A switch: --demo-agent alone turns it on.
+			v := boolString(def)
+			fs.Var(&v, s.Flag, usage)
+			values[s.Flag] = (*string)(&v)
+			continue
+		}
+		values[s.Flag] = fs.String(s.Flag, def, usage)
 	}
 	if err := fs.Parse(args); err != nil {
 		return Config{}, err
@@ -86,6 +94,14 @@ func Load(name string, args []string, getenv func(string) string, output io.Writ
 	}
 	return parse(values)
 }
+
+// boolString is a setting that is a switch on the command line (flag.Value with IsBoolFlag) and
+// a string like every other setting for parse, which checks it.
+type boolString string
+
+func (b *boolString) String() string     { return string(*b) }
+func (b *boolString) Set(s string) error { *b = boolString(s); return nil }
+func (b *boolString) IsBoolFlag() bool   { return true }
 
 func parse(v map[string]*string) (Config, error) {
 	var errs []error

@@ -73,3 +73,29 @@ func TestSecretsAreMaskedWhenLogged(t *testing.T) {
 	require.NotContains(t, b.String(), "other-s3cret")
 	require.Contains(t, b.String(), "barrage:xxxxx@db:5432")
 }
+
+func TestASwitchNeedsNoValue(t *testing.T) {
+	t.Parallel()
+	env := func(string) string { return "" }
+	c, err := config.Load("serve", []string{"--demo-agent"}, env, io.Discard)
+	require.NoError(t, err)
+	require.True(t, c.DemoAgent)
+	c, err = config.Load("serve", []string{"--demo-agent=false"}, func(k string) string {
+		if k == "BARRAGE_DEMO_AGENT" {
+			return "true"
+		}
+		return ""
+	}, io.Discard)
+	require.NoError(t, err)
+	require.False(t, c.DemoAgent, "the flag wins over the environment")
+	c, err = config.Load("serve", nil, func(k string) string {
+		if k == "BARRAGE_DEMO_AGENT" {
+			return "true"
+		}
+		return ""
+	}, io.Discard)
+	require.NoError(t, err)
+	require.True(t, c.DemoAgent)
+	_, err = config.Load("serve", []string{"--demo-agent=maybe"}, env, io.Discard)
+	require.ErrorContains(t, err, "want true or false")
+}

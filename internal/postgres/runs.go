@@ -251,6 +251,11 @@ func (s *Store) ReportShard(ctx context.Context, agentID, shardID uuid.UUID, lea
 	ended func(tx pgx.Tx, run barrage.Run) error) (ShardReport, error) {
 	var rep ShardReport
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		if end != nil {
+			if _, err := s.q.RunLockForShardEnd(ctx, tx, dbsqlc.RunLockForShardEndParams{ShardID: shardID, AgentID: &agentID}); err != nil {
+				return translate(err, "shard")
+			}
+		}
 		row, err := s.q.ShardHeartbeat(ctx, tx, dbsqlc.ShardHeartbeatParams{ID: shardID, AgentID: &agentID})
 		if err != nil {
 			return translate(err, "shard")

@@ -307,6 +307,29 @@ func (q *Queries) RunListOpen(ctx context.Context, db DBTX) ([]Run, error) {
 	return items, nil
 }
 
+const runLockForShardEnd = `-- name: RunLockForShardEnd :one
+SELECT runs.id FROM runs
+JOIN shards ON shards.run_id = runs.id
+WHERE shards.id = $1 AND shards.agent_id = $2
+FOR UPDATE OF runs
+`
+
+type RunLockForShardEndParams struct {
+	ShardID uuid.UUID
+	AgentID *uuid.UUID
+}
+
+// RunLockForShardEnd locks the run of the agent's shard before the shard ends: the shards of a
+// run that end at the same moment then end one after the other, so the last one sees the others
+// ended and queues the run's summary. It is the first lock such a report takes, and the
+// strongest it takes on the run, so it upgrades nothing.
+func (q *Queries) RunLockForShardEnd(ctx context.Context, db DBTX, arg RunLockForShardEndParams) (uuid.UUID, error) {
+	row := db.QueryRow(ctx, runLockForShardEnd, arg.ShardID, arg.AgentID)
+	var id uuid.UUID
+	err := row.Scan(&id)
+	return id, err
+}
+
 const runNotify = `-- name: RunNotify :exec
 SELECT pg_notify($1::text, $2::text)
 `

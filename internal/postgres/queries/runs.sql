@@ -50,3 +50,13 @@ SELECT summary FROM runs WHERE id = @id AND owner_id = @owner_id;
 -- RunListOpen lists the runs not yet ended, for the watchdog.
 -- name: RunListOpen :many
 SELECT * FROM runs WHERE ended_at IS NULL ORDER BY id;
+
+-- RunLockForShardEnd locks the run of the agent's shard before the shard ends: the shards of a
+-- run that end at the same moment then end one after the other, so the last one sees the others
+-- ended and queues the run's summary. It is the first lock such a report takes, and the
+-- strongest it takes on the run, so it upgrades nothing.
+-- name: RunLockForShardEnd :one
+SELECT runs.id FROM runs
+JOIN shards ON shards.run_id = runs.id
+WHERE shards.id = @shard_id AND shards.agent_id = @agent_id
+FOR UPDATE OF runs;
