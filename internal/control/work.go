@@ -148,6 +148,9 @@ type ShardEnd struct {
 	Result json.RawMessage
 }
 
+// MaxReportLabels bounds the labels (requests, groups, hooks) of one second of a shard.
+const MaxReportLabels = 1000
+
 // MaxReportSeconds bounds the seconds one report may carry: an agent that was cut off from
 // the server sends what it kept in several reports.
 const MaxReportSeconds = 300
@@ -172,8 +175,16 @@ func (s *Service) Report(ctx context.Context, a barrage.Agent, shardID uuid.UUID
 		if sec.Index < 0 {
 			return Instruction{}, barrage.Invalid(field+".index", "must not be negative")
 		}
-		if err := metrics.ValidateSnapshot(sec.Snapshot); err != nil {
+		// Checked without building histograms: an agent's report must not cost the server
+		// memory in proportion to what it claims.
+		counts, err := metrics.DecodeCounts(sec.Snapshot)
+		if err != nil {
 			return Instruction{}, barrage.Invalid(field+".snapshot", err.Error())
+		}
+		if len(counts.Labels) > MaxReportLabels {
+			// Each label costs up to 184 KB when merged: a report may not make the server
+			// allocate without bound.
+			return Instruction{}, barrage.Invalid(field+".snapshot", fmt.Sprintf("%d labels; at most %d", len(counts.Labels), MaxReportLabels))
 		}
 		health, err := json.Marshal(sec.Health)
 		if err != nil {

@@ -188,6 +188,30 @@ func TestARunGoesThroughItsAgentToItsSummary(t *testing.T) {
 	requireProblem(t, b.do("POST", report, ownToken, map[string]any{"lease": lease, "seconds": []any{}}), http.StatusConflict)
 }
 
+func TestAReportThatWouldCostTheServerMemoryIsRefused(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	_, u := b.adminAndUser()
+	_, token := b.registerAgent("/v1/agents", u.access, "mine", nil)
+	_, reports, leases := b.startedRun(u, b.addScript(u, smokeScript), token)
+	snap := &metrics.Snapshot{Start: time.Unix(1_700_000_000, 0), Duration: time.Second, Labels: map[string]*metrics.Stats{}}
+	for i := range 1001 {
+		st := metrics.NewStats()
+		st.Requests = 1
+		st.Latency.Record(time.Millisecond)
+		snap.Labels[fmt.Sprintf("l%04d", i)] = st
+	}
+	enc, err := snap.MarshalBinary()
+	require.NoError(t, err)
+	sec := second(t, 0, "get home", 1, time.Millisecond)
+	sec["snapshot"] = base64.StdEncoding.EncodeToString(enc)
+	p := requireProblem(t, b.do("POST", reports[0], token, map[string]any{"lease": leases[0], "seconds": []any{sec}}), http.StatusUnprocessableEntity)
+	require.Contains(t, requireField(t, p, "seconds[0].snapshot"), "at most 1000")
+	sec["snapshot"] = base64.StdEncoding.EncodeToString([]byte("not a snapshot"))
+	p = requireProblem(t, b.do("POST", reports[0], token, map[string]any{"lease": leases[0], "seconds": []any{sec}}), http.StatusUnprocessableEntity)
+	requireField(t, p, "seconds[0].snapshot")
+}
+
 func TestRunAdmissionNamesTheLimit(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
