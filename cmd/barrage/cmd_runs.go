@@ -18,6 +18,8 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/barrage-load/barrage/api"
+	"github.com/barrage-load/barrage/internal/script"
+	"github.com/barrage-load/barrage/internal/threshold"
 )
 
 func runRuns(ctx context.Context, e env, args []string) error {
@@ -403,11 +405,13 @@ func printRunResults(ctx context.Context, e env, cl *api.ClientWithResponses, r 
 	}
 	failed := false
 	for _, t := range s.Thresholds {
-		verdict := "passed"
-		if !t.Passed {
-			verdict, failed = "FAILED", true
+		failed = failed || !t.Passed
+		// Printed as `barrage run` prints it, in the threshold's unit.
+		if th, err := script.ParseThreshold(t.Check); err == nil {
+			fmt.Fprintln(e.stdout, "threshold "+threshold.Result{Threshold: th, Observed: t.Observed, Passed: t.Passed}.String())
+			continue
 		}
-		fmt.Fprintf(e.stdout, "threshold %s: %g, %s\n", t.Check, t.Observed, verdict)
+		fmt.Fprintf(e.stdout, "threshold %s: %g, passed %t\n", t.Check, t.Observed, t.Passed)
 	}
 	if s.Verdict.GeneratorLimited {
 		fmt.Fprintln(e.stdout, "generators were the bottleneck:\n  - "+strings.Join(*s.Verdict.Reasons, "\n  - "))

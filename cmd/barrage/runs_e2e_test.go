@@ -156,6 +156,7 @@ thresholds:
 		out, errOut, err := cli(t, p, cfg, "", "runs", "start", "--file", script("both", "vus: 6\n  duration: 3s"), "--agents", "2", "--watch")
 		require.NoError(t, err, "stdout: %s\nstderr: %s", out, errOut)
 		require.Contains(t, out, "generators OK")
+		require.Regexp(t, `threshold p99 < 5s: [0-9.]+(ms|µs|s), passed`, out, "thresholds read as barrage run prints them")
 		// --watch follows the live stream: a line a second, merged across both agents.
 		require.Regexp(t, `vus +6 +\d+ req/s .* agents 2`, errOut)
 		require.Contains(t, errOut, "finished")
