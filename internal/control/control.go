@@ -36,6 +36,8 @@ type Config struct {
 	// PollEvery is how often a waiting lease looks for work that another replica queued
 	// (default 500ms); work queued by this replica wakes it at once.
 	PollEvery time.Duration
+	// Now is the clock (default time.Now).
+	Now func() time.Time
 }
 
 // Service is the control plane.
@@ -43,7 +45,10 @@ type Service struct {
 	store *postgres.Store
 	log   *slog.Logger
 	now   func() time.Time
-	cfg   Config
+	// started is when this replica started: it gives agents LostAfter to report to it before it
+	// calls any of them lost, since their silence may have been the server's own absence.
+	started time.Time
+	cfg     Config
 	// runs wakes the followers of a run when it changes; work wakes the lease requests of an
 	// agent when work is queued for it. Both carry PostgreSQL notifications, so a change made
 	// on any replica wakes the waiters on every one.
@@ -66,7 +71,10 @@ func New(store *postgres.Store, log *slog.Logger, cfg Config) *Service {
 	if cfg.PollEvery <= 0 {
 		cfg.PollEvery = 500 * time.Millisecond
 	}
-	return &Service{store: store, log: log, now: time.Now, cfg: cfg,
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	return &Service{store: store, log: log, now: cfg.Now, started: cfg.Now(), cfg: cfg,
 		runs: store.NewListener(postgres.ChannelRuns, log), work: store.NewListener(postgres.ChannelWork, log),
 		judges: newJudges()}
 }

@@ -206,10 +206,16 @@ func (s *Service) CancelRun(ctx context.Context, p barrage.Principal, id uuid.UU
 // deadline times out, and a run whose shards have all ended gets its summary.
 func (s *Service) Reap(ctx context.Context) error {
 	now := s.now()
-	lost, err := s.store.LoseSilentShards(ctx, now.Add(-s.cfg.LostAfter),
-		fmt.Sprintf("the agent sent nothing for %s; its results until then are kept", s.cfg.LostAfter))
-	if err != nil {
-		return fmt.Errorf("reap lost shards: %w", err)
+	var lost []uuid.UUID
+	// Right after a start, agents' silence may be the server's own absence (every replica was
+	// down): they get LostAfter to report again before they are lost.
+	if now.Sub(s.started) >= s.cfg.LostAfter {
+		var err error
+		lost, err = s.store.LoseSilentShards(ctx, now.Add(-s.cfg.LostAfter),
+			fmt.Sprintf("the agent sent nothing for %s; its results until then are kept", s.cfg.LostAfter))
+		if err != nil {
+			return fmt.Errorf("reap lost shards: %w", err)
+		}
 	}
 	for _, id := range lost {
 		s.log.WarnContext(ctx, "a run lost an agent", slog.String("run_id", id.String()))

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"strings"
 	"sync"
@@ -18,6 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/barrage-load/barrage/internal/barrage"
+	"github.com/barrage-load/barrage/internal/control"
 	"github.com/barrage-load/barrage/internal/metrics"
 )
 
@@ -505,4 +507,45 @@ func (b *testBundle) post(path, bearer string, body []byte) int {
 	defer res.Body.Close()
 	_, _ = io.Copy(io.Discard, res.Body)
 	return res.StatusCode
+}
+
+// fakeClock is a clock a test moves by hand.
+type fakeClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *fakeClock) Add(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+}
+
+func TestAReplicaThatJustStartedGivesAgentsTimeBeforeCallingThemLost(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	_, u := b.adminAndUser()
+	_, token := b.registerAgent("/v1/agents", u.access, "mine", nil)
+	runID, reports, leases := b.startedRun(u, b.addScript(u, smokeScript), token)
+	r := b.do("POST", reports[0], token, map[string]any{"lease": leases[0], "seconds": []any{second(t, 0, "get home", 1, time.Millisecond)}})
+	require.Equal(t, http.StatusOK, r.status, "body: %s", r.body)
+
+	// The agent falls silent; twenty seconds later a replica starts (all were down meanwhile).
+	clock := &fakeClock{now: time.Now().Add(20 * time.Second)}
+	replica := control.New(b.store, slog.New(slog.DiscardHandler), control.Config{Now: clock.Now, LostAfter: 8 * time.Second})
+	shardState := func() string {
+		return b.do("GET", "/v1/runs/"+runID, u.access, nil).json(t)["shards"].([]any)[0].(map[string]any)["state"].(string)
+	}
+	require.NoError(t, replica.Reap(context.Background()))
+	require.Equal(t, "running", shardState(), "a replica that just started does not call the agent lost")
+	// Once the replica has been up that long, the silence is the agent's.
+	clock.Add(8 * time.Second)
+	require.NoError(t, replica.Reap(context.Background()))
+	require.Equal(t, "lost", shardState())
 }
