@@ -23,6 +23,24 @@ import (
 	openapi_types "github.com/oapi-codegen/runtime/types"
 )
 
+// Defines values for AgentJobKind.
+const (
+	Debug    AgentJobKind = "debug"
+	Generate AgentJobKind = "generate"
+)
+
+// Valid indicates whether the value is a known member of the AgentJobKind enum.
+func (e AgentJobKind) Valid() bool {
+	switch e {
+	case Debug:
+		return true
+	case Generate:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for AgentState.
 const (
 	Busy     AgentState = "busy"
@@ -137,6 +155,24 @@ const (
 func (e LicenseUpdateTemplate) Valid() bool {
 	switch e {
 	case LicenseUpdateTemplateDemo:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for PluginPinKind.
+const (
+	Element PluginPinKind = "element"
+	Url     PluginPinKind = "url"
+)
+
+// Valid indicates whether the value is a known member of the PluginPinKind enum.
+func (e PluginPinKind) Valid() bool {
+	switch e {
+	case Element:
+		return true
+	case Url:
 		return true
 	default:
 		return false
@@ -314,6 +350,42 @@ func (e StopReason) Valid() bool {
 	}
 }
 
+// Defines values for TestBundleFormat.
+const (
+	TestBundleFormatJson TestBundleFormat = "json"
+	TestBundleFormatYaml TestBundleFormat = "yaml"
+)
+
+// Valid indicates whether the value is a known member of the TestBundleFormat enum.
+func (e TestBundleFormat) Valid() bool {
+	switch e {
+	case TestBundleFormatJson:
+		return true
+	case TestBundleFormatYaml:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for TestRevisionFormat.
+const (
+	TestRevisionFormatJson TestRevisionFormat = "json"
+	TestRevisionFormatYaml TestRevisionFormat = "yaml"
+)
+
+// Valid indicates whether the value is a known member of the TestRevisionFormat enum.
+func (e TestRevisionFormat) Valid() bool {
+	switch e {
+	case TestRevisionFormatJson:
+		return true
+	case TestRevisionFormatYaml:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for TokenPairTokenType.
 const (
 	Bearer TokenPairTokenType = "Bearer"
@@ -377,6 +449,18 @@ type AgentHello struct {
 	WaitSeconds *int   `json:"wait_seconds,omitempty"`
 }
 
+// AgentJob Work an agent does for a user beside shards.
+type AgentJob struct {
+	Id   openapi_types.UUID `json:"id"`
+	Kind AgentJobKind       `json:"kind"`
+
+	// Test A test revision with the test's data files, as agents receive it.
+	Test TestBundle `json:"test"`
+}
+
+// AgentJobKind defines model for AgentJob.Kind.
+type AgentJobKind string
+
 // AgentList defines model for AgentList.
 type AgentList struct {
 	Items []Agent `json:"items"`
@@ -399,6 +483,9 @@ type AgentState string
 
 // AgentWork defines model for AgentWork.
 type AgentWork struct {
+	// Jobs Jobs to do and answer (POST /v1/agent/jobs/{id}).
+	Jobs *[]AgentJob `json:"jobs,omitempty"`
+
 	// Pings Pings to answer (POST /v1/agent/pings/{id}).
 	Pings *[]openapi_types.UUID `json:"pings,omitempty"`
 	Shard *ShardJob             `json:"shard,omitempty"`
@@ -429,16 +516,19 @@ type CreateInvitationRequest struct {
 	Uses    *int             `json:"uses,omitempty"`
 }
 
-// CreateRunRequest defines model for CreateRunRequest.
+// CreateRunRequest Exactly one of `script_id` and `test_id`.
 type CreateRunRequest struct {
 	AgentIds *[]openapi_types.UUID `json:"agent_ids,omitempty"`
 
 	// Agents How many of the idle online agents you may use to run on, your own first; default 1. Ignored with agent_ids.
-	Agents          *int               `json:"agents,omitempty"`
-	DurationSeconds *int               `json:"duration_seconds,omitempty"`
-	Rate            *float64           `json:"rate,omitempty"`
-	ScriptId        openapi_types.UUID `json:"script_id"`
-	Vus             *int               `json:"vus,omitempty"`
+	Agents          *int                `json:"agents,omitempty"`
+	DurationSeconds *int                `json:"duration_seconds,omitempty"`
+	Rate            *float64            `json:"rate,omitempty"`
+	ScriptId        *openapi_types.UUID `json:"script_id,omitempty"`
+
+	// TestId Run this test's latest revision: its script is generated first (on the first of `agent_ids` when given).
+	TestId *openapi_types.UUID `json:"test_id,omitempty"`
+	Vus    *int                `json:"vus,omitempty"`
 }
 
 // CreateScriptRequest defines model for CreateScriptRequest.
@@ -517,6 +607,26 @@ type CreatedInvitation struct {
 // CreatedInvitationState defines model for CreatedInvitation.State.
 type CreatedInvitationState string
 
+// DebugResult defines model for DebugResult.
+type DebugResult struct {
+	AgentId openapi_types.UUID `json:"agent_id"`
+
+	// Error Why the iteration stopped, when it did not reach its end.
+	Error *string `json:"error,omitempty"`
+
+	// Passed Every request was sent and passed its assertions.
+	Passed   bool         `json:"passed"`
+	Requests []TraceEntry `json:"requests"`
+	Revision int          `json:"revision"`
+}
+
+// DebugTrace An agent's account of one traced iteration.
+type DebugTrace struct {
+	Error    *string      `json:"error,omitempty"`
+	Passed   bool         `json:"passed"`
+	Requests []TraceEntry `json:"requests"`
+}
+
 // EngineHealth defines model for EngineHealth.
 type EngineHealth struct {
 	ActiveVus     int64   `json:"active_vus"`
@@ -534,6 +644,20 @@ type FieldError struct {
 	// Field A JSON path into the request, or the parameter's name.
 	Field  string `json:"field"`
 	Reason string `json:"reason"`
+}
+
+// GeneratedScript defines model for GeneratedScript.
+type GeneratedScript struct {
+	Plugins []PluginPin `json:"plugins"`
+
+	// Source The script after its source plugins, as JSON, without them.
+	Source string `json:"source"`
+}
+
+// Header defines model for Header.
+type Header struct {
+	Name  string `json:"name"`
+	Value string `json:"value"`
 }
 
 // Health defines model for Health.
@@ -582,6 +706,16 @@ type InvitationLicense struct {
 type InvitationList struct {
 	Items      []Invitation `json:"items"`
 	NextCursor *string      `json:"next_cursor,omitempty"`
+}
+
+// JobAnswer defines model for JobAnswer.
+type JobAnswer struct {
+	// Debug An agent's account of one traced iteration.
+	Debug *DebugTrace `json:"debug,omitempty"`
+
+	// Error Why the agent could not do the job.
+	Error     *string          `json:"error,omitempty"`
+	Generated *GeneratedScript `json:"generated,omitempty"`
 }
 
 // LabelSummary defines model for LabelSummary.
@@ -720,12 +854,17 @@ type PingResult struct {
 	Version     string             `json:"version"`
 }
 
-// PluginPin defines model for PluginPin.
+// PluginPin A plugin a script uses, pinned by the sha256 of its binary.
 type PluginPin struct {
-	Alias  string `json:"alias"`
-	Name   string `json:"name"`
-	Sha256 string `json:"sha256"`
+	Alias   string        `json:"alias"`
+	Kind    PluginPinKind `json:"kind"`
+	Name    string        `json:"name"`
+	Sha256  string        `json:"sha256"`
+	Version string        `json:"version"`
 }
+
+// PluginPinKind defines model for PluginPin.Kind.
+type PluginPinKind string
 
 // Problem An RFC 9457 problem document.
 type Problem struct {
@@ -752,6 +891,9 @@ type RefreshRequest struct {
 
 // ReportAnswer defines model for ReportAnswer.
 type ReportAnswer struct {
+	// Jobs Jobs to do and answer (POST /v1/agent/jobs/{id}).
+	Jobs *[]AgentJob `json:"jobs,omitempty"`
+
 	// Pings Pings to answer (POST /v1/agent/pings/{id}).
 	Pings *[]openapi_types.UUID `json:"pings,omitempty"`
 
@@ -830,16 +972,22 @@ type Script struct {
 	Files     []ScriptFileRef    `json:"files"`
 	Id        openapi_types.UUID `json:"id"`
 	Name      string             `json:"name"`
+	Plugins   []PluginPin        `json:"plugins"`
 	Sha256    string             `json:"sha256"`
 	Source    string             `json:"source"`
+
+	// TestId The test it was generated from.
+	TestId       *openapi_types.UUID `json:"test_id,omitempty"`
+	TestRevision *int                `json:"test_revision,omitempty"`
 }
 
-// ScriptBundle A script and its data files, as agents receive them.
+// ScriptBundle A script and its data files, as agents receive them, with the plugins it uses pinned by digest.
 type ScriptBundle struct {
-	Files  []BundleFile `json:"files"`
-	Name   string       `json:"name"`
-	Sha256 string       `json:"sha256"`
-	Source []byte       `json:"source"`
+	Files   []BundleFile `json:"files"`
+	Name    string       `json:"name"`
+	Plugins []PluginPin  `json:"plugins"`
+	Sha256  string       `json:"sha256"`
+	Source  []byte       `json:"source"`
 }
 
 // ScriptFileRef defines model for ScriptFileRef.
@@ -910,7 +1058,7 @@ type ShardJob struct {
 	MaxVus                *int               `json:"max_vus,omitempty"`
 	RunId                 openapi_types.UUID `json:"run_id"`
 
-	// Script A script and its data files, as agents receive them.
+	// Script A script and its data files, as agents receive them, with the plugins it uses pinned by digest.
 	Script  ScriptBundle       `json:"script"`
 	Segment string             `json:"segment"`
 	ShardId openapi_types.UUID `json:"shard_id"`
@@ -974,6 +1122,73 @@ type StopInstruction struct {
 // StopReason defines model for StopReason.
 type StopReason string
 
+// Test defines model for Test.
+type Test struct {
+	CreatedAt      time.Time          `json:"created_at"`
+	Files          []TestFileRef      `json:"files"`
+	Id             openapi_types.UUID `json:"id"`
+	LatestRevision int                `json:"latest_revision"`
+	Name           string             `json:"name"`
+	UpdatedAt      time.Time          `json:"updated_at"`
+}
+
+// TestBundle A test revision with the test's data files, as agents receive it.
+type TestBundle struct {
+	Files  []BundleFile     `json:"files"`
+	Format TestBundleFormat `json:"format"`
+	Name   string           `json:"name"`
+	Source []byte           `json:"source"`
+}
+
+// TestBundleFormat defines model for TestBundle.Format.
+type TestBundleFormat string
+
+// TestFileRef defines model for TestFileRef.
+type TestFileRef struct {
+	Name      string    `json:"name"`
+	Sha256    string    `json:"sha256"`
+	Size      int64     `json:"size"`
+	UpdatedAt time.Time `json:"updated_at"`
+}
+
+// TestJobRequest defines model for TestJobRequest.
+type TestJobRequest struct {
+	// AgentId Default: the first online agent you may use, yours first.
+	AgentId *openapi_types.UUID `json:"agent_id,omitempty"`
+
+	// Revision Default: the latest.
+	Revision *int `json:"revision,omitempty"`
+}
+
+// TestList defines model for TestList.
+type TestList struct {
+	Items      []Test  `json:"items"`
+	NextCursor *string `json:"next_cursor,omitempty"`
+}
+
+// TestRevision defines model for TestRevision.
+type TestRevision struct {
+	CreatedAt time.Time          `json:"created_at"`
+	Format    TestRevisionFormat `json:"format"`
+	Revision  int                `json:"revision"`
+	Sha256    string             `json:"sha256"`
+	Size      int64              `json:"size"`
+
+	// Source The session as it was saved; only when one revision is read.
+	Source *string `json:"source,omitempty"`
+}
+
+// TestRevisionFormat defines model for TestRevision.Format.
+type TestRevisionFormat string
+
+// TestRevisionList defines model for TestRevisionList.
+type TestRevisionList struct {
+	Items []TestRevision `json:"items"`
+}
+
+// TestSource A session in the script format (see docs/scripts.md and its JSON Schema, internal/script/schema.json); checked by the script parser, which names every error with its path and line.
+type TestSource = map[string]interface{}
+
 // ThresholdResult defines model for ThresholdResult.
 type ThresholdResult struct {
 	Check string `json:"check"`
@@ -998,6 +1213,35 @@ type TokenPair struct {
 
 // TokenPairTokenType defines model for TokenPair.TokenType.
 type TokenPairTokenType string
+
+// TraceEntry defines model for TraceEntry.
+type TraceEntry struct {
+	BytesIn    int64   `json:"bytes_in"`
+	DurationMs float64 `json:"duration_ms"`
+
+	// Error Why no response came (connect, timeout, refused target).
+	Error *string `json:"error,omitempty"`
+
+	// Failures The assertions that failed.
+	Failures []string `json:"failures"`
+	Method   string   `json:"method"`
+	Request  string   `json:"request"`
+
+	// RequestBody A preview: at most 4 KiB, binary bodies described.
+	RequestBody    *string  `json:"request_body,omitempty"`
+	RequestHeaders []Header `json:"request_headers"`
+
+	// ResponseBody A preview: at most 4 KiB, binary bodies described.
+	ResponseBody    *string  `json:"response_body,omitempty"`
+	ResponseHeaders []Header `json:"response_headers"`
+
+	// Status Absent when no response came.
+	Status *int   `json:"status,omitempty"`
+	Url    string `json:"url"`
+
+	// Vars The variables this exchange extracted.
+	Vars map[string]string `json:"vars"`
+}
 
 // UpdateMeRequest defines model for UpdateMeRequest.
 type UpdateMeRequest struct {
@@ -1056,6 +1300,9 @@ type ID = openapi_types.UUID
 // Limit defines model for Limit.
 type Limit = int
 
+// TestName defines model for TestName.
+type TestName = string
+
 // TooManyRequests An RFC 9457 problem document.
 type TooManyRequests = Problem
 
@@ -1096,6 +1343,27 @@ type GetRunLiveParams struct {
 	LastEventID *string `json:"Last-Event-ID,omitempty"`
 }
 
+// ListTestsParams defines parameters for ListTests.
+type ListTestsParams struct {
+	// Cursor The `next_cursor` of the previous page.
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+
+	// Limit Page size.
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+}
+
+// CreateTestParams defines parameters for CreateTest.
+type CreateTestParams struct {
+	// Name The test's name; default the script's `name`.
+	Name *TestName `form:"name,omitempty" json:"name,omitempty"`
+}
+
+// UpdateTestParams defines parameters for UpdateTest.
+type UpdateTestParams struct {
+	// Name The test's name; default the script's `name`.
+	Name *TestName `form:"name,omitempty" json:"name,omitempty"`
+}
+
 // ListTokensParams defines parameters for ListTokens.
 type ListTokensParams struct {
 	// Cursor The `next_cursor` of the previous page.
@@ -1113,6 +1381,9 @@ type CreateInvitationJSONRequestBody = CreateInvitationRequest
 
 // UpdateUserJSONRequestBody defines body for UpdateUser for application/json ContentType.
 type UpdateUserJSONRequestBody = UpdateUserRequest
+
+// AgentAnswerJobJSONRequestBody defines body for AgentAnswerJob for application/json ContentType.
+type AgentAnswerJobJSONRequestBody = JobAnswer
 
 // AgentLeaseJSONRequestBody defines body for AgentLease for application/json ContentType.
 type AgentLeaseJSONRequestBody = AgentHello
@@ -1143,6 +1414,18 @@ type CreateRunJSONRequestBody = CreateRunRequest
 
 // CreateScriptJSONRequestBody defines body for CreateScript for application/json ContentType.
 type CreateScriptJSONRequestBody = CreateScriptRequest
+
+// CreateTestJSONRequestBody defines body for CreateTest for application/json ContentType.
+type CreateTestJSONRequestBody = TestSource
+
+// UpdateTestJSONRequestBody defines body for UpdateTest for application/json ContentType.
+type UpdateTestJSONRequestBody = TestSource
+
+// DebugTestJSONRequestBody defines body for DebugTest for application/json ContentType.
+type DebugTestJSONRequestBody = TestJobRequest
+
+// GenerateScriptJSONRequestBody defines body for GenerateScript for application/json ContentType.
+type GenerateScriptJSONRequestBody = TestJobRequest
 
 // CreateTokenJSONRequestBody defines body for CreateToken for application/json ContentType.
 type CreateTokenJSONRequestBody = CreateTokenRequest
@@ -1344,6 +1627,24 @@ type ClientInterface interface {
 	//
 	// Corresponds with PATCH /v1/admin/users/{id} (the `UpdateUser` operationId).
 	UpdateUser(ctx context.Context, id ID, body UpdateUserJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// AgentAnswerJobWithBody Answer a job (agents only)
+	//
+	// The result of a debug (`debug`) or a generation (`generated`), or why the agent could not do it (`error`). A job answered already, or not this agent's, is `404`.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/agent/jobs/{id} (the `AgentAnswerJob` operationId).
+	AgentAnswerJobWithBody(ctx context.Context, id ID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// AgentAnswerJob Answer a job (agents only)
+	//
+	// The result of a debug (`debug`) or a generation (`generated`), or why the agent could not do it (`error`). A job answered already, or not this agent's, is `404`.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/agent/jobs/{id} (the `AgentAnswerJob` operationId).
+	AgentAnswerJob(ctx context.Context, id ID, body AgentAnswerJobJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// AgentLeaseWithBody Ask for work (agents only)
 	//
@@ -1671,6 +1972,163 @@ type ClientInterface interface {
 	// Corresponds with GET /v1/scripts/{id} (the `GetScript` operationId).
 	GetScript(ctx context.Context, id ID, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// ListTests Your tests, newest first
+	//
+	// Corresponds with GET /v1/tests (the `ListTests` operationId).
+	ListTests(ctx context.Context, params *ListTestsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateTestWithBody Save a new test
+	//
+	// The body is the test's session in the script format `barrage run` reads
+	// ([docs/scripts.md](https://github.com/barrage-load/barrage/blob/main/docs/scripts.md)):
+	// a JSON object, or YAML sent with `Content-Type: application/yaml`. It is checked by the
+	// same parser: a refused one gets `422` listing every error with its path and line. It
+	// becomes revision 1. The test is named by `name`, else by the script's `name`. Data files
+	// the script reads are uploaded afterwards (`PUT /v1/tests/{id}/files/{name}`) and checked
+	// when its script is generated.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/tests (the `CreateTest` operationId).
+	CreateTestWithBody(ctx context.Context, params *CreateTestParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateTest Save a new test
+	//
+	// The body is the test's session in the script format `barrage run` reads
+	// ([docs/scripts.md](https://github.com/barrage-load/barrage/blob/main/docs/scripts.md)):
+	// a JSON object, or YAML sent with `Content-Type: application/yaml`. It is checked by the
+	// same parser: a refused one gets `422` listing every error with its path and line. It
+	// becomes revision 1. The test is named by `name`, else by the script's `name`. Data files
+	// the script reads are uploaded afterwards (`PUT /v1/tests/{id}/files/{name}`) and checked
+	// when its script is generated.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/tests (the `CreateTest` operationId).
+	CreateTest(ctx context.Context, params *CreateTestParams, body CreateTestJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// DeleteTest Delete a test
+	//
+	// Its revisions and data files go with it; scripts generated from it, and their runs, stay.
+	//
+	// Corresponds with DELETE /v1/tests/{id} (the `DeleteTest` operationId).
+	DeleteTest(ctx context.Context, id ID, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetTest A test
+	//
+	// The test, its latest revision's number and its data files.
+	//
+	// Corresponds with GET /v1/tests/{id} (the `GetTest` operationId).
+	GetTest(ctx context.Context, id ID, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// UpdateTestWithBody Save a new revision of a test
+	//
+	// The body is the whole session, as for `POST /v1/tests`; it becomes the next revision, and older ones stay readable. `name` renames the test.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with PATCH /v1/tests/{id} (the `UpdateTest` operationId).
+	UpdateTestWithBody(ctx context.Context, id ID, params *UpdateTestParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// UpdateTest Save a new revision of a test
+	//
+	// The body is the whole session, as for `POST /v1/tests`; it becomes the next revision, and older ones stay readable. `name` renames the test.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with PATCH /v1/tests/{id} (the `UpdateTest` operationId).
+	UpdateTest(ctx context.Context, id ID, params *UpdateTestParams, body UpdateTestJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// DebugTestWithBody Run one traced iteration of a test on an agent
+	//
+	// One virtual user runs one iteration of the test (its latest revision, or `revision`) on
+	// an agent you may use (`agent_id`, else the first online one, yours first), with the
+	// test's data files and plugins, and the answer is what `barrage debug` prints: every
+	// request and response with headers and a body preview, the variables extracted, and
+	// each assertion that failed. The agent's own target policy applies. `504` when the
+	// agent does not answer within 45 seconds; `422` when no agent is online, or the agent
+	// could not run the test (a plugin it does not have, for example).
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/tests/{id}/debug (the `DebugTest` operationId).
+	DebugTestWithBody(ctx context.Context, id ID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// DebugTest Run one traced iteration of a test on an agent
+	//
+	// One virtual user runs one iteration of the test (its latest revision, or `revision`) on
+	// an agent you may use (`agent_id`, else the first online one, yours first), with the
+	// test's data files and plugins, and the answer is what `barrage debug` prints: every
+	// request and response with headers and a body preview, the variables extracted, and
+	// each assertion that failed. The agent's own target policy applies. `504` when the
+	// agent does not answer within 45 seconds; `422` when no agent is online, or the agent
+	// could not run the test (a plugin it does not have, for example).
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/tests/{id}/debug (the `DebugTest` operationId).
+	DebugTest(ctx context.Context, id ID, body DebugTestJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// DeleteTestFile Delete a data file of a test
+	//
+	// Corresponds with DELETE /v1/tests/{id}/files/{name} (the `DeleteTestFile` operationId).
+	DeleteTestFile(ctx context.Context, id ID, name string, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetTestFile Download a data file of a test
+	//
+	// Corresponds with GET /v1/tests/{id}/files/{name} (the `GetTestFile` operationId).
+	GetTestFile(ctx context.Context, id ID, name string, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PutTestFileWithBody Upload a data file of a test
+	//
+	// Stores the body as the test's data file `name` (a CSV that a data variable reads),
+	// replacing one of that name. Larger than the server's file limit (`--max-file-bytes`,
+	// 16 MiB by default): `413`. Generating the test's script copies its files into the
+	// script, so runs are not changed by a later upload.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with PUT /v1/tests/{id}/files/{name} (the `PutTestFile` operationId).
+	PutTestFileWithBody(ctx context.Context, id ID, name string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListTestRevisions A test's revisions, newest first
+	//
+	// Corresponds with GET /v1/tests/{id}/revisions (the `ListTestRevisions` operationId).
+	ListTestRevisions(ctx context.Context, id ID, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetTestRevision One revision of a test, with its source
+	//
+	// Corresponds with GET /v1/tests/{id}/revisions/{rev} (the `GetTestRevision` operationId).
+	GetTestRevision(ctx context.Context, id ID, rev int, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GenerateScriptWithBody Generate a test's script
+	//
+	// Turns the test's latest revision (or `revision`) into an immutable script that runs can
+	// execute: its source plugins rewrite it and every plugin it uses is pinned by the sha256
+	// of its binary, on an agent (the server never executes plugin code; a test without
+	// plugins needs none); the result is checked with the test's data files like any script
+	// (`422` listing every error) and stored with them and a manifest naming the test, the
+	// revision and each plugin's name, version and sha256.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/tests/{id}/scripts (the `GenerateScript` operationId).
+	GenerateScriptWithBody(ctx context.Context, id ID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GenerateScript Generate a test's script
+	//
+	// Turns the test's latest revision (or `revision`) into an immutable script that runs can
+	// execute: its source plugins rewrite it and every plugin it uses is pinned by the sha256
+	// of its binary, on an agent (the server never executes plugin code; a test without
+	// plugins needs none); the result is checked with the test's data files like any script
+	// (`422` listing every error) and stored with them and a manifest naming the test, the
+	// revision and each plugin's name, version and sha256.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/tests/{id}/scripts (the `GenerateScript` operationId).
+	GenerateScript(ctx context.Context, id ID, body GenerateScriptJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// ListTokens List personal API tokens
 	//
 	// The secrets are never shown again.
@@ -1976,6 +2434,44 @@ func (c *Client) UpdateUserWithBody(ctx context.Context, id ID, contentType stri
 // Corresponds with PATCH /v1/admin/users/{id} (the `UpdateUser` operationId).
 func (c *Client) UpdateUser(ctx context.Context, id ID, body UpdateUserJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewUpdateUserRequest(c.Server, id, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// AgentAnswerJobWithBody Answer a job (agents only)
+//
+// The result of a debug (`debug`) or a generation (`generated`), or why the agent could not do it (`error`). A job answered already, or not this agent's, is `404`.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/agent/jobs/{id} (the `AgentAnswerJob` operationId).
+func (c *Client) AgentAnswerJobWithBody(ctx context.Context, id ID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewAgentAnswerJobRequestWithBody(c.Server, id, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// AgentAnswerJob Answer a job (agents only)
+//
+// The result of a debug (`debug`) or a generation (`generated`), or why the agent could not do it (`error`). A job answered already, or not this agent's, is `404`.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/agent/jobs/{id} (the `AgentAnswerJob` operationId).
+func (c *Client) AgentAnswerJob(ctx context.Context, id ID, body AgentAnswerJobJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewAgentAnswerJobRequest(c.Server, id, body)
 	if err != nil {
 		return nil, err
 	}
@@ -2652,6 +3148,323 @@ func (c *Client) GetScript(ctx context.Context, id ID, reqEditors ...RequestEdit
 	return c.Client.Do(req)
 }
 
+// ListTests Your tests, newest first
+//
+// Corresponds with GET /v1/tests (the `ListTests` operationId).
+func (c *Client) ListTests(ctx context.Context, params *ListTestsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListTestsRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateTestWithBody Save a new test
+//
+// The body is the test's session in the script format `barrage run` reads
+// ([docs/scripts.md](https://github.com/barrage-load/barrage/blob/main/docs/scripts.md)):
+// a JSON object, or YAML sent with `Content-Type: application/yaml`. It is checked by the
+// same parser: a refused one gets `422` listing every error with its path and line. It
+// becomes revision 1. The test is named by `name`, else by the script's `name`. Data files
+// the script reads are uploaded afterwards (`PUT /v1/tests/{id}/files/{name}`) and checked
+// when its script is generated.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/tests (the `CreateTest` operationId).
+func (c *Client) CreateTestWithBody(ctx context.Context, params *CreateTestParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateTestRequestWithBody(c.Server, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateTest Save a new test
+//
+// The body is the test's session in the script format `barrage run` reads
+// ([docs/scripts.md](https://github.com/barrage-load/barrage/blob/main/docs/scripts.md)):
+// a JSON object, or YAML sent with `Content-Type: application/yaml`. It is checked by the
+// same parser: a refused one gets `422` listing every error with its path and line. It
+// becomes revision 1. The test is named by `name`, else by the script's `name`. Data files
+// the script reads are uploaded afterwards (`PUT /v1/tests/{id}/files/{name}`) and checked
+// when its script is generated.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/tests (the `CreateTest` operationId).
+func (c *Client) CreateTest(ctx context.Context, params *CreateTestParams, body CreateTestJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateTestRequest(c.Server, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// DeleteTest Delete a test
+//
+// Its revisions and data files go with it; scripts generated from it, and their runs, stay.
+//
+// Corresponds with DELETE /v1/tests/{id} (the `DeleteTest` operationId).
+func (c *Client) DeleteTest(ctx context.Context, id ID, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDeleteTestRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetTest A test
+//
+// The test, its latest revision's number and its data files.
+//
+// Corresponds with GET /v1/tests/{id} (the `GetTest` operationId).
+func (c *Client) GetTest(ctx context.Context, id ID, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetTestRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// UpdateTestWithBody Save a new revision of a test
+//
+// The body is the whole session, as for `POST /v1/tests`; it becomes the next revision, and older ones stay readable. `name` renames the test.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with PATCH /v1/tests/{id} (the `UpdateTest` operationId).
+func (c *Client) UpdateTestWithBody(ctx context.Context, id ID, params *UpdateTestParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUpdateTestRequestWithBody(c.Server, id, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// UpdateTest Save a new revision of a test
+//
+// The body is the whole session, as for `POST /v1/tests`; it becomes the next revision, and older ones stay readable. `name` renames the test.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with PATCH /v1/tests/{id} (the `UpdateTest` operationId).
+func (c *Client) UpdateTest(ctx context.Context, id ID, params *UpdateTestParams, body UpdateTestJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUpdateTestRequest(c.Server, id, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// DebugTestWithBody Run one traced iteration of a test on an agent
+//
+// One virtual user runs one iteration of the test (its latest revision, or `revision`) on
+// an agent you may use (`agent_id`, else the first online one, yours first), with the
+// test's data files and plugins, and the answer is what `barrage debug` prints: every
+// request and response with headers and a body preview, the variables extracted, and
+// each assertion that failed. The agent's own target policy applies. `504` when the
+// agent does not answer within 45 seconds; `422` when no agent is online, or the agent
+// could not run the test (a plugin it does not have, for example).
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/tests/{id}/debug (the `DebugTest` operationId).
+func (c *Client) DebugTestWithBody(ctx context.Context, id ID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDebugTestRequestWithBody(c.Server, id, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// DebugTest Run one traced iteration of a test on an agent
+//
+// One virtual user runs one iteration of the test (its latest revision, or `revision`) on
+// an agent you may use (`agent_id`, else the first online one, yours first), with the
+// test's data files and plugins, and the answer is what `barrage debug` prints: every
+// request and response with headers and a body preview, the variables extracted, and
+// each assertion that failed. The agent's own target policy applies. `504` when the
+// agent does not answer within 45 seconds; `422` when no agent is online, or the agent
+// could not run the test (a plugin it does not have, for example).
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/tests/{id}/debug (the `DebugTest` operationId).
+func (c *Client) DebugTest(ctx context.Context, id ID, body DebugTestJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDebugTestRequest(c.Server, id, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// DeleteTestFile Delete a data file of a test
+//
+// Corresponds with DELETE /v1/tests/{id}/files/{name} (the `DeleteTestFile` operationId).
+func (c *Client) DeleteTestFile(ctx context.Context, id ID, name string, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDeleteTestFileRequest(c.Server, id, name)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetTestFile Download a data file of a test
+//
+// Corresponds with GET /v1/tests/{id}/files/{name} (the `GetTestFile` operationId).
+func (c *Client) GetTestFile(ctx context.Context, id ID, name string, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetTestFileRequest(c.Server, id, name)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PutTestFileWithBody Upload a data file of a test
+//
+// Stores the body as the test's data file `name` (a CSV that a data variable reads),
+// replacing one of that name. Larger than the server's file limit (`--max-file-bytes`,
+// 16 MiB by default): `413`. Generating the test's script copies its files into the
+// script, so runs are not changed by a later upload.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with PUT /v1/tests/{id}/files/{name} (the `PutTestFile` operationId).
+func (c *Client) PutTestFileWithBody(ctx context.Context, id ID, name string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPutTestFileRequestWithBody(c.Server, id, name, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListTestRevisions A test's revisions, newest first
+//
+// Corresponds with GET /v1/tests/{id}/revisions (the `ListTestRevisions` operationId).
+func (c *Client) ListTestRevisions(ctx context.Context, id ID, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListTestRevisionsRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetTestRevision One revision of a test, with its source
+//
+// Corresponds with GET /v1/tests/{id}/revisions/{rev} (the `GetTestRevision` operationId).
+func (c *Client) GetTestRevision(ctx context.Context, id ID, rev int, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetTestRevisionRequest(c.Server, id, rev)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GenerateScriptWithBody Generate a test's script
+//
+// Turns the test's latest revision (or `revision`) into an immutable script that runs can
+// execute: its source plugins rewrite it and every plugin it uses is pinned by the sha256
+// of its binary, on an agent (the server never executes plugin code; a test without
+// plugins needs none); the result is checked with the test's data files like any script
+// (`422` listing every error) and stored with them and a manifest naming the test, the
+// revision and each plugin's name, version and sha256.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/tests/{id}/scripts (the `GenerateScript` operationId).
+func (c *Client) GenerateScriptWithBody(ctx context.Context, id ID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGenerateScriptRequestWithBody(c.Server, id, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GenerateScript Generate a test's script
+//
+// Turns the test's latest revision (or `revision`) into an immutable script that runs can
+// execute: its source plugins rewrite it and every plugin it uses is pinned by the sha256
+// of its binary, on an agent (the server never executes plugin code; a test without
+// plugins needs none); the result is checked with the test's data files like any script
+// (`422` listing every error) and stored with them and a manifest naming the test, the
+// revision and each plugin's name, version and sha256.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/tests/{id}/scripts (the `GenerateScript` operationId).
+func (c *Client) GenerateScript(ctx context.Context, id ID, body GenerateScriptJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGenerateScriptRequest(c.Server, id, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // ListTokens List personal API tokens
 //
 // The secrets are never shown again.
@@ -3209,6 +4022,53 @@ func NewUpdateUserRequestWithBody(server string, id ID, contentType string, body
 	}
 
 	req, err := http.NewRequest(http.MethodPatch, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewAgentAnswerJobRequest calls the generic AgentAnswerJob builder with application/json body
+func NewAgentAnswerJobRequest(server string, id ID, body AgentAnswerJobJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewAgentAnswerJobRequestWithBody(server, id, "application/json", bodyReader)
+}
+
+// NewAgentAnswerJobRequestWithBody constructs an http.Request for the AgentAnswerJob method, with any body, and a specified content type
+func NewAgentAnswerJobRequestWithBody(server string, id ID, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: "uuid"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/agent/jobs/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
 	if err != nil {
 		return nil, err
 	}
@@ -4142,6 +5002,575 @@ func NewGetScriptRequest(server string, id ID) (*http.Request, error) {
 	return req, nil
 }
 
+// NewListTestsRequest constructs an http.Request for the ListTests method
+func NewListTestsRequest(server string, params *ListTestsParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/tests")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewCreateTestRequest calls the generic CreateTest builder with application/json body
+func NewCreateTestRequest(server string, params *CreateTestParams, body CreateTestJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewCreateTestRequestWithBody(server, params, "application/json", bodyReader)
+}
+
+// NewCreateTestRequestWithBody constructs an http.Request for the CreateTest method, with any body, and a specified content type
+func NewCreateTestRequestWithBody(server string, params *CreateTestParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/tests")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Name != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "name", *params.Name, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewDeleteTestRequest constructs an http.Request for the DeleteTest method
+func NewDeleteTestRequest(server string, id ID) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: "uuid"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/tests/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodDelete, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewGetTestRequest constructs an http.Request for the GetTest method
+func NewGetTestRequest(server string, id ID) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: "uuid"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/tests/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewUpdateTestRequest calls the generic UpdateTest builder with application/json body
+func NewUpdateTestRequest(server string, id ID, params *UpdateTestParams, body UpdateTestJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewUpdateTestRequestWithBody(server, id, params, "application/json", bodyReader)
+}
+
+// NewUpdateTestRequestWithBody constructs an http.Request for the UpdateTest method, with any body, and a specified content type
+func NewUpdateTestRequestWithBody(server string, id ID, params *UpdateTestParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: "uuid"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/tests/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Name != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "name", *params.Name, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodPatch, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewDebugTestRequest calls the generic DebugTest builder with application/json body
+func NewDebugTestRequest(server string, id ID, body DebugTestJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewDebugTestRequestWithBody(server, id, "application/json", bodyReader)
+}
+
+// NewDebugTestRequestWithBody constructs an http.Request for the DebugTest method, with any body, and a specified content type
+func NewDebugTestRequestWithBody(server string, id ID, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: "uuid"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/tests/%s/debug", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewDeleteTestFileRequest constructs an http.Request for the DeleteTestFile method
+func NewDeleteTestFileRequest(server string, id ID, name string) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: "uuid"})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "name", name, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/tests/%s/files/%s", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodDelete, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewGetTestFileRequest constructs an http.Request for the GetTestFile method
+func NewGetTestFileRequest(server string, id ID, name string) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: "uuid"})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "name", name, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/tests/%s/files/%s", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewPutTestFileRequestWithBody constructs an http.Request for the PutTestFile method, with any body, and a specified content type
+func NewPutTestFileRequestWithBody(server string, id ID, name string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: "uuid"})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "name", name, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/tests/%s/files/%s", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPut, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewListTestRevisionsRequest constructs an http.Request for the ListTestRevisions method
+func NewListTestRevisionsRequest(server string, id ID) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: "uuid"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/tests/%s/revisions", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewGetTestRevisionRequest constructs an http.Request for the GetTestRevision method
+func NewGetTestRevisionRequest(server string, id ID, rev int) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: "uuid"})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "rev", rev, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/tests/%s/revisions/%s", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewGenerateScriptRequest calls the generic GenerateScript builder with application/json body
+func NewGenerateScriptRequest(server string, id ID, body GenerateScriptJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewGenerateScriptRequestWithBody(server, id, "application/json", bodyReader)
+}
+
+// NewGenerateScriptRequestWithBody constructs an http.Request for the GenerateScript method, with any body, and a specified content type
+func NewGenerateScriptRequestWithBody(server string, id ID, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: "uuid"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/tests/%s/scripts", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
 // NewListTokensRequest constructs an http.Request for the ListTokens method
 func NewListTokensRequest(server string, params *ListTokensParams) (*http.Request, error) {
 	var err error
@@ -4469,6 +5898,24 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with PATCH /v1/admin/users/{id} (the `UpdateUser` operationId).
 	UpdateUserWithResponse(ctx context.Context, id ID, body UpdateUserJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateUserResponse, error)
+
+	// AgentAnswerJobWithBodyWithResponse Answer a job (agents only)
+	//
+	// The result of a debug (`debug`) or a generation (`generated`), or why the agent could not do it (`error`). A job answered already, or not this agent's, is `404`.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/agent/jobs/{id} (the `AgentAnswerJob` operationId).
+	AgentAnswerJobWithBodyWithResponse(ctx context.Context, id ID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*AgentAnswerJobResponse, error)
+
+	// AgentAnswerJobWithResponse Answer a job (agents only)
+	//
+	// The result of a debug (`debug`) or a generation (`generated`), or why the agent could not do it (`error`). A job answered already, or not this agent's, is `404`.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/agent/jobs/{id} (the `AgentAnswerJob` operationId).
+	AgentAnswerJobWithResponse(ctx context.Context, id ID, body AgentAnswerJobJSONRequestBody, reqEditors ...RequestEditorFn) (*AgentAnswerJobResponse, error)
 
 	// AgentLeaseWithBodyWithResponse Ask for work (agents only)
 	//
@@ -4823,6 +6270,177 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /v1/scripts/{id} (the `GetScript` operationId).
 	GetScriptWithResponse(ctx context.Context, id ID, reqEditors ...RequestEditorFn) (*GetScriptResponse, error)
+
+	// ListTestsWithResponse Your tests, newest first
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/tests (the `ListTests` operationId).
+	ListTestsWithResponse(ctx context.Context, params *ListTestsParams, reqEditors ...RequestEditorFn) (*ListTestsResponse, error)
+
+	// CreateTestWithBodyWithResponse Save a new test
+	//
+	// The body is the test's session in the script format `barrage run` reads
+	// ([docs/scripts.md](https://github.com/barrage-load/barrage/blob/main/docs/scripts.md)):
+	// a JSON object, or YAML sent with `Content-Type: application/yaml`. It is checked by the
+	// same parser: a refused one gets `422` listing every error with its path and line. It
+	// becomes revision 1. The test is named by `name`, else by the script's `name`. Data files
+	// the script reads are uploaded afterwards (`PUT /v1/tests/{id}/files/{name}`) and checked
+	// when its script is generated.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/tests (the `CreateTest` operationId).
+	CreateTestWithBodyWithResponse(ctx context.Context, params *CreateTestParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateTestResponse, error)
+
+	// CreateTestWithResponse Save a new test
+	//
+	// The body is the test's session in the script format `barrage run` reads
+	// ([docs/scripts.md](https://github.com/barrage-load/barrage/blob/main/docs/scripts.md)):
+	// a JSON object, or YAML sent with `Content-Type: application/yaml`. It is checked by the
+	// same parser: a refused one gets `422` listing every error with its path and line. It
+	// becomes revision 1. The test is named by `name`, else by the script's `name`. Data files
+	// the script reads are uploaded afterwards (`PUT /v1/tests/{id}/files/{name}`) and checked
+	// when its script is generated.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/tests (the `CreateTest` operationId).
+	CreateTestWithResponse(ctx context.Context, params *CreateTestParams, body CreateTestJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateTestResponse, error)
+
+	// DeleteTestWithResponse Delete a test
+	//
+	// Its revisions and data files go with it; scripts generated from it, and their runs, stay.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with DELETE /v1/tests/{id} (the `DeleteTest` operationId).
+	DeleteTestWithResponse(ctx context.Context, id ID, reqEditors ...RequestEditorFn) (*DeleteTestResponse, error)
+
+	// GetTestWithResponse A test
+	//
+	// The test, its latest revision's number and its data files.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/tests/{id} (the `GetTest` operationId).
+	GetTestWithResponse(ctx context.Context, id ID, reqEditors ...RequestEditorFn) (*GetTestResponse, error)
+
+	// UpdateTestWithBodyWithResponse Save a new revision of a test
+	//
+	// The body is the whole session, as for `POST /v1/tests`; it becomes the next revision, and older ones stay readable. `name` renames the test.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PATCH /v1/tests/{id} (the `UpdateTest` operationId).
+	UpdateTestWithBodyWithResponse(ctx context.Context, id ID, params *UpdateTestParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateTestResponse, error)
+
+	// UpdateTestWithResponse Save a new revision of a test
+	//
+	// The body is the whole session, as for `POST /v1/tests`; it becomes the next revision, and older ones stay readable. `name` renames the test.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PATCH /v1/tests/{id} (the `UpdateTest` operationId).
+	UpdateTestWithResponse(ctx context.Context, id ID, params *UpdateTestParams, body UpdateTestJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateTestResponse, error)
+
+	// DebugTestWithBodyWithResponse Run one traced iteration of a test on an agent
+	//
+	// One virtual user runs one iteration of the test (its latest revision, or `revision`) on
+	// an agent you may use (`agent_id`, else the first online one, yours first), with the
+	// test's data files and plugins, and the answer is what `barrage debug` prints: every
+	// request and response with headers and a body preview, the variables extracted, and
+	// each assertion that failed. The agent's own target policy applies. `504` when the
+	// agent does not answer within 45 seconds; `422` when no agent is online, or the agent
+	// could not run the test (a plugin it does not have, for example).
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/tests/{id}/debug (the `DebugTest` operationId).
+	DebugTestWithBodyWithResponse(ctx context.Context, id ID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*DebugTestResponse, error)
+
+	// DebugTestWithResponse Run one traced iteration of a test on an agent
+	//
+	// One virtual user runs one iteration of the test (its latest revision, or `revision`) on
+	// an agent you may use (`agent_id`, else the first online one, yours first), with the
+	// test's data files and plugins, and the answer is what `barrage debug` prints: every
+	// request and response with headers and a body preview, the variables extracted, and
+	// each assertion that failed. The agent's own target policy applies. `504` when the
+	// agent does not answer within 45 seconds; `422` when no agent is online, or the agent
+	// could not run the test (a plugin it does not have, for example).
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/tests/{id}/debug (the `DebugTest` operationId).
+	DebugTestWithResponse(ctx context.Context, id ID, body DebugTestJSONRequestBody, reqEditors ...RequestEditorFn) (*DebugTestResponse, error)
+
+	// DeleteTestFileWithResponse Delete a data file of a test
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with DELETE /v1/tests/{id}/files/{name} (the `DeleteTestFile` operationId).
+	DeleteTestFileWithResponse(ctx context.Context, id ID, name string, reqEditors ...RequestEditorFn) (*DeleteTestFileResponse, error)
+
+	// GetTestFileWithResponse Download a data file of a test
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/tests/{id}/files/{name} (the `GetTestFile` operationId).
+	GetTestFileWithResponse(ctx context.Context, id ID, name string, reqEditors ...RequestEditorFn) (*GetTestFileResponse, error)
+
+	// PutTestFileWithBodyWithResponse Upload a data file of a test
+	//
+	// Stores the body as the test's data file `name` (a CSV that a data variable reads),
+	// replacing one of that name. Larger than the server's file limit (`--max-file-bytes`,
+	// 16 MiB by default): `413`. Generating the test's script copies its files into the
+	// script, so runs are not changed by a later upload.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /v1/tests/{id}/files/{name} (the `PutTestFile` operationId).
+	PutTestFileWithBodyWithResponse(ctx context.Context, id ID, name string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PutTestFileResponse, error)
+
+	// ListTestRevisionsWithResponse A test's revisions, newest first
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/tests/{id}/revisions (the `ListTestRevisions` operationId).
+	ListTestRevisionsWithResponse(ctx context.Context, id ID, reqEditors ...RequestEditorFn) (*ListTestRevisionsResponse, error)
+
+	// GetTestRevisionWithResponse One revision of a test, with its source
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/tests/{id}/revisions/{rev} (the `GetTestRevision` operationId).
+	GetTestRevisionWithResponse(ctx context.Context, id ID, rev int, reqEditors ...RequestEditorFn) (*GetTestRevisionResponse, error)
+
+	// GenerateScriptWithBodyWithResponse Generate a test's script
+	//
+	// Turns the test's latest revision (or `revision`) into an immutable script that runs can
+	// execute: its source plugins rewrite it and every plugin it uses is pinned by the sha256
+	// of its binary, on an agent (the server never executes plugin code; a test without
+	// plugins needs none); the result is checked with the test's data files like any script
+	// (`422` listing every error) and stored with them and a manifest naming the test, the
+	// revision and each plugin's name, version and sha256.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/tests/{id}/scripts (the `GenerateScript` operationId).
+	GenerateScriptWithBodyWithResponse(ctx context.Context, id ID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*GenerateScriptResponse, error)
+
+	// GenerateScriptWithResponse Generate a test's script
+	//
+	// Turns the test's latest revision (or `revision`) into an immutable script that runs can
+	// execute: its source plugins rewrite it and every plugin it uses is pinned by the sha256
+	// of its binary, on an agent (the server never executes plugin code; a test without
+	// plugins needs none); the result is checked with the test's data files like any script
+	// (`422` listing every error) and stored with them and a manifest naming the test, the
+	// revision and each plugin's name, version and sha256.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/tests/{id}/scripts (the `GenerateScript` operationId).
+	GenerateScriptWithResponse(ctx context.Context, id ID, body GenerateScriptJSONRequestBody, reqEditors ...RequestEditorFn) (*GenerateScriptResponse, error)
 
 	// ListTokensWithResponse List personal API tokens
 	//
@@ -5645,6 +7263,89 @@ func (r UpdateUserResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r UpdateUserResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type AgentAnswerJobResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Problem
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *Problem
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *Problem
+	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationproblemJSON415 *Problem
+	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationproblemJSON422 *Problem
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r AgentAnswerJobResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r AgentAnswerJobResponse) GetApplicationproblemJSON401() *Problem {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r AgentAnswerJobResponse) GetApplicationproblemJSON403() *Problem {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r AgentAnswerJobResponse) GetApplicationproblemJSON404() *Problem {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r AgentAnswerJobResponse) GetApplicationproblemJSON413() *Problem {
+	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r AgentAnswerJobResponse) GetApplicationproblemJSON415() *Problem {
+	return r.ApplicationproblemJSON415
+}
+
+// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r AgentAnswerJobResponse) GetApplicationproblemJSON422() *Problem {
+	return r.ApplicationproblemJSON422
+}
+
+// GetBody returns the raw response body bytes
+func (r AgentAnswerJobResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r AgentAnswerJobResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r AgentAnswerJobResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r AgentAnswerJobResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -7447,6 +9148,925 @@ func (r GetScriptResponse) ContentType() string {
 	return ""
 }
 
+type ListTestsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *TestList
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Problem
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListTestsResponse) GetJSON200() *TestList {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r ListTestsResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r ListTestsResponse) GetApplicationproblemJSON401() *Problem {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r ListTestsResponse) GetApplicationproblemJSON403() *Problem {
+	return r.ApplicationproblemJSON403
+}
+
+// GetBody returns the raw response body bytes
+func (r ListTestsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListTestsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListTestsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListTestsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type CreateTestResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *Test
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Problem
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *Problem
+	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationproblemJSON415 *Problem
+	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationproblemJSON422 *Problem
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r CreateTestResponse) GetJSON201() *Test {
+	return r.JSON201
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r CreateTestResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r CreateTestResponse) GetApplicationproblemJSON401() *Problem {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r CreateTestResponse) GetApplicationproblemJSON403() *Problem {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r CreateTestResponse) GetApplicationproblemJSON413() *Problem {
+	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r CreateTestResponse) GetApplicationproblemJSON415() *Problem {
+	return r.ApplicationproblemJSON415
+}
+
+// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r CreateTestResponse) GetApplicationproblemJSON422() *Problem {
+	return r.ApplicationproblemJSON422
+}
+
+// GetBody returns the raw response body bytes
+func (r CreateTestResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CreateTestResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CreateTestResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CreateTestResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type DeleteTestResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Problem
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *Problem
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r DeleteTestResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r DeleteTestResponse) GetApplicationproblemJSON401() *Problem {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r DeleteTestResponse) GetApplicationproblemJSON403() *Problem {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r DeleteTestResponse) GetApplicationproblemJSON404() *Problem {
+	return r.ApplicationproblemJSON404
+}
+
+// GetBody returns the raw response body bytes
+func (r DeleteTestResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r DeleteTestResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r DeleteTestResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r DeleteTestResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type GetTestResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Test
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Problem
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *Problem
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetTestResponse) GetJSON200() *Test {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r GetTestResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r GetTestResponse) GetApplicationproblemJSON401() *Problem {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r GetTestResponse) GetApplicationproblemJSON403() *Problem {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r GetTestResponse) GetApplicationproblemJSON404() *Problem {
+	return r.ApplicationproblemJSON404
+}
+
+// GetBody returns the raw response body bytes
+func (r GetTestResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetTestResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetTestResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetTestResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type UpdateTestResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Test
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Problem
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *Problem
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *Problem
+	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationproblemJSON415 *Problem
+	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationproblemJSON422 *Problem
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r UpdateTestResponse) GetJSON200() *Test {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r UpdateTestResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r UpdateTestResponse) GetApplicationproblemJSON401() *Problem {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r UpdateTestResponse) GetApplicationproblemJSON403() *Problem {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r UpdateTestResponse) GetApplicationproblemJSON404() *Problem {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r UpdateTestResponse) GetApplicationproblemJSON413() *Problem {
+	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r UpdateTestResponse) GetApplicationproblemJSON415() *Problem {
+	return r.ApplicationproblemJSON415
+}
+
+// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r UpdateTestResponse) GetApplicationproblemJSON422() *Problem {
+	return r.ApplicationproblemJSON422
+}
+
+// GetBody returns the raw response body bytes
+func (r UpdateTestResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r UpdateTestResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r UpdateTestResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r UpdateTestResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type DebugTestResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *DebugResult
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Problem
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *Problem
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *Problem
+	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationproblemJSON415 *Problem
+	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationproblemJSON422 *Problem
+	// ApplicationproblemJSON504 the response for an HTTP 504 `application/problem+json` response
+	ApplicationproblemJSON504 *Problem
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r DebugTestResponse) GetJSON200() *DebugResult {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r DebugTestResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r DebugTestResponse) GetApplicationproblemJSON401() *Problem {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r DebugTestResponse) GetApplicationproblemJSON403() *Problem {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r DebugTestResponse) GetApplicationproblemJSON404() *Problem {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r DebugTestResponse) GetApplicationproblemJSON413() *Problem {
+	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r DebugTestResponse) GetApplicationproblemJSON415() *Problem {
+	return r.ApplicationproblemJSON415
+}
+
+// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r DebugTestResponse) GetApplicationproblemJSON422() *Problem {
+	return r.ApplicationproblemJSON422
+}
+
+// GetApplicationproblemJSON504 returns the response for an HTTP 504 `application/problem+json` response
+func (r DebugTestResponse) GetApplicationproblemJSON504() *Problem {
+	return r.ApplicationproblemJSON504
+}
+
+// GetBody returns the raw response body bytes
+func (r DebugTestResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r DebugTestResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r DebugTestResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r DebugTestResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type DeleteTestFileResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Problem
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *Problem
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r DeleteTestFileResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r DeleteTestFileResponse) GetApplicationproblemJSON401() *Problem {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r DeleteTestFileResponse) GetApplicationproblemJSON403() *Problem {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r DeleteTestFileResponse) GetApplicationproblemJSON404() *Problem {
+	return r.ApplicationproblemJSON404
+}
+
+// GetBody returns the raw response body bytes
+func (r DeleteTestFileResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r DeleteTestFileResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r DeleteTestFileResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r DeleteTestFileResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type GetTestFileResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Problem
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *Problem
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r GetTestFileResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r GetTestFileResponse) GetApplicationproblemJSON401() *Problem {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r GetTestFileResponse) GetApplicationproblemJSON403() *Problem {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r GetTestFileResponse) GetApplicationproblemJSON404() *Problem {
+	return r.ApplicationproblemJSON404
+}
+
+// GetBody returns the raw response body bytes
+func (r GetTestFileResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetTestFileResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetTestFileResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetTestFileResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type PutTestFileResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *TestFileRef
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *TestFileRef
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Problem
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *Problem
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *Problem
+	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationproblemJSON415 *Problem
+	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationproblemJSON422 *Problem
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r PutTestFileResponse) GetJSON200() *TestFileRef {
+	return r.JSON200
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r PutTestFileResponse) GetJSON201() *TestFileRef {
+	return r.JSON201
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r PutTestFileResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r PutTestFileResponse) GetApplicationproblemJSON401() *Problem {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r PutTestFileResponse) GetApplicationproblemJSON403() *Problem {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r PutTestFileResponse) GetApplicationproblemJSON404() *Problem {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r PutTestFileResponse) GetApplicationproblemJSON413() *Problem {
+	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r PutTestFileResponse) GetApplicationproblemJSON415() *Problem {
+	return r.ApplicationproblemJSON415
+}
+
+// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r PutTestFileResponse) GetApplicationproblemJSON422() *Problem {
+	return r.ApplicationproblemJSON422
+}
+
+// GetBody returns the raw response body bytes
+func (r PutTestFileResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r PutTestFileResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r PutTestFileResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r PutTestFileResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type ListTestRevisionsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *TestRevisionList
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Problem
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *Problem
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListTestRevisionsResponse) GetJSON200() *TestRevisionList {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r ListTestRevisionsResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r ListTestRevisionsResponse) GetApplicationproblemJSON401() *Problem {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r ListTestRevisionsResponse) GetApplicationproblemJSON403() *Problem {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r ListTestRevisionsResponse) GetApplicationproblemJSON404() *Problem {
+	return r.ApplicationproblemJSON404
+}
+
+// GetBody returns the raw response body bytes
+func (r ListTestRevisionsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListTestRevisionsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListTestRevisionsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListTestRevisionsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type GetTestRevisionResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *TestRevision
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Problem
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *Problem
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetTestRevisionResponse) GetJSON200() *TestRevision {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r GetTestRevisionResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r GetTestRevisionResponse) GetApplicationproblemJSON401() *Problem {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r GetTestRevisionResponse) GetApplicationproblemJSON403() *Problem {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r GetTestRevisionResponse) GetApplicationproblemJSON404() *Problem {
+	return r.ApplicationproblemJSON404
+}
+
+// GetBody returns the raw response body bytes
+func (r GetTestRevisionResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetTestRevisionResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetTestRevisionResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetTestRevisionResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type GenerateScriptResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *Script
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Problem
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *Problem
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *Problem
+	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationproblemJSON415 *Problem
+	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationproblemJSON422 *Problem
+	// ApplicationproblemJSON504 the response for an HTTP 504 `application/problem+json` response
+	ApplicationproblemJSON504 *Problem
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r GenerateScriptResponse) GetJSON201() *Script {
+	return r.JSON201
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r GenerateScriptResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r GenerateScriptResponse) GetApplicationproblemJSON401() *Problem {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r GenerateScriptResponse) GetApplicationproblemJSON403() *Problem {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r GenerateScriptResponse) GetApplicationproblemJSON404() *Problem {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r GenerateScriptResponse) GetApplicationproblemJSON413() *Problem {
+	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r GenerateScriptResponse) GetApplicationproblemJSON415() *Problem {
+	return r.ApplicationproblemJSON415
+}
+
+// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r GenerateScriptResponse) GetApplicationproblemJSON422() *Problem {
+	return r.ApplicationproblemJSON422
+}
+
+// GetApplicationproblemJSON504 returns the response for an HTTP 504 `application/problem+json` response
+func (r GenerateScriptResponse) GetApplicationproblemJSON504() *Problem {
+	return r.ApplicationproblemJSON504
+}
+
+// GetBody returns the raw response body bytes
+func (r GenerateScriptResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GenerateScriptResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GenerateScriptResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GenerateScriptResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 type ListTokensResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -7899,6 +10519,36 @@ func (c *ClientWithResponses) UpdateUserWithResponse(ctx context.Context, id ID,
 		return nil, err
 	}
 	return ParseUpdateUserResponse(rsp)
+}
+
+// AgentAnswerJobWithBodyWithResponse Answer a job (agents only)
+//
+// The result of a debug (`debug`) or a generation (`generated`), or why the agent could not do it (`error`). A job answered already, or not this agent's, is `404`.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/agent/jobs/{id} (the `AgentAnswerJob` operationId).
+func (c *ClientWithResponses) AgentAnswerJobWithBodyWithResponse(ctx context.Context, id ID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*AgentAnswerJobResponse, error) {
+	rsp, err := c.AgentAnswerJobWithBody(ctx, id, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseAgentAnswerJobResponse(rsp)
+}
+
+// AgentAnswerJobWithResponse Answer a job (agents only)
+//
+// The result of a debug (`debug`) or a generation (`generated`), or why the agent could not do it (`error`). A job answered already, or not this agent's, is `404`.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/agent/jobs/{id} (the `AgentAnswerJob` operationId).
+func (c *ClientWithResponses) AgentAnswerJobWithResponse(ctx context.Context, id ID, body AgentAnswerJobJSONRequestBody, reqEditors ...RequestEditorFn) (*AgentAnswerJobResponse, error) {
+	rsp, err := c.AgentAnswerJob(ctx, id, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseAgentAnswerJobResponse(rsp)
 }
 
 // AgentLeaseWithBodyWithResponse Ask for work (agents only)
@@ -8457,6 +11107,273 @@ func (c *ClientWithResponses) GetScriptWithResponse(ctx context.Context, id ID, 
 		return nil, err
 	}
 	return ParseGetScriptResponse(rsp)
+}
+
+// ListTestsWithResponse Your tests, newest first
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/tests (the `ListTests` operationId).
+func (c *ClientWithResponses) ListTestsWithResponse(ctx context.Context, params *ListTestsParams, reqEditors ...RequestEditorFn) (*ListTestsResponse, error) {
+	rsp, err := c.ListTests(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListTestsResponse(rsp)
+}
+
+// CreateTestWithBodyWithResponse Save a new test
+//
+// The body is the test's session in the script format `barrage run` reads
+// ([docs/scripts.md](https://github.com/barrage-load/barrage/blob/main/docs/scripts.md)):
+// a JSON object, or YAML sent with `Content-Type: application/yaml`. It is checked by the
+// same parser: a refused one gets `422` listing every error with its path and line. It
+// becomes revision 1. The test is named by `name`, else by the script's `name`. Data files
+// the script reads are uploaded afterwards (`PUT /v1/tests/{id}/files/{name}`) and checked
+// when its script is generated.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/tests (the `CreateTest` operationId).
+func (c *ClientWithResponses) CreateTestWithBodyWithResponse(ctx context.Context, params *CreateTestParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateTestResponse, error) {
+	rsp, err := c.CreateTestWithBody(ctx, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateTestResponse(rsp)
+}
+
+// CreateTestWithResponse Save a new test
+//
+// The body is the test's session in the script format `barrage run` reads
+// ([docs/scripts.md](https://github.com/barrage-load/barrage/blob/main/docs/scripts.md)):
+// a JSON object, or YAML sent with `Content-Type: application/yaml`. It is checked by the
+// same parser: a refused one gets `422` listing every error with its path and line. It
+// becomes revision 1. The test is named by `name`, else by the script's `name`. Data files
+// the script reads are uploaded afterwards (`PUT /v1/tests/{id}/files/{name}`) and checked
+// when its script is generated.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/tests (the `CreateTest` operationId).
+func (c *ClientWithResponses) CreateTestWithResponse(ctx context.Context, params *CreateTestParams, body CreateTestJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateTestResponse, error) {
+	rsp, err := c.CreateTest(ctx, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateTestResponse(rsp)
+}
+
+// DeleteTestWithResponse Delete a test
+//
+// Its revisions and data files go with it; scripts generated from it, and their runs, stay.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with DELETE /v1/tests/{id} (the `DeleteTest` operationId).
+func (c *ClientWithResponses) DeleteTestWithResponse(ctx context.Context, id ID, reqEditors ...RequestEditorFn) (*DeleteTestResponse, error) {
+	rsp, err := c.DeleteTest(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseDeleteTestResponse(rsp)
+}
+
+// GetTestWithResponse A test
+//
+// The test, its latest revision's number and its data files.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/tests/{id} (the `GetTest` operationId).
+func (c *ClientWithResponses) GetTestWithResponse(ctx context.Context, id ID, reqEditors ...RequestEditorFn) (*GetTestResponse, error) {
+	rsp, err := c.GetTest(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetTestResponse(rsp)
+}
+
+// UpdateTestWithBodyWithResponse Save a new revision of a test
+//
+// The body is the whole session, as for `POST /v1/tests`; it becomes the next revision, and older ones stay readable. `name` renames the test.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PATCH /v1/tests/{id} (the `UpdateTest` operationId).
+func (c *ClientWithResponses) UpdateTestWithBodyWithResponse(ctx context.Context, id ID, params *UpdateTestParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateTestResponse, error) {
+	rsp, err := c.UpdateTestWithBody(ctx, id, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUpdateTestResponse(rsp)
+}
+
+// UpdateTestWithResponse Save a new revision of a test
+//
+// The body is the whole session, as for `POST /v1/tests`; it becomes the next revision, and older ones stay readable. `name` renames the test.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PATCH /v1/tests/{id} (the `UpdateTest` operationId).
+func (c *ClientWithResponses) UpdateTestWithResponse(ctx context.Context, id ID, params *UpdateTestParams, body UpdateTestJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateTestResponse, error) {
+	rsp, err := c.UpdateTest(ctx, id, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUpdateTestResponse(rsp)
+}
+
+// DebugTestWithBodyWithResponse Run one traced iteration of a test on an agent
+//
+// One virtual user runs one iteration of the test (its latest revision, or `revision`) on
+// an agent you may use (`agent_id`, else the first online one, yours first), with the
+// test's data files and plugins, and the answer is what `barrage debug` prints: every
+// request and response with headers and a body preview, the variables extracted, and
+// each assertion that failed. The agent's own target policy applies. `504` when the
+// agent does not answer within 45 seconds; `422` when no agent is online, or the agent
+// could not run the test (a plugin it does not have, for example).
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/tests/{id}/debug (the `DebugTest` operationId).
+func (c *ClientWithResponses) DebugTestWithBodyWithResponse(ctx context.Context, id ID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*DebugTestResponse, error) {
+	rsp, err := c.DebugTestWithBody(ctx, id, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseDebugTestResponse(rsp)
+}
+
+// DebugTestWithResponse Run one traced iteration of a test on an agent
+//
+// One virtual user runs one iteration of the test (its latest revision, or `revision`) on
+// an agent you may use (`agent_id`, else the first online one, yours first), with the
+// test's data files and plugins, and the answer is what `barrage debug` prints: every
+// request and response with headers and a body preview, the variables extracted, and
+// each assertion that failed. The agent's own target policy applies. `504` when the
+// agent does not answer within 45 seconds; `422` when no agent is online, or the agent
+// could not run the test (a plugin it does not have, for example).
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/tests/{id}/debug (the `DebugTest` operationId).
+func (c *ClientWithResponses) DebugTestWithResponse(ctx context.Context, id ID, body DebugTestJSONRequestBody, reqEditors ...RequestEditorFn) (*DebugTestResponse, error) {
+	rsp, err := c.DebugTest(ctx, id, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseDebugTestResponse(rsp)
+}
+
+// DeleteTestFileWithResponse Delete a data file of a test
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with DELETE /v1/tests/{id}/files/{name} (the `DeleteTestFile` operationId).
+func (c *ClientWithResponses) DeleteTestFileWithResponse(ctx context.Context, id ID, name string, reqEditors ...RequestEditorFn) (*DeleteTestFileResponse, error) {
+	rsp, err := c.DeleteTestFile(ctx, id, name, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseDeleteTestFileResponse(rsp)
+}
+
+// GetTestFileWithResponse Download a data file of a test
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/tests/{id}/files/{name} (the `GetTestFile` operationId).
+func (c *ClientWithResponses) GetTestFileWithResponse(ctx context.Context, id ID, name string, reqEditors ...RequestEditorFn) (*GetTestFileResponse, error) {
+	rsp, err := c.GetTestFile(ctx, id, name, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetTestFileResponse(rsp)
+}
+
+// PutTestFileWithBodyWithResponse Upload a data file of a test
+//
+// Stores the body as the test's data file `name` (a CSV that a data variable reads),
+// replacing one of that name. Larger than the server's file limit (`--max-file-bytes`,
+// 16 MiB by default): `413`. Generating the test's script copies its files into the
+// script, so runs are not changed by a later upload.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /v1/tests/{id}/files/{name} (the `PutTestFile` operationId).
+func (c *ClientWithResponses) PutTestFileWithBodyWithResponse(ctx context.Context, id ID, name string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PutTestFileResponse, error) {
+	rsp, err := c.PutTestFileWithBody(ctx, id, name, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePutTestFileResponse(rsp)
+}
+
+// ListTestRevisionsWithResponse A test's revisions, newest first
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/tests/{id}/revisions (the `ListTestRevisions` operationId).
+func (c *ClientWithResponses) ListTestRevisionsWithResponse(ctx context.Context, id ID, reqEditors ...RequestEditorFn) (*ListTestRevisionsResponse, error) {
+	rsp, err := c.ListTestRevisions(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListTestRevisionsResponse(rsp)
+}
+
+// GetTestRevisionWithResponse One revision of a test, with its source
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/tests/{id}/revisions/{rev} (the `GetTestRevision` operationId).
+func (c *ClientWithResponses) GetTestRevisionWithResponse(ctx context.Context, id ID, rev int, reqEditors ...RequestEditorFn) (*GetTestRevisionResponse, error) {
+	rsp, err := c.GetTestRevision(ctx, id, rev, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetTestRevisionResponse(rsp)
+}
+
+// GenerateScriptWithBodyWithResponse Generate a test's script
+//
+// Turns the test's latest revision (or `revision`) into an immutable script that runs can
+// execute: its source plugins rewrite it and every plugin it uses is pinned by the sha256
+// of its binary, on an agent (the server never executes plugin code; a test without
+// plugins needs none); the result is checked with the test's data files like any script
+// (`422` listing every error) and stored with them and a manifest naming the test, the
+// revision and each plugin's name, version and sha256.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/tests/{id}/scripts (the `GenerateScript` operationId).
+func (c *ClientWithResponses) GenerateScriptWithBodyWithResponse(ctx context.Context, id ID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*GenerateScriptResponse, error) {
+	rsp, err := c.GenerateScriptWithBody(ctx, id, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGenerateScriptResponse(rsp)
+}
+
+// GenerateScriptWithResponse Generate a test's script
+//
+// Turns the test's latest revision (or `revision`) into an immutable script that runs can
+// execute: its source plugins rewrite it and every plugin it uses is pinned by the sha256
+// of its binary, on an agent (the server never executes plugin code; a test without
+// plugins needs none); the result is checked with the test's data files like any script
+// (`422` listing every error) and stored with them and a manifest naming the test, the
+// revision and each plugin's name, version and sha256.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/tests/{id}/scripts (the `GenerateScript` operationId).
+func (c *ClientWithResponses) GenerateScriptWithResponse(ctx context.Context, id ID, body GenerateScriptJSONRequestBody, reqEditors ...RequestEditorFn) (*GenerateScriptResponse, error) {
+	rsp, err := c.GenerateScript(ctx, id, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGenerateScriptResponse(rsp)
 }
 
 // ListTokensWithResponse List personal API tokens
@@ -9062,6 +11979,77 @@ func ParseUpdateUserResponse(rsp *http.Response) (*UpdateUserResponse, error) {
 			return nil, err
 		}
 		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON422 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseAgentAnswerJobResponse parses an HTTP response from a AgentAnswerJobWithResponse call
+func ParseAgentAnswerJobResponse(rsp *http.Response) (*AgentAnswerJobResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &AgentAnswerJobResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 204:
+		break // No content-type
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
 		var dest Problem
@@ -10583,6 +13571,751 @@ func ParseGetScriptResponse(rsp *http.Response) (*GetScriptResponse, error) {
 	return response, nil
 }
 
+// ParseListTestsResponse parses an HTTP response from a ListTestsWithResponse call
+func ParseListTestsResponse(rsp *http.Response) (*ListTestsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListTestsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest TestList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseCreateTestResponse parses an HTTP response from a CreateTestWithResponse call
+func ParseCreateTestResponse(rsp *http.Response) (*CreateTestResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CreateTestResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest Test
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON422 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseDeleteTestResponse parses an HTTP response from a DeleteTestWithResponse call
+func ParseDeleteTestResponse(rsp *http.Response) (*DeleteTestResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &DeleteTestResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 204:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseGetTestResponse parses an HTTP response from a GetTestWithResponse call
+func ParseGetTestResponse(rsp *http.Response) (*GetTestResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetTestResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Test
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseUpdateTestResponse parses an HTTP response from a UpdateTestWithResponse call
+func ParseUpdateTestResponse(rsp *http.Response) (*UpdateTestResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &UpdateTestResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Test
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON422 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseDebugTestResponse parses an HTTP response from a DebugTestWithResponse call
+func ParseDebugTestResponse(rsp *http.Response) (*DebugTestResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &DebugTestResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest DebugResult
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 504:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON504 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseDeleteTestFileResponse parses an HTTP response from a DeleteTestFileWithResponse call
+func ParseDeleteTestFileResponse(rsp *http.Response) (*DeleteTestFileResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &DeleteTestFileResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 204:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseGetTestFileResponse parses an HTTP response from a GetTestFileWithResponse call
+func ParseGetTestFileResponse(rsp *http.Response) (*GetTestFileResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetTestFileResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParsePutTestFileResponse parses an HTTP response from a PutTestFileWithResponse call
+func ParsePutTestFileResponse(rsp *http.Response) (*PutTestFileResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &PutTestFileResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest TestFileRef
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest TestFileRef
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON422 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseListTestRevisionsResponse parses an HTTP response from a ListTestRevisionsWithResponse call
+func ParseListTestRevisionsResponse(rsp *http.Response) (*ListTestRevisionsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListTestRevisionsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest TestRevisionList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseGetTestRevisionResponse parses an HTTP response from a GetTestRevisionWithResponse call
+func ParseGetTestRevisionResponse(rsp *http.Response) (*GetTestRevisionResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetTestRevisionResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest TestRevision
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseGenerateScriptResponse parses an HTTP response from a GenerateScriptWithResponse call
+func ParseGenerateScriptResponse(rsp *http.Response) (*GenerateScriptResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GenerateScriptResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest Script
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 504:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON504 = &dest
+
+	}
+
+	return response, nil
+}
+
 // ParseListTokensResponse parses an HTTP response from a ListTokensWithResponse call
 func ParseListTokensResponse(rsp *http.Response) (*ListTokensResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -10796,6 +14529,9 @@ type ServerInterface interface {
 	// UpdateUser Change a user's role, status or license
 	// (PATCH /v1/admin/users/{id})
 	UpdateUser(w http.ResponseWriter, r *http.Request, id ID)
+	// AgentAnswerJob Answer a job (agents only)
+	// (POST /v1/agent/jobs/{id})
+	AgentAnswerJob(w http.ResponseWriter, r *http.Request, id ID)
 	// AgentLease Ask for work (agents only)
 	// (POST /v1/agent/lease)
 	AgentLease(w http.ResponseWriter, r *http.Request)
@@ -10868,6 +14604,42 @@ type ServerInterface interface {
 	// GetScript A script
 	// (GET /v1/scripts/{id})
 	GetScript(w http.ResponseWriter, r *http.Request, id ID)
+	// ListTests Your tests, newest first
+	// (GET /v1/tests)
+	ListTests(w http.ResponseWriter, r *http.Request, params ListTestsParams)
+	// CreateTest Save a new test
+	// (POST /v1/tests)
+	CreateTest(w http.ResponseWriter, r *http.Request, params CreateTestParams)
+	// DeleteTest Delete a test
+	// (DELETE /v1/tests/{id})
+	DeleteTest(w http.ResponseWriter, r *http.Request, id ID)
+	// GetTest A test
+	// (GET /v1/tests/{id})
+	GetTest(w http.ResponseWriter, r *http.Request, id ID)
+	// UpdateTest Save a new revision of a test
+	// (PATCH /v1/tests/{id})
+	UpdateTest(w http.ResponseWriter, r *http.Request, id ID, params UpdateTestParams)
+	// DebugTest Run one traced iteration of a test on an agent
+	// (POST /v1/tests/{id}/debug)
+	DebugTest(w http.ResponseWriter, r *http.Request, id ID)
+	// DeleteTestFile Delete a data file of a test
+	// (DELETE /v1/tests/{id}/files/{name})
+	DeleteTestFile(w http.ResponseWriter, r *http.Request, id ID, name string)
+	// GetTestFile Download a data file of a test
+	// (GET /v1/tests/{id}/files/{name})
+	GetTestFile(w http.ResponseWriter, r *http.Request, id ID, name string)
+	// PutTestFile Upload a data file of a test
+	// (PUT /v1/tests/{id}/files/{name})
+	PutTestFile(w http.ResponseWriter, r *http.Request, id ID, name string)
+	// ListTestRevisions A test's revisions, newest first
+	// (GET /v1/tests/{id}/revisions)
+	ListTestRevisions(w http.ResponseWriter, r *http.Request, id ID)
+	// GetTestRevision One revision of a test, with its source
+	// (GET /v1/tests/{id}/revisions/{rev})
+	GetTestRevision(w http.ResponseWriter, r *http.Request, id ID, rev int)
+	// GenerateScript Generate a test's script
+	// (POST /v1/tests/{id}/scripts)
+	GenerateScript(w http.ResponseWriter, r *http.Request, id ID)
 	// ListTokens List personal API tokens
 	// (GET /v1/tokens)
 	ListTokens(w http.ResponseWriter, r *http.Request, params ListTokensParams)
@@ -10958,6 +14730,12 @@ func (_ Unimplemented) GetUser(w http.ResponseWriter, r *http.Request, id ID) {
 // UpdateUser Change a user's role, status or license
 // (PATCH /v1/admin/users/{id})
 func (_ Unimplemented) UpdateUser(w http.ResponseWriter, r *http.Request, id ID) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
+// AgentAnswerJob Answer a job (agents only)
+// (POST /v1/agent/jobs/{id})
+func (_ Unimplemented) AgentAnswerJob(w http.ResponseWriter, r *http.Request, id ID) {
 	w.WriteHeader(http.StatusNotImplemented)
 }
 
@@ -11102,6 +14880,78 @@ func (_ Unimplemented) CreateScript(w http.ResponseWriter, r *http.Request) {
 // GetScript A script
 // (GET /v1/scripts/{id})
 func (_ Unimplemented) GetScript(w http.ResponseWriter, r *http.Request, id ID) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
+// ListTests Your tests, newest first
+// (GET /v1/tests)
+func (_ Unimplemented) ListTests(w http.ResponseWriter, r *http.Request, params ListTestsParams) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
+// CreateTest Save a new test
+// (POST /v1/tests)
+func (_ Unimplemented) CreateTest(w http.ResponseWriter, r *http.Request, params CreateTestParams) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
+// DeleteTest Delete a test
+// (DELETE /v1/tests/{id})
+func (_ Unimplemented) DeleteTest(w http.ResponseWriter, r *http.Request, id ID) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
+// GetTest A test
+// (GET /v1/tests/{id})
+func (_ Unimplemented) GetTest(w http.ResponseWriter, r *http.Request, id ID) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
+// UpdateTest Save a new revision of a test
+// (PATCH /v1/tests/{id})
+func (_ Unimplemented) UpdateTest(w http.ResponseWriter, r *http.Request, id ID, params UpdateTestParams) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
+// DebugTest Run one traced iteration of a test on an agent
+// (POST /v1/tests/{id}/debug)
+func (_ Unimplemented) DebugTest(w http.ResponseWriter, r *http.Request, id ID) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
+// DeleteTestFile Delete a data file of a test
+// (DELETE /v1/tests/{id}/files/{name})
+func (_ Unimplemented) DeleteTestFile(w http.ResponseWriter, r *http.Request, id ID, name string) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
+// GetTestFile Download a data file of a test
+// (GET /v1/tests/{id}/files/{name})
+func (_ Unimplemented) GetTestFile(w http.ResponseWriter, r *http.Request, id ID, name string) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
+// PutTestFile Upload a data file of a test
+// (PUT /v1/tests/{id}/files/{name})
+func (_ Unimplemented) PutTestFile(w http.ResponseWriter, r *http.Request, id ID, name string) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
+// ListTestRevisions A test's revisions, newest first
+// (GET /v1/tests/{id}/revisions)
+func (_ Unimplemented) ListTestRevisions(w http.ResponseWriter, r *http.Request, id ID) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
+// GetTestRevision One revision of a test, with its source
+// (GET /v1/tests/{id}/revisions/{rev})
+func (_ Unimplemented) GetTestRevision(w http.ResponseWriter, r *http.Request, id ID, rev int) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
+// GenerateScript Generate a test's script
+// (POST /v1/tests/{id}/scripts)
+func (_ Unimplemented) GenerateScript(w http.ResponseWriter, r *http.Request, id ID) {
 	w.WriteHeader(http.StatusNotImplemented)
 }
 
@@ -11417,6 +15267,32 @@ func (siw *ServerInterfaceWrapper) UpdateUser(w http.ResponseWriter, r *http.Req
 
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		siw.Handler.UpdateUser(w, r, id)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// AgentAnswerJob operation middleware
+func (siw *ServerInterfaceWrapper) AgentAnswerJob(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "id" -------------
+	var id ID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", chi.URLParam(r, "id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: r.URL.RawPath == ""})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "id", Err: err})
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.AgentAnswerJob(w, r, id)
 	}))
 
 	for _, middleware := range siw.HandlerMiddlewares {
@@ -11977,6 +15853,397 @@ func (siw *ServerInterfaceWrapper) GetScript(w http.ResponseWriter, r *http.Requ
 	handler.ServeHTTP(w, r)
 }
 
+// ListTests operation middleware
+func (siw *ServerInterfaceWrapper) ListTests(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListTestsParams
+
+	// ------------- Optional query parameter "cursor" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "cursor", r.URL.Query(), &params.Cursor, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "cursor"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "cursor", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", r.URL.Query(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "limit"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "limit", Err: err})
+		}
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.ListTests(w, r, params)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// CreateTest operation middleware
+func (siw *ServerInterfaceWrapper) CreateTest(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params CreateTestParams
+
+	// ------------- Optional query parameter "name" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "name", r.URL.Query(), &params.Name, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "name"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "name", Err: err})
+		}
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.CreateTest(w, r, params)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// DeleteTest operation middleware
+func (siw *ServerInterfaceWrapper) DeleteTest(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "id" -------------
+	var id ID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", chi.URLParam(r, "id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: r.URL.RawPath == ""})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "id", Err: err})
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.DeleteTest(w, r, id)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// GetTest operation middleware
+func (siw *ServerInterfaceWrapper) GetTest(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "id" -------------
+	var id ID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", chi.URLParam(r, "id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: r.URL.RawPath == ""})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "id", Err: err})
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.GetTest(w, r, id)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// UpdateTest operation middleware
+func (siw *ServerInterfaceWrapper) UpdateTest(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "id" -------------
+	var id ID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", chi.URLParam(r, "id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: r.URL.RawPath == ""})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "id", Err: err})
+		return
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params UpdateTestParams
+
+	// ------------- Optional query parameter "name" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "name", r.URL.Query(), &params.Name, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "name"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "name", Err: err})
+		}
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.UpdateTest(w, r, id, params)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// DebugTest operation middleware
+func (siw *ServerInterfaceWrapper) DebugTest(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "id" -------------
+	var id ID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", chi.URLParam(r, "id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: r.URL.RawPath == ""})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "id", Err: err})
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.DebugTest(w, r, id)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// DeleteTestFile operation middleware
+func (siw *ServerInterfaceWrapper) DeleteTestFile(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "id" -------------
+	var id ID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", chi.URLParam(r, "id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: r.URL.RawPath == ""})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "id", Err: err})
+		return
+	}
+
+	// ------------- Path parameter "name" -------------
+	var name string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "name", chi.URLParam(r, "name"), &name, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: r.URL.RawPath == ""})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "name", Err: err})
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.DeleteTestFile(w, r, id, name)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// GetTestFile operation middleware
+func (siw *ServerInterfaceWrapper) GetTestFile(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "id" -------------
+	var id ID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", chi.URLParam(r, "id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: r.URL.RawPath == ""})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "id", Err: err})
+		return
+	}
+
+	// ------------- Path parameter "name" -------------
+	var name string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "name", chi.URLParam(r, "name"), &name, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: r.URL.RawPath == ""})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "name", Err: err})
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.GetTestFile(w, r, id, name)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// PutTestFile operation middleware
+func (siw *ServerInterfaceWrapper) PutTestFile(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "id" -------------
+	var id ID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", chi.URLParam(r, "id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: r.URL.RawPath == ""})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "id", Err: err})
+		return
+	}
+
+	// ------------- Path parameter "name" -------------
+	var name string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "name", chi.URLParam(r, "name"), &name, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: r.URL.RawPath == ""})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "name", Err: err})
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.PutTestFile(w, r, id, name)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// ListTestRevisions operation middleware
+func (siw *ServerInterfaceWrapper) ListTestRevisions(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "id" -------------
+	var id ID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", chi.URLParam(r, "id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: r.URL.RawPath == ""})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "id", Err: err})
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.ListTestRevisions(w, r, id)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// GetTestRevision operation middleware
+func (siw *ServerInterfaceWrapper) GetTestRevision(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "id" -------------
+	var id ID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", chi.URLParam(r, "id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: r.URL.RawPath == ""})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "id", Err: err})
+		return
+	}
+
+	// ------------- Path parameter "rev" -------------
+	var rev int
+
+	err = runtime.BindStyledParameterWithOptions("simple", "rev", chi.URLParam(r, "rev"), &rev, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "integer", Format: "", ValueIsUnescaped: r.URL.RawPath == ""})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "rev", Err: err})
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.GetTestRevision(w, r, id, rev)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// GenerateScript operation middleware
+func (siw *ServerInterfaceWrapper) GenerateScript(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "id" -------------
+	var id ID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", chi.URLParam(r, "id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: r.URL.RawPath == ""})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "id", Err: err})
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.GenerateScript(w, r, id)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
 // ListTokens operation middleware
 func (siw *ServerInterfaceWrapper) ListTokens(w http.ResponseWriter, r *http.Request) {
 
@@ -12249,6 +16516,42 @@ func HandlerWithOptions(si ServerInterface, options ChiServerOptions) http.Handl
 		r.Get(options.BaseURL+"/v1/agents/{id}", wrapper.GetAgent)
 	})
 	r.Group(func(r chi.Router) {
+		r.Get(options.BaseURL+"/v1/tests", wrapper.ListTests)
+	})
+	r.Group(func(r chi.Router) {
+		r.Post(options.BaseURL+"/v1/tests", wrapper.CreateTest)
+	})
+	r.Group(func(r chi.Router) {
+		r.Delete(options.BaseURL+"/v1/tests/{id}", wrapper.DeleteTest)
+	})
+	r.Group(func(r chi.Router) {
+		r.Get(options.BaseURL+"/v1/tests/{id}", wrapper.GetTest)
+	})
+	r.Group(func(r chi.Router) {
+		r.Patch(options.BaseURL+"/v1/tests/{id}", wrapper.UpdateTest)
+	})
+	r.Group(func(r chi.Router) {
+		r.Get(options.BaseURL+"/v1/tests/{id}/revisions", wrapper.ListTestRevisions)
+	})
+	r.Group(func(r chi.Router) {
+		r.Get(options.BaseURL+"/v1/tests/{id}/revisions/{rev}", wrapper.GetTestRevision)
+	})
+	r.Group(func(r chi.Router) {
+		r.Delete(options.BaseURL+"/v1/tests/{id}/files/{name}", wrapper.DeleteTestFile)
+	})
+	r.Group(func(r chi.Router) {
+		r.Get(options.BaseURL+"/v1/tests/{id}/files/{name}", wrapper.GetTestFile)
+	})
+	r.Group(func(r chi.Router) {
+		r.Put(options.BaseURL+"/v1/tests/{id}/files/{name}", wrapper.PutTestFile)
+	})
+	r.Group(func(r chi.Router) {
+		r.Post(options.BaseURL+"/v1/tests/{id}/debug", wrapper.DebugTest)
+	})
+	r.Group(func(r chi.Router) {
+		r.Post(options.BaseURL+"/v1/tests/{id}/scripts", wrapper.GenerateScript)
+	})
+	r.Group(func(r chi.Router) {
 		r.Post(options.BaseURL+"/v1/scripts", wrapper.CreateScript)
 	})
 	r.Group(func(r chi.Router) {
@@ -12295,6 +16598,9 @@ func HandlerWithOptions(si ServerInterface, options ChiServerOptions) http.Handl
 	})
 	r.Group(func(r chi.Router) {
 		r.Post(options.BaseURL+"/v1/agent/shards/{id}/report", wrapper.AgentReport)
+	})
+	r.Group(func(r chi.Router) {
+		r.Post(options.BaseURL+"/v1/agent/jobs/{id}", wrapper.AgentAnswerJob)
 	})
 
 	return r
@@ -13160,6 +17466,123 @@ func (response UpdateUser415ApplicationProblemPlusJSONResponse) VisitUpdateUserR
 type UpdateUser422ApplicationProblemPlusJSONResponse Problem
 
 func (response UpdateUser422ApplicationProblemPlusJSONResponse) VisitUpdateUserResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AgentAnswerJobRequestObject struct {
+	Id   ID `json:"id"`
+	Body *AgentAnswerJobJSONRequestBody
+}
+
+type AgentAnswerJobResponseObject interface {
+	VisitAgentAnswerJobResponse(w http.ResponseWriter) error
+}
+
+type AgentAnswerJob204Response struct {
+}
+
+func (response AgentAnswerJob204Response) VisitAgentAnswerJobResponse(w http.ResponseWriter) error {
+	w.WriteHeader(204)
+	return nil
+}
+
+type AgentAnswerJob400ApplicationProblemPlusJSONResponse struct {
+	ProblemApplicationProblemPlusJSONResponse
+}
+
+func (response AgentAnswerJob400ApplicationProblemPlusJSONResponse) VisitAgentAnswerJobResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AgentAnswerJob401ApplicationProblemPlusJSONResponse Problem
+
+func (response AgentAnswerJob401ApplicationProblemPlusJSONResponse) VisitAgentAnswerJobResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AgentAnswerJob403ApplicationProblemPlusJSONResponse Problem
+
+func (response AgentAnswerJob403ApplicationProblemPlusJSONResponse) VisitAgentAnswerJobResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AgentAnswerJob404ApplicationProblemPlusJSONResponse Problem
+
+func (response AgentAnswerJob404ApplicationProblemPlusJSONResponse) VisitAgentAnswerJobResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AgentAnswerJob413ApplicationProblemPlusJSONResponse Problem
+
+func (response AgentAnswerJob413ApplicationProblemPlusJSONResponse) VisitAgentAnswerJobResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AgentAnswerJob415ApplicationProblemPlusJSONResponse Problem
+
+func (response AgentAnswerJob415ApplicationProblemPlusJSONResponse) VisitAgentAnswerJobResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AgentAnswerJob422ApplicationProblemPlusJSONResponse Problem
+
+func (response AgentAnswerJob422ApplicationProblemPlusJSONResponse) VisitAgentAnswerJobResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response); err != nil {
@@ -15419,6 +19842,1196 @@ func (response GetScript404ApplicationProblemPlusJSONResponse) VisitGetScriptRes
 	return err
 }
 
+type ListTestsRequestObject struct {
+	Params ListTestsParams
+}
+
+type ListTestsResponseObject interface {
+	VisitListTestsResponse(w http.ResponseWriter) error
+}
+
+type ListTests200JSONResponse TestList
+
+func (response ListTests200JSONResponse) VisitListTestsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListTests400ApplicationProblemPlusJSONResponse struct {
+	ProblemApplicationProblemPlusJSONResponse
+}
+
+func (response ListTests400ApplicationProblemPlusJSONResponse) VisitListTestsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListTests401ApplicationProblemPlusJSONResponse Problem
+
+func (response ListTests401ApplicationProblemPlusJSONResponse) VisitListTestsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListTests403ApplicationProblemPlusJSONResponse Problem
+
+func (response ListTests403ApplicationProblemPlusJSONResponse) VisitListTestsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateTestRequestObject struct {
+	Params   CreateTestParams
+	JSONBody *CreateTestJSONRequestBody
+	Body     io.Reader
+}
+
+type CreateTestResponseObject interface {
+	VisitCreateTestResponse(w http.ResponseWriter) error
+}
+
+type CreateTest201JSONResponse Test
+
+func (response CreateTest201JSONResponse) VisitCreateTestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(201)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateTest400ApplicationProblemPlusJSONResponse struct {
+	ProblemApplicationProblemPlusJSONResponse
+}
+
+func (response CreateTest400ApplicationProblemPlusJSONResponse) VisitCreateTestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateTest401ApplicationProblemPlusJSONResponse Problem
+
+func (response CreateTest401ApplicationProblemPlusJSONResponse) VisitCreateTestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateTest403ApplicationProblemPlusJSONResponse Problem
+
+func (response CreateTest403ApplicationProblemPlusJSONResponse) VisitCreateTestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateTest413ApplicationProblemPlusJSONResponse Problem
+
+func (response CreateTest413ApplicationProblemPlusJSONResponse) VisitCreateTestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateTest415ApplicationProblemPlusJSONResponse Problem
+
+func (response CreateTest415ApplicationProblemPlusJSONResponse) VisitCreateTestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateTest422ApplicationProblemPlusJSONResponse Problem
+
+func (response CreateTest422ApplicationProblemPlusJSONResponse) VisitCreateTestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteTestRequestObject struct {
+	Id ID `json:"id"`
+}
+
+type DeleteTestResponseObject interface {
+	VisitDeleteTestResponse(w http.ResponseWriter) error
+}
+
+type DeleteTest204Response struct {
+}
+
+func (response DeleteTest204Response) VisitDeleteTestResponse(w http.ResponseWriter) error {
+	w.WriteHeader(204)
+	return nil
+}
+
+type DeleteTest400ApplicationProblemPlusJSONResponse struct {
+	ProblemApplicationProblemPlusJSONResponse
+}
+
+func (response DeleteTest400ApplicationProblemPlusJSONResponse) VisitDeleteTestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteTest401ApplicationProblemPlusJSONResponse Problem
+
+func (response DeleteTest401ApplicationProblemPlusJSONResponse) VisitDeleteTestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteTest403ApplicationProblemPlusJSONResponse Problem
+
+func (response DeleteTest403ApplicationProblemPlusJSONResponse) VisitDeleteTestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteTest404ApplicationProblemPlusJSONResponse Problem
+
+func (response DeleteTest404ApplicationProblemPlusJSONResponse) VisitDeleteTestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetTestRequestObject struct {
+	Id ID `json:"id"`
+}
+
+type GetTestResponseObject interface {
+	VisitGetTestResponse(w http.ResponseWriter) error
+}
+
+type GetTest200JSONResponse Test
+
+func (response GetTest200JSONResponse) VisitGetTestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetTest400ApplicationProblemPlusJSONResponse struct {
+	ProblemApplicationProblemPlusJSONResponse
+}
+
+func (response GetTest400ApplicationProblemPlusJSONResponse) VisitGetTestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetTest401ApplicationProblemPlusJSONResponse Problem
+
+func (response GetTest401ApplicationProblemPlusJSONResponse) VisitGetTestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetTest403ApplicationProblemPlusJSONResponse Problem
+
+func (response GetTest403ApplicationProblemPlusJSONResponse) VisitGetTestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetTest404ApplicationProblemPlusJSONResponse Problem
+
+func (response GetTest404ApplicationProblemPlusJSONResponse) VisitGetTestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateTestRequestObject struct {
+	Id       ID `json:"id"`
+	Params   UpdateTestParams
+	JSONBody *UpdateTestJSONRequestBody
+	Body     io.Reader
+}
+
+type UpdateTestResponseObject interface {
+	VisitUpdateTestResponse(w http.ResponseWriter) error
+}
+
+type UpdateTest200JSONResponse Test
+
+func (response UpdateTest200JSONResponse) VisitUpdateTestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateTest400ApplicationProblemPlusJSONResponse struct {
+	ProblemApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateTest400ApplicationProblemPlusJSONResponse) VisitUpdateTestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateTest401ApplicationProblemPlusJSONResponse Problem
+
+func (response UpdateTest401ApplicationProblemPlusJSONResponse) VisitUpdateTestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateTest403ApplicationProblemPlusJSONResponse Problem
+
+func (response UpdateTest403ApplicationProblemPlusJSONResponse) VisitUpdateTestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateTest404ApplicationProblemPlusJSONResponse Problem
+
+func (response UpdateTest404ApplicationProblemPlusJSONResponse) VisitUpdateTestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateTest413ApplicationProblemPlusJSONResponse Problem
+
+func (response UpdateTest413ApplicationProblemPlusJSONResponse) VisitUpdateTestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateTest415ApplicationProblemPlusJSONResponse Problem
+
+func (response UpdateTest415ApplicationProblemPlusJSONResponse) VisitUpdateTestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateTest422ApplicationProblemPlusJSONResponse Problem
+
+func (response UpdateTest422ApplicationProblemPlusJSONResponse) VisitUpdateTestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DebugTestRequestObject struct {
+	Id   ID `json:"id"`
+	Body *DebugTestJSONRequestBody
+}
+
+type DebugTestResponseObject interface {
+	VisitDebugTestResponse(w http.ResponseWriter) error
+}
+
+type DebugTest200JSONResponse DebugResult
+
+func (response DebugTest200JSONResponse) VisitDebugTestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DebugTest400ApplicationProblemPlusJSONResponse struct {
+	ProblemApplicationProblemPlusJSONResponse
+}
+
+func (response DebugTest400ApplicationProblemPlusJSONResponse) VisitDebugTestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DebugTest401ApplicationProblemPlusJSONResponse Problem
+
+func (response DebugTest401ApplicationProblemPlusJSONResponse) VisitDebugTestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DebugTest403ApplicationProblemPlusJSONResponse Problem
+
+func (response DebugTest403ApplicationProblemPlusJSONResponse) VisitDebugTestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DebugTest404ApplicationProblemPlusJSONResponse Problem
+
+func (response DebugTest404ApplicationProblemPlusJSONResponse) VisitDebugTestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DebugTest413ApplicationProblemPlusJSONResponse Problem
+
+func (response DebugTest413ApplicationProblemPlusJSONResponse) VisitDebugTestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DebugTest415ApplicationProblemPlusJSONResponse Problem
+
+func (response DebugTest415ApplicationProblemPlusJSONResponse) VisitDebugTestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DebugTest422ApplicationProblemPlusJSONResponse Problem
+
+func (response DebugTest422ApplicationProblemPlusJSONResponse) VisitDebugTestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DebugTest504ApplicationProblemPlusJSONResponse Problem
+
+func (response DebugTest504ApplicationProblemPlusJSONResponse) VisitDebugTestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(504)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteTestFileRequestObject struct {
+	Id   ID     `json:"id"`
+	Name string `json:"name"`
+}
+
+type DeleteTestFileResponseObject interface {
+	VisitDeleteTestFileResponse(w http.ResponseWriter) error
+}
+
+type DeleteTestFile204Response struct {
+}
+
+func (response DeleteTestFile204Response) VisitDeleteTestFileResponse(w http.ResponseWriter) error {
+	w.WriteHeader(204)
+	return nil
+}
+
+type DeleteTestFile400ApplicationProblemPlusJSONResponse struct {
+	ProblemApplicationProblemPlusJSONResponse
+}
+
+func (response DeleteTestFile400ApplicationProblemPlusJSONResponse) VisitDeleteTestFileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteTestFile401ApplicationProblemPlusJSONResponse Problem
+
+func (response DeleteTestFile401ApplicationProblemPlusJSONResponse) VisitDeleteTestFileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteTestFile403ApplicationProblemPlusJSONResponse Problem
+
+func (response DeleteTestFile403ApplicationProblemPlusJSONResponse) VisitDeleteTestFileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteTestFile404ApplicationProblemPlusJSONResponse Problem
+
+func (response DeleteTestFile404ApplicationProblemPlusJSONResponse) VisitDeleteTestFileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetTestFileRequestObject struct {
+	Id   ID     `json:"id"`
+	Name string `json:"name"`
+}
+
+type GetTestFileResponseObject interface {
+	VisitGetTestFileResponse(w http.ResponseWriter) error
+}
+
+type GetTestFile200ApplicationoctetStreamResponse struct {
+	Body          io.Reader
+	ContentLength int64
+}
+
+func (response GetTestFile200ApplicationoctetStreamResponse) VisitGetTestFileResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "application/octet-stream")
+	if response.ContentLength != 0 {
+		w.Header().Set("Content-Length", fmt.Sprint(response.ContentLength))
+	}
+	w.WriteHeader(200)
+
+	if closer, ok := response.Body.(io.ReadCloser); ok {
+		defer closer.Close()
+	}
+	_, err := io.Copy(w, response.Body)
+	return err
+}
+
+type GetTestFile400ApplicationProblemPlusJSONResponse struct {
+	ProblemApplicationProblemPlusJSONResponse
+}
+
+func (response GetTestFile400ApplicationProblemPlusJSONResponse) VisitGetTestFileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetTestFile401ApplicationProblemPlusJSONResponse Problem
+
+func (response GetTestFile401ApplicationProblemPlusJSONResponse) VisitGetTestFileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetTestFile403ApplicationProblemPlusJSONResponse Problem
+
+func (response GetTestFile403ApplicationProblemPlusJSONResponse) VisitGetTestFileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetTestFile404ApplicationProblemPlusJSONResponse Problem
+
+func (response GetTestFile404ApplicationProblemPlusJSONResponse) VisitGetTestFileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PutTestFileRequestObject struct {
+	Id   ID     `json:"id"`
+	Name string `json:"name"`
+	Body io.Reader
+}
+
+type PutTestFileResponseObject interface {
+	VisitPutTestFileResponse(w http.ResponseWriter) error
+}
+
+type PutTestFile200JSONResponse TestFileRef
+
+func (response PutTestFile200JSONResponse) VisitPutTestFileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PutTestFile201JSONResponse TestFileRef
+
+func (response PutTestFile201JSONResponse) VisitPutTestFileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(201)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PutTestFile400ApplicationProblemPlusJSONResponse struct {
+	ProblemApplicationProblemPlusJSONResponse
+}
+
+func (response PutTestFile400ApplicationProblemPlusJSONResponse) VisitPutTestFileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PutTestFile401ApplicationProblemPlusJSONResponse Problem
+
+func (response PutTestFile401ApplicationProblemPlusJSONResponse) VisitPutTestFileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PutTestFile403ApplicationProblemPlusJSONResponse Problem
+
+func (response PutTestFile403ApplicationProblemPlusJSONResponse) VisitPutTestFileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PutTestFile404ApplicationProblemPlusJSONResponse Problem
+
+func (response PutTestFile404ApplicationProblemPlusJSONResponse) VisitPutTestFileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PutTestFile413ApplicationProblemPlusJSONResponse Problem
+
+func (response PutTestFile413ApplicationProblemPlusJSONResponse) VisitPutTestFileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PutTestFile415ApplicationProblemPlusJSONResponse Problem
+
+func (response PutTestFile415ApplicationProblemPlusJSONResponse) VisitPutTestFileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PutTestFile422ApplicationProblemPlusJSONResponse Problem
+
+func (response PutTestFile422ApplicationProblemPlusJSONResponse) VisitPutTestFileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListTestRevisionsRequestObject struct {
+	Id ID `json:"id"`
+}
+
+type ListTestRevisionsResponseObject interface {
+	VisitListTestRevisionsResponse(w http.ResponseWriter) error
+}
+
+type ListTestRevisions200JSONResponse TestRevisionList
+
+func (response ListTestRevisions200JSONResponse) VisitListTestRevisionsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListTestRevisions400ApplicationProblemPlusJSONResponse struct {
+	ProblemApplicationProblemPlusJSONResponse
+}
+
+func (response ListTestRevisions400ApplicationProblemPlusJSONResponse) VisitListTestRevisionsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListTestRevisions401ApplicationProblemPlusJSONResponse Problem
+
+func (response ListTestRevisions401ApplicationProblemPlusJSONResponse) VisitListTestRevisionsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListTestRevisions403ApplicationProblemPlusJSONResponse Problem
+
+func (response ListTestRevisions403ApplicationProblemPlusJSONResponse) VisitListTestRevisionsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListTestRevisions404ApplicationProblemPlusJSONResponse Problem
+
+func (response ListTestRevisions404ApplicationProblemPlusJSONResponse) VisitListTestRevisionsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetTestRevisionRequestObject struct {
+	Id  ID  `json:"id"`
+	Rev int `json:"rev"`
+}
+
+type GetTestRevisionResponseObject interface {
+	VisitGetTestRevisionResponse(w http.ResponseWriter) error
+}
+
+type GetTestRevision200JSONResponse TestRevision
+
+func (response GetTestRevision200JSONResponse) VisitGetTestRevisionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetTestRevision400ApplicationProblemPlusJSONResponse struct {
+	ProblemApplicationProblemPlusJSONResponse
+}
+
+func (response GetTestRevision400ApplicationProblemPlusJSONResponse) VisitGetTestRevisionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetTestRevision401ApplicationProblemPlusJSONResponse Problem
+
+func (response GetTestRevision401ApplicationProblemPlusJSONResponse) VisitGetTestRevisionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetTestRevision403ApplicationProblemPlusJSONResponse Problem
+
+func (response GetTestRevision403ApplicationProblemPlusJSONResponse) VisitGetTestRevisionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetTestRevision404ApplicationProblemPlusJSONResponse Problem
+
+func (response GetTestRevision404ApplicationProblemPlusJSONResponse) VisitGetTestRevisionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GenerateScriptRequestObject struct {
+	Id   ID `json:"id"`
+	Body *GenerateScriptJSONRequestBody
+}
+
+type GenerateScriptResponseObject interface {
+	VisitGenerateScriptResponse(w http.ResponseWriter) error
+}
+
+type GenerateScript201JSONResponse Script
+
+func (response GenerateScript201JSONResponse) VisitGenerateScriptResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(201)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GenerateScript400ApplicationProblemPlusJSONResponse struct {
+	ProblemApplicationProblemPlusJSONResponse
+}
+
+func (response GenerateScript400ApplicationProblemPlusJSONResponse) VisitGenerateScriptResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GenerateScript401ApplicationProblemPlusJSONResponse Problem
+
+func (response GenerateScript401ApplicationProblemPlusJSONResponse) VisitGenerateScriptResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GenerateScript403ApplicationProblemPlusJSONResponse Problem
+
+func (response GenerateScript403ApplicationProblemPlusJSONResponse) VisitGenerateScriptResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GenerateScript404ApplicationProblemPlusJSONResponse Problem
+
+func (response GenerateScript404ApplicationProblemPlusJSONResponse) VisitGenerateScriptResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GenerateScript413ApplicationProblemPlusJSONResponse Problem
+
+func (response GenerateScript413ApplicationProblemPlusJSONResponse) VisitGenerateScriptResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GenerateScript415ApplicationProblemPlusJSONResponse Problem
+
+func (response GenerateScript415ApplicationProblemPlusJSONResponse) VisitGenerateScriptResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GenerateScript422ApplicationProblemPlusJSONResponse Problem
+
+func (response GenerateScript422ApplicationProblemPlusJSONResponse) VisitGenerateScriptResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GenerateScript504ApplicationProblemPlusJSONResponse Problem
+
+func (response GenerateScript504ApplicationProblemPlusJSONResponse) VisitGenerateScriptResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(504)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListTokensRequestObject struct {
 	Params ListTokensParams
 }
@@ -15722,6 +21335,9 @@ type StrictServerInterface interface {
 	// UpdateUser Change a user's role, status or license
 	// (PATCH /v1/admin/users/{id})
 	UpdateUser(ctx context.Context, request UpdateUserRequestObject) (UpdateUserResponseObject, error)
+	// AgentAnswerJob Answer a job (agents only)
+	// (POST /v1/agent/jobs/{id})
+	AgentAnswerJob(ctx context.Context, request AgentAnswerJobRequestObject) (AgentAnswerJobResponseObject, error)
 	// AgentLease Ask for work (agents only)
 	// (POST /v1/agent/lease)
 	AgentLease(ctx context.Context, request AgentLeaseRequestObject) (AgentLeaseResponseObject, error)
@@ -15794,6 +21410,42 @@ type StrictServerInterface interface {
 	// GetScript A script
 	// (GET /v1/scripts/{id})
 	GetScript(ctx context.Context, request GetScriptRequestObject) (GetScriptResponseObject, error)
+	// ListTests Your tests, newest first
+	// (GET /v1/tests)
+	ListTests(ctx context.Context, request ListTestsRequestObject) (ListTestsResponseObject, error)
+	// CreateTest Save a new test
+	// (POST /v1/tests)
+	CreateTest(ctx context.Context, request CreateTestRequestObject) (CreateTestResponseObject, error)
+	// DeleteTest Delete a test
+	// (DELETE /v1/tests/{id})
+	DeleteTest(ctx context.Context, request DeleteTestRequestObject) (DeleteTestResponseObject, error)
+	// GetTest A test
+	// (GET /v1/tests/{id})
+	GetTest(ctx context.Context, request GetTestRequestObject) (GetTestResponseObject, error)
+	// UpdateTest Save a new revision of a test
+	// (PATCH /v1/tests/{id})
+	UpdateTest(ctx context.Context, request UpdateTestRequestObject) (UpdateTestResponseObject, error)
+	// DebugTest Run one traced iteration of a test on an agent
+	// (POST /v1/tests/{id}/debug)
+	DebugTest(ctx context.Context, request DebugTestRequestObject) (DebugTestResponseObject, error)
+	// DeleteTestFile Delete a data file of a test
+	// (DELETE /v1/tests/{id}/files/{name})
+	DeleteTestFile(ctx context.Context, request DeleteTestFileRequestObject) (DeleteTestFileResponseObject, error)
+	// GetTestFile Download a data file of a test
+	// (GET /v1/tests/{id}/files/{name})
+	GetTestFile(ctx context.Context, request GetTestFileRequestObject) (GetTestFileResponseObject, error)
+	// PutTestFile Upload a data file of a test
+	// (PUT /v1/tests/{id}/files/{name})
+	PutTestFile(ctx context.Context, request PutTestFileRequestObject) (PutTestFileResponseObject, error)
+	// ListTestRevisions A test's revisions, newest first
+	// (GET /v1/tests/{id}/revisions)
+	ListTestRevisions(ctx context.Context, request ListTestRevisionsRequestObject) (ListTestRevisionsResponseObject, error)
+	// GetTestRevision One revision of a test, with its source
+	// (GET /v1/tests/{id}/revisions/{rev})
+	GetTestRevision(ctx context.Context, request GetTestRevisionRequestObject) (GetTestRevisionResponseObject, error)
+	// GenerateScript Generate a test's script
+	// (POST /v1/tests/{id}/scripts)
+	GenerateScript(ctx context.Context, request GenerateScriptRequestObject) (GenerateScriptResponseObject, error)
 	// ListTokens List personal API tokens
 	// (GET /v1/tokens)
 	ListTokens(ctx context.Context, request ListTokensRequestObject) (ListTokensResponseObject, error)
@@ -16182,6 +21834,39 @@ func (sh *strictHandler) UpdateUser(w http.ResponseWriter, r *http.Request, id I
 		sh.options.ResponseErrorHandlerFunc(w, r, err)
 	} else if validResponse, ok := response.(UpdateUserResponseObject); ok {
 		if err := validResponse.VisitUpdateUserResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// AgentAnswerJob operation middleware
+func (sh *strictHandler) AgentAnswerJob(w http.ResponseWriter, r *http.Request, id ID) {
+	var request AgentAnswerJobRequestObject
+
+	request.Id = id
+
+	var body AgentAnswerJobJSONRequestBody
+	if err := runtime.BindJSONBody(r, &body); err != nil {
+		sh.options.RequestErrorHandlerFunc(w, r, fmt.Errorf("can't decode JSON body: %w", err))
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.AgentAnswerJob(ctx, request.(AgentAnswerJobRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "AgentAnswerJob")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(AgentAnswerJobResponseObject); ok {
+		if err := validResponse.VisitAgentAnswerJobResponse(w); err != nil {
 			sh.options.ResponseErrorHandlerFunc(w, r, err)
 		}
 	} else if response != nil {
@@ -16855,6 +22540,371 @@ func (sh *strictHandler) GetScript(w http.ResponseWriter, r *http.Request, id ID
 		sh.options.ResponseErrorHandlerFunc(w, r, err)
 	} else if validResponse, ok := response.(GetScriptResponseObject); ok {
 		if err := validResponse.VisitGetScriptResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// ListTests operation middleware
+func (sh *strictHandler) ListTests(w http.ResponseWriter, r *http.Request, params ListTestsParams) {
+	var request ListTestsRequestObject
+
+	request.Params = params
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.ListTests(ctx, request.(ListTestsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListTests")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(ListTestsResponseObject); ok {
+		if err := validResponse.VisitListTestsResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// CreateTest operation middleware
+func (sh *strictHandler) CreateTest(w http.ResponseWriter, r *http.Request, params CreateTestParams) {
+	var request CreateTestRequestObject
+
+	request.Params = params
+	if strings.HasPrefix(r.Header.Get("Content-Type"), "application/json") {
+
+		var body CreateTestJSONRequestBody
+		if err := runtime.BindJSONBody(r, &body); err != nil {
+			sh.options.RequestErrorHandlerFunc(w, r, fmt.Errorf("can't decode JSON body: %w", err))
+			return
+		}
+		request.JSONBody = &body
+
+	}
+	if strings.HasPrefix(r.Header.Get("Content-Type"), "application/yaml") {
+		request.Body = r.Body
+	}
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.CreateTest(ctx, request.(CreateTestRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CreateTest")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(CreateTestResponseObject); ok {
+		if err := validResponse.VisitCreateTestResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// DeleteTest operation middleware
+func (sh *strictHandler) DeleteTest(w http.ResponseWriter, r *http.Request, id ID) {
+	var request DeleteTestRequestObject
+
+	request.Id = id
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.DeleteTest(ctx, request.(DeleteTestRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "DeleteTest")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(DeleteTestResponseObject); ok {
+		if err := validResponse.VisitDeleteTestResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// GetTest operation middleware
+func (sh *strictHandler) GetTest(w http.ResponseWriter, r *http.Request, id ID) {
+	var request GetTestRequestObject
+
+	request.Id = id
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.GetTest(ctx, request.(GetTestRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetTest")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(GetTestResponseObject); ok {
+		if err := validResponse.VisitGetTestResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// UpdateTest operation middleware
+func (sh *strictHandler) UpdateTest(w http.ResponseWriter, r *http.Request, id ID, params UpdateTestParams) {
+	var request UpdateTestRequestObject
+
+	request.Id = id
+	request.Params = params
+	if strings.HasPrefix(r.Header.Get("Content-Type"), "application/json") {
+
+		var body UpdateTestJSONRequestBody
+		if err := runtime.BindJSONBody(r, &body); err != nil {
+			sh.options.RequestErrorHandlerFunc(w, r, fmt.Errorf("can't decode JSON body: %w", err))
+			return
+		}
+		request.JSONBody = &body
+
+	}
+	if strings.HasPrefix(r.Header.Get("Content-Type"), "application/yaml") {
+		request.Body = r.Body
+	}
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.UpdateTest(ctx, request.(UpdateTestRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "UpdateTest")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(UpdateTestResponseObject); ok {
+		if err := validResponse.VisitUpdateTestResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// DebugTest operation middleware
+func (sh *strictHandler) DebugTest(w http.ResponseWriter, r *http.Request, id ID) {
+	var request DebugTestRequestObject
+
+	request.Id = id
+
+	var body DebugTestJSONRequestBody
+	if err := runtime.BindJSONBody(r, &body); err != nil {
+		if !errors.Is(err, io.EOF) {
+			sh.options.RequestErrorHandlerFunc(w, r, fmt.Errorf("can't decode JSON body: %w", err))
+			return
+		}
+	} else {
+		request.Body = &body
+	}
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.DebugTest(ctx, request.(DebugTestRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "DebugTest")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(DebugTestResponseObject); ok {
+		if err := validResponse.VisitDebugTestResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// DeleteTestFile operation middleware
+func (sh *strictHandler) DeleteTestFile(w http.ResponseWriter, r *http.Request, id ID, name string) {
+	var request DeleteTestFileRequestObject
+
+	request.Id = id
+	request.Name = name
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.DeleteTestFile(ctx, request.(DeleteTestFileRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "DeleteTestFile")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(DeleteTestFileResponseObject); ok {
+		if err := validResponse.VisitDeleteTestFileResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// GetTestFile operation middleware
+func (sh *strictHandler) GetTestFile(w http.ResponseWriter, r *http.Request, id ID, name string) {
+	var request GetTestFileRequestObject
+
+	request.Id = id
+	request.Name = name
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.GetTestFile(ctx, request.(GetTestFileRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetTestFile")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(GetTestFileResponseObject); ok {
+		if err := validResponse.VisitGetTestFileResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// PutTestFile operation middleware
+func (sh *strictHandler) PutTestFile(w http.ResponseWriter, r *http.Request, id ID, name string) {
+	var request PutTestFileRequestObject
+
+	request.Id = id
+	request.Name = name
+
+	request.Body = r.Body
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.PutTestFile(ctx, request.(PutTestFileRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "PutTestFile")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(PutTestFileResponseObject); ok {
+		if err := validResponse.VisitPutTestFileResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// ListTestRevisions operation middleware
+func (sh *strictHandler) ListTestRevisions(w http.ResponseWriter, r *http.Request, id ID) {
+	var request ListTestRevisionsRequestObject
+
+	request.Id = id
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.ListTestRevisions(ctx, request.(ListTestRevisionsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListTestRevisions")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(ListTestRevisionsResponseObject); ok {
+		if err := validResponse.VisitListTestRevisionsResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// GetTestRevision operation middleware
+func (sh *strictHandler) GetTestRevision(w http.ResponseWriter, r *http.Request, id ID, rev int) {
+	var request GetTestRevisionRequestObject
+
+	request.Id = id
+	request.Rev = rev
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.GetTestRevision(ctx, request.(GetTestRevisionRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetTestRevision")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(GetTestRevisionResponseObject); ok {
+		if err := validResponse.VisitGetTestRevisionResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// GenerateScript operation middleware
+func (sh *strictHandler) GenerateScript(w http.ResponseWriter, r *http.Request, id ID) {
+	var request GenerateScriptRequestObject
+
+	request.Id = id
+
+	var body GenerateScriptJSONRequestBody
+	if err := runtime.BindJSONBody(r, &body); err != nil {
+		if !errors.Is(err, io.EOF) {
+			sh.options.RequestErrorHandlerFunc(w, r, fmt.Errorf("can't decode JSON body: %w", err))
+			return
+		}
+	} else {
+		request.Body = &body
+	}
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.GenerateScript(ctx, request.(GenerateScriptRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GenerateScript")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(GenerateScriptResponseObject); ok {
+		if err := validResponse.VisitGenerateScriptResponse(w); err != nil {
 			sh.options.ResponseErrorHandlerFunc(w, r, err)
 		}
 	} else if response != nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/barrage-load/barrage/internal/barrage"
 	"github.com/barrage-load/barrage/internal/logging"
 	"github.com/barrage-load/barrage/internal/netpolicy"
+	"github.com/barrage-load/barrage/internal/pluginset"
 )
 
 func runAgent(ctx context.Context, e env, args []string) error {
@@ -24,6 +25,7 @@ func runAgent(ctx context.Context, e env, args []string) error {
 	var allow multiFlag
 	fs.Var(&allow, "allow-target", "let the load reach this internal CIDR or address (loopback, private, link-local are refused otherwise); repeat for several")
 	internal := fs.Bool("internal-targets", false, "let the load reach every internal address: for an agent that tests its operator's own network")
+	pf := addPluginFlags(fs, e)
 	if err := parseFlags(fs, args, 0); err != nil {
 		return err
 	}
@@ -46,7 +48,12 @@ func runAgent(ctx context.Context, e env, args []string) error {
 		fmt.Fprintf(e.stderr, "barrage agent: --allow-target: %v\n", err)
 		return errUsage
 	}
+	hopts, err := pf.hostOptions()
+	if err != nil {
+		return err
+	}
 	a, err := agent.New(agent.Config{
+		Plugins: pluginset.Dir(*pf.dir), PluginHost: hopts,
 		Server: *server, Token: token, Version: version,
 		Limits:  barrage.Limits{MaxVUs: *maxVUs, MaxRunDuration: *maxDuration},
 		Targets: &netpolicy.Policy{Internal: *internal, Allow: prefixes},

@@ -81,7 +81,11 @@ func (pf *pluginFlags) open(ctx context.Context, path string, s *script.Script, 
 	if err != nil {
 		return nil, nil, err
 	}
-	set, s, err := pluginset.Open(ctx, path, s, pluginset.Options{Dir: pluginset.Dir(*pf.dir), Host: hopts, VUs: vus})
+	origin, err := pluginset.FileOrigin(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	set, s, err := pluginset.Open(ctx, origin, s, pluginset.Options{Dir: pluginset.Dir(*pf.dir), Host: hopts, VUs: vus})
 	if err != nil {
 		var list script.ErrorList
 		if errors.Is(err, barrage.ErrInvalid) || errors.As(err, &list) {

@@ -63,7 +63,7 @@ func runRunsStart(ctx context.Context, e env, args []string) error {
 	if err != nil {
 		return fmt.Errorf("script id %q: %w", id, err)
 	}
-	body := api.CreateRunRequest{ScriptId: sid}
+	body := api.CreateRunRequest{ScriptId: &sid}
 	if *vus > 0 {
 		body.Vus = vus
 	}

@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"io"
 	"slices"
-	"strings"
-	"unicode/utf8"
 
 	"github.com/barrage-load/barrage/internal/engine"
 	"github.com/barrage-load/barrage/internal/script"
@@ -49,7 +47,7 @@ func printTrace(w io.Writer, ev engine.TraceEvent, preview int) {
 		fmt.Fprintf(w, "> %s: %s\n", h[0], h[1])
 	}
 	if len(ev.RequestBody) > 0 {
-		fmt.Fprintf(w, ">\n%s\n", bodyPreview(ev.RequestBody, preview))
+		fmt.Fprintf(w, ">\n%s\n", engine.Preview(ev.RequestBody, preview))
 	}
 	if ev.Err != nil {
 		fmt.Fprintf(w, "! %v\n", ev.Err)
@@ -66,7 +64,7 @@ func printTrace(w io.Writer, ev engine.TraceEvent, preview int) {
 			}
 		}
 		if len(ev.ResponseBody) > 0 {
-			fmt.Fprintf(w, "<\n%s\n", bodyPreview(ev.ResponseBody, preview))
+			fmt.Fprintf(w, "<\n%s\n", engine.Preview(ev.ResponseBody, preview))
 		}
 	}
 	if len(ev.Vars) > 0 {
@@ -86,20 +84,4 @@ func printTrace(w io.Writer, ev engine.TraceEvent, preview int) {
 		fmt.Fprintf(w, "  FAILED: %s\n", f)
 	}
 	fmt.Fprintln(w)
-}
-
-// bodyPreview shows up to n bytes of a body as text, or says it is binary.
-func bodyPreview(b []byte, n int) string {
-	cut := b
-	if len(cut) > n {
-		cut = cut[:n]
-	}
-	if !utf8.Valid(cut) && !utf8.Valid(cut[:max(0, len(cut)-3)]) {
-		return fmt.Sprintf("(%d bytes of binary)", len(b))
-	}
-	s := strings.ToValidUTF8(string(cut), "�")
-	if len(b) > n {
-		s += fmt.Sprintf("\n… (%d more bytes)", len(b)-n)
-	}
-	return s
 }

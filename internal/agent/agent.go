@@ -24,6 +24,8 @@ import (
 	"github.com/barrage-load/barrage/internal/barrage"
 	"github.com/barrage-load/barrage/internal/engine"
 	"github.com/barrage-load/barrage/internal/netpolicy"
+	"github.com/barrage-load/barrage/internal/pluginhost"
+	"github.com/barrage-load/barrage/internal/pluginset"
 	"github.com/barrage-load/barrage/internal/script"
 )
 
@@ -41,6 +43,11 @@ type Config struct {
 	// LostAfter is how long the agent goes on without reaching the server before it stops
 	// its load (default 10s).
 	LostAfter time.Duration
+	// Plugins is the local plugin directory the agent runs plugins from, each checked against
+	// the digest the script pins; PluginHost how it starts them. Empty: the agent runs no
+	// plugin.
+	Plugins    pluginset.Dir
+	PluginHost pluginhost.Options
 	// HTTP is the client to reach the server with; nil uses one with sane timeouts.
 	HTTP *http.Client
 	Log  *slog.Logger
@@ -51,6 +58,8 @@ type Agent struct {
 	cfg    Config
 	client *api.ClientWithResponses
 	log    *slog.Logger
+	// jobSlots bounds the jobs (debug, generate) done at once.
+	jobSlots chan struct{}
 }
 
 // New returns an agent of cfg.
@@ -81,7 +90,7 @@ func New(cfg Config) (*Agent, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Agent{cfg: cfg, client: cl, log: cfg.Log}, nil
+	return &Agent{cfg: cfg, client: cl, log: cfg.Log, jobSlots: make(chan struct{}, maxJobs)}, nil
 }
 
 // leaseWait is how long a lease waits on the server for work (control.MaxLeaseWait): asking
@@ -113,6 +122,7 @@ func (a *Agent) Run(ctx context.Context) error {
 			if work.Pings != nil {
 				a.answer(ctx, *work.Pings)
 			}
+			a.startJobs(ctx, work.Jobs)
 			if work.Shard != nil {
 				a.runShard(ctx, work.Shard)
 			}
@@ -158,12 +168,13 @@ func (a *Agent) runShard(ctx context.Context, job *api.ShardJob) {
 	log := a.log.With(slog.String("run_id", job.RunId.String()), slog.String("shard_id", job.ShardId.String()))
 	received := time.Now()
 	sh := &shard{agent: a, job: job, log: log}
-	s, opts, err := a.prepare(job, received)
+	s, opts, set, err := a.prepare(ctx, job, received)
 	if err != nil {
 		log.Warn("shard refused", slog.String("error", err.Error()))
 		sh.finish(ctx, &api.ShardEndReport{Reason: api.StopReasonFailed, Detail: ptr(err.Error())})
 		return
 	}
+	defer set.Close()
 	opts.OnSecond = sh.add
 	opts.Log = log
 	run, err := engine.Start(ctx, s, opts)
@@ -200,14 +211,15 @@ func (a *Agent) runShard(ctx context.Context, job *api.ShardJob) {
 	sh.finish(ctx, end)
 }
 
-// prepare checks the job's script against its digest, loads it with its data files, and sets
-// the engine's options: the shared start, the segment, and the tightest of the job's limits
-// and the agent's own.
-func (a *Agent) prepare(job *api.ShardJob, received time.Time) (*script.Script, engine.Options, error) {
+// prepare checks the job's script against its digest, loads it with its data files, starts its
+// plugins from the local plugin directory (each binary must have the digest the script pins),
+// and sets the engine's options: the shared start, the segment, and the tightest of the job's
+// limits and the agent's own. Close the set when the shard has ended.
+func (a *Agent) prepare(ctx context.Context, job *api.ShardJob, received time.Time) (*script.Script, engine.Options, *pluginset.Set, error) {
 	var opts engine.Options
 	sum := sha256.Sum256(job.Script.Source)
 	if hex.EncodeToString(sum[:]) != job.Script.Sha256 {
-		return nil, opts, errors.New("the script does not match its sha256")
+		return nil, opts, nil, errors.New("the script does not match its sha256")
 	}
 	files := make(map[string][]byte, len(job.Script.Files))
 	for _, f := range job.Script.Files {
@@ -215,15 +227,30 @@ func (a *Agent) prepare(job *api.ShardJob, received time.Time) (*script.Script, 
 	}
 	s, err := script.LoadBundle(job.Script.Source, files)
 	if err != nil {
-		return nil, opts, fmt.Errorf("load the script: %w", err)
-	}
-	if len(s.Plugins) > 0 {
-		// Until agents fetch plugins from the marketplace, they run only scripts without.
-		return nil, opts, fmt.Errorf("the script uses plugins (%s), which this agent cannot run yet", s.Plugins[0].Ref)
+		return nil, opts, nil, fmt.Errorf("load the script: %w", err)
 	}
 	seg, err := engine.ParseSegment(job.Segment)
 	if err != nil {
-		return nil, opts, err
+		return nil, opts, nil, err
+	}
+	if err := a.canRun(s); err != nil {
+		return nil, opts, nil, err
+	}
+	var set *pluginset.Set
+	if len(s.Plugins) > 0 {
+		pins := map[string]string{}
+		for _, p := range job.Script.Plugins {
+			pins[p.Alias] = p.Sha256
+		}
+		vus := s.Load.VUs
+		if job.Load.Vus != nil {
+			vus = *job.Load.Vus
+		}
+		if set, s, err = pluginset.Open(ctx, pluginset.BundleOrigin(job.Script.Source, files), s,
+			pluginset.Options{Dir: a.cfg.Plugins, Host: a.cfg.PluginHost, VUs: int(seg.Scale(int64(max(vus, s.Load.MaxVUs)))), Pins: pins}); err != nil {
+			return nil, opts, nil, fmt.Errorf("start the script's plugins: %w", err)
+		}
+		opts.Plugins = set.Plugins
 	}
 	limits := a.cfg.Limits
 	if job.MaxVus != nil {
@@ -232,11 +259,8 @@ func (a *Agent) prepare(job *api.ShardJob, received time.Time) (*script.Script, 
 	if job.MaxRunDurationSeconds != nil {
 		limits = limits.Tightest(barrage.Limits{MaxRunDuration: time.Duration(*job.MaxRunDurationSeconds) * time.Second})
 	}
-	opts = engine.Options{
-		// The server's "starts in" rather than its clock's "starts at": agents' clocks differ.
-		Start: received.Add(time.Duration(job.StartsInMs) * time.Millisecond), Segment: seg, Limits: limits,
-		Targets: a.cfg.Targets,
-	}
+	opts.Start = received.Add(time.Duration(job.StartsInMs) * time.Millisecond) // the server's "starts in": agents' clocks differ
+	opts.Segment, opts.Limits, opts.Targets = seg, limits, a.cfg.Targets
 	if job.Load.Vus != nil {
 		opts.VUs = *job.Load.Vus
 	}
@@ -246,7 +270,7 @@ func (a *Agent) prepare(job *api.ShardJob, received time.Time) (*script.Script, 
 	if job.Load.Rate != nil {
 		opts.Rate = *job.Load.Rate
 	}
-	return s, opts, nil
+	return s, opts, set, nil
 }
 
 // shard is a shard under way: the seconds it has not yet had acknowledged, and its reports.
@@ -367,6 +391,7 @@ func (sh *shard) send(ctx context.Context, end *api.ShardEndReport) (*engine.Sto
 			if p := res.JSON200.Pings; p != nil {
 				sh.agent.answer(ctx, *p)
 			}
+			sh.agent.startJobs(ctx, res.JSON200.Jobs)
 			return toStop(res.JSON200), nil
 		}
 	}

@@ -27,10 +27,14 @@ type ScriptManifest struct {
 	Files        []ScriptFileRef `json:"files"`
 }
 
-// PluginPin is a plugin a script uses, pinned by its digest.
+// PluginPin is a plugin a script uses, pinned by the digest of its binary: an agent runs the
+// script only with a binary of that digest.
 type PluginPin struct {
-	Alias  string `json:"alias"`
-	Name   string `json:"name"`
+	Alias   string `json:"alias"`
+	Name    string `json:"name"`
+	Version string `json:"version"`
+	// Kind is the script's kind for it: element or url (source plugins ran at generation).
+	Kind   string `json:"kind"`
 	SHA256 string `json:"sha256"`
 }
 

@@ -18,7 +18,10 @@ import (
 
 // RunInput is what a user asks for when starting a run.
 type RunInput struct {
+	// ScriptID is the script to run; with TestID instead, the test's latest revision is
+	// generated into a script first.
 	ScriptID uuid.UUID
+	TestID   *uuid.UUID
 	Load     barrage.LoadOverrides
 	// AgentIDs are the agents to run on; without them, Agents of the online agents the user
 	// may use are picked (1 when 0), the user's own first.
@@ -40,6 +43,17 @@ func (s *Service) CreateRun(ctx context.Context, p barrage.Principal, in RunInpu
 	}
 	if err := checkOverrides(in.Load); err != nil {
 		return barrage.Run{}, err
+	}
+	if in.TestID != nil {
+		var on *uuid.UUID
+		if len(in.AgentIDs) > 0 {
+			on = &in.AgentIDs[0]
+		}
+		gen, err := s.GenerateScript(ctx, p, *in.TestID, JobInput{AgentID: on})
+		if err != nil {
+			return barrage.Run{}, err
+		}
+		in.ScriptID = gen.ID
 	}
 	sc, err := s.store.Script(ctx, owner, in.ScriptID)
 	if err != nil {

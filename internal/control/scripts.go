@@ -2,15 +2,11 @@ package control
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
-	"log/slog"
 
 	"github.com/google/uuid"
 
 	"github.com/barrage-load/barrage/internal/barrage"
-	"github.com/barrage-load/barrage/internal/script"
 )
 
 // ScriptInput is a script as a user uploads it, with its data files by name.
@@ -24,37 +20,21 @@ type ScriptInput struct {
 // stores it immutably with its digest and manifest. A refused script's error lists every
 // problem with its path and line.
 func (s *Service) CreateScript(ctx context.Context, p barrage.Principal, in ScriptInput) (barrage.Script, error) {
-	files := make(map[string][]byte, len(in.Files))
-	for _, f := range in.Files {
-		files[f.Name] = f.Content
-	}
-	parsed, err := script.LoadBundle(in.Source, files)
+	parsed, err := loadBundle(in.Source, in.Files)
 	if err != nil {
 		return barrage.Script{}, err
 	}
 	if len(parsed.Plugins) > 0 {
-		// Source modifiers must run before a script is stored, and only agents run plugins.
+		// Plugins must be pinned (and source plugins run) before a script is stored, and only
+		// agents run plugins: that is a test's generation.
 		return barrage.Script{}, barrage.Invalid("source", fmt.Sprintf("the script uses plugins (%s): "+
-			"scripts with plugins cannot run on agents yet", parsed.Plugins[0].Ref))
+			"save it as a test (POST /v1/tests, barrage tests push) and generate its script on an agent", parsed.Plugins[0].Ref))
 	}
-	sum := sha256.Sum256(in.Source)
-	sc := barrage.Script{
-		ID: uuid.Must(uuid.NewV7()), OwnerID: p.User.ID, Name: in.Name, Source: in.Source, SHA256: sum[:],
-		Files: in.Files, Manifest: barrage.ScriptManifest{Plugins: []barrage.PluginPin{}, Files: []barrage.ScriptFileRef{}},
+	name := in.Name
+	if name == "" {
+		name = parsed.Name
 	}
-	if sc.Name == "" {
-		sc.Name = parsed.Name
-	}
-	for _, f := range in.Files {
-		fs := sha256.Sum256(f.Content)
-		sc.Manifest.Files = append(sc.Manifest.Files, barrage.ScriptFileRef{Name: f.Name, SHA256: hex.EncodeToString(fs[:]), Size: int64(len(f.Content))})
-	}
-	sc, err = s.store.CreateScript(ctx, sc)
-	if err != nil {
-		return barrage.Script{}, err
-	}
-	s.log.InfoContext(ctx, "script stored", slog.String("script_id", sc.ID.String()))
-	return sc, nil
+	return s.storeScript(ctx, p, name, in.Source, in.Files, barrage.ScriptManifest{})
 }
 
 // Script reads p's script id.

@@ -3,6 +3,7 @@ package control
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -27,10 +28,12 @@ type Hello struct {
 // barrage.AgentOnlineWithin, since a waiting agent is seen only when it asks again.
 const MaxLeaseWait = 5 * time.Second
 
-// Work is what an agent is given when it asks: a shard to run, pings to answer, or neither.
+// Work is what an agent is given when it asks: a shard to run, pings to answer, jobs to do
+// (debug, generate), or none of these.
 type Work struct {
 	Shard *barrage.ShardJob
 	Pings []uuid.UUID
+	Jobs  []barrage.AgentJob
 }
 
 // Lease waits up to wait for work for agent a: pings to answer, or a shard, handed over under a
@@ -55,6 +58,9 @@ func (s *Service) Lease(ctx context.Context, a barrage.Agent, h Hello, wait time
 		if w.Pings, err = s.store.TakePings(ctx, a.ID); err != nil {
 			return Work{}, err
 		}
+		if w.Jobs, err = s.takeJobs(ctx, a); err != nil {
+			return Work{}, err
+		}
 		if w.Shard, err = s.store.LeaseShard(ctx, a.ID, h.Version, s.cfg.StartLead); err != nil {
 			return Work{}, err
 		}
@@ -62,7 +68,7 @@ func (s *Service) Lease(ctx context.Context, a barrage.Agent, h Hello, wait time
 			s.log.InfoContext(ctx, "shard leased", slog.String("run_id", w.Shard.Run.ID.String()),
 				slog.String("shard_id", w.Shard.Shard.ID.String()), slog.String("agent_id", a.ID.String()))
 		}
-		if w.Shard != nil || len(w.Pings) > 0 {
+		if w.Shard != nil || len(w.Pings) > 0 || len(w.Jobs) > 0 {
 			return w, nil
 		}
 		left := deadline.Sub(s.now())
@@ -96,28 +102,22 @@ func (s *Service) Ping(ctx context.Context, p barrage.Principal, id uuid.UUID) (
 		return a, 0, barrage.Errorf(barrage.ErrConflict, "agent %q is %s", a.Name, st)
 	}
 	pingID := uuid.Must(uuid.NewV7())
-	answered, stop := s.runs.Subscribe(pingID.String())
-	defer stop()
-	if err := s.store.CreatePing(ctx, pingID, a.ID); err != nil {
-		return a, 0, err
+	var rtt time.Duration
+	err = s.await(ctx, pingID, PingWait, func() error { return s.store.CreatePing(ctx, pingID, a.ID) }, func() (bool, error) {
+		var ok bool
+		var err error
+		rtt, ok, err = s.store.PingRoundTrip(ctx, pingID)
+		return ok, err
+	})
+	if errors.Is(err, barrage.ErrNoAnswer) {
+		return a, 0, barrage.Errorf(barrage.ErrNoAnswer, "agent %q did not answer within %s", a.Name, PingWait)
 	}
-	ctx, cancel := context.WithTimeout(ctx, PingWait)
-	defer cancel()
-	for {
-		rtt, ok, err := s.store.PingRoundTrip(ctx, pingID)
-		if ok || (err != nil && ctx.Err() == nil) {
-			return a, rtt, err
-		}
-		t := time.NewTimer(s.cfg.PollEvery)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return a, 0, barrage.Errorf(barrage.ErrNoAnswer, "agent %q did not answer within %s", a.Name, PingWait)
-		case <-answered:
-			t.Stop()
-		case <-t.C:
-		}
-	}
+	return a, rtt, err
+}
+
+// takeJobs hands agent a the jobs waiting for it whose askers still wait.
+func (s *Service) takeJobs(ctx context.Context, a barrage.Agent) ([]barrage.AgentJob, error) {
+	return s.store.TakeAgentJobs(ctx, a.ID, s.now().Add(-JobWait))
 }
 
 // AnswerPing records agent a's answer to its ping id.
@@ -156,10 +156,11 @@ const MaxReportLabels = 1000
 const MaxReportSeconds = 300
 
 // Instruction is the server's answer to a report: whether the agent must stop the shard's load,
-// and the pings it has to answer.
+// and the pings and jobs it has to answer.
 type Instruction struct {
 	Stop  *engine.Stop
 	Pings []uuid.UUID
+	Jobs  []barrage.AgentJob
 }
 
 // Report stores what agent a reports of its shard. Seconds already stored (a resent report) are
@@ -225,6 +226,9 @@ func (s *Service) Report(ctx context.Context, a barrage.Agent, shardID uuid.UUID
 	}
 	var in Instruction
 	if in.Pings, err = s.store.TakePings(ctx, a.ID); err != nil {
+		return Instruction{}, err
+	}
+	if in.Jobs, err = s.takeJobs(ctx, a); err != nil {
 		return Instruction{}, err
 	}
 	switch r := rep.Run; {

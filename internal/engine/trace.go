@@ -1,8 +1,11 @@
 package engine
 
 import (
+	"fmt"
 	"net/http"
+	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // TraceEvent is one exchange in full, for `barrage debug`.
@@ -40,4 +43,20 @@ func (v *vu) traceFailure(r *compiledRequest, err error) {
 	if v.p.opts.Trace != nil {
 		v.p.opts.Trace(TraceEvent{Request: r.r.Name, Method: r.r.Method, URL: r.r.URL.String(), Err: err, Failures: []string{err.Error()}})
 	}
+}
+
+// Preview shows up to n bytes of a body as text, or says it is binary: what a trace prints.
+func Preview(b []byte, n int) string {
+	cut := b
+	if len(cut) > n {
+		cut = cut[:n]
+	}
+	if !utf8.Valid(cut) && !utf8.Valid(cut[:max(0, len(cut)-3)]) {
+		return fmt.Sprintf("(%d bytes of binary)", len(b))
+	}
+	s := strings.ToValidUTF8(string(cut), "�")
+	if len(b) > n {
+		s += fmt.Sprintf("\n… (%d more bytes)", len(b)-n)
+	}
+	return s
 }

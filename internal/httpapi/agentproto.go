@@ -36,7 +36,7 @@ func (s *server) AgentLease(ctx context.Context, req api.AgentLeaseRequestObject
 	if err != nil {
 		return nil, err
 	}
-	if w.Shard == nil && len(w.Pings) == 0 {
+	if w.Shard == nil && len(w.Pings) == 0 && len(w.Jobs) == 0 {
 		return api.AgentLease204Response{}, nil
 	}
 	var out api.AgentLease200JSONResponse
@@ -46,6 +46,7 @@ func (s *server) AgentLease(ctx context.Context, req api.AgentLeaseRequestObject
 	if len(w.Pings) > 0 {
 		out.Pings = &w.Pings
 	}
+	out.Jobs = toAPIJobs(w.Jobs)
 	return out, nil
 }
 
@@ -100,6 +101,7 @@ func (s *server) AgentReport(ctx context.Context, req api.AgentReportRequestObje
 	if len(in.Pings) > 0 {
 		out.Pings = &in.Pings
 	}
+	out.Jobs = toAPIJobs(in.Jobs)
 	if in.Stop != nil {
 		out.Stop.Set(api.StopInstruction{Reason: api.StopReason(in.Stop.Reason.String()), Detail: in.Stop.Detail})
 	} else {
@@ -113,7 +115,7 @@ func toAPIShardJob(j *barrage.ShardJob, now time.Time) api.ShardJob {
 		ShardId: j.Shard.ID, RunId: j.Run.ID, Lease: j.Shard.Lease, Load: toAPILoad(j.Run.Load),
 		Segment: fmt.Sprintf("%d:%d/%d", j.Shard.From, j.Shard.To, j.Shard.Of),
 		Script: api.ScriptBundle{Name: j.Script.Name, Source: j.Script.Source, Sha256: hex.EncodeToString(j.Script.SHA256),
-			Files: make([]api.BundleFile, len(j.Script.Files))},
+			Files: make([]api.BundleFile, len(j.Script.Files)), Plugins: toAPIPins(j.Script.Manifest.Plugins)},
 	}
 	if j.Run.StartAt != nil {
 		v.StartAt = *j.Run.StartAt
@@ -124,4 +126,22 @@ func toAPIShardJob(j *barrage.ShardJob, now time.Time) api.ShardJob {
 		v.Script.Files[i] = api.BundleFile{Name: f.Name, Content: f.Content}
 	}
 	return v
+}
+
+// toAPIJobs is the jobs handed to an agent; nil when there are none.
+func toAPIJobs(jobs []barrage.AgentJob) *[]api.AgentJob {
+	if len(jobs) == 0 {
+		return nil
+	}
+	out := make([]api.AgentJob, len(jobs))
+	for i, j := range jobs {
+		b := j.Bundle
+		out[i] = api.AgentJob{Id: j.ID, Kind: api.AgentJobKind(j.Kind), Test: api.TestBundle{
+			Name: b.Name, Format: api.TestBundleFormat(b.Format), Source: b.Source, Files: make([]api.BundleFile, len(b.Files)),
+		}}
+		for k, f := range b.Files {
+			out[i].Test.Files[k] = api.BundleFile{Name: f.Name, Content: f.Content}
+		}
+	}
+	return &out
 }

@@ -100,6 +100,8 @@ type setupOpts struct {
 	// trusted are the trusted proxies.
 	trusted string
 	maxBody int64
+	// maxFileBytes caps a test's data file.
+	maxFileBytes int64
 }
 
 // testHasher is cheap: the suite hashes hundreds of passwords. The cost of the real
@@ -128,7 +130,7 @@ func setup(t testing.TB, opts ...setupOpts) *testBundle {
 	log := logging.New(&suiteLog, "text", slog.LevelDebug)
 	svc := account.New(store, testHasher, tokens, log, account.Config{RefreshTTL: 24 * time.Hour, RateLimits: o.limits})
 	ctl := control.New(store, log, control.Config{PollEvery: 20 * time.Millisecond})
-	deps := httpapi.Deps{Log: log, Accounts: svc, Control: ctl, Ready: store.Ready, MaxBodyBytes: o.maxBody}
+	deps := httpapi.Deps{Log: log, Accounts: svc, Control: ctl, Ready: store.Ready, MaxBodyBytes: o.maxBody, MaxFileBytes: o.maxFileBytes}
 	if o.trusted != "" {
 		deps.TrustedProxies = mustPrefixes(t, o.trusted)
 	}

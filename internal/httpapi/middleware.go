@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"regexp"
 	"runtime/debug"
 	"strings"
 	"time"
@@ -25,6 +26,7 @@ const (
 	keyRequestID ctxKey = iota
 	keyClientIP
 	keyPrincipal
+	keyRawBody
 )
 
 func requestIDFrom(ctx context.Context) string {
@@ -190,14 +192,22 @@ func accessLog(log *slog.Logger) func(http.Handler) http.Handler {
 	}
 }
 
-// limitBody reads the whole body up front, refusing more than max bytes with 413, so that the
-// validator and the handler can both read it and an oversized body never reaches either.
-func limitBody(max int64) func(http.Handler) http.Handler {
+// fileRoute is the path of a test's data file, whose uploads have a limit of their own.
+var fileRoute = regexp.MustCompile(`^/v1/tests/[^/]+/files/[^/]+$`)
+
+// limitBody reads the whole body up front, refusing more than max bytes (fileMax for a data
+// file's upload) with 413, so that the validator and the handler can both read it and an
+// oversized body never reaches either. The handler finds the bytes as they came in rawBody.
+func limitBody(bodyMax, fileMax int64) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if r.Body == nil || r.Body == http.NoBody {
 				next.ServeHTTP(w, r)
 				return
+			}
+			max := bodyMax
+			if r.Method == http.MethodPut && fileRoute.MatchString(r.URL.Path) {
+				max = fileMax
 			}
 			tooLarge := problem{Type: typeTooLarge, Status: http.StatusRequestEntityTooLarge,
 				Detail: fmt.Sprintf("The request body is larger than %d bytes.", max)}
@@ -217,9 +227,16 @@ func limitBody(max int64) func(http.Handler) http.Handler {
 			}
 			r.Body = io.NopCloser(bytes.NewReader(body))
 			r.ContentLength = int64(len(body))
-			next.ServeHTTP(w, r)
+			next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), keyRawBody, body)))
 		})
 	}
+}
+
+// rawBody is the request's body as it came: a test's source keeps its lines, so that errors
+// name them.
+func rawBody(ctx context.Context) []byte {
+	b, _ := ctx.Value(keyRawBody).([]byte)
+	return b
 }
 
 // securityHeaders sets headers every response should carry.

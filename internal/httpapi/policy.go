@@ -62,6 +62,19 @@ var policies = map[string]policy{
 	"DELETE /v1/agents/{id}":    {user, barrage.ScopeWrite},
 	"POST /v1/agents/{id}/ping": {user, barrage.ScopeRead},
 
+	"GET /v1/tests":                      {user, barrage.ScopeRead},
+	"POST /v1/tests":                     {user, barrage.ScopeWrite},
+	"GET /v1/tests/{id}":                 {user, barrage.ScopeRead},
+	"PATCH /v1/tests/{id}":               {user, barrage.ScopeWrite},
+	"DELETE /v1/tests/{id}":              {user, barrage.ScopeWrite},
+	"GET /v1/tests/{id}/revisions":       {user, barrage.ScopeRead},
+	"GET /v1/tests/{id}/revisions/{rev}": {user, barrage.ScopeRead},
+	"PUT /v1/tests/{id}/files/{name}":    {user, barrage.ScopeWrite},
+	"GET /v1/tests/{id}/files/{name}":    {user, barrage.ScopeRead},
+	"DELETE /v1/tests/{id}/files/{name}": {user, barrage.ScopeWrite},
+	"POST /v1/tests/{id}/debug":          {user, barrage.ScopeWrite},
+	"POST /v1/tests/{id}/scripts":        {user, barrage.ScopeWrite},
+
 	"POST /v1/scripts":     {user, barrage.ScopeWrite},
 	"GET /v1/scripts/{id}": {user, barrage.ScopeRead},
 
@@ -75,6 +88,7 @@ var policies = map[string]policy{
 
 	"POST /v1/agent/lease":              {access: agent},
 	"POST /v1/agent/pings/{id}":         {access: agent},
+	"POST /v1/agent/jobs/{id}":          {access: agent},
 	"POST /v1/agent/shards/{id}/report": {access: agent},
 }
 

@@ -91,6 +91,10 @@ func TestRequestSchemasForbidUnknownFields(t *testing.T) {
 		if s == nil || !s.Type.Is("object") {
 			return
 		}
+		if s.AdditionalProperties.Schema != nil { // a map: its values are checked
+			check(name+".*", s.AdditionalProperties.Schema.Value)
+			return
+		}
 		require.NotNil(t, s.AdditionalProperties.Has, "%s: set additionalProperties: false", name)
 		require.False(t, *s.AdditionalProperties.Has, "%s: set additionalProperties: false", name)
 		for prop, ref := range s.Properties {
@@ -107,9 +111,18 @@ func TestRequestSchemasForbidUnknownFields(t *testing.T) {
 				continue
 			}
 			for ct, mt := range op.RequestBody.Value.Content {
-				require.Equal(t, "application/json", ct, "%s %s", method, path)
-				check(method+" "+path, mt.Schema.Value)
-				n++
+				switch {
+				case ct == "application/json" && mt.Schema.Ref == "#/components/schemas/TestSource":
+					// A test's session: the script parser refuses unknown fields itself, with
+					// their lines.
+				case ct == "application/json":
+					check(method+" "+path, mt.Schema.Value)
+					n++
+				case ct == "application/yaml" || ct == "application/octet-stream":
+					require.True(t, mt.Schema.Value.Type.Is("string"), "%s %s: %s is read whole, as text", method, path, ct)
+				default:
+					require.Fail(t, "unexpected content type", "%s %s: %s", method, path, ct)
+				}
 			}
 		}
 	}

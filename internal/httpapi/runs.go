@@ -23,7 +23,13 @@ func (s *server) CreateRun(ctx context.Context, req api.CreateRunRequestObject) 
 		return nil, err
 	}
 	b := req.Body
-	in := control.RunInput{ScriptID: b.ScriptId, IdempotencyKey: req.Params.IdempotencyKey}
+	in := control.RunInput{TestID: b.TestId, IdempotencyKey: req.Params.IdempotencyKey}
+	switch {
+	case (b.ScriptId == nil) == (b.TestId == nil):
+		return nil, barrage.Invalid("script_id", "give exactly one of script_id and test_id")
+	case b.ScriptId != nil:
+		in.ScriptID = *b.ScriptId
+	}
 	if b.Vus != nil {
 		in.Load.VUs = *b.Vus
 	}
@@ -113,10 +119,8 @@ func toAPIRun(r barrage.Run) api.Run {
 	}
 	v.MaxVus, v.MaxRunDurationSeconds = apiJobLimits(r.Limits)
 	v.Manifest = api.RunManifest{ScriptSha256: r.Manifest.ScriptSHA256, ScriptName: r.Manifest.ScriptName,
-		Plugins: []api.PluginPin{}, Files: []api.ScriptFileRef{}, Agents: []api.ManifestAgent{}}
-	for _, pl := range r.Manifest.Plugins {
-		v.Manifest.Plugins = append(v.Manifest.Plugins, api.PluginPin{Alias: pl.Alias, Name: pl.Name, Sha256: pl.SHA256})
-	}
+		Files: []api.ScriptFileRef{}, Agents: []api.ManifestAgent{}}
+	v.Manifest.Plugins = toAPIPins(r.Manifest.Plugins)
 	for _, f := range r.Manifest.Files {
 		v.Manifest.Files = append(v.Manifest.Files, api.ScriptFileRef{Name: f.Name, Sha256: f.SHA256, Size: f.Size})
 	}
@@ -191,7 +195,11 @@ func (s *server) GetScript(ctx context.Context, req api.GetScriptRequestObject) 
 
 func toAPIScript(sc barrage.Script) api.Script {
 	v := api.Script{Id: sc.ID, Name: sc.Name, Sha256: hex.EncodeToString(sc.SHA256), Source: string(sc.Source),
-		CreatedAt: sc.Created, Files: make([]api.ScriptFileRef, len(sc.Manifest.Files))}
+		CreatedAt: sc.Created, Files: make([]api.ScriptFileRef, len(sc.Manifest.Files)), Plugins: toAPIPins(sc.Manifest.Plugins),
+		TestId: sc.Manifest.TestID}
+	if sc.Manifest.TestRevision > 0 {
+		v.TestRevision = ptr(sc.Manifest.TestRevision)
+	}
 	for i, f := range sc.Manifest.Files {
 		v.Files[i] = api.ScriptFileRef{Name: f.Name, Sha256: f.SHA256, Size: f.Size}
 	}

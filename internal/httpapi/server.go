@@ -34,6 +34,8 @@ type Deps struct {
 	TrustedProxies []netip.Prefix
 	// MaxBodyBytes caps request bodies; larger ones get 413.
 	MaxBodyBytes int64
+	// MaxFileBytes caps a test's data file (default 16 MiB).
+	MaxFileBytes int64
 }
 
 type server struct {
@@ -61,9 +63,12 @@ func NewServer(d Deps) (http.Handler, error) {
 	if d.MaxBodyBytes <= 0 {
 		d.MaxBodyBytes = 1 << 20
 	}
+	if d.MaxFileBytes <= 0 {
+		d.MaxFileBytes = 16 << 20
+	}
 
 	r := chi.NewRouter()
-	r.Use(requestID, clientIP(d.TrustedProxies), accessLog(d.Log), securityHeaders, limitBody(d.MaxBodyBytes))
+	r.Use(requestID, clientIP(d.TrustedProxies), accessLog(d.Log), securityHeaders, limitBody(d.MaxBodyBytes, d.MaxFileBytes))
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, r, problem{Status: http.StatusNotFound, Detail: "No route matches " + r.URL.Path + "."})
 	})

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/getkin/kin-openapi/openapi3"
@@ -110,7 +112,8 @@ func validationProblem(err error) problem {
 				return problem{Type: typeMalformed, Title: "Missing request body", Status: http.StatusBadRequest,
 					Detail: "This operation needs a JSON request body."}
 			case re.Err == nil && strings.HasPrefix(re.Reason, "header Content-Type"):
-				return problem{Type: typeMalformed, Status: http.StatusUnsupportedMediaType, Detail: "Send the body as application/json."}
+				return problem{Type: typeMalformed, Status: http.StatusUnsupportedMediaType,
+					Detail: "Send the body as " + strings.Join(slices.Sorted(maps.Keys(re.RequestBody.Content)), " or ") + "."}
 			}
 			p.Errors = append(p.Errors, bodyErrors(re)...)
 		default:

@@ -6,10 +6,12 @@
 package pluginset
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -30,6 +32,9 @@ type Options struct {
 	Host pluginhost.Options
 	// VUs is the most virtual users the run will have, to size url plugins' processes.
 	VUs int
+	// Pins, when not nil, are the digests a generated script pinned its plugins to, by alias:
+	// a plugin of the directory whose digest differs, or that is not pinned, is refused.
+	Pins map[string]string
 }
 
 // Set is the started plugins of a run.
@@ -62,9 +67,37 @@ func (s *Set) Close() error {
 // adds switching.
 const vusPerProcess = 250
 
-// Open starts the plugins of the script at path (already loaded as s). When the script has
+// Origin is where a script was loaded from: its text, for source plugins to rewrite, and the
+// folder of its data files, for the rewritten script to read.
+type Origin struct {
+	Source []byte
+	FS     fs.FS
+	Name   string // the script's slash-separated path in FS
+	// Filename names the script in error messages.
+	Filename string
+}
+
+// FileOrigin is the script file at path.
+func FileOrigin(path string) (Origin, error) {
+	text, err := os.ReadFile(path)
+	if err != nil {
+		return Origin{}, err
+	}
+	dir, name := filepath.Split(path)
+	if dir == "" {
+		dir = "."
+	}
+	return Origin{Source: text, FS: os.DirFS(dir), Name: name, Filename: path}, nil
+}
+
+// BundleOrigin is a script stored with its data files by name (see script.LoadBundle).
+func BundleOrigin(source []byte, files map[string][]byte) Origin {
+	return Origin{Source: source, FS: script.BundleFS(files), Name: script.BundleName, Filename: script.BundleName}
+}
+
+// Open starts the plugins of the script from origin (already loaded as s). When the script has
 // source plugins, it returns the script they produced.
-func Open(ctx context.Context, path string, s *script.Script, opts Options) (*Set, *script.Script, error) {
+func Open(ctx context.Context, origin Origin, s *script.Script, opts Options) (*Set, *script.Script, error) {
 	set := &Set{Plugins: make(map[string]engine.Plugin)}
 	if len(s.Plugins) == 0 {
 		return set, s, nil
@@ -74,6 +107,10 @@ func Open(ctx context.Context, path string, s *script.Script, opts Options) (*Se
 		return nil, nil, err
 	}
 	set.host = h
+	if opts.Pins != nil && hasSources(s) {
+		_ = set.Close()
+		return nil, nil, errors.New("a pinned script has no source plugins: they ran when it was generated")
+	}
 	ok := false
 	defer func() {
 		if !ok {
@@ -81,7 +118,7 @@ func Open(ctx context.Context, path string, s *script.Script, opts Options) (*Se
 		}
 	}()
 
-	if s, err = set.applySources(ctx, path, s, opts); err != nil {
+	if s, err = set.applySources(ctx, origin, s, opts); err != nil {
 		return nil, nil, err
 	}
 	for _, sp := range s.Plugins {
@@ -126,27 +163,32 @@ func Open(ctx context.Context, path string, s *script.Script, opts Options) (*Se
 	return set, s, nil
 }
 
-// applySources runs the script's source plugins in order, each on the previous one's output,
-// and loads the result.
-func (set *Set) applySources(ctx context.Context, path string, s *script.Script, opts Options) (*script.Script, error) {
-	var sources []*script.Plugin
-	for _, sp := range s.Plugins {
-		if sp.Kind == script.SourcePlugin {
-			sources = append(sources, sp)
-		}
-	}
-	if len(sources) == 0 {
+// applySources runs the script's source plugins on its text and loads the result.
+func (set *Set) applySources(ctx context.Context, origin Origin, s *script.Script, opts Options) (*script.Script, error) {
+	if !hasSources(s) {
 		return s, nil
 	}
-	text, err := os.ReadFile(path)
+	doc, err := script.ToJSON(origin.Source)
 	if err != nil {
 		return nil, err
 	}
-	doc, err := script.ToJSON(text)
-	if err != nil {
+	if doc, err = set.rewrite(ctx, doc, s, opts); err != nil {
 		return nil, err
 	}
-	for _, sp := range sources {
+	return script.LoadData(origin.FS, origin.Name, doc, script.ParseOptions{Filename: origin.Filename + " (after source plugins)"})
+}
+
+func hasSources(s *script.Script) bool {
+	return slices.ContainsFunc(s.Plugins, func(sp *script.Plugin) bool { return sp.Kind == script.SourcePlugin })
+}
+
+// rewrite runs the source plugins of s in order on doc (s as JSON), each on the previous one's
+// output, and returns the last output.
+func (set *Set) rewrite(ctx context.Context, doc []byte, s *script.Script, opts Options) ([]byte, error) {
+	for _, sp := range s.Plugins {
+		if sp.Kind != script.SourcePlugin {
+			continue
+		}
 		p, err := set.start(ctx, sp, opts, sdk.KindSourceModifier)
 		if err != nil {
 			return nil, err
@@ -161,15 +203,73 @@ func (set *Set) applySources(ctx context.Context, path string, s *script.Script,
 		}
 		doc = out
 	}
-	dir, name := filepath.Split(path)
-	if dir == "" {
-		dir = "."
-	}
-	modified, err := script.LoadData(os.DirFS(dir), name, doc, script.ParseOptions{Filename: path + " (after source plugins)"})
+	return doc, nil
+}
+
+// Generate is a script's generation, as an agent does it for the server: the source plugins of
+// s (parsed from source, YAML or JSON) rewrite it, and they are removed from the result, which
+// is JSON; every other plugin of the result is pinned by the digest of the binary the directory
+// holds for it. No data file is read: the server checks the result with them.
+func Generate(ctx context.Context, source []byte, s *script.Script, opts Options) ([]byte, []barrage.PluginPin, error) {
+	doc, err := script.ToJSON(source)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return modified, nil
+	if hasSources(s) {
+		h, err := pluginhost.New(opts.Host)
+		if err != nil {
+			return nil, nil, err
+		}
+		set := &Set{host: h}
+		doc, err = set.rewrite(ctx, doc, s, opts)
+		_ = set.Close()
+		if err != nil {
+			return nil, nil, err
+		}
+		if doc, err = withoutSources(doc); err != nil {
+			return nil, nil, err
+		}
+	}
+	out, err := script.Parse(doc, script.ParseOptions{Filename: "script (after source plugins)"})
+	if err != nil {
+		return nil, nil, err
+	}
+	pins := []barrage.PluginPin{}
+	for _, sp := range out.Plugins {
+		if sp.Kind == script.SourcePlugin {
+			return nil, nil, fmt.Errorf("source plugin %s added a source plugin (%s) to the script", sp.Ref, sp.As)
+		}
+		spec, err := opts.Dir.Find(sp.Name, sp.Version)
+		if err != nil {
+			return nil, nil, err
+		}
+		pins = append(pins, barrage.PluginPin{Alias: sp.As, Name: sp.Name, Version: sp.Version, Kind: sp.Kind.String(), SHA256: spec.SHA256})
+	}
+	return doc, pins, nil
+}
+
+// withoutSources removes the source plugins from a script as JSON: they have done their work.
+func withoutSources(doc []byte) ([]byte, error) {
+	d := json.NewDecoder(bytes.NewReader(doc))
+	d.UseNumber()
+	var top map[string]any
+	if err := d.Decode(&top); err != nil {
+		return nil, fmt.Errorf("the script after source plugins: %w", err)
+	}
+	list, _ := top["plugins"].([]any)
+	kept := []any{}
+	for _, p := range list {
+		if m, ok := p.(map[string]any); ok && m["kind"] == "source" {
+			continue
+		}
+		kept = append(kept, p)
+	}
+	if len(kept) == 0 {
+		delete(top, "plugins")
+	} else {
+		top["plugins"] = kept
+	}
+	return json.Marshal(top)
 }
 
 // start finds and starts one process of sp, checks its kind and validates its config.
@@ -177,6 +277,12 @@ func (set *Set) start(ctx context.Context, sp *script.Plugin, opts Options, kind
 	spec, err := opts.Dir.Find(sp.Name, sp.Version)
 	if err != nil {
 		return nil, err
+	}
+	if opts.Pins != nil && opts.Pins[sp.As] != spec.SHA256 {
+		if opts.Pins[sp.As] == "" {
+			return nil, fmt.Errorf("plugin %s (%s) is not pinned by the script's manifest", sp.Ref, sp.As)
+		}
+		return nil, fmt.Errorf("plugin %s: this agent's binary has sha256 %s, the script pins %s", sp.Ref, spec.SHA256, opts.Pins[sp.As])
 	}
 	p, err := set.host.Start(ctx, spec)
 	if err != nil {

@@ -174,7 +174,7 @@ func (s *Store) HitRateLimit(ctx context.Context, key string, window time.Time) 
 }
 
 // DeleteExpired removes rate-limit windows older than before, refresh tokens that expired before
-// it, and agent pings made before it.
+// it, and agent pings and jobs made before it.
 func (s *Store) DeleteExpired(ctx context.Context, before time.Time) (int64, error) {
 	a, err := s.q.RateLimitDeleteBefore(ctx, s.pool, before)
 	if err != nil {
@@ -185,5 +185,9 @@ func (s *Store) DeleteExpired(ctx context.Context, before time.Time) (int64, err
 		return 0, err
 	}
 	c, err := s.q.AgentPingDeleteOld(ctx, s.pool, before)
-	return a + b + c, err
+	if err != nil {
+		return 0, err
+	}
+	d, err := s.q.AgentJobDeleteOld(ctx, s.pool, before)
+	return a + b + c + d, err
 }

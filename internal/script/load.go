@@ -71,11 +71,19 @@ func LoadData(fsys fs.FS, name string, data []byte, opts ParseOptions) (*Script,
 // LoadBundle is LoadData for a script stored with its data files, by name: the form in which
 // the server keeps a script and agents receive it.
 func LoadBundle(source []byte, files map[string][]byte) (*Script, error) {
+	return LoadData(BundleFS(files), BundleName, source, ParseOptions{Filename: BundleName})
+}
+
+// BundleName is the name a bundled script is read under, beside its files.
+const BundleName = "script"
+
+// BundleFS is the files of a bundle, by name, as a file system for LoadData.
+func BundleFS(files map[string][]byte) fs.FS {
 	fsys := fstest.MapFS{}
 	for name, data := range files {
 		fsys[name] = &fstest.MapFile{Data: data, Mode: 0o444}
 	}
-	return LoadData(fsys, "script", source, ParseOptions{Filename: "script"})
+	return fsys
 }
 
 // readData reads a CSV data file into df and returns its errors, with the file's own lines. A

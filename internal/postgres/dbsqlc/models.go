@@ -36,6 +36,20 @@ type Agent struct {
 	CreatedAt     time.Time
 }
 
+type AgentJob struct {
+	ID          uuid.UUID
+	AgentID     uuid.UUID
+	OwnerID     uuid.UUID
+	Kind        string
+	TestID      uuid.UUID
+	Revision    int32
+	CreatedAt   time.Time
+	DeliveredAt *time.Time
+	AnsweredAt  *time.Time
+	Result      []byte
+	Error       *string
+}
+
 type AgentPing struct {
 	ID          uuid.UUID
 	AgentID     uuid.UUID
@@ -138,6 +152,32 @@ type ShardSecond struct {
 	Idx      int64
 	Snapshot []byte
 	Health   []byte
+}
+
+type Test struct {
+	ID             uuid.UUID
+	OwnerID        uuid.UUID
+	Name           string
+	LatestRevision int32
+	CreatedAt      time.Time
+	UpdatedAt      time.Time
+}
+
+type TestFile struct {
+	TestID    uuid.UUID
+	Name      string
+	Content   []byte
+	Sha256    []byte
+	UpdatedAt time.Time
+}
+
+type TestRevision struct {
+	TestID    uuid.UUID
+	Revision  int32
+	Format    string
+	Source    []byte
+	Sha256    []byte
+	CreatedAt time.Time
 }
 
 type User struct {

@@ -1,0 +1,183 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"slices"
+	"time"
+
+	"github.com/barrage-load/barrage/api"
+	"github.com/barrage-load/barrage/internal/engine"
+	"github.com/barrage-load/barrage/internal/pluginset"
+	"github.com/barrage-load/barrage/internal/script"
+)
+
+// The bounds of a debug's answer: it must fit the server's request limit (1 MiB by default).
+const (
+	debugTimeout     = 35 * time.Second // control.DebugTimeout
+	debugPreview     = 4 << 10
+	debugMaxRequests = 200
+	maxJobs          = 4 // jobs done at once, beside a shard
+)
+
+// startJobs does each job in the background, beside a shard if one runs, and answers it. A job
+// beyond maxJobs under way is answered at once with an error.
+func (a *Agent) startJobs(ctx context.Context, jobs *[]api.AgentJob) {
+	if jobs == nil {
+		return
+	}
+	for _, j := range *jobs {
+		select {
+		case a.jobSlots <- struct{}{}:
+			go func() {
+				defer func() { <-a.jobSlots }()
+				a.answerJob(ctx, j, a.doJob(ctx, j))
+			}()
+		default:
+			a.answerJob(ctx, j, api.JobAnswer{Error: ptr(fmt.Sprintf("the agent is doing %d jobs already; try again", maxJobs))})
+		}
+	}
+}
+
+// doJob does one job and returns the answer to send.
+func (a *Agent) doJob(ctx context.Context, j api.AgentJob) api.JobAnswer {
+	log := a.log.With(slog.String("job_id", j.Id.String()), slog.String("kind", string(j.Kind)))
+	log.Info("job taken")
+	files := make(map[string][]byte, len(j.Test.Files))
+	for _, f := range j.Test.Files {
+		files[f.Name] = f.Content
+	}
+	s, err := script.LoadBundle(j.Test.Source, files)
+	if err == nil {
+		err = a.canRun(s)
+	}
+	if err != nil {
+		return api.JobAnswer{Error: ptr(errText(err))}
+	}
+	switch j.Kind {
+	case api.Debug:
+		trace, err := a.debug(ctx, pluginset.BundleOrigin(j.Test.Source, files), s)
+		if err != nil {
+			return api.JobAnswer{Error: ptr(errText(err))}
+		}
+		return api.JobAnswer{Debug: trace}
+	case api.Generate:
+		doc, pins, err := pluginset.Generate(ctx, j.Test.Source, s, pluginset.Options{Dir: a.cfg.Plugins, Host: a.cfg.PluginHost})
+		if err != nil {
+			return api.JobAnswer{Error: ptr(errText(err))}
+		}
+		out := &api.GeneratedScript{Source: string(doc), Plugins: make([]api.PluginPin, len(pins))}
+		for i, p := range pins {
+			out.Plugins[i] = api.PluginPin{Alias: p.Alias, Name: p.Name, Version: p.Version, Kind: api.PluginPinKind(p.Kind), Sha256: p.SHA256}
+		}
+		return api.JobAnswer{Generated: out}
+	}
+	return api.JobAnswer{Error: ptr(fmt.Sprintf("this agent does not know jobs of kind %q: upgrade it", j.Kind))}
+}
+
+// canRun says why the agent cannot run s's plugins, if it cannot: an agent without a plugin
+// directory (the demo agent inside serve, since the server process starts no plugin) runs none.
+func (a *Agent) canRun(s *script.Script) error {
+	if len(s.Plugins) > 0 && a.cfg.Plugins == "" {
+		return fmt.Errorf("the test uses plugins (%s), and this agent runs none: use an agent started with `barrage agent`", s.Plugins[0].Ref)
+	}
+	return nil
+}
+
+// debug runs one traced iteration of s with its plugins, under the agent's target policy.
+func (a *Agent) debug(ctx context.Context, origin pluginset.Origin, s *script.Script) (*api.DebugTrace, error) {
+	ctx, cancel := context.WithTimeout(ctx, debugTimeout)
+	defer cancel()
+	set, s, err := pluginset.Open(ctx, origin, s, pluginset.Options{Dir: a.cfg.Plugins, Host: a.cfg.PluginHost, VUs: 1})
+	if err != nil {
+		return nil, err
+	}
+	defer set.Close()
+	trace := &api.DebugTrace{Passed: true, Requests: []api.TraceEntry{}}
+	opts := engine.Options{Plugins: set.Plugins, Targets: a.cfg.Targets, Trace: func(ev engine.TraceEvent) {
+		if ev.Err != nil || len(ev.Failures) > 0 {
+			trace.Passed = false
+		}
+		if len(trace.Requests) < debugMaxRequests {
+			trace.Requests = append(trace.Requests, toTraceEntry(ev))
+		}
+	}}
+	if err := engine.Debug(ctx, s, opts); err != nil {
+		trace.Passed = false
+		trace.Error = ptr(truncate(errText(err), 4096))
+	}
+	return trace, nil
+}
+
+func toTraceEntry(ev engine.TraceEvent) api.TraceEntry {
+	e := api.TraceEntry{Request: ev.Request, Method: ev.Method, Url: ev.URL, BytesIn: ev.BytesIn,
+		DurationMs: float64(ev.Duration) / float64(time.Millisecond), Vars: ev.Vars, Failures: ev.Failures,
+		RequestHeaders: make([]api.Header, len(ev.RequestHeader)), ResponseHeaders: []api.Header{}}
+	if e.Vars == nil {
+		e.Vars = map[string]string{}
+	}
+	if e.Failures == nil {
+		e.Failures = []string{}
+	}
+	for i, h := range ev.RequestHeader {
+		e.RequestHeaders[i] = api.Header{Name: h[0], Value: h[1]}
+	}
+	if len(ev.RequestBody) > 0 {
+		e.RequestBody = ptr(engine.Preview(ev.RequestBody, debugPreview))
+	}
+	if ev.Err != nil {
+		e.Error = ptr(ev.Err.Error())
+		return e
+	}
+	e.Status = ptr(ev.Status)
+	for _, k := range slices.Sorted(func(yield func(string) bool) {
+		for k := range ev.ResponseHeader {
+			if !yield(k) {
+				return
+			}
+		}
+	}) {
+		for _, v := range ev.ResponseHeader[k] {
+			e.ResponseHeaders = append(e.ResponseHeaders, api.Header{Name: k, Value: v})
+		}
+	}
+	if len(ev.ResponseBody) > 0 {
+		e.ResponseBody = ptr(engine.Preview(ev.ResponseBody, debugPreview))
+	}
+	return e
+}
+
+// answerJob sends a job's answer; a failure is logged: the asker's wait runs out.
+func (a *Agent) answerJob(ctx context.Context, j api.AgentJob, ans api.JobAnswer) {
+	if ans.Error != nil {
+		ans.Error = ptr(truncate(*ans.Error, 8192))
+	}
+	res, err := a.client.AgentAnswerJobWithResponse(ctx, j.Id, ans)
+	if err == nil && res.StatusCode() != http.StatusNoContent {
+		err = api.ProblemError(res.HTTPResponse, res.Body)
+	}
+	if err != nil {
+		a.log.Warn("answer a job", slog.String("job_id", j.Id.String()), slog.String("error", err.Error()))
+		return
+	}
+	a.log.Info("job answered", slog.String("job_id", j.Id.String()), slog.Bool("failed", ans.Error != nil))
+}
+
+// errText is an error as the job's asker reads it: a script's list of errors, one per line.
+func errText(err error) string {
+	var list script.ErrorList
+	if errors.As(err, &list) {
+		return "the script is not valid:\n" + err.Error()
+	}
+	return err.Error()
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n-3] + "..."
+}

@@ -1,0 +1,89 @@
+package barrage
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// Test is a session a tester edits: the script format, saved as numbered revisions, with the
+// data files its data variables read. Runs never execute a test: they execute a script
+// generated from one of its revisions.
+type Test struct {
+	ID             uuid.UUID
+	OwnerID        uuid.UUID
+	Name           string
+	LatestRevision int
+	CreatedAt      time.Time
+	UpdatedAt      time.Time
+	// Files are the test's data files, without their content.
+	Files []TestFile
+}
+
+// SourceFormat is how a test's source was written.
+type SourceFormat string
+
+// The source formats.
+const (
+	FormatJSON SourceFormat = "json"
+	FormatYAML SourceFormat = "yaml"
+)
+
+// TestRevision is one saved state of a test's session.
+type TestRevision struct {
+	TestID    uuid.UUID
+	Revision  int
+	Format    SourceFormat
+	Source    []byte // nil when listed
+	SHA256    []byte
+	Size      int64
+	CreatedAt time.Time
+}
+
+// TestFile is a data file of a test.
+type TestFile struct {
+	Name      string
+	Content   []byte // nil when listed
+	SHA256    []byte
+	Size      int64
+	UpdatedAt time.Time
+}
+
+// JobKind is what an agent is asked to do for a user beside running shards.
+type JobKind string
+
+// The job kinds.
+const (
+	// JobDebug runs one traced iteration of one VU of a test revision.
+	JobDebug JobKind = "debug"
+	// JobGenerate turns a test revision into a script: source plugins rewrite it, every plugin
+	// is pinned by the digest of the binary the agent would start.
+	JobGenerate JobKind = "generate"
+)
+
+// AgentJob is a job an agent does for a user: its input is a test revision, its answer a JSON
+// result or an error.
+type AgentJob struct {
+	ID       uuid.UUID
+	AgentID  uuid.UUID
+	OwnerID  uuid.UUID
+	Kind     JobKind
+	TestID   uuid.UUID
+	Revision int
+	// Bundle is what the agent runs: the revision's source and the test's data files. It is
+	// filled when the job is handed to the agent.
+	Bundle *TestBundle
+	// Answered is set once the agent answered, with Result or Error.
+	Answered *time.Time
+	Result   json.RawMessage
+	Error    string
+}
+
+// TestBundle is a test revision as an agent receives it.
+type TestBundle struct {
+	Name   string
+	Format SourceFormat
+	Source []byte
+	Files  []ScriptFile
+}

@@ -1,0 +1,279 @@
+package httpapi
+
+import (
+	"bytes"
+	"context"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+
+	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/getkin/kin-openapi/openapi3filter"
+
+	"github.com/barrage-load/barrage/api"
+	"github.com/barrage-load/barrage/internal/barrage"
+	"github.com/barrage-load/barrage/internal/control"
+)
+
+func init() {
+	// A test's YAML is the script parser's to read, so that its errors name their lines: the
+	// validator takes it as text.
+	openapi3filter.RegisterBodyDecoder("application/yaml", func(r io.Reader, _ http.Header, _ *openapi3.SchemaRef, _ openapi3filter.EncodingFn) (any, error) {
+		b, err := io.ReadAll(r)
+		return string(b), err
+	})
+}
+
+// testInput reads a test's session from a create or update request: the body as it came, with
+// its format from the content type the validator accepted.
+func testInput(ctx context.Context, isJSON bool, name *string) control.TestInput {
+	in := control.TestInput{Format: barrage.FormatYAML, Source: bytes.Clone(rawBody(ctx))}
+	if isJSON {
+		in.Format = barrage.FormatJSON
+	}
+	if name != nil {
+		in.Name = *name
+	}
+	return in
+}
+
+func (s *server) CreateTest(ctx context.Context, req api.CreateTestRequestObject) (api.CreateTestResponseObject, error) {
+	p, err := principal(ctx)
+	if err != nil {
+		return nil, err
+	}
+	t, err := s.control.CreateTest(ctx, p, testInput(ctx, req.JSONBody != nil, req.Params.Name))
+	if err != nil {
+		return nil, err
+	}
+	return api.CreateTest201JSONResponse(toAPITest(t)), nil
+}
+
+func (s *server) UpdateTest(ctx context.Context, req api.UpdateTestRequestObject) (api.UpdateTestResponseObject, error) {
+	p, err := principal(ctx)
+	if err != nil {
+		return nil, err
+	}
+	t, err := s.control.SaveTest(ctx, p, req.Id, testInput(ctx, req.JSONBody != nil, req.Params.Name))
+	if err != nil {
+		return nil, err
+	}
+	return api.UpdateTest200JSONResponse(toAPITest(t)), nil
+}
+
+func (s *server) ListTests(ctx context.Context, req api.ListTestsRequestObject) (api.ListTestsResponseObject, error) {
+	p, err := principal(ctx)
+	if err != nil {
+		return nil, err
+	}
+	before, limit, err := pageArgs(req.Params.Cursor, req.Params.Limit)
+	if err != nil {
+		return nil, err
+	}
+	page, err := s.control.Tests(ctx, p, before, limit)
+	if err != nil {
+		return nil, err
+	}
+	out := api.ListTests200JSONResponse{Items: make([]api.Test, len(page.Items)), NextCursor: encodeCursor(page.Next)}
+	for i, t := range page.Items {
+		out.Items[i] = toAPITest(t)
+	}
+	return out, nil
+}
+
+func (s *server) GetTest(ctx context.Context, req api.GetTestRequestObject) (api.GetTestResponseObject, error) {
+	p, err := principal(ctx)
+	if err != nil {
+		return nil, err
+	}
+	t, err := s.control.Test(ctx, p, req.Id)
+	if err != nil {
+		return nil, err
+	}
+	return api.GetTest200JSONResponse(toAPITest(t)), nil
+}
+
+func (s *server) DeleteTest(ctx context.Context, req api.DeleteTestRequestObject) (api.DeleteTestResponseObject, error) {
+	p, err := principal(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.control.DeleteTest(ctx, p, req.Id); err != nil {
+		return nil, err
+	}
+	return api.DeleteTest204Response{}, nil
+}
+
+func (s *server) ListTestRevisions(ctx context.Context, req api.ListTestRevisionsRequestObject) (api.ListTestRevisionsResponseObject, error) {
+	p, err := principal(ctx)
+	if err != nil {
+		return nil, err
+	}
+	revs, err := s.control.TestRevisions(ctx, p, req.Id)
+	if err != nil {
+		return nil, err
+	}
+	out := api.ListTestRevisions200JSONResponse{Items: make([]api.TestRevision, len(revs))}
+	for i, r := range revs {
+		out.Items[i] = toAPIRevision(r)
+	}
+	return out, nil
+}
+
+func (s *server) GetTestRevision(ctx context.Context, req api.GetTestRevisionRequestObject) (api.GetTestRevisionResponseObject, error) {
+	p, err := principal(ctx)
+	if err != nil {
+		return nil, err
+	}
+	r, err := s.control.TestRevision(ctx, p, req.Id, req.Rev)
+	if err != nil {
+		return nil, err
+	}
+	return api.GetTestRevision200JSONResponse(toAPIRevision(r)), nil
+}
+
+func (s *server) PutTestFile(ctx context.Context, req api.PutTestFileRequestObject) (api.PutTestFileResponseObject, error) {
+	p, err := principal(ctx)
+	if err != nil {
+		return nil, err
+	}
+	f, created, err := s.control.PutTestFile(ctx, p, req.Id, req.Name, bytes.Clone(rawBody(ctx)))
+	if err != nil {
+		return nil, err
+	}
+	if created {
+		return api.PutTestFile201JSONResponse(toAPITestFile(f)), nil
+	}
+	return api.PutTestFile200JSONResponse(toAPITestFile(f)), nil
+}
+
+func (s *server) GetTestFile(ctx context.Context, req api.GetTestFileRequestObject) (api.GetTestFileResponseObject, error) {
+	p, err := principal(ctx)
+	if err != nil {
+		return nil, err
+	}
+	f, err := s.control.TestFile(ctx, p, req.Id, req.Name)
+	if err != nil {
+		return nil, err
+	}
+	return api.GetTestFile200ApplicationoctetStreamResponse{Body: bytes.NewReader(f.Content), ContentLength: int64(len(f.Content))}, nil
+}
+
+func (s *server) DeleteTestFile(ctx context.Context, req api.DeleteTestFileRequestObject) (api.DeleteTestFileResponseObject, error) {
+	p, err := principal(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.control.DeleteTestFile(ctx, p, req.Id, req.Name); err != nil {
+		return nil, err
+	}
+	return api.DeleteTestFile204Response{}, nil
+}
+
+func jobInput(b *api.TestJobRequest) control.JobInput {
+	var in control.JobInput
+	if b != nil {
+		in.AgentID = b.AgentId
+		if b.Revision != nil {
+			in.Revision = *b.Revision
+		}
+	}
+	return in
+}
+
+func (s *server) DebugTest(ctx context.Context, req api.DebugTestRequestObject) (api.DebugTestResponseObject, error) {
+	p, err := principal(ctx)
+	if err != nil {
+		return nil, err
+	}
+	in := jobInput(req.Body)
+	a, result, err := s.control.DebugTest(ctx, p, req.Id, in)
+	if err != nil {
+		return nil, err
+	}
+	var trace api.DebugTrace
+	if err := json.Unmarshal(result, &trace); err != nil {
+		return nil, fmt.Errorf("test %s: the agent's trace: %w", req.Id, err)
+	}
+	rev := in.Revision
+	if rev == 0 {
+		t, err := s.control.Test(ctx, p, req.Id)
+		if err != nil {
+			return nil, err
+		}
+		rev = t.LatestRevision
+	}
+	return api.DebugTest200JSONResponse{AgentId: a.ID, Revision: rev, Passed: trace.Passed, Error: trace.Error, Requests: trace.Requests}, nil
+}
+
+func (s *server) GenerateScript(ctx context.Context, req api.GenerateScriptRequestObject) (api.GenerateScriptResponseObject, error) {
+	p, err := principal(ctx)
+	if err != nil {
+		return nil, err
+	}
+	sc, err := s.control.GenerateScript(ctx, p, req.Id, jobInput(req.Body))
+	if err != nil {
+		return nil, err
+	}
+	return api.GenerateScript201JSONResponse(toAPIScript(sc)), nil
+}
+
+func (s *server) AgentAnswerJob(ctx context.Context, req api.AgentAnswerJobRequestObject) (api.AgentAnswerJobResponseObject, error) {
+	a, err := agentPrincipal(ctx)
+	if err != nil {
+		return nil, err
+	}
+	b := req.Body
+	var ans control.JobAnswer
+	switch {
+	case b.Error != nil:
+		ans.Error = *b.Error
+	case b.Debug != nil:
+		ans.Result, err = json.Marshal(b.Debug)
+	case b.Generated != nil:
+		g := control.Generated{Source: []byte(b.Generated.Source), Plugins: make([]barrage.PluginPin, len(b.Generated.Plugins))}
+		for i, pin := range b.Generated.Plugins {
+			g.Plugins[i] = barrage.PluginPin{Alias: pin.Alias, Name: pin.Name, Version: pin.Version, Kind: string(pin.Kind), SHA256: pin.Sha256}
+		}
+		ans.Result, err = json.Marshal(g)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := s.control.AnswerJob(ctx, a, req.Id, ans); err != nil {
+		return nil, err
+	}
+	return api.AgentAnswerJob204Response{}, nil
+}
+
+func toAPITest(t barrage.Test) api.Test {
+	v := api.Test{Id: t.ID, Name: t.Name, LatestRevision: t.LatestRevision, CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt,
+		Files: make([]api.TestFileRef, len(t.Files))}
+	for i, f := range t.Files {
+		v.Files[i] = toAPITestFile(f)
+	}
+	return v
+}
+
+func toAPITestFile(f barrage.TestFile) api.TestFileRef {
+	return api.TestFileRef{Name: f.Name, Sha256: hex.EncodeToString(f.SHA256), Size: f.Size, UpdatedAt: f.UpdatedAt}
+}
+
+func toAPIRevision(r barrage.TestRevision) api.TestRevision {
+	v := api.TestRevision{Revision: r.Revision, Format: api.TestRevisionFormat(r.Format), Sha256: hex.EncodeToString(r.SHA256),
+		Size: r.Size, CreatedAt: r.CreatedAt}
+	if r.Source != nil {
+		v.Source = ptr(string(r.Source))
+	}
+	return v
+}
+
+func toAPIPins(pins []barrage.PluginPin) []api.PluginPin {
+	out := make([]api.PluginPin, len(pins))
+	for i, p := range pins {
+		out[i] = api.PluginPin{Alias: p.Alias, Name: p.Name, Version: p.Version, Kind: api.PluginPinKind(p.Kind), Sha256: p.SHA256}
+	}
+	return out
+}

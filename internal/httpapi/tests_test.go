@@ -1,0 +1,267 @@
+package httpapi_test
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/require"
+
+	"github.com/barrage-load/barrage/internal/script"
+)
+
+const usersTest = `version: 1
+name: users
+variables:
+  data:
+    - { file: users.csv, order: sequential }
+session:
+  groups:
+    - name: login
+      requests:
+        - { name: login, url: "http://127.0.0.1:9/login?u=${user}" }
+load:
+  vus: 2
+  duration: 5s
+`
+
+func TestTestsAreSavedAsRevisionsWithTheirFiles(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	_, u := b.adminAndUser()
+
+	// YAML as it is written; the parser's errors name their lines.
+	bad := b.do("POST", "/v1/tests", u.access, "version: 1\nname: x\nsession:\n  groups: 7\n", "Content-Type", "application/yaml")
+	p := requireProblem(t, bad, http.StatusUnprocessableEntity)
+	require.Contains(t, fmt.Sprint(p["errors"]), "line 4")
+
+	created := b.do("POST", "/v1/tests", u.access, usersTest, "Content-Type", "application/yaml")
+	require.Equal(t, http.StatusCreated, created.status, "body: %s", created.body)
+	test := created.json(t)
+	id := test["id"].(string)
+	require.Equal(t, "users", test["name"])
+	require.EqualValues(t, 1, test["latest_revision"])
+	require.Empty(t, test["files"])
+
+	// Its script cannot be generated before its data file is there: 422 naming it.
+	p = requireProblem(t, b.do("POST", "/v1/tests/"+id+"/scripts", u.access, nil), http.StatusUnprocessableEntity)
+	require.Contains(t, fmt.Sprint(p["errors"]), "users.csv")
+
+	put := b.do("PUT", "/v1/tests/"+id+"/files/users.csv", u.access, "user\nann\nbob\n", "Content-Type", "application/octet-stream")
+	require.Equal(t, http.StatusCreated, put.status, "body: %s", put.body)
+	require.EqualValues(t, 13, put.json(t)["size"])
+	put = b.do("PUT", "/v1/tests/"+id+"/files/users.csv", u.access, "user\nann\nbob\ncid\n", "Content-Type", "application/octet-stream")
+	require.Equal(t, http.StatusOK, put.status, "body: %s", put.body)
+	get := b.do("GET", "/v1/tests/"+id+"/files/users.csv", u.access, nil)
+	require.Equal(t, http.StatusOK, get.status)
+	require.Equal(t, "user\nann\nbob\ncid\n", string(get.body))
+	requireProblem(t, b.do("PUT", "/v1/tests/"+id+"/files/..hidden", u.access, "x", "Content-Type", "application/octet-stream"), http.StatusUnprocessableEntity)
+	requireProblem(t, b.do("PUT", "/v1/tests/"+id+"/files/a.csv", u.access, "x", "Content-Type", "text/plain"), http.StatusUnsupportedMediaType)
+
+	// A test without plugins is generated without an agent; the script is immutable and
+	// carries the file as it was.
+	gen := b.do("POST", "/v1/tests/"+id+"/scripts", u.access, nil)
+	require.Equal(t, http.StatusCreated, gen.status, "body: %s", gen.body)
+	sc := gen.json(t)
+	require.Equal(t, id, sc["test_id"])
+	require.EqualValues(t, 1, sc["test_revision"])
+	require.Len(t, sc["files"], 1)
+	require.EqualValues(t, 17, sc["files"].([]any)[0].(map[string]any)["size"])
+
+	// A JSON save is revision 2, renamed; revision 1 stays readable as it was written.
+	doc := map[string]any{"version": 1, "name": "users v2", "session": map[string]any{"groups": []any{
+		map[string]any{"name": "home", "requests": []any{map[string]any{"name": "home", "url": "http://127.0.0.1:9/"}}},
+	}}, "load": map[string]any{"vus": 1, "duration": "2s"}}
+	saved := b.do("PATCH", "/v1/tests/"+id+"?name=renamed", u.access, doc)
+	require.Equal(t, http.StatusOK, saved.status, "body: %s", saved.body)
+	require.EqualValues(t, 2, saved.json(t)["latest_revision"])
+	require.Equal(t, "renamed", saved.json(t)["name"])
+	revs := b.do("GET", "/v1/tests/"+id+"/revisions", u.access, nil).json(t)["items"].([]any)
+	require.Len(t, revs, 2)
+	require.Equal(t, "json", revs[0].(map[string]any)["format"])
+	first := b.do("GET", "/v1/tests/"+id+"/revisions/1", u.access, nil).json(t)
+	require.Equal(t, usersTest, first["source"])
+	require.Equal(t, "yaml", first["format"])
+	requireProblem(t, b.do("GET", "/v1/tests/"+id+"/revisions/3", u.access, nil), http.StatusNotFound)
+	// A refused save stores nothing.
+	requireProblem(t, b.do("PATCH", "/v1/tests/"+id, u.access, map[string]any{"version": 1}), http.StatusUnprocessableEntity)
+	require.EqualValues(t, 2, b.do("GET", "/v1/tests/"+id, u.access, nil).json(t)["latest_revision"])
+
+	// A run of the test generates its latest revision first.
+	agentID, token := b.registerAgent("/v1/agents", u.access, "mine", nil)
+	require.Equal(t, http.StatusNoContent, b.do("POST", "/v1/agent/lease", token, hello).status)
+	run := b.do("POST", "/v1/runs", u.access, map[string]any{"test_id": id, "vus": 1, "duration_seconds": 1})
+	require.Equal(t, http.StatusCreated, run.status, "body: %s", run.body)
+	scriptID := run.json(t)["script_id"].(string)
+	require.EqualValues(t, 2, b.do("GET", "/v1/scripts/"+scriptID, u.access, nil).json(t)["test_revision"])
+	requireProblem(t, b.do("POST", "/v1/runs", u.access, map[string]any{"test_id": id, "script_id": scriptID}), http.StatusUnprocessableEntity)
+	_ = agentID
+
+	// Deleting the test keeps its scripts.
+	require.Equal(t, http.StatusNoContent, b.do("DELETE", "/v1/tests/"+id, u.access, nil).status)
+	requireProblem(t, b.do("GET", "/v1/tests/"+id, u.access, nil), http.StatusNotFound)
+	require.Equal(t, http.StatusOK, b.do("GET", "/v1/scripts/"+scriptID, u.access, nil).status)
+}
+
+func TestADataFileLargerThanTheLimitIs413(t *testing.T) {
+	t.Parallel()
+	b := setup(t, setupOpts{maxFileBytes: 1024})
+	_, u := b.adminAndUser()
+	id := b.do("POST", "/v1/tests", u.access, usersTest, "Content-Type", "application/yaml").json(t)["id"].(string)
+	big := strings.Repeat("x", 1025)
+	requireProblem(t, b.do("PUT", "/v1/tests/"+id+"/files/users.csv", u.access, big, "Content-Type", "application/octet-stream"), http.StatusRequestEntityTooLarge)
+	require.Empty(t, b.do("GET", "/v1/tests/"+id, u.access, nil).json(t)["files"])
+	// The limit is the files' alone: other bodies keep theirs.
+	require.Equal(t, http.StatusCreated, b.do("PUT", "/v1/tests/"+id+"/files/users.csv", u.access, big[:1024], "Content-Type", "application/octet-stream").status)
+}
+
+func TestTestsAreTheirOwnersAlone(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	admin, u := b.adminAndUser()
+	id := b.do("POST", "/v1/tests", u.access, usersTest, "Content-Type", "application/yaml").json(t)["id"].(string)
+	require.Equal(t, http.StatusCreated, b.do("PUT", "/v1/tests/"+id+"/files/users.csv", u.access, "user\nann\n", "Content-Type", "application/octet-stream").status)
+
+	// The admin is another user here: every route of the test answers 404.
+	for _, r := range []struct{ method, path string }{
+		{"GET", "/v1/tests/" + id}, {"DELETE", "/v1/tests/" + id}, {"GET", "/v1/tests/" + id + "/revisions"},
+		{"GET", "/v1/tests/" + id + "/revisions/1"}, {"GET", "/v1/tests/" + id + "/files/users.csv"},
+		{"DELETE", "/v1/tests/" + id + "/files/users.csv"}, {"POST", "/v1/tests/" + id + "/debug"},
+		{"POST", "/v1/tests/" + id + "/scripts"},
+	} {
+		requireProblem(t, b.do(r.method, r.path, admin.access, nil), http.StatusNotFound)
+	}
+	requireProblem(t, b.do("PATCH", "/v1/tests/"+id, admin.access, usersTest, "Content-Type", "application/yaml"), http.StatusNotFound)
+	requireProblem(t, b.do("PUT", "/v1/tests/"+id+"/files/users.csv", admin.access, "user\nmallory\n", "Content-Type", "application/octet-stream"), http.StatusNotFound)
+	requireProblem(t, b.do("POST", "/v1/runs", admin.access, map[string]any{"test_id": id}), http.StatusNotFound)
+	require.Empty(t, b.do("GET", "/v1/tests", admin.access, nil).json(t)["items"])
+	// Nothing of the user's changed.
+	require.Equal(t, "user\nann\n", string(b.do("GET", "/v1/tests/"+id+"/files/users.csv", u.access, nil).body))
+	require.Len(t, b.do("GET", "/v1/tests", u.access, nil).json(t)["items"], 1)
+}
+
+const pluginTest = `version: 1
+name: with plugins
+plugins:
+  - { use: random-data@1.0.0, as: rnd, kind: element, config: { email: { syntax: email } } }
+  - { use: inject-headers@1.0.0, as: inject, kind: source, config: { headers: { X-Env: staging } } }
+session:
+  groups:
+    - name: home
+      requests:
+        - { name: home, url: "http://127.0.0.1:9/?e=${rnd.email}" }
+load: { vus: 1, duration: 2s }
+`
+
+// TestDebugAndGenerateAreJobsForAnAgent plays the agent's part by hand: the server hands the
+// job to the agent with its work, waits for its answer and checks it.
+func TestDebugAndGenerateAreJobsForAnAgent(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	admin, u := b.adminAndUser()
+	id := b.do("POST", "/v1/tests", u.access, pluginTest, "Content-Type", "application/yaml").json(t)["id"].(string)
+
+	// No agent online: a clear 422, not a wait.
+	p := requireProblem(t, b.do("POST", "/v1/tests/"+id+"/debug", u.access, nil), http.StatusUnprocessableEntity)
+	requireField(t, p, "agent_id")
+
+	agentID, token := b.registerAgent("/v1/agents", u.access, "mine", nil)
+	require.Equal(t, http.StatusNoContent, b.do("POST", "/v1/agent/lease", token, hello).status)
+
+	// answer takes the agent's next job of kind and answers it with body.
+	answer := func(kind string, body func(job map[string]any) any) <-chan error {
+		done := make(chan error, 1)
+		go func() {
+			w := b.do("POST", "/v1/agent/lease", token, map[string]any{"protocol": 1, "version": "test", "cores": 2, "wait_seconds": 5})
+			var work struct{ Jobs []map[string]any }
+			if err := json.Unmarshal(w.body, &work); err != nil || len(work.Jobs) != 1 || work.Jobs[0]["kind"] != kind {
+				done <- fmt.Errorf("want one %s job: %d %s", kind, w.status, w.body)
+				return
+			}
+			job := work.Jobs[0]
+			r := b.do("POST", "/v1/agent/jobs/"+job["id"].(string), token, body(job))
+			if r.status != http.StatusNoContent {
+				done <- fmt.Errorf("answer: %d %s", r.status, r.body)
+				return
+			}
+			// An answer is taken once.
+			if r := b.do("POST", "/v1/agent/jobs/"+job["id"].(string), token, body(job)); r.status != http.StatusNotFound {
+				done <- fmt.Errorf("second answer: %d %s", r.status, r.body)
+				return
+			}
+			done <- nil
+		}()
+		return done
+	}
+
+	trace := map[string]any{"passed": false, "requests": []any{map[string]any{
+		"request": "home", "method": "GET", "url": "http://127.0.0.1:9/?e=a@b.c", "request_headers": []any{},
+		"response_headers": []any{}, "duration_ms": 1.5, "bytes_in": 0, "vars": map[string]any{}, "failures": []any{},
+		"error": "connect: refused by the agent's target policy",
+	}}}
+	done := answer("debug", func(job map[string]any) any {
+		// The job carries the test's revision as it was saved.
+		src, _ := base64.StdEncoding.DecodeString(job["test"].(map[string]any)["source"].(string))
+		if string(src) != pluginTest {
+			return map[string]any{"error": "wrong source"}
+		}
+		return map[string]any{"debug": trace}
+	})
+	dbg := b.do("POST", "/v1/tests/"+id+"/debug", u.access, nil)
+	require.NoError(t, <-done)
+	require.Equal(t, http.StatusOK, dbg.status, "body: %s", dbg.body)
+	d := dbg.json(t)
+	require.Equal(t, agentID, d["agent_id"])
+	require.Equal(t, false, d["passed"])
+	require.Contains(t, d["requests"].([]any)[0].(map[string]any)["error"], "target policy")
+
+	// An agent that cannot run the test says why, and the user reads it.
+	done = answer("generate", func(map[string]any) any {
+		return map[string]any{"error": "plugin random-data@1.0.0 is not in /plugins"}
+	})
+	p = requireProblem(t, b.do("POST", "/v1/tests/"+id+"/scripts", u.access, nil), http.StatusUnprocessableEntity)
+	require.NoError(t, <-done)
+	require.Contains(t, p["detail"], "random-data@1.0.0 is not in")
+
+	// An agent that leaves a source plugin in, or pins nothing, is refused.
+	done = answer("generate", func(map[string]any) any {
+		return map[string]any{"generated": map[string]any{"source": jsonOf(t, pluginTest), "plugins": []any{}}}
+	})
+	requireProblem(t, b.do("POST", "/v1/tests/"+id+"/scripts", u.access, nil), http.StatusUnprocessableEntity)
+	require.NoError(t, <-done)
+
+	generated := `{"version":1,"name":"with plugins","plugins":[{"use":"random-data@1.0.0","as":"rnd","kind":"element"}],` +
+		`"session":{"groups":[{"name":"home","requests":[{"name":"home","url":"http://127.0.0.1:9/","headers":{"X-Env":"staging"}}]}]},"load":{"vus":1,"duration":"2s"}}`
+	sum := strings.Repeat("ab", 32)
+	done = answer("generate", func(map[string]any) any {
+		return map[string]any{"generated": map[string]any{"source": generated, "plugins": []any{
+			map[string]any{"alias": "rnd", "name": "random-data", "version": "1.0.0", "kind": "element", "sha256": sum},
+		}}}
+	})
+	gen := b.do("POST", "/v1/tests/"+id+"/scripts", u.access, map[string]any{"agent_id": agentID})
+	require.NoError(t, <-done)
+	require.Equal(t, http.StatusCreated, gen.status, "body: %s", gen.body)
+	sc := gen.json(t)
+	require.Equal(t, generated, sc["source"])
+	pins := sc["plugins"].([]any)
+	require.Len(t, pins, 1)
+	require.Equal(t, sum, pins[0].(map[string]any)["sha256"])
+
+	// A job is the asking user's: another user's agent is not found, and an agent cannot
+	// answer a job it was not given.
+	requireProblem(t, b.do("POST", "/v1/tests/"+id+"/debug", u.access, map[string]any{"agent_id": uuid.NewString()}), http.StatusNotFound)
+	_, otherToken := b.registerAgent("/v1/agents", admin.access, "admin's", nil)
+	requireProblem(t, b.do("POST", "/v1/agent/jobs/"+uuid.NewString(), otherToken, map[string]any{"error": "x"}), http.StatusNotFound)
+}
+
+// jsonOf is a YAML script as JSON.
+func jsonOf(t *testing.T, yamlText string) string {
+	t.Helper()
+	b, err := script.ToJSON([]byte(yamlText))
+	require.NoError(t, err)
+	return string(b)
+}

@@ -1,0 +1,57 @@
+-- name: TestInsert :one
+INSERT INTO tests (id, owner_id, name, latest_revision) VALUES ($1, $2, $3, 1)
+RETURNING *;
+
+-- name: TestGet :one
+SELECT * FROM tests WHERE id = @id AND owner_id = @owner_id;
+
+-- TestGetForUpdate reads the owner's test and locks it, so that two saves number their revisions
+-- one after the other.
+-- name: TestGetForUpdate :one
+SELECT * FROM tests WHERE id = @id AND owner_id = @owner_id FOR UPDATE;
+
+-- name: TestList :many
+SELECT * FROM tests
+WHERE owner_id = @owner_id AND (sqlc.narg(before)::uuid IS NULL OR id < sqlc.narg(before)::uuid)
+ORDER BY id DESC
+LIMIT @max_rows;
+
+-- name: TestUpdate :one
+UPDATE tests SET name = @name, latest_revision = @latest_revision, updated_at = now()
+WHERE id = @id AND owner_id = @owner_id
+RETURNING *;
+
+-- name: TestDelete :execrows
+DELETE FROM tests WHERE id = @id AND owner_id = @owner_id;
+
+-- name: TestRevisionInsert :one
+INSERT INTO test_revisions (test_id, revision, format, source, sha256) VALUES ($1, $2, $3, $4, $5)
+RETURNING *;
+
+-- TestRevisionGet reads one revision of a test; callers have checked the test is the owner's.
+-- name: TestRevisionGet :one
+SELECT * FROM test_revisions WHERE test_id = @test_id AND revision = @revision;
+
+-- name: TestRevisionList :many
+SELECT test_id, revision, format, sha256, length(source)::bigint AS size, created_at
+FROM test_revisions WHERE test_id = $1 ORDER BY revision DESC;
+
+-- name: TestFilePut :one
+INSERT INTO test_files (test_id, name, content, sha256) VALUES ($1, $2, $3, $4)
+ON CONFLICT (test_id, name) DO UPDATE SET content = EXCLUDED.content, sha256 = EXCLUDED.sha256, updated_at = now()
+RETURNING test_id, name, sha256, length(content)::bigint AS size, updated_at, (xmax = 0) AS created;
+
+-- name: TestFileGet :one
+SELECT * FROM test_files WHERE test_id = @test_id AND name = @name;
+
+-- name: TestFileDelete :execrows
+DELETE FROM test_files WHERE test_id = @test_id AND name = @name;
+
+-- TestFileList lists a test's files without their content.
+-- name: TestFileList :many
+SELECT test_id, name, sha256, length(content)::bigint AS size, updated_at
+FROM test_files WHERE test_id = $1 ORDER BY name;
+
+-- TestFileContents reads a test's files with their content, to ship or to copy into a script.
+-- name: TestFileContents :many
+SELECT * FROM test_files WHERE test_id = $1 ORDER BY name;

@@ -1,0 +1,286 @@
+package postgres
+
+import (
+	"context"
+	"crypto/sha256"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/barrage-load/barrage/internal/barrage"
+	"github.com/barrage-load/barrage/internal/postgres/dbsqlc"
+)
+
+// CreateTest stores a new test with its first revision.
+func (s *Store) CreateTest(ctx context.Context, t barrage.Test, rev barrage.TestRevision) (barrage.Test, error) {
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		row, err := s.q.TestInsert(ctx, tx, dbsqlc.TestInsertParams{ID: t.ID, OwnerID: t.OwnerID, Name: t.Name})
+		if err != nil {
+			return translate(err, "test")
+		}
+		t = testFromRow(row)
+		return s.insertRevision(ctx, tx, t.ID, 1, rev)
+	})
+	return t, err
+}
+
+func (s *Store) insertRevision(ctx context.Context, tx pgx.Tx, testID uuid.UUID, n int, rev barrage.TestRevision) error {
+	sum := sha256.Sum256(rev.Source)
+	_, err := s.q.TestRevisionInsert(ctx, tx, dbsqlc.TestRevisionInsertParams{
+		TestID: testID, Revision: int32(n), Format: string(rev.Format), Source: rev.Source, Sha256: sum[:],
+	})
+	return translate(err, "test revision")
+}
+
+// SaveTest stores rev as the owner's test's next revision, and renames the test when name is
+// given. Saves of one test are numbered one after the other.
+func (s *Store) SaveTest(ctx context.Context, ownerID, id uuid.UUID, name *string, rev barrage.TestRevision) (barrage.Test, error) {
+	var t barrage.Test
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		row, err := s.q.TestGetForUpdate(ctx, tx, dbsqlc.TestGetForUpdateParams{ID: id, OwnerID: ownerID})
+		if err != nil {
+			return translate(err, "test")
+		}
+		next := int(row.LatestRevision) + 1
+		if err := s.insertRevision(ctx, tx, id, next, rev); err != nil {
+			return err
+		}
+		params := dbsqlc.TestUpdateParams{ID: id, OwnerID: ownerID, Name: row.Name, LatestRevision: int32(next)}
+		if name != nil {
+			params.Name = *name
+		}
+		row, err = s.q.TestUpdate(ctx, tx, params)
+		if err != nil {
+			return translate(err, "test")
+		}
+		t = testFromRow(row)
+		return nil
+	})
+	if err != nil {
+		return barrage.Test{}, err
+	}
+	return s.withFiles(ctx, t)
+}
+
+// Test reads the owner's test id, with its files listed.
+func (s *Store) Test(ctx context.Context, ownerID, id uuid.UUID) (barrage.Test, error) {
+	row, err := s.q.TestGet(ctx, s.pool, dbsqlc.TestGetParams{ID: id, OwnerID: ownerID})
+	if err != nil {
+		return barrage.Test{}, translate(err, "test")
+	}
+	return s.withFiles(ctx, testFromRow(row))
+}
+
+func (s *Store) withFiles(ctx context.Context, t barrage.Test) (barrage.Test, error) {
+	rows, err := s.q.TestFileList(ctx, s.pool, t.ID)
+	if err != nil {
+		return barrage.Test{}, err
+	}
+	t.Files = make([]barrage.TestFile, len(rows))
+	for i, f := range rows {
+		t.Files[i] = barrage.TestFile{Name: f.Name, SHA256: f.Sha256, Size: f.Size, UpdatedAt: f.UpdatedAt}
+	}
+	return t, nil
+}
+
+// Tests lists the owner's tests, newest first, before the id given.
+func (s *Store) Tests(ctx context.Context, ownerID uuid.UUID, before *uuid.UUID, limit int) ([]barrage.Test, error) {
+	rows, err := s.q.TestList(ctx, s.pool, dbsqlc.TestListParams{OwnerID: ownerID, Before: before, MaxRows: int32(limit)})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]barrage.Test, len(rows))
+	for i, r := range rows {
+		out[i] = testFromRow(r)
+	}
+	return out, nil
+}
+
+// DeleteTest removes the owner's test with its revisions and files. Scripts generated from it
+// stay, and so do the runs that executed them.
+func (s *Store) DeleteTest(ctx context.Context, ownerID, id uuid.UUID) error {
+	n, err := s.q.TestDelete(ctx, s.pool, dbsqlc.TestDeleteParams{ID: id, OwnerID: ownerID})
+	if err == nil && n == 0 {
+		return barrage.Errorf(barrage.ErrNotFound, "test not found")
+	}
+	return err
+}
+
+// TestRevision reads revision n of the owner's test id (0: the latest), with its source.
+func (s *Store) TestRevision(ctx context.Context, ownerID, id uuid.UUID, n int) (barrage.TestRevision, error) {
+	t, err := s.q.TestGet(ctx, s.pool, dbsqlc.TestGetParams{ID: id, OwnerID: ownerID})
+	if err != nil {
+		return barrage.TestRevision{}, translate(err, "test")
+	}
+	if n == 0 {
+		n = int(t.LatestRevision)
+	}
+	return s.revision(ctx, s.pool, id, n)
+}
+
+func (s *Store) revision(ctx context.Context, db dbsqlc.DBTX, id uuid.UUID, n int) (barrage.TestRevision, error) {
+	row, err := s.q.TestRevisionGet(ctx, db, dbsqlc.TestRevisionGetParams{TestID: id, Revision: int32(n)})
+	if err != nil {
+		return barrage.TestRevision{}, translate(err, "test revision")
+	}
+	return barrage.TestRevision{TestID: row.TestID, Revision: int(row.Revision), Format: barrage.SourceFormat(row.Format),
+		Source: row.Source, SHA256: row.Sha256, Size: int64(len(row.Source)), CreatedAt: row.CreatedAt}, nil
+}
+
+// TestRevisions lists the revisions of the owner's test id, newest first, without their source.
+func (s *Store) TestRevisions(ctx context.Context, ownerID, id uuid.UUID) ([]barrage.TestRevision, error) {
+	if _, err := s.q.TestGet(ctx, s.pool, dbsqlc.TestGetParams{ID: id, OwnerID: ownerID}); err != nil {
+		return nil, translate(err, "test")
+	}
+	rows, err := s.q.TestRevisionList(ctx, s.pool, id)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]barrage.TestRevision, len(rows))
+	for i, r := range rows {
+		out[i] = barrage.TestRevision{TestID: r.TestID, Revision: int(r.Revision), Format: barrage.SourceFormat(r.Format),
+			SHA256: r.Sha256, Size: r.Size, CreatedAt: r.CreatedAt}
+	}
+	return out, nil
+}
+
+// PutTestFile stores a data file of the owner's test, replacing one of the same name; created
+// says whether it is new.
+func (s *Store) PutTestFile(ctx context.Context, ownerID, id uuid.UUID, name string, content []byte) (f barrage.TestFile, created bool, err error) {
+	if _, err := s.q.TestGet(ctx, s.pool, dbsqlc.TestGetParams{ID: id, OwnerID: ownerID}); err != nil {
+		return f, false, translate(err, "test")
+	}
+	sum := sha256.Sum256(content)
+	row, err := s.q.TestFilePut(ctx, s.pool, dbsqlc.TestFilePutParams{TestID: id, Name: name, Content: content, Sha256: sum[:]})
+	if err != nil {
+		// The test was deleted in between: its files are gone with it.
+		return f, false, translate(err, "test")
+	}
+	return barrage.TestFile{Name: row.Name, SHA256: row.Sha256, Size: row.Size, UpdatedAt: row.UpdatedAt}, row.Created, nil
+}
+
+// TestFile reads a data file of the owner's test, with its content.
+func (s *Store) TestFile(ctx context.Context, ownerID, id uuid.UUID, name string) (barrage.TestFile, error) {
+	if _, err := s.q.TestGet(ctx, s.pool, dbsqlc.TestGetParams{ID: id, OwnerID: ownerID}); err != nil {
+		return barrage.TestFile{}, translate(err, "test")
+	}
+	row, err := s.q.TestFileGet(ctx, s.pool, dbsqlc.TestFileGetParams{TestID: id, Name: name})
+	if err != nil {
+		return barrage.TestFile{}, translate(err, "file")
+	}
+	return barrage.TestFile{Name: row.Name, Content: row.Content, SHA256: row.Sha256, Size: int64(len(row.Content)), UpdatedAt: row.UpdatedAt}, nil
+}
+
+// DeleteTestFile removes a data file of the owner's test.
+func (s *Store) DeleteTestFile(ctx context.Context, ownerID, id uuid.UUID, name string) error {
+	if _, err := s.q.TestGet(ctx, s.pool, dbsqlc.TestGetParams{ID: id, OwnerID: ownerID}); err != nil {
+		return translate(err, "test")
+	}
+	n, err := s.q.TestFileDelete(ctx, s.pool, dbsqlc.TestFileDeleteParams{TestID: id, Name: name})
+	if err == nil && n == 0 {
+		return barrage.Errorf(barrage.ErrNotFound, "file not found")
+	}
+	return err
+}
+
+// TestBundle reads revision n of the owner's test id (0: the latest) with the test's data
+// files, as an agent or a generation needs it.
+func (s *Store) TestBundle(ctx context.Context, ownerID, id uuid.UUID, n int) (barrage.TestBundle, int, error) {
+	t, err := s.q.TestGet(ctx, s.pool, dbsqlc.TestGetParams{ID: id, OwnerID: ownerID})
+	if err != nil {
+		return barrage.TestBundle{}, 0, translate(err, "test")
+	}
+	if n == 0 {
+		n = int(t.LatestRevision)
+	}
+	b, err := s.bundle(ctx, t, n)
+	return b, n, err
+}
+
+func (s *Store) bundle(ctx context.Context, t dbsqlc.Test, n int) (barrage.TestBundle, error) {
+	rev, err := s.revision(ctx, s.pool, t.ID, n)
+	if err != nil {
+		return barrage.TestBundle{}, err
+	}
+	files, err := s.q.TestFileContents(ctx, s.pool, t.ID)
+	if err != nil {
+		return barrage.TestBundle{}, err
+	}
+	b := barrage.TestBundle{Name: t.Name, Format: rev.Format, Source: rev.Source, Files: make([]barrage.ScriptFile, len(files))}
+	for i, f := range files {
+		b.Files[i] = barrage.ScriptFile{Name: f.Name, Content: f.Content, SHA256: f.Sha256}
+	}
+	return b, nil
+}
+
+func testFromRow(r dbsqlc.Test) barrage.Test {
+	return barrage.Test{ID: r.ID, OwnerID: r.OwnerID, Name: r.Name, LatestRevision: int(r.LatestRevision),
+		CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt}
+}
+
+// CreateAgentJob queues a job for its agent and wakes the agent's waiting lease requests.
+func (s *Store) CreateAgentJob(ctx context.Context, j barrage.AgentJob) error {
+	return s.inTx(ctx, func(tx pgx.Tx) error {
+		if err := s.q.AgentJobInsert(ctx, tx, dbsqlc.AgentJobInsertParams{
+			ID: j.ID, AgentID: j.AgentID, OwnerID: j.OwnerID, Kind: string(j.Kind), TestID: j.TestID, Revision: int32(j.Revision),
+		}); err != nil {
+			return translate(err, "job")
+		}
+		return s.NotifyWork(ctx, tx, []uuid.UUID{j.AgentID})
+	})
+}
+
+// TakeAgentJobs hands the agent the jobs waiting for it, created after since, each with its
+// test revision and files.
+func (s *Store) TakeAgentJobs(ctx context.Context, agentID uuid.UUID, since time.Time) ([]barrage.AgentJob, error) {
+	rows, err := s.q.AgentJobTake(ctx, s.pool, dbsqlc.AgentJobTakeParams{AgentID: agentID, Since: since})
+	if err != nil || len(rows) == 0 {
+		return nil, err
+	}
+	out := make([]barrage.AgentJob, 0, len(rows))
+	for _, r := range rows {
+		j := agentJobFromRow(r)
+		t, err := s.q.TestGet(ctx, s.pool, dbsqlc.TestGetParams{ID: r.TestID, OwnerID: r.OwnerID})
+		if err != nil {
+			// The test went away with its jobs (ON DELETE CASCADE) after this one was taken.
+			continue
+		}
+		b, err := s.bundle(ctx, t, j.Revision)
+		if err != nil {
+			return nil, err
+		}
+		j.Bundle = &b
+		out = append(out, j)
+	}
+	return out, nil
+}
+
+// AnswerAgentJob records the agent's answer to its job and wakes whoever waits on it. A job
+// answered already, or never handed to this agent, is not found.
+func (s *Store) AnswerAgentJob(ctx context.Context, agentID, id uuid.UUID, result []byte, errText *string) error {
+	return s.inTx(ctx, func(tx pgx.Tx) error {
+		if _, err := s.q.AgentJobAnswer(ctx, tx, dbsqlc.AgentJobAnswerParams{ID: id, AgentID: agentID, Result: result, Error: errText}); err != nil {
+			return translate(err, "job")
+		}
+		return s.q.RunNotify(ctx, tx, dbsqlc.RunNotifyParams{Channel: ChannelRuns, Payload: id.String()})
+	})
+}
+
+// AgentJob reads a job by id, for the request that waits on it.
+func (s *Store) AgentJob(ctx context.Context, id uuid.UUID) (barrage.AgentJob, error) {
+	r, err := s.q.AgentJobGet(ctx, s.pool, id)
+	if err != nil {
+		return barrage.AgentJob{}, translate(err, "job")
+	}
+	return agentJobFromRow(r), nil
+}
+
+func agentJobFromRow(r dbsqlc.AgentJob) barrage.AgentJob {
+	j := barrage.AgentJob{ID: r.ID, AgentID: r.AgentID, OwnerID: r.OwnerID, Kind: barrage.JobKind(r.Kind), TestID: r.TestID,
+		Revision: int(r.Revision), Answered: r.AnsweredAt, Result: r.Result}
+	if r.Error != nil {
+		j.Error = *r.Error
+	}
+	return j
+}
