@@ -30,9 +30,10 @@ func runRuns(ctx context.Context, e env, args []string) error {
 }
 
 func runRunsStart(ctx context.Context, e env, args []string) error {
-	fs := newFlags(e, "runs start", "(--file SCRIPT | --script ID) [--vus N --duration D --rate R --agents N --agent ID] [--watch]")
+	fs := newFlags(e, "runs start", "(--file SCRIPT | --script ID | --test ID) [--vus N --duration D --rate R --agents N --agent ID] [--watch]")
 	file := fs.String("file", "", "upload this script (and the data files it names, from beside it) and run it")
 	scriptID := fs.String("script", "", "run this stored script")
+	testID := fs.String("test", "", "run this test's latest revision (its script is generated first)")
 	vus := fs.Int("vus", 0, "virtual users (closed model), or max VUs with --rate; overrides the script")
 	duration := fs.Duration("duration", 0, "run duration; overrides the script")
 	rate := fs.Float64("rate", 0, "arrival rate in iterations per second: runs the open model")
@@ -44,26 +45,41 @@ func runRunsStart(ctx context.Context, e env, args []string) error {
 	if err := parseFlags(fs, args, 0); err != nil {
 		return err
 	}
-	if (*file == "") == (*scriptID == "") {
+	given := 0
+	for _, f := range []string{*file, *scriptID, *testID} {
+		if f != "" {
+			given++
+		}
+	}
+	if given != 1 {
 		fs.Usage()
 		return errUsage
 	}
-	cl, _, err := apiClient(ctx, e, true)
+	cl, err := jobClient(ctx, e) // a run of a test may wait for its generation on an agent
 	if err != nil {
 		return err
 	}
-	id := *scriptID
-	if *file != "" {
-		if id, err = uploadScript(ctx, cl, *file); err != nil {
-			return err
+	var body api.CreateRunRequest
+	if *testID != "" {
+		tid, err := uuid.Parse(*testID)
+		if err != nil {
+			return fmt.Errorf("test id %q: %w", *testID, err)
 		}
-		fmt.Fprintf(e.stderr, "Script %s uploaded as %s.\n", *file, id)
+		body.TestId = &tid
+	} else {
+		id := *scriptID
+		if *file != "" {
+			if id, err = uploadScript(ctx, cl, *file); err != nil {
+				return err
+			}
+			fmt.Fprintf(e.stderr, "Script %s uploaded as %s.\n", *file, id)
+		}
+		sid, err := uuid.Parse(id)
+		if err != nil {
+			return fmt.Errorf("script id %q: %w", id, err)
+		}
+		body.ScriptId = &sid
 	}
-	sid, err := uuid.Parse(id)
-	if err != nil {
-		return fmt.Errorf("script id %q: %w", id, err)
-	}
-	body := api.CreateRunRequest{ScriptId: &sid}
 	if *vus > 0 {
 		body.Vus = vus
 	}

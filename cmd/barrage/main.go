@@ -66,6 +66,8 @@ func commands() []command {
 		{"debug", "run one iteration of one VU and show every request and response: debug SCRIPT", runDebug},
 		{"agent", "run a measuring agent that takes work from a server: agent --server URL", runAgent},
 		{"agents", "the agents you may run on: agents list | create | delete", runAgents},
+		{"tests", "tests on the server: tests push | list | show | debug | delete", runTests},
+		{"scripts", "scripts on the server: scripts generate TEST_ID", runScripts},
 		{"runs", "runs on the server's agents: runs start | list | show | cancel | results", runRuns},
 		{"plugin", "plugins: plugin add | list | check | new", runPlugin},
 		{"demo-shop", "serve a small shop on 127.0.0.1:8081 for the example scripts", runDemoShop},

@@ -46,11 +46,11 @@ type agentProc struct {
 	done   chan error
 }
 
-func startAgent(t *testing.T, p *serveProc, token string) *agentProc {
+func startAgent(t *testing.T, p *serveProc, token string, extraEnv ...string) *agentProc {
 	t.Helper()
 	a := &agentProc{stderr: &lockedBuffer{}, done: make(chan error, 1)}
 	a.cmd = exec.Command(binary, "agent", "--server", p.url, "--allow-target", "127.0.0.0/8")
-	a.cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "BARRAGE_AGENT_TOKEN=" + token}
+	a.cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "BARRAGE_AGENT_TOKEN=" + token}, extraEnv...)
 	a.cmd.Stderr = a.stderr
 	require.NoError(t, a.cmd.Start())
 	go func() { a.done <- a.cmd.Wait() }()

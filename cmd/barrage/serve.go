@@ -70,7 +70,7 @@ func runServe(ctx context.Context, e env, args []string) error {
 	ctl := control.New(store, log.With(slog.String("component", "control")), control.Config{})
 	handler, err := httpapi.NewServer(httpapi.Deps{
 		Log: log, Accounts: accounts, Control: ctl, Ready: store.Ready,
-		TrustedProxies: cfg.TrustedProxies, MaxBodyBytes: cfg.MaxBodyBytes,
+		TrustedProxies: cfg.TrustedProxies, MaxBodyBytes: cfg.MaxBodyBytes, MaxFileBytes: cfg.MaxFileBytes,
 	})
 	if err != nil {
 		return err

@@ -28,6 +28,7 @@ type Config struct {
 	RefreshTokenTTL time.Duration
 	TrustedProxies  []netip.Prefix
 	MaxBodyBytes    int64
+	MaxFileBytes    int64
 	ShutdownTimeout time.Duration
 	LogLevel        slog.Level
 	LogFormat       string
@@ -55,6 +56,7 @@ var Settings = []Setting{
 	{"refresh-token-ttl", "BARRAGE_REFRESH_TOKEN_TTL", "720h", "lifetime of refresh tokens"},
 	{"trusted-proxies", "BARRAGE_TRUSTED_PROXIES", "", "comma-separated CIDRs of proxies whose X-Forwarded-For is believed"},
 	{"max-body-bytes", "BARRAGE_MAX_BODY_BYTES", "1048576", "largest request body accepted"},
+	{"max-file-bytes", "BARRAGE_MAX_FILE_BYTES", "16777216", "largest data file of a test accepted"},
 	{"shutdown-timeout", "BARRAGE_SHUTDOWN_TIMEOUT", "15s", "how long in-flight requests get on SIGTERM"},
 	{"log-level", "BARRAGE_LOG_LEVEL", "info", "debug, info, warn or error"},
 	{"log-format", "BARRAGE_LOG_FORMAT", "text", "text or json"},
@@ -177,11 +179,15 @@ func parse(v map[string]*string) (Config, error) {
 		}
 		c.TrustedProxies = append(c.TrustedProxies, prefix.Masked())
 	}
-	n, err := strconv.ParseInt(*v["max-body-bytes"], 10, 64)
-	if err != nil || n < 1024 || n > 1<<30 {
-		bad("max-body-bytes", "want a number of bytes between 1024 and 1073741824")
+	bytesSetting := func(name string) int64 {
+		n, err := strconv.ParseInt(*v[name], 10, 64)
+		if err != nil || n < 1024 || n > 1<<30 {
+			bad(name, "want a number of bytes between 1024 and 1073741824")
+		}
+		return n
 	}
-	c.MaxBodyBytes = n
+	c.MaxBodyBytes = bytesSetting("max-body-bytes")
+	c.MaxFileBytes = bytesSetting("max-file-bytes")
 	if err := c.LogLevel.UnmarshalText([]byte(*v["log-level"])); err != nil {
 		bad("log-level", "want debug, info, warn or error")
 	}
@@ -215,6 +221,7 @@ func (c Config) LogValue() slog.Value {
 		slog.Duration("refresh_token_ttl", c.RefreshTokenTTL),
 		slog.String("trusted_proxies", strings.Join(proxies, ",")),
 		slog.Int64("max_body_bytes", c.MaxBodyBytes),
+		slog.Int64("max_file_bytes", c.MaxFileBytes),
 		slog.String("log_level", c.LogLevel.String()),
 		slog.String("postgres_bin", c.PostgresBin),
 		slog.Bool("demo_agent", c.DemoAgent),

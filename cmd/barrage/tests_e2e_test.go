@@ -1,0 +1,138 @@
+package main_test
+
+import (
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestATestWithPluginsIsDebuggedGeneratedAndRunOnAgents drives the quick start's second half
+// with real processes: a test pushed with its data file, debugged on an agent, generated into
+// a script there (its source plugin run, its element plugin pinned by digest), and run from the
+// test; an agent whose copy of the plugin differs from the pin refuses the shard, naming it.
+func TestATestWithPluginsIsDebuggedGeneratedAndRunOnAgents(t *testing.T) {
+	bin := buildPlugins(t, "random-data", "inject-headers")
+	var mu sync.Mutex
+	var seen []*http.Request
+	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		seen = append(seen, r.Clone(r.Context()))
+		mu.Unlock()
+		fmt.Fprint(w, `{"ok":true}`)
+	}))
+	defer target.Close()
+	requests := func() []*http.Request {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]*http.Request(nil), seen...)
+	}
+
+	p := startServe(t, reachableDir(t), nil)
+	cfg := t.TempDir()
+	code := codeLine.FindStringSubmatch(p.stdout.String())[1]
+	mustCLI(t, p, cfg, "admin password 123\n", "signup", "--code", code, "--email", "ada@example.com", "--name", "Ada")
+	mustCLI(t, p, cfg, "admin password 123\n", "login", "--email", "ada@example.com")
+
+	// Two agents with their own plugin directories: the second's random-data is not the
+	// binary the first has.
+	good := filepath.Join(t.TempDir(), "plugins")
+	for _, n := range []string{"random-data", "inject-headers"} {
+		_, errOut, code := runWithEnv(t, []string{"BARRAGE_PLUGIN_DIR=" + good}, "plugin", "add", filepath.Join(bin, n))
+		require.Zero(t, code, errOut)
+	}
+	bad := filepath.Join(t.TempDir(), "plugins")
+	_, errOut, exit := runWithEnv(t, []string{"BARRAGE_PLUGIN_DIR=" + bad}, "plugin", "add", filepath.Join(bin, "random-data"))
+	require.Zero(t, exit, errOut)
+	manifest := filepath.Join(bad, "random-data", "1.0.0", "plugin.json")
+	m, err := os.ReadFile(manifest)
+	require.NoError(t, err)
+	m = regexp.MustCompile(`"sha256":\s*"[0-9a-f]{64}"`).ReplaceAll(m, []byte(`"sha256": "`+strings.Repeat("0", 64)+`"`))
+	require.NoError(t, os.WriteFile(manifest, m, 0o644))
+
+	goodToken := strings.TrimSpace(mustCLI(t, p, cfg, "", "agents", "create", "good"))
+	badToken := strings.TrimSpace(mustCLI(t, p, cfg, "", "agents", "create", "stale"))
+	startAgent(t, p, goodToken, "BARRAGE_PLUGIN_DIR="+good)
+	startAgent(t, p, badToken, "BARRAGE_PLUGIN_DIR="+bad)
+	eventually(t, 30*time.Second, "both agents online", func() bool {
+		return strings.Count(mustCLI(t, p, cfg, "", "agents", "list"), " online ") == 2
+	})
+	agentID := func(name string) string {
+		m := regexp.MustCompile(`(?m)^([0-9a-f-]{36})\s+`+name+`\s`).FindStringSubmatch(mustCLI(t, p, cfg, "", "agents", "list"))
+		require.NotNil(t, m, name)
+		return m[1]
+	}
+
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "users.csv"), []byte("user\nann\nbob\n"), 0o644))
+	path := filepath.Join(dir, "signup.yaml")
+	require.NoError(t, os.WriteFile(path, []byte(`version: 1
+name: sign-up
+base_url: `+target.URL+`
+variables:
+  data:
+    - { file: users.csv }
+plugins:
+  - { use: random-data@1.0.0, as: rnd, kind: element, config: { email: { syntax: email, domain: example.test } } }
+  - { use: inject-headers@1.0.0, as: inject, kind: source, config: { headers: { X-Env: staging } } }
+session:
+  groups:
+    - name: sign up
+      requests:
+        - { name: sign up, url: "/signup?user=${user}&email=${rnd.email}", assert: [ { status: 200 } ] }
+load:
+  vus: 2
+  duration: 2s
+`), 0o644))
+
+	id := strings.TrimSpace(mustCLI(t, p, cfg, "", "tests", "push", path))
+	require.Contains(t, mustCLI(t, p, cfg, "", "tests", "list"), "sign-up")
+
+	// Debug: one iteration on the agent, the source plugin applied, the element's values used.
+	out, errOut, err := cli(t, p, cfg, "", "tests", "debug", id, "--agent", agentID("good"))
+	require.NoError(t, err, "stdout: %s\nstderr: %s", out, errOut)
+	require.Contains(t, out, "=== sign up")
+	require.Contains(t, out, "> X-Env: staging")
+	require.Contains(t, out, "every request passed its checks")
+	require.Len(t, requests(), 1)
+	require.Regexp(t, `^user=ann&email=[^@&]+@example\.test$`, requests()[0].URL.RawQuery)
+
+	// Generate: the script pins random-data by the digest of the good agent's binary, and the
+	// source plugin, having run, is gone from it.
+	out, errOut, err = cli(t, p, cfg, "", "scripts", "generate", id, "--agent", agentID("good"))
+	require.NoError(t, err, "stdout: %s\nstderr: %s", out, errOut)
+	require.Regexp(t, `plugin rnd random-data@1\.0\.0 \(element\) sha256 [0-9a-f]{64}`, errOut)
+	require.NotContains(t, errOut, "inject")
+	scriptID := strings.TrimSpace(out)
+
+	// A run of the test on the good agent: every request carries what the plugins made.
+	before := len(requests())
+	out, errOut, err = cli(t, p, cfg, "", "runs", "start", "--test", id, "--agent", agentID("good"), "--watch")
+	require.NoError(t, err, "stdout: %s\nstderr: %s", out, errOut)
+	got := requests()[before:]
+	require.NotEmpty(t, got)
+	for _, r := range got {
+		require.Equal(t, "staging", r.Header.Get("X-Env"))
+		require.Regexp(t, `email=[^@&]+@example\.test$`, r.URL.RawQuery)
+	}
+
+	// The stale agent cannot generate the test (it lacks the source plugin), and the user reads
+	// why; given the script pinned on the good agent, it fails the shard naming the plugin,
+	// and nothing reaches the target.
+	_, errOut, err = cli(t, p, cfg, "", "runs", "start", "--test", id, "--agent", agentID("stale"))
+	require.Error(t, err)
+	require.Contains(t, errOut, "plugin inject-headers@1.0.0 is not in")
+	before = len(requests())
+	out, errOut, err = cli(t, p, cfg, "", "runs", "start", "--script", scriptID, "--agent", agentID("stale"), "--watch")
+	require.Error(t, err, "stdout: %s\nstderr: %s", out, errOut)
+	require.Contains(t, out+errOut, "random-data@1.0.0: this agent's binary has sha256 0000")
+	require.Len(t, requests(), before)
+}
