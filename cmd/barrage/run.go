@@ -23,6 +23,7 @@ import (
 	"github.com/barrage-load/barrage/internal/metrics"
 	"github.com/barrage-load/barrage/internal/pluginhost"
 	"github.com/barrage-load/barrage/internal/script"
+	"github.com/barrage-load/barrage/internal/summary"
 )
 
 // Exit statuses of `barrage run`, distinct so that CI can tell them apart.
@@ -286,69 +287,23 @@ func errorBreakdown(st *metrics.Stats) string {
 
 // resultJSON is the --out document.
 type resultJSON struct {
-	Script     string           `json:"script"`
-	Model      string           `json:"model"`
-	Start      time.Time        `json:"start"`
-	ElapsedS   float64          `json:"elapsed_s"`
-	Iterations int64            `json:"iterations"`
-	Dropped    int64            `json:"dropped"`
-	Unsent     int64            `json:"unsent"`
-	Stop       engine.Stop      `json:"stop"`
-	Total      labelJSON        `json:"total"`
-	Requests   []labelJSON      `json:"requests"`
-	Groups     []labelJSON      `json:"groups"`
-	Hooks      []labelJSON      `json:"hooks,omitempty"`
-	HookErrors map[string]int64 `json:"hook_errors,omitempty"`
-	Exhausted  string           `json:"exhausted,omitempty"`
-	Thresholds []thresholdJSON  `json:"thresholds"`
-	Verdict    verdictJSON      `json:"verdict"`
-	Errors     map[string]int64 `json:"errors"`
-}
-
-type labelJSON struct {
-	Name      string  `json:"name"`
-	Count     int64   `json:"count"`
-	RPS       float64 `json:"rps"`
-	ErrorRate float64 `json:"error_rate"`
-	BytesIn   int64   `json:"bytes_in"`
-	BytesOut  int64   `json:"bytes_out"`
-	MinMS     float64 `json:"min_ms"`
-	MeanMS    float64 `json:"mean_ms"`
-	P50MS     float64 `json:"p50_ms"`
-	P90MS     float64 `json:"p90_ms"`
-	P95MS     float64 `json:"p95_ms"`
-	P99MS     float64 `json:"p99_ms"`
-	MaxMS     float64 `json:"max_ms"`
-	// Histogram is the latency histogram in its binary encoding, base64 in JSON: merge it
-	// with other runs' exactly.
-	Histogram []byte `json:"histogram"`
-}
-
-type thresholdJSON struct {
-	Check    string  `json:"check"`
-	Observed float64 `json:"observed"`
-	Passed   bool    `json:"passed"`
-}
-
-type verdictJSON struct {
-	GeneratorLimited bool     `json:"generator_limited"`
-	Reasons          []string `json:"reasons,omitempty"`
-}
-
-func toLabelJSON(name string, st *metrics.Stats, elapsed time.Duration) labelJSON {
-	h := st.Latency
-	fms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
-	enc, _ := h.MarshalBinary()
-	var rate float64
-	if st.Requests > 0 {
-		rate = float64(st.Failed()) / float64(st.Requests)
-	}
-	return labelJSON{
-		Name: name, Count: st.Requests, RPS: float64(st.Requests) / elapsed.Seconds(), ErrorRate: rate,
-		BytesIn: st.BytesIn, BytesOut: st.BytesOut,
-		MinMS: fms(h.Min()), MeanMS: fms(h.Mean()), P50MS: fms(h.Quantile(0.5)), P90MS: fms(h.Quantile(0.9)),
-		P95MS: fms(h.Quantile(0.95)), P99MS: fms(h.Quantile(0.99)), MaxMS: fms(h.Max()), Histogram: enc,
-	}
+	Script     string              `json:"script"`
+	Model      string              `json:"model"`
+	Start      time.Time           `json:"start"`
+	ElapsedS   float64             `json:"elapsed_s"`
+	Iterations int64               `json:"iterations"`
+	Dropped    int64               `json:"dropped"`
+	Unsent     int64               `json:"unsent"`
+	Stop       engine.Stop         `json:"stop"`
+	Total      summary.Label       `json:"total"`
+	Requests   []summary.Label     `json:"requests"`
+	Groups     []summary.Label     `json:"groups"`
+	Hooks      []summary.Label     `json:"hooks,omitempty"`
+	HookErrors map[string]int64    `json:"hook_errors,omitempty"`
+	Exhausted  string              `json:"exhausted,omitempty"`
+	Thresholds []summary.Threshold `json:"thresholds"`
+	Verdict    summary.Verdict     `json:"verdict"`
+	Errors     map[string]int64    `json:"errors"`
 }
 
 func writeResultJSON(path string, res *engine.Result) error {
@@ -356,31 +311,28 @@ func writeResultJSON(path string, res *engine.Result) error {
 	doc := resultJSON{
 		Script: res.Script, Model: res.Model.String(), Start: res.Start, ElapsedS: res.Elapsed.Seconds(),
 		Iterations: res.Iterations, Dropped: res.Dropped, Unsent: res.Unsent, Stop: res.Stop,
-		Total:      toLabelJSON("all requests", all, res.Elapsed),
-		Verdict:    verdictJSON{GeneratorLimited: res.Verdict.GeneratorLimited, Reasons: res.Verdict.Reasons},
-		Errors:     map[string]int64{},
+		Total:      summary.NewLabel("all requests", all, res.Elapsed),
+		Verdict:    summary.Verdict{GeneratorLimited: res.Verdict.GeneratorLimited, Reasons: res.Verdict.Reasons},
+		Errors:     summary.Errors(all),
 		HookErrors: res.HookErrors, Exhausted: res.Exhausted,
-	}
-	for c := metrics.ErrorClass(1); c < metrics.NumErrorClasses; c++ {
-		doc.Errors[c.String()] = all.Errors[c]
 	}
 	for _, l := range res.Requests {
 		if st, ok := res.Total.Labels[l]; ok {
-			doc.Requests = append(doc.Requests, toLabelJSON(l, st, res.Elapsed))
+			doc.Requests = append(doc.Requests, summary.NewLabel(l, st, res.Elapsed))
 		}
 	}
 	for _, g := range res.Groups {
 		if st, ok := res.Total.Labels[engine.GroupPrefix+g]; ok {
-			doc.Groups = append(doc.Groups, toLabelJSON(g, st, res.Elapsed))
+			doc.Groups = append(doc.Groups, summary.NewLabel(g, st, res.Elapsed))
 		}
 	}
 	for _, a := range res.Hooks {
 		if st, ok := res.Total.Labels[engine.HookPrefix+a]; ok {
-			doc.Hooks = append(doc.Hooks, toLabelJSON(a, st, res.Elapsed))
+			doc.Hooks = append(doc.Hooks, summary.NewLabel(a, st, res.Elapsed))
 		}
 	}
 	for _, t := range res.Thresholds {
-		doc.Thresholds = append(doc.Thresholds, thresholdJSON{Check: t.Threshold.Source, Observed: t.Observed, Passed: t.Passed})
+		doc.Thresholds = append(doc.Thresholds, summary.Threshold{Check: t.Threshold.Source, Observed: t.Observed, Passed: t.Passed})
 	}
 	data, err := json.MarshalIndent(doc, "", "  ")
 	if err != nil {

@@ -66,7 +66,7 @@ func TestATestWithPluginsIsDebuggedGeneratedAndRunOnAgents(t *testing.T) {
 		return strings.Count(mustCLI(t, p, cfg, "", "agents", "list"), " online ") == 2
 	})
 	agentID := func(name string) string {
-		m := regexp.MustCompile(`(?m)^([0-9a-f-]{36})\s+`+name+`\s`).FindStringSubmatch(mustCLI(t, p, cfg, "", "agents", "list"))
+		m := regexp.MustCompile(`(?m)^([0-9a-f-]{36})\s+` + name + `\s`).FindStringSubmatch(mustCLI(t, p, cfg, "", "agents", "list"))
 		require.NotNil(t, m, name)
 		return m[1]
 	}

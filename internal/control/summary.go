@@ -15,6 +15,7 @@ import (
 	"github.com/barrage-load/barrage/internal/engine"
 	"github.com/barrage-load/barrage/internal/metrics"
 	"github.com/barrage-load/barrage/internal/script"
+	"github.com/barrage-load/barrage/internal/summary"
 	"github.com/barrage-load/barrage/internal/threshold"
 )
 
@@ -34,37 +35,12 @@ type Summary struct {
 	Agents     []AgentShare     `json:"agents"`
 }
 
-// Label is one request's, group's or hook's figures.
-type Label struct {
-	Name      string  `json:"name"`
-	Count     int64   `json:"count"`
-	RPS       float64 `json:"rps"`
-	ErrorRate float64 `json:"error_rate"`
-	BytesIn   int64   `json:"bytes_in"`
-	BytesOut  int64   `json:"bytes_out"`
-	MinMS     float64 `json:"min_ms"`
-	MeanMS    float64 `json:"mean_ms"`
-	P50MS     float64 `json:"p50_ms"`
-	P90MS     float64 `json:"p90_ms"`
-	P95MS     float64 `json:"p95_ms"`
-	P99MS     float64 `json:"p99_ms"`
-	MaxMS     float64 `json:"max_ms"`
-	// Histogram is the merged latency histogram in its binary encoding (base64 in JSON).
-	Histogram []byte `json:"histogram"`
-}
-
-// Threshold is a threshold's verdict on the merged run.
-type Threshold struct {
-	Check    string  `json:"check"`
-	Observed float64 `json:"observed"`
-	Passed   bool    `json:"passed"`
-}
-
-// Verdict says whether a generator, rather than the target, limited the load.
-type Verdict struct {
-	GeneratorLimited bool     `json:"generator_limited"`
-	Reasons          []string `json:"reasons,omitempty"`
-}
+// Label, Threshold and Verdict are told as `barrage run` tells them.
+type (
+	Label     = summary.Label
+	Threshold = summary.Threshold
+	Verdict   = summary.Verdict
+)
 
 // AgentShare is one shard's part in the run.
 type AgentShare struct {
@@ -179,21 +155,19 @@ func (s *Service) summarize(ctx context.Context, sc *script.Script, run barrage.
 	}
 
 	elapsed := max(total.Duration, time.Second)
-	sum := &Summary{ElapsedS: elapsed.Seconds(), Seconds: seconds, Errors: map[string]int64{},
+	sum := &Summary{ElapsedS: elapsed.Seconds(), Seconds: seconds,
 		Requests: []Label{}, Groups: []Label{}, Thresholds: []Threshold{}, Agents: []AgentShare{}}
 	all := requestStats(total, sc)
-	sum.Total = toLabel("all requests", all, elapsed)
-	for c := metrics.ErrorClass(1); c < metrics.NumErrorClasses; c++ {
-		sum.Errors[c.String()] = all.Errors[c]
-	}
+	sum.Total = summary.NewLabel("all requests", all, elapsed)
+	sum.Errors = summary.Errors(all)
 	for _, name := range requestNames(sc) {
 		if st, ok := total.Labels[name]; ok {
-			sum.Requests = append(sum.Requests, toLabel(name, st, elapsed))
+			sum.Requests = append(sum.Requests, summary.NewLabel(name, st, elapsed))
 		}
 	}
 	for _, g := range sc.Session.Groups {
 		if st, ok := total.Labels[engine.GroupPrefix+g.Name]; ok {
-			sum.Groups = append(sum.Groups, toLabel(g.Name, st, elapsed))
+			sum.Groups = append(sum.Groups, summary.NewLabel(g.Name, st, elapsed))
 		}
 	}
 	var hooks []string
@@ -204,7 +178,7 @@ func (s *Service) summarize(ctx context.Context, sc *script.Script, run barrage.
 	}
 	slices.Sort(hooks)
 	for _, a := range hooks {
-		sum.Hooks = append(sum.Hooks, toLabel(a, total.Labels[engine.HookPrefix+a], elapsed))
+		sum.Hooks = append(sum.Hooks, summary.NewLabel(a, total.Labels[engine.HookPrefix+a], elapsed))
 	}
 
 	for _, t := range watch.Final(total, elapsed) {
@@ -262,20 +236,4 @@ func requestStats(snap *metrics.Snapshot, s *script.Script) *metrics.Stats {
 		st.Merge(snap.Labels[l])
 	}
 	return st
-}
-
-func toLabel(name string, st *metrics.Stats, elapsed time.Duration) Label {
-	h := st.Latency
-	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
-	enc, _ := h.MarshalBinary()
-	var rate float64
-	if st.Requests > 0 {
-		rate = float64(st.Failed()) / float64(st.Requests)
-	}
-	return Label{
-		Name: name, Count: st.Requests, RPS: float64(st.Requests) / elapsed.Seconds(), ErrorRate: rate,
-		BytesIn: st.BytesIn, BytesOut: st.BytesOut,
-		MinMS: ms(h.Min()), MeanMS: ms(h.Mean()), P50MS: ms(h.Quantile(0.5)), P90MS: ms(h.Quantile(0.9)),
-		P95MS: ms(h.Quantile(0.95)), P99MS: ms(h.Quantile(0.99)), MaxMS: ms(h.Max()), Histogram: enc,
-	}
 }
