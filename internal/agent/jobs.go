@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/barrage-load/barrage/api"
@@ -15,12 +16,14 @@ import (
 	"github.com/barrage-load/barrage/internal/script"
 )
 
-// The bounds of a debug's answer: it must fit the server's request limit (1 MiB by default).
+// The bounds of a debug's answer: it must fit the server's request limit (1 MiB by default),
+// JSON's escapes included, so the previews of all requests share a budget.
 const (
 	debugTimeout     = 35 * time.Second // control.DebugTimeout
 	debugPreview     = 4 << 10
 	debugMaxRequests = 200
-	maxJobs          = 4 // jobs done at once, beside a shard
+	debugBudget      = 400 << 10 // bytes of previews and variables in one answer
+	maxJobs          = 4         // jobs done at once, beside a shard
 )
 
 // startJobs does each job in the background, beside a shard if one runs, and answers it. A job
@@ -97,12 +100,13 @@ func (a *Agent) debug(ctx context.Context, origin pluginset.Origin, s *script.Sc
 	}
 	defer set.Close()
 	trace := &api.DebugTrace{Passed: true, Requests: []api.TraceEntry{}}
+	budget := debugBudget
 	opts := engine.Options{Plugins: set.Plugins, Targets: a.cfg.Targets, Trace: func(ev engine.TraceEvent) {
 		if ev.Err != nil || len(ev.Failures) > 0 {
 			trace.Passed = false
 		}
 		if len(trace.Requests) < debugMaxRequests {
-			trace.Requests = append(trace.Requests, toTraceEntry(ev))
+			trace.Requests = append(trace.Requests, toTraceEntry(ev, &budget))
 		}
 	}}
 	if err := engine.Debug(ctx, s, opts); err != nil {
@@ -112,24 +116,35 @@ func (a *Agent) debug(ctx context.Context, origin pluginset.Origin, s *script.Sc
 	return trace, nil
 }
 
-func toTraceEntry(ev engine.TraceEvent) api.TraceEntry {
-	e := api.TraceEntry{Request: ev.Request, Method: ev.Method, Url: ev.URL, BytesIn: ev.BytesIn,
-		DurationMs: float64(ev.Duration) / float64(time.Millisecond), Vars: ev.Vars, Failures: ev.Failures,
+// toTraceEntry is ev as an answer carries it: text without NUL bytes (which the server's store
+// refuses), bodies and variables previewed out of what is left of budget.
+func toTraceEntry(ev engine.TraceEvent, budget *int) api.TraceEntry {
+	preview := func(b []byte) *string {
+		n := min(debugPreview, max(*budget, 0))
+		if n == 0 {
+			return ptr(fmt.Sprintf("(%d bytes: the answer has no room left for previews)", len(b)))
+		}
+		s := clean(engine.Preview(b, n))
+		*budget -= len(s)
+		return &s
+	}
+	e := api.TraceEntry{Request: ev.Request, Method: ev.Method, Url: clean(ev.URL), BytesIn: ev.BytesIn,
+		DurationMs: float64(ev.Duration) / float64(time.Millisecond), Vars: map[string]string{}, Failures: ev.Failures,
 		RequestHeaders: make([]api.Header, len(ev.RequestHeader)), ResponseHeaders: []api.Header{}}
-	if e.Vars == nil {
-		e.Vars = map[string]string{}
+	for k, v := range ev.Vars {
+		e.Vars[k] = *preview([]byte(v))
 	}
 	if e.Failures == nil {
 		e.Failures = []string{}
 	}
 	for i, h := range ev.RequestHeader {
-		e.RequestHeaders[i] = api.Header{Name: h[0], Value: h[1]}
+		e.RequestHeaders[i] = api.Header{Name: clean(h[0]), Value: clean(h[1])}
 	}
 	if len(ev.RequestBody) > 0 {
-		e.RequestBody = ptr(engine.Preview(ev.RequestBody, debugPreview))
+		e.RequestBody = preview(ev.RequestBody)
 	}
 	if ev.Err != nil {
-		e.Error = ptr(ev.Err.Error())
+		e.Error = ptr(clean(ev.Err.Error()))
 		return e
 	}
 	e.Status = ptr(ev.Status)
@@ -141,14 +156,17 @@ func toTraceEntry(ev engine.TraceEvent) api.TraceEntry {
 		}
 	}) {
 		for _, v := range ev.ResponseHeader[k] {
-			e.ResponseHeaders = append(e.ResponseHeaders, api.Header{Name: k, Value: v})
+			e.ResponseHeaders = append(e.ResponseHeaders, api.Header{Name: clean(k), Value: clean(v)})
 		}
 	}
 	if len(ev.ResponseBody) > 0 {
-		e.ResponseBody = ptr(engine.Preview(ev.ResponseBody, debugPreview))
+		e.ResponseBody = preview(ev.ResponseBody)
 	}
 	return e
 }
+
+// clean replaces NUL bytes, which JSON carries but PostgreSQL's jsonb refuses.
+func clean(s string) string { return strings.ReplaceAll(s, "\x00", "\uFFFD") }
 
 // answerJob sends a job's answer; a failure is logged: the asker's wait runs out.
 func (a *Agent) answerJob(ctx context.Context, j api.AgentJob, ans api.JobAnswer) {
@@ -158,6 +176,11 @@ func (a *Agent) answerJob(ctx context.Context, j api.AgentJob, ans api.JobAnswer
 	res, err := a.client.AgentAnswerJobWithResponse(ctx, j.Id, ans)
 	if err == nil && res.StatusCode() != http.StatusNoContent {
 		err = api.ProblemError(res.HTTPResponse, res.Body)
+		if ans.Error == nil && (res.StatusCode() == http.StatusRequestEntityTooLarge || res.StatusCode() == http.StatusUnprocessableEntity) {
+			// The asker learns why rather than wait out the job.
+			a.answerJob(ctx, j, api.JobAnswer{Error: ptr("the server refused the agent's answer: " + err.Error())})
+			return
+		}
 	}
 	if err != nil {
 		a.log.Warn("answer a job", slog.String("job_id", j.Id.String()), slog.String("error", err.Error()))

@@ -10,7 +10,10 @@ import (
 	"log/slog"
 	"regexp"
 	"slices"
+	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 
@@ -41,8 +44,9 @@ func checkTest(in TestInput) (string, error) {
 	if name == "" {
 		name = parsed.Name
 	}
-	if len(name) > 200 {
-		return "", barrage.Invalid("name", "must be at most 200 characters")
+	if !utf8.ValidString(name) || utf8.RuneCountInString(name) > 200 || strings.TrimSpace(name) != name ||
+		strings.ContainsFunc(name, unicode.IsControl) {
+		return "", barrage.Invalid("name", "1 to 200 characters of text, without control characters or spaces at either end")
 	}
 	return name, nil
 }
@@ -111,22 +115,38 @@ func (s *Service) TestRevisions(ctx context.Context, p barrage.Principal, id uui
 // file, with no folder.
 var fileNameRe = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9._-]{0,99}$`)
 
+// MaxTestFiles bounds the data files of one test.
+const MaxTestFiles = 20
+
 // PutTestFile stores a data file of p's test id under name, replacing one of that name.
 func (s *Service) PutTestFile(ctx context.Context, p barrage.Principal, id uuid.UUID, name string, content []byte) (barrage.TestFile, bool, error) {
 	if !fileNameRe.MatchString(name) {
 		return barrage.TestFile{}, false, barrage.Invalid("name",
-			"1 to 100 letters, digits, '.', '_' or '-', not starting with '.' or '-'; the script's data variable names the file so")
+			"1 to 100 letters, digits, '.', '_' or '-', not starting with '.' or '-', and no folder: a script's data variable names its file so")
+	}
+	t, err := s.store.Test(ctx, p.User.ID, id)
+	if err != nil {
+		return barrage.TestFile{}, false, err
+	}
+	if len(t.Files) >= MaxTestFiles && !slices.ContainsFunc(t.Files, func(f barrage.TestFile) bool { return f.Name == name }) {
+		return barrage.TestFile{}, false, barrage.Invalid("name", fmt.Sprintf("a test has at most %d data files: delete one first", MaxTestFiles))
 	}
 	return s.store.PutTestFile(ctx, p.User.ID, id, name, content)
 }
 
 // TestFile reads a data file of p's test id.
 func (s *Service) TestFile(ctx context.Context, p barrage.Principal, id uuid.UUID, name string) (barrage.TestFile, error) {
+	if !fileNameRe.MatchString(name) {
+		return barrage.TestFile{}, barrage.Errorf(barrage.ErrNotFound, "file not found")
+	}
 	return s.store.TestFile(ctx, p.User.ID, id, name)
 }
 
 // DeleteTestFile removes a data file of p's test id.
 func (s *Service) DeleteTestFile(ctx context.Context, p barrage.Principal, id uuid.UUID, name string) error {
+	if !fileNameRe.MatchString(name) {
+		return barrage.Errorf(barrage.ErrNotFound, "file not found")
+	}
 	return s.store.DeleteTestFile(ctx, p.User.ID, id, name)
 }
 
@@ -145,20 +165,20 @@ type JobInput struct {
 }
 
 // DebugTest runs one traced iteration of one VU of p's test on an agent and returns the agent
-// that ran it and its trace, as the agent reported it (JSON).
-func (s *Service) DebugTest(ctx context.Context, p barrage.Principal, id uuid.UUID, in JobInput) (barrage.Agent, json.RawMessage, error) {
+// that ran it, the revision, and its trace as the agent reported it (JSON).
+func (s *Service) DebugTest(ctx context.Context, p barrage.Principal, id uuid.UUID, in JobInput) (barrage.Agent, int, json.RawMessage, error) {
 	b, n, err := s.store.TestBundle(ctx, p.User.ID, id, in.Revision)
 	if err != nil {
-		return barrage.Agent{}, nil, err
+		return barrage.Agent{}, 0, nil, err
 	}
 	if _, err := loadBundle(b.Source, b.Files); err != nil {
-		return barrage.Agent{}, nil, err
+		return barrage.Agent{}, 0, nil, err
 	}
 	a, j, err := s.runJob(ctx, p, barrage.AgentJob{Kind: barrage.JobDebug, TestID: id, Revision: n}, in.AgentID)
 	if err != nil {
-		return a, nil, err
+		return a, n, nil, err
 	}
-	return a, j.Result, nil
+	return a, n, j.Result, nil
 }
 
 // Generated is what a generation on an agent answers: the script after its source plugins, with
@@ -183,6 +203,7 @@ func (s *Service) GenerateScript(ctx context.Context, p barrage.Principal, id uu
 	if err != nil {
 		return barrage.Script{}, err
 	}
+	b.Files = namedFiles(parsed, b.Files)
 	gen := Generated{Source: b.Source, Plugins: []barrage.PluginPin{}}
 	if len(parsed.Plugins) > 0 {
 		_, j, err := s.runJob(ctx, p, barrage.AgentJob{Kind: barrage.JobGenerate, TestID: id, Revision: n}, in.AgentID)
@@ -192,7 +213,7 @@ func (s *Service) GenerateScript(ctx context.Context, p barrage.Principal, id uu
 		if err := json.Unmarshal(j.Result, &gen); err != nil {
 			return barrage.Script{}, fmt.Errorf("job %s: the agent's answer: %w", j.ID, err)
 		}
-		if err := checkGenerated(gen); err != nil {
+		if err := checkGenerated(gen, b.Files); err != nil {
 			return barrage.Script{}, err
 		}
 	}
@@ -201,22 +222,40 @@ func (s *Service) GenerateScript(ctx context.Context, p barrage.Principal, id uu
 }
 
 // checkGenerated holds an agent's generated script to what the server will run: a valid script
-// without source plugins, each plugin it uses pinned once, at the version it names.
-func checkGenerated(g Generated) error {
-	parsed, err := script.Parse(g.Source, script.ParseOptions{Filename: "generated script"})
+// with the test's data files, without source plugins, each plugin it uses pinned exactly once,
+// at the version and kind it names, and no pin for a plugin it does not use.
+func checkGenerated(g Generated, files []barrage.ScriptFile) error {
+	parsed, err := loadBundle(g.Source, files)
 	if err != nil {
 		return fmt.Errorf("the source plugins made a script that is not valid:\n%w", err)
+	}
+	if len(g.Plugins) != len(parsed.Plugins) {
+		return barrage.Invalid("plugins", fmt.Sprintf("the agent pinned %d plugins; the script uses %d", len(g.Plugins), len(parsed.Plugins)))
 	}
 	for _, sp := range parsed.Plugins {
 		if sp.Kind == script.SourcePlugin {
 			return barrage.Invalid("plugins."+sp.As, "the generated script still lists a source plugin")
 		}
 		i := slices.IndexFunc(g.Plugins, func(pin barrage.PluginPin) bool { return pin.Alias == sp.As })
-		if i < 0 || g.Plugins[i].Name != sp.Name || g.Plugins[i].Version != sp.Version || len(g.Plugins[i].SHA256) != 64 {
-			return barrage.Invalid("plugins."+sp.As, fmt.Sprintf("the agent did not pin %s by its digest", sp.Ref))
+		if i < 0 || g.Plugins[i].Name != sp.Name || g.Plugins[i].Version != sp.Version || g.Plugins[i].Kind != sp.Kind.String() ||
+			!sha256Re.MatchString(g.Plugins[i].SHA256) {
+			return barrage.Invalid("plugins."+sp.As, fmt.Sprintf("the agent did not pin %s (%s) by its digest", sp.Ref, sp.Kind))
 		}
 	}
 	return nil
+}
+
+var sha256Re = regexp.MustCompile(`^[0-9a-f]{64}$`)
+
+// namedFiles are the files of files that s's data variables read: a script carries no others.
+func namedFiles(s *script.Script, files []barrage.ScriptFile) []barrage.ScriptFile {
+	var out []barrage.ScriptFile
+	for _, f := range files {
+		if slices.ContainsFunc(s.Variables.Data, func(df *script.DataFile) bool { return df.File == f.Name }) {
+			out = append(out, f)
+		}
+	}
+	return out
 }
 
 // loadBundle checks a script with its data files by name, as an agent will load it.
@@ -300,8 +339,10 @@ func (s *Service) jobAgent(ctx context.Context, p barrage.Principal, id *uuid.UU
 	return barrage.Agent{}, barrage.Invalid("agent_id", "no agent you may use is online: start one (barrage agent) or ask an admin")
 }
 
-// JobAnswer is an agent's answer to a job: its result, or why it could not do it.
+// JobAnswer is an agent's answer to a job: its result, of the job's kind, or why it could not
+// do it.
 type JobAnswer struct {
+	Kind   barrage.JobKind
 	Result json.RawMessage
 	Error  string
 }
@@ -314,6 +355,15 @@ func (s *Service) AnswerJob(ctx context.Context, a barrage.Agent, id uuid.UUID, 
 	}
 	if ans.Error == "" && len(ans.Result) == 0 {
 		return barrage.Invalid("result", "give the job's result or its error")
+	}
+	if ans.Error == "" {
+		j, err := s.store.AgentJob(ctx, id)
+		if err != nil || j.AgentID != a.ID {
+			return barrage.Errorf(barrage.ErrNotFound, "job not found")
+		}
+		if j.Kind != ans.Kind {
+			return barrage.Invalid(string(ans.Kind), fmt.Sprintf("the job is a %s: answer with its result or an error", j.Kind))
+		}
 	}
 	return s.store.AnswerAgentJob(ctx, a.ID, id, ans.Result, errText)
 }

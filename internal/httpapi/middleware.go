@@ -206,7 +206,8 @@ func limitBody(bodyMax, fileMax int64) func(http.Handler) http.Handler {
 				return
 			}
 			max := bodyMax
-			if r.Method == http.MethodPut && fileRoute.MatchString(r.URL.Path) {
+			// Only a request that says who it is may make the server hold a data file's size.
+			if r.Method == http.MethodPut && fileRoute.MatchString(r.URL.Path) && r.Header.Get("Authorization") != "" {
 				max = fileMax
 			}
 			tooLarge := problem{Type: typeTooLarge, Status: http.StatusRequestEntityTooLarge,

@@ -188,22 +188,13 @@ func (s *server) DebugTest(ctx context.Context, req api.DebugTestRequestObject) 
 	if err != nil {
 		return nil, err
 	}
-	in := jobInput(req.Body)
-	a, result, err := s.control.DebugTest(ctx, p, req.Id, in)
+	a, rev, result, err := s.control.DebugTest(ctx, p, req.Id, jobInput(req.Body))
 	if err != nil {
 		return nil, err
 	}
 	var trace api.DebugTrace
 	if err := json.Unmarshal(result, &trace); err != nil {
 		return nil, fmt.Errorf("test %s: the agent's trace: %w", req.Id, err)
-	}
-	rev := in.Revision
-	if rev == 0 {
-		t, err := s.control.Test(ctx, p, req.Id)
-		if err != nil {
-			return nil, err
-		}
-		rev = t.LatestRevision
 	}
 	return api.DebugTest200JSONResponse{AgentId: a.ID, Revision: rev, Passed: trace.Passed, Error: trace.Error, Requests: trace.Requests}, nil
 }
@@ -231,8 +222,10 @@ func (s *server) AgentAnswerJob(ctx context.Context, req api.AgentAnswerJobReque
 	case b.Error != nil:
 		ans.Error = *b.Error
 	case b.Debug != nil:
+		ans.Kind = barrage.JobDebug
 		ans.Result, err = json.Marshal(b.Debug)
 	case b.Generated != nil:
+		ans.Kind = barrage.JobGenerate
 		g := control.Generated{Source: []byte(b.Generated.Source), Plugins: make([]barrage.PluginPin, len(b.Generated.Plugins))}
 		for i, pin := range b.Generated.Plugins {
 			g.Plugins[i] = barrage.PluginPin{Alias: pin.Alias, Name: pin.Name, Version: pin.Version, Kind: string(pin.Kind), SHA256: pin.Sha256}

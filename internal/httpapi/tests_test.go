@@ -61,6 +61,8 @@ func TestTestsAreSavedAsRevisionsWithTheirFiles(t *testing.T) {
 	require.Equal(t, "user\nann\nbob\ncid\n", string(get.body))
 	requireProblem(t, b.do("PUT", "/v1/tests/"+id+"/files/..hidden", u.access, "x", "Content-Type", "application/octet-stream"), http.StatusUnprocessableEntity)
 	requireProblem(t, b.do("PUT", "/v1/tests/"+id+"/files/a.csv", u.access, "x", "Content-Type", "text/plain"), http.StatusUnsupportedMediaType)
+	requireProblem(t, b.do("DELETE", "/v1/tests/"+id+"/files/a%00b", u.access, nil), http.StatusNotFound)
+	require.Len(t, b.do("GET", "/v1/tests", u.access, nil).json(t)["items"].([]any)[0].(map[string]any)["files"], 1)
 
 	// A test without plugins is generated without an agent; the script is immutable and
 	// carries the file as it was.
@@ -176,7 +178,7 @@ func TestDebugAndGenerateAreJobsForAnAgent(t *testing.T) {
 	answer := func(kind string, body func(job map[string]any) any) <-chan error {
 		done := make(chan error, 1)
 		go func() {
-			w := b.do("POST", "/v1/agent/lease", token, map[string]any{"protocol": 1, "version": "test", "cores": 2, "wait_seconds": 5})
+			w := b.do("POST", "/v1/agent/lease", token, map[string]any{"protocol": 2, "version": "test", "cores": 2, "wait_seconds": 5})
 			var work struct{ Jobs []map[string]any }
 			if err := json.Unmarshal(w.body, &work); err != nil || len(work.Jobs) != 1 || work.Jobs[0]["kind"] != kind {
 				done <- fmt.Errorf("want one %s job: %d %s", kind, w.status, w.body)
@@ -227,16 +229,44 @@ func TestDebugAndGenerateAreJobsForAnAgent(t *testing.T) {
 	require.NoError(t, <-done)
 	require.Contains(t, p["detail"], "random-data@1.0.0 is not in")
 
-	// An agent that leaves a source plugin in, or pins nothing, is refused.
+	// An agent that leaves a source plugin in, or pins nothing, or answers a generation with a
+	// trace, is refused.
 	done = answer("generate", func(map[string]any) any {
 		return map[string]any{"generated": map[string]any{"source": jsonOf(t, pluginTest), "plugins": []any{}}}
 	})
 	requireProblem(t, b.do("POST", "/v1/tests/"+id+"/scripts", u.access, nil), http.StatusUnprocessableEntity)
 	require.NoError(t, <-done)
+	mismatch := make(chan error, 1)
+	go func() {
+		w := b.do("POST", "/v1/agent/lease", token, map[string]any{"protocol": 2, "version": "test", "cores": 2, "wait_seconds": 5})
+		var work struct{ Jobs []map[string]any }
+		if err := json.Unmarshal(w.body, &work); err != nil || len(work.Jobs) != 1 {
+			mismatch <- fmt.Errorf("want one job: %s", w.body)
+			return
+		}
+		path := "/v1/agent/jobs/" + work.Jobs[0]["id"].(string)
+		if r := b.do("POST", path, token, map[string]any{"debug": trace}); r.status != http.StatusUnprocessableEntity {
+			mismatch <- fmt.Errorf("a trace for a generation: %d %s", r.status, r.body)
+			return
+		}
+		b.do("POST", path, token, map[string]any{"error": "gave up"})
+		mismatch <- nil
+	}()
+	requireProblem(t, b.do("POST", "/v1/tests/"+id+"/scripts", u.access, nil), http.StatusUnprocessableEntity)
+	require.NoError(t, <-mismatch)
 
 	generated := `{"version":1,"name":"with plugins","plugins":[{"use":"random-data@1.0.0","as":"rnd","kind":"element"}],` +
 		`"session":{"groups":[{"name":"home","requests":[{"name":"home","url":"http://127.0.0.1:9/","headers":{"X-Env":"staging"}}]}]},"load":{"vus":1,"duration":"2s"}}`
 	sum := strings.Repeat("ab", 32)
+	// A pin for a plugin the script does not use is refused.
+	done = answer("generate", func(map[string]any) any {
+		return map[string]any{"generated": map[string]any{"source": generated, "plugins": []any{
+			map[string]any{"alias": "rnd", "name": "random-data", "version": "1.0.0", "kind": "element", "sha256": sum},
+			map[string]any{"alias": "evil", "name": "evil", "version": "1.0.0", "kind": "url", "sha256": sum},
+		}}}
+	})
+	requireProblem(t, b.do("POST", "/v1/tests/"+id+"/scripts", u.access, nil), http.StatusUnprocessableEntity)
+	require.NoError(t, <-done)
 	done = answer("generate", func(map[string]any) any {
 		return map[string]any{"generated": map[string]any{"source": generated, "plugins": []any{
 			map[string]any{"alias": "rnd", "name": "random-data", "version": "1.0.0", "kind": "element", "sha256": sum},

@@ -92,7 +92,9 @@ func (s *Store) Tests(ctx context.Context, ownerID uuid.UUID, before *uuid.UUID,
 	}
 	out := make([]barrage.Test, len(rows))
 	for i, r := range rows {
-		out[i] = testFromRow(r)
+		if out[i], err = s.withFiles(ctx, testFromRow(r)); err != nil {
+			return nil, err
+		}
 	}
 	return out, nil
 }
@@ -181,7 +183,7 @@ func (s *Store) DeleteTestFile(ctx context.Context, ownerID, id uuid.UUID, name 
 	if err == nil && n == 0 {
 		return barrage.Errorf(barrage.ErrNotFound, "file not found")
 	}
-	return err
+	return translate(err, "file")
 }
 
 // TestBundle reads revision n of the owner's test id (0: the latest) with the test's data
