@@ -146,7 +146,7 @@ func New(opts Options) (*Host, error) {
 	} else {
 		h.sandbox = probeNamespaces(opts.Launcher, as)
 	}
-	if h.uid < 0 && h.sandbox.Namespaces != nil {
+	if h.uid < 0 && !h.namespaces() {
 		// Without a user namespace of its own, RLIMIT_NPROC would count the host's threads.
 		h.opts.Limits.Processes = 0
 	}
@@ -176,6 +176,9 @@ func New(opts Options) (*Host, error) {
 	}
 	return h, nil
 }
+
+// namespaces says whether plugins get namespaces of their own.
+func (h *Host) namespaces() bool { return !h.sandbox.Off && h.sandbox.Namespaces == nil }
 
 // Sandbox says how this host confines its plugins.
 func (h *Host) Sandbox() Sandbox { return h.sandbox }
@@ -230,7 +233,7 @@ func (h *Host) start(ctx context.Context, spec Spec, checkIdentity bool) (*Proce
 		Output: &slogWriter{log: h.opts.Logger.With("plugin", spec.String())},
 	})
 	unixCfg := &plugin.UnixSocketConfig{TempDir: h.runDir}
-	if h.gid >= 0 && h.sandbox.Namespaces != nil {
+	if h.gid >= 0 && !h.namespaces() {
 		unixCfg.Group = strconv.Itoa(h.gid)
 	}
 	cfg := &plugin.ClientConfig{
@@ -345,7 +348,7 @@ func (h *Host) copyVerified(spec Spec) (string, error) {
 func (h *Host) runner(spec Spec, path string, pluginEnv []string, sockDir string) (*procRunner, error) {
 	lf := launchFlags{limits: h.opts.Limits, uid: h.uid, gid: h.gid, parent: os.Getpid(), path: path,
 		seccomp: !h.sandbox.Off && h.sandbox.Seccomp == nil}
-	namespaces := !h.sandbox.Off && h.sandbox.Namespaces == nil
+	namespaces := h.namespaces()
 	env := append([]string{}, h.opts.Env...)
 	cookie := sdk.Handshake.MagicCookieKey + "="
 	for _, e := range pluginEnv {

@@ -31,6 +31,11 @@ func TestMain(m *testing.M) {
 	if path := os.Getenv("PLUGINHOST_TEST_HOST"); path != "" {
 		hostThenWait(path) // this test binary is a host that will be killed
 	}
+	if path := os.Getenv(testPluginEnv); path != "" {
+		// This test binary was started as another user by a test: the plugin is built.
+		testPlugin = path
+		os.Exit(m.Run())
+	}
 	dir, err := os.MkdirTemp("", "pluginhost-test-")
 	if err != nil {
 		panic(err)
