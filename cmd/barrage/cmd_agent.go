@@ -12,6 +12,7 @@ import (
 	"github.com/barrage-load/barrage/internal/barrage"
 	"github.com/barrage-load/barrage/internal/logging"
 	"github.com/barrage-load/barrage/internal/netpolicy"
+	"github.com/barrage-load/barrage/internal/pluginhost"
 )
 
 func runAgent(ctx context.Context, e env, args []string) error {
@@ -24,6 +25,7 @@ func runAgent(ctx context.Context, e env, args []string) error {
 	var allow multiFlag
 	fs.Var(&allow, "allow-target", "let the load reach this internal CIDR or address (loopback, private, link-local are refused otherwise); repeat for several")
 	internal := fs.Bool("internal-targets", false, "let the load reach every internal address: for an agent that tests its operator's own network")
+	requireSandbox := addRequireSandbox(fs, e)
 	if err := parseFlags(fs, args, 0); err != nil {
 		return err
 	}
@@ -45,6 +47,16 @@ func runAgent(ctx context.Context, e env, args []string) error {
 	if err != nil {
 		fmt.Fprintf(e.stderr, "barrage agent: --allow-target: %v\n", err)
 		return errUsage
+	}
+	// Plugins are strangers' code: say at start how this machine confines them, and refuse to
+	// start without the whole sandbox when the operator requires it.
+	sb, err := pluginhost.Probe(pluginhost.Options{})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(e.stderr, "barrage agent: "+sb.String())
+	if *requireSandbox && !sb.Full() {
+		return fmt.Errorf("barrage agent: --require-sandbox: %w", pluginhost.ErrSandboxUnavailable)
 	}
 	a, err := agent.New(agent.Config{
 		Server: *server, Token: token, Version: version,

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -183,7 +184,34 @@ func launch(args []string) error {
 	if l.cookie != "" {
 		env = append(env, l.cookie)
 	}
-	return syscall.Exec(path, []string{path}, env)
+	err := syscall.Exec(path, []string{path}, env)
+	if errors.Is(err, syscall.ENOENT) && l.namespaces {
+		if interp := interpreter(path); interp != "" {
+			return fmt.Errorf("%s's interpreter %s is not in the sandbox: let plugins see its folder (barrage --plugin-path DIR)", filepath.Base(l.path), interp)
+		}
+	}
+	return fmt.Errorf("exec %s: %w", filepath.Base(l.path), err)
+}
+
+// interpreter is the program a script's first line names, if it is a script.
+func interpreter(path string) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	var b [256]byte
+	n, _ := f.Read(b[:])
+	line, ok := strings.CutPrefix(string(b[:n]), "#!")
+	if !ok {
+		return ""
+	}
+	line, _, _ = strings.Cut(line, "\n")
+	fields := strings.Fields(line)
+	if len(fields) == 0 {
+		return ""
+	}
+	return fields[0]
 }
 
 // setLimits applies the resource limits that are set (non-zero).
