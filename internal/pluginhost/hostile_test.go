@@ -32,7 +32,37 @@ const (
 	testPluginEnv    = "PLUGINHOST_TEST_PLUGIN"
 	hostSecretEnv    = "PLUGINHOST_TEST_SECRET"
 	delegatedCgroups = "PLUGINHOST_TEST_CGROUPS"
+	expectFullEnv    = "PLUGINHOST_TEST_EXPECT_FULL"
 )
+
+// TestRequireSandbox: a host that requires the sandbox starts only where the probe finds all
+// of it, and otherwise names what is missing. The runs as nobody say which to expect.
+func TestRequireSandbox(t *testing.T) {
+	sb, err := pluginhost.Probe(pluginhost.Options{})
+	require.NoError(t, err)
+	t.Log(sb)
+	if want := os.Getenv(expectFullEnv); want != "" {
+		require.Equal(t, want == "1", sb.Full(), "%s", sb)
+	}
+	h, err := pluginhost.New(pluginhost.Options{Sandbox: pluginhost.SandboxRequire})
+	if sb.Full() {
+		require.NoError(t, err)
+		require.True(t, h.Sandbox().Full())
+		require.NoError(t, h.Close())
+		return
+	}
+	require.ErrorIs(t, err, pluginhost.ErrSandboxUnavailable)
+	auto := newHost(t, pluginhost.Options{}).Sandbox()
+	for _, c := range []struct {
+		what          string
+		probe, hosted error
+	}{{"no namespaces", sb.Namespaces, auto.Namespaces}, {"no cgroup", sb.Cgroup, auto.Cgroup}, {"no seccomp", sb.Seccomp, auto.Seccomp}} {
+		if c.probe != nil {
+			require.ErrorContains(t, err, c.what)
+		}
+		require.Equal(t, c.probe != nil, c.hosted != nil, "%s: without the requirement the host falls back as the probe said", c.what)
+	}
+}
 
 // hostileWorld is what a hostile plugin goes after: the host's process, the user's files, other
 // plugins, and listeners on the host's addresses.
@@ -418,14 +448,14 @@ func runHostileAsNobody(t *testing.T, delegate bool) {
 	if delegate {
 		cgroups = delegateCgroups(t, uid, gid)
 	}
-	env = append(env, delegatedCgroups+"="+strings.Join(cgroups, " "))
+	env = append(env, delegatedCgroups+"="+strings.Join(cgroups, " "), fmt.Sprintf("%s=%d", expectFullEnv, map[bool]int{true: 1}[delegate]))
 	// The shell moves itself into the delegated cgroups (as nobody, into folders nobody owns),
 	// then becomes the test binary.
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "/bin/sh", "-c",
 		`for d in $`+delegatedCgroups+`; do echo $$ > "$d/cgroup.procs" || exit 97; done; exec "$@"`, "sh",
-		filepath.Join(dir, "pluginhost.test"), "-test.run=^TestHostilePlugins$", "-test.v", "-test.count=1")
+		filepath.Join(dir, "pluginhost.test"), "-test.run=^(TestHostilePlugins|TestRequireSandbox)$", "-test.v", "-test.count=1")
 	cmd.Env = env
 	cmd.Dir = dir
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid), Groups: []uint32{}}}
@@ -434,6 +464,7 @@ func runHostileAsNobody(t *testing.T, delegate bool) {
 	require.NoError(t, err)
 	require.Contains(t, string(out), "running as uid "+nobody.Uid)
 	require.Regexp(t, `(?m)^--- PASS: TestHostilePlugins `, string(out))
+	require.Regexp(t, `(?m)^--- PASS: TestRequireSandbox `, string(out))
 	skips := regexp.MustCompile(`(?m)^\s*--- SKIP: (\S+)`).FindAllStringSubmatch(string(out), -1)
 	var skipped []string
 	for _, s := range skips {

@@ -26,10 +26,9 @@ func Launch() {
 	if len(os.Args) < 2 || os.Args[1] != launchArg {
 		return
 	}
-	if err := launch(os.Args[2:]); err != nil {
-		fmt.Fprintf(os.Stderr, "barrage plugin launcher: %v\n", err)
-		os.Exit(126)
-	}
+	// launch returns only when it failed: otherwise it became the plugin (or, probing, exited).
+	fmt.Fprintf(os.Stderr, "barrage plugin launcher: %v\n", launch(os.Args[2:]))
+	os.Exit(126)
 }
 
 // launchFlags are the launcher's arguments, written by launchArgs.

@@ -67,16 +67,19 @@ func (s Sandbox) Missing() []string {
 	}
 	var out []string
 	if s.Namespaces != nil {
-		out = append(out, fmt.Sprintf("no namespaces (%v): plugins see the host's files, processes and network as their user does (nobody under root)", s.Namespaces))
+		out = append(out, fmt.Sprintf("no namespaces (%s): plugins see the host's files, processes and network as their user does (nobody under root)", oneLine(s.Namespaces)))
 	}
 	if s.Cgroup != nil {
-		out = append(out, fmt.Sprintf("no cgroup (%v): memory is bounded per process (address space), processes per plugin by RLIMIT_NPROC in its user namespace, CPU not at all", s.Cgroup))
+		out = append(out, fmt.Sprintf("no cgroup (%s): memory is bounded per process (address space), processes per plugin by RLIMIT_NPROC in its user namespace, CPU not at all", oneLine(s.Cgroup)))
 	}
 	if s.Seccomp != nil {
-		out = append(out, fmt.Sprintf("no seccomp filter (%v)", s.Seccomp))
+		out = append(out, fmt.Sprintf("no seccomp filter (%s)", oneLine(s.Seccomp)))
 	}
 	return out
 }
+
+// oneLine is an error's text on one line (errors.Join puts each on its own).
+func oneLine(err error) string { return strings.ReplaceAll(err.Error(), "\n", "; ") }
 
 // String is one line for an operator: what holds, then what is missing.
 func (s Sandbox) String() string {
