@@ -12,6 +12,7 @@ import (
 	"github.com/barrage-load/barrage/internal/barrage"
 	"github.com/barrage-load/barrage/internal/logging"
 	"github.com/barrage-load/barrage/internal/netpolicy"
+	"github.com/barrage-load/barrage/internal/pluginhost"
 	"github.com/barrage-load/barrage/internal/pluginset"
 )
 
@@ -51,6 +52,16 @@ func runAgent(ctx context.Context, e env, args []string) error {
 	hopts, err := pf.hostOptions()
 	if err != nil {
 		return err
+	}
+	// Plugins are strangers' code: say at start how this machine confines them, and refuse to
+	// start without the whole sandbox when the operator requires it.
+	sb, err := pluginhost.Probe(hopts)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(e.stderr, "barrage agent: "+sb.String())
+	if *pf.require && !sb.Full() {
+		return fmt.Errorf("barrage agent: --require-sandbox: %w", pluginhost.ErrSandboxUnavailable)
 	}
 	a, err := agent.New(agent.Config{
 		Plugins: pluginset.Dir(*pf.dir), PluginHost: hopts,

@@ -19,16 +19,35 @@ import (
 type pluginFlags struct {
 	dir     *string
 	env     *multiFlag
+	paths   *multiFlag
 	verbose *bool
+	require *bool
 	e       env
 }
 
 func addPluginFlags(fs *flag.FlagSet, e env) *pluginFlags {
-	pf := &pluginFlags{e: e, env: &multiFlag{}}
+	pf := &pluginFlags{e: e, env: &multiFlag{}, paths: &multiFlag{}}
 	pf.dir = fs.String("plugins", string(pluginset.DefaultDir(e.getenv)), "the local plugin directory ($BARRAGE_PLUGIN_DIR)")
 	fs.Var(pf.env, "plugin-env", "give plugins this environment variable: NAME (its value here) or NAME=value; repeatable. Plugins see no other.")
 	pf.verbose = fs.Bool("plugin-log", false, "print the plugins' stderr and lifecycle")
+	fs.Var(pf.paths, "plugin-path", "let sandboxed plugins read this folder, at the same path (an interpreter's prefix, such as a Python virtualenv); repeatable")
+	pf.require = addRequireSandbox(fs, e)
 	return pf
+}
+
+// addRequireSandbox adds --require-sandbox: refuse to run plugins without the whole kernel
+// sandbox.
+func addRequireSandbox(fs *flag.FlagSet, e env) *bool {
+	return fs.Bool("require-sandbox", e.getenv("BARRAGE_REQUIRE_SANDBOX") != "",
+		"refuse to start plugins unless every part of the kernel sandbox is available: namespaces, a cgroup, seccomp ($BARRAGE_REQUIRE_SANDBOX)")
+}
+
+// sandboxMode is the host's sandbox mode for --require-sandbox.
+func sandboxMode(require bool) pluginhost.SandboxMode {
+	if require {
+		return pluginhost.SandboxRequire
+	}
+	return pluginhost.SandboxAuto
 }
 
 func (pf *pluginFlags) hostOptions() (pluginhost.Options, error) {
@@ -43,19 +62,26 @@ func (pf *pluginFlags) hostOptions() (pluginhost.Options, error) {
 		}
 		opts.Env = append(opts.Env, name+"="+value)
 	}
+	opts.Paths = *pf.paths
+	opts.Sandbox = sandboxMode(*pf.require)
 	if *pf.verbose {
 		opts.Logger = slog.New(slog.NewTextHandler(pf.e.stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
 	return opts, nil
 }
 
-// newHost starts a plugin host with the flags' options.
+// newHost starts a plugin host with the flags' options, and says how it confines plugins.
 func (pf *pluginFlags) newHost() (*pluginhost.Host, error) {
 	hopts, err := pf.hostOptions()
 	if err != nil {
 		return nil, err
 	}
-	return pluginhost.New(hopts)
+	h, err := pluginhost.New(hopts)
+	if err != nil {
+		return nil, err
+	}
+	fmt.Fprintln(pf.e.stderr, h.Sandbox())
+	return h, nil
 }
 
 // loadScript loads the script the arguments name and starts its plugins, if it has any. The
@@ -92,6 +118,9 @@ func (pf *pluginFlags) open(ctx context.Context, path string, s *script.Script, 
 			return nil, nil, &exitError{exitScriptError, fmt.Errorf("the script is not valid:\n%w", err)}
 		}
 		return nil, nil, err
+	}
+	if sb, ok := set.Sandbox(); ok {
+		fmt.Fprintln(pf.e.stderr, sb)
 	}
 	return set, s, nil
 }

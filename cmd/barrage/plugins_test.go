@@ -69,11 +69,16 @@ func TestRunWithExamplePlugins(t *testing.T) {
 	build := exec.Command("../../examples/plugins/correlation-id/build.sh", filepath.Join(bin, "correlation-id"))
 	b, err := build.CombinedOutput()
 	require.NoError(t, err, "%s", b)
+	// Its zipapp names the python of a virtualenv under /tmp, which the sandbox hides unless
+	// the operator lets plugins see it.
+	python, err := exec.Command("../../scripts/python-env.sh").Output()
+	require.NoError(t, err)
+	venv := "--plugin-path=" + filepath.Dir(filepath.Dir(strings.TrimSpace(string(python))))
 	pluginDir := filepath.Join(t.TempDir(), "plugins")
 	env := []string{"BARRAGE_PLUGIN_DIR=" + pluginDir, "HMAC_KEY=e2e-shared-key", "DATABASE_URL=postgres://must-not-leak"}
 
 	for _, n := range []string{"random-data", "hmac-sign", "inject-headers", "correlation-id"} {
-		out, errOut, code := runWithEnv(t, env, "plugin", "add", filepath.Join(bin, n))
+		out, errOut, code := runWithEnv(t, env, "plugin", "add", venv, filepath.Join(bin, n))
 		require.Zero(t, code, "%s%s", out, errOut)
 		require.Contains(t, out, "added "+n+"@1.0.0")
 	}
@@ -138,7 +143,7 @@ load:
   iterations: 40
 `), 0o644))
 
-	out, errOut, code := runWithEnv(t, env, "run", "--quiet", "--plugin-env", "HMAC_KEY", "--out", filepath.Join(t.TempDir(), "r.json"), script)
+	out, errOut, code := runWithEnv(t, env, "run", "--quiet", venv, "--plugin-env", "HMAC_KEY", "--out", filepath.Join(t.TempDir(), "r.json"), script)
 	require.Zero(t, code, "stdout:\n%s\nstderr:\n%s", out, errOut)
 	require.Contains(t, out, "hook sign (calls)")
 	require.Contains(t, out, "hook corr (calls)")

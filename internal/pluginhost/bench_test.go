@@ -33,16 +33,55 @@ func selfCPU() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
+// sandboxModes are the two ways a benchmark starts plugins: in the sandbox, and without it.
+var sandboxModes = []struct {
+	name string
+	mode pluginhost.SandboxMode
+}{{"Sandboxed", pluginhost.SandboxAuto}, {"Off", pluginhost.SandboxOff}}
+
+// BenchmarkStart is the start-up of a plugin: copy checked, launcher, namespaces and view of
+// the files, cgroup, exec, go-plugin's handshake with AutoMTLS, and Describe; sandboxed and not.
+func BenchmarkStart(b *testing.B) {
+	for _, m := range sandboxModes {
+		b.Run(m.name, func(b *testing.B) {
+			h, err := pluginhost.New(pluginhost.Options{Sandbox: m.mode})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer h.Close()
+			if m.mode != pluginhost.SandboxOff && !h.Sandbox().Full() {
+				b.Logf("%s", h.Sandbox())
+			}
+			spec := pluginhost.Spec{Name: "good", Version: "1.0.0", Path: testPlugin, SHA256: sha(b, testPlugin)}
+			for i := 0; i < b.N; i++ {
+				p, err := h.Start(context.Background(), spec)
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.StopTimer()
+				p.Close()
+				b.StartTimer()
+			}
+		})
+	}
+}
+
 // BenchmarkURLHookCall is one URL-hook call (Before) across the process boundary, from 64
-// goroutines at once as VUs make them, through the batching stream. It reports the CPU both
-// processes spend per call.
+// goroutines at once as VUs make them, through the batching stream, sandboxed and not. It
+// reports the CPU both processes spend per call.
 func BenchmarkURLHookCall(b *testing.B) {
+	for _, m := range sandboxModes {
+		b.Run(m.name, func(b *testing.B) { benchmarkURLHookCall(b, m.mode) })
+	}
+}
+
+func benchmarkURLHookCall(b *testing.B, mode pluginhost.SandboxMode) {
 	ctx := context.Background()
 	var env []string
 	if path := os.Getenv("PLUGIN_CPUPROFILE"); path != "" {
 		env = append(env, "BARRAGE_PLUGIN_CPUPROFILE="+path) // go test … PLUGIN_CPUPROFILE=/tmp/x
 	}
-	h, err := pluginhost.New(pluginhost.Options{Env: env})
+	h, err := pluginhost.New(pluginhost.Options{Env: env, Sandbox: mode})
 	if err != nil {
 		b.Fatal(err)
 	}

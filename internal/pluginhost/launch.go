@@ -1,10 +1,13 @@
 package pluginhost
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"os"
+	"path/filepath"
 	"runtime"
+	"strings"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -23,10 +26,9 @@ func Launch() {
 	if len(os.Args) < 2 || os.Args[1] != launchArg {
 		return
 	}
-	if err := launch(os.Args[2:]); err != nil {
-		fmt.Fprintf(os.Stderr, "barrage plugin launcher: %v\n", err)
-		os.Exit(126)
-	}
+	// launch returns only when it failed: otherwise it became the plugin (or, probing, exited).
+	fmt.Fprintf(os.Stderr, "barrage plugin launcher: %v\n", launch(os.Args[2:]))
+	os.Exit(126)
 }
 
 // launchFlags are the launcher's arguments, written by launchArgs.
@@ -39,10 +41,24 @@ type launchFlags struct {
 	// in the launcher's own environment it would switch on the SDK's stdout guard, which
 	// belongs to the plugin, in the launcher (a Barrage binary links the SDK).
 	cookie string
+
+	// exeFD and syncFD are the launcher's own binary and the pipe on which the host says go
+	// (see sandboxCommand); zero when absent.
+	exeFD, syncFD int
+	// namespaces: the launcher runs in new namespaces and builds the plugin's view of the
+	// files in root (a mount point), with the socket folder sockDir and the extra read-only
+	// paths.
+	namespaces bool
+	root       string
+	sockDir    string
+	paths      []string
+	seccomp    bool
+	// probe: set everything up, then exit instead of starting a plugin.
+	probe bool
 }
 
 func (l *launchFlags) args() []string {
-	return []string{
+	a := []string{
 		launchArg,
 		fmt.Sprintf("-as=%d", l.limits.AddressSpace),
 		fmt.Sprintf("-nofile=%d", l.limits.OpenFiles),
@@ -51,9 +67,19 @@ func (l *launchFlags) args() []string {
 		fmt.Sprintf("-uid=%d", l.uid),
 		fmt.Sprintf("-gid=%d", l.gid),
 		fmt.Sprintf("-parent=%d", l.parent),
+		fmt.Sprintf("-exe-fd=%d", l.exeFD),
+		fmt.Sprintf("-sync-fd=%d", l.syncFD),
+		fmt.Sprintf("-namespaces=%t", l.namespaces),
+		"-root=" + l.root,
+		"-sock=" + l.sockDir,
+		fmt.Sprintf("-seccomp=%t", l.seccomp),
+		fmt.Sprintf("-probe=%t", l.probe),
 		"-cookie=" + l.cookie,
-		"--", l.path,
 	}
+	for _, p := range l.paths {
+		a = append(a, "-path="+p)
+	}
+	return append(a, "--", l.path)
 }
 
 func launch(args []string) error {
@@ -61,7 +87,7 @@ func launch(args []string) error {
 	// calls change: everything below, the exec included, happens on this one thread. The
 	// credential calls of package syscall change every thread of the process.
 	runtime.LockOSThread()
-	var l launchFlags
+	l := launchFlags{uid: -1, gid: -1}
 	fs := flag.NewFlagSet(launchArg, flag.ContinueOnError)
 	fs.Uint64Var(&l.limits.AddressSpace, "as", 0, "")
 	fs.Uint64Var(&l.limits.OpenFiles, "nofile", 0, "")
@@ -71,6 +97,14 @@ func launch(args []string) error {
 	fs.IntVar(&l.gid, "gid", -1, "")
 	fs.IntVar(&l.parent, "parent", 0, "")
 	fs.StringVar(&l.cookie, "cookie", "", "")
+	fs.IntVar(&l.exeFD, "exe-fd", 0, "")
+	fs.IntVar(&l.syncFD, "sync-fd", 0, "")
+	fs.BoolVar(&l.namespaces, "namespaces", false, "")
+	fs.StringVar(&l.root, "root", "", "")
+	fs.StringVar(&l.sockDir, "sock", "", "")
+	fs.BoolVar(&l.seccomp, "seccomp", false, "")
+	fs.BoolVar(&l.probe, "probe", false, "")
+	fs.Func("path", "", func(p string) error { l.paths = append(l.paths, p); return nil })
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -79,14 +113,116 @@ func launch(args []string) error {
 	}
 	l.path = fs.Arg(0)
 
+	// First the parent-death signal, then wait for the host's word: a host that died before
+	// the signal was set has closed the pipe.
+	if err := unix.Prctl(unix.PR_SET_PDEATHSIG, uintptr(unix.SIGKILL), 0, 0, 0); err != nil {
+		return fmt.Errorf("parent-death signal: %w", err)
+	}
+	if l.syncFD > 0 {
+		var b [1]byte
+		if n, _ := unix.Read(l.syncFD, b[:]); n != 1 {
+			return errors.New("the host is gone")
+		}
+	}
+	for _, fd := range []int{l.exeFD, l.syncFD} {
+		if fd > 2 {
+			_ = unix.Close(fd)
+		}
+	}
+	path := l.path
+	if l.namespaces {
+		if err := confine(&l); err != nil {
+			return err
+		}
+		path = filepath.Join(sandboxPluginDir, filepath.Base(l.path))
+	}
+	if err := setLimits(l.limits); err != nil {
+		return err
+	}
+	if !l.namespaces {
+		if err := switchUser(l.uid, l.gid); err != nil {
+			return err
+		}
+		// A change of user clears the parent-death signal: set it again, then make sure the
+		// host did not die in between. (In a PID namespace the host is no parent to see.)
+		if err := unix.Prctl(unix.PR_SET_PDEATHSIG, uintptr(unix.SIGKILL), 0, 0, 0); err != nil {
+			return fmt.Errorf("parent-death signal: %w", err)
+		}
+		if l.parent != 0 && os.Getppid() != l.parent {
+			return fmt.Errorf("the host (pid %d) is gone", l.parent)
+		}
+	}
+	// A plugin is a batch worker: woken by a call, it waits for the generator to block rather
+	// than preempting it. The policy holds for every thread the plugin starts.
+	if err := schedBatch(0); err != nil {
+		return err
+	}
+	if l.namespaces {
+		if err := dropPrivileges(); err != nil {
+			return err
+		}
+	} else if l.seccomp {
+		if err := setNoNewPrivs(); err != nil {
+			return err
+		}
+	}
+	if l.seccomp {
+		if err := installSeccomp(); err != nil {
+			return err
+		}
+	}
+	if l.namespaces {
+		if err := clearCapabilities(); err != nil {
+			return err
+		}
+	}
+	if l.probe {
+		os.Exit(0)
+	}
+	env := os.Environ()
+	if l.cookie != "" {
+		env = append(env, l.cookie)
+	}
+	err := syscall.Exec(path, []string{path}, env)
+	if errors.Is(err, syscall.ENOENT) && l.namespaces {
+		if interp := interpreter(path); interp != "" {
+			return fmt.Errorf("%s's interpreter %s is not in the sandbox: let plugins see its folder (barrage --plugin-path DIR)", filepath.Base(l.path), interp)
+		}
+	}
+	return fmt.Errorf("exec %s: %w", filepath.Base(l.path), err)
+}
+
+// interpreter is the program a script's first line names, if it is a script.
+func interpreter(path string) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	var b [256]byte
+	n, _ := f.Read(b[:])
+	line, ok := strings.CutPrefix(string(b[:n]), "#!")
+	if !ok {
+		return ""
+	}
+	line, _, _ = strings.Cut(line, "\n")
+	fields := strings.Fields(line)
+	if len(fields) == 0 {
+		return ""
+	}
+	return fields[0]
+}
+
+// setLimits applies the resource limits that are set (non-zero).
+func setLimits(lim Limits) error {
 	for _, r := range []struct {
 		res int
 		v   uint64
 	}{
-		{unix.RLIMIT_AS, l.limits.AddressSpace},
-		{unix.RLIMIT_NOFILE, l.limits.OpenFiles},
-		{unix.RLIMIT_FSIZE, l.limits.FileSize},
-		{unix.RLIMIT_NPROC, l.limits.Processes},
+		{unix.RLIMIT_AS, lim.AddressSpace},
+		{unix.RLIMIT_NOFILE, lim.OpenFiles},
+		{unix.RLIMIT_FSIZE, lim.FileSize},
+		{unix.RLIMIT_NPROC, lim.Processes},
 	} {
 		if r.v == 0 {
 			continue
@@ -95,35 +231,24 @@ func launch(args []string) error {
 			return fmt.Errorf("setrlimit %d: %w", r.res, err)
 		}
 	}
-	if l.gid >= 0 {
+	return nil
+}
+
+// switchUser makes the process the given user and group (-1: unchanged), with no supplementary
+// group.
+func switchUser(uid, gid int) error {
+	if gid >= 0 {
 		if err := syscall.Setgroups([]int{}); err != nil {
 			return fmt.Errorf("setgroups: %w", err)
 		}
-		if err := syscall.Setresgid(l.gid, l.gid, l.gid); err != nil {
-			return fmt.Errorf("setgid %d: %w", l.gid, err)
+		if err := syscall.Setresgid(gid, gid, gid); err != nil {
+			return fmt.Errorf("setgid %d: %w", gid, err)
 		}
 	}
-	if l.uid >= 0 {
-		if err := syscall.Setresuid(l.uid, l.uid, l.uid); err != nil {
-			return fmt.Errorf("setuid %d: %w", l.uid, err)
+	if uid >= 0 {
+		if err := syscall.Setresuid(uid, uid, uid); err != nil {
+			return fmt.Errorf("setuid %d: %w", uid, err)
 		}
 	}
-	// A change of user clears the parent-death signal: set it again, then make sure the host
-	// did not die in between.
-	if err := unix.Prctl(unix.PR_SET_PDEATHSIG, uintptr(unix.SIGKILL), 0, 0, 0); err != nil {
-		return fmt.Errorf("parent-death signal: %w", err)
-	}
-	if l.parent != 0 && os.Getppid() != l.parent {
-		return fmt.Errorf("the host (pid %d) is gone", l.parent)
-	}
-	// A plugin is a batch worker: woken by a call, it waits for the generator to block rather
-	// than preempting it. The policy holds for every thread the plugin starts.
-	if err := schedBatch(0); err != nil {
-		return err
-	}
-	env := os.Environ()
-	if l.cookie != "" {
-		env = append(env, l.cookie)
-	}
-	return syscall.Exec(l.path, []string{l.path}, env)
+	return nil
 }

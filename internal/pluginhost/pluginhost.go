@@ -1,9 +1,13 @@
 // Package pluginhost starts plugins and speaks to them. Plugins are code written by strangers,
 // so a plugin runs from a copy of its binary whose sha256 was verified, through go-plugin with
-// gRPC only and AutoMTLS, with no host environment beyond an allow-list, under resource limits,
-// in a process group of its own, as an unprivileged user when the host is root. The whole group
-// is killed when the plugin misses a deadline or the host closes it, and a plugin outlives a
-// dead host by no more than the host's next start (parent-death signal, then a sweep).
+// gRPC only and AutoMTLS over a Unix socket, with no host environment beyond an allow-list,
+// under resource limits, as an unprivileged user, in a kernel sandbox: its own user, PID,
+// mount, network and IPC namespaces (a read-only view of the system's folders, a private /tmp
+// and /proc, no network), a cgroup with memory, process and CPU limits, no capability,
+// no_new_privs and a seccomp filter. Where the machine lacks a primitive the host says so (see
+// Sandbox) and falls back to what it has. A plugin and everything it started is killed when it
+// misses a deadline or the host closes it, and a plugin outlives a dead host by no more than
+// the host's next start (parent-death signal, then a sweep).
 //
 // A started plugin is a *Process whose hooks have the SDK's interfaces; their errors are
 // *Error values that name the plugin and say what went wrong.
@@ -20,12 +24,10 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
-	"os/user"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -49,17 +51,23 @@ func (s Spec) String() string { return s.Name + "@" + s.Version }
 
 // Limits bound a plugin process; zero leaves a limit as inherited.
 type Limits struct {
-	AddressSpace uint64 // bytes of virtual memory (RLIMIT_AS)
+	AddressSpace uint64 // bytes of virtual memory of each process (RLIMIT_AS)
 	OpenFiles    uint64 // file descriptors (RLIMIT_NOFILE)
 	FileSize     uint64 // bytes of the largest file it may write (RLIMIT_FSIZE)
-	// Processes (RLIMIT_NPROC) counts every process and thread of the plugin's user. It is only
-	// applied when plugins run as a user of their own (the host is root); otherwise it would
-	// count the host's threads too.
+	// Processes bounds the processes and threads of the plugin and all it starts: the
+	// cgroup's pids.max, and RLIMIT_NPROC, which counts them in the plugin's user namespace
+	// (without namespaces it counts every process of the user, so it is applied only when
+	// plugins run as a user of their own, the host being root).
 	Processes uint64
+	// Memory bounds the memory of the plugin and all it starts, together (the cgroup's
+	// memory limit); the kernel kills a process of the plugin when it is exceeded.
+	Memory uint64
+	// CPU bounds the CPU time of the plugin and all it starts, in cores (the cgroup's quota).
+	CPU float64
 }
 
 // DefaultLimits leave room for a Go or Python plugin with a few hundred VUs' worth of state.
-var DefaultLimits = Limits{AddressSpace: 4 << 30, OpenFiles: 1024, FileSize: 64 << 20, Processes: 512}
+var DefaultLimits = Limits{AddressSpace: 4 << 30, OpenFiles: 1024, FileSize: 64 << 20, Processes: 512, Memory: 1 << 30, CPU: 1}
 
 // Options configure a Host.
 type Options struct {
@@ -79,14 +87,23 @@ type Options struct {
 	CallTimeout time.Duration
 	// Logger receives the plugins' stderr and lifecycle at debug level.
 	Logger *slog.Logger
+	// Sandbox says whether a host may start without the full kernel sandbox.
+	Sandbox SandboxMode
+	// Paths are more of the host's folders that sandboxed plugins see, read-only, at the same
+	// place: an interpreter's prefix outside the system's folders, such as a Python
+	// virtualenv. The system's own (/usr, /etc, /opt, ...) are always there.
+	Paths []string
 }
 
 // Host starts plugin processes and ends them.
 type Host struct {
-	opts   Options
-	runDir string
-	uid    int
-	gid    int
+	opts    Options
+	runDir  string
+	marker  string // in each plugin's environment: the host and this Host
+	uid     int
+	gid     int
+	sandbox Sandbox
+	cgroups *cgroups // nil without cgroups
 
 	mu    sync.Mutex
 	procs map[*Process]struct{}
@@ -97,12 +114,15 @@ type Host struct {
 
 // New returns a Host. It first kills the plugins a previous host left behind when it died.
 func New(opts Options) (*Host, error) {
-	if opts.Launcher == "" {
-		exe, err := os.Executable()
-		if err != nil {
-			return nil, fmt.Errorf("plugin launcher: %w", err)
+	launcher, err := launcherPath(opts.Launcher)
+	if err != nil {
+		return nil, err
+	}
+	opts.Launcher = launcher
+	for _, p := range opts.Paths {
+		if !filepath.IsAbs(p) {
+			return nil, fmt.Errorf("plugin path %q: want an absolute path", p)
 		}
-		opts.Launcher = exe
 	}
 	if opts.Limits == (Limits{}) {
 		opts.Limits = DefaultLimits
@@ -116,19 +136,18 @@ func New(opts Options) (*Host, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	h := &Host{opts: opts, uid: -1, gid: -1, procs: make(map[*Process]struct{}), copies: make(map[string]string)}
-	if os.Geteuid() == 0 {
-		name := opts.User
-		if name == "" {
-			name = "nobody"
-		}
-		u, err := user.Lookup(name)
-		if err != nil {
-			return nil, fmt.Errorf("plugin user: %w", err)
-		}
-		h.uid, _ = strconv.Atoi(u.Uid)
-		h.gid, _ = strconv.Atoi(u.Gid)
+	as, err := pluginUser(opts.User)
+	if err != nil {
+		return nil, err
+	}
+	h := &Host{opts: opts, uid: as.uid, gid: as.gid, procs: make(map[*Process]struct{}), copies: make(map[string]string)}
+	if opts.Sandbox == SandboxOff {
+		h.sandbox = Sandbox{Off: true}
 	} else {
+		h.sandbox = probeNamespaces(opts.Launcher, as)
+	}
+	if h.uid < 0 && !h.namespaces() {
+		// Without a user namespace of its own, RLIMIT_NPROC would count the host's threads.
 		h.opts.Limits.Processes = 0
 	}
 	sweep(opts.Logger)
@@ -139,11 +158,30 @@ func New(opts Options) (*Host, error) {
 	}
 	// Others may enter to run the copies but not list or change them.
 	if err := os.Chmod(dir, 0o711); err != nil {
+		_ = os.RemoveAll(dir)
 		return nil, err
 	}
 	h.runDir = dir
+	h.marker = strings.TrimPrefix(filepath.Base(dir), runDirPrefix)
+	if !h.sandbox.Off {
+		if h.cgroups, err = newCgroups(filepath.Base(dir), opts.Logger); err != nil {
+			h.sandbox.Cgroup = err
+		} else {
+			h.sandbox.CgroupKind = h.cgroups.String()
+		}
+	}
+	if opts.Sandbox == SandboxRequire && !h.sandbox.Full() {
+		_ = h.Close()
+		return nil, fmt.Errorf("%w: %s", ErrSandboxUnavailable, strings.Join(h.sandbox.Missing(), "; "))
+	}
 	return h, nil
 }
+
+// namespaces says whether plugins get namespaces of their own.
+func (h *Host) namespaces() bool { return !h.sandbox.Off && h.sandbox.Namespaces == nil }
+
+// Sandbox says how this host confines its plugins.
+func (h *Host) Sandbox() Sandbox { return h.sandbox }
 
 // Close kills every plugin the host started and removes their copies.
 func (h *Host) Close() error {
@@ -155,6 +193,9 @@ func (h *Host) Close() error {
 	h.mu.Unlock()
 	for _, p := range procs {
 		p.Close()
+	}
+	if h.cgroups != nil {
+		h.cgroups.remove()
 	}
 	return os.RemoveAll(h.runDir)
 }
@@ -192,7 +233,7 @@ func (h *Host) start(ctx context.Context, spec Spec, checkIdentity bool) (*Proce
 		Output: &slogWriter{log: h.opts.Logger.With("plugin", spec.String())},
 	})
 	unixCfg := &plugin.UnixSocketConfig{TempDir: h.runDir}
-	if h.gid >= 0 {
+	if h.gid >= 0 && !h.namespaces() {
 		unixCfg.Group = strconv.Itoa(h.gid)
 	}
 	cfg := &plugin.ClientConfig{
@@ -206,9 +247,13 @@ func (h *Host) start(ctx context.Context, spec Spec, checkIdentity bool) (*Proce
 		UnixSocketConfig: unixCfg,
 		GRPCDialOptions: []grpc.DialOption{grpc.WithDefaultCallOptions(
 			grpc.MaxCallRecvMsgSize(sdk.MaxMessageSize), grpc.MaxCallSendMsgSize(sdk.MaxMessageSize))},
-		RunnerFunc: func(_ hclog.Logger, cmd *exec.Cmd, _ string) (gpr.Runner, error) {
-			p.run = h.runner(spec, path, cmd.Env)
-			return p.run, nil
+		RunnerFunc: func(_ hclog.Logger, cmd *exec.Cmd, sockDir string) (gpr.Runner, error) {
+			run, err := h.runner(spec, path, cmd.Env, sockDir)
+			if err != nil {
+				return nil, err
+			}
+			p.run = run
+			return run, nil
 		},
 	}
 	p.client = plugin.NewClient(cfg)
@@ -299,26 +344,57 @@ func (h *Host) copyVerified(spec Spec) (string, error) {
 	return path, nil
 }
 
-// runner prepares the launcher command for a plugin.
-func (h *Host) runner(spec Spec, path string, pluginEnv []string) *procRunner {
-	lf := launchFlags{limits: h.opts.Limits, uid: h.uid, gid: h.gid, parent: os.Getpid(), path: path}
+// runner prepares the launcher command for a plugin whose socket folder is sockDir.
+func (h *Host) runner(spec Spec, path string, pluginEnv []string, sockDir string) (*procRunner, error) {
+	lf := launchFlags{limits: h.opts.Limits, uid: h.uid, gid: h.gid, parent: os.Getpid(), path: path,
+		seccomp: !h.sandbox.Off && h.sandbox.Seccomp == nil}
+	namespaces := h.namespaces()
 	env := append([]string{}, h.opts.Env...)
 	cookie := sdk.Handshake.MagicCookieKey + "="
 	for _, e := range pluginEnv {
-		if strings.HasPrefix(e, cookie) {
+		switch {
+		case strings.HasPrefix(e, cookie):
 			lf.cookie = e
-		} else {
+		case namespaces && strings.HasPrefix(e, plugin.EnvUnixSocketDir+"="):
+			env = append(env, plugin.EnvUnixSocketDir+"="+sandboxSocketDir)
+		default:
 			env = append(env, e)
 		}
 	}
-	cmd := exec.Command(h.opts.Launcher, lf.args()...)
 	if !hasEnv(env, "PATH") {
 		env = append(env, "PATH=/usr/local/bin:/usr/bin:/bin")
 	}
-	cmd.Env = append(env, "TMPDIR="+os.TempDir(), markerEnv+"="+hostMarker())
+	tmp := os.TempDir()
+	if namespaces {
+		tmp = "/tmp"
+		lf.sockDir, lf.paths = sockDir, h.opts.Paths
+		if h.uid >= 0 {
+			// go-plugin made the folder for root; the plugin makes its socket there.
+			if err := os.Chown(sockDir, h.uid, h.gid); err != nil {
+				return nil, fmt.Errorf("plugin socket folder: %w", err)
+			}
+		}
+	}
+	cmd, sync, err := sandboxCommand(h.opts.Launcher, &lf, h.runDir, uidGid{uid: h.uid, gid: h.gid}, namespaces)
+	if err != nil {
+		return nil, err
+	}
+	cmd.Env = append(env, "TMPDIR="+tmp, markerEnv+"="+h.marker)
 	cmd.Dir = h.runDir
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	return &procRunner{cmd: cmd, name: spec.String()}
+	r := &procRunner{cmd: cmd, name: spec.String(), sync: sync}
+	if namespaces {
+		r.sockHost = sockDir
+	}
+	if h.cgroups != nil {
+		var rnd [6]byte
+		_, _ = rand.Read(rnd[:])
+		if r.cgroup, err = h.cgroups.plugin(fmt.Sprintf("%s-%x", safeName(spec.Name), rnd), h.opts.Limits); err != nil {
+			closeExtraFiles(cmd)
+			_ = sync.Close()
+			return nil, err
+		}
+	}
+	return r, nil
 }
 
 func hasEnv(env []string, name string) bool {

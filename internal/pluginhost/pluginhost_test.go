@@ -1,6 +1,7 @@
 package pluginhost_test
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -29,6 +30,11 @@ func TestMain(m *testing.M) {
 	pluginhost.Launch() // this test binary is the plugin launcher
 	if path := os.Getenv("PLUGINHOST_TEST_HOST"); path != "" {
 		hostThenWait(path) // this test binary is a host that will be killed
+	}
+	if path := os.Getenv(testPluginEnv); path != "" {
+		// This test binary was started as another user by a test: the plugin is built.
+		testPlugin = path
+		os.Exit(m.Run())
 	}
 	dir, err := os.MkdirTemp("", "pluginhost-test-")
 	if err != nil {
@@ -84,35 +90,35 @@ func requireReason(t *testing.T, err error, want pluginhost.Reason) *pluginhost.
 	return pe
 }
 
-// processesIn lists the live processes whose working directory is dir: a plugin and anything
-// it started (the host runs plugins in its own directory).
-func processesIn(dir string) []int {
+// pluginProcesses lists the live processes of h's plugins: those whose environment carries the
+// host's marker, which a plugin and everything it started inherit. (Their working folders say
+// nothing: a sandboxed plugin works in a root of its own.)
+func pluginProcesses(h *pluginhost.Host) []int {
 	entries, _ := os.ReadDir("/proc")
+	want := []byte("BARRAGE_PLUGIN_HOST=" + h.Marker() + "\x00")
 	var pids []int
 	for _, e := range entries {
 		pid, err := strconv.Atoi(e.Name())
 		if err != nil {
 			continue
 		}
-		if cwd, err := os.Readlink(filepath.Join("/proc", e.Name(), "cwd")); err == nil && cwd == dir {
-			pids = append(pids, pid)
+		env, err := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
+		if err == nil && bytes.Contains(env, want) {
+			if st, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "stat")); !bytes.Contains(st, []byte(") Z ")) {
+				pids = append(pids, pid)
+			}
 		}
 	}
 	return pids
 }
 
-func requireNoProcessesIn(t *testing.T, dir string) {
+func requireNoPluginProcesses(t *testing.T, h *pluginhost.Host) {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
-	for len(processesIn(dir)) > 0 && time.Now().Before(deadline) {
+	for len(pluginProcesses(h)) > 0 && time.Now().Before(deadline) {
 		time.Sleep(20 * time.Millisecond)
 	}
-	require.Empty(t, processesIn(dir), "processes left in %s", dir)
-}
-
-func runDir(t *testing.T, h *pluginhost.Host) string {
-	t.Helper()
-	return h.RunDir()
+	require.Empty(t, pluginProcesses(h), "processes left by the plugins of host %s", h.Marker())
 }
 
 func TestStartRunsAPluginConfinedAndItsHooksWork(t *testing.T) {
@@ -166,9 +172,9 @@ func TestStartRunsAPluginConfinedAndItsHooksWork(t *testing.T) {
 		}
 	}
 
-	dir := runDir(t, h)
+	require.Contains(t, pluginProcesses(h), p.Pid(), "the marker finds the plugin")
 	p.Close()
-	requireNoProcessesIn(t, dir)
+	requireNoPluginProcesses(t, h)
 }
 
 // requireSchedBatch checks that every thread of a process runs under SCHED_BATCH.
@@ -199,7 +205,7 @@ func TestTamperedBinaryIsRefusedBeforeItRuns(t *testing.T) {
 	pe := requireReason(t, err, pluginhost.ReasonChecksum)
 	require.ErrorContains(t, pe, "it was not started")
 	require.NoFileExists(t, filepath.Join(h.RunDir(), "ran"))
-	require.Empty(t, processesIn(h.RunDir()))
+	require.Empty(t, pluginProcesses(h))
 }
 
 func TestPrintingToStdoutBeforeTheHandshakeIsNamed(t *testing.T) {
@@ -209,7 +215,7 @@ func TestPrintingToStdoutBeforeTheHandshakeIsNamed(t *testing.T) {
 	pe := requireReason(t, err, pluginhost.ReasonStdout)
 	require.ErrorContains(t, pe, `"starting up, hello"`)
 	require.ErrorContains(t, pe, "plugin chatty@1.0.0: printed to stdout before the handshake")
-	requireNoProcessesIn(t, h.RunDir())
+	requireNoPluginProcesses(t, h)
 }
 
 func TestTheSDKKeepsAnAuthorsPrintsOffTheHandshake(t *testing.T) {
@@ -226,7 +232,7 @@ func TestProtocolMismatchIsNamed(t *testing.T) {
 	_, err := h.Start(context.Background(), script(t, "future", "echo '1|99|tcp|127.0.0.1:1|grpc'; sleep 30"))
 	pe := requireReason(t, err, pluginhost.ReasonProtocol)
 	require.ErrorContains(t, pe, "plugin protocol 1")
-	requireNoProcessesIn(t, h.RunDir())
+	requireNoPluginProcesses(t, h)
 }
 
 func TestAPluginThatHangsAtStartIsKilledWithItsChildren(t *testing.T) {
@@ -234,7 +240,7 @@ func TestAPluginThatHangsAtStartIsKilledWithItsChildren(t *testing.T) {
 	h := newHost(t, pluginhost.Options{StartTimeout: time.Second})
 	_, err := h.Start(context.Background(), script(t, "sleepy", "sleep 300 & sleep 300"))
 	requireReason(t, err, pluginhost.ReasonTimeout)
-	requireNoProcessesIn(t, h.RunDir())
+	requireNoPluginProcesses(t, h)
 }
 
 func TestAPluginThatHangsInAHookIsKilledAtTheDeadlineWithItsChildren(t *testing.T) {
@@ -246,7 +252,7 @@ func TestAPluginThatHangsInAHookIsKilledAtTheDeadlineWithItsChildren(t *testing.
 	err = p.URL().Before(ctx, sdk.Call{VU: 1, Iteration: 1}, &sdk.Request{Header: http.Header{}})
 	pe := requireReason(t, err, pluginhost.ReasonTimeout)
 	require.ErrorContains(t, pe, "killed")
-	requireNoProcessesIn(t, h.RunDir())
+	requireNoPluginProcesses(t, h)
 }
 
 func TestAPluginSeesNoHostSecrets(t *testing.T) {

@@ -127,6 +127,18 @@ func startTime(pid int) string {
 	return f[19]
 }
 
+// hostAlive says whether the host a marker names ("pid.start", then maybe "-" and more) still
+// runs. A marker it cannot read counts as alive: what is not surely ours is left alone.
+func hostAlive(marker string) bool {
+	hostPid, rest, _ := strings.Cut(marker, ".")
+	start, _, _ := strings.Cut(rest, "-")
+	hp, err := strconv.Atoi(hostPid)
+	if err != nil || hp <= 0 || start == "" {
+		return true
+	}
+	return startTime(hp) == start
+}
+
 // sweep kills the processes left by plugin hosts that are gone: any process whose environment
 // carries a marker of a host that no longer runs.
 func sweep(log *slog.Logger) {
@@ -149,10 +161,8 @@ func sweep(log *slog.Logger) {
 			if !ok {
 				continue
 			}
-			hostPid, start, _ := strings.Cut(string(v), ".")
-			hp, err := strconv.Atoi(hostPid)
-			if err == nil && hp > 0 && startTime(hp) == start {
-				break // its host is alive
+			if hostAlive(string(v)) {
+				break
 			}
 			log.Warn("killing a plugin process left by a host that died", "pid", pid, "host", string(v))
 			_ = syscall.Kill(pid, syscall.SIGKILL)
@@ -168,27 +178,26 @@ const runDirPrefix = "barrage-plugins-"
 // sweepRunDirs removes the folders of plugin copies of hosts that are gone: a copy is as big as
 // its plugin, and a host killed with SIGKILL cannot clean up after itself.
 func sweepRunDirs(log *slog.Logger) {
-	entries, err := os.ReadDir(os.TempDir())
-	if err != nil {
-		return
-	}
-	for _, e := range entries {
-		marker, ok := strings.CutPrefix(e.Name(), runDirPrefix)
-		if !ok || !e.IsDir() {
-			continue
-		}
-		hostPid, rest, _ := strings.Cut(marker, ".")
-		start, _, _ := strings.Cut(rest, "-")
-		hp, err := strconv.Atoi(hostPid)
-		if err != nil || start == "" {
-			continue // not one of ours, or from before folders were named for their host
-		}
-		if startTime(hp) == start {
-			continue // its host is alive
-		}
-		dir := filepath.Join(os.TempDir(), e.Name())
+	for _, dir := range deadHostDirs(os.TempDir()) {
 		if err := os.RemoveAll(dir); err == nil {
 			log.Info("removed the plugin copies of a host that died", "dir", dir)
 		}
 	}
+}
+
+// deadHostDirs lists the folders in base named for a host (runDirPrefix and its marker) that
+// no longer runs.
+func deadHostDirs(base string) []string {
+	entries, err := os.ReadDir(base)
+	if err != nil {
+		return nil
+	}
+	var dirs []string
+	for _, e := range entries {
+		marker, ok := strings.CutPrefix(e.Name(), runDirPrefix)
+		if ok && e.IsDir() && !hostAlive(marker) {
+			dirs = append(dirs, filepath.Join(base, e.Name()))
+		}
+	}
+	return dirs
 }

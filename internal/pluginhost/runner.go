@@ -4,7 +4,9 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"fmt"
 	"io"
+	"os"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -12,14 +14,20 @@ import (
 	"syscall"
 )
 
-// procRunner runs a plugin process through the launcher, in a process group of its own, for
-// go-plugin (ClientConfig.RunnerFunc). It watches what go-plugin does not tell apart: what the
-// plugin printed first, and how it ended.
+// procRunner runs a plugin process through the launcher, in a process group of its own (and
+// its sandbox), for go-plugin (ClientConfig.RunnerFunc). It watches what go-plugin does not tell
+// apart: what the plugin printed first, and how it ended.
 type procRunner struct {
 	cmd    *exec.Cmd
 	name   string
 	stdout io.ReadCloser
 	stderr *stderrWatch
+	// sync tells the launcher to go on, once it is in its cgroup.
+	sync   *os.File
+	cgroup *pluginCgroup // nil without one
+	// sockHost is the plugin's socket folder on the host, which the sandboxed plugin sees as
+	// sandboxSocketDir; empty without namespaces.
+	sockHost string
 
 	mu        sync.Mutex
 	firstLine string // the first line on stdout, the handshake if all is well
@@ -39,8 +47,25 @@ func (r *procRunner) Start(context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := r.cmd.Start(); err != nil {
+	err = r.cmd.Start()
+	closeExtraFiles(r.cmd)
+	if err != nil {
+		_ = r.sync.Close()
+		r.cgroup.remove()
 		return err
+	}
+	if r.cgroup != nil {
+		if err := r.cgroup.add(r.cmd.Process.Pid); err != nil {
+			_ = r.sync.Close() // the launcher sees the host gone, and exits
+			_ = r.Kill(context.Background())
+			return err
+		}
+	}
+	_, err = r.sync.Write([]byte{1})
+	_ = r.sync.Close()
+	if err != nil {
+		_ = r.Kill(context.Background())
+		return fmt.Errorf("start the plugin launcher: %w", err)
 	}
 	// go-plugin reads stdout line by line for the handshake; keep a copy of the first line.
 	pr, pw := io.Pipe()
@@ -70,6 +95,8 @@ func (r *procRunner) Start(context.Context) error {
 func (r *procRunner) Wait(context.Context) error {
 	r.waitOnce.Do(func() {
 		r.waitErr = r.cmd.Wait()
+		// Whatever the plugin left behind ends with its cgroup.
+		r.cgroup.remove()
 		r.mu.Lock()
 		r.exited, r.exitErr = true, r.waitErr
 		r.mu.Unlock()
@@ -77,12 +104,14 @@ func (r *procRunner) Wait(context.Context) error {
 	return r.waitErr
 }
 
-// Kill ends the plugin's whole process group: the plugin and anything it started.
+// Kill ends the plugin and anything it started: its process group, its cgroup, and (when it is
+// the init of a PID namespace) every process of the namespace with it.
 func (r *procRunner) Kill(context.Context) error {
 	if r.cmd.Process == nil {
 		return nil
 	}
 	err := syscall.Kill(-r.cmd.Process.Pid, syscall.SIGKILL)
+	r.cgroup.kill()
 	if errors.Is(err, syscall.ESRCH) {
 		return nil
 	}
@@ -101,12 +130,26 @@ func (r *procRunner) ID() string {
 	return strconv.Itoa(r.cmd.Process.Pid)
 }
 
+// PluginToHost turns the socket path a sandboxed plugin announces into the host's.
 func (r *procRunner) PluginToHost(network, addr string) (string, string, error) {
-	return network, addr, nil
+	return network, translateSocket(network, addr, sandboxSocketDir, r.sockHost), nil
 }
 
+// HostToPlugin turns a socket path on the host into the one the sandboxed plugin sees.
 func (r *procRunner) HostToPlugin(network, addr string) (string, string, error) {
-	return network, addr, nil
+	return network, translateSocket(network, addr, r.sockHost, sandboxSocketDir), nil
+}
+
+// translateSocket moves a Unix socket's path from one folder to the other; other addresses,
+// and every address without a sandbox, stay as they are.
+func translateSocket(network, addr, from, to string) string {
+	if network != "unix" || from == "" || to == "" {
+		return addr
+	}
+	if rel, ok := strings.CutPrefix(addr, from+"/"); ok && !strings.Contains(rel, "/") {
+		return to + "/" + rel
+	}
+	return addr
 }
 
 // observed reports the first line the plugin printed and how it ended, if it did.

@@ -44,6 +44,14 @@ type Set struct {
 	Plugins map[string]engine.Plugin
 }
 
+// Sandbox says how the set's plugins are confined; false when the set started none.
+func (s *Set) Sandbox() (pluginhost.Sandbox, bool) {
+	if s == nil || s.host == nil {
+		return pluginhost.Sandbox{}, false
+	}
+	return s.host.Sandbox(), true
+}
+
 // HasURLHooks says whether some plugin of the set runs around requests.
 func (s *Set) HasURLHooks() bool {
 	for _, p := range s.Plugins {

@@ -16,6 +16,10 @@ import (
 )
 
 func main() {
+	if len(os.Args) > 1 {
+		helper(os.Args[1], os.Args[2:]) // a process a hostile plugin started
+		return
+	}
 	name, _, _ := strings.Cut(filepath.Base(os.Args[0]), "-")
 	p := &sdk.Plugin{Name: name, Version: "1.0.0", Scope: sdk.ScopeIteration}
 	if name == "evil" {
@@ -28,6 +32,8 @@ func main() {
 		p.URL = &hook{mode: name}
 	case "crash", "hang":
 		p.URL = &hook{mode: name}
+	case "hostile":
+		p.Element = &hostile{}
 	}
 	if name == "stdio" {
 		// Prints to stdout before Serve: the SDK's guard must keep the handshake intact.

@@ -1,0 +1,527 @@
+package pluginhost_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/barrage-load/barrage/internal/pluginhost"
+)
+
+// Environment variables between a test and the copy of this test binary it starts as another
+// user: the built test plugin, a secret planted in that host's own environment, and the cgroup
+// folders it was given.
+const (
+	testPluginEnv    = "PLUGINHOST_TEST_PLUGIN"
+	hostSecretEnv    = "PLUGINHOST_TEST_SECRET"
+	delegatedCgroups = "PLUGINHOST_TEST_CGROUPS"
+	expectFullEnv    = "PLUGINHOST_TEST_EXPECT_FULL"
+)
+
+// TestRequireSandbox: a host that requires the sandbox starts only where the probe finds all
+// of it, and otherwise names what is missing. The runs as nobody say which to expect.
+func TestRequireSandbox(t *testing.T) {
+	sb, err := pluginhost.Probe(pluginhost.Options{})
+	require.NoError(t, err)
+	t.Log(sb)
+	if want := os.Getenv(expectFullEnv); want != "" {
+		require.Equal(t, want == "1", sb.Full(), "%s", sb)
+	}
+	h, err := pluginhost.New(pluginhost.Options{Sandbox: pluginhost.SandboxRequire})
+	if sb.Full() {
+		require.NoError(t, err)
+		require.True(t, h.Sandbox().Full())
+		require.NoError(t, h.Close())
+		return
+	}
+	require.ErrorIs(t, err, pluginhost.ErrSandboxUnavailable)
+	auto := newHost(t, pluginhost.Options{}).Sandbox()
+	for _, c := range []struct {
+		what          string
+		probe, hosted error
+	}{{"no namespaces", sb.Namespaces, auto.Namespaces}, {"no cgroup", sb.Cgroup, auto.Cgroup}, {"no seccomp", sb.Seccomp, auto.Seccomp}} {
+		if c.probe != nil {
+			require.ErrorContains(t, err, c.what)
+		}
+		require.Equal(t, c.probe != nil, c.hosted != nil, "%s: without the requirement the host falls back as the probe said", c.what)
+	}
+}
+
+// hostileWorld is what a hostile plugin goes after: the host's process, the user's files, other
+// plugins, and listeners on the host's addresses.
+type hostileWorld struct {
+	root                  bool
+	token                 string
+	credentials, dataFile string
+	manifest              string
+	tcpLocal, tcpOther    string
+	udpLocal, udpOther    *net.UDPConn
+}
+
+func newHostileWorld(t *testing.T) *hostileWorld {
+	t.Helper()
+	w := &hostileWorld{root: os.Geteuid() == 0, token: randomToken(t)}
+	home := t.TempDir()
+	write := func(path, content string, mode os.FileMode) string {
+		require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
+		require.NoError(t, os.WriteFile(path, []byte(content), mode))
+		return path
+	}
+	w.credentials = write(filepath.Join(home, ".config", "barrage", "credentials.json"), `{"token": "`+w.token+`"}`, 0o600)
+	w.dataFile = write(filepath.Join(home, ".barrage", "runs", "run.json"), `{"secret": "`+w.token+`"}`, 0o600)
+	w.manifest = write(filepath.Join(home, ".local", "share", "barrage", "plugins", "other", "1.0.0", "plugin.json"), `{"name": "other"}`, 0o644)
+
+	tcp := func(addr string) string {
+		ln, err := net.Listen("tcp", addr)
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = ln.Close() })
+		go func() {
+			for {
+				c, err := ln.Accept()
+				if err != nil {
+					return
+				}
+				_ = c.Close()
+			}
+		}()
+		return ln.Addr().String()
+	}
+	udp := func(addr string) *net.UDPConn {
+		a, err := net.ResolveUDPAddr("udp", addr)
+		require.NoError(t, err)
+		c, err := net.ListenUDP("udp", a)
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = c.Close() })
+		return c
+	}
+	w.tcpLocal, w.udpLocal = tcp("127.0.0.1:0"), udp("127.0.0.1:0")
+	if ip := otherAddress(); ip != "" {
+		w.tcpOther, w.udpOther = tcp(ip+":0"), udp(ip+":0")
+	}
+	return w
+}
+
+// otherAddress is an address of this machine's other than loopback, where a database or an
+// API could listen.
+func otherAddress() string {
+	addrs, _ := net.InterfaceAddrs()
+	for _, a := range addrs {
+		if n, ok := a.(*net.IPNet); ok && n.IP.To4() != nil && !n.IP.IsLoopback() {
+			return n.IP.String()
+		}
+	}
+	return ""
+}
+
+func randomToken(t *testing.T) string {
+	var b [12]byte
+	_, err := rand.Read(b[:])
+	require.NoError(t, err)
+	return "tok" + hex.EncodeToString(b[:])
+}
+
+// hostileCase is one escape: what it tries, and whether the confinement before the sandbox
+// let it through for this user (the findings of the review).
+type hostileCase struct {
+	name        string
+	offEscapes  func(w *hostileWorld) bool
+	needsCgroup bool
+	limits      pluginhost.Limits
+	// try makes the attempt with a host and says whether it got through.
+	try func(t *testing.T, w *hostileWorld, h *pluginhost.Host, mode pluginhost.SandboxMode) bool
+}
+
+func always(*hostileWorld) bool         { return true }
+func unlessRoot(w *hostileWorld) bool   { return !w.root }
+func succeeded(result string) bool      { return strings.HasPrefix(result, "ok: ") }
+func attackArgs(kind, target string) ar { return ar{"kind": kind, "target": target} }
+
+type ar map[string]any
+
+// tryAttack is attack for a plugin that may fail to start: it returns why.
+func tryAttack(t *testing.T, h *pluginhost.Host, a ar) (string, error) {
+	t.Helper()
+	ctx := context.Background()
+	p, err := h.Start(ctx, spec(t, "hostile"))
+	if err != nil {
+		return "", err
+	}
+	t.Cleanup(p.Close)
+	cfg, err := json.Marshal(a)
+	require.NoError(t, err)
+	if _, err := p.Element().Configure(ctx, cfg); err != nil {
+		return "", err
+	}
+	sets, err := p.Element().Next(ctx, 1)
+	if err != nil {
+		return "", err
+	}
+	return sets[0]["result"], nil
+}
+
+// attack starts the hostile plugin, has it try a, and returns its answer ("ok: …", "err: …",
+// or "stopped: …" when the plugin died trying) and the process, closed at the end of the test.
+func attack(t *testing.T, h *pluginhost.Host, a ar) (string, *pluginhost.Process) {
+	t.Helper()
+	ctx := context.Background()
+	p, err := h.Start(ctx, spec(t, "hostile"))
+	require.NoError(t, err)
+	t.Cleanup(p.Close)
+	cfg, err := json.Marshal(a)
+	require.NoError(t, err)
+	_, err = p.Element().Configure(ctx, cfg)
+	require.NoError(t, err)
+	sets, err := p.Element().Next(ctx, 1)
+	if err != nil {
+		return "stopped: " + err.Error(), p
+	}
+	return sets[0]["result"], p
+}
+
+// readFile is an escape that reads a file and finds want in it.
+func readFile(path func(w *hostileWorld) string) func(*testing.T, *hostileWorld, *pluginhost.Host, pluginhost.SandboxMode) bool {
+	return func(t *testing.T, w *hostileWorld, h *pluginhost.Host, _ pluginhost.SandboxMode) bool {
+		res, _ := attack(t, h, attackArgs("read", path(w)))
+		t.Logf("read %s: %s", path(w), truncated(res))
+		return succeeded(res) && strings.Contains(res, w.token)
+	}
+}
+
+func truncated(s string) string {
+	if len(s) > 160 {
+		return s[:160] + "…"
+	}
+	return s
+}
+
+// lingerers are the live processes with the token among their arguments.
+func lingerers(token string) []int {
+	entries, _ := os.ReadDir("/proc")
+	var pids []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil || !bytes.Contains(cmdline, []byte(token)) {
+			continue
+		}
+		if st, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "stat")); !bytes.Contains(st, []byte(") Z ")) {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+// outlives has the plugin leave a child behind, closes the plugin, and says whether the child
+// still runs once the deadline for it to die has passed.
+func outlives(kind string) func(*testing.T, *hostileWorld, *pluginhost.Host, pluginhost.SandboxMode) bool {
+	return func(t *testing.T, w *hostileWorld, h *pluginhost.Host, _ pluginhost.SandboxMode) bool {
+		token := randomToken(t)
+		res, p := attack(t, h, ar{"kind": kind, "token": token})
+		require.True(t, succeeded(res), "the plugin starts its child: %s", res)
+		deadline := time.Now().Add(5 * time.Second)
+		for len(lingerers(token)) == 0 && time.Now().Before(deadline) {
+			time.Sleep(10 * time.Millisecond) // a daemon's grandchild starts after its parent ends
+		}
+		require.NotEmpty(t, lingerers(token), "the child runs while the plugin does")
+		p.Close()
+		deadline = time.Now().Add(3 * time.Second)
+		for len(lingerers(token)) > 0 && time.Now().Before(deadline) {
+			time.Sleep(20 * time.Millisecond)
+		}
+		left := lingerers(token)
+		for _, pid := range left {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+		return len(left) > 0
+	}
+}
+
+// dial is an escape that reaches a listener over TCP.
+func dialTCP(addr func(w *hostileWorld) string) func(*testing.T, *hostileWorld, *pluginhost.Host, pluginhost.SandboxMode) bool {
+	return func(t *testing.T, w *hostileWorld, h *pluginhost.Host, _ pluginhost.SandboxMode) bool {
+		if addr(w) == "" {
+			t.Skip("this machine has no address but loopback")
+		}
+		res, _ := attack(t, h, attackArgs("tcp", addr(w)))
+		t.Logf("tcp %s: %s", addr(w), res)
+		return succeeded(res)
+	}
+}
+
+// sendUDP is an escape that gets a datagram to a listener.
+func sendUDP(conn func(w *hostileWorld) *net.UDPConn) func(*testing.T, *hostileWorld, *pluginhost.Host, pluginhost.SandboxMode) bool {
+	return func(t *testing.T, w *hostileWorld, h *pluginhost.Host, _ pluginhost.SandboxMode) bool {
+		c := conn(w)
+		if c == nil {
+			t.Skip("this machine has no address but loopback")
+		}
+		token := randomToken(t)
+		res, _ := attack(t, h, ar{"kind": "udp", "target": c.LocalAddr().String(), "token": token})
+		t.Logf("udp %s: %s", c.LocalAddr(), res)
+		if !succeeded(res) {
+			return false
+		}
+		buf := make([]byte, 256)
+		require.NoError(t, c.SetReadDeadline(time.Now().Add(3*time.Second)))
+		for {
+			n, _, err := c.ReadFromUDP(buf)
+			if err != nil {
+				return false
+			}
+			if string(buf[:n]) == token {
+				return true
+			}
+		}
+	}
+}
+
+var hostileCases = []hostileCase{
+	{name: "ReadTheHostsEnvironment", offEscapes: unlessRoot, try: func(t *testing.T, w *hostileWorld, h *pluginhost.Host, _ pluginhost.SandboxMode) bool {
+		res, _ := attack(t, h, attackArgs("read", fmt.Sprintf("/proc/%d/environ", os.Getpid())))
+		t.Logf("the host's environment: %s", truncated(res))
+		want := "PATH="
+		if s := os.Getenv(hostSecretEnv); s != "" {
+			want = hostSecretEnv + "=" + s
+		}
+		return succeeded(res) && strings.Contains(res, want)
+	}},
+	{name: "OpenTheHostsMemory", offEscapes: unlessRoot, try: func(t *testing.T, w *hostileWorld, h *pluginhost.Host, _ pluginhost.SandboxMode) bool {
+		res, _ := attack(t, h, attackArgs("open", fmt.Sprintf("/proc/%d/mem", os.Getpid())))
+		t.Logf("the host's memory: %s", res)
+		return succeeded(res)
+	}},
+	{name: "ReadTheUsersCredentials", offEscapes: unlessRoot, try: readFile(func(w *hostileWorld) string { return w.credentials })},
+	{name: "ReadTheDataFolder", offEscapes: unlessRoot, try: readFile(func(w *hostileWorld) string { return w.dataFile })},
+	{name: "ReplaceAnotherPluginsManifest", offEscapes: unlessRoot, try: func(t *testing.T, w *hostileWorld, h *pluginhost.Host, _ pluginhost.SandboxMode) bool {
+		require.NoError(t, os.WriteFile(w.manifest, []byte(`{"name": "other"}`), 0o644))
+		res, _ := attack(t, h, ar{"kind": "write", "target": w.manifest, "token": w.token})
+		t.Logf("write %s: %s", w.manifest, res)
+		b, err := os.ReadFile(w.manifest)
+		require.NoError(t, err)
+		return string(b) == w.token
+	}},
+	{name: "ReadAnotherPluginsSecret", offEscapes: always, try: func(t *testing.T, w *hostileWorld, h *pluginhost.Host, mode pluginhost.SandboxMode) bool {
+		// The next run's plugin, given a secret with --plugin-env.
+		other := newHost(t, pluginhost.Options{Sandbox: mode, Env: []string{"API_KEY=" + w.token}})
+		p, err := other.Start(context.Background(), spec(t, "good"))
+		require.NoError(t, err)
+		defer p.Close()
+		res, _ := attack(t, h, ar{"kind": "scan", "token": w.token})
+		t.Logf("scan for the other plugin's secret: %s", truncated(res))
+		return succeeded(res)
+	}},
+	{name: "ConnectToTheAPIOverTCP", offEscapes: always, try: dialTCP(func(w *hostileWorld) string { return w.tcpLocal })},
+	{name: "ConnectToAnotherAddressOverTCP", offEscapes: always, try: dialTCP(func(w *hostileWorld) string { return w.tcpOther })},
+	{name: "SendTo127001OverUDP", offEscapes: always, try: sendUDP(func(w *hostileWorld) *net.UDPConn { return w.udpLocal })},
+	{name: "SendToAnotherAddressOverUDP", offEscapes: always, try: sendUDP(func(w *hostileWorld) *net.UDPConn { return w.udpOther })},
+	{name: "ASetsidChildOutlivesThePlugin", offEscapes: always, try: outlives("setsid")},
+	{name: "ADoubleForkedDaemonOutlivesThePlugin", offEscapes: always, try: outlives("daemon")},
+	{name: "AForkBombGoesPastTheProcessLimit", offEscapes: always,
+		limits: pluginhost.Limits{AddressSpace: 4 << 30, OpenFiles: 1024, Processes: 64, Memory: 1 << 30, CPU: 1},
+		try: func(t *testing.T, w *hostileWorld, h *pluginhost.Host, _ pluginhost.SandboxMode) bool {
+			// Two bombs, the second while the first holds its processes. Without the sandbox, a
+			// user's bomb has no bound at all, and under root both plugins run as nobody and
+			// share one process limit: the second gets next to nothing, or does not even start.
+			const n = 200
+			count := func(res string) int { c, _ := strconv.Atoi(strings.TrimPrefix(res, "ok: ")); return c }
+			res, first := attack(t, h, ar{"kind": "forkbomb", "n": n, "token": randomToken(t)})
+			t.Logf("first fork bomb: %s", res)
+			require.NoError(t, exec.Command("true").Run(), "the host still starts processes")
+			res2, err := tryAttack(t, h, ar{"kind": "forkbomb", "n": n, "token": randomToken(t)})
+			t.Logf("second fork bomb: %s %v", res2, err)
+			first.Close()
+			return count(res) == n || err != nil || count(res2) < count(res)/2
+		}},
+	{name: "AMemoryBombGoesPastTheMemoryLimit", offEscapes: always, needsCgroup: true,
+		limits: pluginhost.Limits{AddressSpace: 4 << 30, OpenFiles: 1024, Processes: 256, Memory: 256 << 20, CPU: 1},
+		try: func(t *testing.T, w *hostileWorld, h *pluginhost.Host, _ pluginhost.SandboxMode) bool {
+			// Four processes of 128 MiB each: each within its address space, together twice
+			// what the plugin may hold.
+			res, p := attack(t, h, ar{"kind": "membomb", "n": 4, "mib": 128, "token": randomToken(t)})
+			t.Logf("memory bomb: %s", res)
+			good, err := h.Start(context.Background(), spec(t, "good"))
+			require.NoError(t, err, "the host starts another plugin after the bomb")
+			good.Close()
+			p.Close()
+			return res == "ok: 4"
+		}},
+	{name: "MakeANamespaceWithoutNoNewPrivsOrSeccomp", offEscapes: always, try: func(t *testing.T, w *hostileWorld, h *pluginhost.Host, mode pluginhost.SandboxMode) bool {
+		res, p := attack(t, h, ar{"kind": "unshare"})
+		t.Logf("unshare --user: %s", res)
+		status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.Pid()))
+		require.NoError(t, err)
+		if mode != pluginhost.SandboxOff {
+			require.Regexp(t, `(?m)^NoNewPrivs:\s+1$`, string(status))
+			require.Regexp(t, `(?m)^Seccomp:\s+2$`, string(status))
+			require.Regexp(t, `(?m)^CapEff:\s+0+$`, string(status))
+			require.Regexp(t, `(?m)^CapBnd:\s+0+$`, string(status))
+		}
+		return succeeded(res)
+	}},
+}
+
+// TestHostilePlugins has a hostile plugin try each escape of the review twice: with the sandbox
+// switched off, where the escapes the review found get through (so the test can fail), and
+// sandboxed, where none does. It runs as whoever runs the tests; the tests below run it again
+// as an ordinary user.
+func TestHostilePlugins(t *testing.T) {
+	w := newHostileWorld(t)
+	t.Logf("running as uid %d", os.Geteuid())
+	for _, c := range hostileCases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Run("SandboxOff", func(t *testing.T) {
+				h := newHost(t, pluginhost.Options{Sandbox: pluginhost.SandboxOff, Limits: c.limits})
+				require.Equal(t, c.offEscapes(w), c.try(t, w, h, pluginhost.SandboxOff),
+					"without the sandbox the escape gets through: %t", c.offEscapes(w))
+			})
+			t.Run("Sandboxed", func(t *testing.T) {
+				h := newHost(t, pluginhost.Options{Limits: c.limits})
+				sb := h.Sandbox()
+				if sb.Namespaces != nil {
+					t.Skipf("this machine cannot give plugins namespaces: %v", sb.Namespaces)
+				}
+				if c.needsCgroup && sb.Cgroup != nil {
+					t.Skipf("this host can make no cgroup, which alone bounds the memory of several processes together: %v", sb.Cgroup)
+				}
+				require.False(t, c.try(t, w, h, pluginhost.SandboxAuto), "the sandbox stops the escape")
+			})
+		})
+	}
+}
+
+// TestHostilePluginsAsAnOrdinaryUser runs TestHostilePlugins in a copy of this test binary as
+// nobody, in cgroups delegated to it (as an operator gives an agent's service one).
+func TestHostilePluginsAsAnOrdinaryUser(t *testing.T) {
+	runHostileAsNobody(t, true)
+}
+
+// TestHostilePluginsAsAnOrdinaryUserWithoutACgroup runs TestHostilePlugins as nobody with no
+// cgroup it may write: the host falls back, says so, and the escapes are stopped all the same,
+// except the memory of several processes together, which only a cgroup bounds.
+func TestHostilePluginsAsAnOrdinaryUserWithoutACgroup(t *testing.T) {
+	runHostileAsNobody(t, false)
+}
+
+func runHostileAsNobody(t *testing.T, delegate bool) {
+	if os.Geteuid() != 0 {
+		t.Skip("the tests already run as an ordinary user: TestHostilePlugins ran as one")
+	}
+	nobody, err := user.Lookup("nobody")
+	require.NoError(t, err)
+	uid, _ := strconv.Atoi(nobody.Uid)
+	gid, _ := strconv.Atoi(nobody.Gid)
+
+	// Copies nobody can run: the test binary and the plugin may lie in root's folders.
+	dir, err := os.MkdirTemp("", "pluginhost-nobody-")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	require.NoError(t, os.Chmod(dir, 0o755))
+	exe, err := os.Executable()
+	require.NoError(t, err)
+	copyExecutable(t, exe, filepath.Join(dir, "pluginhost.test"))
+	copyExecutable(t, testPlugin, filepath.Join(dir, "testplugin"))
+
+	secret := randomToken(t)
+	env := []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + dir, "TMPDIR=/tmp",
+		testPluginEnv + "=" + filepath.Join(dir, "testplugin"), hostSecretEnv + "=" + secret}
+	var cgroups []string
+	if delegate {
+		cgroups = delegateCgroups(t, uid, gid)
+	}
+	env = append(env, delegatedCgroups+"="+strings.Join(cgroups, " "), fmt.Sprintf("%s=%d", expectFullEnv, map[bool]int{true: 1}[delegate]))
+	// The shell moves itself into the delegated cgroups (as nobody, into folders nobody owns),
+	// then becomes the test binary.
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "/bin/sh", "-c",
+		`for d in $`+delegatedCgroups+`; do echo $$ > "$d/cgroup.procs" || exit 97; done; exec "$@"`, "sh",
+		filepath.Join(dir, "pluginhost.test"), "-test.run=^(TestHostilePlugins|TestRequireSandbox)$", "-test.v", "-test.count=1")
+	cmd.Env = env
+	cmd.Dir = dir
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid), Groups: []uint32{}}}
+	out, err := cmd.CombinedOutput()
+	t.Logf("TestHostilePlugins as nobody:\n%s", out)
+	require.NoError(t, err)
+	require.Contains(t, string(out), "running as uid "+nobody.Uid)
+	require.Regexp(t, `(?m)^--- PASS: TestHostilePlugins `, string(out))
+	require.Regexp(t, `(?m)^--- PASS: TestRequireSandbox `, string(out))
+	skips := regexp.MustCompile(`(?m)^\s*--- SKIP: (\S+)`).FindAllStringSubmatch(string(out), -1)
+	var skipped []string
+	for _, s := range skips {
+		skipped = append(skipped, s[1])
+	}
+	switch {
+	case delegate:
+		require.Empty(t, skipped, "with a delegated cgroup, nothing is skipped")
+	default:
+		for _, s := range skipped {
+			require.Equal(t, "TestHostilePlugins/AMemoryBombGoesPastTheMemoryLimit/Sandboxed", s, "only what needs a cgroup is skipped")
+		}
+		require.Len(t, skipped, 1)
+	}
+}
+
+func copyExecutable(t *testing.T, src, dst string) {
+	t.Helper()
+	in, err := os.Open(src)
+	require.NoError(t, err)
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o755)
+	require.NoError(t, err)
+	_, err = io.Copy(out, in)
+	require.NoError(t, err)
+	require.NoError(t, out.Close())
+}
+
+// delegateCgroups makes a cgroup in each of this process's v1 hierarchies (memory, pids, cpu)
+// that the user owns, as an operator delegates one to a service, and removes them at the end.
+func delegateCgroups(t *testing.T, uid, gid int) []string {
+	t.Helper()
+	own, err := pluginhost.OwnCgroupDirs()
+	require.NoError(t, err)
+	if len(own) == 0 {
+		t.Skip("no cgroup v1 hierarchy to delegate from (a v2-only host delegates with systemd's Delegate=yes)")
+	}
+	var dirs []string
+	for _, base := range own {
+		dir := filepath.Join(base, "pluginhost-test-"+randomToken(t))
+		require.NoError(t, os.Mkdir(dir, 0o755))
+		t.Cleanup(func() { removeCgroupTree(dir) })
+		for _, f := range []string{"", "cgroup.procs", "tasks"} {
+			require.NoError(t, os.Chown(filepath.Join(dir, f), uid, gid))
+		}
+		dirs = append(dirs, dir)
+	}
+	return dirs
+}
+
+// removeCgroupTree removes a cgroup and those below it, deepest first.
+func removeCgroupTree(dir string) {
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		if e.IsDir() {
+			removeCgroupTree(filepath.Join(dir, e.Name()))
+		}
+	}
+	_ = os.Remove(dir)
+}

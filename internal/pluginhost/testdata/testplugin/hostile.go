@@ -1,0 +1,196 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/barrage-load/barrage/sdk"
+)
+
+// hostile is a plugin that tries one escape, named by its config, when asked for values. Its
+// one variable, result, says "ok: what it got" or "err: why it failed".
+type hostile struct{ a attack }
+
+type attack struct {
+	Kind   string `json:"kind"`
+	Target string `json:"target"`
+	Token  string `json:"token"`
+	N      int    `json:"n"`
+	MiB    int    `json:"mib"`
+}
+
+func (h *hostile) Configure(_ context.Context, config []byte) ([]string, error) {
+	if err := json.Unmarshal(config, &h.a); err != nil {
+		return nil, err
+	}
+	return []string{"result"}, nil
+}
+
+func (h *hostile) Next(context.Context, int) ([]sdk.Vars, error) {
+	res, err := h.a.try()
+	out := "ok: " + res
+	if err != nil {
+		out = "err: " + err.Error()
+	}
+	return []sdk.Vars{{"result": out}}, nil
+}
+
+func (a attack) try() (string, error) {
+	self := os.Args[0]
+	switch a.Kind {
+	case "read":
+		b, err := os.ReadFile(a.Target)
+		return string(b), err
+	case "open":
+		f, err := os.Open(a.Target)
+		if err != nil {
+			return "", err
+		}
+		return "opened", f.Close()
+	case "write":
+		return "written", os.WriteFile(a.Target, []byte(a.Token), 0o644)
+	case "tcp":
+		c, err := net.DialTimeout("tcp", a.Target, 2*time.Second)
+		if err != nil {
+			return "", err
+		}
+		return "connected", c.Close()
+	case "udp":
+		c, err := net.Dial("udp", a.Target)
+		if err != nil {
+			return "", err
+		}
+		defer c.Close()
+		_, err = c.Write([]byte(a.Token))
+		return "sent", err
+	case "scan":
+		// Any other process whose environment holds the token: another plugin's secret.
+		entries, err := os.ReadDir("/proc")
+		if err != nil {
+			return "", err
+		}
+		var found []string
+		for _, e := range entries {
+			if e.Name() == strconv.Itoa(os.Getpid()) {
+				continue
+			}
+			if env, err := os.ReadFile(filepath.Join("/proc", e.Name(), "environ")); err == nil && bytes.Contains(env, []byte(a.Token)) {
+				found = append(found, e.Name())
+			}
+		}
+		if len(found) == 0 {
+			return "", fmt.Errorf("no process holds the token among %d", len(entries))
+		}
+		return strings.Join(found, ","), nil
+	case "setsid", "daemon":
+		// A child in a session of its own with an emptied environment; "daemon" forks once
+		// more, so that the lingering process is a grandchild whose parent is gone.
+		mode := "linger"
+		if a.Kind == "daemon" {
+			mode = "fork-linger"
+		}
+		cmd := exec.Command(self, mode, a.Token)
+		cmd.Env = []string{}
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+		if a.Kind == "daemon" {
+			return "started", cmd.Run()
+		}
+		return "started", cmd.Start()
+	case "forkbomb":
+		n := 0
+		for ; n < a.N; n++ {
+			if err := exec.Command(self, "linger", a.Token).Start(); err != nil {
+				break
+			}
+		}
+		return strconv.Itoa(n), nil
+	case "membomb":
+		// N processes that each hold MiB of memory: together more than the plugin may have.
+		// Once all are started, each still alive answers on its pipe: the count of those is
+		// what the plugin holds at once (the kernel may have killed some on the way).
+		type hog struct {
+			in  io.WriteCloser
+			out *bufio.Reader
+		}
+		var hogs []hog
+		for range a.N {
+			cmd := exec.Command(self, "hog", strconv.Itoa(a.MiB), a.Token)
+			cmd.Env = []string{} // no magic cookie: the SDK leaves its stdout alone
+			in, err := cmd.StdinPipe()
+			if err != nil {
+				return "", err
+			}
+			out, err := cmd.StdoutPipe()
+			if err != nil {
+				return "", err
+			}
+			if err := cmd.Start(); err != nil {
+				break
+			}
+			h := hog{in: in, out: bufio.NewReader(out)}
+			_, _ = h.out.ReadString('\n') // "held", or nothing from a killed one
+			hogs = append(hogs, h)
+		}
+		alive := 0
+		for _, h := range hogs {
+			if _, err := h.in.Write([]byte("?\n")); err != nil {
+				continue
+			}
+			if line, _ := h.out.ReadString('\n'); line == "alive\n" {
+				alive++
+			}
+		}
+		return strconv.Itoa(alive), nil
+	case "unshare":
+		out, err := exec.Command("unshare", "--user", "true").CombinedOutput()
+		if err != nil {
+			return "", fmt.Errorf("%w: %s", err, out)
+		}
+		return "a new user namespace", nil
+	}
+	return "", fmt.Errorf("unknown attack %q", a.Kind)
+}
+
+// helper is a process started by the hostile plugin: it lingers, or holds memory, with the
+// test's token in its arguments so that the test can find it.
+func helper(mode string, args []string) {
+	switch mode {
+	case "linger":
+		time.Sleep(time.Hour)
+	case "fork-linger":
+		cmd := exec.Command(os.Args[0], "linger", args[0])
+		cmd.Env = []string{}
+		if err := cmd.Start(); err != nil {
+			os.Exit(1)
+		}
+		os.Exit(0) // the lingering grandchild's parent is gone
+	case "hog":
+		mib, _ := strconv.Atoi(args[0])
+		b := make([]byte, mib<<20)
+		for i := 0; i < len(b); i += 4096 {
+			b[i] = 1
+		}
+		os.Stdout.WriteString("held\n")
+		in := bufio.NewReader(os.Stdin)
+		for {
+			if _, err := in.ReadString('\n'); err != nil {
+				break
+			}
+			os.Stdout.WriteString("alive\n")
+		}
+		b[0] = 2
+	}
+	os.Exit(2)
+}
