@@ -210,23 +210,25 @@ func runTestsDelete(ctx context.Context, e env, args []string) error {
 }
 
 // jobFlags are the flags of a job on an agent: which revision, which agent.
-type jobFlags struct{ rev, agent *string }
+type jobFlags struct {
+	rev   *int
+	agent *string
+}
 
 func addJobFlags(fs *flag.FlagSet) jobFlags {
 	return jobFlags{
-		rev:   fs.String("revision", "", "the test's revision (default: the latest)"),
+		rev:   fs.Int("revision", 0, "the test's revision (default: the latest)"),
 		agent: fs.String("agent", "", "the agent to do it on (default: the first online one you may use)"),
 	}
 }
 
 func (j jobFlags) request() (api.TestJobRequest, error) {
 	var req api.TestJobRequest
-	if *j.rev != "" {
-		var n int
-		if _, err := fmt.Sscan(*j.rev, &n); err != nil || n < 1 {
-			return req, fmt.Errorf("--revision %q: want a revision number", *j.rev)
-		}
-		req.Revision = &n
+	switch {
+	case *j.rev < 0:
+		return req, fmt.Errorf("--revision %d: want a revision number", *j.rev)
+	case *j.rev > 0:
+		req.Revision = j.rev
 	}
 	if *j.agent != "" {
 		a, err := uuid.Parse(*j.agent)

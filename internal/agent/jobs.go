@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/http"
 	"slices"
 	"strings"
@@ -148,13 +149,7 @@ func toTraceEntry(ev engine.TraceEvent, budget *int) api.TraceEntry {
 		return e
 	}
 	e.Status = ptr(ev.Status)
-	for _, k := range slices.Sorted(func(yield func(string) bool) {
-		for k := range ev.ResponseHeader {
-			if !yield(k) {
-				return
-			}
-		}
-	}) {
+	for _, k := range slices.Sorted(maps.Keys(ev.ResponseHeader)) {
 		for _, v := range ev.ResponseHeader[k] {
 			e.ResponseHeaders = append(e.ResponseHeaders, api.Header{Name: clean(k), Value: clean(v)})
 		}

@@ -124,14 +124,7 @@ func (s *Service) PutTestFile(ctx context.Context, p barrage.Principal, id uuid.
 		return barrage.TestFile{}, false, barrage.Invalid("name",
 			"1 to 100 letters, digits, '.', '_' or '-', not starting with '.' or '-', and no folder: a script's data variable names its file so")
 	}
-	t, err := s.store.Test(ctx, p.User.ID, id)
-	if err != nil {
-		return barrage.TestFile{}, false, err
-	}
-	if len(t.Files) >= MaxTestFiles && !slices.ContainsFunc(t.Files, func(f barrage.TestFile) bool { return f.Name == name }) {
-		return barrage.TestFile{}, false, barrage.Invalid("name", fmt.Sprintf("a test has at most %d data files: delete one first", MaxTestFiles))
-	}
-	return s.store.PutTestFile(ctx, p.User.ID, id, name, content)
+	return s.store.PutTestFile(ctx, p.User.ID, id, name, content, MaxTestFiles)
 }
 
 // TestFile reads a data file of p's test id.
@@ -167,7 +160,7 @@ type JobInput struct {
 // DebugTest runs one traced iteration of one VU of p's test on an agent and returns the agent
 // that ran it, the revision, and its trace as the agent reported it (JSON).
 func (s *Service) DebugTest(ctx context.Context, p barrage.Principal, id uuid.UUID, in JobInput) (barrage.Agent, int, json.RawMessage, error) {
-	b, n, err := s.store.TestBundle(ctx, p.User.ID, id, in.Revision)
+	b, n, err := s.store.TestBundle(ctx, p.User.ID, id, in.Revision, dataFiles)
 	if err != nil {
 		return barrage.Agent{}, 0, nil, err
 	}
@@ -195,7 +188,7 @@ type Generated struct {
 // them and a manifest naming the test, the revision and the plugins. A test without plugins
 // needs no agent.
 func (s *Service) GenerateScript(ctx context.Context, p barrage.Principal, id uuid.UUID, in JobInput) (barrage.Script, error) {
-	b, n, err := s.store.TestBundle(ctx, p.User.ID, id, in.Revision)
+	b, n, err := s.store.TestBundle(ctx, p.User.ID, id, in.Revision, dataFiles)
 	if err != nil {
 		return barrage.Script{}, err
 	}
@@ -203,7 +196,6 @@ func (s *Service) GenerateScript(ctx context.Context, p barrage.Principal, id uu
 	if err != nil {
 		return barrage.Script{}, err
 	}
-	b.Files = namedFiles(parsed, b.Files)
 	gen := Generated{Source: b.Source, Plugins: []barrage.PluginPin{}}
 	if len(parsed.Plugins) > 0 {
 		_, j, err := s.runJob(ctx, p, barrage.AgentJob{Kind: barrage.JobGenerate, TestID: id, Revision: n}, in.AgentID)
@@ -247,15 +239,18 @@ func checkGenerated(g Generated, files []barrage.ScriptFile) error {
 
 var sha256Re = regexp.MustCompile(`^[0-9a-f]{64}$`)
 
-// namedFiles are the files of files that s's data variables read: a script carries no others.
-func namedFiles(s *script.Script, files []barrage.ScriptFile) []barrage.ScriptFile {
-	var out []barrage.ScriptFile
-	for _, f := range files {
-		if slices.ContainsFunc(s.Variables.Data, func(df *script.DataFile) bool { return df.File == f.Name }) {
-			out = append(out, f)
-		}
+// dataFiles names the files a test's source reads (none when it does not parse: loading it
+// then says why).
+func dataFiles(source []byte) []string {
+	parsed, err := script.Parse(source, script.ParseOptions{})
+	if err != nil {
+		return nil
 	}
-	return out
+	names := make([]string, len(parsed.Variables.Data))
+	for i, df := range parsed.Variables.Data {
+		names[i] = df.File
+	}
+	return names
 }
 
 // loadBundle checks a script with its data files by name, as an agent will load it.

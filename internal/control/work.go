@@ -14,7 +14,6 @@ import (
 	"github.com/barrage-load/barrage/internal/barrage"
 	"github.com/barrage-load/barrage/internal/engine"
 	"github.com/barrage-load/barrage/internal/metrics"
-	"github.com/barrage-load/barrage/internal/script"
 )
 
 // Hello is what an agent says of itself each time it asks for work.
@@ -119,13 +118,7 @@ func (s *Service) Ping(ctx context.Context, p barrage.Principal, id uuid.UUID) (
 // takeJobs hands agent a the jobs waiting for it whose askers still wait.
 // Each carries only the data files its test's revision reads.
 func (s *Service) takeJobs(ctx context.Context, a barrage.Agent) ([]barrage.AgentJob, error) {
-	jobs, err := s.store.TakeAgentJobs(ctx, a.ID, s.now().Add(-JobWait))
-	for _, j := range jobs {
-		if parsed, err := script.Parse(j.Bundle.Source, script.ParseOptions{}); err == nil {
-			j.Bundle.Files = namedFiles(parsed, j.Bundle.Files)
-		}
-	}
-	return jobs, err
+	return s.store.TakeAgentJobs(ctx, a.ID, s.now().Add(-JobWait), dataFiles)
 }
 
 // AnswerPing records agent a's answer to its ping id.

@@ -121,6 +121,22 @@ func TestADataFileLargerThanTheLimitIs413(t *testing.T) {
 	require.Equal(t, http.StatusCreated, b.do("PUT", "/v1/tests/"+id+"/files/users.csv", u.access, big[:1024], "Content-Type", "application/octet-stream").status)
 }
 
+func TestATestHoldsAtMostTwentyDataFiles(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	_, u := b.adminAndUser()
+	id := b.do("POST", "/v1/tests", u.access, usersTest, "Content-Type", "application/yaml").json(t)["id"].(string)
+	put := func(name string) response {
+		return b.do("PUT", "/v1/tests/"+id+"/files/"+name, u.access, "user\nann\n", "Content-Type", "application/octet-stream")
+	}
+	for i := range 20 {
+		require.Equal(t, http.StatusCreated, put(fmt.Sprintf("f%02d.csv", i)).status)
+	}
+	requireField(t, requireProblem(t, put("one-more.csv"), http.StatusUnprocessableEntity), "name")
+	require.Equal(t, http.StatusOK, put("f07.csv").status, "replacing a file is no new one")
+	require.Len(t, b.do("GET", "/v1/tests/"+id, u.access, nil).json(t)["files"], 20)
+}
+
 func TestTestsAreTheirOwnersAlone(t *testing.T) {
 	t.Parallel()
 	b := setup(t)

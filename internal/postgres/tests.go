@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"crypto/sha256"
+	"fmt"
 	"time"
 
 	"github.com/google/uuid"
@@ -148,18 +149,28 @@ func (s *Store) TestRevisions(ctx context.Context, ownerID, id uuid.UUID) ([]bar
 }
 
 // PutTestFile stores a data file of the owner's test, replacing one of the same name; created
-// says whether it is new.
-func (s *Store) PutTestFile(ctx context.Context, ownerID, id uuid.UUID, name string, content []byte) (f barrage.TestFile, created bool, err error) {
-	if _, err := s.q.TestGet(ctx, s.pool, dbsqlc.TestGetParams{ID: id, OwnerID: ownerID}); err != nil {
-		return f, false, translate(err, "test")
-	}
-	sum := sha256.Sum256(content)
-	row, err := s.q.TestFilePut(ctx, s.pool, dbsqlc.TestFilePutParams{TestID: id, Name: name, Content: content, Sha256: sum[:]})
-	if err != nil {
-		// The test was deleted in between: its files are gone with it.
-		return f, false, translate(err, "test")
-	}
-	return barrage.TestFile{Name: row.Name, SHA256: row.Sha256, Size: row.Size, UpdatedAt: row.UpdatedAt}, row.Created, nil
+// says whether it is new. A new file past maxFiles of the test is refused; the test is locked
+// meanwhile, so that uploads at once count one after the other.
+func (s *Store) PutTestFile(ctx context.Context, ownerID, id uuid.UUID, name string, content []byte, maxFiles int) (f barrage.TestFile, created bool, err error) {
+	err = s.inTx(ctx, func(tx pgx.Tx) error {
+		if _, err := s.q.TestGetForUpdate(ctx, tx, dbsqlc.TestGetForUpdateParams{ID: id, OwnerID: ownerID}); err != nil {
+			return translate(err, "test")
+		}
+		sum := sha256.Sum256(content)
+		row, err := s.q.TestFilePut(ctx, tx, dbsqlc.TestFilePutParams{TestID: id, Name: name, Content: content, Sha256: sum[:]})
+		if err != nil {
+			return translate(err, "file")
+		}
+		if n, err := s.q.TestFileCount(ctx, tx, id); err != nil || n > int64(maxFiles) {
+			if err == nil {
+				err = barrage.Invalid("name", fmt.Sprintf("a test has at most %d data files: delete one first", maxFiles))
+			}
+			return err
+		}
+		f, created = barrage.TestFile{Name: row.Name, SHA256: row.Sha256, Size: row.Size, UpdatedAt: row.UpdatedAt}, row.Created
+		return nil
+	})
+	return f, created, err
 }
 
 // TestFile reads a data file of the owner's test, with its content.
@@ -186,9 +197,12 @@ func (s *Store) DeleteTestFile(ctx context.Context, ownerID, id uuid.UUID, name 
 	return translate(err, "file")
 }
 
-// TestBundle reads revision n of the owner's test id (0: the latest) with the test's data
-// files, as an agent or a generation needs it.
-func (s *Store) TestBundle(ctx context.Context, ownerID, id uuid.UUID, n int) (barrage.TestBundle, int, error) {
+// DataFiles names the data files a test's source reads; a bundle carries those alone.
+type DataFiles func(source []byte) []string
+
+// TestBundle reads revision n of the owner's test id (0: the latest) with the data files it
+// reads, as an agent or a generation needs it.
+func (s *Store) TestBundle(ctx context.Context, ownerID, id uuid.UUID, n int, files DataFiles) (barrage.TestBundle, int, error) {
 	t, err := s.q.TestGet(ctx, s.pool, dbsqlc.TestGetParams{ID: id, OwnerID: ownerID})
 	if err != nil {
 		return barrage.TestBundle{}, 0, translate(err, "test")
@@ -196,16 +210,16 @@ func (s *Store) TestBundle(ctx context.Context, ownerID, id uuid.UUID, n int) (b
 	if n == 0 {
 		n = int(t.LatestRevision)
 	}
-	b, err := s.bundle(ctx, t, n)
+	b, err := s.bundle(ctx, t, n, files)
 	return b, n, err
 }
 
-func (s *Store) bundle(ctx context.Context, t dbsqlc.Test, n int) (barrage.TestBundle, error) {
+func (s *Store) bundle(ctx context.Context, t dbsqlc.Test, n int, names DataFiles) (barrage.TestBundle, error) {
 	rev, err := s.revision(ctx, s.pool, t.ID, n)
 	if err != nil {
 		return barrage.TestBundle{}, err
 	}
-	files, err := s.q.TestFileContents(ctx, s.pool, t.ID)
+	files, err := s.q.TestFileContents(ctx, s.pool, dbsqlc.TestFileContentsParams{TestID: t.ID, Names: names(rev.Source)})
 	if err != nil {
 		return barrage.TestBundle{}, err
 	}
@@ -234,8 +248,8 @@ func (s *Store) CreateAgentJob(ctx context.Context, j barrage.AgentJob) error {
 }
 
 // TakeAgentJobs hands the agent the jobs waiting for it, created after since, each with its
-// test revision and files.
-func (s *Store) TakeAgentJobs(ctx context.Context, agentID uuid.UUID, since time.Time) ([]barrage.AgentJob, error) {
+// test revision and the data files it reads.
+func (s *Store) TakeAgentJobs(ctx context.Context, agentID uuid.UUID, since time.Time, files DataFiles) ([]barrage.AgentJob, error) {
 	rows, err := s.q.AgentJobTake(ctx, s.pool, dbsqlc.AgentJobTakeParams{AgentID: agentID, Since: since})
 	if err != nil || len(rows) == 0 {
 		return nil, err
@@ -248,7 +262,7 @@ func (s *Store) TakeAgentJobs(ctx context.Context, agentID uuid.UUID, since time
 			// The test went away with its jobs (ON DELETE CASCADE) after this one was taken.
 			continue
 		}
-		b, err := s.bundle(ctx, t, j.Revision)
+		b, err := s.bundle(ctx, t, j.Revision, files)
 		if err != nil {
 			return nil, err
 		}

@@ -30,12 +30,18 @@ func (q *Queries) TestDelete(ctx context.Context, db DBTX, arg TestDeleteParams)
 }
 
 const testFileContents = `-- name: TestFileContents :many
-SELECT test_id, name, content, sha256, updated_at FROM test_files WHERE test_id = $1 ORDER BY name
+SELECT test_id, name, content, sha256, updated_at FROM test_files WHERE test_id = $1 AND name = ANY($2::text[]) ORDER BY name
 `
 
-// TestFileContents reads a test's files with their content, to ship or to copy into a script.
-func (q *Queries) TestFileContents(ctx context.Context, db DBTX, testID uuid.UUID) ([]TestFile, error) {
-	rows, err := db.Query(ctx, testFileContents, testID)
+type TestFileContentsParams struct {
+	TestID uuid.UUID
+	Names  []string
+}
+
+// TestFileContents reads the named files of a test with their content, to ship or to copy into
+// a script.
+func (q *Queries) TestFileContents(ctx context.Context, db DBTX, arg TestFileContentsParams) ([]TestFile, error) {
+	rows, err := db.Query(ctx, testFileContents, arg.TestID, arg.Names)
 	if err != nil {
 		return nil, err
 	}
@@ -58,6 +64,17 @@ func (q *Queries) TestFileContents(ctx context.Context, db DBTX, testID uuid.UUI
 		return nil, err
 	}
 	return items, nil
+}
+
+const testFileCount = `-- name: TestFileCount :one
+SELECT count(*) FROM test_files WHERE test_id = $1
+`
+
+func (q *Queries) TestFileCount(ctx context.Context, db DBTX, testID uuid.UUID) (int64, error) {
+	row := db.QueryRow(ctx, testFileCount, testID)
+	var count int64
+	err := row.Scan(&count)
+	return count, err
 }
 
 const testFileDelete = `-- name: TestFileDelete :execrows

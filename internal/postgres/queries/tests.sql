@@ -52,6 +52,10 @@ DELETE FROM test_files WHERE test_id = @test_id AND name = @name;
 SELECT test_id, name, sha256, length(content)::bigint AS size, updated_at
 FROM test_files WHERE test_id = $1 ORDER BY name;
 
--- TestFileContents reads a test's files with their content, to ship or to copy into a script.
+-- TestFileContents reads the named files of a test with their content, to ship or to copy into
+-- a script.
 -- name: TestFileContents :many
-SELECT * FROM test_files WHERE test_id = $1 ORDER BY name;
+SELECT * FROM test_files WHERE test_id = @test_id AND name = ANY(@names::text[]) ORDER BY name;
+
+-- name: TestFileCount :one
+SELECT count(*) FROM test_files WHERE test_id = $1;
