@@ -11,13 +11,17 @@
 #   bytes per idle VU = 41000
 #   ratio hook/nohook = 0.47          (a url plugin on every request against none; median of 5 rounds)
 #   hook time p99 = 0.9ms
-# Usage: scripts/bench-engine.sh [seconds] [connections] [rounds]   (needs nginx and wrk: apt-get install nginx-light wrk)
+# Usage: scripts/bench-engine.sh [seconds] [connections] [rounds]   (needs nginx and wrk: installed with
+# apt-get when run as root; otherwise it fails naming what is missing)
 set -euo pipefail
 secs=${1:-10}
 conns=${2:-64}
 rounds=${3:-5}
+if { ! command -v nginx || ! command -v wrk; } >/dev/null && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+  apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nginx-light wrk >/dev/null
+fi
 for tool in nginx wrk python3; do
-  command -v "$tool" >/dev/null || { echo "bench-engine: $tool not found (apt-get install nginx-light wrk); skipped"; exit 0; }
+  command -v "$tool" >/dev/null || { echo "bench-engine: $tool is needed and could not be installed (apt-get install nginx-light wrk)" >&2; exit 1; }
 done
 cd "$(dirname "$0")/.."
 work=$(mktemp -d /tmp/barrage-bench-engine-XXXXXX)
