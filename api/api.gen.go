@@ -526,7 +526,10 @@ type CreateRunRequest struct {
 	Rate            *float64            `json:"rate,omitempty"`
 	ScriptId        *openapi_types.UUID `json:"script_id,omitempty"`
 
-	// TestId Run this test's latest revision: its script is generated first (on the first of `agent_ids` when given).
+	// Stages The open model's stages in place of the script's load (`vus` is then their max VUs); without `rate` and `duration_seconds`.
+	Stages *[]RunStage `json:"stages,omitempty"`
+
+	// TestId Run this test's latest revision: its script is generated first, on the first of the run's agents, once the run is admitted.
 	TestId *openapi_types.UUID `json:"test_id,omitempty"`
 	Vus    *int                `json:"vus,omitempty"`
 }
@@ -827,6 +830,9 @@ type LoadOverrides struct {
 	// Rate Arrivals per second: runs the open model.
 	Rate *float64 `json:"rate,omitempty"`
 
+	// Stages The open model's stages, one after the other, in place of the script's load (with `vus` as its max VUs). They go without `rate` and `duration_seconds`.
+	Stages *[]RunStage `json:"stages,omitempty"`
+
 	// Vus VUs (closed model), or max VUs with a rate.
 	Vus *int `json:"vus,omitempty"`
 }
@@ -944,6 +950,13 @@ type RunManifest struct {
 // RunSeries defines model for RunSeries.
 type RunSeries struct {
 	Seconds []SeriesSecond `json:"seconds"`
+}
+
+// RunStage Exactly one of `rate` (constant) and `ramp_to` (linear from the stage before's rate, 0 before the first), in arrivals per second.
+type RunStage struct {
+	DurationSeconds int      `json:"duration_seconds"`
+	RampTo          *float64 `json:"ramp_to,omitempty"`
+	Rate            *float64 `json:"rate,omitempty"`
 }
 
 // RunState defines model for RunState.
@@ -1864,9 +1877,11 @@ type ClientInterface interface {
 
 	// CreateRunWithBody Start a run
 	//
-	// Runs a script on one or more agents. The load is the script's, changed by `vus`,
-	// `duration_seconds` and `rate` when given, and split across the agents (VUs or arrival
-	// rate divided, sequential data rows partitioned so each is used once). The run must fit
+	// Runs a script on one or more agents, or a test: its latest revision is generated into
+	// a script once the run is admitted (as `POST /v1/tests/{id}/scripts`, so its `429` and
+	// `504` too). The load is the script's, changed by `vus`, `duration_seconds`, `rate` or
+	// `stages` when given, and split across the agents (VUs or arrival rate divided,
+	// sequential data rows partitioned so each is used once). The run must fit
 	// the tightest of your license and every chosen agent's limits, and your concurrent-run
 	// cap: otherwise `422` names each limit, what is allowed and what was asked. With no
 	// agent online that you may use, `422` says so rather than queue a run that waits
@@ -1880,9 +1895,11 @@ type ClientInterface interface {
 
 	// CreateRun Start a run
 	//
-	// Runs a script on one or more agents. The load is the script's, changed by `vus`,
-	// `duration_seconds` and `rate` when given, and split across the agents (VUs or arrival
-	// rate divided, sequential data rows partitioned so each is used once). The run must fit
+	// Runs a script on one or more agents, or a test: its latest revision is generated into
+	// a script once the run is admitted (as `POST /v1/tests/{id}/scripts`, so its `429` and
+	// `504` too). The load is the script's, changed by `vus`, `duration_seconds`, `rate` or
+	// `stages` when given, and split across the agents (VUs or arrival rate divided,
+	// sequential data rows partitioned so each is used once). The run must fit
 	// the tightest of your license and every chosen agent's limits, and your concurrent-run
 	// cap: otherwise `422` names each limit, what is allowed and what was asked. With no
 	// agent online that you may use, `422` says so rather than queue a run that waits
@@ -2047,7 +2064,8 @@ type ClientInterface interface {
 	// request and response with headers and a body preview, the variables extracted, and
 	// each assertion that failed. The agent's own target policy applies. `504` when the
 	// agent does not answer within 45 seconds; `422` when no agent is online, or the agent
-	// could not run the test (a plugin it does not have, for example).
+	// could not run the test (a plugin it does not have, for example); `429` when four of
+	// your debug and generate jobs already wait for an answer.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -2062,7 +2080,8 @@ type ClientInterface interface {
 	// request and response with headers and a body preview, the variables extracted, and
 	// each assertion that failed. The agent's own target policy applies. `504` when the
 	// agent does not answer within 45 seconds; `422` when no agent is online, or the agent
-	// could not run the test (a plugin it does not have, for example).
+	// could not run the test (a plugin it does not have, for example); `429` when four of
+	// your debug and generate jobs already wait for an answer.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -2108,7 +2127,8 @@ type ClientInterface interface {
 	// of its binary, on an agent (the server never executes plugin code; a test without
 	// plugins needs none); the result is checked with the test's data files like any script
 	// (`422` listing every error) and stored with them and a manifest naming the test, the
-	// revision and each plugin's name, version and sha256.
+	// revision and each plugin's name, version and sha256. `429` when four of your debug
+	// and generate jobs already wait for an answer.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -2122,7 +2142,8 @@ type ClientInterface interface {
 	// of its binary, on an agent (the server never executes plugin code; a test without
 	// plugins needs none); the result is checked with the test's data files like any script
 	// (`422` listing every error) and stored with them and a manifest naming the test, the
-	// revision and each plugin's name, version and sha256.
+	// revision and each plugin's name, version and sha256. `429` when four of your debug
+	// and generate jobs already wait for an answer.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -2940,9 +2961,11 @@ func (c *Client) ListRuns(ctx context.Context, params *ListRunsParams, reqEditor
 
 // CreateRunWithBody Start a run
 //
-// Runs a script on one or more agents. The load is the script's, changed by `vus`,
-// `duration_seconds` and `rate` when given, and split across the agents (VUs or arrival
-// rate divided, sequential data rows partitioned so each is used once). The run must fit
+// Runs a script on one or more agents, or a test: its latest revision is generated into
+// a script once the run is admitted (as `POST /v1/tests/{id}/scripts`, so its `429` and
+// `504` too). The load is the script's, changed by `vus`, `duration_seconds`, `rate` or
+// `stages` when given, and split across the agents (VUs or arrival rate divided,
+// sequential data rows partitioned so each is used once). The run must fit
 // the tightest of your license and every chosen agent's limits, and your concurrent-run
 // cap: otherwise `422` names each limit, what is allowed and what was asked. With no
 // agent online that you may use, `422` says so rather than queue a run that waits
@@ -2966,9 +2989,11 @@ func (c *Client) CreateRunWithBody(ctx context.Context, params *CreateRunParams,
 
 // CreateRun Start a run
 //
-// Runs a script on one or more agents. The load is the script's, changed by `vus`,
-// `duration_seconds` and `rate` when given, and split across the agents (VUs or arrival
-// rate divided, sequential data rows partitioned so each is used once). The run must fit
+// Runs a script on one or more agents, or a test: its latest revision is generated into
+// a script once the run is admitted (as `POST /v1/tests/{id}/scripts`, so its `429` and
+// `504` too). The load is the script's, changed by `vus`, `duration_seconds`, `rate` or
+// `stages` when given, and split across the agents (VUs or arrival rate divided,
+// sequential data rows partitioned so each is used once). The run must fit
 // the tightest of your license and every chosen agent's limits, and your concurrent-run
 // cap: otherwise `422` names each limit, what is allowed and what was asked. With no
 // agent online that you may use, `422` says so rather than queue a run that waits
@@ -3293,7 +3318,8 @@ func (c *Client) UpdateTest(ctx context.Context, id ID, params *UpdateTestParams
 // request and response with headers and a body preview, the variables extracted, and
 // each assertion that failed. The agent's own target policy applies. `504` when the
 // agent does not answer within 45 seconds; `422` when no agent is online, or the agent
-// could not run the test (a plugin it does not have, for example).
+// could not run the test (a plugin it does not have, for example); `429` when four of
+// your debug and generate jobs already wait for an answer.
 //
 // Takes any type of body and a specified content type.
 //
@@ -3318,7 +3344,8 @@ func (c *Client) DebugTestWithBody(ctx context.Context, id ID, contentType strin
 // request and response with headers and a body preview, the variables extracted, and
 // each assertion that failed. The agent's own target policy applies. `504` when the
 // agent does not answer within 45 seconds; `422` when no agent is online, or the agent
-// could not run the test (a plugin it does not have, for example).
+// could not run the test (a plugin it does not have, for example); `429` when four of
+// your debug and generate jobs already wait for an answer.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -3424,7 +3451,8 @@ func (c *Client) GetTestRevision(ctx context.Context, id ID, rev int, reqEditors
 // of its binary, on an agent (the server never executes plugin code; a test without
 // plugins needs none); the result is checked with the test's data files like any script
 // (`422` listing every error) and stored with them and a manifest naming the test, the
-// revision and each plugin's name, version and sha256.
+// revision and each plugin's name, version and sha256. `429` when four of your debug
+// and generate jobs already wait for an answer.
 //
 // Takes any type of body and a specified content type.
 //
@@ -3448,7 +3476,8 @@ func (c *Client) GenerateScriptWithBody(ctx context.Context, id ID, contentType 
 // of its binary, on an agent (the server never executes plugin code; a test without
 // plugins needs none); the result is checked with the test's data files like any script
 // (`422` listing every error) and stored with them and a manifest naming the test, the
-// revision and each plugin's name, version and sha256.
+// revision and each plugin's name, version and sha256. `429` when four of your debug
+// and generate jobs already wait for an answer.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -6151,9 +6180,11 @@ type ClientWithResponsesInterface interface {
 
 	// CreateRunWithBodyWithResponse Start a run
 	//
-	// Runs a script on one or more agents. The load is the script's, changed by `vus`,
-	// `duration_seconds` and `rate` when given, and split across the agents (VUs or arrival
-	// rate divided, sequential data rows partitioned so each is used once). The run must fit
+	// Runs a script on one or more agents, or a test: its latest revision is generated into
+	// a script once the run is admitted (as `POST /v1/tests/{id}/scripts`, so its `429` and
+	// `504` too). The load is the script's, changed by `vus`, `duration_seconds`, `rate` or
+	// `stages` when given, and split across the agents (VUs or arrival rate divided,
+	// sequential data rows partitioned so each is used once). The run must fit
 	// the tightest of your license and every chosen agent's limits, and your concurrent-run
 	// cap: otherwise `422` names each limit, what is allowed and what was asked. With no
 	// agent online that you may use, `422` says so rather than queue a run that waits
@@ -6167,9 +6198,11 @@ type ClientWithResponsesInterface interface {
 
 	// CreateRunWithResponse Start a run
 	//
-	// Runs a script on one or more agents. The load is the script's, changed by `vus`,
-	// `duration_seconds` and `rate` when given, and split across the agents (VUs or arrival
-	// rate divided, sequential data rows partitioned so each is used once). The run must fit
+	// Runs a script on one or more agents, or a test: its latest revision is generated into
+	// a script once the run is admitted (as `POST /v1/tests/{id}/scripts`, so its `429` and
+	// `504` too). The load is the script's, changed by `vus`, `duration_seconds`, `rate` or
+	// `stages` when given, and split across the agents (VUs or arrival rate divided,
+	// sequential data rows partitioned so each is used once). The run must fit
 	// the tightest of your license and every chosen agent's limits, and your concurrent-run
 	// cap: otherwise `422` names each limit, what is allowed and what was asked. With no
 	// agent online that you may use, `422` says so rather than queue a run that waits
@@ -6352,7 +6385,8 @@ type ClientWithResponsesInterface interface {
 	// request and response with headers and a body preview, the variables extracted, and
 	// each assertion that failed. The agent's own target policy applies. `504` when the
 	// agent does not answer within 45 seconds; `422` when no agent is online, or the agent
-	// could not run the test (a plugin it does not have, for example).
+	// could not run the test (a plugin it does not have, for example); `429` when four of
+	// your debug and generate jobs already wait for an answer.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -6367,7 +6401,8 @@ type ClientWithResponsesInterface interface {
 	// request and response with headers and a body preview, the variables extracted, and
 	// each assertion that failed. The agent's own target policy applies. `504` when the
 	// agent does not answer within 45 seconds; `422` when no agent is online, or the agent
-	// could not run the test (a plugin it does not have, for example).
+	// could not run the test (a plugin it does not have, for example); `429` when four of
+	// your debug and generate jobs already wait for an answer.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -6421,7 +6456,8 @@ type ClientWithResponsesInterface interface {
 	// of its binary, on an agent (the server never executes plugin code; a test without
 	// plugins needs none); the result is checked with the test's data files like any script
 	// (`422` listing every error) and stored with them and a manifest naming the test, the
-	// revision and each plugin's name, version and sha256.
+	// revision and each plugin's name, version and sha256. `429` when four of your debug
+	// and generate jobs already wait for an answer.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -6435,7 +6471,8 @@ type ClientWithResponsesInterface interface {
 	// of its binary, on an agent (the server never executes plugin code; a test without
 	// plugins needs none); the result is checked with the test's data files like any script
 	// (`422` listing every error) and stored with them and a manifest naming the test, the
-	// revision and each plugin's name, version and sha256.
+	// revision and each plugin's name, version and sha256. `429` when four of your debug
+	// and generate jobs already wait for an answer.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -8554,6 +8591,11 @@ func (r ListRunsResponse) ContentType() string {
 	return ""
 }
 
+// CreateRunResponse429Headers the declared response headers of an HTTP 429 response for CreateRun
+type CreateRunResponse429Headers struct {
+	RetryAfter *int
+}
+
 type CreateRunResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -8573,6 +8615,12 @@ type CreateRunResponse struct {
 	ApplicationproblemJSON415 *Problem
 	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
 	ApplicationproblemJSON422 *Problem
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyRequests
+	// ApplicationproblemJSON504 the response for an HTTP 504 `application/problem+json` response
+	ApplicationproblemJSON504 *Problem
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *CreateRunResponse429Headers
 }
 
 // GetJSON201 returns the response for an HTTP 201 `application/json` response
@@ -8613,6 +8661,16 @@ func (r CreateRunResponse) GetApplicationproblemJSON415() *Problem {
 // GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
 func (r CreateRunResponse) GetApplicationproblemJSON422() *Problem {
 	return r.ApplicationproblemJSON422
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r CreateRunResponse) GetApplicationproblemJSON429() *TooManyRequests {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON504 returns the response for an HTTP 504 `application/problem+json` response
+func (r CreateRunResponse) GetApplicationproblemJSON504() *Problem {
+	return r.ApplicationproblemJSON504
 }
 
 // GetBody returns the raw response body bytes
@@ -9514,6 +9572,11 @@ func (r UpdateTestResponse) ContentType() string {
 	return ""
 }
 
+// DebugTestResponse429Headers the declared response headers of an HTTP 429 response for DebugTest
+type DebugTestResponse429Headers struct {
+	RetryAfter *int
+}
+
 type DebugTestResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -9533,8 +9596,12 @@ type DebugTestResponse struct {
 	ApplicationproblemJSON415 *Problem
 	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
 	ApplicationproblemJSON422 *Problem
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyRequests
 	// ApplicationproblemJSON504 the response for an HTTP 504 `application/problem+json` response
 	ApplicationproblemJSON504 *Problem
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *DebugTestResponse429Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -9575,6 +9642,11 @@ func (r DebugTestResponse) GetApplicationproblemJSON415() *Problem {
 // GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
 func (r DebugTestResponse) GetApplicationproblemJSON422() *Problem {
 	return r.ApplicationproblemJSON422
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r DebugTestResponse) GetApplicationproblemJSON429() *TooManyRequests {
+	return r.ApplicationproblemJSON429
 }
 
 // GetApplicationproblemJSON504 returns the response for an HTTP 504 `application/problem+json` response
@@ -9970,6 +10042,11 @@ func (r GetTestRevisionResponse) ContentType() string {
 	return ""
 }
 
+// GenerateScriptResponse429Headers the declared response headers of an HTTP 429 response for GenerateScript
+type GenerateScriptResponse429Headers struct {
+	RetryAfter *int
+}
+
 type GenerateScriptResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -9989,8 +10066,12 @@ type GenerateScriptResponse struct {
 	ApplicationproblemJSON415 *Problem
 	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
 	ApplicationproblemJSON422 *Problem
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyRequests
 	// ApplicationproblemJSON504 the response for an HTTP 504 `application/problem+json` response
 	ApplicationproblemJSON504 *Problem
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GenerateScriptResponse429Headers
 }
 
 // GetJSON201 returns the response for an HTTP 201 `application/json` response
@@ -10031,6 +10112,11 @@ func (r GenerateScriptResponse) GetApplicationproblemJSON415() *Problem {
 // GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
 func (r GenerateScriptResponse) GetApplicationproblemJSON422() *Problem {
 	return r.ApplicationproblemJSON422
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r GenerateScriptResponse) GetApplicationproblemJSON429() *TooManyRequests {
+	return r.ApplicationproblemJSON429
 }
 
 // GetApplicationproblemJSON504 returns the response for an HTTP 504 `application/problem+json` response
@@ -10929,9 +11015,11 @@ func (c *ClientWithResponses) ListRunsWithResponse(ctx context.Context, params *
 
 // CreateRunWithBodyWithResponse Start a run
 //
-// Runs a script on one or more agents. The load is the script's, changed by `vus`,
-// `duration_seconds` and `rate` when given, and split across the agents (VUs or arrival
-// rate divided, sequential data rows partitioned so each is used once). The run must fit
+// Runs a script on one or more agents, or a test: its latest revision is generated into
+// a script once the run is admitted (as `POST /v1/tests/{id}/scripts`, so its `429` and
+// `504` too). The load is the script's, changed by `vus`, `duration_seconds`, `rate` or
+// `stages` when given, and split across the agents (VUs or arrival rate divided,
+// sequential data rows partitioned so each is used once). The run must fit
 // the tightest of your license and every chosen agent's limits, and your concurrent-run
 // cap: otherwise `422` names each limit, what is allowed and what was asked. With no
 // agent online that you may use, `422` says so rather than queue a run that waits
@@ -10951,9 +11039,11 @@ func (c *ClientWithResponses) CreateRunWithBodyWithResponse(ctx context.Context,
 
 // CreateRunWithResponse Start a run
 //
-// Runs a script on one or more agents. The load is the script's, changed by `vus`,
-// `duration_seconds` and `rate` when given, and split across the agents (VUs or arrival
-// rate divided, sequential data rows partitioned so each is used once). The run must fit
+// Runs a script on one or more agents, or a test: its latest revision is generated into
+// a script once the run is admitted (as `POST /v1/tests/{id}/scripts`, so its `429` and
+// `504` too). The load is the script's, changed by `vus`, `duration_seconds`, `rate` or
+// `stages` when given, and split across the agents (VUs or arrival rate divided,
+// sequential data rows partitioned so each is used once). The run must fit
 // the tightest of your license and every chosen agent's limits, and your concurrent-run
 // cap: otherwise `422` names each limit, what is allowed and what was asked. With no
 // agent online that you may use, `422` says so rather than queue a run that waits
@@ -11232,7 +11322,8 @@ func (c *ClientWithResponses) UpdateTestWithResponse(ctx context.Context, id ID,
 // request and response with headers and a body preview, the variables extracted, and
 // each assertion that failed. The agent's own target policy applies. `504` when the
 // agent does not answer within 45 seconds; `422` when no agent is online, or the agent
-// could not run the test (a plugin it does not have, for example).
+// could not run the test (a plugin it does not have, for example); `429` when four of
+// your debug and generate jobs already wait for an answer.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -11253,7 +11344,8 @@ func (c *ClientWithResponses) DebugTestWithBodyWithResponse(ctx context.Context,
 // request and response with headers and a body preview, the variables extracted, and
 // each assertion that failed. The agent's own target policy applies. `504` when the
 // agent does not answer within 45 seconds; `422` when no agent is online, or the agent
-// could not run the test (a plugin it does not have, for example).
+// could not run the test (a plugin it does not have, for example); `429` when four of
+// your debug and generate jobs already wait for an answer.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -11343,7 +11435,8 @@ func (c *ClientWithResponses) GetTestRevisionWithResponse(ctx context.Context, i
 // of its binary, on an agent (the server never executes plugin code; a test without
 // plugins needs none); the result is checked with the test's data files like any script
 // (`422` listing every error) and stored with them and a manifest naming the test, the
-// revision and each plugin's name, version and sha256.
+// revision and each plugin's name, version and sha256. `429` when four of your debug
+// and generate jobs already wait for an answer.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -11363,7 +11456,8 @@ func (c *ClientWithResponses) GenerateScriptWithBodyWithResponse(ctx context.Con
 // of its binary, on an agent (the server never executes plugin code; a test without
 // plugins needs none); the result is checked with the test's data files like any script
 // (`422` listing every error) and stored with them and a manifest naming the test, the
-// revision and each plugin's name, version and sha256.
+// revision and each plugin's name, version and sha256. `429` when four of your debug
+// and generate jobs already wait for an answer.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -13167,6 +13261,33 @@ func ParseCreateRunResponse(rsp *http.Response) (*CreateRunResponse, error) {
 		}
 		response.ApplicationproblemJSON422 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 504:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON504 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers CreateRunResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
 	}
 
 	return response, nil
@@ -13935,6 +14056,13 @@ func ParseDebugTestResponse(rsp *http.Response) (*DebugTestResponse, error) {
 		}
 		response.ApplicationproblemJSON422 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 504:
 		var dest Problem
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -13942,6 +14070,19 @@ func ParseDebugTestResponse(rsp *http.Response) (*DebugTestResponse, error) {
 		}
 		response.ApplicationproblemJSON504 = &dest
 
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers DebugTestResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
 	}
 
 	return response, nil
@@ -14304,6 +14445,13 @@ func ParseGenerateScriptResponse(rsp *http.Response) (*GenerateScriptResponse, e
 		}
 		response.ApplicationproblemJSON422 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 504:
 		var dest Problem
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -14311,6 +14459,19 @@ func ParseGenerateScriptResponse(rsp *http.Response) (*GenerateScriptResponse, e
 		}
 		response.ApplicationproblemJSON504 = &dest
 
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers GenerateScriptResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
 	}
 
 	return response, nil
@@ -19196,6 +19357,39 @@ func (response CreateRun422ApplicationProblemPlusJSONResponse) VisitCreateRunRes
 	return err
 }
 
+type CreateRun429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response CreateRun429ApplicationProblemPlusJSONResponse) VisitCreateRunResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRun504ApplicationProblemPlusJSONResponse Problem
+
+func (response CreateRun504ApplicationProblemPlusJSONResponse) VisitCreateRunResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(504)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetRunRequestObject struct {
 	Id ID `json:"id"`
 }
@@ -20420,6 +20614,25 @@ func (response DebugTest422ApplicationProblemPlusJSONResponse) VisitDebugTestRes
 	return err
 }
 
+type DebugTest429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response DebugTest429ApplicationProblemPlusJSONResponse) VisitDebugTestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type DebugTest504ApplicationProblemPlusJSONResponse Problem
 
 func (response DebugTest504ApplicationProblemPlusJSONResponse) VisitDebugTestResponse(w http.ResponseWriter) error {
@@ -21014,6 +21227,25 @@ func (response GenerateScript422ApplicationProblemPlusJSONResponse) VisitGenerat
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GenerateScript429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response GenerateScript429ApplicationProblemPlusJSONResponse) VisitGenerateScriptResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
 	_, err := buf.WriteTo(w)
 	return err
 }

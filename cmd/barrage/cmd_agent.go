@@ -24,7 +24,7 @@ func runAgent(ctx context.Context, e env, args []string) error {
 	maxDuration := fs.Duration("max-duration", 0, "this agent's own limit of time per job (0: none)")
 	logFormat := fs.String("log-format", "text", "log format: text or json")
 	var allow multiFlag
-	fs.Var(&allow, "allow-target", "let the load reach this internal CIDR or address (loopback, private, link-local are refused otherwise); repeat for several")
+	fs.Var(&allow, "allow-target", "let the load reach this internal CIDR, address, or address:port (loopback, private, link-local are refused otherwise); repeat for several")
 	internal := fs.Bool("internal-targets", false, "let the load reach every internal address: for an agent that tests its operator's own network")
 	pf := addPluginFlags(fs, e)
 	if err := parseFlags(fs, args, 0); err != nil {
@@ -44,7 +44,7 @@ func runAgent(ctx context.Context, e env, args []string) error {
 		fmt.Fprintln(e.stderr, "register one with `barrage agents create NAME` (or POST /v1/agents); admins register shared ones.")
 		return errUsage
 	}
-	prefixes, err := netpolicy.ParsePrefixes(allow)
+	prefixes, ports, err := netpolicy.ParseAllow(allow)
 	if err != nil {
 		fmt.Fprintf(e.stderr, "barrage agent: --allow-target: %v\n", err)
 		return errUsage
@@ -67,7 +67,7 @@ func runAgent(ctx context.Context, e env, args []string) error {
 		Plugins: pluginset.Dir(*pf.dir), PluginHost: hopts,
 		Server: *server, Token: token, Version: version,
 		Limits:  barrage.Limits{MaxVUs: *maxVUs, MaxRunDuration: *maxDuration},
-		Targets: &netpolicy.Policy{Internal: *internal, Allow: prefixes},
+		Targets: &netpolicy.Policy{Internal: *internal, Allow: prefixes, AllowPorts: ports},
 		Log:     logging.New(e.stderr, *logFormat, slog.LevelInfo),
 	})
 	if err != nil {

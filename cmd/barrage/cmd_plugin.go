@@ -85,8 +85,9 @@ func (pf *pluginFlags) newHost() (*pluginhost.Host, error) {
 }
 
 // loadScript loads the script the arguments name and starts its plugins, if it has any. The
-// set is nil without plugins; close it when done.
-func (pf *pluginFlags) loadScript(ctx context.Context, fs *flag.FlagSet, args []string, vus func(*script.Script) int) (*pluginset.Set, *script.Script, error) {
+// set is nil without plugins; close it when done. vus says how many VUs the run will have (the
+// plugins are started for them), or why the flags are wrong.
+func (pf *pluginFlags) loadScript(ctx context.Context, fs *flag.FlagSet, args []string, vus func(*script.Script) (int, error)) (*pluginset.Set, *script.Script, error) {
 	path, err := positionalArg(fs, args)
 	if err != nil {
 		return nil, nil, err
@@ -95,7 +96,11 @@ func (pf *pluginFlags) loadScript(ctx context.Context, fs *flag.FlagSet, args []
 	if err != nil {
 		return nil, nil, err
 	}
-	return pf.open(ctx, path, s, vus(s))
+	n, err := vus(s)
+	if err != nil {
+		return nil, nil, err
+	}
+	return pf.open(ctx, path, s, n)
 }
 
 // open starts the plugins of the script at path, if it has any.

@@ -18,8 +18,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/barrage-load/barrage/api"
-	"github.com/barrage-load/barrage/internal/script"
-	"github.com/barrage-load/barrage/internal/threshold"
+	"github.com/barrage-load/barrage/internal/summary"
 )
 
 func runRuns(ctx context.Context, e env, args []string) error {
@@ -30,13 +29,11 @@ func runRuns(ctx context.Context, e env, args []string) error {
 }
 
 func runRunsStart(ctx context.Context, e env, args []string) error {
-	fs := newFlags(e, "runs start", "(--file SCRIPT | --script ID | --test ID) [--vus N --duration D --rate R --agents N --agent ID] [--watch]")
+	fs := newFlags(e, "runs start", "(--file SCRIPT | --script ID | --test ID) [--vus N --duration D --rate R --stage D:R... --agents N --agent ID] [--watch]")
 	file := fs.String("file", "", "upload this script (and the data files it names, from beside it) and run it")
 	scriptID := fs.String("script", "", "run this stored script")
 	testID := fs.String("test", "", "run this test's latest revision (its script is generated first)")
-	vus := fs.Int("vus", 0, "virtual users (closed model), or max VUs with --rate; overrides the script")
-	duration := fs.Duration("duration", 0, "run duration; overrides the script")
-	rate := fs.Float64("rate", 0, "arrival rate in iterations per second: runs the open model")
+	lf := addLoadFlags(fs)
 	agents := fs.Int("agents", 0, "how many idle online agents to run on (default 1)")
 	var agentIDs multiFlag
 	fs.Var(&agentIDs, "agent", "run on this agent (repeat for several)")
@@ -80,15 +77,16 @@ func runRunsStart(ctx context.Context, e env, args []string) error {
 		}
 		body.ScriptId = &sid
 	}
-	if *vus > 0 {
-		body.Vus = vus
+	load, err := lf.overrides()
+	if err != nil {
+		return err
 	}
-	if *duration > 0 {
-		body.DurationSeconds = ptr(int(duration.Round(time.Second) / time.Second))
+	load.Duration = load.Duration.Round(time.Second)
+	for i := range load.Stages {
+		load.Stages[i].Duration = load.Stages[i].Duration.Round(time.Second)
 	}
-	if *rate > 0 {
-		body.Rate = rate
-	}
+	l := api.LoadOf(load)
+	body.Vus, body.DurationSeconds, body.Rate, body.Stages = l.Vus, l.DurationSeconds, l.Rate, l.Stages
 	if *agents > 0 {
 		body.Agents = agents
 	}
@@ -243,19 +241,18 @@ func followLive(ctx context.Context, e env, id uuid.UUID, last *string) (ended b
 	return false, io.ErrUnexpectedEOF
 }
 
-// remoteLiveLine is the live line of a run on the server: liveLine's, from the merged second.
+// remoteLiveLine is the live line of a run on the server: `barrage run`'s, from the merged second.
 func remoteLiveLine(sec api.LiveSecond) string {
-	var failed int64
+	l := summary.Live{Elapsed: time.Duration(sec.ElapsedS * float64(time.Second)), VUs: sec.ActiveVus, RPS: sec.Rps,
+		Requests: sec.Requests, P50: summary.FromMillis(sec.P50Ms), P95: summary.FromMillis(sec.P95Ms), P99: summary.FromMillis(sec.P99Ms),
+		Agents: len(sec.Agents)}
 	for _, n := range sec.Errors {
-		failed += n
+		l.Failed += n
 	}
-	cpu := 0.0
 	for _, a := range sec.Agents {
-		cpu = max(cpu, a.Cpu)
+		l.CPU = max(l.CPU, a.Cpu)
 	}
-	return formatLive(time.Duration(sec.ElapsedS*float64(time.Second)), sec.ActiveVus, sec.Rps,
-		msDuration(sec.P50Ms), msDuration(sec.P95Ms), msDuration(sec.P99Ms), pct(failed, sec.Requests), cpu) +
-		fmt.Sprintf("  agents %d", len(sec.Agents))
+	return l.String()
 }
 
 // runLine is a run's state as --watch prints it: each shard's segment and state, and the reason.
@@ -270,8 +267,6 @@ func runLine(r *api.Run) string {
 	}
 	return line
 }
-
-func msDuration(ms float64) time.Duration { return time.Duration(ms * float64(time.Millisecond)) }
 
 func runRunsList(ctx context.Context, e env, args []string) error {
 	if err := parseFlags(newFlags(e, "runs list", ""), args, 0); err != nil {
@@ -389,7 +384,8 @@ func runRunsResults(ctx context.Context, e env, args []string) error {
 	return printRunResults(ctx, e, cl, run)
 }
 
-// printRunResults prints an ended run's summary; its error carries the exit status.
+// printRunResults prints an ended run's summary as `barrage run` prints its own, then each
+// agent's share; its error carries the exit status.
 func printRunResults(ctx context.Context, e env, cl *api.ClientWithResponses, r *api.Run) error {
 	res, err := cl.GetRunSummaryWithResponse(ctx, r.Id)
 	if err != nil {
@@ -398,44 +394,25 @@ func printRunResults(ctx context.Context, e env, cl *api.ClientWithResponses, r 
 	if res.JSON200 == nil {
 		return api.ProblemError(res.HTTPResponse, res.Body)
 	}
-	s := res.JSON200
-	fmt.Fprintf(e.stdout, "\nrun %s: %s (%s), %.1fs on %d agent(s)\n\n", r.Id, r.State, r.Reason, s.ElapsedS, len(s.Agents))
-	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "request\tcount\trate/s\terrors\tmin\tmean\tp50\tp90\tp95\tp99\tmax\t")
-	row := func(l api.LabelSummary) {
-		fmt.Fprintf(tw, "%s\t%d\t%.1f\t%.2f%%\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t\n", l.Name, l.Count, l.Rps, l.ErrorRate*100,
-			l.MinMs, l.MeanMs, l.P50Ms, l.P90Ms, l.P95Ms, l.P99Ms, l.MaxMs)
+	// The server's summary is the shared one, with the run's figures beside it.
+	var s struct {
+		ElapsedS float64 `json:"elapsed_s"`
+		summary.Summary
 	}
-	for _, l := range s.Requests {
-		row(l)
+	if err := json.Unmarshal(res.Body, &s); err != nil {
+		return fmt.Errorf("the run's summary: %w", err)
 	}
-	row(s.Total)
-	tw.Flush()
-	fmt.Fprintln(e.stdout, "(latencies in ms)")
-	for _, a := range s.Agents {
+	fmt.Fprintf(e.stdout, "\nrun %s: %s (%s), %.1fs on %d agent(s)\n", r.Id, r.State, r.Reason, s.ElapsedS, len(res.JSON200.Agents))
+	s.Print(e.stdout)
+	for _, a := range res.JSON200.Agents {
 		agent := "(removed)"
 		if a.AgentId != nil {
 			agent = a.AgentId.String()
 		}
 		fmt.Fprintf(e.stdout, "agent %s: %s, %d requests, started %dms late\n", agent, a.State, a.Requests, a.LateStartMs)
 	}
-	failed := false
-	for _, t := range s.Thresholds {
-		failed = failed || !t.Passed
-		// Printed as `barrage run` prints it, in the threshold's unit.
-		if th, err := script.ParseThreshold(t.Check); err == nil {
-			fmt.Fprintln(e.stdout, "threshold "+threshold.Result{Threshold: th, Observed: t.Observed, Passed: t.Passed}.String())
-			continue
-		}
-		fmt.Fprintf(e.stdout, "threshold %s: %g, passed %t\n", t.Check, t.Observed, t.Passed)
-	}
-	if s.Verdict.GeneratorLimited {
-		fmt.Fprintln(e.stdout, "generators were the bottleneck:\n  - "+strings.Join(*s.Verdict.Reasons, "\n  - "))
-	} else {
-		fmt.Fprintln(e.stdout, "generators OK: the numbers measure the target")
-	}
 	switch {
-	case failed:
+	case s.Failed():
 		return &exitError{exitThresholds, errors.New("a threshold failed")}
 	case r.State != api.RunStateFinished:
 		return fmt.Errorf("the run ended %s: %s", r.State, r.Reason)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/barrage-load/barrage/internal/engine"
 	"github.com/barrage-load/barrage/internal/script"
+	"github.com/barrage-load/barrage/internal/summary"
 )
 
 func runDebug(ctx context.Context, e env, args []string) error {
@@ -15,7 +16,7 @@ func runDebug(ctx context.Context, e env, args []string) error {
 	preview := fs.Int("preview", 2048, "bytes of each body to show")
 	insecure := fs.Bool("insecure", false, "skip TLS certificate verification")
 	pf := addPluginFlags(fs, e)
-	set, s, err := pf.loadScript(ctx, fs, args, func(*script.Script) int { return 1 })
+	set, s, err := pf.loadScript(ctx, fs, args, func(*script.Script) (int, error) { return 1, nil })
 	if err != nil {
 		return err
 	}
@@ -52,7 +53,7 @@ func printTrace(w io.Writer, ev engine.TraceEvent, preview int) {
 	if ev.Err != nil {
 		fmt.Fprintf(w, "! %v\n", ev.Err)
 	} else {
-		fmt.Fprintf(w, "< %d (%s, %d bytes)\n", ev.Status, ms(ev.Duration), ev.BytesIn)
+		fmt.Fprintf(w, "< %d (%s, %d bytes)\n", ev.Status, summary.Duration(ev.Duration), ev.BytesIn)
 		names := make([]string, 0, len(ev.ResponseHeader))
 		for k := range ev.ResponseHeader {
 			names = append(names, k)

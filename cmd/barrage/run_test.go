@@ -72,7 +72,7 @@ func TestRunExitStatusesAndOutputs(t *testing.T) {
 	require.Len(t, res.Requests, 2)
 	csv, err := os.ReadFile(filepath.Join(dir, "s.csv"))
 	require.NoError(t, err)
-	require.Contains(t, string(csv), "second,label,count")
+	require.Contains(t, string(csv), "second,kind,label,count")
 	require.Contains(t, string(csv), ",get greeting,")
 
 	_, _, code = runCLI(t, "run", "--quiet", writeScript(t, srv.URL, "  - rps > 1000000"))

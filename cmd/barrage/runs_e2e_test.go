@@ -155,8 +155,8 @@ thresholds:
 		before := target.hits.Load()
 		out, errOut, err := cli(t, p, cfg, "", "runs", "start", "--file", script("both", "vus: 6\n  duration: 3s"), "--agents", "2", "--watch")
 		require.NoError(t, err, "stdout: %s\nstderr: %s", out, errOut)
-		require.Contains(t, out, "generators OK")
-		require.Regexp(t, `threshold p99 < 5s: [0-9.]+(ms|µs|s), passed`, out, "thresholds read as barrage run prints them")
+		require.Contains(t, out, "generator OK")
+		require.Regexp(t, `(?m)^  p99 < 5s: [0-9.]+(ms|µs|s), passed`, out, "thresholds read as barrage run prints them")
 		// --watch follows the live stream: a line a second, merged across both agents.
 		require.Regexp(t, `vus +6 +\d+ req/s .* agents 2`, errOut)
 		require.Contains(t, errOut, "finished")
@@ -221,6 +221,12 @@ thresholds:
 		eventually(t, 30*time.Second, "both shards running", func() bool {
 			r := run(id)
 			return r.State == "running" && r.Shards[0].State == "running" && r.Shards[1].State == "running"
+		})
+		// A second is in the series once every shard has reported it: both agents have results
+		// stored before one is killed.
+		eventually(t, 30*time.Second, "a second from both agents", func() bool {
+			var series struct{ Seconds []any }
+			return apiGet(t, p, token, "/v1/runs/"+id+"/series", &series) == http.StatusOK && len(series.Seconds) > 0
 		})
 		require.NoError(t, agents[0].cmd.Process.Signal(syscall.SIGKILL))
 		<-agents[0].done

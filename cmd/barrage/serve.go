@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
@@ -26,7 +25,6 @@ import (
 	"github.com/barrage-load/barrage/internal/httpapi"
 	"github.com/barrage-load/barrage/internal/jobs"
 	"github.com/barrage-load/barrage/internal/logging"
-	"github.com/barrage-load/barrage/internal/netpolicy"
 	"github.com/barrage-load/barrage/internal/pgembed"
 	"github.com/barrage-load/barrage/internal/postgres"
 )
@@ -117,7 +115,7 @@ func runServe(ctx context.Context, e env, args []string) error {
 		}
 	}()
 	if cfg.DemoAgent {
-		a, err := demoAgent(ctx, ctl, cfg.DataDir, "http://"+ln.Addr().String(), log)
+		a, err := demoAgent(ctx, ctl, cfg, "http://"+ln.Addr().String(), log)
 		if err != nil {
 			return fmt.Errorf("start the demo agent: %w", err)
 		}
@@ -155,8 +153,12 @@ func newAccounts(cfg config.Config, store *postgres.Store, log *slog.Logger) (*a
 }
 
 // demoAgent returns the shared demo agent (500 VUs and 5 minutes per job), registered on the
-// first start and its token kept in the data folder, ready to run against this server.
-func demoAgent(ctx context.Context, ctl *control.Service, dataDir, server string, log *slog.Logger) (*agent.Agent, error) {
+// first start and its token kept in the data folder, ready to run against this server. Every
+// user may use it, and it runs in the server's process: of the server's internal network it
+// reaches only what the operator allows (the demo shop's address by default), so that no user
+// aims it at the server's database or another service on its loopback.
+func demoAgent(ctx context.Context, ctl *control.Service, cfg config.Config, server string, log *slog.Logger) (*agent.Agent, error) {
+	dataDir := cfg.DataDir
 	path := filepath.Join(dataDir, "demo-agent.token")
 	token := ""
 	if b, err := os.ReadFile(path); err == nil {
@@ -183,8 +185,7 @@ func demoAgent(ctx context.Context, ctl *control.Service, dataDir, server string
 	}
 	return agent.New(agent.Config{
 		Server: server, Token: token, Version: version, Log: log.With(slog.String("component", "demo-agent")),
-		// The demo aims at `barrage demo-shop` on this machine: loopback, and loopback only.
-		Targets: &netpolicy.Policy{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("::1/128")}},
+		Targets: &cfg.DemoAgentTargets,
 	})
 }
 

@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -135,4 +136,64 @@ load:
 	require.Error(t, err, "stdout: %s\nstderr: %s", out, errOut)
 	require.Contains(t, out+errOut, "random-data@1.0.0: this agent's binary has sha256 0000")
 	require.Len(t, requests(), before)
+}
+
+// TestTheDemoAgentReachesOnlyWhatItIsAllowed is `make run`'s portal: serve with the shared demo
+// agent in its process, which every user may use. It debugs and runs a test against the
+// address it is allowed (the demo shop's by default), and refuses, at dial time, any other
+// service on the server's loopback: a user cannot read the server's neighbours through it.
+func TestTheDemoAgentReachesOnlyWhatItIsAllowed(t *testing.T) {
+	var shopHits, secretHits atomic.Int64
+	shop := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		shopHits.Add(1)
+		fmt.Fprint(w, `{"ok":true}`)
+	}))
+	defer shop.Close()
+	secret := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		secretHits.Add(1)
+		fmt.Fprint(w, "the admin password is hunter2")
+	}))
+	defer secret.Close()
+
+	p := startServe(t, reachableDir(t), nil, "BARRAGE_DEMO_AGENT=true", "BARRAGE_DEMO_AGENT_ALLOW="+strings.TrimPrefix(shop.URL, "http://"))
+	cfg := t.TempDir()
+	code := codeLine.FindStringSubmatch(p.stdout.String())[1]
+	mustCLI(t, p, cfg, "admin password 123\n", "signup", "--code", code, "--email", "ada@example.com", "--name", "Ada")
+	mustCLI(t, p, cfg, "admin password 123\n", "login", "--email", "ada@example.com")
+	eventually(t, 30*time.Second, "the demo agent online", func() bool {
+		return regexp.MustCompile(`(?m)\sdemo\s.*\sonline\s`).MatchString(mustCLI(t, p, cfg, "", "agents", "list"))
+	})
+
+	dir := t.TempDir()
+	push := func(name, target string) string {
+		path := filepath.Join(dir, name+".yaml")
+		require.NoError(t, os.WriteFile(path, []byte(`version: 1
+name: `+name+`
+base_url: `+target+`
+session:
+  groups:
+    - name: home
+      requests:
+        - { name: home, url: /, assert: [ { status: 200 } ] }
+load:
+  vus: 2
+  duration: 1s
+`), 0o644))
+		return strings.TrimSpace(mustCLI(t, p, cfg, "", "tests", "push", path))
+	}
+
+	out, errOut, err := cli(t, p, cfg, "", "tests", "debug", push("shop", shop.URL))
+	require.NoError(t, err, "stdout: %s\nstderr: %s", out, errOut)
+	require.Contains(t, out, `{"ok":true}`)
+	out, errOut, err = cli(t, p, cfg, "", "runs", "start", "--test", push("shop", shop.URL), "--watch")
+	require.NoError(t, err, "stdout: %s\nstderr: %s", out, errOut)
+	require.Contains(t, out, "finished")
+	require.Greater(t, shopHits.Load(), int64(10))
+
+	out, errOut, _ = cli(t, p, cfg, "", "tests", "debug", push("secret", secret.URL))
+	require.Contains(t, out+errOut, "the agent's policy refuses this destination")
+	require.NotContains(t, out+errOut, "hunter2")
+	out, errOut, _ = cli(t, p, cfg, "", "runs", "start", "--test", push("secret", secret.URL), "--watch")
+	require.Contains(t, out+errOut, "connect")
+	require.Zero(t, secretHits.Load(), "nothing reached the service the demo agent is not allowed")
 }

@@ -233,6 +233,14 @@ func (a *Agent) prepare(ctx context.Context, job *api.ShardJob, received time.Ti
 	if err != nil {
 		return nil, opts, nil, err
 	}
+	load, err := job.Load.Overrides()
+	if err == nil {
+		err = load.Validate()
+	}
+	if err != nil {
+		return nil, opts, nil, fmt.Errorf("the run's load: %w", err)
+	}
+	opts = engine.LoadOptions(load)
 	if err := a.canRun(s); err != nil {
 		return nil, opts, nil, err
 	}
@@ -242,12 +250,10 @@ func (a *Agent) prepare(ctx context.Context, job *api.ShardJob, received time.Ti
 		for _, p := range job.Script.Plugins {
 			pins[p.Alias] = p.Sha256
 		}
-		vus := s.Load.VUs
-		if job.Load.Vus != nil {
-			vus = *job.Load.Vus
-		}
+		w := engine.Workload(s, opts)
+		vus := max(w.VUs, w.MaxVUs)
 		if set, s, err = pluginset.Open(ctx, pluginset.BundleOrigin(job.Script.Source, files), s,
-			pluginset.Options{Dir: a.cfg.Plugins, Host: a.cfg.PluginHost, VUs: int(seg.Scale(int64(max(vus, s.Load.MaxVUs)))), Pins: pins}); err != nil {
+			pluginset.Options{Dir: a.cfg.Plugins, Host: a.cfg.PluginHost, VUs: int(seg.Scale(int64(vus))), Pins: pins}); err != nil {
 			return nil, opts, nil, fmt.Errorf("start the script's plugins: %w", err)
 		}
 		opts.Plugins = set.Plugins
@@ -261,15 +267,6 @@ func (a *Agent) prepare(ctx context.Context, job *api.ShardJob, received time.Ti
 	}
 	opts.Start = received.Add(time.Duration(job.StartsInMs) * time.Millisecond) // the server's "starts in": agents' clocks differ
 	opts.Segment, opts.Limits, opts.Targets = seg, limits, a.cfg.Targets
-	if job.Load.Vus != nil {
-		opts.VUs = *job.Load.Vus
-	}
-	if job.Load.DurationSeconds != nil {
-		opts.Duration = time.Duration(*job.Load.DurationSeconds) * time.Second
-	}
-	if job.Load.Rate != nil {
-		opts.Rate = *job.Load.Rate
-	}
 	return s, opts, set, nil
 }
 
@@ -281,6 +278,9 @@ type shard struct {
 
 	mu      sync.Mutex
 	pending []api.ShardSecond
+	// sending serialises reports: the reporter's and the shard's end would otherwise send the
+	// same seconds twice and drop them twice.
+	sending sync.Mutex
 	// gone is set when the server has refused a report for good (a stale lease, an ended
 	// shard): nothing more is sent.
 	gone bool
@@ -360,6 +360,8 @@ func (sh *shard) finish(ctx context.Context, end *api.ShardEndReport) {
 // send reports the pending seconds (in batches the server accepts) and, once they are all
 // through, end if given. It returns the server's stop instruction, if any.
 func (sh *shard) send(ctx context.Context, end *api.ShardEndReport) (*engine.Stop, error) {
+	sh.sending.Lock()
+	defer sh.sending.Unlock()
 	for {
 		sh.mu.Lock()
 		batch := sh.pending[:min(len(sh.pending), maxBatch)]

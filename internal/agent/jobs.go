@@ -73,11 +73,7 @@ func (a *Agent) doJob(ctx context.Context, j api.AgentJob) api.JobAnswer {
 		if err != nil {
 			return api.JobAnswer{Error: ptr(errText(err))}
 		}
-		out := &api.GeneratedScript{Source: string(doc), Plugins: make([]api.PluginPin, len(pins))}
-		for i, p := range pins {
-			out.Plugins[i] = api.PluginPin{Alias: p.Alias, Name: p.Name, Version: p.Version, Kind: api.PluginPinKind(p.Kind), Sha256: p.SHA256}
-		}
-		return api.JobAnswer{Generated: out}
+		return api.JobAnswer{Generated: &api.GeneratedScript{Source: string(doc), Plugins: api.PinsOf(pins)}}
 	}
 	return api.JobAnswer{Error: ptr(fmt.Sprintf("this agent does not know jobs of kind %q: upgrade it", j.Kind))}
 }

@@ -65,13 +65,18 @@ func (e *Error) Error() string { return e.Message }
 // Unwrap exposes the kind to errors.Is.
 func (e *Error) Unwrap() error { return e.Kind }
 
-// RateLimitError is an ErrRateLimited that says when to retry.
+// RateLimitError is an ErrRateLimited that says when to retry, and why when Reason is set.
 type RateLimitError struct {
 	RetryAfterSeconds int
+	Reason            string
 }
 
 func (e *RateLimitError) Error() string {
-	return fmt.Sprintf("too many attempts, retry in %d s", e.RetryAfterSeconds)
+	why := e.Reason
+	if why == "" {
+		why = "too many attempts"
+	}
+	return fmt.Sprintf("%s, retry in %d s", why, e.RetryAfterSeconds)
 }
 
 // Unwrap makes errors.Is(err, ErrRateLimited) hold.

@@ -1,6 +1,8 @@
 package barrage
 
 import (
+	"fmt"
+	"slices"
 	"time"
 
 	"github.com/google/uuid"
@@ -84,6 +86,62 @@ type LoadOverrides struct {
 	VUs      int           `json:"vus,omitempty"`
 	Duration time.Duration `json:"duration,omitempty"`
 	Rate     float64       `json:"rate,omitempty"`
+	// Stages replace the script's load with the open model's stages, one after the other.
+	Stages []Stage `json:"stages,omitempty"`
+}
+
+// Stage is a stage of the open model given for one run: it holds To iterations per second for
+// Duration or, when Ramp, goes there linearly from the stage before's rate (0 before the first).
+type Stage struct {
+	To       float64       `json:"to"`
+	Ramp     bool          `json:"ramp,omitempty"`
+	Duration time.Duration `json:"duration"`
+}
+
+// The bounds of a run's stages.
+const (
+	MaxStages     = 100
+	MaxStageRate  = 10_000_000
+	MaxStagesTime = 30 * 24 * time.Hour
+)
+
+// Validate checks the overrides, naming the field at fault: no negative figure, stages without
+// a rate or a duration beside them (the stages' durations are the run's), each stage at least
+// a second long, and no more than MaxStages stages.
+func (l LoadOverrides) Validate() error {
+	switch {
+	case l.VUs < 0:
+		return Invalid("vus", "must not be negative")
+	case l.Duration < 0:
+		return Invalid("duration", "must not be negative")
+	case l.Rate < 0:
+		return Invalid("rate", "must not be negative")
+	case len(l.Stages) == 0:
+		return nil
+	case l.Rate > 0:
+		return Invalid("stages", "go without rate: the stages are the rates")
+	case l.Duration > 0:
+		return Invalid("stages", "go without duration: the stages' durations add up to the run's")
+	case len(l.Stages) > MaxStages:
+		return Invalid("stages", fmt.Sprintf("%d stages; at most %d", len(l.Stages), MaxStages))
+	}
+	var total time.Duration
+	for i, st := range l.Stages {
+		switch {
+		case st.To < 0 || st.To > MaxStageRate || st.To != st.To:
+			return Invalid(fmt.Sprintf("stages[%d].rate", i), fmt.Sprintf("must be from 0 to %d per second", MaxStageRate))
+		case st.Duration < time.Second:
+			return Invalid(fmt.Sprintf("stages[%d].duration", i), "must be at least 1s")
+		}
+		total += st.Duration
+		if total > MaxStagesTime {
+			return Invalid("stages", fmt.Sprintf("add up to more than %s", MaxStagesTime))
+		}
+	}
+	if !slices.ContainsFunc(l.Stages, func(st Stage) bool { return st.To > 0 }) {
+		return Invalid("stages", "send nothing: at least one stage must have a rate above 0")
+	}
+	return nil
 }
 
 // Run is one execution of a script on one or more agents.

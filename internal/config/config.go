@@ -15,6 +15,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/barrage-load/barrage/internal/netpolicy"
 )
 
 // Config holds every setting of `barrage serve` and `barrage migrate`.
@@ -38,6 +40,9 @@ type Config struct {
 	PostgresMirror  string
 	// DemoAgent runs the shared demo agent in the serve process, for a portal that works alone.
 	DemoAgent bool
+	// DemoAgentTargets are the internal destinations the demo agent may reach: by default the
+	// demo shop's address alone, not the rest of the server's loopback.
+	DemoAgentTargets netpolicy.Policy
 }
 
 // Setting documents one setting: its flag, its environment variable and its default.
@@ -64,7 +69,8 @@ var Settings = []Setting{
 	{"postgres-user", "BARRAGE_POSTGRES_USER", "", "unprivileged account that runs the embedded database when started as root; default postgres, else nobody"},
 	{"postgres-port", "BARRAGE_POSTGRES_PORT", "0", "port of the embedded database on 127.0.0.1; 0 picks a free one"},
 	{"postgres-mirror", "BARRAGE_POSTGRES_MIRROR", "https://repo1.maven.org/maven2", "Maven repository the embedded database's binaries are downloaded from"},
-	{"demo-agent", "BARRAGE_DEMO_AGENT", "false", "also run the shared demo agent in this process (500 VUs and 5 minutes per job, loopback targets allowed); make run sets it"},
+	{"demo-agent", "BARRAGE_DEMO_AGENT", "false", "also run the shared demo agent in this process (500 VUs and 5 minutes per job); make run sets it"},
+	{"demo-agent-allow", "BARRAGE_DEMO_AGENT_ALLOW", "127.0.0.1:8081,[::1]:8081", "internal destinations the demo agent may load, comma-separated CIDRs, addresses or address:port; the default is barrage demo-shop's address alone"},
 }
 
 // Load parses args (the subcommand's flags) and the environment into a validated Config. The
@@ -168,16 +174,12 @@ func parse(v map[string]*string) (Config, error) {
 		if p == "" {
 			continue
 		}
-		prefix, err := netip.ParsePrefix(p)
+		prefix, err := netpolicy.ParsePrefix(p)
 		if err != nil {
-			addr, aerr := netip.ParseAddr(p)
-			if aerr != nil {
-				bad("trusted-proxies", fmt.Sprintf("%q is not a CIDR or address", p))
-				continue
-			}
-			prefix = netip.PrefixFrom(addr, addr.BitLen())
+			bad("trusted-proxies", err.Error())
+			continue
 		}
-		c.TrustedProxies = append(c.TrustedProxies, prefix.Masked())
+		c.TrustedProxies = append(c.TrustedProxies, prefix)
 	}
 	bytesSetting := func(name string) int64 {
 		n, err := strconv.ParseInt(*v[name], 10, 64)
@@ -201,6 +203,9 @@ func parse(v map[string]*string) (Config, error) {
 	c.PostgresPort = port
 	if c.DemoAgent, err = strconv.ParseBool(*v["demo-agent"]); err != nil {
 		bad("demo-agent", "want true or false")
+	}
+	if c.DemoAgentTargets.Allow, c.DemoAgentTargets.AllowPorts, err = netpolicy.ParseAllow(strings.Split(*v["demo-agent-allow"], ",")); err != nil {
+		bad("demo-agent-allow", err.Error())
 	}
 	return c, errors.Join(errs...)
 }

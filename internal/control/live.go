@@ -230,7 +230,7 @@ func (s *Service) judge(ctx context.Context, run barrage.Run) error {
 		}
 		j = &judge{merger: newMerger(0, false), start: -1}
 		if len(aborting) > 0 {
-			j.watch = threshold.New(aborting, requestNames(parsed))
+			j.watch = threshold.New(aborting)
 		}
 		s.judges.mu.Lock()
 		s.judges.runs[run.ID] = j

@@ -41,15 +41,26 @@ func (s *Service) CreateRun(ctx context.Context, p barrage.Principal, in RunInpu
 			return prev, err
 		}
 	}
-	if err := checkOverrides(in.Load); err != nil {
+	if err := in.Load.Validate(); err != nil {
 		return barrage.Run{}, err
 	}
 	if in.TestID != nil {
-		var on *uuid.UUID
-		if len(in.AgentIDs) > 0 {
-			on = &in.AgentIDs[0]
+		// Admit the test's own load first: a run its owner may not start must not cost an
+		// agent a generation. The generated script is admitted again below, as source
+		// plugins may change the load.
+		b, _, err := s.store.TestBundle(ctx, owner, *in.TestID, 0, dataFiles)
+		if err != nil {
+			return barrage.Run{}, err
 		}
-		gen, err := s.GenerateScript(ctx, p, *in.TestID, JobInput{AgentID: on})
+		test, err := loadBundle(b.Source, b.Files)
+		if err != nil {
+			return barrage.Run{}, err
+		}
+		agents, _, err := s.admit(ctx, p, test, in)
+		if err != nil {
+			return barrage.Run{}, err
+		}
+		gen, err := s.GenerateScript(ctx, p, *in.TestID, JobInput{AgentID: &agents[0].ID})
 		if err != nil {
 			return barrage.Run{}, err
 		}
@@ -63,34 +74,7 @@ func (s *Service) CreateRun(ctx context.Context, p barrage.Principal, in RunInpu
 	if err != nil {
 		return barrage.Run{}, fmt.Errorf("script %s no longer parses: %w", sc.ID, err)
 	}
-	w := engine.Workload(parsed, engine.Options{VUs: in.Load.VUs, Duration: in.Load.Duration, Rate: in.Load.Rate})
-	agents, err := s.chooseAgents(ctx, p, in)
-	if err != nil {
-		return barrage.Run{}, err
-	}
-
-	limits := barrage.Limits{}
-	if l := p.User.License; l != nil {
-		limits = l.Limits
-	}
-	for _, a := range agents {
-		limits = limits.Tightest(a.Limits)
-	}
-	active, err := s.store.ActiveRuns(ctx, owner)
-	if err != nil {
-		return barrage.Run{}, err
-	}
-	load := barrage.Load{VUs: w.VUs, Duration: w.Duration, ActiveRuns: active}
-	if w.Model == script.Open {
-		load.VUs = w.MaxVUs
-	}
-	if l := p.User.License; l != nil {
-		lic := *l
-		lic.Limits = limits
-		err = lic.Check(s.now(), load)
-	} else {
-		err = limits.Check(load)
-	}
+	agents, limits, err := s.admit(ctx, p, parsed, in)
 	if err != nil {
 		return barrage.Run{}, err
 	}
@@ -122,16 +106,37 @@ func (s *Service) CreateRun(ctx context.Context, p barrage.Principal, in RunInpu
 	return run, nil
 }
 
-func checkOverrides(o barrage.LoadOverrides) error {
-	switch {
-	case o.VUs < 0:
-		return barrage.Invalid("vus", "must not be negative")
-	case o.Duration < 0:
-		return barrage.Invalid("duration", "must not be negative")
-	case o.Rate < 0:
-		return barrage.Invalid("rate", "must not be negative")
+// admit chooses the run's agents and checks its load against the tightest of p's license and
+// their limits, and p's concurrent-run cap; it returns the agents and those limits.
+func (s *Service) admit(ctx context.Context, p barrage.Principal, parsed *script.Script, in RunInput) ([]barrage.Agent, barrage.Limits, error) {
+	w := engine.Workload(parsed, engine.LoadOptions(in.Load))
+	agents, err := s.chooseAgents(ctx, p, in)
+	if err != nil {
+		return nil, barrage.Limits{}, err
 	}
-	return nil
+	limits := barrage.Limits{}
+	if l := p.User.License; l != nil {
+		limits = l.Limits
+	}
+	for _, a := range agents {
+		limits = limits.Tightest(a.Limits)
+	}
+	active, err := s.store.ActiveRuns(ctx, p.User.ID)
+	if err != nil {
+		return nil, barrage.Limits{}, err
+	}
+	load := barrage.Load{VUs: w.VUs, Duration: w.Duration, ActiveRuns: active}
+	if w.Model == script.Open {
+		load.VUs = w.MaxVUs
+	}
+	if l := p.User.License; l != nil {
+		lic := *l
+		lic.Limits = limits
+		err = lic.Check(s.now(), load)
+	} else {
+		err = limits.Check(load)
+	}
+	return agents, limits, err
 }
 
 // chooseAgents returns the agents the run is asked to use, each one p may use and online.

@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -23,24 +21,14 @@ import (
 // exact merge of every agent's histograms; the thresholds judged on the merged seconds; and each
 // agent's share and the verdict on it as a generator.
 type Summary struct {
-	ElapsedS   float64          `json:"elapsed_s"`
-	Seconds    int              `json:"seconds"`
-	Total      Label            `json:"total"`
-	Requests   []Label          `json:"requests"`
-	Groups     []Label          `json:"groups"`
-	Hooks      []Label          `json:"hooks,omitempty"`
-	Errors     map[string]int64 `json:"errors"`
-	Thresholds []Threshold      `json:"thresholds"`
-	Verdict    Verdict          `json:"verdict"`
-	Agents     []AgentShare     `json:"agents"`
+	ElapsedS float64 `json:"elapsed_s"`
+	Seconds  int     `json:"seconds"`
+	summary.Summary
+	Agents []AgentShare `json:"agents"`
 }
 
-// Label, Threshold and Verdict are told as `barrage run` tells them.
-type (
-	Label     = summary.Label
-	Threshold = summary.Threshold
-	Verdict   = summary.Verdict
-)
+// Verdict is told as `barrage run` tells it.
+type Verdict = summary.Verdict
 
 // AgentShare is one shard's part in the run.
 type AgentShare struct {
@@ -132,7 +120,7 @@ func endState(run barrage.Run) (barrage.RunState, string) {
 func (s *Service) summarize(ctx context.Context, sc *script.Script, run barrage.Run) (*Summary, error) {
 	total := &metrics.Snapshot{}
 	byShard := map[uuid.UUID]*shardTally{}
-	watch := threshold.New(sc.Thresholds, requestNames(sc))
+	watch := threshold.New(sc.Thresholds)
 	seconds := 0
 	// Every shard has ended: every second is complete.
 	err := s.eachSecond(ctx, run, true, func(m *MergedSecond) error {
@@ -146,7 +134,7 @@ func (s *Service) summarize(ctx context.Context, sc *script.Script, run barrage.
 				byShard[id] = t
 			}
 			t.healths = append(t.healths, part.Health)
-			t.requests += requestStats(part.Counts, sc).Requests
+			t.requests += part.Counts.Requests().Requests
 		}
 		return nil
 	})
@@ -155,35 +143,9 @@ func (s *Service) summarize(ctx context.Context, sc *script.Script, run barrage.
 	}
 
 	elapsed := max(total.Duration, time.Second)
-	sum := &Summary{ElapsedS: elapsed.Seconds(), Seconds: seconds,
-		Requests: []Label{}, Groups: []Label{}, Thresholds: []Threshold{}, Agents: []AgentShare{}}
-	all := requestStats(total, sc)
-	sum.Total = summary.NewLabel("all requests", all, elapsed)
-	sum.Errors = summary.Errors(all)
-	for _, name := range requestNames(sc) {
-		if st, ok := total.Labels[name]; ok {
-			sum.Requests = append(sum.Requests, summary.NewLabel(name, st, elapsed))
-		}
-	}
-	for _, g := range sc.Session.Groups {
-		if st, ok := total.Labels[engine.GroupPrefix+g.Name]; ok {
-			sum.Groups = append(sum.Groups, summary.NewLabel(g.Name, st, elapsed))
-		}
-	}
-	var hooks []string
-	for l := range total.Labels {
-		if a, ok := strings.CutPrefix(l, engine.HookPrefix); ok {
-			hooks = append(hooks, a)
-		}
-	}
-	slices.Sort(hooks)
-	for _, a := range hooks {
-		sum.Hooks = append(sum.Hooks, summary.NewLabel(a, total.Labels[engine.HookPrefix+a], elapsed))
-	}
-
-	for _, t := range watch.Final(total, elapsed) {
-		sum.Thresholds = append(sum.Thresholds, Threshold{Check: t.Threshold.Source, Observed: t.Observed, Passed: t.Passed})
-	}
+	sum := &Summary{ElapsedS: elapsed.Seconds(), Seconds: seconds, Agents: []AgentShare{},
+		Summary: summary.New(total, requestNames(sc), groupNames(sc), elapsed)}
+	sum.Thresholds = summary.Thresholds(watch.Final(total, elapsed))
 
 	for _, sh := range run.Shards {
 		share := AgentShare{ShardID: sh.ID, AgentID: sh.AgentID, State: string(sh.State), Reason: sh.Reason,
@@ -229,11 +191,11 @@ func requestNames(s *script.Script) []string {
 	return out
 }
 
-// requestStats merges the requests' stats of a snapshot: groups and hooks are not requests.
-func requestStats(snap *metrics.Snapshot, s *script.Script) *metrics.Stats {
-	st := metrics.NewStats()
-	for _, l := range requestNames(s) {
-		st.Merge(snap.Labels[l])
+// groupNames are the script's group labels, in session order.
+func groupNames(s *script.Script) []string {
+	out := make([]string, len(s.Session.Groups))
+	for i, g := range s.Session.Groups {
+		out[i] = g.Name
 	}
-	return st
+	return out
 }

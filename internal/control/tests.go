@@ -147,6 +147,10 @@ func (s *Service) DeleteTestFile(ctx context.Context, p barrage.Principal, id uu
 // DebugTimeout, and the rest is for the way there and back.
 const JobWait = 45 * time.Second
 
+// MaxOpenJobs is how many debug and generate jobs of one user may wait for an answer at once:
+// agents are shared, and a job holds its asker's request open while it waits.
+const MaxOpenJobs = 4
+
 // DebugTimeout bounds one traced iteration on an agent.
 const DebugTimeout = 35 * time.Second
 
@@ -292,7 +296,9 @@ func (s *Service) runJob(ctx context.Context, p barrage.Principal, j barrage.Age
 		return a, j, err
 	}
 	j.ID, j.AgentID, j.OwnerID = uuid.Must(uuid.NewV7()), a.ID, p.User.ID
-	err = s.await(ctx, j.ID, JobWait, func() error { return s.store.CreateAgentJob(ctx, j) }, func() (bool, error) {
+	err = s.await(ctx, j.ID, JobWait, func() error {
+		return s.store.CreateAgentJob(ctx, j, MaxOpenJobs, s.now().Add(-JobWait))
+	}, func() (bool, error) {
 		var err error
 		j, err = s.store.AgentJob(ctx, j.ID)
 		return err == nil && j.Answered != nil, err

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/barrage-load/barrage/internal/engine"
+	"github.com/barrage-load/barrage/internal/metrics"
 )
 
 // fixedServer answers every request on 127.0.0.1 with the same small response, reading
@@ -66,7 +67,7 @@ load:
 			if err != nil {
 				b.Fatal(err)
 			}
-			if st := res.Total.Labels["r"]; st == nil || st.Requests != int64(b.N) || st.Failed() != 0 {
+			if st := res.Total.Labels[metrics.RequestKey("r")]; st == nil || st.Requests != int64(b.N) || st.Failed() != 0 {
 				b.Fatalf("want %d clean requests, got %+v", b.N, st)
 			}
 			b.ReportMetric(float64(b.N)/res.Elapsed.Seconds(), "req/s")

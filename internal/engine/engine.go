@@ -31,6 +31,9 @@ type Options struct {
 	VUs      int
 	Duration time.Duration
 	Rate     float64
+	// Stages, when given, replace the script's load with these stages of the open model (VUs
+	// is then its max VUs). They go without Rate and Duration (barrage.LoadOverrides.Validate).
+	Stages []barrage.Stage
 	// Env looks up environment variables for the script's env section.
 	Env func(string) (string, bool)
 	// BodyCap is how much of each response body is kept for extraction and assertions; the rest
@@ -88,7 +91,7 @@ type Result struct {
 	Elapsed   time.Duration
 	Segment   Segment
 	Requests  []string // request labels, in session order
-	Groups    []string // group labels, in session order (prefixed with GroupPrefix in snapshots)
+	Groups    []string // group labels, in session order (metrics.Group keys in snapshots)
 	Total     *metrics.Snapshot
 	// Seconds is each second's health (their Snapshot is nil: Options.OnSecond receives it).
 	Seconds []Second
@@ -98,7 +101,7 @@ type Result struct {
 	// Unsent counts requests never sent because a variable they use was not set (an earlier
 	// extraction found nothing); their groups count as failed.
 	Unsent int64
-	// Hooks are the aliases of the url plugins whose hook time is recorded under HookPrefix.
+	// Hooks are the aliases of the url plugins whose hook time is recorded (metrics.Hook keys).
 	Hooks []string
 	// HookErrors counts failed hook calls by reason (a crashed plugin, a timeout, a refusal).
 	HookErrors map[string]int64
@@ -112,10 +115,6 @@ type Result struct {
 	Stop Stop
 }
 
-// GroupPrefix marks a group's label in snapshots: groups are measured like requests (the time
-// from the group's first request to the end of its last) but must not mix with them.
-const GroupPrefix = "group: "
-
 // ErrThresholds is returned, wrapped, when a threshold failed; the Result is complete.
 var ErrThresholds = errors.New("thresholds failed")
 
@@ -128,7 +127,7 @@ func Run(ctx context.Context, s *script.Script, opts Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	watch := threshold.New(s.Thresholds, p.labels[:len(p.requests)])
+	watch := threshold.New(s.Thresholds)
 	r, err := p.start(ctx, func(r *Running, sec Second) {
 		if why := watch.Observe(sec.Snapshot, sec.Elapsed); why != "" {
 			r.Stop(AbortedThreshold, why)
@@ -165,7 +164,7 @@ type plan struct {
 	hooks      []string
 	hookMu     sync.Mutex
 	hookErrors map[string]int64
-	labels     []string
+	labels     []metrics.Key
 	rec        *metrics.Recorder
 	health     healthMeter
 	log        *slog.Logger
@@ -252,7 +251,7 @@ func compile(s *script.Script, opts Options) (*plan, error) {
 		cg := &compiledGroup{g: g}
 		for _, r := range g.Requests {
 			cr := &compiledRequest{r: r, label: len(p.labels)}
-			p.labels = append(p.labels, r.Name)
+			p.labels = append(p.labels, metrics.RequestKey(r.Name))
 			if lit, ok := r.URL.Literal(); ok && len(r.Query) == 0 {
 				u, err := url.Parse(lit)
 				if err != nil {
@@ -293,7 +292,7 @@ func compile(s *script.Script, opts Options) (*plan, error) {
 	}
 	for _, cg := range p.groups {
 		cg.label = len(p.labels)
-		p.labels = append(p.labels, GroupPrefix+cg.g.Name)
+		p.labels = append(p.labels, metrics.GroupKey(cg.g.Name))
 	}
 	p.hookLabels()
 	return p, nil
@@ -325,18 +324,28 @@ func Workload(s *script.Script, opts Options) script.Workload {
 
 // applyOverrides folds the command line's --vus, --duration and --rate into the workload.
 func applyOverrides(w *script.Workload, o Options) {
+	if len(o.Stages) > 0 {
+		w.Model, w.Stages, w.Duration, w.Iterations = script.Open, make([]script.Stage, len(o.Stages)), 0, 0
+		prev := 0.0
+		for i, st := range o.Stages {
+			from := st.To
+			if st.Ramp {
+				from = prev
+			}
+			w.Stages[i] = script.Stage{From: from, To: st.To, Duration: st.Duration}
+			w.Duration += st.Duration
+			prev = st.To
+		}
+		openMaxVUs(w, o.VUs)
+		return
+	}
 	if o.Rate > 0 {
 		d := o.Duration
 		if d == 0 {
 			d = w.Duration
 		}
 		w.Model, w.Stages, w.Duration = script.Open, []script.Stage{{From: o.Rate, To: o.Rate, Duration: d}}, d
-		if o.VUs > 0 {
-			w.MaxVUs = o.VUs
-		}
-		if w.MaxVUs == 0 {
-			w.MaxVUs = max(w.VUs, 100)
-		}
+		openMaxVUs(w, o.VUs)
 		return
 	}
 	if o.VUs > 0 {
@@ -360,6 +369,22 @@ func applyOverrides(w *script.Workload, o Options) {
 		if w.Model == script.Closed {
 			w.Iterations = 0
 		}
+	}
+}
+
+// LoadOptions are the options that change a script's load as o says.
+func LoadOptions(o barrage.LoadOverrides) Options {
+	return Options{VUs: o.VUs, Duration: o.Duration, Rate: o.Rate, Stages: o.Stages}
+}
+
+// openMaxVUs bounds the VUs of a workload made open by an override: vus when given, else the
+// script's own bound, else its closed model's VUs with 100 at least.
+func openMaxVUs(w *script.Workload, vus int) {
+	if vus > 0 {
+		w.MaxVUs = vus
+	}
+	if w.MaxVUs == 0 {
+		w.MaxVUs = max(w.VUs, 100)
 	}
 }
 

@@ -49,10 +49,16 @@ func run(t *testing.T, s *script.Script, opts engine.Options) *engine.Result {
 	return res
 }
 
+// stats is the request label's figures.
 func stats(t *testing.T, res *engine.Result, label string) *metrics.Stats {
 	t.Helper()
-	st, ok := res.Total.Labels[label]
-	require.True(t, ok, "no metrics for %q", label)
+	return statsOf(t, res, metrics.RequestKey(label))
+}
+
+func statsOf(t *testing.T, res *engine.Result, k metrics.Key) *metrics.Stats {
+	t.Helper()
+	st, ok := res.Total.Labels[k]
+	require.True(t, ok, "no metrics for %s", k)
 	return st
 }
 
@@ -84,9 +90,40 @@ load:
 	require.Zero(t, st.Failed())
 	require.Equal(t, st.Requests*5, st.BytesIn-headerBytes(t, res))
 	require.Equal(t, st.Requests, st.Latency.Count())
-	g := stats(t, res, engine.GroupPrefix+"home")
+	g := statsOf(t, res, metrics.GroupKey("home"))
 	require.Equal(t, res.Iterations, g.Requests)
 	require.False(t, res.Verdict.GeneratorLimited && len(res.Verdict.Reasons) == 0)
+}
+
+// A request named like a group's label is still a request: a group g and a request "group: g"
+// are measured apart (they were one label when kinds were name prefixes).
+func TestRequestsAndGroupsOfOneNameStayApart(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	defer srv.Close()
+	s := parse(t, srv.URL, `
+version: 1
+name: names
+session:
+  groups:
+    - name: g
+      requests:
+        - name: "group: g"
+          url: ${target}/
+    - name: other
+      requests:
+        - name: g
+          url: ${target}/
+load:
+  vus: 1
+  iterations: 3
+`)
+	res := run(t, s, engine.Options{})
+	require.EqualValues(t, 3, stats(t, res, "group: g").Requests)
+	require.EqualValues(t, 3, stats(t, res, "g").Requests)
+	require.EqualValues(t, 3, statsOf(t, res, metrics.GroupKey("g")).Requests)
+	require.EqualValues(t, 3, statsOf(t, res, metrics.GroupKey("other")).Requests)
+	require.EqualValues(t, 6, res.Total.Requests().Requests, "groups are not requests")
 }
 
 // headerBytes is the response header bytes of the run, which BytesIn counts with the bodies.

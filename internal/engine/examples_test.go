@@ -12,6 +12,7 @@ import (
 
 	"github.com/barrage-load/barrage/internal/demoshop"
 	"github.com/barrage-load/barrage/internal/engine"
+	"github.com/barrage-load/barrage/internal/metrics"
 	"github.com/barrage-load/barrage/internal/script"
 )
 
@@ -46,7 +47,7 @@ func TestExamplesRunAgainstTheDemoShop(t *testing.T) {
 			res := run(t, s, tc.opts)
 			require.Greater(t, res.Iterations, int64(0))
 			for _, name := range res.Requests {
-				st, ok := res.Total.Labels[name]
+				st, ok := res.Total.Labels[metrics.RequestKey(name)]
 				require.True(t, ok, "%s never ran", name)
 				require.Zero(t, st.Failed(), "%s: %v", name, st.Errors)
 			}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/barrage-load/barrage/internal/barrage"
 	"github.com/barrage-load/barrage/internal/engine"
 	"github.com/barrage-load/barrage/internal/metrics"
 	"github.com/barrage-load/barrage/internal/script"
@@ -430,6 +431,39 @@ load:
   max_vus: 20
 `)
 	res := run(t, s, engine.Options{})
+	require.InDelta(t, 120, stats(t, res, "r").Requests, 6)
+	require.GreaterOrEqual(t, res.Elapsed, 2900*time.Millisecond)
+}
+
+// Stages given for one run replace the script's load, whatever its model: the same ramp as
+// TestOpenModelRampFromZero's, over a closed-model script, with --vus as the max VUs.
+func TestStagesOverrideTheScriptsLoad(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	defer srv.Close()
+	s := parse(t, srv.URL, `
+version: 1
+name: closed
+session:
+  groups:
+    - name: g
+      requests:
+        - { name: r, url: "${target}/" }
+load:
+  vus: 2
+  iterations: 5
+`)
+	stages := []barrage.Stage{{To: 100, Ramp: true, Duration: 2 * time.Second}, {To: 20, Duration: time.Second}}
+	w := engine.Workload(s, engine.Options{VUs: 20, Stages: stages})
+	require.Equal(t, script.Open, w.Model)
+	require.Equal(t, []script.Stage{{From: 0, To: 100, Duration: 2 * time.Second}, {From: 20, To: 20, Duration: time.Second}}, w.Stages)
+	require.Equal(t, 3*time.Second, w.Duration)
+	require.Equal(t, 20, w.MaxVUs)
+	require.Zero(t, w.Iterations, "the iteration budget was the closed model's")
+	require.Equal(t, 100, engine.Workload(s, engine.Options{Stages: stages}).MaxVUs, "without --vus, at least 100")
+
+	res := run(t, s, engine.Options{VUs: 20, Stages: stages})
+	require.Equal(t, script.Open, res.Model)
 	require.InDelta(t, 120, stats(t, res, "r").Requests, 6)
 	require.GreaterOrEqual(t, res.Elapsed, 2900*time.Millisecond)
 }

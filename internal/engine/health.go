@@ -99,18 +99,6 @@ type Verdict struct {
 	Reasons          []string
 }
 
-// String is the verdict as the summary prints it.
-func (v Verdict) String() string {
-	if !v.GeneratorLimited {
-		return "generator OK: the numbers measure the target"
-	}
-	s := "generator was the bottleneck; these numbers understate the target's capacity:"
-	for _, r := range v.Reasons {
-		s += "\n  - " + r
-	}
-	return s
-}
-
 // Judge gives the verdict on a generator from its health, second by second: one agent's, or a
 // local run's.
 func Judge(seconds []Health) Verdict {

@@ -28,10 +28,6 @@ type Plugin struct {
 	URL []sdk.URLHook
 }
 
-// HookPrefix marks the label under which the time a url plugin's hooks take is recorded: the
-// time is kept out of the requests' response times and reported beside them.
-const HookPrefix = "hook: "
-
 // previewSize is how much of a response body a url plugin's After sees.
 const previewSize = 4096
 
@@ -166,7 +162,7 @@ func (p *plan) hookLabels() {
 	p.hookLabel = make(map[string]int, len(p.hooks))
 	for _, a := range p.hooks {
 		p.hookLabel[a] = len(p.labels)
-		p.labels = append(p.labels, HookPrefix+a)
+		p.labels = append(p.labels, metrics.HookKey(a))
 	}
 }
 

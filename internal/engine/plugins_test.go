@@ -190,12 +190,12 @@ load: {vus: 2, iterations: 10}
 	require.Equal(t, 20, signed)
 	require.Equal(t, 10, unsigned)
 
-	third := res.Total.Labels["third"]
+	third := res.Total.Labels[metrics.RequestKey("third")]
 	require.EqualValues(t, 10, third.Requests)
 	require.EqualValues(t, 10, third.Errors[metrics.ErrAssertion], "the hook failed the 409s")
-	require.EqualValues(t, 0, res.Total.Labels["first"].Failed())
+	require.EqualValues(t, 0, res.Total.Labels[metrics.RequestKey("first")].Failed())
 	require.Equal(t, []string{"signer"}, res.Hooks)
-	hook := res.Total.Labels[engine.HookPrefix+"signer"]
+	hook := res.Total.Labels[metrics.HookKey("signer")]
 	require.EqualValues(t, 40, hook.Requests, "before and after of 20 requests")
 	require.Positive(t, hook.Latency.Max())
 }
@@ -313,7 +313,7 @@ load: {vus: 2, duration: 1s, graceful_stop: 0s}
 		"slow": {URL: []sdk.URLHook{slowAfter{}}},
 	}})
 	require.NoError(t, err)
-	st := res.Total.Labels["r"]
+	st := res.Total.Labels[metrics.RequestKey("r")]
 	require.Empty(t, res.HookErrors, "a hook cut short by the end of the run is not a plugin failure")
 	require.Zero(t, res.Unsent)
 	require.Positive(t, res.Interrupted)

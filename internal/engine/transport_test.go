@@ -40,7 +40,7 @@ load:
 	res := run(t, s, engine.Options{})
 	require.Less(t, res.Elapsed, 4*time.Second)
 	require.EqualValues(t, 3, res.Interrupted)
-	st, ok := res.Total.Labels["r"]
+	st, ok := res.Total.Labels[metrics.RequestKey("r")]
 	require.True(t, !ok || st.Errors[metrics.ErrTimeout] == 0, "cut requests are not the target's timeouts")
 }
 

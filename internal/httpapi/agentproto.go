@@ -112,10 +112,10 @@ func (s *server) AgentReport(ctx context.Context, req api.AgentReportRequestObje
 
 func toAPIShardJob(j *barrage.ShardJob, now time.Time) api.ShardJob {
 	v := api.ShardJob{
-		ShardId: j.Shard.ID, RunId: j.Run.ID, Lease: j.Shard.Lease, Load: toAPILoad(j.Run.Load),
+		ShardId: j.Shard.ID, RunId: j.Run.ID, Lease: j.Shard.Lease, Load: api.LoadOf(j.Run.Load),
 		Segment: fmt.Sprintf("%d:%d/%d", j.Shard.From, j.Shard.To, j.Shard.Of),
 		Script: api.ScriptBundle{Name: j.Script.Name, Source: j.Script.Source, Sha256: hex.EncodeToString(j.Script.SHA256),
-			Files: make([]api.BundleFile, len(j.Script.Files)), Plugins: toAPIPins(j.Script.Manifest.Plugins)},
+			Files: make([]api.BundleFile, len(j.Script.Files)), Plugins: api.PinsOf(j.Script.Manifest.Plugins)},
 	}
 	if j.Run.StartAt != nil {
 		v.StartAt = *j.Run.StartAt

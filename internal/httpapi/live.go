@@ -13,8 +13,7 @@ import (
 	"github.com/barrage-load/barrage/api"
 	"github.com/barrage-load/barrage/internal/barrage"
 	"github.com/barrage-load/barrage/internal/control"
-	"github.com/barrage-load/barrage/internal/engine"
-	"github.com/barrage-load/barrage/internal/metrics"
+	"github.com/barrage-load/barrage/internal/summary"
 )
 
 func (s *server) GetRunLive(ctx context.Context, req api.GetRunLiveRequestObject) (api.GetRunLiveResponseObject, error) {
@@ -93,24 +92,16 @@ func (l liveStream) VisitGetRunLiveResponse(w http.ResponseWriter) error {
 }
 
 func toAPILiveSecond(sec *control.MergedSecond, start *time.Time) api.LiveSecond {
-	req := metrics.NewStats()
-	for name, st := range sec.Snapshot.Labels {
-		if !strings.HasPrefix(name, engine.GroupPrefix) && !strings.HasPrefix(name, engine.HookPrefix) {
-			req.Merge(st)
-		}
-	}
-	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
-	out := api.LiveSecond{
-		Index: sec.Index, ElapsedS: float64(sec.Index + 1), Requests: req.Requests,
-		Rps:   float64(req.Requests) / max(sec.Snapshot.Duration.Seconds(), 1e-9),
-		P50Ms: ms(req.Latency.Quantile(0.5)), P95Ms: ms(req.Latency.Quantile(0.95)), P99Ms: ms(req.Latency.Quantile(0.99)),
-		Errors: map[string]int64{},
-	}
+	elapsed := time.Duration(sec.Index+1) * time.Second
 	if start != nil {
-		out.ElapsedS = sec.Snapshot.End().Sub(*start).Seconds()
+		elapsed = sec.Snapshot.End().Sub(*start)
 	}
-	for c := metrics.ErrorClass(1); c < metrics.NumErrorClasses; c++ {
-		out.Errors[c.String()] = req.Errors[c]
+	req := sec.Snapshot.Requests()
+	live := summary.NewLive(req, sec.Snapshot.Duration, elapsed, 0, 0)
+	out := api.LiveSecond{
+		Index: sec.Index, ElapsedS: elapsed.Seconds(), Requests: live.Requests, Rps: live.RPS,
+		P50Ms: summary.Millis(live.P50), P95Ms: summary.Millis(live.P95), P99Ms: summary.Millis(live.P99),
+		Errors: summary.Errors(req),
 	}
 	for id, part := range sec.Shards {
 		out.ActiveVus += part.Health.ActiveVUs

@@ -7,14 +7,12 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strings"
-	"time"
 
 	"github.com/barrage-load/barrage/api"
 	"github.com/barrage-load/barrage/internal/barrage"
 	"github.com/barrage-load/barrage/internal/control"
-	"github.com/barrage-load/barrage/internal/engine"
 	"github.com/barrage-load/barrage/internal/metrics"
+	"github.com/barrage-load/barrage/internal/summary"
 )
 
 func (s *server) CreateRun(ctx context.Context, req api.CreateRunRequestObject) (api.CreateRunResponseObject, error) {
@@ -30,14 +28,9 @@ func (s *server) CreateRun(ctx context.Context, req api.CreateRunRequestObject) 
 	case b.ScriptId != nil:
 		in.ScriptID = *b.ScriptId
 	}
-	if b.Vus != nil {
-		in.Load.VUs = *b.Vus
-	}
-	if b.DurationSeconds != nil {
-		in.Load.Duration = time.Duration(*b.DurationSeconds) * time.Second
-	}
-	if b.Rate != nil {
-		in.Load.Rate = *b.Rate
+	in.Load, err = api.LoadOverrides{Vus: b.Vus, DurationSeconds: b.DurationSeconds, Rate: b.Rate, Stages: b.Stages}.Overrides()
+	if err != nil {
+		return nil, err
 	}
 	if b.AgentIds != nil {
 		in.AgentIDs = *b.AgentIds
@@ -114,13 +107,13 @@ func (s *server) GetRunSummary(ctx context.Context, req api.GetRunSummaryRequest
 
 func toAPIRun(r barrage.Run) api.Run {
 	v := api.Run{
-		Id: r.ID, ScriptId: r.ScriptID, State: api.RunState(r.State), Reason: r.Reason, Load: toAPILoad(r.Load),
+		Id: r.ID, ScriptId: r.ScriptID, State: api.RunState(r.State), Reason: r.Reason, Load: api.LoadOf(r.Load),
 		StartAt: r.StartAt, CreatedAt: r.CreatedAt, EndedAt: r.EndedAt, Shards: make([]api.Shard, len(r.Shards)),
 	}
 	v.MaxVus, v.MaxRunDurationSeconds = apiJobLimits(r.Limits)
 	v.Manifest = api.RunManifest{ScriptSha256: r.Manifest.ScriptSHA256, ScriptName: r.Manifest.ScriptName,
 		Files: []api.ScriptFileRef{}, Agents: []api.ManifestAgent{}}
-	v.Manifest.Plugins = toAPIPins(r.Manifest.Plugins)
+	v.Manifest.Plugins = api.PinsOf(r.Manifest.Plugins)
 	for _, f := range r.Manifest.Files {
 		v.Manifest.Files = append(v.Manifest.Files, api.ScriptFileRef{Name: f.Name, Sha256: f.SHA256, Size: f.Size})
 	}
@@ -136,20 +129,6 @@ func toAPIRun(r barrage.Run) api.Run {
 		if sh.AgentVersion != "" {
 			v.Shards[i].AgentVersion = ptr(sh.AgentVersion)
 		}
-	}
-	return v
-}
-
-func toAPILoad(l barrage.LoadOverrides) api.LoadOverrides {
-	var v api.LoadOverrides
-	if l.VUs > 0 {
-		v.Vus = ptr(l.VUs)
-	}
-	if l.Duration > 0 {
-		v.DurationSeconds = ptr(int(l.Duration / time.Second))
-	}
-	if l.Rate > 0 {
-		v.Rate = ptr(l.Rate)
 	}
 	return v
 }
@@ -195,7 +174,7 @@ func (s *server) GetScript(ctx context.Context, req api.GetScriptRequestObject) 
 
 func toAPIScript(sc barrage.Script) api.Script {
 	v := api.Script{Id: sc.ID, Name: sc.Name, Sha256: hex.EncodeToString(sc.SHA256), Source: string(sc.Source),
-		CreatedAt: sc.Created, Files: make([]api.ScriptFileRef, len(sc.Manifest.Files)), Plugins: toAPIPins(sc.Manifest.Plugins),
+		CreatedAt: sc.Created, Files: make([]api.ScriptFileRef, len(sc.Manifest.Files)), Plugins: api.PinsOf(sc.Manifest.Plugins),
 		TestId: sc.Manifest.TestID}
 	if sc.Manifest.TestRevision > 0 {
 		v.TestRevision = ptr(sc.Manifest.TestRevision)
@@ -214,8 +193,8 @@ func (s *server) GetRunSeries(ctx context.Context, req api.GetRunSeriesRequestOb
 	out := api.GetRunSeries200JSONResponse{Seconds: []api.SeriesSecond{}}
 	err = s.control.Series(ctx, p, req.Id, func(sec *control.MergedSecond) error {
 		item := api.SeriesSecond{Index: sec.Index, Labels: []api.SeriesLabel{}}
-		for _, name := range slices.Sorted(maps.Keys(sec.Snapshot.Labels)) {
-			item.Labels = append(item.Labels, toAPISeriesLabel(name, sec.Snapshot.Labels[name]))
+		for _, k := range slices.SortedFunc(maps.Keys(sec.Snapshot.Labels), metrics.Key.Compare) {
+			item.Labels = append(item.Labels, toAPISeriesLabel(k, sec.Snapshot.Labels[k]))
 		}
 		out.Seconds = append(out.Seconds, item)
 		return nil
@@ -226,18 +205,9 @@ func (s *server) GetRunSeries(ctx context.Context, req api.GetRunSeriesRequestOb
 	return out, nil
 }
 
-func toAPISeriesLabel(label string, st *metrics.Stats) api.SeriesLabel {
-	kind, name := api.Request, label
-	if n, ok := strings.CutPrefix(label, engine.GroupPrefix); ok {
-		kind, name = api.Group, n
-	} else if n, ok := strings.CutPrefix(label, engine.HookPrefix); ok {
-		kind, name = api.Hook, n
-	}
-	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
-	v := api.SeriesLabel{Name: name, Kind: kind, Count: st.Requests, Errors: map[string]int64{}, BytesIn: st.BytesIn, BytesOut: st.BytesOut,
-		P50Ms: ms(st.Latency.Quantile(0.5)), P95Ms: ms(st.Latency.Quantile(0.95)), P99Ms: ms(st.Latency.Quantile(0.99)), MaxMs: ms(st.Latency.Max())}
-	for c := metrics.ErrorClass(1); c < metrics.NumErrorClasses; c++ {
-		v.Errors[c.String()] = st.Errors[c]
-	}
-	return v
+func toAPISeriesLabel(k metrics.Key, st *metrics.Stats) api.SeriesLabel {
+	return api.SeriesLabel{Name: k.Name, Kind: api.SeriesLabelKind(k.Kind.String()), Count: st.Requests, Errors: summary.Errors(st),
+		BytesIn: st.BytesIn, BytesOut: st.BytesOut,
+		P50Ms: summary.Millis(st.Latency.Quantile(0.5)), P95Ms: summary.Millis(st.Latency.Quantile(0.95)),
+		P99Ms: summary.Millis(st.Latency.Quantile(0.99)), MaxMs: summary.Millis(st.Latency.Max())}
 }

@@ -63,7 +63,7 @@ func (b *testBundle) registerAgent(path, bearer, name string, extra map[string]a
 }
 
 // hello is an agent's lease request that does not wait.
-var hello = map[string]any{"protocol": 2, "version": "test", "cores": 2, "wait_seconds": 0}
+var hello = map[string]any{"protocol": 3, "version": "test", "cores": 2, "wait_seconds": 0}
 
 // second is a snapshot holding n requests of label taking latency each, encoded; failed of
 // them with a 5xx.
@@ -77,7 +77,7 @@ func second(t *testing.T, idx int64, label string, n int, latency time.Duration,
 	if len(failed) > 0 {
 		st.Errors[metrics.Err5xx] = int64(failed[0])
 	}
-	snap := &metrics.Snapshot{Start: time.Unix(1_700_000_000+idx, 0), Duration: time.Second, Labels: map[string]*metrics.Stats{label: st}}
+	snap := &metrics.Snapshot{Start: time.Unix(1_700_000_000+idx, 0), Duration: time.Second, Labels: map[metrics.Key]*metrics.Stats{metrics.RequestKey(label): st}}
 	enc, err := snap.MarshalBinary()
 	require.NoError(t, err)
 	return map[string]any{"index": idx, "snapshot": base64.StdEncoding.EncodeToString(enc), "health": map[string]any{
@@ -196,12 +196,12 @@ func TestAReportThatWouldCostTheServerMemoryIsRefused(t *testing.T) {
 	_, u := b.adminAndUser()
 	_, token := b.registerAgent("/v1/agents", u.access, "mine", nil)
 	_, reports, leases := b.startedRun(u, b.addScript(u, smokeScript), token)
-	snap := &metrics.Snapshot{Start: time.Unix(1_700_000_000, 0), Duration: time.Second, Labels: map[string]*metrics.Stats{}}
+	snap := &metrics.Snapshot{Start: time.Unix(1_700_000_000, 0), Duration: time.Second, Labels: map[metrics.Key]*metrics.Stats{}}
 	for i := range 1001 {
 		st := metrics.NewStats()
 		st.Requests = 1
 		st.Latency.Record(time.Millisecond)
-		snap.Labels[fmt.Sprintf("l%04d", i)] = st
+		snap.Labels[metrics.RequestKey(fmt.Sprintf("l%04d", i))] = st
 	}
 	enc, err := snap.MarshalBinary()
 	require.NoError(t, err)
@@ -234,6 +234,28 @@ func TestRunAdmissionNamesTheLimit(t *testing.T) {
 	require.Equal(t, map[string]any{"limit": "max_vus", "allowed": 100.0, "requested": 101.0}, violation(map[string]any{"vus": 101}))
 	require.Equal(t, map[string]any{"limit": "max_run_duration_seconds", "allowed": 300.0, "requested": 360.0},
 		violation(map[string]any{"duration_seconds": 360}))
+	// Stages are the load: their durations add up to the run's, and their max VUs are vus.
+	stages := []any{map[string]any{"ramp_to": 50, "duration_seconds": 200}, map[string]any{"rate": 50, "duration_seconds": 160}}
+	require.Equal(t, map[string]any{"limit": "max_run_duration_seconds", "allowed": 300.0, "requested": 360.0},
+		violation(map[string]any{"stages": stages}))
+	require.Equal(t, map[string]any{"limit": "max_vus", "allowed": 100.0, "requested": 101.0},
+		violation(map[string]any{"stages": stages[:1], "vus": 101}))
+	for field, body := range map[string]map[string]any{
+		"stages[0]":          {"stages": []any{map[string]any{"rate": 5, "ramp_to": 6, "duration_seconds": 10}}},
+		"stages":             {"stages": []any{map[string]any{"rate": 0, "duration_seconds": 10}}},
+		"stages ":            {"stages": stages, "rate": 5},
+		"stages  ":           {"stages": stages, "duration_seconds": 10},
+		"stages[0].rate ":    {"stages": []any{map[string]any{"rate": -1, "duration_seconds": 10}}},
+		"stages[0].duration": {"stages": []any{map[string]any{"rate": 1, "duration_seconds": 0}}},
+	} {
+		body["script_id"] = script
+		p := requireProblem(t, b.do("POST", "/v1/runs", u.access, body), http.StatusUnprocessableEntity)
+		require.Contains(t, fmt.Sprint(p), strings.TrimSpace(field), "%s: %v", field, p)
+	}
+	staged := b.do("POST", "/v1/runs", u.access, map[string]any{"script_id": script, "stages": stages[:1], "vus": 10})
+	require.Equal(t, http.StatusCreated, staged.status, "body: %s", staged.body)
+	require.Equal(t, map[string]any{"vus": 10.0, "stages": []any{map[string]any{"ramp_to": 50.0, "duration_seconds": 200.0}}}, staged.json(t)["load"])
+	require.Equal(t, http.StatusOK, b.do("POST", "/v1/runs/"+staged.json(t)["id"].(string)+"/cancel", u.access, nil).status)
 
 	// Two runs at a time on the demo license: the third is refused, a canceled one frees its place.
 	var ids []string
@@ -283,9 +305,9 @@ func TestRunsAndAgentsAreTheirOwnersAlone(t *testing.T) {
 	requireProblem(t, b.do("POST", "/v1/agent/lease", u.access, hello), http.StatusUnauthorized)
 	requireProblem(t, b.do("GET", "/v1/runs", ownToken, nil), http.StatusUnauthorized)
 	// An agent of a protocol older than the server accepts is told which it needs.
-	old := map[string]any{"protocol": 1, "version": "v0.0.1", "cores": 1}
+	old := map[string]any{"protocol": 2, "version": "v0.0.1", "cores": 1}
 	p := requireProblem(t, b.do("POST", "/v1/agent/lease", ownToken, old), http.StatusUpgradeRequired)
-	require.Contains(t, p["detail"], "protocol 2")
+	require.Contains(t, p["detail"], "protocol 3")
 
 	// A removed agent's token stops working.
 	require.Equal(t, http.StatusNoContent, b.do("DELETE", "/v1/agents/"+ownID, u.access, nil).status)
@@ -424,7 +446,7 @@ func TestAPingGoesThroughTheAgent(t *testing.T) {
 	require.Equal(t, http.StatusNoContent, b.do("POST", "/v1/agent/lease", token, hello).status)
 	answered := make(chan error, 1)
 	go func() {
-		w := b.do("POST", "/v1/agent/lease", token, map[string]any{"protocol": 2, "version": "test", "cores": 2, "wait_seconds": 5})
+		w := b.do("POST", "/v1/agent/lease", token, map[string]any{"protocol": 3, "version": "test", "cores": 2, "wait_seconds": 5})
 		if w.status != http.StatusOK {
 			answered <- fmt.Errorf("lease answered %d: %s", w.status, w.body)
 			return

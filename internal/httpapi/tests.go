@@ -228,7 +228,7 @@ func (s *server) AgentAnswerJob(ctx context.Context, req api.AgentAnswerJobReque
 		ans.Kind = barrage.JobGenerate
 		g := control.Generated{Source: []byte(b.Generated.Source), Plugins: make([]barrage.PluginPin, len(b.Generated.Plugins))}
 		for i, pin := range b.Generated.Plugins {
-			g.Plugins[i] = barrage.PluginPin{Alias: pin.Alias, Name: pin.Name, Version: pin.Version, Kind: string(pin.Kind), SHA256: pin.Sha256}
+			g.Plugins[i] = pin.Pin()
 		}
 		ans.Result, err = json.Marshal(g)
 	}
@@ -261,12 +261,4 @@ func toAPIRevision(r barrage.TestRevision) api.TestRevision {
 		v.Source = ptr(string(r.Source))
 	}
 	return v
-}
-
-func toAPIPins(pins []barrage.PluginPin) []api.PluginPin {
-	out := make([]api.PluginPin, len(pins))
-	for i, p := range pins {
-		out[i] = api.PluginPin{Alias: p.Alias, Name: p.Name, Version: p.Version, Kind: api.PluginPinKind(p.Kind), Sha256: p.SHA256}
-	}
-	return out
 }

@@ -194,7 +194,7 @@ func TestDebugAndGenerateAreJobsForAnAgent(t *testing.T) {
 	answer := func(kind string, body func(job map[string]any) any) <-chan error {
 		done := make(chan error, 1)
 		go func() {
-			w := b.do("POST", "/v1/agent/lease", token, map[string]any{"protocol": 2, "version": "test", "cores": 2, "wait_seconds": 5})
+			w := b.do("POST", "/v1/agent/lease", token, map[string]any{"protocol": 3, "version": "test", "cores": 2, "wait_seconds": 5})
 			var work struct{ Jobs []map[string]any }
 			if err := json.Unmarshal(w.body, &work); err != nil || len(work.Jobs) != 1 || work.Jobs[0]["kind"] != kind {
 				done <- fmt.Errorf("want one %s job: %d %s", kind, w.status, w.body)
@@ -254,7 +254,7 @@ func TestDebugAndGenerateAreJobsForAnAgent(t *testing.T) {
 	require.NoError(t, <-done)
 	mismatch := make(chan error, 1)
 	go func() {
-		w := b.do("POST", "/v1/agent/lease", token, map[string]any{"protocol": 2, "version": "test", "cores": 2, "wait_seconds": 5})
+		w := b.do("POST", "/v1/agent/lease", token, map[string]any{"protocol": 3, "version": "test", "cores": 2, "wait_seconds": 5})
 		var work struct{ Jobs []map[string]any }
 		if err := json.Unmarshal(w.body, &work); err != nil || len(work.Jobs) != 1 {
 			mismatch <- fmt.Errorf("want one job: %s", w.body)
@@ -297,6 +297,13 @@ func TestDebugAndGenerateAreJobsForAnAgent(t *testing.T) {
 	require.Len(t, pins, 1)
 	require.Equal(t, sum, pins[0].(map[string]any)["sha256"])
 
+	// A run of the test that the license refuses is refused before its generation: the agent
+	// is given no job.
+	p = requireProblem(t, b.do("POST", "/v1/runs", u.access, map[string]any{"test_id": id, "vus": 101}), http.StatusUnprocessableEntity)
+	require.Contains(t, p["detail"], "max_vus: allowed 100, requested 101")
+	idle := b.do("POST", "/v1/agent/lease", token, map[string]any{"protocol": 3, "version": "test", "cores": 2, "wait_seconds": 0})
+	require.Equal(t, http.StatusNoContent, idle.status, "no job: %s", idle.body)
+
 	// A job is the asking user's: another user's agent is not found, and an agent cannot
 	// answer a job it was not given.
 	requireProblem(t, b.do("POST", "/v1/tests/"+id+"/debug", u.access, map[string]any{"agent_id": uuid.NewString()}), http.StatusNotFound)
@@ -310,4 +317,54 @@ func jsonOf(t *testing.T, yamlText string) string {
 	b, err := script.ToJSON([]byte(yamlText))
 	require.NoError(t, err)
 	return string(b)
+}
+
+// A user's debug and generate jobs wait for shared agents, each holding its request open: at
+// most control.MaxOpenJobs wait at once, and one more is 429 with Retry-After, at once, not a
+// queue that grows. An answered job frees its place.
+func TestAUserHasAtMostFourJobsWaiting(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	_, u := b.adminAndUser()
+	id := b.do("POST", "/v1/tests", u.access, pluginTest, "Content-Type", "application/yaml").json(t)["id"].(string)
+	_, token := b.registerAgent("/v1/agents", u.access, "mine", nil)
+	require.Equal(t, http.StatusNoContent, b.do("POST", "/v1/agent/lease", token, hello).status)
+
+	waiting := make(chan response, 5)
+	for range 4 {
+		go func() { waiting <- b.do("POST", "/v1/tests/"+id+"/debug", u.access, nil) }()
+	}
+	// The agent takes the four jobs, and answers none yet.
+	var jobs []string
+	take := func(n int) {
+		for len(jobs) < n {
+			w := b.do("POST", "/v1/agent/lease", token, map[string]any{"protocol": 3, "version": "test", "cores": 2, "wait_seconds": 5})
+			var work struct{ Jobs []struct{ ID string } }
+			if w.status == http.StatusOK {
+				require.NoError(t, json.Unmarshal(w.body, &work))
+			}
+			for _, j := range work.Jobs {
+				jobs = append(jobs, j.ID)
+			}
+		}
+	}
+	take(4)
+
+	fifth := b.do("POST", "/v1/tests/"+id+"/debug", u.access, nil)
+	p := requireProblem(t, fifth, http.StatusTooManyRequests)
+	require.Contains(t, p["detail"], "4 of your debug and generate jobs are waiting")
+	require.Equal(t, "5", fifth.header.Get("Retry-After"))
+	requireProblem(t, b.do("POST", "/v1/tests/"+id+"/scripts", u.access, nil), http.StatusTooManyRequests)
+
+	// One answer frees one place.
+	require.Equal(t, http.StatusNoContent, b.do("POST", "/v1/agent/jobs/"+jobs[0], token, map[string]any{"error": "gave up"}).status)
+	requireProblem(t, <-waiting, http.StatusUnprocessableEntity)
+	go func() { waiting <- b.do("POST", "/v1/tests/"+id+"/debug", u.access, nil) }()
+	take(5)
+	for _, j := range jobs[1:] {
+		require.Equal(t, http.StatusNoContent, b.do("POST", "/v1/agent/jobs/"+j, token, map[string]any{"error": "gave up"}).status)
+	}
+	for range 4 {
+		requireProblem(t, <-waiting, http.StatusUnprocessableEntity)
+	}
 }

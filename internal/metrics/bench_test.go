@@ -42,7 +42,7 @@ func BenchmarkRecord(b *testing.B) {
 		})
 	})
 	b.Run("Label", func(b *testing.B) {
-		l := metrics.NewRecorder([]string{"GET /"}, t0).Label(0)
+		l := metrics.NewRecorder(requestKeys("GET /"), t0).Label(0)
 		b.ReportAllocs()
 		i := 0
 		for b.Loop() {
@@ -52,7 +52,7 @@ func BenchmarkRecord(b *testing.B) {
 	})
 	// Every goroutine on one label: the worst case for contention on its counters.
 	b.Run("Label/parallel", func(b *testing.B) {
-		l := metrics.NewRecorder([]string{"GET /"}, t0).Label(0)
+		l := metrics.NewRecorder(requestKeys("GET /"), t0).Label(0)
 		b.ReportAllocs()
 		b.RunParallel(func(pb *testing.PB) {
 			i := 0
@@ -64,7 +64,7 @@ func BenchmarkRecord(b *testing.B) {
 	})
 	// Goroutines spread over eight labels, as virtual users walking through a script are.
 	b.Run("Label/parallel-8-labels", func(b *testing.B) {
-		r := metrics.NewRecorder([]string{"a", "b", "c", "d", "e", "f", "g", "h"}, t0)
+		r := metrics.NewRecorder(requestKeys("a", "b", "c", "d", "e", "f", "g", "h"), t0)
 		b.ReportAllocs()
 		b.RunParallel(func(pb *testing.PB) {
 			i := 0
@@ -83,7 +83,7 @@ func BenchmarkRotate(b *testing.B) {
 	for i := range names {
 		names[i] = "label " + strconv.Itoa(i)
 	}
-	r := metrics.NewRecorder(names, t0)
+	r := metrics.NewRecorder(requestKeys(names...), t0)
 	fill := func() {
 		for l := range names {
 			for i := range 10_000 {
@@ -125,10 +125,10 @@ func BenchmarkMarshal(b *testing.B) {
 			}
 		}
 	})
-	s := &metrics.Snapshot{Start: t0, Duration: time.Second, Labels: map[string]*metrics.Stats{}}
+	s := &metrics.Snapshot{Start: t0, Duration: time.Second, Labels: map[metrics.Key]*metrics.Stats{}}
 	for i := range 10 {
 		st := &metrics.Stats{Requests: 10_000, Latency: typicalSecond(rng)}
-		s.Labels["label "+strconv.Itoa(i)] = st
+		s.Labels[metrics.RequestKey("label "+strconv.Itoa(i))] = st
 	}
 	b.Run("Snapshot-10-labels", func(b *testing.B) {
 		b.ReportAllocs()

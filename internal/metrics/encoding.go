@@ -2,9 +2,11 @@ package metrics
 
 import (
 	"encoding/binary"
+	"maps"
 	"math"
 	"math/bits"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/barrage-load/barrage/internal/barrage"
@@ -25,22 +27,34 @@ import (
 // up to count, so it needs no length. A slot whose neighbours are in use costs one byte, a lone
 // one two; a second of 10,000 samples spread over 1-50 ms takes about 4.3 KB.
 //
-// A snapshot:
+// A snapshot, version 2:
 //
 //	start.sec (zig-zag) start.nsec duration (zig-zag, ns) labels
-//	per label, names in increasing byte order:
-//	    len(name) name requests errors[connect..assertion] bytesIn bytesOut histogram body
+//	per label, in increasing order of kind, then of name's bytes:
+//	    kind len(name) name requests errors[connect..assertion] bytesIn bytesOut histogram body
+//
+// Version 1 of a snapshot had no kind: a group's name began "group: " and a url plugin's hooks'
+// "hook: ", so a request could be taken for a group. Readers still take it (runs stored before
+// version 2 keep their seconds), reading those prefixes as kinds; writers write version 2.
 //
 // Encodings are canonical: readers refuse non-minimal varints, zero counts, adjacent skips,
 // unsorted or repeated labels, and figures that contradict each other (a minimum outside the
 // lowest slot in use, say). So every input is refused or decodes to values whose encoding is
 // that very input, which is what the fuzz tests check.
 const (
-	histogramMagic  = 'H'
-	snapshotMagic   = 'S'
-	formatVersion   = 1
-	encodedClasses  = int(NumErrorClasses) - 1       // NoError is not sent
-	minLabelEncSize = 1 + 1 + encodedClasses + 2 + 1 // name length, requests, errors, bytes, count
+	histogramMagic        = 'H'
+	snapshotMagic         = 'S'
+	formatVersion         = 1 // of histograms
+	snapshotVersion       = 2
+	legacySnapshotVersion = 1
+	encodedClasses        = int(NumErrorClasses) - 1           // NoError is not sent
+	minLabelEncSize       = 1 + 1 + 1 + encodedClasses + 2 + 1 // kind, name length, requests, errors, bytes, count
+)
+
+// The prefixes by which version 1 of a snapshot told groups and hooks from requests.
+const (
+	legacyGroupPrefix = "group: "
+	legacyHookPrefix  = "hook: "
 )
 
 // AppendBinary appends h's binary encoding to b (encoding.BinaryAppender), for callers that
@@ -94,7 +108,7 @@ func (h *Histogram) appendBody(b []byte) []byte {
 func (h *Histogram) UnmarshalBinary(data []byte) error {
 	h.Reset()
 	d := decoder{b: data}
-	d.header(histogramMagic, "histogram")
+	d.header(histogramMagic, "histogram", formatVersion, formatVersion)
 	h.decodeBody(&d, replace)
 	if d.err == nil && len(d.b) > 0 {
 		d.fail("%d bytes after the histogram", len(d.b))
@@ -200,24 +214,21 @@ func productAtMost(a, b, c int64) bool {
 // AppendBinary appends s's binary encoding to b (encoding.BinaryAppender). Labels go in sorted
 // order, so equal snapshots encode equally. The error is always nil.
 func (s *Snapshot) AppendBinary(b []byte) ([]byte, error) {
-	b = append(b, snapshotMagic, formatVersion)
+	b = append(b, snapshotMagic, snapshotVersion)
 	b = binary.AppendVarint(b, s.Start.Unix())
 	b = binary.AppendUvarint(b, uint64(s.Start.Nanosecond()))
 	b = binary.AppendVarint(b, int64(s.Duration))
-	names := make([]string, 0, len(s.Labels))
-	for name := range s.Labels {
-		names = append(names, name)
-	}
-	slices.Sort(names)
-	b = binary.AppendUvarint(b, uint64(len(names)))
+	keys := slices.SortedFunc(maps.Keys(s.Labels), Key.Compare)
+	b = binary.AppendUvarint(b, uint64(len(keys)))
 	var empty Histogram
-	for _, name := range names {
-		st := s.Labels[name]
+	for _, k := range keys {
+		st := s.Labels[k]
 		if st == nil {
 			st = &Stats{}
 		}
-		b = binary.AppendUvarint(b, uint64(len(name)))
-		b = append(b, name...)
+		b = append(b, byte(k.Kind))
+		b = binary.AppendUvarint(b, uint64(len(k.Name)))
+		b = append(b, k.Name...)
 		b = binary.AppendUvarint(b, uint64(st.Requests))
 		for _, e := range st.Errors[NoError+1:] {
 			b = binary.AppendUvarint(b, uint64(e))
@@ -246,7 +257,7 @@ func (s *Snapshot) MarshalBinary() ([]byte, error) {
 // script's.
 func (s *Snapshot) UnmarshalBinary(data []byte) error {
 	*s = Snapshot{}
-	dec, err := decodeSnapshot(data, func(string) *Stats { return NewStats() }, replace)
+	dec, err := decodeSnapshot(data, func(Key) *Stats { return NewStats() }, replace)
 	if err == nil {
 		*s = *dec
 	}
@@ -259,13 +270,13 @@ func (s *Snapshot) UnmarshalBinary(data []byte) error {
 // part of data's labels.
 func (s *Snapshot) MergeBinary(data []byte) error {
 	if s.Labels == nil {
-		s.Labels = map[string]*Stats{}
+		s.Labels = map[Key]*Stats{}
 	}
-	dec, err := decodeSnapshot(data, func(name string) *Stats {
-		st := s.Labels[name]
+	dec, err := decodeSnapshot(data, func(k Key) *Stats {
+		st := s.Labels[k]
 		if st == nil {
 			st = NewStats()
-			s.Labels[name] = st
+			s.Labels[k] = st
 		}
 		return st
 	}, add)
@@ -284,7 +295,7 @@ func (s *Snapshot) MergeBinary(data []byte) error {
 // before it stores them.
 func ValidateSnapshot(data []byte) error {
 	var scratch Stats
-	_, err := decodeSnapshot(data, func(string) *Stats { scratch = Stats{}; return &scratch }, validate)
+	_, err := decodeSnapshot(data, func(Key) *Stats { scratch = Stats{}; return &scratch }, validate)
 	return err
 }
 
@@ -292,10 +303,10 @@ func ValidateSnapshot(data []byte) error {
 // it returns has a nil Latency. It checks the encoding as UnmarshalBinary does, at a fraction of
 // the cost, for whoever needs only the counts (a shard's share of a run's requests).
 func DecodeCounts(data []byte) (*Snapshot, error) {
-	labels := map[string]*Stats{}
-	s, err := decodeSnapshot(data, func(name string) *Stats {
+	labels := map[Key]*Stats{}
+	s, err := decodeSnapshot(data, func(k Key) *Stats {
 		st := &Stats{}
-		labels[name] = st
+		labels[k] = st
 		return st
 	}, validate)
 	if err != nil {
@@ -306,11 +317,11 @@ func DecodeCounts(data []byte) (*Snapshot, error) {
 }
 
 // decodeSnapshot reads a snapshot, putting each label's counts in the Stats that stats returns
-// for its name, as mode says (stats' Latency is ignored when validating). The snapshot it
+// for its key, as mode says (stats' Latency is ignored when validating). The snapshot it
 // returns holds the interval, and the labels when mode is replace.
-func decodeSnapshot(data []byte, stats func(name string) *Stats, mode decodeMode) (*Snapshot, error) {
+func decodeSnapshot(data []byte, stats func(Key) *Stats, mode decodeMode) (*Snapshot, error) {
 	d := decoder{b: data}
-	d.header(snapshotMagic, "snapshot")
+	version := d.header(snapshotMagic, "snapshot", legacySnapshotVersion, snapshotVersion)
 	sec := d.varint("start")
 	nsec := d.int64("start nanoseconds")
 	dur := d.varint("duration")
@@ -318,26 +329,41 @@ func decodeSnapshot(data []byte, stats func(name string) *Stats, mode decodeMode
 	if d.err == nil && nsec >= 1e9 {
 		d.fail("start nanoseconds %d", nsec)
 	}
-	if d.err == nil && nl > int64(len(d.b)/minLabelEncSize) {
+	minSize := minLabelEncSize
+	if version == legacySnapshotVersion {
+		minSize-- // no kind
+	}
+	if d.err == nil && nl > int64(len(d.b)/minSize) {
 		d.fail("%d labels in %d bytes", nl, len(d.b))
 	}
 	if d.err != nil {
 		return nil, d.err
 	}
-	var labels map[string]*Stats
+	var labels map[Key]*Stats
 	if mode == replace {
-		labels = make(map[string]*Stats, nl)
+		labels = make(map[Key]*Stats, nl)
 	}
-	prev := ""
+	var prev Key
+	prevName := ""
 	for i := range nl {
-		name := d.bytes("label name")
-		if d.err == nil && i > 0 && name <= prev {
-			d.fail("label %q after %q", name, prev)
+		var k Key
+		if version == legacySnapshotVersion {
+			name := d.bytes("label name")
+			if d.err == nil && i > 0 && name <= prevName {
+				d.fail("label %q after %q", name, prevName)
+			}
+			k, prevName = legacyKey(name), name
+		} else {
+			k.Kind = d.kind()
+			k.Name = d.bytes("label name")
+			if d.err == nil && i > 0 && k.Compare(prev) <= 0 {
+				d.fail("label %s after %s", k, prev)
+			}
 		}
 		if d.err != nil {
 			return nil, d.err
 		}
-		st := stats(name)
+		st := stats(k)
 		st.Requests += d.int64("requests")
 		for c := NoError + 1; c < NumErrorClasses; c++ {
 			st.Errors[c] += d.int64("errors")
@@ -353,15 +379,26 @@ func decodeSnapshot(data []byte, stats func(name string) *Stats, mode decodeMode
 			return nil, d.err
 		}
 		if labels != nil {
-			labels[name] = st
+			labels[k] = st
 		}
-		prev = name
+		prev = k
 	}
 	if len(d.b) > 0 {
 		d.fail("%d bytes after the snapshot", len(d.b))
 		return nil, d.err
 	}
 	return &Snapshot{Start: time.Unix(sec, nsec).UTC(), Duration: time.Duration(dur), Labels: labels}, nil
+}
+
+// legacyKey is the key of a label named name in version 1 of a snapshot.
+func legacyKey(name string) Key {
+	if g, ok := strings.CutPrefix(name, legacyGroupPrefix); ok {
+		return GroupKey(g)
+	}
+	if h, ok := strings.CutPrefix(name, legacyHookPrefix); ok {
+		return HookKey(h)
+	}
+	return RequestKey(name)
 }
 
 // decoder reads varints off b. The first failure sticks, so a decoding routine can read on and
@@ -377,15 +414,33 @@ func (d *decoder) fail(format string, args ...any) {
 	}
 }
 
-func (d *decoder) header(magic byte, what string) {
+// header reads the magic byte and a version from oldest to newest, and returns the version.
+func (d *decoder) header(magic byte, what string, oldest, newest byte) byte {
 	switch {
 	case len(d.b) < 2 || d.b[0] != magic:
 		d.fail("not a %s", what)
-	case d.b[1] != formatVersion:
-		d.fail("%s format version %d, want %d", what, d.b[1], formatVersion)
+	case d.b[1] < oldest || d.b[1] > newest:
+		d.fail("%s format version %d, want %d", what, d.b[1], newest)
 	default:
+		v := d.b[1]
 		d.b = d.b[2:]
+		return v
 	}
+	return 0
+}
+
+// kind reads a label's kind, one byte.
+func (d *decoder) kind() Kind {
+	if d.err != nil {
+		return 0
+	}
+	if len(d.b) == 0 || d.b[0] >= byte(NumKinds) {
+		d.fail("bad label kind")
+		return 0
+	}
+	k := Kind(d.b[0])
+	d.b = d.b[1:]
+	return k
 }
 
 // uvarint reads a minimally encoded unsigned varint.

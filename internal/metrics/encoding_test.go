@@ -2,6 +2,7 @@ package metrics_test
 
 import (
 	"math/rand/v2"
+	"strings"
 	"testing"
 	"time"
 
@@ -69,14 +70,14 @@ func TestEncodedSizes(t *testing.T) {
 		float64(len(b))/10_000, h.MemoryBytes())
 	require.Less(t, len(b), 8*1024)
 
-	s := &metrics.Snapshot{Start: time.Unix(1_760_000_000, 0), Duration: time.Second, Labels: map[string]*metrics.Stats{}}
+	s := &metrics.Snapshot{Start: time.Unix(1_760_000_000, 0), Duration: time.Second, Labels: map[metrics.Key]*metrics.Stats{}}
 	for _, name := range []string{"GET /", "POST /login", "GET /api/items", "GET /api/items/{id}", "PUT /api/cart"} {
 		st := &metrics.Stats{Requests: 2_000, BytesIn: 2_000 * 1_450, BytesOut: 2_000 * 310, Latency: metrics.NewHistogram()}
 		st.Errors[metrics.Err5xx] = 3
 		for range 2_000 {
 			st.Latency.Record(time.Millisecond + time.Duration(rng.Int64N(int64(49*time.Millisecond))))
 		}
-		s.Labels[name] = st
+		s.Labels[metrics.RequestKey(name)] = st
 	}
 	sb := marshal(t, s)
 	t.Logf("snapshot of 5 labels x 2,000 requests over 1-50 ms: %d bytes", len(sb))
@@ -88,10 +89,12 @@ func TestSnapshotRoundTrip(t *testing.T) {
 	s := &metrics.Snapshot{
 		Start:    time.Date(2026, 3, 1, 12, 0, 7, 123_456_789, time.UTC),
 		Duration: time.Second,
-		Labels: map[string]*metrics.Stats{
-			"GET /": {Requests: 10_000, BytesIn: 1 << 33, BytesOut: 12345, Latency: typicalSecond(rng)},
-			"":      {Requests: 0, Latency: metrics.NewHistogram()},
-			"POST /login ✓": {Requests: 3, Errors: [metrics.NumErrorClasses]int64{0, 1, 1, 0, 0, 1}, Latency: func() *metrics.Histogram {
+		Labels: map[metrics.Key]*metrics.Stats{
+			metrics.RequestKey("GET /"): {Requests: 10_000, BytesIn: 1 << 33, BytesOut: 12345, Latency: typicalSecond(rng)},
+			metrics.GroupKey("GET /"):   {Requests: 2, Latency: typicalSecond(rng)},
+			metrics.RequestKey(""):      {Requests: 0, Latency: metrics.NewHistogram()},
+			metrics.HookKey("sign"):     {Requests: 1, Latency: typicalSecond(rng)},
+			metrics.RequestKey("POST /login ✓"): {Requests: 3, Errors: [metrics.NumErrorClasses]int64{0, 1, 1, 0, 0, 1}, Latency: func() *metrics.Histogram {
 				h := metrics.NewHistogram()
 				h.Record(time.Millisecond)
 				h.Record(30 * time.Second)
@@ -168,6 +171,7 @@ func TestUnmarshalRefusesMalformedInput(t *testing.T) {
 	}
 
 	snap := func(b ...byte) []byte { return append([]byte{'S', 1, 0, 0, 0}, b...) }
+	snap2 := func(b ...byte) []byte { return append([]byte{'S', 2, 0, 0, 0}, b...) }
 	label := []byte{1, 'a', 0, 0, 0, 0, 0, 0, 0, 0, 0}
 	snapshots := map[string][]byte{
 		"valid":            snap(2, 1, 'a', 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 'b', 0, 0, 0, 0, 0, 0, 0, 0, 0),
@@ -179,11 +183,19 @@ func TestUnmarshalRefusesMalformedInput(t *testing.T) {
 		"truncated label":  snap(1, 1, 'a', 0, 0),
 		"bad nanoseconds":  {'S', 1, 0, 0x80, 0x94, 0xeb, 0xdc, 0x03, 0, 0},
 		"trailing byte":    snap(0, 0),
+		// Version 2: each label begins with its kind.
+		"valid v2":             snap2(2, 0, 1, 'a', 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 'a', 0, 0, 0, 0, 0, 0, 0, 0, 0),
+		"kinds unsorted":       snap2(2, 1, 1, 'a', 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 'b', 0, 0, 0, 0, 0, 0, 0, 0, 0),
+		"same kind and name":   snap2(2, 1, 1, 'a', 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 'a', 0, 0, 0, 0, 0, 0, 0, 0, 0),
+		"kind out of range":    snap2(1, 3, 1, 'a', 0, 0, 0, 0, 0, 0, 0, 0, 0),
+		"version 3":            {'S', 3, 0, 0, 0, 0},
+		"v2 label count lies":  snap2(9, 0, 1, 'a', 0, 0, 0, 0, 0, 0, 0, 0, 0),
+		"v2 truncated at kind": snap2(1),
 	}
 	for name, b := range snapshots {
 		var s metrics.Snapshot
 		err := s.UnmarshalBinary(b)
-		if name == "valid" {
+		if strings.HasPrefix(name, "valid") {
 			require.NoError(t, err)
 			require.Len(t, s.Labels, 2)
 			continue
@@ -232,9 +244,10 @@ func FuzzUnmarshalSnapshot(f *testing.F) {
 	h := metrics.NewHistogram()
 	h.Record(12 * time.Millisecond)
 	f.Add(marshalF(f, &metrics.Snapshot{}))
-	f.Add(marshalF(f, &metrics.Snapshot{Start: time.Unix(1_760_000_000, 5), Duration: time.Second, Labels: map[string]*metrics.Stats{
-		"GET /": {Requests: 1, BytesIn: 100, BytesOut: 50, Errors: [metrics.NumErrorClasses]int64{0, 0, 0, 0, 1, 0}, Latency: h},
-		"b":     {Requests: 500, Latency: typicalSecond(rng)},
+	f.Add(marshalF(f, &metrics.Snapshot{Start: time.Unix(1_760_000_000, 5), Duration: time.Second, Labels: map[metrics.Key]*metrics.Stats{
+		metrics.RequestKey("GET /"): {Requests: 1, BytesIn: 100, BytesOut: 50, Errors: [metrics.NumErrorClasses]int64{0, 0, 0, 0, 1, 0}, Latency: h},
+		metrics.GroupKey("GET /"):   {Requests: 1, Latency: h},
+		metrics.RequestKey("b"):     {Requests: 500, Latency: typicalSecond(rng)},
 	}}))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var s metrics.Snapshot
@@ -245,7 +258,7 @@ func FuzzUnmarshalSnapshot(f *testing.F) {
 		counts, cerr := metrics.DecodeCounts(data)
 		require.Equal(t, err == nil, cerr == nil, "%v", err)
 		if err == nil {
-			require.Equal(t, s.Total().Requests, counts.Total().Requests)
+			require.Equal(t, s.Requests().Requests, counts.Requests().Requests)
 			require.Equal(t, len(s.Labels), len(counts.Labels))
 		}
 		if err != nil {
@@ -253,10 +266,18 @@ func FuzzUnmarshalSnapshot(f *testing.F) {
 			require.Empty(t, s.Labels)
 			return
 		}
-		require.Equal(t, data, marshal(t, &s))
+		if data[1] == 1 {
+			// Version 1 is read, never written: its snapshot is written as version 2, which
+			// reads back the same.
+			var again metrics.Snapshot
+			require.NoError(t, again.UnmarshalBinary(marshal(t, &s)))
+			require.Equal(t, marshal(t, &s), marshal(t, &again))
+		} else {
+			require.Equal(t, data, marshal(t, &s))
+		}
 		c := s.Clone()
 		c.Merge(&s)
-		require.Equal(t, 2*s.Total().Requests, c.Total().Requests)
+		require.Equal(t, 2*s.Requests().Requests, c.Requests().Requests)
 		// Merging the encoding straight in is merging the decoded snapshot.
 		m := s.Clone()
 		require.NoError(t, m.MergeBinary(data))
@@ -268,13 +289,13 @@ func TestMergeBinaryIsMergeOfTheDecoded(t *testing.T) {
 	t.Parallel()
 	rng := rand.New(rand.NewPCG(17, 18))
 	second := func(start int64, names ...string) *metrics.Snapshot {
-		s := &metrics.Snapshot{Start: time.Unix(start, 0), Duration: time.Second, Labels: map[string]*metrics.Stats{}}
+		s := &metrics.Snapshot{Start: time.Unix(start, 0), Duration: time.Second, Labels: map[metrics.Key]*metrics.Stats{}}
 		for _, n := range names {
 			st := metrics.NewStats()
 			st.Latency = typicalSecond(rng)
 			st.Requests = st.Latency.Count()
 			st.Errors[metrics.ErrTimeout] = 3
-			s.Labels[n] = st
+			s.Labels[metrics.RequestKey(n)] = st
 		}
 		return s
 	}
@@ -293,14 +314,14 @@ func TestMergeBinaryIsMergeOfTheDecoded(t *testing.T) {
 // then merge it into the run's second. 20 labels of 100 requests each over 1-50 ms.
 func BenchmarkTakeSnapshot(b *testing.B) {
 	rng := rand.New(rand.NewPCG(19, 20))
-	s := &metrics.Snapshot{Start: time.Unix(100, 0), Duration: time.Second, Labels: map[string]*metrics.Stats{}}
+	s := &metrics.Snapshot{Start: time.Unix(100, 0), Duration: time.Second, Labels: map[metrics.Key]*metrics.Stats{}}
 	for l := range 20 {
 		st := metrics.NewStats()
 		for range 100 {
 			st.Latency.Record(time.Millisecond + time.Duration(rng.Int64N(int64(49*time.Millisecond))))
 		}
 		st.Requests = 100
-		s.Labels[string(rune('a'+l))] = st
+		s.Labels[metrics.RequestKey(string(rune('a'+l)))] = st
 	}
 	data, _ := s.MarshalBinary()
 	b.Run("validate", func(b *testing.B) {

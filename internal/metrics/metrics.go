@@ -9,7 +9,9 @@
 package metrics
 
 import (
+	"cmp"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -95,13 +97,61 @@ func (s *Stats) Clone() *Stats {
 	return c
 }
 
+// Kind is what a label measures. Labels of different kinds never merge, whatever their names: a
+// request named like a group is still a request.
+type Kind uint8
+
+// The kinds of labels.
+const (
+	Request Kind = iota // one request of the session
+	Group               // a group of requests: one sample per pass through it
+	Hook                // a url plugin's hook calls
+
+	// NumKinds is the number of Kind values.
+	NumKinds
+)
+
+var kindNames = [NumKinds]string{"request", "group", "hook"}
+
+// String is the kind's name in reports and the API: "request", "group", "hook".
+func (k Kind) String() string {
+	if k < NumKinds {
+		return kindNames[k]
+	}
+	return fmt.Sprintf("Kind(%d)", uint8(k))
+}
+
+// Key names a label: its kind and its name.
+type Key struct {
+	Kind Kind
+	Name string
+}
+
+// RequestKey, GroupKey and HookKey are the keys of a request, a group and a url plugin's hooks.
+func RequestKey(name string) Key { return Key{Request, name} }
+func GroupKey(name string) Key   { return Key{Group, name} }
+func HookKey(alias string) Key   { return Key{Hook, alias} }
+
+// String is the key as people read it: a request's name, or "group NAME", "hook ALIAS".
+func (k Key) String() string {
+	if k.Kind == Request {
+		return k.Name
+	}
+	return k.Kind.String() + " " + k.Name
+}
+
+// Compare orders keys by kind, then by name's bytes: the order labels are encoded in.
+func (k Key) Compare(o Key) int {
+	return cmp.Or(cmp.Compare(k.Kind, o.Kind), strings.Compare(k.Name, o.Name))
+}
+
 // Snapshot is every label's Stats over one interval: what an agent ships each second, and what
 // the server merges across agents and seconds. Labels without requests in the interval may be
 // absent; an absent label reads as zero.
 type Snapshot struct {
 	Start    time.Time
 	Duration time.Duration
-	Labels   map[string]*Stats
+	Labels   map[Key]*Stats
 }
 
 // End is when the interval ends.
@@ -131,7 +181,7 @@ func (s *Snapshot) Merge(o *Snapshot) {
 		s.Start, s.Duration = start, end.Sub(start)
 	}
 	if len(o.Labels) > 0 && s.Labels == nil {
-		s.Labels = make(map[string]*Stats, len(o.Labels))
+		s.Labels = make(map[Key]*Stats, len(o.Labels))
 	}
 	for name, os := range o.Labels {
 		if ss := s.Labels[name]; ss != nil {
@@ -144,18 +194,21 @@ func (s *Snapshot) Merge(o *Snapshot) {
 
 // Clone returns an independent copy of s.
 func (s *Snapshot) Clone() *Snapshot {
-	c := &Snapshot{Start: s.Start, Duration: s.Duration, Labels: make(map[string]*Stats, len(s.Labels))}
+	c := &Snapshot{Start: s.Start, Duration: s.Duration, Labels: make(map[Key]*Stats, len(s.Labels))}
 	for name, st := range s.Labels {
 		c.Labels[name] = st.Clone()
 	}
 	return c
 }
 
-// Total is the Stats of all labels together, for a run's headline figures.
-func (s *Snapshot) Total() *Stats {
+// Requests is the Stats of every request label together, for a run's headline figures: groups
+// and hooks, which time the same requests again or time something else, are left out.
+func (s *Snapshot) Requests() *Stats {
 	t := NewStats()
-	for _, st := range s.Labels {
-		t.Merge(st)
+	for k, st := range s.Labels {
+		if k.Kind == Request {
+			t.Merge(st)
+		}
 	}
 	return t
 }

@@ -29,16 +29,16 @@ type Recorder struct {
 	total  *Snapshot        // every rotated interval merged
 }
 
-// NewRecorder returns a recorder for the given request labels, whose first interval starts at
-// start. A name given twice yields one label: both indexes record into it.
-func NewRecorder(labels []string, start time.Time) *Recorder {
+// NewRecorder returns a recorder for the given labels, whose first interval starts at start. A
+// key given twice yields one label: both indexes record into it.
+func NewRecorder(labels []Key, start time.Time) *Recorder {
 	r := &Recorder{byIdx: make([]*LabelRecorder, len(labels)), start: start,
-		total: &Snapshot{Start: start, Labels: map[string]*Stats{}}}
-	seen := make(map[string]*LabelRecorder, len(labels))
+		total: &Snapshot{Start: start, Labels: map[Key]*Stats{}}}
+	seen := make(map[Key]*LabelRecorder, len(labels))
 	for i, name := range labels {
 		l := seen[name]
 		if l == nil {
-			l = &LabelRecorder{name: name, spare: new(liveStats)}
+			l = &LabelRecorder{key: name, spare: new(liveStats)}
 			l.cur.Store(new(liveStats))
 			seen[name] = l
 			r.labels = append(r.labels, l)
@@ -69,7 +69,7 @@ func (r *Recorder) Len() int { return len(r.byIdx) }
 func (r *Recorder) Rotate(now time.Time) *Snapshot {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	snap := &Snapshot{Start: r.start, Duration: now.Sub(r.start), Labels: map[string]*Stats{}}
+	snap := &Snapshot{Start: r.start, Duration: now.Sub(r.start), Labels: map[Key]*Stats{}}
 	// Swap every label first, so that the labels' intervals end together, then drain.
 	old := make([]*liveStats, len(r.labels))
 	for i, l := range r.labels {
@@ -83,7 +83,7 @@ func (r *Recorder) Rotate(now time.Time) *Snapshot {
 			}
 		}
 		if s.hist.count.Load() != 0 {
-			snap.Labels[l.name] = s.drain()
+			snap.Labels[l.key] = s.drain()
 		}
 		l.spare = s
 	}
@@ -102,13 +102,13 @@ func (r *Recorder) Total() *Snapshot {
 
 // LabelRecorder records the requests of one label. It is safe for concurrent use.
 type LabelRecorder struct {
-	name  string
+	key   Key
 	cur   atomic.Pointer[liveStats]
 	spare *liveStats // owned by Rotate, under Recorder.mu
 }
 
-// Name is the label's name.
-func (l *LabelRecorder) Name() string { return l.name }
+// Key is the label's key.
+func (l *LabelRecorder) Key() Key { return l.key }
 
 // Record counts one request: how long it took (measured from its intended start under an
 // arrival-rate model), the bytes it read and wrote, and its error class, NoError for a success.

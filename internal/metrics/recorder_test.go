@@ -15,18 +15,75 @@ import (
 
 var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 
+// requestKeys are the keys of requests named names.
+func requestKeys(names ...string) []metrics.Key {
+	keys := make([]metrics.Key, len(names))
+	for i, n := range names {
+		keys[i] = metrics.RequestKey(n)
+	}
+	return keys
+}
+
+// A request and a group of the same name are two labels: they never merge, in a recorder, in a
+// snapshot, nor in its encoding.
+func TestKindsKeepLabelsApart(t *testing.T) {
+	t.Parallel()
+	keys := []metrics.Key{metrics.RequestKey("g"), metrics.GroupKey("g"), metrics.HookKey("g"), metrics.RequestKey("group: g")}
+	r := metrics.NewRecorder(keys, t0)
+	for i := range keys {
+		for range 3 + i {
+			r.Label(i).Record(time.Millisecond, 0, 0, metrics.NoError)
+		}
+	}
+	s := r.Rotate(t0.Add(time.Second))
+	var back metrics.Snapshot
+	require.NoError(t, back.UnmarshalBinary(marshal(t, s)))
+	for _, snap := range []*metrics.Snapshot{s, &back} {
+		require.Len(t, snap.Labels, 4)
+		for i, k := range keys {
+			require.Equal(t, int64(3+i), snap.Labels[k].Requests, k.String())
+		}
+		require.Equal(t, int64(3+6), snap.Requests().Requests, "groups and hooks are not requests")
+	}
+	require.Equal(t, "group g", metrics.GroupKey("g").String())
+	require.Equal(t, "hook g", metrics.HookKey("g").String())
+	require.Equal(t, "g", metrics.RequestKey("g").String())
+}
+
+// Snapshots of version 1, before labels had kinds, named groups "group: NAME" and hooks
+// "hook: ALIAS": runs stored then are still read, those names as kinds.
+func TestReadsSnapshotsOfVersion1(t *testing.T) {
+	t.Parallel()
+	// Labels "a", "group: g", "hook: h", one request of 5 µs each.
+	label := func(name string) []byte {
+		return append(append([]byte{byte(len(name))}, name...), 1, 0, 0, 0, 0, 0, 0, 0, 1, 5, 5, 5, 0, 9, 2)
+	}
+	v1 := []byte{'S', 1, 0, 0, 0, 3}
+	for _, n := range []string{"a", "group: g", "hook: h"} {
+		v1 = append(v1, label(n)...)
+	}
+	var s metrics.Snapshot
+	require.NoError(t, s.UnmarshalBinary(v1))
+	require.NoError(t, metrics.ValidateSnapshot(v1))
+	require.Len(t, s.Labels, 3)
+	for _, k := range []metrics.Key{metrics.RequestKey("a"), metrics.GroupKey("g"), metrics.HookKey("h")} {
+		require.Equal(t, int64(1), s.Labels[k].Requests, k.String())
+		require.Equal(t, 5*time.Microsecond, s.Labels[k].Latency.Max())
+	}
+}
+
 // Writers hammer three labels while Rotate runs back to back: every record must land in exactly
 // one snapshot, each snapshot must agree with itself, and the run's total must equal the sum.
 func TestRotateLosesAndDuplicatesNothing(t *testing.T) {
 	t.Parallel()
-	labels := []string{"GET /", "POST /login", "GET /", "GET /items"} // index 2 shares "GET /"
+	labels := requestKeys("GET /", "POST /login", "GET /", "GET /items") // index 2 shares "GET /"
 	r := metrics.NewRecorder(labels, t0)
 
 	const writers, perWriter = 8, 20_000
 	var (
 		wg        sync.WaitGroup
 		done      atomic.Bool
-		want      = map[string]*metrics.Stats{}
+		want      = map[metrics.Key]*metrics.Stats{}
 		wantMu    sync.Mutex
 		snaps     []*metrics.Snapshot
 		rotator   = make(chan struct{})
@@ -45,7 +102,7 @@ func TestRotateLosesAndDuplicatesNothing(t *testing.T) {
 	for w := range writers {
 		wg.Go(func() {
 			rng := rand.New(rand.NewPCG(uint64(w), 99))
-			mine := map[string]*metrics.Stats{}
+			mine := map[metrics.Key]*metrics.Stats{}
 			seen := rotations.Load()
 			for n := range perWriter {
 				// Halfway, wait for rotations, so that they certainly happen while writers write;
@@ -126,9 +183,9 @@ func TestRotateLosesAndDuplicatesNothing(t *testing.T) {
 
 func TestRotateKeepsOnlyLabelsWithRequests(t *testing.T) {
 	t.Parallel()
-	r := metrics.NewRecorder([]string{"a", "b"}, t0)
+	r := metrics.NewRecorder(requestKeys("a", "b"), t0)
 	require.Equal(t, 2, r.Len())
-	require.Equal(t, "b", r.Label(1).Name())
+	require.Equal(t, metrics.RequestKey("b"), r.Label(1).Key())
 	r.Label(0).Record(3*time.Millisecond, 100, 20, metrics.NoError)
 	r.Label(0).Record(4*time.Millisecond, 0, 20, metrics.Err5xx)
 
@@ -136,7 +193,7 @@ func TestRotateKeepsOnlyLabelsWithRequests(t *testing.T) {
 	require.Equal(t, t0, s.Start)
 	require.Equal(t, time.Second, s.Duration)
 	require.Len(t, s.Labels, 1)
-	a := s.Labels["a"]
+	a := s.Labels[metrics.RequestKey("a")]
 	require.Equal(t, int64(2), a.Requests)
 	require.Equal(t, int64(1), a.Errors[metrics.Err5xx])
 	require.Equal(t, int64(1), a.Failed())
@@ -152,12 +209,12 @@ func TestRotateKeepsOnlyLabelsWithRequests(t *testing.T) {
 	// The caller owns what Rotate returned: recording on does not touch it.
 	r.Label(0).Record(time.Second, 0, 0, metrics.NoError)
 	require.Equal(t, int64(2), a.Latency.Count())
-	require.Equal(t, int64(2), r.Total().Labels["a"].Requests)
+	require.Equal(t, int64(2), r.Total().Labels[metrics.RequestKey("a")].Requests)
 }
 
 func TestRecordRefusesUnknownClass(t *testing.T) {
 	t.Parallel()
-	r := metrics.NewRecorder([]string{"a"}, t0)
+	r := metrics.NewRecorder(requestKeys("a"), t0)
 	require.Panics(t, func() { r.Label(0).Record(time.Millisecond, 0, 0, metrics.NumErrorClasses) })
 	// The refused record must not have left Rotate waiting for it.
 	require.Empty(t, r.Rotate(t0.Add(time.Second)).Labels)
@@ -168,7 +225,7 @@ func TestRecordRefusesUnknownClass(t *testing.T) {
 // Once a label's pages exist, recording and rotating must not allocate pages again: rotation
 // hands the emptied counters back for the next interval.
 func TestRecordDoesNotAllocate(t *testing.T) {
-	r := metrics.NewRecorder([]string{"a"}, t0)
+	r := metrics.NewRecorder(requestKeys("a"), t0)
 	l := r.Label(0)
 	latencies := []time.Duration{time.Millisecond, 20 * time.Millisecond, 40 * time.Millisecond}
 	for range 2 { // fill both sets of counters

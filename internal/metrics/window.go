@@ -48,7 +48,7 @@ func (w *Window) Len() int {
 func (w *Window) Merged() *Snapshot {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	m := &Snapshot{Labels: map[string]*Stats{}}
+	m := &Snapshot{Labels: map[Key]*Stats{}}
 	for _, s := range w.snaps {
 		m.Merge(s)
 	}

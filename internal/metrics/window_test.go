@@ -15,7 +15,7 @@ func second(i int, d time.Duration, n int64) *metrics.Snapshot {
 	st.Requests = n
 	st.Latency.RecordN(d, n)
 	return &metrics.Snapshot{Start: t0.Add(time.Duration(i) * time.Second), Duration: time.Second,
-		Labels: map[string]*metrics.Stats{"a": st}}
+		Labels: map[metrics.Key]*metrics.Stats{metrics.RequestKey("a"): st}}
 }
 
 // A threshold over the last 30 s reads its percentile from the merge of exactly those seconds.
@@ -36,8 +36,8 @@ func TestWindowMergesTheTrailingSpan(t *testing.T) {
 	m := w.Merged()
 	require.Equal(t, t0.Add(10*time.Second), m.Start)
 	require.Equal(t, 30*time.Second, m.Duration)
-	require.Equal(t, int64(3000), m.Labels["a"].Requests)
-	require.Equal(t, 10*time.Millisecond, m.Labels["a"].Latency.Quantile(0.95))
+	require.Equal(t, int64(3000), m.Labels[metrics.RequestKey("a")].Requests)
+	require.Equal(t, 10*time.Millisecond, m.Labels[metrics.RequestKey("a")].Latency.Quantile(0.95))
 
 	want := &metrics.Snapshot{}
 	for i := 10; i < 40; i++ {
@@ -50,8 +50,8 @@ func TestWindowMergesTheTrailingSpan(t *testing.T) {
 	w.Add(second(5, time.Second, 100))
 	require.Equal(t, 31, w.Len())
 	m = w.Merged()
-	require.Equal(t, int64(3100), m.Labels["a"].Requests)
-	require.Equal(t, time.Second, m.Labels["a"].Latency.Quantile(0.99))
+	require.Equal(t, int64(3100), m.Labels[metrics.RequestKey("a")].Requests)
+	require.Equal(t, time.Second, m.Labels[metrics.RequestKey("a")].Latency.Quantile(0.99))
 
 	// A later second pushes the window on.
 	w.Add(second(45, time.Millisecond, 1))
@@ -62,21 +62,21 @@ func TestWindowMergesTheTrailingSpan(t *testing.T) {
 func TestSnapshotMergeTakesTheCoveringInterval(t *testing.T) {
 	t.Parallel()
 	a, b := second(3, time.Millisecond, 1), second(1, time.Millisecond, 2)
-	b.Labels["b"] = metrics.NewStats()
+	b.Labels[metrics.RequestKey("b")] = metrics.NewStats()
 	a.Merge(b)
 	require.Equal(t, t0.Add(time.Second), a.Start)
 	require.Equal(t, 3*time.Second, a.Duration)
 	require.Equal(t, t0.Add(4*time.Second), a.End())
-	require.Equal(t, int64(3), a.Labels["a"].Requests)
-	require.Contains(t, a.Labels, "b")
+	require.Equal(t, int64(3), a.Labels[metrics.RequestKey("a")].Requests)
+	require.Contains(t, a.Labels, metrics.RequestKey("b"))
 
 	// Merged stats share nothing with their source.
-	b.Labels["b"].Latency.Record(time.Second)
-	require.Zero(t, a.Labels["b"].Latency.Count())
+	b.Labels[metrics.RequestKey("b")].Latency.Record(time.Second)
+	require.Zero(t, a.Labels[metrics.RequestKey("b")].Latency.Count())
 
 	var empty metrics.Snapshot
 	empty.Merge(b)
 	require.Equal(t, b.Start, empty.Start)
 	require.Equal(t, b.Duration, empty.Duration)
-	require.Equal(t, int64(2), empty.Total().Requests)
+	require.Equal(t, int64(2), empty.Requests().Requests)
 }

@@ -26,6 +26,9 @@ type Policy struct {
 	Internal bool
 	// Allow lists addresses allowed however internal they are.
 	Allow []netip.Prefix
+	// AllowPorts lists single services allowed however internal their address is: that
+	// address and port, and no other port of it.
+	AllowPorts []netip.AddrPort
 }
 
 // internal are the ranges refused unless allowed: loopback, RFC 1918 and unique-local private
@@ -78,6 +81,19 @@ func (p *Policy) Control(_, address string, _ syscall.RawConn) error {
 	if err != nil {
 		return fmt.Errorf("%w: cannot read the address %q", ErrRefused, address)
 	}
+	return p.CheckAddrPort(ap)
+}
+
+// CheckAddrPort is Check for a connection to ap, which AllowPorts may allow.
+func (p *Policy) CheckAddrPort(ap netip.AddrPort) error {
+	if p != nil {
+		ap = netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
+		for _, a := range p.AllowPorts {
+			if a == ap {
+				return nil
+			}
+		}
+	}
 	return p.Check(ap.Addr())
 }
 
@@ -89,20 +105,39 @@ func (p *Policy) Dialer(d net.Dialer) *net.Dialer {
 	return &d
 }
 
-// ParsePrefixes reads CIDRs or single addresses, as --allow-target takes them.
-func ParsePrefixes(list []string) ([]netip.Prefix, error) {
-	var out []netip.Prefix
+// ParseAllow reads what --allow-target takes: CIDRs (10.0.0.0/8), addresses (10.0.0.5), and
+// addresses with a port (10.0.0.5:443, [::1]:8081) that allow that one service.
+func ParseAllow(list []string) ([]netip.Prefix, []netip.AddrPort, error) {
+	var (
+		prefixes []netip.Prefix
+		ports    []netip.AddrPort
+	)
 	for _, s := range list {
 		s = strings.TrimSpace(s)
-		if p, err := netip.ParsePrefix(s); err == nil {
-			out = append(out, p.Masked())
+		if s == "" {
 			continue
 		}
-		a, err := netip.ParseAddr(s)
-		if err != nil {
-			return nil, fmt.Errorf("%q is neither a CIDR (10.0.0.0/8) nor an address", s)
+		if p, err := ParsePrefix(s); err == nil {
+			prefixes = append(prefixes, p)
+			continue
 		}
-		out = append(out, netip.PrefixFrom(a, a.BitLen()))
+		ap, err := netip.ParseAddrPort(s)
+		if err != nil {
+			return nil, nil, fmt.Errorf("%q is neither a CIDR (10.0.0.0/8), an address, nor an address and port (127.0.0.1:8081)", s)
+		}
+		ports = append(ports, netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port()))
 	}
-	return out, nil
+	return prefixes, ports, nil
+}
+
+// ParsePrefix reads a CIDR (10.0.0.0/8, masked) or a single address (a prefix of its length).
+func ParsePrefix(s string) (netip.Prefix, error) {
+	if p, err := netip.ParsePrefix(s); err == nil {
+		return p.Masked(), nil
+	}
+	a, err := netip.ParseAddr(s)
+	if err != nil {
+		return netip.Prefix{}, fmt.Errorf("%q is not a CIDR or address", s)
+	}
+	return netip.PrefixFrom(a, a.BitLen()), nil
 }

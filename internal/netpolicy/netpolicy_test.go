@@ -23,8 +23,9 @@ func TestPolicyRefusesInternalAddressesUnlessAllowed(t *testing.T) {
 	for _, a := range public {
 		require.NoError(t, p.Check(netip.MustParseAddr(a)), a)
 	}
-	allow, err := netpolicy.ParsePrefixes([]string{"127.0.0.0/8", " 10.1.2.3 "})
+	allow, ports, err := netpolicy.ParseAllow([]string{"127.0.0.0/8", " 10.1.2.3 ", ""})
 	require.NoError(t, err)
+	require.Empty(t, ports)
 	p.Allow = allow
 	require.NoError(t, p.Check(netip.MustParseAddr("127.0.0.2")))
 	require.NoError(t, p.Check(netip.MustParseAddr("10.1.2.3")))
@@ -32,8 +33,25 @@ func TestPolicyRefusesInternalAddressesUnlessAllowed(t *testing.T) {
 	require.NoError(t, (&netpolicy.Policy{Internal: true}).Check(netip.MustParseAddr("10.1.2.4")))
 	require.NoError(t, (*netpolicy.Policy)(nil).Check(netip.MustParseAddr("127.0.0.1")), "no policy, no refusal")
 
-	_, err = netpolicy.ParsePrefixes([]string{"10.0.0.0/33"})
-	require.ErrorContains(t, err, "neither a CIDR")
-	_, err = netpolicy.ParsePrefixes([]string{"example.com"})
-	require.Error(t, err)
+	for _, bad := range []string{"10.0.0.0/33", "example.com", "example.com:80", "127.0.0.1:99999"} {
+		_, _, err = netpolicy.ParseAllow([]string{bad})
+		require.ErrorContains(t, err, "neither a CIDR", bad)
+	}
+}
+
+// An address and port allows that one service of an internal address, as the demo agent allows
+// only the demo shop on loopback: the same address's other ports stay refused, at dial time.
+func TestPolicyAllowsASingleService(t *testing.T) {
+	t.Parallel()
+	_, ports, err := netpolicy.ParseAllow([]string{"127.0.0.1:8081", "[::1]:8081"})
+	require.NoError(t, err)
+	p := &netpolicy.Policy{AllowPorts: ports}
+	require.NoError(t, p.CheckAddrPort(netip.MustParseAddrPort("127.0.0.1:8081")))
+	require.NoError(t, p.CheckAddrPort(netip.MustParseAddrPort("[::ffff:127.0.0.1]:8081")))
+	require.NoError(t, p.CheckAddrPort(netip.MustParseAddrPort("[::1]:8081")))
+	require.NoError(t, p.Control("tcp", "127.0.0.1:8081", nil))
+	for _, refused := range []string{"127.0.0.1:8080", "127.0.0.2:8081", "127.0.0.1:5432"} {
+		require.ErrorIs(t, p.Control("tcp", refused, nil), netpolicy.ErrRefused, refused)
+	}
+	require.ErrorIs(t, p.Check(netip.MustParseAddr("127.0.0.1")), netpolicy.ErrRefused, "an address alone is not the service")
 }

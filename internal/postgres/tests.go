@@ -235,9 +235,23 @@ func testFromRow(r dbsqlc.Test) barrage.Test {
 		CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt}
 }
 
-// CreateAgentJob queues a job for its agent and wakes the agent's waiting lease requests.
-func (s *Store) CreateAgentJob(ctx context.Context, j barrage.AgentJob) error {
+// CreateAgentJob queues a job for its agent and wakes the agent's waiting lease requests,
+// unless its owner has maxOpen jobs created after since still unanswered: then the error is a
+// *barrage.RateLimitError.
+func (s *Store) CreateAgentJob(ctx context.Context, j barrage.AgentJob, maxOpen int, since time.Time) error {
 	return s.inTx(ctx, func(tx pgx.Tx) error {
+		// Counted under the owner's lock, so that jobs asked for at once cannot pass the cap.
+		if _, err := s.q.UserGetByIDForUpdate(ctx, tx, j.OwnerID); err != nil {
+			return translate(err, "user")
+		}
+		open, err := s.q.AgentJobOpenCount(ctx, tx, dbsqlc.AgentJobOpenCountParams{OwnerID: j.OwnerID, Since: since})
+		if err != nil {
+			return err
+		}
+		if open >= int64(maxOpen) {
+			return &barrage.RateLimitError{RetryAfterSeconds: 5,
+				Reason: fmt.Sprintf("%d of your debug and generate jobs are waiting for an agent's answer, and %d may wait at once", open, maxOpen)}
+		}
 		if err := s.q.AgentJobInsert(ctx, tx, dbsqlc.AgentJobInsertParams{
 			ID: j.ID, AgentID: j.AgentID, OwnerID: j.OwnerID, Kind: string(j.Kind), TestID: j.TestID, Revision: int32(j.Revision),
 		}); err != nil {

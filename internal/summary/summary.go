@@ -1,12 +1,22 @@
-// Package summary holds the figures a run's results are told in, whoever ran it: `barrage run`
-// writing its --out document, and the server summarizing the merged seconds of a run's agents.
-// One label's figures come from one histogram, the same way in both.
+// Package summary holds the figures a run's results are told in, whoever ran it, and the one way
+// they are printed: `barrage run` with its --out document and its live line, the server
+// summarizing the merged seconds of a run's agents, and `barrage runs --watch` printing what the
+// server summarized. One label's figures come from one histogram, the same way everywhere.
 package summary
 
 import (
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"text/tabwriter"
 	"time"
 
 	"github.com/barrage-load/barrage/internal/metrics"
+	"github.com/barrage-load/barrage/internal/script"
+	"github.com/barrage-load/barrage/internal/threshold"
 )
 
 // Label is one request's, group's or hook's figures.
@@ -32,7 +42,6 @@ type Label struct {
 // NewLabel is name's figures from st over elapsed.
 func NewLabel(name string, st *metrics.Stats, elapsed time.Duration) Label {
 	h := st.Latency
-	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 	enc, _ := h.MarshalBinary()
 	var rate float64
 	if st.Requests > 0 {
@@ -41,8 +50,8 @@ func NewLabel(name string, st *metrics.Stats, elapsed time.Duration) Label {
 	return Label{
 		Name: name, Count: st.Requests, RPS: float64(st.Requests) / elapsed.Seconds(), ErrorRate: rate,
 		BytesIn: st.BytesIn, BytesOut: st.BytesOut,
-		MinMS: ms(h.Min()), MeanMS: ms(h.Mean()), P50MS: ms(h.Quantile(0.5)), P90MS: ms(h.Quantile(0.9)),
-		P95MS: ms(h.Quantile(0.95)), P99MS: ms(h.Quantile(0.99)), MaxMS: ms(h.Max()), Histogram: enc,
+		MinMS: Millis(h.Min()), MeanMS: Millis(h.Mean()), P50MS: Millis(h.Quantile(0.5)), P90MS: Millis(h.Quantile(0.9)),
+		P95MS: Millis(h.Quantile(0.95)), P99MS: Millis(h.Quantile(0.99)), MaxMS: Millis(h.Max()), Histogram: enc,
 	}
 }
 
@@ -53,10 +62,75 @@ type Threshold struct {
 	Passed   bool    `json:"passed"`
 }
 
+// Thresholds are the verdicts of rs.
+func Thresholds(rs []threshold.Result) []Threshold {
+	out := make([]Threshold, len(rs))
+	for i, r := range rs {
+		out[i] = Threshold{Check: r.Threshold.Source, Observed: r.Observed, Passed: r.Passed}
+	}
+	return out
+}
+
+// String is the threshold's verdict as `barrage run` prints it, the observed figure in the
+// threshold's unit.
+func (t Threshold) String() string {
+	if th, err := script.ParseThreshold(t.Check); err == nil {
+		return threshold.Result{Threshold: th, Observed: t.Observed, Passed: t.Passed}.String()
+	}
+	return fmt.Sprintf("%s: %g, passed %t", t.Check, t.Observed, t.Passed)
+}
+
 // Verdict says whether a generator, rather than the target, limited the load.
 type Verdict struct {
 	GeneratorLimited bool     `json:"generator_limited"`
 	Reasons          []string `json:"reasons,omitempty"`
+}
+
+// String is the verdict as people read it, one reason a line.
+func (v Verdict) String() string {
+	if !v.GeneratorLimited {
+		return "generator OK: the numbers measure the target"
+	}
+	return "generator was the bottleneck; these numbers understate the target's capacity:\n  - " +
+		strings.Join(v.Reasons, "\n  - ")
+}
+
+// Summary is a run's account: the figures of all its requests together, of each request, group
+// and url plugin's hooks, its errors by class, its thresholds and the verdict on its generators.
+type Summary struct {
+	Total    Label   `json:"total"`
+	Requests []Label `json:"requests"`
+	Groups   []Label `json:"groups"`
+	Hooks    []Label `json:"hooks,omitempty"`
+	// HookErrors counts failed hook calls by reason.
+	HookErrors map[string]int64 `json:"hook_errors,omitempty"`
+	Errors     map[string]int64 `json:"errors"`
+	Thresholds []Threshold      `json:"thresholds"`
+	Verdict    Verdict          `json:"verdict"`
+}
+
+// New summarizes total, which covers elapsed: requests and groups are the script's, in session
+// order (one absent from total did not run and is left out); hooks are whichever total has.
+func New(total *metrics.Snapshot, requests, groups []string, elapsed time.Duration) Summary {
+	all := total.Requests()
+	s := Summary{Total: NewLabel("all requests", all, elapsed), Errors: Errors(all),
+		Requests: []Label{}, Groups: []Label{}, Thresholds: []Threshold{}}
+	for _, name := range requests {
+		if st, ok := total.Labels[metrics.RequestKey(name)]; ok {
+			s.Requests = append(s.Requests, NewLabel(name, st, elapsed))
+		}
+	}
+	for _, name := range groups {
+		if st, ok := total.Labels[metrics.GroupKey(name)]; ok {
+			s.Groups = append(s.Groups, NewLabel(name, st, elapsed))
+		}
+	}
+	for _, k := range slices.SortedFunc(maps.Keys(total.Labels), metrics.Key.Compare) {
+		if k.Kind == metrics.Hook {
+			s.Hooks = append(s.Hooks, NewLabel(k.Name, total.Labels[k], elapsed))
+		}
+	}
+	return s
 }
 
 // Errors is st's errors by class, every class named.
@@ -67,3 +141,103 @@ func Errors(st *metrics.Stats) map[string]int64 {
 	}
 	return out
 }
+
+// Print writes s as `barrage run` and `barrage runs --watch` print it: a table of the labels,
+// the errors by class, the plugins' failures, the thresholds and the verdict.
+func (s *Summary) Print(w io.Writer) {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "\tcount\trate/s\terrors\tmin\tmean\tp50\tp90\tp95\tp99\tmax\t")
+	row := func(name string, l Label) {
+		fmt.Fprintf(tw, "%s\t%d\t%.1f\t%.2f%%\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", name, l.Count, l.RPS, l.ErrorRate*100,
+			msText(l.MinMS), msText(l.MeanMS), msText(l.P50MS), msText(l.P90MS), msText(l.P95MS), msText(l.P99MS), msText(l.MaxMS))
+	}
+	for _, l := range s.Requests {
+		row(l.Name, l)
+	}
+	row(s.Total.Name, s.Total)
+	for _, l := range s.Groups {
+		row("group "+l.Name, l)
+	}
+	// Time in url plugins' hooks is not in the requests' times: it is shown beside them, one
+	// row per plugin (a call is a before or an after).
+	for _, l := range s.Hooks {
+		row("hook "+l.Name+" (calls)", l)
+	}
+	tw.Flush()
+	var errs []string
+	for c := metrics.ErrorClass(1); c < metrics.NumErrorClasses; c++ {
+		if n := s.Errors[c.String()]; n > 0 {
+			errs = append(errs, fmt.Sprintf("%s %d", c, n))
+		}
+	}
+	if len(errs) > 0 {
+		fmt.Fprintln(w, "errors:", strings.Join(errs, ", "))
+	}
+	for _, reason := range slices.Sorted(maps.Keys(s.HookErrors)) {
+		fmt.Fprintf(w, "plugin failures: %d × %s\n", s.HookErrors[reason], reason)
+	}
+	if len(s.Thresholds) > 0 {
+		fmt.Fprintln(w, "\nthresholds:")
+		for _, t := range s.Thresholds {
+			fmt.Fprintln(w, " ", t)
+		}
+	}
+	fmt.Fprintln(w, "\n"+s.Verdict.String())
+}
+
+// Failed reports whether a threshold failed.
+func (s *Summary) Failed() bool {
+	return slices.ContainsFunc(s.Thresholds, func(t Threshold) bool { return !t.Passed })
+}
+
+// Live is one second of a run as its live line tells it.
+type Live struct {
+	Elapsed          time.Duration // from the run's start to the second's end
+	VUs              int64
+	RPS              float64
+	Requests, Failed int64
+	P50, P95, P99    time.Duration
+	CPU              float64 // the busiest generator's share of its machine, 0 to 1
+	Agents           int     // generators, when the run is on agents
+}
+
+// NewLive is the live figures of a second whose requests' stats are st (Snapshot.Requests),
+// which lasted interval and ended elapsed into the run.
+func NewLive(st *metrics.Stats, interval, elapsed time.Duration, vus int64, cpu float64) Live {
+	return Live{Elapsed: elapsed, VUs: vus, CPU: cpu, Requests: st.Requests, Failed: st.Failed(),
+		RPS: float64(st.Requests) / max(interval.Seconds(), 1e-9),
+		P50: st.Latency.Quantile(0.5), P95: st.Latency.Quantile(0.95), P99: st.Latency.Quantile(0.99)}
+}
+
+// String is the line printed for each second of a run, local or on the server.
+func (l Live) String() string {
+	var errPct float64
+	if l.Requests > 0 {
+		errPct = float64(l.Failed) * 100 / float64(l.Requests)
+	}
+	line := fmt.Sprintf("%6s  vus %4d  %8.0f req/s  p50 %-8s p95 %-8s p99 %-8s errors %5.2f%%  cpu %3.0f%%",
+		l.Elapsed.Round(time.Second), l.VUs, l.RPS, Duration(l.P50), Duration(l.P95), Duration(l.P99), errPct, l.CPU*100)
+	if l.Agents > 0 {
+		line += fmt.Sprintf("  agents %d", l.Agents)
+	}
+	return line
+}
+
+// Duration writes d as the summaries do: seconds, milliseconds or microseconds, as fits.
+func Duration(d time.Duration) string {
+	switch {
+	case d >= time.Second:
+		return strconv.FormatFloat(d.Seconds(), 'f', 2, 64) + "s"
+	case d >= time.Millisecond:
+		return strconv.FormatFloat(float64(d)/float64(time.Millisecond), 'f', 2, 64) + "ms"
+	}
+	return strconv.FormatFloat(float64(d)/float64(time.Microsecond), 'f', 0, 64) + "µs"
+}
+
+// Millis is d in milliseconds, as the JSON documents give times.
+func Millis(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// FromMillis is the duration of ms milliseconds.
+func FromMillis(ms float64) time.Duration { return time.Duration(ms * float64(time.Millisecond)) }
+
+func msText(ms float64) string { return Duration(FromMillis(ms)) }

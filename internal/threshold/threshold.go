@@ -51,16 +51,14 @@ func formatObserved(t *script.Threshold, v float64) string {
 type Watch struct {
 	ts       []*script.Threshold
 	windows  []*metrics.Window // per threshold, nil for whole-run thresholds
-	requests []string          // the request labels, which "all requests" merges
 	total    *metrics.Snapshot // cumulative, for aborting whole-run thresholds
 	brokenAt []time.Duration
 }
 
-// New returns a watch over ts. requests are the labels of the run's requests, which a threshold
-// on no particular request judges together (groups and hooks are measured apart and are not
-// requests).
-func New(ts []*script.Threshold, requests []string) *Watch {
-	w := &Watch{ts: ts, requests: requests, windows: make([]*metrics.Window, len(ts)), brokenAt: make([]time.Duration, len(ts))}
+// New returns a watch over ts. A threshold on no particular request judges every request label
+// together (groups and hooks are measured apart and are not requests).
+func New(ts []*script.Threshold) *Watch {
+	w := &Watch{ts: ts, windows: make([]*metrics.Window, len(ts)), brokenAt: make([]time.Duration, len(ts))}
 	for i, t := range ts {
 		if t.Window > 0 {
 			w.windows[i] = metrics.NewWindow(t.Window)
@@ -73,7 +71,7 @@ func New(ts []*script.Threshold, requests []string) *Watch {
 // abort the run, or "" to go on. The watch keeps sec.
 func (w *Watch) Observe(sec *metrics.Snapshot, elapsed time.Duration) string {
 	if w.total == nil {
-		w.total = &metrics.Snapshot{Start: sec.Start, Labels: map[string]*metrics.Stats{}}
+		w.total = &metrics.Snapshot{Start: sec.Start, Labels: map[metrics.Key]*metrics.Stats{}}
 	}
 	w.total.Merge(sec)
 	reason := ""
@@ -125,17 +123,12 @@ func (w *Watch) Final(total *metrics.Snapshot, elapsed time.Duration) []Result {
 // value computes a threshold's metric over snap, which covers period. ok is false when there is
 // nothing to judge yet (no request in scope).
 func (w *Watch) value(t *script.Threshold, snap *metrics.Snapshot, period time.Duration) (float64, bool) {
-	st := metrics.NewStats()
+	var st *metrics.Stats
 	if t.Request != "" {
-		if s, ok := snap.Labels[t.Request]; ok {
-			st.Merge(s)
-		}
+		st = metrics.NewStats()
+		st.Merge(snap.Labels[metrics.RequestKey(t.Request)])
 	} else {
-		for _, l := range w.requests {
-			if s, ok := snap.Labels[l]; ok {
-				st.Merge(s)
-			}
-		}
+		st = snap.Requests()
 	}
 	if st.Requests == 0 && t.Metric != script.Count && t.Metric != script.RPS {
 		return 0, false

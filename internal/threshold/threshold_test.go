@@ -22,7 +22,7 @@ func second(start time.Time, i int, label string, n, failed int, latency time.Du
 			st.Errors[metrics.Err5xx]++
 		}
 	}
-	return &metrics.Snapshot{Start: start.Add(time.Duration(i) * time.Second), Duration: time.Second, Labels: map[string]*metrics.Stats{label: st}}
+	return &metrics.Snapshot{Start: start.Add(time.Duration(i) * time.Second), Duration: time.Second, Labels: map[metrics.Key]*metrics.Stats{metrics.RequestKey(label): st}}
 }
 
 func thresholds(t *testing.T, srcs ...string) []*script.Threshold {
@@ -39,7 +39,7 @@ func thresholds(t *testing.T, srcs ...string) []*script.Threshold {
 func TestAWindowIsJudgedOnlyOnceFull(t *testing.T) {
 	t.Parallel()
 	ts := thresholds(t, "p95 < 100ms over 3s")
-	w := threshold.New(ts, []string{"r"})
+	w := threshold.New(ts)
 	start := time.Unix(1_700_000_000, 0)
 	total := &metrics.Snapshot{}
 	// Two slow seconds of ramp-up are not judged; from the third on the window is full.
@@ -59,7 +59,7 @@ func TestAnAbortingThresholdGivesAReasonWhenItBreaks(t *testing.T) {
 	t.Parallel()
 	ts := thresholds(t, "error_rate < 10%")
 	ts[0].Abort = true
-	w := threshold.New(ts, []string{"r"})
+	w := threshold.New(ts)
 	start := time.Unix(1_700_000_000, 0)
 	require.Empty(t, w.Observe(second(start, 0, "r", 100, 5, time.Millisecond), time.Second))
 	why := w.Observe(second(start, 1, "r", 100, 30, time.Millisecond), 2*time.Second)
@@ -69,10 +69,12 @@ func TestAnAbortingThresholdGivesAReasonWhenItBreaks(t *testing.T) {
 
 func TestOnlyRequestsCountForAllRequests(t *testing.T) {
 	t.Parallel()
-	w := threshold.New(thresholds(t, "count <= 10"), []string{"r"})
+	w := threshold.New(thresholds(t, "count <= 10"))
 	start := time.Unix(1_700_000_000, 0)
 	total := second(start, 0, "r", 10, 0, time.Millisecond)
-	total.Merge(second(start, 0, "group: g", 10, 0, time.Millisecond))
+	group := second(start, 0, "g", 10, 0, time.Millisecond)
+	group.Labels = map[metrics.Key]*metrics.Stats{metrics.GroupKey("g"): group.Labels[metrics.RequestKey("g")]}
+	total.Merge(group)
 	res := w.Final(total, time.Second)
 	require.True(t, res[0].Passed, "the group's 10 are not requests: %s", res[0])
 	require.Equal(t, "count <= 10: 10, passed", res[0].String())

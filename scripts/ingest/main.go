@@ -102,7 +102,7 @@ func run() error {
 		}
 		tokens[i], ids[i] = a.Token, a.ID
 	}
-	hello := map[string]any{"protocol": 2, "version": "ingest", "cores": 2, "wait_seconds": 0}
+	hello := map[string]any{"protocol": 3, "version": "ingest", "cores": 2, "wait_seconds": 0}
 	for _, t := range tokens {
 		if _, err := (client{*server, t, user.hc}).do(ctx, "POST", "/v1/agent/lease", hello, nil); err != nil {
 			return err
@@ -231,7 +231,7 @@ func run() error {
 
 // snapshot is one second of an agent's metrics: labels of 100 requests each.
 func snapshot(rng *rand.Rand, idx int64, start time.Time, labels int) map[string]any {
-	snap := &metrics.Snapshot{Start: start.Add(time.Duration(idx) * time.Second), Duration: time.Second, Labels: map[string]*metrics.Stats{}}
+	snap := &metrics.Snapshot{Start: start.Add(time.Duration(idx) * time.Second), Duration: time.Second, Labels: map[metrics.Key]*metrics.Stats{}}
 	for l := range labels {
 		st := metrics.NewStats()
 		for range 100 {
@@ -239,7 +239,7 @@ func snapshot(rng *rand.Rand, idx int64, start time.Time, labels int) map[string
 			st.Latency.Record(time.Duration(1+rng.IntN(50_000)) * time.Microsecond)
 		}
 		st.BytesIn, st.BytesOut = 100*500, 100*120
-		snap.Labels[fmt.Sprintf("r%02d", l)] = st
+		snap.Labels[metrics.RequestKey(fmt.Sprintf("r%02d", l))] = st
 	}
 	enc, _ := snap.MarshalBinary()
 	return map[string]any{"index": idx, "snapshot": enc, "health": map[string]any{

@@ -109,6 +109,23 @@ func (q *Queries) AgentJobInsert(ctx context.Context, db DBTX, arg AgentJobInser
 	return err
 }
 
+const agentJobOpenCount = `-- name: AgentJobOpenCount :one
+SELECT count(*) FROM agent_jobs WHERE owner_id = $1 AND answered_at IS NULL AND created_at > $2
+`
+
+type AgentJobOpenCountParams struct {
+	OwnerID uuid.UUID
+	Since   time.Time
+}
+
+// AgentJobOpenCount counts the owner's jobs still waiting for an answer, created after since.
+func (q *Queries) AgentJobOpenCount(ctx context.Context, db DBTX, arg AgentJobOpenCountParams) (int64, error) {
+	row := db.QueryRow(ctx, agentJobOpenCount, arg.OwnerID, arg.Since)
+	var count int64
+	err := row.Scan(&count)
+	return count, err
+}
+
 const agentJobTake = `-- name: AgentJobTake :many
 UPDATE agent_jobs SET delivered_at = now()
 WHERE id IN (

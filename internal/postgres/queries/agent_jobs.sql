@@ -22,3 +22,7 @@ SELECT * FROM agent_jobs WHERE id = $1;
 
 -- name: AgentJobDeleteOld :execrows
 DELETE FROM agent_jobs WHERE created_at < @before;
+
+-- AgentJobOpenCount counts the owner's jobs still waiting for an answer, created after since.
+-- name: AgentJobOpenCount :one
+SELECT count(*) FROM agent_jobs WHERE owner_id = @owner_id AND answered_at IS NULL AND created_at > @since;

@@ -1,0 +1,84 @@
+package api
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/barrage-load/barrage/internal/barrage"
+)
+
+// Conversions between the wire types and the domain's, for the server and the agent alike.
+
+// Overrides is l as the domain has it; a stage with both or neither of rate and ramp_to is
+// refused, naming it. The figures are not otherwise checked: LoadOverrides.Validate does that.
+func (l LoadOverrides) Overrides() (barrage.LoadOverrides, error) {
+	var o barrage.LoadOverrides
+	if l.Vus != nil {
+		o.VUs = *l.Vus
+	}
+	if l.DurationSeconds != nil {
+		o.Duration = time.Duration(*l.DurationSeconds) * time.Second
+	}
+	if l.Rate != nil {
+		o.Rate = *l.Rate
+	}
+	if l.Stages == nil {
+		return o, nil
+	}
+	o.Stages = make([]barrage.Stage, len(*l.Stages))
+	for i, st := range *l.Stages {
+		if (st.Rate == nil) == (st.RampTo == nil) {
+			return barrage.LoadOverrides{}, barrage.Invalid(fmt.Sprintf("stages[%d]", i), "give exactly one of rate and ramp_to")
+		}
+		o.Stages[i] = barrage.Stage{Duration: time.Duration(st.DurationSeconds) * time.Second}
+		if st.Rate != nil {
+			o.Stages[i].To = *st.Rate
+		} else {
+			o.Stages[i].To, o.Stages[i].Ramp = *st.RampTo, true
+		}
+	}
+	return o, nil
+}
+
+// LoadOf is o on the wire.
+func LoadOf(o barrage.LoadOverrides) LoadOverrides {
+	var l LoadOverrides
+	if o.VUs > 0 {
+		l.Vus = &o.VUs
+	}
+	if o.Duration > 0 {
+		l.DurationSeconds = ptr(int(o.Duration / time.Second))
+	}
+	if o.Rate > 0 {
+		l.Rate = &o.Rate
+	}
+	if len(o.Stages) > 0 {
+		stages := make([]RunStage, len(o.Stages))
+		for i, st := range o.Stages {
+			stages[i] = RunStage{DurationSeconds: int(st.Duration / time.Second)}
+			if st.Ramp {
+				stages[i].RampTo = ptr(st.To)
+			} else {
+				stages[i].Rate = ptr(st.To)
+			}
+		}
+		l.Stages = &stages
+	}
+	return l
+}
+
+// Pin is p as the domain has it.
+func (p PluginPin) Pin() barrage.PluginPin {
+	return barrage.PluginPin{Alias: p.Alias, Name: p.Name, Version: p.Version, Kind: string(p.Kind), SHA256: p.Sha256}
+}
+
+// PinsOf is pins on the wire.
+func PinsOf(pins []barrage.PluginPin) []PluginPin {
+	out := make([]PluginPin, len(pins))
+	for i, p := range pins {
+		out[i] = PluginPin{Alias: p.Alias, Name: p.Name, Version: p.Version, Kind: PluginPinKind(p.Kind), Sha256: p.SHA256}
+	}
+	return out
+}
+
+func ptr[T any](v T) *T { return &v }

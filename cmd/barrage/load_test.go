@@ -1,0 +1,48 @@
+package main
+
+import (
+	"flag"
+	"io"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/barrage-load/barrage/internal/barrage"
+)
+
+func TestLoadFlagsReadStages(t *testing.T) {
+	t.Parallel()
+	parse := func(args ...string) (barrage.LoadOverrides, error) {
+		fs := flag.NewFlagSet("run", flag.ContinueOnError)
+		fs.SetOutput(io.Discard)
+		lf := addLoadFlags(fs)
+		if err := fs.Parse(args); err != nil {
+			return barrage.LoadOverrides{}, err
+		}
+		return lf.overrides()
+	}
+	o, err := parse("--stage", "30s:to:200", "--stage", "2m:200/s", "--stage", "30s:to:0", "--vus", "300")
+	require.NoError(t, err)
+	require.Equal(t, barrage.LoadOverrides{VUs: 300, Stages: []barrage.Stage{
+		{To: 200, Ramp: true, Duration: 30 * time.Second}, {To: 200, Duration: 2 * time.Minute}, {To: 0, Ramp: true, Duration: 30 * time.Second},
+	}}, o)
+
+	for args, want := range map[[3]string]string{
+		{"--stage", "30s", ""}:                 "DURATION:RATE",
+		{"--stage", "soon:200", ""}:            "duration \"soon\"",
+		{"--stage", "30s:to:fast", ""}:         "rate \"fast\"",
+		{"--stage", "30s:200", "--rate=5"}:     "invalid stages: go without rate",
+		{"--stage", "500ms:200", ""}:           "invalid stages[0].duration: must be at least 1s",
+		{"--stage", "30s:0", ""}:               "at least one stage must have a rate above 0",
+		{"--stage", "30s:200", "--vus=-1"}:     "invalid vus",
+		{"--stage", "1s:200", "--duration=1m"}: "go without duration",
+	} {
+		a := []string{args[0], args[1]}
+		if args[2] != "" {
+			a = append(a, args[2])
+		}
+		_, err := parse(a...)
+		require.ErrorContains(t, err, want, "%v", args)
+	}
+}

@@ -1,0 +1,66 @@
+package summary
+
+import (
+	"encoding/csv"
+	"io"
+	"maps"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/barrage-load/barrage/internal/metrics"
+)
+
+// SeriesCSV writes a run's per-second series as CSV while the run goes on, so that a long run's
+// seconds need not be kept in memory: one row per second and label, with its kind (request,
+// group, hook). The first error sticks and is returned by Flush.
+type SeriesCSV struct {
+	w   *csv.Writer
+	err error
+}
+
+// NewSeriesCSV writes the header to w and returns the writer of the rows.
+func NewSeriesCSV(w io.Writer) *SeriesCSV {
+	s := &SeriesCSV{w: csv.NewWriter(w)}
+	head := []string{"second", "kind", "label", "count", "rps"}
+	for c := metrics.ErrorClass(1); c < metrics.NumErrorClasses; c++ {
+		head = append(head, "errors_"+c.String())
+	}
+	head = append(head, "bytes_in", "bytes_out", "p50_ms", "p95_ms", "p99_ms", "max_ms", "cpu", "vus")
+	s.err = s.w.Write(head)
+	return s
+}
+
+// Write writes second's rows: it ends elapsed into the run, which had vus active and used cpu
+// of its generator's machine.
+func (s *SeriesCSV) Write(second *metrics.Snapshot, elapsed time.Duration, cpu float64, vus int64) {
+	if s.err != nil {
+		return
+	}
+	fms := func(d time.Duration) string { return strconv.FormatFloat(Millis(d), 'f', 3, 64) }
+	for _, k := range slices.SortedFunc(maps.Keys(second.Labels), metrics.Key.Compare) {
+		st := second.Labels[k]
+		rec := []string{strconv.FormatFloat(elapsed.Seconds(), 'f', 0, 64), k.Kind.String(), k.Name, strconv.FormatInt(st.Requests, 10),
+			strconv.FormatFloat(float64(st.Requests)/max(second.Duration.Seconds(), 1e-9), 'f', 1, 64)}
+		for c := metrics.ErrorClass(1); c < metrics.NumErrorClasses; c++ {
+			rec = append(rec, strconv.FormatInt(st.Errors[c], 10))
+		}
+		rec = append(rec, strconv.FormatInt(st.BytesIn, 10), strconv.FormatInt(st.BytesOut, 10),
+			fms(st.Latency.Quantile(0.5)), fms(st.Latency.Quantile(0.95)), fms(st.Latency.Quantile(0.99)), fms(st.Latency.Max()),
+			strconv.FormatFloat(cpu, 'f', 3, 64), strconv.FormatInt(vus, 10))
+		if s.err = s.w.Write(rec); s.err != nil {
+			return
+		}
+	}
+	s.w.Flush()
+	s.err = s.w.Error()
+}
+
+// Flush writes what is buffered and returns the first error met.
+func (s *SeriesCSV) Flush() error {
+	s.w.Flush()
+	if s.err == nil {
+		s.err = s.w.Error()
+	}
+	return s.err
+}

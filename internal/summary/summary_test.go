@@ -1,0 +1,93 @@
+package summary_test
+
+import (
+	"bytes"
+	"encoding/csv"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/barrage-load/barrage/internal/metrics"
+	"github.com/barrage-load/barrage/internal/script"
+	"github.com/barrage-load/barrage/internal/summary"
+	"github.com/barrage-load/barrage/internal/threshold"
+)
+
+func stats(n int64, failed int64, d time.Duration) *metrics.Stats {
+	st := metrics.NewStats()
+	st.Requests = n
+	st.Errors[metrics.Err5xx] = failed
+	st.Latency.RecordN(d, n)
+	return st
+}
+
+// second is a second of a request "r" (10 of 4 ms, 2 of them 5xx), a group "r" of 5 passes, a
+// request "never" that did not run and a url plugin's hooks "sign".
+func second() *metrics.Snapshot {
+	return &metrics.Snapshot{Start: time.Unix(1_700_000_000, 0), Duration: time.Second, Labels: map[metrics.Key]*metrics.Stats{
+		metrics.RequestKey("r"): stats(10, 2, 4*time.Millisecond),
+		metrics.GroupKey("r"):   stats(5, 0, 9*time.Millisecond),
+		metrics.HookKey("sign"): stats(20, 0, 10*time.Microsecond),
+	}}
+}
+
+func TestNewSummarizesEachKindApart(t *testing.T) {
+	t.Parallel()
+	s := summary.New(second(), []string{"r", "never"}, []string{"r"}, 2*time.Second)
+	require.Len(t, s.Requests, 1, "a request that did not run is left out")
+	require.Equal(t, "r", s.Requests[0].Name)
+	require.EqualValues(t, 10, s.Requests[0].Count)
+	require.InDelta(t, 5.0, s.Requests[0].RPS, 1e-9)
+	require.InDelta(t, 0.2, s.Requests[0].ErrorRate, 1e-9)
+	require.EqualValues(t, 10, s.Total.Count, "groups and hooks are not requests")
+	require.Len(t, s.Groups, 1)
+	require.EqualValues(t, 5, s.Groups[0].Count)
+	require.Len(t, s.Hooks, 1)
+	require.Equal(t, "sign", s.Hooks[0].Name)
+	require.EqualValues(t, 2, s.Errors["5xx"])
+	require.InDelta(t, 4.0, s.Total.P99MS, 0.01)
+
+	th, err := script.ParseThreshold("p99 < 3ms")
+	require.NoError(t, err)
+	s.Thresholds = summary.Thresholds([]threshold.Result{{Threshold: th, Observed: 0.004, Passed: false}})
+	require.True(t, s.Failed())
+	var out bytes.Buffer
+	s.Print(&out)
+	for _, want := range []string{"r  ", "all requests", "group r", "hook sign (calls)", "errors: 5xx 2", "p99 < 3ms: 4ms, FAILED", "generator OK"} {
+		require.Contains(t, out.String(), want)
+	}
+
+	// What the server stores reads back into the same summary, as `runs --watch` reads it.
+	doc, err := json.Marshal(s)
+	require.NoError(t, err)
+	var back summary.Summary
+	require.NoError(t, json.Unmarshal(doc, &back))
+	require.Equal(t, s, back)
+}
+
+func TestLiveLine(t *testing.T) {
+	t.Parallel()
+	l := summary.NewLive(second().Requests(), time.Second, 3*time.Second, 7, 0.25)
+	require.EqualValues(t, 10, l.Requests)
+	require.EqualValues(t, 2, l.Failed)
+	require.Regexp(t, `^ +3s  vus    7        10 req/s  p50 4\.00ms +p95 4\.00ms +p99 4\.00ms +errors 20\.00%  cpu  25%$`, l.String())
+	l.Agents = 2
+	require.Contains(t, l.String(), "agents 2")
+}
+
+func TestSeriesCSVHasARowPerLabelWithItsKind(t *testing.T) {
+	t.Parallel()
+	var buf bytes.Buffer
+	w := summary.NewSeriesCSV(&buf)
+	w.Write(second(), time.Second, 0.5, 4)
+	require.NoError(t, w.Flush())
+	rows, err := csv.NewReader(&buf).ReadAll()
+	require.NoError(t, err)
+	require.Len(t, rows, 4)
+	require.Equal(t, []string{"second", "kind", "label", "count"}, rows[0][:4])
+	require.Equal(t, []string{"1", "request", "r", "10"}, rows[1][:4])
+	require.Equal(t, []string{"1", "group", "r", "5"}, rows[2][:4])
+	require.Equal(t, []string{"1", "hook", "sign", "20"}, rows[3][:4])
+}
