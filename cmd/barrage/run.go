@@ -52,6 +52,7 @@ func runRun(ctx context.Context, e env, args []string) error {
 	insecure := fs.Bool("insecure", false, "skip TLS certificate verification")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the generator to this file")
 	pf := addPluginFlags(fs, e)
+	pf.addGrantFlag(fs)
 	set, s, err := pf.loadScript(ctx, fs, args, func(s *script.Script) int { return max(*vus, s.Load.VUs, s.Load.MaxVUs) })
 	if err != nil {
 		return err
