@@ -69,8 +69,8 @@ func listenDialer(path, plugin string, grants []sdk.HostPattern, policy *netpoli
 	ctx, cancel := context.WithCancel(context.Background())
 	d := &dialer{
 		ln: ln, plugin: plugin, grants: grants, log: log.With("plugin", plugin),
-		dial:  policy.Dialer(net.Dialer{Timeout: dialTimeout}).DialContext,
-		ctx:   ctx, cancel: cancel,
+		dial: policy.Dialer(net.Dialer{Timeout: dialTimeout}).DialContext,
+		ctx:  ctx, cancel: cancel,
 		slots: make(chan struct{}, maxTunnels), conns: make(map[net.Conn]struct{}),
 	}
 	d.wg.Add(1)
