@@ -3,7 +3,8 @@
 // gRPC only and AutoMTLS over a Unix socket, with no host environment beyond an allow-list,
 // under resource limits, as an unprivileged user, in a kernel sandbox: its own user, PID,
 // mount, network and IPC namespaces (a read-only view of the system's folders, a private /tmp
-// and /proc, no network), a cgroup with memory, process and CPU limits, no capability,
+// and /proc, no network: a plugin granted hosts reaches them through the host's dial socket,
+// under the host's dial policy), a cgroup with memory, process and CPU limits, no capability,
 // no_new_privs and a seccomp filter. Where the machine lacks a primitive the host says so (see
 // Sandbox) and falls back to what it has. A plugin and everything it started is killed when it
 // misses a deadline or the host closes it, and a plugin outlives a dead host by no more than
