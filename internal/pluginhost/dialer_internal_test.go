@@ -16,25 +16,46 @@ import (
 	"github.com/barrage-load/barrage/sdk"
 )
 
-// echoListener is a TCP listener on 127.0.0.1 that echoes what it reads.
-func echoListener(tb testing.TB) string {
+// Greeter is a TCP listener on 127.0.0.1 for the tests of grants: it greets each connection
+// with "hello" when asked to, then echoes what it reads, and reports each connection it accepts
+// and each the other side ends, by its remote address, in order (while nobody reads them, it
+// drops the reports).
+type Greeter struct {
+	Addr            string
+	Accepted, Ended chan net.Addr
+}
+
+// NewGreeter listens until the test ends.
+func NewGreeter(tb testing.TB, greet bool) *Greeter {
 	tb.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(tb, err)
 	tb.Cleanup(func() { _ = ln.Close() })
+	g := &Greeter{Addr: ln.Addr().String(), Accepted: make(chan net.Addr, 64), Ended: make(chan net.Addr, 64)}
+	report := func(ch chan net.Addr, a net.Addr) {
+		select {
+		case ch <- a:
+		default:
+		}
+	}
 	go func() {
 		for {
 			c, err := ln.Accept()
 			if err != nil {
 				return
 			}
+			report(g.Accepted, c.RemoteAddr())
 			go func() {
 				defer c.Close()
+				if greet {
+					_, _ = c.Write([]byte("hello\n"))
+				}
 				_, _ = io.Copy(c, c)
+				report(g.Ended, c.RemoteAddr())
 			}()
 		}
 	}()
-	return ln.Addr().String()
+	return g
 }
 
 // testDialer serves a dial socket granting hosts, with no dial policy, until the test ends.
@@ -53,7 +74,7 @@ func testDialer(tb testing.TB, hosts ...string) string {
 // could, byte for byte, and reads the status of the answer.
 func TestDialSocketAnswersOnlyAConnectToAGrantedHost(t *testing.T) {
 	t.Parallel()
-	addr := echoListener(t)
+	addr := NewGreeter(t, false).Addr
 	sock := testDialer(t, addr)
 	for _, c := range []struct {
 		name, request, status string
@@ -86,7 +107,7 @@ func TestDialSocketAnswersOnlyAConnectToAGrantedHost(t *testing.T) {
 // CONNECT, before the answer, reach the destination.
 func TestDialSendsWhatFollowsTheRequestToTheDestination(t *testing.T) {
 	t.Parallel()
-	addr := echoListener(t)
+	addr := NewGreeter(t, false).Addr
 	conn, err := net.Dial("unix", testDialer(t, addr))
 	require.NoError(t, err)
 	defer conn.Close()
@@ -104,7 +125,7 @@ func TestDialSendsWhatFollowsTheRequestToTheDestination(t *testing.T) {
 // BenchmarkGrantedDial is the cost of a connection through the host's dial socket against a
 // direct one: connect, one round trip of 64 bytes, close.
 func BenchmarkGrantedDial(b *testing.B) {
-	addr := echoListener(b)
+	addr := NewGreeter(b, false).Addr
 	msg := make([]byte, 64)
 	roundTrip := func(b *testing.B, c net.Conn) {
 		if _, err := c.Write(msg); err != nil {
@@ -141,7 +162,7 @@ func BenchmarkGrantedDial(b *testing.B) {
 // BenchmarkGrantedRoundTrip is the cost of a round trip of 64 bytes on a connection already
 // made: through the host's relay, against a direct one.
 func BenchmarkGrantedRoundTrip(b *testing.B) {
-	addr := echoListener(b)
+	addr := NewGreeter(b, false).Addr
 	msg := make([]byte, 64)
 	run := func(b *testing.B, c net.Conn) {
 		defer c.Close()

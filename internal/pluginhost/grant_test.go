@@ -1,10 +1,8 @@
 package pluginhost_test
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
-	"io"
 	"net"
 	"net/netip"
 	"testing"
@@ -21,57 +19,18 @@ import (
 // operator's --allow-target 127.0.0.0/8 does.
 var loopbackAllowed = &netpolicy.Policy{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}
 
-// greeter is a TCP listener on 127.0.0.1 that greets each connection with "hello", echoes the
-// line it then reads, and reports each connection it accepts and each that the other side ends.
-type greeter struct {
-	addr     string
-	accepted chan net.Addr // the remote address of each connection, in the order accepted
-	ended    chan net.Addr // the remote address of each connection the other side closed
-}
-
-func newGreeter(t *testing.T) *greeter {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = ln.Close() })
-	g := &greeter{addr: ln.Addr().String(), accepted: make(chan net.Addr, 64), ended: make(chan net.Addr, 64)}
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			select {
-			case g.accepted <- c.RemoteAddr():
-			default: // nobody counts this listener's connections
-			}
-			go func() {
-				defer c.Close()
-				_, _ = c.Write([]byte("hello\n"))
-				line, err := bufio.NewReader(c).ReadString('\n')
-				if err == nil {
-					_, _ = c.Write([]byte(line))
-				}
-				_, _ = io.Copy(io.Discard, c)
-				select {
-				case g.ended <- c.RemoteAddr():
-				default:
-				}
-			}()
-		}
-	}()
-	return g
-}
+// newGreeter is a listener that greets each connection with "hello", then echoes.
+func newGreeter(t *testing.T) *pluginhost.Greeter { return pluginhost.NewGreeter(t, true) }
 
 // requireNothingReached checks that no connection reached g before now: a connection of the
 // test's own is the first g accepts.
-func (g *greeter) requireNothingReached(t *testing.T) {
+func requireNothingReached(t *testing.T, g *pluginhost.Greeter) {
 	t.Helper()
-	c, err := net.Dial("tcp", g.addr)
+	c, err := net.Dial("tcp", g.Addr)
 	require.NoError(t, err)
 	defer c.Close()
 	select {
-	case first := <-g.accepted:
+	case first := <-g.Accepted:
 		require.Equal(t, c.LocalAddr().String(), first.String(), "a connection reached the listener before the test's own")
 	case <-time.After(10 * time.Second):
 		t.Fatal("the listener accepted nothing")
@@ -116,21 +75,21 @@ func TestAGrantedHostIsReachedThroughTheHostAndNoOther(t *testing.T) {
 	t.Parallel()
 	good, other := newGreeter(t), newGreeter(t)
 	h := newHost(t, pluginhost.Options{Targets: loopbackAllowed})
-	p := startPlugin(t, h, granted(t, good.addr))
+	p := startPlugin(t, h, granted(t, good.Addr))
 	token := randomToken(t)
 
-	require.Equal(t, "ok: via the dial socket: hello|"+token, try(t, p, ar{"kind": "reach", "target": good.addr, "token": token}))
+	require.Equal(t, "ok: via the dial socket: hello|"+token, try(t, p, ar{"kind": "reach", "target": good.Addr, "token": token}))
 
-	res := try(t, p, ar{"kind": "reach", "target": other.addr, "token": token})
-	require.Contains(t, res, "err: dial socket: dial "+other.addr+": the host refused the connection: barrage: "+other.addr+
-		" is not granted to plugin hostile@1.0.0 (granted: "+good.addr+")")
-	other.requireNothingReached(t)
+	res := try(t, p, ar{"kind": "reach", "target": other.Addr, "token": token})
+	require.Contains(t, res, "err: dial socket: dial "+other.Addr+": the host refused the connection: barrage: "+other.Addr+
+		" is not granted to plugin hostile@1.0.0 (granted: "+good.Addr+")")
+	requireNothingReached(t, other)
 
-	_, port, _ := net.SplitHostPort(good.addr)
+	_, port, _ := net.SplitHostPort(good.Addr)
 	res = try(t, p, ar{"kind": "reach", "target": "localhost:" + port, "token": token})
 	require.Contains(t, res, "localhost:"+port+" is not granted", "a grant of an address is no grant of a name for it")
-	<-good.accepted // the one connection that was granted
-	good.requireNothingReached(t)
+	<-good.Accepted // the one connection that was granted
+	requireNothingReached(t, good)
 }
 
 // TestAGrantReachesNothingTheHostsPolicyRefuses: with a dial policy that refuses loopback (a
@@ -139,10 +98,10 @@ func TestAGrantReachesNothingTheHostsPolicyRefuses(t *testing.T) {
 	t.Parallel()
 	g := newGreeter(t)
 	h := newHost(t, pluginhost.Options{Targets: &netpolicy.Policy{}})
-	p := startPlugin(t, h, granted(t, g.addr))
-	res := try(t, p, ar{"kind": "reach", "target": g.addr, "token": randomToken(t)})
-	require.Contains(t, res, "the host refused the connection: barrage: "+g.addr+": the agent's policy refuses this destination: 127.0.0.1 is internal (127.0.0.0/8)")
-	g.requireNothingReached(t)
+	p := startPlugin(t, h, granted(t, g.Addr))
+	res := try(t, p, ar{"kind": "reach", "target": g.Addr, "token": randomToken(t)})
+	require.Contains(t, res, "the host refused the connection: barrage: "+g.Addr+": the agent's policy refuses this destination: 127.0.0.1 is internal (127.0.0.0/8)")
+	requireNothingReached(t, g)
 }
 
 // TestAPluginsConnectionsEndWithIt: a connection a plugin holds through the host ends when the
@@ -151,13 +110,13 @@ func TestAPluginsConnectionsEndWithIt(t *testing.T) {
 	t.Parallel()
 	g := newGreeter(t)
 	h := newHost(t, pluginhost.Options{Targets: loopbackAllowed})
-	p := startPlugin(t, h, granted(t, g.addr))
+	p := startPlugin(t, h, granted(t, g.Addr))
 	token := randomToken(t)
-	require.Equal(t, "ok: via the dial socket: hello|"+token, try(t, p, ar{"kind": "hold", "target": g.addr, "token": token}))
-	conn := <-g.accepted
+	require.Equal(t, "ok: via the dial socket: hello|"+token, try(t, p, ar{"kind": "hold", "target": g.Addr, "token": token}))
+	conn := <-g.Accepted
 	p.Close()
 	select {
-	case ended := <-g.ended:
+	case ended := <-g.Ended:
 		require.Equal(t, conn.String(), ended.String())
 	case <-time.After(10 * time.Second):
 		t.Fatal("the plugin's connection outlived it")

@@ -115,7 +115,7 @@ func newHostileWorld(t *testing.T) *hostileWorld {
 		return c
 	}
 	w.tcpLocal, w.udpLocal = tcp("127.0.0.1:0"), udp("127.0.0.1:0")
-	w.greeter = newGreeter(t).addr
+	w.greeter = newGreeter(t).Addr
 	if ip := otherAddress(); ip != "" {
 		w.tcpOther, w.udpOther = tcp(ip+":0"), udp(ip+":0")
 	}
