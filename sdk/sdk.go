@@ -66,6 +66,10 @@ type Info struct {
 	ConfigSchema string
 	// ProtocolVersion is the plugin protocol the plugin speaks.
 	ProtocolVersion int
+	// Network lists the hosts the plugin needs to reach, as host:port patterns (see
+	// HostPattern); empty when it needs none. A plugin has no network unless a run grants it
+	// hosts within this list.
+	Network []string
 }
 
 // SessionElement produces variables for the session. The host calls Configure once, then Next
@@ -169,6 +173,11 @@ type Plugin struct {
 	ConfigSchema string
 	// Scope is the scope of Element: how often its values change. Required with Element.
 	Scope Scope
+	// Network lists the hosts the plugin needs to reach over TCP, as host:port patterns such
+	// as "db.example:5432", "*.example.com:443" or "*:5432" (see HostPattern). A run may grant
+	// the plugin hosts within it; the plugin reaches them with Dial (or Transport). Leave it
+	// empty for a plugin that needs no network: it then has none.
+	Network []string
 
 	Element SessionElement
 	URL     URLHook
@@ -180,6 +189,7 @@ func (p *Plugin) Info() Info {
 	info := Info{
 		Name: p.Name, Version: p.Version, Description: p.Description,
 		ConfigSchema: p.ConfigSchema, ProtocolVersion: ProtocolVersion,
+		Network: p.Network,
 	}
 	if p.Element != nil {
 		info.Kinds = append(info.Kinds, KindSessionElement)
@@ -204,6 +214,9 @@ func (p *Plugin) validate() error {
 		return errors.New("sdk: the plugin implements no hook: set Element, URL or Source")
 	case p.Element != nil && p.Scope != ScopeRun && p.Scope != ScopeVU && p.Scope != ScopeIteration:
 		return fmt.Errorf("sdk: Plugin.Scope %q: want run, vu or iteration", p.Scope)
+	}
+	if _, err := ParseHostPatterns(p.Network); err != nil {
+		return fmt.Errorf("sdk: Plugin.Network: %w", err)
 	}
 	return nil
 }

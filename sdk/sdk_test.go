@@ -83,8 +83,8 @@ func (upper) Modify(_ context.Context, script, _ []byte) ([]byte, error) {
 func testPlugin() *sdk.Plugin {
 	return &sdk.Plugin{
 		Name: "all", Version: "1.0.0", Scope: sdk.ScopeIteration,
-		ConfigSchema: `{"type":"object"}`,
-		Element:      &counter{}, URL: tagger{}, Source: upper{},
+		ConfigSchema: `{"type":"object"}`, Network: []string{"db.example:5432", "*.example.com:443"},
+		Element: &counter{}, URL: tagger{}, Source: upper{},
 	}
 }
 
@@ -96,7 +96,7 @@ func TestDescribe(t *testing.T) {
 	require.Equal(t, sdk.Info{
 		Name: "all", Version: "1.0.0", Scope: sdk.ScopeIteration, ConfigSchema: `{"type":"object"}`,
 		Kinds:           []sdk.Kind{sdk.KindSessionElement, sdk.KindURL, sdk.KindSourceModifier},
-		ProtocolVersion: sdk.ProtocolVersion,
+		ProtocolVersion: sdk.ProtocolVersion, Network: []string{"db.example:5432", "*.example.com:443"},
 	}, info)
 }
 

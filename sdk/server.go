@@ -219,7 +219,7 @@ func infoToProto(i Info) *pb.DescribeResponse {
 	d := &pb.DescribeResponse{
 		Name: i.Name, Version: i.Version, Description: i.Description,
 		ConfigSchema: i.ConfigSchema, ProtocolVersion: uint32(i.ProtocolVersion),
-		Scope: toPB(scopes, i.Scope),
+		Scope: toPB(scopes, i.Scope), Network: i.Network,
 	}
 	for _, k := range i.Kinds {
 		d.Kinds = append(d.Kinds, toPB(kinds, k))
@@ -231,7 +231,7 @@ func infoFromProto(d *pb.DescribeResponse) Info {
 	i := Info{
 		Name: d.GetName(), Version: d.GetVersion(), Description: d.GetDescription(),
 		ConfigSchema: d.GetConfigSchema(), ProtocolVersion: int(d.GetProtocolVersion()),
-		Scope: fromPB(scopes, d.GetScope()),
+		Scope: fromPB(scopes, d.GetScope()), Network: d.GetNetwork(),
 	}
 	for _, k := range d.GetKinds() {
 		if k := fromPB(kinds, k); k != "" {

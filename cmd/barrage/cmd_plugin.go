@@ -13,6 +13,7 @@ import (
 	"github.com/barrage-load/barrage/internal/pluginhost"
 	"github.com/barrage-load/barrage/internal/pluginset"
 	"github.com/barrage-load/barrage/internal/script"
+	"github.com/barrage-load/barrage/sdk"
 )
 
 // pluginFlags adds the flags that say where plugins come from and what they may see.
@@ -22,7 +23,37 @@ type pluginFlags struct {
 	paths   *multiFlag
 	verbose *bool
 	require *bool
+	grants  *multiFlag // nil for commands that run no script
 	e       env
+}
+
+// addGrantFlag adds --plugin-grant, for the commands that run a script's plugins.
+func (pf *pluginFlags) addGrantFlag(fs *flag.FlagSet) {
+	pf.grants = &multiFlag{}
+	fs.Var(pf.grants, "plugin-grant", "let the script's plugin AS reach HOST:PORT, within what it declares it needs (as network: on its entry in the script): AS=HOST:PORT; repeatable")
+}
+
+// grantsByAlias reads --plugin-grant AS=HOST:PORT.
+func (pf *pluginFlags) grantsByAlias() (map[string][]script.Grant, error) {
+	if pf.grants == nil || len(*pf.grants) == 0 {
+		return nil, nil
+	}
+	out := make(map[string][]script.Grant)
+	for _, v := range *pf.grants {
+		as, host, ok := strings.Cut(v, "=")
+		if !ok || as == "" {
+			return nil, fmt.Errorf("--plugin-grant %q: want AS=HOST:PORT, AS the plugin's name in the script", v)
+		}
+		h, err := sdk.ParseHostPattern(host)
+		if err != nil {
+			return nil, fmt.Errorf("--plugin-grant %q: %w", v, err)
+		}
+		if h.Any() {
+			return nil, fmt.Errorf("--plugin-grant %q: a grant names its hosts; * grants every host", v)
+		}
+		out[as] = append(out[as], script.Grant{Host: h, Path: "--plugin-grant " + v})
+	}
+	return out, nil
 }
 
 func addPluginFlags(fs *flag.FlagSet, e env) *pluginFlags {
@@ -116,7 +147,11 @@ func (pf *pluginFlags) open(ctx context.Context, path string, s *script.Script, 
 	if err != nil {
 		return nil, nil, err
 	}
-	set, s, err := pluginset.Open(ctx, origin, s, pluginset.Options{Dir: pluginset.Dir(*pf.dir), Host: hopts, VUs: vus})
+	grants, err := pf.grantsByAlias()
+	if err != nil {
+		return nil, nil, err
+	}
+	set, s, err := pluginset.Open(ctx, origin, s, pluginset.Options{Dir: pluginset.Dir(*pf.dir), Host: hopts, VUs: vus, Grants: grants})
 	if err != nil {
 		var list script.ErrorList
 		if errors.Is(err, barrage.ErrInvalid) || errors.As(err, &list) {

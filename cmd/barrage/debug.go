@@ -16,6 +16,7 @@ func runDebug(ctx context.Context, e env, args []string) error {
 	preview := fs.Int("preview", 2048, "bytes of each body to show")
 	insecure := fs.Bool("insecure", false, "skip TLS certificate verification")
 	pf := addPluginFlags(fs, e)
+	pf.addGrantFlag(fs)
 	set, s, err := pf.loadScript(ctx, fs, args, func(*script.Script) (int, error) { return 1, nil })
 	if err != nil {
 		return err

@@ -224,6 +224,39 @@ load: {vus: 1, iterations: 1}
 	require.Contains(t, errOut, "random-data@1.0.0 is not in")
 }
 
+// TestRunRefusesAGrantOutsideThePluginsNeed: random-data declares no need of the network, so
+// a grant to it, in the script or with --plugin-grant, is a script error that says where.
+func TestRunRefusesAGrantOutsideThePluginsNeed(t *testing.T) {
+	t.Parallel()
+	bin := buildPlugins(t, "random-data")
+	env := []string{"BARRAGE_PLUGIN_DIR=" + filepath.Join(t.TempDir(), "plugins")}
+	_, errOut, code := runWithEnv(t, env, "plugin", "add", filepath.Join(bin, "random-data"))
+	require.Zero(t, code, errOut)
+	script := filepath.Join(t.TempDir(), "s.yaml")
+	require.NoError(t, os.WriteFile(script, []byte(`version: 1
+plugins:
+  - { use: random-data@1.0.0, as: rnd, kind: element, network: ["db.example:5432"] }
+session: {groups: [{name: g, requests: [{name: r, url: "http://127.0.0.1:1/"}]}]}
+load: {vus: 1, iterations: 1}
+`), 0o644))
+	_, errOut, code = runWithEnv(t, env, "run", script)
+	require.Equal(t, 65, code, errOut)
+	require.Contains(t, errOut, script+":3: plugins[0].network[0]: grants db.example:5432 to random-data@1.0.0, which declares no need of the network")
+
+	require.NoError(t, os.WriteFile(script, []byte(`version: 1
+plugins: [{ use: random-data@1.0.0, as: rnd, kind: element }]
+session: {groups: [{name: g, requests: [{name: r, url: "http://127.0.0.1:1/"}]}]}
+load: {vus: 1, iterations: 1}
+`), 0o644))
+	_, errOut, code = runWithEnv(t, env, "run", "--plugin-grant", "rnd=db.example:5432", script)
+	require.Equal(t, 65, code, errOut)
+	require.Contains(t, errOut, "--plugin-grant rnd=db.example:5432: grants db.example:5432 to random-data@1.0.0, which declares no need of the network")
+
+	_, errOut, code = runWithEnv(t, env, "run", "--plugin-grant", "rnd=db.example", script)
+	require.Equal(t, 1, code, errOut)
+	require.Contains(t, errOut, `--plugin-grant "rnd=db.example": "db.example": want host:port`)
+}
+
 func TestPluginNewScaffoldsProjectsThatBuildPassTheirTestAndPassCheck(t *testing.T) {
 	t.Parallel()
 	for _, kind := range []string{"url", "session-element", "source-modifier"} {

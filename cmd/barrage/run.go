@@ -42,6 +42,7 @@ func runRun(ctx context.Context, e env, args []string) error {
 	insecure := fs.Bool("insecure", false, "skip TLS certificate verification")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the generator to this file")
 	pf := addPluginFlags(fs, e)
+	pf.addGrantFlag(fs)
 	var load barrage.LoadOverrides
 	set, s, err := pf.loadScript(ctx, fs, args, func(s *script.Script) (int, error) {
 		var err error

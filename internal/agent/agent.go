@@ -44,8 +44,8 @@ type Config struct {
 	// its load (default 10s).
 	LostAfter time.Duration
 	// Plugins is the local plugin directory the agent runs plugins from, each checked against
-	// the digest the script pins; PluginHost how it starts them. Empty: the agent runs no
-	// plugin.
+	// the digest the script pins; PluginHost how it starts them (its Targets is Targets).
+	// Empty: the agent runs no plugin.
 	Plugins    pluginset.Dir
 	PluginHost pluginhost.Options
 	// HTTP is the client to reach the server with; nil uses one with sane timeouts.
@@ -73,6 +73,9 @@ func New(cfg Config) (*Agent, error) {
 	if cfg.Targets == nil {
 		cfg.Targets = &netpolicy.Policy{}
 	}
+	// A plugin's granted hosts are reached through the policy the load goes through: a grant
+	// reaches nothing the agent refuses.
+	cfg.PluginHost.Targets = cfg.Targets
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}

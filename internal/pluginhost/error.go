@@ -19,6 +19,7 @@ const (
 	ReasonConfig        Reason = "invalid config"
 	ReasonTooLarge      Reason = "call too large"
 	ReasonFailed        Reason = "hook failed"
+	ReasonGrant         Reason = "network grant refused"
 )
 
 // Error is a plugin's failure, naming the plugin.

@@ -22,6 +22,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/barrage-load/barrage/internal/netpolicy"
 	"github.com/barrage-load/barrage/internal/pluginhost"
 )
 
@@ -73,6 +74,8 @@ type hostileWorld struct {
 	manifest              string
 	tcpLocal, tcpOther    string
 	udpLocal, udpOther    *net.UDPConn
+	// greeter is a listener on 127.0.0.1 that plugins are granted in the cases of grants.
+	greeter string
 }
 
 func newHostileWorld(t *testing.T) *hostileWorld {
@@ -112,6 +115,7 @@ func newHostileWorld(t *testing.T) *hostileWorld {
 		return c
 	}
 	w.tcpLocal, w.udpLocal = tcp("127.0.0.1:0"), udp("127.0.0.1:0")
+	w.greeter = newGreeter(t).Addr
 	if ip := otherAddress(); ip != "" {
 		w.tcpOther, w.udpOther = tcp(ip+":0"), udp(ip+":0")
 	}
@@ -144,6 +148,8 @@ type hostileCase struct {
 	offEscapes  func(w *hostileWorld) bool
 	needsCgroup bool
 	limits      pluginhost.Limits
+	// policy is the host's dial policy, for the grants' cases; nil allows every address.
+	policy *netpolicy.Policy
 	// try makes the attempt with a host and says whether it got through.
 	try func(t *testing.T, w *hostileWorld, h *pluginhost.Host, mode pluginhost.SandboxMode) bool
 }
@@ -180,8 +186,14 @@ func tryAttack(t *testing.T, h *pluginhost.Host, a ar) (string, error) {
 // or "stopped: …" when the plugin died trying) and the process, closed at the end of the test.
 func attack(t *testing.T, h *pluginhost.Host, a ar) (string, *pluginhost.Process) {
 	t.Helper()
+	return attackAs(t, h, spec(t, "hostile"), a)
+}
+
+// attackAs is attack with the hostile plugin's spec given: with grants.
+func attackAs(t *testing.T, h *pluginhost.Host, s pluginhost.Spec, a ar) (string, *pluginhost.Process) {
+	t.Helper()
 	ctx := context.Background()
-	p, err := h.Start(ctx, spec(t, "hostile"))
+	p, err := h.Start(ctx, s)
 	require.NoError(t, err)
 	t.Cleanup(p.Close)
 	cfg, err := json.Marshal(a)
@@ -268,6 +280,22 @@ func dialTCP(addr func(w *hostileWorld) string) func(*testing.T, *hostileWorld, 
 	}
 }
 
+// reach is an escape that gets to a listener over TCP, through the host's dial socket or
+// directly, the plugin being granted the hosts grant names (none when nil).
+func reach(grant func(w *hostileWorld) []string, target func(w *hostileWorld) string) func(*testing.T, *hostileWorld, *pluginhost.Host, pluginhost.SandboxMode) bool {
+	return func(t *testing.T, w *hostileWorld, h *pluginhost.Host, _ pluginhost.SandboxMode) bool {
+		s := spec(t, "hostile")
+		if grant != nil {
+			s = granted(t, grant(w)...)
+		}
+		res, _ := attackAs(t, h, s, ar{"kind": "reach", "target": target(w), "token": randomToken(t)})
+		t.Logf("reach %s granted %v: %s", target(w), s.Network, res)
+		return succeeded(res)
+	}
+}
+
+func grantGreeter(w *hostileWorld) []string { return []string{w.greeter} }
+
 // sendUDP is an escape that gets a datagram to a listener.
 func sendUDP(conn func(w *hostileWorld) *net.UDPConn) func(*testing.T, *hostileWorld, *pluginhost.Host, pluginhost.SandboxMode) bool {
 	return func(t *testing.T, w *hostileWorld, h *pluginhost.Host, _ pluginhost.SandboxMode) bool {
@@ -334,6 +362,14 @@ var hostileCases = []hostileCase{
 	{name: "ConnectToAnotherAddressOverTCP", offEscapes: always, try: dialTCP(func(w *hostileWorld) string { return w.tcpOther })},
 	{name: "SendTo127001OverUDP", offEscapes: always, try: sendUDP(func(w *hostileWorld) *net.UDPConn { return w.udpLocal })},
 	{name: "SendToAnotherAddressOverUDP", offEscapes: always, try: sendUDP(func(w *hostileWorld) *net.UDPConn { return w.udpOther })},
+	{name: "ReachAListenerThroughTheDialSocketWithoutAGrant", offEscapes: always, try: reach(nil, func(w *hostileWorld) string { return w.tcpLocal })},
+	{name: "ReachAPortNotGranted", offEscapes: always, try: reach(grantGreeter, func(w *hostileWorld) string { return w.tcpLocal })},
+	{name: "ReachTheGrantedPortByAnotherName", offEscapes: always, try: reach(grantGreeter, func(w *hostileWorld) string {
+		_, port, _ := net.SplitHostPort(w.greeter)
+		return "localhost:" + port
+	})},
+	{name: "ReachTheGrantedPortAgainstTheHostsPolicy", offEscapes: always, policy: &netpolicy.Policy{},
+		try: reach(grantGreeter, func(w *hostileWorld) string { return w.greeter })},
 	{name: "ASetsidChildOutlivesThePlugin", offEscapes: always, try: outlives("setsid")},
 	{name: "ADoubleForkedDaemonOutlivesThePlugin", offEscapes: always, try: outlives("daemon")},
 	{name: "AForkBombGoesPastTheProcessLimit", offEscapes: always,
@@ -390,12 +426,12 @@ func TestHostilePlugins(t *testing.T) {
 	for _, c := range hostileCases {
 		t.Run(c.name, func(t *testing.T) {
 			t.Run("SandboxOff", func(t *testing.T) {
-				h := newHost(t, pluginhost.Options{Sandbox: pluginhost.SandboxOff, Limits: c.limits})
+				h := newHost(t, pluginhost.Options{Sandbox: pluginhost.SandboxOff, Limits: c.limits, Targets: c.policy})
 				require.Equal(t, c.offEscapes(w), c.try(t, w, h, pluginhost.SandboxOff),
 					"without the sandbox the escape gets through: %t", c.offEscapes(w))
 			})
 			t.Run("Sandboxed", func(t *testing.T) {
-				h := newHost(t, pluginhost.Options{Limits: c.limits})
+				h := newHost(t, pluginhost.Options{Limits: c.limits, Targets: c.policy})
 				sb := h.Sandbox()
 				if sb.Namespaces != nil {
 					t.Skipf("this machine cannot give plugins namespaces: %v", sb.Namespaces)

@@ -3,7 +3,8 @@
 // gRPC only and AutoMTLS over a Unix socket, with no host environment beyond an allow-list,
 // under resource limits, as an unprivileged user, in a kernel sandbox: its own user, PID,
 // mount, network and IPC namespaces (a read-only view of the system's folders, a private /tmp
-// and /proc, no network), a cgroup with memory, process and CPU limits, no capability,
+// and /proc, no network: a plugin granted hosts reaches them through the host's dial socket,
+// under the host's dial policy), a cgroup with memory, process and CPU limits, no capability,
 // no_new_privs and a seccomp filter. Where the machine lacks a primitive the host says so (see
 // Sandbox) and falls back to what it has. A plugin and everything it started is killed when it
 // misses a deadline or the host closes it, and a plugin outlives a dead host by no more than
@@ -35,15 +36,20 @@ import (
 	gpr "github.com/hashicorp/go-plugin/runner"
 	"google.golang.org/grpc"
 
+	"github.com/barrage-load/barrage/internal/netpolicy"
 	"github.com/barrage-load/barrage/sdk"
 )
 
-// Spec names a plugin binary and the sha256 it must have.
+// Spec names a plugin binary and the sha256 it must have, and the hosts the run grants it.
 type Spec struct {
 	Name    string
 	Version string
 	Path    string
 	SHA256  string // hex
+	// Network is the hosts the run grants the plugin: it reaches them through the host's dial
+	// socket (see Options.Targets), and nothing else. Empty: no network, and no dial socket.
+	// A grant names hosts: *:port (HostPattern.Any) is refused.
+	Network []sdk.HostPattern
 }
 
 // String is name@version.
@@ -93,6 +99,10 @@ type Options struct {
 	// place: an interpreter's prefix outside the system's folders, such as a Python
 	// virtualenv. The system's own (/usr, /etc, /opt, ...) are always there.
 	Paths []string
+	// Targets is the dial policy of the connections a plugin makes to its granted hosts
+	// (Spec.Network): the agent's, which its load goes through too, so that a grant reaches no
+	// address the agent refuses. Nil allows every address, as a local barrage run does.
+	Targets *netpolicy.Policy
 }
 
 // Host starts plugin processes and ends them.
@@ -223,6 +233,9 @@ func (h *Host) Describe(ctx context.Context, path, sum string) (sdk.Info, error)
 }
 
 func (h *Host) start(ctx context.Context, spec Spec, checkIdentity bool) (*Process, error) {
+	if err := checkGrants(spec); err != nil {
+		return nil, err
+	}
 	path, err := h.copyVerified(spec)
 	if err != nil {
 		return nil, err
@@ -292,6 +305,19 @@ func (h *Host) start(ctx context.Context, spec Spec, checkIdentity bool) (*Proce
 		p.spec.Name, p.spec.Version = info.Name, info.Version // for its errors
 	}
 	return p, nil
+}
+
+// checkGrants refuses grants that name no host, or too many.
+func checkGrants(spec Spec) error {
+	if len(spec.Network) > sdk.MaxHostPatterns {
+		return &Error{Plugin: spec.String(), Reason: ReasonGrant, Err: fmt.Errorf("%d hosts granted: at most %d", len(spec.Network), sdk.MaxHostPatterns)}
+	}
+	for _, g := range spec.Network {
+		if g.Any() {
+			return &Error{Plugin: spec.String(), Reason: ReasonGrant, Err: fmt.Errorf("%s: a grant names its hosts; * grants every host", g)}
+		}
+	}
+	return nil
 }
 
 // copyVerified copies the plugin's binary into the host's own directory, hashing it on the
@@ -375,13 +401,28 @@ func (h *Host) runner(spec Spec, path string, pluginEnv []string, sockDir string
 			}
 		}
 	}
+	var dial *dialer
+	if len(spec.Network) > 0 {
+		// The dial socket lies in the plugin's socket folder, which it sees as
+		// sandboxSocketDir.
+		var err error
+		if dial, err = listenDialer(dialSocketIn(sockDir), spec.String(), spec.Network, h.opts.Targets, h.opts.Logger); err != nil {
+			return nil, err
+		}
+		sock := dialSocketIn(sockDir)
+		if namespaces {
+			sock = dialSocketIn(sandboxSocketDir)
+		}
+		env = append(env, sdk.DialSocketEnv+"="+sock)
+	}
 	cmd, sync, err := sandboxCommand(h.opts.Launcher, &lf, h.runDir, uidGid{uid: h.uid, gid: h.gid}, namespaces)
 	if err != nil {
+		dial.close()
 		return nil, err
 	}
 	cmd.Env = append(env, "TMPDIR="+tmp, markerEnv+"="+h.marker)
 	cmd.Dir = h.runDir
-	r := &procRunner{cmd: cmd, name: spec.String(), sync: sync}
+	r := &procRunner{cmd: cmd, name: spec.String(), sync: sync, dialer: dial}
 	if namespaces {
 		r.sockHost = sockDir
 	}
@@ -391,6 +432,7 @@ func (h *Host) runner(spec Spec, path string, pluginEnv []string, sockDir string
 		if r.cgroup, err = h.cgroups.plugin(fmt.Sprintf("%s-%x", safeName(spec.Name), rnd), h.opts.Limits); err != nil {
 			closeExtraFiles(cmd)
 			_ = sync.Close()
+			dial.close()
 			return nil, err
 		}
 	}

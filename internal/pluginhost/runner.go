@@ -28,6 +28,9 @@ type procRunner struct {
 	// sockHost is the plugin's socket folder on the host, which the sandboxed plugin sees as
 	// sandboxSocketDir; empty without namespaces.
 	sockHost string
+	// dialer serves the plugin's dial socket; nil when the run grants it no host. It ends
+	// with the plugin.
+	dialer *dialer
 
 	mu        sync.Mutex
 	firstLine string // the first line on stdout, the handshake if all is well
@@ -52,6 +55,7 @@ func (r *procRunner) Start(context.Context) error {
 	if err != nil {
 		_ = r.sync.Close()
 		r.cgroup.remove()
+		r.dialer.close()
 		return err
 	}
 	if r.cgroup != nil {
@@ -95,8 +99,9 @@ func (r *procRunner) Start(context.Context) error {
 func (r *procRunner) Wait(context.Context) error {
 	r.waitOnce.Do(func() {
 		r.waitErr = r.cmd.Wait()
-		// Whatever the plugin left behind ends with its cgroup.
+		// Whatever the plugin left behind ends with its cgroup, and its connections with it.
 		r.cgroup.remove()
+		r.dialer.close()
 		r.mu.Lock()
 		r.exited, r.exitErr = true, r.waitErr
 		r.mu.Unlock()

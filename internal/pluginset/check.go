@@ -65,7 +65,14 @@ func Check(ctx context.Context, h *pluginhost.Host, path string, config []byte) 
 	if slices.Contains(info.Kinds, sdk.KindSessionElement) && info.Scope == "" {
 		derr = append(derr, "a session element must declare its scope")
 	}
-	add(fmt.Sprintf("describe: %s@%s %v", info.Name, info.Version, info.Kinds), joinErrs(derr))
+	if _, err := sdk.ParseHostPatterns(info.Network); err != nil {
+		derr = append(derr, "network: "+err.Error())
+	}
+	what := fmt.Sprintf("describe: %s@%s %v", info.Name, info.Version, info.Kinds)
+	if len(info.Network) > 0 {
+		what += fmt.Sprintf(", needs to reach %v (no network unless a run grants it)", info.Network)
+	}
+	add(what, joinErrs(derr))
 	sp := &script.Plugin{Ref: info.Name + "@" + info.Version, As: "plugin"}
 	if string(config) != "" && string(config) != "{}" {
 		var cfg map[string]any

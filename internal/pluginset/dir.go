@@ -35,6 +35,9 @@ type Manifest struct {
 	Kinds       []sdk.Kind `json:"kinds"`
 	Binary      string     `json:"binary"` // file name, beside the manifest
 	SHA256      string     `json:"sha256"`
+	// Network is what the plugin declares it needs to reach (sdk.Plugin.Network): a run may
+	// grant it hosts within these, and no others.
+	Network []string `json:"network,omitempty"`
 }
 
 const manifestName = "plugin.json"
@@ -68,15 +71,19 @@ func (d Dir) folder(name, version string) (string, error) {
 	return f, nil
 }
 
-// Find returns the spec of name@version.
+// Find returns the spec of name@version, which grants no network.
 func (d Dir) Find(name, version string) (pluginhost.Spec, error) {
 	m, err := d.manifest(name, version)
 	if err != nil {
 		return pluginhost.Spec{}, err
 	}
-	folder, _ := d.folder(name, version) // checked by manifest
-	return pluginhost.Spec{Name: m.Name, Version: m.Version, SHA256: m.SHA256,
-		Path: filepath.Join(folder, m.Binary)}, nil
+	return d.spec(m), nil
+}
+
+// spec is the spec of the plugin m describes, m read from d.
+func (d Dir) spec(m *Manifest) pluginhost.Spec {
+	folder, _ := d.folder(m.Name, m.Version) // checked by manifest
+	return pluginhost.Spec{Name: m.Name, Version: m.Version, SHA256: m.SHA256, Path: filepath.Join(folder, m.Binary)}
 }
 
 func (d Dir) manifest(name, version string) (*Manifest, error) {
@@ -97,6 +104,9 @@ func (d Dir) manifest(name, version string) (*Manifest, error) {
 	}
 	if m.Name != name || m.Version != version || m.Binary == "" || strings.ContainsAny(m.Binary, `/\`) || m.Binary == ".." || len(m.SHA256) != 64 {
 		return nil, fmt.Errorf("%s: the manifest does not describe %s@%s", filepath.Join(folder, manifestName), name, version)
+	}
+	if _, err := sdk.ParseHostPatterns(m.Network); err != nil {
+		return nil, fmt.Errorf("%s: network: %w", filepath.Join(folder, manifestName), err)
 	}
 	return &m, nil
 }
@@ -152,8 +162,11 @@ func (d Dir) Add(ctx context.Context, h *pluginhost.Host, path string) (*Manifes
 	if _, _, ok := script.ParsePluginRef(info.Name + "@" + info.Version); !ok {
 		return nil, barrage.Invalid("plugin", fmt.Sprintf("%s says it is %q@%q: want a name of lowercase letters, digits, '.', '_' and '-' and an exact semantic version", path, info.Name, info.Version))
 	}
+	if _, err := sdk.ParseHostPatterns(info.Network); err != nil {
+		return nil, barrage.Invalid("network", fmt.Sprintf("%s declares what it needs to reach wrongly: network: %v", path, err))
+	}
 	m := &Manifest{Name: info.Name, Version: info.Version, Description: info.Description, Kinds: info.Kinds,
-		Binary: filepath.Base(filepath.FromSlash(info.Name)), SHA256: sum}
+		Binary: filepath.Base(filepath.FromSlash(info.Name)), SHA256: sum, Network: info.Network}
 	if old, err := d.manifest(m.Name, m.Version); err == nil {
 		if old.SHA256 != m.SHA256 {
 			return nil, barrage.Errorf(barrage.ErrConflict, "%s@%s is already in %s with other bytes (sha256 %s); a version never changes: give this build a new version", m.Name, m.Version, d, old.SHA256)

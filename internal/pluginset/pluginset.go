@@ -35,6 +35,10 @@ type Options struct {
 	// Pins, when not nil, are the digests a generated script pinned its plugins to, by alias:
 	// a plugin of the directory whose digest differs, or that is not pinned, is refused.
 	Pins map[string]string
+	// Grants are hosts granted to plugins beside the script's own grants (network), by alias:
+	// what the person running gives. Each must be within what the plugin declares it needs,
+	// as the script's must.
+	Grants map[string][]script.Grant
 }
 
 // Set is the started plugins of a run.
@@ -107,6 +111,9 @@ func BundleOrigin(source []byte, files map[string][]byte) Origin {
 // source plugins, it returns the script they produced.
 func Open(ctx context.Context, origin Origin, s *script.Script, opts Options) (*Set, *script.Script, error) {
 	set := &Set{Plugins: make(map[string]engine.Plugin)}
+	if err := checkGrants(s, opts, origin.Filename); err != nil {
+		return nil, nil, err
+	}
 	if len(s.Plugins) == 0 {
 		return set, s, nil
 	}
@@ -183,7 +190,16 @@ func (set *Set) applySources(ctx context.Context, origin Origin, s *script.Scrip
 	if doc, err = set.rewrite(ctx, doc, s, opts); err != nil {
 		return nil, err
 	}
-	return script.LoadData(origin.FS, origin.Name, doc, script.ParseOptions{Filename: origin.Filename + " (after source plugins)"})
+	file := origin.Filename + " (after source plugins)"
+	out, err := script.LoadData(origin.FS, origin.Name, doc, script.ParseOptions{Filename: file})
+	if err != nil {
+		return nil, err
+	}
+	if err := checkSourcesGrantNothing(s, out, opts, file); err != nil {
+		return nil, err
+	}
+	// The same grants, at their place in the rewritten script.
+	return out, checkGrants(out, opts, file)
 }
 
 func hasSources(s *script.Script) bool {
@@ -223,6 +239,9 @@ func Generate(ctx context.Context, source []byte, s *script.Script, opts Options
 	if err != nil {
 		return nil, nil, err
 	}
+	if err := checkGrants(s, opts, "script"); err != nil {
+		return nil, nil, err
+	}
 	if hasSources(s) {
 		h, err := pluginhost.New(opts.Host)
 		if err != nil {
@@ -240,6 +259,9 @@ func Generate(ctx context.Context, source []byte, s *script.Script, opts Options
 	}
 	out, err := script.Parse(doc, script.ParseOptions{Filename: "script (after source plugins)"})
 	if err != nil {
+		return nil, nil, err
+	}
+	if err := checkSourcesGrantNothing(s, out, opts, "script (after source plugins)"); err != nil {
 		return nil, nil, err
 	}
 	pins := []barrage.PluginPin{}
@@ -280,12 +302,15 @@ func withoutSources(doc []byte) ([]byte, error) {
 	return json.Marshal(top)
 }
 
-// start finds and starts one process of sp, checks its kind and validates its config.
+// start finds and starts one process of sp, with the hosts the run grants it, checks its kind
+// and what it declares it needs, and validates its config.
 func (set *Set) start(ctx context.Context, sp *script.Plugin, opts Options, kind sdk.Kind) (*pluginhost.Process, error) {
-	spec, err := opts.Dir.Find(sp.Name, sp.Version)
+	m, err := opts.Dir.manifest(sp.Name, sp.Version)
 	if err != nil {
 		return nil, err
 	}
+	spec := opts.Dir.spec(m)
+	spec.Network = hosts(grantsOf(sp, opts))
 	if opts.Pins != nil && opts.Pins[sp.As] != spec.SHA256 {
 		if opts.Pins[sp.As] == "" {
 			return nil, fmt.Errorf("plugin %s (%s) is not pinned by the script's manifest", sp.Ref, sp.As)
@@ -299,6 +324,10 @@ func (set *Set) start(ctx context.Context, sp *script.Plugin, opts Options, kind
 	if !slices.Contains(p.Info().Kinds, kind) {
 		return nil, barrage.Invalid("plugins."+sp.As+".kind",
 			fmt.Sprintf("%s is not a %s plugin (it implements %v)", sp.Ref, kind, p.Info().Kinds))
+	}
+	if !slices.Equal(p.Info().Network, m.Network) {
+		// The grants were checked against the manifest: it must say what the binary says.
+		return nil, fmt.Errorf("plugin %s declares it needs to reach %v, its manifest %v: add it to the plugin directory again", sp.Ref, p.Info().Network, m.Network)
 	}
 	if err := validateConfig(sp, p.Info().ConfigSchema); err != nil {
 		return nil, err

@@ -13,6 +13,8 @@ import (
 	"unicode"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/barrage-load/barrage/sdk"
 )
 
 // MaxSize is the largest script, in bytes, that Parse reads.
@@ -280,7 +282,7 @@ func (d *decoder) plugins(n *yaml.Node, p pos) []*Plugin {
 	seen := make(map[string]bool)
 	for i, c := range d.seq(n, p) {
 		ep := at(c, index(p.path, i))
-		o := d.object(c, ep, "use", "as", "kind", "scope", "config")
+		o := d.object(c, ep, "use", "as", "kind", "scope", "config", "network")
 		if o == nil {
 			continue
 		}
@@ -358,11 +360,54 @@ func (d *decoder) plugins(n *yaml.Node, p pos) []*Plugin {
 				ok = false
 			}
 		}
+		if n, p := o.get("network"); n != nil {
+			var gok bool
+			pl.Network, gok = d.grants(n, p)
+			ok = ok && gok
+		}
 		if ok {
 			out = append(out, pl)
 		}
 	}
 	return out
+}
+
+// grants reads a plugin's network: the hosts the script lets it reach, as host:port.
+func (d *decoder) grants(n *yaml.Node, p pos) ([]Grant, bool) {
+	items := d.seq(n, p)
+	if n.Kind != yaml.SequenceNode {
+		return nil, false
+	}
+	if len(items) > sdk.MaxHostPatterns {
+		d.add(p, "grants %d hosts; at most %d", len(items), sdk.MaxHostPatterns)
+		return nil, false
+	}
+	var out []Grant
+	ok := true
+	seen := make(map[string]bool)
+	for i, c := range items {
+		gp := at(c, index(p.path, i))
+		s, sok := d.str(c, gp)
+		if !sok {
+			ok = false
+			continue
+		}
+		h, err := sdk.ParseHostPattern(s)
+		switch {
+		case err != nil:
+			d.add(gp, "%v", err)
+		case h.Any():
+			d.add(gp, "%q grants every host: name the hosts the plugin may reach", s)
+		case seen[h.String()]:
+			d.add(gp, "repeats %s", h)
+		default:
+			seen[h.String()] = true
+			out = append(out, Grant{Host: h, Path: gp.path, Line: gp.line, Column: gp.col})
+			continue
+		}
+		ok = false
+	}
+	return out, ok
 }
 
 // session reads the session section; names collects the request names.

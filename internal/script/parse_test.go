@@ -3,6 +3,7 @@ package script_test
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"net/netip"
 	"strings"
@@ -147,6 +148,12 @@ func TestParseErrorsNameTheirPath(t *testing.T) {
 		{"plugin alias needed", withTop("plugins: [{use: random-data@1.2.0, kind: element}]\n"), "plugins[0].as", "required"},
 		{"plugin alias repeated", withTop("plugins: [{use: a@1.0.0, kind: element}, {use: b@1.0.0, as: a, kind: url}]\n"), "plugins[1]", `already named "a"`},
 		{"plugin config", withTop("plugins: [{use: a@1.0.0, kind: element, config: [1]}]\n"), "plugins[0].config", "must be a mapping"},
+		{"plugin network not a list", withTop("plugins: [{use: a@1.0.0, kind: element, network: 'db:5432'}]\n"), "plugins[0].network", "must be a list"},
+		{"plugin network without port", withTop("plugins: [{use: a@1.0.0, kind: element, network: [db.example]}]\n"), "plugins[0].network[0]", "want host:port"},
+		{"plugin network bad port", withTop("plugins: [{use: a@1.0.0, kind: element, network: ['db:70000']}]\n"), "plugins[0].network[0]", "from 1 to 65535"},
+		{"plugin network every host", withTop("plugins: [{use: a@1.0.0, kind: element, network: ['db:5432', '*:5432']}]\n"), "plugins[0].network[1]", "grants every host"},
+		{"plugin network repeated", withTop("plugins: [{use: a@1.0.0, kind: element, network: ['DB:5432', 'db:5432']}]\n"), "plugins[0].network[1]", "repeats db:5432"},
+		{"plugin network number", withTop("plugins: [{use: a@1.0.0, kind: element, network: [5432]}]\n"), "plugins[0].network[0]", "must be a string"},
 		{"request plugin unknown", "version: 1\nsession: {groups: [{name: g, requests: [{name: r, url: 'http://h/', plugins: [sign]}]}]}\nload: {vus: 1, iterations: 1}",
 			"session.groups[0].requests[0].plugins[0]", `no plugin is named "sign"`},
 		{"request plugin is an element", "version: 1\nplugins: [{use: rnd@1.0.0, kind: element}]\nsession: {groups: [{name: g, requests: [{name: r, url: 'http://h/', plugins: [rnd]}]}]}\nload: {vus: 1, iterations: 1}",
@@ -289,7 +296,7 @@ variables:
   data: [ { file: data/users.csv, order: sequential, separator: ";" } ]
 plugins:
   - { use: random-data@1.2.0-rc.1, as: rnd, kind: element, scope: iteration, config: { n: 3, email: { syntax: email } } }
-  - { use: acme/sign@0.3.1, as: sign, kind: url }
+  - { use: acme/sign@0.3.1, as: sign, kind: url, network: [ "api.example.com:443", "*.Example.org:443", "10.0.0.5:5432" ] }
 session:
   cookies: false
   headers: { User-Agent: "${ua}", Accept: "*/*" }
@@ -351,6 +358,13 @@ thresholds:
 	require.Equal(t, map[string]any{"n": jsonNumber("3"), "email": map[string]any{"syntax": "email"}}, rnd.Config)
 	require.Equal(t, script.URLPlugin, s.Plugins[1].Kind)
 	require.Equal(t, script.Scope(0), s.Plugins[1].Scope, "no scope: the plugin's own")
+	require.Empty(t, rnd.Network, "no network unless granted")
+	var grants []string
+	for _, g := range s.Plugins[1].Network {
+		grants = append(grants, fmt.Sprintf("%s at %s line %d", g.Host, g.Path, g.Line))
+	}
+	require.Equal(t, []string{"api.example.com:443 at plugins[1].network[0] line 10", "*.example.org:443 at plugins[1].network[1] line 10",
+		"10.0.0.5:5432 at plugins[1].network[2] line 10"}, grants)
 
 	require.False(t, s.Session.Cookies)
 	g := s.Session.Groups[0]

@@ -10,6 +10,8 @@ import (
 	"net/netip"
 	"regexp"
 	"time"
+
+	"github.com/barrage-load/barrage/sdk"
 )
 
 // Version is the only format version this package reads.
@@ -172,6 +174,18 @@ type Plugin struct {
 	// Config is handed to the plugin as JSON. Its values are string, json.Number, bool, nil,
 	// []any and map[string]any; it is nil when the script gives none.
 	Config map[string]any
+	// Network is the hosts the script grants the plugin (network): it may reach them, within
+	// those it declares it needs, through the host's dial policy. Empty: no network.
+	Network []Grant
+}
+
+// Grant is a host a script lets a plugin reach, and where the script says so: a grant outside
+// what the plugin declares is refused when the plugin is loaded, at this place.
+type Grant struct {
+	Host sdk.HostPattern
+	// Path, Line and Column place the grant in the script, as an Error does.
+	Path         string
+	Line, Column int
 }
 
 // Session is what every virtual user does in each iteration: its groups, in order.

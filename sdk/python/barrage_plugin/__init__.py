@@ -20,6 +20,7 @@ from barrage_plugin import _stdio
 
 _stdio.keep_stdout()
 
+from barrage_plugin._net import DIAL_SOCKET_ENV, DialRefused, NoNetwork, dial  # noqa: E402
 from barrage_plugin._serve import serve  # noqa: E402
 from barrage_plugin._stdio import COOKIE_KEY, COOKIE_VALUE  # noqa: E402
 from barrage_plugin._types import (  # noqa: E402
@@ -46,6 +47,7 @@ from barrage_plugin._types import (  # noqa: E402
 __all__ = [
     "COOKIE_KEY",
     "COOKIE_VALUE",
+    "DIAL_SOCKET_ENV",
     "KIND_SESSION_ELEMENT",
     "KIND_SOURCE_MODIFIER",
     "KIND_URL",
@@ -55,8 +57,10 @@ __all__ = [
     "SCOPE_VU",
     "Call",
     "ConfigError",
+    "DialRefused",
     "Exhausted",
     "Headers",
+    "NoNetwork",
     "Outcome",
     "Plugin",
     "Request",
@@ -64,5 +68,6 @@ __all__ = [
     "SessionElement",
     "SourceModifier",
     "URLHook",
+    "dial",
     "serve",
 ]

@@ -39,6 +39,7 @@ def describe(p: t.Plugin) -> pb.DescribeResponse:
         protocol_version=t.PROTOCOL_VERSION,
         config_schema=p.schema_text(),
         scope=_SCOPES.get(p.scope, pb.SCOPE_UNSPECIFIED) if p.element is not None else pb.SCOPE_UNSPECIFIED,
+        network=list(p.network),
     )
 
 

@@ -232,6 +232,10 @@ class Plugin:
     # validates a script's config against it before configure. Empty accepts any object.
     config_schema: Union[str, Mapping[str, Any]] = ""
     scope: str = ""
+    # The hosts the plugin needs to reach over TCP, as host:port patterns ("db.example:5432",
+    # "*.example.com:443", "*:5432"; docs/plugins.md, "Network"). A run may grant it hosts
+    # within these, which it reaches with barrage_plugin.dial. Empty: it needs, and has, none.
+    network: Sequence[str] = ()
     element: Optional[SessionElement] = None
     url: Optional[URLHook] = None
     source: Optional[SourceModifier] = None
@@ -261,6 +265,12 @@ class Plugin:
             raise ValueError("barrage_plugin: the plugin implements no hook: set element, url or source")
         if self.element is not None and self.scope not in SCOPES:
             raise ValueError(f"barrage_plugin: Plugin.scope {self.scope!r}: want run, vu or iteration")
+        if isinstance(self.network, str) or not all(isinstance(n, str) for n in self.network):
+            raise ValueError("barrage_plugin: Plugin.network must be a list of host:port strings")
+        for i, n in enumerate(self.network):
+            host, sep, port = n.rpartition(":")
+            if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536 or port[0] == "0":
+                raise ValueError(f"barrage_plugin: Plugin.network[{i}] {n!r}: want host:port, as db.example:5432")
         if self.schema_text():
             try:
                 json.loads(self.schema_text())

@@ -71,7 +71,7 @@ class Source(bp.SourceModifier):
 def plugin():
     return bp.Plugin(
         name="t", version="0.1.0", description="test", config_schema={"type": "object"},
-        scope=bp.SCOPE_VU, element=Element(), url=Hook(), source=Source(),
+        scope=bp.SCOPE_VU, element=Element(), url=Hook(), source=Source(), network=["db.example:5432"],
     )
 
 
@@ -100,6 +100,7 @@ class ServicersTest(unittest.TestCase):
         self.assertEqual(list(d.kinds), [pb.KIND_SESSION_ELEMENT, pb.KIND_URL, pb.KIND_SOURCE_MODIFIER])
         self.assertEqual(d.scope, pb.SCOPE_VU)
         self.assertEqual(d.config_schema, '{"type":"object"}')
+        self.assertEqual(list(d.network), ["db.example:5432"])
 
     def test_config_error_is_invalid_argument_with_the_field(self):
         with self.assertRaises(grpc.RpcError) as cm:

@@ -153,6 +153,8 @@ func (a attack) try() (string, error) {
 			}
 		}
 		return strconv.Itoa(alive), nil
+	case "reach", "hold":
+		return a.reach()
 	case "unshare":
 		out, err := exec.Command("unshare", "--user", "true").CombinedOutput()
 		if err != nil {
@@ -161,6 +163,52 @@ func (a attack) try() (string, error) {
 		return "a new user namespace", nil
 	}
 	return "", fmt.Errorf("unknown attack %q", a.Kind)
+}
+
+// held keeps the connections of "hold" open for as long as the plugin lives.
+var held []net.Conn
+
+// guessedDialSocket is where a sandboxed plugin's dial socket is when it has one.
+const guessedDialSocket = "/run/barrage/dial.sock"
+
+// reach gets to the target through the host's dial socket (the one the environment names,
+// else where it would be), else directly. Reached, it reads the listener's greeting and sends
+// the token back, which the listener echoes: "ok: via the dial socket: greeting|echo". "hold"
+// keeps the connection open.
+func (a attack) reach() (string, error) {
+	if os.Getenv(sdk.DialSocketEnv) == "" {
+		os.Setenv(sdk.DialSocketEnv, guessedDialSocket)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	how := "via the dial socket"
+	c, serr := sdk.Dial(ctx, "tcp", a.Target)
+	if serr != nil {
+		var derr error
+		if c, derr = net.DialTimeout("tcp", a.Target, 2*time.Second); derr != nil {
+			return "", fmt.Errorf("dial socket: %w; directly: %w", serr, derr)
+		}
+		how = "directly"
+	}
+	_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+	r := bufio.NewReader(c)
+	greeting, err := r.ReadString('\n')
+	if err != nil {
+		_ = c.Close()
+		return how + ": connected, no greeting", nil
+	}
+	if _, err := c.Write([]byte(a.Token + "\n")); err != nil {
+		_ = c.Close()
+		return "", err
+	}
+	echo, _ := r.ReadString('\n')
+	if a.Kind == "hold" {
+		_ = c.SetDeadline(time.Time{})
+		held = append(held, c)
+	} else {
+		_ = c.Close()
+	}
+	return how + ": " + strings.TrimSpace(greeting) + "|" + strings.TrimSpace(echo), nil
 }
 
 // helper is a process started by the hostile plugin: it lingers, or holds memory, with the

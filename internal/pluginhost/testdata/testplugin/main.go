@@ -5,6 +5,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -32,14 +33,44 @@ func main() {
 		p.URL = &hook{mode: name}
 	case "crash", "hang":
 		p.URL = &hook{mode: name}
+	case "granter":
+		p.Source = granter{}
 	case "hostile":
 		p.Element = &hostile{}
+		// What it declares it needs to reach, which a test sets through the host's Env.
+		if need := os.Getenv("TESTPLUGIN_NETWORK"); need != "" {
+			p.Network = strings.Split(need, ",")
+		}
 	}
 	if name == "stdio" {
 		// Prints to stdout before Serve: the SDK's guard must keep the handshake intact.
 		os.Stdout.WriteString("hello from the plugin's main\n")
 	}
 	sdk.Serve(p)
+}
+
+// granter is a hostile source plugin: it grants every other plugin of the script the hosts
+// its config lists.
+type granter struct{}
+
+func (granter) Modify(_ context.Context, script, config []byte) ([]byte, error) {
+	var cfg struct {
+		Hosts []string `json:"hosts"`
+	}
+	var doc map[string]any
+	if err := json.Unmarshal(config, &cfg); err != nil {
+		return nil, err
+	}
+	if err := json.Unmarshal(script, &doc); err != nil {
+		return nil, err
+	}
+	plugins, _ := doc["plugins"].([]any)
+	for _, p := range plugins {
+		if m, ok := p.(map[string]any); ok && m["kind"] != "source" {
+			m["network"] = cfg.Hosts
+		}
+	}
+	return json.Marshal(doc)
 }
 
 type element struct{ mode string }

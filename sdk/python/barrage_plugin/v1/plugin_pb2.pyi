@@ -35,7 +35,7 @@ class DescribeRequest(_message.Message):
     def __init__(self) -> None: ...
 
 class DescribeResponse(_message.Message):
-    __slots__ = ("name", "version", "kinds", "protocol_version", "config_schema", "scope", "description")
+    __slots__ = ("name", "version", "kinds", "protocol_version", "config_schema", "scope", "description", "network")
     NAME_FIELD_NUMBER: _ClassVar[int]
     VERSION_FIELD_NUMBER: _ClassVar[int]
     KINDS_FIELD_NUMBER: _ClassVar[int]
@@ -43,6 +43,7 @@ class DescribeResponse(_message.Message):
     CONFIG_SCHEMA_FIELD_NUMBER: _ClassVar[int]
     SCOPE_FIELD_NUMBER: _ClassVar[int]
     DESCRIPTION_FIELD_NUMBER: _ClassVar[int]
+    NETWORK_FIELD_NUMBER: _ClassVar[int]
     name: str
     version: str
     kinds: _containers.RepeatedScalarFieldContainer[Kind]
@@ -50,7 +51,8 @@ class DescribeResponse(_message.Message):
     config_schema: str
     scope: Scope
     description: str
-    def __init__(self, name: _Optional[str] = ..., version: _Optional[str] = ..., kinds: _Optional[_Iterable[_Union[Kind, str]]] = ..., protocol_version: _Optional[int] = ..., config_schema: _Optional[str] = ..., scope: _Optional[_Union[Scope, str]] = ..., description: _Optional[str] = ...) -> None: ...
+    network: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, name: _Optional[str] = ..., version: _Optional[str] = ..., kinds: _Optional[_Iterable[_Union[Kind, str]]] = ..., protocol_version: _Optional[int] = ..., config_schema: _Optional[str] = ..., scope: _Optional[_Union[Scope, str]] = ..., description: _Optional[str] = ..., network: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class ConfigureRequest(_message.Message):
     __slots__ = ("config_json",)

@@ -185,8 +185,13 @@ type DescribeResponse struct {
 	// JSON Schema (2020-12) of the config object, as JSON text. Empty means any object.
 	ConfigSchema string `protobuf:"bytes,5,opt,name=config_schema,json=configSchema,proto3" json:"config_schema,omitempty"`
 	// The scope a session element declares.
-	Scope         Scope  `protobuf:"varint,6,opt,name=scope,proto3,enum=barrage.plugin.v1.Scope" json:"scope,omitempty"`
-	Description   string `protobuf:"bytes,7,opt,name=description,proto3" json:"description,omitempty"`
+	Scope       Scope  `protobuf:"varint,6,opt,name=scope,proto3,enum=barrage.plugin.v1.Scope" json:"scope,omitempty"`
+	Description string `protobuf:"bytes,7,opt,name=description,proto3" json:"description,omitempty"`
+	// The hosts the plugin needs to reach over TCP, as host:port patterns ("db.example:5432",
+	// "*.example.com:443", "10.0.0.5:5432", "[2001:db8::5]:443", "*:5432"). A plugin has no
+	// network unless a run grants it hosts within these; it reaches them through the host's dial
+	// socket (HTTP CONNECT on the Unix socket named by BARRAGE_DIAL_SOCKET).
+	Network       []string `protobuf:"bytes,8,rep,name=network,proto3" json:"network,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -268,6 +273,13 @@ func (x *DescribeResponse) GetDescription() string {
 		return x.Description
 	}
 	return ""
+}
+
+func (x *DescribeResponse) GetNetwork() []string {
+	if x != nil {
+		return x.Network
+	}
+	return nil
 }
 
 // ConfigureRequest carries the config object from the script, as JSON text, already
@@ -1164,7 +1176,7 @@ var File_barrage_plugin_v1_plugin_proto protoreflect.FileDescriptor
 const file_barrage_plugin_v1_plugin_proto_rawDesc = "" +
 	"\n" +
 	"\x1ebarrage/plugin/v1/plugin.proto\x12\x11barrage.plugin.v1\"\x11\n" +
-	"\x0fDescribeRequest\"\x91\x02\n" +
+	"\x0fDescribeRequest\"\xab\x02\n" +
 	"\x10DescribeResponse\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
 	"\aversion\x18\x02 \x01(\tR\aversion\x12-\n" +
@@ -1172,7 +1184,8 @@ const file_barrage_plugin_v1_plugin_proto_rawDesc = "" +
 	"\x10protocol_version\x18\x04 \x01(\rR\x0fprotocolVersion\x12#\n" +
 	"\rconfig_schema\x18\x05 \x01(\tR\fconfigSchema\x12.\n" +
 	"\x05scope\x18\x06 \x01(\x0e2\x18.barrage.plugin.v1.ScopeR\x05scope\x12 \n" +
-	"\vdescription\x18\a \x01(\tR\vdescription\"3\n" +
+	"\vdescription\x18\a \x01(\tR\vdescription\x12\x18\n" +
+	"\anetwork\x18\b \x03(\tR\anetwork\"3\n" +
 	"\x10ConfigureRequest\x12\x1f\n" +
 	"\vconfig_json\x18\x01 \x01(\tR\n" +
 	"configJson\"P\n" +
