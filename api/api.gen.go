@@ -1931,7 +1931,7 @@ type ClientInterface interface {
 	// `second` event is a `LiveSecond` (requests per second, p50, p95 and p99, errors by
 	// class, active VUs, and each agent's health). A second is sent once every running agent
 	// has reported it, or two seconds after a later one arrived. A `state` event follows each
-	// change of the run's state; the stream ends with the run's end (an `end` event). It
+	// change of the run's state, after the seconds that led to it; the stream ends with the run's end (an `end` event), after its last second. It
 	// works on whichever replica of the server answers; a client that reconnects with
 	// `Last-Event-ID` resumes after that second.
 	//
@@ -3055,7 +3055,7 @@ func (c *Client) CancelRun(ctx context.Context, id ID, reqEditors ...RequestEdit
 // `second` event is a `LiveSecond` (requests per second, p50, p95 and p99, errors by
 // class, active VUs, and each agent's health). A second is sent once every running agent
 // has reported it, or two seconds after a later one arrived. A `state` event follows each
-// change of the run's state; the stream ends with the run's end (an `end` event). It
+// change of the run's state, after the seconds that led to it; the stream ends with the run's end (an `end` event), after its last second. It
 // works on whichever replica of the server answers; a client that reconnects with
 // `Last-Event-ID` resumes after that second.
 //
@@ -6238,7 +6238,7 @@ type ClientWithResponsesInterface interface {
 	// `second` event is a `LiveSecond` (requests per second, p50, p95 and p99, errors by
 	// class, active VUs, and each agent's health). A second is sent once every running agent
 	// has reported it, or two seconds after a later one arrived. A `state` event follows each
-	// change of the run's state; the stream ends with the run's end (an `end` event). It
+	// change of the run's state, after the seconds that led to it; the stream ends with the run's end (an `end` event), after its last second. It
 	// works on whichever replica of the server answers; a client that reconnects with
 	// `Last-Event-ID` resumes after that second.
 	//
@@ -11097,7 +11097,7 @@ func (c *ClientWithResponses) CancelRunWithResponse(ctx context.Context, id ID, 
 // `second` event is a `LiveSecond` (requests per second, p50, p95 and p99, errors by
 // class, active VUs, and each agent's health). A second is sent once every running agent
 // has reported it, or two seconds after a later one arrived. A `state` event follows each
-// change of the run's state; the stream ends with the run's end (an `end` event). It
+// change of the run's state, after the seconds that led to it; the stream ends with the run's end (an `end` event), after its last second. It
 // works on whichever replica of the server answers; a client that reconnects with
 // `Last-Event-ID` resumes after that second.
 //

@@ -150,12 +150,8 @@ func (s *Service) Live(ctx context.Context, p barrage.Principal, id uuid.UUID, a
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
 	for {
-		if run.State != last {
-			last = run.State
-			if err := emit(LiveEvent{Run: &run}); err != nil {
-				return err
-			}
-		}
+		// The seconds first, then the state they led to: the end is the stream's last event,
+		// after every second of the run.
 		secs, err := s.store.RunSeconds(ctx, id, m.next, math.MaxInt64)
 		if err != nil {
 			return err
@@ -166,6 +162,12 @@ func (s *Service) Live(ctx context.Context, p barrage.Principal, id uuid.UUID, a
 		}
 		for _, sec := range done {
 			if err := emit(LiveEvent{Second: sec}); err != nil {
+				return err
+			}
+		}
+		if run.State != last {
+			last = run.State
+			if err := emit(LiveEvent{Run: &run}); err != nil {
 				return err
 			}
 		}
@@ -298,11 +300,14 @@ func (s *Service) eachSecond(ctx context.Context, run barrage.Run, parts bool, f
 			return err
 		}
 		if len(secs) == 0 {
-			// Nothing in this chunk: the run's seconds are done unless a later one exists.
+			// Nothing in this chunk: the run's seconds are done unless a later one exists, and
+			// the walk goes on from the chunk of the first (a gap costs one query, not two a
+			// chunk).
 			more, err := s.store.RunSeconds(ctx, run.ID, from+chunk, math.MaxInt64)
 			if err != nil || len(more) == 0 {
 				return err
 			}
+			from = more[0].Index/chunk*chunk - chunk
 			continue
 		}
 		done, err := m.add(run, secs)

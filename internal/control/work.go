@@ -149,6 +149,11 @@ type ShardEnd struct {
 	Result json.RawMessage
 }
 
+// MaxSecondIndex is the last second a shard may report: a run lasts a week at most, and its
+// iterations a graceful stop more. A later index would have every reader of the run's seconds
+// walk the gap.
+const MaxSecondIndex = int64((7*24*time.Hour + time.Hour) / time.Second)
+
 // MaxReportLabels bounds the labels (requests, groups, hooks) of one second of a shard.
 const MaxReportLabels = 1000
 
@@ -174,8 +179,8 @@ func (s *Service) Report(ctx context.Context, a barrage.Agent, shardID uuid.UUID
 	secs := make([]barrage.ShardSecond, len(r.Seconds))
 	for i, sec := range r.Seconds {
 		field := fmt.Sprintf("seconds[%d]", i)
-		if sec.Index < 0 {
-			return Instruction{}, barrage.Invalid(field+".index", "must not be negative")
+		if sec.Index < 0 || sec.Index > MaxSecondIndex {
+			return Instruction{}, barrage.Invalid(field+".index", fmt.Sprintf("must be from 0 to %d: no run lasts longer", MaxSecondIndex))
 		}
 		// Checked without building histograms: an agent's report must not cost the server
 		// memory in proportion to what it claims.

@@ -14,7 +14,9 @@ import (
 // iteration budget.
 func (p *plan) runClosed(startCtx, hardCtx context.Context, start time.Time) {
 	n := p.load.VUs
-	budget := p.opts.Segment.Scale(int64(p.load.Iterations))
+	// A shard's share of a budget may be 0 (1 iteration over 2 agents): it runs none, rather
+	// than as if there were no budget.
+	bounded, budget := p.load.Iterations > 0, p.opts.Segment.Scale(int64(p.load.Iterations))
 	var wg sync.WaitGroup
 	for i := range n {
 		if !p.opts.Segment.Owns(int64(i)) {
@@ -44,7 +46,7 @@ func (p *plan) runClosed(startCtx, hardCtx context.Context, start time.Time) {
 			p.health.activeVUs.Add(1)
 			defer p.health.activeVUs.Add(-1)
 			for startCtx.Err() == nil {
-				if budget > 0 && p.started.Add(1) > budget {
+				if bounded && p.started.Add(1) > budget {
 					return
 				}
 				err := v.iteration(hardCtx, time.Time{})

@@ -117,6 +117,22 @@ func TestShardsSplitTheIterationBudgetAndTheArrivals(t *testing.T) {
 	}
 }
 
+// A budget smaller than the shards: a shard whose share is 0 runs no iteration (it ran without
+// a bound, until its deadline).
+func TestAShardWhoseShareOfTheBudgetIsNoneRunsNone(t *testing.T) {
+	t.Parallel()
+	var hits atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { hits.Add(1) }))
+	defer srv.Close()
+	s := oneRequest(t, srv.URL, "vus: 4\n  iterations: 1\n  duration: 1m")
+	var sum int64
+	for _, res := range runShards(t, s, engine.Split(2)) {
+		sum += res.Iterations
+	}
+	require.EqualValues(t, 1, sum)
+	require.EqualValues(t, 1, hits.Load())
+}
+
 func TestStopCutsTheRunShortWithItsReason(t *testing.T) {
 	t.Parallel()
 	s := oneRequest(t, idle(t), "vus: 2\n  duration: 10m")

@@ -212,6 +212,10 @@ func TestAReportThatWouldCostTheServerMemoryIsRefused(t *testing.T) {
 	sec["snapshot"] = base64.StdEncoding.EncodeToString([]byte("not a snapshot"))
 	p = requireProblem(t, b.do("POST", reports[0], token, map[string]any{"lease": leases[0], "seconds": []any{sec}}), http.StatusUnprocessableEntity)
 	requireField(t, p, "seconds[0].snapshot")
+	// A second past any run's length would have every reader of the run walk the gap.
+	late := second(t, control.MaxSecondIndex+1, "get home", 1, time.Millisecond)
+	p = requireProblem(t, b.do("POST", reports[0], token, map[string]any{"lease": leases[0], "seconds": []any{late}}), http.StatusUnprocessableEntity)
+	require.Contains(t, requireField(t, p, "seconds[0].index"), "no run lasts longer")
 }
 
 func TestRunAdmissionNamesTheLimit(t *testing.T) {
@@ -389,17 +393,17 @@ func TestLiveStreamsTheSecondsMergedAcrossAgents(t *testing.T) {
 	for _, ev := range events {
 		kinds = append(kinds, ev.event)
 	}
-	require.Equal(t, []string{"end", "second", "second"}, kinds[:3], "the run as it stands, then its seconds")
-	require.Equal(t, "0", events[1].id)
-	require.EqualValues(t, 40, events[1].data["requests"], "both agents' first second")
-	require.EqualValues(t, 60, events[2].data["requests"])
-	require.Len(t, events[2].data["agents"], 2)
-	require.InDelta(t, 50, events[2].data["p99_ms"], 0.1)
-	require.Equal(t, "finished", events[0].data["state"])
+	require.Equal(t, []string{"second", "second", "end"}, kinds, "the seconds, then the end, last: a follower that stops at the end has every second")
+	require.Equal(t, "0", events[0].id)
+	require.EqualValues(t, 40, events[0].data["requests"], "both agents' first second")
+	require.EqualValues(t, 60, events[1].data["requests"])
+	require.Len(t, events[1].data["agents"], 2)
+	require.InDelta(t, 50, events[1].data["p99_ms"], 0.1)
+	require.Equal(t, "finished", events[2].data["state"])
 
 	// Reconnecting after second 0 resumes with second 1.
 	again := parseSSE(t, b.do("GET", "/v1/runs/"+runID+"/live", u.access, nil, "Last-Event-ID", "0").body)
-	require.Equal(t, "1", again[1].id)
+	require.Equal(t, "1", again[0].id)
 	require.Len(t, again, 2)
 	requireProblem(t, b.do("GET", "/v1/runs/"+runID+"/live", u.access, nil, "Last-Event-ID", "x"), http.StatusBadRequest)
 }

@@ -26,7 +26,7 @@ const (
 var systemPaths = []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt"}
 
 // devices are the character devices a plugin may use, bound from the host's /dev.
-var devices = []string{"null", "zero", "full", "random", "urandom", "tty"}
+var devices = []string{"null", "zero", "full", "random", "urandom"}
 
 // confine builds the plugin's view of the files and enters it. It runs in the launcher, as root
 // of the plugin's new user namespace (so with every capability over its new mount namespace and

@@ -76,6 +76,11 @@ type hostileWorld struct {
 	udpLocal, udpOther    *net.UDPConn
 	// greeter is a listener on 127.0.0.1 that plugins are granted in the cases of grants.
 	greeter string
+	// inheritedFD is a file holding the token that this process opened without close-on-exec,
+	// as a host started with a token on a descriptor has one.
+	inheritedFD int
+	// vsock says whether this machine opens vsock sockets at all.
+	vsock bool
 }
 
 func newHostileWorld(t *testing.T) *hostileWorld {
@@ -90,6 +95,15 @@ func newHostileWorld(t *testing.T) *hostileWorld {
 	w.credentials = write(filepath.Join(home, ".config", "barrage", "credentials.json"), `{"token": "`+w.token+`"}`, 0o600)
 	w.dataFile = write(filepath.Join(home, ".barrage", "runs", "run.json"), `{"secret": "`+w.token+`"}`, 0o600)
 	w.manifest = write(filepath.Join(home, ".local", "share", "barrage", "plugins", "other", "1.0.0", "plugin.json"), `{"name": "other"}`, 0o644)
+	secret := write(filepath.Join(home, "token"), w.token, 0o600)
+	fd, err := syscall.Open(secret, syscall.O_RDONLY, 0) // no O_CLOEXEC: inherited by children
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = syscall.Close(fd) })
+	w.inheritedFD = fd
+	if vfd, err := syscall.Socket(40 /* AF_VSOCK */, syscall.SOCK_STREAM, 0); err == nil {
+		w.vsock = true
+		_ = syscall.Close(vfd)
+	}
 
 	tcp := func(addr string) string {
 		ln, err := net.Listen("tcp", addr)
@@ -358,6 +372,17 @@ var hostileCases = []hostileCase{
 		t.Logf("scan for the other plugin's secret: %s", truncated(res))
 		return succeeded(res)
 	}},
+	// Fixed for every plugin, sandboxed or not: the launcher closes what the host inherited.
+	{name: "ReadADescriptorTheHostInherited", offEscapes: func(*hostileWorld) bool { return false },
+		try: func(t *testing.T, w *hostileWorld, h *pluginhost.Host, _ pluginhost.SandboxMode) bool {
+			res, _ := attack(t, h, attackArgs("fd", strconv.Itoa(w.inheritedFD)))
+			return strings.Contains(res, w.token)
+		}},
+	{name: "OpenAVsockSocket", offEscapes: func(w *hostileWorld) bool { return w.vsock },
+		try: func(t *testing.T, w *hostileWorld, h *pluginhost.Host, _ pluginhost.SandboxMode) bool {
+			res, _ := attack(t, h, attackArgs("vsock", ""))
+			return succeeded(res)
+		}},
 	{name: "ConnectToTheAPIOverTCP", offEscapes: always, try: dialTCP(func(w *hostileWorld) string { return w.tcpLocal })},
 	{name: "ConnectToAnotherAddressOverTCP", offEscapes: always, try: dialTCP(func(w *hostileWorld) string { return w.tcpOther })},
 	{name: "SendTo127001OverUDP", offEscapes: always, try: sendUDP(func(w *hostileWorld) *net.UDPConn { return w.udpLocal })},

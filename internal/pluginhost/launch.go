@@ -4,9 +4,11 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -179,6 +181,11 @@ func launch(args []string) error {
 	if l.probe {
 		os.Exit(0)
 	}
+	// Nothing of the host's goes through the exec but the standard streams: a descriptor the
+	// host inherited without close-on-exec (a token file, a socket) would reach the plugin.
+	if err := closeFromThree(); err != nil {
+		return err
+	}
 	env := os.Environ()
 	if l.cookie != "" {
 		env = append(env, l.cookie)
@@ -248,6 +255,25 @@ func switchUser(uid, gid int) error {
 	if uid >= 0 {
 		if err := syscall.Setresuid(uid, uid, uid); err != nil {
 			return fmt.Errorf("setuid %d: %w", uid, err)
+		}
+	}
+	return nil
+}
+
+// closeFromThree marks every descriptor from 3 up close-on-exec.
+func closeFromThree() error {
+	err := unix.CloseRange(3, math.MaxUint32, unix.CLOSE_RANGE_CLOEXEC)
+	if err == nil {
+		return nil
+	}
+	// Before Linux 5.11: one at a time.
+	entries, rerr := os.ReadDir("/proc/self/fd")
+	if rerr != nil {
+		return fmt.Errorf("close the host's descriptors: %w", errors.Join(err, rerr))
+	}
+	for _, e := range entries {
+		if fd, err := strconv.Atoi(e.Name()); err == nil && fd > 2 {
+			_, _ = unix.FcntlInt(uintptr(fd), unix.F_SETFD, unix.FD_CLOEXEC)
 		}
 	}
 	return nil

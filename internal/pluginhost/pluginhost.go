@@ -422,7 +422,7 @@ func (h *Host) runner(spec Spec, path string, pluginEnv []string, sockDir string
 	}
 	cmd.Env = append(env, "TMPDIR="+tmp, markerEnv+"="+h.marker)
 	cmd.Dir = h.runDir
-	r := &procRunner{cmd: cmd, name: spec.String(), sync: sync, dialer: dial}
+	r := &procRunner{cmd: cmd, name: spec.String(), sync: sync, dialer: dial, sockDir: sockDir}
 	if namespaces {
 		r.sockHost = sockDir
 	}

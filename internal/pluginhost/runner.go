@@ -8,10 +8,13 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // procRunner runs a plugin process through the launcher, in a process group of its own (and
@@ -25,9 +28,12 @@ type procRunner struct {
 	// sync tells the launcher to go on, once it is in its cgroup.
 	sync   *os.File
 	cgroup *pluginCgroup // nil without one
-	// sockHost is the plugin's socket folder on the host, which the sandboxed plugin sees as
-	// sandboxSocketDir; empty without namespaces.
-	sockHost string
+	// sockDir is the plugin's socket folder on the host; sockHost is that too when the plugin
+	// is sandboxed, and sees it as sandboxSocketDir, and empty without namespaces.
+	sockDir, sockHost string
+	// held are the sockets the plugin announced, opened without following links, that the
+	// host dials through /proc/self/fd; they are closed when it ends.
+	held []int
 	// dialer serves the plugin's dial socket; nil when the run grants it no host. It ends
 	// with the plugin.
 	dialer *dialer
@@ -104,6 +110,10 @@ func (r *procRunner) Wait(context.Context) error {
 		r.dialer.close()
 		r.mu.Lock()
 		r.exited, r.exitErr = true, r.waitErr
+		for _, fd := range r.held {
+			_ = unix.Close(fd)
+		}
+		r.held = nil
 		r.mu.Unlock()
 	})
 	return r.waitErr
@@ -135,9 +145,34 @@ func (r *procRunner) ID() string {
 	return strconv.Itoa(r.cmd.Process.Pid)
 }
 
-// PluginToHost turns the socket path a sandboxed plugin announces into the host's.
+// PluginToHost turns the address a plugin announces in its handshake into the one the host
+// dials. The plugin chooses it, so it is held to what a plugin may serve on: a Unix socket in its
+// own socket folder, and no link out of it. Any other address (a TCP one, another socket of the
+// host's) would have the host connect, from its own network and with its own rights, where the
+// plugin says, and send it every call.
 func (r *procRunner) PluginToHost(network, addr string) (string, string, error) {
-	return network, translateSocket(network, addr, sandboxSocketDir, r.sockHost), nil
+	from := r.sockDir
+	if r.sockHost != "" {
+		from = sandboxSocketDir
+	}
+	name, ok := strings.CutPrefix(addr, from+"/")
+	if network != "unix" || !ok || name == "" || name == "." || name == ".." || strings.Contains(name, "/") {
+		return "", "", fmt.Errorf("the plugin announced %s %q: a plugin serves on a Unix socket in its socket folder", network, addr)
+	}
+	fd, err := unix.Open(filepath.Join(r.sockDir, name), unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return "", "", fmt.Errorf("the plugin's socket %q: %w", name, err)
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFSOCK {
+		_ = unix.Close(fd)
+		return "", "", fmt.Errorf("the plugin announced %q, which is not a socket", name)
+	}
+	r.mu.Lock()
+	r.held = append(r.held, fd)
+	r.mu.Unlock()
+	// The socket itself, whatever the plugin does to its name after.
+	return "unix", "/proc/self/fd/" + strconv.Itoa(fd), nil
 }
 
 // HostToPlugin turns a socket path on the host into the one the sandboxed plugin sees.

@@ -175,6 +175,11 @@ func runProbe(launcher string, as uidGid) (namespaces, secc error) {
 	err = cmd.Start()
 	closeExtraFiles(cmd)
 	if err != nil {
+		if errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EPERM) {
+			// What clone says when user namespaces are switched off or used up.
+			err = fmt.Errorf("user namespaces are switched off or at their limit (sysctl user.max_user_namespaces; "+
+				"kernel.unprivileged_userns_clone on some kernels): %w", err)
+		}
 		return fmt.Errorf("start a process in new namespaces: %w", err), secc
 	}
 	_, _ = sync.Write([]byte{1})
@@ -216,7 +221,9 @@ func sandboxCommand(launcher string, l *launchFlags, dir string, as uidGid, name
 		return nil, nil, err
 	}
 	l.exeFD, l.syncFD = 3, 4
-	attr := &syscall.SysProcAttr{Setpgid: true}
+	// A session of its own, so a process group too: the plugin has no controlling terminal,
+	// and cannot type into the user's shell nor read from it.
+	attr := &syscall.SysProcAttr{Setsid: true}
 	if namespaces {
 		l.namespaces = true
 		l.root = filepath.Join(dir, "root")

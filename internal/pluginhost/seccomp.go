@@ -33,26 +33,35 @@ var deniedSyscalls = append([]uintptr{
 const namespaceFlags = unix.CLONE_NEWUSER | unix.CLONE_NEWNS | unix.CLONE_NEWPID | unix.CLONE_NEWNET |
 	unix.CLONE_NEWIPC | unix.CLONE_NEWUTS | unix.CLONE_NEWCGROUP | unix.CLONE_NEWTIME
 
+// socketFamilies are the address families a plugin may open sockets of: Unix (its gRPC and dial
+// sockets), IPv4 and IPv6 (which its empty network namespace keeps in), and netlink (which Go
+// and C libraries read interfaces with). Others (vsock, which no network namespace confines;
+// packet, bluetooth...) fail with EAFNOSUPPORT.
+var socketFamilies = []uint32{unix.AF_UNIX, unix.AF_INET, unix.AF_INET6, unix.AF_NETLINK}
+
 // Offsets in struct seccomp_data.
 const (
-	seccompNr    = 0
-	seccompArch  = 4
-	seccompArg0  = 16 // the low 32 bits of the first argument, on a little-endian machine
-	retAllow     = unix.SECCOMP_RET_ALLOW
-	retEPERM     = unix.SECCOMP_RET_ERRNO | uint32(unix.EPERM)
-	retENOSYS    = unix.SECCOMP_RET_ERRNO | uint32(unix.ENOSYS)
-	retKill      = unix.SECCOMP_RET_KILL_PROCESS
-	bpfLoadWord  = unix.BPF_LD | unix.BPF_W | unix.BPF_ABS
-	bpfJumpEqual = unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K
-	bpfJumpSet   = unix.BPF_JMP | unix.BPF_JSET | unix.BPF_K
-	bpfJumpGE    = unix.BPF_JMP | unix.BPF_JGE | unix.BPF_K
-	bpfReturn    = unix.BPF_RET | unix.BPF_K
+	seccompNr       = 0
+	seccompArch     = 4
+	seccompArg0     = 16 // the low 32 bits of the first argument, on a little-endian machine
+	seccompArg1     = 24 // the second's
+	retAllow        = unix.SECCOMP_RET_ALLOW
+	retEPERM        = unix.SECCOMP_RET_ERRNO | uint32(unix.EPERM)
+	retENOSYS       = unix.SECCOMP_RET_ERRNO | uint32(unix.ENOSYS)
+	retEAFNOSUPPORT = unix.SECCOMP_RET_ERRNO | uint32(unix.EAFNOSUPPORT)
+	retKill         = unix.SECCOMP_RET_KILL_PROCESS
+	bpfLoadWord     = unix.BPF_LD | unix.BPF_W | unix.BPF_ABS
+	bpfJumpEqual    = unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K
+	bpfJumpSet      = unix.BPF_JMP | unix.BPF_JSET | unix.BPF_K
+	bpfJumpGE       = unix.BPF_JMP | unix.BPF_JGE | unix.BPF_K
+	bpfReturn       = unix.BPF_RET | unix.BPF_K
 )
 
 // seccompFilter is the plugins' filter, in classic BPF: another architecture's calls kill the
-// process; denied calls and clone with a namespace flag fail with EPERM; clone3, whose flags a
-// filter cannot read, fails with ENOSYS, which makes C libraries fall back to clone; the rest is
-// allowed.
+// process; denied calls, clone with a namespace flag and the ioctls that fake a terminal's input
+// fail with EPERM; a socket of a family not in socketFamilies with EAFNOSUPPORT; clone3, whose
+// flags a filter cannot read, with ENOSYS, which makes C libraries fall back to clone; the rest
+// is allowed.
 func seccompFilter() []unix.SockFilter {
 	stmt := func(code uint16, k uint32) unix.SockFilter { return unix.SockFilter{Code: code, K: k} }
 	jump := func(code uint16, k uint32, jt, jf uint8) unix.SockFilter {
@@ -68,6 +77,19 @@ func seccompFilter() []unix.SockFilter {
 	for _, nr := range deniedSyscalls {
 		f = append(f, jump(bpfJumpEqual, uint32(nr), 0, 1), stmt(bpfReturn, retEPERM))
 	}
+	// socket: only the families a plugin has use for.
+	n := uint8(len(socketFamilies))
+	f = append(f, jump(bpfJumpEqual, unix.SYS_SOCKET, 0, n+3), stmt(bpfLoadWord, seccompArg0))
+	for i, fam := range socketFamilies {
+		f = append(f, jump(bpfJumpEqual, fam, n-uint8(i), 0))
+	}
+	f = append(f, stmt(bpfReturn, retEAFNOSUPPORT), stmt(bpfReturn, retAllow))
+	// ioctl: no faking a terminal's input, nor its console's.
+	f = append(f,
+		jump(bpfJumpEqual, unix.SYS_IOCTL, 0, 5), stmt(bpfLoadWord, seccompArg1),
+		jump(bpfJumpEqual, unix.TIOCSTI, 1, 0), jump(bpfJumpEqual, unix.TIOCLINUX, 0, 1),
+		stmt(bpfReturn, retEPERM), stmt(bpfReturn, retAllow),
+	)
 	f = append(f,
 		jump(bpfJumpEqual, unix.SYS_CLONE3, 0, 1), stmt(bpfReturn, retENOSYS),
 		jump(bpfJumpEqual, unix.SYS_CLONE, 0, 3),

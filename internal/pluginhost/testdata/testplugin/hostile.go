@@ -59,6 +59,25 @@ func (a attack) try() (string, error) {
 			return "", err
 		}
 		return "opened", f.Close()
+	case "fd":
+		// A descriptor the host inherited without close-on-exec.
+		fd, err := strconv.Atoi(a.Target)
+		if err != nil {
+			return "", err
+		}
+		b := make([]byte, 256)
+		n, err := syscall.Pread(fd, b, 0)
+		if err != nil {
+			return "", err
+		}
+		return string(b[:n]), nil
+	case "vsock":
+		// A socket no network namespace confines: to the hypervisor of a virtual machine.
+		fd, err := syscall.Socket(40 /* AF_VSOCK */, syscall.SOCK_STREAM, 0)
+		if err != nil {
+			return "", err
+		}
+		return "opened", syscall.Close(fd)
 	case "write":
 		return "written", os.WriteFile(a.Target, []byte(a.Token), 0o644)
 	case "tcp":
