@@ -105,7 +105,8 @@ type Result struct {
 	Hooks []string
 	// HookErrors counts failed hook calls by reason (a crashed plugin, a timeout, a refusal).
 	HookErrors map[string]int64
-	// Exhausted says which source of values ran out and ended the run early, if one did.
+	// Exhausted says what ended the run early, if anything did: a source of values that ran
+	// out, or a destination the agent's policy refuses.
 	Exhausted string
 	// Thresholds are judged by Run on the run's own seconds; a shard started with Start leaves
 	// them to whoever merges the shards.
@@ -690,5 +691,7 @@ func newRand(id int) *rand.Rand {
 func (p *plan) exhaust(err error) {
 	p.exhaustOnce.Do(func() { p.exhaustWhy = err.Error() })
 	p.exhausted.Store(true)
-	p.stopStarting()
+	if p.stopStarting != nil { // nil in a debug's one iteration
+		p.stopStarting()
+	}
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/barrage-load/barrage/internal/barrage"
 	"github.com/barrage-load/barrage/internal/engine"
 	"github.com/barrage-load/barrage/internal/metrics"
+	"github.com/barrage-load/barrage/internal/netpolicy"
 	"github.com/barrage-load/barrage/internal/script"
 )
 
@@ -466,4 +467,29 @@ load:
 	require.Equal(t, script.Open, res.Model)
 	require.InDelta(t, 120, stats(t, res, "r").Requests, 6)
 	require.GreaterOrEqual(t, res.Elapsed, 2900*time.Millisecond)
+}
+
+// A destination the agent's policy refuses ends the run at once, saying why: every iteration
+// would be refused alike, before sending anything, as fast as the CPU goes.
+func TestARefusedDestinationEndsTheRun(t *testing.T) {
+	t.Parallel()
+	var hits atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { hits.Add(1) }))
+	defer srv.Close()
+	s := parse(t, srv.URL, `
+version: 1
+name: refused
+session:
+  groups:
+    - name: g
+      requests:
+        - { name: r, url: "${target}/" }
+load:
+  vus: 4
+  duration: 50s
+`)
+	res := run(t, s, engine.Options{Targets: &netpolicy.Policy{}})
+	require.Regexp(t, `^request r: .*the agent's policy refuses this destination`, res.Exhausted)
+	require.LessOrEqual(t, stats(t, res, "r").Requests, int64(8), "a refusal or two per VU, not a loop")
+	require.Zero(t, hits.Load())
 }

@@ -41,8 +41,9 @@ func TestAPolicyKeepsTheLoadOffInternalAddresses(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			res := run(t, oneRequest(t, url, "vus: 1\n  iterations: 3"), engine.Options{Targets: &netpolicy.Policy{}})
 			st := stats(t, res, "r")
-			require.EqualValues(t, 3, st.Requests)
-			require.EqualValues(t, 3, st.Errors[metrics.ErrConnect], "refused at dial time")
+			require.EqualValues(t, 1, st.Requests, "the refusal ends the run")
+			require.EqualValues(t, 1, st.Errors[metrics.ErrConnect], "refused at dial time")
+			require.Contains(t, res.Exhausted, "policy refuses")
 		})
 	}
 	require.Zero(t, accepted.Load(), "the target saw no connection")
@@ -73,6 +74,7 @@ load:
 `, target))
 	only := &netpolicy.Policy{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}}
 	res := run(t, s, engine.Options{Targets: only})
-	require.EqualValues(t, 2, stats(t, res, "r").Errors[metrics.ErrConnect])
+	require.EqualValues(t, 1, stats(t, res, "r").Errors[metrics.ErrConnect], "the refusal ends the run")
+	require.Contains(t, res.Exhausted, "policy refuses")
 	require.Zero(t, refusedAccepted.Load(), "the refused host received nothing")
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/barrage-load/barrage/internal/metrics"
+	"github.com/barrage-load/barrage/internal/netpolicy"
 	"github.com/barrage-load/barrage/internal/script"
 	"github.com/barrage-load/barrage/sdk"
 )
@@ -239,6 +240,11 @@ func (v *vu) request(ctx context.Context, r *compiledRequest, measureFrom time.T
 		failures = append(failures, checkFailures...)
 	}
 	v.p.rec.Label(r.label).Record(elapsed, rep.bytesIn, rep.bytesOut, class)
+	if rep.err != nil && errors.Is(rep.err, netpolicy.ErrRefused) {
+		// The agent refuses where the request goes, before sending anything: every iteration
+		// would be refused alike, as fast as the CPU goes. The run ends, saying why.
+		v.p.exhaust(fmt.Errorf("request %s: %w", r.r.Name, rep.err))
+	}
 	if v.p.opts.Trace != nil {
 		v.trace(r, ex, rep, elapsed, failures)
 	}
