@@ -493,3 +493,31 @@ load:
 	require.LessOrEqual(t, stats(t, res, "r").Requests, int64(8), "a refusal or two per VU, not a loop")
 	require.Zero(t, hits.Load())
 }
+
+// The target reads the path the script wrote: the engine does not collapse `//`, resolve `..`
+// nor decode `%2F` (fasthttp normalises paths unless told not to).
+func TestThePathGoesAsWritten(t *testing.T) {
+	t.Parallel()
+	got := make(chan string, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
+		select {
+		case got <- r.RequestURI:
+		default:
+		}
+	}))
+	defer srv.Close()
+	s := parse(t, srv.URL, `
+version: 1
+name: path
+session:
+  groups:
+    - name: g
+      requests:
+        - { name: r, url: "${target}//a//b/../c/./d%2Fe?x=//y" }
+load:
+  vus: 1
+  iterations: 1
+`)
+	run(t, s, engine.Options{})
+	require.Equal(t, "//a//b/../c/./d%2Fe?x=//y", <-got)
+}

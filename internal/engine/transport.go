@@ -394,6 +394,9 @@ func buildRequest(req *fasthttp.Request, rawURL, method string, header [][2]stri
 	req.Header.DisableNormalizing()
 	req.Header.SetMethod(method)
 	req.SetRequestURI(rawURL)
+	// The path goes as the script wrote it: `//`, `..` and `%2F` are the target's to read.
+	// (Set once the URI is parsed, which resets it.)
+	req.URI().DisablePathNormalizing = true
 	for _, h := range header {
 		req.Header.Set(h[0], h[1])
 	}
