@@ -46,9 +46,9 @@ func (s *Service) CreateRun(ctx context.Context, p barrage.Principal, in RunInpu
 	}
 	if in.TestID != nil {
 		// Admit the test's own load first: a run its owner may not start must not cost an
-		// agent a generation. The generated script is admitted again below, as source
-		// plugins may change the load.
-		b, _, err := s.store.TestBundle(ctx, owner, *in.TestID, 0, dataFiles)
+		// agent a generation. The revision admitted is the one generated; the generated
+		// script is admitted again below, as source plugins may change the load.
+		b, n, err := s.store.TestBundle(ctx, owner, *in.TestID, 0, dataFiles)
 		if err != nil {
 			return barrage.Run{}, err
 		}
@@ -60,7 +60,7 @@ func (s *Service) CreateRun(ctx context.Context, p barrage.Principal, in RunInpu
 		if err != nil {
 			return barrage.Run{}, err
 		}
-		gen, err := s.GenerateScript(ctx, p, *in.TestID, JobInput{AgentID: &agents[0].ID})
+		gen, err := s.generate(ctx, p, *in.TestID, n, b, test, &agents[0].ID)
 		if err != nil {
 			return barrage.Run{}, err
 		}

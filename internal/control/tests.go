@@ -200,9 +200,14 @@ func (s *Service) GenerateScript(ctx context.Context, p barrage.Principal, id uu
 	if err != nil {
 		return barrage.Script{}, err
 	}
+	return s.generate(ctx, p, id, n, b, parsed, in.AgentID)
+}
+
+// generate is GenerateScript of revision n of test id, read as b and parsed.
+func (s *Service) generate(ctx context.Context, p barrage.Principal, id uuid.UUID, n int, b barrage.TestBundle, parsed *script.Script, agentID *uuid.UUID) (barrage.Script, error) {
 	gen := Generated{Source: b.Source, Plugins: []barrage.PluginPin{}}
 	if len(parsed.Plugins) > 0 {
-		_, j, err := s.runJob(ctx, p, barrage.AgentJob{Kind: barrage.JobGenerate, TestID: id, Revision: n}, in.AgentID)
+		_, j, err := s.runJob(ctx, p, barrage.AgentJob{Kind: barrage.JobGenerate, TestID: id, Revision: n}, agentID)
 		if err != nil {
 			return barrage.Script{}, err
 		}
