@@ -1886,7 +1886,7 @@ type ClientInterface interface {
 	// cap: otherwise `422` names each limit, what is allowed and what was asked. With no
 	// agent online that you may use, `422` says so rather than queue a run that waits
 	// forever. Send `Idempotency-Key` to make a retried request return the run the first one
-	// created.
+	// created; the same key with a different request is `422` naming the key.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -1904,7 +1904,7 @@ type ClientInterface interface {
 	// cap: otherwise `422` names each limit, what is allowed and what was asked. With no
 	// agent online that you may use, `422` says so rather than queue a run that waits
 	// forever. Send `Idempotency-Key` to make a retried request return the run the first one
-	// created.
+	// created; the same key with a different request is `422` naming the key.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -2970,7 +2970,7 @@ func (c *Client) ListRuns(ctx context.Context, params *ListRunsParams, reqEditor
 // cap: otherwise `422` names each limit, what is allowed and what was asked. With no
 // agent online that you may use, `422` says so rather than queue a run that waits
 // forever. Send `Idempotency-Key` to make a retried request return the run the first one
-// created.
+// created; the same key with a different request is `422` naming the key.
 //
 // Takes any type of body and a specified content type.
 //
@@ -2998,7 +2998,7 @@ func (c *Client) CreateRunWithBody(ctx context.Context, params *CreateRunParams,
 // cap: otherwise `422` names each limit, what is allowed and what was asked. With no
 // agent online that you may use, `422` says so rather than queue a run that waits
 // forever. Send `Idempotency-Key` to make a retried request return the run the first one
-// created.
+// created; the same key with a different request is `422` naming the key.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -6189,7 +6189,7 @@ type ClientWithResponsesInterface interface {
 	// cap: otherwise `422` names each limit, what is allowed and what was asked. With no
 	// agent online that you may use, `422` says so rather than queue a run that waits
 	// forever. Send `Idempotency-Key` to make a retried request return the run the first one
-	// created.
+	// created; the same key with a different request is `422` naming the key.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -6207,7 +6207,7 @@ type ClientWithResponsesInterface interface {
 	// cap: otherwise `422` names each limit, what is allowed and what was asked. With no
 	// agent online that you may use, `422` says so rather than queue a run that waits
 	// forever. Send `Idempotency-Key` to make a retried request return the run the first one
-	// created.
+	// created; the same key with a different request is `422` naming the key.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -11024,7 +11024,7 @@ func (c *ClientWithResponses) ListRunsWithResponse(ctx context.Context, params *
 // cap: otherwise `422` names each limit, what is allowed and what was asked. With no
 // agent online that you may use, `422` says so rather than queue a run that waits
 // forever. Send `Idempotency-Key` to make a retried request return the run the first one
-// created.
+// created; the same key with a different request is `422` naming the key.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -11048,7 +11048,7 @@ func (c *ClientWithResponses) CreateRunWithBodyWithResponse(ctx context.Context,
 // cap: otherwise `422` names each limit, what is allowed and what was asked. With no
 // agent online that you may use, `422` says so rather than queue a run that waits
 // forever. Send `Idempotency-Key` to make a retried request return the run the first one
-// created.
+// created; the same key with a different request is `422` naming the key.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //

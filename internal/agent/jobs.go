@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/barrage-load/barrage/api"
+	"github.com/barrage-load/barrage/internal/barrage"
 	"github.com/barrage-load/barrage/internal/engine"
 	"github.com/barrage-load/barrage/internal/pluginset"
 	"github.com/barrage-load/barrage/internal/script"
@@ -23,8 +24,8 @@ const (
 	debugTimeout     = 35 * time.Second // control.DebugTimeout
 	debugPreview     = 4 << 10
 	debugMaxRequests = 200
-	debugBudget      = 400 << 10 // bytes of previews and variables in one answer
-	maxJobs          = 4         // jobs done at once, beside a shard
+	debugBudget      = 400 << 10             // bytes of previews and variables in one answer
+	maxJobs          = barrage.AgentJobSlots // jobs done at once, beside a shard
 )
 
 // startJobs does each job in the background, beside a shard if one runs, and answers it. A job

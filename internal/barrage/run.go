@@ -164,6 +164,14 @@ type Run struct {
 	Shards []Shard
 }
 
+// Idempotency makes a retried create answer with what the first one created: the client's key,
+// and the digest of the request it came with, since the key reused for another request is an
+// error, not that request.
+type Idempotency struct {
+	Key     string
+	Request []byte // sha256 of the request
+}
+
 // RunManifest pins what a run executes, so that it can be explained and repeated: the script's
 // digest and the plugins and data files it uses, by digest. The agents that ran it, with their
 // versions, are on its shards.

@@ -62,6 +62,10 @@ const (
 	JobGenerate JobKind = "generate"
 )
 
+// AgentJobSlots is how many jobs an agent does at once, beside a shard. A shared agent gives one
+// of them to each user at a time, so that one user's slow jobs cannot hold it.
+const AgentJobSlots = 4
+
 // AgentJob is a job an agent does for a user: its input is a test revision, its answer a JSON
 // result or an error.
 type AgentJob struct {

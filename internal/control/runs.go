@@ -2,7 +2,9 @@ package control
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -36,8 +38,12 @@ type RunInput struct {
 // asked. A repeated idempotency key returns the run it created first.
 func (s *Service) CreateRun(ctx context.Context, p barrage.Principal, in RunInput) (barrage.Run, error) {
 	owner := p.User.ID
-	if in.IdempotencyKey != nil {
-		if prev, err := s.store.RunByIdempotencyKey(ctx, owner, *in.IdempotencyKey); err == nil || !errors.Is(err, barrage.ErrNotFound) {
+	idem, err := in.idempotency()
+	if err != nil {
+		return barrage.Run{}, err
+	}
+	if idem != nil {
+		if prev, err := s.store.RunByIdempotencyKey(ctx, owner, *idem); err == nil || !errors.Is(err, barrage.ErrNotFound) {
 			return prev, err
 		}
 	}
@@ -94,7 +100,7 @@ func (s *Service) CreateRun(ctx context.Context, p barrage.Principal, in RunInpu
 	for i, a := range agents {
 		ids[i] = a.ID
 	}
-	run, created, err := s.store.CreateRun(ctx, run, in.IdempotencyKey, func(tx pgx.Tx) error {
+	run, created, err := s.store.CreateRun(ctx, run, idem, func(tx pgx.Tx) error {
 		return s.store.NotifyWork(ctx, tx, ids)
 	})
 	if err != nil {
@@ -104,6 +110,21 @@ func (s *Service) CreateRun(ctx context.Context, p barrage.Principal, in RunInpu
 		s.log.InfoContext(ctx, "run queued", slog.String("run_id", run.ID.String()), slog.Int("agents", len(agents)))
 	}
 	return run, nil
+}
+
+// idempotency is the run's idempotency key, if it has one, with the digest of what was asked.
+func (in RunInput) idempotency() (*barrage.Idempotency, error) {
+	if in.IdempotencyKey == nil {
+		return nil, nil
+	}
+	asked := in
+	asked.IdempotencyKey = nil
+	b, err := json.Marshal(asked)
+	if err != nil {
+		return nil, err
+	}
+	sum := sha256.Sum256(b)
+	return &barrage.Idempotency{Key: *in.IdempotencyKey, Request: sum[:]}, nil
 }
 
 // admit chooses the run's agents and checks its load against the tightest of p's license and

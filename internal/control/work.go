@@ -14,6 +14,7 @@ import (
 	"github.com/barrage-load/barrage/internal/barrage"
 	"github.com/barrage-load/barrage/internal/engine"
 	"github.com/barrage-load/barrage/internal/metrics"
+	"github.com/barrage-load/barrage/internal/postgres"
 )
 
 // Hello is what an agent says of itself each time it asks for work.
@@ -115,10 +116,15 @@ func (s *Service) Ping(ctx context.Context, p barrage.Principal, id uuid.UUID) (
 	return a, rtt, err
 }
 
-// takeJobs hands agent a the jobs waiting for it whose askers still wait.
-// Each carries only the data files its test's revision reads.
+// takeJobs hands agent a the jobs waiting for it whose askers still wait, as many as it has
+// free slots: on a shared agent, one per user at a time. Each carries only the data files its
+// test's revision reads.
 func (s *Service) takeJobs(ctx context.Context, a barrage.Agent) ([]barrage.AgentJob, error) {
-	return s.store.TakeAgentJobs(ctx, a.ID, s.now().Add(-JobWait), dataFiles)
+	slots := postgres.JobSlots{Slots: barrage.AgentJobSlots, PerOwner: barrage.AgentJobSlots}
+	if a.Shared() {
+		slots.PerOwner = 1
+	}
+	return s.store.TakeAgentJobs(ctx, a.ID, s.now().Add(-JobWait), slots, dataFiles)
 }
 
 // AnswerPing records agent a's answer to its ping id.

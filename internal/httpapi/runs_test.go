@@ -281,6 +281,10 @@ func TestRunAdmissionNamesTheLimit(t *testing.T) {
 	again := b.do("POST", "/v1/runs", u.access, map[string]any{"script_id": script}, key...)
 	require.Equal(t, http.StatusCreated, again.status, "body: %s", again.body)
 	require.Equal(t, first.json(t)["id"], again.json(t)["id"])
+	// The key reused for another request is refused, naming the key and the run it made.
+	other := requireProblem(t, b.do("POST", "/v1/runs", u.access, map[string]any{"script_id": script, "vus": 2}, key...), http.StatusUnprocessableEntity)
+	require.Contains(t, fmt.Sprint(other["errors"]), "Idempotency-Key")
+	require.Contains(t, fmt.Sprint(other["errors"]), first.json(t)["id"].(string))
 }
 
 func TestRunsAndAgentsAreTheirOwnersAlone(t *testing.T) {

@@ -7,10 +7,12 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
+	"github.com/barrage-load/barrage/internal/control"
 	"github.com/barrage-load/barrage/internal/script"
 )
 
@@ -366,5 +368,91 @@ func TestAUserHasAtMostFourJobsWaiting(t *testing.T) {
 	}
 	for range 4 {
 		requireProblem(t, <-waiting, http.StatusUnprocessableEntity)
+	}
+}
+
+// A shared agent does one job of each user at a time, so that one user's slow debugs cannot hold
+// it: while a user's job is under way, that user's next one waits and another user's is handed
+// over. A job outlives its test: deleting the test answers the job still waiting ("the test was
+// deleted") and does not free the slot of the one under way.
+func TestASharedAgentDoesOneJobOfEachUserAtATime(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	admin, u := b.adminAndUser()
+	v := b.signup(b.invite(admin, map[string]any{"license": map[string]any{"template": "demo"}}), "other@example.com")
+	agentID, token := b.registerAgent("/v1/admin/agents", admin.access, "demo", nil)
+	require.Equal(t, http.StatusNoContent, b.do("POST", "/v1/agent/lease", token, hello).status)
+	// Each test is known to the agent by its name.
+	newTest := func(owner user, name string) string {
+		src := strings.Replace(pluginTest, "name: with plugins", "name: "+name, 1)
+		r := b.do("POST", "/v1/tests", owner.access, src, "Content-Type", "application/yaml")
+		require.Equal(t, http.StatusCreated, r.status, "body: %s", r.body)
+		return r.json(t)["id"].(string)
+	}
+	const testA, testB, testC = "A", "B", "C"
+	ids := map[string]string{testA: newTest(u, testA), testB: newTest(v, testB), testC: newTest(u, testC)}
+
+	answers := make(chan response, 4)
+	debug := func(owner user, test string) {
+		go func() {
+			answers <- b.do("POST", "/v1/tests/"+ids[test]+"/debug", owner.access, map[string]any{"agent_id": agentID})
+		}()
+	}
+	type job struct{ ID, Test string }
+	lease := func(wait int) []job {
+		w := b.do("POST", "/v1/agent/lease", token, map[string]any{"protocol": 3, "version": "test", "cores": 2, "wait_seconds": wait})
+		var work struct {
+			Jobs []struct {
+				ID   string
+				Test struct{ Name string }
+			}
+		}
+		if w.status == http.StatusOK {
+			require.NoError(t, json.Unmarshal(w.body, &work))
+		}
+		var out []job
+		for _, j := range work.Jobs {
+			out = append(out, job{j.ID, j.Test.Name})
+		}
+		return out
+	}
+	// leaseUntil leases until a job of test arrives, and requires that no other job came.
+	leaseUntil := func(test string) job {
+		t.Helper()
+		for deadline := time.Now().Add(control.JobWait); ; {
+			got := lease(5)
+			if len(got) == 0 {
+				require.True(t, time.Now().Before(deadline), "no job of test %s came", test)
+				continue
+			}
+			require.Len(t, got, 1, "one job expected, of test %s: %v", test, got)
+			require.Equal(t, test, got[0].Test)
+			return got[0]
+		}
+	}
+
+	debug(u, testA)
+	u1 := leaseUntil(testA)
+	debug(u, testA)
+	debug(v, testB)
+	v1 := leaseUntil(testB) // u's second waits for u's first
+	require.Empty(t, lease(0))
+
+	// Deleting test A answers its waiting job; its job under way still holds u's slot.
+	require.Equal(t, http.StatusNoContent, b.do("DELETE", "/v1/tests/"+ids[testA], u.access, nil).status)
+	require.Empty(t, lease(0))
+	p := requireProblem(t, <-answers, http.StatusUnprocessableEntity)
+	require.Contains(t, p["detail"], "the test was deleted")
+	debug(u, testC)
+	require.Empty(t, lease(0))
+
+	// u's first answered, u's next is handed over.
+	require.Equal(t, http.StatusNoContent, b.do("POST", "/v1/agent/jobs/"+u1.ID, token, map[string]any{"error": "gave up"}).status)
+	u2 := leaseUntil(testC)
+	for _, j := range []job{v1, u2} {
+		require.Equal(t, http.StatusNoContent, b.do("POST", "/v1/agent/jobs/"+j.ID, token, map[string]any{"error": "gave up"}).status)
+	}
+	for range 3 {
+		requireProblem(t, <-answers, http.StatusUnprocessableEntity)
 	}
 }

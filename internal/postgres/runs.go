@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/json"
@@ -68,13 +69,16 @@ func (s *Store) scriptWithFiles(ctx context.Context, db dbsqlc.DBTX, row dbsqlc.
 
 // CreateRun stores a run and its shards in one transaction, with whatever also writes in it (the
 // run's background jobs). With an idempotency key that the owner used before, it stores nothing
-// and returns the earlier run, and created is false.
-func (s *Store) CreateRun(ctx context.Context, r barrage.Run, key *string, also func(tx pgx.Tx) error) (run barrage.Run, created bool, err error) {
-	if key != nil {
-		prev, err := s.RunByIdempotencyKey(ctx, r.OwnerID, *key)
+// and returns the earlier run, and created is false (see RunByIdempotencyKey).
+func (s *Store) CreateRun(ctx context.Context, r barrage.Run, idem *barrage.Idempotency, also func(tx pgx.Tx) error) (run barrage.Run, created bool, err error) {
+	var key *string
+	var request []byte
+	if idem != nil {
+		prev, err := s.RunByIdempotencyKey(ctx, r.OwnerID, *idem)
 		if err == nil || !errors.Is(err, barrage.ErrNotFound) {
 			return prev, false, err
 		}
+		key, request = &idem.Key, idem.Request
 	}
 	load, err := json.Marshal(r.Load)
 	if err != nil {
@@ -88,7 +92,7 @@ func (s *Store) CreateRun(ctx context.Context, r barrage.Run, key *string, also 
 	err = s.inTx(ctx, func(tx pgx.Tx) error {
 		row, err := s.q.RunInsert(ctx, tx, dbsqlc.RunInsertParams{
 			ID: r.ID, OwnerID: r.OwnerID, ScriptID: r.ScriptID, Manifest: manifest, State: string(r.State), Load: load,
-			MaxVus: vus, MaxRunSeconds: secs, IdempotencyKey: key,
+			MaxVus: vus, MaxRunSeconds: secs, IdempotencyKey: key, RequestSha256: request,
 		})
 		if err != nil {
 			return err
@@ -111,9 +115,9 @@ func (s *Store) CreateRun(ctx context.Context, r barrage.Run, key *string, also 
 		}
 		return nil
 	})
-	if key != nil && errors.Is(translate(err, "run"), barrage.ErrConflict) {
+	if idem != nil && errors.Is(translate(err, "run"), barrage.ErrConflict) {
 		// The same key raced us and won: answer with its run.
-		prev, err := s.RunByIdempotencyKey(ctx, r.OwnerID, *key)
+		prev, err := s.RunByIdempotencyKey(ctx, r.OwnerID, *idem)
 		return prev, false, err
 	}
 	if err != nil {
@@ -122,11 +126,16 @@ func (s *Store) CreateRun(ctx context.Context, r barrage.Run, key *string, also 
 	return run, true, nil
 }
 
-// RunByIdempotencyKey reads the owner's run created with key.
-func (s *Store) RunByIdempotencyKey(ctx context.Context, ownerID uuid.UUID, key string) (barrage.Run, error) {
-	row, err := s.q.RunGetByIdempotencyKey(ctx, s.pool, dbsqlc.RunGetByIdempotencyKeyParams{OwnerID: ownerID, IdempotencyKey: &key})
+// RunByIdempotencyKey reads the owner's run created with idem's key. The key used before for
+// another request is an ErrInvalid naming the Idempotency-Key.
+func (s *Store) RunByIdempotencyKey(ctx context.Context, ownerID uuid.UUID, idem barrage.Idempotency) (barrage.Run, error) {
+	row, err := s.q.RunGetByIdempotencyKey(ctx, s.pool, dbsqlc.RunGetByIdempotencyKeyParams{OwnerID: ownerID, IdempotencyKey: &idem.Key})
 	if err != nil {
 		return barrage.Run{}, translate(err, "run")
+	}
+	if row.RequestSha256 != nil && !bytes.Equal(row.RequestSha256, idem.Request) {
+		return barrage.Run{}, barrage.Invalid("Idempotency-Key",
+			fmt.Sprintf("was used for another request, which created run %s: a new request needs a new key", row.ID))
 	}
 	return s.withShards(ctx, s.pool, row)
 }

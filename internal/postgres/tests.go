@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"crypto/sha256"
+	"errors"
 	"fmt"
 	"time"
 
@@ -253,7 +254,7 @@ func (s *Store) CreateAgentJob(ctx context.Context, j barrage.AgentJob, maxOpen 
 				Reason: fmt.Sprintf("%d of your debug and generate jobs are waiting for an agent's answer, and %d may wait at once", open, maxOpen)}
 		}
 		if err := s.q.AgentJobInsert(ctx, tx, dbsqlc.AgentJobInsertParams{
-			ID: j.ID, AgentID: j.AgentID, OwnerID: j.OwnerID, Kind: string(j.Kind), TestID: j.TestID, Revision: int32(j.Revision),
+			ID: j.ID, AgentID: j.AgentID, OwnerID: j.OwnerID, Kind: string(j.Kind), TestID: &j.TestID, Revision: int32(j.Revision),
 		}); err != nil {
 			return translate(err, "job")
 		}
@@ -261,20 +262,60 @@ func (s *Store) CreateAgentJob(ctx context.Context, j barrage.AgentJob, maxOpen 
 	})
 }
 
-// TakeAgentJobs hands the agent the jobs waiting for it, created after since, each with its
-// test revision and the data files it reads.
-func (s *Store) TakeAgentJobs(ctx context.Context, agentID uuid.UUID, since time.Time, files DataFiles) ([]barrage.AgentJob, error) {
-	rows, err := s.q.AgentJobTake(ctx, s.pool, dbsqlc.AgentJobTakeParams{AgentID: agentID, Since: since})
+// JobSlots bounds the jobs an agent is handed while it has others under way: Slots at once, of
+// which PerOwner may be one owner's.
+type JobSlots struct {
+	Slots, PerOwner int
+}
+
+// testDeleted is the answer to a job whose test was deleted before its agent took it.
+const testDeleted = "the test was deleted"
+
+// TakeAgentJobs hands the agent the jobs waiting for it, created after since, that fit its free
+// slots (a job handed over after since and not answered holds one), owners in turn; each with
+// its test revision and the data files it reads. Jobs whose test was deleted are answered so.
+func (s *Store) TakeAgentJobs(ctx context.Context, agentID uuid.UUID, since time.Time, slots JobSlots, files DataFiles) ([]barrage.AgentJob, error) {
+	var rows []dbsqlc.AgentJob
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		if err := s.q.AgentJobLock(ctx, tx, agentID.String()); err != nil {
+			return err
+		}
+		orphans, err := s.q.AgentJobAnswerOrphans(ctx, tx, dbsqlc.AgentJobAnswerOrphansParams{AgentID: agentID, Reason: testDeleted})
+		if err != nil {
+			return err
+		}
+		for _, id := range orphans {
+			if err := s.q.RunNotify(ctx, tx, dbsqlc.RunNotifyParams{Channel: ChannelRuns, Payload: id.String()}); err != nil {
+				return err
+			}
+		}
+		ids, err := s.q.AgentJobNext(ctx, tx, dbsqlc.AgentJobNextParams{
+			AgentID: agentID, Since: since, Slots: int64(slots.Slots), PerOwner: int64(slots.PerOwner)})
+		if err != nil || len(ids) == 0 {
+			return err
+		}
+		rows, err = s.q.AgentJobDeliver(ctx, tx, ids)
+		return err
+	})
 	if err != nil || len(rows) == 0 {
 		return nil, err
 	}
 	out := make([]barrage.AgentJob, 0, len(rows))
 	for _, r := range rows {
 		j := agentJobFromRow(r)
-		t, err := s.q.TestGet(ctx, s.pool, dbsqlc.TestGetParams{ID: r.TestID, OwnerID: r.OwnerID})
-		if err != nil {
-			// The test went away with its jobs (ON DELETE CASCADE) after this one was taken.
+		var t dbsqlc.Test
+		if r.TestID != nil {
+			t, err = s.q.TestGet(ctx, s.pool, dbsqlc.TestGetParams{ID: *r.TestID, OwnerID: r.OwnerID})
+		}
+		if r.TestID == nil || errors.Is(err, pgx.ErrNoRows) {
+			// Deleted since it was taken: answered, so that it holds no slot.
+			if err := s.AnswerAgentJob(ctx, agentID, r.ID, nil, ptr(testDeleted)); err != nil && !errors.Is(err, barrage.ErrNotFound) {
+				return nil, err
+			}
 			continue
+		}
+		if err != nil {
+			return nil, err
 		}
 		b, err := s.bundle(ctx, t, j.Revision, files)
 		if err != nil {
@@ -286,14 +327,18 @@ func (s *Store) TakeAgentJobs(ctx context.Context, agentID uuid.UUID, since time
 	return out, nil
 }
 
-// AnswerAgentJob records the agent's answer to its job and wakes whoever waits on it. A job
+// AnswerAgentJob records the agent's answer to its job and wakes whoever waits on it, and the
+// agent, whose freed slot may take a waiting job. A job
 // answered already, or never handed to this agent, is not found.
 func (s *Store) AnswerAgentJob(ctx context.Context, agentID, id uuid.UUID, result []byte, errText *string) error {
 	return s.inTx(ctx, func(tx pgx.Tx) error {
 		if _, err := s.q.AgentJobAnswer(ctx, tx, dbsqlc.AgentJobAnswerParams{ID: id, AgentID: agentID, Result: result, Error: errText}); err != nil {
 			return translate(err, "job")
 		}
-		return s.q.RunNotify(ctx, tx, dbsqlc.RunNotifyParams{Channel: ChannelRuns, Payload: id.String()})
+		if err := s.q.RunNotify(ctx, tx, dbsqlc.RunNotifyParams{Channel: ChannelRuns, Payload: id.String()}); err != nil {
+			return err
+		}
+		return s.NotifyWork(ctx, tx, []uuid.UUID{agentID}) // a slot is free: jobs may wait for it
 	})
 }
 
@@ -307,8 +352,11 @@ func (s *Store) AgentJob(ctx context.Context, id uuid.UUID) (barrage.AgentJob, e
 }
 
 func agentJobFromRow(r dbsqlc.AgentJob) barrage.AgentJob {
-	j := barrage.AgentJob{ID: r.ID, AgentID: r.AgentID, OwnerID: r.OwnerID, Kind: barrage.JobKind(r.Kind), TestID: r.TestID,
+	j := barrage.AgentJob{ID: r.ID, AgentID: r.AgentID, OwnerID: r.OwnerID, Kind: barrage.JobKind(r.Kind),
 		Revision: int(r.Revision), Answered: r.AnsweredAt, Result: r.Result}
+	if r.TestID != nil { // nil: the test was deleted
+		j.TestID = *r.TestID
+	}
 	if r.Error != nil {
 		j.Error = *r.Error
 	}

@@ -49,6 +49,38 @@ func (q *Queries) AgentJobAnswer(ctx context.Context, db DBTX, arg AgentJobAnswe
 	return i, err
 }
 
+const agentJobAnswerOrphans = `-- name: AgentJobAnswerOrphans :many
+UPDATE agent_jobs SET delivered_at = now(), answered_at = now(), error = $1::text
+WHERE agent_id = $2 AND delivered_at IS NULL AND test_id IS NULL
+RETURNING id
+`
+
+type AgentJobAnswerOrphansParams struct {
+	Reason  string
+	AgentID uuid.UUID
+}
+
+// AgentJobAnswerOrphans answers the waiting jobs of an agent whose test was deleted.
+func (q *Queries) AgentJobAnswerOrphans(ctx context.Context, db DBTX, arg AgentJobAnswerOrphansParams) ([]uuid.UUID, error) {
+	rows, err := db.Query(ctx, agentJobAnswerOrphans, arg.Reason, arg.AgentID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []uuid.UUID
+	for rows.Next() {
+		var id uuid.UUID
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		items = append(items, id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const agentJobDeleteOld = `-- name: AgentJobDeleteOld :execrows
 DELETE FROM agent_jobs WHERE created_at < $1
 `
@@ -59,6 +91,42 @@ func (q *Queries) AgentJobDeleteOld(ctx context.Context, db DBTX, before time.Ti
 		return 0, err
 	}
 	return result.RowsAffected(), nil
+}
+
+const agentJobDeliver = `-- name: AgentJobDeliver :many
+UPDATE agent_jobs SET delivered_at = now() WHERE id = ANY($1::uuid[]) RETURNING id, agent_id, owner_id, kind, test_id, revision, created_at, delivered_at, answered_at, result, error
+`
+
+func (q *Queries) AgentJobDeliver(ctx context.Context, db DBTX, ids []uuid.UUID) ([]AgentJob, error) {
+	rows, err := db.Query(ctx, agentJobDeliver, ids)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []AgentJob
+	for rows.Next() {
+		var i AgentJob
+		if err := rows.Scan(
+			&i.ID,
+			&i.AgentID,
+			&i.OwnerID,
+			&i.Kind,
+			&i.TestID,
+			&i.Revision,
+			&i.CreatedAt,
+			&i.DeliveredAt,
+			&i.AnsweredAt,
+			&i.Result,
+			&i.Error,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const agentJobGet = `-- name: AgentJobGet :one
@@ -93,7 +161,7 @@ type AgentJobInsertParams struct {
 	AgentID  uuid.UUID
 	OwnerID  uuid.UUID
 	Kind     string
-	TestID   uuid.UUID
+	TestID   *uuid.UUID
 	Revision int32
 }
 
@@ -107,6 +175,72 @@ func (q *Queries) AgentJobInsert(ctx context.Context, db DBTX, arg AgentJobInser
 		arg.Revision,
 	)
 	return err
+}
+
+const agentJobLock = `-- name: AgentJobLock :exec
+SELECT pg_advisory_xact_lock(hashtextextended($1::text, 7))
+`
+
+// AgentJobLock serialises the takes of the jobs of one agent (by its id as text) until the
+// transaction ends.
+func (q *Queries) AgentJobLock(ctx context.Context, db DBTX, dollar_1 string) error {
+	_, err := db.Exec(ctx, agentJobLock, dollar_1)
+	return err
+}
+
+const agentJobNext = `-- name: AgentJobNext :many
+WITH busy AS (
+    SELECT u.owner_id, count(*) AS n FROM agent_jobs u
+    WHERE u.agent_id = $3 AND u.delivered_at > $4::timestamptz AND u.answered_at IS NULL
+    GROUP BY u.owner_id
+), waiting AS (
+    SELECT j.id, j.created_at,
+        coalesce(b.n, 0) + row_number() OVER (PARTITION BY j.owner_id ORDER BY j.created_at) AS turn
+    FROM agent_jobs j LEFT JOIN busy b ON b.owner_id = j.owner_id
+    WHERE j.agent_id = $3 AND j.delivered_at IS NULL AND j.created_at > $4::timestamptz AND j.test_id IS NOT NULL
+)
+SELECT w.id FROM waiting w WHERE w.turn <= $1::bigint
+ORDER BY w.turn, w.created_at
+LIMIT greatest($2::bigint - (SELECT coalesce(sum(busy.n), 0) FROM busy)::bigint, 0)
+`
+
+type AgentJobNextParams struct {
+	PerOwner int64
+	Slots    int64
+	AgentID  uuid.UUID
+	Since    time.Time
+}
+
+// AgentJobNext picks the waiting jobs to hand to an agent (recent ones: the asker of an older one
+// has given up) while the agent has free slots: at most slots under way on it at once, at most
+// per_owner of them of one owner, and owners in turn (the owner with fewer jobs under way goes
+// first), so that the slow jobs of one user cannot hold a shared agent. A job handed over after
+// since and not answered is under way. Jobs whose test is gone are left to
+// AgentJobAnswerOrphans. Callers hold AgentJobLock, so that two takes at once cannot both fill
+// the last slot.
+func (q *Queries) AgentJobNext(ctx context.Context, db DBTX, arg AgentJobNextParams) ([]uuid.UUID, error) {
+	rows, err := db.Query(ctx, agentJobNext,
+		arg.PerOwner,
+		arg.Slots,
+		arg.AgentID,
+		arg.Since,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []uuid.UUID
+	for rows.Next() {
+		var id uuid.UUID
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		items = append(items, id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const agentJobOpenCount = `-- name: AgentJobOpenCount :one
@@ -124,53 +258,4 @@ func (q *Queries) AgentJobOpenCount(ctx context.Context, db DBTX, arg AgentJobOp
 	var count int64
 	err := row.Scan(&count)
 	return count, err
-}
-
-const agentJobTake = `-- name: AgentJobTake :many
-UPDATE agent_jobs SET delivered_at = now()
-WHERE id IN (
-    SELECT j.id FROM agent_jobs j
-    WHERE j.agent_id = $1 AND j.delivered_at IS NULL AND j.created_at > $2
-    FOR UPDATE SKIP LOCKED
-)
-RETURNING id, agent_id, owner_id, kind, test_id, revision, created_at, delivered_at, answered_at, result, error
-`
-
-type AgentJobTakeParams struct {
-	AgentID uuid.UUID
-	Since   time.Time
-}
-
-// AgentJobTake hands the agent its jobs not yet delivered (recent ones: an old job's asker has
-// given up).
-func (q *Queries) AgentJobTake(ctx context.Context, db DBTX, arg AgentJobTakeParams) ([]AgentJob, error) {
-	rows, err := db.Query(ctx, agentJobTake, arg.AgentID, arg.Since)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var items []AgentJob
-	for rows.Next() {
-		var i AgentJob
-		if err := rows.Scan(
-			&i.ID,
-			&i.AgentID,
-			&i.OwnerID,
-			&i.Kind,
-			&i.TestID,
-			&i.Revision,
-			&i.CreatedAt,
-			&i.DeliveredAt,
-			&i.AnsweredAt,
-			&i.Result,
-			&i.Error,
-		); err != nil {
-			return nil, err
-		}
-		items = append(items, i)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
 }

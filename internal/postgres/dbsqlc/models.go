@@ -41,7 +41,7 @@ type AgentJob struct {
 	AgentID     uuid.UUID
 	OwnerID     uuid.UUID
 	Kind        string
-	TestID      uuid.UUID
+	TestID      *uuid.UUID
 	Revision    int32
 	CreatedAt   time.Time
 	DeliveredAt *time.Time
@@ -110,6 +110,7 @@ type Run struct {
 	StopState      *string
 	StopReason     *string
 	Summary        []byte
+	RequestSha256  []byte
 }
 
 type Script struct {

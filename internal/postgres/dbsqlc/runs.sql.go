@@ -51,7 +51,7 @@ func (q *Queries) RunEnd(ctx context.Context, db DBTX, arg RunEndParams) (int64,
 }
 
 const runGet = `-- name: RunGet :one
-SELECT id, owner_id, script_id, manifest, state, reason, load, max_vus, max_run_seconds, idempotency_key, start_at, created_at, ended_at, stop_state, stop_reason, summary FROM runs WHERE id = $1 AND owner_id = $2
+SELECT id, owner_id, script_id, manifest, state, reason, load, max_vus, max_run_seconds, idempotency_key, start_at, created_at, ended_at, stop_state, stop_reason, summary, request_sha256 FROM runs WHERE id = $1 AND owner_id = $2
 `
 
 type RunGetParams struct {
@@ -79,12 +79,13 @@ func (q *Queries) RunGet(ctx context.Context, db DBTX, arg RunGetParams) (Run, e
 		&i.StopState,
 		&i.StopReason,
 		&i.Summary,
+		&i.RequestSha256,
 	)
 	return i, err
 }
 
 const runGetByID = `-- name: RunGetByID :one
-SELECT id, owner_id, script_id, manifest, state, reason, load, max_vus, max_run_seconds, idempotency_key, start_at, created_at, ended_at, stop_state, stop_reason, summary FROM runs WHERE id = $1
+SELECT id, owner_id, script_id, manifest, state, reason, load, max_vus, max_run_seconds, idempotency_key, start_at, created_at, ended_at, stop_state, stop_reason, summary, request_sha256 FROM runs WHERE id = $1
 `
 
 // RunGetByID reads a run by id alone, for agents' and the control plane's own work. It takes no
@@ -110,12 +111,13 @@ func (q *Queries) RunGetByID(ctx context.Context, db DBTX, id uuid.UUID) (Run, e
 		&i.StopState,
 		&i.StopReason,
 		&i.Summary,
+		&i.RequestSha256,
 	)
 	return i, err
 }
 
 const runGetByIdempotencyKey = `-- name: RunGetByIdempotencyKey :one
-SELECT id, owner_id, script_id, manifest, state, reason, load, max_vus, max_run_seconds, idempotency_key, start_at, created_at, ended_at, stop_state, stop_reason, summary FROM runs WHERE owner_id = $1 AND idempotency_key = $2
+SELECT id, owner_id, script_id, manifest, state, reason, load, max_vus, max_run_seconds, idempotency_key, start_at, created_at, ended_at, stop_state, stop_reason, summary, request_sha256 FROM runs WHERE owner_id = $1 AND idempotency_key = $2
 `
 
 type RunGetByIdempotencyKeyParams struct {
@@ -143,6 +145,7 @@ func (q *Queries) RunGetByIdempotencyKey(ctx context.Context, db DBTX, arg RunGe
 		&i.StopState,
 		&i.StopReason,
 		&i.Summary,
+		&i.RequestSha256,
 	)
 	return i, err
 }
@@ -164,9 +167,9 @@ func (q *Queries) RunGetSummary(ctx context.Context, db DBTX, arg RunGetSummaryP
 }
 
 const runInsert = `-- name: RunInsert :one
-INSERT INTO runs (id, owner_id, script_id, manifest, state, load, max_vus, max_run_seconds, idempotency_key)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
-RETURNING id, owner_id, script_id, manifest, state, reason, load, max_vus, max_run_seconds, idempotency_key, start_at, created_at, ended_at, stop_state, stop_reason, summary
+INSERT INTO runs (id, owner_id, script_id, manifest, state, load, max_vus, max_run_seconds, idempotency_key, request_sha256)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+RETURNING id, owner_id, script_id, manifest, state, reason, load, max_vus, max_run_seconds, idempotency_key, start_at, created_at, ended_at, stop_state, stop_reason, summary, request_sha256
 `
 
 type RunInsertParams struct {
@@ -179,6 +182,7 @@ type RunInsertParams struct {
 	MaxVus         *int32
 	MaxRunSeconds  *int32
 	IdempotencyKey *string
+	RequestSha256  []byte
 }
 
 func (q *Queries) RunInsert(ctx context.Context, db DBTX, arg RunInsertParams) (Run, error) {
@@ -192,6 +196,7 @@ func (q *Queries) RunInsert(ctx context.Context, db DBTX, arg RunInsertParams) (
 		arg.MaxVus,
 		arg.MaxRunSeconds,
 		arg.IdempotencyKey,
+		arg.RequestSha256,
 	)
 	var i Run
 	err := row.Scan(
@@ -211,12 +216,13 @@ func (q *Queries) RunInsert(ctx context.Context, db DBTX, arg RunInsertParams) (
 		&i.StopState,
 		&i.StopReason,
 		&i.Summary,
+		&i.RequestSha256,
 	)
 	return i, err
 }
 
 const runList = `-- name: RunList :many
-SELECT id, owner_id, script_id, manifest, state, reason, load, max_vus, max_run_seconds, idempotency_key, start_at, created_at, ended_at, stop_state, stop_reason, summary FROM runs
+SELECT id, owner_id, script_id, manifest, state, reason, load, max_vus, max_run_seconds, idempotency_key, start_at, created_at, ended_at, stop_state, stop_reason, summary, request_sha256 FROM runs
 WHERE owner_id = $1 AND ($2::uuid IS NULL OR id < $2::uuid)
 ORDER BY id DESC
 LIMIT $3
@@ -254,6 +260,7 @@ func (q *Queries) RunList(ctx context.Context, db DBTX, arg RunListParams) ([]Ru
 			&i.StopState,
 			&i.StopReason,
 			&i.Summary,
+			&i.RequestSha256,
 		); err != nil {
 			return nil, err
 		}
@@ -266,7 +273,7 @@ func (q *Queries) RunList(ctx context.Context, db DBTX, arg RunListParams) ([]Ru
 }
 
 const runListOpen = `-- name: RunListOpen :many
-SELECT id, owner_id, script_id, manifest, state, reason, load, max_vus, max_run_seconds, idempotency_key, start_at, created_at, ended_at, stop_state, stop_reason, summary FROM runs WHERE ended_at IS NULL ORDER BY id
+SELECT id, owner_id, script_id, manifest, state, reason, load, max_vus, max_run_seconds, idempotency_key, start_at, created_at, ended_at, stop_state, stop_reason, summary, request_sha256 FROM runs WHERE ended_at IS NULL ORDER BY id
 `
 
 // RunListOpen lists the runs not yet ended, for the watchdog.
@@ -296,6 +303,7 @@ func (q *Queries) RunListOpen(ctx context.Context, db DBTX) ([]Run, error) {
 			&i.StopState,
 			&i.StopReason,
 			&i.Summary,
+			&i.RequestSha256,
 		); err != nil {
 			return nil, err
 		}
