@@ -22,7 +22,7 @@ func newFlags(e env, name, args string) *flag.FlagSet {
 }
 
 func parseFlags(fs *flag.FlagSet, args []string, positional int) error {
-	if err := fs.Parse(args); err != nil {
+	if err := parseArgs(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() != positional {

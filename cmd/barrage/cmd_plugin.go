@@ -191,7 +191,7 @@ Commands:
 func runPluginAdd(ctx context.Context, e env, args []string) error {
 	fs := newFlags(e, "plugin add", "[flags] BINARY...")
 	pf := addPluginFlags(fs, e)
-	if err := fs.Parse(args); err != nil {
+	if err := parseArgs(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() == 0 {

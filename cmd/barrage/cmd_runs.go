@@ -52,6 +52,19 @@ func runRunsStart(ctx context.Context, e env, args []string) error {
 		fs.Usage()
 		return errUsage
 	}
+	load, err := lf.overrides()
+	if err != nil {
+		return err
+	}
+	// The server counts whole seconds.
+	if load.Duration%time.Second != 0 {
+		return usageError(fmt.Errorf("--duration %s: runs on agents last whole seconds", load.Duration))
+	}
+	for _, st := range load.Stages {
+		if st.Duration%time.Second != 0 {
+			return usageError(fmt.Errorf("--stage %s: runs on agents count stages in whole seconds", st.Duration))
+		}
+	}
 	cl, err := jobClient(ctx, e) // a run of a test may wait for its generation on an agent
 	if err != nil {
 		return err
@@ -60,7 +73,7 @@ func runRunsStart(ctx context.Context, e env, args []string) error {
 	if *testID != "" {
 		tid, err := uuid.Parse(*testID)
 		if err != nil {
-			return fmt.Errorf("test id %q: %w", *testID, err)
+			return usageError(fmt.Errorf("test id %q: %w", *testID, err))
 		}
 		body.TestId = &tid
 	} else {
@@ -73,17 +86,9 @@ func runRunsStart(ctx context.Context, e env, args []string) error {
 		}
 		sid, err := uuid.Parse(id)
 		if err != nil {
-			return fmt.Errorf("script id %q: %w", id, err)
+			return usageError(fmt.Errorf("script id %q: %w", id, err))
 		}
 		body.ScriptId = &sid
-	}
-	load, err := lf.overrides()
-	if err != nil {
-		return err
-	}
-	load.Duration = load.Duration.Round(time.Second)
-	for i := range load.Stages {
-		load.Stages[i].Duration = load.Stages[i].Duration.Round(time.Second)
 	}
 	l := api.LoadOf(load)
 	body.Vus, body.DurationSeconds, body.Rate, body.Stages = l.Vus, l.DurationSeconds, l.Rate, l.Stages
@@ -93,7 +98,7 @@ func runRunsStart(ctx context.Context, e env, args []string) error {
 	for _, a := range agentIDs {
 		u, err := uuid.Parse(a)
 		if err != nil {
-			return fmt.Errorf("agent id %q: %w", a, err)
+			return usageError(fmt.Errorf("agent id %q: %w", a, err))
 		}
 		if body.AgentIds == nil {
 			body.AgentIds = &[]uuid.UUID{}
@@ -300,7 +305,7 @@ func idArg(fs *flag.FlagSet, args []string, what string) (uuid.UUID, error) {
 	}
 	id, err := uuid.Parse(arg)
 	if err != nil {
-		return uuid.Nil, fmt.Errorf("%s id %q: %w", what, arg, err)
+		return uuid.Nil, usageError(fmt.Errorf("%s id %q: %w", what, arg, err))
 	}
 	return id, nil
 }

@@ -73,7 +73,7 @@ func runTestsPush(ctx context.Context, e env, args []string) error {
 	} else {
 		tid, err := uuid.Parse(id)
 		if err != nil {
-			return fmt.Errorf("test id %q: %w", id, err)
+			return usageError(fmt.Errorf("test id %q: %w", id, err))
 		}
 		res, err := cl.UpdateTestWithBodyWithResponse(ctx, tid, &api.UpdateTestParams{Name: name}, ct, bytes.NewReader(source))
 		if err != nil {

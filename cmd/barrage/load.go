@@ -33,7 +33,10 @@ func addLoadFlags(fs *flag.FlagSet) *loadFlags {
 // overrides are the flags' overrides, checked.
 func (l *loadFlags) overrides() (barrage.LoadOverrides, error) {
 	o := barrage.LoadOverrides{VUs: *l.vus, Duration: *l.duration, Rate: *l.rate, Stages: l.stages}
-	return o, o.Validate()
+	if err := o.Validate(); err != nil {
+		return o, usageError(err)
+	}
+	return o, nil
 }
 
 // stagesFlag collects --stage values.

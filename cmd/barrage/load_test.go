@@ -1,8 +1,11 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"flag"
 	"io"
+	"strings"
 	"testing"
 	"time"
 
@@ -44,5 +47,35 @@ func TestLoadFlagsReadStages(t *testing.T) {
 		}
 		_, err := parse(a...)
 		require.ErrorContains(t, err, want, "%v", args)
+	}
+}
+
+// Wrong usage exits 2, as the README says, whether a flag does not parse, a load does not hold
+// together, an id is not one, or a run on agents asks for a fraction of a second; it says what
+// was wrong, and nothing reaches a server.
+func TestWrongUsageExits2(t *testing.T) {
+	t.Parallel()
+	id := "0193a000-0000-7000-8000-000000000000"
+	for _, args := range [][]string{
+		{"run", "--vus", "many", "script.yaml"},
+		{"run", "--stage", "30s:0", "../../examples/scripts/smoke.yaml"},
+		{"runs", "start", "--script", id, "--stage", "1500ms:10"},
+		{"runs", "start", "--script", id, "--duration", "2.5s"},
+		{"runs", "show", "not-an-id"},
+		{"runs", "start", "--script", id, "--no-such-flag"},
+	} {
+		var stderr strings.Builder
+		getenv := func(k string) string {
+			if k == "BARRAGE_SERVER" {
+				return "http://127.0.0.1:1" // nothing listens: reaching it would be another error
+			}
+			return ""
+		}
+		err := run(context.Background(), args, getenv, strings.NewReader(""), io.Discard, &stderr)
+		require.Error(t, err, "%v", args)
+		require.Equal(t, 2, exitCode(err), "%v: %v\n%s", args, err, stderr.String())
+		if !errors.Is(err, errUsage) {
+			require.NotEmpty(t, err.Error())
+		}
 	}
 }

@@ -34,6 +34,19 @@ func main() {
 // errUsage is returned after usage was printed.
 var errUsage = errors.New("usage")
 
+// usageError is wrong usage that says what was wrong (exit status 2).
+func usageError(err error) error { return &exitError{code: 2, err: err} }
+
+// parseArgs parses args into fs; wrong flags are wrong usage, printed by fs.
+func parseArgs(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil && !errors.Is(err, flag.ErrHelp) {
+		return errUsage
+	} else if err != nil {
+		return err
+	}
+	return nil
+}
+
 func exitCode(err error) int {
 	var ee *exitError
 	switch {

@@ -99,7 +99,7 @@ func runRun(ctx context.Context, e env, args []string) error {
 			fmt.Fprintln(e.stderr, summary.NewLive(sec.Snapshot.Requests(), sec.Snapshot.Duration, sec.Elapsed, sec.Health.ActiveVUs, sec.Health.CPU))
 		}
 		if series != nil {
-			series.Write(sec.Snapshot, sec.Elapsed, sec.Health.CPU, sec.Health.ActiveVUs)
+			series.Write(sec.Index, sec.Snapshot, sec.Health.CPU, sec.Health.ActiveVUs)
 		}
 	}
 	res, runErr := engine.Run(ctx, s, opts)
@@ -135,7 +135,7 @@ func runRun(ctx context.Context, e env, args []string) error {
 func positionalArg(fs *flag.FlagSet, args []string) (string, error) {
 	var path string
 	for len(args) > 0 {
-		if err := fs.Parse(args); err != nil {
+		if err := parseArgs(fs, args); err != nil {
 			return "", err
 		}
 		if fs.NArg() == 0 {

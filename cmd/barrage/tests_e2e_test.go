@@ -192,6 +192,7 @@ load:
 
 	out, errOut, _ = cli(t, p, cfg, "", "tests", "debug", push("secret", secret.URL))
 	require.Contains(t, out+errOut, "the agent's policy refuses this destination")
+	require.Contains(t, out+errOut, "--demo-agent-allow", "the refusal names the setting that allows more")
 	require.NotContains(t, out+errOut, "hunter2")
 	out, errOut, _ = cli(t, p, cfg, "", "runs", "start", "--test", push("secret", secret.URL), "--watch")
 	require.Contains(t, out+errOut, "connect")

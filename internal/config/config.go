@@ -204,6 +204,7 @@ func parse(v map[string]*string) (Config, error) {
 	if c.DemoAgent, err = strconv.ParseBool(*v["demo-agent"]); err != nil {
 		bad("demo-agent", "want true or false")
 	}
+	c.DemoAgentTargets.Setting = "serve's --demo-agent-allow (BARRAGE_DEMO_AGENT_ALLOW)"
 	if c.DemoAgentTargets.Allow, c.DemoAgentTargets.AllowPorts, err = netpolicy.ParseAllow(strings.Split(*v["demo-agent-allow"], ",")); err != nil {
 		bad("demo-agent-allow", err.Error())
 	}

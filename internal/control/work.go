@@ -199,6 +199,9 @@ func (s *Service) Report(ctx context.Context, a barrage.Agent, shardID uuid.UUID
 			// allocate without bound.
 			return Instruction{}, barrage.Invalid(field+".snapshot", fmt.Sprintf("%d labels; at most %d", len(counts.Labels), MaxReportLabels))
 		}
+		if err := sec.Health.Check(); err != nil {
+			return Instruction{}, barrage.Invalid(field+".health", err.Error())
+		}
 		health, err := json.Marshal(sec.Health)
 		if err != nil {
 			return Instruction{}, err

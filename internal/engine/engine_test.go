@@ -339,3 +339,36 @@ func rawServer(tb testing.TB, answer func(c net.Conn, br *bufio.Reader) bool) st
 	}()
 	return "http://" + ln.Addr().String()
 }
+
+// A debug shows the headers the target sent: no Content-Type where it sent none (fasthttp
+// supplies a default one), and the one it sent otherwise.
+func TestDebugShowsTheResponseHeadersAsSent(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/json" {
+			w.Header().Set("Content-Type", "application/json")
+		} else {
+			w.Header()["Content-Type"] = nil // net/http would sniff one
+		}
+		fmt.Fprint(w, `{"ok":true}`)
+	}))
+	defer srv.Close()
+	s := parse(t, srv.URL, `
+version: 1
+session:
+  groups:
+    - name: g
+      requests:
+        - { name: bare, url: "${target}/bare" }
+        - { name: json, url: "${target}/json" }
+load: { vus: 1, iterations: 1 }
+`)
+	got := map[string]http.Header{}
+	err := engine.Debug(context.Background(), s, engine.Options{Trace: func(ev engine.TraceEvent) {
+		got[ev.Request] = ev.ResponseHeader
+	}})
+	require.NoError(t, err)
+	require.Len(t, got, 2)
+	require.NotContains(t, got["bare"], "Content-Type")
+	require.Equal(t, "application/json", got["json"].Get("Content-Type"))
+}

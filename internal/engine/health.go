@@ -36,6 +36,39 @@ type Health struct {
 	ActiveVUs int64 `json:"active_vus"`
 }
 
+// The bounds of one second's health as an agent may report it: far above what any generator
+// does in a second, low enough that a run's sums cannot overflow.
+const (
+	maxHealthCount = 1 << 32 // scheduled, late, dropped starts, active VUs
+	maxHealthCores = 1 << 16
+)
+
+// Check refuses a health record that no generator could have measured in one second: negative
+// or impossibly large counts or durations, a CPU share below 0 or above all cores. The server
+// checks what agents report before it sums it. (The counts are not checked against each other:
+// an interval's are read one by one while starts go on, so late may pass scheduled by a few.)
+func (h Health) Check() error {
+	switch {
+	case h.CPU < 0 || h.CPU > float64(maxHealthCores):
+		return fmt.Errorf("cpu %g: must be a share of the cores, from 0", h.CPU)
+	case h.Cores < 0 || h.Cores > maxHealthCores:
+		return fmt.Errorf("cores %d: must be from 0 to %d", h.Cores, maxHealthCores)
+	case h.LatenessMax < 0 || h.LatenessMax > 7*24*time.Hour:
+		return fmt.Errorf("lateness_max_ns %d: must be from 0 to a week", h.LatenessMax)
+	case h.LatenessSum < 0 || h.LatenessSum > maxHealthCount*time.Second:
+		return fmt.Errorf("lateness_sum_ns %d: must be from 0 to %d", h.LatenessSum, maxHealthCount*time.Second)
+	}
+	for _, c := range []struct {
+		name string
+		n    int64
+	}{{"scheduled", h.Scheduled}, {"late", h.Late}, {"dropped", h.Dropped}, {"active_vus", h.ActiveVUs}} {
+		if c.n < 0 || c.n > maxHealthCount {
+			return fmt.Errorf("%s %d: must be from 0 to %d", c.name, c.n, int64(maxHealthCount))
+		}
+	}
+	return nil
+}
+
 // healthMeter accumulates an interval's health from many goroutines.
 type healthMeter struct {
 	latenessMax atomic.Int64

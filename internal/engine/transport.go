@@ -450,9 +450,12 @@ func (t *transport) send(req *fasthttp.Request, u *url.URL, jar cookieJar, deadl
 			r.header = make(http.Header)
 		}
 		clear(r.header)
+		// The headers the target sent, without the Content-Type fasthttp supplies when none came.
+		res.Header.SetNoDefaultContentType(true)
 		for k, v := range res.Header.All() {
 			r.header.Add(string(k), string(v))
 		}
+		res.Header.SetNoDefaultContentType(false)
 	}
 	r.class = statusClass(r.status)
 }

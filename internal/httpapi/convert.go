@@ -36,14 +36,27 @@ func decodeCursor(c *string) (*uuid.UUID, error) {
 	return &id, nil
 }
 
-// pageArgs decodes a list's cursor and limit (default 50).
-func pageArgs(cursor *string, limit *int) (*uuid.UUID, int, error) {
-	id, err := decodeCursor(cursor)
+// listPage reads one page of a list: the cursor (the id to list before) and limit (default 50)
+// from the query, the page from fetch, each item converted for the wire by conv; next is the
+// cursor of the page after, nil on the last.
+func listPage[T, W any](cursor *string, limit *int, fetch func(before *uuid.UUID, limit int) (barrage.Page[T], error), conv func(T) W) (items []W, next *string, err error) {
+	before, err := decodeCursor(cursor)
+	if err != nil {
+		return nil, nil, err
+	}
 	n := 50
 	if limit != nil {
 		n = *limit
 	}
-	return id, n, err
+	page, err := fetch(before, n)
+	if err != nil {
+		return nil, nil, err
+	}
+	items = make([]W, len(page.Items))
+	for i, t := range page.Items {
+		items[i] = conv(t)
+	}
+	return items, encodeCursor(page.Next), nil
 }
 
 func toAPISession(s account.Session) api.TokenPair {

@@ -7,6 +7,7 @@ import (
 	"github.com/barrage-load/barrage/api"
 	"github.com/barrage-load/barrage/internal/account"
 	"github.com/barrage-load/barrage/internal/barrage"
+	"github.com/google/uuid"
 )
 
 // principal returns the request's principal; the policy guarantees one on non-public routes.
@@ -88,19 +89,10 @@ func (s *server) ListTokens(ctx context.Context, req api.ListTokensRequestObject
 	if err != nil {
 		return nil, err
 	}
-	before, limit, err := pageArgs(req.Params.Cursor, req.Params.Limit)
-	if err != nil {
-		return nil, err
-	}
-	page, err := s.accounts.ListTokens(ctx, p, before, limit)
-	if err != nil {
-		return nil, err
-	}
-	out := api.ListTokens200JSONResponse{Items: make([]api.APIToken, len(page.Items)), NextCursor: encodeCursor(page.Next)}
-	for i, t := range page.Items {
-		out.Items[i] = toAPIToken(t)
-	}
-	return out, nil
+	items, next, err := listPage(req.Params.Cursor, req.Params.Limit, func(before *uuid.UUID, limit int) (barrage.Page[barrage.APIToken], error) {
+		return s.accounts.ListTokens(ctx, p, before, limit)
+	}, toAPIToken)
+	return api.ListTokens200JSONResponse{Items: items, NextCursor: next}, err
 }
 
 func (s *server) CreateToken(ctx context.Context, req api.CreateTokenRequestObject) (api.CreateTokenResponseObject, error) {
@@ -163,20 +155,11 @@ func (s *server) CreateInvitation(ctx context.Context, req api.CreateInvitationR
 }
 
 func (s *server) ListInvitations(ctx context.Context, req api.ListInvitationsRequestObject) (api.ListInvitationsResponseObject, error) {
-	before, limit, err := pageArgs(req.Params.Cursor, req.Params.Limit)
-	if err != nil {
-		return nil, err
-	}
-	page, err := s.accounts.ListInvitations(ctx, before, limit)
-	if err != nil {
-		return nil, err
-	}
 	now := time.Now()
-	out := api.ListInvitations200JSONResponse{Items: make([]api.Invitation, len(page.Items)), NextCursor: encodeCursor(page.Next)}
-	for i, inv := range page.Items {
-		out.Items[i] = toAPIInvitation(inv, now)
-	}
-	return out, nil
+	items, next, err := listPage(req.Params.Cursor, req.Params.Limit, func(before *uuid.UUID, limit int) (barrage.Page[barrage.Invitation], error) {
+		return s.accounts.ListInvitations(ctx, before, limit)
+	}, func(inv barrage.Invitation) api.Invitation { return toAPIInvitation(inv, now) })
+	return api.ListInvitations200JSONResponse{Items: items, NextCursor: next}, err
 }
 
 func (s *server) RevokeInvitation(ctx context.Context, req api.RevokeInvitationRequestObject) (api.RevokeInvitationResponseObject, error) {
@@ -187,20 +170,11 @@ func (s *server) RevokeInvitation(ctx context.Context, req api.RevokeInvitationR
 }
 
 func (s *server) ListUsers(ctx context.Context, req api.ListUsersRequestObject) (api.ListUsersResponseObject, error) {
-	after, limit, err := pageArgs(req.Params.Cursor, req.Params.Limit)
-	if err != nil {
-		return nil, err
-	}
-	page, err := s.accounts.ListUsers(ctx, after, limit)
-	if err != nil {
-		return nil, err
-	}
 	now := time.Now()
-	out := api.ListUsers200JSONResponse{Items: make([]api.User, len(page.Items)), NextCursor: encodeCursor(page.Next)}
-	for i, u := range page.Items {
-		out.Items[i] = toAPIUser(u, now)
-	}
-	return out, nil
+	items, next, err := listPage(req.Params.Cursor, req.Params.Limit, func(after *uuid.UUID, limit int) (barrage.Page[barrage.User], error) {
+		return s.accounts.ListUsers(ctx, after, limit)
+	}, func(u barrage.User) api.User { return toAPIUser(u, now) })
+	return api.ListUsers200JSONResponse{Items: items, NextCursor: next}, err
 }
 
 func (s *server) GetUser(ctx context.Context, req api.GetUserRequestObject) (api.GetUserResponseObject, error) {

@@ -112,8 +112,19 @@ func writeProblem(w http.ResponseWriter, r *http.Request, p problem) {
 	_ = json.NewEncoder(w).Encode(p)
 }
 
-// writeError writes err as a problem; a 500 is logged here, once, with its cause.
+// statusClientClosed is what the access log shows for a request whose client went away before
+// its answer (nginx's 499).
+const statusClientClosed = 499
+
+// writeError writes err as a problem; a 500 is logged here, once, with its cause. A request
+// whose client went away is not the server's error: whatever it failed with, it is not logged
+// as one.
 func writeError(log *slog.Logger, w http.ResponseWriter, r *http.Request, err error) {
+	if r.Context().Err() != nil {
+		log.DebugContext(r.Context(), "client went away", slog.String("error", err.Error()))
+		w.WriteHeader(statusClientClosed)
+		return
+	}
 	p := problemFor(err)
 	if p.Status == http.StatusInternalServerError {
 		log.ErrorContext(r.Context(), "request failed", slog.String("error", err.Error()))

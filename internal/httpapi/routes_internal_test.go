@@ -1,8 +1,11 @@
 package httpapi
 
 import (
+	"context"
+	"fmt"
 	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
@@ -140,4 +143,23 @@ func TestSpecIsValid(t *testing.T) {
 			require.NotEmpty(t, op.Summary, "%s %s", method, path)
 		}
 	}
+}
+
+// A request whose client went away failed for that reason, whatever error the handler met: it
+// is not logged as the server's error (a client leaving /series mid-read was a logged 500).
+func TestAClientThatLeftIsNotAServerError(t *testing.T) {
+	var logs strings.Builder
+	log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	w := httptest.NewRecorder()
+	writeError(log, w, httptest.NewRequestWithContext(ctx, "GET", "/v1/runs/x/series", nil), fmt.Errorf("reading seconds: %w", context.Canceled))
+	require.Equal(t, statusClientClosed, w.Code)
+	require.Empty(t, logs.String())
+
+	// With the client still there, the same error is the server's.
+	w = httptest.NewRecorder()
+	writeError(log, w, httptest.NewRequest("GET", "/v1/runs/x/series", nil), fmt.Errorf("reading seconds: %w", context.Canceled))
+	require.Equal(t, http.StatusInternalServerError, w.Code)
+	require.Contains(t, logs.String(), "request failed")
 }

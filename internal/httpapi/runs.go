@@ -13,6 +13,7 @@ import (
 	"github.com/barrage-load/barrage/internal/control"
 	"github.com/barrage-load/barrage/internal/metrics"
 	"github.com/barrage-load/barrage/internal/summary"
+	"github.com/google/uuid"
 )
 
 func (s *server) CreateRun(ctx context.Context, req api.CreateRunRequestObject) (api.CreateRunResponseObject, error) {
@@ -50,19 +51,10 @@ func (s *server) ListRuns(ctx context.Context, req api.ListRunsRequestObject) (a
 	if err != nil {
 		return nil, err
 	}
-	before, limit, err := pageArgs(req.Params.Cursor, req.Params.Limit)
-	if err != nil {
-		return nil, err
-	}
-	page, err := s.control.Runs(ctx, p, before, limit)
-	if err != nil {
-		return nil, err
-	}
-	out := api.ListRuns200JSONResponse{Items: make([]api.Run, len(page.Items)), NextCursor: encodeCursor(page.Next)}
-	for i, r := range page.Items {
-		out.Items[i] = toAPIRun(r)
-	}
-	return out, nil
+	items, next, err := listPage(req.Params.Cursor, req.Params.Limit, func(before *uuid.UUID, limit int) (barrage.Page[barrage.Run], error) {
+		return s.control.Runs(ctx, p, before, limit)
+	}, toAPIRun)
+	return api.ListRuns200JSONResponse{Items: items, NextCursor: next}, err
 }
 
 func (s *server) GetRun(ctx context.Context, req api.GetRunRequestObject) (api.GetRunResponseObject, error) {

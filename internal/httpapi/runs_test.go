@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net/http"
 	"strings"
 	"sync"
@@ -216,6 +217,14 @@ func TestAReportThatWouldCostTheServerMemoryIsRefused(t *testing.T) {
 	late := second(t, control.MaxSecondIndex+1, "get home", 1, time.Millisecond)
 	p = requireProblem(t, b.do("POST", reports[0], token, map[string]any{"lease": leases[0], "seconds": []any{late}}), http.StatusUnprocessableEntity)
 	require.Contains(t, requireField(t, p, "seconds[0].index"), "no run lasts longer")
+	// Health that no generator measured in a second would overflow the run's sums.
+	for field, v := range map[string]any{"dropped": int64(math.MaxInt64), "late": -1, "cpu": -0.5, "lateness_max_ns": int64(math.MaxInt64)} {
+		bad := second(t, 0, "get home", 1, time.Millisecond)
+		bad["health"].(map[string]any)[field] = v
+		p = requireProblem(t, b.do("POST", reports[0], token, map[string]any{"lease": leases[0], "seconds": []any{bad}}), http.StatusUnprocessableEntity)
+		require.Contains(t, fmt.Sprint(p["errors"]), "seconds[0].health", "%s: %v", field, p)
+		require.Contains(t, fmt.Sprint(p["errors"]), field)
+	}
 }
 
 func TestRunAdmissionNamesTheLimit(t *testing.T) {
@@ -306,6 +315,10 @@ func TestRunsAndAgentsAreTheirOwnersAlone(t *testing.T) {
 	requireProblem(t, b.do("DELETE", "/v1/agents/"+ownID, admin.access, nil), http.StatusNotFound)
 	requireProblem(t, b.do("POST", "/v1/runs", admin.access, map[string]any{"script_id": script}), http.StatusNotFound)
 	require.Empty(t, b.do("GET", "/v1/runs", admin.access, nil).json(t)["items"])
+	// The owner's list shows the run with its shard.
+	mine := b.do("GET", "/v1/runs", u.access, nil).json(t)["items"].([]any)
+	require.Len(t, mine, 1)
+	require.Len(t, mine[0].(map[string]any)["shards"], 1)
 	// ... nor may the admin run on the user's private agent.
 	requireProblem(t, b.do("POST", "/v1/runs", admin.access, map[string]any{"script_id": script, "agent_ids": []string{ownID}}), http.StatusNotFound)
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/getkin/kin-openapi/openapi3filter"
+	"github.com/google/uuid"
 
 	"github.com/barrage-load/barrage/api"
 	"github.com/barrage-load/barrage/internal/barrage"
@@ -68,19 +69,10 @@ func (s *server) ListTests(ctx context.Context, req api.ListTestsRequestObject) 
 	if err != nil {
 		return nil, err
 	}
-	before, limit, err := pageArgs(req.Params.Cursor, req.Params.Limit)
-	if err != nil {
-		return nil, err
-	}
-	page, err := s.control.Tests(ctx, p, before, limit)
-	if err != nil {
-		return nil, err
-	}
-	out := api.ListTests200JSONResponse{Items: make([]api.Test, len(page.Items)), NextCursor: encodeCursor(page.Next)}
-	for i, t := range page.Items {
-		out.Items[i] = toAPITest(t)
-	}
-	return out, nil
+	items, next, err := listPage(req.Params.Cursor, req.Params.Limit, func(before *uuid.UUID, limit int) (barrage.Page[barrage.Test], error) {
+		return s.control.Tests(ctx, p, before, limit)
+	}, toAPITest)
+	return api.ListTests200JSONResponse{Items: items, NextCursor: next}, err
 }
 
 func (s *server) GetTest(ctx context.Context, req api.GetTestRequestObject) (api.GetTestResponseObject, error) {

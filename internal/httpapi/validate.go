@@ -14,10 +14,22 @@ import (
 	"github.com/getkin/kin-openapi/openapi3filter"
 	"github.com/getkin/kin-openapi/routers"
 	"github.com/go-chi/chi/v5"
+	"github.com/google/uuid"
 
 	"github.com/barrage-load/barrage/api"
 	"github.com/barrage-load/barrage/internal/barrage"
 )
+
+func init() {
+	// The spec's ids are UUIDs of any version (the server makes version 7); kin-openapi checks
+	// no uuid format unless told.
+	openapi3.DefineStringFormatValidator("uuid", openapi3.NewCallbackValidator(func(s string) error {
+		if _, err := uuid.Parse(s); err != nil || len(s) != 36 {
+			return errors.New("must be a UUID, as 0193a5e4-7b3c-7d1e-9f00-2a4b6c8d0e1f")
+		}
+		return nil
+	}))
+}
 
 // loadSpec parses and validates the embedded OpenAPI document.
 func loadSpec() (*openapi3.T, error) {

@@ -68,6 +68,11 @@ func TestBadInputAnswersProblemsNever500(t *testing.T) {
 		big := `{"email": "a@b.c", "password": "` + strings.Repeat("x", 5000) + `"}`
 		requireProblem(t, b.do("POST", "/v1/auth/login", "", big), http.StatusRequestEntityTooLarge)
 	})
+	t.Run("an id in the body that is not a UUID is 422 naming it", func(t *testing.T) {
+		p := requireProblem(t, b.do("POST", "/v1/runs", admin.access, map[string]any{"script_id": "nope", "agent_ids": []string{"x"}}), http.StatusUnprocessableEntity)
+		require.Contains(t, requireField(t, p, "script_id"), "must be a UUID")
+		requireField(t, p, "agent_ids[0]")
+	})
 	t.Run("bad path parameter is 400", func(t *testing.T) {
 		p := requireProblem(t, b.do("DELETE", "/v1/tokens/not-a-uuid", admin.access, nil), http.StatusBadRequest)
 		requireField(t, p, "id")

@@ -29,6 +29,9 @@ type Policy struct {
 	// AllowPorts lists single services allowed however internal their address is: that
 	// address and port, and no other port of it.
 	AllowPorts []netip.AddrPort
+	// Setting names, for a refusal's message, the setting with which the policy's operator
+	// allows more ("--allow-target" when empty).
+	Setting string
 }
 
 // internal are the ranges refused unless allowed: loopback, RFC 1918 and unique-local private
@@ -68,7 +71,11 @@ func (p *Policy) Check(addr netip.Addr) error {
 	}
 	for _, r := range internal {
 		if r.Contains(addr) {
-			return fmt.Errorf("%w: %s is internal (%s); its operator can allow it with --allow-target", ErrRefused, addr, r)
+			setting := p.Setting
+			if setting == "" {
+				setting = "--allow-target"
+			}
+			return fmt.Errorf("%w: %s is internal (%s); its operator can allow it with %s", ErrRefused, addr, r, setting)
 		}
 	}
 	return nil

@@ -155,17 +155,28 @@ func (s *Store) RunSummary(ctx context.Context, ownerID, id uuid.UUID) ([]byte, 
 	return sum, translate(err, "run")
 }
 
-// Runs lists the owner's runs, newest first, before the given id.
+// Runs lists the owner's runs with their shards, newest first, before the given id.
 func (s *Store) Runs(ctx context.Context, ownerID uuid.UUID, before *uuid.UUID, limit int) ([]barrage.Run, error) {
 	rows, err := s.q.RunList(ctx, s.pool, dbsqlc.RunListParams{OwnerID: ownerID, Before: before, MaxRows: int32(limit)})
 	if err != nil {
 		return nil, translate(err, "runs")
 	}
 	out := make([]barrage.Run, len(rows))
+	ids := make([]uuid.UUID, len(rows))
+	at := make(map[uuid.UUID]int, len(rows))
 	for i, r := range rows {
 		if out[i], err = runFromRow(r); err != nil {
 			return nil, err
 		}
+		ids[i], at[r.ID] = r.ID, i
+	}
+	shards, err := s.q.ShardListByRuns(ctx, s.pool, ids)
+	if err != nil {
+		return nil, err
+	}
+	for _, sh := range shards {
+		r := &out[at[sh.RunID]]
+		r.Shards = append(r.Shards, shardFromRow(sh))
 	}
 	return out, nil
 }

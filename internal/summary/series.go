@@ -31,16 +31,17 @@ func NewSeriesCSV(w io.Writer) *SeriesCSV {
 	return s
 }
 
-// Write writes second's rows: it ends elapsed into the run, which had vus active and used cpu
-// of its generator's machine.
-func (s *SeriesCSV) Write(second *metrics.Snapshot, elapsed time.Duration, cpu float64, vus int64) {
+// Write writes the rows of the run's second of index (0 for the first; the column counts from 1),
+// in which the run had vus active and used cpu of its generator's machine. A last second cut
+// short keeps its number; its rate is over the part it lasted.
+func (s *SeriesCSV) Write(index int64, second *metrics.Snapshot, cpu float64, vus int64) {
 	if s.err != nil {
 		return
 	}
 	fms := func(d time.Duration) string { return strconv.FormatFloat(Millis(d), 'f', 3, 64) }
 	for _, k := range slices.SortedFunc(maps.Keys(second.Labels), metrics.Key.Compare) {
 		st := second.Labels[k]
-		rec := []string{strconv.FormatFloat(elapsed.Seconds(), 'f', 0, 64), k.Kind.String(), k.Name, strconv.FormatInt(st.Requests, 10),
+		rec := []string{strconv.FormatInt(index+1, 10), k.Kind.String(), k.Name, strconv.FormatInt(st.Requests, 10),
 			strconv.FormatFloat(float64(st.Requests)/max(second.Duration.Seconds(), 1e-9), 'f', 1, 64)}
 		for c := metrics.ErrorClass(1); c < metrics.NumErrorClasses; c++ {
 			rec = append(rec, strconv.FormatInt(st.Errors[c], 10))

@@ -81,13 +81,18 @@ func TestSeriesCSVHasARowPerLabelWithItsKind(t *testing.T) {
 	t.Parallel()
 	var buf bytes.Buffer
 	w := summary.NewSeriesCSV(&buf)
-	w.Write(second(), time.Second, 0.5, 4)
+	w.Write(0, second(), 0.5, 4)
+	// A last second cut short, 1.5 s into the run, is the second second, at its own rate.
+	half := second()
+	half.Duration = 500 * time.Millisecond
+	w.Write(1, half, 0.5, 4)
 	require.NoError(t, w.Flush())
 	rows, err := csv.NewReader(&buf).ReadAll()
 	require.NoError(t, err)
-	require.Len(t, rows, 4)
+	require.Len(t, rows, 7)
 	require.Equal(t, []string{"second", "kind", "label", "count"}, rows[0][:4])
 	require.Equal(t, []string{"1", "request", "r", "10"}, rows[1][:4])
 	require.Equal(t, []string{"1", "group", "r", "5"}, rows[2][:4])
 	require.Equal(t, []string{"1", "hook", "sign", "20"}, rows[3][:4])
+	require.Equal(t, []string{"2", "request", "r", "10", "20.0"}, rows[4][:5])
 }

@@ -213,6 +213,46 @@ func (q *Queries) ShardListByRun(ctx context.Context, db DBTX, runID uuid.UUID) 
 	return items, nil
 }
 
+const shardListByRuns = `-- name: ShardListByRuns :many
+SELECT id, run_id, agent_id, seg_from, seg_to, seg_of, state, reason, lease, agent_version, leased_at, heartbeat_at, ended_at, late_start_ms, result FROM shards WHERE run_id = ANY($1::uuid[]) ORDER BY run_id, seg_from
+`
+
+func (q *Queries) ShardListByRuns(ctx context.Context, db DBTX, runIds []uuid.UUID) ([]Shard, error) {
+	rows, err := db.Query(ctx, shardListByRuns, runIds)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []Shard
+	for rows.Next() {
+		var i Shard
+		if err := rows.Scan(
+			&i.ID,
+			&i.RunID,
+			&i.AgentID,
+			&i.SegFrom,
+			&i.SegTo,
+			&i.SegOf,
+			&i.State,
+			&i.Reason,
+			&i.Lease,
+			&i.AgentVersion,
+			&i.LeasedAt,
+			&i.HeartbeatAt,
+			&i.EndedAt,
+			&i.LateStartMs,
+			&i.Result,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const shardListLost = `-- name: ShardListLost :many
 SELECT id, run_id, agent_id, seg_from, seg_to, seg_of, state, reason, lease, agent_version, leased_at, heartbeat_at, ended_at, late_start_ms, result FROM shards WHERE state = 'running' AND heartbeat_at < $1
 FOR UPDATE SKIP LOCKED

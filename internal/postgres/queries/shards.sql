@@ -55,3 +55,6 @@ SELECT shard_seconds.* FROM shard_seconds
 JOIN shards ON shards.id = shard_seconds.shard_id
 WHERE shards.run_id = @run_id AND shard_seconds.idx >= @from_idx AND shard_seconds.idx < @to_idx
 ORDER BY shard_seconds.idx, shard_seconds.shard_id;
+
+-- name: ShardListByRuns :many
+SELECT * FROM shards WHERE run_id = ANY(@run_ids::uuid[]) ORDER BY run_id, seg_from;
