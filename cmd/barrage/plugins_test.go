@@ -1,6 +1,7 @@
 package main_test
 
 import (
+	"bufio"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
@@ -12,11 +13,14 @@ import (
 	"net/http/httptest"
 	"os"
 	"os/exec"
+	"os/user"
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -276,4 +280,48 @@ func TestPluginNewScaffoldsProjectsThatBuildPassTheirTestAndPassCheck(t *testing
 		require.Contains(t, out, "the plugin passed every check")
 		require.Contains(t, out, fmt.Sprintf("describe: %s@0.1.0", name))
 	}
+}
+
+// An agent says at start how this machine confines plugins, and with --require-sandbox refuses
+// to start when the sandbox is partial. As nobody, with no cgroup it may write, it is partial
+// here: the suite, run as root, starts the agent as nobody to see it.
+func TestAnAgentThatRequiresTheSandboxRefusesAPartialOne(t *testing.T) {
+	var cred *syscall.Credential
+	if os.Geteuid() == 0 {
+		nobody, err := user.Lookup("nobody")
+		if err != nil {
+			t.Skip("no nobody account")
+		}
+		uid, _ := strconv.Atoi(nobody.Uid)
+		gid, _ := strconv.Atoi(nobody.Gid)
+		cred = &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid), Groups: []uint32{}}
+	}
+	home := reachableDir(t)
+	agent := func(args ...string) (*exec.Cmd, *bufio.Reader) {
+		cmd := exec.Command(binary, append([]string{"agent", "--server", "http://127.0.0.1:1"}, args...)...)
+		cmd.Env = []string{"HOME=" + home, "PATH=/usr/bin:/bin", "BARRAGE_AGENT_TOKEN=brg_agent_not_a_real_one"}
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
+		stderr, err := cmd.StderrPipe()
+		require.NoError(t, err)
+		require.NoError(t, cmd.Start())
+		t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+		return cmd, bufio.NewReader(stderr)
+	}
+	// Without the flag: the agent says what is missing and what plugins fall back to, and goes on.
+	_, lines := agent()
+	first, err := lines.ReadString('\n')
+	require.NoError(t, err)
+	if !strings.Contains(first, "plugin sandbox: partial") {
+		t.Skipf("this machine gives this user the whole sandbox: %s", first)
+	}
+	require.Contains(t, first, "cgroup")
+
+	cmd, lines := agent("--require-sandbox")
+	rest, _ := io.ReadAll(lines)
+	err = cmd.Wait()
+	var exit *exec.ExitError
+	require.ErrorAs(t, err, &exit, "the agent refuses to start: %s", rest)
+	require.Equal(t, 1, exit.ExitCode())
+	require.Contains(t, string(rest), "plugin sandbox: partial")
+	require.Contains(t, string(rest), "--require-sandbox: the plugin sandbox is not fully available")
 }

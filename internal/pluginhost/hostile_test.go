@@ -1,6 +1,7 @@
 package pluginhost_test
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"crypto/rand"
@@ -21,6 +22,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
 
 	"github.com/barrage-load/barrage/internal/netpolicy"
 	"github.com/barrage-load/barrage/internal/pluginhost"
@@ -282,6 +284,121 @@ func outlives(kind string) func(*testing.T, *hostileWorld, *pluginhost.Host, plu
 	}
 }
 
+// outlivesKilledHost has the plugin of a host in another process clear its parent-death signal
+// and leave a child, kills that host with SIGKILL (no chance to clean up, and no next host to
+// sweep strays), and says whether the plugin's child still runs once the deadline for it to die
+// has passed. Sandboxed, the plugin is the init of its PID namespace: when it dies, its
+// children die with it.
+func outlivesKilledHost(t *testing.T, _ *hostileWorld, _ *pluginhost.Host, mode pluginhost.SandboxMode) bool {
+	token := randomToken(t)
+	host, lines, res := hostInAnotherProcess(t, mode, ar{"kind": "orphan", "token": token}, nil)
+	var pid int
+	_, err := fmt.Fscan(lines, &pid)
+	require.NoError(t, err, "the host printed the plugin's pid")
+	alive := func() []int {
+		left := lingerers(token)
+		if st, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); err == nil && !strings.Contains(string(st), ") Z ") {
+			left = append(left, pid)
+		}
+		return left
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for succeeded(res) && len(lingerers(token)) == 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	require.NoError(t, host.Process.Kill())
+	_ = host.Wait()
+	deadline = time.Now().Add(5 * time.Second)
+	for len(alive()) > 0 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	left := alive()
+	for _, pid := range left {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
+	return len(left) > 0
+}
+
+// hostInAnotherProcess starts a host in a copy of this test binary (hostThenWait) whose plugin
+// tries a, sandboxed or not as mode says; with tty, in a session of its own whose controlling
+// terminal tty is. It returns the host, killed at the end of the test, its output after the
+// plugin's answer, and that answer.
+func hostInAnotherProcess(t *testing.T, mode pluginhost.SandboxMode, a ar, tty *os.File) (*exec.Cmd, *bufio.Reader, string) {
+	t.Helper()
+	exe, err := os.Executable()
+	require.NoError(t, err)
+	host := exec.Command(exe, "-test.run=^$")
+	attack, err := json.Marshal(a)
+	require.NoError(t, err)
+	host.Env = append(os.Environ(), killedHostEnv+"="+testPlugin, killedHostAttackEnv+"="+string(attack))
+	if mode == pluginhost.SandboxOff {
+		host.Env = append(host.Env, killedHostOffEnv+"=1")
+	}
+	if tty != nil {
+		host.Stdin = tty
+		host.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
+	}
+	out, err := host.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, host.Start())
+	if tty != nil {
+		_ = tty.Close()
+	}
+	t.Cleanup(func() { _ = host.Process.Kill(); _ = host.Wait() })
+	lines := bufio.NewReader(out)
+	res, err := lines.ReadString('\n')
+	require.NoError(t, err, "the host printed the plugin's answer")
+	res = strings.TrimSpace(res)
+	t.Logf("%s: %s", a["kind"], res)
+	return host, lines, res
+}
+
+// typesIntoTerminal starts a host in another process whose controlling terminal is a
+// pseudo-terminal, as a user's shell would start `barrage run`, and has its plugin type the
+// token into that terminal; it says whether the token arrived as the terminal's input.
+func typesIntoTerminal(t *testing.T, _ *hostileWorld, _ *pluginhost.Host, mode pluginhost.SandboxMode) bool {
+	token := randomToken(t)
+	ptm, pts := openPTY(t)
+	_, _, res := hostInAnotherProcess(t, mode, ar{"kind": "tty", "token": token}, pts)
+	// What was typed is echoed by the terminal: the master reads it.
+	typed := make(chan string, 1)
+	go func() {
+		var got []byte
+		buf := make([]byte, 256)
+		for !bytes.Contains(got, []byte(token)) {
+			n, err := ptm.Read(buf)
+			if err != nil {
+				break
+			}
+			got = append(got, buf[:n]...)
+		}
+		typed <- string(got)
+	}()
+	if !succeeded(res) {
+		return false
+	}
+	select {
+	case got := <-typed:
+		return strings.Contains(got, token)
+	case <-time.After(5 * time.Second):
+		return false
+	}
+}
+
+// openPTY opens a pseudo-terminal pair, closed at the end of the test.
+func openPTY(t *testing.T) (ptm, pts *os.File) {
+	t.Helper()
+	ptm, err := os.OpenFile("/dev/ptmx", os.O_RDWR|syscall.O_NOCTTY, 0)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = ptm.Close() })
+	require.NoError(t, unix.IoctlSetPointerInt(int(ptm.Fd()), unix.TIOCSPTLCK, 0))
+	n, err := unix.IoctlGetInt(int(ptm.Fd()), unix.TIOCGPTN)
+	require.NoError(t, err)
+	pts, err = os.OpenFile(fmt.Sprintf("/dev/pts/%d", n), os.O_RDWR|syscall.O_NOCTTY, 0)
+	require.NoError(t, err)
+	return ptm, pts
+}
+
 // dial is an escape that reaches a listener over TCP.
 func dialTCP(addr func(w *hostileWorld) string) func(*testing.T, *hostileWorld, *pluginhost.Host, pluginhost.SandboxMode) bool {
 	return func(t *testing.T, w *hostileWorld, h *pluginhost.Host, _ pluginhost.SandboxMode) bool {
@@ -378,6 +495,7 @@ var hostileCases = []hostileCase{
 			res, _ := attack(t, h, attackArgs("fd", strconv.Itoa(w.inheritedFD)))
 			return strings.Contains(res, w.token)
 		}},
+	{name: "TypeIntoTheUsersTerminal", offEscapes: always, try: typesIntoTerminal},
 	{name: "OpenAVsockSocket", offEscapes: func(w *hostileWorld) bool { return w.vsock },
 		try: func(t *testing.T, w *hostileWorld, h *pluginhost.Host, _ pluginhost.SandboxMode) bool {
 			res, _ := attack(t, h, attackArgs("vsock", ""))
@@ -396,6 +514,7 @@ var hostileCases = []hostileCase{
 	{name: "ReachTheGrantedPortAgainstTheHostsPolicy", offEscapes: always, policy: &netpolicy.Policy{},
 		try: reach(grantGreeter, func(w *hostileWorld) string { return w.greeter })},
 	{name: "ASetsidChildOutlivesThePlugin", offEscapes: always, try: outlives("setsid")},
+	{name: "APluginOutlivesItsKilledHost", offEscapes: always, try: outlivesKilledHost},
 	{name: "ADoubleForkedDaemonOutlivesThePlugin", offEscapes: always, try: outlives("daemon")},
 	{name: "AForkBombGoesPastTheProcessLimit", offEscapes: always,
 		limits: pluginhost.Limits{AddressSpace: 4 << 30, OpenFiles: 1024, Processes: 64, Memory: 1 << 30, CPU: 1},

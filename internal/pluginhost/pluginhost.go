@@ -415,7 +415,7 @@ func (h *Host) runner(spec Spec, path string, pluginEnv []string, sockDir string
 		}
 		env = append(env, sdk.DialSocketEnv+"="+sock)
 	}
-	cmd, sync, err := sandboxCommand(h.opts.Launcher, &lf, h.runDir, uidGid{uid: h.uid, gid: h.gid}, namespaces)
+	cmd, sync, err := sandboxCommand(h.opts.Launcher, &lf, h.runDir, uidGid{uid: h.uid, gid: h.gid}, namespaces, !h.sandbox.Off)
 	if err != nil {
 		dial.close()
 		return nil, err

@@ -28,7 +28,7 @@ var testPlugin string
 
 func TestMain(m *testing.M) {
 	pluginhost.Launch() // this test binary is the plugin launcher
-	if path := os.Getenv("PLUGINHOST_TEST_HOST"); path != "" {
+	if path := os.Getenv(killedHostEnv); path != "" {
 		hostThenWait(path) // this test binary is a host that will be killed
 	}
 	if path := os.Getenv(testPluginEnv); path != "" {
@@ -326,9 +326,23 @@ func TestStartSweepsPluginsLeftByADeadHost(t *testing.T) {
 	}
 }
 
+// Environment variables of a host that waits to be killed (hostThenWait): the test plugin, and
+// for the hostile one the attack it tries and whether the sandbox is off.
+const (
+	killedHostEnv       = "PLUGINHOST_TEST_HOST"
+	killedHostAttackEnv = "PLUGINHOST_TEST_HOST_ATTACK"
+	killedHostOffEnv    = "PLUGINHOST_TEST_HOST_SANDBOX_OFF"
+)
+
 // hostThenWait starts the good test plugin at path, prints its pid, and waits to be killed.
+// With an attack in its environment, it starts the hostile plugin instead, has it try the
+// attack, and prints its answer on the line before the pid.
 func hostThenWait(path string) {
-	h, err := pluginhost.New(pluginhost.Options{})
+	opts := pluginhost.Options{}
+	if os.Getenv(killedHostOffEnv) != "" {
+		opts.Sandbox = pluginhost.SandboxOff
+	}
+	h, err := pluginhost.New(opts)
 	if err != nil {
 		panic(err)
 	}
@@ -337,9 +351,25 @@ func hostThenWait(path string) {
 		panic(err)
 	}
 	sum := sha256.Sum256(data)
-	p, err := h.Start(context.Background(), pluginhost.Spec{Name: "good", Version: "1.0.0", Path: path, SHA256: hex.EncodeToString(sum[:])})
+	attack := os.Getenv(killedHostAttackEnv)
+	name := "good"
+	if attack != "" {
+		name = "hostile"
+	}
+	ctx := context.Background()
+	p, err := h.Start(ctx, pluginhost.Spec{Name: name, Version: "1.0.0", Path: path, SHA256: hex.EncodeToString(sum[:])})
 	if err != nil {
 		panic(err)
+	}
+	if attack != "" {
+		if _, err := p.Element().Configure(ctx, []byte(attack)); err != nil {
+			panic(err)
+		}
+		sets, err := p.Element().Next(ctx, 1)
+		if err != nil {
+			panic(err)
+		}
+		fmt.Println(sets[0]["result"])
 	}
 	fmt.Println(p.Pid())
 	time.Sleep(time.Minute)
@@ -351,7 +381,7 @@ func TestAPluginDiesWithItsHost(t *testing.T) {
 	exe, err := os.Executable()
 	require.NoError(t, err)
 	host := exec.Command(exe, "-test.run=^$")
-	host.Env = append(os.Environ(), "PLUGINHOST_TEST_HOST="+testPlugin)
+	host.Env = append(os.Environ(), killedHostEnv+"="+testPlugin)
 	out, err := host.StdoutPipe()
 	require.NoError(t, err)
 	require.NoError(t, host.Start())

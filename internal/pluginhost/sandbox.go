@@ -165,7 +165,7 @@ func runProbe(launcher string, as uidGid) (namespaces, secc error) {
 		return err, secc
 	}
 	l := launchFlags{probe: true, seccomp: secc == nil, path: plugin}
-	cmd, sync, err := sandboxCommand(launcher, &l, dir, as, true)
+	cmd, sync, err := sandboxCommand(launcher, &l, dir, as, true, true)
 	if err != nil {
 		return err, secc
 	}
@@ -209,8 +209,9 @@ type uidGid struct{ uid, gid int }
 // passes the launcher its own binary as file descriptor 3 (it runs as the plugin's user, who
 // may not be able to reach the binary by its path) and the read end of a pipe as descriptor 4:
 // the launcher waits for a byte on it before it does anything, so that the host can put it in
-// its cgroup first. It returns the command and the pipe's write end.
-func sandboxCommand(launcher string, l *launchFlags, dir string, as uidGid, namespaces bool) (*exec.Cmd, *os.File, error) {
+// its cgroup first. The launcher starts a session of its own unless session is false (the sandbox
+// is off). It returns the command and the pipe's write end.
+func sandboxCommand(launcher string, l *launchFlags, dir string, as uidGid, namespaces, session bool) (*exec.Cmd, *os.File, error) {
 	exe, err := os.Open(launcher)
 	if err != nil {
 		return nil, nil, fmt.Errorf("plugin launcher: %w", err)
@@ -222,8 +223,9 @@ func sandboxCommand(launcher string, l *launchFlags, dir string, as uidGid, name
 	}
 	l.exeFD, l.syncFD = 3, 4
 	// A session of its own, so a process group too: the plugin has no controlling terminal,
-	// and cannot type into the user's shell nor read from it.
-	attr := &syscall.SysProcAttr{Setsid: true}
+	// and cannot type into the user's shell nor read from it. Without the sandbox, only the
+	// process group of the older confinement.
+	attr := &syscall.SysProcAttr{Setsid: session, Setpgid: !session}
 	if namespaces {
 		l.namespaces = true
 		l.root = filepath.Join(dir, "root")

@@ -58,8 +58,8 @@ const (
 )
 
 // seccompFilter is the plugins' filter, in classic BPF: another architecture's calls kill the
-// process; denied calls, clone with a namespace flag and the ioctls that fake a terminal's input
-// fail with EPERM; a socket of a family not in socketFamilies with EAFNOSUPPORT; clone3, whose
+// process; denied calls, clone with a namespace flag, the ioctls that fake a terminal's input
+// and the prctl that would clear the parent-death signal fail with EPERM; a socket of a family not in socketFamilies with EAFNOSUPPORT; clone3, whose
 // flags a filter cannot read, with ENOSYS, which makes C libraries fall back to clone; the rest
 // is allowed.
 func seccompFilter() []unix.SockFilter {
@@ -84,6 +84,12 @@ func seccompFilter() []unix.SockFilter {
 		f = append(f, jump(bpfJumpEqual, fam, n-uint8(i), 0))
 	}
 	f = append(f, stmt(bpfReturn, retEAFNOSUPPORT), stmt(bpfReturn, retAllow))
+	// prctl: no clearing the parent-death signal, by which a plugin (its PID namespace's init,
+	// whose death ends every process in it) dies with its host, even one killed with SIGKILL.
+	f = append(f,
+		jump(bpfJumpEqual, unix.SYS_PRCTL, 0, 4), stmt(bpfLoadWord, seccompArg0),
+		jump(bpfJumpEqual, unix.PR_SET_PDEATHSIG, 0, 1), stmt(bpfReturn, retEPERM), stmt(bpfReturn, retAllow),
+	)
 	// ioctl: no faking a terminal's input, nor its console's.
 	f = append(f,
 		jump(bpfJumpEqual, unix.SYS_IOCTL, 0, 5), stmt(bpfLoadWord, seccompArg1),

@@ -10,11 +10,13 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
+	"unsafe"
 
 	"github.com/barrage-load/barrage/sdk"
 )
@@ -71,6 +73,19 @@ func (a attack) try() (string, error) {
 			return "", err
 		}
 		return string(b[:n]), nil
+	case "tty":
+		// The terminal of the session that started the host: typed into, as if by its user.
+		f, err := os.OpenFile("/dev/tty", os.O_RDWR, 0)
+		if err != nil {
+			return "", err
+		}
+		defer f.Close()
+		for _, c := range []byte(a.Token) {
+			if _, _, errno := syscall.Syscall(syscall.SYS_IOCTL, f.Fd(), syscall.TIOCSTI, uintptr(unsafe.Pointer(&c))); errno != 0 {
+				return "opened /dev/tty", fmt.Errorf("TIOCSTI: %w", errno)
+			}
+		}
+		return "typed", nil
 	case "vsock":
 		// A socket no network namespace confines: to the hypervisor of a virtual machine.
 		fd, err := syscall.Socket(40 /* AF_VSOCK */, syscall.SOCK_STREAM, 0)
@@ -113,6 +128,16 @@ func (a attack) try() (string, error) {
 			return "", fmt.Errorf("no process holds the token among %d", len(entries))
 		}
 		return strings.Join(found, ","), nil
+	case "orphan":
+		// Clears the parent-death signal and ignores the signals a lost host brings (a broken
+		// pipe on its logs), so that the plugin outlives a host killed with SIGKILL, and
+		// leaves a child with the token for the test to find.
+		signal.Ignore(syscall.SIGPIPE, syscall.SIGHUP, syscall.SIGTERM)
+		// Every thread's: the kernel signals each thread whose parent-death signal is set.
+		if _, _, errno := syscall.AllThreadsSyscall(syscall.SYS_PRCTL, syscall.PR_SET_PDEATHSIG, 0, 0); errno != 0 {
+			return "", fmt.Errorf("prctl(PR_SET_PDEATHSIG, 0): %w", errno)
+		}
+		return "cleared", exec.Command(self, "linger", a.Token).Start()
 	case "setsid", "daemon":
 		// A child in a session of its own with an emptied environment; "daemon" forks once
 		// more, so that the lingering process is a grandchild whose parent is gone.
