@@ -91,7 +91,9 @@ func runAgentsCreate(ctx context.Context, e env, args []string) error {
 		}
 	}
 	fmt.Fprintf(e.stderr, "Agent %q registered (id %s). Its token is shown once; start it with\n"+
-		"  BARRAGE_AGENT_TOKEN=<token> barrage agent --server %s\n", a.Name, a.Id, c.Server)
+		"  BARRAGE_AGENT_TOKEN=<token> barrage agent --server %s\n"+
+		"It refuses loopback and private addresses unless allowed: add --allow-target HOST:PORT (or a CIDR) for\n"+
+		"a target on this network, such as --allow-target 127.0.0.1:8081 for the demo shop.\n", a.Name, a.Id, c.Server)
 	fmt.Fprintln(e.stdout, a.Token)
 	return nil
 }

@@ -42,6 +42,9 @@ func runRunsStart(ctx context.Context, e env, args []string) error {
 	if err := parseFlags(fs, args, 0); err != nil {
 		return err
 	}
+	if *agents < 0 || (*agents == 0 && flagGiven(fs, "agents")) {
+		return usageError(fmt.Errorf("--agents %d: must be at least 1", *agents))
+	}
 	given := 0
 	for _, f := range []string{*file, *scriptID, *testID} {
 		if f != "" {

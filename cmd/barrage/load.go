@@ -19,11 +19,32 @@ type loadFlags struct {
 }
 
 func addLoadFlags(fs *flag.FlagSet) *loadFlags {
-	l := &loadFlags{
-		vus:      fs.Int("vus", 0, "virtual users (closed model), or max VUs with --rate or --stage; overrides the script"),
-		duration: fs.Duration("duration", 0, "run duration; overrides the script"),
-		rate:     fs.Float64("rate", 0, "arrival rate in iterations per second: runs the open model"),
+	l := &loadFlags{vus: new(int), duration: new(time.Duration), rate: new(float64)}
+	// Each is above 0 when given: 0 would read as "not given" and silently keep the script's.
+	positive := func(name, usage string, parse func(string) (bool, error)) {
+		fs.Func(name, usage, func(v string) error {
+			ok, err := parse(v)
+			if err == nil && !ok {
+				err = fmt.Errorf("must be above 0 (leave --%s out to keep the script's)", name)
+			}
+			return err
+		})
 	}
+	positive("vus", "virtual users (closed model), or max VUs with --rate or --stage; overrides the script", func(v string) (bool, error) {
+		n, err := strconv.Atoi(v)
+		*l.vus = n
+		return n > 0, err
+	})
+	positive("duration", "run duration, as 30s or 2m; overrides the script", func(v string) (bool, error) {
+		d, err := time.ParseDuration(v)
+		*l.duration = d
+		return d > 0, err
+	})
+	positive("rate", "arrival rate in iterations per second: runs the open model", func(v string) (bool, error) {
+		r, err := strconv.ParseFloat(v, 64)
+		*l.rate = r
+		return r > 0, err
+	})
 	fs.Var(&l.stages, "stage", "a stage of the open model in place of the script's load, repeated in order: DURATION:RATE holds RATE\n"+
 		"iterations/s for DURATION, DURATION:to:RATE ramps there from the stage before (0 before the first);\n"+
 		"for example --stage 30s:to:200 --stage 2m:200 --stage 30s:to:0")

@@ -38,7 +38,7 @@ func TestLoadFlagsReadStages(t *testing.T) {
 		{"--stage", "30s:200", "--rate=5"}:     "invalid stages: go without rate",
 		{"--stage", "500ms:200", ""}:           "invalid stages[0].duration: must be at least 1s",
 		{"--stage", "30s:0", ""}:               "at least one stage must have a rate above 0",
-		{"--stage", "30s:200", "--vus=-1"}:     "invalid vus",
+		{"--stage", "30s:200", "--vus=-1"}:     "must be above 0",
 		{"--stage", "1s:200", "--duration=1m"}: "go without duration",
 	} {
 		a := []string{args[0], args[1]}
@@ -62,6 +62,10 @@ func TestWrongUsageExits2(t *testing.T) {
 		{"runs", "start", "--script", id, "--stage", "1500ms:10"},
 		{"runs", "start", "--script", id, "--duration", "2.5s"},
 		{"runs", "show", "not-an-id"},
+		{"runs", "start", "--script", id, "--vus", "0"},
+		{"runs", "start", "--script", id, "--duration", "0s"},
+		{"runs", "start", "--script", id, "--agents", "0"},
+		{"run", "--rate", "0", "../../examples/scripts/smoke.yaml"},
 		{"runs", "start", "--script", id, "--no-such-flag"},
 	} {
 		var stderr strings.Builder

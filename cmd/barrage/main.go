@@ -37,6 +37,13 @@ var errUsage = errors.New("usage")
 // usageError is wrong usage that says what was wrong (exit status 2).
 func usageError(err error) error { return &exitError{code: 2, err: err} }
 
+// flagGiven reports whether the flag name was given on the command line.
+func flagGiven(fs *flag.FlagSet, name string) bool {
+	given := false
+	fs.Visit(func(f *flag.Flag) { given = given || f.Name == name })
+	return given
+}
+
 // parseArgs parses args into fs; wrong flags are wrong usage, printed by fs.
 func parseArgs(fs *flag.FlagSet, args []string) error {
 	if err := fs.Parse(args); err != nil && !errors.Is(err, flag.ErrHelp) {

@@ -108,6 +108,9 @@ func (a *Agent) debug(ctx context.Context, origin pluginset.Origin, s *script.Sc
 		}
 	}}
 	if err := engine.Debug(ctx, s, opts); err != nil {
+		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil {
+			err = fmt.Errorf("the iteration took longer than a debug may (%s): the trace shows where it was", debugTimeout)
+		}
 		trace.Passed = false
 		trace.Error = ptr(truncate(errText(err), 4096))
 	}

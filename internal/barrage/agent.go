@@ -21,7 +21,7 @@ type Agent struct {
 	LastSeenAt *time.Time
 	LastIP     string
 	Disabled   bool
-	// Busy says whether the agent holds a running shard.
+	// Busy says whether the agent holds a shard not yet ended: waiting to start, or running.
 	Busy      bool
 	CreatedAt time.Time
 }

@@ -121,7 +121,9 @@ func (l Limits) violations(load Load) []LimitViolation {
 		vs = append(vs, LimitViolation{LimitMaxVUs, l.MaxVUs, load.VUs})
 	}
 	if l.MaxRunDuration > 0 && load.Duration > l.MaxRunDuration {
-		vs = append(vs, LimitViolation{LimitMaxRunDuration, int64(l.MaxRunDuration / time.Second), int64(load.Duration.Round(time.Second) / time.Second)})
+		// Rounded up: 300.001 s is past a limit of 300 and must not read as 300.
+		asked := (load.Duration + time.Second - 1) / time.Second
+		vs = append(vs, LimitViolation{LimitMaxRunDuration, int64(l.MaxRunDuration / time.Second), int64(asked)})
 	}
 	if l.MaxConcurrentRuns > 0 && load.ActiveRuns+1 > l.MaxConcurrentRuns {
 		vs = append(vs, LimitViolation{LimitMaxConcurrentRuns, l.MaxConcurrentRuns, load.ActiveRuns + 1})

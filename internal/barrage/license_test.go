@@ -34,6 +34,10 @@ func TestLicenseCheckNamesEachViolation(t *testing.T) {
 		{Limit: "max_concurrent_runs", Allowed: 2, Requested: 3},
 	}, le.Violations)
 
+	// A fraction of a second past the limit reads as the next second, not the limit itself.
+	err = demo.Check(now, barrage.Load{VUs: 1, Duration: 30*time.Minute + time.Millisecond})
+	require.ErrorContains(t, err, "max_run_duration_seconds: allowed 1800, requested 1801")
+
 	later := now.Add(15 * 24 * time.Hour)
 	err = demo.Check(later, barrage.Load{VUs: 1, Duration: time.Second})
 	require.True(t, errors.As(err, &le))

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/google/uuid"
@@ -62,11 +63,11 @@ func (s *Service) CreateRun(ctx context.Context, p barrage.Principal, in RunInpu
 		if err != nil {
 			return barrage.Run{}, err
 		}
-		agents, _, err := s.admit(ctx, p, test, in)
+		adm, err := s.admit(ctx, p, test, in)
 		if err != nil {
 			return barrage.Run{}, err
 		}
-		gen, err := s.generate(ctx, p, *in.TestID, n, b, test, &agents[0].ID)
+		gen, err := s.generate(ctx, p, *in.TestID, n, b, test, &adm.agents[0].ID)
 		if err != nil {
 			return barrage.Run{}, err
 		}
@@ -80,10 +81,11 @@ func (s *Service) CreateRun(ctx context.Context, p barrage.Principal, in RunInpu
 	if err != nil {
 		return barrage.Run{}, fmt.Errorf("script %s no longer parses: %w", sc.ID, err)
 	}
-	agents, limits, err := s.admit(ctx, p, parsed, in)
+	adm, err := s.admit(ctx, p, parsed, in)
 	if err != nil {
 		return barrage.Run{}, err
 	}
+	agents, limits := adm.agents, adm.limits
 
 	run := barrage.Run{
 		ID: uuid.Must(uuid.NewV7()), OwnerID: owner, ScriptID: sc.ID, State: barrage.RunQueued, Load: in.Load,
@@ -100,7 +102,15 @@ func (s *Service) CreateRun(ctx context.Context, p barrage.Principal, in RunInpu
 	for i, a := range agents {
 		ids[i] = a.ID
 	}
-	run, created, err := s.store.CreateRun(ctx, run, idem, func(tx pgx.Tx) error {
+	// Checked again where concurrent creations cannot slip past: under the owner's and the
+	// agents' locks, in the transaction that stores the run.
+	guard := func(active int, busy []uuid.UUID) error {
+		if err := busyAgent(agents, busy, in); err != nil {
+			return err
+		}
+		return adm.check(active)
+	}
+	run, created, err := s.store.CreateRun(ctx, run, idem, guard, func(tx pgx.Tx) error {
 		return s.store.NotifyWork(ctx, tx, ids)
 	})
 	if err != nil {
@@ -127,13 +137,21 @@ func (in RunInput) idempotency() (*barrage.Idempotency, error) {
 	return &barrage.Idempotency{Key: *in.IdempotencyKey, Request: sum[:]}, nil
 }
 
+// admission is a run admitted: its agents, the tightest of the license's and their limits, and
+// the check of its load against them for a given count of the owner's runs not ended.
+type admission struct {
+	agents []barrage.Agent
+	limits barrage.Limits
+	check  func(active int) error
+}
+
 // admit chooses the run's agents and checks its load against the tightest of p's license and
-// their limits, and p's concurrent-run cap; it returns the agents and those limits.
-func (s *Service) admit(ctx context.Context, p barrage.Principal, parsed *script.Script, in RunInput) ([]barrage.Agent, barrage.Limits, error) {
+// their limits, and p's concurrent-run cap.
+func (s *Service) admit(ctx context.Context, p barrage.Principal, parsed *script.Script, in RunInput) (admission, error) {
 	w := engine.Workload(parsed, engine.LoadOptions(in.Load))
 	agents, err := s.chooseAgents(ctx, p, in)
 	if err != nil {
-		return nil, barrage.Limits{}, err
+		return admission{}, err
 	}
 	limits := barrage.Limits{}
 	if l := p.User.License; l != nil {
@@ -142,22 +160,40 @@ func (s *Service) admit(ctx context.Context, p barrage.Principal, parsed *script
 	for _, a := range agents {
 		limits = limits.Tightest(a.Limits)
 	}
-	active, err := s.store.ActiveRuns(ctx, p.User.ID)
-	if err != nil {
-		return nil, barrage.Limits{}, err
-	}
-	load := barrage.Load{VUs: w.VUs, Duration: w.Duration, ActiveRuns: active}
+	load := barrage.Load{VUs: w.VUs, Duration: w.Duration}
 	if w.Model == script.Open {
 		load.VUs = w.MaxVUs
 	}
-	if l := p.User.License; l != nil {
-		lic := *l
-		lic.Limits = limits
-		err = lic.Check(s.now(), load)
-	} else {
-		err = limits.Check(load)
+	adm := admission{agents: agents, limits: limits, check: func(active int) error {
+		load := load
+		load.ActiveRuns = active
+		if l := p.User.License; l != nil {
+			lic := *l
+			lic.Limits = limits
+			return lic.Check(s.now(), load)
+		}
+		return limits.Check(load)
+	}}
+	active, err := s.store.ActiveRuns(ctx, p.User.ID)
+	if err != nil {
+		return admission{}, err
 	}
-	return agents, limits, err
+	return adm, adm.check(active)
+}
+
+// busyAgent refuses a run on an agent that took another run meanwhile (busy lists those of its
+// agents that hold a shard not yet ended), naming it as chooseAgents would have.
+func busyAgent(agents []barrage.Agent, busy []uuid.UUID, in RunInput) error {
+	for i, a := range agents {
+		if !slices.Contains(busy, a.ID) {
+			continue
+		}
+		if len(in.AgentIDs) > 0 {
+			return barrage.Invalid(fmt.Sprintf("agent_ids[%d]", i), fmt.Sprintf("agent %q is busy with another run: wait for it, or choose another", a.Name))
+		}
+		return barrage.Invalid("agents", fmt.Sprintf("agent %q was taken by another run meanwhile: try again", a.Name))
+	}
+	return nil
 }
 
 // chooseAgents returns the agents the run is asked to use, each one p may use and online.
@@ -175,8 +211,11 @@ func (s *Service) chooseAgents(ctx context.Context, p barrage.Principal, in RunI
 			if err != nil {
 				return nil, err
 			}
-			if st := a.State(now); st == barrage.AgentOffline || st == barrage.AgentDisabled {
+			switch st := a.State(now); st {
+			case barrage.AgentOffline, barrage.AgentDisabled:
 				return nil, barrage.Invalid(fmt.Sprintf("agent_ids[%d]", i), fmt.Sprintf("agent %q is %s", a.Name, st))
+			case barrage.AgentBusy:
+				return nil, barrage.Invalid(fmt.Sprintf("agent_ids[%d]", i), fmt.Sprintf("agent %q is busy with another run: wait for it, or choose another", a.Name))
 			}
 			out = append(out, a)
 		}

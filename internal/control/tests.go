@@ -313,6 +313,8 @@ func (s *Service) runJob(ctx context.Context, p barrage.Principal, j barrage.Age
 		return a, j, barrage.Errorf(barrage.ErrNoAnswer, "agent %q did not answer within %s", a.Name, JobWait)
 	case err != nil:
 		return a, j, err
+	case j.TestID == uuid.Nil:
+		return a, j, barrage.Errorf(barrage.ErrNotFound, "test not found: it was deleted while agent %q had the %s", a.Name, j.Kind)
 	case j.Error != "":
 		return a, j, barrage.Invalid("agent", fmt.Sprintf("agent %q could not %s the test: %s", a.Name, j.Kind, j.Error))
 	}

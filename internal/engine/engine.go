@@ -585,7 +585,9 @@ loop:
 			stopStarting()
 			r.hard()
 		case <-limitC:
-			if graceTimer == nil {
+			// The limit fires with the script's own end when the script lasts as long as the
+			// limit allows (both timers at one instant): then the script ended the run.
+			if ends := p.load.Duration; graceTimer == nil && (ends <= 0 || ends > p.opts.Limits.MaxRunDuration) {
 				// Still due to start iterations: the limit, not the script, ended the run.
 				r.Stop(TimedOut, fmt.Sprintf("the run reached its limit of %s", p.opts.Limits.MaxRunDuration))
 			}

@@ -3,6 +3,7 @@ package engine
 import (
 	"bufio"
 	"bytes"
+	"net"
 	"strings"
 	"testing"
 
@@ -103,5 +104,14 @@ func BenchmarkParseLean(b *testing.B) {
 		if parseLean(buf, &h) == 0 {
 			b.Fatal("declined")
 		}
+	}
+}
+
+// A failed lookup's error does not name the agent's resolver, which a debug shows its users.
+func TestALookupErrorDoesNotNameTheResolver(t *testing.T) {
+	err := &net.OpError{Op: "dial", Net: "tcp", Err: &net.DNSError{Err: "no such host", Name: "shop.invalid", Server: "10.255.255.53:53", IsNotFound: true}}
+	got := withoutResolver(err).Error()
+	if strings.Contains(got, "10.255.255.53") || !strings.Contains(got, "lookup shop.invalid: no such host") {
+		t.Fatalf("withoutResolver: %s", got)
 	}
 }

@@ -271,6 +271,16 @@ func (t *transport) host(u *url.URL) *hostConn {
 	return hc
 }
 
+// withoutResolver leaves out of a failed lookup's error the address of the resolver asked: the
+// agent's own network, which a debug would show its users.
+func withoutResolver(err error) error {
+	var dns *net.DNSError
+	if errors.As(err, &dns) {
+		dns.Server = ""
+	}
+	return err
+}
+
 // dial opens a connection to hc, with TLS for https, within timeout and by deadline.
 func (t *transport) dial(hc *hostConn, timeout time.Duration, deadline time.Time) (net.Conn, error) {
 	d := net.Dialer{Timeout: timeout}
@@ -279,7 +289,7 @@ func (t *transport) dial(hc *hostConn, timeout time.Duration, deadline time.Time
 	}
 	c, err := t.targets.Dialer(d).Dial("tcp", hc.addr)
 	if err != nil {
-		return nil, err
+		return nil, withoutResolver(err)
 	}
 	conn, err := t.track(c)
 	if err != nil || hc.tls == nil {
@@ -612,7 +622,7 @@ func (t *transport) doH2(ctx context.Context, ex *exchange, jar cookieJar, r *re
 		dial := func(ctx context.Context, network, addr string) (net.Conn, error) {
 			c, err := d.DialContext(ctx, network, addr)
 			if err != nil {
-				return nil, err
+				return nil, withoutResolver(err)
 			}
 			return t.track(c)
 		}

@@ -182,10 +182,19 @@ func accessLog(log *slog.Logger) func(http.Handler) http.Handler {
 					slog.Duration("duration", time.Since(start)),
 					slog.String("client_ip", ClientIP(r.Context()).String()),
 				}
-				if holder.p != nil {
-					attrs = append(attrs, slog.String("user_id", holder.p.User.ID.String()))
+				level := slog.LevelInfo
+				switch p := holder.p; {
+				case p != nil && p.Agent != nil:
+					attrs = append(attrs, slog.String("agent_id", p.Agent.ID.String()))
+					if rec.status < 400 {
+						// An agent asks for work every few seconds and reports every second:
+						// what went well is for debugging.
+						level = slog.LevelDebug
+					}
+				case p != nil:
+					attrs = append(attrs, slog.String("user_id", p.User.ID.String()))
 				}
-				log.LogAttrs(r.Context(), slog.LevelInfo, "request", attrs...)
+				log.LogAttrs(r.Context(), level, "request", attrs...)
 			}()
 			next.ServeHTTP(rec, r)
 		})

@@ -271,6 +271,11 @@ func TestRunAdmissionNamesTheLimit(t *testing.T) {
 	require.Equal(t, http.StatusOK, b.do("POST", "/v1/runs/"+staged.json(t)["id"].(string)+"/cancel", u.access, nil).status)
 
 	// Two runs at a time on the demo license: the third is refused, a canceled one frees its place.
+	// An agent takes one run at a time: two more are online.
+	for _, name := range []string{"demo-2", "demo-3"} {
+		_, token := b.registerAgent("/v1/admin/agents", admin.access, name, map[string]any{"max_vus": 500, "max_run_duration_seconds": 300})
+		require.Equal(t, http.StatusNoContent, b.do("POST", "/v1/agent/lease", token, hello).status)
+	}
 	var ids []string
 	for range 2 {
 		r := b.do("POST", "/v1/runs", u.access, map[string]any{"script_id": script})
@@ -591,4 +596,62 @@ func TestAReplicaThatJustStartedGivesAgentsTimeBeforeCallingThemLost(t *testing.
 	clock.Add(8 * time.Second)
 	require.NoError(t, replica.Reap(context.Background()))
 	require.Equal(t, "lost", shardState())
+}
+
+// Runs asked for at once are admitted one after the other: the concurrent-run cap holds (three
+// at once on three idle agents, with a cap of two, made three runs), and an agent takes one
+// run at a time (two users at once on the one idle agent both got it, one run queued behind the
+// other). A busy agent named in agent_ids is refused, not queued behind.
+func TestRunsAskedForAtOnceAreAdmittedOneAfterTheOther(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	admin, u := b.adminAndUser()
+	v := b.signup(b.invite(admin, map[string]any{"license": map[string]any{"template": "demo"}}), "other@example.com")
+	var agents []string
+	for i := range 3 {
+		id, token := b.registerAgent("/v1/agents", u.access, fmt.Sprintf("mine-%d", i), nil)
+		require.Equal(t, http.StatusNoContent, b.do("POST", "/v1/agent/lease", token, hello).status)
+		agents = append(agents, id)
+	}
+	script := b.addScript(u, smokeScript)
+	all := func(n int, ask func(i int) response) []response {
+		out := make([]response, n)
+		var wg sync.WaitGroup
+		for i := range n {
+			wg.Go(func() { out[i] = ask(i) })
+		}
+		wg.Wait()
+		return out
+	}
+	statuses := func(rs []response) map[int]int {
+		m := map[int]int{}
+		for _, r := range rs {
+			m[r.status]++
+		}
+		return m
+	}
+	rs := all(3, func(i int) response {
+		return b.do("POST", "/v1/runs", u.access, map[string]any{"script_id": script, "agent_ids": []string{agents[i]}})
+	})
+	require.Equal(t, map[int]int{http.StatusCreated: 2, http.StatusUnprocessableEntity: 1}, statuses(rs))
+	for _, r := range rs {
+		if r.status != http.StatusCreated {
+			require.Contains(t, r.json(t)["detail"], "max_concurrent_runs: allowed 2")
+		}
+	}
+
+	// The shared demo agent, asked for by two users at once.
+	demo, demoToken := b.registerAgent("/v1/admin/agents", admin.access, "demo", nil)
+	require.Equal(t, http.StatusNoContent, b.do("POST", "/v1/agent/lease", demoToken, hello).status)
+	scripts := []string{b.addScript(v, smokeScript), b.addScript(admin, smokeScript)}
+	owners := []user{v, admin}
+	rs = all(2, func(i int) response {
+		return b.do("POST", "/v1/runs", owners[i].access, map[string]any{"script_id": scripts[i], "agent_ids": []string{demo}})
+	})
+	require.Equal(t, map[int]int{http.StatusCreated: 1, http.StatusUnprocessableEntity: 1}, statuses(rs))
+	for _, r := range rs {
+		if r.status != http.StatusCreated {
+			require.Contains(t, requireField(t, r.json(t), "agent_ids[0]"), "busy with another run")
+		}
+	}
 }

@@ -1,13 +1,19 @@
 package httpapi
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"maps"
+	"math"
 	"net/http"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/getkin/kin-openapi/openapi3"
@@ -84,6 +90,11 @@ func (v *validator) middleware(next http.Handler) http.Handler {
 			Route:      &routers.Route{Spec: v.doc, Path: pattern, PathItem: item, Method: r.Method, Operation: op},
 			Options:    v.opts,
 		}
+		if !oneJSONDocument(r) {
+			writeProblem(w, r, problem{Type: typeMalformed, Status: http.StatusBadRequest,
+				Detail: "The request body holds more than one JSON document: send one."})
+			return
+		}
 		if err := openapi3filter.ValidateRequest(r.Context(), in); err != nil {
 			writeProblem(w, r, validationProblem(err))
 			return
@@ -91,6 +102,34 @@ func (v *validator) middleware(next http.Handler) http.Handler {
 		next.ServeHTTP(w, r)
 	})
 }
+
+// oneJSONDocument reports whether a JSON request's body is one document and nothing after it
+// but white space: the validator and the handlers decode the first and would take the request
+// for it, whatever follows ({"vus":1}{"vus":1000} was a run of 1 VU). It reads the body (within
+// the size limit) and leaves it to be read again, with the error it met, if any.
+func oneJSONDocument(r *http.Request) bool {
+	if r.Body == nil || r.Body == http.NoBody || !strings.Contains(r.Header.Get("Content-Type"), "json") {
+		return true
+	}
+	b, err := io.ReadAll(r.Body)
+	if err != nil {
+		r.Body = io.NopCloser(io.MultiReader(bytes.NewReader(b), errReader{err}))
+		return true // the validator meets the error, and says it
+	}
+	r.Body = io.NopCloser(bytes.NewReader(b))
+	dec := json.NewDecoder(bytes.NewReader(b))
+	var doc json.RawMessage
+	if dec.Decode(&doc) != nil {
+		return true // not JSON at all: the validator said so already
+	}
+	_, err = dec.Token()
+	return errors.Is(err, io.EOF)
+}
+
+// errReader is a reader that fails with err.
+type errReader struct{ err error }
+
+func (e errReader) Read([]byte) (int, error) { return 0, e.err }
 
 // validationProblem turns the validator's errors into one problem naming every field refused.
 // A body that is not JSON is 400; a missing or unsupported content type is 415; a body that is
@@ -213,7 +252,22 @@ func schemaReason(se *openapi3.SchemaError) string {
 	if se.SchemaField == "required" {
 		return "required"
 	}
-	return se.Reason
+	return plainNumbers(se.Reason)
+}
+
+// sciNumber is a number in the exponent form kin-openapi writes limits in (1e+06).
+var sciNumber = regexp.MustCompile(`\b\d+(\.\d+)?e[+-]?\d+\b`)
+
+// plainNumbers writes the whole numbers of reason without exponents: "at most 1000000", not
+// "at most 1e+06".
+func plainNumbers(reason string) string {
+	return sciNumber.ReplaceAllStringFunc(reason, func(s string) string {
+		f, err := strconv.ParseFloat(s, 64)
+		if err != nil || f != math.Trunc(f) || math.Abs(f) > 1<<53 {
+			return s
+		}
+		return strconv.FormatFloat(f, 'f', -1, 64)
+	})
 }
 
 func isIndex(s string) bool {
@@ -231,7 +285,7 @@ func isIndex(s string) bool {
 func reasonOf(re *openapi3filter.RequestError) string {
 	var se *openapi3.SchemaError
 	if errors.As(re.Err, &se) {
-		return se.Reason
+		return plainNumbers(se.Reason)
 	}
 	if re.Err != nil {
 		return re.Err.Error()

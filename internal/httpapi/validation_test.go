@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 )
 
@@ -16,6 +17,14 @@ func TestBadInputAnswersProblemsNever500(t *testing.T) {
 	t.Run("malformed JSON is 400", func(t *testing.T) {
 		p := requireProblem(t, b.do("POST", "/v1/auth/login", "", `{"email": "a@b.c", "password":`), http.StatusBadRequest)
 		require.Equal(t, "urn:barrage:problem:malformed-request", p["type"])
+	})
+	t.Run("a second document after the body is 400", func(t *testing.T) {
+		for _, body := range []string{`{"email": "a@b.c", "password": "x"} garbage`, `{"email": "a@b.c", "password": "x"}{"email": "b@b.c"}`} {
+			p := requireProblem(t, b.do("POST", "/v1/auth/login", "", body), http.StatusBadRequest)
+			require.Equal(t, "urn:barrage:problem:malformed-request", p["type"])
+		}
+		p := requireProblem(t, b.do("POST", "/v1/admin/invitations", admin.access, `{"uses": 1}{"uses": 1000}`), http.StatusBadRequest)
+		require.Contains(t, p["detail"], "more than one JSON document")
 	})
 	t.Run("missing body is 400", func(t *testing.T) {
 		requireProblem(t, b.do("POST", "/v1/auth/login", "", nil), http.StatusBadRequest)
@@ -72,6 +81,10 @@ func TestBadInputAnswersProblemsNever500(t *testing.T) {
 		p := requireProblem(t, b.do("POST", "/v1/runs", admin.access, map[string]any{"script_id": "nope", "agent_ids": []string{"x"}}), http.StatusUnprocessableEntity)
 		require.Contains(t, requireField(t, p, "script_id"), "must be a UUID")
 		requireField(t, p, "agent_ids[0]")
+	})
+	t.Run("a limit is written as a whole number", func(t *testing.T) {
+		p := requireProblem(t, b.do("POST", "/v1/runs", admin.access, map[string]any{"script_id": uuid.NewString(), "vus": 2000000}), http.StatusUnprocessableEntity)
+		require.Equal(t, "number must be at most 1000000", requireField(t, p, "vus"))
 	})
 	t.Run("bad path parameter is 400", func(t *testing.T) {
 		p := requireProblem(t, b.do("DELETE", "/v1/tokens/not-a-uuid", admin.access, nil), http.StatusBadRequest)

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/barrage-load/barrage/internal/logging"
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -44,7 +45,8 @@ func New(pool *pgxpool.Pool, log *slog.Logger, w Work) (*Runner, error) {
 	river.AddWorker(workers, &reapWorker{do: w.Reap})
 	river.AddWorker(workers, &finalizeWorker{do: w.Finalize})
 	client, err := river.NewClient(riverpgxv5.New(pool), &river.Config{
-		Logger:  log.With(slog.String("component", "jobs")),
+		// River tells of its producers every few seconds at info: warnings and errors only.
+		Logger:  logging.AtLeast(log.With(slog.String("component", "jobs")), slog.LevelWarn),
 		Queues:  map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: 10}},
 		Workers: workers,
 		PeriodicJobs: []*river.PeriodicJob{

@@ -48,3 +48,26 @@ func (h contextHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
 func (h contextHandler) WithGroup(name string) slog.Handler {
 	return contextHandler{h.Handler.WithGroup(name)}
 }
+
+// AtLeast is log keeping only records of level min and above: for a library whose routine
+// records (River's every few seconds) would drown the service's own.
+func AtLeast(log *slog.Logger, min slog.Level) *slog.Logger {
+	return slog.New(minLevel{Handler: log.Handler(), min: min})
+}
+
+type minLevel struct {
+	slog.Handler
+	min slog.Level
+}
+
+func (h minLevel) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= h.min && h.Handler.Enabled(ctx, l)
+}
+
+func (h minLevel) WithAttrs(attrs []slog.Attr) slog.Handler {
+	return minLevel{Handler: h.Handler.WithAttrs(attrs), min: h.min}
+}
+
+func (h minLevel) WithGroup(name string) slog.Handler {
+	return minLevel{Handler: h.Handler.WithGroup(name), min: h.min}
+}

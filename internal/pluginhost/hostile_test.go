@@ -284,14 +284,21 @@ func outlives(kind string) func(*testing.T, *hostileWorld, *pluginhost.Host, plu
 	}
 }
 
-// outlivesKilledHost has the plugin of a host in another process clear its parent-death signal
-// and leave a child, kills that host with SIGKILL (no chance to clean up, and no next host to
-// sweep strays), and says whether the plugin's child still runs once the deadline for it to die
-// has passed. Sandboxed, the plugin is the init of its PID namespace: when it dies, its
-// children die with it.
-func outlivesKilledHost(t *testing.T, _ *hostileWorld, _ *pluginhost.Host, mode pluginhost.SandboxMode) bool {
+// outlivesKilledHost has the plugin of a host in another process shed its parent-death signal
+// (kind orphan: clears it, and leaves a child; reexec: executes itself again from another
+// thread), kills that host with SIGKILL (no chance to clean up, and no next host to sweep
+// strays), and says whether the plugin or its child still runs once the deadline for them to
+// die has passed. Sandboxed, the launcher is the init of the plugin's PID namespace and ends it
+// when the host is gone.
+func outlivesKilledHost(kind string) func(*testing.T, *hostileWorld, *pluginhost.Host, pluginhost.SandboxMode) bool {
+	return func(t *testing.T, _ *hostileWorld, _ *pluginhost.Host, mode pluginhost.SandboxMode) bool {
+		return outlivesKilledHostBy(t, kind, mode)
+	}
+}
+
+func outlivesKilledHostBy(t *testing.T, kind string, mode pluginhost.SandboxMode) bool {
 	token := randomToken(t)
-	host, lines, res := hostInAnotherProcess(t, mode, ar{"kind": "orphan", "token": token}, nil)
+	host, lines, res := hostInAnotherProcess(t, mode, ar{"kind": kind, "token": token}, nil)
 	var pid int
 	_, err := fmt.Fscan(lines, &pid)
 	require.NoError(t, err, "the host printed the plugin's pid")
@@ -469,6 +476,14 @@ var hostileCases = []hostileCase{
 		t.Logf("the host's memory: %s", res)
 		return succeeded(res)
 	}},
+	// Sandboxed, the launcher is pid 1 of the plugin's namespace, of the plugin's user: its
+	// memory, written, would let the plugin cut its lifeline. Without the sandbox pid 1 is the
+	// machine's init, out of reach as ever.
+	{name: "OpenTheLaunchersMemory", offEscapes: func(*hostileWorld) bool { return false }, try: func(t *testing.T, w *hostileWorld, h *pluginhost.Host, _ pluginhost.SandboxMode) bool {
+		res, _ := attack(t, h, attackArgs("open", "/proc/1/mem"))
+		t.Logf("pid 1's memory: %s", res)
+		return succeeded(res)
+	}},
 	{name: "ReadTheUsersCredentials", offEscapes: unlessRoot, try: readFile(func(w *hostileWorld) string { return w.credentials })},
 	{name: "ReadTheDataFolder", offEscapes: unlessRoot, try: readFile(func(w *hostileWorld) string { return w.dataFile })},
 	{name: "ReplaceAnotherPluginsManifest", offEscapes: unlessRoot, try: func(t *testing.T, w *hostileWorld, h *pluginhost.Host, _ pluginhost.SandboxMode) bool {
@@ -514,7 +529,8 @@ var hostileCases = []hostileCase{
 	{name: "ReachTheGrantedPortAgainstTheHostsPolicy", offEscapes: always, policy: &netpolicy.Policy{},
 		try: reach(grantGreeter, func(w *hostileWorld) string { return w.greeter })},
 	{name: "ASetsidChildOutlivesThePlugin", offEscapes: always, try: outlives("setsid")},
-	{name: "APluginOutlivesItsKilledHost", offEscapes: always, try: outlivesKilledHost},
+	{name: "APluginOutlivesItsKilledHost", offEscapes: always, try: outlivesKilledHost("orphan")},
+	{name: "APluginExecutedAgainOutlivesItsKilledHost", offEscapes: always, try: outlivesKilledHost("reexec")},
 	{name: "ADoubleForkedDaemonOutlivesThePlugin", offEscapes: always, try: outlives("daemon")},
 	{name: "AForkBombGoesPastTheProcessLimit", offEscapes: always,
 		limits: pluginhost.Limits{AddressSpace: 4 << 30, OpenFiles: 1024, Processes: 64, Memory: 1 << 30, CPU: 1},

@@ -126,10 +126,11 @@ func launch(args []string) error {
 			return errors.New("the host is gone")
 		}
 	}
-	for _, fd := range []int{l.exeFD, l.syncFD} {
-		if fd > 2 {
-			_ = unix.Close(fd)
-		}
+	if l.exeFD > 2 {
+		_ = unix.Close(l.exeFD)
+	}
+	if l.syncFD > 2 && !l.namespaces {
+		_ = unix.Close(l.syncFD) // in namespaces, the launcher keeps it: see supervise
 	}
 	path := l.path
 	if l.namespaces {
@@ -190,7 +191,12 @@ func launch(args []string) error {
 	if l.cookie != "" {
 		env = append(env, l.cookie)
 	}
-	err := syscall.Exec(path, []string{path}, env)
+	var err error
+	if l.namespaces {
+		err = supervise(path, env, l.syncFD)
+	} else {
+		err = syscall.Exec(path, []string{path}, env)
+	}
 	if errors.Is(err, syscall.ENOENT) && l.namespaces {
 		if interp := interpreter(path); interp != "" {
 			return fmt.Errorf("%s's interpreter %s is not in the sandbox: let plugins see its folder (barrage --plugin-path DIR)", filepath.Base(l.path), interp)
@@ -198,6 +204,54 @@ func launch(args []string) error {
 	}
 	return fmt.Errorf("exec %s: %w", filepath.Base(l.path), err)
 }
+
+// supervise starts the plugin as the launcher's child and stays, its PID namespace's init,
+// until the plugin ends or the host does, and then exits, which ends every process of the
+// namespace. The host's end is seen on the lifeline, the pipe the host said go on: however the
+// host ends, even killed with SIGKILL, the pipe's last writer is gone. (A parent-death signal
+// does not hold a plugin: it is set per thread, and a plugin that executes itself again from
+// another thread sheds it.) The launcher's process is made non-dumpable first, so that the
+// plugin, of the same user in the namespace and without capabilities, cannot read or write its
+// memory through /proc. It exits with the plugin's status, 128 plus the signal's number when a
+// signal ended the plugin (the host reads it back as that signal).
+func supervise(path string, env []string, lifeline int) error {
+	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
+		return fmt.Errorf("non-dumpable: %w", err)
+	}
+	// From this thread, which holds the sandbox's credentials, filter and limits: the child
+	// inherits them.
+	pid, err := syscall.ForkExec(path, []string{path}, &syscall.ProcAttr{Env: env, Files: []uintptr{0, 1, 2}})
+	if err != nil {
+		return err
+	}
+	go func() {
+		var b [1]byte
+		for {
+			n, err := unix.Read(lifeline, b[:])
+			if n == 0 || (err != nil && !errors.Is(err, unix.EINTR)) {
+				os.Exit(launcherHostGone)
+			}
+		}
+	}()
+	for {
+		var ws syscall.WaitStatus
+		got, err := syscall.Wait4(-1, &ws, 0, nil)
+		switch {
+		case errors.Is(err, syscall.EINTR):
+			continue
+		case err != nil:
+			os.Exit(launcherHostGone)
+		case got != pid:
+			continue // an orphan the plugin left, reaped as init does
+		case ws.Signaled():
+			os.Exit(128 + int(ws.Signal()))
+		}
+		os.Exit(ws.ExitStatus())
+	}
+}
+
+// launcherHostGone is the launcher's status when it ends its plugin because the host is gone.
+const launcherHostGone = 125
 
 // interpreter is the program a script's first line names, if it is a script.
 func interpreter(path string) string {

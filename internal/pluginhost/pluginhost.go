@@ -29,6 +29,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -520,8 +521,10 @@ func (p *Process) startError(err error, took time.Duration) error {
 		e.Reason = ReasonHandshake
 		return e
 	}
-	line, gotLine, exited, exitErr := p.run.observed()
+	line, gotLine, refused, exited, exitErr := p.run.observed()
 	switch {
+	case refused != nil:
+		e.Reason, e.Err = ReasonHandshake, refused
 	case gotLine && !looksLikeHandshake(line):
 		e.Reason, e.Err = ReasonStdout, fmt.Errorf("its first line was %q", truncate(line, 120))
 	case gotLine && !speaksProtocol(line):
@@ -538,7 +541,13 @@ func (p *Process) startError(err error, took time.Duration) error {
 
 func (p *Process) exitError(exitErr error) error {
 	msg := "exited"
-	if exitErr != nil {
+	var ee *exec.ExitError
+	switch {
+	case errors.As(exitErr, &ee) && p.run.sockHost != "" && ee.ExitCode() > 128 && ee.ExitCode() < 128+65:
+		// A sandboxed plugin's launcher, its namespace's init, says by its status which
+		// signal ended the plugin (see supervise).
+		msg = "signal: " + syscall.Signal(ee.ExitCode()-128).String()
+	case exitErr != nil:
 		msg = exitErr.Error()
 	}
 	if line := p.run.stderr.headline(); line != "" {
@@ -582,12 +591,12 @@ func (p *Process) wrap(ctx context.Context, err error) error {
 		if p.run != nil {
 			// Give go-plugin a moment to reap the process so the exit status is known.
 			for i := 0; i < 20; i++ {
-				if _, _, exited, _ := p.run.observed(); exited {
+				if _, _, _, exited, _ := p.run.observed(); exited {
 					break
 				}
 				time.Sleep(5 * time.Millisecond)
 			}
-			if _, _, exited, exitErr := p.run.observed(); exited {
+			if _, _, _, exited, exitErr := p.run.observed(); exited {
 				p.mu.Lock()
 				killed := p.killed
 				p.mu.Unlock()

@@ -428,3 +428,25 @@ func TestStartRemovesThePluginCopiesOfADeadHost(t *testing.T) {
 	require.DirExists(t, h.RunDir(), "its own folder stays")
 	require.Contains(t, filepath.Base(h.RunDir()), fmt.Sprintf("barrage-plugins-%d.", os.Getpid()))
 }
+
+// A plugin's crash line reaches the operator's terminal in the error: its control characters
+// are escaped, so that it cannot clear the screen, retitle the window or write the clipboard.
+func TestACrashLineCannotDriveTheTerminal(t *testing.T) {
+	t.Parallel()
+	h := newHost(t, pluginhost.Options{})
+	_, err := h.Start(context.Background(), script(t, "escapes", `printf 'panic: \033]0;TITLE\007\033[2J\033[31mRED\n' >&2; exit 2`))
+	require.Error(t, err)
+	require.NotContains(t, err.Error(), "\x1b")
+	require.NotContains(t, err.Error(), "\a")
+	require.Contains(t, err.Error(), `panic: \x1b]0;TITLE\x07\x1b[2J\x1b[31mRED`)
+}
+
+// A plugin that announces an address the host refuses to dial is told why, not that it was
+// killed (which it is, for announcing it).
+func TestARefusedAddressIsTheReasonAPluginDidNotStart(t *testing.T) {
+	t.Parallel()
+	h := newHost(t, pluginhost.Options{})
+	_, err := h.Start(context.Background(), script(t, "tcp", `echo "1|1|tcp|127.0.0.1:9|grpc"; sleep 10`))
+	pe := requireReason(t, err, pluginhost.ReasonHandshake)
+	require.ErrorContains(t, pe, `the plugin announced tcp "127.0.0.1:9": a plugin serves on a Unix socket in its socket folder`)
+}

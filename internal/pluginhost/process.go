@@ -12,6 +12,8 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/barrage-load/barrage/sdk"
 )
@@ -65,6 +67,7 @@ func (w *stderrWatch) line(s string) {
 	if strings.TrimSpace(s) == "" {
 		return
 	}
+	s = printable(s) // it reaches the operator's terminal in errors
 	if w.first == "" && crashLine.MatchString(s) {
 		w.first = truncate(s, 300)
 	}
@@ -72,6 +75,27 @@ func (w *stderrWatch) line(s string) {
 }
 
 func (w *stderrWatch) Close() error { return w.r.Close() }
+
+// printable is s with its control characters and invalid bytes escaped (\x1b, not ESC), so
+// that a plugin's words cannot drive the terminal they are shown on.
+func printable(s string) string {
+	var b strings.Builder
+	for len(s) > 0 {
+		r, size := utf8.DecodeRuneInString(s)
+		switch {
+		case r == utf8.RuneError && size == 1:
+			fmt.Fprintf(&b, `\x%02x`, s[0])
+		case unicode.IsPrint(r):
+			b.WriteRune(r)
+		case r < 0x100:
+			fmt.Fprintf(&b, `\x%02x`, r)
+		default:
+			fmt.Fprintf(&b, `\u%04x`, r)
+		}
+		s = s[size:]
+	}
+	return b.String()
+}
 
 // headline is the line that best says why the plugin ended.
 func (w *stderrWatch) headline() string {

@@ -25,7 +25,8 @@ type procRunner struct {
 	name   string
 	stdout io.ReadCloser
 	stderr *stderrWatch
-	// sync tells the launcher to go on, once it is in its cgroup.
+	// sync tells the launcher to go on, once it is in its cgroup; kept open while the plugin
+	// runs, it is the launcher's lifeline: its end, however the host ends, ends the plugin.
 	sync   *os.File
 	cgroup *pluginCgroup // nil without one
 	// sockDir is the plugin's socket folder on the host; sockHost is that too when the plugin
@@ -41,6 +42,7 @@ type procRunner struct {
 	mu        sync.Mutex
 	firstLine string // the first line on stdout, the handshake if all is well
 	gotLine   bool
+	refused   error // why the address the plugin announced was refused, if it was
 	exited    bool
 	exitErr   error
 	waitOnce  sync.Once
@@ -72,7 +74,6 @@ func (r *procRunner) Start(context.Context) error {
 		}
 	}
 	_, err = r.sync.Write([]byte{1})
-	_ = r.sync.Close()
 	if err != nil {
 		_ = r.Kill(context.Background())
 		return fmt.Errorf("start the plugin launcher: %w", err)
@@ -105,6 +106,7 @@ func (r *procRunner) Start(context.Context) error {
 func (r *procRunner) Wait(context.Context) error {
 	r.waitOnce.Do(func() {
 		r.waitErr = r.cmd.Wait()
+		_ = r.sync.Close()
 		// Whatever the plugin left behind ends with its cgroup, and its connections with it.
 		r.cgroup.remove()
 		r.dialer.close()
@@ -151,6 +153,17 @@ func (r *procRunner) ID() string {
 // host's) would have the host connect, from its own network and with its own rights, where the
 // plugin says, and send it every call.
 func (r *procRunner) PluginToHost(network, addr string) (string, string, error) {
+	network, addr, err := r.pluginToHost(network, addr)
+	if err != nil {
+		// go-plugin kills the plugin: keep why, or the host would tell of the kill alone.
+		r.mu.Lock()
+		r.refused = err
+		r.mu.Unlock()
+	}
+	return network, addr, err
+}
+
+func (r *procRunner) pluginToHost(network, addr string) (string, string, error) {
 	from := r.sockDir
 	if r.sockHost != "" {
 		from = sandboxSocketDir
@@ -192,9 +205,10 @@ func translateSocket(network, addr, from, to string) string {
 	return addr
 }
 
-// observed reports the first line the plugin printed and how it ended, if it did.
-func (r *procRunner) observed() (firstLine string, gotLine, exited bool, exitErr error) {
+// observed reports the first line the plugin printed, why the address it announced was refused
+// if it was, and how it ended, if it did.
+func (r *procRunner) observed() (firstLine string, gotLine bool, refused error, exited bool, exitErr error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.firstLine, r.gotLine, r.exited, r.exitErr
+	return r.firstLine, r.gotLine, r.refused, r.exited, r.exitErr
 }

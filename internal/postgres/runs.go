@@ -67,10 +67,17 @@ func (s *Store) scriptWithFiles(ctx context.Context, db dbsqlc.DBTX, row dbsqlc.
 	return sc, nil
 }
 
+// RunGuard checks a run about to be stored against what concurrent creations change: the count
+// of its owner's runs not ended, and which of its agents hold a shard not yet ended. An error
+// stores nothing.
+type RunGuard func(active int, busy []uuid.UUID) error
+
 // CreateRun stores a run and its shards in one transaction, with whatever also writes in it (the
-// run's background jobs). With an idempotency key that the owner used before, it stores nothing
-// and returns the earlier run, and created is false (see RunByIdempotencyKey).
-func (s *Store) CreateRun(ctx context.Context, r barrage.Run, idem *barrage.Idempotency, also func(tx pgx.Tx) error) (run barrage.Run, created bool, err error) {
+// run's background jobs). guard runs first in that transaction, under locks on the owner and the
+// run's agents, so that runs created at once are admitted one after the other. With an
+// idempotency key that the owner used before, it stores nothing and returns the earlier run,
+// and created is false (see RunByIdempotencyKey).
+func (s *Store) CreateRun(ctx context.Context, r barrage.Run, idem *barrage.Idempotency, guard RunGuard, also func(tx pgx.Tx) error) (run barrage.Run, created bool, err error) {
 	var key *string
 	var request []byte
 	if idem != nil {
@@ -90,6 +97,11 @@ func (s *Store) CreateRun(ctx context.Context, r barrage.Run, idem *barrage.Idem
 	}
 	vus, secs := jobLimitParams(r.Limits)
 	err = s.inTx(ctx, func(tx pgx.Tx) error {
+		if guard != nil {
+			if err := s.guardRun(ctx, tx, r, guard); err != nil {
+				return err
+			}
+		}
 		row, err := s.q.RunInsert(ctx, tx, dbsqlc.RunInsertParams{
 			ID: r.ID, OwnerID: r.OwnerID, ScriptID: r.ScriptID, Manifest: manifest, State: string(r.State), Load: load,
 			MaxVus: vus, MaxRunSeconds: secs, IdempotencyKey: key, RequestSha256: request,
@@ -124,6 +136,31 @@ func (s *Store) CreateRun(ctx context.Context, r barrage.Run, idem *barrage.Idem
 		return barrage.Run{}, false, translate(err, "run")
 	}
 	return run, true, nil
+}
+
+// guardRun locks r's owner and agents, and has guard check r against their state.
+func (s *Store) guardRun(ctx context.Context, tx pgx.Tx, r barrage.Run, guard RunGuard) error {
+	if _, err := s.q.UserGetByIDForUpdate(ctx, tx, r.OwnerID); err != nil {
+		return translate(err, "user")
+	}
+	var ids []uuid.UUID
+	for _, sh := range r.Shards {
+		if sh.AgentID != nil {
+			ids = append(ids, *sh.AgentID)
+		}
+	}
+	if _, err := s.q.AgentLockForRun(ctx, tx, ids); err != nil {
+		return err
+	}
+	active, err := s.q.RunCountActive(ctx, tx, r.OwnerID)
+	if err != nil {
+		return err
+	}
+	busy, err := s.q.AgentsBusy(ctx, tx, ids)
+	if err != nil {
+		return err
+	}
+	return guard(int(active), busy)
 }
 
 // RunByIdempotencyKey reads the owner's run created with idem's key. The key used before for

@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/barrage-load/barrage/internal/barrage"
 	"github.com/barrage-load/barrage/internal/postgres/dbsqlc"
@@ -256,6 +257,10 @@ func (s *Store) CreateAgentJob(ctx context.Context, j barrage.AgentJob, maxOpen 
 		if err := s.q.AgentJobInsert(ctx, tx, dbsqlc.AgentJobInsertParams{
 			ID: j.ID, AgentID: j.AgentID, OwnerID: j.OwnerID, Kind: string(j.Kind), TestID: &j.TestID, Revision: int32(j.Revision),
 		}); err != nil {
+			var pgErr *pgconn.PgError
+			if errors.As(err, &pgErr) && pgErr.ConstraintName == "agent_jobs_test_id_fkey" {
+				return barrage.Errorf(barrage.ErrNotFound, "test not found: it was deleted")
+			}
 			return translate(err, "job")
 		}
 		return s.NotifyWork(ctx, tx, []uuid.UUID{j.AgentID})

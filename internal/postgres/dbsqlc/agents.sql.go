@@ -58,7 +58,7 @@ func (q *Queries) AgentGetByTokenHash(ctx context.Context, db DBTX, tokenHash []
 }
 
 const agentGetUsable = `-- name: AgentGetUsable :one
-SELECT agents.id, agents.name, agents.owner_id, agents.token_hash, agents.max_vus, agents.max_run_seconds, agents.version, agents.cores, agents.last_seen_at, agents.last_ip, agents.disabled, agents.created_at, EXISTS (SELECT 1 FROM shards WHERE shards.agent_id = agents.id AND shards.state = 'running')::boolean AS busy
+SELECT agents.id, agents.name, agents.owner_id, agents.token_hash, agents.max_vus, agents.max_run_seconds, agents.version, agents.cores, agents.last_seen_at, agents.last_ip, agents.disabled, agents.created_at, EXISTS (SELECT 1 FROM shards WHERE shards.agent_id = agents.id AND shards.state IN ('pending', 'running'))::boolean AS busy
 FROM agents
 WHERE agents.id = $1 AND (agents.owner_id = $2 OR agents.owner_id IS NULL)
 `
@@ -138,7 +138,7 @@ func (q *Queries) AgentInsert(ctx context.Context, db DBTX, arg AgentInsertParam
 }
 
 const agentListAll = `-- name: AgentListAll :many
-SELECT agents.id, agents.name, agents.owner_id, agents.token_hash, agents.max_vus, agents.max_run_seconds, agents.version, agents.cores, agents.last_seen_at, agents.last_ip, agents.disabled, agents.created_at, EXISTS (SELECT 1 FROM shards WHERE shards.agent_id = agents.id AND shards.state = 'running')::boolean AS busy
+SELECT agents.id, agents.name, agents.owner_id, agents.token_hash, agents.max_vus, agents.max_run_seconds, agents.version, agents.cores, agents.last_seen_at, agents.last_ip, agents.disabled, agents.created_at, EXISTS (SELECT 1 FROM shards WHERE shards.agent_id = agents.id AND shards.state IN ('pending', 'running'))::boolean AS busy
 FROM agents
 ORDER BY (agents.owner_id IS NULL), agents.name, agents.id
 `
@@ -183,7 +183,7 @@ func (q *Queries) AgentListAll(ctx context.Context, db DBTX) ([]AgentListAllRow,
 }
 
 const agentListUsable = `-- name: AgentListUsable :many
-SELECT agents.id, agents.name, agents.owner_id, agents.token_hash, agents.max_vus, agents.max_run_seconds, agents.version, agents.cores, agents.last_seen_at, agents.last_ip, agents.disabled, agents.created_at, EXISTS (SELECT 1 FROM shards WHERE shards.agent_id = agents.id AND shards.state = 'running')::boolean AS busy
+SELECT agents.id, agents.name, agents.owner_id, agents.token_hash, agents.max_vus, agents.max_run_seconds, agents.version, agents.cores, agents.last_seen_at, agents.last_ip, agents.disabled, agents.created_at, EXISTS (SELECT 1 FROM shards WHERE shards.agent_id = agents.id AND shards.state IN ('pending', 'running'))::boolean AS busy
 FROM agents
 WHERE (agents.owner_id = $1 OR agents.owner_id IS NULL)
 ORDER BY (agents.owner_id IS NULL), agents.name, agents.id
@@ -223,6 +223,32 @@ func (q *Queries) AgentListUsable(ctx context.Context, db DBTX, userID *uuid.UUI
 			return nil, err
 		}
 		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const agentLockForRun = `-- name: AgentLockForRun :many
+SELECT id FROM agents WHERE id = ANY($1::uuid[]) ORDER BY id FOR UPDATE
+`
+
+// AgentLockForRun locks the agents a run is being admitted on, in one order, until the
+// transaction ends: two runs admitted at once on one agent are admitted one after the other.
+func (q *Queries) AgentLockForRun(ctx context.Context, db DBTX, ids []uuid.UUID) ([]uuid.UUID, error) {
+	rows, err := db.Query(ctx, agentLockForRun, ids)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []uuid.UUID
+	for rows.Next() {
+		var id uuid.UUID
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		items = append(items, id)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, err
@@ -360,4 +386,29 @@ UPDATE agents SET last_seen_at = now() WHERE id = $1 AND (last_seen_at IS NULL O
 func (q *Queries) AgentTouch(ctx context.Context, db DBTX, id uuid.UUID) error {
 	_, err := db.Exec(ctx, agentTouch, id)
 	return err
+}
+
+const agentsBusy = `-- name: AgentsBusy :many
+SELECT DISTINCT agent_id::uuid FROM shards WHERE agent_id = ANY($1::uuid[]) AND state IN ('pending', 'running')
+`
+
+// AgentsBusy lists those of the agents that hold a shard not yet ended (waiting or running).
+func (q *Queries) AgentsBusy(ctx context.Context, db DBTX, ids []uuid.UUID) ([]uuid.UUID, error) {
+	rows, err := db.Query(ctx, agentsBusy, ids)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []uuid.UUID
+	for rows.Next() {
+		var agent_id uuid.UUID
+		if err := rows.Scan(&agent_id); err != nil {
+			return nil, err
+		}
+		items = append(items, agent_id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }

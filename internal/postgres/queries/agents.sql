@@ -6,19 +6,19 @@ RETURNING *;
 -- AgentListUsable lists the agents a user may run on: the user's own and the shared ones, with
 -- whether each holds a running shard.
 -- name: AgentListUsable :many
-SELECT sqlc.embed(agents), EXISTS (SELECT 1 FROM shards WHERE shards.agent_id = agents.id AND shards.state = 'running')::boolean AS busy
+SELECT sqlc.embed(agents), EXISTS (SELECT 1 FROM shards WHERE shards.agent_id = agents.id AND shards.state IN ('pending', 'running'))::boolean AS busy
 FROM agents
 WHERE (agents.owner_id = @user_id OR agents.owner_id IS NULL)
 ORDER BY (agents.owner_id IS NULL), agents.name, agents.id;
 
 -- name: AgentListAll :many
-SELECT sqlc.embed(agents), EXISTS (SELECT 1 FROM shards WHERE shards.agent_id = agents.id AND shards.state = 'running')::boolean AS busy
+SELECT sqlc.embed(agents), EXISTS (SELECT 1 FROM shards WHERE shards.agent_id = agents.id AND shards.state IN ('pending', 'running'))::boolean AS busy
 FROM agents
 ORDER BY (agents.owner_id IS NULL), agents.name, agents.id;
 
 -- AgentGetUsable reads one agent that the user may run on.
 -- name: AgentGetUsable :one
-SELECT sqlc.embed(agents), EXISTS (SELECT 1 FROM shards WHERE shards.agent_id = agents.id AND shards.state = 'running')::boolean AS busy
+SELECT sqlc.embed(agents), EXISTS (SELECT 1 FROM shards WHERE shards.agent_id = agents.id AND shards.state IN ('pending', 'running'))::boolean AS busy
 FROM agents
 WHERE agents.id = @id AND (agents.owner_id = @user_id OR agents.owner_id IS NULL);
 
@@ -65,3 +65,12 @@ SELECT * FROM agent_pings WHERE id = $1;
 
 -- name: AgentPingDeleteOld :execrows
 DELETE FROM agent_pings WHERE created_at < @before;
+
+-- AgentLockForRun locks the agents a run is being admitted on, in one order, until the
+-- transaction ends: two runs admitted at once on one agent are admitted one after the other.
+-- name: AgentLockForRun :many
+SELECT id FROM agents WHERE id = ANY(@ids::uuid[]) ORDER BY id FOR UPDATE;
+
+-- AgentsBusy lists those of the agents that hold a shard not yet ended (waiting or running).
+-- name: AgentsBusy :many
+SELECT DISTINCT agent_id::uuid FROM shards WHERE agent_id = ANY(@ids::uuid[]) AND state IN ('pending', 'running');

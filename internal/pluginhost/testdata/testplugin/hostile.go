@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -137,7 +138,27 @@ func (a attack) try() (string, error) {
 		if _, _, errno := syscall.AllThreadsSyscall(syscall.SYS_PRCTL, syscall.PR_SET_PDEATHSIG, 0, 0); errno != 0 {
 			return "", fmt.Errorf("prctl(PR_SET_PDEATHSIG, 0): %w", errno)
 		}
-		return "cleared", exec.Command(self, "linger", a.Token).Start()
+		// Without the host's marker, by which a later host would sweep it.
+		child := exec.Command(self, "linger", a.Token)
+		child.Env = []string{}
+		return "cleared", child.Start()
+	case "reexec":
+		// Executes itself again from a thread other than the one the launcher's exec ran on:
+		// a thread's parent-death signal starts at 0, and the exec keeps it, so the process
+		// sheds the signal (the prctl the filter refuses is not needed). It lingers then, with
+		// the token in its arguments.
+		go func() {
+			runtime.LockOSThread() // never unlocked: this thread is the exec's
+			for syscall.Gettid() == os.Getpid() {
+				go func() {}() // the main thread: let the scheduler move this goroutine
+				runtime.UnlockOSThread()
+				time.Sleep(time.Millisecond)
+				runtime.LockOSThread()
+			}
+			time.Sleep(100 * time.Millisecond) // the answer goes first
+			_ = syscall.Exec(self, []string{self, "linger", a.Token}, []string{})
+		}()
+		return "re-executing", nil
 	case "setsid", "daemon":
 		// A child in a session of its own with an emptied environment; "daemon" forks once
 		// more, so that the lingering process is a grandchild whose parent is gone.
