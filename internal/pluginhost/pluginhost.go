@@ -470,12 +470,24 @@ func (p *Process) Info() sdk.Info { return p.info }
 // Spec is the plugin's name, version and binary.
 func (p *Process) Spec() Spec { return p.spec }
 
-// Pid is the plugin's process id (and process group id).
+// Pid is the plugin's process id. Sandboxed, the plugin is the child of its launcher, which
+// supervises it as the init of its PID namespace and leads its process group.
 func (p *Process) Pid() int {
 	if p.run == nil || p.run.cmd.Process == nil {
 		return 0
 	}
-	return p.run.cmd.Process.Pid
+	pid := p.run.cmd.Process.Pid
+	if p.run.sockHost == "" {
+		return pid // the launcher became the plugin
+	}
+	// The launcher started the plugin first, from its one thread that starts anything.
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", pid, pid))
+	if f := strings.Fields(string(b)); err == nil && len(f) > 0 {
+		if child, err := strconv.Atoi(f[0]); err == nil {
+			return child
+		}
+	}
+	return pid
 }
 
 // Close ends the plugin and everything it started. The plugin is first asked to shut down
