@@ -1,0 +1,68 @@
+// Package registry holds the rules of the plugin marketplace that need no server: how plugins
+// and their versions are named, and how a version's files are summed and signed (a SHA256SUMS
+// signed with the namespace's Ed25519 key, as the Terraform registry does with GPG).
+package registry
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Ref names a plugin version: namespace/name@version.
+type Ref struct {
+	Namespace, Name string
+	Version         Version
+}
+
+func (r Ref) String() string { return r.Namespace + "/" + r.Name + "@" + r.Version.String() }
+
+// ParseRef reads namespace/name@version, each part checked.
+func ParseRef(s string) (Ref, error) {
+	plugin, v, ok := strings.Cut(s, "@")
+	if !ok {
+		return Ref{}, fmt.Errorf("%q: want namespace/name@version, as acme/random-data@1.2.0", s)
+	}
+	ns, name, ok := strings.Cut(plugin, "/")
+	if !ok {
+		return Ref{}, fmt.Errorf("%q: want namespace/name@version, as acme/random-data@1.2.0", s)
+	}
+	if err := CheckName("namespace", ns); err != nil {
+		return Ref{}, err
+	}
+	if err := CheckName("name", name); err != nil {
+		return Ref{}, err
+	}
+	ver, err := ParseVersion(v)
+	if err != nil {
+		return Ref{}, err
+	}
+	return Ref{Namespace: ns, Name: name, Version: ver}, nil
+}
+
+// MaxNameLen bounds a namespace's and a plugin's name.
+const MaxNameLen = 64
+
+// CheckName checks a namespace or a plugin name (what says which): lower-case letters, digits
+// and single hyphens inside, starting with a letter, at most MaxNameLen long. Names are what
+// users type and read in scripts, URLs and folders: nothing there needs escaping, and two names
+// that look alike are the same name.
+func CheckName(what, s string) error {
+	switch {
+	case s == "":
+		return fmt.Errorf("%s: empty", what)
+	case len(s) > MaxNameLen:
+		return fmt.Errorf("%s %q: longer than %d characters", what, s, MaxNameLen)
+	case s[0] < 'a' || s[0] > 'z':
+		return fmt.Errorf("%s %q: must start with a lower-case letter", what, s)
+	case s[len(s)-1] == '-':
+		return fmt.Errorf("%s %q: must not end with a hyphen", what, s)
+	case strings.Contains(s, "--"):
+		return fmt.Errorf("%s %q: must not hold two hyphens in a row", what, s)
+	}
+	for _, c := range s {
+		if (c < 'a' || c > 'z') && (c < '0' || c > '9') && c != '-' {
+			return fmt.Errorf("%s %q: only lower-case letters, digits and hyphens", what, s)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,142 @@
+package registry_test
+
+import (
+	"crypto/ed25519"
+	"crypto/rand"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/barrage-load/barrage/internal/registry"
+)
+
+func TestNamesAreLowerCaseAndPlain(t *testing.T) {
+	for _, ok := range []string{"acme", "random-data", "a1", "x", strings.Repeat("a", 64)} {
+		require.NoError(t, registry.CheckName("name", ok), ok)
+	}
+	for bad, why := range map[string]string{
+		"":                      "empty",
+		"Acme":                  "start with a lower-case letter",
+		"1acme":                 "start with a lower-case letter",
+		"acme-":                 "end with a hyphen",
+		"ac--me":                "two hyphens",
+		"ac_me":                 "only lower-case",
+		"ac.me":                 "only lower-case",
+		"acmé":                  "only lower-case",
+		strings.Repeat("a", 65): "longer than 64",
+	} {
+		require.ErrorContains(t, registry.CheckName("name", bad), why, "%q", bad)
+	}
+}
+
+func TestRefsNameANamespaceAPluginAndAVersion(t *testing.T) {
+	r, err := registry.ParseRef("acme/random-data@1.2.0-rc.1+linux")
+	require.NoError(t, err)
+	require.Equal(t, "acme", r.Namespace)
+	require.Equal(t, "random-data", r.Name)
+	require.Equal(t, "1.2.0-rc.1+linux", r.Version.String())
+	require.Equal(t, "acme/random-data@1.2.0-rc.1+linux", r.String())
+	for _, bad := range []string{"random-data@1.2.0", "acme/random-data", "acme/Random@1.0.0", "acme/x@v1.0.0", "/x@1.0.0"} {
+		_, err := registry.ParseRef(bad)
+		require.Error(t, err, bad)
+	}
+}
+
+func TestVersionsAreSemVer2(t *testing.T) {
+	for _, ok := range []string{"0.0.0", "1.2.3", "10.20.30", "1.0.0-alpha", "1.0.0-alpha.1", "1.0.0-0.3.7",
+		"1.0.0-x.7.z.92", "1.0.0+20130313144700", "1.0.0-beta+exp.sha.5114f85", "1.0.0-x-y-z.--"} {
+		v, err := registry.ParseVersion(ok)
+		require.NoError(t, err, ok)
+		require.Equal(t, ok, v.String())
+	}
+	for _, bad := range []string{"", "1", "1.2", "v1.2.3", "01.2.3", "1.02.3", "1.2.3-", "1.2.3-01", "1.2.3+",
+		"1.2.3-a..b", "1.2.3-a_b", "1.2.3.4", " 1.2.3", "1.2.3 ", "99999999999999999999.0.0", "-1.2.3"} {
+		_, err := registry.ParseVersion(bad)
+		require.Error(t, err, "%q", bad)
+	}
+}
+
+// semver.org's example of precedence, in order.
+func TestVersionsOrderBySemVerPrecedence(t *testing.T) {
+	order := []string{"1.0.0-alpha", "1.0.0-alpha.1", "1.0.0-alpha.beta", "1.0.0-beta", "1.0.0-beta.2",
+		"1.0.0-beta.11", "1.0.0-rc.1", "1.0.0", "1.0.1", "1.1.0", "2.0.0"}
+	var vs []registry.Version
+	for _, s := range order {
+		v, err := registry.ParseVersion(s)
+		require.NoError(t, err)
+		vs = append(vs, v)
+	}
+	shuffled := slices.Clone(vs)
+	slices.Reverse(shuffled)
+	slices.SortFunc(shuffled, registry.Version.Compare)
+	for i := range vs {
+		require.Equal(t, order[i], shuffled[i].String())
+	}
+	a, _ := registry.ParseVersion("1.0.0+a")
+	b, _ := registry.ParseVersion("1.0.0+b")
+	require.Zero(t, a.Compare(b), "build metadata does not count")
+}
+
+func TestSumsAreSignedAndVerified(t *testing.T) {
+	pub, priv, err := ed25519.GenerateKey(rand.Reader)
+	require.NoError(t, err)
+	otherPub, otherPriv, err := ed25519.GenerateKey(rand.Reader)
+	require.NoError(t, err)
+	a := strings.Repeat("ab", 32)
+	b := strings.Repeat("cd", 32)
+	doc, err := registry.FormatSums([]registry.Sum{{SHA256: b, Name: "rd_1.0.0_linux_arm64"}, {SHA256: a, Name: "rd_1.0.0_linux_amd64"}})
+	require.NoError(t, err)
+	require.Equal(t, a+"  rd_1.0.0_linux_amd64\n"+b+"  rd_1.0.0_linux_arm64\n", string(doc), "sorted by name, as sha256sum writes")
+	sums, err := registry.ParseSums(doc)
+	require.NoError(t, err)
+	require.Len(t, sums, 2)
+
+	sig := registry.Sign(priv, doc)
+	keys := []registry.PublicKey{registry.PublicKey(otherPub), registry.PublicKey(pub)}
+	signer, err := registry.Verify(keys, doc, sig)
+	require.NoError(t, err)
+	require.Equal(t, registry.PublicKey(pub).ID(), signer.ID())
+	// A retired key still verifies what it signed: it stays among the keys offered.
+	_, err = registry.Verify(keys[:1], doc, sig)
+	require.ErrorIs(t, err, registry.ErrBadSignature, "not signed by the other key")
+	tampered := []byte(strings.Replace(string(doc), a, b, 1))
+	_, err = registry.Verify(keys, tampered, sig)
+	require.ErrorIs(t, err, registry.ErrBadSignature)
+	_, err = registry.Verify(keys, doc, registry.Sign(otherPriv, tampered))
+	require.ErrorIs(t, err, registry.ErrBadSignature)
+
+	for _, bad := range []string{
+		a + " rd\n",                         // one space
+		a + "  rd",                          // no line break
+		b + "  z\n" + a + "  a\n",           // not sorted
+		strings.ToUpper(a) + "  rd\n",       // upper case
+		a + "  rd\n" + a + "  rd\n",         // twice
+		a + "  ../rd\n",                     // a path
+		strings.Repeat("ab", 31) + "  rd\n", // short
+	} {
+		_, err := registry.ParseSums([]byte(bad))
+		require.Error(t, err, "%q", bad)
+	}
+}
+
+func TestKeysRoundTrip(t *testing.T) {
+	pub, priv, err := ed25519.GenerateKey(rand.Reader)
+	require.NoError(t, err)
+	k, err := registry.ParsePublicKey(registry.PublicKey(pub).String())
+	require.NoError(t, err)
+	require.Equal(t, registry.PublicKey(pub), k)
+	require.Len(t, k.ID(), 16)
+	for _, bad := range []string{"", "ed25519:", "ed25519:AAAA", "rsa:" + strings.TrimPrefix(k.String(), "ed25519:")} {
+		_, err := registry.ParsePublicKey(bad)
+		require.Error(t, err, bad)
+	}
+	pemBytes, err := registry.MarshalPrivateKey(priv)
+	require.NoError(t, err)
+	back, err := registry.ParsePrivateKey(pemBytes)
+	require.NoError(t, err)
+	require.True(t, priv.Equal(back))
+	_, err = registry.ParsePrivateKey([]byte("not a key"))
+	require.Error(t, err)
+}
