@@ -270,17 +270,8 @@ func plainNumbers(reason string) string {
 	})
 }
 
-func isIndex(s string) bool {
-	if s == "" {
-		return false
-	}
-	for _, c := range s {
-		if c < '0' || c > '9' {
-			return false
-		}
-	}
-	return true
-}
+// isIndex reports whether a path part is an array index: digits only.
+func isIndex(s string) bool { return s != "" && strings.Trim(s, "0123456789") == "" }
 
 func reasonOf(re *openapi3filter.RequestError) string {
 	var se *openapi3.SchemaError
