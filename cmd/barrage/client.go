@@ -32,7 +32,11 @@ type credentials struct {
 
 // credentialsPath is $XDG_CONFIG_HOME/barrage/credentials.json (or the OS's equivalent), or
 // BARRAGE_CONFIG_DIR/credentials.json.
-func credentialsPath(e env) (string, error) {
+func credentialsPath(e env) (string, error) { return configPath(e, "credentials.json") }
+
+// configPath is the file name in Barrage's config folder: BARRAGE_CONFIG_DIR, else
+// $XDG_CONFIG_HOME/barrage (or the OS's equivalent).
+func configPath(e env, name string) (string, error) {
 	dir := e.getenv("BARRAGE_CONFIG_DIR")
 	if dir == "" {
 		base := e.getenv("XDG_CONFIG_HOME")
@@ -49,7 +53,7 @@ func credentialsPath(e env) (string, error) {
 		}
 		dir = filepath.Join(base, "barrage")
 	}
-	return filepath.Join(dir, "credentials.json"), nil
+	return filepath.Join(dir, name), nil
 }
 
 func loadCredentials(e env) (credentials, error) {

@@ -2,16 +2,21 @@ package main
 
 import (
 	"context"
+	"crypto/ed25519"
+	"crypto/rand"
 	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"strings"
 	"text/tabwriter"
 
 	"github.com/barrage-load/barrage/internal/barrage"
 	"github.com/barrage-load/barrage/internal/pluginhost"
 	"github.com/barrage-load/barrage/internal/pluginset"
+	"github.com/barrage-load/barrage/internal/registry"
 	"github.com/barrage-load/barrage/internal/script"
 	"github.com/barrage-load/barrage/sdk"
 )
@@ -173,6 +178,7 @@ func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }
 func runPlugin(ctx context.Context, e env, args []string) error {
 	subs := map[string]func(context.Context, env, []string) error{
 		"add": runPluginAdd, "list": runPluginList, "check": runPluginCheck, "new": runPluginNew,
+		"keygen": runPluginKeygen,
 	}
 	if len(args) == 0 || subs[args[0]] == nil {
 		fmt.Fprintln(e.stderr, `Usage: barrage plugin <command>
@@ -182,7 +188,8 @@ Commands:
   list            list the plugins in the local plugin directory
   check BINARY    start a plugin and check its handshake, Describe and each of its hooks
   new NAME --kind url|session-element|source-modifier
-                  create a Go plugin project that builds and passes its test`)
+                  create a Go plugin project that builds and passes its test
+  keygen          make the Ed25519 key that signs the versions you publish`)
 		return errUsage
 	}
 	return subs[args[0]](ctx, e, args[1:])
@@ -250,4 +257,51 @@ func shortSum(sum string) string {
 		return sum
 	}
 	return sum[:16] + "…"
+}
+
+// runPluginKeygen makes an author's signing key: the private key in a file only its owner may
+// read, the public key (to register on a namespace) on stdout. It never replaces a key: the
+// versions a key signed stay verifiable only by it.
+func runPluginKeygen(_ context.Context, e env, args []string) error {
+	fs := newFlags(e, "plugin keygen", "[--out FILE]")
+	out := fs.String("out", "", "the private key's file (default: signing-key.pem in Barrage's config folder)")
+	if err := parseFlags(fs, args, 0); err != nil {
+		return err
+	}
+	path := *out
+	if path == "" {
+		var err error
+		if path, err = configPath(e, "signing-key.pem"); err != nil {
+			return err
+		}
+	}
+	pub, priv, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		return err
+	}
+	pemBytes, err := registry.MarshalPrivateKey(priv)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return err
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if errors.Is(err, os.ErrExist) {
+		return fmt.Errorf("%s exists: a key is never replaced, since what it signed is verified by it alone; give --out another file", path)
+	}
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(pemBytes); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	k := registry.PublicKey(pub)
+	fmt.Fprintf(e.stderr, "Private key written to %s (keep it; only you may read it). Its public key, id %s, to register on your namespace:\n", path, k.ID())
+	fmt.Fprintln(e.stdout, k)
+	return nil
 }

@@ -2,6 +2,7 @@ package main_test
 
 import (
 	"bufio"
+	"crypto/ed25519"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
@@ -23,6 +24,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/barrage-load/barrage/internal/registry"
 	"github.com/stretchr/testify/require"
 )
 
@@ -324,4 +326,38 @@ func TestAnAgentThatRequiresTheSandboxRefusesAPartialOne(t *testing.T) {
 	require.Equal(t, 1, exit.ExitCode())
 	require.Contains(t, string(rest), "plugin sandbox: partial")
 	require.Contains(t, string(rest), "--require-sandbox: the plugin sandbox is not fully available")
+}
+
+// keygen makes a key only its owner may read, prints the public key, and never replaces a key.
+func TestPluginKeygen(t *testing.T) {
+	dir := t.TempDir()
+	run := func() (string, string, error) {
+		cmd := exec.Command(binary, "plugin", "keygen")
+		cmd.Env = []string{"BARRAGE_CONFIG_DIR=" + dir}
+		var out, errOut strings.Builder
+		cmd.Stdout, cmd.Stderr = &out, &errOut
+		err := cmd.Run()
+		return out.String(), errOut.String(), err
+	}
+	out, errOut, err := run()
+	require.NoError(t, err, errOut)
+	pub, err := registry.ParsePublicKey(out)
+	require.NoError(t, err)
+	require.Contains(t, errOut, pub.ID())
+	path := filepath.Join(dir, "signing-key.pem")
+	st, err := os.Stat(path)
+	require.NoError(t, err)
+	require.Equal(t, os.FileMode(0o600), st.Mode().Perm())
+	pemBytes, err := os.ReadFile(path)
+	require.NoError(t, err)
+	priv, err := registry.ParsePrivateKey(pemBytes)
+	require.NoError(t, err)
+	require.Equal(t, []byte(pub), []byte(priv.Public().(ed25519.PublicKey)))
+
+	_, errOut, err = run()
+	require.Error(t, err)
+	require.Contains(t, errOut, "a key is never replaced")
+	again, err := os.ReadFile(path)
+	require.NoError(t, err)
+	require.Equal(t, pemBytes, again)
 }
