@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -25,6 +27,10 @@ const launchArg = "__barrage-plugin-launch"
 // then. Call it first thing in main (and in TestMain of tests that start plugins); it returns
 // at once otherwise.
 func Launch() {
+	if len(os.Args) >= 2 && os.Args[1] == execArg {
+		fmt.Fprintf(os.Stderr, "barrage plugin launcher: %v\n", execStage(os.Args[2:]))
+		os.Exit(126)
+	}
 	if len(os.Args) < 2 || os.Args[1] != launchArg {
 		return
 	}
@@ -139,10 +145,12 @@ func launch(args []string) error {
 		}
 		path = filepath.Join(sandboxPluginDir, filepath.Base(l.path))
 	}
-	if err := setLimits(l.limits); err != nil {
-		return err
-	}
 	if !l.namespaces {
+		// (In namespaces the launcher stays: the limits are the plugin's, set by the
+		// second stage it starts, so that they do not bound the launcher's own threads.)
+		if err := setLimits(l.limits); err != nil {
+			return err
+		}
 		if err := switchUser(l.uid, l.gid); err != nil {
 			return err
 		}
@@ -193,7 +201,7 @@ func launch(args []string) error {
 	}
 	var err error
 	if l.namespaces {
-		err = supervise(path, env, l.syncFD)
+		err = supervise(&l, path, env, l.syncFD)
 	} else {
 		err = syscall.Exec(path, []string{path}, env)
 	}
@@ -212,15 +220,33 @@ func launch(args []string) error {
 // does not hold a plugin: it is set per thread, and a plugin that executes itself again from
 // another thread sheds it.) The launcher's process is made non-dumpable first, so that the
 // plugin, of the same user in the namespace and without capabilities, cannot read or write its
-// memory through /proc. It exits with the plugin's status, 128 plus the signal's number when a
-// signal ended the plugin (the host reads it back as that signal).
-func supervise(path string, env []string, lifeline int) error {
+// memory through /proc. It reports how the plugin ended (its exit status, or the signal) on the
+// lifeline, which the plugin does not hold.
+func supervise(l *launchFlags, path string, env []string, lifeline int) error {
 	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
 		return fmt.Errorf("non-dumpable: %w", err)
 	}
-	// From this thread, which holds the sandbox's credentials, filter and limits: the child
-	// inherits them.
-	pid, err := syscall.ForkExec(path, []string{path}, &syscall.ProcAttr{Env: env, Files: []uintptr{0, 1, 2}})
+	// The plugin may signal its init, as it may its process group (kill 0, a shell's clean-up):
+	// the launcher takes every signal it may take and does nothing with it, as tini does. Only
+	// the host's SIGKILL ends it before the plugin.
+	signals := make(chan os.Signal, 64)
+	signal.Notify(signals)
+	go func() {
+		for range signals {
+		}
+	}()
+	// From this thread, which holds the sandbox's credentials and filter: the child inherits
+	// them. The child is the launcher's second stage (execStage), which sets the plugin's
+	// limits and becomes the plugin: set here, they would bound the launcher's own threads (a
+	// Go runtime reserves most of a gigabyte of address space).
+	stage := []string{"/proc/self/exe", execArg,
+		fmt.Sprintf("-as=%d", l.limits.AddressSpace),
+		fmt.Sprintf("-nofile=%d", l.limits.OpenFiles),
+		fmt.Sprintf("-fsize=%d", l.limits.FileSize),
+		fmt.Sprintf("-nproc=%d", l.limits.Processes),
+		"-cookie=" + l.cookie,
+		"--", path}
+	pid, err := syscall.ForkExec(stage[0], stage, &syscall.ProcAttr{Env: withoutCookie(env, l.cookie), Files: []uintptr{0, 1, 2}})
 	if err != nil {
 		return err
 	}
@@ -243,11 +269,57 @@ func supervise(path string, env []string, lifeline int) error {
 			os.Exit(launcherHostGone)
 		case got != pid:
 			continue // an orphan the plugin left, reaped as init does
-		case ws.Signaled():
-			os.Exit(128 + int(ws.Signal()))
 		}
-		os.Exit(ws.ExitStatus())
+		// The host reads how the plugin ended here, where the plugin cannot write.
+		how := fmt.Sprintf("exit %d\n", ws.ExitStatus())
+		if ws.Signaled() {
+			how = fmt.Sprintf("signal %d\n", int(ws.Signal()))
+		}
+		_, _ = unix.Write(lifeline, []byte(how))
+		code := ws.ExitStatus()
+		if ws.Signaled() {
+			code = 1
+		}
+		os.Exit(code)
 	}
+}
+
+// execArg starts the launcher's second stage: it sets the plugin's limits and becomes the
+// plugin (see supervise).
+const execArg = "__barrage-plugin-exec"
+
+// execStage is the launcher's second stage: on its one thread, the plugin's resource limits,
+// then the exec of the plugin with go-plugin's cookie (kept out of this Barrage binary's own
+// environment, where it would switch on the SDK's stdout guard).
+func execStage(args []string) error {
+	runtime.LockOSThread()
+	var lim Limits
+	var cookie string
+	fs := flag.NewFlagSet(execArg, flag.ContinueOnError)
+	fs.Uint64Var(&lim.AddressSpace, "as", 0, "")
+	fs.Uint64Var(&lim.OpenFiles, "nofile", 0, "")
+	fs.Uint64Var(&lim.FileSize, "fsize", 0, "")
+	fs.Uint64Var(&lim.Processes, "nproc", 0, "")
+	fs.StringVar(&cookie, "cookie", "", "")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		return fmt.Errorf("want one plugin path, got %q", fs.Args())
+	}
+	if err := setLimits(lim); err != nil {
+		return err
+	}
+	path, env := fs.Arg(0), os.Environ()
+	if cookie != "" {
+		env = append(env, cookie)
+	}
+	return syscall.Exec(path, []string{path}, env)
+}
+
+// withoutCookie is env without go-plugin's cookie.
+func withoutCookie(env []string, cookie string) []string {
+	return slices.DeleteFunc(slices.Clone(env), func(e string) bool { return cookie != "" && e == cookie })
 }
 
 // launcherHostGone is the launcher's status when it ends its plugin because the host is gone.

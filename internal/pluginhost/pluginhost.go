@@ -29,7 +29,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -553,13 +552,7 @@ func (p *Process) startError(err error, took time.Duration) error {
 
 func (p *Process) exitError(exitErr error) error {
 	msg := "exited"
-	var ee *exec.ExitError
-	switch {
-	case errors.As(exitErr, &ee) && p.run.sockHost != "" && ee.ExitCode() > 128 && ee.ExitCode() < 128+65:
-		// A sandboxed plugin's launcher, its namespace's init, says by its status which
-		// signal ended the plugin (see supervise).
-		msg = "signal: " + syscall.Signal(ee.ExitCode()-128).String()
-	case exitErr != nil:
+	if exitErr != nil {
 		msg = exitErr.Error()
 	}
 	if line := p.run.stderr.headline(); line != "" {

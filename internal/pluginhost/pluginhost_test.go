@@ -450,3 +450,20 @@ func TestARefusedAddressIsTheReasonAPluginDidNotStart(t *testing.T) {
 	pe := requireReason(t, err, pluginhost.ReasonHandshake)
 	require.ErrorContains(t, pe, `the plugin announced tcp "127.0.0.1:9": a plugin serves on a Unix socket in its socket folder`)
 }
+
+// A plugin ends as it ends, whatever its launcher (its namespace's init) sees: a plugin that
+// signals its process group or pid 1 does not end the launcher (it took the plugin with it, and
+// the host reported the launcher's status), and an exit status above 128 is not a signal.
+func TestAPluginEndsAsItEnds(t *testing.T) {
+	t.Parallel()
+	h := newHost(t, pluginhost.Options{})
+	for body, want := range map[string]string{
+		`trap "" TERM HUP INT; kill -TERM 0; kill -HUP 1; kill -INT 1; kill -QUIT 1; kill -SEGV 1; sleep 1; echo "alive after kill 0" >&2; exit 7`: `exit status 7: alive after kill 0`,
+		`echo "panic: gone" >&2; exit 137`: `exit status 137: panic: gone`,
+		`kill -KILL $$`:                     `signal: killed`,
+	} {
+		_, err := h.Start(context.Background(), script(t, "ends", body))
+		pe := requireReason(t, err, pluginhost.ReasonCrashed)
+		require.ErrorContains(t, pe, want, body)
+	}
+}

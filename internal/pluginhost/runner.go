@@ -106,7 +106,13 @@ func (r *procRunner) Start(context.Context) error {
 func (r *procRunner) Wait(context.Context) error {
 	r.waitOnce.Do(func() {
 		r.waitErr = r.cmd.Wait()
+		// The launcher has ended, and with it the last holder of its end of the pair: what it
+		// reported of the plugin is there to read, or nothing.
+		report, _ := io.ReadAll(io.LimitReader(r.sync, 64))
 		_ = r.sync.Close()
+		if ended := launcherReport(string(report)); ended != "" {
+			r.waitErr = errors.New(ended)
+		}
 		// Whatever the plugin left behind ends with its cgroup, and its connections with it.
 		r.cgroup.remove()
 		r.dialer.close()
@@ -203,6 +209,22 @@ func translateSocket(network, addr, from, to string) string {
 		return to + "/" + rel
 	}
 	return addr
+}
+
+// launcherReport reads how a supervising launcher said the plugin ended ("exit 3", "signal 9")
+// as exec.ExitError says it ("exit status 3", "signal: killed"); "" when it said nothing.
+func launcherReport(s string) string {
+	var n int
+	if _, err := fmt.Sscanf(s, "exit %d\n", &n); err == nil {
+		if n == 0 {
+			return ""
+		}
+		return fmt.Sprintf("exit status %d", n)
+	}
+	if _, err := fmt.Sscanf(s, "signal %d\n", &n); err == nil {
+		return "signal: " + syscall.Signal(n).String()
+	}
+	return ""
 }
 
 // observed reports the first line the plugin printed, why the address it announced was refused

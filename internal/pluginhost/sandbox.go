@@ -207,20 +207,25 @@ type uidGid struct{ uid, gid int }
 // sandboxCommand prepares the launcher's command for a plugin. It prepares the folders under dir
 // that the launcher needs (the mount point of the new root, a socket folder when l has none),
 // passes the launcher its own binary as file descriptor 3 (it runs as the plugin's user, who
-// may not be able to reach the binary by its path) and the read end of a pipe as descriptor 4:
-// the launcher waits for a byte on it before it does anything, so that the host can put it in
-// its cgroup first. The launcher starts a session of its own unless session is false (the sandbox
-// is off). It returns the command and the pipe's write end.
+// may not be able to reach the binary by its path) and one end of a socket pair as descriptor
+// 4: the launcher waits for a byte on it before it does anything, so that the host can put it
+// in its cgroup first; a supervising launcher holds it as its lifeline, and reports on it how the
+// plugin ended (see supervise). The launcher starts a session of its own unless session is false
+// (the sandbox is off). It returns the command and the host's end of the pair.
 func sandboxCommand(launcher string, l *launchFlags, dir string, as uidGid, namespaces, session bool) (*exec.Cmd, *os.File, error) {
 	exe, err := os.Open(launcher)
 	if err != nil {
 		return nil, nil, fmt.Errorf("plugin launcher: %w", err)
 	}
-	r, w, err := os.Pipe()
+	// A socket pair rather than a pipe: the launcher says on it, at the end, how the plugin
+	// ended, where the plugin (which shares its standard streams and may exit with any status)
+	// cannot speak for it.
+	pair, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		_ = exe.Close()
 		return nil, nil, err
 	}
+	w, r := os.NewFile(uintptr(pair[0]), "launcher-sync"), os.NewFile(uintptr(pair[1]), "launcher-sync")
 	l.exeFD, l.syncFD = 3, 4
 	// A session of its own, so a process group too: the plugin has no controlling terminal,
 	// and cannot type into the user's shell nor read from it. Without the sandbox, only the
