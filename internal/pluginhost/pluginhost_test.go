@@ -460,7 +460,7 @@ func TestAPluginEndsAsItEnds(t *testing.T) {
 	for body, want := range map[string]string{
 		`trap "" TERM HUP INT; kill -TERM 0; kill -HUP 1; kill -INT 1; kill -QUIT 1; kill -SEGV 1; sleep 1; echo "alive after kill 0" >&2; exit 7`: `exit status 7: alive after kill 0`,
 		`echo "panic: gone" >&2; exit 137`: `exit status 137: panic: gone`,
-		`kill -KILL $$`:                     `signal: killed`,
+		`kill -KILL $$`:                    `signal: killed`,
 	} {
 		_, err := h.Start(context.Background(), script(t, "ends", body))
 		pe := requireReason(t, err, pluginhost.ReasonCrashed)
