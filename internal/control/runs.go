@@ -81,9 +81,35 @@ func (s *Service) CreateRun(ctx context.Context, p barrage.Principal, in RunInpu
 	if err != nil {
 		return barrage.Run{}, fmt.Errorf("script %s no longer parses: %w", sc.ID, err)
 	}
+	// Agents chosen for the run may be taken by a run created at the same moment: then they
+	// are chosen again, a few times.
+	for attempt := 1; ; attempt++ {
+		run, created, err := s.createRun(ctx, p, sc, parsed, in, idem)
+		if errors.Is(err, errTakenMeanwhile) {
+			if attempt < 4 {
+				continue
+			}
+			return barrage.Run{}, barrage.Invalid("agents", err.Error()+": try again")
+		}
+		if err != nil {
+			return barrage.Run{}, err
+		}
+		if created {
+			s.log.InfoContext(ctx, "run queued", slog.String("run_id", run.ID.String()), slog.Int("agents", len(run.Shards)))
+		}
+		return run, nil
+	}
+}
+
+// errTakenMeanwhile: an agent the server chose for a run took another run meanwhile.
+var errTakenMeanwhile = errors.New("taken by another run meanwhile")
+
+// createRun admits a run of sc on agents chosen now and stores it.
+func (s *Service) createRun(ctx context.Context, p barrage.Principal, sc barrage.Script, parsed *script.Script, in RunInput, idem *barrage.Idempotency) (barrage.Run, bool, error) {
+	owner := p.User.ID
 	adm, err := s.admit(ctx, p, parsed, in)
 	if err != nil {
-		return barrage.Run{}, err
+		return barrage.Run{}, false, err
 	}
 	agents, limits := adm.agents, adm.limits
 
@@ -105,21 +131,14 @@ func (s *Service) CreateRun(ctx context.Context, p barrage.Principal, in RunInpu
 	// Checked again where concurrent creations cannot slip past: under the owner's and the
 	// agents' locks, in the transaction that stores the run.
 	guard := func(active int, busy []uuid.UUID) error {
-		if err := busyAgent(agents, busy, in); err != nil {
+		if err := adm.check(active); err != nil {
 			return err
 		}
-		return adm.check(active)
+		return busyAgent(agents, busy, in)
 	}
-	run, created, err := s.store.CreateRun(ctx, run, idem, guard, func(tx pgx.Tx) error {
+	return s.store.CreateRun(ctx, run, idem, guard, func(tx pgx.Tx) error {
 		return s.store.NotifyWork(ctx, tx, ids)
 	})
-	if err != nil {
-		return barrage.Run{}, err
-	}
-	if created {
-		s.log.InfoContext(ctx, "run queued", slog.String("run_id", run.ID.String()), slog.Int("agents", len(agents)))
-	}
-	return run, nil
 }
 
 // idempotency is the run's idempotency key, if it has one, with the digest of what was asked.
@@ -149,7 +168,11 @@ type admission struct {
 // their limits, and p's concurrent-run cap.
 func (s *Service) admit(ctx context.Context, p barrage.Principal, parsed *script.Script, in RunInput) (admission, error) {
 	w := engine.Workload(parsed, engine.LoadOptions(in.Load))
-	agents, err := s.chooseAgents(ctx, p, in)
+	load := barrage.Load{VUs: w.VUs, Duration: w.Duration}
+	if w.Model == script.Open {
+		load.VUs = w.MaxVUs
+	}
+	agents, err := s.chooseAgents(ctx, p, in, load)
 	if err != nil {
 		return admission{}, err
 	}
@@ -159,10 +182,6 @@ func (s *Service) admit(ctx context.Context, p barrage.Principal, parsed *script
 	}
 	for _, a := range agents {
 		limits = limits.Tightest(a.Limits)
-	}
-	load := barrage.Load{VUs: w.VUs, Duration: w.Duration}
-	if w.Model == script.Open {
-		load.VUs = w.MaxVUs
 	}
 	adm := admission{agents: agents, limits: limits, check: func(active int) error {
 		load := load
@@ -191,13 +210,15 @@ func busyAgent(agents []barrage.Agent, busy []uuid.UUID, in RunInput) error {
 		if len(in.AgentIDs) > 0 {
 			return barrage.Invalid(fmt.Sprintf("agent_ids[%d]", i), fmt.Sprintf("agent %q is busy with another run: wait for it, or choose another", a.Name))
 		}
-		return barrage.Invalid("agents", fmt.Sprintf("agent %q was taken by another run meanwhile: try again", a.Name))
+		return fmt.Errorf("agent %q: %w", a.Name, errTakenMeanwhile)
 	}
 	return nil
 }
 
-// chooseAgents returns the agents the run is asked to use, each one p may use and online.
-func (s *Service) chooseAgents(ctx context.Context, p barrage.Principal, in RunInput) ([]barrage.Agent, error) {
+// chooseAgents returns the agents the run is asked to use, each one p may use and online. When
+// it chooses them, it prefers agents whose own limits admit load, so that an agent of short
+// runs does not refuse a long one while another could take it.
+func (s *Service) chooseAgents(ctx context.Context, p barrage.Principal, in RunInput, load barrage.Load) ([]barrage.Agent, error) {
 	now := s.now()
 	if len(in.AgentIDs) > 0 {
 		var out []barrage.Agent
@@ -226,9 +247,20 @@ func (s *Service) chooseAgents(ctx context.Context, p barrage.Principal, in RunI
 	if err != nil {
 		return nil, err
 	}
-	var out []barrage.Agent
+	var out, tooSmall []barrage.Agent
 	for _, a := range all {
-		if a.State(now) == barrage.AgentOnline && len(out) < want {
+		if a.State(now) != barrage.AgentOnline {
+			continue
+		}
+		if a.Limits.Check(barrage.Load{VUs: load.VUs, Duration: load.Duration}) != nil {
+			tooSmall = append(tooSmall, a)
+		} else if len(out) < want {
+			out = append(out, a)
+		}
+	}
+	// Else the agents whose limits are too small: admission names the limit refused.
+	for _, a := range tooSmall {
+		if len(out) < want {
 			out = append(out, a)
 		}
 	}

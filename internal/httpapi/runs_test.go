@@ -655,3 +655,34 @@ func TestRunsAskedForAtOnceAreAdmittedOneAfterTheOther(t *testing.T) {
 		}
 	}
 }
+
+// Without agent_ids the server chooses: agents whose own limits admit the run first (an agent
+// of 5-second runs refused a minute's run while another was idle), and again when an agent it
+// chose took a run created at the same moment (one of two runs asked for at once failed with
+// idle agents to spare).
+func TestTheServerChoosesAgentsThatCanTakeTheRun(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	_, u := b.adminAndUser()
+	shortID, shortToken := b.registerAgent("/v1/agents", u.access, "short", map[string]any{"max_run_duration_seconds": 5})
+	require.Equal(t, http.StatusNoContent, b.do("POST", "/v1/agent/lease", shortToken, hello).status)
+	var others []string
+	for _, name := range []string{"long-1", "long-2"} {
+		id, token := b.registerAgent("/v1/agents", u.access, name, nil)
+		require.Equal(t, http.StatusNoContent, b.do("POST", "/v1/agent/lease", token, hello).status)
+		others = append(others, id)
+	}
+	script := b.addScript(u, smokeScript) // 10 s
+	rs := make([]response, 2)
+	var wg sync.WaitGroup
+	for i := range rs {
+		wg.Go(func() { rs[i] = b.do("POST", "/v1/runs", u.access, map[string]any{"script_id": script}) })
+	}
+	wg.Wait()
+	var used []string
+	for _, r := range rs {
+		require.Equal(t, http.StatusCreated, r.status, "body: %s", r.body)
+		used = append(used, r.json(t)["shards"].([]any)[0].(map[string]any)["agent_id"].(string))
+	}
+	require.ElementsMatch(t, others, used, "the two runs on the two agents that allow 10 s, not on %s", shortID)
+}
