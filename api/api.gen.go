@@ -520,7 +520,7 @@ type CreateInvitationRequest struct {
 type CreateRunRequest struct {
 	AgentIds *[]openapi_types.UUID `json:"agent_ids,omitempty"`
 
-	// Agents How many of the idle online agents you may use to run on, your own first; default 1. Ignored with agent_ids.
+	// Agents How many of the idle online agents you may use to run on, your own first, those whose limits admit the run before the others; default 1. Ignored with agent_ids.
 	Agents          *int                `json:"agents,omitempty"`
 	DurationSeconds *int                `json:"duration_seconds,omitempty"`
 	Rate            *float64            `json:"rate,omitempty"`
