@@ -76,6 +76,18 @@ type Invitation struct {
 	RevokedAt                *time.Time
 }
 
+type Namespace struct {
+	Name      string
+	Reserved  bool
+	CreatedAt time.Time
+}
+
+type NamespaceOwner struct {
+	Namespace string
+	UserID    uuid.UUID
+	AddedAt   time.Time
+}
+
 type RateLimit struct {
 	Key         string
 	WindowStart time.Time
@@ -153,6 +165,15 @@ type ShardSecond struct {
 	Idx      int64
 	Snapshot []byte
 	Health   []byte
+}
+
+type SigningKey struct {
+	Namespace string
+	ID        string
+	PublicKey []byte
+	AddedBy   *uuid.UUID
+	CreatedAt time.Time
+	RetiredAt *time.Time
 }
 
 type Test struct {

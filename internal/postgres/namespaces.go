@@ -1,0 +1,148 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/barrage-load/barrage/internal/barrage"
+	"github.com/barrage-load/barrage/internal/postgres/dbsqlc"
+)
+
+// ClaimNamespace makes the namespace name, owned by owner (reserved when an admin reserves it).
+// A name taken already, or reserved, is an ErrConflict.
+func (s *Store) ClaimNamespace(ctx context.Context, name string, owner uuid.UUID, reserved bool) (barrage.Namespace, error) {
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		if _, err := s.q.NamespaceInsert(ctx, tx, dbsqlc.NamespaceInsertParams{Name: name, Reserved: reserved}); err != nil {
+			if errors.Is(translate(err, "namespace"), barrage.ErrConflict) {
+				return barrage.Errorf(barrage.ErrConflict, "namespace %q is taken", name)
+			}
+			return translate(err, "namespace")
+		}
+		return s.q.NamespaceOwnerAdd(ctx, tx, dbsqlc.NamespaceOwnerAddParams{Namespace: name, UserID: owner})
+	})
+	if err != nil {
+		return barrage.Namespace{}, err
+	}
+	return s.Namespace(ctx, name)
+}
+
+// Namespace reads the namespace name with its owners and keys.
+func (s *Store) Namespace(ctx context.Context, name string) (barrage.Namespace, error) {
+	row, err := s.q.NamespaceGet(ctx, s.pool, name)
+	if err != nil {
+		return barrage.Namespace{}, translate(err, "namespace")
+	}
+	ns := barrage.Namespace{Name: row.Name, Reserved: row.Reserved, CreatedAt: row.CreatedAt}
+	if ns.Owners, err = s.q.NamespaceOwnerIDs(ctx, s.pool, name); err != nil {
+		return barrage.Namespace{}, err
+	}
+	keys, err := s.q.SigningKeys(ctx, s.pool, name)
+	if err != nil {
+		return barrage.Namespace{}, err
+	}
+	for _, k := range keys {
+		ns.Keys = append(ns.Keys, signingKeyFromRow(k))
+	}
+	return ns, nil
+}
+
+// NamespacesOf lists the namespaces user owns.
+func (s *Store) NamespacesOf(ctx context.Context, user uuid.UUID) ([]barrage.Namespace, error) {
+	rows, err := s.q.NamespacesOfUser(ctx, s.pool, user)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]barrage.Namespace, len(rows))
+	for i, r := range rows {
+		out[i] = barrage.Namespace{Name: r.Name, Reserved: r.Reserved, CreatedAt: r.CreatedAt}
+	}
+	return out, nil
+}
+
+// owned checks, in tx, that actor owns the namespace name: another user's namespace is not
+// found, as every other owner-only thing.
+func (s *Store) owned(ctx context.Context, tx pgx.Tx, name string, actor uuid.UUID) error {
+	ok, err := s.q.NamespaceIsOwner(ctx, tx, dbsqlc.NamespaceIsOwnerParams{Namespace: name, UserID: actor})
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return barrage.Errorf(barrage.ErrNotFound, "namespace %q not found among yours", name)
+	}
+	return nil
+}
+
+// AddNamespaceOwner makes user a co-owner of actor's namespace name.
+func (s *Store) AddNamespaceOwner(ctx context.Context, name string, actor, user uuid.UUID) error {
+	return s.inTx(ctx, func(tx pgx.Tx) error {
+		if err := s.owned(ctx, tx, name, actor); err != nil {
+			return err
+		}
+		return translate(s.q.NamespaceOwnerAdd(ctx, tx, dbsqlc.NamespaceOwnerAddParams{Namespace: name, UserID: user}), "owner")
+	})
+}
+
+// RemoveNamespaceOwner removes user from the owners of actor's namespace name; the last owner
+// stays (an ErrConflict).
+func (s *Store) RemoveNamespaceOwner(ctx context.Context, name string, actor, user uuid.UUID) error {
+	return s.inTx(ctx, func(tx pgx.Tx) error {
+		if err := s.owned(ctx, tx, name, actor); err != nil {
+			return err
+		}
+		n, err := s.q.NamespaceOwnerRemove(ctx, tx, dbsqlc.NamespaceOwnerRemoveParams{Namespace: name, UserID: user})
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			return barrage.Errorf(barrage.ErrConflict, "not removed: not an owner of %q, or its last", name)
+		}
+		return nil
+	})
+}
+
+// AddSigningKey registers key on actor's namespace name. A key registered already is an
+// ErrConflict.
+func (s *Store) AddSigningKey(ctx context.Context, name string, actor uuid.UUID, id string, key []byte) (barrage.SigningKey, error) {
+	var k barrage.SigningKey
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		if err := s.owned(ctx, tx, name, actor); err != nil {
+			return err
+		}
+		row, err := s.q.SigningKeyInsert(ctx, tx, dbsqlc.SigningKeyInsertParams{Namespace: name, ID: id, PublicKey: key, AddedBy: &actor})
+		if errors.Is(translate(err, "key"), barrage.ErrConflict) {
+			return barrage.Errorf(barrage.ErrConflict, "key %s is registered on %q already", id, name)
+		}
+		if err != nil {
+			return translate(err, "key")
+		}
+		k = signingKeyFromRow(row)
+		return nil
+	})
+	return k, err
+}
+
+// RetireSigningKey retires the key id of actor's namespace name: it signs nothing new, and
+// still verifies what it signed. Retiring it again changes nothing.
+func (s *Store) RetireSigningKey(ctx context.Context, name string, actor uuid.UUID, id string) (barrage.SigningKey, error) {
+	var k barrage.SigningKey
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		if err := s.owned(ctx, tx, name, actor); err != nil {
+			return err
+		}
+		row, err := s.q.SigningKeyRetire(ctx, tx, dbsqlc.SigningKeyRetireParams{Namespace: name, ID: id})
+		if err != nil {
+			return translate(err, fmt.Sprintf("key %s", id))
+		}
+		k = signingKeyFromRow(row)
+		return nil
+	})
+	return k, err
+}
+
+func signingKeyFromRow(r dbsqlc.SigningKey) barrage.SigningKey {
+	return barrage.SigningKey{ID: r.ID, PublicKey: r.PublicKey, AddedBy: r.AddedBy, CreatedAt: r.CreatedAt, RetiredAt: r.RetiredAt}
+}

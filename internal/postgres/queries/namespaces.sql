@@ -1,0 +1,34 @@
+-- name: NamespaceInsert :one
+INSERT INTO namespaces (name, reserved) VALUES ($1, $2) RETURNING *;
+
+-- name: NamespaceGet :one
+SELECT * FROM namespaces WHERE name = $1;
+
+-- name: NamespaceOwnerAdd :exec
+INSERT INTO namespace_owners (namespace, user_id) VALUES ($1, $2) ON CONFLICT DO NOTHING;
+
+-- NamespaceOwnerRemove removes an owner, unless it is the last.
+-- name: NamespaceOwnerRemove :execrows
+DELETE FROM namespace_owners o
+WHERE o.namespace = @namespace AND o.user_id = @user_id
+  AND (SELECT count(*) FROM namespace_owners c WHERE c.namespace = @namespace) > 1;
+
+-- name: NamespaceOwnerIDs :many
+SELECT user_id FROM namespace_owners WHERE namespace = $1 ORDER BY added_at, user_id;
+
+-- name: NamespaceIsOwner :one
+SELECT EXISTS (SELECT 1 FROM namespace_owners WHERE namespace = $1 AND user_id = $2)::boolean;
+
+-- name: NamespacesOfUser :many
+SELECT n.* FROM namespaces n JOIN namespace_owners o ON o.namespace = n.name
+WHERE o.user_id = $1 ORDER BY n.name;
+
+-- name: SigningKeyInsert :one
+INSERT INTO signing_keys (namespace, id, public_key, added_by) VALUES ($1, $2, $3, $4) RETURNING *;
+
+-- name: SigningKeys :many
+SELECT * FROM signing_keys WHERE namespace = $1 ORDER BY created_at, id;
+
+-- name: SigningKeyRetire :one
+UPDATE signing_keys SET retired_at = coalesce(retired_at, now())
+WHERE namespace = @namespace AND id = @id RETURNING *;
