@@ -205,18 +205,24 @@ func launch(args []string) error {
 	} else {
 		err = syscall.Exec(path, []string{path}, env)
 	}
-	if errors.Is(err, syscall.ENOENT) && l.namespaces {
+	return execError(path, err, l.namespaces)
+}
+
+// execError says why the plugin at path could not be executed: a script whose interpreter the
+// sandbox (when there is one) does not show is told so.
+func execError(path string, err error, sandboxed bool) error {
+	if errors.Is(err, syscall.ENOENT) && sandboxed {
 		if interp := interpreter(path); interp != "" {
-			return fmt.Errorf("%s's interpreter %s is not in the sandbox: let plugins see its folder (barrage --plugin-path DIR)", filepath.Base(l.path), interp)
+			return fmt.Errorf("%s's interpreter %s is not in the sandbox: let plugins see its folder (barrage --plugin-path DIR)", filepath.Base(path), interp)
 		}
 	}
-	return fmt.Errorf("exec %s: %w", filepath.Base(l.path), err)
+	return fmt.Errorf("exec %s: %w", filepath.Base(path), err)
 }
 
 // supervise starts the plugin as the launcher's child and stays, its PID namespace's init,
 // until the plugin ends or the host does, and then exits, which ends every process of the
-// namespace. The host's end is seen on the lifeline, the pipe the host said go on: however the
-// host ends, even killed with SIGKILL, the pipe's last writer is gone. (A parent-death signal
+// namespace. The host's end is seen on the lifeline, the socket the host said go on: however
+// the host ends, even killed with SIGKILL, its end of the pair closes. (A parent-death signal
 // does not hold a plugin: it is set per thread, and a plugin that executes itself again from
 // another thread sheds it.) The launcher's process is made non-dumpable first, so that the
 // plugin, of the same user in the namespace and without capabilities, cannot read or write its
@@ -314,7 +320,7 @@ func execStage(args []string) error {
 	if cookie != "" {
 		env = append(env, cookie)
 	}
-	return syscall.Exec(path, []string{path}, env)
+	return execError(path, syscall.Exec(path, []string{path}, env), true)
 }
 
 // withoutCookie is env without go-plugin's cookie.

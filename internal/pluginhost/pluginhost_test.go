@@ -467,3 +467,16 @@ func TestAPluginEndsAsItEnds(t *testing.T) {
 		require.ErrorContains(t, pe, want, body)
 	}
 }
+
+// A script plugin whose interpreter the sandbox does not show is told which, and how to show it.
+func TestAMissingInterpreterIsNamed(t *testing.T) {
+	t.Parallel()
+	h := newHost(t, pluginhost.Options{})
+	if h.Sandbox().Namespaces != nil {
+		t.Skipf("no namespaces here: %v", h.Sandbox().Namespaces)
+	}
+	path := filepath.Join(t.TempDir(), "py")
+	require.NoError(t, os.WriteFile(path, []byte("#!/opt/nowhere/python3\nprint(1)\n"), 0o755))
+	_, err := h.Start(context.Background(), pluginhost.Spec{Name: "py", Version: "1.0.0", Path: path, SHA256: sha(t, path)})
+	require.ErrorContains(t, err, "interpreter /opt/nowhere/python3 is not in the sandbox: let plugins see its folder (barrage --plugin-path DIR)")
+}
