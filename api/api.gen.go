@@ -852,6 +852,29 @@ type ManifestAgent struct {
 	Version string `json:"version"`
 }
 
+// Namespace defines model for Namespace.
+type Namespace struct {
+	CreatedAt time.Time    `json:"created_at"`
+	Keys      []SigningKey `json:"keys"`
+	Name      string       `json:"name"`
+
+	// Owners Shown to the namespace's owners.
+	Owners *[]openapi_types.UUID `json:"owners,omitempty"`
+
+	// Reserved Reserved by an admin.
+	Reserved bool `json:"reserved"`
+}
+
+// NamespaceList defines model for NamespaceList.
+type NamespaceList struct {
+	Items []Namespace `json:"items"`
+}
+
+// NamespaceRequest defines model for NamespaceRequest.
+type NamespaceRequest struct {
+	Name string `json:"name"`
+}
+
 // PingResult defines model for PingResult.
 type PingResult struct {
 	AgentId     openapi_types.UUID `json:"agent_id"`
@@ -1116,6 +1139,22 @@ type ShardSecond struct {
 	Snapshot []byte `json:"snapshot"`
 }
 
+// SigningKey defines model for SigningKey.
+type SigningKey struct {
+	CreatedAt time.Time `json:"created_at"`
+
+	// Id The first 16 hex digits of the key's SHA-256.
+	Id        string     `json:"id"`
+	PublicKey string     `json:"public_key"`
+	RetiredAt *time.Time `json:"retired_at,omitempty"`
+}
+
+// SigningKeyRequest defines model for SigningKeyRequest.
+type SigningKeyRequest struct {
+	// PublicKey ed25519:<base64 of the 32 bytes>, as barrage plugin keygen prints.
+	PublicKey string `json:"public_key"`
+}
+
 // SignupRequest defines model for SignupRequest.
 type SignupRequest struct {
 	Email          string `json:"email"`
@@ -1313,6 +1352,9 @@ type ID = openapi_types.UUID
 // Limit defines model for Limit.
 type Limit = int
 
+// NamespaceName defines model for NamespaceName.
+type NamespaceName = string
+
 // TestName defines model for TestName.
 type TestName = string
 
@@ -1392,6 +1434,9 @@ type CreateSharedAgentJSONRequestBody = CreateAgentRequest
 // CreateInvitationJSONRequestBody defines body for CreateInvitation for application/json ContentType.
 type CreateInvitationJSONRequestBody = CreateInvitationRequest
 
+// ReserveNamespaceJSONRequestBody defines body for ReserveNamespace for application/json ContentType.
+type ReserveNamespaceJSONRequestBody = NamespaceRequest
+
 // UpdateUserJSONRequestBody defines body for UpdateUser for application/json ContentType.
 type UpdateUserJSONRequestBody = UpdateUserRequest
 
@@ -1421,6 +1466,12 @@ type SignupJSONRequestBody = SignupRequest
 
 // UpdateMeJSONRequestBody defines body for UpdateMe for application/json ContentType.
 type UpdateMeJSONRequestBody = UpdateMeRequest
+
+// ClaimNamespaceJSONRequestBody defines body for ClaimNamespace for application/json ContentType.
+type ClaimNamespaceJSONRequestBody = NamespaceRequest
+
+// AddSigningKeyJSONRequestBody defines body for AddSigningKey for application/json ContentType.
+type AddSigningKeyJSONRequestBody = SigningKeyRequest
 
 // CreateRunJSONRequestBody defines body for CreateRun for application/json ContentType.
 type CreateRunJSONRequestBody = CreateRunRequest
@@ -1608,6 +1659,24 @@ type ClientInterface interface {
 	//
 	// Corresponds with DELETE /v1/admin/invitations/{id} (the `RevokeInvitation` operationId).
 	RevokeInvitation(ctx context.Context, id ID, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ReserveNamespaceWithBody Reserve a namespace
+	//
+	// The admin who reserves it owns it; nobody else may claim it.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/admin/namespaces (the `ReserveNamespace` operationId).
+	ReserveNamespaceWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ReserveNamespace Reserve a namespace
+	//
+	// The admin who reserves it owns it; nobody else may claim it.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/admin/namespaces (the `ReserveNamespace` operationId).
+	ReserveNamespace(ctx context.Context, body ReserveNamespaceJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListUsers List users
 	//
@@ -1869,6 +1938,61 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /v1/me/license (the `GetMyLicense` operationId).
 	GetMyLicense(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListNamespaces The marketplace namespaces you own
+	//
+	// Corresponds with GET /v1/namespaces (the `ListNamespaces` operationId).
+	ListNamespaces(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ClaimNamespaceWithBody Claim a namespace to publish plugins in
+	//
+	// First come. A name is lower-case letters, digits and single hyphens, starting with a letter, at most 64 long. A name taken, or reserved by an admin, is `409`.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/namespaces (the `ClaimNamespace` operationId).
+	ClaimNamespaceWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ClaimNamespace Claim a namespace to publish plugins in
+	//
+	// First come. A name is lower-case letters, digits and single hyphens, starting with a letter, at most 64 long. A name taken, or reserved by an admin, is `409`.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/namespaces (the `ClaimNamespace` operationId).
+	ClaimNamespace(ctx context.Context, body ClaimNamespaceJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetNamespace A namespace and its signing keys
+	//
+	// Its public keys are for anyone to verify its versions with; its owners are shown to its owners.
+	//
+	// Corresponds with GET /v1/namespaces/{namespace} (the `GetNamespace` operationId).
+	GetNamespace(ctx context.Context, namespace NamespaceName, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// AddSigningKeyWithBody Register a key that signs the namespace's versions
+	//
+	// The public key `barrage plugin keygen` prints. Only the namespace's owners may; another user's namespace is `404`. A key registered already is `409`.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/namespaces/{namespace}/keys (the `AddSigningKey` operationId).
+	AddSigningKeyWithBody(ctx context.Context, namespace NamespaceName, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// AddSigningKey Register a key that signs the namespace's versions
+	//
+	// The public key `barrage plugin keygen` prints. Only the namespace's owners may; another user's namespace is `404`. A key registered already is `409`.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/namespaces/{namespace}/keys (the `AddSigningKey` operationId).
+	AddSigningKey(ctx context.Context, namespace NamespaceName, body AddSigningKeyJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RetireSigningKey Retire a key
+	//
+	// A retired key signs nothing new and still verifies what it signed. Retiring it again changes nothing.
+	//
+	// Corresponds with POST /v1/namespaces/{namespace}/keys/{key_id}/retire (the `RetireSigningKey` operationId).
+	RetireSigningKey(ctx context.Context, namespace NamespaceName, keyId string, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListRuns Your runs, newest first
 	//
@@ -2383,6 +2507,44 @@ func (c *Client) CreateInvitation(ctx context.Context, body CreateInvitationJSON
 // Corresponds with DELETE /v1/admin/invitations/{id} (the `RevokeInvitation` operationId).
 func (c *Client) RevokeInvitation(ctx context.Context, id ID, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewRevokeInvitationRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ReserveNamespaceWithBody Reserve a namespace
+//
+// The admin who reserves it owns it; nobody else may claim it.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/admin/namespaces (the `ReserveNamespace` operationId).
+func (c *Client) ReserveNamespaceWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewReserveNamespaceRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ReserveNamespace Reserve a namespace
+//
+// The admin who reserves it owns it; nobody else may claim it.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/admin/namespaces (the `ReserveNamespace` operationId).
+func (c *Client) ReserveNamespace(ctx context.Context, body ReserveNamespaceJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewReserveNamespaceRequest(c.Server, body)
 	if err != nil {
 		return nil, err
 	}
@@ -2934,6 +3096,131 @@ func (c *Client) UpdateMe(ctx context.Context, body UpdateMeJSONRequestBody, req
 // Corresponds with GET /v1/me/license (the `GetMyLicense` operationId).
 func (c *Client) GetMyLicense(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetMyLicenseRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListNamespaces The marketplace namespaces you own
+//
+// Corresponds with GET /v1/namespaces (the `ListNamespaces` operationId).
+func (c *Client) ListNamespaces(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListNamespacesRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ClaimNamespaceWithBody Claim a namespace to publish plugins in
+//
+// First come. A name is lower-case letters, digits and single hyphens, starting with a letter, at most 64 long. A name taken, or reserved by an admin, is `409`.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/namespaces (the `ClaimNamespace` operationId).
+func (c *Client) ClaimNamespaceWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewClaimNamespaceRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ClaimNamespace Claim a namespace to publish plugins in
+//
+// First come. A name is lower-case letters, digits and single hyphens, starting with a letter, at most 64 long. A name taken, or reserved by an admin, is `409`.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/namespaces (the `ClaimNamespace` operationId).
+func (c *Client) ClaimNamespace(ctx context.Context, body ClaimNamespaceJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewClaimNamespaceRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetNamespace A namespace and its signing keys
+//
+// Its public keys are for anyone to verify its versions with; its owners are shown to its owners.
+//
+// Corresponds with GET /v1/namespaces/{namespace} (the `GetNamespace` operationId).
+func (c *Client) GetNamespace(ctx context.Context, namespace NamespaceName, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetNamespaceRequest(c.Server, namespace)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// AddSigningKeyWithBody Register a key that signs the namespace's versions
+//
+// The public key `barrage plugin keygen` prints. Only the namespace's owners may; another user's namespace is `404`. A key registered already is `409`.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/namespaces/{namespace}/keys (the `AddSigningKey` operationId).
+func (c *Client) AddSigningKeyWithBody(ctx context.Context, namespace NamespaceName, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewAddSigningKeyRequestWithBody(c.Server, namespace, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// AddSigningKey Register a key that signs the namespace's versions
+//
+// The public key `barrage plugin keygen` prints. Only the namespace's owners may; another user's namespace is `404`. A key registered already is `409`.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/namespaces/{namespace}/keys (the `AddSigningKey` operationId).
+func (c *Client) AddSigningKey(ctx context.Context, namespace NamespaceName, body AddSigningKeyJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewAddSigningKeyRequest(c.Server, namespace, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RetireSigningKey Retire a key
+//
+// A retired key signs nothing new and still verifies what it signed. Retiring it again changes nothing.
+//
+// Corresponds with POST /v1/namespaces/{namespace}/keys/{key_id}/retire (the `RetireSigningKey` operationId).
+func (c *Client) RetireSigningKey(ctx context.Context, namespace NamespaceName, keyId string, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRetireSigningKeyRequest(c.Server, namespace, keyId)
 	if err != nil {
 		return nil, err
 	}
@@ -3913,6 +4200,46 @@ func NewRevokeInvitationRequest(server string, id ID) (*http.Request, error) {
 	return req, nil
 }
 
+// NewReserveNamespaceRequest calls the generic ReserveNamespace builder with application/json body
+func NewReserveNamespaceRequest(server string, body ReserveNamespaceJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewReserveNamespaceRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewReserveNamespaceRequestWithBody constructs an http.Request for the ReserveNamespace method, with any body, and a specified content type
+func NewReserveNamespaceRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/admin/namespaces")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
 // NewListUsersRequest constructs an http.Request for the ListUsers method
 func NewListUsersRequest(server string, params *ListUsersParams) (*http.Request, error) {
 	var err error
@@ -4644,6 +4971,195 @@ func NewGetMyLicenseRequest(server string) (*http.Request, error) {
 	}
 
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewListNamespacesRequest constructs an http.Request for the ListNamespaces method
+func NewListNamespacesRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/namespaces")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewClaimNamespaceRequest calls the generic ClaimNamespace builder with application/json body
+func NewClaimNamespaceRequest(server string, body ClaimNamespaceJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewClaimNamespaceRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewClaimNamespaceRequestWithBody constructs an http.Request for the ClaimNamespace method, with any body, and a specified content type
+func NewClaimNamespaceRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/namespaces")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewGetNamespaceRequest constructs an http.Request for the GetNamespace method
+func NewGetNamespaceRequest(server string, namespace NamespaceName) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "namespace", namespace, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/namespaces/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewAddSigningKeyRequest calls the generic AddSigningKey builder with application/json body
+func NewAddSigningKeyRequest(server string, namespace NamespaceName, body AddSigningKeyJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewAddSigningKeyRequestWithBody(server, namespace, "application/json", bodyReader)
+}
+
+// NewAddSigningKeyRequestWithBody constructs an http.Request for the AddSigningKey method, with any body, and a specified content type
+func NewAddSigningKeyRequestWithBody(server string, namespace NamespaceName, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "namespace", namespace, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/namespaces/%s/keys", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewRetireSigningKeyRequest constructs an http.Request for the RetireSigningKey method
+func NewRetireSigningKeyRequest(server string, namespace NamespaceName, keyId string) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "namespace", namespace, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "key_id", keyId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/namespaces/%s/keys/%s/retire", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), nil)
 	if err != nil {
 		return nil, err
 	}
@@ -5892,6 +6408,24 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with DELETE /v1/admin/invitations/{id} (the `RevokeInvitation` operationId).
 	RevokeInvitationWithResponse(ctx context.Context, id ID, reqEditors ...RequestEditorFn) (*RevokeInvitationResponse, error)
 
+	// ReserveNamespaceWithBodyWithResponse Reserve a namespace
+	//
+	// The admin who reserves it owns it; nobody else may claim it.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/admin/namespaces (the `ReserveNamespace` operationId).
+	ReserveNamespaceWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ReserveNamespaceResponse, error)
+
+	// ReserveNamespaceWithResponse Reserve a namespace
+	//
+	// The admin who reserves it owns it; nobody else may claim it.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/admin/namespaces (the `ReserveNamespace` operationId).
+	ReserveNamespaceWithResponse(ctx context.Context, body ReserveNamespaceJSONRequestBody, reqEditors ...RequestEditorFn) (*ReserveNamespaceResponse, error)
+
 	// ListUsersWithResponse List users
 	//
 	// Returns a wrapper object for the known response body format(s).
@@ -6170,6 +6704,67 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /v1/me/license (the `GetMyLicense` operationId).
 	GetMyLicenseWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetMyLicenseResponse, error)
+
+	// ListNamespacesWithResponse The marketplace namespaces you own
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/namespaces (the `ListNamespaces` operationId).
+	ListNamespacesWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListNamespacesResponse, error)
+
+	// ClaimNamespaceWithBodyWithResponse Claim a namespace to publish plugins in
+	//
+	// First come. A name is lower-case letters, digits and single hyphens, starting with a letter, at most 64 long. A name taken, or reserved by an admin, is `409`.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/namespaces (the `ClaimNamespace` operationId).
+	ClaimNamespaceWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ClaimNamespaceResponse, error)
+
+	// ClaimNamespaceWithResponse Claim a namespace to publish plugins in
+	//
+	// First come. A name is lower-case letters, digits and single hyphens, starting with a letter, at most 64 long. A name taken, or reserved by an admin, is `409`.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/namespaces (the `ClaimNamespace` operationId).
+	ClaimNamespaceWithResponse(ctx context.Context, body ClaimNamespaceJSONRequestBody, reqEditors ...RequestEditorFn) (*ClaimNamespaceResponse, error)
+
+	// GetNamespaceWithResponse A namespace and its signing keys
+	//
+	// Its public keys are for anyone to verify its versions with; its owners are shown to its owners.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/namespaces/{namespace} (the `GetNamespace` operationId).
+	GetNamespaceWithResponse(ctx context.Context, namespace NamespaceName, reqEditors ...RequestEditorFn) (*GetNamespaceResponse, error)
+
+	// AddSigningKeyWithBodyWithResponse Register a key that signs the namespace's versions
+	//
+	// The public key `barrage plugin keygen` prints. Only the namespace's owners may; another user's namespace is `404`. A key registered already is `409`.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/namespaces/{namespace}/keys (the `AddSigningKey` operationId).
+	AddSigningKeyWithBodyWithResponse(ctx context.Context, namespace NamespaceName, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*AddSigningKeyResponse, error)
+
+	// AddSigningKeyWithResponse Register a key that signs the namespace's versions
+	//
+	// The public key `barrage plugin keygen` prints. Only the namespace's owners may; another user's namespace is `404`. A key registered already is `409`.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/namespaces/{namespace}/keys (the `AddSigningKey` operationId).
+	AddSigningKeyWithResponse(ctx context.Context, namespace NamespaceName, body AddSigningKeyJSONRequestBody, reqEditors ...RequestEditorFn) (*AddSigningKeyResponse, error)
+
+	// RetireSigningKeyWithResponse Retire a key
+	//
+	// A retired key signs nothing new and still verifies what it signed. Retiring it again changes nothing.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/namespaces/{namespace}/keys/{key_id}/retire (the `RetireSigningKey` operationId).
+	RetireSigningKeyWithResponse(ctx context.Context, namespace NamespaceName, keyId string, reqEditors ...RequestEditorFn) (*RetireSigningKeyResponse, error)
 
 	// ListRunsWithResponse Your runs, newest first
 	//
@@ -7079,6 +7674,96 @@ func (r RevokeInvitationResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r RevokeInvitationResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type ReserveNamespaceResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *Namespace
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Problem
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *Problem
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *Problem
+	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationproblemJSON415 *Problem
+	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationproblemJSON422 *Problem
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r ReserveNamespaceResponse) GetJSON201() *Namespace {
+	return r.JSON201
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r ReserveNamespaceResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r ReserveNamespaceResponse) GetApplicationproblemJSON401() *Problem {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r ReserveNamespaceResponse) GetApplicationproblemJSON403() *Problem {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r ReserveNamespaceResponse) GetApplicationproblemJSON409() *Problem {
+	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r ReserveNamespaceResponse) GetApplicationproblemJSON413() *Problem {
+	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r ReserveNamespaceResponse) GetApplicationproblemJSON415() *Problem {
+	return r.ApplicationproblemJSON415
+}
+
+// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r ReserveNamespaceResponse) GetApplicationproblemJSON422() *Problem {
+	return r.ApplicationproblemJSON422
+}
+
+// GetBody returns the raw response body bytes
+func (r ReserveNamespaceResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ReserveNamespaceResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ReserveNamespaceResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ReserveNamespaceResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -8523,6 +9208,386 @@ func (r GetMyLicenseResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r GetMyLicenseResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type ListNamespacesResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *NamespaceList
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Problem
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListNamespacesResponse) GetJSON200() *NamespaceList {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r ListNamespacesResponse) GetApplicationproblemJSON401() *Problem {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r ListNamespacesResponse) GetApplicationproblemJSON403() *Problem {
+	return r.ApplicationproblemJSON403
+}
+
+// GetBody returns the raw response body bytes
+func (r ListNamespacesResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListNamespacesResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListNamespacesResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListNamespacesResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type ClaimNamespaceResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *Namespace
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Problem
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *Problem
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *Problem
+	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationproblemJSON415 *Problem
+	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationproblemJSON422 *Problem
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r ClaimNamespaceResponse) GetJSON201() *Namespace {
+	return r.JSON201
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r ClaimNamespaceResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r ClaimNamespaceResponse) GetApplicationproblemJSON401() *Problem {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r ClaimNamespaceResponse) GetApplicationproblemJSON403() *Problem {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r ClaimNamespaceResponse) GetApplicationproblemJSON409() *Problem {
+	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r ClaimNamespaceResponse) GetApplicationproblemJSON413() *Problem {
+	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r ClaimNamespaceResponse) GetApplicationproblemJSON415() *Problem {
+	return r.ApplicationproblemJSON415
+}
+
+// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r ClaimNamespaceResponse) GetApplicationproblemJSON422() *Problem {
+	return r.ApplicationproblemJSON422
+}
+
+// GetBody returns the raw response body bytes
+func (r ClaimNamespaceResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ClaimNamespaceResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ClaimNamespaceResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ClaimNamespaceResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type GetNamespaceResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Namespace
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Problem
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *Problem
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetNamespaceResponse) GetJSON200() *Namespace {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r GetNamespaceResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r GetNamespaceResponse) GetApplicationproblemJSON401() *Problem {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r GetNamespaceResponse) GetApplicationproblemJSON403() *Problem {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r GetNamespaceResponse) GetApplicationproblemJSON404() *Problem {
+	return r.ApplicationproblemJSON404
+}
+
+// GetBody returns the raw response body bytes
+func (r GetNamespaceResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetNamespaceResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetNamespaceResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetNamespaceResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type AddSigningKeyResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *SigningKey
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Problem
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *Problem
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *Problem
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *Problem
+	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationproblemJSON415 *Problem
+	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationproblemJSON422 *Problem
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r AddSigningKeyResponse) GetJSON201() *SigningKey {
+	return r.JSON201
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r AddSigningKeyResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r AddSigningKeyResponse) GetApplicationproblemJSON401() *Problem {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r AddSigningKeyResponse) GetApplicationproblemJSON403() *Problem {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r AddSigningKeyResponse) GetApplicationproblemJSON404() *Problem {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r AddSigningKeyResponse) GetApplicationproblemJSON409() *Problem {
+	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r AddSigningKeyResponse) GetApplicationproblemJSON413() *Problem {
+	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r AddSigningKeyResponse) GetApplicationproblemJSON415() *Problem {
+	return r.ApplicationproblemJSON415
+}
+
+// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r AddSigningKeyResponse) GetApplicationproblemJSON422() *Problem {
+	return r.ApplicationproblemJSON422
+}
+
+// GetBody returns the raw response body bytes
+func (r AddSigningKeyResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r AddSigningKeyResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r AddSigningKeyResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r AddSigningKeyResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type RetireSigningKeyResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *SigningKey
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Problem
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *Problem
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r RetireSigningKeyResponse) GetJSON200() *SigningKey {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r RetireSigningKeyResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r RetireSigningKeyResponse) GetApplicationproblemJSON401() *Problem {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r RetireSigningKeyResponse) GetApplicationproblemJSON403() *Problem {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r RetireSigningKeyResponse) GetApplicationproblemJSON404() *Problem {
+	return r.ApplicationproblemJSON404
+}
+
+// GetBody returns the raw response body bytes
+func (r RetireSigningKeyResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r RetireSigningKeyResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r RetireSigningKeyResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r RetireSigningKeyResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -10547,6 +11612,36 @@ func (c *ClientWithResponses) RevokeInvitationWithResponse(ctx context.Context, 
 	return ParseRevokeInvitationResponse(rsp)
 }
 
+// ReserveNamespaceWithBodyWithResponse Reserve a namespace
+//
+// The admin who reserves it owns it; nobody else may claim it.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/admin/namespaces (the `ReserveNamespace` operationId).
+func (c *ClientWithResponses) ReserveNamespaceWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ReserveNamespaceResponse, error) {
+	rsp, err := c.ReserveNamespaceWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseReserveNamespaceResponse(rsp)
+}
+
+// ReserveNamespaceWithResponse Reserve a namespace
+//
+// The admin who reserves it owns it; nobody else may claim it.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/admin/namespaces (the `ReserveNamespace` operationId).
+func (c *ClientWithResponses) ReserveNamespaceWithResponse(ctx context.Context, body ReserveNamespaceJSONRequestBody, reqEditors ...RequestEditorFn) (*ReserveNamespaceResponse, error) {
+	rsp, err := c.ReserveNamespace(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseReserveNamespaceResponse(rsp)
+}
+
 // ListUsersWithResponse List users
 //
 // Returns a wrapper object for the known response body format(s).
@@ -10998,6 +12093,109 @@ func (c *ClientWithResponses) GetMyLicenseWithResponse(ctx context.Context, reqE
 		return nil, err
 	}
 	return ParseGetMyLicenseResponse(rsp)
+}
+
+// ListNamespacesWithResponse The marketplace namespaces you own
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/namespaces (the `ListNamespaces` operationId).
+func (c *ClientWithResponses) ListNamespacesWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListNamespacesResponse, error) {
+	rsp, err := c.ListNamespaces(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListNamespacesResponse(rsp)
+}
+
+// ClaimNamespaceWithBodyWithResponse Claim a namespace to publish plugins in
+//
+// First come. A name is lower-case letters, digits and single hyphens, starting with a letter, at most 64 long. A name taken, or reserved by an admin, is `409`.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/namespaces (the `ClaimNamespace` operationId).
+func (c *ClientWithResponses) ClaimNamespaceWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ClaimNamespaceResponse, error) {
+	rsp, err := c.ClaimNamespaceWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseClaimNamespaceResponse(rsp)
+}
+
+// ClaimNamespaceWithResponse Claim a namespace to publish plugins in
+//
+// First come. A name is lower-case letters, digits and single hyphens, starting with a letter, at most 64 long. A name taken, or reserved by an admin, is `409`.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/namespaces (the `ClaimNamespace` operationId).
+func (c *ClientWithResponses) ClaimNamespaceWithResponse(ctx context.Context, body ClaimNamespaceJSONRequestBody, reqEditors ...RequestEditorFn) (*ClaimNamespaceResponse, error) {
+	rsp, err := c.ClaimNamespace(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseClaimNamespaceResponse(rsp)
+}
+
+// GetNamespaceWithResponse A namespace and its signing keys
+//
+// Its public keys are for anyone to verify its versions with; its owners are shown to its owners.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/namespaces/{namespace} (the `GetNamespace` operationId).
+func (c *ClientWithResponses) GetNamespaceWithResponse(ctx context.Context, namespace NamespaceName, reqEditors ...RequestEditorFn) (*GetNamespaceResponse, error) {
+	rsp, err := c.GetNamespace(ctx, namespace, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetNamespaceResponse(rsp)
+}
+
+// AddSigningKeyWithBodyWithResponse Register a key that signs the namespace's versions
+//
+// The public key `barrage plugin keygen` prints. Only the namespace's owners may; another user's namespace is `404`. A key registered already is `409`.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/namespaces/{namespace}/keys (the `AddSigningKey` operationId).
+func (c *ClientWithResponses) AddSigningKeyWithBodyWithResponse(ctx context.Context, namespace NamespaceName, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*AddSigningKeyResponse, error) {
+	rsp, err := c.AddSigningKeyWithBody(ctx, namespace, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseAddSigningKeyResponse(rsp)
+}
+
+// AddSigningKeyWithResponse Register a key that signs the namespace's versions
+//
+// The public key `barrage plugin keygen` prints. Only the namespace's owners may; another user's namespace is `404`. A key registered already is `409`.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/namespaces/{namespace}/keys (the `AddSigningKey` operationId).
+func (c *ClientWithResponses) AddSigningKeyWithResponse(ctx context.Context, namespace NamespaceName, body AddSigningKeyJSONRequestBody, reqEditors ...RequestEditorFn) (*AddSigningKeyResponse, error) {
+	rsp, err := c.AddSigningKey(ctx, namespace, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseAddSigningKeyResponse(rsp)
+}
+
+// RetireSigningKeyWithResponse Retire a key
+//
+// A retired key signs nothing new and still verifies what it signed. Retiring it again changes nothing.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/namespaces/{namespace}/keys/{key_id}/retire (the `RetireSigningKey` operationId).
+func (c *ClientWithResponses) RetireSigningKeyWithResponse(ctx context.Context, namespace NamespaceName, keyId string, reqEditors ...RequestEditorFn) (*RetireSigningKeyResponse, error) {
+	rsp, err := c.RetireSigningKey(ctx, namespace, keyId, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRetireSigningKeyResponse(rsp)
 }
 
 // ListRunsWithResponse Your runs, newest first
@@ -11946,6 +13144,81 @@ func ParseRevokeInvitationResponse(rsp *http.Response) (*RevokeInvitationRespons
 			return nil, err
 		}
 		response.ApplicationproblemJSON404 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseReserveNamespaceResponse parses an HTTP response from a ReserveNamespaceWithResponse call
+func ParseReserveNamespaceResponse(rsp *http.Response) (*ReserveNamespaceResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ReserveNamespaceResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest Namespace
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON422 = &dest
 
 	}
 
@@ -13138,6 +14411,311 @@ func ParseGetMyLicenseResponse(rsp *http.Response) (*GetMyLicenseResponse, error
 			return nil, err
 		}
 		response.ApplicationproblemJSON403 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseListNamespacesResponse parses an HTTP response from a ListNamespacesWithResponse call
+func ParseListNamespacesResponse(rsp *http.Response) (*ListNamespacesResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListNamespacesResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest NamespaceList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseClaimNamespaceResponse parses an HTTP response from a ClaimNamespaceWithResponse call
+func ParseClaimNamespaceResponse(rsp *http.Response) (*ClaimNamespaceResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ClaimNamespaceResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest Namespace
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON422 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseGetNamespaceResponse parses an HTTP response from a GetNamespaceWithResponse call
+func ParseGetNamespaceResponse(rsp *http.Response) (*GetNamespaceResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetNamespaceResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Namespace
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseAddSigningKeyResponse parses an HTTP response from a AddSigningKeyWithResponse call
+func ParseAddSigningKeyResponse(rsp *http.Response) (*AddSigningKeyResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &AddSigningKeyResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest SigningKey
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON422 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseRetireSigningKeyResponse parses an HTTP response from a RetireSigningKeyWithResponse call
+func ParseRetireSigningKeyResponse(rsp *http.Response) (*RetireSigningKeyResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &RetireSigningKeyResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest SigningKey
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
 
 	}
 
@@ -14681,6 +16259,9 @@ type ServerInterface interface {
 	// RevokeInvitation Revoke an invitation
 	// (DELETE /v1/admin/invitations/{id})
 	RevokeInvitation(w http.ResponseWriter, r *http.Request, id ID)
+	// ReserveNamespace Reserve a namespace
+	// (POST /v1/admin/namespaces)
+	ReserveNamespace(w http.ResponseWriter, r *http.Request)
 	// ListUsers List users
 	// (GET /v1/admin/users)
 	ListUsers(w http.ResponseWriter, r *http.Request, params ListUsersParams)
@@ -14738,6 +16319,21 @@ type ServerInterface interface {
 	// GetMyLicense The signed-in user's license
 	// (GET /v1/me/license)
 	GetMyLicense(w http.ResponseWriter, r *http.Request)
+	// ListNamespaces The marketplace namespaces you own
+	// (GET /v1/namespaces)
+	ListNamespaces(w http.ResponseWriter, r *http.Request)
+	// ClaimNamespace Claim a namespace to publish plugins in
+	// (POST /v1/namespaces)
+	ClaimNamespace(w http.ResponseWriter, r *http.Request)
+	// GetNamespace A namespace and its signing keys
+	// (GET /v1/namespaces/{namespace})
+	GetNamespace(w http.ResponseWriter, r *http.Request, namespace NamespaceName)
+	// AddSigningKey Register a key that signs the namespace's versions
+	// (POST /v1/namespaces/{namespace}/keys)
+	AddSigningKey(w http.ResponseWriter, r *http.Request, namespace NamespaceName)
+	// RetireSigningKey Retire a key
+	// (POST /v1/namespaces/{namespace}/keys/{key_id}/retire)
+	RetireSigningKey(w http.ResponseWriter, r *http.Request, namespace NamespaceName, keyId string)
 	// ListRuns Your runs, newest first
 	// (GET /v1/runs)
 	ListRuns(w http.ResponseWriter, r *http.Request, params ListRunsParams)
@@ -14876,6 +16472,12 @@ func (_ Unimplemented) RevokeInvitation(w http.ResponseWriter, r *http.Request, 
 	w.WriteHeader(http.StatusNotImplemented)
 }
 
+// ReserveNamespace Reserve a namespace
+// (POST /v1/admin/namespaces)
+func (_ Unimplemented) ReserveNamespace(w http.ResponseWriter, r *http.Request) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
 // ListUsers List users
 // (GET /v1/admin/users)
 func (_ Unimplemented) ListUsers(w http.ResponseWriter, r *http.Request, params ListUsersParams) {
@@ -14987,6 +16589,36 @@ func (_ Unimplemented) UpdateMe(w http.ResponseWriter, r *http.Request) {
 // GetMyLicense The signed-in user's license
 // (GET /v1/me/license)
 func (_ Unimplemented) GetMyLicense(w http.ResponseWriter, r *http.Request) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
+// ListNamespaces The marketplace namespaces you own
+// (GET /v1/namespaces)
+func (_ Unimplemented) ListNamespaces(w http.ResponseWriter, r *http.Request) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
+// ClaimNamespace Claim a namespace to publish plugins in
+// (POST /v1/namespaces)
+func (_ Unimplemented) ClaimNamespace(w http.ResponseWriter, r *http.Request) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
+// GetNamespace A namespace and its signing keys
+// (GET /v1/namespaces/{namespace})
+func (_ Unimplemented) GetNamespace(w http.ResponseWriter, r *http.Request, namespace NamespaceName) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
+// AddSigningKey Register a key that signs the namespace's versions
+// (POST /v1/namespaces/{namespace}/keys)
+func (_ Unimplemented) AddSigningKey(w http.ResponseWriter, r *http.Request, namespace NamespaceName) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
+// RetireSigningKey Retire a key
+// (POST /v1/namespaces/{namespace}/keys/{key_id}/retire)
+func (_ Unimplemented) RetireSigningKey(w http.ResponseWriter, r *http.Request, namespace NamespaceName, keyId string) {
 	w.WriteHeader(http.StatusNotImplemented)
 }
 
@@ -15330,6 +16962,20 @@ func (siw *ServerInterfaceWrapper) RevokeInvitation(w http.ResponseWriter, r *ht
 
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		siw.Handler.RevokeInvitation(w, r, id)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// ReserveNamespace operation middleware
+func (siw *ServerInterfaceWrapper) ReserveNamespace(w http.ResponseWriter, r *http.Request) {
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.ReserveNamespace(w, r)
 	}))
 
 	for _, middleware := range siw.HandlerMiddlewares {
@@ -15724,6 +17370,121 @@ func (siw *ServerInterfaceWrapper) GetMyLicense(w http.ResponseWriter, r *http.R
 
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		siw.Handler.GetMyLicense(w, r)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// ListNamespaces operation middleware
+func (siw *ServerInterfaceWrapper) ListNamespaces(w http.ResponseWriter, r *http.Request) {
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.ListNamespaces(w, r)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// ClaimNamespace operation middleware
+func (siw *ServerInterfaceWrapper) ClaimNamespace(w http.ResponseWriter, r *http.Request) {
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.ClaimNamespace(w, r)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// GetNamespace operation middleware
+func (siw *ServerInterfaceWrapper) GetNamespace(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "namespace" -------------
+	var namespace NamespaceName
+
+	err = runtime.BindStyledParameterWithOptions("simple", "namespace", chi.URLParam(r, "namespace"), &namespace, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: r.URL.RawPath == ""})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "namespace", Err: err})
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.GetNamespace(w, r, namespace)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// AddSigningKey operation middleware
+func (siw *ServerInterfaceWrapper) AddSigningKey(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "namespace" -------------
+	var namespace NamespaceName
+
+	err = runtime.BindStyledParameterWithOptions("simple", "namespace", chi.URLParam(r, "namespace"), &namespace, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: r.URL.RawPath == ""})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "namespace", Err: err})
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.AddSigningKey(w, r, namespace)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// RetireSigningKey operation middleware
+func (siw *ServerInterfaceWrapper) RetireSigningKey(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "namespace" -------------
+	var namespace NamespaceName
+
+	err = runtime.BindStyledParameterWithOptions("simple", "namespace", chi.URLParam(r, "namespace"), &namespace, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: r.URL.RawPath == ""})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "namespace", Err: err})
+		return
+	}
+
+	// ------------- Path parameter "key_id" -------------
+	var keyId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "key_id", chi.URLParam(r, "key_id"), &keyId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: r.URL.RawPath == ""})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "key_id", Err: err})
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.RetireSigningKey(w, r, namespace, keyId)
 	}))
 
 	for _, middleware := range siw.HandlerMiddlewares {
@@ -16677,6 +18438,21 @@ func HandlerWithOptions(si ServerInterface, options ChiServerOptions) http.Handl
 		r.Get(options.BaseURL+"/v1/agents/{id}", wrapper.GetAgent)
 	})
 	r.Group(func(r chi.Router) {
+		r.Get(options.BaseURL+"/v1/namespaces", wrapper.ListNamespaces)
+	})
+	r.Group(func(r chi.Router) {
+		r.Post(options.BaseURL+"/v1/namespaces", wrapper.ClaimNamespace)
+	})
+	r.Group(func(r chi.Router) {
+		r.Get(options.BaseURL+"/v1/namespaces/{namespace}", wrapper.GetNamespace)
+	})
+	r.Group(func(r chi.Router) {
+		r.Post(options.BaseURL+"/v1/namespaces/{namespace}/keys", wrapper.AddSigningKey)
+	})
+	r.Group(func(r chi.Router) {
+		r.Post(options.BaseURL+"/v1/namespaces/{namespace}/keys/{key_id}/retire", wrapper.RetireSigningKey)
+	})
+	r.Group(func(r chi.Router) {
 		r.Get(options.BaseURL+"/v1/tests", wrapper.ListTests)
 	})
 	r.Group(func(r chi.Router) {
@@ -16741,6 +18517,9 @@ func HandlerWithOptions(si ServerInterface, options ChiServerOptions) http.Handl
 	})
 	r.Group(func(r chi.Router) {
 		r.Get(options.BaseURL+"/v1/runs/{id}/summary", wrapper.GetRunSummary)
+	})
+	r.Group(func(r chi.Router) {
+		r.Post(options.BaseURL+"/v1/admin/namespaces", wrapper.ReserveNamespace)
 	})
 	r.Group(func(r chi.Router) {
 		r.Get(options.BaseURL+"/v1/admin/agents", wrapper.ListAllAgents)
@@ -17365,6 +19144,128 @@ func (response RevokeInvitation404ApplicationProblemPlusJSONResponse) VisitRevok
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ReserveNamespaceRequestObject struct {
+	Body *ReserveNamespaceJSONRequestBody
+}
+
+type ReserveNamespaceResponseObject interface {
+	VisitReserveNamespaceResponse(w http.ResponseWriter) error
+}
+
+type ReserveNamespace201JSONResponse Namespace
+
+func (response ReserveNamespace201JSONResponse) VisitReserveNamespaceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(201)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ReserveNamespace400ApplicationProblemPlusJSONResponse struct {
+	ProblemApplicationProblemPlusJSONResponse
+}
+
+func (response ReserveNamespace400ApplicationProblemPlusJSONResponse) VisitReserveNamespaceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ReserveNamespace401ApplicationProblemPlusJSONResponse Problem
+
+func (response ReserveNamespace401ApplicationProblemPlusJSONResponse) VisitReserveNamespaceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ReserveNamespace403ApplicationProblemPlusJSONResponse Problem
+
+func (response ReserveNamespace403ApplicationProblemPlusJSONResponse) VisitReserveNamespaceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ReserveNamespace409ApplicationProblemPlusJSONResponse Problem
+
+func (response ReserveNamespace409ApplicationProblemPlusJSONResponse) VisitReserveNamespaceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ReserveNamespace413ApplicationProblemPlusJSONResponse Problem
+
+func (response ReserveNamespace413ApplicationProblemPlusJSONResponse) VisitReserveNamespaceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ReserveNamespace415ApplicationProblemPlusJSONResponse Problem
+
+func (response ReserveNamespace415ApplicationProblemPlusJSONResponse) VisitReserveNamespaceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ReserveNamespace422ApplicationProblemPlusJSONResponse Problem
+
+func (response ReserveNamespace422ApplicationProblemPlusJSONResponse) VisitReserveNamespaceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(422)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -19164,6 +21065,477 @@ func (response GetMyLicense403ApplicationProblemPlusJSONResponse) VisitGetMyLice
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListNamespacesRequestObject struct {
+}
+
+type ListNamespacesResponseObject interface {
+	VisitListNamespacesResponse(w http.ResponseWriter) error
+}
+
+type ListNamespaces200JSONResponse NamespaceList
+
+func (response ListNamespaces200JSONResponse) VisitListNamespacesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListNamespaces401ApplicationProblemPlusJSONResponse struct {
+	ProblemApplicationProblemPlusJSONResponse
+}
+
+func (response ListNamespaces401ApplicationProblemPlusJSONResponse) VisitListNamespacesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListNamespaces403ApplicationProblemPlusJSONResponse Problem
+
+func (response ListNamespaces403ApplicationProblemPlusJSONResponse) VisitListNamespacesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ClaimNamespaceRequestObject struct {
+	Body *ClaimNamespaceJSONRequestBody
+}
+
+type ClaimNamespaceResponseObject interface {
+	VisitClaimNamespaceResponse(w http.ResponseWriter) error
+}
+
+type ClaimNamespace201JSONResponse Namespace
+
+func (response ClaimNamespace201JSONResponse) VisitClaimNamespaceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(201)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ClaimNamespace400ApplicationProblemPlusJSONResponse struct {
+	ProblemApplicationProblemPlusJSONResponse
+}
+
+func (response ClaimNamespace400ApplicationProblemPlusJSONResponse) VisitClaimNamespaceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ClaimNamespace401ApplicationProblemPlusJSONResponse Problem
+
+func (response ClaimNamespace401ApplicationProblemPlusJSONResponse) VisitClaimNamespaceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ClaimNamespace403ApplicationProblemPlusJSONResponse Problem
+
+func (response ClaimNamespace403ApplicationProblemPlusJSONResponse) VisitClaimNamespaceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ClaimNamespace409ApplicationProblemPlusJSONResponse Problem
+
+func (response ClaimNamespace409ApplicationProblemPlusJSONResponse) VisitClaimNamespaceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ClaimNamespace413ApplicationProblemPlusJSONResponse Problem
+
+func (response ClaimNamespace413ApplicationProblemPlusJSONResponse) VisitClaimNamespaceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ClaimNamespace415ApplicationProblemPlusJSONResponse Problem
+
+func (response ClaimNamespace415ApplicationProblemPlusJSONResponse) VisitClaimNamespaceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ClaimNamespace422ApplicationProblemPlusJSONResponse Problem
+
+func (response ClaimNamespace422ApplicationProblemPlusJSONResponse) VisitClaimNamespaceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetNamespaceRequestObject struct {
+	Namespace NamespaceName `json:"namespace"`
+}
+
+type GetNamespaceResponseObject interface {
+	VisitGetNamespaceResponse(w http.ResponseWriter) error
+}
+
+type GetNamespace200JSONResponse Namespace
+
+func (response GetNamespace200JSONResponse) VisitGetNamespaceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetNamespace400ApplicationProblemPlusJSONResponse struct {
+	ProblemApplicationProblemPlusJSONResponse
+}
+
+func (response GetNamespace400ApplicationProblemPlusJSONResponse) VisitGetNamespaceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetNamespace401ApplicationProblemPlusJSONResponse Problem
+
+func (response GetNamespace401ApplicationProblemPlusJSONResponse) VisitGetNamespaceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetNamespace403ApplicationProblemPlusJSONResponse Problem
+
+func (response GetNamespace403ApplicationProblemPlusJSONResponse) VisitGetNamespaceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetNamespace404ApplicationProblemPlusJSONResponse Problem
+
+func (response GetNamespace404ApplicationProblemPlusJSONResponse) VisitGetNamespaceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AddSigningKeyRequestObject struct {
+	Namespace NamespaceName `json:"namespace"`
+	Body      *AddSigningKeyJSONRequestBody
+}
+
+type AddSigningKeyResponseObject interface {
+	VisitAddSigningKeyResponse(w http.ResponseWriter) error
+}
+
+type AddSigningKey201JSONResponse SigningKey
+
+func (response AddSigningKey201JSONResponse) VisitAddSigningKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(201)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AddSigningKey400ApplicationProblemPlusJSONResponse struct {
+	ProblemApplicationProblemPlusJSONResponse
+}
+
+func (response AddSigningKey400ApplicationProblemPlusJSONResponse) VisitAddSigningKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AddSigningKey401ApplicationProblemPlusJSONResponse Problem
+
+func (response AddSigningKey401ApplicationProblemPlusJSONResponse) VisitAddSigningKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AddSigningKey403ApplicationProblemPlusJSONResponse Problem
+
+func (response AddSigningKey403ApplicationProblemPlusJSONResponse) VisitAddSigningKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AddSigningKey404ApplicationProblemPlusJSONResponse Problem
+
+func (response AddSigningKey404ApplicationProblemPlusJSONResponse) VisitAddSigningKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AddSigningKey409ApplicationProblemPlusJSONResponse Problem
+
+func (response AddSigningKey409ApplicationProblemPlusJSONResponse) VisitAddSigningKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AddSigningKey413ApplicationProblemPlusJSONResponse Problem
+
+func (response AddSigningKey413ApplicationProblemPlusJSONResponse) VisitAddSigningKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AddSigningKey415ApplicationProblemPlusJSONResponse Problem
+
+func (response AddSigningKey415ApplicationProblemPlusJSONResponse) VisitAddSigningKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AddSigningKey422ApplicationProblemPlusJSONResponse Problem
+
+func (response AddSigningKey422ApplicationProblemPlusJSONResponse) VisitAddSigningKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RetireSigningKeyRequestObject struct {
+	Namespace NamespaceName `json:"namespace"`
+	KeyId     string        `json:"key_id"`
+}
+
+type RetireSigningKeyResponseObject interface {
+	VisitRetireSigningKeyResponse(w http.ResponseWriter) error
+}
+
+type RetireSigningKey200JSONResponse SigningKey
+
+func (response RetireSigningKey200JSONResponse) VisitRetireSigningKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RetireSigningKey400ApplicationProblemPlusJSONResponse struct {
+	ProblemApplicationProblemPlusJSONResponse
+}
+
+func (response RetireSigningKey400ApplicationProblemPlusJSONResponse) VisitRetireSigningKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RetireSigningKey401ApplicationProblemPlusJSONResponse Problem
+
+func (response RetireSigningKey401ApplicationProblemPlusJSONResponse) VisitRetireSigningKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RetireSigningKey403ApplicationProblemPlusJSONResponse Problem
+
+func (response RetireSigningKey403ApplicationProblemPlusJSONResponse) VisitRetireSigningKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RetireSigningKey404ApplicationProblemPlusJSONResponse Problem
+
+func (response RetireSigningKey404ApplicationProblemPlusJSONResponse) VisitRetireSigningKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -21558,6 +23930,9 @@ type StrictServerInterface interface {
 	// RevokeInvitation Revoke an invitation
 	// (DELETE /v1/admin/invitations/{id})
 	RevokeInvitation(ctx context.Context, request RevokeInvitationRequestObject) (RevokeInvitationResponseObject, error)
+	// ReserveNamespace Reserve a namespace
+	// (POST /v1/admin/namespaces)
+	ReserveNamespace(ctx context.Context, request ReserveNamespaceRequestObject) (ReserveNamespaceResponseObject, error)
 	// ListUsers List users
 	// (GET /v1/admin/users)
 	ListUsers(ctx context.Context, request ListUsersRequestObject) (ListUsersResponseObject, error)
@@ -21615,6 +23990,21 @@ type StrictServerInterface interface {
 	// GetMyLicense The signed-in user's license
 	// (GET /v1/me/license)
 	GetMyLicense(ctx context.Context, request GetMyLicenseRequestObject) (GetMyLicenseResponseObject, error)
+	// ListNamespaces The marketplace namespaces you own
+	// (GET /v1/namespaces)
+	ListNamespaces(ctx context.Context, request ListNamespacesRequestObject) (ListNamespacesResponseObject, error)
+	// ClaimNamespace Claim a namespace to publish plugins in
+	// (POST /v1/namespaces)
+	ClaimNamespace(ctx context.Context, request ClaimNamespaceRequestObject) (ClaimNamespaceResponseObject, error)
+	// GetNamespace A namespace and its signing keys
+	// (GET /v1/namespaces/{namespace})
+	GetNamespace(ctx context.Context, request GetNamespaceRequestObject) (GetNamespaceResponseObject, error)
+	// AddSigningKey Register a key that signs the namespace's versions
+	// (POST /v1/namespaces/{namespace}/keys)
+	AddSigningKey(ctx context.Context, request AddSigningKeyRequestObject) (AddSigningKeyResponseObject, error)
+	// RetireSigningKey Retire a key
+	// (POST /v1/namespaces/{namespace}/keys/{key_id}/retire)
+	RetireSigningKey(ctx context.Context, request RetireSigningKeyRequestObject) (RetireSigningKeyResponseObject, error)
 	// ListRuns Your runs, newest first
 	// (GET /v1/runs)
 	ListRuns(ctx context.Context, request ListRunsRequestObject) (ListRunsResponseObject, error)
@@ -21981,6 +24371,37 @@ func (sh *strictHandler) RevokeInvitation(w http.ResponseWriter, r *http.Request
 		sh.options.ResponseErrorHandlerFunc(w, r, err)
 	} else if validResponse, ok := response.(RevokeInvitationResponseObject); ok {
 		if err := validResponse.VisitRevokeInvitationResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// ReserveNamespace operation middleware
+func (sh *strictHandler) ReserveNamespace(w http.ResponseWriter, r *http.Request) {
+	var request ReserveNamespaceRequestObject
+
+	var body ReserveNamespaceJSONRequestBody
+	if err := runtime.BindJSONBody(r, &body); err != nil {
+		sh.options.RequestErrorHandlerFunc(w, r, fmt.Errorf("can't decode JSON body: %w", err))
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.ReserveNamespace(ctx, request.(ReserveNamespaceRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ReserveNamespace")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(ReserveNamespaceResponseObject); ok {
+		if err := validResponse.VisitReserveNamespaceResponse(w); err != nil {
 			sh.options.ResponseErrorHandlerFunc(w, r, err)
 		}
 	} else if response != nil {
@@ -22525,6 +24946,147 @@ func (sh *strictHandler) GetMyLicense(w http.ResponseWriter, r *http.Request) {
 		sh.options.ResponseErrorHandlerFunc(w, r, err)
 	} else if validResponse, ok := response.(GetMyLicenseResponseObject); ok {
 		if err := validResponse.VisitGetMyLicenseResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// ListNamespaces operation middleware
+func (sh *strictHandler) ListNamespaces(w http.ResponseWriter, r *http.Request) {
+	var request ListNamespacesRequestObject
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.ListNamespaces(ctx, request.(ListNamespacesRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListNamespaces")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(ListNamespacesResponseObject); ok {
+		if err := validResponse.VisitListNamespacesResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// ClaimNamespace operation middleware
+func (sh *strictHandler) ClaimNamespace(w http.ResponseWriter, r *http.Request) {
+	var request ClaimNamespaceRequestObject
+
+	var body ClaimNamespaceJSONRequestBody
+	if err := runtime.BindJSONBody(r, &body); err != nil {
+		sh.options.RequestErrorHandlerFunc(w, r, fmt.Errorf("can't decode JSON body: %w", err))
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.ClaimNamespace(ctx, request.(ClaimNamespaceRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ClaimNamespace")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(ClaimNamespaceResponseObject); ok {
+		if err := validResponse.VisitClaimNamespaceResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// GetNamespace operation middleware
+func (sh *strictHandler) GetNamespace(w http.ResponseWriter, r *http.Request, namespace NamespaceName) {
+	var request GetNamespaceRequestObject
+
+	request.Namespace = namespace
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.GetNamespace(ctx, request.(GetNamespaceRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetNamespace")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(GetNamespaceResponseObject); ok {
+		if err := validResponse.VisitGetNamespaceResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// AddSigningKey operation middleware
+func (sh *strictHandler) AddSigningKey(w http.ResponseWriter, r *http.Request, namespace NamespaceName) {
+	var request AddSigningKeyRequestObject
+
+	request.Namespace = namespace
+
+	var body AddSigningKeyJSONRequestBody
+	if err := runtime.BindJSONBody(r, &body); err != nil {
+		sh.options.RequestErrorHandlerFunc(w, r, fmt.Errorf("can't decode JSON body: %w", err))
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.AddSigningKey(ctx, request.(AddSigningKeyRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "AddSigningKey")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(AddSigningKeyResponseObject); ok {
+		if err := validResponse.VisitAddSigningKeyResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// RetireSigningKey operation middleware
+func (sh *strictHandler) RetireSigningKey(w http.ResponseWriter, r *http.Request, namespace NamespaceName, keyId string) {
+	var request RetireSigningKeyRequestObject
+
+	request.Namespace = namespace
+	request.KeyId = keyId
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.RetireSigningKey(ctx, request.(RetireSigningKeyRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "RetireSigningKey")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(RetireSigningKeyResponseObject); ok {
+		if err := validResponse.VisitRetireSigningKeyResponse(w); err != nil {
 			sh.options.ResponseErrorHandlerFunc(w, r, err)
 		}
 	} else if response != nil {

@@ -54,6 +54,7 @@ var policies = map[string]policy{
 	"PATCH /v1/admin/users/{id}":        {admin, barrage.ScopeAdmin},
 	"GET /v1/admin/agents":              {admin, barrage.ScopeAdmin},
 	"POST /v1/admin/agents":             {admin, barrage.ScopeAdmin},
+	"POST /v1/admin/namespaces":         {admin, barrage.ScopeAdmin},
 	"DELETE /v1/admin/agents/{id}":      {admin, barrage.ScopeAdmin},
 
 	"GET /v1/agents":            {user, barrage.ScopeRead},
@@ -74,6 +75,12 @@ var policies = map[string]policy{
 	"DELETE /v1/tests/{id}/files/{name}": {user, barrage.ScopeWrite},
 	"POST /v1/tests/{id}/debug":          {user, barrage.ScopeWrite},
 	"POST /v1/tests/{id}/scripts":        {user, barrage.ScopeWrite},
+
+	"GET /v1/namespaces":                                   {user, barrage.ScopeRead},
+	"POST /v1/namespaces":                                  {user, barrage.ScopeWrite},
+	"GET /v1/namespaces/{namespace}":                       {user, barrage.ScopeRead},
+	"POST /v1/namespaces/{namespace}/keys":                 {user, barrage.ScopeWrite},
+	"POST /v1/namespaces/{namespace}/keys/{key_id}/retire": {user, barrage.ScopeWrite},
 
 	"POST /v1/scripts":     {user, barrage.ScopeWrite},
 	"GET /v1/scripts/{id}": {user, barrage.ScopeRead},

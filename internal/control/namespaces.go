@@ -1,0 +1,48 @@
+package control
+
+import (
+	"context"
+	"slices"
+
+	"github.com/barrage-load/barrage/internal/barrage"
+	"github.com/barrage-load/barrage/internal/registry"
+)
+
+// ClaimNamespace makes the namespace name p's, first come; reserved when an admin reserves it.
+func (s *Service) ClaimNamespace(ctx context.Context, p barrage.Principal, name string, reserve bool) (barrage.Namespace, error) {
+	if err := registry.CheckName("name", name); err != nil {
+		return barrage.Namespace{}, barrage.Invalid("name", err.Error())
+	}
+	return s.store.ClaimNamespace(ctx, name, p.User.ID, reserve)
+}
+
+// Namespaces lists p's namespaces.
+func (s *Service) Namespaces(ctx context.Context, p barrage.Principal) ([]barrage.Namespace, error) {
+	return s.store.NamespacesOf(ctx, p.User.ID)
+}
+
+// Namespace reads the namespace name, as p may see it: its owners only when p is one of them.
+func (s *Service) Namespace(ctx context.Context, p barrage.Principal, name string) (barrage.Namespace, error) {
+	ns, err := s.store.Namespace(ctx, name)
+	if err != nil {
+		return ns, err
+	}
+	if !slices.Contains(ns.Owners, p.User.ID) {
+		ns.Owners = nil
+	}
+	return ns, nil
+}
+
+// AddSigningKey registers the public key text ("ed25519:<base64>") on p's namespace name.
+func (s *Service) AddSigningKey(ctx context.Context, p barrage.Principal, name, text string) (barrage.SigningKey, error) {
+	key, err := registry.ParsePublicKey(text)
+	if err != nil {
+		return barrage.SigningKey{}, barrage.Invalid("public_key", err.Error())
+	}
+	return s.store.AddSigningKey(ctx, name, p.User.ID, key.ID(), key)
+}
+
+// RetireSigningKey retires the key id of p's namespace name.
+func (s *Service) RetireSigningKey(ctx context.Context, p barrage.Principal, name, id string) (barrage.SigningKey, error) {
+	return s.store.RetireSigningKey(ctx, name, p.User.ID, id)
+}

@@ -1,0 +1,65 @@
+package httpapi_test
+
+import (
+	"crypto/ed25519"
+	"crypto/rand"
+	"net/http"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/barrage-load/barrage/internal/registry"
+)
+
+// A user claims a namespace and registers the key keygen printed; another user sees its keys
+// but not its owners, cannot change it (404), and cannot claim it or an admin's reservation
+// (409); bad names and keys are 422 naming the field.
+func TestNamespacesAndTheirKeys(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	admin, u := b.adminAndUser()
+	v := b.signup(b.invite(admin, map[string]any{"license": map[string]any{"template": "demo"}}), "other@example.com")
+
+	r := b.do("POST", "/v1/namespaces", u.access, map[string]any{"name": "acme"})
+	require.Equal(t, http.StatusCreated, r.status, "body: %s", r.body)
+	require.Equal(t, []any{u.id}, r.json(t)["owners"])
+	p := requireProblem(t, b.do("POST", "/v1/namespaces", v.access, map[string]any{"name": "acme"}), http.StatusConflict)
+	require.Contains(t, p["detail"], `namespace "acme" is taken`)
+	for _, bad := range []string{"Acme", "1acme", "ac--me", "acme-", "ac_me"} {
+		p := requireProblem(t, b.do("POST", "/v1/namespaces", v.access, map[string]any{"name": bad}), http.StatusUnprocessableEntity)
+		requireField(t, p, "name")
+	}
+
+	pub, _, err := ed25519.GenerateKey(rand.Reader)
+	require.NoError(t, err)
+	key := registry.PublicKey(pub)
+	keys := "/v1/namespaces/acme/keys"
+	requireProblem(t, b.do("POST", keys, v.access, map[string]any{"public_key": key.String()}), http.StatusNotFound)
+	r = b.do("POST", keys, u.access, map[string]any{"public_key": key.String()})
+	require.Equal(t, http.StatusCreated, r.status, "body: %s", r.body)
+	require.Equal(t, key.ID(), r.json(t)["id"])
+	requireProblem(t, b.do("POST", keys, u.access, map[string]any{"public_key": key.String()}), http.StatusConflict)
+	requireField(t, requireProblem(t, b.do("POST", keys, u.access, map[string]any{"public_key": "ed25519:AAAA"}), http.StatusUnprocessableEntity), "public_key")
+
+	// Anyone signed in reads the keys, to verify signatures; only owners see the owners.
+	seen := b.do("GET", "/v1/namespaces/acme", v.access, nil).json(t)
+	require.Nil(t, seen["owners"])
+	require.Equal(t, key.String(), seen["keys"].([]any)[0].(map[string]any)["public_key"])
+	requireProblem(t, b.do("GET", "/v1/namespaces/nothing-here", v.access, nil), http.StatusNotFound)
+
+	retire := keys + "/" + key.ID() + "/retire"
+	requireProblem(t, b.do("POST", retire, v.access, nil), http.StatusNotFound)
+	r = b.do("POST", retire, u.access, nil)
+	require.Equal(t, http.StatusOK, r.status, "body: %s", r.body)
+	require.NotNil(t, r.json(t)["retired_at"])
+	mine := b.do("GET", "/v1/namespaces", u.access, nil).json(t)["items"].([]any)
+	require.Len(t, mine, 1)
+	require.Empty(t, b.do("GET", "/v1/namespaces", v.access, nil).json(t)["items"])
+
+	// An admin's reservation: taken for everyone else; the route is for admins.
+	requireProblem(t, b.do("POST", "/v1/admin/namespaces", u.access, map[string]any{"name": "barrage"}), http.StatusForbidden)
+	r = b.do("POST", "/v1/admin/namespaces", admin.access, map[string]any{"name": "barrage"})
+	require.Equal(t, http.StatusCreated, r.status, "body: %s", r.body)
+	require.Equal(t, true, r.json(t)["reserved"])
+	requireProblem(t, b.do("POST", "/v1/namespaces", u.access, map[string]any{"name": "barrage"}), http.StatusConflict)
+}
