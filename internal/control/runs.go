@@ -208,11 +208,16 @@ func busyAgent(agents []barrage.Agent, busy []uuid.UUID, in RunInput) error {
 			continue
 		}
 		if len(in.AgentIDs) > 0 {
-			return barrage.Invalid(fmt.Sprintf("agent_ids[%d]", i), fmt.Sprintf("agent %q is busy with another run: wait for it, or choose another", a.Name))
+			return agentBusy(i, a)
 		}
 		return fmt.Errorf("agent %q: %w", a.Name, errTakenMeanwhile)
 	}
 	return nil
+}
+
+// agentBusy refuses agent_ids[i], agent a, busy with another run.
+func agentBusy(i int, a barrage.Agent) error {
+	return barrage.Invalid(fmt.Sprintf("agent_ids[%d]", i), fmt.Sprintf("agent %q is busy with another run: wait for it, or choose another", a.Name))
 }
 
 // chooseAgents returns the agents the run is asked to use, each one p may use and online. When
@@ -236,7 +241,7 @@ func (s *Service) chooseAgents(ctx context.Context, p barrage.Principal, in RunI
 			case barrage.AgentOffline, barrage.AgentDisabled:
 				return nil, barrage.Invalid(fmt.Sprintf("agent_ids[%d]", i), fmt.Sprintf("agent %q is %s", a.Name, st))
 			case barrage.AgentBusy:
-				return nil, barrage.Invalid(fmt.Sprintf("agent_ids[%d]", i), fmt.Sprintf("agent %q is busy with another run: wait for it, or choose another", a.Name))
+				return nil, agentBusy(i, a)
 			}
 			out = append(out, a)
 		}

@@ -292,38 +292,34 @@ func outlives(kind string) func(*testing.T, *hostileWorld, *pluginhost.Host, plu
 // when the host is gone.
 func outlivesKilledHost(kind string) func(*testing.T, *hostileWorld, *pluginhost.Host, pluginhost.SandboxMode) bool {
 	return func(t *testing.T, _ *hostileWorld, _ *pluginhost.Host, mode pluginhost.SandboxMode) bool {
-		return outlivesKilledHostBy(t, kind, mode)
-	}
-}
-
-func outlivesKilledHostBy(t *testing.T, kind string, mode pluginhost.SandboxMode) bool {
-	token := randomToken(t)
-	host, lines, res := hostInAnotherProcess(t, mode, ar{"kind": kind, "token": token}, nil)
-	var pid int
-	_, err := fmt.Fscan(lines, &pid)
-	require.NoError(t, err, "the host printed the plugin's pid")
-	alive := func() []int {
-		left := lingerers(token)
-		if st, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); err == nil && !strings.Contains(string(st), ") Z ") {
-			left = append(left, pid)
+		token := randomToken(t)
+		host, lines, res := hostInAnotherProcess(t, mode, ar{"kind": kind, "token": token}, nil)
+		var pid int
+		_, err := fmt.Fscan(lines, &pid)
+		require.NoError(t, err, "the host printed the plugin's pid")
+		alive := func() []int {
+			left := lingerers(token)
+			if st, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); err == nil && !strings.Contains(string(st), ") Z ") {
+				left = append(left, pid)
+			}
+			return left
 		}
-		return left
+		deadline := time.Now().Add(5 * time.Second)
+		for succeeded(res) && len(lingerers(token)) == 0 && time.Now().Before(deadline) {
+			time.Sleep(10 * time.Millisecond)
+		}
+		require.NoError(t, host.Process.Kill())
+		_ = host.Wait()
+		deadline = time.Now().Add(5 * time.Second)
+		for len(alive()) > 0 && time.Now().Before(deadline) {
+			time.Sleep(20 * time.Millisecond)
+		}
+		left := alive()
+		for _, pid := range left {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+		return len(left) > 0
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for succeeded(res) && len(lingerers(token)) == 0 && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
-	require.NoError(t, host.Process.Kill())
-	_ = host.Wait()
-	deadline = time.Now().Add(5 * time.Second)
-	for len(alive()) > 0 && time.Now().Before(deadline) {
-		time.Sleep(20 * time.Millisecond)
-	}
-	left := alive()
-	for _, pid := range left {
-		_ = syscall.Kill(pid, syscall.SIGKILL)
-	}
-	return len(left) > 0
 }
 
 // hostInAnotherProcess starts a host in a copy of this test binary (hostThenWait) whose plugin

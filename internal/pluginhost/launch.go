@@ -66,24 +66,20 @@ type launchFlags struct {
 }
 
 func (l *launchFlags) args() []string {
-	a := []string{
-		launchArg,
-		fmt.Sprintf("-as=%d", l.limits.AddressSpace),
-		fmt.Sprintf("-nofile=%d", l.limits.OpenFiles),
-		fmt.Sprintf("-fsize=%d", l.limits.FileSize),
-		fmt.Sprintf("-nproc=%d", l.limits.Processes),
+	a := append([]string{launchArg}, l.limits.args()...)
+	a = append(a,
 		fmt.Sprintf("-uid=%d", l.uid),
 		fmt.Sprintf("-gid=%d", l.gid),
 		fmt.Sprintf("-parent=%d", l.parent),
 		fmt.Sprintf("-exe-fd=%d", l.exeFD),
 		fmt.Sprintf("-sync-fd=%d", l.syncFD),
 		fmt.Sprintf("-namespaces=%t", l.namespaces),
-		"-root=" + l.root,
-		"-sock=" + l.sockDir,
+		"-root="+l.root,
+		"-sock="+l.sockDir,
 		fmt.Sprintf("-seccomp=%t", l.seccomp),
 		fmt.Sprintf("-probe=%t", l.probe),
-		"-cookie=" + l.cookie,
-	}
+		"-cookie="+l.cookie,
+	)
 	for _, p := range l.paths {
 		a = append(a, "-path="+p)
 	}
@@ -97,10 +93,7 @@ func launch(args []string) error {
 	runtime.LockOSThread()
 	l := launchFlags{uid: -1, gid: -1}
 	fs := flag.NewFlagSet(launchArg, flag.ContinueOnError)
-	fs.Uint64Var(&l.limits.AddressSpace, "as", 0, "")
-	fs.Uint64Var(&l.limits.OpenFiles, "nofile", 0, "")
-	fs.Uint64Var(&l.limits.FileSize, "fsize", 0, "")
-	fs.Uint64Var(&l.limits.Processes, "nproc", 0, "")
+	l.limits.flags(fs)
 	fs.IntVar(&l.uid, "uid", -1, "")
 	fs.IntVar(&l.gid, "gid", -1, "")
 	fs.IntVar(&l.parent, "parent", 0, "")
@@ -245,13 +238,8 @@ func supervise(l *launchFlags, path string, env []string, lifeline int) error {
 	// them. The child is the launcher's second stage (execStage), which sets the plugin's
 	// limits and becomes the plugin: set here, they would bound the launcher's own threads (a
 	// Go runtime reserves most of a gigabyte of address space).
-	stage := []string{"/proc/self/exe", execArg,
-		fmt.Sprintf("-as=%d", l.limits.AddressSpace),
-		fmt.Sprintf("-nofile=%d", l.limits.OpenFiles),
-		fmt.Sprintf("-fsize=%d", l.limits.FileSize),
-		fmt.Sprintf("-nproc=%d", l.limits.Processes),
-		"-cookie=" + l.cookie,
-		"--", path}
+	stage := append([]string{"/proc/self/exe", execArg}, l.limits.args()...)
+	stage = append(stage, "-cookie="+l.cookie, "--", path)
 	pid, err := syscall.ForkExec(stage[0], stage, &syscall.ProcAttr{Env: withoutCookie(env, l.cookie), Files: []uintptr{0, 1, 2}})
 	if err != nil {
 		return err
@@ -302,10 +290,7 @@ func execStage(args []string) error {
 	var lim Limits
 	var cookie string
 	fs := flag.NewFlagSet(execArg, flag.ContinueOnError)
-	fs.Uint64Var(&lim.AddressSpace, "as", 0, "")
-	fs.Uint64Var(&lim.OpenFiles, "nofile", 0, "")
-	fs.Uint64Var(&lim.FileSize, "fsize", 0, "")
-	fs.Uint64Var(&lim.Processes, "nproc", 0, "")
+	lim.flags(fs)
 	fs.StringVar(&cookie, "cookie", "", "")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -350,6 +335,24 @@ func interpreter(path string) string {
 		return ""
 	}
 	return fields[0]
+}
+
+// args are lim as the launcher's flags (see flags), for both its stages.
+func (lim Limits) args() []string {
+	return []string{
+		fmt.Sprintf("-as=%d", lim.AddressSpace),
+		fmt.Sprintf("-nofile=%d", lim.OpenFiles),
+		fmt.Sprintf("-fsize=%d", lim.FileSize),
+		fmt.Sprintf("-nproc=%d", lim.Processes),
+	}
+}
+
+// flags reads into lim what args wrote.
+func (lim *Limits) flags(fs *flag.FlagSet) {
+	fs.Uint64Var(&lim.AddressSpace, "as", 0, "")
+	fs.Uint64Var(&lim.OpenFiles, "nofile", 0, "")
+	fs.Uint64Var(&lim.FileSize, "fsize", 0, "")
+	fs.Uint64Var(&lim.Processes, "nproc", 0, "")
 }
 
 // setLimits applies the resource limits that are set (non-zero).

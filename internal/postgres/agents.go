@@ -126,7 +126,7 @@ func (s *Store) AnswerPing(ctx context.Context, agentID, id uuid.UUID) error {
 		if _, err := s.q.AgentPingAnswer(ctx, tx, dbsqlc.AgentPingAnswerParams{ID: id, AgentID: agentID}); err != nil {
 			return translate(err, "ping")
 		}
-		return s.q.RunNotify(ctx, tx, dbsqlc.RunNotifyParams{Channel: ChannelRuns, Payload: id.String()})
+		return s.notify(ctx, tx, id)
 	})
 }
 

@@ -249,7 +249,7 @@ func (s *Store) StopRun(ctx context.Context, id uuid.UUID, state barrage.RunStat
 			return err
 		}
 		stopped = true
-		return s.notifyRun(ctx, tx, id)
+		return s.notify(ctx, tx, id)
 	})
 	return stopped, err
 }
@@ -285,7 +285,7 @@ func (s *Store) LeaseShard(ctx context.Context, agentID uuid.UUID, version strin
 		if job.Script, err = s.scriptWithFiles(ctx, tx, scRow); err != nil {
 			return err
 		}
-		return s.notifyRun(ctx, tx, row.RunID)
+		return s.notify(ctx, tx, row.RunID)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("lease a shard: %w", err)
@@ -367,7 +367,7 @@ func (s *Store) ReportShard(ctx context.Context, agentID, shardID uuid.UUID, lea
 		if err != nil {
 			return err
 		}
-		return s.notifyRun(ctx, tx, row.RunID)
+		return s.notify(ctx, tx, row.RunID)
 	})
 	return rep, err
 }
@@ -428,7 +428,7 @@ func (s *Store) EndRun(ctx context.Context, id uuid.UUID, state barrage.RunState
 			return err
 		}
 		ended = true
-		return s.notifyRun(ctx, tx, id)
+		return s.notify(ctx, tx, id)
 	})
 	return ended, err
 }
@@ -440,8 +440,9 @@ const (
 	ChannelWork = "barrage_work"
 )
 
-// notifyRun tells every replica's followers of a run that it changed, when tx commits.
-func (s *Store) notifyRun(ctx context.Context, tx pgx.Tx, id uuid.UUID) error {
+// notify tells every replica's waiters on id (a run's followers, or the asker of a job or a
+// ping) that it changed, when tx commits.
+func (s *Store) notify(ctx context.Context, tx pgx.Tx, id uuid.UUID) error {
 	return s.q.RunNotify(ctx, tx, dbsqlc.RunNotifyParams{Channel: ChannelRuns, Payload: id.String()})
 }
 

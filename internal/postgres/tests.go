@@ -290,7 +290,7 @@ func (s *Store) TakeAgentJobs(ctx context.Context, agentID uuid.UUID, since time
 			return err
 		}
 		for _, id := range orphans {
-			if err := s.q.RunNotify(ctx, tx, dbsqlc.RunNotifyParams{Channel: ChannelRuns, Payload: id.String()}); err != nil {
+			if err := s.notify(ctx, tx, id); err != nil {
 				return err
 			}
 		}
@@ -340,7 +340,7 @@ func (s *Store) AnswerAgentJob(ctx context.Context, agentID, id uuid.UUID, resul
 		if _, err := s.q.AgentJobAnswer(ctx, tx, dbsqlc.AgentJobAnswerParams{ID: id, AgentID: agentID, Result: result, Error: errText}); err != nil {
 			return translate(err, "job")
 		}
-		if err := s.q.RunNotify(ctx, tx, dbsqlc.RunNotifyParams{Channel: ChannelRuns, Payload: id.String()}); err != nil {
+		if err := s.notify(ctx, tx, id); err != nil {
 			return err
 		}
 		return s.NotifyWork(ctx, tx, []uuid.UUID{agentID}) // a slot is free: jobs may wait for it
