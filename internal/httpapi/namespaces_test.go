@@ -54,6 +54,8 @@ func TestNamespacesAndTheirKeys(t *testing.T) {
 	require.NotNil(t, r.json(t)["retired_at"])
 	mine := b.do("GET", "/v1/namespaces", u.access, nil).json(t)["items"].([]any)
 	require.Len(t, mine, 1)
+	require.Len(t, mine[0].(map[string]any)["keys"], 1, "the list shows each namespace's keys")
+	require.Equal(t, []any{u.id}, mine[0].(map[string]any)["owners"])
 	require.Empty(t, b.do("GET", "/v1/namespaces", v.access, nil).json(t)["items"])
 
 	// An admin's reservation: taken for everyone else; the route is for admins.

@@ -36,7 +36,13 @@ func (s *Store) Namespace(ctx context.Context, name string) (barrage.Namespace, 
 	if err != nil {
 		return barrage.Namespace{}, translate(err, "namespace")
 	}
+	return s.withOwnersAndKeys(ctx, row)
+}
+
+func (s *Store) withOwnersAndKeys(ctx context.Context, row dbsqlc.Namespace) (barrage.Namespace, error) {
+	name := row.Name
 	ns := barrage.Namespace{Name: row.Name, Reserved: row.Reserved, CreatedAt: row.CreatedAt}
+	var err error
 	if ns.Owners, err = s.q.NamespaceOwnerIDs(ctx, s.pool, name); err != nil {
 		return barrage.Namespace{}, err
 	}
@@ -50,7 +56,7 @@ func (s *Store) Namespace(ctx context.Context, name string) (barrage.Namespace, 
 	return ns, nil
 }
 
-// NamespacesOf lists the namespaces user owns.
+// NamespacesOf lists the namespaces user owns, each with its owners and keys (a user owns few).
 func (s *Store) NamespacesOf(ctx context.Context, user uuid.UUID) ([]barrage.Namespace, error) {
 	rows, err := s.q.NamespacesOfUser(ctx, s.pool, user)
 	if err != nil {
@@ -58,7 +64,9 @@ func (s *Store) NamespacesOf(ctx context.Context, user uuid.UUID) ([]barrage.Nam
 	}
 	out := make([]barrage.Namespace, len(rows))
 	for i, r := range rows {
-		out[i] = barrage.Namespace{Name: r.Name, Reserved: r.Reserved, CreatedAt: r.CreatedAt}
+		if out[i], err = s.withOwnersAndKeys(ctx, r); err != nil {
+			return nil, err
+		}
 	}
 	return out, nil
 }
