@@ -20,6 +20,8 @@ var (
 	ErrNotFound = errors.New("blob not found")
 	// ErrTooLarge: what Put read passed its limit; nothing was stored.
 	ErrTooLarge = errors.New("blob too large")
+	// ErrMismatch: what Put read is not the blob it was told to expect; nothing was stored.
+	ErrMismatch = errors.New("blob is not the one expected")
 	// ErrTampered: the stored bytes do not hash to their key, or their size is not the one
 	// stored.
 	ErrTampered = errors.New("stored blob does not match its digest")
@@ -34,8 +36,9 @@ type Info struct {
 // Store keeps blobs by their SHA-256.
 type Store interface {
 	// Put reads r to its end and keeps what it read under its SHA-256, unless it passes max
-	// bytes (ErrTooLarge). A blob kept already is kept once.
-	Put(ctx context.Context, r io.Reader, max int64) (Info, error)
+	// bytes (ErrTooLarge) or, want being set, its SHA-256 is not want (ErrMismatch): then
+	// nothing is kept. A blob kept already is kept once.
+	Put(ctx context.Context, r io.Reader, max int64, want string) (Info, error)
 	// Open reads the blob of sum. The reader fails with ErrTampered at the end when the bytes
 	// read do not hash to sum.
 	Open(ctx context.Context, sum string) (io.ReadCloser, Info, error)
@@ -90,6 +93,15 @@ func (l *limited) Read(p []byte) (int, error) {
 }
 
 func (l *limited) info() Info { return Info{SHA256: hex.EncodeToString(l.h.Sum(nil)), Size: l.n} }
+
+// check says whether what was read is the blob want (any, want being empty).
+func (l *limited) check(want string) (Info, error) {
+	info := l.info()
+	if want != "" && info.SHA256 != want {
+		return Info{}, fmt.Errorf("%w: read %d bytes of sha256 %s, want %s", ErrMismatch, info.Size, info.SHA256, want)
+	}
+	return info, nil
+}
 
 // verifying reads a stored blob and fails at its end when the bytes do not match want.
 type verifying struct {

@@ -84,10 +84,10 @@ func testStore(t *testing.T, s store) {
 
 	_, err := s.Stat(ctx, want.SHA256)
 	require.ErrorIs(t, err, blob.ErrNotFound)
-	info, err := s.Put(ctx, bytes.NewReader(data), 16<<20)
+	info, err := s.Put(ctx, bytes.NewReader(data), 16<<20, "")
 	require.NoError(t, err)
 	require.Equal(t, want, info)
-	again, err := s.Put(ctx, bytes.NewReader(data), 16<<20)
+	again, err := s.Put(ctx, bytes.NewReader(data), 16<<20, "")
 	require.NoError(t, err, "a blob kept already is kept once")
 	require.Equal(t, want, again)
 	got, err := s.Stat(ctx, want.SHA256)
@@ -105,13 +105,20 @@ func testStore(t *testing.T, s store) {
 	// Past the limit: refused, and nothing kept.
 	big := append(bytes.Clone(data), 'x')
 	bigSum := sha256.Sum256(big)
-	_, err = s.Put(ctx, bytes.NewReader(big), int64(len(data)))
+	_, err = s.Put(ctx, bytes.NewReader(big), int64(len(data)), "")
 	require.ErrorIs(t, err, blob.ErrTooLarge)
 	_, err = s.Stat(ctx, hex.EncodeToString(bigSum[:]))
 	require.ErrorIs(t, err, blob.ErrNotFound)
 	// Exactly at the limit is within it.
-	_, err = s.Put(ctx, bytes.NewReader(data), int64(len(data)))
+	_, err = s.Put(ctx, bytes.NewReader(data), int64(len(data)), "")
 	require.NoError(t, err)
+	// Not the blob announced: refused, and nothing kept.
+	_, err = s.Put(ctx, bytes.NewReader(big), 16<<20, want.SHA256)
+	require.ErrorIs(t, err, blob.ErrMismatch)
+	_, err = s.Stat(ctx, hex.EncodeToString(bigSum[:]))
+	require.ErrorIs(t, err, blob.ErrNotFound)
+	_, err = s.Put(ctx, bytes.NewReader(data), 16<<20, want.SHA256)
+	require.NoError(t, err, "the blob announced")
 
 	for _, bad := range []string{"", "../etc/passwd", want.SHA256[:63], "G" + want.SHA256[1:]} {
 		_, _, err := s.Open(ctx, bad)
@@ -141,7 +148,7 @@ func BenchmarkLocalRead(b *testing.B) {
 	}
 	data := make([]byte, 50<<20)
 	_, _ = rand.Read(data)
-	info, err := l.Put(context.Background(), bytes.NewReader(data), int64(len(data)))
+	info, err := l.Put(context.Background(), bytes.NewReader(data), int64(len(data)), "")
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -27,7 +27,7 @@ func (l *Local) path(sum string) string { return filepath.Join(l.dir, sum[:2], s
 
 // Put streams r into a file of the folder's own, then moves it to its key: a reader never sees
 // a blob half written, and two puts of one blob keep one.
-func (l *Local) Put(ctx context.Context, r io.Reader, max int64) (Info, error) {
+func (l *Local) Put(ctx context.Context, r io.Reader, max int64, want string) (Info, error) {
 	tmp, err := os.CreateTemp(filepath.Join(l.dir, "tmp"), "put-")
 	if err != nil {
 		return Info{}, err
@@ -44,7 +44,10 @@ func (l *Local) Put(ctx context.Context, r io.Reader, max int64) (Info, error) {
 	if err != nil {
 		return Info{}, err
 	}
-	info := src.info()
+	info, err := src.check(want)
+	if err != nil {
+		return Info{}, err
+	}
 	dst := l.path(info.SHA256)
 	if err := os.MkdirAll(filepath.Dir(dst), 0o700); err != nil {
 		return Info{}, err

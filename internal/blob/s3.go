@@ -57,7 +57,7 @@ func NewS3(ctx context.Context, cfg S3Config) (*S3, error) {
 }
 
 // Put streams r to a key of its own, then copies it, on the server, to its SHA-256's.
-func (s *S3) Put(ctx context.Context, r io.Reader, max int64) (Info, error) {
+func (s *S3) Put(ctx context.Context, r io.Reader, max int64, want string) (Info, error) {
 	tmp := s.prefix + "tmp/" + uuid.NewString()
 	src := newLimited(r, max)
 	// The payload is not signed part by part: its digest is checked on every read, and some
@@ -73,7 +73,10 @@ func (s *S3) Put(ctx context.Context, r io.Reader, max int64) (Info, error) {
 	case err != nil:
 		return Info{}, fmt.Errorf("S3 put: %w", err)
 	}
-	info := src.info()
+	info, err := src.check(want)
+	if err != nil {
+		return Info{}, err
+	}
 	if _, err := s.c.CopyObject(ctx, minio.CopyDestOptions{Bucket: s.bucket, Object: s.prefix + info.SHA256},
 		minio.CopySrcOptions{Bucket: s.bucket, Object: tmp}); err != nil {
 		return Info{}, fmt.Errorf("S3 copy: %w", err)
