@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"mime/multipart"
 	"net/http"
 	"net/url"
 	"strings"
@@ -161,18 +162,135 @@ func (e LicenseUpdateTemplate) Valid() bool {
 	}
 }
 
+// Defines values for PluginArtifactArch.
+const (
+	PluginArtifactArchAmd64 PluginArtifactArch = "amd64"
+	PluginArtifactArchArm64 PluginArtifactArch = "arm64"
+)
+
+// Valid indicates whether the value is a known member of the PluginArtifactArch enum.
+func (e PluginArtifactArch) Valid() bool {
+	switch e {
+	case PluginArtifactArchAmd64:
+		return true
+	case PluginArtifactArchArm64:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for PluginArtifactFormat.
+const (
+	PluginArtifactFormatElf    PluginArtifactFormat = "elf"
+	PluginArtifactFormatZipapp PluginArtifactFormat = "zipapp"
+)
+
+// Valid indicates whether the value is a known member of the PluginArtifactFormat enum.
+func (e PluginArtifactFormat) Valid() bool {
+	switch e {
+	case PluginArtifactFormatElf:
+		return true
+	case PluginArtifactFormatZipapp:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for PluginArtifactOs.
+const (
+	PluginArtifactOsLinux PluginArtifactOs = "linux"
+)
+
+// Valid indicates whether the value is a known member of the PluginArtifactOs enum.
+func (e PluginArtifactOs) Valid() bool {
+	switch e {
+	case PluginArtifactOsLinux:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for PluginDownloadFormat.
+const (
+	PluginDownloadFormatElf    PluginDownloadFormat = "elf"
+	PluginDownloadFormatZipapp PluginDownloadFormat = "zipapp"
+)
+
+// Valid indicates whether the value is a known member of the PluginDownloadFormat enum.
+func (e PluginDownloadFormat) Valid() bool {
+	switch e {
+	case PluginDownloadFormatElf:
+		return true
+	case PluginDownloadFormatZipapp:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for PluginKind.
+const (
+	PluginKindSessionElement PluginKind = "session-element"
+	PluginKindSourceModifier PluginKind = "source-modifier"
+	PluginKindUrl            PluginKind = "url"
+)
+
+// Valid indicates whether the value is a known member of the PluginKind enum.
+func (e PluginKind) Valid() bool {
+	switch e {
+	case PluginKindSessionElement:
+		return true
+	case PluginKindSourceModifier:
+		return true
+	case PluginKindUrl:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for PluginPinKind.
 const (
-	Element PluginPinKind = "element"
-	Url     PluginPinKind = "url"
+	PluginPinKindElement PluginPinKind = "element"
+	PluginPinKindUrl     PluginPinKind = "url"
 )
 
 // Valid indicates whether the value is a known member of the PluginPinKind enum.
 func (e PluginPinKind) Valid() bool {
 	switch e {
-	case Element:
+	case PluginPinKindElement:
 		return true
-	case Url:
+	case PluginPinKindUrl:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for PluginVersionState.
+const (
+	PluginVersionStateDeprecated PluginVersionState = "deprecated"
+	PluginVersionStatePending    PluginVersionState = "pending"
+	PluginVersionStatePublished  PluginVersionState = "published"
+	PluginVersionStateRejected   PluginVersionState = "rejected"
+	PluginVersionStateRevoked    PluginVersionState = "revoked"
+)
+
+// Valid indicates whether the value is a known member of the PluginVersionState enum.
+func (e PluginVersionState) Valid() bool {
+	switch e {
+	case PluginVersionStateDeprecated:
+		return true
+	case PluginVersionStatePending:
+		return true
+	case PluginVersionStatePublished:
+		return true
+	case PluginVersionStateRejected:
+		return true
+	case PluginVersionStateRevoked:
 		return true
 	default:
 		return false
@@ -241,15 +359,18 @@ func (e RunState) Valid() bool {
 
 // Defines values for Scope.
 const (
-	ScopeAdmin Scope = "admin"
-	ScopeRead  Scope = "read"
-	ScopeWrite Scope = "write"
+	ScopeAdmin        Scope = "admin"
+	ScopePluginsWrite Scope = "plugins:write"
+	ScopeRead         Scope = "read"
+	ScopeWrite        Scope = "write"
 )
 
 // Valid indicates whether the value is a known member of the Scope enum.
 func (e Scope) Valid() bool {
 	switch e {
 	case ScopeAdmin:
+		return true
+	case ScopePluginsWrite:
 		return true
 	case ScopeRead:
 		return true
@@ -395,6 +516,39 @@ const (
 func (e TokenPairTokenType) Valid() bool {
 	switch e {
 	case Bearer:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for PluginArch.
+const (
+	PluginArchAmd64 PluginArch = "amd64"
+	PluginArchArm64 PluginArch = "arm64"
+)
+
+// Valid indicates whether the value is a known member of the PluginArch enum.
+func (e PluginArch) Valid() bool {
+	switch e {
+	case PluginArchAmd64:
+		return true
+	case PluginArchArm64:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for PluginOS.
+const (
+	PluginOSLinux PluginOS = "linux"
+)
+
+// Valid indicates whether the value is a known member of the PluginOS enum.
+func (e PluginOS) Valid() bool {
+	switch e {
+	case PluginOSLinux:
 		return true
 	default:
 		return false
@@ -883,6 +1037,96 @@ type PingResult struct {
 	Version     string             `json:"version"`
 }
 
+// Plugin defines model for Plugin.
+type Plugin struct {
+	CreatedAt   time.Time    `json:"created_at"`
+	Description string       `json:"description"`
+	Downloads   int64        `json:"downloads"`
+	Kinds       []PluginKind `json:"kinds"`
+
+	// Latest Its latest published or deprecated version; for its owners, while none is, its latest.
+	Latest  string `json:"latest"`
+	License string `json:"license"`
+
+	// Listed A version is published or deprecated: everyone signed in finds it.
+	Listed    bool   `json:"listed"`
+	Name      string `json:"name"`
+	Namespace string `json:"namespace"`
+
+	// Readme Markdown, of its latest version.
+	Readme    string    `json:"readme"`
+	SourceUrl string    `json:"source_url"`
+	Tags      []string  `json:"tags"`
+	UpdatedAt time.Time `json:"updated_at"`
+
+	// Versions The versions you may see, highest first.
+	Versions []PluginVersion `json:"versions"`
+}
+
+// PluginArtifact defines model for PluginArtifact.
+type PluginArtifact struct {
+	Arch PluginArtifactArch `json:"arch"`
+
+	// File NAME_VERSION_OS_ARCH, its name in SHA256SUMS.
+	File string `json:"file"`
+
+	// Format An ELF executable, or a Python zipapp.
+	Format PluginArtifactFormat `json:"format"`
+	Os     PluginArtifactOs     `json:"os"`
+	Sha256 string               `json:"sha256"`
+	Size   int64                `json:"size"`
+}
+
+// PluginArtifactArch defines model for PluginArtifact.Arch.
+type PluginArtifactArch string
+
+// PluginArtifactFormat An ELF executable, or a Python zipapp.
+type PluginArtifactFormat string
+
+// PluginArtifactOs defines model for PluginArtifact.Os.
+type PluginArtifactOs string
+
+// PluginDownload defines model for PluginDownload.
+type PluginDownload struct {
+	Arch string `json:"arch"`
+
+	// DownloadUrl Path of the artifact's bytes on this server.
+	DownloadUrl string               `json:"download_url"`
+	Filename    string               `json:"filename"`
+	Format      PluginDownloadFormat `json:"format"`
+	Name        string               `json:"name"`
+	Namespace   string               `json:"namespace"`
+	Os          string               `json:"os"`
+	Protocols   []int                `json:"protocols"`
+	Shasum      string               `json:"shasum"`
+
+	// Shasums The version's SHA256SUMS.
+	Shasums string `json:"shasums"`
+
+	// ShasumsSignature Ed25519 signature of shasums, base64.
+	ShasumsSignature []byte `json:"shasums_signature"`
+
+	// Signer The id of the key that signed.
+	Signer      string             `json:"signer"`
+	SigningKeys []SigningKey       `json:"signing_keys"`
+	Size        int64              `json:"size"`
+	State       PluginVersionState `json:"state"`
+	StateReason *string            `json:"state_reason,omitempty"`
+	Version     string             `json:"version"`
+}
+
+// PluginDownloadFormat defines model for PluginDownload.Format.
+type PluginDownloadFormat string
+
+// PluginKind defines model for PluginKind.
+type PluginKind string
+
+// PluginList defines model for PluginList.
+type PluginList struct {
+	Items      []PluginSummary `json:"items"`
+	NextCursor *string         `json:"next_cursor,omitempty"`
+}
+
 // PluginPin A plugin a script uses, pinned by the sha256 of its binary.
 type PluginPin struct {
 	Alias   string        `json:"alias"`
@@ -894,6 +1138,73 @@ type PluginPin struct {
 
 // PluginPinKind defines model for PluginPin.Kind.
 type PluginPinKind string
+
+// PluginSummary defines model for PluginSummary.
+type PluginSummary struct {
+	CreatedAt   time.Time    `json:"created_at"`
+	Description string       `json:"description"`
+	Downloads   int64        `json:"downloads"`
+	Kinds       []PluginKind `json:"kinds"`
+
+	// Latest Its latest published or deprecated version; for its owners, while none is, its latest.
+	Latest  string `json:"latest"`
+	License string `json:"license"`
+
+	// Listed A version is published or deprecated: everyone signed in finds it.
+	Listed    bool      `json:"listed"`
+	Name      string    `json:"name"`
+	Namespace string    `json:"namespace"`
+	SourceUrl string    `json:"source_url"`
+	Tags      []string  `json:"tags"`
+	UpdatedAt time.Time `json:"updated_at"`
+}
+
+// PluginVersion defines model for PluginVersion.
+type PluginVersion struct {
+	Artifacts []PluginArtifact `json:"artifacts"`
+
+	// ConfigSchema The JSON Schema of its config, as Describe gives it; empty accepts any object.
+	ConfigSchema string       `json:"config_schema"`
+	CreatedAt    time.Time    `json:"created_at"`
+	Description  string       `json:"description"`
+	Downloads    int64        `json:"downloads"`
+	Kinds        []PluginKind `json:"kinds"`
+	License      string       `json:"license"`
+	Name         string       `json:"name"`
+	Namespace    string       `json:"namespace"`
+
+	// Network The hosts it needs to reach (host:port patterns), granted by runs.
+	Network     []string            `json:"network"`
+	Protocols   []int               `json:"protocols"`
+	PublishedBy *openapi_types.UUID `json:"published_by,omitempty"`
+	Readme      string              `json:"readme"`
+	ReviewedAt  *time.Time          `json:"reviewed_at,omitempty"`
+	Runs        int64               `json:"runs"`
+
+	// Shasums SHA256SUMS of the artifacts: a line `<sha256>  <file>` each, sorted by file.
+	Shasums string `json:"shasums"`
+
+	// Signature Ed25519 signature of shasums, base64.
+	Signature []byte `json:"signature"`
+
+	// Signer The id of the namespace key that signed it.
+	Signer    string             `json:"signer"`
+	SourceUrl string             `json:"source_url"`
+	State     PluginVersionState `json:"state"`
+
+	// StateReason Why it was rejected, deprecated or revoked.
+	StateReason *string  `json:"state_reason,omitempty"`
+	Tags        []string `json:"tags"`
+	Version     string   `json:"version"`
+}
+
+// PluginVersionList defines model for PluginVersionList.
+type PluginVersionList struct {
+	Items []PluginVersion `json:"items"`
+}
+
+// PluginVersionState defines model for PluginVersionState.
+type PluginVersionState string
 
 // Problem An RFC 9457 problem document.
 type Problem struct {
@@ -913,6 +1224,38 @@ type Problem struct {
 	Violations *[]LimitViolation `json:"violations,omitempty"`
 }
 
+// PublishManifest defines model for PublishManifest.
+type PublishManifest struct {
+	Artifacts    []PluginArtifact `json:"artifacts"`
+	ConfigSchema *string          `json:"config_schema,omitempty"`
+	Description  *string          `json:"description,omitempty"`
+	Kinds        []PluginKind     `json:"kinds"`
+
+	// License An SPDX expression, as MIT or Apache-2.0.
+	License   *string   `json:"license,omitempty"`
+	Network   *[]string `json:"network,omitempty"`
+	Protocols []int     `json:"protocols"`
+
+	// Readme Markdown.
+	Readme *string `json:"readme,omitempty"`
+
+	// Signature Ed25519 signature, base64, of the SHA256SUMS the artifacts make.
+	Signature []byte `json:"signature"`
+
+	// SourceUrl http or https.
+	SourceUrl *string   `json:"source_url,omitempty"`
+	Tags      *[]string `json:"tags,omitempty"`
+
+	// Version SemVer 2.0; the version the plugin's Describe gives.
+	Version string `json:"version"`
+}
+
+// PublishRequest defines model for PublishRequest.
+type PublishRequest struct {
+	Artifact []openapi_types.File `json:"artifact"`
+	Manifest PublishManifest      `json:"manifest"`
+}
+
 // RefreshRequest defines model for RefreshRequest.
 type RefreshRequest struct {
 	RefreshToken string `json:"refresh_token"`
@@ -928,6 +1271,12 @@ type ReportAnswer struct {
 
 	// Stop Why the agent must stop the shard's load now; null to go on.
 	Stop nullable.Nullable[StopInstruction] `json:"stop"`
+}
+
+// ReviewRequest defines model for ReviewRequest.
+type ReviewRequest struct {
+	// Reason Shown to the version's owners, and with a deprecation or a revocation to everyone who uses it. Required to reject, deprecate and revoke.
+	Reason *string `json:"reason,omitempty"`
 }
 
 // Role defines model for Role.
@@ -999,7 +1348,7 @@ type RunSummary struct {
 	Verdict    Verdict           `json:"verdict"`
 }
 
-// Scope defines model for Scope.
+// Scope `read`: safe methods; `write`: changes to your own data; `plugins:write`: publishing and deprecating plugin versions; `admin`: admin routes, for admins only.
 type Scope string
 
 // Script defines model for Script.
@@ -1355,8 +1704,20 @@ type Limit = int
 // NamespaceName defines model for NamespaceName.
 type NamespaceName = string
 
+// PluginArch defines model for PluginArch.
+type PluginArch string
+
+// PluginName defines model for PluginName.
+type PluginName = string
+
+// PluginOS defines model for PluginOS.
+type PluginOS string
+
 // TestName defines model for TestName.
 type TestName = string
+
+// Version defines model for Version.
+type Version = string
 
 // TooManyRequests An RFC 9457 problem document.
 type TooManyRequests = Problem
@@ -1370,8 +1731,27 @@ type ListInvitationsParams struct {
 	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
 }
 
+// ListPendingPluginVersionsParams defines parameters for ListPendingPluginVersions.
+type ListPendingPluginVersionsParams struct {
+	// Limit Page size.
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+}
+
 // ListUsersParams defines parameters for ListUsers.
 type ListUsersParams struct {
+	// Cursor The `next_cursor` of the previous page.
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+
+	// Limit Page size.
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+}
+
+// SearchPluginsParams defines parameters for SearchPlugins.
+type SearchPluginsParams struct {
+	Q    *string     `form:"q,omitempty" json:"q,omitempty"`
+	Kind *PluginKind `form:"kind,omitempty" json:"kind,omitempty"`
+	Tag  *string     `form:"tag,omitempty" json:"tag,omitempty"`
+
 	// Cursor The `next_cursor` of the previous page.
 	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
 
@@ -1437,6 +1817,15 @@ type CreateInvitationJSONRequestBody = CreateInvitationRequest
 // ReserveNamespaceJSONRequestBody defines body for ReserveNamespace for application/json ContentType.
 type ReserveNamespaceJSONRequestBody = NamespaceRequest
 
+// ApprovePluginVersionJSONRequestBody defines body for ApprovePluginVersion for application/json ContentType.
+type ApprovePluginVersionJSONRequestBody = ReviewRequest
+
+// RejectPluginVersionJSONRequestBody defines body for RejectPluginVersion for application/json ContentType.
+type RejectPluginVersionJSONRequestBody = ReviewRequest
+
+// RevokePluginVersionJSONRequestBody defines body for RevokePluginVersion for application/json ContentType.
+type RevokePluginVersionJSONRequestBody = ReviewRequest
+
 // UpdateUserJSONRequestBody defines body for UpdateUser for application/json ContentType.
 type UpdateUserJSONRequestBody = UpdateUserRequest
 
@@ -1472,6 +1861,12 @@ type ClaimNamespaceJSONRequestBody = NamespaceRequest
 
 // AddSigningKeyJSONRequestBody defines body for AddSigningKey for application/json ContentType.
 type AddSigningKeyJSONRequestBody = SigningKeyRequest
+
+// PublishPluginVersionMultipartRequestBody defines body for PublishPluginVersion for multipart/form-data ContentType.
+type PublishPluginVersionMultipartRequestBody = PublishRequest
+
+// DeprecatePluginVersionJSONRequestBody defines body for DeprecatePluginVersion for application/json ContentType.
+type DeprecatePluginVersionJSONRequestBody = ReviewRequest
 
 // CreateRunJSONRequestBody defines body for CreateRun for application/json ContentType.
 type CreateRunJSONRequestBody = CreateRunRequest
@@ -1677,6 +2072,65 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /v1/admin/namespaces (the `ReserveNamespace` operationId).
 	ReserveNamespace(ctx context.Context, body ReserveNamespaceJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListPendingPluginVersions Versions waiting for review, oldest first
+	//
+	// Corresponds with GET /v1/admin/plugin-versions (the `ListPendingPluginVersions` operationId).
+	ListPendingPluginVersions(ctx context.Context, params *ListPendingPluginVersionsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ApprovePluginVersionWithBody Approve a pending version
+	//
+	// It becomes published: found and used by everyone signed in. Only a pending version may be approved (`409`).
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/admin/plugins/{namespace}/{name}/versions/{version}/approve (the `ApprovePluginVersion` operationId).
+	ApprovePluginVersionWithBody(ctx context.Context, namespace NamespaceName, name PluginName, version Version, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ApprovePluginVersion Approve a pending version
+	//
+	// It becomes published: found and used by everyone signed in. Only a pending version may be approved (`409`).
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/admin/plugins/{namespace}/{name}/versions/{version}/approve (the `ApprovePluginVersion` operationId).
+	ApprovePluginVersion(ctx context.Context, namespace NamespaceName, name PluginName, version Version, body ApprovePluginVersionJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RejectPluginVersionWithBody Reject a pending version
+	//
+	// Its owners see it rejected, with the reason; nobody else ever sees it. Only a pending version may be rejected (`409`).
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/admin/plugins/{namespace}/{name}/versions/{version}/reject (the `RejectPluginVersion` operationId).
+	RejectPluginVersionWithBody(ctx context.Context, namespace NamespaceName, name PluginName, version Version, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RejectPluginVersion Reject a pending version
+	//
+	// Its owners see it rejected, with the reason; nobody else ever sees it. Only a pending version may be rejected (`409`).
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/admin/plugins/{namespace}/{name}/versions/{version}/reject (the `RejectPluginVersion` operationId).
+	RejectPluginVersion(ctx context.Context, namespace NamespaceName, name PluginName, version Version, body RejectPluginVersionJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RevokePluginVersionWithBody Revoke a version
+	//
+	// No new run may use it and it is no longer downloaded (`410`); the runs that used it keep their record. A pending, published or deprecated version may be revoked (`409` otherwise).
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/admin/plugins/{namespace}/{name}/versions/{version}/revoke (the `RevokePluginVersion` operationId).
+	RevokePluginVersionWithBody(ctx context.Context, namespace NamespaceName, name PluginName, version Version, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RevokePluginVersion Revoke a version
+	//
+	// No new run may use it and it is no longer downloaded (`410`); the runs that used it keep their record. A pending, published or deprecated version may be revoked (`409` otherwise).
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/admin/plugins/{namespace}/{name}/versions/{version}/revoke (the `RevokePluginVersion` operationId).
+	RevokePluginVersion(ctx context.Context, namespace NamespaceName, name PluginName, version Version, body RevokePluginVersionJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListUsers List users
 	//
@@ -1993,6 +2447,82 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /v1/namespaces/{namespace}/keys/{key_id}/retire (the `RetireSigningKey` operationId).
 	RetireSigningKey(ctx context.Context, namespace NamespaceName, keyId string, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// SearchPlugins Find plugins
+	//
+	// The plugins you may see (those with a published or deprecated version, and every
+	// plugin of your own namespaces), in name order. `q` finds plugins whose names,
+	// description or tags hold words beginning with each of its words.
+	//
+	// Corresponds with GET /v1/plugins (the `SearchPlugins` operationId).
+	SearchPlugins(ctx context.Context, params *SearchPluginsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetPlugin A plugin, its README and its versions
+	//
+	// Versions pending review or rejected are shown to the namespace's owners and to admins only; a plugin with no version you may see is `404`.
+	//
+	// Corresponds with GET /v1/plugins/{namespace}/{name} (the `GetPlugin` operationId).
+	GetPlugin(ctx context.Context, namespace NamespaceName, name PluginName, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PublishPluginVersionWithBody Publish a version
+	//
+	// `barrage plugin publish` sends this. A `multipart/form-data` body: first the part
+	// `manifest` (JSON, a `PublishManifest`), then one part `artifact` per platform whose
+	// file name is the artifact's `file`. The manifest is checked before any artifact is
+	// read: your namespace (another user's is `404`), a SemVer 2.0 version not published
+	// yet (`409`; versions differing only in build metadata are one version), the signature
+	// of the artifacts' SHA256SUMS by one of the namespace's active keys, each declared size
+	// within the server's limit (`413`). Each artifact is then streamed to storage and
+	// checked as it goes: its sha256 and size, and its type (an ELF executable of its
+	// platform, or a Python zipapp with no setuid, setgid or link entry). Any refusal is
+	// `422` naming the field, and stores no version. A new version is `pending`: only its
+	// owners and admins see it until an admin approves it. Needs a token of scope
+	// `plugins:write` (sessions hold it).
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/plugins/{namespace}/{name}/versions (the `PublishPluginVersion` operationId).
+	PublishPluginVersionWithBody(ctx context.Context, namespace NamespaceName, name PluginName, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetPluginVersion One version, with its artifacts, SHA256SUMS and signature
+	//
+	// Corresponds with GET /v1/plugins/{namespace}/{name}/versions/{version} (the `GetPluginVersion` operationId).
+	GetPluginVersion(ctx context.Context, namespace NamespaceName, name PluginName, version Version, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// DeprecatePluginVersionWithBody Deprecate a published version
+	//
+	// Its owners and admins may. A deprecated version is still found and used, with a warning naming the reason. Only a published version may be deprecated (`409`).
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/plugins/{namespace}/{name}/versions/{version}/deprecate (the `DeprecatePluginVersion` operationId).
+	DeprecatePluginVersionWithBody(ctx context.Context, namespace NamespaceName, name PluginName, version Version, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// DeprecatePluginVersion Deprecate a published version
+	//
+	// Its owners and admins may. A deprecated version is still found and used, with a warning naming the reason. Only a published version may be deprecated (`409`).
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/plugins/{namespace}/{name}/versions/{version}/deprecate (the `DeprecatePluginVersion` operationId).
+	DeprecatePluginVersion(ctx context.Context, namespace NamespaceName, name PluginName, version Version, body DeprecatePluginVersionJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetPluginDownload Where to fetch an artifact, and how to verify it
+	//
+	// In the shape of Terraform's provider registry: the artifact's URL and sha256, the
+	// version's SHA256SUMS and its Ed25519 signature, and the namespace's keys (retired ones
+	// too: they verify what they signed). Verify the signature, then the artifact's sha256
+	// against its line of SHA256SUMS. Counts a download. A revoked version is `410`.
+	//
+	// Corresponds with GET /v1/plugins/{namespace}/{name}/versions/{version}/download/{os}/{arch} (the `GetPluginDownload` operationId).
+	GetPluginDownload(ctx context.Context, namespace NamespaceName, name PluginName, version Version, os PluginOS, arch PluginArch, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// DownloadPluginArtifact The artifact's bytes
+	//
+	// Streamed from storage and checked against its sha256 as they go; a stored file that was tampered with ends the response short of its `Content-Length`. A revoked version is `410`.
+	//
+	// Corresponds with GET /v1/plugins/{namespace}/{name}/versions/{version}/download/{os}/{arch}/file (the `DownloadPluginArtifact` operationId).
+	DownloadPluginArtifact(ctx context.Context, namespace NamespaceName, name PluginName, version Version, os PluginOS, arch PluginArch, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListRuns Your runs, newest first
 	//
@@ -2545,6 +3075,135 @@ func (c *Client) ReserveNamespaceWithBody(ctx context.Context, contentType strin
 // Corresponds with POST /v1/admin/namespaces (the `ReserveNamespace` operationId).
 func (c *Client) ReserveNamespace(ctx context.Context, body ReserveNamespaceJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewReserveNamespaceRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListPendingPluginVersions Versions waiting for review, oldest first
+//
+// Corresponds with GET /v1/admin/plugin-versions (the `ListPendingPluginVersions` operationId).
+func (c *Client) ListPendingPluginVersions(ctx context.Context, params *ListPendingPluginVersionsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListPendingPluginVersionsRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ApprovePluginVersionWithBody Approve a pending version
+//
+// It becomes published: found and used by everyone signed in. Only a pending version may be approved (`409`).
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/admin/plugins/{namespace}/{name}/versions/{version}/approve (the `ApprovePluginVersion` operationId).
+func (c *Client) ApprovePluginVersionWithBody(ctx context.Context, namespace NamespaceName, name PluginName, version Version, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewApprovePluginVersionRequestWithBody(c.Server, namespace, name, version, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ApprovePluginVersion Approve a pending version
+//
+// It becomes published: found and used by everyone signed in. Only a pending version may be approved (`409`).
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/admin/plugins/{namespace}/{name}/versions/{version}/approve (the `ApprovePluginVersion` operationId).
+func (c *Client) ApprovePluginVersion(ctx context.Context, namespace NamespaceName, name PluginName, version Version, body ApprovePluginVersionJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewApprovePluginVersionRequest(c.Server, namespace, name, version, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RejectPluginVersionWithBody Reject a pending version
+//
+// Its owners see it rejected, with the reason; nobody else ever sees it. Only a pending version may be rejected (`409`).
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/admin/plugins/{namespace}/{name}/versions/{version}/reject (the `RejectPluginVersion` operationId).
+func (c *Client) RejectPluginVersionWithBody(ctx context.Context, namespace NamespaceName, name PluginName, version Version, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRejectPluginVersionRequestWithBody(c.Server, namespace, name, version, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RejectPluginVersion Reject a pending version
+//
+// Its owners see it rejected, with the reason; nobody else ever sees it. Only a pending version may be rejected (`409`).
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/admin/plugins/{namespace}/{name}/versions/{version}/reject (the `RejectPluginVersion` operationId).
+func (c *Client) RejectPluginVersion(ctx context.Context, namespace NamespaceName, name PluginName, version Version, body RejectPluginVersionJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRejectPluginVersionRequest(c.Server, namespace, name, version, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RevokePluginVersionWithBody Revoke a version
+//
+// No new run may use it and it is no longer downloaded (`410`); the runs that used it keep their record. A pending, published or deprecated version may be revoked (`409` otherwise).
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/admin/plugins/{namespace}/{name}/versions/{version}/revoke (the `RevokePluginVersion` operationId).
+func (c *Client) RevokePluginVersionWithBody(ctx context.Context, namespace NamespaceName, name PluginName, version Version, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRevokePluginVersionRequestWithBody(c.Server, namespace, name, version, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RevokePluginVersion Revoke a version
+//
+// No new run may use it and it is no longer downloaded (`410`); the runs that used it keep their record. A pending, published or deprecated version may be revoked (`409` otherwise).
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/admin/plugins/{namespace}/{name}/versions/{version}/revoke (the `RevokePluginVersion` operationId).
+func (c *Client) RevokePluginVersion(ctx context.Context, namespace NamespaceName, name PluginName, version Version, body RevokePluginVersionJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRevokePluginVersionRequest(c.Server, namespace, name, version, body)
 	if err != nil {
 		return nil, err
 	}
@@ -3221,6 +3880,162 @@ func (c *Client) AddSigningKey(ctx context.Context, namespace NamespaceName, bod
 // Corresponds with POST /v1/namespaces/{namespace}/keys/{key_id}/retire (the `RetireSigningKey` operationId).
 func (c *Client) RetireSigningKey(ctx context.Context, namespace NamespaceName, keyId string, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewRetireSigningKeyRequest(c.Server, namespace, keyId)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// SearchPlugins Find plugins
+//
+// The plugins you may see (those with a published or deprecated version, and every
+// plugin of your own namespaces), in name order. `q` finds plugins whose names,
+// description or tags hold words beginning with each of its words.
+//
+// Corresponds with GET /v1/plugins (the `SearchPlugins` operationId).
+func (c *Client) SearchPlugins(ctx context.Context, params *SearchPluginsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSearchPluginsRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetPlugin A plugin, its README and its versions
+//
+// Versions pending review or rejected are shown to the namespace's owners and to admins only; a plugin with no version you may see is `404`.
+//
+// Corresponds with GET /v1/plugins/{namespace}/{name} (the `GetPlugin` operationId).
+func (c *Client) GetPlugin(ctx context.Context, namespace NamespaceName, name PluginName, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetPluginRequest(c.Server, namespace, name)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PublishPluginVersionWithBody Publish a version
+//
+// `barrage plugin publish` sends this. A `multipart/form-data` body: first the part
+// `manifest` (JSON, a `PublishManifest`), then one part `artifact` per platform whose
+// file name is the artifact's `file`. The manifest is checked before any artifact is
+// read: your namespace (another user's is `404`), a SemVer 2.0 version not published
+// yet (`409`; versions differing only in build metadata are one version), the signature
+// of the artifacts' SHA256SUMS by one of the namespace's active keys, each declared size
+// within the server's limit (`413`). Each artifact is then streamed to storage and
+// checked as it goes: its sha256 and size, and its type (an ELF executable of its
+// platform, or a Python zipapp with no setuid, setgid or link entry). Any refusal is
+// `422` naming the field, and stores no version. A new version is `pending`: only its
+// owners and admins see it until an admin approves it. Needs a token of scope
+// `plugins:write` (sessions hold it).
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/plugins/{namespace}/{name}/versions (the `PublishPluginVersion` operationId).
+func (c *Client) PublishPluginVersionWithBody(ctx context.Context, namespace NamespaceName, name PluginName, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPublishPluginVersionRequestWithBody(c.Server, namespace, name, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetPluginVersion One version, with its artifacts, SHA256SUMS and signature
+//
+// Corresponds with GET /v1/plugins/{namespace}/{name}/versions/{version} (the `GetPluginVersion` operationId).
+func (c *Client) GetPluginVersion(ctx context.Context, namespace NamespaceName, name PluginName, version Version, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetPluginVersionRequest(c.Server, namespace, name, version)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// DeprecatePluginVersionWithBody Deprecate a published version
+//
+// Its owners and admins may. A deprecated version is still found and used, with a warning naming the reason. Only a published version may be deprecated (`409`).
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/plugins/{namespace}/{name}/versions/{version}/deprecate (the `DeprecatePluginVersion` operationId).
+func (c *Client) DeprecatePluginVersionWithBody(ctx context.Context, namespace NamespaceName, name PluginName, version Version, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDeprecatePluginVersionRequestWithBody(c.Server, namespace, name, version, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// DeprecatePluginVersion Deprecate a published version
+//
+// Its owners and admins may. A deprecated version is still found and used, with a warning naming the reason. Only a published version may be deprecated (`409`).
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/plugins/{namespace}/{name}/versions/{version}/deprecate (the `DeprecatePluginVersion` operationId).
+func (c *Client) DeprecatePluginVersion(ctx context.Context, namespace NamespaceName, name PluginName, version Version, body DeprecatePluginVersionJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDeprecatePluginVersionRequest(c.Server, namespace, name, version, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetPluginDownload Where to fetch an artifact, and how to verify it
+//
+// In the shape of Terraform's provider registry: the artifact's URL and sha256, the
+// version's SHA256SUMS and its Ed25519 signature, and the namespace's keys (retired ones
+// too: they verify what they signed). Verify the signature, then the artifact's sha256
+// against its line of SHA256SUMS. Counts a download. A revoked version is `410`.
+//
+// Corresponds with GET /v1/plugins/{namespace}/{name}/versions/{version}/download/{os}/{arch} (the `GetPluginDownload` operationId).
+func (c *Client) GetPluginDownload(ctx context.Context, namespace NamespaceName, name PluginName, version Version, os PluginOS, arch PluginArch, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetPluginDownloadRequest(c.Server, namespace, name, version, os, arch)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// DownloadPluginArtifact The artifact's bytes
+//
+// Streamed from storage and checked against its sha256 as they go; a stored file that was tampered with ends the response short of its `Content-Length`. A revoked version is `410`.
+//
+// Corresponds with GET /v1/plugins/{namespace}/{name}/versions/{version}/download/{os}/{arch}/file (the `DownloadPluginArtifact` operationId).
+func (c *Client) DownloadPluginArtifact(ctx context.Context, namespace NamespaceName, name PluginName, version Version, os PluginOS, arch PluginArch, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDownloadPluginArtifactRequest(c.Server, namespace, name, version, os, arch)
 	if err != nil {
 		return nil, err
 	}
@@ -4240,6 +5055,243 @@ func NewReserveNamespaceRequestWithBody(server string, contentType string, body 
 	return req, nil
 }
 
+// NewListPendingPluginVersionsRequest constructs an http.Request for the ListPendingPluginVersions method
+func NewListPendingPluginVersionsRequest(server string, params *ListPendingPluginVersionsParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/admin/plugin-versions")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewApprovePluginVersionRequest calls the generic ApprovePluginVersion builder with application/json body
+func NewApprovePluginVersionRequest(server string, namespace NamespaceName, name PluginName, version Version, body ApprovePluginVersionJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewApprovePluginVersionRequestWithBody(server, namespace, name, version, "application/json", bodyReader)
+}
+
+// NewApprovePluginVersionRequestWithBody constructs an http.Request for the ApprovePluginVersion method, with any body, and a specified content type
+func NewApprovePluginVersionRequestWithBody(server string, namespace NamespaceName, name PluginName, version Version, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "namespace", namespace, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "name", name, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam2 string
+
+	pathParam2, err = runtime.StyleParamWithOptions("simple", false, "version", version, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/admin/plugins/%s/%s/versions/%s/approve", pathParam0, pathParam1, pathParam2)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewRejectPluginVersionRequest calls the generic RejectPluginVersion builder with application/json body
+func NewRejectPluginVersionRequest(server string, namespace NamespaceName, name PluginName, version Version, body RejectPluginVersionJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewRejectPluginVersionRequestWithBody(server, namespace, name, version, "application/json", bodyReader)
+}
+
+// NewRejectPluginVersionRequestWithBody constructs an http.Request for the RejectPluginVersion method, with any body, and a specified content type
+func NewRejectPluginVersionRequestWithBody(server string, namespace NamespaceName, name PluginName, version Version, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "namespace", namespace, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "name", name, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam2 string
+
+	pathParam2, err = runtime.StyleParamWithOptions("simple", false, "version", version, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/admin/plugins/%s/%s/versions/%s/reject", pathParam0, pathParam1, pathParam2)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewRevokePluginVersionRequest calls the generic RevokePluginVersion builder with application/json body
+func NewRevokePluginVersionRequest(server string, namespace NamespaceName, name PluginName, version Version, body RevokePluginVersionJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewRevokePluginVersionRequestWithBody(server, namespace, name, version, "application/json", bodyReader)
+}
+
+// NewRevokePluginVersionRequestWithBody constructs an http.Request for the RevokePluginVersion method, with any body, and a specified content type
+func NewRevokePluginVersionRequestWithBody(server string, namespace NamespaceName, name PluginName, version Version, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "namespace", namespace, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "name", name, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam2 string
+
+	pathParam2, err = runtime.StyleParamWithOptions("simple", false, "version", version, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/admin/plugins/%s/%s/versions/%s/revoke", pathParam0, pathParam1, pathParam2)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
 // NewListUsersRequest constructs an http.Request for the ListUsers method
 func NewListUsersRequest(server string, params *ListUsersParams) (*http.Request, error) {
 	var err error
@@ -5160,6 +6212,425 @@ func NewRetireSigningKeyRequest(server string, namespace NamespaceName, keyId st
 	}
 
 	req, err := http.NewRequest(http.MethodPost, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewSearchPluginsRequest constructs an http.Request for the SearchPlugins method
+func NewSearchPluginsRequest(server string, params *SearchPluginsParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/plugins")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Q != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "q", *params.Q, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Kind != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "kind", *params.Kind, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Tag != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "tag", *params.Tag, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewGetPluginRequest constructs an http.Request for the GetPlugin method
+func NewGetPluginRequest(server string, namespace NamespaceName, name PluginName) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "namespace", namespace, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "name", name, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/plugins/%s/%s", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewPublishPluginVersionRequestWithBody constructs an http.Request for the PublishPluginVersion method, with any body, and a specified content type
+func NewPublishPluginVersionRequestWithBody(server string, namespace NamespaceName, name PluginName, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "namespace", namespace, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "name", name, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/plugins/%s/%s/versions", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewGetPluginVersionRequest constructs an http.Request for the GetPluginVersion method
+func NewGetPluginVersionRequest(server string, namespace NamespaceName, name PluginName, version Version) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "namespace", namespace, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "name", name, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam2 string
+
+	pathParam2, err = runtime.StyleParamWithOptions("simple", false, "version", version, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/plugins/%s/%s/versions/%s", pathParam0, pathParam1, pathParam2)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewDeprecatePluginVersionRequest calls the generic DeprecatePluginVersion builder with application/json body
+func NewDeprecatePluginVersionRequest(server string, namespace NamespaceName, name PluginName, version Version, body DeprecatePluginVersionJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewDeprecatePluginVersionRequestWithBody(server, namespace, name, version, "application/json", bodyReader)
+}
+
+// NewDeprecatePluginVersionRequestWithBody constructs an http.Request for the DeprecatePluginVersion method, with any body, and a specified content type
+func NewDeprecatePluginVersionRequestWithBody(server string, namespace NamespaceName, name PluginName, version Version, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "namespace", namespace, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "name", name, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam2 string
+
+	pathParam2, err = runtime.StyleParamWithOptions("simple", false, "version", version, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/plugins/%s/%s/versions/%s/deprecate", pathParam0, pathParam1, pathParam2)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewGetPluginDownloadRequest constructs an http.Request for the GetPluginDownload method
+func NewGetPluginDownloadRequest(server string, namespace NamespaceName, name PluginName, version Version, os PluginOS, arch PluginArch) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "namespace", namespace, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "name", name, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam2 string
+
+	pathParam2, err = runtime.StyleParamWithOptions("simple", false, "version", version, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam3 string
+
+	pathParam3, err = runtime.StyleParamWithOptions("simple", false, "os", os, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam4 string
+
+	pathParam4, err = runtime.StyleParamWithOptions("simple", false, "arch", arch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/plugins/%s/%s/versions/%s/download/%s/%s", pathParam0, pathParam1, pathParam2, pathParam3, pathParam4)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewDownloadPluginArtifactRequest constructs an http.Request for the DownloadPluginArtifact method
+func NewDownloadPluginArtifactRequest(server string, namespace NamespaceName, name PluginName, version Version, os PluginOS, arch PluginArch) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "namespace", namespace, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "name", name, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam2 string
+
+	pathParam2, err = runtime.StyleParamWithOptions("simple", false, "version", version, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam3 string
+
+	pathParam3, err = runtime.StyleParamWithOptions("simple", false, "os", os, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam4 string
+
+	pathParam4, err = runtime.StyleParamWithOptions("simple", false, "arch", arch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/plugins/%s/%s/versions/%s/download/%s/%s/file", pathParam0, pathParam1, pathParam2, pathParam3, pathParam4)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
 	if err != nil {
 		return nil, err
 	}
@@ -6426,6 +7897,67 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /v1/admin/namespaces (the `ReserveNamespace` operationId).
 	ReserveNamespaceWithResponse(ctx context.Context, body ReserveNamespaceJSONRequestBody, reqEditors ...RequestEditorFn) (*ReserveNamespaceResponse, error)
 
+	// ListPendingPluginVersionsWithResponse Versions waiting for review, oldest first
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/admin/plugin-versions (the `ListPendingPluginVersions` operationId).
+	ListPendingPluginVersionsWithResponse(ctx context.Context, params *ListPendingPluginVersionsParams, reqEditors ...RequestEditorFn) (*ListPendingPluginVersionsResponse, error)
+
+	// ApprovePluginVersionWithBodyWithResponse Approve a pending version
+	//
+	// It becomes published: found and used by everyone signed in. Only a pending version may be approved (`409`).
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/admin/plugins/{namespace}/{name}/versions/{version}/approve (the `ApprovePluginVersion` operationId).
+	ApprovePluginVersionWithBodyWithResponse(ctx context.Context, namespace NamespaceName, name PluginName, version Version, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ApprovePluginVersionResponse, error)
+
+	// ApprovePluginVersionWithResponse Approve a pending version
+	//
+	// It becomes published: found and used by everyone signed in. Only a pending version may be approved (`409`).
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/admin/plugins/{namespace}/{name}/versions/{version}/approve (the `ApprovePluginVersion` operationId).
+	ApprovePluginVersionWithResponse(ctx context.Context, namespace NamespaceName, name PluginName, version Version, body ApprovePluginVersionJSONRequestBody, reqEditors ...RequestEditorFn) (*ApprovePluginVersionResponse, error)
+
+	// RejectPluginVersionWithBodyWithResponse Reject a pending version
+	//
+	// Its owners see it rejected, with the reason; nobody else ever sees it. Only a pending version may be rejected (`409`).
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/admin/plugins/{namespace}/{name}/versions/{version}/reject (the `RejectPluginVersion` operationId).
+	RejectPluginVersionWithBodyWithResponse(ctx context.Context, namespace NamespaceName, name PluginName, version Version, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RejectPluginVersionResponse, error)
+
+	// RejectPluginVersionWithResponse Reject a pending version
+	//
+	// Its owners see it rejected, with the reason; nobody else ever sees it. Only a pending version may be rejected (`409`).
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/admin/plugins/{namespace}/{name}/versions/{version}/reject (the `RejectPluginVersion` operationId).
+	RejectPluginVersionWithResponse(ctx context.Context, namespace NamespaceName, name PluginName, version Version, body RejectPluginVersionJSONRequestBody, reqEditors ...RequestEditorFn) (*RejectPluginVersionResponse, error)
+
+	// RevokePluginVersionWithBodyWithResponse Revoke a version
+	//
+	// No new run may use it and it is no longer downloaded (`410`); the runs that used it keep their record. A pending, published or deprecated version may be revoked (`409` otherwise).
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/admin/plugins/{namespace}/{name}/versions/{version}/revoke (the `RevokePluginVersion` operationId).
+	RevokePluginVersionWithBodyWithResponse(ctx context.Context, namespace NamespaceName, name PluginName, version Version, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RevokePluginVersionResponse, error)
+
+	// RevokePluginVersionWithResponse Revoke a version
+	//
+	// No new run may use it and it is no longer downloaded (`410`); the runs that used it keep their record. A pending, published or deprecated version may be revoked (`409` otherwise).
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/admin/plugins/{namespace}/{name}/versions/{version}/revoke (the `RevokePluginVersion` operationId).
+	RevokePluginVersionWithResponse(ctx context.Context, namespace NamespaceName, name PluginName, version Version, body RevokePluginVersionJSONRequestBody, reqEditors ...RequestEditorFn) (*RevokePluginVersionResponse, error)
+
 	// ListUsersWithResponse List users
 	//
 	// Returns a wrapper object for the known response body format(s).
@@ -6765,6 +8297,92 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /v1/namespaces/{namespace}/keys/{key_id}/retire (the `RetireSigningKey` operationId).
 	RetireSigningKeyWithResponse(ctx context.Context, namespace NamespaceName, keyId string, reqEditors ...RequestEditorFn) (*RetireSigningKeyResponse, error)
+
+	// SearchPluginsWithResponse Find plugins
+	//
+	// The plugins you may see (those with a published or deprecated version, and every
+	// plugin of your own namespaces), in name order. `q` finds plugins whose names,
+	// description or tags hold words beginning with each of its words.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/plugins (the `SearchPlugins` operationId).
+	SearchPluginsWithResponse(ctx context.Context, params *SearchPluginsParams, reqEditors ...RequestEditorFn) (*SearchPluginsResponse, error)
+
+	// GetPluginWithResponse A plugin, its README and its versions
+	//
+	// Versions pending review or rejected are shown to the namespace's owners and to admins only; a plugin with no version you may see is `404`.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/plugins/{namespace}/{name} (the `GetPlugin` operationId).
+	GetPluginWithResponse(ctx context.Context, namespace NamespaceName, name PluginName, reqEditors ...RequestEditorFn) (*GetPluginResponse, error)
+
+	// PublishPluginVersionWithBodyWithResponse Publish a version
+	//
+	// `barrage plugin publish` sends this. A `multipart/form-data` body: first the part
+	// `manifest` (JSON, a `PublishManifest`), then one part `artifact` per platform whose
+	// file name is the artifact's `file`. The manifest is checked before any artifact is
+	// read: your namespace (another user's is `404`), a SemVer 2.0 version not published
+	// yet (`409`; versions differing only in build metadata are one version), the signature
+	// of the artifacts' SHA256SUMS by one of the namespace's active keys, each declared size
+	// within the server's limit (`413`). Each artifact is then streamed to storage and
+	// checked as it goes: its sha256 and size, and its type (an ELF executable of its
+	// platform, or a Python zipapp with no setuid, setgid or link entry). Any refusal is
+	// `422` naming the field, and stores no version. A new version is `pending`: only its
+	// owners and admins see it until an admin approves it. Needs a token of scope
+	// `plugins:write` (sessions hold it).
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/plugins/{namespace}/{name}/versions (the `PublishPluginVersion` operationId).
+	PublishPluginVersionWithBodyWithResponse(ctx context.Context, namespace NamespaceName, name PluginName, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PublishPluginVersionResponse, error)
+
+	// GetPluginVersionWithResponse One version, with its artifacts, SHA256SUMS and signature
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/plugins/{namespace}/{name}/versions/{version} (the `GetPluginVersion` operationId).
+	GetPluginVersionWithResponse(ctx context.Context, namespace NamespaceName, name PluginName, version Version, reqEditors ...RequestEditorFn) (*GetPluginVersionResponse, error)
+
+	// DeprecatePluginVersionWithBodyWithResponse Deprecate a published version
+	//
+	// Its owners and admins may. A deprecated version is still found and used, with a warning naming the reason. Only a published version may be deprecated (`409`).
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/plugins/{namespace}/{name}/versions/{version}/deprecate (the `DeprecatePluginVersion` operationId).
+	DeprecatePluginVersionWithBodyWithResponse(ctx context.Context, namespace NamespaceName, name PluginName, version Version, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*DeprecatePluginVersionResponse, error)
+
+	// DeprecatePluginVersionWithResponse Deprecate a published version
+	//
+	// Its owners and admins may. A deprecated version is still found and used, with a warning naming the reason. Only a published version may be deprecated (`409`).
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/plugins/{namespace}/{name}/versions/{version}/deprecate (the `DeprecatePluginVersion` operationId).
+	DeprecatePluginVersionWithResponse(ctx context.Context, namespace NamespaceName, name PluginName, version Version, body DeprecatePluginVersionJSONRequestBody, reqEditors ...RequestEditorFn) (*DeprecatePluginVersionResponse, error)
+
+	// GetPluginDownloadWithResponse Where to fetch an artifact, and how to verify it
+	//
+	// In the shape of Terraform's provider registry: the artifact's URL and sha256, the
+	// version's SHA256SUMS and its Ed25519 signature, and the namespace's keys (retired ones
+	// too: they verify what they signed). Verify the signature, then the artifact's sha256
+	// against its line of SHA256SUMS. Counts a download. A revoked version is `410`.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/plugins/{namespace}/{name}/versions/{version}/download/{os}/{arch} (the `GetPluginDownload` operationId).
+	GetPluginDownloadWithResponse(ctx context.Context, namespace NamespaceName, name PluginName, version Version, os PluginOS, arch PluginArch, reqEditors ...RequestEditorFn) (*GetPluginDownloadResponse, error)
+
+	// DownloadPluginArtifactWithResponse The artifact's bytes
+	//
+	// Streamed from storage and checked against its sha256 as they go; a stored file that was tampered with ends the response short of its `Content-Length`. A revoked version is `410`.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/plugins/{namespace}/{name}/versions/{version}/download/{os}/{arch}/file (the `DownloadPluginArtifact` operationId).
+	DownloadPluginArtifactWithResponse(ctx context.Context, namespace NamespaceName, name PluginName, version Version, os PluginOS, arch PluginArch, reqEditors ...RequestEditorFn) (*DownloadPluginArtifactResponse, error)
 
 	// ListRunsWithResponse Your runs, newest first
 	//
@@ -7764,6 +9382,359 @@ func (r ReserveNamespaceResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r ReserveNamespaceResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type ListPendingPluginVersionsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *PluginVersionList
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Problem
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListPendingPluginVersionsResponse) GetJSON200() *PluginVersionList {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r ListPendingPluginVersionsResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r ListPendingPluginVersionsResponse) GetApplicationproblemJSON401() *Problem {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r ListPendingPluginVersionsResponse) GetApplicationproblemJSON403() *Problem {
+	return r.ApplicationproblemJSON403
+}
+
+// GetBody returns the raw response body bytes
+func (r ListPendingPluginVersionsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListPendingPluginVersionsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListPendingPluginVersionsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListPendingPluginVersionsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type ApprovePluginVersionResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *PluginVersion
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Problem
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *Problem
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *Problem
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *Problem
+	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationproblemJSON415 *Problem
+	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationproblemJSON422 *Problem
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ApprovePluginVersionResponse) GetJSON200() *PluginVersion {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r ApprovePluginVersionResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r ApprovePluginVersionResponse) GetApplicationproblemJSON401() *Problem {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r ApprovePluginVersionResponse) GetApplicationproblemJSON403() *Problem {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r ApprovePluginVersionResponse) GetApplicationproblemJSON404() *Problem {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r ApprovePluginVersionResponse) GetApplicationproblemJSON409() *Problem {
+	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r ApprovePluginVersionResponse) GetApplicationproblemJSON413() *Problem {
+	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r ApprovePluginVersionResponse) GetApplicationproblemJSON415() *Problem {
+	return r.ApplicationproblemJSON415
+}
+
+// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r ApprovePluginVersionResponse) GetApplicationproblemJSON422() *Problem {
+	return r.ApplicationproblemJSON422
+}
+
+// GetBody returns the raw response body bytes
+func (r ApprovePluginVersionResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ApprovePluginVersionResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ApprovePluginVersionResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ApprovePluginVersionResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type RejectPluginVersionResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *PluginVersion
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Problem
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *Problem
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *Problem
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *Problem
+	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationproblemJSON415 *Problem
+	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationproblemJSON422 *Problem
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r RejectPluginVersionResponse) GetJSON200() *PluginVersion {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r RejectPluginVersionResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r RejectPluginVersionResponse) GetApplicationproblemJSON401() *Problem {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r RejectPluginVersionResponse) GetApplicationproblemJSON403() *Problem {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r RejectPluginVersionResponse) GetApplicationproblemJSON404() *Problem {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r RejectPluginVersionResponse) GetApplicationproblemJSON409() *Problem {
+	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r RejectPluginVersionResponse) GetApplicationproblemJSON413() *Problem {
+	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r RejectPluginVersionResponse) GetApplicationproblemJSON415() *Problem {
+	return r.ApplicationproblemJSON415
+}
+
+// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r RejectPluginVersionResponse) GetApplicationproblemJSON422() *Problem {
+	return r.ApplicationproblemJSON422
+}
+
+// GetBody returns the raw response body bytes
+func (r RejectPluginVersionResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r RejectPluginVersionResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r RejectPluginVersionResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r RejectPluginVersionResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type RevokePluginVersionResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *PluginVersion
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Problem
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *Problem
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *Problem
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *Problem
+	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationproblemJSON415 *Problem
+	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationproblemJSON422 *Problem
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r RevokePluginVersionResponse) GetJSON200() *PluginVersion {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r RevokePluginVersionResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r RevokePluginVersionResponse) GetApplicationproblemJSON401() *Problem {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r RevokePluginVersionResponse) GetApplicationproblemJSON403() *Problem {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r RevokePluginVersionResponse) GetApplicationproblemJSON404() *Problem {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r RevokePluginVersionResponse) GetApplicationproblemJSON409() *Problem {
+	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r RevokePluginVersionResponse) GetApplicationproblemJSON413() *Problem {
+	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r RevokePluginVersionResponse) GetApplicationproblemJSON415() *Problem {
+	return r.ApplicationproblemJSON415
+}
+
+// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r RevokePluginVersionResponse) GetApplicationproblemJSON422() *Problem {
+	return r.ApplicationproblemJSON422
+}
+
+// GetBody returns the raw response body bytes
+func (r RevokePluginVersionResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r RevokePluginVersionResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r RevokePluginVersionResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r RevokePluginVersionResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -9588,6 +11559,545 @@ func (r RetireSigningKeyResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r RetireSigningKeyResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type SearchPluginsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *PluginList
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Problem
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r SearchPluginsResponse) GetJSON200() *PluginList {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r SearchPluginsResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r SearchPluginsResponse) GetApplicationproblemJSON401() *Problem {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r SearchPluginsResponse) GetApplicationproblemJSON403() *Problem {
+	return r.ApplicationproblemJSON403
+}
+
+// GetBody returns the raw response body bytes
+func (r SearchPluginsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r SearchPluginsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r SearchPluginsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r SearchPluginsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type GetPluginResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Plugin
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Problem
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *Problem
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetPluginResponse) GetJSON200() *Plugin {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r GetPluginResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r GetPluginResponse) GetApplicationproblemJSON401() *Problem {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r GetPluginResponse) GetApplicationproblemJSON403() *Problem {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r GetPluginResponse) GetApplicationproblemJSON404() *Problem {
+	return r.ApplicationproblemJSON404
+}
+
+// GetBody returns the raw response body bytes
+func (r GetPluginResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetPluginResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetPluginResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetPluginResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type PublishPluginVersionResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *PluginVersion
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Problem
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *Problem
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *Problem
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *Problem
+	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationproblemJSON415 *Problem
+	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationproblemJSON422 *Problem
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r PublishPluginVersionResponse) GetJSON201() *PluginVersion {
+	return r.JSON201
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r PublishPluginVersionResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r PublishPluginVersionResponse) GetApplicationproblemJSON401() *Problem {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r PublishPluginVersionResponse) GetApplicationproblemJSON403() *Problem {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r PublishPluginVersionResponse) GetApplicationproblemJSON404() *Problem {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r PublishPluginVersionResponse) GetApplicationproblemJSON409() *Problem {
+	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r PublishPluginVersionResponse) GetApplicationproblemJSON413() *Problem {
+	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r PublishPluginVersionResponse) GetApplicationproblemJSON415() *Problem {
+	return r.ApplicationproblemJSON415
+}
+
+// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r PublishPluginVersionResponse) GetApplicationproblemJSON422() *Problem {
+	return r.ApplicationproblemJSON422
+}
+
+// GetBody returns the raw response body bytes
+func (r PublishPluginVersionResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r PublishPluginVersionResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r PublishPluginVersionResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r PublishPluginVersionResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type GetPluginVersionResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *PluginVersion
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Problem
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *Problem
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetPluginVersionResponse) GetJSON200() *PluginVersion {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r GetPluginVersionResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r GetPluginVersionResponse) GetApplicationproblemJSON401() *Problem {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r GetPluginVersionResponse) GetApplicationproblemJSON403() *Problem {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r GetPluginVersionResponse) GetApplicationproblemJSON404() *Problem {
+	return r.ApplicationproblemJSON404
+}
+
+// GetBody returns the raw response body bytes
+func (r GetPluginVersionResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetPluginVersionResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetPluginVersionResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetPluginVersionResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type DeprecatePluginVersionResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *PluginVersion
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Problem
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *Problem
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *Problem
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *Problem
+	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationproblemJSON415 *Problem
+	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationproblemJSON422 *Problem
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r DeprecatePluginVersionResponse) GetJSON200() *PluginVersion {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r DeprecatePluginVersionResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r DeprecatePluginVersionResponse) GetApplicationproblemJSON401() *Problem {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r DeprecatePluginVersionResponse) GetApplicationproblemJSON403() *Problem {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r DeprecatePluginVersionResponse) GetApplicationproblemJSON404() *Problem {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r DeprecatePluginVersionResponse) GetApplicationproblemJSON409() *Problem {
+	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r DeprecatePluginVersionResponse) GetApplicationproblemJSON413() *Problem {
+	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r DeprecatePluginVersionResponse) GetApplicationproblemJSON415() *Problem {
+	return r.ApplicationproblemJSON415
+}
+
+// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r DeprecatePluginVersionResponse) GetApplicationproblemJSON422() *Problem {
+	return r.ApplicationproblemJSON422
+}
+
+// GetBody returns the raw response body bytes
+func (r DeprecatePluginVersionResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r DeprecatePluginVersionResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r DeprecatePluginVersionResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r DeprecatePluginVersionResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type GetPluginDownloadResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *PluginDownload
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Problem
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *Problem
+	// ApplicationproblemJSON410 the response for an HTTP 410 `application/problem+json` response
+	ApplicationproblemJSON410 *Problem
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetPluginDownloadResponse) GetJSON200() *PluginDownload {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r GetPluginDownloadResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r GetPluginDownloadResponse) GetApplicationproblemJSON401() *Problem {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r GetPluginDownloadResponse) GetApplicationproblemJSON403() *Problem {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r GetPluginDownloadResponse) GetApplicationproblemJSON404() *Problem {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON410 returns the response for an HTTP 410 `application/problem+json` response
+func (r GetPluginDownloadResponse) GetApplicationproblemJSON410() *Problem {
+	return r.ApplicationproblemJSON410
+}
+
+// GetBody returns the raw response body bytes
+func (r GetPluginDownloadResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetPluginDownloadResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetPluginDownloadResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetPluginDownloadResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type DownloadPluginArtifactResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Problem
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *Problem
+	// ApplicationproblemJSON410 the response for an HTTP 410 `application/problem+json` response
+	ApplicationproblemJSON410 *Problem
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r DownloadPluginArtifactResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r DownloadPluginArtifactResponse) GetApplicationproblemJSON401() *Problem {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r DownloadPluginArtifactResponse) GetApplicationproblemJSON403() *Problem {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r DownloadPluginArtifactResponse) GetApplicationproblemJSON404() *Problem {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON410 returns the response for an HTTP 410 `application/problem+json` response
+func (r DownloadPluginArtifactResponse) GetApplicationproblemJSON410() *Problem {
+	return r.ApplicationproblemJSON410
+}
+
+// GetBody returns the raw response body bytes
+func (r DownloadPluginArtifactResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r DownloadPluginArtifactResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r DownloadPluginArtifactResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r DownloadPluginArtifactResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -11642,6 +14152,109 @@ func (c *ClientWithResponses) ReserveNamespaceWithResponse(ctx context.Context, 
 	return ParseReserveNamespaceResponse(rsp)
 }
 
+// ListPendingPluginVersionsWithResponse Versions waiting for review, oldest first
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/admin/plugin-versions (the `ListPendingPluginVersions` operationId).
+func (c *ClientWithResponses) ListPendingPluginVersionsWithResponse(ctx context.Context, params *ListPendingPluginVersionsParams, reqEditors ...RequestEditorFn) (*ListPendingPluginVersionsResponse, error) {
+	rsp, err := c.ListPendingPluginVersions(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListPendingPluginVersionsResponse(rsp)
+}
+
+// ApprovePluginVersionWithBodyWithResponse Approve a pending version
+//
+// It becomes published: found and used by everyone signed in. Only a pending version may be approved (`409`).
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/admin/plugins/{namespace}/{name}/versions/{version}/approve (the `ApprovePluginVersion` operationId).
+func (c *ClientWithResponses) ApprovePluginVersionWithBodyWithResponse(ctx context.Context, namespace NamespaceName, name PluginName, version Version, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ApprovePluginVersionResponse, error) {
+	rsp, err := c.ApprovePluginVersionWithBody(ctx, namespace, name, version, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseApprovePluginVersionResponse(rsp)
+}
+
+// ApprovePluginVersionWithResponse Approve a pending version
+//
+// It becomes published: found and used by everyone signed in. Only a pending version may be approved (`409`).
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/admin/plugins/{namespace}/{name}/versions/{version}/approve (the `ApprovePluginVersion` operationId).
+func (c *ClientWithResponses) ApprovePluginVersionWithResponse(ctx context.Context, namespace NamespaceName, name PluginName, version Version, body ApprovePluginVersionJSONRequestBody, reqEditors ...RequestEditorFn) (*ApprovePluginVersionResponse, error) {
+	rsp, err := c.ApprovePluginVersion(ctx, namespace, name, version, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseApprovePluginVersionResponse(rsp)
+}
+
+// RejectPluginVersionWithBodyWithResponse Reject a pending version
+//
+// Its owners see it rejected, with the reason; nobody else ever sees it. Only a pending version may be rejected (`409`).
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/admin/plugins/{namespace}/{name}/versions/{version}/reject (the `RejectPluginVersion` operationId).
+func (c *ClientWithResponses) RejectPluginVersionWithBodyWithResponse(ctx context.Context, namespace NamespaceName, name PluginName, version Version, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RejectPluginVersionResponse, error) {
+	rsp, err := c.RejectPluginVersionWithBody(ctx, namespace, name, version, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRejectPluginVersionResponse(rsp)
+}
+
+// RejectPluginVersionWithResponse Reject a pending version
+//
+// Its owners see it rejected, with the reason; nobody else ever sees it. Only a pending version may be rejected (`409`).
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/admin/plugins/{namespace}/{name}/versions/{version}/reject (the `RejectPluginVersion` operationId).
+func (c *ClientWithResponses) RejectPluginVersionWithResponse(ctx context.Context, namespace NamespaceName, name PluginName, version Version, body RejectPluginVersionJSONRequestBody, reqEditors ...RequestEditorFn) (*RejectPluginVersionResponse, error) {
+	rsp, err := c.RejectPluginVersion(ctx, namespace, name, version, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRejectPluginVersionResponse(rsp)
+}
+
+// RevokePluginVersionWithBodyWithResponse Revoke a version
+//
+// No new run may use it and it is no longer downloaded (`410`); the runs that used it keep their record. A pending, published or deprecated version may be revoked (`409` otherwise).
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/admin/plugins/{namespace}/{name}/versions/{version}/revoke (the `RevokePluginVersion` operationId).
+func (c *ClientWithResponses) RevokePluginVersionWithBodyWithResponse(ctx context.Context, namespace NamespaceName, name PluginName, version Version, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RevokePluginVersionResponse, error) {
+	rsp, err := c.RevokePluginVersionWithBody(ctx, namespace, name, version, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRevokePluginVersionResponse(rsp)
+}
+
+// RevokePluginVersionWithResponse Revoke a version
+//
+// No new run may use it and it is no longer downloaded (`410`); the runs that used it keep their record. A pending, published or deprecated version may be revoked (`409` otherwise).
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/admin/plugins/{namespace}/{name}/versions/{version}/revoke (the `RevokePluginVersion` operationId).
+func (c *ClientWithResponses) RevokePluginVersionWithResponse(ctx context.Context, namespace NamespaceName, name PluginName, version Version, body RevokePluginVersionJSONRequestBody, reqEditors ...RequestEditorFn) (*RevokePluginVersionResponse, error) {
+	rsp, err := c.RevokePluginVersion(ctx, namespace, name, version, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRevokePluginVersionResponse(rsp)
+}
+
 // ListUsersWithResponse List users
 //
 // Returns a wrapper object for the known response body format(s).
@@ -12196,6 +14809,140 @@ func (c *ClientWithResponses) RetireSigningKeyWithResponse(ctx context.Context, 
 		return nil, err
 	}
 	return ParseRetireSigningKeyResponse(rsp)
+}
+
+// SearchPluginsWithResponse Find plugins
+//
+// The plugins you may see (those with a published or deprecated version, and every
+// plugin of your own namespaces), in name order. `q` finds plugins whose names,
+// description or tags hold words beginning with each of its words.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/plugins (the `SearchPlugins` operationId).
+func (c *ClientWithResponses) SearchPluginsWithResponse(ctx context.Context, params *SearchPluginsParams, reqEditors ...RequestEditorFn) (*SearchPluginsResponse, error) {
+	rsp, err := c.SearchPlugins(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseSearchPluginsResponse(rsp)
+}
+
+// GetPluginWithResponse A plugin, its README and its versions
+//
+// Versions pending review or rejected are shown to the namespace's owners and to admins only; a plugin with no version you may see is `404`.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/plugins/{namespace}/{name} (the `GetPlugin` operationId).
+func (c *ClientWithResponses) GetPluginWithResponse(ctx context.Context, namespace NamespaceName, name PluginName, reqEditors ...RequestEditorFn) (*GetPluginResponse, error) {
+	rsp, err := c.GetPlugin(ctx, namespace, name, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetPluginResponse(rsp)
+}
+
+// PublishPluginVersionWithBodyWithResponse Publish a version
+//
+// `barrage plugin publish` sends this. A `multipart/form-data` body: first the part
+// `manifest` (JSON, a `PublishManifest`), then one part `artifact` per platform whose
+// file name is the artifact's `file`. The manifest is checked before any artifact is
+// read: your namespace (another user's is `404`), a SemVer 2.0 version not published
+// yet (`409`; versions differing only in build metadata are one version), the signature
+// of the artifacts' SHA256SUMS by one of the namespace's active keys, each declared size
+// within the server's limit (`413`). Each artifact is then streamed to storage and
+// checked as it goes: its sha256 and size, and its type (an ELF executable of its
+// platform, or a Python zipapp with no setuid, setgid or link entry). Any refusal is
+// `422` naming the field, and stores no version. A new version is `pending`: only its
+// owners and admins see it until an admin approves it. Needs a token of scope
+// `plugins:write` (sessions hold it).
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/plugins/{namespace}/{name}/versions (the `PublishPluginVersion` operationId).
+func (c *ClientWithResponses) PublishPluginVersionWithBodyWithResponse(ctx context.Context, namespace NamespaceName, name PluginName, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PublishPluginVersionResponse, error) {
+	rsp, err := c.PublishPluginVersionWithBody(ctx, namespace, name, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePublishPluginVersionResponse(rsp)
+}
+
+// GetPluginVersionWithResponse One version, with its artifacts, SHA256SUMS and signature
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/plugins/{namespace}/{name}/versions/{version} (the `GetPluginVersion` operationId).
+func (c *ClientWithResponses) GetPluginVersionWithResponse(ctx context.Context, namespace NamespaceName, name PluginName, version Version, reqEditors ...RequestEditorFn) (*GetPluginVersionResponse, error) {
+	rsp, err := c.GetPluginVersion(ctx, namespace, name, version, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetPluginVersionResponse(rsp)
+}
+
+// DeprecatePluginVersionWithBodyWithResponse Deprecate a published version
+//
+// Its owners and admins may. A deprecated version is still found and used, with a warning naming the reason. Only a published version may be deprecated (`409`).
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/plugins/{namespace}/{name}/versions/{version}/deprecate (the `DeprecatePluginVersion` operationId).
+func (c *ClientWithResponses) DeprecatePluginVersionWithBodyWithResponse(ctx context.Context, namespace NamespaceName, name PluginName, version Version, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*DeprecatePluginVersionResponse, error) {
+	rsp, err := c.DeprecatePluginVersionWithBody(ctx, namespace, name, version, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseDeprecatePluginVersionResponse(rsp)
+}
+
+// DeprecatePluginVersionWithResponse Deprecate a published version
+//
+// Its owners and admins may. A deprecated version is still found and used, with a warning naming the reason. Only a published version may be deprecated (`409`).
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/plugins/{namespace}/{name}/versions/{version}/deprecate (the `DeprecatePluginVersion` operationId).
+func (c *ClientWithResponses) DeprecatePluginVersionWithResponse(ctx context.Context, namespace NamespaceName, name PluginName, version Version, body DeprecatePluginVersionJSONRequestBody, reqEditors ...RequestEditorFn) (*DeprecatePluginVersionResponse, error) {
+	rsp, err := c.DeprecatePluginVersion(ctx, namespace, name, version, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseDeprecatePluginVersionResponse(rsp)
+}
+
+// GetPluginDownloadWithResponse Where to fetch an artifact, and how to verify it
+//
+// In the shape of Terraform's provider registry: the artifact's URL and sha256, the
+// version's SHA256SUMS and its Ed25519 signature, and the namespace's keys (retired ones
+// too: they verify what they signed). Verify the signature, then the artifact's sha256
+// against its line of SHA256SUMS. Counts a download. A revoked version is `410`.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/plugins/{namespace}/{name}/versions/{version}/download/{os}/{arch} (the `GetPluginDownload` operationId).
+func (c *ClientWithResponses) GetPluginDownloadWithResponse(ctx context.Context, namespace NamespaceName, name PluginName, version Version, os PluginOS, arch PluginArch, reqEditors ...RequestEditorFn) (*GetPluginDownloadResponse, error) {
+	rsp, err := c.GetPluginDownload(ctx, namespace, name, version, os, arch, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetPluginDownloadResponse(rsp)
+}
+
+// DownloadPluginArtifactWithResponse The artifact's bytes
+//
+// Streamed from storage and checked against its sha256 as they go; a stored file that was tampered with ends the response short of its `Content-Length`. A revoked version is `410`.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/plugins/{namespace}/{name}/versions/{version}/download/{os}/{arch}/file (the `DownloadPluginArtifact` operationId).
+func (c *ClientWithResponses) DownloadPluginArtifactWithResponse(ctx context.Context, namespace NamespaceName, name PluginName, version Version, os PluginOS, arch PluginArch, reqEditors ...RequestEditorFn) (*DownloadPluginArtifactResponse, error) {
+	rsp, err := c.DownloadPluginArtifact(ctx, namespace, name, version, os, arch, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseDownloadPluginArtifactResponse(rsp)
 }
 
 // ListRunsWithResponse Your runs, newest first
@@ -13191,6 +15938,299 @@ func ParseReserveNamespaceResponse(rsp *http.Response) (*ReserveNamespaceRespons
 			return nil, err
 		}
 		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON422 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseListPendingPluginVersionsResponse parses an HTTP response from a ListPendingPluginVersionsWithResponse call
+func ParseListPendingPluginVersionsResponse(rsp *http.Response) (*ListPendingPluginVersionsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListPendingPluginVersionsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest PluginVersionList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseApprovePluginVersionResponse parses an HTTP response from a ApprovePluginVersionWithResponse call
+func ParseApprovePluginVersionResponse(rsp *http.Response) (*ApprovePluginVersionResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ApprovePluginVersionResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest PluginVersion
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON422 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseRejectPluginVersionResponse parses an HTTP response from a RejectPluginVersionWithResponse call
+func ParseRejectPluginVersionResponse(rsp *http.Response) (*RejectPluginVersionResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &RejectPluginVersionResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest PluginVersion
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON422 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseRevokePluginVersionResponse parses an HTTP response from a RevokePluginVersionWithResponse call
+func ParseRevokePluginVersionResponse(rsp *http.Response) (*RevokePluginVersionResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &RevokePluginVersionResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest PluginVersion
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
 		var dest Problem
@@ -14716,6 +17756,440 @@ func ParseRetireSigningKeyResponse(rsp *http.Response) (*RetireSigningKeyRespons
 			return nil, err
 		}
 		response.ApplicationproblemJSON404 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseSearchPluginsResponse parses an HTTP response from a SearchPluginsWithResponse call
+func ParseSearchPluginsResponse(rsp *http.Response) (*SearchPluginsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &SearchPluginsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest PluginList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseGetPluginResponse parses an HTTP response from a GetPluginWithResponse call
+func ParseGetPluginResponse(rsp *http.Response) (*GetPluginResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetPluginResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Plugin
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParsePublishPluginVersionResponse parses an HTTP response from a PublishPluginVersionWithResponse call
+func ParsePublishPluginVersionResponse(rsp *http.Response) (*PublishPluginVersionResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &PublishPluginVersionResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest PluginVersion
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON422 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseGetPluginVersionResponse parses an HTTP response from a GetPluginVersionWithResponse call
+func ParseGetPluginVersionResponse(rsp *http.Response) (*GetPluginVersionResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetPluginVersionResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest PluginVersion
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseDeprecatePluginVersionResponse parses an HTTP response from a DeprecatePluginVersionWithResponse call
+func ParseDeprecatePluginVersionResponse(rsp *http.Response) (*DeprecatePluginVersionResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &DeprecatePluginVersionResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest PluginVersion
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON422 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseGetPluginDownloadResponse parses an HTTP response from a GetPluginDownloadWithResponse call
+func ParseGetPluginDownloadResponse(rsp *http.Response) (*GetPluginDownloadResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetPluginDownloadResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest PluginDownload
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 410:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON410 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseDownloadPluginArtifactResponse parses an HTTP response from a DownloadPluginArtifactWithResponse call
+func ParseDownloadPluginArtifactResponse(rsp *http.Response) (*DownloadPluginArtifactResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &DownloadPluginArtifactResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 410:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON410 = &dest
 
 	}
 
@@ -16262,6 +19736,18 @@ type ServerInterface interface {
 	// ReserveNamespace Reserve a namespace
 	// (POST /v1/admin/namespaces)
 	ReserveNamespace(w http.ResponseWriter, r *http.Request)
+	// ListPendingPluginVersions Versions waiting for review, oldest first
+	// (GET /v1/admin/plugin-versions)
+	ListPendingPluginVersions(w http.ResponseWriter, r *http.Request, params ListPendingPluginVersionsParams)
+	// ApprovePluginVersion Approve a pending version
+	// (POST /v1/admin/plugins/{namespace}/{name}/versions/{version}/approve)
+	ApprovePluginVersion(w http.ResponseWriter, r *http.Request, namespace NamespaceName, name PluginName, version Version)
+	// RejectPluginVersion Reject a pending version
+	// (POST /v1/admin/plugins/{namespace}/{name}/versions/{version}/reject)
+	RejectPluginVersion(w http.ResponseWriter, r *http.Request, namespace NamespaceName, name PluginName, version Version)
+	// RevokePluginVersion Revoke a version
+	// (POST /v1/admin/plugins/{namespace}/{name}/versions/{version}/revoke)
+	RevokePluginVersion(w http.ResponseWriter, r *http.Request, namespace NamespaceName, name PluginName, version Version)
 	// ListUsers List users
 	// (GET /v1/admin/users)
 	ListUsers(w http.ResponseWriter, r *http.Request, params ListUsersParams)
@@ -16334,6 +19820,27 @@ type ServerInterface interface {
 	// RetireSigningKey Retire a key
 	// (POST /v1/namespaces/{namespace}/keys/{key_id}/retire)
 	RetireSigningKey(w http.ResponseWriter, r *http.Request, namespace NamespaceName, keyId string)
+	// SearchPlugins Find plugins
+	// (GET /v1/plugins)
+	SearchPlugins(w http.ResponseWriter, r *http.Request, params SearchPluginsParams)
+	// GetPlugin A plugin, its README and its versions
+	// (GET /v1/plugins/{namespace}/{name})
+	GetPlugin(w http.ResponseWriter, r *http.Request, namespace NamespaceName, name PluginName)
+	// PublishPluginVersion Publish a version
+	// (POST /v1/plugins/{namespace}/{name}/versions)
+	PublishPluginVersion(w http.ResponseWriter, r *http.Request, namespace NamespaceName, name PluginName)
+	// GetPluginVersion One version, with its artifacts, SHA256SUMS and signature
+	// (GET /v1/plugins/{namespace}/{name}/versions/{version})
+	GetPluginVersion(w http.ResponseWriter, r *http.Request, namespace NamespaceName, name PluginName, version Version)
+	// DeprecatePluginVersion Deprecate a published version
+	// (POST /v1/plugins/{namespace}/{name}/versions/{version}/deprecate)
+	DeprecatePluginVersion(w http.ResponseWriter, r *http.Request, namespace NamespaceName, name PluginName, version Version)
+	// GetPluginDownload Where to fetch an artifact, and how to verify it
+	// (GET /v1/plugins/{namespace}/{name}/versions/{version}/download/{os}/{arch})
+	GetPluginDownload(w http.ResponseWriter, r *http.Request, namespace NamespaceName, name PluginName, version Version, os PluginOS, arch PluginArch)
+	// DownloadPluginArtifact The artifact's bytes
+	// (GET /v1/plugins/{namespace}/{name}/versions/{version}/download/{os}/{arch}/file)
+	DownloadPluginArtifact(w http.ResponseWriter, r *http.Request, namespace NamespaceName, name PluginName, version Version, os PluginOS, arch PluginArch)
 	// ListRuns Your runs, newest first
 	// (GET /v1/runs)
 	ListRuns(w http.ResponseWriter, r *http.Request, params ListRunsParams)
@@ -16478,6 +19985,30 @@ func (_ Unimplemented) ReserveNamespace(w http.ResponseWriter, r *http.Request) 
 	w.WriteHeader(http.StatusNotImplemented)
 }
 
+// ListPendingPluginVersions Versions waiting for review, oldest first
+// (GET /v1/admin/plugin-versions)
+func (_ Unimplemented) ListPendingPluginVersions(w http.ResponseWriter, r *http.Request, params ListPendingPluginVersionsParams) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
+// ApprovePluginVersion Approve a pending version
+// (POST /v1/admin/plugins/{namespace}/{name}/versions/{version}/approve)
+func (_ Unimplemented) ApprovePluginVersion(w http.ResponseWriter, r *http.Request, namespace NamespaceName, name PluginName, version Version) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
+// RejectPluginVersion Reject a pending version
+// (POST /v1/admin/plugins/{namespace}/{name}/versions/{version}/reject)
+func (_ Unimplemented) RejectPluginVersion(w http.ResponseWriter, r *http.Request, namespace NamespaceName, name PluginName, version Version) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
+// RevokePluginVersion Revoke a version
+// (POST /v1/admin/plugins/{namespace}/{name}/versions/{version}/revoke)
+func (_ Unimplemented) RevokePluginVersion(w http.ResponseWriter, r *http.Request, namespace NamespaceName, name PluginName, version Version) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
 // ListUsers List users
 // (GET /v1/admin/users)
 func (_ Unimplemented) ListUsers(w http.ResponseWriter, r *http.Request, params ListUsersParams) {
@@ -16619,6 +20150,48 @@ func (_ Unimplemented) AddSigningKey(w http.ResponseWriter, r *http.Request, nam
 // RetireSigningKey Retire a key
 // (POST /v1/namespaces/{namespace}/keys/{key_id}/retire)
 func (_ Unimplemented) RetireSigningKey(w http.ResponseWriter, r *http.Request, namespace NamespaceName, keyId string) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
+// SearchPlugins Find plugins
+// (GET /v1/plugins)
+func (_ Unimplemented) SearchPlugins(w http.ResponseWriter, r *http.Request, params SearchPluginsParams) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
+// GetPlugin A plugin, its README and its versions
+// (GET /v1/plugins/{namespace}/{name})
+func (_ Unimplemented) GetPlugin(w http.ResponseWriter, r *http.Request, namespace NamespaceName, name PluginName) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
+// PublishPluginVersion Publish a version
+// (POST /v1/plugins/{namespace}/{name}/versions)
+func (_ Unimplemented) PublishPluginVersion(w http.ResponseWriter, r *http.Request, namespace NamespaceName, name PluginName) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
+// GetPluginVersion One version, with its artifacts, SHA256SUMS and signature
+// (GET /v1/plugins/{namespace}/{name}/versions/{version})
+func (_ Unimplemented) GetPluginVersion(w http.ResponseWriter, r *http.Request, namespace NamespaceName, name PluginName, version Version) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
+// DeprecatePluginVersion Deprecate a published version
+// (POST /v1/plugins/{namespace}/{name}/versions/{version}/deprecate)
+func (_ Unimplemented) DeprecatePluginVersion(w http.ResponseWriter, r *http.Request, namespace NamespaceName, name PluginName, version Version) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
+// GetPluginDownload Where to fetch an artifact, and how to verify it
+// (GET /v1/plugins/{namespace}/{name}/versions/{version}/download/{os}/{arch})
+func (_ Unimplemented) GetPluginDownload(w http.ResponseWriter, r *http.Request, namespace NamespaceName, name PluginName, version Version, os PluginOS, arch PluginArch) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
+// DownloadPluginArtifact The artifact's bytes
+// (GET /v1/plugins/{namespace}/{name}/versions/{version}/download/{os}/{arch}/file)
+func (_ Unimplemented) DownloadPluginArtifact(w http.ResponseWriter, r *http.Request, namespace NamespaceName, name PluginName, version Version, os PluginOS, arch PluginArch) {
 	w.WriteHeader(http.StatusNotImplemented)
 }
 
@@ -16976,6 +20549,171 @@ func (siw *ServerInterfaceWrapper) ReserveNamespace(w http.ResponseWriter, r *ht
 
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		siw.Handler.ReserveNamespace(w, r)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// ListPendingPluginVersions operation middleware
+func (siw *ServerInterfaceWrapper) ListPendingPluginVersions(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListPendingPluginVersionsParams
+
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", r.URL.Query(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "limit"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "limit", Err: err})
+		}
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.ListPendingPluginVersions(w, r, params)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// ApprovePluginVersion operation middleware
+func (siw *ServerInterfaceWrapper) ApprovePluginVersion(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "namespace" -------------
+	var namespace NamespaceName
+
+	err = runtime.BindStyledParameterWithOptions("simple", "namespace", chi.URLParam(r, "namespace"), &namespace, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: r.URL.RawPath == ""})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "namespace", Err: err})
+		return
+	}
+
+	// ------------- Path parameter "name" -------------
+	var name PluginName
+
+	err = runtime.BindStyledParameterWithOptions("simple", "name", chi.URLParam(r, "name"), &name, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: r.URL.RawPath == ""})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "name", Err: err})
+		return
+	}
+
+	// ------------- Path parameter "version" -------------
+	var version Version
+
+	err = runtime.BindStyledParameterWithOptions("simple", "version", chi.URLParam(r, "version"), &version, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: r.URL.RawPath == ""})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "version", Err: err})
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.ApprovePluginVersion(w, r, namespace, name, version)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// RejectPluginVersion operation middleware
+func (siw *ServerInterfaceWrapper) RejectPluginVersion(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "namespace" -------------
+	var namespace NamespaceName
+
+	err = runtime.BindStyledParameterWithOptions("simple", "namespace", chi.URLParam(r, "namespace"), &namespace, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: r.URL.RawPath == ""})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "namespace", Err: err})
+		return
+	}
+
+	// ------------- Path parameter "name" -------------
+	var name PluginName
+
+	err = runtime.BindStyledParameterWithOptions("simple", "name", chi.URLParam(r, "name"), &name, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: r.URL.RawPath == ""})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "name", Err: err})
+		return
+	}
+
+	// ------------- Path parameter "version" -------------
+	var version Version
+
+	err = runtime.BindStyledParameterWithOptions("simple", "version", chi.URLParam(r, "version"), &version, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: r.URL.RawPath == ""})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "version", Err: err})
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.RejectPluginVersion(w, r, namespace, name, version)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// RevokePluginVersion operation middleware
+func (siw *ServerInterfaceWrapper) RevokePluginVersion(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "namespace" -------------
+	var namespace NamespaceName
+
+	err = runtime.BindStyledParameterWithOptions("simple", "namespace", chi.URLParam(r, "namespace"), &namespace, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: r.URL.RawPath == ""})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "namespace", Err: err})
+		return
+	}
+
+	// ------------- Path parameter "name" -------------
+	var name PluginName
+
+	err = runtime.BindStyledParameterWithOptions("simple", "name", chi.URLParam(r, "name"), &name, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: r.URL.RawPath == ""})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "name", Err: err})
+		return
+	}
+
+	// ------------- Path parameter "version" -------------
+	var version Version
+
+	err = runtime.BindStyledParameterWithOptions("simple", "version", chi.URLParam(r, "version"), &version, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: r.URL.RawPath == ""})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "version", Err: err})
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.RevokePluginVersion(w, r, namespace, name, version)
 	}))
 
 	for _, middleware := range siw.HandlerMiddlewares {
@@ -17485,6 +21223,373 @@ func (siw *ServerInterfaceWrapper) RetireSigningKey(w http.ResponseWriter, r *ht
 
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		siw.Handler.RetireSigningKey(w, r, namespace, keyId)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// SearchPlugins operation middleware
+func (siw *ServerInterfaceWrapper) SearchPlugins(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params SearchPluginsParams
+
+	// ------------- Optional query parameter "q" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "q", r.URL.Query(), &params.Q, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "q"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "q", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "kind" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "kind", r.URL.Query(), &params.Kind, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "kind"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "kind", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "tag" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "tag", r.URL.Query(), &params.Tag, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "tag"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "tag", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "cursor" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "cursor", r.URL.Query(), &params.Cursor, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "cursor"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "cursor", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", r.URL.Query(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "limit"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "limit", Err: err})
+		}
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.SearchPlugins(w, r, params)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// GetPlugin operation middleware
+func (siw *ServerInterfaceWrapper) GetPlugin(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "namespace" -------------
+	var namespace NamespaceName
+
+	err = runtime.BindStyledParameterWithOptions("simple", "namespace", chi.URLParam(r, "namespace"), &namespace, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: r.URL.RawPath == ""})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "namespace", Err: err})
+		return
+	}
+
+	// ------------- Path parameter "name" -------------
+	var name PluginName
+
+	err = runtime.BindStyledParameterWithOptions("simple", "name", chi.URLParam(r, "name"), &name, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: r.URL.RawPath == ""})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "name", Err: err})
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.GetPlugin(w, r, namespace, name)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// PublishPluginVersion operation middleware
+func (siw *ServerInterfaceWrapper) PublishPluginVersion(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "namespace" -------------
+	var namespace NamespaceName
+
+	err = runtime.BindStyledParameterWithOptions("simple", "namespace", chi.URLParam(r, "namespace"), &namespace, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: r.URL.RawPath == ""})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "namespace", Err: err})
+		return
+	}
+
+	// ------------- Path parameter "name" -------------
+	var name PluginName
+
+	err = runtime.BindStyledParameterWithOptions("simple", "name", chi.URLParam(r, "name"), &name, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: r.URL.RawPath == ""})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "name", Err: err})
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.PublishPluginVersion(w, r, namespace, name)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// GetPluginVersion operation middleware
+func (siw *ServerInterfaceWrapper) GetPluginVersion(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "namespace" -------------
+	var namespace NamespaceName
+
+	err = runtime.BindStyledParameterWithOptions("simple", "namespace", chi.URLParam(r, "namespace"), &namespace, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: r.URL.RawPath == ""})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "namespace", Err: err})
+		return
+	}
+
+	// ------------- Path parameter "name" -------------
+	var name PluginName
+
+	err = runtime.BindStyledParameterWithOptions("simple", "name", chi.URLParam(r, "name"), &name, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: r.URL.RawPath == ""})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "name", Err: err})
+		return
+	}
+
+	// ------------- Path parameter "version" -------------
+	var version Version
+
+	err = runtime.BindStyledParameterWithOptions("simple", "version", chi.URLParam(r, "version"), &version, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: r.URL.RawPath == ""})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "version", Err: err})
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.GetPluginVersion(w, r, namespace, name, version)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// DeprecatePluginVersion operation middleware
+func (siw *ServerInterfaceWrapper) DeprecatePluginVersion(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "namespace" -------------
+	var namespace NamespaceName
+
+	err = runtime.BindStyledParameterWithOptions("simple", "namespace", chi.URLParam(r, "namespace"), &namespace, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: r.URL.RawPath == ""})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "namespace", Err: err})
+		return
+	}
+
+	// ------------- Path parameter "name" -------------
+	var name PluginName
+
+	err = runtime.BindStyledParameterWithOptions("simple", "name", chi.URLParam(r, "name"), &name, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: r.URL.RawPath == ""})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "name", Err: err})
+		return
+	}
+
+	// ------------- Path parameter "version" -------------
+	var version Version
+
+	err = runtime.BindStyledParameterWithOptions("simple", "version", chi.URLParam(r, "version"), &version, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: r.URL.RawPath == ""})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "version", Err: err})
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.DeprecatePluginVersion(w, r, namespace, name, version)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// GetPluginDownload operation middleware
+func (siw *ServerInterfaceWrapper) GetPluginDownload(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "namespace" -------------
+	var namespace NamespaceName
+
+	err = runtime.BindStyledParameterWithOptions("simple", "namespace", chi.URLParam(r, "namespace"), &namespace, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: r.URL.RawPath == ""})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "namespace", Err: err})
+		return
+	}
+
+	// ------------- Path parameter "name" -------------
+	var name PluginName
+
+	err = runtime.BindStyledParameterWithOptions("simple", "name", chi.URLParam(r, "name"), &name, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: r.URL.RawPath == ""})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "name", Err: err})
+		return
+	}
+
+	// ------------- Path parameter "version" -------------
+	var version Version
+
+	err = runtime.BindStyledParameterWithOptions("simple", "version", chi.URLParam(r, "version"), &version, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: r.URL.RawPath == ""})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "version", Err: err})
+		return
+	}
+
+	// ------------- Path parameter "os" -------------
+	var os PluginOS
+
+	err = runtime.BindStyledParameterWithOptions("simple", "os", chi.URLParam(r, "os"), &os, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: r.URL.RawPath == ""})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "os", Err: err})
+		return
+	}
+
+	// ------------- Path parameter "arch" -------------
+	var arch PluginArch
+
+	err = runtime.BindStyledParameterWithOptions("simple", "arch", chi.URLParam(r, "arch"), &arch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: r.URL.RawPath == ""})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "arch", Err: err})
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.GetPluginDownload(w, r, namespace, name, version, os, arch)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// DownloadPluginArtifact operation middleware
+func (siw *ServerInterfaceWrapper) DownloadPluginArtifact(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "namespace" -------------
+	var namespace NamespaceName
+
+	err = runtime.BindStyledParameterWithOptions("simple", "namespace", chi.URLParam(r, "namespace"), &namespace, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: r.URL.RawPath == ""})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "namespace", Err: err})
+		return
+	}
+
+	// ------------- Path parameter "name" -------------
+	var name PluginName
+
+	err = runtime.BindStyledParameterWithOptions("simple", "name", chi.URLParam(r, "name"), &name, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: r.URL.RawPath == ""})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "name", Err: err})
+		return
+	}
+
+	// ------------- Path parameter "version" -------------
+	var version Version
+
+	err = runtime.BindStyledParameterWithOptions("simple", "version", chi.URLParam(r, "version"), &version, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: r.URL.RawPath == ""})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "version", Err: err})
+		return
+	}
+
+	// ------------- Path parameter "os" -------------
+	var os PluginOS
+
+	err = runtime.BindStyledParameterWithOptions("simple", "os", chi.URLParam(r, "os"), &os, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: r.URL.RawPath == ""})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "os", Err: err})
+		return
+	}
+
+	// ------------- Path parameter "arch" -------------
+	var arch PluginArch
+
+	err = runtime.BindStyledParameterWithOptions("simple", "arch", chi.URLParam(r, "arch"), &arch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: r.URL.RawPath == ""})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "arch", Err: err})
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.DownloadPluginArtifact(w, r, namespace, name, version, os, arch)
 	}))
 
 	for _, middleware := range siw.HandlerMiddlewares {
@@ -18453,6 +22558,27 @@ func HandlerWithOptions(si ServerInterface, options ChiServerOptions) http.Handl
 		r.Post(options.BaseURL+"/v1/namespaces/{namespace}/keys/{key_id}/retire", wrapper.RetireSigningKey)
 	})
 	r.Group(func(r chi.Router) {
+		r.Get(options.BaseURL+"/v1/plugins", wrapper.SearchPlugins)
+	})
+	r.Group(func(r chi.Router) {
+		r.Get(options.BaseURL+"/v1/plugins/{namespace}/{name}", wrapper.GetPlugin)
+	})
+	r.Group(func(r chi.Router) {
+		r.Post(options.BaseURL+"/v1/plugins/{namespace}/{name}/versions", wrapper.PublishPluginVersion)
+	})
+	r.Group(func(r chi.Router) {
+		r.Get(options.BaseURL+"/v1/plugins/{namespace}/{name}/versions/{version}", wrapper.GetPluginVersion)
+	})
+	r.Group(func(r chi.Router) {
+		r.Post(options.BaseURL+"/v1/plugins/{namespace}/{name}/versions/{version}/deprecate", wrapper.DeprecatePluginVersion)
+	})
+	r.Group(func(r chi.Router) {
+		r.Get(options.BaseURL+"/v1/plugins/{namespace}/{name}/versions/{version}/download/{os}/{arch}", wrapper.GetPluginDownload)
+	})
+	r.Group(func(r chi.Router) {
+		r.Get(options.BaseURL+"/v1/plugins/{namespace}/{name}/versions/{version}/download/{os}/{arch}/file", wrapper.DownloadPluginArtifact)
+	})
+	r.Group(func(r chi.Router) {
 		r.Get(options.BaseURL+"/v1/tests", wrapper.ListTests)
 	})
 	r.Group(func(r chi.Router) {
@@ -18520,6 +22646,18 @@ func HandlerWithOptions(si ServerInterface, options ChiServerOptions) http.Handl
 	})
 	r.Group(func(r chi.Router) {
 		r.Post(options.BaseURL+"/v1/admin/namespaces", wrapper.ReserveNamespace)
+	})
+	r.Group(func(r chi.Router) {
+		r.Get(options.BaseURL+"/v1/admin/plugin-versions", wrapper.ListPendingPluginVersions)
+	})
+	r.Group(func(r chi.Router) {
+		r.Post(options.BaseURL+"/v1/admin/plugins/{namespace}/{name}/versions/{version}/approve", wrapper.ApprovePluginVersion)
+	})
+	r.Group(func(r chi.Router) {
+		r.Post(options.BaseURL+"/v1/admin/plugins/{namespace}/{name}/versions/{version}/reject", wrapper.RejectPluginVersion)
+	})
+	r.Group(func(r chi.Router) {
+		r.Post(options.BaseURL+"/v1/admin/plugins/{namespace}/{name}/versions/{version}/revoke", wrapper.RevokePluginVersion)
 	})
 	r.Group(func(r chi.Router) {
 		r.Get(options.BaseURL+"/v1/admin/agents", wrapper.ListAllAgents)
@@ -19259,6 +23397,489 @@ func (response ReserveNamespace415ApplicationProblemPlusJSONResponse) VisitReser
 type ReserveNamespace422ApplicationProblemPlusJSONResponse Problem
 
 func (response ReserveNamespace422ApplicationProblemPlusJSONResponse) VisitReserveNamespaceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListPendingPluginVersionsRequestObject struct {
+	Params ListPendingPluginVersionsParams
+}
+
+type ListPendingPluginVersionsResponseObject interface {
+	VisitListPendingPluginVersionsResponse(w http.ResponseWriter) error
+}
+
+type ListPendingPluginVersions200JSONResponse PluginVersionList
+
+func (response ListPendingPluginVersions200JSONResponse) VisitListPendingPluginVersionsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListPendingPluginVersions400ApplicationProblemPlusJSONResponse struct {
+	ProblemApplicationProblemPlusJSONResponse
+}
+
+func (response ListPendingPluginVersions400ApplicationProblemPlusJSONResponse) VisitListPendingPluginVersionsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListPendingPluginVersions401ApplicationProblemPlusJSONResponse Problem
+
+func (response ListPendingPluginVersions401ApplicationProblemPlusJSONResponse) VisitListPendingPluginVersionsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListPendingPluginVersions403ApplicationProblemPlusJSONResponse Problem
+
+func (response ListPendingPluginVersions403ApplicationProblemPlusJSONResponse) VisitListPendingPluginVersionsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ApprovePluginVersionRequestObject struct {
+	Namespace NamespaceName `json:"namespace"`
+	Name      PluginName    `json:"name"`
+	Version   Version       `json:"version"`
+	Body      *ApprovePluginVersionJSONRequestBody
+}
+
+type ApprovePluginVersionResponseObject interface {
+	VisitApprovePluginVersionResponse(w http.ResponseWriter) error
+}
+
+type ApprovePluginVersion200JSONResponse PluginVersion
+
+func (response ApprovePluginVersion200JSONResponse) VisitApprovePluginVersionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ApprovePluginVersion400ApplicationProblemPlusJSONResponse struct {
+	ProblemApplicationProblemPlusJSONResponse
+}
+
+func (response ApprovePluginVersion400ApplicationProblemPlusJSONResponse) VisitApprovePluginVersionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ApprovePluginVersion401ApplicationProblemPlusJSONResponse Problem
+
+func (response ApprovePluginVersion401ApplicationProblemPlusJSONResponse) VisitApprovePluginVersionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ApprovePluginVersion403ApplicationProblemPlusJSONResponse Problem
+
+func (response ApprovePluginVersion403ApplicationProblemPlusJSONResponse) VisitApprovePluginVersionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ApprovePluginVersion404ApplicationProblemPlusJSONResponse Problem
+
+func (response ApprovePluginVersion404ApplicationProblemPlusJSONResponse) VisitApprovePluginVersionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ApprovePluginVersion409ApplicationProblemPlusJSONResponse Problem
+
+func (response ApprovePluginVersion409ApplicationProblemPlusJSONResponse) VisitApprovePluginVersionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ApprovePluginVersion413ApplicationProblemPlusJSONResponse Problem
+
+func (response ApprovePluginVersion413ApplicationProblemPlusJSONResponse) VisitApprovePluginVersionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ApprovePluginVersion415ApplicationProblemPlusJSONResponse Problem
+
+func (response ApprovePluginVersion415ApplicationProblemPlusJSONResponse) VisitApprovePluginVersionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ApprovePluginVersion422ApplicationProblemPlusJSONResponse Problem
+
+func (response ApprovePluginVersion422ApplicationProblemPlusJSONResponse) VisitApprovePluginVersionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RejectPluginVersionRequestObject struct {
+	Namespace NamespaceName `json:"namespace"`
+	Name      PluginName    `json:"name"`
+	Version   Version       `json:"version"`
+	Body      *RejectPluginVersionJSONRequestBody
+}
+
+type RejectPluginVersionResponseObject interface {
+	VisitRejectPluginVersionResponse(w http.ResponseWriter) error
+}
+
+type RejectPluginVersion200JSONResponse PluginVersion
+
+func (response RejectPluginVersion200JSONResponse) VisitRejectPluginVersionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RejectPluginVersion400ApplicationProblemPlusJSONResponse struct {
+	ProblemApplicationProblemPlusJSONResponse
+}
+
+func (response RejectPluginVersion400ApplicationProblemPlusJSONResponse) VisitRejectPluginVersionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RejectPluginVersion401ApplicationProblemPlusJSONResponse Problem
+
+func (response RejectPluginVersion401ApplicationProblemPlusJSONResponse) VisitRejectPluginVersionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RejectPluginVersion403ApplicationProblemPlusJSONResponse Problem
+
+func (response RejectPluginVersion403ApplicationProblemPlusJSONResponse) VisitRejectPluginVersionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RejectPluginVersion404ApplicationProblemPlusJSONResponse Problem
+
+func (response RejectPluginVersion404ApplicationProblemPlusJSONResponse) VisitRejectPluginVersionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RejectPluginVersion409ApplicationProblemPlusJSONResponse Problem
+
+func (response RejectPluginVersion409ApplicationProblemPlusJSONResponse) VisitRejectPluginVersionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RejectPluginVersion413ApplicationProblemPlusJSONResponse Problem
+
+func (response RejectPluginVersion413ApplicationProblemPlusJSONResponse) VisitRejectPluginVersionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RejectPluginVersion415ApplicationProblemPlusJSONResponse Problem
+
+func (response RejectPluginVersion415ApplicationProblemPlusJSONResponse) VisitRejectPluginVersionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RejectPluginVersion422ApplicationProblemPlusJSONResponse Problem
+
+func (response RejectPluginVersion422ApplicationProblemPlusJSONResponse) VisitRejectPluginVersionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RevokePluginVersionRequestObject struct {
+	Namespace NamespaceName `json:"namespace"`
+	Name      PluginName    `json:"name"`
+	Version   Version       `json:"version"`
+	Body      *RevokePluginVersionJSONRequestBody
+}
+
+type RevokePluginVersionResponseObject interface {
+	VisitRevokePluginVersionResponse(w http.ResponseWriter) error
+}
+
+type RevokePluginVersion200JSONResponse PluginVersion
+
+func (response RevokePluginVersion200JSONResponse) VisitRevokePluginVersionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RevokePluginVersion400ApplicationProblemPlusJSONResponse struct {
+	ProblemApplicationProblemPlusJSONResponse
+}
+
+func (response RevokePluginVersion400ApplicationProblemPlusJSONResponse) VisitRevokePluginVersionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RevokePluginVersion401ApplicationProblemPlusJSONResponse Problem
+
+func (response RevokePluginVersion401ApplicationProblemPlusJSONResponse) VisitRevokePluginVersionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RevokePluginVersion403ApplicationProblemPlusJSONResponse Problem
+
+func (response RevokePluginVersion403ApplicationProblemPlusJSONResponse) VisitRevokePluginVersionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RevokePluginVersion404ApplicationProblemPlusJSONResponse Problem
+
+func (response RevokePluginVersion404ApplicationProblemPlusJSONResponse) VisitRevokePluginVersionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RevokePluginVersion409ApplicationProblemPlusJSONResponse Problem
+
+func (response RevokePluginVersion409ApplicationProblemPlusJSONResponse) VisitRevokePluginVersionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RevokePluginVersion413ApplicationProblemPlusJSONResponse Problem
+
+func (response RevokePluginVersion413ApplicationProblemPlusJSONResponse) VisitRevokePluginVersionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RevokePluginVersion415ApplicationProblemPlusJSONResponse Problem
+
+func (response RevokePluginVersion415ApplicationProblemPlusJSONResponse) VisitRevokePluginVersionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RevokePluginVersion422ApplicationProblemPlusJSONResponse Problem
+
+func (response RevokePluginVersion422ApplicationProblemPlusJSONResponse) VisitRevokePluginVersionResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response); err != nil {
@@ -21536,6 +26157,714 @@ func (response RetireSigningKey404ApplicationProblemPlusJSONResponse) VisitRetir
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SearchPluginsRequestObject struct {
+	Params SearchPluginsParams
+}
+
+type SearchPluginsResponseObject interface {
+	VisitSearchPluginsResponse(w http.ResponseWriter) error
+}
+
+type SearchPlugins200JSONResponse PluginList
+
+func (response SearchPlugins200JSONResponse) VisitSearchPluginsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SearchPlugins400ApplicationProblemPlusJSONResponse struct {
+	ProblemApplicationProblemPlusJSONResponse
+}
+
+func (response SearchPlugins400ApplicationProblemPlusJSONResponse) VisitSearchPluginsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SearchPlugins401ApplicationProblemPlusJSONResponse Problem
+
+func (response SearchPlugins401ApplicationProblemPlusJSONResponse) VisitSearchPluginsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SearchPlugins403ApplicationProblemPlusJSONResponse Problem
+
+func (response SearchPlugins403ApplicationProblemPlusJSONResponse) VisitSearchPluginsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetPluginRequestObject struct {
+	Namespace NamespaceName `json:"namespace"`
+	Name      PluginName    `json:"name"`
+}
+
+type GetPluginResponseObject interface {
+	VisitGetPluginResponse(w http.ResponseWriter) error
+}
+
+type GetPlugin200JSONResponse Plugin
+
+func (response GetPlugin200JSONResponse) VisitGetPluginResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetPlugin400ApplicationProblemPlusJSONResponse struct {
+	ProblemApplicationProblemPlusJSONResponse
+}
+
+func (response GetPlugin400ApplicationProblemPlusJSONResponse) VisitGetPluginResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetPlugin401ApplicationProblemPlusJSONResponse Problem
+
+func (response GetPlugin401ApplicationProblemPlusJSONResponse) VisitGetPluginResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetPlugin403ApplicationProblemPlusJSONResponse Problem
+
+func (response GetPlugin403ApplicationProblemPlusJSONResponse) VisitGetPluginResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetPlugin404ApplicationProblemPlusJSONResponse Problem
+
+func (response GetPlugin404ApplicationProblemPlusJSONResponse) VisitGetPluginResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PublishPluginVersionRequestObject struct {
+	Namespace NamespaceName `json:"namespace"`
+	Name      PluginName    `json:"name"`
+	Body      *multipart.Reader
+}
+
+type PublishPluginVersionResponseObject interface {
+	VisitPublishPluginVersionResponse(w http.ResponseWriter) error
+}
+
+type PublishPluginVersion201JSONResponse PluginVersion
+
+func (response PublishPluginVersion201JSONResponse) VisitPublishPluginVersionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(201)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PublishPluginVersion400ApplicationProblemPlusJSONResponse struct {
+	ProblemApplicationProblemPlusJSONResponse
+}
+
+func (response PublishPluginVersion400ApplicationProblemPlusJSONResponse) VisitPublishPluginVersionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PublishPluginVersion401ApplicationProblemPlusJSONResponse Problem
+
+func (response PublishPluginVersion401ApplicationProblemPlusJSONResponse) VisitPublishPluginVersionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PublishPluginVersion403ApplicationProblemPlusJSONResponse Problem
+
+func (response PublishPluginVersion403ApplicationProblemPlusJSONResponse) VisitPublishPluginVersionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PublishPluginVersion404ApplicationProblemPlusJSONResponse Problem
+
+func (response PublishPluginVersion404ApplicationProblemPlusJSONResponse) VisitPublishPluginVersionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PublishPluginVersion409ApplicationProblemPlusJSONResponse Problem
+
+func (response PublishPluginVersion409ApplicationProblemPlusJSONResponse) VisitPublishPluginVersionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PublishPluginVersion413ApplicationProblemPlusJSONResponse Problem
+
+func (response PublishPluginVersion413ApplicationProblemPlusJSONResponse) VisitPublishPluginVersionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PublishPluginVersion415ApplicationProblemPlusJSONResponse Problem
+
+func (response PublishPluginVersion415ApplicationProblemPlusJSONResponse) VisitPublishPluginVersionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PublishPluginVersion422ApplicationProblemPlusJSONResponse Problem
+
+func (response PublishPluginVersion422ApplicationProblemPlusJSONResponse) VisitPublishPluginVersionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetPluginVersionRequestObject struct {
+	Namespace NamespaceName `json:"namespace"`
+	Name      PluginName    `json:"name"`
+	Version   Version       `json:"version"`
+}
+
+type GetPluginVersionResponseObject interface {
+	VisitGetPluginVersionResponse(w http.ResponseWriter) error
+}
+
+type GetPluginVersion200JSONResponse PluginVersion
+
+func (response GetPluginVersion200JSONResponse) VisitGetPluginVersionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetPluginVersion400ApplicationProblemPlusJSONResponse struct {
+	ProblemApplicationProblemPlusJSONResponse
+}
+
+func (response GetPluginVersion400ApplicationProblemPlusJSONResponse) VisitGetPluginVersionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetPluginVersion401ApplicationProblemPlusJSONResponse Problem
+
+func (response GetPluginVersion401ApplicationProblemPlusJSONResponse) VisitGetPluginVersionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetPluginVersion403ApplicationProblemPlusJSONResponse Problem
+
+func (response GetPluginVersion403ApplicationProblemPlusJSONResponse) VisitGetPluginVersionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetPluginVersion404ApplicationProblemPlusJSONResponse Problem
+
+func (response GetPluginVersion404ApplicationProblemPlusJSONResponse) VisitGetPluginVersionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeprecatePluginVersionRequestObject struct {
+	Namespace NamespaceName `json:"namespace"`
+	Name      PluginName    `json:"name"`
+	Version   Version       `json:"version"`
+	Body      *DeprecatePluginVersionJSONRequestBody
+}
+
+type DeprecatePluginVersionResponseObject interface {
+	VisitDeprecatePluginVersionResponse(w http.ResponseWriter) error
+}
+
+type DeprecatePluginVersion200JSONResponse PluginVersion
+
+func (response DeprecatePluginVersion200JSONResponse) VisitDeprecatePluginVersionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeprecatePluginVersion400ApplicationProblemPlusJSONResponse struct {
+	ProblemApplicationProblemPlusJSONResponse
+}
+
+func (response DeprecatePluginVersion400ApplicationProblemPlusJSONResponse) VisitDeprecatePluginVersionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeprecatePluginVersion401ApplicationProblemPlusJSONResponse Problem
+
+func (response DeprecatePluginVersion401ApplicationProblemPlusJSONResponse) VisitDeprecatePluginVersionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeprecatePluginVersion403ApplicationProblemPlusJSONResponse Problem
+
+func (response DeprecatePluginVersion403ApplicationProblemPlusJSONResponse) VisitDeprecatePluginVersionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeprecatePluginVersion404ApplicationProblemPlusJSONResponse Problem
+
+func (response DeprecatePluginVersion404ApplicationProblemPlusJSONResponse) VisitDeprecatePluginVersionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeprecatePluginVersion409ApplicationProblemPlusJSONResponse Problem
+
+func (response DeprecatePluginVersion409ApplicationProblemPlusJSONResponse) VisitDeprecatePluginVersionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeprecatePluginVersion413ApplicationProblemPlusJSONResponse Problem
+
+func (response DeprecatePluginVersion413ApplicationProblemPlusJSONResponse) VisitDeprecatePluginVersionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeprecatePluginVersion415ApplicationProblemPlusJSONResponse Problem
+
+func (response DeprecatePluginVersion415ApplicationProblemPlusJSONResponse) VisitDeprecatePluginVersionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeprecatePluginVersion422ApplicationProblemPlusJSONResponse Problem
+
+func (response DeprecatePluginVersion422ApplicationProblemPlusJSONResponse) VisitDeprecatePluginVersionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetPluginDownloadRequestObject struct {
+	Namespace NamespaceName `json:"namespace"`
+	Name      PluginName    `json:"name"`
+	Version   Version       `json:"version"`
+	Os        PluginOS      `json:"os"`
+	Arch      PluginArch    `json:"arch"`
+}
+
+type GetPluginDownloadResponseObject interface {
+	VisitGetPluginDownloadResponse(w http.ResponseWriter) error
+}
+
+type GetPluginDownload200JSONResponse PluginDownload
+
+func (response GetPluginDownload200JSONResponse) VisitGetPluginDownloadResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetPluginDownload400ApplicationProblemPlusJSONResponse struct {
+	ProblemApplicationProblemPlusJSONResponse
+}
+
+func (response GetPluginDownload400ApplicationProblemPlusJSONResponse) VisitGetPluginDownloadResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetPluginDownload401ApplicationProblemPlusJSONResponse Problem
+
+func (response GetPluginDownload401ApplicationProblemPlusJSONResponse) VisitGetPluginDownloadResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetPluginDownload403ApplicationProblemPlusJSONResponse Problem
+
+func (response GetPluginDownload403ApplicationProblemPlusJSONResponse) VisitGetPluginDownloadResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetPluginDownload404ApplicationProblemPlusJSONResponse Problem
+
+func (response GetPluginDownload404ApplicationProblemPlusJSONResponse) VisitGetPluginDownloadResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetPluginDownload410ApplicationProblemPlusJSONResponse Problem
+
+func (response GetPluginDownload410ApplicationProblemPlusJSONResponse) VisitGetPluginDownloadResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(410)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DownloadPluginArtifactRequestObject struct {
+	Namespace NamespaceName `json:"namespace"`
+	Name      PluginName    `json:"name"`
+	Version   Version       `json:"version"`
+	Os        PluginOS      `json:"os"`
+	Arch      PluginArch    `json:"arch"`
+}
+
+type DownloadPluginArtifactResponseObject interface {
+	VisitDownloadPluginArtifactResponse(w http.ResponseWriter) error
+}
+
+type DownloadPluginArtifact200ApplicationoctetStreamResponse struct {
+	Body          io.Reader
+	ContentLength int64
+}
+
+func (response DownloadPluginArtifact200ApplicationoctetStreamResponse) VisitDownloadPluginArtifactResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "application/octet-stream")
+	if response.ContentLength != 0 {
+		w.Header().Set("Content-Length", fmt.Sprint(response.ContentLength))
+	}
+	w.WriteHeader(200)
+
+	if closer, ok := response.Body.(io.ReadCloser); ok {
+		defer closer.Close()
+	}
+	_, err := io.Copy(w, response.Body)
+	return err
+}
+
+type DownloadPluginArtifact400ApplicationProblemPlusJSONResponse struct {
+	ProblemApplicationProblemPlusJSONResponse
+}
+
+func (response DownloadPluginArtifact400ApplicationProblemPlusJSONResponse) VisitDownloadPluginArtifactResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DownloadPluginArtifact401ApplicationProblemPlusJSONResponse Problem
+
+func (response DownloadPluginArtifact401ApplicationProblemPlusJSONResponse) VisitDownloadPluginArtifactResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DownloadPluginArtifact403ApplicationProblemPlusJSONResponse Problem
+
+func (response DownloadPluginArtifact403ApplicationProblemPlusJSONResponse) VisitDownloadPluginArtifactResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DownloadPluginArtifact404ApplicationProblemPlusJSONResponse Problem
+
+func (response DownloadPluginArtifact404ApplicationProblemPlusJSONResponse) VisitDownloadPluginArtifactResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DownloadPluginArtifact410ApplicationProblemPlusJSONResponse Problem
+
+func (response DownloadPluginArtifact410ApplicationProblemPlusJSONResponse) VisitDownloadPluginArtifactResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(410)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -23933,6 +29262,18 @@ type StrictServerInterface interface {
 	// ReserveNamespace Reserve a namespace
 	// (POST /v1/admin/namespaces)
 	ReserveNamespace(ctx context.Context, request ReserveNamespaceRequestObject) (ReserveNamespaceResponseObject, error)
+	// ListPendingPluginVersions Versions waiting for review, oldest first
+	// (GET /v1/admin/plugin-versions)
+	ListPendingPluginVersions(ctx context.Context, request ListPendingPluginVersionsRequestObject) (ListPendingPluginVersionsResponseObject, error)
+	// ApprovePluginVersion Approve a pending version
+	// (POST /v1/admin/plugins/{namespace}/{name}/versions/{version}/approve)
+	ApprovePluginVersion(ctx context.Context, request ApprovePluginVersionRequestObject) (ApprovePluginVersionResponseObject, error)
+	// RejectPluginVersion Reject a pending version
+	// (POST /v1/admin/plugins/{namespace}/{name}/versions/{version}/reject)
+	RejectPluginVersion(ctx context.Context, request RejectPluginVersionRequestObject) (RejectPluginVersionResponseObject, error)
+	// RevokePluginVersion Revoke a version
+	// (POST /v1/admin/plugins/{namespace}/{name}/versions/{version}/revoke)
+	RevokePluginVersion(ctx context.Context, request RevokePluginVersionRequestObject) (RevokePluginVersionResponseObject, error)
 	// ListUsers List users
 	// (GET /v1/admin/users)
 	ListUsers(ctx context.Context, request ListUsersRequestObject) (ListUsersResponseObject, error)
@@ -24005,6 +29346,27 @@ type StrictServerInterface interface {
 	// RetireSigningKey Retire a key
 	// (POST /v1/namespaces/{namespace}/keys/{key_id}/retire)
 	RetireSigningKey(ctx context.Context, request RetireSigningKeyRequestObject) (RetireSigningKeyResponseObject, error)
+	// SearchPlugins Find plugins
+	// (GET /v1/plugins)
+	SearchPlugins(ctx context.Context, request SearchPluginsRequestObject) (SearchPluginsResponseObject, error)
+	// GetPlugin A plugin, its README and its versions
+	// (GET /v1/plugins/{namespace}/{name})
+	GetPlugin(ctx context.Context, request GetPluginRequestObject) (GetPluginResponseObject, error)
+	// PublishPluginVersion Publish a version
+	// (POST /v1/plugins/{namespace}/{name}/versions)
+	PublishPluginVersion(ctx context.Context, request PublishPluginVersionRequestObject) (PublishPluginVersionResponseObject, error)
+	// GetPluginVersion One version, with its artifacts, SHA256SUMS and signature
+	// (GET /v1/plugins/{namespace}/{name}/versions/{version})
+	GetPluginVersion(ctx context.Context, request GetPluginVersionRequestObject) (GetPluginVersionResponseObject, error)
+	// DeprecatePluginVersion Deprecate a published version
+	// (POST /v1/plugins/{namespace}/{name}/versions/{version}/deprecate)
+	DeprecatePluginVersion(ctx context.Context, request DeprecatePluginVersionRequestObject) (DeprecatePluginVersionResponseObject, error)
+	// GetPluginDownload Where to fetch an artifact, and how to verify it
+	// (GET /v1/plugins/{namespace}/{name}/versions/{version}/download/{os}/{arch})
+	GetPluginDownload(ctx context.Context, request GetPluginDownloadRequestObject) (GetPluginDownloadResponseObject, error)
+	// DownloadPluginArtifact The artifact's bytes
+	// (GET /v1/plugins/{namespace}/{name}/versions/{version}/download/{os}/{arch}/file)
+	DownloadPluginArtifact(ctx context.Context, request DownloadPluginArtifactRequestObject) (DownloadPluginArtifactResponseObject, error)
 	// ListRuns Your runs, newest first
 	// (GET /v1/runs)
 	ListRuns(ctx context.Context, request ListRunsRequestObject) (ListRunsResponseObject, error)
@@ -24402,6 +29764,140 @@ func (sh *strictHandler) ReserveNamespace(w http.ResponseWriter, r *http.Request
 		sh.options.ResponseErrorHandlerFunc(w, r, err)
 	} else if validResponse, ok := response.(ReserveNamespaceResponseObject); ok {
 		if err := validResponse.VisitReserveNamespaceResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// ListPendingPluginVersions operation middleware
+func (sh *strictHandler) ListPendingPluginVersions(w http.ResponseWriter, r *http.Request, params ListPendingPluginVersionsParams) {
+	var request ListPendingPluginVersionsRequestObject
+
+	request.Params = params
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.ListPendingPluginVersions(ctx, request.(ListPendingPluginVersionsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListPendingPluginVersions")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(ListPendingPluginVersionsResponseObject); ok {
+		if err := validResponse.VisitListPendingPluginVersionsResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// ApprovePluginVersion operation middleware
+func (sh *strictHandler) ApprovePluginVersion(w http.ResponseWriter, r *http.Request, namespace NamespaceName, name PluginName, version Version) {
+	var request ApprovePluginVersionRequestObject
+
+	request.Namespace = namespace
+	request.Name = name
+	request.Version = version
+
+	var body ApprovePluginVersionJSONRequestBody
+	if err := runtime.BindJSONBody(r, &body); err != nil {
+		if !errors.Is(err, io.EOF) {
+			sh.options.RequestErrorHandlerFunc(w, r, fmt.Errorf("can't decode JSON body: %w", err))
+			return
+		}
+	} else {
+		request.Body = &body
+	}
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.ApprovePluginVersion(ctx, request.(ApprovePluginVersionRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ApprovePluginVersion")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(ApprovePluginVersionResponseObject); ok {
+		if err := validResponse.VisitApprovePluginVersionResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// RejectPluginVersion operation middleware
+func (sh *strictHandler) RejectPluginVersion(w http.ResponseWriter, r *http.Request, namespace NamespaceName, name PluginName, version Version) {
+	var request RejectPluginVersionRequestObject
+
+	request.Namespace = namespace
+	request.Name = name
+	request.Version = version
+
+	var body RejectPluginVersionJSONRequestBody
+	if err := runtime.BindJSONBody(r, &body); err != nil {
+		sh.options.RequestErrorHandlerFunc(w, r, fmt.Errorf("can't decode JSON body: %w", err))
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.RejectPluginVersion(ctx, request.(RejectPluginVersionRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "RejectPluginVersion")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(RejectPluginVersionResponseObject); ok {
+		if err := validResponse.VisitRejectPluginVersionResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// RevokePluginVersion operation middleware
+func (sh *strictHandler) RevokePluginVersion(w http.ResponseWriter, r *http.Request, namespace NamespaceName, name PluginName, version Version) {
+	var request RevokePluginVersionRequestObject
+
+	request.Namespace = namespace
+	request.Name = name
+	request.Version = version
+
+	var body RevokePluginVersionJSONRequestBody
+	if err := runtime.BindJSONBody(r, &body); err != nil {
+		sh.options.RequestErrorHandlerFunc(w, r, fmt.Errorf("can't decode JSON body: %w", err))
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.RevokePluginVersion(ctx, request.(RevokePluginVersionRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "RevokePluginVersion")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(RevokePluginVersionResponseObject); ok {
+		if err := validResponse.VisitRevokePluginVersionResponse(w); err != nil {
 			sh.options.ResponseErrorHandlerFunc(w, r, err)
 		}
 	} else if response != nil {
@@ -25087,6 +30583,216 @@ func (sh *strictHandler) RetireSigningKey(w http.ResponseWriter, r *http.Request
 		sh.options.ResponseErrorHandlerFunc(w, r, err)
 	} else if validResponse, ok := response.(RetireSigningKeyResponseObject); ok {
 		if err := validResponse.VisitRetireSigningKeyResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// SearchPlugins operation middleware
+func (sh *strictHandler) SearchPlugins(w http.ResponseWriter, r *http.Request, params SearchPluginsParams) {
+	var request SearchPluginsRequestObject
+
+	request.Params = params
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.SearchPlugins(ctx, request.(SearchPluginsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "SearchPlugins")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(SearchPluginsResponseObject); ok {
+		if err := validResponse.VisitSearchPluginsResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// GetPlugin operation middleware
+func (sh *strictHandler) GetPlugin(w http.ResponseWriter, r *http.Request, namespace NamespaceName, name PluginName) {
+	var request GetPluginRequestObject
+
+	request.Namespace = namespace
+	request.Name = name
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.GetPlugin(ctx, request.(GetPluginRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetPlugin")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(GetPluginResponseObject); ok {
+		if err := validResponse.VisitGetPluginResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// PublishPluginVersion operation middleware
+func (sh *strictHandler) PublishPluginVersion(w http.ResponseWriter, r *http.Request, namespace NamespaceName, name PluginName) {
+	var request PublishPluginVersionRequestObject
+
+	request.Namespace = namespace
+	request.Name = name
+
+	if reader, err := r.MultipartReader(); err != nil {
+		sh.options.RequestErrorHandlerFunc(w, r, fmt.Errorf("can't decode multipart body: %w", err))
+		return
+	} else {
+		request.Body = reader
+	}
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.PublishPluginVersion(ctx, request.(PublishPluginVersionRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "PublishPluginVersion")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(PublishPluginVersionResponseObject); ok {
+		if err := validResponse.VisitPublishPluginVersionResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// GetPluginVersion operation middleware
+func (sh *strictHandler) GetPluginVersion(w http.ResponseWriter, r *http.Request, namespace NamespaceName, name PluginName, version Version) {
+	var request GetPluginVersionRequestObject
+
+	request.Namespace = namespace
+	request.Name = name
+	request.Version = version
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.GetPluginVersion(ctx, request.(GetPluginVersionRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetPluginVersion")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(GetPluginVersionResponseObject); ok {
+		if err := validResponse.VisitGetPluginVersionResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// DeprecatePluginVersion operation middleware
+func (sh *strictHandler) DeprecatePluginVersion(w http.ResponseWriter, r *http.Request, namespace NamespaceName, name PluginName, version Version) {
+	var request DeprecatePluginVersionRequestObject
+
+	request.Namespace = namespace
+	request.Name = name
+	request.Version = version
+
+	var body DeprecatePluginVersionJSONRequestBody
+	if err := runtime.BindJSONBody(r, &body); err != nil {
+		sh.options.RequestErrorHandlerFunc(w, r, fmt.Errorf("can't decode JSON body: %w", err))
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.DeprecatePluginVersion(ctx, request.(DeprecatePluginVersionRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "DeprecatePluginVersion")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(DeprecatePluginVersionResponseObject); ok {
+		if err := validResponse.VisitDeprecatePluginVersionResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// GetPluginDownload operation middleware
+func (sh *strictHandler) GetPluginDownload(w http.ResponseWriter, r *http.Request, namespace NamespaceName, name PluginName, version Version, os PluginOS, arch PluginArch) {
+	var request GetPluginDownloadRequestObject
+
+	request.Namespace = namespace
+	request.Name = name
+	request.Version = version
+	request.Os = os
+	request.Arch = arch
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.GetPluginDownload(ctx, request.(GetPluginDownloadRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetPluginDownload")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(GetPluginDownloadResponseObject); ok {
+		if err := validResponse.VisitGetPluginDownloadResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// DownloadPluginArtifact operation middleware
+func (sh *strictHandler) DownloadPluginArtifact(w http.ResponseWriter, r *http.Request, namespace NamespaceName, name PluginName, version Version, os PluginOS, arch PluginArch) {
+	var request DownloadPluginArtifactRequestObject
+
+	request.Namespace = namespace
+	request.Name = name
+	request.Version = version
+	request.Os = os
+	request.Arch = arch
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.DownloadPluginArtifact(ctx, request.(DownloadPluginArtifactRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "DownloadPluginArtifact")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(DownloadPluginArtifactResponseObject); ok {
+		if err := validResponse.VisitDownloadPluginArtifactResponse(w); err != nil {
 			sh.options.ResponseErrorHandlerFunc(w, r, err)
 		}
 	} else if response != nil {

@@ -6,6 +6,7 @@ import (
 	"embed"
 	"encoding/json"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 	"strings"
 	"text/template"
 
+	"github.com/barrage-load/barrage/internal/pluginhost"
 	"github.com/barrage-load/barrage/internal/pluginset"
 	"github.com/barrage-load/barrage/sdk"
 )
@@ -153,18 +155,28 @@ func runPluginCheck(ctx context.Context, e env, args []string) error {
 		return err
 	}
 	defer h.Close()
-	failed := 0
-	for _, f := range pluginset.Check(ctx, h, path, []byte(*config)) {
-		if f.Err != nil {
-			failed++
-			fmt.Fprintf(e.stdout, "FAIL  %s: %v\n", f.Check, f.Err)
-			continue
-		}
-		fmt.Fprintf(e.stdout, "ok    %s\n", f.Check)
-	}
-	if failed > 0 {
-		return fmt.Errorf("%d check(s) failed", failed)
+	if _, err := checkPlugin(ctx, e.stdout, h, path, []byte(*config)); err != nil {
+		return err
 	}
 	fmt.Fprintln(e.stdout, "the plugin passed every check")
 	return nil
+}
+
+// checkPlugin runs every check of the plugin at path, printing each to w, and returns what the
+// plugin says it is when it passed them all.
+func checkPlugin(ctx context.Context, w io.Writer, h *pluginhost.Host, path string, config []byte) (sdk.Info, error) {
+	info, findings := pluginset.Check(ctx, h, path, config)
+	failed := 0
+	for _, f := range findings {
+		if f.Err != nil {
+			failed++
+			fmt.Fprintf(w, "FAIL  %s: %v\n", f.Check, f.Err)
+			continue
+		}
+		fmt.Fprintf(w, "ok    %s\n", f.Check)
+	}
+	if failed > 0 {
+		return info, fmt.Errorf("%d check(s) failed", failed)
+	}
+	return info, nil
 }

@@ -20,11 +20,13 @@ import (
 	"github.com/barrage-load/barrage/internal/agent"
 	"github.com/barrage-load/barrage/internal/auth"
 	"github.com/barrage-load/barrage/internal/barrage"
+	"github.com/barrage-load/barrage/internal/blob"
 	"github.com/barrage-load/barrage/internal/config"
 	"github.com/barrage-load/barrage/internal/control"
 	"github.com/barrage-load/barrage/internal/httpapi"
 	"github.com/barrage-load/barrage/internal/jobs"
 	"github.com/barrage-load/barrage/internal/logging"
+	"github.com/barrage-load/barrage/internal/market"
 	"github.com/barrage-load/barrage/internal/pgembed"
 	"github.com/barrage-load/barrage/internal/postgres"
 )
@@ -66,8 +68,13 @@ func runServe(ctx context.Context, e env, args []string) error {
 	}
 
 	ctl := control.New(store, log.With(slog.String("component", "control")), control.Config{})
+	blobs, err := openBlobs(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	mkt := market.New(store, blobs, log.With(slog.String("component", "market")), market.Config{MaxArtifactBytes: cfg.MaxPluginBytes})
 	handler, err := httpapi.NewServer(httpapi.Deps{
-		Log: log, Accounts: accounts, Control: ctl, Ready: store.Ready,
+		Log: log, Accounts: accounts, Control: ctl, Market: mkt, Ready: store.Ready,
 		TrustedProxies: cfg.TrustedProxies, MaxBodyBytes: cfg.MaxBodyBytes, MaxFileBytes: cfg.MaxFileBytes,
 	})
 	if err != nil {
@@ -286,4 +293,17 @@ func localAccounts(ctx context.Context, e env, args []string) (*account.Service,
 		return nil, nil, err
 	}
 	return svc, db.close, nil
+}
+
+// openBlobs opens the store of plugin artifacts: the S3-compatible bucket when one is named,
+// else the local folder.
+func openBlobs(ctx context.Context, cfg config.Config) (blob.Store, error) {
+	if cfg.BlobS3URL != "" {
+		s3cfg, err := config.ParseS3URL(cfg.BlobS3URL)
+		if err != nil {
+			return nil, err
+		}
+		return blob.NewS3(ctx, s3cfg)
+	}
+	return blob.NewLocal(cfg.BlobDir)
 }

@@ -21,6 +21,10 @@ var (
 	ErrOutdated = errors.New("outdated")
 	// ErrNoAnswer: something the request waited on (an agent) did not answer in time.
 	ErrNoAnswer = errors.New("no answer")
+	// ErrTooLarge: an upload passes its size limit.
+	ErrTooLarge = errors.New("too large")
+	// ErrGone: the thing asked for was withdrawn for good (a revoked plugin version).
+	ErrGone = errors.New("gone")
 )
 
 // FieldError names one input field and why it was refused.

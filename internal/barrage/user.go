@@ -1,6 +1,7 @@
 package barrage
 
 import (
+	"slices"
 	"time"
 
 	"github.com/google/uuid"
@@ -54,13 +55,16 @@ const (
 	ScopeRead  Scope = "read"  // safe methods
 	ScopeWrite Scope = "write" // changes to the user's own data
 	ScopeAdmin Scope = "admin" // admin routes, for admins only
+	// ScopePluginsWrite publishes and deprecates plugin versions: a token that CI keeps to
+	// publish with need not change anything else.
+	ScopePluginsWrite Scope = "plugins:write"
 )
 
 // AllScopes lists every scope, in display order.
-var AllScopes = []Scope{ScopeRead, ScopeWrite, ScopeAdmin}
+var AllScopes = []Scope{ScopeRead, ScopeWrite, ScopePluginsWrite, ScopeAdmin}
 
 // Valid reports whether s is a known scope.
-func (s Scope) Valid() bool { return s == ScopeRead || s == ScopeWrite || s == ScopeAdmin }
+func (s Scope) Valid() bool { return slices.Contains(AllScopes, s) }
 
 // APIToken is a personal API token; its secret is shown once and stored hashed.
 type APIToken struct {

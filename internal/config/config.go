@@ -16,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/barrage-load/barrage/internal/blob"
 	"github.com/barrage-load/barrage/internal/netpolicy"
 )
 
@@ -38,6 +39,13 @@ type Config struct {
 	PostgresUser    string
 	PostgresPort    int
 	PostgresMirror  string
+	// BlobDir is the folder that keeps plugin artifacts when BlobS3URL is empty.
+	BlobDir string
+	// BlobS3URL names an S3-compatible bucket for plugin artifacts, which replicas share:
+	// http(s)://KEY:SECRET@HOST[:PORT]/BUCKET[/PREFIX][?region=R]. Secret: masked when logged.
+	BlobS3URL string
+	// MaxPluginBytes caps one plugin artifact's size.
+	MaxPluginBytes int64
 	// DemoAgent runs the shared demo agent in the serve process, for a portal that works alone.
 	DemoAgent bool
 	// DemoAgentTargets are the internal destinations the demo agent may reach: by default the
@@ -69,6 +77,9 @@ var Settings = []Setting{
 	{"postgres-user", "BARRAGE_POSTGRES_USER", "", "unprivileged account that runs the embedded database when started as root; default postgres, else nobody"},
 	{"postgres-port", "BARRAGE_POSTGRES_PORT", "0", "port of the embedded database on 127.0.0.1; 0 picks a free one"},
 	{"postgres-mirror", "BARRAGE_POSTGRES_MIRROR", "https://repo1.maven.org/maven2", "Maven repository the embedded database's binaries are downloaded from"},
+	{"blob-dir", "BARRAGE_BLOB_DIR", "", "folder that keeps plugin artifacts by their sha256; default <data-dir>/blobs"},
+	{"blob-s3-url", "BARRAGE_BLOB_S3_URL", "", "S3-compatible bucket for plugin artifacts instead of the folder, for replicas: http(s)://KEY:SECRET@HOST[:PORT]/BUCKET[/PREFIX][?region=R]"},
+	{"max-plugin-bytes", "BARRAGE_MAX_PLUGIN_BYTES", "134217728", "largest plugin artifact accepted"},
 	{"demo-agent", "BARRAGE_DEMO_AGENT", "false", "also run the shared demo agent in this process (500 VUs and 5 minutes per job); make run sets it"},
 	{"demo-agent-allow", "BARRAGE_DEMO_AGENT_ALLOW", "127.0.0.1:8081,[::1]:8081", "internal destinations the demo agent may load, comma-separated CIDRs, addresses or address:port; the default is barrage demo-shop's address alone"},
 }
@@ -131,6 +142,8 @@ func parse(v map[string]*string) (Config, error) {
 		LogFormat:    *v["log-format"],
 		PostgresBin:  *v["postgres-bin"],
 		PostgresUser: *v["postgres-user"],
+		BlobDir:      *v["blob-dir"],
+		BlobS3URL:    *v["blob-s3-url"],
 	}
 	if m := *v["postgres-mirror"]; m != "" {
 		if u, err := url.Parse(m); err != nil || (u.Scheme != "https" && u.Scheme != "http") {
@@ -153,6 +166,14 @@ func parse(v map[string]*string) (Config, error) {
 	}
 	if c.JWTKeyFile == "" {
 		c.JWTKeyFile = filepath.Join(c.DataDir, "jwt-ed25519.pem")
+	}
+	if c.BlobDir == "" {
+		c.BlobDir = filepath.Join(c.DataDir, "blobs")
+	}
+	if c.BlobS3URL != "" {
+		if _, err := ParseS3URL(c.BlobS3URL); err != nil {
+			bad("blob-s3-url", err.Error())
+		}
 	}
 	if c.JWTIssuer == "" {
 		bad("jwt-issuer", "must not be empty")
@@ -190,6 +211,7 @@ func parse(v map[string]*string) (Config, error) {
 	}
 	c.MaxBodyBytes = bytesSetting("max-body-bytes")
 	c.MaxFileBytes = bytesSetting("max-file-bytes")
+	c.MaxPluginBytes = bytesSetting("max-plugin-bytes")
 	if err := c.LogLevel.UnmarshalText([]byte(*v["log-level"])); err != nil {
 		bad("log-level", "want debug, info, warn or error")
 	}
@@ -228,6 +250,9 @@ func (c Config) LogValue() slog.Value {
 		slog.String("trusted_proxies", strings.Join(proxies, ",")),
 		slog.Int64("max_body_bytes", c.MaxBodyBytes),
 		slog.Int64("max_file_bytes", c.MaxFileBytes),
+		slog.String("blob_dir", c.BlobDir),
+		slog.String("blob_s3_url", MaskURL(c.BlobS3URL)),
+		slog.Int64("max_plugin_bytes", c.MaxPluginBytes),
 		slog.String("log_level", c.LogLevel.String()),
 		slog.String("postgres_bin", c.PostgresBin),
 		slog.Bool("demo_agent", c.DemoAgent),
@@ -252,4 +277,22 @@ func MaskURL(raw string) string {
 		u.RawQuery = q.Encode()
 	}
 	return u.String()
+}
+
+// ParseS3URL reads http(s)://KEY:SECRET@HOST[:PORT]/BUCKET[/PREFIX][?region=R].
+func ParseS3URL(raw string) (blob.S3Config, error) {
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User == nil {
+		return blob.S3Config{}, errors.New("want http(s)://KEY:SECRET@HOST[:PORT]/BUCKET[/PREFIX][?region=R]")
+	}
+	secret, _ := u.User.Password()
+	bucket, prefix, _ := strings.Cut(strings.Trim(u.Path, "/"), "/")
+	if bucket == "" {
+		return blob.S3Config{}, errors.New("name the bucket: http(s)://KEY:SECRET@HOST[:PORT]/BUCKET")
+	}
+	if prefix != "" {
+		prefix += "/"
+	}
+	return blob.S3Config{Endpoint: u.Scheme + "://" + u.Host, Region: u.Query().Get("region"), Bucket: bucket, Prefix: prefix,
+		AccessKey: u.User.Username(), SecretKey: secret}, nil
 }

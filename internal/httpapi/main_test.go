@@ -20,9 +20,11 @@ import (
 
 	"github.com/barrage-load/barrage/internal/account"
 	"github.com/barrage-load/barrage/internal/auth"
+	"github.com/barrage-load/barrage/internal/blob"
 	"github.com/barrage-load/barrage/internal/control"
 	"github.com/barrage-load/barrage/internal/httpapi"
 	"github.com/barrage-load/barrage/internal/logging"
+	"github.com/barrage-load/barrage/internal/market"
 	"github.com/barrage-load/barrage/internal/pgtest"
 	"github.com/barrage-load/barrage/internal/postgres"
 )
@@ -91,6 +93,7 @@ type testBundle struct {
 	store  *postgres.Store
 	svc    *account.Service
 	ctl    *control.Service
+	blobs  *blob.Local
 	key    []byte // PEM of the signing key, for forging tokens
 	tokens *auth.Tokens
 }
@@ -102,6 +105,8 @@ type setupOpts struct {
 	maxBody int64
 	// maxFileBytes caps a test's data file.
 	maxFileBytes int64
+	// maxPluginBytes caps a plugin artifact.
+	maxPluginBytes int64
 }
 
 // testHasher is cheap: the suite hashes hundreds of passwords. The cost of the real
@@ -130,7 +135,10 @@ func setup(t testing.TB, opts ...setupOpts) *testBundle {
 	log := logging.New(&suiteLog, "text", slog.LevelDebug)
 	svc := account.New(store, testHasher, tokens, log, account.Config{RefreshTTL: 24 * time.Hour, RateLimits: o.limits})
 	ctl := control.New(store, log, control.Config{PollEvery: 20 * time.Millisecond})
-	deps := httpapi.Deps{Log: log, Accounts: svc, Control: ctl, Ready: store.Ready, MaxBodyBytes: o.maxBody, MaxFileBytes: o.maxFileBytes}
+	blobs, err := blob.NewLocal(t.TempDir())
+	require.NoError(t, err)
+	mkt := market.New(store, blobs, log, market.Config{MaxArtifactBytes: o.maxPluginBytes})
+	deps := httpapi.Deps{Log: log, Accounts: svc, Control: ctl, Market: mkt, Ready: store.Ready, MaxBodyBytes: o.maxBody, MaxFileBytes: o.maxFileBytes}
 	if o.trusted != "" {
 		deps.TrustedProxies = mustPrefixes(t, o.trusted)
 	}
@@ -138,7 +146,7 @@ func setup(t testing.TB, opts ...setupOpts) *testBundle {
 	require.NoError(t, err)
 	srv := httptest.NewServer(conformToSpec(t, h))
 	t.Cleanup(srv.Close)
-	return &testBundle{t: t, srv: srv, store: store, svc: svc, ctl: ctl, key: pemBytes, tokens: tokens}
+	return &testBundle{t: t, srv: srv, store: store, svc: svc, ctl: ctl, blobs: blobs, key: pemBytes, tokens: tokens}
 }
 
 // response is a decoded answer.

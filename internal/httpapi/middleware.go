@@ -207,7 +207,9 @@ var fileRoute = regexp.MustCompile(`^/v1/tests/[^/]+/files/[^/]+$`)
 // limitBody reads the whole body up front, refusing more than max bytes (fileMax for a data
 // file's upload) with 413, so that the validator and the handler can both read it and an
 // oversized body never reaches either. The handler finds the bytes as they came in rawBody.
-func limitBody(bodyMax, fileMax int64) func(http.Handler) http.Handler {
+// A plugin version's upload is the exception: it is streamed to storage as it arrives, within
+// uploadMax, and never read whole.
+func limitBody(bodyMax, fileMax, uploadMax int64) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if r.Body == nil || r.Body == http.NoBody {
@@ -215,6 +217,16 @@ func limitBody(bodyMax, fileMax int64) func(http.Handler) http.Handler {
 				return
 			}
 			max := bodyMax
+			if uploadMax > 0 && r.Method == http.MethodPost && publishRoute.MatchString(r.URL.Path) && r.Header.Get("Authorization") != "" {
+				if r.ContentLength > uploadMax {
+					writeProblem(w, r, problem{Type: typeTooLarge, Status: http.StatusRequestEntityTooLarge,
+						Detail: fmt.Sprintf("The request body is larger than %d bytes.", uploadMax)})
+					return
+				}
+				r.Body = http.MaxBytesReader(w, r.Body, uploadMax)
+				next.ServeHTTP(w, r)
+				return
+			}
 			// Only a request that says who it is may make the server hold a data file's size.
 			if r.Method == http.MethodPut && fileRoute.MatchString(r.URL.Path) && r.Header.Get("Authorization") != "" {
 				max = fileMax

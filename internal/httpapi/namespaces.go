@@ -29,7 +29,7 @@ func (s *server) claimNamespace(ctx context.Context, name string, reserve bool) 
 	if err != nil {
 		return api.Namespace{}, err
 	}
-	ns, err := s.control.ClaimNamespace(ctx, p, name, reserve)
+	ns, err := s.market.ClaimNamespace(ctx, p, name, reserve)
 	return toAPINamespace(ns), err
 }
 
@@ -38,7 +38,7 @@ func (s *server) ListNamespaces(ctx context.Context, _ api.ListNamespacesRequest
 	if err != nil {
 		return nil, err
 	}
-	list, err := s.control.Namespaces(ctx, p)
+	list, err := s.market.Namespaces(ctx, p)
 	if err != nil {
 		return nil, err
 	}
@@ -54,7 +54,7 @@ func (s *server) GetNamespace(ctx context.Context, req api.GetNamespaceRequestOb
 	if err != nil {
 		return nil, err
 	}
-	ns, err := s.control.Namespace(ctx, p, req.Namespace)
+	ns, err := s.market.Namespace(ctx, p, req.Namespace)
 	if err != nil {
 		return nil, err
 	}
@@ -66,7 +66,7 @@ func (s *server) AddSigningKey(ctx context.Context, req api.AddSigningKeyRequest
 	if err != nil {
 		return nil, err
 	}
-	k, err := s.control.AddSigningKey(ctx, p, req.Namespace, req.Body.PublicKey)
+	k, err := s.market.AddSigningKey(ctx, p, req.Namespace, req.Body.PublicKey)
 	if err != nil {
 		return nil, err
 	}
@@ -78,7 +78,7 @@ func (s *server) RetireSigningKey(ctx context.Context, req api.RetireSigningKeyR
 	if err != nil {
 		return nil, err
 	}
-	k, err := s.control.RetireSigningKey(ctx, p, req.Namespace, req.KeyId)
+	k, err := s.market.RetireSigningKey(ctx, p, req.Namespace, req.KeyId)
 	if err != nil {
 		return nil, err
 	}

@@ -55,7 +55,11 @@ var policies = map[string]policy{
 	"GET /v1/admin/agents":              {admin, barrage.ScopeAdmin},
 	"POST /v1/admin/agents":             {admin, barrage.ScopeAdmin},
 	"POST /v1/admin/namespaces":         {admin, barrage.ScopeAdmin},
-	"DELETE /v1/admin/agents/{id}":      {admin, barrage.ScopeAdmin},
+	"GET /v1/admin/plugin-versions":     {admin, barrage.ScopeAdmin},
+	"POST /v1/admin/plugins/{namespace}/{name}/versions/{version}/approve": {admin, barrage.ScopeAdmin},
+	"POST /v1/admin/plugins/{namespace}/{name}/versions/{version}/reject":  {admin, barrage.ScopeAdmin},
+	"POST /v1/admin/plugins/{namespace}/{name}/versions/{version}/revoke":  {admin, barrage.ScopeAdmin},
+	"DELETE /v1/admin/agents/{id}":                                         {admin, barrage.ScopeAdmin},
 
 	"GET /v1/agents":            {user, barrage.ScopeRead},
 	"POST /v1/agents":           {user, barrage.ScopeWrite},
@@ -81,6 +85,14 @@ var policies = map[string]policy{
 	"GET /v1/namespaces/{namespace}":                       {user, barrage.ScopeRead},
 	"POST /v1/namespaces/{namespace}/keys":                 {user, barrage.ScopeWrite},
 	"POST /v1/namespaces/{namespace}/keys/{key_id}/retire": {user, barrage.ScopeWrite},
+
+	"GET /v1/plugins":                                                                 {user, barrage.ScopeRead},
+	"GET /v1/plugins/{namespace}/{name}":                                              {user, barrage.ScopeRead},
+	"POST /v1/plugins/{namespace}/{name}/versions":                                    {user, barrage.ScopePluginsWrite},
+	"GET /v1/plugins/{namespace}/{name}/versions/{version}":                           {user, barrage.ScopeRead},
+	"POST /v1/plugins/{namespace}/{name}/versions/{version}/deprecate":                {user, barrage.ScopePluginsWrite},
+	"GET /v1/plugins/{namespace}/{name}/versions/{version}/download/{os}/{arch}":      {user, barrage.ScopeRead},
+	"GET /v1/plugins/{namespace}/{name}/versions/{version}/download/{os}/{arch}/file": {user, barrage.ScopeRead},
 
 	"POST /v1/scripts":     {user, barrage.ScopeWrite},
 	"GET /v1/scripts/{id}": {user, barrage.ScopeRead},

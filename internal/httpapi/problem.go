@@ -47,6 +47,8 @@ var errorKinds = []struct {
 	{barrage.ErrRateLimited, http.StatusTooManyRequests},
 	{barrage.ErrOutdated, http.StatusUpgradeRequired},
 	{barrage.ErrNoAnswer, http.StatusGatewayTimeout},
+	{barrage.ErrTooLarge, http.StatusRequestEntityTooLarge},
+	{barrage.ErrGone, http.StatusGone},
 }
 
 // badParam is a query or path parameter refused by a handler; like the validator's parameter

@@ -121,6 +121,10 @@ func TestRequestSchemasForbidUnknownFields(t *testing.T) {
 				case ct == "application/json":
 					check(method+" "+path, mt.Schema.Value)
 					n++
+				case ct == "multipart/form-data":
+					// A streamed upload: its manifest part is checked against its schema, which
+					// forbids unknown fields too.
+					check(method+" "+path+" manifest", doc.Components.Schemas["PublishManifest"].Value)
 				case ct == "application/yaml" || ct == "application/octet-stream":
 					require.True(t, mt.Schema.Value.Type.Is("string"), "%s %s: %s is read whole, as text", method, path, ct)
 				default:

@@ -15,12 +15,14 @@ import (
 	"net/netip"
 	"strings"
 
+	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/go-chi/chi/v5"
 
 	"github.com/barrage-load/barrage/api"
 	"github.com/barrage-load/barrage/internal/account"
 	"github.com/barrage-load/barrage/internal/barrage"
 	"github.com/barrage-load/barrage/internal/control"
+	"github.com/barrage-load/barrage/internal/market"
 )
 
 // Deps are what the API needs.
@@ -28,6 +30,7 @@ type Deps struct {
 	Log      *slog.Logger
 	Accounts *account.Service
 	Control  *control.Service
+	Market   *market.Service
 	// Ready reports whether the server can serve: database up, schema known.
 	Ready func(ctx context.Context) error
 	// TrustedProxies are the proxies whose X-Forwarded-For is believed.
@@ -42,6 +45,8 @@ type server struct {
 	log      *slog.Logger
 	accounts *account.Service
 	control  *control.Service
+	market   *market.Service
+	spec     *openapi3.T
 	auth     Authenticator
 	ready    func(ctx context.Context) error
 	docsPage []byte
@@ -59,7 +64,7 @@ func NewServer(d Deps) (http.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &server{log: d.Log, accounts: d.Accounts, control: d.Control, auth: d.Accounts, ready: d.Ready, docsPage: page}
+	s := &server{log: d.Log, accounts: d.Accounts, control: d.Control, market: d.Market, spec: doc, auth: d.Accounts, ready: d.Ready, docsPage: page}
 	if d.MaxBodyBytes <= 0 {
 		d.MaxBodyBytes = 1 << 20
 	}
@@ -68,7 +73,7 @@ func NewServer(d Deps) (http.Handler, error) {
 	}
 
 	r := chi.NewRouter()
-	r.Use(requestID, clientIP(d.TrustedProxies), accessLog(d.Log), securityHeaders, limitBody(d.MaxBodyBytes, d.MaxFileBytes))
+	r.Use(requestID, clientIP(d.TrustedProxies), accessLog(d.Log), securityHeaders, limitBody(d.MaxBodyBytes, d.MaxFileBytes, uploadMax(d.Market)))
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, r, problem{Status: http.StatusNotFound, Detail: "No route matches " + r.URL.Path + "."})
 	})

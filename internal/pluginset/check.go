@@ -32,23 +32,23 @@ const sampleScript = `{"version": 1, "name": "check", "session": {"groups": [{"n
 // Check starts the plugin binary at path (against its own sha256) and exercises it as a run
 // would: the handshake (which fails on anything printed to stdout before it), Describe, the
 // config schema, config (the JSON given, validated against the schema), and each hook it
-// declares with sample input. It returns a finding per check; a nil Err passed.
-func Check(ctx context.Context, h *pluginhost.Host, path string, config []byte) []Finding {
-	var out []Finding
+// declares with sample input. It returns what the plugin says it is (zero when it did not
+// start) and a finding per check; a nil Err passed.
+func Check(ctx context.Context, h *pluginhost.Host, path string, config []byte) (info sdk.Info, out []Finding) {
 	add := func(check string, err error) bool {
 		out = append(out, Finding{Check: check, Err: err})
 		return err == nil
 	}
 	sum, err := fileSHA256(path)
 	if !add("read the binary", err) {
-		return out
+		return info, out
 	}
 	p, err := h.StartUnchecked(ctx, path, sum)
 	if !add("start and handshake (gRPC, mTLS, protocol "+fmt.Sprint(sdk.ProtocolVersion)+", nothing on stdout before it)", err) {
-		return out
+		return info, out
 	}
 	defer p.Close()
-	info := p.Info()
+	info = p.Info()
 	var derr []string
 	if info.Name == "" {
 		derr = append(derr, "no name")
@@ -78,12 +78,12 @@ func Check(ctx context.Context, h *pluginhost.Host, path string, config []byte) 
 		var cfg map[string]any
 		if err := json.Unmarshal(config, &cfg); err != nil {
 			add("config", err)
-			return out
+			return info, out
 		}
 		sp.Config = cfg
 	}
 	if !add("config against the plugin's JSON Schema", validateConfig(sp, info.ConfigSchema)) {
-		return out
+		return info, out
 	}
 	cfg := configJSON(sp)
 	if slices.Contains(info.Kinds, sdk.KindSessionElement) {
@@ -123,7 +123,7 @@ func Check(ctx context.Context, h *pluginhost.Host, path string, config []byte) 
 		}
 		add("source modifier: modify a sample script into a valid one", err)
 	}
-	return out
+	return info, out
 }
 
 func joinErrs(msgs []string) error {

@@ -140,3 +140,32 @@ func TestKeysRoundTrip(t *testing.T) {
 	_, err = registry.ParsePrivateKey([]byte("not a key"))
 	require.Error(t, err)
 }
+
+func elfHead(class, data, osabi byte, typ, machine uint16) []byte {
+	h := make([]byte, 64)
+	copy(h, "\x7fELF")
+	h[4], h[5], h[6], h[7] = class, data, 1, osabi
+	h[16], h[17] = byte(typ), byte(typ>>8)
+	h[18], h[19] = byte(machine), byte(machine>>8)
+	return h
+}
+
+func TestArtifactsAreExecutablesOfTheirPlatform(t *testing.T) {
+	require.NoError(t, registry.SniffELF(elfHead(2, 1, 0, 2, 62), "amd64"))
+	require.NoError(t, registry.SniffELF(elfHead(2, 1, 3, 3, 183), "arm64"), "a Linux ABI, position-independent")
+	for name, head := range map[string][]byte{
+		"arm64 as amd64": elfHead(2, 1, 0, 2, 183),
+		"32-bit":         elfHead(1, 1, 0, 2, 62),
+		"big-endian":     elfHead(2, 2, 0, 2, 62),
+		"FreeBSD":        elfHead(2, 1, 9, 2, 62),
+		"an object file": elfHead(2, 1, 0, 1, 62),
+		"a shell script": []byte("#!/bin/sh\necho hello, this is not an executable at all, and is longer than 64 b"),
+		"short":          []byte("\x7fELF"),
+	} {
+		require.ErrorIs(t, registry.SniffELF(head, "amd64"), registry.ErrBadArtifact, name)
+	}
+	require.ErrorIs(t, registry.SniffZipapp([]byte("PK\x03\x04")), registry.ErrBadArtifact)
+	require.NoError(t, registry.CheckPlatform("linux", "arm64"))
+	require.Error(t, registry.CheckPlatform("windows", "amd64"))
+	require.Equal(t, "random-data_1.2.0_linux_amd64", registry.ArtifactFile("random-data", "1.2.0", "linux", "amd64"))
+}

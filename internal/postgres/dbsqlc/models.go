@@ -88,6 +88,61 @@ type NamespaceOwner struct {
 	AddedAt   time.Time
 }
 
+type Plugin struct {
+	Namespace   string
+	Name        string
+	Listed      bool
+	Latest      string
+	Kinds       []string
+	Description string
+	License     string
+	SourceUrl   string
+	Tags        []string
+	SearchText  string
+	Downloads   int64
+	CreatedAt   time.Time
+	UpdatedAt   time.Time
+}
+
+type PluginArtifact struct {
+	Namespace string
+	Name      string
+	Version   string
+	Os        string
+	Arch      string
+	File      string
+	Format    string
+	Sha256    string
+	Size      int64
+}
+
+type PluginVersion struct {
+	Namespace    string
+	Name         string
+	Version      string
+	VersionCore  string
+	State        string
+	StateReason  string
+	Kinds        []string
+	Description  string
+	Readme       string
+	License      string
+	SourceUrl    string
+	Tags         []string
+	Protocols    []int32
+	ConfigSchema string
+	Network      []string
+	Sums         []byte
+	Signature    []byte
+	Signer       string
+	PublishedBy  *uuid.UUID
+	ReviewedBy   *uuid.UUID
+	ReviewedAt   *time.Time
+	Downloads    int64
+	Runs         int64
+	CreatedAt    time.Time
+}
+
 type RateLimit struct {
 	Key         string
 	WindowStart time.Time

@@ -1,0 +1,346 @@
+package httpapi
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"regexp"
+	"strings"
+
+	"github.com/getkin/kin-openapi/openapi3"
+
+	"github.com/barrage-load/barrage/api"
+	"github.com/barrage-load/barrage/internal/barrage"
+	"github.com/barrage-load/barrage/internal/market"
+	"github.com/barrage-load/barrage/internal/registry"
+)
+
+// publishRoute is the path a plugin version is published to: its body is streamed to the blob
+// store, never read whole.
+var publishRoute = regexp.MustCompile(`^/v1/plugins/[^/]+/[^/]+/versions$`)
+
+// maxManifestBytes caps a publish's manifest part (its README is at most 64 KiB).
+const maxManifestBytes = 1 << 20
+
+// uploadMax is the most a publish's body may hold: the manifest, and an artifact for each
+// platform at the marketplace's limit.
+func uploadMax(m *market.Service) int64 {
+	if m == nil {
+		return 0
+	}
+	return maxManifestBytes + int64(len(registry.Platforms))*(m.MaxArtifactBytes()+64<<10)
+}
+
+func (s *server) PublishPluginVersion(ctx context.Context, req api.PublishPluginVersionRequestObject) (api.PublishPluginVersionResponseObject, error) {
+	p, err := principal(ctx)
+	if err != nil {
+		return nil, err
+	}
+	part, err := req.Body.NextPart()
+	if err != nil {
+		return nil, multipartError(err, "manifest")
+	}
+	if part.FormName() != "manifest" {
+		return nil, barrage.Invalid("manifest", "send the part manifest first, then the artifacts")
+	}
+	m, err := s.readManifest(part)
+	if err != nil {
+		return nil, err
+	}
+	up, err := s.market.Publish(ctx, p, req.Namespace, req.Name, m)
+	if err != nil {
+		return nil, err
+	}
+	for {
+		part, err := req.Body.NextPart()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, multipartError(err, "artifact")
+		}
+		if part.FormName() != "artifact" {
+			return nil, barrage.Invalid(part.FormName(), "after the manifest, send only parts named artifact")
+		}
+		if err := up.Artifact(ctx, part.FileName(), part); err != nil {
+			return nil, multipartError(err, "artifact")
+		}
+	}
+	v, err := up.Commit(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return api.PublishPluginVersion201JSONResponse(toAPIPluginVersion(v)), nil
+}
+
+// multipartError says what went wrong reading a publish's body: past the size limit (413),
+// not multipart (400), or a refusal of what was read.
+func multipartError(err error, part string) error {
+	var mbe *http.MaxBytesError
+	switch {
+	case errors.As(err, &mbe):
+		return barrage.Errorf(barrage.ErrTooLarge, "the request body is larger than %d bytes", mbe.Limit)
+	case errors.Is(err, barrage.ErrInvalid), errors.Is(err, barrage.ErrTooLarge):
+		return err
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		return barrage.Invalid(part, "the body ended before it")
+	}
+	return &badParam{field: part, reason: "not a multipart/form-data part: " + err.Error()}
+}
+
+// readManifest reads and checks the manifest part against the contract's PublishManifest.
+func (s *server) readManifest(r io.Reader) (market.Manifest, error) {
+	raw, err := io.ReadAll(io.LimitReader(r, maxManifestBytes+1))
+	if err != nil {
+		return market.Manifest{}, multipartError(err, "manifest")
+	}
+	if len(raw) > maxManifestBytes {
+		return market.Manifest{}, barrage.Errorf(barrage.ErrTooLarge, "the manifest is larger than %d bytes", maxManifestBytes)
+	}
+	var doc any
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	if err := dec.Decode(&doc); err != nil || dec.More() {
+		return market.Manifest{}, barrage.Invalid("manifest", "not one JSON document")
+	}
+	if err := s.spec.Components.Schemas["PublishManifest"].Value.VisitJSON(numbersAsFloats(doc), openapi3.MultiErrors()); err != nil {
+		return market.Manifest{}, &barrage.InvalidError{Fields: schemaErrors(err, "manifest")}
+	}
+	var m api.PublishManifest
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return market.Manifest{}, barrage.Invalid("manifest", err.Error())
+	}
+	out := market.Manifest{Version: m.Version, Protocols: m.Protocols, Signature: m.Signature,
+		Description: deref(m.Description), Readme: deref(m.Readme), License: deref(m.License), SourceURL: deref(m.SourceUrl),
+		ConfigSchema: deref(m.ConfigSchema), Tags: deref(m.Tags), Network: deref(m.Network)}
+	for _, k := range m.Kinds {
+		out.Kinds = append(out.Kinds, string(k))
+	}
+	for _, a := range m.Artifacts {
+		out.Artifacts = append(out.Artifacts, barrage.PluginArtifact{OS: string(a.Os), Arch: string(a.Arch), File: a.File,
+			Format: string(a.Format), SHA256: a.Sha256, Size: a.Size})
+	}
+	return out, nil
+}
+
+// numbersAsFloats turns json.Numbers into float64s, as the schema validator reads numbers.
+func numbersAsFloats(v any) any {
+	switch t := v.(type) {
+	case json.Number:
+		f, _ := t.Float64()
+		return f
+	case map[string]any:
+		for k, e := range t {
+			t[k] = numbersAsFloats(e)
+		}
+	case []any:
+		for i, e := range t {
+			t[i] = numbersAsFloats(e)
+		}
+	}
+	return v
+}
+
+func deref[T any](p *T) T {
+	var zero T
+	if p == nil {
+		return zero
+	}
+	return *p
+}
+
+func (s *server) SearchPlugins(ctx context.Context, req api.SearchPluginsRequestObject) (api.SearchPluginsResponseObject, error) {
+	p, err := principal(ctx)
+	if err != nil {
+		return nil, err
+	}
+	q := market.Search{Q: deref(req.Params.Q), Kind: string(deref(req.Params.Kind)), Tag: deref(req.Params.Tag), Limit: deref(req.Params.Limit)}
+	if c := deref(req.Params.Cursor); c != "" {
+		// A cursor is the last plugin of the page before, namespace/name.
+		raw, err := base64.RawURLEncoding.DecodeString(c)
+		ns, name, ok := strings.Cut(string(raw), "/")
+		if err != nil || !ok {
+			return nil, &badParam{field: "cursor", reason: "not a cursor this server gave"}
+		}
+		q.AfterNamespace, q.AfterName = ns, name
+	}
+	items, more, err := s.market.Search(ctx, p, q)
+	if err != nil {
+		return nil, err
+	}
+	out := api.SearchPlugins200JSONResponse{Items: make([]api.PluginSummary, len(items))}
+	for i, pl := range items {
+		out.Items[i] = toAPIPluginSummary(pl)
+	}
+	if more {
+		last := items[len(items)-1]
+		next := base64.RawURLEncoding.EncodeToString([]byte(last.Namespace + "/" + last.Name))
+		out.NextCursor = &next
+	}
+	return out, nil
+}
+
+func (s *server) GetPlugin(ctx context.Context, req api.GetPluginRequestObject) (api.GetPluginResponseObject, error) {
+	p, err := principal(ctx)
+	if err != nil {
+		return nil, err
+	}
+	pl, err := s.market.Plugin(ctx, p, req.Namespace, req.Name)
+	if err != nil {
+		return nil, err
+	}
+	sum := toAPIPluginSummary(pl)
+	out := api.Plugin{Namespace: sum.Namespace, Name: sum.Name, Latest: sum.Latest, Listed: sum.Listed, Kinds: sum.Kinds,
+		Description: sum.Description, License: sum.License, SourceUrl: sum.SourceUrl, Tags: sum.Tags, Downloads: sum.Downloads,
+		CreatedAt: sum.CreatedAt, UpdatedAt: sum.UpdatedAt, Versions: make([]api.PluginVersion, len(pl.Versions))}
+	for i, v := range pl.Versions {
+		out.Versions[i] = toAPIPluginVersion(v)
+		if v.Version == pl.Latest {
+			out.Readme = v.Readme
+		}
+	}
+	return api.GetPlugin200JSONResponse(out), nil
+}
+
+func (s *server) GetPluginVersion(ctx context.Context, req api.GetPluginVersionRequestObject) (api.GetPluginVersionResponseObject, error) {
+	p, err := principal(ctx)
+	if err != nil {
+		return nil, err
+	}
+	v, err := s.market.Version(ctx, p, req.Namespace, req.Name, req.Version)
+	if err != nil {
+		return nil, err
+	}
+	return api.GetPluginVersion200JSONResponse(toAPIPluginVersion(v)), nil
+}
+
+// review runs one review decision for the route's principal.
+func (s *server) review(ctx context.Context, decide func(context.Context, barrage.Principal, string, string, string, string) (barrage.PluginVersion, error),
+	namespace, name, version string, body *api.ReviewRequest) (api.PluginVersion, error) {
+	p, err := principal(ctx)
+	if err != nil {
+		return api.PluginVersion{}, err
+	}
+	var reason string
+	if body != nil {
+		reason = deref(body.Reason)
+	}
+	v, err := decide(ctx, p, namespace, name, version, reason)
+	return toAPIPluginVersion(v), err
+}
+
+func (s *server) DeprecatePluginVersion(ctx context.Context, req api.DeprecatePluginVersionRequestObject) (api.DeprecatePluginVersionResponseObject, error) {
+	v, err := s.review(ctx, s.market.Deprecate, req.Namespace, req.Name, req.Version, req.Body)
+	if err != nil {
+		return nil, err
+	}
+	return api.DeprecatePluginVersion200JSONResponse(v), nil
+}
+
+func (s *server) ApprovePluginVersion(ctx context.Context, req api.ApprovePluginVersionRequestObject) (api.ApprovePluginVersionResponseObject, error) {
+	v, err := s.review(ctx, s.market.Approve, req.Namespace, req.Name, req.Version, req.Body)
+	if err != nil {
+		return nil, err
+	}
+	return api.ApprovePluginVersion200JSONResponse(v), nil
+}
+
+func (s *server) RejectPluginVersion(ctx context.Context, req api.RejectPluginVersionRequestObject) (api.RejectPluginVersionResponseObject, error) {
+	v, err := s.review(ctx, s.market.Reject, req.Namespace, req.Name, req.Version, req.Body)
+	if err != nil {
+		return nil, err
+	}
+	return api.RejectPluginVersion200JSONResponse(v), nil
+}
+
+func (s *server) RevokePluginVersion(ctx context.Context, req api.RevokePluginVersionRequestObject) (api.RevokePluginVersionResponseObject, error) {
+	v, err := s.review(ctx, s.market.Revoke, req.Namespace, req.Name, req.Version, req.Body)
+	if err != nil {
+		return nil, err
+	}
+	return api.RevokePluginVersion200JSONResponse(v), nil
+}
+
+func (s *server) ListPendingPluginVersions(ctx context.Context, req api.ListPendingPluginVersionsRequestObject) (api.ListPendingPluginVersionsResponseObject, error) {
+	list, err := s.market.Pending(ctx, cmp.Or(deref(req.Params.Limit), 50))
+	if err != nil {
+		return nil, err
+	}
+	out := api.ListPendingPluginVersions200JSONResponse{Items: make([]api.PluginVersion, len(list))}
+	for i, v := range list {
+		out.Items[i] = toAPIPluginVersion(v)
+	}
+	return out, nil
+}
+
+func (s *server) GetPluginDownload(ctx context.Context, req api.GetPluginDownloadRequestObject) (api.GetPluginDownloadResponseObject, error) {
+	p, err := principal(ctx)
+	if err != nil {
+		return nil, err
+	}
+	d, err := s.market.Download(ctx, p, req.Namespace, req.Name, req.Version, string(req.Os), string(req.Arch))
+	if err != nil {
+		return nil, err
+	}
+	v, a := d.Version, d.Artifact
+	out := api.GetPluginDownload200JSONResponse{Namespace: v.Namespace, Name: v.Name, Version: v.Version, State: api.PluginVersionState(v.State),
+		Protocols: v.Protocols, Os: a.OS, Arch: a.Arch, Filename: a.File, Format: api.PluginDownloadFormat(a.Format), Size: a.Size,
+		DownloadUrl: fmt.Sprintf("/v1/plugins/%s/%s/versions/%s/download/%s/%s/file", v.Namespace, v.Name, v.Version, a.OS, a.Arch),
+		Shasum:      a.SHA256, Shasums: string(v.Sums), ShasumsSignature: v.Signature, Signer: v.Signer,
+		SigningKeys: make([]api.SigningKey, len(d.Keys))}
+	if v.StateReason != "" {
+		out.StateReason = &v.StateReason
+	}
+	for i, k := range d.Keys {
+		out.SigningKeys[i] = toAPISigningKey(k)
+	}
+	return out, nil
+}
+
+func (s *server) DownloadPluginArtifact(ctx context.Context, req api.DownloadPluginArtifactRequestObject) (api.DownloadPluginArtifactResponseObject, error) {
+	p, err := principal(ctx)
+	if err != nil {
+		return nil, err
+	}
+	rc, a, err := s.market.Open(ctx, p, req.Namespace, req.Name, req.Version, string(req.Os), string(req.Arch))
+	if err != nil {
+		return nil, err
+	}
+	return api.DownloadPluginArtifact200ApplicationoctetStreamResponse{Body: rc, ContentLength: a.Size}, nil
+}
+
+func toAPIPluginSummary(p barrage.Plugin) api.PluginSummary {
+	return api.PluginSummary{Namespace: p.Namespace, Name: p.Name, Latest: p.Latest, Listed: p.Listed, Kinds: toAPIKinds(p.Kinds),
+		Description: p.Description, License: p.License, SourceUrl: p.SourceURL, Tags: p.Tags, Downloads: p.Downloads,
+		CreatedAt: p.CreatedAt, UpdatedAt: p.UpdatedAt}
+}
+
+func toAPIKinds(kinds []string) []api.PluginKind {
+	out := make([]api.PluginKind, len(kinds))
+	for i, k := range kinds {
+		out[i] = api.PluginKind(k)
+	}
+	return out
+}
+
+func toAPIPluginVersion(v barrage.PluginVersion) api.PluginVersion {
+	out := api.PluginVersion{Namespace: v.Namespace, Name: v.Name, Version: v.Version, State: api.PluginVersionState(v.State),
+		Kinds: toAPIKinds(v.Kinds), Description: v.Description, Readme: v.Readme, License: v.License, SourceUrl: v.SourceURL,
+		Tags: v.Tags, Protocols: v.Protocols, ConfigSchema: v.ConfigSchema, Network: v.Network, Shasums: string(v.Sums),
+		Signature: v.Signature, Signer: v.Signer, PublishedBy: v.PublishedBy, ReviewedAt: v.ReviewedAt, Downloads: v.Downloads,
+		Runs: v.Runs, CreatedAt: v.CreatedAt, Artifacts: make([]api.PluginArtifact, len(v.Artifacts))}
+	if v.StateReason != "" {
+		out.StateReason = &v.StateReason
+	}
+	for i, a := range v.Artifacts {
+		out.Artifacts[i] = api.PluginArtifact{Os: api.PluginArtifactOs(a.OS), Arch: api.PluginArtifactArch(a.Arch), File: a.File,
+			Format: api.PluginArtifactFormat(a.Format), Sha256: a.SHA256, Size: a.Size}
+	}
+	return out
+}

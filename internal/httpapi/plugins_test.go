@@ -1,0 +1,440 @@
+package httpapi_test
+
+import (
+	"archive/zip"
+	"bytes"
+	"crypto/ed25519"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io/fs"
+	"mime/multipart"
+	"net/http"
+	"net/textproto"
+	"net/url"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/barrage-load/barrage/internal/registry"
+)
+
+// fakeELF is the head of a 64-bit little-endian Linux executable for arch, then body.
+func fakeELF(arch string, body string) []byte {
+	h := make([]byte, 64)
+	copy(h, "\x7fELF")
+	h[4], h[5], h[6] = 2, 1, 1
+	binary.LittleEndian.PutUint16(h[16:], 2)
+	machine := map[string]uint16{"amd64": 62, "arm64": 183}[arch]
+	binary.LittleEndian.PutUint16(h[18:], machine)
+	return append(h, body...)
+}
+
+// zipapp is a Python zipapp holding __main__.py, with extra entries of the modes given.
+func zipapp(t *testing.T, extra map[string]fs.FileMode) []byte {
+	t.Helper()
+	var b bytes.Buffer
+	b.WriteString("#!/usr/bin/env python3\n")
+	z := zip.NewWriter(&b)
+	z.SetOffset(int64(b.Len()))
+	w, err := z.Create("__main__.py")
+	require.NoError(t, err)
+	_, _ = w.Write([]byte("print('hello')\n"))
+	for name, mode := range extra {
+		h := &zip.FileHeader{Name: name, Method: zip.Deflate}
+		h.SetMode(mode)
+		w, err := z.CreateHeader(h)
+		require.NoError(t, err)
+		_, _ = w.Write([]byte("x"))
+	}
+	require.NoError(t, z.Close())
+	return b.Bytes()
+}
+
+// artifact is one file of a version to publish, and what the manifest says of it.
+type artifact struct {
+	os, arch, format string
+	data             []byte
+	// sha256 and size, when set, are what the manifest declares instead of the truth.
+	sha256 string
+	size   int64
+	file   string
+}
+
+// version is a plugin version to publish.
+type version struct {
+	ns, name, version string
+	kinds             []string
+	description       string
+	tags              []string
+	artifacts         []artifact
+	key               ed25519.PrivateKey
+	// tweak changes the manifest before it is sent.
+	tweak func(m map[string]any)
+}
+
+// body is the multipart body of the publish and its content type.
+func (v version) body(t *testing.T) ([]byte, string) {
+	t.Helper()
+	var arts []any
+	var sums []registry.Sum
+	for _, a := range v.artifacts {
+		sum := sha256.Sum256(a.data)
+		hexSum := hex.EncodeToString(sum[:])
+		if a.sha256 != "" {
+			hexSum = a.sha256
+		}
+		size := int64(len(a.data))
+		if a.size != 0 {
+			size = a.size
+		}
+		file := registry.ArtifactFile(v.name, v.version, a.os, a.arch)
+		if a.file != "" {
+			file = a.file
+		}
+		arts = append(arts, map[string]any{"os": a.os, "arch": a.arch, "file": file, "format": a.format, "sha256": hexSum, "size": size})
+		sums = append(sums, registry.Sum{SHA256: hexSum, Name: file})
+	}
+	doc, err := registry.FormatSums(sums)
+	require.NoError(t, err)
+	m := map[string]any{"version": v.version, "kinds": v.kinds, "protocols": []int{1}, "artifacts": arts,
+		"description": v.description, "tags": v.tags, "license": "MIT", "readme": "# " + v.name,
+		"signature": base64.StdEncoding.EncodeToString(registry.Sign(v.key, doc))}
+	if v.kinds == nil {
+		m["kinds"] = []string{"session-element"}
+	}
+	if v.tags == nil {
+		m["tags"] = []string{}
+	}
+	if v.tweak != nil {
+		v.tweak(m)
+	}
+	var b bytes.Buffer
+	w := multipart.NewWriter(&b)
+	h := textproto.MIMEHeader{}
+	h.Set("Content-Disposition", `form-data; name="manifest"`)
+	h.Set("Content-Type", "application/json")
+	pw, err := w.CreatePart(h)
+	require.NoError(t, err)
+	require.NoError(t, json.NewEncoder(pw).Encode(m))
+	for i, a := range v.artifacts {
+		fw, err := w.CreateFormFile("artifact", arts[i].(map[string]any)["file"].(string))
+		require.NoError(t, err)
+		_, _ = fw.Write(a.data)
+	}
+	require.NoError(t, w.Close())
+	return b.Bytes(), w.FormDataContentType()
+}
+
+func (b *testBundle) publish(bearer string, v version) response {
+	b.t.Helper()
+	body, ct := v.body(b.t.(*testing.T))
+	return b.do("POST", fmt.Sprintf("/v1/plugins/%s/%s/versions", v.ns, v.name), bearer, body, "Content-Type", ct)
+}
+
+// author claims ns for u and registers a fresh key on it, returning the key.
+func (b *testBundle) author(u user, ns string) ed25519.PrivateKey {
+	b.t.Helper()
+	r := b.do("POST", "/v1/namespaces", u.access, map[string]any{"name": ns})
+	require.Equal(b.t, http.StatusCreated, r.status, "body: %s", r.body)
+	pub, priv, err := ed25519.GenerateKey(rand.Reader)
+	require.NoError(b.t, err)
+	r = b.do("POST", "/v1/namespaces/"+ns+"/keys", u.access, map[string]any{"public_key": registry.PublicKey(pub).String()})
+	require.Equal(b.t, http.StatusCreated, r.status, "body: %s", r.body)
+	return priv
+}
+
+func randomData(key ed25519.PrivateKey, ver string) version {
+	return version{ns: "acme", name: "random-data", version: ver, key: key, description: "Makes up test data: emails, UUIDs, numbers",
+		tags: []string{"data", "generator"}, artifacts: []artifact{
+			{os: "linux", arch: "amd64", format: "elf", data: fakeELF("amd64", "amd64 build of "+ver)},
+			{os: "linux", arch: "arm64", format: "elf", data: fakeELF("arm64", "arm64 build of "+ver)},
+		}}
+}
+
+// An author publishes a version for two platforms; it is pending and nobody else sees it; an
+// admin approves it; another user finds it, reads it, and downloads an artifact that verifies
+// against the signed SHA256SUMS and the namespace's keys; the counts move; deprecation and
+// revocation follow their rules.
+func TestPublishReviewFindAndDownloadAPluginVersion(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	admin, u := b.adminAndUser()
+	v := b.signup(b.invite(admin, map[string]any{"license": map[string]any{"template": "demo"}}), "tester@example.com")
+	key := b.author(u, "acme")
+
+	r := b.publish(u.access, randomData(key, "1.0.0"))
+	require.Equal(t, http.StatusCreated, r.status, "body: %s", r.body)
+	pv := r.json(t)
+	require.Equal(t, "pending", pv["state"])
+	require.Len(t, pv["artifacts"], 2)
+	require.Contains(t, pv["shasums"], "  random-data_1.0.0_linux_amd64\n")
+
+	// Pending: its author sees it, another user does not, not even by its address.
+	require.Equal(t, http.StatusOK, b.do("GET", "/v1/plugins/acme/random-data", u.access, nil).status)
+	requireProblem(t, b.do("GET", "/v1/plugins/acme/random-data", v.access, nil), http.StatusNotFound)
+	requireProblem(t, b.do("GET", "/v1/plugins/acme/random-data/versions/1.0.0", v.access, nil), http.StatusNotFound)
+	requireProblem(t, b.do("GET", "/v1/plugins/acme/random-data/versions/1.0.0/download/linux/amd64", v.access, nil), http.StatusNotFound)
+	requireProblem(t, b.do("GET", "/v1/plugins/acme/random-data/versions/1.0.0/download/linux/amd64/file", v.access, nil), http.StatusNotFound)
+	require.Empty(t, b.do("GET", "/v1/plugins?q=random", v.access, nil).json(t)["items"])
+	require.Len(t, b.do("GET", "/v1/plugins?q=random", u.access, nil).json(t)["items"], 1, "its author finds it")
+
+	// Review: only admins; pending versions queue for them.
+	requireProblem(t, b.do("POST", "/v1/admin/plugins/acme/random-data/versions/1.0.0/approve", u.access, nil), http.StatusForbidden)
+	queue := b.do("GET", "/v1/admin/plugin-versions", admin.access, nil).json(t)["items"].([]any)
+	require.Len(t, queue, 1)
+	r = b.do("POST", "/v1/admin/plugins/acme/random-data/versions/1.0.0/approve", admin.access, nil)
+	require.Equal(t, http.StatusOK, r.status, "body: %s", r.body)
+	require.Equal(t, "published", r.json(t)["state"])
+	requireProblem(t, b.do("POST", "/v1/admin/plugins/acme/random-data/versions/1.0.0/approve", admin.access, nil), http.StatusConflict)
+	require.Empty(t, b.do("GET", "/v1/admin/plugin-versions", admin.access, nil).json(t)["items"])
+
+	// Found by the beginnings of its words, its kind and its tags; not by others.
+	for _, q := range []string{"q=rand", "q=RANDOM+dat", "q=acme", "q=emails", "kind=session-element", "tag=generator", "q=data&tag=data", ""} {
+		items := b.do("GET", "/v1/plugins?"+q, v.access, nil).json(t)["items"].([]any)
+		require.Len(t, items, 1, q)
+		require.Equal(t, "random-data", items[0].(map[string]any)["name"], q)
+	}
+	for _, q := range []string{"q=zebra", "kind=url", "tag=database", "q=random+zebra", "q=" + url.QueryEscape("random & !")} {
+		r := b.do("GET", "/v1/plugins?"+q, v.access, nil)
+		require.Equal(t, http.StatusOK, r.status, "%s: %s", q, r.body)
+		if q == "q="+url.QueryEscape("random & !") {
+			require.Len(t, r.json(t)["items"], 1, "query syntax is not syntax")
+			continue
+		}
+		require.Empty(t, r.json(t)["items"], q)
+	}
+	requireProblem(t, b.do("GET", "/v1/plugins?kind=nonsense", v.access, nil), http.StatusBadRequest)
+
+	pl := b.do("GET", "/v1/plugins/acme/random-data", v.access, nil).json(t)
+	require.Equal(t, "1.0.0", pl["latest"])
+	require.Equal(t, "# random-data", pl["readme"])
+	require.Len(t, pl["versions"], 1)
+
+	// The download, as Terraform's registry gives one: verify the signature with the keys, then
+	// the artifact against its line.
+	d := b.do("GET", "/v1/plugins/acme/random-data/versions/1.0.0/download/linux/arm64", v.access, nil)
+	require.Equal(t, http.StatusOK, d.status, "body: %s", d.body)
+	dl := d.json(t)
+	sig, err := base64.StdEncoding.DecodeString(dl["shasums_signature"].(string))
+	require.NoError(t, err)
+	var keys []registry.PublicKey
+	for _, k := range dl["signing_keys"].([]any) {
+		pk, err := registry.ParsePublicKey(k.(map[string]any)["public_key"].(string))
+		require.NoError(t, err)
+		keys = append(keys, pk)
+	}
+	signer, err := registry.Verify(keys, []byte(dl["shasums"].(string)), sig)
+	require.NoError(t, err)
+	require.Equal(t, dl["signer"], signer.ID())
+	file := b.do("GET", dl["download_url"].(string), v.access, nil)
+	require.Equal(t, http.StatusOK, file.status)
+	require.Equal(t, "application/octet-stream", file.header.Get("Content-Type"))
+	got := sha256.Sum256(file.body)
+	require.Equal(t, dl["shasum"], hex.EncodeToString(got[:]))
+	require.Contains(t, dl["shasums"], hex.EncodeToString(got[:])+"  random-data_1.0.0_linux_arm64\n")
+	require.True(t, bytes.Equal(fakeELF("arm64", "arm64 build of 1.0.0"), file.body))
+	requireProblem(t, b.do("GET", "/v1/plugins/acme/random-data/versions/1.0.0/download/linux/riscv64", v.access, nil), http.StatusBadRequest)
+
+	pl = b.do("GET", "/v1/plugins/acme/random-data", v.access, nil).json(t)
+	require.EqualValues(t, 1, pl["downloads"])
+	require.EqualValues(t, 1, pl["versions"].([]any)[0].(map[string]any)["downloads"])
+
+	// Deprecation: its owners (another user's attempt finds nothing), with a reason.
+	dep := "/v1/plugins/acme/random-data/versions/1.0.0/deprecate"
+	requireProblem(t, b.do("POST", dep, v.access, map[string]any{"reason": "mine now"}), http.StatusNotFound)
+	requireField(t, requireProblem(t, b.do("POST", dep, u.access, map[string]any{}), http.StatusUnprocessableEntity), "reason")
+	r = b.do("POST", dep, u.access, map[string]any{"reason": "use 2.0.0"})
+	require.Equal(t, http.StatusOK, r.status, "body: %s", r.body)
+	require.Equal(t, "deprecated", r.json(t)["state"])
+	require.Equal(t, http.StatusOK, b.do("GET", "/v1/plugins/acme/random-data/versions/1.0.0/download/linux/arm64", v.access, nil).status, "still usable")
+
+	// Revocation: admins only; then gone for downloads, still shown for the record.
+	rev := "/v1/admin/plugins/acme/random-data/versions/1.0.0/revoke"
+	requireProblem(t, b.do("POST", rev, u.access, map[string]any{"reason": "x"}), http.StatusForbidden)
+	r = b.do("POST", rev, admin.access, map[string]any{"reason": "mines coins"})
+	require.Equal(t, http.StatusOK, r.status, "body: %s", r.body)
+	p := requireProblem(t, b.do("GET", "/v1/plugins/acme/random-data/versions/1.0.0/download/linux/arm64", v.access, nil), http.StatusGone)
+	require.Contains(t, p["detail"], "mines coins")
+	requireProblem(t, b.do("GET", "/v1/plugins/acme/random-data/versions/1.0.0/download/linux/arm64/file", v.access, nil), http.StatusGone)
+	shown := b.do("GET", "/v1/plugins/acme/random-data/versions/1.0.0", v.access, nil).json(t)
+	require.Equal(t, "revoked", shown["state"])
+	require.Equal(t, "mines coins", shown["state_reason"])
+	require.Empty(t, b.do("GET", "/v1/plugins?q=random", v.access, nil).json(t)["items"], "nothing listed is left")
+}
+
+// Every refusal names its field and stores nothing: the version stays unpublished, so the
+// same version then publishes.
+func TestPublishRefusesWhatIsWrongAndStoresNothing(t *testing.T) {
+	t.Parallel()
+	b := setup(t, setupOpts{maxPluginBytes: 4096})
+	admin, u := b.adminAndUser()
+	v := b.signup(b.invite(admin, map[string]any{"license": map[string]any{"template": "demo"}}), "other@example.com")
+	key := b.author(u, "acme")
+	_, stranger, err := ed25519.GenerateKey(rand.Reader)
+	require.NoError(t, err)
+	b.author(v, "other")
+
+	good := randomData(key, "1.0.0")
+	withArt := func(a artifact) version {
+		ver := good
+		ver.artifacts = []artifact{a}
+		return ver
+	}
+	amd := good.artifacts[0]
+	for name, c := range map[string]struct {
+		v      version
+		bearer string
+		status int
+		field  string
+	}{
+		"a bad signature": {v: func() version { x := good; x.key = stranger; return x }(), status: 422, field: "manifest.signature"},
+		"a sha256 that does not match": {v: withArt(artifact{os: "linux", arch: "amd64", format: "elf", data: amd.data,
+			sha256: hex.EncodeToString(make([]byte, 32))}), status: 422, field: "artifacts[0].sha256"},
+		"a size larger than sent": {v: withArt(artifact{os: "linux", arch: "amd64", format: "elf", data: amd.data, size: int64(len(amd.data) + 1)}),
+			status: 422, field: "artifacts[0].size"},
+		"a size smaller than sent": {v: withArt(artifact{os: "linux", arch: "amd64", format: "elf", data: amd.data, size: int64(len(amd.data) - 1)}),
+			status: 422, field: "artifacts[0].size"},
+		"a version that is not SemVer": {v: func() version { x := good; x.version = "1.0"; return x }(), status: 422, field: "manifest.version"},
+		"a file over the limit": {v: withArt(artifact{os: "linux", arch: "amd64", format: "elf", data: fakeELF("amd64", string(make([]byte, 5000)))}),
+			status: 413},
+		"a file that is not executable": {v: withArt(artifact{os: "linux", arch: "amd64", format: "elf", data: []byte("#!/bin/sh\necho hi\n")}),
+			status: 422, field: "artifacts[0]"},
+		"an executable of another platform": {v: withArt(artifact{os: "linux", arch: "arm64", format: "elf", data: amd.data}),
+			status: 422, field: "artifacts[0]"},
+		"a setuid file in a zipapp": {v: withArt(artifact{os: "linux", arch: "amd64", format: "zipapp", data: zipapp(t, map[string]fs.FileMode{"evil": 0o755 | fs.ModeSetuid})}),
+			status: 422, field: "artifact"},
+		"a link in a zipapp": {v: withArt(artifact{os: "linux", arch: "amd64", format: "zipapp", data: zipapp(t, map[string]fs.FileMode{"link": fs.ModeSymlink | 0o777})}),
+			status: 422, field: "artifact"},
+		"a zipapp that is not one": {v: withArt(artifact{os: "linux", arch: "amd64", format: "zipapp", data: []byte("#!/usr/bin/python3\nnot a zip at all")}),
+			status: 422, field: "artifact"},
+		"a file named otherwise": {v: withArt(artifact{os: "linux", arch: "amd64", format: "elf", data: amd.data, file: "evil"}),
+			status: 422, field: "manifest.artifacts[0].file"},
+		"an unknown kind": {v: func() version { x := good; x.kinds = []string{"miner"}; return x }(), status: 422, field: "manifest.kinds[0]"},
+		"an unknown field": {v: func() version {
+			x := good
+			x.tweak = func(m map[string]any) { m["setuid"] = true }
+			return x
+		}(), status: 422, field: "manifest.setuid"},
+		"a config schema that is not one": {v: func() version {
+			x := good
+			x.tweak = func(m map[string]any) { m["config_schema"] = `{"type": 7}` }
+			return x
+		}(), status: 422, field: "manifest.config_schema"},
+		"a source URL that is not http": {v: func() version {
+			x := good
+			x.tweak = func(m map[string]any) { m["source_url"] = "javascript:alert(1)" }
+			return x
+		}(), status: 422, field: "manifest.source_url"},
+		"an upload to another user's namespace": {v: func() version { x := good; x.ns = "other"; return x }(), status: 404},
+		"an upload to no namespace":             {v: func() version { x := good; x.ns = "nowhere"; return x }(), status: 404},
+	} {
+		bearer := c.bearer
+		if bearer == "" {
+			bearer = u.access
+		}
+		r := b.publish(bearer, c.v)
+		p := requireProblem(t, r, c.status)
+		if c.field != "" {
+			requireField(t, p, c.field)
+		}
+		requireProblem(t, b.do("GET", "/v1/plugins/acme/random-data/versions/1.0.0", u.access, nil), http.StatusNotFound)
+		_ = name
+	}
+
+	// A token without plugins:write may not publish; one with it may.
+	tok := b.do("POST", "/v1/tokens", u.access, map[string]any{"name": "rw", "scopes": []string{"read", "write"}}).json(t)
+	requireProblem(t, b.publish(secret(tok["token"].(string)), good), http.StatusForbidden)
+	ci := b.do("POST", "/v1/tokens", u.access, map[string]any{"name": "ci", "scopes": []string{"plugins:write"}}).json(t)
+
+	// Not multipart: 415.
+	requireProblem(t, b.do("POST", "/v1/plugins/acme/random-data/versions", u.access, map[string]any{"version": "1.0.0"}), http.StatusUnsupportedMediaType)
+
+	// After every refusal, the version publishes; then it exists, also with other build metadata.
+	r := b.publish(secret(ci["token"].(string)), good)
+	require.Equal(t, http.StatusCreated, r.status, "body: %s", r.body)
+	requireProblem(t, b.publish(u.access, good), http.StatusConflict)
+	build := randomData(key, "1.0.0+rebuild")
+	p := requireProblem(t, b.publish(u.access, build), http.StatusConflict)
+	require.Contains(t, p["detail"], "published already")
+
+	// A retired key signs nothing new.
+	ns := b.do("GET", "/v1/namespaces/acme", u.access, nil).json(t)
+	id := ns["keys"].([]any)[0].(map[string]any)["id"].(string)
+	require.Equal(t, http.StatusOK, b.do("POST", "/v1/namespaces/acme/keys/"+id+"/retire", u.access, nil).status)
+	requireField(t, requireProblem(t, b.publish(u.access, randomData(key, "1.1.0")), http.StatusUnprocessableEntity), "manifest.signature")
+	// What it signed still verifies.
+	d := b.do("GET", "/v1/plugins/acme/random-data/versions/1.0.0", u.access, nil).json(t)
+	require.Equal(t, id, d["signer"])
+}
+
+// Eight publishes of one version at once: exactly one wins, the others are 409.
+func TestConcurrentPublishesOfOneVersionOneWins(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	_, u := b.adminAndUser()
+	key := b.author(u, "acme")
+	var wg sync.WaitGroup
+	statuses := make([]int, 8)
+	for i := range statuses {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ver := randomData(key, "2.0.0")
+			ver.artifacts = ver.artifacts[:1]
+			ver.artifacts[0].data = fakeELF("amd64", fmt.Sprintf("build %d", i))
+			body, ct := ver.body(t)
+			req, _ := http.NewRequest("POST", b.srv.URL+"/v1/plugins/acme/random-data/versions", bytes.NewReader(body))
+			req.Header.Set("Content-Type", ct)
+			req.Header.Set("Authorization", "Bearer "+u.access)
+			res, err := b.srv.Client().Do(req)
+			if err == nil {
+				statuses[i] = res.StatusCode
+				res.Body.Close()
+			}
+		}()
+	}
+	wg.Wait()
+	won := 0
+	for _, s := range statuses {
+		require.Contains(t, []int{http.StatusCreated, http.StatusConflict}, s)
+		if s == http.StatusCreated {
+			won++
+		}
+	}
+	require.Equal(t, 1, won, "statuses: %v", statuses)
+}
+
+// Search pages through many plugins in name order with its cursor.
+func TestSearchPagesWithItsCursor(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	admin, u := b.adminAndUser()
+	key := b.author(u, "acme")
+	for i := range 5 {
+		ver := randomData(key, "1.0.0")
+		ver.name = fmt.Sprintf("plugin-%d", i)
+		ver.artifacts = ver.artifacts[:1]
+		require.Equal(t, http.StatusCreated, b.publish(u.access, ver).status)
+		require.Equal(t, http.StatusOK, b.do("POST", "/v1/admin/plugins/acme/"+ver.name+"/versions/1.0.0/approve", admin.access, nil).status)
+	}
+	var names []string
+	path := "/v1/plugins?q=plugin&limit=2"
+	for path != "" {
+		page := b.do("GET", path, u.access, nil).json(t)
+		for _, it := range page["items"].([]any) {
+			names = append(names, it.(map[string]any)["name"].(string))
+		}
+		path = ""
+		if next, ok := page["next_cursor"].(string); ok {
+			path = "/v1/plugins?q=plugin&limit=2&cursor=" + url.QueryEscape(next)
+		}
+	}
+	require.Equal(t, []string{"plugin-0", "plugin-1", "plugin-2", "plugin-3", "plugin-4"}, names)
+	requireField(t, requireProblem(t, b.do("GET", "/v1/plugins?cursor=nonsense!", u.access, nil), http.StatusBadRequest), "cursor")
+}

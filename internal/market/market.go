@@ -1,0 +1,469 @@
+// Package market is the plugin marketplace: authors publish signed versions of their plugins
+// in their namespaces, admins review them, testers find them, and clients and agents fetch
+// them with what they need to verify them. Versions are immutable; artifacts are kept in a blob
+// store by their SHA-256, streamed in and out, never held in memory.
+//
+// The server never executes a plugin: what a plugin says of itself (its kinds, config schema,
+// protocols, network) comes from the author's `plugin check` in the manifest, is checked for
+// form here, and is held against the plugin by the agent that starts it.
+package market
+
+import (
+	"bufio"
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/url"
+	"os"
+	"slices"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/barrage-load/barrage/internal/barrage"
+	"github.com/barrage-load/barrage/internal/blob"
+	"github.com/barrage-load/barrage/internal/postgres"
+	"github.com/barrage-load/barrage/internal/registry"
+	"github.com/barrage-load/barrage/sdk"
+)
+
+// DefaultMaxArtifactBytes is the default limit on one artifact's size.
+const DefaultMaxArtifactBytes = 128 << 20
+
+// Config tunes the marketplace; zero fields take the defaults.
+type Config struct {
+	// MaxArtifactBytes caps an artifact's size (default 128 MiB).
+	MaxArtifactBytes int64
+	// TempDir is where a zipapp waits while its entries are checked (default os.TempDir()).
+	TempDir string
+}
+
+// Service is the marketplace.
+type Service struct {
+	store *postgres.Store
+	blobs blob.Store
+	log   *slog.Logger
+	cfg   Config
+}
+
+// New returns the marketplace on store, keeping artifacts in blobs.
+func New(store *postgres.Store, blobs blob.Store, log *slog.Logger, cfg Config) *Service {
+	if cfg.MaxArtifactBytes <= 0 {
+		cfg.MaxArtifactBytes = DefaultMaxArtifactBytes
+	}
+	return &Service{store: store, blobs: blobs, log: log, cfg: cfg}
+}
+
+// MaxArtifactBytes is the limit on one artifact's size.
+func (s *Service) MaxArtifactBytes() int64 { return s.cfg.MaxArtifactBytes }
+
+func viewer(p barrage.Principal) postgres.Viewer {
+	return postgres.Viewer{User: p.User.ID, Admin: p.User.Role == barrage.RoleAdmin}
+}
+
+// Manifest is what an author sends of a version before its artifacts.
+type Manifest struct {
+	Version      string
+	Kinds        []string
+	Description  string
+	Readme       string
+	License      string
+	SourceURL    string
+	Tags         []string
+	Protocols    []int
+	ConfigSchema string
+	Network      []string
+	Artifacts    []barrage.PluginArtifact
+	Signature    []byte
+}
+
+// Upload is a version being published: its manifest checked, its artifacts arriving.
+type Upload struct {
+	s    *Service
+	p    barrage.Principal
+	v    barrage.PluginVersion
+	kept map[string]bool // by file
+}
+
+// Publish checks everything of a version that needs none of its bytes (p owns the namespace;
+// the version is SemVer and new; the manifest's fields; the signature of the artifacts'
+// SHA256SUMS by an active key of the namespace; their sizes within the limit) and returns
+// the upload that takes its artifacts.
+func (s *Service) Publish(ctx context.Context, p barrage.Principal, namespace, name string, m Manifest) (*Upload, error) {
+	ns, err := s.store.Namespace(ctx, namespace)
+	if err != nil || !slices.Contains(ns.Owners, p.User.ID) {
+		if err == nil || errors.Is(err, barrage.ErrNotFound) {
+			return nil, barrage.Errorf(barrage.ErrNotFound, "namespace %q not found among yours", namespace)
+		}
+		return nil, err
+	}
+	if err := registry.CheckName("name", name); err != nil {
+		return nil, barrage.Invalid("name", err.Error())
+	}
+	ver, err := registry.ParseVersion(m.Version)
+	if err != nil {
+		return nil, barrage.Invalid("manifest.version", err.Error())
+	}
+	v := barrage.PluginVersion{Namespace: namespace, Name: name, Version: m.Version, State: barrage.VersionPending,
+		Kinds: m.Kinds, Description: m.Description, Readme: m.Readme, License: m.License, SourceURL: m.SourceURL,
+		Tags: orEmpty(m.Tags), Protocols: m.Protocols, ConfigSchema: m.ConfigSchema, Network: orEmpty(m.Network),
+		Artifacts: m.Artifacts, Signature: m.Signature}
+	if err := s.checkManifest(&v); err != nil {
+		return nil, err
+	}
+	exists, err := s.store.PluginVersionExists(ctx, namespace, name, ver)
+	if err != nil {
+		return nil, err
+	}
+	if exists {
+		return nil, barrage.Errorf(barrage.ErrConflict, "%s/%s@%s is published already: a version never changes, publish a new one", namespace, name, m.Version)
+	}
+	sums := make([]registry.Sum, len(v.Artifacts))
+	for i, a := range v.Artifacts {
+		sums[i] = registry.Sum{SHA256: a.SHA256, Name: a.File}
+	}
+	if v.Sums, err = registry.FormatSums(sums); err != nil {
+		return nil, barrage.Invalid("manifest.artifacts", err.Error())
+	}
+	var active []registry.PublicKey
+	for _, k := range ns.Keys {
+		if k.RetiredAt == nil {
+			active = append(active, registry.PublicKey(k.PublicKey))
+		}
+	}
+	signer, err := registry.Verify(active, v.Sums, v.Signature)
+	if err != nil {
+		return nil, barrage.Invalid("manifest.signature", fmt.Sprintf(
+			"not a signature of the artifacts' SHA256SUMS by an active key of %q (%d active): sign with the key whose public half is registered (POST /v1/namespaces/%s/keys)",
+			namespace, len(active), namespace))
+	}
+	v.Signer = signer.ID()
+	return &Upload{s: s, p: p, v: v, kept: make(map[string]bool)}, nil
+}
+
+// checkManifest checks the form of what the manifest says, naming every field refused. A
+// declared size over the limit is an ErrTooLarge.
+func (s *Service) checkManifest(v *barrage.PluginVersion) error {
+	var errs []barrage.FieldError
+	add := func(field, reason string) {
+		errs = append(errs, barrage.FieldError{Field: "manifest." + field, Reason: reason})
+	}
+	known := []string{string(sdk.KindSessionElement), string(sdk.KindURL), string(sdk.KindSourceModifier)}
+	if len(v.Kinds) == 0 {
+		add("kinds", "name at least one of "+strings.Join(known, ", "))
+	}
+	for i, k := range v.Kinds {
+		switch {
+		case !slices.Contains(known, k):
+			add(fmt.Sprintf("kinds[%d]", i), fmt.Sprintf("%q is not one of %s", k, strings.Join(known, ", ")))
+		case slices.Index(v.Kinds, k) != i:
+			add(fmt.Sprintf("kinds[%d]", i), fmt.Sprintf("%q is named twice", k))
+		}
+	}
+	for field, text := range map[string]string{"description": v.Description, "readme": v.Readme, "license": v.License, "source_url": v.SourceURL} {
+		if !utf8.ValidString(text) || strings.ContainsRune(text, 0) {
+			add(field, "must be UTF-8 text without NUL")
+		}
+	}
+	if v.SourceURL != "" {
+		if u, err := url.Parse(v.SourceURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			add("source_url", "must be an http or https URL")
+		}
+	}
+	for i, t := range v.Tags {
+		if err := registry.CheckName("tag", t); err != nil || len(t) > 32 {
+			add(fmt.Sprintf("tags[%d]", i), "a tag is lower-case letters, digits and single hyphens, at most 32 long")
+		}
+	}
+	if len(v.Protocols) == 0 {
+		add("protocols", "name the plugin protocol versions it speaks")
+	}
+	if !slices.Contains(v.Protocols, sdk.ProtocolVersion) {
+		add("protocols", fmt.Sprintf("this marketplace's agents speak protocol %d, which the version does not", sdk.ProtocolVersion))
+	}
+	if v.ConfigSchema != "" {
+		if _, err := sdk.CompileConfigSchema(v.ConfigSchema); err != nil {
+			add("config_schema", err.Error())
+		}
+	}
+	if _, err := sdk.ParseHostPatterns(v.Network); err != nil {
+		add("network", err.Error())
+	}
+	if len(v.Signature) != 64 {
+		add("signature", "an Ed25519 signature is 64 bytes, base64")
+	}
+	var tooLarge []string
+	for i, a := range v.Artifacts {
+		field := fmt.Sprintf("artifacts[%d]", i)
+		if err := registry.CheckPlatform(a.OS, a.Arch); err != nil {
+			add(field, err.Error())
+		}
+		if slices.IndexFunc(v.Artifacts, func(b barrage.PluginArtifact) bool { return b.OS == a.OS && b.Arch == a.Arch }) != i {
+			add(field, fmt.Sprintf("%s/%s has two artifacts", a.OS, a.Arch))
+		}
+		if want := registry.ArtifactFile(v.Name, v.Version, a.OS, a.Arch); a.File != want {
+			add(field+".file", fmt.Sprintf("want %q", want))
+		}
+		if a.Format != registry.FormatELF && a.Format != registry.FormatZipapp {
+			add(field+".format", fmt.Sprintf("want %s or %s", registry.FormatELF, registry.FormatZipapp))
+		}
+		if !blob.ValidSum(a.SHA256) {
+			add(field+".sha256", "want 64 lower-case hex digits")
+		}
+		switch {
+		case a.Size <= 0:
+			add(field+".size", "must be more than 0")
+		case a.Size > s.cfg.MaxArtifactBytes:
+			tooLarge = append(tooLarge, fmt.Sprintf("%s is %d bytes", a.File, a.Size))
+		}
+	}
+	if len(v.Artifacts) == 0 {
+		add("artifacts", "a version has an artifact for one platform at least")
+	}
+	if len(errs) > 0 {
+		return &barrage.InvalidError{Fields: errs}
+	}
+	if len(tooLarge) > 0 {
+		return barrage.Errorf(barrage.ErrTooLarge, "%s: an artifact may be %d bytes at most", strings.Join(tooLarge, ", "), s.cfg.MaxArtifactBytes)
+	}
+	return nil
+}
+
+// Artifact takes the artifact file, streamed from r: it must be one the manifest declared, not
+// sent yet, of its declared type, size and sha256. Its bytes are kept in the blob store as
+// they arrive; what is refused is not kept.
+func (u *Upload) Artifact(ctx context.Context, file string, r io.Reader) error {
+	i := slices.IndexFunc(u.v.Artifacts, func(a barrage.PluginArtifact) bool { return a.File == file })
+	if i < 0 {
+		return barrage.Invalid("artifact", fmt.Sprintf("%q is not an artifact of the manifest", file))
+	}
+	if u.kept[file] {
+		return barrage.Invalid("artifact", fmt.Sprintf("%q is sent twice", file))
+	}
+	a := u.v.Artifacts[i]
+	field := fmt.Sprintf("artifacts[%d]", i)
+	br := bufio.NewReaderSize(r, 64<<10)
+	if err := registry.Sniff(br, a.Format, a.Arch); err != nil {
+		return barrage.Invalid(field, fmt.Sprintf("%s: %v", a.File, err))
+	}
+	var src io.Reader = br
+	if a.Format == registry.FormatZipapp {
+		f, err := u.s.spool(br, a)
+		if err != nil {
+			return err
+		}
+		defer os.Remove(f.Name())
+		defer f.Close()
+		src = f
+	}
+	info, err := u.s.blobs.Put(ctx, src, a.Size, a.SHA256)
+	switch {
+	case errors.Is(err, blob.ErrTooLarge):
+		return barrage.Invalid(field+".size", fmt.Sprintf("%s is larger than its declared %d bytes", a.File, a.Size))
+	case errors.Is(err, blob.ErrMismatch):
+		return barrage.Invalid(field+".sha256", fmt.Sprintf("%s does not have its declared sha256 %s", a.File, a.SHA256))
+	case err != nil:
+		return fmt.Errorf("keep %s: %w", a.File, err)
+	case info.Size != a.Size:
+		return barrage.Invalid(field+".size", fmt.Sprintf("%s is %d bytes, not its declared %d", a.File, info.Size, a.Size))
+	}
+	u.kept[file] = true
+	return nil
+}
+
+// spool writes a zipapp to a temporary file, within its declared size, and checks its
+// entries, which a zip lists at its end.
+func (s *Service) spool(r io.Reader, a barrage.PluginArtifact) (*os.File, error) {
+	f, err := os.CreateTemp(s.cfg.TempDir, "zipapp-")
+	if err != nil {
+		return nil, err
+	}
+	fail := func(err error) (*os.File, error) {
+		f.Close()
+		os.Remove(f.Name())
+		return nil, err
+	}
+	n, err := io.Copy(f, io.LimitReader(r, a.Size+1))
+	if err != nil {
+		return fail(err)
+	}
+	if n != a.Size {
+		return fail(barrage.Invalid("artifact", fmt.Sprintf("%s is %d bytes or more, not its declared %d", a.File, n, a.Size)))
+	}
+	if err := registry.CheckZipapp(f, n); err != nil {
+		return fail(barrage.Invalid("artifact", fmt.Sprintf("%s: %v", a.File, err)))
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return fail(err)
+	}
+	return f, nil
+}
+
+// Commit stores the version once every artifact declared has arrived: pending review, seen
+// by its owners and admins only.
+func (u *Upload) Commit(ctx context.Context) (barrage.PluginVersion, error) {
+	for i, a := range u.v.Artifacts {
+		if !u.kept[a.File] {
+			return barrage.PluginVersion{}, barrage.Invalid(fmt.Sprintf("artifacts[%d]", i), fmt.Sprintf("%s was declared and not sent", a.File))
+		}
+	}
+	v, err := u.s.store.InsertPluginVersion(ctx, u.p.User.ID, u.v)
+	if err != nil {
+		return v, err
+	}
+	u.s.log.InfoContext(ctx, "plugin version published", slog.String("plugin", v.Ref()), slog.String("signer", v.Signer))
+	return v, nil
+}
+
+// Approve publishes a pending version; admins only (the route's policy).
+func (s *Service) Approve(ctx context.Context, p barrage.Principal, namespace, name, version, reason string) (barrage.PluginVersion, error) {
+	return s.store.SetPluginVersionState(ctx, viewer(p), namespace, name, version, barrage.VersionPublished, reason, barrage.VersionPending)
+}
+
+// Reject refuses a pending version, saying why; admins only.
+func (s *Service) Reject(ctx context.Context, p barrage.Principal, namespace, name, version, reason string) (barrage.PluginVersion, error) {
+	if err := needReason(reason); err != nil {
+		return barrage.PluginVersion{}, err
+	}
+	return s.store.SetPluginVersionState(ctx, viewer(p), namespace, name, version, barrage.VersionRejected, reason, barrage.VersionPending)
+}
+
+// Revoke withdraws a version from new runs and downloads, saying why; admins only.
+func (s *Service) Revoke(ctx context.Context, p barrage.Principal, namespace, name, version, reason string) (barrage.PluginVersion, error) {
+	if err := needReason(reason); err != nil {
+		return barrage.PluginVersion{}, err
+	}
+	return s.store.SetPluginVersionState(ctx, viewer(p), namespace, name, version, barrage.VersionRevoked, reason,
+		barrage.VersionPending, barrage.VersionPublished, barrage.VersionDeprecated)
+}
+
+// Deprecate marks a published version as one to move away from, saying why: its owners and
+// admins may. Anyone else's attempt finds no such version.
+func (s *Service) Deprecate(ctx context.Context, p barrage.Principal, namespace, name, version, reason string) (barrage.PluginVersion, error) {
+	if err := needReason(reason); err != nil {
+		return barrage.PluginVersion{}, err
+	}
+	if p.User.Role != barrage.RoleAdmin {
+		ns, err := s.store.Namespace(ctx, namespace)
+		if err != nil || !slices.Contains(ns.Owners, p.User.ID) {
+			if err == nil || errors.Is(err, barrage.ErrNotFound) {
+				return barrage.PluginVersion{}, barrage.Errorf(barrage.ErrNotFound, "plugin version %s/%s@%s not found among yours", namespace, name, version)
+			}
+			return barrage.PluginVersion{}, err
+		}
+	}
+	return s.store.SetPluginVersionState(ctx, viewer(p), namespace, name, version, barrage.VersionDeprecated, reason, barrage.VersionPublished)
+}
+
+func needReason(reason string) error {
+	if strings.TrimSpace(reason) == "" {
+		return barrage.Invalid("reason", "say why: the version's owners and users see it")
+	}
+	return nil
+}
+
+// Pending lists the versions waiting for review, oldest first.
+func (s *Service) Pending(ctx context.Context, limit int) ([]barrage.PluginVersion, error) {
+	return s.store.PendingPluginVersions(ctx, limit)
+}
+
+// Plugin reads namespace/name and the versions p may see.
+func (s *Service) Plugin(ctx context.Context, p barrage.Principal, namespace, name string) (barrage.Plugin, error) {
+	pl, err := s.store.Plugin(ctx, viewer(p), namespace, name)
+	if err != nil {
+		return pl, err
+	}
+	if len(pl.Versions) == 0 {
+		return barrage.Plugin{}, barrage.Errorf(barrage.ErrNotFound, "plugin %s/%s not found", namespace, name)
+	}
+	return pl, nil
+}
+
+// Version reads namespace/name@version, if p may see it.
+func (s *Service) Version(ctx context.Context, p barrage.Principal, namespace, name, version string) (barrage.PluginVersion, error) {
+	return s.store.PluginVersion(ctx, viewer(p), namespace, name, version)
+}
+
+// Search is a search of the marketplace: q's words, a kind and a tag, each when not empty.
+type Search struct {
+	Q, Kind, Tag string
+	// AfterNamespace and AfterName are the last plugin of the page before.
+	AfterNamespace, AfterName string
+	Limit                     int
+}
+
+// Search finds the plugins p may see, and says whether more follow the last.
+func (s *Service) Search(ctx context.Context, p barrage.Principal, q Search) ([]barrage.Plugin, bool, error) {
+	return s.store.SearchPlugins(ctx, viewer(p), postgres.PluginSearch{Query: TSQuery(q.Q), Kind: q.Kind, Tag: q.Tag,
+		AfterNamespace: q.AfterNamespace, AfterName: q.AfterName, Limit: cmp.Or(q.Limit, 50)})
+}
+
+// TSQuery turns what a person typed into a PostgreSQL text query that finds every word given
+// as the prefix of a word: "rand dat" finds random-data. Only letters and digits are kept, so
+// nothing typed is query syntax.
+func TSQuery(q string) string {
+	words := strings.FieldsFunc(strings.ToLower(q), func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9')
+	})
+	if len(words) > 8 {
+		words = words[:8]
+	}
+	for i, w := range words {
+		words[i] = w + ":*"
+	}
+	return strings.Join(words, " & ")
+}
+
+// Download says where the artifact of namespace/name@version for os/arch is and how to
+// verify it, and counts a download. A revoked version is gone.
+func (s *Service) Download(ctx context.Context, p barrage.Principal, namespace, name, version, os, arch string) (barrage.PluginDownload, error) {
+	v, a, err := s.artifact(ctx, p, namespace, name, version, os, arch)
+	if err != nil {
+		return barrage.PluginDownload{}, err
+	}
+	ns, err := s.store.Namespace(ctx, namespace)
+	if err != nil {
+		return barrage.PluginDownload{}, err
+	}
+	if err := s.store.CountPluginDownload(ctx, namespace, name, version); err != nil {
+		return barrage.PluginDownload{}, err
+	}
+	return barrage.PluginDownload{Version: v, Artifact: a, Keys: ns.Keys}, nil
+}
+
+// Open streams the artifact's bytes, checked against its sha256 as they go.
+func (s *Service) Open(ctx context.Context, p barrage.Principal, namespace, name, version, os, arch string) (io.ReadCloser, barrage.PluginArtifact, error) {
+	_, a, err := s.artifact(ctx, p, namespace, name, version, os, arch)
+	if err != nil {
+		return nil, a, err
+	}
+	rc, _, err := s.blobs.Open(ctx, a.SHA256)
+	if err != nil {
+		return nil, a, fmt.Errorf("open %s: %w", a.File, err)
+	}
+	return rc, a, nil
+}
+
+func (s *Service) artifact(ctx context.Context, p barrage.Principal, namespace, name, version, os, arch string) (barrage.PluginVersion, barrage.PluginArtifact, error) {
+	v, err := s.store.PluginVersion(ctx, viewer(p), namespace, name, version)
+	if err != nil {
+		return v, barrage.PluginArtifact{}, err
+	}
+	if v.State == barrage.VersionRevoked {
+		return v, barrage.PluginArtifact{}, barrage.Errorf(barrage.ErrGone, "%s was revoked: %s", v.Ref(), v.StateReason)
+	}
+	a, ok := v.Artifact(os, arch)
+	if !ok {
+		return v, a, barrage.Errorf(barrage.ErrNotFound, "%s has no artifact for %s/%s", v.Ref(), os, arch)
+	}
+	return v, a, nil
+}
+
+func orEmpty(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}

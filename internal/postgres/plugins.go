@@ -1,0 +1,305 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/barrage-load/barrage/internal/barrage"
+	"github.com/barrage-load/barrage/internal/postgres/dbsqlc"
+	"github.com/barrage-load/barrage/internal/registry"
+)
+
+// Viewer is who reads the marketplace: a user sees listed plugins and the versions open to all,
+// and everything of their own namespaces; an admin sees everything.
+type Viewer struct {
+	User  uuid.UUID
+	Admin bool
+}
+
+// InsertPluginVersion stores v, a version of a plugin in one of actor's namespaces (another
+// user's namespace is not found), with its artifacts, whose blobs are kept already. The
+// plugin is made with its first version. A version of the same precedence is an ErrConflict:
+// of two publishing it at once, one wins.
+func (s *Store) InsertPluginVersion(ctx context.Context, actor uuid.UUID, v barrage.PluginVersion) (barrage.PluginVersion, error) {
+	core, err := registry.ParseVersion(v.Version)
+	if err != nil {
+		return barrage.PluginVersion{}, barrage.Invalid("version", err.Error())
+	}
+	core.Build = ""
+	err = s.inTx(ctx, func(tx pgx.Tx) error {
+		if err := s.owned(ctx, tx, v.Namespace, actor); err != nil {
+			return err
+		}
+		if err := s.q.PluginUpsert(ctx, tx, dbsqlc.PluginUpsertParams{Namespace: v.Namespace, Name: v.Name, Latest: v.Version,
+			Kinds: v.Kinds, Description: v.Description, License: v.License, SourceUrl: v.SourceURL, Tags: v.Tags,
+			SearchText: searchText(v)}); err != nil {
+			return translate(err, "plugin")
+		}
+		if _, err := s.q.PluginLock(ctx, tx, dbsqlc.PluginLockParams{Namespace: v.Namespace, Name: v.Name}); err != nil {
+			return err
+		}
+		protocols := make([]int32, len(v.Protocols))
+		for i, p := range v.Protocols {
+			protocols[i] = int32(p)
+		}
+		_, err := s.q.PluginVersionInsert(ctx, tx, dbsqlc.PluginVersionInsertParams{Namespace: v.Namespace, Name: v.Name,
+			Version: v.Version, VersionCore: core.String(), Kinds: v.Kinds, Description: v.Description, Readme: v.Readme,
+			License: v.License, SourceUrl: v.SourceURL, Tags: v.Tags, Protocols: protocols, ConfigSchema: v.ConfigSchema,
+			Network: nonNil(v.Network), Sums: v.Sums, Signature: v.Signature, Signer: v.Signer, PublishedBy: &actor})
+		if errors.Is(translate(err, "version"), barrage.ErrConflict) {
+			return barrage.Errorf(barrage.ErrConflict, "%s/%s@%s is published already: a version never changes, publish a new one", v.Namespace, v.Name, core)
+		}
+		if err != nil {
+			return translate(err, "version")
+		}
+		for _, a := range v.Artifacts {
+			if err := s.q.PluginArtifactInsert(ctx, tx, dbsqlc.PluginArtifactInsertParams{Namespace: v.Namespace, Name: v.Name,
+				Version: v.Version, Os: a.OS, Arch: a.Arch, File: a.File, Format: a.Format, Sha256: a.SHA256, Size: a.Size}); err != nil {
+				return translate(err, "artifact")
+			}
+		}
+		return s.refreshPlugin(ctx, tx, v.Namespace, v.Name)
+	})
+	if err != nil {
+		return barrage.PluginVersion{}, err
+	}
+	return s.PluginVersion(ctx, Viewer{User: actor}, v.Namespace, v.Name, v.Version)
+}
+
+// PluginVersionExists reports whether namespace/name has a version of version's precedence.
+func (s *Store) PluginVersionExists(ctx context.Context, namespace, name string, version registry.Version) (bool, error) {
+	version.Build = ""
+	return s.q.PluginVersionExists(ctx, s.pool, dbsqlc.PluginVersionExistsParams{Namespace: namespace, Name: name, VersionCore: version.String()})
+}
+
+// refreshPlugin sets, in tx, what the plugin says of itself: its latest listed version's
+// words, or, while no version is listed, its latest version's (shown to its owners only).
+func (s *Store) refreshPlugin(ctx context.Context, tx pgx.Tx, namespace, name string) error {
+	rows, err := s.q.PluginVersions(ctx, tx, dbsqlc.PluginVersionsParams{Namespace: namespace, Name: name})
+	if err != nil {
+		return err
+	}
+	vs := make([]barrage.PluginVersion, len(rows))
+	for i, r := range rows {
+		vs[i] = pluginVersionFromRow(r)
+	}
+	sortNewestFirst(vs)
+	latest := vs[0]
+	i := slices.IndexFunc(vs, func(v barrage.PluginVersion) bool { return v.State.Listed() })
+	if i >= 0 {
+		latest = vs[i]
+	}
+	return s.q.PluginRefresh(ctx, tx, dbsqlc.PluginRefreshParams{Namespace: namespace, Name: name, Listed: i >= 0,
+		Latest: latest.Version, Kinds: latest.Kinds, Description: latest.Description, License: latest.License,
+		SourceUrl: latest.SourceURL, Tags: latest.Tags, SearchText: searchText(latest)})
+}
+
+// searchText is what a search finds a plugin by: its names (whole, and word by word), its
+// description and its tags.
+func searchText(v barrage.PluginVersion) string {
+	return strings.Join([]string{v.Namespace, v.Name, strings.ReplaceAll(v.Name, "-", " "), v.Description, strings.Join(v.Tags, " ")}, " ")
+}
+
+// sortNewestFirst orders versions by SemVer precedence, highest first.
+func sortNewestFirst(vs []barrage.PluginVersion) {
+	slices.SortFunc(vs, func(a, b barrage.PluginVersion) int {
+		va, _ := registry.ParseVersion(a.Version)
+		vb, _ := registry.ParseVersion(b.Version)
+		return vb.Compare(va)
+	})
+}
+
+// ownsOrAdmin reports whether viewer may see everything of namespace.
+func (s *Store) ownsOrAdmin(ctx context.Context, viewer Viewer, namespace string) (bool, error) {
+	if viewer.Admin {
+		return true, nil
+	}
+	return s.q.NamespaceIsOwner(ctx, s.pool, dbsqlc.NamespaceIsOwnerParams{Namespace: namespace, UserID: viewer.User})
+}
+
+// versionOpen reports whether a version in state st is shown to a reader who does not own it:
+// listed ones, and revoked ones, so that the runs that used them can be explained.
+func versionOpen(st barrage.VersionState) bool { return st.Listed() || st == barrage.VersionRevoked }
+
+// Plugin reads namespace/name as viewer may see it, with the versions viewer may see, newest
+// first. A plugin viewer may not see is not found.
+func (s *Store) Plugin(ctx context.Context, viewer Viewer, namespace, name string) (barrage.Plugin, error) {
+	row, err := s.q.PluginGet(ctx, s.pool, dbsqlc.PluginGetParams{Namespace: namespace, Name: name, Admin: viewer.Admin, UserID: viewer.User})
+	if err != nil {
+		return barrage.Plugin{}, translate(err, fmt.Sprintf("plugin %s/%s", namespace, name))
+	}
+	owner, err := s.ownsOrAdmin(ctx, viewer, namespace)
+	if err != nil {
+		return barrage.Plugin{}, err
+	}
+	p := pluginFromRow(row)
+	rows, err := s.q.PluginVersions(ctx, s.pool, dbsqlc.PluginVersionsParams{Namespace: namespace, Name: name})
+	if err != nil {
+		return barrage.Plugin{}, err
+	}
+	arts, err := s.q.PluginArtifactsOf(ctx, s.pool, dbsqlc.PluginArtifactsOfParams{Namespace: namespace, Name: name})
+	if err != nil {
+		return barrage.Plugin{}, err
+	}
+	for _, r := range rows {
+		v := pluginVersionFromRow(r)
+		if !owner && !versionOpen(v.State) {
+			continue
+		}
+		for _, a := range arts {
+			if a.Version == v.Version {
+				v.Artifacts = append(v.Artifacts, artifactFromRow(a))
+			}
+		}
+		p.Versions = append(p.Versions, v)
+	}
+	sortNewestFirst(p.Versions)
+	return p, nil
+}
+
+// PluginVersion reads namespace/name@version with its artifacts, as viewer may see it.
+func (s *Store) PluginVersion(ctx context.Context, viewer Viewer, namespace, name, version string) (barrage.PluginVersion, error) {
+	return s.pluginVersion(ctx, s.pool, viewer, namespace, name, version)
+}
+
+func (s *Store) pluginVersion(ctx context.Context, db dbsqlc.DBTX, viewer Viewer, namespace, name, version string) (barrage.PluginVersion, error) {
+	notFound := barrage.Errorf(barrage.ErrNotFound, "plugin version %s/%s@%s not found", namespace, name, version)
+	row, err := s.q.PluginVersionGet(ctx, db, dbsqlc.PluginVersionGetParams{Namespace: namespace, Name: name, Version: version})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return barrage.PluginVersion{}, notFound
+	}
+	if err != nil {
+		return barrage.PluginVersion{}, err
+	}
+	v := pluginVersionFromRow(row)
+	if !versionOpen(v.State) {
+		owner, err := s.ownsOrAdmin(ctx, viewer, namespace)
+		if err != nil {
+			return barrage.PluginVersion{}, err
+		}
+		if !owner {
+			return barrage.PluginVersion{}, notFound
+		}
+	}
+	arts, err := s.q.PluginArtifacts(ctx, db, dbsqlc.PluginArtifactsParams{Namespace: namespace, Name: name, Version: version})
+	if err != nil {
+		return barrage.PluginVersion{}, err
+	}
+	for _, a := range arts {
+		v.Artifacts = append(v.Artifacts, artifactFromRow(a))
+	}
+	return v, nil
+}
+
+// SetPluginVersionState moves namespace/name@version to state with reason, when its state now
+// is one of from (else an ErrConflict naming it), and updates what the plugin says of itself.
+// by is who decided; the caller has checked that they may.
+func (s *Store) SetPluginVersionState(ctx context.Context, by Viewer, namespace, name, version string,
+	state barrage.VersionState, reason string, from ...barrage.VersionState) (barrage.PluginVersion, error) {
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		if _, err := s.q.PluginLock(ctx, tx, dbsqlc.PluginLockParams{Namespace: namespace, Name: name}); err != nil {
+			return translate(err, fmt.Sprintf("plugin %s/%s", namespace, name))
+		}
+		v, err := s.pluginVersion(ctx, tx, by, namespace, name, version)
+		if err != nil {
+			return err
+		}
+		if !slices.Contains(from, v.State) {
+			return barrage.Errorf(barrage.ErrConflict, "%s is %s: it cannot become %s", v.Ref(), v.State, state)
+		}
+		if _, err := s.q.PluginVersionSetState(ctx, tx, dbsqlc.PluginVersionSetStateParams{Namespace: namespace, Name: name,
+			Version: version, State: string(state), StateReason: reason, ReviewedBy: &by.User}); err != nil {
+			return err
+		}
+		return s.refreshPlugin(ctx, tx, namespace, name)
+	})
+	if err != nil {
+		return barrage.PluginVersion{}, err
+	}
+	return s.PluginVersion(ctx, by, namespace, name, version)
+}
+
+// PluginSearch is a search of the marketplace.
+type PluginSearch struct {
+	Query     string // a tsquery, or empty for every plugin
+	Kind, Tag string // empty for any
+	// After is the namespace/name to continue after.
+	AfterNamespace, AfterName string
+	Limit                     int
+}
+
+// SearchPlugins finds the plugins viewer may see, in name order, and says whether more follow.
+func (s *Store) SearchPlugins(ctx context.Context, viewer Viewer, q PluginSearch) ([]barrage.Plugin, bool, error) {
+	rows, err := s.q.PluginSearch(ctx, s.pool, dbsqlc.PluginSearchParams{Admin: viewer.Admin, UserID: viewer.User,
+		Query: q.Query, Kind: q.Kind, Tag: q.Tag, AfterNamespace: q.AfterNamespace, AfterName: q.AfterName, MaxRows: int32(q.Limit + 1)})
+	if err != nil {
+		return nil, false, translate(err, "search")
+	}
+	more := len(rows) > q.Limit
+	if more {
+		rows = rows[:q.Limit]
+	}
+	out := make([]barrage.Plugin, len(rows))
+	for i, r := range rows {
+		out[i] = pluginFromRow(r)
+	}
+	return out, more, nil
+}
+
+// PendingPluginVersions lists the versions waiting for review, oldest first.
+func (s *Store) PendingPluginVersions(ctx context.Context, limit int) ([]barrage.PluginVersion, error) {
+	rows, err := s.q.PluginVersionsPending(ctx, s.pool, int32(limit))
+	if err != nil {
+		return nil, err
+	}
+	out := make([]barrage.PluginVersion, len(rows))
+	for i, r := range rows {
+		out[i] = pluginVersionFromRow(r)
+	}
+	return out, nil
+}
+
+// CountPluginDownload counts one download of namespace/name@version.
+func (s *Store) CountPluginDownload(ctx context.Context, namespace, name, version string) error {
+	return s.inTx(ctx, func(tx pgx.Tx) error {
+		if err := s.q.PluginVersionCountDownload(ctx, tx, dbsqlc.PluginVersionCountDownloadParams{Namespace: namespace, Name: name, Version: version}); err != nil {
+			return err
+		}
+		return s.q.PluginCountDownload(ctx, tx, dbsqlc.PluginCountDownloadParams{Namespace: namespace, Name: name})
+	})
+}
+
+func pluginFromRow(r dbsqlc.Plugin) barrage.Plugin {
+	return barrage.Plugin{Namespace: r.Namespace, Name: r.Name, Listed: r.Listed, Latest: r.Latest, Kinds: r.Kinds,
+		Description: r.Description, License: r.License, SourceURL: r.SourceUrl, Tags: r.Tags, Downloads: r.Downloads,
+		CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt}
+}
+
+func pluginVersionFromRow(r dbsqlc.PluginVersion) barrage.PluginVersion {
+	protocols := make([]int, len(r.Protocols))
+	for i, p := range r.Protocols {
+		protocols[i] = int(p)
+	}
+	return barrage.PluginVersion{Namespace: r.Namespace, Name: r.Name, Version: r.Version, State: barrage.VersionState(r.State),
+		StateReason: r.StateReason, Kinds: r.Kinds, Description: r.Description, Readme: r.Readme, License: r.License,
+		SourceURL: r.SourceUrl, Tags: r.Tags, Protocols: protocols, ConfigSchema: r.ConfigSchema, Network: r.Network,
+		Sums: r.Sums, Signature: r.Signature, Signer: r.Signer, PublishedBy: r.PublishedBy, ReviewedBy: r.ReviewedBy,
+		ReviewedAt: r.ReviewedAt, Downloads: r.Downloads, Runs: r.Runs, CreatedAt: r.CreatedAt}
+}
+
+func artifactFromRow(a dbsqlc.PluginArtifact) barrage.PluginArtifact {
+	return barrage.PluginArtifact{OS: a.Os, Arch: a.Arch, File: a.File, Format: a.Format, SHA256: a.Sha256, Size: a.Size}
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}

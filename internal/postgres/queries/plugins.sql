@@ -1,0 +1,77 @@
+-- PluginUpsert makes the plugin on its first version; later versions leave it to PluginRefresh.
+-- name: PluginUpsert :exec
+INSERT INTO plugins (namespace, name, latest, kinds, description, license, source_url, tags, search_text)
+VALUES (@namespace, @name, @latest, @kinds, @description, @license, @source_url, @tags, @search_text)
+ON CONFLICT (namespace, name) DO NOTHING;
+
+-- PluginLock locks the plugin so that its versions' states and its summary change one at a time.
+-- name: PluginLock :one
+SELECT listed FROM plugins WHERE namespace = $1 AND name = $2 FOR UPDATE;
+
+-- name: PluginRefresh :exec
+UPDATE plugins SET listed = @listed, latest = @latest, kinds = @kinds, description = @description,
+    license = @license, source_url = @source_url, tags = @tags,
+    search_text = @search_text, updated_at = now()
+WHERE namespace = @namespace AND name = @name;
+
+-- PluginGet reads a plugin that user may see: listed, or in one of user's namespaces, or any
+-- plugin for an admin.
+-- name: PluginGet :one
+SELECT p.* FROM plugins p
+WHERE p.namespace = @namespace AND p.name = @name
+  AND (p.listed OR @admin::boolean
+       OR EXISTS (SELECT 1 FROM namespace_owners o WHERE o.namespace = p.namespace AND o.user_id = @user_id));
+
+-- PluginSearch finds the plugins user may see whose words begin with the query's (a tsquery of
+-- prefixes), of a kind and with a tag when given, after the cursor, in name order.
+-- name: PluginSearch :many
+SELECT p.* FROM plugins p
+WHERE (p.listed OR @admin::boolean
+       OR EXISTS (SELECT 1 FROM namespace_owners o WHERE o.namespace = p.namespace AND o.user_id = @user_id))
+  AND (@query::text = '' OR to_tsvector('simple', p.search_text) @@ to_tsquery('simple', @query::text))
+  AND (@kind::text = '' OR @kind::text = ANY (p.kinds))
+  AND (@tag::text = '' OR @tag::text = ANY (p.tags))
+  AND (p.namespace, p.name) > (@after_namespace::text, @after_name::text)
+ORDER BY p.namespace, p.name
+LIMIT @max_rows;
+
+-- name: PluginCountDownload :exec
+UPDATE plugins SET downloads = downloads + 1 WHERE namespace = $1 AND name = $2;
+
+-- name: PluginVersionInsert :one
+INSERT INTO plugin_versions (namespace, name, version, version_core, kinds, description, readme, license,
+    source_url, tags, protocols, config_schema, network, sums, signature, signer, published_by)
+VALUES (@namespace, @name, @version, @version_core, @kinds, @description, @readme, @license,
+    @source_url, @tags, @protocols, @config_schema, @network, @sums, @signature, @signer, @published_by)
+RETURNING *;
+
+-- name: PluginVersionGet :one
+SELECT * FROM plugin_versions WHERE namespace = $1 AND name = $2 AND version = $3;
+
+-- name: PluginVersionExists :one
+SELECT EXISTS (SELECT 1 FROM plugin_versions WHERE namespace = $1 AND name = $2 AND version_core = $3)::boolean;
+
+-- name: PluginVersions :many
+SELECT * FROM plugin_versions WHERE namespace = $1 AND name = $2;
+
+-- name: PluginVersionSetState :one
+UPDATE plugin_versions SET state = @state, state_reason = @state_reason, reviewed_by = @reviewed_by, reviewed_at = now()
+WHERE namespace = @namespace AND name = @name AND version = @version
+RETURNING *;
+
+-- name: PluginVersionsPending :many
+SELECT * FROM plugin_versions WHERE state = 'pending' ORDER BY created_at, namespace, name, version LIMIT @max_rows;
+
+-- name: PluginVersionCountDownload :exec
+UPDATE plugin_versions SET downloads = downloads + 1 WHERE namespace = $1 AND name = $2 AND version = $3;
+
+-- name: PluginArtifactInsert :exec
+INSERT INTO plugin_artifacts (namespace, name, version, os, arch, file, format, sha256, size)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9);
+
+-- name: PluginArtifacts :many
+SELECT * FROM plugin_artifacts WHERE namespace = $1 AND name = $2 AND version = $3 ORDER BY os, arch;
+
+-- PluginArtifactsOf lists the artifacts of many versions of one plugin at once.
+-- name: PluginArtifactsOf :many
+SELECT * FROM plugin_artifacts WHERE namespace = $1 AND name = $2 ORDER BY version, os, arch;

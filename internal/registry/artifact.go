@@ -1,0 +1,118 @@
+package registry
+
+import (
+	"archive/zip"
+	"bufio"
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"slices"
+)
+
+// Platforms are the os/arch pairs a plugin version may have artifacts for: those whose agents
+// can confine a plugin (the kernel sandbox is Linux's).
+var Platforms = []Platform{{"linux", "amd64"}, {"linux", "arm64"}}
+
+// Platform is an os/arch pair, as Go names them.
+type Platform struct{ OS, Arch string }
+
+func (p Platform) String() string { return p.OS + "/" + p.Arch }
+
+// CheckPlatform says whether os/arch is a platform plugins are published for.
+func CheckPlatform(os, arch string) error {
+	if !slices.Contains(Platforms, Platform{os, arch}) {
+		return fmt.Errorf("platform %s/%s: plugins are published for %v", os, arch, Platforms)
+	}
+	return nil
+}
+
+// Artifact formats.
+const (
+	FormatELF    = "elf"    // an executable of its platform
+	FormatZipapp = "zipapp" // a Python zipapp: a #! line, then a zip holding __main__.py
+)
+
+// ArtifactFile is the name an artifact has in its version's SHA256SUMS, as Terraform's
+// providers name theirs: random-data_1.2.0_linux_amd64.
+func ArtifactFile(name, version, os, arch string) string {
+	return name + "_" + version + "_" + os + "_" + arch
+}
+
+// ELF's e_machine for each architecture.
+var elfMachines = map[string]uint16{"amd64": 62, "arm64": 183}
+
+// ErrBadArtifact: an artifact is not a file of the format and platform declared.
+var ErrBadArtifact = errors.New("not an artifact of the declared format and platform")
+
+// SniffELF checks that head, the first bytes of a file (64 at least), begin a 64-bit,
+// little-endian Linux executable or shared object for arch.
+func SniffELF(head []byte, arch string) error {
+	bad := func(why string) error { return fmt.Errorf("%w: %s", ErrBadArtifact, why) }
+	if len(head) < 64 || !bytes.Equal(head[:4], []byte("\x7fELF")) {
+		return bad("not an ELF executable")
+	}
+	if head[4] != 2 || head[5] != 1 {
+		return bad("not a 64-bit little-endian ELF")
+	}
+	if osabi := head[7]; osabi != 0 && osabi != 3 {
+		return bad(fmt.Sprintf("ELF for OS ABI %d, not Linux", osabi))
+	}
+	if t := binary.LittleEndian.Uint16(head[16:]); t != 2 && t != 3 {
+		return bad("an ELF that is neither an executable nor position-independent")
+	}
+	want, ok := elfMachines[arch]
+	if m := binary.LittleEndian.Uint16(head[18:]); !ok || m != want {
+		return bad(fmt.Sprintf("an ELF for machine %d, not %s", m, arch))
+	}
+	return nil
+}
+
+// SniffZipapp checks that head, the first bytes of a file, begin a zipapp: a #! line.
+func SniffZipapp(head []byte) error {
+	if !bytes.HasPrefix(head, []byte("#!")) {
+		return fmt.Errorf("%w: a zipapp begins with a #! line", ErrBadArtifact)
+	}
+	return nil
+}
+
+// CheckZipapp reads the whole zipapp r of size bytes: a zip after its #! line, holding
+// __main__.py, with no setuid, setgid or device entry and no link.
+func CheckZipapp(r io.ReaderAt, size int64) error {
+	z, err := zip.NewReader(r, size)
+	if err != nil {
+		return fmt.Errorf("%w: a zipapp holds a zip after its #! line: %v", ErrBadArtifact, err)
+	}
+	main := false
+	for _, f := range z.File {
+		mode := f.Mode()
+		switch {
+		case mode&(fs.ModeSetuid|fs.ModeSetgid) != 0:
+			return fmt.Errorf("%w: %s is setuid or setgid", ErrBadArtifact, f.Name)
+		case mode&(fs.ModeSymlink|fs.ModeDevice|fs.ModeCharDevice|fs.ModeNamedPipe|fs.ModeSocket) != 0:
+			return fmt.Errorf("%w: %s is not a plain file or folder", ErrBadArtifact, f.Name)
+		}
+		main = main || f.Name == "__main__.py"
+	}
+	if !main {
+		return fmt.Errorf("%w: a zipapp holds __main__.py", ErrBadArtifact)
+	}
+	return nil
+}
+
+// Sniff reads the head of r (without taking it) and checks it against format and arch.
+func Sniff(r *bufio.Reader, format, arch string) error {
+	head, err := r.Peek(64)
+	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, bufio.ErrBufferFull) {
+		return err
+	}
+	switch format {
+	case FormatELF:
+		return SniffELF(head, arch)
+	case FormatZipapp:
+		return SniffZipapp(head)
+	}
+	return fmt.Errorf("%w: format %q is neither %s nor %s", ErrBadArtifact, format, FormatELF, FormatZipapp)
+}
