@@ -254,14 +254,14 @@ func (e PluginKind) Valid() bool {
 
 // Defines values for PluginPinKind.
 const (
-	PluginPinKindElement PluginPinKind = "element"
-	PluginPinKindUrl     PluginPinKind = "url"
+	PluginPinKindSessionElement PluginPinKind = "session-element"
+	PluginPinKindUrl            PluginPinKind = "url"
 )
 
 // Valid indicates whether the value is a known member of the PluginPinKind enum.
 func (e PluginPinKind) Valid() bool {
 	switch e {
-	case PluginPinKindElement:
+	case PluginPinKindSessionElement:
 		return true
 	case PluginPinKindUrl:
 		return true

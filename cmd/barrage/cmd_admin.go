@@ -16,6 +16,7 @@ import (
 func runAdmin(ctx context.Context, e env, args []string) error {
 	sub := map[string]func(context.Context, env, []string) error{
 		"invite": runAdminInvite, "invitations": runAdminInvitations, "users": runAdminUsers, "user": runAdminUser,
+		"plugins": runAdminPlugins, "plugin": runAdminPlugin,
 	}
 	return dispatch(ctx, e, "admin", sub, args)
 }

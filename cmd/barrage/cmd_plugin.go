@@ -128,7 +128,7 @@ func (pf *pluginFlags) loadScript(ctx context.Context, fs *flag.FlagSet, args []
 	if err != nil {
 		return nil, nil, err
 	}
-	s, err := loadScript(path)
+	s, err := loadScript(pf.e, path)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -178,7 +178,8 @@ func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }
 func runPlugin(ctx context.Context, e env, args []string) error {
 	subs := map[string]func(context.Context, env, []string) error{
 		"add": runPluginAdd, "list": runPluginList, "check": runPluginCheck, "new": runPluginNew,
-		"keygen": runPluginKeygen,
+		"keygen": runPluginKeygen, "publish": runPluginPublish, "search": runPluginSearch, "info": runPluginInfo,
+		"install": runPluginInstall,
 	}
 	if len(args) == 0 || subs[args[0]] == nil {
 		fmt.Fprintln(e.stderr, `Usage: barrage plugin <command>
@@ -189,7 +190,13 @@ Commands:
   check BINARY    start a plugin and check its handshake, Describe and each of its hooks
   new NAME --kind url|session-element|source-modifier
                   create a Go plugin project that builds and passes its test
-  keygen          make the Ed25519 key that signs the versions you publish`)
+  keygen          make the Ed25519 key that signs the versions you publish
+  publish PATH... check a plugin, sign its builds' SHA256SUMS and publish them as a version
+  search [WORDS]  find plugins in the marketplace
+  info NS/NAME    a marketplace plugin: its versions, their states, its README
+  install NS/NAME@VERSION
+                  fetch a marketplace plugin, verify its signature and sha256, and add it
+                  to the local plugin directory`)
 		return errUsage
 	}
 	return subs[args[0]](ctx, e, args[1:])

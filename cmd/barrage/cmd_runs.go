@@ -82,7 +82,7 @@ func runRunsStart(ctx context.Context, e env, args []string) error {
 	} else {
 		id := *scriptID
 		if *file != "" {
-			if id, err = uploadScript(ctx, cl, *file); err != nil {
+			if id, err = uploadScript(ctx, e, cl, *file); err != nil {
 				return err
 			}
 			fmt.Fprintf(e.stderr, "Script %s uploaded as %s.\n", *file, id)
@@ -129,8 +129,8 @@ func runRunsStart(ctx context.Context, e env, args []string) error {
 }
 
 // uploadScript stores the script at path, with the data files it names, and returns its id.
-func uploadScript(ctx context.Context, cl *api.ClientWithResponses, path string) (string, error) {
-	s, err := loadScript(path) // checked here first: the errors point at the local file
+func uploadScript(ctx context.Context, e env, cl *api.ClientWithResponses, path string) (string, error) {
+	s, err := loadScript(e, path) // checked here first: the errors point at the local file
 	if err != nil {
 		return "", err
 	}

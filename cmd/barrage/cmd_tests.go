@@ -36,7 +36,7 @@ func runTestsPush(ctx context.Context, e env, args []string) error {
 	if err != nil {
 		return err
 	}
-	s, err := loadScript(path) // checked here first: the errors point at the local file
+	s, err := loadScript(e, path) // checked here first: the errors point at the local file
 	if err != nil {
 		return err
 	}

@@ -89,14 +89,15 @@ func commands() []command {
 		{"tests", "tests on the server: tests push | list | show | debug | delete", runTests},
 		{"scripts", "scripts on the server: scripts generate TEST_ID", runScripts},
 		{"runs", "runs on the server's agents: runs start | list | show | cancel | results", runRuns},
-		{"plugin", "plugins: plugin add | list | check | new", runPlugin},
+		{"plugin", "plugins: plugin add | list | check | new | keygen | publish | search | info | install", runPlugin},
+		{"namespaces", "marketplace namespaces: namespaces create | list | add-key", runNamespaces},
 		{"demo-shop", "serve a small shop on 127.0.0.1:8081 for the example scripts", runDemoShop},
 		{"signup", "create an account with an invitation code", runSignup},
 		{"login", "sign in and store credentials for the other commands", runLogin},
 		{"logout", "sign out and forget the stored credentials", runLogout},
 		{"me", "show the signed-in user and license", runMe},
 		{"tokens", "personal API tokens: tokens create | list | delete", runTokens},
-		{"admin", "admin commands: admin invite | invitations | users | user", runAdmin},
+		{"admin", "admin commands: admin invite | invitations | users | user | plugins | plugin", runAdmin},
 		{"version", "print the version", func(_ context.Context, e env, _ []string) error {
 			fmt.Fprintln(e.stdout, "barrage", version)
 			return nil

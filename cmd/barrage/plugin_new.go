@@ -34,14 +34,14 @@ var usages = map[string]string{
           requests:
             - { name: home, url: "http://127.0.0.1:8081/", plugins: [p] }`,
 	"session-element": `    plugins:
-      - { use: {{.Name}}@0.1.0, as: p, kind: element }
+      - { use: {{.Name}}@0.1.0, as: p, kind: session-element }
     session:
       groups:
         - name: g
           requests:
             - { name: item, url: "http://127.0.0.1:8081/items/${p.n}" }`,
 	"source-modifier": `    plugins:
-      - { use: {{.Name}}@0.1.0, as: p, kind: source, config: { value: hello } }`,
+      - { use: {{.Name}}@0.1.0, as: p, kind: source-modifier, config: { value: hello } }`,
 }
 
 func runPluginNew(_ context.Context, e env, args []string) error {

@@ -116,7 +116,7 @@ base_url: `+target.URL+`
 plugins:
   - use: random-data@1.0.0
     as: rnd
-    kind: element
+    kind: session-element
     config:
       email: { syntax: email, domain: example.test }
       id: { syntax: uuid }
@@ -126,7 +126,7 @@ plugins:
     config: { key_env: HMAC_KEY, read_header: X-Request-Id }
   - use: inject-headers@1.0.0
     as: inject
-    kind: source
+    kind: source-modifier
     config: { headers: { X-Env: staging } }
   - use: correlation-id@1.0.0
     as: corr
@@ -217,7 +217,7 @@ func TestRunRefusesABadPluginConfigNamingTheField(t *testing.T) {
 	script := filepath.Join(t.TempDir(), "s.yaml")
 	require.NoError(t, os.WriteFile(script, []byte(`
 version: 1
-plugins: [{use: random-data@1.0.0, as: rnd, kind: element, config: {n: {syntax: number, min: 9, max: 1}}}]
+plugins: [{use: random-data@1.0.0, as: rnd, kind: session-element, config: {n: {syntax: number, min: 9, max: 1}}}]
 session: {groups: [{name: g, requests: [{name: r, url: "http://127.0.0.1:1/${rnd.n}"}]}]}
 load: {vus: 1, iterations: 1}
 `), 0o644))
@@ -241,7 +241,7 @@ func TestRunRefusesAGrantOutsideThePluginsNeed(t *testing.T) {
 	script := filepath.Join(t.TempDir(), "s.yaml")
 	require.NoError(t, os.WriteFile(script, []byte(`version: 1
 plugins:
-  - { use: random-data@1.0.0, as: rnd, kind: element, network: ["db.example:5432"] }
+  - { use: random-data@1.0.0, as: rnd, kind: session-element, network: ["db.example:5432"] }
 session: {groups: [{name: g, requests: [{name: r, url: "http://127.0.0.1:1/"}]}]}
 load: {vus: 1, iterations: 1}
 `), 0o644))
@@ -250,7 +250,7 @@ load: {vus: 1, iterations: 1}
 	require.Contains(t, errOut, script+":3: plugins[0].network[0]: grants db.example:5432 to random-data@1.0.0, which declares no need of the network")
 
 	require.NoError(t, os.WriteFile(script, []byte(`version: 1
-plugins: [{ use: random-data@1.0.0, as: rnd, kind: element }]
+plugins: [{ use: random-data@1.0.0, as: rnd, kind: session-element }]
 session: {groups: [{name: g, requests: [{name: r, url: "http://127.0.0.1:1/"}]}]}
 load: {vus: 1, iterations: 1}
 `), 0o644))

@@ -155,7 +155,8 @@ func positionalArg(fs *flag.FlagSet, args []string) (string, error) {
 	return path, nil
 }
 
-func loadScript(path string) (*script.Script, error) {
+// loadScript reads the script at path, and warns on stderr of what it should change.
+func loadScript(e env, path string) (*script.Script, error) {
 	s, err := script.Load(path, script.ParseOptions{})
 	if err != nil {
 		var list script.ErrorList
@@ -163,6 +164,9 @@ func loadScript(path string) (*script.Script, error) {
 			return nil, &exitError{exitScriptError, fmt.Errorf("the script is not valid:\n%w", err)}
 		}
 		return nil, &exitError{exitScriptError, err}
+	}
+	for _, d := range s.Deprecations {
+		fmt.Fprintf(e.stderr, "warning: %v\n", d)
 	}
 	return s, nil
 }

@@ -82,8 +82,8 @@ variables:
   data:
     - { file: users.csv }
 plugins:
-  - { use: random-data@1.0.0, as: rnd, kind: element, config: { email: { syntax: email, domain: example.test } } }
-  - { use: inject-headers@1.0.0, as: inject, kind: source, config: { headers: { X-Env: staging } } }
+  - { use: random-data@1.0.0, as: rnd, kind: session-element, config: { email: { syntax: email, domain: example.test } } }
+  - { use: inject-headers@1.0.0, as: inject, kind: source-modifier, config: { headers: { X-Env: staging } } }
 session:
   groups:
     - name: sign up

@@ -62,6 +62,8 @@ func (a Agent) State(now time.Time) AgentState {
 // speaks; MinAgentProtocol the oldest the server accepts. An agent that speaks an older one is
 // refused with a message naming the version it needs.
 const (
-	AgentProtocol    = 3 // 2: jobs (debug, generate) and pinned plugins; 3: stages in a run's load, metrics keyed by kind
-	MinAgentProtocol = 3
+	// 2: jobs (debug, generate) and pinned plugins; 3: stages in a run's load, metrics keyed by
+	// kind; 4: plugin kinds spelled as the SDK spells them (session-element, source-modifier).
+	AgentProtocol    = 4
+	MinAgentProtocol = 4
 )

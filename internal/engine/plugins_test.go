@@ -96,7 +96,7 @@ func runTickets(t *testing.T, tk *tickets, scriptScope string, engineScope scrip
 	defer srv.Close()
 	s := load(t, t.TempDir(), srv.URL, `
 version: 1
-plugins: [{use: tickets@1.0.0, kind: element`+scriptScope+`}]
+plugins: [{use: tickets@1.0.0, kind: session-element`+scriptScope+`}]
 session:
   groups:
     - name: g
@@ -264,7 +264,7 @@ func TestDebugGivesElementPluginValues(t *testing.T) {
 		srv := httptest.NewServer(target.serve("X-None", "t", 200))
 		s := load(t, t.TempDir(), srv.URL, `
 version: 1
-plugins: [{use: tickets@1.0.0, kind: element}]
+plugins: [{use: tickets@1.0.0, kind: session-element}]
 session:
   groups:
     - name: g

@@ -39,7 +39,7 @@ func Check(ctx context.Context, h *pluginhost.Host, path string, config []byte) 
 		out = append(out, Finding{Check: check, Err: err})
 		return err == nil
 	}
-	sum, err := fileSHA256(path)
+	sum, err := FileSHA256(path)
 	if !add("read the binary", err) {
 		return info, out
 	}

@@ -148,7 +148,18 @@ func (d Dir) List() ([]Manifest, error) {
 // is, and copies it into the directory with its manifest. An existing version is replaced only
 // by the same bytes: a version's binary never changes.
 func (d Dir) Add(ctx context.Context, h *pluginhost.Host, path string) (*Manifest, error) {
-	sum, err := fileSHA256(path)
+	return d.add(ctx, h, path, "", "")
+}
+
+// AddAs adds the plugin binary at path as Add does, under the marketplace name ref
+// (namespace/name@version) it was fetched as: the plugin must say it is that version, and
+// that plugin (by its bare name or its marketplace name).
+func (d Dir) AddAs(ctx context.Context, h *pluginhost.Host, path, name, version string) (*Manifest, error) {
+	return d.add(ctx, h, path, name, version)
+}
+
+func (d Dir) add(ctx context.Context, h *pluginhost.Host, path, name, version string) (*Manifest, error) {
+	sum, err := FileSHA256(path)
 	if err != nil {
 		return nil, err
 	}
@@ -164,6 +175,12 @@ func (d Dir) Add(ctx context.Context, h *pluginhost.Host, path string) (*Manifes
 	}
 	if _, err := sdk.ParseHostPatterns(info.Network); err != nil {
 		return nil, barrage.Invalid("network", fmt.Sprintf("%s declares what it needs to reach wrongly: network: %v", path, err))
+	}
+	if name != "" {
+		if info.Version != version || (info.Name != name && !strings.HasSuffix(name, "/"+info.Name)) {
+			return nil, barrage.Invalid("plugin", fmt.Sprintf("%s says it is %s@%s, not %s@%s", path, info.Name, info.Version, name, version))
+		}
+		info.Name = name
 	}
 	m := &Manifest{Name: info.Name, Version: info.Version, Description: info.Description, Kinds: info.Kinds,
 		Binary: filepath.Base(filepath.FromSlash(info.Name)), SHA256: sum, Network: info.Network}
@@ -193,7 +210,8 @@ func (d Dir) Add(ctx context.Context, h *pluginhost.Host, path string) (*Manifes
 	return m, nil
 }
 
-func fileSHA256(path string) (string, error) {
+// FileSHA256 is the hex SHA-256 of the file at path.
+func FileSHA256(path string) (string, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return "", err

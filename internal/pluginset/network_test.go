@@ -101,7 +101,7 @@ func netScript(target, before, extra string) string {
 	return fmt.Sprintf(`version: 1
 plugins:%s
   - use: hostile@1.0.0
-    kind: element
+    kind: session-element
     config: { kind: reach, target: "%s", token: tok }%s
 session: { groups: [ { name: g, requests: [ { name: r, url: "http://127.0.0.1:1/" } ] } ] }
 load: { vus: 1, iterations: 1 }
@@ -147,7 +147,7 @@ func TestAGrantOutsideTheNeedIsRefusedAtLoad(t *testing.T) {
 	w := newNetWorld(t, addr)
 	other := "127.0.0.1:1"
 
-	_, err := w.open(t, netScript(addr, "\n  - { use: good@1.0.0, kind: element, network: [\"db.example:5432\"] }", "\n    network: [\""+addr+"\", \""+other+"\"]"), nil)
+	_, err := w.open(t, netScript(addr, "\n  - { use: good@1.0.0, kind: session-element, network: [\"db.example:5432\"] }", "\n    network: [\""+addr+"\", \""+other+"\"]"), nil)
 	var list script.ErrorList
 	require.ErrorAs(t, err, &list)
 	require.True(t, errors.Is(err, barrage.ErrInvalid))
@@ -173,7 +173,7 @@ func TestASourcePluginGrantsNoNetwork(t *testing.T) {
 	t.Parallel()
 	addr := greeter(t)
 	w := newNetWorld(t, addr)
-	_, err := w.open(t, netScript(addr, "\n  - { use: granter@1.0.0, kind: source, config: { hosts: [\""+addr+"\"] } }", ""), nil)
+	_, err := w.open(t, netScript(addr, "\n  - { use: granter@1.0.0, kind: source-modifier, config: { hosts: [\""+addr+"\"] } }", ""), nil)
 	var list script.ErrorList
 	require.ErrorAs(t, err, &list)
 	require.Len(t, list, 1, "%v", err)

@@ -169,3 +169,21 @@ func TestArtifactsAreExecutablesOfTheirPlatform(t *testing.T) {
 	require.Error(t, registry.CheckPlatform("windows", "amd64"))
 	require.Equal(t, "random-data_1.2.0_linux_amd64", registry.ArtifactFile("random-data", "1.2.0", "linux", "amd64"))
 }
+
+func TestADownloadVerifiesAgainstItsSignedSums(t *testing.T) {
+	pub, priv, err := ed25519.GenerateKey(rand.Reader)
+	require.NoError(t, err)
+	a, b := strings.Repeat("ab", 32), strings.Repeat("cd", 32)
+	doc, err := registry.FormatSums([]registry.Sum{{SHA256: a, Name: "rd_1.0.0_linux_amd64"}, {SHA256: b, Name: "rd_1.0.0_linux_arm64"}})
+	require.NoError(t, err)
+	keys := []registry.PublicKey{registry.PublicKey(pub)}
+	sig := registry.Sign(priv, doc)
+	_, err = registry.VerifyDownload(keys, doc, sig, "rd_1.0.0_linux_arm64", b)
+	require.NoError(t, err)
+	_, err = registry.VerifyDownload(keys, doc, sig, "rd_1.0.0_linux_arm64", a)
+	require.ErrorContains(t, err, "refused", "the bytes of another platform")
+	_, err = registry.VerifyDownload(keys, doc, sig, "rd_1.0.0_linux_riscv64", a)
+	require.ErrorContains(t, err, "not in")
+	_, err = registry.VerifyDownload(keys, doc, registry.Sign(priv, []byte("other")), "rd_1.0.0_linux_arm64", b)
+	require.ErrorIs(t, err, registry.ErrBadSignature)
+}

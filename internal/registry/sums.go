@@ -136,3 +136,26 @@ func ParsePrivateKey(pemBytes []byte) (ed25519.PrivateKey, error) {
 	}
 	return ed, nil
 }
+
+// VerifyDownload checks a downloaded artifact as a client must before it keeps it: sums is
+// signed by one of keys (sig), names file once, and gives it the sha256 of the bytes fetched
+// (got). It returns the signer.
+func VerifyDownload(keys []PublicKey, sums, sig []byte, file, got string) (PublicKey, error) {
+	signer, err := Verify(keys, sums, sig)
+	if err != nil {
+		return nil, err
+	}
+	list, err := ParseSums(sums)
+	if err != nil {
+		return nil, err
+	}
+	for _, s := range list {
+		if s.Name == file {
+			if s.SHA256 != got {
+				return nil, fmt.Errorf("%s has sha256 %s, and its signed SHA256SUMS says %s: refused", file, got, s.SHA256)
+			}
+			return signer, nil
+		}
+	}
+	return nil, fmt.Errorf("%s is not in its version's signed SHA256SUMS: refused", file)
+}

@@ -84,6 +84,13 @@ func (l ErrorList) sort() {
 type errs struct {
 	file string
 	list ErrorList
+	// notes are what the script should change and need not yet: old spellings.
+	notes ErrorList
+}
+
+// note records at p something the script should change, which does not refuse it.
+func (e *errs) note(p pos, format string, args ...any) {
+	e.notes = append(e.notes, &Error{File: e.file, Line: p.line, Column: p.col, Path: p.path, Message: fmt.Sprintf(format, args...)})
 }
 
 // add records an error at p.

@@ -57,6 +57,7 @@ func Parse(data []byte, opts ParseOptions) (*Script, error) {
 		d.list.sort()
 		return nil, d.list
 	}
+	s.Deprecations = d.notes
 	return s, nil
 }
 
@@ -320,18 +321,15 @@ func (d *decoder) plugins(n *yaml.Node, p pos) []*Plugin {
 			seen[pl.As] = true
 		}
 		if n, p := o.need("kind"); n != nil {
-			switch s, _ := d.str(n, p); s {
-			case "element":
-				pl.Kind = ElementPlugin
-			case "url":
-				pl.Kind = URLPlugin
-			case "source":
-				pl.Kind = SourcePlugin
-			default:
+			s, _ := d.str(n, p)
+			switch pl.Kind = kindOf(s); {
+			case pl.Kind == 0:
 				if isString(n) {
-					d.add(p, "must be element (a session element producing variables), url (rewrites the requests it is attached to) or source (rewrites this script before the run)")
+					d.add(p, "must be session-element (produces variables), url (rewrites the requests it is attached to) or source-modifier (rewrites this script before the run)")
 				}
 				ok = false
+			case s != pl.Kind.String():
+				d.note(p, "%s is the old spelling of %s, the SDK's and the marketplace's: write %s", s, pl.Kind, pl.Kind)
 			}
 		} else {
 			ok = false

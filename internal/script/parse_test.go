@@ -142,7 +142,7 @@ func TestParseErrorsNameTheirPath(t *testing.T) {
 		{"threshold window twice", withTop("thresholds: [{check: 'p95 < 1s over 10s', over: 30s}]\n"), "thresholds[0].over", "already says over 10s"},
 		{"threshold abort", withTop("thresholds: [{check: 'p95 < 1s', abort: yes}]\n"), "thresholds[0].abort", "true or false"},
 		{"plugin ref", withTop("plugins: [{use: 'random-data@^1.2', kind: element}]\n"), "plugins[0].use", "exact version"},
-		{"plugin kind", withTop("plugins: [{use: rnd@1.2.0, kind: session}]\n"), "plugins[0].kind", "must be element"},
+		{"plugin kind", withTop("plugins: [{use: rnd@1.2.0, kind: session}]\n"), "plugins[0].kind", "must be session-element"},
 		{"plugin kind missing", withTop("plugins: [{use: rnd@1.2.0}]\n"), "plugins[0].kind", "required"},
 		{"plugin scope", withTop("plugins: [{use: rnd@1.2.0, kind: element, scope: forever}]\n"), "plugins[0].scope", "run, vu or iteration"},
 		{"plugin alias needed", withTop("plugins: [{use: random-data@1.2.0, kind: element}]\n"), "plugins[0].as", "required"},
@@ -162,7 +162,7 @@ func TestParseErrorsNameTheirPath(t *testing.T) {
 		{"plugin variable of a source plugin", "version: 1\nplugins: [{use: inject@1.0.0, kind: source}]\nsession: {groups: [{name: g, requests: [{name: r, url: 'http://h/${inject.x}'}]}]}\nload: {vus: 1, iterations: 1}",
 			"session.groups[0].requests[0].url", "is a source plugin and produces no variables"},
 		{"request plugin is a source", "version: 1\nplugins: [{use: inject@1.0.0, kind: source}]\nsession: {groups: [{name: g, requests: [{name: r, url: 'http://h/', plugins: [inject]}]}]}\nload: {vus: 1, iterations: 1}",
-			"session.groups[0].requests[0].plugins[0]", "plugin \"inject\" is a source plugin; only url plugins"},
+			"session.groups[0].requests[0].plugins[0]", "plugin \"inject\" is a source-modifier plugin; only url plugins"},
 		{"data file outside", withTop("variables: {data: [{file: ../users.csv}]}\n"), "variables.data[0].file", "inside it"},
 		{"data order", withTop("variables: {data: [{file: users.csv, order: shuffled}]}\n"), "variables.data[0].order", "sequential, random or circular"},
 		{"data separator", withTop("variables: {data: [{file: users.csv, separator: ';;'}]}\n"), "variables.data[0].separator", "one character"},
@@ -500,3 +500,16 @@ func TestStageRate(t *testing.T) {
 func jsonNumber(s string) json.Number { return json.Number(s) }
 
 func newRand() *rand.Rand { return rand.New(rand.NewPCG(1, 2)) }
+
+// The old spellings of plugin kinds still parse, each with a note saying the new one.
+func TestOldKindSpellingsParseWithANote(t *testing.T) {
+	src := "version: 1\nname: x\nplugins:\n  - {use: rnd@1.0.0, as: rnd, kind: element}\n  - {use: mod@1.0.0, as: mod, kind: source-modifier}\n" +
+		"session: {groups: [{name: g, requests: [{name: r, url: 'http://127.0.0.1/'}]}]}\nload: {vus: 1, iterations: 1}\n"
+	s, err := script.Parse([]byte(src), script.ParseOptions{Filename: "x.yaml"})
+	require.NoError(t, err)
+	require.Equal(t, script.ElementPlugin, s.Plugins[0].Kind)
+	require.Equal(t, script.SourcePlugin, s.Plugins[1].Kind)
+	require.Len(t, s.Deprecations, 1)
+	require.Equal(t, 4, s.Deprecations[0].Line)
+	require.Contains(t, s.Deprecations[0].Error(), "element is the old spelling of session-element")
+}

@@ -31,6 +31,9 @@ type Script struct {
 	Session    Session
 	Load       Workload
 	Thresholds []*Threshold
+	// Deprecations are what the script should change and need not yet (old spellings), each
+	// with its line: tools show them as warnings.
+	Deprecations ErrorList
 }
 
 // Variables are the values a script's templates may use besides extracted ones and those
@@ -116,26 +119,36 @@ const (
 	SourcePlugin
 )
 
-// String returns the kind as a script writes it.
+// String returns the kind as a script writes it: the SDK's spelling (sdk.Kind), which the
+// marketplace and the API use too.
 func (k PluginKind) String() string {
 	switch k {
 	case ElementPlugin:
-		return "element"
+		return "session-element"
 	case URLPlugin:
 		return "url"
 	case SourcePlugin:
-		return "source"
+		return "source-modifier"
 	}
 	return "unknown"
 }
 
-// article is the kind with its article, for messages: "an element", "a url", "a source".
-func (k PluginKind) article() string {
-	if k == ElementPlugin {
-		return "an element"
+// kindOf reads a kind as a script writes it, the old spellings (element, source) included;
+// 0 when s is none.
+func kindOf(s string) PluginKind {
+	switch s {
+	case "session-element", "element":
+		return ElementPlugin
+	case "url":
+		return URLPlugin
+	case "source-modifier", "source":
+		return SourcePlugin
 	}
-	return "a " + k.String()
+	return 0
 }
+
+// article is the kind with its article, for messages: "a session-element", "a url".
+func (k PluginKind) article() string { return "a " + k.String() }
 
 // Scope is how often an element plugin's variables take new values. Zero means the scope the
 // plugin itself declares.

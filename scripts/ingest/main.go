@@ -102,7 +102,7 @@ func run() error {
 		}
 		tokens[i], ids[i] = a.Token, a.ID
 	}
-	hello := map[string]any{"protocol": 3, "version": "ingest", "cores": 2, "wait_seconds": 0}
+	hello := map[string]any{"protocol": 4, "version": "ingest", "cores": 2, "wait_seconds": 0}
 	for _, t := range tokens {
 		if _, err := (client{*server, t, user.hc}).do(ctx, "POST", "/v1/agent/lease", hello, nil); err != nil {
 			return err

@@ -66,7 +66,7 @@ func (granter) Modify(_ context.Context, script, config []byte) ([]byte, error) 
 	}
 	plugins, _ := doc["plugins"].([]any)
 	for _, p := range plugins {
-		if m, ok := p.(map[string]any); ok && m["kind"] != "source" {
+		if m, ok := p.(map[string]any); ok && m["kind"] != "source" && m["kind"] != "source-modifier" {
 			m["network"] = cfg.Hosts
 		}
 	}

@@ -1,0 +1,576 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/ed25519"
+	"crypto/sha256"
+	"debug/elf"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime/multipart"
+	"net/http"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/barrage-load/barrage/api"
+	"github.com/barrage-load/barrage/internal/pluginset"
+	"github.com/barrage-load/barrage/internal/registry"
+)
+
+// localArtifact is a file to publish: what it is, and for which platform.
+type localArtifact struct {
+	path, os, arch, format, sha256 string
+	size                           int64
+}
+
+// inspect says what the file at path is: an ELF executable (its platform read from it), or a
+// Python zipapp (any platform: one artifact for each of platforms). A setuid or setgid file
+// is refused, as the server refuses one inside a zipapp.
+func inspect(path string, platforms []registry.Platform) ([]localArtifact, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a file", path)
+	}
+	if st.Mode()&(os.ModeSetuid|os.ModeSetgid) != 0 {
+		return nil, fmt.Errorf("%s is setuid or setgid: a plugin never is", path)
+	}
+	sum, err := pluginset.FileSHA256(path)
+	if err != nil {
+		return nil, err
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	head := make([]byte, 64)
+	n, _ := io.ReadFull(f, head)
+	head = head[:n]
+	one := localArtifact{path: path, sha256: sum, size: st.Size()}
+	if bytes.HasPrefix(head, []byte("\x7fELF")) {
+		ef, err := elf.NewFile(f)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		arch := map[elf.Machine]string{elf.EM_X86_64: "amd64", elf.EM_AARCH64: "arm64"}[ef.Machine]
+		if err := registry.SniffELF(head, arch); err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		one.os, one.arch, one.format = "linux", arch, registry.FormatELF
+		return []localArtifact{one}, nil
+	}
+	if err := registry.SniffZipapp(head); err != nil {
+		return nil, fmt.Errorf("%s is neither an ELF executable nor a Python zipapp", path)
+	}
+	if err := registry.CheckZipapp(f, st.Size()); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	var out []localArtifact
+	for _, p := range platforms {
+		a := one
+		a.os, a.arch, a.format = p.OS, p.Arch, registry.FormatZipapp
+		out = append(out, a)
+	}
+	return out, nil
+}
+
+// runnable reports whether this machine can start the artifact to check it.
+func (a localArtifact) runnable() bool {
+	return a.format == registry.FormatZipapp || (a.os == runtime.GOOS && a.arch == runtime.GOARCH)
+}
+
+func runPluginPublish(ctx context.Context, e env, args []string) error {
+	fs := newFlags(e, "plugin publish", "[flags] PATH...  (a build per platform, or one Python zipapp)")
+	namespace := fs.String("namespace", "", "the namespace to publish in (default: the one in the plugin's name, namespace/name)")
+	name := fs.String("name", "", "the plugin's name in the namespace (default: the name the plugin gives)")
+	keyFile := fs.String("key", "", "the Ed25519 key that signs the version (default: signing-key.pem in the config folder, as plugin keygen writes it)")
+	readme := fs.String("readme", "", "the version's README, Markdown (default: README.md beside the first PATH, if there is one)")
+	license := fs.String("license", "", "the licence, an SPDX expression such as MIT")
+	source := fs.String("source-url", "", "where its source is, http or https")
+	config := fs.String("config", "{}", "the config object to check the plugin with, as JSON")
+	var tags, platforms multiFlag
+	fs.Var(&tags, "tag", "a tag to find it by; repeatable")
+	fs.Var(&platforms, "platform", "for a Python zipapp, a platform to publish it for, os/arch; repeatable (default: every platform, "+fmt.Sprint(registry.Platforms)+")")
+	pf := addPluginFlags(fs, e)
+	if err := parseArgs(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() == 0 {
+		fs.Usage()
+		return errUsage
+	}
+	plats := registry.Platforms
+	if len(platforms) > 0 {
+		plats = nil
+		for _, p := range platforms {
+			os, arch, _ := strings.Cut(p, "/")
+			if err := registry.CheckPlatform(os, arch); err != nil {
+				return fmt.Errorf("--platform %q: %w", p, err)
+			}
+			plats = append(plats, registry.Platform{OS: os, Arch: arch})
+		}
+	}
+	var arts []localArtifact
+	for _, path := range fs.Args() {
+		more, err := inspect(path, plats)
+		if err != nil {
+			return err
+		}
+		for _, a := range more {
+			for _, b := range arts {
+				if a.os == b.os && a.arch == b.arch {
+					return fmt.Errorf("%s and %s are both for %s/%s", b.path, a.path, a.os, a.arch)
+				}
+			}
+			arts = append(arts, a)
+		}
+	}
+	key, err := loadSigningKey(e, *keyFile)
+	if err != nil {
+		return err
+	}
+
+	// Check the plugin here, as a run would start it, and take what it says it is.
+	var check *localArtifact
+	for i := range arts {
+		if arts[i].runnable() {
+			check = &arts[i]
+			break
+		}
+	}
+	if check == nil {
+		return fmt.Errorf("none of the files runs on this machine (%s/%s) to be checked: publish from one where a build of the plugin runs", runtime.GOOS, runtime.GOARCH)
+	}
+	if !json.Valid([]byte(*config)) {
+		return errors.New("--config is not JSON")
+	}
+	h, err := pf.newHost()
+	if err != nil {
+		return err
+	}
+	defer h.Close()
+	info, err := checkPlugin(ctx, e.stderr, h, check.path, []byte(*config))
+	if err != nil {
+		return fmt.Errorf("%s: %w; fix the plugin before publishing it", check.path, err)
+	}
+	said := info.Name
+	if ns, n, ok := strings.Cut(said, "/"); ok {
+		said = n
+		if *namespace == "" {
+			*namespace = ns
+		}
+	}
+	if *name == "" {
+		*name = said
+	}
+	if *namespace == "" {
+		return fmt.Errorf("the plugin calls itself %q: give --namespace to publish it in", info.Name)
+	}
+
+	m := api.PublishManifest{Version: info.Version, Protocols: []int{info.ProtocolVersion},
+		Description: ptr(info.Description), ConfigSchema: ptr(info.ConfigSchema), Network: ptr(append([]string{}, info.Network...)),
+		Tags: ptr(append([]string{}, tags...)), License: ptr(*license), SourceUrl: ptr(*source)}
+	for _, k := range info.Kinds {
+		m.Kinds = append(m.Kinds, api.PluginKind(k))
+	}
+	readmePath := *readme
+	if readmePath == "" {
+		if p := filepath.Join(filepath.Dir(fs.Arg(0)), "README.md"); fileExists(p) {
+			readmePath = p
+		}
+	}
+	if readmePath != "" {
+		b, err := os.ReadFile(readmePath)
+		if err != nil {
+			return err
+		}
+		m.Readme = ptr(string(b))
+	}
+	var sums []registry.Sum
+	for _, a := range arts {
+		file := registry.ArtifactFile(*name, info.Version, a.os, a.arch)
+		m.Artifacts = append(m.Artifacts, api.PluginArtifact{Os: api.PluginArtifactOs(a.os), Arch: api.PluginArtifactArch(a.arch),
+			File: file, Format: api.PluginArtifactFormat(a.format), Sha256: a.sha256, Size: a.size})
+		sums = append(sums, registry.Sum{SHA256: a.sha256, Name: file})
+	}
+	doc, err := registry.FormatSums(sums)
+	if err != nil {
+		return err
+	}
+	m.Signature = registry.Sign(key, doc)
+
+	// Stream the body: the artifacts are never held in memory.
+	pr, pw := io.Pipe()
+	mw := multipart.NewWriter(pw)
+	go func() { pw.CloseWithError(writePublishBody(mw, m, arts)) }()
+	cl, _, err := apiClientWith(ctx, e, true, &http.Client{})
+	if err != nil {
+		pr.Close()
+		return err
+	}
+	res, err := cl.PublishPluginVersionWithBodyWithResponse(ctx, *namespace, *name, mw.FormDataContentType(), pr)
+	pr.Close()
+	if err != nil {
+		return err
+	}
+	if res.JSON201 == nil {
+		return api.ProblemError(res.HTTPResponse, res.Body)
+	}
+	v := res.JSON201
+	fmt.Fprintf(e.stdout, "published %s/%s@%s, %s: an admin reviews it before anyone else sees it\n", v.Namespace, v.Name, v.Version, v.State)
+	for _, a := range v.Artifacts {
+		fmt.Fprintf(e.stdout, "  %s/%s  %s  sha256 %s\n", a.Os, a.Arch, a.File, a.Sha256)
+	}
+	fmt.Fprintf(e.stdout, "  signed by key %s\n", v.Signer)
+	return nil
+}
+
+func writePublishBody(mw *multipart.Writer, m api.PublishManifest, arts []localArtifact) error {
+	h := make(map[string][]string)
+	h["Content-Disposition"] = []string{`form-data; name="manifest"`}
+	h["Content-Type"] = []string{"application/json"}
+	w, err := mw.CreatePart(h)
+	if err != nil {
+		return err
+	}
+	if err := json.NewEncoder(w).Encode(m); err != nil {
+		return err
+	}
+	for i, a := range arts {
+		w, err := mw.CreateFormFile("artifact", m.Artifacts[i].File)
+		if err != nil {
+			return err
+		}
+		f, err := os.Open(a.path)
+		if err != nil {
+			return err
+		}
+		_, err = io.Copy(w, f)
+		f.Close()
+		if err != nil {
+			return err
+		}
+	}
+	return mw.Close()
+}
+
+func fileExists(p string) bool {
+	st, err := os.Stat(p)
+	return err == nil && st.Mode().IsRegular()
+}
+
+// loadSigningKey reads the author's Ed25519 key: path, else signing-key.pem of the config
+// folder.
+func loadSigningKey(e env, path string) (ed25519.PrivateKey, error) {
+	if path == "" {
+		var err error
+		if path, err = configPath(e, "signing-key.pem"); err != nil {
+			return nil, err
+		}
+	}
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("no signing key in %s: make one with `barrage plugin keygen` and register its public key on your namespace", path)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return registry.ParsePrivateKey(b)
+}
+
+func runPluginSearch(ctx context.Context, e env, args []string) error {
+	fs := newFlags(e, "plugin search", "[--kind K] [--tag T] [WORDS...]")
+	kind := fs.String("kind", "", "only plugins of this kind: session-element, url or source-modifier")
+	tag := fs.String("tag", "", "only plugins with this tag")
+	if err := parseArgs(fs, args); err != nil {
+		return err
+	}
+	cl, _, err := apiClient(ctx, e, true)
+	if err != nil {
+		return err
+	}
+	params := api.SearchPluginsParams{Q: ptr(strings.Join(fs.Args(), " "))}
+	if *kind != "" {
+		params.Kind = ptr(api.PluginKind(*kind))
+	}
+	if *tag != "" {
+		params.Tag = tag
+	}
+	return printTable(e, "PLUGIN\tLATEST\tKINDS\tDOWNLOADS\tDESCRIPTION",
+		func(cursor *string) ([]api.PluginSummary, *string, error) {
+			params.Cursor = cursor
+			res, err := cl.SearchPluginsWithResponse(ctx, &params)
+			if err != nil {
+				return nil, nil, err
+			}
+			if res.JSON200 == nil {
+				return nil, nil, api.ProblemError(res.HTTPResponse, res.Body)
+			}
+			return res.JSON200.Items, res.JSON200.NextCursor, nil
+		},
+		func(p api.PluginSummary) string {
+			latest := p.Latest
+			if !p.Listed {
+				latest += " (unlisted)"
+			}
+			return fmt.Sprintf("%s/%s\t%s\t%s\t%d\t%s", p.Namespace, p.Name, latest, kindsText(p.Kinds), p.Downloads, p.Description)
+		})
+}
+
+func kindsText(kinds []api.PluginKind) string {
+	s := make([]string, len(kinds))
+	for i, k := range kinds {
+		s[i] = string(k)
+	}
+	return strings.Join(s, ",")
+}
+
+func runPluginInfo(ctx context.Context, e env, args []string) error {
+	fs := newFlags(e, "plugin info", "NAMESPACE/NAME")
+	arg, err := positionalArg(fs, args)
+	if err != nil {
+		return err
+	}
+	ns, name, ok := strings.Cut(strings.SplitN(arg, "@", 2)[0], "/")
+	if !ok {
+		return fmt.Errorf("%q: want namespace/name, as acme/random-data", arg)
+	}
+	cl, _, err := apiClient(ctx, e, true)
+	if err != nil {
+		return err
+	}
+	res, err := cl.GetPluginWithResponse(ctx, ns, name)
+	if err != nil {
+		return err
+	}
+	if res.JSON200 == nil {
+		return api.ProblemError(res.HTTPResponse, res.Body)
+	}
+	p := res.JSON200
+	fmt.Fprintf(e.stdout, "%s/%s  %s\n", p.Namespace, p.Name, p.Description)
+	fmt.Fprintf(e.stdout, "kinds: %s  licence: %s  source: %s  tags: %s  downloads: %d\n\n",
+		kindsText(p.Kinds), orDash(p.License), orDash(p.SourceUrl), orDash(strings.Join(p.Tags, ",")), p.Downloads)
+	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "VERSION\tSTATE\tPLATFORMS\tPROTOCOLS\tDOWNLOADS\tRUNS\tSIGNER")
+	for _, v := range p.Versions {
+		state := string(v.State)
+		if v.StateReason != nil {
+			state += ": " + *v.StateReason
+		}
+		var plats []string
+		for _, a := range v.Artifacts {
+			plats = append(plats, string(a.Os)+"/"+string(a.Arch))
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%v\t%d\t%d\t%s\n", v.Version, state, strings.Join(plats, ","), v.Protocols, v.Downloads, v.Runs, v.Signer)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if p.Readme != "" {
+		fmt.Fprintf(e.stdout, "\n%s\n", strings.TrimRight(p.Readme, "\n"))
+	}
+	return nil
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func runPluginInstall(ctx context.Context, e env, args []string) error {
+	fs := newFlags(e, "plugin install", "[flags] NAMESPACE/NAME@VERSION")
+	pf := addPluginFlags(fs, e)
+	arg, err := positionalArg(fs, args)
+	if err != nil {
+		return err
+	}
+	ref, err := registry.ParseRef(arg)
+	if err != nil {
+		return err
+	}
+	cl, _, err := apiClientWith(ctx, e, true, &http.Client{})
+	if err != nil {
+		return err
+	}
+	dir := pluginset.Dir(*pf.dir)
+	path, signer, err := fetchPlugin(ctx, e, cl, ref, string(dir))
+	if err != nil {
+		return err
+	}
+	defer os.Remove(path)
+	h, err := pf.newHost()
+	if err != nil {
+		return err
+	}
+	defer h.Close()
+	m, err := dir.AddAs(ctx, h, path, ref.Namespace+"/"+ref.Name, ref.Version.String())
+	if err != nil {
+		return fmt.Errorf("install %s: %w", ref, err)
+	}
+	fmt.Fprintf(e.stdout, "installed %s@%s (%s) sha256 %s, signed by key %s, into %s\n", m.Name, m.Version, kindList(m), m.SHA256, signer, dir)
+	return nil
+}
+
+// fetchPlugin downloads the artifact of ref for this machine into a file of dir, verifying it
+// as it must be before anything runs it: the version's SHA256SUMS signed by a key of its
+// namespace, the file's sha256 on its line. It returns the file and the signer's id; a
+// deprecated version is warned about.
+func fetchPlugin(ctx context.Context, e env, cl *api.ClientWithResponses, ref registry.Ref, dir string) (string, string, error) {
+	res, err := cl.GetPluginDownloadWithResponse(ctx, ref.Namespace, ref.Name, ref.Version.String(), api.PluginOS(runtime.GOOS), api.PluginArch(runtime.GOARCH))
+	if err != nil {
+		return "", "", err
+	}
+	if res.JSON200 == nil {
+		return "", "", fmt.Errorf("%s: %w", ref, api.ProblemError(res.HTTPResponse, res.Body))
+	}
+	d := res.JSON200
+	if d.State == api.PluginVersionStateDeprecated {
+		fmt.Fprintf(e.stderr, "warning: %s is deprecated: %s\n", ref, deref(d.StateReason))
+	}
+	var keys []registry.PublicKey
+	for _, k := range d.SigningKeys {
+		pk, err := registry.ParsePublicKey(k.PublicKey)
+		if err != nil {
+			return "", "", fmt.Errorf("%s: a signing key of %s: %w", ref, ref.Namespace, err)
+		}
+		keys = append(keys, pk)
+	}
+	if _, err := registry.Verify(keys, []byte(d.Shasums), d.ShasumsSignature); err != nil {
+		return "", "", fmt.Errorf("%s: %w: refused", ref, err)
+	}
+	file, err := cl.DownloadPluginArtifact(ctx, ref.Namespace, ref.Name, ref.Version.String(), api.PluginOS(runtime.GOOS), api.PluginArch(runtime.GOARCH))
+	if err != nil {
+		return "", "", err
+	}
+	defer file.Body.Close()
+	if file.StatusCode != http.StatusOK {
+		body, _ := io.ReadAll(io.LimitReader(file.Body, 1<<20))
+		return "", "", fmt.Errorf("%s: %w", ref, api.ProblemError(file, body))
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", "", err
+	}
+	f, err := os.CreateTemp(dir, ".fetch-")
+	if err != nil {
+		return "", "", err
+	}
+	h := sha256.New()
+	_, err = io.Copy(io.MultiWriter(f, h), io.LimitReader(file.Body, d.Size+1))
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	fail := func(err error) (string, string, error) {
+		os.Remove(f.Name())
+		return "", "", err
+	}
+	if err != nil {
+		return fail(fmt.Errorf("download %s: %w", ref, err))
+	}
+	signer, err := registry.VerifyDownload(keys, []byte(d.Shasums), d.ShasumsSignature, d.Filename, hex.EncodeToString(h.Sum(nil)))
+	if err != nil {
+		return fail(fmt.Errorf("%s: %w", ref, err))
+	}
+	return f.Name(), signer.ID(), nil
+}
+
+// runAdminPlugins lists the plugin versions waiting for review.
+func runAdminPlugins(ctx context.Context, e env, args []string) error {
+	if err := parseFlags(newFlags(e, "admin plugins", "(the versions pending review)"), args, 0); err != nil {
+		return err
+	}
+	cl, _, err := apiClient(ctx, e, true)
+	if err != nil {
+		return err
+	}
+	return printTable(e, "VERSION\tKINDS\tPLATFORMS\tSIGNER\tPUBLISHED",
+		func(*string) ([]api.PluginVersion, *string, error) {
+			res, err := cl.ListPendingPluginVersionsWithResponse(ctx, &api.ListPendingPluginVersionsParams{})
+			if err != nil {
+				return nil, nil, err
+			}
+			if res.JSON200 == nil {
+				return nil, nil, api.ProblemError(res.HTTPResponse, res.Body)
+			}
+			return res.JSON200.Items, nil, nil
+		},
+		func(v api.PluginVersion) string {
+			var plats []string
+			for _, a := range v.Artifacts {
+				plats = append(plats, string(a.Os)+"/"+string(a.Arch))
+			}
+			return fmt.Sprintf("%s/%s@%s\t%s\t%s\t%s\t%s", v.Namespace, v.Name, v.Version, kindsText(v.Kinds), strings.Join(plats, ","), v.Signer, v.CreatedAt.Format("2006-01-02 15:04"))
+		})
+}
+
+// runAdminPlugin approves, rejects or revokes a version.
+func runAdminPlugin(ctx context.Context, e env, args []string) error {
+	fs := newFlags(e, "admin plugin", "approve|reject|revoke NAMESPACE/NAME@VERSION [--reason TEXT]")
+	reason := fs.String("reason", "", "why: required to reject and to revoke; its owners and users see it")
+	if len(args) == 0 {
+		fs.Usage()
+		return errUsage
+	}
+	action := args[0]
+	arg, err := positionalArg(fs, args[1:])
+	if err != nil {
+		return err
+	}
+	ref, err := registry.ParseRef(arg)
+	if err != nil {
+		return err
+	}
+	cl, _, err := apiClient(ctx, e, true)
+	if err != nil {
+		return err
+	}
+	body := api.ReviewRequest{Reason: reason}
+	ns, name, ver := ref.Namespace, ref.Name, ref.Version.String()
+	decide := map[string]func() (*api.PluginVersion, *http.Response, []byte, error){
+		"approve": func() (*api.PluginVersion, *http.Response, []byte, error) {
+			r, err := cl.ApprovePluginVersionWithResponse(ctx, ns, name, ver, body)
+			if err != nil {
+				return nil, nil, nil, err
+			}
+			return r.JSON200, r.HTTPResponse, r.Body, nil
+		},
+		"reject": func() (*api.PluginVersion, *http.Response, []byte, error) {
+			r, err := cl.RejectPluginVersionWithResponse(ctx, ns, name, ver, body)
+			if err != nil {
+				return nil, nil, nil, err
+			}
+			return r.JSON200, r.HTTPResponse, r.Body, nil
+		},
+		"revoke": func() (*api.PluginVersion, *http.Response, []byte, error) {
+			r, err := cl.RevokePluginVersionWithResponse(ctx, ns, name, ver, body)
+			if err != nil {
+				return nil, nil, nil, err
+			}
+			return r.JSON200, r.HTTPResponse, r.Body, nil
+		},
+	}[action]
+	if decide == nil {
+		fs.Usage()
+		return errUsage
+	}
+	v, hr, raw, err := decide()
+	if err != nil {
+		return err
+	}
+	if v == nil {
+		return api.ProblemError(hr, raw)
+	}
+	fmt.Fprintf(e.stdout, "%s/%s@%s is %s\n", v.Namespace, v.Name, v.Version, v.State)
+	return nil
+}

@@ -1,0 +1,106 @@
+package main
+
+import (
+	"context"
+	"crypto/ed25519"
+	"fmt"
+	"strings"
+
+	"github.com/barrage-load/barrage/api"
+	"github.com/barrage-load/barrage/internal/registry"
+)
+
+func runNamespaces(ctx context.Context, e env, args []string) error {
+	sub := map[string]func(context.Context, env, []string) error{
+		"create": runNamespacesCreate, "list": runNamespacesList, "add-key": runNamespacesAddKey,
+	}
+	return dispatch(ctx, e, "namespaces", sub, args)
+}
+
+func runNamespacesCreate(ctx context.Context, e env, args []string) error {
+	fs := newFlags(e, "namespaces create", "NAME")
+	name, err := positionalArg(fs, args)
+	if err != nil {
+		return err
+	}
+	cl, _, err := apiClient(ctx, e, true)
+	if err != nil {
+		return err
+	}
+	res, err := cl.ClaimNamespaceWithResponse(ctx, api.NamespaceRequest{Name: name})
+	if err != nil {
+		return err
+	}
+	if res.JSON201 == nil {
+		return api.ProblemError(res.HTTPResponse, res.Body)
+	}
+	fmt.Fprintf(e.stdout, "namespace %s is yours; register the key that signs its versions with `barrage namespaces add-key %s`\n", name, name)
+	return nil
+}
+
+func runNamespacesList(ctx context.Context, e env, args []string) error {
+	if err := parseFlags(newFlags(e, "namespaces list", ""), args, 0); err != nil {
+		return err
+	}
+	cl, _, err := apiClient(ctx, e, true)
+	if err != nil {
+		return err
+	}
+	return printTable(e, "NAMESPACE\tRESERVED\tKEYS",
+		func(*string) ([]api.Namespace, *string, error) {
+			res, err := cl.ListNamespacesWithResponse(ctx)
+			if err != nil {
+				return nil, nil, err
+			}
+			if res.JSON200 == nil {
+				return nil, nil, api.ProblemError(res.HTTPResponse, res.Body)
+			}
+			return res.JSON200.Items, nil, nil
+		},
+		func(n api.Namespace) string {
+			var keys []string
+			for _, k := range n.Keys {
+				s := k.Id
+				if k.RetiredAt != nil {
+					s += " (retired)"
+				}
+				keys = append(keys, s)
+			}
+			return fmt.Sprintf("%s\t%v\t%s", n.Name, n.Reserved, orDash(strings.Join(keys, ", ")))
+		})
+}
+
+// runNamespacesAddKey registers a public key on a namespace: the one given, else the public
+// half of the signing key plugin keygen made.
+func runNamespacesAddKey(ctx context.Context, e env, args []string) error {
+	fs := newFlags(e, "namespaces add-key", "NAME [PUBLIC_KEY]  (default: the public key of your signing key)")
+	key := fs.String("key", "", "the private key whose public half to register (default: signing-key.pem in the config folder)")
+	if err := parseArgs(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() < 1 || fs.NArg() > 2 {
+		fs.Usage()
+		return errUsage
+	}
+	public := fs.Arg(1)
+	if public == "" {
+		priv, err := loadSigningKey(e, *key)
+		if err != nil {
+			return err
+		}
+		public = registry.PublicKey(priv.Public().(ed25519.PublicKey)).String()
+	}
+	cl, _, err := apiClient(ctx, e, true)
+	if err != nil {
+		return err
+	}
+	res, err := cl.AddSigningKeyWithResponse(ctx, fs.Arg(0), api.SigningKeyRequest{PublicKey: public})
+	if err != nil {
+		return err
+	}
+	if res.JSON201 == nil {
+		return api.ProblemError(res.HTTPResponse, res.Body)
+	}
+	fmt.Fprintf(e.stdout, "key %s signs the versions of %s\n", res.JSON201.Id, fs.Arg(0))
+	return nil
+}

@@ -1,0 +1,163 @@
+package main_test
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// The marketplace as its people use it, through the binary: an author claims a namespace,
+// registers the key keygen made, and publishes random-data built for linux/amd64 and
+// linux/arm64 and the Python correlation-id; an admin approves them; a tester finds one,
+// installs it (signature and sha256 verified) and runs a script that uses it by its
+// marketplace name. A tampered artifact in storage is refused at install; a revoked version
+// cannot be installed.
+func TestPublishReviewFindInstallAndRunAMarketplacePlugin(t *testing.T) {
+	bin := buildPlugins(t, "random-data")
+	arm := filepath.Join(t.TempDir(), "random-data")
+	build := exec.Command("go", "build", "-trimpath", "-o", arm, "../../examples/plugins/random-data")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH=arm64")
+	built, err := build.CombinedOutput()
+	require.NoError(t, err, "%s", built)
+	zipapp := filepath.Join(t.TempDir(), "correlation-id")
+	built, err = exec.Command("../../examples/plugins/correlation-id/build.sh", zipapp).CombinedOutput()
+	require.NoError(t, err, "%s", built)
+	python, err := exec.Command("../../scripts/python-env.sh").Output()
+	require.NoError(t, err)
+	venv := "--plugin-path=" + filepath.Dir(filepath.Dir(strings.TrimSpace(string(python))))
+
+	data := reachableDir(t)
+	p := startServe(t, data, nil)
+	admin, author, tester := t.TempDir(), t.TempDir(), t.TempDir()
+	code := codeLine.FindStringSubmatch(p.stdout.String())[1]
+	mustCLI(t, p, admin, "admin password 123\n", "signup", "--code", code, "--email", "ada@example.com", "--name", "Ada")
+	mustCLI(t, p, admin, "admin password 123\n", "login", "--email", "ada@example.com")
+	for _, u := range []struct{ dir, email string }{{author, "author@example.com"}, {tester, "tester@example.com"}} {
+		m := codeLine.FindStringSubmatch(mustCLI(t, p, admin, "", "admin", "invite", "--template", "demo"))
+		require.NotNil(t, m)
+		mustCLI(t, p, u.dir, "a long password 1\n", "signup", "--code", m[1], "--email", u.email, "--name", "U")
+		mustCLI(t, p, u.dir, "a long password 1\n", "login", "--email", u.email)
+	}
+
+	// The author's namespace and key.
+	mustCLI(t, p, author, "", "plugin", "keygen")
+	require.Contains(t, mustCLI(t, p, author, "", "namespaces", "create", "acme"), "namespace acme is yours")
+	require.Contains(t, mustCLI(t, p, author, "", "namespaces", "add-key", "acme"), "signs the versions of acme")
+	// The tester cannot publish there.
+	_, errOut, err := cli(t, p, tester, "", "namespaces", "add-key", "acme", "ed25519:"+strings.Repeat("A", 43)+"=")
+	require.Error(t, err)
+	require.Contains(t, errOut, "404")
+
+	out := mustCLI(t, p, author, "", "plugin", "publish", "--namespace", "acme", "--license", "MIT", "--tag", "data",
+		"--readme", "../../examples/plugins/random-data/README.md", "--config", `{"id": {"syntax": "uuid"}}`, filepath.Join(bin, "random-data"), arm)
+	require.Contains(t, out, "published acme/random-data@1.0.0, pending")
+	require.Contains(t, out, "linux/amd64  random-data_1.0.0_linux_amd64")
+	require.Contains(t, out, "linux/arm64  random-data_1.0.0_linux_arm64")
+	out = mustCLI(t, p, author, "", "plugin", "publish", "--namespace", "acme", venv, zipapp)
+	require.Contains(t, out, "published acme/correlation-id@1.0.0, pending")
+	// Once only.
+	_, errOut, err = cli(t, p, author, "", "plugin", "publish", "--namespace", "acme", "--config", `{"id": {"syntax": "uuid"}}`, filepath.Join(bin, "random-data"))
+	require.Error(t, err)
+	require.Contains(t, errOut, "409")
+
+	// Pending: the tester neither finds nor installs it.
+	require.NotContains(t, mustCLI(t, p, tester, "", "plugin", "search", "random"), "acme/random-data")
+	_, errOut, err = cli(t, p, tester, "", "plugin", "install", "acme/random-data@1.0.0")
+	require.Error(t, err)
+	require.Contains(t, errOut, "404")
+
+	queue := mustCLI(t, p, admin, "", "admin", "plugins")
+	require.Contains(t, queue, "acme/random-data@1.0.0")
+	require.Contains(t, queue, "acme/correlation-id@1.0.0")
+	require.Contains(t, mustCLI(t, p, admin, "", "admin", "plugin", "approve", "acme/random-data@1.0.0"), "is published")
+	require.Contains(t, mustCLI(t, p, admin, "", "admin", "plugin", "approve", "acme/correlation-id@1.0.0"), "is published")
+
+	found := mustCLI(t, p, tester, "", "plugin", "search", "rand")
+	require.Regexp(t, `acme/random-data\s+1\.0\.0\s+session-element`, found)
+	require.Contains(t, mustCLI(t, p, tester, "", "plugin", "search", "--kind", "url"), "acme/correlation-id")
+	info := mustCLI(t, p, tester, "", "plugin", "info", "acme/random-data")
+	require.Regexp(t, `1\.0\.0\s+published\s+linux/amd64,linux/arm64`, info)
+	require.Contains(t, info, "# random-data", "the README")
+
+	out = mustCLI(t, p, tester, "", "plugin", "install", "acme/random-data@1.0.0")
+	require.Contains(t, out, "installed acme/random-data@1.0.0 (session-element)")
+	require.Contains(t, mustCLI(t, p, tester, "", "plugin", "list"), "acme/random-data")
+
+	// A script uses it by its marketplace name.
+	var mu sync.Mutex
+	var bodies []string
+	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		bodies = append(bodies, string(b))
+		mu.Unlock()
+	}))
+	defer target.Close()
+	script := filepath.Join(t.TempDir(), "signup.yaml")
+	require.NoError(t, os.WriteFile(script, []byte(`version: 1
+name: market
+base_url: `+target.URL+`
+plugins:
+  - use: acme/random-data@1.0.0
+    as: rnd
+    kind: session-element
+    scope: iteration
+    config:
+      email: { syntax: email, domain: shop.test }
+session:
+  groups:
+    - name: sign up
+      requests:
+        - name: post signup
+          method: POST
+          url: /signup
+          body:
+            json: { email: "${rnd.email}" }
+load:
+  vus: 1
+  iterations: 3
+`), 0o644))
+	mustCLI(t, p, tester, "", "run", script)
+	mu.Lock()
+	require.Len(t, bodies, 3)
+	require.Regexp(t, `"email":"[^"]+@shop\.test"`, bodies[0])
+	mu.Unlock()
+
+	// Storage tampered with: the next install refuses the bytes.
+	sum := regexp.MustCompile(`sha256 ([0-9a-f]{64})`).FindStringSubmatch(out)[1]
+	blobPath := filepath.Join(data, "blobs", sum[:2], sum)
+	require.NoError(t, os.Chmod(blobPath, 0o600))
+	f, err := os.OpenFile(blobPath, os.O_WRONLY, 0)
+	require.NoError(t, err)
+	_, err = f.WriteAt([]byte("XX"), 100)
+	require.NoError(t, err)
+	require.NoError(t, f.Close())
+	other := t.TempDir()
+	m := codeLine.FindStringSubmatch(mustCLI(t, p, admin, "", "admin", "invite", "--template", "demo"))
+	mustCLI(t, p, other, "a long password 1\n", "signup", "--code", m[1], "--email", "other@example.com", "--name", "O")
+	mustCLI(t, p, other, "a long password 1\n", "login", "--email", "other@example.com")
+	_, errOut, err = cli(t, p, other, "", "plugin", "install", "acme/random-data@1.0.0")
+	require.Error(t, err, "a tampered artifact is not installed")
+	require.NotContains(t, mustCLI(t, p, other, "", "plugin", "list"), "acme/random-data")
+	t.Logf("tampered install: %s", errOut)
+
+	// Revoked: gone.
+	_, errOut, err = cli(t, p, admin, "", "admin", "plugin", "revoke", "acme/correlation-id@1.0.0")
+	require.Error(t, err, "a revocation says why")
+	require.Contains(t, errOut, "reason")
+	mustCLI(t, p, admin, "", "admin", "plugin", "revoke", "acme/correlation-id@1.0.0", "--reason", "leaks ids")
+	_, errOut, err = cli(t, p, tester, "", "plugin", "install", "acme/correlation-id@1.0.0")
+	require.Error(t, err)
+	require.Contains(t, errOut, fmt.Sprint(http.StatusGone))
+	require.Contains(t, errOut, "leaks ids")
+}
