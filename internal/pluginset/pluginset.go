@@ -289,8 +289,10 @@ func withoutSources(doc []byte) ([]byte, error) {
 	list, _ := top["plugins"].([]any)
 	kept := []any{}
 	for _, p := range list {
-		if m, ok := p.(map[string]any); ok && m["kind"] == "source" {
-			continue
+		if m, ok := p.(map[string]any); ok {
+			if k, _ := m["kind"].(string); script.KindOf(k) == script.SourcePlugin {
+				continue
+			}
 		}
 		kept = append(kept, p)
 	}

@@ -322,7 +322,7 @@ func (d *decoder) plugins(n *yaml.Node, p pos) []*Plugin {
 		}
 		if n, p := o.need("kind"); n != nil {
 			s, _ := d.str(n, p)
-			switch pl.Kind = kindOf(s); {
+			switch pl.Kind = KindOf(s); {
 			case pl.Kind == 0:
 				if isString(n) {
 					d.add(p, "must be session-element (produces variables), url (rewrites the requests it is attached to) or source-modifier (rewrites this script before the run)")

@@ -133,9 +133,9 @@ func (k PluginKind) String() string {
 	return "unknown"
 }
 
-// kindOf reads a kind as a script writes it, the old spellings (element, source) included;
+// KindOf reads a kind as a script writes it, the old spellings (element, source) included;
 // 0 when s is none.
-func kindOf(s string) PluginKind {
+func KindOf(s string) PluginKind {
 	switch s {
 	case "session-element", "element":
 		return ElementPlugin
