@@ -110,7 +110,7 @@ load:
 	// source plugin, having run, is gone from it.
 	out, errOut, err = cli(t, p, cfg, "", "scripts", "generate", id, "--agent", agentID("good"))
 	require.NoError(t, err, "stdout: %s\nstderr: %s", out, errOut)
-	require.Regexp(t, `plugin rnd random-data@1\.0\.0 \(element\) sha256 [0-9a-f]{64}`, errOut)
+	require.Regexp(t, `plugin rnd random-data@1\.0\.0 \(session-element\) sha256 [0-9a-f]{64}`, errOut)
 	require.NotContains(t, errOut, "inject")
 	scriptID := strings.TrimSpace(out)
 
