@@ -98,7 +98,9 @@ func (v *validator) middleware(next http.Handler) http.Handler {
 					Detail: "Send the body as multipart/form-data."})
 				return
 			}
-			in.Options = &openapi3filter.Options{MultiError: true, AuthenticationFunc: openapi3filter.NoopAuthenticationFunc, ExcludeRequestBody: true}
+			opts := *v.opts
+			opts.ExcludeRequestBody = true
+			in.Options = &opts
 		}
 		if !oneJSONDocument(r) {
 			writeProblem(w, r, problem{Type: typeMalformed, Status: http.StatusBadRequest,

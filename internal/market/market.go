@@ -92,11 +92,8 @@ type Upload struct {
 // SHA256SUMS by an active key of the namespace; their sizes within the limit) and returns
 // the upload that takes its artifacts.
 func (s *Service) Publish(ctx context.Context, p barrage.Principal, namespace, name string, m Manifest) (*Upload, error) {
-	ns, err := s.store.Namespace(ctx, namespace)
-	if err != nil || !slices.Contains(ns.Owners, p.User.ID) {
-		if err == nil || errors.Is(err, barrage.ErrNotFound) {
-			return nil, barrage.Errorf(barrage.ErrNotFound, "namespace %q not found among yours", namespace)
-		}
+	ns, err := s.ownNamespace(ctx, p, namespace, barrage.Errorf(barrage.ErrNotFound, "namespace %q not found among yours", namespace))
+	if err != nil {
 		return nil, err
 	}
 	if err := registry.CheckName("name", name); err != nil {
@@ -108,7 +105,7 @@ func (s *Service) Publish(ctx context.Context, p barrage.Principal, namespace, n
 	}
 	v := barrage.PluginVersion{Namespace: namespace, Name: name, Version: m.Version, State: barrage.VersionPending,
 		Kinds: m.Kinds, Description: m.Description, Readme: m.Readme, License: m.License, SourceURL: m.SourceURL,
-		Tags: orEmpty(m.Tags), Protocols: m.Protocols, ConfigSchema: m.ConfigSchema, Network: orEmpty(m.Network),
+		Tags: m.Tags, Protocols: m.Protocols, ConfigSchema: m.ConfigSchema, Network: m.Network,
 		Artifacts: m.Artifacts, Signature: m.Signature}
 	if err := s.checkManifest(&v); err != nil {
 		return nil, err
@@ -346,15 +343,26 @@ func (s *Service) Deprecate(ctx context.Context, p barrage.Principal, namespace,
 		return barrage.PluginVersion{}, err
 	}
 	if p.User.Role != barrage.RoleAdmin {
-		ns, err := s.store.Namespace(ctx, namespace)
-		if err != nil || !slices.Contains(ns.Owners, p.User.ID) {
-			if err == nil || errors.Is(err, barrage.ErrNotFound) {
-				return barrage.PluginVersion{}, barrage.Errorf(barrage.ErrNotFound, "plugin version %s/%s@%s not found among yours", namespace, name, version)
-			}
+		notFound := barrage.Errorf(barrage.ErrNotFound, "plugin version %s/%s@%s not found among yours", namespace, name, version)
+		if _, err := s.ownNamespace(ctx, p, namespace, notFound); err != nil {
 			return barrage.PluginVersion{}, err
 		}
 	}
 	return s.store.SetPluginVersionState(ctx, viewer(p), namespace, name, version, barrage.VersionDeprecated, reason, barrage.VersionPublished)
+}
+
+// ownNamespace reads namespace, one of p's; another user's, or none, is notFound.
+func (s *Service) ownNamespace(ctx context.Context, p barrage.Principal, namespace string, notFound error) (barrage.Namespace, error) {
+	ns, err := s.store.Namespace(ctx, namespace)
+	switch {
+	case errors.Is(err, barrage.ErrNotFound):
+		return ns, notFound
+	case err != nil:
+		return ns, err
+	case !slices.Contains(ns.Owners, p.User.ID):
+		return ns, notFound
+	}
+	return ns, nil
 }
 
 func needReason(reason string) error {
@@ -459,11 +467,4 @@ func (s *Service) artifact(ctx context.Context, p barrage.Principal, namespace, 
 		return v, a, barrage.Errorf(barrage.ErrNotFound, "%s has no artifact for %s/%s", v.Ref(), os, arch)
 	}
 	return v, a, nil
-}
-
-func orEmpty(s []string) []string {
-	if s == nil {
-		return []string{}
-	}
-	return s
 }

@@ -295,7 +295,7 @@ func (h *Host) start(ctx context.Context, spec Spec, checkIdentity bool) (*Proce
 		p.Close()
 		return nil, err
 	}
-	if checkIdentity && (!sameName(info.Name, spec.Name) || info.Version != spec.Version) {
+	if checkIdentity && (!SameName(info.Name, spec.Name) || info.Version != spec.Version) {
 		p.Close()
 		return nil, &Error{Plugin: spec.String(), Reason: ReasonHandshake,
 			Err: fmt.Errorf("the binary says it is %s@%s", info.Name, info.Version)}
@@ -637,9 +637,9 @@ func truncate(s string, n int) string {
 // RunDir is the directory the host's plugins run in (and from).
 func (h *Host) RunDir() string { return h.runDir }
 
-// sameName reports whether a plugin that calls itself said is the plugin name: the same, or
+// SameName reports whether a plugin that calls itself said is the plugin name: the same, or
 // name is its marketplace name, namespace/said.
-func sameName(said, name string) bool {
+func SameName(said, name string) bool {
 	return said == name || (!strings.Contains(said, "/") && strings.HasSuffix(name, "/"+said))
 }
 

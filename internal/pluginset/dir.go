@@ -177,7 +177,7 @@ func (d Dir) add(ctx context.Context, h *pluginhost.Host, path, name, version st
 		return nil, barrage.Invalid("network", fmt.Sprintf("%s declares what it needs to reach wrongly: network: %v", path, err))
 	}
 	if name != "" {
-		if info.Version != version || (info.Name != name && !strings.HasSuffix(name, "/"+info.Name)) {
+		if info.Version != version || !pluginhost.SameName(info.Name, name) {
 			return nil, barrage.Invalid("plugin", fmt.Sprintf("%s says it is %s@%s, not %s@%s", path, info.Name, info.Version, name, version))
 		}
 		info.Name = name

@@ -32,6 +32,7 @@ func (s *Store) InsertPluginVersion(ctx context.Context, actor uuid.UUID, v barr
 		return barrage.PluginVersion{}, barrage.Invalid("version", err.Error())
 	}
 	core.Build = ""
+	v.Tags, v.Network = nonNil(v.Tags), nonNil(v.Network) // NOT NULL arrays
 	err = s.inTx(ctx, func(tx pgx.Tx) error {
 		if err := s.owned(ctx, tx, v.Namespace, actor); err != nil {
 			return err
@@ -51,7 +52,7 @@ func (s *Store) InsertPluginVersion(ctx context.Context, actor uuid.UUID, v barr
 		_, err := s.q.PluginVersionInsert(ctx, tx, dbsqlc.PluginVersionInsertParams{Namespace: v.Namespace, Name: v.Name,
 			Version: v.Version, VersionCore: core.String(), Kinds: v.Kinds, Description: v.Description, Readme: v.Readme,
 			License: v.License, SourceUrl: v.SourceURL, Tags: v.Tags, Protocols: protocols, ConfigSchema: v.ConfigSchema,
-			Network: nonNil(v.Network), Sums: v.Sums, Signature: v.Signature, Signer: v.Signer, PublishedBy: &actor})
+			Network: v.Network, Sums: v.Sums, Signature: v.Signature, Signer: v.Signer, PublishedBy: &actor})
 		if errors.Is(translate(err, "version"), barrage.ErrConflict) {
 			return barrage.Errorf(barrage.ErrConflict, "%s/%s@%s is published already: a version never changes, publish a new one", v.Namespace, v.Name, core)
 		}
