@@ -3,6 +3,7 @@ module github.com/barrage-load/barrage
 go 1.26.8
 
 require (
+	filippo.io/edwards25519 v1.1.1
 	github.com/barrage-load/barrage/sdk v0.0.0-00010101000000-000000000000
 	github.com/getkin/kin-openapi v0.152.0
 	github.com/go-chi/chi/v5 v5.5.0

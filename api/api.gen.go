@@ -1500,6 +1500,11 @@ type SigningKey struct {
 
 // SigningKeyRequest defines model for SigningKeyRequest.
 type SigningKeyRequest struct {
+	// Proof The Ed25519 signature, base64, by the key's private half, of
+	// `barrage signing key v1\nnamespace <namespace>\nkey <public_key>\n`: proof that
+	// whoever registers the key holds it (`barrage namespaces add-key` makes it).
+	Proof []byte `json:"proof"`
+
 	// PublicKey ed25519:<base64 of the 32 bytes>, as barrage plugin keygen prints.
 	PublicKey string `json:"public_key"`
 }
@@ -2425,7 +2430,7 @@ type ClientInterface interface {
 
 	// AddSigningKeyWithBody Register a key that signs the namespace's versions
 	//
-	// The public key `barrage plugin keygen` prints. Only the namespace's owners may; another user's namespace is `404`. A key registered already is `409`.
+	// The public key `barrage plugin keygen` prints, with the proof that you hold its private half (so nobody registers an author's key to pass off the author's signed versions as theirs). Only the namespace's owners may; another user's namespace is `404`. A key registered already is `409`; a weak key (of small order) or a proof that does not verify is `422`.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -2434,7 +2439,7 @@ type ClientInterface interface {
 
 	// AddSigningKey Register a key that signs the namespace's versions
 	//
-	// The public key `barrage plugin keygen` prints. Only the namespace's owners may; another user's namespace is `404`. A key registered already is `409`.
+	// The public key `barrage plugin keygen` prints, with the proof that you hold its private half (so nobody registers an author's key to pass off the author's signed versions as theirs). Only the namespace's owners may; another user's namespace is `404`. A key registered already is `409`; a weak key (of small order) or a proof that does not verify is `422`.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -3837,7 +3842,7 @@ func (c *Client) GetNamespace(ctx context.Context, namespace NamespaceName, reqE
 
 // AddSigningKeyWithBody Register a key that signs the namespace's versions
 //
-// The public key `barrage plugin keygen` prints. Only the namespace's owners may; another user's namespace is `404`. A key registered already is `409`.
+// The public key `barrage plugin keygen` prints, with the proof that you hold its private half (so nobody registers an author's key to pass off the author's signed versions as theirs). Only the namespace's owners may; another user's namespace is `404`. A key registered already is `409`; a weak key (of small order) or a proof that does not verify is `422`.
 //
 // Takes any type of body and a specified content type.
 //
@@ -3856,7 +3861,7 @@ func (c *Client) AddSigningKeyWithBody(ctx context.Context, namespace NamespaceN
 
 // AddSigningKey Register a key that signs the namespace's versions
 //
-// The public key `barrage plugin keygen` prints. Only the namespace's owners may; another user's namespace is `404`. A key registered already is `409`.
+// The public key `barrage plugin keygen` prints, with the proof that you hold its private half (so nobody registers an author's key to pass off the author's signed versions as theirs). Only the namespace's owners may; another user's namespace is `404`. A key registered already is `409`; a weak key (of small order) or a proof that does not verify is `422`.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -8273,7 +8278,7 @@ type ClientWithResponsesInterface interface {
 
 	// AddSigningKeyWithBodyWithResponse Register a key that signs the namespace's versions
 	//
-	// The public key `barrage plugin keygen` prints. Only the namespace's owners may; another user's namespace is `404`. A key registered already is `409`.
+	// The public key `barrage plugin keygen` prints, with the proof that you hold its private half (so nobody registers an author's key to pass off the author's signed versions as theirs). Only the namespace's owners may; another user's namespace is `404`. A key registered already is `409`; a weak key (of small order) or a proof that does not verify is `422`.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -8282,7 +8287,7 @@ type ClientWithResponsesInterface interface {
 
 	// AddSigningKeyWithResponse Register a key that signs the namespace's versions
 	//
-	// The public key `barrage plugin keygen` prints. Only the namespace's owners may; another user's namespace is `404`. A key registered already is `409`.
+	// The public key `barrage plugin keygen` prints, with the proof that you hold its private half (so nobody registers an author's key to pass off the author's signed versions as theirs). Only the namespace's owners may; another user's namespace is `404`. A key registered already is `409`; a weak key (of small order) or a proof that does not verify is `422`.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -14768,7 +14773,7 @@ func (c *ClientWithResponses) GetNamespaceWithResponse(ctx context.Context, name
 
 // AddSigningKeyWithBodyWithResponse Register a key that signs the namespace's versions
 //
-// The public key `barrage plugin keygen` prints. Only the namespace's owners may; another user's namespace is `404`. A key registered already is `409`.
+// The public key `barrage plugin keygen` prints, with the proof that you hold its private half (so nobody registers an author's key to pass off the author's signed versions as theirs). Only the namespace's owners may; another user's namespace is `404`. A key registered already is `409`; a weak key (of small order) or a proof that does not verify is `422`.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -14783,7 +14788,7 @@ func (c *ClientWithResponses) AddSigningKeyWithBodyWithResponse(ctx context.Cont
 
 // AddSigningKeyWithResponse Register a key that signs the namespace's versions
 //
-// The public key `barrage plugin keygen` prints. Only the namespace's owners may; another user's namespace is `404`. A key registered already is `409`.
+// The public key `barrage plugin keygen` prints, with the proof that you hold its private half (so nobody registers an author's key to pass off the author's signed versions as theirs). Only the namespace's owners may; another user's namespace is `404`. A key registered already is `409`; a weak key (of small order) or a proof that does not verify is `422`.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //

@@ -70,37 +70,31 @@ func runNamespacesList(ctx context.Context, e env, args []string) error {
 		})
 }
 
-// runNamespacesAddKey registers a public key on a namespace: the one given, else the public
-// half of the signing key plugin keygen made.
+// runNamespacesAddKey registers the public half of the author's signing key on a namespace,
+// with the key's proof that its holder registers it there.
 func runNamespacesAddKey(ctx context.Context, e env, args []string) error {
-	fs := newFlags(e, "namespaces add-key", "NAME [PUBLIC_KEY]  (default: the public key of your signing key)")
-	key := fs.String("key", "", "the private key whose public half to register (default: signing-key.pem in the config folder)")
-	if err := parseArgs(fs, args); err != nil {
+	fs := newFlags(e, "namespaces add-key", "NAME [--key FILE]")
+	key := fs.String("key", "", "the private key whose public half to register (default: signing-key.pem in the config folder, as plugin keygen writes it)")
+	name, err := positionalArg(fs, args)
+	if err != nil {
 		return err
 	}
-	if fs.NArg() < 1 || fs.NArg() > 2 {
-		fs.Usage()
-		return errUsage
-	}
-	public := fs.Arg(1)
-	if public == "" {
-		priv, err := loadSigningKey(e, *key)
-		if err != nil {
-			return err
-		}
-		public = registry.PublicKey(priv.Public().(ed25519.PublicKey)).String()
+	priv, err := loadSigningKey(e, *key)
+	if err != nil {
+		return err
 	}
 	cl, _, err := apiClient(ctx, e, true)
 	if err != nil {
 		return err
 	}
-	res, err := cl.AddSigningKeyWithResponse(ctx, fs.Arg(0), api.SigningKeyRequest{PublicKey: public})
+	res, err := cl.AddSigningKeyWithResponse(ctx, name, api.SigningKeyRequest{
+		PublicKey: registry.PublicKey(priv.Public().(ed25519.PublicKey)).String(), Proof: registry.ProveKey(priv, name)})
 	if err != nil {
 		return err
 	}
 	if res.JSON201 == nil {
 		return api.ProblemError(res.HTTPResponse, res.Body)
 	}
-	fmt.Fprintf(e.stdout, "key %s signs the versions of %s\n", res.JSON201.Id, fs.Arg(0))
+	fmt.Fprintf(e.stdout, "key %s signs the versions of %s\n", res.JSON201.Id, name)
 	return nil
 }

@@ -54,7 +54,8 @@ func TestPublishReviewFindInstallAndRunAMarketplacePlugin(t *testing.T) {
 	require.Contains(t, mustCLI(t, p, author, "", "namespaces", "create", "acme"), "namespace acme is yours")
 	require.Contains(t, mustCLI(t, p, author, "", "namespaces", "add-key", "acme"), "signs the versions of acme")
 	// The tester cannot publish there.
-	_, errOut, err := cli(t, p, tester, "", "namespaces", "add-key", "acme", "ed25519:"+strings.Repeat("A", 43)+"=")
+	mustCLI(t, p, tester, "", "plugin", "keygen")
+	_, errOut, err := cli(t, p, tester, "", "namespaces", "add-key", "acme")
 	require.Error(t, err)
 	require.Contains(t, errOut, "404")
 

@@ -66,7 +66,7 @@ func (s *server) AddSigningKey(ctx context.Context, req api.AddSigningKeyRequest
 	if err != nil {
 		return nil, err
 	}
-	k, err := s.market.AddSigningKey(ctx, p, req.Namespace, req.Body.PublicKey)
+	k, err := s.market.AddSigningKey(ctx, p, req.Namespace, req.Body.PublicKey, req.Body.Proof)
 	if err != nil {
 		return nil, err
 	}

@@ -30,16 +30,30 @@ func TestNamespacesAndTheirKeys(t *testing.T) {
 		requireField(t, p, "name")
 	}
 
-	pub, _, err := ed25519.GenerateKey(rand.Reader)
+	pub, priv, err := ed25519.GenerateKey(rand.Reader)
 	require.NoError(t, err)
 	key := registry.PublicKey(pub)
 	keys := "/v1/namespaces/acme/keys"
-	requireProblem(t, b.do("POST", keys, v.access, map[string]any{"public_key": key.String()}), http.StatusNotFound)
-	r = b.do("POST", keys, u.access, map[string]any{"public_key": key.String()})
+	body := map[string]any{"public_key": key.String(), "proof": registry.ProveKey(priv, "acme")}
+	requireProblem(t, b.do("POST", keys, v.access, body), http.StatusNotFound)
+	r = b.do("POST", keys, u.access, body)
 	require.Equal(t, http.StatusCreated, r.status, "body: %s", r.body)
 	require.Equal(t, key.ID(), r.json(t)["id"])
-	requireProblem(t, b.do("POST", keys, u.access, map[string]any{"public_key": key.String()}), http.StatusConflict)
-	requireField(t, requireProblem(t, b.do("POST", keys, u.access, map[string]any{"public_key": "ed25519:AAAA"}), http.StatusUnprocessableEntity), "public_key")
+	requireProblem(t, b.do("POST", keys, u.access, body), http.StatusConflict)
+	requireField(t, requireProblem(t, b.do("POST", keys, u.access, map[string]any{"public_key": "ed25519:AAAA", "proof": registry.ProveKey(priv, "acme")}), http.StatusUnprocessableEntity), "public_key")
+	// Weak keys, for which one signature verifies every message: the identity and zero.
+	for _, weak := range []string{"ed25519:AQAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=", "ed25519:AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA="} {
+		p := requireProblem(t, b.do("POST", keys, u.access, map[string]any{"public_key": weak, "proof": make([]byte, 64)}), http.StatusUnprocessableEntity)
+		require.Contains(t, requireField(t, p, "public_key"), "small order")
+	}
+	// Another's key, without its private half: a proof made for another namespace, or none
+	// of this key, proves nothing.
+	other, otherPriv, err := ed25519.GenerateKey(rand.Reader)
+	require.NoError(t, err)
+	for _, proof := range [][]byte{registry.ProveKey(otherPriv, "elsewhere"), registry.ProveKey(priv, "acme"), make([]byte, 64)} {
+		p := requireProblem(t, b.do("POST", keys, u.access, map[string]any{"public_key": registry.PublicKey(other).String(), "proof": proof}), http.StatusUnprocessableEntity)
+		requireField(t, p, "proof")
+	}
 
 	// Anyone signed in reads the keys, to verify signatures; only owners see the owners.
 	seen := b.do("GET", "/v1/namespaces/acme", v.access, nil).json(t)

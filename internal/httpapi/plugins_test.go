@@ -144,7 +144,7 @@ func (b *testBundle) author(u user, ns string) ed25519.PrivateKey {
 	require.Equal(b.t, http.StatusCreated, r.status, "body: %s", r.body)
 	pub, priv, err := ed25519.GenerateKey(rand.Reader)
 	require.NoError(b.t, err)
-	r = b.do("POST", "/v1/namespaces/"+ns+"/keys", u.access, map[string]any{"public_key": registry.PublicKey(pub).String()})
+	r = b.do("POST", "/v1/namespaces/"+ns+"/keys", u.access, map[string]any{"public_key": registry.PublicKey(pub).String(), "proof": registry.ProveKey(priv, ns)})
 	require.Equal(b.t, http.StatusCreated, r.status, "body: %s", r.body)
 	return priv
 }
@@ -346,6 +346,11 @@ func TestPublishRefusesWhatIsWrongAndStoresNothing(t *testing.T) {
 		requireProblem(t, b.do("GET", "/v1/plugins/acme/random-data/versions/1.0.0", u.access, nil), http.StatusNotFound)
 		_ = name
 	}
+
+	// Another user cannot take the author's key to pass the author's signed versions off as
+	// theirs: the author's proof was for acme, and they cannot make one for other.
+	requireField(t, requireProblem(t, b.do("POST", "/v1/namespaces/other/keys", v.access, map[string]any{
+		"public_key": registry.PublicKey(key.Public().(ed25519.PublicKey)).String(), "proof": registry.ProveKey(key, "acme")}), http.StatusUnprocessableEntity), "proof")
 
 	// A token without plugins:write may not publish; one with it may.
 	tok := b.do("POST", "/v1/tokens", u.access, map[string]any{"name": "rw", "scopes": []string{"read", "write"}}).json(t)

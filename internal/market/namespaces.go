@@ -33,11 +33,15 @@ func (s *Service) Namespace(ctx context.Context, p barrage.Principal, name strin
 	return ns, nil
 }
 
-// AddSigningKey registers the public key text ("ed25519:<base64>") on p's namespace name.
-func (s *Service) AddSigningKey(ctx context.Context, p barrage.Principal, name, text string) (barrage.SigningKey, error) {
+// AddSigningKey registers the public key text ("ed25519:<base64>") on p's namespace name,
+// proof being the key's signature of that registration (registry.ProveKey).
+func (s *Service) AddSigningKey(ctx context.Context, p barrage.Principal, name, text string, proof []byte) (barrage.SigningKey, error) {
 	key, err := registry.ParsePublicKey(text)
 	if err != nil {
 		return barrage.SigningKey{}, barrage.Invalid("public_key", err.Error())
+	}
+	if err := registry.VerifyKeyProof(key, name, proof); err != nil {
+		return barrage.SigningKey{}, barrage.Invalid("proof", err.Error()+": make it with barrage namespaces add-key")
 	}
 	return s.store.AddSigningKey(ctx, name, p.User.ID, key.ID(), key)
 }

@@ -187,3 +187,29 @@ func TestADownloadVerifiesAgainstItsSignedSums(t *testing.T) {
 	_, err = registry.VerifyDownload(keys, doc, registry.Sign(priv, []byte("other")), "rd_1.0.0_linux_arm64", b)
 	require.ErrorIs(t, err, registry.ErrBadSignature)
 }
+
+// Keys of small order are refused: for them one signature verifies every message.
+func TestWeakKeysAreRefused(t *testing.T) {
+	identity := make([]byte, 32)
+	identity[0] = 1
+	for _, weak := range [][]byte{identity, make([]byte, 32)} {
+		_, err := registry.ParsePublicKey(registry.PublicKey(weak).String())
+		require.ErrorContains(t, err, "small order")
+		// The identity's forgery: R the identity, S zero.
+		forged := append(append([]byte{}, identity...), make([]byte, 32)...)
+		_, err = registry.Verify([]registry.PublicKey{weak}, []byte("any sums"), forged)
+		require.ErrorIs(t, err, registry.ErrBadSignature)
+	}
+}
+
+// A key's proof binds it to one namespace.
+func TestAKeyProofBindsTheKeyToItsNamespace(t *testing.T) {
+	pub, priv, err := ed25519.GenerateKey(rand.Reader)
+	require.NoError(t, err)
+	proof := registry.ProveKey(priv, "acme")
+	require.NoError(t, registry.VerifyKeyProof(registry.PublicKey(pub), "acme", proof))
+	require.ErrorIs(t, registry.VerifyKeyProof(registry.PublicKey(pub), "bobns", proof), registry.ErrNoKeyProof)
+	other, _, err := ed25519.GenerateKey(rand.Reader)
+	require.NoError(t, err)
+	require.ErrorIs(t, registry.VerifyKeyProof(registry.PublicKey(other), "acme", proof), registry.ErrNoKeyProof)
+}

@@ -13,6 +13,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"filippo.io/edwards25519"
 )
 
 // Sum is one file of a version's SHA256SUMS: the artifact for a platform.
@@ -81,7 +83,45 @@ func ParsePublicKey(s string) (PublicKey, error) {
 	if !ok || err != nil || len(b) != ed25519.PublicKeySize {
 		return nil, fmt.Errorf("public key: want %s<base64 of %d bytes>, as barrage plugin keygen writes", keyPrefix, ed25519.PublicKeySize)
 	}
+	if weak(b) {
+		return nil, errors.New("public key: not a key a signature can be verified with (a point of small order, or not on the curve)")
+	}
 	return PublicKey(b), nil
+}
+
+// weak reports whether b is no Ed25519 public key that only its private key can sign for: not
+// a point of the curve, or one of small order (the identity among them), for which a fixed
+// signature verifies any message.
+func weak(b []byte) bool {
+	p, err := new(edwards25519.Point).SetBytes(b)
+	if err != nil {
+		return true
+	}
+	return new(edwards25519.Point).MultByCofactor(p).Equal(edwards25519.NewIdentityPoint()) == 1
+}
+
+// keyProofMessage is what the private half of key signs to show that whoever registers key
+// on namespace holds it: bound to both, a proof made for one namespace proves nothing on
+// another.
+func keyProofMessage(namespace string, key PublicKey) []byte {
+	return []byte("barrage signing key v1\nnamespace " + namespace + "\nkey " + key.String() + "\n")
+}
+
+// ProveKey signs, with priv, that its public key may sign the versions of namespace.
+func ProveKey(priv ed25519.PrivateKey, namespace string) []byte {
+	return ed25519.Sign(priv, keyProofMessage(namespace, PublicKey(priv.Public().(ed25519.PublicKey))))
+}
+
+// ErrNoKeyProof: a key is registered on a namespace without a signature, by its private half,
+// of its registration there.
+var ErrNoKeyProof = errors.New("the proof is not a signature of this key's registration on this namespace by its private half")
+
+// VerifyKeyProof checks ProveKey's proof that key's holder registers it on namespace.
+func VerifyKeyProof(key PublicKey, namespace string, proof []byte) error {
+	if weak(key) || len(proof) != ed25519.SignatureSize || !ed25519.Verify(ed25519.PublicKey(key), keyProofMessage(namespace, key), proof) {
+		return ErrNoKeyProof
+	}
+	return nil
 }
 
 func (k PublicKey) String() string { return keyPrefix + base64.StdEncoding.EncodeToString(k) }
@@ -103,7 +143,7 @@ var ErrBadSignature = errors.New("the signature is not by any of the namespace's
 func Verify(keys []PublicKey, sums, sig []byte) (PublicKey, error) {
 	if len(sig) == ed25519.SignatureSize {
 		for _, k := range keys {
-			if len(k) == ed25519.PublicKeySize && ed25519.Verify(ed25519.PublicKey(k), sums, sig) {
+			if len(k) == ed25519.PublicKeySize && !weak(k) && ed25519.Verify(ed25519.PublicKey(k), sums, sig) {
 				return k, nil
 			}
 		}
