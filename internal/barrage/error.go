@@ -23,6 +23,8 @@ var (
 	ErrNoAnswer = errors.New("no answer")
 	// ErrTooLarge: an upload passes its size limit.
 	ErrTooLarge = errors.New("too large")
+	// ErrTimeout: the client took too long to send the request.
+	ErrTimeout = errors.New("timeout")
 	// ErrGone: the thing asked for was withdrawn for good (a revoked plugin version).
 	ErrGone = errors.New("gone")
 )

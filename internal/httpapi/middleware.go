@@ -224,6 +224,9 @@ func limitBody(bodyMax, fileMax, uploadMax int64) func(http.Handler) http.Handle
 					return
 				}
 				r.Body = http.MaxBytesReader(w, r.Body, uploadMax)
+				// The server's read timeout is for requests that fit in memory; an upload of
+				// hundreds of megabytes gets the time a slow link needs.
+				_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(transferTimeout))
 				next.ServeHTTP(w, r)
 				return
 			}
@@ -259,6 +262,24 @@ func limitBody(bodyMax, fileMax, uploadMax int64) func(http.Handler) http.Handle
 func rawBody(ctx context.Context) []byte {
 	b, _ := ctx.Value(keyRawBody).([]byte)
 	return b
+}
+
+// transferTimeout is how long a plugin artifact may take to come in or go out, whatever the
+// server's read and write timeouts: 128 MiB at 100 kB/s.
+const transferTimeout = 30 * time.Minute
+
+// artifactRoute is the path of a plugin artifact's bytes.
+var artifactRoute = regexp.MustCompile(`^/v1/plugins/[^/]+/[^/]+/versions/[^/]+/download/[^/]+/[^/]+/file$`)
+
+// longDownloads gives a plugin artifact's download the time a slow link needs, past the
+// server's write timeout.
+func longDownloads(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet && artifactRoute.MatchString(r.URL.Path) {
+			_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(transferTimeout))
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // securityHeaders sets headers every response should carry.

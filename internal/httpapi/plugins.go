@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"regexp"
 	"strings"
@@ -69,7 +70,7 @@ func (s *server) PublishPluginVersion(ctx context.Context, req api.PublishPlugin
 			return nil, barrage.Invalid(part.FormName(), "after the manifest, send only parts named artifact")
 		}
 		if err := up.Artifact(ctx, part.FileName(), part); err != nil {
-			return nil, multipartError(err, "artifact")
+			return nil, cmp.Or(bodyError(err, "artifact"), err)
 		}
 	}
 	v, err := up.Commit(ctx)
@@ -79,19 +80,32 @@ func (s *server) PublishPluginVersion(ctx context.Context, req api.PublishPlugin
 	return api.PublishPluginVersion201JSONResponse(toAPIPluginVersion(v)), nil
 }
 
-// multipartError says what went wrong reading a publish's body: past the size limit (413),
-// not multipart (400), or a refusal of what was read.
+// multipartError says what went wrong reading the next part of a publish's body: a transfer
+// error (bodyError), else a body that is not multipart. The reader's text is not shown.
 func multipartError(err error, part string) error {
+	if err := bodyError(err, part); err != nil {
+		return err
+	}
+	return &badParam{field: part, reason: "not a part of a multipart/form-data body"}
+}
+
+// bodyError says what went wrong taking part of a publish's body: a refusal of what was read
+// (as it is), past the size limit (413), too slow (408), cut short (422); nil when err is
+// none of these. A reading error's text names sockets: it is not shown.
+func bodyError(err error, part string) error {
 	var mbe *http.MaxBytesError
+	var ne net.Error
 	switch {
-	case errors.As(err, &mbe):
-		return barrage.Errorf(barrage.ErrTooLarge, "the request body is larger than %d bytes", mbe.Limit)
 	case errors.Is(err, barrage.ErrInvalid), errors.Is(err, barrage.ErrTooLarge):
 		return err
+	case errors.As(err, &mbe):
+		return barrage.Errorf(barrage.ErrTooLarge, "the request body is larger than %d bytes", mbe.Limit)
+	case errors.As(err, &ne) && ne.Timeout():
+		return barrage.Errorf(barrage.ErrTimeout, "the request body did not arrive in time (%s at most)", transferTimeout)
 	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
 		return barrage.Invalid(part, "the body ended before it")
 	}
-	return &badParam{field: part, reason: "not a multipart/form-data part: " + err.Error()}
+	return nil
 }
 
 // readManifest reads and checks the manifest part against the contract's PublishManifest.

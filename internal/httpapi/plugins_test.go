@@ -357,15 +357,19 @@ func TestPublishRefusesWhatIsWrongAndStoresNothing(t *testing.T) {
 	requireProblem(t, b.publish(secret(tok["token"].(string)), good), http.StatusForbidden)
 	ci := b.do("POST", "/v1/tokens", u.access, map[string]any{"name": "ci", "scopes": []string{"plugins:write"}}).json(t)
 
-	// Not multipart: 415.
+	// Not multipart: 415; multipart without a boundary, or not multipart inside: 400.
 	requireProblem(t, b.do("POST", "/v1/plugins/acme/random-data/versions", u.access, map[string]any{"version": "1.0.0"}), http.StatusUnsupportedMediaType)
+	p := requireProblem(t, b.do("POST", "/v1/plugins/acme/random-data/versions", u.access, "hello", "Content-Type", "multipart/form-data"), http.StatusBadRequest)
+	require.Contains(t, p["detail"], "boundary")
+	p = requireProblem(t, b.do("POST", "/v1/plugins/acme/random-data/versions", u.access, "hello", "Content-Type", "multipart/form-data; boundary=x"), http.StatusUnprocessableEntity)
+	requireField(t, p, "manifest")
 
 	// After every refusal, the version publishes; then it exists, also with other build metadata.
 	r := b.publish(secret(ci["token"].(string)), good)
 	require.Equal(t, http.StatusCreated, r.status, "body: %s", r.body)
 	requireProblem(t, b.publish(u.access, good), http.StatusConflict)
 	build := randomData(key, "1.0.0+rebuild")
-	p := requireProblem(t, b.publish(u.access, build), http.StatusConflict)
+	p = requireProblem(t, b.publish(u.access, build), http.StatusConflict)
 	require.Contains(t, p["detail"], "published already")
 
 	// A retired key signs nothing new.

@@ -49,6 +49,7 @@ var errorKinds = []struct {
 	{barrage.ErrNoAnswer, http.StatusGatewayTimeout},
 	{barrage.ErrTooLarge, http.StatusRequestEntityTooLarge},
 	{barrage.ErrGone, http.StatusGone},
+	{barrage.ErrTimeout, http.StatusRequestTimeout},
 }
 
 // badParam is a query or path parameter refused by a handler; like the validator's parameter

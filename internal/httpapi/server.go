@@ -73,7 +73,7 @@ func NewServer(d Deps) (http.Handler, error) {
 	}
 
 	r := chi.NewRouter()
-	r.Use(requestID, clientIP(d.TrustedProxies), accessLog(d.Log), securityHeaders, limitBody(d.MaxBodyBytes, d.MaxFileBytes, uploadMax(d.Market)))
+	r.Use(requestID, clientIP(d.TrustedProxies), accessLog(d.Log), securityHeaders, longDownloads, limitBody(d.MaxBodyBytes, d.MaxFileBytes, uploadMax(d.Market)))
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, r, problem{Status: http.StatusNotFound, Detail: "No route matches " + r.URL.Path + "."})
 	})
@@ -109,6 +109,9 @@ func NewServer(d Deps) (http.Handler, error) {
 // decodeProblem reports a body the validator accepted but Go cannot decode: a number such as
 // 1e2 where a whole number belongs.
 func decodeProblem(err error) problem {
+	if errors.Is(err, http.ErrNotMultipart) || errors.Is(err, http.ErrMissingBoundary) {
+		return problem{Type: typeMalformed, Status: http.StatusBadRequest, Detail: "The request body is not multipart/form-data with a boundary."}
+	}
 	var ute *json.UnmarshalTypeError
 	if errors.As(err, &ute) {
 		return problem{Type: typeValidation, Title: "Validation failed", Status: http.StatusUnprocessableEntity,
