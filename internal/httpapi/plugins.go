@@ -175,11 +175,14 @@ func (s *server) SearchPlugins(ctx context.Context, req api.SearchPluginsRequest
 		return nil, err
 	}
 	q := market.Search{Q: deref(req.Params.Q), Kind: string(deref(req.Params.Kind)), Tag: deref(req.Params.Tag), Limit: deref(req.Params.Limit)}
+	if q.Tag != "" && registry.CheckName("tag", q.Tag) != nil {
+		return nil, &badParam{field: "tag", reason: "a tag is lower-case letters, digits and single hyphens"}
+	}
 	if c := deref(req.Params.Cursor); c != "" {
 		// A cursor is the last plugin of the page before, namespace/name.
 		raw, err := base64.RawURLEncoding.DecodeString(c)
 		ns, name, ok := strings.Cut(string(raw), "/")
-		if err != nil || !ok {
+		if err != nil || !ok || registry.CheckName("namespace", ns) != nil || registry.CheckName("name", name) != nil {
 			return nil, &badParam{field: "cursor", reason: "not a cursor this server gave"}
 		}
 		q.AfterNamespace, q.AfterName = ns, name

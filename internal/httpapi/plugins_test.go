@@ -188,6 +188,7 @@ func TestPublishReviewFindAndDownloadAPluginVersion(t *testing.T) {
 	requireProblem(t, b.do("POST", "/v1/admin/plugins/acme/random-data/versions/1.0.0/approve", u.access, nil), http.StatusForbidden)
 	queue := b.do("GET", "/v1/admin/plugin-versions", admin.access, nil).json(t)["items"].([]any)
 	require.Len(t, queue, 1)
+	require.Len(t, queue[0].(map[string]any)["artifacts"], 2, "the reviewer sees what is to be approved")
 	r = b.do("POST", "/v1/admin/plugins/acme/random-data/versions/1.0.0/approve", admin.access, nil)
 	require.Equal(t, http.StatusOK, r.status, "body: %s", r.body)
 	require.Equal(t, "published", r.json(t)["state"])
@@ -266,6 +267,8 @@ func TestPublishReviewFindAndDownloadAPluginVersion(t *testing.T) {
 	require.Equal(t, "revoked", shown["state"])
 	require.Equal(t, "mines coins", shown["state_reason"])
 	require.Empty(t, b.do("GET", "/v1/plugins?q=random", v.access, nil).json(t)["items"], "nothing listed is left")
+	pl = b.do("GET", "/v1/plugins/acme/random-data", v.access, nil).json(t)
+	require.Equal(t, "revoked", pl["versions"].([]any)[0].(map[string]any)["state"], "its page stays, for the record")
 }
 
 // Every refusal names its field and stores nothing: the version stays unpublished, so the
@@ -445,5 +448,8 @@ func TestSearchPagesWithItsCursor(t *testing.T) {
 		}
 	}
 	require.Equal(t, []string{"plugin-0", "plugin-1", "plugin-2", "plugin-3", "plugin-4"}, names)
-	requireField(t, requireProblem(t, b.do("GET", "/v1/plugins?cursor=nonsense!", u.access, nil), http.StatusBadRequest), "cursor")
+	for _, bad := range []string{"nonsense!", "_y8A", "YS8A"} { // not base64; invalid UTF-8; a NUL
+		requireField(t, requireProblem(t, b.do("GET", "/v1/plugins?cursor="+bad, u.access, nil), http.StatusBadRequest), "cursor")
+	}
+	requireField(t, requireProblem(t, b.do("GET", "/v1/plugins?tag=%ff", u.access, nil), http.StatusBadRequest), "tag")
 }

@@ -150,15 +150,9 @@ func (s *Store) Plugin(ctx context.Context, viewer Viewer, namespace, name strin
 	}
 	for _, r := range rows {
 		v := pluginVersionFromRow(r)
-		if !owner && !versionOpen(v.State) {
-			continue
+		if owner || versionOpen(v.State) {
+			p.Versions = append(p.Versions, withArtifacts(v, arts))
 		}
-		for _, a := range arts {
-			if a.Version == v.Version {
-				v.Artifacts = append(v.Artifacts, artifactFromRow(a))
-			}
-		}
-		p.Versions = append(p.Versions, v)
 	}
 	sortNewestFirst(p.Versions)
 	return p, nil
@@ -192,10 +186,7 @@ func (s *Store) pluginVersion(ctx context.Context, db dbsqlc.DBTX, viewer Viewer
 	if err != nil {
 		return barrage.PluginVersion{}, err
 	}
-	for _, a := range arts {
-		v.Artifacts = append(v.Artifacts, artifactFromRow(a))
-	}
-	return v, nil
+	return withArtifacts(v, arts), nil
 }
 
 // SetPluginVersionState moves namespace/name@version to state with reason, when its state now
@@ -259,9 +250,13 @@ func (s *Store) PendingPluginVersions(ctx context.Context, limit int) ([]barrage
 	if err != nil {
 		return nil, err
 	}
+	arts, err := s.q.PluginArtifactsPending(ctx, s.pool)
+	if err != nil {
+		return nil, err
+	}
 	out := make([]barrage.PluginVersion, len(rows))
 	for i, r := range rows {
-		out[i] = pluginVersionFromRow(r)
+		out[i] = withArtifacts(pluginVersionFromRow(r), arts)
 	}
 	return out, nil
 }
@@ -294,8 +289,14 @@ func pluginVersionFromRow(r dbsqlc.PluginVersion) barrage.PluginVersion {
 		ReviewedAt: r.ReviewedAt, Downloads: r.Downloads, Runs: r.Runs, CreatedAt: r.CreatedAt}
 }
 
-func artifactFromRow(a dbsqlc.PluginArtifact) barrage.PluginArtifact {
-	return barrage.PluginArtifact{OS: a.Os, Arch: a.Arch, File: a.File, Format: a.Format, SHA256: a.Sha256, Size: a.Size}
+// withArtifacts gives v those of arts that are its own.
+func withArtifacts(v barrage.PluginVersion, arts []dbsqlc.PluginArtifact) barrage.PluginVersion {
+	for _, a := range arts {
+		if a.Namespace == v.Namespace && a.Name == v.Name && a.Version == v.Version {
+			v.Artifacts = append(v.Artifacts, barrage.PluginArtifact{OS: a.Os, Arch: a.Arch, File: a.File, Format: a.Format, SHA256: a.Sha256, Size: a.Size})
+		}
+	}
+	return v
 }
 
 func nonNil(s []string) []string {

@@ -123,6 +123,42 @@ func (q *Queries) PluginArtifactsOf(ctx context.Context, db DBTX, arg PluginArti
 	return items, nil
 }
 
+const pluginArtifactsPending = `-- name: PluginArtifactsPending :many
+SELECT a.namespace, a.name, a.version, a.os, a.arch, a.file, a.format, a.sha256, a.size FROM plugin_artifacts a JOIN plugin_versions v USING (namespace, name, version)
+WHERE v.state = 'pending' ORDER BY a.os, a.arch
+`
+
+// PluginArtifactsPending lists the artifacts of the versions waiting for review.
+func (q *Queries) PluginArtifactsPending(ctx context.Context, db DBTX) ([]PluginArtifact, error) {
+	rows, err := db.Query(ctx, pluginArtifactsPending)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []PluginArtifact
+	for rows.Next() {
+		var i PluginArtifact
+		if err := rows.Scan(
+			&i.Namespace,
+			&i.Name,
+			&i.Version,
+			&i.Os,
+			&i.Arch,
+			&i.File,
+			&i.Format,
+			&i.Sha256,
+			&i.Size,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const pluginCountDownload = `-- name: PluginCountDownload :exec
 UPDATE plugins SET downloads = downloads + 1 WHERE namespace = $1 AND name = $2
 `
@@ -141,6 +177,7 @@ const pluginGet = `-- name: PluginGet :one
 SELECT p.namespace, p.name, p.listed, p.latest, p.kinds, p.description, p.license, p.source_url, p.tags, p.search_text, p.downloads, p.created_at, p.updated_at FROM plugins p
 WHERE p.namespace = $1 AND p.name = $2
   AND (p.listed OR $3::boolean
+       OR EXISTS (SELECT 1 FROM plugin_versions v WHERE v.namespace = p.namespace AND v.name = p.name AND v.state = 'revoked')
        OR EXISTS (SELECT 1 FROM namespace_owners o WHERE o.namespace = p.namespace AND o.user_id = $4))
 `
 
@@ -151,8 +188,8 @@ type PluginGetParams struct {
 	UserID    uuid.UUID
 }
 
-// PluginGet reads a plugin that user may see: listed, or in one of user's namespaces, or any
-// plugin for an admin.
+// PluginGet reads a plugin that user may see: listed, or with a revoked version (shown for the
+// record), or in one of user's namespaces, or any plugin for an admin.
 func (q *Queries) PluginGet(ctx context.Context, db DBTX, arg PluginGetParams) (Plugin, error) {
 	row := db.QueryRow(ctx, pluginGet,
 		arg.Namespace,

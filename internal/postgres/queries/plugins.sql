@@ -14,12 +14,13 @@ UPDATE plugins SET listed = @listed, latest = @latest, kinds = @kinds, descripti
     search_text = @search_text, updated_at = now()
 WHERE namespace = @namespace AND name = @name;
 
--- PluginGet reads a plugin that user may see: listed, or in one of user's namespaces, or any
--- plugin for an admin.
+-- PluginGet reads a plugin that user may see: listed, or with a revoked version (shown for the
+-- record), or in one of user's namespaces, or any plugin for an admin.
 -- name: PluginGet :one
 SELECT p.* FROM plugins p
 WHERE p.namespace = @namespace AND p.name = @name
   AND (p.listed OR @admin::boolean
+       OR EXISTS (SELECT 1 FROM plugin_versions v WHERE v.namespace = p.namespace AND v.name = p.name AND v.state = 'revoked')
        OR EXISTS (SELECT 1 FROM namespace_owners o WHERE o.namespace = p.namespace AND o.user_id = @user_id));
 
 -- PluginSearch finds the plugins user may see whose words begin with the query's (a tsquery of
@@ -58,6 +59,11 @@ SELECT * FROM plugin_versions WHERE namespace = $1 AND name = $2;
 UPDATE plugin_versions SET state = @state, state_reason = @state_reason, reviewed_by = @reviewed_by, reviewed_at = now()
 WHERE namespace = @namespace AND name = @name AND version = @version
 RETURNING *;
+
+-- PluginArtifactsPending lists the artifacts of the versions waiting for review.
+-- name: PluginArtifactsPending :many
+SELECT a.* FROM plugin_artifacts a JOIN plugin_versions v USING (namespace, name, version)
+WHERE v.state = 'pending' ORDER BY a.os, a.arch;
 
 -- name: PluginVersionsPending :many
 SELECT * FROM plugin_versions WHERE state = 'pending' ORDER BY created_at, namespace, name, version LIMIT @max_rows;
