@@ -102,6 +102,11 @@ func runServe(ctx context.Context, e env, args []string) error {
 		CleanUp: func(ctx context.Context) error {
 			n, err := store.DeleteExpired(ctx, time.Now().Add(-24*time.Hour))
 			log.Debug("clean-up", slog.Int64("deleted", n))
+			if err != nil {
+				return err
+			}
+			swept, err := mkt.SweepBlobs(ctx, time.Now().Add(-market.SweepGrace))
+			log.Debug("plugin blobs swept", slog.Int("deleted", swept))
 			return err
 		},
 		Reap:     ctl.Reap,

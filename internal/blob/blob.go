@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"hash"
 	"io"
+	"time"
 )
 
 // Errors of the stores.
@@ -44,6 +45,32 @@ type Store interface {
 	Open(ctx context.Context, sum string) (io.ReadCloser, Info, error)
 	// Stat says whether the blob of sum is kept (ErrNotFound) and its size.
 	Stat(ctx context.Context, sum string) (Info, error)
+	// Walk calls fn with every blob kept and when it was last put, in no order.
+	Walk(ctx context.Context, fn func(sum string, put time.Time) error) error
+	// Delete forgets the blob of sum; one not kept is no error.
+	Delete(ctx context.Context, sum string) error
+}
+
+// Sweep deletes the blobs of s last put before cutoff that keep does not hold, and says how
+// many it deleted. Every Put of a blob renews its time, so a blob being published again as
+// the sweep runs is not taken: give cutoff a margin longer than any upload.
+func Sweep(ctx context.Context, s Store, cutoff time.Time, keep map[string]bool) (int, error) {
+	var old []string
+	err := s.Walk(ctx, func(sum string, put time.Time) error {
+		if put.Before(cutoff) && !keep[sum] {
+			old = append(old, sum)
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, err
+	}
+	for i, sum := range old {
+		if err := s.Delete(ctx, sum); err != nil {
+			return i, err
+		}
+	}
+	return len(old), nil
 }
 
 // ValidSum reports whether s is a key: 64 lower-case hex digits.

@@ -10,7 +10,9 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/johannesboyne/gofakes3"
 	"github.com/johannesboyne/gofakes3/backend/s3mem"
@@ -123,7 +125,23 @@ func testStore(t *testing.T, s store) {
 	for _, bad := range []string{"", "../etc/passwd", want.SHA256[:63], "G" + want.SHA256[1:]} {
 		_, _, err := s.Open(ctx, bad)
 		require.ErrorIs(t, err, blob.ErrNotFound, "%q", bad)
+		require.Error(t, s.Delete(ctx, bad), "%q", bad)
 	}
+
+	// A sweep takes the blobs put before its cutoff that nothing keeps, and only those.
+	orphan, err := s.Put(ctx, strings.NewReader("an upload that was refused"), 1<<20, "")
+	require.NoError(t, err)
+	n, err := blob.Sweep(ctx, s, time.Now().Add(-time.Hour), nil)
+	require.NoError(t, err)
+	require.Zero(t, n, "both were put just now")
+	n, err = blob.Sweep(ctx, s, time.Now().Add(time.Hour), map[string]bool{want.SHA256: true})
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	_, err = s.Stat(ctx, orphan.SHA256)
+	require.ErrorIs(t, err, blob.ErrNotFound)
+	_, err = s.Stat(ctx, want.SHA256)
+	require.NoError(t, err, "kept")
+	require.NoError(t, s.Delete(ctx, orphan.SHA256), "deleting what is gone is no error")
 
 	// Tampered with in storage: same size, one byte changed; then a shorter blob. The read
 	// fails at its end, whatever it gave before.

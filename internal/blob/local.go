@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"time"
 )
 
 // Local keeps blobs in a folder, each at ab/abcdef… by its SHA-256, read-only.
@@ -93,6 +94,52 @@ func (l *Local) Stat(_ context.Context, sum string) (Info, error) {
 		return Info{}, err
 	}
 	return Info{SHA256: sum, Size: st.Size()}, nil
+}
+
+// Walk calls fn with every blob in the folder and the time it was last put.
+func (l *Local) Walk(ctx context.Context, fn func(sum string, put time.Time) error) error {
+	dirs, err := os.ReadDir(l.dir)
+	if err != nil {
+		return err
+	}
+	for _, d := range dirs {
+		if !d.IsDir() || len(d.Name()) != 2 {
+			continue // tmp, and anything not ours
+		}
+		files, err := os.ReadDir(filepath.Join(l.dir, d.Name()))
+		if err != nil {
+			return err
+		}
+		for _, f := range files {
+			if !ValidSum(f.Name()) || f.Name()[:2] != d.Name() {
+				continue
+			}
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			st, err := f.Info()
+			if errors.Is(err, fs.ErrNotExist) {
+				continue
+			} else if err != nil {
+				return err
+			}
+			if err := fn(f.Name(), st.ModTime()); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// Delete removes the blob of sum.
+func (l *Local) Delete(_ context.Context, sum string) error {
+	if err := checkSum(sum); err != nil {
+		return err
+	}
+	if err := os.Remove(l.path(sum)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	return nil
 }
 
 // readerWithContext stops reading when ctx ends: an upload whose client left.

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"net/url"
+	"strings"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/minio/minio-go/v7"
@@ -111,4 +113,32 @@ func (s *S3) Stat(ctx context.Context, sum string) (Info, error) {
 		return Info{}, fmt.Errorf("S3 stat: %w", err)
 	}
 	return Info{SHA256: sum, Size: st.Size}, nil
+}
+
+// Walk calls fn with every blob in the bucket under the prefix and the time it was last put.
+func (s *S3) Walk(ctx context.Context, fn func(sum string, put time.Time) error) error {
+	for o := range s.c.ListObjects(ctx, s.bucket, minio.ListObjectsOptions{Prefix: s.prefix, Recursive: true}) {
+		if o.Err != nil {
+			return fmt.Errorf("S3 list: %w", o.Err)
+		}
+		sum := strings.TrimPrefix(o.Key, s.prefix)
+		if !ValidSum(sum) {
+			continue // tmp/, and anything not ours
+		}
+		if err := fn(sum, o.LastModified); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Delete removes the blob of sum.
+func (s *S3) Delete(ctx context.Context, sum string) error {
+	if err := checkSum(sum); err != nil {
+		return err
+	}
+	if err := s.c.RemoveObject(ctx, s.bucket, s.prefix+sum, minio.RemoveObjectOptions{}); err != nil {
+		return fmt.Errorf("S3 delete: %w", err)
+	}
+	return nil
 }

@@ -94,6 +94,7 @@ type testBundle struct {
 	svc    *account.Service
 	ctl    *control.Service
 	blobs  *blob.Local
+	mkt    *market.Service
 	key    []byte // PEM of the signing key, for forging tokens
 	tokens *auth.Tokens
 }
@@ -146,7 +147,7 @@ func setup(t testing.TB, opts ...setupOpts) *testBundle {
 	require.NoError(t, err)
 	srv := httptest.NewServer(conformToSpec(t, h))
 	t.Cleanup(srv.Close)
-	return &testBundle{t: t, srv: srv, store: store, svc: svc, ctl: ctl, blobs: blobs, key: pemBytes, tokens: tokens}
+	return &testBundle{t: t, srv: srv, store: store, svc: svc, ctl: ctl, blobs: blobs, mkt: mkt, key: pemBytes, tokens: tokens}
 }
 
 // response is a decoded answer.

@@ -3,6 +3,7 @@ package httpapi_test
 import (
 	"archive/zip"
 	"bytes"
+	"context"
 	"crypto/ed25519"
 	"crypto/rand"
 	"crypto/sha256"
@@ -18,6 +19,7 @@ import (
 	"net/url"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -64,6 +66,8 @@ type artifact struct {
 	sha256 string
 	size   int64
 	file   string
+	// unsent is declared in the manifest and not sent.
+	unsent bool
 }
 
 // version is a plugin version to publish.
@@ -123,6 +127,9 @@ func (v version) body(t *testing.T) ([]byte, string) {
 	require.NoError(t, err)
 	require.NoError(t, json.NewEncoder(pw).Encode(m))
 	for i, a := range v.artifacts {
+		if a.unsent {
+			continue
+		}
 		fw, err := w.CreateFormFile("artifact", arts[i].(map[string]any)["file"].(string))
 		require.NoError(t, err)
 		_, _ = fw.Write(a.data)
@@ -334,6 +341,12 @@ func TestPublishRefusesWhatIsWrongAndStoresNothing(t *testing.T) {
 			x.tweak = func(m map[string]any) { m["source_url"] = "javascript:alert(1)" }
 			return x
 		}(), status: 422, field: "manifest.source_url"},
+		"an artifact declared and not sent": {v: func() version {
+			x := randomData(key, "1.0.0")
+			x.artifacts[0].data = fakeELF("amd64", "kept, then refused")
+			x.artifacts[1].unsent = true
+			return x
+		}(), status: 422, field: "artifacts[1]"},
 		"an upload to another user's namespace": {v: func() version { x := good; x.ns = "other"; return x }(), status: 404},
 		"an upload to no namespace":             {v: func() version { x := good; x.ns = "nowhere"; return x }(), status: 404},
 	} {
@@ -374,6 +387,16 @@ func TestPublishRefusesWhatIsWrongAndStoresNothing(t *testing.T) {
 	build := randomData(key, "1.0.0+rebuild")
 	p = requireProblem(t, b.publish(u.access, build), http.StatusConflict)
 	require.Contains(t, p["detail"], "published already")
+
+	// The blobs of refused publishes go at the next sweep past its grace; the published
+	// version's stay.
+	n, err := b.mkt.SweepBlobs(context.Background(), time.Now().Add(time.Minute))
+	require.NoError(t, err)
+	require.Equal(t, 1, n, "the one artifact kept before its publish was refused")
+	n, err = b.mkt.SweepBlobs(context.Background(), time.Now().Add(time.Minute))
+	require.NoError(t, err)
+	require.Zero(t, n)
+	require.Equal(t, http.StatusOK, b.do("GET", "/v1/plugins/acme/random-data/versions/1.0.0/download/linux/amd64/file", u.access, nil).status)
 
 	// A retired key signs nothing new.
 	ns := b.do("GET", "/v1/namespaces/acme", u.access, nil).json(t)

@@ -20,6 +20,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/barrage-load/barrage/internal/barrage"
@@ -230,7 +231,8 @@ func (s *Service) checkManifest(v *barrage.PluginVersion) error {
 
 // Artifact takes the artifact file, streamed from r: it must be one the manifest declared, not
 // sent yet, of its declared type, size and sha256. Its bytes are kept in the blob store as
-// they arrive; what is refused is not kept.
+// they arrive; what is refused is not kept, but the blobs of artifacts taken before a later
+// refusal stay until SweepBlobs.
 func (u *Upload) Artifact(ctx context.Context, file string, r io.Reader) error {
 	i := slices.IndexFunc(u.v.Artifacts, func(a barrage.PluginArtifact) bool { return a.File == file })
 	if i < 0 {
@@ -312,6 +314,21 @@ func (u *Upload) Commit(ctx context.Context) (barrage.PluginVersion, error) {
 	}
 	u.s.log.InfoContext(ctx, "plugin version published", slog.String("plugin", v.Ref()), slog.String("signer", v.Signer))
 	return v, nil
+}
+
+// SweepGrace is how long a blob no artifact uses is kept: longer than any upload takes, so
+// that the blobs of an upload still under way are not swept.
+const SweepGrace = 24 * time.Hour
+
+// SweepBlobs deletes the blobs that no version's artifact uses and that were last put before
+// cutoff (now less SweepGrace, in service): those of publishes refused after their bytes were
+// kept. It says how many it deleted.
+func (s *Service) SweepBlobs(ctx context.Context, cutoff time.Time) (int, error) {
+	keep, err := s.store.PluginArtifactSums(ctx)
+	if err != nil {
+		return 0, err
+	}
+	return blob.Sweep(ctx, s.blobs, cutoff, keep)
 }
 
 // Approve publishes a pending version; admins only (the route's policy).

@@ -261,6 +261,19 @@ func (s *Store) PendingPluginVersions(ctx context.Context, limit int) ([]barrage
 	return out, nil
 }
 
+// PluginArtifactSums is the set of the blobs plugin artifacts are kept in.
+func (s *Store) PluginArtifactSums(ctx context.Context) (map[string]bool, error) {
+	sums, err := s.q.PluginArtifactSums(ctx, s.pool)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]bool, len(sums))
+	for _, sum := range sums {
+		out[sum] = true
+	}
+	return out, nil
+}
+
 // CountPluginDownload counts one download of namespace/name@version.
 func (s *Store) CountPluginDownload(ctx context.Context, namespace, name, version string) error {
 	return s.inTx(ctx, func(tx pgx.Tx) error {

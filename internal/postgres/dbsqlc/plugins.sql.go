@@ -43,6 +43,31 @@ func (q *Queries) PluginArtifactInsert(ctx context.Context, db DBTX, arg PluginA
 	return err
 }
 
+const pluginArtifactSums = `-- name: PluginArtifactSums :many
+SELECT DISTINCT sha256 FROM plugin_artifacts
+`
+
+// PluginArtifactSums lists the blobs the marketplace's artifacts are kept in.
+func (q *Queries) PluginArtifactSums(ctx context.Context, db DBTX) ([]string, error) {
+	rows, err := db.Query(ctx, pluginArtifactSums)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []string
+	for rows.Next() {
+		var sha256 string
+		if err := rows.Scan(&sha256); err != nil {
+			return nil, err
+		}
+		items = append(items, sha256)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const pluginArtifacts = `-- name: PluginArtifacts :many
 SELECT namespace, name, version, os, arch, file, format, sha256, size FROM plugin_artifacts WHERE namespace = $1 AND name = $2 AND version = $3 ORDER BY os, arch
 `

@@ -81,3 +81,7 @@ SELECT * FROM plugin_artifacts WHERE namespace = $1 AND name = $2 AND version = 
 -- PluginArtifactsOf lists the artifacts of many versions of one plugin at once.
 -- name: PluginArtifactsOf :many
 SELECT * FROM plugin_artifacts WHERE namespace = $1 AND name = $2 ORDER BY version, os, arch;
+
+-- PluginArtifactSums lists the blobs the marketplace's artifacts are kept in.
+-- name: PluginArtifactSums :many
+SELECT DISTINCT sha256 FROM plugin_artifacts;
