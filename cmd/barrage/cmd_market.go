@@ -53,7 +53,7 @@ func inspect(path string, platforms []registry.Platform) ([]localArtifact, error
 		return nil, err
 	}
 	defer f.Close()
-	head := make([]byte, 64)
+	head := make([]byte, 256)
 	n, _ := io.ReadFull(f, head)
 	head = head[:n]
 	one := localArtifact{path: path, sha256: sum, size: st.Size()}
@@ -161,7 +161,7 @@ func runPluginPublish(ctx context.Context, e env, args []string) error {
 	defer h.Close()
 	info, err := checkPlugin(ctx, e.stderr, h, check.path, []byte(*config))
 	if err != nil {
-		return fmt.Errorf("%s: %w; fix the plugin before publishing it", check.path, err)
+		return fmt.Errorf("%s: %w; fix the plugin, or give --config the config a script would give it, before publishing it", check.path, err)
 	}
 	said := info.Name
 	if ns, n, ok := strings.Cut(said, "/"); ok {

@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"regexp"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/getkin/kin-openapi/openapi3"
 
@@ -116,6 +117,10 @@ func (s *server) readManifest(r io.Reader) (market.Manifest, error) {
 	}
 	if len(raw) > maxManifestBytes {
 		return market.Manifest{}, barrage.Errorf(barrage.ErrTooLarge, "the manifest is larger than %d bytes", maxManifestBytes)
+	}
+	if !utf8.Valid(raw) {
+		// Go's decoder would put U+FFFD in place of what is not UTF-8: the text would change.
+		return market.Manifest{}, barrage.Invalid("manifest", "not UTF-8")
 	}
 	var doc any
 	dec := json.NewDecoder(bytes.NewReader(raw))

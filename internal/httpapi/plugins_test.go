@@ -17,6 +17,7 @@ import (
 	"net/http"
 	"net/textproto"
 	"net/url"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -78,8 +79,9 @@ type version struct {
 	tags              []string
 	artifacts         []artifact
 	key               ed25519.PrivateKey
-	// tweak changes the manifest before it is sent.
-	tweak func(m map[string]any)
+	// tweak changes the manifest before it is encoded, mangle its bytes after.
+	tweak  func(m map[string]any)
+	mangle func([]byte) []byte
 }
 
 // body is the multipart body of the publish and its content type.
@@ -125,7 +127,13 @@ func (v version) body(t *testing.T) ([]byte, string) {
 	h.Set("Content-Type", "application/json")
 	pw, err := w.CreatePart(h)
 	require.NoError(t, err)
-	require.NoError(t, json.NewEncoder(pw).Encode(m))
+	doc, err = json.Marshal(m)
+	require.NoError(t, err)
+	if v.mangle != nil {
+		doc = v.mangle(doc)
+	}
+	_, err = pw.Write(doc)
+	require.NoError(t, err)
 	for i, a := range v.artifacts {
 		if a.unsent {
 			continue
@@ -208,7 +216,8 @@ func TestPublishReviewFindAndDownloadAPluginVersion(t *testing.T) {
 		require.Len(t, items, 1, q)
 		require.Equal(t, "random-data", items[0].(map[string]any)["name"], q)
 	}
-	for _, q := range []string{"q=zebra", "kind=url", "tag=database", "q=random+zebra", "q=" + url.QueryEscape("random & !")} {
+	for _, q := range []string{"q=zebra", "kind=url", "tag=database", "q=random+zebra", "q=" + url.QueryEscape("random & !"),
+		"q=" + url.QueryEscape("&|!:*"), "q=" + url.QueryEscape("日本")} {
 		r := b.do("GET", "/v1/plugins?"+q, v.access, nil)
 		require.Equal(t, http.StatusOK, r.status, "%s: %s", q, r.body)
 		if q == "q="+url.QueryEscape("random & !") {
@@ -318,11 +327,16 @@ func TestPublishRefusesWhatIsWrongAndStoresNothing(t *testing.T) {
 		"an executable of another platform": {v: withArt(artifact{os: "linux", arch: "arm64", format: "elf", data: amd.data}),
 			status: 422, field: "artifacts[0]"},
 		"a setuid file in a zipapp": {v: withArt(artifact{os: "linux", arch: "amd64", format: "zipapp", data: zipapp(t, map[string]fs.FileMode{"evil": 0o755 | fs.ModeSetuid})}),
-			status: 422, field: "artifact"},
+			status: 422, field: "artifacts[0]"},
 		"a link in a zipapp": {v: withArt(artifact{os: "linux", arch: "amd64", format: "zipapp", data: zipapp(t, map[string]fs.FileMode{"link": fs.ModeSymlink | 0o777})}),
-			status: 422, field: "artifact"},
+			status: 422, field: "artifacts[0]"},
+		"an entry outside a zipapp": {v: withArt(artifact{os: "linux", arch: "amd64", format: "zipapp", data: zipapp(t, map[string]fs.FileMode{"../../evil": 0o644})}),
+			status: 422, field: "artifacts[0]"},
+		"a #! line longer than Linux reads": {v: withArt(artifact{os: "linux", arch: "amd64", format: "zipapp",
+			data: append([]byte("#!/"+strings.Repeat("x", 300)), zipapp(t, nil)[2:]...)}), status: 422, field: "artifacts[0]"},
+		"duplicate tags": {v: func() version { x := good; x.tags = []string{"data", "data"}; return x }(), status: 422, field: "manifest.tags[1]"},
 		"a zipapp that is not one": {v: withArt(artifact{os: "linux", arch: "amd64", format: "zipapp", data: []byte("#!/usr/bin/python3\nnot a zip at all")}),
-			status: 422, field: "artifact"},
+			status: 422, field: "artifacts[0]"},
 		"a file named otherwise": {v: withArt(artifact{os: "linux", arch: "amd64", format: "elf", data: amd.data, file: "evil"}),
 			status: 422, field: "manifest.artifacts[0].file"},
 		"an unknown kind": {v: func() version { x := good; x.kinds = []string{"miner"}; return x }(), status: 422, field: "manifest.kinds[0]"},
@@ -336,6 +350,11 @@ func TestPublishRefusesWhatIsWrongAndStoresNothing(t *testing.T) {
 			x.tweak = func(m map[string]any) { m["config_schema"] = `{"type": 7}` }
 			return x
 		}(), status: 422, field: "manifest.config_schema"},
+		"a description that is not UTF-8": {v: func() version {
+			x := good
+			x.mangle = func(b []byte) []byte { return bytes.Replace(b, []byte("Makes up"), []byte("Mak\xe9s up"), 1) }
+			return x
+		}(), status: 422, field: "manifest"},
 		"a source URL that is not http": {v: func() version {
 			x := good
 			x.tweak = func(m map[string]any) { m["source_url"] = "javascript:alert(1)" }
@@ -386,7 +405,7 @@ func TestPublishRefusesWhatIsWrongAndStoresNothing(t *testing.T) {
 	requireProblem(t, b.publish(u.access, good), http.StatusConflict)
 	build := randomData(key, "1.0.0+rebuild")
 	p = requireProblem(t, b.publish(u.access, build), http.StatusConflict)
-	require.Contains(t, p["detail"], "published already")
+	require.Contains(t, p["detail"], "exists already")
 
 	// The blobs of refused publishes go at the next sweep past its grace; the published
 	// version's stay.

@@ -21,6 +21,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/barrage-load/barrage/internal/barrage"
@@ -116,7 +117,7 @@ func (s *Service) Publish(ctx context.Context, p barrage.Principal, namespace, n
 		return nil, err
 	}
 	if exists {
-		return nil, barrage.Errorf(barrage.ErrConflict, "%s/%s@%s is published already: a version never changes, publish a new one", namespace, name, m.Version)
+		return nil, barrage.Errorf(barrage.ErrConflict, "%s/%s@%s exists already: a version never changes, publish a new one", namespace, name, m.Version)
 	}
 	sums := make([]registry.Sum, len(v.Artifacts))
 	for i, a := range v.Artifacts {
@@ -134,7 +135,7 @@ func (s *Service) Publish(ctx context.Context, p barrage.Principal, namespace, n
 	signer, err := registry.Verify(active, v.Sums, v.Signature)
 	if err != nil {
 		return nil, barrage.Invalid("manifest.signature", fmt.Sprintf(
-			"not a signature of the artifacts' SHA256SUMS by an active key of %q (%d active): sign with the key whose public half is registered (POST /v1/namespaces/%s/keys)",
+			"not a signature of the artifacts' SHA256SUMS by an active key of %q (%d active): sign with a key registered there (barrage namespaces add-key %s)",
 			namespace, len(active), namespace))
 	}
 	v.Signer = signer.ID()
@@ -171,8 +172,11 @@ func (s *Service) checkManifest(v *barrage.PluginVersion) error {
 		}
 	}
 	for i, t := range v.Tags {
-		if err := registry.CheckName("tag", t); err != nil || len(t) > 32 {
+		switch {
+		case registry.CheckName("tag", t) != nil || len(t) > 32:
 			add(fmt.Sprintf("tags[%d]", i), "a tag is lower-case letters, digits and single hyphens, at most 32 long")
+		case slices.Index(v.Tags, t) != i:
+			add(fmt.Sprintf("tags[%d]", i), fmt.Sprintf("%q is named twice", t))
 		}
 	}
 	if len(v.Protocols) == 0 {
@@ -249,7 +253,7 @@ func (u *Upload) Artifact(ctx context.Context, file string, r io.Reader) error {
 	}
 	var src io.Reader = br
 	if a.Format == registry.FormatZipapp {
-		f, err := u.s.spool(br, a)
+		f, err := u.s.spool(br, a, field)
 		if err != nil {
 			return err
 		}
@@ -274,7 +278,7 @@ func (u *Upload) Artifact(ctx context.Context, file string, r io.Reader) error {
 
 // spool writes a zipapp to a temporary file, within its declared size, and checks its
 // entries, which a zip lists at its end.
-func (s *Service) spool(r io.Reader, a barrage.PluginArtifact) (*os.File, error) {
+func (s *Service) spool(r io.Reader, a barrage.PluginArtifact, field string) (*os.File, error) {
 	f, err := os.CreateTemp(s.cfg.TempDir, "zipapp-")
 	if err != nil {
 		return nil, err
@@ -289,10 +293,10 @@ func (s *Service) spool(r io.Reader, a barrage.PluginArtifact) (*os.File, error)
 		return fail(err)
 	}
 	if n != a.Size {
-		return fail(barrage.Invalid("artifact", fmt.Sprintf("%s is %d bytes or more, not its declared %d", a.File, n, a.Size)))
+		return fail(barrage.Invalid(field+".size", fmt.Sprintf("%s is %d bytes or more, not its declared %d", a.File, n, a.Size)))
 	}
 	if err := registry.CheckZipapp(f, n); err != nil {
-		return fail(barrage.Invalid("artifact", fmt.Sprintf("%s: %v", a.File, err)))
+		return fail(barrage.Invalid(field, fmt.Sprintf("%s: %v", a.File, err)))
 	}
 	if _, err := f.Seek(0, io.SeekStart); err != nil {
 		return fail(err)
@@ -419,19 +423,22 @@ type Search struct {
 	Limit                     int
 }
 
-// Search finds the plugins p may see, and says whether more follow the last.
+// Search finds the plugins p may see, and says whether more follow the last. A query of
+// punctuation alone finds nothing, as no plugin has such a word.
 func (s *Service) Search(ctx context.Context, p barrage.Principal, q Search) ([]barrage.Plugin, bool, error) {
-	return s.store.SearchPlugins(ctx, viewer(p), postgres.PluginSearch{Query: TSQuery(q.Q), Kind: q.Kind, Tag: q.Tag,
+	query := TSQuery(q.Q)
+	if query == "" && strings.TrimSpace(q.Q) != "" {
+		return nil, false, nil
+	}
+	return s.store.SearchPlugins(ctx, viewer(p), postgres.PluginSearch{Query: query, Kind: q.Kind, Tag: q.Tag,
 		AfterNamespace: q.AfterNamespace, AfterName: q.AfterName, Limit: cmp.Or(q.Limit, 50)})
 }
 
 // TSQuery turns what a person typed into a PostgreSQL text query that finds every word given
 // as the prefix of a word: "rand dat" finds random-data. Only letters and digits are kept, so
-// nothing typed is query syntax.
+// nothing typed is query syntax; "" when q holds none.
 func TSQuery(q string) string {
-	words := strings.FieldsFunc(strings.ToLower(q), func(r rune) bool {
-		return !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9')
-	})
+	words := strings.FieldsFunc(strings.ToLower(q), func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) })
 	if len(words) > 8 {
 		words = words[:8]
 	}

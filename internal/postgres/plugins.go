@@ -54,7 +54,7 @@ func (s *Store) InsertPluginVersion(ctx context.Context, actor uuid.UUID, v barr
 			License: v.License, SourceUrl: v.SourceURL, Tags: v.Tags, Protocols: protocols, ConfigSchema: v.ConfigSchema,
 			Network: v.Network, Sums: v.Sums, Signature: v.Signature, Signer: v.Signer, PublishedBy: &actor})
 		if errors.Is(translate(err, "version"), barrage.ErrConflict) {
-			return barrage.Errorf(barrage.ErrConflict, "%s/%s@%s is published already: a version never changes, publish a new one", v.Namespace, v.Name, core)
+			return barrage.Errorf(barrage.ErrConflict, "%s/%s@%s exists already: a version never changes, publish a new one", v.Namespace, v.Name, core)
 		}
 		if err != nil {
 			return translate(err, "version")

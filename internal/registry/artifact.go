@@ -10,6 +10,7 @@ import (
 	"io"
 	"io/fs"
 	"slices"
+	"strings"
 )
 
 // Platforms are the os/arch pairs a plugin version may have artifacts for: those whose agents
@@ -70,10 +71,18 @@ func SniffELF(head []byte, arch string) error {
 	return nil
 }
 
-// SniffZipapp checks that head, the first bytes of a file, begin a zipapp: a #! line.
+// maxShebang is the longest #! line Linux reads whole (BINPRM_BUF_SIZE, its line break
+// included).
+const maxShebang = 256
+
+// SniffZipapp checks that head, the first bytes of a file (maxShebang at least, or all of a
+// shorter one), begin a zipapp: a #! line Linux can read.
 func SniffZipapp(head []byte) error {
 	if !bytes.HasPrefix(head, []byte("#!")) {
 		return fmt.Errorf("%w: a zipapp begins with a #! line", ErrBadArtifact)
+	}
+	if i := bytes.IndexByte(head, '\n'); i < 0 || i >= maxShebang {
+		return fmt.Errorf("%w: a zipapp's #! line ends within %d bytes", ErrBadArtifact, maxShebang)
 	}
 	return nil
 }
@@ -89,6 +98,8 @@ func CheckZipapp(r io.ReaderAt, size int64) error {
 	for _, f := range z.File {
 		mode := f.Mode()
 		switch {
+		case !fs.ValidPath(strings.TrimSuffix(f.Name, "/")):
+			return fmt.Errorf("%w: entry %q is not a plain relative path", ErrBadArtifact, f.Name)
 		case mode&(fs.ModeSetuid|fs.ModeSetgid) != 0:
 			return fmt.Errorf("%w: %s is setuid or setgid", ErrBadArtifact, f.Name)
 		case mode&(fs.ModeSymlink|fs.ModeDevice|fs.ModeCharDevice|fs.ModeNamedPipe|fs.ModeSocket) != 0:
@@ -104,7 +115,7 @@ func CheckZipapp(r io.ReaderAt, size int64) error {
 
 // Sniff reads the head of r (without taking it) and checks it against format and arch.
 func Sniff(r *bufio.Reader, format, arch string) error {
-	head, err := r.Peek(64)
+	head, err := r.Peek(maxShebang)
 	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, bufio.ErrBufferFull) {
 		return err
 	}
