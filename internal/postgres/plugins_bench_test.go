@@ -49,16 +49,13 @@ func BenchmarkPluginSearch(b *testing.B) {
 		{Query: market.TSQuery("zzz"), Limit: 50},
 		{AfterNamespace: "ns50", AfterName: "plugin-5000", Limit: 50},
 	}
-	for _, name := range []string{"all", "mix"} {
+	names := []string{"all", "plugin 42", "ab", "number+url", "tag7", "zzz", "after"}
+	run := func(name string, pick func(i int) postgres.PluginSearch) {
 		b.Run(name, func(b *testing.B) {
 			durations := make([]time.Duration, 0, b.N)
 			for i := range b.N {
-				q := searches[0]
-				if name == "mix" {
-					q = searches[i%len(searches)]
-				}
 				start := time.Now()
-				if _, _, err := store.SearchPlugins(ctx, viewer, q); err != nil {
+				if _, _, err := store.SearchPlugins(ctx, viewer, pick(i)); err != nil {
 					b.Fatal(err)
 				}
 				durations = append(durations, time.Since(start))
@@ -67,4 +64,8 @@ func BenchmarkPluginSearch(b *testing.B) {
 			b.ReportMetric(float64(durations[len(durations)*99/100].Microseconds())/1000, "p99-ms")
 		})
 	}
+	for i, name := range names {
+		run(name, func(int) postgres.PluginSearch { return searches[i] })
+	}
+	run("mix", func(i int) postgres.PluginSearch { return searches[i%len(searches)] })
 }
