@@ -39,7 +39,7 @@ func fakeELF(arch string, body string) []byte {
 }
 
 // zipapp is a Python zipapp holding __main__.py, with extra entries of the modes given.
-func zipapp(t *testing.T, extra map[string]fs.FileMode) []byte {
+func zipapp(t testing.TB, extra map[string]fs.FileMode) []byte {
 	t.Helper()
 	var b bytes.Buffer
 	b.WriteString("#!/usr/bin/env python3\n")
@@ -85,7 +85,7 @@ type version struct {
 }
 
 // body is the multipart body of the publish and its content type.
-func (v version) body(t *testing.T) ([]byte, string) {
+func (v version) body(t testing.TB) ([]byte, string) {
 	t.Helper()
 	var arts []any
 	var sums []registry.Sum
@@ -148,7 +148,7 @@ func (v version) body(t *testing.T) ([]byte, string) {
 
 func (b *testBundle) publish(bearer string, v version) response {
 	b.t.Helper()
-	body, ct := v.body(b.t.(*testing.T))
+	body, ct := v.body(b.t)
 	return b.do("POST", fmt.Sprintf("/v1/plugins/%s/%s/versions", v.ns, v.name), bearer, body, "Content-Type", ct)
 }
 
