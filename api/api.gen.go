@@ -270,6 +270,21 @@ func (e PluginPinKind) Valid() bool {
 	}
 }
 
+// Defines values for PluginPinSource.
+const (
+	Marketplace PluginPinSource = "marketplace"
+)
+
+// Valid indicates whether the value is a known member of the PluginPinSource enum.
+func (e PluginPinSource) Valid() bool {
+	switch e {
+	case Marketplace:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for PluginVersionState.
 const (
 	PluginVersionStateDeprecated PluginVersionState = "deprecated"
@@ -598,7 +613,10 @@ type AgentHello struct {
 	Cores int `json:"cores"`
 
 	// Protocol The agent protocol version the agent speaks.
-	Protocol    int    `json:"protocol"`
+	Protocol int `json:"protocol"`
+
+	// Sandbox Whether the agent's plugin host holds the whole kernel sandbox. A shared agent without it is given only marketplace plugins that admins published.
+	Sandbox     *bool  `json:"sandbox,omitempty"`
 	Version     string `json:"version"`
 	WaitSeconds *int   `json:"wait_seconds,omitempty"`
 }
@@ -607,6 +625,9 @@ type AgentHello struct {
 type AgentJob struct {
 	Id   openapi_types.UUID `json:"id"`
 	Kind AgentJobKind       `json:"kind"`
+
+	// Plugins The marketplace plugins the test names, as the server resolved them for its owner. The agent runs these and no other plugin of those names.
+	Plugins *[]PluginPin `json:"plugins,omitempty"`
 
 	// Test A test revision with the test's data files, as agents receive it.
 	Test TestBundle `json:"test"`
@@ -1127,17 +1148,38 @@ type PluginList struct {
 	NextCursor *string         `json:"next_cursor,omitempty"`
 }
 
-// PluginPin A plugin a script uses, pinned by the sha256 of its binary.
+// PluginPin A plugin a script uses, pinned so that every agent runs exactly what was pinned. A plugin of the agent's own
+// plugin directory is pinned by the sha256 of its binary. A marketplace plugin (`source: marketplace`) is pinned
+// by the sha256 of its version's signed SHA256SUMS (`shasums`), which names the artifact of every platform by
+// its sha256: an agent checks the signature by `signer`, fetches the artifact for its platform and checks it
+// against its line before it starts it.
 type PluginPin struct {
 	Alias   string        `json:"alias"`
 	Kind    PluginPinKind `json:"kind"`
 	Name    string        `json:"name"`
+	Network *[]string     `json:"network,omitempty"`
 	Sha256  string        `json:"sha256"`
-	Version string        `json:"version"`
+
+	// Shasums The version's SHA256SUMS, as signed.
+	Shasums *string `json:"shasums,omitempty"`
+
+	// Signature The Ed25519 signature of `shasums`.
+	Signature *[]byte `json:"signature,omitempty"`
+
+	// Signer The namespace key that signed the version, `ed25519:<base64>`.
+	Signer   *string `json:"signer,omitempty"`
+	SignerId *string `json:"signer_id,omitempty"`
+
+	// Source Absent for a plugin of the agent's own plugin directory.
+	Source  *PluginPinSource `json:"source,omitempty"`
+	Version string           `json:"version"`
 }
 
 // PluginPinKind defines model for PluginPin.Kind.
 type PluginPinKind string
+
+// PluginPinSource Absent for a plugin of the agent's own plugin directory.
+type PluginPinSource string
 
 // PluginSummary defines model for PluginSummary.
 type PluginSummary struct {
@@ -1317,6 +1359,9 @@ type RunManifest struct {
 	Plugins      []PluginPin     `json:"plugins"`
 	ScriptName   string          `json:"script_name"`
 	ScriptSha256 string          `json:"script_sha256"`
+
+	// Warnings What the run was admitted despite, one sentence each, such as a deprecated plugin version and why it was deprecated.
+	Warnings *[]string `json:"warnings,omitempty"`
 }
 
 // RunSeries defines model for RunSeries.
@@ -2168,6 +2213,15 @@ type ClientInterface interface {
 	//
 	// Corresponds with PATCH /v1/admin/users/{id} (the `UpdateUser` operationId).
 	UpdateUser(ctx context.Context, id ID, body UpdateUserJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// AgentFetchArtifact Fetch a marketplace plugin's artifact by its sha256 (agents only)
+	//
+	// The bytes of the artifact with this sha256, for the agent to check against its pin's signed SHA256SUMS and
+	// keep in its cache. An agent may fetch the artifacts of published and deprecated versions, and, when it is
+	// its owner's, of versions pending in its owner's namespaces. A revoked version's artifact is `410`.
+	//
+	// Corresponds with GET /v1/agent/artifacts/{sha256} (the `AgentFetchArtifact` operationId).
+	AgentFetchArtifact(ctx context.Context, sha256 string, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// AgentAnswerJobWithBody Answer a job (agents only)
 	//
@@ -3281,6 +3335,25 @@ func (c *Client) UpdateUserWithBody(ctx context.Context, id ID, contentType stri
 // Corresponds with PATCH /v1/admin/users/{id} (the `UpdateUser` operationId).
 func (c *Client) UpdateUser(ctx context.Context, id ID, body UpdateUserJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewUpdateUserRequest(c.Server, id, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// AgentFetchArtifact Fetch a marketplace plugin's artifact by its sha256 (agents only)
+//
+// The bytes of the artifact with this sha256, for the agent to check against its pin's signed SHA256SUMS and
+// keep in its cache. An agent may fetch the artifacts of published and deprecated versions, and, when it is
+// its owner's, of versions pending in its owner's namespaces. A revoked version's artifact is `410`.
+//
+// Corresponds with GET /v1/agent/artifacts/{sha256} (the `AgentFetchArtifact` operationId).
+func (c *Client) AgentFetchArtifact(ctx context.Context, sha256 string, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewAgentFetchArtifactRequest(c.Server, sha256)
 	if err != nil {
 		return nil, err
 	}
@@ -5440,6 +5513,40 @@ func NewUpdateUserRequestWithBody(server string, id ID, contentType string, body
 	}
 
 	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewAgentFetchArtifactRequest constructs an http.Request for the AgentFetchArtifact method
+func NewAgentFetchArtifactRequest(server string, sha256 string) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "sha256", sha256, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/agent/artifacts/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
 
 	return req, nil
 }
@@ -7999,6 +8106,17 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with PATCH /v1/admin/users/{id} (the `UpdateUser` operationId).
 	UpdateUserWithResponse(ctx context.Context, id ID, body UpdateUserJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateUserResponse, error)
 
+	// AgentFetchArtifactWithResponse Fetch a marketplace plugin's artifact by its sha256 (agents only)
+	//
+	// The bytes of the artifact with this sha256, for the agent to check against its pin's signed SHA256SUMS and
+	// keep in its cache. An agent may fetch the artifacts of published and deprecated versions, and, when it is
+	// its owner's, of versions pending in its owner's namespaces. A revoked version's artifact is `410`.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/agent/artifacts/{sha256} (the `AgentFetchArtifact` operationId).
+	AgentFetchArtifactWithResponse(ctx context.Context, sha256 string, reqEditors ...RequestEditorFn) (*AgentFetchArtifactResponse, error)
+
 	// AgentAnswerJobWithBodyWithResponse Answer a job (agents only)
 	//
 	// The result of a debug (`debug`) or a generation (`generated`), or why the agent could not do it (`error`). A job answered already, or not this agent's, is `404`.
@@ -9961,6 +10079,82 @@ func (r UpdateUserResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r UpdateUserResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// AgentFetchArtifactResponse200Headers the declared response headers of an HTTP 200 response for AgentFetchArtifact
+type AgentFetchArtifactResponse200Headers struct {
+	ContentLength *int
+}
+
+type AgentFetchArtifactResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Problem
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *Problem
+	// ApplicationproblemJSON410 the response for an HTTP 410 `application/problem+json` response
+	ApplicationproblemJSON410 *Problem
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *AgentFetchArtifactResponse200Headers
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r AgentFetchArtifactResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r AgentFetchArtifactResponse) GetApplicationproblemJSON401() *Problem {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r AgentFetchArtifactResponse) GetApplicationproblemJSON403() *Problem {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r AgentFetchArtifactResponse) GetApplicationproblemJSON404() *Problem {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON410 returns the response for an HTTP 410 `application/problem+json` response
+func (r AgentFetchArtifactResponse) GetApplicationproblemJSON410() *Problem {
+	return r.ApplicationproblemJSON410
+}
+
+// GetBody returns the raw response body bytes
+func (r AgentFetchArtifactResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r AgentFetchArtifactResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r AgentFetchArtifactResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r AgentFetchArtifactResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -14320,6 +14514,23 @@ func (c *ClientWithResponses) UpdateUserWithResponse(ctx context.Context, id ID,
 	return ParseUpdateUserResponse(rsp)
 }
 
+// AgentFetchArtifactWithResponse Fetch a marketplace plugin's artifact by its sha256 (agents only)
+//
+// The bytes of the artifact with this sha256, for the agent to check against its pin's signed SHA256SUMS and
+// keep in its cache. An agent may fetch the artifacts of published and deprecated versions, and, when it is
+// its owner's, of versions pending in its owner's namespaces. A revoked version's artifact is `410`.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/agent/artifacts/{sha256} (the `AgentFetchArtifact` operationId).
+func (c *ClientWithResponses) AgentFetchArtifactWithResponse(ctx context.Context, sha256 string, reqEditors ...RequestEditorFn) (*AgentFetchArtifactResponse, error) {
+	rsp, err := c.AgentFetchArtifact(ctx, sha256, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseAgentFetchArtifactResponse(rsp)
+}
+
 // AgentAnswerJobWithBodyWithResponse Answer a job (agents only)
 //
 // The result of a debug (`debug`) or a generation (`generated`), or why the agent could not do it (`error`). A job answered already, or not this agent's, is `404`.
@@ -16441,6 +16652,73 @@ func ParseUpdateUserResponse(rsp *http.Response) (*UpdateUserResponse, error) {
 		}
 		response.ApplicationproblemJSON422 = &dest
 
+	}
+
+	return response, nil
+}
+
+// ParseAgentFetchArtifactResponse parses an HTTP response from a AgentFetchArtifactWithResponse call
+func ParseAgentFetchArtifactResponse(rsp *http.Response) (*AgentFetchArtifactResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &AgentFetchArtifactResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 410:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON410 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers AgentFetchArtifactResponse200Headers
+		if values := rsp.Header.Values("Content-Length"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Content-Length", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ContentLength = &value
+		}
+		response.Headers200 = &headers
 	}
 
 	return response, nil
@@ -19762,6 +20040,9 @@ type ServerInterface interface {
 	// UpdateUser Change a user's role, status or license
 	// (PATCH /v1/admin/users/{id})
 	UpdateUser(w http.ResponseWriter, r *http.Request, id ID)
+	// AgentFetchArtifact Fetch a marketplace plugin's artifact by its sha256 (agents only)
+	// (GET /v1/agent/artifacts/{sha256})
+	AgentFetchArtifact(w http.ResponseWriter, r *http.Request, sha256 string)
 	// AgentAnswerJob Answer a job (agents only)
 	// (POST /v1/agent/jobs/{id})
 	AgentAnswerJob(w http.ResponseWriter, r *http.Request, id ID)
@@ -20029,6 +20310,12 @@ func (_ Unimplemented) GetUser(w http.ResponseWriter, r *http.Request, id ID) {
 // UpdateUser Change a user's role, status or license
 // (PATCH /v1/admin/users/{id})
 func (_ Unimplemented) UpdateUser(w http.ResponseWriter, r *http.Request, id ID) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
+// AgentFetchArtifact Fetch a marketplace plugin's artifact by its sha256 (agents only)
+// (GET /v1/agent/artifacts/{sha256})
+func (_ Unimplemented) AgentFetchArtifact(w http.ResponseWriter, r *http.Request, sha256 string) {
 	w.WriteHeader(http.StatusNotImplemented)
 }
 
@@ -20817,6 +21104,32 @@ func (siw *ServerInterfaceWrapper) UpdateUser(w http.ResponseWriter, r *http.Req
 
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		siw.Handler.UpdateUser(w, r, id)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// AgentFetchArtifact operation middleware
+func (siw *ServerInterfaceWrapper) AgentFetchArtifact(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "sha256" -------------
+	var sha256 string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "sha256", chi.URLParam(r, "sha256"), &sha256, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: r.URL.RawPath == ""})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "sha256", Err: err})
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.AgentFetchArtifact(w, r, sha256)
 	}))
 
 	for _, middleware := range siw.HandlerMiddlewares {
@@ -22677,6 +22990,9 @@ func HandlerWithOptions(si ServerInterface, options ChiServerOptions) http.Handl
 		r.Post(options.BaseURL+"/v1/agent/lease", wrapper.AgentLease)
 	})
 	r.Group(func(r chi.Router) {
+		r.Get(options.BaseURL+"/v1/agent/artifacts/{sha256}", wrapper.AgentFetchArtifact)
+	})
+	r.Group(func(r chi.Router) {
 		r.Post(options.BaseURL+"/v1/agent/pings/{id}", wrapper.AgentAnswerPing)
 	})
 	r.Group(func(r chi.Router) {
@@ -24161,6 +24477,114 @@ func (response UpdateUser422ApplicationProblemPlusJSONResponse) VisitUpdateUserR
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AgentFetchArtifactRequestObject struct {
+	Sha256 string `json:"sha256"`
+}
+
+type AgentFetchArtifactResponseObject interface {
+	VisitAgentFetchArtifactResponse(w http.ResponseWriter) error
+}
+
+type AgentFetchArtifact200ResponseHeaders struct {
+	ContentLength *int
+}
+
+type AgentFetchArtifact200ApplicationoctetStreamResponse struct {
+	Body          io.Reader
+	Headers       AgentFetchArtifact200ResponseHeaders
+	ContentLength int64
+}
+
+func (response AgentFetchArtifact200ApplicationoctetStreamResponse) VisitAgentFetchArtifactResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "application/octet-stream")
+	if response.ContentLength != 0 {
+		w.Header().Set("Content-Length", fmt.Sprint(response.ContentLength))
+	}
+	if response.Headers.ContentLength != nil {
+		w.Header().Set("Content-Length", fmt.Sprint(*response.Headers.ContentLength))
+	}
+	w.WriteHeader(200)
+
+	if closer, ok := response.Body.(io.ReadCloser); ok {
+		defer closer.Close()
+	}
+	_, err := io.Copy(w, response.Body)
+	return err
+}
+
+type AgentFetchArtifact400ApplicationProblemPlusJSONResponse struct {
+	ProblemApplicationProblemPlusJSONResponse
+}
+
+func (response AgentFetchArtifact400ApplicationProblemPlusJSONResponse) VisitAgentFetchArtifactResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AgentFetchArtifact401ApplicationProblemPlusJSONResponse Problem
+
+func (response AgentFetchArtifact401ApplicationProblemPlusJSONResponse) VisitAgentFetchArtifactResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AgentFetchArtifact403ApplicationProblemPlusJSONResponse Problem
+
+func (response AgentFetchArtifact403ApplicationProblemPlusJSONResponse) VisitAgentFetchArtifactResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AgentFetchArtifact404ApplicationProblemPlusJSONResponse Problem
+
+func (response AgentFetchArtifact404ApplicationProblemPlusJSONResponse) VisitAgentFetchArtifactResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AgentFetchArtifact410ApplicationProblemPlusJSONResponse Problem
+
+func (response AgentFetchArtifact410ApplicationProblemPlusJSONResponse) VisitAgentFetchArtifactResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(410)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -29288,6 +29712,9 @@ type StrictServerInterface interface {
 	// UpdateUser Change a user's role, status or license
 	// (PATCH /v1/admin/users/{id})
 	UpdateUser(ctx context.Context, request UpdateUserRequestObject) (UpdateUserResponseObject, error)
+	// AgentFetchArtifact Fetch a marketplace plugin's artifact by its sha256 (agents only)
+	// (GET /v1/agent/artifacts/{sha256})
+	AgentFetchArtifact(ctx context.Context, request AgentFetchArtifactRequestObject) (AgentFetchArtifactResponseObject, error)
 	// AgentAnswerJob Answer a job (agents only)
 	// (POST /v1/agent/jobs/{id})
 	AgentAnswerJob(ctx context.Context, request AgentAnswerJobRequestObject) (AgentAnswerJobResponseObject, error)
@@ -29988,6 +30415,32 @@ func (sh *strictHandler) UpdateUser(w http.ResponseWriter, r *http.Request, id I
 		sh.options.ResponseErrorHandlerFunc(w, r, err)
 	} else if validResponse, ok := response.(UpdateUserResponseObject); ok {
 		if err := validResponse.VisitUpdateUserResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// AgentFetchArtifact operation middleware
+func (sh *strictHandler) AgentFetchArtifact(w http.ResponseWriter, r *http.Request, sha256 string) {
+	var request AgentFetchArtifactRequestObject
+
+	request.Sha256 = sha256
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.AgentFetchArtifact(ctx, request.(AgentFetchArtifactRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "AgentFetchArtifact")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(AgentFetchArtifactResponseObject); ok {
+		if err := validResponse.VisitAgentFetchArtifactResponse(w); err != nil {
 			sh.options.ResponseErrorHandlerFunc(w, r, err)
 		}
 	} else if response != nil {

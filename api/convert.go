@@ -69,14 +69,55 @@ func LoadOf(o barrage.LoadOverrides) LoadOverrides {
 
 // Pin is p as the domain has it.
 func (p PluginPin) Pin() barrage.PluginPin {
-	return barrage.PluginPin{Alias: p.Alias, Name: p.Name, Version: p.Version, Kind: string(p.Kind), SHA256: p.Sha256}
+	out := barrage.PluginPin{Alias: p.Alias, Name: p.Name, Version: p.Version, Kind: string(p.Kind), SHA256: p.Sha256,
+		Signer: deref(p.Signer), SignerID: deref(p.SignerId), Shasums: deref(p.Shasums), Signature: deref(p.Signature), Network: deref(p.Network)}
+	if p.Source != nil {
+		out.Source = string(*p.Source)
+	}
+	return out
+}
+
+// PinsFrom is pins as the domain has them.
+func PinsFrom(pins []PluginPin) []barrage.PluginPin {
+	out := make([]barrage.PluginPin, len(pins))
+	for i, p := range pins {
+		out[i] = p.Pin()
+	}
+	return out
+}
+
+func deref[T any](p *T) T {
+	if p == nil {
+		var zero T
+		return zero
+	}
+	return *p
+}
+
+// nonZero is a pointer to v, or nil when v is its type's zero value.
+func nonZero[T comparable](v T) *T {
+	var zero T
+	if v == zero {
+		return nil
+	}
+	return &v
+}
+
+// nonEmpty is a pointer to v, or nil when v is empty.
+func nonEmpty[T any](v []T) *[]T {
+	if len(v) == 0 {
+		return nil
+	}
+	return &v
 }
 
 // PinsOf is pins on the wire.
 func PinsOf(pins []barrage.PluginPin) []PluginPin {
 	out := make([]PluginPin, len(pins))
 	for i, p := range pins {
-		out[i] = PluginPin{Alias: p.Alias, Name: p.Name, Version: p.Version, Kind: PluginPinKind(p.Kind), Sha256: p.SHA256}
+		out[i] = PluginPin{Alias: p.Alias, Name: p.Name, Version: p.Version, Kind: PluginPinKind(p.Kind), Sha256: p.SHA256,
+			Source: (*PluginPinSource)(nonZero(p.Source)), Signer: nonZero(p.Signer), SignerId: nonZero(p.SignerID),
+			Shasums: nonZero(p.Shasums), Signature: nonEmpty(p.Signature), Network: nonEmpty(p.Network)}
 	}
 	return out
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/barrage-load/barrage/internal/agent"
@@ -27,6 +28,7 @@ func runAgent(ctx context.Context, e env, args []string) error {
 	fs.Var(&allow, "allow-target", "let the load reach this internal CIDR, address, or address:port (loopback, private, link-local are refused otherwise); repeat for several")
 	internal := fs.Bool("internal-targets", false, "let the load reach every internal address: for an agent that tests its operator's own network")
 	pf := addPluginFlags(fs, e)
+	cache := fs.String("plugin-cache", defaultCacheDir(e.getenv), "where marketplace plugins are kept once fetched and verified, by sha256")
 	if err := parseFlags(fs, args, 0); err != nil {
 		return err
 	}
@@ -64,7 +66,7 @@ func runAgent(ctx context.Context, e env, args []string) error {
 		return fmt.Errorf("barrage agent: --require-sandbox: %w", pluginhost.ErrSandboxUnavailable)
 	}
 	a, err := agent.New(agent.Config{
-		Plugins: pluginset.Dir(*pf.dir), PluginHost: hopts,
+		Plugins: pluginset.Dir(*pf.dir), PluginHost: hopts, PluginCache: *cache, Sandbox: sb.Full(),
 		Server: *server, Token: token, Version: version,
 		Limits:  barrage.Limits{MaxVUs: *maxVUs, MaxRunDuration: *maxDuration},
 		Targets: &netpolicy.Policy{Internal: *internal, Allow: prefixes, AllowPorts: ports},
@@ -77,4 +79,16 @@ func runAgent(ctx context.Context, e env, args []string) error {
 		return err
 	}
 	return nil
+}
+
+// defaultCacheDir is $XDG_CACHE_HOME/barrage/artifacts, else ~/.cache/barrage/artifacts.
+func defaultCacheDir(getenv func(string) string) string {
+	if d := getenv("XDG_CACHE_HOME"); d != "" {
+		return filepath.Join(d, "barrage", "artifacts")
+	}
+	home := getenv("HOME")
+	if home == "" {
+		home, _ = os.UserHomeDir()
+	}
+	return filepath.Join(home, ".cache", "barrage", "artifacts")
 }

@@ -156,7 +156,7 @@ func (pf *pluginFlags) open(ctx context.Context, path string, s *script.Script, 
 	if err != nil {
 		return nil, nil, err
 	}
-	set, s, err := pluginset.Open(ctx, origin, s, pluginset.Options{Dir: pluginset.Dir(*pf.dir), Host: hopts, VUs: vus, Grants: grants})
+	set, s, err := pluginset.Open(ctx, origin, s, pluginset.Options{Source: pluginset.Dir(*pf.dir), Host: hopts, VUs: vus, Grants: grants})
 	if err != nil {
 		var list script.ErrorList
 		if errors.Is(err, barrage.ErrInvalid) || errors.As(err, &list) {

@@ -121,6 +121,10 @@ func runRunsStart(ctx context.Context, e env, args []string) error {
 	}
 	run := res.JSON201
 	fmt.Fprintf(e.stderr, "Run %s %s on %d agent(s).\n", run.Id, run.State, len(run.Shards))
+	printPins(e, run.Manifest.Plugins)
+	for _, w := range deref(run.Manifest.Warnings) {
+		fmt.Fprintln(e.stderr, "warning: "+w)
+	}
 	fmt.Fprintln(e.stdout, run.Id)
 	if !*watch {
 		return nil

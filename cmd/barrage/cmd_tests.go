@@ -338,9 +338,7 @@ func runScriptsGenerate(ctx context.Context, e env, args []string) error {
 		return err
 	}
 	fmt.Fprintf(e.stderr, "Script %s: revision %d of test %s, sha256 %s\n", sc.Id, deref(sc.TestRevision), id, sc.Sha256)
-	for _, p := range sc.Plugins {
-		fmt.Fprintf(e.stderr, "  plugin %s %s@%s (%s) sha256 %s\n", p.Alias, p.Name, p.Version, p.Kind, p.Sha256)
-	}
+	printPins(e, sc.Plugins)
 	fmt.Fprintln(e.stdout, sc.Id)
 	return nil
 }
@@ -354,4 +352,17 @@ func generateScript(ctx context.Context, cl *api.ClientWithResponses, id uuid.UU
 		return nil, api.ProblemError(res.HTTPResponse, res.Body)
 	}
 	return res.JSON201, nil
+}
+
+// printPins says which plugin each alias runs, pinned by what: the binary's sha256 on the
+// agent, or, for a marketplace plugin, its signed SHA256SUMS and the key that signed them.
+func printPins(e env, pins []api.PluginPin) {
+	for _, p := range pins {
+		if p.Source != nil && *p.Source == api.Marketplace {
+			fmt.Fprintf(e.stderr, "  plugin %s %s@%s (%s) from the marketplace: SHA256SUMS sha256 %s, signed by key %s\n",
+				p.Alias, p.Name, p.Version, p.Kind, p.Sha256, deref(p.SignerId))
+			continue
+		}
+		fmt.Fprintf(e.stderr, "  plugin %s %s@%s (%s) sha256 %s\n", p.Alias, p.Name, p.Version, p.Kind, p.Sha256)
+	}
 }

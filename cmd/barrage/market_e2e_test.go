@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -90,8 +91,8 @@ func TestPublishReviewFindInstallAndRunAMarketplacePlugin(t *testing.T) {
 	require.Regexp(t, `1\.0\.0\s+published\s+linux/amd64,linux/arm64`, info)
 	require.Contains(t, info, "# random-data", "the README")
 
-	out = mustCLI(t, p, tester, "", "plugin", "install", "acme/random-data@1.0.0")
-	require.Contains(t, out, "installed acme/random-data@1.0.0 (session-element)")
+	installed := mustCLI(t, p, tester, "", "plugin", "install", "acme/random-data@1.0.0")
+	require.Contains(t, installed, "installed acme/random-data@1.0.0 (session-element)")
 	require.Contains(t, mustCLI(t, p, tester, "", "plugin", "list"), "acme/random-data")
 
 	// A script uses it by its marketplace name.
@@ -134,8 +135,49 @@ load:
 	require.Regexp(t, `"email":"[^"]+@shop\.test"`, bodies[0])
 	mu.Unlock()
 
+	// On an agent with no plugin of its own: the server resolves the plugin for the tester, the
+	// agent fetches it, verifies it and keeps it in its cache, and the run's manifest names the
+	// signed SHA256SUMS and the key.
+	agentToken := strings.TrimSpace(mustCLI(t, p, tester, "", "agents", "create", "mine"))
+	cache := t.TempDir()
+	agent := startAgent(t, p, agentToken, "BARRAGE_PLUGIN_DIR="+t.TempDir(), "XDG_CACHE_HOME="+cache)
+	eventually(t, 30*time.Second, "the agent online", func() bool {
+		return strings.Contains(mustCLI(t, p, tester, "", "agents", "list"), " online ")
+	})
+	testID := strings.TrimSpace(mustCLI(t, p, tester, "", "tests", "push", script))
+	runOnAgent := func() (string, string, error) {
+		mu.Lock()
+		bodies = nil
+		mu.Unlock()
+		return cli(t, p, tester, "", "runs", "start", "--test", testID, "--watch")
+	}
+	out, errOut, err = runOnAgent()
+	require.NoError(t, err, "stdout: %s\nstderr: %s\nagent: %s", out, errOut, agent.stderr)
+	require.Regexp(t, `plugin rnd acme/random-data@1\.0\.0 \(session-element\) from the marketplace: SHA256SUMS sha256 [0-9a-f]{64}, signed by key [0-9a-f]{16}`, errOut)
+	mu.Lock()
+	require.Len(t, bodies, 3)
+	require.Regexp(t, `"email":"[^"]+@shop\.test"`, bodies[0])
+	mu.Unlock()
+	cached, err := filepath.Glob(filepath.Join(cache, "barrage", "artifacts", "*"))
+	require.NoError(t, err)
+	require.Len(t, cached, 1)
+	fi, err := os.Stat(cached[0])
+	require.NoError(t, err)
+	require.Equal(t, os.FileMode(0o555), fi.Mode().Perm(), "kept read-only")
+
+	// The agent's cache tampered with: the entry is fetched again, and the run runs the
+	// verified bytes.
+	require.NoError(t, os.Chmod(cached[0], 0o755))
+	require.NoError(t, os.WriteFile(cached[0], []byte("#!/bin/sh\necho evil\n"), 0o755))
+	out, errOut, err = runOnAgent()
+	require.NoError(t, err, "stdout: %s\nstderr: %s\nagent: %s", out, errOut, agent.stderr)
+	require.Contains(t, agent.stderr.String(), "a cached plugin does not match its digest; fetching it again")
+	mu.Lock()
+	require.Len(t, bodies, 3)
+	mu.Unlock()
+
 	// Storage tampered with: the next install refuses the bytes.
-	sum := regexp.MustCompile(`sha256 ([0-9a-f]{64})`).FindStringSubmatch(out)[1]
+	sum := regexp.MustCompile(`sha256 ([0-9a-f]{64})`).FindStringSubmatch(installed)[1]
 	blobPath := filepath.Join(data, "blobs", sum[:2], sum)
 	require.NoError(t, os.Chmod(blobPath, 0o600))
 	f, err := os.OpenFile(blobPath, os.O_WRONLY, 0)
@@ -151,6 +193,20 @@ load:
 	require.Error(t, err, "a tampered artifact is not installed")
 	require.NotContains(t, mustCLI(t, p, other, "", "plugin", "list"), "acme/random-data")
 	t.Logf("tampered install: %s", errOut)
+	// ... and an agent that has not cached it refuses to run it.
+	otherToken := strings.TrimSpace(mustCLI(t, p, tester, "", "agents", "create", "fresh"))
+	fresh := startAgent(t, p, otherToken, "BARRAGE_PLUGIN_DIR="+t.TempDir(), "XDG_CACHE_HOME="+t.TempDir())
+	_ = agent.cmd.Process.Kill()
+	eventually(t, 30*time.Second, "only the fresh agent online", func() bool {
+		return regexp.MustCompile(`fresh\s.* online `).MatchString(mustCLI(t, p, tester, "", "agents", "list"))
+	})
+	out, errOut, err = runOnAgent()
+	require.Error(t, err, "stdout: %s\nstderr: %s\nagent: %s", out, errOut, fresh.stderr)
+	require.Contains(t, out+errOut, "refused")
+	t.Logf("a tampered artifact on a fresh agent: %s", errOut)
+	mu.Lock()
+	require.Empty(t, bodies, "nothing ran")
+	mu.Unlock()
 
 	// Revoked: gone.
 	_, errOut, err = cli(t, p, admin, "", "admin", "plugin", "revoke", "acme/correlation-id@1.0.0")
@@ -161,4 +217,10 @@ load:
 	require.Error(t, err)
 	require.Contains(t, errOut, fmt.Sprint(http.StatusGone))
 	require.Contains(t, errOut, "leaks ids")
+
+	// A revoked version refuses new runs, naming it.
+	mustCLI(t, p, admin, "", "admin", "plugin", "revoke", "acme/random-data@1.0.0", "--reason", "tampered")
+	_, errOut, err = runOnAgent()
+	require.Error(t, err)
+	require.Contains(t, errOut, "acme/random-data@1.0.0 was revoked (tampered): no new run may use it")
 }

@@ -11,6 +11,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"runtime"
@@ -48,6 +49,12 @@ type Config struct {
 	// Empty: the agent runs no plugin.
 	Plugins    pluginset.Dir
 	PluginHost pluginhost.Options
+	// PluginCache is the folder the marketplace plugins that scripts pin are kept in, by
+	// sha256, after they were fetched from the server and verified.
+	PluginCache string
+	// Sandbox says whether PluginHost holds the whole kernel sandbox: told to the server, which
+	// gives a shared agent without it only the marketplace plugins that admins published.
+	Sandbox bool
 	// HTTP is the client to reach the server with; nil uses one with sane timeouts.
 	HTTP *http.Client
 	Log  *slog.Logger
@@ -138,6 +145,7 @@ func (a *Agent) Run(ctx context.Context) error {
 func (a *Agent) lease(ctx context.Context) (*api.AgentWork, error) {
 	res, err := a.client.AgentLeaseWithResponse(ctx, api.AgentLeaseJSONRequestBody{
 		Protocol: barrage.AgentProtocol, Version: a.cfg.Version, Cores: cores(), WaitSeconds: ptr(int(leaseWait / time.Second)),
+		Sandbox: ptr(a.cfg.Sandbox),
 	})
 	if err != nil {
 		return nil, err
@@ -215,7 +223,8 @@ func (a *Agent) runShard(ctx context.Context, job *api.ShardJob) {
 }
 
 // prepare checks the job's script against its digest, loads it with its data files, starts its
-// plugins from the local plugin directory (each binary must have the digest the script pins),
+// plugins (each must have the digest the script pins: its binary's in the local plugin
+// directory, or its signed SHA256SUMS for a marketplace plugin, fetched and verified),
 // and sets the engine's options: the shared start, the segment, and the tightest of the job's
 // limits and the agent's own. Close the set when the shard has ended.
 func (a *Agent) prepare(ctx context.Context, job *api.ShardJob, received time.Time) (*script.Script, engine.Options, *pluginset.Set, error) {
@@ -255,8 +264,8 @@ func (a *Agent) prepare(ctx context.Context, job *api.ShardJob, received time.Ti
 		}
 		w := engine.Workload(s, opts)
 		vus := max(w.VUs, w.MaxVUs)
-		if set, s, err = pluginset.Open(ctx, pluginset.BundleOrigin(job.Script.Source, files), s,
-			pluginset.Options{Dir: a.cfg.Plugins, Host: a.cfg.PluginHost, VUs: int(seg.Scale(int64(vus))), Pins: pins}); err != nil {
+		if set, err = pluginset.Start(ctx, s, pluginset.Options{Source: a.source(job.Script.Plugins), Host: a.cfg.PluginHost,
+			VUs: int(seg.Scale(int64(vus))), Pins: pins}); err != nil {
 			return nil, opts, nil, fmt.Errorf("start the script's plugins: %w", err)
 		}
 		opts.Plugins = set.Plugins
@@ -271,6 +280,26 @@ func (a *Agent) prepare(ctx context.Context, job *api.ShardJob, received time.Ti
 	opts.Start = received.Add(time.Duration(job.StartsInMs) * time.Millisecond) // the server's "starts in": agents' clocks differ
 	opts.Segment, opts.Limits, opts.Targets = seg, limits, a.cfg.Targets
 	return s, opts, set, nil
+}
+
+// source is where the agent finds the plugins of a script whose marketplace plugins are pins:
+// those fetched from the server into its cache, the others in its plugin directory.
+func (a *Agent) source(pins []api.PluginPin) pluginset.Source {
+	return pluginset.Sources{&pluginset.Market{Pins: api.PinsFrom(pins), Cache: a.cfg.PluginCache, Fetch: a.fetchArtifact, Log: a.log}, a.cfg.Plugins}
+}
+
+// fetchArtifact opens the marketplace artifact with sha256 from the server.
+func (a *Agent) fetchArtifact(ctx context.Context, sha256 string) (io.ReadCloser, error) {
+	res, err := a.client.AgentFetchArtifact(ctx, sha256)
+	if err != nil {
+		return nil, err
+	}
+	if res.StatusCode != http.StatusOK {
+		defer res.Body.Close()
+		body, _ := io.ReadAll(io.LimitReader(res.Body, 64<<10))
+		return nil, api.ProblemError(res, body)
+	}
+	return res.Body, nil
 }
 
 // shard is a shard under way: the seconds it has not yet had acknowledged, and its reports.

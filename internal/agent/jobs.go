@@ -64,13 +64,13 @@ func (a *Agent) doJob(ctx context.Context, j api.AgentJob) api.JobAnswer {
 	}
 	switch j.Kind {
 	case api.Debug:
-		trace, err := a.debug(ctx, pluginset.BundleOrigin(j.Test.Source, files), s)
+		trace, err := a.debug(ctx, pluginset.BundleOrigin(j.Test.Source, files), s, j.Plugins)
 		if err != nil {
 			return api.JobAnswer{Error: ptr(errText(err))}
 		}
 		return api.JobAnswer{Debug: trace}
 	case api.Generate:
-		doc, pins, err := pluginset.Generate(ctx, j.Test.Source, s, pluginset.Options{Dir: a.cfg.Plugins, Host: a.cfg.PluginHost})
+		doc, pins, err := pluginset.Generate(ctx, j.Test.Source, s, pluginset.Options{Source: a.source(deref(j.Plugins)), Host: a.cfg.PluginHost})
 		if err != nil {
 			return api.JobAnswer{Error: ptr(errText(err))}
 		}
@@ -88,11 +88,12 @@ func (a *Agent) canRun(s *script.Script) error {
 	return nil
 }
 
-// debug runs one traced iteration of s with its plugins, under the agent's target policy.
-func (a *Agent) debug(ctx context.Context, origin pluginset.Origin, s *script.Script) (*api.DebugTrace, error) {
+// debug runs one traced iteration of s, whose marketplace plugins are market, with its
+// plugins, under the agent's target policy.
+func (a *Agent) debug(ctx context.Context, origin pluginset.Origin, s *script.Script, market *[]api.PluginPin) (*api.DebugTrace, error) {
 	ctx, cancel := context.WithTimeout(ctx, debugTimeout)
 	defer cancel()
-	set, s, err := pluginset.Open(ctx, origin, s, pluginset.Options{Dir: a.cfg.Plugins, Host: a.cfg.PluginHost, VUs: 1})
+	set, s, err := pluginset.Open(ctx, origin, s, pluginset.Options{Source: a.source(deref(market)), Host: a.cfg.PluginHost, VUs: 1})
 	if err != nil {
 		return nil, err
 	}
@@ -191,6 +192,14 @@ func errText(err error) string {
 		return "the script is not valid:\n" + err.Error()
 	}
 	return err.Error()
+}
+
+func deref[T any](p *T) T {
+	if p == nil {
+		var zero T
+		return zero
+	}
+	return *p
 }
 
 func truncate(s string, n int) string {

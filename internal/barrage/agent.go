@@ -21,6 +21,9 @@ type Agent struct {
 	LastSeenAt *time.Time
 	LastIP     string
 	Disabled   bool
+	// Sandbox says whether the agent's plugin host held the whole kernel sandbox when it last
+	// asked for work.
+	Sandbox bool
 	// Busy says whether the agent holds a shard not yet ended: waiting to start, or running.
 	Busy      bool
 	CreatedAt time.Time
@@ -63,7 +66,8 @@ func (a Agent) State(now time.Time) AgentState {
 // refused with a message naming the version it needs.
 const (
 	// 2: jobs (debug, generate) and pinned plugins; 3: stages in a run's load, metrics keyed by
-	// kind; 4: plugin kinds spelled as the SDK spells them (session-element, source-modifier).
-	AgentProtocol    = 4
-	MinAgentProtocol = 4
+	// kind; 4: plugin kinds spelled as the SDK spells them (session-element, source-modifier);
+	// 5: marketplace plugins, pinned by their signed SHA256SUMS and fetched by digest.
+	AgentProtocol    = 5
+	MinAgentProtocol = 5
 )

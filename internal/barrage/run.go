@@ -29,16 +29,40 @@ type ScriptManifest struct {
 	Files        []ScriptFileRef `json:"files"`
 }
 
-// PluginPin is a plugin a script uses, pinned by the digest of its binary: an agent runs the
-// script only with a binary of that digest.
+// PluginPin is a plugin a script uses, pinned so that an agent runs exactly what was pinned.
+//
+// A plugin of an agent's own plugin directory is pinned by the digest of its binary. A
+// marketplace plugin (Source PinMarketplace) is pinned by the digest of its version's signed
+// SHA256SUMS, which names the artifact of every platform: an agent fetches the one for its
+// platform by the digest on its line, after checking the document's signature by Signer.
 type PluginPin struct {
 	Alias   string `json:"alias"`
 	Name    string `json:"name"`
 	Version string `json:"version"`
-	// Kind is the script's kind for it: element or url (source plugins ran at generation).
+	// Kind is the script's kind for it: session-element or url (source plugins ran at
+	// generation).
 	Kind   string `json:"kind"`
 	SHA256 string `json:"sha256"`
+	// Source is PinMarketplace for a marketplace plugin; empty for an agent's own.
+	Source string `json:"source,omitempty"`
+	// Signer is the public key that signed Shasums ("ed25519:<base64>"), SignerID its short id.
+	Signer   string `json:"signer,omitempty"`
+	SignerID string `json:"signer_id,omitempty"`
+	// Shasums is the version's SHA256SUMS document, Signature its Ed25519 signature.
+	Shasums   string `json:"shasums,omitempty"`
+	Signature []byte `json:"signature,omitempty"`
+	// Network is what the version declares it needs to reach: the run's grants stay within it.
+	Network []string `json:"network,omitempty"`
 }
+
+// PinMarketplace is the Source of a marketplace plugin's pin.
+const PinMarketplace = "marketplace"
+
+// Marketplace says whether p pins a marketplace plugin.
+func (p PluginPin) Marketplace() bool { return p.Source == PinMarketplace }
+
+// Ref is the pinned plugin as name@version.
+func (p PluginPin) Ref() string { return p.Name + "@" + p.Version }
 
 // ScriptFileRef names a data file of a script by its digest.
 type ScriptFileRef struct {
@@ -180,6 +204,8 @@ type RunManifest struct {
 	ScriptName   string          `json:"script_name"`
 	Plugins      []PluginPin     `json:"plugins"`
 	Files        []ScriptFileRef `json:"files"`
+	// Warnings are what the run was admitted despite: a deprecated plugin version, with why.
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // RunStop is why a run was asked to stop before its end.

@@ -75,6 +75,9 @@ type AgentJob struct {
 	Kind     JobKind
 	TestID   uuid.UUID
 	Revision int
+	// Plugins are the marketplace plugins the test names, resolved for its owner when the job
+	// was asked for.
+	Plugins []PluginPin
 	// Bundle is what the agent runs: the revision's source and the test's data files. It is
 	// filled when the job is handed to the agent.
 	Bundle *TestBundle

@@ -81,10 +81,14 @@ func (s *Service) CreateRun(ctx context.Context, p barrage.Principal, in RunInpu
 	if err != nil {
 		return barrage.Run{}, fmt.Errorf("script %s no longer parses: %w", sc.ID, err)
 	}
+	plugins, err := s.admitPlugins(ctx, p, sc.Manifest.Plugins)
+	if err != nil {
+		return barrage.Run{}, err
+	}
 	// Agents chosen for the run may be taken by a run created at the same moment: then they
 	// are chosen again, a few times.
 	for attempt := 1; ; attempt++ {
-		run, created, err := s.createRun(ctx, p, sc, parsed, in, idem)
+		run, created, err := s.createRun(ctx, p, sc, parsed, plugins, in, idem)
 		if errors.Is(err, errTakenMeanwhile) {
 			if attempt < 4 {
 				continue
@@ -104,19 +108,26 @@ func (s *Service) CreateRun(ctx context.Context, p barrage.Principal, in RunInpu
 // errTakenMeanwhile: an agent the server chose for a run took another run meanwhile.
 var errTakenMeanwhile = errors.New("taken by another run meanwhile")
 
-// createRun admits a run of sc on agents chosen now and stores it.
-func (s *Service) createRun(ctx context.Context, p barrage.Principal, sc barrage.Script, parsed *script.Script, in RunInput, idem *barrage.Idempotency) (barrage.Run, bool, error) {
+// createRun admits a run of sc, which uses the marketplace plugins given, on agents chosen now
+// and stores it, counting a run of each plugin version.
+func (s *Service) createRun(ctx context.Context, p barrage.Principal, sc barrage.Script, parsed *script.Script, plugins []marketPlugin,
+	in RunInput, idem *barrage.Idempotency) (barrage.Run, bool, error) {
 	owner := p.User.ID
 	adm, err := s.admit(ctx, p, parsed, in)
 	if err != nil {
 		return barrage.Run{}, false, err
+	}
+	for i, a := range adm.agents {
+		if err := canRunOn(a, plugins, agentField(in, i)); err != nil {
+			return barrage.Run{}, false, err
+		}
 	}
 	agents, limits := adm.agents, adm.limits
 
 	run := barrage.Run{
 		ID: uuid.Must(uuid.NewV7()), OwnerID: owner, ScriptID: sc.ID, State: barrage.RunQueued, Load: in.Load,
 		Manifest: barrage.RunManifest{ScriptSHA256: hex.EncodeToString(sc.SHA256), ScriptName: sc.Name,
-			Plugins: sc.Manifest.Plugins, Files: sc.Manifest.Files},
+			Plugins: sc.Manifest.Plugins, Files: sc.Manifest.Files, Warnings: deprecations(plugins)},
 		Limits: barrage.Limits{MaxVUs: limits.MaxVUs, MaxRunDuration: limits.MaxRunDuration},
 	}
 	for i, seg := range engine.Split(len(agents)) {
@@ -137,6 +148,9 @@ func (s *Service) createRun(ctx context.Context, p barrage.Principal, sc barrage
 		return busyAgent(agents, busy, in)
 	}
 	return s.store.CreateRun(ctx, run, idem, guard, func(tx pgx.Tx) error {
+		if err := s.store.CountPluginRuns(ctx, tx, run.Manifest.Plugins); err != nil {
+			return err
+		}
 		return s.store.NotifyWork(ctx, tx, ids)
 	})
 }
@@ -213,6 +227,14 @@ func busyAgent(agents []barrage.Agent, busy []uuid.UUID, in RunInput) error {
 		return fmt.Errorf("agent %q: %w", a.Name, errTakenMeanwhile)
 	}
 	return nil
+}
+
+// agentField names the run's i-th agent in the request: agent_ids[i] when it named them.
+func agentField(in RunInput, i int) string {
+	if len(in.AgentIDs) > 0 {
+		return fmt.Sprintf("agent_ids[%d]", i)
+	}
+	return "agents"
 }
 
 // agentBusy refuses agent_ids[i], agent a, busy with another run.

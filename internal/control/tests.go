@@ -168,10 +168,15 @@ func (s *Service) DebugTest(ctx context.Context, p barrage.Principal, id uuid.UU
 	if err != nil {
 		return barrage.Agent{}, 0, nil, err
 	}
-	if _, err := loadBundle(b.Source, b.Files); err != nil {
+	parsed, err := loadBundle(b.Source, b.Files)
+	if err != nil {
 		return barrage.Agent{}, 0, nil, err
 	}
-	a, j, err := s.runJob(ctx, p, barrage.AgentJob{Kind: barrage.JobDebug, TestID: id, Revision: n}, in.AgentID)
+	plugins, err := s.resolvePlugins(ctx, p, parsed)
+	if err != nil {
+		return barrage.Agent{}, 0, nil, err
+	}
+	a, j, err := s.runJob(ctx, p, barrage.AgentJob{Kind: barrage.JobDebug, TestID: id, Revision: n}, in.AgentID, plugins)
 	if err != nil {
 		return a, n, nil, err
 	}
@@ -207,7 +212,11 @@ func (s *Service) GenerateScript(ctx context.Context, p barrage.Principal, id uu
 func (s *Service) generate(ctx context.Context, p barrage.Principal, id uuid.UUID, n int, b barrage.TestBundle, parsed *script.Script, agentID *uuid.UUID) (barrage.Script, error) {
 	gen := Generated{Source: b.Source, Plugins: []barrage.PluginPin{}}
 	if len(parsed.Plugins) > 0 {
-		_, j, err := s.runJob(ctx, p, barrage.AgentJob{Kind: barrage.JobGenerate, TestID: id, Revision: n}, agentID)
+		plugins, err := s.resolvePlugins(ctx, p, parsed)
+		if err != nil {
+			return barrage.Script{}, err
+		}
+		_, j, err := s.runJob(ctx, p, barrage.AgentJob{Kind: barrage.JobGenerate, TestID: id, Revision: n}, agentID, plugins)
 		if err != nil {
 			return barrage.Script{}, err
 		}
@@ -215,6 +224,9 @@ func (s *Service) generate(ctx context.Context, p barrage.Principal, id uuid.UUI
 			return barrage.Script{}, fmt.Errorf("job %s: the agent's answer: %w", j.ID, err)
 		}
 		if err := checkGenerated(gen, b.Files); err != nil {
+			return barrage.Script{}, err
+		}
+		if err := checkMarketPins(gen.Plugins, plugins); err != nil {
 			return barrage.Script{}, err
 		}
 	}
@@ -292,15 +304,16 @@ func (s *Service) storeScript(ctx context.Context, p barrage.Principal, name str
 	return sc, nil
 }
 
-// runJob hands j to an agent p may use and waits for its answer. An answer that is an error
-// comes back as an invalid input, since it is the test that the agent could not run (a plugin
-// it does not have, a config its plugin refused).
-func (s *Service) runJob(ctx context.Context, p barrage.Principal, j barrage.AgentJob, agentID *uuid.UUID) (barrage.Agent, barrage.AgentJob, error) {
-	a, err := s.jobAgent(ctx, p, agentID)
+// runJob hands j, whose test uses the marketplace plugins given, to an agent p may use that may
+// run them, and waits for its answer. An answer that is an error comes back as an invalid
+// input, since it is the test that the agent could not run (a plugin it does not have, a config
+// its plugin refused).
+func (s *Service) runJob(ctx context.Context, p barrage.Principal, j barrage.AgentJob, agentID *uuid.UUID, plugins []marketPlugin) (barrage.Agent, barrage.AgentJob, error) {
+	a, err := s.jobAgent(ctx, p, agentID, plugins)
 	if err != nil {
 		return a, j, err
 	}
-	j.ID, j.AgentID, j.OwnerID = uuid.Must(uuid.NewV7()), a.ID, p.User.ID
+	j.ID, j.AgentID, j.OwnerID, j.Plugins = uuid.Must(uuid.NewV7()), a.ID, p.User.ID, pinsOf(plugins)
 	err = s.await(ctx, j.ID, JobWait, func() error {
 		return s.store.CreateAgentJob(ctx, j, MaxOpenJobs, s.now().Add(-JobWait))
 	}, func() (bool, error) {
@@ -321,9 +334,10 @@ func (s *Service) runJob(ctx context.Context, p barrage.Principal, j barrage.Age
 	return a, j, nil
 }
 
-// jobAgent is the agent a job goes to: the one asked for, else the first online one p may use.
-// Jobs go to busy agents too: they are small, and an agent does them beside its shard.
-func (s *Service) jobAgent(ctx context.Context, p barrage.Principal, id *uuid.UUID) (barrage.Agent, error) {
+// jobAgent is the agent a job goes to: the one asked for, else the first online one p may use
+// that may run the job's marketplace plugins. Jobs go to busy agents too: they are small, and
+// an agent does them beside its shard.
+func (s *Service) jobAgent(ctx context.Context, p barrage.Principal, id *uuid.UUID, plugins []marketPlugin) (barrage.Agent, error) {
 	now := s.now()
 	if id != nil {
 		a, err := s.store.UsableAgent(ctx, p.User.ID, *id)
@@ -333,16 +347,23 @@ func (s *Service) jobAgent(ctx context.Context, p barrage.Principal, id *uuid.UU
 		if st := a.State(now); st == barrage.AgentOffline || st == barrage.AgentDisabled {
 			return a, barrage.Invalid("agent_id", fmt.Sprintf("agent %q is %s", a.Name, st))
 		}
-		return a, nil
+		return a, canRunOn(a, plugins, "agent_id")
 	}
 	all, err := s.store.UsableAgents(ctx, p.User.ID)
 	if err != nil {
 		return barrage.Agent{}, err
 	}
+	var refused error
 	for _, a := range all {
-		if st := a.State(now); st == barrage.AgentOnline || st == barrage.AgentBusy {
+		if st := a.State(now); st != barrage.AgentOnline && st != barrage.AgentBusy {
+			continue
+		}
+		if refused = canRunOn(a, plugins, "agent_id"); refused == nil {
 			return a, nil
 		}
+	}
+	if refused != nil {
+		return barrage.Agent{}, refused
 	}
 	return barrage.Agent{}, barrage.Invalid("agent_id", "no agent you may use is online: start one (barrage agent) or ask an admin")
 }

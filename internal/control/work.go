@@ -23,6 +23,8 @@ type Hello struct {
 	Version  string
 	Cores    int
 	IP       string
+	// Sandbox says whether the agent's plugin host holds the whole kernel sandbox.
+	Sandbox bool
 }
 
 // MaxLeaseWait bounds how long a lease request waits for work: well under
@@ -46,7 +48,7 @@ func (s *Service) Lease(ctx context.Context, a barrage.Agent, h Hello, wait time
 			"this server needs agents that speak protocol %d or newer; this agent (version %q) speaks %d: upgrade it to the server's version",
 			barrage.MinAgentProtocol, h.Version, h.Protocol)
 	}
-	if err := s.store.AgentSeen(ctx, a.ID, h.Version, h.Cores, h.IP); err != nil {
+	if err := s.store.AgentSeen(ctx, a.ID, h.Version, h.Cores, h.IP, h.Sandbox); err != nil {
 		return Work{}, err
 	}
 	wait = min(max(wait, 0), MaxLeaseWait)

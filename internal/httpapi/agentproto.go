@@ -32,7 +32,8 @@ func (s *server) AgentLease(ctx context.Context, req api.AgentLeaseRequestObject
 	if b.WaitSeconds != nil {
 		wait = time.Duration(*b.WaitSeconds) * time.Second
 	}
-	w, err := s.control.Lease(ctx, a, control.Hello{Protocol: b.Protocol, Version: b.Version, Cores: b.Cores, IP: ClientIP(ctx).String()}, wait)
+	w, err := s.control.Lease(ctx, a, control.Hello{Protocol: b.Protocol, Version: b.Version, Cores: b.Cores, IP: ClientIP(ctx).String(),
+		Sandbox: b.Sandbox != nil && *b.Sandbox}, wait)
 	if err != nil {
 		return nil, err
 	}
@@ -139,6 +140,9 @@ func toAPIJobs(jobs []barrage.AgentJob) *[]api.AgentJob {
 		out[i] = api.AgentJob{Id: j.ID, Kind: api.AgentJobKind(j.Kind), Test: api.TestBundle{
 			Name: b.Name, Format: api.TestBundleFormat(b.Format), Source: b.Source, Files: make([]api.BundleFile, len(b.Files)),
 		}}
+		if len(j.Plugins) > 0 {
+			out[i].Plugins = ptr(api.PinsOf(j.Plugins))
+		}
 		for k, f := range b.Files {
 			out[i].Test.Files[k] = api.BundleFile{Name: f.Name, Content: f.Content}
 		}

@@ -269,7 +269,7 @@ func rawBody(ctx context.Context) []byte {
 const transferTimeout = 30 * time.Minute
 
 // artifactRoute is the path of a plugin artifact's bytes.
-var artifactRoute = regexp.MustCompile(`^/v1/plugins/[^/]+/[^/]+/versions/[^/]+/download/[^/]+/[^/]+/file$`)
+var artifactRoute = regexp.MustCompile(`^(/v1/plugins/[^/]+/[^/]+/versions/[^/]+/download/[^/]+/[^/]+/file|/v1/agent/artifacts/[^/]+)$`)
 
 // longDownloads gives a plugin artifact's download the time a slow link needs, past the
 // server's write timeout.

@@ -337,6 +337,18 @@ func (s *server) DownloadPluginArtifact(ctx context.Context, req api.DownloadPlu
 	return api.DownloadPluginArtifact200ApplicationoctetStreamResponse{Body: rc, ContentLength: a.Size}, nil
 }
 
+func (s *server) AgentFetchArtifact(ctx context.Context, req api.AgentFetchArtifactRequestObject) (api.AgentFetchArtifactResponseObject, error) {
+	a, err := agentPrincipal(ctx)
+	if err != nil {
+		return nil, err
+	}
+	rc, size, err := s.market.AgentOpen(ctx, a, req.Sha256)
+	if err != nil {
+		return nil, err
+	}
+	return api.AgentFetchArtifact200ApplicationoctetStreamResponse{Body: rc, ContentLength: size}, nil
+}
+
 func toAPIPluginSummary(p barrage.Plugin) api.PluginSummary {
 	return api.PluginSummary{Namespace: p.Namespace, Name: p.Name, Latest: p.Latest, Listed: p.Listed, Kinds: toAPIKinds(p.Kinds),
 		Description: p.Description, License: p.License, SourceUrl: p.SourceURL, Tags: p.Tags, Downloads: p.Downloads,

@@ -106,6 +106,7 @@ var policies = map[string]policy{
 	"GET /v1/runs/{id}/summary": {user, barrage.ScopeRead},
 
 	"POST /v1/agent/lease":              {access: agent},
+	"GET /v1/agent/artifacts/{sha256}":  {access: agent},
 	"POST /v1/agent/pings/{id}":         {access: agent},
 	"POST /v1/agent/jobs/{id}":          {access: agent},
 	"POST /v1/agent/shards/{id}/report": {access: agent},

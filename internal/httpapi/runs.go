@@ -106,6 +106,9 @@ func toAPIRun(r barrage.Run) api.Run {
 	v.Manifest = api.RunManifest{ScriptSha256: r.Manifest.ScriptSHA256, ScriptName: r.Manifest.ScriptName,
 		Files: []api.ScriptFileRef{}, Agents: []api.ManifestAgent{}}
 	v.Manifest.Plugins = api.PinsOf(r.Manifest.Plugins)
+	if len(r.Manifest.Warnings) > 0 {
+		v.Manifest.Warnings = &r.Manifest.Warnings
+	}
 	for _, f := range r.Manifest.Files {
 		v.Manifest.Files = append(v.Manifest.Files, api.ScriptFileRef{Name: f.Name, Sha256: f.SHA256, Size: f.Size})
 	}

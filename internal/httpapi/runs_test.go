@@ -64,7 +64,9 @@ func (b *testBundle) registerAgent(path, bearer, name string, extra map[string]a
 }
 
 // hello is an agent's lease request that does not wait.
-var hello = map[string]any{"protocol": 4, "version": "test", "cores": 2, "wait_seconds": 0}
+const protocol = barrage.AgentProtocol
+
+var hello = map[string]any{"protocol": protocol, "version": "test", "cores": 2, "wait_seconds": 0}
 
 // second is a snapshot holding n requests of label taking latency each, encoded; failed of
 // them with a 5xx.
@@ -331,9 +333,9 @@ func TestRunsAndAgentsAreTheirOwnersAlone(t *testing.T) {
 	requireProblem(t, b.do("POST", "/v1/agent/lease", u.access, hello), http.StatusUnauthorized)
 	requireProblem(t, b.do("GET", "/v1/runs", ownToken, nil), http.StatusUnauthorized)
 	// An agent of a protocol older than the server accepts is told which it needs.
-	old := map[string]any{"protocol": 3, "version": "v0.0.1", "cores": 1}
+	old := map[string]any{"protocol": barrage.MinAgentProtocol - 1, "version": "v0.0.1", "cores": 1}
 	p := requireProblem(t, b.do("POST", "/v1/agent/lease", ownToken, old), http.StatusUpgradeRequired)
-	require.Contains(t, p["detail"], "protocol 4")
+	require.Contains(t, p["detail"], fmt.Sprintf("protocol %d", barrage.MinAgentProtocol))
 
 	// A removed agent's token stops working.
 	require.Equal(t, http.StatusNoContent, b.do("DELETE", "/v1/agents/"+ownID, u.access, nil).status)
@@ -472,7 +474,7 @@ func TestAPingGoesThroughTheAgent(t *testing.T) {
 	require.Equal(t, http.StatusNoContent, b.do("POST", "/v1/agent/lease", token, hello).status)
 	answered := make(chan error, 1)
 	go func() {
-		w := b.do("POST", "/v1/agent/lease", token, map[string]any{"protocol": 4, "version": "test", "cores": 2, "wait_seconds": 5})
+		w := b.do("POST", "/v1/agent/lease", token, map[string]any{"protocol": barrage.AgentProtocol, "version": "test", "cores": 2, "wait_seconds": 5})
 		if w.status != http.StatusOK {
 			answered <- fmt.Errorf("lease answered %d: %s", w.status, w.body)
 			return

@@ -218,10 +218,7 @@ func (s *server) AgentAnswerJob(ctx context.Context, req api.AgentAnswerJobReque
 		ans.Result, err = json.Marshal(b.Debug)
 	case b.Generated != nil:
 		ans.Kind = barrage.JobGenerate
-		g := control.Generated{Source: []byte(b.Generated.Source), Plugins: make([]barrage.PluginPin, len(b.Generated.Plugins))}
-		for i, pin := range b.Generated.Plugins {
-			g.Plugins[i] = pin.Pin()
-		}
+		g := control.Generated{Source: []byte(b.Generated.Source), Plugins: api.PinsFrom(b.Generated.Plugins)}
 		ans.Result, err = json.Marshal(g)
 	}
 	if err != nil {

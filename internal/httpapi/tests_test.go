@@ -196,7 +196,7 @@ func TestDebugAndGenerateAreJobsForAnAgent(t *testing.T) {
 	answer := func(kind string, body func(job map[string]any) any) <-chan error {
 		done := make(chan error, 1)
 		go func() {
-			w := b.do("POST", "/v1/agent/lease", token, map[string]any{"protocol": 4, "version": "test", "cores": 2, "wait_seconds": 5})
+			w := b.do("POST", "/v1/agent/lease", token, map[string]any{"protocol": protocol, "version": "test", "cores": 2, "wait_seconds": 5})
 			var work struct{ Jobs []map[string]any }
 			if err := json.Unmarshal(w.body, &work); err != nil || len(work.Jobs) != 1 || work.Jobs[0]["kind"] != kind {
 				done <- fmt.Errorf("want one %s job: %d %s", kind, w.status, w.body)
@@ -256,7 +256,7 @@ func TestDebugAndGenerateAreJobsForAnAgent(t *testing.T) {
 	require.NoError(t, <-done)
 	mismatch := make(chan error, 1)
 	go func() {
-		w := b.do("POST", "/v1/agent/lease", token, map[string]any{"protocol": 4, "version": "test", "cores": 2, "wait_seconds": 5})
+		w := b.do("POST", "/v1/agent/lease", token, map[string]any{"protocol": protocol, "version": "test", "cores": 2, "wait_seconds": 5})
 		var work struct{ Jobs []map[string]any }
 		if err := json.Unmarshal(w.body, &work); err != nil || len(work.Jobs) != 1 {
 			mismatch <- fmt.Errorf("want one job: %s", w.body)
@@ -303,7 +303,7 @@ func TestDebugAndGenerateAreJobsForAnAgent(t *testing.T) {
 	// is given no job.
 	p = requireProblem(t, b.do("POST", "/v1/runs", u.access, map[string]any{"test_id": id, "vus": 101}), http.StatusUnprocessableEntity)
 	require.Contains(t, p["detail"], "max_vus: allowed 100, requested 101")
-	idle := b.do("POST", "/v1/agent/lease", token, map[string]any{"protocol": 4, "version": "test", "cores": 2, "wait_seconds": 0})
+	idle := b.do("POST", "/v1/agent/lease", token, map[string]any{"protocol": protocol, "version": "test", "cores": 2, "wait_seconds": 0})
 	require.Equal(t, http.StatusNoContent, idle.status, "no job: %s", idle.body)
 
 	// A job is the asking user's: another user's agent is not found, and an agent cannot
@@ -340,7 +340,7 @@ func TestAUserHasAtMostFourJobsWaiting(t *testing.T) {
 	var jobs []string
 	take := func(n int) {
 		for len(jobs) < n {
-			w := b.do("POST", "/v1/agent/lease", token, map[string]any{"protocol": 4, "version": "test", "cores": 2, "wait_seconds": 5})
+			w := b.do("POST", "/v1/agent/lease", token, map[string]any{"protocol": protocol, "version": "test", "cores": 2, "wait_seconds": 5})
 			var work struct{ Jobs []struct{ ID string } }
 			if w.status == http.StatusOK {
 				require.NoError(t, json.Unmarshal(w.body, &work))
@@ -400,7 +400,7 @@ func TestASharedAgentDoesOneJobOfEachUserAtATime(t *testing.T) {
 	}
 	type job struct{ ID, Test string }
 	lease := func(wait int) []job {
-		w := b.do("POST", "/v1/agent/lease", token, map[string]any{"protocol": 4, "version": "test", "cores": 2, "wait_seconds": wait})
+		w := b.do("POST", "/v1/agent/lease", token, map[string]any{"protocol": protocol, "version": "test", "cores": 2, "wait_seconds": wait})
 		var work struct {
 			Jobs []struct {
 				ID   string

@@ -478,6 +478,20 @@ func (s *Service) Open(ctx context.Context, p barrage.Principal, namespace, name
 	return rc, a, nil
 }
 
+// AgentOpen streams the artifact with sha256 to agent a, if a may fetch it (see
+// postgres.Store.AgentArtifact), checked against its sha256 as it goes.
+func (s *Service) AgentOpen(ctx context.Context, a barrage.Agent, sha256 string) (io.ReadCloser, int64, error) {
+	size, err := s.store.AgentArtifact(ctx, sha256, a.OwnerID)
+	if err != nil {
+		return nil, 0, err
+	}
+	rc, _, err := s.blobs.Open(ctx, sha256)
+	if err != nil {
+		return nil, 0, fmt.Errorf("open artifact %s: %w", sha256, err)
+	}
+	return rc, size, nil
+}
+
 func (s *Service) artifact(ctx context.Context, p barrage.Principal, namespace, name, version, os, arch string) (barrage.PluginVersion, barrage.PluginArtifact, error) {
 	v, err := s.store.PluginVersion(ctx, viewer(p), namespace, name, version)
 	if err != nil {

@@ -71,15 +71,6 @@ func (d Dir) folder(name, version string) (string, error) {
 	return f, nil
 }
 
-// Find returns the spec of name@version, which grants no network.
-func (d Dir) Find(name, version string) (pluginhost.Spec, error) {
-	m, err := d.manifest(name, version)
-	if err != nil {
-		return pluginhost.Spec{}, err
-	}
-	return d.spec(m), nil
-}
-
 // spec is the spec of the plugin m describes, m read from d.
 func (d Dir) spec(m *Manifest) pluginhost.Spec {
 	folder, _ := d.folder(m.Name, m.Version) // checked by manifest

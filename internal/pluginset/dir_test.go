@@ -54,17 +54,18 @@ func TestAddFindsAndLists(t *testing.T) {
 	m, err := dir.Add(context.Background(), h, named(t, "good"))
 	require.NoError(t, err)
 	require.Equal(t, "good", m.Name)
-	spec, err := dir.Find("good", "1.0.0")
+	loc, err := dir.Locate(context.Background(), "good", "1.0.0")
 	require.NoError(t, err)
-	require.Equal(t, m.SHA256, spec.SHA256)
-	require.FileExists(t, spec.Path)
+	require.Equal(t, m.SHA256, loc.Manifest.SHA256)
+	require.Equal(t, m.SHA256, loc.Pin.SHA256)
+	require.FileExists(t, loc.Path)
 	list, err := dir.List()
 	require.NoError(t, err)
 	require.Len(t, list, 1)
 
-	_, err = dir.Find("good", "2.0.0")
+	_, err = dir.Locate(context.Background(), "good", "2.0.0")
 	require.ErrorIs(t, err, barrage.ErrNotFound)
-	_, err = dir.Find("../../etc", "1.0.0")
+	_, err = dir.Locate(context.Background(), "../../etc", "1.0.0")
 	require.ErrorIs(t, err, barrage.ErrInvalid)
 }
 

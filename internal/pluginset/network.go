@@ -1,6 +1,7 @@
 package pluginset
 
 import (
+	"context"
 	"fmt"
 	"maps"
 	"slices"
@@ -41,7 +42,7 @@ func grantError(file string, g script.Grant, format string, args ...any) *script
 
 // checkGrants checks, from the manifests alone and before any plugin starts, that the run grants
 // each plugin of s only hosts within what it declares it needs. file names the script.
-func checkGrants(s *script.Script, opts Options, file string) error {
+func checkGrants(ctx context.Context, s *script.Script, opts Options, file string) error {
 	var list script.ErrorList
 	for _, as := range slices.Sorted(maps.Keys(opts.Grants)) {
 		if extra := opts.Grants[as]; len(extra) > 0 && !slices.ContainsFunc(s.Plugins, func(sp *script.Plugin) bool { return sp.As == as }) {
@@ -53,11 +54,12 @@ func checkGrants(s *script.Script, opts Options, file string) error {
 		if len(grants) == 0 {
 			continue
 		}
-		m, err := opts.Dir.manifest(sp.Name, sp.Version)
+		loc, err := opts.Source.Locate(ctx, sp.Name, sp.Version)
 		if err != nil {
 			return err
 		}
-		need, err := sdk.ParseHostPatterns(m.Network) // checked by manifest
+		m := loc.Manifest
+		need, err := sdk.ParseHostPatterns(m.Network)
 		if err != nil {
 			return err
 		}

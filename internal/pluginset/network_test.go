@@ -88,7 +88,7 @@ func (w *netWorld) open(t *testing.T, text string, grants map[string][]script.Gr
 	require.NoError(t, err)
 	origin, err := pluginset.FileOrigin(path)
 	require.NoError(t, err)
-	set, _, err := pluginset.Open(context.Background(), origin, s, pluginset.Options{Dir: w.dir, Host: w.host, VUs: 1, Grants: grants})
+	set, _, err := pluginset.Open(context.Background(), origin, s, pluginset.Options{Source: w.dir, Host: w.host, VUs: 1, Grants: grants})
 	if set != nil {
 		t.Cleanup(func() { _ = set.Close() })
 	}
@@ -190,6 +190,6 @@ func TestAManifestWithABadNeedIsRefused(t *testing.T) {
 	b, err := os.ReadFile(path)
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(path, []byte(strings.Replace(string(b), `"127.0.0.1:5432"`, `"db.example"`, 1)), 0o644))
-	_, err = w.dir.Find("hostile", "1.0.0")
+	_, err = w.dir.Locate(context.Background(), "hostile", "1.0.0")
 	require.ErrorContains(t, err, `plugin.json: network: [0] "db.example": want host:port`)
 }

@@ -1,8 +1,10 @@
-// Package pluginset prepares the plugins of one run: it finds each plugin a script uses in the
-// local plugin directory, starts it through the plugin host, checks that it is of the kind the
+// Package pluginset prepares the plugins of one run: it finds each plugin a script uses in a
+// Source (the local plugin directory, or the marketplace plugins the script pins, fetched into
+// a verified cache), starts it through the plugin host, checks that it is of the kind the
 // script says, validates the script's config for it against the plugin's own JSON Schema, and
-// configures it. Source plugins rewrite the script first; the rewritten script is loaded and
-// checked like any other.
+// configures it. Source plugins rewrite the script first (Rewrite, or Generate as an agent does
+// it for the server); the rewritten script is loaded and checked like any other, and its
+// plugins are started (Start).
 package pluginset
 
 import (
@@ -26,8 +28,8 @@ import (
 
 // Options say where plugins come from and how they run.
 type Options struct {
-	// Dir is the local plugin directory (see Dir).
-	Dir Dir
+	// Source is where the plugins are: a Dir, a Market, or Sources of both.
+	Source Source
 	// Host configures the plugin processes.
 	Host pluginhost.Options
 	// VUs is the most virtual users the run will have, to size url plugins' processes.
@@ -107,44 +109,73 @@ func BundleOrigin(source []byte, files map[string][]byte) Origin {
 	return Origin{Source: source, FS: script.BundleFS(files), Name: script.BundleName, Filename: script.BundleName}
 }
 
-// Open starts the plugins of the script from origin (already loaded as s). When the script has
-// source plugins, it returns the script they produced.
+// Open rewrites the script from origin (already loaded as s) with its source plugins, if it
+// has any, and starts the plugins of the result, which it returns.
 func Open(ctx context.Context, origin Origin, s *script.Script, opts Options) (*Set, *script.Script, error) {
-	set := &Set{Plugins: make(map[string]engine.Plugin)}
-	if err := checkGrants(s, opts, origin.Filename); err != nil {
-		return nil, nil, err
-	}
-	if len(s.Plugins) == 0 {
-		return set, s, nil
-	}
-	h, err := pluginhost.New(opts.Host)
+	s, err := Rewrite(ctx, origin, s, opts)
 	if err != nil {
 		return nil, nil, err
 	}
-	set.host = h
-	if opts.Pins != nil && hasSources(s) {
-		_ = set.Close()
-		return nil, nil, errors.New("a pinned script has no source plugins: they ran when it was generated")
+	set, err := Start(ctx, s, opts)
+	if err != nil {
+		return nil, nil, err
 	}
+	return set, s, nil
+}
+
+// Rewrite runs the source plugins of the script from origin (loaded as s) on its text, and
+// loads what they made with the script's data files. A script without source plugins is s.
+func Rewrite(ctx context.Context, origin Origin, s *script.Script, opts Options) (*script.Script, error) {
+	if err := checkGrants(ctx, s, opts, origin.Filename); err != nil {
+		return nil, err
+	}
+	if !hasSources(s) {
+		return s, nil
+	}
+	if opts.Pins != nil {
+		return nil, errors.New("a pinned script has no source plugins: they ran when it was generated")
+	}
+	h, err := pluginhost.New(opts.Host)
+	if err != nil {
+		return nil, err
+	}
+	set := &Set{host: h}
+	defer set.Close()
+	return set.applySources(ctx, origin, s, opts)
+}
+
+// Start starts the session-element and url plugins of s, which has no source plugins left.
+func Start(ctx context.Context, s *script.Script, opts Options) (*Set, error) {
+	set := &Set{Plugins: make(map[string]engine.Plugin)}
+	if err := checkGrants(ctx, s, opts, "script"); err != nil {
+		return nil, err
+	}
+	if len(s.Plugins) == 0 {
+		return set, nil
+	}
+	if hasSources(s) {
+		return nil, errors.New("the script still has source plugins: rewrite it first")
+	}
+	h, err := pluginhost.New(opts.Host)
+	if err != nil {
+		return nil, err
+	}
+	set.host = h
 	ok := false
 	defer func() {
 		if !ok {
 			_ = set.Close()
 		}
 	}()
-
-	if s, err = set.applySources(ctx, origin, s, opts); err != nil {
-		return nil, nil, err
-	}
 	for _, sp := range s.Plugins {
 		switch sp.Kind {
 		case script.ElementPlugin:
 			p, err := set.start(ctx, sp, opts, sdk.KindSessionElement)
 			if err != nil {
-				return nil, nil, err
+				return nil, err
 			}
 			if _, err := p.Element().Configure(ctx, configJSON(sp)); err != nil {
-				return nil, nil, configError(sp, err)
+				return nil, configError(sp, err)
 			}
 			scope := sp.Scope
 			if scope == 0 {
@@ -155,7 +186,7 @@ func Open(ctx context.Context, origin Origin, s *script.Script, opts Options) (*
 			n := min(max(1, (opts.VUs+vusPerProcess-1)/vusPerProcess), runtime.GOMAXPROCS(0))
 			first, err := set.start(ctx, sp, opts, sdk.KindURL)
 			if err != nil {
-				return nil, nil, err
+				return nil, err
 			}
 			var hooks []sdk.URLHook
 			for i := range n {
@@ -163,11 +194,11 @@ func Open(ctx context.Context, origin Origin, s *script.Script, opts Options) (*
 				if i > 0 {
 					// The same binary: its kind and config were checked with the first.
 					if p, err = set.host.Start(ctx, first.Spec()); err != nil {
-						return nil, nil, err
+						return nil, err
 					}
 				}
 				if err := p.URL().Configure(ctx, configJSON(sp)); err != nil {
-					return nil, nil, configError(sp, err)
+					return nil, configError(sp, err)
 				}
 				hooks = append(hooks, p.URL())
 			}
@@ -175,7 +206,7 @@ func Open(ctx context.Context, origin Origin, s *script.Script, opts Options) (*
 		}
 	}
 	ok = true
-	return set, s, nil
+	return set, nil
 }
 
 // applySources runs the script's source plugins on its text and loads the result.
@@ -199,7 +230,7 @@ func (set *Set) applySources(ctx context.Context, origin Origin, s *script.Scrip
 		return nil, err
 	}
 	// The same grants, at their place in the rewritten script.
-	return out, checkGrants(out, opts, file)
+	return out, checkGrants(ctx, out, opts, file)
 }
 
 func hasSources(s *script.Script) bool {
@@ -233,13 +264,14 @@ func (set *Set) rewrite(ctx context.Context, doc []byte, s *script.Script, opts 
 // Generate is a script's generation, as an agent does it for the server: the source plugins of
 // s (parsed from source, YAML or JSON) rewrite it, and they are removed from the result, which
 // is JSON; every other plugin of the result is pinned by the digest of the binary the directory
-// holds for it. No data file is read: the server checks the result with them.
+// holds for it, or by the signed SHA256SUMS of the marketplace version a Market source pins. No
+// data file is read: the server checks the result with them.
 func Generate(ctx context.Context, source []byte, s *script.Script, opts Options) ([]byte, []barrage.PluginPin, error) {
 	doc, err := script.ToJSON(source)
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := checkGrants(s, opts, "script"); err != nil {
+	if err := checkGrants(ctx, s, opts, "script"); err != nil {
 		return nil, nil, err
 	}
 	if hasSources(s) {
@@ -269,11 +301,13 @@ func Generate(ctx context.Context, source []byte, s *script.Script, opts Options
 		if sp.Kind == script.SourcePlugin {
 			return nil, nil, fmt.Errorf("source plugin %s added a source plugin (%s) to the script", sp.Ref, sp.As)
 		}
-		spec, err := opts.Dir.Find(sp.Name, sp.Version)
+		loc, err := opts.Source.Locate(ctx, sp.Name, sp.Version)
 		if err != nil {
 			return nil, nil, err
 		}
-		pins = append(pins, barrage.PluginPin{Alias: sp.As, Name: sp.Name, Version: sp.Version, Kind: sp.Kind.String(), SHA256: spec.SHA256})
+		pin := loc.Pin
+		pin.Alias, pin.Kind = sp.As, sp.Kind.String()
+		pins = append(pins, pin)
 	}
 	return doc, pins, nil
 }
@@ -307,17 +341,17 @@ func withoutSources(doc []byte) ([]byte, error) {
 // start finds and starts one process of sp, with the hosts the run grants it, checks its kind
 // and what it declares it needs, and validates its config.
 func (set *Set) start(ctx context.Context, sp *script.Plugin, opts Options, kind sdk.Kind) (*pluginhost.Process, error) {
-	m, err := opts.Dir.manifest(sp.Name, sp.Version)
+	loc, err := opts.Source.Locate(ctx, sp.Name, sp.Version)
 	if err != nil {
 		return nil, err
 	}
-	spec := opts.Dir.spec(m)
-	spec.Network = hosts(grantsOf(sp, opts))
-	if opts.Pins != nil && opts.Pins[sp.As] != spec.SHA256 {
+	m := loc.Manifest
+	spec := pluginhost.Spec{Name: m.Name, Version: m.Version, SHA256: m.SHA256, Path: loc.Path, Network: hosts(grantsOf(sp, opts))}
+	if opts.Pins != nil && opts.Pins[sp.As] != loc.Pin.SHA256 {
 		if opts.Pins[sp.As] == "" {
 			return nil, fmt.Errorf("plugin %s (%s) is not pinned by the script's manifest", sp.Ref, sp.As)
 		}
-		return nil, fmt.Errorf("plugin %s: this agent's binary has sha256 %s, the script pins %s", sp.Ref, spec.SHA256, opts.Pins[sp.As])
+		return nil, fmt.Errorf("plugin %s: this agent's binary has sha256 %s, the script pins %s", sp.Ref, loc.Pin.SHA256, opts.Pins[sp.As])
 	}
 	p, err := set.host.Start(ctx, spec)
 	if err != nil {

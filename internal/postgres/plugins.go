@@ -318,3 +318,46 @@ func nonNil(s []string) []string {
 	}
 	return s
 }
+
+// AgentArtifact checks that an agent whose owner is owner (nil: a shared agent) may fetch the
+// artifact with sha256, and returns its size: an artifact of a published or deprecated version,
+// or of a pending one in a namespace of the agent's owner. An artifact only of revoked versions
+// is ErrGone; any other is not found.
+func (s *Store) AgentArtifact(ctx context.Context, sha256 string, owner *uuid.UUID) (int64, error) {
+	rows, err := s.q.PluginArtifactUses(ctx, s.pool, dbsqlc.PluginArtifactUsesParams{Sha256: sha256, OwnerID: owner})
+	if err != nil {
+		return 0, err
+	}
+	var revoked []string
+	for _, r := range rows {
+		switch st := barrage.VersionState(r.State); {
+		case st.Listed(), st == barrage.VersionPending && r.Owned:
+			return r.Size, nil
+		case st == barrage.VersionRevoked:
+			revoked = append(revoked, fmt.Sprintf("%s/%s@%s was revoked: %s", r.Namespace, r.Name, r.Version, r.StateReason))
+		}
+	}
+	if len(revoked) > 0 {
+		return 0, barrage.Errorf(barrage.ErrGone, "%s", strings.Join(revoked, "; "))
+	}
+	return 0, barrage.Errorf(barrage.ErrNotFound, "no plugin artifact with sha256 %s that this agent may fetch", sha256)
+}
+
+// CountPluginRuns counts a run of each version of pins, in the transaction that stores the run,
+// and refuses the run when one of them was revoked meanwhile.
+func (s *Store) CountPluginRuns(ctx context.Context, tx pgx.Tx, pins []barrage.PluginPin) error {
+	for _, p := range pins {
+		if !p.Marketplace() {
+			continue
+		}
+		namespace, name, _ := strings.Cut(p.Name, "/")
+		n, err := s.q.PluginVersionCountRun(ctx, tx, dbsqlc.PluginVersionCountRunParams{Namespace: namespace, Name: name, Version: p.Version})
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			return barrage.Invalid("plugins."+p.Alias, fmt.Sprintf("%s was revoked: no new run may use it", p.Ref()))
+		}
+	}
+	return nil
+}

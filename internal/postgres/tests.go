@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"crypto/sha256"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -254,8 +255,17 @@ func (s *Store) CreateAgentJob(ctx context.Context, j barrage.AgentJob, maxOpen 
 			return &barrage.RateLimitError{RetryAfterSeconds: 5,
 				Reason: fmt.Sprintf("%d of your debug and generate jobs are waiting for an agent's answer, and %d may wait at once", open, maxOpen)}
 		}
+		plugins := j.Plugins
+		if plugins == nil {
+			plugins = []barrage.PluginPin{}
+		}
+		pins, err := json.Marshal(plugins)
+		if err != nil {
+			return err
+		}
 		if err := s.q.AgentJobInsert(ctx, tx, dbsqlc.AgentJobInsertParams{
 			ID: j.ID, AgentID: j.AgentID, OwnerID: j.OwnerID, Kind: string(j.Kind), TestID: &j.TestID, Revision: int32(j.Revision),
+			Plugins: pins,
 		}); err != nil {
 			var pgErr *pgconn.PgError
 			if errors.As(err, &pgErr) && pgErr.ConstraintName == "agent_jobs_test_id_fkey" {
@@ -365,5 +375,7 @@ func agentJobFromRow(r dbsqlc.AgentJob) barrage.AgentJob {
 	if r.Error != nil {
 		j.Error = *r.Error
 	}
+	// Written by CreateAgentJob: a row that does not decode has no plugins to give.
+	_ = json.Unmarshal(r.Plugins, &j.Plugins)
 	return j
 }

@@ -15,7 +15,7 @@ import (
 const agentJobAnswer = `-- name: AgentJobAnswer :one
 UPDATE agent_jobs SET answered_at = now(), result = $1, error = $2
 WHERE id = $3 AND agent_id = $4 AND delivered_at IS NOT NULL AND answered_at IS NULL
-RETURNING id, agent_id, owner_id, kind, test_id, revision, created_at, delivered_at, answered_at, result, error
+RETURNING id, agent_id, owner_id, kind, test_id, revision, created_at, delivered_at, answered_at, result, error, plugins
 `
 
 type AgentJobAnswerParams struct {
@@ -45,6 +45,7 @@ func (q *Queries) AgentJobAnswer(ctx context.Context, db DBTX, arg AgentJobAnswe
 		&i.AnsweredAt,
 		&i.Result,
 		&i.Error,
+		&i.Plugins,
 	)
 	return i, err
 }
@@ -94,7 +95,7 @@ func (q *Queries) AgentJobDeleteOld(ctx context.Context, db DBTX, before time.Ti
 }
 
 const agentJobDeliver = `-- name: AgentJobDeliver :many
-UPDATE agent_jobs SET delivered_at = now() WHERE id = ANY($1::uuid[]) RETURNING id, agent_id, owner_id, kind, test_id, revision, created_at, delivered_at, answered_at, result, error
+UPDATE agent_jobs SET delivered_at = now() WHERE id = ANY($1::uuid[]) RETURNING id, agent_id, owner_id, kind, test_id, revision, created_at, delivered_at, answered_at, result, error, plugins
 `
 
 func (q *Queries) AgentJobDeliver(ctx context.Context, db DBTX, ids []uuid.UUID) ([]AgentJob, error) {
@@ -118,6 +119,7 @@ func (q *Queries) AgentJobDeliver(ctx context.Context, db DBTX, ids []uuid.UUID)
 			&i.AnsweredAt,
 			&i.Result,
 			&i.Error,
+			&i.Plugins,
 		); err != nil {
 			return nil, err
 		}
@@ -130,7 +132,7 @@ func (q *Queries) AgentJobDeliver(ctx context.Context, db DBTX, ids []uuid.UUID)
 }
 
 const agentJobGet = `-- name: AgentJobGet :one
-SELECT id, agent_id, owner_id, kind, test_id, revision, created_at, delivered_at, answered_at, result, error FROM agent_jobs WHERE id = $1
+SELECT id, agent_id, owner_id, kind, test_id, revision, created_at, delivered_at, answered_at, result, error, plugins FROM agent_jobs WHERE id = $1
 `
 
 func (q *Queries) AgentJobGet(ctx context.Context, db DBTX, id uuid.UUID) (AgentJob, error) {
@@ -148,12 +150,13 @@ func (q *Queries) AgentJobGet(ctx context.Context, db DBTX, id uuid.UUID) (Agent
 		&i.AnsweredAt,
 		&i.Result,
 		&i.Error,
+		&i.Plugins,
 	)
 	return i, err
 }
 
 const agentJobInsert = `-- name: AgentJobInsert :exec
-INSERT INTO agent_jobs (id, agent_id, owner_id, kind, test_id, revision) VALUES ($1, $2, $3, $4, $5, $6)
+INSERT INTO agent_jobs (id, agent_id, owner_id, kind, test_id, revision, plugins) VALUES ($1, $2, $3, $4, $5, $6, $7)
 `
 
 type AgentJobInsertParams struct {
@@ -163,6 +166,7 @@ type AgentJobInsertParams struct {
 	Kind     string
 	TestID   *uuid.UUID
 	Revision int32
+	Plugins  []byte
 }
 
 func (q *Queries) AgentJobInsert(ctx context.Context, db DBTX, arg AgentJobInsertParams) error {
@@ -173,6 +177,7 @@ func (q *Queries) AgentJobInsert(ctx context.Context, db DBTX, arg AgentJobInser
 		arg.Kind,
 		arg.TestID,
 		arg.Revision,
+		arg.Plugins,
 	)
 	return err
 }

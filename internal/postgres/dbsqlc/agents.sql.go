@@ -34,7 +34,7 @@ func (q *Queries) AgentDelete(ctx context.Context, db DBTX, arg AgentDeleteParam
 }
 
 const agentGetByTokenHash = `-- name: AgentGetByTokenHash :one
-SELECT id, name, owner_id, token_hash, max_vus, max_run_seconds, version, cores, last_seen_at, last_ip, disabled, created_at FROM agents WHERE token_hash = $1
+SELECT id, name, owner_id, token_hash, max_vus, max_run_seconds, version, cores, last_seen_at, last_ip, disabled, created_at, sandbox FROM agents WHERE token_hash = $1
 `
 
 func (q *Queries) AgentGetByTokenHash(ctx context.Context, db DBTX, tokenHash []byte) (Agent, error) {
@@ -53,12 +53,13 @@ func (q *Queries) AgentGetByTokenHash(ctx context.Context, db DBTX, tokenHash []
 		&i.LastIp,
 		&i.Disabled,
 		&i.CreatedAt,
+		&i.Sandbox,
 	)
 	return i, err
 }
 
 const agentGetUsable = `-- name: AgentGetUsable :one
-SELECT agents.id, agents.name, agents.owner_id, agents.token_hash, agents.max_vus, agents.max_run_seconds, agents.version, agents.cores, agents.last_seen_at, agents.last_ip, agents.disabled, agents.created_at, EXISTS (SELECT 1 FROM shards WHERE shards.agent_id = agents.id AND shards.state IN ('pending', 'running'))::boolean AS busy
+SELECT agents.id, agents.name, agents.owner_id, agents.token_hash, agents.max_vus, agents.max_run_seconds, agents.version, agents.cores, agents.last_seen_at, agents.last_ip, agents.disabled, agents.created_at, agents.sandbox, EXISTS (SELECT 1 FROM shards WHERE shards.agent_id = agents.id AND shards.state IN ('pending', 'running'))::boolean AS busy
 FROM agents
 WHERE agents.id = $1 AND (agents.owner_id = $2 OR agents.owner_id IS NULL)
 `
@@ -90,6 +91,7 @@ func (q *Queries) AgentGetUsable(ctx context.Context, db DBTX, arg AgentGetUsabl
 		&i.Agent.LastIp,
 		&i.Agent.Disabled,
 		&i.Agent.CreatedAt,
+		&i.Agent.Sandbox,
 		&i.Busy,
 	)
 	return i, err
@@ -98,7 +100,7 @@ func (q *Queries) AgentGetUsable(ctx context.Context, db DBTX, arg AgentGetUsabl
 const agentInsert = `-- name: AgentInsert :one
 INSERT INTO agents (id, name, owner_id, token_hash, max_vus, max_run_seconds)
 VALUES ($1, $2, $3, $4, $5, $6)
-RETURNING id, name, owner_id, token_hash, max_vus, max_run_seconds, version, cores, last_seen_at, last_ip, disabled, created_at
+RETURNING id, name, owner_id, token_hash, max_vus, max_run_seconds, version, cores, last_seen_at, last_ip, disabled, created_at, sandbox
 `
 
 type AgentInsertParams struct {
@@ -133,12 +135,13 @@ func (q *Queries) AgentInsert(ctx context.Context, db DBTX, arg AgentInsertParam
 		&i.LastIp,
 		&i.Disabled,
 		&i.CreatedAt,
+		&i.Sandbox,
 	)
 	return i, err
 }
 
 const agentListAll = `-- name: AgentListAll :many
-SELECT agents.id, agents.name, agents.owner_id, agents.token_hash, agents.max_vus, agents.max_run_seconds, agents.version, agents.cores, agents.last_seen_at, agents.last_ip, agents.disabled, agents.created_at, EXISTS (SELECT 1 FROM shards WHERE shards.agent_id = agents.id AND shards.state IN ('pending', 'running'))::boolean AS busy
+SELECT agents.id, agents.name, agents.owner_id, agents.token_hash, agents.max_vus, agents.max_run_seconds, agents.version, agents.cores, agents.last_seen_at, agents.last_ip, agents.disabled, agents.created_at, agents.sandbox, EXISTS (SELECT 1 FROM shards WHERE shards.agent_id = agents.id AND shards.state IN ('pending', 'running'))::boolean AS busy
 FROM agents
 ORDER BY (agents.owner_id IS NULL), agents.name, agents.id
 `
@@ -170,6 +173,7 @@ func (q *Queries) AgentListAll(ctx context.Context, db DBTX) ([]AgentListAllRow,
 			&i.Agent.LastIp,
 			&i.Agent.Disabled,
 			&i.Agent.CreatedAt,
+			&i.Agent.Sandbox,
 			&i.Busy,
 		); err != nil {
 			return nil, err
@@ -183,7 +187,7 @@ func (q *Queries) AgentListAll(ctx context.Context, db DBTX) ([]AgentListAllRow,
 }
 
 const agentListUsable = `-- name: AgentListUsable :many
-SELECT agents.id, agents.name, agents.owner_id, agents.token_hash, agents.max_vus, agents.max_run_seconds, agents.version, agents.cores, agents.last_seen_at, agents.last_ip, agents.disabled, agents.created_at, EXISTS (SELECT 1 FROM shards WHERE shards.agent_id = agents.id AND shards.state IN ('pending', 'running'))::boolean AS busy
+SELECT agents.id, agents.name, agents.owner_id, agents.token_hash, agents.max_vus, agents.max_run_seconds, agents.version, agents.cores, agents.last_seen_at, agents.last_ip, agents.disabled, agents.created_at, agents.sandbox, EXISTS (SELECT 1 FROM shards WHERE shards.agent_id = agents.id AND shards.state IN ('pending', 'running'))::boolean AS busy
 FROM agents
 WHERE (agents.owner_id = $1 OR agents.owner_id IS NULL)
 ORDER BY (agents.owner_id IS NULL), agents.name, agents.id
@@ -218,6 +222,7 @@ func (q *Queries) AgentListUsable(ctx context.Context, db DBTX, userID *uuid.UUI
 			&i.Agent.LastIp,
 			&i.Agent.Disabled,
 			&i.Agent.CreatedAt,
+			&i.Agent.Sandbox,
 			&i.Busy,
 		); err != nil {
 			return nil, err
@@ -356,14 +361,15 @@ func (q *Queries) AgentPingTake(ctx context.Context, db DBTX, agentID uuid.UUID)
 }
 
 const agentSeen = `-- name: AgentSeen :exec
-UPDATE agents SET last_seen_at = now(), version = $1, cores = $2, last_ip = $3
-WHERE id = $4
+UPDATE agents SET last_seen_at = now(), version = $1, cores = $2, last_ip = $3, sandbox = $4
+WHERE id = $5
 `
 
 type AgentSeenParams struct {
 	Version string
 	Cores   int32
 	LastIp  string
+	Sandbox bool
 	ID      uuid.UUID
 }
 
@@ -372,6 +378,7 @@ func (q *Queries) AgentSeen(ctx context.Context, db DBTX, arg AgentSeenParams) e
 		arg.Version,
 		arg.Cores,
 		arg.LastIp,
+		arg.Sandbox,
 		arg.ID,
 	)
 	return err

@@ -34,6 +34,7 @@ type Agent struct {
 	LastIp        string
 	Disabled      bool
 	CreatedAt     time.Time
+	Sandbox       bool
 }
 
 type AgentJob struct {
@@ -48,6 +49,7 @@ type AgentJob struct {
 	AnsweredAt  *time.Time
 	Result      []byte
 	Error       *string
+	Plugins     []byte
 }
 
 type AgentPing struct {

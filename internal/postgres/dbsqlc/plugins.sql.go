@@ -68,6 +68,58 @@ func (q *Queries) PluginArtifactSums(ctx context.Context, db DBTX) ([]string, er
 	return items, nil
 }
 
+const pluginArtifactUses = `-- name: PluginArtifactUses :many
+SELECT v.namespace, v.name, v.version, v.state, v.state_reason, a.size,
+    EXISTS (SELECT 1 FROM namespace_owners o WHERE o.namespace = v.namespace AND o.user_id = $1::uuid)::boolean AS owned
+FROM plugin_artifacts a JOIN plugin_versions v USING (namespace, name, version)
+WHERE a.sha256 = $2
+`
+
+type PluginArtifactUsesParams struct {
+	OwnerID *uuid.UUID
+	Sha256  string
+}
+
+type PluginArtifactUsesRow struct {
+	Namespace   string
+	Name        string
+	Version     string
+	State       string
+	StateReason string
+	Size        int64
+	Owned       bool
+}
+
+// PluginArtifactUses lists the versions whose artifact has this sha256 (one, but for an author
+// who published the same bytes twice), with whether owner_id owns their namespace.
+func (q *Queries) PluginArtifactUses(ctx context.Context, db DBTX, arg PluginArtifactUsesParams) ([]PluginArtifactUsesRow, error) {
+	rows, err := db.Query(ctx, pluginArtifactUses, arg.OwnerID, arg.Sha256)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []PluginArtifactUsesRow
+	for rows.Next() {
+		var i PluginArtifactUsesRow
+		if err := rows.Scan(
+			&i.Namespace,
+			&i.Name,
+			&i.Version,
+			&i.State,
+			&i.StateReason,
+			&i.Size,
+			&i.Owned,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const pluginArtifacts = `-- name: PluginArtifacts :many
 SELECT namespace, name, version, os, arch, file, format, sha256, size FROM plugin_artifacts WHERE namespace = $1 AND name = $2 AND version = $3 ORDER BY os, arch
 `
@@ -409,6 +461,27 @@ type PluginVersionCountDownloadParams struct {
 func (q *Queries) PluginVersionCountDownload(ctx context.Context, db DBTX, arg PluginVersionCountDownloadParams) error {
 	_, err := db.Exec(ctx, pluginVersionCountDownload, arg.Namespace, arg.Name, arg.Version)
 	return err
+}
+
+const pluginVersionCountRun = `-- name: PluginVersionCountRun :execrows
+UPDATE plugin_versions SET runs = runs + 1
+WHERE namespace = $1 AND name = $2 AND version = $3 AND state <> 'revoked'
+`
+
+type PluginVersionCountRunParams struct {
+	Namespace string
+	Name      string
+	Version   string
+}
+
+// PluginVersionCountRun counts a run of a version that is not revoked: none counted, it was
+// revoked meanwhile.
+func (q *Queries) PluginVersionCountRun(ctx context.Context, db DBTX, arg PluginVersionCountRunParams) (int64, error) {
+	result, err := db.Exec(ctx, pluginVersionCountRun, arg.Namespace, arg.Name, arg.Version)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
 }
 
 const pluginVersionExists = `-- name: PluginVersionExists :one

@@ -1,5 +1,5 @@
 -- name: AgentJobInsert :exec
-INSERT INTO agent_jobs (id, agent_id, owner_id, kind, test_id, revision) VALUES ($1, $2, $3, $4, $5, $6);
+INSERT INTO agent_jobs (id, agent_id, owner_id, kind, test_id, revision, plugins) VALUES ($1, $2, $3, $4, $5, $6, $7);
 
 -- AgentJobNext picks the waiting jobs to hand to an agent (recent ones: the asker of an older one
 -- has given up) while the agent has free slots: at most slots under way on it at once, at most

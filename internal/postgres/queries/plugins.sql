@@ -85,3 +85,17 @@ SELECT * FROM plugin_artifacts WHERE namespace = $1 AND name = $2 ORDER BY versi
 -- PluginArtifactSums lists the blobs the marketplace's artifacts are kept in.
 -- name: PluginArtifactSums :many
 SELECT DISTINCT sha256 FROM plugin_artifacts;
+
+-- PluginArtifactUses lists the versions whose artifact has this sha256 (one, but for an author
+-- who published the same bytes twice), with whether owner_id owns their namespace.
+-- name: PluginArtifactUses :many
+SELECT v.namespace, v.name, v.version, v.state, v.state_reason, a.size,
+    EXISTS (SELECT 1 FROM namespace_owners o WHERE o.namespace = v.namespace AND o.user_id = sqlc.narg(owner_id)::uuid)::boolean AS owned
+FROM plugin_artifacts a JOIN plugin_versions v USING (namespace, name, version)
+WHERE a.sha256 = @sha256;
+
+-- PluginVersionCountRun counts a run of a version that is not revoked: none counted, it was
+-- revoked meanwhile.
+-- name: PluginVersionCountRun :execrows
+UPDATE plugin_versions SET runs = runs + 1
+WHERE namespace = $1 AND name = $2 AND version = $3 AND state <> 'revoked';

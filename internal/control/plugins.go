@@ -1,0 +1,183 @@
+package control
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/barrage-load/barrage/internal/barrage"
+	"github.com/barrage-load/barrage/internal/postgres"
+	"github.com/barrage-load/barrage/internal/registry"
+	"github.com/barrage-load/barrage/internal/script"
+)
+
+// A script names a marketplace plugin as namespace/name@version, in a namespace the
+// marketplace has; any other name is a plugin of the agent's own plugin directory. The server
+// resolves each marketplace plugin for the user who runs it (a version they may use, not
+// revoked) and pins it by its signed SHA256SUMS; agents fetch and verify what the pin names.
+
+// marketPlugin is a marketplace plugin a script uses, resolved for its user.
+type marketPlugin struct {
+	pin barrage.PluginPin
+	// deprecated is why the version is deprecated; empty when it is not.
+	deprecated string
+	// byAdmin says whether an admin published the version: shared agents without the kernel
+	// sandbox run only those.
+	byAdmin bool
+}
+
+// resolvePlugins resolves the marketplace plugins of s for p.
+func (s *Service) resolvePlugins(ctx context.Context, p barrage.Principal, parsed *script.Script) ([]marketPlugin, error) {
+	var out []marketPlugin
+	for _, sp := range parsed.Plugins {
+		m, ok, err := s.resolvePlugin(ctx, p, sp.As, sp.Name, sp.Version, sp.Kind.String())
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			out = append(out, m)
+		}
+	}
+	return out, nil
+}
+
+// admitPlugins resolves again, for a new run by p, the marketplace plugins a script pinned:
+// each must still be a version p may use, not revoked, and pinned as the marketplace has it.
+func (s *Service) admitPlugins(ctx context.Context, p barrage.Principal, pins []barrage.PluginPin) ([]marketPlugin, error) {
+	var out []marketPlugin
+	for _, pin := range pins {
+		if !pin.Marketplace() {
+			continue
+		}
+		m, ok, err := s.resolvePlugin(ctx, p, pin.Alias, pin.Name, pin.Version, pin.Kind)
+		if err != nil {
+			return nil, err
+		}
+		if !ok || !pinEqual(m.pin, pin) {
+			return nil, barrage.Invalid("plugins."+pin.Alias, fmt.Sprintf("the script pins %s as the marketplace no longer has it: generate the script again", pin.Ref()))
+		}
+		out = append(out, m)
+	}
+	return out, nil
+}
+
+// resolvePlugin resolves plugin name@version, of the kind the script says, for p, if it is a
+// marketplace plugin (ok).
+func (s *Service) resolvePlugin(ctx context.Context, p barrage.Principal, alias, fullName, version, kind string) (m marketPlugin, ok bool, err error) {
+	namespace, name, found := strings.Cut(fullName, "/")
+	if !found {
+		return m, false, nil
+	}
+	ns, err := s.store.Namespace(ctx, namespace)
+	if errors.Is(err, barrage.ErrNotFound) {
+		return m, false, nil // a plugin of the agent's directory that happens to have a namespace
+	}
+	if err != nil {
+		return m, false, err
+	}
+	field, ref := "plugins."+alias, fullName+"@"+version
+	v, err := s.store.PluginVersion(ctx, postgres.Viewer{User: p.User.ID, Admin: p.User.Role == barrage.RoleAdmin}, namespace, name, version)
+	if errors.Is(err, barrage.ErrNotFound) {
+		return m, false, barrage.Invalid(field, fmt.Sprintf("%s is not a version of the marketplace that you may use", ref))
+	}
+	if err != nil {
+		return m, false, err
+	}
+	switch v.State {
+	case barrage.VersionRevoked:
+		return m, false, barrage.Invalid(field, fmt.Sprintf("%s was revoked (%s): no new run may use it", ref, v.StateReason))
+	case barrage.VersionRejected:
+		return m, false, barrage.Invalid(field, fmt.Sprintf("%s was rejected by review (%s)", ref, v.StateReason))
+	}
+	if !slices.Contains(v.Kinds, kind) {
+		return m, false, barrage.Invalid(field+".kind", fmt.Sprintf("%s is not a %s plugin (it is %s)", ref, kind, strings.Join(v.Kinds, ", ")))
+	}
+	i := slices.IndexFunc(ns.Keys, func(k barrage.SigningKey) bool { return k.ID == v.Signer })
+	if i < 0 {
+		return m, false, fmt.Errorf("%s: its signer %s is not a key of namespace %s", ref, v.Signer, namespace)
+	}
+	sum := sha256.Sum256(v.Sums)
+	m.pin = barrage.PluginPin{
+		Alias: alias, Name: fullName, Version: version, Kind: kind, SHA256: hex.EncodeToString(sum[:]),
+		Source: barrage.PinMarketplace, Signer: registry.PublicKey(ns.Keys[i].PublicKey).String(), SignerID: v.Signer,
+		Shasums: string(v.Sums), Signature: v.Signature, Network: v.Network,
+	}
+	if v.State == barrage.VersionDeprecated {
+		m.deprecated = v.StateReason
+	}
+	if v.PublishedBy != nil {
+		u, err := s.store.UserByID(ctx, *v.PublishedBy)
+		if err != nil && !errors.Is(err, barrage.ErrNotFound) {
+			return m, false, err
+		}
+		m.byAdmin = err == nil && u.Role == barrage.RoleAdmin
+	}
+	return m, true, nil
+}
+
+// pinsOf are the pins of plugins.
+func pinsOf(plugins []marketPlugin) []barrage.PluginPin {
+	out := make([]barrage.PluginPin, len(plugins))
+	for i, m := range plugins {
+		out[i] = m.pin
+	}
+	return out
+}
+
+// canRunOn refuses to give agent a the marketplace plugins it must not run: a shared agent runs
+// strangers' plugins only inside the whole kernel sandbox; without it, only those admins
+// published. field names the agent in the request.
+func canRunOn(a barrage.Agent, plugins []marketPlugin, field string) error {
+	if !a.Shared() || a.Sandbox {
+		return nil
+	}
+	for _, m := range plugins {
+		if !m.byAdmin {
+			return barrage.Invalid(field, fmt.Sprintf("shared agent %q runs marketplace plugins that admins did not publish only inside the kernel sandbox, "+
+				"which it does not hold; %s was published by a user: run it on your own agent (barrage agent)", a.Name, m.pin.Ref()))
+		}
+	}
+	return nil
+}
+
+// deprecations are the warnings a run of plugins carries: one per deprecated version.
+func deprecations(plugins []marketPlugin) []string {
+	var out []string
+	for _, m := range plugins {
+		if m.deprecated != "" {
+			out = append(out, fmt.Sprintf("plugin %s is deprecated: %s", m.pin.Ref(), m.deprecated))
+		}
+	}
+	return out
+}
+
+// checkMarketPins holds the pins of a generated script to the marketplace plugins resolved
+// for it: each marketplace plugin the script uses is pinned as resolved, and the agent pinned
+// no other plugin of those names from elsewhere.
+func checkMarketPins(pins []barrage.PluginPin, plugins []marketPlugin) error {
+	for _, pin := range pins {
+		i := slices.IndexFunc(plugins, func(m marketPlugin) bool { return m.pin.Name == pin.Name && m.pin.Version == pin.Version })
+		if i < 0 {
+			if pin.Marketplace() {
+				return barrage.Invalid("plugins."+pin.Alias, fmt.Sprintf("the source plugins added %s, a marketplace plugin the test does not name: name it in the test", pin.Ref()))
+			}
+			continue
+		}
+		want := plugins[i].pin
+		want.Alias, want.Kind = pin.Alias, pin.Kind
+		if !pinEqual(pin, want) {
+			return barrage.Invalid("plugins."+pin.Alias, fmt.Sprintf("the agent did not pin %s as the marketplace has it", pin.Ref()))
+		}
+	}
+	return nil
+}
+
+func pinEqual(a, b barrage.PluginPin) bool {
+	return a.Alias == b.Alias && a.Name == b.Name && a.Version == b.Version && a.Kind == b.Kind && a.SHA256 == b.SHA256 &&
+		a.Source == b.Source && a.Signer == b.Signer && a.SignerID == b.SignerID && a.Shasums == b.Shasums &&
+		string(a.Signature) == string(b.Signature) && slices.Equal(a.Network, b.Network)
+}

@@ -1,0 +1,135 @@
+package pluginset_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sync/atomic"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/barrage-load/barrage/internal/barrage"
+	"github.com/barrage-load/barrage/internal/pluginset"
+	"github.com/barrage-load/barrage/internal/registry"
+)
+
+// marketWorld is a marketplace version of acme/tool for this platform, and a server that
+// serves its artifact by digest, counting fetches.
+type marketWorld struct {
+	pin     barrage.PluginPin
+	binary  []byte
+	sum     string
+	fetches atomic.Int32
+	serve   []byte // what the server sends (the binary unless changed)
+	key     ed25519.PrivateKey
+}
+
+func newMarketWorld(t *testing.T) *marketWorld {
+	pub, priv, err := ed25519.GenerateKey(rand.Reader)
+	require.NoError(t, err)
+	w := &marketWorld{binary: []byte("#!/bin/sh\necho a plugin\n"), key: priv}
+	s := sha256.Sum256(w.binary)
+	w.sum = hex.EncodeToString(s[:])
+	w.serve = w.binary
+	doc, err := registry.FormatSums([]registry.Sum{{SHA256: w.sum, Name: registry.ArtifactFile("tool", "1.0.0", runtime.GOOS, runtime.GOARCH)}})
+	require.NoError(t, err)
+	d := sha256.Sum256(doc)
+	w.pin = barrage.PluginPin{Alias: "t", Name: "acme/tool", Version: "1.0.0", Kind: "url", SHA256: hex.EncodeToString(d[:]),
+		Source: barrage.PinMarketplace, Signer: registry.PublicKey(pub).String(), SignerID: registry.PublicKey(pub).ID(),
+		Shasums: string(doc), Signature: registry.Sign(priv, doc), Network: []string{"127.0.0.1:80"}}
+	return w
+}
+
+func (w *marketWorld) market(cache string) *pluginset.Market {
+	return &pluginset.Market{Pins: []barrage.PluginPin{w.pin}, Cache: cache, Fetch: func(_ context.Context, sum string) (io.ReadCloser, error) {
+		w.fetches.Add(1)
+		return io.NopCloser(bytes.NewReader(w.serve)), nil
+	}}
+}
+
+func TestAMarketplacePluginIsFetchedOnceVerifiedAndKeptReadOnly(t *testing.T) {
+	t.Parallel()
+	w := newMarketWorld(t)
+	cache := t.TempDir()
+	m := w.market(cache)
+	ctx := context.Background()
+
+	loc, err := m.Locate(ctx, "acme/tool", "1.0.0")
+	require.NoError(t, err)
+	require.Equal(t, filepath.Join(cache, w.sum), loc.Path)
+	require.Equal(t, w.sum, loc.Manifest.SHA256, "the host checks the artifact's own digest at exec")
+	require.Equal(t, w.pin.SHA256, loc.Pin.SHA256, "pinned by the signed SHA256SUMS")
+	require.Equal(t, []string{"127.0.0.1:80"}, loc.Manifest.Network)
+	fi, err := os.Stat(loc.Path)
+	require.NoError(t, err)
+	require.Equal(t, os.FileMode(0o555), fi.Mode().Perm())
+
+	_, err = m.Locate(ctx, "acme/tool", "1.0.0")
+	require.NoError(t, err)
+	require.EqualValues(t, 1, w.fetches.Load(), "the cache serves the second")
+
+	// Another plugin is not the market's: the next source is asked.
+	_, err = m.Locate(ctx, "acme/other", "1.0.0")
+	require.ErrorIs(t, err, barrage.ErrNotFound)
+}
+
+func TestATamperedCacheEntryIsFetchedAgain(t *testing.T) {
+	t.Parallel()
+	w := newMarketWorld(t)
+	cache := t.TempDir()
+	m := w.market(cache)
+	ctx := context.Background()
+	loc, err := m.Locate(ctx, "acme/tool", "1.0.0")
+	require.NoError(t, err)
+	require.NoError(t, os.Chmod(loc.Path, 0o755))
+	require.NoError(t, os.WriteFile(loc.Path, []byte("#!/bin/sh\necho evil\n"), 0o755))
+
+	loc, err = m.Locate(ctx, "acme/tool", "1.0.0")
+	require.NoError(t, err)
+	require.EqualValues(t, 2, w.fetches.Load())
+	got, err := os.ReadFile(loc.Path)
+	require.NoError(t, err)
+	require.Equal(t, w.binary, got)
+}
+
+func TestWhatDoesNotVerifyIsRefusedBeforeItIsKept(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	for name, tc := range map[string]struct {
+		change func(w *marketWorld)
+		want   string
+	}{
+		"the server sends other bytes":         {func(w *marketWorld) { w.serve = []byte("#!/bin/sh\necho evil\n") }, "the server sent bytes with sha256"},
+		"a SHA256SUMS the pin's digest is not": {func(w *marketWorld) { w.pin.Shasums += "\n" }, "does not have the digest the script pins"},
+		"a signature by another key": {func(w *marketWorld) {
+			_, other, _ := ed25519.GenerateKey(rand.Reader)
+			w.pin.Signature = registry.Sign(other, []byte(w.pin.Shasums))
+		}, "refused"},
+		"no build for this platform": {func(w *marketWorld) {
+			doc, _ := registry.FormatSums([]registry.Sum{{SHA256: w.sum, Name: "tool_1.0.0_plan9_mips"}})
+			w.pin.Shasums = string(doc)
+			d := sha256.Sum256(doc)
+			w.pin.SHA256 = hex.EncodeToString(d[:])
+			w.pin.Signature = registry.Sign(w.key, doc)
+		}, "has no build for " + runtime.GOOS + "/" + runtime.GOARCH},
+	} {
+		t.Run(name, func(t *testing.T) {
+			w := newMarketWorld(t)
+			tc.change(w)
+			cache := t.TempDir()
+			_, err := w.market(cache).Locate(ctx, "acme/tool", "1.0.0")
+			require.Error(t, err)
+			require.Contains(t, err.Error(), tc.want)
+			left, _ := os.ReadDir(cache)
+			require.Empty(t, left, "nothing kept")
+		})
+	}
+}

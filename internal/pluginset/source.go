@@ -1,0 +1,55 @@
+package pluginset
+
+import (
+	"context"
+	"errors"
+
+	"github.com/barrage-load/barrage/internal/barrage"
+)
+
+// A Source holds plugins by name and version: the local plugin directory (Dir), or the
+// marketplace plugins a script pins, fetched into a verified cache (Market).
+type Source interface {
+	// Locate finds name@version, ready to start: what it declares and its binary on this
+	// machine. A plugin the source does not have is barrage.ErrNotFound.
+	Locate(ctx context.Context, name, version string) (Located, error)
+}
+
+// Located is a plugin a Source holds.
+type Located struct {
+	// Manifest is what the plugin declares (Network) and its binary's digest (SHA256), which
+	// the plugin host checks again when it starts it.
+	Manifest Manifest
+	// Path is the binary.
+	Path string
+	// Pin is how a script pins it (without its alias and kind): by the binary's digest for a
+	// plugin of the directory, by its version's signed SHA256SUMS for a marketplace one.
+	Pin barrage.PluginPin
+}
+
+// Sources is the first of several sources that has a plugin.
+type Sources []Source
+
+// Locate implements Source.
+func (ss Sources) Locate(ctx context.Context, name, version string) (Located, error) {
+	var err error
+	for _, s := range ss {
+		var loc Located
+		if loc, err = s.Locate(ctx, name, version); err == nil || !errors.Is(err, barrage.ErrNotFound) {
+			return loc, err
+		}
+	}
+	if err == nil {
+		err = barrage.Errorf(barrage.ErrNotFound, "plugin %s@%s: no plugin source", name, version)
+	}
+	return Located{}, err
+}
+
+// Locate implements Source: the directory's manifest of name@version and its binary.
+func (d Dir) Locate(_ context.Context, name, version string) (Located, error) {
+	m, err := d.manifest(name, version)
+	if err != nil {
+		return Located{}, err
+	}
+	return Located{Manifest: *m, Path: d.spec(m).Path, Pin: barrage.PluginPin{Name: m.Name, Version: m.Version, SHA256: m.SHA256}}, nil
+}
