@@ -20,8 +20,10 @@ import (
 	"text/tabwriter"
 
 	"github.com/barrage-load/barrage/api"
+	"github.com/barrage-load/barrage/internal/barrage"
 	"github.com/barrage-load/barrage/internal/pluginset"
 	"github.com/barrage-load/barrage/internal/registry"
+	"github.com/barrage-load/barrage/internal/script"
 )
 
 // localArtifact is a file to publish: what it is, and for which platform.
@@ -404,8 +406,13 @@ func runPluginInstall(ctx context.Context, e env, args []string) error {
 	if err != nil {
 		return err
 	}
+	return pf.install(ctx, cl, ref)
+}
+
+// install fetches ref from the server, verified, and adds it to the plugin directory.
+func (pf *pluginFlags) install(ctx context.Context, cl *api.ClientWithResponses, ref registry.Ref) error {
 	dir := pluginset.Dir(*pf.dir)
-	path, signer, err := fetchPlugin(ctx, e, cl, ref, string(dir))
+	path, signer, err := fetchPlugin(ctx, pf.e, cl, ref, string(dir))
 	if err != nil {
 		return err
 	}
@@ -419,8 +426,77 @@ func runPluginInstall(ctx context.Context, e env, args []string) error {
 	if err != nil {
 		return fmt.Errorf("install %s: %w", ref, err)
 	}
-	fmt.Fprintf(e.stdout, "installed %s@%s (%s) sha256 %s, signed by key %s, into %s\n", m.Name, m.Version, kindList(m), m.SHA256, signer, dir)
+	fmt.Fprintf(pf.e.stdout, "installed %s@%s (%s) sha256 %s, signed by key %s, into %s\n", m.Name, m.Version, kindList(m), m.SHA256, signer, dir)
 	return nil
+}
+
+// installMissing installs, from the server the CLI is signed in to, the marketplace plugins
+// (namespace/name@version) of s that the plugin directory lacks, each verified as `plugin
+// install` verifies it.
+func (pf *pluginFlags) installMissing(ctx context.Context, s *script.Script) error {
+	dir := pluginset.Dir(*pf.dir)
+	var cl *api.ClientWithResponses
+	for _, sp := range s.Plugins {
+		if !strings.Contains(sp.Name, "/") {
+			continue
+		}
+		if _, err := dir.Locate(ctx, sp.Name, sp.Version); !errors.Is(err, barrage.ErrNotFound) {
+			continue
+		}
+		c, err := registry.ParseConstraint(sp.Version)
+		if err != nil {
+			return err
+		}
+		if cl == nil {
+			client, creds, err := apiClientWith(ctx, pf.e, true, &http.Client{})
+			if err != nil {
+				return fmt.Errorf("plugin %s is not in %s, and it cannot be fetched from the marketplace: %w", sp.Ref, dir, err)
+			}
+			cl = client
+			fmt.Fprintf(pf.e.stderr, "fetching %s from %s\n", sp.Ref, creds.Server)
+		}
+		version := sp.Version
+		if !c.Exact() {
+			if version, err = newestListed(ctx, cl, sp.Name, c); err != nil {
+				return fmt.Errorf("plugin %s: %w", sp.Ref, err)
+			}
+		}
+		ref, err := registry.ParseRef(sp.Name + "@" + version)
+		if err != nil {
+			return err
+		}
+		// The install's report goes with the run's messages, not its output.
+		quiet := *pf
+		quiet.e.stdout = pf.e.stderr
+		if err := quiet.install(ctx, cl, ref); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// newestListed is the newest published (or deprecated) version of the marketplace plugin name
+// that c matches.
+func newestListed(ctx context.Context, cl *api.ClientWithResponses, name string, c registry.Constraint) (string, error) {
+	namespace, short, _ := strings.Cut(name, "/")
+	res, err := cl.GetPluginWithResponse(ctx, namespace, short)
+	if err != nil {
+		return "", err
+	}
+	if res.JSON200 == nil {
+		return "", api.ProblemError(res.HTTPResponse, res.Body)
+	}
+	var listed []string
+	for _, v := range res.JSON200.Versions {
+		if v.State == api.PluginVersionStatePublished || v.State == api.PluginVersionStateDeprecated {
+			listed = append(listed, v.Version)
+		}
+	}
+	v, ok := c.Newest(listed)
+	if !ok {
+		return "", fmt.Errorf("no published version of %s matches %s", name, c)
+	}
+	return v, nil
 }
 
 // fetchPlugin downloads the artifact of ref for this machine into a file of dir, verifying it

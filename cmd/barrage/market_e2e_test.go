@@ -110,7 +110,7 @@ func TestPublishReviewFindInstallAndRunAMarketplacePlugin(t *testing.T) {
 name: market
 base_url: `+target.URL+`
 plugins:
-  - use: acme/random-data@1.0.0
+  - use: acme/random-data@^1.0
     as: rnd
     kind: session-element
     scope: iteration
@@ -135,6 +135,20 @@ load:
 	require.Regexp(t, `"email":"[^"]+@shop\.test"`, bodies[0])
 	mu.Unlock()
 
+	// A plugin directory without it: `barrage run` fetches it from the server it is signed in
+	// to, verified as install verifies it; signed in nowhere, it says how to get it.
+	out, errOut, err = cli(t, p, tester, "", "run", "--plugins", t.TempDir(), script)
+	require.NoError(t, err, "stdout: %s\nstderr: %s", out, errOut)
+	require.Contains(t, errOut, "fetching acme/random-data@^1.0 from "+p.url)
+	require.Contains(t, errOut, "installed acme/random-data@1.0.0 (session-element)")
+	mu.Lock()
+	require.Len(t, bodies, 6)
+	mu.Unlock()
+	_, errOut, exit := runWithEnv(t, []string{"BARRAGE_SERVER=" + p.url}, "run", "--plugins", t.TempDir(), script)
+	require.NotZero(t, exit)
+	require.Contains(t, errOut, "acme/random-data@^1.0 is not in")
+	require.Contains(t, errOut, "cannot be fetched from the marketplace: not signed in")
+
 	// On an agent with no plugin of its own: the server resolves the plugin for the tester, the
 	// agent fetches it, verifies it and keeps it in its cache, and the run's manifest names the
 	// signed SHA256SUMS and the key.
@@ -158,6 +172,8 @@ load:
 	require.Len(t, bodies, 3)
 	require.Regexp(t, `"email":"[^"]+@shop\.test"`, bodies[0])
 	mu.Unlock()
+	// The range was pinned to the version it matched when the script was generated.
+	scriptID := strings.TrimSpace(mustCLI(t, p, tester, "", "scripts", "generate", testID))
 	cached, err := filepath.Glob(filepath.Join(cache, "barrage", "artifacts", "*"))
 	require.NoError(t, err)
 	require.Len(t, cached, 1)
@@ -218,9 +234,13 @@ load:
 	require.Contains(t, errOut, fmt.Sprint(http.StatusGone))
 	require.Contains(t, errOut, "leaks ids")
 
-	// A revoked version refuses new runs, naming it.
+	// A revoked version refuses new runs of the scripts that pinned it, naming it; a range no
+	// longer finds it.
 	mustCLI(t, p, admin, "", "admin", "plugin", "revoke", "acme/random-data@1.0.0", "--reason", "tampered")
-	_, errOut, err = runOnAgent()
+	_, errOut, err = cli(t, p, tester, "", "runs", "start", "--script", scriptID)
 	require.Error(t, err)
 	require.Contains(t, errOut, "acme/random-data@1.0.0 was revoked (tampered): no new run may use it")
+	_, errOut, err = runOnAgent()
+	require.Error(t, err)
+	require.Contains(t, errOut, "acme/random-data@^1.0: no published version that you may use matches ^1.0")
 }

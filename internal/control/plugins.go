@@ -80,7 +80,15 @@ func (s *Service) resolvePlugin(ctx context.Context, p barrage.Principal, alias,
 		return m, false, err
 	}
 	field, ref := "plugins."+alias, fullName+"@"+version
-	v, err := s.store.PluginVersion(ctx, postgres.Viewer{User: p.User.ID, Admin: p.User.Role == barrage.RoleAdmin}, namespace, name, version)
+	viewer := postgres.Viewer{User: p.User.ID, Admin: p.User.Role == barrage.RoleAdmin}
+	if c, err := registry.ParseConstraint(version); err == nil && !c.Exact() {
+		// A range is pinned to the newest published (or deprecated) version it matches.
+		if version, err = s.newest(ctx, viewer, namespace, name, c); err != nil {
+			return m, false, barrage.Invalid(field, fmt.Sprintf("%s: %v", ref, err))
+		}
+		ref = fullName + "@" + version
+	}
+	v, err := s.store.PluginVersion(ctx, viewer, namespace, name, version)
 	if errors.Is(err, barrage.ErrNotFound) {
 		return m, false, barrage.Invalid(field, fmt.Sprintf("%s is not a version of the marketplace that you may use", ref))
 	}
@@ -117,6 +125,26 @@ func (s *Service) resolvePlugin(ctx context.Context, p barrage.Principal, alias,
 		m.byAdmin = err == nil && u.Role == barrage.RoleAdmin
 	}
 	return m, true, nil
+}
+
+// newest is the newest version of namespace/name that c matches, among those viewer may see
+// that are published or deprecated.
+func (s *Service) newest(ctx context.Context, viewer postgres.Viewer, namespace, name string, c registry.Constraint) (string, error) {
+	pl, err := s.store.Plugin(ctx, viewer, namespace, name)
+	if err != nil && !errors.Is(err, barrage.ErrNotFound) {
+		return "", err
+	}
+	var listed []string
+	for _, v := range pl.Versions {
+		if v.State.Listed() {
+			listed = append(listed, v.Version)
+		}
+	}
+	v, ok := c.Newest(listed)
+	if !ok {
+		return "", fmt.Errorf("no published version that you may use matches %s", c)
+	}
+	return v, nil
 }
 
 // pinsOf are the pins of plugins.

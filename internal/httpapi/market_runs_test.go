@@ -112,6 +112,21 @@ func TestMarketplacePluginsArePinnedFetchedAndCountedByRuns(t *testing.T) {
 	require.Equal(t, []any{pin}, script["plugins"])
 	scriptID := script["id"].(string)
 
+	// A range is resolved by the server to the newest published version it matches, which the
+	// agent must pin in the script it makes.
+	newTest := func(use string) string {
+		r := b.do("POST", "/v1/tests", tester.access, strings.Replace(marketTest, "NS/random-data@1.0.0", use, 1), "Content-Type", "application/yaml")
+		require.Equal(t, http.StatusCreated, r.status, "body: %s", r.body)
+		return r.json(t)["id"].(string)
+	}
+	ranged := newTest("acme/random-data@^1.0")
+	job = b.generateAs(token, honest) // leaves the range in the script
+	p = requireProblem(t, b.do("POST", "/v1/tests/"+ranged+"/scripts", tester.access, nil), http.StatusUnprocessableEntity)
+	require.Equal(t, []any{pin}, <-job, "the job pins the range to 1.0.0")
+	require.Contains(t, requireField(t, p, "plugins.rnd"), "did not pin acme/random-data@^1.0")
+	p = requireProblem(t, b.do("POST", "/v1/tests/"+newTest("acme/random-data@^2")+"/scripts", tester.access, nil), http.StatusUnprocessableEntity)
+	require.Equal(t, "acme/random-data@^2: no published version that you may use matches ^2", requireField(t, p, "plugins.rnd"))
+
 	// The agent fetches the artifact by the digest on its line; nobody else does.
 	amd64 := sha256.Sum256(rd.artifacts[0].data)
 	require.Contains(t, shasums, hex.EncodeToString(amd64[:])+"  random-data_1.0.0_linux_amd64\n")

@@ -84,7 +84,11 @@ func (d Dir) manifest(name, version string) (*Manifest, error) {
 	}
 	b, err := os.ReadFile(filepath.Join(folder, manifestName))
 	if errors.Is(err, os.ErrNotExist) {
-		return nil, barrage.Errorf(barrage.ErrNotFound, "plugin %s@%s is not in %s; add it with `barrage plugin add BINARY`", name, version, d)
+		how := "add it with `barrage plugin add BINARY`"
+		if strings.Contains(name, "/") {
+			how = fmt.Sprintf("install it from the marketplace with `barrage plugin install %s@%s`", name, version)
+		}
+		return nil, barrage.Errorf(barrage.ErrNotFound, "plugin %s@%s is not in %s; %s", name, version, d, how)
 	}
 	if err != nil {
 		return nil, err

@@ -42,7 +42,7 @@ var cacheLocks sync.Map // sha256 -> *sync.Mutex
 func (m *Market) Locate(ctx context.Context, name, version string) (Located, error) {
 	var pin *barrage.PluginPin
 	for i, p := range m.Pins {
-		if p.Marketplace() && p.Name == name && p.Version == version {
+		if p.Marketplace() && p.Name == name && matches(version, p.Version) {
 			pin = &m.Pins[i]
 			break
 		}
@@ -59,7 +59,7 @@ func (m *Market) Locate(ctx context.Context, name, version string) (Located, err
 		return Located{}, fmt.Errorf("plugin %s: %w", pin.Ref(), err)
 	}
 	return Located{
-		Manifest: Manifest{Name: name, Version: version, Binary: filepath.Base(path), SHA256: want, Network: pin.Network},
+		Manifest: Manifest{Name: name, Version: pin.Version, Binary: filepath.Base(path), SHA256: want, Network: pin.Network},
 		Path:     path,
 		Pin: barrage.PluginPin{Name: pin.Name, Version: pin.Version, SHA256: pin.SHA256, Source: pin.Source, Signer: pin.Signer,
 			SignerID: pin.SignerID, Shasums: pin.Shasums, Signature: pin.Signature, Network: pin.Network},

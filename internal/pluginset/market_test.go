@@ -19,6 +19,7 @@ import (
 	"github.com/barrage-load/barrage/internal/barrage"
 	"github.com/barrage-load/barrage/internal/pluginset"
 	"github.com/barrage-load/barrage/internal/registry"
+	"github.com/barrage-load/barrage/internal/script"
 )
 
 // marketWorld is a marketplace version of acme/tool for this platform, and a server that
@@ -132,4 +133,42 @@ func TestWhatDoesNotVerifyIsRefusedBeforeItIsKept(t *testing.T) {
 			require.Empty(t, left, "nothing kept")
 		})
 	}
+}
+
+// Generation pins a range to the version the source has, in the pins and in the script: the
+// script runs what was pinned, under the alias it had.
+func TestGenerationPinsARangeToTheVersionItMatched(t *testing.T) {
+	t.Parallel()
+	w := newMarketWorld(t)
+	src := []byte(`version: 1
+name: ranged
+plugins:
+  - { use: acme/tool@^1.0, kind: url }
+session:
+  groups:
+    - name: g
+      requests:
+        - { name: r, url: "http://127.0.0.1:9/" }
+load: { vus: 1, iterations: 1 }
+`)
+	s, err := script.Parse(src, script.ParseOptions{})
+	require.NoError(t, err)
+	doc, pins, err := pluginset.Generate(context.Background(), src, s, pluginset.Options{Source: w.market(t.TempDir())})
+	require.NoError(t, err)
+	require.Len(t, pins, 1)
+	want := w.pin
+	want.Alias = "tool"
+	require.Equal(t, want, pins[0])
+	out, err := script.Parse(doc, script.ParseOptions{})
+	require.NoError(t, err)
+	require.Equal(t, "acme/tool@1.0.0", out.Plugins[0].Ref)
+	require.Equal(t, "tool", out.Plugins[0].As)
+
+	// A range the source cannot match is not found.
+	src2 := bytes.Replace(src, []byte("^1.0"), []byte("^2"), 1)
+	s, err = script.Parse(src2, script.ParseOptions{})
+	require.NoError(t, err)
+	_, _, err = pluginset.Generate(context.Background(), src2, s, pluginset.Options{Source: pluginset.Sources{w.market(t.TempDir()), pluginset.Dir(t.TempDir())}})
+	require.ErrorIs(t, err, barrage.ErrNotFound)
+	require.ErrorContains(t, err, "no version of plugin acme/tool in")
 }

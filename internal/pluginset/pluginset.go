@@ -18,6 +18,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strings"
 
 	"github.com/barrage-load/barrage/internal/barrage"
 	"github.com/barrage-load/barrage/internal/engine"
@@ -297,6 +298,7 @@ func Generate(ctx context.Context, source []byte, s *script.Script, opts Options
 		return nil, nil, err
 	}
 	pins := []barrage.PluginPin{}
+	exact := map[string]string{} // a use that names a range, and the version it was pinned to
 	for _, sp := range out.Plugins {
 		if sp.Kind == script.SourcePlugin {
 			return nil, nil, fmt.Errorf("source plugin %s added a source plugin (%s) to the script", sp.Ref, sp.As)
@@ -308,12 +310,40 @@ func Generate(ctx context.Context, source []byte, s *script.Script, opts Options
 		pin := loc.Pin
 		pin.Alias, pin.Kind = sp.As, sp.Kind.String()
 		pins = append(pins, pin)
+		if pin.Version != sp.Version {
+			exact[sp.Ref] = pin.Ref()
+		}
+	}
+	if len(exact) > 0 {
+		// The script runs what was pinned: each range becomes the version it matched.
+		if doc, err = editPlugins(doc, func(p map[string]any) bool {
+			if use, _ := p["use"].(string); exact[use] != "" {
+				if _, named := p["as"]; !named {
+					// The alias came from the name; it stays what it was.
+					_, name, _ := strings.Cut(use, "/")
+					p["as"] = strings.SplitN(name, "@", 2)[0]
+				}
+				p["use"] = exact[use]
+			}
+			return true
+		}); err != nil {
+			return nil, nil, err
+		}
 	}
 	return doc, pins, nil
 }
 
 // withoutSources removes the source plugins from a script as JSON: they have done their work.
 func withoutSources(doc []byte) ([]byte, error) {
+	return editPlugins(doc, func(p map[string]any) bool {
+		k, _ := p["kind"].(string)
+		return script.KindOf(k) != script.SourcePlugin
+	})
+}
+
+// editPlugins edits the plugins of a script as JSON: keep may change each entry, and says
+// whether to keep it.
+func editPlugins(doc []byte, keep func(p map[string]any) bool) ([]byte, error) {
 	d := json.NewDecoder(bytes.NewReader(doc))
 	d.UseNumber()
 	var top map[string]any
@@ -323,10 +353,8 @@ func withoutSources(doc []byte) ([]byte, error) {
 	list, _ := top["plugins"].([]any)
 	kept := []any{}
 	for _, p := range list {
-		if m, ok := p.(map[string]any); ok {
-			if k, _ := m["kind"].(string); script.KindOf(k) == script.SourcePlugin {
-				continue
-			}
+		if m, ok := p.(map[string]any); ok && !keep(m) {
+			continue
 		}
 		kept = append(kept, p)
 	}

@@ -3,8 +3,11 @@ package pluginset
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
 
 	"github.com/barrage-load/barrage/internal/barrage"
+	"github.com/barrage-load/barrage/internal/registry"
 )
 
 // A Source holds plugins by name and version: the local plugin directory (Dir), or the
@@ -45,11 +48,48 @@ func (ss Sources) Locate(ctx context.Context, name, version string) (Located, er
 	return Located{}, err
 }
 
-// Locate implements Source: the directory's manifest of name@version and its binary.
+// Locate implements Source: the directory's manifest of name@version and its binary. A range
+// of versions (^1.2) locates the newest version of the directory that it matches.
 func (d Dir) Locate(_ context.Context, name, version string) (Located, error) {
+	if c, err := registry.ParseConstraint(version); err == nil && !c.Exact() {
+		if version, err = d.newest(name, c); err != nil {
+			return Located{}, err
+		}
+	}
 	m, err := d.manifest(name, version)
 	if err != nil {
 		return Located{}, err
 	}
 	return Located{Manifest: *m, Path: d.spec(m).Path, Pin: barrage.PluginPin{Name: m.Name, Version: m.Version, SHA256: m.SHA256}}, nil
+}
+
+// newest is the newest version of name in the directory that c matches.
+func (d Dir) newest(name string, c registry.Constraint) (string, error) {
+	folder, err := d.folder(name, "0.0.0")
+	if err != nil {
+		return "", err
+	}
+	entries, err := os.ReadDir(filepath.Dir(folder))
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return "", err
+	}
+	var versions []string
+	for _, e := range entries {
+		versions = append(versions, e.Name())
+	}
+	v, ok := c.Newest(versions)
+	if !ok {
+		return "", barrage.Errorf(barrage.ErrNotFound, "no version of plugin %s in %s matches %s", name, d, c)
+	}
+	return v, nil
+}
+
+// matches says whether version, as a script writes it (exact, or a range), accepts exact.
+func matches(version, exact string) bool {
+	c, err := registry.ParseConstraint(version)
+	if err != nil {
+		return false
+	}
+	v, err := registry.ParseVersion(exact)
+	return err == nil && c.Matches(v)
 }

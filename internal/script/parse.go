@@ -14,6 +14,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/barrage-load/barrage/internal/registry"
 	"github.com/barrage-load/barrage/sdk"
 )
 
@@ -262,6 +263,9 @@ func (d *decoder) dataFile(n *yaml.Node, p pos) *DataFile {
 }
 
 var (
+	// pluginUseRe is what a script's use says: a plugin's name, then an exact version or a
+	// range that registry.ParseConstraint checks.
+	pluginUseRe = regexp.MustCompile(`^((?:[a-z0-9][a-z0-9._-]*/)?([a-z0-9][a-z0-9._-]*))@([\^~]?[0-9][0-9A-Za-z.+-]*)$`)
 	pluginRefRe = regexp.MustCompile(`^((?:[a-z0-9][a-z0-9._-]*/)?([a-z0-9][a-z0-9._-]*))@((?:0|[1-9][0-9]*)\.(?:0|[1-9][0-9]*)\.(?:0|[1-9][0-9]*)(?:-[0-9A-Za-z-]+(?:\.[0-9A-Za-z-]+)*)?(?:\+[0-9A-Za-z-]+(?:\.[0-9A-Za-z-]+)*)?)$`)
 )
 
@@ -291,9 +295,14 @@ func (d *decoder) plugins(n *yaml.Node, p pos) []*Plugin {
 		ok := true
 		if n, p := o.need("use"); n != nil {
 			ref, rok := d.str(n, p)
-			m := pluginRefRe.FindStringSubmatch(ref)
+			m := pluginUseRe.FindStringSubmatch(ref)
+			if m != nil {
+				if _, err := registry.ParseConstraint(m[3]); err != nil {
+					m = nil
+				}
+			}
 			if rok && m == nil {
-				d.add(p, "must be name@version with an exact version, as in random-data@1.2.0")
+				d.add(p, "must be name@version with an exact version (random-data@1.2.0) or a range of versions (acme/random-data@^1.2)")
 			}
 			if m != nil {
 				pl.Ref, pl.Name, pl.Version = ref, m[1], m[3]

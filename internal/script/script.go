@@ -180,7 +180,9 @@ func (s Scope) String() string {
 type Plugin struct {
 	Ref     string // name@version, as written
 	Name    string // e.g. random-data or acme/hmac-sign
-	Version string // an exact semantic version such as 1.2.0
+	// Version is an exact semantic version such as 1.2.0, or a range such as ^1.2 that
+	// generation pins to the newest version it matches (registry.Constraint).
+	Version string
 	As      string // the local name templates and requests use
 	Kind    PluginKind
 	Scope   Scope
