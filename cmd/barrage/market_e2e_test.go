@@ -213,6 +213,7 @@ load:
 	otherToken := strings.TrimSpace(mustCLI(t, p, tester, "", "agents", "create", "fresh"))
 	fresh := startAgent(t, p, otherToken, "BARRAGE_PLUGIN_DIR="+t.TempDir(), "XDG_CACHE_HOME="+t.TempDir())
 	_ = agent.cmd.Process.Kill()
+	<-agent.done
 	eventually(t, 30*time.Second, "only the fresh agent online", func() bool {
 		return regexp.MustCompile(`fresh\s.* online `).MatchString(mustCLI(t, p, tester, "", "agents", "list"))
 	})

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
 	"github.com/barrage-load/barrage/internal/account"
@@ -91,6 +92,7 @@ type testBundle struct {
 	t      testing.TB
 	srv    *httptest.Server
 	store  *postgres.Store
+	pool   *pgxpool.Pool // the store's, for tests that wait on what it holds
 	svc    *account.Service
 	ctl    *control.Service
 	blobs  *blob.Local
@@ -153,7 +155,7 @@ func setup(t testing.TB, opts ...setupOpts) *testBundle {
 	}
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
-	return &testBundle{t: t, srv: srv, store: store, svc: svc, ctl: ctl, blobs: blobs, mkt: mkt, key: pemBytes, tokens: tokens}
+	return &testBundle{t: t, srv: srv, store: store, pool: pool, svc: svc, ctl: ctl, blobs: blobs, mkt: mkt, key: pemBytes, tokens: tokens}
 }
 
 // response is a decoded answer.

@@ -1,6 +1,7 @@
 package httpapi_test
 
 import (
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -437,11 +438,20 @@ func TestASharedAgentDoesOneJobOfEachUserAtATime(t *testing.T) {
 	debug(v, testB)
 	v1 := leaseUntil(testB) // u's second waits for u's first
 	require.Empty(t, lease(0))
+	// u's second is asked for before its test goes: else its request finds no test at all.
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		var n int
+		require.NoError(t, b.pool.QueryRow(context.Background(), "SELECT count(*) FROM agent_jobs WHERE owner_id = $1", u.id).Scan(&n))
+		if n == 2 {
+			break
+		}
+		require.True(t, time.Now().Before(deadline), "u's second job was not asked for")
+		time.Sleep(10 * time.Millisecond)
+	}
 
 	// Deleting test A answers its waiting job; its job under way still holds u's slot.
 	require.Equal(t, http.StatusNoContent, b.do("DELETE", "/v1/tests/"+ids[testA], u.access, nil).status)
 	require.Empty(t, lease(0))
-	// (Or, when its request had not yet made it when the test went, before it was made.)
 	p := requireProblem(t, <-answers, http.StatusNotFound)
 	require.Contains(t, p["detail"], "it was deleted")
 	debug(u, testC)

@@ -145,7 +145,8 @@ func Rewrite(ctx context.Context, origin Origin, s *script.Script, opts Options)
 	return set.applySources(ctx, origin, s, opts)
 }
 
-// Start starts the session-element and url plugins of s, which has no source plugins left.
+// Start starts the session-element and url plugins of s; its source plugins, if any, have
+// rewritten it already (Rewrite).
 func Start(ctx context.Context, s *script.Script, opts Options) (*Set, error) {
 	set := &Set{Plugins: make(map[string]engine.Plugin)}
 	if err := checkGrants(ctx, s, opts, "script"); err != nil {
@@ -154,8 +155,8 @@ func Start(ctx context.Context, s *script.Script, opts Options) (*Set, error) {
 	if len(s.Plugins) == 0 {
 		return set, nil
 	}
-	if hasSources(s) {
-		return nil, errors.New("the script still has source plugins: rewrite it first")
+	if opts.Pins != nil && hasSources(s) {
+		return nil, errors.New("a pinned script has no source plugins: they ran when it was generated")
 	}
 	h, err := pluginhost.New(opts.Host)
 	if err != nil {

@@ -178,8 +178,8 @@ func (s Scope) String() string {
 
 // Plugin is a reference to a plugin the plugin runtime will fetch and execute.
 type Plugin struct {
-	Ref     string // name@version, as written
-	Name    string // e.g. random-data or acme/hmac-sign
+	Ref  string // name@version, as written
+	Name string // e.g. random-data or acme/hmac-sign
 	// Version is an exact semantic version such as 1.2.0, or a range such as ^1.2 that
 	// generation pins to the newest version it matches (registry.Constraint).
 	Version string
