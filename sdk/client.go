@@ -16,12 +16,13 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/barrage-load/barrage/sdk/internal/wire"
 	pb "github.com/barrage-load/barrage/sdk/proto/barrage/plugin/v1"
 )
 
-// Client is the host's side of a plugin: the same interfaces a plugin implements, carried over
-// gRPC. Package sdktest hands one to tests; Barrage's plugin host wraps one per process.
-type Client struct {
+// client is the host's side of a plugin: the same interfaces a plugin implements, carried over
+// gRPC. Package host hands it out as a host.Client.
+type client struct {
 	conn   *grpc.ClientConn
 	info   pb.InfoServiceClient
 	source pb.SourceModifierServiceClient
@@ -35,12 +36,12 @@ var (
 	_ SessionElement = elementClient{}
 	_ URLHook        = (*urlClient)(nil)
 	_ AfterSkipper   = (*urlClient)(nil)
-	_ SourceModifier = (*Client)(nil)
+	_ SourceModifier = (*client)(nil)
 )
 
-// NewClient returns a Client speaking to a plugin over conn.
-func NewClient(conn *grpc.ClientConn) *Client {
-	return &Client{
+// newClient returns a client speaking to a plugin over conn.
+func newClient(conn *grpc.ClientConn) *client {
+	return &client{
 		conn:    conn,
 		info:    pb.NewInfoServiceClient(conn),
 		source:  pb.NewSourceModifierServiceClient(conn),
@@ -50,69 +51,49 @@ func NewClient(conn *grpc.ClientConn) *Client {
 }
 
 // Describe asks the plugin what it is.
-func (c *Client) Describe(ctx context.Context) (Info, error) {
+func (c *client) Describe(ctx context.Context) (Info, error) {
 	d, err := c.info.Describe(ctx, &pb.DescribeRequest{})
 	if err != nil {
-		return Info{}, FromStatus(err)
+		return Info{}, fromStatus(err)
 	}
 	return infoFromProto(d), nil
 }
 
 // Element returns the plugin's session element.
-func (c *Client) Element() SessionElement { return c.element }
+func (c *client) Element() SessionElement { return c.element }
 
 // URL returns the plugin's URL hook. Calls from many goroutines share one stream and travel in
 // batches.
-func (c *Client) URL() URLHook { return c.url }
+func (c *client) URL() URLHook { return c.url }
 
 // Modify runs the plugin's source modifier.
-func (c *Client) Modify(ctx context.Context, script, config []byte) ([]byte, error) {
+func (c *client) Modify(ctx context.Context, script, config []byte) ([]byte, error) {
 	r, err := c.source.Modify(ctx, &pb.ModifyRequest{ScriptJson: string(script), ConfigJson: string(config)})
 	if err != nil {
-		return nil, FromStatus(err)
+		return nil, fromStatus(err)
 	}
 	return []byte(r.GetScriptJson()), nil
 }
 
 // SetCallTimeout bounds every later URL-hook call: one the plugin does not answer within d
-// fails with ErrNoAnswer. Set it before the first call.
-func (c *Client) SetCallTimeout(d time.Duration) { c.url.timeout.Store(int64(d)) }
+// fails with wire.ErrNoAnswer. Set it before the first call.
+func (c *client) SetCallTimeout(d time.Duration) { c.url.timeout.Store(int64(d)) }
 
 // Close ends the URL hook's stream, if one was opened. The connection belongs to go-plugin.
-func (c *Client) Close() error {
-	c.url.close(ErrClosed)
+func (c *client) Close() error {
+	c.url.close(wire.ErrClosed)
 	return nil
 }
 
-// The errors a Client's methods return, besides *ConfigError for a config the plugin refused.
-// They wrap the plugin's own message.
-var (
-	// ErrUnavailable: the plugin process is gone or does not answer.
-	ErrUnavailable = errors.New("plugin unavailable")
-	// ErrTimeout: the call ran past its deadline.
-	ErrTimeout = errors.New("plugin call timed out")
-	// ErrUnimplemented: the plugin does not implement the hook.
-	ErrUnimplemented = errors.New("plugin does not implement this hook")
-	// ErrPlugin: the plugin's code returned an error.
-	ErrPlugin = errors.New("plugin error")
-	// ErrClosed: the client was closed.
-	ErrClosed = errors.New("plugin client closed")
-	// ErrTooLarge: the call (a request body, say) is too large to hand to a plugin.
-	ErrTooLarge = errors.New("too large for a plugin call")
-	// ErrNoAnswer: the plugin did not answer a URL-hook call within the client's call timeout
-	// (SetCallTimeout). ErrTimeout, by contrast, is a deadline the caller or the plugin set.
-	ErrNoAnswer = errors.New("plugin did not answer in time")
-)
-
-// FromStatus maps a gRPC error from a plugin to the errors above.
-func FromStatus(err error) error {
+// fromStatus maps a gRPC error from a plugin to the errors of package host.
+func fromStatus(err error) error {
 	if err == nil {
 		return nil
 	}
 	s, ok := status.FromError(err)
 	if !ok {
 		if errors.Is(err, context.DeadlineExceeded) {
-			return fmt.Errorf("%w: %v", ErrTimeout, err)
+			return fmt.Errorf("%w: %v", wire.ErrTimeout, err)
 		}
 		return err
 	}
@@ -127,15 +108,15 @@ func FromStatus(err error) error {
 		}
 		return &ConfigError{Reason: msg}
 	case codes.Unavailable:
-		return fmt.Errorf("%w: %s", ErrUnavailable, msg)
+		return fmt.Errorf("%w: %s", wire.ErrUnavailable, msg)
 	case codes.DeadlineExceeded:
-		return fmt.Errorf("%w: %s", ErrTimeout, msg)
+		return fmt.Errorf("%w: %s", wire.ErrTimeout, msg)
 	case codes.Unimplemented:
-		return fmt.Errorf("%w: %s", ErrUnimplemented, msg)
+		return fmt.Errorf("%w: %s", wire.ErrUnimplemented, msg)
 	case codes.Canceled:
 		return context.Canceled
 	}
-	return fmt.Errorf("%w: %s", ErrPlugin, msg)
+	return fmt.Errorf("%w: %s", wire.ErrPlugin, msg)
 }
 
 type elementClient struct {
@@ -145,7 +126,7 @@ type elementClient struct {
 func (e elementClient) Configure(ctx context.Context, config []byte) ([]string, error) {
 	r, err := e.c.Configure(ctx, &pb.ConfigureRequest{ConfigJson: string(config)})
 	if err != nil {
-		return nil, FromStatus(err)
+		return nil, fromStatus(err)
 	}
 	return r.GetVariables(), nil
 }
@@ -153,7 +134,7 @@ func (e elementClient) Configure(ctx context.Context, config []byte) ([]string, 
 func (e elementClient) Next(ctx context.Context, n int) ([]Vars, error) {
 	r, err := e.c.Next(ctx, &pb.NextRequest{Count: uint32(n)})
 	if err != nil {
-		return nil, FromStatus(err)
+		return nil, fromStatus(err)
 	}
 	out := make([]Vars, len(r.GetSets()))
 	for i, s := range r.GetSets() {
@@ -169,12 +150,12 @@ func (e elementClient) Next(ctx context.Context, n int) ([]Vars, error) {
 }
 
 // maxBatch bounds the calls sent in one message, and batchBytes their bodies and URLs (well
-// under MaxMessageSize).
+// under wire.MaxMessageSize).
 const (
 	maxBatch   = 256
 	batchBytes = 8 << 20
-	// maxCallBytes bounds one call, with room under MaxMessageSize for the rest of a message.
-	maxCallBytes = MaxMessageSize - 1<<20
+	// maxCallBytes bounds one call, with room under wire.MaxMessageSize for the rest of a message.
+	maxCallBytes = wire.MaxMessageSize - 1<<20
 )
 
 // callSize estimates the bytes of a call on the wire: its bodies and URL, plus room for the
@@ -232,7 +213,7 @@ func newURLClient(c pb.URLServiceClient) *urlClient {
 func (u *urlClient) Configure(ctx context.Context, config []byte) error {
 	r, err := u.c.Configure(ctx, &pb.ConfigureRequest{ConfigJson: string(config)})
 	if err != nil {
-		return FromStatus(err)
+		return fromStatus(err)
 	}
 	u.skipAfter.Store(r.GetSkipAfter())
 	return nil
@@ -251,7 +232,7 @@ func (u *urlClient) Before(ctx context.Context, call Call, req *Request) error {
 		return err
 	}
 	if r.GetError() != "" {
-		return fmt.Errorf("%w: %s", ErrPlugin, r.GetError())
+		return fmt.Errorf("%w: %s", wire.ErrPlugin, r.GetError())
 	}
 	if nr := r.GetRequest(); nr != nil {
 		*req = *requestFromProto(nr)
@@ -286,7 +267,7 @@ func (u *urlClient) After(ctx context.Context, call Call, req *Request, resp *Re
 		return Outcome{}, err
 	}
 	if r.GetError() != "" {
-		return Outcome{}, fmt.Errorf("%w: %s", ErrPlugin, r.GetError())
+		return Outcome{}, fmt.Errorf("%w: %s", wire.ErrPlugin, r.GetError())
 	}
 	return Outcome{Vars: r.GetVars(), Fail: r.GetFail()}, nil
 }
@@ -295,7 +276,7 @@ func (u *urlClient) After(ctx context.Context, call Call, req *Request, resp *Re
 func (u *urlClient) do(ctx context.Context, call *pb.Call) (*pb.Result, error) {
 	if n := callSize(call); n > maxCallBytes {
 		// gRPC would end the whole stream, and every VU's calls with it.
-		return nil, fmt.Errorf("%w: the call is %d bytes, more than a plugin call carries (%d)", ErrTooLarge, n, maxCallBytes)
+		return nil, fmt.Errorf("%w: the call is %d bytes, more than a plugin call carries (%d)", wire.ErrTooLarge, n, maxCallBytes)
 	}
 	u.startOnce.Do(u.start)
 	p := pendingPool.Get().(*pending)
@@ -330,7 +311,7 @@ func (u *urlClient) do(ctx context.Context, call *pb.Call) (*pb.Result, error) {
 		case nil:
 			return nil, u.failure()
 		case timedOut:
-			return nil, fmt.Errorf("%w: no answer within %s", ErrNoAnswer, time.Duration(u.timeout.Load()))
+			return nil, fmt.Errorf("%w: no answer within %s", wire.ErrNoAnswer, time.Duration(u.timeout.Load()))
 		}
 		return r, nil
 	case <-ctx.Done():
@@ -341,7 +322,7 @@ func (u *urlClient) do(ctx context.Context, call *pb.Call) (*pb.Result, error) {
 
 func ctxErr(ctx context.Context) error {
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-		return fmt.Errorf("%w: %v", ErrTimeout, ctx.Err())
+		return fmt.Errorf("%w: %v", wire.ErrTimeout, ctx.Err())
 	}
 	return ctx.Err()
 }
@@ -358,7 +339,7 @@ func (u *urlClient) failure() error {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	if u.err == nil {
-		return ErrClosed
+		return wire.ErrClosed
 	}
 	return u.err
 }
@@ -376,7 +357,7 @@ func (u *urlClient) start() {
 	}
 	stream, err := u.c.Exchange(ctx)
 	if err != nil {
-		u.close(FromStatus(err))
+		u.close(fromStatus(err))
 		return
 	}
 	go u.send(stream)
@@ -482,9 +463,9 @@ func (u *urlClient) receive(stream pb.URLService_ExchangeClient) {
 		r, err := stream.Recv()
 		if err != nil {
 			if errors.Is(err, io.EOF) {
-				err = fmt.Errorf("%w: the plugin ended the stream", ErrUnavailable)
+				err = fmt.Errorf("%w: the plugin ended the stream", wire.ErrUnavailable)
 			}
-			u.close(FromStatus(err))
+			u.close(fromStatus(err))
 			return
 		}
 		u.mu.Lock()

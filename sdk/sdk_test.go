@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/barrage-load/barrage/sdk"
+	"github.com/barrage-load/barrage/sdk/host"
 	"github.com/barrage-load/barrage/sdk/sdktest"
 )
 
@@ -166,10 +167,10 @@ func TestURLHookErrorsAndPanicsFailOnlyTheirCall(t *testing.T) {
 	ctx := context.Background()
 	c := sdktest.Start(t, testPlugin())
 	err := c.URL().Before(ctx, sdk.Call{VU: 1, Request: "panic"}, &sdk.Request{Header: http.Header{}})
-	require.ErrorIs(t, err, sdk.ErrPlugin)
+	require.ErrorIs(t, err, host.ErrPlugin)
 	require.ErrorContains(t, err, "plugin panicked: boom")
 	err = c.URL().Before(ctx, sdk.Call{VU: 1, Request: "refuse"}, &sdk.Request{Header: http.Header{}})
-	require.ErrorIs(t, err, sdk.ErrPlugin)
+	require.ErrorIs(t, err, host.ErrPlugin)
 	require.ErrorContains(t, err, "refused")
 	require.NoError(t, c.URL().Before(ctx, sdk.Call{VU: 1, Request: "ok"}, &sdk.Request{Header: http.Header{}}))
 }
@@ -186,9 +187,9 @@ func TestUnimplementedHook(t *testing.T) {
 	t.Parallel()
 	c := sdktest.Start(t, &sdk.Plugin{Name: "src", Version: "1.0.0", Source: upper{}})
 	_, err := c.Element().Next(context.Background(), 1)
-	require.ErrorIs(t, err, sdk.ErrUnimplemented)
+	require.ErrorIs(t, err, host.ErrUnimplemented)
 	err = c.URL().Before(context.Background(), sdk.Call{}, &sdk.Request{Header: http.Header{}})
-	require.ErrorIs(t, err, sdk.ErrUnimplemented)
+	require.ErrorIs(t, err, host.ErrUnimplemented)
 }
 
 // beforeOnly has nothing to do after responses and says so.
@@ -258,6 +259,6 @@ func TestACallWithoutAnswerFailsAtTheCallTimeout(t *testing.T) {
 	c := sdktest.Start(t, &sdk.Plugin{Name: "s", Version: "1.0.0", URL: stuck{}})
 	c.SetCallTimeout(200 * time.Millisecond)
 	err := c.URL().Before(context.Background(), sdk.Call{VU: 1}, &sdk.Request{Header: http.Header{}})
-	require.ErrorIs(t, err, sdk.ErrNoAnswer)
+	require.ErrorIs(t, err, host.ErrNoAnswer)
 	require.ErrorContains(t, err, "no answer within 200ms")
 }

@@ -2,7 +2,6 @@ package sdk
 
 import (
 	"bufio"
-	"context"
 	"fmt"
 	"io"
 	"os"
@@ -14,24 +13,9 @@ import (
 	"github.com/hashicorp/go-plugin"
 	"google.golang.org/grpc"
 
+	"github.com/barrage-load/barrage/sdk/internal/wire"
 	pb "github.com/barrage-load/barrage/sdk/proto/barrage/plugin/v1"
 )
-
-// Handshake is the go-plugin handshake between Barrage and its plugins. The cookie only keeps a
-// plugin binary from being run by hand by mistake; it is not a secret and never changes.
-var Handshake = plugin.HandshakeConfig{
-	MagicCookieKey:   "BARRAGE_PLUGIN",
-	MagicCookieValue: "7d1c0f3e-barrage-plugin",
-}
-
-// MaxMessageSize bounds one gRPC message between host and plugin: a batch of URL-hook calls
-// with their bodies, or a whole script for a source modifier. gRPC's default, 4 MiB, is too
-// small for either; the host keeps batches under batchBytes.
-const MaxMessageSize = 64 << 20
-
-// pluginName is the one entry of the go-plugin plugin set: a single gRPC connection carries
-// every service a plugin serves.
-const pluginName = "barrage"
 
 // Serve runs p as a plugin process and returns when the host is done with it. Call it from
 // main. It speaks gRPC only, negotiates the protocol version with the host, and keeps stdout
@@ -41,7 +25,7 @@ func Serve(p *Plugin) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
 	}
-	if os.Getenv(Handshake.MagicCookieKey) != Handshake.MagicCookieValue {
+	if os.Getenv(wire.Handshake.MagicCookieKey) != wire.Handshake.MagicCookieValue {
 		fmt.Fprintf(os.Stderr, "%s %s is a Barrage plugin: Barrage starts it (barrage run, barrage plugin check); it is not run by hand\n", p.Name, p.Version)
 		os.Exit(1)
 	}
@@ -63,10 +47,10 @@ func Serve(p *Plugin) {
 		}
 	}
 	plugin.Serve(&plugin.ServeConfig{
-		HandshakeConfig:  Handshake,
-		VersionedPlugins: map[int]plugin.PluginSet{ProtocolVersion: PluginSet(p)},
+		HandshakeConfig:  wire.Handshake,
+		VersionedPlugins: map[int]plugin.PluginSet{ProtocolVersion: serverSet(p)},
 		GRPCServer: func(opts []grpc.ServerOption) *grpc.Server {
-			return grpc.NewServer(append(opts, grpc.MaxRecvMsgSize(MaxMessageSize), grpc.MaxSendMsgSize(MaxMessageSize))...)
+			return grpc.NewServer(append(opts, grpc.MaxRecvMsgSize(wire.MaxMessageSize), grpc.MaxSendMsgSize(wire.MaxMessageSize))...)
 		},
 		Logger: hclog.New(&hclog.LoggerOptions{
 			Name: p.Name, Output: os.Stderr, Level: hclog.Info, JSONFormat: true,
@@ -74,45 +58,17 @@ func Serve(p *Plugin) {
 	})
 }
 
-// PluginSets is what a host gives go-plugin (ClientConfig.VersionedPlugins) to start plugins of
-// this protocol; the dispensed value is a *Client (see Dispense).
-func PluginSets() map[int]plugin.PluginSet {
-	return map[int]plugin.PluginSet{ProtocolVersion: PluginSet(nil)}
+// serverSet is the go-plugin plugin set that serves p, and connects to it in the test harness.
+func serverSet(p *Plugin) plugin.PluginSet {
+	return plugin.PluginSet{wire.PluginName: &wire.Plugin{
+		Register: func(s *grpc.Server) { register(s, p) },
+		Connect:  func(conn *grpc.ClientConn) any { return newClient(conn) },
+	}}
 }
 
-// PluginSet is the go-plugin plugin set that serves p (nil on a host's side). Package sdktest
-// uses it with go-plugin's test harness.
-func PluginSet(p *Plugin) plugin.PluginSet {
-	return plugin.PluginSet{pluginName: &grpcPlugin{impl: p}}
-}
-
-// Dispense returns the Client of a started go-plugin client.
-func Dispense(c plugin.ClientProtocol) (*Client, error) {
-	raw, err := c.Dispense(pluginName)
-	if err != nil {
-		return nil, err
-	}
-	cl, ok := raw.(*Client)
-	if !ok {
-		return nil, fmt.Errorf("sdk: dispensed %T, want *sdk.Client", raw)
-	}
-	return cl, nil
-}
-
-// grpcPlugin is the go-plugin glue: on the plugin's side it registers the services of impl, on
-// the host's side it returns a Client.
-type grpcPlugin struct {
-	plugin.NetRPCUnsupportedPlugin
-	impl *Plugin
-}
-
-func (g *grpcPlugin) GRPCServer(_ *plugin.GRPCBroker, s *grpc.Server) error {
-	register(s, g.impl)
-	return nil
-}
-
-func (g *grpcPlugin) GRPCClient(_ context.Context, _ *plugin.GRPCBroker, conn *grpc.ClientConn) (any, error) {
-	return NewClient(conn), nil
+func init() {
+	wire.ServerSet = func(p any) plugin.PluginSet { return serverSet(p.(*Plugin)) }
+	wire.NewClient = func(conn *grpc.ClientConn) any { return newClient(conn) }
 }
 
 // register registers the services p implements on s.

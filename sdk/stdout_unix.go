@@ -6,6 +6,8 @@ import (
 	"os"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/barrage-load/barrage/sdk/internal/wire"
 )
 
 // handshakeOut is the host's end of stdout, kept for the handshake alone. When a host starts
@@ -14,7 +16,7 @@ import (
 var handshakeOut *os.File
 
 func init() {
-	if os.Getenv(Handshake.MagicCookieKey) != Handshake.MagicCookieValue {
+	if os.Getenv(wire.Handshake.MagicCookieKey) != wire.Handshake.MagicCookieValue {
 		return // not started by a host: leave stdout alone (go test, a curious user)
 	}
 	fd, err := unix.Dup(1)

@@ -38,6 +38,7 @@ import (
 
 	"github.com/barrage-load/barrage/internal/netpolicy"
 	"github.com/barrage-load/barrage/sdk"
+	"github.com/barrage-load/barrage/sdk/host"
 )
 
 // Spec names a plugin binary and the sha256 it must have, and the hosts the run grants it.
@@ -250,8 +251,8 @@ func (h *Host) start(ctx context.Context, spec Spec, checkIdentity bool) (*Proce
 		unixCfg.Group = strconv.Itoa(h.gid)
 	}
 	cfg := &plugin.ClientConfig{
-		HandshakeConfig:  sdk.Handshake,
-		VersionedPlugins: sdk.PluginSets(),
+		HandshakeConfig:  host.Handshake,
+		VersionedPlugins: host.PluginSets(),
 		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
 		AutoMTLS:         true,
 		SkipHostEnv:      true,
@@ -259,7 +260,7 @@ func (h *Host) start(ctx context.Context, spec Spec, checkIdentity bool) (*Proce
 		Logger:           hlog,
 		UnixSocketConfig: unixCfg,
 		GRPCDialOptions: []grpc.DialOption{grpc.WithDefaultCallOptions(
-			grpc.MaxCallRecvMsgSize(sdk.MaxMessageSize), grpc.MaxCallSendMsgSize(sdk.MaxMessageSize))},
+			grpc.MaxCallRecvMsgSize(host.MaxMessageSize), grpc.MaxCallSendMsgSize(host.MaxMessageSize))},
 		RunnerFunc: func(_ hclog.Logger, cmd *exec.Cmd, sockDir string) (gpr.Runner, error) {
 			run, err := h.runner(spec, path, cmd.Env, sockDir)
 			if err != nil {
@@ -276,7 +277,7 @@ func (h *Host) start(ctx context.Context, spec Spec, checkIdentity bool) (*Proce
 		p.kill()
 		return nil, p.startError(err, time.Since(started))
 	}
-	sc, err := sdk.Dispense(rpc)
+	sc, err := host.Dispense(rpc)
 	if err != nil {
 		p.kill()
 		return nil, &Error{Plugin: spec.String(), Reason: ReasonHandshake, Err: err}
@@ -376,7 +377,7 @@ func (h *Host) runner(spec Spec, path string, pluginEnv []string, sockDir string
 		seccomp: !h.sandbox.Off && h.sandbox.Seccomp == nil}
 	namespaces := h.namespaces()
 	env := append([]string{}, h.opts.Env...)
-	cookie := sdk.Handshake.MagicCookieKey + "="
+	cookie := host.Handshake.MagicCookieKey + "="
 	for _, e := range pluginEnv {
 		switch {
 		case strings.HasPrefix(e, cookie):
@@ -454,7 +455,7 @@ type Process struct {
 	info   sdk.Info
 	host   *Host
 	client *plugin.Client
-	sdk    *sdk.Client
+	sdk    host.Client
 	run    *procRunner
 
 	closeOnce sync.Once
@@ -570,7 +571,7 @@ func (p *Process) wrap(ctx context.Context, err error) error {
 	p.mu.Lock()
 	ended := p.ended
 	p.mu.Unlock()
-	if ended != nil && (errors.Is(err, sdk.ErrClosed) || errors.Is(err, sdk.ErrUnavailable)) {
+	if ended != nil && (errors.Is(err, host.ErrClosed) || errors.Is(err, host.ErrUnavailable)) {
 		return ended // the plugin is gone: say why, not only that
 	}
 	e := &Error{Plugin: p.spec.String(), Err: err}
@@ -587,12 +588,12 @@ func (p *Process) wrap(ctx context.Context, err error) error {
 	switch {
 	case errors.As(err, &ce):
 		e.Reason = ReasonConfig
-	case errors.Is(err, sdk.ErrTimeout) && !errors.Is(ctx.Err(), context.DeadlineExceeded):
+	case errors.Is(err, host.ErrTimeout) && !errors.Is(ctx.Err(), context.DeadlineExceeded):
 		e.Reason = ReasonFailed // the plugin's own deadline, not the host's
-	case errors.Is(err, sdk.ErrTimeout), errors.Is(err, sdk.ErrNoAnswer):
+	case errors.Is(err, host.ErrTimeout), errors.Is(err, host.ErrNoAnswer):
 		p.end(false) // a hung plugin gets no grace
 		e.Reason, e.Err = ReasonTimeout, fmt.Errorf("no answer within %s; killed", p.host.opts.CallTimeout)
-	case errors.Is(err, sdk.ErrUnavailable), errors.Is(err, sdk.ErrClosed):
+	case errors.Is(err, host.ErrUnavailable), errors.Is(err, host.ErrClosed):
 		if p.run != nil {
 			// Give go-plugin a moment to reap the process so the exit status is known.
 			for i := 0; i < 20; i++ {
@@ -612,9 +613,9 @@ func (p *Process) wrap(ctx context.Context, err error) error {
 			}
 		}
 		e.Reason = ReasonUnavailable
-	case errors.Is(err, sdk.ErrTooLarge):
+	case errors.Is(err, host.ErrTooLarge):
 		e.Reason = ReasonTooLarge
-	case errors.Is(err, sdk.ErrUnimplemented):
+	case errors.Is(err, host.ErrUnimplemented):
 		e.Reason = ReasonUnimplemented
 	default:
 		e.Reason = ReasonFailed

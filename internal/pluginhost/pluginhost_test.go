@@ -21,6 +21,7 @@ import (
 
 	"github.com/barrage-load/barrage/internal/pluginhost"
 	"github.com/barrage-load/barrage/sdk"
+	"github.com/barrage-load/barrage/sdk/host"
 )
 
 // testPlugin is the binary of testdata/testplugin, built once.
@@ -412,7 +413,7 @@ func TestAnOversizedCallFailsAloneAndTheStreamGoesOn(t *testing.T) {
 	h := newHost(t, pluginhost.Options{})
 	p, err := h.Start(ctx, spec(t, "good"))
 	require.NoError(t, err)
-	huge := &sdk.Request{Method: "POST", URL: "http://127.0.0.1/", Header: http.Header{}, Body: make([]byte, sdk.MaxMessageSize+1)}
+	huge := &sdk.Request{Method: "POST", URL: "http://127.0.0.1/", Header: http.Header{}, Body: make([]byte, host.MaxMessageSize+1)}
 	err = p.URL().Before(ctx, sdk.Call{VU: 1, Iteration: 1}, huge)
 	requireReason(t, err, pluginhost.ReasonTooLarge)
 	require.NoError(t, p.URL().Before(ctx, sdk.Call{VU: 1, Iteration: 1}, &sdk.Request{Method: "GET", URL: "http://127.0.0.1/", Header: http.Header{}}))

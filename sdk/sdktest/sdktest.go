@@ -19,14 +19,16 @@ import (
 	"github.com/hashicorp/go-plugin"
 
 	"github.com/barrage-load/barrage/sdk"
+	"github.com/barrage-load/barrage/sdk/host"
+	"github.com/barrage-load/barrage/sdk/internal/wire"
 )
 
 // Start serves p in-process and returns the host's client for it. Both end with the test.
-func Start(t testing.TB, p *sdk.Plugin) *sdk.Client {
+func Start(t testing.TB, p *sdk.Plugin) host.Client {
 	t.Helper()
 	// Closing the client shuts the server down through go-plugin's controller.
-	client, _ := plugin.TestPluginGRPCConn(t, false, sdk.PluginSet(p))
-	c, err := sdk.Dispense(client)
+	client, _ := plugin.TestPluginGRPCConn(t, false, wire.ServerSet(p))
+	c, err := host.Dispense(client)
 	if err != nil {
 		t.Fatalf("sdktest: %v", err)
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/barrage-load/barrage/sdk"
+	"github.com/barrage-load/barrage/sdk/host"
 )
 
 // The plugin is Python: these tests make its virtualenv, run its and the Python SDK's unit
@@ -208,7 +209,7 @@ func TestPlugin(t *testing.T) {
 // testBundle is a started plugin process.
 type testBundle struct {
 	client *plugin.Client
-	plugin *sdk.Client
+	plugin host.Client
 }
 
 // setup starts the plugin at path as Barrage's host does and kills it when t ends.
@@ -223,8 +224,8 @@ func setup(t *testing.T, path string, opts ...func(*exec.Cmd)) *testBundle {
 	}
 	log := newTestLog(t) // before Kill's clean-up, so that it ends after it
 	client := plugin.NewClient(&plugin.ClientConfig{
-		HandshakeConfig:  sdk.Handshake,
-		VersionedPlugins: sdk.PluginSets(),
+		HandshakeConfig:  host.Handshake,
+		VersionedPlugins: host.PluginSets(),
 		Cmd:              cmd,
 		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
 		AutoMTLS:         true,
@@ -238,7 +239,7 @@ func setup(t *testing.T, path string, opts ...func(*exec.Cmd)) *testBundle {
 	rpc, err := client.Client()
 	require.NoError(t, err)
 	require.NoError(t, rpc.Ping(), "the health service does not report plugin SERVING")
-	sc, err := sdk.Dispense(rpc)
+	sc, err := host.Dispense(rpc)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = sc.Close() })
 	return &testBundle{client: client, plugin: sc}
@@ -286,7 +287,7 @@ func build(t *testing.T) string {
 func pythonEnv() []string {
 	var env []string
 	for _, e := range os.Environ() {
-		if !strings.HasPrefix(e, sdk.Handshake.MagicCookieKey+"=") && !strings.HasPrefix(e, "PLUGIN_") {
+		if !strings.HasPrefix(e, host.Handshake.MagicCookieKey+"=") && !strings.HasPrefix(e, "PLUGIN_") {
 			env = append(env, e)
 		}
 	}

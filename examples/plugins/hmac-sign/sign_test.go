@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/barrage-load/barrage/sdk"
+	"github.com/barrage-load/barrage/sdk/host"
 	"github.com/barrage-load/barrage/sdk/sdktest"
 )
 
@@ -128,7 +129,7 @@ func TestBeforeRefusesABadURL(t *testing.T) {
 	t.Parallel()
 	h := start(t, nil, `{"key": "k"}`)
 	err := h.Before(context.Background(), sdk.Call{VU: 1}, &sdk.Request{Method: "GET", URL: "http://[::1", Header: http.Header{}})
-	require.ErrorIs(t, err, sdk.ErrPlugin)
+	require.ErrorIs(t, err, host.ErrPlugin)
 }
 
 func TestAfter(t *testing.T) {

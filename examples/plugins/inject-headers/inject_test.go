@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/barrage-load/barrage/sdk"
+	"github.com/barrage-load/barrage/sdk/host"
 	"github.com/barrage-load/barrage/sdk/sdktest"
 )
 
@@ -116,7 +117,7 @@ func TestBadScriptIsAnError(t *testing.T) {
 		{`{"session": {"groups": [{"name": "a", "requests": [{"headers": ["X-Env"]}]}]}}`, "session.groups[0].requests[0].headers is not an object"},
 	} {
 		_, err := modify(t, bad.script, `{"headers": {"X-Env": "staging"}}`)
-		require.ErrorIs(t, err, sdk.ErrPlugin, bad.script)
+		require.ErrorIs(t, err, host.ErrPlugin, bad.script)
 		require.ErrorContains(t, err, bad.reason, bad.script)
 	}
 }
