@@ -2507,6 +2507,22 @@ type ClientInterface interface {
 	// Corresponds with POST /v1/namespaces/{namespace}/keys/{key_id}/retire (the `RetireSigningKey` operationId).
 	RetireSigningKey(ctx context.Context, namespace NamespaceName, keyId string, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// RemoveNamespaceOwner Remove an owner of your namespace
+	//
+	// An owner may remove any owner, themselves too, but not the last (`409`).
+	//
+	// Corresponds with DELETE /v1/namespaces/{namespace}/owners/{user_id} (the `RemoveNamespaceOwner` operationId).
+	RemoveNamespaceOwner(ctx context.Context, namespace NamespaceName, userId openapi_types.UUID, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// AddNamespaceOwner Make a user a co-owner of your namespace
+	//
+	// A co-owner may do all that you may: publish, register and retire keys, deprecate, and add and remove owners.
+	// The user is named by their id (`GET /v1/me`, `barrage me`), which they give you. Adding an owner again
+	// changes nothing. Another user's namespace, or a user who does not exist, is `404`.
+	//
+	// Corresponds with PUT /v1/namespaces/{namespace}/owners/{user_id} (the `AddNamespaceOwner` operationId).
+	AddNamespaceOwner(ctx context.Context, namespace NamespaceName, userId openapi_types.UUID, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// SearchPlugins Find plugins
 	//
 	// The plugins you may see (those with a published or deprecated version, and every
@@ -3958,6 +3974,42 @@ func (c *Client) AddSigningKey(ctx context.Context, namespace NamespaceName, bod
 // Corresponds with POST /v1/namespaces/{namespace}/keys/{key_id}/retire (the `RetireSigningKey` operationId).
 func (c *Client) RetireSigningKey(ctx context.Context, namespace NamespaceName, keyId string, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewRetireSigningKeyRequest(c.Server, namespace, keyId)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RemoveNamespaceOwner Remove an owner of your namespace
+//
+// An owner may remove any owner, themselves too, but not the last (`409`).
+//
+// Corresponds with DELETE /v1/namespaces/{namespace}/owners/{user_id} (the `RemoveNamespaceOwner` operationId).
+func (c *Client) RemoveNamespaceOwner(ctx context.Context, namespace NamespaceName, userId openapi_types.UUID, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRemoveNamespaceOwnerRequest(c.Server, namespace, userId)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// AddNamespaceOwner Make a user a co-owner of your namespace
+//
+// A co-owner may do all that you may: publish, register and retire keys, deprecate, and add and remove owners.
+// The user is named by their id (`GET /v1/me`, `barrage me`), which they give you. Adding an owner again
+// changes nothing. Another user's namespace, or a user who does not exist, is `404`.
+//
+// Corresponds with PUT /v1/namespaces/{namespace}/owners/{user_id} (the `AddNamespaceOwner` operationId).
+func (c *Client) AddNamespaceOwner(ctx context.Context, namespace NamespaceName, userId openapi_types.UUID, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewAddNamespaceOwnerRequest(c.Server, namespace, userId)
 	if err != nil {
 		return nil, err
 	}
@@ -6331,6 +6383,88 @@ func NewRetireSigningKeyRequest(server string, namespace NamespaceName, keyId st
 	return req, nil
 }
 
+// NewRemoveNamespaceOwnerRequest constructs an http.Request for the RemoveNamespaceOwner method
+func NewRemoveNamespaceOwnerRequest(server string, namespace NamespaceName, userId openapi_types.UUID) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "namespace", namespace, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "user_id", userId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: "uuid"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/namespaces/%s/owners/%s", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodDelete, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewAddNamespaceOwnerRequest constructs an http.Request for the AddNamespaceOwner method
+func NewAddNamespaceOwnerRequest(server string, namespace NamespaceName, userId openapi_types.UUID) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "namespace", namespace, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "user_id", userId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: "uuid"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/namespaces/%s/owners/%s", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPut, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewSearchPluginsRequest constructs an http.Request for the SearchPlugins method
 func NewSearchPluginsRequest(server string, params *SearchPluginsParams) (*http.Request, error) {
 	var err error
@@ -8420,6 +8554,26 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /v1/namespaces/{namespace}/keys/{key_id}/retire (the `RetireSigningKey` operationId).
 	RetireSigningKeyWithResponse(ctx context.Context, namespace NamespaceName, keyId string, reqEditors ...RequestEditorFn) (*RetireSigningKeyResponse, error)
+
+	// RemoveNamespaceOwnerWithResponse Remove an owner of your namespace
+	//
+	// An owner may remove any owner, themselves too, but not the last (`409`).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with DELETE /v1/namespaces/{namespace}/owners/{user_id} (the `RemoveNamespaceOwner` operationId).
+	RemoveNamespaceOwnerWithResponse(ctx context.Context, namespace NamespaceName, userId openapi_types.UUID, reqEditors ...RequestEditorFn) (*RemoveNamespaceOwnerResponse, error)
+
+	// AddNamespaceOwnerWithResponse Make a user a co-owner of your namespace
+	//
+	// A co-owner may do all that you may: publish, register and retire keys, deprecate, and add and remove owners.
+	// The user is named by their id (`GET /v1/me`, `barrage me`), which they give you. Adding an owner again
+	// changes nothing. Another user's namespace, or a user who does not exist, is `404`.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /v1/namespaces/{namespace}/owners/{user_id} (the `AddNamespaceOwner` operationId).
+	AddNamespaceOwnerWithResponse(ctx context.Context, namespace NamespaceName, userId openapi_types.UUID, reqEditors ...RequestEditorFn) (*AddNamespaceOwnerResponse, error)
 
 	// SearchPluginsWithResponse Find plugins
 	//
@@ -11764,6 +11918,151 @@ func (r RetireSigningKeyResponse) ContentType() string {
 	return ""
 }
 
+type RemoveNamespaceOwnerResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Namespace
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Problem
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *Problem
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *Problem
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r RemoveNamespaceOwnerResponse) GetJSON200() *Namespace {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r RemoveNamespaceOwnerResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r RemoveNamespaceOwnerResponse) GetApplicationproblemJSON401() *Problem {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r RemoveNamespaceOwnerResponse) GetApplicationproblemJSON403() *Problem {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r RemoveNamespaceOwnerResponse) GetApplicationproblemJSON404() *Problem {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r RemoveNamespaceOwnerResponse) GetApplicationproblemJSON409() *Problem {
+	return r.ApplicationproblemJSON409
+}
+
+// GetBody returns the raw response body bytes
+func (r RemoveNamespaceOwnerResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r RemoveNamespaceOwnerResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r RemoveNamespaceOwnerResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r RemoveNamespaceOwnerResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type AddNamespaceOwnerResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Namespace
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Problem
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *Problem
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r AddNamespaceOwnerResponse) GetJSON200() *Namespace {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r AddNamespaceOwnerResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r AddNamespaceOwnerResponse) GetApplicationproblemJSON401() *Problem {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r AddNamespaceOwnerResponse) GetApplicationproblemJSON403() *Problem {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r AddNamespaceOwnerResponse) GetApplicationproblemJSON404() *Problem {
+	return r.ApplicationproblemJSON404
+}
+
+// GetBody returns the raw response body bytes
+func (r AddNamespaceOwnerResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r AddNamespaceOwnerResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r AddNamespaceOwnerResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r AddNamespaceOwnerResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 type SearchPluginsResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -15027,6 +15326,38 @@ func (c *ClientWithResponses) RetireSigningKeyWithResponse(ctx context.Context, 
 	return ParseRetireSigningKeyResponse(rsp)
 }
 
+// RemoveNamespaceOwnerWithResponse Remove an owner of your namespace
+//
+// An owner may remove any owner, themselves too, but not the last (`409`).
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with DELETE /v1/namespaces/{namespace}/owners/{user_id} (the `RemoveNamespaceOwner` operationId).
+func (c *ClientWithResponses) RemoveNamespaceOwnerWithResponse(ctx context.Context, namespace NamespaceName, userId openapi_types.UUID, reqEditors ...RequestEditorFn) (*RemoveNamespaceOwnerResponse, error) {
+	rsp, err := c.RemoveNamespaceOwner(ctx, namespace, userId, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRemoveNamespaceOwnerResponse(rsp)
+}
+
+// AddNamespaceOwnerWithResponse Make a user a co-owner of your namespace
+//
+// A co-owner may do all that you may: publish, register and retire keys, deprecate, and add and remove owners.
+// The user is named by their id (`GET /v1/me`, `barrage me`), which they give you. Adding an owner again
+// changes nothing. Another user's namespace, or a user who does not exist, is `404`.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /v1/namespaces/{namespace}/owners/{user_id} (the `AddNamespaceOwner` operationId).
+func (c *ClientWithResponses) AddNamespaceOwnerWithResponse(ctx context.Context, namespace NamespaceName, userId openapi_types.UUID, reqEditors ...RequestEditorFn) (*AddNamespaceOwnerResponse, error) {
+	rsp, err := c.AddNamespaceOwner(ctx, namespace, userId, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseAddNamespaceOwnerResponse(rsp)
+}
+
 // SearchPluginsWithResponse Find plugins
 //
 // The plugins you may see (those with a published or deprecated version, and every
@@ -18045,6 +18376,121 @@ func ParseRetireSigningKeyResponse(rsp *http.Response) (*RetireSigningKeyRespons
 	return response, nil
 }
 
+// ParseRemoveNamespaceOwnerResponse parses an HTTP response from a RemoveNamespaceOwnerWithResponse call
+func ParseRemoveNamespaceOwnerResponse(rsp *http.Response) (*RemoveNamespaceOwnerResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &RemoveNamespaceOwnerResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Namespace
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseAddNamespaceOwnerResponse parses an HTTP response from a AddNamespaceOwnerWithResponse call
+func ParseAddNamespaceOwnerResponse(rsp *http.Response) (*AddNamespaceOwnerResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &AddNamespaceOwnerResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Namespace
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	}
+
+	return response, nil
+}
+
 // ParseSearchPluginsResponse parses an HTTP response from a SearchPluginsWithResponse call
 func ParseSearchPluginsResponse(rsp *http.Response) (*SearchPluginsResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -20106,6 +20552,12 @@ type ServerInterface interface {
 	// RetireSigningKey Retire a key
 	// (POST /v1/namespaces/{namespace}/keys/{key_id}/retire)
 	RetireSigningKey(w http.ResponseWriter, r *http.Request, namespace NamespaceName, keyId string)
+	// RemoveNamespaceOwner Remove an owner of your namespace
+	// (DELETE /v1/namespaces/{namespace}/owners/{user_id})
+	RemoveNamespaceOwner(w http.ResponseWriter, r *http.Request, namespace NamespaceName, userId openapi_types.UUID)
+	// AddNamespaceOwner Make a user a co-owner of your namespace
+	// (PUT /v1/namespaces/{namespace}/owners/{user_id})
+	AddNamespaceOwner(w http.ResponseWriter, r *http.Request, namespace NamespaceName, userId openapi_types.UUID)
 	// SearchPlugins Find plugins
 	// (GET /v1/plugins)
 	SearchPlugins(w http.ResponseWriter, r *http.Request, params SearchPluginsParams)
@@ -20442,6 +20894,18 @@ func (_ Unimplemented) AddSigningKey(w http.ResponseWriter, r *http.Request, nam
 // RetireSigningKey Retire a key
 // (POST /v1/namespaces/{namespace}/keys/{key_id}/retire)
 func (_ Unimplemented) RetireSigningKey(w http.ResponseWriter, r *http.Request, namespace NamespaceName, keyId string) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
+// RemoveNamespaceOwner Remove an owner of your namespace
+// (DELETE /v1/namespaces/{namespace}/owners/{user_id})
+func (_ Unimplemented) RemoveNamespaceOwner(w http.ResponseWriter, r *http.Request, namespace NamespaceName, userId openapi_types.UUID) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
+// AddNamespaceOwner Make a user a co-owner of your namespace
+// (PUT /v1/namespaces/{namespace}/owners/{user_id})
+func (_ Unimplemented) AddNamespaceOwner(w http.ResponseWriter, r *http.Request, namespace NamespaceName, userId openapi_types.UUID) {
 	w.WriteHeader(http.StatusNotImplemented)
 }
 
@@ -21541,6 +22005,76 @@ func (siw *ServerInterfaceWrapper) RetireSigningKey(w http.ResponseWriter, r *ht
 
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		siw.Handler.RetireSigningKey(w, r, namespace, keyId)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// RemoveNamespaceOwner operation middleware
+func (siw *ServerInterfaceWrapper) RemoveNamespaceOwner(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "namespace" -------------
+	var namespace NamespaceName
+
+	err = runtime.BindStyledParameterWithOptions("simple", "namespace", chi.URLParam(r, "namespace"), &namespace, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: r.URL.RawPath == ""})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "namespace", Err: err})
+		return
+	}
+
+	// ------------- Path parameter "user_id" -------------
+	var userId openapi_types.UUID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "user_id", chi.URLParam(r, "user_id"), &userId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: r.URL.RawPath == ""})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "user_id", Err: err})
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.RemoveNamespaceOwner(w, r, namespace, userId)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// AddNamespaceOwner operation middleware
+func (siw *ServerInterfaceWrapper) AddNamespaceOwner(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "namespace" -------------
+	var namespace NamespaceName
+
+	err = runtime.BindStyledParameterWithOptions("simple", "namespace", chi.URLParam(r, "namespace"), &namespace, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: r.URL.RawPath == ""})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "namespace", Err: err})
+		return
+	}
+
+	// ------------- Path parameter "user_id" -------------
+	var userId openapi_types.UUID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "user_id", chi.URLParam(r, "user_id"), &userId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: r.URL.RawPath == ""})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "user_id", Err: err})
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.AddNamespaceOwner(w, r, namespace, userId)
 	}))
 
 	for _, middleware := range siw.HandlerMiddlewares {
@@ -22874,6 +23408,12 @@ func HandlerWithOptions(si ServerInterface, options ChiServerOptions) http.Handl
 	})
 	r.Group(func(r chi.Router) {
 		r.Post(options.BaseURL+"/v1/namespaces/{namespace}/keys/{key_id}/retire", wrapper.RetireSigningKey)
+	})
+	r.Group(func(r chi.Router) {
+		r.Delete(options.BaseURL+"/v1/namespaces/{namespace}/owners/{user_id}", wrapper.RemoveNamespaceOwner)
+	})
+	r.Group(func(r chi.Router) {
+		r.Put(options.BaseURL+"/v1/namespaces/{namespace}/owners/{user_id}", wrapper.AddNamespaceOwner)
 	})
 	r.Group(func(r chi.Router) {
 		r.Get(options.BaseURL+"/v1/plugins", wrapper.SearchPlugins)
@@ -26590,6 +27130,182 @@ func (response RetireSigningKey404ApplicationProblemPlusJSONResponse) VisitRetir
 	return err
 }
 
+type RemoveNamespaceOwnerRequestObject struct {
+	Namespace NamespaceName      `json:"namespace"`
+	UserId    openapi_types.UUID `json:"user_id"`
+}
+
+type RemoveNamespaceOwnerResponseObject interface {
+	VisitRemoveNamespaceOwnerResponse(w http.ResponseWriter) error
+}
+
+type RemoveNamespaceOwner200JSONResponse Namespace
+
+func (response RemoveNamespaceOwner200JSONResponse) VisitRemoveNamespaceOwnerResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RemoveNamespaceOwner400ApplicationProblemPlusJSONResponse struct {
+	ProblemApplicationProblemPlusJSONResponse
+}
+
+func (response RemoveNamespaceOwner400ApplicationProblemPlusJSONResponse) VisitRemoveNamespaceOwnerResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RemoveNamespaceOwner401ApplicationProblemPlusJSONResponse Problem
+
+func (response RemoveNamespaceOwner401ApplicationProblemPlusJSONResponse) VisitRemoveNamespaceOwnerResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RemoveNamespaceOwner403ApplicationProblemPlusJSONResponse Problem
+
+func (response RemoveNamespaceOwner403ApplicationProblemPlusJSONResponse) VisitRemoveNamespaceOwnerResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RemoveNamespaceOwner404ApplicationProblemPlusJSONResponse Problem
+
+func (response RemoveNamespaceOwner404ApplicationProblemPlusJSONResponse) VisitRemoveNamespaceOwnerResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RemoveNamespaceOwner409ApplicationProblemPlusJSONResponse Problem
+
+func (response RemoveNamespaceOwner409ApplicationProblemPlusJSONResponse) VisitRemoveNamespaceOwnerResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AddNamespaceOwnerRequestObject struct {
+	Namespace NamespaceName      `json:"namespace"`
+	UserId    openapi_types.UUID `json:"user_id"`
+}
+
+type AddNamespaceOwnerResponseObject interface {
+	VisitAddNamespaceOwnerResponse(w http.ResponseWriter) error
+}
+
+type AddNamespaceOwner200JSONResponse Namespace
+
+func (response AddNamespaceOwner200JSONResponse) VisitAddNamespaceOwnerResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AddNamespaceOwner400ApplicationProblemPlusJSONResponse struct {
+	ProblemApplicationProblemPlusJSONResponse
+}
+
+func (response AddNamespaceOwner400ApplicationProblemPlusJSONResponse) VisitAddNamespaceOwnerResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AddNamespaceOwner401ApplicationProblemPlusJSONResponse Problem
+
+func (response AddNamespaceOwner401ApplicationProblemPlusJSONResponse) VisitAddNamespaceOwnerResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AddNamespaceOwner403ApplicationProblemPlusJSONResponse Problem
+
+func (response AddNamespaceOwner403ApplicationProblemPlusJSONResponse) VisitAddNamespaceOwnerResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AddNamespaceOwner404ApplicationProblemPlusJSONResponse Problem
+
+func (response AddNamespaceOwner404ApplicationProblemPlusJSONResponse) VisitAddNamespaceOwnerResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type SearchPluginsRequestObject struct {
 	Params SearchPluginsParams
 }
@@ -29778,6 +30494,12 @@ type StrictServerInterface interface {
 	// RetireSigningKey Retire a key
 	// (POST /v1/namespaces/{namespace}/keys/{key_id}/retire)
 	RetireSigningKey(ctx context.Context, request RetireSigningKeyRequestObject) (RetireSigningKeyResponseObject, error)
+	// RemoveNamespaceOwner Remove an owner of your namespace
+	// (DELETE /v1/namespaces/{namespace}/owners/{user_id})
+	RemoveNamespaceOwner(ctx context.Context, request RemoveNamespaceOwnerRequestObject) (RemoveNamespaceOwnerResponseObject, error)
+	// AddNamespaceOwner Make a user a co-owner of your namespace
+	// (PUT /v1/namespaces/{namespace}/owners/{user_id})
+	AddNamespaceOwner(ctx context.Context, request AddNamespaceOwnerRequestObject) (AddNamespaceOwnerResponseObject, error)
 	// SearchPlugins Find plugins
 	// (GET /v1/plugins)
 	SearchPlugins(ctx context.Context, request SearchPluginsRequestObject) (SearchPluginsResponseObject, error)
@@ -31041,6 +31763,60 @@ func (sh *strictHandler) RetireSigningKey(w http.ResponseWriter, r *http.Request
 		sh.options.ResponseErrorHandlerFunc(w, r, err)
 	} else if validResponse, ok := response.(RetireSigningKeyResponseObject); ok {
 		if err := validResponse.VisitRetireSigningKeyResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// RemoveNamespaceOwner operation middleware
+func (sh *strictHandler) RemoveNamespaceOwner(w http.ResponseWriter, r *http.Request, namespace NamespaceName, userId openapi_types.UUID) {
+	var request RemoveNamespaceOwnerRequestObject
+
+	request.Namespace = namespace
+	request.UserId = userId
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.RemoveNamespaceOwner(ctx, request.(RemoveNamespaceOwnerRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "RemoveNamespaceOwner")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(RemoveNamespaceOwnerResponseObject); ok {
+		if err := validResponse.VisitRemoveNamespaceOwnerResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// AddNamespaceOwner operation middleware
+func (sh *strictHandler) AddNamespaceOwner(w http.ResponseWriter, r *http.Request, namespace NamespaceName, userId openapi_types.UUID) {
+	var request AddNamespaceOwnerRequestObject
+
+	request.Namespace = namespace
+	request.UserId = userId
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.AddNamespaceOwner(ctx, request.(AddNamespaceOwnerRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "AddNamespaceOwner")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(AddNamespaceOwnerResponseObject); ok {
+		if err := validResponse.VisitAddNamespaceOwnerResponse(w); err != nil {
 			sh.options.ResponseErrorHandlerFunc(w, r, err)
 		}
 	} else if response != nil {

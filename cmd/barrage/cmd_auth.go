@@ -147,7 +147,7 @@ func runMe(ctx context.Context, e env, args []string) error {
 		return api.ProblemError(res.HTTPResponse, res.Body)
 	}
 	u := res.JSON200
-	fmt.Fprintf(e.stdout, "%s <%s>, %s\nlicense: %s\n", u.Name, u.Email, u.Role, licenseLine(u.License))
+	fmt.Fprintf(e.stdout, "%s <%s>, %s\nid: %s\nlicense: %s\n", u.Name, u.Email, u.Role, u.Id, licenseLine(u.License))
 	return nil
 }
 

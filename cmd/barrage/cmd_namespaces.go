@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/google/uuid"
+
 	"github.com/barrage-load/barrage/api"
 	"github.com/barrage-load/barrage/internal/registry"
 )
@@ -13,6 +15,7 @@ import (
 func runNamespaces(ctx context.Context, e env, args []string) error {
 	sub := map[string]func(context.Context, env, []string) error{
 		"create": runNamespacesCreate, "list": runNamespacesList, "add-key": runNamespacesAddKey,
+		"add-owner": runNamespacesOwner(true), "remove-owner": runNamespacesOwner(false),
 	}
 	return dispatch(ctx, e, "namespaces", sub, args)
 }
@@ -97,4 +100,53 @@ func runNamespacesAddKey(ctx context.Context, e env, args []string) error {
 	}
 	fmt.Fprintf(e.stdout, "key %s signs the versions of %s\n", res.JSON201.Id, name)
 	return nil
+}
+
+// runNamespacesOwner adds (add) or removes a co-owner of one of your namespaces, named by
+// their user id (which `barrage me` shows them).
+func runNamespacesOwner(add bool) func(context.Context, env, []string) error {
+	return func(ctx context.Context, e env, args []string) error {
+		verb := map[bool]string{true: "add-owner", false: "remove-owner"}[add]
+		fs := newFlags(e, "namespaces "+verb, "NAME USER_ID  (the user's id, as `barrage me` shows it)")
+		if err := parseFlags(fs, args, 2); err != nil {
+			return err
+		}
+		name := fs.Arg(0)
+		user, err := uuid.Parse(fs.Arg(1))
+		if err != nil {
+			return usageError(fmt.Errorf("user id %q: %w", fs.Arg(1), err))
+		}
+		cl, _, err := apiClient(ctx, e, true)
+		if err != nil {
+			return err
+		}
+		var ns *api.Namespace
+		if add {
+			res, err := cl.AddNamespaceOwnerWithResponse(ctx, name, user)
+			if err != nil {
+				return err
+			}
+			if ns = res.JSON200; ns == nil {
+				return api.ProblemError(res.HTTPResponse, res.Body)
+			}
+		} else {
+			res, err := cl.RemoveNamespaceOwnerWithResponse(ctx, name, user)
+			if err != nil {
+				return err
+			}
+			if ns = res.JSON200; ns == nil {
+				return api.ProblemError(res.HTTPResponse, res.Body)
+			}
+		}
+		owners := "(you are no longer one of them)"
+		if ns.Owners != nil {
+			ids := make([]string, len(*ns.Owners))
+			for i, id := range *ns.Owners {
+				ids[i] = id.String()
+			}
+			owners = strings.Join(ids, ", ")
+		}
+		fmt.Fprintf(e.stdout, "namespace %s: owners %s\n", name, owners)
+		return nil
+	}
 }

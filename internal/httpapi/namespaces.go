@@ -85,6 +85,30 @@ func (s *server) RetireSigningKey(ctx context.Context, req api.RetireSigningKeyR
 	return api.RetireSigningKey200JSONResponse(toAPISigningKey(k)), nil
 }
 
+func (s *server) AddNamespaceOwner(ctx context.Context, req api.AddNamespaceOwnerRequestObject) (api.AddNamespaceOwnerResponseObject, error) {
+	p, err := principal(ctx)
+	if err != nil {
+		return nil, err
+	}
+	ns, err := s.market.AddNamespaceOwner(ctx, p, req.Namespace, req.UserId)
+	if err != nil {
+		return nil, err
+	}
+	return api.AddNamespaceOwner200JSONResponse(toAPINamespace(ns)), nil
+}
+
+func (s *server) RemoveNamespaceOwner(ctx context.Context, req api.RemoveNamespaceOwnerRequestObject) (api.RemoveNamespaceOwnerResponseObject, error) {
+	p, err := principal(ctx)
+	if err != nil {
+		return nil, err
+	}
+	ns, err := s.market.RemoveNamespaceOwner(ctx, p, req.Namespace, req.UserId)
+	if err != nil {
+		return nil, err
+	}
+	return api.RemoveNamespaceOwner200JSONResponse(toAPINamespace(ns)), nil
+}
+
 func toAPINamespace(ns barrage.Namespace) api.Namespace {
 	out := api.Namespace{Name: ns.Name, Reserved: ns.Reserved, CreatedAt: ns.CreatedAt, Keys: make([]api.SigningKey, len(ns.Keys))}
 	if ns.Owners != nil {

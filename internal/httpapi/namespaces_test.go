@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"testing"
 
+	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
 	"github.com/barrage-load/barrage/internal/registry"
@@ -78,4 +79,45 @@ func TestNamespacesAndTheirKeys(t *testing.T) {
 	require.Equal(t, http.StatusCreated, r.status, "body: %s", r.body)
 	require.Equal(t, true, r.json(t)["reserved"])
 	requireProblem(t, b.do("POST", "/v1/namespaces", u.access, map[string]any{"name": "barrage"}), http.StatusConflict)
+}
+
+// A namespace's owners add co-owners by user id, who may then do all an owner may; any owner
+// may remove any owner but the last. Another user's namespace is not found.
+func TestANamespaceHasCoOwners(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	admin, u := b.adminAndUser()
+	v := b.signup(b.invite(admin, map[string]any{"license": map[string]any{"template": "demo"}}), "v@example.com")
+	w := b.signup(b.invite(admin, map[string]any{"license": map[string]any{"template": "demo"}}), "w@example.com")
+	b.author(u, "acme")
+	owner := func(who user) string { return "/v1/namespaces/acme/owners/" + who.id }
+
+	requireProblem(t, b.do("PUT", owner(w), v.access, nil), http.StatusNotFound)
+	requireProblem(t, b.do("PUT", "/v1/namespaces/acme/owners/"+uuid.NewString(), u.access, nil), http.StatusNotFound)
+	requireProblem(t, b.do("PUT", "/v1/namespaces/acme/owners/not-a-uuid", u.access, nil), http.StatusBadRequest)
+	for range 2 { // adding again changes nothing
+		r := b.do("PUT", owner(v), u.access, nil)
+		require.Equal(t, http.StatusOK, r.status, "body: %s", r.body)
+		require.Equal(t, []any{u.id, v.id}, r.json(t)["owners"])
+	}
+
+	// The co-owner publishes with a key of their own, and adds another.
+	pub, priv, err := ed25519.GenerateKey(rand.Reader)
+	require.NoError(t, err)
+	r := b.do("POST", "/v1/namespaces/acme/keys", v.access, map[string]any{"public_key": registry.PublicKey(pub).String(), "proof": registry.ProveKey(priv, "acme")})
+	require.Equal(t, http.StatusCreated, r.status, "body: %s", r.body)
+	require.Equal(t, http.StatusCreated, b.publish(v.access, randomData(priv, "1.0.0")).status)
+	require.Equal(t, http.StatusOK, b.do("PUT", owner(w), v.access, nil).status)
+
+	// Any owner removes any owner, not the last.
+	r = b.do("DELETE", owner(u), w.access, nil)
+	require.Equal(t, http.StatusOK, r.status, "body: %s", r.body)
+	require.Equal(t, []any{v.id, w.id}, r.json(t)["owners"])
+	r = b.do("DELETE", owner(w), w.access, nil)
+	require.Equal(t, http.StatusOK, r.status, "body: %s", r.body)
+	require.NotContains(t, r.json(t), "owners", "who is no longer an owner does not see them")
+	requireProblem(t, b.do("DELETE", owner(v), v.access, nil), http.StatusConflict)
+	// A former owner changes nothing more.
+	requireProblem(t, b.do("PUT", owner(u), u.access, nil), http.StatusNotFound)
+	requireProblem(t, b.do("POST", "/v1/plugins/acme/random-data/versions/1.0.0/deprecate", u.access, map[string]any{"reason": "x"}), http.StatusNotFound)
 }

@@ -85,6 +85,8 @@ var policies = map[string]policy{
 	"GET /v1/namespaces/{namespace}":                       {user, barrage.ScopeRead},
 	"POST /v1/namespaces/{namespace}/keys":                 {user, barrage.ScopeWrite},
 	"POST /v1/namespaces/{namespace}/keys/{key_id}/retire": {user, barrage.ScopeWrite},
+	"PUT /v1/namespaces/{namespace}/owners/{user_id}":      {user, barrage.ScopeWrite},
+	"DELETE /v1/namespaces/{namespace}/owners/{user_id}":   {user, barrage.ScopeWrite},
 
 	"GET /v1/plugins":                                                                 {user, barrage.ScopeRead},
 	"GET /v1/plugins/{namespace}/{name}":                                              {user, barrage.ScopeRead},

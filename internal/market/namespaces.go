@@ -4,6 +4,8 @@ import (
 	"context"
 	"slices"
 
+	"github.com/google/uuid"
+
 	"github.com/barrage-load/barrage/internal/barrage"
 	"github.com/barrage-load/barrage/internal/registry"
 )
@@ -49,4 +51,21 @@ func (s *Service) AddSigningKey(ctx context.Context, p barrage.Principal, name, 
 // RetireSigningKey retires the key id of p's namespace name.
 func (s *Service) RetireSigningKey(ctx context.Context, p barrage.Principal, name, id string) (barrage.SigningKey, error) {
 	return s.store.RetireSigningKey(ctx, name, p.User.ID, id)
+}
+
+// AddNamespaceOwner makes user a co-owner of p's namespace name, and returns it.
+func (s *Service) AddNamespaceOwner(ctx context.Context, p barrage.Principal, name string, user uuid.UUID) (barrage.Namespace, error) {
+	if err := s.store.AddNamespaceOwner(ctx, name, p.User.ID, user); err != nil {
+		return barrage.Namespace{}, err
+	}
+	return s.Namespace(ctx, p, name)
+}
+
+// RemoveNamespaceOwner removes user from the owners of p's namespace name (not the last), and
+// returns it as p may see it now.
+func (s *Service) RemoveNamespaceOwner(ctx context.Context, p barrage.Principal, name string, user uuid.UUID) (barrage.Namespace, error) {
+	if err := s.store.RemoveNamespaceOwner(ctx, name, p.User.ID, user); err != nil {
+		return barrage.Namespace{}, err
+	}
+	return s.Namespace(ctx, p, name)
 }

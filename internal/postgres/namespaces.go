@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/barrage-load/barrage/internal/barrage"
 	"github.com/barrage-load/barrage/internal/postgres/dbsqlc"
@@ -90,7 +91,12 @@ func (s *Store) AddNamespaceOwner(ctx context.Context, name string, actor, user 
 		if err := s.owned(ctx, tx, name, actor); err != nil {
 			return err
 		}
-		return translate(s.q.NamespaceOwnerAdd(ctx, tx, dbsqlc.NamespaceOwnerAddParams{Namespace: name, UserID: user}), "owner")
+		err := s.q.NamespaceOwnerAdd(ctx, tx, dbsqlc.NamespaceOwnerAddParams{Namespace: name, UserID: user})
+		var pgErr *pgconn.PgError
+		if errors.As(err, &pgErr) && pgErr.Code == pgForeignKeyViolation {
+			return barrage.Errorf(barrage.ErrNotFound, "user %s not found", user)
+		}
+		return translate(err, "owner")
 	})
 }
 
