@@ -59,6 +59,11 @@ func TestPublishReviewFindInstallAndRunAMarketplacePlugin(t *testing.T) {
 	_, errOut, err := cli(t, p, tester, "", "namespaces", "add-key", "acme")
 	require.Error(t, err)
 	require.Contains(t, errOut, "404")
+	// ... until the author makes them a co-owner, by the id `barrage me` shows them.
+	testerID := regexp.MustCompile(`(?m)^id: (\S+)$`).FindStringSubmatch(mustCLI(t, p, tester, "", "me"))[1]
+	require.Contains(t, mustCLI(t, p, author, "", "namespaces", "add-owner", "acme", testerID), testerID)
+	require.Contains(t, mustCLI(t, p, tester, "", "namespaces", "list"), "acme")
+	require.NotContains(t, mustCLI(t, p, author, "", "namespaces", "remove-owner", "acme", testerID), testerID)
 
 	out := mustCLI(t, p, author, "", "plugin", "publish", "--namespace", "acme", "--license", "MIT", "--tag", "data",
 		"--readme", "../../examples/plugins/random-data/README.md", "--config", `{"id": {"syntax": "uuid"}}`, filepath.Join(bin, "random-data"), arm)
