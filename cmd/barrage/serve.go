@@ -116,26 +116,31 @@ func runServe(ctx context.Context, e env, args []string) error {
 		return err
 	}
 	ctl.UseFinalizer(runner)
-	if err := runner.Start(ctx); err != nil {
-		return fmt.Errorf("start background jobs: %w", err)
-	}
-	defer func() {
-		stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.ShutdownTimeout)
-		defer cancel()
-		if err := runner.Stop(stopCtx); err != nil {
-			log.Warn("background jobs stopped uncleanly", slog.String("error", err.Error()))
-		}
-	}()
-	if cfg.DemoAgent {
-		a, err := demoAgent(ctx, ctl, cfg, "http://"+ln.Addr().String(), log)
-		if err != nil {
-			return fmt.Errorf("start the demo agent: %w", err)
-		}
-		go func() {
-			if err := a.Run(ctx); err != nil {
-				log.Error("the demo agent stopped", slog.String("error", err.Error()))
+	// A stop asked for while the jobs or the demo agent start is a stop, not a failure: it
+	// cancels their start, and the server shuts down as it would a moment later.
+	switch err := runner.Start(ctx); {
+	case err == nil:
+		defer func() {
+			stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.ShutdownTimeout)
+			defer cancel()
+			if err := runner.Stop(stopCtx); err != nil {
+				log.Warn("background jobs stopped uncleanly", slog.String("error", err.Error()))
 			}
 		}()
+	case ctx.Err() == nil:
+		return fmt.Errorf("start background jobs: %w", err)
+	}
+	if cfg.DemoAgent && ctx.Err() == nil {
+		switch a, err := demoAgent(ctx, ctl, cfg, "http://"+ln.Addr().String(), log); {
+		case err == nil:
+			go func() {
+				if err := a.Run(ctx); err != nil {
+					log.Error("the demo agent stopped", slog.String("error", err.Error()))
+				}
+			}()
+		case ctx.Err() == nil:
+			return fmt.Errorf("start the demo agent: %w", err)
+		}
 	}
 
 	select {
