@@ -430,31 +430,48 @@ func (pf *pluginFlags) install(ctx context.Context, cl *api.ClientWithResponses,
 	return nil
 }
 
-// installMissing installs, from the server the CLI is signed in to, the marketplace plugins
-// (namespace/name@version) of s that the plugin directory lacks, each verified as `plugin
-// install` verifies it.
-func (pf *pluginFlags) installMissing(ctx context.Context, s *script.Script) error {
+// prepareMarket readies the marketplace plugins (namespace/name@version) of s for a run on this
+// machine. One the plugin directory lacks is installed from the server the CLI is signed in to,
+// verified as `plugin install` verifies it. One it has is checked against that server, when
+// signed in: a version revoked since it was installed is refused, a deprecated one warned about.
+func (pf *pluginFlags) prepareMarket(ctx context.Context, s *script.Script) error {
 	dir := pluginset.Dir(*pf.dir)
 	var cl *api.ClientWithResponses
+	var server string
+	var signedIn error // why there is no client, once asked
+	client := func() (*api.ClientWithResponses, string, error) {
+		if cl == nil && signedIn == nil {
+			var creds credentials
+			cl, creds, signedIn = apiClientWith(ctx, pf.e, true, &http.Client{}) // downloads take their time
+			server = creds.Server
+		}
+		return cl, server, signedIn
+	}
 	for _, sp := range s.Plugins {
 		if !strings.Contains(sp.Name, "/") {
 			continue
 		}
-		if _, err := dir.Locate(ctx, sp.Name, sp.Version); !errors.Is(err, barrage.ErrNotFound) {
+		loc, err := dir.Locate(ctx, sp.Name, sp.Version)
+		if err == nil {
+			if cl, _, err := client(); err == nil {
+				if err := checkInstalled(ctx, pf.e, cl, loc.Manifest, dir); err != nil {
+					return err
+				}
+			}
 			continue
+		}
+		if !errors.Is(err, barrage.ErrNotFound) {
+			return err
 		}
 		c, err := registry.ParseConstraint(sp.Version)
 		if err != nil {
 			return err
 		}
-		if cl == nil {
-			client, creds, err := apiClientWith(ctx, pf.e, true, &http.Client{})
-			if err != nil {
-				return fmt.Errorf("plugin %s is not in %s, and it cannot be fetched from the marketplace: %w", sp.Ref, dir, err)
-			}
-			cl = client
-			fmt.Fprintf(pf.e.stderr, "fetching %s from %s\n", sp.Ref, creds.Server)
+		cl, server, err := client()
+		if err != nil {
+			return fmt.Errorf("plugin %s is not in %s, and it cannot be fetched from the marketplace: %w", sp.Ref, dir, err)
 		}
+		fmt.Fprintf(pf.e.stderr, "fetching %s from %s\n", sp.Ref, server)
 		version := sp.Version
 		if !c.Exact() {
 			if version, err = newestListed(ctx, cl, sp.Name, c); err != nil {
@@ -475,8 +492,29 @@ func (pf *pluginFlags) installMissing(ctx context.Context, s *script.Script) err
 	return nil
 }
 
-// newestListed is the newest published (or deprecated) version of the marketplace plugin name
-// that c matches.
+// checkInstalled holds the installed marketplace plugin m to what the server says of its
+// version now: revoked is refused, deprecated warned about. A version the server does not know
+// (installed from another server) or a server out of reach is let be, with a note.
+func checkInstalled(ctx context.Context, e env, cl *api.ClientWithResponses, m pluginset.Manifest, dir pluginset.Dir) error {
+	namespace, name, _ := strings.Cut(m.Name, "/")
+	res, err := cl.GetPluginVersionWithResponse(ctx, namespace, name, m.Version)
+	if err != nil || res.JSON200 == nil {
+		fmt.Fprintf(e.stderr, "note: %s@%s could not be checked against the marketplace\n", m.Name, m.Version)
+		return nil
+	}
+	v := res.JSON200
+	switch v.State {
+	case api.PluginVersionStateRevoked:
+		return fmt.Errorf("plugin %s@%s was revoked (%s): no run may use it; remove %s from %s",
+			m.Name, m.Version, deref(v.StateReason), filepath.Join(filepath.FromSlash(m.Name), m.Version), dir)
+	case api.PluginVersionStateDeprecated:
+		fmt.Fprintf(e.stderr, "warning: %s@%s is deprecated: %s\n", m.Name, m.Version, deref(v.StateReason))
+	}
+	return nil
+}
+
+// newestListed is the version of the marketplace plugin name a range c is pinned to: the newest
+// published one it matches, else the newest deprecated one.
 func newestListed(ctx context.Context, cl *api.ClientWithResponses, name string, c registry.Constraint) (string, error) {
 	namespace, short, _ := strings.Cut(name, "/")
 	res, err := cl.GetPluginWithResponse(ctx, namespace, short)
@@ -486,13 +524,7 @@ func newestListed(ctx context.Context, cl *api.ClientWithResponses, name string,
 	if res.JSON200 == nil {
 		return "", api.ProblemError(res.HTTPResponse, res.Body)
 	}
-	var listed []string
-	for _, v := range res.JSON200.Versions {
-		if v.State == api.PluginVersionStatePublished || v.State == api.PluginVersionStateDeprecated {
-			listed = append(listed, v.Version)
-		}
-	}
-	v, ok := c.Newest(listed)
+	v, ok := registry.Pick(c, res.JSON200.Versions, func(v api.PluginVersion) (string, string) { return v.Version, string(v.State) })
 	if !ok {
 		return "", fmt.Errorf("no published version of %s matches %s", name, c)
 	}

@@ -144,7 +144,7 @@ func (pf *pluginFlags) open(ctx context.Context, path string, s *script.Script, 
 	if len(s.Plugins) == 0 {
 		return nil, s, nil
 	}
-	if err := pf.installMissing(ctx, s); err != nil {
+	if err := pf.prepareMarket(ctx, s); err != nil {
 		return nil, nil, err
 	}
 	hopts, err := pf.hostOptions()

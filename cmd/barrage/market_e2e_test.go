@@ -249,4 +249,8 @@ load:
 	_, errOut, err = runOnAgent()
 	require.Error(t, err)
 	require.Contains(t, errOut, "acme/random-data@^1.0: no published version that you may use matches ^1.0")
+	// ... and `barrage run`, signed in, refuses the copy installed before.
+	_, errOut, err = cli(t, p, tester, "", "run", script)
+	require.Error(t, err)
+	require.Contains(t, errOut, "plugin acme/random-data@1.0.0 was revoked (tampered): no run may use it; remove acme/random-data/1.0.0 from")
 }

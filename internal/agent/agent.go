@@ -283,9 +283,11 @@ func (a *Agent) prepare(ctx context.Context, job *api.ShardJob, received time.Ti
 }
 
 // source is where the agent finds the plugins of a script whose marketplace plugins are pins:
-// those fetched from the server into its cache, the others in its plugin directory.
+// those fetched from the server into its cache, the others (named without a namespace) in its
+// plugin directory.
 func (a *Agent) source(pins []api.PluginPin) pluginset.Source {
-	return pluginset.Sources{&pluginset.Market{Pins: api.PinsFrom(pins), Cache: a.cfg.PluginCache, Fetch: a.fetchArtifact, Log: a.log}, a.cfg.Plugins}
+	return pluginset.Sources{&pluginset.Market{Pins: api.PinsFrom(pins), Cache: a.cfg.PluginCache, Fetch: a.fetchArtifact, Log: a.log},
+		pluginset.OwnPlugins{Source: a.cfg.Plugins}}
 }
 
 // fetchArtifact opens the marketplace artifact with sha256 from the server.

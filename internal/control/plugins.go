@@ -15,8 +15,8 @@ import (
 	"github.com/barrage-load/barrage/internal/script"
 )
 
-// A script names a marketplace plugin as namespace/name@version, in a namespace the
-// marketplace has; any other name is a plugin of the agent's own plugin directory. The server
+// A script names a marketplace plugin as namespace/name@version; a name without a namespace
+// is a plugin of the agent's own plugin directory. The server
 // resolves each marketplace plugin for the user who runs it (a version they may use, not
 // revoked) and pins it by its signed SHA256SUMS; agents fetch and verify what the pin names.
 
@@ -72,14 +72,17 @@ func (s *Service) resolvePlugin(ctx context.Context, p barrage.Principal, alias,
 	if !found {
 		return m, false, nil
 	}
+	field, ref := "plugins."+alias, fullName+"@"+version
 	ns, err := s.store.Namespace(ctx, namespace)
 	if errors.Is(err, barrage.ErrNotFound) {
-		return m, false, nil // a plugin of the agent's directory that happens to have a namespace
+		// Never a plugin of the agent's directory: whoever claimed the namespace later would
+		// have the script run theirs.
+		return m, false, barrage.Invalid(field, fmt.Sprintf("%s is not a version of the marketplace that you may use "+
+			"(it has no namespace %s); a plugin of an agent's own directory is named without a namespace", ref, namespace))
 	}
 	if err != nil {
 		return m, false, err
 	}
-	field, ref := "plugins."+alias, fullName+"@"+version
 	viewer := postgres.Viewer{User: p.User.ID, Admin: p.User.Role == barrage.RoleAdmin}
 	if c, err := registry.ParseConstraint(version); err == nil && !c.Exact() {
 		// A range is pinned to the newest published (or deprecated) version it matches.
@@ -117,30 +120,60 @@ func (s *Service) resolvePlugin(ctx context.Context, p barrage.Principal, alias,
 	if v.State == barrage.VersionDeprecated {
 		m.deprecated = v.StateReason
 	}
-	if v.PublishedBy != nil {
-		u, err := s.store.UserByID(ctx, *v.PublishedBy)
-		if err != nil && !errors.Is(err, barrage.ErrNotFound) {
-			return m, false, err
-		}
-		m.byAdmin = err == nil && u.Role == barrage.RoleAdmin
+	if m.byAdmin, err = s.byAdmin(ctx, v); err != nil {
+		return m, false, err
 	}
 	return m, true, nil
 }
 
-// newest is the newest version of namespace/name that c matches, among those viewer may see
-// that are published or deprecated.
+// byAdmin says whether an admin published v (and is an admin still).
+func (s *Service) byAdmin(ctx context.Context, v barrage.PluginVersion) (bool, error) {
+	if v.PublishedBy == nil {
+		return false, nil
+	}
+	u, err := s.store.UserByID(ctx, *v.PublishedBy)
+	if errors.Is(err, barrage.ErrNotFound) {
+		return false, nil
+	}
+	return err == nil && u.Role == barrage.RoleAdmin, err
+}
+
+// sandboxRefuses says why shared agent a, which holds the whole kernel sandbox or not
+// (sandbox), may not be handed work whose marketplace plugins are in pins; "" when it may.
+// Admission checked the agent as it was then; this checks it as it is when it takes the work.
+func (s *Service) sandboxRefuses(ctx context.Context, a barrage.Agent, sandbox bool, pins []barrage.PluginPin) (string, error) {
+	if !a.Shared() || sandbox {
+		return "", nil
+	}
+	for _, pin := range pins {
+		if !pin.Marketplace() {
+			continue
+		}
+		namespace, name, _ := strings.Cut(pin.Name, "/")
+		v, err := s.store.PluginVersion(ctx, postgres.Viewer{Admin: true}, namespace, name, pin.Version)
+		if err != nil {
+			return "", err
+		}
+		admin, err := s.byAdmin(ctx, v)
+		if err != nil {
+			return "", err
+		}
+		if !admin {
+			return fmt.Sprintf("shared agent %q does not hold the kernel sandbox now, and %s, published by a user, "+
+				"runs on a shared agent only inside it: run it on your own agent", a.Name, pin.Ref()), nil
+		}
+	}
+	return "", nil
+}
+
+// newest is the version of namespace/name a range c is pinned to, among those viewer may see:
+// the newest published one it matches, else the newest deprecated one.
 func (s *Service) newest(ctx context.Context, viewer postgres.Viewer, namespace, name string, c registry.Constraint) (string, error) {
 	pl, err := s.store.Plugin(ctx, viewer, namespace, name)
 	if err != nil && !errors.Is(err, barrage.ErrNotFound) {
 		return "", err
 	}
-	var listed []string
-	for _, v := range pl.Versions {
-		if v.State.Listed() {
-			listed = append(listed, v.Version)
-		}
-	}
-	v, ok := c.Newest(listed)
+	v, ok := registry.Pick(c, pl.Versions, func(v barrage.PluginVersion) (string, string) { return v.Version, string(v.State) })
 	if !ok {
 		return "", fmt.Errorf("no published version that you may use matches %s", c)
 	}
@@ -190,8 +223,9 @@ func checkMarketPins(pins []barrage.PluginPin, plugins []marketPlugin) error {
 	for _, pin := range pins {
 		i := slices.IndexFunc(plugins, func(m marketPlugin) bool { return m.pin.Name == pin.Name && m.pin.Version == pin.Version })
 		if i < 0 {
-			if pin.Marketplace() {
-				return barrage.Invalid("plugins."+pin.Alias, fmt.Sprintf("the source plugins added %s, a marketplace plugin the test does not name: name it in the test", pin.Ref()))
+			if pin.Marketplace() || strings.Contains(pin.Name, "/") {
+				return barrage.Invalid("plugins."+pin.Alias, fmt.Sprintf("the agent pinned %s as a marketplace plugin that the server did not resolve for the test "+
+					"(a source plugin may not add one: name it in the test)", pin.Ref()))
 			}
 			continue
 		}

@@ -61,11 +61,25 @@ func (s *Service) Lease(ctx context.Context, a barrage.Agent, h Hello, wait time
 		if w.Pings, err = s.store.TakePings(ctx, a.ID); err != nil {
 			return Work{}, err
 		}
-		if w.Jobs, err = s.takeJobs(ctx, a); err != nil {
+		if w.Jobs, err = s.takeJobs(ctx, a, h.Sandbox); err != nil {
 			return Work{}, err
 		}
 		if w.Shard, err = s.store.LeaseShard(ctx, a.ID, h.Version, s.cfg.StartLead); err != nil {
 			return Work{}, err
+		}
+		if w.Shard != nil {
+			// The sandbox is checked as the agent says it is now, not as it was at admission.
+			why, err := s.sandboxRefuses(ctx, a, h.Sandbox, w.Shard.Run.Manifest.Plugins)
+			if err != nil {
+				return Work{}, err
+			}
+			if why != "" {
+				end := &barrage.ShardEnd{State: barrage.ShardState(engine.Failed.String()), Reason: why, Result: json.RawMessage("{}")}
+				if _, err := s.storeReport(ctx, a, w.Shard.Shard.ID, w.Shard.Shard.Lease, nil, end); err != nil {
+					return Work{}, err
+				}
+				w.Shard = nil
+			}
 		}
 		if w.Shard != nil {
 			s.log.InfoContext(ctx, "shard leased", slog.String("run_id", w.Shard.Run.ID.String()),
@@ -118,15 +132,34 @@ func (s *Service) Ping(ctx context.Context, p barrage.Principal, id uuid.UUID) (
 	return a, rtt, err
 }
 
-// takeJobs hands agent a the jobs waiting for it whose askers still wait, as many as it has
-// free slots: on a shared agent, one per user at a time. Each carries only the data files its
-// test's revision reads.
-func (s *Service) takeJobs(ctx context.Context, a barrage.Agent) ([]barrage.AgentJob, error) {
+// takeJobs hands agent a, which holds the whole kernel sandbox or not (sandbox), the jobs
+// waiting for it whose askers still wait, as many as it has free slots: on a shared agent, one
+// per user at a time. Each carries only the data files its test's revision reads. A job whose
+// marketplace plugins the agent may not run without the sandbox is answered with why.
+func (s *Service) takeJobs(ctx context.Context, a barrage.Agent, sandbox bool) ([]barrage.AgentJob, error) {
 	slots := postgres.JobSlots{Slots: barrage.AgentJobSlots, PerOwner: barrage.AgentJobSlots}
 	if a.Shared() {
 		slots.PerOwner = 1
 	}
-	return s.store.TakeAgentJobs(ctx, a.ID, s.now().Add(-JobWait), slots, dataFiles)
+	jobs, err := s.store.TakeAgentJobs(ctx, a.ID, s.now().Add(-JobWait), slots, dataFiles)
+	if err != nil {
+		return nil, err
+	}
+	kept := jobs[:0]
+	for _, j := range jobs {
+		why, err := s.sandboxRefuses(ctx, a, sandbox, j.Plugins)
+		switch {
+		case err != nil:
+			return nil, err
+		case why != "":
+			if err := s.store.AnswerAgentJob(ctx, a.ID, j.ID, nil, &why); err != nil {
+				return nil, err
+			}
+		default:
+			kept = append(kept, j)
+		}
+	}
+	return kept, nil
 }
 
 // AnswerPing records agent a's answer to its ping id.
@@ -221,31 +254,15 @@ func (s *Service) Report(ctx context.Context, a barrage.Agent, shardID uuid.UUID
 			end.Result = json.RawMessage("{}")
 		}
 	}
-	queued := false
-	rep, err := s.store.ReportShard(ctx, a.ID, shardID, r.Lease, secs, end, func(tx pgx.Tx, run barrage.Run) error {
-		if s.finalizer == nil || !allEnded(run) {
-			return nil
-		}
-		queued = true
-		return s.finalizer.Finalize(ctx, tx, run.ID)
-	})
+	rep, err := s.storeReport(ctx, a, shardID, r.Lease, secs, end)
 	if err != nil {
 		return Instruction{}, err
-	}
-	if end != nil {
-		s.log.InfoContext(ctx, "shard ended", slog.String("run_id", rep.Run.ID.String()), slog.String("shard_id", shardID.String()),
-			slog.String("state", string(end.State)), slog.String("reason", end.Reason))
-		if !queued {
-			if err := s.finalize(ctx, rep.Run); err != nil {
-				return Instruction{}, err
-			}
-		}
 	}
 	var in Instruction
 	if in.Pings, err = s.store.TakePings(ctx, a.ID); err != nil {
 		return Instruction{}, err
 	}
-	if in.Jobs, err = s.takeJobs(ctx, a); err != nil {
+	if in.Jobs, err = s.takeJobs(ctx, a, a.Sandbox); err != nil {
 		return Instruction{}, err
 	}
 	switch r := rep.Run; {
@@ -259,6 +276,33 @@ func (s *Service) Report(ctx context.Context, a barrage.Agent, shardID uuid.UUID
 		in.Stop = &engine.Stop{Reason: engine.Failed, Detail: "the run has ended: " + r.Reason}
 	}
 	return in, nil
+}
+
+// storeReport stores the seconds of agent a's shard and its end, if it ended, and finalizes its
+// run when it was the last shard to end.
+func (s *Service) storeReport(ctx context.Context, a barrage.Agent, shardID uuid.UUID, lease int64, secs []barrage.ShardSecond,
+	end *barrage.ShardEnd) (postgres.ShardReport, error) {
+	queued := false
+	rep, err := s.store.ReportShard(ctx, a.ID, shardID, lease, secs, end, func(tx pgx.Tx, run barrage.Run) error {
+		if s.finalizer == nil || !allEnded(run) {
+			return nil
+		}
+		queued = true
+		return s.finalizer.Finalize(ctx, tx, run.ID)
+	})
+	if err != nil {
+		return rep, err
+	}
+	if end != nil {
+		s.log.InfoContext(ctx, "shard ended", slog.String("run_id", rep.Run.ID.String()), slog.String("shard_id", shardID.String()),
+			slog.String("state", string(end.State)), slog.String("reason", end.Reason))
+		if !queued {
+			if err := s.finalize(ctx, rep.Run); err != nil {
+				return rep, err
+			}
+		}
+	}
+	return rep, nil
 }
 
 // allEnded reports whether every shard of run has ended.

@@ -170,6 +170,17 @@ func TestMarketplacePluginsArePinnedFetchedAndCountedByRuns(t *testing.T) {
 	sandboxed := map[string]any{"protocol": protocol, "version": "test", "cores": 2, "wait_seconds": 0, "sandbox": true}
 	require.Equal(t, http.StatusNoContent, b.do("POST", "/v1/agent/lease", sharedToken, sandboxed).status)
 	cancel(run(sharedID))
+	// Admitted while the agent held the sandbox, the run is checked again when the agent takes
+	// its shard without it: the shard fails, naming the plugin, and the agent is given nothing.
+	r = run(sharedID)
+	require.Equal(t, http.StatusCreated, r.status, "body: %s", r.body)
+	runID := r.json(t)["id"].(string)
+	require.Equal(t, http.StatusNoContent, b.do("POST", "/v1/agent/lease", sharedToken, hello).status)
+	ended := b.do("GET", "/v1/runs/"+runID, tester.access, nil).json(t)
+	require.Equal(t, "failed", ended["state"])
+	shard := ended["shards"].([]any)[0].(map[string]any)
+	require.Equal(t, "failed", shard["state"])
+	require.Contains(t, shard["reason"], `shared agent "shared" does not hold the kernel sandbox now, and acme/random-data@1.0.0, published by a user`)
 
 	adminKey := b.author(admin, "core")
 	core := randomData(adminKey, "1.0.0")
@@ -188,6 +199,14 @@ func TestMarketplacePluginsArePinnedFetchedAndCountedByRuns(t *testing.T) {
 	require.Equal(t, http.StatusCreated, r.status, "an admin's plugin on a shared agent: %s", r.body)
 	cancel(b.do("POST", "/v1/runs", tester.access, map[string]any{"script_id": r.json(t)["id"], "agent_ids": []string{sharedID}}))
 
+	// A namespace the marketplace does not have is not an agent's plugin: it is refused.
+	p = requireProblem(t, b.do("POST", "/v1/tests/"+newTest("ghost/random-data@1.0.0")+"/scripts", tester.access, nil), http.StatusUnprocessableEntity)
+	require.Contains(t, requireField(t, p, "plugins.rnd"), "(it has no namespace ghost); a plugin of an agent's own directory is named without a namespace")
+	// A pending version is rejected, not revoked: revoked ones are shown to everyone.
+	require.Equal(t, http.StatusCreated, b.publish(author.access, randomData(key, "2.0.0")).status)
+	p = requireProblem(t, b.do("POST", "/v1/admin/plugins/acme/random-data/versions/2.0.0/revoke", admin.access, map[string]any{"reason": "x"}), http.StatusConflict)
+	require.Contains(t, p["detail"], "is pending: reject it")
+
 	// Revoked: no new run, no fetch; the runs before keep their manifest.
 	require.Equal(t, http.StatusOK, b.do("POST", "/v1/admin/plugins/acme/random-data/versions/1.0.0/revoke", admin.access, map[string]any{"reason": "leaks data"}).status)
 	p = requireProblem(t, run(agentID), http.StatusUnprocessableEntity)
@@ -196,5 +215,5 @@ func TestMarketplacePluginsArePinnedFetchedAndCountedByRuns(t *testing.T) {
 	before := b.do("GET", "/v1/runs/"+first.json(t)["id"].(string), tester.access, nil)
 	require.Equal(t, http.StatusOK, before.status)
 	require.Equal(t, firstManifest["plugins"], before.json(t)["manifest"].(map[string]any)["plugins"])
-	require.EqualValues(t, 3, b.do("GET", "/v1/plugins/acme/random-data/versions/1.0.0", tester.access, nil).json(t)["runs"])
+	require.EqualValues(t, 4, b.do("GET", "/v1/plugins/acme/random-data/versions/1.0.0", tester.access, nil).json(t)["runs"], "every run admitted counts")
 }

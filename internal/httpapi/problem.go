@@ -125,7 +125,15 @@ const statusClientClosed = 499
 func writeError(log *slog.Logger, w http.ResponseWriter, r *http.Request, err error) {
 	if r.Context().Err() != nil {
 		log.DebugContext(r.Context(), "client went away", slog.String("error", err.Error()))
-		w.WriteHeader(statusClientClosed)
+		if !responseStarted(w) {
+			w.WriteHeader(statusClientClosed)
+		}
+		return
+	}
+	if responseStarted(w) {
+		// A stream that failed half-way (an artifact's download): the status is sent, and
+		// what the client has is short; nothing more can be said.
+		log.WarnContext(r.Context(), "response cut short", slog.String("error", err.Error()))
 		return
 	}
 	p := problemFor(err)
@@ -133,4 +141,18 @@ func writeError(log *slog.Logger, w http.ResponseWriter, r *http.Request, err er
 		log.ErrorContext(r.Context(), "request failed", slog.String("error", err.Error()))
 	}
 	writeProblem(w, r, p)
+}
+
+// responseStarted says whether w, or a writer it wraps, has sent its status already.
+func responseStarted(w http.ResponseWriter) bool {
+	for {
+		if rec, ok := w.(*statusRecorder); ok {
+			return rec.status != 0
+		}
+		u, ok := w.(interface{ Unwrap() http.ResponseWriter })
+		if !ok {
+			return false
+		}
+		w = u.Unwrap()
+	}
 }

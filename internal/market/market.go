@@ -348,13 +348,23 @@ func (s *Service) Reject(ctx context.Context, p barrage.Principal, namespace, na
 	return s.store.SetPluginVersionState(ctx, viewer(p), namespace, name, version, barrage.VersionRejected, reason, barrage.VersionPending)
 }
 
-// Revoke withdraws a version from new runs and downloads, saying why; admins only.
+// Revoke withdraws a published (or deprecated) version from new runs and downloads, saying
+// why; admins only. A revoked version stays shown to everyone, for the runs that used it, so a
+// pending one, which nobody but its owners has seen, is rejected instead.
 func (s *Service) Revoke(ctx context.Context, p barrage.Principal, namespace, name, version, reason string) (barrage.PluginVersion, error) {
 	if err := needReason(reason); err != nil {
 		return barrage.PluginVersion{}, err
 	}
+	v, err := s.store.PluginVersion(ctx, viewer(p), namespace, name, version)
+	if err != nil {
+		return v, err
+	}
+	if v.State == barrage.VersionPending {
+		return barrage.PluginVersion{}, barrage.Errorf(barrage.ErrConflict,
+			"%s is pending: reject it (.../reject) rather than revoke it, which would show it to everyone", v.Ref())
+	}
 	return s.store.SetPluginVersionState(ctx, viewer(p), namespace, name, version, barrage.VersionRevoked, reason,
-		barrage.VersionPending, barrage.VersionPublished, barrage.VersionDeprecated)
+		barrage.VersionPublished, barrage.VersionDeprecated)
 }
 
 // Deprecate marks a published version as one to move away from, saying why: its owners and

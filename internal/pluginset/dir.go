@@ -171,6 +171,10 @@ func (d Dir) add(ctx context.Context, h *pluginhost.Host, path, name, version st
 	if _, err := sdk.ParseHostPatterns(info.Network); err != nil {
 		return nil, barrage.Invalid("network", fmt.Sprintf("%s declares what it needs to reach wrongly: network: %v", path, err))
 	}
+	if name == "" && strings.Contains(info.Name, "/") {
+		return nil, barrage.Invalid("plugin", fmt.Sprintf("%s says it is %s: a name with a namespace is a marketplace plugin's; "+
+			"publish it (barrage plugin publish) and install it, or give the plugin a name without one", path, info.Name))
+	}
 	if name != "" {
 		if info.Version != version || !pluginhost.SameName(info.Name, name) {
 			return nil, barrage.Invalid("plugin", fmt.Sprintf("%s says it is %s@%s, not %s@%s", path, info.Name, info.Version, name, version))

@@ -83,3 +83,18 @@ func TestAddRefusesAPluginWhoseVersionClimbsOutOfTheDirectory(t *testing.T) {
 	entries, _ := os.ReadDir(root)
 	require.Empty(t, entries, "nothing was written")
 }
+
+// A plugin that names itself with a namespace is not added: a namespaced name is the
+// marketplace's, and one added by hand would be taken for it.
+func TestAddRefusesANamespacedName(t *testing.T) {
+	t.Parallel()
+	h, err := pluginhost.New(pluginhost.Options{})
+	require.NoError(t, err)
+	defer h.Close()
+	dir := pluginset.Dir(t.TempDir())
+	_, err = dir.Add(context.Background(), h, named(t, "squatter"))
+	require.ErrorIs(t, err, barrage.ErrInvalid)
+	require.ErrorContains(t, err, "says it is mycorp/squatter: a name with a namespace is a marketplace plugin's")
+	entries, _ := os.ReadDir(string(dir))
+	require.Empty(t, entries, "nothing was written")
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -102,18 +103,28 @@ func (m *Market) cached(ctx context.Context, want string) (string, error) {
 	mu.(*sync.Mutex).Lock()
 	defer mu.(*sync.Mutex).Unlock()
 	path := filepath.Join(m.Cache, want)
-	if got, err := FileSHA256(path); err == nil {
-		if got == want {
-			return path, nil
+	switch fi, err := os.Lstat(path); {
+	case errors.Is(err, os.ErrNotExist):
+	case err != nil:
+		return "", err
+	default:
+		// Only a regular file is kept: a link or a folder under the digest's name is not the
+		// verified bytes, whatever it leads to.
+		got := fi.Mode().Type().String()
+		if fi.Mode().IsRegular() {
+			if got, err = FileSHA256(path); err != nil {
+				return "", err
+			}
+			if got == want {
+				return path, nil
+			}
 		}
 		if m.Log != nil {
-			m.Log.Warn("a cached plugin does not match its digest; fetching it again", slog.String("path", path), slog.String("sha256", got))
+			m.Log.Warn("a cached plugin does not match its digest; fetching it again", slog.String("sha256", want), slog.String("found", got))
 		}
-		if err := os.Remove(path); err != nil {
-			return "", err
+		if err := os.RemoveAll(path); err != nil {
+			return "", fmt.Errorf("remove the cached artifact %s that does not match: %w", want, err)
 		}
-	} else if !os.IsNotExist(err) {
-		return "", err
 	}
 	if err := os.MkdirAll(m.Cache, 0o755); err != nil {
 		return "", err

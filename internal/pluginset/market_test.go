@@ -212,3 +212,33 @@ func BenchmarkMarketLocate(b *testing.B) {
 		}
 	})
 }
+
+// A cache entry that is not a regular file, a link to the right bytes or a folder, is not
+// trusted: it is replaced by a fetch.
+func TestACacheEntryThatIsNoFileIsFetchedAgain(t *testing.T) {
+	t.Parallel()
+	for name, plant := range map[string]func(t *testing.T, path string, w *marketWorld){
+		"a link to the right bytes": func(t *testing.T, path string, w *marketWorld) {
+			elsewhere := filepath.Join(t.TempDir(), "elsewhere")
+			require.NoError(t, os.WriteFile(elsewhere, w.binary, 0o755))
+			require.NoError(t, os.Symlink(elsewhere, path))
+		},
+		"a folder": func(t *testing.T, path string, _ *marketWorld) {
+			require.NoError(t, os.MkdirAll(filepath.Join(path, "inside"), 0o755))
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			w := newMarketWorld(t)
+			cache := t.TempDir()
+			path := filepath.Join(cache, w.sum)
+			plant(t, path, w)
+			loc, err := w.market(cache).Locate(context.Background(), "acme/tool", "1.0.0")
+			require.NoError(t, err)
+			require.Equal(t, path, loc.Path)
+			require.EqualValues(t, 1, w.fetches.Load())
+			fi, err := os.Lstat(path)
+			require.NoError(t, err)
+			require.True(t, fi.Mode().IsRegular())
+		})
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/barrage-load/barrage/internal/barrage"
 	"github.com/barrage-load/barrage/internal/registry"
@@ -46,6 +47,19 @@ func (ss Sources) Locate(ctx context.Context, name, version string) (Located, er
 		err = barrage.Errorf(barrage.ErrNotFound, "plugin %s@%s: no plugin source", name, version)
 	}
 	return Located{}, err
+}
+
+// OwnPlugins is a source's plugins named without a namespace, alone. On an agent, a
+// namespaced name is a marketplace plugin, which the script's pins give (Market): one in the
+// agent's directory is never taken for it.
+type OwnPlugins struct{ Source Source }
+
+// Locate implements Source.
+func (o OwnPlugins) Locate(ctx context.Context, name, version string) (Located, error) {
+	if strings.Contains(name, "/") {
+		return Located{}, barrage.Errorf(barrage.ErrNotFound, "plugin %s@%s is a marketplace plugin that the script does not pin", name, version)
+	}
+	return o.Source.Locate(ctx, name, version)
 }
 
 // Locate implements Source: the directory's manifest of name@version and its binary. A range

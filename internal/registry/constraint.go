@@ -89,3 +89,22 @@ func (c Constraint) Newest(versions []string) (string, bool) {
 	}
 	return found, found != ""
 }
+
+// Pick is the version of versions a range is pinned to: the newest published version it
+// matches, else the newest deprecated one (still usable, and warned about). Each version is
+// read with its state ("published", "deprecated", or another, skipped).
+func Pick[V any](c Constraint, versions []V, read func(V) (version, state string)) (string, bool) {
+	var published, deprecated []string
+	for _, v := range versions {
+		switch version, state := read(v); state {
+		case "published":
+			published = append(published, version)
+		case "deprecated":
+			deprecated = append(deprecated, version)
+		}
+	}
+	if v, ok := c.Newest(published); ok {
+		return v, true
+	}
+	return c.Newest(deprecated)
+}

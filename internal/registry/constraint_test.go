@@ -44,3 +44,21 @@ func TestConstraintsMatchAsCargoAndNpmDo(t *testing.T) {
 	_, ok = con.Newest([]string{"2.0.0"})
 	require.False(t, ok)
 }
+
+// A range is pinned to the newest published version it matches; a deprecated one only when no
+// published one matches; never a pending, rejected or revoked one.
+func TestARangePicksPublishedBeforeDeprecated(t *testing.T) {
+	t.Parallel()
+	c, err := registry.ParseConstraint("^1.0")
+	require.NoError(t, err)
+	type v struct{ version, state string }
+	read := func(x v) (string, string) { return x.version, x.state }
+	got, ok := registry.Pick(c, []v{{"1.4.0", "deprecated"}, {"1.0.0", "published"}, {"1.6.0", "revoked"}, {"1.7.0", "pending"}}, read)
+	require.True(t, ok)
+	require.Equal(t, "1.0.0", got)
+	got, ok = registry.Pick(c, []v{{"1.4.0", "deprecated"}, {"1.2.0", "deprecated"}, {"2.0.0", "published"}}, read)
+	require.True(t, ok)
+	require.Equal(t, "1.4.0", got)
+	_, ok = registry.Pick(c, []v{{"1.9.0", "rejected"}}, read)
+	require.False(t, ok)
+}

@@ -305,6 +305,19 @@ func (d *decoder) plugins(n *yaml.Node, p pos) []*Plugin {
 				d.add(p, "must be name@version with an exact version (random-data@1.2.0) or a range of versions (acme/random-data@^1.2)")
 			}
 			if m != nil {
+				if ns, name, market := strings.Cut(m[1], "/"); market {
+					// A marketplace plugin: its names follow the marketplace's rules.
+					err := registry.CheckName("namespace", ns)
+					if err == nil {
+						err = registry.CheckName("name", name)
+					}
+					if err != nil {
+						d.add(p, "%s: a namespaced name is a marketplace plugin's", err)
+						m = nil
+					}
+				}
+			}
+			if m != nil {
 				pl.Ref, pl.Name, pl.Version = ref, m[1], m[3]
 				if identRe.MatchString(m[2]) {
 					pl.As = m[2]

@@ -142,6 +142,7 @@ func TestParseErrorsNameTheirPath(t *testing.T) {
 		{"threshold window twice", withTop("thresholds: [{check: 'p95 < 1s over 10s', over: 30s}]\n"), "thresholds[0].over", "already says over 10s"},
 		{"threshold abort", withTop("thresholds: [{check: 'p95 < 1s', abort: yes}]\n"), "thresholds[0].abort", "true or false"},
 		{"plugin ref", withTop("plugins: [{use: 'random-data@>=1.2', kind: element}]\n"), "plugins[0].use", "exact version"},
+		{"plugin namespace", withTop("plugins: [{use: 'acme/random_data@1.0.0', as: r, kind: element}]\n"), "plugins[0].use", "a namespaced name is a marketplace plugin's"},
 		{"plugin range", withTop("plugins: [{use: 'rnd@^1.2.3-rc.1', kind: element}]\n"), "plugins[0].use", "or a range of versions"},
 		{"plugin kind", withTop("plugins: [{use: rnd@1.2.0, kind: session}]\n"), "plugins[0].kind", "must be session-element"},
 		{"plugin kind missing", withTop("plugins: [{use: rnd@1.2.0}]\n"), "plugins[0].kind", "required"},

@@ -23,12 +23,16 @@ func main() {
 	}
 	name, _, _ := strings.Cut(filepath.Base(os.Args[0]), "-")
 	p := &sdk.Plugin{Name: name, Version: "1.0.0", Scope: sdk.ScopeIteration}
-	if name == "evil" {
+	switch name {
+	case "evil":
 		// Names a version that, used as a path, climbs out of the plugin directory.
 		p.Version = "../../../../../../tmp/barrage-escaped"
+	case "squatter":
+		// Names itself with a namespace, as only a marketplace plugin may.
+		p.Name = "mycorp/squatter"
 	}
 	switch name {
-	case "good", "env", "alloc", "stdio", "evil":
+	case "good", "env", "alloc", "stdio", "evil", "squatter":
 		p.Element = &element{mode: name}
 		p.URL = &hook{mode: name}
 	case "crash", "hang":
