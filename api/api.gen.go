@@ -2166,7 +2166,7 @@ type ClientInterface interface {
 
 	// RevokePluginVersionWithBody Revoke a version
 	//
-	// No new run may use it and it is no longer downloaded (`410`); the runs that used it keep their record. A pending, published or deprecated version may be revoked (`409` otherwise).
+	// No new run may use it and it is no longer downloaded (`410`); the runs that used it keep their record. A published or deprecated version may be revoked (`409` otherwise: a pending one is rejected, since a revoked version stays shown to everyone).
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -2175,7 +2175,7 @@ type ClientInterface interface {
 
 	// RevokePluginVersion Revoke a version
 	//
-	// No new run may use it and it is no longer downloaded (`410`); the runs that used it keep their record. A pending, published or deprecated version may be revoked (`409` otherwise).
+	// No new run may use it and it is no longer downloaded (`410`); the runs that used it keep their record. A published or deprecated version may be revoked (`409` otherwise: a pending one is rejected, since a revoked version stays shown to everyone).
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -3253,7 +3253,7 @@ func (c *Client) RejectPluginVersion(ctx context.Context, namespace NamespaceNam
 
 // RevokePluginVersionWithBody Revoke a version
 //
-// No new run may use it and it is no longer downloaded (`410`); the runs that used it keep their record. A pending, published or deprecated version may be revoked (`409` otherwise).
+// No new run may use it and it is no longer downloaded (`410`); the runs that used it keep their record. A published or deprecated version may be revoked (`409` otherwise: a pending one is rejected, since a revoked version stays shown to everyone).
 //
 // Takes any type of body and a specified content type.
 //
@@ -3272,7 +3272,7 @@ func (c *Client) RevokePluginVersionWithBody(ctx context.Context, namespace Name
 
 // RevokePluginVersion Revoke a version
 //
-// No new run may use it and it is no longer downloaded (`410`); the runs that used it keep their record. A pending, published or deprecated version may be revoked (`409` otherwise).
+// No new run may use it and it is no longer downloaded (`410`); the runs that used it keep their record. A published or deprecated version may be revoked (`409` otherwise: a pending one is rejected, since a revoked version stays shown to everyone).
 //
 // Takes a body of the `application/json` content type.
 //
@@ -8188,7 +8188,7 @@ type ClientWithResponsesInterface interface {
 
 	// RevokePluginVersionWithBodyWithResponse Revoke a version
 	//
-	// No new run may use it and it is no longer downloaded (`410`); the runs that used it keep their record. A pending, published or deprecated version may be revoked (`409` otherwise).
+	// No new run may use it and it is no longer downloaded (`410`); the runs that used it keep their record. A published or deprecated version may be revoked (`409` otherwise: a pending one is rejected, since a revoked version stays shown to everyone).
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -8197,7 +8197,7 @@ type ClientWithResponsesInterface interface {
 
 	// RevokePluginVersionWithResponse Revoke a version
 	//
-	// No new run may use it and it is no longer downloaded (`410`); the runs that used it keep their record. A pending, published or deprecated version may be revoked (`409` otherwise).
+	// No new run may use it and it is no longer downloaded (`410`); the runs that used it keep their record. A published or deprecated version may be revoked (`409` otherwise: a pending one is rejected, since a revoked version stays shown to everyone).
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -14725,7 +14725,7 @@ func (c *ClientWithResponses) RejectPluginVersionWithResponse(ctx context.Contex
 
 // RevokePluginVersionWithBodyWithResponse Revoke a version
 //
-// No new run may use it and it is no longer downloaded (`410`); the runs that used it keep their record. A pending, published or deprecated version may be revoked (`409` otherwise).
+// No new run may use it and it is no longer downloaded (`410`); the runs that used it keep their record. A published or deprecated version may be revoked (`409` otherwise: a pending one is rejected, since a revoked version stays shown to everyone).
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -14740,7 +14740,7 @@ func (c *ClientWithResponses) RevokePluginVersionWithBodyWithResponse(ctx contex
 
 // RevokePluginVersionWithResponse Revoke a version
 //
-// No new run may use it and it is no longer downloaded (`410`); the runs that used it keep their record. A pending, published or deprecated version may be revoked (`409` otherwise).
+// No new run may use it and it is no longer downloaded (`410`); the runs that used it keep their record. A published or deprecated version may be revoked (`409` otherwise: a pending one is rejected, since a revoked version stays shown to everyone).
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
