@@ -1381,13 +1381,19 @@ type RunState string
 
 // RunSummary defines model for RunSummary.
 type RunSummary struct {
-	Agents     []AgentShare      `json:"agents"`
-	ElapsedS   float64           `json:"elapsed_s"`
-	Errors     map[string]int64  `json:"errors"`
-	Groups     []LabelSummary    `json:"groups"`
-	Hooks      *[]LabelSummary   `json:"hooks,omitempty"`
-	Requests   []LabelSummary    `json:"requests"`
-	Seconds    int               `json:"seconds"`
+	Agents   []AgentShare     `json:"agents"`
+	ElapsedS float64          `json:"elapsed_s"`
+	Errors   map[string]int64 `json:"errors"`
+	Groups   []LabelSummary   `json:"groups"`
+	Hooks    *[]LabelSummary  `json:"hooks,omitempty"`
+	Requests []LabelSummary   `json:"requests"`
+	Seconds  int              `json:"seconds"`
+
+	// Stability How steady the run's throughput was over its steady state (after its ramp-up, before its ramp-down, without its
+	// first and last seconds): the coefficient of variation of the requests/s of each whole second. Absent when the run
+	// had fewer than 5 such seconds. `unstable` when `cv` is above `limit`: 10%, or what counting alone makes at this
+	// rate (2/√mean) when that is more.
+	Stability  *Stability        `json:"stability,omitempty"`
 	Thresholds []ThresholdResult `json:"thresholds"`
 	Total      LabelSummary      `json:"total"`
 	Verdict    Verdict           `json:"verdict"`
@@ -1562,6 +1568,24 @@ type SignupRequest struct {
 
 	// Password At least 12 characters.
 	Password string `json:"password"`
+}
+
+// Stability How steady the run's throughput was over its steady state (after its ramp-up, before its ramp-down, without its
+// first and last seconds): the coefficient of variation of the requests/s of each whole second. Absent when the run
+// had fewer than 5 such seconds. `unstable` when `cv` is above `limit`: 10%, or what counting alone makes at this
+// rate (2/√mean) when that is more.
+type Stability struct {
+	Cv float64 `json:"cv"`
+
+	// FromS The first second it covers, counted from the run's start.
+	FromS   int64   `json:"from_s"`
+	Limit   float64 `json:"limit"`
+	MeanRps float64 `json:"mean_rps"`
+	Seconds int     `json:"seconds"`
+
+	// ToS The second after the last it covers.
+	ToS      int64 `json:"to_s"`
+	Unstable bool  `json:"unstable"`
 }
 
 // StopInstruction defines model for StopInstruction.

@@ -94,7 +94,9 @@ func runRun(ctx context.Context, e env, args []string) error {
 		defer csvFile.Close()
 		series = summary.NewSeriesCSV(csvFile)
 	}
+	var points []summary.Point
 	opts.OnSecond = func(sec engine.Second) {
+		points = append(points, summary.NewPoint(sec.Index, sec.Snapshot, sec.Health.ActiveVUs))
 		if !*quiet {
 			fmt.Fprintln(e.stderr, summary.NewLive(sec.Snapshot.Requests(), sec.Snapshot.Duration, sec.Elapsed, sec.Health.ActiveVUs, sec.Health.CPU))
 		}
@@ -110,6 +112,8 @@ func runRun(ctx context.Context, e env, args []string) error {
 		return runErr
 	}
 	doc := summary.NewResult(res)
+	doc.Series = append(doc.Series, points...)
+	doc.SetStability(engine.Workload(s, opts))
 	doc.Print(e.stdout)
 	if *out != "" {
 		if err := writeJSON(*out, doc); err != nil {

@@ -122,10 +122,15 @@ func (s *Service) summarize(ctx context.Context, sc *script.Script, run barrage.
 	byShard := map[uuid.UUID]*shardTally{}
 	watch := threshold.New(sc.Thresholds)
 	seconds := 0
+	var rps []float64 // all agents' requests/s, by second
 	// Every shard has ended: every second is complete.
 	err := s.eachSecond(ctx, run, true, func(m *MergedSecond) error {
 		seconds++
 		total.Merge(m.Snapshot)
+		for int64(len(rps)) <= m.Index {
+			rps = append(rps, 0)
+		}
+		rps[m.Index] = float64(m.Snapshot.Requests().Requests) / max(m.Snapshot.Duration.Seconds(), 1)
 		watch.Observe(m.Snapshot, time.Duration(m.Index+1)*time.Second)
 		for id, part := range m.Shards {
 			t := byShard[id]
@@ -146,6 +151,8 @@ func (s *Service) summarize(ctx context.Context, sc *script.Script, run barrage.
 	sum := &Summary{ElapsedS: elapsed.Seconds(), Seconds: seconds, Agents: []AgentShare{},
 		Summary: summary.New(total, requestNames(sc), groupNames(sc), elapsed)}
 	sum.Thresholds = summary.Thresholds(watch.Final(total, elapsed))
+	from, to := summary.SteadyWindow(engine.Workload(sc, engine.LoadOptions(run.Load)), elapsed)
+	sum.Stability = summary.NewStability(rps, from, to)
 
 	for _, sh := range run.Shards {
 		share := AgentShare{ShardID: sh.ID, AgentID: sh.AgentID, State: string(sh.State), Reason: sh.Reason,

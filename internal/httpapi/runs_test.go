@@ -688,3 +688,36 @@ func TestTheServerChoosesAgentsThatCanTakeTheRun(t *testing.T) {
 	}
 	require.ElementsMatch(t, others, used, "the two runs on the two agents that allow 10 s, not on %s", shortID)
 }
+
+// The server tells a run's stability from the seconds its agents reported: throughput that
+// falls every other second is unstable; an even one is steady.
+func TestARunsSummaryTellsItsStability(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	_, u := b.adminAndUser()
+	_, token := b.registerAgent("/v1/agents", u.access, "mine", nil)
+	script := b.addScript(u, smokeScript)
+	for _, tc := range []struct {
+		counts   func(i int) int
+		unstable bool
+	}{{func(i int) int { return 400 + 300*(i%2) }, true}, {func(i int) int { return 500 + i%3 }, false}} {
+		require.Equal(t, http.StatusNoContent, b.do("POST", "/v1/agent/lease", token, hello).status)
+		created := b.do("POST", "/v1/runs", u.access, map[string]any{"script_id": script, "vus": 4, "duration_seconds": 10})
+		require.Equal(t, http.StatusCreated, created.status, "body: %s", created.body)
+		runID := created.json(t)["id"].(string)
+		j := b.do("POST", "/v1/agent/lease", token, hello).json(t)["shard"].(map[string]any)
+		var secs []any
+		for i := range 10 {
+			secs = append(secs, second(t, int64(i), "get home", tc.counts(i), 10*time.Millisecond))
+		}
+		r := b.do("POST", "/v1/agent/shards/"+j["shard_id"].(string)+"/report", token, map[string]any{"lease": j["lease"], "seconds": secs,
+			"end": map[string]any{"reason": "finished", "late_start_ms": 0, "result": map[string]any{}}})
+		require.Equal(t, http.StatusOK, r.status, "body: %s", r.body)
+		sum := b.do("GET", "/v1/runs/"+runID+"/summary", u.access, nil)
+		require.Equal(t, http.StatusOK, sum.status, "body: %s", sum.body)
+		st := sum.json(t)["stability"].(map[string]any)
+		require.Equal(t, tc.unstable, st["unstable"], "%v", st)
+		require.EqualValues(t, 1, st["from_s"])
+		require.EqualValues(t, 9, st["to_s"])
+	}
+}

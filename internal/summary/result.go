@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/barrage-load/barrage/internal/engine"
+	"github.com/barrage-load/barrage/internal/metrics"
+	"github.com/barrage-load/barrage/internal/script"
 )
 
 // Result is a local run's account, `barrage run --out`'s document: the run's course (its script,
@@ -23,6 +25,42 @@ type Result struct {
 	Stop        engine.Stop `json:"stop"`
 	Exhausted   string      `json:"exhausted,omitempty"`
 	Summary
+	// Series is the run's seconds, all requests together.
+	Series []Point `json:"series"`
+}
+
+// Point is one second of a run, all its requests together.
+type Point struct {
+	Second   int64   `json:"second"` // from 1, as the series CSV counts
+	Requests int64   `json:"requests"`
+	RPS      float64 `json:"rps"`
+	Errors   int64   `json:"errors"`
+	P50MS    float64 `json:"p50_ms"`
+	P95MS    float64 `json:"p95_ms"`
+	P99MS    float64 `json:"p99_ms"`
+	VUs      int64   `json:"vus"`
+}
+
+// NewPoint is the second of index (0 for the first) whose metrics are second, in which vus
+// were active. A last second cut short has its rate over the part it lasted.
+func NewPoint(index int64, second *metrics.Snapshot, vus int64) Point {
+	st := second.Requests()
+	h := st.Latency
+	return Point{Second: index + 1, Requests: st.Requests, RPS: float64(st.Requests) / max(second.Duration.Seconds(), 1e-9),
+		Errors: st.Failed(), P50MS: Millis(h.Quantile(0.5)), P95MS: Millis(h.Quantile(0.95)), P99MS: Millis(h.Quantile(0.99)), VUs: vus}
+}
+
+// SetStability tells r's stability from its series over the steady state of w.
+func (r *Result) SetStability(w script.Workload) {
+	rps := make([]float64, 0, len(r.Series))
+	for _, p := range r.Series {
+		for int64(len(rps)) < p.Second-1 {
+			rps = append(rps, 0) // a second without a point had no request
+		}
+		rps = append(rps, p.RPS)
+	}
+	from, to := SteadyWindow(w, time.Duration(r.ElapsedS*float64(time.Second)))
+	r.Stability = NewStability(rps, from, to)
 }
 
 // NewResult is res's account.
@@ -31,7 +69,7 @@ func NewResult(res *engine.Result) *Result {
 		Script: res.Script, Model: res.Model.String(), Start: res.Start, ElapsedS: res.Elapsed.Seconds(),
 		Iterations: res.Iterations, Dropped: res.Dropped, Interrupted: res.Interrupted, Unsent: res.Unsent,
 		Stop: res.Stop, Exhausted: res.Exhausted,
-		Summary: New(res.Total, res.Requests, res.Groups, res.Elapsed),
+		Summary: New(res.Total, res.Requests, res.Groups, res.Elapsed), Series: []Point{},
 	}
 	r.HookErrors = res.HookErrors
 	r.Thresholds = Thresholds(res.Thresholds)

@@ -106,7 +106,10 @@ type Summary struct {
 	HookErrors map[string]int64 `json:"hook_errors,omitempty"`
 	Errors     map[string]int64 `json:"errors"`
 	Thresholds []Threshold      `json:"thresholds"`
-	Verdict    Verdict          `json:"verdict"`
+	// Stability is how steady the throughput was over the steady state; nil when the run had
+	// too little of one to tell.
+	Stability *Stability `json:"stability,omitempty"`
+	Verdict   Verdict    `json:"verdict"`
 }
 
 // New summarizes total, which covers elapsed: requests and groups are the script's, in session
@@ -182,7 +185,11 @@ func (s *Summary) Print(w io.Writer) {
 			fmt.Fprintln(w, " ", t)
 		}
 	}
-	fmt.Fprintln(w, "\n"+s.Verdict.String())
+	fmt.Fprintln(w)
+	if s.Stability != nil {
+		fmt.Fprintln(w, s.Stability)
+	}
+	fmt.Fprintln(w, s.Verdict.String())
 }
 
 // Failed reports whether a threshold failed.

@@ -1,0 +1,75 @@
+package main_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// A target whose latency degrades every other second is called unstable, its stability figure
+// in the printed summary and in --out's document with the series it was told on; a steady
+// target's run is steady.
+func TestStabilityCallsOutThroughputThatMoves(t *testing.T) {
+	t.Parallel()
+	start := time.Now()
+	degrading := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		if int(time.Since(start).Seconds())%2 == 1 {
+			time.Sleep(40 * time.Millisecond) // the storage stalls
+		} else {
+			time.Sleep(2 * time.Millisecond)
+		}
+	}))
+	defer degrading.Close()
+	steady := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		time.Sleep(5 * time.Millisecond)
+	}))
+	defer steady.Close()
+
+	for _, tc := range []struct {
+		target   string
+		unstable bool
+		says     string
+	}{{degrading.URL, true, "UNSTABLE"}, {steady.URL, false, ": steady"}} {
+		dir := t.TempDir()
+		path := filepath.Join(dir, "s.yaml")
+		require.NoError(t, os.WriteFile(path, []byte(`version: 1
+name: stability
+session:
+  groups:
+    - name: g
+      requests:
+        - { name: r, url: "`+tc.target+`/" }
+load: { vus: 8, duration: 8s }
+`), 0o644))
+		out := filepath.Join(dir, "result.json")
+		stdout, stderr, code := runCLI(t, "run", "--quiet", "--out", out, path)
+		require.Zero(t, code, "stderr: %s", stderr)
+		require.Contains(t, stdout, tc.says)
+		var doc struct {
+			Stability struct {
+				CV       float64 `json:"cv"`
+				FromS    int64   `json:"from_s"`
+				ToS      int64   `json:"to_s"`
+				Unstable bool    `json:"unstable"`
+			} `json:"stability"`
+			Series []struct {
+				Second int64   `json:"second"`
+				RPS    float64 `json:"rps"`
+			} `json:"series"`
+		}
+		b, err := os.ReadFile(out)
+		require.NoError(t, err)
+		require.NoError(t, json.Unmarshal(b, &doc))
+		t.Logf("%s: cv %.3f over seconds %d-%d", tc.says, doc.Stability.CV, doc.Stability.FromS, doc.Stability.ToS)
+		require.Equal(t, tc.unstable, doc.Stability.Unstable, "cv %.3f over seconds %d-%d: %s", doc.Stability.CV, doc.Stability.FromS, doc.Stability.ToS, stdout)
+		require.Equal(t, int64(1), doc.Stability.FromS)
+		require.GreaterOrEqual(t, len(doc.Series), 8)
+		require.Equal(t, int64(1), doc.Series[0].Second)
+	}
+}

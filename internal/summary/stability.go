@@ -1,0 +1,110 @@
+package summary
+
+import (
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/barrage-load/barrage/internal/script"
+)
+
+// UnstableCV is the coefficient of variation of the per-second request rate, over a run's
+// steady state, above which the run is called unstable: its throughput moved by more than a
+// tenth around its mean, so its averages hide what happened. A rate so low that counting alone
+// varies more (2/√mean: at 100 requests/s, 20%) raises the bar to that.
+const UnstableCV = 0.10
+
+// minSteadySeconds is the fewest whole seconds of steady state a stability figure is told on.
+const minSteadySeconds = 5
+
+// Stability is how steady a run's throughput was over its steady state: after its ramp-up,
+// before its ramp-down, without its first and last seconds.
+type Stability struct {
+	// CV is the coefficient of variation (standard deviation over mean) of the requests/s of
+	// each whole second of the steady state.
+	CV      float64 `json:"cv"`
+	MeanRPS float64 `json:"mean_rps"`
+	// FromS and ToS are the seconds it covers, counted from the run's start: [FromS, ToS).
+	FromS   int64 `json:"from_s"`
+	ToS     int64 `json:"to_s"`
+	Seconds int   `json:"seconds"`
+	// Limit is the CV above which this run is unstable: UnstableCV, or what counting alone
+	// makes at this rate when that is more.
+	Limit    float64 `json:"limit"`
+	Unstable bool    `json:"unstable"`
+}
+
+// String is the stability as people read it.
+func (s Stability) String() string {
+	word := "steady"
+	if s.Unstable {
+		word = "UNSTABLE: the averages hide how the throughput moved"
+	}
+	return fmt.Sprintf("stability: requests/s varied %.1f%% (CV, limit %.0f%%) around %.1f/s over seconds %d-%d: %s",
+		s.CV*100, s.Limit*100, s.MeanRPS, s.FromS, s.ToS, word)
+}
+
+// SteadyWindow is the part of a run of w, which lasted elapsed, whose scheduled load is at its
+// peak: in the open model, from when the arrival rate first reaches its highest to when it
+// last has it; in the closed model, the whole run. The first and last seconds are left out:
+// the load starts and winds down in them.
+func SteadyWindow(w script.Workload, elapsed time.Duration) (from, to time.Duration) {
+	from, to = 0, elapsed
+	if w.Model == script.Open && len(w.Stages) > 0 {
+		peak := 0.0
+		for _, st := range w.Stages {
+			peak = max(peak, st.From, st.To)
+		}
+		first, last, at := time.Duration(-1), time.Duration(0), time.Duration(0)
+		for _, st := range w.Stages {
+			start, end := at, at+st.Duration
+			at = end
+			var reach, leave time.Duration = -1, -1
+			switch {
+			case st.From == peak && st.To == peak:
+				reach, leave = start, end
+			case st.To == peak:
+				reach, leave = end, end
+			case st.From == peak:
+				reach, leave = start, start
+			}
+			if reach < 0 {
+				continue
+			}
+			if first < 0 {
+				first = reach
+			}
+			last = leave
+		}
+		from, to = max(first, 0), min(last, elapsed)
+	}
+	return max(from, time.Second), min(to, elapsed-time.Second)
+}
+
+// NewStability is the stability of a run whose whole seconds had the request rates rps (rps[i]
+// is second i, from the run's start), over its steady state [from, to); nil when fewer than
+// minSteadySeconds whole seconds fall in it.
+func NewStability(rps []float64, from, to time.Duration) *Stability {
+	first := int64(math.Ceil(from.Seconds()))
+	end := min(int64(math.Floor(to.Seconds())), int64(len(rps)))
+	if end-first < minSteadySeconds {
+		return nil
+	}
+	window := rps[first:end]
+	var sum float64
+	for _, r := range window {
+		sum += r
+	}
+	mean := sum / float64(len(window))
+	var sq float64
+	for _, r := range window {
+		sq += (r - mean) * (r - mean)
+	}
+	s := &Stability{MeanRPS: mean, FromS: first, ToS: end, Seconds: len(window), Limit: UnstableCV}
+	if mean > 0 {
+		s.CV = math.Sqrt(sq/float64(len(window))) / mean
+		s.Limit = max(UnstableCV, 2/math.Sqrt(mean))
+	}
+	s.Unstable = s.CV > s.Limit
+	return s
+}

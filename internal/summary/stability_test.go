@@ -1,0 +1,64 @@
+package summary_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/barrage-load/barrage/internal/script"
+	"github.com/barrage-load/barrage/internal/summary"
+)
+
+func TestTheSteadyStateIsThePeakWithoutItsEdges(t *testing.T) {
+	t.Parallel()
+	closed := script.Workload{Model: script.Closed, VUs: 8, Duration: 10 * time.Second}
+	from, to := summary.SteadyWindow(closed, 10*time.Second+300*time.Millisecond)
+	require.Equal(t, time.Second, from)
+	require.Equal(t, 9*time.Second+300*time.Millisecond, to)
+
+	// Up to 100/s in 10s, 100/s for 20s, down in 10s: the 20s at 100/s.
+	open := script.Workload{Model: script.Open, Stages: []script.Stage{
+		{From: 0, To: 100, Duration: 10 * time.Second},
+		{From: 100, To: 100, Duration: 20 * time.Second},
+		{From: 100, To: 0, Duration: 10 * time.Second},
+	}}
+	from, to = summary.SteadyWindow(open, 40*time.Second)
+	require.Equal(t, 10*time.Second, from)
+	require.Equal(t, 30*time.Second, to)
+	// A ramp to the peak and straight down: no steady state to speak of.
+	spike := script.Workload{Model: script.Open, Stages: []script.Stage{{From: 0, To: 100, Duration: 10 * time.Second}, {From: 100, To: 0, Duration: 10 * time.Second}}}
+	from, to = summary.SteadyWindow(spike, 20*time.Second)
+	require.Nil(t, summary.NewStability(make([]float64, 20), from, to))
+}
+
+func TestThroughputThatMovesIsUnstable(t *testing.T) {
+	t.Parallel()
+	steady := []float64{50, 1000, 1010, 990, 1005, 995, 1000, 1012, 988, 40}
+	s := summary.NewStability(steady, time.Second, 9*time.Second)
+	require.NotNil(t, s)
+	require.Equal(t, int64(1), s.FromS)
+	require.Equal(t, int64(9), s.ToS)
+	require.Equal(t, 8, s.Seconds)
+	require.InDelta(t, 1000, s.MeanRPS, 0.1)
+	require.Less(t, s.CV, 0.01)
+	require.False(t, s.Unstable)
+	require.Contains(t, s.String(), ": steady")
+
+	// The first run of the async-I/O story: every other second the storage stalls.
+	moving := []float64{50, 1000, 300, 1000, 250, 1000, 320, 990, 280, 40}
+	s = summary.NewStability(moving, time.Second, 9*time.Second)
+	require.Greater(t, s.CV, 0.5)
+	require.True(t, s.Unstable)
+	require.Contains(t, s.String(), "UNSTABLE")
+
+	// At 9 requests/s counting alone moves the rate by a third: that is not instability.
+	slow := []float64{1, 9, 12, 7, 10, 6, 11, 8, 9, 1}
+	s = summary.NewStability(slow, time.Second, 9*time.Second)
+	require.Greater(t, s.CV, summary.UnstableCV)
+	require.InDelta(t, 2/3.0, s.Limit, 0.01)
+	require.False(t, s.Unstable)
+
+	// Too few seconds of steady state: no figure.
+	require.Nil(t, summary.NewStability(steady[:5], time.Second, 4*time.Second))
+}
