@@ -104,3 +104,24 @@ func TestDebugTracesOneIteration(t *testing.T) {
 	require.Contains(t, out, "> GET "+srv.URL+"/hello")
 	require.Equal(t, 2, strings.Count(out, "==="), "one iteration of one VU")
 }
+
+// runOut runs a script of one request, name, to url under load (a YAML flow mapping) with
+// --quiet --out, and returns what it printed and the path of the --out document.
+func runOut(t *testing.T, name, url, load string) (string, string) {
+	t.Helper()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "s.yaml")
+	require.NoError(t, os.WriteFile(path, []byte(`version: 1
+name: `+name+`
+session:
+  groups:
+    - name: g
+      requests:
+        - { name: `+name+`, url: "`+url+`/" }
+load: `+load+`
+`), 0o644))
+	out := filepath.Join(dir, "result.json")
+	stdout, stderr, code := runCLI(t, "run", "--quiet", "--out", out, path)
+	require.Zero(t, code, "stderr: %s", stderr)
+	return stdout, out
+}

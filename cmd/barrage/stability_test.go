@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -36,20 +35,7 @@ func TestStabilityCallsOutThroughputThatMoves(t *testing.T) {
 		unstable bool
 		says     string
 	}{{degrading.URL, true, "UNSTABLE"}, {steady.URL, false, ": steady"}} {
-		dir := t.TempDir()
-		path := filepath.Join(dir, "s.yaml")
-		require.NoError(t, os.WriteFile(path, []byte(`version: 1
-name: stability
-session:
-  groups:
-    - name: g
-      requests:
-        - { name: r, url: "`+tc.target+`/" }
-load: { vus: 8, duration: 8s }
-`), 0o644))
-		out := filepath.Join(dir, "result.json")
-		stdout, stderr, code := runCLI(t, "run", "--quiet", "--out", out, path)
-		require.Zero(t, code, "stderr: %s", stderr)
+		stdout, out := runOut(t, "stability", tc.target, "{ vus: 8, duration: 8s }")
 		require.Contains(t, stdout, tc.says)
 		var doc struct {
 			Stability struct {

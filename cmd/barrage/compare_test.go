@@ -1,0 +1,66 @@
+package main_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// Comparing a run against a target made 30% slower reports the p95 regression and exits 99;
+// comparing two runs of the same target reports unchanged and exits 0. The tolerances leave
+// room for what a loaded CI machine does to a run's tail between one run and the next (the
+// noise is each run's own variation, not the drift between them).
+func TestCompareFindsTheRegressionAndOnlyIt(t *testing.T) {
+	t.Parallel()
+	target := func(d time.Duration) string {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { time.Sleep(d) }))
+		t.Cleanup(srv.Close)
+		return srv.URL
+	}
+	run := func(url string) string {
+		_, out := runOut(t, "checkout", url, "{ vus: 4, duration: 5s }")
+		return out
+	}
+	base, again, slower := run(target(20*time.Millisecond)), run(target(20*time.Millisecond)), run(target(26*time.Millisecond))
+	tol := []string{"--max-p50-regression", "15%", "--max-p95-regression", "15%", "--max-p99-regression", "50%"}
+
+	stdout, stderr, code := runCLI(t, append(append([]string{"compare"}, tol...), base, again)...)
+	require.Zero(t, code, "stdout: %s\nstderr: %s", stdout, stderr)
+	require.Contains(t, stdout, "verdict: unchanged")
+
+	stdout, stderr, code = runCLI(t, append(append([]string{"compare"}, tol...), base, slower)...)
+	require.Equal(t, 99, code, "stdout: %s\nstderr: %s", stdout, stderr)
+	require.Contains(t, stdout, "verdict: regressed")
+	require.Contains(t, stdout, "p95_ms of checkout")
+	require.Contains(t, stderr, "regressed against")
+
+	// Looser tolerances let it pass; the JSON says the same as the table.
+	stdout, _, code = runCLI(t, "compare", "--max-p50-regression", "50%", "--max-p95-regression", "50%", "--max-p99-regression", "50%",
+		"--max-rps-regression", "50%", "--json", base, slower)
+	require.Zero(t, code, "stdout: %s", stdout)
+	var c struct {
+		Verdict string
+		Total   struct {
+			Changes []struct {
+				Metric  string
+				Change  float64
+				Verdict string
+			}
+		}
+	}
+	require.NoError(t, json.Unmarshal([]byte(stdout), &c))
+	require.Equal(t, "unchanged", c.Verdict)
+	for _, ch := range c.Total.Changes {
+		if ch.Metric == "p95_ms" {
+			require.InDelta(t, 0.3, ch.Change, 0.15, "26 ms against 20 ms")
+		}
+	}
+
+	_, stderr, code = runCLI(t, "compare", "--max-p95-regression", "lots", base, slower)
+	require.Equal(t, 2, code)
+	require.Contains(t, stderr, "want a percentage")
+}
