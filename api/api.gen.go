@@ -90,6 +90,54 @@ func (e CreatedInvitationState) Valid() bool {
 	}
 }
 
+// Defines values for FigureChangeMetric.
+const (
+	ErrorRate FigureChangeMetric = "error_rate"
+	P50Ms     FigureChangeMetric = "p50_ms"
+	P95Ms     FigureChangeMetric = "p95_ms"
+	P99Ms     FigureChangeMetric = "p99_ms"
+	Rps       FigureChangeMetric = "rps"
+)
+
+// Valid indicates whether the value is a known member of the FigureChangeMetric enum.
+func (e FigureChangeMetric) Valid() bool {
+	switch e {
+	case ErrorRate:
+		return true
+	case P50Ms:
+		return true
+	case P95Ms:
+		return true
+	case P99Ms:
+		return true
+	case Rps:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for FigureChangeVerdict.
+const (
+	FigureChangeVerdictImproved  FigureChangeVerdict = "improved"
+	FigureChangeVerdictRegressed FigureChangeVerdict = "regressed"
+	FigureChangeVerdictUnchanged FigureChangeVerdict = "unchanged"
+)
+
+// Valid indicates whether the value is a known member of the FigureChangeVerdict enum.
+func (e FigureChangeVerdict) Valid() bool {
+	switch e {
+	case FigureChangeVerdictImproved:
+		return true
+	case FigureChangeVerdictRegressed:
+		return true
+	case FigureChangeVerdictUnchanged:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for HealthStatus.
 const (
 	Ok          HealthStatus = "ok"
@@ -126,6 +174,27 @@ func (e InvitationState) Valid() bool {
 	case InvitationStateRevoked:
 		return true
 	case InvitationStateSpent:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for LabelComparisonVerdict.
+const (
+	LabelComparisonVerdictImproved  LabelComparisonVerdict = "improved"
+	LabelComparisonVerdictRegressed LabelComparisonVerdict = "regressed"
+	LabelComparisonVerdictUnchanged LabelComparisonVerdict = "unchanged"
+)
+
+// Valid indicates whether the value is a known member of the LabelComparisonVerdict enum.
+func (e LabelComparisonVerdict) Valid() bool {
+	switch e {
+	case LabelComparisonVerdictImproved:
+		return true
+	case LabelComparisonVerdictRegressed:
+		return true
+	case LabelComparisonVerdictUnchanged:
 		return true
 	default:
 		return false
@@ -324,6 +393,27 @@ func (e Role) Valid() bool {
 	case RoleAdmin:
 		return true
 	case RoleUser:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RunComparisonVerdict.
+const (
+	RunComparisonVerdictImproved  RunComparisonVerdict = "improved"
+	RunComparisonVerdictRegressed RunComparisonVerdict = "regressed"
+	RunComparisonVerdictUnchanged RunComparisonVerdict = "unchanged"
+)
+
+// Valid indicates whether the value is a known member of the RunComparisonVerdict enum.
+func (e RunComparisonVerdict) Valid() bool {
+	switch e {
+	case RunComparisonVerdictImproved:
+		return true
+	case RunComparisonVerdictRegressed:
+		return true
+	case RunComparisonVerdictUnchanged:
 		return true
 	default:
 		return false
@@ -824,6 +914,27 @@ type FieldError struct {
 	Reason string `json:"reason"`
 }
 
+// FigureChange defines model for FigureChange.
+type FigureChange struct {
+	Base float64 `json:"base"`
+
+	// Change Relative to the base (0.1 is 10%); in points for the error rate (0.01 is one point).
+	Change float64            `json:"change"`
+	Metric FigureChangeMetric `json:"metric"`
+	New    float64            `json:"new"`
+
+	// Noise In the unit of change.
+	Noise     float64             `json:"noise"`
+	Tolerance float64             `json:"tolerance"`
+	Verdict   FigureChangeVerdict `json:"verdict"`
+}
+
+// FigureChangeMetric defines model for FigureChange.Metric.
+type FigureChangeMetric string
+
+// FigureChangeVerdict defines model for FigureChange.Verdict.
+type FigureChangeVerdict string
+
 // GeneratedScript defines model for GeneratedScript.
 type GeneratedScript struct {
 	Plugins []PluginPin `json:"plugins"`
@@ -895,6 +1006,16 @@ type JobAnswer struct {
 	Error     *string          `json:"error,omitempty"`
 	Generated *GeneratedScript `json:"generated,omitempty"`
 }
+
+// LabelComparison defines model for LabelComparison.
+type LabelComparison struct {
+	Changes []FigureChange         `json:"changes"`
+	Name    string                 `json:"name"`
+	Verdict LabelComparisonVerdict `json:"verdict"`
+}
+
+// LabelComparisonVerdict defines model for LabelComparison.Verdict.
+type LabelComparisonVerdict string
 
 // LabelSummary defines model for LabelSummary.
 type LabelSummary struct {
@@ -1345,6 +1466,18 @@ type Run struct {
 	StartAt *time.Time `json:"start_at,omitempty"`
 	State   RunState   `json:"state"`
 }
+
+// RunComparison defines model for RunComparison.
+type RunComparison struct {
+	// Only The requests one run made and the other did not, each with "(base only)" or "(new only)".
+	Only     *[]string            `json:"only,omitempty"`
+	Requests []LabelComparison    `json:"requests"`
+	Total    LabelComparison      `json:"total"`
+	Verdict  RunComparisonVerdict `json:"verdict"`
+}
+
+// RunComparisonVerdict defines model for RunComparison.Verdict.
+type RunComparisonVerdict string
 
 // RunList defines model for RunList.
 type RunList struct {
@@ -1845,6 +1978,26 @@ type ListRunsParams struct {
 // CreateRunParams defines parameters for CreateRun.
 type CreateRunParams struct {
 	IdempotencyKey *string `json:"Idempotency-Key,omitempty"`
+}
+
+// CompareRunsParams defines parameters for CompareRuns.
+type CompareRunsParams struct {
+	Base openapi_types.UUID `form:"base" json:"base"`
+
+	// MaxP50Regression How much slower p50 may get, in percent.
+	MaxP50Regression *float64 `form:"max_p50_regression,omitempty" json:"max_p50_regression,omitempty"`
+
+	// MaxP95Regression How much slower p95 may get, in percent.
+	MaxP95Regression *float64 `form:"max_p95_regression,omitempty" json:"max_p95_regression,omitempty"`
+
+	// MaxP99Regression How much slower p99 may get, in percent.
+	MaxP99Regression *float64 `form:"max_p99_regression,omitempty" json:"max_p99_regression,omitempty"`
+
+	// MaxRpsRegression How much lower requests/s may get, in percent.
+	MaxRpsRegression *float64 `form:"max_rps_regression,omitempty" json:"max_rps_regression,omitempty"`
+
+	// MaxErrorIncrease How many points the error rate may rise, in percent.
+	MaxErrorIncrease *float64 `form:"max_error_increase,omitempty" json:"max_error_increase,omitempty"`
 }
 
 // GetRunLiveParams defines parameters for GetRunLive.
@@ -2677,6 +2830,17 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /v1/runs/{id}/cancel (the `CancelRun` operationId).
 	CancelRun(ctx context.Context, id ID, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CompareRuns Hold a run against a base run
+	//
+	// For all requests and each request both runs made: requests/s, p50, p95, p99 and error rate of the base and
+	// of this run, the change, the noise (two standard errors of the difference, from how both runs' seconds varied)
+	// and a verdict: `regressed` when worse than its tolerance and than the noise, `improved` when better by as much,
+	// else `unchanged`; and the worst of them. Both runs must be yours (`404` otherwise) and ended (`409`). The same
+	// as `barrage compare` on two `barrage run --out` documents.
+	//
+	// Corresponds with GET /v1/runs/{id}/compare (the `CompareRuns` operationId).
+	CompareRuns(ctx context.Context, id ID, params *CompareRunsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetRunLive Follow a run live (Server-Sent Events)
 	//
@@ -4295,6 +4459,27 @@ func (c *Client) GetRun(ctx context.Context, id ID, reqEditors ...RequestEditorF
 // Corresponds with POST /v1/runs/{id}/cancel (the `CancelRun` operationId).
 func (c *Client) CancelRun(ctx context.Context, id ID, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewCancelRunRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CompareRuns Hold a run against a base run
+//
+// For all requests and each request both runs made: requests/s, p50, p95, p99 and error rate of the base and
+// of this run, the change, the noise (two standard errors of the difference, from how both runs' seconds varied)
+// and a verdict: `regressed` when worse than its tolerance and than the noise, `improved` when better by as much,
+// else `unchanged`; and the worst of them. Both runs must be yours (`404` otherwise) and ended (`409`). The same
+// as `barrage compare` on two `barrage run --out` documents.
+//
+// Corresponds with GET /v1/runs/{id}/compare (the `CompareRuns` operationId).
+func (c *Client) CompareRuns(ctx context.Context, id ID, params *CompareRunsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCompareRunsRequest(c.Server, id, params)
 	if err != nil {
 		return nil, err
 	}
@@ -7097,6 +7282,123 @@ func NewCancelRunRequest(server string, id ID) (*http.Request, error) {
 	return req, nil
 }
 
+// NewCompareRunsRequest constructs an http.Request for the CompareRuns method
+func NewCompareRunsRequest(server string, id ID, params *CompareRunsParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: "uuid"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/runs/%s/compare", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "base", params.Base, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "uuid"}); err != nil {
+			return nil, err
+		} else {
+			for _, qp := range strings.Split(queryFrag, "&") {
+				rawQueryFragments = append(rawQueryFragments, qp)
+			}
+		}
+
+		if params.MaxP50Regression != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "max_p50_regression", *params.MaxP50Regression, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "number", Format: "double"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.MaxP95Regression != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "max_p95_regression", *params.MaxP95Regression, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "number", Format: "double"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.MaxP99Regression != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "max_p99_regression", *params.MaxP99Regression, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "number", Format: "double"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.MaxRpsRegression != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "max_rps_regression", *params.MaxRpsRegression, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "number", Format: "double"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.MaxErrorIncrease != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "max_error_increase", *params.MaxErrorIncrease, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "number", Format: "double"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewGetRunLiveRequest constructs an http.Request for the GetRunLive method
 func NewGetRunLiveRequest(server string, id ID, params *GetRunLiveParams) (*http.Request, error) {
 	var err error
@@ -8745,6 +9047,19 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /v1/runs/{id}/cancel (the `CancelRun` operationId).
 	CancelRunWithResponse(ctx context.Context, id ID, reqEditors ...RequestEditorFn) (*CancelRunResponse, error)
+
+	// CompareRunsWithResponse Hold a run against a base run
+	//
+	// For all requests and each request both runs made: requests/s, p50, p95, p99 and error rate of the base and
+	// of this run, the change, the noise (two standard errors of the difference, from how both runs' seconds varied)
+	// and a verdict: `regressed` when worse than its tolerance and than the noise, `improved` when better by as much,
+	// else `unchanged`; and the worst of them. Both runs must be yours (`404` otherwise) and ended (`409`). The same
+	// as `barrage compare` on two `barrage run --out` documents.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/runs/{id}/compare (the `CompareRuns` operationId).
+	CompareRunsWithResponse(ctx context.Context, id ID, params *CompareRunsParams, reqEditors ...RequestEditorFn) (*CompareRunsResponse, error)
 
 	// GetRunLiveWithResponse Follow a run live (Server-Sent Events)
 	//
@@ -12944,6 +13259,82 @@ func (r CancelRunResponse) ContentType() string {
 	return ""
 }
 
+type CompareRunsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *RunComparison
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Problem
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *Problem
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *Problem
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r CompareRunsResponse) GetJSON200() *RunComparison {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r CompareRunsResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r CompareRunsResponse) GetApplicationproblemJSON401() *Problem {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r CompareRunsResponse) GetApplicationproblemJSON403() *Problem {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r CompareRunsResponse) GetApplicationproblemJSON404() *Problem {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r CompareRunsResponse) GetApplicationproblemJSON409() *Problem {
+	return r.ApplicationproblemJSON409
+}
+
+// GetBody returns the raw response body bytes
+func (r CompareRunsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CompareRunsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CompareRunsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CompareRunsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 type GetRunLiveResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -15605,6 +15996,25 @@ func (c *ClientWithResponses) CancelRunWithResponse(ctx context.Context, id ID, 
 		return nil, err
 	}
 	return ParseCancelRunResponse(rsp)
+}
+
+// CompareRunsWithResponse Hold a run against a base run
+//
+// For all requests and each request both runs made: requests/s, p50, p95, p99 and error rate of the base and
+// of this run, the change, the noise (two standard errors of the difference, from how both runs' seconds varied)
+// and a verdict: `regressed` when worse than its tolerance and than the noise, `improved` when better by as much,
+// else `unchanged`; and the worst of them. Both runs must be yours (`404` otherwise) and ended (`409`). The same
+// as `barrage compare` on two `barrage run --out` documents.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/runs/{id}/compare (the `CompareRuns` operationId).
+func (c *ClientWithResponses) CompareRunsWithResponse(ctx context.Context, id ID, params *CompareRunsParams, reqEditors ...RequestEditorFn) (*CompareRunsResponse, error) {
+	rsp, err := c.CompareRuns(ctx, id, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCompareRunsResponse(rsp)
 }
 
 // GetRunLiveWithResponse Follow a run live (Server-Sent Events)
@@ -19213,6 +19623,67 @@ func ParseCancelRunResponse(rsp *http.Response) (*CancelRunResponse, error) {
 	return response, nil
 }
 
+// ParseCompareRunsResponse parses an HTTP response from a CompareRunsWithResponse call
+func ParseCompareRunsResponse(rsp *http.Response) (*CompareRunsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CompareRunsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest RunComparison
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
+	}
+
+	return response, nil
+}
+
 // ParseGetRunLiveResponse parses an HTTP response from a GetRunLiveWithResponse call
 func ParseGetRunLiveResponse(rsp *http.Response) (*GetRunLiveResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -20615,6 +21086,9 @@ type ServerInterface interface {
 	// CancelRun Cancel a run
 	// (POST /v1/runs/{id}/cancel)
 	CancelRun(w http.ResponseWriter, r *http.Request, id ID)
+	// CompareRuns Hold a run against a base run
+	// (GET /v1/runs/{id}/compare)
+	CompareRuns(w http.ResponseWriter, r *http.Request, id ID, params CompareRunsParams)
 	// GetRunLive Follow a run live (Server-Sent Events)
 	// (GET /v1/runs/{id}/live)
 	GetRunLive(w http.ResponseWriter, r *http.Request, id ID, params GetRunLiveParams)
@@ -20996,6 +21470,12 @@ func (_ Unimplemented) GetRun(w http.ResponseWriter, r *http.Request, id ID) {
 // CancelRun Cancel a run
 // (POST /v1/runs/{id}/cancel)
 func (_ Unimplemented) CancelRun(w http.ResponseWriter, r *http.Request, id ID) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
+// CompareRuns Hold a run against a base run
+// (GET /v1/runs/{id}/compare)
+func (_ Unimplemented) CompareRuns(w http.ResponseWriter, r *http.Request, id ID, params CompareRunsParams) {
 	w.WriteHeader(http.StatusNotImplemented)
 }
 
@@ -22614,6 +23094,113 @@ func (siw *ServerInterfaceWrapper) CancelRun(w http.ResponseWriter, r *http.Requ
 	handler.ServeHTTP(w, r)
 }
 
+// CompareRuns operation middleware
+func (siw *ServerInterfaceWrapper) CompareRuns(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "id" -------------
+	var id ID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", chi.URLParam(r, "id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: r.URL.RawPath == ""})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "id", Err: err})
+		return
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params CompareRunsParams
+
+	// ------------- Required query parameter "base" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, true, "base", r.URL.Query(), &params.Base, runtime.BindQueryParameterOptions{Type: "string", Format: "uuid"})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "base"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "base", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "max_p50_regression" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "max_p50_regression", r.URL.Query(), &params.MaxP50Regression, runtime.BindQueryParameterOptions{Type: "number", Format: "double"})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "max_p50_regression"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "max_p50_regression", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "max_p95_regression" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "max_p95_regression", r.URL.Query(), &params.MaxP95Regression, runtime.BindQueryParameterOptions{Type: "number", Format: "double"})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "max_p95_regression"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "max_p95_regression", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "max_p99_regression" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "max_p99_regression", r.URL.Query(), &params.MaxP99Regression, runtime.BindQueryParameterOptions{Type: "number", Format: "double"})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "max_p99_regression"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "max_p99_regression", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "max_rps_regression" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "max_rps_regression", r.URL.Query(), &params.MaxRpsRegression, runtime.BindQueryParameterOptions{Type: "number", Format: "double"})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "max_rps_regression"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "max_rps_regression", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "max_error_increase" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "max_error_increase", r.URL.Query(), &params.MaxErrorIncrease, runtime.BindQueryParameterOptions{Type: "number", Format: "double"})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "max_error_increase"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "max_error_increase", Err: err})
+		}
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.CompareRuns(w, r, id, params)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
 // GetRunLive operation middleware
 func (siw *ServerInterfaceWrapper) GetRunLive(w http.ResponseWriter, r *http.Request) {
 
@@ -23522,6 +24109,9 @@ func HandlerWithOptions(si ServerInterface, options ChiServerOptions) http.Handl
 	})
 	r.Group(func(r chi.Router) {
 		r.Get(options.BaseURL+"/v1/runs/{id}/series", wrapper.GetRunSeries)
+	})
+	r.Group(func(r chi.Router) {
+		r.Get(options.BaseURL+"/v1/runs/{id}/compare", wrapper.CompareRuns)
 	})
 	r.Group(func(r chi.Router) {
 		r.Get(options.BaseURL+"/v1/runs/{id}/summary", wrapper.GetRunSummary)
@@ -28434,6 +29024,101 @@ func (response CancelRun409ApplicationProblemPlusJSONResponse) VisitCancelRunRes
 	return err
 }
 
+type CompareRunsRequestObject struct {
+	Id     ID `json:"id"`
+	Params CompareRunsParams
+}
+
+type CompareRunsResponseObject interface {
+	VisitCompareRunsResponse(w http.ResponseWriter) error
+}
+
+type CompareRuns200JSONResponse RunComparison
+
+func (response CompareRuns200JSONResponse) VisitCompareRunsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CompareRuns400ApplicationProblemPlusJSONResponse struct {
+	ProblemApplicationProblemPlusJSONResponse
+}
+
+func (response CompareRuns400ApplicationProblemPlusJSONResponse) VisitCompareRunsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CompareRuns401ApplicationProblemPlusJSONResponse Problem
+
+func (response CompareRuns401ApplicationProblemPlusJSONResponse) VisitCompareRunsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CompareRuns403ApplicationProblemPlusJSONResponse Problem
+
+func (response CompareRuns403ApplicationProblemPlusJSONResponse) VisitCompareRunsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CompareRuns404ApplicationProblemPlusJSONResponse Problem
+
+func (response CompareRuns404ApplicationProblemPlusJSONResponse) VisitCompareRunsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CompareRuns409ApplicationProblemPlusJSONResponse Problem
+
+func (response CompareRuns409ApplicationProblemPlusJSONResponse) VisitCompareRunsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetRunLiveRequestObject struct {
 	Id     ID `json:"id"`
 	Params GetRunLiveParams
@@ -30557,6 +31242,9 @@ type StrictServerInterface interface {
 	// CancelRun Cancel a run
 	// (POST /v1/runs/{id}/cancel)
 	CancelRun(ctx context.Context, request CancelRunRequestObject) (CancelRunResponseObject, error)
+	// CompareRuns Hold a run against a base run
+	// (GET /v1/runs/{id}/compare)
+	CompareRuns(ctx context.Context, request CompareRunsRequestObject) (CompareRunsResponseObject, error)
 	// GetRunLive Follow a run live (Server-Sent Events)
 	// (GET /v1/runs/{id}/live)
 	GetRunLive(ctx context.Context, request GetRunLiveRequestObject) (GetRunLiveResponseObject, error)
@@ -32162,6 +32850,33 @@ func (sh *strictHandler) CancelRun(w http.ResponseWriter, r *http.Request, id ID
 		sh.options.ResponseErrorHandlerFunc(w, r, err)
 	} else if validResponse, ok := response.(CancelRunResponseObject); ok {
 		if err := validResponse.VisitCancelRunResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// CompareRuns operation middleware
+func (sh *strictHandler) CompareRuns(w http.ResponseWriter, r *http.Request, id ID, params CompareRunsParams) {
+	var request CompareRunsRequestObject
+
+	request.Id = id
+	request.Params = params
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.CompareRuns(ctx, request.(CompareRunsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CompareRuns")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(CompareRunsResponseObject); ok {
+		if err := validResponse.VisitCompareRunsResponse(w); err != nil {
 			sh.options.ResponseErrorHandlerFunc(w, r, err)
 		}
 	} else if response != nil {

@@ -3,11 +3,16 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"strconv"
 	"strings"
 
+	"github.com/google/uuid"
+
+	"github.com/barrage-load/barrage/api"
 	"github.com/barrage-load/barrage/internal/summary"
 )
 
@@ -30,10 +35,8 @@ func (p percentFlag) Set(s string) error {
 	return nil
 }
 
-// runCompare holds a run's result against a base's: per request and overall, each figure's
-// change, the noise the runs' own variation could make, and a verdict; exit 99 on a regression.
-func runCompare(_ context.Context, e env, args []string) error {
-	fs := newFlags(e, "compare", "[flags] BASE.json NEW.json  (barrage run --out documents)")
+// addTolerances adds the flags of a comparison's tolerances, the defaults set.
+func addTolerances(fs *flag.FlagSet) *summary.Tolerances {
 	tol := summary.DefaultTolerances
 	for _, f := range []struct {
 		name string
@@ -48,6 +51,32 @@ func runCompare(_ context.Context, e env, args []string) error {
 	} {
 		fs.Var(percentFlag{f.v}, f.name, f.what+" (a percentage)")
 	}
+	return &tol
+}
+
+// printComparison prints c (as JSON when asked), and says, as exit status 99, that what was
+// compared regressed.
+func printComparison(e env, c summary.Comparison, asJSON bool, what string) error {
+	if asJSON {
+		enc := json.NewEncoder(e.stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(c); err != nil {
+			return err
+		}
+	} else {
+		c.Print(e.stdout)
+	}
+	if c.Verdict == summary.Regressed {
+		return &exitError{exitThresholds, errors.New(what + " regressed")}
+	}
+	return nil
+}
+
+// runCompare holds a run's result against a base's: per request and overall, each figure's
+// change, the noise the runs' own variation could make, and a verdict; exit 99 on a regression.
+func runCompare(_ context.Context, e env, args []string) error {
+	fs := newFlags(e, "compare", "[flags] BASE.json NEW.json  (barrage run --out documents)")
+	tol := addTolerances(fs)
 	asJSON := fs.Bool("json", false, "print the comparison as JSON")
 	if err := parseFlags(fs, args, 2); err != nil {
 		return err
@@ -63,18 +92,43 @@ func runCompare(_ context.Context, e env, args []string) error {
 			return usageError(fmt.Errorf("%s is not a result of barrage run --out: %w", path, err))
 		}
 	}
-	c := summary.Compare(runs[0], runs[1], tol)
-	if *asJSON {
-		enc := json.NewEncoder(e.stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(c); err != nil {
-			return err
-		}
-	} else {
-		c.Print(e.stdout)
+	return printComparison(e, summary.Compare(runs[0], runs[1], *tol), *asJSON, fmt.Sprintf("%s against %s", fs.Arg(1), fs.Arg(0)))
+}
+
+// runRunsCompare holds one of your runs on agents against another, through the server.
+func runRunsCompare(ctx context.Context, e env, args []string) error {
+	fs := newFlags(e, "runs compare", "--base BASE_ID [flags] ID")
+	base := fs.String("base", "", "the run to hold this one against")
+	tol := addTolerances(fs)
+	asJSON := fs.Bool("json", false, "print the comparison as JSON")
+	arg, err := positionalArg(fs, args)
+	if err != nil {
+		return err
 	}
-	if c.Verdict == summary.Regressed {
-		return &exitError{exitThresholds, fmt.Errorf("%s regressed against %s", fs.Arg(1), fs.Arg(0))}
+	id, err := uuid.Parse(arg)
+	if err != nil {
+		return usageError(fmt.Errorf("run id %q: %w", arg, err))
 	}
-	return nil
+	baseID, err := uuid.Parse(*base)
+	if err != nil {
+		return usageError(fmt.Errorf("--base %q: want a run's id: %w", *base, err))
+	}
+	cl, _, err := apiClient(ctx, e, true)
+	if err != nil {
+		return err
+	}
+	pct := func(v float64) *float64 { v *= 100; return &v }
+	res, err := cl.CompareRunsWithResponse(ctx, id, &api.CompareRunsParams{Base: baseID, MaxP50Regression: pct(tol.P50),
+		MaxP95Regression: pct(tol.P95), MaxP99Regression: pct(tol.P99), MaxRpsRegression: pct(tol.RPS), MaxErrorIncrease: pct(tol.ErrorRate)})
+	if err != nil {
+		return err
+	}
+	if res.JSON200 == nil {
+		return api.ProblemError(res.HTTPResponse, res.Body)
+	}
+	var c summary.Comparison
+	if err := json.Unmarshal(res.Body, &c); err != nil {
+		return fmt.Errorf("the comparison: %w", err)
+	}
+	return printComparison(e, c, *asJSON, fmt.Sprintf("run %s against run %s", id, baseID))
 }

@@ -103,6 +103,7 @@ var policies = map[string]policy{
 	"POST /v1/runs":             {user, barrage.ScopeWrite},
 	"GET /v1/runs/{id}":         {user, barrage.ScopeRead},
 	"POST /v1/runs/{id}/cancel": {user, barrage.ScopeWrite},
+	"GET /v1/runs/{id}/compare": {user, barrage.ScopeRead},
 	"GET /v1/runs/{id}/live":    {user, barrage.ScopeRead},
 	"GET /v1/runs/{id}/series":  {user, barrage.ScopeRead},
 	"GET /v1/runs/{id}/summary": {user, barrage.ScopeRead},

@@ -81,6 +81,36 @@ func (s *server) CancelRun(ctx context.Context, req api.CancelRunRequestObject) 
 	return api.CancelRun200JSONResponse(toAPIRun(run)), nil
 }
 
+func (s *server) CompareRuns(ctx context.Context, req api.CompareRunsRequestObject) (api.CompareRunsResponseObject, error) {
+	p, err := principal(ctx)
+	if err != nil {
+		return nil, err
+	}
+	tol := summary.DefaultTolerances
+	for _, q := range []struct {
+		v   *float64
+		set *float64
+	}{{&tol.P50, req.Params.MaxP50Regression}, {&tol.P95, req.Params.MaxP95Regression}, {&tol.P99, req.Params.MaxP99Regression},
+		{&tol.RPS, req.Params.MaxRpsRegression}, {&tol.ErrorRate, req.Params.MaxErrorIncrease}} {
+		if q.set != nil {
+			*q.v = *q.set / 100
+		}
+	}
+	c, err := s.control.Compare(ctx, p, req.Id, req.Params.Base, tol)
+	if err != nil {
+		return nil, err
+	}
+	b, err := json.Marshal(c)
+	if err != nil {
+		return nil, err
+	}
+	var out api.RunComparison
+	if err := json.Unmarshal(b, &out); err != nil {
+		return nil, err
+	}
+	return api.CompareRuns200JSONResponse(out), nil
+}
+
 func (s *server) GetRunSummary(ctx context.Context, req api.GetRunSummaryRequestObject) (api.GetRunSummaryResponseObject, error) {
 	p, err := principal(ctx)
 	if err != nil {

@@ -694,9 +694,10 @@ func TestTheServerChoosesAgentsThatCanTakeTheRun(t *testing.T) {
 func TestARunsSummaryTellsItsStability(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	_, u := b.adminAndUser()
+	admin, u := b.adminAndUser()
 	_, token := b.registerAgent("/v1/agents", u.access, "mine", nil)
 	script := b.addScript(u, smokeScript)
+	var runs []string
 	for _, tc := range []struct {
 		counts   func(i int) int
 		unstable bool
@@ -719,5 +720,25 @@ func TestARunsSummaryTellsItsStability(t *testing.T) {
 		require.Equal(t, tc.unstable, st["unstable"], "%v", st)
 		require.EqualValues(t, 1, st["from_s"])
 		require.EqualValues(t, 9, st["to_s"])
+		runs = append(runs, runID)
 	}
+
+	// The steady run held against the unstable one: the same latencies, a rate within the
+	// base's own swings.
+	cmp := b.do("GET", "/v1/runs/"+runs[1]+"/compare?base="+runs[0]+"&max_p95_regression=5", u.access, nil)
+	require.Equal(t, http.StatusOK, cmp.status, "body: %s", cmp.body)
+	c := cmp.json(t)
+	require.Equal(t, "unchanged", c["verdict"])
+	total := c["total"].(map[string]any)
+	require.Equal(t, "all requests", total["name"])
+	p95 := total["changes"].([]any)[2].(map[string]any)
+	require.Equal(t, "p95_ms", p95["metric"])
+	require.InDelta(t, 0.05, p95["tolerance"], 1e-9)
+	require.Len(t, c["requests"], 1)
+	// Another user's run is not found; a run that goes on cannot be compared yet.
+	requireProblem(t, b.do("GET", "/v1/runs/"+runs[1]+"/compare?base="+runs[0], admin.access, nil), http.StatusNotFound)
+	requireProblem(t, b.do("GET", "/v1/runs/"+runs[1]+"/compare?base=nope", u.access, nil), http.StatusBadRequest)
+	require.Equal(t, http.StatusNoContent, b.do("POST", "/v1/agent/lease", token, hello).status)
+	going := b.do("POST", "/v1/runs", u.access, map[string]any{"script_id": script, "vus": 4, "duration_seconds": 10}).json(t)["id"].(string)
+	requireProblem(t, b.do("GET", "/v1/runs/"+going+"/compare?base="+runs[0], u.access, nil), http.StatusConflict)
 }
