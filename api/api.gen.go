@@ -2864,6 +2864,17 @@ type ClientInterface interface {
 	// Corresponds with GET /v1/runs/{id}/series (the `GetRunSeries` operationId).
 	GetRunSeries(ctx context.Context, id ID, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// GetRunSeriesCSV A run's per-second series as CSV
+	//
+	// The series of `/v1/runs/{id}/series` in the columns `barrage run --csv` writes, streamed: one row per second
+	// and label, `second` (from 1), `kind` (request, group, hook), `label`, `count`, `rps`, `errors_<class>` for each
+	// error class (connect, timeout, 4xx, 5xx, assertion, ...), `bytes_in`, `bytes_out`, `p50_ms`, `p95_ms`,
+	// `p99_ms`, `max_ms`, `cpu` (the busiest agent's generator CPU, 0 to 1) and `vus` (active VUs of all agents).
+	// While the run goes on, the seconds complete so far.
+	//
+	// Corresponds with GET /v1/runs/{id}/series.csv (the `GetRunSeriesCSV` operationId).
+	GetRunSeriesCSV(ctx context.Context, id ID, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// GetRunSummary A run's results
 	//
 	// Per request, group and hook: count, rate, errors by class, min, mean, p50, p90, p95,
@@ -4522,6 +4533,27 @@ func (c *Client) GetRunLive(ctx context.Context, id ID, params *GetRunLiveParams
 // Corresponds with GET /v1/runs/{id}/series (the `GetRunSeries` operationId).
 func (c *Client) GetRunSeries(ctx context.Context, id ID, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetRunSeriesRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetRunSeriesCSV A run's per-second series as CSV
+//
+// The series of `/v1/runs/{id}/series` in the columns `barrage run --csv` writes, streamed: one row per second
+// and label, `second` (from 1), `kind` (request, group, hook), `label`, `count`, `rps`, `errors_<class>` for each
+// error class (connect, timeout, 4xx, 5xx, assertion, ...), `bytes_in`, `bytes_out`, `p50_ms`, `p95_ms`,
+// `p99_ms`, `max_ms`, `cpu` (the busiest agent's generator CPU, 0 to 1) and `vus` (active VUs of all agents).
+// While the run goes on, the seconds complete so far.
+//
+// Corresponds with GET /v1/runs/{id}/series.csv (the `GetRunSeriesCSV` operationId).
+func (c *Client) GetRunSeriesCSV(ctx context.Context, id ID, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetRunSeriesCSVRequest(c.Server, id)
 	if err != nil {
 		return nil, err
 	}
@@ -7482,6 +7514,40 @@ func NewGetRunSeriesRequest(server string, id ID) (*http.Request, error) {
 	return req, nil
 }
 
+// NewGetRunSeriesCSVRequest constructs an http.Request for the GetRunSeriesCSV method
+func NewGetRunSeriesCSVRequest(server string, id ID) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: "uuid"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/runs/%s/series.csv", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewGetRunSummaryRequest constructs an http.Request for the GetRunSummary method
 func NewGetRunSummaryRequest(server string, id ID) (*http.Request, error) {
 	var err error
@@ -9086,6 +9152,19 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /v1/runs/{id}/series (the `GetRunSeries` operationId).
 	GetRunSeriesWithResponse(ctx context.Context, id ID, reqEditors ...RequestEditorFn) (*GetRunSeriesResponse, error)
+
+	// GetRunSeriesCSVWithResponse A run's per-second series as CSV
+	//
+	// The series of `/v1/runs/{id}/series` in the columns `barrage run --csv` writes, streamed: one row per second
+	// and label, `second` (from 1), `kind` (request, group, hook), `label`, `count`, `rps`, `errors_<class>` for each
+	// error class (connect, timeout, 4xx, 5xx, assertion, ...), `bytes_in`, `bytes_out`, `p50_ms`, `p95_ms`,
+	// `p99_ms`, `max_ms`, `cpu` (the busiest agent's generator CPU, 0 to 1) and `vus` (active VUs of all agents).
+	// While the run goes on, the seconds complete so far.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/runs/{id}/series.csv (the `GetRunSeriesCSV` operationId).
+	GetRunSeriesCSVWithResponse(ctx context.Context, id ID, reqEditors ...RequestEditorFn) (*GetRunSeriesCSVResponse, error)
 
 	// GetRunSummaryWithResponse A run's results
 	//
@@ -13466,6 +13545,68 @@ func (r GetRunSeriesResponse) ContentType() string {
 	return ""
 }
 
+type GetRunSeriesCSVResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Problem
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *Problem
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r GetRunSeriesCSVResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r GetRunSeriesCSVResponse) GetApplicationproblemJSON401() *Problem {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r GetRunSeriesCSVResponse) GetApplicationproblemJSON403() *Problem {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r GetRunSeriesCSVResponse) GetApplicationproblemJSON404() *Problem {
+	return r.ApplicationproblemJSON404
+}
+
+// GetBody returns the raw response body bytes
+func (r GetRunSeriesCSVResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetRunSeriesCSVResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetRunSeriesCSVResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetRunSeriesCSVResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 type GetRunSummaryResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -16053,6 +16194,25 @@ func (c *ClientWithResponses) GetRunSeriesWithResponse(ctx context.Context, id I
 		return nil, err
 	}
 	return ParseGetRunSeriesResponse(rsp)
+}
+
+// GetRunSeriesCSVWithResponse A run's per-second series as CSV
+//
+// The series of `/v1/runs/{id}/series` in the columns `barrage run --csv` writes, streamed: one row per second
+// and label, `second` (from 1), `kind` (request, group, hook), `label`, `count`, `rps`, `errors_<class>` for each
+// error class (connect, timeout, 4xx, 5xx, assertion, ...), `bytes_in`, `bytes_out`, `p50_ms`, `p95_ms`,
+// `p99_ms`, `max_ms`, `cpu` (the busiest agent's generator CPU, 0 to 1) and `vus` (active VUs of all agents).
+// While the run goes on, the seconds complete so far.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/runs/{id}/series.csv (the `GetRunSeriesCSV` operationId).
+func (c *ClientWithResponses) GetRunSeriesCSVWithResponse(ctx context.Context, id ID, reqEditors ...RequestEditorFn) (*GetRunSeriesCSVResponse, error) {
+	rsp, err := c.GetRunSeriesCSV(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetRunSeriesCSVResponse(rsp)
 }
 
 // GetRunSummaryWithResponse A run's results
@@ -19785,6 +19945,53 @@ func ParseGetRunSeriesResponse(rsp *http.Response) (*GetRunSeriesResponse, error
 	return response, nil
 }
 
+// ParseGetRunSeriesCSVResponse parses an HTTP response from a GetRunSeriesCSVWithResponse call
+func ParseGetRunSeriesCSVResponse(rsp *http.Response) (*GetRunSeriesCSVResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetRunSeriesCSVResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	}
+
+	return response, nil
+}
+
 // ParseGetRunSummaryResponse parses an HTTP response from a GetRunSummaryWithResponse call
 func ParseGetRunSummaryResponse(rsp *http.Response) (*GetRunSummaryResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -21095,6 +21302,9 @@ type ServerInterface interface {
 	// GetRunSeries A run's per-second series
 	// (GET /v1/runs/{id}/series)
 	GetRunSeries(w http.ResponseWriter, r *http.Request, id ID)
+	// GetRunSeriesCSV A run's per-second series as CSV
+	// (GET /v1/runs/{id}/series.csv)
+	GetRunSeriesCSV(w http.ResponseWriter, r *http.Request, id ID)
 	// GetRunSummary A run's results
 	// (GET /v1/runs/{id}/summary)
 	GetRunSummary(w http.ResponseWriter, r *http.Request, id ID)
@@ -21488,6 +21698,12 @@ func (_ Unimplemented) GetRunLive(w http.ResponseWriter, r *http.Request, id ID,
 // GetRunSeries A run's per-second series
 // (GET /v1/runs/{id}/series)
 func (_ Unimplemented) GetRunSeries(w http.ResponseWriter, r *http.Request, id ID) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
+// GetRunSeriesCSV A run's per-second series as CSV
+// (GET /v1/runs/{id}/series.csv)
+func (_ Unimplemented) GetRunSeriesCSV(w http.ResponseWriter, r *http.Request, id ID) {
 	w.WriteHeader(http.StatusNotImplemented)
 }
 
@@ -23277,6 +23493,32 @@ func (siw *ServerInterfaceWrapper) GetRunSeries(w http.ResponseWriter, r *http.R
 	handler.ServeHTTP(w, r)
 }
 
+// GetRunSeriesCSV operation middleware
+func (siw *ServerInterfaceWrapper) GetRunSeriesCSV(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "id" -------------
+	var id ID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", chi.URLParam(r, "id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: r.URL.RawPath == ""})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "id", Err: err})
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.GetRunSeriesCSV(w, r, id)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
 // GetRunSummary operation middleware
 func (siw *ServerInterfaceWrapper) GetRunSummary(w http.ResponseWriter, r *http.Request) {
 
@@ -24109,6 +24351,9 @@ func HandlerWithOptions(si ServerInterface, options ChiServerOptions) http.Handl
 	})
 	r.Group(func(r chi.Router) {
 		r.Get(options.BaseURL+"/v1/runs/{id}/series", wrapper.GetRunSeries)
+	})
+	r.Group(func(r chi.Router) {
+		r.Get(options.BaseURL+"/v1/runs/{id}/series.csv", wrapper.GetRunSeriesCSV)
 	})
 	r.Group(func(r chi.Router) {
 		r.Get(options.BaseURL+"/v1/runs/{id}/compare", wrapper.CompareRuns)
@@ -29309,6 +29554,92 @@ func (response GetRunSeries404ApplicationProblemPlusJSONResponse) VisitGetRunSer
 	return err
 }
 
+type GetRunSeriesCSVRequestObject struct {
+	Id ID `json:"id"`
+}
+
+type GetRunSeriesCSVResponseObject interface {
+	VisitGetRunSeriesCSVResponse(w http.ResponseWriter) error
+}
+
+type GetRunSeriesCSV200TextcsvResponse struct {
+	Body          io.Reader
+	ContentLength int64
+}
+
+func (response GetRunSeriesCSV200TextcsvResponse) VisitGetRunSeriesCSVResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/csv")
+	if response.ContentLength != 0 {
+		w.Header().Set("Content-Length", fmt.Sprint(response.ContentLength))
+	}
+	w.WriteHeader(200)
+
+	if closer, ok := response.Body.(io.ReadCloser); ok {
+		defer closer.Close()
+	}
+	_, err := io.Copy(w, response.Body)
+	return err
+}
+
+type GetRunSeriesCSV400ApplicationProblemPlusJSONResponse struct {
+	ProblemApplicationProblemPlusJSONResponse
+}
+
+func (response GetRunSeriesCSV400ApplicationProblemPlusJSONResponse) VisitGetRunSeriesCSVResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRunSeriesCSV401ApplicationProblemPlusJSONResponse Problem
+
+func (response GetRunSeriesCSV401ApplicationProblemPlusJSONResponse) VisitGetRunSeriesCSVResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRunSeriesCSV403ApplicationProblemPlusJSONResponse Problem
+
+func (response GetRunSeriesCSV403ApplicationProblemPlusJSONResponse) VisitGetRunSeriesCSVResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRunSeriesCSV404ApplicationProblemPlusJSONResponse Problem
+
+func (response GetRunSeriesCSV404ApplicationProblemPlusJSONResponse) VisitGetRunSeriesCSVResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetRunSummaryRequestObject struct {
 	Id ID `json:"id"`
 }
@@ -31251,6 +31582,9 @@ type StrictServerInterface interface {
 	// GetRunSeries A run's per-second series
 	// (GET /v1/runs/{id}/series)
 	GetRunSeries(ctx context.Context, request GetRunSeriesRequestObject) (GetRunSeriesResponseObject, error)
+	// GetRunSeriesCSV A run's per-second series as CSV
+	// (GET /v1/runs/{id}/series.csv)
+	GetRunSeriesCSV(ctx context.Context, request GetRunSeriesCSVRequestObject) (GetRunSeriesCSVResponseObject, error)
 	// GetRunSummary A run's results
 	// (GET /v1/runs/{id}/summary)
 	GetRunSummary(ctx context.Context, request GetRunSummaryRequestObject) (GetRunSummaryResponseObject, error)
@@ -32930,6 +33264,32 @@ func (sh *strictHandler) GetRunSeries(w http.ResponseWriter, r *http.Request, id
 		sh.options.ResponseErrorHandlerFunc(w, r, err)
 	} else if validResponse, ok := response.(GetRunSeriesResponseObject); ok {
 		if err := validResponse.VisitGetRunSeriesResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// GetRunSeriesCSV operation middleware
+func (sh *strictHandler) GetRunSeriesCSV(w http.ResponseWriter, r *http.Request, id ID) {
+	var request GetRunSeriesCSVRequestObject
+
+	request.Id = id
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.GetRunSeriesCSV(ctx, request.(GetRunSeriesCSVRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetRunSeriesCSV")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(GetRunSeriesCSVResponseObject); ok {
+		if err := validResponse.VisitGetRunSeriesCSVResponse(w); err != nil {
 			sh.options.ResponseErrorHandlerFunc(w, r, err)
 		}
 	} else if response != nil {

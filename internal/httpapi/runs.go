@@ -1,10 +1,12 @@
 package httpapi
 
 import (
+	"cmp"
 	"context"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
 	"maps"
 	"slices"
 
@@ -228,6 +230,32 @@ func (s *server) GetRunSeries(ctx context.Context, req api.GetRunSeriesRequestOb
 		return nil, err
 	}
 	return out, nil
+}
+
+func (s *server) GetRunSeriesCSV(ctx context.Context, req api.GetRunSeriesCSVRequestObject) (api.GetRunSeriesCSVResponseObject, error) {
+	p, err := principal(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := s.control.Run(ctx, p, req.Id); err != nil {
+		return nil, err // before any byte: another user's run is a 404
+	}
+	// Streamed as the seconds are merged, a chunk at a time: a long run's series is not held.
+	pr, pw := io.Pipe()
+	go func() {
+		csv := summary.NewSeriesCSV(pw)
+		err := s.control.Series(ctx, p, req.Id, func(sec *control.MergedSecond) error {
+			var cpu float64
+			var vus int64
+			for _, part := range sec.Shards {
+				cpu, vus = max(cpu, part.Health.CPU), vus+part.Health.ActiveVUs
+			}
+			csv.Write(sec.Index, sec.Snapshot, cpu, vus)
+			return nil
+		})
+		pw.CloseWithError(cmp.Or(err, csv.Flush()))
+	}()
+	return api.GetRunSeriesCSV200TextcsvResponse{Body: pr}, nil
 }
 
 func toAPISeriesLabel(k metrics.Key, st *metrics.Stats) api.SeriesLabel {

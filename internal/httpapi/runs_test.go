@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/base64"
+	"encoding/csv"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -184,6 +185,16 @@ func TestARunGoesThroughItsAgentToItsSummary(t *testing.T) {
 	require.Len(t, series.Seconds, 3)
 	require.EqualValues(t, 50, series.Seconds[1].Labels[0].Count)
 	require.Equal(t, "request", series.Seconds[1].Labels[0].Kind)
+	// The same series as CSV, in barrage run --csv's columns; another user's run is not found.
+	csvRes := b.do("GET", "/v1/runs/"+runID+"/series.csv", u.access, nil)
+	require.Equal(t, http.StatusOK, csvRes.status, "body: %s", csvRes.body)
+	rows, err := csv.NewReader(bytes.NewReader(csvRes.body)).ReadAll()
+	require.NoError(t, err)
+	require.Len(t, rows, 4, "a header and a row a second")
+	require.Equal(t, []string{"second", "kind", "label", "count", "rps"}, rows[0][:5])
+	require.Equal(t, []string{"2", "request", "get home", "50", "50.0"}, rows[2][:5])
+	require.Equal(t, "4", rows[2][len(rows[2])-1], "the agents' active VUs")
+	requireProblem(t, b.do("GET", "/v1/runs/"+runID+"/series.csv", admin.access, nil), http.StatusNotFound)
 	// The manifest pins the script and names the agent that ran it, with its version.
 	m := got["manifest"].(map[string]any)
 	require.Len(t, m["script_sha256"], 64)
