@@ -2886,6 +2886,15 @@ type ClientInterface interface {
 	// Corresponds with GET /v1/runs/{id}/summary (the `GetRunSummary` operationId).
 	GetRunSummary(ctx context.Context, id ID, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// GetRunSummaryCSV A run's results as CSV
+	//
+	// The figures of `/v1/runs/{id}/summary` as CSV, one row per label, in the columns `barrage run --summary-csv`
+	// writes: `kind` (total, request, group, hook), `label`, `count`, `rps`, `error_rate` (0 to 1), `bytes_in`,
+	// `bytes_out`, `min_ms`, `mean_ms`, `p50_ms`, `p90_ms`, `p95_ms`, `p99_ms`, `max_ms`. `409` while the run goes on.
+	//
+	// Corresponds with GET /v1/runs/{id}/summary.csv (the `GetRunSummaryCSV` operationId).
+	GetRunSummaryCSV(ctx context.Context, id ID, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// CreateScriptWithBody Upload a script
 	//
 	// Stores an immutable script, with the data files it reads, for runs to execute: what
@@ -4575,6 +4584,25 @@ func (c *Client) GetRunSeriesCSV(ctx context.Context, id ID, reqEditors ...Reque
 // Corresponds with GET /v1/runs/{id}/summary (the `GetRunSummary` operationId).
 func (c *Client) GetRunSummary(ctx context.Context, id ID, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetRunSummaryRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetRunSummaryCSV A run's results as CSV
+//
+// The figures of `/v1/runs/{id}/summary` as CSV, one row per label, in the columns `barrage run --summary-csv`
+// writes: `kind` (total, request, group, hook), `label`, `count`, `rps`, `error_rate` (0 to 1), `bytes_in`,
+// `bytes_out`, `min_ms`, `mean_ms`, `p50_ms`, `p90_ms`, `p95_ms`, `p99_ms`, `max_ms`. `409` while the run goes on.
+//
+// Corresponds with GET /v1/runs/{id}/summary.csv (the `GetRunSummaryCSV` operationId).
+func (c *Client) GetRunSummaryCSV(ctx context.Context, id ID, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetRunSummaryCSVRequest(c.Server, id)
 	if err != nil {
 		return nil, err
 	}
@@ -7582,6 +7610,40 @@ func NewGetRunSummaryRequest(server string, id ID) (*http.Request, error) {
 	return req, nil
 }
 
+// NewGetRunSummaryCSVRequest constructs an http.Request for the GetRunSummaryCSV method
+func NewGetRunSummaryCSVRequest(server string, id ID) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: "uuid"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/runs/%s/summary.csv", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewCreateScriptRequest calls the generic CreateScript builder with application/json body
 func NewCreateScriptRequest(server string, body CreateScriptJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
@@ -9178,6 +9240,17 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /v1/runs/{id}/summary (the `GetRunSummary` operationId).
 	GetRunSummaryWithResponse(ctx context.Context, id ID, reqEditors ...RequestEditorFn) (*GetRunSummaryResponse, error)
+
+	// GetRunSummaryCSVWithResponse A run's results as CSV
+	//
+	// The figures of `/v1/runs/{id}/summary` as CSV, one row per label, in the columns `barrage run --summary-csv`
+	// writes: `kind` (total, request, group, hook), `label`, `count`, `rps`, `error_rate` (0 to 1), `bytes_in`,
+	// `bytes_out`, `min_ms`, `mean_ms`, `p50_ms`, `p90_ms`, `p95_ms`, `p99_ms`, `max_ms`. `409` while the run goes on.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/runs/{id}/summary.csv (the `GetRunSummaryCSV` operationId).
+	GetRunSummaryCSVWithResponse(ctx context.Context, id ID, reqEditors ...RequestEditorFn) (*GetRunSummaryCSVResponse, error)
 
 	// CreateScriptWithBodyWithResponse Upload a script
 	//
@@ -13683,6 +13756,75 @@ func (r GetRunSummaryResponse) ContentType() string {
 	return ""
 }
 
+type GetRunSummaryCSVResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Problem
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *Problem
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *Problem
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r GetRunSummaryCSVResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r GetRunSummaryCSVResponse) GetApplicationproblemJSON401() *Problem {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r GetRunSummaryCSVResponse) GetApplicationproblemJSON403() *Problem {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r GetRunSummaryCSVResponse) GetApplicationproblemJSON404() *Problem {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r GetRunSummaryCSVResponse) GetApplicationproblemJSON409() *Problem {
+	return r.ApplicationproblemJSON409
+}
+
+// GetBody returns the raw response body bytes
+func (r GetRunSummaryCSVResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetRunSummaryCSVResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetRunSummaryCSVResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetRunSummaryCSVResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 type CreateScriptResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -16232,6 +16374,23 @@ func (c *ClientWithResponses) GetRunSummaryWithResponse(ctx context.Context, id 
 		return nil, err
 	}
 	return ParseGetRunSummaryResponse(rsp)
+}
+
+// GetRunSummaryCSVWithResponse A run's results as CSV
+//
+// The figures of `/v1/runs/{id}/summary` as CSV, one row per label, in the columns `barrage run --summary-csv`
+// writes: `kind` (total, request, group, hook), `label`, `count`, `rps`, `error_rate` (0 to 1), `bytes_in`,
+// `bytes_out`, `min_ms`, `mean_ms`, `p50_ms`, `p90_ms`, `p95_ms`, `p99_ms`, `max_ms`. `409` while the run goes on.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/runs/{id}/summary.csv (the `GetRunSummaryCSV` operationId).
+func (c *ClientWithResponses) GetRunSummaryCSVWithResponse(ctx context.Context, id ID, reqEditors ...RequestEditorFn) (*GetRunSummaryCSVResponse, error) {
+	rsp, err := c.GetRunSummaryCSV(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetRunSummaryCSVResponse(rsp)
 }
 
 // CreateScriptWithBodyWithResponse Upload a script
@@ -20053,6 +20212,60 @@ func ParseGetRunSummaryResponse(rsp *http.Response) (*GetRunSummaryResponse, err
 	return response, nil
 }
 
+// ParseGetRunSummaryCSVResponse parses an HTTP response from a GetRunSummaryCSVWithResponse call
+func ParseGetRunSummaryCSVResponse(rsp *http.Response) (*GetRunSummaryCSVResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetRunSummaryCSVResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
+	}
+
+	return response, nil
+}
+
 // ParseCreateScriptResponse parses an HTTP response from a CreateScriptWithResponse call
 func ParseCreateScriptResponse(rsp *http.Response) (*CreateScriptResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -21308,6 +21521,9 @@ type ServerInterface interface {
 	// GetRunSummary A run's results
 	// (GET /v1/runs/{id}/summary)
 	GetRunSummary(w http.ResponseWriter, r *http.Request, id ID)
+	// GetRunSummaryCSV A run's results as CSV
+	// (GET /v1/runs/{id}/summary.csv)
+	GetRunSummaryCSV(w http.ResponseWriter, r *http.Request, id ID)
 	// CreateScript Upload a script
 	// (POST /v1/scripts)
 	CreateScript(w http.ResponseWriter, r *http.Request)
@@ -21710,6 +21926,12 @@ func (_ Unimplemented) GetRunSeriesCSV(w http.ResponseWriter, r *http.Request, i
 // GetRunSummary A run's results
 // (GET /v1/runs/{id}/summary)
 func (_ Unimplemented) GetRunSummary(w http.ResponseWriter, r *http.Request, id ID) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
+// GetRunSummaryCSV A run's results as CSV
+// (GET /v1/runs/{id}/summary.csv)
+func (_ Unimplemented) GetRunSummaryCSV(w http.ResponseWriter, r *http.Request, id ID) {
 	w.WriteHeader(http.StatusNotImplemented)
 }
 
@@ -23545,6 +23767,32 @@ func (siw *ServerInterfaceWrapper) GetRunSummary(w http.ResponseWriter, r *http.
 	handler.ServeHTTP(w, r)
 }
 
+// GetRunSummaryCSV operation middleware
+func (siw *ServerInterfaceWrapper) GetRunSummaryCSV(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "id" -------------
+	var id ID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", chi.URLParam(r, "id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: r.URL.RawPath == ""})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "id", Err: err})
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.GetRunSummaryCSV(w, r, id)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
 // CreateScript operation middleware
 func (siw *ServerInterfaceWrapper) CreateScript(w http.ResponseWriter, r *http.Request) {
 
@@ -24357,6 +24605,9 @@ func HandlerWithOptions(si ServerInterface, options ChiServerOptions) http.Handl
 	})
 	r.Group(func(r chi.Router) {
 		r.Get(options.BaseURL+"/v1/runs/{id}/compare", wrapper.CompareRuns)
+	})
+	r.Group(func(r chi.Router) {
+		r.Get(options.BaseURL+"/v1/runs/{id}/summary.csv", wrapper.GetRunSummaryCSV)
 	})
 	r.Group(func(r chi.Router) {
 		r.Get(options.BaseURL+"/v1/runs/{id}/summary", wrapper.GetRunSummary)
@@ -29734,6 +29985,106 @@ func (response GetRunSummary409ApplicationProblemPlusJSONResponse) VisitGetRunSu
 	return err
 }
 
+type GetRunSummaryCSVRequestObject struct {
+	Id ID `json:"id"`
+}
+
+type GetRunSummaryCSVResponseObject interface {
+	VisitGetRunSummaryCSVResponse(w http.ResponseWriter) error
+}
+
+type GetRunSummaryCSV200TextcsvResponse struct {
+	Body          io.Reader
+	ContentLength int64
+}
+
+func (response GetRunSummaryCSV200TextcsvResponse) VisitGetRunSummaryCSVResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/csv")
+	if response.ContentLength != 0 {
+		w.Header().Set("Content-Length", fmt.Sprint(response.ContentLength))
+	}
+	w.WriteHeader(200)
+
+	if closer, ok := response.Body.(io.ReadCloser); ok {
+		defer closer.Close()
+	}
+	_, err := io.Copy(w, response.Body)
+	return err
+}
+
+type GetRunSummaryCSV400ApplicationProblemPlusJSONResponse struct {
+	ProblemApplicationProblemPlusJSONResponse
+}
+
+func (response GetRunSummaryCSV400ApplicationProblemPlusJSONResponse) VisitGetRunSummaryCSVResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRunSummaryCSV401ApplicationProblemPlusJSONResponse Problem
+
+func (response GetRunSummaryCSV401ApplicationProblemPlusJSONResponse) VisitGetRunSummaryCSVResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRunSummaryCSV403ApplicationProblemPlusJSONResponse Problem
+
+func (response GetRunSummaryCSV403ApplicationProblemPlusJSONResponse) VisitGetRunSummaryCSVResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRunSummaryCSV404ApplicationProblemPlusJSONResponse Problem
+
+func (response GetRunSummaryCSV404ApplicationProblemPlusJSONResponse) VisitGetRunSummaryCSVResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRunSummaryCSV409ApplicationProblemPlusJSONResponse Problem
+
+func (response GetRunSummaryCSV409ApplicationProblemPlusJSONResponse) VisitGetRunSummaryCSVResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type CreateScriptRequestObject struct {
 	Body *CreateScriptJSONRequestBody
 }
@@ -31588,6 +31939,9 @@ type StrictServerInterface interface {
 	// GetRunSummary A run's results
 	// (GET /v1/runs/{id}/summary)
 	GetRunSummary(ctx context.Context, request GetRunSummaryRequestObject) (GetRunSummaryResponseObject, error)
+	// GetRunSummaryCSV A run's results as CSV
+	// (GET /v1/runs/{id}/summary.csv)
+	GetRunSummaryCSV(ctx context.Context, request GetRunSummaryCSVRequestObject) (GetRunSummaryCSVResponseObject, error)
 	// CreateScript Upload a script
 	// (POST /v1/scripts)
 	CreateScript(ctx context.Context, request CreateScriptRequestObject) (CreateScriptResponseObject, error)
@@ -33316,6 +33670,32 @@ func (sh *strictHandler) GetRunSummary(w http.ResponseWriter, r *http.Request, i
 		sh.options.ResponseErrorHandlerFunc(w, r, err)
 	} else if validResponse, ok := response.(GetRunSummaryResponseObject); ok {
 		if err := validResponse.VisitGetRunSummaryResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// GetRunSummaryCSV operation middleware
+func (sh *strictHandler) GetRunSummaryCSV(w http.ResponseWriter, r *http.Request, id ID) {
+	var request GetRunSummaryCSVRequestObject
+
+	request.Id = id
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.GetRunSummaryCSV(ctx, request.(GetRunSummaryCSVRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetRunSummaryCSV")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(GetRunSummaryCSVResponseObject); ok {
+		if err := validResponse.VisitGetRunSummaryCSVResponse(w); err != nil {
 			sh.options.ResponseErrorHandlerFunc(w, r, err)
 		}
 	} else if response != nil {

@@ -38,6 +38,7 @@ func runRun(ctx context.Context, e env, args []string) error {
 	lf := addLoadFlags(fs)
 	out := fs.String("out", "", "write the full result as JSON to this file")
 	csvPath := fs.String("csv", "", "write the per-second series as CSV to this file")
+	summaryCSV := fs.String("summary-csv", "", "write the summary as CSV to this file, a row per label")
 	quiet := fs.Bool("quiet", false, "no live line; only the summary")
 	insecure := fs.Bool("insecure", false, "skip TLS certificate verification")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the generator to this file")
@@ -120,6 +121,11 @@ func runRun(ctx context.Context, e env, args []string) error {
 			return err
 		}
 	}
+	if *summaryCSV != "" {
+		if err := writeSummaryCSV(*summaryCSV, &doc.Summary); err != nil {
+			return err
+		}
+	}
 	if series != nil {
 		if err := cmp.Or(series.Flush(), csvFile.Close()); err != nil {
 			return fmt.Errorf("write %s: %w", *csvPath, err)
@@ -189,4 +195,16 @@ func writeJSON(path string, v any) error {
 		return err
 	}
 	return os.WriteFile(path, append(data, '\n'), 0o644)
+}
+
+// writeSummaryCSV writes s as CSV to the file at path.
+func writeSummaryCSV(path string, s *summary.Summary) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := cmp.Or(s.WriteCSV(f), f.Close()); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
 }

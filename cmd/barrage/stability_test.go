@@ -1,10 +1,12 @@
 package main_test
 
 import (
+	"encoding/csv"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -58,4 +60,27 @@ func TestStabilityCallsOutThroughputThatMoves(t *testing.T) {
 		require.GreaterOrEqual(t, len(doc.Series), 8)
 		require.Equal(t, int64(1), doc.Series[0].Second)
 	}
+}
+
+// --summary-csv writes the summary a row per label, in the documented columns.
+func TestRunWritesItsSummaryAsCSV(t *testing.T) {
+	t.Parallel()
+	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("hello")) }))
+	defer target.Close()
+	path := writeScript(t, target.URL, "  - p95 < 1s")
+	out := filepath.Join(t.TempDir(), "summary.csv")
+	_, stderr, code := runCLI(t, "run", "--quiet", "--summary-csv", out, path)
+	require.Zero(t, code, "stderr: %s", stderr)
+	f, err := os.Open(out)
+	require.NoError(t, err)
+	defer f.Close()
+	rows, err := csv.NewReader(f).ReadAll()
+	require.NoError(t, err)
+	require.Equal(t, []string{"kind", "label", "count", "rps", "error_rate", "bytes_in", "bytes_out",
+		"min_ms", "mean_ms", "p50_ms", "p90_ms", "p95_ms", "p99_ms", "max_ms"}, rows[0])
+	var kinds []string
+	for _, r := range rows[1:] {
+		kinds = append(kinds, r[0]+" "+r[1])
+	}
+	require.Equal(t, []string{"total all requests", "request get home", "request get greeting", "group home"}, kinds)
 }

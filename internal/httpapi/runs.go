@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"encoding/hex"
@@ -111,6 +112,26 @@ func (s *server) CompareRuns(ctx context.Context, req api.CompareRunsRequestObje
 		return nil, err
 	}
 	return api.CompareRuns200JSONResponse(out), nil
+}
+
+func (s *server) GetRunSummaryCSV(ctx context.Context, req api.GetRunSummaryCSVRequestObject) (api.GetRunSummaryCSVResponseObject, error) {
+	p, err := principal(ctx)
+	if err != nil {
+		return nil, err
+	}
+	doc, err := s.control.Summary(ctx, p, req.Id)
+	if err != nil {
+		return nil, err
+	}
+	var sum control.Summary
+	if err := json.Unmarshal(doc, &sum); err != nil {
+		return nil, fmt.Errorf("run %s: stored summary: %w", req.Id, err)
+	}
+	var b bytes.Buffer
+	if err := sum.WriteCSV(&b); err != nil {
+		return nil, err
+	}
+	return api.GetRunSummaryCSV200TextcsvResponse{Body: &b, ContentLength: int64(b.Len())}, nil
 }
 
 func (s *server) GetRunSummary(ctx context.Context, req api.GetRunSummaryRequestObject) (api.GetRunSummaryResponseObject, error) {

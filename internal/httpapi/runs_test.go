@@ -143,6 +143,7 @@ func TestARunGoesThroughItsAgentToItsSummary(t *testing.T) {
 	// A stale holder's lease is refused, and another agent's token does not reach the shard.
 	requireProblem(t, b.do("POST", report, ownToken, map[string]any{"lease": 99, "seconds": []any{}}), http.StatusConflict)
 	requireProblem(t, b.do("GET", "/v1/runs/"+runID+"/summary", u.access, nil), http.StatusConflict)
+	requireProblem(t, b.do("GET", "/v1/runs/"+runID+"/summary.csv", u.access, nil), http.StatusConflict)
 
 	end := b.do("POST", report, ownToken, map[string]any{"lease": lease, "seconds": []any{second(t, 2, "get home", 10, 20*time.Millisecond)},
 		"end": map[string]any{"reason": "finished", "late_start_ms": 3, "result": map[string]any{"iterations": 160}}})
@@ -195,6 +196,14 @@ func TestARunGoesThroughItsAgentToItsSummary(t *testing.T) {
 	require.Equal(t, []string{"2", "request", "get home", "50", "50.0"}, rows[2][:5])
 	require.Equal(t, "4", rows[2][len(rows[2])-1], "the agents' active VUs")
 	requireProblem(t, b.do("GET", "/v1/runs/"+runID+"/series.csv", admin.access, nil), http.StatusNotFound)
+	sumRes := b.do("GET", "/v1/runs/"+runID+"/summary.csv", u.access, nil)
+	require.Equal(t, http.StatusOK, sumRes.status, "body: %s", sumRes.body)
+	rows, err = csv.NewReader(bytes.NewReader(sumRes.body)).ReadAll()
+	require.NoError(t, err)
+	require.Len(t, rows, 3, "a header, all requests, the request")
+	require.Equal(t, []string{"kind", "label", "count"}, rows[0][:3])
+	require.Equal(t, []string{"total", "all requests", "160"}, rows[1][:3])
+	require.Equal(t, []string{"request", "get home", "160"}, rows[2][:3])
 	// The manifest pins the script and names the agent that ran it, with its version.
 	m := got["manifest"].(map[string]any)
 	require.Len(t, m["script_sha256"], 64)

@@ -65,3 +65,38 @@ func (s *SeriesCSV) Flush() error {
 	}
 	return s.err
 }
+
+// SummaryCSVHeader are the columns of a summary as CSV: one row per label, all requests first,
+// then each request, group and hook.
+var SummaryCSVHeader = []string{"kind", "label", "count", "rps", "error_rate", "bytes_in", "bytes_out",
+	"min_ms", "mean_ms", "p50_ms", "p90_ms", "p95_ms", "p99_ms", "max_ms"}
+
+// WriteCSV writes s as CSV: SummaryCSVHeader, then a row for all requests (kind total) and for
+// each request, group and hook.
+func (s *Summary) WriteCSV(w io.Writer) error {
+	cw := csv.NewWriter(w)
+	if err := cw.Write(SummaryCSVHeader); err != nil {
+		return err
+	}
+	f := func(v float64, prec int) string { return strconv.FormatFloat(v, 'f', prec, 64) }
+	row := func(kind string, l Label) error {
+		return cw.Write([]string{kind, l.Name, strconv.FormatInt(l.Count, 10), f(l.RPS, 3), f(l.ErrorRate, 6),
+			strconv.FormatInt(l.BytesIn, 10), strconv.FormatInt(l.BytesOut, 10), f(l.MinMS, 3), f(l.MeanMS, 3),
+			f(l.P50MS, 3), f(l.P90MS, 3), f(l.P95MS, 3), f(l.P99MS, 3), f(l.MaxMS, 3)})
+	}
+	if err := row("total", s.Total); err != nil {
+		return err
+	}
+	for _, set := range []struct {
+		kind   string
+		labels []Label
+	}{{"request", s.Requests}, {"group", s.Groups}, {"hook", s.Hooks}} {
+		for _, l := range set.labels {
+			if err := row(set.kind, l); err != nil {
+				return err
+			}
+		}
+	}
+	cw.Flush()
+	return cw.Error()
+}
