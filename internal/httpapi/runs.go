@@ -115,17 +115,9 @@ func (s *server) CompareRuns(ctx context.Context, req api.CompareRunsRequestObje
 }
 
 func (s *server) GetRunSummaryCSV(ctx context.Context, req api.GetRunSummaryCSVRequestObject) (api.GetRunSummaryCSVResponseObject, error) {
-	p, err := principal(ctx)
+	sum, err := runSummary[control.Summary](ctx, s.control, req.Id)
 	if err != nil {
 		return nil, err
-	}
-	doc, err := s.control.Summary(ctx, p, req.Id)
-	if err != nil {
-		return nil, err
-	}
-	var sum control.Summary
-	if err := json.Unmarshal(doc, &sum); err != nil {
-		return nil, fmt.Errorf("run %s: stored summary: %w", req.Id, err)
 	}
 	var b bytes.Buffer
 	if err := sum.WriteCSV(&b); err != nil {
@@ -135,19 +127,28 @@ func (s *server) GetRunSummaryCSV(ctx context.Context, req api.GetRunSummaryCSVR
 }
 
 func (s *server) GetRunSummary(ctx context.Context, req api.GetRunSummaryRequestObject) (api.GetRunSummaryResponseObject, error) {
-	p, err := principal(ctx)
+	out, err := runSummary[api.RunSummary](ctx, s.control, req.Id)
 	if err != nil {
 		return nil, err
-	}
-	doc, err := s.control.Summary(ctx, p, req.Id)
-	if err != nil {
-		return nil, err
-	}
-	var out api.RunSummary
-	if err := json.Unmarshal(doc, &out); err != nil {
-		return nil, fmt.Errorf("run %s: stored summary: %w", req.Id, err)
 	}
 	return api.GetRunSummary200JSONResponse(out), nil
+}
+
+// runSummary reads the stored summary of the asker's run id as a T.
+func runSummary[T any](ctx context.Context, c *control.Service, id uuid.UUID) (T, error) {
+	var out T
+	p, err := principal(ctx)
+	if err != nil {
+		return out, err
+	}
+	doc, err := c.Summary(ctx, p, id)
+	if err != nil {
+		return out, err
+	}
+	if err := json.Unmarshal(doc, &out); err != nil {
+		return out, fmt.Errorf("run %s: stored summary: %w", id, err)
+	}
+	return out, nil
 }
 
 func toAPIRun(r barrage.Run) api.Run {
