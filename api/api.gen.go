@@ -740,7 +740,12 @@ type AgentShare struct {
 	Seconds     int                 `json:"seconds"`
 	ShardId     openapi_types.UUID  `json:"shard_id"`
 	State       string              `json:"state"`
-	Verdict     Verdict             `json:"verdict"`
+
+	// Verdict What limited the load. `generator_limited`: a generator's CPU or clock (the numbers measure the tool), with its
+	// `reasons`. Else `target_limited`: the target could not take the load asked for (iterations dropped because every
+	// VU was waiting on it while the generators had CPU to spare: the numbers measure the target), with its
+	// `target_reasons`. Neither: the generators delivered the load.
+	Verdict Verdict `json:"verdict"`
 }
 
 // AgentState defines model for AgentState.
@@ -1529,7 +1534,12 @@ type RunSummary struct {
 	Stability  *Stability        `json:"stability,omitempty"`
 	Thresholds []ThresholdResult `json:"thresholds"`
 	Total      LabelSummary      `json:"total"`
-	Verdict    Verdict           `json:"verdict"`
+
+	// Verdict What limited the load. `generator_limited`: a generator's CPU or clock (the numbers measure the tool), with its
+	// `reasons`. Else `target_limited`: the target could not take the load asked for (iterations dropped because every
+	// VU was waiting on it while the generators had CPU to spare: the numbers measure the target), with its
+	// `target_reasons`. Neither: the generators delivered the load.
+	Verdict Verdict `json:"verdict"`
 }
 
 // Scope `read`: safe methods; `write`: changes to your own data; `plugins:write`: publishing and deprecating plugin versions; `admin`: admin routes, for admins only.
@@ -1893,10 +1903,15 @@ type UserList struct {
 	NextCursor *string `json:"next_cursor,omitempty"`
 }
 
-// Verdict defines model for Verdict.
+// Verdict What limited the load. `generator_limited`: a generator's CPU or clock (the numbers measure the tool), with its
+// `reasons`. Else `target_limited`: the target could not take the load asked for (iterations dropped because every
+// VU was waiting on it while the generators had CPU to spare: the numbers measure the target), with its
+// `target_reasons`. Neither: the generators delivered the load.
 type Verdict struct {
 	GeneratorLimited bool      `json:"generator_limited"`
 	Reasons          *[]string `json:"reasons,omitempty"`
+	TargetLimited    *bool     `json:"target_limited,omitempty"`
+	TargetReasons    *[]string `json:"target_reasons,omitempty"`
 }
 
 // Cursor defines model for Cursor.

@@ -84,3 +84,31 @@ func TestRunWritesItsSummaryAsCSV(t *testing.T) {
 	}
 	require.Equal(t, []string{"total all requests", "request get home", "request get greeting", "group home"}, kinds)
 }
+
+// A target that serves 80 requests/s (4 at a time, 50 ms each), asked for 200/s with 100 VUs at
+// most, starves the VUs while the generator idles: the verdict is the target's.
+func TestStarvedVUsAreTheTargetsVerdict(t *testing.T) {
+	t.Parallel()
+	slots := make(chan struct{}, 4)
+	target := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {
+		slots <- struct{}{}
+		time.Sleep(50 * time.Millisecond)
+		<-slots
+	}))
+	defer target.Close()
+	path := filepath.Join(t.TempDir(), "s.yaml")
+	require.NoError(t, os.WriteFile(path, []byte(`version: 1
+name: slow target
+session:
+  groups:
+    - name: g
+      requests:
+        - { name: r, url: "`+target.URL+`/" }
+load: { rate: 200/s, duration: 4s, max_vus: 100 }
+`), 0o644))
+	stdout, stderr, code := runCLI(t, "run", "--quiet", path)
+	require.Zero(t, code, "stderr: %s", stderr)
+	require.Contains(t, stdout, "the target was the limit: it could not take the load asked for; these numbers measure the target")
+	require.Contains(t, stdout, "every VU was waiting on the target")
+	require.NotContains(t, stdout, "generator was the bottleneck")
+}

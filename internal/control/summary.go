@@ -160,9 +160,12 @@ func (s *Service) summarize(ctx context.Context, sc *script.Script, run barrage.
 		if t := byShard[sh.ID]; t != nil {
 			v := engine.Judge(t.healths)
 			share.Requests, share.Seconds = t.requests, len(t.healths)
-			share.Verdict = Verdict{GeneratorLimited: v.GeneratorLimited, Reasons: v.Reasons}
+			share.Verdict = summary.VerdictOf(v)
 			for _, r := range v.Reasons {
 				sum.Verdict.Reasons = append(sum.Verdict.Reasons, fmt.Sprintf("agent %s: %s", agentName(sh), r))
+			}
+			for _, r := range v.TargetReasons {
+				sum.Verdict.TargetReasons = append(sum.Verdict.TargetReasons, fmt.Sprintf("agent %s: %s", agentName(sh), r))
 			}
 		}
 		if sh.LateStart > time.Second {
@@ -171,6 +174,7 @@ func (s *Service) summarize(ctx context.Context, sc *script.Script, run barrage.
 		sum.Agents = append(sum.Agents, share)
 	}
 	sum.Verdict.GeneratorLimited = len(sum.Verdict.Reasons) > 0
+	sum.Verdict.TargetLimited = !sum.Verdict.GeneratorLimited && len(sum.Verdict.TargetReasons) > 0
 	return sum, nil
 }
 

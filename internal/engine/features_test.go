@@ -408,7 +408,10 @@ load:
 	require.Greater(t, res.Dropped, int64(20), "iterations due during the stall found no VU")
 	require.GreaterOrEqual(t, st.Latency.Max(), 900*time.Millisecond)
 	require.Greater(t, st.Latency.Quantile(0.95), 500*time.Millisecond, "the stall is in the tail, not hidden")
-	require.True(t, res.Verdict.GeneratorLimited, "starved VUs are reported")
+	// VUs starved by a stalled target are the target's verdict, not the generator's.
+	require.False(t, res.Verdict.GeneratorLimited, "%v", res.Verdict.Reasons)
+	require.True(t, res.Verdict.TargetLimited, "starved VUs are reported")
+	require.Contains(t, res.Verdict.TargetReasons[0], "every VU was waiting on the target")
 }
 
 // A stage ramping from zero brings the area under its rate: 0 to 100/s over 2 s is 100

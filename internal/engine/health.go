@@ -126,10 +126,14 @@ func (m *healthMeter) rotate(now time.Time) Health {
 	return h
 }
 
-// Verdict says whether the generator, rather than the target, limited the run.
+// Verdict says what limited the run: the generator (its CPU, its clock), and then its numbers
+// measure the tool; or the target, which could not take the load asked for (VUs starved waiting
+// on it while the generator was free), and then they measure the target.
 type Verdict struct {
 	GeneratorLimited bool
 	Reasons          []string
+	TargetLimited    bool
+	TargetReasons    []string
 }
 
 // Judge gives the verdict on a generator from its health, second by second: one agent's, or a
@@ -158,10 +162,18 @@ func Judge(seconds []Health) Verdict {
 	if scheduled > 0 && late*100 > scheduled {
 		v.Reasons = append(v.Reasons, fmt.Sprintf("%d of %d scheduled starts were over %s late (worst %s)", late, scheduled, lateThreshold, worst.Round(time.Millisecond)))
 	}
-	if dropped > 0 {
-		v.Reasons = append(v.Reasons, fmt.Sprintf("%d iterations dropped because every VU was busy: the target slowed down "+
-			"(see the latencies) or max_vus is too low for the arrival rate", dropped))
-	}
 	v.GeneratorLimited = len(v.Reasons) > 0
+	if dropped > 0 {
+		if v.GeneratorLimited {
+			// A busy generator starves its VUs too: the drops are its own.
+			v.Reasons = append(v.Reasons, fmt.Sprintf("%d iterations dropped because every VU was busy", dropped))
+		} else {
+			// The generator had room: its VUs were all waiting on the target.
+			v.TargetReasons = append(v.TargetReasons, fmt.Sprintf("%d of %d iterations dropped because every VU was waiting on the target "+
+				"while the generator had CPU to spare: the target could not keep up with the arrival rate (or max_vus is too low for its latency)",
+				dropped, scheduled))
+			v.TargetLimited = true
+		}
+	}
 	return v
 }

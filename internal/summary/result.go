@@ -73,7 +73,7 @@ func NewResult(res *engine.Result) *Result {
 	}
 	r.HookErrors = res.HookErrors
 	r.Thresholds = Thresholds(res.Thresholds)
-	r.Verdict = Verdict{GeneratorLimited: res.Verdict.GeneratorLimited, Reasons: res.Verdict.Reasons}
+	r.Verdict = VerdictOf(res.Verdict)
 	return r
 }
 

@@ -14,6 +14,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/barrage-load/barrage/internal/engine"
 	"github.com/barrage-load/barrage/internal/metrics"
 	"github.com/barrage-load/barrage/internal/script"
 	"github.com/barrage-load/barrage/internal/threshold"
@@ -80,19 +81,31 @@ func (t Threshold) String() string {
 	return fmt.Sprintf("%s: %g, passed %t", t.Check, t.Observed, t.Passed)
 }
 
-// Verdict says whether a generator, rather than the target, limited the load.
+// Verdict says what limited the load: a generator (and then the numbers measure the tool) or
+// the target (which could not take the load asked for: the numbers measure it).
 type Verdict struct {
 	GeneratorLimited bool     `json:"generator_limited"`
 	Reasons          []string `json:"reasons,omitempty"`
+	TargetLimited    bool     `json:"target_limited,omitempty"`
+	TargetReasons    []string `json:"target_reasons,omitempty"`
 }
 
-// String is the verdict as people read it, one reason a line.
+// VerdictOf is the engine's verdict as results tell it.
+func VerdictOf(v engine.Verdict) Verdict {
+	return Verdict{GeneratorLimited: v.GeneratorLimited, Reasons: v.Reasons, TargetLimited: v.TargetLimited, TargetReasons: v.TargetReasons}
+}
+
+// String is the verdict as people read it, one sentence, then one reason a line.
 func (v Verdict) String() string {
-	if !v.GeneratorLimited {
-		return "generator OK: the numbers measure the target"
+	switch {
+	case v.GeneratorLimited:
+		return "generator was the bottleneck; these numbers measure the tool and understate the target's capacity:\n  - " +
+			strings.Join(v.Reasons, "\n  - ")
+	case v.TargetLimited:
+		return "the target was the limit: it could not take the load asked for; these numbers measure the target:\n  - " +
+			strings.Join(v.TargetReasons, "\n  - ")
 	}
-	return "generator was the bottleneck; these numbers understate the target's capacity:\n  - " +
-		strings.Join(v.Reasons, "\n  - ")
+	return "generator OK: the numbers measure the target"
 }
 
 // Summary is a run's account: the figures of all its requests together, of each request, group
