@@ -15,10 +15,10 @@ import (
 	"github.com/barrage-load/barrage/internal/script"
 )
 
-// A script names a marketplace plugin as namespace/name@version; a name without a namespace
-// is a plugin of the agent's own plugin directory. The server
-// resolves each marketplace plugin for the user who runs it (a version they may use, not
-// revoked) and pins it by its signed SHA256SUMS; agents fetch and verify what the pin names.
+// A script names a marketplace plugin as namespace/name@version (or a range); a name without a
+// namespace is a plugin of the agent's own plugin directory. The server resolves each
+// marketplace plugin for the user who runs it (a version they may use, not revoked) and pins it
+// by its signed SHA256SUMS; agents fetch and verify what the pin names.
 
 // marketPlugin is a marketplace plugin a script uses, resolved for its user.
 type marketPlugin struct {

@@ -408,10 +408,15 @@ load:
 	require.Greater(t, res.Dropped, int64(20), "iterations due during the stall found no VU")
 	require.GreaterOrEqual(t, st.Latency.Max(), 900*time.Millisecond)
 	require.Greater(t, st.Latency.Quantile(0.95), 500*time.Millisecond, "the stall is in the tail, not hidden")
-	// VUs starved by a stalled target are the target's verdict, not the generator's.
-	require.False(t, res.Verdict.GeneratorLimited, "%v", res.Verdict.Reasons)
-	require.True(t, res.Verdict.TargetLimited, "starved VUs are reported")
-	require.Contains(t, res.Verdict.TargetReasons[0], "every VU was waiting on the target")
+	// VUs starved by a stalled target are the target's verdict, unless this (loaded) machine
+	// also made the generator late, which is then the verdict: either way they are reported
+	// (TestTheVerdictTellsTheTargetsLimitFromTheTools holds which, exactly).
+	if res.Verdict.GeneratorLimited {
+		require.Contains(t, res.Verdict.Reasons[len(res.Verdict.Reasons)-1], "iterations dropped because every VU was busy")
+	} else {
+		require.True(t, res.Verdict.TargetLimited, "starved VUs are reported")
+		require.Contains(t, res.Verdict.TargetReasons[0], "every VU was waiting on the target")
+	}
 }
 
 // A stage ramping from zero brings the area under its rate: 0 to 100/s over 2 s is 100
