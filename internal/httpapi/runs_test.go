@@ -204,6 +204,7 @@ func TestARunGoesThroughItsAgentToItsSummary(t *testing.T) {
 	require.Equal(t, []string{"kind", "label", "count"}, rows[0][:3])
 	require.Equal(t, []string{"total", "all requests", "160"}, rows[1][:3])
 	require.Equal(t, []string{"request", "get home", "160"}, rows[2][:3])
+	requireProblem(t, b.do("GET", "/v1/runs/"+runID+"/summary.csv", admin.access, nil), http.StatusNotFound)
 	// The manifest pins the script and names the agent that ran it, with its version.
 	m := got["manifest"].(map[string]any)
 	require.Len(t, m["script_sha256"], 64)
