@@ -269,3 +269,21 @@ func TestCurrentPasswordChecksAreRateLimited(t *testing.T) {
 	requireProblem(t, r, http.StatusTooManyRequests)
 	require.NotEmpty(t, r.header.Get("Retry-After"))
 }
+
+// Every answer that may carry a secret (a session's tokens, a personal token, an invitation
+// code, an agent's token) is kept by no cache on the way (issue 14's review found none said so).
+func TestAnswersCarryingSecretsAreNotStored(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	admin, u := b.adminAndUser()
+	for name, r := range map[string]response{
+		"login":      b.do("POST", "/v1/auth/login", "", map[string]any{"email": u.email, "password": u.password}),
+		"token":      b.do("POST", "/v1/tokens", u.access, map[string]any{"name": "ci", "scopes": []string{"read"}, "expires_in_days": 7}),
+		"invitation": b.do("POST", "/v1/admin/invitations", admin.access, map[string]any{}),
+		"agent":      b.do("POST", "/v1/agents", u.access, map[string]any{"name": "mine"}),
+		"problem":    b.do("POST", "/v1/auth/login", "", map[string]any{"email": u.email, "password": "wrong password!"}),
+	} {
+		require.Less(t, r.status, 500, name)
+		require.Equal(t, "no-store", r.header.Get("Cache-Control"), name)
+	}
+}
