@@ -1,6 +1,7 @@
 package httpapi_test
 
 import (
+	"context"
 	"crypto/ecdsa"
 	"crypto/ed25519"
 	"crypto/elliptic"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
 	"github.com/barrage-load/barrage/internal/account"
@@ -286,4 +288,24 @@ func TestAnswersCarryingSecretsAreNotStored(t *testing.T) {
 		require.Less(t, r.status, 500, name)
 		require.Equal(t, "no-store", r.header.Get("Cache-Control"), name)
 	}
+}
+
+// While the database is out of reach, the API answers 503 with Retry-After, not 500 (issue 14's
+// review), and says nothing of the driver's error.
+func TestAnAbsentDatabaseIs503(t *testing.T) {
+	t.Parallel()
+	// Nothing listens on port 1 of loopback: every connection is refused.
+	pool, err := pgxpool.New(context.Background(), "postgres://barrage@127.0.0.1:1/barrage?connect_timeout=2")
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+	b := setup(t, setupOpts{pool: pool})
+	for _, r := range []response{
+		b.do("POST", "/v1/auth/login", "", map[string]any{"email": "ada@example.com", "password": "a long password 1"}),
+		b.do("POST", "/v1/auth/signup", "", map[string]any{"invitation_code": "x", "email": "ada@example.com", "password": "a long password 1", "name": "Ada"}),
+	} {
+		p := requireProblem(t, r, http.StatusServiceUnavailable)
+		require.Equal(t, "5", r.header.Get("Retry-After"))
+		require.Equal(t, "The server cannot reach its database just now; try again shortly.", p["detail"])
+	}
+	require.Equal(t, http.StatusServiceUnavailable, b.do("GET", "/readyz", "", nil).status)
 }

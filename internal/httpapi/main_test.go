@@ -102,6 +102,8 @@ type testBundle struct {
 }
 
 type setupOpts struct {
+	// pool, when set, is the database the server uses instead of a fresh one.
+	pool   *pgxpool.Pool
 	limits account.RateLimits
 	// trusted are the trusted proxies.
 	trusted string
@@ -130,7 +132,10 @@ func setup(t testing.TB, opts ...setupOpts) *testBundle {
 		r := account.Rate{N: 1000, Per: time.Hour}
 		o.limits = account.RateLimits{LoginPerClient: r, LoginPerAccount: r, SignupPerClient: r, SignupPerAccount: r}
 	}
-	pool := pgtest.Pool(t)
+	pool := o.pool
+	if pool == nil {
+		pool = pgtest.Pool(t)
+	}
 	store := postgres.NewStore(pool)
 	keyPath := t.TempDir() + "/key.pem"
 	key, err := auth.LoadOrCreateKey(keyPath, true)

@@ -8,6 +8,7 @@ import (
 	"strconv"
 
 	"github.com/barrage-load/barrage/internal/barrage"
+	"github.com/barrage-load/barrage/internal/postgres"
 )
 
 // problem is an RFC 9457 problem document.
@@ -21,7 +22,7 @@ type problem struct {
 	Errors     []barrage.FieldError     `json:"errors,omitempty"`
 	Violations []barrage.LimitViolation `json:"violations,omitempty"`
 
-	retryAfter int // seconds, for 429
+	retryAfter int // seconds, for 429 and 503
 }
 
 // The problem types Barrage names; other statuses use about:blank.
@@ -88,6 +89,10 @@ func problemFor(err error) problem {
 		}
 		return p
 	}
+	if postgres.Unavailable(err) {
+		return problem{Type: "about:blank", Status: http.StatusServiceUnavailable, Title: http.StatusText(http.StatusServiceUnavailable),
+			Detail: "The server cannot reach its database just now; try again shortly.", retryAfter: 5}
+	}
 	return problem{Type: "about:blank", Status: http.StatusInternalServerError, Title: http.StatusText(http.StatusInternalServerError),
 		Detail: "The server could not complete the request; it has been logged."}
 }
@@ -137,8 +142,11 @@ func writeError(log *slog.Logger, w http.ResponseWriter, r *http.Request, err er
 		return
 	}
 	p := problemFor(err)
-	if p.Status == http.StatusInternalServerError {
+	switch p.Status {
+	case http.StatusInternalServerError:
 		log.ErrorContext(r.Context(), "request failed", slog.String("error", err.Error()))
+	case http.StatusServiceUnavailable:
+		log.WarnContext(r.Context(), "the database is out of reach", slog.String("error", err.Error()))
 	}
 	writeProblem(w, r, p)
 }

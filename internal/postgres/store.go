@@ -9,6 +9,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
@@ -91,4 +93,12 @@ func translate(err error, what string) error {
 		}
 	}
 	return err
+}
+
+// Unavailable says whether err means the database could not be reached (refused, unreachable,
+// timed out connecting, the connection lost): the request may succeed later, unchanged.
+func Unavailable(err error) bool {
+	var ce *pgconn.ConnectError
+	var op *net.OpError
+	return errors.As(err, &ce) || errors.As(err, &op) || errors.Is(err, io.ErrUnexpectedEOF) || pgconn.SafeToRetry(err)
 }
