@@ -4,9 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/ed25519"
-	"crypto/sha256"
 	"debug/elf"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -567,30 +565,16 @@ func fetchPlugin(ctx context.Context, e env, cl *api.ClientWithResponses, ref re
 		body, _ := io.ReadAll(io.LimitReader(file.Body, 1<<20))
 		return "", "", fmt.Errorf("%s: %w", ref, api.ProblemError(file, body))
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", "", err
-	}
-	f, err := os.CreateTemp(dir, ".fetch-")
+	path, sum, err := pluginset.Spool(dir, file.Body, d.Size)
 	if err != nil {
-		return "", "", err
+		return "", "", fmt.Errorf("download %s: %w", ref, err)
 	}
-	h := sha256.New()
-	_, err = io.Copy(io.MultiWriter(f, h), io.LimitReader(file.Body, d.Size+1))
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	fail := func(err error) (string, string, error) {
-		os.Remove(f.Name())
-		return "", "", err
-	}
+	signer, err := registry.VerifyDownload(keys, []byte(d.Shasums), d.ShasumsSignature, d.Filename, sum)
 	if err != nil {
-		return fail(fmt.Errorf("download %s: %w", ref, err))
+		os.Remove(path)
+		return "", "", fmt.Errorf("%s: %w", ref, err)
 	}
-	signer, err := registry.VerifyDownload(keys, []byte(d.Shasums), d.ShasumsSignature, d.Filename, hex.EncodeToString(h.Sum(nil)))
-	if err != nil {
-		return fail(fmt.Errorf("%s: %w", ref, err))
-	}
-	return f.Name(), signer.ID(), nil
+	return path, signer.ID(), nil
 }
 
 // runAdminPlugins lists the plugin versions waiting for review.

@@ -223,6 +223,31 @@ func FileSHA256(path string) (string, error) {
 	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
+// Spool copies r into a new file in dir, at most max bytes, and returns the file and the hex
+// SHA-256 of what it holds. More than max bytes is an error; on any error nothing is left.
+func Spool(dir string, r io.Reader, max int64) (path, sum string, err error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", "", err
+	}
+	f, err := os.CreateTemp(dir, ".fetch-")
+	if err != nil {
+		return "", "", err
+	}
+	h := sha256.New()
+	n, err := io.Copy(io.MultiWriter(f, h), io.LimitReader(r, max+1))
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil && n > max {
+		err = fmt.Errorf("over %d bytes", max)
+	}
+	if err != nil {
+		_ = os.Remove(f.Name())
+		return "", "", err
+	}
+	return f.Name(), hex.EncodeToString(h.Sum(nil)), nil
+}
+
 func copyFile(src, dst string, mode os.FileMode) error {
 	in, err := os.Open(src)
 	if err != nil {

@@ -126,41 +126,26 @@ func (m *Market) cached(ctx context.Context, want string) (string, error) {
 			return "", fmt.Errorf("remove the cached artifact %s that does not match: %w", want, err)
 		}
 	}
-	if err := os.MkdirAll(m.Cache, 0o755); err != nil {
-		return "", err
-	}
 	rc, err := m.Fetch(ctx, want)
 	if err != nil {
 		return "", fmt.Errorf("fetch artifact %s: %w", want, err)
 	}
 	defer rc.Close()
-	f, err := os.CreateTemp(m.Cache, ".fetch-")
-	if err != nil {
-		return "", err
-	}
 	max := m.MaxBytes
 	if max <= 0 {
 		max = 128 << 20
 	}
-	h := sha256.New()
-	n, err := io.Copy(io.MultiWriter(f, h), io.LimitReader(rc, max+1))
-	if cerr := f.Close(); err == nil {
-		err = cerr
+	tmp, got, err := Spool(m.Cache, rc, max)
+	if err != nil {
+		return "", fmt.Errorf("artifact %s: %w: refused", want, err)
 	}
-	switch got := hex.EncodeToString(h.Sum(nil)); {
-	case err != nil:
-	case n > max:
-		err = fmt.Errorf("artifact %s is over %d bytes: refused", want, max)
-	case got != want:
+	if got != want {
 		err = fmt.Errorf("the server sent bytes with sha256 %s for artifact %s: refused", got, want)
-	default:
-		// Read-only: nothing of the agent's writes over what a pin verified.
-		if err = os.Chmod(f.Name(), 0o555); err == nil {
-			err = os.Rename(f.Name(), path)
-		}
+	} else if err = os.Chmod(tmp, 0o555); err == nil { // read-only: nothing of the agent's writes over what a pin verified
+		err = os.Rename(tmp, path)
 	}
 	if err != nil {
-		_ = os.Remove(f.Name())
+		_ = os.Remove(tmp)
 		return "", err
 	}
 	return path, nil
