@@ -4,10 +4,11 @@ GO      ?= go
 TOOLS   := $(GO) tool -modfile=tools/go.mod
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 REDOC_VERSION ?= 2.5.4
+UPLOT_VERSION ?= 1.6.32
 GENERATED := api internal/postgres/dbsqlc sdk/proto sdk/python/barrage_plugin/v1
 
 .DEFAULT_GOAL := help
-.PHONY: help run build test generate verify lint bench docs-assets clean
+.PHONY: help run build test generate verify lint bench docs-assets report-assets clean
 
 help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -54,6 +55,12 @@ docs-assets: ## refresh the embedded Redoc bundle from npm (REDOC_VERSION=x.y.z)
 	cp .redoc/package/bundles/redoc.standalone.js .redoc/package/bundles/redoc.standalone.js.LICENSE.txt internal/httpapi/docs/
 	cp .redoc/package/LICENSE internal/httpapi/docs/REDOC-LICENSE
 	rm -rf .redoc
+
+report-assets: ## refresh the reports' embedded uPlot from npm (UPLOT_VERSION=x.y.z)
+	rm -rf .uplot && mkdir .uplot && cd .uplot && npm pack uplot@$(UPLOT_VERSION) --silent >/dev/null && tar xzf uplot-$(UPLOT_VERSION).tgz
+	cp .uplot/package/dist/uPlot.iife.min.js .uplot/package/dist/uPlot.min.css internal/report/assets/
+	cp .uplot/package/LICENSE internal/report/assets/UPLOT-LICENSE
+	rm -rf .uplot
 
 clean: ## remove build output (keeps the .barrage data folder)
 	rm -rf bin

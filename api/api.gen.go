@@ -1923,6 +1923,21 @@ type ID = openapi_types.UUID
 // Limit defines model for Limit.
 type Limit = int
 
+// MaxErrorIncrease defines model for MaxErrorIncrease.
+type MaxErrorIncrease = float64
+
+// MaxP50Regression defines model for MaxP50Regression.
+type MaxP50Regression = float64
+
+// MaxP95Regression defines model for MaxP95Regression.
+type MaxP95Regression = float64
+
+// MaxP99Regression defines model for MaxP99Regression.
+type MaxP99Regression = float64
+
+// MaxRPSRegression defines model for MaxRPSRegression.
+type MaxRPSRegression = float64
+
 // NamespaceName defines model for NamespaceName.
 type NamespaceName = string
 
@@ -2002,25 +2017,46 @@ type CreateRunParams struct {
 type CompareRunsParams struct {
 	Base openapi_types.UUID `form:"base" json:"base"`
 
-	// MaxP50Regression How much slower p50 may get, in percent.
-	MaxP50Regression *float64 `form:"max_p50_regression,omitempty" json:"max_p50_regression,omitempty"`
+	// MaxP50Regression How much slower p50 may get than the base run's, in percent.
+	MaxP50Regression *MaxP50Regression `form:"max_p50_regression,omitempty" json:"max_p50_regression,omitempty"`
 
-	// MaxP95Regression How much slower p95 may get, in percent.
-	MaxP95Regression *float64 `form:"max_p95_regression,omitempty" json:"max_p95_regression,omitempty"`
+	// MaxP95Regression How much slower p95 may get than the base run's, in percent.
+	MaxP95Regression *MaxP95Regression `form:"max_p95_regression,omitempty" json:"max_p95_regression,omitempty"`
 
-	// MaxP99Regression How much slower p99 may get, in percent.
-	MaxP99Regression *float64 `form:"max_p99_regression,omitempty" json:"max_p99_regression,omitempty"`
+	// MaxP99Regression How much slower p99 may get than the base run's, in percent.
+	MaxP99Regression *MaxP99Regression `form:"max_p99_regression,omitempty" json:"max_p99_regression,omitempty"`
 
-	// MaxRpsRegression How much lower requests/s may get, in percent.
-	MaxRpsRegression *float64 `form:"max_rps_regression,omitempty" json:"max_rps_regression,omitempty"`
+	// MaxRpsRegression How much lower requests/s may get than the base run's, in percent.
+	MaxRpsRegression *MaxRPSRegression `form:"max_rps_regression,omitempty" json:"max_rps_regression,omitempty"`
 
-	// MaxErrorIncrease How many points the error rate may rise, in percent.
-	MaxErrorIncrease *float64 `form:"max_error_increase,omitempty" json:"max_error_increase,omitempty"`
+	// MaxErrorIncrease How many points the error rate may rise above the base run's, in percent.
+	MaxErrorIncrease *MaxErrorIncrease `form:"max_error_increase,omitempty" json:"max_error_increase,omitempty"`
 }
 
 // GetRunLiveParams defines parameters for GetRunLive.
 type GetRunLiveParams struct {
 	LastEventID *string `json:"Last-Event-ID,omitempty"`
+}
+
+// GetRunReportParams defines parameters for GetRunReport.
+type GetRunReportParams struct {
+	// Base A run of yours to draw and compare this one against.
+	Base *openapi_types.UUID `form:"base,omitempty" json:"base,omitempty"`
+
+	// MaxP50Regression How much slower p50 may get than the base run's, in percent.
+	MaxP50Regression *MaxP50Regression `form:"max_p50_regression,omitempty" json:"max_p50_regression,omitempty"`
+
+	// MaxP95Regression How much slower p95 may get than the base run's, in percent.
+	MaxP95Regression *MaxP95Regression `form:"max_p95_regression,omitempty" json:"max_p95_regression,omitempty"`
+
+	// MaxP99Regression How much slower p99 may get than the base run's, in percent.
+	MaxP99Regression *MaxP99Regression `form:"max_p99_regression,omitempty" json:"max_p99_regression,omitempty"`
+
+	// MaxRpsRegression How much lower requests/s may get than the base run's, in percent.
+	MaxRpsRegression *MaxRPSRegression `form:"max_rps_regression,omitempty" json:"max_rps_regression,omitempty"`
+
+	// MaxErrorIncrease How many points the error rate may rise above the base run's, in percent.
+	MaxErrorIncrease *MaxErrorIncrease `form:"max_error_increase,omitempty" json:"max_error_increase,omitempty"`
 }
 
 // ListTestsParams defines parameters for ListTests.
@@ -2872,6 +2908,19 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /v1/runs/{id}/live (the `GetRunLive` operationId).
 	GetRunLive(ctx context.Context, id ID, params *GetRunLiveParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetRunReport A run's report, one self-contained HTML page with charts
+	//
+	// The page `barrage report` writes for a local run, for one of your ended runs (`409` while it goes on): charts
+	// of requests/s, response-time percentiles (p50, p95, p99), errors by class and active VUs with the agents'
+	// generator CPU, second by second; the per-request, group and hook tables, the errors, thresholds, stability and
+	// the verdict on what the result measures (the target or the tool), with each agent's part. With `base`, the
+	// base run is drawn on the same charts and the comparison of `/v1/runs/{id}/compare` is given, within the same
+	// tolerances. The page fetches nothing when viewed (its charting library and data are inside it; its
+	// Content-Security-Policy forbids any fetch) and prints to PDF.
+	//
+	// Corresponds with GET /v1/runs/{id}/report (the `GetRunReport` operationId).
+	GetRunReport(ctx context.Context, id ID, params *GetRunReportParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetRunSeries A run's per-second series
 	//
@@ -4541,6 +4590,29 @@ func (c *Client) CompareRuns(ctx context.Context, id ID, params *CompareRunsPara
 // Corresponds with GET /v1/runs/{id}/live (the `GetRunLive` operationId).
 func (c *Client) GetRunLive(ctx context.Context, id ID, params *GetRunLiveParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetRunLiveRequest(c.Server, id, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetRunReport A run's report, one self-contained HTML page with charts
+//
+// The page `barrage report` writes for a local run, for one of your ended runs (`409` while it goes on): charts
+// of requests/s, response-time percentiles (p50, p95, p99), errors by class and active VUs with the agents'
+// generator CPU, second by second; the per-request, group and hook tables, the errors, thresholds, stability and
+// the verdict on what the result measures (the target or the tool), with each agent's part. With `base`, the
+// base run is drawn on the same charts and the comparison of `/v1/runs/{id}/compare` is given, within the same
+// tolerances. The page fetches nothing when viewed (its charting library and data are inside it; its
+// Content-Security-Policy forbids any fetch) and prints to PDF.
+//
+// Corresponds with GET /v1/runs/{id}/report (the `GetRunReport` operationId).
+func (c *Client) GetRunReport(ctx context.Context, id ID, params *GetRunReportParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetRunReportRequest(c.Server, id, params)
 	if err != nil {
 		return nil, err
 	}
@@ -7526,6 +7598,127 @@ func NewGetRunLiveRequest(server string, id ID, params *GetRunLiveParams) (*http
 	return req, nil
 }
 
+// NewGetRunReportRequest constructs an http.Request for the GetRunReport method
+func NewGetRunReportRequest(server string, id ID, params *GetRunReportParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: "uuid"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/runs/%s/report", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Base != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "base", *params.Base, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.MaxP50Regression != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "max_p50_regression", *params.MaxP50Regression, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "number", Format: "double"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.MaxP95Regression != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "max_p95_regression", *params.MaxP95Regression, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "number", Format: "double"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.MaxP99Regression != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "max_p99_regression", *params.MaxP99Regression, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "number", Format: "double"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.MaxRpsRegression != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "max_rps_regression", *params.MaxRpsRegression, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "number", Format: "double"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.MaxErrorIncrease != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "max_error_increase", *params.MaxErrorIncrease, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "number", Format: "double"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewGetRunSeriesRequest constructs an http.Request for the GetRunSeries method
 func NewGetRunSeriesRequest(server string, id ID) (*http.Request, error) {
 	var err error
@@ -9221,6 +9414,21 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /v1/runs/{id}/live (the `GetRunLive` operationId).
 	GetRunLiveWithResponse(ctx context.Context, id ID, params *GetRunLiveParams, reqEditors ...RequestEditorFn) (*GetRunLiveResponse, error)
+
+	// GetRunReportWithResponse A run's report, one self-contained HTML page with charts
+	//
+	// The page `barrage report` writes for a local run, for one of your ended runs (`409` while it goes on): charts
+	// of requests/s, response-time percentiles (p50, p95, p99), errors by class and active VUs with the agents'
+	// generator CPU, second by second; the per-request, group and hook tables, the errors, thresholds, stability and
+	// the verdict on what the result measures (the target or the tool), with each agent's part. With `base`, the
+	// base run is drawn on the same charts and the comparison of `/v1/runs/{id}/compare` is given, within the same
+	// tolerances. The page fetches nothing when viewed (its charting library and data are inside it; its
+	// Content-Security-Policy forbids any fetch) and prints to PDF.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/runs/{id}/report (the `GetRunReport` operationId).
+	GetRunReportWithResponse(ctx context.Context, id ID, params *GetRunReportParams, reqEditors ...RequestEditorFn) (*GetRunReportResponse, error)
 
 	// GetRunSeriesWithResponse A run's per-second series
 	//
@@ -14323,6 +14531,89 @@ func (r GetRunLiveResponse) ContentType() string {
 	return ""
 }
 
+// GetRunReportResponse503Headers the declared response headers of an HTTP 503 response for GetRunReport
+type GetRunReportResponse503Headers struct {
+	RetryAfter *int
+}
+
+type GetRunReportResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Problem
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *Problem
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *Problem
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *DatabaseUnavailable
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *GetRunReportResponse503Headers
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r GetRunReportResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r GetRunReportResponse) GetApplicationproblemJSON401() *Problem {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r GetRunReportResponse) GetApplicationproblemJSON403() *Problem {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r GetRunReportResponse) GetApplicationproblemJSON404() *Problem {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r GetRunReportResponse) GetApplicationproblemJSON409() *Problem {
+	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r GetRunReportResponse) GetApplicationproblemJSON503() *DatabaseUnavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r GetRunReportResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetRunReportResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetRunReportResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetRunReportResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // GetRunSeriesResponse503Headers the declared response headers of an HTTP 503 response for GetRunSeries
 type GetRunSeriesResponse503Headers struct {
 	RetryAfter *int
@@ -17387,6 +17678,27 @@ func (c *ClientWithResponses) GetRunLiveWithResponse(ctx context.Context, id ID,
 		return nil, err
 	}
 	return ParseGetRunLiveResponse(rsp)
+}
+
+// GetRunReportWithResponse A run's report, one self-contained HTML page with charts
+//
+// The page `barrage report` writes for a local run, for one of your ended runs (`409` while it goes on): charts
+// of requests/s, response-time percentiles (p50, p95, p99), errors by class and active VUs with the agents'
+// generator CPU, second by second; the per-request, group and hook tables, the errors, thresholds, stability and
+// the verdict on what the result measures (the target or the tool), with each agent's part. With `base`, the
+// base run is drawn on the same charts and the comparison of `/v1/runs/{id}/compare` is given, within the same
+// tolerances. The page fetches nothing when viewed (its charting library and data are inside it; its
+// Content-Security-Policy forbids any fetch) and prints to PDF.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/runs/{id}/report (the `GetRunReport` operationId).
+func (c *ClientWithResponses) GetRunReportWithResponse(ctx context.Context, id ID, params *GetRunReportParams, reqEditors ...RequestEditorFn) (*GetRunReportResponse, error) {
+	rsp, err := c.GetRunReport(ctx, id, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetRunReportResponse(rsp)
 }
 
 // GetRunSeriesWithResponse A run's per-second series
@@ -22186,6 +22498,80 @@ func ParseGetRunLiveResponse(rsp *http.Response) (*GetRunLiveResponse, error) {
 	return response, nil
 }
 
+// ParseGetRunReportResponse parses an HTTP response from a GetRunReportWithResponse call
+func ParseGetRunReportResponse(rsp *http.Response) (*GetRunReportResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetRunReportResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest DatabaseUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 503:
+		var headers GetRunReportResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
 // ParseGetRunSeriesResponse parses an HTTP response from a GetRunSeriesWithResponse call
 func ParseGetRunSeriesResponse(rsp *http.Response) (*GetRunSeriesResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -24062,6 +24448,9 @@ type ServerInterface interface {
 	// GetRunLive Follow a run live (Server-Sent Events)
 	// (GET /v1/runs/{id}/live)
 	GetRunLive(w http.ResponseWriter, r *http.Request, id ID, params GetRunLiveParams)
+	// GetRunReport A run's report, one self-contained HTML page with charts
+	// (GET /v1/runs/{id}/report)
+	GetRunReport(w http.ResponseWriter, r *http.Request, id ID, params GetRunReportParams)
 	// GetRunSeries A run's per-second series
 	// (GET /v1/runs/{id}/series)
 	GetRunSeries(w http.ResponseWriter, r *http.Request, id ID)
@@ -24458,6 +24847,12 @@ func (_ Unimplemented) CompareRuns(w http.ResponseWriter, r *http.Request, id ID
 // GetRunLive Follow a run live (Server-Sent Events)
 // (GET /v1/runs/{id}/live)
 func (_ Unimplemented) GetRunLive(w http.ResponseWriter, r *http.Request, id ID, params GetRunLiveParams) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
+// GetRunReport A run's report, one self-contained HTML page with charts
+// (GET /v1/runs/{id}/report)
+func (_ Unimplemented) GetRunReport(w http.ResponseWriter, r *http.Request, id ID, params GetRunReportParams) {
 	w.WriteHeader(http.StatusNotImplemented)
 }
 
@@ -26239,6 +26634,113 @@ func (siw *ServerInterfaceWrapper) GetRunLive(w http.ResponseWriter, r *http.Req
 	handler.ServeHTTP(w, r)
 }
 
+// GetRunReport operation middleware
+func (siw *ServerInterfaceWrapper) GetRunReport(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "id" -------------
+	var id ID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", chi.URLParam(r, "id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: r.URL.RawPath == ""})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "id", Err: err})
+		return
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params GetRunReportParams
+
+	// ------------- Optional query parameter "base" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "base", r.URL.Query(), &params.Base, runtime.BindQueryParameterOptions{Type: "string", Format: "uuid"})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "base"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "base", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "max_p50_regression" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "max_p50_regression", r.URL.Query(), &params.MaxP50Regression, runtime.BindQueryParameterOptions{Type: "number", Format: "double"})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "max_p50_regression"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "max_p50_regression", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "max_p95_regression" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "max_p95_regression", r.URL.Query(), &params.MaxP95Regression, runtime.BindQueryParameterOptions{Type: "number", Format: "double"})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "max_p95_regression"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "max_p95_regression", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "max_p99_regression" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "max_p99_regression", r.URL.Query(), &params.MaxP99Regression, runtime.BindQueryParameterOptions{Type: "number", Format: "double"})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "max_p99_regression"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "max_p99_regression", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "max_rps_regression" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "max_rps_regression", r.URL.Query(), &params.MaxRpsRegression, runtime.BindQueryParameterOptions{Type: "number", Format: "double"})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "max_rps_regression"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "max_rps_regression", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "max_error_increase" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "max_error_increase", r.URL.Query(), &params.MaxErrorIncrease, runtime.BindQueryParameterOptions{Type: "number", Format: "double"})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "max_error_increase"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "max_error_increase", Err: err})
+		}
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.GetRunReport(w, r, id, params)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
 // GetRunSeries operation middleware
 func (siw *ServerInterfaceWrapper) GetRunSeries(w http.ResponseWriter, r *http.Request) {
 
@@ -27155,6 +27657,9 @@ func HandlerWithOptions(si ServerInterface, options ChiServerOptions) http.Handl
 	})
 	r.Group(func(r chi.Router) {
 		r.Get(options.BaseURL+"/v1/runs/{id}/compare", wrapper.CompareRuns)
+	})
+	r.Group(func(r chi.Router) {
+		r.Get(options.BaseURL+"/v1/runs/{id}/report", wrapper.GetRunReport)
 	})
 	r.Group(func(r chi.Router) {
 		r.Get(options.BaseURL+"/v1/runs/{id}/summary.csv", wrapper.GetRunSummaryCSV)
@@ -33310,6 +33815,126 @@ func (response GetRunLive503ApplicationProblemPlusJSONResponse) VisitGetRunLiveR
 	return err
 }
 
+type GetRunReportRequestObject struct {
+	Id     ID `json:"id"`
+	Params GetRunReportParams
+}
+
+type GetRunReportResponseObject interface {
+	VisitGetRunReportResponse(w http.ResponseWriter) error
+}
+
+type GetRunReport200TexthtmlResponse struct {
+	Body          io.Reader
+	ContentLength int64
+}
+
+func (response GetRunReport200TexthtmlResponse) VisitGetRunReportResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/html")
+	if response.ContentLength != 0 {
+		w.Header().Set("Content-Length", fmt.Sprint(response.ContentLength))
+	}
+	w.WriteHeader(200)
+
+	if closer, ok := response.Body.(io.ReadCloser); ok {
+		defer closer.Close()
+	}
+	_, err := io.Copy(w, response.Body)
+	return err
+}
+
+type GetRunReport400ApplicationProblemPlusJSONResponse struct {
+	ProblemApplicationProblemPlusJSONResponse
+}
+
+func (response GetRunReport400ApplicationProblemPlusJSONResponse) VisitGetRunReportResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRunReport401ApplicationProblemPlusJSONResponse Problem
+
+func (response GetRunReport401ApplicationProblemPlusJSONResponse) VisitGetRunReportResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRunReport403ApplicationProblemPlusJSONResponse Problem
+
+func (response GetRunReport403ApplicationProblemPlusJSONResponse) VisitGetRunReportResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRunReport404ApplicationProblemPlusJSONResponse Problem
+
+func (response GetRunReport404ApplicationProblemPlusJSONResponse) VisitGetRunReportResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRunReport409ApplicationProblemPlusJSONResponse Problem
+
+func (response GetRunReport409ApplicationProblemPlusJSONResponse) VisitGetRunReportResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRunReport503ApplicationProblemPlusJSONResponse struct {
+	DatabaseUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response GetRunReport503ApplicationProblemPlusJSONResponse) VisitGetRunReportResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetRunSeriesRequestObject struct {
 	Id ID `json:"id"`
 }
@@ -35914,6 +36539,9 @@ type StrictServerInterface interface {
 	// GetRunLive Follow a run live (Server-Sent Events)
 	// (GET /v1/runs/{id}/live)
 	GetRunLive(ctx context.Context, request GetRunLiveRequestObject) (GetRunLiveResponseObject, error)
+	// GetRunReport A run's report, one self-contained HTML page with charts
+	// (GET /v1/runs/{id}/report)
+	GetRunReport(ctx context.Context, request GetRunReportRequestObject) (GetRunReportResponseObject, error)
 	// GetRunSeries A run's per-second series
 	// (GET /v1/runs/{id}/series)
 	GetRunSeries(ctx context.Context, request GetRunSeriesRequestObject) (GetRunSeriesResponseObject, error)
@@ -37576,6 +38204,33 @@ func (sh *strictHandler) GetRunLive(w http.ResponseWriter, r *http.Request, id I
 		sh.options.ResponseErrorHandlerFunc(w, r, err)
 	} else if validResponse, ok := response.(GetRunLiveResponseObject); ok {
 		if err := validResponse.VisitGetRunLiveResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// GetRunReport operation middleware
+func (sh *strictHandler) GetRunReport(w http.ResponseWriter, r *http.Request, id ID, params GetRunReportParams) {
+	var request GetRunReportRequestObject
+
+	request.Id = id
+	request.Params = params
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.GetRunReport(ctx, request.(GetRunReportRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetRunReport")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(GetRunReportResponseObject); ok {
+		if err := validResponse.VisitGetRunReportResponse(w); err != nil {
 			sh.options.ResponseErrorHandlerFunc(w, r, err)
 		}
 	} else if response != nil {

@@ -2,12 +2,13 @@
 # Measures the API's throughput with wrk against a real `barrage serve` on 127.0.0.1:
 # GET /v1/me with a personal API token (authentication hits PostgreSQL) beside GET /healthz (no
 # database), with the same connections and duration, and prints both rates and their ratio.
-# Usage: scripts/bench-api.sh [seconds] [connections]   (needs wrk: apt-get install wrk)
+# Usage: scripts/bench-api.sh [seconds] [connections]   (needs wrk: installed with apt-get when run as
+# root; otherwise it fails naming it)
 set -euo pipefail
 secs=${1:-10}
 conns=${2:-32}
-command -v wrk >/dev/null || { echo "bench-api: wrk not found (apt-get install wrk); skipped"; exit 0; }
 cd "$(dirname "$0")/.."
+scripts/need.sh bench-api wrk python3
 
 work=$(mktemp -d /tmp/barrage-bench-XXXXXX)
 chmod 755 "$work"

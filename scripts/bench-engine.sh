@@ -17,12 +17,7 @@ set -euo pipefail
 secs=${1:-10}
 conns=${2:-64}
 rounds=${3:-5}
-if { ! command -v nginx || ! command -v wrk; } >/dev/null && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
-  apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nginx-light wrk >/dev/null
-fi
-for tool in nginx wrk python3; do
-  command -v "$tool" >/dev/null || { echo "bench-engine: $tool is needed and could not be installed (apt-get install nginx-light wrk)" >&2; exit 1; }
-done
+"$(dirname "$0")/need.sh" bench-engine nginx:nginx-light wrk python3
 cd "$(dirname "$0")/.."
 work=$(mktemp -d /tmp/barrage-bench-engine-XXXXXX)
 pids=()

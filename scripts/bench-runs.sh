@@ -15,12 +15,7 @@ set -euo pipefail
 secs=${1:-10}
 rounds=${2:-3}
 cd "$(dirname "$0")/.."
-if ! command -v nginx >/dev/null && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
-  apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nginx-light >/dev/null
-fi
-for tool in nginx curl python3; do
-  command -v "$tool" >/dev/null || { echo "bench-runs: $tool is needed and could not be installed" >&2; exit 1; }
-done
+scripts/need.sh bench-runs nginx:nginx-light curl python3
 work=$(mktemp -d /tmp/barrage-bench-runs-XXXXXX)
 chmod 755 "$work" # PostgreSQL's own account must enter the data folder when run as root
 pids=()

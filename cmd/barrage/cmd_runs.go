@@ -25,6 +25,7 @@ func runRuns(ctx context.Context, e env, args []string) error {
 	sub := map[string]func(context.Context, env, []string) error{
 		"start": runRunsStart, "list": runRunsList, "show": runRunsShow, "cancel": runRunsCancel, "results": runRunsResults,
 		"compare": runRunsCompare,
+		"report":  runRunsReport,
 	}
 	return dispatch(ctx, e, "runs", sub, args)
 }

@@ -54,6 +54,12 @@ func addTolerances(fs *flag.FlagSet) *summary.Tolerances {
 	return &tol
 }
 
+// percents are tol as the API's query takes them, in percent.
+func percents(tol summary.Tolerances) (p50, p95, p99, rps, errs *float64) {
+	pct := func(v float64) *float64 { v *= 100; return &v }
+	return pct(tol.P50), pct(tol.P95), pct(tol.P99), pct(tol.RPS), pct(tol.ErrorRate)
+}
+
 // printComparison prints c (as JSON when asked), and says, as exit status 99, that what was
 // compared regressed.
 func printComparison(e env, c summary.Comparison, asJSON bool, what string) error {
@@ -83,16 +89,25 @@ func runCompare(_ context.Context, e env, args []string) error {
 	}
 	var runs [2]*summary.Result
 	for i, path := range fs.Args() {
-		b, err := os.ReadFile(path)
-		if err != nil {
+		var err error
+		if runs[i], err = readResult(path); err != nil {
 			return err
-		}
-		runs[i] = &summary.Result{}
-		if err := json.Unmarshal(b, runs[i]); err != nil {
-			return usageError(fmt.Errorf("%s is not a result of barrage run --out: %w", path, err))
 		}
 	}
 	return printComparison(e, summary.Compare(runs[0], runs[1], *tol), *asJSON, fmt.Sprintf("%s against %s", fs.Arg(1), fs.Arg(0)))
+}
+
+// readResult reads a `barrage run --out` document.
+func readResult(path string) (*summary.Result, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	r := &summary.Result{}
+	if err := json.Unmarshal(b, r); err != nil {
+		return nil, usageError(fmt.Errorf("%s is not a result of barrage run --out: %w", path, err))
+	}
+	return r, nil
 }
 
 // runRunsCompare holds one of your runs on agents against another, through the server.
@@ -101,13 +116,9 @@ func runRunsCompare(ctx context.Context, e env, args []string) error {
 	base := fs.String("base", "", "the run to hold this one against")
 	tol := addTolerances(fs)
 	asJSON := fs.Bool("json", false, "print the comparison as JSON")
-	arg, err := positionalArg(fs, args)
+	id, err := idArg(fs, args, "run")
 	if err != nil {
 		return err
-	}
-	id, err := uuid.Parse(arg)
-	if err != nil {
-		return usageError(fmt.Errorf("run id %q: %w", arg, err))
 	}
 	baseID, err := uuid.Parse(*base)
 	if err != nil {
@@ -117,9 +128,9 @@ func runRunsCompare(ctx context.Context, e env, args []string) error {
 	if err != nil {
 		return err
 	}
-	pct := func(v float64) *float64 { v *= 100; return &v }
-	res, err := cl.CompareRunsWithResponse(ctx, id, &api.CompareRunsParams{Base: baseID, MaxP50Regression: pct(tol.P50),
-		MaxP95Regression: pct(tol.P95), MaxP99Regression: pct(tol.P99), MaxRpsRegression: pct(tol.RPS), MaxErrorIncrease: pct(tol.ErrorRate)})
+	p50, p95, p99, rps, errs := percents(*tol)
+	res, err := cl.CompareRunsWithResponse(ctx, id, &api.CompareRunsParams{Base: baseID, MaxP50Regression: p50,
+		MaxP95Regression: p95, MaxP99Regression: p99, MaxRpsRegression: rps, MaxErrorIncrease: errs})
 	if err != nil {
 		return err
 	}

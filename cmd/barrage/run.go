@@ -7,6 +7,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"runtime/debug"
 	"runtime/pprof"
@@ -39,6 +40,7 @@ func runRun(ctx context.Context, e env, args []string) error {
 	out := fs.String("out", "", "write the full result as JSON to this file")
 	csvPath := fs.String("csv", "", "write the per-second series as CSV to this file")
 	summaryCSV := fs.String("summary-csv", "", "write the summary as CSV to this file, a row per label")
+	reportPath := fs.String("report", "", "write the result as a self-contained HTML report with charts to this file")
 	quiet := fs.Bool("quiet", false, "no live line; only the summary")
 	insecure := fs.Bool("insecure", false, "skip TLS certificate verification")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the generator to this file")
@@ -97,7 +99,7 @@ func runRun(ctx context.Context, e env, args []string) error {
 	}
 	var points []summary.Point
 	opts.OnSecond = func(sec engine.Second) {
-		points = append(points, summary.NewPoint(sec.Index, sec.Snapshot, sec.Health.ActiveVUs))
+		points = append(points, summary.NewPoint(sec.Index, sec.Snapshot, sec.Health))
 		if !*quiet {
 			fmt.Fprintln(e.stderr, summary.NewLive(sec.Snapshot.Requests(), sec.Snapshot.Duration, sec.Elapsed, sec.Health.ActiveVUs, sec.Health.CPU))
 		}
@@ -122,7 +124,12 @@ func runRun(ctx context.Context, e env, args []string) error {
 		}
 	}
 	if *summaryCSV != "" {
-		if err := writeSummaryCSV(*summaryCSV, &doc.Summary); err != nil {
+		if err := writeWith(*summaryCSV, doc.Summary.WriteCSV); err != nil {
+			return err
+		}
+	}
+	if *reportPath != "" {
+		if err := writeWith(*reportPath, localReport(doc, nil, "", summary.DefaultTolerances).Write); err != nil {
 			return err
 		}
 	}
@@ -197,13 +204,13 @@ func writeJSON(path string, v any) error {
 	return os.WriteFile(path, append(data, '\n'), 0o644)
 }
 
-// writeSummaryCSV writes s as CSV to the file at path.
-func writeSummaryCSV(path string, s *summary.Summary) error {
+// writeWith writes the file at path with write.
+func writeWith(path string, write func(io.Writer) error) error {
 	f, err := os.Create(path)
 	if err != nil {
 		return err
 	}
-	if err := cmp.Or(s.WriteCSV(f), f.Close()); err != nil {
+	if err := cmp.Or(write(f), f.Close()); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	return nil

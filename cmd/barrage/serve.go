@@ -76,6 +76,7 @@ func runServe(ctx context.Context, e env, args []string) error {
 	handler, err := httpapi.NewServer(httpapi.Deps{
 		Log: log, Accounts: accounts, Control: ctl, Market: mkt, Ready: store.Ready,
 		TrustedProxies: cfg.TrustedProxies, MaxBodyBytes: cfg.MaxBodyBytes, MaxFileBytes: cfg.MaxFileBytes,
+		Version: version,
 	})
 	if err != nil {
 		return err

@@ -8,6 +8,8 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/barrage-load/barrage/internal/barrage"
+	"github.com/barrage-load/barrage/internal/engine"
+	"github.com/barrage-load/barrage/internal/report"
 	"github.com/barrage-load/barrage/internal/summary"
 )
 
@@ -16,7 +18,7 @@ import (
 func (s *Service) Compare(ctx context.Context, p barrage.Principal, id, base uuid.UUID, tol summary.Tolerances) (summary.Comparison, error) {
 	var results [2]*summary.Result
 	for i, runID := range []uuid.UUID{base, id} {
-		r, err := s.result(ctx, p, runID)
+		r, _, err := s.result(ctx, p, runID)
 		if err != nil {
 			return summary.Comparison{}, err
 		}
@@ -25,28 +27,66 @@ func (s *Service) Compare(ctx context.Context, p barrage.Principal, id, base uui
 	return summary.Compare(results[0], results[1], tol), nil
 }
 
-// result is p's ended run id as a local run's result: its summary and its seconds.
-func (s *Service) result(ctx context.Context, p barrage.Principal, id uuid.UUID) (*summary.Result, error) {
+// RunReport is the report on p's ended run id, as `barrage report` writes a local run's, with its
+// agents; held against p's run base, when given, within tol.
+func (s *Service) RunReport(ctx context.Context, p barrage.Principal, id uuid.UUID, base *uuid.UUID, tol summary.Tolerances) (report.Report, error) {
+	r, sum, err := s.result(ctx, p, id)
+	if err != nil {
+		return report.Report{}, err
+	}
+	rep := report.Report{Title: fmt.Sprintf("%s, run %s", r.Script, id), Run: r, Generated: s.now()}
+	for _, a := range sum.Agents {
+		name := fmt.Sprintf("shard %s", a.ShardID)
+		if a.AgentID != nil {
+			name = "agent " + a.AgentID.String()
+		}
+		rep.Agents = append(rep.Agents, report.Agent{Name: name, State: a.State, Reason: a.Reason, Requests: a.Requests,
+			Seconds: a.Seconds, LateStartMS: a.LateStartMS, Verdict: a.Verdict})
+	}
+	if base != nil {
+		b, _, err := s.result(ctx, p, *base)
+		if err != nil {
+			return report.Report{}, err
+		}
+		c := summary.Compare(b, r, tol)
+		rep.Base, rep.BaseTitle, rep.Comparison = b, fmt.Sprintf("run %s", *base), &c
+	}
+	return rep, nil
+}
+
+// result is p's ended run id as a local run's result: its summary and its seconds, with the
+// summary the server stored.
+func (s *Service) result(ctx context.Context, p barrage.Principal, id uuid.UUID) (*summary.Result, *Summary, error) {
 	run, err := s.Run(ctx, p, id)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	doc, err := s.Summary(ctx, p, id)
 	if err != nil {
-		return nil, barrage.Errorf(barrage.ErrConflict, "run %s has not ended yet: it is compared once it has", id)
+		return nil, nil, barrage.Errorf(barrage.ErrConflict, "run %s has not ended yet: it is compared and reported once it has", id)
 	}
 	var sum Summary
 	if err := json.Unmarshal(doc, &sum); err != nil {
-		return nil, fmt.Errorf("run %s: stored summary: %w", id, err)
+		return nil, nil, fmt.Errorf("run %s: stored summary: %w", id, err)
 	}
 	r := &summary.Result{Summary: sum.Summary, ElapsedS: sum.ElapsedS, Series: []summary.Point{}}
+	if sc, err := s.runScript(ctx, run); err == nil {
+		r.Script, r.Model = sc.Name, engine.Workload(sc, engine.LoadOptions(run.Load)).Model.String()
+	}
+	r.Start = run.CreatedAt
+	if run.StartAt != nil {
+		r.Start = *run.StartAt
+	}
+	if run.Stop != nil {
+		r.Stop.Detail = run.Stop.Reason
+	}
 	err = s.eachSecond(ctx, run, true, func(m *MergedSecond) error {
-		var vus int64
+		healths := make([]engine.Health, 0, len(m.Shards))
 		for _, part := range m.Shards {
-			vus += part.Health.ActiveVUs
+			healths = append(healths, part.Health)
 		}
-		r.Series = append(r.Series, summary.NewPoint(m.Index, m.Snapshot, vus))
+		r.Series = append(r.Series, summary.NewPoint(m.Index, m.Snapshot, healths...))
 		return nil
 	})
-	return r, err
+	return r, &sum, err
 }

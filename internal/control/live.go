@@ -216,13 +216,9 @@ func (s *Service) judge(ctx context.Context, run barrage.Run) error {
 	j := s.judges.runs[run.ID]
 	s.judges.mu.Unlock()
 	if j == nil {
-		sc, err := s.store.Script(ctx, run.OwnerID, run.ScriptID)
+		parsed, err := s.runScript(ctx, run)
 		if err != nil {
 			return err
-		}
-		parsed, err := script.Parse(sc.Source, script.ParseOptions{Filename: sc.Name})
-		if err != nil {
-			return fmt.Errorf("script %s no longer parses: %w", sc.ID, err)
 		}
 		var aborting []*script.Threshold
 		for _, t := range parsed.Thresholds {

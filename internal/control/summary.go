@@ -59,13 +59,9 @@ func (s *Service) finalize(ctx context.Context, run barrage.Run) error {
 	if run.EndedAt != nil || !allEnded(run) {
 		return nil
 	}
-	sc, err := s.store.Script(ctx, run.OwnerID, run.ScriptID)
+	parsed, err := s.runScript(ctx, run)
 	if err != nil {
 		return err
-	}
-	parsed, err := script.Parse(sc.Source, script.ParseOptions{Filename: sc.Name})
-	if err != nil {
-		return fmt.Errorf("script %s no longer parses: %w", sc.ID, err)
 	}
 	sum, err := s.summarize(ctx, parsed, run)
 	if err != nil {
@@ -179,6 +175,19 @@ func (s *Service) summarize(ctx context.Context, sc *script.Script, run barrage.
 }
 
 // agentName names a shard's agent in reasons: its id, or its segment once it was removed.
+// runScript is run's script, parsed.
+func (s *Service) runScript(ctx context.Context, run barrage.Run) (*script.Script, error) {
+	sc, err := s.store.Script(ctx, run.OwnerID, run.ScriptID)
+	if err != nil {
+		return nil, err
+	}
+	parsed, err := script.Parse(sc.Source, script.ParseOptions{Filename: sc.Name})
+	if err != nil {
+		return nil, fmt.Errorf("script %s no longer parses: %w", sc.ID, err)
+	}
+	return parsed, nil
+}
+
 func agentName(sh barrage.Shard) string {
 	if sh.AgentID == nil {
 		return fmt.Sprintf("(removed, shard %d:%d/%d)", sh.From, sh.To, sh.Of)

@@ -105,6 +105,7 @@ var policies = map[string]policy{
 	"POST /v1/runs/{id}/cancel":     {user, barrage.ScopeWrite},
 	"GET /v1/runs/{id}/compare":     {user, barrage.ScopeRead},
 	"GET /v1/runs/{id}/series.csv":  {user, barrage.ScopeRead},
+	"GET /v1/runs/{id}/report":      {user, barrage.ScopeRead},
 	"GET /v1/runs/{id}/summary.csv": {user, barrage.ScopeRead},
 	"GET /v1/runs/{id}/live":        {user, barrage.ScopeRead},
 	"GET /v1/runs/{id}/series":      {user, barrage.ScopeRead},

@@ -9,12 +9,15 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"net/http"
 	"slices"
+	"strconv"
 
 	"github.com/barrage-load/barrage/api"
 	"github.com/barrage-load/barrage/internal/barrage"
 	"github.com/barrage-load/barrage/internal/control"
 	"github.com/barrage-load/barrage/internal/metrics"
+	"github.com/barrage-load/barrage/internal/report"
 	"github.com/barrage-load/barrage/internal/summary"
 	"github.com/google/uuid"
 )
@@ -89,17 +92,9 @@ func (s *server) CompareRuns(ctx context.Context, req api.CompareRunsRequestObje
 	if err != nil {
 		return nil, err
 	}
-	tol := summary.DefaultTolerances
-	for _, q := range []struct {
-		v   *float64
-		set *float64
-	}{{&tol.P50, req.Params.MaxP50Regression}, {&tol.P95, req.Params.MaxP95Regression}, {&tol.P99, req.Params.MaxP99Regression},
-		{&tol.RPS, req.Params.MaxRpsRegression}, {&tol.ErrorRate, req.Params.MaxErrorIncrease}} {
-		if q.set != nil {
-			*q.v = *q.set / 100
-		}
-	}
-	c, err := s.control.Compare(ctx, p, req.Id, req.Params.Base, tol)
+	q := req.Params
+	tol := tolerances(q.MaxP50Regression, q.MaxP95Regression, q.MaxP99Regression, q.MaxRpsRegression, q.MaxErrorIncrease)
+	c, err := s.control.Compare(ctx, p, req.Id, q.Base, tol)
 	if err != nil {
 		return nil, err
 	}
@@ -112,6 +107,58 @@ func (s *server) CompareRuns(ctx context.Context, req api.CompareRunsRequestObje
 		return nil, err
 	}
 	return api.CompareRuns200JSONResponse(out), nil
+}
+
+// tolerances are a comparison's tolerances from the query's percentages, the defaults where
+// none is given.
+func tolerances(p50, p95, p99, rps, errorRate *float64) summary.Tolerances {
+	tol := summary.DefaultTolerances
+	for _, q := range []struct {
+		v   *float64
+		set *float64
+	}{{&tol.P50, p50}, {&tol.P95, p95}, {&tol.P99, p99}, {&tol.RPS, rps}, {&tol.ErrorRate, errorRate}} {
+		if q.set != nil {
+			*q.v = *q.set / 100
+		}
+	}
+	return tol
+}
+
+func (s *server) GetRunReport(ctx context.Context, req api.GetRunReportRequestObject) (api.GetRunReportResponseObject, error) {
+	p, err := principal(ctx)
+	if err != nil {
+		return nil, err
+	}
+	q := req.Params
+	tol := tolerances(q.MaxP50Regression, q.MaxP95Regression, q.MaxP99Regression, q.MaxRpsRegression, q.MaxErrorIncrease)
+	rep, err := s.control.RunReport(ctx, p, req.Id, q.Base, tol)
+	if err != nil {
+		return nil, err
+	}
+	rep.Version = s.version
+	var page bytes.Buffer // written whole before the status, so a failure is a problem, not half a page
+	if err := rep.Write(&page); err != nil {
+		return nil, err
+	}
+	return reportPage{page: page.Bytes(), name: "run-" + req.Id.String() + ".html"}, nil
+}
+
+// reportPage is a report as the API answers it: the page's own policy (its inline charts and
+// data may run, nothing may be fetched), named for saving.
+type reportPage struct {
+	page []byte
+	name string
+}
+
+func (r reportPage) VisitGetRunReportResponse(w http.ResponseWriter) error {
+	h := w.Header()
+	h.Set("Content-Type", "text/html; charset=utf-8")
+	h.Set("Content-Security-Policy", report.ContentSecurityPolicy)
+	h.Set("Content-Disposition", fmt.Sprintf("inline; filename=%q", r.name))
+	h.Set("Content-Length", strconv.Itoa(len(r.page)))
+	w.WriteHeader(http.StatusOK)
+	_, err := w.Write(r.page)
+	return err
 }
 
 func (s *server) GetRunSummaryCSV(ctx context.Context, req api.GetRunSummaryCSVRequestObject) (api.GetRunSummaryCSVResponseObject, error) {

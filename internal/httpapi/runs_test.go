@@ -23,6 +23,8 @@ import (
 	"github.com/barrage-load/barrage/internal/barrage"
 	"github.com/barrage-load/barrage/internal/control"
 	"github.com/barrage-load/barrage/internal/metrics"
+	"github.com/barrage-load/barrage/internal/report"
+	"github.com/barrage-load/barrage/internal/report/reporttest"
 )
 
 // addScript stores a script of the user's directly in the store.
@@ -762,4 +764,24 @@ func TestARunsSummaryTellsItsStability(t *testing.T) {
 	require.Equal(t, http.StatusNoContent, b.do("POST", "/v1/agent/lease", token, hello).status)
 	going := b.do("POST", "/v1/runs", u.access, map[string]any{"script_id": script, "vus": 4, "duration_seconds": 10}).json(t)["id"].(string)
 	requireProblem(t, b.do("GET", "/v1/runs/"+going+"/compare?base="+runs[0], u.access, nil), http.StatusConflict)
+
+	// The report on the unstable run says so and draws its seconds, with the steady run as the
+	// base; its own policy lets its inline charts run and nothing be fetched.
+	rep := b.do("GET", "/v1/runs/"+runs[0]+"/report?base="+runs[1], u.access, nil)
+	require.Equal(t, http.StatusOK, rep.status, "body: %s", rep.body)
+	require.Equal(t, "text/html; charset=utf-8", rep.header.Get("Content-Type"))
+	require.Equal(t, report.ContentSecurityPolicy, rep.header.Get("Content-Security-Policy"))
+	require.Contains(t, rep.header.Get("Content-Disposition"), "run-"+runs[0]+".html")
+	page := string(rep.body)
+	require.Contains(t, page, "Unstable throughput")
+	require.Contains(t, page, "Against run "+runs[1]+":")
+	require.Contains(t, page, "<td>get home</td>")
+	require.Contains(t, page, `"rps":[400,700,400,`)
+	p := reporttest.Open(t, rep.body)
+	require.Empty(t, p.Fetched)
+	_, charts := p.Ink()
+	require.Equal(t, 3, charts, "requests/s, latency and VUs: no request failed")
+	requireProblem(t, b.do("GET", "/v1/runs/"+runs[0]+"/report", admin.access, nil), http.StatusNotFound)
+	requireProblem(t, b.do("GET", "/v1/runs/"+runs[0]+"/report?base="+going, u.access, nil), http.StatusConflict)
+	requireProblem(t, b.do("GET", "/v1/runs/"+going+"/report", u.access, nil), http.StatusConflict)
 }

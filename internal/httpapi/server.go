@@ -39,6 +39,8 @@ type Deps struct {
 	MaxBodyBytes int64
 	// MaxFileBytes caps a test's data file (default 16 MiB).
 	MaxFileBytes int64
+	// Version is the server's version, as the reports it writes name it.
+	Version string
 }
 
 type server struct {
@@ -50,6 +52,7 @@ type server struct {
 	auth     Authenticator
 	ready    func(ctx context.Context) error
 	docsPage []byte
+	version  string
 }
 
 var _ api.StrictServerInterface = (*server)(nil)
@@ -64,7 +67,7 @@ func NewServer(d Deps) (http.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &server{log: d.Log, accounts: d.Accounts, control: d.Control, market: d.Market, spec: doc, auth: d.Accounts, ready: d.Ready, docsPage: page}
+	s := &server{log: d.Log, accounts: d.Accounts, control: d.Control, market: d.Market, spec: doc, auth: d.Accounts, ready: d.Ready, docsPage: page, version: d.Version}
 	if d.MaxBodyBytes <= 0 {
 		d.MaxBodyBytes = 1 << 20
 	}

@@ -219,7 +219,7 @@ func (c Comparison) Print(w io.Writer) {
 			if ch.Metric == "error_rate" {
 				unit = " pt"
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%+.1f%s\t±%.1f%s\t%.0f%s\t%s\n", lc.Name, ch.Metric, figure(ch.Metric, ch.Base), figure(ch.Metric, ch.New),
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%+.1f%s\t±%.1f%s\t%.0f%s\t%s\n", lc.Name, ch.Metric, Figure(ch.Metric, ch.Base), Figure(ch.Metric, ch.New),
 				ch.Change*scale, unit, ch.Noise*scale, unit, ch.Tolerance*scale, unit, ch.Verdict)
 		}
 	}
@@ -227,6 +227,15 @@ func (c Comparison) Print(w io.Writer) {
 	for _, o := range c.Only {
 		fmt.Fprintln(w, "not compared: "+o)
 	}
+	if why := c.Regressions(); len(why) > 0 {
+		fmt.Fprintf(w, "\nverdict: %s (%s)\n", c.Verdict, strings.Join(why, ", "))
+		return
+	}
+	fmt.Fprintf(w, "\nverdict: %s\n", c.Verdict)
+}
+
+// Regressions name each figure that regressed: "p95_ms of GET /cart".
+func (c Comparison) Regressions() []string {
 	var why []string
 	for _, lc := range append([]LabelComparison{c.Total}, c.Requests...) {
 		for _, ch := range lc.Changes {
@@ -235,14 +244,11 @@ func (c Comparison) Print(w io.Writer) {
 			}
 		}
 	}
-	if len(why) > 0 {
-		fmt.Fprintf(w, "\nverdict: %s (%s)\n", c.Verdict, strings.Join(why, ", "))
-		return
-	}
-	fmt.Fprintf(w, "\nverdict: %s\n", c.Verdict)
+	return why
 }
 
-func figure(metric string, v float64) string {
+// Figure is v, a figure of metric (rps, error_rate, p95_ms, ...), in its unit.
+func Figure(metric string, v float64) string {
 	switch metric {
 	case "rps":
 		return fmt.Sprintf("%.1f/s", v)

@@ -29,25 +29,51 @@ type Result struct {
 	Series []Point `json:"series"`
 }
 
-// Point is one second of a run, all its requests together.
+// Point is one second of a run, all its requests together, and its generators' health.
 type Point struct {
 	Second   int64   `json:"second"` // from 1, as the series CSV counts
 	Requests int64   `json:"requests"`
 	RPS      float64 `json:"rps"`
 	Errors   int64   `json:"errors"`
-	P50MS    float64 `json:"p50_ms"`
-	P95MS    float64 `json:"p95_ms"`
-	P99MS    float64 `json:"p99_ms"`
-	VUs      int64   `json:"vus"`
+	// ErrorsByClass counts the second's failed requests by class; classes with none are left out.
+	ErrorsByClass map[string]int64 `json:"errors_by_class,omitempty"`
+	P50MS         float64          `json:"p50_ms"`
+	P95MS         float64          `json:"p95_ms"`
+	P99MS         float64          `json:"p99_ms"`
+	VUs           int64            `json:"vus"`
+	// CPU is the busiest generator's share of its machine in the second, 0 to 1.
+	CPU float64 `json:"cpu"`
+	// Dropped counts open-model iterations that found no free VU; LatenessMaxMS is how late
+	// the latest scheduled start was, across generators.
+	Dropped       int64   `json:"dropped,omitempty"`
+	LatenessMaxMS float64 `json:"lateness_max_ms,omitempty"`
 }
 
-// NewPoint is the second of index (0 for the first) whose metrics are second, in which vus
-// were active. A last second cut short has its rate over the part it lasted.
-func NewPoint(index int64, second *metrics.Snapshot, vus int64) Point {
+// NewPoint is the second of index (0 for the first) whose metrics are second, measured by
+// generators whose health in it was healths (one for a local run, one per agent on the
+// server). A last second cut short has its rate over the part it lasted.
+func NewPoint(index int64, second *metrics.Snapshot, healths ...engine.Health) Point {
 	st := second.Requests()
 	h := st.Latency
-	return Point{Second: index + 1, Requests: st.Requests, RPS: float64(st.Requests) / max(second.Duration.Seconds(), 1e-9),
-		Errors: st.Failed(), P50MS: Millis(h.Quantile(0.5)), P95MS: Millis(h.Quantile(0.95)), P99MS: Millis(h.Quantile(0.99)), VUs: vus}
+	p := Point{Second: index + 1, Requests: st.Requests, RPS: float64(st.Requests) / max(second.Duration.Seconds(), 1e-9),
+		Errors: st.Failed(), P50MS: Millis(h.Quantile(0.5)), P95MS: Millis(h.Quantile(0.95)), P99MS: Millis(h.Quantile(0.99))}
+	for c, n := range Errors(st) {
+		if n > 0 {
+			if p.ErrorsByClass == nil {
+				p.ErrorsByClass = map[string]int64{}
+			}
+			p.ErrorsByClass[c] = n
+		}
+	}
+	var late time.Duration
+	for _, g := range healths {
+		p.VUs += g.ActiveVUs
+		p.Dropped += g.Dropped
+		p.CPU = max(p.CPU, g.CPU)
+		late = max(late, g.LatenessMax)
+	}
+	p.LatenessMaxMS = Millis(late)
+	return p
 }
 
 // SetStability tells r's stability from its series over the steady state of w.

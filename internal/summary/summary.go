@@ -81,6 +81,14 @@ func (t Threshold) String() string {
 	return fmt.Sprintf("%s: %g, passed %t", t.Check, t.Observed, t.Passed)
 }
 
+// ObservedText is the observed figure in the threshold's unit.
+func (t Threshold) ObservedText() string {
+	if th, err := script.ParseThreshold(t.Check); err == nil {
+		return threshold.Result{Threshold: th, Observed: t.Observed}.ObservedText()
+	}
+	return strconv.FormatFloat(t.Observed, 'g', -1, 64)
+}
+
 // Verdict says what limited the load: a generator (and then the numbers measure the tool) or
 // the target (which could not take the load asked for: the numbers measure it).
 type Verdict struct {

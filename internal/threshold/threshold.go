@@ -33,6 +33,9 @@ func (r Result) String() string {
 	return fmt.Sprintf("%s: %s, %s", r.Threshold.Source, formatObserved(r.Threshold, r.Observed), verdict)
 }
 
+// ObservedText is the observed figure in the threshold's unit: "212ms", "0.50%", "98.0/s".
+func (r Result) ObservedText() string { return formatObserved(r.Threshold, r.Observed) }
+
 func formatObserved(t *script.Threshold, v float64) string {
 	switch {
 	case t.Metric.IsLatency():

@@ -1,0 +1,73 @@
+package main_test
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"sync/atomic"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/barrage-load/barrage/internal/report/reporttest"
+)
+
+// `barrage run --report` writes the run's report; `barrage report` writes one from --out's
+// document, held against a base when asked. Opened in Chromium with no network, the run's
+// charts draw, errors by class among them.
+func TestRunWritesAReportThatDrawsOffline(t *testing.T) {
+	t.Parallel()
+	var n atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		if n.Add(1)%4 == 0 {
+			w.WriteHeader(http.StatusServiceUnavailable)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	dir := t.TempDir()
+	script := filepath.Join(dir, "s.yaml")
+	require.NoError(t, os.WriteFile(script, []byte(`version: 1
+name: report
+session:
+  groups:
+    - name: g
+      requests:
+        - { name: get home, url: "`+srv.URL+`/" }
+load: { rate: 50/s, duration: 4s, max_vus: 10 }
+thresholds: [ "p95 < 2s" ]
+`), 0o644))
+	out, page := filepath.Join(dir, "result.json"), filepath.Join(dir, "run.html")
+	_, stderr, code := runCLI(t, "run", "--quiet", "--out", out, "--report", page, script)
+	require.Zero(t, code, "stderr: %s", stderr)
+	html, err := os.ReadFile(page)
+	require.NoError(t, err)
+	require.Contains(t, string(html), "<td>get home</td>")
+	require.Contains(t, string(html), "<td>5xx</td>")
+
+	p := reporttest.Open(t, html)
+	require.Empty(t, p.Fetched)
+	ink, charts := p.Ink()
+	require.Equal(t, 4, charts, "dom: %.2000s", p.DOM)
+	for id, n := range ink {
+		require.Greater(t, n, 100, "%s drew", id)
+	}
+
+	// From the document, against itself as the base: unchanged, the base drawn too.
+	stdout, stderr, code := runCLI(t, "report", "--base", out, out, "-o", filepath.Join(dir, "again.html"))
+	require.Zero(t, code, "stderr: %s", stderr)
+	require.Contains(t, stdout, "again.html")
+	again, err := os.ReadFile(filepath.Join(dir, "again.html"))
+	require.NoError(t, err)
+	require.Contains(t, string(again), "Against result.json: unchanged.")
+	require.Contains(t, string(again), `"base":{"second":[1,`)
+
+	// Without -o the report goes beside the document.
+	_, stderr, code = runCLI(t, "report", out)
+	require.Zero(t, code, "stderr: %s", stderr)
+	require.FileExists(t, filepath.Join(dir, "result.html"))
+
+	_, stderr, code = runCLI(t, "report", script)
+	require.Equal(t, 2, code)
+	require.Contains(t, stderr, "is not a result of barrage run --out")
+}

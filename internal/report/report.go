@@ -1,0 +1,195 @@
+// Package report writes a run's results as one self-contained HTML page: charts of its seconds
+// (requests/s, response-time percentiles, errors by class, active VUs and the generators' CPU),
+// its tables, thresholds, stability and verdict, and, when it is held against a base run, the
+// comparison drawn on the same charts. The page needs no network to be read: the charting
+// library (uPlot, vendored in assets/) and the data are inlined, and its Content-Security-Policy
+// forbids any fetch. It prints cleanly to PDF.
+package report
+
+import (
+	_ "embed"
+	"fmt"
+	"html/template"
+	"io"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/barrage-load/barrage/internal/summary"
+)
+
+// Agent is one generator's part in a run on the server.
+type Agent struct {
+	Name        string          `json:"name"`
+	State       string          `json:"state"`
+	Reason      string          `json:"reason,omitempty"`
+	Requests    int64           `json:"requests"`
+	Seconds     int             `json:"seconds"`
+	LateStartMS int64           `json:"late_start_ms"`
+	Verdict     summary.Verdict `json:"verdict"`
+}
+
+// Report is what a report tells.
+type Report struct {
+	// Title heads the page: the script's name, or the run's.
+	Title string
+	// Run is the run reported on; its Series draws the charts.
+	Run *summary.Result
+	// Agents are the generators of a run on the server, none for a local run.
+	Agents []Agent
+	// Base, when set, is the run Run is held against: its series is drawn beside Run's, and
+	// Comparison is the verdict.
+	Base       *summary.Result
+	BaseTitle  string
+	Comparison *summary.Comparison
+	// Version is the barrage that wrote the page.
+	Version string
+	// Generated is when the page was written.
+	Generated time.Time
+}
+
+// ContentSecurityPolicy is the page's policy, in its head and on the server's answer: its inline
+// scripts and styles run, nothing is fetched.
+const ContentSecurityPolicy = "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data:"
+
+//go:embed assets/uPlot.iife.min.js
+var uplotJS string
+
+//go:embed assets/uPlot.min.css
+var uplotCSS string
+
+//go:embed report.html.tmpl
+var pageText string
+
+//go:embed report.js
+var reportJS string
+
+var page = template.Must(template.New("report").Funcs(template.FuncMap{
+	"ms":  func(v float64) string { return summary.Duration(summary.FromMillis(v)) },
+	"pct": func(v float64) string { return fmt.Sprintf("%.2f%%", v*100) },
+	"seconds": func(v float64) string {
+		return time.Duration(v * float64(time.Second)).Round(time.Millisecond).String()
+	},
+	"figure":  summary.Figure,
+	"change":  change,
+	"join":    strings.Join,
+	"classes": errorClasses,
+	"mul100":  func(v float64) float64 { return v * 100 },
+	"prepend": func(first summary.LabelComparison, rest []summary.LabelComparison) []summary.LabelComparison {
+		return append([]summary.LabelComparison{first}, rest...)
+	},
+	"tolerance": func(ch summary.Change) string {
+		if ch.Metric == "error_rate" {
+			return fmt.Sprintf("%.2f pt", ch.Tolerance*100)
+		}
+		return fmt.Sprintf("%.0f%%", ch.Tolerance*100)
+	},
+}).Parse(pageText))
+
+// Write writes r's page to w.
+func (r Report) Write(w io.Writer) error {
+	if r.Run == nil {
+		return fmt.Errorf("report: no run to report on")
+	}
+	data := map[string]any{
+		"run":      chartData(r.Run),
+		"title":    r.Title,
+		"baseName": r.BaseTitle,
+	}
+	if r.Run.Stability != nil {
+		data["steady"] = []int64{r.Run.Stability.FromS, r.Run.Stability.ToS}
+	}
+	if r.Base != nil {
+		data["base"] = chartData(r.Base)
+	}
+	return page.Execute(w, map[string]any{
+		"R":        r,
+		"Data":     data,
+		"UplotJS":  template.JS(uplotJS),
+		"UplotCSS": template.CSS(uplotCSS),
+		"ReportJS": template.JS(reportJS),
+		"CSP":      ContentSecurityPolicy,
+	})
+}
+
+// series is a run's seconds column by column, as uPlot takes them.
+type series struct {
+	Second []int64            `json:"second"`
+	RPS    []float64          `json:"rps"`
+	P50    []float64          `json:"p50"`
+	P95    []float64          `json:"p95"`
+	P99    []float64          `json:"p99"`
+	VUs    []int64            `json:"vus"`
+	CPU    []float64          `json:"cpu"` // percent
+	Errors map[string][]int64 `json:"errors"`
+}
+
+// chartData is r's series in columns: every second from the first to the last (a second
+// without a point had no request), each error class that failed a request in one of them. A
+// last second that lasted less than half a second is left out: its rate, over so short a time,
+// would be a spike no one saw.
+func chartData(r *summary.Result) series {
+	var last int64
+	for _, p := range r.Series {
+		last = max(last, p.Second)
+	}
+	if last > 1 && r.ElapsedS-float64(last-1) < 0.5 {
+		last--
+	}
+	s := series{Errors: map[string][]int64{}}
+	for c := range errorClassSet(r.Series) {
+		s.Errors[c] = make([]int64, last)
+	}
+	byIndex := make(map[int64]summary.Point, len(r.Series))
+	for _, p := range r.Series {
+		if p.Second <= last {
+			byIndex[p.Second] = p
+		}
+	}
+	for sec := int64(1); sec <= last; sec++ {
+		p := byIndex[sec]
+		s.Second = append(s.Second, sec)
+		s.RPS = append(s.RPS, p.RPS)
+		s.P50 = append(s.P50, p.P50MS)
+		s.P95 = append(s.P95, p.P95MS)
+		s.P99 = append(s.P99, p.P99MS)
+		s.VUs = append(s.VUs, p.VUs)
+		s.CPU = append(s.CPU, p.CPU*100)
+		for c, n := range p.ErrorsByClass {
+			s.Errors[c][sec-1] = n
+		}
+	}
+	return s
+}
+
+func errorClassSet(ps []summary.Point) map[string]bool {
+	set := map[string]bool{}
+	for _, p := range ps {
+		for c, n := range p.ErrorsByClass {
+			if n > 0 {
+				set[c] = true
+			}
+		}
+	}
+	return set
+}
+
+// errorClasses are the classes of errs with a count, in name order.
+func errorClasses(errs map[string]int64) []string {
+	var out []string
+	for _, c := range slices.Sorted(maps.Keys(errs)) {
+		if errs[c] > 0 {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// change is a comparison's change, relative or in points for the error rate, with its noise.
+func change(ch summary.Change) string {
+	if ch.Metric == "error_rate" {
+		return fmt.Sprintf("%+.2f pt (noise ±%.2f)", ch.Change*100, ch.Noise*100)
+	}
+	return fmt.Sprintf("%+.1f%% (noise ±%.1f%%)", ch.Change*100, ch.Noise*100)
+}

@@ -1,0 +1,134 @@
+// Draws a Barrage report's charts from the data inlined in the page. Each chart records, in its
+// data-ink attribute, how many of its pixels carry its first series' colour: the report's
+// browser test reads it to know the chart drew.
+(function () {
+  "use strict";
+  var data = JSON.parse(document.getElementById("report-data").textContent);
+  var run = data.run, base = data.base || null;
+  var colors = {
+    rps: "#2563eb", base: "#9aa5b1", p50: "#16a34a", p95: "#d97706", p99: "#dc2626",
+    vus: "#7c3aed", cpu: "#0891b2"
+  };
+  var classColors = ["#dc2626", "#ea580c", "#ca8a04", "#9333ea", "#0d9488", "#db2777", "#4b5563", "#2563eb"];
+  var charts = [];
+
+  function width() {
+    return Math.max(320, Math.min(document.body.clientWidth - 48, 1092));
+  }
+
+  // The seconds of both runs on one axis: a run shorter than the other has no value after its end.
+  var last = run.second.length;
+  if (base) last = Math.max(last, base.second.length);
+  var xs = [];
+  for (var i = 1; i <= last; i++) xs.push(i);
+  function col(values) {
+    var out = new Array(last);
+    for (var i = 0; i < last; i++) out[i] = i < values.length ? values[i] : null;
+    return out;
+  }
+
+  // The steady state the stability figure covers, shaded behind the requests/s.
+  var steadyBand = {
+    hooks: {
+      drawClear: [function (u) {
+        if (!data.steady) return;
+        var x0 = u.valToPos(data.steady[0], "x", true), x1 = u.valToPos(data.steady[1], "x", true);
+        u.ctx.save();
+        u.ctx.fillStyle = "rgba(37, 99, 235, 0.07)";
+        u.ctx.fillRect(x0, u.bbox.top, x1 - x0, u.bbox.height);
+        u.ctx.restore();
+      }]
+    }
+  };
+
+  function line(label, color, extra) {
+    var s = { label: label, stroke: color, width: 2, points: { show: false } };
+    for (var k in extra) s[k] = extra[k];
+    return s;
+  }
+
+  function ms(u, v) { return v == null ? "-" : v.toFixed(v < 10 ? 2 : 1) + " ms"; }
+
+  function draw(id, series, columns, opts) {
+    var el = document.getElementById(id);
+    var o = {
+      width: width(), height: 240,
+      scales: { x: { time: false } },
+      series: [{ label: "second" }].concat(series),
+      axes: [{ label: "seconds since start" }, { size: 60 }],
+      legend: { live: true },
+      plugins: []
+    };
+    for (var k in opts) o[k] = opts[k];
+    var u = new uPlot(o, [xs].concat(columns), el);
+    charts.push({ u: u, el: el, color: series[0].stroke });
+    return u;
+  }
+
+  var rpsSeries = [line("requests/s", colors.rps, { value: function (u, v) { return v == null ? "-" : v.toFixed(1); } })];
+  var rpsCols = [col(run.rps)];
+  if (base) {
+    rpsSeries.push(line("base requests/s", colors.base, { dash: [6, 4] }));
+    rpsCols.push(col(base.rps));
+  }
+  draw("chart-rps", rpsSeries, rpsCols, { plugins: [steadyBand] });
+
+  var latSeries = [line("p50", colors.p50, { value: ms }), line("p95", colors.p95, { value: ms }), line("p99", colors.p99, { value: ms })];
+  var latCols = [col(run.p50), col(run.p95), col(run.p99)];
+  if (base) {
+    latSeries.push(line("base p95", colors.base, { dash: [6, 4], value: ms }));
+    latCols.push(col(base.p95));
+  }
+  draw("chart-latency", latSeries, latCols, {});
+
+  var classes = Object.keys(run.errors).sort();
+  if (classes.length === 0) {
+    var none = document.createElement("p");
+    none.className = "none";
+    none.textContent = "No request failed.";
+    document.getElementById("chart-errors").appendChild(none);
+  } else {
+    draw("chart-errors", classes.map(function (c, i) { return line(c, classColors[i % classColors.length]); }),
+      classes.map(function (c) { return col(run.errors[c]); }), {});
+  }
+
+  draw("chart-vus",
+    [line("active VUs", colors.vus, { scale: "vus" }),
+     line("generator CPU %", colors.cpu, { scale: "cpu", value: function (u, v) { return v == null ? "-" : v.toFixed(0) + "%"; } })],
+    [col(run.vus), col(run.cpu)],
+    {
+      scales: { x: { time: false }, cpu: { range: [0, 100] } },
+      axes: [{ label: "seconds since start" }, { scale: "vus", size: 60 },
+             { scale: "cpu", side: 1, grid: { show: false }, values: function (u, vs) { return vs.map(function (v) { return v + "%"; }); } }]
+    });
+
+  function hex(c) {
+    return [parseInt(c.slice(1, 3), 16), parseInt(c.slice(3, 5), 16), parseInt(c.slice(5, 7), 16)];
+  }
+
+  // ink counts the pixels of a chart's canvas that are its first series' colour.
+  function ink(c) {
+    var cv = c.el.querySelector("canvas");
+    if (!cv) return 0;
+    var px = cv.getContext("2d").getImageData(0, 0, cv.width, cv.height).data;
+    var want = hex(c.color), n = 0;
+    for (var i = 0; i < px.length; i += 4) {
+      if (px[i + 3] > 200 && Math.abs(px[i] - want[0]) < 8 && Math.abs(px[i + 1] - want[1]) < 8 && Math.abs(px[i + 2] - want[2]) < 8) n++;
+    }
+    return n;
+  }
+
+  // uPlot draws on the next microtask; count after it.
+  setTimeout(function () {
+    charts.forEach(function (c) { c.el.setAttribute("data-ink", String(ink(c))); });
+    document.documentElement.setAttribute("data-charts", String(charts.length));
+  }, 0);
+
+  // Printed pages are narrower than a screen: draw for the page, then back.
+  window.addEventListener("beforeprint", function () {
+    charts.forEach(function (c) { c.u.setSize({ width: 680, height: 220 }); });
+  });
+  window.addEventListener("afterprint", function () {
+    charts.forEach(function (c) { c.u.setSize({ width: width(), height: 240 }); });
+  });
+})();

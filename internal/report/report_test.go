@@ -1,0 +1,127 @@
+package report_test
+
+import (
+	"bytes"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/barrage-load/barrage/internal/report"
+	"github.com/barrage-load/barrage/internal/report/reporttest"
+	"github.com/barrage-load/barrage/internal/summary"
+)
+
+// result is a run of n seconds whose requests/s are rps(i) and p95 is p95ms, with 4xx errors in
+// its second half and a last second of a tenth of a second.
+func result(n int, rps func(i int) float64, p95ms float64) *summary.Result {
+	r := &summary.Result{Script: "shop.yaml", Model: "open", Start: time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC),
+		ElapsedS: float64(n) + 0.1, Iterations: 1000}
+	r.Total = summary.Label{Name: "all requests", Count: 1000, RPS: 100, P50MS: p95ms / 2, P95MS: p95ms, P99MS: p95ms * 1.5}
+	r.Requests = []summary.Label{{Name: "get home", Count: 1000, RPS: 100, P50MS: p95ms / 2, P95MS: p95ms, P99MS: p95ms * 1.5}}
+	r.Errors = map[string]int64{"4xx": 40, "5xx": 0}
+	r.Thresholds = []summary.Threshold{{Check: "p95 < 300ms", Observed: p95ms / 1000, Passed: true}}
+	r.Stability = &summary.Stability{CV: 0.02, MeanRPS: 100, FromS: 1, ToS: int64(n - 1), Seconds: n - 2, Limit: 0.1}
+	for i := range n + 1 {
+		p := summary.Point{Second: int64(i + 1), RPS: rps(i), Requests: int64(rps(i)), P50MS: p95ms / 2, P95MS: p95ms,
+			P99MS: p95ms * 1.5, VUs: 10, CPU: 0.2}
+		if i >= n/2 {
+			p.Errors, p.ErrorsByClass = 5, map[string]int64{"4xx": 5}
+		}
+		if i == n {
+			p.RPS = 5000 // a tenth of a second: no one saw this rate
+		}
+		r.Series = append(r.Series, p)
+	}
+	return r
+}
+
+func write(t *testing.T, r report.Report) string {
+	t.Helper()
+	var b bytes.Buffer
+	require.NoError(t, r.Write(&b))
+	return b.String()
+}
+
+// The page holds everything it shows: no address outside it, its policy forbids fetching,
+// and the data the charts draw are the run's seconds, without a last fraction of a second.
+func TestAReportIsOneSelfContainedPage(t *testing.T) {
+	t.Parallel()
+	page := write(t, report.Report{Title: "shop.yaml", Run: result(20, func(int) float64 { return 100 }, 120), Version: "v1.2.3",
+		Generated: time.Now()})
+	require.NotRegexp(t, regexp.MustCompile(`(src|href)="(https?:)?//`), page, "nothing is fetched from elsewhere")
+	require.Contains(t, page, `<meta http-equiv="Content-Security-Policy" content="default-src &#39;none&#39;;`)
+	require.Contains(t, page, "uPlot")
+	require.Contains(t, page, "Steady throughput")
+	require.Contains(t, page, "The result measures the target")
+	require.Contains(t, page, "<td>get home</td>")
+	require.Contains(t, page, "<td>p95 &lt; 300ms</td><td>120ms</td>")
+	require.Contains(t, page, "barrage v1.2.3")
+	require.Contains(t, page, "@media print")
+	data := regexp.MustCompile(`(?s)<script id="report-data" type="application/json">(.*?)</script>`).FindStringSubmatch(page)
+	require.NotNil(t, data)
+	require.Contains(t, data[1], `"second":[1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20]`, "the last tenth of a second is not drawn")
+	require.NotContains(t, data[1], "5000")
+	require.Contains(t, data[1], `"4xx":[0,0,0,0,0,0,0,0,0,0,5,`)
+}
+
+// What a run names itself cannot break out of the page: titles, labels and reasons are text.
+func TestAReportEscapesWhatTheRunNamed(t *testing.T) {
+	t.Parallel()
+	evil := `</script><script>alert(1)</script>`
+	r := result(10, func(int) float64 { return 100 }, 50)
+	r.Requests[0].Name = evil
+	r.Verdict = summary.Verdict{GeneratorLimited: true, Reasons: []string{evil}}
+	page := write(t, report.Report{Title: evil, Run: r})
+	require.NotContains(t, page, evil)
+	require.Equal(t, 3, strings.Count(page, "<script"), "the data, uPlot and the report's own script; no other")
+	require.Contains(t, page, "The result measures the tool")
+}
+
+// Held against a base, the page gives the comparison's verdict and what regressed, and the
+// charts carry the base's series.
+func TestAReportDrawsTheComparison(t *testing.T) {
+	t.Parallel()
+	base, next := result(10, func(int) float64 { return 100 }, 100), result(12, func(int) float64 { return 100 }, 140)
+	c := summary.Compare(base, next, summary.DefaultTolerances)
+	require.Equal(t, summary.Regressed, c.Verdict)
+	page := write(t, report.Report{Title: "new", Run: next, Base: base, BaseTitle: "base.json", Comparison: &c})
+	require.Contains(t, page, "Against base.json: regressed (")
+	require.Contains(t, page, "p95_ms of all requests")
+	require.Contains(t, page, `<td class="fail">regressed</td>`)
+	require.Contains(t, page, `"base":{"second":[1,2,3,4,5,6,7,8,9,10]`)
+}
+
+// In a real Chromium, with no network: every chart draws its lines, the page asks for nothing
+// but itself, and the screenshot shows the charts' colours.
+func TestAReportDrawsInABrowserWithoutTheNetwork(t *testing.T) {
+	t.Parallel()
+	base := result(30, func(int) float64 { return 100 }, 100)
+	next := result(30, func(i int) float64 { return 100 + float64(40*(i%2)) }, 130)
+	c := summary.Compare(base, next, summary.DefaultTolerances)
+	page := reporttest.Open(t, []byte(write(t, report.Report{Title: "browser", Run: next, Base: base, BaseTitle: "base", Comparison: &c})))
+	for _, path := range page.Served {
+		require.Equal(t, "/report.html", path, "the page asks its server for nothing but itself")
+	}
+	require.Empty(t, page.Fetched, "nothing fetched beyond the page")
+	ink, charts := page.Ink()
+	require.Equal(t, 4, charts, "dom: %.2000s", page.DOM)
+	for _, id := range []string{"chart-rps", "chart-latency", "chart-errors", "chart-vus"} {
+		require.Greater(t, ink[id], 300, "%s drew its first series", id)
+	}
+	for name, colour := range map[string]string{"requests/s": "#2563eb", "p95": "#d97706", "active VUs": "#7c3aed", "4xx": "#dc2626"} {
+		require.Greater(t, page.Pixels(colour), 300, "the screenshot shows %s (%s)", name, colour)
+	}
+}
+
+// The browser test's watch on the network works: a page that fetches (and has no policy
+// against it) is caught.
+func TestTheBrowserTestCatchesAFetch(t *testing.T) {
+	t.Parallel()
+	page := reporttest.Open(t, []byte(`<!doctype html><html><body><img src="http://report-test.invalid/x.png"><script src="/elsewhere.js"></script></body></html>`))
+	require.Contains(t, page.Served, "/elsewhere.js")
+	require.NotEmpty(t, page.Fetched)
+	require.Contains(t, strings.Join(page.Fetched, ""), "report-test.invalid")
+}
