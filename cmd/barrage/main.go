@@ -85,6 +85,7 @@ func commands() []command {
 		{"run", "run a script locally and print its results: run [--vus N --duration D --rate R] SCRIPT", runRun},
 		{"debug", "run one iteration of one VU and show every request and response: debug SCRIPT", runDebug},
 		{"compare", "hold a run's result against a base's and say what regressed: compare BASE.json NEW.json", runCompare},
+		{"sweep", "run a script at one concurrency after another and find the knee: sweep --vus 2,4,8,16 --step 30s SCRIPT", runSweep},
 		{"report", "write a run's result as an HTML report with charts: report RESULT.json -o report.html", runReport},
 		{"agent", "run a measuring agent that takes work from a server: agent --server URL", runAgent},
 		{"agents", "the agents you may run on: agents list | create | delete", runAgents},

@@ -25,18 +25,8 @@ func TestRunWritesAReportThatDrawsOffline(t *testing.T) {
 		}
 	}))
 	t.Cleanup(srv.Close)
-	dir := t.TempDir()
-	script := filepath.Join(dir, "s.yaml")
-	require.NoError(t, os.WriteFile(script, []byte(`version: 1
-name: report
-session:
-  groups:
-    - name: g
-      requests:
-        - { name: get home, url: "`+srv.URL+`/" }
-load: { rate: 50/s, duration: 4s, max_vus: 10 }
-thresholds: [ "p95 < 2s" ]
-`), 0o644))
+	script := oneRequestScript(t, "get home", srv.URL, "{ rate: 50/s, duration: 4s, max_vus: 10 }\nthresholds: [ \"p95 < 2s\" ]")
+	dir := filepath.Dir(script)
 	out, page := filepath.Join(dir, "result.json"), filepath.Join(dir, "run.html")
 	_, stderr, code := runCLI(t, "run", "--quiet", "--out", out, "--report", page, script)
 	require.Zero(t, code, "stderr: %s", stderr)

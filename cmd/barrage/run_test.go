@@ -107,10 +107,11 @@ func TestDebugTracesOneIteration(t *testing.T) {
 
 // runOut runs a script of one request, name, to url under load (a YAML flow mapping) with
 // --quiet --out, and returns what it printed and the path of the --out document.
-func runOut(t *testing.T, name, url, load string) (string, string) {
+// oneRequestScript writes, in a folder of its own, a script whose session is one request named
+// name to url, under load (a YAML mapping, which may be followed by more top-level lines).
+func oneRequestScript(t *testing.T, name, url, load string) string {
 	t.Helper()
-	dir := t.TempDir()
-	path := filepath.Join(dir, "s.yaml")
+	path := filepath.Join(t.TempDir(), "s.yaml")
 	require.NoError(t, os.WriteFile(path, []byte(`version: 1
 name: `+name+`
 session:
@@ -120,7 +121,13 @@ session:
         - { name: `+name+`, url: "`+url+`/" }
 load: `+load+`
 `), 0o644))
-	out := filepath.Join(dir, "result.json")
+	return path
+}
+
+func runOut(t *testing.T, name, url, load string) (string, string) {
+	t.Helper()
+	path := oneRequestScript(t, name, url, load)
+	out := filepath.Join(filepath.Dir(path), "result.json")
 	stdout, stderr, code := runCLI(t, "run", "--quiet", "--out", out, path)
 	require.Zero(t, code, "stderr: %s", stderr)
 	return stdout, out

@@ -7,16 +7,18 @@
 package report
 
 import (
-	_ "embed"
+	"embed"
 	"fmt"
 	"html/template"
 	"io"
 	"maps"
+	"math"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/barrage-load/barrage/internal/summary"
+	"github.com/barrage-load/barrage/internal/sweep"
 )
 
 // Agent is one generator's part in a run on the server.
@@ -59,11 +61,17 @@ var uplotJS string
 //go:embed assets/uPlot.min.css
 var uplotCSS string
 
-//go:embed report.html.tmpl
-var pageText string
+//go:embed *.tmpl
+var templates embed.FS
+
+//go:embed charts.js
+var chartsJS string
 
 //go:embed report.js
 var reportJS string
+
+//go:embed sweep.js
+var sweepJS string
 
 var page = template.Must(template.New("report").Funcs(template.FuncMap{
 	"ms":  func(v float64) string { return summary.Duration(summary.FromMillis(v)) },
@@ -71,9 +79,15 @@ var page = template.Must(template.New("report").Funcs(template.FuncMap{
 	"seconds": func(v float64) string {
 		return time.Duration(v * float64(time.Second)).Round(time.Millisecond).String()
 	},
-	"figure":  summary.Figure,
-	"change":  change,
-	"join":    strings.Join,
+	"figure": summary.Figure,
+	"change": change,
+	"join":   strings.Join,
+	"fitted": func(s *sweep.Result, vus int) string {
+		if s.Fit == nil {
+			return "-"
+		}
+		return fmt.Sprintf("%.1f", s.Fit.X(float64(vus)))
+	},
 	"classes": errorClasses,
 	"mul100":  func(v float64) float64 { return v * 100 },
 	"prepend": func(first summary.LabelComparison, rest []summary.LabelComparison) []summary.LabelComparison {
@@ -85,7 +99,7 @@ var page = template.Must(template.New("report").Funcs(template.FuncMap{
 		}
 		return fmt.Sprintf("%.0f%%", ch.Tolerance*100)
 	},
-}).Parse(pageText))
+}).ParseFS(templates, "*.tmpl"))
 
 // Write writes r's page to w.
 func (r Report) Write(w io.Writer) error {
@@ -103,11 +117,13 @@ func (r Report) Write(w io.Writer) error {
 	if r.Base != nil {
 		data["base"] = chartData(r.Base)
 	}
-	return page.Execute(w, map[string]any{
+	return page.ExecuteTemplate(w, "report.html.tmpl", map[string]any{
+		"Title":    r.Title,
 		"R":        r,
 		"Data":     data,
 		"UplotJS":  template.JS(uplotJS),
 		"UplotCSS": template.CSS(uplotCSS),
+		"ChartsJS": template.JS(chartsJS),
 		"ReportJS": template.JS(reportJS),
 		"CSP":      ContentSecurityPolicy,
 	})
@@ -192,4 +208,59 @@ func change(ch summary.Change) string {
 		return fmt.Sprintf("%+.2f pt (noise ±%.2f)", ch.Change*100, ch.Noise*100)
 	}
 	return fmt.Sprintf("%+.1f%% (noise ±%.1f%%)", ch.Change*100, ch.Noise*100)
+}
+
+// SweepReport is what a sweep's page tells: its levels, charts of throughput and latency
+// against concurrency with the USL fit's curve, the fit and the knee.
+type SweepReport struct {
+	Title     string
+	Sweep     *sweep.Result
+	Version   string
+	Generated time.Time
+}
+
+// Write writes r's page to w.
+func (r SweepReport) Write(w io.Writer) error {
+	s := r.Sweep
+	if s == nil || len(s.Levels) == 0 {
+		return fmt.Errorf("report: no sweep levels to report on")
+	}
+	n := len(s.Levels)
+	levels, rps, p50, p95, p99 := make([]float64, n), make([]float64, n), make([]float64, n), make([]float64, n), make([]float64, n)
+	for i, l := range s.Levels {
+		levels[i], rps[i], p50[i], p95[i], p99[i] = float64(l.VUs), l.RPS, l.P50MS, l.P95MS, l.P99MS
+	}
+	data := map[string]any{"levels": levels, "rps": rps, "p50": p50, "p95": p95, "p99": p99}
+	// The fit's curve is drawn through 48 points spread evenly on the log scale between the
+	// lowest and highest level, as well as through the levels.
+	lo, hi := slices.Min(levels), slices.Max(levels)
+	xs := slices.Clone(levels)
+	for i := range 48 {
+		xs = append(xs, math.Round(lo*math.Pow(hi/lo, float64(i)/47)*100)/100)
+	}
+	slices.Sort(xs)
+	xs = slices.Compact(xs)
+	data["x"] = xs
+	if s.Fit != nil {
+		fit := make([]float64, len(xs))
+		for i, x := range xs {
+			fit[i] = s.Fit.X(x)
+		}
+		data["fit"] = fit
+	}
+	if s.KneeVUs != 0 {
+		data["knee"] = s.KneeVUs
+	}
+	return page.ExecuteTemplate(w, "sweep.html.tmpl", map[string]any{
+		"Title":     r.Title,
+		"S":         s,
+		"Version":   r.Version,
+		"Generated": r.Generated,
+		"Data":      data,
+		"CSP":       ContentSecurityPolicy,
+		"UplotCSS":  template.CSS(uplotCSS),
+		"UplotJS":   template.JS(uplotJS),
+		"ChartsJS":  template.JS(chartsJS),
+		"SweepJS":   template.JS(sweepJS),
+	})
 }

@@ -1,6 +1,4 @@
-// Draws a Barrage report's charts from the data inlined in the page. Each chart records, in its
-// data-ink attribute, how many of its pixels carry its first series' colour: the report's
-// browser test reads it to know the chart drew.
+// Draws a run report's charts from the data inlined in the page (charts.js does the rest).
 (function () {
   "use strict";
   var data = JSON.parse(document.getElementById("report-data").textContent);
@@ -10,11 +8,6 @@
     vus: "#7c3aed", cpu: "#0891b2"
   };
   var classColors = ["#dc2626", "#ea580c", "#ca8a04", "#9333ea", "#0d9488", "#db2777", "#4b5563", "#2563eb"];
-  var charts = [];
-
-  function width() {
-    return Math.max(320, Math.min(document.body.clientWidth - 48, 1092));
-  }
 
   // The seconds of both runs on one axis: a run shorter than the other has no value after its end.
   var last = run.second.length;
@@ -52,7 +45,7 @@
   function draw(id, series, columns, opts) {
     var el = document.getElementById(id);
     var o = {
-      width: width(), height: 240,
+      width: BarrageCharts.width(), height: 240,
       scales: { x: { time: false } },
       series: [{ label: "second" }].concat(series),
       axes: [{ label: "seconds since start" }, { size: 60 }],
@@ -60,9 +53,7 @@
       plugins: []
     };
     for (var k in opts) o[k] = opts[k];
-    var u = new uPlot(o, [xs].concat(columns), el);
-    charts.push({ u: u, el: el, color: series[0].stroke });
-    return u;
+    return BarrageCharts.add(new uPlot(o, [xs].concat(columns), el), el, series.map(function (s) { return s.stroke; }), 240);
   }
 
   var rpsSeries = [line("requests/s", colors.rps, { value: function (u, v) { return v == null ? "-" : v.toFixed(1); } })];
@@ -102,33 +93,5 @@
              { scale: "cpu", side: 1, grid: { show: false }, values: function (u, vs) { return vs.map(function (v) { return v + "%"; }); } }]
     });
 
-  function hex(c) {
-    return [parseInt(c.slice(1, 3), 16), parseInt(c.slice(3, 5), 16), parseInt(c.slice(5, 7), 16)];
-  }
-
-  // ink counts the pixels of a chart's canvas that are its first series' colour.
-  function ink(c) {
-    var cv = c.el.querySelector("canvas");
-    if (!cv) return 0;
-    var px = cv.getContext("2d").getImageData(0, 0, cv.width, cv.height).data;
-    var want = hex(c.color), n = 0;
-    for (var i = 0; i < px.length; i += 4) {
-      if (px[i + 3] > 200 && Math.abs(px[i] - want[0]) < 8 && Math.abs(px[i + 1] - want[1]) < 8 && Math.abs(px[i + 2] - want[2]) < 8) n++;
-    }
-    return n;
-  }
-
-  // uPlot draws on the next microtask; count after it.
-  setTimeout(function () {
-    charts.forEach(function (c) { c.el.setAttribute("data-ink", String(ink(c))); });
-    document.documentElement.setAttribute("data-charts", String(charts.length));
-  }, 0);
-
-  // Printed pages are narrower than a screen: draw for the page, then back.
-  window.addEventListener("beforeprint", function () {
-    charts.forEach(function (c) { c.u.setSize({ width: 680, height: 220 }); });
-  });
-  window.addEventListener("afterprint", function () {
-    charts.forEach(function (c) { c.u.setSize({ width: width(), height: 240 }); });
-  });
+  BarrageCharts.done();
 })();

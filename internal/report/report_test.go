@@ -76,7 +76,7 @@ func TestAReportEscapesWhatTheRunNamed(t *testing.T) {
 	r.Verdict = summary.Verdict{GeneratorLimited: true, Reasons: []string{evil}}
 	page := write(t, report.Report{Title: evil, Run: r})
 	require.NotContains(t, page, evil)
-	require.Equal(t, 3, strings.Count(page, "<script"), "the data, uPlot and the report's own script; no other")
+	require.Equal(t, 4, strings.Count(page, "<script"), "the data, uPlot and the report's own two scripts; no other")
 	require.Contains(t, page, "The result measures the tool")
 }
 
@@ -109,7 +109,7 @@ func TestAReportDrawsInABrowserWithoutTheNetwork(t *testing.T) {
 	ink, charts := page.Ink()
 	require.Equal(t, 4, charts, "dom: %.2000s", page.DOM)
 	for _, id := range []string{"chart-rps", "chart-latency", "chart-errors", "chart-vus"} {
-		require.Greater(t, ink[id], 300, "%s drew its first series", id)
+		require.Greater(t, ink[id], 300, "%s drew its lines", id)
 	}
 	for name, colour := range map[string]string{"requests/s": "#2563eb", "p95": "#d97706", "active VUs": "#7c3aed", "4xx": "#dc2626"} {
 		require.Greater(t, page.Pixels(colour), 300, "the screenshot shows %s (%s)", name, colour)

@@ -165,9 +165,9 @@ func chromiumsOwn(line string) bool {
 	return h == "update.googleapis.com" || h == "accounts.google.com"
 }
 
-var inkRE = regexp.MustCompile(`id="(chart-[a-z]+)"[^>]*data-ink="(\d+)"`)
+var inkRE = regexp.MustCompile(`id="(chart-[a-z0-9-]+)"[^>]*data-ink="(\d+)"`)
 
-// Ink is, for each chart the page drew, how many pixels carry its first series' colour, as
+// Ink is, for each chart the page drew, how many pixels carry one of its series' colours, as
 // the page's script counted them; and how many charts it drew.
 func (p Page) Ink() (ink map[string]int, charts int) {
 	ink = map[string]int{}

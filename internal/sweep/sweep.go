@@ -1,0 +1,256 @@
+// Package sweep runs a script at one concurrency after another and finds where the target
+// stops scaling: each level's throughput, latencies, errors and generator verdict, a Universal
+// Scalability Law fit over the levels, and the knee, the level past which throughput stops
+// growing while latency climbs.
+package sweep
+
+import (
+	"context"
+	"encoding/csv"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+	"text/tabwriter"
+	"time"
+
+	"github.com/barrage-load/barrage/internal/engine"
+	"github.com/barrage-load/barrage/internal/metrics"
+	"github.com/barrage-load/barrage/internal/script"
+	"github.com/barrage-load/barrage/internal/summary"
+	"github.com/barrage-load/barrage/internal/usl"
+)
+
+// Level is one step of a sweep: the script run by VUs virtual users in the closed model.
+type Level struct {
+	VUs int `json:"vus"`
+	// Seconds are the seconds measured: the step without its first second (in which
+	// connections open and VUs start), or the whole of a step of two seconds or less.
+	Seconds   float64 `json:"seconds"`
+	Requests  int64   `json:"requests"`
+	RPS       float64 `json:"rps"`
+	P50MS     float64 `json:"p50_ms"`
+	P95MS     float64 `json:"p95_ms"`
+	P99MS     float64 `json:"p99_ms"`
+	ErrorRate float64 `json:"error_rate"`
+	// Reliability is the share of requests that succeeded, 1 − ErrorRate.
+	Reliability float64         `json:"reliability"`
+	Verdict     summary.Verdict `json:"verdict"`
+	// LateStart is set when the step's VUs were not all running by the end of its first second:
+	// the generator started them late, and the level's load was less than asked.
+	LateStart bool `json:"late_start"`
+	// Stopped says why the step ended before its time, when it did.
+	Stopped string `json:"stopped,omitempty"`
+}
+
+// Result is a sweep's account: its levels, the USL fitted to them and the knee.
+type Result struct {
+	Script string  `json:"script"`
+	StepS  float64 `json:"step_s"`
+	Levels []Level `json:"levels"`
+	// Fit is the USL fitted to the levels' throughput; nil when it could not be (FitError
+	// says why: too few levels, no throughput).
+	Fit      *usl.Fit `json:"fit,omitempty"`
+	FitError string   `json:"fit_error,omitempty"`
+	// PeakVUs and PeakRPS are the fit's predicted peak; absent when the fit predicts none (no
+	// crosstalk: throughput grows towards an asymptote, or forever).
+	PeakVUs *float64 `json:"peak_vus,omitempty"`
+	PeakRPS *float64 `json:"peak_rps,omitempty"`
+	// KneeVUs is the level past which throughput stops growing while p95 climbs; 0 when the
+	// sweep found none (see usl.Knee for the rule).
+	KneeVUs int `json:"knee_vus,omitempty"`
+}
+
+// Options are a sweep's: the concurrencies, each step's length and the engine's options for
+// each step (their load is replaced by each level's).
+type Options struct {
+	VUs    []int
+	Step   time.Duration
+	Engine engine.Options
+	// OnLevel, when set, receives each level as it ends.
+	OnLevel func(Level)
+}
+
+// Run sweeps s at each of o.VUs in turn, for o.Step each, in the closed model (every VU of a
+// level started at once, the script's think times kept, its own load replaced), then fits and judges the levels. A
+// canceled context ends the sweep with the levels run so far.
+func Run(ctx context.Context, s *script.Script, o Options) (*Result, error) {
+	if len(o.VUs) == 0 {
+		return nil, errors.New("a sweep needs at least one level")
+	}
+	res := &Result{Script: s.Name, StepS: o.Step.Seconds(), Levels: []Level{}}
+	for _, n := range o.VUs {
+		if ctx.Err() != nil {
+			break
+		}
+		lv, err := runLevel(ctx, s, n, o)
+		if err != nil {
+			return res, fmt.Errorf("level %d VUs: %w", n, err)
+		}
+		res.Levels = append(res.Levels, lv)
+		if o.OnLevel != nil {
+			o.OnLevel(lv)
+		}
+	}
+	res.judge()
+	return res, nil
+}
+
+func runLevel(ctx context.Context, s *script.Script, n int, o Options) (Level, error) {
+	level := *s
+	level.Load.Model, level.Load.VUs, level.Load.Duration, level.Load.Iterations = script.Closed, n, o.Step, 0
+	level.Load.Stages, level.Load.MaxVUs, level.Load.RampUp = nil, 0, 0
+	level.Thresholds = nil // a step is measured, not judged
+	opts := o.Engine
+	opts.VUs, opts.Duration, opts.Rate, opts.Stages = 0, 0, 0, nil
+	skip := int64(0)
+	if o.Step > 2*time.Second {
+		skip = 1
+	}
+	measured := &metrics.Snapshot{}
+	var lv Level
+	opts.OnSecond = func(sec engine.Second) {
+		if sec.Index == 0 && sec.Health.ActiveVUs < int64(n) {
+			lv.LateStart = true
+		}
+		if sec.Index >= skip {
+			measured.Merge(sec.Snapshot)
+		}
+	}
+	r, err := engine.Run(ctx, &level, opts)
+	if r == nil {
+		return Level{}, err
+	}
+	st := measured.Requests()
+	secs := max(measured.Duration.Seconds(), 1e-9)
+	lv.VUs, lv.Seconds, lv.Requests, lv.RPS = n, measured.Duration.Seconds(), st.Requests, float64(st.Requests)/secs
+	lv.P50MS, lv.P95MS, lv.P99MS = summary.Millis(st.Latency.Quantile(0.5)), summary.Millis(st.Latency.Quantile(0.95)), summary.Millis(st.Latency.Quantile(0.99))
+	if st.Requests > 0 {
+		lv.ErrorRate = float64(st.Failed()) / float64(st.Requests)
+	}
+	lv.Reliability = 1 - lv.ErrorRate
+	lv.Verdict = summary.VerdictOf(r.Verdict)
+	if r.Stop.Reason != engine.Completed {
+		lv.Stopped = r.Stop.String()
+	}
+	return lv, nil
+}
+
+// judge fits the USL to the levels and finds the knee.
+func (r *Result) judge() {
+	var pts []usl.Point
+	var lvs []usl.Level
+	for _, l := range r.Levels {
+		pts = append(pts, usl.Point{N: float64(l.VUs), X: l.RPS})
+		lvs = append(lvs, usl.Level{N: float64(l.VUs), X: l.RPS, P95MS: l.P95MS})
+	}
+	if fit, err := usl.FitPoints(pts); err != nil {
+		r.FitError = err.Error()
+	} else {
+		r.Fit = &fit
+		if n, x := fit.PeakN(), fit.PeakX(); !math.IsInf(n, 0) && !math.IsInf(x, 0) {
+			r.PeakVUs, r.PeakRPS = &n, &x
+		}
+	}
+	if i, ok := usl.Knee(lvs); ok {
+		r.KneeVUs = r.Levels[i].VUs
+	}
+}
+
+// generator is a level's verdict in a word: ok, tool (the generator was the limit) or target
+// (the target could not take the load).
+func generator(v summary.Verdict) string {
+	switch {
+	case v.GeneratorLimited:
+		return "tool"
+	case v.TargetLimited:
+		return "target"
+	}
+	return "ok"
+}
+
+// CSVHeader are the columns of a sweep's CSV, one row per level.
+var CSVHeader = []string{"vus", "seconds", "requests", "rps", "p50_ms", "p95_ms", "p99_ms", "error_rate", "reliability",
+	"generator", "late_start", "usl_rps", "knee"}
+
+// WriteCSV writes r as CSV: CSVHeader, then one row per level; usl_rps is the fit's throughput
+// at the level (empty without a fit), knee is true on the knee's row.
+func (r *Result) WriteCSV(w io.Writer) error {
+	cw := csv.NewWriter(w)
+	if err := cw.Write(CSVHeader); err != nil {
+		return err
+	}
+	f := func(v float64, prec int) string { return strconv.FormatFloat(v, 'f', prec, 64) }
+	for _, l := range r.Levels {
+		fitted := ""
+		if r.Fit != nil {
+			fitted = f(r.Fit.X(float64(l.VUs)), 1)
+		}
+		if err := cw.Write([]string{strconv.Itoa(l.VUs), f(l.Seconds, 3), strconv.FormatInt(l.Requests, 10), f(l.RPS, 1),
+			f(l.P50MS, 3), f(l.P95MS, 3), f(l.P99MS, 3), f(l.ErrorRate, 6), f(l.Reliability, 6), generator(l.Verdict),
+			strconv.FormatBool(l.LateStart), fitted, strconv.FormatBool(r.KneeVUs != 0 && l.VUs == r.KneeVUs)}); err != nil {
+			return err
+		}
+	}
+	cw.Flush()
+	return cw.Error()
+}
+
+// PrintLevel writes one level's line as the sweep goes.
+func PrintLevel(w io.Writer, l Level) {
+	line := fmt.Sprintf("%5d VUs  %9.1f req/s  p50 %-8s p95 %-8s p99 %-8s errors %6.2f%%  generator %s",
+		l.VUs, l.RPS, ms(l.P50MS), ms(l.P95MS), ms(l.P99MS), l.ErrorRate*100, generator(l.Verdict))
+	if l.LateStart {
+		line += "  LATE START"
+	}
+	if l.Stopped != "" {
+		line += "  stopped: " + l.Stopped
+	}
+	fmt.Fprintln(w, line)
+}
+
+// Print writes r: a table of the levels, the fit and the knee.
+func (r *Result) Print(w io.Writer) {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "vus\treq/s\tp50\tp95\tp99\terrors\tgenerator\tlate start\tUSL req/s\t")
+	for _, l := range r.Levels {
+		fitted := "-"
+		if r.Fit != nil {
+			fitted = fmt.Sprintf("%.1f", r.Fit.X(float64(l.VUs)))
+		}
+		mark := ""
+		if l.VUs == r.KneeVUs {
+			mark = " ← knee"
+		}
+		fmt.Fprintf(tw, "%d\t%.1f\t%s\t%s\t%s\t%.2f%%\t%s\t%t\t%s\t%s\n", l.VUs, l.RPS, ms(l.P50MS), ms(l.P95MS), ms(l.P99MS),
+			l.ErrorRate*100, generator(l.Verdict), l.LateStart, fitted, mark)
+	}
+	tw.Flush()
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, r.FitText())
+	fmt.Fprintln(w, r.KneeText())
+}
+
+// FitText is the fit in a sentence.
+func (r *Result) FitText() string {
+	if r.Fit == nil {
+		return "no USL fit: " + r.FitError
+	}
+	f := r.Fit
+	s := fmt.Sprintf("USL fit: λ %.1f req/s per VU, σ (contention) %.4f, κ (crosstalk) %.6f, R² %.3f", f.Lambda, f.Sigma, f.Kappa, f.R2)
+	if r.PeakVUs != nil {
+		return s + fmt.Sprintf("; predicted peak %.1f req/s at %.1f VUs", *r.PeakRPS, *r.PeakVUs)
+	}
+	return s + "; no peak predicted (throughput keeps growing)"
+}
+
+// KneeText is the knee in a sentence.
+func (r *Result) KneeText() string {
+	if r.KneeVUs == 0 {
+		return "knee: none within the sweep: throughput grew (or latency held) at every step"
+	}
+	return fmt.Sprintf("knee: %d VUs: past it throughput stops growing while p95 climbs", r.KneeVUs)
+}
+
+func ms(v float64) string { return summary.Duration(summary.FromMillis(v)) }
