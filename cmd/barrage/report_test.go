@@ -1,6 +1,8 @@
 package main_test
 
 import (
+	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -25,7 +27,13 @@ func TestRunWritesAReportThatDrawsOffline(t *testing.T) {
 		}
 	}))
 	t.Cleanup(srv.Close)
-	script := oneRequestScript(t, "get home", srv.URL, "{ rate: 50/s, duration: 4s, max_vus: 10 }\nthresholds: [ \"p95 < 2s\" ]")
+	// The target's own metrics: a counter of its requests and a gauge.
+	metricsSrv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		fmt.Fprintf(w, "# TYPE app_requests_total counter\napp_requests_total %d\n# TYPE app_in_flight gauge\napp_in_flight 3\n", n.Load())
+	}))
+	t.Cleanup(metricsSrv.Close)
+	script := oneRequestScript(t, "get home", srv.URL, "{ rate: 50/s, duration: 4s, max_vus: 10 }\nthresholds: [ \"p95 < 2s\" ]\n"+
+		"monitors: [ { name: app, url: \""+metricsSrv.URL+"/metrics\", series: [ app_requests_total, app_in_flight ] } ]")
 	dir := filepath.Dir(script)
 	out, page := filepath.Join(dir, "result.json"), filepath.Join(dir, "run.html")
 	_, stderr, code := runCLI(t, "run", "--quiet", "--out", out, "--report", page, script)
@@ -35,10 +43,34 @@ func TestRunWritesAReportThatDrawsOffline(t *testing.T) {
 	require.Contains(t, string(html), "<td>get home</td>")
 	require.Contains(t, string(html), "<td>5xx</td>")
 
+	var res struct {
+		Monitors []struct {
+			Series string
+			Unit   string
+			Values []*float64
+		}
+	}
+	b, err := os.ReadFile(out)
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(b, &res))
+	require.Len(t, res.Monitors, 2)
+	require.Equal(t, "per second", res.Monitors[0].Unit)
+	var rates []float64
+	for _, v := range res.Monitors[0].Values {
+		if v != nil {
+			rates = append(rates, *v)
+		}
+	}
+	require.GreaterOrEqual(t, len(rates), 2, "the counter's rate, second by second")
+	require.InDelta(t, 50, rates[1], 25, "the target served about 50 requests a second")
+	require.Equal(t, 3.0, *res.Monitors[1].Values[0])
+
 	p := reporttest.Open(t, html)
 	require.Empty(t, p.Fetched)
 	ink, charts := p.Ink()
-	require.Equal(t, 4, charts, "dom: %.2000s", p.DOM)
+	require.Equal(t, 6, charts, "4 of the run, 2 of the monitor (a unit each); dom: %.2000s", p.DOM)
+	require.Contains(t, ink, "chart-monitor-0")
+	require.Contains(t, ink, "chart-monitor-1")
 	for id, n := range ink {
 		require.Greater(t, n, 100, "%s drew", id)
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/barrage-load/barrage/internal/barrage"
 	"github.com/barrage-load/barrage/internal/engine"
+	"github.com/barrage-load/barrage/internal/monitor"
 	"github.com/barrage-load/barrage/internal/pluginhost"
 	"github.com/barrage-load/barrage/internal/script"
 	"github.com/barrage-load/barrage/internal/summary"
@@ -107,7 +108,12 @@ func runRun(ctx context.Context, e env, args []string) error {
 			series.Write(sec.Index, sec.Snapshot, sec.Health.CPU, sec.Health.ActiveVUs)
 		}
 	}
+	stopMonitors := func() ([]*monitor.Series, []monitor.Failure) { return nil, nil }
+	if len(s.Monitors) > 0 {
+		stopMonitors = monitor.Start(ctx, s.Monitors, monitor.Client())
+	}
 	res, runErr := engine.Run(ctx, s, opts)
+	monitors, failures := stopMonitors()
 	if res == nil {
 		if errors.Is(runErr, barrage.ErrInvalid) {
 			return &exitError{exitScriptError, runErr}
@@ -116,6 +122,7 @@ func runRun(ctx context.Context, e env, args []string) error {
 	}
 	doc := summary.NewResult(res)
 	doc.Series = append(doc.Series, points...)
+	doc.Monitors, doc.MonitorFailures = monitors, failures
 	doc.SetStability(engine.Workload(s, opts))
 	doc.Print(e.stdout)
 	if *out != "" {

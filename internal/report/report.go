@@ -17,6 +17,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/barrage-load/barrage/internal/monitor"
 	"github.com/barrage-load/barrage/internal/summary"
 	"github.com/barrage-load/barrage/internal/sweep"
 )
@@ -117,6 +118,7 @@ func (r Report) Write(w io.Writer) error {
 	if r.Base != nil {
 		data["base"] = chartData(r.Base)
 	}
+	data["monitors"] = monitorCharts(r.Run.Monitors)
 	return page.ExecuteTemplate(w, "report.html.tmpl", map[string]any{
 		"Title":    r.Title,
 		"R":        r,
@@ -177,6 +179,32 @@ func chartData(r *summary.Result) series {
 		}
 	}
 	return s
+}
+
+// monitorChart is the series of one monitor in one unit, drawn on one chart.
+type monitorChart struct {
+	Title  string       `json:"title"`
+	Unit   string       `json:"unit"`
+	Labels []string     `json:"labels"`
+	Values [][]*float64 `json:"values"`
+}
+
+// monitorCharts groups the monitors' series by monitor and unit, in the script's order.
+func monitorCharts(ms []*monitor.Series) []monitorChart {
+	out := []monitorChart{}
+	at := map[[2]string]int{}
+	for _, m := range ms {
+		key := [2]string{m.Monitor, m.Unit}
+		i, ok := at[key]
+		if !ok {
+			i = len(out)
+			at[key] = i
+			out = append(out, monitorChart{Title: m.Monitor + " (" + m.Unit + ")", Unit: m.Unit})
+		}
+		out[i].Labels = append(out[i].Labels, m.Series)
+		out[i].Values = append(out[i].Values, m.Values)
+	}
+	return out
 }
 
 func errorClassSet(ps []summary.Point) map[string]bool {

@@ -93,5 +93,20 @@
              { scale: "cpu", side: 1, grid: { show: false }, values: function (u, vs) { return vs.map(function (v) { return v + "%"; }); } }]
     });
 
+  // The target's own metrics, a chart per monitor and unit, on the run's time axis.
+  var monitorColors = ["#0f766e", "#be185d", "#4338ca", "#b45309", "#15803d", "#9f1239", "#1d4ed8", "#a16207"];
+  var holder = document.getElementById("monitor-charts");
+  (data.monitors || []).forEach(function (m, k) {
+    var div = document.createElement("div");
+    div.className = "chart";
+    div.id = "chart-monitor-" + k;
+    var h = document.createElement("h3");
+    h.textContent = m.title;
+    div.appendChild(h);
+    holder.appendChild(div);
+    draw(div.id, m.labels.map(function (l, i) { return line(l, monitorColors[i % monitorColors.length]); }),
+      m.values.map(col), {});
+  });
+
   BarrageCharts.done();
 })();

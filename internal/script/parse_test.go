@@ -177,6 +177,14 @@ func TestParseErrorsNameTheirPath(t *testing.T) {
 		{"empty", "", "", "the script is empty"},
 		{"alias", withTop("x: &a 1\n"), "", "anchors (&a) are not supported"},
 		{"two documents", withTop("---\nversion: 1\n"), "", "a script is one document"},
+		{"monitor url", withTop("monitors: [{name: n, url: '127.0.0.1:9100/metrics', series: [up]}]\n"), "monitors[0].url", "absolute http(s) URL"},
+		{"monitor url with credentials", withTop("monitors: [{name: n, url: 'http://u:p@127.0.0.1:9100/', series: [up]}]\n"), "monitors[0].url", "without credentials"},
+		{"monitor without series", withTop("monitors: [{name: n, url: 'http://127.0.0.1:9100/', series: []}]\n"), "monitors[0].series", "from 1 to 16 series"},
+		{"monitor series selector", withTop("monitors: [{name: n, url: 'http://127.0.0.1:9100/', series: ['rate(x[1m])']}]\n"), "monitors[0].series[0]", "want a metric name"},
+		{"monitor series matcher", withTop("monitors: [{name: n, url: 'http://127.0.0.1:9100/', series: ['x{mode=~\"io.*\"}']}]\n"), "monitors[0].series[0]", "only equality"},
+		{"monitor series unclosed", withTop("monitors: [{name: n, url: 'http://127.0.0.1:9100/', series: ['x{mode=\"io']}]\n"), "monitors[0].series[0]", "end with }"},
+		{"monitor name repeated", withTop("monitors: [{name: n, url: 'http://127.0.0.1:9100/', series: [up]}, {name: n, url: 'http://127.0.0.1:9101/', series: [up]}]\n"), "monitors[1].name", "already named"},
+		{"monitor key", withTop("monitors: [{name: n, url: 'http://127.0.0.1:9100/', series: [up], every: 1s}]\n"), "monitors[0].every", "unknown key"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -263,6 +271,28 @@ func TestJSONErrorsHaveLines(t *testing.T) {
 	list = parseErrors(t, `{"version": 1, "version": 1, "session": {"groups": []}, "load": {"vus": 1, "iterations": 1}}`)
 	require.Equal(t, "version", list[0].Path)
 	require.Equal(t, "repeated key", list[0].Message)
+}
+
+// A monitor's selectors keep their metric and label values, escapes read.
+func TestParseReadsMonitors(t *testing.T) {
+	t.Parallel()
+	s := mustParse(t, withTop(`monitors:
+  - name: node
+    url: http://127.0.0.1:9100/metrics
+    series:
+      - 'node_cpu_seconds_total{mode="iowait", cpu="0"}'
+      - node_load1
+      - 'x{path="a\"b"}'
+`))
+	require.Len(t, s.Monitors, 1)
+	m := s.Monitors[0]
+	require.Equal(t, "node", m.Name)
+	require.Equal(t, "http://127.0.0.1:9100/metrics", m.URL)
+	require.Len(t, m.Series, 3)
+	require.Equal(t, "node_cpu_seconds_total", m.Series[0].Metric)
+	require.Equal(t, map[string]string{"mode": "iowait", "cpu": "0"}, m.Series[0].Labels)
+	require.Empty(t, m.Series[1].Labels)
+	require.Equal(t, map[string]string{"path": `a"b`}, m.Series[2].Labels)
 }
 
 func TestParseFillsDefaults(t *testing.T) {

@@ -31,6 +31,8 @@ type Script struct {
 	Session    Session
 	Load       Workload
 	Thresholds []*Threshold
+	// Monitors are the target's own metrics endpoints, scraped beside the load.
+	Monitors []*Monitor
 	// Deprecations are what the script should change and need not yet (old spellings), each
 	// with its line: tools show them as warnings.
 	Deprecations ErrorList
@@ -515,4 +517,20 @@ func (s Stage) RateAt(t time.Duration) float64 {
 		return s.From
 	}
 	return s.From + (s.To-s.From)*float64(t)/float64(s.Duration)
+}
+
+// Monitor is a Prometheus text endpoint on the target's side (node_exporter, postgres_exporter,
+// the target's own /metrics), scraped every second of a run, and the series kept from it.
+type Monitor struct {
+	Name   string // a label, unique among monitors
+	URL    string // an absolute http(s) URL
+	Series []*MonitorSeries
+}
+
+// MonitorSeries selects the samples of one metric whose labels have the given values. What a
+// second's value is depends on the metric's type: see internal/monitor.
+type MonitorSeries struct {
+	Source string // as written: node_cpu_seconds_total{mode="iowait"}
+	Metric string
+	Labels map[string]string
 }

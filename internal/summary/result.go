@@ -7,6 +7,7 @@ import (
 
 	"github.com/barrage-load/barrage/internal/engine"
 	"github.com/barrage-load/barrage/internal/metrics"
+	"github.com/barrage-load/barrage/internal/monitor"
 	"github.com/barrage-load/barrage/internal/script"
 )
 
@@ -27,6 +28,10 @@ type Result struct {
 	Summary
 	// Series is the run's seconds, all requests together.
 	Series []Point `json:"series"`
+	// Monitors are the target's own metrics the script's monitors kept, second by second on
+	// the same axis as Series; MonitorFailures the monitors whose scrapes failed.
+	Monitors        []*monitor.Series `json:"monitors,omitempty"`
+	MonitorFailures []monitor.Failure `json:"monitor_failures,omitempty"`
 }
 
 // Point is one second of a run, all its requests together, and its generators' health.
@@ -76,7 +81,8 @@ func NewPoint(index int64, second *metrics.Snapshot, healths ...engine.Health) P
 	return p
 }
 
-// SetStability tells r's stability from its series over the steady state of w.
+// SetStability tells r's stability from its series over the steady state of w, and what its
+// monitors say of it (so set Monitors first).
 func (r *Result) SetStability(w script.Workload) {
 	rps := make([]float64, 0, len(r.Series))
 	for _, p := range r.Series {
@@ -87,6 +93,7 @@ func (r *Result) SetStability(w script.Workload) {
 	}
 	from, to := SteadyWindow(w, time.Duration(r.ElapsedS*float64(time.Second)))
 	r.Stability = NewStability(rps, from, to)
+	r.Stability.Explain(rps, r.Monitors)
 }
 
 // NewResult is res's account.
@@ -124,4 +131,38 @@ func (r *Result) Print(w io.Writer) {
 		fmt.Fprintf(w, "ended early: %s\n", r.Exhausted)
 	}
 	r.Summary.Print(w)
+	r.printMonitors(w)
+}
+
+// printMonitors writes each monitor series' mean and range over the run, and the monitors
+// whose scrapes failed.
+func (r *Result) printMonitors(w io.Writer) {
+	if len(r.Monitors) == 0 && len(r.MonitorFailures) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "\ntarget metrics (monitors):")
+	for _, m := range r.Monitors {
+		var n int
+		var sum, lo, hi float64
+		for _, v := range m.Values {
+			if v == nil {
+				continue
+			}
+			if n == 0 || *v < lo {
+				lo = *v
+			}
+			if n == 0 || *v > hi {
+				hi = *v
+			}
+			n, sum = n+1, sum+*v
+		}
+		if n == 0 {
+			fmt.Fprintf(w, "  %s %s: no value (the series was not found)\n", m.Monitor, m.Series)
+			continue
+		}
+		fmt.Fprintf(w, "  %s %s: mean %.4g, min %.4g, max %.4g (%s, %d seconds)\n", m.Monitor, m.Series, sum/float64(n), lo, hi, m.Unit, n)
+	}
+	for _, f := range r.MonitorFailures {
+		fmt.Fprintf(w, "  %s: %d scrapes failed; the last: %s\n", f.Monitor, f.Failed, f.LastError)
+	}
 }

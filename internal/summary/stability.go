@@ -3,8 +3,10 @@ package summary
 import (
 	"fmt"
 	"math"
+	"strings"
 	"time"
 
+	"github.com/barrage-load/barrage/internal/monitor"
 	"github.com/barrage-load/barrage/internal/script"
 )
 
@@ -32,6 +34,9 @@ type Stability struct {
 	// makes at this rate when that is more.
 	Limit    float64 `json:"limit"`
 	Unstable bool    `json:"unstable"`
+	// Causes are what the target's own metrics (the script's monitors) say about an unstable
+	// throughput: a CPU mostly waiting on storage, a series that moved with the throughput.
+	Causes []string `json:"causes,omitempty"`
 }
 
 // String is the stability as people read it.
@@ -107,4 +112,71 @@ func NewStability(rps []float64, from, to time.Duration) *Stability {
 	}
 	s.Unstable = s.CV > s.Limit
 	return s
+}
+
+// Thresholds of the causes a monitor may point at.
+const (
+	// IOWaitCause is the share of CPU time in iowait, averaged over the steady state, above
+	// which an unstable throughput is put down to the target's storage.
+	IOWaitCause = 50.0
+	// CorrelationCause is the correlation between a monitor series and the requests/s, over
+	// the steady state, above which (in magnitude) the series is named as moving with it.
+	CorrelationCause = 0.7
+)
+
+// Explain names, when the throughput of a run whose seconds had the request rates rps was
+// unstable, the monitor series that point at a cause: a CPU mode share of iowait averaging
+// above IOWaitCause percent, and any series whose values correlated with the requests/s by
+// CorrelationCause or more over the steady state (five seconds with a value at least).
+func (s *Stability) Explain(rps []float64, monitors []*monitor.Series) {
+	if s == nil || !s.Unstable {
+		return
+	}
+	for _, m := range monitors {
+		var xs, ys []float64
+		for i := s.FromS; i < s.ToS && i < int64(len(rps)); i++ {
+			if i < int64(len(m.Values)) && m.Values[i] != nil {
+				xs, ys = append(xs, *m.Values[i]), append(ys, rps[i])
+			}
+		}
+		if len(xs) < minSteadySeconds {
+			continue
+		}
+		name := m.Monitor + ": " + m.Series
+		if m.Unit == monitor.UnitPercent && strings.Contains(m.Series, `mode="iowait"`) {
+			if mean := meanOf(xs); mean > IOWaitCause {
+				s.Causes = append(s.Causes, fmt.Sprintf("%s averaged %.0f%% of the CPU time: the target was waiting on its storage", name, mean))
+				continue
+			}
+		}
+		if r := correlation(xs, ys); math.Abs(r) >= CorrelationCause {
+			way := "with"
+			if r < 0 {
+				way = "against"
+			}
+			s.Causes = append(s.Causes, fmt.Sprintf("%s moved %s the throughput (correlation %.2f)", name, way, r))
+		}
+	}
+}
+
+func meanOf(xs []float64) float64 {
+	var sum float64
+	for _, x := range xs {
+		sum += x
+	}
+	return sum / float64(len(xs))
+}
+
+// correlation is Pearson's r of xs and ys; 0 when either does not vary.
+func correlation(xs, ys []float64) float64 {
+	mx, my := meanOf(xs), meanOf(ys)
+	var sxy, sxx, syy float64
+	for i := range xs {
+		dx, dy := xs[i]-mx, ys[i]-my
+		sxy, sxx, syy = sxy+dx*dy, sxx+dx*dx, syy+dy*dy
+	}
+	if sxx == 0 || syy == 0 {
+		return 0
+	}
+	return sxy / math.Sqrt(sxx*syy)
 }

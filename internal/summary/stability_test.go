@@ -6,6 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/barrage-load/barrage/internal/monitor"
 	"github.com/barrage-load/barrage/internal/script"
 	"github.com/barrage-load/barrage/internal/summary"
 )
@@ -61,4 +62,37 @@ func TestThroughputThatMovesIsUnstable(t *testing.T) {
 
 	// Too few seconds of steady state: no figure.
 	require.Nil(t, summary.NewStability(steady[:5], time.Second, 4*time.Second))
+}
+
+// An unstable throughput is put down to what the target's own metrics show: a CPU mostly in
+// iowait, a series that moved with (or against) the requests/s. A steady one is not explained,
+// and a series that did not move with it is not named.
+func TestMonitorsExplainAnUnstableThroughput(t *testing.T) {
+	t.Parallel()
+	var rps []float64
+	iowait, load, flat := &monitor.Series{Monitor: "node", Series: `node_cpu_seconds_total{mode="iowait"}`, Unit: monitor.UnitPercent},
+		&monitor.Series{Monitor: "db", Series: "pg_locks", Unit: monitor.UnitValue},
+		&monitor.Series{Monitor: "db", Series: "pg_up", Unit: monitor.UnitValue}
+	v := func(f float64) *float64 { return &f }
+	for i := range 20 {
+		r := 100.0 + 80*float64(i%2)
+		rps = append(rps, r)
+		iowait.Values = append(iowait.Values, v(65))
+		load.Values = append(load.Values, v(300-r)) // more locks, fewer requests
+		flat.Values = append(flat.Values, v(float64(i%3)))
+	}
+	st := summary.NewStability(rps, time.Second, 19*time.Second)
+	require.True(t, st.Unstable)
+	st.Explain(rps, []*monitor.Series{iowait, load, flat})
+	require.Len(t, st.Causes, 2, "%v", st.Causes)
+	require.Contains(t, st.Causes[0], `node: node_cpu_seconds_total{mode="iowait"} averaged 65% of the CPU time: the target was waiting on its storage`)
+	require.Contains(t, st.Causes[1], "db: pg_locks moved against the throughput (correlation -1.00)")
+
+	steady := make([]float64, 20)
+	for i := range steady {
+		steady[i] = 100
+	}
+	st = summary.NewStability(steady, time.Second, 19*time.Second)
+	st.Explain(steady, []*monitor.Series{iowait, load})
+	require.Empty(t, st.Causes)
 }

@@ -209,6 +209,9 @@ func (s *Summary) Print(w io.Writer) {
 	fmt.Fprintln(w)
 	if s.Stability != nil {
 		fmt.Fprintln(w, s.Stability)
+		for _, c := range s.Stability.Causes {
+			fmt.Fprintln(w, "  - "+c)
+		}
 	}
 	fmt.Fprintln(w, s.Verdict.String())
 }

@@ -1,0 +1,313 @@
+// Package monitor scrapes the target's own metrics beside the load: Prometheus text endpoints
+// (node_exporter, postgres_exporter, the target's /metrics) named by a script's monitors, once a
+// second, into one value per series and second. A counter is kept as its per-second rate; a
+// gauge (or an untyped sample) as its value; the samples a selector matches are summed; and
+// node_cpu_seconds_total with a mode is told as the share of all CPU time in that mode, in
+// percent, the figure people read iowait in.
+package monitor
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+
+	"github.com/barrage-load/barrage/internal/script"
+)
+
+// The units a series' values are in.
+const (
+	UnitValue     = "value"
+	UnitPerSecond = "per second"
+	UnitPercent   = "percent"
+)
+
+// maxBody bounds one scrape's body: node_exporter's is about 100 KiB.
+const maxBody = 4 << 20
+
+// Series is one monitor series' values, one per second of the run (from its first second).
+type Series struct {
+	Monitor string `json:"monitor"`
+	Series  string `json:"series"` // the selector as written
+	Unit    string `json:"unit"`
+	// Values has a value per second; nil where there was none (a failed scrape, the first
+	// scrape of a counter, a counter reset, a selector that matched nothing).
+	Values []*float64 `json:"values"`
+}
+
+// Failure is a monitor whose scrapes failed, with how many did and the last reason.
+type Failure struct {
+	Monitor   string `json:"monitor"`
+	Failed    int    `json:"failed"`
+	LastError string `json:"last_error"`
+}
+
+// Scraper scrapes monitors every second. Its methods may not be called concurrently.
+type Scraper struct {
+	client   *http.Client
+	monitors []*script.Monitor
+	series   [][]*Series // by monitor, by selector
+	prev     []scrape    // each monitor's last scrape
+	failures []Failure
+}
+
+// scrape is one monitor's raw sums at one time: per selector, the matched sum and, for a CPU
+// mode share, the sum over every mode.
+type scrape struct {
+	at       time.Time
+	ok       bool
+	matched  []float64
+	found    []bool
+	allModes []float64
+}
+
+// New is a scraper of ms that fetches with client (whose timeout should be under a second and
+// whose dialer follows the run's network policy).
+func New(ms []*script.Monitor, client *http.Client) *Scraper {
+	s := &Scraper{client: client, monitors: ms, prev: make([]scrape, len(ms)), failures: make([]Failure, len(ms))}
+	for i, m := range ms {
+		s.failures[i].Monitor = m.Name
+		row := make([]*Series, len(m.Series))
+		for j, sel := range m.Series {
+			row[j] = &Series{Monitor: m.Name, Series: sel.Source, Unit: UnitValue, Values: []*float64{}}
+		}
+		s.series = append(s.series, row)
+	}
+	return s
+}
+
+// Run scrapes at start (a counter's first reading) and then at each whole second after it,
+// the value of the second that ended, until ctx ends.
+func (s *Scraper) Run(ctx context.Context, start time.Time) {
+	s.Scrape(ctx, -1, start)
+	for i := int64(0); ; i++ {
+		t := time.NewTimer(time.Until(start.Add(time.Duration(i+1) * time.Second)))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case now := <-t.C:
+			s.Scrape(ctx, i, now)
+		}
+	}
+}
+
+// Scrape reads every monitor at now, concurrently, and records the values of the second of
+// index (0 for the first); -1 takes the first readings only.
+func (s *Scraper) Scrape(ctx context.Context, index int64, now time.Time) {
+	next := make([]scrape, len(s.monitors))
+	errs := make([]error, len(s.monitors))
+	var wg sync.WaitGroup
+	for i, m := range s.monitors {
+		wg.Go(func() { next[i], errs[i] = s.read(ctx, m, now) })
+	}
+	wg.Wait()
+	if ctx.Err() != nil {
+		return // stopped: a scrape cut short is no failure and no value
+	}
+	for i, m := range s.monitors {
+		if errs[i] != nil {
+			s.failures[i].Failed++
+			s.failures[i].LastError = errs[i].Error()
+		}
+		if index < 0 {
+			s.prev[i] = next[i]
+			continue
+		}
+		for j, sel := range m.Series {
+			ser := s.series[i][j]
+			for int64(len(ser.Values)) < index {
+				ser.Values = append(ser.Values, nil) // seconds without a scrape
+			}
+			v, unit := value(s.prev[i], next[i], j, sel)
+			if unit != "" {
+				ser.Unit = unit
+			}
+			ser.Values = append(ser.Values, v)
+		}
+		if next[i].ok {
+			s.prev[i] = next[i]
+		}
+	}
+}
+
+// value is a selector's value for the second from prev to cur, and its unit ("" when there
+// is no value to tell it by).
+func value(prev, cur scrape, j int, sel *script.MonitorSeries) (*float64, string) {
+	if !cur.ok || !cur.found[j] {
+		return nil, ""
+	}
+	if _, mode := sel.Labels["mode"]; sel.Metric == "node_cpu_seconds_total" && mode {
+		if !prev.ok || !prev.found[j] {
+			return nil, UnitPercent
+		}
+		dm, da := cur.matched[j]-prev.matched[j], cur.allModes[j]-prev.allModes[j]
+		if dm < 0 || da <= 0 {
+			return nil, UnitPercent // a reset
+		}
+		v := dm / da * 100
+		return &v, UnitPercent
+	}
+	if cur.allModes[j] < 0 { // marks a counter
+		if !prev.ok || !prev.found[j] {
+			return nil, UnitPerSecond
+		}
+		d, dt := cur.matched[j]-prev.matched[j], cur.at.Sub(prev.at).Seconds()
+		if d < 0 || dt <= 0 {
+			return nil, UnitPerSecond
+		}
+		v := d / dt
+		return &v, UnitPerSecond
+	}
+	v := cur.matched[j]
+	return &v, UnitValue
+}
+
+// read fetches m and sums each selector's samples.
+func (s *Scraper) read(ctx context.Context, m *script.Monitor, now time.Time) (scrape, error) {
+	sc := scrape{at: now, matched: make([]float64, len(m.Series)), found: make([]bool, len(m.Series)), allModes: make([]float64, len(m.Series))}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, m.URL, nil)
+	if err != nil {
+		return sc, err
+	}
+	req.Header.Set("Accept", "text/plain;version=0.0.4")
+	res, err := s.client.Do(req)
+	if err != nil {
+		return sc, err
+	}
+	defer res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		return sc, fmt.Errorf("%s answered %s", m.URL, res.Status)
+	}
+	body := io.LimitReader(res.Body, maxBody+1)
+	lr := &countingReader{r: body}
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(lr)
+	if lr.n > maxBody {
+		return sc, fmt.Errorf("%s: the answer is over %d MiB", m.URL, maxBody>>20)
+	}
+	if err != nil {
+		return sc, fmt.Errorf("%s: not the Prometheus text format: %v", m.URL, err)
+	}
+	for j, sel := range m.Series {
+		fam := families[sel.Metric]
+		if fam == nil {
+			continue
+		}
+		// A summary's or histogram's sum grows as a counter does.
+		counter := fam.GetType() == dto.MetricType_COUNTER || fam.GetType() == dto.MetricType_SUMMARY ||
+			fam.GetType() == dto.MetricType_HISTOGRAM || (fam.GetType() == dto.MetricType_UNTYPED && strings.HasSuffix(sel.Metric, "_total"))
+		_, modeShare := sel.Labels["mode"]
+		modeShare = modeShare && sel.Metric == "node_cpu_seconds_total"
+		for _, metric := range fam.GetMetric() {
+			v := sampleValue(metric)
+			if matches(metric, sel.Labels, "") {
+				sc.matched[j] += v
+				sc.found[j] = true
+			}
+			if modeShare && matches(metric, sel.Labels, "mode") {
+				sc.allModes[j] += v
+			}
+		}
+		if counter && !modeShare {
+			sc.allModes[j] = -1
+		}
+	}
+	sc.ok = true
+	return sc, nil
+}
+
+// matches reports whether metric has every label of want but the one named except.
+func matches(metric *dto.Metric, want map[string]string, except string) bool {
+	have := make(map[string]string, len(metric.GetLabel()))
+	for _, l := range metric.GetLabel() {
+		have[l.GetName()] = l.GetValue()
+	}
+	for k, v := range want {
+		if k != except && have[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+// sampleValue is a sample's value; a summary's or histogram's is its sum.
+func sampleValue(m *dto.Metric) float64 {
+	switch {
+	case m.Counter != nil:
+		return m.Counter.GetValue()
+	case m.Gauge != nil:
+		return m.Gauge.GetValue()
+	case m.Untyped != nil:
+		return m.Untyped.GetValue()
+	case m.Summary != nil:
+		return m.Summary.GetSampleSum()
+	case m.Histogram != nil:
+		return m.Histogram.GetSampleSum()
+	}
+	return 0
+}
+
+type countingReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
+}
+
+// Series are the values kept, monitor by monitor, in the script's order.
+func (s *Scraper) Series() []*Series {
+	var out []*Series
+	for _, row := range s.series {
+		out = append(out, row...)
+	}
+	return out
+}
+
+// Failures are the monitors some of whose scrapes failed.
+func (s *Scraper) Failures() []Failure {
+	var out []Failure
+	for _, f := range s.failures {
+		if f.Failed > 0 {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// Start scrapes ms with client from now, in the background, until the returned stop is called;
+// stop returns what was kept and the monitors that failed.
+func Start(ctx context.Context, ms []*script.Monitor, client *http.Client) (stop func() ([]*Series, []Failure)) {
+	s := New(ms, client)
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		s.Run(ctx, time.Now())
+	}()
+	return func() ([]*Series, []Failure) {
+		cancel()
+		<-done
+		return s.Series(), s.Failures()
+	}
+}
+
+// Client is the HTTP client a local run scrapes with: a scrape gives up after 800 ms (the
+// next is due at the second's end) and follows no redirect.
+func Client() *http.Client {
+	return &http.Client{
+		Timeout:       800 * time.Millisecond,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+}
