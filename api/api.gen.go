@@ -231,6 +231,27 @@ func (e LicenseUpdateTemplate) Valid() bool {
 	}
 }
 
+// Defines values for LiveMonitorUnit.
+const (
+	LiveMonitorUnitPerSecond LiveMonitorUnit = "per second"
+	LiveMonitorUnitPercent   LiveMonitorUnit = "percent"
+	LiveMonitorUnitValue     LiveMonitorUnit = "value"
+)
+
+// Valid indicates whether the value is a known member of the LiveMonitorUnit enum.
+func (e LiveMonitorUnit) Valid() bool {
+	switch e {
+	case LiveMonitorUnitPerSecond:
+		return true
+	case LiveMonitorUnitPercent:
+		return true
+	case LiveMonitorUnitValue:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for PluginArtifactArch.
 const (
 	PluginArtifactArchAmd64 PluginArtifactArch = "amd64"
@@ -540,6 +561,27 @@ func (e ShardState) Valid() bool {
 	case ShardStateRunning:
 		return true
 	case ShardStateTimedOut:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ShardSecondMonitorUnits.
+const (
+	ShardSecondMonitorUnitsPerSecond ShardSecondMonitorUnits = "per second"
+	ShardSecondMonitorUnitsPercent   ShardSecondMonitorUnits = "percent"
+	ShardSecondMonitorUnitsValue     ShardSecondMonitorUnits = "value"
+)
+
+// Valid indicates whether the value is a known member of the ShardSecondMonitorUnits enum.
+func (e ShardSecondMonitorUnits) Valid() bool {
+	switch e {
+	case ShardSecondMonitorUnitsPerSecond:
+		return true
+	case ShardSecondMonitorUnitsPercent:
+		return true
+	case ShardSecondMonitorUnitsValue:
 		return true
 	default:
 		return false
@@ -1110,6 +1152,19 @@ type LiveAgent struct {
 	ShardId openapi_types.UUID `json:"shard_id"`
 }
 
+// LiveMonitor defines model for LiveMonitor.
+type LiveMonitor struct {
+	// Series The monitor's name and the series as the script writes it: `node: node_load1`.
+	Series string          `json:"series"`
+	Unit   LiveMonitorUnit `json:"unit"`
+
+	// Value None when the scrape failed or the series was not found.
+	Value nullable.Nullable[float64] `json:"value,omitempty"`
+}
+
+// LiveMonitorUnit defines model for LiveMonitor.Unit.
+type LiveMonitorUnit string
+
 // LiveSecond One second of a run, merged across its agents, as the live stream sends it.
 type LiveSecond struct {
 	ActiveVus int64            `json:"active_vus"`
@@ -1117,11 +1172,14 @@ type LiveSecond struct {
 	ElapsedS  float64          `json:"elapsed_s"`
 	Errors    map[string]int64 `json:"errors"`
 	Index     int64            `json:"index"`
-	P50Ms     float64          `json:"p50_ms"`
-	P95Ms     float64          `json:"p95_ms"`
-	P99Ms     float64          `json:"p99_ms"`
-	Requests  int64            `json:"requests"`
-	Rps       float64          `json:"rps"`
+
+	// Monitors The values of the script's monitor series in the second (the target's own metrics), when it has monitors.
+	Monitors *[]LiveMonitor `json:"monitors,omitempty"`
+	P50Ms    float64        `json:"p50_ms"`
+	P95Ms    float64        `json:"p95_ms"`
+	P99Ms    float64        `json:"p99_ms"`
+	Requests int64          `json:"requests"`
+	Rps      float64        `json:"rps"`
 }
 
 // LoadOverrides defines model for LoadOverrides.
@@ -1678,9 +1736,19 @@ type ShardSecond struct {
 	// Index The second on the run's shared schedule, from 0.
 	Index int64 `json:"index"`
 
+	// MonitorUnits The unit of each of `monitors`: a counter's rate, a gauge's value, a CPU mode's share.
+	MonitorUnits *[]ShardSecondMonitorUnits `json:"monitor_units,omitempty"`
+
+	// Monitors The values of the script's monitor series in the second (its monitors' series in order; null where a
+	// series had none), sent by the one shard that scrapes them (the shard whose segment starts at 0).
+	Monitors *[]*float64 `json:"monitors,omitempty"`
+
 	// Snapshot The second's metrics snapshot in its binary encoding.
 	Snapshot []byte `json:"snapshot"`
 }
+
+// ShardSecondMonitorUnits defines model for ShardSecond.MonitorUnits.
+type ShardSecondMonitorUnits string
 
 // SigningKey defines model for SigningKey.
 type SigningKey struct {
@@ -1718,7 +1786,10 @@ type SignupRequest struct {
 // had fewer than 5 such seconds. `unstable` when `cv` is above `limit`: 10%, or what counting alone makes at this
 // rate (2/√mean) when that is more.
 type Stability struct {
-	Cv float64 `json:"cv"`
+	// Causes When unstable, what the script's monitors point at: a CPU whose iowait share averaged above 50% over the
+	// steady state, a series that moved with or against the requests/s (a correlation of 0.7 or more).
+	Causes *[]string `json:"causes,omitempty"`
+	Cv     float64   `json:"cv"`
 
 	// FromS The first second it covers, counted from the run's start.
 	FromS   int64   `json:"from_s"`

@@ -11,6 +11,7 @@ import (
 	"os"
 	"runtime/debug"
 	"runtime/pprof"
+	"time"
 
 	"github.com/barrage-load/barrage/internal/barrage"
 	"github.com/barrage-load/barrage/internal/engine"
@@ -110,7 +111,7 @@ func runRun(ctx context.Context, e env, args []string) error {
 	}
 	stopMonitors := func() ([]*monitor.Series, []monitor.Failure) { return nil, nil }
 	if len(s.Monitors) > 0 {
-		stopMonitors = monitor.Start(ctx, s.Monitors, monitor.Client())
+		stopMonitors = monitor.Start(ctx, s.Monitors, monitor.Client(nil), time.Now(), nil)
 	}
 	res, runErr := engine.Run(ctx, s, opts)
 	monitors, failures := stopMonitors()

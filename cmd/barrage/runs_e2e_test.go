@@ -20,6 +20,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/barrage-load/barrage/internal/metrics"
+	"github.com/barrage-load/barrage/internal/report/reporttest"
 )
 
 // countingTarget is a target on 127.0.0.1 that counts the requests it answers.
@@ -196,6 +197,43 @@ thresholds:
 		require.Equal(t, sum.Total.Count, h.Count())
 		require.InDelta(t, float64(h.Quantile(0.99))/1e6, sum.Total.P99, 1e-9)
 		require.InDelta(t, float64(h.Quantile(0.5))/1e6, sum.Total.P50, 1e-9)
+	})
+
+	t.Run("the target's metrics are scraped by one agent, stored, streamed and drawn", func(t *testing.T) {
+		metricsSrv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			fmt.Fprintf(w, "# TYPE app_requests_total counter\napp_requests_total %d\n# TYPE app_in_flight gauge\napp_in_flight 7\n", target.hits.Load())
+		}))
+		t.Cleanup(metricsSrv.Close)
+		path := script("watched", "vus: 4\n  duration: 3s\nmonitors:\n  - name: app\n    url: "+metricsSrv.URL+"/metrics\n"+
+			"    series: [ app_requests_total, app_in_flight ]")
+		out, errOut, err := cli(t, p, cfg, "", "runs", "start", "--file", path, "--agents", "2", "--watch")
+		require.NoError(t, err, "stdout: %s\nstderr: %s", out, errOut)
+		id := runIDLine.FindStringSubmatch(out)[1]
+
+		// The live stream, replayed from the start, carries the values with their units.
+		req, err := http.NewRequest("GET", p.url+"/v1/runs/"+id+"/live", nil)
+		require.NoError(t, err)
+		req.Header.Set("Authorization", "Bearer "+token)
+		res, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		stream, err := io.ReadAll(res.Body)
+		res.Body.Close()
+		require.NoError(t, err)
+		require.Regexp(t, `"monitors":\[\{"series":"app: app_requests_total","unit":"per second","value":[0-9.e+]+\},\{"series":"app: app_in_flight","unit":"value","value":7\}\]`, string(stream))
+
+		// The report draws them on the run's axis; Chromium, with no network, draws the charts.
+		dest := filepath.Join(t.TempDir(), "run.html")
+		mustCLI(t, p, cfg, "", "runs", "report", "-o", dest, id)
+		page, err := os.ReadFile(dest)
+		require.NoError(t, err)
+		require.Contains(t, string(page), `"title":"app (per second)"`)
+		require.Contains(t, string(page), `"title":"app (value)"`)
+		require.Regexp(t, `"labels":\["app_in_flight"\],"values":\[\[(null,)?7,7`, string(page))
+		doc := reporttest.Open(t, page)
+		require.Empty(t, doc.Fetched)
+		ink, charts := doc.Ink()
+		require.Equal(t, 5, charts, "3 of the run (no request failed: no errors chart), 2 of the monitor")
+		require.Greater(t, ink["chart-monitor-1"], 100)
 	})
 
 	t.Run("cancel stops the load at the target", func(t *testing.T) {

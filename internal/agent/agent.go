@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"runtime"
 	"strings"
@@ -24,6 +25,7 @@ import (
 	"github.com/barrage-load/barrage/api"
 	"github.com/barrage-load/barrage/internal/barrage"
 	"github.com/barrage-load/barrage/internal/engine"
+	"github.com/barrage-load/barrage/internal/monitor"
 	"github.com/barrage-load/barrage/internal/netpolicy"
 	"github.com/barrage-load/barrage/internal/pluginhost"
 	"github.com/barrage-load/barrage/internal/pluginset"
@@ -188,6 +190,14 @@ func (a *Agent) runShard(ctx context.Context, job *api.ShardJob) {
 	defer set.Close()
 	opts.OnSecond = sh.add
 	opts.Log = log
+	if len(s.Monitors) > 0 && opts.Segment.From == 0 {
+		// One shard scrapes the target's metrics, the one whose segment starts the run, through
+		// the agent's network policy as its load goes.
+		sh.monitors = newMonitorValues(opts.Start)
+		client := monitor.Client(a.cfg.Targets.Dialer(net.Dialer{Timeout: 800 * time.Millisecond}).DialContext)
+		stop := monitor.Start(ctx, s.Monitors, client, opts.Start, sh.monitors.put)
+		defer stop()
+	}
 	run, err := engine.Start(ctx, s, opts)
 	if err != nil {
 		reason := api.StopReasonFailed
@@ -309,6 +319,8 @@ type shard struct {
 	agent *Agent
 	job   *api.ShardJob
 	log   *slog.Logger
+	// monitors, when the shard scrapes the script's monitors, are their values by second.
+	monitors *monitorValues
 
 	mu      sync.Mutex
 	pending []api.ShardSecond
@@ -328,12 +340,71 @@ func (sh *shard) add(sec engine.Second) {
 		return
 	}
 	h := sec.Health
-	sh.mu.Lock()
-	sh.pending = append(sh.pending, api.ShardSecond{Index: sec.Index, Snapshot: snap, Health: api.EngineHealth{
+	out := api.ShardSecond{Index: sec.Index, Snapshot: snap, Health: api.EngineHealth{
 		Cpu: h.CPU, Cores: h.Cores, LatenessMaxNs: int64(h.LatenessMax), LatenessSumNs: int64(h.LatenessSum),
 		Scheduled: h.Scheduled, Late: h.Late, Dropped: h.Dropped, ActiveVus: h.ActiveVUs,
-	}})
+	}}
+	if sh.monitors != nil {
+		if m := sh.monitors.take(sec.Index); m != nil {
+			units := make([]api.ShardSecondMonitorUnits, len(m.units))
+			for i, u := range m.units {
+				units[i] = api.ShardSecondMonitorUnits(u)
+			}
+			out.Monitors, out.MonitorUnits = &m.values, &units
+		}
+	}
+	sh.mu.Lock()
+	sh.pending = append(sh.pending, out)
 	sh.mu.Unlock()
+}
+
+// monitorValues hands each second's monitor values, scraped at the second's end, to the
+// second's report, which waits for them a little: the scrape and the second end together.
+type monitorValues struct {
+	start time.Time
+	mu    sync.Mutex
+	vals  map[int64]*scraped
+	added chan struct{} // closed and replaced at each put
+}
+
+// scraped is one second's monitor values and their units.
+type scraped struct {
+	values []*float64
+	units  []string
+}
+
+func newMonitorValues(start time.Time) *monitorValues {
+	return &monitorValues{start: start, vals: map[int64]*scraped{}, added: make(chan struct{})}
+}
+
+func (m *monitorValues) put(index int64, vals []*float64, units []string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.vals[index] = &scraped{values: vals, units: units}
+	close(m.added)
+	m.added = make(chan struct{})
+}
+
+// take returns the values of the second of index, waiting for them until a second after the
+// second's end (a scrape gives up after 800 ms); nil when none came.
+func (m *monitorValues) take(index int64) *scraped {
+	deadline := time.NewTimer(time.Until(m.start.Add(time.Duration(index+2) * time.Second)))
+	defer deadline.Stop()
+	for {
+		m.mu.Lock()
+		vals, ok := m.vals[index]
+		delete(m.vals, index)
+		added := m.added
+		m.mu.Unlock()
+		if ok {
+			return vals
+		}
+		select {
+		case <-added:
+		case <-deadline.C:
+			return nil
+		}
+	}
 }
 
 // report sends the shard's seconds each second while it runs, and stops its load when the

@@ -67,7 +67,9 @@ func (a Agent) State(now time.Time) AgentState {
 const (
 	// 2: jobs (debug, generate) and pinned plugins; 3: stages in a run's load, metrics keyed by
 	// kind; 4: plugin kinds spelled as the SDK spells them (session-element, source-modifier);
-	// 5: marketplace plugins, pinned by their signed SHA256SUMS and fetched by digest.
-	AgentProtocol    = 5
+	// 5: marketplace plugins, pinned by their signed SHA256SUMS and fetched by digest; 6: the
+	// script's monitors scraped by the shard that starts the run, their values in its seconds
+	// (an agent of 5 runs such a script without them).
+	AgentProtocol    = 6
 	MinAgentProtocol = 5
 )

@@ -252,12 +252,14 @@ type ShardJob struct {
 }
 
 // ShardSecond is one second of a shard's metrics as the agent sent it: the snapshot in its binary
-// encoding and the generator's health as JSON.
+// encoding, the generator's health as JSON and, from the shard that scrapes the script's
+// monitors, their values as a JSON array (nil from the others).
 type ShardSecond struct {
 	ShardID  uuid.UUID
 	Index    int64
 	Snapshot []byte
 	Health   []byte
+	Monitors []byte
 }
 
 // ShardEnd is how a shard ended, as its agent says.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/barrage-load/barrage/internal/barrage"
 	"github.com/barrage-load/barrage/internal/engine"
+	"github.com/barrage-load/barrage/internal/monitor"
 	"github.com/barrage-load/barrage/internal/report"
 	"github.com/barrage-load/barrage/internal/summary"
 )
@@ -72,6 +73,7 @@ func (s *Service) result(ctx context.Context, p barrage.Principal, id uuid.UUID)
 	r := &summary.Result{Summary: sum.Summary, ElapsedS: sum.ElapsedS, Series: []summary.Point{}}
 	if sc, err := s.runScript(ctx, run); err == nil {
 		r.Script, r.Model = sc.Name, engine.Workload(sc, engine.LoadOptions(run.Load)).Model.String()
+		r.Monitors = monitor.Skeleton(sc.Monitors)
 	}
 	r.Start = run.CreatedAt
 	if run.StartAt != nil {
@@ -86,7 +88,13 @@ func (s *Service) result(ctx context.Context, p barrage.Principal, id uuid.UUID)
 			healths = append(healths, part.Health)
 		}
 		r.Series = append(r.Series, summary.NewPoint(m.Index, m.Snapshot, healths...))
+		if m.Monitors != nil {
+			monitor.Record(r.Monitors, m.Index, m.Monitors.Values, m.Monitors.Units)
+		}
 		return nil
 	})
+	if len(r.Monitors) == 0 {
+		r.Monitors = nil
+	}
 	return r, &sum, err
 }

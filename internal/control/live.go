@@ -14,6 +14,7 @@ import (
 	"github.com/barrage-load/barrage/internal/barrage"
 	"github.com/barrage-load/barrage/internal/engine"
 	"github.com/barrage-load/barrage/internal/metrics"
+	"github.com/barrage-load/barrage/internal/monitor"
 	"github.com/barrage-load/barrage/internal/script"
 	"github.com/barrage-load/barrage/internal/threshold"
 )
@@ -24,6 +25,9 @@ type MergedSecond struct {
 	Snapshot *metrics.Snapshot
 	// Shards are each shard's own part of the second.
 	Shards map[uuid.UUID]ShardPart
+	// Monitors are the values of the script's monitor series in the second, from the shard
+	// that scrapes them; nil when none did.
+	Monitors *MonitorValues
 }
 
 // ShardPart is one shard's second: its generator's health and, when the merger keeps parts, its
@@ -84,6 +88,11 @@ func (m *merger) add(run barrage.Run, secs []barrage.ShardSecond) ([]*MergedSeco
 		if err := ms.Snapshot.MergeBinary(sec.Snapshot); err != nil {
 			return nil, fmt.Errorf("shard %s second %d: %w", sec.ShardID, sec.Index, err)
 		}
+		if len(sec.Monitors) > 0 {
+			if err := json.Unmarshal(sec.Monitors, &ms.Monitors); err != nil {
+				return nil, fmt.Errorf("shard %s second %d: monitors: %w", sec.ShardID, sec.Index, err)
+			}
+		}
 		if m.parts {
 			var err error
 			if part.Counts, err = metrics.DecodeCounts(sec.Snapshot); err != nil {
@@ -132,6 +141,8 @@ const coalesce = 50 * time.Millisecond
 type LiveEvent struct {
 	Second *MergedSecond
 	Run    *barrage.Run
+	// Monitors name the series of Second.Monitors ("node: node_load1"), in their order.
+	Monitors []string
 }
 
 // Live follows p's run id from the second after `after` (-1 for the start), calling emit with
@@ -144,6 +155,12 @@ func (s *Service) Live(ctx context.Context, p barrage.Principal, id uuid.UUID, a
 	run, err := s.store.Run(ctx, p.User.ID, id)
 	if err != nil {
 		return err
+	}
+	var monitors []string
+	if sc, err := s.runScript(ctx, run); err == nil {
+		for _, ser := range monitor.Skeleton(sc.Monitors) {
+			monitors = append(monitors, ser.Monitor+": "+ser.Series)
+		}
 	}
 	m := newMerger(after+1, false)
 	last := barrage.RunState("")
@@ -161,7 +178,7 @@ func (s *Service) Live(ctx context.Context, p barrage.Principal, id uuid.UUID, a
 			return err
 		}
 		for _, sec := range done {
-			if err := emit(LiveEvent{Second: sec}); err != nil {
+			if err := emit(LiveEvent{Second: sec, Monitors: monitors}); err != nil {
 				return err
 			}
 		}

@@ -12,6 +12,7 @@ import (
 	"github.com/barrage-load/barrage/internal/barrage"
 	"github.com/barrage-load/barrage/internal/engine"
 	"github.com/barrage-load/barrage/internal/metrics"
+	"github.com/barrage-load/barrage/internal/monitor"
 	"github.com/barrage-load/barrage/internal/script"
 	"github.com/barrage-load/barrage/internal/summary"
 	"github.com/barrage-load/barrage/internal/threshold"
@@ -116,6 +117,7 @@ func endState(run barrage.Run) (barrage.RunState, string) {
 func (s *Service) summarize(ctx context.Context, sc *script.Script, run barrage.Run) (*Summary, error) {
 	total := &metrics.Snapshot{}
 	byShard := map[uuid.UUID]*shardTally{}
+	monitors := monitor.Skeleton(sc.Monitors)
 	watch := threshold.New(sc.Thresholds)
 	seconds := 0
 	var rps []float64 // all agents' requests/s, by second
@@ -127,6 +129,9 @@ func (s *Service) summarize(ctx context.Context, sc *script.Script, run barrage.
 			rps = append(rps, 0)
 		}
 		rps[m.Index] = float64(m.Snapshot.Requests().Requests) / max(m.Snapshot.Duration.Seconds(), 1)
+		if m.Monitors != nil {
+			monitor.Record(monitors, m.Index, m.Monitors.Values, m.Monitors.Units)
+		}
 		watch.Observe(m.Snapshot, time.Duration(m.Index+1)*time.Second)
 		for id, part := range m.Shards {
 			t := byShard[id]
@@ -149,6 +154,7 @@ func (s *Service) summarize(ctx context.Context, sc *script.Script, run barrage.
 	sum.Thresholds = summary.Thresholds(watch.Final(total, elapsed))
 	from, to := summary.SteadyWindow(engine.Workload(sc, engine.LoadOptions(run.Load)), elapsed)
 	sum.Stability = summary.NewStability(rps, from, to)
+	sum.Stability.Explain(rps, monitors)
 
 	for _, sh := range run.Shards {
 		share := AgentShare{ShardID: sh.ID, AgentID: sh.AgentID, State: string(sh.State), Reason: sh.Reason,

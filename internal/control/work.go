@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"time"
 
 	"github.com/google/uuid"
@@ -172,7 +173,21 @@ type Second struct {
 	Index    int64
 	Snapshot []byte // metrics.Snapshot's binary encoding
 	Health   engine.Health
+	// Monitors are the values of the script's monitor series in the second, from the one
+	// shard that scrapes them; nil from the others.
+	Monitors *MonitorValues
 }
+
+// MonitorValues are a second's values of the script's monitor series, in the script's order
+// (nil where a series had none), and the unit of each (monitor.UnitValue, ...).
+type MonitorValues struct {
+	Values []*float64 `json:"values"`
+	Units  []string   `json:"units"`
+}
+
+// MaxMonitorValues bounds a second's monitor values: a script has at most 8 monitors of 16
+// series each.
+const MaxMonitorValues = 8 * 16
 
 // Report is what an agent sends about a shard it holds: the seconds not yet acknowledged, and how
 // it ended, once it has.
@@ -242,6 +257,22 @@ func (s *Service) Report(ctx context.Context, a barrage.Agent, shardID uuid.UUID
 			return Instruction{}, err
 		}
 		secs[i] = barrage.ShardSecond{ShardID: shardID, Index: sec.Index, Snapshot: sec.Snapshot, Health: health}
+		if m := sec.Monitors; m != nil {
+			if len(m.Values) > MaxMonitorValues {
+				return Instruction{}, barrage.Invalid(field+".monitors", fmt.Sprintf("%d values; at most %d", len(m.Values), MaxMonitorValues))
+			}
+			if len(m.Units) != len(m.Values) {
+				return Instruction{}, barrage.Invalid(field+".monitor_units", "one unit for each of monitors")
+			}
+			for _, v := range m.Values {
+				if v != nil && (math.IsNaN(*v) || math.IsInf(*v, 0)) {
+					return Instruction{}, barrage.Invalid(field+".monitors", "a value must be a finite number or null")
+				}
+			}
+			if secs[i].Monitors, err = json.Marshal(m); err != nil {
+				return Instruction{}, err
+			}
+		}
 	}
 	var end *barrage.ShardEnd
 	if r.End != nil {

@@ -75,6 +75,15 @@ func (s *server) AgentReport(ctx context.Context, req api.AgentReportRequestObje
 			CPU: h.Cpu, Cores: h.Cores, LatenessMax: time.Duration(h.LatenessMaxNs), LatenessSum: time.Duration(h.LatenessSumNs),
 			Scheduled: h.Scheduled, Late: h.Late, Dropped: h.Dropped, ActiveVUs: h.ActiveVus,
 		}}
+		if sec.Monitors != nil {
+			m := &control.MonitorValues{Values: *sec.Monitors}
+			if sec.MonitorUnits != nil {
+				for _, u := range *sec.MonitorUnits {
+					m.Units = append(m.Units, string(u))
+				}
+			}
+			rep.Seconds[i].Monitors = m
+		}
 	}
 	if e := b.End; e != nil {
 		end := &control.ShardEnd{}

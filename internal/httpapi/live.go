@@ -9,10 +9,12 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/oapi-codegen/nullable"
 
 	"github.com/barrage-load/barrage/api"
 	"github.com/barrage-load/barrage/internal/barrage"
 	"github.com/barrage-load/barrage/internal/control"
+	"github.com/barrage-load/barrage/internal/monitor"
 	"github.com/barrage-load/barrage/internal/summary"
 )
 
@@ -81,7 +83,7 @@ func (l liveStream) VisitGetRunLiveResponse(w http.ResponseWriter) error {
 			}
 			return write(kind, "", toAPIRun(*ev.Run))
 		}
-		return write("second", strconv.FormatInt(ev.Second.Index, 10), toAPILiveSecond(ev.Second, start))
+		return write("second", strconv.FormatInt(ev.Second.Index, 10), toAPILiveSecond(ev.Second, start, ev.Monitors))
 	})
 	if err != nil && l.ctx.Err() == nil {
 		// Headers are gone: say it in the stream, and log it once.
@@ -91,7 +93,7 @@ func (l liveStream) VisitGetRunLiveResponse(w http.ResponseWriter) error {
 	return nil
 }
 
-func toAPILiveSecond(sec *control.MergedSecond, start *time.Time) api.LiveSecond {
+func toAPILiveSecond(sec *control.MergedSecond, start *time.Time, monitors []string) api.LiveSecond {
 	elapsed := time.Duration(sec.Index+1) * time.Second
 	if start != nil {
 		elapsed = sec.Snapshot.End().Sub(*start)
@@ -108,6 +110,20 @@ func toAPILiveSecond(sec *control.MergedSecond, start *time.Time) api.LiveSecond
 		out.Agents = append(out.Agents, api.LiveAgent{
 			ShardId: id, Cpu: part.Health.CPU, ActiveVus: part.Health.ActiveVUs, Late: part.Health.Late, Dropped: part.Health.Dropped,
 		})
+	}
+	if m := sec.Monitors; m != nil {
+		list := make([]api.LiveMonitor, 0, len(monitors))
+		for i, name := range monitors {
+			lm := api.LiveMonitor{Series: name, Unit: api.LiveMonitorUnit(monitor.UnitValue)}
+			if i < len(m.Units) && m.Units[i] != "" {
+				lm.Unit = api.LiveMonitorUnit(m.Units[i])
+			}
+			if i < len(m.Values) && m.Values[i] != nil {
+				lm.Value = nullable.NewNullableWithValue(*m.Values[i])
+			}
+			list = append(list, lm)
+		}
+		out.Monitors = &list
 	}
 	return out
 }

@@ -785,3 +785,62 @@ func TestARunsSummaryTellsItsStability(t *testing.T) {
 	requireProblem(t, b.do("GET", "/v1/runs/"+runs[0]+"/report?base="+going, u.access, nil), http.StatusConflict)
 	requireProblem(t, b.do("GET", "/v1/runs/"+going+"/report", u.access, nil), http.StatusConflict)
 }
+
+// The shard that scrapes a run's monitors sends their values with its seconds: the server keeps
+// them, and the summary names an iowait-bound storage as the cause of an unstable throughput.
+// Values it cannot keep are refused, naming the field.
+func TestAgentsReportTheTargetsMetrics(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	_, u := b.adminAndUser()
+	_, token := b.registerAgent("/v1/agents", u.access, "mine", nil)
+	script := b.addScript(u, smokeScript+`monitors:
+  - name: node
+    url: http://127.0.0.1:9100/metrics
+    series: [ 'node_cpu_seconds_total{mode="iowait"}' ]
+`)
+	require.Equal(t, http.StatusNoContent, b.do("POST", "/v1/agent/lease", token, hello).status)
+	created := b.do("POST", "/v1/runs", u.access, map[string]any{"script_id": script, "vus": 4, "duration_seconds": 10})
+	require.Equal(t, http.StatusCreated, created.status, "body: %s", created.body)
+	runID := created.json(t)["id"].(string)
+	j := b.do("POST", "/v1/agent/lease", token, hello).json(t)["shard"].(map[string]any)
+	report := func(secs []any, end bool) response {
+		body := map[string]any{"lease": j["lease"], "seconds": secs}
+		if end {
+			body["end"] = map[string]any{"reason": "finished", "late_start_ms": 0, "result": map[string]any{}}
+		}
+		return b.do("POST", "/v1/agent/shards/"+j["shard_id"].(string)+"/report", token, body)
+	}
+
+	tooMany := second(t, 0, "get home", 10, time.Millisecond)
+	units := make([]any, 129)
+	for i := range units {
+		units[i] = "value"
+	}
+	tooMany["monitors"], tooMany["monitor_units"] = make([]any, 129), units
+	requireField(t, requireProblem(t, report([]any{tooMany}, false), http.StatusUnprocessableEntity), "seconds[0].monitors")
+	unitless := second(t, 0, "get home", 10, time.Millisecond)
+	unitless["monitors"] = []any{1.5}
+	requireField(t, requireProblem(t, report([]any{unitless}, false), http.StatusUnprocessableEntity), "seconds[0].monitor_units")
+
+	var secs []any
+	for i := range 10 {
+		sec := second(t, int64(i), "get home", 400+300*(i%2), 10*time.Millisecond)
+		sec["monitors"], sec["monitor_units"] = []any{70 + i%2}, []any{"percent"}
+		if i == 3 {
+			sec["monitors"] = []any{nil} // a failed scrape
+		}
+		secs = append(secs, sec)
+	}
+	r := report(secs, true)
+	require.Equal(t, http.StatusOK, r.status, "body: %s", r.body)
+	sum := b.do("GET", "/v1/runs/"+runID+"/summary", u.access, nil)
+	require.Equal(t, http.StatusOK, sum.status, "body: %s", sum.body)
+	st := sum.json(t)["stability"].(map[string]any)
+	require.Equal(t, true, st["unstable"])
+	require.Equal(t, []any{`node: node_cpu_seconds_total{mode="iowait"} averaged 70% of the CPU time: the target was waiting on its storage`}, st["causes"])
+	rep := b.do("GET", "/v1/runs/"+runID+"/report", u.access, nil)
+	require.Equal(t, http.StatusOK, rep.status, "body: %s", rep.body)
+	require.Contains(t, string(rep.body), `"values":[[70,71,70,null,70,71,70,71,70,71]]`)
+	require.Contains(t, string(rep.body), "waiting on its storage")
+}

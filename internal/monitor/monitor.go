@@ -10,6 +10,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"strings"
 	"sync"
@@ -51,6 +52,10 @@ type Failure struct {
 
 // Scraper scrapes monitors every second. Its methods may not be called concurrently.
 type Scraper struct {
+	// OnValues, when set, receives each second's values as it is scraped, the series of every
+	// monitor in the script's order (as Series lists them), with their units.
+	OnValues func(index int64, values []*float64, units []string)
+
 	client   *http.Client
 	monitors []*script.Monitor
 	series   [][]*Series // by monitor, by selector
@@ -83,9 +88,16 @@ func New(ms []*script.Monitor, client *http.Client) *Scraper {
 	return s
 }
 
-// Run scrapes at start (a counter's first reading) and then at each whole second after it,
-// the value of the second that ended, until ctx ends.
+// Run scrapes at start (a counter's first reading; it waits for a start to come) and then at
+// each whole second after it, the value of the second that ended, until ctx ends.
 func (s *Scraper) Run(ctx context.Context, start time.Time) {
+	t := time.NewTimer(time.Until(start))
+	select {
+	case <-ctx.Done():
+		t.Stop()
+		return
+	case <-t.C:
+	}
 	s.Scrape(ctx, -1, start)
 	for i := int64(0); ; i++ {
 		t := time.NewTimer(time.Until(start.Add(time.Duration(i+1) * time.Second)))
@@ -112,6 +124,8 @@ func (s *Scraper) Scrape(ctx context.Context, index int64, now time.Time) {
 	if ctx.Err() != nil {
 		return // stopped: a scrape cut short is no failure and no value
 	}
+	var vals []*float64
+	var units []string
 	for i, m := range s.monitors {
 		if errs[i] != nil {
 			s.failures[i].Failed++
@@ -122,19 +136,22 @@ func (s *Scraper) Scrape(ctx context.Context, index int64, now time.Time) {
 			continue
 		}
 		for j, sel := range m.Series {
-			ser := s.series[i][j]
-			for int64(len(ser.Values)) < index {
-				ser.Values = append(ser.Values, nil) // seconds without a scrape
-			}
 			v, unit := value(s.prev[i], next[i], j, sel)
-			if unit != "" {
-				ser.Unit = unit
-			}
-			ser.Values = append(ser.Values, v)
+			vals, units = append(vals, v), append(units, unit)
 		}
 		if next[i].ok {
 			s.prev[i] = next[i]
 		}
+	}
+	if index < 0 {
+		return
+	}
+	Record(s.Series(), index, vals, units)
+	if s.OnValues != nil {
+		for k, ser := range s.Series() {
+			units[k] = ser.Unit // the unit known from an earlier scrape, where this one had none
+		}
+		s.OnValues(index, vals, units)
 	}
 }
 
@@ -286,15 +303,18 @@ func (s *Scraper) Failures() []Failure {
 	return out
 }
 
-// Start scrapes ms with client from now, in the background, until the returned stop is called;
-// stop returns what was kept and the monitors that failed.
-func Start(ctx context.Context, ms []*script.Monitor, client *http.Client) (stop func() ([]*Series, []Failure)) {
+// Start scrapes ms with client from start, in the background, until the returned stop is
+// called; each second's values go to onValues too, when it is set. stop returns what was kept
+// and the monitors that failed.
+func Start(ctx context.Context, ms []*script.Monitor, client *http.Client, start time.Time,
+	onValues func(int64, []*float64, []string)) (stop func() ([]*Series, []Failure)) {
 	s := New(ms, client)
+	s.OnValues = onValues
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		s.Run(ctx, time.Now())
+		s.Run(ctx, start)
 	}()
 	return func() ([]*Series, []Failure) {
 		cancel()
@@ -303,11 +323,37 @@ func Start(ctx context.Context, ms []*script.Monitor, client *http.Client) (stop
 	}
 }
 
-// Client is the HTTP client a local run scrapes with: a scrape gives up after 800 ms (the
-// next is due at the second's end) and follows no redirect.
-func Client() *http.Client {
+// Client is the HTTP client monitors are scraped with: a scrape gives up after 800 ms (the next
+// is due at the second's end), follows no redirect and goes through no proxy; dial, when set,
+// makes its connections (an agent's, which follows its network policy).
+func Client(dial func(ctx context.Context, network, addr string) (net.Conn, error)) *http.Client {
+	tr := &http.Transport{Proxy: nil, DialContext: dial, MaxIdleConnsPerHost: 2, IdleConnTimeout: 30 * time.Second}
 	return &http.Client{
+		Transport:     tr,
 		Timeout:       800 * time.Millisecond,
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+}
+
+// Skeleton is the series of ms with no value yet, in the order Scraper.Series gives them.
+func Skeleton(ms []*script.Monitor) []*Series { return New(ms, nil).Series() }
+
+// Record sets the values of the second of index in series (in Skeleton's order), with their
+// units; seconds before it without one are left without a value.
+func Record(series []*Series, index int64, values []*float64, units []string) {
+	for i, ser := range series {
+		if i >= len(values) {
+			return
+		}
+		for int64(len(ser.Values)) < index {
+			ser.Values = append(ser.Values, nil)
+		}
+		if int64(len(ser.Values)) > index {
+			continue // recorded already
+		}
+		ser.Values = append(ser.Values, values[i])
+		if i < len(units) && units[i] != "" {
+			ser.Unit = units[i]
+		}
 	}
 }

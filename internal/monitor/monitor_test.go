@@ -69,7 +69,7 @@ func TestScrapesTellRatesValuesAndShares(t *testing.T) {
 	t.Cleanup(srv.Close)
 	m := &script.Monitor{Name: "node", URL: srv.URL + "/metrics", Series: selectors(t,
 		`node_cpu_seconds_total{mode="iowait"}`, "node_load1", `http_requests_total{code="200"}`, "http_requests_total", "absent")}
-	s := monitor.New([]*script.Monitor{m}, monitor.Client())
+	s := monitor.New([]*script.Monitor{m}, monitor.Client(nil))
 	ctx := context.Background()
 	t0 := time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)
 	sec := func(i int) time.Time { return t0.Add(time.Duration(i) * time.Second) }
@@ -142,7 +142,7 @@ func TestScrapesRefuseWhatIsNotAnEndpoint(t *testing.T) {
 	for _, p := range []string{"html", "moved", "huge"} {
 		ms = append(ms, &script.Monitor{Name: p, URL: srv.URL + "/" + p, Series: selectors(t, "up")})
 	}
-	s := monitor.New(ms, monitor.Client())
+	s := monitor.New(ms, monitor.Client(nil))
 	s.Scrape(context.Background(), -1, time.Now())
 	fails := s.Failures()
 	require.Len(t, fails, 3)

@@ -325,7 +325,7 @@ func (s *Store) ReportShard(ctx context.Context, agentID, shardID uuid.UUID, lea
 		}
 		for _, sec := range secs {
 			n, err := s.q.ShardSecondInsert(ctx, tx, dbsqlc.ShardSecondInsertParams{
-				ShardID: shardID, Idx: sec.Index, Snapshot: sec.Snapshot, Health: sec.Health,
+				ShardID: shardID, Idx: sec.Index, Snapshot: sec.Snapshot, Health: sec.Health, Monitors: sec.Monitors,
 			})
 			if err != nil {
 				return translate(err, "second")
@@ -415,7 +415,7 @@ func (s *Store) RunSeconds(ctx context.Context, runID uuid.UUID, from, to int64)
 	}
 	out := make([]barrage.ShardSecond, len(rows))
 	for i, r := range rows {
-		out[i] = barrage.ShardSecond{ShardID: r.ShardID, Index: r.Idx, Snapshot: r.Snapshot, Health: r.Health}
+		out[i] = barrage.ShardSecond{ShardID: r.ShardID, Index: r.Idx, Snapshot: r.Snapshot, Health: r.Health, Monitors: r.Monitors}
 	}
 	return out, nil
 }

@@ -222,6 +222,7 @@ type ShardSecond struct {
 	Idx      int64
 	Snapshot []byte
 	Health   []byte
+	Monitors []byte
 }
 
 type SigningKey struct {

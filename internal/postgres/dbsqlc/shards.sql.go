@@ -296,7 +296,7 @@ func (q *Queries) ShardListLost(ctx context.Context, db DBTX, before *time.Time)
 }
 
 const shardSecondInsert = `-- name: ShardSecondInsert :execrows
-INSERT INTO shard_seconds (shard_id, idx, snapshot, health) VALUES ($1, $2, $3, $4)
+INSERT INTO shard_seconds (shard_id, idx, snapshot, health, monitors) VALUES ($1, $2, $3, $4, $5)
 ON CONFLICT DO NOTHING
 `
 
@@ -305,6 +305,7 @@ type ShardSecondInsertParams struct {
 	Idx      int64
 	Snapshot []byte
 	Health   []byte
+	Monitors []byte
 }
 
 func (q *Queries) ShardSecondInsert(ctx context.Context, db DBTX, arg ShardSecondInsertParams) (int64, error) {
@@ -313,6 +314,7 @@ func (q *Queries) ShardSecondInsert(ctx context.Context, db DBTX, arg ShardSecon
 		arg.Idx,
 		arg.Snapshot,
 		arg.Health,
+		arg.Monitors,
 	)
 	if err != nil {
 		return 0, err
@@ -321,7 +323,7 @@ func (q *Queries) ShardSecondInsert(ctx context.Context, db DBTX, arg ShardSecon
 }
 
 const shardSecondListByRun = `-- name: ShardSecondListByRun :many
-SELECT shard_seconds.shard_id, shard_seconds.idx, shard_seconds.snapshot, shard_seconds.health FROM shard_seconds
+SELECT shard_seconds.shard_id, shard_seconds.idx, shard_seconds.snapshot, shard_seconds.health, shard_seconds.monitors FROM shard_seconds
 JOIN shards ON shards.id = shard_seconds.shard_id
 WHERE shards.run_id = $1 AND shard_seconds.idx >= $2 AND shard_seconds.idx < $3
 ORDER BY shard_seconds.idx, shard_seconds.shard_id
@@ -350,6 +352,7 @@ func (q *Queries) ShardSecondListByRun(ctx context.Context, db DBTX, arg ShardSe
 			&i.Idx,
 			&i.Snapshot,
 			&i.Health,
+			&i.Monitors,
 		); err != nil {
 			return nil, err
 		}

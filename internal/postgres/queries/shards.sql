@@ -44,7 +44,7 @@ UPDATE shards SET state = @state, reason = @reason, ended_at = now()
 WHERE run_id = @run_id AND state = 'pending';
 
 -- name: ShardSecondInsert :execrows
-INSERT INTO shard_seconds (shard_id, idx, snapshot, health) VALUES ($1, $2, $3, $4)
+INSERT INTO shard_seconds (shard_id, idx, snapshot, health, monitors) VALUES ($1, $2, $3, $4, $5)
 ON CONFLICT DO NOTHING;
 
 -- ShardSecondListByRun reads the seconds of a run's shards from the given one on. Followers read
