@@ -107,6 +107,9 @@ func readResult(path string) (*summary.Result, error) {
 	if err := json.Unmarshal(b, r); err != nil {
 		return nil, usageError(fmt.Errorf("%s is not a result of barrage run --out: %w", path, err))
 	}
+	if r.Start.IsZero() || r.Model == "" || r.Series == nil {
+		return nil, usageError(fmt.Errorf("%s is not a result of barrage run --out: it has no start, model or series", path))
+	}
 	return r, nil
 }
 

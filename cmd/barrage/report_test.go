@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -92,4 +93,33 @@ func TestRunWritesAReportThatDrawsOffline(t *testing.T) {
 	_, stderr, code = runCLI(t, "report", script)
 	require.Equal(t, 2, code)
 	require.Contains(t, stderr, "is not a result of barrage run --out")
+	emptyDoc := filepath.Join(dir, "empty.json")
+	require.NoError(t, os.WriteFile(emptyDoc, []byte("{}"), 0o644))
+	_, stderr, code = runCLI(t, "report", emptyDoc)
+	require.Equal(t, 2, code)
+	require.Contains(t, stderr, "it has no start, model or series")
+
+	// A report that cannot be written leaves the file it would have replaced as it was.
+	var doc map[string]any
+	require.NoError(t, json.Unmarshal(b, &doc))
+	doc["series"].([]any)[0].(map[string]any)["second"] = 1e15
+	spoiled, err := json.Marshal(doc)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "spoiled.json"), spoiled, 0o644))
+	_, stderr, code = runCLI(t, "report", "-o", page, filepath.Join(dir, "spoiled.json"))
+	require.NotZero(t, code)
+	require.Contains(t, stderr, "not a second of a run")
+	kept, err := os.ReadFile(page)
+	require.NoError(t, err)
+	require.Equal(t, html, kept)
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	for _, e := range entries {
+		require.False(t, strings.HasPrefix(e.Name(), "."), "no temporary file left: %s", e.Name())
+	}
+
+	// A report's folder is checked before the run, not after it.
+	_, stderr, code = runCLI(t, "run", "--quiet", "--report", filepath.Join(dir, "absent", "r.html"), script)
+	require.Equal(t, 2, code)
+	require.Contains(t, stderr, "no folder")
 }

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"runtime/debug"
 	"runtime/pprof"
 	"time"
@@ -61,6 +62,11 @@ func runRun(ctx context.Context, e env, args []string) error {
 		return err
 	}
 	defer set.Close()
+	for _, d := range []struct{ flag, path string }{{"out", *out}, {"summary-csv", *summaryCSV}, {"report", *reportPath}} {
+		if err := checkDest(d.flag, d.path); err != nil {
+			return err
+		}
+	}
 	if *cpuProfile != "" {
 		f, err := os.Create(*cpuProfile)
 		if err != nil {
@@ -205,21 +211,40 @@ func envLookup(e env) func(string) (string, bool) {
 
 // writeJSON writes v to path as indented JSON.
 func writeJSON(path string, v any) error {
-	data, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
-		return err
-	}
-	return os.WriteFile(path, append(data, '\n'), 0o644)
+	return writeWith(path, func(w io.Writer) error {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(v)
+	})
 }
 
-// writeWith writes the file at path with write.
+// writeWith writes the file at path with write, whole or not at all: into a temporary file
+// beside it, renamed over it once written, so a failure leaves what was there.
 func writeWith(path string, write func(io.Writer) error) error {
-	f, err := os.Create(path)
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
 	if err != nil {
 		return err
 	}
-	if err := cmp.Or(write(f), f.Close()); err != nil {
+	defer os.Remove(f.Name()) // gone once renamed
+	err = cmp.Or(write(f), f.Chmod(0o644), f.Close())
+	if err == nil {
+		err = os.Rename(f.Name(), path)
+	}
+	if err != nil {
+		f.Close()
 		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
+}
+
+// checkDest fails early, before a run, when the file a flag names could not be written at its
+// end: its folder does not exist.
+func checkDest(flag, path string) error {
+	if path == "" {
+		return nil
+	}
+	if st, err := os.Stat(filepath.Dir(path)); err != nil || !st.IsDir() {
+		return usageError(fmt.Errorf("--%s %s: no folder %s to write it in", flag, path, filepath.Dir(path)))
 	}
 	return nil
 }

@@ -56,6 +56,11 @@ func runSweep(ctx context.Context, e env, args []string) error {
 		return err
 	}
 	defer set.Close()
+	for _, d := range []struct{ flag, path string }{{"csv", *csvPath}, {"report", *reportPath}, {"out", *out}} {
+		if err := checkDest(d.flag, d.path); err != nil {
+			return err
+		}
+	}
 	if *step < time.Second {
 		return usageError(fmt.Errorf("--step %s: a level runs for a second at least", *step))
 	}
@@ -88,7 +93,7 @@ func runSweep(ctx context.Context, e env, args []string) error {
 		}
 	}
 	if ctx.Err() != nil {
-		return fmt.Errorf("the sweep was interrupted after %d of %d levels", len(res.Levels), len(levels))
+		return fmt.Errorf("the sweep was interrupted after %d of %d levels", res.Complete(), len(levels))
 	}
 	return nil
 }

@@ -58,12 +58,12 @@ func TestSweepFindsTheKneeOfAFixedConcurrencyLimit(t *testing.T) {
 	defer f.Close()
 	rows, err := csv.NewReader(f).ReadAll()
 	require.NoError(t, err)
-	require.Equal(t, []string{"vus", "seconds", "requests", "rps", "p50_ms", "p95_ms", "p99_ms", "error_rate", "reliability",
-		"generator", "late_start", "usl_rps", "knee"}, rows[0])
+	require.Equal(t, []string{"vus", "seconds", "requests", "rps", "ok_rps", "p50_ms", "p95_ms", "p99_ms", "error_rate", "reliability",
+		"generator", "late_start", "usl_rps", "knee", "stopped"}, rows[0])
 	require.Len(t, rows, 6)
-	knee := slices.IndexFunc(rows[1:], func(r []string) bool { return r[12] == "true" })
+	knee := slices.IndexFunc(rows[1:], func(r []string) bool { return r[13] == "true" })
 	require.Equal(t, strconv.Itoa(res.KneeVUs), rows[1+knee][0])
-	require.Equal(t, "1.000000", rows[1][8], "every request succeeded")
+	require.Equal(t, "1.000000", rows[1][9], "every request succeeded")
 
 	html, err := os.ReadFile(page)
 	require.NoError(t, err)

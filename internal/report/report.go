@@ -83,6 +83,15 @@ var page = template.Must(template.New("report").Funcs(template.FuncMap{
 	"figure": summary.Figure,
 	"change": change,
 	"join":   strings.Join,
+	"failedChecks": func(ts []summary.Threshold) []string {
+		var out []string
+		for _, t := range ts {
+			if !t.Passed {
+				out = append(out, t.Check)
+			}
+		}
+		return out
+	},
 	"fitted": func(s *sweep.Result, vus int) string {
 		if s.Fit == nil {
 			return "-"
@@ -106,6 +115,14 @@ var page = template.Must(template.New("report").Funcs(template.FuncMap{
 func (r Report) Write(w io.Writer) error {
 	if r.Run == nil {
 		return fmt.Errorf("report: no run to report on")
+	}
+	for _, res := range []*summary.Result{r.Run, r.Base} {
+		if res == nil {
+			continue
+		}
+		if err := check(res); err != nil {
+			return fmt.Errorf("report: %w", err)
+		}
 	}
 	data := map[string]any{
 		"run":      chartData(r.Run),
@@ -155,7 +172,8 @@ func chartData(r *summary.Result) series {
 	if last > 1 && r.ElapsedS-float64(last-1) < 0.5 {
 		last--
 	}
-	s := series{Errors: map[string][]int64{}}
+	s := series{Second: []int64{}, RPS: []float64{}, P50: []float64{}, P95: []float64{}, P99: []float64{}, VUs: []int64{},
+		CPU: []float64{}, Errors: map[string][]int64{}}
 	for c := range errorClassSet(r.Series) {
 		s.Errors[c] = make([]int64, last)
 	}
@@ -173,12 +191,42 @@ func chartData(r *summary.Result) series {
 		s.P95 = append(s.P95, p.P95MS)
 		s.P99 = append(s.P99, p.P99MS)
 		s.VUs = append(s.VUs, p.VUs)
-		s.CPU = append(s.CPU, p.CPU*100)
+		s.CPU = append(s.CPU, min(max(p.CPU, 0), 1)*100)
 		for c, n := range p.ErrorsByClass {
-			s.Errors[c][sec-1] = n
+			if n > 0 {
+				s.Errors[c][sec-1] = n
+			}
 		}
 	}
 	return s
+}
+
+// MaxSeconds is the longest run a report draws, in seconds: a week and a day, past the longest
+// run the server takes.
+const MaxSeconds = 8 * 24 * 3600
+
+// check refuses a result no run could have written, before anything is drawn of it: a second
+// outside the run, a figure that is not a finite number.
+func check(r *summary.Result) error {
+	if math.IsNaN(r.ElapsedS) || r.ElapsedS < 0 || r.ElapsedS > MaxSeconds {
+		return fmt.Errorf("elapsed_s %v: not the length of a run (0 to %d seconds)", r.ElapsedS, MaxSeconds)
+	}
+	for i, p := range r.Series {
+		if p.Second < 1 || p.Second > MaxSeconds {
+			return fmt.Errorf("series[%d].second %d: not a second of a run (1 to %d)", i, p.Second, MaxSeconds)
+		}
+		for _, v := range []float64{p.RPS, p.P50MS, p.P95MS, p.P99MS, p.CPU} {
+			if math.IsNaN(v) || math.IsInf(v, 0) || v < 0 {
+				return fmt.Errorf("series[%d]: %v is not a figure of a second", i, v)
+			}
+		}
+	}
+	for _, m := range r.Monitors {
+		if len(m.Values) > MaxSeconds {
+			return fmt.Errorf("monitor %s %s: %d values, more than a run has seconds", m.Monitor, m.Series, len(m.Values))
+		}
+	}
+	return nil
 }
 
 // monitorChart is the series of one monitor in one unit, drawn on one chart.
@@ -253,10 +301,17 @@ func (r SweepReport) Write(w io.Writer) error {
 	if s == nil || len(s.Levels) == 0 {
 		return fmt.Errorf("report: no sweep levels to report on")
 	}
-	n := len(s.Levels)
-	levels, rps, p50, p95, p99 := make([]float64, n), make([]float64, n), make([]float64, n), make([]float64, n), make([]float64, n)
-	for i, l := range s.Levels {
-		levels[i], rps[i], p50[i], p95[i], p99[i] = float64(l.VUs), l.RPS, l.P50MS, l.P95MS, l.P99MS
+	// The levels that ran their whole step are drawn, with their successful throughput: what
+	// the fit and the knee are told on.
+	var levels, rps, p50, p95, p99 []float64
+	for _, l := range s.Levels {
+		if l.Stopped == "" {
+			levels, rps, p50, p95, p99 = append(levels, float64(l.VUs)), append(rps, l.OKRPS), append(p50, l.P50MS),
+				append(p95, l.P95MS), append(p99, l.P99MS)
+		}
+	}
+	if len(levels) == 0 {
+		return fmt.Errorf("report: no sweep level ran its whole step")
 	}
 	data := map[string]any{"levels": levels, "rps": rps, "p50": p50, "p95": p95, "p99": p99}
 	// The fit's curve is drawn through 48 points spread evenly on the log scale between the

@@ -25,7 +25,9 @@
     hooks: {
       drawClear: [function (u) {
         if (!data.steady) return;
-        var x0 = u.valToPos(data.steady[0], "x", true), x1 = u.valToPos(data.steady[1], "x", true);
+        // The steady state covers the run's seconds from_s to to_s - 1 (from 0): on the chart,
+        // whose x is the second counted from 1, from from_s + 1 to to_s.
+        var x0 = u.valToPos(data.steady[0] + 1, "x", true), x1 = u.valToPos(data.steady[1], "x", true);
         u.ctx.save();
         u.ctx.fillStyle = "rgba(37, 99, 235, 0.07)";
         u.ctx.fillRect(x0, u.bbox.top, x1 - x0, u.bbox.height);
@@ -54,6 +56,15 @@
     };
     for (var k in opts) o[k] = opts[k];
     return BarrageCharts.add(new uPlot(o, [xs].concat(columns), el), el, series.map(function (s) { return s.stroke; }), 240);
+  }
+
+  if (xs.length === 0) {
+    var empty = document.createElement("p");
+    empty.className = "none";
+    empty.textContent = "The run has no seconds to chart.";
+    document.getElementById("chart-rps").appendChild(empty);
+    BarrageCharts.done();
+    return;
   }
 
   var rpsSeries = [line("requests/s", colors.rps, { value: function (u, v) { return v == null ? "-" : v.toFixed(1); } })];

@@ -125,3 +125,46 @@ func TestTheBrowserTestCatchesAFetch(t *testing.T) {
 	require.NotEmpty(t, page.Fetched)
 	require.Contains(t, strings.Join(page.Fetched, ""), "report-test.invalid")
 }
+
+// A document no run could have written is refused before anything is drawn (a second far past
+// any run would have the page allocate for every second up to it); what a run may write, even
+// oddly, draws: a class counted zero, no seconds at all.
+func TestAReportRefusesWhatNoRunWrote(t *testing.T) {
+	t.Parallel()
+	for name, spoil := range map[string]func(r *summary.Result){
+		"a second far past any run": func(r *summary.Result) { r.Series[3].Second = 1e15 },
+		"a second before the run":   func(r *summary.Result) { r.Series[3].Second = 0 },
+		"a negative rate":           func(r *summary.Result) { r.Series[3].RPS = -1 },
+		"a run of a year":           func(r *summary.Result) { r.ElapsedS = 365 * 24 * 3600 },
+	} {
+		r := result(10, func(int) float64 { return 100 }, 50)
+		spoil(r)
+		var b bytes.Buffer
+		err := report.Report{Title: name, Run: r}.Write(&b)
+		require.Error(t, err, name)
+		require.Zero(t, b.Len(), "%s: nothing written", name)
+	}
+
+	r := result(10, func(int) float64 { return 100 }, 50)
+	r.Series[0].ErrorsByClass = map[string]int64{"timeout": 0}
+	r.Series[1].CPU = 1e307 // drawn as 100%
+	require.Contains(t, write(t, report.Report{Title: "odd", Run: r}), `"cpu":[20,100,20`)
+
+	empty := result(0, func(int) float64 { return 0 }, 0)
+	empty.Series, empty.ElapsedS = []summary.Point{}, 0
+	require.Contains(t, write(t, report.Report{Title: "empty", Run: empty}), `"second":[]`)
+}
+
+// The top of the page says whether the thresholds held; the iterations of a run that does not
+// count them are not shown as none.
+func TestAReportSaysWhetherTheThresholdsHeld(t *testing.T) {
+	t.Parallel()
+	r := result(10, func(int) float64 { return 100 }, 50)
+	r.Thresholds = append(r.Thresholds, summary.Threshold{Check: "error_rate < 1%", Observed: 0.5, Passed: false})
+	page := write(t, report.Report{Title: "t", Run: r})
+	require.Contains(t, page, "1 of 2 thresholds failed: error_rate &lt; 1%.")
+	r.Thresholds, r.Iterations = r.Thresholds[:1], 0
+	page = write(t, report.Report{Title: "t", Run: r})
+	require.Contains(t, page, "All 1 thresholds held.")
+	require.NotContains(t, page, "0 iterations")
+}

@@ -49,7 +49,7 @@
     return s;
   }
 
-  var tput = [line("requests/s", colors.rps)], tputCols = [measured(data.rps)];
+  var tput = [line("successful requests/s", colors.rps)], tputCols = [measured(data.rps)];
   if (data.fit) {
     tput.push(line("USL fit", colors.fit, { dash: [6, 4], points: { show: false } }));
     tputCols.push(data.fit);

@@ -27,9 +27,12 @@ type Level struct {
 	VUs int `json:"vus"`
 	// Seconds are the seconds measured: the step without its first second (in which
 	// connections open and VUs start), or the whole of a step of two seconds or less.
-	Seconds   float64 `json:"seconds"`
-	Requests  int64   `json:"requests"`
-	RPS       float64 `json:"rps"`
+	Seconds  float64 `json:"seconds"`
+	Requests int64   `json:"requests"`
+	RPS      float64 `json:"rps"`
+	// OKRPS counts only the requests that succeeded: the throughput the fit and the knee are
+	// told on (a target that fails fast is not fast).
+	OKRPS     float64 `json:"ok_rps"`
 	P50MS     float64 `json:"p50_ms"`
 	P95MS     float64 `json:"p95_ms"`
 	P99MS     float64 `json:"p99_ms"`
@@ -40,9 +43,24 @@ type Level struct {
 	// LateStart is set when the step's VUs were not all running by the end of its first second:
 	// the generator started them late, and the level's load was less than asked.
 	LateStart bool `json:"late_start"`
-	// Stopped says why the step ended before its time, when it did.
+	// Stopped says why the step ended before its time, when it did; such a level is shown but
+	// left out of the fit and the knee.
 	Stopped string `json:"stopped,omitempty"`
 }
+
+// Complete counts the levels that ran their whole step.
+func (r *Result) Complete() int {
+	n := 0
+	for _, l := range r.Levels {
+		if l.complete() {
+			n++
+		}
+	}
+	return n
+}
+
+// complete reports whether the level ran its whole step.
+func (l Level) complete() bool { return l.Stopped == "" }
 
 // Result is a sweep's account: its levels, the USL fitted to them and the knee.
 type Result struct {
@@ -130,9 +148,11 @@ func runLevel(ctx context.Context, s *script.Script, n int, o Options) (Level, e
 		lv.ErrorRate = float64(st.Failed()) / float64(st.Requests)
 	}
 	lv.Reliability = 1 - lv.ErrorRate
+	lv.OKRPS = float64(st.Requests-st.Failed()) / secs
 	lv.Verdict = summary.VerdictOf(r.Verdict)
 	if r.Stop.Reason != engine.Completed {
 		lv.Stopped = r.Stop.String()
+		lv.LateStart = false // a level cut short is not judged
 	}
 	return lv, nil
 }
@@ -141,9 +161,14 @@ func runLevel(ctx context.Context, s *script.Script, n int, o Options) (Level, e
 func (r *Result) judge() {
 	var pts []usl.Point
 	var lvs []usl.Level
+	var judged []Level
 	for _, l := range r.Levels {
-		pts = append(pts, usl.Point{N: float64(l.VUs), X: l.RPS})
-		lvs = append(lvs, usl.Level{N: float64(l.VUs), X: l.RPS, P95MS: l.P95MS})
+		if !l.complete() {
+			continue
+		}
+		judged = append(judged, l)
+		pts = append(pts, usl.Point{N: float64(l.VUs), X: l.OKRPS})
+		lvs = append(lvs, usl.Level{N: float64(l.VUs), X: l.OKRPS, P95MS: l.P95MS})
 	}
 	if fit, err := usl.FitPoints(pts); err != nil {
 		r.FitError = err.Error()
@@ -154,7 +179,7 @@ func (r *Result) judge() {
 		}
 	}
 	if i, ok := usl.Knee(lvs); ok {
-		r.KneeVUs = r.Levels[i].VUs
+		r.KneeVUs = judged[i].VUs
 	}
 }
 
@@ -171,8 +196,8 @@ func generator(v summary.Verdict) string {
 }
 
 // CSVHeader are the columns of a sweep's CSV, one row per level.
-var CSVHeader = []string{"vus", "seconds", "requests", "rps", "p50_ms", "p95_ms", "p99_ms", "error_rate", "reliability",
-	"generator", "late_start", "usl_rps", "knee"}
+var CSVHeader = []string{"vus", "seconds", "requests", "rps", "ok_rps", "p50_ms", "p95_ms", "p99_ms", "error_rate", "reliability",
+	"generator", "late_start", "usl_rps", "knee", "stopped"}
 
 // WriteCSV writes r as CSV: CSVHeader, then one row per level; usl_rps is the fit's throughput
 // at the level (empty without a fit), knee is true on the knee's row.
@@ -188,8 +213,8 @@ func (r *Result) WriteCSV(w io.Writer) error {
 			fitted = f(r.Fit.X(float64(l.VUs)), 1)
 		}
 		if err := cw.Write([]string{strconv.Itoa(l.VUs), f(l.Seconds, 3), strconv.FormatInt(l.Requests, 10), f(l.RPS, 1),
-			f(l.P50MS, 3), f(l.P95MS, 3), f(l.P99MS, 3), f(l.ErrorRate, 6), f(l.Reliability, 6), generator(l.Verdict),
-			strconv.FormatBool(l.LateStart), fitted, strconv.FormatBool(r.KneeVUs != 0 && l.VUs == r.KneeVUs)}); err != nil {
+			f(l.OKRPS, 1), f(l.P50MS, 3), f(l.P95MS, 3), f(l.P99MS, 3), f(l.ErrorRate, 6), f(l.Reliability, 6), generator(l.Verdict),
+			strconv.FormatBool(l.LateStart), fitted, strconv.FormatBool(r.KneeVUs != 0 && l.VUs == r.KneeVUs), l.Stopped}); err != nil {
 			return err
 		}
 	}
@@ -213,7 +238,7 @@ func PrintLevel(w io.Writer, l Level) {
 // Print writes r: a table of the levels, the fit and the knee.
 func (r *Result) Print(w io.Writer) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "vus\treq/s\tp50\tp95\tp99\terrors\tgenerator\tlate start\tUSL req/s\t")
+	fmt.Fprintln(tw, "vus\treq/s\tok req/s\tp50\tp95\tp99\terrors\tgenerator\tlate start\tUSL req/s\t")
 	for _, l := range r.Levels {
 		fitted := "-"
 		if r.Fit != nil {
@@ -223,7 +248,7 @@ func (r *Result) Print(w io.Writer) {
 		if l.VUs == r.KneeVUs {
 			mark = " ← knee"
 		}
-		fmt.Fprintf(tw, "%d\t%.1f\t%s\t%s\t%s\t%.2f%%\t%s\t%t\t%s\t%s\n", l.VUs, l.RPS, ms(l.P50MS), ms(l.P95MS), ms(l.P99MS),
+		fmt.Fprintf(tw, "%d\t%.1f\t%.1f\t%s\t%s\t%s\t%.2f%%\t%s\t%t\t%s\t%s\n", l.VUs, l.RPS, l.OKRPS, ms(l.P50MS), ms(l.P95MS), ms(l.P99MS),
 			l.ErrorRate*100, generator(l.Verdict), l.LateStart, fitted, mark)
 	}
 	tw.Flush()
@@ -245,12 +270,26 @@ func (r *Result) FitText() string {
 	return s + "; no peak predicted (throughput keeps growing)"
 }
 
-// KneeText is the knee in a sentence.
+// KneeText is the knee in a sentence, and what it was not told on: levels cut short, levels
+// where many requests failed.
 func (r *Result) KneeText() string {
+	text := fmt.Sprintf("knee: %d VUs: past it successful throughput stops growing while p95 climbs", r.KneeVUs)
 	if r.KneeVUs == 0 {
-		return "knee: none within the sweep: throughput grew (or latency held) at every step"
+		text = "knee: none within the sweep: successful throughput grew (or latency held) at every step"
 	}
-	return fmt.Sprintf("knee: %d VUs: past it throughput stops growing while p95 climbs", r.KneeVUs)
+	for _, l := range r.Levels {
+		switch {
+		case !l.complete():
+			text += fmt.Sprintf("\n  - %d VUs was cut short (%s): left out of the fit and the knee", l.VUs, l.Stopped)
+		case l.ErrorRate > MaxErrorRate:
+			text += fmt.Sprintf("\n  - %d VUs failed %.0f%% of its requests: only the successful ones count", l.VUs, l.ErrorRate*100)
+		}
+	}
+	return text
 }
+
+// MaxErrorRate is the share of failed requests above which a level is called out: its
+// throughput is mostly failures.
+const MaxErrorRate = 0.10
 
 func ms(v float64) string { return summary.Duration(summary.FromMillis(v)) }
