@@ -262,6 +262,14 @@ type ShardSecond struct {
 	Monitors []byte
 }
 
+// ShardAccount is a shard's own account of its part in a run, as its agent sent it when the shard
+// ended (nil before), and its agent's name (empty once the agent was removed).
+type ShardAccount struct {
+	ShardID   uuid.UUID
+	AgentName string
+	Result    []byte
+}
+
 // ShardEnd is how a shard ended, as its agent says.
 type ShardEnd struct {
 	State     ShardState

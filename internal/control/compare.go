@@ -36,10 +36,23 @@ func (s *Service) RunReport(ctx context.Context, p barrage.Principal, id uuid.UU
 		return report.Report{}, err
 	}
 	rep := report.Report{Title: fmt.Sprintf("%s, run %s", r.Script, id), Run: r, Generated: s.now()}
+	accounts, err := s.store.ShardAccounts(ctx, id)
+	if err != nil {
+		return report.Report{}, err
+	}
+	names := map[uuid.UUID]string{}
+	for _, a := range accounts {
+		names[a.ShardID] = a.AgentName
+		var res struct{ Iterations, Dropped, Interrupted, Unsent int64 }
+		if len(a.Result) > 0 && json.Unmarshal(a.Result, &res) == nil {
+			r.Iterations, r.Dropped = r.Iterations+res.Iterations, r.Dropped+res.Dropped
+			r.Interrupted, r.Unsent = r.Interrupted+res.Interrupted, r.Unsent+res.Unsent
+		}
+	}
 	for _, a := range sum.Agents {
-		name := fmt.Sprintf("shard %s", a.ShardID)
+		name := fmt.Sprintf("shard %s (its agent was removed)", a.ShardID)
 		if a.AgentID != nil {
-			name = "agent " + a.AgentID.String()
+			name = fmt.Sprintf("%s (%s)", names[a.ShardID], a.AgentID)
 		}
 		rep.Agents = append(rep.Agents, report.Agent{Name: name, State: a.State, Reason: a.Reason, Requests: a.Requests,
 			Seconds: a.Seconds, LateStartMS: a.LateStartMS, Verdict: a.Verdict})

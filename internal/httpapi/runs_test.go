@@ -807,7 +807,7 @@ func TestAgentsReportTheTargetsMetrics(t *testing.T) {
 	report := func(secs []any, end bool) response {
 		body := map[string]any{"lease": j["lease"], "seconds": secs}
 		if end {
-			body["end"] = map[string]any{"reason": "finished", "late_start_ms": 0, "result": map[string]any{}}
+			body["end"] = map[string]any{"reason": "finished", "late_start_ms": 0, "result": map[string]any{"iterations": 1234}}
 		}
 		return b.do("POST", "/v1/agent/shards/"+j["shard_id"].(string)+"/report", token, body)
 	}
@@ -843,4 +843,6 @@ func TestAgentsReportTheTargetsMetrics(t *testing.T) {
 	require.Equal(t, http.StatusOK, rep.status, "body: %s", rep.body)
 	require.Contains(t, string(rep.body), `"values":[[70,71,70,null,70,71,70,71,70,71]]`)
 	require.Contains(t, string(rep.body), "waiting on its storage")
+	require.Contains(t, string(rep.body), "· 1234 iterations", "the agents' own count")
+	require.Contains(t, string(rep.body), "<td>mine (", "the agent by its name")
 }

@@ -420,6 +420,23 @@ func (s *Store) RunSeconds(ctx context.Context, runID uuid.UUID, from, to int64)
 	return out, nil
 }
 
+// ShardAccounts reads each shard's own account of run runID and its agent's name, in segment
+// order. The caller has checked that the run is the reader's.
+func (s *Store) ShardAccounts(ctx context.Context, runID uuid.UUID) ([]barrage.ShardAccount, error) {
+	rows, err := s.q.ShardAccountsByRun(ctx, s.pool, runID)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]barrage.ShardAccount, len(rows))
+	for i, r := range rows {
+		out[i] = barrage.ShardAccount{ShardID: r.ID, Result: r.Result}
+		if r.AgentName != nil {
+			out[i].AgentName = *r.AgentName
+		}
+	}
+	return out, nil
+}
+
 // EndRun records the run's end and summary, once: ended is false when it had ended already.
 func (s *Store) EndRun(ctx context.Context, id uuid.UUID, state barrage.RunState, reason string, summary []byte) (ended bool, err error) {
 	err = s.inTx(ctx, func(tx pgx.Tx) error {

@@ -12,6 +12,41 @@ import (
 	"github.com/google/uuid"
 )
 
+const shardAccountsByRun = `-- name: ShardAccountsByRun :many
+SELECT shards.id, shards.result, agents.name AS agent_name
+FROM shards LEFT JOIN agents ON agents.id = shards.agent_id
+WHERE shards.run_id = $1
+ORDER BY shards.seg_from
+`
+
+type ShardAccountsByRunRow struct {
+	ID        uuid.UUID
+	Result    []byte
+	AgentName *string
+}
+
+// ShardAccountsByRun reads each shard's own account of a run (iterations, dropped...) and the
+// name of its agent, for the run's report.
+func (q *Queries) ShardAccountsByRun(ctx context.Context, db DBTX, runID uuid.UUID) ([]ShardAccountsByRunRow, error) {
+	rows, err := db.Query(ctx, shardAccountsByRun, runID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []ShardAccountsByRunRow
+	for rows.Next() {
+		var i ShardAccountsByRunRow
+		if err := rows.Scan(&i.ID, &i.Result, &i.AgentName); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const shardEnd = `-- name: ShardEnd :exec
 UPDATE shards SET state = $1, reason = $2, ended_at = now(), late_start_ms = $3,
     result = $4

@@ -58,3 +58,11 @@ ORDER BY shard_seconds.idx, shard_seconds.shard_id;
 
 -- name: ShardListByRuns :many
 SELECT * FROM shards WHERE run_id = ANY(@run_ids::uuid[]) ORDER BY run_id, seg_from;
+
+-- ShardAccountsByRun reads each shard's own account of a run (iterations, dropped...) and the
+-- name of its agent, for the run's report.
+-- name: ShardAccountsByRun :many
+SELECT shards.id, shards.result, agents.name AS agent_name
+FROM shards LEFT JOIN agents ON agents.id = shards.agent_id
+WHERE shards.run_id = @run_id
+ORDER BY shards.seg_from;
