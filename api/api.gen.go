@@ -1180,6 +1180,10 @@ type LiveSecond struct {
 	P99Ms    float64        `json:"p99_ms"`
 	Requests int64          `json:"requests"`
 	Rps      float64        `json:"rps"`
+
+	// Stability How steady the throughput was over the latest 10 seconds of the steady state up to this second (after the
+	// ramp-up the load plans, before its ramp-down); absent outside it and before 5 of its seconds.
+	Stability *Stability `json:"stability,omitempty"`
 }
 
 // LoadOverrides defines model for LoadOverrides.

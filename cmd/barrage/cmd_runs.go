@@ -266,6 +266,10 @@ func remoteLiveLine(sec api.LiveSecond) string {
 	for _, a := range sec.Agents {
 		l.CPU = max(l.CPU, a.Cpu)
 	}
+	if st := sec.Stability; st != nil {
+		l.Stability = &summary.Stability{CV: st.Cv, MeanRPS: st.MeanRps, FromS: st.FromS, ToS: st.ToS, Seconds: st.Seconds,
+			Limit: st.Limit, Unstable: st.Unstable}
+	}
 	return l.String()
 }
 

@@ -106,10 +106,14 @@ func runRun(ctx context.Context, e env, args []string) error {
 		series = summary.NewSeriesCSV(csvFile)
 	}
 	var points []summary.Point
+	steady := summary.NewLiveStability(engine.Workload(s, opts))
 	opts.OnSecond = func(sec engine.Second) {
-		points = append(points, summary.NewPoint(sec.Index, sec.Snapshot, sec.Health))
+		p := summary.NewPoint(sec.Index, sec.Snapshot, sec.Health)
+		points = append(points, p)
 		if !*quiet {
-			fmt.Fprintln(e.stderr, summary.NewLive(sec.Snapshot.Requests(), sec.Snapshot.Duration, sec.Elapsed, sec.Health.ActiveVUs, sec.Health.CPU))
+			live := summary.NewLive(sec.Snapshot.Requests(), sec.Snapshot.Duration, sec.Elapsed, sec.Health.ActiveVUs, sec.Health.CPU)
+			live.Stability = steady.Add(sec.Index, p.RPS)
+			fmt.Fprintln(e.stderr, live)
 		}
 		if series != nil {
 			series.Write(sec.Index, sec.Snapshot, sec.Health.CPU, sec.Health.ActiveVUs)

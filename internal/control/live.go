@@ -16,6 +16,7 @@ import (
 	"github.com/barrage-load/barrage/internal/metrics"
 	"github.com/barrage-load/barrage/internal/monitor"
 	"github.com/barrage-load/barrage/internal/script"
+	"github.com/barrage-load/barrage/internal/summary"
 	"github.com/barrage-load/barrage/internal/threshold"
 )
 
@@ -143,6 +144,8 @@ type LiveEvent struct {
 	Run    *barrage.Run
 	// Monitors name the series of Second.Monitors ("node: node_load1"), in their order.
 	Monitors []string
+	// Stability is over the latest seconds of the steady state, up to Second; nil outside it.
+	Stability *summary.Stability
 }
 
 // Live follows p's run id from the second after `after` (-1 for the start), calling emit with
@@ -157,10 +160,12 @@ func (s *Service) Live(ctx context.Context, p barrage.Principal, id uuid.UUID, a
 		return err
 	}
 	var monitors []string
+	steady := new(summary.LiveStability) // the script unknown: no steady state to follow
 	if sc, err := s.runScript(ctx, run); err == nil {
 		for _, ser := range monitor.Skeleton(sc.Monitors) {
 			monitors = append(monitors, ser.Monitor+": "+ser.Series)
 		}
+		steady = summary.NewLiveStability(engine.Workload(sc, engine.LoadOptions(run.Load)))
 	}
 	m := newMerger(after+1, false)
 	last := barrage.RunState("")
@@ -178,7 +183,8 @@ func (s *Service) Live(ctx context.Context, p barrage.Principal, id uuid.UUID, a
 			return err
 		}
 		for _, sec := range done {
-			if err := emit(LiveEvent{Second: sec, Monitors: monitors}); err != nil {
+			rps := float64(sec.Snapshot.Requests().Requests) / max(sec.Snapshot.Duration.Seconds(), 1)
+			if err := emit(LiveEvent{Second: sec, Monitors: monitors, Stability: steady.Add(sec.Index, rps)}); err != nil {
 				return err
 			}
 		}

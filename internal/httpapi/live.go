@@ -83,7 +83,12 @@ func (l liveStream) VisitGetRunLiveResponse(w http.ResponseWriter) error {
 			}
 			return write(kind, "", toAPIRun(*ev.Run))
 		}
-		return write("second", strconv.FormatInt(ev.Second.Index, 10), toAPILiveSecond(ev.Second, start, ev.Monitors))
+		sec := toAPILiveSecond(ev.Second, start, ev.Monitors)
+		if st := ev.Stability; st != nil {
+			sec.Stability = &api.Stability{Cv: st.CV, MeanRps: st.MeanRPS, FromS: st.FromS, ToS: st.ToS, Seconds: st.Seconds,
+				Limit: st.Limit, Unstable: st.Unstable}
+		}
+		return write("second", strconv.FormatInt(ev.Second.Index, 10), sec)
 	})
 	if err != nil && l.ctx.Err() == nil {
 		// Headers are gone: say it in the stream, and log it once.

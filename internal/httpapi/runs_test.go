@@ -743,6 +743,16 @@ func TestARunsSummaryTellsItsStability(t *testing.T) {
 		require.Equal(t, tc.unstable, st["unstable"], "%v", st)
 		require.EqualValues(t, 1, st["from_s"])
 		require.EqualValues(t, 9, st["to_s"])
+		// The live view says so too, over the latest seconds of the steady state: none in the
+		// first second, whose load is starting, nor in the last.
+		events := parseSSE(t, b.do("GET", "/v1/runs/"+runID+"/live", u.access, nil).body)
+		require.NotContains(t, events[0].data, "stability")
+		require.NotContains(t, events[4].data, "stability", "4 seconds of the steady state: too few")
+		liveSt := events[8].data["stability"].(map[string]any)
+		require.Equal(t, tc.unstable, liveSt["unstable"], "%v", liveSt)
+		require.EqualValues(t, 1, liveSt["from_s"])
+		require.EqualValues(t, 9, liveSt["to_s"])
+		require.NotContains(t, events[9].data, "stability")
 		runs = append(runs, runID)
 	}
 

@@ -180,3 +180,43 @@ func correlation(xs, ys []float64) float64 {
 	}
 	return sxy / math.Sqrt(sxx*syy)
 }
+
+// LiveWindow is how many of the latest seconds of the steady state the live view's stability is
+// told on.
+const LiveWindow = 10
+
+// LiveStability follows a run's stability as its seconds come: over the latest LiveWindow seconds
+// of the steady state its workload plans (none during the ramps), as the summary tells it over
+// the whole.
+type LiveStability struct {
+	from, to int64 // the planned steady state, in seconds from the start: [from, to)
+	rps      []float64
+}
+
+// NewLiveStability follows a run of w. A run bounded by iterations, whose end is unknown, is
+// followed from its second second on.
+func NewLiveStability(w script.Workload) *LiveStability {
+	planned := w.Duration
+	if planned <= 0 {
+		planned = 7 * 24 * time.Hour
+	}
+	from, to := SteadyWindow(w, planned)
+	return &LiveStability{from: int64(math.Ceil(from.Seconds())), to: int64(math.Floor(to.Seconds()))}
+}
+
+// Add takes the second of index (from 0) and its requests/s, and returns the stability of the
+// latest seconds of the steady state; nil until it has minSteadySeconds of them.
+func (l *LiveStability) Add(index int64, rps float64) *Stability {
+	if index < l.from || index >= l.to {
+		return nil
+	}
+	l.rps = append(l.rps, rps)
+	if len(l.rps) > LiveWindow {
+		l.rps = l.rps[1:]
+	}
+	st := NewStability(l.rps, 0, time.Duration(len(l.rps))*time.Second)
+	if st != nil {
+		st.FromS, st.ToS = index+1-int64(len(l.rps)), index+1
+	}
+	return st
+}

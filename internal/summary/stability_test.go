@@ -96,3 +96,30 @@ func TestMonitorsExplainAnUnstableThroughput(t *testing.T) {
 	st.Explain(steady, []*monitor.Series{iowait, load})
 	require.Empty(t, st.Causes)
 }
+
+// The live view's stability is over the latest seconds of the planned steady state: none while
+// the load ramps up, nor before five such seconds; at most the last LiveWindow of them.
+func TestTheLiveViewFollowsTheSteadyState(t *testing.T) {
+	t.Parallel()
+	open := script.Workload{Model: script.Open, Duration: 30 * time.Second, Stages: []script.Stage{
+		{From: 0, To: 100, Duration: 10 * time.Second}, {From: 100, To: 100, Duration: 20 * time.Second}}}
+	l := summary.NewLiveStability(open)
+	for i := range int64(14) {
+		require.Nil(t, l.Add(i, float64(10*i)), "second %d: ramping, or too few steady seconds", i)
+	}
+	st := l.Add(14, 100)
+	require.NotNil(t, st)
+	require.Equal(t, int64(10), st.FromS)
+	require.Equal(t, int64(15), st.ToS)
+	for i := int64(15); i < 29; i++ {
+		st = l.Add(i, 100+float64(60*(i%2)))
+	}
+	require.True(t, st.Unstable)
+	require.Equal(t, summary.LiveWindow, st.Seconds)
+	require.Equal(t, int64(19), st.FromS)
+	require.Nil(t, l.Add(29, 100), "the last second winds down")
+
+	line := summary.Live{Elapsed: 20 * time.Second, RPS: 100, Stability: st}.String()
+	require.Contains(t, line, "cv ")
+	require.Contains(t, line, "UNSTABLE")
+}

@@ -230,6 +230,8 @@ type Live struct {
 	P50, P95, P99    time.Duration
 	CPU              float64 // the busiest generator's share of its machine, 0 to 1
 	Agents           int     // generators, when the run is on agents
+	// Stability is over the latest seconds of the steady state (LiveStability); nil outside it.
+	Stability *Stability
 }
 
 // NewLive is the live figures of a second whose requests' stats are st (Snapshot.Requests),
@@ -250,6 +252,12 @@ func (l Live) String() string {
 		l.Elapsed.Round(time.Second), l.VUs, l.RPS, Duration(l.P50), Duration(l.P95), Duration(l.P99), errPct, l.CPU*100)
 	if l.Agents > 0 {
 		line += fmt.Sprintf("  agents %d", l.Agents)
+	}
+	if st := l.Stability; st != nil {
+		line += fmt.Sprintf("  cv %.0f%%", st.CV*100)
+		if st.Unstable {
+			line += " UNSTABLE"
+		}
 	}
 	return line
 }
