@@ -90,6 +90,24 @@ func (e CreatedInvitationState) Valid() bool {
 	}
 }
 
+// Defines values for DeliveryModel.
+const (
+	Closed DeliveryModel = "closed"
+	Open   DeliveryModel = "open"
+)
+
+// Valid indicates whether the value is a known member of the DeliveryModel enum.
+func (e DeliveryModel) Valid() bool {
+	switch e {
+	case Closed:
+		return true
+	case Open:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for FigureChangeMetric.
 const (
 	ErrorRate FigureChangeMetric = "error_rate"
@@ -509,9 +527,10 @@ func (e Scope) Valid() bool {
 
 // Defines values for SeriesLabelKind.
 const (
-	Group   SeriesLabelKind = "group"
-	Hook    SeriesLabelKind = "hook"
-	Request SeriesLabelKind = "request"
+	Group    SeriesLabelKind = "group"
+	Hook     SeriesLabelKind = "hook"
+	Request  SeriesLabelKind = "request"
+	Schedule SeriesLabelKind = "schedule"
 )
 
 // Valid indicates whether the value is a known member of the SeriesLabelKind enum.
@@ -522,6 +541,8 @@ func (e SeriesLabelKind) Valid() bool {
 	case Hook:
 		return true
 	case Request:
+		return true
+	case Schedule:
 		return true
 	default:
 		return false
@@ -942,9 +963,31 @@ type DebugTrace struct {
 	Requests []TraceEntry `json:"requests"`
 }
 
+// Delivery What the generators delivered of the load asked for. In the open model: the arrivals due (`scheduled`), those
+// that found no free VU (`dropped`), those started more than 10 ms late (`late`), and how late the starts were
+// (the generators' own lateness, kept apart from the target's latency). In both models: the share of the VUs'
+// time in iterations (think times left out) spent waiting on the target, the rest being the generators' own work.
+type Delivery struct {
+	Dropped        int64         `json:"dropped"`
+	Late           int64         `json:"late"`
+	LatenessMaxMs  float64       `json:"lateness_max_ms"`
+	LatenessMeanMs float64       `json:"lateness_mean_ms"`
+	Model          DeliveryModel `json:"model"`
+
+	// Scheduled Open model: arrivals due; closed model: think times ended.
+	Scheduled   int64    `json:"scheduled"`
+	TargetShare *float64 `json:"target_share,omitempty"`
+}
+
+// DeliveryModel defines model for Delivery.Model.
+type DeliveryModel string
+
 // EngineHealth defines model for EngineHealth.
 type EngineHealth struct {
-	ActiveVus     int64   `json:"active_vus"`
+	ActiveVus int64 `json:"active_vus"`
+
+	// BusyNs The VUs' time in iterations that ended in the second, think times left out.
+	BusyNs        *int64  `json:"busy_ns,omitempty"`
 	Cores         int     `json:"cores"`
 	Cpu           float64 `json:"cpu"`
 	Dropped       int64   `json:"dropped"`
@@ -952,6 +995,9 @@ type EngineHealth struct {
 	LatenessMaxNs int64   `json:"lateness_max_ns"`
 	LatenessSumNs int64   `json:"lateness_sum_ns"`
 	Scheduled     int64   `json:"scheduled"`
+
+	// TargetNs The part of busy_ns spent waiting on the target (each request's send to its response's end).
+	TargetNs *int64 `json:"target_ns,omitempty"`
 }
 
 // FieldError defines model for FieldError.
@@ -1587,7 +1633,12 @@ type RunSummary struct {
 	Groups   []LabelSummary   `json:"groups"`
 	Hooks    *[]LabelSummary  `json:"hooks,omitempty"`
 	Requests []LabelSummary   `json:"requests"`
-	Seconds  int              `json:"seconds"`
+
+	// Schedule In the open model, the latency from the schedule: from when each iteration was due to the end of its first
+	// request. The request tables' response times count from each request's send; the gap between the two is the
+	// generators' own lateness.
+	Schedule *LabelSummary `json:"schedule,omitempty"`
+	Seconds  int           `json:"seconds"`
 
 	// Stability How steady the run's throughput was over its steady state (after its ramp-up, before its ramp-down, without its
 	// first and last seconds): the coefficient of variation of the requests/s of each whole second. Absent when the run
@@ -1983,6 +2034,11 @@ type UserList struct {
 // VU was waiting on it while the generators had CPU to spare: the numbers measure the target), with its
 // `target_reasons`. Neither: the generators delivered the load.
 type Verdict struct {
+	// Delivery What the generators delivered of the load asked for. In the open model: the arrivals due (`scheduled`), those
+	// that found no free VU (`dropped`), those started more than 10 ms late (`late`), and how late the starts were
+	// (the generators' own lateness, kept apart from the target's latency). In both models: the share of the VUs'
+	// time in iterations (think times left out) spent waiting on the target, the rest being the generators' own work.
+	Delivery         *Delivery `json:"delivery,omitempty"`
 	GeneratorLimited bool      `json:"generator_limited"`
 	Reasons          *[]string `json:"reasons,omitempty"`
 	TargetLimited    *bool     `json:"target_limited,omitempty"`

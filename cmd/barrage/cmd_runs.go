@@ -416,18 +416,24 @@ func printRunResults(ctx context.Context, e env, cl *api.ClientWithResponses, r 
 	var s struct {
 		ElapsedS float64 `json:"elapsed_s"`
 		summary.Summary
+		Agents []struct {
+			Verdict summary.Verdict `json:"verdict"`
+		} `json:"agents"` // as res.JSON200.Agents, in the same order
 	}
 	if err := json.Unmarshal(res.Body, &s); err != nil {
 		return fmt.Errorf("the run's summary: %w", err)
 	}
 	fmt.Fprintf(e.stdout, "\nrun %s: %s (%s), %.1fs on %d agent(s)\n", r.Id, r.State, r.Reason, s.ElapsedS, len(res.JSON200.Agents))
 	s.Print(e.stdout)
-	for _, a := range res.JSON200.Agents {
+	for i, a := range res.JSON200.Agents {
 		agent := "(removed)"
 		if a.AgentId != nil {
 			agent = a.AgentId.String()
 		}
 		fmt.Fprintf(e.stdout, "agent %s: %s, %d requests, started %dms late\n", agent, a.State, a.Requests, a.LateStartMs)
+		for _, line := range strings.Split(s.Agents[i].Verdict.String(), "\n") {
+			fmt.Fprintln(e.stdout, "  "+line)
+		}
 	}
 	switch {
 	case s.Failed():

@@ -158,6 +158,9 @@ thresholds:
 		require.NoError(t, err, "stdout: %s\nstderr: %s", out, errOut)
 		require.Contains(t, out, "generator OK")
 		require.Regexp(t, `(?m)^  p99 < 5s: [0-9.]+(ms|µs|s), passed`, out, "thresholds read as barrage run prints them")
+		// What the generators delivered, for the run and for each agent.
+		require.Regexp(t, `(?m)^delivered: VUs spent \d+% of their time waiting on the target, \d+% in the generator$`, out)
+		require.Equal(t, 2, strings.Count(out, "  delivered: VUs spent"), "each agent's: %s", out)
 		// --watch follows the live stream: a line a second, merged across both agents.
 		require.Regexp(t, `vus +6 +\d+ req/s .* agents 2`, errOut)
 		require.Contains(t, errOut, "finished")

@@ -343,6 +343,7 @@ func (sh *shard) add(sec engine.Second) {
 	out := api.ShardSecond{Index: sec.Index, Snapshot: snap, Health: api.EngineHealth{
 		Cpu: h.CPU, Cores: h.Cores, LatenessMaxNs: int64(h.LatenessMax), LatenessSumNs: int64(h.LatenessSum),
 		Scheduled: h.Scheduled, Late: h.Late, Dropped: h.Dropped, ActiveVus: h.ActiveVUs,
+		BusyNs: ptr(int64(h.BusyTime)), TargetNs: ptr(int64(h.TargetTime)),
 	}}
 	if sh.monitors != nil {
 		if m := sh.monitors.take(sec.Index); m != nil {

@@ -156,13 +156,16 @@ func (s *Service) summarize(ctx context.Context, sc *script.Script, run barrage.
 	sum.Stability = summary.NewStability(rps, from, to)
 	sum.Stability.Explain(rps, monitors)
 
+	model := engine.Workload(sc, engine.LoadOptions(run.Load)).Model
+	var all []engine.Health // every agent's seconds: what they delivered together
 	for _, sh := range run.Shards {
 		share := AgentShare{ShardID: sh.ID, AgentID: sh.AgentID, State: string(sh.State), Reason: sh.Reason,
 			LateStartMS: sh.LateStart.Milliseconds()}
 		if t := byShard[sh.ID]; t != nil {
 			v := engine.Judge(t.healths)
 			share.Requests, share.Seconds = t.requests, len(t.healths)
-			share.Verdict = summary.VerdictOf(v)
+			share.Verdict = summary.VerdictOf(v, model)
+			all = append(all, t.healths...)
 			for _, r := range v.Reasons {
 				sum.Verdict.Reasons = append(sum.Verdict.Reasons, fmt.Sprintf("agent %s: %s", agentName(sh), r))
 			}
@@ -175,12 +178,12 @@ func (s *Service) summarize(ctx context.Context, sc *script.Script, run barrage.
 		}
 		sum.Agents = append(sum.Agents, share)
 	}
+	sum.Verdict.Delivery = summary.DeliveryOf(engine.Judge(all).Delivery, model)
 	sum.Verdict.GeneratorLimited = len(sum.Verdict.Reasons) > 0
 	sum.Verdict.TargetLimited = !sum.Verdict.GeneratorLimited && len(sum.Verdict.TargetReasons) > 0
 	return sum, nil
 }
 
-// agentName names a shard's agent in reasons: its id, or its segment once it was removed.
 // runScript is run's script, parsed.
 func (s *Service) runScript(ctx context.Context, run barrage.Run) (*script.Script, error) {
 	sc, err := s.store.Script(ctx, run.OwnerID, run.ScriptID)
@@ -194,6 +197,7 @@ func (s *Service) runScript(ctx context.Context, run barrage.Run) (*script.Scrip
 	return parsed, nil
 }
 
+// agentName names a shard's agent in reasons: its id, or its segment once it was removed.
 func agentName(sh barrage.Shard) string {
 	if sh.AgentID == nil {
 		return fmt.Sprintf("(removed, shard %d:%d/%d)", sh.From, sh.To, sh.Of)

@@ -167,8 +167,10 @@ type plan struct {
 	hookErrors map[string]int64
 	labels     []metrics.Key
 	rec        *metrics.Recorder
-	health     healthMeter
-	log        *slog.Logger
+	// scheduleLabel records the open model's latency from the schedule.
+	scheduleLabel int
+	health        healthMeter
+	log           *slog.Logger
 
 	iterations  atomic.Int64
 	unsent      atomic.Int64 // requests not sent because a variable they use was not set
@@ -295,6 +297,8 @@ func compile(s *script.Script, opts Options) (*plan, error) {
 		cg.label = len(p.labels)
 		p.labels = append(p.labels, metrics.GroupKey(cg.g.Name))
 	}
+	p.scheduleLabel = len(p.labels)
+	p.labels = append(p.labels, metrics.ScheduleKey)
 	p.hookLabels()
 	return p, nil
 }

@@ -373,8 +373,8 @@ load:
 }
 
 // A target that stalls for a second: the closed model would just wait, politely sending less;
-// the open model keeps the schedule, so the stall shows as latency measured from when each
-// request should have started, and as dropped iterations once every VU is stuck.
+// the open model keeps the schedule, so the stall shows as the latency of every request sent
+// into it, and as dropped iterations once every VU is stuck.
 func TestOpenModelExposesAStalledTarget(t *testing.T) {
 	t.Parallel()
 	var stalled atomic.Bool
@@ -417,6 +417,60 @@ load:
 		require.True(t, res.Verdict.TargetLimited, "starved VUs are reported")
 		require.Contains(t, res.Verdict.TargetReasons[0], "every VU was waiting on the target")
 	}
+}
+
+// The open model's response times are the target's: measured from each request's send, they
+// hold the stalls of a target that stalls 100 ms in every second as the target itself saw them
+// (its own p99 within 10%); the latency from the schedule is kept apart, and what the generator
+// delivered is accounted for: every arrival due, started or dropped, and how late.
+func TestOpenModelMeasuresTheTargetApartFromTheSchedule(t *testing.T) {
+	t.Parallel()
+	start := time.Now()
+	var mu sync.Mutex
+	var seen []time.Duration // as the target saw each request: its time in the handler
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		began := time.Now()
+		if phase := time.Since(start) % time.Second; phase < 100*time.Millisecond {
+			time.Sleep(100*time.Millisecond - phase) // stalled until the window ends
+		}
+		mu.Lock()
+		seen = append(seen, time.Since(began))
+		mu.Unlock()
+	}))
+	defer srv.Close()
+	s := parse(t, srv.URL, `
+version: 1
+name: stalls
+session:
+  groups:
+    - name: g
+      requests:
+        - { name: r, url: "${target}/" }
+load:
+  rate: 200/s
+  duration: 4s
+  max_vus: 100
+`)
+	res := run(t, s, engine.Options{})
+	st := stats(t, res, "r")
+	mu.Lock()
+	sort.Slice(seen, func(i, j int) bool { return seen[i] < seen[j] })
+	truth := seen[len(seen)*99/100]
+	mu.Unlock()
+	got := st.Latency.Quantile(0.99)
+	require.InDelta(t, float64(truth), float64(got), float64(truth)/10+float64(2*time.Millisecond),
+		"p99 %s, the target saw %s", got, truth)
+
+	sched := res.Total.Labels[metrics.ScheduleKey]
+	require.NotNil(t, sched, "the open model keeps the latency from the schedule")
+	require.Equal(t, st.Requests, sched.Requests)
+	require.GreaterOrEqual(t, sched.Latency.Quantile(0.5), st.Latency.Quantile(0.5), "the schedule's latency holds the response time")
+
+	d := res.Verdict.Delivery
+	require.Equal(t, res.Iterations+res.Dropped+res.Interrupted, d.Scheduled, "every arrival due was started or dropped")
+	require.InDelta(t, 800, d.Scheduled, 10)
+	require.Positive(t, d.BusyTime)
+	require.Greater(t, d.TargetShare(), 0.5, "VUs waited on the target most of their time")
 }
 
 // A stage ramping from zero brings the area under its rate: 0 to 100/s over 2 s is 100

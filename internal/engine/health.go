@@ -34,6 +34,11 @@ type Health struct {
 	Dropped int64 `json:"dropped"`
 	// ActiveVUs is the number of VUs running at the end of the interval.
 	ActiveVUs int64 `json:"active_vus"`
+	// BusyTime is the VUs' time in iterations that ended in the interval, think times left
+	// out; TargetTime the part of it spent waiting on the target, from each request's send to
+	// its response's end. The rest was the generator's own work.
+	BusyTime   time.Duration `json:"busy_ns,omitempty"`
+	TargetTime time.Duration `json:"target_ns,omitempty"`
 }
 
 // The bounds of one second's health as an agent may report it: far above what any generator
@@ -57,6 +62,10 @@ func (h Health) Check() error {
 		return fmt.Errorf("lateness_max_ns %d: must be from 0 to a week", h.LatenessMax)
 	case h.LatenessSum < 0 || h.LatenessSum > maxHealthCount*time.Second:
 		return fmt.Errorf("lateness_sum_ns %d: must be from 0 to %d", h.LatenessSum, maxHealthCount*time.Second)
+	case h.BusyTime < 0 || h.BusyTime > maxHealthCount*time.Second:
+		return fmt.Errorf("busy_ns %d: must be from 0 to %d", h.BusyTime, maxHealthCount*time.Second)
+	case h.TargetTime < 0 || h.TargetTime > maxHealthCount*time.Second:
+		return fmt.Errorf("target_ns %d: must be from 0 to %d", h.TargetTime, maxHealthCount*time.Second)
 	}
 	for _, c := range []struct {
 		name string
@@ -77,6 +86,8 @@ type healthMeter struct {
 	late        atomic.Int64
 	dropped     atomic.Int64
 	activeVUs   atomic.Int64
+	busyTime    atomic.Int64
+	targetTime  atomic.Int64
 
 	lastCPU  time.Duration
 	lastWall time.Time
@@ -115,6 +126,8 @@ func (m *healthMeter) rotate(now time.Time) Health {
 		Late:        m.late.Swap(0),
 		Dropped:     m.dropped.Swap(0),
 		ActiveVUs:   m.activeVUs.Load(),
+		BusyTime:    time.Duration(m.busyTime.Swap(0)),
+		TargetTime:  time.Duration(m.targetTime.Swap(0)),
 		// GOMAXPROCS, not NumCPU: in a container limited to 2 CPUs on a 64-core host, the
 		// limit is what the generator can saturate.
 		Cores: runtime.GOMAXPROCS(0),
@@ -134,6 +147,30 @@ type Verdict struct {
 	Reasons          []string
 	TargetLimited    bool
 	TargetReasons    []string
+	// Delivery is what the generator delivered of the load asked for.
+	Delivery Delivery
+}
+
+// Delivery is whether a generator delivered the load asked for (SLOB's rule two): in the open
+// model, the arrivals it started of those due, and how late; in the closed model, how the VUs'
+// time split between waiting on the target and the generator's own work.
+type Delivery struct {
+	// Scheduled counts the open model's arrivals due (the closed model's think times), Late
+	// those more than lateThreshold late, Dropped the arrivals that found no free VU.
+	Scheduled, Late, Dropped int64
+	// LatenessMean and LatenessMax are how late the scheduled starts were.
+	LatenessMean, LatenessMax time.Duration
+	// BusyTime and TargetTime are the VUs' time in iterations (think times left out) and the
+	// part of it spent waiting on the target.
+	BusyTime, TargetTime time.Duration
+}
+
+// TargetShare is the share of the VUs' busy time spent waiting on the target, 0 when unknown.
+func (d Delivery) TargetShare() float64 {
+	if d.BusyTime <= 0 {
+		return 0
+	}
+	return min(float64(d.TargetTime)/float64(d.BusyTime), 1)
 }
 
 // Judge gives the verdict on a generator from its health, second by second: one agent's, or a
@@ -145,7 +182,7 @@ func Judge(seconds []Health) Verdict {
 	}
 	cores := seconds[0].Cores
 	saturated, late, scheduled, dropped := 0, int64(0), int64(0), int64(0)
-	var worst time.Duration
+	var worst, lateness time.Duration
 	for _, h := range seconds {
 		// A process using all but a sliver of the machine cannot also keep its clock.
 		if h.CPU >= 0.9 {
@@ -155,6 +192,13 @@ func Judge(seconds []Health) Verdict {
 		scheduled += h.Scheduled
 		dropped += h.Dropped
 		worst = max(worst, h.LatenessMax)
+		lateness += h.LatenessSum
+		v.Delivery.BusyTime += h.BusyTime
+		v.Delivery.TargetTime += h.TargetTime
+	}
+	v.Delivery.Scheduled, v.Delivery.Late, v.Delivery.Dropped, v.Delivery.LatenessMax = scheduled, late, dropped, worst
+	if scheduled > 0 {
+		v.Delivery.LatenessMean = lateness / time.Duration(scheduled)
 	}
 	if saturated*4 >= len(seconds) {
 		v.Reasons = append(v.Reasons, fmt.Sprintf("CPU saturated (90%%+ of %d cores) in %d of %d seconds", cores, saturated, len(seconds)))

@@ -48,6 +48,7 @@ func (p *plan) runOpen(startCtx, hardCtx context.Context, start time.Time) {
 		return v
 	}
 
+	clock := newArrivalClock()
 	// Arrivals are spaced by the area under the rate curve: the n-th iteration is due when the
 	// stages' cumulative arrivals reach n. Spacing by the rate at the start of each gap instead
 	// would, on a ramp from zero, wait almost forever for the second arrival.
@@ -60,16 +61,7 @@ func (p *plan) runOpen(startCtx, hardCtx context.Context, start time.Time) {
 				continue // another shard's arrival
 			}
 			due := stageStart.Add(arrivalTime(st, n-cum))
-			if wait := time.Until(due); wait > 0 {
-				t := time.NewTimer(wait)
-				select {
-				case <-startCtx.Done():
-					t.Stop()
-					return
-				case <-t.C:
-				}
-			}
-			if startCtx.Err() != nil {
+			if !clock.waitUntil(startCtx, due) {
 				return
 			}
 			p.health.observe(due, time.Now())

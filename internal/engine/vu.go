@@ -31,7 +31,8 @@ type vu struct {
 	// the VU's scope were fetched.
 	pluginVars map[string]string
 	vuValues   bool
-	iter       int64 // iterations started, from 1
+	iter       int64     // iterations started, from 1
+	busyFrom   time.Time // since when the iteration has been busy (not thinking)
 	lookup     script.Lookup
 
 	urlBuf, bodyBuf, valBuf []byte
@@ -90,10 +91,15 @@ func (v *vu) close() {
 // errExhausted means a sequential data file has no row left for another iteration.
 var errExhausted = errors.New("data exhausted")
 
-// iteration runs the session once. measureFrom is when the iteration was due to start: in the
-// open model its first request's latency counts from then, so a late start caused by a slow
-// target shows in the numbers instead of hiding (coordinated omission). ctx cuts it short.
+// iteration runs the session once. measureFrom is when the iteration was due to start, in the
+// open model: its first request's latency from the schedule (from then to the request's end,
+// whatever made it late) is recorded apart from its response time (from its send), which is the
+// target's alone: an arrival never waits for a VU (it is dropped when none is free), so what
+// lies between the due time and the send is the generator's own lateness. ctx cuts it short.
 func (v *vu) iteration(ctx context.Context, measureFrom time.Time) error {
+	// The VU's busy time is counted as it goes, think times left out (think pauses it).
+	v.busyFrom = time.Now()
+	defer func() { v.p.health.busyTime.Add(int64(time.Since(v.busyFrom))) }()
 	if len(v.vars) > 0 { // clearing even an empty map walks its table
 		clear(v.vars)
 	}
@@ -120,9 +126,6 @@ func (v *vu) iteration(ctx context.Context, measureFrom time.Time) error {
 	for gi, g := range v.p.groups {
 		lastGroup := gi == len(v.p.groups)-1
 		groupStart := time.Now()
-		if !measureFrom.IsZero() {
-			groupStart = measureFrom
-		}
 		var groupBytesIn, groupBytesOut int64
 		groupClass := metrics.NoError
 		for ri, r := range g.requests {
@@ -165,7 +168,10 @@ func (v *vu) think(ctx context.Context, t *script.Think) error {
 	if d <= 0 {
 		return nil
 	}
-	due := time.Now().Add(d)
+	now := time.Now()
+	v.p.health.busyTime.Add(int64(now.Sub(v.busyFrom)))
+	defer func() { v.busyFrom = time.Now() }()
+	due := now.Add(d)
 	timer := time.NewTimer(d)
 	defer timer.Stop()
 	select {
@@ -208,9 +214,6 @@ func (v *vu) request(ctx context.Context, r *compiledRequest, measureFrom time.T
 		}
 	}
 	start := time.Now()
-	if measureFrom.IsZero() {
-		measureFrom = start
-	}
 	var jar cookieJar
 	if v.jar != nil {
 		jar = v.jar
@@ -218,7 +221,7 @@ func (v *vu) request(ctx context.Context, r *compiledRequest, measureFrom time.T
 	ex.deadline = start.Add(ex.timeout)
 	v.t.do(ctx, ex, jar, &v.rep)
 	end := time.Now()
-	elapsed := end.Sub(measureFrom)
+	elapsed := end.Sub(start)
 	rep := &v.rep
 	if rep.interrupted {
 		return metrics.NoError, rep.bytesIn, rep.bytesOut // not a measurement: the run ended
@@ -240,6 +243,10 @@ func (v *vu) request(ctx context.Context, r *compiledRequest, measureFrom time.T
 		failures = append(failures, checkFailures...)
 	}
 	v.p.rec.Label(r.label).Record(elapsed, rep.bytesIn, rep.bytesOut, class)
+	v.p.health.targetTime.Add(int64(elapsed))
+	if !measureFrom.IsZero() {
+		v.p.rec.Label(v.p.scheduleLabel).Record(end.Sub(measureFrom), 0, 0, class)
+	}
 	if rep.err != nil && errors.Is(rep.err, netpolicy.ErrRefused) {
 		// The agent refuses where the request goes, before sending anything: every iteration
 		// would be refused alike, as fast as the CPU goes. The run ends, saying why.

@@ -75,6 +75,9 @@ func (s *server) AgentReport(ctx context.Context, req api.AgentReportRequestObje
 			CPU: h.Cpu, Cores: h.Cores, LatenessMax: time.Duration(h.LatenessMaxNs), LatenessSum: time.Duration(h.LatenessSumNs),
 			Scheduled: h.Scheduled, Late: h.Late, Dropped: h.Dropped, ActiveVUs: h.ActiveVus,
 		}}
+		if h.BusyNs != nil && h.TargetNs != nil {
+			rep.Seconds[i].Health.BusyTime, rep.Seconds[i].Health.TargetTime = time.Duration(*h.BusyNs), time.Duration(*h.TargetNs)
+		}
 		if sec.Monitors != nil {
 			m := &control.MonitorValues{Values: *sec.Monitors}
 			if sec.MonitorUnits != nil {

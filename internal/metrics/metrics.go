@@ -106,12 +106,18 @@ const (
 	Request Kind = iota // one request of the session
 	Group               // a group of requests: one sample per pass through it
 	Hook                // a url plugin's hook calls
+	// Schedule is the open model's latency from the schedule: from when each iteration was
+	// due to the end of its first request, the generator's own lateness included.
+	Schedule
 
 	// NumKinds is the number of Kind values.
 	NumKinds
 )
 
-var kindNames = [NumKinds]string{"request", "group", "hook"}
+var kindNames = [NumKinds]string{"request", "group", "hook", "schedule"}
+
+// ScheduleKey is the one label of kind Schedule.
+var ScheduleKey = Key{Schedule, "from schedule"}
 
 // String is the kind's name in reports and the API: "request", "group", "hook".
 func (k Kind) String() string {

@@ -7,6 +7,7 @@
 package monitor
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -203,13 +204,17 @@ func (s *Scraper) read(ctx context.Context, m *script.Monitor, now time.Time) (s
 	if res.StatusCode != http.StatusOK {
 		return sc, fmt.Errorf("%s answered %s", m.URL, res.Status)
 	}
-	body := io.LimitReader(res.Body, maxBody+1)
-	lr := &countingReader{r: body}
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	families, err := parser.TextToMetricFamilies(lr)
-	if lr.n > maxBody {
+	// Read whole (and at most maxBody) before parsing: an endpoint that sends too much is
+	// refused at once, not after parsing what it sent.
+	body, err := io.ReadAll(io.LimitReader(res.Body, maxBody+1))
+	if err != nil {
+		return sc, fmt.Errorf("%s: %w", m.URL, err)
+	}
+	if len(body) > maxBody {
 		return sc, fmt.Errorf("%s: the answer is over %d MiB", m.URL, maxBody>>20)
 	}
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(bytes.NewReader(body))
 	if err != nil {
 		return sc, fmt.Errorf("%s: not the Prometheus text format: %v", m.URL, err)
 	}
@@ -270,17 +275,6 @@ func sampleValue(m *dto.Metric) float64 {
 		return m.Histogram.GetSampleSum()
 	}
 	return 0
-}
-
-type countingReader struct {
-	r io.Reader
-	n int64
-}
-
-func (c *countingReader) Read(p []byte) (int, error) {
-	n, err := c.r.Read(p)
-	c.n += int64(n)
-	return n, err
 }
 
 // Series are the values kept, monitor by monitor, in the script's order.

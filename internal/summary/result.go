@@ -106,7 +106,7 @@ func NewResult(res *engine.Result) *Result {
 	}
 	r.HookErrors = res.HookErrors
 	r.Thresholds = Thresholds(res.Thresholds)
-	r.Verdict = VerdictOf(res.Verdict)
+	r.Verdict = VerdictOf(res.Verdict, res.Model)
 	return r
 }
 

@@ -67,7 +67,7 @@ func (s *SeriesCSV) Flush() error {
 }
 
 // SummaryCSVHeader are the columns of a summary as CSV: one row per label, all requests first,
-// then each request, group and hook.
+// then each request, group and hook, and in the open model the latency from the schedule.
 var SummaryCSVHeader = []string{"kind", "label", "count", "rps", "error_rate", "bytes_in", "bytes_out",
 	"min_ms", "mean_ms", "p50_ms", "p90_ms", "p95_ms", "p99_ms", "max_ms"}
 
@@ -90,7 +90,7 @@ func (s *Summary) WriteCSV(w io.Writer) error {
 	for _, set := range []struct {
 		kind   string
 		labels []Label
-	}{{"request", s.Requests}, {"group", s.Groups}, {"hook", s.Hooks}} {
+	}{{"request", s.Requests}, {"group", s.Groups}, {"hook", s.Hooks}, {"schedule", scheduleLabels(s.Schedule)}} {
 		for _, l := range set.labels {
 			if err := row(set.kind, l); err != nil {
 				return err
@@ -99,4 +99,11 @@ func (s *Summary) WriteCSV(w io.Writer) error {
 	}
 	cw.Flush()
 	return cw.Error()
+}
+
+func scheduleLabels(l *Label) []Label {
+	if l == nil {
+		return nil
+	}
+	return []Label{*l}
 }

@@ -90,30 +90,88 @@ func (t Threshold) ObservedText() string {
 }
 
 // Verdict says what limited the load: a generator (and then the numbers measure the tool) or
-// the target (which could not take the load asked for: the numbers measure it).
+// the target (which could not take the load asked for: the numbers measure it); and what the
+// generator delivered of the load.
 type Verdict struct {
-	GeneratorLimited bool     `json:"generator_limited"`
-	Reasons          []string `json:"reasons,omitempty"`
-	TargetLimited    bool     `json:"target_limited,omitempty"`
-	TargetReasons    []string `json:"target_reasons,omitempty"`
+	GeneratorLimited bool      `json:"generator_limited"`
+	Reasons          []string  `json:"reasons,omitempty"`
+	TargetLimited    bool      `json:"target_limited,omitempty"`
+	TargetReasons    []string  `json:"target_reasons,omitempty"`
+	Delivery         *Delivery `json:"delivery,omitempty"`
 }
 
-// VerdictOf is the engine's verdict as results tell it.
-func VerdictOf(v engine.Verdict) Verdict {
-	return Verdict{GeneratorLimited: v.GeneratorLimited, Reasons: v.Reasons, TargetLimited: v.TargetLimited, TargetReasons: v.TargetReasons}
+// Delivery is whether a generator delivered the load asked for: in the open model, the arrivals
+// it started of those due and how late it started them (its own lateness, apart from the
+// target's latency); in the closed model, how its VUs' time split between waiting on the target
+// and its own work.
+type Delivery struct {
+	Model string `json:"model"`
+	// Scheduled counts the open model's arrivals due (the closed model's think times ending),
+	// Late those more than 10 ms late, Dropped the arrivals that found no free VU.
+	Scheduled int64 `json:"scheduled"`
+	Late      int64 `json:"late"`
+	Dropped   int64 `json:"dropped"`
+	// LatenessMeanMS and LatenessMaxMS are how late the scheduled starts were.
+	LatenessMeanMS float64 `json:"lateness_mean_ms"`
+	LatenessMaxMS  float64 `json:"lateness_max_ms"`
+	// TargetShare is the share of the VUs' time in iterations (think times left out) spent
+	// waiting on the target; the rest was the generator's. Absent when not measured.
+	TargetShare *float64 `json:"target_share,omitempty"`
 }
 
-// String is the verdict as people read it, one sentence, then one reason a line.
+// VerdictOf is the engine's verdict on a generator of a run of model as results tell it.
+func VerdictOf(v engine.Verdict, model script.Model) Verdict {
+	return Verdict{GeneratorLimited: v.GeneratorLimited, Reasons: v.Reasons, TargetLimited: v.TargetLimited,
+		TargetReasons: v.TargetReasons, Delivery: DeliveryOf(v.Delivery, model)}
+}
+
+// DeliveryOf is d, of a run of model, as results tell it.
+func DeliveryOf(d engine.Delivery, model script.Model) *Delivery {
+	out := &Delivery{Model: model.String(), Scheduled: d.Scheduled, Late: d.Late, Dropped: d.Dropped,
+		LatenessMeanMS: Millis(d.LatenessMean), LatenessMaxMS: Millis(d.LatenessMax)}
+	if d.BusyTime > 0 {
+		share := d.TargetShare()
+		out.TargetShare = &share
+	}
+	return out
+}
+
+// String is what the generator delivered in a sentence.
+func (d *Delivery) String() string {
+	var parts []string
+	if d.Model == script.Open.String() && d.Scheduled > 0 {
+		started := d.Scheduled - d.Dropped
+		parts = append(parts, fmt.Sprintf("started %d of %d arrivals due (%.1f%%), %s late on average (worst %s)",
+			started, d.Scheduled, float64(started)*100/float64(d.Scheduled), msText(d.LatenessMeanMS), msText(d.LatenessMaxMS)))
+	}
+	if d.TargetShare != nil {
+		parts = append(parts, fmt.Sprintf("VUs spent %.0f%% of their time waiting on the target, %.0f%% in the generator",
+			*d.TargetShare*100, (1-*d.TargetShare)*100))
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return "delivered: " + strings.Join(parts, "; ")
+}
+
+// String is the verdict as people read it, one sentence, then one reason a line, then what
+// the generator delivered.
 func (v Verdict) String() string {
+	var s string
 	switch {
 	case v.GeneratorLimited:
-		return "generator was the bottleneck; these numbers measure the tool and understate the target's capacity:\n  - " +
+		s = "generator was the bottleneck; these numbers measure the tool and understate the target's capacity:\n  - " +
 			strings.Join(v.Reasons, "\n  - ")
 	case v.TargetLimited:
-		return "the target was the limit: it could not take the load asked for; these numbers measure the target:\n  - " +
+		s = "the target was the limit: it could not take the load asked for; these numbers measure the target:\n  - " +
 			strings.Join(v.TargetReasons, "\n  - ")
+	default:
+		s = "generator OK: the numbers measure the target"
 	}
-	return "generator OK: the numbers measure the target"
+	if d := v.Delivery; d != nil && d.String() != "" {
+		s += "\n" + d.String()
+	}
+	return s
 }
 
 // Summary is a run's account: the figures of all its requests together, of each request, group
@@ -123,6 +181,10 @@ type Summary struct {
 	Requests []Label `json:"requests"`
 	Groups   []Label `json:"groups"`
 	Hooks    []Label `json:"hooks,omitempty"`
+	// Schedule, in the open model, is the latency from the schedule: from when each iteration
+	// was due to its first request's end. Its gap to the first request's response time is the
+	// generators' own lateness.
+	Schedule *Label `json:"schedule,omitempty"`
 	// HookErrors counts failed hook calls by reason.
 	HookErrors map[string]int64 `json:"hook_errors,omitempty"`
 	Errors     map[string]int64 `json:"errors"`
@@ -154,6 +216,10 @@ func New(total *metrics.Snapshot, requests, groups []string, elapsed time.Durati
 			s.Hooks = append(s.Hooks, NewLabel(k.Name, total.Labels[k], elapsed))
 		}
 	}
+	if st, ok := total.Labels[metrics.ScheduleKey]; ok {
+		l := NewLabel(metrics.ScheduleKey.Name, st, elapsed)
+		s.Schedule = &l
+	}
 	return s
 }
 
@@ -179,6 +245,9 @@ func (s *Summary) Print(w io.Writer) {
 		row(l.Name, l)
 	}
 	row(s.Total.Name, s.Total)
+	if s.Schedule != nil {
+		row("from schedule", *s.Schedule)
+	}
 	for _, l := range s.Groups {
 		row("group "+l.Name, l)
 	}

@@ -149,7 +149,7 @@ func runLevel(ctx context.Context, s *script.Script, n int, o Options) (Level, e
 	}
 	lv.Reliability = 1 - lv.ErrorRate
 	lv.OKRPS = float64(st.Requests-st.Failed()) / secs
-	lv.Verdict = summary.VerdictOf(r.Verdict)
+	lv.Verdict = summary.VerdictOf(r.Verdict, r.Model)
 	if r.Stop.Reason != engine.Completed {
 		lv.Stopped = r.Stop.String()
 		lv.LateStart = false // a level cut short is not judged

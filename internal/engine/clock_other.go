@@ -1,0 +1,28 @@
+//go:build !linux
+
+package engine
+
+import (
+	"context"
+	"time"
+)
+
+// newArrivalClock is the open model's clock elsewhere than Linux: the runtime's timers.
+func newArrivalClock() arrivalClock { return arrivalClock{} }
+
+// arrivalClock waits for arrivals' due times.
+type arrivalClock struct{}
+
+// waitUntil waits for due, and reports false if ctx ended first.
+func (arrivalClock) waitUntil(ctx context.Context, due time.Time) bool {
+	if w := time.Until(due); w > 0 {
+		t := time.NewTimer(w)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return false
+		case <-t.C:
+		}
+	}
+	return ctx.Err() == nil
+}
