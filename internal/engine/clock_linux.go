@@ -30,14 +30,8 @@ type arrivalClock struct{}
 // waitUntil waits for due, and reports false if ctx ended first. Until the last coarseMargin it
 // waits on a timer, so ctx can end it; the rest, in nanosleep.
 func (arrivalClock) waitUntil(ctx context.Context, due time.Time) bool {
-	if w := time.Until(due) - coarseMargin; w > 0 {
-		t := time.NewTimer(w)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return false
-		case <-t.C:
-		}
+	if !sleep(ctx, time.Until(due)-coarseMargin) {
+		return false
 	}
 	if w := time.Until(due); w > 0 {
 		ts := unix.NsecToTimespec(int64(w))

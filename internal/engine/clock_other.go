@@ -15,14 +15,5 @@ type arrivalClock struct{}
 
 // waitUntil waits for due, and reports false if ctx ended first.
 func (arrivalClock) waitUntil(ctx context.Context, due time.Time) bool {
-	if w := time.Until(due); w > 0 {
-		t := time.NewTimer(w)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return false
-		case <-t.C:
-		}
-	}
-	return ctx.Err() == nil
+	return sleep(ctx, time.Until(due))
 }

@@ -91,13 +91,23 @@ func (p *plan) runOpen(startCtx, hardCtx context.Context, start time.Time) {
 	}
 	// The last arrival may come before the end of the last stage: keep the run going to its
 	// duration, as the schedule says, then let the graceful stop begin.
-	if wait := time.Until(stageStart); wait > 0 {
-		select {
-		case <-startCtx.Done():
-		case <-time.After(wait):
-		}
-	}
+	sleep(startCtx, time.Until(stageStart))
 	p.stopStarting()
+}
+
+// sleep waits d on the runtime's timer, and reports false if ctx ended first.
+func sleep(ctx context.Context, d time.Duration) bool {
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
 }
 
 // stageArrivals is how many iterations a stage brings: the area under its rate.
