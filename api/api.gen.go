@@ -862,6 +862,12 @@ type CreateRunRequest struct {
 	// Stages The open model's stages in place of the script's load (`vus` is then their max VUs); without `rate` and `duration_seconds`.
 	Stages *[]RunStage `json:"stages,omitempty"`
 
+	// Sweep A concurrency sweep in place of the script's load: its session in the closed model at each level of VUs in turn
+	// (ascending), for `step_seconds` each, on one agent; the run's results are the sweep's levels, the Universal
+	// Scalability Law fitted to them and the knee (`/v1/runs/{id}/sweep`). It goes without `vus`, `duration_seconds`,
+	// `rate` and `stages`; the license admits it as its highest level for all its steps.
+	Sweep *RunSweep `json:"sweep,omitempty"`
+
 	// TestId Run this test's latest revision: its script is generated first, on the first of the run's agents, once the run is admitted.
 	TestId *openapi_types.UUID `json:"test_id,omitempty"`
 	Vus    *int                `json:"vus,omitempty"`
@@ -1241,6 +1247,12 @@ type LoadOverrides struct {
 
 	// Stages The open model's stages, one after the other, in place of the script's load (with `vus` as its max VUs). They go without `rate` and `duration_seconds`.
 	Stages *[]RunStage `json:"stages,omitempty"`
+
+	// Sweep A concurrency sweep in place of the script's load: its session in the closed model at each level of VUs in turn
+	// (ascending), for `step_seconds` each, on one agent; the run's results are the sweep's levels, the Universal
+	// Scalability Law fitted to them and the knee (`/v1/runs/{id}/sweep`). It goes without `vus`, `duration_seconds`,
+	// `rate` and `stages`; the license admits it as its highest level for all its steps.
+	Sweep *RunSweep `json:"sweep,omitempty"`
 
 	// Vus VUs (closed model), or max VUs with a rate.
 	Vus *int `json:"vus,omitempty"`
@@ -1655,6 +1667,15 @@ type RunSummary struct {
 	Verdict Verdict `json:"verdict"`
 }
 
+// RunSweep A concurrency sweep in place of the script's load: its session in the closed model at each level of VUs in turn
+// (ascending), for `step_seconds` each, on one agent; the run's results are the sweep's levels, the Universal
+// Scalability Law fitted to them and the knee (`/v1/runs/{id}/sweep`). It goes without `vus`, `duration_seconds`,
+// `rate` and `stages`; the license admits it as its highest level for all its steps.
+type RunSweep struct {
+	StepSeconds int   `json:"step_seconds"`
+	Vus         []int `json:"vus"`
+}
+
 // Scope `read`: safe methods; `write`: changes to your own data; `plugins:write`: publishing and deprecating plugin versions; `admin`: admin routes, for admins only.
 type Scope string
 
@@ -1780,6 +1801,9 @@ type ShardResult struct {
 	Interrupted *int64            `json:"interrupted,omitempty"`
 	Iterations  *int64            `json:"iterations,omitempty"`
 
+	// SweepLevels A sweep's levels, as the agent measured them.
+	SweepLevels *[]SweepLevel `json:"sweep_levels,omitempty"`
+
 	// Unsent Requests never sent because a variable they use was not set.
 	Unsent *int64 `json:"unsent,omitempty"`
 }
@@ -1865,6 +1889,59 @@ type StopInstruction struct {
 
 // StopReason defines model for StopReason.
 type StopReason string
+
+// SweepLevel One level of a concurrency sweep: the script's session run by `vus` VUs in the closed model for a step, measured
+// without its first second (unless the step is 2 s or less).
+type SweepLevel struct {
+	ErrorRate float64 `json:"error_rate"`
+
+	// LateStart The level's VUs were not all running by the end of its first second.
+	LateStart bool `json:"late_start"`
+
+	// OkRps Successful requests per second: what the fit and the knee are told on.
+	OkRps       float64 `json:"ok_rps"`
+	P50Ms       float64 `json:"p50_ms"`
+	P95Ms       float64 `json:"p95_ms"`
+	P99Ms       float64 `json:"p99_ms"`
+	Reliability float64 `json:"reliability"`
+	Requests    int64   `json:"requests"`
+	Rps         float64 `json:"rps"`
+	Seconds     float64 `json:"seconds"`
+
+	// Stopped Why the level ended before its time; such a level is left out of the fit and the knee.
+	Stopped *string `json:"stopped,omitempty"`
+
+	// Verdict What limited the load. `generator_limited`: a generator's CPU or clock (the numbers measure the tool), with its
+	// `reasons`. Else `target_limited`: the target could not take the load asked for (iterations dropped because every
+	// VU was waiting on it while the generators had CPU to spare: the numbers measure the target), with its
+	// `target_reasons`. Neither: the generators delivered the load.
+	Verdict Verdict `json:"verdict"`
+	Vus     int     `json:"vus"`
+}
+
+// SweepResult defines model for SweepResult.
+type SweepResult struct {
+	// Fit The Universal Scalability Law X(N) = λN / (1 + σ(N−1) + κN(N−1)) fitted to the levels' successful throughput.
+	Fit *struct {
+		Kappa  float64 `json:"Kappa"`
+		Lambda float64 `json:"Lambda"`
+		R2     float64 `json:"R2"`
+		Sigma  float64 `json:"Sigma"`
+	} `json:"fit,omitempty"`
+
+	// FitError Why there is no fit (fewer than 3 levels that ran whole, no throughput).
+	FitError *string `json:"fit_error,omitempty"`
+
+	// KneeVus The level past which successful throughput stops growing while p95 climbs; absent when none.
+	KneeVus *int         `json:"knee_vus,omitempty"`
+	Levels  []SweepLevel `json:"levels"`
+	PeakRps *float64     `json:"peak_rps,omitempty"`
+
+	// PeakVus The fit's predicted peak; absent when it predicts none.
+	PeakVus *float64 `json:"peak_vus,omitempty"`
+	Script  string   `json:"script"`
+	StepS   float64  `json:"step_s"`
+}
 
 // Test defines model for Test.
 type Test struct {
@@ -3092,6 +3169,32 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /v1/runs/{id}/summary.csv (the `GetRunSummaryCSV` operationId).
 	GetRunSummaryCSV(ctx context.Context, id ID, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetRunSweep A sweep run's levels, fit and knee
+	//
+	// For a run created with `sweep`, once it has ended (`409` before; `404` for a run that is not a sweep, or not
+	// yours): each level's figures as its agent measured them, the Universal Scalability Law fitted to their
+	// successful throughput with its predicted peak, and the knee, as `barrage sweep` gives them locally.
+	//
+	// Corresponds with GET /v1/runs/{id}/sweep (the `GetRunSweep` operationId).
+	GetRunSweep(ctx context.Context, id ID, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetRunSweepCSV A sweep run's levels as CSV
+	//
+	// The levels of `/v1/runs/{id}/sweep` in the columns `barrage sweep --csv` writes, one row per level: `vus`,
+	// `seconds`, `requests`, `rps`, `ok_rps`, `p50_ms`, `p95_ms`, `p99_ms`, `error_rate`, `reliability`, `generator`
+	// (ok, tool, target), `late_start`, `usl_rps` (the fit at that level), `knee`, `stopped`.
+	//
+	// Corresponds with GET /v1/runs/{id}/sweep.csv (the `GetRunSweepCSV` operationId).
+	GetRunSweepCSV(ctx context.Context, id ID, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetRunSweepReport A sweep run's report, one self-contained HTML page
+	//
+	// The page `barrage sweep --report` writes: successful throughput (with the fit's curve) and latency against
+	// concurrency with the knee marked, and the levels' table. It fetches nothing when viewed.
+	//
+	// Corresponds with GET /v1/runs/{id}/sweep.html (the `GetRunSweepReport` operationId).
+	GetRunSweepReport(ctx context.Context, id ID, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// CreateScriptWithBody Upload a script
 	//
@@ -4824,6 +4927,62 @@ func (c *Client) GetRunSummary(ctx context.Context, id ID, reqEditors ...Request
 // Corresponds with GET /v1/runs/{id}/summary.csv (the `GetRunSummaryCSV` operationId).
 func (c *Client) GetRunSummaryCSV(ctx context.Context, id ID, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetRunSummaryCSVRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetRunSweep A sweep run's levels, fit and knee
+//
+// For a run created with `sweep`, once it has ended (`409` before; `404` for a run that is not a sweep, or not
+// yours): each level's figures as its agent measured them, the Universal Scalability Law fitted to their
+// successful throughput with its predicted peak, and the knee, as `barrage sweep` gives them locally.
+//
+// Corresponds with GET /v1/runs/{id}/sweep (the `GetRunSweep` operationId).
+func (c *Client) GetRunSweep(ctx context.Context, id ID, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetRunSweepRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetRunSweepCSV A sweep run's levels as CSV
+//
+// The levels of `/v1/runs/{id}/sweep` in the columns `barrage sweep --csv` writes, one row per level: `vus`,
+// `seconds`, `requests`, `rps`, `ok_rps`, `p50_ms`, `p95_ms`, `p99_ms`, `error_rate`, `reliability`, `generator`
+// (ok, tool, target), `late_start`, `usl_rps` (the fit at that level), `knee`, `stopped`.
+//
+// Corresponds with GET /v1/runs/{id}/sweep.csv (the `GetRunSweepCSV` operationId).
+func (c *Client) GetRunSweepCSV(ctx context.Context, id ID, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetRunSweepCSVRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetRunSweepReport A sweep run's report, one self-contained HTML page
+//
+// The page `barrage sweep --report` writes: successful throughput (with the fit's curve) and latency against
+// concurrency with the knee marked, and the levels' table. It fetches nothing when viewed.
+//
+// Corresponds with GET /v1/runs/{id}/sweep.html (the `GetRunSweepReport` operationId).
+func (c *Client) GetRunSweepReport(ctx context.Context, id ID, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetRunSweepReportRequest(c.Server, id)
 	if err != nil {
 		return nil, err
 	}
@@ -7986,6 +8145,108 @@ func NewGetRunSummaryCSVRequest(server string, id ID) (*http.Request, error) {
 	return req, nil
 }
 
+// NewGetRunSweepRequest constructs an http.Request for the GetRunSweep method
+func NewGetRunSweepRequest(server string, id ID) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: "uuid"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/runs/%s/sweep", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewGetRunSweepCSVRequest constructs an http.Request for the GetRunSweepCSV method
+func NewGetRunSweepCSVRequest(server string, id ID) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: "uuid"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/runs/%s/sweep.csv", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewGetRunSweepReportRequest constructs an http.Request for the GetRunSweepReport method
+func NewGetRunSweepReportRequest(server string, id ID) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: "uuid"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/runs/%s/sweep.html", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewCreateScriptRequest calls the generic CreateScript builder with application/json body
 func NewCreateScriptRequest(server string, body CreateScriptJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
@@ -9608,6 +9869,38 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /v1/runs/{id}/summary.csv (the `GetRunSummaryCSV` operationId).
 	GetRunSummaryCSVWithResponse(ctx context.Context, id ID, reqEditors ...RequestEditorFn) (*GetRunSummaryCSVResponse, error)
+
+	// GetRunSweepWithResponse A sweep run's levels, fit and knee
+	//
+	// For a run created with `sweep`, once it has ended (`409` before; `404` for a run that is not a sweep, or not
+	// yours): each level's figures as its agent measured them, the Universal Scalability Law fitted to their
+	// successful throughput with its predicted peak, and the knee, as `barrage sweep` gives them locally.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/runs/{id}/sweep (the `GetRunSweep` operationId).
+	GetRunSweepWithResponse(ctx context.Context, id ID, reqEditors ...RequestEditorFn) (*GetRunSweepResponse, error)
+
+	// GetRunSweepCSVWithResponse A sweep run's levels as CSV
+	//
+	// The levels of `/v1/runs/{id}/sweep` in the columns `barrage sweep --csv` writes, one row per level: `vus`,
+	// `seconds`, `requests`, `rps`, `ok_rps`, `p50_ms`, `p95_ms`, `p99_ms`, `error_rate`, `reliability`, `generator`
+	// (ok, tool, target), `late_start`, `usl_rps` (the fit at that level), `knee`, `stopped`.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/runs/{id}/sweep.csv (the `GetRunSweepCSV` operationId).
+	GetRunSweepCSVWithResponse(ctx context.Context, id ID, reqEditors ...RequestEditorFn) (*GetRunSweepCSVResponse, error)
+
+	// GetRunSweepReportWithResponse A sweep run's report, one self-contained HTML page
+	//
+	// The page `barrage sweep --report` writes: successful throughput (with the fit's curve) and latency against
+	// concurrency with the knee marked, and the levels' table. It fetches nothing when viewed.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/runs/{id}/sweep.html (the `GetRunSweepReport` operationId).
+	GetRunSweepReportWithResponse(ctx context.Context, id ID, reqEditors ...RequestEditorFn) (*GetRunSweepReportResponse, error)
 
 	// CreateScriptWithBodyWithResponse Upload a script
 	//
@@ -15077,6 +15370,262 @@ func (r GetRunSummaryCSVResponse) ContentType() string {
 	return ""
 }
 
+// GetRunSweepResponse503Headers the declared response headers of an HTTP 503 response for GetRunSweep
+type GetRunSweepResponse503Headers struct {
+	RetryAfter *int
+}
+
+type GetRunSweepResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *SweepResult
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Problem
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *Problem
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *Problem
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *DatabaseUnavailable
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *GetRunSweepResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetRunSweepResponse) GetJSON200() *SweepResult {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r GetRunSweepResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r GetRunSweepResponse) GetApplicationproblemJSON401() *Problem {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r GetRunSweepResponse) GetApplicationproblemJSON403() *Problem {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r GetRunSweepResponse) GetApplicationproblemJSON404() *Problem {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r GetRunSweepResponse) GetApplicationproblemJSON409() *Problem {
+	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r GetRunSweepResponse) GetApplicationproblemJSON503() *DatabaseUnavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r GetRunSweepResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetRunSweepResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetRunSweepResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetRunSweepResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetRunSweepCSVResponse503Headers the declared response headers of an HTTP 503 response for GetRunSweepCSV
+type GetRunSweepCSVResponse503Headers struct {
+	RetryAfter *int
+}
+
+type GetRunSweepCSVResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Problem
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *Problem
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *Problem
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *DatabaseUnavailable
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *GetRunSweepCSVResponse503Headers
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r GetRunSweepCSVResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r GetRunSweepCSVResponse) GetApplicationproblemJSON401() *Problem {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r GetRunSweepCSVResponse) GetApplicationproblemJSON403() *Problem {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r GetRunSweepCSVResponse) GetApplicationproblemJSON404() *Problem {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r GetRunSweepCSVResponse) GetApplicationproblemJSON409() *Problem {
+	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r GetRunSweepCSVResponse) GetApplicationproblemJSON503() *DatabaseUnavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r GetRunSweepCSVResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetRunSweepCSVResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetRunSweepCSVResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetRunSweepCSVResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetRunSweepReportResponse503Headers the declared response headers of an HTTP 503 response for GetRunSweepReport
+type GetRunSweepReportResponse503Headers struct {
+	RetryAfter *int
+}
+
+type GetRunSweepReportResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Problem
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *Problem
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *Problem
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *DatabaseUnavailable
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *GetRunSweepReportResponse503Headers
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r GetRunSweepReportResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r GetRunSweepReportResponse) GetApplicationproblemJSON401() *Problem {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r GetRunSweepReportResponse) GetApplicationproblemJSON403() *Problem {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r GetRunSweepReportResponse) GetApplicationproblemJSON404() *Problem {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r GetRunSweepReportResponse) GetApplicationproblemJSON409() *Problem {
+	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r GetRunSweepReportResponse) GetApplicationproblemJSON503() *DatabaseUnavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r GetRunSweepReportResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetRunSweepReportResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetRunSweepReportResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetRunSweepReportResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // CreateScriptResponse503Headers the declared response headers of an HTTP 503 response for CreateScript
 type CreateScriptResponse503Headers struct {
 	RetryAfter *int
@@ -17902,6 +18451,56 @@ func (c *ClientWithResponses) GetRunSummaryCSVWithResponse(ctx context.Context, 
 		return nil, err
 	}
 	return ParseGetRunSummaryCSVResponse(rsp)
+}
+
+// GetRunSweepWithResponse A sweep run's levels, fit and knee
+//
+// For a run created with `sweep`, once it has ended (`409` before; `404` for a run that is not a sweep, or not
+// yours): each level's figures as its agent measured them, the Universal Scalability Law fitted to their
+// successful throughput with its predicted peak, and the knee, as `barrage sweep` gives them locally.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/runs/{id}/sweep (the `GetRunSweep` operationId).
+func (c *ClientWithResponses) GetRunSweepWithResponse(ctx context.Context, id ID, reqEditors ...RequestEditorFn) (*GetRunSweepResponse, error) {
+	rsp, err := c.GetRunSweep(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetRunSweepResponse(rsp)
+}
+
+// GetRunSweepCSVWithResponse A sweep run's levels as CSV
+//
+// The levels of `/v1/runs/{id}/sweep` in the columns `barrage sweep --csv` writes, one row per level: `vus`,
+// `seconds`, `requests`, `rps`, `ok_rps`, `p50_ms`, `p95_ms`, `p99_ms`, `error_rate`, `reliability`, `generator`
+// (ok, tool, target), `late_start`, `usl_rps` (the fit at that level), `knee`, `stopped`.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/runs/{id}/sweep.csv (the `GetRunSweepCSV` operationId).
+func (c *ClientWithResponses) GetRunSweepCSVWithResponse(ctx context.Context, id ID, reqEditors ...RequestEditorFn) (*GetRunSweepCSVResponse, error) {
+	rsp, err := c.GetRunSweepCSV(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetRunSweepCSVResponse(rsp)
+}
+
+// GetRunSweepReportWithResponse A sweep run's report, one self-contained HTML page
+//
+// The page `barrage sweep --report` writes: successful throughput (with the fit's curve) and latency against
+// concurrency with the knee marked, and the levels' table. It fetches nothing when viewed.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/runs/{id}/sweep.html (the `GetRunSweepReport` operationId).
+func (c *ClientWithResponses) GetRunSweepReportWithResponse(ctx context.Context, id ID, reqEditors ...RequestEditorFn) (*GetRunSweepReportResponse, error) {
+	rsp, err := c.GetRunSweepReport(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetRunSweepReportResponse(rsp)
 }
 
 // CreateScriptWithBodyWithResponse Upload a script
@@ -22999,6 +23598,235 @@ func ParseGetRunSummaryCSVResponse(rsp *http.Response) (*GetRunSummaryCSVRespons
 	return response, nil
 }
 
+// ParseGetRunSweepResponse parses an HTTP response from a GetRunSweepWithResponse call
+func ParseGetRunSweepResponse(rsp *http.Response) (*GetRunSweepResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetRunSweepResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest SweepResult
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest DatabaseUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 503:
+		var headers GetRunSweepResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetRunSweepCSVResponse parses an HTTP response from a GetRunSweepCSVWithResponse call
+func ParseGetRunSweepCSVResponse(rsp *http.Response) (*GetRunSweepCSVResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetRunSweepCSVResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest DatabaseUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 503:
+		var headers GetRunSweepCSVResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetRunSweepReportResponse parses an HTTP response from a GetRunSweepReportWithResponse call
+func ParseGetRunSweepReportResponse(rsp *http.Response) (*GetRunSweepReportResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetRunSweepReportResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest DatabaseUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 503:
+		var headers GetRunSweepReportResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
 // ParseCreateScriptResponse parses an HTTP response from a CreateScriptWithResponse call
 func ParseCreateScriptResponse(rsp *http.Response) (*CreateScriptResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -24594,6 +25422,15 @@ type ServerInterface interface {
 	// GetRunSummaryCSV A run's results as CSV
 	// (GET /v1/runs/{id}/summary.csv)
 	GetRunSummaryCSV(w http.ResponseWriter, r *http.Request, id ID)
+	// GetRunSweep A sweep run's levels, fit and knee
+	// (GET /v1/runs/{id}/sweep)
+	GetRunSweep(w http.ResponseWriter, r *http.Request, id ID)
+	// GetRunSweepCSV A sweep run's levels as CSV
+	// (GET /v1/runs/{id}/sweep.csv)
+	GetRunSweepCSV(w http.ResponseWriter, r *http.Request, id ID)
+	// GetRunSweepReport A sweep run's report, one self-contained HTML page
+	// (GET /v1/runs/{id}/sweep.html)
+	GetRunSweepReport(w http.ResponseWriter, r *http.Request, id ID)
 	// CreateScript Upload a script
 	// (POST /v1/scripts)
 	CreateScript(w http.ResponseWriter, r *http.Request)
@@ -25008,6 +25845,24 @@ func (_ Unimplemented) GetRunSummary(w http.ResponseWriter, r *http.Request, id 
 // GetRunSummaryCSV A run's results as CSV
 // (GET /v1/runs/{id}/summary.csv)
 func (_ Unimplemented) GetRunSummaryCSV(w http.ResponseWriter, r *http.Request, id ID) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
+// GetRunSweep A sweep run's levels, fit and knee
+// (GET /v1/runs/{id}/sweep)
+func (_ Unimplemented) GetRunSweep(w http.ResponseWriter, r *http.Request, id ID) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
+// GetRunSweepCSV A sweep run's levels as CSV
+// (GET /v1/runs/{id}/sweep.csv)
+func (_ Unimplemented) GetRunSweepCSV(w http.ResponseWriter, r *http.Request, id ID) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
+// GetRunSweepReport A sweep run's report, one self-contained HTML page
+// (GET /v1/runs/{id}/sweep.html)
+func (_ Unimplemented) GetRunSweepReport(w http.ResponseWriter, r *http.Request, id ID) {
 	w.WriteHeader(http.StatusNotImplemented)
 }
 
@@ -26976,6 +27831,84 @@ func (siw *ServerInterfaceWrapper) GetRunSummaryCSV(w http.ResponseWriter, r *ht
 	handler.ServeHTTP(w, r)
 }
 
+// GetRunSweep operation middleware
+func (siw *ServerInterfaceWrapper) GetRunSweep(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "id" -------------
+	var id ID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", chi.URLParam(r, "id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: r.URL.RawPath == ""})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "id", Err: err})
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.GetRunSweep(w, r, id)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// GetRunSweepCSV operation middleware
+func (siw *ServerInterfaceWrapper) GetRunSweepCSV(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "id" -------------
+	var id ID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", chi.URLParam(r, "id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: r.URL.RawPath == ""})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "id", Err: err})
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.GetRunSweepCSV(w, r, id)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// GetRunSweepReport operation middleware
+func (siw *ServerInterfaceWrapper) GetRunSweepReport(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "id" -------------
+	var id ID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", chi.URLParam(r, "id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: r.URL.RawPath == ""})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "id", Err: err})
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.GetRunSweepReport(w, r, id)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
 // CreateScript operation middleware
 func (siw *ServerInterfaceWrapper) CreateScript(w http.ResponseWriter, r *http.Request) {
 
@@ -27791,6 +28724,15 @@ func HandlerWithOptions(si ServerInterface, options ChiServerOptions) http.Handl
 	})
 	r.Group(func(r chi.Router) {
 		r.Get(options.BaseURL+"/v1/runs/{id}/report", wrapper.GetRunReport)
+	})
+	r.Group(func(r chi.Router) {
+		r.Get(options.BaseURL+"/v1/runs/{id}/sweep", wrapper.GetRunSweep)
+	})
+	r.Group(func(r chi.Router) {
+		r.Get(options.BaseURL+"/v1/runs/{id}/sweep.csv", wrapper.GetRunSweepCSV)
+	})
+	r.Group(func(r chi.Router) {
+		r.Get(options.BaseURL+"/v1/runs/{id}/sweep.html", wrapper.GetRunSweepReport)
 	})
 	r.Group(func(r chi.Router) {
 		r.Get(options.BaseURL+"/v1/runs/{id}/summary.csv", wrapper.GetRunSummaryCSV)
@@ -34502,6 +35444,357 @@ func (response GetRunSummaryCSV503ApplicationProblemPlusJSONResponse) VisitGetRu
 	return err
 }
 
+type GetRunSweepRequestObject struct {
+	Id ID `json:"id"`
+}
+
+type GetRunSweepResponseObject interface {
+	VisitGetRunSweepResponse(w http.ResponseWriter) error
+}
+
+type GetRunSweep200JSONResponse SweepResult
+
+func (response GetRunSweep200JSONResponse) VisitGetRunSweepResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRunSweep400ApplicationProblemPlusJSONResponse struct {
+	ProblemApplicationProblemPlusJSONResponse
+}
+
+func (response GetRunSweep400ApplicationProblemPlusJSONResponse) VisitGetRunSweepResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRunSweep401ApplicationProblemPlusJSONResponse Problem
+
+func (response GetRunSweep401ApplicationProblemPlusJSONResponse) VisitGetRunSweepResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRunSweep403ApplicationProblemPlusJSONResponse Problem
+
+func (response GetRunSweep403ApplicationProblemPlusJSONResponse) VisitGetRunSweepResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRunSweep404ApplicationProblemPlusJSONResponse Problem
+
+func (response GetRunSweep404ApplicationProblemPlusJSONResponse) VisitGetRunSweepResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRunSweep409ApplicationProblemPlusJSONResponse Problem
+
+func (response GetRunSweep409ApplicationProblemPlusJSONResponse) VisitGetRunSweepResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRunSweep503ApplicationProblemPlusJSONResponse struct {
+	DatabaseUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response GetRunSweep503ApplicationProblemPlusJSONResponse) VisitGetRunSweepResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRunSweepCSVRequestObject struct {
+	Id ID `json:"id"`
+}
+
+type GetRunSweepCSVResponseObject interface {
+	VisitGetRunSweepCSVResponse(w http.ResponseWriter) error
+}
+
+type GetRunSweepCSV200TextcsvResponse struct {
+	Body          io.Reader
+	ContentLength int64
+}
+
+func (response GetRunSweepCSV200TextcsvResponse) VisitGetRunSweepCSVResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/csv")
+	if response.ContentLength != 0 {
+		w.Header().Set("Content-Length", fmt.Sprint(response.ContentLength))
+	}
+	w.WriteHeader(200)
+
+	if closer, ok := response.Body.(io.ReadCloser); ok {
+		defer closer.Close()
+	}
+	_, err := io.Copy(w, response.Body)
+	return err
+}
+
+type GetRunSweepCSV400ApplicationProblemPlusJSONResponse struct {
+	ProblemApplicationProblemPlusJSONResponse
+}
+
+func (response GetRunSweepCSV400ApplicationProblemPlusJSONResponse) VisitGetRunSweepCSVResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRunSweepCSV401ApplicationProblemPlusJSONResponse Problem
+
+func (response GetRunSweepCSV401ApplicationProblemPlusJSONResponse) VisitGetRunSweepCSVResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRunSweepCSV403ApplicationProblemPlusJSONResponse Problem
+
+func (response GetRunSweepCSV403ApplicationProblemPlusJSONResponse) VisitGetRunSweepCSVResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRunSweepCSV404ApplicationProblemPlusJSONResponse Problem
+
+func (response GetRunSweepCSV404ApplicationProblemPlusJSONResponse) VisitGetRunSweepCSVResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRunSweepCSV409ApplicationProblemPlusJSONResponse Problem
+
+func (response GetRunSweepCSV409ApplicationProblemPlusJSONResponse) VisitGetRunSweepCSVResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRunSweepCSV503ApplicationProblemPlusJSONResponse struct {
+	DatabaseUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response GetRunSweepCSV503ApplicationProblemPlusJSONResponse) VisitGetRunSweepCSVResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRunSweepReportRequestObject struct {
+	Id ID `json:"id"`
+}
+
+type GetRunSweepReportResponseObject interface {
+	VisitGetRunSweepReportResponse(w http.ResponseWriter) error
+}
+
+type GetRunSweepReport200TexthtmlResponse struct {
+	Body          io.Reader
+	ContentLength int64
+}
+
+func (response GetRunSweepReport200TexthtmlResponse) VisitGetRunSweepReportResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/html")
+	if response.ContentLength != 0 {
+		w.Header().Set("Content-Length", fmt.Sprint(response.ContentLength))
+	}
+	w.WriteHeader(200)
+
+	if closer, ok := response.Body.(io.ReadCloser); ok {
+		defer closer.Close()
+	}
+	_, err := io.Copy(w, response.Body)
+	return err
+}
+
+type GetRunSweepReport400ApplicationProblemPlusJSONResponse struct {
+	ProblemApplicationProblemPlusJSONResponse
+}
+
+func (response GetRunSweepReport400ApplicationProblemPlusJSONResponse) VisitGetRunSweepReportResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRunSweepReport401ApplicationProblemPlusJSONResponse Problem
+
+func (response GetRunSweepReport401ApplicationProblemPlusJSONResponse) VisitGetRunSweepReportResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRunSweepReport403ApplicationProblemPlusJSONResponse Problem
+
+func (response GetRunSweepReport403ApplicationProblemPlusJSONResponse) VisitGetRunSweepReportResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRunSweepReport404ApplicationProblemPlusJSONResponse Problem
+
+func (response GetRunSweepReport404ApplicationProblemPlusJSONResponse) VisitGetRunSweepReportResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRunSweepReport409ApplicationProblemPlusJSONResponse Problem
+
+func (response GetRunSweepReport409ApplicationProblemPlusJSONResponse) VisitGetRunSweepReportResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRunSweepReport503ApplicationProblemPlusJSONResponse struct {
+	DatabaseUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response GetRunSweepReport503ApplicationProblemPlusJSONResponse) VisitGetRunSweepReportResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type CreateScriptRequestObject struct {
 	Body *CreateScriptJSONRequestBody
 }
@@ -36685,6 +37978,15 @@ type StrictServerInterface interface {
 	// GetRunSummaryCSV A run's results as CSV
 	// (GET /v1/runs/{id}/summary.csv)
 	GetRunSummaryCSV(ctx context.Context, request GetRunSummaryCSVRequestObject) (GetRunSummaryCSVResponseObject, error)
+	// GetRunSweep A sweep run's levels, fit and knee
+	// (GET /v1/runs/{id}/sweep)
+	GetRunSweep(ctx context.Context, request GetRunSweepRequestObject) (GetRunSweepResponseObject, error)
+	// GetRunSweepCSV A sweep run's levels as CSV
+	// (GET /v1/runs/{id}/sweep.csv)
+	GetRunSweepCSV(ctx context.Context, request GetRunSweepCSVRequestObject) (GetRunSweepCSVResponseObject, error)
+	// GetRunSweepReport A sweep run's report, one self-contained HTML page
+	// (GET /v1/runs/{id}/sweep.html)
+	GetRunSweepReport(ctx context.Context, request GetRunSweepReportRequestObject) (GetRunSweepReportResponseObject, error)
 	// CreateScript Upload a script
 	// (POST /v1/scripts)
 	CreateScript(ctx context.Context, request CreateScriptRequestObject) (CreateScriptResponseObject, error)
@@ -38466,6 +39768,84 @@ func (sh *strictHandler) GetRunSummaryCSV(w http.ResponseWriter, r *http.Request
 		sh.options.ResponseErrorHandlerFunc(w, r, err)
 	} else if validResponse, ok := response.(GetRunSummaryCSVResponseObject); ok {
 		if err := validResponse.VisitGetRunSummaryCSVResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// GetRunSweep operation middleware
+func (sh *strictHandler) GetRunSweep(w http.ResponseWriter, r *http.Request, id ID) {
+	var request GetRunSweepRequestObject
+
+	request.Id = id
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.GetRunSweep(ctx, request.(GetRunSweepRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetRunSweep")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(GetRunSweepResponseObject); ok {
+		if err := validResponse.VisitGetRunSweepResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// GetRunSweepCSV operation middleware
+func (sh *strictHandler) GetRunSweepCSV(w http.ResponseWriter, r *http.Request, id ID) {
+	var request GetRunSweepCSVRequestObject
+
+	request.Id = id
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.GetRunSweepCSV(ctx, request.(GetRunSweepCSVRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetRunSweepCSV")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(GetRunSweepCSVResponseObject); ok {
+		if err := validResponse.VisitGetRunSweepCSVResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// GetRunSweepReport operation middleware
+func (sh *strictHandler) GetRunSweepReport(w http.ResponseWriter, r *http.Request, id ID) {
+	var request GetRunSweepReportRequestObject
+
+	request.Id = id
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.GetRunSweepReport(ctx, request.(GetRunSweepReportRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetRunSweepReport")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(GetRunSweepReportResponseObject); ok {
+		if err := validResponse.VisitGetRunSweepReportResponse(w); err != nil {
 			sh.options.ResponseErrorHandlerFunc(w, r, err)
 		}
 	} else if response != nil {

@@ -22,6 +22,9 @@ func (l LoadOverrides) Overrides() (barrage.LoadOverrides, error) {
 	if l.Rate != nil {
 		o.Rate = *l.Rate
 	}
+	if sw := l.Sweep; sw != nil {
+		o.Sweep = &barrage.Sweep{VUs: sw.Vus, Step: time.Duration(sw.StepSeconds) * time.Second}
+	}
 	if l.Stages == nil {
 		return o, nil
 	}
@@ -51,6 +54,9 @@ func LoadOf(o barrage.LoadOverrides) LoadOverrides {
 	}
 	if o.Rate > 0 {
 		l.Rate = &o.Rate
+	}
+	if sw := o.Sweep; sw != nil {
+		l.Sweep = &RunSweep{Vus: sw.VUs, StepSeconds: int(sw.Step / time.Second)}
 	}
 	if len(o.Stages) > 0 {
 		stages := make([]RunStage, len(o.Stages))

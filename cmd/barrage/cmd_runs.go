@@ -18,6 +18,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/barrage-load/barrage/api"
+	"github.com/barrage-load/barrage/internal/barrage"
 	"github.com/barrage-load/barrage/internal/summary"
 )
 
@@ -26,12 +27,13 @@ func runRuns(ctx context.Context, e env, args []string) error {
 		"start": runRunsStart, "list": runRunsList, "show": runRunsShow, "cancel": runRunsCancel, "results": runRunsResults,
 		"compare": runRunsCompare,
 		"report":  runRunsReport,
+		"sweep":   runRunsSweep,
 	}
 	return dispatch(ctx, e, "runs", sub, args)
 }
 
 func runRunsStart(ctx context.Context, e env, args []string) error {
-	fs := newFlags(e, "runs start", "(--file SCRIPT | --script ID | --test ID) [--vus N --duration D --rate R --stage D:R... --agents N --agent ID] [--watch]")
+	fs := newFlags(e, "runs start", "(--file SCRIPT | --script ID | --test ID) [--vus N --duration D --rate R --stage D:R... | --sweep 2,4,8 --step 30s] [--agents N --agent ID] [--watch]")
 	file := fs.String("file", "", "upload this script (and the data files it names, from beside it) and run it")
 	scriptID := fs.String("script", "", "run this stored script")
 	testID := fs.String("test", "", "run this test's latest revision (its script is generated first)")
@@ -41,6 +43,9 @@ func runRunsStart(ctx context.Context, e env, args []string) error {
 	fs.Var(&agentIDs, "agent", "run on this agent (repeat for several)")
 	watch := fs.Bool("watch", false, "follow the run to its end, print its summary, and exit 99 when a threshold failed")
 	key := fs.String("idempotency-key", "", "retrying with the same key returns the same run")
+	var levels levelsFlag
+	fs.Var(&levels, "sweep", "run a concurrency sweep at these VUs, ascending, comma-separated (2,4,8,16), in place of the script's load")
+	step := fs.Duration("step", 30*time.Second, "with --sweep, how long each level runs")
 	if err := parseFlags(fs, args, 0); err != nil {
 		return err
 	}
@@ -60,6 +65,15 @@ func runRunsStart(ctx context.Context, e env, args []string) error {
 	load, err := lf.overrides()
 	if err != nil {
 		return err
+	}
+	if len(levels) > 0 {
+		if *step%time.Second != 0 {
+			return usageError(fmt.Errorf("--step %s: runs on agents count steps in whole seconds", *step))
+		}
+		load.Sweep = &barrage.Sweep{VUs: levels, Step: *step}
+		if err := load.Validate(); err != nil {
+			return usageError(err)
+		}
 	}
 	// The server counts whole seconds.
 	if load.Duration%time.Second != 0 {
@@ -96,7 +110,7 @@ func runRunsStart(ctx context.Context, e env, args []string) error {
 		body.ScriptId = &sid
 	}
 	l := api.LoadOf(load)
-	body.Vus, body.DurationSeconds, body.Rate, body.Stages = l.Vus, l.DurationSeconds, l.Rate, l.Stages
+	body.Vus, body.DurationSeconds, body.Rate, body.Stages, body.Sweep = l.Vus, l.DurationSeconds, l.Rate, l.Stages, l.Sweep
 	if *agents > 0 {
 		body.Agents = agents
 	}

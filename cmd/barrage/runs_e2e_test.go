@@ -239,6 +239,25 @@ thresholds:
 		require.Greater(t, ink["chart-monitor-1"], 100)
 	})
 
+	t.Run("a sweep on an agent finds the knee of a target that serves 8 at a time", func(t *testing.T) {
+		path := oneRequestScript(t, "work", limitedTarget(t, 8, 50*time.Millisecond), "{ vus: 1, duration: 1s }")
+		out, errOut, err := cli(t, p, cfg, "", "runs", "start", "--file", path, "--sweep", "2,8,32", "--step", "3s", "--watch")
+		require.NoError(t, err, "stdout: %s\nstderr: %s", out, errOut)
+		id := runIDLine.FindStringSubmatch(out)[1]
+		csvPath, page := filepath.Join(t.TempDir(), "sweep.csv"), filepath.Join(t.TempDir(), "sweep.html")
+		table := mustCLI(t, p, cfg, "", "runs", "sweep", "--csv", csvPath, "--report", page, id)
+		require.Contains(t, table, "knee: 8 VUs", "the table: %s", table)
+		csv, err := os.ReadFile(csvPath)
+		require.NoError(t, err)
+		require.Regexp(t, `(?m)^8,[^\n]*,true,$`, string(csv))
+		html, err := os.ReadFile(page)
+		require.NoError(t, err)
+		doc := reporttest.Open(t, html)
+		require.Empty(t, doc.Fetched)
+		_, charts := doc.Ink()
+		require.Equal(t, 2, charts)
+	})
+
 	t.Run("cancel stops the load at the target", func(t *testing.T) {
 		out := mustCLI(t, p, cfg, "", "runs", "start", "--file", script("long", "vus: 4\n  duration: 2m"), "--agents", "2")
 		id := runIDLine.FindStringSubmatch(out)[1]

@@ -2,11 +2,13 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/barrage-load/barrage/api"
 	"github.com/barrage-load/barrage/internal/report"
 	"github.com/barrage-load/barrage/internal/script"
 	"github.com/barrage-load/barrage/internal/sweep"
@@ -94,6 +96,52 @@ func runSweep(ctx context.Context, e env, args []string) error {
 	}
 	if ctx.Err() != nil {
 		return fmt.Errorf("the sweep was interrupted after %d of %d levels", res.Complete(), len(levels))
+	}
+	return nil
+}
+
+// runRunsSweep prints one of your ended sweep runs as `barrage sweep` prints its own, and writes
+// its CSV and report when asked.
+func runRunsSweep(ctx context.Context, e env, args []string) error {
+	fs := newFlags(e, "runs sweep", "[--csv F] [--report F] ID")
+	csvPath := fs.String("csv", "", "write the levels as CSV to this file, a row per level")
+	reportPath := fs.String("report", "", "write the sweep's HTML report with charts to this file")
+	id, err := idArg(fs, args, "run")
+	if err != nil {
+		return err
+	}
+	for _, d := range []struct{ flag, path string }{{"csv", *csvPath}, {"report", *reportPath}} {
+		if err := checkDest(d.flag, d.path); err != nil {
+			return err
+		}
+	}
+	cl, _, err := apiClient(ctx, e, true)
+	if err != nil {
+		return err
+	}
+	res, err := cl.GetRunSweepWithResponse(ctx, id)
+	if err != nil {
+		return err
+	}
+	if res.JSON200 == nil {
+		return api.ProblemError(res.HTTPResponse, res.Body)
+	}
+	var sw sweep.Result
+	if err := json.Unmarshal(res.Body, &sw); err != nil {
+		return fmt.Errorf("the sweep: %w", err)
+	}
+	// The server's judgement stands as it gave it; printing and the files are told from it.
+	sw.Print(e.stdout)
+	if *csvPath != "" {
+		if err := writeWith(*csvPath, sw.WriteCSV); err != nil {
+			return err
+		}
+	}
+	if *reportPath != "" {
+		rep := report.SweepReport{Title: fmt.Sprintf("Sweep of %s, run %s", sw.Script, id), Sweep: &sw, Version: version, Generated: time.Now()}
+		if err := writeWith(*reportPath, rep.Write); err != nil {
+			return err
+		}
 	}
 	return nil
 }

@@ -17,19 +17,26 @@ import (
 	"github.com/barrage-load/barrage/internal/report/reporttest"
 )
 
+// limitedTarget is a target on 127.0.0.1 that serves workers requests at a time, each in d, and
+// its URL.
+func limitedTarget(t *testing.T, workers int, d time.Duration) string {
+	t.Helper()
+	pool := make(chan struct{}, workers)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		pool <- struct{}{}
+		time.Sleep(d)
+		<-pool
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
 // A sweep against a target that serves 8 requests at a time finds the knee at 8 VUs, within one
 // step; the CSV marks it and the report draws throughput and latency against concurrency. The
 // target's 50 ms per request dominates what a loaded CI machine adds to it.
 func TestSweepFindsTheKneeOfAFixedConcurrencyLimit(t *testing.T) {
 	t.Parallel()
-	workers := make(chan struct{}, 8)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		workers <- struct{}{}
-		time.Sleep(50 * time.Millisecond)
-		<-workers
-	}))
-	t.Cleanup(srv.Close)
-	script := oneRequestScript(t, "work", srv.URL, "{ vus: 1, duration: 1s }")
+	script := oneRequestScript(t, "work", limitedTarget(t, 8, 50*time.Millisecond), "{ vus: 1, duration: 1s }")
 	dir := filepath.Dir(script)
 	csvPath, page, out := filepath.Join(dir, "sweep.csv"), filepath.Join(dir, "sweep.html"), filepath.Join(dir, "sweep.json")
 	stdout, stderr, code := runCLI(t, "sweep", "--vus", "2,4,8,16,32", "--step", "3s", "--csv", csvPath, "--report", page, "--out", out, script)

@@ -9,6 +9,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -30,6 +31,7 @@ import (
 	"github.com/barrage-load/barrage/internal/pluginhost"
 	"github.com/barrage-load/barrage/internal/pluginset"
 	"github.com/barrage-load/barrage/internal/script"
+	"github.com/barrage-load/barrage/internal/sweep"
 )
 
 // Config is what an agent needs.
@@ -197,6 +199,13 @@ func (a *Agent) runShard(ctx context.Context, job *api.ShardJob) {
 		client := monitor.Client(a.cfg.Targets.Dialer(net.Dialer{Timeout: 800 * time.Millisecond}).DialContext)
 		stop := monitor.Start(ctx, s.Monitors, client, opts.Start, sh.monitors.put)
 		defer stop()
+	}
+	if sw := opts.Sweep; sw != nil {
+		log.Info("sweep started", slog.Any("vus", sw.VUs), slog.Duration("step", sw.Step), slog.Time("start", opts.Start))
+		end := sh.sweep(ctx, s, opts, sw)
+		log.Info("sweep ended", slog.String("stop", string(end.Reason)))
+		sh.finish(ctx, end)
+		return
 	}
 	run, err := engine.Start(ctx, s, opts)
 	if err != nil {
@@ -408,9 +417,67 @@ func (m *monitorValues) take(index int64) *scraped {
 	}
 }
 
+// load is a shard's load as its reporter sees it: an engine run, or a sweep's levels.
+type load interface {
+	Done() <-chan struct{}
+	Stop(reason engine.StopReason, detail string)
+}
+
+// sweepLoad is a sweep's levels under way: stopping it cancels them, keeping why.
+type sweepLoad struct {
+	cancel context.CancelFunc
+	done   chan struct{}
+	mu     sync.Mutex
+	stop   *engine.Stop
+}
+
+func (l *sweepLoad) Done() <-chan struct{} { return l.done }
+
+func (l *sweepLoad) Stop(reason engine.StopReason, detail string) {
+	l.mu.Lock()
+	if l.stop == nil {
+		l.stop = &engine.Stop{Reason: reason, Detail: detail}
+	}
+	l.mu.Unlock()
+	l.cancel()
+}
+
+// sweep runs a sweep's levels one after another as the shard's load, their seconds numbered on
+// the shard's schedule and reported as they come, and returns the shard's end with the levels.
+func (sh *shard) sweep(ctx context.Context, s *script.Script, opts engine.Options, sw *barrage.Sweep) *api.ShardEndReport {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	l := &sweepLoad{cancel: cancel, done: make(chan struct{})}
+	sh.report(ctx, l)
+	res, err := sweep.Run(ctx, s, sweep.Options{VUs: sw.VUs, Step: sw.Step, Engine: opts, Start: opts.Start})
+	close(l.done)
+	end := &api.ShardEndReport{Reason: api.StopReasonFinished}
+	l.mu.Lock()
+	if st := l.stop; st != nil {
+		end.Reason, end.Detail = api.StopReason(st.Reason.String()), ptr(st.Detail)
+	}
+	l.mu.Unlock()
+	if err != nil {
+		end.Reason, end.Detail = api.StopReasonFailed, ptr(err.Error())
+	}
+	if res != nil {
+		b, err := json.Marshal(res.Levels)
+		var levels []api.SweepLevel
+		if err == nil {
+			err = json.Unmarshal(b, &levels)
+		}
+		if err != nil {
+			end.Reason, end.Detail = api.StopReasonFailed, ptr("encode the sweep's levels: "+err.Error())
+		} else {
+			end.Result = &api.ShardResult{SweepLevels: &levels}
+		}
+	}
+	return end
+}
+
 // report sends the shard's seconds each second while it runs, and stops its load when the
 // server says so or when the server has been out of reach for LostAfter.
-func (sh *shard) report(ctx context.Context, run *engine.Running) {
+func (sh *shard) report(ctx context.Context, run load) {
 	go func() {
 		tick := time.NewTicker(time.Second)
 		defer tick.Stop()

@@ -112,6 +112,41 @@ type LoadOverrides struct {
 	Rate     float64       `json:"rate,omitempty"`
 	// Stages replace the script's load with the open model's stages, one after the other.
 	Stages []Stage `json:"stages,omitempty"`
+	// Sweep, when set, makes the run a concurrency sweep: the script's session in the closed
+	// model at each level in turn, on one agent.
+	Sweep *Sweep `json:"sweep,omitempty"`
+}
+
+// Sweep is a concurrency sweep's levels (VUs, ascending) and how long each runs.
+type Sweep struct {
+	VUs  []int         `json:"vus"`
+	Step time.Duration `json:"step"`
+}
+
+// The bounds of a sweep.
+const (
+	MaxSweepLevels = 32
+	MaxSweepStep   = time.Hour
+)
+
+// validateSweep checks a sweep: alone (it is the run's load), 1 to MaxSweepLevels levels going
+// up, each step from a second to MaxSweepStep.
+func (l LoadOverrides) validateSweep() error {
+	sw := l.Sweep
+	switch {
+	case l.VUs != 0 || l.Duration != 0 || l.Rate != 0 || len(l.Stages) > 0:
+		return Invalid("sweep", "goes without vus, duration, rate and stages: its levels and steps are the run's load")
+	case len(sw.VUs) == 0 || len(sw.VUs) > MaxSweepLevels:
+		return Invalid("sweep.vus", fmt.Sprintf("give from 1 to %d levels", MaxSweepLevels))
+	case sw.Step < time.Second || sw.Step > MaxSweepStep:
+		return Invalid("sweep.step_seconds", fmt.Sprintf("must be from 1 to %d", int(MaxSweepStep/time.Second)))
+	}
+	for i, n := range sw.VUs {
+		if n < 1 || (i > 0 && n <= sw.VUs[i-1]) {
+			return Invalid(fmt.Sprintf("sweep.vus[%d]", i), "levels are at least 1 and go up")
+		}
+	}
+	return nil
 }
 
 // Stage is a stage of the open model given for one run: it holds To iterations per second for
@@ -133,6 +168,9 @@ const (
 // a rate or a duration beside them (the stages' durations are the run's), each stage at least
 // a second long, and no more than MaxStages stages.
 func (l LoadOverrides) Validate() error {
+	if l.Sweep != nil {
+		return l.validateSweep()
+	}
 	switch {
 	case l.VUs < 0:
 		return Invalid("vus", "must not be negative")

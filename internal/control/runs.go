@@ -51,6 +51,10 @@ func (s *Service) CreateRun(ctx context.Context, p barrage.Principal, in RunInpu
 	if err := in.Load.Validate(); err != nil {
 		return barrage.Run{}, err
 	}
+	if in.Load.Sweep != nil && (in.Agents > 1 || len(in.AgentIDs) > 1) {
+		// Its levels follow one another, each measured whole: one generator runs them all.
+		return barrage.Run{}, barrage.Invalid("agents", "a sweep runs on one agent")
+	}
 	if in.TestID != nil {
 		// Admit the test's own load first: a run its owner may not start must not cost an
 		// agent a generation. The revision admitted is the one generated; the generated

@@ -34,6 +34,9 @@ type Options struct {
 	// Stages, when given, replace the script's load with these stages of the open model (VUs
 	// is then its max VUs). They go without Rate and Duration (barrage.LoadOverrides.Validate).
 	Stages []barrage.Stage
+	// Sweep, a concurrency sweep's levels, is run by package sweep, a level at a time; Workload
+	// tells its whole (its highest level for all its steps), which admission checks.
+	Sweep *barrage.Sweep
 	// Env looks up environment variables for the script's env section.
 	Env func(string) (string, bool)
 	// BodyCap is how much of each response body is kept for extraction and assertions; the rest
@@ -327,8 +330,14 @@ func Workload(s *script.Script, opts Options) script.Workload {
 	return w
 }
 
-// applyOverrides folds the command line's --vus, --duration and --rate into the workload.
+// applyOverrides folds the command line's --vus, --duration and --rate into the workload. A
+// sweep's workload is its whole: the closed model at its highest level for all its steps.
 func applyOverrides(w *script.Workload, o Options) {
+	if sw := o.Sweep; sw != nil && len(sw.VUs) > 0 {
+		w.Model, w.VUs, w.Duration, w.Iterations, w.RampUp = script.Closed, slices.Max(sw.VUs), time.Duration(len(sw.VUs))*sw.Step, 0, 0
+		w.Stages, w.MaxVUs = nil, 0
+		return
+	}
 	if len(o.Stages) > 0 {
 		w.Model, w.Stages, w.Duration, w.Iterations = script.Open, make([]script.Stage, len(o.Stages)), 0, 0
 		prev := 0.0
@@ -379,7 +388,7 @@ func applyOverrides(w *script.Workload, o Options) {
 
 // LoadOptions are the options that change a script's load as o says.
 func LoadOptions(o barrage.LoadOverrides) Options {
-	return Options{VUs: o.VUs, Duration: o.Duration, Rate: o.Rate, Stages: o.Stages}
+	return Options{VUs: o.VUs, Duration: o.Duration, Rate: o.Rate, Stages: o.Stages, Sweep: o.Sweep}
 }
 
 // openMaxVUs bounds the VUs of a workload made open by an override: vus when given, else the

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"time"
 
 	"github.com/barrage-load/barrage/api"
 	"github.com/barrage-load/barrage/internal/barrage"
@@ -19,6 +20,7 @@ import (
 	"github.com/barrage-load/barrage/internal/metrics"
 	"github.com/barrage-load/barrage/internal/report"
 	"github.com/barrage-load/barrage/internal/summary"
+	"github.com/barrage-load/barrage/internal/sweep"
 	"github.com/google/uuid"
 )
 
@@ -35,7 +37,7 @@ func (s *server) CreateRun(ctx context.Context, req api.CreateRunRequestObject) 
 	case b.ScriptId != nil:
 		in.ScriptID = *b.ScriptId
 	}
-	in.Load, err = api.LoadOverrides{Vus: b.Vus, DurationSeconds: b.DurationSeconds, Rate: b.Rate, Stages: b.Stages}.Overrides()
+	in.Load, err = api.LoadOverrides{Vus: b.Vus, DurationSeconds: b.DurationSeconds, Rate: b.Rate, Stages: b.Stages, Sweep: b.Sweep}.Overrides()
 	if err != nil {
 		return nil, err
 	}
@@ -143,11 +145,64 @@ func (s *server) GetRunReport(ctx context.Context, req api.GetRunReportRequestOb
 	return reportPage{page: page.Bytes(), name: "run-" + req.Id.String() + ".html"}, nil
 }
 
+func (s *server) GetRunSweep(ctx context.Context, req api.GetRunSweepRequestObject) (api.GetRunSweepResponseObject, error) {
+	res, err := s.runSweep(ctx, req.Id)
+	if err != nil {
+		return nil, err
+	}
+	b, err := json.Marshal(res)
+	if err != nil {
+		return nil, err
+	}
+	var out api.SweepResult
+	if err := json.Unmarshal(b, &out); err != nil {
+		return nil, err
+	}
+	return api.GetRunSweep200JSONResponse(out), nil
+}
+
+func (s *server) GetRunSweepCSV(ctx context.Context, req api.GetRunSweepCSVRequestObject) (api.GetRunSweepCSVResponseObject, error) {
+	res, err := s.runSweep(ctx, req.Id)
+	if err != nil {
+		return nil, err
+	}
+	var b bytes.Buffer
+	if err := res.WriteCSV(&b); err != nil {
+		return nil, err
+	}
+	return api.GetRunSweepCSV200TextcsvResponse{Body: &b, ContentLength: int64(b.Len())}, nil
+}
+
+func (s *server) GetRunSweepReport(ctx context.Context, req api.GetRunSweepReportRequestObject) (api.GetRunSweepReportResponseObject, error) {
+	res, err := s.runSweep(ctx, req.Id)
+	if err != nil {
+		return nil, err
+	}
+	rep := report.SweepReport{Title: fmt.Sprintf("Sweep of %s, run %s", res.Script, req.Id), Sweep: res, Version: s.version, Generated: time.Now()}
+	var page bytes.Buffer
+	if err := rep.Write(&page); err != nil {
+		return nil, barrage.Errorf(barrage.ErrConflict, "run %s: %v", req.Id, err)
+	}
+	return reportPage{page: page.Bytes(), name: "sweep-" + req.Id.String() + ".html"}, nil
+}
+
+func (s *server) runSweep(ctx context.Context, id uuid.UUID) (*sweep.Result, error) {
+	p, err := principal(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return s.control.RunSweep(ctx, p, id)
+}
+
 // reportPage is a report as the API answers it: the page's own policy (its inline charts and
 // data may run, nothing may be fetched), named for saving.
 type reportPage struct {
 	page []byte
 	name string
+}
+
+func (r reportPage) VisitGetRunSweepReportResponse(w http.ResponseWriter) error {
+	return r.VisitGetRunReportResponse(w)
 }
 
 func (r reportPage) VisitGetRunReportResponse(w http.ResponseWriter) error {

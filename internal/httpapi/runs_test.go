@@ -856,3 +856,67 @@ func TestAgentsReportTheTargetsMetrics(t *testing.T) {
 	require.Contains(t, string(rep.body), "· 1234 iterations", "the agents' own count")
 	require.Contains(t, string(rep.body), "<td>mine (", "the agent by its name")
 }
+
+// A sweep is a run of one agent: its job carries the levels, its agent sends back what each
+// measured, and the server fits and judges them: the knee of a target that serves 8 at a time.
+func TestASweepRunIsJudgedByTheServer(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	admin, u := b.adminAndUser()
+	_, token := b.registerAgent("/v1/agents", u.access, "mine", nil)
+	script := b.addScript(u, smokeScript)
+	sweepBody := map[string]any{"script_id": script, "sweep": map[string]any{"vus": []int{2, 4, 8, 16, 32}, "step_seconds": 10}}
+
+	two := map[string]any{"script_id": script, "agents": 2, "sweep": sweepBody["sweep"]}
+	requireField(t, requireProblem(t, b.do("POST", "/v1/runs", u.access, two), http.StatusUnprocessableEntity), "agents")
+	mixed := map[string]any{"script_id": script, "vus": 4, "sweep": sweepBody["sweep"]}
+	requireField(t, requireProblem(t, b.do("POST", "/v1/runs", u.access, mixed), http.StatusUnprocessableEntity), "sweep")
+	down := map[string]any{"script_id": script, "sweep": map[string]any{"vus": []int{8, 4}, "step_seconds": 10}}
+	requireField(t, requireProblem(t, b.do("POST", "/v1/runs", u.access, down), http.StatusUnprocessableEntity), "sweep.vus[1]")
+
+	require.Equal(t, http.StatusNoContent, b.do("POST", "/v1/agent/lease", token, hello).status)
+	created := b.do("POST", "/v1/runs", u.access, sweepBody)
+	require.Equal(t, http.StatusCreated, created.status, "body: %s", created.body)
+	runID := created.json(t)["id"].(string)
+	requireProblem(t, b.do("GET", "/v1/runs/"+runID+"/sweep", u.access, nil), http.StatusConflict)
+	j := b.do("POST", "/v1/agent/lease", token, hello).json(t)["shard"].(map[string]any)
+	require.Equal(t, map[string]any{"vus": []any{2.0, 4.0, 8.0, 16.0, 32.0}, "step_seconds": 10.0}, j["load"].(map[string]any)["sweep"])
+
+	var levels []any
+	for _, n := range []int{2, 4, 8, 16, 32} {
+		x := float64(min(n, 8)) * 100 // 8 workers of 10 ms
+		p95 := 10 * max(1, float64(n)/8)
+		levels = append(levels, map[string]any{"vus": n, "seconds": 9, "requests": int(x * 9), "rps": x, "ok_rps": x, "p50_ms": p95,
+			"p95_ms": p95, "p99_ms": p95, "error_rate": 0, "reliability": 1, "late_start": false, "verdict": map[string]any{"generator_limited": false}})
+	}
+	r := b.do("POST", "/v1/agent/shards/"+j["shard_id"].(string)+"/report", token, map[string]any{"lease": j["lease"],
+		"seconds": []any{second(t, 0, "get home", 100, 10*time.Millisecond)},
+		"end":     map[string]any{"reason": "finished", "late_start_ms": 0, "result": map[string]any{"sweep_levels": levels}}})
+	require.Equal(t, http.StatusOK, r.status, "body: %s", r.body)
+
+	sw := b.do("GET", "/v1/runs/"+runID+"/sweep", u.access, nil)
+	require.Equal(t, http.StatusOK, sw.status, "body: %s", sw.body)
+	got := sw.json(t)
+	require.EqualValues(t, 8, got["knee_vus"])
+	require.EqualValues(t, 10, got["step_s"])
+	require.Equal(t, "smoke", got["script"])
+	require.Len(t, got["levels"], 5)
+	require.NotNil(t, got["fit"])
+	csv := b.do("GET", "/v1/runs/"+runID+"/sweep.csv", u.access, nil)
+	require.Equal(t, http.StatusOK, csv.status)
+	lines := strings.Split(strings.TrimSpace(string(csv.body)), "\n")
+	require.Len(t, lines, 6)
+	require.True(t, strings.HasPrefix(lines[3], "8,9.000,7200,800.0,800.0,"), lines[3])
+	require.Contains(t, lines[3], ",true,")
+	page := b.do("GET", "/v1/runs/"+runID+"/sweep.html", u.access, nil)
+	require.Equal(t, http.StatusOK, page.status)
+	require.Equal(t, report.ContentSecurityPolicy, page.header.Get("Content-Security-Policy"))
+	require.Contains(t, string(page.body), "Knee at 8 VUs")
+
+	// Another user's sweep is not found, nor is the sweep of a run that is not one.
+	requireProblem(t, b.do("GET", "/v1/runs/"+runID+"/sweep", admin.access, nil), http.StatusNotFound)
+	require.Equal(t, http.StatusNoContent, b.do("POST", "/v1/agent/lease", token, hello).status)
+	plain := b.do("POST", "/v1/runs", u.access, map[string]any{"script_id": script})
+	require.Equal(t, http.StatusCreated, plain.status, "body: %s", plain.body)
+	requireProblem(t, b.do("GET", "/v1/runs/"+plain.json(t)["id"].(string)+"/sweep.csv", u.access, nil), http.StatusNotFound)
+}

@@ -83,9 +83,14 @@ type Result struct {
 // Options are a sweep's: the concurrencies, each step's length and the engine's options for
 // each step (their load is replaced by each level's).
 type Options struct {
-	VUs    []int
-	Step   time.Duration
+	VUs  []int
+	Step time.Duration
+	// Engine are the engine's options for every level; its OnSecond, when set, receives every
+	// level's seconds numbered on the sweep's schedule (from Start), one level after another.
 	Engine engine.Options
+	// Start is when the first level starts (zero: at once); each next one starts on the next
+	// whole second of that schedule after the level before it ended.
+	Start time.Time
 	// OnLevel, when set, receives each level as it ends.
 	OnLevel func(Level)
 }
@@ -98,11 +103,17 @@ func Run(ctx context.Context, s *script.Script, o Options) (*Result, error) {
 		return nil, errors.New("a sweep needs at least one level")
 	}
 	res := &Result{Script: s.Name, StepS: o.Step.Seconds(), Levels: []Level{}}
+	start := o.Start
+	if start.IsZero() {
+		start = time.Now()
+	}
+	var offset int64 // the schedule's second the level starts on
 	for _, n := range o.VUs {
 		if ctx.Err() != nil {
 			break
 		}
-		lv, err := runLevel(ctx, s, n, o)
+		lv, err := runLevel(ctx, s, n, o, start.Add(time.Duration(offset)*time.Second), offset)
+		offset = max(offset+1, int64(math.Ceil(time.Since(start).Seconds())))
 		if err != nil {
 			return res, fmt.Errorf("level %d VUs: %w", n, err)
 		}
@@ -115,13 +126,15 @@ func Run(ctx context.Context, s *script.Script, o Options) (*Result, error) {
 	return res, nil
 }
 
-func runLevel(ctx context.Context, s *script.Script, n int, o Options) (Level, error) {
+// runLevel runs the level of n VUs from levelStart, the second offset of the sweep's schedule.
+func runLevel(ctx context.Context, s *script.Script, n int, o Options, levelStart time.Time, offset int64) (Level, error) {
 	level := *s
 	level.Load.Model, level.Load.VUs, level.Load.Duration, level.Load.Iterations = script.Closed, n, o.Step, 0
 	level.Load.Stages, level.Load.MaxVUs, level.Load.RampUp = nil, 0, 0
 	level.Thresholds = nil // a step is measured, not judged
 	opts := o.Engine
-	opts.VUs, opts.Duration, opts.Rate, opts.Stages = 0, 0, 0, nil
+	opts.VUs, opts.Duration, opts.Rate, opts.Stages, opts.Sweep = 0, 0, 0, nil, nil
+	opts.Start = levelStart
 	skip := int64(0)
 	if o.Step > 2*time.Second {
 		skip = 1
@@ -134,6 +147,10 @@ func runLevel(ctx context.Context, s *script.Script, n int, o Options) (Level, e
 		}
 		if sec.Index >= skip {
 			measured.Merge(sec.Snapshot)
+		}
+		if o.Engine.OnSecond != nil {
+			sec.Index += offset
+			o.Engine.OnSecond(sec)
 		}
 	}
 	r, err := engine.Run(ctx, &level, opts)
@@ -155,6 +172,17 @@ func runLevel(ctx context.Context, s *script.Script, n int, o Options) (Level, e
 		lv.LateStart = false // a level cut short is not judged
 	}
 	return lv, nil
+}
+
+// NewResult is the sweep of script by steps of step whose levels are levels (as an agent measured
+// them), fitted and judged.
+func NewResult(script string, step time.Duration, levels []Level) *Result {
+	r := &Result{Script: script, StepS: step.Seconds(), Levels: levels}
+	if r.Levels == nil {
+		r.Levels = []Level{}
+	}
+	r.judge()
+	return r
 }
 
 // judge fits the USL to the levels and finds the knee.

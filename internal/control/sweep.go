@@ -1,0 +1,50 @@
+package control
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/google/uuid"
+
+	"github.com/barrage-load/barrage/internal/barrage"
+	"github.com/barrage-load/barrage/internal/sweep"
+)
+
+// RunSweep is p's ended sweep run id: the levels its agent measured, fitted and judged. A run
+// that is not a sweep, or another user's, is not found; one that goes on is a conflict.
+func (s *Service) RunSweep(ctx context.Context, p barrage.Principal, id uuid.UUID) (*sweep.Result, error) {
+	run, err := s.Run(ctx, p, id)
+	if err != nil {
+		return nil, err
+	}
+	sw := run.Load.Sweep
+	switch {
+	case sw == nil:
+		return nil, barrage.Errorf(barrage.ErrNotFound, "run %s is not a sweep", id)
+	case run.EndedAt == nil:
+		return nil, barrage.Errorf(barrage.ErrConflict, "sweep %s has not ended yet: its levels come when it has", id)
+	}
+	accounts, err := s.store.ShardAccounts(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	var levels []sweep.Level
+	for _, a := range accounts {
+		if len(a.Result) == 0 {
+			continue // the shard ended without an account: lost, or refused
+		}
+		var res struct {
+			Levels []sweep.Level `json:"sweep_levels"`
+		}
+		if err := json.Unmarshal(a.Result, &res); err != nil {
+			return nil, fmt.Errorf("run %s shard %s: its account: %w", id, a.ShardID, err)
+		}
+		levels = append(levels, res.Levels...)
+	}
+	name := ""
+	if sc, err := s.runScript(ctx, run); err == nil {
+		name = sc.Name
+	}
+	return sweep.NewResult(name, sw.Step, levels), nil
+}
