@@ -2070,6 +2070,9 @@ type UpdateMeRequest struct {
 	Email           *string `json:"email,omitempty"`
 	Name            *string `json:"name,omitempty"`
 	NewPassword     *string `json:"new_password,omitempty"`
+
+	// RevokeTokens With `new_password`: revoke every personal API token too, in the same change. They are kept otherwise (list them with `GET /v1/me/tokens`).
+	RevokeTokens *bool `json:"revoke_tokens,omitempty"`
 }
 
 // UpdateUserRequest defines model for UpdateUserRequest.
@@ -2635,7 +2638,7 @@ type ClientInterface interface {
 	//
 	// `license: null` removes the license (no limits). A license object is merged onto the
 	// current license; a user with none needs every limit (or a `template`). Admins cannot
-	// demote or disable themselves. Disabling signs the user out everywhere.
+	// demote or disable themselves. Disabling signs the user out everywhere and revokes their personal API tokens for good: enabling the account again does not bring them back.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -2646,7 +2649,7 @@ type ClientInterface interface {
 	//
 	// `license: null` removes the license (no limits). A license object is merged onto the
 	// current license; a user with none needs every limit (or a `template`). Admins cannot
-	// demote or disable themselves. Disabling signs the user out everywhere.
+	// demote or disable themselves. Disabling signs the user out everywhere and revokes their personal API tokens for good: enabling the account again does not bring them back.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -2868,7 +2871,8 @@ type ClientInterface interface {
 	//
 	// Changing the email or the password needs `current_password`. A password change signs
 	// out every session: refresh tokens are revoked and access tokens issued before it are
-	// refused.
+	// refused. Personal API tokens are kept unless `revoke_tokens` is set (`barrage password`
+	// lists the live ones and asks).
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -2879,7 +2883,8 @@ type ClientInterface interface {
 	//
 	// Changing the email or the password needs `current_password`. A password change signs
 	// out every session: refresh tokens are revoked and access tokens issued before it are
-	// refused.
+	// refused. Personal API tokens are kept unless `revoke_tokens` is set (`barrage password`
+	// lists the live ones and asks).
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -3832,7 +3837,7 @@ func (c *Client) GetUser(ctx context.Context, id ID, reqEditors ...RequestEditor
 //
 // `license: null` removes the license (no limits). A license object is merged onto the
 // current license; a user with none needs every limit (or a `template`). Admins cannot
-// demote or disable themselves. Disabling signs the user out everywhere.
+// demote or disable themselves. Disabling signs the user out everywhere and revokes their personal API tokens for good: enabling the account again does not bring them back.
 //
 // Takes any type of body and a specified content type.
 //
@@ -3853,7 +3858,7 @@ func (c *Client) UpdateUserWithBody(ctx context.Context, id ID, contentType stri
 //
 // `license: null` removes the license (no limits). A license object is merged onto the
 // current license; a user with none needs every limit (or a `template`). Admins cannot
-// demote or disable themselves. Disabling signs the user out everywhere.
+// demote or disable themselves. Disabling signs the user out everywhere and revokes their personal API tokens for good: enabling the account again does not bring them back.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -4315,7 +4320,8 @@ func (c *Client) GetMe(ctx context.Context, reqEditors ...RequestEditorFn) (*htt
 //
 // Changing the email or the password needs `current_password`. A password change signs
 // out every session: refresh tokens are revoked and access tokens issued before it are
-// refused.
+// refused. Personal API tokens are kept unless `revoke_tokens` is set (`barrage password`
+// lists the live ones and asks).
 //
 // Takes any type of body and a specified content type.
 //
@@ -4336,7 +4342,8 @@ func (c *Client) UpdateMeWithBody(ctx context.Context, contentType string, body 
 //
 // Changing the email or the password needs `current_password`. A password change signs
 // out every session: refresh tokens are revoked and access tokens issued before it are
-// refused.
+// refused. Personal API tokens are kept unless `revoke_tokens` is set (`barrage password`
+// lists the live ones and asks).
 //
 // Takes a body of the `application/json` content type.
 //
@@ -9279,7 +9286,7 @@ type ClientWithResponsesInterface interface {
 	//
 	// `license: null` removes the license (no limits). A license object is merged onto the
 	// current license; a user with none needs every limit (or a `template`). Admins cannot
-	// demote or disable themselves. Disabling signs the user out everywhere.
+	// demote or disable themselves. Disabling signs the user out everywhere and revokes their personal API tokens for good: enabling the account again does not bring them back.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -9290,7 +9297,7 @@ type ClientWithResponsesInterface interface {
 	//
 	// `license: null` removes the license (no limits). A license object is merged onto the
 	// current license; a user with none needs every limit (or a `template`). Admins cannot
-	// demote or disable themselves. Disabling signs the user out everywhere.
+	// demote or disable themselves. Disabling signs the user out everywhere and revokes their personal API tokens for good: enabling the account again does not bring them back.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -9526,7 +9533,8 @@ type ClientWithResponsesInterface interface {
 	//
 	// Changing the email or the password needs `current_password`. A password change signs
 	// out every session: refresh tokens are revoked and access tokens issued before it are
-	// refused.
+	// refused. Personal API tokens are kept unless `revoke_tokens` is set (`barrage password`
+	// lists the live ones and asks).
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -9537,7 +9545,8 @@ type ClientWithResponsesInterface interface {
 	//
 	// Changing the email or the password needs `current_password`. A password change signs
 	// out every session: refresh tokens are revoked and access tokens issued before it are
-	// refused.
+	// refused. Personal API tokens are kept unless `revoke_tokens` is set (`barrage password`
+	// lists the live ones and asks).
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -17520,7 +17529,7 @@ func (c *ClientWithResponses) GetUserWithResponse(ctx context.Context, id ID, re
 //
 // `license: null` removes the license (no limits). A license object is merged onto the
 // current license; a user with none needs every limit (or a `template`). Admins cannot
-// demote or disable themselves. Disabling signs the user out everywhere.
+// demote or disable themselves. Disabling signs the user out everywhere and revokes their personal API tokens for good: enabling the account again does not bring them back.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -17537,7 +17546,7 @@ func (c *ClientWithResponses) UpdateUserWithBodyWithResponse(ctx context.Context
 //
 // `license: null` removes the license (no limits). A license object is merged onto the
 // current license; a user with none needs every limit (or a `template`). Admins cannot
-// demote or disable themselves. Disabling signs the user out everywhere.
+// demote or disable themselves. Disabling signs the user out everywhere and revokes their personal API tokens for good: enabling the account again does not bring them back.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -17917,7 +17926,8 @@ func (c *ClientWithResponses) GetMeWithResponse(ctx context.Context, reqEditors 
 //
 // Changing the email or the password needs `current_password`. A password change signs
 // out every session: refresh tokens are revoked and access tokens issued before it are
-// refused.
+// refused. Personal API tokens are kept unless `revoke_tokens` is set (`barrage password`
+// lists the live ones and asks).
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -17934,7 +17944,8 @@ func (c *ClientWithResponses) UpdateMeWithBodyWithResponse(ctx context.Context, 
 //
 // Changing the email or the password needs `current_password`. A password change signs
 // out every session: refresh tokens are revoked and access tokens issued before it are
-// refused.
+// refused. Personal API tokens are kept unless `revoke_tokens` is set (`barrage password`
+// lists the live ones and asks).
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //

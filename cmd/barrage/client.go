@@ -1,19 +1,15 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
-
-	"golang.org/x/term"
 
 	"github.com/barrage-load/barrage/api"
 )
@@ -182,19 +178,5 @@ func sessionCredentials(server string, t api.TokenPair) credentials {
 
 // readPassword reads a password: without echo from a terminal, else one line of stdin.
 func readPassword(e env, prompt string) (string, error) {
-	if f, ok := e.stdin.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
-		fmt.Fprint(e.stderr, prompt)
-		b, err := term.ReadPassword(int(f.Fd()))
-		fmt.Fprintln(e.stderr)
-		return string(b), err
-	}
-	line, err := bufio.NewReader(e.stdin).ReadString('\n')
-	if err != nil && !errors.Is(err, io.EOF) {
-		return "", err
-	}
-	pw := strings.TrimRight(line, "\r\n")
-	if pw == "" {
-		return "", errors.New("no password given on standard input")
-	}
-	return pw, nil
+	return newSecretReader(e).read(prompt)
 }

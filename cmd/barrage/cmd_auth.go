@@ -1,11 +1,17 @@
 package main
 
 import (
+	"bufio"
 	"context"
+	"errors"
 	"flag"
 	"fmt"
+	"io"
+	"os"
 	"strings"
 	"time"
+
+	"golang.org/x/term"
 
 	"github.com/barrage-load/barrage/api"
 )
@@ -182,4 +188,97 @@ func withServer(e env, server string) env {
 		return get(k)
 	}
 	return e
+}
+
+// runPassword changes your password: every session is signed out, and your personal API tokens
+// are listed and revoked with it when you say so (asked when a terminal is there to ask).
+func runPassword(ctx context.Context, e env, args []string) error {
+	fs := newFlags(e, "password", "[--revoke-tokens | --keep-tokens]  (the current and the new password prompted, or on stdin, a line each)")
+	revoke := fs.Bool("revoke-tokens", false, "revoke your personal API tokens with the change")
+	keep := fs.Bool("keep-tokens", false, "keep your personal API tokens without asking")
+	if err := parseFlags(fs, args, 0); err != nil {
+		return err
+	}
+	if *revoke && *keep {
+		return usageError(errors.New("--revoke-tokens and --keep-tokens: give one"))
+	}
+	cl, _, err := apiClient(ctx, e, true)
+	if err != nil {
+		return err
+	}
+	in := newSecretReader(e)
+	cur, err := in.read("Current password: ")
+	if err != nil {
+		return err
+	}
+	next, err := in.read("New password: ")
+	if err != nil {
+		return err
+	}
+	toks, _, err := tokenPages(ctx, cl)(nil)
+	if err != nil {
+		return err
+	}
+	if len(toks) > 0 && !*keep {
+		fmt.Fprintln(e.stderr, "Your personal API tokens stay valid after a password change unless you revoke them:")
+		if err := printTable(e, tokenHeader, tokenPages(ctx, cl), tokenRow); err != nil {
+			return err
+		}
+		if !*revoke && in.terminal {
+			answer, err := in.line("Revoke them all with the change? [y/N] ")
+			if err != nil {
+				return err
+			}
+			*revoke = strings.EqualFold(strings.TrimSpace(answer), "y")
+		}
+	}
+	res, err := cl.UpdateMeWithResponse(ctx, api.UpdateMeRequest{CurrentPassword: &cur, NewPassword: &next, RevokeTokens: revoke})
+	if err != nil {
+		return err
+	}
+	if res.JSON200 == nil {
+		return api.ProblemError(res.HTTPResponse, res.Body)
+	}
+	what := "your personal API tokens were kept"
+	if *revoke {
+		what = "your personal API tokens were revoked"
+	}
+	fmt.Fprintf(e.stdout, "Password changed: every session was signed out and %s. Sign in again: barrage login --email %s\n", what, res.JSON200.Email)
+	return nil
+}
+
+// secretReader reads passwords and answers from a terminal (passwords unechoed), or lines of
+// standard input.
+type secretReader struct {
+	e        env
+	terminal bool
+	r        *bufio.Reader
+}
+
+func newSecretReader(e env) *secretReader {
+	f, ok := e.stdin.(*os.File)
+	return &secretReader{e: e, terminal: ok && term.IsTerminal(int(f.Fd())), r: bufio.NewReader(e.stdin)}
+}
+
+func (s *secretReader) read(prompt string) (string, error) {
+	if s.terminal {
+		fmt.Fprint(s.e.stderr, prompt)
+		b, err := term.ReadPassword(int(s.e.stdin.(*os.File).Fd()))
+		fmt.Fprintln(s.e.stderr)
+		return string(b), err
+	}
+	line, err := s.line("")
+	if err == nil && line == "" {
+		err = errors.New("no password given on standard input")
+	}
+	return line, err
+}
+
+func (s *secretReader) line(prompt string) (string, error) {
+	fmt.Fprint(s.e.stderr, prompt)
+	line, err := s.r.ReadString('\n')
+	if err != nil && !errors.Is(err, io.EOF) {
+		return "", err
+	}
+	return strings.TrimRight(line, "\r\n"), nil
 }

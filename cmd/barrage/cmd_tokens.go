@@ -71,28 +71,36 @@ func runTokensList(ctx context.Context, e env, args []string) error {
 	if err != nil {
 		return err
 	}
-	return printTable(e, "ID\tNAME\tSCOPES\tEXPIRES\tLAST USED",
-		func(cursor *string) ([]api.APIToken, *string, error) {
-			res, err := cl.ListTokensWithResponse(ctx, &api.ListTokensParams{Cursor: cursor})
-			if err != nil {
-				return nil, nil, err
-			}
-			if res.JSON200 == nil {
-				return nil, nil, api.ProblemError(res.HTTPResponse, res.Body)
-			}
-			return res.JSON200.Items, res.JSON200.NextCursor, nil
-		},
-		func(t api.APIToken) string {
-			scopes := make([]string, len(t.Scopes))
-			for i, s := range t.Scopes {
-				scopes[i] = string(s)
-			}
-			last := "never"
-			if t.LastUsedAt != nil {
-				last = t.LastUsedAt.Format(time.RFC3339)
-			}
-			return fmt.Sprintf("%s\t%s\t%s\t%s\t%s", t.Id, t.Name, strings.Join(scopes, ","), t.ExpiresAt.Format(time.RFC3339), last)
-		})
+	return printTable(e, tokenHeader, tokenPages(ctx, cl), tokenRow)
+}
+
+const tokenHeader = "ID\tNAME\tSCOPES\tEXPIRES\tLAST USED"
+
+// tokenPages fetches your personal API tokens a page at a time.
+func tokenPages(ctx context.Context, cl *api.ClientWithResponses) func(cursor *string) ([]api.APIToken, *string, error) {
+	return func(cursor *string) ([]api.APIToken, *string, error) {
+		res, err := cl.ListTokensWithResponse(ctx, &api.ListTokensParams{Cursor: cursor})
+		if err != nil {
+			return nil, nil, err
+		}
+		if res.JSON200 == nil {
+			return nil, nil, api.ProblemError(res.HTTPResponse, res.Body)
+		}
+		return res.JSON200.Items, res.JSON200.NextCursor, nil
+	}
+}
+
+// tokenRow is a token's row in tokenHeader's columns.
+func tokenRow(t api.APIToken) string {
+	scopes := make([]string, len(t.Scopes))
+	for i, s := range t.Scopes {
+		scopes[i] = string(s)
+	}
+	last := "never"
+	if t.LastUsedAt != nil {
+		last = t.LastUsedAt.Format(time.RFC3339)
+	}
+	return fmt.Sprintf("%s\t%s\t%s\t%s\t%s", t.Id, t.Name, strings.Join(scopes, ","), t.ExpiresAt.Format(time.RFC3339), last)
 }
 
 // printTable prints a list as a table, every page of it: the header, then a row per item.

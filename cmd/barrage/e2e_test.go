@@ -229,6 +229,23 @@ func TestServeOnEmbeddedPostgresWithTheCLI(t *testing.T) {
 	_, errOut, err = cli(t, &other, admin, "", "me")
 	require.Error(t, err)
 	require.Contains(t, errOut, "signed in to "+p2.url+", not http://127.0.0.1:1")
+
+	// A password change lists the live personal tokens and revokes them when asked; every
+	// session is signed out, so the CLI signs in again with the new password.
+	out, errOut, err = cli(t, p2, admin, "admin password 123\nadmin password 456\n", "password", "--revoke-tokens")
+	require.NoError(t, err, "stderr: %s", errOut)
+	require.Contains(t, out, "ci", "the live tokens are listed")
+	require.Contains(t, out, "your personal API tokens were revoked")
+	req, _ = http.NewRequest("GET", p2.url+"/v1/me", nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	res, err = http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	res.Body.Close()
+	require.Equal(t, http.StatusUnauthorized, res.StatusCode, "the token went with the old password")
+	_, _, err = cli(t, p2, admin, "", "me")
+	require.Error(t, err, "signed out")
+	mustCLI(t, p2, admin, "admin password 456\n", "login", "--email", "ada@example.com")
+
 	mustCLI(t, p2, admin, "", "logout")
 	_, errOut, err = cli(t, p2, admin, "", "me")
 	require.Error(t, err)

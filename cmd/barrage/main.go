@@ -99,6 +99,7 @@ func commands() []command {
 		{"login", "sign in and store credentials for the other commands", runLogin},
 		{"logout", "sign out and forget the stored credentials", runLogout},
 		{"me", "show the signed-in user and license", runMe},
+		{"password", "change your password (signs out every session; lists your API tokens and revokes them if you say so)", runPassword},
 		{"tokens", "personal API tokens: tokens create | list | delete", runTokens},
 		{"admin", "admin commands: admin invite | invitations | users | user | plugins | plugin", runAdmin},
 		{"version", "print the version", func(_ context.Context, e env, _ []string) error {

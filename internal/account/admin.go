@@ -230,7 +230,9 @@ type UserPatch struct {
 }
 
 // UpdateUser applies an admin's changes to a user. Admins cannot demote or disable themselves,
-// so that the platform never loses its last admin by accident. Disabling ends every session.
+// so that the platform never loses its last admin by accident. Disabling ends every session and
+// revokes the user's personal API tokens for good (enabling the account again does not revive
+// them).
 func (s *Service) UpdateUser(ctx context.Context, p barrage.Principal, id uuid.UUID, patch UserPatch) (barrage.User, error) {
 	if id == p.User.ID {
 		if patch.Role != nil && *patch.Role != barrage.RoleAdmin {
@@ -265,7 +267,7 @@ func (s *Service) UpdateUser(ctx context.Context, p barrage.Principal, id uuid.U
 			u.License = &l
 		}
 		return nil
-	})
+	}, false)
 }
 
 // mergeLicense applies in to the current license (nil: none yet), starting afresh from a

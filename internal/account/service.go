@@ -231,10 +231,13 @@ func (s *Service) Authenticate(ctx context.Context, bearer string) (barrage.Prin
 // UpdateMeInput holds the changes a user asks for; nil fields stay as they are.
 type UpdateMeInput struct {
 	Name, Email, CurrentPassword, NewPassword *string
+	// RevokeTokens, with NewPassword, revokes every personal API token too, in the same change.
+	RevokeTokens bool
 }
 
 // UpdateMe changes the principal's own account. Email and password need the current password;
-// a new password ends every session.
+// a new password ends every session, and revokes the personal API tokens when asked to (they
+// are the user's to keep: a CI job's token need not die with a password change).
 func (s *Service) UpdateMe(ctx context.Context, p barrage.Principal, in UpdateMeInput) (barrage.User, error) {
 	var newHash string
 	if in.Email != nil || in.NewPassword != nil {
@@ -259,6 +262,9 @@ func (s *Service) UpdateMe(ctx context.Context, p barrage.Principal, in UpdateMe
 			return barrage.User{}, err
 		}
 		email = e
+	}
+	if in.RevokeTokens && in.NewPassword == nil {
+		return barrage.User{}, barrage.Invalid("revoke_tokens", "goes with new_password")
 	}
 	if in.NewPassword != nil {
 		if err := validPassword("new_password", *in.NewPassword, cmp.Or(email, p.User.Email)); err != nil {
@@ -292,7 +298,7 @@ func (s *Service) UpdateMe(ctx context.Context, p barrage.Principal, in UpdateMe
 			u.TokensValidAfter = now
 		}
 		return nil
-	})
+	}, in.RevokeTokens)
 }
 
 func validEmail(field, s string) (string, error) {

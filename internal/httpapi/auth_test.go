@@ -235,12 +235,47 @@ func TestDisabledUserIsSignedOutEverywhere(t *testing.T) {
 	p = requireProblem(t, b.do("PATCH", "/v1/admin/users/"+admin.id, admin.access, map[string]any{"role": "user"}), http.StatusUnprocessableEntity)
 	requireField(t, p, "role")
 
-	// Enabled again, the user signs in; the PAT works again too (it was never revoked).
+	// Enabled again, the user signs in; the token stays revoked: disabling revoked it for good,
+	// so a token that leaked with the account does not come back with it.
 	require.Equal(t, http.StatusOK, b.do("PATCH", "/v1/admin/users/"+u.id, admin.access, map[string]any{"disabled": false}).status)
 	login := b.do("POST", "/v1/auth/login", "", map[string]any{"email": u.email, "password": u.password})
 	require.Equal(t, http.StatusOK, login.status)
-	secret(login.json(t)["access_token"].(string))
+	access := secret(login.json(t)["access_token"].(string))
 	secret(login.json(t)["refresh_token"].(string))
+	requireProblem(t, b.do("GET", "/v1/me", pat, nil), http.StatusUnauthorized)
+	list := b.do("GET", "/v1/tokens", access, nil)
+	require.Equal(t, http.StatusOK, list.status)
+	require.Empty(t, list.json(t)["items"])
+}
+
+// A password change keeps the personal API tokens (a CI job's need not die with it) unless
+// the user asks to revoke them with it.
+func TestPasswordChangeRevokesTokensWhenAsked(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	_, u := b.adminAndUser()
+	mint := func(access, name string) string {
+		tok := b.do("POST", "/v1/tokens", access, map[string]any{"name": name, "scopes": []string{"read"}})
+		require.Equal(t, http.StatusCreated, tok.status, "body: %s", tok.body)
+		return secret(tok.json(t)["token"].(string))
+	}
+	kept := mint(u.access, "ci")
+	p := requireProblem(t, b.do("PATCH", "/v1/me", u.access, map[string]any{"name": "x", "revoke_tokens": true}), http.StatusUnprocessableEntity)
+	requireField(t, p, "revoke_tokens")
+
+	r := b.do("PATCH", "/v1/me", u.access, map[string]any{"current_password": u.password, "new_password": "a second good password"})
+	require.Equal(t, http.StatusOK, r.status, "body: %s", r.body)
+	require.Equal(t, http.StatusOK, b.do("GET", "/v1/me", kept, nil).status, "kept by a plain password change")
+
+	login := b.do("POST", "/v1/auth/login", "", map[string]any{"email": u.email, "password": "a second good password"})
+	require.Equal(t, http.StatusOK, login.status)
+	access := secret(login.json(t)["access_token"].(string))
+	secret(login.json(t)["refresh_token"].(string))
+	second := mint(access, "laptop")
+	r = b.do("PATCH", "/v1/me", access, map[string]any{"current_password": "a second good password", "new_password": "a third good password", "revoke_tokens": true})
+	require.Equal(t, http.StatusOK, r.status, "body: %s", r.body)
+	requireProblem(t, b.do("GET", "/v1/me", kept, nil), http.StatusUnauthorized)
+	requireProblem(t, b.do("GET", "/v1/me", second, nil), http.StatusUnauthorized)
 }
 
 // A token made with a token cannot outlive its parent, so a stolen token cannot extend itself.

@@ -69,6 +69,7 @@ func (s *server) UpdateMe(ctx context.Context, req api.UpdateMeRequestObject) (a
 	b := req.Body
 	u, err := s.accounts.UpdateMe(ctx, p, account.UpdateMeInput{
 		Name: b.Name, Email: b.Email, CurrentPassword: b.CurrentPassword, NewPassword: b.NewPassword,
+		RevokeTokens: b.RevokeTokens != nil && *b.RevokeTokens,
 	})
 	if err != nil {
 		return nil, err

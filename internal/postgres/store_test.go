@@ -147,7 +147,7 @@ func TestUpdateUserRollsBackOnError(t *testing.T) {
 	_, err := store.UpdateUser(ctx, alice.ID, func(u *barrage.User) error {
 		u.Email = "BOB@example.com" // taken, case-insensitively
 		return nil
-	})
+	}, false)
 	require.ErrorIs(t, err, barrage.ErrConflict)
 	again, err := store.UserByID(ctx, alice.ID)
 	require.NoError(t, err)

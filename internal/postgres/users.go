@@ -102,8 +102,9 @@ func (s *Store) ListUsers(ctx context.Context, after *uuid.UUID, limit int) ([]b
 
 // UpdateUser changes the user with id through fn, under a row lock. When fn moves
 // TokensValidAfter forward (password change, disabling), the user's refresh tokens are revoked in
-// the same transaction, so that every session ends together.
-func (s *Store) UpdateUser(ctx context.Context, id uuid.UUID, fn func(*barrage.User) error) (barrage.User, error) {
+// the same transaction, so that every session ends together; when revokeAPITokens is set or the
+// user becomes disabled, so are their personal API tokens.
+func (s *Store) UpdateUser(ctx context.Context, id uuid.UUID, fn func(*barrage.User) error, revokeAPITokens bool) (barrage.User, error) {
 	var updated barrage.User
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		row, err := s.q.UserGetByIDForUpdate(ctx, tx, id)
@@ -122,6 +123,13 @@ func (s *Store) UpdateUser(ctx context.Context, id uuid.UUID, fn func(*barrage.U
 		}
 		if u.TokensValidAfter.After(before.TokensValidAfter) {
 			if err := s.q.RefreshTokenRevokeByUser(ctx, tx, id); err != nil {
+				return err
+			}
+		}
+		// A disabled user holds no personal API token: enabling the account again does not
+		// bring back tokens that may have leaked with it.
+		if revokeAPITokens || (u.Disabled && !before.Disabled) {
+			if _, err := s.q.APITokenDeleteByUser(ctx, tx, id); err != nil {
 				return err
 			}
 		}

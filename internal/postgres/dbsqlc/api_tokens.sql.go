@@ -29,6 +29,19 @@ func (q *Queries) APITokenDelete(ctx context.Context, db DBTX, arg APITokenDelet
 	return result.RowsAffected(), nil
 }
 
+const aPITokenDeleteByUser = `-- name: APITokenDeleteByUser :execrows
+DELETE FROM api_tokens WHERE user_id = $1
+`
+
+// APITokenDeleteByUser revokes every personal API token of a user.
+func (q *Queries) APITokenDeleteByUser(ctx context.Context, db DBTX, userID uuid.UUID) (int64, error) {
+	result, err := db.Exec(ctx, aPITokenDeleteByUser, userID)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
 const aPITokenGetWithUser = `-- name: APITokenGetWithUser :one
 SELECT api_tokens.id, api_tokens.user_id, api_tokens.name, api_tokens.token_hash, api_tokens.scopes, api_tokens.created_at, api_tokens.expires_at, api_tokens.last_used_at, users.id, users.email, users.name, users.password_hash, users.role, users.disabled, users.license_plan, users.license_max_vus, users.license_max_run_seconds, users.license_max_concurrent_runs, users.license_valid_until, users.tokens_valid_after, users.created_at, users.updated_at
 FROM api_tokens JOIN users ON users.id = api_tokens.user_id

@@ -20,3 +20,7 @@ WHERE api_tokens.token_hash = $1;
 
 -- name: APITokenTouch :exec
 UPDATE api_tokens SET last_used_at = now() WHERE id = $1;
+
+-- APITokenDeleteByUser revokes every personal API token of a user.
+-- name: APITokenDeleteByUser :execrows
+DELETE FROM api_tokens WHERE user_id = $1;
