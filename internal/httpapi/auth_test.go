@@ -344,3 +344,18 @@ func TestAnAbsentDatabaseIs503(t *testing.T) {
 	}
 	require.Equal(t, http.StatusServiceUnavailable, b.do("GET", "/readyz", "", nil).status)
 }
+
+// A request body is strict JSON: one document, valid UTF-8, no null where the contract has
+// none; anything else is refused, naming why, and nothing is stored.
+func TestBodiesAreStrictJSON(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	_, u := b.adminAndUser()
+	p := requireProblem(t, b.do("POST", "/v1/tokens", u.access, map[string]any{"name": "n", "scopes": []string{"read"}, "expires_in_days": nil}), http.StatusUnprocessableEntity)
+	requireField(t, p, "expires_in_days")
+	bad := b.do("POST", "/v1/tokens", u.access, []byte("{\"name\": \"caf\xe9\", \"scopes\": [\"read\"]}"))
+	p = requireProblem(t, bad, http.StatusBadRequest)
+	require.Contains(t, p["detail"], "UTF-8")
+	list := b.do("GET", "/v1/tokens", u.access, nil)
+	require.Empty(t, list.json(t)["items"], "nothing stored")
+}

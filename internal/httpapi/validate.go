@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -15,6 +16,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/getkin/kin-openapi/openapi3filter"
@@ -102,9 +104,8 @@ func (v *validator) middleware(next http.Handler) http.Handler {
 			opts.ExcludeRequestBody = true
 			in.Options = &opts
 		}
-		if !oneJSONDocument(r) {
-			writeProblem(w, r, problem{Type: typeMalformed, Status: http.StatusBadRequest,
-				Detail: "The request body holds more than one JSON document: send one."})
+		if p := strictJSON(r, op); p != nil {
+			writeProblem(w, r, *p)
 			return
 		}
 		if err := openapi3filter.ValidateRequest(r.Context(), in); err != nil {
@@ -124,27 +125,115 @@ func streamed(op *openapi3.Operation) bool {
 	return ok
 }
 
-// oneJSONDocument reports whether a JSON request's body is one document and nothing after it
-// but white space: the validator and the handlers decode the first and would take the request
-// for it, whatever follows ({"vus":1}{"vus":1000} was a run of 1 VU). It reads the body (within
-// the size limit) and leaves it to be read again, with the error it met, if any.
-func oneJSONDocument(r *http.Request) bool {
+// strictJSON refuses a JSON request body that the validator and the handlers would take
+// loosely: a second document or anything but white space after the first (they decode the
+// first and would take the request for it: {"vus":1}{"vus":1000} was a run of 1 VU), text
+// that is not UTF-8 (decoding replaces it silently), and null where the contract has no null
+// (the validator takes it as absent, and the default for it). It reads the body (within the
+// size limit) and leaves it to be read again, with the error it met, if any.
+func strictJSON(r *http.Request, op *openapi3.Operation) *problem {
 	if r.Body == nil || r.Body == http.NoBody || !strings.Contains(r.Header.Get("Content-Type"), "json") {
-		return true
+		return nil
 	}
 	b, err := io.ReadAll(r.Body)
 	if err != nil {
 		r.Body = io.NopCloser(io.MultiReader(bytes.NewReader(b), errReader{err}))
-		return true // the validator meets the error, and says it
+		return nil // the validator meets the error, and says it
 	}
 	r.Body = io.NopCloser(bytes.NewReader(b))
 	dec := json.NewDecoder(bytes.NewReader(b))
-	var doc json.RawMessage
+	dec.UseNumber()
+	var doc any
 	if dec.Decode(&doc) != nil {
-		return true // not JSON at all: the validator said so already
+		return nil // not JSON at all: the validator says so
 	}
-	_, err = dec.Token()
-	return errors.Is(err, io.EOF)
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return &problem{Type: typeMalformed, Status: http.StatusBadRequest,
+			Detail: "The request body holds more than one JSON document: send one."}
+	}
+	if !utf8.Valid(b) {
+		return &problem{Type: typeMalformed, Status: http.StatusBadRequest,
+			Detail: "The request body is not valid UTF-8: JSON text is UTF-8."}
+	}
+	if op.RequestBody == nil || op.RequestBody.Value == nil {
+		return nil
+	}
+	mt := op.RequestBody.Value.Content.Get("application/json")
+	if mt == nil || mt.Schema == nil {
+		return nil
+	}
+	if errs := nulls(doc, mt.Schema.Value, ""); len(errs) > 0 {
+		return &problem{Type: typeValidation, Title: "Validation failed", Status: http.StatusUnprocessableEntity,
+			Detail: fmt.Sprintf("%d problems with the request", len(errs)), Errors: errs}
+	}
+	return nil
+}
+
+// nulls lists the nulls in v, at path, where its schema s has none.
+func nulls(v any, s *openapi3.Schema, path string) []barrage.FieldError {
+	if s == nil {
+		return nil
+	}
+	var out []barrage.FieldError
+	switch v := v.(type) {
+	case nil:
+		if !admitsNull(s) {
+			out = append(out, barrage.FieldError{Field: cmp.Or(path, "body"), Reason: "must not be null"})
+		}
+	case map[string]any:
+		for _, k := range slices.Sorted(maps.Keys(v)) {
+			sub := propertySchema(s, k)
+			out = append(out, nulls(v[k], sub, joinPath(path, k))...)
+		}
+	case []any:
+		if s.Items != nil {
+			for i, e := range v {
+				out = append(out, nulls(e, s.Items.Value, fmt.Sprintf("%s[%d]", path, i))...)
+			}
+		}
+	}
+	return out
+}
+
+// admitsNull reports whether s admits null, itself or through the schemas it is made of.
+func admitsNull(s *openapi3.Schema) bool {
+	if s.Nullable {
+		return true
+	}
+	for _, set := range []openapi3.SchemaRefs{s.AllOf, s.AnyOf, s.OneOf} {
+		for _, r := range set {
+			if r.Value != nil && r.Value.Nullable {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// propertySchema is the schema of s's property k (through allOf), or of its additional
+// properties; nil when s says nothing of it (the validator refuses unknown properties).
+func propertySchema(s *openapi3.Schema, k string) *openapi3.Schema {
+	if p := s.Properties[k]; p != nil {
+		return p.Value
+	}
+	for _, r := range s.AllOf {
+		if r.Value != nil {
+			if p := propertySchema(r.Value, k); p != nil {
+				return p
+			}
+		}
+	}
+	if ap := s.AdditionalProperties.Schema; ap != nil {
+		return ap.Value
+	}
+	return nil
+}
+
+func joinPath(path, k string) string {
+	if path == "" {
+		return k
+	}
+	return path + "." + k
 }
 
 // errReader is a reader that fails with err.
