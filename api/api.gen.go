@@ -1273,6 +1273,13 @@ type ManifestAgent struct {
 	Version string `json:"version"`
 }
 
+// MonitorFailure defines model for MonitorFailure.
+type MonitorFailure struct {
+	Failed    int    `json:"failed"`
+	LastError string `json:"last_error"`
+	Monitor   string `json:"monitor"`
+}
+
 // Namespace defines model for Namespace.
 type Namespace struct {
 	CreatedAt time.Time    `json:"created_at"`
@@ -1800,6 +1807,9 @@ type ShardResult struct {
 	HookErrors  *[]HookErrorCount `json:"hook_errors,omitempty"`
 	Interrupted *int64            `json:"interrupted,omitempty"`
 	Iterations  *int64            `json:"iterations,omitempty"`
+
+	// MonitorFailures The script's monitors whose scrapes failed, with how many did and the last reason.
+	MonitorFailures *[]MonitorFailure `json:"monitor_failures,omitempty"`
 
 	// SweepLevels A sweep's levels, as the agent measured them.
 	SweepLevels *[]SweepLevel `json:"sweep_levels,omitempty"`

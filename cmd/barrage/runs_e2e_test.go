@@ -208,7 +208,7 @@ thresholds:
 		}))
 		t.Cleanup(metricsSrv.Close)
 		path := script("watched", "vus: 4\n  duration: 3s\nmonitors:\n  - name: app\n    url: "+metricsSrv.URL+"/metrics\n"+
-			"    series: [ app_requests_total, app_in_flight ]")
+			"    series: [ app_requests_total, app_in_flight ]\n  - name: down\n    url: http://127.0.0.1:1/metrics\n    series: [ up ]")
 		out, errOut, err := cli(t, p, cfg, "", "runs", "start", "--file", path, "--agents", "2", "--watch")
 		require.NoError(t, err, "stdout: %s\nstderr: %s", out, errOut)
 		id := runIDLine.FindStringSubmatch(out)[1]
@@ -222,7 +222,7 @@ thresholds:
 		stream, err := io.ReadAll(res.Body)
 		res.Body.Close()
 		require.NoError(t, err)
-		require.Regexp(t, `"monitors":\[\{"series":"app: app_requests_total","unit":"per second","value":[0-9.e+]+\},\{"series":"app: app_in_flight","unit":"value","value":7\}\]`, string(stream))
+		require.Regexp(t, `"monitors":\[\{"series":"app: app_requests_total","unit":"per second","value":[0-9.e+]+\},\{"series":"app: app_in_flight","unit":"value","value":7\},\{"series":"down: up","unit":"value"\}\]`, string(stream))
 
 		// The report draws them on the run's axis; Chromium, with no network, draws the charts.
 		dest := filepath.Join(t.TempDir(), "run.html")
@@ -231,6 +231,7 @@ thresholds:
 		require.NoError(t, err)
 		require.Contains(t, string(page), `"title":"app (per second)"`)
 		require.Contains(t, string(page), `"title":"app (value)"`)
+		require.Regexp(t, `Monitor down: \d+ scrapes failed; the last: .*connect`, string(page), "the agent says why a monitor has no value")
 		require.Regexp(t, `"labels":\["app_in_flight"\],"values":\[\[(null,)?7,7`, string(page))
 		doc := reporttest.Open(t, page)
 		require.Empty(t, doc.Fetched)

@@ -192,19 +192,34 @@ func (a *Agent) runShard(ctx context.Context, job *api.ShardJob) {
 	defer set.Close()
 	opts.OnSecond = sh.add
 	opts.Log = log
+	stopMonitors := func() []monitor.Failure { return nil }
 	if len(s.Monitors) > 0 && opts.Segment.From == 0 {
 		// One shard scrapes the target's metrics, the one whose segment starts the run, through
 		// the agent's network policy as its load goes.
 		sh.monitors = newMonitorValues(opts.Start)
 		client := monitor.Client(a.cfg.Targets.Dialer(net.Dialer{Timeout: 800 * time.Millisecond}).DialContext)
 		stop := monitor.Start(ctx, s.Monitors, client, opts.Start, sh.monitors.put)
-		defer stop()
+		stopMonitors = func() []monitor.Failure { _, fails := stop(); return fails }
+	}
+	// finish ends the shard with what its monitors failed at, once they have stopped.
+	finish := func(end *api.ShardEndReport) {
+		if fails := stopMonitors(); len(fails) > 0 {
+			if end.Result == nil {
+				end.Result = &api.ShardResult{}
+			}
+			list := make([]api.MonitorFailure, len(fails))
+			for i, f := range fails {
+				list[i] = api.MonitorFailure{Monitor: f.Monitor, Failed: f.Failed, LastError: strings.ToValidUTF8(f.LastError[:min(len(f.LastError), 2000)], "")}
+			}
+			end.Result.MonitorFailures = &list
+		}
+		sh.finish(ctx, end)
 	}
 	if sw := opts.Sweep; sw != nil {
 		log.Info("sweep started", slog.Any("vus", sw.VUs), slog.Duration("step", sw.Step), slog.Time("start", opts.Start))
 		end := sh.sweep(ctx, s, opts, sw)
 		log.Info("sweep ended", slog.String("stop", string(end.Reason)))
-		sh.finish(ctx, end)
+		finish(end)
 		return
 	}
 	run, err := engine.Start(ctx, s, opts)
@@ -214,7 +229,7 @@ func (a *Agent) runShard(ctx context.Context, job *api.ShardJob) {
 			reason = api.StopReasonAbortedLimit
 		}
 		log.Warn("shard cannot start", slog.String("error", err.Error()))
-		sh.finish(ctx, &api.ShardEndReport{Reason: reason, Detail: ptr(err.Error())})
+		finish(&api.ShardEndReport{Reason: reason, Detail: ptr(err.Error())})
 		return
 	}
 	log.Info("shard started", slog.String("segment", job.Segment), slog.Time("start", opts.Start))
@@ -238,7 +253,7 @@ func (a *Agent) runShard(ctx context.Context, job *api.ShardJob) {
 		end.Result.HookErrors = &errs
 	}
 	log.Info("shard ended", slog.String("stop", res.Stop.String()))
-	sh.finish(ctx, end)
+	finish(end)
 }
 
 // prepare checks the job's script against its digest, loads it with its data files, starts its

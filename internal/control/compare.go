@@ -43,10 +43,14 @@ func (s *Service) RunReport(ctx context.Context, p barrage.Principal, id uuid.UU
 	names := map[uuid.UUID]string{}
 	for _, a := range accounts {
 		names[a.ShardID] = a.AgentName
-		var res struct{ Iterations, Dropped, Interrupted, Unsent int64 }
+		var res struct {
+			Iterations, Dropped, Interrupted, Unsent int64
+			MonitorFailures                          []monitor.Failure `json:"monitor_failures"`
+		}
 		if len(a.Result) > 0 && json.Unmarshal(a.Result, &res) == nil {
 			r.Iterations, r.Dropped = r.Iterations+res.Iterations, r.Dropped+res.Dropped
 			r.Interrupted, r.Unsent = r.Interrupted+res.Interrupted, r.Unsent+res.Unsent
+			r.MonitorFailures = append(r.MonitorFailures, res.MonitorFailures...)
 		}
 	}
 	for _, a := range sum.Agents {

@@ -165,7 +165,9 @@ func (s *Service) Live(ctx context.Context, p barrage.Principal, id uuid.UUID, a
 		for _, ser := range monitor.Skeleton(sc.Monitors) {
 			monitors = append(monitors, ser.Monitor+": "+ser.Series)
 		}
-		steady = summary.NewLiveStability(engine.Workload(sc, engine.LoadOptions(run.Load)))
+		if run.Load.Sweep == nil { // a sweep's load changes on purpose: no steady state to follow
+			steady = summary.NewLiveStability(engine.Workload(sc, engine.LoadOptions(run.Load)))
+		}
 	}
 	m := newMerger(after+1, false)
 	last := barrage.RunState("")

@@ -152,9 +152,11 @@ func (s *Service) summarize(ctx context.Context, sc *script.Script, run barrage.
 	sum := &Summary{ElapsedS: elapsed.Seconds(), Seconds: seconds, Agents: []AgentShare{},
 		Summary: summary.New(total, requestNames(sc), groupNames(sc), elapsed)}
 	sum.Thresholds = summary.Thresholds(watch.Final(total, elapsed))
-	from, to := summary.SteadyWindow(engine.Workload(sc, engine.LoadOptions(run.Load)), elapsed)
-	sum.Stability = summary.NewStability(rps, from, to)
-	sum.Stability.Explain(rps, monitors)
+	if run.Load.Sweep == nil { // a sweep's load changes on purpose: its levels are judged apart
+		from, to := summary.SteadyWindow(engine.Workload(sc, engine.LoadOptions(run.Load)), elapsed)
+		sum.Stability = summary.NewStability(rps, from, to)
+		sum.Stability.Explain(rps, monitors)
+	}
 
 	model := engine.Workload(sc, engine.LoadOptions(run.Load)).Model
 	var all []engine.Health // every agent's seconds: what they delivered together

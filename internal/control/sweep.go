@@ -42,6 +42,14 @@ func (s *Service) RunSweep(ctx context.Context, p barrage.Principal, id uuid.UUI
 		}
 		levels = append(levels, res.Levels...)
 	}
+	// Only the run's own levels, in its order, are judged: an agent's account of others is not.
+	var kept []sweep.Level
+	for _, l := range levels {
+		if len(kept) < len(sw.VUs) && l.VUs == sw.VUs[len(kept)] {
+			kept = append(kept, l)
+		}
+	}
+	levels = kept
 	name := ""
 	if sc, err := s.runScript(ctx, run); err == nil {
 		name = sc.Name

@@ -16,6 +16,7 @@ import (
 	"github.com/barrage-load/barrage/internal/engine"
 	"github.com/barrage-load/barrage/internal/metrics"
 	"github.com/barrage-load/barrage/internal/postgres"
+	"github.com/barrage-load/barrage/internal/sweep"
 )
 
 // Hello is what an agent says of itself each time it asks for work.
@@ -265,8 +266,8 @@ func (s *Service) Report(ctx context.Context, a barrage.Agent, shardID uuid.UUID
 				return Instruction{}, barrage.Invalid(field+".monitor_units", "one unit for each of monitors")
 			}
 			for _, v := range m.Values {
-				if v != nil && (math.IsNaN(*v) || math.IsInf(*v, 0)) {
-					return Instruction{}, barrage.Invalid(field+".monitors", "a value must be a finite number or null")
+				if v != nil && (math.IsNaN(*v) || math.Abs(*v) > maxMonitorValue) {
+					return Instruction{}, barrage.Invalid(field+".monitors", fmt.Sprintf("a value must be null or a number from %g to %g", -maxMonitorValue, maxMonitorValue))
 				}
 			}
 			if secs[i].Monitors, err = json.Marshal(m); err != nil {
@@ -283,6 +284,9 @@ func (s *Service) Report(ctx context.Context, a barrage.Agent, shardID uuid.UUID
 		}
 		if len(end.Result) == 0 {
 			end.Result = json.RawMessage("{}")
+		}
+		if err := checkSweepLevels(end.Result); err != nil {
+			return Instruction{}, err
 		}
 	}
 	rep, err := s.storeReport(ctx, a, shardID, r.Lease, secs, end)
@@ -352,4 +356,47 @@ func endReason(r engine.StopReason) string {
 		return "the load ran to its end"
 	}
 	return r.String()
+}
+
+// maxMonitorValue bounds a monitor's value: past any rate or gauge an exporter gives (a counter
+// of bytes grows by 1e10 a second on a 100 Gbit/s link), and within what a chart can draw.
+const maxMonitorValue = 1e15
+
+// maxFigure bounds what an agent may report of a sweep level: far above any generator's
+// requests/s, or a latency in milliseconds of more than a week.
+const maxFigure = 1e12
+
+// checkSweepLevels refuses a shard's account whose sweep levels no generator could have
+// measured: figures not finite, negative or past maxFigure, more successful requests than
+// requests, an error rate outside [0, 1], levels of fewer than 1 VU or not going up, a level
+// longer than the longest step and its graceful stop.
+func checkSweepLevels(result []byte) error {
+	var acc struct {
+		Levels []sweep.Level `json:"sweep_levels"`
+	}
+	if json.Unmarshal(result, &acc) != nil {
+		return nil // the contract checked its shape
+	}
+	for i, l := range acc.Levels {
+		field := fmt.Sprintf("end.result.sweep_levels[%d]", i)
+		for _, f := range []struct {
+			name string
+			v    float64
+		}{{"rps", l.RPS}, {"ok_rps", l.OKRPS}, {"p50_ms", l.P50MS}, {"p95_ms", l.P95MS}, {"p99_ms", l.P99MS}, {"requests", float64(l.Requests)}} {
+			if math.IsNaN(f.v) || f.v < 0 || f.v > maxFigure {
+				return barrage.Invalid(field+"."+f.name, fmt.Sprintf("must be from 0 to %g", maxFigure))
+			}
+		}
+		switch {
+		case l.Seconds < 0 || l.Seconds > (barrage.MaxSweepStep+time.Hour).Seconds():
+			return barrage.Invalid(field+".seconds", "must be from 0 to a step and its graceful stop")
+		case l.OKRPS > l.RPS*(1+1e-9):
+			return barrage.Invalid(field+".ok_rps", "must not be more than rps")
+		case l.ErrorRate < 0 || l.ErrorRate > 1:
+			return barrage.Invalid(field+".error_rate", "must be from 0 to 1")
+		case l.VUs < 1 || (i > 0 && l.VUs <= acc.Levels[i-1].VUs):
+			return barrage.Invalid(field+".vus", "levels are at least 1 VU and go up")
+		}
+	}
+	return nil
 }

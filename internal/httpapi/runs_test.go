@@ -920,3 +920,42 @@ func TestASweepRunIsJudgedByTheServer(t *testing.T) {
 	require.Equal(t, http.StatusCreated, plain.status, "body: %s", plain.body)
 	requireProblem(t, b.do("GET", "/v1/runs/"+plain.json(t)["id"].(string)+"/sweep.csv", u.access, nil), http.StatusNotFound)
 }
+
+// An agent's account of a sweep that no generator could have measured is refused, naming the
+// field, and what is judged is only the run's own levels.
+func TestForgedSweepLevelsAreRefused(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	_, u := b.adminAndUser()
+	_, token := b.registerAgent("/v1/agents", u.access, "mine", nil)
+	script := b.addScript(u, smokeScript)
+	require.Equal(t, http.StatusNoContent, b.do("POST", "/v1/agent/lease", token, hello).status)
+	created := b.do("POST", "/v1/runs", u.access, map[string]any{"script_id": script, "sweep": map[string]any{"vus": []int{2, 4, 8}, "step_seconds": 5}})
+	require.Equal(t, http.StatusCreated, created.status, "body: %s", created.body)
+	runID := created.json(t)["id"].(string)
+	j := b.do("POST", "/v1/agent/lease", token, hello).json(t)["shard"].(map[string]any)
+	level := func(n int, rps float64) map[string]any {
+		return map[string]any{"vus": n, "seconds": 4, "requests": 400, "rps": rps, "ok_rps": rps, "p50_ms": 1, "p95_ms": 2,
+			"p99_ms": 3, "error_rate": 0, "reliability": 1, "late_start": false, "verdict": map[string]any{"generator_limited": false}}
+	}
+	end := func(levels ...any) response {
+		return b.do("POST", "/v1/agent/shards/"+j["shard_id"].(string)+"/report", token, map[string]any{"lease": j["lease"], "seconds": []any{},
+			"end": map[string]any{"reason": "finished", "result": map[string]any{"sweep_levels": levels}}})
+	}
+	requireField(t, requireProblem(t, end(level(2, 1e308)), http.StatusUnprocessableEntity), "end.result.sweep_levels[0].rps")
+	inverted := level(2, 100)
+	inverted["ok_rps"] = 200
+	requireField(t, requireProblem(t, end(inverted), http.StatusUnprocessableEntity), "end.result.sweep_levels[0].ok_rps")
+	requireField(t, requireProblem(t, end(level(4, 100), level(2, 100)), http.StatusUnprocessableEntity), "end.result.sweep_levels[1].vus")
+
+	// Levels the run did not ask for are left out of what is judged.
+	r := end(level(2, 100), level(3, 150), level(4, 200), level(8, 400))
+	require.Equal(t, http.StatusOK, r.status, "body: %s", r.body)
+	sw := b.do("GET", "/v1/runs/"+runID+"/sweep", u.access, nil)
+	require.Equal(t, http.StatusOK, sw.status, "body: %s", sw.body)
+	var vus []float64
+	for _, l := range sw.json(t)["levels"].([]any) {
+		vus = append(vus, l.(map[string]any)["vus"].(float64))
+	}
+	require.Equal(t, []float64{2, 4, 8}, vus)
+}

@@ -91,7 +91,11 @@ func New(ms []*script.Monitor, client *http.Client) *Scraper {
 
 // Run scrapes at start (a counter's first reading; it waits for a start to come) and then at
 // each whole second after it, the value of the second that ended, until ctx ends.
+//
+// Ending ctx stops the waiting, not a scrape under way (it has its client's timeout): the second
+// that ended with the run keeps its value.
 func (s *Scraper) Run(ctx context.Context, start time.Time) {
+	scrapes := context.WithoutCancel(ctx)
 	t := time.NewTimer(time.Until(start))
 	select {
 	case <-ctx.Done():
@@ -99,7 +103,7 @@ func (s *Scraper) Run(ctx context.Context, start time.Time) {
 		return
 	case <-t.C:
 	}
-	s.Scrape(ctx, -1, start)
+	s.Scrape(scrapes, -1, start)
 	for i := int64(0); ; i++ {
 		t := time.NewTimer(time.Until(start.Add(time.Duration(i+1) * time.Second)))
 		select {
@@ -107,7 +111,7 @@ func (s *Scraper) Run(ctx context.Context, start time.Time) {
 			t.Stop()
 			return
 		case now := <-t.C:
-			s.Scrape(ctx, i, now)
+			s.Scrape(scrapes, i, now)
 		}
 	}
 }
@@ -313,8 +317,21 @@ func Start(ctx context.Context, ms []*script.Monitor, client *http.Client, start
 	return func() ([]*Series, []Failure) {
 		cancel()
 		<-done
+		// The run's last whole second, when it ended a moment before its scrape was due.
+		if recorded, whole := s.recorded(), int64(time.Since(start)/time.Second); recorded < whole && !start.After(time.Now()) {
+			s.Scrape(context.Background(), recorded, time.Now())
+		}
 		return s.Series(), s.Failures()
 	}
+}
+
+// recorded is how many seconds have a value (or none) recorded.
+func (s *Scraper) recorded() int64 {
+	var n int64
+	for _, ser := range s.Series() {
+		n = max(n, int64(len(ser.Values)))
+	}
+	return n
 }
 
 // Client is the HTTP client monitors are scraped with: a scrape gives up after 800 ms (the next

@@ -237,11 +237,15 @@ type monitorChart struct {
 	Values [][]*float64 `json:"values"`
 }
 
-// monitorCharts groups the monitors' series by monitor and unit, in the script's order.
+// monitorCharts groups the monitors' series by monitor and unit, in the script's order; a series
+// without a value (not found, or its scrapes failed, as the page says) draws nothing.
 func monitorCharts(ms []*monitor.Series) []monitorChart {
 	out := []monitorChart{}
 	at := map[[2]string]int{}
 	for _, m := range ms {
+		if !slices.ContainsFunc(m.Values, func(v *float64) bool { return v != nil }) {
+			continue
+		}
 		key := [2]string{m.Monitor, m.Unit}
 		i, ok := at[key]
 		if !ok {

@@ -8,6 +8,7 @@ import (
 	"path"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 	"unicode"
@@ -144,6 +145,11 @@ func (d *decoder) monitors(n *yaml.Node, p pos) []*Monitor {
 		if n, p := o.need("url"); n != nil {
 			if raw, ok := d.str(n, p); ok {
 				u, err := url.Parse(raw)
+				if err == nil && u.Port() != "" {
+					if n, perr := strconv.Atoi(u.Port()); perr != nil || n < 1 || n > 65535 {
+						err = errors.New("bad port")
+					}
+				}
 				if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil {
 					d.add(p, "must be an absolute http(s) URL without credentials, such as http://127.0.0.1:9100/metrics")
 				} else {
@@ -165,6 +171,10 @@ func (d *decoder) monitors(n *yaml.Node, p pos) []*Monitor {
 				sel, err := ParseMonitorSeries(src)
 				if err != nil {
 					d.add(sp, "%v", err)
+					continue
+				}
+				if slices.ContainsFunc(m.Series, func(o *MonitorSeries) bool { return o.Source == sel.Source }) {
+					d.add(sp, "%s is named twice", quote(src))
 					continue
 				}
 				m.Series = append(m.Series, sel)

@@ -184,6 +184,8 @@ func TestParseErrorsNameTheirPath(t *testing.T) {
 		{"monitor series matcher", withTop("monitors: [{name: n, url: 'http://127.0.0.1:9100/', series: ['x{mode=~\"io.*\"}']}]\n"), "monitors[0].series[0]", "only equality"},
 		{"monitor series unclosed", withTop("monitors: [{name: n, url: 'http://127.0.0.1:9100/', series: ['x{mode=\"io']}]\n"), "monitors[0].series[0]", "end with }"},
 		{"monitor name repeated", withTop("monitors: [{name: n, url: 'http://127.0.0.1:9100/', series: [up]}, {name: n, url: 'http://127.0.0.1:9101/', series: [up]}]\n"), "monitors[1].name", "already named"},
+		{"monitor port", withTop("monitors: [{name: n, url: 'http://127.0.0.1:99999/m', series: [up]}]\n"), "monitors[0].url", "absolute http(s) URL"},
+		{"monitor series twice", withTop("monitors: [{name: n, url: 'http://127.0.0.1:9100/', series: [up, up]}]\n"), "monitors[0].series[1]", "named twice"},
 		{"monitor key", withTop("monitors: [{name: n, url: 'http://127.0.0.1:9100/', series: [up], every: 1s}]\n"), "monitors[0].every", "unknown key"},
 	}
 	for _, tc := range cases {

@@ -3,6 +3,7 @@ package summary
 import (
 	"fmt"
 	"io"
+	"slices"
 	"time"
 
 	"github.com/barrage-load/barrage/internal/engine"
@@ -157,7 +158,11 @@ func (r *Result) printMonitors(w io.Writer) {
 			n, sum = n+1, sum+*v
 		}
 		if n == 0 {
-			fmt.Fprintf(w, "  %s %s: no value (the series was not found)\n", m.Monitor, m.Series)
+			why := "the series was not found"
+			if slices.ContainsFunc(r.MonitorFailures, func(f monitor.Failure) bool { return f.Monitor == m.Monitor }) {
+				why = "its monitor's scrapes failed, below"
+			}
+			fmt.Fprintf(w, "  %s %s: no value (%s)\n", m.Monitor, m.Series, why)
 			continue
 		}
 		fmt.Fprintf(w, "  %s %s: mean %.4g, min %.4g, max %.4g (%s, %d seconds)\n", m.Monitor, m.Series, sum/float64(n), lo, hi, m.Unit, n)

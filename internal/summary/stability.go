@@ -51,10 +51,13 @@ func (s Stability) String() string {
 
 // SteadyWindow is the part of a run of w, which lasted elapsed, whose scheduled load is at its
 // peak: in the open model, from when the arrival rate first reaches its highest to when it
-// last has it; in the closed model, the whole run. The first and last seconds are left out:
+// last has it; in the closed model, after the ramp-up. The first and last seconds are left out:
 // the load starts and winds down in them.
 func SteadyWindow(w script.Workload, elapsed time.Duration) (from, to time.Duration) {
 	from, to = 0, elapsed
+	if w.Model == script.Closed {
+		from = w.RampUp
+	}
 	if w.Model == script.Open && len(w.Stages) > 0 {
 		peak := 0.0
 		for _, st := range w.Stages {

@@ -123,3 +123,17 @@ func TestTheLiveViewFollowsTheSteadyState(t *testing.T) {
 	require.Contains(t, line, "cv ")
 	require.Contains(t, line, "UNSTABLE")
 }
+
+// A closed model's ramp-up is not steady: the window starts after it.
+func TestTheClosedModelsRampUpIsNotSteady(t *testing.T) {
+	t.Parallel()
+	w := script.Workload{Model: script.Closed, VUs: 10, RampUp: 10 * time.Second, Duration: 20 * time.Second}
+	from, to := summary.SteadyWindow(w, 20*time.Second)
+	require.Equal(t, 10*time.Second, from)
+	require.Equal(t, 19*time.Second, to)
+	l := summary.NewLiveStability(w)
+	for i := range int64(14) {
+		require.Nil(t, l.Add(i, float64(i)), "second %d: ramping, or too few steady seconds", i)
+	}
+	require.NotNil(t, l.Add(14, 10))
+}

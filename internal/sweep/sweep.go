@@ -198,17 +198,31 @@ func (r *Result) judge() {
 		pts = append(pts, usl.Point{N: float64(l.VUs), X: l.OKRPS})
 		lvs = append(lvs, usl.Level{N: float64(l.VUs), X: l.OKRPS, P95MS: l.P95MS})
 	}
-	if fit, err := usl.FitPoints(pts); err != nil {
+	fit, err := usl.FitPoints(pts)
+	if err == nil && !finite(fit.Lambda, fit.Sigma, fit.Kappa, fit.R2) {
+		err = errors.New("the levels' figures are out of range for a fit")
+	}
+	if err != nil {
 		r.FitError = err.Error()
 	} else {
 		r.Fit = &fit
-		if n, x := fit.PeakN(), fit.PeakX(); !math.IsInf(n, 0) && !math.IsInf(x, 0) {
+		if n, x := fit.PeakN(), fit.PeakX(); finite(n, x) {
 			r.PeakVUs, r.PeakRPS = &n, &x
 		}
 	}
 	if i, ok := usl.Knee(lvs); ok {
 		r.KneeVUs = judged[i].VUs
 	}
+}
+
+// finite reports whether every v is a finite number (JSON has no other).
+func finite(vs ...float64) bool {
+	for _, v := range vs {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return false
+		}
+	}
+	return true
 }
 
 // generator is a level's verdict in a word: ok, tool (the generator was the limit) or target
@@ -292,17 +306,29 @@ func (r *Result) FitText() string {
 	}
 	f := r.Fit
 	s := fmt.Sprintf("USL fit: λ %.1f req/s per VU, σ (contention) %.4f, κ (crosstalk) %.6f, R² %.3f", f.Lambda, f.Sigma, f.Kappa, f.R2)
-	if r.PeakVUs != nil {
-		return s + fmt.Sprintf("; predicted peak %.1f req/s at %.1f VUs", *r.PeakRPS, *r.PeakVUs)
+	switch {
+	case r.PeakVUs != nil:
+		s += fmt.Sprintf("; predicted peak %.1f req/s at %.1f VUs", *r.PeakRPS, *r.PeakVUs)
+	case f.Sigma > 0:
+		s += fmt.Sprintf("; throughput levels off towards %.1f req/s (λ/σ)", f.Lambda/f.Sigma)
+	default:
+		s += "; no peak predicted (throughput keeps growing)"
 	}
-	return s + "; no peak predicted (throughput keeps growing)"
+	if f.R2 < 0.8 {
+		s += "; a poor fit: the levels do not follow the law closely, read the table"
+	}
+	return s
 }
 
 // KneeText is the knee in a sentence, and what it was not told on: levels cut short, levels
 // where many requests failed.
 func (r *Result) KneeText() string {
 	text := fmt.Sprintf("knee: %d VUs: past it successful throughput stops growing while p95 climbs", r.KneeVUs)
-	if r.KneeVUs == 0 {
+	switch {
+	case r.KneeVUs != 0:
+	case r.Complete() < 3:
+		text = fmt.Sprintf("knee: not judged: %d levels ran their whole step, and a knee needs 3", r.Complete())
+	default:
 		text = "knee: none within the sweep: successful throughput grew (or latency held) at every step"
 	}
 	for _, l := range r.Levels {
