@@ -110,7 +110,7 @@ func TestRunsOnAgentsThroughTheServer(t *testing.T) {
 	target := newCountingTarget(t)
 	data := reachableDir(t)
 	cfg := t.TempDir()
-	p := startServe(t, data, nil)
+	p := startServe(t, data, nil, "BARRAGE_METRICS_ADDR=127.0.0.1:0")
 	code := codeLine.FindStringSubmatch(p.stdout.String())[1]
 	mustCLI(t, p, cfg, "admin password 123\n", "signup", "--code", code, "--email", "ada@example.com", "--name", "Ada")
 	mustCLI(t, p, cfg, "admin password 123\n", "login", "--email", "ada@example.com")
@@ -200,6 +200,30 @@ thresholds:
 		require.Equal(t, sum.Total.Count, h.Count())
 		require.InDelta(t, float64(h.Quantile(0.99))/1e6, sum.Total.P99, 1e-9)
 		require.InDelta(t, float64(h.Quantile(0.5))/1e6, sum.Total.P50, 1e-9)
+	})
+
+	t.Run("the server's own metrics are served apart from the API", func(t *testing.T) {
+		m := regexp.MustCompile(`msg="serving metrics" addr=(http://\S+/metrics)`).FindStringSubmatch(p.stderr.String())
+		require.NotNil(t, m, "stderr: %s", p.stderr.String())
+		res, err := http.Get(m[1])
+		require.NoError(t, err)
+		body, err := io.ReadAll(res.Body)
+		res.Body.Close()
+		require.NoError(t, err)
+		require.Equal(t, http.StatusOK, res.StatusCode)
+		text := string(body)
+		require.Regexp(t, `(?m)^barrage_runs\{state="finished"\} [1-9]`, text)
+		require.Regexp(t, `(?m)^barrage_agents_online [12]$`, text)
+		require.Regexp(t, `(?m)^barrage_http_requests_total\{code="200",method="POST",route="/v1/agent/shards/\{id\}/report"\} [1-9]`, text)
+		require.Regexp(t, `(?m)^barrage_http_request_duration_seconds_bucket\{method="GET",route="/v1/runs/\{id\}",le="\+Inf"\} [1-9]`, text)
+		require.Regexp(t, `(?m)^barrage_ingest_lag_seconds_count [1-9]`, text)
+		require.Regexp(t, `(?m)^barrage_db_pool_max_connections [1-9]`, text)
+		require.Contains(t, text, "go_goroutines")
+		// The API does not serve them.
+		res, err = http.Get(p.url + "/metrics")
+		require.NoError(t, err)
+		res.Body.Close()
+		require.Equal(t, http.StatusNotFound, res.StatusCode)
 	})
 
 	t.Run("the target's metrics are scraped by one agent, stored, streamed and drawn", func(t *testing.T) {

@@ -29,6 +29,7 @@ import (
 	"github.com/barrage-load/barrage/internal/market"
 	"github.com/barrage-load/barrage/internal/pgembed"
 	"github.com/barrage-load/barrage/internal/postgres"
+	"github.com/barrage-load/barrage/internal/telemetry"
 )
 
 func runServe(ctx context.Context, e env, args []string) error {
@@ -67,7 +68,8 @@ func runServe(ctx context.Context, e env, args []string) error {
 		fmt.Fprintf(e.stdout, "First-admin invitation code: %s\n\n", code)
 	}
 
-	ctl := control.New(store, log.With(slog.String("component", "control")), control.Config{})
+	metrics := telemetry.New(db.pool, store, log.With(slog.String("component", "metrics")))
+	ctl := control.New(store, log.With(slog.String("component", "control")), control.Config{IngestLag: metrics.IngestLag})
 	blobs, err := openBlobs(ctx, cfg)
 	if err != nil {
 		return err
@@ -76,7 +78,8 @@ func runServe(ctx context.Context, e env, args []string) error {
 	handler, err := httpapi.NewServer(httpapi.Deps{
 		Log: log, Accounts: accounts, Control: ctl, Market: mkt, Ready: store.Ready,
 		TrustedProxies: cfg.TrustedProxies, MaxBodyBytes: cfg.MaxBodyBytes, MaxFileBytes: cfg.MaxFileBytes,
-		Version: version,
+		Version:        version,
+		ObserveRequest: metrics.Request,
 	})
 	if err != nil {
 		return err
@@ -98,6 +101,22 @@ func runServe(ctx context.Context, e env, args []string) error {
 
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
+	if cfg.MetricsAddr != "" {
+		mln, err := net.Listen("tcp", cfg.MetricsAddr)
+		if err != nil {
+			return fmt.Errorf("listen on %s: %w", cfg.MetricsAddr, err)
+		}
+		mux := http.NewServeMux()
+		mux.Handle("GET /metrics", metrics.Handler())
+		msrv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, WriteTimeout: 30 * time.Second}
+		defer msrv.Close()
+		log.Info("serving metrics", slog.String("addr", "http://"+mln.Addr().String()+"/metrics"))
+		go func() {
+			if err := msrv.Serve(mln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				log.Error("metrics listener", slog.String("error", err.Error()))
+			}
+		}()
+	}
 	go ctl.Listen(ctx)
 	runner, err := jobs.New(db.pool, log, jobs.Work{
 		CleanUp: func(ctx context.Context) error {

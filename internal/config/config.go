@@ -22,7 +22,10 @@ import (
 
 // Config holds every setting of `barrage serve` and `barrage migrate`.
 type Config struct {
-	Addr            string
+	Addr string
+	// MetricsAddr, when set, serves the server's metrics (Prometheus text format) at /metrics
+	// on a listener of its own, apart from the API.
+	MetricsAddr     string
 	DatabaseURL     string // secret: its password is masked when logged
 	DataDir         string
 	JWTKeyFile      string
@@ -61,6 +64,7 @@ type Setting struct {
 // Settings lists every setting in the order the README's table shows them.
 var Settings = []Setting{
 	{"addr", "BARRAGE_ADDR", "127.0.0.1:8080", "address to serve HTTP on"},
+	{"metrics-addr", "BARRAGE_METRICS_ADDR", "", "address to serve /metrics on (Prometheus text format), apart from the API; empty serves none"},
 	{"database-url", "DATABASE_URL", "", "PostgreSQL URL; empty starts an embedded PostgreSQL in the data folder"},
 	{"data-dir", "BARRAGE_DATA_DIR", ".barrage", "folder for the embedded database and generated keys"},
 	{"jwt-key-file", "BARRAGE_JWT_KEY_FILE", "", "Ed25519 private key (PKCS#8 PEM) that signs access tokens; default <data-dir>/jwt-ed25519.pem, generated when missing"},
@@ -135,6 +139,7 @@ func parse(v map[string]*string) (Config, error) {
 	}
 	c := Config{
 		Addr:         *v["addr"],
+		MetricsAddr:  *v["metrics-addr"],
 		DatabaseURL:  *v["database-url"],
 		DataDir:      *v["data-dir"],
 		JWTKeyFile:   *v["jwt-key-file"],
@@ -153,6 +158,11 @@ func parse(v map[string]*string) (Config, error) {
 	}
 	if _, _, err := net.SplitHostPort(c.Addr); err != nil {
 		bad("addr", "want host:port, "+err.Error())
+	}
+	if c.MetricsAddr != "" {
+		if _, _, err := net.SplitHostPort(c.MetricsAddr); err != nil {
+			bad("metrics-addr", "want host:port, "+err.Error())
+		}
 	}
 	if c.DatabaseURL != "" {
 		if u, err := url.Parse(c.DatabaseURL); err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
@@ -241,6 +251,7 @@ func (c Config) LogValue() slog.Value {
 	}
 	return slog.GroupValue(
 		slog.String("addr", c.Addr),
+		slog.String("metrics_addr", c.MetricsAddr),
 		slog.String("database_url", MaskURL(c.DatabaseURL)),
 		slog.String("data_dir", c.DataDir),
 		slog.String("jwt_key_file", c.JWTKeyFile),

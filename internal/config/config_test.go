@@ -49,6 +49,7 @@ func TestBadValuesNameTheSetting(t *testing.T) {
 	t.Parallel()
 	cases := map[string]map[string]string{
 		"BARRAGE_ADDR":             {"BARRAGE_ADDR": "nope"},
+		"BARRAGE_METRICS_ADDR":     {"BARRAGE_METRICS_ADDR": "9090"},
 		"BARRAGE_ACCESS_TOKEN_TTL": {"BARRAGE_ACCESS_TOKEN_TTL": "1h"},
 		"BARRAGE_TRUSTED_PROXIES":  {"BARRAGE_TRUSTED_PROXIES": "10.0.0.0/33"},
 		"DATABASE_URL":             {"DATABASE_URL": "mysql://x"},

@@ -38,6 +38,9 @@ type Config struct {
 	PollEvery time.Duration
 	// Now is the clock (default time.Now).
 	Now func() time.Time
+	// IngestLag, when set, receives how long after the end of the newest second of a report
+	// (on the run's schedule) the report reached the server.
+	IngestLag func(time.Duration)
 }
 
 // Service is the control plane.

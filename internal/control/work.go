@@ -1,12 +1,14 @@
 package control
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/google/uuid"
@@ -292,6 +294,10 @@ func (s *Service) Report(ctx context.Context, a barrage.Agent, shardID uuid.UUID
 	rep, err := s.storeReport(ctx, a, shardID, r.Lease, secs, end)
 	if err != nil {
 		return Instruction{}, err
+	}
+	if lag := s.cfg.IngestLag; lag != nil && len(secs) > 0 && rep.Run.StartAt != nil {
+		newest := slices.MaxFunc(secs, func(a, b barrage.ShardSecond) int { return cmp.Compare(a.Index, b.Index) }).Index
+		lag(s.now().Sub(rep.Run.StartAt.Add(time.Duration(newest+1) * time.Second)))
 	}
 	var in Instruction
 	if in.Pings, err = s.store.TakePings(ctx, a.ID); err != nil {

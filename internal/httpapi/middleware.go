@@ -17,6 +17,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/go-chi/chi/v5"
+
 	"github.com/barrage-load/barrage/internal/logging"
 )
 
@@ -156,7 +158,7 @@ func (s *statusRecorder) Unwrap() http.ResponseWriter { return s.ResponseWriter 
 
 // accessLog logs one line per request, and turns a panic into a logged 500 problem. It logs the
 // path without the query string, which is the client's to fill.
-func accessLog(log *slog.Logger) func(http.Handler) http.Handler {
+func accessLog(log *slog.Logger, observe func(route, method string, status int, d time.Duration)) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			start := time.Now()
@@ -195,6 +197,13 @@ func accessLog(log *slog.Logger) func(http.Handler) http.Handler {
 					attrs = append(attrs, slog.String("user_id", p.User.ID.String()))
 				}
 				log.LogAttrs(r.Context(), level, "request", attrs...)
+				if observe != nil {
+					route := ""
+					if rctx := chi.RouteContext(r.Context()); rctx != nil {
+						route = rctx.RoutePattern()
+					}
+					observe(route, r.Method, rec.status, time.Since(start))
+				}
 			}()
 			next.ServeHTTP(rec, r)
 		})

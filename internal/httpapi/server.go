@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"net/netip"
 	"strings"
+	"time"
 
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/go-chi/chi/v5"
@@ -41,6 +42,9 @@ type Deps struct {
 	MaxFileBytes int64
 	// Version is the server's version, as the reports it writes name it.
 	Version string
+	// ObserveRequest, when set, receives each request answered: its route pattern ("" when none
+	// matched), method, status and duration.
+	ObserveRequest func(route, method string, status int, d time.Duration)
 }
 
 type server struct {
@@ -76,7 +80,7 @@ func NewServer(d Deps) (http.Handler, error) {
 	}
 
 	r := chi.NewRouter()
-	r.Use(requestID, clientIP(d.TrustedProxies), accessLog(d.Log), securityHeaders, longDownloads, limitBody(d.MaxBodyBytes, d.MaxFileBytes, uploadMax(d.Market)))
+	r.Use(requestID, clientIP(d.TrustedProxies), accessLog(d.Log, d.ObserveRequest), securityHeaders, longDownloads, limitBody(d.MaxBodyBytes, d.MaxFileBytes, uploadMax(d.Market)))
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, r, problem{Status: http.StatusNotFound, Detail: "No route matches " + r.URL.Path + "."})
 	})

@@ -524,3 +524,22 @@ func shardFromRow(row dbsqlc.Shard) barrage.Shard {
 		LateStart: time.Duration(row.LateStartMs) * time.Millisecond,
 	}
 }
+
+// RunsByState counts the runs in each state.
+func (s *Store) RunsByState(ctx context.Context) (map[string]int64, error) {
+	rows, err := s.q.RunCountByState(ctx, s.pool)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]int64, len(rows))
+	for _, r := range rows {
+		out[r.State] = r.N
+	}
+	return out, nil
+}
+
+// AgentsOnline counts the enabled agents seen within barrage.AgentOnlineWithin.
+func (s *Store) AgentsOnline(ctx context.Context) (int64, error) {
+	since := time.Now().Add(-barrage.AgentOnlineWithin)
+	return s.q.AgentCountSeenSince(ctx, s.pool, &since)
+}

@@ -12,6 +12,18 @@ import (
 	"github.com/google/uuid"
 )
 
+const agentCountSeenSince = `-- name: AgentCountSeenSince :one
+SELECT count(*) FROM agents WHERE NOT disabled AND last_seen_at >= $1
+`
+
+// AgentCountSeenSince counts the enabled agents seen since a time, for the server's metrics.
+func (q *Queries) AgentCountSeenSince(ctx context.Context, db DBTX, since *time.Time) (int64, error) {
+	row := db.QueryRow(ctx, agentCountSeenSince, since)
+	var count int64
+	err := row.Scan(&count)
+	return count, err
+}
+
 const agentDelete = `-- name: AgentDelete :execrows
 DELETE FROM agents
 WHERE id = $1 AND (($2::uuid IS NOT NULL AND owner_id = $2::uuid)

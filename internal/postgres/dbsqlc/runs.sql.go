@@ -24,6 +24,36 @@ func (q *Queries) RunCountActive(ctx context.Context, db DBTX, ownerID uuid.UUID
 	return count, err
 }
 
+const runCountByState = `-- name: RunCountByState :many
+SELECT state, count(*) AS n FROM runs GROUP BY state
+`
+
+type RunCountByStateRow struct {
+	State string
+	N     int64
+}
+
+// RunCountByState counts the runs in each state, for the server's metrics.
+func (q *Queries) RunCountByState(ctx context.Context, db DBTX) ([]RunCountByStateRow, error) {
+	rows, err := db.Query(ctx, runCountByState)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []RunCountByStateRow
+	for rows.Next() {
+		var i RunCountByStateRow
+		if err := rows.Scan(&i.State, &i.N); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const runEnd = `-- name: RunEnd :execrows
 UPDATE runs SET state = $1, reason = $2, ended_at = now(), summary = $3
 WHERE id = $4 AND ended_at IS NULL

@@ -74,3 +74,7 @@ SELECT id FROM agents WHERE id = ANY(@ids::uuid[]) ORDER BY id FOR UPDATE;
 -- AgentsBusy lists those of the agents that hold a shard not yet ended (waiting or running).
 -- name: AgentsBusy :many
 SELECT DISTINCT agent_id::uuid FROM shards WHERE agent_id = ANY(@ids::uuid[]) AND state IN ('pending', 'running');
+
+-- AgentCountSeenSince counts the enabled agents seen since a time, for the server's metrics.
+-- name: AgentCountSeenSince :one
+SELECT count(*) FROM agents WHERE NOT disabled AND last_seen_at >= @since;

@@ -60,3 +60,7 @@ SELECT runs.id FROM runs
 JOIN shards ON shards.run_id = runs.id
 WHERE shards.id = @shard_id AND shards.agent_id = @agent_id
 FOR UPDATE OF runs;
+
+-- RunCountByState counts the runs in each state, for the server's metrics.
+-- name: RunCountByState :many
+SELECT state, count(*) AS n FROM runs GROUP BY state;
