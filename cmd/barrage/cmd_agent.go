@@ -15,6 +15,7 @@ import (
 	"github.com/barrage-load/barrage/internal/netpolicy"
 	"github.com/barrage-load/barrage/internal/pluginhost"
 	"github.com/barrage-load/barrage/internal/pluginset"
+	"github.com/barrage-load/barrage/internal/telemetry"
 )
 
 func runAgent(ctx context.Context, e env, args []string) error {
@@ -29,6 +30,7 @@ func runAgent(ctx context.Context, e env, args []string) error {
 	internal := fs.Bool("internal-targets", false, "let the load reach every internal address: for an agent that tests its operator's own network")
 	pf := addPluginFlags(fs, e)
 	cache := fs.String("plugin-cache", defaultCacheDir(e.getenv), "where marketplace plugins are kept once fetched and verified, by sha256")
+	metricsAddr := fs.String("metrics-addr", e.getenv("BARRAGE_AGENT_METRICS_ADDR"), "serve /metrics (Prometheus text format) on this address (BARRAGE_AGENT_METRICS_ADDR); empty serves none")
 	if err := parseFlags(fs, args, 0); err != nil {
 		return err
 	}
@@ -65,12 +67,23 @@ func runAgent(ctx context.Context, e env, args []string) error {
 	if *pf.require && !sb.Full() {
 		return fmt.Errorf("barrage agent: --require-sandbox: %w", pluginhost.ErrSandboxUnavailable)
 	}
+	log := logging.New(e.stderr, *logFormat, slog.LevelInfo)
+	var metrics *telemetry.Agent
+	if *metricsAddr != "" {
+		metrics = telemetry.NewAgent()
+		addr, stop, err := telemetry.Listen(*metricsAddr, metrics.Handler(), log)
+		if err != nil {
+			return err
+		}
+		defer stop()
+		log.Info("serving metrics", slog.String("addr", "http://"+addr+"/metrics"))
+	}
 	a, err := agent.New(agent.Config{
 		Plugins: pluginset.Dir(*pf.dir), PluginHost: hopts, PluginCache: *cache, Sandbox: sb.Full(),
 		Server: *server, Token: token, Version: version,
 		Limits:  barrage.Limits{MaxVUs: *maxVUs, MaxRunDuration: *maxDuration},
 		Targets: &netpolicy.Policy{Internal: *internal, Allow: prefixes, AllowPorts: ports},
-		Log:     logging.New(e.stderr, *logFormat, slog.LevelInfo),
+		Log:     log, Metrics: metrics,
 	})
 	if err != nil {
 		return err

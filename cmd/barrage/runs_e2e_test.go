@@ -120,7 +120,7 @@ func TestRunsOnAgentsThroughTheServer(t *testing.T) {
 		strings.TrimSpace(mustCLI(t, p, cfg, "", "agents", "create", "one")),
 		strings.TrimSpace(mustCLI(t, p, cfg, "", "agents", "create", "two")),
 	}
-	agents := []*agentProc{startAgent(t, p, agentTokens[0]), startAgent(t, p, agentTokens[1])}
+	agents := []*agentProc{startAgent(t, p, agentTokens[0]), startAgent(t, p, agentTokens[1], "BARRAGE_AGENT_METRICS_ADDR=127.0.0.1:0")}
 	eventually(t, 30*time.Second, "both agents online", func() bool {
 		return strings.Count(mustCLI(t, p, cfg, "", "agents", "list"), " online ") == 2
 	})
@@ -219,6 +219,16 @@ thresholds:
 		require.Regexp(t, `(?m)^barrage_ingest_lag_seconds_count [1-9]`, text)
 		require.Regexp(t, `(?m)^barrage_db_pool_max_connections [1-9]`, text)
 		require.Contains(t, text, "go_goroutines")
+		// An agent's own, on its listener.
+		am := regexp.MustCompile(`msg="serving metrics" addr=(http://\S+/metrics)`).FindStringSubmatch(agents[1].stderr.String())
+		require.NotNil(t, am, "agent stderr: %s", agents[1].stderr.String())
+		res, err = http.Get(am[1])
+		require.NoError(t, err)
+		body, err = io.ReadAll(res.Body)
+		res.Body.Close()
+		require.NoError(t, err)
+		require.Regexp(t, `(?m)^barrage_agent_seconds_reported_total [1-9]`, string(body))
+		require.Regexp(t, `(?m)^barrage_agent_shards_running 0$`, string(body))
 		// The API does not serve them.
 		res, err = http.Get(p.url + "/metrics")
 		require.NoError(t, err)

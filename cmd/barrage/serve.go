@@ -102,20 +102,12 @@ func runServe(ctx context.Context, e env, args []string) error {
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
 	if cfg.MetricsAddr != "" {
-		mln, err := net.Listen("tcp", cfg.MetricsAddr)
+		addr, stop, err := telemetry.Listen(cfg.MetricsAddr, metrics.Handler(), log)
 		if err != nil {
-			return fmt.Errorf("listen on %s: %w", cfg.MetricsAddr, err)
+			return err
 		}
-		mux := http.NewServeMux()
-		mux.Handle("GET /metrics", metrics.Handler())
-		msrv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, WriteTimeout: 30 * time.Second}
-		defer msrv.Close()
-		log.Info("serving metrics", slog.String("addr", "http://"+mln.Addr().String()+"/metrics"))
-		go func() {
-			if err := msrv.Serve(mln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-				log.Error("metrics listener", slog.String("error", err.Error()))
-			}
-		}()
+		defer stop()
+		log.Info("serving metrics", slog.String("addr", "http://"+addr+"/metrics"))
 	}
 	go ctl.Listen(ctx)
 	runner, err := jobs.New(db.pool, log, jobs.Work{

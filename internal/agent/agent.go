@@ -32,6 +32,7 @@ import (
 	"github.com/barrage-load/barrage/internal/pluginset"
 	"github.com/barrage-load/barrage/internal/script"
 	"github.com/barrage-load/barrage/internal/sweep"
+	"github.com/barrage-load/barrage/internal/telemetry"
 )
 
 // Config is what an agent needs.
@@ -62,6 +63,8 @@ type Config struct {
 	// HTTP is the client to reach the server with; nil uses one with sane timeouts.
 	HTTP *http.Client
 	Log  *slog.Logger
+	// Metrics, when set, counts the agent's shards, reports and plugin starts.
+	Metrics *telemetry.Agent
 }
 
 // Agent is a running agent.
@@ -190,6 +193,8 @@ func (a *Agent) runShard(ctx context.Context, job *api.ShardJob) {
 		return
 	}
 	defer set.Close()
+	a.cfg.Metrics.ShardStarted()
+	defer a.cfg.Metrics.ShardEnded()
 	opts.OnSecond = sh.add
 	opts.Log = log
 	stopMonitors := func() []monitor.Failure { return nil }
@@ -298,8 +303,10 @@ func (a *Agent) prepare(ctx context.Context, job *api.ShardJob, received time.Ti
 		}
 		w := engine.Workload(s, opts)
 		vus := max(w.VUs, w.MaxVUs)
-		if set, err = pluginset.Start(ctx, s, pluginset.Options{Source: a.source(job.Script.Plugins), Host: a.cfg.PluginHost,
-			VUs: int(seg.Scale(int64(vus))), Pins: pins}); err != nil {
+		set, err = pluginset.Start(ctx, s, pluginset.Options{Source: a.source(job.Script.Plugins), Host: a.cfg.PluginHost,
+			VUs: int(seg.Scale(int64(vus))), Pins: pins})
+		a.cfg.Metrics.PluginsStarted(err)
+		if err != nil {
 			return nil, opts, nil, fmt.Errorf("start the script's plugins: %w", err)
 		}
 		opts.Plugins = set.Plugins
@@ -563,7 +570,11 @@ func (sh *shard) send(ctx context.Context, end *api.ShardEndReport) (*engine.Sto
 			body.End = end
 		}
 		res, err := sh.agent.client.AgentReportWithResponse(ctx, sh.job.ShardId, body)
-		if err != nil {
+		if err == nil && res.JSON200 == nil {
+			err = api.ProblemError(res.HTTPResponse, res.Body)
+		}
+		sh.agent.cfg.Metrics.Reported(len(batch), err)
+		if res == nil {
 			return nil, err
 		}
 		if res.JSON200 == nil {

@@ -1,12 +1,17 @@
-// Package telemetry is the server's own metrics in the Prometheus text format, served on a
-// listener of the operator's choosing: its HTTP requests by route and status with latency
-// histograms, its runs by state and agents online, the delay from a second's end at an agent to
-// its report, its database pool, and the Go runtime's and the process's.
+// Package telemetry is the server's and the agents' own metrics in the Prometheus text format,
+// served on a listener of the operator's choosing. The server's: its HTTP requests by route and
+// status with latency histograms, its runs by state and agents online, the delay from a second's
+// end at an agent to its report, its database pool. An agent's: its shards running, the seconds
+// it reported, its failed reports, its plugin starts and failures. Both: the Go runtime's and the
+// process's.
 package telemetry
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"strconv"
 	"time"
@@ -124,4 +129,90 @@ func (c *dbCollector) Collect(ch chan<- prometheus.Metric) {
 	} else {
 		ch <- prometheus.MustNewConstMetric(agentsDesc, prometheus.GaugeValue, float64(n))
 	}
+}
+
+// Listen serves h at /metrics on addr, apart from anything else, until the returned stop is
+// called; it returns the address it listens on.
+func Listen(addr string, h http.Handler, log *slog.Logger) (string, func(), error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return "", nil, fmt.Errorf("listen on %s: %w", addr, err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", h)
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, WriteTimeout: 30 * time.Second}
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error("metrics listener", slog.String("error", err.Error()))
+		}
+	}()
+	return ln.Addr().String(), func() { srv.Close() }, nil
+}
+
+// Agent holds an agent's metrics. Its methods do nothing on a nil *Agent, so an agent without
+// metrics calls them all the same.
+type Agent struct {
+	reg            *prometheus.Registry
+	shards         prometheus.Gauge
+	seconds        prometheus.Counter
+	reportFailures prometheus.Counter
+	pluginStarts   *prometheus.CounterVec
+}
+
+// NewAgent registers an agent's metrics: its shards running, the seconds it reported, its
+// failed reports, its plugin sets started and failed, the Go runtime's and the process's.
+func NewAgent() *Agent {
+	m := &Agent{reg: prometheus.NewRegistry(),
+		shards: prometheus.NewGauge(prometheus.GaugeOpts{Name: "barrage_agent_shards_running", Help: "Shards of runs this agent is running."}),
+		seconds: prometheus.NewCounter(prometheus.CounterOpts{Name: "barrage_agent_seconds_reported_total",
+			Help: "Seconds of metrics the server acknowledged."}),
+		reportFailures: prometheus.NewCounter(prometheus.CounterOpts{Name: "barrage_agent_report_failures_total",
+			Help: "Reports to the server that failed (and were retried)."}),
+		pluginStarts: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "barrage_agent_plugin_starts_total",
+			Help: "Starts of a shard's plugins, by result (ok, failed)."}, []string{"result"}),
+	}
+	m.reg.MustRegister(m.shards, m.seconds, m.reportFailures, m.pluginStarts,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return m
+}
+
+// Handler serves the agent's metrics in the Prometheus text format.
+func (m *Agent) Handler() http.Handler {
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg})
+}
+
+// ShardStarted and ShardEnded count the shards running.
+func (m *Agent) ShardStarted() {
+	if m != nil {
+		m.shards.Inc()
+	}
+}
+
+func (m *Agent) ShardEnded() {
+	if m != nil {
+		m.shards.Dec()
+	}
+}
+
+// Reported counts seconds the server acknowledged; a non-nil err, a failed report.
+func (m *Agent) Reported(seconds int, err error) {
+	switch {
+	case m == nil:
+	case err != nil:
+		m.reportFailures.Inc()
+	default:
+		m.seconds.Add(float64(seconds))
+	}
+}
+
+// PluginsStarted counts a shard's plugins started, or failing to (err).
+func (m *Agent) PluginsStarted(err error) {
+	if m == nil {
+		return
+	}
+	result := "ok"
+	if err != nil {
+		result = "failed"
+	}
+	m.pluginStarts.WithLabelValues(result).Inc()
 }
