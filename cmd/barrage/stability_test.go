@@ -22,14 +22,16 @@ func TestStabilityCallsOutThroughputThatMoves(t *testing.T) {
 	start := time.Now()
 	degrading := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		if int(time.Since(start).Seconds())%2 == 1 {
-			time.Sleep(40 * time.Millisecond) // the storage stalls
+			time.Sleep(100 * time.Millisecond) // the storage stalls
 		} else {
-			time.Sleep(2 * time.Millisecond)
+			time.Sleep(20 * time.Millisecond)
 		}
 	}))
 	defer degrading.Close()
+	// 20 ms a request dominates what a loaded CI machine (-race, packages in parallel) adds to
+	// one: at 5 ms, its own stalls made a steady target's throughput vary by more than 10%.
 	steady := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		time.Sleep(5 * time.Millisecond)
+		time.Sleep(20 * time.Millisecond)
 	}))
 	defer steady.Close()
 
