@@ -8,7 +8,10 @@ import (
 	"crypto/rand"
 	"crypto/x509"
 	"encoding/pem"
+	"fmt"
+	"net"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -358,4 +361,36 @@ func TestBodiesAreStrictJSON(t *testing.T) {
 	require.Contains(t, p["detail"], "UTF-8")
 	list := b.do("GET", "/v1/tokens", u.access, nil)
 	require.Empty(t, list.json(t)["items"], "nothing stored")
+}
+
+// A request without credentials may send a small body only, and only so many of them are read
+// at once: anonymous connections trickling large bodies cannot pin the server's memory.
+func TestAnonymousBodiesAreSmallAndFew(t *testing.T) {
+	t.Parallel()
+	b := setup(t, setupOpts{anonReaders: 2, asServed: true}) // as served: the spec check would read the bodies first
+	big := `{"email": "a@example.com", "password": "` + strings.Repeat("x", 20<<10) + `"}`
+	requireProblem(t, b.do("POST", "/v1/auth/login", "", big), http.StatusRequestEntityTooLarge)
+	// With credentials, the same size is read (and the credentials refused).
+	requireProblem(t, b.do("POST", "/v1/tokens", "brg_pat_not-a-token", big), http.StatusUnauthorized)
+
+	// Two anonymous bodies trickle in and hold the two places; a third is turned away at once.
+	addr := strings.TrimPrefix(b.srv.URL, "http://")
+	for range 2 {
+		c, err := net.Dial("tcp", addr)
+		require.NoError(t, err)
+		t.Cleanup(func() { c.Close() })
+		_, err = fmt.Fprintf(c, "POST /v1/auth/login HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{\"em")
+		require.NoError(t, err)
+	}
+	var third response
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		if third = b.do("POST", "/v1/auth/login", "", `{"email": "a@example.com", "password": "whatever it is"}`); third.status == http.StatusServiceUnavailable {
+			break
+		}
+		time.Sleep(20 * time.Millisecond) // the two trickling requests are not yet being read
+	}
+	p := requireProblem(t, third, http.StatusServiceUnavailable)
+	require.Equal(t, "1", third.header.Get("Retry-After"))
+	require.Contains(t, p["detail"], "without credentials")
 }

@@ -115,6 +115,8 @@ type setupOpts struct {
 	// asServed serves the handler as serve does, without the check of every answer against
 	// the spec (which records each answer whole): for benchmarks of streamed answers.
 	asServed bool
+	// anonReaders bounds the bodies without credentials read at once.
+	anonReaders int
 }
 
 // testHasher is cheap: the suite hashes hundreds of passwords. The cost of the real
@@ -149,7 +151,8 @@ func setup(t testing.TB, opts ...setupOpts) *testBundle {
 	blobs, err := blob.NewLocal(t.TempDir())
 	require.NoError(t, err)
 	mkt := market.New(store, blobs, log, market.Config{MaxArtifactBytes: o.maxPluginBytes})
-	deps := httpapi.Deps{Log: log, Accounts: svc, Control: ctl, Market: mkt, Ready: store.Ready, MaxBodyBytes: o.maxBody, MaxFileBytes: o.maxFileBytes}
+	deps := httpapi.Deps{Log: log, Accounts: svc, Control: ctl, Market: mkt, Ready: store.Ready, MaxBodyBytes: o.maxBody, MaxFileBytes: o.maxFileBytes,
+		AnonymousReaders: o.anonReaders}
 	if o.trusted != "" {
 		deps.TrustedProxies = mustPrefixes(t, o.trusted)
 	}

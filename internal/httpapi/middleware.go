@@ -218,7 +218,11 @@ var fileRoute = regexp.MustCompile(`^/v1/tests/[^/]+/files/[^/]+$`)
 // oversized body never reaches either. The handler finds the bytes as they came in rawBody.
 // A plugin version's upload is the exception: it is streamed to storage as it arrives, within
 // uploadMax, and never read whole.
-func limitBody(bodyMax, fileMax, uploadMax int64) func(http.Handler) http.Handler {
+func limitBody(bodyMax, fileMax, uploadMax int64, anonReaders int) func(http.Handler) http.Handler {
+	// Bodies sent by no one in particular are read a few at a time: a crowd of anonymous
+	// connections each trickling a body cannot pin the server's memory (150 of them held 150 MiB
+	// for 30 s).
+	anon := make(chan struct{}, anonReaders)
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if r.Body == nil || r.Body == http.NoBody {
@@ -226,6 +230,19 @@ func limitBody(bodyMax, fileMax, uploadMax int64) func(http.Handler) http.Handle
 				return
 			}
 			max := bodyMax
+			if r.Header.Get("Authorization") == "" {
+				// Sign-up, login and refresh need a few hundred bytes; a protected route will
+				// refuse the request whatever its body.
+				max = min(max, anonBodyMax)
+				select {
+				case anon <- struct{}{}:
+					defer func() { <-anon }()
+				default:
+					writeProblem(w, r, problem{Type: "about:blank", Status: http.StatusServiceUnavailable, retryAfter: 1,
+						Detail: "Too many requests without credentials are being read at once: try again in a second."})
+					return
+				}
+			}
 			if uploadMax > 0 && r.Method == http.MethodPost && publishRoute.MatchString(r.URL.Path) && r.Header.Get("Authorization") != "" {
 				if r.ContentLength > uploadMax {
 					writeProblem(w, r, problem{Type: typeTooLarge, Status: http.StatusRequestEntityTooLarge,
@@ -265,6 +282,9 @@ func limitBody(bodyMax, fileMax, uploadMax int64) func(http.Handler) http.Handle
 		})
 	}
 }
+
+// anonBodyMax caps the body of a request that says nothing of who sends it.
+const anonBodyMax = 16 << 10
 
 // rawBody is the request's body as it came: a test's source keeps its lines, so that errors
 // name them.

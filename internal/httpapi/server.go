@@ -5,6 +5,7 @@ package httpapi
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"embed"
 	"encoding/json"
@@ -42,6 +43,9 @@ type Deps struct {
 	MaxFileBytes int64
 	// Version is the server's version, as the reports it writes name it.
 	Version string
+	// AnonymousReaders bounds the request bodies without credentials read at once (default
+	// 64); past it such a request is 503 with Retry-After.
+	AnonymousReaders int
 	// ObserveRequest, when set, receives each request answered: its route pattern ("" when none
 	// matched), method, status and duration.
 	ObserveRequest func(route, method string, status int, d time.Duration)
@@ -80,7 +84,7 @@ func NewServer(d Deps) (http.Handler, error) {
 	}
 
 	r := chi.NewRouter()
-	r.Use(requestID, clientIP(d.TrustedProxies), accessLog(d.Log, d.ObserveRequest), securityHeaders, longDownloads, limitBody(d.MaxBodyBytes, d.MaxFileBytes, uploadMax(d.Market)))
+	r.Use(requestID, clientIP(d.TrustedProxies), accessLog(d.Log, d.ObserveRequest), securityHeaders, longDownloads, limitBody(d.MaxBodyBytes, d.MaxFileBytes, uploadMax(d.Market), cmp.Or(d.AnonymousReaders, 64)))
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, r, problem{Status: http.StatusNotFound, Detail: "No route matches " + r.URL.Path + "."})
 	})
