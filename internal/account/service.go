@@ -124,20 +124,23 @@ func (s *Service) Login(ctx context.Context, email, password string, client neti
 		_ = s.hasher.VerifyDummy(ctx, password)
 		return Session{}, errBadCredentials
 	}
-	if err := s.limit(ctx, s.limits.LoginPerAccount, "login:email:"+strings.ToLower(email)); err != nil {
+	// Wrong passwords are counted per account and client together: they slow whoever sends
+	// them, not the owner signing in from elsewhere.
+	failures := "login:failures:" + strings.ToLower(email) + ":" + clientKey(client)
+	if err := s.allowed(ctx, s.limits.LoginPerAccount, failures); err != nil {
 		return Session{}, err
 	}
 	u, err := s.store.UserByEmail(ctx, email)
 	if errors.Is(err, barrage.ErrNotFound) {
 		_ = s.hasher.VerifyDummy(ctx, password)
-		return Session{}, errBadCredentials
+		return Session{}, cmp.Or(s.failed(ctx, s.limits.LoginPerAccount, failures), errBadCredentials)
 	}
 	if err != nil {
 		return Session{}, err
 	}
 	if err := s.hasher.Verify(ctx, u.PasswordHash, password); err != nil {
 		if errors.Is(err, auth.ErrMismatch) {
-			return Session{}, errBadCredentials
+			return Session{}, cmp.Or(s.failed(ctx, s.limits.LoginPerAccount, failures), errBadCredentials)
 		}
 		return Session{}, err
 	}

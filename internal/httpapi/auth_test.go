@@ -374,21 +374,32 @@ func TestAnonymousBodiesAreSmallAndFew(t *testing.T) {
 	requireProblem(t, b.do("POST", "/v1/tokens", "brg_pat_not-a-token", big), http.StatusUnauthorized)
 
 	// Two anonymous bodies trickle in and hold the two places; a third is turned away at once.
+	// A trickle that came while a probe held a place was itself turned away: it is sent again.
 	addr := strings.TrimPrefix(b.srv.URL, "http://")
-	for range 2 {
+	trickle := func() net.Conn {
 		c, err := net.Dial("tcp", addr)
 		require.NoError(t, err)
 		t.Cleanup(func() { c.Close() })
 		_, err = fmt.Fprintf(c, "POST /v1/auth/login HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{\"em")
 		require.NoError(t, err)
+		return c
 	}
+	answered := func(c net.Conn) bool { // a held request has no answer yet
+		_ = c.SetReadDeadline(time.Now().Add(time.Millisecond))
+		n, _ := c.Read(make([]byte, 1))
+		return n > 0
+	}
+	trickles := []net.Conn{trickle(), trickle()}
 	var third response
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		for i, c := range trickles {
+			if answered(c) {
+				trickles[i] = trickle()
+			}
+		}
 		if third = b.do("POST", "/v1/auth/login", "", `{"email": "a@example.com", "password": "whatever it is"}`); third.status == http.StatusServiceUnavailable {
 			break
 		}
-		time.Sleep(20 * time.Millisecond) // the two trickling requests are not yet being read
 	}
 	p := requireProblem(t, third, http.StatusServiceUnavailable)
 	require.Equal(t, "1", third.header.Get("Retry-After"))

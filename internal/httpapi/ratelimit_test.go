@@ -11,27 +11,45 @@ import (
 	"github.com/barrage-load/barrage/internal/account"
 )
 
-func TestLoginIsRateLimitedPerAccount(t *testing.T) {
+// Wrong passwords are counted per account and client together: they slow the client that sends
+// them (even its right password waits), and never lock the owner out, who signs in from
+// elsewhere. The allowance refills continuously: no window boundary lets a burst through.
+func TestLoginIsRateLimitedPerAccountAndClient(t *testing.T) {
 	t.Parallel()
 	lots := account.Rate{N: 1000, Per: time.Hour}
-	b := setup(t, setupOpts{limits: account.RateLimits{
+	b := setup(t, setupOpts{trusted: "127.0.0.1/32", limits: account.RateLimits{
 		LoginPerClient: lots, SignupPerClient: lots, SignupPerAccount: lots,
 		LoginPerAccount: account.Rate{N: 3, Per: time.Hour},
 	}})
 	u := b.firstAdmin()
-	for range 3 {
-		requireProblem(t, b.do("POST", "/v1/auth/login", "", map[string]any{"email": u.email, "password": "wrong password"}), http.StatusUnauthorized)
+	login := func(password, client string) response {
+		return b.do("POST", "/v1/auth/login", "", map[string]any{"email": u.email, "password": password}, "X-Forwarded-For", client)
 	}
-	// Even the right password waits now, from any address.
-	r := b.do("POST", "/v1/auth/login", "", map[string]any{"email": u.email, "password": u.password})
+	for range 3 {
+		requireProblem(t, login("wrong password", "203.0.113.66"), http.StatusUnauthorized)
+	}
+	r := login(u.password, "203.0.113.66")
 	p := requireProblem(t, r, http.StatusTooManyRequests)
 	require.Equal(t, "urn:barrage:problem:rate-limited", p["type"])
 	retry, err := strconv.Atoi(r.header.Get("Retry-After"))
 	require.NoError(t, err)
 	require.Greater(t, retry, 0)
-	require.LessOrEqual(t, retry, 3600)
-	// Another account is not affected.
-	requireProblem(t, b.do("POST", "/v1/auth/login", "", map[string]any{"email": "other@example.com", "password": "wrong password"}), http.StatusUnauthorized)
+	require.LessOrEqual(t, retry, 1200, "one attempt comes back after an hour/3")
+	// The owner, elsewhere, signs in.
+	ok := login(u.password, "198.51.100.20")
+	require.Equal(t, http.StatusOK, ok.status, "body: %s", ok.body)
+	secret(ok.json(t)["access_token"].(string))
+	secret(ok.json(t)["refresh_token"].(string))
+	// Another account from the attacker's address is not affected by its failures here.
+	requireProblem(t, b.do("POST", "/v1/auth/login", "", map[string]any{"email": "other@example.com", "password": "wrong password"},
+		"X-Forwarded-For", "203.0.113.66"), http.StatusUnauthorized)
+	// A right password does not spend the allowance.
+	for range 5 {
+		ok := login(u.password, "198.51.100.21")
+		require.Equal(t, http.StatusOK, ok.status)
+		secret(ok.json(t)["access_token"].(string))
+		secret(ok.json(t)["refresh_token"].(string))
+	}
 }
 
 func TestLoginIsRateLimitedPerClientAddress(t *testing.T) {

@@ -166,17 +166,36 @@ func apiTokenFromRow(r dbsqlc.APIToken) barrage.APIToken {
 	}
 }
 
-// HitRateLimit counts one attempt against key in the window starting at window and returns the
-// attempts counted so far in it. Every replica shares the counters.
-func (s *Store) HitRateLimit(ctx context.Context, key string, window time.Time) (int, error) {
-	n, err := s.q.RateLimitHit(ctx, s.pool, dbsqlc.RateLimitHitParams{Key: key, WindowStart: window})
-	return int(n), translate(err, "rate limit")
+// TakeToken refills key's bucket, which holds at most capacity tokens and gains perSecond a
+// second, to now, and takes cost tokens from it (0 only looks) when it holds at least one. It
+// returns whether it held one, and when it will if not. Every replica shares the buckets.
+func (s *Store) TakeToken(ctx context.Context, key string, capacity, perSecond, cost float64, now time.Time) (bool, time.Duration, error) {
+	var ok bool
+	var wait time.Duration
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		tokens := capacity
+		row, err := s.q.RateBucketGetForUpdate(ctx, tx, key)
+		switch {
+		case errors.Is(err, pgx.ErrNoRows):
+		case err != nil:
+			return err
+		default:
+			tokens = min(capacity, row.Tokens+max(now.Sub(row.UpdatedAt).Seconds(), 0)*perSecond)
+		}
+		if ok = tokens >= 1; ok {
+			tokens -= cost
+		} else {
+			wait = time.Duration((1 - tokens) / perSecond * float64(time.Second))
+		}
+		return s.q.RateBucketPut(ctx, tx, dbsqlc.RateBucketPutParams{Key: key, Tokens: tokens, UpdatedAt: now})
+	})
+	return ok, wait, translate(err, "rate limit")
 }
 
-// DeleteExpired removes rate-limit windows older than before, refresh tokens that expired before
+// DeleteExpired removes rate buckets untouched since before, refresh tokens that expired before
 // it, and agent pings and jobs made before it.
 func (s *Store) DeleteExpired(ctx context.Context, before time.Time) (int64, error) {
-	a, err := s.q.RateLimitDeleteBefore(ctx, s.pool, before)
+	a, err := s.q.RateBucketDeleteBefore(ctx, s.pool, before)
 	if err != nil {
 		return 0, err
 	}

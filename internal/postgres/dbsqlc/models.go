@@ -145,10 +145,10 @@ type PluginVersion struct {
 	CreatedAt    time.Time
 }
 
-type RateLimit struct {
-	Key         string
-	WindowStart time.Time
-	Hits        int32
+type RateBucket struct {
+	Key       string
+	Tokens    float64
+	UpdatedAt time.Time
 }
 
 type RefreshToken struct {

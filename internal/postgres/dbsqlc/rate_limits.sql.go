@@ -10,32 +10,47 @@ import (
 	"time"
 )
 
-const rateLimitDeleteBefore = `-- name: RateLimitDeleteBefore :execrows
-DELETE FROM rate_limits WHERE window_start < $1
+const rateBucketDeleteBefore = `-- name: RateBucketDeleteBefore :execrows
+DELETE FROM rate_buckets WHERE updated_at < $1
 `
 
-func (q *Queries) RateLimitDeleteBefore(ctx context.Context, db DBTX, windowStart time.Time) (int64, error) {
-	result, err := db.Exec(ctx, rateLimitDeleteBefore, windowStart)
+// RateBucketDeleteBefore removes buckets untouched since a time: full again long ago.
+func (q *Queries) RateBucketDeleteBefore(ctx context.Context, db DBTX, updatedAt time.Time) (int64, error) {
+	result, err := db.Exec(ctx, rateBucketDeleteBefore, updatedAt)
 	if err != nil {
 		return 0, err
 	}
 	return result.RowsAffected(), nil
 }
 
-const rateLimitHit = `-- name: RateLimitHit :one
-INSERT INTO rate_limits (key, window_start, hits) VALUES ($1, $2, 1)
-ON CONFLICT (key, window_start) DO UPDATE SET hits = rate_limits.hits + 1
-RETURNING hits
+const rateBucketGetForUpdate = `-- name: RateBucketGetForUpdate :one
+SELECT tokens, updated_at FROM rate_buckets WHERE key = $1 FOR UPDATE
 `
 
-type RateLimitHitParams struct {
-	Key         string
-	WindowStart time.Time
+type RateBucketGetForUpdateRow struct {
+	Tokens    float64
+	UpdatedAt time.Time
 }
 
-func (q *Queries) RateLimitHit(ctx context.Context, db DBTX, arg RateLimitHitParams) (int32, error) {
-	row := db.QueryRow(ctx, rateLimitHit, arg.Key, arg.WindowStart)
-	var hits int32
-	err := row.Scan(&hits)
-	return hits, err
+func (q *Queries) RateBucketGetForUpdate(ctx context.Context, db DBTX, key string) (RateBucketGetForUpdateRow, error) {
+	row := db.QueryRow(ctx, rateBucketGetForUpdate, key)
+	var i RateBucketGetForUpdateRow
+	err := row.Scan(&i.Tokens, &i.UpdatedAt)
+	return i, err
+}
+
+const rateBucketPut = `-- name: RateBucketPut :exec
+INSERT INTO rate_buckets (key, tokens, updated_at) VALUES ($1, $2, $3)
+ON CONFLICT (key) DO UPDATE SET tokens = EXCLUDED.tokens, updated_at = EXCLUDED.updated_at
+`
+
+type RateBucketPutParams struct {
+	Key       string
+	Tokens    float64
+	UpdatedAt time.Time
+}
+
+func (q *Queries) RateBucketPut(ctx context.Context, db DBTX, arg RateBucketPutParams) error {
+	_, err := db.Exec(ctx, rateBucketPut, arg.Key, arg.Tokens, arg.UpdatedAt)
+	return err
 }

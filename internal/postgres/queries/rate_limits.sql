@@ -1,7 +1,10 @@
--- name: RateLimitHit :one
-INSERT INTO rate_limits (key, window_start, hits) VALUES ($1, $2, 1)
-ON CONFLICT (key, window_start) DO UPDATE SET hits = rate_limits.hits + 1
-RETURNING hits;
+-- name: RateBucketGetForUpdate :one
+SELECT tokens, updated_at FROM rate_buckets WHERE key = $1 FOR UPDATE;
 
--- name: RateLimitDeleteBefore :execrows
-DELETE FROM rate_limits WHERE window_start < $1;
+-- name: RateBucketPut :exec
+INSERT INTO rate_buckets (key, tokens, updated_at) VALUES ($1, $2, $3)
+ON CONFLICT (key) DO UPDATE SET tokens = EXCLUDED.tokens, updated_at = EXCLUDED.updated_at;
+
+-- RateBucketDeleteBefore removes buckets untouched since a time: full again long ago.
+-- name: RateBucketDeleteBefore :execrows
+DELETE FROM rate_buckets WHERE updated_at < $1;
