@@ -96,7 +96,9 @@ func Open(t testing.TB, html []byte) Page {
 				defer c.Close()
 				c.SetDeadline(time.Now().Add(5 * time.Second))
 				line, _ := bufio.NewReader(c).ReadString('\n')
-				if !chromiumsOwn(line) {
+				// A connection that asked nothing (Chromium opens one ahead, speculatively)
+				// fetched nothing.
+				if strings.TrimSpace(line) != "" && !chromiumsOwn(line) {
 					mu.Lock()
 					fetched = append(fetched, line)
 					mu.Unlock()
