@@ -62,10 +62,8 @@ func runRun(ctx context.Context, e env, args []string) error {
 		return err
 	}
 	defer set.Close()
-	for _, d := range []struct{ flag, path string }{{"out", *out}, {"summary-csv", *summaryCSV}, {"report", *reportPath}} {
-		if err := checkDest(d.flag, d.path); err != nil {
-			return err
-		}
+	if err := checkDests(fs, "out", "summary-csv", "report"); err != nil {
+		return err
 	}
 	if *cpuProfile != "" {
 		f, err := os.Create(*cpuProfile)
@@ -241,14 +239,17 @@ func writeWith(path string, write func(io.Writer) error) error {
 	return nil
 }
 
-// checkDest fails early, before a run, when the file a flag names could not be written at its
-// end: its folder does not exist.
-func checkDest(flag, path string) error {
-	if path == "" {
-		return nil
-	}
-	if st, err := os.Stat(filepath.Dir(path)); err != nil || !st.IsDir() {
-		return usageError(fmt.Errorf("--%s %s: no folder %s to write it in", flag, path, filepath.Dir(path)))
+// checkDests fails early, before a run, when a file one of the flags names could not be
+// written at its end: its folder does not exist.
+func checkDests(fs *flag.FlagSet, names ...string) error {
+	for _, name := range names {
+		path := fs.Lookup(name).Value.String()
+		if path == "" {
+			continue
+		}
+		if st, err := os.Stat(filepath.Dir(path)); err != nil || !st.IsDir() {
+			return usageError(fmt.Errorf("--%s %s: no folder %s to write it in", name, path, filepath.Dir(path)))
+		}
 	}
 	return nil
 }

@@ -58,10 +58,8 @@ func runSweep(ctx context.Context, e env, args []string) error {
 		return err
 	}
 	defer set.Close()
-	for _, d := range []struct{ flag, path string }{{"csv", *csvPath}, {"report", *reportPath}, {"out", *out}} {
-		if err := checkDest(d.flag, d.path); err != nil {
-			return err
-		}
+	if err := checkDests(fs, "csv", "report", "out"); err != nil {
+		return err
 	}
 	if *step < time.Second {
 		return usageError(fmt.Errorf("--step %s: a level runs for a second at least", *step))
@@ -110,10 +108,8 @@ func runRunsSweep(ctx context.Context, e env, args []string) error {
 	if err != nil {
 		return err
 	}
-	for _, d := range []struct{ flag, path string }{{"csv", *csvPath}, {"report", *reportPath}} {
-		if err := checkDest(d.flag, d.path); err != nil {
-			return err
-		}
+	if err := checkDests(fs, "csv", "report"); err != nil {
+		return err
 	}
 	cl, _, err := apiClient(ctx, e, true)
 	if err != nil {

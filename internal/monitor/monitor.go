@@ -59,19 +59,27 @@ type Scraper struct {
 
 	client   *http.Client
 	monitors []*script.Monitor
-	series   [][]*Series // by monitor, by selector
-	prev     []scrape    // each monitor's last scrape
+	series   []*Series // every monitor's series, in the script's order
+	prev     []scrape  // each monitor's last scrape
 	failures []Failure
 }
 
-// scrape is one monitor's raw sums at one time: per selector, the matched sum and, for a CPU
-// mode share, the sum over every mode.
+// scrape is one monitor's raw sums at one time: per selector, the matched sum, whether its
+// metric grows as a counter does and, for a CPU mode share, the sum over every mode.
 type scrape struct {
 	at       time.Time
 	ok       bool
 	matched  []float64
 	found    []bool
+	counter  []bool
 	allModes []float64
+}
+
+// cpuModeShare reports whether sel is told as a share of CPU time: node_cpu_seconds_total of a
+// mode.
+func cpuModeShare(sel *script.MonitorSeries) bool {
+	_, mode := sel.Labels["mode"]
+	return mode && sel.Metric == "node_cpu_seconds_total"
 }
 
 // New is a scraper of ms that fetches with client (whose timeout should be under a second and
@@ -80,11 +88,9 @@ func New(ms []*script.Monitor, client *http.Client) *Scraper {
 	s := &Scraper{client: client, monitors: ms, prev: make([]scrape, len(ms)), failures: make([]Failure, len(ms))}
 	for i, m := range ms {
 		s.failures[i].Monitor = m.Name
-		row := make([]*Series, len(m.Series))
-		for j, sel := range m.Series {
-			row[j] = &Series{Monitor: m.Name, Series: sel.Source, Unit: UnitValue, Values: []*float64{}}
+		for _, sel := range m.Series {
+			s.series = append(s.series, &Series{Monitor: m.Name, Series: sel.Source, Unit: UnitValue, Values: []*float64{}})
 		}
-		s.series = append(s.series, row)
 	}
 	return s
 }
@@ -151,9 +157,9 @@ func (s *Scraper) Scrape(ctx context.Context, index int64, now time.Time) {
 	if index < 0 {
 		return
 	}
-	Record(s.Series(), index, vals, units)
+	Record(s.series, index, vals, units)
 	if s.OnValues != nil {
-		for k, ser := range s.Series() {
+		for k, ser := range s.series {
 			units[k] = ser.Unit // the unit known from an earlier scrape, where this one had none
 		}
 		s.OnValues(index, vals, units)
@@ -166,7 +172,7 @@ func value(prev, cur scrape, j int, sel *script.MonitorSeries) (*float64, string
 	if !cur.ok || !cur.found[j] {
 		return nil, ""
 	}
-	if _, mode := sel.Labels["mode"]; sel.Metric == "node_cpu_seconds_total" && mode {
+	if cpuModeShare(sel) {
 		if !prev.ok || !prev.found[j] {
 			return nil, UnitPercent
 		}
@@ -177,7 +183,7 @@ func value(prev, cur scrape, j int, sel *script.MonitorSeries) (*float64, string
 		v := dm / da * 100
 		return &v, UnitPercent
 	}
-	if cur.allModes[j] < 0 { // marks a counter
+	if cur.counter[j] {
 		if !prev.ok || !prev.found[j] {
 			return nil, UnitPerSecond
 		}
@@ -194,7 +200,8 @@ func value(prev, cur scrape, j int, sel *script.MonitorSeries) (*float64, string
 
 // read fetches m and sums each selector's samples.
 func (s *Scraper) read(ctx context.Context, m *script.Monitor, now time.Time) (scrape, error) {
-	sc := scrape{at: now, matched: make([]float64, len(m.Series)), found: make([]bool, len(m.Series)), allModes: make([]float64, len(m.Series))}
+	n := len(m.Series)
+	sc := scrape{at: now, matched: make([]float64, n), found: make([]bool, n), counter: make([]bool, n), allModes: make([]float64, n)}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, m.URL, nil)
 	if err != nil {
 		return sc, err
@@ -228,10 +235,9 @@ func (s *Scraper) read(ctx context.Context, m *script.Monitor, now time.Time) (s
 			continue
 		}
 		// A summary's or histogram's sum grows as a counter does.
-		counter := fam.GetType() == dto.MetricType_COUNTER || fam.GetType() == dto.MetricType_SUMMARY ||
+		sc.counter[j] = fam.GetType() == dto.MetricType_COUNTER || fam.GetType() == dto.MetricType_SUMMARY ||
 			fam.GetType() == dto.MetricType_HISTOGRAM || (fam.GetType() == dto.MetricType_UNTYPED && strings.HasSuffix(sel.Metric, "_total"))
-		_, modeShare := sel.Labels["mode"]
-		modeShare = modeShare && sel.Metric == "node_cpu_seconds_total"
+		modeShare := cpuModeShare(sel)
 		for _, metric := range fam.GetMetric() {
 			v := sampleValue(metric)
 			if matches(metric, sel.Labels, "") {
@@ -241,9 +247,6 @@ func (s *Scraper) read(ctx context.Context, m *script.Monitor, now time.Time) (s
 			if modeShare && matches(metric, sel.Labels, "mode") {
 				sc.allModes[j] += v
 			}
-		}
-		if counter && !modeShare {
-			sc.allModes[j] = -1
 		}
 	}
 	sc.ok = true
@@ -282,13 +285,7 @@ func sampleValue(m *dto.Metric) float64 {
 }
 
 // Series are the values kept, monitor by monitor, in the script's order.
-func (s *Scraper) Series() []*Series {
-	var out []*Series
-	for _, row := range s.series {
-		out = append(out, row...)
-	}
-	return out
-}
+func (s *Scraper) Series() []*Series { return s.series }
 
 // Failures are the monitors some of whose scrapes failed.
 func (s *Scraper) Failures() []Failure {

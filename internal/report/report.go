@@ -7,6 +7,7 @@
 package report
 
 import (
+	"cmp"
 	"embed"
 	"fmt"
 	"html/template"
@@ -75,7 +76,7 @@ var reportJS string
 var sweepJS string
 
 var page = template.Must(template.New("report").Funcs(template.FuncMap{
-	"ms":  func(v float64) string { return summary.Duration(summary.FromMillis(v)) },
+	"ms":  summary.MillisText,
 	"pct": func(v float64) string { return fmt.Sprintf("%.2f%%", v*100) },
 	"seconds": func(v float64) string {
 		return time.Duration(v * float64(time.Second)).Round(time.Millisecond).String()
@@ -92,12 +93,7 @@ var page = template.Must(template.New("report").Funcs(template.FuncMap{
 		}
 		return out
 	},
-	"fitted": func(s *sweep.Result, vus int) string {
-		if s.Fit == nil {
-			return "-"
-		}
-		return fmt.Sprintf("%.1f", s.Fit.X(float64(vus)))
-	},
+	"fitted":  func(s *sweep.Result, vus int) string { return cmp.Or(s.Fitted(vus), "-") },
 	"classes": errorClasses,
 	"mul100":  func(v float64) float64 { return v * 100 },
 	"prepend": func(first summary.LabelComparison, rest []summary.LabelComparison) []summary.LabelComparison {
@@ -136,16 +132,15 @@ func (r Report) Write(w io.Writer) error {
 		data["base"] = chartData(r.Base)
 	}
 	data["monitors"] = monitorCharts(r.Run.Monitors)
-	return page.ExecuteTemplate(w, "report.html.tmpl", map[string]any{
-		"Title":    r.Title,
-		"R":        r,
-		"Data":     data,
-		"UplotJS":  template.JS(uplotJS),
-		"UplotCSS": template.CSS(uplotCSS),
-		"ChartsJS": template.JS(chartsJS),
-		"ReportJS": template.JS(reportJS),
-		"CSP":      ContentSecurityPolicy,
-	})
+	return execute(w, "report.html.tmpl", r.Title, data, map[string]any{"R": r, "ReportJS": template.JS(reportJS)})
+}
+
+// execute writes the page of template name, titled title, charting data: with what every page
+// carries (its policy, the charting library and the charts' helpers) beside fields.
+func execute(w io.Writer, name, title string, data any, fields map[string]any) error {
+	fields["Title"], fields["Data"], fields["CSP"] = title, data, ContentSecurityPolicy
+	fields["UplotJS"], fields["UplotCSS"], fields["ChartsJS"] = template.JS(uplotJS), template.CSS(uplotCSS), template.JS(chartsJS)
+	return page.ExecuteTemplate(w, name, fields)
 }
 
 // series is a run's seconds column by column, as uPlot takes them.
@@ -338,16 +333,6 @@ func (r SweepReport) Write(w io.Writer) error {
 	if s.KneeVUs != 0 {
 		data["knee"] = s.KneeVUs
 	}
-	return page.ExecuteTemplate(w, "sweep.html.tmpl", map[string]any{
-		"Title":     r.Title,
-		"S":         s,
-		"Version":   r.Version,
-		"Generated": r.Generated,
-		"Data":      data,
-		"CSP":       ContentSecurityPolicy,
-		"UplotCSS":  template.CSS(uplotCSS),
-		"UplotJS":   template.JS(uplotJS),
-		"ChartsJS":  template.JS(chartsJS),
-		"SweepJS":   template.JS(sweepJS),
-	})
+	return execute(w, "sweep.html.tmpl", r.Title, data, map[string]any{"S": s, "Version": r.Version, "Generated": r.Generated,
+		"SweepJS": template.JS(sweepJS)})
 }

@@ -255,5 +255,5 @@ func Figure(metric string, v float64) string {
 	case "error_rate":
 		return fmt.Sprintf("%.2f%%", v*100)
 	}
-	return msText(v)
+	return MillisText(v)
 }

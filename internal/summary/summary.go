@@ -142,7 +142,7 @@ func (d *Delivery) String() string {
 	if d.Model == script.Open.String() && d.Scheduled > 0 {
 		started := d.Scheduled - d.Dropped
 		parts = append(parts, fmt.Sprintf("started %d of %d arrivals due (%.1f%%), %s late on average (worst %s)",
-			started, d.Scheduled, float64(started)*100/float64(d.Scheduled), msText(d.LatenessMeanMS), msText(d.LatenessMaxMS)))
+			started, d.Scheduled, float64(started)*100/float64(d.Scheduled), MillisText(d.LatenessMeanMS), MillisText(d.LatenessMaxMS)))
 	}
 	if d.TargetShare != nil {
 		parts = append(parts, fmt.Sprintf("VUs spent %.0f%% of their time waiting on the target, %.0f%% in the generator",
@@ -239,7 +239,7 @@ func (s *Summary) Print(w io.Writer) {
 	fmt.Fprintln(tw, "\tcount\trate/s\terrors\tmin\tmean\tp50\tp90\tp95\tp99\tmax\t")
 	row := func(name string, l Label) {
 		fmt.Fprintf(tw, "%s\t%d\t%.1f\t%.2f%%\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", name, l.Count, l.RPS, l.ErrorRate*100,
-			msText(l.MinMS), msText(l.MeanMS), msText(l.P50MS), msText(l.P90MS), msText(l.P95MS), msText(l.P99MS), msText(l.MaxMS))
+			MillisText(l.MinMS), MillisText(l.MeanMS), MillisText(l.P50MS), MillisText(l.P90MS), MillisText(l.P95MS), MillisText(l.P99MS), MillisText(l.MaxMS))
 	}
 	for _, l := range s.Requests {
 		row(l.Name, l)
@@ -348,4 +348,5 @@ func Millis(d time.Duration) float64 { return float64(d) / float64(time.Millisec
 // FromMillis is the duration of ms milliseconds.
 func FromMillis(ms float64) time.Duration { return time.Duration(ms * float64(time.Millisecond)) }
 
-func msText(ms float64) string { return Duration(FromMillis(ms)) }
+// MillisText is ms milliseconds as the summaries write durations (Duration).
+func MillisText(ms float64) string { return Duration(FromMillis(ms)) }

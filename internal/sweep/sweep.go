@@ -5,6 +5,7 @@
 package sweep
 
 import (
+	"cmp"
 	"context"
 	"encoding/csv"
 	"errors"
@@ -250,13 +251,9 @@ func (r *Result) WriteCSV(w io.Writer) error {
 	}
 	f := func(v float64, prec int) string { return strconv.FormatFloat(v, 'f', prec, 64) }
 	for _, l := range r.Levels {
-		fitted := ""
-		if r.Fit != nil {
-			fitted = f(r.Fit.X(float64(l.VUs)), 1)
-		}
 		if err := cw.Write([]string{strconv.Itoa(l.VUs), f(l.Seconds, 3), strconv.FormatInt(l.Requests, 10), f(l.RPS, 1),
 			f(l.OKRPS, 1), f(l.P50MS, 3), f(l.P95MS, 3), f(l.P99MS, 3), f(l.ErrorRate, 6), f(l.Reliability, 6), generator(l.Verdict),
-			strconv.FormatBool(l.LateStart), fitted, strconv.FormatBool(r.KneeVUs != 0 && l.VUs == r.KneeVUs), l.Stopped}); err != nil {
+			strconv.FormatBool(l.LateStart), r.Fitted(l.VUs), strconv.FormatBool(r.KneeVUs != 0 && l.VUs == r.KneeVUs), l.Stopped}); err != nil {
 			return err
 		}
 	}
@@ -267,7 +264,7 @@ func (r *Result) WriteCSV(w io.Writer) error {
 // PrintLevel writes one level's line as the sweep goes.
 func PrintLevel(w io.Writer, l Level) {
 	line := fmt.Sprintf("%5d VUs  %9.1f req/s  p50 %-8s p95 %-8s p99 %-8s errors %6.2f%%  generator %s",
-		l.VUs, l.RPS, ms(l.P50MS), ms(l.P95MS), ms(l.P99MS), l.ErrorRate*100, generator(l.Verdict))
+		l.VUs, l.RPS, summary.MillisText(l.P50MS), summary.MillisText(l.P95MS), summary.MillisText(l.P99MS), l.ErrorRate*100, generator(l.Verdict))
 	if l.LateStart {
 		line += "  LATE START"
 	}
@@ -282,21 +279,25 @@ func (r *Result) Print(w io.Writer) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "vus\treq/s\tok req/s\tp50\tp95\tp99\terrors\tgenerator\tlate start\tUSL req/s\t")
 	for _, l := range r.Levels {
-		fitted := "-"
-		if r.Fit != nil {
-			fitted = fmt.Sprintf("%.1f", r.Fit.X(float64(l.VUs)))
-		}
 		mark := ""
 		if l.VUs == r.KneeVUs {
 			mark = " ← knee"
 		}
-		fmt.Fprintf(tw, "%d\t%.1f\t%.1f\t%s\t%s\t%s\t%.2f%%\t%s\t%t\t%s\t%s\n", l.VUs, l.RPS, l.OKRPS, ms(l.P50MS), ms(l.P95MS), ms(l.P99MS),
-			l.ErrorRate*100, generator(l.Verdict), l.LateStart, fitted, mark)
+		fmt.Fprintf(tw, "%d\t%.1f\t%.1f\t%s\t%s\t%s\t%.2f%%\t%s\t%t\t%s\t%s\n", l.VUs, l.RPS, l.OKRPS, summary.MillisText(l.P50MS), summary.MillisText(l.P95MS), summary.MillisText(l.P99MS),
+			l.ErrorRate*100, generator(l.Verdict), l.LateStart, cmp.Or(r.Fitted(l.VUs), "-"), mark)
 	}
 	tw.Flush()
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, r.FitText())
 	fmt.Fprintln(w, r.KneeText())
+}
+
+// Fitted is the fit's throughput at vus, in req/s to a decimal; empty without a fit.
+func (r *Result) Fitted(vus int) string {
+	if r.Fit == nil {
+		return ""
+	}
+	return strconv.FormatFloat(r.Fit.X(float64(vus)), 'f', 1, 64)
 }
 
 // FitText is the fit in a sentence.
@@ -345,5 +346,3 @@ func (r *Result) KneeText() string {
 // MaxErrorRate is the share of failed requests above which a level is called out: its
 // throughput is mostly failures.
 const MaxErrorRate = 0.10
-
-func ms(v float64) string { return summary.Duration(summary.FromMillis(v)) }
