@@ -99,7 +99,8 @@ func (s *Service) result(ctx context.Context, p barrage.Principal, id uuid.UUID)
 	if run.Stop != nil {
 		r.Stop.Detail = run.Stop.Reason
 	}
-	err = s.eachSecond(ctx, run, true, func(m *MergedSecond) error {
+	// The merge alone, without each shard's counts beside it: a point needs only the shards' health.
+	err = s.eachSecond(ctx, run, false, func(m *MergedSecond) error {
 		healths := make([]engine.Health, 0, len(m.Shards))
 		for _, part := range m.Shards {
 			healths = append(healths, part.Health)
