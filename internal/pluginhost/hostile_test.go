@@ -653,7 +653,7 @@ func runHostileAsNobody(t *testing.T, delegate bool) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid), Groups: []uint32{}}}
 	out, err := cmd.CombinedOutput()
 	t.Logf("TestHostilePlugins as nobody:\n%s", out)
-	require.NoError(t, err)
+	require.NoError(t, err, "what the failing tests printed:\n%s", failures(string(out)))
 	require.Contains(t, string(out), "running as uid "+nobody.Uid)
 	require.Regexp(t, `(?m)^--- PASS: TestHostilePlugins `, string(out))
 	require.Regexp(t, `(?m)^--- PASS: TestRequireSandbox `, string(out))
@@ -671,6 +671,24 @@ func runHostileAsNobody(t *testing.T, delegate bool) {
 		}
 		require.Len(t, skipped, 1)
 	}
+}
+
+// failures is what each failing test printed in verbose output: from its "=== RUN" to the next
+// test's, so that the reason stays in sight where the whole output is cut.
+func failures(out string) string {
+	var b strings.Builder
+	for _, m := range regexp.MustCompile(`(?m)^\s*--- FAIL: (\S+)`).FindAllStringSubmatch(out, -1) {
+		start := strings.Index(out, "=== RUN   "+m[1]+"\n")
+		if start < 0 {
+			continue
+		}
+		section := out[start:]
+		if end := strings.Index(section[1:], "=== RUN"); end >= 0 {
+			section = section[:end+1]
+		}
+		b.WriteString(section)
+	}
+	return b.String()
 }
 
 func copyExecutable(t *testing.T, src, dst string) {

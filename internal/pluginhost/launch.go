@@ -23,6 +23,16 @@ import (
 // in which it runs unbounded.
 const launchArg = "__barrage-plugin-launch"
 
+// init keeps a launcher's main goroutine on the process's main thread, where it started: the
+// thread that forks the plugin is then the one whose children the host reads to find it
+// (Process.Pid), and the one /proc/<pid>/status describes. Locked later, in main, the goroutine
+// may already have moved to another thread (a preemption under load is enough).
+func init() {
+	if len(os.Args) >= 2 && (os.Args[1] == launchArg || os.Args[1] == execArg) {
+		runtime.LockOSThread()
+	}
+}
+
 // Launch acts as the plugin launcher when the process was started as one, and never returns
 // then. Call it first thing in main (and in TestMain of tests that start plugins); it returns
 // at once otherwise.

@@ -480,11 +480,16 @@ func (p *Process) Pid() int {
 	if p.run.sockHost == "" {
 		return pid // the launcher became the plugin
 	}
-	// The launcher started the plugin first, from its one thread that starts anything.
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", pid, pid))
-	if f := strings.Fields(string(b)); err == nil && len(f) > 0 {
-		if child, err := strconv.Atoi(f[0]); err == nil {
-			return child
+	// The launcher started the plugin first, from its one thread that starts anything (its main
+	// thread, see launch.go's init; every thread is read all the same). Orphans the plugin left
+	// come later, reparented to the launcher as their init.
+	tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", pid))
+	for _, task := range tasks {
+		b, err := os.ReadFile(task)
+		if f := strings.Fields(string(b)); err == nil && len(f) > 0 {
+			if child, err := strconv.Atoi(f[0]); err == nil {
+				return child
+			}
 		}
 	}
 	return pid
