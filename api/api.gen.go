@@ -884,6 +884,12 @@ type CreateScriptRequest struct {
 	Source string `json:"source"`
 }
 
+// CreateTargetRequest defines model for CreateTargetRequest.
+type CreateTargetRequest struct {
+	// Url http(s)://host[:port], without credentials, path, query or fragment.
+	Url string `json:"url"`
+}
+
 // CreateTokenRequest defines model for CreateTokenRequest.
 type CreateTokenRequest struct {
 	ExpiresInDays *int    `json:"expires_in_days,omitempty"`
@@ -1771,6 +1777,9 @@ type ShardEndReport struct {
 
 // ShardJob defines model for ShardJob.
 type ShardJob struct {
+	// Destinations When present, the only hosts and ports (host:port) the shard's load and monitors may reach, by the name dialled: a run on a shared agent loads only its owner's verified targets and the operator's open ones. Protocol 7.
+	Destinations *[]string `json:"destinations,omitempty"`
+
 	// Lease The fencing token to send with every report.
 	Lease                 int64              `json:"lease"`
 	Load                  LoadOverrides      `json:"load"`
@@ -1951,6 +1960,41 @@ type SweepResult struct {
 	PeakVus *float64 `json:"peak_vus,omitempty"`
 	Script  string   `json:"script"`
 	StepS   float64  `json:"step_s"`
+}
+
+// Target defines model for Target.
+type Target struct {
+	// CheckError Why the latest check failed; empty when it proved control or none was made.
+	CheckError string     `json:"check_error"`
+	CheckedAt  *time.Time `json:"checked_at,omitempty"`
+	CreatedAt  time.Time  `json:"created_at"`
+
+	// DnsName For a named host: the TXT record's name, which may prove control instead.
+	DnsName *string `json:"dns_name,omitempty"`
+
+	// DnsValue The TXT record's value.
+	DnsValue *string            `json:"dns_value,omitempty"`
+	Host     string             `json:"host"`
+	Id       openapi_types.UUID `json:"id"`
+	Port     int                `json:"port"`
+
+	// Token This target's own token: another account registering the same host gets another.
+	Token string `json:"token"`
+
+	// Url The target's origin.
+	Url string `json:"url"`
+
+	// Verified Whether the latest check proved control.
+	Verified   bool       `json:"verified"`
+	VerifiedAt *time.Time `json:"verified_at,omitempty"`
+
+	// VerifyUrl Serve the token as this file's whole body to prove control.
+	VerifyUrl string `json:"verify_url"`
+}
+
+// TargetList defines model for TargetList.
+type TargetList struct {
+	Targets []Target `json:"targets"`
 }
 
 // Test defines model for Test.
@@ -2375,6 +2419,9 @@ type CreateRunJSONRequestBody = CreateRunRequest
 
 // CreateScriptJSONRequestBody defines body for CreateScript for application/json ContentType.
 type CreateScriptJSONRequestBody = CreateScriptRequest
+
+// CreateTargetJSONRequestBody defines body for CreateTarget for application/json ContentType.
+type CreateTargetJSONRequestBody = CreateTargetRequest
 
 // CreateTestJSONRequestBody defines body for CreateTest for application/json ContentType.
 type CreateTestJSONRequestBody = TestSource
@@ -3241,6 +3288,50 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /v1/scripts/{id} (the `GetScript` operationId).
 	GetScript(ctx context.Context, id ID, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListTargets Your targets
+	//
+	// The hosts and ports you registered, by host, each with whether its latest check proved you control it.
+	//
+	// Corresponds with GET /v1/targets (the `ListTargets` operationId).
+	ListTargets(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateTargetWithBody Register a target
+	//
+	// Registers a host and port (an http(s) URL without a path) and gives it a token of its own. Shared agents load it for you once you prove you control it: serve the token as the whole body of `verify_url`, or put `dns_value` in a TXT record at `dns_name`, then ask for a check (`POST /v1/targets/{id}/verify`). Runs on shared agents check it again when they start. At most 50 targets per account.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/targets (the `CreateTarget` operationId).
+	CreateTargetWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateTarget Register a target
+	//
+	// Registers a host and port (an http(s) URL without a path) and gives it a token of its own. Shared agents load it for you once you prove you control it: serve the token as the whole body of `verify_url`, or put `dns_value` in a TXT record at `dns_name`, then ask for a check (`POST /v1/targets/{id}/verify`). Runs on shared agents check it again when they start. At most 50 targets per account.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/targets (the `CreateTarget` operationId).
+	CreateTarget(ctx context.Context, body CreateTargetJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// DeleteTarget Remove one of your targets
+	//
+	// Runs started after it no longer load it from shared agents.
+	//
+	// Corresponds with DELETE /v1/targets/{id} (the `DeleteTarget` operationId).
+	DeleteTarget(ctx context.Context, id ID, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetTarget One of your targets
+	//
+	// Corresponds with GET /v1/targets/{id} (the `GetTarget` operationId).
+	GetTarget(ctx context.Context, id ID, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// VerifyTarget Check that you control a target
+	//
+	// Fetches `verify_url` (no redirect followed, 5 seconds, 4 KB at most) and, for a named host, looks up the TXT record at `dns_name`, at once; either proves control. The answer is the target with the outcome: `verified`, or `check_error` saying what each way found.
+	//
+	// Corresponds with POST /v1/targets/{id}/verify (the `VerifyTarget` operationId).
+	VerifyTarget(ctx context.Context, id ID, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListTests Your tests, newest first
 	//
@@ -5061,6 +5152,110 @@ func (c *Client) CreateScript(ctx context.Context, body CreateScriptJSONRequestB
 // Corresponds with GET /v1/scripts/{id} (the `GetScript` operationId).
 func (c *Client) GetScript(ctx context.Context, id ID, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetScriptRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListTargets Your targets
+//
+// The hosts and ports you registered, by host, each with whether its latest check proved you control it.
+//
+// Corresponds with GET /v1/targets (the `ListTargets` operationId).
+func (c *Client) ListTargets(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListTargetsRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateTargetWithBody Register a target
+//
+// Registers a host and port (an http(s) URL without a path) and gives it a token of its own. Shared agents load it for you once you prove you control it: serve the token as the whole body of `verify_url`, or put `dns_value` in a TXT record at `dns_name`, then ask for a check (`POST /v1/targets/{id}/verify`). Runs on shared agents check it again when they start. At most 50 targets per account.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/targets (the `CreateTarget` operationId).
+func (c *Client) CreateTargetWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateTargetRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateTarget Register a target
+//
+// Registers a host and port (an http(s) URL without a path) and gives it a token of its own. Shared agents load it for you once you prove you control it: serve the token as the whole body of `verify_url`, or put `dns_value` in a TXT record at `dns_name`, then ask for a check (`POST /v1/targets/{id}/verify`). Runs on shared agents check it again when they start. At most 50 targets per account.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/targets (the `CreateTarget` operationId).
+func (c *Client) CreateTarget(ctx context.Context, body CreateTargetJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateTargetRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// DeleteTarget Remove one of your targets
+//
+// Runs started after it no longer load it from shared agents.
+//
+// Corresponds with DELETE /v1/targets/{id} (the `DeleteTarget` operationId).
+func (c *Client) DeleteTarget(ctx context.Context, id ID, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDeleteTargetRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetTarget One of your targets
+//
+// Corresponds with GET /v1/targets/{id} (the `GetTarget` operationId).
+func (c *Client) GetTarget(ctx context.Context, id ID, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetTargetRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// VerifyTarget Check that you control a target
+//
+// Fetches `verify_url` (no redirect followed, 5 seconds, 4 KB at most) and, for a named host, looks up the TXT record at `dns_name`, at once; either proves control. The answer is the target with the outcome: `verified`, or `check_error` saying what each way found.
+//
+// Corresponds with POST /v1/targets/{id}/verify (the `VerifyTarget` operationId).
+func (c *Client) VerifyTarget(ctx context.Context, id ID, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewVerifyTargetRequest(c.Server, id)
 	if err != nil {
 		return nil, err
 	}
@@ -8338,6 +8533,175 @@ func NewGetScriptRequest(server string, id ID) (*http.Request, error) {
 	return req, nil
 }
 
+// NewListTargetsRequest constructs an http.Request for the ListTargets method
+func NewListTargetsRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/targets")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewCreateTargetRequest calls the generic CreateTarget builder with application/json body
+func NewCreateTargetRequest(server string, body CreateTargetJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewCreateTargetRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewCreateTargetRequestWithBody constructs an http.Request for the CreateTarget method, with any body, and a specified content type
+func NewCreateTargetRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/targets")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewDeleteTargetRequest constructs an http.Request for the DeleteTarget method
+func NewDeleteTargetRequest(server string, id ID) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: "uuid"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/targets/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodDelete, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewGetTargetRequest constructs an http.Request for the GetTarget method
+func NewGetTargetRequest(server string, id ID) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: "uuid"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/targets/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewVerifyTargetRequest constructs an http.Request for the VerifyTarget method
+func NewVerifyTargetRequest(server string, id ID) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: "uuid"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/targets/%s/verify", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewListTestsRequest constructs an http.Request for the ListTests method
 func NewListTestsRequest(server string, params *ListTestsParams) (*http.Request, error) {
 	var err error
@@ -9953,6 +10317,58 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /v1/scripts/{id} (the `GetScript` operationId).
 	GetScriptWithResponse(ctx context.Context, id ID, reqEditors ...RequestEditorFn) (*GetScriptResponse, error)
+
+	// ListTargetsWithResponse Your targets
+	//
+	// The hosts and ports you registered, by host, each with whether its latest check proved you control it.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/targets (the `ListTargets` operationId).
+	ListTargetsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListTargetsResponse, error)
+
+	// CreateTargetWithBodyWithResponse Register a target
+	//
+	// Registers a host and port (an http(s) URL without a path) and gives it a token of its own. Shared agents load it for you once you prove you control it: serve the token as the whole body of `verify_url`, or put `dns_value` in a TXT record at `dns_name`, then ask for a check (`POST /v1/targets/{id}/verify`). Runs on shared agents check it again when they start. At most 50 targets per account.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/targets (the `CreateTarget` operationId).
+	CreateTargetWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateTargetResponse, error)
+
+	// CreateTargetWithResponse Register a target
+	//
+	// Registers a host and port (an http(s) URL without a path) and gives it a token of its own. Shared agents load it for you once you prove you control it: serve the token as the whole body of `verify_url`, or put `dns_value` in a TXT record at `dns_name`, then ask for a check (`POST /v1/targets/{id}/verify`). Runs on shared agents check it again when they start. At most 50 targets per account.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/targets (the `CreateTarget` operationId).
+	CreateTargetWithResponse(ctx context.Context, body CreateTargetJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateTargetResponse, error)
+
+	// DeleteTargetWithResponse Remove one of your targets
+	//
+	// Runs started after it no longer load it from shared agents.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with DELETE /v1/targets/{id} (the `DeleteTarget` operationId).
+	DeleteTargetWithResponse(ctx context.Context, id ID, reqEditors ...RequestEditorFn) (*DeleteTargetResponse, error)
+
+	// GetTargetWithResponse One of your targets
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/targets/{id} (the `GetTarget` operationId).
+	GetTargetWithResponse(ctx context.Context, id ID, reqEditors ...RequestEditorFn) (*GetTargetResponse, error)
+
+	// VerifyTargetWithResponse Check that you control a target
+	//
+	// Fetches `verify_url` (no redirect followed, 5 seconds, 4 KB at most) and, for a named host, looks up the TXT record at `dns_name`, at once; either proves control. The answer is the target with the outcome: `verified`, or `check_error` saying what each way found.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/targets/{id}/verify (the `VerifyTarget` operationId).
+	VerifyTargetWithResponse(ctx context.Context, id ID, reqEditors ...RequestEditorFn) (*VerifyTargetResponse, error)
 
 	// ListTestsWithResponse Your tests, newest first
 	//
@@ -15825,6 +16241,428 @@ func (r GetScriptResponse) ContentType() string {
 	return ""
 }
 
+// ListTargetsResponse503Headers the declared response headers of an HTTP 503 response for ListTargets
+type ListTargetsResponse503Headers struct {
+	RetryAfter *int
+}
+
+type ListTargetsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *TargetList
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Problem
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *DatabaseUnavailable
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ListTargetsResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListTargetsResponse) GetJSON200() *TargetList {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r ListTargetsResponse) GetApplicationproblemJSON401() *Problem {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r ListTargetsResponse) GetApplicationproblemJSON403() *Problem {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r ListTargetsResponse) GetApplicationproblemJSON503() *DatabaseUnavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ListTargetsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListTargetsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListTargetsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListTargetsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// CreateTargetResponse503Headers the declared response headers of an HTTP 503 response for CreateTarget
+type CreateTargetResponse503Headers struct {
+	RetryAfter *int
+}
+
+type CreateTargetResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *Target
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Problem
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *Problem
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *Problem
+	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationproblemJSON415 *Problem
+	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationproblemJSON422 *Problem
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *DatabaseUnavailable
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *CreateTargetResponse503Headers
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r CreateTargetResponse) GetJSON201() *Target {
+	return r.JSON201
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r CreateTargetResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r CreateTargetResponse) GetApplicationproblemJSON401() *Problem {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r CreateTargetResponse) GetApplicationproblemJSON403() *Problem {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r CreateTargetResponse) GetApplicationproblemJSON409() *Problem {
+	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r CreateTargetResponse) GetApplicationproblemJSON413() *Problem {
+	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r CreateTargetResponse) GetApplicationproblemJSON415() *Problem {
+	return r.ApplicationproblemJSON415
+}
+
+// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r CreateTargetResponse) GetApplicationproblemJSON422() *Problem {
+	return r.ApplicationproblemJSON422
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r CreateTargetResponse) GetApplicationproblemJSON503() *DatabaseUnavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r CreateTargetResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CreateTargetResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CreateTargetResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CreateTargetResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// DeleteTargetResponse503Headers the declared response headers of an HTTP 503 response for DeleteTarget
+type DeleteTargetResponse503Headers struct {
+	RetryAfter *int
+}
+
+type DeleteTargetResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Problem
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *Problem
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *DatabaseUnavailable
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *DeleteTargetResponse503Headers
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r DeleteTargetResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r DeleteTargetResponse) GetApplicationproblemJSON401() *Problem {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r DeleteTargetResponse) GetApplicationproblemJSON403() *Problem {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r DeleteTargetResponse) GetApplicationproblemJSON404() *Problem {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r DeleteTargetResponse) GetApplicationproblemJSON503() *DatabaseUnavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r DeleteTargetResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r DeleteTargetResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r DeleteTargetResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r DeleteTargetResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetTargetResponse503Headers the declared response headers of an HTTP 503 response for GetTarget
+type GetTargetResponse503Headers struct {
+	RetryAfter *int
+}
+
+type GetTargetResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Target
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Problem
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *Problem
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *DatabaseUnavailable
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *GetTargetResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetTargetResponse) GetJSON200() *Target {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r GetTargetResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r GetTargetResponse) GetApplicationproblemJSON401() *Problem {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r GetTargetResponse) GetApplicationproblemJSON403() *Problem {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r GetTargetResponse) GetApplicationproblemJSON404() *Problem {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r GetTargetResponse) GetApplicationproblemJSON503() *DatabaseUnavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r GetTargetResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetTargetResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetTargetResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetTargetResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// VerifyTargetResponse503Headers the declared response headers of an HTTP 503 response for VerifyTarget
+type VerifyTargetResponse503Headers struct {
+	RetryAfter *int
+}
+
+type VerifyTargetResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Target
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Problem
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *Problem
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *Problem
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *DatabaseUnavailable
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *VerifyTargetResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r VerifyTargetResponse) GetJSON200() *Target {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r VerifyTargetResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r VerifyTargetResponse) GetApplicationproblemJSON401() *Problem {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r VerifyTargetResponse) GetApplicationproblemJSON403() *Problem {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r VerifyTargetResponse) GetApplicationproblemJSON404() *Problem {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r VerifyTargetResponse) GetApplicationproblemJSON429() *Problem {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r VerifyTargetResponse) GetApplicationproblemJSON503() *DatabaseUnavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r VerifyTargetResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r VerifyTargetResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r VerifyTargetResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r VerifyTargetResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // ListTestsResponse503Headers the declared response headers of an HTTP 503 response for ListTests
 type ListTestsResponse503Headers struct {
 	RetryAfter *int
@@ -18573,6 +19411,94 @@ func (c *ClientWithResponses) GetScriptWithResponse(ctx context.Context, id ID, 
 		return nil, err
 	}
 	return ParseGetScriptResponse(rsp)
+}
+
+// ListTargetsWithResponse Your targets
+//
+// The hosts and ports you registered, by host, each with whether its latest check proved you control it.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/targets (the `ListTargets` operationId).
+func (c *ClientWithResponses) ListTargetsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListTargetsResponse, error) {
+	rsp, err := c.ListTargets(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListTargetsResponse(rsp)
+}
+
+// CreateTargetWithBodyWithResponse Register a target
+//
+// Registers a host and port (an http(s) URL without a path) and gives it a token of its own. Shared agents load it for you once you prove you control it: serve the token as the whole body of `verify_url`, or put `dns_value` in a TXT record at `dns_name`, then ask for a check (`POST /v1/targets/{id}/verify`). Runs on shared agents check it again when they start. At most 50 targets per account.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/targets (the `CreateTarget` operationId).
+func (c *ClientWithResponses) CreateTargetWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateTargetResponse, error) {
+	rsp, err := c.CreateTargetWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateTargetResponse(rsp)
+}
+
+// CreateTargetWithResponse Register a target
+//
+// Registers a host and port (an http(s) URL without a path) and gives it a token of its own. Shared agents load it for you once you prove you control it: serve the token as the whole body of `verify_url`, or put `dns_value` in a TXT record at `dns_name`, then ask for a check (`POST /v1/targets/{id}/verify`). Runs on shared agents check it again when they start. At most 50 targets per account.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/targets (the `CreateTarget` operationId).
+func (c *ClientWithResponses) CreateTargetWithResponse(ctx context.Context, body CreateTargetJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateTargetResponse, error) {
+	rsp, err := c.CreateTarget(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateTargetResponse(rsp)
+}
+
+// DeleteTargetWithResponse Remove one of your targets
+//
+// Runs started after it no longer load it from shared agents.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with DELETE /v1/targets/{id} (the `DeleteTarget` operationId).
+func (c *ClientWithResponses) DeleteTargetWithResponse(ctx context.Context, id ID, reqEditors ...RequestEditorFn) (*DeleteTargetResponse, error) {
+	rsp, err := c.DeleteTarget(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseDeleteTargetResponse(rsp)
+}
+
+// GetTargetWithResponse One of your targets
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/targets/{id} (the `GetTarget` operationId).
+func (c *ClientWithResponses) GetTargetWithResponse(ctx context.Context, id ID, reqEditors ...RequestEditorFn) (*GetTargetResponse, error) {
+	rsp, err := c.GetTarget(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetTargetResponse(rsp)
+}
+
+// VerifyTargetWithResponse Check that you control a target
+//
+// Fetches `verify_url` (no redirect followed, 5 seconds, 4 KB at most) and, for a named host, looks up the TXT record at `dns_name`, at once; either proves control. The answer is the target with the outcome: `verified`, or `check_error` saying what each way found.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/targets/{id}/verify (the `VerifyTarget` operationId).
+func (c *ClientWithResponses) VerifyTargetWithResponse(ctx context.Context, id ID, reqEditors ...RequestEditorFn) (*VerifyTargetResponse, error) {
+	rsp, err := c.VerifyTarget(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseVerifyTargetResponse(rsp)
 }
 
 // ListTestsWithResponse Your tests, newest first
@@ -24010,6 +24936,386 @@ func ParseGetScriptResponse(rsp *http.Response) (*GetScriptResponse, error) {
 	return response, nil
 }
 
+// ParseListTargetsResponse parses an HTTP response from a ListTargetsWithResponse call
+func ParseListTargetsResponse(rsp *http.Response) (*ListTargetsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListTargetsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest TargetList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest DatabaseUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 503:
+		var headers ListTargetsResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseCreateTargetResponse parses an HTTP response from a CreateTargetWithResponse call
+func ParseCreateTargetResponse(rsp *http.Response) (*CreateTargetResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CreateTargetResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest Target
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest DatabaseUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 503:
+		var headers CreateTargetResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseDeleteTargetResponse parses an HTTP response from a DeleteTargetWithResponse call
+func ParseDeleteTargetResponse(rsp *http.Response) (*DeleteTargetResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &DeleteTargetResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 204:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest DatabaseUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 503:
+		var headers DeleteTargetResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetTargetResponse parses an HTTP response from a GetTargetWithResponse call
+func ParseGetTargetResponse(rsp *http.Response) (*GetTargetResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetTargetResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Target
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest DatabaseUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 503:
+		var headers GetTargetResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseVerifyTargetResponse parses an HTTP response from a VerifyTargetWithResponse call
+func ParseVerifyTargetResponse(rsp *http.Response) (*VerifyTargetResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &VerifyTargetResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Target
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest DatabaseUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 503:
+		var headers VerifyTargetResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
 // ParseListTestsResponse parses an HTTP response from a ListTestsWithResponse call
 func ParseListTestsResponse(rsp *http.Response) (*ListTestsResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -25458,6 +26764,21 @@ type ServerInterface interface {
 	// GetScript A script
 	// (GET /v1/scripts/{id})
 	GetScript(w http.ResponseWriter, r *http.Request, id ID)
+	// ListTargets Your targets
+	// (GET /v1/targets)
+	ListTargets(w http.ResponseWriter, r *http.Request)
+	// CreateTarget Register a target
+	// (POST /v1/targets)
+	CreateTarget(w http.ResponseWriter, r *http.Request)
+	// DeleteTarget Remove one of your targets
+	// (DELETE /v1/targets/{id})
+	DeleteTarget(w http.ResponseWriter, r *http.Request, id ID)
+	// GetTarget One of your targets
+	// (GET /v1/targets/{id})
+	GetTarget(w http.ResponseWriter, r *http.Request, id ID)
+	// VerifyTarget Check that you control a target
+	// (POST /v1/targets/{id}/verify)
+	VerifyTarget(w http.ResponseWriter, r *http.Request, id ID)
 	// ListTests Your tests, newest first
 	// (GET /v1/tests)
 	ListTests(w http.ResponseWriter, r *http.Request, params ListTestsParams)
@@ -25896,6 +27217,36 @@ func (_ Unimplemented) CreateScript(w http.ResponseWriter, r *http.Request) {
 // GetScript A script
 // (GET /v1/scripts/{id})
 func (_ Unimplemented) GetScript(w http.ResponseWriter, r *http.Request, id ID) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
+// ListTargets Your targets
+// (GET /v1/targets)
+func (_ Unimplemented) ListTargets(w http.ResponseWriter, r *http.Request) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
+// CreateTarget Register a target
+// (POST /v1/targets)
+func (_ Unimplemented) CreateTarget(w http.ResponseWriter, r *http.Request) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
+// DeleteTarget Remove one of your targets
+// (DELETE /v1/targets/{id})
+func (_ Unimplemented) DeleteTarget(w http.ResponseWriter, r *http.Request, id ID) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
+// GetTarget One of your targets
+// (GET /v1/targets/{id})
+func (_ Unimplemented) GetTarget(w http.ResponseWriter, r *http.Request, id ID) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
+// VerifyTarget Check that you control a target
+// (POST /v1/targets/{id}/verify)
+func (_ Unimplemented) VerifyTarget(w http.ResponseWriter, r *http.Request, id ID) {
 	w.WriteHeader(http.StatusNotImplemented)
 }
 
@@ -27970,6 +29321,112 @@ func (siw *ServerInterfaceWrapper) GetScript(w http.ResponseWriter, r *http.Requ
 	handler.ServeHTTP(w, r)
 }
 
+// ListTargets operation middleware
+func (siw *ServerInterfaceWrapper) ListTargets(w http.ResponseWriter, r *http.Request) {
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.ListTargets(w, r)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// CreateTarget operation middleware
+func (siw *ServerInterfaceWrapper) CreateTarget(w http.ResponseWriter, r *http.Request) {
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.CreateTarget(w, r)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// DeleteTarget operation middleware
+func (siw *ServerInterfaceWrapper) DeleteTarget(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "id" -------------
+	var id ID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", chi.URLParam(r, "id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: r.URL.RawPath == ""})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "id", Err: err})
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.DeleteTarget(w, r, id)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// GetTarget operation middleware
+func (siw *ServerInterfaceWrapper) GetTarget(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "id" -------------
+	var id ID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", chi.URLParam(r, "id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: r.URL.RawPath == ""})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "id", Err: err})
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.GetTarget(w, r, id)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// VerifyTarget operation middleware
+func (siw *ServerInterfaceWrapper) VerifyTarget(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "id" -------------
+	var id ID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", chi.URLParam(r, "id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: r.URL.RawPath == ""})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "id", Err: err})
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.VerifyTarget(w, r, id)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
 // ListTests operation middleware
 func (siw *ServerInterfaceWrapper) ListTests(w http.ResponseWriter, r *http.Request) {
 
@@ -28631,6 +30088,21 @@ func HandlerWithOptions(si ServerInterface, options ChiServerOptions) http.Handl
 	})
 	r.Group(func(r chi.Router) {
 		r.Get(options.BaseURL+"/v1/agents/{id}", wrapper.GetAgent)
+	})
+	r.Group(func(r chi.Router) {
+		r.Get(options.BaseURL+"/v1/targets", wrapper.ListTargets)
+	})
+	r.Group(func(r chi.Router) {
+		r.Post(options.BaseURL+"/v1/targets", wrapper.CreateTarget)
+	})
+	r.Group(func(r chi.Router) {
+		r.Delete(options.BaseURL+"/v1/targets/{id}", wrapper.DeleteTarget)
+	})
+	r.Group(func(r chi.Router) {
+		r.Get(options.BaseURL+"/v1/targets/{id}", wrapper.GetTarget)
+	})
+	r.Group(func(r chi.Router) {
+		r.Post(options.BaseURL+"/v1/targets/{id}/verify", wrapper.VerifyTarget)
 	})
 	r.Group(func(r chi.Router) {
 		r.Get(options.BaseURL+"/v1/namespaces", wrapper.ListNamespaces)
@@ -36042,6 +37514,522 @@ func (response GetScript503ApplicationProblemPlusJSONResponse) VisitGetScriptRes
 	return err
 }
 
+type ListTargetsRequestObject struct {
+}
+
+type ListTargetsResponseObject interface {
+	VisitListTargetsResponse(w http.ResponseWriter) error
+}
+
+type ListTargets200JSONResponse TargetList
+
+func (response ListTargets200JSONResponse) VisitListTargetsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListTargets401ApplicationProblemPlusJSONResponse struct {
+	ProblemApplicationProblemPlusJSONResponse
+}
+
+func (response ListTargets401ApplicationProblemPlusJSONResponse) VisitListTargetsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListTargets403ApplicationProblemPlusJSONResponse Problem
+
+func (response ListTargets403ApplicationProblemPlusJSONResponse) VisitListTargetsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListTargets503ApplicationProblemPlusJSONResponse struct {
+	DatabaseUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response ListTargets503ApplicationProblemPlusJSONResponse) VisitListTargetsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateTargetRequestObject struct {
+	Body *CreateTargetJSONRequestBody
+}
+
+type CreateTargetResponseObject interface {
+	VisitCreateTargetResponse(w http.ResponseWriter) error
+}
+
+type CreateTarget201JSONResponse Target
+
+func (response CreateTarget201JSONResponse) VisitCreateTargetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(201)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateTarget400ApplicationProblemPlusJSONResponse struct {
+	ProblemApplicationProblemPlusJSONResponse
+}
+
+func (response CreateTarget400ApplicationProblemPlusJSONResponse) VisitCreateTargetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateTarget401ApplicationProblemPlusJSONResponse Problem
+
+func (response CreateTarget401ApplicationProblemPlusJSONResponse) VisitCreateTargetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateTarget403ApplicationProblemPlusJSONResponse Problem
+
+func (response CreateTarget403ApplicationProblemPlusJSONResponse) VisitCreateTargetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateTarget409ApplicationProblemPlusJSONResponse Problem
+
+func (response CreateTarget409ApplicationProblemPlusJSONResponse) VisitCreateTargetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateTarget413ApplicationProblemPlusJSONResponse Problem
+
+func (response CreateTarget413ApplicationProblemPlusJSONResponse) VisitCreateTargetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateTarget415ApplicationProblemPlusJSONResponse Problem
+
+func (response CreateTarget415ApplicationProblemPlusJSONResponse) VisitCreateTargetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateTarget422ApplicationProblemPlusJSONResponse Problem
+
+func (response CreateTarget422ApplicationProblemPlusJSONResponse) VisitCreateTargetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateTarget503ApplicationProblemPlusJSONResponse struct {
+	DatabaseUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response CreateTarget503ApplicationProblemPlusJSONResponse) VisitCreateTargetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteTargetRequestObject struct {
+	Id ID `json:"id"`
+}
+
+type DeleteTargetResponseObject interface {
+	VisitDeleteTargetResponse(w http.ResponseWriter) error
+}
+
+type DeleteTarget204Response struct {
+}
+
+func (response DeleteTarget204Response) VisitDeleteTargetResponse(w http.ResponseWriter) error {
+	w.WriteHeader(204)
+	return nil
+}
+
+type DeleteTarget400ApplicationProblemPlusJSONResponse struct {
+	ProblemApplicationProblemPlusJSONResponse
+}
+
+func (response DeleteTarget400ApplicationProblemPlusJSONResponse) VisitDeleteTargetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteTarget401ApplicationProblemPlusJSONResponse Problem
+
+func (response DeleteTarget401ApplicationProblemPlusJSONResponse) VisitDeleteTargetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteTarget403ApplicationProblemPlusJSONResponse Problem
+
+func (response DeleteTarget403ApplicationProblemPlusJSONResponse) VisitDeleteTargetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteTarget404ApplicationProblemPlusJSONResponse Problem
+
+func (response DeleteTarget404ApplicationProblemPlusJSONResponse) VisitDeleteTargetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteTarget503ApplicationProblemPlusJSONResponse struct {
+	DatabaseUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response DeleteTarget503ApplicationProblemPlusJSONResponse) VisitDeleteTargetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetTargetRequestObject struct {
+	Id ID `json:"id"`
+}
+
+type GetTargetResponseObject interface {
+	VisitGetTargetResponse(w http.ResponseWriter) error
+}
+
+type GetTarget200JSONResponse Target
+
+func (response GetTarget200JSONResponse) VisitGetTargetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetTarget400ApplicationProblemPlusJSONResponse struct {
+	ProblemApplicationProblemPlusJSONResponse
+}
+
+func (response GetTarget400ApplicationProblemPlusJSONResponse) VisitGetTargetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetTarget401ApplicationProblemPlusJSONResponse Problem
+
+func (response GetTarget401ApplicationProblemPlusJSONResponse) VisitGetTargetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetTarget403ApplicationProblemPlusJSONResponse Problem
+
+func (response GetTarget403ApplicationProblemPlusJSONResponse) VisitGetTargetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetTarget404ApplicationProblemPlusJSONResponse Problem
+
+func (response GetTarget404ApplicationProblemPlusJSONResponse) VisitGetTargetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetTarget503ApplicationProblemPlusJSONResponse struct {
+	DatabaseUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response GetTarget503ApplicationProblemPlusJSONResponse) VisitGetTargetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type VerifyTargetRequestObject struct {
+	Id ID `json:"id"`
+}
+
+type VerifyTargetResponseObject interface {
+	VisitVerifyTargetResponse(w http.ResponseWriter) error
+}
+
+type VerifyTarget200JSONResponse Target
+
+func (response VerifyTarget200JSONResponse) VisitVerifyTargetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type VerifyTarget400ApplicationProblemPlusJSONResponse struct {
+	ProblemApplicationProblemPlusJSONResponse
+}
+
+func (response VerifyTarget400ApplicationProblemPlusJSONResponse) VisitVerifyTargetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type VerifyTarget401ApplicationProblemPlusJSONResponse Problem
+
+func (response VerifyTarget401ApplicationProblemPlusJSONResponse) VisitVerifyTargetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type VerifyTarget403ApplicationProblemPlusJSONResponse Problem
+
+func (response VerifyTarget403ApplicationProblemPlusJSONResponse) VisitVerifyTargetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type VerifyTarget404ApplicationProblemPlusJSONResponse Problem
+
+func (response VerifyTarget404ApplicationProblemPlusJSONResponse) VisitVerifyTargetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type VerifyTarget429ApplicationProblemPlusJSONResponse Problem
+
+func (response VerifyTarget429ApplicationProblemPlusJSONResponse) VisitVerifyTargetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type VerifyTarget503ApplicationProblemPlusJSONResponse struct {
+	DatabaseUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response VerifyTarget503ApplicationProblemPlusJSONResponse) VisitVerifyTargetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListTestsRequestObject struct {
 	Params ListTestsParams
 }
@@ -38014,6 +40002,21 @@ type StrictServerInterface interface {
 	// GetScript A script
 	// (GET /v1/scripts/{id})
 	GetScript(ctx context.Context, request GetScriptRequestObject) (GetScriptResponseObject, error)
+	// ListTargets Your targets
+	// (GET /v1/targets)
+	ListTargets(ctx context.Context, request ListTargetsRequestObject) (ListTargetsResponseObject, error)
+	// CreateTarget Register a target
+	// (POST /v1/targets)
+	CreateTarget(ctx context.Context, request CreateTargetRequestObject) (CreateTargetResponseObject, error)
+	// DeleteTarget Remove one of your targets
+	// (DELETE /v1/targets/{id})
+	DeleteTarget(ctx context.Context, request DeleteTargetRequestObject) (DeleteTargetResponseObject, error)
+	// GetTarget One of your targets
+	// (GET /v1/targets/{id})
+	GetTarget(ctx context.Context, request GetTargetRequestObject) (GetTargetResponseObject, error)
+	// VerifyTarget Check that you control a target
+	// (POST /v1/targets/{id}/verify)
+	VerifyTarget(ctx context.Context, request VerifyTargetRequestObject) (VerifyTargetResponseObject, error)
 	// ListTests Your tests, newest first
 	// (GET /v1/tests)
 	ListTests(ctx context.Context, request ListTestsRequestObject) (ListTestsResponseObject, error)
@@ -39924,6 +41927,139 @@ func (sh *strictHandler) GetScript(w http.ResponseWriter, r *http.Request, id ID
 		sh.options.ResponseErrorHandlerFunc(w, r, err)
 	} else if validResponse, ok := response.(GetScriptResponseObject); ok {
 		if err := validResponse.VisitGetScriptResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// ListTargets operation middleware
+func (sh *strictHandler) ListTargets(w http.ResponseWriter, r *http.Request) {
+	var request ListTargetsRequestObject
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.ListTargets(ctx, request.(ListTargetsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListTargets")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(ListTargetsResponseObject); ok {
+		if err := validResponse.VisitListTargetsResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// CreateTarget operation middleware
+func (sh *strictHandler) CreateTarget(w http.ResponseWriter, r *http.Request) {
+	var request CreateTargetRequestObject
+
+	var body CreateTargetJSONRequestBody
+	if err := runtime.BindJSONBody(r, &body); err != nil {
+		sh.options.RequestErrorHandlerFunc(w, r, fmt.Errorf("can't decode JSON body: %w", err))
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.CreateTarget(ctx, request.(CreateTargetRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CreateTarget")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(CreateTargetResponseObject); ok {
+		if err := validResponse.VisitCreateTargetResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// DeleteTarget operation middleware
+func (sh *strictHandler) DeleteTarget(w http.ResponseWriter, r *http.Request, id ID) {
+	var request DeleteTargetRequestObject
+
+	request.Id = id
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.DeleteTarget(ctx, request.(DeleteTargetRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "DeleteTarget")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(DeleteTargetResponseObject); ok {
+		if err := validResponse.VisitDeleteTargetResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// GetTarget operation middleware
+func (sh *strictHandler) GetTarget(w http.ResponseWriter, r *http.Request, id ID) {
+	var request GetTargetRequestObject
+
+	request.Id = id
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.GetTarget(ctx, request.(GetTargetRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetTarget")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(GetTargetResponseObject); ok {
+		if err := validResponse.VisitGetTargetResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// VerifyTarget operation middleware
+func (sh *strictHandler) VerifyTarget(w http.ResponseWriter, r *http.Request, id ID) {
+	var request VerifyTargetRequestObject
+
+	request.Id = id
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.VerifyTarget(ctx, request.(VerifyTargetRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "VerifyTarget")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(VerifyTargetResponseObject); ok {
+		if err := validResponse.VisitVerifyTargetResponse(w); err != nil {
 			sh.options.ResponseErrorHandlerFunc(w, r, err)
 		}
 	} else if response != nil {

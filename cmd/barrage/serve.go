@@ -27,6 +27,7 @@ import (
 	"github.com/barrage-load/barrage/internal/jobs"
 	"github.com/barrage-load/barrage/internal/logging"
 	"github.com/barrage-load/barrage/internal/market"
+	"github.com/barrage-load/barrage/internal/ownership"
 	"github.com/barrage-load/barrage/internal/pgembed"
 	"github.com/barrage-load/barrage/internal/postgres"
 	"github.com/barrage-load/barrage/internal/telemetry"
@@ -69,7 +70,8 @@ func runServe(ctx context.Context, e env, args []string) error {
 	}
 
 	metrics := telemetry.New(db.pool, store, log.With(slog.String("component", "metrics")))
-	ctl := control.New(store, log.With(slog.String("component", "control")), control.Config{IngestLag: metrics.IngestLag})
+	ctl := control.New(store, log.With(slog.String("component", "control")), control.Config{IngestLag: metrics.IngestLag,
+		Targets: control.TargetsConfig{Open: cfg.OpenTargets, All: cfg.OpenAllTargets, Checker: ownership.New(&cfg.VerifyTargets, ownership.Resolver(cfg.VerifyDNS))}})
 	blobs, err := openBlobs(ctx, cfg)
 	if err != nil {
 		return err

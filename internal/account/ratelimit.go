@@ -7,12 +7,8 @@ import (
 	"github.com/barrage-load/barrage/internal/barrage"
 )
 
-// Rate allows N attempts at once, and N more per Per, refilled continuously: a token bucket, so
-// no boundary between windows lets twice the allowance through.
-type Rate struct {
-	N   int
-	Per time.Duration
-}
+// Rate is a throttle's allowance (barrage.Rate).
+type Rate = barrage.Rate
 
 // RateLimits are the throttles on sign-in and sign-up. Sign-in is throttled per client address
 // (from the trusted-proxy setting), all attempts, and per account and client together, failures
@@ -49,15 +45,5 @@ func (s *Service) failed(ctx context.Context, r Rate, key string) error {
 }
 
 func (s *Service) bucket(ctx context.Context, r Rate, key string, cost float64) error {
-	if r.N <= 0 || r.Per <= 0 {
-		return nil
-	}
-	ok, wait, err := s.store.TakeToken(ctx, key, float64(r.N), float64(r.N)/r.Per.Seconds(), cost, s.now())
-	if err != nil {
-		return err
-	}
-	if !ok {
-		return &barrage.RateLimitError{RetryAfterSeconds: max(int((wait+time.Second-1)/time.Second), 1)}
-	}
-	return nil
+	return s.store.Throttle(ctx, key, r, cost, s.now())
 }

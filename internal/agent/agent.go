@@ -202,7 +202,7 @@ func (a *Agent) runShard(ctx context.Context, job *api.ShardJob) {
 		// One shard scrapes the target's metrics, the one whose segment starts the run, through
 		// the agent's network policy as its load goes.
 		sh.monitors = newMonitorValues(opts.Start)
-		client := monitor.Client(a.cfg.Targets.Dialer(net.Dialer{Timeout: 800 * time.Millisecond}).DialContext)
+		client := monitor.Client(opts.Targets.Dialer(net.Dialer{Timeout: 800 * time.Millisecond}).DialContext)
 		stop := monitor.Start(ctx, s.Monitors, client, opts.Start, sh.monitors.put)
 		stopMonitors = func() []monitor.Failure { _, fails := stop(); return fails }
 	}
@@ -295,15 +295,18 @@ func (a *Agent) prepare(ctx context.Context, job *api.ShardJob, received time.Ti
 	if err := a.canRun(s); err != nil {
 		return nil, opts, nil, err
 	}
+	targets := a.targets(job)
 	var set *pluginset.Set
 	if len(s.Plugins) > 0 {
+		host := a.cfg.PluginHost
+		host.Targets = targets // a grant reaches nothing the shard's load may not
 		pins := map[string]string{}
 		for _, p := range job.Script.Plugins {
 			pins[p.Alias] = p.Sha256
 		}
 		w := engine.Workload(s, opts)
 		vus := max(w.VUs, w.MaxVUs)
-		set, err = pluginset.Start(ctx, s, pluginset.Options{Source: a.source(job.Script.Plugins), Host: a.cfg.PluginHost,
+		set, err = pluginset.Start(ctx, s, pluginset.Options{Source: a.source(job.Script.Plugins), Host: host,
 			VUs: int(seg.Scale(int64(vus))), Pins: pins})
 		a.cfg.Metrics.PluginsStarted(err)
 		if err != nil {
@@ -319,8 +322,22 @@ func (a *Agent) prepare(ctx context.Context, job *api.ShardJob, received time.Ti
 		limits = limits.Tightest(barrage.Limits{MaxRunDuration: time.Duration(*job.MaxRunDurationSeconds) * time.Second})
 	}
 	opts.Start = received.Add(time.Duration(job.StartsInMs) * time.Millisecond) // the server's "starts in": agents' clocks differ
-	opts.Segment, opts.Limits, opts.Targets = seg, limits, a.cfg.Targets
+	opts.Segment, opts.Limits, opts.Targets = seg, limits, targets
 	return s, opts, set, nil
+}
+
+// targets is the policy a shard's load, monitors and plugins' grants go through: the agent's,
+// bounded to the run's destinations when the server sent them (a run on a shared agent).
+func (a *Agent) targets(job *api.ShardJob) *netpolicy.Policy {
+	if job.Destinations == nil {
+		return a.cfg.Targets
+	}
+	p := *a.cfg.Targets
+	p.Destinations = make(map[string]bool, len(*job.Destinations))
+	for _, d := range *job.Destinations {
+		p.Destinations[d] = true
+	}
+	return &p
 }
 
 // source is where the agent finds the plugins of a script whose marketplace plugins are pins:

@@ -69,7 +69,10 @@ const (
 	// kind; 4: plugin kinds spelled as the SDK spells them (session-element, source-modifier);
 	// 5: marketplace plugins, pinned by their signed SHA256SUMS and fetched by digest; 6: the
 	// script's monitors scraped by the shard that starts the run, their values in its seconds
-	// (an agent of 5 runs such a script without them).
-	AgentProtocol    = 6
+	// (an agent of 5 runs such a script without them); 7: the run's destinations, the only
+	// hosts and ports its load may reach (an agent of 5 or 6 gets no run that has them).
+	AgentProtocol    = 7
 	MinAgentProtocol = 5
+	// DestinationsProtocol is the first protocol that holds a run to its destinations.
+	DestinationsProtocol = 7
 )

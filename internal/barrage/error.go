@@ -5,6 +5,7 @@ package barrage
 import (
 	"errors"
 	"fmt"
+	"time"
 )
 
 // The kinds of domain error. Adapters translate to and from these: the store maps driver errors
@@ -87,3 +88,10 @@ func (e *RateLimitError) Error() string {
 
 // Unwrap makes errors.Is(err, ErrRateLimited) hold.
 func (e *RateLimitError) Unwrap() error { return ErrRateLimited }
+
+// Rate allows N attempts at once, and N more per Per, refilled continuously: a token bucket, so
+// no boundary between windows lets twice the allowance through. The zero Rate allows all.
+type Rate struct {
+	N   int
+	Per time.Duration
+}

@@ -224,6 +224,10 @@ type Run struct {
 	// threshold on its merged seconds.
 	Stop   *RunStop
 	Shards []Shard
+	// Destinations, when not nil, are the only hosts and ports ("host:port") the run's shards
+	// may load: set for a run on a shared agent, to the operator's open targets and those of
+	// its owner's targets verified at its start.
+	Destinations []string
 }
 
 // Idempotency makes a retried create answer with what the first one created: the client's key,

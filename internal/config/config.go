@@ -54,6 +54,16 @@ type Config struct {
 	// DemoAgentTargets are the internal destinations the demo agent may reach: by default the
 	// demo shop's address alone, not the rest of the server's loopback.
 	DemoAgentTargets netpolicy.Policy
+	// OpenTargets are the destinations ("host:port", netpolicy.Destination) every user's runs
+	// on shared agents may load without proving control of them; OpenAllTargets opens every
+	// one (a portal whose users are all trusted).
+	OpenTargets    map[string]bool
+	OpenAllTargets bool
+	// VerifyTargets is the policy of the ownership check's own requests: the internal
+	// destinations it may reach (none by default).
+	VerifyTargets netpolicy.Policy
+	// VerifyDNS is the DNS server (host:port) the ownership check asks; empty: the system's.
+	VerifyDNS string
 }
 
 // Setting documents one setting: its flag, its environment variable and its default.
@@ -86,6 +96,9 @@ var Settings = []Setting{
 	{"max-plugin-bytes", "BARRAGE_MAX_PLUGIN_BYTES", "134217728", "largest plugin artifact accepted"},
 	{"demo-agent", "BARRAGE_DEMO_AGENT", "false", "also run the shared demo agent in this process (500 VUs and 5 minutes per job); make run sets it"},
 	{"demo-agent-allow", "BARRAGE_DEMO_AGENT_ALLOW", "127.0.0.1:8081,[::1]:8081", "internal destinations the demo agent may load, comma-separated CIDRs, addresses or address:port; the default is barrage demo-shop's address alone"},
+	{"open-targets", "BARRAGE_OPEN_TARGETS", "", "targets (comma-separated host:port) every user's runs on shared agents may load without proving control: the operator's own; * opens all (a portal whose users are all trusted); the demo agent's address:port entries are open while it runs"},
+	{"verify-allow", "BARRAGE_VERIFY_ALLOW", "", "internal destinations the ownership check of targets may reach, comma-separated CIDRs, addresses or address:port; default none"},
+	{"verify-dns", "BARRAGE_VERIFY_DNS", "", "DNS server (host:port) the ownership check of targets asks for addresses and TXT records; default the system's"},
 }
 
 // Load parses args (the subcommand's flags) and the environment into a validated Config. The
@@ -239,6 +252,35 @@ func parse(v map[string]*string) (Config, error) {
 	c.DemoAgentTargets.Setting = "serve's --demo-agent-allow (BARRAGE_DEMO_AGENT_ALLOW)"
 	if c.DemoAgentTargets.Allow, c.DemoAgentTargets.AllowPorts, err = netpolicy.ParseAllow(strings.Split(*v["demo-agent-allow"], ",")); err != nil {
 		bad("demo-agent-allow", err.Error())
+	}
+	c.OpenTargets = map[string]bool{}
+	for _, o := range strings.Split(*v["open-targets"], ",") {
+		switch o = strings.TrimSpace(o); o {
+		case "":
+		case "*":
+			c.OpenAllTargets = true
+		default:
+			d, err := netpolicy.Destination(o)
+			if err != nil {
+				bad("open-targets", fmt.Sprintf("%q: want host:port or *", o))
+				continue
+			}
+			c.OpenTargets[d] = true
+		}
+	}
+	if c.DemoAgent {
+		for _, ap := range c.DemoAgentTargets.AllowPorts {
+			c.OpenTargets[netpolicy.JoinDestination(ap.Addr().String(), strconv.Itoa(int(ap.Port())))] = true
+		}
+	}
+	c.VerifyTargets.Setting = "serve's --verify-allow (BARRAGE_VERIFY_ALLOW)"
+	if c.VerifyTargets.Allow, c.VerifyTargets.AllowPorts, err = netpolicy.ParseAllow(strings.Split(*v["verify-allow"], ",")); err != nil {
+		bad("verify-allow", err.Error())
+	}
+	if c.VerifyDNS = *v["verify-dns"]; c.VerifyDNS != "" {
+		if _, _, err := net.SplitHostPort(c.VerifyDNS); err != nil {
+			bad("verify-dns", "want host:port, "+err.Error())
+		}
 	}
 	return c, errors.Join(errs...)
 }

@@ -19,6 +19,7 @@ import (
 
 	"github.com/barrage-load/barrage/internal/auth"
 	"github.com/barrage-load/barrage/internal/barrage"
+	"github.com/barrage-load/barrage/internal/ownership"
 	"github.com/barrage-load/barrage/internal/postgres"
 )
 
@@ -38,6 +39,8 @@ type Config struct {
 	PollEvery time.Duration
 	// Now is the clock (default time.Now).
 	Now func() time.Time
+	// Targets bound what runs on shared agents may load.
+	Targets TargetsConfig
 	// IngestLag, when set, receives how long after the end of the newest second of a report
 	// (on the run's schedule) the report reached the server.
 	IngestLag func(time.Duration)
@@ -57,6 +60,7 @@ type Service struct {
 	// on any replica wakes the waiters on every one.
 	runs, work *postgres.Listener
 	judges     *judges
+	checker    *ownership.Checker
 	finalizer  Finalizer // nil: summaries are made at once
 }
 
@@ -77,9 +81,12 @@ func New(store *postgres.Store, log *slog.Logger, cfg Config) *Service {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
+	if cfg.Targets.Checker == nil {
+		cfg.Targets.Checker = ownership.New(nil, nil)
+	}
 	return &Service{store: store, log: log, now: cfg.Now, started: cfg.Now(), cfg: cfg,
 		runs: store.NewListener(postgres.ChannelRuns, log), work: store.NewListener(postgres.ChannelWork, log),
-		judges: newJudges()}
+		judges: newJudges(), checker: cfg.Targets.Checker}
 }
 
 // Listen follows the notifications of other replicas until ctx ends (runs that change, work

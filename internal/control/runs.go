@@ -127,12 +127,19 @@ func (s *Service) createRun(ctx context.Context, p barrage.Principal, sc barrage
 		}
 	}
 	agents, limits := adm.agents, adm.limits
+	var destinations []string
+	if slices.ContainsFunc(agents, barrage.Agent.Shared) {
+		if destinations, err = s.destinations(ctx, p, parsed); err != nil {
+			return barrage.Run{}, false, err
+		}
+	}
 
 	run := barrage.Run{
 		ID: uuid.Must(uuid.NewV7()), OwnerID: owner, ScriptID: sc.ID, State: barrage.RunQueued, Load: in.Load,
 		Manifest: barrage.RunManifest{ScriptSHA256: hex.EncodeToString(sc.SHA256), ScriptName: sc.Name,
 			Plugins: sc.Manifest.Plugins, Files: sc.Manifest.Files, Warnings: deprecations(plugins)},
-		Limits: barrage.Limits{MaxVUs: limits.MaxVUs, MaxRunDuration: limits.MaxRunDuration},
+		Limits:       barrage.Limits{MaxVUs: limits.MaxVUs, MaxRunDuration: limits.MaxRunDuration},
+		Destinations: destinations,
 	}
 	for i, seg := range engine.Split(len(agents)) {
 		run.Shards = append(run.Shards, barrage.Shard{

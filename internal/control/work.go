@@ -77,6 +77,10 @@ func (s *Service) Lease(ctx context.Context, a barrage.Agent, h Hello, wait time
 			if err != nil {
 				return Work{}, err
 			}
+			if w.Shard.Run.Destinations != nil && h.Protocol < barrage.DestinationsProtocol {
+				why = fmt.Sprintf("agent %q speaks protocol %d, which cannot hold a run to its owner's verified targets (%d can): upgrade it",
+					a.Name, h.Protocol, barrage.DestinationsProtocol)
+			}
 			if why != "" {
 				end := &barrage.ShardEnd{State: barrage.ShardState(engine.Failed.String()), Reason: why, Result: json.RawMessage("{}")}
 				if _, err := s.storeReport(ctx, a, w.Shard.Shard.ID, w.Shard.Shard.Lease, nil, end); err != nil {

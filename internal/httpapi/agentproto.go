@@ -135,6 +135,9 @@ func toAPIShardJob(j *barrage.ShardJob, now time.Time) api.ShardJob {
 		v.StartsInMs = j.Run.StartAt.Sub(now).Milliseconds()
 	}
 	v.MaxVus, v.MaxRunDurationSeconds = apiJobLimits(j.Run.Limits)
+	if j.Run.Destinations != nil {
+		v.Destinations = ptr(j.Run.Destinations)
+	}
 	for i, f := range j.Script.Files {
 		v.Script.Files[i] = api.BundleFile{Name: f.Name, Content: f.Content}
 	}

@@ -117,6 +117,9 @@ type setupOpts struct {
 	asServed bool
 	// anonReaders bounds the bodies without credentials read at once.
 	anonReaders int
+	// targets are what runs on shared agents may load; nil opens the addresses the suite's
+	// scripts name (127.0.0.1:9 and :9100), which nothing listens on, as an operator would.
+	targets *control.TargetsConfig
 }
 
 // testHasher is cheap: the suite hashes hundreds of passwords. The cost of the real
@@ -147,7 +150,11 @@ func setup(t testing.TB, opts ...setupOpts) *testBundle {
 	tokens := auth.NewTokens(key, "barrage", "barrage-api", 15*time.Minute)
 	log := logging.New(&suiteLog, "text", slog.LevelDebug)
 	svc := account.New(store, testHasher, tokens, log, account.Config{RefreshTTL: 24 * time.Hour, RateLimits: o.limits})
-	ctl := control.New(store, log, control.Config{PollEvery: 20 * time.Millisecond})
+	targets := control.TargetsConfig{Open: map[string]bool{"127.0.0.1:9": true, "127.0.0.1:9100": true}}
+	if o.targets != nil {
+		targets = *o.targets
+	}
+	ctl := control.New(store, log, control.Config{PollEvery: 20 * time.Millisecond, Targets: targets})
 	blobs, err := blob.NewLocal(t.TempDir())
 	require.NoError(t, err)
 	mkt := market.New(store, blobs, log, market.Config{MaxArtifactBytes: o.maxPluginBytes})

@@ -67,6 +67,12 @@ var policies = map[string]policy{
 	"DELETE /v1/agents/{id}":    {user, barrage.ScopeWrite},
 	"POST /v1/agents/{id}/ping": {user, barrage.ScopeRead},
 
+	"GET /v1/targets":              {user, barrage.ScopeRead},
+	"POST /v1/targets":             {user, barrage.ScopeWrite},
+	"GET /v1/targets/{id}":         {user, barrage.ScopeRead},
+	"DELETE /v1/targets/{id}":      {user, barrage.ScopeWrite},
+	"POST /v1/targets/{id}/verify": {user, barrage.ScopeWrite},
+
 	"GET /v1/tests":                      {user, barrage.ScopeRead},
 	"POST /v1/tests":                     {user, barrage.ScopeWrite},
 	"GET /v1/tests/{id}":                 {user, barrage.ScopeRead},

@@ -7,6 +7,7 @@
 package netpolicy
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -32,6 +33,11 @@ type Policy struct {
 	// Setting names, for a refusal's message, the setting with which the policy's operator
 	// allows more ("--allow-target" when empty).
 	Setting string
+	// Destinations, when not nil, are the only hosts and ports the load may reach, by the
+	// name it dials ("shop.example.com:443", "127.0.0.1:8080"; see Destination): those a
+	// shared agent's run may load because its owner proved control of them. Each address
+	// they resolve to must also pass the rules above.
+	Destinations map[string]bool
 }
 
 // internal are the ranges refused unless allowed: loopback, RFC 1918 and unique-local private
@@ -104,12 +110,66 @@ func (p *Policy) CheckAddrPort(ap netip.AddrPort) error {
 	return p.Check(ap.Addr())
 }
 
-// Dialer returns a net.Dialer that applies p (and no policy when p is nil).
-func (p *Policy) Dialer(d net.Dialer) *net.Dialer {
+// CheckDestination returns nil when the load may dial hostport, a host (a name or an address)
+// and a port, by name: always unless p has Destinations. Else the error wraps ErrRefused.
+func (p *Policy) CheckDestination(hostport string) error {
+	if p == nil || p.Destinations == nil {
+		return nil
+	}
+	d, err := Destination(hostport)
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrRefused, err)
+	}
+	if !p.Destinations[d] {
+		return fmt.Errorf("%w: %s is not a target the run's owner proved control of (register and verify it: barrage targets add)", ErrRefused, d)
+	}
+	return nil
+}
+
+// Destination is hostport as Destinations keys it: the host in lower case without a trailing
+// dot, an address in its canonical form, and the port.
+func Destination(hostport string) (string, error) {
+	host, port, err := net.SplitHostPort(hostport)
+	if err != nil {
+		return "", fmt.Errorf("cannot read the destination %q: %w", hostport, err)
+	}
+	return JoinDestination(host, port), nil
+}
+
+// JoinDestination is Destination of a host and a port given apart.
+func JoinDestination(host, port string) string {
+	host = strings.TrimSuffix(strings.ToLower(host), ".")
+	if a, err := netip.ParseAddr(strings.Trim(host, "[]")); err == nil {
+		host = a.Unmap().WithZone("").String()
+	}
+	return net.JoinHostPort(host, port)
+}
+
+// Dialer dials through a Policy: the destination by name first, then each address dialled.
+type Dialer struct {
+	net.Dialer
+	policy *Policy
+}
+
+// Dialer returns a Dialer that applies p to d (and no policy when p is nil).
+func (p *Policy) Dialer(d net.Dialer) *Dialer {
 	if p != nil {
 		d.Control = p.Control
 	}
-	return &d
+	return &Dialer{Dialer: d, policy: p}
+}
+
+// DialContext connects to address on the named network, or refuses before any packet is sent.
+func (d *Dialer) DialContext(ctx context.Context, network, address string) (net.Conn, error) {
+	if err := d.policy.CheckDestination(address); err != nil {
+		return nil, &net.OpError{Op: "dial", Net: network, Err: err}
+	}
+	return d.Dialer.DialContext(ctx, network, address)
+}
+
+// Dial is DialContext without a context.
+func (d *Dialer) Dial(network, address string) (net.Conn, error) {
+	return d.DialContext(context.Background(), network, address)
 }
 
 // ParseAllow reads what --allow-target takes: CIDRs (10.0.0.0/8), addresses (10.0.0.5), and

@@ -1,8 +1,11 @@
 package netpolicy_test
 
 import (
+	"net"
 	"net/netip"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -54,4 +57,51 @@ func TestPolicyAllowsASingleService(t *testing.T) {
 		require.ErrorIs(t, p.Control("tcp", refused, nil), netpolicy.ErrRefused, refused)
 	}
 	require.ErrorIs(t, p.Check(netip.MustParseAddr("127.0.0.1")), netpolicy.ErrRefused, "an address alone is not the service")
+}
+
+// A policy with destinations lets the load dial those hosts and ports alone, by the name it
+// dials, however the name is spelled, and refuses the rest before a packet is sent: a listener
+// the policy does not name is never connected to.
+func TestDestinationsBoundTheHostsDialled(t *testing.T) {
+	t.Parallel()
+	allowed, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer allowed.Close()
+	other, err := net.Listen("tcp", "127.0.0.2:0")
+	require.NoError(t, err)
+	defer other.Close()
+	var reached atomic.Int64
+	go func() {
+		for {
+			c, err := other.Accept()
+			if err != nil {
+				return
+			}
+			reached.Add(1)
+			c.Close()
+		}
+	}()
+
+	_, port, _ := net.SplitHostPort(allowed.Addr().String())
+	p := netpolicy.Policy{Internal: true, Destinations: map[string]bool{
+		netpolicy.JoinDestination("127.0.0.1", port): true, netpolicy.JoinDestination("Shop.Example.com.", "443"): true}}
+	for _, ok := range []string{"127.0.0.1:" + port, "shop.example.COM:443", "shop.example.com.:443"} {
+		require.NoError(t, p.CheckDestination(ok), ok)
+	}
+	for _, refused := range []string{"127.0.0.1:1", "localhost:" + port, "shop.example.com:80", "evil.example.com:443", "[::ffff:127.0.0.2]:" + port, "no port"} {
+		require.ErrorIs(t, p.CheckDestination(refused), netpolicy.ErrRefused, refused)
+	}
+	c, err := p.Dialer(net.Dialer{Timeout: time.Second}).Dial("tcp", allowed.Addr().String())
+	require.NoError(t, err)
+	c.Close()
+	_, err = p.Dialer(net.Dialer{Timeout: time.Second}).Dial("tcp", other.Addr().String())
+	require.ErrorIs(t, err, netpolicy.ErrRefused)
+	require.ErrorContains(t, err, "not a target the run's owner proved control of")
+	// Without destinations, the same dial connects: the refusal above was the policy's.
+	c, err = (&netpolicy.Policy{Internal: true}).Dialer(net.Dialer{Timeout: time.Second}).Dial("tcp", other.Addr().String())
+	require.NoError(t, err)
+	c.Close()
+	require.Eventually(t, func() bool { return reached.Load() == 1 }, 5*time.Second, 10*time.Millisecond, "only the dial without destinations reached it")
+	require.Equal(t, "[::1]:80", netpolicy.JoinDestination("[::1]", "80"))
+	require.Equal(t, "127.0.0.1:80", netpolicy.JoinDestination("::ffff:127.0.0.1", "80"))
 }

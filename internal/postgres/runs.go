@@ -104,7 +104,7 @@ func (s *Store) CreateRun(ctx context.Context, r barrage.Run, idem *barrage.Idem
 		}
 		row, err := s.q.RunInsert(ctx, tx, dbsqlc.RunInsertParams{
 			ID: r.ID, OwnerID: r.OwnerID, ScriptID: r.ScriptID, Manifest: manifest, State: string(r.State), Load: load,
-			MaxVus: vus, MaxRunSeconds: secs, IdempotencyKey: key, RequestSha256: request,
+			MaxVus: vus, MaxRunSeconds: secs, IdempotencyKey: key, RequestSha256: request, Destinations: r.Destinations,
 		})
 		if err != nil {
 			return err
@@ -502,7 +502,7 @@ func runFromRow(row dbsqlc.Run) (barrage.Run, error) {
 	r := barrage.Run{
 		ID: row.ID, OwnerID: row.OwnerID, ScriptID: row.ScriptID, State: barrage.RunState(row.State), Reason: row.Reason,
 		Limits: limitsFromRow(row.MaxVus, row.MaxRunSeconds, nil), StartAt: row.StartAt, CreatedAt: row.CreatedAt,
-		EndedAt: row.EndedAt,
+		EndedAt: row.EndedAt, Destinations: row.Destinations,
 	}
 	if row.StopState != nil {
 		r.Stop = &barrage.RunStop{State: barrage.RunState(*row.StopState), Reason: deref(row.StopReason)}

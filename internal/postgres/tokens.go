@@ -192,6 +192,22 @@ func (s *Store) TakeToken(ctx context.Context, key string, capacity, perSecond, 
 	return ok, wait, translate(err, "rate limit")
 }
 
+// Throttle takes cost attempts (0 only looks) from key's bucket of rate r, and refuses the
+// attempt with a *barrage.RateLimitError saying when to come back when the bucket is empty.
+func (s *Store) Throttle(ctx context.Context, key string, r barrage.Rate, cost float64, now time.Time) error {
+	if r.N <= 0 || r.Per <= 0 {
+		return nil
+	}
+	ok, wait, err := s.TakeToken(ctx, key, float64(r.N), float64(r.N)/r.Per.Seconds(), cost, now)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return &barrage.RateLimitError{RetryAfterSeconds: max(int((wait+time.Second-1)/time.Second), 1)}
+	}
+	return nil
+}
+
 // DeleteExpired removes rate buckets untouched since before, refresh tokens that expired before
 // it, and agent pings and jobs made before it.
 func (s *Store) DeleteExpired(ctx context.Context, before time.Time) (int64, error) {

@@ -180,6 +180,7 @@ type Run struct {
 	StopReason     *string
 	Summary        []byte
 	RequestSha256  []byte
+	Destinations   []string
 }
 
 type Script struct {
@@ -232,6 +233,19 @@ type SigningKey struct {
 	AddedBy   *uuid.UUID
 	CreatedAt time.Time
 	RetiredAt *time.Time
+}
+
+type Target struct {
+	ID         uuid.UUID
+	OwnerID    uuid.UUID
+	Scheme     string
+	Host       string
+	Port       int32
+	Token      string
+	VerifiedAt *time.Time
+	CheckedAt  *time.Time
+	CheckError string
+	CreatedAt  time.Time
 }
 
 type Test struct {

@@ -81,7 +81,7 @@ func (q *Queries) RunEnd(ctx context.Context, db DBTX, arg RunEndParams) (int64,
 }
 
 const runGet = `-- name: RunGet :one
-SELECT id, owner_id, script_id, manifest, state, reason, load, max_vus, max_run_seconds, idempotency_key, start_at, created_at, ended_at, stop_state, stop_reason, summary, request_sha256 FROM runs WHERE id = $1 AND owner_id = $2
+SELECT id, owner_id, script_id, manifest, state, reason, load, max_vus, max_run_seconds, idempotency_key, start_at, created_at, ended_at, stop_state, stop_reason, summary, request_sha256, destinations FROM runs WHERE id = $1 AND owner_id = $2
 `
 
 type RunGetParams struct {
@@ -110,12 +110,13 @@ func (q *Queries) RunGet(ctx context.Context, db DBTX, arg RunGetParams) (Run, e
 		&i.StopReason,
 		&i.Summary,
 		&i.RequestSha256,
+		&i.Destinations,
 	)
 	return i, err
 }
 
 const runGetByID = `-- name: RunGetByID :one
-SELECT id, owner_id, script_id, manifest, state, reason, load, max_vus, max_run_seconds, idempotency_key, start_at, created_at, ended_at, stop_state, stop_reason, summary, request_sha256 FROM runs WHERE id = $1
+SELECT id, owner_id, script_id, manifest, state, reason, load, max_vus, max_run_seconds, idempotency_key, start_at, created_at, ended_at, stop_state, stop_reason, summary, request_sha256, destinations FROM runs WHERE id = $1
 `
 
 // RunGetByID reads a run by id alone, for agents' and the control plane's own work. It takes no
@@ -142,12 +143,13 @@ func (q *Queries) RunGetByID(ctx context.Context, db DBTX, id uuid.UUID) (Run, e
 		&i.StopReason,
 		&i.Summary,
 		&i.RequestSha256,
+		&i.Destinations,
 	)
 	return i, err
 }
 
 const runGetByIdempotencyKey = `-- name: RunGetByIdempotencyKey :one
-SELECT id, owner_id, script_id, manifest, state, reason, load, max_vus, max_run_seconds, idempotency_key, start_at, created_at, ended_at, stop_state, stop_reason, summary, request_sha256 FROM runs WHERE owner_id = $1 AND idempotency_key = $2
+SELECT id, owner_id, script_id, manifest, state, reason, load, max_vus, max_run_seconds, idempotency_key, start_at, created_at, ended_at, stop_state, stop_reason, summary, request_sha256, destinations FROM runs WHERE owner_id = $1 AND idempotency_key = $2
 `
 
 type RunGetByIdempotencyKeyParams struct {
@@ -176,6 +178,7 @@ func (q *Queries) RunGetByIdempotencyKey(ctx context.Context, db DBTX, arg RunGe
 		&i.StopReason,
 		&i.Summary,
 		&i.RequestSha256,
+		&i.Destinations,
 	)
 	return i, err
 }
@@ -197,9 +200,9 @@ func (q *Queries) RunGetSummary(ctx context.Context, db DBTX, arg RunGetSummaryP
 }
 
 const runInsert = `-- name: RunInsert :one
-INSERT INTO runs (id, owner_id, script_id, manifest, state, load, max_vus, max_run_seconds, idempotency_key, request_sha256)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
-RETURNING id, owner_id, script_id, manifest, state, reason, load, max_vus, max_run_seconds, idempotency_key, start_at, created_at, ended_at, stop_state, stop_reason, summary, request_sha256
+INSERT INTO runs (id, owner_id, script_id, manifest, state, load, max_vus, max_run_seconds, idempotency_key, request_sha256, destinations)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
+RETURNING id, owner_id, script_id, manifest, state, reason, load, max_vus, max_run_seconds, idempotency_key, start_at, created_at, ended_at, stop_state, stop_reason, summary, request_sha256, destinations
 `
 
 type RunInsertParams struct {
@@ -213,6 +216,7 @@ type RunInsertParams struct {
 	MaxRunSeconds  *int32
 	IdempotencyKey *string
 	RequestSha256  []byte
+	Destinations   []string
 }
 
 func (q *Queries) RunInsert(ctx context.Context, db DBTX, arg RunInsertParams) (Run, error) {
@@ -227,6 +231,7 @@ func (q *Queries) RunInsert(ctx context.Context, db DBTX, arg RunInsertParams) (
 		arg.MaxRunSeconds,
 		arg.IdempotencyKey,
 		arg.RequestSha256,
+		arg.Destinations,
 	)
 	var i Run
 	err := row.Scan(
@@ -247,12 +252,13 @@ func (q *Queries) RunInsert(ctx context.Context, db DBTX, arg RunInsertParams) (
 		&i.StopReason,
 		&i.Summary,
 		&i.RequestSha256,
+		&i.Destinations,
 	)
 	return i, err
 }
 
 const runList = `-- name: RunList :many
-SELECT id, owner_id, script_id, manifest, state, reason, load, max_vus, max_run_seconds, idempotency_key, start_at, created_at, ended_at, stop_state, stop_reason, summary, request_sha256 FROM runs
+SELECT id, owner_id, script_id, manifest, state, reason, load, max_vus, max_run_seconds, idempotency_key, start_at, created_at, ended_at, stop_state, stop_reason, summary, request_sha256, destinations FROM runs
 WHERE owner_id = $1 AND ($2::uuid IS NULL OR id < $2::uuid)
 ORDER BY id DESC
 LIMIT $3
@@ -291,6 +297,7 @@ func (q *Queries) RunList(ctx context.Context, db DBTX, arg RunListParams) ([]Ru
 			&i.StopReason,
 			&i.Summary,
 			&i.RequestSha256,
+			&i.Destinations,
 		); err != nil {
 			return nil, err
 		}
@@ -303,7 +310,7 @@ func (q *Queries) RunList(ctx context.Context, db DBTX, arg RunListParams) ([]Ru
 }
 
 const runListOpen = `-- name: RunListOpen :many
-SELECT id, owner_id, script_id, manifest, state, reason, load, max_vus, max_run_seconds, idempotency_key, start_at, created_at, ended_at, stop_state, stop_reason, summary, request_sha256 FROM runs WHERE ended_at IS NULL ORDER BY id
+SELECT id, owner_id, script_id, manifest, state, reason, load, max_vus, max_run_seconds, idempotency_key, start_at, created_at, ended_at, stop_state, stop_reason, summary, request_sha256, destinations FROM runs WHERE ended_at IS NULL ORDER BY id
 `
 
 // RunListOpen lists the runs not yet ended, for the watchdog.
@@ -334,6 +341,7 @@ func (q *Queries) RunListOpen(ctx context.Context, db DBTX) ([]Run, error) {
 			&i.StopReason,
 			&i.Summary,
 			&i.RequestSha256,
+			&i.Destinations,
 		); err != nil {
 			return nil, err
 		}

@@ -1,6 +1,6 @@
 -- name: RunInsert :one
-INSERT INTO runs (id, owner_id, script_id, manifest, state, load, max_vus, max_run_seconds, idempotency_key, request_sha256)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+INSERT INTO runs (id, owner_id, script_id, manifest, state, load, max_vus, max_run_seconds, idempotency_key, request_sha256, destinations)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
 RETURNING *;
 
 -- name: RunGet :one

@@ -1,0 +1,119 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/barrage-load/barrage/api"
+)
+
+func runTargets(ctx context.Context, e env, args []string) error {
+	sub := map[string]func(context.Context, env, []string) error{
+		"list": runTargetsList, "add": runTargetsAdd, "verify": runTargetsVerify, "delete": runTargetsDelete,
+	}
+	return dispatch(ctx, e, "targets", sub, args)
+}
+
+func runTargetsList(ctx context.Context, e env, args []string) error {
+	if err := parseFlags(newFlags(e, "targets list", ""), args, 0); err != nil {
+		return err
+	}
+	cl, _, err := apiClient(ctx, e, true)
+	if err != nil {
+		return err
+	}
+	return printTable(e, "ID\tURL\tVERIFIED\tCHECKED\tWHY NOT",
+		func(*string) ([]api.Target, *string, error) {
+			res, err := cl.ListTargetsWithResponse(ctx)
+			if err != nil {
+				return nil, nil, err
+			}
+			if res.JSON200 == nil {
+				return nil, nil, api.ProblemError(res.HTTPResponse, res.Body)
+			}
+			return res.JSON200.Targets, nil, nil
+		},
+		func(t api.Target) string {
+			checked := "never"
+			if t.CheckedAt != nil {
+				checked = t.CheckedAt.Format(time.RFC3339)
+			}
+			return fmt.Sprintf("%s\t%s\t%t\t%s\t%s", t.Id, t.Url, t.Verified, checked, t.CheckError)
+		})
+}
+
+func runTargetsAdd(ctx context.Context, e env, args []string) error {
+	url, err := positionalArg(newFlags(e, "targets add", "URL (http(s)://host[:port])"), args)
+	if err != nil {
+		return err
+	}
+	cl, _, err := apiClient(ctx, e, true)
+	if err != nil {
+		return err
+	}
+	res, err := cl.CreateTargetWithResponse(ctx, api.CreateTargetRequest{Url: url})
+	if err != nil {
+		return err
+	}
+	t := res.JSON201
+	if t == nil {
+		return api.ProblemError(res.HTTPResponse, res.Body)
+	}
+	fmt.Fprintf(e.stderr, "Target %s registered (id %s). Shared agents load it once you prove you control it:\n"+
+		"  serve this file, with the token as its whole body:\n    %s\n", t.Url, t.Id, t.VerifyUrl)
+	if t.DnsName != nil && t.DnsValue != nil {
+		fmt.Fprintf(e.stderr, "  or add a TXT record:\n    %s  TXT  %q\n", *t.DnsName, *t.DnsValue)
+	}
+	fmt.Fprintf(e.stderr, "then check it: barrage targets verify %s\n", t.Id)
+	fmt.Fprintln(e.stdout, t.Token)
+	return nil
+}
+
+// errNotVerified is a check that did not prove control (exit status 1, its reason printed).
+var errNotVerified = errors.New("not verified")
+
+func runTargetsVerify(ctx context.Context, e env, args []string) error {
+	id, err := idArg(newFlags(e, "targets verify", "ID"), args, "target")
+	if err != nil {
+		return err
+	}
+	cl, _, err := apiClient(ctx, e, true)
+	if err != nil {
+		return err
+	}
+	res, err := cl.VerifyTargetWithResponse(ctx, id)
+	if err != nil {
+		return err
+	}
+	t := res.JSON200
+	if t == nil {
+		return api.ProblemError(res.HTTPResponse, res.Body)
+	}
+	if !t.Verified {
+		return fmt.Errorf("%w: %s: %s", errNotVerified, t.Url, t.CheckError)
+	}
+	fmt.Fprintf(e.stdout, "%s verified: shared agents may load it\n", t.Url)
+	return nil
+}
+
+func runTargetsDelete(ctx context.Context, e env, args []string) error {
+	id, err := idArg(newFlags(e, "targets delete", "ID"), args, "target")
+	if err != nil {
+		return err
+	}
+	cl, _, err := apiClient(ctx, e, true)
+	if err != nil {
+		return err
+	}
+	res, err := cl.DeleteTargetWithResponse(ctx, id)
+	if err != nil {
+		return err
+	}
+	if res.StatusCode() != 204 {
+		return api.ProblemError(res.HTTPResponse, res.Body)
+	}
+	fmt.Fprintln(e.stderr, "Target removed.")
+	return nil
+}

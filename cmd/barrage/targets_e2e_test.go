@@ -1,0 +1,140 @@
+package main_test
+
+import (
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestSharedAgentsLoadOnlyVerifiedTargets: the server, a shared `barrage agent` allowed all of
+// loopback by its operator, and targets on 127.0.0.1 and 127.0.0.2. A run against a target its
+// owner has not proved control of is refused before any byte reaches it; proved, it runs; a
+// redirect to a host not proved reaches nothing; a target that stopped serving its token is
+// refused at the next run's start.
+func TestSharedAgentsLoadOnlyVerifiedTargets(t *testing.T) {
+	// elsewhere is another host on loopback: no run proved control of it, so whatever reaches
+	// it, a connection even, is a failure.
+	var elsewhereConns atomic.Int64
+	elsewhereLn, err := net.Listen("tcp", "127.0.0.2:0")
+	require.NoError(t, err)
+	elsewhere := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { fmt.Fprint(w, "secret") }),
+		ConnState: func(_ net.Conn, s http.ConnState) {
+			if s == http.StateNew {
+				elsewhereConns.Add(1)
+			}
+		}}
+	go func() { _ = elsewhere.Serve(elsewhereLn) }()
+	t.Cleanup(func() { _ = elsewhere.Close() })
+
+	// shop counts the load's requests apart from the checks' fetches of its proof.
+	var loadHits atomic.Int64
+	var mu sync.Mutex
+	proof := ""
+	shopLn, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	shopURL := "http://" + shopLn.Addr().String()
+	shop := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		token := proof
+		mu.Unlock()
+		switch {
+		case strings.HasPrefix(r.URL.Path, "/barrage-verify-"):
+			if token == "" || r.URL.Path != "/barrage-verify-"+token+".txt" {
+				http.NotFound(w, r)
+				return
+			}
+			fmt.Fprint(w, token)
+		case r.URL.Path == "/away":
+			loadHits.Add(1)
+			http.Redirect(w, r, "http://"+elsewhereLn.Addr().String()+"/", http.StatusFound)
+		default:
+			loadHits.Add(1)
+			fmt.Fprint(w, "ok")
+		}
+	})}
+	go func() { _ = shop.Serve(shopLn) }()
+	t.Cleanup(func() { _ = shop.Close() })
+	serveProof := func(token string) {
+		mu.Lock()
+		defer mu.Unlock()
+		proof = token
+	}
+
+	p := startServe(t, reachableDir(t), nil, "BARRAGE_VERIFY_ALLOW=127.0.0.0/8")
+	cfg := t.TempDir()
+	code := codeLine.FindStringSubmatch(p.stdout.String())[1]
+	mustCLI(t, p, cfg, "admin password 123\n", "signup", "--code", code, "--email", "ada@example.com", "--name", "Ada")
+	mustCLI(t, p, cfg, "admin password 123\n", "login", "--email", "ada@example.com")
+	startAgent(t, p, strings.TrimSpace(mustCLI(t, p, cfg, "", "agents", "create", "platform", "--shared")))
+	eventually(t, 30*time.Second, "the shared agent online", func() bool {
+		return regexp.MustCompile(`(?m)\splatform\s+shared\s+online\s`).MatchString(mustCLI(t, p, cfg, "", "agents", "list"))
+	})
+
+	dir := t.TempDir()
+	script := func(name, path, extra string) string {
+		file := filepath.Join(dir, name+".yaml")
+		require.NoError(t, os.WriteFile(file, []byte(fmt.Sprintf(`version: 1
+name: %s
+session:
+  groups:
+    - name: home
+      requests:
+        - { name: %s, url: "%s%s"%s }
+load:
+  vus: 2
+  duration: 2s
+`, name, name, shopURL, path, extra)), 0o644))
+		return file
+	}
+	start := func(file string) (string, string, error) {
+		return cli(t, p, cfg, "", "runs", "start", "--file", file, "--watch")
+	}
+
+	// Not registered: refused before any agent is asked, and nothing reached the target.
+	out, errOut, err := start(script("home", "/", ""))
+	require.Error(t, err)
+	require.Contains(t, out+errOut, shopLn.Addr().String()+" is not a target of yours")
+	require.Zero(t, loadHits.Load(), "a refused run sends nothing")
+
+	// Registered, then proved.
+	token := strings.TrimSpace(mustCLI(t, p, cfg, "", "targets", "add", shopURL))
+	id := regexp.MustCompile(`(?m)^([0-9a-f-]{36})\s`).FindStringSubmatch(mustCLI(t, p, cfg, "", "targets", "list"))[1]
+	out, errOut, err = cli(t, p, cfg, "", "targets", "verify", id)
+	require.Error(t, err, "not served yet")
+	require.Contains(t, out+errOut, "answered 404")
+	out, errOut, err = start(script("home", "/", ""))
+	require.Error(t, err, "registered is not proved")
+	require.Contains(t, out+errOut, "checked at each run's start")
+	require.Zero(t, loadHits.Load())
+
+	serveProof(token)
+	require.Contains(t, mustCLI(t, p, cfg, "", "targets", "verify", id), "verified")
+	out, errOut, err = start(script("home", "/", ""))
+	require.NoError(t, err, "stdout: %s\nstderr: %s", out, errOut)
+	require.Contains(t, errOut, "finished")
+	require.Positive(t, loadHits.Load(), "a proved target is loaded")
+
+	// A redirect to a host not proved is not followed: it reaches nothing there.
+	out, errOut, _ = start(script("away", "/away", ", redirects: 3"))
+	require.Contains(t, out, "errors: connect", "the redirect's dial is refused: stdout: %s\nstderr: %s", out, errOut)
+	require.Zero(t, elsewhereConns.Load(), "nothing reached the host the redirect named")
+
+	// The target stops serving its token: the next run's start finds it out.
+	serveProof("")
+	before := loadHits.Load()
+	out, errOut, err = start(script("home", "/", ""))
+	require.Error(t, err)
+	require.Contains(t, out+errOut, "answered 404")
+	require.Equal(t, before, loadHits.Load())
+	require.Contains(t, mustCLI(t, p, cfg, "", "targets", "list"), "false", "shown as not verified")
+}

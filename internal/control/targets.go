@@ -1,0 +1,221 @@
+package control
+
+import (
+	"context"
+	"crypto/rand"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/barrage-load/barrage/internal/barrage"
+	"github.com/barrage-load/barrage/internal/netpolicy"
+	"github.com/barrage-load/barrage/internal/ownership"
+	"github.com/barrage-load/barrage/internal/script"
+)
+
+// TargetsConfig says what runs on shared agents may load: the operator's open targets, and the
+// targets their owners proved they control, checked by Checker.
+type TargetsConfig struct {
+	// Open are destinations (netpolicy.Destination) anyone's runs may load; All opens every one.
+	Open map[string]bool
+	All  bool
+	// Checker checks a target's proof (default: ownership.New(nil, nil), which reaches no
+	// internal address).
+	Checker *ownership.Checker
+}
+
+// CreateTarget registers the target at rawURL for p, with a token of its own, not yet verified.
+func (s *Service) CreateTarget(ctx context.Context, p barrage.Principal, rawURL string) (barrage.Target, error) {
+	t, err := barrage.ParseTarget(rawURL)
+	if err != nil {
+		return barrage.Target{}, err
+	}
+	t.ID, t.OwnerID, t.Token = uuid.Must(uuid.NewV7()), p.User.ID, strings.ToLower(rand.Text())
+	t, err = s.store.CreateTarget(ctx, t)
+	if err != nil {
+		return barrage.Target{}, err
+	}
+	s.log.InfoContext(ctx, "target registered", slog.String("target_id", t.ID.String()), slog.String("destination", t.Destination()))
+	return t, nil
+}
+
+// Targets lists p's targets.
+func (s *Service) Targets(ctx context.Context, p barrage.Principal) ([]barrage.Target, error) {
+	return s.store.Targets(ctx, p.User.ID)
+}
+
+// Target reads p's target id.
+func (s *Service) Target(ctx context.Context, p barrage.Principal, id uuid.UUID) (barrage.Target, error) {
+	return s.store.Target(ctx, p.User.ID, id)
+}
+
+// DeleteTarget removes p's target id: runs started after no longer load it from shared agents.
+func (s *Service) DeleteTarget(ctx context.Context, p barrage.Principal, id uuid.UUID) error {
+	return s.store.DeleteTarget(ctx, p.User.ID, id)
+}
+
+// VerifyTarget checks p's target id now and records the outcome, which the target returned
+// says (Verified, CheckError).
+// Checks asked for are throttled per account (VerifyRate): each is a request the server sends
+// on its user's word.
+func (s *Service) VerifyTarget(ctx context.Context, p barrage.Principal, id uuid.UUID) (barrage.Target, error) {
+	t, err := s.store.Target(ctx, p.User.ID, id)
+	if err != nil {
+		return barrage.Target{}, err
+	}
+	if err := s.store.Throttle(ctx, "verify:"+p.User.ID.String(), VerifyRate, 1, s.now()); err != nil {
+		return barrage.Target{}, err
+	}
+	return s.check(ctx, t)
+}
+
+// VerifyRate is how many checks of their targets a user may ask for.
+var VerifyRate = barrage.Rate{N: 20, Per: 10 * time.Minute}
+
+// check checks t and records the outcome.
+func (s *Service) check(ctx context.Context, t barrage.Target) (barrage.Target, error) {
+	why := ""
+	if err := s.checker.Check(ctx, t); err != nil {
+		why = err.Error()
+	}
+	return s.store.TargetChecked(ctx, t.OwnerID, t.ID, s.now(), why)
+}
+
+// destinations are what a run of parsed by p may load when one of its agents is shared: the
+// operator's open targets, and p's targets verified again now. Every destination the script
+// names must be one of them, else the run is refused before any agent is asked. A script that
+// builds a host at run time may reach any of p's targets that the check proves now. Nil when
+// every target is open.
+func (s *Service) destinations(ctx context.Context, p barrage.Principal, parsed *script.Script) ([]string, error) {
+	if s.cfg.Targets.All {
+		return nil, nil
+	}
+	named, dynamic := scriptDestinations(parsed)
+	mine, err := s.store.Targets(ctx, p.User.ID)
+	if err != nil {
+		return nil, err
+	}
+	byDest := make(map[string]barrage.Target, len(mine))
+	for _, t := range mine {
+		byDest[t.Destination()] = t
+	}
+	var problems []string
+	var check []barrage.Target
+	for _, d := range named {
+		t, ok := byDest[d]
+		switch {
+		case s.cfg.Targets.Open[d]:
+		case !ok:
+			problems = append(problems, fmt.Sprintf("%s is not a target of yours: register it (barrage targets add) and prove you control it", d))
+		default:
+			check = append(check, t)
+		}
+	}
+	if len(problems) > 0 {
+		return nil, barrage.Invalid("targets", "a shared agent loads only targets their owners proved they control: "+strings.Join(problems, "; "))
+	}
+	if dynamic {
+		for _, t := range mine {
+			if !slices.ContainsFunc(check, func(c barrage.Target) bool { return c.ID == t.ID }) {
+				check = append(check, t)
+			}
+		}
+	}
+	// Checked again at each run's start, at once: a target that stopped serving its proof is
+	// loaded no more.
+	checked := make([]barrage.Target, len(check))
+	errs := make([]error, len(check))
+	var wg sync.WaitGroup
+	for i, t := range check {
+		wg.Go(func() { checked[i], errs[i] = s.check(ctx, t) })
+	}
+	wg.Wait()
+	out := make([]string, 0, len(s.cfg.Targets.Open)+len(checked))
+	for d := range s.cfg.Targets.Open {
+		out = append(out, d)
+	}
+	for i, t := range checked {
+		switch {
+		case errs[i] != nil:
+			return nil, errs[i]
+		case t.Verified():
+			out = append(out, t.Destination())
+		case slices.Contains(named, t.Destination()):
+			problems = append(problems, fmt.Sprintf("%s: %s", t.Destination(), t.CheckError))
+		}
+	}
+	if len(problems) > 0 {
+		return nil, barrage.Invalid("targets", "a shared agent loads only targets their owners proved they control, checked at each run's start: "+strings.Join(problems, "; "))
+	}
+	slices.Sort(out)
+	return slices.Compact(out), nil
+}
+
+// scriptDestinations are the destinations the script names (its requests' URLs, the base URL
+// folded in, and its monitors'), each once; dynamic says whether a request's host is built at
+// run time, from a variable other than a constant or an environment variable's default.
+func scriptDestinations(s *script.Script) (named []string, dynamic bool) {
+	known := map[string]string{}
+	for _, c := range s.Variables.Constants {
+		known[c.Name] = c.Value
+	}
+	for _, e := range s.Variables.Env {
+		if e.HasDefault {
+			known[e.Name] = e.Default
+		}
+	}
+	lookup := func(name string) (string, bool) { v, ok := known[name]; return v, ok }
+	add := func(raw string, complete bool) {
+		d, ok := destinationOf(raw, complete)
+		if !ok {
+			dynamic = true
+			return
+		}
+		if !slices.Contains(named, d) {
+			named = append(named, d)
+		}
+	}
+	for _, r := range s.Session.Requests() {
+		buf, err := r.URL.Render(lookup, nil)
+		add(string(buf), err == nil)
+	}
+	for _, m := range s.Monitors {
+		add(m.URL, true)
+	}
+	slices.Sort(named)
+	return named, dynamic
+}
+
+// destinationOf reads the host and port of a URL, or of the start of one cut at a variable
+// (complete false): known only when the host ends before the cut.
+func destinationOf(raw string, complete bool) (string, bool) {
+	scheme, rest, ok := strings.Cut(raw, "://")
+	if !ok {
+		return "", false
+	}
+	if !complete {
+		end := strings.IndexAny(rest, "/?#")
+		if end < 0 {
+			return "", false
+		}
+		raw = scheme + "://" + rest[:end]
+	}
+	u, err := url.Parse(raw)
+	if err != nil || u.Hostname() == "" {
+		return "", false
+	}
+	port := u.Port()
+	if port == "" {
+		port = map[string]string{"https": "443"}[u.Scheme]
+		if port == "" {
+			port = "80"
+		}
+	}
+	return netpolicy.JoinDestination(u.Hostname(), port), true
+}

@@ -1,0 +1,82 @@
+package httpapi
+
+import (
+	"context"
+
+	"github.com/barrage-load/barrage/api"
+	"github.com/barrage-load/barrage/internal/barrage"
+)
+
+func (s *server) ListTargets(ctx context.Context, _ api.ListTargetsRequestObject) (api.ListTargetsResponseObject, error) {
+	p, err := principal(ctx)
+	if err != nil {
+		return nil, err
+	}
+	ts, err := s.control.Targets(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	out := api.TargetList{Targets: make([]api.Target, len(ts))}
+	for i, t := range ts {
+		out.Targets[i] = toAPITarget(t)
+	}
+	return api.ListTargets200JSONResponse(out), nil
+}
+
+func (s *server) CreateTarget(ctx context.Context, req api.CreateTargetRequestObject) (api.CreateTargetResponseObject, error) {
+	p, err := principal(ctx)
+	if err != nil {
+		return nil, err
+	}
+	t, err := s.control.CreateTarget(ctx, p, req.Body.Url)
+	if err != nil {
+		return nil, err
+	}
+	return api.CreateTarget201JSONResponse(toAPITarget(t)), nil
+}
+
+func (s *server) GetTarget(ctx context.Context, req api.GetTargetRequestObject) (api.GetTargetResponseObject, error) {
+	p, err := principal(ctx)
+	if err != nil {
+		return nil, err
+	}
+	t, err := s.control.Target(ctx, p, req.Id)
+	if err != nil {
+		return nil, err
+	}
+	return api.GetTarget200JSONResponse(toAPITarget(t)), nil
+}
+
+func (s *server) VerifyTarget(ctx context.Context, req api.VerifyTargetRequestObject) (api.VerifyTargetResponseObject, error) {
+	p, err := principal(ctx)
+	if err != nil {
+		return nil, err
+	}
+	t, err := s.control.VerifyTarget(ctx, p, req.Id)
+	if err != nil {
+		return nil, err
+	}
+	return api.VerifyTarget200JSONResponse(toAPITarget(t)), nil
+}
+
+func (s *server) DeleteTarget(ctx context.Context, req api.DeleteTargetRequestObject) (api.DeleteTargetResponseObject, error) {
+	p, err := principal(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.control.DeleteTarget(ctx, p, req.Id); err != nil {
+		return nil, err
+	}
+	return api.DeleteTarget204Response{}, nil
+}
+
+func toAPITarget(t barrage.Target) api.Target {
+	out := api.Target{
+		Id: t.ID, Url: t.Origin(), Host: t.Host, Port: t.Port, Token: t.Token, VerifyUrl: t.VerifyURL(),
+		Verified: t.Verified(), VerifiedAt: t.VerifiedAt, CheckedAt: t.CheckedAt, CheckError: t.CheckError, CreatedAt: t.CreatedAt,
+	}
+	if !t.IsAddress() {
+		out.DnsName, out.DnsValue = ptr(t.DNSName()), ptr(t.DNSValue())
+	}
+	return out
+}

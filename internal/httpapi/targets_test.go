@@ -1,0 +1,181 @@
+package httpapi_test
+
+import (
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/barrage-load/barrage/internal/control"
+	"github.com/barrage-load/barrage/internal/netpolicy"
+	"github.com/barrage-load/barrage/internal/ownership"
+)
+
+// proofServer is a target on 127.0.0.1 that serves the tokens it is given at their paths.
+type proofServer struct {
+	*httptest.Server
+	mu     sync.Mutex
+	tokens map[string]bool
+}
+
+func newProofServer(t *testing.T) *proofServer {
+	ps := &proofServer{tokens: map[string]bool{}}
+	ps.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		token := strings.TrimSuffix(strings.TrimPrefix(r.URL.Path, "/barrage-verify-"), ".txt")
+		ps.mu.Lock()
+		ok := ps.tokens[token]
+		ps.mu.Unlock()
+		if !ok {
+			http.NotFound(w, r)
+			return
+		}
+		fmt.Fprintln(w, token)
+	}))
+	t.Cleanup(ps.Close)
+	return ps
+}
+
+func (ps *proofServer) serve(token string, on bool) {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	ps.tokens[token] = on
+}
+
+// withTargets is a server whose ownership check may reach loopback, where the tests' targets
+// listen, and with no open target.
+func withTargets(t *testing.T) *testBundle {
+	loopback := &netpolicy.Policy{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}
+	return setup(t, setupOpts{targets: &control.TargetsConfig{Checker: ownership.New(loopback, nil)}})
+}
+
+func TestTargetsAreRegisteredVerifiedAndScopedToTheirOwner(t *testing.T) {
+	t.Parallel()
+	b := withTargets(t)
+	admin, u := b.adminAndUser()
+	shop := newProofServer(t)
+
+	for _, bad := range []string{"ftp://shop.example", "https://shop.example/path", "https://user:pw@shop.example", "shop.example", "http://shop.example:70000", "http://:80"} {
+		p := requireProblem(t, b.do("POST", "/v1/targets", u.access, map[string]any{"url": bad}), http.StatusUnprocessableEntity)
+		requireField(t, p, "url")
+	}
+	r := b.do("POST", "/v1/targets", u.access, map[string]any{"url": shop.URL + "/"})
+	require.Equal(t, http.StatusCreated, r.status, "body: %s", r.body)
+	tg := r.json(t)
+	id, token := tg["id"].(string), tg["token"].(string)
+	require.Equal(t, shop.URL, tg["url"])
+	require.Equal(t, shop.URL+"/barrage-verify-"+token+".txt", tg["verify_url"])
+	require.Equal(t, false, tg["verified"])
+	require.Nil(t, tg["dns_name"], "an address has no TXT record")
+	requireProblem(t, b.do("POST", "/v1/targets", u.access, map[string]any{"url": shop.URL}), http.StatusConflict)
+
+	// Another account registering the same host gets its own token, and sees nothing of the
+	// first one's target.
+	r = b.do("POST", "/v1/targets", admin.access, map[string]any{"url": shop.URL})
+	require.Equal(t, http.StatusCreated, r.status, "body: %s", r.body)
+	theirToken := r.json(t)["token"].(string)
+	require.NotEqual(t, token, theirToken)
+	requireProblem(t, b.do("GET", "/v1/targets/"+id, admin.access, nil), http.StatusNotFound)
+	requireProblem(t, b.do("POST", "/v1/targets/"+id+"/verify", admin.access, nil), http.StatusNotFound)
+	requireProblem(t, b.do("DELETE", "/v1/targets/"+id, admin.access, nil), http.StatusNotFound)
+
+	// The check fails until the target serves this account's token; the other one's does not do.
+	shop.serve(theirToken, true)
+	checked := b.do("POST", "/v1/targets/"+id+"/verify", u.access, nil).json(t)
+	require.Equal(t, false, checked["verified"])
+	require.Contains(t, checked["check_error"], "answered 404")
+	require.NotEmpty(t, checked["checked_at"])
+	shop.serve(token, true)
+	checked = b.do("POST", "/v1/targets/"+id+"/verify", u.access, nil).json(t)
+	require.Equal(t, true, checked["verified"], "%v", checked)
+	require.Empty(t, checked["check_error"])
+	list := b.do("GET", "/v1/targets", u.access, nil).json(t)["targets"].([]any)
+	require.Len(t, list, 1)
+	require.Equal(t, true, list[0].(map[string]any)["verified"])
+
+	// A target that stops serving its token is no longer verified at its next check.
+	shop.serve(token, false)
+	checked = b.do("POST", "/v1/targets/"+id+"/verify", u.access, nil).json(t)
+	require.Equal(t, false, checked["verified"])
+	require.Nil(t, checked["verified_at"])
+
+	require.Equal(t, http.StatusNoContent, b.do("DELETE", "/v1/targets/"+id, u.access, nil).status)
+	requireProblem(t, b.do("GET", "/v1/targets/"+id, u.access, nil), http.StatusNotFound)
+}
+
+// Checks are requests the server sends on a user's word: they are throttled per account.
+func TestTargetChecksAreThrottled(t *testing.T) {
+	t.Parallel()
+	b := withTargets(t)
+	_, u := b.adminAndUser()
+	r := b.do("POST", "/v1/targets", u.access, map[string]any{"url": "http://127.0.0.1:9"})
+	require.Equal(t, http.StatusCreated, r.status, "body: %s", r.body)
+	id := r.json(t)["id"].(string)
+	for range control.VerifyRate.N {
+		require.Equal(t, http.StatusOK, b.do("POST", "/v1/targets/"+id+"/verify", u.access, nil).status)
+	}
+	r = b.do("POST", "/v1/targets/"+id+"/verify", u.access, nil)
+	requireProblem(t, r, http.StatusTooManyRequests)
+	require.NotEmpty(t, r.header.Get("Retry-After"))
+}
+
+// A run on a shared agent loads only targets its owner proved control of, checked again at its
+// start: refused before any agent is asked otherwise, and handed to the agent with its
+// destinations when admitted. Runs on private agents follow their operator's allow-list alone.
+func TestARunOnASharedAgentLoadsOnlyVerifiedTargets(t *testing.T) {
+	t.Parallel()
+	b := withTargets(t)
+	admin, u := b.adminAndUser()
+	sharedID, sharedToken := b.registerAgent("/v1/admin/agents", admin.access, "shared", nil)
+	ownID, ownToken := b.registerAgent("/v1/agents", u.access, "mine", nil)
+	for _, token := range []string{sharedToken, ownToken} {
+		require.Equal(t, http.StatusNoContent, b.do("POST", "/v1/agent/lease", token, hello).status)
+	}
+	shop := newProofServer(t)
+	script := b.addScript(u, strings.ReplaceAll(smokeScript, "http://127.0.0.1:9/", shop.URL+"/"))
+	dest := strings.TrimPrefix(shop.URL, "http://")
+	start := func(agent string) response {
+		return b.do("POST", "/v1/runs", u.access, map[string]any{"script_id": script, "agent_ids": []string{agent}, "duration_seconds": 1})
+	}
+
+	p := requireProblem(t, start(sharedID), http.StatusUnprocessableEntity)
+	require.Contains(t, requireField(t, p, "targets"), dest+" is not a target of yours")
+
+	r := b.do("POST", "/v1/targets", u.access, map[string]any{"url": shop.URL})
+	require.Equal(t, http.StatusCreated, r.status, "body: %s", r.body)
+	token := r.json(t)["token"].(string)
+	p = requireProblem(t, start(sharedID), http.StatusUnprocessableEntity)
+	require.Contains(t, requireField(t, p, "targets"), "answered 404", "registered is not verified: the run's start checks it")
+
+	shop.serve(token, true)
+	r = start(sharedID)
+	require.Equal(t, http.StatusCreated, r.status, "body: %s", r.body)
+	job := b.do("POST", "/v1/agent/lease", sharedToken, hello).json(t)["shard"].(map[string]any)
+	require.Equal(t, []any{dest}, job["destinations"], "the shared agent is told the only destination it may load")
+	end := b.do("POST", "/v1/agent/shards/"+job["shard_id"].(string)+"/report", sharedToken,
+		map[string]any{"lease": job["lease"], "seconds": []any{}, "end": map[string]any{"reason": "finished"}})
+	require.Equal(t, http.StatusOK, end.status, "body: %s", end.body)
+
+	// An agent too old to hold a run to its destinations is not given one.
+	r = start(sharedID)
+	require.Equal(t, http.StatusCreated, r.status, "body: %s", r.body)
+	old := map[string]any{"protocol": 6, "version": "old", "cores": 2, "wait_seconds": 0}
+	require.Equal(t, http.StatusNoContent, b.do("POST", "/v1/agent/lease", sharedToken, old).status)
+	run := b.do("GET", "/v1/runs/"+r.json(t)["id"].(string), u.access, nil).json(t)
+	require.Contains(t, run["shards"].([]any)[0].(map[string]any)["reason"], "cannot hold a run to its owner's verified targets")
+
+	// The target stops serving its token: the next run's start finds it out.
+	shop.serve(token, false)
+	p = requireProblem(t, start(sharedID), http.StatusUnprocessableEntity)
+	require.Contains(t, requireField(t, p, "targets"), "answered 404")
+
+	// A private agent needs no proof: its operator's allow-list bounds it.
+	r = start(ownID)
+	require.Equal(t, http.StatusCreated, r.status, "body: %s", r.body)
+	job = b.do("POST", "/v1/agent/lease", ownToken, hello).json(t)["shard"].(map[string]any)
+	require.NotContains(t, job, "destinations")
+}

@@ -1,0 +1,24 @@
+-- name: TargetInsert :one
+INSERT INTO targets (id, owner_id, scheme, host, port, token)
+SELECT @id, @owner_id, @scheme, @host, @port, @token
+WHERE (SELECT count(*) FROM targets WHERE owner_id = @owner_id) < @max_targets::bigint
+RETURNING *;
+
+-- name: TargetGet :one
+SELECT * FROM targets WHERE id = @id AND owner_id = @owner_id;
+
+-- name: TargetList :many
+SELECT * FROM targets WHERE owner_id = @owner_id ORDER BY host, port, id;
+
+-- name: TargetDelete :execrows
+DELETE FROM targets WHERE id = @id AND owner_id = @owner_id;
+
+-- TargetChecked records a check's outcome: verified_at moves to its time when it proved control
+-- and is cleared when it did not.
+-- name: TargetChecked :one
+UPDATE targets
+SET checked_at = @checked_at::timestamptz,
+    verified_at = CASE WHEN @check_error::text = '' THEN @checked_at::timestamptz ELSE NULL END,
+    check_error = @check_error::text
+WHERE id = @id AND owner_id = @owner_id
+RETURNING *;

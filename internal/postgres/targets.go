@@ -1,0 +1,79 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/barrage-load/barrage/internal/barrage"
+	"github.com/barrage-load/barrage/internal/postgres/dbsqlc"
+)
+
+// CreateTarget registers t for its owner, up to barrage.MaxTargets of them.
+func (s *Store) CreateTarget(ctx context.Context, t barrage.Target) (barrage.Target, error) {
+	row, err := s.q.TargetInsert(ctx, s.pool, dbsqlc.TargetInsertParams{
+		ID: t.ID, OwnerID: t.OwnerID, Scheme: t.Scheme, Host: t.Host, Port: int32(t.Port), Token: t.Token, MaxTargets: barrage.MaxTargets,
+	})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return barrage.Target{}, barrage.Invalid("url", fmt.Sprintf("an account registers at most %d targets: remove one first", barrage.MaxTargets))
+	}
+	if err != nil {
+		return barrage.Target{}, translate(err, fmt.Sprintf("target %s:%d", t.Host, t.Port))
+	}
+	return targetFromRow(row), nil
+}
+
+// Target reads ownerID's target id; another account's is not found.
+func (s *Store) Target(ctx context.Context, ownerID, id uuid.UUID) (barrage.Target, error) {
+	row, err := s.q.TargetGet(ctx, s.pool, dbsqlc.TargetGetParams{ID: id, OwnerID: ownerID})
+	if err != nil {
+		return barrage.Target{}, translate(err, "target")
+	}
+	return targetFromRow(row), nil
+}
+
+// Targets lists ownerID's targets by host and port.
+func (s *Store) Targets(ctx context.Context, ownerID uuid.UUID) ([]barrage.Target, error) {
+	rows, err := s.q.TargetList(ctx, s.pool, ownerID)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]barrage.Target, len(rows))
+	for i, r := range rows {
+		out[i] = targetFromRow(r)
+	}
+	return out, nil
+}
+
+// DeleteTarget removes ownerID's target id.
+func (s *Store) DeleteTarget(ctx context.Context, ownerID, id uuid.UUID) error {
+	n, err := s.q.TargetDelete(ctx, s.pool, dbsqlc.TargetDeleteParams{ID: id, OwnerID: ownerID})
+	if err != nil {
+		return err
+	}
+	if n == 0 {
+		return barrage.Errorf(barrage.ErrNotFound, "target not found")
+	}
+	return nil
+}
+
+// TargetChecked records a check of ownerID's target id made at: it proved control when
+// checkError is empty.
+func (s *Store) TargetChecked(ctx context.Context, ownerID, id uuid.UUID, at time.Time, checkError string) (barrage.Target, error) {
+	row, err := s.q.TargetChecked(ctx, s.pool, dbsqlc.TargetCheckedParams{ID: id, OwnerID: ownerID, CheckedAt: at, CheckError: checkError})
+	if err != nil {
+		return barrage.Target{}, translate(err, "target")
+	}
+	return targetFromRow(row), nil
+}
+
+func targetFromRow(r dbsqlc.Target) barrage.Target {
+	return barrage.Target{
+		ID: r.ID, OwnerID: r.OwnerID, Scheme: r.Scheme, Host: r.Host, Port: int(r.Port), Token: r.Token,
+		VerifiedAt: r.VerifiedAt, CheckedAt: r.CheckedAt, CheckError: r.CheckError, CreatedAt: r.CreatedAt,
+	}
+}
