@@ -776,8 +776,10 @@ type AgentHello struct {
 
 // AgentJob Work an agent does for a user beside shards.
 type AgentJob struct {
-	Id   openapi_types.UUID `json:"id"`
-	Kind AgentJobKind       `json:"kind"`
+	// Destinations When present, the only hosts and ports (host:port) the job's requests and plugins may reach: on a shared agent, its owner's verified targets and the operator's open ones. Protocol 7.
+	Destinations *[]string          `json:"destinations,omitempty"`
+	Id           openapi_types.UUID `json:"id"`
+	Kind         AgentJobKind       `json:"kind"`
 
 	// Plugins The marketplace plugins the test names, as the server resolved them for its owner. The agent runs these and no other plugin of those names.
 	Plugins *[]PluginPin `json:"plugins,omitempty"`

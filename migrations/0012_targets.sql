@@ -22,3 +22,7 @@ CREATE INDEX targets_owner_idx ON targets (owner_id, id);
 -- the operator's open targets and those of its owner's that were verified at its start. NULL:
 -- no such bound (private agents follow their operator's allow-list alone).
 ALTER TABLE runs ADD COLUMN destinations text[];
+
+-- The protocol an agent spoke when it last asked for work: work that needs a newer one (a job
+-- bounded to destinations) is not handed to it.
+ALTER TABLE agents ADD COLUMN protocol integer NOT NULL DEFAULT 0;

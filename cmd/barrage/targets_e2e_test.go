@@ -114,7 +114,7 @@ load:
 	require.Contains(t, out+errOut, "answered 404")
 	out, errOut, err = start(script("home", "/", ""))
 	require.Error(t, err, "registered is not proved")
-	require.Contains(t, out+errOut, "checked at each run's start")
+	require.Contains(t, out+errOut, "is not verified")
 	require.Zero(t, loadHits.Load())
 
 	serveProof(token)
@@ -128,6 +128,27 @@ load:
 	out, errOut, _ = start(script("away", "/away", ", redirects: 3"))
 	require.Contains(t, out, "errors: connect", "the redirect's dial is refused: stdout: %s\nstderr: %s", out, errOut)
 	require.Zero(t, elsewhereConns.Load(), "nothing reached the host the redirect named")
+
+	// A debug on the shared agent reaches what a run could: the proved target, nothing else.
+	push := func(name, url string) string {
+		file := filepath.Join(dir, name+"-test.yaml")
+		require.NoError(t, os.WriteFile(file, []byte(fmt.Sprintf(`version: 1
+name: %s
+session:
+  groups:
+    - name: home
+      requests:
+        - { name: home, url: "%s" }
+load:
+  vus: 1
+  duration: 1s
+`, name, url)), 0o644))
+		return strings.TrimSpace(mustCLI(t, p, cfg, "", "tests", "push", file))
+	}
+	require.Contains(t, mustCLI(t, p, cfg, "", "tests", "debug", push("shop", shopURL+"/")), "ok")
+	out, errOut, _ = cli(t, p, cfg, "", "tests", "debug", push("elsewhere", "http://"+elsewhereLn.Addr().String()+"/"))
+	require.Contains(t, out+errOut, "is not a target the run's owner proved control of")
+	require.Zero(t, elsewhereConns.Load(), "a debug reached nothing it may not")
 
 	// The target stops serving its token: the next run's start finds it out.
 	serveProof("")

@@ -190,11 +190,18 @@ load:
 	require.Contains(t, out, "finished")
 	require.Greater(t, shopHits.Load(), int64(10))
 
+	// The demo shop is open to every user (the operator allowed the demo agent that address
+	// alone); anything else is a target nobody proved control of, which the server's check
+	// could not reach to prove it either.
 	out, errOut, _ = cli(t, p, cfg, "", "tests", "debug", push("secret", secret.URL))
 	require.Contains(t, out+errOut, "the agent's policy refuses this destination")
-	require.Contains(t, out+errOut, "--demo-agent-allow", "the refusal names the setting that allows more")
+	require.Contains(t, out+errOut, "is not a target the run's owner proved control of")
 	require.NotContains(t, out+errOut, "hunter2")
 	out, errOut, _ = cli(t, p, cfg, "", "runs", "start", "--test", push("secret", secret.URL), "--watch")
-	require.Contains(t, out+errOut, "connect")
+	require.Contains(t, out+errOut, "is not a target of yours")
+	mustCLI(t, p, cfg, "", "targets", "add", secret.URL)
+	id := regexp.MustCompile(`(?m)^([0-9a-f-]{36})\s`).FindStringSubmatch(mustCLI(t, p, cfg, "", "targets", "list"))[1]
+	out, errOut, _ = cli(t, p, cfg, "", "targets", "verify", id)
+	require.Contains(t, out+errOut, "--verify-allow", "the server's check reaches no internal address either")
 	require.Zero(t, secretHits.Load(), "nothing reached the service the demo agent is not allowed")
 }

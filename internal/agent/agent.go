@@ -295,7 +295,7 @@ func (a *Agent) prepare(ctx context.Context, job *api.ShardJob, received time.Ti
 	if err := a.canRun(s); err != nil {
 		return nil, opts, nil, err
 	}
-	targets := a.targets(job)
+	targets := a.targets(job.Destinations)
 	var set *pluginset.Set
 	if len(s.Plugins) > 0 {
 		host := a.cfg.PluginHost
@@ -326,15 +326,16 @@ func (a *Agent) prepare(ctx context.Context, job *api.ShardJob, received time.Ti
 	return s, opts, set, nil
 }
 
-// targets is the policy a shard's load, monitors and plugins' grants go through: the agent's,
-// bounded to the run's destinations when the server sent them (a run on a shared agent).
-func (a *Agent) targets(job *api.ShardJob) *netpolicy.Policy {
-	if job.Destinations == nil {
+// targets is the policy a shard's or a job's requests, monitors and plugins' grants go through:
+// the agent's, bounded to the destinations the server sent (for a run or a job on a shared
+// agent).
+func (a *Agent) targets(destinations *[]string) *netpolicy.Policy {
+	if destinations == nil {
 		return a.cfg.Targets
 	}
 	p := *a.cfg.Targets
-	p.Destinations = make(map[string]bool, len(*job.Destinations))
-	for _, d := range *job.Destinations {
+	p.Destinations = make(map[string]bool, len(*destinations))
+	for _, d := range *destinations {
 		p.Destinations[d] = true
 	}
 	return &p

@@ -14,6 +14,8 @@ import (
 	"github.com/barrage-load/barrage/api"
 	"github.com/barrage-load/barrage/internal/barrage"
 	"github.com/barrage-load/barrage/internal/engine"
+	"github.com/barrage-load/barrage/internal/netpolicy"
+	"github.com/barrage-load/barrage/internal/pluginhost"
 	"github.com/barrage-load/barrage/internal/pluginset"
 	"github.com/barrage-load/barrage/internal/script"
 )
@@ -62,15 +64,20 @@ func (a *Agent) doJob(ctx context.Context, j api.AgentJob) api.JobAnswer {
 	if err != nil {
 		return api.JobAnswer{Error: ptr(errText(err))}
 	}
+	// A job reaches what a run of its owner's could: on a shared agent, the destinations the
+	// server sent, the plugins' grants included.
+	targets := a.targets(j.Destinations)
+	host := a.cfg.PluginHost
+	host.Targets = targets
 	switch j.Kind {
 	case api.Debug:
-		trace, err := a.debug(ctx, pluginset.BundleOrigin(j.Test.Source, files), s, j.Plugins)
+		trace, err := a.debug(ctx, pluginset.BundleOrigin(j.Test.Source, files), s, j.Plugins, host, targets)
 		if err != nil {
 			return api.JobAnswer{Error: ptr(errText(err))}
 		}
 		return api.JobAnswer{Debug: trace}
 	case api.Generate:
-		doc, pins, err := pluginset.Generate(ctx, j.Test.Source, s, pluginset.Options{Source: a.source(deref(j.Plugins)), Host: a.cfg.PluginHost})
+		doc, pins, err := pluginset.Generate(ctx, j.Test.Source, s, pluginset.Options{Source: a.source(deref(j.Plugins)), Host: host})
 		if err != nil {
 			return api.JobAnswer{Error: ptr(errText(err))}
 		}
@@ -89,18 +96,19 @@ func (a *Agent) canRun(s *script.Script) error {
 }
 
 // debug runs one traced iteration of s, whose marketplace plugins are market, with its
-// plugins, under the agent's target policy.
-func (a *Agent) debug(ctx context.Context, origin pluginset.Origin, s *script.Script, market *[]api.PluginPin) (*api.DebugTrace, error) {
+// plugins started by host, under the target policy targets.
+func (a *Agent) debug(ctx context.Context, origin pluginset.Origin, s *script.Script, market *[]api.PluginPin,
+	host pluginhost.Options, targets *netpolicy.Policy) (*api.DebugTrace, error) {
 	ctx, cancel := context.WithTimeout(ctx, debugTimeout)
 	defer cancel()
-	set, s, err := pluginset.Open(ctx, origin, s, pluginset.Options{Source: a.source(deref(market)), Host: a.cfg.PluginHost, VUs: 1})
+	set, s, err := pluginset.Open(ctx, origin, s, pluginset.Options{Source: a.source(deref(market)), Host: host, VUs: 1})
 	if err != nil {
 		return nil, err
 	}
 	defer set.Close()
 	trace := &api.DebugTrace{Passed: true, Requests: []api.TraceEntry{}}
 	budget := debugBudget
-	opts := engine.Options{Plugins: set.Plugins, Targets: a.cfg.Targets, Trace: func(ev engine.TraceEvent) {
+	opts := engine.Options{Plugins: set.Plugins, Targets: targets, Trace: func(ev engine.TraceEvent) {
 		if ev.Err != nil || len(ev.Failures) > 0 {
 			trace.Passed = false
 		}

@@ -24,6 +24,8 @@ type Agent struct {
 	// Sandbox says whether the agent's plugin host held the whole kernel sandbox when it last
 	// asked for work.
 	Sandbox bool
+	// Protocol is the protocol it spoke when it last asked for work.
+	Protocol int
 	// Busy says whether the agent holds a shard not yet ended: waiting to start, or running.
 	Busy      bool
 	CreatedAt time.Time

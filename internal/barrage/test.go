@@ -78,6 +78,9 @@ type AgentJob struct {
 	// Plugins are the marketplace plugins the test names, resolved for its owner when the job
 	// was asked for.
 	Plugins []PluginPin
+	// Destinations, when not nil, are the only hosts and ports ("host:port") the job may reach:
+	// on a shared agent, the operator's open targets and its owner's verified ones.
+	Destinations []string
 	// Bundle is what the agent runs: the revision's source and the test's data files. It is
 	// filled when the job is handed to the agent.
 	Bundle *TestBundle

@@ -75,8 +75,12 @@ func (s *Service) VerifyTarget(ctx context.Context, p barrage.Principal, id uuid
 	return s.check(ctx, t)
 }
 
-// VerifyRate is how many checks of their targets a user may ask for.
-var VerifyRate = barrage.Rate{N: 20, Per: 10 * time.Minute}
+// VerifyRate is how many checks of their targets a user may ask for; StartCheckRate how many
+// the starts of their runs may make.
+var (
+	VerifyRate     = barrage.Rate{N: 20, Per: 10 * time.Minute}
+	StartCheckRate = barrage.Rate{N: 300, Per: 10 * time.Minute}
+)
 
 // check checks t and records the outcome.
 func (s *Service) check(ctx context.Context, t barrage.Target) (barrage.Target, error) {
@@ -113,6 +117,8 @@ func (s *Service) destinations(ctx context.Context, p barrage.Principal, parsed 
 		case s.cfg.Targets.Open[d]:
 		case !ok:
 			problems = append(problems, fmt.Sprintf("%s is not a target of yours: register it (barrage targets add) and prove you control it", d))
+		case !t.Verified():
+			problems = append(problems, fmt.Sprintf("%s is not verified: prove you control it, then check it (barrage targets verify %s)", d, t.ID))
 		default:
 			check = append(check, t)
 		}
@@ -122,10 +128,15 @@ func (s *Service) destinations(ctx context.Context, p barrage.Principal, parsed 
 	}
 	if dynamic {
 		for _, t := range mine {
-			if !slices.ContainsFunc(check, func(c barrage.Target) bool { return c.ID == t.ID }) {
+			if t.Verified() && !slices.ContainsFunc(check, func(c barrage.Target) bool { return c.ID == t.ID }) {
 				check = append(check, t)
 			}
 		}
+	}
+	// Each check is a request the server sends on p's word: throttled, apart from the checks
+	// p asks for, and only of targets already proved.
+	if err := s.store.Throttle(ctx, "start-checks:"+p.User.ID.String(), StartCheckRate, float64(len(check)), s.now()); err != nil {
+		return nil, err
 	}
 	// Checked again at each run's start, at once: a target that stopped serving its proof is
 	// loaded no more.
@@ -136,10 +147,7 @@ func (s *Service) destinations(ctx context.Context, p barrage.Principal, parsed 
 		wg.Go(func() { checked[i], errs[i] = s.check(ctx, t) })
 	}
 	wg.Wait()
-	out := make([]string, 0, len(s.cfg.Targets.Open)+len(checked))
-	for d := range s.cfg.Targets.Open {
-		out = append(out, d)
-	}
+	out := s.openDestinations()
 	for i, t := range checked {
 		switch {
 		case errs[i] != nil:
@@ -155,6 +163,35 @@ func (s *Service) destinations(ctx context.Context, p barrage.Principal, parsed 
 	}
 	slices.Sort(out)
 	return slices.Compact(out), nil
+}
+
+// verifiedDestinations are what a job of owner's on a shared agent may reach: the operator's open
+// targets and owner's targets verified at their latest check; nil when every target is open.
+func (s *Service) verifiedDestinations(ctx context.Context, owner uuid.UUID) ([]string, error) {
+	if s.cfg.Targets.All {
+		return nil, nil
+	}
+	mine, err := s.store.Targets(ctx, owner)
+	if err != nil {
+		return nil, err
+	}
+	out := s.openDestinations()
+	for _, t := range mine {
+		if t.Verified() {
+			out = append(out, t.Destination())
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out), nil
+}
+
+// openDestinations are the operator's open targets, never nil.
+func (s *Service) openDestinations() []string {
+	out := make([]string, 0, len(s.cfg.Targets.Open))
+	for d := range s.cfg.Targets.Open {
+		out = append(out, d)
+	}
+	return out
 }
 
 // scriptDestinations are the destinations the script names (its requests' URLs, the base URL

@@ -52,9 +52,10 @@ func (s *Service) Lease(ctx context.Context, a barrage.Agent, h Hello, wait time
 			"this server needs agents that speak protocol %d or newer; this agent (version %q) speaks %d: upgrade it to the server's version",
 			barrage.MinAgentProtocol, h.Version, h.Protocol)
 	}
-	if err := s.store.AgentSeen(ctx, a.ID, h.Version, h.Cores, h.IP, h.Sandbox); err != nil {
+	if err := s.store.AgentSeen(ctx, a.ID, h.Version, h.Cores, h.IP, h.Sandbox, h.Protocol); err != nil {
 		return Work{}, err
 	}
+	a.Protocol = h.Protocol
 	wait = min(max(wait, 0), MaxLeaseWait)
 	deadline := s.now().Add(wait)
 	woken, stop := s.work.Subscribe(a.ID.String())
@@ -156,6 +157,15 @@ func (s *Service) takeJobs(ctx context.Context, a barrage.Agent, sandbox bool) (
 	kept := jobs[:0]
 	for _, j := range jobs {
 		why, err := s.sandboxRefuses(ctx, a, sandbox, j.Plugins)
+		if err == nil && why == "" && a.Shared() {
+			// A debug sends requests, and a generation may run plugins that reach out: on a
+			// shared agent, they reach only what a run of the job's owner could.
+			j.Destinations, err = s.verifiedDestinations(ctx, j.OwnerID)
+			if j.Destinations != nil && a.Protocol < barrage.DestinationsProtocol {
+				why = fmt.Sprintf("agent %q speaks protocol %d, which cannot hold a job to its owner's verified targets (%d can): upgrade it",
+					a.Name, a.Protocol, barrage.DestinationsProtocol)
+			}
+		}
 		switch {
 		case err != nil:
 			return nil, err

@@ -155,6 +155,9 @@ func toAPIJobs(jobs []barrage.AgentJob) *[]api.AgentJob {
 		out[i] = api.AgentJob{Id: j.ID, Kind: api.AgentJobKind(j.Kind), Test: api.TestBundle{
 			Name: b.Name, Format: api.TestBundleFormat(b.Format), Source: b.Source, Files: make([]api.BundleFile, len(b.Files)),
 		}}
+		if j.Destinations != nil {
+			out[i].Destinations = ptr(j.Destinations)
+		}
 		if len(j.Plugins) > 0 {
 			out[i].Plugins = ptr(api.PinsOf(j.Plugins))
 		}

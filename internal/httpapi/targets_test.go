@@ -149,9 +149,11 @@ func TestARunOnASharedAgentLoadsOnlyVerifiedTargets(t *testing.T) {
 	require.Equal(t, http.StatusCreated, r.status, "body: %s", r.body)
 	token := r.json(t)["token"].(string)
 	p = requireProblem(t, start(sharedID), http.StatusUnprocessableEntity)
-	require.Contains(t, requireField(t, p, "targets"), "answered 404", "registered is not verified: the run's start checks it")
+	require.Contains(t, requireField(t, p, "targets"), dest+" is not verified", "registered is not proved: nothing is checked at the start of a run until it is")
 
 	shop.serve(token, true)
+	id := b.do("GET", "/v1/targets", u.access, nil).json(t)["targets"].([]any)[0].(map[string]any)["id"].(string)
+	require.Equal(t, true, b.do("POST", "/v1/targets/"+id+"/verify", u.access, nil).json(t)["verified"])
 	r = start(sharedID)
 	require.Equal(t, http.StatusCreated, r.status, "body: %s", r.body)
 	job := b.do("POST", "/v1/agent/lease", sharedToken, hello).json(t)["shard"].(map[string]any)

@@ -68,8 +68,9 @@ func (s *Store) AgentByTokenHash(ctx context.Context, hash []byte) (barrage.Agen
 }
 
 // AgentSeen records that the agent asked for work now, and what it said of itself.
-func (s *Store) AgentSeen(ctx context.Context, id uuid.UUID, version string, cores int, ip string, sandbox bool) error {
-	return s.q.AgentSeen(ctx, s.pool, dbsqlc.AgentSeenParams{ID: id, Version: version, Cores: int32(cores), LastIp: ip, Sandbox: sandbox})
+func (s *Store) AgentSeen(ctx context.Context, id uuid.UUID, version string, cores int, ip string, sandbox bool, protocol int) error {
+	return s.q.AgentSeen(ctx, s.pool, dbsqlc.AgentSeenParams{ID: id, Version: version, Cores: int32(cores), LastIp: ip, Sandbox: sandbox,
+		Protocol: int32(protocol)})
 }
 
 // DeleteAgent removes a private agent of ownerID, or with ownerID nil a shared agent.
@@ -88,7 +89,7 @@ func agentFromRow(r dbsqlc.Agent, busy bool) barrage.Agent {
 	return barrage.Agent{
 		ID: r.ID, Name: r.Name, OwnerID: r.OwnerID, Limits: limitsFromRow(r.MaxVus, r.MaxRunSeconds, nil),
 		Version: r.Version, Cores: int(r.Cores), LastSeenAt: r.LastSeenAt, LastIP: r.LastIp,
-		Disabled: r.Disabled, Sandbox: r.Sandbox, Busy: busy, CreatedAt: r.CreatedAt,
+		Disabled: r.Disabled, Sandbox: r.Sandbox, Protocol: int(r.Protocol), Busy: busy, CreatedAt: r.CreatedAt,
 	}
 }
 

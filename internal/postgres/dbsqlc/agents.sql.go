@@ -46,7 +46,7 @@ func (q *Queries) AgentDelete(ctx context.Context, db DBTX, arg AgentDeleteParam
 }
 
 const agentGetByTokenHash = `-- name: AgentGetByTokenHash :one
-SELECT id, name, owner_id, token_hash, max_vus, max_run_seconds, version, cores, last_seen_at, last_ip, disabled, created_at, sandbox FROM agents WHERE token_hash = $1
+SELECT id, name, owner_id, token_hash, max_vus, max_run_seconds, version, cores, last_seen_at, last_ip, disabled, created_at, sandbox, protocol FROM agents WHERE token_hash = $1
 `
 
 func (q *Queries) AgentGetByTokenHash(ctx context.Context, db DBTX, tokenHash []byte) (Agent, error) {
@@ -66,12 +66,13 @@ func (q *Queries) AgentGetByTokenHash(ctx context.Context, db DBTX, tokenHash []
 		&i.Disabled,
 		&i.CreatedAt,
 		&i.Sandbox,
+		&i.Protocol,
 	)
 	return i, err
 }
 
 const agentGetUsable = `-- name: AgentGetUsable :one
-SELECT agents.id, agents.name, agents.owner_id, agents.token_hash, agents.max_vus, agents.max_run_seconds, agents.version, agents.cores, agents.last_seen_at, agents.last_ip, agents.disabled, agents.created_at, agents.sandbox, EXISTS (SELECT 1 FROM shards WHERE shards.agent_id = agents.id AND shards.state IN ('pending', 'running'))::boolean AS busy
+SELECT agents.id, agents.name, agents.owner_id, agents.token_hash, agents.max_vus, agents.max_run_seconds, agents.version, agents.cores, agents.last_seen_at, agents.last_ip, agents.disabled, agents.created_at, agents.sandbox, agents.protocol, EXISTS (SELECT 1 FROM shards WHERE shards.agent_id = agents.id AND shards.state IN ('pending', 'running'))::boolean AS busy
 FROM agents
 WHERE agents.id = $1 AND (agents.owner_id = $2 OR agents.owner_id IS NULL)
 `
@@ -104,6 +105,7 @@ func (q *Queries) AgentGetUsable(ctx context.Context, db DBTX, arg AgentGetUsabl
 		&i.Agent.Disabled,
 		&i.Agent.CreatedAt,
 		&i.Agent.Sandbox,
+		&i.Agent.Protocol,
 		&i.Busy,
 	)
 	return i, err
@@ -112,7 +114,7 @@ func (q *Queries) AgentGetUsable(ctx context.Context, db DBTX, arg AgentGetUsabl
 const agentInsert = `-- name: AgentInsert :one
 INSERT INTO agents (id, name, owner_id, token_hash, max_vus, max_run_seconds)
 VALUES ($1, $2, $3, $4, $5, $6)
-RETURNING id, name, owner_id, token_hash, max_vus, max_run_seconds, version, cores, last_seen_at, last_ip, disabled, created_at, sandbox
+RETURNING id, name, owner_id, token_hash, max_vus, max_run_seconds, version, cores, last_seen_at, last_ip, disabled, created_at, sandbox, protocol
 `
 
 type AgentInsertParams struct {
@@ -148,12 +150,13 @@ func (q *Queries) AgentInsert(ctx context.Context, db DBTX, arg AgentInsertParam
 		&i.Disabled,
 		&i.CreatedAt,
 		&i.Sandbox,
+		&i.Protocol,
 	)
 	return i, err
 }
 
 const agentListAll = `-- name: AgentListAll :many
-SELECT agents.id, agents.name, agents.owner_id, agents.token_hash, agents.max_vus, agents.max_run_seconds, agents.version, agents.cores, agents.last_seen_at, agents.last_ip, agents.disabled, agents.created_at, agents.sandbox, EXISTS (SELECT 1 FROM shards WHERE shards.agent_id = agents.id AND shards.state IN ('pending', 'running'))::boolean AS busy
+SELECT agents.id, agents.name, agents.owner_id, agents.token_hash, agents.max_vus, agents.max_run_seconds, agents.version, agents.cores, agents.last_seen_at, agents.last_ip, agents.disabled, agents.created_at, agents.sandbox, agents.protocol, EXISTS (SELECT 1 FROM shards WHERE shards.agent_id = agents.id AND shards.state IN ('pending', 'running'))::boolean AS busy
 FROM agents
 ORDER BY (agents.owner_id IS NULL), agents.name, agents.id
 `
@@ -186,6 +189,7 @@ func (q *Queries) AgentListAll(ctx context.Context, db DBTX) ([]AgentListAllRow,
 			&i.Agent.Disabled,
 			&i.Agent.CreatedAt,
 			&i.Agent.Sandbox,
+			&i.Agent.Protocol,
 			&i.Busy,
 		); err != nil {
 			return nil, err
@@ -199,7 +203,7 @@ func (q *Queries) AgentListAll(ctx context.Context, db DBTX) ([]AgentListAllRow,
 }
 
 const agentListUsable = `-- name: AgentListUsable :many
-SELECT agents.id, agents.name, agents.owner_id, agents.token_hash, agents.max_vus, agents.max_run_seconds, agents.version, agents.cores, agents.last_seen_at, agents.last_ip, agents.disabled, agents.created_at, agents.sandbox, EXISTS (SELECT 1 FROM shards WHERE shards.agent_id = agents.id AND shards.state IN ('pending', 'running'))::boolean AS busy
+SELECT agents.id, agents.name, agents.owner_id, agents.token_hash, agents.max_vus, agents.max_run_seconds, agents.version, agents.cores, agents.last_seen_at, agents.last_ip, agents.disabled, agents.created_at, agents.sandbox, agents.protocol, EXISTS (SELECT 1 FROM shards WHERE shards.agent_id = agents.id AND shards.state IN ('pending', 'running'))::boolean AS busy
 FROM agents
 WHERE (agents.owner_id = $1 OR agents.owner_id IS NULL)
 ORDER BY (agents.owner_id IS NULL), agents.name, agents.id
@@ -235,6 +239,7 @@ func (q *Queries) AgentListUsable(ctx context.Context, db DBTX, userID *uuid.UUI
 			&i.Agent.Disabled,
 			&i.Agent.CreatedAt,
 			&i.Agent.Sandbox,
+			&i.Agent.Protocol,
 			&i.Busy,
 		); err != nil {
 			return nil, err
@@ -373,16 +378,17 @@ func (q *Queries) AgentPingTake(ctx context.Context, db DBTX, agentID uuid.UUID)
 }
 
 const agentSeen = `-- name: AgentSeen :exec
-UPDATE agents SET last_seen_at = now(), version = $1, cores = $2, last_ip = $3, sandbox = $4
-WHERE id = $5
+UPDATE agents SET last_seen_at = now(), version = $1, cores = $2, last_ip = $3, sandbox = $4, protocol = $5
+WHERE id = $6
 `
 
 type AgentSeenParams struct {
-	Version string
-	Cores   int32
-	LastIp  string
-	Sandbox bool
-	ID      uuid.UUID
+	Version  string
+	Cores    int32
+	LastIp   string
+	Sandbox  bool
+	Protocol int32
+	ID       uuid.UUID
 }
 
 func (q *Queries) AgentSeen(ctx context.Context, db DBTX, arg AgentSeenParams) error {
@@ -391,6 +397,7 @@ func (q *Queries) AgentSeen(ctx context.Context, db DBTX, arg AgentSeenParams) e
 		arg.Cores,
 		arg.LastIp,
 		arg.Sandbox,
+		arg.Protocol,
 		arg.ID,
 	)
 	return err

@@ -35,6 +35,7 @@ type Agent struct {
 	Disabled      bool
 	CreatedAt     time.Time
 	Sandbox       bool
+	Protocol      int32
 }
 
 type AgentJob struct {

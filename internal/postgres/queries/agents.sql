@@ -26,7 +26,7 @@ WHERE agents.id = @id AND (agents.owner_id = @user_id OR agents.owner_id IS NULL
 SELECT * FROM agents WHERE token_hash = $1;
 
 -- name: AgentSeen :exec
-UPDATE agents SET last_seen_at = now(), version = @version, cores = @cores, last_ip = @last_ip, sandbox = @sandbox
+UPDATE agents SET last_seen_at = now(), version = @version, cores = @cores, last_ip = @last_ip, sandbox = @sandbox, protocol = @protocol
 WHERE id = @id;
 
 -- AgentTouch records that the agent reported: at most once a second, which is all the online
