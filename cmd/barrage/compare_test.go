@@ -39,8 +39,10 @@ func TestCompareFindsTheRegressionAndOnlyIt(t *testing.T) {
 	require.Contains(t, stdout, "p95_ms of checkout")
 	require.Contains(t, stderr, "regressed")
 
-	// Looser tolerances let it pass; the JSON says the same as the table.
-	stdout, _, code = runCLI(t, "compare", "--max-p50-regression", "50%", "--max-p95-regression", "50%", "--max-p99-regression", "50%",
+	// Looser tolerances let it pass; the JSON says the same as the table. The tails get room
+	// for a machine loaded by other suites (a p95 of 200 ms for 130 was seen on a 2-core CI
+	// machine), the median measures the change.
+	stdout, _, code = runCLI(t, "compare", "--max-p50-regression", "50%", "--max-p95-regression", "300%", "--max-p99-regression", "300%",
 		"--max-rps-regression", "50%", "--json", base, slower)
 	require.Zero(t, code, "stdout: %s", stdout)
 	var c struct {
@@ -56,7 +58,7 @@ func TestCompareFindsTheRegressionAndOnlyIt(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(stdout), &c))
 	require.Equal(t, "unchanged", c.Verdict)
 	for _, ch := range c.Total.Changes {
-		if ch.Metric == "p95_ms" {
+		if ch.Metric == "p50_ms" {
 			require.InDelta(t, 0.3, ch.Change, 0.15, "130 ms against 100 ms")
 		}
 	}
