@@ -1966,19 +1966,16 @@ type SweepResult struct {
 
 // Target defines model for Target.
 type Target struct {
+	// Address The address that served the proof at the latest check, while verified: shared agents load this address alone for the host, whatever the name resolves to later.
+	Address *string `json:"address,omitempty"`
+
 	// CheckError Why the latest check failed; empty when it proved control or none was made.
-	CheckError string     `json:"check_error"`
-	CheckedAt  *time.Time `json:"checked_at,omitempty"`
-	CreatedAt  time.Time  `json:"created_at"`
-
-	// DnsName For a named host: the TXT record's name, which may prove control instead.
-	DnsName *string `json:"dns_name,omitempty"`
-
-	// DnsValue The TXT record's value.
-	DnsValue *string            `json:"dns_value,omitempty"`
-	Host     string             `json:"host"`
-	Id       openapi_types.UUID `json:"id"`
-	Port     int                `json:"port"`
+	CheckError string             `json:"check_error"`
+	CheckedAt  *time.Time         `json:"checked_at,omitempty"`
+	CreatedAt  time.Time          `json:"created_at"`
+	Host       string             `json:"host"`
+	Id         openapi_types.UUID `json:"id"`
+	Port       int                `json:"port"`
 
 	// Token This target's own token: another account registering the same host gets another.
 	Token string `json:"token"`
@@ -3300,7 +3297,7 @@ type ClientInterface interface {
 
 	// CreateTargetWithBody Register a target
 	//
-	// Registers a host and port (an http(s) URL without a path) and gives it a token of its own. Shared agents load it for you once you prove you control it: serve the token as the whole body of `verify_url`, or put `dns_value` in a TXT record at `dns_name`, then ask for a check (`POST /v1/targets/{id}/verify`). Runs on shared agents check it again when they start. At most 50 targets per account.
+	// Registers a host and port (an http(s) URL without a path) and gives it a token of its own. Shared agents load it for you once you prove you control it: serve the token as the whole body of `verify_url`, then ask for a check (`POST /v1/targets/{id}/verify`). What is proved is the address that served the file: shared agents load that address alone for the host. Runs on shared agents check it again when they start. At most 50 targets per account.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -3309,7 +3306,7 @@ type ClientInterface interface {
 
 	// CreateTarget Register a target
 	//
-	// Registers a host and port (an http(s) URL without a path) and gives it a token of its own. Shared agents load it for you once you prove you control it: serve the token as the whole body of `verify_url`, or put `dns_value` in a TXT record at `dns_name`, then ask for a check (`POST /v1/targets/{id}/verify`). Runs on shared agents check it again when they start. At most 50 targets per account.
+	// Registers a host and port (an http(s) URL without a path) and gives it a token of its own. Shared agents load it for you once you prove you control it: serve the token as the whole body of `verify_url`, then ask for a check (`POST /v1/targets/{id}/verify`). What is proved is the address that served the file: shared agents load that address alone for the host. Runs on shared agents check it again when they start. At most 50 targets per account.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -3330,7 +3327,7 @@ type ClientInterface interface {
 
 	// VerifyTarget Check that you control a target
 	//
-	// Fetches `verify_url` (no redirect followed, 5 seconds, 4 KB at most) and, for a named host, looks up the TXT record at `dns_name`, at once; either proves control. The answer is the target with the outcome: `verified`, or `check_error` saying what each way found.
+	// Fetches `verify_url` (no redirect followed, 5 seconds, 4 KB at most): a `200` with the token as its whole body proves control of the address that served it. The answer is the target with the outcome: `verified` and `address`, or `check_error` saying what the check found.
 	//
 	// Corresponds with POST /v1/targets/{id}/verify (the `VerifyTarget` operationId).
 	VerifyTarget(ctx context.Context, id ID, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -5183,7 +5180,7 @@ func (c *Client) ListTargets(ctx context.Context, reqEditors ...RequestEditorFn)
 
 // CreateTargetWithBody Register a target
 //
-// Registers a host and port (an http(s) URL without a path) and gives it a token of its own. Shared agents load it for you once you prove you control it: serve the token as the whole body of `verify_url`, or put `dns_value` in a TXT record at `dns_name`, then ask for a check (`POST /v1/targets/{id}/verify`). Runs on shared agents check it again when they start. At most 50 targets per account.
+// Registers a host and port (an http(s) URL without a path) and gives it a token of its own. Shared agents load it for you once you prove you control it: serve the token as the whole body of `verify_url`, then ask for a check (`POST /v1/targets/{id}/verify`). What is proved is the address that served the file: shared agents load that address alone for the host. Runs on shared agents check it again when they start. At most 50 targets per account.
 //
 // Takes any type of body and a specified content type.
 //
@@ -5202,7 +5199,7 @@ func (c *Client) CreateTargetWithBody(ctx context.Context, contentType string, b
 
 // CreateTarget Register a target
 //
-// Registers a host and port (an http(s) URL without a path) and gives it a token of its own. Shared agents load it for you once you prove you control it: serve the token as the whole body of `verify_url`, or put `dns_value` in a TXT record at `dns_name`, then ask for a check (`POST /v1/targets/{id}/verify`). Runs on shared agents check it again when they start. At most 50 targets per account.
+// Registers a host and port (an http(s) URL without a path) and gives it a token of its own. Shared agents load it for you once you prove you control it: serve the token as the whole body of `verify_url`, then ask for a check (`POST /v1/targets/{id}/verify`). What is proved is the address that served the file: shared agents load that address alone for the host. Runs on shared agents check it again when they start. At most 50 targets per account.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -5253,7 +5250,7 @@ func (c *Client) GetTarget(ctx context.Context, id ID, reqEditors ...RequestEdit
 
 // VerifyTarget Check that you control a target
 //
-// Fetches `verify_url` (no redirect followed, 5 seconds, 4 KB at most) and, for a named host, looks up the TXT record at `dns_name`, at once; either proves control. The answer is the target with the outcome: `verified`, or `check_error` saying what each way found.
+// Fetches `verify_url` (no redirect followed, 5 seconds, 4 KB at most): a `200` with the token as its whole body proves control of the address that served it. The answer is the target with the outcome: `verified` and `address`, or `check_error` saying what the check found.
 //
 // Corresponds with POST /v1/targets/{id}/verify (the `VerifyTarget` operationId).
 func (c *Client) VerifyTarget(ctx context.Context, id ID, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -10331,7 +10328,7 @@ type ClientWithResponsesInterface interface {
 
 	// CreateTargetWithBodyWithResponse Register a target
 	//
-	// Registers a host and port (an http(s) URL without a path) and gives it a token of its own. Shared agents load it for you once you prove you control it: serve the token as the whole body of `verify_url`, or put `dns_value` in a TXT record at `dns_name`, then ask for a check (`POST /v1/targets/{id}/verify`). Runs on shared agents check it again when they start. At most 50 targets per account.
+	// Registers a host and port (an http(s) URL without a path) and gives it a token of its own. Shared agents load it for you once you prove you control it: serve the token as the whole body of `verify_url`, then ask for a check (`POST /v1/targets/{id}/verify`). What is proved is the address that served the file: shared agents load that address alone for the host. Runs on shared agents check it again when they start. At most 50 targets per account.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -10340,7 +10337,7 @@ type ClientWithResponsesInterface interface {
 
 	// CreateTargetWithResponse Register a target
 	//
-	// Registers a host and port (an http(s) URL without a path) and gives it a token of its own. Shared agents load it for you once you prove you control it: serve the token as the whole body of `verify_url`, or put `dns_value` in a TXT record at `dns_name`, then ask for a check (`POST /v1/targets/{id}/verify`). Runs on shared agents check it again when they start. At most 50 targets per account.
+	// Registers a host and port (an http(s) URL without a path) and gives it a token of its own. Shared agents load it for you once you prove you control it: serve the token as the whole body of `verify_url`, then ask for a check (`POST /v1/targets/{id}/verify`). What is proved is the address that served the file: shared agents load that address alone for the host. Runs on shared agents check it again when they start. At most 50 targets per account.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -10365,7 +10362,7 @@ type ClientWithResponsesInterface interface {
 
 	// VerifyTargetWithResponse Check that you control a target
 	//
-	// Fetches `verify_url` (no redirect followed, 5 seconds, 4 KB at most) and, for a named host, looks up the TXT record at `dns_name`, at once; either proves control. The answer is the target with the outcome: `verified`, or `check_error` saying what each way found.
+	// Fetches `verify_url` (no redirect followed, 5 seconds, 4 KB at most): a `200` with the token as its whole body proves control of the address that served it. The answer is the target with the outcome: `verified` and `address`, or `check_error` saying what the check found.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -19432,7 +19429,7 @@ func (c *ClientWithResponses) ListTargetsWithResponse(ctx context.Context, reqEd
 
 // CreateTargetWithBodyWithResponse Register a target
 //
-// Registers a host and port (an http(s) URL without a path) and gives it a token of its own. Shared agents load it for you once you prove you control it: serve the token as the whole body of `verify_url`, or put `dns_value` in a TXT record at `dns_name`, then ask for a check (`POST /v1/targets/{id}/verify`). Runs on shared agents check it again when they start. At most 50 targets per account.
+// Registers a host and port (an http(s) URL without a path) and gives it a token of its own. Shared agents load it for you once you prove you control it: serve the token as the whole body of `verify_url`, then ask for a check (`POST /v1/targets/{id}/verify`). What is proved is the address that served the file: shared agents load that address alone for the host. Runs on shared agents check it again when they start. At most 50 targets per account.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -19447,7 +19444,7 @@ func (c *ClientWithResponses) CreateTargetWithBodyWithResponse(ctx context.Conte
 
 // CreateTargetWithResponse Register a target
 //
-// Registers a host and port (an http(s) URL without a path) and gives it a token of its own. Shared agents load it for you once you prove you control it: serve the token as the whole body of `verify_url`, or put `dns_value` in a TXT record at `dns_name`, then ask for a check (`POST /v1/targets/{id}/verify`). Runs on shared agents check it again when they start. At most 50 targets per account.
+// Registers a host and port (an http(s) URL without a path) and gives it a token of its own. Shared agents load it for you once you prove you control it: serve the token as the whole body of `verify_url`, then ask for a check (`POST /v1/targets/{id}/verify`). What is proved is the address that served the file: shared agents load that address alone for the host. Runs on shared agents check it again when they start. At most 50 targets per account.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -19490,7 +19487,7 @@ func (c *ClientWithResponses) GetTargetWithResponse(ctx context.Context, id ID, 
 
 // VerifyTargetWithResponse Check that you control a target
 //
-// Fetches `verify_url` (no redirect followed, 5 seconds, 4 KB at most) and, for a named host, looks up the TXT record at `dns_name`, at once; either proves control. The answer is the target with the outcome: `verified`, or `check_error` saying what each way found.
+// Fetches `verify_url` (no redirect followed, 5 seconds, 4 KB at most): a `200` with the token as its whole body proves control of the address that served it. The answer is the target with the outcome: `verified` and `address`, or `check_error` saying what the check found.
 //
 // Returns a wrapper object for the known response body format(s).
 //

@@ -24,7 +24,7 @@ func runTargetsList(ctx context.Context, e env, args []string) error {
 	if err != nil {
 		return err
 	}
-	return printTable(e, "ID\tURL\tVERIFIED\tCHECKED\tWHY NOT",
+	return printTable(e, "ID\tURL\tVERIFIED\tADDRESS\tCHECKED\tWHY NOT",
 		func(*string) ([]api.Target, *string, error) {
 			res, err := cl.ListTargetsWithResponse(ctx)
 			if err != nil {
@@ -40,7 +40,11 @@ func runTargetsList(ctx context.Context, e env, args []string) error {
 			if t.CheckedAt != nil {
 				checked = t.CheckedAt.Format(time.RFC3339)
 			}
-			return fmt.Sprintf("%s\t%s\t%t\t%s\t%s", t.Id, t.Url, t.Verified, checked, t.CheckError)
+			addr := "-"
+			if t.Address != nil {
+				addr = *t.Address
+			}
+			return fmt.Sprintf("%s\t%s\t%t\t%s\t%s\t%s", t.Id, t.Url, t.Verified, addr, checked, t.CheckError)
 		})
 }
 
@@ -63,9 +67,6 @@ func runTargetsAdd(ctx context.Context, e env, args []string) error {
 	}
 	fmt.Fprintf(e.stderr, "Target %s registered (id %s). Shared agents load it once you prove you control it:\n"+
 		"  serve this file, with the token as its whole body:\n    %s\n", t.Url, t.Id, t.VerifyUrl)
-	if t.DnsName != nil && t.DnsValue != nil {
-		fmt.Fprintf(e.stderr, "  or add a TXT record:\n    %s  TXT  %q\n", *t.DnsName, *t.DnsValue)
-	}
 	fmt.Fprintf(e.stderr, "then check it: barrage targets verify %s\n", t.Id)
 	fmt.Fprintln(e.stdout, t.Token)
 	return nil
@@ -94,7 +95,7 @@ func runTargetsVerify(ctx context.Context, e env, args []string) error {
 	if !t.Verified {
 		return fmt.Errorf("%w: %s: %s", errNotVerified, t.Url, t.CheckError)
 	}
-	fmt.Fprintf(e.stdout, "%s verified: shared agents may load it\n", t.Url)
+	fmt.Fprintf(e.stdout, "%s verified at %s: shared agents load that address for it\n", t.Url, deref(t.Address))
 	return nil
 }
 

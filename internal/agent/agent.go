@@ -16,6 +16,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"runtime"
 	"strings"
 	"sync"
@@ -334,9 +335,11 @@ func (a *Agent) targets(destinations *[]string) *netpolicy.Policy {
 		return a.cfg.Targets
 	}
 	p := *a.cfg.Targets
-	p.Destinations = make(map[string]bool, len(*destinations))
-	for _, d := range *destinations {
-		p.Destinations[d] = true
+	var err error
+	if p.Destinations, err = netpolicy.ParseDestinations(*destinations); err != nil {
+		// Not one the server writes: nothing may be reached rather than anything.
+		a.log.Warn("the server sent destinations this agent cannot read", slog.String("error", err.Error()))
+		p.Destinations = map[string]netip.Addr{}
 	}
 	return &p
 }

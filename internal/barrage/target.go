@@ -3,6 +3,7 @@ package barrage
 import (
 	"fmt"
 	"net"
+	"net/netip"
 	"net/url"
 	"strconv"
 	"strings"
@@ -14,9 +15,8 @@ import (
 )
 
 // Target is a host and port a user registered to load from shared agents, which load only what
-// their runs' owners proved they control: by serving the target's token at VerifyPath, or in a
-// DNS TXT record at DNSName. The token is the target's alone: another account registering the
-// same host gets another one.
+// their runs' owners proved they control: by serving the target's token at VerifyPath. The token
+// is the target's alone: another account registering the same host gets another one.
 type Target struct {
 	ID      uuid.UUID
 	OwnerID uuid.UUID
@@ -29,7 +29,10 @@ type Target struct {
 	VerifiedAt *time.Time
 	CheckedAt  *time.Time
 	CheckError string
-	CreatedAt  time.Time
+	// Address is the address that served the proof at the latest check, which shared agents
+	// load alone for the host: the name's owner may point it elsewhere since.
+	Address   netip.Addr
+	CreatedAt time.Time
 }
 
 // MaxTargets is how many targets one account may register.
@@ -42,6 +45,10 @@ func (t Target) Verified() bool { return t.VerifiedAt != nil }
 func (t Target) Destination() string {
 	return netpolicy.JoinDestination(t.Host, strconv.Itoa(t.Port))
 }
+
+// Pinned is the destination pinned to the address that proved control, as a run carries it
+// (netpolicy.FormatDestination).
+func (t Target) Pinned() string { return netpolicy.FormatDestination(t.Destination(), t.Address) }
 
 // Origin is the target's URL: scheme, host, and the port unless it is the scheme's own.
 func (t Target) Origin() string {
@@ -60,13 +67,6 @@ func (t Target) VerifyPath() string { return "/barrage-verify-" + t.Token + ".tx
 
 // VerifyURL is the address the check fetches.
 func (t Target) VerifyURL() string { return t.Origin() + t.VerifyPath() }
-
-// IsAddress reports whether the target's host is an address, which has no TXT record.
-func (t Target) IsAddress() bool { return net.ParseIP(t.Host) != nil }
-
-// DNSName and DNSValue are the TXT record that proves control of a named host instead.
-func (t Target) DNSName() string  { return "_barrage-verify." + t.Host }
-func (t Target) DNSValue() string { return "barrage-verify=" + t.Token }
 
 // ParseTarget reads a target's URL (http(s)://host[:port], nothing after the port but a "/")
 // into a Target's scheme, host and port.

@@ -98,7 +98,7 @@ var Settings = []Setting{
 	{"demo-agent-allow", "BARRAGE_DEMO_AGENT_ALLOW", "127.0.0.1:8081,[::1]:8081", "internal destinations the demo agent may load, comma-separated CIDRs, addresses or address:port; the default is barrage demo-shop's address alone"},
 	{"open-targets", "BARRAGE_OPEN_TARGETS", "", "targets (comma-separated host:port) every user's runs on shared agents may load without proving control: the operator's own; * opens all (a portal whose users are all trusted); the demo agent's address:port entries are open while it runs"},
 	{"verify-allow", "BARRAGE_VERIFY_ALLOW", "", "internal destinations the ownership check of targets may reach, comma-separated CIDRs, addresses or address:port; default none"},
-	{"verify-dns", "BARRAGE_VERIFY_DNS", "", "DNS server (host:port) the ownership check of targets asks for addresses and TXT records; default the system's"},
+	{"verify-dns", "BARRAGE_VERIFY_DNS", "", "DNS server (host:port) the ownership check of targets asks for the addresses of their names; default the system's"},
 }
 
 // Load parses args (the subcommand's flags) and the environment into a validated Config. The

@@ -85,10 +85,11 @@ var (
 // check checks t and records the outcome.
 func (s *Service) check(ctx context.Context, t barrage.Target) (barrage.Target, error) {
 	why := ""
-	if err := s.checker.Check(ctx, t); err != nil {
+	at, err := s.checker.Check(ctx, t)
+	if err != nil {
 		why = err.Error()
 	}
-	return s.store.TargetChecked(ctx, t.OwnerID, t.ID, s.now(), why)
+	return s.store.TargetChecked(ctx, t.OwnerID, t.ID, s.now(), at, why)
 }
 
 // destinations are what a run of parsed by p may load when one of its agents is shared: the
@@ -153,7 +154,7 @@ func (s *Service) destinations(ctx context.Context, p barrage.Principal, parsed 
 		case errs[i] != nil:
 			return nil, errs[i]
 		case t.Verified():
-			out = append(out, t.Destination())
+			out = append(out, t.Pinned())
 		case slices.Contains(named, t.Destination()):
 			problems = append(problems, fmt.Sprintf("%s: %s", t.Destination(), t.CheckError))
 		}
@@ -178,7 +179,7 @@ func (s *Service) verifiedDestinations(ctx context.Context, owner uuid.UUID) ([]
 	out := s.openDestinations()
 	for _, t := range mine {
 		if t.Verified() {
-			out = append(out, t.Destination())
+			out = append(out, t.Pinned())
 		}
 	}
 	slices.Sort(out)

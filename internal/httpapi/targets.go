@@ -75,8 +75,8 @@ func toAPITarget(t barrage.Target) api.Target {
 		Id: t.ID, Url: t.Origin(), Host: t.Host, Port: t.Port, Token: t.Token, VerifyUrl: t.VerifyURL(),
 		Verified: t.Verified(), VerifiedAt: t.VerifiedAt, CheckedAt: t.CheckedAt, CheckError: t.CheckError, CreatedAt: t.CreatedAt,
 	}
-	if !t.IsAddress() {
-		out.DnsName, out.DnsValue = ptr(t.DNSName()), ptr(t.DNSValue())
+	if t.Verified() && t.Address.IsValid() {
+		out.Address = ptr(t.Address.String())
 	}
 	return out
 }

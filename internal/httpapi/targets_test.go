@@ -70,7 +70,7 @@ func TestTargetsAreRegisteredVerifiedAndScopedToTheirOwner(t *testing.T) {
 	require.Equal(t, shop.URL, tg["url"])
 	require.Equal(t, shop.URL+"/barrage-verify-"+token+".txt", tg["verify_url"])
 	require.Equal(t, false, tg["verified"])
-	require.Nil(t, tg["dns_name"], "an address has no TXT record")
+	require.Nil(t, tg["address"], "not proved yet")
 	requireProblem(t, b.do("POST", "/v1/targets", u.access, map[string]any{"url": shop.URL}), http.StatusConflict)
 
 	// Another account registering the same host gets its own token, and sees nothing of the
@@ -92,6 +92,7 @@ func TestTargetsAreRegisteredVerifiedAndScopedToTheirOwner(t *testing.T) {
 	shop.serve(token, true)
 	checked = b.do("POST", "/v1/targets/"+id+"/verify", u.access, nil).json(t)
 	require.Equal(t, true, checked["verified"], "%v", checked)
+	require.Equal(t, "127.0.0.1", checked["address"], "the address that served the proof")
 	require.Empty(t, checked["check_error"])
 	list := b.do("GET", "/v1/targets", u.access, nil).json(t)["targets"].([]any)
 	require.Len(t, list, 1)
@@ -102,6 +103,7 @@ func TestTargetsAreRegisteredVerifiedAndScopedToTheirOwner(t *testing.T) {
 	checked = b.do("POST", "/v1/targets/"+id+"/verify", u.access, nil).json(t)
 	require.Equal(t, false, checked["verified"])
 	require.Nil(t, checked["verified_at"])
+	require.Nil(t, checked["address"])
 
 	require.Equal(t, http.StatusNoContent, b.do("DELETE", "/v1/targets/"+id, u.access, nil).status)
 	requireProblem(t, b.do("GET", "/v1/targets/"+id, u.access, nil), http.StatusNotFound)
@@ -157,7 +159,7 @@ func TestARunOnASharedAgentLoadsOnlyVerifiedTargets(t *testing.T) {
 	r = start(sharedID)
 	require.Equal(t, http.StatusCreated, r.status, "body: %s", r.body)
 	job := b.do("POST", "/v1/agent/lease", sharedToken, hello).json(t)["shard"].(map[string]any)
-	require.Equal(t, []any{dest}, job["destinations"], "the shared agent is told the only destination it may load")
+	require.Equal(t, []any{dest + "@127.0.0.1"}, job["destinations"], "the shared agent is told the only destination it may load, at the address that proved it")
 	end := b.do("POST", "/v1/agent/shards/"+job["shard_id"].(string)+"/report", sharedToken,
 		map[string]any{"lease": job["lease"], "seconds": []any{}, "end": map[string]any{"reason": "finished"}})
 	require.Equal(t, http.StatusOK, end.status, "body: %s", end.body)

@@ -35,9 +35,11 @@ type Policy struct {
 	Setting string
 	// Destinations, when not nil, are the only hosts and ports the load may reach, by the
 	// name it dials ("shop.example.com:443", "127.0.0.1:8080"; see Destination): those a
-	// shared agent's run may load because its owner proved control of them. Each address
-	// they resolve to must also pass the rules above.
-	Destinations map[string]bool
+	// shared agent's run may load because its owner proved control of them. A destination
+	// pinned to an address is dialled at that address alone, whatever its name resolves to
+	// (the address that proved control); one with the zero Addr at whatever it resolves to.
+	// Each address dialled must also pass the rules above.
+	Destinations map[string]netip.Addr
 }
 
 // internal are the ranges refused unless allowed: loopback, RFC 1918 and unique-local private
@@ -110,20 +112,55 @@ func (p *Policy) CheckAddrPort(ap netip.AddrPort) error {
 	return p.Check(ap.Addr())
 }
 
-// CheckDestination returns nil when the load may dial hostport, a host (a name or an address)
-// and a port, by name: always unless p has Destinations. Else the error wraps ErrRefused.
-func (p *Policy) CheckDestination(hostport string) error {
+// CheckDestination returns where the load may dial hostport, a host (a name or an address) and
+// a port: hostport itself, or the address it is pinned to with its port. Without Destinations,
+// hostport; else an error wrapping ErrRefused for a destination not among them.
+func (p *Policy) CheckDestination(hostport string) (string, error) {
 	if p == nil || p.Destinations == nil {
-		return nil
+		return hostport, nil
 	}
 	d, err := Destination(hostport)
 	if err != nil {
-		return fmt.Errorf("%w: %v", ErrRefused, err)
+		return "", fmt.Errorf("%w: %v", ErrRefused, err)
 	}
-	if !p.Destinations[d] {
-		return fmt.Errorf("%w: %s is not a target the run's owner proved control of (register and verify it: barrage targets add)", ErrRefused, d)
+	pinned, ok := p.Destinations[d]
+	switch {
+	case !ok:
+		return "", fmt.Errorf("%w: %s is not a target the run's owner proved control of (register and verify it: barrage targets add)", ErrRefused, d)
+	case pinned.IsValid():
+		_, port, _ := net.SplitHostPort(d)
+		return net.JoinHostPort(pinned.String(), port), nil
 	}
-	return nil
+	return hostport, nil
+}
+
+// FormatDestination writes a destination and the address it is pinned to, if any, as one
+// string: "shop.example.com:443@203.0.113.7", or "shop.example.com:443" alone.
+func FormatDestination(dest string, pinned netip.Addr) string {
+	if !pinned.IsValid() {
+		return dest
+	}
+	return dest + "@" + pinned.String()
+}
+
+// ParseDestinations reads what FormatDestination wrote into a Policy's Destinations.
+func ParseDestinations(list []string) (map[string]netip.Addr, error) {
+	out := make(map[string]netip.Addr, len(list))
+	for _, s := range list {
+		dest, at, pinned := strings.Cut(s, "@")
+		d, err := Destination(dest)
+		if err != nil {
+			return nil, err
+		}
+		var a netip.Addr
+		if pinned {
+			if a, err = netip.ParseAddr(at); err != nil {
+				return nil, fmt.Errorf("destination %q: %w", s, err)
+			}
+		}
+		out[d] = a
+	}
+	return out, nil
 }
 
 // Destination is hostport as Destinations keys it: the host in lower case without a trailing
@@ -161,10 +198,11 @@ func (p *Policy) Dialer(d net.Dialer) *Dialer {
 
 // DialContext connects to address on the named network, or refuses before any packet is sent.
 func (d *Dialer) DialContext(ctx context.Context, network, address string) (net.Conn, error) {
-	if err := d.policy.CheckDestination(address); err != nil {
+	at, err := d.policy.CheckDestination(address)
+	if err != nil {
 		return nil, &net.OpError{Op: "dial", Net: network, Err: err}
 	}
-	return d.Dialer.DialContext(ctx, network, address)
+	return d.Dialer.DialContext(ctx, network, at)
 }
 
 // Dial is DialContext without a context.

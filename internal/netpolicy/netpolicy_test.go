@@ -83,20 +83,39 @@ func TestDestinationsBoundTheHostsDialled(t *testing.T) {
 	}()
 
 	_, port, _ := net.SplitHostPort(allowed.Addr().String())
-	p := netpolicy.Policy{Internal: true, Destinations: map[string]bool{
-		netpolicy.JoinDestination("127.0.0.1", port): true, netpolicy.JoinDestination("Shop.Example.com.", "443"): true}}
+	_, otherPort, _ := net.SplitHostPort(other.Addr().String())
+	dests, err := netpolicy.ParseDestinations([]string{
+		"127.0.0.1:" + port, "Shop.Example.com.:443",
+		// A name pinned to the address that proved control is dialled there, whatever it
+		// resolves to (here: nothing, the name does not exist).
+		netpolicy.FormatDestination("pinned.invalid:"+port, netip.MustParseAddr("127.0.0.1")),
+		// A name whose DNS now points elsewhere reaches only its pinned address.
+		netpolicy.FormatDestination("localhost:"+otherPort, netip.MustParseAddr("127.0.0.1")),
+	})
+	require.NoError(t, err)
+	p := netpolicy.Policy{Internal: true, Destinations: dests}
 	for _, ok := range []string{"127.0.0.1:" + port, "shop.example.COM:443", "shop.example.com.:443"} {
-		require.NoError(t, p.CheckDestination(ok), ok)
+		at, err := p.CheckDestination(ok)
+		require.NoError(t, err, ok)
+		require.Equal(t, ok, at, "not pinned: dialled as named")
 	}
 	for _, refused := range []string{"127.0.0.1:1", "localhost:" + port, "shop.example.com:80", "evil.example.com:443", "[::ffff:127.0.0.2]:" + port, "no port"} {
-		require.ErrorIs(t, p.CheckDestination(refused), netpolicy.ErrRefused, refused)
+		_, err := p.CheckDestination(refused)
+		require.ErrorIs(t, err, netpolicy.ErrRefused, refused)
 	}
-	c, err := p.Dialer(net.Dialer{Timeout: time.Second}).Dial("tcp", allowed.Addr().String())
+	d := p.Dialer(net.Dialer{Timeout: time.Second})
+	c, err := d.Dial("tcp", allowed.Addr().String())
 	require.NoError(t, err)
 	c.Close()
-	_, err = p.Dialer(net.Dialer{Timeout: time.Second}).Dial("tcp", other.Addr().String())
+	c, err = d.Dial("tcp", "pinned.invalid:"+port)
+	require.NoError(t, err, "a pinned name is dialled at its address, unresolved")
+	require.Equal(t, allowed.Addr().String(), c.RemoteAddr().String())
+	c.Close()
+	_, err = d.Dial("tcp", other.Addr().String())
 	require.ErrorIs(t, err, netpolicy.ErrRefused)
 	require.ErrorContains(t, err, "not a target the run's owner proved control of")
+	_, err = d.Dial("tcp", "localhost:"+otherPort)
+	require.Error(t, err, "localhost pinned to 127.0.0.1 dials 127.0.0.1:%s, where nothing listens, never 127.0.0.2", otherPort)
 	// Without destinations, the same dial connects: the refusal above was the policy's.
 	c, err = (&netpolicy.Policy{Internal: true}).Dialer(net.Dialer{Timeout: time.Second}).Dial("tcp", other.Addr().String())
 	require.NoError(t, err)

@@ -1,7 +1,11 @@
 // Package ownership checks that a user controls a target before shared agents load it, the
-// Loader.io way: the target serves its token at /barrage-verify-<token>.txt, or a named host
-// carries it in a TXT record at _barrage-verify.<host>. A shared agent runs strangers' scripts;
-// without the proof, anyone could aim its load at a host they do not own.
+// Loader.io way: the target serves its token at /barrage-verify-<token>.txt. A shared agent runs
+// strangers' scripts; without the proof, anyone could aim its load at a host they do not own.
+//
+// What is proved is the address that served the file, not the name: a name belongs to whoever
+// runs its DNS, who may point it at anyone's address (after the check, too: DNS rebinding). So
+// the check returns the address it reached, and shared agents load that address alone for the
+// name. For the same reason there is no proof by a DNS TXT record: it proves the name only.
 //
 // The check itself is an outside request the server makes on a user's word, so it goes through
 // the server's dial policy (internal addresses refused unless its operator allows them), follows
@@ -15,8 +19,8 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
-	"slices"
 	"strings"
 	"time"
 
@@ -24,7 +28,7 @@ import (
 	"github.com/barrage-load/barrage/internal/netpolicy"
 )
 
-// Timeout bounds one check, both ways of proving included; MaxBody is the most of the file read.
+// Timeout bounds one check; MaxBody is the most of the file read.
 const (
 	Timeout = 5 * time.Second
 	MaxBody = 4 << 10
@@ -32,26 +36,30 @@ const (
 
 // Checker checks targets.
 type Checker struct {
-	client   *http.Client
-	resolver *net.Resolver
+	client *http.Client
 }
 
-// New returns a Checker whose requests go through policy, and whose lookups (of the addresses it
-// dials and of TXT records) ask resolver (nil: the system's).
+// New returns a Checker whose requests go through policy, and whose lookups ask resolver (nil:
+// the system's).
 func New(policy *netpolicy.Policy, resolver *net.Resolver) *Checker {
 	if policy == nil {
 		policy = &netpolicy.Policy{}
 	}
-	if resolver == nil {
-		resolver = net.DefaultResolver
-	}
 	d := policy.Dialer(net.Dialer{Timeout: Timeout, Resolver: resolver})
+	dial := func(ctx context.Context, network, address string) (net.Conn, error) {
+		c, err := d.DialContext(ctx, network, address)
+		if err == nil {
+			if reached, ok := ctx.Value(reachedKey{}).(*netip.Addr); ok {
+				*reached = c.RemoteAddr().(*net.TCPAddr).AddrPort().Addr().Unmap()
+			}
+		}
+		return c, err
+	}
 	return &Checker{
-		resolver: resolver,
 		client: &http.Client{
 			Transport: &http.Transport{
 				Proxy:       nil, // straight to the target: a proxy would answer for it
-				DialContext: d.DialContext, DisableKeepAlives: true, MaxResponseHeaderBytes: MaxBody,
+				DialContext: dial, DisableKeepAlives: true, MaxResponseHeaderBytes: MaxBody,
 				TLSHandshakeTimeout: Timeout, ResponseHeaderTimeout: Timeout,
 			},
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
@@ -59,6 +67,9 @@ func New(policy *netpolicy.Policy, resolver *net.Resolver) *Checker {
 		},
 	}
 }
+
+// reachedKey carries, in a check's context, where its dial records the address it reached.
+type reachedKey struct{}
 
 // Resolver asks the DNS server at addr (host:port) alone; nil (the system's) when addr is empty.
 func Resolver(addr string) *net.Resolver {
@@ -71,25 +82,16 @@ func Resolver(addr string) *net.Resolver {
 	}}
 }
 
-// Check returns nil when t proves its owner controls it, by its file or its TXT record (both are
-// tried at once), else an error that says what each way found.
-func (c *Checker) Check(ctx context.Context, t barrage.Target) error {
+// Check returns the address that proved its owner controls t, by serving its token file, or an
+// error that says what the check found.
+func (c *Checker) Check(ctx context.Context, t barrage.Target) (netip.Addr, error) {
 	ctx, cancel := context.WithTimeout(ctx, Timeout)
 	defer cancel()
-	if t.IsAddress() {
-		return c.file(ctx, t) // an address has no TXT record of its own
+	var reached netip.Addr
+	if err := c.file(context.WithValue(ctx, reachedKey{}, &reached), t); err != nil {
+		return netip.Addr{}, err
 	}
-	dns := make(chan error, 1)
-	go func() { dns <- c.txt(ctx, t) }()
-	fileErr := c.file(ctx, t)
-	if fileErr == nil {
-		return nil
-	}
-	dnsErr := <-dns
-	if dnsErr == nil {
-		return nil
-	}
-	return fmt.Errorf("%w; and %w", fileErr, dnsErr)
+	return reached, nil
 }
 
 // file fetches the target's token file: it must answer 200 with the token as its whole body.
@@ -123,25 +125,6 @@ func (c *Checker) file(ctx context.Context, t barrage.Target) error {
 		return fmt.Errorf("%s answered 200 without this target's token as its body", where)
 	}
 	return nil
-}
-
-// txt looks for the target's TXT record.
-func (c *Checker) txt(ctx context.Context, t barrage.Target) error {
-	records, err := c.resolver.LookupTXT(ctx, t.DNSName())
-	if err != nil {
-		var dns *net.DNSError
-		if errors.As(err, &dns) {
-			dns.Server = "" // the server's own resolver is nobody's business
-			if dns.IsNotFound {
-				return fmt.Errorf("no TXT record at %s", t.DNSName())
-			}
-		}
-		return fmt.Errorf("TXT record at %s: %w", t.DNSName(), err)
-	}
-	if slices.ContainsFunc(records, func(r string) bool { return strings.TrimSpace(r) == t.DNSValue() }) {
-		return nil
-	}
-	return fmt.Errorf("the TXT records at %s do not hold %q", t.DNSName(), t.DNSValue())
 }
 
 // cause is err without the method and URL net/http puts before it (the message names them).

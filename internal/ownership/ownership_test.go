@@ -60,19 +60,21 @@ func TestTheFileProvesControlOnlyWithTheTargetsOwnToken(t *testing.T) {
 	c := ownership.New(loopback, nil)
 	ctx := context.Background()
 
-	require.NoError(t, c.Check(ctx, target(t, srv.URL, "mine")), "the target serves its token")
-	require.ErrorContains(t, c.Check(ctx, target(t, srv.URL, "removed")), "/barrage-verify-removed.txt answered 404",
+	at, err := c.Check(ctx, target(t, srv.URL, "mine"))
+	require.NoError(t, err, "the target serves its token")
+	require.Equal(t, "127.0.0.1", at.String(), "the address that proved it")
+	require.ErrorContains(t, check(c, target(t, srv.URL, "removed")), "/barrage-verify-removed.txt answered 404",
 		"a target that does not serve the token is not proved")
 	// Another account's token, even at this target's path, proves nothing for it: the path
 	// and the body must both be this target's.
-	require.ErrorContains(t, c.Check(ctx, target(t, srv.URL, "stolen")), "without this target's token as its body")
-	require.ErrorContains(t, c.Check(ctx, target(t, srv.URL, "catchall")), "without this target's token as its body",
+	require.ErrorContains(t, check(c, target(t, srv.URL, "stolen")), "without this target's token as its body")
+	require.ErrorContains(t, check(c, target(t, srv.URL, "catchall")), "without this target's token as its body",
 		"a server that answers 200 to any path proves nothing")
-	require.ErrorContains(t, c.Check(ctx, target(t, srv.URL, "huge")), "larger than 4096 bytes")
+	require.ErrorContains(t, check(c, target(t, srv.URL, "huge")), "larger than 4096 bytes")
 
 	// A redirect is not followed, wherever it leads.
 	before := hits.Load()
-	err := c.Check(ctx, target(t, srv.URL, "moved"))
+	err = check(c, target(t, srv.URL, "moved"))
 	require.ErrorContains(t, err, "answered 302")
 	require.ErrorContains(t, err, "redirects are not followed")
 	require.Equal(t, before+1, hits.Load(), "one request, to the target; none after the redirect")
@@ -97,7 +99,7 @@ func TestTheCheckReachesNoInternalAddressUnlessAllowed(t *testing.T) {
 		}
 	}()
 	for _, url := range []string{"http://" + ln.Addr().String(), "http://169.254.169.254", "http://[::1]:" + portOf(ln)} {
-		err := ownership.New(nil, nil).Check(context.Background(), target(t, url, "tok"))
+		err := check(ownership.New(nil, nil), target(t, url, "tok"))
 		require.ErrorContains(t, err, "the agent's policy refuses this destination", url)
 	}
 	require.Zero(t, accepted.Load())
@@ -105,26 +107,36 @@ func TestTheCheckReachesNoInternalAddressUnlessAllowed(t *testing.T) {
 
 func portOf(ln net.Listener) string { return strconv.Itoa(ln.Addr().(*net.TCPAddr).Port) }
 
-// A named host proves control by a TXT record as well, asked of the resolver the server uses.
-func TestATXTRecordProvesControlOfANamedHost(t *testing.T) {
-	t.Parallel()
-	dns := startDNS(t, map[string][]string{
-		"_barrage-verify.shop.example.": {"v=spf1 -all", "barrage-verify=tok1"},
-		"_barrage-verify.other.example": {"barrage-verify=someone-else"},
-	})
-	// The hosts are not served over HTTP here: their names resolve nowhere, and the file way
-	// fails beside the record.
-	c := ownership.New(loopback, dns)
-	ctx := context.Background()
-	require.NoError(t, c.Check(ctx, target(t, "https://shop.example", "tok1")))
-	err := c.Check(ctx, target(t, "https://other.example", "tok2"))
-	require.ErrorContains(t, err, `the TXT records at _barrage-verify.other.example do not hold "barrage-verify=tok2"`)
-	require.ErrorContains(t, c.Check(ctx, target(t, "https://none.example", "tok3")), "no TXT record at _barrage-verify.none.example")
+// check is c.Check without the address.
+func check(c *ownership.Checker, t barrage.Target) error {
+	_, err := c.Check(context.Background(), t)
+	return err
 }
 
-// startDNS answers TXT questions over UDP on 127.0.0.1 from records, and returns a resolver
-// that asks it alone.
-func startDNS(t *testing.T, records map[string][]string) *net.Resolver {
+// A named host is proved at the address its name resolved to for the check, and only there:
+// the address is what a shared agent loads for the name, whatever it resolves to afterwards.
+func TestANamedHostIsProvedAtTheAddressThatServedTheFile(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/barrage-verify-tok1.txt" && strings.HasPrefix(r.Host, "shop.example:") {
+			fmt.Fprint(w, "tok1")
+			return
+		}
+		http.NotFound(w, r)
+	}))
+	defer srv.Close()
+	dns := startDNS(t, map[string]string{"shop.example.": "127.0.0.1", "gone.example.": "127.0.0.9"})
+	c := ownership.New(loopback, dns)
+	at, err := c.Check(context.Background(), target(t, "http://shop.example:"+portOf(srv.Listener), "tok1"))
+	require.NoError(t, err)
+	require.Equal(t, "127.0.0.1", at.String())
+	require.ErrorContains(t, check(c, target(t, "http://gone.example:"+portOf(srv.Listener), "tok1")), "connect")
+	require.ErrorContains(t, check(c, target(t, "http://none.example:"+portOf(srv.Listener), "tok1")), "no such host")
+}
+
+// startDNS answers A questions over UDP on 127.0.0.1 from records (name: IPv4 address), and
+// returns a resolver that asks it alone.
+func startDNS(t *testing.T, records map[string]string) *net.Resolver {
 	t.Helper()
 	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
 	require.NoError(t, err)
@@ -145,24 +157,18 @@ func startDNS(t *testing.T, records map[string][]string) *net.Resolver {
 			if err != nil {
 				continue
 			}
-			name := q.Name.String()
-			txt, ok := records[name]
-			if !ok {
-				txt, ok = records[strings.TrimSuffix(name, ".")]
-			}
+			addr, ok := records[q.Name.String()]
 			rh := dnsmessage.Header{ID: h.ID, Response: true, Authoritative: true, RCode: dnsmessage.RCodeSuccess}
 			if !ok {
 				rh.RCode = dnsmessage.RCodeNameError
 			}
 			b := dnsmessage.NewBuilder(nil, rh)
-			b.EnableCompression()
 			_ = b.StartQuestions()
 			_ = b.Question(q)
 			_ = b.StartAnswers()
-			if ok && q.Type == dnsmessage.TypeTXT {
-				for _, r := range txt {
-					_ = b.TXTResource(dnsmessage.ResourceHeader{Name: q.Name, Class: dnsmessage.ClassINET, TTL: 60}, dnsmessage.TXTResource{TXT: []string{r}})
-				}
+			if ok && q.Type == dnsmessage.TypeA {
+				_ = b.AResource(dnsmessage.ResourceHeader{Name: q.Name, Class: dnsmessage.ClassINET, TTL: 0},
+					dnsmessage.AResource{A: netip.MustParseAddr(addr).As4()})
 			}
 			out, err := b.Finish()
 			if err == nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/netip"
 	"time"
 
 	"github.com/google/uuid"
@@ -61,10 +62,14 @@ func (s *Store) DeleteTarget(ctx context.Context, ownerID, id uuid.UUID) error {
 	return nil
 }
 
-// TargetChecked records a check of ownerID's target id made at: it proved control when
-// checkError is empty.
-func (s *Store) TargetChecked(ctx context.Context, ownerID, id uuid.UUID, at time.Time, checkError string) (barrage.Target, error) {
-	row, err := s.q.TargetChecked(ctx, s.pool, dbsqlc.TargetCheckedParams{ID: id, OwnerID: ownerID, CheckedAt: at, CheckError: checkError})
+// TargetChecked records a check of ownerID's target id made at: it proved control from address
+// when checkError is empty.
+func (s *Store) TargetChecked(ctx context.Context, ownerID, id uuid.UUID, at time.Time, address netip.Addr, checkError string) (barrage.Target, error) {
+	addr := ""
+	if checkError == "" && address.IsValid() {
+		addr = address.String()
+	}
+	row, err := s.q.TargetChecked(ctx, s.pool, dbsqlc.TargetCheckedParams{ID: id, OwnerID: ownerID, CheckedAt: at, CheckError: checkError, Address: addr})
 	if err != nil {
 		return barrage.Target{}, translate(err, "target")
 	}
@@ -72,8 +77,12 @@ func (s *Store) TargetChecked(ctx context.Context, ownerID, id uuid.UUID, at tim
 }
 
 func targetFromRow(r dbsqlc.Target) barrage.Target {
-	return barrage.Target{
+	t := barrage.Target{
 		ID: r.ID, OwnerID: r.OwnerID, Scheme: r.Scheme, Host: r.Host, Port: int(r.Port), Token: r.Token,
 		VerifiedAt: r.VerifiedAt, CheckedAt: r.CheckedAt, CheckError: r.CheckError, CreatedAt: r.CreatedAt,
 	}
+	if a, err := netip.ParseAddr(r.Address); err == nil {
+		t.Address = a
+	}
+	return t
 }

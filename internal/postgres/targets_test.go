@@ -2,6 +2,7 @@ package postgres_test
 
 import (
 	"context"
+	"net/netip"
 	"testing"
 	"time"
 
@@ -27,16 +28,18 @@ func TestTargetChecksAreRecordedForTheirOwnerAlone(t *testing.T) {
 	require.False(t, tg.Verified())
 
 	at := time.Now().UTC().Truncate(time.Millisecond)
-	tg, err = store.TargetChecked(ctx, owner.ID, tg.ID, at, "")
+	tg, err = store.TargetChecked(ctx, owner.ID, tg.ID, at, netip.MustParseAddr("127.0.0.1"), "")
 	require.NoError(t, err)
 	require.True(t, tg.Verified())
+	require.Equal(t, "127.0.0.1:8080@127.0.0.1", tg.Pinned())
 	require.WithinDuration(t, at, *tg.VerifiedAt, time.Millisecond)
-	tg, err = store.TargetChecked(ctx, owner.ID, tg.ID, at.Add(time.Minute), "answered 404")
+	tg, err = store.TargetChecked(ctx, owner.ID, tg.ID, at.Add(time.Minute), netip.Addr{}, "answered 404")
 	require.NoError(t, err)
 	require.False(t, tg.Verified())
 	require.Equal(t, "answered 404", tg.CheckError)
+	require.False(t, tg.Address.IsValid(), "a failed check pins nothing")
 
-	_, err = store.TargetChecked(ctx, other.ID, tg.ID, at, "")
+	_, err = store.TargetChecked(ctx, other.ID, tg.ID, at, netip.MustParseAddr("127.0.0.1"), "")
 	require.ErrorIs(t, err, barrage.ErrNotFound)
 	_, err = store.Target(ctx, other.ID, tg.ID)
 	require.ErrorIs(t, err, barrage.ErrNotFound)

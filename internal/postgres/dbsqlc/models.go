@@ -246,6 +246,7 @@ type Target struct {
 	VerifiedAt *time.Time
 	CheckedAt  *time.Time
 	CheckError string
+	Address    string
 	CreatedAt  time.Time
 }
 

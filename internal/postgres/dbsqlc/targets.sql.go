@@ -16,24 +16,27 @@ const targetChecked = `-- name: TargetChecked :one
 UPDATE targets
 SET checked_at = $1::timestamptz,
     verified_at = CASE WHEN $2::text = '' THEN $1::timestamptz ELSE NULL END,
-    check_error = $2::text
-WHERE id = $3 AND owner_id = $4
-RETURNING id, owner_id, scheme, host, port, token, verified_at, checked_at, check_error, created_at
+    check_error = $2::text,
+    address = $3::text
+WHERE id = $4 AND owner_id = $5
+RETURNING id, owner_id, scheme, host, port, token, verified_at, checked_at, check_error, address, created_at
 `
 
 type TargetCheckedParams struct {
 	CheckedAt  time.Time
 	CheckError string
+	Address    string
 	ID         uuid.UUID
 	OwnerID    uuid.UUID
 }
 
 // TargetChecked records a check's outcome: verified_at moves to its time when it proved control
-// and is cleared when it did not.
+// (from address) and is cleared when it did not.
 func (q *Queries) TargetChecked(ctx context.Context, db DBTX, arg TargetCheckedParams) (Target, error) {
 	row := db.QueryRow(ctx, targetChecked,
 		arg.CheckedAt,
 		arg.CheckError,
+		arg.Address,
 		arg.ID,
 		arg.OwnerID,
 	)
@@ -48,6 +51,7 @@ func (q *Queries) TargetChecked(ctx context.Context, db DBTX, arg TargetCheckedP
 		&i.VerifiedAt,
 		&i.CheckedAt,
 		&i.CheckError,
+		&i.Address,
 		&i.CreatedAt,
 	)
 	return i, err
@@ -71,7 +75,7 @@ func (q *Queries) TargetDelete(ctx context.Context, db DBTX, arg TargetDeletePar
 }
 
 const targetGet = `-- name: TargetGet :one
-SELECT id, owner_id, scheme, host, port, token, verified_at, checked_at, check_error, created_at FROM targets WHERE id = $1 AND owner_id = $2
+SELECT id, owner_id, scheme, host, port, token, verified_at, checked_at, check_error, address, created_at FROM targets WHERE id = $1 AND owner_id = $2
 `
 
 type TargetGetParams struct {
@@ -92,6 +96,7 @@ func (q *Queries) TargetGet(ctx context.Context, db DBTX, arg TargetGetParams) (
 		&i.VerifiedAt,
 		&i.CheckedAt,
 		&i.CheckError,
+		&i.Address,
 		&i.CreatedAt,
 	)
 	return i, err
@@ -101,7 +106,7 @@ const targetInsert = `-- name: TargetInsert :one
 INSERT INTO targets (id, owner_id, scheme, host, port, token)
 SELECT $1, $2, $3, $4, $5, $6
 WHERE (SELECT count(*) FROM targets WHERE owner_id = $2) < $7::bigint
-RETURNING id, owner_id, scheme, host, port, token, verified_at, checked_at, check_error, created_at
+RETURNING id, owner_id, scheme, host, port, token, verified_at, checked_at, check_error, address, created_at
 `
 
 type TargetInsertParams struct {
@@ -135,13 +140,14 @@ func (q *Queries) TargetInsert(ctx context.Context, db DBTX, arg TargetInsertPar
 		&i.VerifiedAt,
 		&i.CheckedAt,
 		&i.CheckError,
+		&i.Address,
 		&i.CreatedAt,
 	)
 	return i, err
 }
 
 const targetList = `-- name: TargetList :many
-SELECT id, owner_id, scheme, host, port, token, verified_at, checked_at, check_error, created_at FROM targets WHERE owner_id = $1 ORDER BY host, port, id
+SELECT id, owner_id, scheme, host, port, token, verified_at, checked_at, check_error, address, created_at FROM targets WHERE owner_id = $1 ORDER BY host, port, id
 `
 
 func (q *Queries) TargetList(ctx context.Context, db DBTX, ownerID uuid.UUID) ([]Target, error) {
@@ -163,6 +169,7 @@ func (q *Queries) TargetList(ctx context.Context, db DBTX, ownerID uuid.UUID) ([
 			&i.VerifiedAt,
 			&i.CheckedAt,
 			&i.CheckError,
+			&i.Address,
 			&i.CreatedAt,
 		); err != nil {
 			return nil, err

@@ -14,11 +14,12 @@ SELECT * FROM targets WHERE owner_id = @owner_id ORDER BY host, port, id;
 DELETE FROM targets WHERE id = @id AND owner_id = @owner_id;
 
 -- TargetChecked records a check's outcome: verified_at moves to its time when it proved control
--- and is cleared when it did not.
+-- (from address) and is cleared when it did not.
 -- name: TargetChecked :one
 UPDATE targets
 SET checked_at = @checked_at::timestamptz,
     verified_at = CASE WHEN @check_error::text = '' THEN @checked_at::timestamptz ELSE NULL END,
-    check_error = @check_error::text
+    check_error = @check_error::text,
+    address = @address::text
 WHERE id = @id AND owner_id = @owner_id
 RETURNING *;
