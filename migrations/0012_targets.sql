@@ -29,3 +29,10 @@ ALTER TABLE runs ADD COLUMN destinations text[];
 -- The protocol an agent spoke when it last asked for work: work that needs a newer one (a job
 -- bounded to destinations) is not handed to it.
 ALTER TABLE agents ADD COLUMN protocol integer NOT NULL DEFAULT 0;
+
+-- What a run aims at the addresses that proved control of its targets, for the cap on the
+-- combined load of every user's runs at one address: its VUs as admitted, and those addresses.
+ALTER TABLE runs ADD COLUMN vus integer NOT NULL DEFAULT 0;
+ALTER TABLE runs ADD COLUMN dest_addresses text[];
+CREATE INDEX runs_dest_addresses_idx ON runs USING gin (dest_addresses)
+    WHERE state IN ('created', 'queued', 'starting', 'running');

@@ -71,7 +71,8 @@ func runServe(ctx context.Context, e env, args []string) error {
 
 	metrics := telemetry.New(db.pool, store, log.With(slog.String("component", "metrics")))
 	ctl := control.New(store, log.With(slog.String("component", "control")), control.Config{IngestLag: metrics.IngestLag,
-		Targets: control.TargetsConfig{Open: cfg.OpenTargets, All: cfg.OpenAllTargets, Checker: ownership.New(&cfg.VerifyTargets, ownership.Resolver(cfg.VerifyDNS))}})
+		Targets: control.TargetsConfig{Open: cfg.OpenTargets, All: cfg.OpenAllTargets, MaxVUsPerAddress: cfg.DestinationMaxVUs,
+			Checker: ownership.New(&cfg.VerifyTargets, ownership.Resolver(cfg.VerifyDNS))}})
 	blobs, err := openBlobs(ctx, cfg)
 	if err != nil {
 		return err

@@ -3,6 +3,7 @@ package barrage
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -228,6 +229,21 @@ type Run struct {
 	// may load: set for a run on a shared agent, to the operator's open targets and those of
 	// its owner's targets verified at its start.
 	Destinations []string
+	// VUs is the load admitted: the VUs of a closed model, the most of an open one.
+	VUs int
+}
+
+// PinnedAddresses are the addresses the run's destinations are pinned to, each once, in order:
+// those its load is aimed at on shared agents.
+func (r Run) PinnedAddresses() []string {
+	var out []string
+	for _, d := range r.Destinations {
+		if _, addr, ok := strings.Cut(d, "@"); ok && !slices.Contains(out, addr) {
+			out = append(out, addr)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // Idempotency makes a retried create answer with what the first one created: the client's key,

@@ -64,6 +64,9 @@ type Config struct {
 	VerifyTargets netpolicy.Policy
 	// VerifyDNS is the DNS server (host:port) the ownership check asks; empty: the system's.
 	VerifyDNS string
+	// DestinationMaxVUs caps the VUs every user's runs on shared agents together may aim at
+	// one address that proved control of a target; 0 sets no cap.
+	DestinationMaxVUs int
 }
 
 // Setting documents one setting: its flag, its environment variable and its default.
@@ -98,6 +101,7 @@ var Settings = []Setting{
 	{"demo-agent-allow", "BARRAGE_DEMO_AGENT_ALLOW", "127.0.0.1:8081,[::1]:8081", "internal destinations the demo agent may load, comma-separated CIDRs, addresses or address:port; the default is barrage demo-shop's address alone"},
 	{"open-targets", "BARRAGE_OPEN_TARGETS", "", "targets (comma-separated host:port) every user's runs on shared agents may load without proving control: the operator's own; * opens all (a portal whose users are all trusted); the demo agent's address:port entries are open while it runs"},
 	{"verify-allow", "BARRAGE_VERIFY_ALLOW", "", "internal destinations the ownership check of targets may reach, comma-separated CIDRs, addresses or address:port; default none"},
+	{"destination-max-vus", "BARRAGE_DESTINATION_MAX_VUS", "1000", "the most VUs every user's runs on shared agents together may aim at one address that proved control of a target; 0 sets no cap"},
 	{"verify-dns", "BARRAGE_VERIFY_DNS", "", "DNS server (host:port) the ownership check of targets asks for the addresses of their names; default the system's"},
 }
 
@@ -276,6 +280,9 @@ func parse(v map[string]*string) (Config, error) {
 	c.VerifyTargets.Setting = "serve's --verify-allow (BARRAGE_VERIFY_ALLOW)"
 	if c.VerifyTargets.Allow, c.VerifyTargets.AllowPorts, err = netpolicy.ParseAllow(strings.Split(*v["verify-allow"], ",")); err != nil {
 		bad("verify-allow", err.Error())
+	}
+	if c.DestinationMaxVUs, err = strconv.Atoi(*v["destination-max-vus"]); err != nil || c.DestinationMaxVUs < 0 {
+		bad("destination-max-vus", "want a number of VUs, or 0 for no cap")
 	}
 	if c.VerifyDNS = *v["verify-dns"]; c.VerifyDNS != "" {
 		if _, _, err := net.SplitHostPort(c.VerifyDNS); err != nil {

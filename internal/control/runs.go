@@ -139,7 +139,7 @@ func (s *Service) createRun(ctx context.Context, p barrage.Principal, sc barrage
 		Manifest: barrage.RunManifest{ScriptSHA256: hex.EncodeToString(sc.SHA256), ScriptName: sc.Name,
 			Plugins: sc.Manifest.Plugins, Files: sc.Manifest.Files, Warnings: deprecations(plugins)},
 		Limits:       barrage.Limits{MaxVUs: limits.MaxVUs, MaxRunDuration: limits.MaxRunDuration},
-		Destinations: destinations,
+		Destinations: destinations, VUs: adm.vus,
 	}
 	for i, seg := range engine.Split(len(agents)) {
 		run.Shards = append(run.Shards, barrage.Shard{
@@ -159,6 +159,9 @@ func (s *Service) createRun(ctx context.Context, p barrage.Principal, sc barrage
 		return busyAgent(agents, busy, in)
 	}
 	return s.store.CreateRun(ctx, run, idem, guard, func(tx pgx.Tx) error {
+		if err := s.checkAddressLoads(ctx, tx, run); err != nil {
+			return err
+		}
 		if err := s.store.CountPluginRuns(ctx, tx, run.Manifest.Plugins); err != nil {
 			return err
 		}
@@ -187,6 +190,8 @@ type admission struct {
 	agents []barrage.Agent
 	limits barrage.Limits
 	check  func(active int) error
+	// vus is the load admitted: the VUs of a closed model, the most of an open one.
+	vus int
 }
 
 // admit chooses the run's agents and checks its load against the tightest of p's license and
@@ -208,7 +213,7 @@ func (s *Service) admit(ctx context.Context, p barrage.Principal, parsed *script
 	for _, a := range agents {
 		limits = limits.Tightest(a.Limits)
 	}
-	adm := admission{agents: agents, limits: limits, check: func(active int) error {
+	adm := admission{agents: agents, limits: limits, vus: load.VUs, check: func(active int) error {
 		load := load
 		load.ActiveRuns = active
 		if l := p.User.License; l != nil {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 
 	"github.com/barrage-load/barrage/internal/barrage"
 	"github.com/barrage-load/barrage/internal/netpolicy"
@@ -28,6 +29,9 @@ type TargetsConfig struct {
 	// Checker checks a target's proof (default: ownership.New(nil, nil), which reaches no
 	// internal address).
 	Checker *ownership.Checker
+	// MaxVUsPerAddress caps the VUs that every user's runs on shared agents together may aim
+	// at one address that proved control of a target; 0 sets no cap.
+	MaxVUsPerAddress int
 }
 
 // CreateTarget registers the target at rawURL for p, with a token of its own, not yet verified.
@@ -256,4 +260,24 @@ func destinationOf(raw string, complete bool) (string, bool) {
 		}
 	}
 	return netpolicy.JoinDestination(u.Hostname(), port), true
+}
+
+// checkAddressLoads refuses run, stored in tx, when with it the runs not ended aim more VUs at one
+// of its proved addresses than the cap.
+func (s *Service) checkAddressLoads(ctx context.Context, tx pgx.Tx, run barrage.Run) error {
+	capVUs, addrs := s.cfg.Targets.MaxVUsPerAddress, run.PinnedAddresses()
+	if capVUs <= 0 || len(addrs) == 0 {
+		return nil
+	}
+	loads, err := s.store.DestinationLoads(ctx, tx, addrs)
+	if err != nil {
+		return err
+	}
+	for _, a := range addrs {
+		if loads[a] > int64(capVUs) {
+			return barrage.Invalid("vus", fmt.Sprintf("runs not ended aim %d VUs at %s already; with this run's %d they would pass the %d "+
+				"that every user's runs together may aim at one address: try later, or with fewer VUs", loads[a]-int64(run.VUs), a, run.VUs, capVUs))
+		}
+	}
+	return nil
 }

@@ -183,3 +183,44 @@ func TestARunOnASharedAgentLoadsOnlyVerifiedTargets(t *testing.T) {
 	job = b.do("POST", "/v1/agent/lease", ownToken, hello).json(t)["shard"].(map[string]any)
 	require.NotContains(t, job, "destinations")
 }
+
+// Every user's runs on shared agents together aim at most the cap of VUs at one address that
+// proved control: two accounts that both proved the same host share it, and a run that would
+// pass it is refused on vus, saying how many are aimed there already.
+func TestTheLoadAtOneAddressIsCappedAcrossUsers(t *testing.T) {
+	t.Parallel()
+	loopback := &netpolicy.Policy{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}
+	b := setup(t, setupOpts{targets: &control.TargetsConfig{Checker: ownership.New(loopback, nil), MaxVUsPerAddress: 10}})
+	admin, u := b.adminAndUser()
+	shop := newProofServer(t)
+	prove := func(who user) {
+		r := b.do("POST", "/v1/targets", who.access, map[string]any{"url": shop.URL})
+		require.Equal(t, http.StatusCreated, r.status, "body: %s", r.body)
+		shop.serve(r.json(t)["token"].(string), true)
+		require.Equal(t, true, b.do("POST", "/v1/targets/"+r.json(t)["id"].(string)+"/verify", who.access, nil).json(t)["verified"])
+	}
+	prove(admin)
+	prove(u)
+	var agents []string
+	for _, name := range []string{"one", "two", "three"} {
+		id, token := b.registerAgent("/v1/admin/agents", admin.access, name, nil)
+		require.Equal(t, http.StatusNoContent, b.do("POST", "/v1/agent/lease", token, hello).status)
+		agents = append(agents, id)
+	}
+	src := strings.ReplaceAll(smokeScript, "http://127.0.0.1:9/", shop.URL+"/")
+	start := func(who user, agent string, vus int) response {
+		return b.do("POST", "/v1/runs", who.access, map[string]any{"script_id": b.addScript(who, src), "agent_ids": []string{agent},
+			"vus": vus, "duration_seconds": 5})
+	}
+	r := start(admin, agents[0], 6)
+	require.Equal(t, http.StatusCreated, r.status, "body: %s", r.body)
+	p := requireProblem(t, start(u, agents[1], 5), http.StatusUnprocessableEntity)
+	require.Contains(t, requireField(t, p, "vus"), "aim 6 VUs at 127.0.0.1 already; with this run's 5 they would pass the 10")
+	r = start(u, agents[1], 4)
+	require.Equal(t, http.StatusCreated, r.status, "up to the cap: %s", r.body)
+
+	// A run that ended frees its share.
+	require.Equal(t, http.StatusOK, b.do("POST", "/v1/runs/"+r.json(t)["id"].(string)+"/cancel", u.access, nil).status)
+	r = start(u, agents[2], 4)
+	require.Equal(t, http.StatusCreated, r.status, "body: %s", r.body)
+}

@@ -67,6 +67,24 @@ func (s *Store) scriptWithFiles(ctx context.Context, db dbsqlc.DBTX, row dbsqlc.
 	return sc, nil
 }
 
+// DestinationLoads returns, in tx, the VUs that the runs not ended aim at each of addresses
+// (those at none are left out), after waiting for the other creations of runs aimed at proved
+// addresses: a run stored in tx after this call counts in the next one's.
+func (s *Store) DestinationLoads(ctx context.Context, tx pgx.Tx, addresses []string) (map[string]int64, error) {
+	if err := s.q.DestinationLock(ctx, tx); err != nil {
+		return nil, err
+	}
+	rows, err := s.q.DestinationLoads(ctx, tx, addresses)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]int64, len(rows))
+	for _, r := range rows {
+		out[r.Address] = r.Vus
+	}
+	return out, nil
+}
+
 // RunGuard checks a run about to be stored against what concurrent creations change: the count
 // of its owner's runs not ended, and which of its agents hold a shard not yet ended. An error
 // stores nothing.
@@ -105,6 +123,7 @@ func (s *Store) CreateRun(ctx context.Context, r barrage.Run, idem *barrage.Idem
 		row, err := s.q.RunInsert(ctx, tx, dbsqlc.RunInsertParams{
 			ID: r.ID, OwnerID: r.OwnerID, ScriptID: r.ScriptID, Manifest: manifest, State: string(r.State), Load: load,
 			MaxVus: vus, MaxRunSeconds: secs, IdempotencyKey: key, RequestSha256: request, Destinations: r.Destinations,
+			Vus: int32(r.VUs), DestAddresses: r.PinnedAddresses(),
 		})
 		if err != nil {
 			return err
@@ -502,7 +521,7 @@ func runFromRow(row dbsqlc.Run) (barrage.Run, error) {
 	r := barrage.Run{
 		ID: row.ID, OwnerID: row.OwnerID, ScriptID: row.ScriptID, State: barrage.RunState(row.State), Reason: row.Reason,
 		Limits: limitsFromRow(row.MaxVus, row.MaxRunSeconds, nil), StartAt: row.StartAt, CreatedAt: row.CreatedAt,
-		EndedAt: row.EndedAt, Destinations: row.Destinations,
+		EndedAt: row.EndedAt, Destinations: row.Destinations, VUs: int(row.Vus),
 	}
 	if row.StopState != nil {
 		r.Stop = &barrage.RunStop{State: barrage.RunState(*row.StopState), Reason: deref(row.StopReason)}

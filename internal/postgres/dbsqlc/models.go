@@ -182,6 +182,8 @@ type Run struct {
 	Summary        []byte
 	RequestSha256  []byte
 	Destinations   []string
+	Vus            int32
+	DestAddresses  []string
 }
 
 type Script struct {

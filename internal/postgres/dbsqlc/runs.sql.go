@@ -12,6 +12,52 @@ import (
 	"github.com/google/uuid"
 )
 
+const destinationLoads = `-- name: DestinationLoads :many
+SELECT a::text AS address, sum(r.vus)::bigint AS vus
+FROM runs r, unnest(r.dest_addresses) AS a
+WHERE r.state IN ('created', 'queued', 'starting', 'running') AND a = ANY($1::text[])
+GROUP BY a
+ORDER BY a
+`
+
+type DestinationLoadsRow struct {
+	Address string
+	Vus     int64
+}
+
+// DestinationLoads sums, for each of the addresses given, the VUs of the runs not ended that aim
+// at it.
+func (q *Queries) DestinationLoads(ctx context.Context, db DBTX, addresses []string) ([]DestinationLoadsRow, error) {
+	rows, err := db.Query(ctx, destinationLoads, addresses)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []DestinationLoadsRow
+	for rows.Next() {
+		var i DestinationLoadsRow
+		if err := rows.Scan(&i.Address, &i.Vus); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const destinationLock = `-- name: DestinationLock :exec
+SELECT pg_advisory_xact_lock(hashtext('barrage.run-destinations'))
+`
+
+// DestinationLock makes the creations of runs aimed at proved addresses take turns, so that the
+// cap on the load at one address holds however many are created at once.
+func (q *Queries) DestinationLock(ctx context.Context, db DBTX) error {
+	_, err := db.Exec(ctx, destinationLock)
+	return err
+}
+
 const runCountActive = `-- name: RunCountActive :one
 SELECT count(*) FROM runs
 WHERE owner_id = $1 AND state IN ('created', 'queued', 'starting', 'running')
@@ -81,7 +127,7 @@ func (q *Queries) RunEnd(ctx context.Context, db DBTX, arg RunEndParams) (int64,
 }
 
 const runGet = `-- name: RunGet :one
-SELECT id, owner_id, script_id, manifest, state, reason, load, max_vus, max_run_seconds, idempotency_key, start_at, created_at, ended_at, stop_state, stop_reason, summary, request_sha256, destinations FROM runs WHERE id = $1 AND owner_id = $2
+SELECT id, owner_id, script_id, manifest, state, reason, load, max_vus, max_run_seconds, idempotency_key, start_at, created_at, ended_at, stop_state, stop_reason, summary, request_sha256, destinations, vus, dest_addresses FROM runs WHERE id = $1 AND owner_id = $2
 `
 
 type RunGetParams struct {
@@ -111,12 +157,14 @@ func (q *Queries) RunGet(ctx context.Context, db DBTX, arg RunGetParams) (Run, e
 		&i.Summary,
 		&i.RequestSha256,
 		&i.Destinations,
+		&i.Vus,
+		&i.DestAddresses,
 	)
 	return i, err
 }
 
 const runGetByID = `-- name: RunGetByID :one
-SELECT id, owner_id, script_id, manifest, state, reason, load, max_vus, max_run_seconds, idempotency_key, start_at, created_at, ended_at, stop_state, stop_reason, summary, request_sha256, destinations FROM runs WHERE id = $1
+SELECT id, owner_id, script_id, manifest, state, reason, load, max_vus, max_run_seconds, idempotency_key, start_at, created_at, ended_at, stop_state, stop_reason, summary, request_sha256, destinations, vus, dest_addresses FROM runs WHERE id = $1
 `
 
 // RunGetByID reads a run by id alone, for agents' and the control plane's own work. It takes no
@@ -144,12 +192,14 @@ func (q *Queries) RunGetByID(ctx context.Context, db DBTX, id uuid.UUID) (Run, e
 		&i.Summary,
 		&i.RequestSha256,
 		&i.Destinations,
+		&i.Vus,
+		&i.DestAddresses,
 	)
 	return i, err
 }
 
 const runGetByIdempotencyKey = `-- name: RunGetByIdempotencyKey :one
-SELECT id, owner_id, script_id, manifest, state, reason, load, max_vus, max_run_seconds, idempotency_key, start_at, created_at, ended_at, stop_state, stop_reason, summary, request_sha256, destinations FROM runs WHERE owner_id = $1 AND idempotency_key = $2
+SELECT id, owner_id, script_id, manifest, state, reason, load, max_vus, max_run_seconds, idempotency_key, start_at, created_at, ended_at, stop_state, stop_reason, summary, request_sha256, destinations, vus, dest_addresses FROM runs WHERE owner_id = $1 AND idempotency_key = $2
 `
 
 type RunGetByIdempotencyKeyParams struct {
@@ -179,6 +229,8 @@ func (q *Queries) RunGetByIdempotencyKey(ctx context.Context, db DBTX, arg RunGe
 		&i.Summary,
 		&i.RequestSha256,
 		&i.Destinations,
+		&i.Vus,
+		&i.DestAddresses,
 	)
 	return i, err
 }
@@ -200,9 +252,10 @@ func (q *Queries) RunGetSummary(ctx context.Context, db DBTX, arg RunGetSummaryP
 }
 
 const runInsert = `-- name: RunInsert :one
-INSERT INTO runs (id, owner_id, script_id, manifest, state, load, max_vus, max_run_seconds, idempotency_key, request_sha256, destinations)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
-RETURNING id, owner_id, script_id, manifest, state, reason, load, max_vus, max_run_seconds, idempotency_key, start_at, created_at, ended_at, stop_state, stop_reason, summary, request_sha256, destinations
+INSERT INTO runs (id, owner_id, script_id, manifest, state, load, max_vus, max_run_seconds, idempotency_key, request_sha256, destinations,
+                  vus, dest_addresses)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
+RETURNING id, owner_id, script_id, manifest, state, reason, load, max_vus, max_run_seconds, idempotency_key, start_at, created_at, ended_at, stop_state, stop_reason, summary, request_sha256, destinations, vus, dest_addresses
 `
 
 type RunInsertParams struct {
@@ -217,6 +270,8 @@ type RunInsertParams struct {
 	IdempotencyKey *string
 	RequestSha256  []byte
 	Destinations   []string
+	Vus            int32
+	DestAddresses  []string
 }
 
 func (q *Queries) RunInsert(ctx context.Context, db DBTX, arg RunInsertParams) (Run, error) {
@@ -232,6 +287,8 @@ func (q *Queries) RunInsert(ctx context.Context, db DBTX, arg RunInsertParams) (
 		arg.IdempotencyKey,
 		arg.RequestSha256,
 		arg.Destinations,
+		arg.Vus,
+		arg.DestAddresses,
 	)
 	var i Run
 	err := row.Scan(
@@ -253,12 +310,14 @@ func (q *Queries) RunInsert(ctx context.Context, db DBTX, arg RunInsertParams) (
 		&i.Summary,
 		&i.RequestSha256,
 		&i.Destinations,
+		&i.Vus,
+		&i.DestAddresses,
 	)
 	return i, err
 }
 
 const runList = `-- name: RunList :many
-SELECT id, owner_id, script_id, manifest, state, reason, load, max_vus, max_run_seconds, idempotency_key, start_at, created_at, ended_at, stop_state, stop_reason, summary, request_sha256, destinations FROM runs
+SELECT id, owner_id, script_id, manifest, state, reason, load, max_vus, max_run_seconds, idempotency_key, start_at, created_at, ended_at, stop_state, stop_reason, summary, request_sha256, destinations, vus, dest_addresses FROM runs
 WHERE owner_id = $1 AND ($2::uuid IS NULL OR id < $2::uuid)
 ORDER BY id DESC
 LIMIT $3
@@ -298,6 +357,8 @@ func (q *Queries) RunList(ctx context.Context, db DBTX, arg RunListParams) ([]Ru
 			&i.Summary,
 			&i.RequestSha256,
 			&i.Destinations,
+			&i.Vus,
+			&i.DestAddresses,
 		); err != nil {
 			return nil, err
 		}
@@ -310,7 +371,7 @@ func (q *Queries) RunList(ctx context.Context, db DBTX, arg RunListParams) ([]Ru
 }
 
 const runListOpen = `-- name: RunListOpen :many
-SELECT id, owner_id, script_id, manifest, state, reason, load, max_vus, max_run_seconds, idempotency_key, start_at, created_at, ended_at, stop_state, stop_reason, summary, request_sha256, destinations FROM runs WHERE ended_at IS NULL ORDER BY id
+SELECT id, owner_id, script_id, manifest, state, reason, load, max_vus, max_run_seconds, idempotency_key, start_at, created_at, ended_at, stop_state, stop_reason, summary, request_sha256, destinations, vus, dest_addresses FROM runs WHERE ended_at IS NULL ORDER BY id
 `
 
 // RunListOpen lists the runs not yet ended, for the watchdog.
@@ -342,6 +403,8 @@ func (q *Queries) RunListOpen(ctx context.Context, db DBTX) ([]Run, error) {
 			&i.Summary,
 			&i.RequestSha256,
 			&i.Destinations,
+			&i.Vus,
+			&i.DestAddresses,
 		); err != nil {
 			return nil, err
 		}

@@ -1,6 +1,7 @@
 -- name: RunInsert :one
-INSERT INTO runs (id, owner_id, script_id, manifest, state, load, max_vus, max_run_seconds, idempotency_key, request_sha256, destinations)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
+INSERT INTO runs (id, owner_id, script_id, manifest, state, load, max_vus, max_run_seconds, idempotency_key, request_sha256, destinations,
+                  vus, dest_addresses)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
 RETURNING *;
 
 -- name: RunGet :one
@@ -64,3 +65,17 @@ FOR UPDATE OF runs;
 -- RunCountByState counts the runs in each state, for the server's metrics.
 -- name: RunCountByState :many
 SELECT state, count(*) AS n FROM runs GROUP BY state;
+
+-- DestinationLock makes the creations of runs aimed at proved addresses take turns, so that the
+-- cap on the load at one address holds however many are created at once.
+-- name: DestinationLock :exec
+SELECT pg_advisory_xact_lock(hashtext('barrage.run-destinations'));
+
+-- DestinationLoads sums, for each of the addresses given, the VUs of the runs not ended that aim
+-- at it.
+-- name: DestinationLoads :many
+SELECT a::text AS address, sum(r.vus)::bigint AS vus
+FROM runs r, unnest(r.dest_addresses) AS a
+WHERE r.state IN ('created', 'queued', 'starting', 'running') AND a = ANY(@addresses::text[])
+GROUP BY a
+ORDER BY a;
