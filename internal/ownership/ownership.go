@@ -127,14 +127,22 @@ func (c *Checker) file(ctx context.Context, t barrage.Target) error {
 	return nil
 }
 
-// cause is err without the method and URL net/http puts before it (the message names them).
+// cause says why the fetch failed: the policy's refusal, a name that does not resolve, or that
+// the target could not be reached, without telling a refused connection from a silent port or a
+// stranger protocol, which would map the ports of whatever network the operator lets the check
+// reach.
 func cause(err error) string {
-	if errors.Is(err, context.DeadlineExceeded) {
-		return fmt.Sprintf("no answer within %s", Timeout)
+	var dns *net.DNSError
+	switch {
+	case errors.Is(err, netpolicy.ErrRefused):
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return err.Error()
+	case errors.As(err, &dns):
+		dns.Server = ""
+		return dns.Error()
 	}
-	var ue *url.Error
-	if errors.As(err, &ue) {
-		err = ue.Err
-	}
-	return err.Error()
+	return fmt.Sprintf("cannot be reached, or gave no HTTP answer within %s", Timeout)
 }

@@ -130,7 +130,7 @@ func TestANamedHostIsProvedAtTheAddressThatServedTheFile(t *testing.T) {
 	at, err := c.Check(context.Background(), target(t, "http://shop.example:"+portOf(srv.Listener), "tok1"))
 	require.NoError(t, err)
 	require.Equal(t, "127.0.0.1", at.String())
-	require.ErrorContains(t, check(c, target(t, "http://gone.example:"+portOf(srv.Listener), "tok1")), "connect")
+	require.ErrorContains(t, check(c, target(t, "http://gone.example:"+portOf(srv.Listener), "tok1")), "cannot be reached")
 	require.ErrorContains(t, check(c, target(t, "http://none.example:"+portOf(srv.Listener), "tok1")), "no such host")
 }
 

@@ -16,8 +16,16 @@ import (
 
 // CreateTarget registers t for its owner, up to barrage.MaxTargets of them.
 func (s *Store) CreateTarget(ctx context.Context, t barrage.Target) (barrage.Target, error) {
-	row, err := s.q.TargetInsert(ctx, s.pool, dbsqlc.TargetInsertParams{
-		ID: t.ID, OwnerID: t.OwnerID, Scheme: t.Scheme, Host: t.Host, Port: int32(t.Port), Token: t.Token, MaxTargets: barrage.MaxTargets,
+	var row dbsqlc.Target
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		if err := s.q.TargetLock(ctx, tx, t.OwnerID.String()); err != nil {
+			return err
+		}
+		var err error
+		row, err = s.q.TargetInsert(ctx, tx, dbsqlc.TargetInsertParams{
+			ID: t.ID, OwnerID: t.OwnerID, Scheme: t.Scheme, Host: t.Host, Port: int32(t.Port), Token: t.Token, MaxTargets: barrage.MaxTargets,
+		})
+		return err
 	})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return barrage.Target{}, barrage.Invalid("url", fmt.Sprintf("an account registers at most %d targets: remove one first", barrage.MaxTargets))

@@ -181,3 +181,14 @@ func (q *Queries) TargetList(ctx context.Context, db DBTX, ownerID uuid.UUID) ([
 	}
 	return items, nil
 }
+
+const targetLock = `-- name: TargetLock :exec
+SELECT pg_advisory_xact_lock(hashtext('barrage.targets:' || $1::text))
+`
+
+// TargetLock makes an account's registrations of targets take turns, so that the count the
+// insert checks holds.
+func (q *Queries) TargetLock(ctx context.Context, db DBTX, ownerID string) error {
+	_, err := db.Exec(ctx, targetLock, ownerID)
+	return err
+}

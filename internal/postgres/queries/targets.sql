@@ -1,3 +1,8 @@
+-- TargetLock makes an account's registrations of targets take turns, so that the count the
+-- insert checks holds.
+-- name: TargetLock :exec
+SELECT pg_advisory_xact_lock(hashtext('barrage.targets:' || sqlc.arg(owner_id)::text));
+
 -- name: TargetInsert :one
 INSERT INTO targets (id, owner_id, scheme, host, port, token)
 SELECT @id, @owner_id, @scheme, @host, @port, @token
