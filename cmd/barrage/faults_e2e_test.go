@@ -1,0 +1,217 @@
+package main_test
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/barrage-load/barrage/internal/pgembed"
+)
+
+// freePort is a port on 127.0.0.1 that nothing listened on a moment ago.
+func freePort(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// TestTheDatabaseRestartsUnderARun: serve on a PostgreSQL of its own, a private agent, a run
+// under way. PostgreSQL stops: the API answers 503 with Retry-After, never 500. It comes back:
+// the API answers again within 10 seconds, the run goes on, and no second of its metrics is
+// lost: the summary counts every request the target served.
+func TestTheDatabaseRestartsUnderARun(t *testing.T) {
+	ctx := context.Background()
+	pgCfg := pgembed.Config{DataDir: reachableDir(t), Port: freePort(t), Database: "barrage", Fast: true}
+	pg, err := pgembed.Start(ctx, pgCfg)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = pg.Stop(context.Background()) })
+
+	target := newCountingTarget(t)
+	p := startServe(t, reachableDir(t), nil, "DATABASE_URL="+pg.DSN())
+	cfg := t.TempDir()
+	code := codeLine.FindStringSubmatch(p.stdout.String())[1]
+	mustCLI(t, p, cfg, "admin password 123\n", "signup", "--code", code, "--email", "ada@example.com", "--name", "Ada")
+	mustCLI(t, p, cfg, "admin password 123\n", "login", "--email", "ada@example.com")
+	token := strings.TrimSpace(mustCLI(t, p, cfg, "", "tokens", "create", "--name", "faults", "--scopes", "read,write"))
+	startAgent(t, p, strings.TrimSpace(mustCLI(t, p, cfg, "", "agents", "create", "one")))
+	eventually(t, 30*time.Second, "the agent online", func() bool {
+		return strings.Contains(mustCLI(t, p, cfg, "", "agents", "list"), " online ")
+	})
+	file := filepath.Join(t.TempDir(), "steady.yaml")
+	require.NoError(t, os.WriteFile(file, []byte(fmt.Sprintf(`version: 1
+name: steady
+session:
+  groups:
+    - name: home
+      requests:
+        - { name: home, url: "%s/" }
+load:
+  vus: 2
+  duration: 15s
+`, target.srv.URL)), 0o644))
+	id := runIDLine.FindStringSubmatch(mustCLI(t, p, cfg, "", "runs", "start", "--file", file))[1]
+	status := func() (int, http.Header) {
+		req, err := http.NewRequest("GET", p.url+"/v1/runs/"+id, nil)
+		require.NoError(t, err)
+		req.Header.Set("Authorization", "Bearer "+token)
+		res, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		res.Body.Close()
+		return res.StatusCode, res.Header
+	}
+	eventually(t, 30*time.Second, "the run under way", func() bool {
+		var r runDoc
+		return apiGet(t, p, token, "/v1/runs/"+id, &r) == http.StatusOK && r.State == "running" && target.hits.Load() > 20
+	})
+
+	require.NoError(t, pg.Stop(ctx))
+	down := time.Now()
+	var answers []int
+	eventually(t, 10*time.Second, "503 while the database is away", func() bool {
+		code, h := status()
+		answers = append(answers, code)
+		require.NotEqual(t, http.StatusInternalServerError, code, "never a 500")
+		return code == http.StatusServiceUnavailable && h.Get("Retry-After") != ""
+	})
+	// Away for a few seconds, well within what agents ride out (10 s without the server).
+	time.Sleep(3*time.Second - time.Since(down))
+	pg, err = pgembed.Start(ctx, pgCfg)
+	require.NoError(t, err)
+	back := time.Now()
+	eventually(t, 10*time.Second, "the API back within 10 s of the database", func() bool {
+		code, _ := status()
+		answers = append(answers, code)
+		require.NotEqual(t, http.StatusInternalServerError, code, "never a 500")
+		return code == http.StatusOK
+	})
+	recovered := time.Since(back)
+	t.Logf("database away %s; the API answered again %s after it was back; answers: %v", back.Sub(down).Round(time.Millisecond),
+		recovered.Round(time.Millisecond), answers)
+
+	eventually(t, 60*time.Second, "the run's end", func() bool {
+		var r runDoc
+		return apiGet(t, p, token, "/v1/runs/"+id, &r) == http.StatusOK && r.State != "running" && r.State != "queued" && r.State != "starting"
+	})
+	var r runDoc
+	require.Equal(t, http.StatusOK, apiGet(t, p, token, "/v1/runs/"+id, &r))
+	require.Equal(t, "finished", r.State, r.Reason)
+	var sum struct {
+		Total struct {
+			Count int64 `json:"count"`
+		} `json:"total"`
+	}
+	eventually(t, 30*time.Second, "the summary", func() bool {
+		return apiGet(t, p, token, "/v1/runs/"+id+"/summary", &sum) == http.StatusOK
+	})
+	require.Equal(t, target.hits.Load(), sum.Total.Count, "every request the target served is counted: no second was lost")
+}
+
+// TestSIGTERMFinishesTheRequestsItAccepted: requests in flight when serve is told to stop (long
+// polls of agents waiting for work, reads) end with their answer, not a 5xx; requests after it
+// are refused at the door (a connection error), never accepted and dropped.
+func TestSIGTERMFinishesTheRequestsItAccepted(t *testing.T) {
+	p := startServe(t, reachableDir(t), nil)
+	cfg := t.TempDir()
+	code := codeLine.FindStringSubmatch(p.stdout.String())[1]
+	mustCLI(t, p, cfg, "admin password 123\n", "signup", "--code", code, "--email", "ada@example.com", "--name", "Ada")
+	mustCLI(t, p, cfg, "admin password 123\n", "login", "--email", "ada@example.com")
+	token := strings.TrimSpace(mustCLI(t, p, cfg, "", "tokens", "create", "--name", "faults", "--scopes", "read,write"))
+	agentToken := strings.TrimSpace(mustCLI(t, p, cfg, "", "agents", "create", "waiting"))
+
+	type outcome struct {
+		what   string
+		status int
+		err    error
+	}
+	var mu sync.Mutex
+	var outcomes []outcome
+	var wg sync.WaitGroup
+	send := func(what, method, path, bearer, body string) outcome {
+		defer wg.Done()
+		req, err := http.NewRequest(method, p.url+path, strings.NewReader(body))
+		if err != nil {
+			t.Error(err)
+			return outcome{err: err}
+		}
+		req.Header.Set("Authorization", "Bearer "+bearer)
+		req.Header.Set("Content-Type", "application/json")
+		res, err := http.DefaultClient.Do(req)
+		o := outcome{what: what, err: err}
+		if err == nil {
+			o.status = res.StatusCode
+			res.Body.Close()
+		}
+		mu.Lock()
+		outcomes = append(outcomes, o)
+		mu.Unlock()
+		return o
+	}
+	// Long polls: each waits up to 5 s for work that never comes.
+	lease := `{"protocol": 7, "version": "test", "cores": 1, "wait_seconds": 5}`
+	for range 8 {
+		wg.Add(1)
+		go func() { send("lease", "POST", "/v1/agent/lease", agentToken, lease) }()
+	}
+	eventually(t, 10*time.Second, "the long polls under way", func() bool {
+		return strings.Contains(mustCLI(t, p, cfg, "", "agents", "list"), " online ")
+	})
+	// Reads in a loop from several clients, each until the door closes: some are in flight
+	// when the signal comes.
+	var first sync.WaitGroup
+	for range 8 {
+		wg.Add(1)
+		first.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; ; i++ {
+				wg.Add(1)
+				last := send("read", "GET", "/v1/runs", token, "")
+				if i == 0 {
+					first.Done()
+				}
+				if last.err != nil || i > 2000 {
+					return
+				}
+			}
+		}()
+	}
+	first.Wait()
+	require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))
+	wg.Wait()
+	select {
+	case err := <-p.done:
+		require.NoError(t, err, "serve exits 0 on SIGTERM\nstderr:\n%s", p.stderr.String())
+	case <-time.After(30 * time.Second):
+		t.Fatalf("serve did not stop\nstderr:\n%s", p.stderr.String())
+	}
+	// A request the server took is in its log, once; its client must have had the answer. The
+	// others never reached a handler: their clients saw the door close (reset, refused, or a
+	// connection closed before any request was read), which a client may retry.
+	answered, refused := 0, 0
+	for _, o := range outcomes {
+		switch {
+		case o.err != nil:
+			refused++
+		case o.what == "read":
+			require.Less(t, o.status, 500, "an accepted request is answered, not failed")
+			answered++
+		default:
+			require.Less(t, o.status, 500, "%s: an accepted request is answered, not failed", o.what)
+		}
+	}
+	handled := strings.Count(p.stderr.String(), "msg=request method=GET path=/v1/runs ")
+	require.Equal(t, handled, answered, "every read the server handled was answered to its client\nstderr:\n%s", p.stderr.String())
+	t.Logf("answered %d, refused at the door %d", answered, refused)
+}
