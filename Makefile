@@ -8,10 +8,10 @@ UPLOT_VERSION ?= 1.6.32
 GENERATED := api internal/postgres/dbsqlc sdk/proto sdk/python/barrage_plugin/v1
 
 .DEFAULT_GOAL := help
-.PHONY: help run build test generate verify lint bench docs-assets report-assets clean
+.PHONY: help run build test generate verify lint k8s-check bench docs-assets report-assets clean
 
 help: ## list the targets
-	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+	@awk 'BEGIN {FS = ":.*## "} /^[a-z0-9-]+:.*## / {printf "  %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 run: ## serve on http://127.0.0.1:8080 with the shared demo agent, and an embedded PostgreSQL when DATABASE_URL is empty
 	$(GO) run ./cmd/barrage serve --demo-agent
@@ -43,6 +43,9 @@ lint: ## go vet, gofmt and staticcheck
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (gofmt -l $$(git ls-files '*.go'); echo "run gofmt -w" && exit 1)
 	$(TOOLS) staticcheck ./...
 	cd sdk && $(GO) tool -modfile=../tools/go.mod staticcheck ./...
+
+k8s-check: ## validate deploy/kubernetes with kubeconform, offline (schemas from PyPI's kubernetes-validate, cached)
+	scripts/kubeconform.sh
 
 bench: ## Go benchmarks, then the API under wrk, barrage run against wrk and k6 on nginx, runs through the server
 	$(GO) test -run '^$$' -bench . -benchmem ./...
