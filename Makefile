@@ -8,7 +8,7 @@ UPLOT_VERSION ?= 1.6.32
 GENERATED := api internal/postgres/dbsqlc sdk/proto sdk/python/barrage_plugin/v1
 
 .DEFAULT_GOAL := help
-.PHONY: help run build test generate verify lint k8s-check bench docs-assets report-assets clean
+.PHONY: help run build test generate verify lint vulncheck k8s-check bench docs-assets report-assets clean
 
 help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z0-9-]+:.*## / {printf "  %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -37,12 +37,25 @@ verify: generate ## regenerate and fail if the generated code or go.mod differ f
 	@git diff --exit-code -- $(GENERATED) || (echo "generated code is stale: run make generate and commit" && exit 1)
 	@test -z "$$(git status --porcelain -- $(GENERATED))" || (git status --porcelain -- $(GENERATED); echo "untracked generated files: commit them" && exit 1)
 
-lint: ## go vet, gofmt and staticcheck
+# sloglint: attributes only (slog.String(...), never loose key-value pairs), snake_case keys, and
+# no global logger: every component logs through the logger it was given.
+SLOGLINT_FLAGS := -attr-only -key-naming-case=snake -no-global=all
+
+lint: ## go vet, gofmt, staticcheck, errorlint, testifylint and sloglint
 	$(GO) vet ./...
 	cd sdk && $(GO) vet ./...
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (gofmt -l $$(git ls-files '*.go'); echo "run gofmt -w" && exit 1)
 	$(TOOLS) staticcheck ./...
 	cd sdk && $(GO) tool -modfile=../tools/go.mod staticcheck ./...
+	$(TOOLS) go-errorlint ./...
+	cd sdk && $(GO) tool -modfile=../tools/go.mod go-errorlint ./...
+	$(TOOLS) testifylint ./...
+	cd sdk && $(GO) tool -modfile=../tools/go.mod testifylint ./...
+	$(TOOLS) sloglint $(SLOGLINT_FLAGS) ./...
+	cd sdk && $(GO) tool -modfile=../tools/go.mod sloglint $(SLOGLINT_FLAGS) ./...
+
+vulncheck: ## govulncheck against Go's vulnerability database, read from the module proxy (no vuln.go.dev needed)
+	scripts/govulncheck.sh
 
 k8s-check: ## validate deploy/kubernetes with kubeconform, offline (schemas from PyPI's kubernetes-validate, cached)
 	scripts/kubeconform.sh

@@ -180,7 +180,7 @@ func TestSourceModifier(t *testing.T) {
 	c := sdktest.Start(t, testPlugin())
 	out, err := c.Modify(context.Background(), []byte(`{"name":"x"}`), nil)
 	require.NoError(t, err)
-	require.Equal(t, `{"NAME":"X"}`, string(out))
+	require.JSONEq(t, `{"NAME":"X"}`, string(out))
 }
 
 func TestUnimplementedHook(t *testing.T) {

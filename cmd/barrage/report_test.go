@@ -64,7 +64,7 @@ func TestRunWritesAReportThatDrawsOffline(t *testing.T) {
 	}
 	require.GreaterOrEqual(t, len(rates), 2, "the counter's rate, second by second")
 	require.InDelta(t, 50, rates[1], 25, "the target served about 50 requests a second")
-	require.Equal(t, 3.0, *res.Monitors[1].Values[0])
+	require.InDelta(t, 3.0, *res.Monitors[1].Values[0], 1e-12)
 	require.GreaterOrEqual(t, len(res.Monitors[1].Values), 4, "a value for each whole second of the 4 s run, the last one too")
 
 	p := reporttest.Open(t, html)

@@ -105,11 +105,12 @@ func TestLogoutRacingRefreshLeavesNoLiveToken(t *testing.T) {
 		require.NoError(t, err)
 		var wg sync.WaitGroup
 		var rotated account.Session
-		var rotateErr error
+		var rotateErr, logoutErr error
 		wg.Add(2)
 		go func() { defer wg.Done(); rotated, rotateErr = s.Refresh(ctx, sess.RefreshToken) }()
-		go func() { defer wg.Done(); require.NoError(t, s.Logout(ctx, sess.RefreshToken)) }()
+		go func() { defer wg.Done(); logoutErr = s.Logout(ctx, sess.RefreshToken) }()
 		wg.Wait()
+		require.NoError(t, logoutErr)
 		if rotateErr == nil {
 			_, err := s.Refresh(ctx, rotated.RefreshToken)
 			require.ErrorIs(t, err, barrage.ErrUnauthorized, "a token minted during logout must be revoked with its family")

@@ -1,7 +1,6 @@
 package barrage_test
 
 import (
-	"errors"
 	"testing"
 	"time"
 
@@ -22,12 +21,12 @@ func TestLicenseCheckNamesEachViolation(t *testing.T) {
 	err := demo.Check(now, barrage.Load{VUs: 500, Duration: time.Minute})
 	require.ErrorIs(t, err, barrage.ErrLimitExceeded)
 	var le *barrage.LimitError
-	require.True(t, errors.As(err, &le))
+	require.ErrorAs(t, err, &le)
 	require.Equal(t, []barrage.LimitViolation{{Limit: "max_vus", Allowed: 100, Requested: 500}}, le.Violations)
 	require.Contains(t, err.Error(), "max_vus: allowed 100, requested 500")
 
 	err = demo.Check(now, barrage.Load{VUs: 101, Duration: time.Hour, ActiveRuns: 2})
-	require.True(t, errors.As(err, &le))
+	require.ErrorAs(t, err, &le)
 	require.Equal(t, []barrage.LimitViolation{
 		{Limit: "max_vus", Allowed: 100, Requested: 101},
 		{Limit: "max_run_duration_seconds", Allowed: int64(1800), Requested: int64(3600)},
@@ -40,7 +39,7 @@ func TestLicenseCheckNamesEachViolation(t *testing.T) {
 
 	later := now.Add(15 * 24 * time.Hour)
 	err = demo.Check(later, barrage.Load{VUs: 1, Duration: time.Second})
-	require.True(t, errors.As(err, &le))
+	require.ErrorAs(t, err, &le)
 	require.Len(t, le.Violations, 1)
 	require.Equal(t, "valid_until", le.Violations[0].Limit)
 	require.Equal(t, "2026-12-06T12:00:00Z", le.Violations[0].Allowed)

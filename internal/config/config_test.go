@@ -23,7 +23,7 @@ func TestDefaults(t *testing.T) {
 	c, err := config.Load("serve", nil, env(nil), io.Discard)
 	require.NoError(t, err)
 	require.Equal(t, "127.0.0.1:8080", c.Addr)
-	require.Equal(t, "", c.DatabaseURL)
+	require.Empty(t, c.DatabaseURL)
 	require.True(t, filepath.IsAbs(c.DataDir))
 	require.Equal(t, filepath.Join(c.DataDir, "jwt-ed25519.pem"), c.JWTKeyFile)
 	require.Equal(t, 15*time.Minute, c.AccessTokenTTL)
@@ -69,7 +69,7 @@ func TestSecretsAreMaskedWhenLogged(t *testing.T) {
 	c, err := config.Load("serve", nil, env(map[string]string{"DATABASE_URL": "postgres://barrage:s3cr3t-pw@db:5432/barrage?password=other-s3cret"}), io.Discard)
 	require.NoError(t, err)
 	var b strings.Builder
-	slog.New(slog.NewTextHandler(&b, nil)).Info("config", "config", c)
+	slog.New(slog.NewTextHandler(&b, nil)).Info("config", slog.Any("config", c))
 	require.NotContains(t, b.String(), "s3cr3t-pw")
 	require.NotContains(t, b.String(), "other-s3cret")
 	require.Contains(t, b.String(), "barrage:xxxxx@db:5432")

@@ -45,7 +45,7 @@ func TestExamplesRunAgainstTheDemoShop(t *testing.T) {
 			s, err := script.Load(filepath.Join(dir, tc.file), script.ParseOptions{})
 			require.NoError(t, err)
 			res := run(t, s, tc.opts)
-			require.Greater(t, res.Iterations, int64(0))
+			require.Positive(t, res.Iterations)
 			for _, name := range res.Requests {
 				st, ok := res.Total.Labels[metrics.RequestKey(name)]
 				require.True(t, ok, "%s never ran", name)

@@ -171,7 +171,7 @@ load:
 	require.GreaterOrEqual(t, len(res.Seconds), 5)
 	first := res.Seconds[0].Health.ActiveVUs
 	require.Less(t, first, int64(6), "not every VU starts at once")
-	require.Greater(t, first, int64(0))
+	require.Positive(t, first)
 	var most int64
 	for _, sec := range res.Seconds[3:] {
 		most = max(most, sec.Health.ActiveVUs)
@@ -222,7 +222,7 @@ load:
 `)
 	res := run(t, s, engine.Options{})
 	st := stats(t, res, "hang")
-	require.Greater(t, st.Errors[metrics.ErrTimeout], int64(0))
+	require.Positive(t, st.Errors[metrics.ErrTimeout])
 	require.Equal(t, st.Requests, st.Errors[metrics.ErrTimeout])
 	require.Less(t, res.Elapsed, 5*time.Second, "a hanging target does not hold the run")
 }
@@ -314,7 +314,7 @@ load:
 	require.Zero(t, stats(t, res, "r").Failed())
 	require.Len(t, peers, 3)
 	for _, ip := range []string{"127.0.0.2", "127.0.0.3", "127.0.0.4"} {
-		require.Greater(t, peers[ip], 0, "%s not seen: %v", ip, peers)
+		require.Positive(t, peers[ip], "%s not seen: %v", ip, peers)
 	}
 }
 

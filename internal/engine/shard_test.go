@@ -2,7 +2,6 @@ package engine_test
 
 import (
 	"context"
-	"errors"
 	"net/http"
 	"net/http/httptest"
 	"sort"
@@ -176,7 +175,7 @@ func TestHardLimitsHoldWhateverTheScriptSays(t *testing.T) {
 	t.Run("an open model's max_vus counts", func(t *testing.T) {
 		t.Parallel()
 		_, err := engine.Start(t.Context(), src("stages:\n    - { rate: 10/s, duration: 1s }\n  max_vus: 20"), engine.Options{Limits: barrage.Limits{MaxVUs: 5}})
-		require.True(t, errors.Is(err, barrage.ErrLimitExceeded), "%v", err)
+		require.ErrorIs(t, err, barrage.ErrLimitExceeded, "%v", err)
 	})
 	t.Run("an iteration-bounded run stops at the time limit", func(t *testing.T) {
 		t.Parallel()

@@ -19,6 +19,7 @@ func TestSingleUseCodeRedeemedConcurrentlyMakesOneAccount(t *testing.T) {
 
 	const n = 20
 	statuses := make([]int, n)
+	answers := make([]response, n)
 	var wg sync.WaitGroup
 	start := make(chan struct{})
 	for i := range n {
@@ -30,15 +31,17 @@ func TestSingleUseCodeRedeemedConcurrentlyMakesOneAccount(t *testing.T) {
 				"invitation_code": code, "email": fmt.Sprintf("racer%d@example.com", i),
 				"password": secret("racing password " + fmt.Sprint(i)), "name": "Racer",
 			})
-			statuses[i] = r.status
-			if r.status == http.StatusCreated {
-				secret(r.json(t)["access_token"].(string))
-				secret(r.json(t)["refresh_token"].(string))
-			}
+			statuses[i], answers[i] = r.status, r
 		}()
 	}
 	close(start)
 	wg.Wait()
+	for _, r := range answers {
+		if r.status == http.StatusCreated {
+			secret(r.json(t)["access_token"].(string))
+			secret(r.json(t)["refresh_token"].(string))
+		}
+	}
 	created, conflicts := 0, 0
 	for _, s := range statuses {
 		switch s {

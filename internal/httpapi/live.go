@@ -3,6 +3,7 @@ package httpapi
 import (
 	"context"
 	"encoding/json"
+	"log/slog"
 	"net/http"
 	"strconv"
 	"strings"
@@ -92,7 +93,7 @@ func (l liveStream) VisitGetRunLiveResponse(w http.ResponseWriter) error {
 	})
 	if err != nil && l.ctx.Err() == nil {
 		// Headers are gone: say it in the stream, and log it once.
-		l.s.log.WarnContext(l.ctx, "live stream ended early", "error", err.Error())
+		l.s.log.WarnContext(l.ctx, "live stream ended early", slog.String("error", err.Error()))
 		return write("error", "", map[string]string{"detail": "the stream ended early; reconnect with Last-Event-ID"})
 	}
 	return nil

@@ -168,7 +168,7 @@ func accessLog(log *slog.Logger, observe func(route, method string, status int, 
 			r = r.WithContext(context.WithValue(r.Context(), keyPrincipal, holder))
 			defer func() {
 				if v := recover(); v != nil {
-					if v == http.ErrAbortHandler {
+					if err, ok := v.(error); ok && errors.Is(err, http.ErrAbortHandler) {
 						panic(v)
 					}
 					log.ErrorContext(r.Context(), "panic", slog.Any("panic", v), slog.String("stack", string(debug.Stack())))

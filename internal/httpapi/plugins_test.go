@@ -436,13 +436,13 @@ func TestConcurrentPublishesOfOneVersionOneWins(t *testing.T) {
 	var wg sync.WaitGroup
 	statuses := make([]int, 8)
 	for i := range statuses {
+		ver := randomData(key, "2.0.0")
+		ver.artifacts = ver.artifacts[:1]
+		ver.artifacts[0].data = fakeELF("amd64", fmt.Sprintf("build %d", i))
+		body, ct := ver.body(t)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			ver := randomData(key, "2.0.0")
-			ver.artifacts = ver.artifacts[:1]
-			ver.artifacts[0].data = fakeELF("amd64", fmt.Sprintf("build %d", i))
-			body, ct := ver.body(t)
 			req, _ := http.NewRequest("POST", b.srv.URL+"/v1/plugins/acme/random-data/versions", bytes.NewReader(body))
 			req.Header.Set("Content-Type", ct)
 			req.Header.Set("Authorization", "Bearer "+u.access)

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"context"
+	"log/slog"
 	"net/http"
 	"strings"
 
@@ -153,7 +154,7 @@ func (s *server) authorize(next http.Handler) http.Handler {
 		key := routeKey(r.Method, chi.RouteContext(r.Context()).RoutePattern())
 		pol, ok := policies[key]
 		if !ok {
-			s.log.ErrorContext(r.Context(), "route has no access policy; denied", "route", key)
+			s.log.ErrorContext(r.Context(), "route has no access policy; denied", slog.String("route", key))
 			writeError(s.log, w, r, barrage.Errorf(barrage.ErrForbidden, "this route is not open to anyone"))
 			return
 		}

@@ -33,7 +33,7 @@ func TestLoginIsRateLimitedPerAccountAndClient(t *testing.T) {
 	require.Equal(t, "urn:barrage:problem:rate-limited", p["type"])
 	retry, err := strconv.Atoi(r.header.Get("Retry-After"))
 	require.NoError(t, err)
-	require.Greater(t, retry, 0)
+	require.Positive(t, retry)
 	require.LessOrEqual(t, retry, 1200, "one attempt comes back after an hour/3")
 	// The owner, elsewhere, signs in.
 	ok := login(u.password, "198.51.100.20")

@@ -111,7 +111,7 @@ func TestSnapshotRoundTrip(t *testing.T) {
 	require.Len(t, got.Labels, len(s.Labels))
 	for name, want := range s.Labels {
 		g := got.Labels[name]
-		require.NotNil(t, g, name)
+		require.NotNil(t, g, "%+v", name)
 		require.Equal(t, want.Requests, g.Requests)
 		require.Equal(t, want.Errors, g.Errors)
 		require.Equal(t, want.BytesIn, g.BytesIn)
@@ -259,7 +259,7 @@ func FuzzUnmarshalSnapshot(f *testing.F) {
 		require.Equal(t, err == nil, cerr == nil, "%v", err)
 		if err == nil {
 			require.Equal(t, s.Requests().Requests, counts.Requests().Requests)
-			require.Equal(t, len(s.Labels), len(counts.Labels))
+			require.Len(t, counts.Labels, len(s.Labels))
 		}
 		if err != nil {
 			require.ErrorIs(t, err, barrage.ErrInvalid)

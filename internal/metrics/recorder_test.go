@@ -155,7 +155,7 @@ func TestRotateLosesAndDuplicatesNothing(t *testing.T) {
 		require.Equal(t, t0.Add(time.Duration(i)*time.Second), s.Start)
 		require.Equal(t, time.Second, s.Duration)
 		for name, st := range s.Labels {
-			require.Positive(t, st.Requests, name)
+			require.Positive(t, st.Requests, "%+v", name)
 			require.Equal(t, st.Requests, st.Latency.Count(), "snapshot %d %s", i, name)
 			require.LessOrEqual(t, st.Failed(), st.Requests)
 			require.Zero(t, st.Errors[metrics.NoError])
@@ -168,10 +168,10 @@ func TestRotateLosesAndDuplicatesNothing(t *testing.T) {
 	require.Len(t, got.Labels, 3)
 	for name, w := range want {
 		g := got.Labels[name]
-		require.Equal(t, w.Requests, g.Requests, name)
-		require.Equal(t, w.Errors, g.Errors, name)
-		require.Equal(t, w.BytesIn, g.BytesIn, name)
-		require.Equal(t, w.BytesOut, g.BytesOut, name)
+		require.Equal(t, w.Requests, g.Requests, "%+v", name)
+		require.Equal(t, w.Errors, g.Errors, "%+v", name)
+		require.Equal(t, w.BytesIn, g.BytesIn, "%+v", name)
+		require.Equal(t, w.BytesOut, g.BytesOut, "%+v", name)
 		requireSameHistogram(t, w.Latency, g.Latency)
 	}
 

@@ -130,7 +130,7 @@ func ensureBinaries(ctx context.Context, cfg Config, acct *account, log *slog.Lo
 	if err := install(jar, installParent, installDir); err != nil {
 		return "", err
 	}
-	log.Info("extracted PostgreSQL binaries", "dir", installDir, "took", time.Since(start).Round(time.Millisecond))
+	log.Info("extracted PostgreSQL binaries", slog.String("dir", installDir), slog.Duration("took", time.Since(start).Round(time.Millisecond)))
 	return binDir, nil
 }
 
@@ -161,7 +161,7 @@ func cachedJar(ctx context.Context, rel release, dir, mirror string, log *slog.L
 	case err == nil:
 		return f, nil
 	case errors.Is(err, ErrChecksum):
-		log.Warn("cached PostgreSQL archive is corrupt, downloading it again", "path", path)
+		log.Warn("cached PostgreSQL archive is corrupt, downloading it again", slog.String("path", path))
 		if err := os.Remove(path); err != nil {
 			return nil, err
 		}
@@ -169,12 +169,12 @@ func cachedJar(ctx context.Context, rel release, dir, mirror string, log *slog.L
 		return nil, err
 	}
 	url := rel.jarURL(mirror)
-	log.Info("downloading PostgreSQL binaries (once)", "url", url)
+	log.Info("downloading PostgreSQL binaries (once)", slog.String("url", url))
 	start := time.Now()
 	if err := download(ctx, url, path, rel.sha256); err != nil {
 		return nil, err
 	}
-	log.Info("downloaded PostgreSQL binaries", "path", path, "took", time.Since(start).Round(time.Millisecond))
+	log.Info("downloaded PostgreSQL binaries", slog.String("path", path), slog.Duration("took", time.Since(start).Round(time.Millisecond)))
 	return openVerified(path, rel.sha256)
 }
 

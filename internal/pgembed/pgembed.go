@@ -244,7 +244,7 @@ func Start(ctx context.Context, cfg Config) (*Instance, error) {
 		if !errors.Is(err, errExited) || attempt == startAttempts {
 			return nil, err
 		}
-		log.Info("postgres exited during start-up, trying again", "attempt", attempt, "err", err)
+		log.Info("postgres exited during start-up, trying again", slog.Int("attempt", attempt), slog.String("error", err.Error()))
 		select {
 		case <-ctx.Done():
 			return nil, ctx.Err()
@@ -358,14 +358,14 @@ func (s *server) initCluster(ctx context.Context) error {
 	cmd.Env = s.env()
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: s.acct.credential()}
 	out, err := cmd.CombinedOutput()
-	s.log.Debug("initdb output", "output", string(out))
+	s.log.Debug("initdb output", slog.String("output", string(out)))
 	if err != nil {
 		return fmt.Errorf("pgembed: initdb: %w\n%s", err, out)
 	}
 	if err := os.Rename(tmp, s.pgdata); err != nil {
 		return err
 	}
-	s.log.Info("created PostgreSQL cluster", "dir", s.pgdata, "took", time.Since(start).Round(time.Millisecond))
+	s.log.Info("created PostgreSQL cluster", slog.String("dir", s.pgdata), slog.Duration("took", time.Since(start).Round(time.Millisecond)))
 	return nil
 }
 
@@ -392,7 +392,7 @@ func (s *server) startOrAttach(ctx context.Context, password string) (*Instance,
 	}
 	if ok {
 		// postgres would refuse to start if the pid now belongs to another process.
-		s.log.Info("removing stale postmaster.pid", "pid", pid)
+		s.log.Info("removing stale postmaster.pid", slog.Int("pid", pid))
 		if err := os.Remove(filepath.Join(s.pgdata, "postmaster.pid")); err != nil {
 			return nil, err
 		}
@@ -451,7 +451,7 @@ func (s *server) attach(ctx context.Context, pid, port int, password string) (*I
 	if err := inst.waitReady(ctx, s.cfg.startTimeout()); err != nil {
 		return nil, fmt.Errorf("pgembed: attach to postgres pid %d on port %d: %w", pid, port, err)
 	}
-	s.log.Info("attached to running postgres", "pid", pid, "port", port, "dir", s.pgdata)
+	s.log.Info("attached to running postgres", slog.Int("pid", pid), slog.Int("port", port), slog.String("dir", s.pgdata))
 	return inst, nil
 }
 
@@ -522,7 +522,7 @@ func (s *server) spawn(ctx context.Context, password string) (*Instance, error) 
 		inst.kill()
 		return nil, fmt.Errorf("%w: %w\n%s", ErrStartup, err, inst.output())
 	}
-	s.log.Info("postgres started", "pid", inst.pid, "port", port, "dir", s.pgdata, "detached", s.cfg.Detach)
+	s.log.Info("postgres started", slog.Int("pid", inst.pid), slog.Int("port", port), slog.String("dir", s.pgdata), slog.Bool("detached", s.cfg.Detach))
 	return inst, nil
 }
 
@@ -611,7 +611,7 @@ func (i *Instance) stop(ctx context.Context) error {
 	}
 	select {
 	case <-i.done:
-		i.log.Info("postgres stopped", "pid", i.pid)
+		i.log.Info("postgres stopped", slog.Int("pid", i.pid))
 		return nil
 	case <-ctx.Done():
 	}

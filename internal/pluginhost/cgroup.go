@@ -350,7 +350,7 @@ func sweepCgroups(log *slog.Logger, base string) {
 			}
 		}
 		if err := os.Remove(dir); err == nil {
-			log.Info("removed the plugin cgroups of a host that died", "dir", dir)
+			log.Info("removed the plugin cgroups of a host that died", slog.String("dir", dir))
 		}
 	}
 }

@@ -68,7 +68,7 @@ func listenDialer(path, plugin string, grants []sdk.HostPattern, policy *netpoli
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	d := &dialer{
-		ln: ln, plugin: plugin, grants: grants, log: log.With("plugin", plugin),
+		ln: ln, plugin: plugin, grants: grants, log: log.With(slog.String("plugin", plugin)),
 		dial: policy.Dialer(net.Dialer{Timeout: dialTimeout}).DialContext,
 		ctx:  ctx, cancel: cancel,
 		slots: make(chan struct{}, maxTunnels), conns: make(map[net.Conn]struct{}),
@@ -159,7 +159,7 @@ func (d *dialer) handle(c *net.UnixConn) {
 		return
 	}
 	if !d.granted(host, port) {
-		d.log.Debug("plugin dial refused: not granted", "addr", target)
+		d.log.Debug("plugin dial refused: not granted", slog.String("addr", target))
 		refuse(c, http.StatusForbidden, fmt.Sprintf("%s is not granted to plugin %s (granted: %s)", target, d.plugin, patternList(d.grants)))
 		return
 	}
@@ -167,7 +167,7 @@ func (d *dialer) handle(c *net.UnixConn) {
 	up, err := d.dial(ctx, "tcp", net.JoinHostPort(host, strconv.Itoa(port)))
 	cancel()
 	if err != nil {
-		d.log.Debug("plugin dial failed", "addr", target, "err", err)
+		d.log.Debug("plugin dial failed", slog.String("addr", target), slog.String("error", err.Error()))
 		status := http.StatusBadGateway
 		if errors.Is(err, netpolicy.ErrRefused) {
 			status = http.StatusForbidden
@@ -180,7 +180,7 @@ func (d *dialer) handle(c *net.UnixConn) {
 		return
 	}
 	defer d.untrack(up)
-	d.log.Debug("plugin dial", "addr", target, "remote", up.RemoteAddr().String())
+	d.log.Debug("plugin dial", slog.String("addr", target), slog.String("remote", up.RemoteAddr().String()))
 	_ = c.SetReadDeadline(time.Time{})
 	if _, err := io.WriteString(c, "HTTP/1.1 200 Connection established\r\n\r\n"); err != nil {
 		return

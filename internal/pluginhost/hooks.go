@@ -2,6 +2,7 @@ package pluginhost
 
 import (
 	"context"
+	"errors"
 
 	"github.com/barrage-load/barrage/sdk"
 )
@@ -42,7 +43,7 @@ func (e element) Next(ctx context.Context, n int) ([]sdk.Vars, error) {
 	ctx, cancel := e.p.callCtx(ctx)
 	defer cancel()
 	sets, err := e.p.sdk.Element().Next(ctx, n)
-	if err == sdk.ErrExhausted {
+	if errors.Is(err, sdk.ErrExhausted) {
 		return sets, err
 	}
 	return sets, e.p.wrap(ctx, err)

@@ -244,7 +244,7 @@ func (h *Host) start(ctx context.Context, spec Spec, checkIdentity bool) (*Proce
 	p := &Process{spec: spec, host: h}
 	hlog := hclog.New(&hclog.LoggerOptions{
 		Name: spec.String(), Level: hclog.Debug,
-		Output: &slogWriter{log: h.opts.Logger.With("plugin", spec.String())},
+		Output: &slogWriter{log: h.opts.Logger.With(slog.String("plugin", spec.String()))},
 	})
 	unixCfg := &plugin.UnixSocketConfig{TempDir: h.runDir}
 	if h.gid >= 0 && !h.namespaces() {

@@ -188,7 +188,7 @@ func sweep(log *slog.Logger) {
 			if hostAlive(string(v)) {
 				break
 			}
-			log.Warn("killing a plugin process left by a host that died", "pid", pid, "host", string(v))
+			log.Warn("killing a plugin process left by a host that died", slog.Int("pid", pid), slog.String("host", string(v)))
 			_ = syscall.Kill(pid, syscall.SIGKILL)
 			break
 		}
@@ -204,7 +204,7 @@ const runDirPrefix = "barrage-plugins-"
 func sweepRunDirs(log *slog.Logger) {
 	for _, dir := range deadHostDirs(os.TempDir()) {
 		if err := os.RemoveAll(dir); err == nil {
-			log.Info("removed the plugin copies of a host that died", "dir", dir)
+			log.Info("removed the plugin copies of a host that died", slog.String("dir", dir))
 		}
 	}
 }

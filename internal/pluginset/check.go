@@ -3,6 +3,7 @@ package pluginset
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"regexp"
@@ -90,7 +91,7 @@ func Check(ctx context.Context, h *pluginhost.Host, path string, config []byte) 
 		vars, err := p.Element().Configure(ctx, cfg)
 		if add(fmt.Sprintf("session element: configure (variables %v)", vars), err) {
 			sets, err := p.Element().Next(ctx, 3)
-			if err == sdk.ErrExhausted && len(sets) > 0 {
+			if errors.Is(err, sdk.ErrExhausted) && len(sets) > 0 {
 				err = nil
 			}
 			if err == nil {

@@ -3,7 +3,6 @@ package pluginset_test
 import (
 	"bufio"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -150,7 +149,7 @@ func TestAGrantOutsideTheNeedIsRefusedAtLoad(t *testing.T) {
 	_, err := w.open(t, netScript(addr, "\n  - { use: good@1.0.0, kind: session-element, network: [\"db.example:5432\"] }", "\n    network: [\""+addr+"\", \""+other+"\"]"), nil)
 	var list script.ErrorList
 	require.ErrorAs(t, err, &list)
-	require.True(t, errors.Is(err, barrage.ErrInvalid))
+	require.ErrorIs(t, err, barrage.ErrInvalid)
 	require.Len(t, list, 2, "%v", err)
 	require.Regexp(t, `net\.yaml:3: plugins\[0\]\.network\[0\]: grants db\.example:5432 to good@1\.0\.0, which declares no need of the network$`, list[0].Error())
 	require.Regexp(t, `net\.yaml:7: plugins\[1\]\.network\[1\]: grants 127\.0\.0\.1:1 to hostile@1\.0\.0, which declares it needs only `+strings.ReplaceAll(addr, ".", `\.`)+`$`, list[1].Error())

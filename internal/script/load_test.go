@@ -1,7 +1,6 @@
 package script_test
 
 import (
-	"errors"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -77,7 +76,7 @@ func TestLoadFromDiskResolvesTheScriptsFolder(t *testing.T) {
 
 	_, err = script.Load(filepath.Join(dir, "missing.yaml"), script.ParseOptions{})
 	require.ErrorIs(t, err, fs.ErrNotExist)
-	require.False(t, errors.As(err, &list), "an unreadable script is no invalid one")
+	require.NotErrorAs(t, err, &list, "an unreadable script is no invalid one")
 }
 
 func TestLoadDataFileErrors(t *testing.T) {

@@ -2,7 +2,6 @@ package script_test
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"net/netip"
@@ -199,7 +198,7 @@ func TestParseErrorsNameTheirPath(t *testing.T) {
 			require.Len(t, list, 1, "errors:\n%s", strings.Join(paths, "\n"))
 			require.Equal(t, tc.path, list[0].Path)
 			require.Contains(t, list[0].Message, tc.msg)
-			require.True(t, errors.Is(list, barrage.ErrInvalid))
+			require.ErrorIs(t, list, barrage.ErrInvalid)
 		})
 	}
 }
@@ -478,7 +477,7 @@ func TestJSONBodyEscapesVariables(t *testing.T) {
 	require.Equal(t, "application/json", b.ContentType)
 	out, err := b.Content.Render(func(string) (string, bool) { return "q\"\\\n\x01é", true }, nil)
 	require.NoError(t, err)
-	require.Equal(t, `{"a\"b":"q\"\\\n\u0001é and ${x}","n":[1,2.5,16,1e3,null,true],"o":{}}`, string(out))
+	require.JSONEq(t, `{"a\"b":"q\"\\\n\u0001é and ${x}","n":[1,2.5,16,1e3,null,true],"o":{}}`, string(out))
 }
 
 func TestResolveEnv(t *testing.T) {

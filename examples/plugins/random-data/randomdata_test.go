@@ -39,7 +39,7 @@ func TestDescribe(t *testing.T) {
 	require.Equal(t, "1.0.0", info.Version)
 	require.Equal(t, sdk.ScopeIteration, info.Scope)
 	require.Equal(t, []sdk.Kind{sdk.KindSessionElement}, info.Kinds)
-	require.Equal(t, configSchema, info.ConfigSchema)
+	require.JSONEq(t, configSchema, info.ConfigSchema)
 }
 
 func TestConfigureReturnsTheVariablesSorted(t *testing.T) {
