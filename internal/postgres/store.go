@@ -96,9 +96,21 @@ func translate(err error, what string) error {
 }
 
 // Unavailable says whether err means the database could not be reached (refused, unreachable,
-// timed out connecting, the connection lost): the request may succeed later, unchanged.
+// timed out connecting, the connection lost) or is going away or coming back (its sessions
+// ended by a shutdown, "the database system is starting up"): the request may succeed later,
+// unchanged.
 func Unavailable(err error) bool {
 	var ce *pgconn.ConnectError
 	var op *net.OpError
-	return errors.As(err, &ce) || errors.As(err, &op) || errors.Is(err, io.ErrUnexpectedEOF) || pgconn.SafeToRetry(err)
+	var pgErr *pgconn.PgError
+	switch {
+	case errors.As(err, &pgErr):
+		// Class 08, connection exceptions; 57P01-57P05, the server shutting down, crashed,
+		// starting, or ending idle sessions.
+		return strings.HasPrefix(pgErr.Code, "08") || strings.HasPrefix(pgErr.Code, "57P")
+	case errors.As(err, &ce), errors.As(err, &op):
+		return true
+	}
+	return errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) || errors.Is(err, pgconn.ErrConnClosed) ||
+		pgconn.SafeToRetry(err) || pgconn.Timeout(err)
 }

@@ -2,11 +2,16 @@ package postgres_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -155,4 +160,28 @@ func TestUpdateUserRollsBackOnError(t *testing.T) {
 	require.Equal(t, "alice@example.com", again.Email)
 	_, err = store.UserByID(ctx, uuid.Must(uuid.NewV7()))
 	require.ErrorIs(t, err, barrage.ErrNotFound)
+}
+
+// The errors of a database that is away, going or coming back are the ones a client may retry
+// (503), and only those.
+func TestUnavailableKnowsADatabaseAwayFromABadRequest(t *testing.T) {
+	t.Parallel()
+	for _, err := range []error{
+		&pgconn.PgError{Code: "57P01", Message: "terminating connection due to administrator command"},
+		&pgconn.PgError{Code: "57P03", Message: "the database system is starting up"},
+		&pgconn.PgError{Code: "08006", Message: "connection failure"},
+		fmt.Errorf("read run: %w", io.EOF),
+		fmt.Errorf("read run: %w", io.ErrUnexpectedEOF),
+		fmt.Errorf("read run: %w", pgconn.ErrConnClosed),
+		&net.OpError{Op: "dial", Net: "tcp", Err: errors.New("connection refused")},
+	} {
+		require.True(t, postgres.Unavailable(err), "%v", err)
+	}
+	for _, err := range []error{
+		&pgconn.PgError{Code: "23505", Message: "duplicate key"},
+		&pgconn.PgError{Code: "22P02", Message: "invalid input syntax"},
+		errors.New("something else"),
+	} {
+		require.False(t, postgres.Unavailable(err), "%v", err)
+	}
 }
