@@ -609,6 +609,21 @@ func (e ShardSecondMonitorUnits) Valid() bool {
 	}
 }
 
+// Defines values for SignupAcceptedStatus.
+const (
+	Accepted SignupAcceptedStatus = "accepted"
+)
+
+// Valid indicates whether the value is a known member of the SignupAcceptedStatus enum.
+func (e SignupAcceptedStatus) Valid() bool {
+	switch e {
+	case Accepted:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for StopReason.
 const (
 	StopReasonAbortedLimit     StopReason = "aborted_limit"
@@ -1871,6 +1886,15 @@ type SigningKeyRequest struct {
 	PublicKey string `json:"public_key"`
 }
 
+// SignupAccepted defines model for SignupAccepted.
+type SignupAccepted struct {
+	Message string               `json:"message"`
+	Status  SignupAcceptedStatus `json:"status"`
+}
+
+// SignupAcceptedStatus defines model for SignupAccepted.Status.
+type SignupAcceptedStatus string
+
 // SignupRequest defines model for SignupRequest.
 type SignupRequest struct {
 	Email          string `json:"email"`
@@ -2842,8 +2866,10 @@ type ClientInterface interface {
 
 	// LoginWithBody Sign in with email and password
 	//
-	// Returns a short-lived access token and a refresh token. An unknown email and a wrong
-	// password answer the same. Rate-limited per client address and per account.
+	// Returns a short-lived access token and a refresh token. An unknown email, a wrong
+	// password and a disabled account answer the same 401: sign-in confirms no password of an
+	// account nobody may use. Rate-limited per client address, and wrong passwords per
+	// account and client together.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -2852,8 +2878,10 @@ type ClientInterface interface {
 
 	// Login Sign in with email and password
 	//
-	// Returns a short-lived access token and a refresh token. An unknown email and a wrong
-	// password answer the same. Rate-limited per client address and per account.
+	// Returns a short-lived access token and a refresh token. An unknown email, a wrong
+	// password and a disabled account answer the same 401: sign-in confirms no password of an
+	// account nobody may use. Rate-limited per client address, and wrong passwords per
+	// account and client together.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -2900,8 +2928,11 @@ type ClientInterface interface {
 
 	// SignupWithBody Create an account with an invitation code
 	//
-	// Redeems the invitation code and creates the account in one step. Role and license come
-	// from the invitation. Answers like login. Rate-limited per client address.
+	// Redeems the invitation code and creates the account in one step; then sign in
+	// (`POST /v1/auth/login`). Role and license come from the invitation. An email that
+	// already has an account is answered the same, and spends a use of the code all the same:
+	// sign-up tells nobody which emails have an account. Rate-limited per client address and
+	// per email.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -2910,8 +2941,11 @@ type ClientInterface interface {
 
 	// Signup Create an account with an invitation code
 	//
-	// Redeems the invitation code and creates the account in one step. Role and license come
-	// from the invitation. Answers like login. Rate-limited per client address.
+	// Redeems the invitation code and creates the account in one step; then sign in
+	// (`POST /v1/auth/login`). Role and license come from the invitation. An email that
+	// already has an account is answered the same, and spends a use of the code all the same:
+	// sign-up tells nobody which emails have an account. Rate-limited per client address and
+	// per email.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -4245,8 +4279,10 @@ func (c *Client) PingAgent(ctx context.Context, id ID, reqEditors ...RequestEdit
 
 // LoginWithBody Sign in with email and password
 //
-// Returns a short-lived access token and a refresh token. An unknown email and a wrong
-// password answer the same. Rate-limited per client address and per account.
+// Returns a short-lived access token and a refresh token. An unknown email, a wrong
+// password and a disabled account answer the same 401: sign-in confirms no password of an
+// account nobody may use. Rate-limited per client address, and wrong passwords per
+// account and client together.
 //
 // Takes any type of body and a specified content type.
 //
@@ -4265,8 +4301,10 @@ func (c *Client) LoginWithBody(ctx context.Context, contentType string, body io.
 
 // Login Sign in with email and password
 //
-// Returns a short-lived access token and a refresh token. An unknown email and a wrong
-// password answer the same. Rate-limited per client address and per account.
+// Returns a short-lived access token and a refresh token. An unknown email, a wrong
+// password and a disabled account answer the same 401: sign-in confirms no password of an
+// account nobody may use. Rate-limited per client address, and wrong passwords per
+// account and client together.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -4363,8 +4401,11 @@ func (c *Client) Refresh(ctx context.Context, body RefreshJSONRequestBody, reqEd
 
 // SignupWithBody Create an account with an invitation code
 //
-// Redeems the invitation code and creates the account in one step. Role and license come
-// from the invitation. Answers like login. Rate-limited per client address.
+// Redeems the invitation code and creates the account in one step; then sign in
+// (`POST /v1/auth/login`). Role and license come from the invitation. An email that
+// already has an account is answered the same, and spends a use of the code all the same:
+// sign-up tells nobody which emails have an account. Rate-limited per client address and
+// per email.
 //
 // Takes any type of body and a specified content type.
 //
@@ -4383,8 +4424,11 @@ func (c *Client) SignupWithBody(ctx context.Context, contentType string, body io
 
 // Signup Create an account with an invitation code
 //
-// Redeems the invitation code and creates the account in one step. Role and license come
-// from the invitation. Answers like login. Rate-limited per client address.
+// Redeems the invitation code and creates the account in one step; then sign in
+// (`POST /v1/auth/login`). Role and license come from the invitation. An email that
+// already has an account is answered the same, and spends a use of the code all the same:
+// sign-up tells nobody which emails have an account. Rate-limited per client address and
+// per email.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -9819,8 +9863,10 @@ type ClientWithResponsesInterface interface {
 
 	// LoginWithBodyWithResponse Sign in with email and password
 	//
-	// Returns a short-lived access token and a refresh token. An unknown email and a wrong
-	// password answer the same. Rate-limited per client address and per account.
+	// Returns a short-lived access token and a refresh token. An unknown email, a wrong
+	// password and a disabled account answer the same 401: sign-in confirms no password of an
+	// account nobody may use. Rate-limited per client address, and wrong passwords per
+	// account and client together.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -9829,8 +9875,10 @@ type ClientWithResponsesInterface interface {
 
 	// LoginWithResponse Sign in with email and password
 	//
-	// Returns a short-lived access token and a refresh token. An unknown email and a wrong
-	// password answer the same. Rate-limited per client address and per account.
+	// Returns a short-lived access token and a refresh token. An unknown email, a wrong
+	// password and a disabled account answer the same 401: sign-in confirms no password of an
+	// account nobody may use. Rate-limited per client address, and wrong passwords per
+	// account and client together.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -9877,8 +9925,11 @@ type ClientWithResponsesInterface interface {
 
 	// SignupWithBodyWithResponse Create an account with an invitation code
 	//
-	// Redeems the invitation code and creates the account in one step. Role and license come
-	// from the invitation. Answers like login. Rate-limited per client address.
+	// Redeems the invitation code and creates the account in one step; then sign in
+	// (`POST /v1/auth/login`). Role and license come from the invitation. An email that
+	// already has an account is answered the same, and spends a use of the code all the same:
+	// sign-up tells nobody which emails have an account. Rate-limited per client address and
+	// per email.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -9887,8 +9938,11 @@ type ClientWithResponsesInterface interface {
 
 	// SignupWithResponse Create an account with an invitation code
 	//
-	// Redeems the invitation code and creates the account in one step. Role and license come
-	// from the invitation. Answers like login. Rate-limited per client address.
+	// Redeems the invitation code and creates the account in one step; then sign in
+	// (`POST /v1/auth/login`). Role and license come from the invitation. An email that
+	// already has an account is answered the same, and spends a use of the code all the same:
+	// sign-up tells nobody which emails have an account. Rate-limited per client address and
+	// per email.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -12971,8 +13025,6 @@ type LoginResponse struct {
 	ApplicationproblemJSON400 *Problem
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
 	ApplicationproblemJSON401 *Problem
-	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
-	ApplicationproblemJSON403 *Problem
 	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
 	ApplicationproblemJSON413 *Problem
 	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
@@ -13002,11 +13054,6 @@ func (r LoginResponse) GetApplicationproblemJSON400() *Problem {
 // GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
 func (r LoginResponse) GetApplicationproblemJSON401() *Problem {
 	return r.ApplicationproblemJSON401
-}
-
-// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
-func (r LoginResponse) GetApplicationproblemJSON403() *Problem {
-	return r.ApplicationproblemJSON403
 }
 
 // GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
@@ -13242,8 +13289,8 @@ type SignupResponse503Headers struct {
 type SignupResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
-	// JSON201 the response for an HTTP 201 `application/json` response
-	JSON201 *TokenPair
+	// JSON202 the response for an HTTP 202 `application/json` response
+	JSON202 *SignupAccepted
 	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
 	ApplicationproblemJSON400 *Problem
 	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
@@ -13264,9 +13311,9 @@ type SignupResponse struct {
 	Headers503 *SignupResponse503Headers
 }
 
-// GetJSON201 returns the response for an HTTP 201 `application/json` response
-func (r SignupResponse) GetJSON201() *TokenPair {
-	return r.JSON201
+// GetJSON202 returns the response for an HTTP 202 `application/json` response
+func (r SignupResponse) GetJSON202() *SignupAccepted {
+	return r.JSON202
 }
 
 // GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
@@ -18632,8 +18679,10 @@ func (c *ClientWithResponses) PingAgentWithResponse(ctx context.Context, id ID, 
 
 // LoginWithBodyWithResponse Sign in with email and password
 //
-// Returns a short-lived access token and a refresh token. An unknown email and a wrong
-// password answer the same. Rate-limited per client address and per account.
+// Returns a short-lived access token and a refresh token. An unknown email, a wrong
+// password and a disabled account answer the same 401: sign-in confirms no password of an
+// account nobody may use. Rate-limited per client address, and wrong passwords per
+// account and client together.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -18648,8 +18697,10 @@ func (c *ClientWithResponses) LoginWithBodyWithResponse(ctx context.Context, con
 
 // LoginWithResponse Sign in with email and password
 //
-// Returns a short-lived access token and a refresh token. An unknown email and a wrong
-// password answer the same. Rate-limited per client address and per account.
+// Returns a short-lived access token and a refresh token. An unknown email, a wrong
+// password and a disabled account answer the same 401: sign-in confirms no password of an
+// account nobody may use. Rate-limited per client address, and wrong passwords per
+// account and client together.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -18726,8 +18777,11 @@ func (c *ClientWithResponses) RefreshWithResponse(ctx context.Context, body Refr
 
 // SignupWithBodyWithResponse Create an account with an invitation code
 //
-// Redeems the invitation code and creates the account in one step. Role and license come
-// from the invitation. Answers like login. Rate-limited per client address.
+// Redeems the invitation code and creates the account in one step; then sign in
+// (`POST /v1/auth/login`). Role and license come from the invitation. An email that
+// already has an account is answered the same, and spends a use of the code all the same:
+// sign-up tells nobody which emails have an account. Rate-limited per client address and
+// per email.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -18742,8 +18796,11 @@ func (c *ClientWithResponses) SignupWithBodyWithResponse(ctx context.Context, co
 
 // SignupWithResponse Create an account with an invitation code
 //
-// Redeems the invitation code and creates the account in one step. Role and license come
-// from the invitation. Answers like login. Rate-limited per client address.
+// Redeems the invitation code and creates the account in one step; then sign in
+// (`POST /v1/auth/login`). Role and license come from the invitation. An email that
+// already has an account is answered the same, and spends a use of the code all the same:
+// sign-up tells nobody which emails have an account. Rate-limited per client address and
+// per email.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -22000,13 +22057,6 @@ func ParseLoginResponse(rsp *http.Response) (*LoginResponse, error) {
 		}
 		response.ApplicationproblemJSON401 = &dest
 
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
-		var dest Problem
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.ApplicationproblemJSON403 = &dest
-
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
 		var dest Problem
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -22235,12 +22285,12 @@ func ParseSignupResponse(rsp *http.Response) (*SignupResponse, error) {
 	}
 
 	switch {
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
-		var dest TokenPair
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 202:
+		var dest SignupAccepted
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.JSON201 = &dest
+		response.JSON202 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
 		var dest Problem
@@ -33312,20 +33362,6 @@ func (response Login401ApplicationProblemPlusJSONResponse) VisitLoginResponse(w 
 	return err
 }
 
-type Login403ApplicationProblemPlusJSONResponse Problem
-
-func (response Login403ApplicationProblemPlusJSONResponse) VisitLoginResponse(w http.ResponseWriter) error {
-
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/problem+json")
-	w.WriteHeader(403)
-	_, err := buf.WriteTo(w)
-	return err
-}
-
 type Login413ApplicationProblemPlusJSONResponse Problem
 
 func (response Login413ApplicationProblemPlusJSONResponse) VisitLoginResponse(w http.ResponseWriter) error {
@@ -33620,16 +33656,16 @@ type SignupResponseObject interface {
 	VisitSignupResponse(w http.ResponseWriter) error
 }
 
-type Signup201JSONResponse TokenPair
+type Signup202JSONResponse SignupAccepted
 
-func (response Signup201JSONResponse) VisitSignupResponse(w http.ResponseWriter) error {
+func (response Signup202JSONResponse) VisitSignupResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(201)
+	w.WriteHeader(202)
 	_, err := buf.WriteTo(w)
 	return err
 }

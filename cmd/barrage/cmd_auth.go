@@ -62,14 +62,28 @@ func runSignup(ctx context.Context, e env, args []string) error {
 	if err != nil {
 		return err
 	}
-	if res.JSON201 == nil {
+	if res.JSON202 == nil {
 		return api.ProblemError(res.HTTPResponse, res.Body)
 	}
-	if err := saveCredentials(e, sessionCredentials(c.Server, *res.JSON201)); err != nil {
-		return err
+	// Sign-up does not say whether the email already had an account: signing in does.
+	if err := login(ctx, e, cl, c.Server, *email, pw); err != nil {
+		return fmt.Errorf("the invitation was redeemed, but signing in failed (%w): if %s already had an account, "+
+			"sign in with its own password (barrage login)", err, *email)
 	}
 	fmt.Fprintf(e.stdout, "Account created for %s; signed in to %s.\n", *email, c.Server)
 	return nil
+}
+
+// login signs email in with password and keeps the session's credentials for server.
+func login(ctx context.Context, e env, cl *api.ClientWithResponses, server, email, password string) error {
+	res, err := cl.LoginWithResponse(ctx, api.LoginJSONRequestBody{Email: email, Password: password})
+	if err != nil {
+		return err
+	}
+	if res.JSON200 == nil {
+		return api.ProblemError(res.HTTPResponse, res.Body)
+	}
+	return saveCredentials(e, sessionCredentials(server, *res.JSON200))
 }
 
 func runLogin(ctx context.Context, e env, args []string) error {
@@ -94,14 +108,7 @@ func runLogin(ctx context.Context, e env, args []string) error {
 	if err != nil {
 		return err
 	}
-	res, err := cl.LoginWithResponse(ctx, api.LoginJSONRequestBody{Email: *email, Password: pw})
-	if err != nil {
-		return err
-	}
-	if res.JSON200 == nil {
-		return api.ProblemError(res.HTTPResponse, res.Body)
-	}
-	if err := saveCredentials(e, sessionCredentials(c.Server, *res.JSON200)); err != nil {
+	if err := login(ctx, e, cl, c.Server, *email, pw); err != nil {
 		return err
 	}
 	path, _ := credentialsPath(e)

@@ -64,41 +64,49 @@ type SignupInput struct {
 	Name           string
 }
 
-// Signup redeems an invitation code and creates the account, then signs it in.
-func (s *Service) Signup(ctx context.Context, in SignupInput, client netip.Addr) (Session, error) {
+// Signup redeems an invitation code and creates the account; the person then signs in. An email
+// that already has an account is answered the same (nil) and spends the code's use all the
+// same: sign-up is no way to learn which emails have an account, and each try costs a use of a
+// code an admin issued. The password is hashed either way, so the time says nothing either.
+func (s *Service) Signup(ctx context.Context, in SignupInput, client netip.Addr) error {
 	if err := s.limit(ctx, s.limits.SignupPerClient, "signup:client:"+clientKey(client)); err != nil {
-		return Session{}, err
+		return err
 	}
 	email, err := validEmail("email", in.Email)
 	if err != nil {
-		return Session{}, err
+		return err
 	}
 	if err := s.limit(ctx, s.limits.SignupPerAccount, "signup:email:"+strings.ToLower(email)); err != nil {
-		return Session{}, err
+		return err
 	}
 	name, err := validName("name", in.Name)
 	if err != nil {
-		return Session{}, err
+		return err
 	}
 	if err := validPassword("password", in.Password, email); err != nil {
-		return Session{}, err
+		return err
 	}
 	code := strings.TrimSpace(in.InvitationCode)
 	if !strings.HasPrefix(code, auth.PrefixInvitation) {
-		return Session{}, barrage.Invalid("invitation_code", "unknown invitation code")
+		return barrage.Invalid("invitation_code", "unknown invitation code")
 	}
 	hash, err := s.hasher.Hash(ctx, in.Password)
 	if err != nil {
-		return Session{}, err
+		return err
 	}
 	u, err := s.store.CreateUserFromInvitation(ctx, auth.HashSecret(code), barrage.User{
 		ID: uuid.Must(uuid.NewV7()), Email: email, Name: name, PasswordHash: hash,
 	}, s.now())
+	if errors.Is(err, postgres.ErrEmailTaken) {
+		// Answered as a created account: sign-up tells nobody which emails have one.
+		s.log.InfoContext(ctx, "sign-up for an email that has an account; the code's use is spent")
+		return nil
+	}
 	if err != nil {
-		return Session{}, err
+		return err
 	}
 	s.log.InfoContext(ctx, "account created", slog.String("user_id", u.ID.String()), slog.String("role", string(u.Role)))
-	return s.startSession(ctx, u)
+	return nil
 }
 
 // clientKey names a client address for rate limiting. An IPv6 client usually holds a whole /64,
@@ -110,8 +118,9 @@ func clientKey(a netip.Addr) string {
 	return a.Unmap().String()
 }
 
-// errBadCredentials answers an unknown email and a wrong password alike.
-var errBadCredentials = barrage.Errorf(barrage.ErrUnauthorized, "invalid email or password")
+// errBadCredentials answers an unknown email, a wrong password and a disabled account alike: the
+// answer tells nobody whether a password is right, nor which emails have an account.
+var errBadCredentials = barrage.Errorf(barrage.ErrUnauthorized, "invalid email or password, or the account is disabled")
 
 // Login checks email and password and starts a session.
 func (s *Service) Login(ctx context.Context, email, password string, client netip.Addr) (Session, error) {
@@ -145,7 +154,7 @@ func (s *Service) Login(ctx context.Context, email, password string, client neti
 		return Session{}, err
 	}
 	if u.Disabled {
-		return Session{}, barrage.Errorf(barrage.ErrForbidden, "this account is disabled")
+		return Session{}, cmp.Or(s.failed(ctx, s.limits.LoginPerAccount, failures), errBadCredentials)
 	}
 	return s.startSession(ctx, u)
 }

@@ -230,7 +230,13 @@ func TestDisabledUserIsSignedOutEverywhere(t *testing.T) {
 	requireProblem(t, b.do("GET", "/v1/me", u.access, nil), http.StatusUnauthorized)
 	requireProblem(t, b.do("GET", "/v1/me", pat, nil), http.StatusUnauthorized)
 	requireProblem(t, b.do("POST", "/v1/auth/refresh", "", map[string]any{"refresh_token": u.refresh}), http.StatusUnauthorized)
-	requireProblem(t, b.do("POST", "/v1/auth/login", "", map[string]any{"email": u.email, "password": u.password}), http.StatusForbidden)
+	// A disabled account answers its right password as it answers a wrong one: sign-in confirms
+	// no password of an account nobody may use.
+	right := b.do("POST", "/v1/auth/login", "", map[string]any{"email": u.email, "password": u.password})
+	wrong := b.do("POST", "/v1/auth/login", "", map[string]any{"email": u.email, "password": "not the password at all"})
+	requireProblem(t, right, http.StatusUnauthorized)
+	requireProblem(t, wrong, http.StatusUnauthorized)
+	require.Equal(t, wrong.json(t)["detail"], right.json(t)["detail"])
 
 	// Admins cannot lock themselves out.
 	p := requireProblem(t, b.do("PATCH", "/v1/admin/users/"+admin.id, admin.access, map[string]any{"disabled": true}), http.StatusUnprocessableEntity)

@@ -21,13 +21,14 @@ func principal(ctx context.Context) (barrage.Principal, error) {
 
 func (s *server) Signup(ctx context.Context, req api.SignupRequestObject) (api.SignupResponseObject, error) {
 	b := req.Body
-	sess, err := s.accounts.Signup(ctx, account.SignupInput{
+	err := s.accounts.Signup(ctx, account.SignupInput{
 		InvitationCode: b.InvitationCode, Email: b.Email, Password: b.Password, Name: b.Name,
 	}, ClientIP(ctx))
 	if err != nil {
 		return nil, err
 	}
-	return api.Signup201JSONResponse(toAPISession(sess)), nil
+	return api.Signup202JSONResponse{Status: "accepted",
+		Message: "Unless this email already had an account, it has one now: sign in with the email and this password."}, nil
 }
 
 func (s *server) Login(ctx context.Context, req api.LoginRequestObject) (api.LoginResponseObject, error) {

@@ -272,7 +272,9 @@ func (b *testBundle) signup(code, email string) user {
 	r := b.do("POST", "/v1/auth/signup", "", map[string]any{
 		"invitation_code": code, "email": email, "password": pw, "name": "Test " + email,
 	})
-	require.Equal(b.t, http.StatusCreated, r.status, "body: %s", r.body)
+	require.Equal(b.t, http.StatusAccepted, r.status, "body: %s", r.body)
+	r = b.do("POST", "/v1/auth/login", "", map[string]any{"email": email, "password": pw})
+	require.Equal(b.t, http.StatusOK, r.status, "body: %s", r.body)
 	m := r.json(b.t)
 	u := user{email: email, password: pw, access: secret(m["access_token"].(string)), refresh: secret(m["refresh_token"].(string))}
 	me := b.do("GET", "/v1/me", u.access, nil)

@@ -13,10 +13,12 @@ import (
 )
 
 // CreateUserFromInvitation spends one use of the invitation whose code hashes to codeHash and
-// creates u with the invitation's role and license, in one transaction: if the account cannot be
-// created (its email is taken), the use is not spent. u's role and license are ignored.
+// creates u with the invitation's role and license, in one transaction. When u's email is taken
+// the use is spent all the same and the error is ErrEmailTaken; when the code cannot be
+// redeemed, nothing is spent. u's role and license are ignored.
 func (s *Store) CreateUserFromInvitation(ctx context.Context, codeHash []byte, u barrage.User, now time.Time) (barrage.User, error) {
 	var created barrage.User
+	taken := false
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		row, err := s.q.InvitationRedeem(ctx, tx, codeHash)
 		if errors.Is(err, pgx.ErrNoRows) {
@@ -33,22 +35,40 @@ func (s *Store) CreateUserFromInvitation(ctx context.Context, codeHash []byte, u
 			u.License = &l
 		}
 		p := userParams(u)
-		userRow, err := s.q.UserInsert(ctx, tx, dbsqlc.UserInsertParams{
+		// In a savepoint: an email already registered keeps the redemption, so that trying an
+		// address costs a use of the code whether or not it has an account (ErrEmailTaken).
+		insert, err := tx.Begin(ctx)
+		if err != nil {
+			return err
+		}
+		userRow, err := s.q.UserInsert(ctx, insert, dbsqlc.UserInsertParams{
 			ID: u.ID, Email: u.Email, Name: u.Name, PasswordHash: u.PasswordHash, Role: string(u.Role),
 			LicensePlan: p.LicensePlan, LicenseMaxVus: p.LicenseMaxVus, LicenseMaxRunSeconds: p.LicenseMaxRunSeconds,
 			LicenseMaxConcurrentRuns: p.LicenseMaxConcurrentRuns, LicenseValidUntil: p.LicenseValidUntil,
 		})
 		if err != nil {
+			_ = insert.Rollback(ctx)
 			if errors.Is(translate(err, ""), barrage.ErrConflict) {
-				return barrage.Errorf(barrage.ErrConflict, "an account with this email already exists")
+				taken = true
+				return nil
 			}
+			return err
+		}
+		if err := insert.Commit(ctx); err != nil {
 			return err
 		}
 		created = userFromRow(userRow)
 		return nil
 	})
+	if err == nil && taken {
+		return barrage.User{}, ErrEmailTaken
+	}
 	return created, err
 }
+
+// ErrEmailTaken is CreateUserFromInvitation's answer for an email that already has an account:
+// the code's use was spent all the same.
+var ErrEmailTaken = errors.New("an account with this email already exists")
 
 // whyNotRedeemable explains a failed redemption: unknown, revoked, expired or used up.
 func (s *Store) whyNotRedeemable(ctx context.Context, tx pgx.Tx, codeHash []byte) error {
