@@ -75,6 +75,12 @@ var hello = map[string]any{"protocol": protocol, "version": "test", "cores": 2, 
 // them with a 5xx.
 func second(t *testing.T, idx int64, label string, n int, latency time.Duration, failed ...int) map[string]any {
 	t.Helper()
+	return secondAt(t, time.Unix(1_700_000_000+idx, 0), idx, label, n, latency, failed...)
+}
+
+// secondAt is second with the snapshot's start as the agent's wall clock read it.
+func secondAt(t *testing.T, start time.Time, idx int64, label string, n int, latency time.Duration, failed ...int) map[string]any {
+	t.Helper()
 	st := metrics.NewStats()
 	for range n {
 		st.Requests++
@@ -83,7 +89,7 @@ func second(t *testing.T, idx int64, label string, n int, latency time.Duration,
 	if len(failed) > 0 {
 		st.Errors[metrics.Err5xx] = int64(failed[0])
 	}
-	snap := &metrics.Snapshot{Start: time.Unix(1_700_000_000+idx, 0), Duration: time.Second, Labels: map[metrics.Key]*metrics.Stats{metrics.RequestKey(label): st}}
+	snap := &metrics.Snapshot{Start: start, Duration: time.Second, Labels: map[metrics.Key]*metrics.Stats{metrics.RequestKey(label): st}}
 	enc, err := snap.MarshalBinary()
 	require.NoError(t, err)
 	return map[string]any{"index": idx, "snapshot": base64.StdEncoding.EncodeToString(enc), "health": map[string]any{
@@ -958,4 +964,64 @@ func TestForgedSweepLevelsAreRefused(t *testing.T) {
 		vus = append(vus, l.(map[string]any)["vus"].(float64))
 	}
 	require.Equal(t, []float64{2, 4, 8}, vus)
+}
+
+// An agent whose wall clock jumps (an hour ahead mid-run, then back behind the start) reports
+// seconds stamped accordingly: the run is merged by the seconds' indexes on its one schedule,
+// so its series stays whole and in order, each second merged across both agents, and its
+// summary counts every request once.
+func TestAnAgentWhoseClockJumpsIsMergedOnTheRunsSchedule(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	_, u := b.adminAndUser()
+	var ids, tokens []string
+	for _, name := range []string{"steady", "jumpy"} {
+		id, token := b.registerAgent("/v1/agents", u.access, name, nil)
+		require.Equal(t, http.StatusNoContent, b.do("POST", "/v1/agent/lease", token, hello).status)
+		ids, tokens = append(ids, id), append(tokens, token)
+	}
+	r := b.do("POST", "/v1/runs", u.access, map[string]any{"script_id": b.addScript(u, smokeScript), "agent_ids": ids, "duration_seconds": 5})
+	require.Equal(t, http.StatusCreated, r.status, "body: %s", r.body)
+	runID := r.json(t)["id"].(string)
+	now := time.Now()
+	clocks := []func(idx int64) time.Time{
+		func(idx int64) time.Time { return now.Add(time.Duration(idx) * time.Second) },
+		func(idx int64) time.Time {
+			switch {
+			case idx >= 4:
+				return now.Add(-time.Hour) // set back, before the run began
+			case idx >= 2:
+				return now.Add(time.Hour + time.Duration(idx)*time.Second) // jumped ahead
+			}
+			return now.Add(time.Duration(idx) * time.Second)
+		},
+	}
+	for i, token := range tokens {
+		job := b.do("POST", "/v1/agent/lease", token, hello).json(t)["shard"].(map[string]any)
+		report := "/v1/agent/shards/" + job["shard_id"].(string) + "/report"
+		for idx := range int64(5) {
+			body := map[string]any{"lease": job["lease"], "seconds": []any{secondAt(t, clocks[i](idx), idx, "get home", 10*(i+1), 10*time.Millisecond)}}
+			if idx == 4 {
+				body["end"] = map[string]any{"reason": "finished"}
+			}
+			res := b.do("POST", report, token, body)
+			require.Equal(t, http.StatusOK, res.status, "body: %s", res.body)
+		}
+	}
+	require.Equal(t, "finished", b.do("GET", "/v1/runs/"+runID, u.access, nil).json(t)["state"])
+	s := b.do("GET", "/v1/runs/"+runID+"/summary", u.access, nil).json(t)
+	require.EqualValues(t, 5*(10+20), s["total"].(map[string]any)["count"], "every request counted once")
+	require.EqualValues(t, 5, s["seconds"])
+	var series struct {
+		Seconds []struct {
+			Index  int64
+			Labels []struct{ Count int64 }
+		}
+	}
+	require.NoError(t, json.Unmarshal(b.do("GET", "/v1/runs/"+runID+"/series", u.access, nil).body, &series))
+	require.Len(t, series.Seconds, 5)
+	for i, sec := range series.Seconds {
+		require.EqualValues(t, i, sec.Index, "in order, none missing")
+		require.EqualValues(t, 30, sec.Labels[0].Count, "second %d merged across both agents", i)
+	}
 }
