@@ -856,14 +856,11 @@ type CreateAgentRequest struct {
 
 // CreateInvitationRequest defines model for CreateInvitationRequest.
 type CreateInvitationRequest struct {
-	ExpiresInDays *int `json:"expires_in_days,omitempty"`
-
-	// License What an invitation grants. Either name a ready `template` (`demo`: 100 VUs, 30-minute
-	// runs, 2 at a time, 14 days), optionally overriding some limits, or give every limit.
-	License *LicenseTemplate `json:"license,omitempty"`
-	Note    *string          `json:"note,omitempty"`
-	Role    *Role            `json:"role,omitempty"`
-	Uses    *int             `json:"uses,omitempty"`
+	ExpiresInDays *int             `json:"expires_in_days,omitempty"`
+	License       *LicenseTemplate `json:"license,omitempty"`
+	Note          *string          `json:"note,omitempty"`
+	Role          *Role            `json:"role,omitempty"`
+	Uses          *int             `json:"uses,omitempty"`
 }
 
 // CreateRunRequest Exactly one of `script_id` and `test_id`.
@@ -876,11 +873,11 @@ type CreateRunRequest struct {
 	Rate            *float64            `json:"rate,omitempty"`
 	ScriptId        *openapi_types.UUID `json:"script_id,omitempty"`
 
-	// Stages The open model's stages in place of the script's load (`vus` is then their max VUs); without `rate` and `duration_seconds`.
+	// Stages The open model's stages in place of the script's load (`vus` is then their max VUs); without `rate` and `duration_seconds`. Their durations add up to 30 days at most, and one of them has a rate above 0 (`422` otherwise).
 	Stages *[]RunStage `json:"stages,omitempty"`
 
 	// Sweep A concurrency sweep in place of the script's load: its session in the closed model at each level of VUs in turn
-	// (ascending), for `step_seconds` each, on one agent; the run's results are the sweep's levels, the Universal
+	// (the levels go up: `422` otherwise), for `step_seconds` each, on one agent; the run's results are the sweep's levels, the Universal
 	// Scalability Law fitted to them and the knee (`/v1/runs/{id}/sweep`). It goes without `vus`, `duration_seconds`,
 	// `rate` and `stages`; the license admits it as its highest level for all its steps.
 	Sweep *RunSweep `json:"sweep,omitempty"`
@@ -903,7 +900,7 @@ type CreateScriptRequest struct {
 
 // CreateTargetRequest defines model for CreateTargetRequest.
 type CreateTargetRequest struct {
-	// Url http(s)://host[:port], without credentials, path, query or fragment.
+	// Url http(s)://host[:port], without credentials, path, query or fragment (a "/" alone may end it); the host at most 253 characters, the port 1 to 65535. An IPv6 address goes in brackets and must be one (RFC 4291): the pattern only shapes it, and the server answers `422` for one that is not.
 	Url string `json:"url"`
 }
 
@@ -1272,7 +1269,7 @@ type LoadOverrides struct {
 	Stages *[]RunStage `json:"stages,omitempty"`
 
 	// Sweep A concurrency sweep in place of the script's load: its session in the closed model at each level of VUs in turn
-	// (ascending), for `step_seconds` each, on one agent; the run's results are the sweep's levels, the Universal
+	// (the levels go up: `422` otherwise), for `step_seconds` each, on one agent; the run's results are the sweep's levels, the Universal
 	// Scalability Law fitted to them and the knee (`/v1/runs/{id}/sweep`). It goes without `vus`, `duration_seconds`,
 	// `rate` and `stages`; the license admits it as its highest level for all its steps.
 	Sweep *RunSweep `json:"sweep,omitempty"`
@@ -1323,6 +1320,7 @@ type NamespaceList struct {
 
 // NamespaceRequest defines model for NamespaceRequest.
 type NamespaceRequest struct {
+	// Name Lower-case letters, digits and single hyphens inside, starting with a letter.
 	Name string `json:"name"`
 }
 
@@ -1574,6 +1572,12 @@ type PublishRequest struct {
 	Manifest PublishManifest      `json:"manifest"`
 }
 
+// ReasonRequest defines model for ReasonRequest.
+type ReasonRequest struct {
+	// Reason Why: shown to the version's owners, and with a deprecation or a revocation to everyone who uses it.
+	Reason string `json:"reason"`
+}
+
 // RefreshRequest defines model for RefreshRequest.
 type RefreshRequest struct {
 	RefreshToken string `json:"refresh_token"`
@@ -1593,7 +1597,7 @@ type ReportAnswer struct {
 
 // ReviewRequest defines model for ReviewRequest.
 type ReviewRequest struct {
-	// Reason Shown to the version's owners, and with a deprecation or a revocation to everyone who uses it. Required to reject, deprecate and revoke.
+	// Reason Shown to the version's owners.
 	Reason *string `json:"reason,omitempty"`
 }
 
@@ -1698,7 +1702,7 @@ type RunSummary struct {
 }
 
 // RunSweep A concurrency sweep in place of the script's load: its session in the closed model at each level of VUs in turn
-// (ascending), for `step_seconds` each, on one agent; the run's results are the sweep's levels, the Universal
+// (the levels go up: `422` otherwise), for `step_seconds` each, on one agent; the run's results are the sweep's levels, the Universal
 // Scalability Law fitted to them and the knee (`/v1/runs/{id}/sweep`). It goes without `vus`, `duration_seconds`,
 // `rate` and `stages`; the license admits it as its highest level for all its steps.
 type RunSweep struct {
@@ -2390,10 +2394,10 @@ type ReserveNamespaceJSONRequestBody = NamespaceRequest
 type ApprovePluginVersionJSONRequestBody = ReviewRequest
 
 // RejectPluginVersionJSONRequestBody defines body for RejectPluginVersion for application/json ContentType.
-type RejectPluginVersionJSONRequestBody = ReviewRequest
+type RejectPluginVersionJSONRequestBody = ReasonRequest
 
 // RevokePluginVersionJSONRequestBody defines body for RevokePluginVersion for application/json ContentType.
-type RevokePluginVersionJSONRequestBody = ReviewRequest
+type RevokePluginVersionJSONRequestBody = ReasonRequest
 
 // UpdateUserJSONRequestBody defines body for UpdateUser for application/json ContentType.
 type UpdateUserJSONRequestBody = UpdateUserRequest
@@ -2435,7 +2439,7 @@ type AddSigningKeyJSONRequestBody = SigningKeyRequest
 type PublishPluginVersionMultipartRequestBody = PublishRequest
 
 // DeprecatePluginVersionJSONRequestBody defines body for DeprecatePluginVersion for application/json ContentType.
-type DeprecatePluginVersionJSONRequestBody = ReviewRequest
+type DeprecatePluginVersionJSONRequestBody = ReasonRequest
 
 // CreateRunJSONRequestBody defines body for CreateRun for application/json ContentType.
 type CreateRunJSONRequestBody = CreateRunRequest

@@ -638,14 +638,14 @@ func runAdminPlugin(ctx context.Context, e env, args []string) error {
 			return r.JSON200, r.HTTPResponse, r.Body, nil
 		},
 		"reject": func() (*api.PluginVersion, *http.Response, []byte, error) {
-			r, err := cl.RejectPluginVersionWithResponse(ctx, ns, name, ver, body)
+			r, err := cl.RejectPluginVersionWithResponse(ctx, ns, name, ver, api.ReasonRequest{Reason: *reason})
 			if err != nil {
 				return nil, nil, nil, err
 			}
 			return r.JSON200, r.HTTPResponse, r.Body, nil
 		},
 		"revoke": func() (*api.PluginVersion, *http.Response, []byte, error) {
-			r, err := cl.RevokePluginVersionWithResponse(ctx, ns, name, ver, body)
+			r, err := cl.RevokePluginVersionWithResponse(ctx, ns, name, ver, api.ReasonRequest{Reason: *reason})
 			if err != nil {
 				return nil, nil, nil, err
 			}

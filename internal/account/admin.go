@@ -124,7 +124,7 @@ func (s *Service) newInvitation(createdBy *uuid.UUID, in InvitationInput) (barra
 	if in.ExpiresIn < time.Minute || in.ExpiresIn > 365*24*time.Hour {
 		return barrage.Invitation{}, barrage.Invalid("expires_in_days", "must be between 1 and 365 days")
 	}
-	note, err := validText("note", in.Note, 0, 500)
+	note, err := barrage.CheckText("note", in.Note, 0, 500)
 	if err != nil {
 		return barrage.Invitation{}, err
 	}
@@ -157,7 +157,7 @@ func (s *Service) newInvitation(createdBy *uuid.UUID, in InvitationInput) (barra
 // validLicense applies the bounds the API documents; the command line's --local path reaches
 // here without the API's validation.
 func validLicense(field, plan string, l barrage.Limits) error {
-	if _, err := validText(field+".plan", plan, 1, 64); err != nil {
+	if _, err := barrage.CheckText(field+".plan", plan, 1, 64); err != nil {
 		return err
 	}
 	switch {

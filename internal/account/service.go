@@ -13,7 +13,6 @@ import (
 	"net/netip"
 	"strings"
 	"time"
-	"unicode"
 	"unicode/utf8"
 
 	"github.com/google/uuid"
@@ -128,7 +127,7 @@ func (s *Service) Login(ctx context.Context, email, password string, client neti
 		return Session{}, err
 	}
 	email = strings.TrimSpace(email)
-	if _, err := validText("email", email, 1, 254); err != nil {
+	if _, err := barrage.CheckText("email", email, 1, 254); err != nil {
 		// No account has such an address: answer as for any unknown email.
 		_ = s.hasher.VerifyDummy(ctx, password)
 		return Session{}, errBadCredentials
@@ -323,20 +322,7 @@ func validEmail(field, s string) (string, error) {
 }
 
 func validName(field, s string) (string, error) {
-	return validText(field, s, 1, 200)
-}
-
-// validText trims s and checks its length in characters and that it holds no control
-// characters (PostgreSQL cannot store NUL; the others have no business in a name or a note).
-func validText(field, s string, minLen, maxLen int) (string, error) {
-	s = strings.TrimSpace(s)
-	if n := utf8.RuneCountInString(s); n < minLen || n > maxLen {
-		return "", barrage.Invalid(field, fmt.Sprintf("must have %d to %d characters", minLen, maxLen))
-	}
-	if !utf8.ValidString(s) || strings.ContainsFunc(s, unicode.IsControl) {
-		return "", barrage.Invalid(field, "must not hold control characters")
-	}
-	return s, nil
+	return barrage.CheckText(field, s, 1, 200)
 }
 
 // minPasswordLen follows NIST SP 800-63B: length matters, composition rules do not.

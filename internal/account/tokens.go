@@ -20,7 +20,7 @@ type CreateTokenInput struct {
 // CreateToken creates a personal API token for the principal and returns it with its secret,
 // which is not kept. A token never holds a scope its creator lacks, and only admins hold admin.
 func (s *Service) CreateToken(ctx context.Context, p barrage.Principal, in CreateTokenInput) (barrage.APIToken, string, error) {
-	name, err := validText("name", in.Name, 1, 100)
+	name, err := barrage.CheckText("name", in.Name, 1, 100)
 	if err != nil {
 		return barrage.APIToken{}, "", err
 	}

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 
@@ -87,7 +88,7 @@ func ParseTarget(raw string) (Target, error) {
 		port = n
 	}
 	host, _, _ := net.SplitHostPort(netpolicy.JoinDestination(u.Hostname(), "0"))
-	if len(host) > 253 {
+	if utf8.RuneCountInString(host) > 253 {
 		return Target{}, Invalid("url", "the host is longer than 253 characters")
 	}
 	return Target{Scheme: u.Scheme, Host: host, Port: port}, nil

@@ -116,8 +116,9 @@ type AgentInput struct {
 // the agent serves every user (the caller must be an admin: the route says so); else it is p's
 // own.
 func (s *Service) CreateAgent(ctx context.Context, p barrage.Principal, in AgentInput, shared bool) (barrage.Agent, string, error) {
-	if in.Name == "" || len(in.Name) > 100 {
-		return barrage.Agent{}, "", barrage.Invalid("name", "must be 1 to 100 characters")
+	name, err := barrage.CheckText("name", in.Name, 1, 100)
+	if err != nil {
+		return barrage.Agent{}, "", err
 	}
 	if in.Limits.MaxVUs < 0 {
 		return barrage.Agent{}, "", barrage.Invalid("max_vus", "must be positive")
@@ -125,12 +126,12 @@ func (s *Service) CreateAgent(ctx context.Context, p barrage.Principal, in Agent
 	if in.Limits.MaxRunDuration < 0 {
 		return barrage.Agent{}, "", barrage.Invalid("max_run_duration_seconds", "must be positive")
 	}
-	a := barrage.Agent{ID: uuid.Must(uuid.NewV7()), Name: in.Name, Limits: in.Limits}
+	a := barrage.Agent{ID: uuid.Must(uuid.NewV7()), Name: name, Limits: in.Limits}
 	if !shared {
 		a.OwnerID = &p.User.ID
 	}
 	token := auth.NewSecret(auth.PrefixAgentToken)
-	a, err := s.store.CreateAgent(ctx, a, auth.HashSecret(token))
+	a, err = s.store.CreateAgent(ctx, a, auth.HashSecret(token))
 	if err != nil {
 		return barrage.Agent{}, "", err
 	}

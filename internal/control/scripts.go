@@ -30,9 +30,11 @@ func (s *Service) CreateScript(ctx context.Context, p barrage.Principal, in Scri
 		return barrage.Script{}, barrage.Invalid("source", fmt.Sprintf("the script uses plugins (%s): "+
 			"save it as a test (POST /v1/tests, barrage tests push) and generate its script on an agent", parsed.Plugins[0].Ref))
 	}
-	name := in.Name
-	if name == "" {
-		name = parsed.Name
+	name := parsed.Name
+	if in.Name != "" {
+		if name, err = barrage.CheckText("name", in.Name, 1, 200); err != nil {
+			return barrage.Script{}, err
+		}
 	}
 	return s.storeScript(ctx, p, name, in.Source, in.Files, barrage.ScriptManifest{})
 }

@@ -10,10 +10,7 @@ import (
 	"log/slog"
 	"regexp"
 	"slices"
-	"strings"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/google/uuid"
 
@@ -44,11 +41,10 @@ func checkTest(in TestInput) (string, error) {
 	if name == "" {
 		name = parsed.Name
 	}
-	if !utf8.ValidString(name) || utf8.RuneCountInString(name) > 200 || strings.TrimSpace(name) != name ||
-		strings.ContainsFunc(name, unicode.IsControl) {
-		return "", barrage.Invalid("name", "1 to 200 characters of text, without control characters or spaces at either end")
+	if name == "" {
+		return "", nil
 	}
-	return name, nil
+	return barrage.CheckText("name", name, 1, 200)
 }
 
 // CreateTest stores a new test for p, its session as revision 1.
@@ -72,12 +68,13 @@ func (s *Service) CreateTest(ctx context.Context, p barrage.Principal, in TestIn
 
 // SaveTest stores p's test id's session as its next revision; older revisions stay readable.
 func (s *Service) SaveTest(ctx context.Context, p barrage.Principal, id uuid.UUID, in TestInput) (barrage.Test, error) {
-	if _, err := checkTest(in); err != nil {
+	checked, err := checkTest(in)
+	if err != nil {
 		return barrage.Test{}, err
 	}
 	var name *string
 	if in.Name != "" {
-		name = &in.Name
+		name = &checked
 	}
 	return s.store.SaveTest(ctx, p.User.ID, id, name, barrage.TestRevision{Format: in.Format, Source: in.Source})
 }

@@ -129,7 +129,7 @@ func (s *server) readManifest(r io.Reader) (market.Manifest, error) {
 		return market.Manifest{}, barrage.Invalid("manifest", "not one JSON document")
 	}
 	if err := s.spec.Components.Schemas["PublishManifest"].Value.VisitJSON(numbersAsFloats(doc), openapi3.MultiErrors()); err != nil {
-		return market.Manifest{}, &barrage.InvalidError{Fields: schemaErrors(err, "manifest")}
+		return market.Manifest{}, &barrage.InvalidError{Fields: patternReasons(s.spec).schemaErrors(err, "manifest")}
 	}
 	var m api.PublishManifest
 	if err := json.Unmarshal(raw, &m); err != nil {
@@ -244,21 +244,17 @@ func (s *server) GetPluginVersion(ctx context.Context, req api.GetPluginVersionR
 
 // review runs one review decision for the route's principal.
 func (s *server) review(ctx context.Context, decide func(context.Context, barrage.Principal, string, string, string, string) (barrage.PluginVersion, error),
-	namespace, name, version string, body *api.ReviewRequest) (api.PluginVersion, error) {
+	namespace, name, version, reason string) (api.PluginVersion, error) {
 	p, err := principal(ctx)
 	if err != nil {
 		return api.PluginVersion{}, err
-	}
-	var reason string
-	if body != nil {
-		reason = deref(body.Reason)
 	}
 	v, err := decide(ctx, p, namespace, name, version, reason)
 	return toAPIPluginVersion(v), err
 }
 
 func (s *server) DeprecatePluginVersion(ctx context.Context, req api.DeprecatePluginVersionRequestObject) (api.DeprecatePluginVersionResponseObject, error) {
-	v, err := s.review(ctx, s.market.Deprecate, req.Namespace, req.Name, req.Version, req.Body)
+	v, err := s.review(ctx, s.market.Deprecate, req.Namespace, req.Name, req.Version, req.Body.Reason)
 	if err != nil {
 		return nil, err
 	}
@@ -266,7 +262,11 @@ func (s *server) DeprecatePluginVersion(ctx context.Context, req api.DeprecatePl
 }
 
 func (s *server) ApprovePluginVersion(ctx context.Context, req api.ApprovePluginVersionRequestObject) (api.ApprovePluginVersionResponseObject, error) {
-	v, err := s.review(ctx, s.market.Approve, req.Namespace, req.Name, req.Version, req.Body)
+	var reason string
+	if req.Body != nil {
+		reason = deref(req.Body.Reason)
+	}
+	v, err := s.review(ctx, s.market.Approve, req.Namespace, req.Name, req.Version, reason)
 	if err != nil {
 		return nil, err
 	}
@@ -274,7 +274,7 @@ func (s *server) ApprovePluginVersion(ctx context.Context, req api.ApprovePlugin
 }
 
 func (s *server) RejectPluginVersion(ctx context.Context, req api.RejectPluginVersionRequestObject) (api.RejectPluginVersionResponseObject, error) {
-	v, err := s.review(ctx, s.market.Reject, req.Namespace, req.Name, req.Version, req.Body)
+	v, err := s.review(ctx, s.market.Reject, req.Namespace, req.Name, req.Version, req.Body.Reason)
 	if err != nil {
 		return nil, err
 	}
@@ -282,7 +282,7 @@ func (s *server) RejectPluginVersion(ctx context.Context, req api.RejectPluginVe
 }
 
 func (s *server) RevokePluginVersion(ctx context.Context, req api.RevokePluginVersionRequestObject) (api.RevokePluginVersionResponseObject, error) {
-	v, err := s.review(ctx, s.market.Revoke, req.Namespace, req.Name, req.Version, req.Body)
+	v, err := s.review(ctx, s.market.Revoke, req.Namespace, req.Name, req.Version, req.Body.Reason)
 	if err != nil {
 		return nil, err
 	}

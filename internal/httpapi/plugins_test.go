@@ -495,3 +495,19 @@ func TestSearchPagesWithItsCursor(t *testing.T) {
 	}
 	requireField(t, requireProblem(t, b.do("GET", "/v1/plugins?tag=%ff", u.access, nil), http.StatusBadRequest), "tag")
 }
+
+// A version's "+" comes percent-encoded in a path (%2B): the validator checks the unescaped
+// value against the spec's pattern, and the handler finds the version by it.
+func TestAVersionWithBuildMetadataIsFoundByItsEscapedPath(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	_, u := b.adminAndUser()
+	key := b.author(u, "acme")
+	r := b.publish(u.access, randomData(key, "1.0.0+build.7"))
+	require.Equal(t, http.StatusCreated, r.status, "body: %s", r.body)
+	r = b.do("GET", "/v1/plugins/acme/random-data/versions/1.0.0%2Bbuild.7", u.access, nil)
+	require.Equal(t, http.StatusOK, r.status, "body: %s", r.body)
+	require.Equal(t, "1.0.0+build.7", r.json(t)["version"])
+	requireProblem(t, b.do("GET", "/v1/plugins/acme/random-data/versions/1.0.0%2Bbuild.8", u.access, nil), http.StatusNotFound)
+	requireProblem(t, b.do("GET", "/v1/plugins/acme/random-data/versions/1.0.0%2F7.0", u.access, nil), http.StatusBadRequest)
+}

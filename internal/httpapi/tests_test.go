@@ -62,9 +62,10 @@ func TestTestsAreSavedAsRevisionsWithTheirFiles(t *testing.T) {
 	get := b.do("GET", "/v1/tests/"+id+"/files/users.csv", u.access, nil)
 	require.Equal(t, http.StatusOK, get.status)
 	require.Equal(t, "user\nann\nbob\ncid\n", string(get.body))
-	requireProblem(t, b.do("PUT", "/v1/tests/"+id+"/files/..hidden", u.access, "x", "Content-Type", "application/octet-stream"), http.StatusUnprocessableEntity)
+	requireField(t, requireProblem(t, b.do("PUT", "/v1/tests/"+id+"/files/..hidden", u.access, "x", "Content-Type", "application/octet-stream"), http.StatusBadRequest), "name")
 	requireProblem(t, b.do("PUT", "/v1/tests/"+id+"/files/a.csv", u.access, "x", "Content-Type", "text/plain"), http.StatusUnsupportedMediaType)
-	requireProblem(t, b.do("DELETE", "/v1/tests/"+id+"/files/a%00b", u.access, nil), http.StatusNotFound)
+	requireProblem(t, b.do("DELETE", "/v1/tests/"+id+"/files/a%00b", u.access, nil), http.StatusBadRequest)
+	requireProblem(t, b.do("DELETE", "/v1/tests/"+id+"/files/absent.csv", u.access, nil), http.StatusNotFound)
 	require.Len(t, b.do("GET", "/v1/tests", u.access, nil).json(t)["items"].([]any)[0].(map[string]any)["files"], 1)
 
 	// A test without plugins is generated without an agent; the script is immutable and

@@ -12,6 +12,7 @@ import (
 	"maps"
 	"math"
 	"net/http"
+	"net/url"
 	"regexp"
 	"slices"
 	"strconv"
@@ -56,16 +57,48 @@ func loadSpec() (*openapi3.T, error) {
 // parameters, content type, and the body's schema (unknown fields included, as request schemas
 // forbid additional properties).
 type validator struct {
-	log  *slog.Logger
-	doc  *openapi3.T
-	opts *openapi3filter.Options
+	log     *slog.Logger
+	doc     *openapi3.T
+	opts    *openapi3filter.Options
+	reasons reasons
 }
 
 func newValidator(log *slog.Logger, doc *openapi3.T) *validator {
-	return &validator{log: log, doc: doc, opts: &openapi3filter.Options{
+	return &validator{log: log, doc: doc, reasons: patternReasons(doc), opts: &openapi3filter.Options{
 		MultiError:         true,
 		AuthenticationFunc: openapi3filter.NoopAuthenticationFunc, // authorize has run already
 	}}
+}
+
+// reasons are the plain reasons for the spec's shared patterns (its x-patterns), by pattern:
+// "must not hold control characters" says more than the regular expression.
+type reasons map[string]string
+
+func patternReasons(doc *openapi3.T) reasons {
+	out := reasons{}
+	patterns, _ := doc.Extensions["x-patterns"].(map[string]any)
+	for _, p := range patterns {
+		p, _ := p.(map[string]any)
+		pattern, _ := p["pattern"].(string)
+		reason, _ := p["reason"].(string)
+		if pattern != "" && reason != "" {
+			out[pattern] = reason
+		}
+	}
+	return out
+}
+
+// xProblem reads the field (below the schema's own path) and the reason a schema's x-problem
+// gives for a rule over several fields (said with not, anyOf or oneOf), which the validator
+// reports without a reason of any use.
+func xProblem(s *openapi3.Schema) (field, reason string) {
+	if s == nil {
+		return "", ""
+	}
+	x, _ := s.Extensions["x-problem"].(map[string]any)
+	field, _ = x["field"].(string)
+	reason, _ = x["reason"].(string)
+	return field, reason
 }
 
 func (v *validator) middleware(next http.Handler) http.Handler {
@@ -82,9 +115,10 @@ func (v *validator) middleware(next http.Handler) http.Handler {
 			writeError(v.log, w, r, fmt.Errorf("route %s %s is not in the spec", r.Method, pattern))
 			return
 		}
-		params := make(map[string]string, len(rctx.URLParams.Keys))
-		for i, k := range rctx.URLParams.Keys {
-			params[k] = rctx.URLParams.Values[i]
+		params, p := pathParams(r, rctx)
+		if p != nil {
+			writeProblem(w, r, *p)
+			return
 		}
 		in := &openapi3filter.RequestValidationInput{
 			Request:    r,
@@ -109,11 +143,32 @@ func (v *validator) middleware(next http.Handler) http.Handler {
 			return
 		}
 		if err := openapi3filter.ValidateRequest(r.Context(), in); err != nil {
-			writeProblem(w, r, validationProblem(err))
+			writeProblem(w, r, v.reasons.validationProblem(err))
 			return
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// pathParams are the route's path parameters as the handlers bind them: chi matches on the
+// escaped path when there is one (a version's "+" sent as %2B), and the generated code
+// unescapes each value then, so the spec's patterns are checked against the unescaped values.
+func pathParams(r *http.Request, rctx *chi.Context) (map[string]string, *problem) {
+	params := make(map[string]string, len(rctx.URLParams.Keys))
+	for i, k := range rctx.URLParams.Keys {
+		v := rctx.URLParams.Values[i]
+		if r.URL.RawPath != "" {
+			u, err := url.PathUnescape(v)
+			if err != nil {
+				reason := "is not a valid percent-encoded path segment"
+				return nil, &problem{Type: typeValidation, Title: "Validation failed", Status: http.StatusBadRequest,
+					Detail: k + ": " + reason, Errors: []barrage.FieldError{{Field: k, Reason: reason}}}
+			}
+			v = u
+		}
+		params[k] = v
+	}
+	return params, nil
 }
 
 // streamed reports whether op takes a multipart body, which is streamed, not validated whole.
@@ -249,7 +304,7 @@ func (e errReader) Read([]byte) (int, error) { return 0, e.err }
 // validationProblem turns the validator's errors into one problem naming every field refused.
 // A body that is not JSON is 400; a missing or unsupported content type is 415; a body that is
 // JSON but breaks the schema is 422; a bad parameter is 400.
-func validationProblem(err error) problem {
+func (rs reasons) validationProblem(err error) problem {
 	p := problem{Type: typeValidation, Title: "Validation failed", Status: http.StatusUnprocessableEntity}
 	var errs []error
 	var me openapi3.MultiError
@@ -267,7 +322,7 @@ func validationProblem(err error) problem {
 		switch {
 		case re.Parameter != nil:
 			p.Status = http.StatusBadRequest
-			p.Errors = append(p.Errors, barrage.FieldError{Field: re.Parameter.Name, Reason: reasonOf(re)})
+			p.Errors = append(p.Errors, barrage.FieldError{Field: re.Parameter.Name, Reason: rs.reasonOf(re)})
 		case re.RequestBody != nil:
 			var pe *openapi3filter.ParseError
 			switch {
@@ -276,14 +331,14 @@ func validationProblem(err error) problem {
 					Detail: "The request body is not valid JSON."}
 			case errors.Is(re.Err, openapi3filter.ErrInvalidRequired):
 				return problem{Type: typeMalformed, Title: "Missing request body", Status: http.StatusBadRequest,
-					Detail: "This operation needs a JSON request body."}
+					Detail: "This operation needs a request body: " + strings.Join(slices.Sorted(maps.Keys(re.RequestBody.Content)), " or ") + "."}
 			case re.Err == nil && strings.HasPrefix(re.Reason, "header Content-Type"):
 				return problem{Type: typeMalformed, Status: http.StatusUnsupportedMediaType,
 					Detail: "Send the body as " + strings.Join(slices.Sorted(maps.Keys(re.RequestBody.Content)), " or ") + "."}
 			}
-			p.Errors = append(p.Errors, bodyErrors(re)...)
+			p.Errors = append(p.Errors, rs.bodyErrors(re)...)
 		default:
-			p.Errors = append(p.Errors, barrage.FieldError{Reason: reasonOf(re)})
+			p.Errors = append(p.Errors, barrage.FieldError{Reason: rs.reasonOf(re)})
 		}
 	}
 	if len(p.Errors) == 1 {
@@ -302,30 +357,39 @@ func fieldOrBody(f string) string {
 }
 
 // bodyErrors lists the schema errors of a request body, each with its JSON path.
-func bodyErrors(re *openapi3filter.RequestError) []barrage.FieldError {
+func (rs reasons) bodyErrors(re *openapi3filter.RequestError) []barrage.FieldError {
 	if re.Err == nil {
 		return []barrage.FieldError{{Reason: re.Reason}}
 	}
-	return schemaErrors(re.Err, "")
+	return rs.schemaErrors(re.Err, "")
 }
 
 // schemaErrors lists the schema errors in err, each named by its JSON path below root.
-func schemaErrors(err error, root string) []barrage.FieldError {
+func (rs reasons) schemaErrors(err error, root string) []barrage.FieldError {
 	var me openapi3.MultiError
 	var se *openapi3.SchemaError
 	switch {
 	case errors.As(err, &me):
 		var out []barrage.FieldError
 		for _, e := range me {
-			out = append(out, schemaErrors(e, root)...)
+			out = append(out, rs.schemaErrors(e, root)...)
 		}
 		return out
 	case errors.As(err, &se):
 		field := jsonPath(se)
+		reason := rs.schemaReason(se)
+		if se.SchemaField == "not" || se.SchemaField == "anyOf" || se.SchemaField == "oneOf" {
+			if f, r := xProblem(se.Schema); r != "" {
+				reason = r
+				if f != "" {
+					field = joinPath(field, f)
+				}
+			}
+		}
 		if root != "" {
 			field = strings.TrimSuffix(root+"."+field, ".")
 		}
-		return []barrage.FieldError{{Field: field, Reason: schemaReason(se)}}
+		return []barrage.FieldError{{Field: field, Reason: reason}}
 	}
 	return []barrage.FieldError{{Field: root, Reason: err.Error()}}
 }
@@ -365,12 +429,17 @@ func unknownProperty(se *openapi3.SchemaError) (string, bool) {
 	return strings.TrimSuffix(rest, "\" is unsupported"), true
 }
 
-func schemaReason(se *openapi3.SchemaError) string {
+func (rs reasons) schemaReason(se *openapi3.SchemaError) string {
 	if _, ok := unknownProperty(se); ok {
 		return "unknown field"
 	}
-	if se.SchemaField == "required" {
+	switch se.SchemaField {
+	case "required":
 		return "required"
+	case "pattern":
+		if se.Schema != nil && rs[se.Schema.Pattern] != "" {
+			return rs[se.Schema.Pattern]
+		}
 	}
 	return plainNumbers(se.Reason)
 }
@@ -393,10 +462,10 @@ func plainNumbers(reason string) string {
 // isIndex reports whether a path part is an array index: digits only.
 func isIndex(s string) bool { return s != "" && strings.Trim(s, "0123456789") == "" }
 
-func reasonOf(re *openapi3filter.RequestError) string {
+func (rs reasons) reasonOf(re *openapi3filter.RequestError) string {
 	var se *openapi3.SchemaError
 	if errors.As(re.Err, &se) {
-		return plainNumbers(se.Reason)
+		return rs.schemaReason(se)
 	}
 	if re.Err != nil {
 		return re.Err.Error()

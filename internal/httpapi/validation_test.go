@@ -158,8 +158,44 @@ func TestControlCharactersAreRefused(t *testing.T) {
 	requireField(t, p, "name")
 	p = requireProblem(t, b.do("POST", "/v1/admin/invitations", admin.access, `{"license": {"template": "demo", "plan": "p\u0000"}}`), http.StatusUnprocessableEntity)
 	requireField(t, p, "license.plan")
-	// Non-ASCII names are fine.
+	// One rule for every name, stated in the spec and kept by the handlers: an agent's name with
+	// a NUL was a 422 naming no field (PostgreSQL refused it); a C1 control or nothing but spaces
+	// is refused too.
+	for _, body := range []string{`{"name": "a\u0000b"}`, `{"name": "a\u0085"}`, `{"name": " \u3000 "}`} {
+		p = requireProblem(t, b.do("POST", "/v1/agents", admin.access, body), http.StatusUnprocessableEntity)
+		requireField(t, p, "name")
+		p = requireProblem(t, b.do("POST", "/v1/tokens", admin.access, `{"scopes": ["read"], `+body[1:]), http.StatusUnprocessableEntity)
+		requireField(t, p, "name")
+	}
+	// Non-ASCII names are fine, and spaces at either end are trimmed.
 	r := b.do("PATCH", "/v1/me", admin.access, `{"name": "Zoë Ångström 李"}`)
 	require.Equal(t, http.StatusOK, r.status, "body: %s", r.body)
 	require.Equal(t, "Zoë Ångström 李", r.json(t)["name"])
+	r = b.do("POST", "/v1/agents", admin.access, `{"name": "  büild box 1 "}`)
+	require.Equal(t, http.StatusCreated, r.status, "body: %s", r.body)
+	require.Equal(t, "büild box 1", r.json(t)["name"])
+}
+
+// Rules over several fields are in the spec too, and refused naming the field.
+func TestRulesOverSeveralFieldsNameTheirField(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	admin := b.firstAdmin()
+	id := uuid.NewString()
+	for _, body := range []map[string]any{{"vus": 1}, {"script_id": id, "test_id": id}} {
+		p := requireProblem(t, b.do("POST", "/v1/runs", admin.access, body), http.StatusUnprocessableEntity)
+		require.Equal(t, "give exactly one of script_id and test_id", requireField(t, p, "script_id"))
+	}
+	p := requireProblem(t, b.do("POST", "/v1/admin/invitations", admin.access, map[string]any{"license": map[string]any{}}), http.StatusUnprocessableEntity)
+	require.Contains(t, requireField(t, p, "license"), "give a template, or every limit")
+	p = requireProblem(t, b.do("POST", "/v1/admin/plugins/acme/x/versions/1.0.0/reject", admin.access, map[string]any{}), http.StatusUnprocessableEntity)
+	requireField(t, p, "reason")
+	p = requireProblem(t, b.do("POST", "/v1/namespaces", admin.access, map[string]any{"name": "a--b"}), http.StatusUnprocessableEntity)
+	require.Contains(t, requireField(t, p, "name"), "single hyphens")
+	p = requireProblem(t, b.do("POST", "/v1/targets", admin.access, map[string]any{"url": "http://example.com:65536"}), http.StatusUnprocessableEntity)
+	requireField(t, p, "url")
+	p = requireProblem(t, b.do("POST", "/v1/targets", admin.access, map[string]any{"url": "http://[12]"}), http.StatusUnprocessableEntity)
+	requireField(t, p, "url")
+	r := b.do("POST", "/v1/targets", admin.access, map[string]any{"url": "http://[::1]:8080/"})
+	require.Equal(t, http.StatusCreated, r.status, "body: %s", r.body)
 }

@@ -337,12 +337,17 @@ func (s *Service) SweepBlobs(ctx context.Context, cutoff time.Time) (int, error)
 
 // Approve publishes a pending version; admins only (the route's policy).
 func (s *Service) Approve(ctx context.Context, p barrage.Principal, namespace, name, version, reason string) (barrage.PluginVersion, error) {
+	reason, err := needReason(reason, 0)
+	if err != nil {
+		return barrage.PluginVersion{}, err
+	}
 	return s.store.SetPluginVersionState(ctx, viewer(p), namespace, name, version, barrage.VersionPublished, reason, barrage.VersionPending)
 }
 
 // Reject refuses a pending version, saying why; admins only.
 func (s *Service) Reject(ctx context.Context, p barrage.Principal, namespace, name, version, reason string) (barrage.PluginVersion, error) {
-	if err := needReason(reason); err != nil {
+	reason, err := needReason(reason, 1)
+	if err != nil {
 		return barrage.PluginVersion{}, err
 	}
 	return s.store.SetPluginVersionState(ctx, viewer(p), namespace, name, version, barrage.VersionRejected, reason, barrage.VersionPending)
@@ -352,7 +357,8 @@ func (s *Service) Reject(ctx context.Context, p barrage.Principal, namespace, na
 // why; admins only. A revoked version stays shown to everyone, for the runs that used it, so a
 // pending one, which nobody but its owners has seen, is rejected instead.
 func (s *Service) Revoke(ctx context.Context, p barrage.Principal, namespace, name, version, reason string) (barrage.PluginVersion, error) {
-	if err := needReason(reason); err != nil {
+	reason, err := needReason(reason, 1)
+	if err != nil {
 		return barrage.PluginVersion{}, err
 	}
 	v, err := s.store.PluginVersion(ctx, viewer(p), namespace, name, version)
@@ -370,7 +376,8 @@ func (s *Service) Revoke(ctx context.Context, p barrage.Principal, namespace, na
 // Deprecate marks a published version as one to move away from, saying why: its owners and
 // admins may. Anyone else's attempt finds no such version.
 func (s *Service) Deprecate(ctx context.Context, p barrage.Principal, namespace, name, version, reason string) (barrage.PluginVersion, error) {
-	if err := needReason(reason); err != nil {
+	reason, err := needReason(reason, 1)
+	if err != nil {
 		return barrage.PluginVersion{}, err
 	}
 	if p.User.Role != barrage.RoleAdmin {
@@ -396,11 +403,13 @@ func (s *Service) ownNamespace(ctx context.Context, p barrage.Principal, namespa
 	return ns, nil
 }
 
-func needReason(reason string) error {
-	if strings.TrimSpace(reason) == "" {
-		return barrage.Invalid("reason", "say why: the version's owners and users see it")
+// needReason checks the reason a decision gives, required (min 1) or not (0), and returns it
+// trimmed: text, as names are (barrage.CheckText).
+func needReason(reason string, minLen int) (string, error) {
+	if minLen > 0 && strings.TrimSpace(reason) == "" {
+		return "", barrage.Invalid("reason", "say why: the version's owners and users see it")
 	}
-	return nil
+	return barrage.CheckText("reason", reason, minLen, 1000)
 }
 
 // Pending lists the versions waiting for review, oldest first.
