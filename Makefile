@@ -13,7 +13,7 @@ UPLOT_VERSION ?= 1.6.32
 GENERATED := api internal/postgres/dbsqlc sdk/proto sdk/python/barrage_plugin/v1
 
 .DEFAULT_GOAL := help
-.PHONY: help run build test generate verify lint vulncheck k8s-check bench docs-assets report-assets clean
+.PHONY: help run build test generate verify lint vulncheck contract k8s-check bench docs-assets report-assets clean
 
 help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z0-9-]+:.*## / {printf "  %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -61,6 +61,9 @@ lint: ## go vet, gofmt, staticcheck, errorlint, testifylint and sloglint
 
 vulncheck: ## govulncheck against Go's vulnerability database, read from the module proxy (no vuln.go.dev needed)
 	scripts/govulncheck.sh
+
+contract: ## schemathesis over /openapi.yaml against a fresh server, as a user and as an admin (root: a loopback-only network namespace)
+	scripts/schemathesis.sh
 
 k8s-check: ## validate deploy/kubernetes with kubeconform, offline (schemas from PyPI's kubernetes-validate, cached)
 	scripts/kubeconform.sh
