@@ -96,22 +96,25 @@ func TestShardsSplitTheIterationBudgetAndTheArrivals(t *testing.T) {
 	defer srv.Close()
 	for name, load := range map[string]string{
 		"iterations": "vus: 4\n  iterations: 25",
-		// 40 arrivals a second for a second: 40 in all, whichever shard sends them.
+		// 40 arrivals a second for a second: 40 in all, whichever shard sends them (or drops,
+		// when a loaded machine leaves it no free VU in time: the arrival is its all the same).
 		"arrivals": "stages:\n    - { rate: 40/s, duration: 1s }\n  max_vus: 8",
 	} {
 		t.Run(name, func(t *testing.T) {
 			before := hits.Load()
 			s := oneRequest(t, srv.URL, load)
 			results := runShards(t, s, engine.Split(3))
-			var sum int64
+			var sent, dropped int64
 			for _, res := range results {
 				n := stats(t, res, "r").Requests
 				require.Positive(t, n, "every shard has a share")
-				sum += n
+				sent += n
+				dropped += res.Dropped
 			}
 			want := map[string]int64{"iterations": 25, "arrivals": 40}[name]
-			require.Equal(t, want, sum)
-			require.Equal(t, want, hits.Load()-before)
+			require.Equal(t, want, sent+dropped, "every iteration or arrival due, once, in one shard")
+			require.Equal(t, sent, hits.Load()-before, "what the shards counted is what the target served")
+			require.LessOrEqual(t, dropped, want/10, "a few at most")
 		})
 	}
 }
