@@ -57,6 +57,8 @@ func TestSharedAgentsLoadOnlyVerifiedTargets(t *testing.T) {
 		case r.URL.Path == "/away":
 			loadHits.Add(1)
 			http.Redirect(w, r, "http://"+elsewhereLn.Addr().String()+"/", http.StatusFound)
+		case r.URL.Path == "/metadata":
+			http.Redirect(w, r, "http://169.254.169.254/latest/meta-data/", http.StatusFound)
 		default:
 			loadHits.Add(1)
 			fmt.Fprint(w, "ok")
@@ -130,7 +132,7 @@ load:
 	require.Zero(t, elsewhereConns.Load(), "nothing reached the host the redirect named")
 
 	// A debug on the shared agent reaches what a run could: the proved target, nothing else.
-	push := func(name, url string) string {
+	push := func(name, url, extra string) string {
 		file := filepath.Join(dir, name+"-test.yaml")
 		require.NoError(t, os.WriteFile(file, []byte(fmt.Sprintf(`version: 1
 name: %s
@@ -138,17 +140,21 @@ session:
   groups:
     - name: home
       requests:
-        - { name: home, url: "%s" }
+        - { name: home, url: "%s"%s }
 load:
   vus: 1
   duration: 1s
-`, name, url)), 0o644))
+`, name, url, extra)), 0o644))
 		return strings.TrimSpace(mustCLI(t, p, cfg, "", "tests", "push", file))
 	}
-	require.Contains(t, mustCLI(t, p, cfg, "", "tests", "debug", push("shop", shopURL+"/")), "ok")
-	out, errOut, _ = cli(t, p, cfg, "", "tests", "debug", push("elsewhere", "http://"+elsewhereLn.Addr().String()+"/"))
+	require.Contains(t, mustCLI(t, p, cfg, "", "tests", "debug", push("shop", shopURL+"/", "")), "ok")
+	out, errOut, _ = cli(t, p, cfg, "", "tests", "debug", push("elsewhere", "http://"+elsewhereLn.Addr().String()+"/", ""))
 	require.Contains(t, out+errOut, "is not a target the run's owner proved control of")
 	require.Zero(t, elsewhereConns.Load(), "a debug reached nothing it may not")
+	// A redirect to the cloud's metadata address is refused by name before any dial, whatever
+	// the agent's operator allowed: the debug says so, and no connection was attempted.
+	out, errOut, _ = cli(t, p, cfg, "", "tests", "debug", push("metadata", shopURL+"/metadata", ", redirects: 2"))
+	require.Contains(t, out+errOut, "169.254.169.254:80 is not a target the run's owner proved control of", "stdout: %s\nstderr: %s", out, errOut)
 
 	// The target stops serving its token: the next run's start finds it out.
 	serveProof("")
