@@ -83,7 +83,8 @@ func TestSharedAgentsLoadOnlyVerifiedTargets(t *testing.T) {
 	})
 
 	dir := t.TempDir()
-	script := func(name, path, extra string) string {
+	// script writes a script of one request to url (with extra fields) for 2 VUs and 2 s.
+	script := func(name, url, extra string) string {
 		file := filepath.Join(dir, name+".yaml")
 		require.NoError(t, os.WriteFile(file, []byte(fmt.Sprintf(`version: 1
 name: %s
@@ -91,11 +92,11 @@ session:
   groups:
     - name: home
       requests:
-        - { name: %s, url: "%s%s"%s }
+        - { name: %s, url: "%s"%s }
 load:
   vus: 2
   duration: 2s
-`, name, name, shopURL, path, extra)), 0o644))
+`, name, name, url, extra)), 0o644))
 		return file
 	}
 	start := func(file string) (string, string, error) {
@@ -103,7 +104,7 @@ load:
 	}
 
 	// Not registered: refused before any agent is asked, and nothing reached the target.
-	out, errOut, err := start(script("home", "/", ""))
+	out, errOut, err := start(script("home", shopURL+"/", ""))
 	require.Error(t, err)
 	require.Contains(t, out+errOut, shopLn.Addr().String()+" is not a target of yours")
 	require.Zero(t, loadHits.Load(), "a refused run sends nothing")
@@ -114,38 +115,26 @@ load:
 	out, errOut, err = cli(t, p, cfg, "", "targets", "verify", id)
 	require.Error(t, err, "not served yet")
 	require.Contains(t, out+errOut, "answered 404")
-	out, errOut, err = start(script("home", "/", ""))
+	out, errOut, err = start(script("home", shopURL+"/", ""))
 	require.Error(t, err, "registered is not proved")
 	require.Contains(t, out+errOut, "is not verified")
 	require.Zero(t, loadHits.Load())
 
 	serveProof(token)
 	require.Contains(t, mustCLI(t, p, cfg, "", "targets", "verify", id), "verified")
-	out, errOut, err = start(script("home", "/", ""))
+	out, errOut, err = start(script("home", shopURL+"/", ""))
 	require.NoError(t, err, "stdout: %s\nstderr: %s", out, errOut)
 	require.Contains(t, errOut, "finished")
 	require.Positive(t, loadHits.Load(), "a proved target is loaded")
 
 	// A redirect to a host not proved is not followed: it reaches nothing there.
-	out, errOut, _ = start(script("away", "/away", ", redirects: 3"))
+	out, errOut, _ = start(script("away", shopURL+"/away", ", redirects: 3"))
 	require.Contains(t, out, "errors: connect", "the redirect's dial is refused: stdout: %s\nstderr: %s", out, errOut)
 	require.Zero(t, elsewhereConns.Load(), "nothing reached the host the redirect named")
 
 	// A debug on the shared agent reaches what a run could: the proved target, nothing else.
 	push := func(name, url, extra string) string {
-		file := filepath.Join(dir, name+"-test.yaml")
-		require.NoError(t, os.WriteFile(file, []byte(fmt.Sprintf(`version: 1
-name: %s
-session:
-  groups:
-    - name: home
-      requests:
-        - { name: home, url: "%s"%s }
-load:
-  vus: 1
-  duration: 1s
-`, name, url, extra)), 0o644))
-		return strings.TrimSpace(mustCLI(t, p, cfg, "", "tests", "push", file))
+		return strings.TrimSpace(mustCLI(t, p, cfg, "", "tests", "push", script(name+"-test", url, extra)))
 	}
 	require.Contains(t, mustCLI(t, p, cfg, "", "tests", "debug", push("shop", shopURL+"/", "")), "ok")
 	out, errOut, _ = cli(t, p, cfg, "", "tests", "debug", push("elsewhere", "http://"+elsewhereLn.Addr().String()+"/", ""))
@@ -159,7 +148,7 @@ load:
 	// The target stops serving its token: the next run's start finds it out.
 	serveProof("")
 	before := loadHits.Load()
-	out, errOut, err = start(script("home", "/", ""))
+	out, errOut, err = start(script("home", shopURL+"/", ""))
 	require.Error(t, err)
 	require.Contains(t, out+errOut, "answered 404")
 	require.Equal(t, before, loadHits.Load())
