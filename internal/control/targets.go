@@ -64,10 +64,9 @@ func (s *Service) DeleteTarget(ctx context.Context, p barrage.Principal, id uuid
 	return s.store.DeleteTarget(ctx, p.User.ID, id)
 }
 
-// VerifyTarget checks p's target id now and records the outcome, which the target returned
-// says (Verified, CheckError).
-// Checks asked for are throttled per account (VerifyRate): each is a request the server sends
-// on its user's word.
+// VerifyTarget checks p's target id now and records the outcome, which the target returned says
+// (Verified, CheckError). Checks asked for are throttled per account (VerifyRate): each is a
+// request the server sends on its user's word.
 func (s *Service) VerifyTarget(ctx context.Context, p barrage.Principal, id uuid.UUID) (barrage.Target, error) {
 	t, err := s.store.Target(ctx, p.User.ID, id)
 	if err != nil {
@@ -96,8 +95,9 @@ func (s *Service) check(ctx context.Context, t barrage.Target) (barrage.Target, 
 	return s.store.TargetChecked(ctx, t.OwnerID, t.ID, s.now(), at, why)
 }
 
-// destinations are what a run of parsed by p may load when one of its agents is shared: the
-// operator's open targets, and p's targets verified again now. Every destination the script
+// destinations are what p's run of parsed may load when one of its agents is shared: the
+// operator's open targets, and p's targets verified again now, each pinned to the address that
+// proved it. Every destination the script
 // names must be one of them, else the run is refused before any agent is asked. A script that
 // builds a host at run time may reach any of p's targets that the check proves now. Nil when
 // every target is open.
@@ -140,6 +140,9 @@ func (s *Service) destinations(ctx context.Context, p barrage.Principal, parsed 
 	}
 	// Each check is a request the server sends on p's word: throttled, apart from the checks
 	// p asks for, and only of targets already proved.
+	if len(check) == 0 {
+		return s.openDestinations(), nil
+	}
 	if err := s.store.Throttle(ctx, "start-checks:"+p.User.ID.String(), StartCheckRate, float64(len(check)), s.now()); err != nil {
 		return nil, err
 	}
@@ -190,12 +193,13 @@ func (s *Service) verifiedDestinations(ctx context.Context, owner uuid.UUID) ([]
 	return slices.Compact(out), nil
 }
 
-// openDestinations are the operator's open targets, never nil.
+// openDestinations are the operator's open targets, in order, never nil.
 func (s *Service) openDestinations() []string {
 	out := make([]string, 0, len(s.cfg.Targets.Open))
 	for d := range s.cfg.Targets.Open {
 		out = append(out, d)
 	}
+	slices.Sort(out)
 	return out
 }
 

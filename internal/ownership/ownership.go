@@ -91,6 +91,10 @@ func (c *Checker) Check(ctx context.Context, t barrage.Target) (netip.Addr, erro
 	if err := c.file(context.WithValue(ctx, reachedKey{}, &reached), t); err != nil {
 		return netip.Addr{}, err
 	}
+	if !reached.IsValid() {
+		// Never so with a connection per check; without the address nothing could be pinned.
+		return netip.Addr{}, fmt.Errorf("%s: cannot tell which address answered", t.VerifyURL())
+	}
 	return reached, nil
 }
 
