@@ -94,6 +94,10 @@ func runAgentsCreate(ctx context.Context, e env, args []string) error {
 		"  BARRAGE_AGENT_TOKEN=<token> barrage agent --server %s\n"+
 		"It refuses loopback and private addresses unless allowed: add --allow-target HOST:PORT (or a CIDR) for\n"+
 		"a target on this network, such as --allow-target 127.0.0.1:8081 for the demo shop.\n", a.Name, a.Id, c.Server)
+	if *shared {
+		fmt.Fprintln(e.stderr, "A shared agent loads only targets their runs' owners proved they control (barrage targets add),\n"+
+			"and those the server opens to everyone (serve --open-targets).")
+	}
 	fmt.Fprintln(e.stdout, a.Token)
 	return nil
 }
