@@ -2003,7 +2003,10 @@ type Target struct {
 	CreatedAt  time.Time          `json:"created_at"`
 	Host       string             `json:"host"`
 	Id         openapi_types.UUID `json:"id"`
-	Port       int                `json:"port"`
+
+	// Open Whether the server's operator opened this destination to every user (serve --open-targets): runs need no proof for it.
+	Open bool `json:"open"`
+	Port int  `json:"port"`
 
 	// Token This target's own token: another account registering the same host gets another.
 	Token string `json:"token"`

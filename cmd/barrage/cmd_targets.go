@@ -44,7 +44,11 @@ func runTargetsList(ctx context.Context, e env, args []string) error {
 			if t.Address != nil {
 				addr = *t.Address
 			}
-			return fmt.Sprintf("%s\t%s\t%t\t%s\t%s\t%s", t.Id, t.Url, t.Verified, addr, checked, t.CheckError)
+			verified := fmt.Sprint(t.Verified)
+			if t.Open {
+				verified = "open" // the server opens it to everyone: no proof needed
+			}
+			return fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%s", t.Id, t.Url, verified, addr, checked, t.CheckError)
 		})
 }
 
@@ -65,10 +69,14 @@ func runTargetsAdd(ctx context.Context, e env, args []string) error {
 	if t == nil {
 		return api.ProblemError(res.HTTPResponse, res.Body)
 	}
-	fmt.Fprintf(e.stderr, "Target %s registered (id %s). Shared agents load it once you prove you control it:\n"+
-		"  serve this file, with the token as its whole body:\n    %s\n", t.Url, t.Id, t.VerifyUrl)
-	fmt.Fprintf(e.stderr, "then check it: barrage targets verify %s\n", t.Id)
-	fmt.Fprintln(e.stdout, t.Token)
+	if t.Open {
+		fmt.Fprintf(e.stderr, "Target %s registered (id %s). This server opens it to every user: runs need no proof for it.\n", t.Url, t.Id)
+	} else {
+		fmt.Fprintf(e.stderr, "Target %s registered (id %s). Shared agents load it once you prove you control it:\n"+
+			"  serve this file, with the token %s as its whole body:\n    %s\n"+
+			"then check it: barrage targets verify %s\n", t.Url, t.Id, t.Token, t.VerifyUrl, t.Id)
+	}
+	fmt.Fprintln(e.stdout, t.Id)
 	return nil
 }
 

@@ -110,8 +110,13 @@ load:
 	require.Zero(t, loadHits.Load(), "a refused run sends nothing")
 
 	// Registered, then proved.
-	token := strings.TrimSpace(mustCLI(t, p, cfg, "", "targets", "add", shopURL))
-	id := regexp.MustCompile(`(?m)^([0-9a-f-]{36})\s`).FindStringSubmatch(mustCLI(t, p, cfg, "", "targets", "list"))[1]
+	out, errOut, err = cli(t, p, cfg, "", "targets", "add", shopURL)
+	require.NoError(t, err, "stderr: %s", errOut)
+	id := strings.TrimSpace(out)
+	require.Contains(t, mustCLI(t, p, cfg, "", "targets", "list"), id)
+	file := regexp.MustCompile(`/barrage-verify-([a-z0-9]+)\.txt`).FindStringSubmatch(errOut)
+	require.NotNil(t, file, "the instructions name the file to serve: %s", errOut)
+	token := file[1]
 	out, errOut, err = cli(t, p, cfg, "", "targets", "verify", id)
 	require.Error(t, err, "not served yet")
 	require.Contains(t, out+errOut, "answered 404")

@@ -117,6 +117,9 @@ func clientKey(a netip.Addr) string {
 	return a.Unmap().String()
 }
 
+// EmailChangeRate is how often an account may ask to change its email.
+var EmailChangeRate = Rate{N: 3, Per: 24 * time.Hour}
+
 // errBadCredentials answers an unknown email, a wrong password and a disabled account alike: the
 // answer tells nobody whether a password is right, nor which emails have an account.
 var errBadCredentials = barrage.Errorf(barrage.ErrUnauthorized, "invalid email or password, or the account is disabled")
@@ -273,6 +276,14 @@ func (s *Service) UpdateMe(ctx context.Context, p barrage.Principal, in UpdateMe
 			return barrage.User{}, err
 		}
 		email = e
+		// A change to an email that has an account is refused (409), so each try tells whether
+		// one has: few a day, counted whatever the answer, keep that from being a way to list
+		// who has an account.
+		if !strings.EqualFold(email, p.User.Email) {
+			if err := s.limit(ctx, EmailChangeRate, "email-change:"+p.User.ID.String()); err != nil {
+				return barrage.User{}, err
+			}
+		}
 	}
 	if in.RevokeTokens && in.NewPassword == nil {
 		return barrage.User{}, barrage.Invalid("revoke_tokens", "goes with new_password")

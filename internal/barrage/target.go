@@ -34,6 +34,9 @@ type Target struct {
 	// load alone for the host: the name's owner may point it elsewhere since.
 	Address   netip.Addr
 	CreatedAt time.Time
+	// Open says the server's operator opened the destination to every user: runs need no proof
+	// for it (not stored: the server's settings say).
+	Open bool
 }
 
 // MaxTargets is how many targets one account may register.

@@ -277,7 +277,7 @@ func parse(v map[string]*string) (Config, error) {
 			c.OpenTargets[netpolicy.JoinDestination(ap.Addr().String(), strconv.Itoa(int(ap.Port())))] = true
 		}
 	}
-	c.VerifyTargets.Setting = "serve's --verify-allow (BARRAGE_VERIFY_ALLOW)"
+	c.VerifyTargets.Setting, c.VerifyTargets.Holder = "serve's --verify-allow (BARRAGE_VERIFY_ALLOW)", "the server's"
 	if c.VerifyTargets.Allow, c.VerifyTargets.AllowPorts, err = netpolicy.ParseAllow(strings.Split(*v["verify-allow"], ",")); err != nil {
 		bad("verify-allow", err.Error())
 	}

@@ -46,17 +46,28 @@ func (s *Service) CreateTarget(ctx context.Context, p barrage.Principal, rawURL 
 		return barrage.Target{}, err
 	}
 	s.log.InfoContext(ctx, "target registered", slog.String("target_id", t.ID.String()), slog.String("destination", t.Destination()))
-	return t, nil
+	return s.withOpen(t), nil
+}
+
+// withOpen is t saying whether the operator opened its destination to everyone.
+func (s *Service) withOpen(t barrage.Target) barrage.Target {
+	t.Open = s.cfg.Targets.All || s.cfg.Targets.Open[t.Destination()]
+	return t
 }
 
 // Targets lists p's targets.
 func (s *Service) Targets(ctx context.Context, p barrage.Principal) ([]barrage.Target, error) {
-	return s.store.Targets(ctx, p.User.ID)
+	ts, err := s.store.Targets(ctx, p.User.ID)
+	for i := range ts {
+		ts[i] = s.withOpen(ts[i])
+	}
+	return ts, err
 }
 
 // Target reads p's target id.
 func (s *Service) Target(ctx context.Context, p barrage.Principal, id uuid.UUID) (barrage.Target, error) {
-	return s.store.Target(ctx, p.User.ID, id)
+	t, err := s.store.Target(ctx, p.User.ID, id)
+	return s.withOpen(t), err
 }
 
 // DeleteTarget removes p's target id: runs started after no longer load it from shared agents.
@@ -75,7 +86,8 @@ func (s *Service) VerifyTarget(ctx context.Context, p barrage.Principal, id uuid
 	if err := s.store.Throttle(ctx, "verify:"+p.User.ID.String(), VerifyRate, 1, s.now()); err != nil {
 		return barrage.Target{}, err
 	}
-	return s.check(ctx, t)
+	t, err = s.check(ctx, t)
+	return s.withOpen(t), err
 }
 
 // VerifyRate is how many checks of their targets a user may ask for; StartCheckRate how many

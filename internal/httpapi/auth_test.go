@@ -411,3 +411,22 @@ func TestAnonymousBodiesAreSmallAndFew(t *testing.T) {
 	require.Equal(t, "1", third.header.Get("Retry-After"))
 	require.Contains(t, p["detail"], "without credentials")
 }
+
+// Changing one's email to one that has an account is refused (409), so each try says whether it
+// has one: three tries a day per account, whatever their answers, keep it from listing who has.
+func TestEmailChangesAreFewADay(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	admin, u := b.adminAndUser()
+	change := func(email string) response {
+		return b.do("PATCH", "/v1/me", u.access, map[string]any{"email": email, "current_password": u.password})
+	}
+	requireProblem(t, change(admin.email), http.StatusConflict)
+	require.Equal(t, http.StatusOK, change("fresh@example.com").status)
+	requireProblem(t, change(admin.email), http.StatusConflict)
+	r := change("another@example.com")
+	requireProblem(t, r, http.StatusTooManyRequests)
+	require.NotEmpty(t, r.header.Get("Retry-After"))
+	// A patch that does not change the email is not counted.
+	require.Equal(t, http.StatusOK, b.do("PATCH", "/v1/me", u.access, map[string]any{"name": "Still Here"}).status)
+}

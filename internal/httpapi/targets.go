@@ -74,6 +74,7 @@ func toAPITarget(t barrage.Target) api.Target {
 	out := api.Target{
 		Id: t.ID, Url: t.Origin(), Host: t.Host, Port: t.Port, Token: t.Token, VerifyUrl: t.VerifyURL(),
 		Verified: t.Verified(), VerifiedAt: t.VerifiedAt, CheckedAt: t.CheckedAt, CheckError: t.CheckError, CreatedAt: t.CreatedAt,
+		Open: t.Open,
 	}
 	if t.Verified() && t.Address.IsValid() {
 		out.Address = ptr(t.Address.String())

@@ -31,8 +31,9 @@ type Policy struct {
 	// address and port, and no other port of it.
 	AllowPorts []netip.AddrPort
 	// Setting names, for a refusal's message, the setting with which the policy's operator
-	// allows more ("--allow-target" when empty).
-	Setting string
+	// allows more ("--allow-target" when empty); Holder whose policy it is ("the agent's" when
+	// empty).
+	Setting, Holder string
 	// Destinations, when not nil, are the only hosts and ports the load may reach, by the
 	// name it dials ("shop.example.com:443", "127.0.0.1:8080"; see Destination): those a
 	// shared agent's run may load because its owner proved control of them. A destination
@@ -62,6 +63,20 @@ var internal = []netip.Prefix{
 	netip.MustParsePrefix("ff00::/8"),
 }
 
+// refused is a refusal (errors.Is ErrRefused) worded for the policy's holder.
+func (p *Policy) refused(format string, args ...any) error {
+	holder := "the agent's"
+	if p != nil && p.Holder != "" {
+		holder = p.Holder
+	}
+	return &refusal{msg: holder + " policy refuses this destination: " + fmt.Sprintf(format, args...)}
+}
+
+type refusal struct{ msg string }
+
+func (e *refusal) Error() string        { return e.msg }
+func (e *refusal) Is(target error) bool { return target == ErrRefused }
+
 // Check returns nil when the load may reach addr, else an error wrapping ErrRefused that names
 // the address and the rule.
 func (p *Policy) Check(addr netip.Addr) error {
@@ -83,7 +98,7 @@ func (p *Policy) Check(addr netip.Addr) error {
 			if setting == "" {
 				setting = "--allow-target"
 			}
-			return fmt.Errorf("%w: %s is internal (%s); its operator can allow it with %s", ErrRefused, addr, r, setting)
+			return p.refused("%s is internal (%s); its operator can allow it with %s", addr, r, setting)
 		}
 	}
 	return nil
@@ -94,7 +109,7 @@ func (p *Policy) Check(addr netip.Addr) error {
 func (p *Policy) Control(_, address string, _ syscall.RawConn) error {
 	ap, err := netip.ParseAddrPort(address)
 	if err != nil {
-		return fmt.Errorf("%w: cannot read the address %q", ErrRefused, address)
+		return p.refused("cannot read the address %q", address)
 	}
 	return p.CheckAddrPort(ap)
 }
@@ -121,12 +136,12 @@ func (p *Policy) CheckDestination(hostport string) (string, error) {
 	}
 	d, err := Destination(hostport)
 	if err != nil {
-		return "", fmt.Errorf("%w: %v", ErrRefused, err)
+		return "", p.refused("%v", err)
 	}
 	pinned, ok := p.Destinations[d]
 	switch {
 	case !ok:
-		return "", fmt.Errorf("%w: %s is not a target the run's owner proved control of (register and verify it: barrage targets add)", ErrRefused, d)
+		return "", p.refused("%s is not a target the run's owner proved control of (register and verify it: barrage targets add)", d)
 	case pinned.IsValid():
 		_, port, _ := net.SplitHostPort(d)
 		return net.JoinHostPort(pinned.String(), port), nil

@@ -43,7 +43,7 @@ type Checker struct {
 // the system's).
 func New(policy *netpolicy.Policy, resolver *net.Resolver) *Checker {
 	if policy == nil {
-		policy = &netpolicy.Policy{}
+		policy = &netpolicy.Policy{Holder: "the server's"}
 	}
 	d := policy.Dialer(net.Dialer{Timeout: Timeout, Resolver: resolver})
 	dial := func(ctx context.Context, network, address string) (net.Conn, error) {

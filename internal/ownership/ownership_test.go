@@ -100,7 +100,7 @@ func TestTheCheckReachesNoInternalAddressUnlessAllowed(t *testing.T) {
 	}()
 	for _, url := range []string{"http://" + ln.Addr().String(), "http://169.254.169.254", "http://[::1]:" + portOf(ln)} {
 		err := check(ownership.New(nil, nil), target(t, url, "tok"))
-		require.ErrorContains(t, err, "the agent's policy refuses this destination", url)
+		require.ErrorContains(t, err, "the server's policy refuses this destination", url)
 	}
 	require.Zero(t, accepted.Load())
 }
