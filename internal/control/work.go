@@ -79,8 +79,7 @@ func (s *Service) Lease(ctx context.Context, a barrage.Agent, h Hello, wait time
 				return Work{}, err
 			}
 			if w.Shard.Run.Destinations != nil && h.Protocol < barrage.DestinationsProtocol {
-				why = fmt.Sprintf("agent %q speaks protocol %d, which cannot hold a run to its owner's verified targets (%d can): upgrade it",
-					a.Name, h.Protocol, barrage.DestinationsProtocol)
+				why = tooOldForDestinations(a, "run")
 			}
 			if why != "" {
 				end := &barrage.ShardEnd{State: barrage.ShardState(engine.Failed.String()), Reason: why, Result: json.RawMessage("{}")}
@@ -141,6 +140,13 @@ func (s *Service) Ping(ctx context.Context, p barrage.Principal, id uuid.UUID) (
 	return a, rtt, err
 }
 
+// tooOldForDestinations is why agent a, which speaks a protocol older than
+// barrage.DestinationsProtocol, is given no run or job (what) bounded to destinations.
+func tooOldForDestinations(a barrage.Agent, what string) string {
+	return fmt.Sprintf("agent %q speaks protocol %d, which cannot hold a %s to its owner's verified targets (%d can): upgrade it",
+		a.Name, a.Protocol, what, barrage.DestinationsProtocol)
+}
+
 // takeJobs hands agent a, which holds the whole kernel sandbox or not (sandbox), the jobs
 // waiting for it whose askers still wait, as many as it has free slots: on a shared agent, one
 // per user at a time. Each carries only the data files its test's revision reads. A job whose
@@ -162,8 +168,7 @@ func (s *Service) takeJobs(ctx context.Context, a barrage.Agent, sandbox bool) (
 			// shared agent, they reach only what a run of the job's owner could.
 			j.Destinations, err = s.verifiedDestinations(ctx, j.OwnerID)
 			if j.Destinations != nil && a.Protocol < barrage.DestinationsProtocol {
-				why = fmt.Sprintf("agent %q speaks protocol %d, which cannot hold a job to its owner's verified targets (%d can): upgrade it",
-					a.Name, a.Protocol, barrage.DestinationsProtocol)
+				why = tooOldForDestinations(a, "job")
 			}
 		}
 		switch {
