@@ -57,7 +57,7 @@ func (t Target) Pinned() string { return netpolicy.FormatDestination(t.Destinati
 // Origin is the target's URL: scheme, host, and the port unless it is the scheme's own.
 func (t Target) Origin() string {
 	u := url.URL{Scheme: t.Scheme, Host: net.JoinHostPort(t.Host, strconv.Itoa(t.Port))}
-	if defaultPort(t.Scheme) == t.Port {
+	if DefaultPort(t.Scheme) == t.Port {
 		u.Host = t.Host
 		if strings.Contains(t.Host, ":") {
 			u.Host = "[" + t.Host + "]"
@@ -82,7 +82,7 @@ func ParseTarget(raw string) (Target, error) {
 	if u.User != nil || (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" {
 		return Target{}, Invalid("url", "names a host and a port alone: leave out credentials, the path, the query and the fragment")
 	}
-	port := defaultPort(u.Scheme)
+	port := DefaultPort(u.Scheme)
 	if p := u.Port(); p != "" {
 		n, err := strconv.Atoi(p)
 		if err != nil || n < 1 || n > 65535 {
@@ -97,7 +97,8 @@ func ParseTarget(raw string) (Target, error) {
 	return Target{Scheme: u.Scheme, Host: host, Port: port}, nil
 }
 
-func defaultPort(scheme string) int {
+// DefaultPort is the port of an http(s) URL that names none.
+func DefaultPort(scheme string) int {
 	if scheme == "https" {
 		return 443
 	}

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -89,10 +90,13 @@ func (s *Service) CreateRun(ctx context.Context, p barrage.Principal, in RunInpu
 	if err != nil {
 		return barrage.Run{}, err
 	}
+	// What a shared agent may load for the run is checked once (each check is a request to a
+	// target), whichever attempt first chooses one.
+	destinations := sync.OnceValues(func() ([]string, error) { return s.destinations(ctx, p, parsed) })
 	// Agents chosen for the run may be taken by a run created at the same moment: then they
 	// are chosen again, a few times.
 	for attempt := 1; ; attempt++ {
-		run, created, err := s.createRun(ctx, p, sc, parsed, plugins, in, idem)
+		run, created, err := s.createRun(ctx, p, sc, parsed, plugins, destinations, in, idem)
 		if errors.Is(err, errTakenMeanwhile) {
 			if attempt < 4 {
 				continue
@@ -113,9 +117,10 @@ func (s *Service) CreateRun(ctx context.Context, p barrage.Principal, in RunInpu
 var errTakenMeanwhile = errors.New("taken by another run meanwhile")
 
 // createRun admits a run of sc, which uses the marketplace plugins given, on agents chosen now
-// and stores it, counting a run of each plugin version.
+// and stores it, counting a run of each plugin version. destinations says what a shared agent
+// may load for it.
 func (s *Service) createRun(ctx context.Context, p barrage.Principal, sc barrage.Script, parsed *script.Script, plugins []marketPlugin,
-	in RunInput, idem *barrage.Idempotency) (barrage.Run, bool, error) {
+	destinations func() ([]string, error), in RunInput, idem *barrage.Idempotency) (barrage.Run, bool, error) {
 	owner := p.User.ID
 	adm, err := s.admit(ctx, p, parsed, in)
 	if err != nil {
@@ -127,9 +132,9 @@ func (s *Service) createRun(ctx context.Context, p barrage.Principal, sc barrage
 		}
 	}
 	agents, limits := adm.agents, adm.limits
-	var destinations []string
+	var dests []string
 	if slices.ContainsFunc(agents, barrage.Agent.Shared) {
-		if destinations, err = s.destinations(ctx, p, parsed); err != nil {
+		if dests, err = destinations(); err != nil {
 			return barrage.Run{}, false, err
 		}
 	}
@@ -139,7 +144,7 @@ func (s *Service) createRun(ctx context.Context, p barrage.Principal, sc barrage
 		Manifest: barrage.RunManifest{ScriptSHA256: hex.EncodeToString(sc.SHA256), ScriptName: sc.Name,
 			Plugins: sc.Manifest.Plugins, Files: sc.Manifest.Files, Warnings: deprecations(plugins)},
 		Limits:       barrage.Limits{MaxVUs: limits.MaxVUs, MaxRunDuration: limits.MaxRunDuration},
-		Destinations: destinations, VUs: adm.vus,
+		Destinations: dests, VUs: adm.vus,
 	}
 	for i, seg := range engine.Split(len(agents)) {
 		run.Shards = append(run.Shards, barrage.Shard{

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -270,10 +271,7 @@ func destinationOf(raw string, complete bool) (string, bool) {
 	}
 	port := u.Port()
 	if port == "" {
-		port = map[string]string{"https": "443"}[u.Scheme]
-		if port == "" {
-			port = "80"
-		}
+		port = strconv.Itoa(barrage.DefaultPort(u.Scheme))
 	}
 	return netpolicy.JoinDestination(u.Hostname(), port), true
 }

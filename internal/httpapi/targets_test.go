@@ -47,15 +47,15 @@ func (ps *proofServer) serve(token string, on bool) {
 }
 
 // withTargets is a server whose ownership check may reach loopback, where the tests' targets
-// listen, and with no open target.
-func withTargets(t *testing.T) *testBundle {
+// listen, with no open target, and maxVUs at one proved address (0: no cap).
+func withTargets(t *testing.T, maxVUs int) *testBundle {
 	loopback := &netpolicy.Policy{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}
-	return setup(t, setupOpts{targets: &control.TargetsConfig{Checker: ownership.New(loopback, nil)}})
+	return setup(t, setupOpts{targets: &control.TargetsConfig{Checker: ownership.New(loopback, nil), MaxVUsPerAddress: maxVUs}})
 }
 
 func TestTargetsAreRegisteredVerifiedAndScopedToTheirOwner(t *testing.T) {
 	t.Parallel()
-	b := withTargets(t)
+	b := withTargets(t, 0)
 	admin, u := b.adminAndUser()
 	shop := newProofServer(t)
 
@@ -112,7 +112,7 @@ func TestTargetsAreRegisteredVerifiedAndScopedToTheirOwner(t *testing.T) {
 // Checks are requests the server sends on a user's word: they are throttled per account.
 func TestTargetChecksAreThrottled(t *testing.T) {
 	t.Parallel()
-	b := withTargets(t)
+	b := withTargets(t, 0)
 	_, u := b.adminAndUser()
 	r := b.do("POST", "/v1/targets", u.access, map[string]any{"url": "http://127.0.0.1:9"})
 	require.Equal(t, http.StatusCreated, r.status, "body: %s", r.body)
@@ -130,7 +130,7 @@ func TestTargetChecksAreThrottled(t *testing.T) {
 // destinations when admitted. Runs on private agents follow their operator's allow-list alone.
 func TestARunOnASharedAgentLoadsOnlyVerifiedTargets(t *testing.T) {
 	t.Parallel()
-	b := withTargets(t)
+	b := withTargets(t, 0)
 	admin, u := b.adminAndUser()
 	sharedID, sharedToken := b.registerAgent("/v1/admin/agents", admin.access, "shared", nil)
 	ownID, ownToken := b.registerAgent("/v1/agents", u.access, "mine", nil)
@@ -189,8 +189,7 @@ func TestARunOnASharedAgentLoadsOnlyVerifiedTargets(t *testing.T) {
 // pass it is refused on vus, saying how many are aimed there already.
 func TestTheLoadAtOneAddressIsCappedAcrossUsers(t *testing.T) {
 	t.Parallel()
-	loopback := &netpolicy.Policy{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}
-	b := setup(t, setupOpts{targets: &control.TargetsConfig{Checker: ownership.New(loopback, nil), MaxVUsPerAddress: 10}})
+	b := withTargets(t, 10)
 	admin, u := b.adminAndUser()
 	shop := newProofServer(t)
 	prove := func(who user) {

@@ -331,10 +331,10 @@ func (rs reasons) validationProblem(err error) problem {
 					Detail: "The request body is not valid JSON."}
 			case errors.Is(re.Err, openapi3filter.ErrInvalidRequired):
 				return problem{Type: typeMalformed, Title: "Missing request body", Status: http.StatusBadRequest,
-					Detail: "This operation needs a request body: " + strings.Join(slices.Sorted(maps.Keys(re.RequestBody.Content)), " or ") + "."}
+					Detail: "This operation needs a request body: " + mediaTypes(re) + "."}
 			case re.Err == nil && strings.HasPrefix(re.Reason, "header Content-Type"):
 				return problem{Type: typeMalformed, Status: http.StatusUnsupportedMediaType,
-					Detail: "Send the body as " + strings.Join(slices.Sorted(maps.Keys(re.RequestBody.Content)), " or ") + "."}
+					Detail: "Send the body as " + mediaTypes(re) + "."}
 			}
 			p.Errors = append(p.Errors, rs.bodyErrors(re)...)
 		default:
@@ -354,6 +354,11 @@ func fieldOrBody(f string) string {
 		return "body"
 	}
 	return f
+}
+
+// mediaTypes names the content types the operation's body may come as.
+func mediaTypes(re *openapi3filter.RequestError) string {
+	return strings.Join(slices.Sorted(maps.Keys(re.RequestBody.Content)), " or ")
 }
 
 // bodyErrors lists the schema errors of a request body, each with its JSON path.
