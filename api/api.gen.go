@@ -2121,22 +2121,35 @@ type TokenPairTokenType string
 
 // TraceEntry defines model for TraceEntry.
 type TraceEntry struct {
-	BytesIn    int64   `json:"bytes_in"`
-	DurationMs float64 `json:"duration_ms"`
+	// BytesIn Bytes on the wire, every hop's, compressed as they came.
+	BytesIn int64 `json:"bytes_in"`
 
-	// Error Why no response came (connect, timeout, refused target).
+	// ContentEncoding The Content-Encoding the response body was decoded from; absent when it came plain.
+	ContentEncoding *string `json:"content_encoding,omitempty"`
+
+	// DecodedBytes The decoded body's size, when it came compressed.
+	DecodedBytes *int64 `json:"decoded_bytes,omitempty"`
+
+	// DecodedPastCap The decoded body passed the body cap: decoding stopped there, and decoded_bytes is where.
+	DecodedPastCap *bool   `json:"decoded_past_cap,omitempty"`
+	DurationMs     float64 `json:"duration_ms"`
+
+	// Error Why no response came (connect, timeout, refused target), or why its body could not be read (a body that does not decode, a compression bomb).
 	Error *string `json:"error,omitempty"`
 
 	// Failures The assertions that failed.
 	Failures []string `json:"failures"`
 	Method   string   `json:"method"`
-	Request  string   `json:"request"`
+
+	// Redirects The redirects followed, in order; status, response headers and body are the last hop's.
+	Redirects *[]TraceRedirect `json:"redirects,omitempty"`
+	Request   string           `json:"request"`
 
 	// RequestBody A preview: at most 4 KiB, binary bodies described.
 	RequestBody    *string  `json:"request_body,omitempty"`
 	RequestHeaders []Header `json:"request_headers"`
 
-	// ResponseBody A preview: at most 4 KiB, binary bodies described.
+	// ResponseBody A preview: at most 4 KiB, binary bodies described; decoded when it came compressed.
 	ResponseBody    *string  `json:"response_body,omitempty"`
 	ResponseHeaders []Header `json:"response_headers"`
 
@@ -2146,6 +2159,18 @@ type TraceEntry struct {
 
 	// Vars The variables this exchange extracted.
 	Vars map[string]string `json:"vars"`
+}
+
+// TraceRedirect defines model for TraceRedirect.
+type TraceRedirect struct {
+	// Method The method of the request it led to.
+	Method string `json:"method"`
+
+	// Status The redirect's status.
+	Status int `json:"status"`
+
+	// Url Where that request went.
+	Url string `json:"url"`
 }
 
 // UpdateMeRequest defines model for UpdateMeRequest.

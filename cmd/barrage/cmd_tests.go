@@ -309,6 +309,13 @@ func traceEvent(r api.TraceEntry) engine.TraceEvent {
 	if r.Error != nil {
 		ev.Err = errors.New(*r.Error)
 	}
+	for _, h := range deref(r.Redirects) {
+		ev.Redirects = append(ev.Redirects, engine.Redirect{Status: h.Status, Method: h.Method, URL: h.Url})
+	}
+	if r.ContentEncoding != nil {
+		ev.Encoding = *r.ContentEncoding
+		ev.Decoded, ev.DecodedPart = deref(r.DecodedBytes), deref(r.DecodedPastCap)
+	}
 	return ev
 }
 

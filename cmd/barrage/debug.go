@@ -51,7 +51,13 @@ func printTrace(w io.Writer, ev engine.TraceEvent, preview int) {
 	if len(ev.RequestBody) > 0 {
 		fmt.Fprintf(w, ">\n%s\n", engine.Preview(ev.RequestBody, preview))
 	}
+	for _, r := range ev.Redirects {
+		fmt.Fprintf(w, "< %d, followed\n> %s %s\n", r.Status, r.Method, r.URL)
+	}
 	if ev.Err != nil {
+		if ev.Status != 0 {
+			fmt.Fprintf(w, "< %d (%s, %d bytes)\n", ev.Status, summary.Duration(ev.Duration), ev.BytesIn)
+		}
 		fmt.Fprintf(w, "! %v\n", ev.Err)
 	} else {
 		fmt.Fprintf(w, "< %d (%s, %d bytes)\n", ev.Status, summary.Duration(ev.Duration), ev.BytesIn)
@@ -64,6 +70,12 @@ func printTrace(w io.Writer, ev engine.TraceEvent, preview int) {
 			for _, v := range ev.ResponseHeader[k] {
 				fmt.Fprintf(w, "< %s: %s\n", k, v)
 			}
+		}
+		switch {
+		case ev.Encoding != "" && ev.DecodedPart:
+			fmt.Fprintf(w, "< (body came %s-compressed: decoding stopped past the body cap, at %d bytes; shown decoded)\n", ev.Encoding, ev.Decoded)
+		case ev.Encoding != "":
+			fmt.Fprintf(w, "< (body came %s-compressed: %d bytes decoded; shown decoded)\n", ev.Encoding, ev.Decoded)
 		}
 		if len(ev.ResponseBody) > 0 {
 			fmt.Fprintf(w, "<\n%s\n", engine.Preview(ev.ResponseBody, preview))

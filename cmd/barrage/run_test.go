@@ -1,6 +1,8 @@
 package main_test
 
 import (
+	"bytes"
+	"compress/gzip"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -103,6 +105,42 @@ func TestDebugTracesOneIteration(t *testing.T) {
 	require.Contains(t, out, `var greeting = "hello"`)
 	require.Contains(t, out, "> GET "+srv.URL+"/hello")
 	require.Equal(t, 2, strings.Count(out, "==="), "one iteration of one VU")
+}
+
+func TestDebugShowsEveryHopAndTheDecodedBody(t *testing.T) {
+	var seen []string
+	mux := http.NewServeMux()
+	mux.HandleFunc("/r", func(w http.ResponseWriter, r *http.Request) {
+		seen = append(seen, r.Method+" "+r.URL.Path)
+		http.Redirect(w, r, "/dest", http.StatusFound)
+	})
+	mux.HandleFunc("/dest", func(w http.ResponseWriter, r *http.Request) {
+		seen = append(seen, r.Method+" "+r.URL.Path)
+		var buf bytes.Buffer
+		zw := gzip.NewWriter(&buf)
+		fmt.Fprint(zw, `{"arrived":true}`)
+		zw.Close()
+		w.Header().Set("Content-Encoding", "gzip")
+		w.Write(buf.Bytes())
+	})
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	path := filepath.Join(t.TempDir(), "s.yaml")
+	require.NoError(t, os.WriteFile(path, []byte(`version: 1
+session:
+  groups:
+    - name: g
+      requests:
+        - { name: post, method: POST, url: "`+srv.URL+`/r", body: { form: { a: "1" } }, redirects: 2 }
+load: { vus: 1, iterations: 1 }
+`), 0o644))
+	out, errOut, code := runCLI(t, "debug", path)
+	require.Equal(t, 0, code, "stdout: %s\nstderr: %s", out, errOut)
+	require.Equal(t, []string{"POST /r", "GET /dest"}, seen)
+	require.Contains(t, out, "> POST "+srv.URL+"/r\n")
+	require.Contains(t, out, "< 302, followed\n> GET "+srv.URL+"/dest\n< 200")
+	require.Contains(t, out, "(body came gzip-compressed: 16 bytes decoded; shown decoded)\n")
+	require.Contains(t, out, `{"arrived":true}`)
 }
 
 // runOut runs a script of one request, name, to url under load (a YAML flow mapping) with

@@ -153,11 +153,19 @@ func toTraceEntry(ev engine.TraceEvent, budget *int) api.TraceEntry {
 	if len(ev.RequestBody) > 0 {
 		e.RequestBody = preview(ev.RequestBody)
 	}
+	for _, r := range ev.Redirects {
+		e.Redirects = ptr(append(deref(e.Redirects), api.TraceRedirect{Status: r.Status, Method: r.Method, Url: clean(r.URL)}))
+	}
+	if ev.Status != 0 { // a body that did not decode came with its status
+		e.Status = ptr(ev.Status)
+	}
 	if ev.Err != nil {
 		e.Error = ptr(clean(ev.Err.Error()))
 		return e
 	}
-	e.Status = ptr(ev.Status)
+	if ev.Encoding != "" {
+		e.ContentEncoding, e.DecodedBytes, e.DecodedPastCap = ptr(clean(ev.Encoding)), ptr(ev.Decoded), ptr(ev.DecodedPart)
+	}
 	for _, k := range slices.Sorted(maps.Keys(ev.ResponseHeader)) {
 		for _, v := range ev.ResponseHeader[k] {
 			e.ResponseHeaders = append(e.ResponseHeaders, api.Header{Name: clean(k), Value: clean(v)})

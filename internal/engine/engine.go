@@ -13,6 +13,7 @@ import (
 	"math/rand/v2"
 	"net/url"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -201,7 +202,13 @@ type compiledRequest struct {
 	url    *url.URL
 	rawURL string
 	// headers holds each header's value when it is a literal, rendered once.
-	headers     []*string
+	headers []*string
+	// noEncoding says what becomes of Accept-Encoding: -1 when the request has none, and
+	// AcceptEncoding is sent; the index in r.Headers of the script's empty one, which is not
+	// sent; len(r.Headers) when the script sets its own.
+	noEncoding int
+	// needBody: an extractor, assertion or plugin reads the body, which is then decoded.
+	needBody    bool
 	needsJSON   bool
 	needHeader  bool
 	needCookies bool
@@ -256,7 +263,7 @@ func compile(s *script.Script, opts Options) (*plan, error) {
 	for _, g := range s.Session.Groups {
 		cg := &compiledGroup{g: g}
 		for _, r := range g.Requests {
-			cr := &compiledRequest{r: r, label: len(p.labels)}
+			cr := &compiledRequest{r: r, label: len(p.labels), noEncoding: -1}
 			p.labels = append(p.labels, metrics.RequestKey(r.Name))
 			if lit, ok := r.URL.Literal(); ok && len(r.Query) == 0 {
 				u, err := url.Parse(lit)
@@ -265,12 +272,20 @@ func compile(s *script.Script, opts Options) (*plan, error) {
 				}
 				cr.url, cr.rawURL = u, u.String()
 			}
-			for _, h := range r.Headers {
+			for i, h := range r.Headers {
 				var lit *string
 				if v, ok := h.Value.Literal(); ok {
 					lit = &v
 				}
 				cr.headers = append(cr.headers, lit)
+				if strings.EqualFold(h.Name, "Accept-Encoding") {
+					// The script's own; an empty one means none is sent. (A template that renders
+					// empty sends an empty one: the script asked for that header.)
+					cr.noEncoding = len(r.Headers)
+					if lit != nil && *lit == "" {
+						cr.noEncoding = i
+					}
+				}
 			}
 			cr.static = cr.url != nil && !s.Session.Cookies && !r.HTTP2 && r.Redirects == 0 && len(r.Plugins) == 0
 			// A url plugin that runs after the response reads its headers.
@@ -283,12 +298,15 @@ func compile(s *script.Script, opts Options) (*plan, error) {
 				_, lit := r.Body.Content.Literal()
 				cr.static = cr.static && lit
 			}
+			cr.needBody = cr.runsAfter
 			for _, x := range r.Extract {
+				cr.needBody = cr.needBody || x.Kind == script.ExtractJSON || x.Kind == script.ExtractRegex
 				cr.needsJSON = cr.needsJSON || x.Kind == script.ExtractJSON
 				cr.needHeader = cr.needHeader || x.Kind == script.ExtractHeader
 				cr.needCookies = cr.needCookies || x.Kind == script.ExtractCookie
 			}
 			for _, a := range r.Assert {
+				cr.needBody = cr.needBody || a.Kind == script.AssertJSON || a.Kind == script.AssertBodyContains || a.Kind == script.AssertBodyMatches
 				cr.needsJSON = cr.needsJSON || a.Kind == script.AssertJSON
 			}
 			cg.requests = append(cg.requests, cr)

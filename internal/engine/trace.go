@@ -8,18 +8,34 @@ import (
 	"unicode/utf8"
 )
 
+// Redirect is a redirect followed: the status that asked for it and the request sent next.
+type Redirect struct {
+	Status      int
+	Method, URL string
+}
+
 // TraceEvent is one exchange in full, for `barrage debug`.
 type TraceEvent struct {
-	Request        string // the request's name
-	Method, URL    string
-	RequestHeader  [][2]string
-	RequestBody    []byte
+	Request string // the request's name
+	// Method, URL, RequestHeader and RequestBody are the request as first sent; Redirects the
+	// requests that followed.
+	Method, URL   string
+	RequestHeader [][2]string
+	RequestBody   []byte
+	// Redirects are the redirects followed, in order: each hop's status and the request it led
+	// to. Status, ResponseHeader and ResponseBody are the last hop's.
+	Redirects      []Redirect
 	Status         int
 	ResponseHeader http.Header
-	ResponseBody   []byte // the kept part (Options.BodyCap)
-	BytesIn        int64
-	Duration       time.Duration
-	Err            error
+	ResponseBody   []byte // the kept part (Options.BodyCap), decoded when it came compressed
+	BytesIn        int64  // on the wire, every hop's
+	// Encoding is the Content-Encoding the body was decoded from, "" when it came plain;
+	// Decoded is its decoded size, which passed the body cap when DecodedPart.
+	Encoding    string
+	Decoded     int64
+	DecodedPart bool
+	Duration    time.Duration
+	Err         error
 	// Vars are the variables extracted so far in the iteration.
 	Vars map[string]string
 	// Failures lists the checks that failed; empty when all passed.
@@ -32,10 +48,11 @@ func (v *vu) trace(r *compiledRequest, ex *exchange, rep *reply, took time.Durat
 		vars[k] = val
 	}
 	v.p.opts.Trace(TraceEvent{
-		Request: r.r.Name, Method: ex.method, URL: rep.url.String(),
+		Request: r.r.Name, Method: ex.method, URL: ex.url.String(),
 		RequestHeader: append([][2]string(nil), ex.header...), RequestBody: append([]byte(nil), ex.body...),
-		Status: rep.status, ResponseHeader: rep.header.Clone(), ResponseBody: append([]byte(nil), rep.body...),
-		BytesIn: rep.bytesIn, Duration: took, Err: rep.err, Vars: vars, Failures: failures,
+		Redirects: append([]Redirect(nil), rep.redirects...),
+		Status:    rep.status, ResponseHeader: rep.header.Clone(), ResponseBody: append([]byte(nil), rep.body...),
+		BytesIn: rep.bytesIn, Encoding: rep.encoding, Decoded: rep.decoded, DecodedPart: rep.decodedPart, Duration: took, Err: rep.err, Vars: vars, Failures: failures,
 	})
 }
 

@@ -34,6 +34,9 @@ type exchange struct {
 	deadline     time.Time // when the request, redirects included, must be done; from timeout if zero
 	http2        bool
 	maxRedirects int
+	// decode: the body is read (extractors, assertions, plugins, a trace), so it is decoded from
+	// its Content-Encoding.
+	decode bool
 	// prepared, when set, is the request already built for the first hop: a request whose
 	// URL, headers and body are all literal is built once per VU, not once per send.
 	prepared *preparedRequest
@@ -54,8 +57,15 @@ type reply struct {
 	bytesIn  int64
 	bytesOut int64
 	url      *url.URL // after redirects
-	err      error
-	class    metrics.ErrorClass
+	// redirects are the hops followed before the last response, when the transport traces.
+	redirects []Redirect
+	// encoding is the Content-Encoding the body was decoded from ("" when it came plain or was
+	// not decoded); decoded counts its decoded bytes, up to just past the cap when decodedPart.
+	encoding    string
+	decoded     int64
+	decodedPart bool
+	err         error
+	class       metrics.ErrorClass
 	// interrupted means the run's end cut the request short: it is neither a success nor the
 	// target's failure, and is not recorded as a request.
 	interrupted bool
@@ -88,7 +98,11 @@ type transport struct {
 	// wire is the bytes of the request in flight when they were serialized once
 	// (preparedRequest), else nil.
 	wire []byte
-	lean leanHeader // readLeanHeader's, reused
+	// decode is the request in flight's exchange.decode.
+	decode bool
+	// traceRedirects keeps each followed redirect in reply.redirects.
+	traceRedirects bool
+	lean           leanHeader // readLeanHeader's, reused
 
 	// conns are the open connections, so that the end of a run can cut them: requests carry
 	// deadlines, not contexts.
@@ -310,7 +324,8 @@ func (t *transport) dial(hc *hostConn, timeout time.Duration, deadline time.Time
 // do sends ex and follows up to ex.maxRedirects redirects. With a jar, each hop takes the
 // cookies the previous one set, as a browser does.
 func (t *transport) do(ctx context.Context, ex *exchange, jar cookieJar, r *reply) {
-	*r = reply{url: ex.url, body: r.body[:0], header: r.header, cookies: r.cookies[:0]}
+	*r = reply{url: ex.url, body: r.body[:0], header: r.header, cookies: r.cookies[:0], redirects: r.redirects[:0]}
+	t.decode = ex.decode
 	read, written := t.read.Load(), t.written.Load()
 	defer func() { r.bytesIn, r.bytesOut = t.read.Load()-read, t.written.Load()-written }()
 	if ex.http2 {
@@ -365,6 +380,9 @@ func (t *transport) do(ctx context.Context, ex *exchange, jar cookieJar, r *repl
 			header = withoutHeaders(header, "Authorization", "Cookie")
 		} else {
 			header = withoutHeaders(header, "Cookie")
+		}
+		if t.traceRedirects {
+			r.redirects = append(r.redirects, Redirect{Status: r.status, Method: method, URL: next.String()})
 		}
 		u, r.url, raw = next, next, ""
 	}
@@ -441,6 +459,9 @@ func (t *transport) send(req *fasthttp.Request, u *url.URL, jar cookieJar, deadl
 	_ = res.CloseBodyStream()
 	if err != nil {
 		r.err, r.class = err, classify(err)
+		if r.class == metrics.ErrAssertion { // the body did not decode: the status came
+			r.status = res.StatusCode()
+		}
 		return
 	}
 	r.status = res.StatusCode()
@@ -557,7 +578,7 @@ func (t *transport) exchange(conn net.Conn, req *fasthttp.Request, resp *fasthtt
 func (t *transport) readResponse(br *bufio.Reader, resp *fasthttp.Response, r *reply) (headerRead bool, err error) {
 	resp.ResetBody()
 	lean := false
-	if !t.keepHeader { // every header kept needs fasthttp's parser
+	if !t.keepHeader && !t.decode { // every header kept, and Content-Encoding, need fasthttp's parser
 		if lean, err = readLeanHeader(br, resp, &t.lean); err != nil {
 			return false, err
 		}
@@ -576,10 +597,17 @@ func (t *transport) readResponse(br *bufio.Reader, resp *fasthttp.Response, r *r
 	if status := resp.StatusCode(); resp.SkipBody || status < 200 || status == http.StatusNoContent || status == http.StatusNotModified {
 		return true, nil
 	}
+	enc := ""
+	if t.decode {
+		enc = contentEncoding(resp.Header.ContentEncoding())
+	}
 	if n := resp.Header.ContentLength(); n >= 0 && n <= t.bodyCap {
 		resp.StreamBody = false
 		if err := resp.ReadBody(br, t.bodyCap); err != nil {
 			return true, err
+		}
+		if enc != "" {
+			return true, t.decodeBody(enc, bytes.NewReader(resp.Body()), r)
 		}
 		r.body = append(r.body, resp.Body()...)
 		return true, nil
@@ -588,6 +616,9 @@ func (t *transport) readResponse(br *bufio.Reader, resp *fasthttp.Response, r *r
 	resp.StreamBody = true
 	if err := resp.ReadBody(br, t.bodyCap); err != nil {
 		return true, err
+	}
+	if enc != "" {
+		return true, t.decodeBody(enc, resp.BodyStream(), r)
 	}
 	return true, t.readBody(resp.BodyStream(), r)
 }
@@ -598,21 +629,26 @@ func (t *transport) readBody(src io.Reader, r *reply) error {
 	if src == nil {
 		return nil
 	}
-	if cap(t.buf) < 32<<10 {
-		t.buf = make([]byte, 32<<10)
-	}
 	for {
-		n, err := src.Read(t.buf[:cap(t.buf)])
-		if room := t.bodyCap - len(r.body); n > 0 && room > 0 {
-			r.body = append(r.body, t.buf[:min(n, room)]...)
-		}
-		if errors.Is(err, io.EOF) {
+		if _, err := t.readOnce(src, r); errors.Is(err, io.EOF) {
 			return nil
-		}
-		if err != nil {
+		} else if err != nil {
 			return err
 		}
 	}
+}
+
+// readOnce reads from src once, keeps what fits under the cap in r.body, and says how much it
+// read.
+func (t *transport) readOnce(src io.Reader, r *reply) (int, error) {
+	if cap(t.buf) < 32<<10 {
+		t.buf = make([]byte, 32<<10)
+	}
+	n, err := src.Read(t.buf[:cap(t.buf)])
+	if room := t.bodyCap - len(r.body); n > 0 && room > 0 {
+		r.body = append(r.body, t.buf[:min(n, room)]...)
+	}
+	return n, err
 }
 
 // doH2 sends through net/http, which speaks HTTP/2 over TLS.
@@ -634,6 +670,9 @@ func (t *transport) doH2(ctx context.Context, ex *exchange, jar cookieJar, r *re
 	t.h2.CheckRedirect = func(req *http.Request, via []*http.Request) error {
 		if len(via) > ex.maxRedirects {
 			return http.ErrUseLastResponse
+		}
+		if t.traceRedirects && req.Response != nil {
+			r.redirects = append(r.redirects, Redirect{Status: req.Response.StatusCode, Method: req.Method, URL: req.URL.String()})
 		}
 		return nil
 	}
@@ -659,7 +698,11 @@ func (t *transport) doH2(ctx context.Context, ex *exchange, jar cookieJar, r *re
 	}
 	defer res.Body.Close()
 	r.status, r.url = res.StatusCode, res.Request.URL
-	if err := t.readBody(res.Body, r); err != nil {
+	read := t.readBody
+	if enc := contentEncoding([]byte(res.Header.Get("Content-Encoding"))); ex.decode && enc != "" {
+		read = func(src io.Reader, r *reply) error { return t.decodeBody(enc, src, r) }
+	}
+	if err := read(res.Body, r); err != nil {
 		r.err, r.class, r.interrupted = err, classify(err), errors.Is(err, context.Canceled)
 		return
 	}
@@ -672,10 +715,15 @@ func (t *transport) doH2(ctx context.Context, ex *exchange, jar cookieJar, r *re
 	r.class = statusClass(r.status)
 }
 
-// classify sorts a transport failure: a timeout (the target too slow), or else a connection
-// failure (refused, reset, closed before answering, TLS).
+// classify sorts a transport failure: a timeout (the target too slow), a body that did not
+// decode (a failed check: the target answered), or else a connection failure (refused, reset,
+// closed before answering, TLS).
 func classify(err error) metrics.ErrorClass {
 	var ne net.Error
+	var de *DecodeError
+	if errors.As(err, &de) {
+		return metrics.ErrAssertion
+	}
 	if errors.Is(err, fasthttp.ErrTimeout) ||
 		errors.Is(err, context.DeadlineExceeded) || errors.Is(err, os.ErrDeadlineExceeded) ||
 		(errors.As(err, &ne) && ne.Timeout()) {

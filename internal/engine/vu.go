@@ -61,6 +61,7 @@ func (p *plan) newVU(id int, hardCtx context.Context) *vu {
 		vars: make(map[string]string),
 		row:  make(map[string]string),
 	}
+	v.t.traceRedirects = p.opts.Trace != nil
 	if len(p.feeds) > 0 {
 		v.pluginVars = make(map[string]string)
 	}
@@ -261,7 +262,8 @@ func (v *vu) request(ctx context.Context, r *compiledRequest, measureFrom time.T
 // prepare renders a request's URL, headers and body.
 func (v *vu) prepare(r *compiledRequest) (*exchange, error) {
 	ex := &v.ex
-	*ex = exchange{method: r.r.Method, timeout: r.r.Timeout, http2: r.r.HTTP2, maxRedirects: r.r.Redirects, url: r.url, rawURL: r.rawURL}
+	*ex = exchange{method: r.r.Method, timeout: r.r.Timeout, http2: r.r.HTTP2, maxRedirects: r.r.Redirects, url: r.url, rawURL: r.rawURL,
+		decode: r.needBody || v.p.opts.Trace != nil}
 	if r.static && v.prepared != nil && v.prepared[r.label] != nil {
 		ex.prepared = v.prepared[r.label] // built on the first send: nothing to render
 		return ex, nil
@@ -286,6 +288,9 @@ func (v *vu) prepare(r *compiledRequest) (*exchange, error) {
 	}
 	v.header = v.header[:0]
 	for i, h := range r.r.Headers {
+		if i == r.noEncoding {
+			continue
+		}
 		if lit := r.headers[i]; lit != nil {
 			v.header = append(v.header, [2]string{h.Name, *lit})
 			continue
@@ -295,6 +300,9 @@ func (v *vu) prepare(r *compiledRequest) (*exchange, error) {
 			return nil, err
 		}
 		v.header = append(v.header, [2]string{h.Name, string(v.valBuf)})
+	}
+	if r.noEncoding < 0 {
+		v.header = append(v.header, [2]string{"Accept-Encoding", AcceptEncoding})
 	}
 	if b := r.r.Body; b != nil {
 		v.bodyBuf, err = b.Content.Render(v.lookup, v.bodyBuf[:0])
