@@ -68,10 +68,11 @@ contract: ## schemathesis over /openapi.yaml against a fresh server, as a user a
 k8s-check: ## validate deploy/kubernetes with kubeconform, offline (schemas from PyPI's kubernetes-validate, cached)
 	scripts/kubeconform.sh
 
-bench: ## Go benchmarks, then the API under wrk, barrage run against wrk and k6 on nginx, runs through the server
+bench: ## Go benchmarks, then the API under wrk, barrage run against wrk and k6 on nginx, decoding gzip against k6, runs through the server
 	$(GO) test -run '^$$' -bench . -benchmem ./...
 	scripts/bench-api.sh
 	scripts/bench-engine.sh
+	scripts/bench-compression.sh
 	scripts/bench-runs.sh
 
 docs-assets: ## refresh the embedded Redoc bundle from npm (REDOC_VERSION=x.y.z)

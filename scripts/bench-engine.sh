@@ -23,6 +23,7 @@ rounds=${3:-5}
 "$(dirname "$0")/need.sh" bench-engine nginx:nginx-light wrk python3
 cd "$(dirname "$0")/.."
 work=$(mktemp -d /tmp/barrage-bench-engine-XXXXXX)
+chmod 755 "$work" # nginx's worker (nobody when started as root) reads the files
 pids=()
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$work"; }
 trap cleanup EXIT
@@ -67,20 +68,9 @@ load:
   duration: ${secs}s
 YAML
 
-# cputime runs a command and prints "user+sys seconds" of it and its children on fd 3.
-cputime() { /usr/bin/env python3 - "$@" <<'PY'
-import os, resource, subprocess, sys
-p = subprocess.run(sys.argv[1:], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-r = resource.getrusage(resource.RUSAGE_CHILDREN)
-sys.stdout.write(p.stdout)
-sys.stdout.write("CPU %.3f\n" % (r.ru_utime + r.ru_stime))
-sys.exit(p.returncode)
-PY
-}
+. scripts/bench-lib.sh # cputime, median_range (the working folder is the repository)
 
 to_ms() { python3 -c "import sys,re; v=sys.argv[1]; m=re.match(r'([0-9.]+)(us|ms|s)', v); f={'us':0.001,'ms':1,'s':1000}[m.group(2)]; print(float(m.group(1))*f)" "$1"; }
-# median_range prints the median, the smallest and the largest of its arguments.
-median_range() { python3 -c "import sys; r=sorted(map(float, sys.argv[1:])); print(r[len(r)//2], r[0], r[-1])" "$@"; }
 
 # The machine is shared and noisy: wrk and barrage alternate for a few rounds, each round's
 # ratios compare two runs made seconds apart (which goes first alternates too, so that a
@@ -157,7 +147,7 @@ import http from 'k6/http';
 export const options = { vus: $conns, duration: '${secs}s', discardResponseBodies: true, summaryTrendStats: ['p(99)'] };
 export default function () { http.get('$url'); }
 JS
-  k6_out=$(cputime $pin_gen k6 run --quiet --summary-export "$work/k6.json" "$work/k6.js")
+  k6_out=$(cputime $pin_gen k6 run --quiet --no-usage-report --address "" --summary-export "$work/k6.json" "$work/k6.js")
   k6_rps=$(python3 -c "import json; print(json.load(open('$work/k6.json'))['metrics']['http_reqs']['rate'])")
   k6_n=$(python3 -c "import json; print(json.load(open('$work/k6.json'))['metrics']['http_reqs']['count'])")
   k6_cpu=$(awk '/^CPU/ {print $2}' <<<"$k6_out")

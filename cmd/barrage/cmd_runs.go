@@ -160,12 +160,12 @@ func uploadScript(ctx context.Context, e env, cl *api.ClientWithResponses, path 
 	}
 	body := api.CreateScriptRequest{Source: string(source)}
 	var files []api.UploadFile
-	for _, df := range s.Variables.Data {
-		data, err := os.ReadFile(filepath.Join(filepath.Dir(path), df.File))
+	for _, name := range s.Files() {
+		data, err := os.ReadFile(filepath.Join(filepath.Dir(path), name))
 		if err != nil {
-			return "", fmt.Errorf("data file: %w", err)
+			return "", fmt.Errorf("script file: %w", err)
 		}
-		files = append(files, api.UploadFile{Name: df.File, Content: data})
+		files = append(files, api.UploadFile{Name: name, Content: data})
 	}
 	if files != nil {
 		body.Files = &files

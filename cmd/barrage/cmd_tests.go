@@ -83,17 +83,17 @@ func runTestsPush(ctx context.Context, e env, args []string) error {
 			return api.ProblemError(res.HTTPResponse, res.Body)
 		}
 	}
-	for _, df := range s.Variables.Data {
-		data, err := os.ReadFile(filepath.Join(filepath.Dir(path), df.File))
+	for _, name := range s.Files() {
+		data, err := os.ReadFile(filepath.Join(filepath.Dir(path), name))
 		if err != nil {
-			return fmt.Errorf("data file: %w", err)
+			return fmt.Errorf("script file: %w", err)
 		}
-		res, err := cl.PutTestFileWithBodyWithResponse(ctx, t.Id, df.File, "application/octet-stream", bytes.NewReader(data))
+		res, err := cl.PutTestFileWithBodyWithResponse(ctx, t.Id, name, "application/octet-stream", bytes.NewReader(data))
 		if err != nil {
 			return err
 		}
 		if res.JSON200 == nil && res.JSON201 == nil {
-			return fmt.Errorf("upload %s: %w", df.File, api.ProblemError(res.HTTPResponse, res.Body))
+			return fmt.Errorf("upload %s: %w", name, api.ProblemError(res.HTTPResponse, res.Body))
 		}
 	}
 	fmt.Fprintf(e.stderr, "Test %q saved as revision %d.\n", t.Name, t.LatestRevision)

@@ -118,6 +118,12 @@ func (s *Service) destinations(ctx context.Context, p barrage.Principal, parsed 
 	if s.cfg.Targets.All {
 		return nil, nil
 	}
+	switch n := &parsed.Network; {
+	case len(n.Hosts) > 0:
+		return nil, barrage.Invalid("hosts", "name overrides are for your own agents: a shared agent dials each target at the address it was verified at")
+	case n.Proxy != nil:
+		return nil, barrage.Invalid("proxy", "a proxy is for your own agents: a shared agent dials each target at the address it was verified at")
+	}
 	named, dynamic := scriptDestinations(parsed)
 	mine, err := s.store.Targets(ctx, p.User.ID)
 	if err != nil {

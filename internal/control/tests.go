@@ -264,11 +264,7 @@ func dataFiles(source []byte) []string {
 	if err != nil {
 		return nil
 	}
-	names := make([]string, len(parsed.Variables.Data))
-	for i, df := range parsed.Variables.Data {
-		names[i] = df.File
-	}
-	return names
+	return parsed.Files()
 }
 
 // loadBundle checks a script with its data files by name, as an agent will load it.

@@ -21,7 +21,7 @@ func TestCutConnectionsStayCut(t *testing.T) {
 		}
 	}))
 	defer srv.Close()
-	tr := newTransport(nil, false, 1<<20, false, false, nil)
+	tr := newTransport(nil, nil, 1<<20, false, false, nil)
 	defer tr.close()
 	send := func(path string, timeout time.Duration) *reply {
 		u, err := url.Parse(srv.URL + path)

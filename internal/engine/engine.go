@@ -155,6 +155,7 @@ func Run(ctx context.Context, s *script.Script, opts Options) (*Result, error) {
 type plan struct {
 	s        *script.Script
 	opts     Options
+	net      *network
 	load     script.Workload
 	requests []*compiledRequest
 	groups   []*compiledGroup
@@ -252,6 +253,9 @@ func compile(s *script.Script, opts Options) (*plan, error) {
 		if p.baseURL, err = url.Parse(string(b)); err != nil {
 			return nil, fmt.Errorf("base_url: %w", err)
 		}
+	}
+	if p.net, err = newNetwork(s, opts); err != nil {
+		return nil, err
 	}
 	p.load = Workload(s, opts)
 	if err := p.shard(); err != nil {

@@ -21,6 +21,7 @@ import (
 
 	"github.com/barrage-load/barrage/internal/metrics"
 	"github.com/barrage-load/barrage/internal/netpolicy"
+	"github.com/barrage-load/barrage/internal/script"
 )
 
 // exchange is one request to send.
@@ -83,15 +84,14 @@ type cookieJar interface {
 // connections, source addresses and cookies are per VU, like the users it stands for.
 type transport struct {
 	local       *net.TCPAddr // source address, or nil
-	tlsConfig   *tls.Config  // HTTP/1.1 only; each host gets a copy with its name
-	h2TLSConfig *tls.Config  // for net/http, which adds h2 to NextProtos of the config it gets
+	nw          *network     // the run's names, certificates and proxy
 	bodyCap     int
 	keepHeader  bool
 	keepCookies bool
 	hosts       map[hostKey]*hostConn
 	lastKey     hostKey // the host of the last request, and its connection
 	lastHost    *hostConn
-	h2          *http.Client
+	h2          map[string]*http.Client // by network.certKey of the host
 	req         *fasthttp.Request
 	res         *fasthttp.Response
 	buf         []byte
@@ -119,15 +119,18 @@ type transport struct {
 	read, written atomic.Int64
 }
 
-func newTransport(local net.IP, insecure bool, bodyCap int, keepHeader, keepCookies bool, targets *netpolicy.Policy) *transport {
+// newTransport makes a VU's transport; a nil nw is the machine's resolver and roots, no proxy.
+func newTransport(local net.IP, nw *network, bodyCap int, keepHeader, keepCookies bool, targets *netpolicy.Policy) *transport {
+	if nw == nil {
+		nw, _ = newNetwork(&script.Script{}, Options{}) // nothing in it can fail
+	}
 	t := &transport{
 		targets:     targets,
 		bodyCap:     bodyCap,
 		keepHeader:  keepHeader,
 		keepCookies: keepCookies,
 		hosts:       make(map[hostKey]*hostConn, 1),
-		tlsConfig:   &tls.Config{InsecureSkipVerify: insecure, NextProtos: []string{"http/1.1"}}, //nolint:gosec // only when the script asks for it
-		h2TLSConfig: &tls.Config{InsecureSkipVerify: insecure},                                   //nolint:gosec // likewise
+		nw:          nw,
 		req:         &fasthttp.Request{},
 		res:         &fasthttp.Response{},
 		conns:       make(map[net.Conn]struct{}),
@@ -146,8 +149,8 @@ func (t *transport) close() {
 			hc.conn = nil
 		}
 	}
-	if t.h2 != nil {
-		t.h2.CloseIdleConnections()
+	for _, c := range t.h2 {
+		c.CloseIdleConnections()
 	}
 }
 
@@ -231,9 +234,14 @@ type hostKey struct{ scheme, host string }
 // hostConn is a VU's connection to one host. A VU sends one request at a time, so one
 // keep-alive connection per host is all it ever needs: no pool, no locks.
 type hostConn struct {
-	addr string      // host:port
-	tls  *tls.Config // for https: the VU's config with the host's name; nil for http
-	conn net.Conn    // the idle keep-alive connection, or nil
+	addr string // host:port
+	dial string // where to connect: addr, where the script's hosts point it, or the proxy
+	// tunnel: an https host through the proxy, reached by CONNECT; origin: a plain http host
+	// through the proxy, "http://host", whose requests name it in their request line.
+	tunnel bool
+	origin string
+	tls    *tls.Config // for https: the VU's config with the host's name; nil for http
+	conn   net.Conn    // the idle keep-alive connection, or nil
 	// The deadline set on conn, or on the connection in use while conn is nil.
 	deadline time.Time
 }
@@ -273,11 +281,15 @@ func (t *transport) host(u *url.URL) *hostConn {
 		port := "80"
 		if u.Scheme == "https" {
 			port = "443"
-			hc.tls = t.tlsConfig.Clone()
-			hc.tls.ServerName = u.Hostname()
+			hc.tls = t.nw.tlsFor(t.nw.h1TLS, u.Hostname())
 		}
 		if u.Port() == "" {
 			hc.addr = net.JoinHostPort(u.Hostname(), port)
+		}
+		hc.dial = t.nw.dialAddr(hc.addr)
+		hc.tunnel = t.nw.s.Proxy != nil && hc.tls != nil
+		if t.nw.absolute(u.Scheme) {
+			hc.origin = u.Scheme + "://" + u.Host
 		}
 		t.hosts[key] = hc
 	}
@@ -301,13 +313,22 @@ func (t *transport) dial(hc *hostConn, timeout time.Duration, deadline time.Time
 	if t.local != nil {
 		d.LocalAddr = t.local
 	}
-	c, err := t.targets.Dialer(d).Dial("tcp", hc.addr)
+	c, err := t.targets.Dialer(d).Dial("tcp", hc.dial)
 	if err != nil {
 		return nil, withoutResolver(err)
 	}
 	conn, err := t.track(c)
-	if err != nil || hc.tls == nil {
-		return conn, err
+	if err != nil {
+		return nil, err
+	}
+	if hc.tunnel {
+		if err := t.nw.connect(conn, hc.addr, deadline); err != nil {
+			conn.Close()
+			return nil, err
+		}
+	}
+	if hc.tls == nil {
+		return conn, nil
 	}
 	tc := tls.Client(conn, hc.tls)
 	if err := tc.SetDeadline(deadline); err != nil {
@@ -523,7 +544,7 @@ func (t *transport) roundTrip(hc *hostConn, req *fasthttp.Request, resp *fasthtt
 			conn.Close()
 			return context.Canceled
 		}
-		headerRead, err := t.exchange(conn, req, resp, r)
+		headerRead, err := t.exchange(hc, conn, req, resp, r)
 		if err == nil {
 			// A body that runs until the server closes the connection leaves nothing to reuse.
 			if req.ConnectionClose() || resp.ConnectionClose() || resp.Header.ContentLength() == -2 {
@@ -548,12 +569,23 @@ func (t *transport) roundTrip(hc *hostConn, req *fasthttp.Request, resp *fasthtt
 
 // exchange writes req on conn and reads the response. headerRead says, on failure, whether the
 // response's headers had arrived.
-func (t *transport) exchange(conn net.Conn, req *fasthttp.Request, resp *fasthttp.Response, r *reply) (headerRead bool, err error) {
+func (t *transport) exchange(hc *hostConn, conn net.Conn, req *fasthttp.Request, resp *fasthttp.Response, r *reply) (headerRead bool, err error) {
 	bw := writers.Get().(*bufio.Writer)
 	bw.Reset(conn)
-	if t.wire != nil {
+	switch {
+	case hc.origin != "": // through a proxy, which reads where from the request line
+		wire := t.wire
+		if wire == nil {
+			var b bytes.Buffer
+			if _, err = req.WriteTo(&b); err != nil {
+				break
+			}
+			wire = b.Bytes()
+		}
+		_, err = bw.Write(t.nw.proxyForm(wire, hc.origin))
+	case t.wire != nil:
 		_, err = bw.Write(t.wire)
-	} else {
+	default:
 		err = req.Write(bw)
 	}
 	if err == nil {
@@ -653,21 +685,8 @@ func (t *transport) readOnce(src io.Reader, r *reply) (int, error) {
 
 // doH2 sends through net/http, which speaks HTTP/2 over TLS.
 func (t *transport) doH2(ctx context.Context, ex *exchange, jar cookieJar, r *reply) {
-	if t.h2 == nil {
-		d := t.targets.Dialer(net.Dialer{LocalAddr: t.local, Timeout: 30 * time.Second})
-		dial := func(ctx context.Context, network, addr string) (net.Conn, error) {
-			c, err := d.DialContext(ctx, network, addr)
-			if err != nil {
-				return nil, withoutResolver(err)
-			}
-			return t.track(c)
-		}
-		t.h2 = &http.Client{
-			Transport: &http.Transport{DialContext: dial, TLSClientConfig: t.h2TLSConfig, ForceAttemptHTTP2: true,
-				MaxIdleConnsPerHost: 1, DisableCompression: true},
-		}
-	}
-	t.h2.CheckRedirect = func(req *http.Request, via []*http.Request) error {
+	client := t.h2Client(ex.url.Hostname())
+	client.CheckRedirect = func(req *http.Request, via []*http.Request) error {
 		if len(via) > ex.maxRedirects {
 			return http.ErrUseLastResponse
 		}
@@ -677,9 +696,9 @@ func (t *transport) doH2(ctx context.Context, ex *exchange, jar cookieJar, r *re
 		return nil
 	}
 	if jar != nil {
-		t.h2.Jar = jar.(http.CookieJar)
+		client.Jar = jar.(http.CookieJar)
 	} else {
-		t.h2.Jar = nil
+		client.Jar = nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, ex.timeout)
 	defer cancel()
@@ -691,7 +710,7 @@ func (t *transport) doH2(ctx context.Context, ex *exchange, jar cookieJar, r *re
 	for _, h := range ex.header {
 		req.Header.Set(h[0], h[1])
 	}
-	res, err := t.h2.Do(req)
+	res, err := client.Do(req)
 	if err != nil {
 		r.err, r.class, r.interrupted = err, classify(err), errors.Is(err, context.Canceled)
 		return
@@ -713,6 +732,35 @@ func (t *transport) doH2(ctx context.Context, ex *exchange, jar cookieJar, r *re
 		r.header = res.Header
 	}
 	r.class = statusClass(r.status)
+}
+
+// h2Client is the VU's net/http client for host: one for the hosts that present the script's
+// certificate (or none), one for each host with its own.
+func (t *transport) h2Client(host string) *http.Client {
+	key := t.nw.certKey(host)
+	if c := t.h2[key]; c != nil {
+		return c
+	}
+	d := t.targets.Dialer(net.Dialer{LocalAddr: t.local, Timeout: 30 * time.Second})
+	dial := func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := d.DialContext(ctx, network, t.nw.s.Dial(addr))
+		if err != nil {
+			return nil, withoutResolver(err)
+		}
+		return t.track(c)
+	}
+	tr := &http.Transport{DialContext: dial, TLSClientConfig: t.nw.tlsFor(t.nw.h2TLS, host), ForceAttemptHTTP2: true,
+		MaxIdleConnsPerHost: 1, DisableCompression: true}
+	tr.TLSClientConfig.ServerName = "" // net/http names each host itself
+	if p := t.nw.s.Proxy; p != nil {
+		tr.Proxy = http.ProxyURL(p)
+	}
+	if t.h2 == nil {
+		t.h2 = make(map[string]*http.Client, 1)
+	}
+	c := &http.Client{Transport: tr}
+	t.h2[key] = c
+	return c
 }
 
 // classify sorts a transport failure: a timeout (the target too slow), a body that did not

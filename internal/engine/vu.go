@@ -56,7 +56,7 @@ func (p *plan) newVU(id int, hardCtx context.Context) *vu {
 	v := &vu{
 		id:   id,
 		p:    p,
-		t:    newTransport(local, p.opts.Insecure, p.opts.BodyCap, keepHeader, keepCookies, p.opts.Targets),
+		t:    newTransport(local, p.net, p.opts.BodyCap, keepHeader, keepCookies, p.opts.Targets),
 		rng:  newRand(id),
 		vars: make(map[string]string),
 		row:  make(map[string]string),

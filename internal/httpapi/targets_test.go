@@ -182,6 +182,15 @@ func TestARunOnASharedAgentLoadsOnlyVerifiedTargets(t *testing.T) {
 	require.Equal(t, http.StatusCreated, r.status, "body: %s", r.body)
 	job = b.do("POST", "/v1/agent/lease", ownToken, hello).json(t)["shard"].(map[string]any)
 	require.NotContains(t, job, "destinations")
+
+	// Names pointed elsewhere, or a proxy, would dial other than the proved address: only on
+	// one's own agents.
+	for field, line := range map[string]string{"hosts": "hosts: { shop.test: 127.0.0.5 }\n", "proxy": "proxy: http://127.0.0.1:3128\n"} {
+		other := b.addScript(u, line+strings.ReplaceAll(smokeScript, "http://127.0.0.1:9/", shop.URL+"/"))
+		p = requireProblem(t, b.do("POST", "/v1/runs", u.access, map[string]any{"script_id": other, "agent_ids": []string{sharedID}, "duration_seconds": 1}),
+			http.StatusUnprocessableEntity)
+		require.Contains(t, requireField(t, p, field), "for your own agents")
+	}
 }
 
 // Every user's runs on shared agents together aim at most the cap of VUs at one address that

@@ -70,7 +70,7 @@ func (d *decoder) parse(data []byte) *Script {
 	if root == nil {
 		return nil
 	}
-	o := d.object(root, at(root, ""), "version", "name", "description", "base_url", "variables", "plugins", "session", "load", "thresholds", "monitors")
+	o := d.object(root, at(root, ""), "version", "name", "description", "base_url", "variables", "plugins", "session", "load", "thresholds", "monitors", "hosts", "tls", "proxy")
 	if o == nil {
 		return nil
 	}
@@ -109,6 +109,15 @@ func (d *decoder) parse(data []byte) *Script {
 	}
 	if n, p := o.get("monitors"); n != nil {
 		s.Monitors = d.monitors(n, p)
+	}
+	if n, p := o.get("hosts"); n != nil {
+		s.Network.Hosts = d.hosts(n, p)
+	}
+	if n, p := o.get("tls"); n != nil {
+		s.Network.TLS = d.tlsSection(n, p)
+	}
+	if n, p := o.get("proxy"); n != nil {
+		s.Network.Proxy = d.proxy(n, p)
 	}
 	return s
 }

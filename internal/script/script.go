@@ -33,6 +33,8 @@ type Script struct {
 	Thresholds []*Threshold
 	// Monitors are the target's own metrics endpoints, scraped beside the load.
 	Monitors []*Monitor
+	// Network is where requests connect and what their TLS trusts and presents.
+	Network Network
 	// Deprecations are what the script should change and need not yet (old spellings), each
 	// with its line: tools show them as warnings.
 	Deprecations ErrorList
