@@ -2096,11 +2096,24 @@ type TestSource = map[string]interface{}
 
 // ThresholdResult defines model for ThresholdResult.
 type ThresholdResult struct {
+	// Abort The threshold stops the run when broken (abort).
+	Abort *bool `json:"abort,omitempty"`
+
+	// Check The check as written.
 	Check string `json:"check"`
 
-	// Observed In the threshold's unit: seconds for latencies, a fraction for error_rate.
+	// Observed In the threshold's unit: seconds for latencies, a fraction for error_rate. Over the whole run, or the worst full window when worst_window.
 	Observed float64 `json:"observed"`
-	Passed   bool    `json:"passed"`
+
+	// Over The window of the threshold's mapping form (over), as a Go duration: 30s, 1m0s.
+	Over   *string `json:"over,omitempty"`
+	Passed bool    `json:"passed"`
+
+	// Request The one request the threshold judges (request); absent for every request.
+	Request *string `json:"request,omitempty"`
+
+	// WorstWindow observed is the worst full window of a windowed threshold.
+	WorstWindow *bool `json:"worst_window,omitempty"`
 }
 
 // TokenPair defines model for TokenPair.

@@ -11,6 +11,7 @@ package metrics
 import (
 	"cmp"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -217,4 +218,16 @@ func (s *Snapshot) Requests() *Stats {
 		}
 	}
 	return t
+}
+
+// FormatDuration writes d as summaries and verdicts show times: 2 decimals of seconds or
+// milliseconds, whole microseconds below a millisecond.
+func FormatDuration(d time.Duration) string {
+	switch {
+	case d >= time.Second:
+		return strconv.FormatFloat(d.Seconds(), 'f', 2, 64) + "s"
+	case d >= time.Millisecond:
+		return strconv.FormatFloat(float64(d)/float64(time.Millisecond), 'f', 2, 64) + "ms"
+	}
+	return strconv.FormatFloat(float64(d)/float64(time.Microsecond), 'f', 0, 64) + "µs"
 }

@@ -79,6 +79,31 @@ type Threshold struct {
 	Request string
 }
 
+// Text is the threshold in full, the settings of its mapping form included:
+// `p95 < 300ms over 30s for "checkout", abort`.
+func (t *Threshold) Text() string {
+	s := t.Source
+	if t.Window > 0 && !strings.Contains(s, " over ") {
+		s += " over " + fmtDuration(t.Window)
+	}
+	if t.Request != "" {
+		s += " for " + strconv.Quote(t.Request)
+	}
+	if t.Abort {
+		s += ", abort"
+	}
+	return s
+}
+
+// Worse says whether observed a is further from holding than b: higher for an upper bound,
+// lower for a lower one.
+func (t *Threshold) Worse(a, b float64) bool {
+	if t.Op == Greater || t.Op == GreaterEqual {
+		return a < b
+	}
+	return a > b
+}
+
 // Holds reports whether an observed value, in the unit of Value, meets the threshold.
 func (t *Threshold) Holds(observed float64) bool {
 	switch t.Op {

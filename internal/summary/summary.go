@@ -56,10 +56,16 @@ func NewLabel(name string, st *metrics.Stats, elapsed time.Duration) Label {
 	}
 }
 
-// Threshold is a threshold's verdict.
+// Threshold is a threshold's verdict. Check is the check as written; Over, Request and Abort
+// are the settings of its mapping form.
 type Threshold struct {
-	Check    string  `json:"check"`
+	Check   string `json:"check"`
+	Over    string `json:"over,omitempty"`
+	Request string `json:"request,omitempty"`
+	Abort   bool   `json:"abort,omitempty"`
+	// Observed is over the whole run, or when Worst its worst full window.
 	Observed float64 `json:"observed"`
+	Worst    bool    `json:"worst_window,omitempty"`
 	Passed   bool    `json:"passed"`
 }
 
@@ -67,23 +73,40 @@ type Threshold struct {
 func Thresholds(rs []threshold.Result) []Threshold {
 	out := make([]Threshold, len(rs))
 	for i, r := range rs {
-		out[i] = Threshold{Check: r.Threshold.Source, Observed: r.Observed, Passed: r.Passed}
+		t := r.Threshold
+		out[i] = Threshold{Check: t.Source, Request: t.Request, Abort: t.Abort, Observed: r.Observed, Worst: r.Worst, Passed: r.Passed}
+		if t.Window > 0 && !strings.Contains(t.Source, " over ") {
+			out[i].Over = t.Window.String()
+		}
 	}
 	return out
+}
+
+// threshold is t as the script said it, or nil when its check no longer parses.
+func (t Threshold) threshold() *script.Threshold {
+	th, err := script.ParseThreshold(t.Check)
+	if err != nil {
+		return nil
+	}
+	th.Request, th.Abort = t.Request, t.Abort
+	if d, err := time.ParseDuration(t.Over); err == nil {
+		th.Window = d
+	}
+	return th
 }
 
 // String is the threshold's verdict as `barrage run` prints it, the observed figure in the
 // threshold's unit.
 func (t Threshold) String() string {
-	if th, err := script.ParseThreshold(t.Check); err == nil {
-		return threshold.Result{Threshold: th, Observed: t.Observed, Passed: t.Passed}.String()
+	if th := t.threshold(); th != nil {
+		return threshold.Result{Threshold: th, Observed: t.Observed, Worst: t.Worst, Passed: t.Passed}.String()
 	}
 	return fmt.Sprintf("%s: %g, passed %t", t.Check, t.Observed, t.Passed)
 }
 
 // ObservedText is the observed figure in the threshold's unit.
 func (t Threshold) ObservedText() string {
-	if th, err := script.ParseThreshold(t.Check); err == nil {
+	if th := t.threshold(); th != nil {
 		return threshold.Result{Threshold: th, Observed: t.Observed}.ObservedText()
 	}
 	return strconv.FormatFloat(t.Observed, 'g', -1, 64)
@@ -332,15 +355,7 @@ func (l Live) String() string {
 }
 
 // Duration writes d as the summaries do: seconds, milliseconds or microseconds, as fits.
-func Duration(d time.Duration) string {
-	switch {
-	case d >= time.Second:
-		return strconv.FormatFloat(d.Seconds(), 'f', 2, 64) + "s"
-	case d >= time.Millisecond:
-		return strconv.FormatFloat(float64(d)/float64(time.Millisecond), 'f', 2, 64) + "ms"
-	}
-	return strconv.FormatFloat(float64(d)/float64(time.Microsecond), 'f', 0, 64) + "µs"
-}
+func Duration(d time.Duration) string { return metrics.FormatDuration(d) }
 
 // Millis is d in milliseconds, as the JSON documents give times.
 func Millis(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

@@ -56,7 +56,7 @@ func TestNewSummarizesEachKindApart(t *testing.T) {
 	require.True(t, s.Failed())
 	var out bytes.Buffer
 	s.Print(&out)
-	for _, want := range []string{"r  ", "all requests", "group r", "hook sign (calls)", "errors: 5xx 2", "p99 < 3ms: 4ms, FAILED", "generator OK"} {
+	for _, want := range []string{"r  ", "all requests", "group r", "hook sign (calls)", "errors: 5xx 2", "p99 < 3ms: 4.00ms, FAILED", "generator OK"} {
 		require.Contains(t, out.String(), want)
 	}
 
@@ -66,6 +66,29 @@ func TestNewSummarizesEachKindApart(t *testing.T) {
 	var back summary.Summary
 	require.NoError(t, json.Unmarshal(doc, &back))
 	require.Equal(t, s, back)
+}
+
+// A threshold of the mapping form keeps its request, window and abort in the summary, its text
+// and its JSON.
+func TestAThresholdKeepsItsSettings(t *testing.T) {
+	t.Parallel()
+	s, err := script.Parse([]byte(`version: 1
+session: { groups: [ { name: g, requests: [ { name: login, url: "http://127.0.0.1:9/" } ] } ] }
+load: { vus: 1, iterations: 1 }
+thresholds:
+  - { check: "p95 < 300ms", over: 30s, request: login, abort: true }
+  - "error_rate < 1% over 1m"
+`), script.ParseOptions{})
+	require.NoError(t, err)
+	ts := summary.Thresholds([]threshold.Result{{Threshold: s.Thresholds[0], Observed: 0.2123, Worst: true, Passed: true}, {Threshold: s.Thresholds[1], Passed: true}})
+	require.Equal(t, `p95 < 300ms over 30s for "login", abort: 212.30ms at worst, passed`, ts[0].String())
+	require.Equal(t, `error_rate < 1% over 1m: 0.00%, passed`, ts[1].String(), "a run shorter than its window is judged whole")
+	doc, err := json.Marshal(ts[0])
+	require.NoError(t, err)
+	require.JSONEq(t, `{"check":"p95 < 300ms","over":"30s","request":"login","abort":true,"observed":0.2123,"worst_window":true,"passed":true}`, string(doc))
+	var back summary.Threshold
+	require.NoError(t, json.Unmarshal(doc, &back))
+	require.Equal(t, ts[0].String(), back.String())
 }
 
 func TestLiveLine(t *testing.T) {

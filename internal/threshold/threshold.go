@@ -15,8 +15,12 @@ import (
 // Result is a threshold's verdict on the run.
 type Result struct {
 	Threshold *script.Threshold
-	Observed  float64 // in the threshold's unit (seconds for latencies)
-	Passed    bool
+	// Observed is in the threshold's unit (seconds for latencies): over the whole run, or for a
+	// windowed threshold the worst of its full windows (the whole run when none was full).
+	Observed float64
+	// Worst says Observed is the worst full window's.
+	Worst  bool
+	Passed bool
 	// BrokenAt is when a windowed or aborting threshold first broke, if it did.
 	BrokenAt time.Duration
 }
@@ -30,7 +34,11 @@ func (r Result) String() string {
 			verdict += fmt.Sprintf(" (first at %s)", r.BrokenAt.Round(time.Second))
 		}
 	}
-	return fmt.Sprintf("%s: %s, %s", r.Threshold.Source, formatObserved(r.Threshold, r.Observed), verdict)
+	observed := formatObserved(r.Threshold, r.Observed)
+	if r.Worst {
+		observed += " at worst"
+	}
+	return fmt.Sprintf("%s: %s, %s", r.Threshold.Text(), observed, verdict)
 }
 
 // ObservedText is the observed figure in the threshold's unit: "212ms", "0.50%", "98.0/s".
@@ -39,7 +47,7 @@ func (r Result) ObservedText() string { return formatObserved(r.Threshold, r.Obs
 func formatObserved(t *script.Threshold, v float64) string {
 	switch {
 	case t.Metric.IsLatency():
-		return time.Duration(v * float64(time.Second)).Round(10 * time.Microsecond).String()
+		return metrics.FormatDuration(time.Duration(v * float64(time.Second)))
 	case t.Metric == script.ErrorRate:
 		return fmt.Sprintf("%.2f%%", v*100)
 	case t.Metric == script.RPS:
@@ -56,12 +64,16 @@ type Watch struct {
 	windows  []*metrics.Window // per threshold, nil for whole-run thresholds
 	total    *metrics.Snapshot // cumulative, for aborting whole-run thresholds
 	brokenAt []time.Duration
+	// worst is each windowed threshold's worst full window so far; judged says it has one.
+	worst  []float64
+	judged []bool
 }
 
 // New returns a watch over ts. A threshold on no particular request judges every request label
 // together (groups and hooks are measured apart and are not requests).
 func New(ts []*script.Threshold) *Watch {
-	w := &Watch{ts: ts, windows: make([]*metrics.Window, len(ts)), brokenAt: make([]time.Duration, len(ts))}
+	w := &Watch{ts: ts, windows: make([]*metrics.Window, len(ts)), brokenAt: make([]time.Duration, len(ts)),
+		worst: make([]float64, len(ts)), judged: make([]bool, len(ts))}
 	for i, t := range ts {
 		if t.Window > 0 {
 			w.windows[i] = metrics.NewWindow(t.Window)
@@ -96,6 +108,9 @@ func (w *Watch) Observe(sec *metrics.Snapshot, elapsed time.Duration) string {
 			continue
 		}
 		v, ok := w.value(t, snap, period)
+		if ok && w.windows[i] != nil && (!w.judged[i] || t.Worse(v, w.worst[i])) {
+			w.worst[i], w.judged[i] = v, true
+		}
 		if !ok || t.Holds(v) {
 			continue
 		}
@@ -103,7 +118,7 @@ func (w *Watch) Observe(sec *metrics.Snapshot, elapsed time.Duration) string {
 			w.brokenAt[i] = max(elapsed, time.Nanosecond)
 		}
 		if t.Abort && reason == "" {
-			reason = fmt.Sprintf("threshold %q broken at %s (observed %s)", t.Source, elapsed.Round(time.Second), formatObserved(t, v))
+			reason = fmt.Sprintf("threshold %q broken at %s (observed %s)", t.Text(), elapsed.Round(time.Second), formatObserved(t, v))
 		}
 	}
 	return reason
@@ -116,6 +131,9 @@ func (w *Watch) Final(total *metrics.Snapshot, elapsed time.Duration) []Result {
 	for i, t := range w.ts {
 		v, ok := w.value(t, total, elapsed)
 		out[i] = Result{Threshold: t, Observed: v, Passed: !ok || t.Holds(v), BrokenAt: w.brokenAt[i]}
+		if w.judged[i] {
+			out[i].Observed, out[i].Worst, out[i].Passed = w.worst[i], true, t.Holds(w.worst[i])
+		}
 		if w.brokenAt[i] > 0 {
 			out[i].Passed = false
 		}

@@ -55,6 +55,25 @@ func TestAWindowIsJudgedOnlyOnceFull(t *testing.T) {
 	require.Equal(t, 3*time.Second, res[0].BrokenAt)
 }
 
+// A windowed threshold reports its worst full window, not the whole run's figure, which can
+// hold while a window broke it.
+func TestAWindowedThresholdReportsItsWorstWindow(t *testing.T) {
+	t.Parallel()
+	ts := thresholds(t, "error_rate < 10% over 2s")
+	w := threshold.New(ts)
+	start := time.Unix(1_700_000_000, 0)
+	total := &metrics.Snapshot{}
+	for i, failed := range []int{0, 0, 0, 0, 3, 3, 0, 0, 0, 0} {
+		sec := second(start, i, "r", 10, failed, time.Millisecond)
+		total.Merge(sec)
+		w.Observe(sec, time.Duration(i+1)*time.Second)
+	}
+	res := w.Final(total, 10*time.Second)
+	require.InDelta(t, 0.30, res[0].Observed, 1e-9, "the window of seconds 5 and 6, not the run's 6%")
+	require.False(t, res[0].Passed)
+	require.Equal(t, "error_rate < 10% over 2s: 30.00% at worst, FAILED (first at 5s)", res[0].String())
+}
+
 func TestAnAbortingThresholdGivesAReasonWhenItBreaks(t *testing.T) {
 	t.Parallel()
 	ts := thresholds(t, "error_rate < 10%")
