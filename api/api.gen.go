@@ -108,6 +108,33 @@ func (e DeliveryModel) Valid() bool {
 	}
 }
 
+// Defines values for ErrorSampleClass.
+const (
+	Assertion ErrorSampleClass = "assertion"
+	Connect   ErrorSampleClass = "connect"
+	N4xx      ErrorSampleClass = "4xx"
+	N5xx      ErrorSampleClass = "5xx"
+	Timeout   ErrorSampleClass = "timeout"
+)
+
+// Valid indicates whether the value is a known member of the ErrorSampleClass enum.
+func (e ErrorSampleClass) Valid() bool {
+	switch e {
+	case Assertion:
+		return true
+	case Connect:
+		return true
+	case N4xx:
+		return true
+	case N5xx:
+		return true
+	case Timeout:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for FigureChangeMetric.
 const (
 	ErrorRate FigureChangeMetric = "error_rate"
@@ -1026,6 +1053,19 @@ type EngineHealth struct {
 	TargetNs *int64 `json:"target_ns,omitempty"`
 }
 
+// ErrorSample defines model for ErrorSample.
+type ErrorSample struct {
+	Class ErrorSampleClass `json:"class"`
+	Count int64            `json:"count"`
+
+	// Label The request's name.
+	Label   string `json:"label"`
+	Message string `json:"message"`
+}
+
+// ErrorSampleClass defines model for ErrorSample.Class.
+type ErrorSampleClass string
+
 // FieldError defines model for FieldError.
 type FieldError struct {
 	// Field A JSON path into the request, or the parameter's name.
@@ -1673,12 +1713,15 @@ type RunState string
 
 // RunSummary defines model for RunSummary.
 type RunSummary struct {
-	Agents   []AgentShare     `json:"agents"`
-	ElapsedS float64          `json:"elapsed_s"`
-	Errors   map[string]int64 `json:"errors"`
-	Groups   []LabelSummary   `json:"groups"`
-	Hooks    *[]LabelSummary  `json:"hooks,omitempty"`
-	Requests []LabelSummary   `json:"requests"`
+	Agents   []AgentShare `json:"agents"`
+	ElapsedS float64      `json:"elapsed_s"`
+
+	// ErrorSamples The first distinct reasons of each request's failures, by class, with counts, every agent's together.
+	ErrorSamples *[]ErrorSample   `json:"error_samples,omitempty"`
+	Errors       map[string]int64 `json:"errors"`
+	Groups       []LabelSummary   `json:"groups"`
+	Hooks        *[]LabelSummary  `json:"hooks,omitempty"`
+	Requests     []LabelSummary   `json:"requests"`
 
 	// Schedule In the open model, the latency from the schedule: from when each iteration was due to the end of its first
 	// request. The request tables' response times count from each request's send; the gap between the two is the
@@ -1829,6 +1872,9 @@ type ShardReport struct {
 type ShardResult struct {
 	// Dropped Open-model iterations that found no free VU.
 	Dropped *int64 `json:"dropped,omitempty"`
+
+	// ErrorSamples The first distinct reasons of each request's failures, by class, with counts (at most 5 messages per request and class; later ones are counted as "(other messages)").
+	ErrorSamples *[]ErrorSample `json:"error_samples,omitempty"`
 
 	// Exhausted Which source of values ran out, if one did.
 	Exhausted *string `json:"exhausted,omitempty"`

@@ -258,6 +258,13 @@ func (a *Agent) runShard(ctx context.Context, job *api.ShardJob) {
 		}
 		end.Result.HookErrors = &errs
 	}
+	if len(res.ErrorSamples) > 0 {
+		samples := make([]api.ErrorSample, len(res.ErrorSamples))
+		for i, e := range res.ErrorSamples {
+			samples[i] = api.ErrorSample{Label: e.Label, Class: api.ErrorSampleClass(e.Class), Message: e.Message, Count: e.Count}
+		}
+		end.Result.ErrorSamples = &samples
+	}
 	log.Info("shard ended", slog.String("stop", res.Stop.String()))
 	finish(end)
 }

@@ -152,6 +152,9 @@ func (s *Service) summarize(ctx context.Context, sc *script.Script, run barrage.
 	sum := &Summary{ElapsedS: elapsed.Seconds(), Seconds: seconds, Agents: []AgentShare{},
 		Summary: summary.New(total, requestNames(sc), groupNames(sc), elapsed)}
 	sum.Thresholds = summary.Thresholds(watch.Final(total, elapsed))
+	if sum.ErrorSamples, err = s.errorSamples(ctx, run.ID); err != nil {
+		return nil, err
+	}
 	if run.Load.Sweep == nil { // a sweep's load changes on purpose: its levels are judged apart
 		from, to := summary.SteadyWindow(engine.Workload(sc, engine.LoadOptions(run.Load)), elapsed)
 		sum.Stability = summary.NewStability(rps, from, to)
@@ -184,6 +187,24 @@ func (s *Service) summarize(ctx context.Context, sc *script.Script, run barrage.
 	sum.Verdict.GeneratorLimited = len(sum.Verdict.Reasons) > 0
 	sum.Verdict.TargetLimited = !sum.Verdict.GeneratorLimited && len(sum.Verdict.TargetReasons) > 0
 	return sum, nil
+}
+
+// errorSamples are the error samples every shard of run reported, merged.
+func (s *Service) errorSamples(ctx context.Context, run uuid.UUID) ([]metrics.ErrorSample, error) {
+	accounts, err := s.store.ShardAccounts(ctx, run)
+	if err != nil {
+		return nil, err
+	}
+	var all metrics.ErrorSamples
+	for _, a := range accounts {
+		var res struct {
+			ErrorSamples []metrics.ErrorSample `json:"error_samples"`
+		}
+		if len(a.Result) > 0 && json.Unmarshal(a.Result, &res) == nil {
+			all.Merge(res.ErrorSamples)
+		}
+	}
+	return all.List(), nil
 }
 
 // runScript is run's script, parsed.

@@ -109,6 +109,8 @@ type Result struct {
 	Hooks []string
 	// HookErrors counts failed hook calls by reason (a crashed plugin, a timeout, a refusal).
 	HookErrors map[string]int64
+	// ErrorSamples are the first distinct reasons of each request's failures, by class.
+	ErrorSamples []metrics.ErrorSample
 	// Exhausted says what ended the run early, if anything did: a source of values that ran
 	// out, or a destination the agent's policy refuses.
 	Exhausted string
@@ -170,6 +172,7 @@ type plan struct {
 	hooks      []string
 	hookMu     sync.Mutex
 	hookErrors map[string]int64
+	errSamples metrics.ErrorSamples
 	labels     []metrics.Key
 	rec        *metrics.Recorder
 	// scheduleLabel records the open model's latency from the schedule.
@@ -651,6 +654,7 @@ loop:
 	p.hookMu.Lock()
 	res.HookErrors = p.hookErrors
 	p.hookMu.Unlock()
+	res.ErrorSamples = p.errSamples.List()
 	healths := make([]Health, len(res.Seconds))
 	for i, s := range res.Seconds {
 		res.Dropped += s.Health.Dropped

@@ -585,3 +585,40 @@ load:
 	run(t, s, engine.Options{})
 	require.Equal(t, "//a//b/../c/./d%2Fe?x=//y", <-got)
 }
+
+// A run says why requests failed: the first distinct reasons of each request and class, counted.
+func TestARunSaysWhyRequestsFailed(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/down" {
+			w.WriteHeader(http.StatusServiceUnavailable)
+		}
+		fmt.Fprint(w, "hello")
+	}))
+	defer srv.Close()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	closed := ln.Addr().String()
+	ln.Close()
+	s := parse(t, srv.URL, `
+version: 1
+session:
+  groups:
+    - name: g
+      requests:
+        - { name: refused, url: "http://`+closed+`/" }
+        - { name: down, url: "${target}/down" }
+        - { name: wrong, url: "${target}/", assert: [ { body_contains: goodbye } ] }
+load: { vus: 2, iterations: 6 }
+`)
+	res := run(t, s, engine.Options{})
+	byLabel := map[string]metrics.ErrorSample{}
+	for _, e := range res.ErrorSamples {
+		byLabel[e.Label] = e
+	}
+	require.Len(t, res.ErrorSamples, 3, "%v", res.ErrorSamples)
+	require.Equal(t, "connect", byLabel["refused"].Class)
+	require.Contains(t, byLabel["refused"].Message, "connection refused")
+	require.Equal(t, metrics.ErrorSample{Label: "down", Class: "5xx", Message: "status 503 not accepted", Count: 6}, byLabel["down"])
+	require.Equal(t, metrics.ErrorSample{Label: "wrong", Class: "assertion", Message: `body does not contain "goodbye"`, Count: 6}, byLabel["wrong"])
+}

@@ -244,6 +244,9 @@ func (v *vu) request(ctx context.Context, r *compiledRequest, measureFrom time.T
 		failures = append(failures, checkFailures...)
 	}
 	v.p.rec.Label(r.label).Record(elapsed, rep.bytesIn, rep.bytesOut, class)
+	if class != metrics.NoError {
+		v.p.errSamples.Add(r.r.Name, class.String(), failureText(rep, failures), 1)
+	}
 	v.p.health.targetTime.Add(int64(elapsed))
 	if !measureFrom.IsZero() {
 		v.p.rec.Label(v.p.scheduleLabel).Record(end.Sub(measureFrom), 0, 0, class)
@@ -257,6 +260,18 @@ func (v *vu) request(ctx context.Context, r *compiledRequest, measureFrom time.T
 		v.trace(r, ex, rep, elapsed, failures)
 	}
 	return class, rep.bytesIn, rep.bytesOut
+}
+
+// failureText is why a request failed, in a sentence: its transport error, its first failed
+// check, or its status.
+func failureText(rep *reply, failures []string) string {
+	switch {
+	case rep.err != nil:
+		return rep.err.Error()
+	case len(failures) > 0:
+		return failures[0]
+	}
+	return fmt.Sprintf("status %d", rep.status)
 }
 
 // prepare renders a request's URL, headers and body.

@@ -105,7 +105,7 @@ func NewResult(res *engine.Result) *Result {
 		Stop: res.Stop, Exhausted: res.Exhausted,
 		Summary: New(res.Total, res.Requests, res.Groups, res.Elapsed), Series: []Point{},
 	}
-	r.HookErrors = res.HookErrors
+	r.HookErrors, r.ErrorSamples = res.HookErrors, res.ErrorSamples
 	r.Thresholds = Thresholds(res.Thresholds)
 	r.Verdict = VerdictOf(res.Verdict, res.Model)
 	return r

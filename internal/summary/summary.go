@@ -210,6 +210,8 @@ type Summary struct {
 	Schedule *Label `json:"schedule,omitempty"`
 	// HookErrors counts failed hook calls by reason.
 	HookErrors map[string]int64 `json:"hook_errors,omitempty"`
+	// ErrorSamples are the first distinct reasons of each request's failures, by class.
+	ErrorSamples []metrics.ErrorSample `json:"error_samples,omitempty"`
 	Errors     map[string]int64 `json:"errors"`
 	Thresholds []Threshold      `json:"thresholds"`
 	// Stability is how steady the throughput was over the steady state; nil when the run had
@@ -288,6 +290,9 @@ func (s *Summary) Print(w io.Writer) {
 	}
 	if len(errs) > 0 {
 		fmt.Fprintln(w, "errors:", strings.Join(errs, ", "))
+	}
+	for _, e := range s.ErrorSamples {
+		fmt.Fprintf(w, "  %s, %s: %d × %s\n", e.Label, e.Class, e.Count, e.Message)
 	}
 	for _, reason := range slices.Sorted(maps.Keys(s.HookErrors)) {
 		fmt.Fprintf(w, "plugin failures: %d × %s\n", s.HookErrors[reason], reason)
