@@ -212,8 +212,8 @@ type Summary struct {
 	HookErrors map[string]int64 `json:"hook_errors,omitempty"`
 	// ErrorSamples are the first distinct reasons of each request's failures, by class.
 	ErrorSamples []metrics.ErrorSample `json:"error_samples,omitempty"`
-	Errors     map[string]int64 `json:"errors"`
-	Thresholds []Threshold      `json:"thresholds"`
+	Errors       map[string]int64      `json:"errors"`
+	Thresholds   []Threshold           `json:"thresholds"`
 	// Stability is how steady the throughput was over the steady state; nil when the run had
 	// too little of one to tell.
 	Stability *Stability `json:"stability,omitempty"`
