@@ -19,7 +19,9 @@ help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z0-9-]+:.*## / {printf "  %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 run: ## serve on http://127.0.0.1:8080 with the shared demo agent, and an embedded PostgreSQL when DATABASE_URL is empty
-	$(GO) run ./cmd/barrage serve --demo-agent
+	$(GO) build -o bin/barrage ./cmd/barrage
+	@# exec: Ctrl-C stops serve, which exits 0, and make says nothing more (go run would exit 1)
+	exec bin/barrage serve --demo-agent
 
 build: ## build a static bin/barrage
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w -X main.version=$(VERSION)" -o bin/barrage ./cmd/barrage

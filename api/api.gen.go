@@ -1037,6 +1037,7 @@ type DeliveryModel string
 
 // EngineHealth defines model for EngineHealth.
 type EngineHealth struct {
+	// ActiveVus The most VUs running at once in the second (in the open model, the concurrency its arrivals needed).
 	ActiveVus int64 `json:"active_vus"`
 
 	// BusyNs The VUs' time in iterations that ended in the second, think times left out.
@@ -1279,6 +1280,7 @@ type LiveMonitorUnit string
 
 // LiveSecond One second of a run, merged across its agents, as the live stream sends it.
 type LiveSecond struct {
+	// ActiveVus The most VUs running at once in the second, every agent's together.
 	ActiveVus int64            `json:"active_vus"`
 	Agents    []LiveAgent      `json:"agents"`
 	ElapsedS  float64          `json:"elapsed_s"`

@@ -12,6 +12,7 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/barrage-load/barrage/internal/config"
 	"github.com/barrage-load/barrage/internal/pluginhost"
 )
 
@@ -52,6 +53,19 @@ func parseArgs(fs *flag.FlagSet, args []string) error {
 		return err
 	}
 	return nil
+}
+
+// loadConfig is config.Load for a command: what is wrong with its flags, its arguments or the
+// environment is wrong usage (exit status 2).
+func loadConfig(e env, name string, args []string) (config.Config, error) {
+	cfg, err := config.Load(name, args, e.getenv, e.stderr)
+	switch {
+	case err == nil || errors.Is(err, flag.ErrHelp):
+		return cfg, err
+	case errors.Is(err, config.ErrFlags):
+		return cfg, errUsage // the flag package printed it
+	}
+	return cfg, usageError(err)
 }
 
 func exitCode(err error) int {

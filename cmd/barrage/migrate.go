@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 
-	"github.com/barrage-load/barrage/internal/config"
 	"github.com/barrage-load/barrage/internal/logging"
 	"github.com/barrage-load/barrage/internal/postgres"
 )
@@ -15,7 +14,7 @@ func runMigrate(ctx context.Context, e env, args []string) error {
 		fmt.Fprintln(e.stderr, "Usage: barrage migrate <up|status> [serve's database flags]")
 		return errUsage
 	}
-	cfg, err := config.Load("migrate "+args[0], args[1:], e.getenv, e.stderr)
+	cfg, err := loadConfig(e, "migrate "+args[0], args[1:])
 	if err != nil {
 		return err
 	}

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"runtime/debug"
 	"runtime/pprof"
+	"strings"
 	"time"
 
 	"github.com/barrage-load/barrage/internal/barrage"
@@ -108,7 +109,9 @@ func runRun(ctx context.Context, e env, args []string) error {
 	opts.OnSecond = func(sec engine.Second) {
 		p := summary.NewPoint(sec.Index, sec.Snapshot, sec.Health)
 		points = append(points, p)
-		if !*quiet {
+		// A last second of a few milliseconds would show a rate of thousands: its requests are
+		// in the summary.
+		if !*quiet && sec.Snapshot.Duration >= 500*time.Millisecond {
 			live := summary.NewLive(sec.Snapshot.Requests(), sec.Snapshot.Duration, sec.Elapsed, sec.Health.ActiveVUs, sec.Health.CPU)
 			live.Stability = steady.Add(sec.Index, p.RPS)
 			fmt.Fprintln(e.stderr, live)
@@ -200,6 +203,9 @@ func loadScript(e env, path string) (*script.Script, error) {
 	}
 	for _, d := range s.Deprecations {
 		fmt.Fprintf(e.stderr, "warning: %v\n", d)
+	}
+	if s.Name == "" { // the summary, reports and comparisons name a run by its script
+		s.Name = strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
 	}
 	return s, nil
 }

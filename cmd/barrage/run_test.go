@@ -5,12 +5,14 @@ import (
 	"compress/gzip"
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -88,6 +90,64 @@ func TestRunExitStatusesAndOutputs(t *testing.T) {
 
 	_, _, code = runCLI(t, "run")
 	require.Equal(t, 2, code, "usage")
+}
+
+// serve on a busy address fails at once, before it unpacks a database or prints a code; wrong
+// flags of any command are wrong usage, exit status 2.
+func TestServeBindsFirstAndWrongFlagsAreUsage(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer ln.Close()
+	data := t.TempDir()
+	out, errOut, code := runWithEnv(t, []string{"BARRAGE_DATA_DIR=" + data}, "serve", "--addr", ln.Addr().String())
+	require.Equal(t, 1, code, "stdout: %s\nstderr: %s", out, errOut)
+	require.Contains(t, errOut, "address already in use")
+	require.NotContains(t, out, "invitation code")
+	entries, err := os.ReadDir(data)
+	require.NoError(t, err)
+	require.Empty(t, entries, "no database was unpacked")
+
+	for _, args := range [][]string{{"serve", "--bogus"}, {"run", "--bogus", "x.yaml"}, {"migrate", "up", "--bogus"}} {
+		_, errOut, code = runWithEnv(t, []string{"BARRAGE_DATA_DIR=" + data}, args...)
+		require.Equal(t, 2, code, "%v: %s", args, errOut)
+		require.Contains(t, errOut, "flag provided but not defined: -bogus")
+		require.NotContains(t, errOut, "barrage: ", "said once, by the flag package")
+	}
+}
+
+// In the open model a VU runs only while an iteration does: the live line and the series show
+// the most at once in each second, not the few still running at its end. A script without a name
+// is named after its file.
+func TestAnOpenModelRunShowsItsVUs(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		time.Sleep(5 * time.Millisecond) // one VU busy a fifth of the time: mostly none at a second's end
+	}))
+	defer srv.Close()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "checkout.yaml")
+	require.NoError(t, os.WriteFile(path, []byte(`version: 1
+session: { groups: [ { name: g, requests: [ { name: r, url: "`+srv.URL+`/" } ] } ] }
+load: { rate: 40/s, duration: 3s, max_vus: 20 }
+`), 0o644))
+	out, errOut, code := runCLI(t, "run", "--out", filepath.Join(dir, "r.json"), path)
+	require.Equal(t, 0, code, "stdout: %s\nstderr: %s", out, errOut)
+	require.Contains(t, out, "\ncheckout: open model")
+	var res struct {
+		Series []struct {
+			Second   int64
+			Requests int64
+			VUs      int64 `json:"vus"`
+		}
+	}
+	data, err := os.ReadFile(filepath.Join(dir, "r.json"))
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(data, &res))
+	for _, p := range res.Series {
+		if p.Requests > 0 {
+			require.GreaterOrEqual(t, p.VUs, int64(1), "second %d", p.Second)
+		}
+	}
+	require.Regexp(t, `(?m)^ +1s  vus +[1-9]`, errOut, "the live line")
 }
 
 func TestDebugTracesOneIteration(t *testing.T) {

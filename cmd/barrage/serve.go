@@ -34,12 +34,19 @@ import (
 )
 
 func runServe(ctx context.Context, e env, args []string) error {
-	cfg, err := config.Load("serve", args, e.getenv, e.stderr)
+	cfg, err := loadConfig(e, "serve", args)
 	if err != nil {
 		return err
 	}
 	log := logging.New(e.stderr, cfg.LogFormat, cfg.LogLevel)
 	log.Info("starting barrage", slog.String("version", version), slog.Any("config", cfg))
+	// The address first: a busy port fails at once, before a database is unpacked, migrated
+	// or handed a first-admin code that no server will take.
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", cfg.Addr, err)
+	}
+	defer ln.Close() // Serve closes it too, once it serves
 
 	db, err := openDatabase(ctx, cfg, log, false)
 	if err != nil {
@@ -95,10 +102,6 @@ func runServe(ctx context.Context, e env, args []string) error {
 		IdleTimeout:       120 * time.Second,
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
-	}
-	ln, err := net.Listen("tcp", cfg.Addr)
-	if err != nil {
-		return fmt.Errorf("listen on %s: %w", cfg.Addr, err)
 	}
 	log.Info("serving", slog.String("addr", "http://"+ln.Addr().String()), slog.String("docs", "http://"+ln.Addr().String()+"/docs"))
 
@@ -299,7 +302,7 @@ func (db *database) close() {
 // localAccounts opens the database the way serve does, for admin commands that work without
 // the API. A running serve's embedded database is attached to, not started twice.
 func localAccounts(ctx context.Context, e env, args []string) (*account.Service, func(), error) {
-	cfg, err := config.Load("admin", args, e.getenv, e.stderr)
+	cfg, err := loadConfig(e, "admin", args)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -105,6 +105,10 @@ var Settings = []Setting{
 	{"verify-dns", "BARRAGE_VERIFY_DNS", "", "DNS server (host:port) the ownership check of targets asks for the addresses of their names; default the system's"},
 }
 
+// ErrFlags wraps Load's error when the command line does not parse; the flag package has then
+// printed what was wrong and the usage.
+var ErrFlags = errors.New("wrong flags")
+
 // Load parses args (the subcommand's flags) and the environment into a validated Config. The
 // error of a bad value names the flag and its environment variable.
 func Load(name string, args []string, getenv func(string) string, output io.Writer) (Config, error) {
@@ -127,7 +131,10 @@ func Load(name string, args []string, getenv func(string) string, output io.Writ
 		values[s.Flag] = fs.String(s.Flag, def, usage)
 	}
 	if err := fs.Parse(args); err != nil {
-		return Config{}, err
+		if errors.Is(err, flag.ErrHelp) {
+			return Config{}, err
+		}
+		return Config{}, fmt.Errorf("%w: %w", ErrFlags, err)
 	}
 	if fs.NArg() > 0 {
 		return Config{}, fmt.Errorf("unexpected argument %q", fs.Arg(0))

@@ -43,8 +43,8 @@ func (p *plan) runClosed(startCtx, hardCtx context.Context, start time.Time) {
 			defer wg.Done()
 			v := p.newVU(i, hardCtx)
 			defer v.close()
-			p.health.activeVUs.Add(1)
-			defer p.health.activeVUs.Add(-1)
+			p.health.vuStarted()
+			defer p.health.vuEnded()
 			for startCtx.Err() == nil {
 				if bounded && p.started.Add(1) > budget {
 					return

@@ -32,7 +32,8 @@ type Health struct {
 	Late        int64         `json:"late"`
 	// Dropped counts open-model iterations that found no free VU.
 	Dropped int64 `json:"dropped"`
-	// ActiveVUs is the number of VUs running at the end of the interval.
+	// ActiveVUs is the most VUs running at once in the interval: in the open model, where a VU
+	// runs only while an iteration does, the concurrency the arrivals needed.
 	ActiveVUs int64 `json:"active_vus"`
 	// BusyTime is the VUs' time in iterations that ended in the interval, think times left
 	// out; TargetTime the part of it spent waiting on the target, from each request's send to
@@ -86,12 +87,26 @@ type healthMeter struct {
 	late        atomic.Int64
 	dropped     atomic.Int64
 	activeVUs   atomic.Int64
+	peakVUs     atomic.Int64 // the most active at once since the interval began
 	busyTime    atomic.Int64
 	targetTime  atomic.Int64
 
 	lastCPU  time.Duration
 	lastWall time.Time
 }
+
+// vuStarted and vuEnded count a VU running, and the most at once.
+func (m *healthMeter) vuStarted() {
+	n := m.activeVUs.Add(1)
+	for {
+		peak := m.peakVUs.Load()
+		if n <= peak || m.peakVUs.CompareAndSwap(peak, n) {
+			return
+		}
+	}
+}
+
+func (m *healthMeter) vuEnded() { m.activeVUs.Add(-1) }
 
 // lateThreshold is how late a start may be before it counts as late: below it, the difference is
 // scheduler noise that no target notices.
@@ -125,7 +140,7 @@ func (m *healthMeter) rotate(now time.Time) Health {
 		Scheduled:   m.scheduled.Swap(0),
 		Late:        m.late.Swap(0),
 		Dropped:     m.dropped.Swap(0),
-		ActiveVUs:   m.activeVUs.Load(),
+		ActiveVUs:   m.peakVUs.Swap(m.activeVUs.Load()),
 		BusyTime:    time.Duration(m.busyTime.Swap(0)),
 		TargetTime:  time.Duration(m.targetTime.Swap(0)),
 		// GOMAXPROCS, not NumCPU: in a container limited to 2 CPUs on a 64-core host, the

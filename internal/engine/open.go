@@ -69,10 +69,10 @@ func (p *plan) runOpen(startCtx, hardCtx context.Context, start time.Time) {
 				p.health.dropped.Add(1)
 			} else {
 				wg.Add(1)
-				p.health.activeVUs.Add(1)
+				p.health.vuStarted()
 				go func(v *vu, due time.Time) {
 					defer wg.Done()
-					defer p.health.activeVUs.Add(-1)
+					defer p.health.vuEnded()
 					err := v.iteration(hardCtx, due)
 					switch {
 					case errors.Is(err, errExhausted):
