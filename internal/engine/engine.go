@@ -211,6 +211,8 @@ type compiledRequest struct {
 	// AcceptEncoding is sent; the index in r.Headers of the script's empty one, which is not
 	// sent; len(r.Headers) when the script sets its own.
 	noEncoding int
+	// boundary is a multipart body's, one for the run.
+	boundary string
 	// needBody: an extractor, assertion or plugin reads the body, which is then decoded.
 	needBody    bool
 	needsJSON   bool
@@ -301,7 +303,15 @@ func compile(s *script.Script, opts Options) (*plan, error) {
 			for _, lit := range cr.headers {
 				cr.static = cr.static && lit != nil
 			}
-			if r.Body != nil {
+			if isStreamed(r.Body) {
+				if err := fileBodyNotLoaded(r); err != nil {
+					return nil, err
+				}
+				cr.static = false
+				if r.Body.Kind == script.MultipartBody {
+					cr.boundary = newBoundary()
+				}
+			} else if r.Body != nil {
 				_, lit := r.Body.Content.Literal()
 				cr.static = cr.static && lit
 			}

@@ -155,7 +155,7 @@ session:
         - { name: h2, url: "https://shop.test:`+port+`/h2", http2: true }
 load: { vus: 1, iterations: 2 }
 `)
-	require.Equal(t, []string{"certs/ca.pem", "certs/client.pem", "certs/client.key", "certs/api.pem", "certs/api.key"}, s.Files())
+	require.Equal(t, []string{"certs/api.key", "certs/api.pem", "certs/ca.pem", "certs/client.key", "certs/client.pem"}, s.Files())
 	res := run(t, s, engine.Options{})
 	for _, name := range []string{"shop", "api", "h2"} {
 		st := stats(t, res, name)

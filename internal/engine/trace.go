@@ -49,7 +49,7 @@ func (v *vu) trace(r *compiledRequest, ex *exchange, rep *reply, took time.Durat
 	}
 	v.p.opts.Trace(TraceEvent{
 		Request: r.r.Name, Method: ex.method, URL: ex.url.String(),
-		RequestHeader: append([][2]string(nil), ex.header...), RequestBody: append([]byte(nil), ex.body...),
+		RequestHeader: append([][2]string(nil), ex.header...), RequestBody: requestBody(ex),
 		Redirects: append([]Redirect(nil), rep.redirects...),
 		Status:    rep.status, ResponseHeader: rep.header.Clone(), ResponseBody: append([]byte(nil), rep.body...),
 		BytesIn: rep.bytesIn, Encoding: rep.encoding, Decoded: rep.decoded, DecodedPart: rep.decodedPart, Duration: took, Err: rep.err, Vars: vars, Failures: failures,
@@ -76,4 +76,12 @@ func Preview(b []byte, n int) string {
 		s += fmt.Sprintf("\n… (%d more bytes)", len(b)-n)
 	}
 	return s
+}
+
+// requestBody is the body of ex as a trace shows it.
+func requestBody(ex *exchange) []byte {
+	if ex.stream != nil {
+		return ex.stream.preview()
+	}
+	return append([]byte(nil), ex.body...)
 }

@@ -31,6 +31,7 @@ type exchange struct {
 	rawURL       string // url as text, rendered once
 	header       [][2]string
 	body         []byte
+	stream       *bodyStream // a file or multipart body, sent in place of body
 	timeout      time.Duration
 	deadline     time.Time // when the request, redirects included, must be done; from timeout if zero
 	http2        bool
@@ -354,7 +355,7 @@ func (t *transport) do(ctx context.Context, ex *exchange, jar cookieJar, r *repl
 		return
 	}
 	u, raw := ex.url, ex.rawURL
-	method, body, header := ex.method, ex.body, ex.header
+	method, body, stream, header := ex.method, ex.body, ex.stream, ex.header
 	deadline := ex.deadline
 	if deadline.IsZero() {
 		deadline = time.Now().Add(ex.timeout)
@@ -368,6 +369,10 @@ func (t *transport) do(ctx context.Context, ex *exchange, jar cookieJar, r *repl
 			req, t.wire = ex.prepared.req, ex.prepared.wire
 		} else {
 			buildRequest(req, raw, method, header, body)
+			if stream != nil {
+				stream.rewind()
+				req.SetBodyStream(stream, int(stream.n))
+			}
 			t.wire = nil
 		}
 		// The time left: the whole timeout at the first hop, which starts now, without reading
@@ -393,7 +398,7 @@ func (t *transport) do(ctx context.Context, ex *exchange, jar cookieJar, r *repl
 		}
 		if r.status == http.StatusSeeOther && method != http.MethodHead ||
 			(r.status == http.StatusMovedPermanently || r.status == http.StatusFound) && method == http.MethodPost {
-			method, body = http.MethodGet, nil
+			method, body, stream = http.MethodGet, nil, nil
 			header = withoutHeaders(header, "Content-Type", "Content-Length")
 		}
 		if next.Host != u.Host {
@@ -555,7 +560,8 @@ func (t *transport) roundTrip(hc *hostConn, req *fasthttp.Request, resp *fasthtt
 			return nil
 		}
 		conn.Close()
-		if reused && !headerRead && attempt == 1 && staleConn(req, err) {
+		// A streamed body is sent once: what the failed attempt read of it is gone.
+		if reused && !headerRead && attempt == 1 && staleConn(req, err) && !req.IsBodyStream() {
 			if left = time.Until(deadline); left > 0 {
 				continue
 			}
@@ -702,7 +708,16 @@ func (t *transport) doH2(ctx context.Context, ex *exchange, jar cookieJar, r *re
 	}
 	ctx, cancel := context.WithTimeout(ctx, ex.timeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, ex.method, ex.rawURL, bytes.NewReader(ex.body))
+	var body io.Reader = bytes.NewReader(ex.body)
+	if ex.stream != nil {
+		ex.stream.rewind()
+		body = ex.stream
+	}
+	req, err := http.NewRequestWithContext(ctx, ex.method, ex.rawURL, body)
+	if ex.stream != nil && err == nil {
+		req.ContentLength = ex.stream.n
+		req.GetBody = func() (io.ReadCloser, error) { ex.stream.rewind(); return io.NopCloser(ex.stream), nil }
+	}
 	if err != nil {
 		r.err, r.class = err, metrics.ErrConnect
 		return

@@ -37,10 +37,14 @@ type vu struct {
 
 	urlBuf, bodyBuf, valBuf []byte
 	header                  [][2]string
-	ex                      exchange
-	rep                     reply
-	stopCut                 func() bool
-	prepared                []*preparedRequest // by request, for static requests
+	// stream is the VU's file or multipart body in flight, and segs and segFiles its pieces.
+	stream   bodyStream
+	segs     [][]byte
+	segFiles []string
+	ex       exchange
+	rep      reply
+	stopCut  func() bool
+	prepared []*preparedRequest // by request, for static requests
 }
 
 func (p *plan) newVU(id int, hardCtx context.Context) *vu {
@@ -319,7 +323,15 @@ func (v *vu) prepare(r *compiledRequest) (*exchange, error) {
 	if r.noEncoding < 0 {
 		v.header = append(v.header, [2]string{"Accept-Encoding", AcceptEncoding})
 	}
-	if b := r.r.Body; b != nil {
+	if b := r.r.Body; isStreamed(b) {
+		var ct string
+		if ex.stream, ct, err = v.streamBody(r); err != nil {
+			return nil, err
+		}
+		if !hasHeader(v.header, "Content-Type") {
+			v.header = append(v.header, [2]string{"Content-Type", ct})
+		}
+	} else if b != nil {
 		v.bodyBuf, err = b.Content.Render(v.lookup, v.bodyBuf[:0])
 		if err != nil {
 			return nil, err

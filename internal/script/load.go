@@ -58,7 +58,7 @@ func LoadData(fsys fs.FS, name string, data []byte, opts ParseOptions) (*Script,
 		for _, df := range s.Variables.Data {
 			dataErrs = append(dataErrs, d.readData(fsys, path.Join(dir, df.File), df)...)
 		}
-		d.readTLS(fsys, dir, &s.Network.TLS)
+		d.readFiles(fsys, dir, s)
 		d.checkVars(s)
 	}
 	d.list.sort()

@@ -107,15 +107,35 @@ func (t *TLS) Pool() (*x509.CertPool, error) {
 	return pool, nil
 }
 
-// Files names every file the script reads, relative to its folder: its data files, then its
-// TLS files. They travel with the script when it is uploaded.
+// Files names every file the script reads, relative to its folder, once each: its data files,
+// its TLS files and its body files. They travel with the script when it is uploaded.
 func (s *Script) Files() []string {
 	var out []string
 	for _, df := range s.Variables.Data {
 		out = append(out, df.File)
 	}
-	for _, f := range s.Network.TLS.files() {
+	for _, f := range s.fileRefs() {
 		out = append(out, f.Name)
+	}
+	slices.Sort(out[len(s.Variables.Data):]) // the data files first, in order; the rest by name
+	return slices.Compact(out)
+}
+
+// fileRefs are the files the script names besides its data files: its TLS section's, then its
+// requests' bodies'.
+func (s *Script) fileRefs() []*File {
+	out := s.Network.TLS.files()
+	for _, r := range s.Session.Requests() {
+		if b := r.Body; b != nil {
+			if b.File != nil {
+				out = append(out, b.File)
+			}
+			for _, p := range b.Parts {
+				if p.File != nil {
+					out = append(out, p.File)
+				}
+			}
+		}
 	}
 	return out
 }
@@ -144,9 +164,10 @@ func (t *TLS) pairs() []*KeyPair {
 	return out
 }
 
-// readTLS reads the TLS section's files from fsys, relative to dir, and checks them.
-func (d *decoder) readTLS(fsys fs.FS, dir string, t *TLS) {
-	for _, f := range t.files() {
+// readFiles reads the files the script names besides its data files from fsys, relative to dir,
+// and checks its TLS files.
+func (d *decoder) readFiles(fsys fs.FS, dir string, s *Script) {
+	for _, f := range s.fileRefs() {
 		data, err := fs.ReadFile(fsys, path.Join(dir, f.Name))
 		if err != nil {
 			var pe *fs.PathError
@@ -158,6 +179,12 @@ func (d *decoder) readTLS(fsys fs.FS, dir string, t *TLS) {
 		}
 		f.Data = data
 	}
+	d.checkTLS(&s.Network.TLS)
+}
+
+// checkTLS checks the TLS section's files, once read: the CA file holds a certificate, each
+// certificate and key make a pair.
+func (d *decoder) checkTLS(t *TLS) {
 	if t.CA != nil && t.CA.Data != nil {
 		if _, err := t.Pool(); err != nil {
 			d.add(t.CA.p, "%s holds no PEM certificate", t.CA.Name)

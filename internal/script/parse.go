@@ -887,7 +887,7 @@ func compileQuery(params []Param) *Template {
 
 // body reads a request body.
 func (d *decoder) body(n *yaml.Node, p pos) *Body {
-	o := d.object(n, p, "json", "form", "raw", "content_type")
+	o := d.object(n, p, "json", "form", "raw", "file", "multipart", "content_type")
 	if o == nil {
 		return nil
 	}
@@ -905,7 +905,7 @@ func (d *decoder) body(n *yaml.Node, p pos) *Body {
 		}
 		b.ContentType = ct
 	}
-	kind := o.exactlyOne("a body", "json", "form", "raw")
+	kind := o.exactlyOne("a body", "json", "form", "raw", "file", "multipart")
 	if kind == "" {
 		return nil
 	}
@@ -944,8 +944,88 @@ func (d *decoder) body(n *yaml.Node, p pos) *Body {
 			return nil
 		}
 		b.Content = t
+	case "file":
+		b.Kind = FileBody
+		if b.File = d.file(n, vp); b.File == nil {
+			return nil
+		}
+		if b.ContentType == "" {
+			b.ContentType = "application/octet-stream"
+		}
+	case "multipart":
+		b.Kind = MultipartBody
+		if b.ContentType != "" {
+			d.add(p, "a multipart body sets its own content_type, with its boundary")
+			return nil
+		}
+		if b.Parts = d.multipart(n, vp); b.Parts == nil {
+			return nil
+		}
 	}
 	return b
+}
+
+// multipart reads a multipart body's parts: name to a field's value, or to a file as
+// { file, filename, content_type }.
+func (d *decoder) multipart(n *yaml.Node, p pos) []*Part {
+	if n.Kind != yaml.MappingNode {
+		d.add(p, "must be a mapping of part names to field values or files, not %s", kindName(n))
+		return nil
+	}
+	var parts []*Part
+	ok := true
+	for _, kv := range d.pairs(n, p) {
+		part := &Part{Name: kv.key}
+		if strings.ContainsAny(kv.key, "\"\r\n") || kv.key == "" {
+			d.add(kv.keyPos, "a part's name may not be empty or hold quotes or line breaks")
+			ok = false
+			continue
+		}
+		if kv.val.Kind != yaml.MappingNode {
+			if part.Value = d.template(kv.val, kv.valPos); part.Value == nil {
+				ok = false
+			}
+			parts = append(parts, part)
+			continue
+		}
+		o := d.object(kv.val, kv.valPos, "file", "filename", "content_type")
+		if o == nil {
+			ok = false
+			continue
+		}
+		if fn, fp := o.need("file"); fn == nil {
+			ok = false
+		} else if part.File = d.file(fn, fp); part.File == nil {
+			ok = false
+		} else {
+			part.Filename = path.Base(part.File.Name)
+		}
+		if fn, fp := o.get("filename"); fn != nil {
+			if name, sok := d.str(fn, fp); !sok || name == "" || strings.ContainsAny(name, "\"\r\n") {
+				d.add(fp, "must be a file name without quotes or line breaks")
+				ok = false
+			} else {
+				part.Filename = name
+			}
+		}
+		part.ContentType = "application/octet-stream"
+		if cn, cp := o.get("content_type"); cn != nil {
+			ct, sok := d.str(cn, cp)
+			if _, _, err := mime.ParseMediaType(ct); sok && err != nil || strings.ContainsAny(ct, "\r\n") {
+				d.add(cp, "is not a media type such as image/png")
+				sok = false
+			}
+			part.ContentType, ok = ct, ok && sok
+		}
+		parts = append(parts, part)
+	}
+	if len(parts) == 0 && ok {
+		d.add(p, "must name at least one part")
+	}
+	if !ok || len(parts) == 0 {
+		return nil
+	}
+	return parts
 }
 
 // jsonBody writes n as JSON into b, parsing its strings as templates whose variables are

@@ -276,9 +276,11 @@ type BodyKind int
 
 // The forms of request body.
 const (
-	JSONBody BodyKind = iota + 1 // a JSON document; variables are inserted into its strings
-	FormBody                     // application/x-www-form-urlencoded fields
-	RawBody                      // text sent as written
+	JSONBody      BodyKind = iota + 1 // a JSON document; variables are inserted into its strings
+	FormBody                          // application/x-www-form-urlencoded fields
+	RawBody                           // text sent as written
+	FileBody                          // a file's bytes, sent as they are
+	MultipartBody                     // multipart/form-data fields and files
 )
 
 // String returns the key a script writes the body under.
@@ -290,6 +292,10 @@ func (k BodyKind) String() string {
 		return "form"
 	case RawBody:
 		return "raw"
+	case FileBody:
+		return "file"
+	case MultipartBody:
+		return "multipart"
 	}
 	return "unknown"
 }
@@ -300,9 +306,24 @@ type Body struct {
 	// ContentType goes in the Content-Type header unless Request.Headers has one. It is empty
 	// for a raw body without content_type.
 	ContentType string
-	// Content renders the whole body. Variables are escaped as the kind needs: JSON string
-	// escaping in a JSON body, form encoding in a form body, none in a raw body.
+	// Content renders the whole body of a json, form or raw body. Variables are escaped as the
+	// kind needs: JSON string escaping in a JSON body, form encoding in a form body, none in a raw
+	// body. It is nil for a file or multipart body.
 	Content *Template
+	// File is a file body's file; Parts a multipart body's parts, in order. A file's bytes are
+	// held once for the whole run and streamed at each send.
+	File  *File
+	Parts []*Part
+}
+
+// Part is a part of a multipart/form-data body: a field whose value may use variables, or a file.
+type Part struct {
+	Name  string
+	Value *Template // a field's; nil for a file
+	File  *File
+	// Filename and ContentType describe a file part: by default the file's base name and
+	// application/octet-stream.
+	Filename, ContentType string
 }
 
 // ExtractKind is where an extractor looks in a response.

@@ -104,6 +104,9 @@ func (d *decoder) checkVars(s *Script) {
 		}
 		if r.Body != nil {
 			check(r.Body.Content, i-1, nil)
+			for _, part := range r.Body.Parts {
+				check(part.Value, i-1, nil)
+			}
 		}
 		for _, a := range r.Assert {
 			check(a.Text, i, nil)
