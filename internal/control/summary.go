@@ -234,15 +234,7 @@ type shardTally struct {
 }
 
 // requestNames are the script's request labels, in session order.
-func requestNames(s *script.Script) []string {
-	var out []string
-	for _, g := range s.Session.Groups {
-		for _, r := range g.Requests {
-			out = append(out, r.Name)
-		}
-	}
-	return out
-}
+func requestNames(s *script.Script) []string { return s.Session.RequestLabels() }
 
 // groupNames are the script's group labels, in session order.
 func groupNames(s *script.Script) []string {

@@ -213,6 +213,10 @@ type compiledRequest struct {
 	noEncoding int
 	// boundary is a multipart body's, one for the run.
 	boundary string
+	// wsConnect and wsReceive are a WebSocket session's labels: its upgrade's, and each
+	// receive step's (by step; -1 for a send).
+	wsConnect int
+	wsReceive []int
 	// needBody: an extractor, assertion or plugin reads the body, which is then decoded.
 	needBody    bool
 	needsJSON   bool
@@ -330,6 +334,21 @@ func compile(s *script.Script, opts Options) (*plan, error) {
 			p.requests = append(p.requests, cr)
 		}
 		p.groups = append(p.groups, cg)
+	}
+	for _, cr := range p.requests { // after every request's: requests' labels come first
+		if ws := cr.r.WebSocket; ws != nil {
+			cr.static = false
+			cr.wsConnect = len(p.labels)
+			p.labels = append(p.labels, metrics.RequestKey(ws.Connect))
+			for _, st := range ws.Steps {
+				i := -1
+				if st.Send == nil {
+					i = len(p.labels)
+					p.labels = append(p.labels, metrics.RequestKey(st.Name))
+				}
+				cr.wsReceive = append(cr.wsReceive, i)
+			}
+		}
 	}
 	for _, cg := range p.groups {
 		cg.label = len(p.labels)
@@ -497,9 +516,7 @@ func (p *plan) start(ctx context.Context, onSecond func(*Running, Second)) (*Run
 	}
 	r := &Running{p: p, done: make(chan struct{}), cut: make(chan struct{})}
 	r.res = &Result{Script: p.s.Name, Model: p.load.Model, Start: start, Segment: p.opts.Segment, Hooks: p.hooks}
-	for _, req := range p.requests {
-		r.res.Requests = append(r.res.Requests, req.r.Name)
-	}
+	r.res.Requests = p.s.Session.RequestLabels()
 	for _, g := range p.groups {
 		r.res.Groups = append(r.res.Groups, g.g.Name)
 	}

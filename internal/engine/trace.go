@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"maps"
 	"net/http"
 	"strings"
 	"time"
@@ -42,11 +43,11 @@ type TraceEvent struct {
 	Failures []string
 }
 
+// varsCopy is the iteration's variables so far, for a trace.
+func (v *vu) varsCopy() map[string]string { return maps.Clone(v.vars) }
+
 func (v *vu) trace(r *compiledRequest, ex *exchange, rep *reply, took time.Duration, failures []string) {
-	vars := make(map[string]string, len(v.vars))
-	for k, val := range v.vars {
-		vars[k] = val
-	}
+	vars := v.varsCopy()
 	v.p.opts.Trace(TraceEvent{
 		Request: r.r.Name, Method: ex.method, URL: ex.url.String(),
 		RequestHeader: append([][2]string(nil), ex.header...), RequestBody: requestBody(ex),

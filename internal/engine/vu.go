@@ -199,6 +199,9 @@ func (v *vu) request(ctx context.Context, r *compiledRequest, measureFrom time.T
 		v.traceFailure(r, err)
 		return metrics.ErrAssertion, 0, 0
 	}
+	if r.r.WebSocket != nil {
+		return v.websocket(ctx, r, ex, measureFrom)
+	}
 	var hookReq *sdk.Request
 	if len(r.r.Plugins) > 0 {
 		hooksStart := time.Now()
@@ -369,13 +372,19 @@ func hasHeader(h [][2]string, name string) bool {
 // other failed check or extraction, NoError otherwise. An explicit status assertion accepting a
 // 404 makes a 404 a success.
 func (v *vu) check(r *compiledRequest, rep *reply, took time.Duration) (metrics.ErrorClass, []string) {
+	return v.checkWith(r.r.Extract, r.r.Assert, r.needsJSON, rep, took)
+}
+
+// checkWith is check with the extractors and assertions given: a request's, or a WebSocket
+// message's.
+func (v *vu) checkWith(extract []*script.Extractor, assert []*script.Assertion, needsJSON bool, rep *reply, took time.Duration) (metrics.ErrorClass, []string) {
 	var doc any
 	var docErr error
-	if r.needsJSON {
+	if needsJSON {
 		doc, docErr = decodeJSON(rep.body)
 	}
 	var failures []string
-	for _, x := range r.r.Extract {
+	for _, x := range extract {
 		val, ok := v.extract(x, rep, doc, docErr)
 		switch {
 		case ok:
@@ -390,7 +399,7 @@ func (v *vu) check(r *compiledRequest, rep *reply, took time.Duration) (metrics.
 	if len(failures) > 0 {
 		class = metrics.ErrAssertion
 	}
-	for _, a := range r.r.Assert {
+	for _, a := range assert {
 		ok, why := v.assert(a, rep, doc, docErr, took)
 		if ok {
 			continue

@@ -2,6 +2,7 @@ package script
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 	"mime"
 	"net/url"
@@ -604,7 +605,7 @@ var methods = []string{"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS
 
 // request reads one request.
 func (d *decoder) request(n *yaml.Node, p pos, s *Script, inherited []Header, names map[string]bool) *Request {
-	o := d.object(n, p, "name", "method", "url", "headers", "query", "body", "timeout", "redirects", "http2", "extract", "assert", "think", "plugins")
+	o := d.object(n, p, "name", "method", "url", "headers", "query", "body", "timeout", "redirects", "http2", "extract", "assert", "think", "plugins", "websocket")
 	if o == nil {
 		return nil
 	}
@@ -627,6 +628,9 @@ func (d *decoder) request(n *yaml.Node, p pos, s *Script, inherited []Header, na
 		}
 	}
 	if n, p := o.need("url"); n != nil {
+		if o.has("websocket") {
+			n = wsAsHTTP(n)
+		}
 		r.URL = d.requestURL(n, p, s.BaseURL)
 	}
 	var own []Header
@@ -672,6 +676,9 @@ func (d *decoder) request(n *yaml.Node, p pos, s *Script, inherited []Header, na
 	}
 	if n, p := o.get("think"); n != nil {
 		r.Think = d.think(n, p)
+	}
+	if n, p := o.get("websocket"); n != nil {
+		r.WebSocket = d.websocket(n, p, o, r, names)
 	}
 	if n, p := o.get("plugins"); n != nil {
 		for i, c := range d.seq(n, p) {
@@ -720,6 +727,112 @@ func (d *decoder) checkURLText(t *Template, p pos) bool {
 		}
 	}
 	return true
+}
+
+// wsAsHTTP is a WebSocket URL node with its ws or wss scheme written http or https, as the
+// upgrade's request goes; other nodes as they are.
+func wsAsHTTP(n *yaml.Node) *yaml.Node {
+	if n.Kind != yaml.ScalarNode {
+		return n
+	}
+	c := *n
+	lower := strings.ToLower(c.Value)
+	switch {
+	case strings.HasPrefix(lower, "ws://"):
+		c.Value = "http://" + c.Value[len("ws://"):]
+	case strings.HasPrefix(lower, "wss://"):
+		c.Value = "https://" + c.Value[len("wss://"):]
+	}
+	return &c
+}
+
+// websocket reads a WebSocket request's steps: { send: TEXT } or { receive: NAME?, timeout,
+// extract, assert }.
+func (d *decoder) websocket(n *yaml.Node, p pos, o *obj, r *Request, names map[string]bool) *WebSocket {
+	for _, k := range []string{"method", "body", "redirects", "http2", "plugins"} {
+		if o.has(k) {
+			_, kp := o.get(k)
+			d.add(kp, "a websocket request takes no %s", k)
+		}
+	}
+	ws := &WebSocket{Connect: r.Name + " connect"}
+	label := func(name string, p pos) string {
+		if names[name] {
+			d.add(p, "another request or step is already labelled %s; labels must be unique", quote(name))
+		}
+		names[name] = true
+		return name
+	}
+	label(ws.Connect, p)
+	items := d.seq(n, p)
+	if n.Kind == yaml.SequenceNode && len(items) == 0 {
+		d.add(p, "must list at least one step")
+	}
+	receives := 0
+	for i, c := range items {
+		cp := at(c, index(p.path, i))
+		so := d.object(c, cp, "send", "receive", "timeout", "extract", "assert")
+		if so == nil {
+			continue
+		}
+		kind := so.exactlyOne("a step", "send", "receive")
+		st := &WSStep{Timeout: r.Timeout}
+		switch kind {
+		case "send":
+			sn, sp := so.get("send")
+			st.Send = d.template(sn, sp)
+			for _, k := range []string{"timeout", "extract", "assert"} {
+				if so.has(k) {
+					_, kp := so.get(k)
+					d.add(kp, "belongs to a receive step, not a send")
+				}
+			}
+		case "receive":
+			receives++
+			st.Name = fmt.Sprintf("%s receive %d", r.Name, receives)
+			if rn, rp := so.get("receive"); rn.Kind == yaml.ScalarNode && rn.Tag != "!!null" && rn.Value != "" {
+				st.Name, _ = d.name(rn, rp)
+			} else if rn.Kind != yaml.ScalarNode {
+				d.add(rp, "must be the step's label, or empty")
+			}
+			label(st.Name, cp)
+			if tn, tp := so.get("timeout"); tn != nil {
+				st.Timeout, _ = d.durationIn(tn, tp, time.Millisecond, maxTimeout)
+			}
+			if en, ep := so.get("extract"); en != nil {
+				for j, e := range d.seq(en, ep) {
+					if x := d.extractor(e, at(e, index(ep.path, j))); x != nil {
+						if x.Kind == ExtractHeader || x.Kind == ExtractCookie {
+							d.add(at(e, index(ep.path, j)), "a message has no headers or cookies: use json or regex")
+							continue
+						}
+						st.Extract = append(st.Extract, x)
+					}
+				}
+			}
+			if an, ap := so.get("assert"); an != nil {
+				for j, e := range d.seq(an, ap) {
+					if a := d.assertion(e, at(e, index(ap.path, j))); a != nil {
+						if a.Kind == AssertStatus {
+							d.add(at(e, index(ap.path, j)), "a message has no status: check its body")
+							continue
+						}
+						st.Assert = append(st.Assert, a)
+					}
+				}
+			}
+		default:
+			continue
+		}
+		ws.Steps = append(ws.Steps, st)
+	}
+	// The upgrade answers 101: that is its success, unless the script says otherwise.
+	for _, a := range r.Assert {
+		if a.Implied {
+			a.Status = []StatusRange{{101, 101}}
+		}
+	}
+	return ws
 }
 
 // checkAbsolute checks that t, a template starting with http:// or https://, makes a URL with

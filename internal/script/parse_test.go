@@ -186,6 +186,13 @@ func TestParseErrorsNameTheirPath(t *testing.T) {
 		{"monitor port", withTop("monitors: [{name: n, url: 'http://127.0.0.1:99999/m', series: [up]}]\n"), "monitors[0].url", "absolute http(s) URL"},
 		{"monitor series twice", withTop("monitors: [{name: n, url: 'http://127.0.0.1:9100/', series: [up, up]}]\n"), "monitors[0].series[1]", "named twice"},
 		{"monitor key", withTop("monitors: [{name: n, url: 'http://127.0.0.1:9100/', series: [up], every: 1s}]\n"), "monitors[0].every", "unknown key"},
+		{"websocket with a body", wrap(`[{name: g, requests: [{name: c, url: "ws://x/", body: {raw: a}, websocket: [{send: hi}]}]}]`), "session.groups[0].requests[0].body", "takes no body"},
+		{"websocket step of two kinds", wrap(`[{name: g, requests: [{name: c, url: "ws://x/", websocket: [{send: hi, receive: r}]}]}]`), "session.groups[0].requests[0].websocket[0]", "takes only one of send, receive"},
+		{"websocket receive header", wrap(`[{name: g, requests: [{name: c, url: "ws://x/", websocket: [{receive: r, extract: [{var: v, header: X}]}]}]}]`), "session.groups[0].requests[0].websocket[0].extract[0]", "no headers"},
+		{"websocket label taken", wrap(`[{name: g, requests: [{name: c, url: "wss://x/", websocket: [{receive: r}]}, {name: r, url: /}]}]`), "session.groups[0].requests[1].name", "already named"},
+		{"websocket send options", wrap(`[{name: g, requests: [{name: c, url: "ws://x/", websocket: [{send: hi, timeout: 1s}]}]}]`), "session.groups[0].requests[0].websocket[0].timeout", "belongs to a receive"},
+		{"multipart content type", wrap(`[{name: g, requests: [{name: u, method: POST, url: /, body: {multipart: {a: b}, content_type: text/plain}}]}]`), "session.groups[0].requests[0].body", "sets its own content_type"},
+		{"multipart file outside", wrap(`[{name: g, requests: [{name: u, method: POST, url: /, body: {multipart: {a: {file: ../x}}}}]}]`), "session.groups[0].requests[0].body.multipart.a.file", "inside it"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -255,8 +255,50 @@ type Request struct {
 	Assert  []*Assertion
 	Think   *Think    // the pause after the request; nil for none
 	Plugins []*Plugin // URL plugins applied to the request, in order
+	// WebSocket, when set, makes the request a WebSocket session: the URL (http, https, ws or
+	// wss) is opened with an upgrade, then the steps run in order. Its extractors and
+	// assertions judge the upgrade's response.
+	WebSocket *WebSocket
 
 	query *Template // the Query parameters compiled to a form-encoded string
+}
+
+// WebSocket is a WebSocket session's steps and labels. The request's own label measures the
+// whole session; Connect the upgrade; each receive step its round trip, from the last message
+// sent (or the upgrade) to the message it awaited.
+type WebSocket struct {
+	Connect string // the upgrade's label: "<name> connect"
+	Steps   []*WSStep
+}
+
+// WSStep is a step of a WebSocket session: it sends a text message, or awaits the next message
+// and checks it.
+type WSStep struct {
+	Send *Template // the message to send; nil for a receive
+	// Name labels a receive's round trip: "<name> receive <n>" unless the script names it.
+	Name    string
+	Timeout time.Duration // how long a receive waits; the request's timeout by default
+	// Extract and Assert judge a received message as they judge a response's body.
+	Extract []*Extractor
+	Assert  []*Assertion
+}
+
+// RequestLabels are the request labels of the session in order: each request's name, and after
+// a WebSocket request its upgrade's and receives' labels.
+func (s *Session) RequestLabels() []string {
+	var out []string
+	for _, r := range s.Requests() {
+		out = append(out, r.Name)
+		if ws := r.WebSocket; ws != nil {
+			out = append(out, ws.Connect)
+			for _, st := range ws.Steps {
+				if st.Send == nil {
+					out = append(out, st.Name)
+				}
+			}
+		}
+	}
+	return out
 }
 
 // Header is a request header; its value may use variables.

@@ -37,7 +37,13 @@ func (d *decoder) checkVars(s *Script) {
 	reqs := s.Session.Requests()
 	firstSet := make(map[string]int) // extracted variable -> index of the first request setting it
 	for i, r := range reqs {
-		for _, e := range r.Extract {
+		extracts := r.Extract
+		if ws := r.WebSocket; ws != nil {
+			for _, st := range ws.Steps {
+				extracts = append(slices.Clip(extracts), st.Extract...)
+			}
+		}
+		for _, e := range extracts {
 			if prev, dup := sources[e.Var]; dup {
 				d.add(e.p, "%s is already %s; extract into another name", e.Var, prev)
 				continue
@@ -111,6 +117,16 @@ func (d *decoder) checkVars(s *Script) {
 		for _, a := range r.Assert {
 			check(a.Text, i, nil)
 			check(a.EqualsText, i, nil)
+		}
+		if ws := r.WebSocket; ws != nil {
+			// A session's steps may use what its earlier receives extracted.
+			for _, st := range ws.Steps {
+				check(st.Send, i, nil)
+				for _, a := range st.Assert {
+					check(a.Text, i, nil)
+					check(a.EqualsText, i, nil)
+				}
+			}
 		}
 	}
 }

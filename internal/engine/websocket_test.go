@@ -1,0 +1,125 @@
+package engine_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/gorilla/websocket"
+	"github.com/stretchr/testify/require"
+
+	"github.com/barrage-load/barrage/internal/engine"
+	"github.com/barrage-load/barrage/internal/metrics"
+)
+
+// chatServer is a WebSocket chat of one room: "join NAME" answers {"type":"joined","user":NAME},
+// any other text {"type":"echo","text":TEXT}; "silence" is not answered.
+func chatServer(t *testing.T) *httptest.Server {
+	up := websocket.Upgrader{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Query().Get("token") != "s3cret" {
+			http.Error(w, "who are you?", http.StatusForbidden)
+			return
+		}
+		c, err := up.Upgrade(w, r, nil)
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		for {
+			_, msg, err := c.ReadMessage()
+			if err != nil {
+				return
+			}
+			text := string(msg)
+			var answer map[string]string
+			switch {
+			case strings.HasPrefix(text, "join "):
+				answer = map[string]string{"type": "joined", "user": strings.TrimPrefix(text, "join ")}
+			case text == "silence":
+				continue
+			default:
+				answer = map[string]string{"type": "echo", "text": text}
+			}
+			out, _ := json.Marshal(answer)
+			if c.WriteMessage(websocket.TextMessage, out) != nil {
+				return
+			}
+		}
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+func TestAWebSocketChatIsMeasuredAndChecked(t *testing.T) {
+	t.Parallel()
+	srv := chatServer(t)
+	ws := "ws" + strings.TrimPrefix(srv.URL, "http")
+	s := parse(t, ws, `
+version: 1
+variables: { constants: { who: ada } }
+session:
+  groups:
+    - name: g
+      requests:
+        - name: chat
+          url: "${target}/chat?token=s3cret"
+          websocket:
+            - send: "join ${who}"
+            - receive: joined
+              extract: [ { var: me, json: "$.user" } ]
+              assert: [ { json: "$.type", equals: joined } ]
+            - send: "hello from ${me}"
+            - receive:
+              assert: [ { body_contains: hello from ada } ]
+load: { vus: 2, iterations: 6 }
+`)
+	res := run(t, s, engine.Options{})
+	for _, label := range []string{"chat", "chat connect", "joined", "chat receive 2"} {
+		st := stats(t, res, label)
+		require.Equal(t, int64(6), st.Requests, label)
+		require.Zero(t, st.Failed(), "%s: %v", label, res.ErrorSamples)
+	}
+	require.Equal(t, []string{"chat", "chat connect", "joined", "chat receive 2"}, res.Requests)
+	require.Positive(t, stats(t, res, "chat").BytesOut)
+	require.GreaterOrEqual(t, stats(t, res, "chat").Latency.Min(), stats(t, res, "joined").Latency.Min(), "the session holds its round trips")
+}
+
+func TestAWebSocketFailsAsAServerAnswers(t *testing.T) {
+	t.Parallel()
+	srv := chatServer(t)
+	s := parse(t, srv.URL, `
+version: 1
+session:
+  groups:
+    - name: g
+      requests:
+        - { name: refused, url: "${target}/chat?token=wrong", websocket: [ { send: hi } ] }
+        - name: quiet
+          url: "${target}/chat?token=s3cret"
+          websocket:
+            - send: silence
+            - { receive: no answer, timeout: 200ms }
+        - name: wrong
+          url: "${target}/chat?token=s3cret"
+          websocket:
+            - send: hi
+            - { receive: echoed, assert: [ { json: "$.text", equals: bye } ] }
+load: { vus: 1, iterations: 1 }
+`)
+	res := run(t, s, engine.Options{})
+	require.Equal(t, int64(1), stats(t, res, "refused connect").Errors[metrics.Err4xx], "a 403 is no upgrade")
+	require.Equal(t, int64(1), stats(t, res, "refused").Errors[metrics.Err4xx])
+	require.Equal(t, int64(1), stats(t, res, "no answer").Errors[metrics.ErrTimeout])
+	require.Equal(t, int64(1), stats(t, res, "echoed").Errors[metrics.ErrAssertion])
+
+	var events []string
+	require.NoError(t, engine.Debug(context.Background(), s, engine.Options{Trace: func(ev engine.TraceEvent) {
+		events = append(events, ev.Method+" "+ev.Request+" "+string(ev.RequestBody)+string(ev.ResponseBody))
+	}}))
+	require.Contains(t, events, "WS SEND wrong hi")
+	require.Contains(t, events, `WS RECEIVE echoed {"text":"hi","type":"echo"}`)
+}
