@@ -3,8 +3,11 @@ package engine
 import (
 	"context"
 	"errors"
+	"math"
 	"sync"
 	"time"
+
+	"github.com/barrage-load/barrage/internal/script"
 )
 
 // runClosed runs the closed model: VUs start evenly spread over the ramp-up and each runs
@@ -13,6 +16,10 @@ import (
 // the VUs its segment owns, each at its place in the whole run's ramp-up, and its share of the
 // iteration budget.
 func (p *plan) runClosed(startCtx, hardCtx context.Context, start time.Time) {
+	if len(p.load.Stages) > 0 {
+		p.runClosedStages(startCtx, hardCtx, start)
+		return
+	}
 	n := p.load.VUs
 	// A shard's share of a budget may be 0 (1 iteration over 2 agents): it runs none, rather
 	// than as if there were no budget.
@@ -63,4 +70,90 @@ func (p *plan) runClosed(startCtx, hardCtx context.Context, start time.Time) {
 		}()
 	}
 	wg.Wait()
+}
+
+// runClosedStages runs the closed model with stages of VUs: VU i (from 0) runs iterations back to
+// back while the stages' level is i+1 or more, so VUs join as a stage ramps up and leave, each
+// after its iteration in flight, as one ramps down. A shard runs the VUs its segment owns.
+func (p *plan) runClosedStages(startCtx, hardCtx context.Context, start time.Time) {
+	var wg sync.WaitGroup
+	for i := range p.load.VUs {
+		if !p.opts.Segment.Owns(int64(i)) {
+			continue
+		}
+		wg.Go(func() {
+			var v *vu
+			running := false
+			defer func() {
+				if running {
+					p.health.vuEnded()
+				}
+				if v != nil {
+					v.close()
+				}
+			}()
+			for startCtx.Err() == nil {
+				now := time.Since(start)
+				from, ok := activeFrom(p.load.Stages, i, now)
+				if !ok {
+					return
+				}
+				if from > now {
+					if running {
+						p.health.vuEnded()
+						running = false
+					}
+					t := time.NewTimer(from - now)
+					select {
+					case <-startCtx.Done():
+						t.Stop()
+						return
+					case <-t.C:
+					}
+					continue
+				}
+				if v == nil {
+					v = p.newVU(i, hardCtx)
+				}
+				if !running {
+					p.health.vuStarted()
+					running = true
+				}
+				err := v.iteration(hardCtx, time.Time{})
+				switch {
+				case errors.Is(err, errExhausted):
+					p.exhaust(err)
+					return
+				case err != nil:
+					p.interrupted.Add(1)
+					return
+				}
+				p.iterations.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// activeFrom is the first instant from elapsed on at which the stages' level reaches i+1, so that
+// VU i runs; false when it never does again.
+func activeFrom(stages []script.Stage, i int, elapsed time.Duration) (time.Duration, bool) {
+	need := float64(i + 1)
+	at := time.Duration(0)
+	for _, st := range stages {
+		s, e := at, at+st.Duration
+		at = e
+		if e <= elapsed {
+			continue
+		}
+		t0 := max(elapsed, s)
+		if st.RateAt(t0-s) >= need {
+			return t0, true
+		}
+		if st.To > st.From && st.To >= need {
+			frac := (need - st.From) / (st.To - st.From)
+			return s + time.Duration(math.Ceil(frac*float64(st.Duration))), true
+		}
+	}
+	return 0, false
 }

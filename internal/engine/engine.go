@@ -425,7 +425,7 @@ func applyOverrides(w *script.Workload, o Options) {
 	}
 	if o.Duration > 0 {
 		w.Duration = o.Duration
-		if w.Model == script.Open && len(w.Stages) > 0 {
+		if len(w.Stages) > 0 {
 			// Stretch or cut the last stage so the stages add up to the new duration.
 			var before time.Duration
 			for _, st := range w.Stages[:len(w.Stages)-1] {

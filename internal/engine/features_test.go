@@ -622,3 +622,38 @@ load: { vus: 2, iterations: 6 }
 	require.Equal(t, metrics.ErrorSample{Label: "down", Class: "5xx", Message: "status 503 not accepted", Count: 6}, byLabel["down"])
 	require.Equal(t, metrics.ErrorSample{Label: "wrong", Class: "assertion", Message: `body does not contain "goodbye"`, Count: 6}, byLabel["wrong"])
 }
+
+// Stages of VUs ramp the closed model up and down: VUs join as the level rises and leave as it
+// falls, and the peak is the stages' highest level.
+func TestClosedStagesRampTheVUs(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		time.Sleep(20 * time.Millisecond)
+	}))
+	defer srv.Close()
+	s := parse(t, srv.URL, `
+version: 1
+session: { groups: [ { name: g, requests: [ { name: r, url: "${target}/" } ] } ] }
+load:
+  stages:
+    - { ramp_to: 6, duration: 2s }
+    - { vus: 6, duration: 2s }
+    - { ramp_to: 0, duration: 2s }
+`)
+	require.Equal(t, script.Closed, s.Load.Model)
+	require.Equal(t, 6, s.Load.VUs)
+	var mu sync.Mutex
+	vus := map[int64]int64{}
+	res := run(t, s, engine.Options{OnSecond: func(sec engine.Second) {
+		mu.Lock()
+		vus[sec.Index] = sec.Health.ActiveVUs
+		mu.Unlock()
+	}})
+	mu.Lock()
+	defer mu.Unlock()
+	require.LessOrEqual(t, vus[0], int64(3), "ramping up: %v", vus)
+	require.Equal(t, int64(6), vus[2], "holding: %v", vus)
+	require.Equal(t, int64(6), vus[3], "holding: %v", vus)
+	require.LessOrEqual(t, vus[5], int64(3), "ramping down: %v", vus)
+	require.Positive(t, stats(t, res, "r").Requests)
+}

@@ -1469,7 +1469,24 @@ func (d *decoder) load(n *yaml.Node, p pos) Workload {
 	}
 	closed := o.has("vus") || o.has("ramp_up") || o.has("iterations")
 	open := o.has("rate") || o.has("stages") || o.has("max_vus")
+	if sn, _ := o.get("stages"); sn != nil && vuStages(sn) && !o.has("rate") && !o.has("max_vus") {
+		// Stages of VU counts, not rates: the closed model, ramping its VUs.
+		l.Model = Closed
+		if closed {
+			d.add(p, "stages of VUs go without vus, ramp_up and iterations: the stages say how many VUs, and when")
+		}
+		d.stages(o, &l, "vus", func(n *yaml.Node, p pos) (float64, bool) {
+			v, ok := d.integer(n, p, 0, maxVUs)
+			l.VUs = max(l.VUs, v)
+			return float64(v), ok
+		})
+		if l.VUs == 0 && len(l.Stages) > 0 {
+			d.add(at(sn, field(p.path, "stages")), "never runs a VU: give a stage more than 0")
+		}
+		closed, open = false, false
+	}
 	switch {
+	case l.Model == Closed:
 	case closed && open:
 		d.add(p, "mixes the closed model (vus, ramp_up, iterations) with the open model (rate, stages, max_vus): choose one")
 	case closed:
@@ -1536,52 +1553,76 @@ func (d *decoder) openLoad(o *obj, l *Workload) {
 			l.Duration = dur
 		}
 	case sn != nil:
-		if dn != nil {
-			d.add(dp, "goes without stages: the stages' durations add up to the run's")
+		d.stages(o, l, "rate", func(n *yaml.Node, p pos) (float64, bool) { return d.rate(n, p, true) })
+	}
+}
+
+// vuStages says whether stages are written in VUs (numbers) rather than rates (200/s).
+func vuStages(n *yaml.Node) bool {
+	if n.Kind != yaml.SequenceNode || len(n.Content) == 0 || n.Content[0].Kind != yaml.MappingNode {
+		return false
+	}
+	c := n.Content[0].Content
+	for i := 0; i+1 < len(c); i += 2 {
+		switch c[i].Value {
+		case "vus":
+			return true
+		case "ramp_to":
+			return c[i+1].Kind == yaml.ScalarNode && c[i+1].Tag == "!!int"
 		}
-		list := d.seq(sn, sp)
-		if sn.Kind == yaml.SequenceNode && (len(list) == 0 || len(list) > maxStages) {
-			d.add(sp, "must hold from 1 to %d stages", maxStages)
-			return
+	}
+	return false
+}
+
+// stages reads the stages of either model: each holds a level (under hold: rate, or vus) or
+// ramps to one (ramp_to) over its duration; level reads a level, a rate or a number of VUs.
+func (d *decoder) stages(o *obj, l *Workload, hold string, level func(*yaml.Node, pos) (float64, bool)) {
+	sn, sp := o.get("stages")
+	if dn, dp := o.get("duration"); dn != nil {
+		d.add(dp, "goes without stages: the stages' durations add up to the run's")
+	}
+	list := d.seq(sn, sp)
+	if sn.Kind == yaml.SequenceNode && (len(list) == 0 || len(list) > maxStages) {
+		d.add(sp, "must hold from 1 to %d stages", maxStages)
+		return
+	}
+	prev := 0.0
+	for i, c := range list {
+		cp := at(c, index(sp.path, i))
+		so := d.object(c, cp, hold, "ramp_to", "duration")
+		if so == nil {
+			continue
 		}
-		prev := 0.0
-		for i, c := range list {
-			cp := at(c, index(sp.path, i))
-			so := d.object(c, cp, "rate", "ramp_to", "duration")
-			if so == nil {
+		st := Stage{From: prev}
+		switch kind := so.exactlyOne("a stage", hold, "ramp_to"); kind {
+		case hold, "ramp_to":
+			n, p := so.get(kind)
+			r, ok := level(n, p)
+			if !ok {
 				continue
 			}
-			st := Stage{From: prev}
-			switch kind := so.exactlyOne("a stage", "rate", "ramp_to"); kind {
-			case "rate", "ramp_to":
-				n, p := so.get(kind)
-				r, ok := d.rate(n, p, true)
-				if !ok {
-					continue
-				}
-				st.To = r
-				if kind == "rate" {
-					st.From = r
-				}
-			default:
+			st.To = r
+			if kind == hold {
+				st.From = r
+			}
+		default:
+			continue
+		}
+		if n, p := so.need("duration"); n != nil {
+			v, ok := d.durationIn(n, p, time.Second, maxRunDuration)
+			if !ok {
 				continue
 			}
-			if n, p := so.need("duration"); n != nil {
-				v, ok := d.durationIn(n, p, time.Second, maxRunDuration)
-				if !ok {
-					continue
-				}
-				st.Duration = v
-			} else {
-				continue
-			}
-			prev = st.To
-			l.Stages = append(l.Stages, st)
-			l.Duration += st.Duration
+			st.Duration = v
+		} else {
+			continue
 		}
-		if l.Duration > maxRunDuration {
-			d.add(sp, "add up to more than %s", fmtDuration(maxRunDuration))
-		}
+		prev = st.To
+		l.Stages = append(l.Stages, st)
+		l.Duration += st.Duration
+	}
+	if l.Duration > maxRunDuration {
+		d.add(sp, "add up to more than %s", fmtDuration(maxRunDuration))
 	}
 }
 

@@ -58,7 +58,7 @@ func SteadyWindow(w script.Workload, elapsed time.Duration) (from, to time.Durat
 	if w.Model == script.Closed {
 		from = w.RampUp
 	}
-	if w.Model == script.Open && len(w.Stages) > 0 {
+	if len(w.Stages) > 0 { // rates, or VUs: the steady state is at the peak
 		peak := 0.0
 		for _, st := range w.Stages {
 			peak = max(peak, st.From, st.To)
