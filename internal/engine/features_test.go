@@ -657,3 +657,55 @@ load:
 	require.LessOrEqual(t, vus[5], int64(3), "ramping down: %v", vus)
 	require.Positive(t, stats(t, res, "r").Requests)
 }
+
+// A batch's requests go at once, each on a connection of its own, as a browser fetches a page's
+// assets; what they extract is there for the requests after the batch.
+func TestABatchGoesAtOnce(t *testing.T) {
+	t.Parallel()
+	var inFlight, peak atomic.Int64
+	conns := sync.Map{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		conns.Store(r.RemoteAddr, true)
+		n := inFlight.Add(1)
+		defer inFlight.Add(-1)
+		for {
+			p := peak.Load()
+			if n <= p || peak.CompareAndSwap(p, n) {
+				break
+			}
+		}
+		if r.URL.Path != "/" && n < 3 {
+			// An asset waits for the others: sent together, all three are in flight at once;
+			// sent one after the other, none would ever see the third.
+			for i := 0; i < 500 && peak.Load() < 3; i++ {
+				time.Sleep(10 * time.Millisecond)
+			}
+		}
+		fmt.Fprintf(w, "asset %s", strings.TrimPrefix(r.URL.Path, "/"))
+	}))
+	defer srv.Close()
+	s := parse(t, srv.URL, `
+version: 1
+session:
+  groups:
+    - name: page
+      requests:
+        - { name: html, url: "${target}/" }
+        - batch:
+            - { name: css, url: "${target}/css", extract: [ { var: css, regex: "asset (\\w+)" } ] }
+            - { name: js, url: "${target}/js" }
+            - { name: logo, url: "${target}/logo" }
+        - { name: after, url: "${target}/?got=${css}", assert: [ { body_contains: asset } ] }
+load: { vus: 1, iterations: 2 }
+`)
+	res := run(t, s, engine.Options{})
+	for _, name := range []string{"html", "css", "js", "logo", "after"} {
+		st := stats(t, res, name)
+		require.Equal(t, int64(2), st.Requests, name)
+		require.Zero(t, st.Failed(), "%s: %v", name, res.ErrorSamples)
+	}
+	require.Equal(t, int64(3), peak.Load(), "the three assets were in flight together")
+	n := 0
+	conns.Range(func(any, any) bool { n++; return true })
+	require.GreaterOrEqual(t, n, 3, "each on a connection of its own")
+}

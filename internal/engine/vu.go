@@ -6,10 +6,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"net/http/cookiejar"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/barrage-load/barrage/internal/metrics"
@@ -45,9 +47,37 @@ type vu struct {
 	rep      reply
 	stopCut  func() bool
 	prepared []*preparedRequest // by request, for static requests
+	hardCtx  context.Context    // what ends the VU's requests
+	// helpers send the VU's batches beside it, each with connections of its own.
+	helpers []*vu
 }
 
 func (p *plan) newVU(id int, hardCtx context.Context) *vu {
+	v := p.newVUOnly(id, hardCtx)
+	v.lookup = func(name string) (string, bool) {
+		if s, ok := v.vars[name]; ok {
+			return s, true
+		}
+		return v.lookupShared(name)
+	}
+	return v
+}
+
+// lookupShared finds a variable among the iteration's data rows, the plugins' values and the
+// constants: what a VU's batch helpers share with it.
+func (v *vu) lookupShared(name string) (string, bool) {
+	if s, ok := v.row[name]; ok {
+		return s, true
+	}
+	if s, ok := v.pluginVars[name]; ok {
+		return s, true
+	}
+	s, ok := v.p.consts[name]
+	return s, ok
+}
+
+// newVUOnly is a VU without its lookup.
+func (p *plan) newVUOnly(id int, hardCtx context.Context) *vu {
 	var local []byte
 	if addrs := p.load.SourceAddrs; len(addrs) > 0 {
 		local = addrs[id%len(addrs)].AsSlice()
@@ -72,25 +102,82 @@ func (p *plan) newVU(id int, hardCtx context.Context) *vu {
 	// When the run is over, cut the VU's connections: fasthttp knows only per-request
 	// deadlines, and a hanging target must not hold the run past its graceful stop.
 	v.stopCut = context.AfterFunc(hardCtx, v.t.cutAll)
-	v.lookup = func(name string) (string, bool) {
-		if s, ok := v.vars[name]; ok {
-			return s, true
-		}
-		if s, ok := v.row[name]; ok {
-			return s, true
-		}
-		if s, ok := v.pluginVars[name]; ok {
-			return s, true
-		}
-		s, ok := p.consts[name]
-		return s, ok
-	}
+	v.hardCtx = hardCtx
 	return v
 }
 
 func (v *vu) close() {
 	v.stopCut()
 	v.t.close()
+	for _, h := range v.helpers {
+		h.close()
+	}
+}
+
+// batchParallel is how many requests of a batch go at once: the connections a browser opens to
+// one host.
+const batchParallel = 6
+
+// batch sends reqs at once, at most batchParallel at a time, each from a helper of the VU with
+// its own connections and the VU's cookies and variables; what they extract joins the VU's
+// variables once all are done. It returns the first failure's class and the bytes of all. A debug
+// sends them one after the other, so that its trace reads in order.
+func (v *vu) batch(ctx context.Context, reqs []*compiledRequest, measureFrom time.Time) (metrics.ErrorClass, int64, int64) {
+	n := min(len(reqs), batchParallel)
+	if v.p.opts.Trace != nil {
+		n = 1
+	}
+	for len(v.helpers) < n {
+		h := v.p.newVUOnly(v.id, v.hardCtx)
+		h.lookup = func(name string) (string, bool) {
+			if s, ok := h.vars[name]; ok {
+				return s, true
+			}
+			if s, ok := v.vars[name]; ok { // read only while the batch runs
+				return s, true
+			}
+			return v.lookupShared(name)
+		}
+		v.helpers = append(v.helpers, h)
+	}
+	type result struct {
+		class   metrics.ErrorClass
+		in, out int64
+	}
+	results := make([]result, len(reqs))
+	next := make(chan int, len(reqs))
+	for i := range reqs {
+		next <- i
+	}
+	close(next)
+	var wg sync.WaitGroup
+	for _, h := range v.helpers[:n] {
+		clear(h.vars)
+		h.jar, h.row, h.pluginVars = v.jar, v.row, v.pluginVars
+		wg.Go(func() {
+			for i := range next {
+				from := time.Time{}
+				if i == 0 { // the iteration's first request measures it from its due time
+					from = measureFrom
+				}
+				c, in, out := h.request(ctx, reqs[i], from)
+				results[i] = result{c, in, out}
+			}
+		})
+	}
+	wg.Wait()
+	class := metrics.NoError
+	var in, out int64
+	for _, r := range results {
+		if class == metrics.NoError {
+			class = r.class
+		}
+		in, out = in+r.in, out+r.out
+	}
+	for _, h := range v.helpers[:n] {
+		maps.Copy(v.vars, h.vars)
+	}
+	return class, in, out
 }
 
 // errExhausted means a sequential data file has no row left for another iteration.
@@ -133,12 +220,24 @@ func (v *vu) iteration(ctx context.Context, measureFrom time.Time) error {
 		groupStart := time.Now()
 		var groupBytesIn, groupBytesOut int64
 		groupClass := metrics.NoError
-		for ri, r := range g.requests {
+		for ri := 0; ri < len(g.requests); ri++ {
+			r := g.requests[ri]
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
+			var class metrics.ErrorClass
+			var in, out int64
+			if r.r.Batch != 0 {
+				end := ri + 1
+				for end < len(g.requests) && g.requests[end].r.Batch == r.r.Batch {
+					end++
+				}
+				class, in, out = v.batch(ctx, g.requests[ri:end], measureFrom)
+				ri, r = end-1, g.requests[end-1]
+			} else {
+				class, in, out = v.request(ctx, r, measureFrom)
+			}
 			last := lastGroup && ri == len(g.requests)-1 && g.g.Think == nil
-			class, in, out := v.request(ctx, r, measureFrom)
 			measureFrom = time.Time{}
 			groupBytesIn += in
 			groupBytesOut += out

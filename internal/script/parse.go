@@ -577,14 +577,39 @@ func (d *decoder) group(n *yaml.Node, p pos, s *Script, inherited []Header, grou
 	if n.Kind == yaml.SequenceNode && len(list) == 0 {
 		d.add(rp, "must hold at least one request")
 	}
+	batches := 0
 	for i, c := range list {
-		if r := d.request(c, at(c, index(rp.path, i)), s, inherited, names); r != nil {
+		cp := at(c, index(rp.path, i))
+		if c.Kind == yaml.MappingNode && len(c.Content) == 2 && c.Content[0].Value == "batch" {
+			batches++
+			bn, bp := c.Content[1], at(c.Content[1], field(cp.path, "batch"))
+			items := d.seq(bn, bp)
+			if bn.Kind == yaml.SequenceNode && (len(items) < 2 || len(items) > maxBatch) {
+				d.add(bp, "must hold from 2 to %d requests", maxBatch)
+			}
+			for j, bc := range items {
+				r := d.request(bc, at(bc, index(bp.path, j)), s, inherited, names)
+				if r == nil {
+					continue
+				}
+				if r.Think != nil || r.WebSocket != nil {
+					d.add(at(bc, index(bp.path, j)), "a request of a batch has no think time and is no websocket: the batch's requests go at once")
+				}
+				r.Group, r.Batch = g.Name, batches
+				g.Requests = append(g.Requests, r)
+			}
+			continue
+		}
+		if r := d.request(c, cp, s, inherited, names); r != nil {
 			r.Group = g.Name
 			g.Requests = append(g.Requests, r)
 		}
 	}
 	return g
 }
+
+// maxBatch bounds the requests of a batch.
+const maxBatch = 50
 
 // mergeHeaders returns own followed by the inherited headers own does not name.
 func mergeHeaders(own, inherited []Header) []Header {

@@ -189,6 +189,8 @@ func TestParseErrorsNameTheirPath(t *testing.T) {
 		{"vu stages with vus", strings.Replace(wrap(`[{name: g, requests: [{name: r, url: /}]}]`), "load: {vus: 1, iterations: 1}", "load: {vus: 3, stages: [{ramp_to: 5, duration: 1m}]}", 1), "load", "go without vus"},
 		{"vu stages of nothing", strings.Replace(wrap(`[{name: g, requests: [{name: r, url: /}]}]`), "load: {vus: 1, iterations: 1}", "load: {stages: [{vus: 0, duration: 1m}]}", 1), "load.stages", "never runs a VU"},
 		{"vu stage as a rate", strings.Replace(wrap(`[{name: g, requests: [{name: r, url: /}]}]`), "load: {vus: 1, iterations: 1}", "load: {stages: [{vus: 2, duration: 1m}, {ramp_to: 5/s, duration: 1m}]}", 1), "load.stages[1].ramp_to", "must be"},
+		{"batch uses a sibling's extraction", wrap(`[{name: g, requests: [{batch: [{name: a, url: /, extract: [{var: v, regex: x}]}, {name: b, url: "/${v}"}]}]}]`), "session.groups[0].requests[0].batch[1].url", "comes later"},
+		{"batch of one", wrap(`[{name: g, requests: [{batch: [{name: a, url: /}]}]}]`), "session.groups[0].requests[0].batch", "from 2 to 50"},
 		{"websocket with a body", wrap(`[{name: g, requests: [{name: c, url: "ws://x/", body: {raw: a}, websocket: [{send: hi}]}]}]`), "session.groups[0].requests[0].body", "takes no body"},
 		{"websocket step of two kinds", wrap(`[{name: g, requests: [{name: c, url: "ws://x/", websocket: [{send: hi, receive: r}]}]}]`), "session.groups[0].requests[0].websocket[0]", "takes only one of send, receive"},
 		{"websocket receive header", wrap(`[{name: g, requests: [{name: c, url: "ws://x/", websocket: [{receive: r, extract: [{var: v, header: X}]}]}]}]`), "session.groups[0].requests[0].websocket[0].extract[0]", "no headers"},

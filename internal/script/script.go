@@ -252,7 +252,10 @@ type Request struct {
 	Extract []*Extractor
 	// Assert always holds at least one status assertion: when the script gives none, an
 	// Implied one accepts 200 to 399.
-	Assert  []*Assertion
+	Assert []*Assertion
+	// Batch numbers the batch of the group the request belongs to, from 1; 0 for none. The
+	// requests of a batch go at once, as a browser fetches a page's assets.
+	Batch   int
 	Think   *Think    // the pause after the request; nil for none
 	Plugins []*Plugin // URL plugins applied to the request, in order
 	// WebSocket, when set, makes the request a WebSocket session: the URL (http, https, ws or

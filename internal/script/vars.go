@@ -101,17 +101,23 @@ func (d *decoder) checkVars(s *Script) {
 		}
 	}
 	for i, r := range reqs {
-		check(r.URL, i-1, baseVars)
+		// What the requests before have extracted; a batch's requests go at once, so not what
+		// the others of their batch extract.
+		prev := i - 1
+		for prev >= 0 && r.Batch != 0 && reqs[prev].Batch == r.Batch && reqs[prev].Group == r.Group {
+			prev--
+		}
+		check(r.URL, prev, baseVars)
 		for _, h := range r.Headers {
-			check(h.Value, i-1, nil)
+			check(h.Value, prev, nil)
 		}
 		for _, q := range r.Query {
-			check(q.Value, i-1, nil)
+			check(q.Value, prev, nil)
 		}
 		if r.Body != nil {
-			check(r.Body.Content, i-1, nil)
+			check(r.Body.Content, prev, nil)
 			for _, part := range r.Body.Parts {
-				check(part.Value, i-1, nil)
+				check(part.Value, prev, nil)
 			}
 		}
 		for _, a := range r.Assert {
