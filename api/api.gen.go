@@ -92,16 +92,16 @@ func (e CreatedInvitationState) Valid() bool {
 
 // Defines values for DeliveryModel.
 const (
-	Closed DeliveryModel = "closed"
-	Open   DeliveryModel = "open"
+	DeliveryModelClosed DeliveryModel = "closed"
+	DeliveryModelOpen   DeliveryModel = "open"
 )
 
 // Valid indicates whether the value is a known member of the DeliveryModel enum.
 func (e DeliveryModel) Valid() bool {
 	switch e {
-	case Closed:
+	case DeliveryModelClosed:
 		return true
-	case Open:
+	case DeliveryModelOpen:
 		return true
 	default:
 		return false
@@ -522,6 +522,24 @@ func (e RunState) Valid() bool {
 	case RunStateStarting:
 		return true
 	case RunStateTimedOut:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RunSummaryScenariosModel.
+const (
+	RunSummaryScenariosModelClosed RunSummaryScenariosModel = "closed"
+	RunSummaryScenariosModelOpen   RunSummaryScenariosModel = "open"
+)
+
+// Valid indicates whether the value is a known member of the RunSummaryScenariosModel enum.
+func (e RunSummaryScenariosModel) Valid() bool {
+	switch e {
+	case RunSummaryScenariosModelClosed:
+		return true
+	case RunSummaryScenariosModelOpen:
 		return true
 	default:
 		return false
@@ -1725,6 +1743,14 @@ type RunSummary struct {
 	Hooks        *[]LabelSummary  `json:"hooks,omitempty"`
 	Requests     []LabelSummary   `json:"requests"`
 
+	// Scenarios The scenarios of a script that has them, each with its tags, model and request labels.
+	Scenarios *[]struct {
+		Model    RunSummaryScenariosModel `json:"model"`
+		Name     string                   `json:"name"`
+		Requests []string                 `json:"requests"`
+		Tags     *map[string]string       `json:"tags,omitempty"`
+	} `json:"scenarios,omitempty"`
+
 	// Schedule In the open model, the latency from the schedule: from when each iteration was due to the end of its first
 	// request. The request tables' response times count from each request's send; the gap between the two is the
 	// generators' own lateness.
@@ -1745,6 +1771,9 @@ type RunSummary struct {
 	// `target_reasons`. Neither: the generators delivered the load.
 	Verdict Verdict `json:"verdict"`
 }
+
+// RunSummaryScenariosModel defines model for RunSummary.Scenarios.Model.
+type RunSummaryScenariosModel string
 
 // RunSweep A concurrency sweep in place of the script's load: its session in the closed model at each level of VUs in turn
 // (the levels go up: `422` otherwise), for `step_seconds` each, on one agent; the run's results are the sweep's levels, the Universal

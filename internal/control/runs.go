@@ -202,6 +202,9 @@ type admission struct {
 // admit chooses the run's agents and checks its load against the tightest of p's license and
 // their limits, and p's concurrent-run cap.
 func (s *Service) admit(ctx context.Context, p barrage.Principal, parsed *script.Script, in RunInput) (admission, error) {
+	if err := engine.CheckScenarioOverrides(parsed, engine.LoadOptions(in.Load)); err != nil {
+		return admission{}, barrage.Invalid("load", err.Error())
+	}
 	w := engine.Workload(parsed, engine.LoadOptions(in.Load))
 	load := barrage.Load{VUs: w.VUs, Duration: w.Duration}
 	if w.Model == script.Open {

@@ -152,6 +152,7 @@ func (s *Service) summarize(ctx context.Context, sc *script.Script, run barrage.
 	sum := &Summary{ElapsedS: elapsed.Seconds(), Seconds: seconds, Agents: []AgentShare{},
 		Summary: summary.New(total, requestNames(sc), groupNames(sc), elapsed)}
 	sum.Thresholds = summary.Thresholds(watch.Final(total, elapsed))
+	sum.Scenarios = summary.ScriptScenarios(sc)
 	if sum.ErrorSamples, err = s.errorSamples(ctx, run.ID); err != nil {
 		return nil, err
 	}

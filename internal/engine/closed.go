@@ -15,23 +15,23 @@ import (
 // exhausted, abort). An iteration already running may finish until hardCtx ends. A shard runs
 // the VUs its segment owns, each at its place in the whole run's ramp-up, and its share of the
 // iteration budget.
-func (p *plan) runClosed(startCtx, hardCtx context.Context, start time.Time) {
-	if len(p.load.Stages) > 0 {
-		p.runClosedStages(startCtx, hardCtx, start)
+func (p *plan) runClosed(sc *scenarioPlan, startCtx, hardCtx context.Context, start time.Time) {
+	if len(sc.load.Stages) > 0 {
+		p.runClosedStages(sc, startCtx, hardCtx, start)
 		return
 	}
-	n := p.load.VUs
+	n := sc.load.VUs
 	// A shard's share of a budget may be 0 (1 iteration over 2 agents): it runs none, rather
 	// than as if there were no budget.
-	bounded, budget := p.load.Iterations > 0, p.opts.Segment.Scale(int64(p.load.Iterations))
+	bounded, budget := sc.load.Iterations > 0, p.opts.Segment.Scale(int64(sc.load.Iterations))
 	var wg sync.WaitGroup
 	for i := range n {
 		if !p.opts.Segment.Owns(int64(i)) {
 			continue
 		}
 		due := start
-		if p.load.RampUp > 0 && n > 1 {
-			due = start.Add(p.load.RampUp * time.Duration(i) / time.Duration(n))
+		if sc.load.RampUp > 0 && n > 1 {
+			due = start.Add(sc.load.RampUp * time.Duration(i) / time.Duration(n))
 		}
 		if wait := time.Until(due); wait > 0 {
 			select {
@@ -48,7 +48,7 @@ func (p *plan) runClosed(startCtx, hardCtx context.Context, start time.Time) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			v := p.newVU(i, hardCtx)
+			v := p.newVU(sc, i, hardCtx)
 			defer v.close()
 			p.health.vuStarted()
 			defer p.health.vuEnded()
@@ -66,6 +66,7 @@ func (p *plan) runClosed(startCtx, hardCtx context.Context, start time.Time) {
 					return
 				}
 				p.iterations.Add(1)
+				sc.iterations.Add(1)
 			}
 		}()
 	}
@@ -75,9 +76,9 @@ func (p *plan) runClosed(startCtx, hardCtx context.Context, start time.Time) {
 // runClosedStages runs the closed model with stages of VUs: VU i (from 0) runs iterations back to
 // back while the stages' level is i+1 or more, so VUs join as a stage ramps up and leave, each
 // after its iteration in flight, as one ramps down. A shard runs the VUs its segment owns.
-func (p *plan) runClosedStages(startCtx, hardCtx context.Context, start time.Time) {
+func (p *plan) runClosedStages(sc *scenarioPlan, startCtx, hardCtx context.Context, start time.Time) {
 	var wg sync.WaitGroup
-	for i := range p.load.VUs {
+	for i := range sc.load.VUs {
 		if !p.opts.Segment.Owns(int64(i)) {
 			continue
 		}
@@ -94,7 +95,7 @@ func (p *plan) runClosedStages(startCtx, hardCtx context.Context, start time.Tim
 			}()
 			for startCtx.Err() == nil {
 				now := time.Since(start)
-				from, ok := activeFrom(p.load.Stages, i, now)
+				from, ok := activeFrom(sc.load.Stages, i, now)
 				if !ok {
 					return
 				}
@@ -113,7 +114,7 @@ func (p *plan) runClosedStages(startCtx, hardCtx context.Context, start time.Tim
 					continue
 				}
 				if v == nil {
-					v = p.newVU(i, hardCtx)
+					v = p.newVU(sc, i, hardCtx)
 				}
 				if !running {
 					p.health.vuStarted()
@@ -129,6 +130,7 @@ func (p *plan) runClosedStages(startCtx, hardCtx context.Context, start time.Tim
 					return
 				}
 				p.iterations.Add(1)
+				sc.iterations.Add(1)
 			}
 		})
 	}

@@ -9,7 +9,7 @@ import (
 	"github.com/barrage-load/barrage/internal/script"
 )
 
-// Debug runs one iteration of one VU, calling opts.Trace with every exchange, whatever the
+// Debug runs one iteration of one VU (of each scenario, when the script has them), calling opts.Trace with every exchange, whatever the
 // script's load. It returns the iteration's error, if any (a sequential data file with no row,
 // or ctx ending).
 func Debug(ctx context.Context, s *script.Script, opts Options) error {
@@ -26,7 +26,13 @@ func Debug(ctx context.Context, s *script.Script, opts Options) error {
 	if err := p.startFeeds(ctx); err != nil {
 		return err
 	}
-	v := p.newVU(0, ctx)
-	defer v.close()
-	return v.iteration(ctx, time.Time{})
+	for _, sc := range p.scenarios { // one iteration of each scenario, in order
+		v := p.newVU(sc, 0, ctx)
+		err := v.iteration(ctx, time.Time{})
+		v.close()
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }

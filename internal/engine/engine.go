@@ -102,6 +102,8 @@ type Result struct {
 	// Iterations counts iterations completed; Dropped the open model's iterations that found
 	// no free VU; Interrupted those cut short at the end of the graceful stop.
 	Iterations, Dropped, Interrupted int64
+	// Scenarios are the scenarios of a script that has them, each with its iterations.
+	Scenarios []ScenarioResult
 	// Unsent counts requests never sent because a variable they use was not set (an earlier
 	// extraction found nothing); their groups count as failed.
 	Unsent int64
@@ -155,13 +157,15 @@ func Run(ctx context.Context, s *script.Script, opts Options) (*Result, error) {
 
 // plan is a script made ready to run.
 type plan struct {
-	s        *script.Script
-	opts     Options
-	net      *network
-	load     script.Workload
-	requests []*compiledRequest
-	groups   []*compiledGroup
-	consts   map[string]string
+	s    *script.Script
+	opts Options
+	net  *network
+	// scenarios are the workloads that run side by side: the script's one, or its scenarios.
+	scenarios []*scenarioPlan
+	load      script.Workload
+	requests  []*compiledRequest
+	groups    []*compiledGroup
+	consts    map[string]string
 	// baseURL resolves request URLs that turn out relative when rendered, such as a Location
 	// header extracted into ${next}: like a browser, against the base.
 	baseURL *url.URL
@@ -266,9 +270,19 @@ func compile(s *script.Script, opts Options) (*plan, error) {
 	if p.net, err = newNetwork(s, opts); err != nil {
 		return nil, err
 	}
+	if err := CheckScenarioOverrides(s, opts); err != nil {
+		return nil, err
+	}
 	p.load = Workload(s, opts)
+	p.planScenarios()
 	if err := p.shard(); err != nil {
 		return nil, err
+	}
+	cookies := map[*script.Group]bool{}
+	for _, sc := range p.scenarioScripts() {
+		for _, g := range sc.Session.Groups {
+			cookies[g] = sc.Session.Cookies
+		}
 	}
 	if err := p.compilePlugins(); err != nil {
 		return nil, err
@@ -300,7 +314,7 @@ func compile(s *script.Script, opts Options) (*plan, error) {
 					}
 				}
 			}
-			cr.static = cr.url != nil && !s.Session.Cookies && !r.HTTP2 && r.Redirects == 0 && len(r.Plugins) == 0
+			cr.static = cr.url != nil && !cookies[g] && !r.HTTP2 && r.Redirects == 0 && len(r.Plugins) == 0
 			// A url plugin that runs after the response reads its headers.
 			cr.runsAfter = p.runsAfter(r)
 			cr.needHeader = cr.runsAfter
@@ -356,21 +370,37 @@ func compile(s *script.Script, opts Options) (*plan, error) {
 	}
 	p.scheduleLabel = len(p.labels)
 	p.labels = append(p.labels, metrics.ScheduleKey)
+	for i, sc := range p.scenarioScripts() {
+		for _, cg := range p.groups {
+			if slices.Contains(sc.Session.Groups, cg.g) {
+				p.scenarios[i].groups = append(p.scenarios[i].groups, cg)
+			}
+		}
+	}
 	p.hookLabels()
 	return p, nil
 }
 
-// shard takes the segment's share of the workload and checks it against the hard limits.
+// shard takes the segment's share of each scenario's workload and checks them together against
+// the hard limits.
 func (p *plan) shard() error {
 	seg := p.opts.Segment
 	if err := seg.Validate(); err != nil {
 		return barrage.Invalid("segment", err.Error())
 	}
-	vus := int(seg.Scale(int64(p.load.VUs)))
-	if p.load.Model == script.Open {
-		// Every shard may need a VU, however few the segment owns of max_vus.
-		p.load.MaxVUs = max(int(seg.Scale(int64(p.load.MaxVUs))), 1)
-		vus = p.load.MaxVUs
+	vus := 0
+	for _, sc := range p.scenarios {
+		w := &sc.load
+		if w.Model == script.Open {
+			// Every shard may need a VU, however few the segment owns of max_vus.
+			w.MaxVUs = max(int(seg.Scale(int64(w.MaxVUs))), 1)
+			vus += w.MaxVUs
+		} else {
+			vus += int(seg.Scale(int64(w.VUs)))
+		}
+	}
+	if len(p.s.Scenarios) == 0 {
+		p.load = p.scenarios[0].load
 	}
 	return p.opts.Limits.Check(barrage.Load{VUs: vus, Duration: p.load.Duration})
 }
@@ -585,12 +615,25 @@ func (p *plan) run(r *Running, ctx, hardCtx context.Context, start time.Time, ou
 			return // stopped before it began
 		default:
 		}
-		switch p.load.Model {
-		case script.Open:
-			p.runOpen(startCtx, hardCtx, start)
-		default:
-			p.runClosed(startCtx, hardCtx, start)
+		var wg sync.WaitGroup
+		for _, sc := range p.scenarios {
+			wg.Go(func() {
+				sctx := startCtx
+				if sc.load.Model != script.Open && sc.load.Duration > 0 && len(p.scenarios) > 1 {
+					// Scenarios end each at its own duration; the run at the longest.
+					var cancel context.CancelFunc
+					sctx, cancel = context.WithDeadline(startCtx, start.Add(sc.load.Duration))
+					defer cancel()
+				}
+				switch sc.load.Model {
+				case script.Open:
+					p.runOpen(sc, sctx, hardCtx, start)
+				default:
+					p.runClosed(sc, sctx, hardCtx, start)
+				}
+			})
 		}
+		wg.Wait()
 	}()
 
 	// A run bounded by iterations alone has no deadline of its own: it ends when the budget is
@@ -682,6 +725,7 @@ loop:
 	res.HookErrors = p.hookErrors
 	p.hookMu.Unlock()
 	res.ErrorSamples = p.errSamples.List()
+	res.Scenarios = p.scenarioResults()
 	healths := make([]Health, len(res.Seconds))
 	for i, s := range res.Seconds {
 		res.Dropped += s.Health.Dropped

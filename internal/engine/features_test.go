@@ -709,3 +709,43 @@ load: { vus: 1, iterations: 2 }
 	conns.Range(func(any, any) bool { n++; return true })
 	require.GreaterOrEqual(t, n, 3, "each on a connection of its own")
 }
+
+// Two scenarios run side by side, each its own session under its own load: a ramping closed
+// model browsing, an open model buying; each VU runs its scenario's groups alone.
+func TestScenariosRunSideBySide(t *testing.T) {
+	t.Parallel()
+	var browse, buy atomic.Int64
+	mux := http.NewServeMux()
+	mux.HandleFunc("/browse", func(w http.ResponseWriter, r *http.Request) { browse.Add(1) })
+	mux.HandleFunc("/buy", func(w http.ResponseWriter, r *http.Request) { buy.Add(1) })
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	s := parse(t, srv.URL, `
+version: 1
+scenarios:
+  browsers:
+    tags: { kind: browse }
+    session: { groups: [ { name: catalogue, requests: [ { name: list, url: "${target}/browse" } ], think: 50ms } ] }
+    load: { stages: [ { ramp_to: 3, duration: 1s }, { vus: 3, duration: 1s } ] }
+  buyers:
+    session: { cookies: false, groups: [ { name: checkout, requests: [ { name: pay, url: "${target}/buy" } ] } ] }
+    load: { rate: 10/s, duration: 2s, max_vus: 5 }
+`)
+	require.Equal(t, script.Closed, s.Load.Model)
+	require.Equal(t, 8, s.Load.VUs, "3 VUs and at most 5")
+	res := run(t, s, engine.Options{})
+	require.Equal(t, stats(t, res, "list").Requests, browse.Load())
+	require.Equal(t, stats(t, res, "pay").Requests, buy.Load())
+	require.InDelta(t, 20, buy.Load(), 2, "the open scenario's arrivals, whatever the other does")
+	require.Positive(t, browse.Load())
+	require.Len(t, res.Scenarios, 2)
+	require.Equal(t, "browsers", res.Scenarios[0].Name)
+	require.Equal(t, map[string]string{"kind": "browse"}, res.Scenarios[0].Tags)
+	require.Equal(t, []string{"list"}, res.Scenarios[0].Requests)
+	require.Equal(t, script.Open, res.Scenarios[1].Model)
+	require.Equal(t, res.Iterations, res.Scenarios[0].Iterations+res.Scenarios[1].Iterations)
+	require.Equal(t, buy.Load(), res.Scenarios[1].Iterations)
+
+	_, err := engine.Run(t.Context(), s, engine.Options{VUs: 3})
+	require.ErrorContains(t, err, "a script of scenarios takes each scenario's load")
+}

@@ -15,8 +15,8 @@ import (
 // Each arrival takes an idle VU, or makes a new one while there are fewer than MaxVUs; when
 // every VU is busy, the arrival is dropped and counted, so a stalled target shows as dropped
 // iterations and growing latencies instead of a politely slower schedule.
-func (p *plan) runOpen(startCtx, hardCtx context.Context, start time.Time) {
-	idle := make(chan *vu, p.load.MaxVUs)
+func (p *plan) runOpen(sc *scenarioPlan, startCtx, hardCtx context.Context, start time.Time) {
+	idle := make(chan *vu, sc.load.MaxVUs)
 	var (
 		wg      sync.WaitGroup
 		created int
@@ -37,10 +37,10 @@ func (p *plan) runOpen(startCtx, hardCtx context.Context, start time.Time) {
 			return v
 		default:
 		}
-		if created >= p.load.MaxVUs {
+		if created >= sc.load.MaxVUs {
 			return nil
 		}
-		v := p.newVU(int(p.opts.Segment.Nth(int64(created))), hardCtx)
+		v := p.newVU(sc, int(p.opts.Segment.Nth(int64(created))), hardCtx)
 		created++
 		mu.Lock()
 		all = append(all, v)
@@ -54,7 +54,7 @@ func (p *plan) runOpen(startCtx, hardCtx context.Context, start time.Time) {
 	// would, on a ramp from zero, wait almost forever for the second arrival.
 	stageStart := start
 	cum, n := 0.0, 1.0
-	for _, st := range p.load.Stages {
+	for _, st := range sc.load.Stages {
 		total := stageArrivals(st)
 		for ; n <= cum+total+1e-9; n++ {
 			if !p.opts.Segment.Owns(int64(n) - 1) {
@@ -81,6 +81,7 @@ func (p *plan) runOpen(startCtx, hardCtx context.Context, start time.Time) {
 						p.interrupted.Add(1)
 					default:
 						p.iterations.Add(1)
+						sc.iterations.Add(1)
 					}
 					idle <- v
 				}(v, due)

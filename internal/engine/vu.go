@@ -24,6 +24,7 @@ import (
 type vu struct {
 	id   int
 	p    *plan
+	sc   *scenarioPlan // the workload whose groups it runs
 	t    *transport
 	rng  *rand.Rand
 	jar  *cookiejar.Jar
@@ -52,8 +53,8 @@ type vu struct {
 	helpers []*vu
 }
 
-func (p *plan) newVU(id int, hardCtx context.Context) *vu {
-	v := p.newVUOnly(id, hardCtx)
+func (p *plan) newVU(sc *scenarioPlan, id int, hardCtx context.Context) *vu {
+	v := p.newVUOnly(sc, id, hardCtx)
 	v.lookup = func(name string) (string, bool) {
 		if s, ok := v.vars[name]; ok {
 			return s, true
@@ -77,19 +78,23 @@ func (v *vu) lookupShared(name string) (string, bool) {
 }
 
 // newVUOnly is a VU without its lookup.
-func (p *plan) newVUOnly(id int, hardCtx context.Context) *vu {
+func (p *plan) newVUOnly(sc *scenarioPlan, id int, hardCtx context.Context) *vu {
 	var local []byte
-	if addrs := p.load.SourceAddrs; len(addrs) > 0 {
+	if addrs := sc.load.SourceAddrs; len(addrs) > 0 {
 		local = addrs[id%len(addrs)].AsSlice()
 	}
-	keepHeader, keepCookies := p.opts.Trace != nil, p.s.Session.Cookies
-	for _, r := range p.requests {
-		keepHeader = keepHeader || r.needHeader
-		keepCookies = keepCookies || r.needCookies
+	keepHeader, keepCookies := p.opts.Trace != nil, sc.cookies
+	for _, g := range sc.groups {
+		for _, r := range g.requests {
+			keepHeader = keepHeader || r.needHeader
+			keepCookies = keepCookies || r.needCookies
+		}
 	}
+	id += sc.vuBase
 	v := &vu{
 		id:   id,
 		p:    p,
+		sc:   sc,
 		t:    newTransport(local, p.net, p.opts.BodyCap, keepHeader, keepCookies, p.opts.Targets),
 		rng:  newRand(id),
 		vars: make(map[string]string),
@@ -128,7 +133,7 @@ func (v *vu) batch(ctx context.Context, reqs []*compiledRequest, measureFrom tim
 		n = 1
 	}
 	for len(v.helpers) < n {
-		h := v.p.newVUOnly(v.id, v.hardCtx)
+		h := v.p.newVUOnly(v.sc, v.id-v.sc.vuBase, v.hardCtx)
 		h.lookup = func(name string) (string, bool) {
 			if s, ok := h.vars[name]; ok {
 				return s, true
@@ -212,11 +217,11 @@ func (v *vu) iteration(ctx context.Context, measureFrom time.Time) error {
 			return err
 		}
 	}
-	if v.p.s.Session.Cookies {
+	if v.sc.cookies {
 		v.jar, _ = cookiejar.New(nil) // a fresh visitor each iteration; New never fails without options
 	}
-	for gi, g := range v.p.groups {
-		lastGroup := gi == len(v.p.groups)-1
+	for gi, g := range v.sc.groups {
+		lastGroup := gi == len(v.sc.groups)-1
 		groupStart := time.Now()
 		var groupBytesIn, groupBytesOut int64
 		groupClass := metrics.NoError

@@ -71,7 +71,7 @@ func (d *decoder) parse(data []byte) *Script {
 	if root == nil {
 		return nil
 	}
-	o := d.object(root, at(root, ""), "version", "name", "description", "base_url", "variables", "plugins", "session", "load", "thresholds", "monitors", "hosts", "tls", "proxy")
+	o := d.object(root, at(root, ""), "version", "name", "description", "base_url", "variables", "plugins", "session", "load", "scenarios", "thresholds", "monitors", "hosts", "tls", "proxy")
 	if o == nil {
 		return nil
 	}
@@ -99,11 +99,23 @@ func (d *decoder) parse(data []byte) *Script {
 		s.Plugins = d.plugins(n, p)
 	}
 	names := make(map[string]bool)
-	if n, p := o.need("session"); n != nil {
-		s.Session = d.session(n, p, s, names)
-	}
-	if n, p := o.need("load"); n != nil {
-		s.Load = d.load(n, p)
+	groups := make(map[string]bool)
+	if n, p := o.get("scenarios"); n != nil {
+		for _, k := range []string{"session", "load"} {
+			if o.has(k) {
+				_, kp := o.get(k)
+				d.add(kp, "goes without scenarios: each scenario has its own session and load")
+			}
+		}
+		s.Scenarios = d.scenarios(n, p, s, groups, names)
+		s.Session, s.Load = together(s.Scenarios)
+	} else {
+		if n, p := o.need("session"); n != nil {
+			s.Session = d.session(n, p, s, groups, names)
+		}
+		if n, p := o.need("load"); n != nil {
+			s.Load = d.load(n, p)
+		}
 	}
 	if n, p := o.get("thresholds"); n != nil {
 		s.Thresholds = d.thresholds(n, p, names)
@@ -517,7 +529,71 @@ func (d *decoder) grants(n *yaml.Node, p pos) ([]Grant, bool) {
 }
 
 // session reads the session section; names collects the request names.
-func (d *decoder) session(n *yaml.Node, p pos, s *Script, names map[string]bool) Session {
+// maxScenarios bounds a script's scenarios.
+const maxScenarios = 16
+
+// scenarios reads the scenarios section: names to { session, load, tags }.
+func (d *decoder) scenarios(n *yaml.Node, p pos, s *Script, groups, names map[string]bool) []*Scenario {
+	if n.Kind != yaml.MappingNode {
+		d.add(p, "must be a mapping of scenario names to their session, load and tags, not %s", kindName(n))
+		return nil
+	}
+	var out []*Scenario
+	for _, kv := range d.pairs(n, p) {
+		sc := &Scenario{Name: kv.key}
+		if !identRe.MatchString(kv.key) {
+			d.add(kv.keyPos, "a scenario's name is letters, digits and _, not starting with a digit")
+		}
+		o := d.object(kv.val, kv.valPos, "session", "load", "tags")
+		if o == nil {
+			continue
+		}
+		if sn, sp := o.need("session"); sn != nil {
+			sc.Session = d.session(sn, sp, s, groups, names)
+		}
+		if ln, lp := o.need("load"); ln != nil {
+			sc.Load = d.load(ln, lp)
+		}
+		if tn, tp := o.get("tags"); tn != nil {
+			sc.Tags = map[string]string{}
+			for _, t := range d.pairs(tn, tp) {
+				if v, ok := d.str(t.val, t.valPos); ok {
+					sc.Tags[t.key] = v
+				}
+			}
+		}
+		out = append(out, sc)
+	}
+	switch {
+	case len(out) == 0:
+		d.add(p, "must name at least one scenario")
+	case len(out) > maxScenarios:
+		d.add(p, "at most %d scenarios", maxScenarios)
+	}
+	return out
+}
+
+// together is scenarios' sessions and loads as one: every group in order, and a load of all
+// their VUs (an open one's most) for the longest of their durations, open when all are.
+func together(scenarios []*Scenario) (Session, Workload) {
+	ses := Session{Cookies: true}
+	w := Workload{Model: Open}
+	for _, sc := range scenarios {
+		ses.Groups = append(ses.Groups, sc.Session.Groups...)
+		if sc.Load.Model != Open {
+			w.Model = Closed
+		}
+		w.VUs += max(sc.Load.VUs, sc.Load.MaxVUs)
+		w.Duration = max(w.Duration, sc.Load.Duration)
+		w.GracefulStop = max(w.GracefulStop, sc.Load.GracefulStop)
+	}
+	if w.Model == Open {
+		w.MaxVUs, w.VUs = w.VUs, 0
+	}
+	return ses, w
+}
+
+func (d *decoder) session(n *yaml.Node, p pos, s *Script, groups, names map[string]bool) Session {
 	ses := Session{Cookies: true}
 	o := d.object(n, p, "cookies", "headers", "groups")
 	if o == nil {
@@ -538,7 +614,6 @@ func (d *decoder) session(n *yaml.Node, p pos, s *Script, names map[string]bool)
 	if n.Kind == yaml.SequenceNode && len(list) == 0 {
 		d.add(gp, "must hold at least one group")
 	}
-	groups := make(map[string]bool)
 	for i, c := range list {
 		if g := d.group(c, at(c, index(gp.path, i)), s, headers, groups, names); g != nil {
 			ses.Groups = append(ses.Groups, g)

@@ -25,11 +25,16 @@ type Script struct {
 	Description string
 	// BaseURL is the base_url as written, nil when the script has none. It may use constants
 	// and environment variables; it is already folded into every relative Request.URL.
-	BaseURL    *Template
-	Variables  Variables
-	Plugins    []*Plugin
-	Session    Session
-	Load       Workload
+	BaseURL   *Template
+	Variables Variables
+	Plugins   []*Plugin
+	// Session and Load are the script's, or with Scenarios all their groups in order and
+	// their loads together (the VUs of all, the longest duration), which admission judges.
+	Session Session
+	Load    Workload
+	// Scenarios, when the script has them, are workloads that run side by side, each its own
+	// session under its own load.
+	Scenarios  []*Scenario
 	Thresholds []*Threshold
 	// Monitors are the target's own metrics endpoints, scraped beside the load.
 	Monitors []*Monitor
@@ -205,6 +210,15 @@ type Grant struct {
 	// Path, Line and Column place the grant in the script, as an Error does.
 	Path         string
 	Line, Column int
+}
+
+// Scenario is a workload of a script beside its others: a session under a load of its own,
+// with tags that name it in results.
+type Scenario struct {
+	Name    string
+	Session Session
+	Load    Workload
+	Tags    map[string]string
 }
 
 // Session is what every virtual user does in each iteration: its groups, in order.

@@ -106,6 +106,7 @@ func NewResult(res *engine.Result) *Result {
 		Summary: New(res.Total, res.Requests, res.Groups, res.Elapsed), Series: []Point{},
 	}
 	r.HookErrors, r.ErrorSamples = res.HookErrors, res.ErrorSamples
+	r.Scenarios = Scenarios(res.Scenarios)
 	r.Thresholds = Thresholds(res.Thresholds)
 	r.Verdict = VerdictOf(res.Verdict, res.Model)
 	return r

@@ -56,6 +56,51 @@ func NewLabel(name string, st *metrics.Stats, elapsed time.Duration) Label {
 	}
 }
 
+// Scenario is a scenario of a script: its name, tags, model and requests, and the iterations it
+// completed (absent from a server's summary, whose agents count them all together).
+type Scenario struct {
+	Name       string            `json:"name"`
+	Tags       map[string]string `json:"tags,omitempty"`
+	Model      string            `json:"model"`
+	Requests   []string          `json:"requests"`
+	Iterations *int64            `json:"iterations,omitempty"`
+}
+
+// Scenarios are the scenarios of a local run.
+func Scenarios(rs []engine.ScenarioResult) []Scenario {
+	var out []Scenario
+	for _, r := range rs {
+		out = append(out, Scenario{Name: r.Name, Tags: r.Tags, Model: r.Model.String(), Requests: r.Requests, Iterations: &r.Iterations})
+	}
+	return out
+}
+
+// ScriptScenarios are the scenarios s declares, without what a run of them did.
+func ScriptScenarios(s *script.Script) []Scenario {
+	var out []Scenario
+	for _, sc := range s.Scenarios {
+		out = append(out, Scenario{Name: sc.Name, Tags: sc.Tags, Model: sc.Load.Model.String(), Requests: sc.Session.RequestLabels()})
+	}
+	return out
+}
+
+// String is the scenario as a summary prints it.
+func (s Scenario) String() string {
+	line := "scenario " + s.Name
+	if len(s.Tags) > 0 {
+		var tags []string
+		for _, k := range slices.Sorted(maps.Keys(s.Tags)) {
+			tags = append(tags, k+"="+s.Tags[k])
+		}
+		line += " (" + strings.Join(tags, ", ") + ")"
+	}
+	line += ": " + s.Model + " model"
+	if s.Iterations != nil {
+		line += fmt.Sprintf(", %d iterations", *s.Iterations)
+	}
+	return line + "; " + strings.Join(s.Requests, ", ")
+}
+
 // Threshold is a threshold's verdict. Check is the check as written; Over, Request and Abort
 // are the settings of its mapping form.
 type Threshold struct {
@@ -212,8 +257,10 @@ type Summary struct {
 	HookErrors map[string]int64 `json:"hook_errors,omitempty"`
 	// ErrorSamples are the first distinct reasons of each request's failures, by class.
 	ErrorSamples []metrics.ErrorSample `json:"error_samples,omitempty"`
-	Errors       map[string]int64      `json:"errors"`
-	Thresholds   []Threshold           `json:"thresholds"`
+	// Scenarios are the scenarios of a script that has them.
+	Scenarios  []Scenario       `json:"scenarios,omitempty"`
+	Errors     map[string]int64 `json:"errors"`
+	Thresholds []Threshold      `json:"thresholds"`
 	// Stability is how steady the throughput was over the steady state; nil when the run had
 	// too little of one to tell.
 	Stability *Stability `json:"stability,omitempty"`
@@ -290,6 +337,9 @@ func (s *Summary) Print(w io.Writer) {
 	}
 	if len(errs) > 0 {
 		fmt.Fprintln(w, "errors:", strings.Join(errs, ", "))
+	}
+	for _, sc := range s.Scenarios {
+		fmt.Fprintln(w, sc)
 	}
 	for _, e := range s.ErrorSamples {
 		fmt.Fprintf(w, "  %s, %s: %d × %s\n", e.Label, e.Class, e.Count, e.Message)
