@@ -56,17 +56,9 @@ func (p *plan) runClosed(sc *scenarioPlan, startCtx, hardCtx context.Context, st
 				if bounded && p.started.Add(1) > budget {
 					return
 				}
-				err := v.iteration(hardCtx, time.Time{})
-				switch {
-				case errors.Is(err, errExhausted):
-					p.exhaust(err)
-					return
-				case err != nil:
-					p.interrupted.Add(1)
+				if !p.iterate(sc, v, hardCtx, time.Time{}) {
 					return
 				}
-				p.iterations.Add(1)
-				sc.iterations.Add(1)
 			}
 		}()
 	}
@@ -120,17 +112,9 @@ func (p *plan) runClosedStages(sc *scenarioPlan, startCtx, hardCtx context.Conte
 					p.health.vuStarted()
 					running = true
 				}
-				err := v.iteration(hardCtx, time.Time{})
-				switch {
-				case errors.Is(err, errExhausted):
-					p.exhaust(err)
-					return
-				case err != nil:
-					p.interrupted.Add(1)
+				if !p.iterate(sc, v, hardCtx, time.Time{}) {
 					return
 				}
-				p.iterations.Add(1)
-				sc.iterations.Add(1)
 			}
 		})
 	}
@@ -158,4 +142,22 @@ func activeFrom(stages []script.Stage, i int, elapsed time.Duration) (time.Durat
 		}
 	}
 	return 0, false
+}
+
+// iterate runs one iteration of v (due when the open model's schedule said, or zero) and counts
+// it: completed, interrupted by the run's end, or not begun for want of data (which ends the
+// run). It says whether v may go on.
+func (p *plan) iterate(sc *scenarioPlan, v *vu, hardCtx context.Context, due time.Time) bool {
+	err := v.iteration(hardCtx, due)
+	switch {
+	case errors.Is(err, errExhausted):
+		p.exhaust(err)
+		return false
+	case err != nil:
+		p.interrupted.Add(1)
+		return false
+	}
+	p.iterations.Add(1)
+	sc.iterations.Add(1)
+	return true
 }

@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"errors"
 	"math"
 	"sync"
 	"time"
@@ -73,16 +72,7 @@ func (p *plan) runOpen(sc *scenarioPlan, startCtx, hardCtx context.Context, star
 				go func(v *vu, due time.Time) {
 					defer wg.Done()
 					defer p.health.vuEnded()
-					err := v.iteration(hardCtx, due)
-					switch {
-					case errors.Is(err, errExhausted):
-						p.exhaust(err)
-					case err != nil:
-						p.interrupted.Add(1)
-					default:
-						p.iterations.Add(1)
-						sc.iterations.Add(1)
-					}
+					p.iterate(sc, v, hardCtx, due)
 					idle <- v
 				}(v, due)
 			}
