@@ -252,6 +252,15 @@ func (d *decoder) seq(n *yaml.Node, p pos) []*yaml.Node {
 	return n.Content
 }
 
+// nonEmpty is seq that also reports an empty list, saying why with msg.
+func (d *decoder) nonEmpty(n *yaml.Node, p pos, msg string) []*yaml.Node {
+	list := d.seq(n, p)
+	if n.Kind == yaml.SequenceNode && len(list) == 0 {
+		d.add(p, "%s", msg)
+	}
+	return list
+}
+
 // str reads a string; numbers and booleans are refused so that names stay names, but other
 // scalars YAML types on its own, such as dates, are strings.
 func (d *decoder) str(n *yaml.Node, p pos) (string, bool) {

@@ -610,10 +610,7 @@ func (d *decoder) session(n *yaml.Node, p pos, s *Script, groups, names map[stri
 	if n == nil {
 		return ses
 	}
-	list := d.seq(n, gp)
-	if n.Kind == yaml.SequenceNode && len(list) == 0 {
-		d.add(gp, "must hold at least one group")
-	}
+	list := d.nonEmpty(n, gp, "must hold at least one group")
 	for i, c := range list {
 		if g := d.group(c, at(c, index(gp.path, i)), s, headers, groups, names); g != nil {
 			ses.Groups = append(ses.Groups, g)
@@ -648,10 +645,7 @@ func (d *decoder) group(n *yaml.Node, p pos, s *Script, inherited []Header, grou
 	if n == nil {
 		return g
 	}
-	list := d.seq(n, rp)
-	if n.Kind == yaml.SequenceNode && len(list) == 0 {
-		d.add(rp, "must hold at least one request")
-	}
+	list := d.nonEmpty(n, rp, "must hold at least one request")
 	batches := 0
 	for i, c := range list {
 		cp := at(c, index(rp.path, i))
@@ -864,10 +858,7 @@ func (d *decoder) websocket(n *yaml.Node, p pos, o *obj, r *Request, names map[s
 		return name
 	}
 	label(ws.Connect, p)
-	items := d.seq(n, p)
-	if n.Kind == yaml.SequenceNode && len(items) == 0 {
-		d.add(p, "must list at least one step")
-	}
+	items := d.nonEmpty(n, p, "must list at least one step")
 	receives := 0
 	for i, c := range items {
 		cp := at(c, index(p.path, i))
