@@ -576,6 +576,7 @@ const (
 	Hook     SeriesLabelKind = "hook"
 	Request  SeriesLabelKind = "request"
 	Schedule SeriesLabelKind = "schedule"
+	Step     SeriesLabelKind = "step"
 )
 
 // Valid indicates whether the value is a known member of the SeriesLabelKind enum.
@@ -588,6 +589,8 @@ func (e SeriesLabelKind) Valid() bool {
 	case Request:
 		return true
 	case Schedule:
+		return true
+	case Step:
 		return true
 	default:
 		return false
@@ -1761,7 +1764,10 @@ type RunSummary struct {
 	// first and last seconds): the coefficient of variation of the requests/s of each whole second. Absent when the run
 	// had fewer than 5 such seconds. `unstable` when `cv` is above `limit`: 10%, or what counting alone makes at this
 	// rate (2/√mean) when that is more.
-	Stability  *Stability        `json:"stability,omitempty"`
+	Stability *Stability `json:"stability,omitempty"`
+
+	// Steps WebSocket sessions and their receives' round trips, by name (each session's upgrade is among the requests).
+	Steps      *[]LabelSummary   `json:"steps,omitempty"`
 	Thresholds []ThresholdResult `json:"thresholds"`
 	Total      LabelSummary      `json:"total"`
 
@@ -3359,7 +3365,7 @@ type ClientInterface interface {
 	// GetRunSeriesCSV A run's per-second series as CSV
 	//
 	// The series of `/v1/runs/{id}/series` in the columns `barrage run --csv` writes, streamed: one row per second
-	// and label, `second` (from 1), `kind` (request, group, hook), `label`, `count`, `rps`, `errors_<class>` for each
+	// and label, `second` (from 1), `kind` (request, group, hook, schedule, step), `label`, `count`, `rps`, `errors_<class>` for each
 	// error class (connect, timeout, 4xx, 5xx, assertion, ...), `bytes_in`, `bytes_out`, `p50_ms`, `p95_ms`,
 	// `p99_ms`, `max_ms`, `cpu` (the busiest agent's generator CPU, 0 to 1) and `vus` (active VUs of all agents).
 	// While the run goes on, the seconds complete so far.
@@ -3381,7 +3387,7 @@ type ClientInterface interface {
 	// GetRunSummaryCSV A run's results as CSV
 	//
 	// The figures of `/v1/runs/{id}/summary` as CSV, one row per label, in the columns `barrage run --summary-csv`
-	// writes: `kind` (total, request, group, hook), `label`, `count`, `rps`, `error_rate` (0 to 1), `bytes_in`,
+	// writes: `kind` (total, request, group, step, hook), `label`, `count`, `rps`, `error_rate` (0 to 1), `bytes_in`,
 	// `bytes_out`, `min_ms`, `mean_ms`, `p50_ms`, `p90_ms`, `p95_ms`, `p99_ms`, `max_ms`. `409` while the run goes on.
 	//
 	// Corresponds with GET /v1/runs/{id}/summary.csv (the `GetRunSummaryCSV` operationId).
@@ -5152,7 +5158,7 @@ func (c *Client) GetRunSeries(ctx context.Context, id ID, reqEditors ...RequestE
 // GetRunSeriesCSV A run's per-second series as CSV
 //
 // The series of `/v1/runs/{id}/series` in the columns `barrage run --csv` writes, streamed: one row per second
-// and label, `second` (from 1), `kind` (request, group, hook), `label`, `count`, `rps`, `errors_<class>` for each
+// and label, `second` (from 1), `kind` (request, group, hook, schedule, step), `label`, `count`, `rps`, `errors_<class>` for each
 // error class (connect, timeout, 4xx, 5xx, assertion, ...), `bytes_in`, `bytes_out`, `p50_ms`, `p95_ms`,
 // `p99_ms`, `max_ms`, `cpu` (the busiest agent's generator CPU, 0 to 1) and `vus` (active VUs of all agents).
 // While the run goes on, the seconds complete so far.
@@ -5194,7 +5200,7 @@ func (c *Client) GetRunSummary(ctx context.Context, id ID, reqEditors ...Request
 // GetRunSummaryCSV A run's results as CSV
 //
 // The figures of `/v1/runs/{id}/summary` as CSV, one row per label, in the columns `barrage run --summary-csv`
-// writes: `kind` (total, request, group, hook), `label`, `count`, `rps`, `error_rate` (0 to 1), `bytes_in`,
+// writes: `kind` (total, request, group, step, hook), `label`, `count`, `rps`, `error_rate` (0 to 1), `bytes_in`,
 // `bytes_out`, `min_ms`, `mean_ms`, `p50_ms`, `p90_ms`, `p95_ms`, `p99_ms`, `max_ms`. `409` while the run goes on.
 //
 // Corresponds with GET /v1/runs/{id}/summary.csv (the `GetRunSummaryCSV` operationId).
@@ -10394,7 +10400,7 @@ type ClientWithResponsesInterface interface {
 	// GetRunSeriesCSVWithResponse A run's per-second series as CSV
 	//
 	// The series of `/v1/runs/{id}/series` in the columns `barrage run --csv` writes, streamed: one row per second
-	// and label, `second` (from 1), `kind` (request, group, hook), `label`, `count`, `rps`, `errors_<class>` for each
+	// and label, `second` (from 1), `kind` (request, group, hook, schedule, step), `label`, `count`, `rps`, `errors_<class>` for each
 	// error class (connect, timeout, 4xx, 5xx, assertion, ...), `bytes_in`, `bytes_out`, `p50_ms`, `p95_ms`,
 	// `p99_ms`, `max_ms`, `cpu` (the busiest agent's generator CPU, 0 to 1) and `vus` (active VUs of all agents).
 	// While the run goes on, the seconds complete so far.
@@ -10420,7 +10426,7 @@ type ClientWithResponsesInterface interface {
 	// GetRunSummaryCSVWithResponse A run's results as CSV
 	//
 	// The figures of `/v1/runs/{id}/summary` as CSV, one row per label, in the columns `barrage run --summary-csv`
-	// writes: `kind` (total, request, group, hook), `label`, `count`, `rps`, `error_rate` (0 to 1), `bytes_in`,
+	// writes: `kind` (total, request, group, step, hook), `label`, `count`, `rps`, `error_rate` (0 to 1), `bytes_in`,
 	// `bytes_out`, `min_ms`, `mean_ms`, `p50_ms`, `p90_ms`, `p95_ms`, `p99_ms`, `max_ms`. `409` while the run goes on.
 	//
 	// Returns a wrapper object for the known response body format(s).
@@ -19438,7 +19444,7 @@ func (c *ClientWithResponses) GetRunSeriesWithResponse(ctx context.Context, id I
 // GetRunSeriesCSVWithResponse A run's per-second series as CSV
 //
 // The series of `/v1/runs/{id}/series` in the columns `barrage run --csv` writes, streamed: one row per second
-// and label, `second` (from 1), `kind` (request, group, hook), `label`, `count`, `rps`, `errors_<class>` for each
+// and label, `second` (from 1), `kind` (request, group, hook, schedule, step), `label`, `count`, `rps`, `errors_<class>` for each
 // error class (connect, timeout, 4xx, 5xx, assertion, ...), `bytes_in`, `bytes_out`, `p50_ms`, `p95_ms`,
 // `p99_ms`, `max_ms`, `cpu` (the busiest agent's generator CPU, 0 to 1) and `vus` (active VUs of all agents).
 // While the run goes on, the seconds complete so far.
@@ -19476,7 +19482,7 @@ func (c *ClientWithResponses) GetRunSummaryWithResponse(ctx context.Context, id 
 // GetRunSummaryCSVWithResponse A run's results as CSV
 //
 // The figures of `/v1/runs/{id}/summary` as CSV, one row per label, in the columns `barrage run --summary-csv`
-// writes: `kind` (total, request, group, hook), `label`, `count`, `rps`, `error_rate` (0 to 1), `bytes_in`,
+// writes: `kind` (total, request, group, step, hook), `label`, `count`, `rps`, `error_rate` (0 to 1), `bytes_in`,
 // `bytes_out`, `min_ms`, `mean_ms`, `p50_ms`, `p90_ms`, `p95_ms`, `p99_ms`, `max_ms`. `409` while the run goes on.
 //
 // Returns a wrapper object for the known response body format(s).

@@ -54,12 +54,16 @@ func printTrace(w io.Writer, ev engine.TraceEvent, preview int) {
 	for _, r := range ev.Redirects {
 		fmt.Fprintf(w, "< %d, followed\n> %s %s\n", r.Status, r.Method, r.URL)
 	}
-	if ev.Err != nil {
+	switch {
+	case ev.Method == "WS SEND" && ev.Err == nil:
+	case ev.Method == "WS RECEIVE" && ev.Err == nil:
+		fmt.Fprintf(w, "< message after %s\n%s\n", summary.Duration(ev.Duration), engine.Preview(ev.ResponseBody, preview))
+	case ev.Err != nil:
 		if ev.Status != 0 {
 			fmt.Fprintf(w, "< %d (%s, %d bytes)\n", ev.Status, summary.Duration(ev.Duration), ev.BytesIn)
 		}
 		fmt.Fprintf(w, "! %v\n", ev.Err)
-	} else {
+	default:
 		fmt.Fprintf(w, "< %d (%s, %d bytes)\n", ev.Status, summary.Duration(ev.Duration), ev.BytesIn)
 		names := make([]string, 0, len(ev.ResponseHeader))
 		for k := range ev.ResponseHeader {

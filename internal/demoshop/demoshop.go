@@ -17,6 +17,9 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
+
+	"github.com/gorilla/websocket"
 )
 
 // customers are the accounts that can log in, email to password: the rows of
@@ -121,8 +124,52 @@ func (s *Shop) Handler() http.Handler {
 	mux.HandleFunc("GET /api/products/{id}", s.product)
 	mux.HandleFunc("POST /api/cart/items", s.addToCart)
 	mux.HandleFunc("POST /api/orders", s.order)
+	mux.HandleFunc("GET /chat", s.chat)
 	return mux
 }
+
+// chat is the shop's support chat, a WebSocket for signed-in customers: "hello" is answered
+// {"type":"welcome","user":EMAIL}, "ask TEXT" {"type":"answer","question":TEXT,"agent":"Ada"},
+// and "bye" closes the chat. A visitor who has not signed in is refused the upgrade (401).
+func (s *Shop) chat(w http.ResponseWriter, r *http.Request) {
+	_, sess, ok := s.session(r)
+	if !ok || sess.email == "" {
+		http.Error(w, "log in first", http.StatusUnauthorized)
+		return
+	}
+	c, err := upgrader.Upgrade(w, r, nil)
+	if err != nil {
+		return // the upgrader answered
+	}
+	defer c.Close()
+	for {
+		_ = c.SetReadDeadline(time.Now().Add(time.Minute))
+		_, msg, err := c.ReadMessage()
+		if err != nil {
+			return
+		}
+		var answer map[string]string
+		switch text := string(msg); {
+		case text == "hello":
+			answer = map[string]string{"type": "welcome", "user": sess.email}
+		case strings.HasPrefix(text, "ask "):
+			answer = map[string]string{"type": "answer", "question": strings.TrimPrefix(text, "ask "), "agent": "Ada"}
+		case text == "bye":
+			_ = c.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseNormalClosure, "bye"), time.Now().Add(time.Second))
+			return
+		default:
+			answer = map[string]string{"type": "error", "error": "say hello, ask something, or bye"}
+		}
+		out, _ := json.Marshal(answer)
+		if c.WriteMessage(websocket.TextMessage, out) != nil {
+			return
+		}
+	}
+}
+
+// upgrader upgrades the chat's requests; same-origin checks are a browser's concern, not a
+// load test's.
+var upgrader = websocket.Upgrader{CheckOrigin: func(*http.Request) bool { return true }}
 
 func token() string {
 	b := make([]byte, 8)

@@ -291,7 +291,11 @@ func compile(s *script.Script, opts Options) (*plan, error) {
 		cg := &compiledGroup{g: g}
 		for _, r := range g.Requests {
 			cr := &compiledRequest{r: r, label: len(p.labels), noEncoding: -1}
-			p.labels = append(p.labels, metrics.RequestKey(r.Name))
+			key := metrics.RequestKey(r.Name)
+			if r.WebSocket != nil {
+				key = metrics.StepKey(r.Name) // the session; its upgrade is the request
+			}
+			p.labels = append(p.labels, key)
 			if lit, ok := r.URL.Literal(); ok && len(r.Query) == 0 {
 				u, err := url.Parse(lit)
 				if err != nil {
@@ -358,7 +362,7 @@ func compile(s *script.Script, opts Options) (*plan, error) {
 				i := -1
 				if st.Send == nil {
 					i = len(p.labels)
-					p.labels = append(p.labels, metrics.RequestKey(st.Name))
+					p.labels = append(p.labels, metrics.StepKey(st.Name))
 				}
 				cr.wsReceive = append(cr.wsReceive, i)
 			}

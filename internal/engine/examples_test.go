@@ -28,6 +28,8 @@ func TestExamplesRunAgainstTheDemoShop(t *testing.T) {
 	}{
 		{"shop.yaml", engine.Options{VUs: 3, Duration: time.Second}},
 		{"open-model.yaml", engine.Options{Rate: 20, Duration: 2 * time.Second}},
+		{"chat.yaml", engine.Options{VUs: 2, Duration: time.Second}},
+		{"scenarios.yaml", engine.Options{Duration: 2 * time.Second}},
 	} {
 		t.Run(tc.file, func(t *testing.T) {
 			t.Parallel()
@@ -46,10 +48,12 @@ func TestExamplesRunAgainstTheDemoShop(t *testing.T) {
 			require.NoError(t, err)
 			res := run(t, s, tc.opts)
 			require.Positive(t, res.Iterations)
+			for k, st := range res.Total.Labels {
+				require.Zero(t, st.Failed(), "%s: %v %v", k, st.Errors, res.ErrorSamples)
+			}
 			for _, name := range res.Requests {
-				st, ok := res.Total.Labels[metrics.RequestKey(name)]
+				_, ok := res.Total.Labels[metrics.RequestKey(name)]
 				require.True(t, ok, "%s never ran", name)
-				require.Zero(t, st.Failed(), "%s: %v", name, st.Errors)
 			}
 			require.Zero(t, res.Unsent)
 		})

@@ -41,6 +41,7 @@ func (v *vu) websocket(ctx context.Context, r *compiledRequest, ex *exchange, me
 	if !measureFrom.IsZero() {
 		v.p.rec.Label(v.p.scheduleLabel).Record(connected.Sub(measureFrom), 0, 0, class)
 	}
+	rep.bytesIn, rep.bytesOut = in, out
 	v.traceWS(r, ex, "", rep, connected.Sub(start), failures)
 	if class != metrics.NoError {
 		v.p.errSamples.Add(r.r.WebSocket.Connect, class.String(), failureText(rep, failures), 1)
@@ -58,15 +59,17 @@ func (v *vu) websocket(ctx context.Context, r *compiledRequest, ex *exchange, me
 		if st.Send != nil {
 			msg, err := st.Send.Render(v.lookup, v.valBuf[:0])
 			v.valBuf = msg
+			// A round trip counts from the send's start: the answer may be in before the
+			// write returns.
+			lastSend = time.Now()
 			if err != nil {
 				class = metrics.ErrAssertion // a variable not set: the message is never sent
 			} else {
-				_ = conn.SetWriteDeadline(time.Now().Add(r.r.Timeout))
+				_ = conn.SetWriteDeadline(lastSend.Add(r.r.Timeout))
 				if err = conn.WriteMessage(websocket.TextMessage, msg); err != nil {
 					class = classify(err)
 				}
 			}
-			lastSend = time.Now()
 			v.traceWSSend(r, ex, msg, err)
 			if err != nil {
 				v.p.errSamples.Add(r.r.Name, class.String(), err.Error(), 1)
@@ -182,7 +185,7 @@ func (v *vu) traceWS(r *compiledRequest, ex *exchange, step string, rep *reply, 
 		return
 	}
 	ev := TraceEvent{Request: r.r.Name, Method: "GET", URL: ex.url.String(), RequestHeader: append([][2]string(nil), ex.header...),
-		Status: rep.status, ResponseHeader: rep.header.Clone(), Duration: took, Err: rep.err, Failures: failures, Vars: v.varsCopy()}
+		Status: rep.status, ResponseHeader: rep.header.Clone(), BytesIn: rep.bytesIn, Duration: took, Err: rep.err, Failures: failures, Vars: v.varsCopy()}
 	if step != "" {
 		ev.Request, ev.Method, ev.RequestHeader, ev.ResponseHeader = step, "WS RECEIVE", nil, nil
 		ev.ResponseBody = append([]byte(nil), rep.body...)

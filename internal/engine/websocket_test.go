@@ -78,14 +78,18 @@ session:
 load: { vus: 2, iterations: 6 }
 `)
 	res := run(t, s, engine.Options{})
-	for _, label := range []string{"chat", "chat connect", "joined", "chat receive 2"} {
-		st := stats(t, res, label)
-		require.Equal(t, int64(6), st.Requests, label)
-		require.Zero(t, st.Failed(), "%s: %v", label, res.ErrorSamples)
+	// The upgrade is a request; the session and its receives are steps, which "all requests"
+	// does not count.
+	for _, k := range []metrics.Key{metrics.RequestKey("chat connect"), metrics.StepKey("chat"), metrics.StepKey("joined"), metrics.StepKey("chat receive 2")} {
+		st := statsOf(t, res, k)
+		require.Equal(t, int64(6), st.Requests, k)
+		require.Zero(t, st.Failed(), "%s: %v", k, res.ErrorSamples)
 	}
-	require.Equal(t, []string{"chat", "chat connect", "joined", "chat receive 2"}, res.Requests)
-	require.Positive(t, stats(t, res, "chat").BytesOut)
-	require.GreaterOrEqual(t, stats(t, res, "chat").Latency.Min(), stats(t, res, "joined").Latency.Min(), "the session holds its round trips")
+	require.Equal(t, []string{"chat connect"}, res.Requests)
+	require.Equal(t, int64(6), res.Total.Requests().Requests)
+	session := statsOf(t, res, metrics.StepKey("chat"))
+	require.Positive(t, session.BytesOut)
+	require.GreaterOrEqual(t, session.Latency.Min(), statsOf(t, res, metrics.StepKey("joined")).Latency.Min(), "the session holds its round trips")
 }
 
 func TestAWebSocketFailsAsAServerAnswers(t *testing.T) {
@@ -112,9 +116,9 @@ load: { vus: 1, iterations: 1 }
 `)
 	res := run(t, s, engine.Options{})
 	require.Equal(t, int64(1), stats(t, res, "refused connect").Errors[metrics.Err4xx], "a 403 is no upgrade")
-	require.Equal(t, int64(1), stats(t, res, "refused").Errors[metrics.Err4xx])
-	require.Equal(t, int64(1), stats(t, res, "no answer").Errors[metrics.ErrTimeout])
-	require.Equal(t, int64(1), stats(t, res, "echoed").Errors[metrics.ErrAssertion])
+	require.Equal(t, int64(1), statsOf(t, res, metrics.StepKey("refused")).Errors[metrics.Err4xx])
+	require.Equal(t, int64(1), statsOf(t, res, metrics.StepKey("no answer")).Errors[metrics.ErrTimeout])
+	require.Equal(t, int64(1), statsOf(t, res, metrics.StepKey("echoed")).Errors[metrics.ErrAssertion])
 
 	var events []string
 	require.NoError(t, engine.Debug(context.Background(), s, engine.Options{Trace: func(ev engine.TraceEvent) {

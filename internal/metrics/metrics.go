@@ -110,12 +110,15 @@ const (
 	// Schedule is the open model's latency from the schedule: from when each iteration was
 	// due to the end of its first request, the generator's own lateness included.
 	Schedule
+	// Step is a WebSocket session's: the whole session, or one receive's round trip. Its
+	// upgrade is a request; its steps are not, so that they do not count as requests.
+	Step
 
 	// NumKinds is the number of Kind values.
 	NumKinds
 )
 
-var kindNames = [NumKinds]string{"request", "group", "hook", "schedule"}
+var kindNames = [NumKinds]string{"request", "group", "hook", "schedule", "step"}
 
 // ScheduleKey is the one label of kind Schedule.
 var ScheduleKey = Key{Schedule, "from schedule"}
@@ -138,6 +141,7 @@ type Key struct {
 func RequestKey(name string) Key { return Key{Request, name} }
 func GroupKey(name string) Key   { return Key{Group, name} }
 func HookKey(alias string) Key   { return Key{Hook, alias} }
+func StepKey(name string) Key    { return Key{Step, name} }
 
 // String is the key as people read it: a request's name, or "group NAME", "hook ALIAS".
 func (k Key) String() string {

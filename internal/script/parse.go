@@ -1645,6 +1645,8 @@ func (d *decoder) openLoad(o *obj, l *Workload) {
 		}
 	case sn != nil:
 		d.stages(o, l, "rate", func(n *yaml.Node, p pos) (float64, bool) { return d.rate(n, p, true) })
+	default:
+		d.add(o.p, "the open model needs rate and duration, or stages")
 	}
 }
 

@@ -280,9 +280,10 @@ type Request struct {
 	query *Template // the Query parameters compiled to a form-encoded string
 }
 
-// WebSocket is a WebSocket session's steps and labels. The request's own label measures the
-// whole session; Connect the upgrade; each receive step its round trip, from the last message
-// sent (or the upgrade) to the message it awaited.
+// WebSocket is a WebSocket session's steps and labels. The request's own name labels the whole
+// session, a step; Connect labels the upgrade, a request; each receive step labels its round
+// trip, a step, from the start of the last message sent (or the upgrade) to the message it
+// awaited.
 type WebSocket struct {
 	Connect string // the upgrade's label: "<name> connect"
 	Steps   []*WSStep
@@ -300,14 +301,27 @@ type WSStep struct {
 	Assert  []*Assertion
 }
 
-// RequestLabels are the request labels of the session in order: each request's name, and after
-// a WebSocket request its upgrade's and receives' labels.
+// RequestLabels are the request labels of the session in order: each request's name, or for a
+// WebSocket request its upgrade's label (its session and receives are steps: StepLabels).
 func (s *Session) RequestLabels() []string {
 	var out []string
 	for _, r := range s.Requests() {
-		out = append(out, r.Name)
 		if ws := r.WebSocket; ws != nil {
 			out = append(out, ws.Connect)
+		} else {
+			out = append(out, r.Name)
+		}
+	}
+	return out
+}
+
+// StepLabels are the labels of the session's WebSocket steps in order: each session's name,
+// then its receives'.
+func (s *Session) StepLabels() []string {
+	var out []string
+	for _, r := range s.Requests() {
+		if ws := r.WebSocket; ws != nil {
+			out = append(out, r.Name)
 			for _, st := range ws.Steps {
 				if st.Send == nil {
 					out = append(out, st.Name)

@@ -90,7 +90,7 @@ func (s *Summary) WriteCSV(w io.Writer) error {
 	for _, set := range []struct {
 		kind   string
 		labels []Label
-	}{{"request", s.Requests}, {"group", s.Groups}, {"hook", s.Hooks}, {"schedule", scheduleLabels(s.Schedule)}} {
+	}{{"request", s.Requests}, {"group", s.Groups}, {"step", s.Steps}, {"hook", s.Hooks}, {"schedule", scheduleLabels(s.Schedule)}} {
 		for _, l := range set.labels {
 			if err := row(set.kind, l); err != nil {
 				return err

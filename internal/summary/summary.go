@@ -249,6 +249,8 @@ type Summary struct {
 	Requests []Label `json:"requests"`
 	Groups   []Label `json:"groups"`
 	Hooks    []Label `json:"hooks,omitempty"`
+	// Steps are WebSocket sessions and their receives' round trips, by name.
+	Steps []Label `json:"steps,omitempty"`
 	// Schedule, in the open model, is the latency from the schedule: from when each iteration
 	// was due to its first request's end. Its gap to the first request's response time is the
 	// generators' own lateness.
@@ -284,8 +286,11 @@ func New(total *metrics.Snapshot, requests, groups []string, elapsed time.Durati
 		}
 	}
 	for _, k := range slices.SortedFunc(maps.Keys(total.Labels), metrics.Key.Compare) {
-		if k.Kind == metrics.Hook {
+		switch k.Kind {
+		case metrics.Hook:
 			s.Hooks = append(s.Hooks, NewLabel(k.Name, total.Labels[k], elapsed))
+		case metrics.Step:
+			s.Steps = append(s.Steps, NewLabel(k.Name, total.Labels[k], elapsed))
 		}
 	}
 	if st, ok := total.Labels[metrics.ScheduleKey]; ok {
@@ -325,6 +330,9 @@ func (s *Summary) Print(w io.Writer) {
 	}
 	// Time in url plugins' hooks is not in the requests' times: it is shown beside them, one
 	// row per plugin (a call is a before or an after).
+	for _, l := range s.Steps {
+		row("step "+l.Name, l)
+	}
 	for _, l := range s.Hooks {
 		row("hook "+l.Name+" (calls)", l)
 	}

@@ -148,6 +148,7 @@ func (w *Watch) value(t *script.Threshold, snap *metrics.Snapshot, period time.D
 	if t.Request != "" {
 		st = metrics.NewStats()
 		st.Merge(snap.Labels[metrics.RequestKey(t.Request)])
+		st.Merge(snap.Labels[metrics.StepKey(t.Request)]) // a WebSocket session's or receive's
 	} else {
 		st = snap.Requests()
 	}
