@@ -127,3 +127,42 @@ load: { vus: 1, iterations: 1 }
 	require.Contains(t, events, "WS SEND wrong hi")
 	require.Contains(t, events, `WS RECEIVE echoed {"text":"hi","type":"echo"}`)
 }
+
+// A message larger than the body cap is kept to the cap and read past: a server's giant message
+// costs the generator its bytes, not its memory.
+func TestAGiantMessageIsKeptToTheCap(t *testing.T) {
+	t.Parallel()
+	up := websocket.Upgrader{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		c, err := up.Upgrade(w, r, nil)
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		wr, err := c.NextWriter(websocket.TextMessage)
+		if err != nil {
+			return
+		}
+		chunk := []byte(strings.Repeat("x", 1<<20))
+		for range 64 { // 64 MiB in one message
+			if _, err := wr.Write(chunk); err != nil {
+				return
+			}
+		}
+		wr.Close()
+		_, _, _ = c.ReadMessage()
+	}))
+	defer srv.Close()
+	s := parse(t, srv.URL, `
+version: 1
+session: { groups: [ { name: g, requests: [ { name: big, url: "${target}/", websocket: [ { receive: giant, assert: [ { body_contains: xxx } ] } ] } ] } ] }
+load: { vus: 1, iterations: 1 }
+`)
+	var got []byte
+	require.NoError(t, engine.Debug(context.Background(), s, engine.Options{BodyCap: 1 << 16, Trace: func(ev engine.TraceEvent) {
+		if ev.Request == "giant" {
+			got = ev.ResponseBody
+		}
+	}}))
+	require.Len(t, got, 1<<16, "the first 64 KiB kept")
+}
