@@ -96,8 +96,7 @@ func (v *vu) websocket(ctx context.Context, r *compiledRequest, ex *exchange, me
 			rep.status = http.StatusOK
 			class, stepFailures = v.checkWith(st.Extract, st.Assert, needsJSON(st), rep, took)
 		}
-		in, out = bytes()
-		v.p.rec.Label(r.wsReceive[i]).Record(took, 0, 0, class)
+		v.p.rec.Label(r.wsReceive[i]).Record(took, 0, 0, class) // the session counts the bytes
 		v.traceWS(r, ex, st.Name, rep, took, stepFailures)
 		if class != metrics.NoError {
 			v.p.errSamples.Add(st.Name, class.String(), failureText(rep, stepFailures), 1)
