@@ -82,7 +82,7 @@ load: { vus: 2, iterations: 6 }
 	// does not count.
 	for _, k := range []metrics.Key{metrics.RequestKey("chat connect"), metrics.StepKey("chat"), metrics.StepKey("joined"), metrics.StepKey("chat receive 2")} {
 		st := statsOf(t, res, k)
-		require.Equal(t, int64(6), st.Requests, k)
+		require.Equal(t, int64(6), st.Requests, "%s", k)
 		require.Zero(t, st.Failed(), "%s: %v", k, res.ErrorSamples)
 	}
 	require.Equal(t, []string{"chat connect"}, res.Requests)
