@@ -19,6 +19,7 @@ import (
 
 	"github.com/barrage-load/barrage/api"
 	"github.com/barrage-load/barrage/internal/barrage"
+	"github.com/barrage-load/barrage/internal/script"
 	"github.com/barrage-load/barrage/internal/summary"
 )
 
@@ -148,6 +149,30 @@ func runRunsStart(ctx context.Context, e env, args []string) error {
 	return watchRun(ctx, e, cl, run.Id)
 }
 
+// eachScriptFile reads every file the script at path names, from inside its folder (a symbolic
+// link out of it is refused), and hands each to f. The server keeps a script's files by one name
+// beside it: a file in a subfolder is refused here, saying so, before anything is sent.
+func eachScriptFile(path string, s *script.Script, f func(name string, data []byte) error) error {
+	root, err := os.OpenRoot(filepath.Dir(path))
+	if err != nil {
+		return err
+	}
+	defer root.Close()
+	for _, name := range s.Files() {
+		if strings.Contains(name, "/") {
+			return usageError(fmt.Errorf("script file %s: the server keeps a script's files by one name, beside the script, without folders: move it next to the script", name))
+		}
+		data, err := root.ReadFile(name)
+		if err != nil {
+			return fmt.Errorf("script file: %w", err)
+		}
+		if err := f(name, data); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // uploadScript stores the script at path, with the data files it names, and returns its id.
 func uploadScript(ctx context.Context, e env, cl *api.ClientWithResponses, path string) (string, error) {
 	s, err := loadScript(e, path) // checked here first: the errors point at the local file
@@ -160,12 +185,12 @@ func uploadScript(ctx context.Context, e env, cl *api.ClientWithResponses, path 
 	}
 	body := api.CreateScriptRequest{Source: string(source)}
 	var files []api.UploadFile
-	for _, name := range s.Files() {
-		data, err := os.ReadFile(filepath.Join(filepath.Dir(path), name))
-		if err != nil {
-			return "", fmt.Errorf("script file: %w", err)
-		}
+	err = eachScriptFile(path, s, func(name string, data []byte) error {
 		files = append(files, api.UploadFile{Name: name, Content: data})
+		return nil
+	})
+	if err != nil {
+		return "", err
 	}
 	if files != nil {
 		body.Files = &files

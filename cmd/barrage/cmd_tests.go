@@ -83,11 +83,7 @@ func runTestsPush(ctx context.Context, e env, args []string) error {
 			return api.ProblemError(res.HTTPResponse, res.Body)
 		}
 	}
-	for _, name := range s.Files() {
-		data, err := os.ReadFile(filepath.Join(filepath.Dir(path), name))
-		if err != nil {
-			return fmt.Errorf("script file: %w", err)
-		}
+	err = eachScriptFile(path, s, func(name string, data []byte) error {
 		res, err := cl.PutTestFileWithBodyWithResponse(ctx, t.Id, name, "application/octet-stream", bytes.NewReader(data))
 		if err != nil {
 			return err
@@ -95,6 +91,10 @@ func runTestsPush(ctx context.Context, e env, args []string) error {
 		if res.JSON200 == nil && res.JSON201 == nil {
 			return fmt.Errorf("upload %s: %w", name, api.ProblemError(res.HTTPResponse, res.Body))
 		}
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	fmt.Fprintf(e.stderr, "Test %q saved as revision %d.\n", t.Name, t.LatestRevision)
 	fmt.Fprintln(e.stdout, t.Id)

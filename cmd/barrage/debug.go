@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
+	"net/http"
 	"slices"
 
 	"github.com/barrage-load/barrage/internal/engine"
@@ -59,22 +61,14 @@ func printTrace(w io.Writer, ev engine.TraceEvent, preview int) {
 	case ev.Method == "WS RECEIVE" && ev.Err == nil:
 		fmt.Fprintf(w, "< message after %s\n%s\n", summary.Duration(ev.Duration), engine.Preview(ev.ResponseBody, preview))
 	case ev.Err != nil:
-		if ev.Status != 0 {
+		if ev.Status != 0 { // a body that did not decode: the headers say how it came
 			fmt.Fprintf(w, "< %d (%s, %d bytes)\n", ev.Status, summary.Duration(ev.Duration), ev.BytesIn)
+			printHeaders(w, ev.ResponseHeader)
 		}
 		fmt.Fprintf(w, "! %v\n", ev.Err)
 	default:
 		fmt.Fprintf(w, "< %d (%s, %d bytes)\n", ev.Status, summary.Duration(ev.Duration), ev.BytesIn)
-		names := make([]string, 0, len(ev.ResponseHeader))
-		for k := range ev.ResponseHeader {
-			names = append(names, k)
-		}
-		slices.Sort(names)
-		for _, k := range names {
-			for _, v := range ev.ResponseHeader[k] {
-				fmt.Fprintf(w, "< %s: %s\n", k, v)
-			}
-		}
+		printHeaders(w, ev.ResponseHeader)
 		switch {
 		case ev.Encoding != "" && ev.DecodedPart:
 			fmt.Fprintf(w, "< (body came %s-compressed: decoding stopped past the body cap, at %d bytes; shown decoded)\n", ev.Encoding, ev.Decoded)
@@ -102,4 +96,13 @@ func printTrace(w io.Writer, ev engine.TraceEvent, preview int) {
 		fmt.Fprintf(w, "  FAILED: %s\n", f)
 	}
 	fmt.Fprintln(w)
+}
+
+// printHeaders prints a response's headers by name.
+func printHeaders(w io.Writer, h http.Header) {
+	for _, k := range slices.Sorted(maps.Keys(h)) {
+		for _, v := range h[k] {
+			fmt.Fprintf(w, "< %s: %s\n", k, v)
+		}
+	}
 }

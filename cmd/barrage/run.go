@@ -8,6 +8,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime/debug"
@@ -55,6 +56,9 @@ func runRun(ctx context.Context, e env, args []string) error {
 		var err error
 		if load, err = lf.overrides(); err != nil {
 			return 0, err
+		}
+		if err := engine.CheckScenarioOverrides(s, engine.LoadOptions(load)); err != nil {
+			return 0, usageError(err)
 		}
 		w := engine.Workload(s, engine.LoadOptions(load))
 		return max(w.VUs, w.MaxVUs), nil
@@ -196,6 +200,9 @@ func loadScript(e env, path string) (*script.Script, error) {
 	s, err := script.Load(path, script.ParseOptions{})
 	if err != nil {
 		var list script.ErrorList
+		if errors.Is(err, fs.ErrNotExist) && !errors.As(err, &list) {
+			return nil, err // no script to judge: not an invalid one
+		}
 		if errors.As(err, &list) {
 			return nil, &exitError{exitScriptError, fmt.Errorf("the script is not valid:\n%w", err)}
 		}

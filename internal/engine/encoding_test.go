@@ -215,6 +215,7 @@ load: { vus: 1, iterations: 1 }
 	require.NoError(t, engine.Debug(context.Background(), s, engine.Options{Trace: func(e engine.TraceEvent) { ev = e }}))
 	require.ErrorContains(t, ev.Err, "gzip body does not decode")
 	require.Equal(t, http.StatusOK, ev.Status)
+	require.Equal(t, "gzip", ev.ResponseHeader.Get("Content-Encoding"), "the headers say how it came")
 	res := run(t, s, engine.Options{})
 	require.Equal(t, int64(1), stats(t, res, "checked").Errors[metrics.ErrAssertion])
 }

@@ -7,6 +7,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"strings"
@@ -113,7 +114,8 @@ func (n *network) connect(conn net.Conn, addr string, deadline time.Time) error 
 	}
 	// The proxy answers and then waits for the client's TLS hello: nothing follows its headers
 	// that a reader of one byte at a time could take from the tunnel.
-	res, err := http.ReadResponse(bufio.NewReaderSize(oneByteReader{conn}, 1), &http.Request{Method: http.MethodConnect})
+	// At most 64 KiB of answer: a proxy sending headers without end gets no further.
+	res, err := http.ReadResponse(bufio.NewReaderSize(&io.LimitedReader{R: oneByteReader{conn}, N: 64 << 10}, 1), &http.Request{Method: http.MethodConnect})
 	if err != nil {
 		return fmt.Errorf("proxy: %w", err)
 	}

@@ -326,3 +326,34 @@ load: { vus: 1, iterations: 1 }
 	_, err := engine.Run(context.Background(), s, engine.Options{Targets: &netpolicy.Policy{Destinations: map[string]netip.Addr{}}})
 	require.ErrorContains(t, err, "hosts and proxy are for your own agents")
 }
+
+// A proxy that answers CONNECT with headers without end gets no further than 64 KiB of them.
+func TestAProxysEndlessAnswerIsCut(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer ln.Close()
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		_, _ = c.Write([]byte("HTTP/1.1 200 OK\r\n"))
+		line := []byte("X-Padding: " + strings.Repeat("y", 1000) + "\r\n")
+		for i := 0; i < 100_000; i++ {
+			if _, err := c.Write(line); err != nil {
+				return
+			}
+		}
+	}()
+	s := parse(t, "https://shop.test", `
+version: 1
+proxy: http://`+ln.Addr().String()+`
+session: { groups: [ { name: g, requests: [ { name: r, url: "${target}/", timeout: 10s } ] } ] }
+load: { vus: 1, iterations: 1 }
+`)
+	var ev engine.TraceEvent
+	require.NoError(t, engine.Debug(context.Background(), s, engine.Options{Trace: func(e engine.TraceEvent) { ev = e }}))
+	require.ErrorContains(t, ev.Err, "proxy:")
+}

@@ -485,8 +485,9 @@ func (t *transport) send(req *fasthttp.Request, u *url.URL, jar cookieJar, deadl
 	_ = res.CloseBodyStream()
 	if err != nil {
 		r.err, r.class = err, classify(err)
-		if r.class == metrics.ErrAssertion { // the body did not decode: the status came
+		if r.class == metrics.ErrAssertion { // the body did not decode: the status came, and its headers
 			r.status = res.StatusCode()
+			t.keepHeaders(res, r)
 		}
 		return
 	}
@@ -502,19 +503,25 @@ func (t *transport) send(req *fasthttp.Request, u *url.URL, jar cookieJar, deadl
 			jar.SetCookies(u, r.cookies[hopCookies:])
 		}
 	}
-	if t.keepHeader {
-		if r.header == nil {
-			r.header = make(http.Header)
-		}
-		clear(r.header)
-		// The headers the target sent, without the Content-Type fasthttp supplies when none came.
-		res.Header.SetNoDefaultContentType(true)
-		for k, v := range res.Header.All() {
-			r.header.Add(string(k), string(v))
-		}
-		res.Header.SetNoDefaultContentType(false)
-	}
+	t.keepHeaders(res, r)
 	r.class = statusClass(r.status)
+}
+
+// keepHeaders copies res's headers into r when the transport keeps them.
+func (t *transport) keepHeaders(res *fasthttp.Response, r *reply) {
+	if !t.keepHeader {
+		return
+	}
+	if r.header == nil {
+		r.header = make(http.Header)
+	}
+	clear(r.header)
+	// The headers the target sent, without the Content-Type fasthttp supplies when none came.
+	res.Header.SetNoDefaultContentType(true)
+	for k, v := range res.Header.All() {
+		r.header.Add(string(k), string(v))
+	}
+	res.Header.SetNoDefaultContentType(false)
 }
 
 // Buffers for a connection's reads and writes, taken for one request at a time: an idle VU

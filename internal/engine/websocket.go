@@ -2,6 +2,8 @@ package engine
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"strings"
@@ -10,6 +12,7 @@ import (
 	"github.com/gorilla/websocket"
 
 	"github.com/barrage-load/barrage/internal/metrics"
+	"github.com/barrage-load/barrage/internal/netpolicy"
 	"github.com/barrage-load/barrage/internal/script"
 )
 
@@ -38,6 +41,11 @@ func (v *vu) websocket(ctx context.Context, r *compiledRequest, ex *exchange, me
 	}
 	in, out := bytes()
 	v.p.rec.Label(r.wsConnect).Record(connected.Sub(start), in, out, class)
+	v.p.health.targetTime.Add(int64(connected.Sub(start)))
+	if rep.err != nil && errors.Is(rep.err, netpolicy.ErrRefused) {
+		// As for a request: every iteration would be refused alike, as fast as the CPU goes.
+		v.p.exhaust(fmt.Errorf("request %s: %w", r.r.Name, rep.err))
+	}
 	if !measureFrom.IsZero() {
 		v.p.rec.Label(v.p.scheduleLabel).Record(connected.Sub(measureFrom), 0, 0, class)
 	}
@@ -89,6 +97,7 @@ func (v *vu) websocket(ctx context.Context, r *compiledRequest, ex *exchange, me
 		if ctx.Err() != nil {
 			return metrics.NoError, 0, 0
 		}
+		v.p.health.targetTime.Add(int64(took))
 		var stepFailures []string
 		if err != nil {
 			rep.err, class = err, classify(err)
@@ -130,7 +139,10 @@ func (v *vu) wsConnect(ctx context.Context, r *compiledRequest, ex *exchange, re
 	dial := t.targets.Dialer(net.Dialer{LocalAddr: t.local, Timeout: r.r.Timeout})
 	d := websocket.Dialer{
 		NetDialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
-			c, err := dial.DialContext(ctx, network, t.nw.s.Dial(addr))
+			if t.nw.s.Proxy == nil { // through a proxy, the proxy resolves the name
+				addr = t.nw.s.Dial(addr)
+			}
+			c, err := dial.DialContext(ctx, network, addr)
 			if err != nil {
 				return nil, withoutResolver(err)
 			}

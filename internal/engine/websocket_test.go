@@ -7,12 +7,14 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gorilla/websocket"
 	"github.com/stretchr/testify/require"
 
 	"github.com/barrage-load/barrage/internal/engine"
 	"github.com/barrage-load/barrage/internal/metrics"
+	"github.com/barrage-load/barrage/internal/netpolicy"
 )
 
 // chatServer is a WebSocket chat of one room: "join NAME" answers {"type":"joined","user":NAME},
@@ -165,4 +167,19 @@ load: { vus: 1, iterations: 1 }
 		}
 	}}))
 	require.Len(t, got, 1<<16, "the first 64 KiB kept")
+}
+
+// An upgrade the agent's policy refuses ends the run, as a refused request does: every iteration
+// would be refused alike.
+func TestARefusedUpgradeEndsTheRun(t *testing.T) {
+	t.Parallel()
+	srv := chatServer(t)
+	s := parse(t, srv.URL, `
+version: 1
+session: { groups: [ { name: g, requests: [ { name: chat, url: "${target}/chat?token=s3cret", websocket: [ { send: hi } ] } ] } ] }
+load: { vus: 2, duration: 1m }
+`)
+	res := run(t, s, engine.Options{Targets: &netpolicy.Policy{}})
+	require.Contains(t, res.Exhausted, "request chat")
+	require.Less(t, res.Elapsed, 30*time.Second, "ended by the refusal, not the minute")
 }

@@ -57,7 +57,7 @@ func TestAReportIsOneSelfContainedPage(t *testing.T) {
 	require.Contains(t, page, "Steady throughput")
 	require.Contains(t, page, "The result measures the target")
 	require.Contains(t, page, "<td>get home</td>")
-	require.Contains(t, page, "<td>p95 &lt; 300ms</td><td>120ms</td>")
+	require.Contains(t, page, "<td>p95 &lt; 300ms</td><td>120.00ms</td>")
 	require.Contains(t, page, "barrage v1.2.3")
 	require.Contains(t, page, "@media print")
 	data := regexp.MustCompile(`(?s)<script id="report-data" type="application/json">(.*?)</script>`).FindStringSubmatch(page)

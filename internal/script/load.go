@@ -31,7 +31,18 @@ func Load(path string, opts ParseOptions) (*Script, error) {
 	if opts.Filename == "" {
 		opts.Filename = path
 	}
-	return LoadFS(os.DirFS(dir), name, opts)
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("load script: %w", err)
+	}
+	// The files it names are read inside its folder: a symbolic link out of it is refused as
+	// ../ is.
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, fmt.Errorf("load script: %w", err)
+	}
+	defer root.Close()
+	return LoadData(root.FS(), name, data, opts)
 }
 
 // LoadFS is Load reading from fsys, where name is the script's slash-separated path; the

@@ -133,3 +133,22 @@ func TestLoadReportsScriptAndDataErrorsTogether(t *testing.T) {
 }
 
 func ptr(s string) *string { return &s }
+
+// A file a script names is read inside its folder: a symbolic link out of it is refused as ../
+// is, and a file whose name a multipart header cannot carry needs a filename.
+func TestScriptFilesStayInTheirFolder(t *testing.T) {
+	t.Parallel()
+	outside := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(outside, "secret.txt"), []byte("secret"), 0o600))
+	dir := t.TempDir()
+	require.NoError(t, os.Symlink(filepath.Join(outside, "secret.txt"), filepath.Join(dir, "link.txt")))
+	path := filepath.Join(dir, "s.yaml")
+	require.NoError(t, os.WriteFile(path, []byte(`version: 1
+session: { groups: [ { name: g, requests: [ { name: r, method: POST, url: "http://127.0.0.1:9/", body: { file: link.txt } },
+  { name: q, method: POST, url: "http://127.0.0.1:9/", body: { multipart: { f: { file: 'a"b.txt' } } } } ] } ] }
+load: { vus: 1, iterations: 1 }
+`), 0o644))
+	_, err := script.Load(path, script.ParseOptions{})
+	require.ErrorContains(t, err, "cannot read link.txt")
+	require.ErrorContains(t, err, "give the part a filename")
+}

@@ -1203,6 +1203,10 @@ func (d *decoder) multipart(n *yaml.Node, p pos) []*Part {
 			ok = false
 		} else {
 			part.Filename = path.Base(part.File.Name)
+			if strings.ContainsAny(part.Filename, "\"\r\n") {
+				d.add(fp, "the file's name holds a quote or a line break, which a part's header cannot carry: give the part a filename")
+				ok = false
+			}
 		}
 		if fn, fp := o.get("filename"); fn != nil {
 			if name, sok := d.str(fn, fp); !sok || name == "" || strings.ContainsAny(name, "\"\r\n") {

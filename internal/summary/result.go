@@ -115,7 +115,11 @@ func NewResult(res *engine.Result) *Result {
 // Print writes the run's course in a line or three, then its Summary.
 func (r *Result) Print(w io.Writer) {
 	elapsed := time.Duration(r.ElapsedS * float64(time.Second))
-	fmt.Fprintf(w, "\n%s: %s model, %s, %d iterations", r.Script, r.Model, elapsed.Round(time.Millisecond), r.Iterations)
+	model := r.Model + " model"
+	if len(r.Scenarios) > 0 {
+		model = fmt.Sprintf("%d scenarios", len(r.Scenarios))
+	}
+	fmt.Fprintf(w, "\n%s: %s, %s, %d iterations", r.Script, model, elapsed.Round(time.Millisecond), r.Iterations)
 	if r.Dropped > 0 {
 		fmt.Fprintf(w, ", %d dropped", r.Dropped)
 	}
