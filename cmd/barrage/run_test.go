@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -168,14 +169,19 @@ func TestDebugTracesOneIteration(t *testing.T) {
 }
 
 func TestDebugShowsEveryHopAndTheDecodedBody(t *testing.T) {
+	var mu sync.Mutex
 	var seen []string
 	mux := http.NewServeMux()
 	mux.HandleFunc("/r", func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
 		seen = append(seen, r.Method+" "+r.URL.Path)
 		http.Redirect(w, r, "/dest", http.StatusFound)
 	})
 	mux.HandleFunc("/dest", func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
 		seen = append(seen, r.Method+" "+r.URL.Path)
+		mu.Unlock()
 		var buf bytes.Buffer
 		zw := gzip.NewWriter(&buf)
 		fmt.Fprint(zw, `{"arrived":true}`)
@@ -196,7 +202,9 @@ load: { vus: 1, iterations: 1 }
 `), 0o644))
 	out, errOut, code := runCLI(t, "debug", path)
 	require.Equal(t, 0, code, "stdout: %s\nstderr: %s", out, errOut)
+	mu.Lock()
 	require.Equal(t, []string{"POST /r", "GET /dest"}, seen)
+	mu.Unlock()
 	require.Contains(t, out, "> POST "+srv.URL+"/r\n")
 	require.Contains(t, out, "< 302, followed\n> GET "+srv.URL+"/dest\n< 200")
 	require.Contains(t, out, "(body came gzip-compressed: 16 bytes decoded; shown decoded)\n")

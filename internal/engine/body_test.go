@@ -83,6 +83,8 @@ load: { vus: 2, iterations: 4 }
 	}
 	require.Greater(t, stats(t, res, "upload").BytesOut, int64(4*len(photo)))
 	want := fmt.Sprintf("Holiday|ada|beach.png|image/png|%x", sha256.Sum256(photo))
+	mu.Lock()
+	defer mu.Unlock()
 	require.Equal(t, []string{want, want, want, want}, got)
 }
 
