@@ -66,6 +66,30 @@ func (e AgentState) Valid() bool {
 	}
 }
 
+// Defines values for CorrelationExtractor.
+const (
+	CorrelationExtractorCookie CorrelationExtractor = "cookie"
+	CorrelationExtractorHeader CorrelationExtractor = "header"
+	CorrelationExtractorJson   CorrelationExtractor = "json"
+	CorrelationExtractorRegex  CorrelationExtractor = "regex"
+)
+
+// Valid indicates whether the value is a known member of the CorrelationExtractor enum.
+func (e CorrelationExtractor) Valid() bool {
+	switch e {
+	case CorrelationExtractorCookie:
+		return true
+	case CorrelationExtractorHeader:
+		return true
+	case CorrelationExtractorJson:
+		return true
+	case CorrelationExtractorRegex:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for CreatedInvitationState.
 const (
 	CreatedInvitationStateActive  CreatedInvitationState = "active"
@@ -895,6 +919,35 @@ type BundleFile struct {
 	Name    string `json:"name"`
 }
 
+// Correlation A value that came in one response and went out in later requests, carried by an extractor into a variable.
+type Correlation struct {
+	// Expression The extractor's JSON path, regular expression, header or cookie name.
+	Expression string               `json:"expression"`
+	Extractor  CorrelationExtractor `json:"extractor"`
+
+	// Request The request whose response gives it, by its name in the script.
+	Request string `json:"request"`
+
+	// Seen Where in that response: `JSON $.id`, `header Location`, `body, <input name="csrf">`.
+	Seen string           `json:"seen"`
+	Uses []CorrelationUse `json:"uses"`
+
+	// Value The value as recorded.
+	Value    string `json:"value"`
+	Variable string `json:"variable"`
+}
+
+// CorrelationExtractor defines model for Correlation.Extractor.
+type CorrelationExtractor string
+
+// CorrelationUse A place a request sent a correlated value.
+type CorrelationUse struct {
+	Request string `json:"request"`
+
+	// Where `form field csrf`, `JSON $.cart`, `header Authorization`, `URL path`, `URL`.
+	Where string `json:"where"`
+}
+
 // CreateAgentRequest defines model for CreateAgentRequest.
 type CreateAgentRequest struct {
 	MaxRunDurationSeconds *int   `json:"max_run_duration_seconds,omitempty"`
@@ -1122,6 +1175,38 @@ type GeneratedScript struct {
 
 	// Source The script after its source plugins, as JSON, without them.
 	Source string `json:"source"`
+}
+
+// HarDocument An HTTP Archive, HAR 1.2 (`{"log": {"entries": [...]}}`). Browsers add fields of their
+// own (`_initiator`, `_priority` and others), which are accepted and ignored; the fields
+// the converter reads are checked by it, each error naming its field.
+type HarDocument struct {
+	Log struct {
+		// Entries The exchanges of the visit, each a request with its response, in the order they started.
+		Entries []struct {
+			// Pageref The page it belongs to, a `pages` entry's `id`.
+			Pageref *string `json:"pageref,omitempty"`
+			Request struct {
+				Method string `json:"method"`
+
+				// Url An absolute URL; entries that are not http(s) are left out.
+				Url string `json:"url"`
+			} `json:"request"`
+			Response struct {
+				// Status 0 when no response came: such an entry is left out.
+				Status int `json:"status"`
+			} `json:"response"`
+
+			// StartedDateTime When the request started, RFC 3339: `2025-03-14T09:26:53.589Z`.
+			StartedDateTime string `json:"startedDateTime"`
+
+			// Time The whole exchange, in milliseconds.
+			Time *float32 `json:"time,omitempty"`
+		} `json:"entries"`
+
+		// Pages The pages the browser loaded; entries name theirs in `pageref`.
+		Pages *[]map[string]interface{} `json:"pages,omitempty"`
+	} `json:"log"`
 }
 
 // Header defines model for Header.
@@ -1354,6 +1439,18 @@ type ManifestAgent struct {
 
 	// Version The agent's version when it took the shard; empty before.
 	Version string `json:"version"`
+}
+
+// MissedCorrelation defines model for MissedCorrelation.
+type MissedCorrelation struct {
+	// Request The request that sent it.
+	Request string `json:"request"`
+
+	// Source The request whose response gave it.
+	Source string `json:"source"`
+	Value  string `json:"value"`
+	Where  string `json:"where"`
+	Why    string `json:"why"`
 }
 
 // MonitorFailure defines model for MonitorFailure.
@@ -1639,6 +1736,15 @@ type PublishRequest struct {
 type ReasonRequest struct {
 	// Reason Why: shown to the version's owners, and with a deprecation or a revocation to everyone who uses it.
 	Reason string `json:"reason"`
+}
+
+// RecordedValue defines model for RecordedValue.
+type RecordedValue struct {
+	// Column The data file's column that replaced it.
+	Column  *string `json:"column,omitempty"`
+	Request string  `json:"request"`
+	Value   string  `json:"value"`
+	Where   string  `json:"where"`
 }
 
 // RefreshRequest defines model for RefreshRequest.
@@ -2139,6 +2245,33 @@ type TestFileRef struct {
 	UpdatedAt time.Time `json:"updated_at"`
 }
 
+// TestImport defines model for TestImport.
+type TestImport struct {
+	// AssetsLeftOut Static assets left out (`assets=true` keeps them).
+	AssetsLeftOut int           `json:"assets_left_out"`
+	Correlations  []Correlation `json:"correlations"`
+
+	// DataBound Typed-in values a data file replaced; none here, since a HAR comes alone (`barrage import har --users` does it).
+	DataBound []RecordedValue `json:"data_bound"`
+
+	// Groups Groups (pages) in the script.
+	Groups int `json:"groups"`
+
+	// Missed Values a response gave and a later request sent, which no extractor takes exactly; the script sends them as recorded.
+	Missed []MissedCorrelation `json:"missed"`
+
+	// Parameters Values the recording typed in (no response gave them), left as recorded, which a data file could provide.
+	Parameters []RecordedValue `json:"parameters"`
+
+	// Requests Requests in the script.
+	Requests int `json:"requests"`
+
+	// Skipped Entries that cannot be replayed: no response, not http(s), a browser's CORS preflight.
+	Skipped  int      `json:"skipped"`
+	Test     Test     `json:"test"`
+	Warnings []string `json:"warnings"`
+}
+
 // TestJobRequest defines model for TestJobRequest.
 type TestJobRequest struct {
 	// AgentId Default: the first online agent you may use, yours first.
@@ -2490,6 +2623,15 @@ type CreateTestParams struct {
 	Name *TestName `form:"name,omitempty" json:"name,omitempty"`
 }
 
+// ImportTestParams defines parameters for ImportTest.
+type ImportTestParams struct {
+	// Name The test's name; default the script's `name`.
+	Name *TestName `form:"name,omitempty" json:"name,omitempty"`
+
+	// Assets Keep static assets (images, CSS, JavaScript, fonts, media), which are left out by default.
+	Assets *bool `form:"assets,omitempty" json:"assets,omitempty"`
+}
+
 // UpdateTestParams defines parameters for UpdateTest.
 type UpdateTestParams struct {
 	// Name The test's name; default the script's `name`.
@@ -2576,6 +2718,9 @@ type CreateTargetJSONRequestBody = CreateTargetRequest
 
 // CreateTestJSONRequestBody defines body for CreateTest for application/json ContentType.
 type CreateTestJSONRequestBody = TestSource
+
+// ImportTestJSONRequestBody defines body for ImportTest for application/json ContentType.
+type ImportTestJSONRequestBody = HarDocument
 
 // UpdateTestJSONRequestBody defines body for UpdateTest for application/json ContentType.
 type UpdateTestJSONRequestBody = TestSource
@@ -3528,6 +3673,50 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /v1/tests (the `CreateTest` operationId).
 	CreateTest(ctx context.Context, params *CreateTestParams, body CreateTestJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ImportTestWithBody Save a new test made from a HAR recording
+	//
+	// The body is an HTTP Archive (HAR 1.2): a browser's export of its network panel, or what
+	// `barrage record --har` writes. It is turned into a script by the converter
+	// `barrage import har` uses ([docs/recording.md](https://github.com/barrage-load/barrage/blob/main/docs/recording.md)):
+	// requests grouped into pages, static assets left out (unless `assets=true`), think times
+	// from the pauses between pages, the browser's own headers dropped, and each value that
+	// came in one response and went out in a later request (a CSRF token, a session or order
+	// id) carried by an extractor into a `${variable}`. The script is saved as the test's
+	// revision 1, as `POST /v1/tests` saves one, named by `name`, else `recording of HOST`.
+	// The answer is the test and what the conversion found: the correlations, the values
+	// typed in that a data file could provide, the values it could not correlate, and notes.
+	// The server fetches nothing: it reads the HAR alone. A document that is not a HAR, or
+	// whose fields the converter needs are missing or wrong, gets `422` naming each field
+	// (`log.entries[3].request.url`); one that holds nothing to replay gets `422` naming
+	// `log.entries`. The body's limit is the server's, as for a test's source.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/tests/import (the `ImportTest` operationId).
+	ImportTestWithBody(ctx context.Context, params *ImportTestParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ImportTest Save a new test made from a HAR recording
+	//
+	// The body is an HTTP Archive (HAR 1.2): a browser's export of its network panel, or what
+	// `barrage record --har` writes. It is turned into a script by the converter
+	// `barrage import har` uses ([docs/recording.md](https://github.com/barrage-load/barrage/blob/main/docs/recording.md)):
+	// requests grouped into pages, static assets left out (unless `assets=true`), think times
+	// from the pauses between pages, the browser's own headers dropped, and each value that
+	// came in one response and went out in a later request (a CSRF token, a session or order
+	// id) carried by an extractor into a `${variable}`. The script is saved as the test's
+	// revision 1, as `POST /v1/tests` saves one, named by `name`, else `recording of HOST`.
+	// The answer is the test and what the conversion found: the correlations, the values
+	// typed in that a data file could provide, the values it could not correlate, and notes.
+	// The server fetches nothing: it reads the HAR alone. A document that is not a HAR, or
+	// whose fields the converter needs are missing or wrong, gets `422` naming each field
+	// (`log.entries[3].request.url`); one that holds nothing to replay gets `422` naming
+	// `log.entries`. The body's limit is the server's, as for a test's source.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/tests/import (the `ImportTest` operationId).
+	ImportTest(ctx context.Context, params *ImportTestParams, body ImportTestJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// DeleteTest Delete a test
 	//
@@ -5492,6 +5681,70 @@ func (c *Client) CreateTestWithBody(ctx context.Context, params *CreateTestParam
 // Corresponds with POST /v1/tests (the `CreateTest` operationId).
 func (c *Client) CreateTest(ctx context.Context, params *CreateTestParams, body CreateTestJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewCreateTestRequest(c.Server, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ImportTestWithBody Save a new test made from a HAR recording
+//
+// The body is an HTTP Archive (HAR 1.2): a browser's export of its network panel, or what
+// `barrage record --har` writes. It is turned into a script by the converter
+// `barrage import har` uses ([docs/recording.md](https://github.com/barrage-load/barrage/blob/main/docs/recording.md)):
+// requests grouped into pages, static assets left out (unless `assets=true`), think times
+// from the pauses between pages, the browser's own headers dropped, and each value that
+// came in one response and went out in a later request (a CSRF token, a session or order
+// id) carried by an extractor into a `${variable}`. The script is saved as the test's
+// revision 1, as `POST /v1/tests` saves one, named by `name`, else `recording of HOST`.
+// The answer is the test and what the conversion found: the correlations, the values
+// typed in that a data file could provide, the values it could not correlate, and notes.
+// The server fetches nothing: it reads the HAR alone. A document that is not a HAR, or
+// whose fields the converter needs are missing or wrong, gets `422` naming each field
+// (`log.entries[3].request.url`); one that holds nothing to replay gets `422` naming
+// `log.entries`. The body's limit is the server's, as for a test's source.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/tests/import (the `ImportTest` operationId).
+func (c *Client) ImportTestWithBody(ctx context.Context, params *ImportTestParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewImportTestRequestWithBody(c.Server, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ImportTest Save a new test made from a HAR recording
+//
+// The body is an HTTP Archive (HAR 1.2): a browser's export of its network panel, or what
+// `barrage record --har` writes. It is turned into a script by the converter
+// `barrage import har` uses ([docs/recording.md](https://github.com/barrage-load/barrage/blob/main/docs/recording.md)):
+// requests grouped into pages, static assets left out (unless `assets=true`), think times
+// from the pauses between pages, the browser's own headers dropped, and each value that
+// came in one response and went out in a later request (a CSRF token, a session or order
+// id) carried by an extractor into a `${variable}`. The script is saved as the test's
+// revision 1, as `POST /v1/tests` saves one, named by `name`, else `recording of HOST`.
+// The answer is the test and what the conversion found: the correlations, the values
+// typed in that a data file could provide, the values it could not correlate, and notes.
+// The server fetches nothing: it reads the HAR alone. A document that is not a HAR, or
+// whose fields the converter needs are missing or wrong, gets `422` naming each field
+// (`log.entries[3].request.url`); one that holds nothing to replay gets `422` naming
+// `log.entries`. The body's limit is the server's, as for a test's source.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/tests/import (the `ImportTest` operationId).
+func (c *Client) ImportTest(ctx context.Context, params *ImportTestParams, body ImportTestJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewImportTestRequest(c.Server, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -9006,6 +9259,85 @@ func NewCreateTestRequestWithBody(server string, params *CreateTestParams, conte
 	return req, nil
 }
 
+// NewImportTestRequest calls the generic ImportTest builder with application/json body
+func NewImportTestRequest(server string, params *ImportTestParams, body ImportTestJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewImportTestRequestWithBody(server, params, "application/json", bodyReader)
+}
+
+// NewImportTestRequestWithBody constructs an http.Request for the ImportTest method, with any body, and a specified content type
+func NewImportTestRequestWithBody(server string, params *ImportTestParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/tests/import")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Name != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "name", *params.Name, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Assets != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "assets", *params.Assets, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "boolean", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
 // NewDeleteTestRequest constructs an http.Request for the DeleteTest method
 func NewDeleteTestRequest(server string, id ID) (*http.Request, error) {
 	var err error
@@ -10587,6 +10919,50 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /v1/tests (the `CreateTest` operationId).
 	CreateTestWithResponse(ctx context.Context, params *CreateTestParams, body CreateTestJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateTestResponse, error)
+
+	// ImportTestWithBodyWithResponse Save a new test made from a HAR recording
+	//
+	// The body is an HTTP Archive (HAR 1.2): a browser's export of its network panel, or what
+	// `barrage record --har` writes. It is turned into a script by the converter
+	// `barrage import har` uses ([docs/recording.md](https://github.com/barrage-load/barrage/blob/main/docs/recording.md)):
+	// requests grouped into pages, static assets left out (unless `assets=true`), think times
+	// from the pauses between pages, the browser's own headers dropped, and each value that
+	// came in one response and went out in a later request (a CSRF token, a session or order
+	// id) carried by an extractor into a `${variable}`. The script is saved as the test's
+	// revision 1, as `POST /v1/tests` saves one, named by `name`, else `recording of HOST`.
+	// The answer is the test and what the conversion found: the correlations, the values
+	// typed in that a data file could provide, the values it could not correlate, and notes.
+	// The server fetches nothing: it reads the HAR alone. A document that is not a HAR, or
+	// whose fields the converter needs are missing or wrong, gets `422` naming each field
+	// (`log.entries[3].request.url`); one that holds nothing to replay gets `422` naming
+	// `log.entries`. The body's limit is the server's, as for a test's source.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/tests/import (the `ImportTest` operationId).
+	ImportTestWithBodyWithResponse(ctx context.Context, params *ImportTestParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ImportTestResponse, error)
+
+	// ImportTestWithResponse Save a new test made from a HAR recording
+	//
+	// The body is an HTTP Archive (HAR 1.2): a browser's export of its network panel, or what
+	// `barrage record --har` writes. It is turned into a script by the converter
+	// `barrage import har` uses ([docs/recording.md](https://github.com/barrage-load/barrage/blob/main/docs/recording.md)):
+	// requests grouped into pages, static assets left out (unless `assets=true`), think times
+	// from the pauses between pages, the browser's own headers dropped, and each value that
+	// came in one response and went out in a later request (a CSRF token, a session or order
+	// id) carried by an extractor into a `${variable}`. The script is saved as the test's
+	// revision 1, as `POST /v1/tests` saves one, named by `name`, else `recording of HOST`.
+	// The answer is the test and what the conversion found: the correlations, the values
+	// typed in that a data file could provide, the values it could not correlate, and notes.
+	// The server fetches nothing: it reads the HAR alone. A document that is not a HAR, or
+	// whose fields the converter needs are missing or wrong, gets `422` naming each field
+	// (`log.entries[3].request.url`); one that holds nothing to replay gets `422` naming
+	// `log.entries`. The body's limit is the server's, as for a test's source.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/tests/import (the `ImportTest` operationId).
+	ImportTestWithResponse(ctx context.Context, params *ImportTestParams, body ImportTestJSONRequestBody, reqEditors ...RequestEditorFn) (*ImportTestResponse, error)
 
 	// DeleteTestWithResponse Delete a test
 	//
@@ -17010,6 +17386,103 @@ func (r CreateTestResponse) ContentType() string {
 	return ""
 }
 
+// ImportTestResponse503Headers the declared response headers of an HTTP 503 response for ImportTest
+type ImportTestResponse503Headers struct {
+	RetryAfter *int
+}
+
+type ImportTestResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *TestImport
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Problem
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *Problem
+	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationproblemJSON415 *Problem
+	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationproblemJSON422 *Problem
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *DatabaseUnavailable
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ImportTestResponse503Headers
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r ImportTestResponse) GetJSON201() *TestImport {
+	return r.JSON201
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r ImportTestResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r ImportTestResponse) GetApplicationproblemJSON401() *Problem {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r ImportTestResponse) GetApplicationproblemJSON403() *Problem {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r ImportTestResponse) GetApplicationproblemJSON413() *Problem {
+	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r ImportTestResponse) GetApplicationproblemJSON415() *Problem {
+	return r.ApplicationproblemJSON415
+}
+
+// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r ImportTestResponse) GetApplicationproblemJSON422() *Problem {
+	return r.ApplicationproblemJSON422
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r ImportTestResponse) GetApplicationproblemJSON503() *DatabaseUnavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ImportTestResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ImportTestResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ImportTestResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ImportTestResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // DeleteTestResponse503Headers the declared response headers of an HTTP 503 response for DeleteTest
 type DeleteTestResponse503Headers struct {
 	RetryAfter *int
@@ -19738,6 +20211,62 @@ func (c *ClientWithResponses) CreateTestWithResponse(ctx context.Context, params
 		return nil, err
 	}
 	return ParseCreateTestResponse(rsp)
+}
+
+// ImportTestWithBodyWithResponse Save a new test made from a HAR recording
+//
+// The body is an HTTP Archive (HAR 1.2): a browser's export of its network panel, or what
+// `barrage record --har` writes. It is turned into a script by the converter
+// `barrage import har` uses ([docs/recording.md](https://github.com/barrage-load/barrage/blob/main/docs/recording.md)):
+// requests grouped into pages, static assets left out (unless `assets=true`), think times
+// from the pauses between pages, the browser's own headers dropped, and each value that
+// came in one response and went out in a later request (a CSRF token, a session or order
+// id) carried by an extractor into a `${variable}`. The script is saved as the test's
+// revision 1, as `POST /v1/tests` saves one, named by `name`, else `recording of HOST`.
+// The answer is the test and what the conversion found: the correlations, the values
+// typed in that a data file could provide, the values it could not correlate, and notes.
+// The server fetches nothing: it reads the HAR alone. A document that is not a HAR, or
+// whose fields the converter needs are missing or wrong, gets `422` naming each field
+// (`log.entries[3].request.url`); one that holds nothing to replay gets `422` naming
+// `log.entries`. The body's limit is the server's, as for a test's source.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/tests/import (the `ImportTest` operationId).
+func (c *ClientWithResponses) ImportTestWithBodyWithResponse(ctx context.Context, params *ImportTestParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ImportTestResponse, error) {
+	rsp, err := c.ImportTestWithBody(ctx, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseImportTestResponse(rsp)
+}
+
+// ImportTestWithResponse Save a new test made from a HAR recording
+//
+// The body is an HTTP Archive (HAR 1.2): a browser's export of its network panel, or what
+// `barrage record --har` writes. It is turned into a script by the converter
+// `barrage import har` uses ([docs/recording.md](https://github.com/barrage-load/barrage/blob/main/docs/recording.md)):
+// requests grouped into pages, static assets left out (unless `assets=true`), think times
+// from the pauses between pages, the browser's own headers dropped, and each value that
+// came in one response and went out in a later request (a CSRF token, a session or order
+// id) carried by an extractor into a `${variable}`. The script is saved as the test's
+// revision 1, as `POST /v1/tests` saves one, named by `name`, else `recording of HOST`.
+// The answer is the test and what the conversion found: the correlations, the values
+// typed in that a data file could provide, the values it could not correlate, and notes.
+// The server fetches nothing: it reads the HAR alone. A document that is not a HAR, or
+// whose fields the converter needs are missing or wrong, gets `422` naming each field
+// (`log.entries[3].request.url`); one that holds nothing to replay gets `422` naming
+// `log.entries`. The body's limit is the server's, as for a test's source.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/tests/import (the `ImportTest` operationId).
+func (c *ClientWithResponses) ImportTestWithResponse(ctx context.Context, params *ImportTestParams, body ImportTestJSONRequestBody, reqEditors ...RequestEditorFn) (*ImportTestResponse, error) {
+	rsp, err := c.ImportTest(ctx, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseImportTestResponse(rsp)
 }
 
 // DeleteTestWithResponse Delete a test
@@ -25648,6 +26177,94 @@ func ParseCreateTestResponse(rsp *http.Response) (*CreateTestResponse, error) {
 	return response, nil
 }
 
+// ParseImportTestResponse parses an HTTP response from a ImportTestWithResponse call
+func ParseImportTestResponse(rsp *http.Response) (*ImportTestResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ImportTestResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest TestImport
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest DatabaseUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 503:
+		var headers ImportTestResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
 // ParseDeleteTestResponse parses an HTTP response from a DeleteTestWithResponse call
 func ParseDeleteTestResponse(rsp *http.Response) (*DeleteTestResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -26962,6 +27579,9 @@ type ServerInterface interface {
 	// CreateTest Save a new test
 	// (POST /v1/tests)
 	CreateTest(w http.ResponseWriter, r *http.Request, params CreateTestParams)
+	// ImportTest Save a new test made from a HAR recording
+	// (POST /v1/tests/import)
+	ImportTest(w http.ResponseWriter, r *http.Request, params ImportTestParams)
 	// DeleteTest Delete a test
 	// (DELETE /v1/tests/{id})
 	DeleteTest(w http.ResponseWriter, r *http.Request, id ID)
@@ -27436,6 +28056,12 @@ func (_ Unimplemented) ListTests(w http.ResponseWriter, r *http.Request, params 
 // CreateTest Save a new test
 // (POST /v1/tests)
 func (_ Unimplemented) CreateTest(w http.ResponseWriter, r *http.Request, params CreateTestParams) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
+// ImportTest Save a new test made from a HAR recording
+// (POST /v1/tests/import)
+func (_ Unimplemented) ImportTest(w http.ResponseWriter, r *http.Request, params ImportTestParams) {
 	w.WriteHeader(http.StatusNotImplemented)
 }
 
@@ -29683,6 +30309,52 @@ func (siw *ServerInterfaceWrapper) CreateTest(w http.ResponseWriter, r *http.Req
 	handler.ServeHTTP(w, r)
 }
 
+// ImportTest operation middleware
+func (siw *ServerInterfaceWrapper) ImportTest(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ImportTestParams
+
+	// ------------- Optional query parameter "name" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "name", r.URL.Query(), &params.Name, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "name"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "name", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "assets" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "assets", r.URL.Query(), &params.Assets, runtime.BindQueryParameterOptions{Type: "boolean", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "assets"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "assets", Err: err})
+		}
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.ImportTest(w, r, params)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
 // DeleteTest operation middleware
 func (siw *ServerInterfaceWrapper) DeleteTest(w http.ResponseWriter, r *http.Request) {
 
@@ -30328,6 +31000,9 @@ func HandlerWithOptions(si ServerInterface, options ChiServerOptions) http.Handl
 	})
 	r.Group(func(r chi.Router) {
 		r.Post(options.BaseURL+"/v1/tests", wrapper.CreateTest)
+	})
+	r.Group(func(r chi.Router) {
+		r.Post(options.BaseURL+"/v1/tests/import", wrapper.ImportTest)
 	})
 	r.Group(func(r chi.Router) {
 		r.Delete(options.BaseURL+"/v1/tests/{id}", wrapper.DeleteTest)
@@ -38407,6 +39082,134 @@ func (response CreateTest503ApplicationProblemPlusJSONResponse) VisitCreateTestR
 	return err
 }
 
+type ImportTestRequestObject struct {
+	Params ImportTestParams
+	Body   *ImportTestJSONRequestBody
+}
+
+type ImportTestResponseObject interface {
+	VisitImportTestResponse(w http.ResponseWriter) error
+}
+
+type ImportTest201JSONResponse TestImport
+
+func (response ImportTest201JSONResponse) VisitImportTestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(201)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ImportTest400ApplicationProblemPlusJSONResponse struct {
+	ProblemApplicationProblemPlusJSONResponse
+}
+
+func (response ImportTest400ApplicationProblemPlusJSONResponse) VisitImportTestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ImportTest401ApplicationProblemPlusJSONResponse Problem
+
+func (response ImportTest401ApplicationProblemPlusJSONResponse) VisitImportTestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ImportTest403ApplicationProblemPlusJSONResponse Problem
+
+func (response ImportTest403ApplicationProblemPlusJSONResponse) VisitImportTestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ImportTest413ApplicationProblemPlusJSONResponse Problem
+
+func (response ImportTest413ApplicationProblemPlusJSONResponse) VisitImportTestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ImportTest415ApplicationProblemPlusJSONResponse Problem
+
+func (response ImportTest415ApplicationProblemPlusJSONResponse) VisitImportTestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ImportTest422ApplicationProblemPlusJSONResponse Problem
+
+func (response ImportTest422ApplicationProblemPlusJSONResponse) VisitImportTestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ImportTest503ApplicationProblemPlusJSONResponse struct {
+	DatabaseUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response ImportTest503ApplicationProblemPlusJSONResponse) VisitImportTestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type DeleteTestRequestObject struct {
 	Id ID `json:"id"`
 }
@@ -40186,6 +40989,9 @@ type StrictServerInterface interface {
 	// CreateTest Save a new test
 	// (POST /v1/tests)
 	CreateTest(ctx context.Context, request CreateTestRequestObject) (CreateTestResponseObject, error)
+	// ImportTest Save a new test made from a HAR recording
+	// (POST /v1/tests/import)
+	ImportTest(ctx context.Context, request ImportTestRequestObject) (ImportTestResponseObject, error)
 	// DeleteTest Delete a test
 	// (DELETE /v1/tests/{id})
 	DeleteTest(ctx context.Context, request DeleteTestRequestObject) (DeleteTestResponseObject, error)
@@ -42288,6 +43094,39 @@ func (sh *strictHandler) CreateTest(w http.ResponseWriter, r *http.Request, para
 		sh.options.ResponseErrorHandlerFunc(w, r, err)
 	} else if validResponse, ok := response.(CreateTestResponseObject); ok {
 		if err := validResponse.VisitCreateTestResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// ImportTest operation middleware
+func (sh *strictHandler) ImportTest(w http.ResponseWriter, r *http.Request, params ImportTestParams) {
+	var request ImportTestRequestObject
+
+	request.Params = params
+
+	var body ImportTestJSONRequestBody
+	if err := runtime.BindJSONBody(r, &body); err != nil {
+		sh.options.RequestErrorHandlerFunc(w, r, fmt.Errorf("can't decode JSON body: %w", err))
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.ImportTest(ctx, request.(ImportTestRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ImportTest")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(ImportTestResponseObject); ok {
+		if err := validResponse.VisitImportTestResponse(w); err != nil {
 			sh.options.ResponseErrorHandlerFunc(w, r, err)
 		}
 	} else if response != nil {

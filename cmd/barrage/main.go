@@ -101,6 +101,8 @@ func commands() []command {
 		{"compare", "hold a run's result against a base's and say what regressed: compare BASE.json NEW.json", runCompare},
 		{"sweep", "run a script at one concurrency after another and find the knee: sweep --vus 2,4,8,16 --step 30s SCRIPT", runSweep},
 		{"report", "write a run's result as an HTML report with charts: report RESULT.json -o report.html", runReport},
+		{"record", "record a visit through a proxy (http and https) as a script: record -o test.yaml [--listen 127.0.0.1:8888]", runRecord},
+		{"import", "turn a browser's HAR export into a script: import har FILE.har -o test.yaml", runImport},
 		{"agent", "run a measuring agent that takes work from a server: agent --server URL", runAgent},
 		{"agents", "the agents you may run on: agents list | create | delete", runAgents},
 		{"targets", "the hosts you proved you control, which shared agents load for you: targets add | verify | list | delete", runTargets},

@@ -76,6 +76,7 @@ var policies = map[string]policy{
 
 	"GET /v1/tests":                      {user, barrage.ScopeRead},
 	"POST /v1/tests":                     {user, barrage.ScopeWrite},
+	"POST /v1/tests/import":              {user, barrage.ScopeWrite},
 	"GET /v1/tests/{id}":                 {user, barrage.ScopeRead},
 	"PATCH /v1/tests/{id}":               {user, barrage.ScopeWrite},
 	"DELETE /v1/tests/{id}":              {user, barrage.ScopeWrite},

@@ -1,0 +1,37 @@
+package control
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/barrage-load/barrage/internal/barrage"
+	"github.com/barrage-load/barrage/internal/har"
+)
+
+// ImportInput is a HAR recording to make a test of, and how.
+type ImportInput struct {
+	// Name names the test; empty: the script's own name (recording of HOST).
+	Name string
+	HAR  []byte
+	// Assets keeps static assets, left out by default.
+	Assets bool
+}
+
+// ImportTest converts a HAR recording into a script with the converter `barrage import har`
+// uses, and stores it as a new test of p, as CreateTest does. It returns the test and what the
+// conversion found. Nothing is fetched: the HAR holds all the conversion reads.
+func (s *Service) ImportTest(ctx context.Context, p barrage.Principal, in ImportInput) (barrage.Test, *har.Result, error) {
+	l, err := har.Decode(in.HAR)
+	if err != nil {
+		return barrage.Test{}, nil, err
+	}
+	res, err := har.Convert(l, har.Options{Assets: in.Assets})
+	if err != nil {
+		return barrage.Test{}, nil, err
+	}
+	t, err := s.CreateTest(ctx, p, TestInput{Name: in.Name, Format: barrage.FormatYAML, Source: res.Script})
+	if err != nil {
+		return barrage.Test{}, nil, fmt.Errorf("store the imported test: %w", err)
+	}
+	return t, res, nil
+}
