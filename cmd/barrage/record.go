@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
@@ -61,6 +62,11 @@ func runRecord(ctx context.Context, e env, args []string) error {
 	ca, created, err := record.LoadCA(*caDir)
 	if err != nil {
 		return err
+	}
+	// The proxy relays whatever its clients ask, anywhere, and decrypts their HTTPS: it is for
+	// this machine's own browser alone, never an open proxy on a network.
+	if host, _, err := net.SplitHostPort(*listen); err != nil || !isLoopback(host) {
+		return usageError(fmt.Errorf("--listen %s: the recording proxy listens on a loopback address only (127.0.0.1, ::1, localhost): it relays anything its clients ask and decrypts their HTTPS", *listen))
 	}
 	ln, err := net.Listen("tcp", *listen)
 	if err != nil {
@@ -133,7 +139,8 @@ func writeHAR(path string, l *har.Log) error {
 	if err != nil {
 		return err
 	}
-	if err := os.WriteFile(path, data, 0o644); err != nil {
+	// A recording holds what was typed and the session's cookies: readable by its owner alone.
+	if err := os.WriteFile(path, data, 0o600); err != nil {
 		return fmt.Errorf("write the HAR: %w", err)
 	}
 	return nil
@@ -212,4 +219,13 @@ func shortURL(u string) string {
 		return u[:79] + "…"
 	}
 	return u
+}
+
+// isLoopback says whether host names this machine's loopback.
+func isLoopback(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	a, err := netip.ParseAddr(host)
+	return err == nil && a.IsLoopback()
 }

@@ -356,6 +356,9 @@ func TestImportABrowserHARAndReplayIt(t *testing.T) {
 	_, errOut, code = runWithEnv(t, nil, "record", "--listen", "127.0.0.1:0")
 	require.Equal(t, 2, code, errOut)
 	require.Contains(t, errOut, "-o: name the script to write")
+	_, errOut, code = runWithEnv(t, nil, "record", "--listen", "0.0.0.0:0", "-o", script)
+	require.Equal(t, 2, code, errOut)
+	require.Contains(t, errOut, "loopback address only")
 }
 
 // `barrage import har --push` sends the HAR to the server, which converts it with the same

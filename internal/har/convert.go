@@ -152,8 +152,9 @@ func Convert(l *Log, opts Options) (*Result, error) {
 		return nil, err
 	}
 	if _, err := script.Parse(src, script.ParseOptions{Filename: "converted.yaml"}); err != nil {
-		// Not wrapped: the input was valid; the converter is at fault.
-		return nil, fmt.Errorf("the converted script is not valid, which is a bug in Barrage's converter: %v", err) //nolint:errorlint // on purpose
+		// What a HAR holds that no script can carry (a line break or control character in a
+		// header, a name): the HAR is refused, saying where the script would break.
+		return nil, barrage.Invalid("log", fmt.Sprintf("holds text a script cannot carry (a line break or control character in a header or name?): %v", err))
 	}
 	c.res.Script = src
 	return c.res, nil

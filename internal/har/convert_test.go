@@ -360,6 +360,19 @@ func TestNothingToReplayIsInvalid(t *testing.T) {
 	require.Contains(t, inv.Fields[0].Reason, "1 static assets were left out")
 }
 
+// A line break in a header is text no script can carry: the HAR is refused, not the converter
+// blamed.
+func TestTextAScriptCannotCarryIsInvalid(t *testing.T) {
+	t.Parallel()
+	e := entry(0, "GET", "http://shop.test/", 200, "text/html", "hi")
+	e.Request.Headers = append(e.Request.Headers, har.NameValue{Name: "X-A", Value: "a\nb"})
+	_, err := har.Convert(&har.Log{Entries: []har.Entry{e}}, har.Options{})
+	var inv *barrage.InvalidError
+	require.ErrorAs(t, err, &inv)
+	require.Equal(t, "log", inv.Fields[0].Field)
+	require.Contains(t, inv.Fields[0].Reason, "holds text a script cannot carry")
+}
+
 // Decode names each field at fault by its path.
 func TestDecodeNamesTheFieldAtFault(t *testing.T) {
 	t.Parallel()
