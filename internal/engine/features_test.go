@@ -736,7 +736,9 @@ scenarios:
 	res := run(t, s, engine.Options{})
 	require.Equal(t, stats(t, res, "list").Requests, browse.Load())
 	require.Equal(t, stats(t, res, "pay").Requests, buy.Load())
-	require.InDelta(t, 20, buy.Load(), 2, "the open scenario's arrivals, whatever the other does")
+	// The open scenario's 20 arrivals are due whatever the other does: each started, or
+	// dropped when a loaded machine kept its VUs busy.
+	require.InDelta(t, 20, res.Scenarios[1].Iterations+res.Dropped+res.Interrupted, 1)
 	require.Positive(t, browse.Load())
 	require.Len(t, res.Scenarios, 2)
 	require.Equal(t, "browsers", res.Scenarios[0].Name)

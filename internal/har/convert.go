@@ -176,6 +176,8 @@ type converter struct {
 	origins string
 	// decided holds each value looked at for a correlation: its binding, or nil for none.
 	decided map[string]*binding
+	// overBound: values past MaxCandidates were met, and said so.
+	overBound bool
 	data    map[string]*binding
 	// taken are the variable names in use.
 	taken    map[string]bool

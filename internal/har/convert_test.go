@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"os"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -406,4 +407,23 @@ func entry(at time.Duration, method, u string, status int, mime, body string) ha
 		Request:  har.Request{Method: method, URL: u, HTTPVersion: "HTTP/1.1", Headers: []har.NameValue{{Name: "Host", Value: "shop.test"}, {Name: "User-Agent", Value: "test/1"}}},
 		Response: har.Response{Status: status, Headers: []har.NameValue{{Name: "Content-Type", Value: mime}}, Content: har.Content{MimeType: mime, Text: body, Size: int64(len(body))}}}
 	return e
+}
+
+// A HAR sending thousands of token-like values is converted in bounded work: past MaxCandidates
+// the values go as recorded, and the conversion says so once.
+func TestCorrelationWorkIsBounded(t *testing.T) {
+	t.Parallel()
+	var items, form []string
+	for i := range har.MaxCandidates + 500 {
+		id := fmt.Sprintf("%016x", uint64(i)*0x9e3779b97f4a7c15)
+		items = append(items, `{"id":"`+id+`"}`)
+		form = append(form, fmt.Sprintf("v%d=%s", i, id))
+	}
+	list := entry(0, "GET", "http://shop.test/items", 200, "application/json", `{"items":[`+strings.Join(items, ",")+`]}`)
+	send := entry(time.Second, "POST", "http://shop.test/send", 200, "text/plain", "ok")
+	send.Request.PostData = &har.PostData{MimeType: "application/x-www-form-urlencoded", Text: strings.Join(form, "&")}
+	res, err := har.Convert(&har.Log{Entries: []har.Entry{list, send}}, har.Options{})
+	require.NoError(t, err)
+	require.LessOrEqual(t, len(res.Correlations), har.MaxCandidates)
+	require.Len(t, slices.DeleteFunc(slices.Clone(res.Missed), func(m har.Missed) bool { return !strings.Contains(m.Why, "past the") }), 1)
 }

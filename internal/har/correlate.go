@@ -197,6 +197,9 @@ func redirectName(p string) string {
 // one an earlier correlation made, or a new one from the earliest response that gave it.
 // Values the client had before any response gave them, trivial values, and hosts are never
 // correlated.
+// MaxCandidates bounds the values a conversion looks at for correlations.
+const MaxCandidates = 1000
+
 func (c *converter) decide(x *exchange, f *field, v string, whole bool) *binding {
 	if whole {
 		if b := c.data[v]; b != nil {
@@ -208,6 +211,17 @@ func (c *converter) decide(x *exchange, f *field, v string, whole bool) *binding
 	}
 	short := whole && shortID(v) && f.kind != inRaw
 	if !generated(v) && !short {
+		return nil
+	}
+	if len(c.decided) >= MaxCandidates {
+		// Each candidate is sought in every earlier response: a HAR sending thousands of
+		// token-like values would cost the converter (and a server importing it) minutes. Past
+		// the bound, values go as recorded, and the conversion says so once.
+		if !c.overBound {
+			c.overBound = true
+			c.res.Missed = append(c.res.Missed, Missed{Value: v, Request: x.name, Where: f.where,
+				Why: fmt.Sprintf("past the %d values a conversion looks at for correlations: this one and the later ones go as recorded", MaxCandidates)})
+		}
 		return nil
 	}
 	if strings.Contains(c.origins, v) || c.sentBefore(x, v) {

@@ -1006,6 +1006,7 @@ func (d *decoder) requestURL(n *yaml.Node, p pos, base *Template) *Template {
 		}
 		var b builder
 		b.add(base.parts, escNone)
+		b.flush()
 		if last := len(b.parts) - 1; b.parts[last].name == "" {
 			b.parts[last].lit = strings.TrimSuffix(b.parts[last].lit, "/")
 		}

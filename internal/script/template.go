@@ -131,6 +131,7 @@ func parseTemplate(s string) ([]part, error) {
 // place they go.
 type builder struct {
 	parts []part
+	lit   strings.Builder // literal text not yet a part: a form of many fields is not copied at each
 	src   strings.Builder
 }
 
@@ -140,11 +141,20 @@ func (b *builder) text(s string) {
 		return
 	}
 	b.src.WriteString(strings.ReplaceAll(s, "${", "$${"))
-	if n := len(b.parts); n > 0 && b.parts[n-1].name == "" {
-		b.parts[n-1].lit += s
+	b.lit.WriteString(s)
+}
+
+// flush makes the pending literal text a part.
+func (b *builder) flush() {
+	if b.lit.Len() == 0 {
 		return
 	}
-	b.parts = append(b.parts, part{lit: s})
+	if n := len(b.parts); n > 0 && b.parts[n-1].name == "" {
+		b.parts[n-1].lit += b.lit.String() // literal parts stay one: Literal reads the first
+	} else {
+		b.parts = append(b.parts, part{lit: b.lit.String()})
+	}
+	b.lit.Reset()
 }
 
 // add appends parsed parts, escaping their literal text now and their variables when rendered.
@@ -155,12 +165,14 @@ func (b *builder) add(parts []part, esc escape) {
 			continue
 		}
 		b.src.WriteString("${" + p.name + "}")
+		b.flush()
 		b.parts = append(b.parts, part{name: p.name, esc: esc})
 	}
 }
 
 // template returns the composed template.
 func (b *builder) template(p pos) *Template {
+	b.flush()
 	t := &Template{src: b.src.String(), parts: slices.Clip(b.parts), p: p}
 	for _, x := range t.parts {
 		if x.name != "" && !slices.Contains(t.vars, x.name) {
