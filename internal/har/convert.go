@@ -178,7 +178,7 @@ type converter struct {
 	decided map[string]*binding
 	// overBound: values past MaxCandidates were met, and said so.
 	overBound bool
-	data    map[string]*binding
+	data      map[string]*binding
 	// taken are the variable names in use.
 	taken    map[string]bool
 	bindings []*binding
