@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"regexp"
 	"slices"
+	"strings"
 	"sync"
 )
 
@@ -44,7 +45,9 @@ var localAddr = regexp.MustCompile(`(?:\[[0-9a-fA-F:.%]+\]|[0-9.]+):[0-9]+->`)
 
 // Add counts n failures of label and class for message.
 func (s *ErrorSamples) Add(label, class, message string, n int64) {
-	message = localAddr.ReplaceAllString(message, "")
+	if strings.Contains(message, "->") { // a failed request's hot path: no regexp for a status
+		message = localAddr.ReplaceAllString(message, "")
+	}
 	if len(message) > 300 {
 		message = message[:300] + "…"
 	}
