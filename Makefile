@@ -27,7 +27,8 @@ build: ## build a static bin/barrage
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w -X main.version=$(VERSION)" -o bin/barrage ./cmd/barrage
 
 test: ## run every test; needs no PostgreSQL (TEST_DATABASE_URL, Docker, else an embedded one)
-	$(GO) test -race -count=1 ./...
+	@# The end-to-end package starts real servers, agents and PostgreSQL: past go test's 10 minutes on 2 cores.
+	$(GO) test -race -count=1 -timeout 30m ./...
 	cd sdk && $(GO) test -race -count=1 ./...
 
 generate: ## regenerate the oapi-codegen, sqlc and protobuf code (Go and Python)

@@ -1101,6 +1101,9 @@ type Delivery struct {
 	LatenessMeanMs float64       `json:"lateness_mean_ms"`
 	Model          DeliveryModel `json:"model"`
 
+	// Note What the delivery was judged on, when not every agent went on to the end.
+	Note *string `json:"note,omitempty"`
+
 	// Scheduled Open model: arrivals due; closed model: think times ended.
 	Scheduled   int64    `json:"scheduled"`
 	TargetShare *float64 `json:"target_share,omitempty"`
@@ -1228,6 +1231,36 @@ type HealthStatus string
 type HookErrorCount struct {
 	Count  int64  `json:"count"`
 	Reason string `json:"reason"`
+}
+
+// Incomplete Which agents' figures stop short of the run's end (lost, or failed while the others went on) and what is missing.
+// A lost agent may have sent requests it never reported: its requests/s over its last reported seconds (five at
+// most) times the time from the end of its last reported second to when its next report was due, plus a request in
+// flight for each of its VUs. An agent that reported its end (a SIGTERM, a failure) left nothing uncounted; its
+// share of the load after it stopped was not sent.
+type Incomplete struct {
+	Agents []struct {
+		// Agent The agent's name and id, or its shard once it was removed.
+		Agent string `json:"agent"`
+
+		// FromS Its figures stop this many whole seconds into the run.
+		FromS int64 `json:"from_s"`
+
+		// InFlight Its VUs in its last reported second.
+		InFlight        int64  `json:"in_flight"`
+		MissingRequests int64  `json:"missing_requests"`
+		Reason          string `json:"reason"`
+
+		// Rps Its requests/s over its last reported seconds.
+		Rps   float64 `json:"rps"`
+		State string  `json:"state"`
+
+		// UnreportedS How long it may have sent load it never reported; 0 when it reported its end.
+		UnreportedS float64 `json:"unreported_s"`
+	} `json:"agents"`
+
+	// MissingRequests A bound on the requests the target served that no figure counts, every agent's together: a lost agent went silent somewhere in its unreported time.
+	MissingRequests int64 `json:"missing_requests"`
 }
 
 // Invitation defines model for Invitation.
@@ -1850,7 +1883,17 @@ type RunSummary struct {
 	Errors       map[string]int64 `json:"errors"`
 	Groups       []LabelSummary   `json:"groups"`
 	Hooks        *[]LabelSummary  `json:"hooks,omitempty"`
-	Requests     []LabelSummary   `json:"requests"`
+
+	// Incomplete Which agents' figures stop short of the run's end (lost, or failed while the others went on) and what is missing.
+	// A lost agent may have sent requests it never reported: its requests/s over its last reported seconds (five at
+	// most) times the time from the end of its last reported second to when its next report was due, plus a request in
+	// flight for each of its VUs. An agent that reported its end (a SIGTERM, a failure) left nothing uncounted; its
+	// share of the load after it stopped was not sent.
+	Incomplete *Incomplete `json:"incomplete,omitempty"`
+
+	// Reason Why the run ended in its state.
+	Reason   *string        `json:"reason,omitempty"`
+	Requests []LabelSummary `json:"requests"`
 
 	// Scenarios The scenarios of a script that has them, each with its tags, model and request labels.
 	Scenarios *[]struct {
@@ -1871,11 +1914,16 @@ type RunSummary struct {
 	// had fewer than 5 such seconds. `unstable` when `cv` is above `limit`: 10%, or what counting alone makes at this
 	// rate (2/√mean) when that is more.
 	Stability *Stability `json:"stability,omitempty"`
+	State     *RunState  `json:"state,omitempty"`
 
 	// Steps WebSocket sessions and their receives' round trips, by name (each session's upgrade is among the requests).
-	Steps      *[]LabelSummary   `json:"steps,omitempty"`
-	Thresholds []ThresholdResult `json:"thresholds"`
-	Total      LabelSummary      `json:"total"`
+	Steps *[]LabelSummary `json:"steps,omitempty"`
+
+	// SurvivorStability When an agent's figures stopped short (`incomplete`), `stability` covers the seconds before, every agent's,
+	// and this the seconds after, of the agents that went on: a lost share is not read as the target's throughput.
+	SurvivorStability *Stability        `json:"survivor_stability,omitempty"`
+	Thresholds        []ThresholdResult `json:"thresholds"`
+	Total             LabelSummary      `json:"total"`
 
 	// Verdict What limited the load. `generator_limited`: a generator's CPU or clock (the numbers measure the tool), with its
 	// `reasons`. Else `target_limited`: the target could not take the load asked for (iterations dropped because every
@@ -2112,6 +2160,9 @@ type Stability struct {
 	FromS   int64   `json:"from_s"`
 	Limit   float64 `json:"limit"`
 	MeanRps float64 `json:"mean_rps"`
+
+	// Note Which agents' seconds it covers, when not all of them went on to the end.
+	Note    *string `json:"note,omitempty"`
 	Seconds int     `json:"seconds"`
 
 	// ToS The second after the last it covers.
@@ -3477,7 +3528,10 @@ type ClientInterface interface {
 	// A `text/event-stream` of the run's seconds as they are merged across its agents: each
 	// `second` event is a `LiveSecond` (requests per second, p50, p95 and p99, errors by
 	// class, active VUs, and each agent's health). A second is sent once every running agent
-	// has reported it, or two seconds after a later one arrived. A `state` event follows each
+	// has reported it, or two seconds after a later one arrived. A `shard` event (a `Shard`)
+	// tells each change of a shard's state as it happens, with why: started (`running`), `lost`
+	// (its agent went silent: seen within 10 seconds), `failed`, `finished` and the other end
+	// states. A `state` event follows each
 	// change of the run's state, after the seconds that led to it; the stream ends with the run's end (an `end` event), after its last second. It
 	// works on whichever replica of the server answers; a client that reconnects with
 	// `Last-Event-ID` resumes after that second.
@@ -5284,7 +5338,10 @@ func (c *Client) CompareRuns(ctx context.Context, id ID, params *CompareRunsPara
 // A `text/event-stream` of the run's seconds as they are merged across its agents: each
 // `second` event is a `LiveSecond` (requests per second, p50, p95 and p99, errors by
 // class, active VUs, and each agent's health). A second is sent once every running agent
-// has reported it, or two seconds after a later one arrived. A `state` event follows each
+// has reported it, or two seconds after a later one arrived. A `shard` event (a `Shard`)
+// tells each change of a shard's state as it happens, with why: started (`running`), `lost`
+// (its agent went silent: seen within 10 seconds), `failed`, `finished` and the other end
+// states. A `state` event follows each
 // change of the run's state, after the seconds that led to it; the stream ends with the run's end (an `end` event), after its last second. It
 // works on whichever replica of the server answers; a client that reconnects with
 // `Last-Event-ID` resumes after that second.
@@ -10693,7 +10750,10 @@ type ClientWithResponsesInterface interface {
 	// A `text/event-stream` of the run's seconds as they are merged across its agents: each
 	// `second` event is a `LiveSecond` (requests per second, p50, p95 and p99, errors by
 	// class, active VUs, and each agent's health). A second is sent once every running agent
-	// has reported it, or two seconds after a later one arrived. A `state` event follows each
+	// has reported it, or two seconds after a later one arrived. A `shard` event (a `Shard`)
+	// tells each change of a shard's state as it happens, with why: started (`running`), `lost`
+	// (its agent went silent: seen within 10 seconds), `failed`, `finished` and the other end
+	// states. A `state` event follows each
 	// change of the run's state, after the seconds that led to it; the stream ends with the run's end (an `end` event), after its last second. It
 	// works on whichever replica of the server answers; a client that reconnects with
 	// `Last-Event-ID` resumes after that second.
@@ -19860,7 +19920,10 @@ func (c *ClientWithResponses) CompareRunsWithResponse(ctx context.Context, id ID
 // A `text/event-stream` of the run's seconds as they are merged across its agents: each
 // `second` event is a `LiveSecond` (requests per second, p50, p95 and p99, errors by
 // class, active VUs, and each agent's health). A second is sent once every running agent
-// has reported it, or two seconds after a later one arrived. A `state` event follows each
+// has reported it, or two seconds after a later one arrived. A `shard` event (a `Shard`)
+// tells each change of a shard's state as it happens, with why: started (`running`), `lost`
+// (its agent went silent: seen within 10 seconds), `failed`, `finished` and the other end
+// states. A `state` event follows each
 // change of the run's state, after the seconds that led to it; the stream ends with the run's end (an `end` event), after its last second. It
 // works on whichever replica of the server answers; a client that reconnects with
 // `Last-Event-ID` resumes after that second.

@@ -273,6 +273,12 @@ func followLive(ctx context.Context, e env, id uuid.UUID, last *string) (ended b
 				}
 				fmt.Fprintln(e.stderr, remoteLiveLine(sec))
 				*last = evID
+			case "shard":
+				var sh api.Shard
+				if err := json.Unmarshal(data, &sh); err != nil {
+					return false, err
+				}
+				fmt.Fprintln(e.stderr, shardLine(&sh))
 			case "state", "end":
 				var run api.Run
 				if err := json.Unmarshal(data, &run); err != nil {
@@ -325,6 +331,31 @@ func runLine(r *api.Run) string {
 	return line
 }
 
+// shardLine is a change of a shard's state as --watch prints it, when it happens: an agent lost
+// or failed is said loudly, with why.
+func shardLine(sh *api.Shard) string {
+	what := string(sh.State)
+	switch sh.State {
+	case api.ShardStateRunning:
+		what = "started"
+	case api.ShardStateLost, api.ShardStateFailed, api.ShardStateTimedOut, api.ShardStateAbortedLimit:
+		what = strings.ToUpper(what)
+	}
+	line := fmt.Sprintf("%s  agent %s (%s): %s", time.Now().Format("15:04:05"), shardAgent(sh), sh.Segment, what)
+	if sh.Reason != "" && sh.State != api.ShardStateRunning {
+		line += ": " + sh.Reason
+	}
+	return line
+}
+
+// shardAgent names a shard's agent: its id, or that it was removed.
+func shardAgent(sh *api.Shard) string {
+	if sh.AgentId == nil {
+		return "(removed)"
+	}
+	return sh.AgentId.String()
+}
+
 func runRunsList(ctx context.Context, e env, args []string) error {
 	if err := parseFlags(newFlags(e, "runs list", ""), args, 0); err != nil {
 		return err
@@ -363,11 +394,24 @@ func idArg(fs *flag.FlagSet, args []string, what string) (uuid.UUID, error) {
 }
 
 func runRunsShow(ctx context.Context, e env, args []string) error {
-	_, run, err := fetchRun(ctx, e, newFlags(e, "runs show", "ID"), args)
+	cl, run, err := fetchRun(ctx, e, newFlags(e, "runs show", "ID"), args)
 	if err != nil {
 		return err
 	}
 	printRun(e, run)
+	if run.EndedAt == nil {
+		return nil
+	}
+	// An ended run says whether its figures are whole.
+	var s struct {
+		Incomplete *summary.Incomplete `json:"incomplete"`
+	}
+	if _, err := fetchSummary(ctx, cl, run.Id, &s); err != nil {
+		return err
+	}
+	if s.Incomplete != nil {
+		fmt.Fprintln(e.stdout, "\n"+s.Incomplete.String())
+	}
 	return nil
 }
 
@@ -398,17 +442,19 @@ func printRun(e env, r *api.Run) {
 	}
 	fmt.Fprintf(e.stdout, "\nscript %s, created %s\n", r.ScriptId, r.CreatedAt.Format(time.RFC3339))
 	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "SHARD\tAGENT\tSEGMENT\tSTATE\tLATE START\tREASON")
-	for _, sh := range r.Shards {
-		agent := "(removed)"
-		if sh.AgentId != nil {
-			agent = sh.AgentId.String()
+	fmt.Fprintln(tw, "SHARD\tAGENT\tSEGMENT\tSTATE\tSTARTED\tENDED\tLATE START\tREASON")
+	at := func(t *time.Time) string {
+		if t == nil {
+			return "-"
 		}
+		return t.Local().Format("15:04:05")
+	}
+	for _, sh := range r.Shards {
 		late := "-"
 		if sh.LateStartMs != nil {
 			late = (time.Duration(*sh.LateStartMs) * time.Millisecond).String()
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", sh.Id, agent, sh.Segment, sh.State, late, sh.Reason)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", sh.Id, shardAgent(&sh), sh.Segment, sh.State, at(sh.LeasedAt), at(sh.EndedAt), late, sh.Reason)
 	}
 	tw.Flush()
 }
@@ -444,27 +490,21 @@ func runRunsResults(ctx context.Context, e env, args []string) error {
 // printRunResults prints an ended run's summary as `barrage run` prints its own, then each
 // agent's share; its error carries the exit status.
 func printRunResults(ctx context.Context, e env, cl *api.ClientWithResponses, r *api.Run) error {
-	res, err := cl.GetRunSummaryWithResponse(ctx, r.Id)
-	if err != nil {
-		return err
-	}
-	if res.JSON200 == nil {
-		return api.ProblemError(res.HTTPResponse, res.Body)
-	}
 	// The server's summary is the shared one, with the run's figures beside it.
 	var s struct {
 		ElapsedS float64 `json:"elapsed_s"`
 		summary.Summary
 		Agents []struct {
 			Verdict summary.Verdict `json:"verdict"`
-		} `json:"agents"` // as res.JSON200.Agents, in the same order
+		} `json:"agents"` // as sum.Agents, in the same order
 	}
-	if err := json.Unmarshal(res.Body, &s); err != nil {
-		return fmt.Errorf("the run's summary: %w", err)
+	sum, err := fetchSummary(ctx, cl, r.Id, &s)
+	if err != nil {
+		return err
 	}
-	fmt.Fprintf(e.stdout, "\nrun %s: %s (%s), %.1fs on %d agent(s)\n", r.Id, r.State, r.Reason, s.ElapsedS, len(res.JSON200.Agents))
+	fmt.Fprintf(e.stdout, "\nrun %s: %s (%s), %.1fs on %d agent(s)\n", r.Id, r.State, r.Reason, s.ElapsedS, len(sum.Agents))
 	s.Print(e.stdout)
-	for i, a := range res.JSON200.Agents {
+	for i, a := range sum.Agents {
 		agent := "(removed)"
 		if a.AgentId != nil {
 			agent = a.AgentId.String()
@@ -481,6 +521,22 @@ func printRunResults(ctx context.Context, e env, cl *api.ClientWithResponses, r 
 		return fmt.Errorf("the run ended %s: %s", r.State, r.Reason)
 	}
 	return nil
+}
+
+// fetchSummary reads the summary of run id, decoding it also into v: what the contract's type
+// leaves out (the shared summary's own types) is read from the same document.
+func fetchSummary(ctx context.Context, cl *api.ClientWithResponses, id uuid.UUID, v any) (*api.RunSummary, error) {
+	res, err := cl.GetRunSummaryWithResponse(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if res.JSON200 == nil {
+		return nil, api.ProblemError(res.HTTPResponse, res.Body)
+	}
+	if err := json.Unmarshal(res.Body, v); err != nil {
+		return nil, fmt.Errorf("the run's summary: %w", err)
+	}
+	return res.JSON200, nil
 }
 
 func ptr[T any](v T) *T { return &v }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"maps"
 	"slices"
@@ -29,6 +30,9 @@ func dispatch(ctx context.Context, e env, group string, sub map[string]func(cont
 		}
 	}
 	fmt.Fprintf(e.stderr, "Usage: barrage %s <%s> [flags]\n", group, strings.Join(slices.Sorted(maps.Keys(sub)), "|"))
+	if len(args) == 1 && (args[0] == "-h" || args[0] == "--help" || args[0] == "help") {
+		return flag.ErrHelp // asked for
+	}
 	return errUsage
 }
 

@@ -73,7 +73,9 @@ func exitCode(err error) int {
 	switch {
 	case errors.As(err, &ee):
 		return ee.code
-	case errors.Is(err, errUsage) || errors.Is(err, flag.ErrHelp):
+	case errors.Is(err, flag.ErrHelp):
+		return 0 // -h and --help ask for the usage: it is no mistake (as git, go and k6 answer)
+	case errors.Is(err, errUsage):
 		return 2
 	}
 	return 1

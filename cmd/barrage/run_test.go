@@ -108,6 +108,13 @@ func TestServeBindsFirstAndWrongFlagsAreUsage(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, entries, "no database was unpacked")
 
+	// -h and --help are a request: the usage, and exit 0.
+	for _, args := range [][]string{{"serve", "--help"}, {"run", "-h"}, {"runs", "start", "--help"}, {"tests", "debug", "-h"}, {"runs", "--help"}} {
+		_, errOut, code = runWithEnv(t, []string{"BARRAGE_DATA_DIR=" + data}, args...)
+		require.Equal(t, 0, code, "%v: %s", args, errOut)
+		require.Contains(t, errOut, "Usage", "%v", args)
+		require.NotContains(t, errOut, "barrage: ", "%v", args)
+	}
 	for _, args := range [][]string{{"serve", "--bogus"}, {"run", "--bogus", "x.yaml"}, {"migrate", "up", "--bogus"}} {
 		_, errOut, code = runWithEnv(t, []string{"BARRAGE_DATA_DIR=" + data}, args...)
 		require.Equal(t, 2, code, "%v: %s", args, errOut)

@@ -310,19 +310,71 @@ thresholds:
 		require.Equal(t, ended, target.hits.Load())
 	})
 
-	t.Run("an agent killed mid-run is lost and its shard ends with a reason", func(t *testing.T) {
-		out := mustCLI(t, p, cfg, "", "runs", "start", "--file", script("lost", "vus: 4\n  duration: 20s"), "--agents", "2")
-		id := runIDLine.FindStringSubmatch(out)[1]
+	// bothRunning starts a run of 4 VUs for 20s on both agents and waits until both have
+	// results stored, returning its id.
+	bothRunning := func(t *testing.T, name string, watch bool) (id string, watched chan string) {
+		t.Helper()
+		args := []string{"runs", "start", "--file", script(name, "vus: 4\n  duration: 20s"), "--agents", "2"}
+		if !watch {
+			out := mustCLI(t, p, cfg, "", args...)
+			id = runIDLine.FindStringSubmatch(out)[1]
+		} else {
+			// --watch follows the run from its start, in the background, as a person would.
+			watched = make(chan string, 1)
+			go func() {
+				out, errOut, _ := cli(t, p, cfg, "", append(args, "--watch")...)
+				watched <- out + "\n--- stderr\n" + errOut
+			}()
+			eventually(t, 30*time.Second, "the run created", func() bool {
+				var list struct{ Items []runDoc }
+				apiGet(t, p, token, "/v1/runs", &list)
+				for _, r := range list.Items {
+					if r.State != "finished" && r.State != "failed" && r.State != "canceled" {
+						id = r.ID
+						return true
+					}
+				}
+				return false
+			})
+		}
 		eventually(t, 30*time.Second, "both shards running", func() bool {
 			r := run(id)
 			return r.State == "running" && r.Shards[0].State == "running" && r.Shards[1].State == "running"
 		})
 		// A second is in the series once every shard has reported it: both agents have results
-		// stored before one is killed.
+		// stored before one is stopped.
 		eventually(t, 30*time.Second, "a second from both agents", func() bool {
 			var series struct{ Seconds []any }
 			return apiGet(t, p, token, "/v1/runs/"+id+"/series", &series) == http.StatusOK && len(series.Seconds) > 0
 		})
+		return id, watched
+	}
+	type gapDoc struct {
+		Agent           string  `json:"agent"`
+		State           string  `json:"state"`
+		FromS           int64   `json:"from_s"`
+		RPS             float64 `json:"rps"`
+		UnreportedS     float64 `json:"unreported_s"`
+		MissingRequests int64   `json:"missing_requests"`
+	}
+	type summaryDoc struct {
+		State string `json:"state"`
+		Total struct {
+			Count int64 `json:"count"`
+		} `json:"total"`
+		Incomplete *struct {
+			MissingRequests int64    `json:"missing_requests"`
+			Agents          []gapDoc `json:"agents"`
+		} `json:"incomplete"`
+		Agents []struct {
+			State    string `json:"state"`
+			Requests int64  `json:"requests"`
+		} `json:"agents"`
+	}
+
+	t.Run("an agent killed mid-run is seen at once, and the result says what is missing", func(t *testing.T) {
+		before := target.hits.Load()
+		id, watched := bothRunning(t, "lost", true)
 		require.NoError(t, agents[0].cmd.Process.Signal(syscall.SIGKILL))
 		<-agents[0].done
 		killed := time.Now()
@@ -336,15 +388,43 @@ thresholds:
 		})
 		t.Logf("the shard was lost %s after the kill", time.Since(killed).Round(time.Millisecond))
 		eventually(t, time.Minute, "the run to end", func() bool { return run(id).State == "failed" })
-		r := run(id)
-		require.Contains(t, r.Reason, "was lost")
-		var sum struct {
-			Agents []struct {
-				State    string `json:"state"`
-				Requests int64  `json:"requests"`
-			} `json:"agents"`
+		require.Contains(t, run(id).Reason, "was lost")
+
+		// --watch said so when it happened, while the other agent's seconds went on.
+		var out string
+		select {
+		case out = <-watched:
+		case <-time.After(time.Minute):
+			t.Fatal("--watch did not end with the run")
 		}
+		lostLine := regexp.MustCompile(`(?m)^\d\d:\d\d:\d\d  agent [0-9a-f-]{36} \(\d:\d/2\): LOST: the agent sent nothing for 8s`).FindStringIndex(out)
+		require.NotNil(t, lostLine, out)
+		later := regexp.MustCompile(`(?m)^ +1[89]s  vus`).FindStringIndex(out)
+		require.NotNil(t, later, "the surviving agent's last seconds: %s", out)
+		require.Less(t, lostLine[0], later[0], "the loss is printed as it happens, not at the end: %s", out)
+		// The results lead with the run's state and say plainly what is missing.
+		res := out[strings.Index(out, "\nrun "):]
+		require.Regexp(t, `^\nrun [0-9a-f-]{36}: failed \(agent [0-9a-f-]{36} was lost`, res)
+		require.Regexp(t, `(?m)^INCOMPLETE: the figures stop short for 1 agent\(s\); up to \d+ requests the target served may not be counted\n  - agent one \([0-9a-f-]{36}\) lost from second \d+`, res)
+		require.Less(t, strings.Index(res, "INCOMPLETE"), strings.Index(res, "all requests"), "before the figures")
+		require.Contains(t, res, "(judged on incomplete figures: see INCOMPLETE above)")
+
+		var sum summaryDoc
 		require.Equal(t, http.StatusOK, apiGet(t, p, token, "/v1/runs/"+id+"/summary", &sum))
+		require.Equal(t, "failed", sum.State)
+		require.NotNil(t, sum.Incomplete)
+		require.Len(t, sum.Incomplete.Agents, 1)
+		gap := sum.Incomplete.Agents[0]
+		require.Equal(t, "lost", gap.State)
+		require.Positive(t, gap.RPS)
+		require.Positive(t, gap.UnreportedS)
+		// What the target served and the summary did not count is within the estimate.
+		served := target.hits.Load() - before
+		missing := served - sum.Total.Count
+		t.Logf("served %d, counted %d: %d missing, %d estimated (%.1f/s × %.2fs + in flight)",
+			served, sum.Total.Count, missing, gap.MissingRequests, gap.RPS, gap.UnreportedS)
+		require.GreaterOrEqual(t, missing, int64(0))
+		require.LessOrEqual(t, missing, sum.Incomplete.MissingRequests)
 		lost := 0
 		for _, a := range sum.Agents {
 			require.Positive(t, a.Requests, "partial results are kept")
@@ -353,6 +433,38 @@ thresholds:
 			}
 		}
 		require.Equal(t, 1, lost)
+
+		// The report leads with the run's state, then what is missing, before any verdict.
+		dest := filepath.Join(t.TempDir(), "lost.html")
+		mustCLI(t, p, cfg, "", "runs", "report", "-o", dest, id)
+		page, err := os.ReadFile(dest)
+		require.NoError(t, err)
+		html := string(page)
+		state, incomplete := strings.Index(html, `id="run-state"`), strings.Index(html, `id="incomplete"`)
+		require.Positive(t, state, "the state box")
+		require.Greater(t, incomplete, state)
+		require.Less(t, incomplete, strings.Index(html, `class="verdict"`), "before the verdicts")
+		require.Contains(t, html, "on incomplete figures")
+	})
+
+	t.Run("an agent stopped with SIGTERM mid-run reports every request it sent", func(t *testing.T) {
+		agents[0] = startAgent(t, p, agentTokens[0])
+		eventually(t, 30*time.Second, "both agents online", func() bool {
+			return strings.Count(mustCLI(t, p, cfg, "", "agents", "list"), " online ") == 2
+		})
+		before := target.hits.Load()
+		id, _ := bothRunning(t, "terminated", false)
+		require.NoError(t, agents[0].cmd.Process.Signal(syscall.SIGTERM))
+		require.NoError(t, <-agents[0].done, "the agent exits 0 on SIGTERM: %s", agents[0].stderr.String())
+		eventually(t, time.Minute, "the run to end", func() bool { return run(id).State == "failed" })
+		require.Contains(t, run(id).Reason, "the agent was stopped")
+		var sum summaryDoc
+		require.Equal(t, http.StatusOK, apiGet(t, p, token, "/v1/runs/"+id+"/summary", &sum))
+		require.Equal(t, target.hits.Load()-before, sum.Total.Count, "every request the target served is counted")
+		require.NotNil(t, sum.Incomplete)
+		require.Len(t, sum.Incomplete.Agents, 1)
+		require.Equal(t, "failed", sum.Incomplete.Agents[0].State)
+		require.Zero(t, sum.Incomplete.MissingRequests)
 	})
 
 	t.Run("agents stop their load when the server is gone", func(t *testing.T) {

@@ -228,7 +228,9 @@ func (a *Agent) runShard(ctx context.Context, job *api.ShardJob) {
 		finish(end)
 		return
 	}
-	run, err := engine.Start(ctx, s, opts)
+	// The load outlives ctx by a drain: an agent told to stop (SIGTERM, Ctrl-C) ends its load at
+	// the requests' edge and reports every request it sent before it exits.
+	run, err := engine.Start(context.WithoutCancel(ctx), s, opts)
 	if err != nil {
 		reason := api.StopReasonFailed
 		if errors.Is(err, barrage.ErrLimitExceeded) {
@@ -239,6 +241,11 @@ func (a *Agent) runShard(ctx context.Context, job *api.ShardJob) {
 		return
 	}
 	log.Info("shard started", slog.String("segment", job.Segment), slog.Time("start", opts.Start))
+	stopped := context.AfterFunc(ctx, func() {
+		log.Warn("the agent is stopping: draining the shard's load and reporting it")
+		run.Drain(engine.Failed, "the agent was stopped before the load's end; every request it sent is counted", drainWait)
+	})
+	defer stopped()
 	sh.report(ctx, run)
 	res := run.Wait()
 	end := &api.ShardEndReport{Reason: api.StopReason(res.Stop.Reason.String()), LateStartMs: ptr(res.LateStart.Milliseconds())}
@@ -471,7 +478,16 @@ func (m *monitorValues) take(index int64) *scraped {
 type load interface {
 	Done() <-chan struct{}
 	Stop(reason engine.StopReason, detail string)
+	Drain(reason engine.StopReason, detail string, within time.Duration)
 }
+
+// drainWait is how long a shard told to stop waits for its requests in flight, so that what the
+// target saw is measured, before it cuts them.
+const drainWait = 5 * time.Second
+
+// flushWait is how long an agent that is stopping goes on trying to report what its shard
+// measured: a process that is told to end must end.
+const flushWait = 15 * time.Second
 
 // sweepLoad is a sweep's levels under way: stopping it cancels them, keeping why.
 type sweepLoad struct {
@@ -482,6 +498,11 @@ type sweepLoad struct {
 }
 
 func (l *sweepLoad) Done() <-chan struct{} { return l.done }
+
+// Drain stops the sweep: its levels are judged whole or not at all.
+func (l *sweepLoad) Drain(reason engine.StopReason, detail string, _ time.Duration) {
+	l.Stop(reason, detail)
+}
 
 func (l *sweepLoad) Stop(reason engine.StopReason, detail string) {
 	l.mu.Lock()
@@ -526,8 +547,10 @@ func (sh *shard) sweep(ctx context.Context, s *script.Script, opts engine.Option
 }
 
 // report sends the shard's seconds each second while it runs, and stops its load when the
-// server says so or when the server has been out of reach for LostAfter.
+// server says so or when the server has been out of reach for LostAfter. It goes on after ctx
+// ends, while the load drains.
 func (sh *shard) report(ctx context.Context, run load) {
+	ctx = context.WithoutCancel(ctx)
 	go func() {
 		tick := time.NewTicker(time.Second)
 		defer tick.Stop()
@@ -543,13 +566,13 @@ func (sh *shard) report(ctx context.Context, run load) {
 			case err == nil:
 				lastOK = time.Now()
 				if stop != nil {
-					run.Stop(stop.Reason, stop.Detail)
+					run.Drain(stop.Reason, stop.Detail, drainWait)
 				}
 			case sh.isGone():
 				run.Stop(engine.Failed, err.Error())
 			case time.Since(lastOK) > sh.agent.cfg.LostAfter:
 				sh.log.Warn("lost the server; stopping the load", slog.String("error", err.Error()))
-				run.Stop(engine.Failed, fmt.Sprintf("the agent could not reach the server for %s", sh.agent.cfg.LostAfter))
+				run.Drain(engine.Failed, fmt.Sprintf("the agent could not reach the server for %s", sh.agent.cfg.LostAfter), drainWait)
 			default:
 				sh.log.Warn("report failed; will retry", slog.String("error", err.Error()))
 			}
@@ -558,24 +581,28 @@ func (sh *shard) report(ctx context.Context, run load) {
 }
 
 // finish sends what is left and the shard's end, retrying while the server is out of reach:
-// the seconds an agent kept while cut off reach the server when it is back.
+// the seconds an agent kept while cut off reach the server when it is back, for 10 minutes at
+// most. An agent that is stopping (ctx ended, now or while it retries) tries for flushWait more.
 func (sh *shard) finish(ctx context.Context, end *api.ShardEndReport) {
+	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Minute)
+	defer cancel()
+	stopping := context.AfterFunc(ctx, func() { time.AfterFunc(flushWait, cancel) })
+	defer stopping()
 	backoff := time.Second
-	deadline := time.Now().Add(10 * time.Minute)
 	for {
-		_, err := sh.send(ctx, end)
-		if err == nil || sh.isGone() || ctx.Err() != nil {
-			if err != nil {
-				sh.log.Warn("the shard's end was not recorded", slog.String("error", err.Error()))
-			}
+		_, err := sh.send(fctx, end)
+		switch {
+		case err == nil:
 			return
-		}
-		if time.Now().After(deadline) {
+		case sh.isGone():
+			sh.log.Warn("the shard's end was not recorded", slog.String("error", err.Error()))
+			return
+		case fctx.Err() != nil:
 			sh.log.Error("gave up reporting the shard's end", slog.String("error", err.Error()))
 			return
 		}
 		sh.log.Warn("report failed; will retry", slog.String("error", err.Error()), slog.Duration("in", backoff))
-		sleep(ctx, backoff)
+		sleep(fctx, backoff)
 		backoff = min(backoff*2, 15*time.Second)
 	}
 }

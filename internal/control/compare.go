@@ -35,7 +35,8 @@ func (s *Service) RunReport(ctx context.Context, p barrage.Principal, id uuid.UU
 	if err != nil {
 		return report.Report{}, err
 	}
-	rep := report.Report{Title: fmt.Sprintf("%s, run %s", r.Script, id), Run: r, Generated: s.now()}
+	rep := report.Report{Title: fmt.Sprintf("%s, run %s", r.Script, id), Run: r, Generated: s.now(),
+		State: string(sum.State), Reason: sum.Reason}
 	accounts, err := s.store.ShardAccounts(ctx, id)
 	if err != nil {
 		return report.Report{}, err
@@ -86,6 +87,9 @@ func (s *Service) result(ctx context.Context, p barrage.Principal, id uuid.UUID)
 	var sum Summary
 	if err := json.Unmarshal(doc, &sum); err != nil {
 		return nil, nil, fmt.Errorf("run %s: stored summary: %w", id, err)
+	}
+	if sum.State == "" { // summarized before summaries told it
+		sum.State, sum.Reason = run.State, run.Reason
 	}
 	r := &summary.Result{Summary: sum.Summary, ElapsedS: sum.ElapsedS, Series: []summary.Point{}}
 	if sc, err := s.runScript(ctx, run); err == nil {

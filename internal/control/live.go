@@ -137,10 +137,12 @@ func (m *merger) complete(run barrage.Run, idx, newest int64) bool {
 // report at the same moment, and one read then serves all their reports.
 const coalesce = 50 * time.Millisecond
 
-// LiveEvent is what the live view of a run sends: a merged second, or the run as it stands
-// after it changed (Run), the last one once the run has ended.
+// LiveEvent is what the live view of a run sends: a merged second, a shard whose state changed
+// (started, lost, failed, finished...: Shard, with why), or the run as it stands after it
+// changed (Run), the last one once the run has ended.
 type LiveEvent struct {
 	Second *MergedSecond
+	Shard  *barrage.Shard
 	Run    *barrage.Run
 	// Monitors name the series of Second.Monitors ("node: node_load1"), in their order.
 	Monitors []string
@@ -171,6 +173,9 @@ func (s *Service) Live(ctx context.Context, p barrage.Principal, id uuid.UUID, a
 	}
 	m := newMerger(after+1, false)
 	last := barrage.RunState("")
+	// The shards' states as the stream last told them: the run's first event tells them all,
+	// a shard event each change after.
+	shards := map[uuid.UUID]barrage.ShardState{}
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
 	for {
@@ -189,6 +194,18 @@ func (s *Service) Live(ctx context.Context, p barrage.Principal, id uuid.UUID, a
 			if err := emit(LiveEvent{Second: sec, Monitors: monitors, Stability: steady.Add(sec.Index, rps)}); err != nil {
 				return err
 			}
+		}
+		if last != "" {
+			for _, sh := range run.Shards {
+				if shards[sh.ID] != sh.State {
+					if err := emit(LiveEvent{Shard: &sh}); err != nil {
+						return err
+					}
+				}
+			}
+		}
+		for _, sh := range run.Shards {
+			shards[sh.ID] = sh.State
 		}
 		if run.State != last {
 			last = run.State

@@ -22,8 +22,11 @@ import (
 // exact merge of every agent's histograms; the thresholds judged on the merged seconds; and each
 // agent's share and the verdict on it as a generator.
 type Summary struct {
-	ElapsedS float64 `json:"elapsed_s"`
-	Seconds  int     `json:"seconds"`
+	// State and Reason are how the run ended, which the summary leads with.
+	State    barrage.RunState `json:"state"`
+	Reason   string           `json:"reason"`
+	ElapsedS float64          `json:"elapsed_s"`
+	Seconds  int              `json:"seconds"`
 	summary.Summary
 	Agents []AgentShare `json:"agents"`
 }
@@ -69,6 +72,7 @@ func (s *Service) finalize(ctx context.Context, run barrage.Run) error {
 		return fmt.Errorf("summarize run %s: %w", run.ID, err)
 	}
 	state, reason := endState(run)
+	sum.State, sum.Reason = state, reason
 	doc, err := json.Marshal(sum)
 	if err != nil {
 		return err
@@ -139,14 +143,18 @@ func (s *Service) summarize(ctx context.Context, sc *script.Script, run barrage.
 				t = &shardTally{}
 				byShard[id] = t
 			}
-			t.healths = append(t.healths, part.Health)
-			t.requests += part.Counts.Requests().Requests
+			t.add(m.Index, part)
 		}
 		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
+	names, err := s.agentNames(ctx, run.ID)
+	if err != nil {
+		return nil, err
+	}
+	incomplete := summary.NewIncomplete(s.gaps(run, byShard, names, int64(len(rps))))
 
 	elapsed := max(total.Duration, time.Second)
 	sum := &Summary{ElapsedS: elapsed.Seconds(), Seconds: seconds, Agents: []AgentShare{},
@@ -156,10 +164,27 @@ func (s *Service) summarize(ctx context.Context, sc *script.Script, run barrage.
 	if sum.ErrorSamples, err = s.errorSamples(ctx, run.ID); err != nil {
 		return nil, err
 	}
+	sum.Incomplete = incomplete
 	if run.Load.Sweep == nil { // a sweep's load changes on purpose: its levels are judged apart
 		from, to := summary.SteadyWindow(engine.Workload(sc, engine.LoadOptions(run.Load)), elapsed)
+		if incomplete != nil {
+			// The figures after an agent stopped lack its share: the seconds before and the
+			// agents that went on are judged apart, so that its loss reads as neither the
+			// target's throughput nor the generators'.
+			if cut := time.Duration(incomplete.From()) * time.Second; cut < to {
+				sum.SurvivorStability = summary.NewStability(rps, max(cut, from), to)
+				sum.SurvivorStability.Explain(rps, monitors)
+				if sum.SurvivorStability != nil {
+					sum.SurvivorStability.Note = fmt.Sprintf("the agents that went on, after second %d", incomplete.From())
+				}
+				to = cut
+			}
+		}
 		sum.Stability = summary.NewStability(rps, from, to)
 		sum.Stability.Explain(rps, monitors)
+		if sum.Stability != nil && incomplete != nil {
+			sum.Stability.Note = fmt.Sprintf("every agent, before second %d, when the first stopped short", incomplete.From())
+		}
 	}
 
 	model := engine.Workload(sc, engine.LoadOptions(run.Load)).Model
@@ -185,6 +210,9 @@ func (s *Service) summarize(ctx context.Context, sc *script.Script, run barrage.
 		sum.Agents = append(sum.Agents, share)
 	}
 	sum.Verdict.Delivery = summary.DeliveryOf(engine.Judge(all).Delivery, model)
+	if incomplete != nil {
+		sum.Verdict.Delivery.Note = "judged on the seconds each agent reported: an agent's end is not read as lateness or drops"
+	}
 	sum.Verdict.GeneratorLimited = len(sum.Verdict.Reasons) > 0
 	sum.Verdict.TargetLimited = !sum.Verdict.GeneratorLimited && len(sum.Verdict.TargetReasons) > 0
 	return sum, nil
@@ -232,6 +260,104 @@ func agentName(sh barrage.Shard) string {
 type shardTally struct {
 	healths  []engine.Health
 	requests int64
+	last     int64 // the newest second's index
+	// recent are the newest seconds' requests and lengths, lastSeconds at most.
+	recent []tallied
+}
+
+type tallied struct {
+	requests int64
+	length   time.Duration
+}
+
+// lastSeconds is how many of a shard's newest seconds tell its rate when it stopped.
+const lastSeconds = 5
+
+// add counts the shard's second of index idx.
+func (t *shardTally) add(idx int64, part ShardPart) {
+	n := part.Counts.Requests().Requests
+	t.healths = append(t.healths, part.Health)
+	t.requests += n
+	t.last = max(t.last, idx)
+	t.recent = append(t.recent, tallied{n, max(part.Counts.Duration, time.Second/10)})
+	if len(t.recent) > lastSeconds {
+		t.recent = t.recent[1:]
+	}
+}
+
+// rate is the shard's requests/s over its newest seconds.
+func (t *shardTally) rate() float64 {
+	var n int64
+	var d time.Duration
+	for _, s := range t.recent {
+		n, d = n+s.requests, d+s.length
+	}
+	if d <= 0 {
+		return 0
+	}
+	return float64(n) / d.Seconds()
+}
+
+// reportEvery is how often an agent reports a running shard (agent.report's tick).
+const reportEvery = time.Second
+
+// gaps are the shards of run whose figures stop short of its end (seconds long): every lost
+// one, and any other that ended (failed, say) while the others went on past the next second.
+// A lost shard's gap estimates what it sent and never reported: its rate over its last
+// seconds for the time from the end of its last reported second to when its next report was
+// due, and a request in flight per VU.
+func (s *Service) gaps(run barrage.Run, byShard map[uuid.UUID]*shardTally, names map[uuid.UUID]string, seconds int64) []summary.Gap {
+	var gaps []summary.Gap
+	for _, sh := range run.Shards {
+		t := byShard[sh.ID]
+		if t == nil {
+			t = &shardTally{last: -1}
+		}
+		from := t.last + 1
+		lost := sh.State == barrage.ShardLost
+		if !lost && (sh.State == barrage.ShardState(barrage.RunFinished) || sh.State == barrage.ShardState(barrage.RunCanceled) || from+1 >= seconds) {
+			continue
+		}
+		var unreported float64
+		var inFlight int64
+		if lost && run.StartAt != nil {
+			silent := sh.HeartbeatAt
+			if silent == nil {
+				silent = sh.LeasedAt
+			}
+			if silent != nil {
+				end := run.StartAt.Add(time.Duration(from) * time.Second)
+				unreported = min(silent.Add(reportEvery).Sub(end), s.cfg.LostAfter+reportEvery).Seconds()
+			}
+			if n := len(t.healths); n > 0 {
+				inFlight = t.healths[n-1].ActiveVUs
+			}
+		}
+		gaps = append(gaps, summary.NewGap(shardAgentName(sh, names), string(sh.State), sh.Reason, from, t.rate(), unreported, inFlight))
+	}
+	return gaps
+}
+
+// agentNames are the names of the agents of run's shards, by shard.
+func (s *Service) agentNames(ctx context.Context, run uuid.UUID) (map[uuid.UUID]string, error) {
+	accounts, err := s.store.ShardAccounts(ctx, run)
+	if err != nil {
+		return nil, err
+	}
+	names := make(map[uuid.UUID]string, len(accounts))
+	for _, a := range accounts {
+		names[a.ShardID] = a.AgentName
+	}
+	return names, nil
+}
+
+// shardAgentName names sh's agent as people read it: its name and id, or the shard once the
+// agent was removed.
+func shardAgentName(sh barrage.Shard, names map[uuid.UUID]string) string {
+	if sh.AgentID == nil || names[sh.ID] == "" {
+		return agentName(sh)
+	}
+	return fmt.Sprintf("%s (%s)", names[sh.ID], sh.AgentID)
 }
 
 // requestNames are the script's request labels, in session order.

@@ -194,6 +194,12 @@ type plan struct {
 	// stopStarting ends the run's start phase: no new iteration starts; startCtx is that phase.
 	stopStarting context.CancelFunc
 	startCtx     context.Context
+	// drained is closed when the run drains (Running.Drain): no VU starts another request or
+	// think time, and those in flight end as they would.
+	drained chan struct{}
+	// scheduling counts the open scenarios whose arrivals are still due: the last to end its
+	// schedule ends the start phase of a run of the open model alone.
+	scheduling atomic.Int64
 }
 
 type compiledGroup struct {
@@ -500,6 +506,11 @@ type Running struct {
 	stop   *Stop         // the first reason given, nil while none was
 	hard   func()        // cuts running iterations short
 	cut    chan struct{} // closed by the first Stop
+	isCut  bool
+	// drain is closed by the first Drain, which waits drainFor at most for requests in flight.
+	drain    chan struct{}
+	draining bool
+	drainFor time.Duration
 }
 
 // Start begins s in the background and returns at once: the schedule starts at opts.Start (now
@@ -523,11 +534,30 @@ func Start(ctx context.Context, s *script.Script, opts Options) (*Running, error
 func (r *Running) Stop(reason StopReason, detail string) {
 	r.stopMu.Lock()
 	defer r.stopMu.Unlock()
-	if r.stop != nil {
-		return
+	if r.stop == nil {
+		r.stop = &Stop{Reason: reason, Detail: detail}
 	}
-	r.stop = &Stop{Reason: reason, Detail: detail}
-	close(r.cut)
+	if !r.isCut { // a Stop during a Drain cuts what the drain waits for
+		r.isCut = true
+		close(r.cut)
+	}
+}
+
+// Drain stops the run at the requests' edge: no iteration, request or think time starts after
+// it, and the requests in flight end as they would, for within at most, after which they are cut
+// as Stop cuts them. Every request the target saw is then measured and counted: an agent told
+// to stop (its run canceled, its process terminated) loses nothing of what it sent. The first
+// reason given, by Drain or Stop, is the one the Result keeps.
+func (r *Running) Drain(reason StopReason, detail string, within time.Duration) {
+	r.stopMu.Lock()
+	defer r.stopMu.Unlock()
+	if r.stop == nil {
+		r.stop = &Stop{Reason: reason, Detail: detail}
+	}
+	if !r.draining && !r.isCut {
+		r.draining, r.drainFor = true, within
+		close(r.drain)
+	}
 }
 
 // Done is closed when the run has ended and its Result is ready.
@@ -548,7 +578,8 @@ func (p *plan) start(ctx context.Context, onSecond func(*Running, Second)) (*Run
 	if start.IsZero() {
 		start = now
 	}
-	r := &Running{p: p, done: make(chan struct{}), cut: make(chan struct{})}
+	r := &Running{p: p, done: make(chan struct{}), cut: make(chan struct{}), drain: make(chan struct{})}
+	p.drained = make(chan struct{})
 	r.res = &Result{Script: p.s.Name, Model: p.load.Model, Start: start, Segment: p.opts.Segment, Hooks: p.hooks}
 	r.res.Requests = p.s.Session.RequestLabels()
 	for _, g := range p.groups {
@@ -621,6 +652,11 @@ func (p *plan) run(r *Running, ctx, hardCtx context.Context, start time.Time, ou
 		}
 		var wg sync.WaitGroup
 		for _, sc := range p.scenarios {
+			if sc.load.Model == script.Open {
+				p.scheduling.Add(1)
+			}
+		}
+		for _, sc := range p.scenarios {
 			wg.Go(func() {
 				sctx := startCtx
 				if sc.load.Model != script.Open && sc.load.Duration > 0 && len(p.scenarios) > 1 {
@@ -669,8 +705,8 @@ func (p *plan) run(r *Running, ctx, hardCtx context.Context, start time.Time, ou
 		res.Seconds = append(res.Seconds, Second{Index: sec.Index, Elapsed: sec.Elapsed, Health: h})
 		out.send(sec)
 	}
-	var graceTimer <-chan time.Time
-	startDone, cut := startCtx.Done(), r.cut
+	var graceTimer, drainTimer <-chan time.Time
+	startDone, cut, drain := startCtx.Done(), r.cut, r.drain
 	beginGrace := func() {
 		startDone = nil // fired: stop listening, or the loop would spin on it
 		if graceTimer == nil {
@@ -695,6 +731,15 @@ loop:
 		case <-cut:
 			cut = nil
 			stopStarting()
+			r.hard()
+		case <-drain:
+			drain = nil
+			stopStarting()
+			close(p.drained)
+			r.stopMu.Lock()
+			drainTimer = time.After(r.drainFor)
+			r.stopMu.Unlock()
+		case <-drainTimer:
 			r.hard()
 		case <-limitC:
 			// The limit fires with the script's own end when the script lasts as long as the
@@ -797,6 +842,22 @@ func (d *delivery) close() {
 
 // stopping reports whether the run has stopped starting iterations.
 func (p *plan) stopping() bool { return p.startCtx != nil && p.startCtx.Err() != nil }
+
+// draining reports whether the run drains: no request or think time may start.
+func (p *plan) draining() bool {
+	if p.drained == nil { // a debug's one iteration
+		return false
+	}
+	select {
+	case <-p.drained:
+		return true
+	default:
+		return false
+	}
+}
+
+// errDrained ends an iteration at a request's edge when the run drains.
+var errDrained = errors.New("the run drains")
 
 // newRand returns a VU's random source, seeded apart from every other VU's.
 func newRand(id int) *rand.Rand {

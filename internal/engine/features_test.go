@@ -751,3 +751,84 @@ scenarios:
 	_, err := engine.Run(t.Context(), s, engine.Options{VUs: 3})
 	require.ErrorContains(t, err, "a script of scenarios takes each scenario's load")
 }
+
+// The open model's arrivals due, started and dropped count iterations, whatever an iteration
+// holds: a think time's wake-up is neither an arrival nor lateness of the schedule. 20/s for
+// 2s is 40 arrivals, run alone and split across two shards whose health is judged together,
+// as the server judges its agents'.
+func TestOpenModelCountsIterationsNotWakeUps(t *testing.T) {
+	t.Parallel()
+	target := idle(t)
+	for name, c := range map[string]struct {
+		session  string
+		arrivals int64
+	}{
+		"think times between several requests": {arrivals: 40, session: `
+session:
+  groups:
+    - name: g
+      think: 50ms
+      requests:
+        - { name: a, url: "${target}/a", think: 100ms }
+        - { name: b, url: "${target}/b", think: 20ms }
+        - { name: c, url: "${target}/c" }
+load: { rate: 20/s, duration: 2s, max_vus: 100 }`},
+		"a batch and a think time": {arrivals: 40, session: `
+session:
+  groups:
+    - name: g
+      requests:
+        - { name: page, url: "${target}/", think: 100ms }
+        - batch:
+            - { name: css, url: "${target}/app.css" }
+            - { name: js, url: "${target}/app.js" }
+        - { name: after, url: "${target}/after" }
+load: { rate: 20/s, duration: 2s, max_vus: 100 }`},
+		"two open scenarios side by side": {arrivals: 40 + 20, session: `
+scenarios:
+  readers:
+    session:
+      groups:
+        - name: read
+          requests:
+            - { name: list, url: "${target}/list", think: 100ms }
+            - { name: item, url: "${target}/item" }
+    load: { rate: 20/s, duration: 2s, max_vus: 50 }
+  writers:
+    session:
+      groups:
+        - name: write
+          think: 100ms
+          requests:
+            - { name: post, url: "${target}/post", think: 50ms }
+            - { name: check, url: "${target}/check" }
+    load: { rate: 10/s, duration: 2s, max_vus: 50 }`},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			s := parse(t, target, "version: 1\nname: open\n"+c.session+"\n")
+			check := func(t *testing.T, d engine.Delivery, iterations, dropped, interrupted int64) {
+				t.Helper()
+				require.Equal(t, c.arrivals, d.Scheduled, "arrivals due")
+				require.Equal(t, d.Scheduled, iterations+dropped+interrupted, "every arrival was started or dropped")
+				require.Equal(t, d.Dropped, dropped)
+				require.LessOrEqual(t, d.Late, d.Scheduled)
+			}
+			t.Run("locally", func(t *testing.T) {
+				res := run(t, s, engine.Options{})
+				check(t, res.Verdict.Delivery, res.Iterations, res.Dropped, res.Interrupted)
+			})
+			t.Run("merged from two shards", func(t *testing.T) {
+				var healths []engine.Health
+				var iterations, dropped, interrupted int64
+				for _, res := range runShards(t, s, engine.Split(2)) {
+					for _, sec := range res.Seconds {
+						healths = append(healths, sec.Health)
+					}
+					iterations, dropped, interrupted = iterations+res.Iterations, dropped+res.Dropped, interrupted+res.Interrupted
+				}
+				check(t, engine.Judge(healths).Delivery, iterations, dropped, interrupted)
+			})
+		})
+	}
+}

@@ -81,9 +81,12 @@ func (p *plan) runOpen(sc *scenarioPlan, startCtx, hardCtx context.Context, star
 		stageStart = stageStart.Add(st.Duration)
 	}
 	// The last arrival may come before the end of the last stage: keep the run going to its
-	// duration, as the schedule says, then let the graceful stop begin.
-	sleep(startCtx, time.Until(stageStart))
-	p.stopStarting()
+	// duration, as the schedule says, then let the graceful stop begin, once every open
+	// scenario's schedule has ended (another's arrivals may be due still, even at this very
+	// instant). A run with closed scenarios ends at its deadline.
+	if sleep(startCtx, time.Until(stageStart)) && p.scheduling.Add(-1) == 0 && p.load.Model == script.Open {
+		p.stopStarting()
+	}
 }
 
 // sleep waits d on the runtime's timer, and reports false if ctx ended first.

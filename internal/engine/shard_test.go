@@ -2,6 +2,7 @@ package engine_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"sort"
@@ -148,6 +149,83 @@ func TestStopCutsTheRunShortWithItsReason(t *testing.T) {
 	res := r.Wait()
 	require.Equal(t, engine.Stop{Reason: engine.Canceled, Detail: "canceled by the test"}, res.Stop)
 	require.Positive(t, stats(t, res, "r").Requests)
+}
+
+// A drain ends the run at the requests' edge: every request the target answered is measured and
+// none is cut.
+func TestDrainMeasuresEveryRequestTheTargetSaw(t *testing.T) {
+	t.Parallel()
+	var hits atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		hits.Add(1)
+		time.Sleep(20 * time.Millisecond) // requests are in flight when the drain comes
+		fmt.Fprint(w, "ok")
+	}))
+	defer srv.Close()
+	s := parse(t, srv.URL, `
+version: 1
+name: drain
+session:
+  groups:
+    - name: g
+      requests:
+        - { name: a, url: "${target}/a" }
+        - { name: b, url: "${target}/b" }
+load: { vus: 8, duration: 10m }
+`)
+	first := make(chan struct{})
+	var once sync.Once
+	var seconds atomic.Int64
+	var counted atomic.Int64
+	r, err := engine.Start(t.Context(), s, engine.Options{OnSecond: func(sec engine.Second) {
+		counted.Add(sec.Snapshot.Requests().Requests)
+		if seconds.Add(1) == 1 {
+			once.Do(func() { close(first) })
+		}
+	}})
+	require.NoError(t, err)
+	<-first
+	r.Drain(engine.Canceled, "drained by the test", time.Minute)
+	r.Drain(engine.Failed, "a later reason is ignored", 0)
+	res := r.Wait()
+	require.Equal(t, engine.Stop{Reason: engine.Canceled, Detail: "drained by the test"}, res.Stop)
+	total := stats(t, res, "a").Requests + stats(t, res, "b").Requests
+	require.Positive(t, total)
+	require.Equal(t, hits.Load(), total, "every request the target answered is counted")
+	require.Equal(t, total, counted.Load(), "and was in the seconds streamed")
+}
+
+func TestDrainEndsThinkTimesAtOnce(t *testing.T) {
+	t.Parallel()
+	s := parse(t, idle(t), `
+version: 1
+name: thinker
+session:
+  groups:
+    - name: g
+      requests:
+        - { name: r, url: "${target}/", think: 1h }
+load: { vus: 2, duration: 10m }
+`)
+	first := make(chan struct{})
+	var once sync.Once
+	r, err := engine.Start(t.Context(), s, engine.Options{OnSecond: func(engine.Second) { once.Do(func() { close(first) }) }})
+	require.NoError(t, err)
+	<-first
+	r.Drain(engine.Canceled, "drained", time.Hour) // the hour's think is not waited for
+	res := r.Wait()
+	require.EqualValues(t, 2, stats(t, res, "r").Requests)
+	require.EqualValues(t, 2, res.Interrupted, "each VU's iteration ended in its think time")
+}
+
+func TestDrainWaitsForRequestsInFlightOnlySoLong(t *testing.T) {
+	t.Parallel()
+	s := oneRequest(t, hangingServer(t).URL, "vus: 2\n  duration: 10m")
+	r, err := engine.Start(t.Context(), s, engine.Options{})
+	require.NoError(t, err)
+	r.Drain(engine.Failed, "the agent was stopped", 0) // the hanging requests are cut at once
+	res := r.Wait()
+	require.Equal(t, engine.Failed, res.Stop.Reason)
 }
 
 func TestCancelledContextStopsTheRunAsCanceled(t *testing.T) {

@@ -230,6 +230,9 @@ func (v *vu) iteration(ctx context.Context, measureFrom time.Time) error {
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
+			if v.p.draining() {
+				return errDrained
+			}
 			var class metrics.ErrorClass
 			var in, out int64
 			if r.r.Batch != 0 {
@@ -286,8 +289,15 @@ func (v *vu) think(ctx context.Context, t *script.Think) error {
 	select {
 	case <-ctx.Done():
 		return ctx.Err()
+	case <-v.p.drained: // nil in a debug's one iteration: never ready
+		return errDrained
 	case now := <-timer.C:
-		v.p.health.observe(due, now)
+		// In the closed model a think time's end is the VU's next scheduled start; in the open
+		// model the schedule is the arrivals', and a wake-up within an iteration is neither an
+		// arrival nor lateness of it.
+		if v.sc.load.Model == script.Closed {
+			v.p.health.observe(due, now)
+		}
 		return nil
 	}
 }

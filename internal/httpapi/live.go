@@ -76,6 +76,9 @@ func (l liveStream) VisitGetRunLiveResponse(w http.ResponseWriter) error {
 		return rc.Flush()
 	}
 	err := l.s.control.Live(l.ctx, l.p, l.id, l.after, func(ev control.LiveEvent) error {
+		if ev.Shard != nil {
+			return write("shard", "", toAPIShard(*ev.Shard))
+		}
 		if ev.Run != nil {
 			start = ev.Run.StartAt
 			kind := "state"

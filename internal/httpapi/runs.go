@@ -272,14 +272,19 @@ func toAPIRun(r barrage.Run) api.Run {
 		v.Manifest.Agents = append(v.Manifest.Agents, api.ManifestAgent{ShardId: sh.ID, AgentId: sh.AgentID, Version: sh.AgentVersion})
 	}
 	for i, sh := range r.Shards {
-		v.Shards[i] = api.Shard{
-			Id: sh.ID, AgentId: sh.AgentID, Segment: fmt.Sprintf("%d:%d/%d", sh.From, sh.To, sh.Of),
-			State: api.ShardState(sh.State), Reason: sh.Reason, LeasedAt: sh.LeasedAt, EndedAt: sh.EndedAt,
-			LateStartMs: ptr(sh.LateStart.Milliseconds()),
-		}
-		if sh.AgentVersion != "" {
-			v.Shards[i].AgentVersion = ptr(sh.AgentVersion)
-		}
+		v.Shards[i] = toAPIShard(sh)
+	}
+	return v
+}
+
+func toAPIShard(sh barrage.Shard) api.Shard {
+	v := api.Shard{
+		Id: sh.ID, AgentId: sh.AgentID, Segment: fmt.Sprintf("%d:%d/%d", sh.From, sh.To, sh.Of),
+		State: api.ShardState(sh.State), Reason: sh.Reason, LeasedAt: sh.LeasedAt, EndedAt: sh.EndedAt,
+		LateStartMs: ptr(sh.LateStart.Milliseconds()),
+	}
+	if sh.AgentVersion != "" {
+		v.AgentVersion = ptr(sh.AgentVersion)
 	}
 	return v
 }

@@ -38,6 +38,9 @@ type Agent struct {
 type Report struct {
 	// Title heads the page: the script's name, or the run's.
 	Title string
+	// State and Reason are how a run on the server ended, which the page leads with when it
+	// did not finish; empty for a local run.
+	State, Reason string
 	// Run is the run reported on; its Series draws the charts.
 	Run *summary.Result
 	// Agents are the generators of a run on the server, none for a local run.
@@ -93,7 +96,14 @@ var page = template.Must(template.New("report").Funcs(template.FuncMap{
 		}
 		return out
 	},
-	"fitted":  func(s *sweep.Result, vus int) string { return cmp.Or(s.Fitted(vus), "-") },
+	"fitted": func(s *sweep.Result, vus int) string { return cmp.Or(s.Fitted(vus), "-") },
+	"dict": func(kv ...any) map[string]any {
+		m := map[string]any{}
+		for i := 0; i+1 < len(kv); i += 2 {
+			m[kv[i].(string)] = kv[i+1]
+		}
+		return m
+	},
 	"classes": errorClasses,
 	"mul100":  func(v float64) float64 { return v * 100 },
 	"prepend": func(first summary.LabelComparison, rest []summary.LabelComparison) []summary.LabelComparison {

@@ -168,3 +168,28 @@ func TestAReportSaysWhetherTheThresholdsHeld(t *testing.T) {
 	require.Contains(t, page, "All 1 thresholds held.")
 	require.NotContains(t, page, "0 iterations")
 }
+
+// A run on agents that did not finish, and whose figures stop short, leads with both, before any
+// verdict; its thresholds held on incomplete figures and its stability says what it covers.
+func TestAReportLeadsWithAFailedRunAndItsIncompleteFigures(t *testing.T) {
+	t.Parallel()
+	r := result(20, func(int) float64 { return 100 }, 120)
+	r.Incomplete = summary.NewIncomplete([]summary.Gap{
+		summary.NewGap("one (0d6c)", "lost", "the agent sent nothing for 8s", 12, 50, 1.2, 4),
+	})
+	r.Stability.Note = "every agent, before second 12, when the first stopped short"
+	page := write(t, report.Report{Title: "shop", Run: r, State: "failed", Reason: "agent 0d6c was lost", Version: "test"})
+	state, incomplete := strings.Index(page, `id="run-state"`), strings.Index(page, `id="incomplete"`)
+	require.Positive(t, state)
+	require.Greater(t, incomplete, state)
+	require.Less(t, incomplete, strings.Index(page, `class="verdict"`), "before the verdicts")
+	require.Contains(t, page, "The run failed: agent 0d6c was lost.")
+	require.Contains(t, page, "up to 64 requests the target served may not be counted")
+	require.Contains(t, page, "All 1 thresholds held, on incomplete figures.")
+	require.Contains(t, page, "judged on every agent, before second 12")
+
+	// A finished local run says neither.
+	page = write(t, report.Report{Title: "shop", Run: result(20, func(int) float64 { return 100 }, 120), Version: "test"})
+	require.NotContains(t, page, `id="run-state"`)
+	require.NotContains(t, page, `id="incomplete"`)
+}

@@ -37,6 +37,8 @@ type Stability struct {
 	// Causes are what the target's own metrics (the script's monitors) say about an unstable
 	// throughput: a CPU mostly waiting on storage, a series that moved with the throughput.
 	Causes []string `json:"causes,omitempty"`
+	// Note says which agents' seconds it covers when not all of them went on to the end.
+	Note string `json:"note,omitempty"`
 }
 
 // String is the stability as people read it.
@@ -45,8 +47,12 @@ func (s Stability) String() string {
 	if s.Unstable {
 		word = "UNSTABLE: the averages hide how the throughput moved"
 	}
-	return fmt.Sprintf("stability: requests/s varied %.1f%% (CV, limit %.0f%%) around %.1f/s over seconds %d-%d: %s",
+	out := fmt.Sprintf("stability: requests/s varied %.1f%% (CV, limit %.0f%%) around %.1f/s over seconds %d-%d: %s",
 		s.CV*100, s.Limit*100, s.MeanRPS, s.FromS, s.ToS, word)
+	if s.Note != "" {
+		out += " (" + s.Note + ")"
+	}
+	return out
 }
 
 // SteadyWindow is the part of a run of w, which lasted elapsed, whose scheduled load is at its

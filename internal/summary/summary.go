@@ -185,6 +185,8 @@ type Delivery struct {
 	// TargetShare is the share of the VUs' time in iterations (think times left out) spent
 	// waiting on the target; the rest was the generator's. Absent when not measured.
 	TargetShare *float64 `json:"target_share,omitempty"`
+	// Note says what the delivery was judged on when that is not the whole run.
+	Note string `json:"note,omitempty"`
 }
 
 // VerdictOf is the engine's verdict on a generator of a run of model as results tell it.
@@ -219,7 +221,11 @@ func (d *Delivery) String() string {
 	if len(parts) == 0 {
 		return ""
 	}
-	return "delivered: " + strings.Join(parts, "; ")
+	out := "delivered: " + strings.Join(parts, "; ")
+	if d.Note != "" {
+		out += " (" + d.Note + ")"
+	}
+	return out
 }
 
 // String is the verdict as people read it, one sentence, then one reason a line, then what
@@ -264,9 +270,14 @@ type Summary struct {
 	Errors     map[string]int64 `json:"errors"`
 	Thresholds []Threshold      `json:"thresholds"`
 	// Stability is how steady the throughput was over the steady state; nil when the run had
-	// too little of one to tell.
-	Stability *Stability `json:"stability,omitempty"`
-	Verdict   Verdict    `json:"verdict"`
+	// too little of one to tell. When an agent's figures stop short (Incomplete), it covers the
+	// seconds before, and SurvivorStability the seconds after, of the agents that went on.
+	Stability         *Stability `json:"stability,omitempty"`
+	SurvivorStability *Stability `json:"survivor_stability,omitempty"`
+	Verdict           Verdict    `json:"verdict"`
+	// Incomplete, of a run on agents, says which agents' figures stop short and what is
+	// missing; nil when every agent's figures are whole.
+	Incomplete *Incomplete `json:"incomplete,omitempty"`
 }
 
 // New summarizes total, which covers elapsed: requests and groups are the script's, in session
@@ -312,6 +323,10 @@ func Errors(st *metrics.Stats) map[string]int64 {
 // Print writes s as `barrage run` and `barrage runs --watch` print it: a table of the labels,
 // the errors by class, the plugins' failures, the thresholds and the verdict.
 func (s *Summary) Print(w io.Writer) {
+	if s.Incomplete != nil {
+		fmt.Fprintln(w, s.Incomplete)
+		fmt.Fprintln(w)
+	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "\tcount\trate/s\terrors\tmin\tmean\tp50\tp90\tp95\tp99\tmax\t")
 	row := func(name string, l Label) {
@@ -357,14 +372,20 @@ func (s *Summary) Print(w io.Writer) {
 	}
 	if len(s.Thresholds) > 0 {
 		fmt.Fprintln(w, "\nthresholds:")
+		if s.Incomplete != nil {
+			fmt.Fprintln(w, "  (judged on incomplete figures: see INCOMPLETE above)")
+		}
 		for _, t := range s.Thresholds {
 			fmt.Fprintln(w, " ", t)
 		}
 	}
 	fmt.Fprintln(w)
-	if s.Stability != nil {
-		fmt.Fprintln(w, s.Stability)
-		for _, c := range s.Stability.Causes {
+	for _, st := range []*Stability{s.Stability, s.SurvivorStability} {
+		if st == nil {
+			continue
+		}
+		fmt.Fprintln(w, st)
+		for _, c := range st.Causes {
 			fmt.Fprintln(w, "  - "+c)
 		}
 	}

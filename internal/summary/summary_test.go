@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/csv"
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
@@ -134,4 +135,25 @@ func TestTheDeliveryIsOneSentence(t *testing.T) {
 	require.Empty(t, summary.DeliveryOf(engine.Delivery{}, script.Closed).String(), "nothing measured, nothing said")
 	v := summary.Verdict{Delivery: closed}
 	require.Equal(t, "generator OK: the numbers measure the target\n"+closed.String(), v.String())
+}
+
+// An incomplete run's summary says so first, with its bound on what is missing, and that its
+// thresholds were judged on it.
+func TestAnIncompleteSummarySaysSoFirst(t *testing.T) {
+	t.Parallel()
+	s := summary.New(second(), []string{"r"}, nil, time.Second)
+	s.Thresholds = []summary.Threshold{{Check: "p95 < 300ms", Observed: 0.1, Passed: true}}
+	s.Incomplete = summary.NewIncomplete([]summary.Gap{
+		summary.NewGap("one (0d6c)", "lost", "the agent sent nothing for 8s", 12, 100, 1.5, 4),
+		summary.NewGap("two (9b1e)", "failed", "the agent was stopped", 14, 80, 0, 0),
+	})
+	require.EqualValues(t, 154, s.Incomplete.MissingRequests, "100/s × 1.5s + 4 in flight, and nothing of the agent that reported its end")
+	require.EqualValues(t, 12, s.Incomplete.From())
+	var b strings.Builder
+	s.Print(&b)
+	out := b.String()
+	require.True(t, strings.HasPrefix(out, "INCOMPLETE: the figures stop short for 2 agent(s); up to 154 requests the target served may not be counted\n"+
+		"  - agent one (0d6c) lost from second 12 (the agent sent nothing for 8s): up to 154 requests it sent may not be counted"), out)
+	require.Contains(t, out, "  - agent two (9b1e) failed from second 14 (the agent was stopped): every request it sent is counted; its share of the load after that was not sent")
+	require.Contains(t, out, "thresholds:\n  (judged on incomplete figures: see INCOMPLETE above)")
 }
