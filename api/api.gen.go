@@ -969,10 +969,17 @@ type CreateRunRequest struct {
 	AgentIds *[]openapi_types.UUID `json:"agent_ids,omitempty"`
 
 	// Agents How many of the idle online agents you may use to run on, your own first, those whose limits admit the run before the others; default 1. Ignored with agent_ids.
-	Agents          *int                `json:"agents,omitempty"`
-	DurationSeconds *int                `json:"duration_seconds,omitempty"`
-	Rate            *float64            `json:"rate,omitempty"`
-	ScriptId        *openapi_types.UUID `json:"script_id,omitempty"`
+	Agents          *int `json:"agents,omitempty"`
+	DurationSeconds *int `json:"duration_seconds,omitempty"`
+
+	// Env Values of the environment variables the script reads (`variables.env`), by the name it reads them from, for
+	// this run alone (`barrage runs start -e NAME=VALUE`): a saved test aimed elsewhere without a new revision. A
+	// name the script does not read is refused (`422` naming `env.NAME`), as is a run without a value for a variable
+	// that has no default. Agents read no environment of their own machine for a run: a variable not given takes its
+	// default. Stored with the run and shown in its manifest: put what must stay secret in secrets.
+	Env      *RunEnv             `json:"env,omitempty"`
+	Rate     *float64            `json:"rate,omitempty"`
+	ScriptId *openapi_types.UUID `json:"script_id,omitempty"`
 
 	// Stages The open model's stages in place of the script's load (`vus` is then their max VUs); without `rate` and `duration_seconds`. Their durations add up to 30 days at most, and one of them has a rate above 0 (`422` otherwise).
 	Stages *[]RunStage `json:"stages,omitempty"`
@@ -1387,6 +1394,9 @@ type LimitViolation struct {
 
 	// Requested What was asked.
 	Requested interface{} `json:"requested"`
+
+	// SetBy Whose limit it is: your license (its plan named), or an agent's own limit per run (a shared one said so).
+	SetBy *string `json:"set_by,omitempty"`
 }
 
 // LiveAgent One agent's generator health in a second.
@@ -1840,6 +1850,13 @@ type RunComparison struct {
 // RunComparisonVerdict defines model for RunComparison.Verdict.
 type RunComparisonVerdict string
 
+// RunEnv Values of the environment variables the script reads (`variables.env`), by the name it reads them from, for
+// this run alone (`barrage runs start -e NAME=VALUE`): a saved test aimed elsewhere without a new revision. A
+// name the script does not read is refused (`422` naming `env.NAME`), as is a run without a value for a variable
+// that has no default. Agents read no environment of their own machine for a run: a variable not given takes its
+// default. Stored with the run and shown in its manifest: put what must stay secret in secrets.
+type RunEnv map[string]string
+
 // RunList defines model for RunList.
 type RunList struct {
 	Items      []Run   `json:"items"`
@@ -1848,7 +1865,14 @@ type RunList struct {
 
 // RunManifest What the run executes, pinned when it was created, and the agents that ran it.
 type RunManifest struct {
-	Agents       []ManifestAgent `json:"agents"`
+	Agents []ManifestAgent `json:"agents"`
+
+	// Env Values of the environment variables the script reads (`variables.env`), by the name it reads them from, for
+	// this run alone (`barrage runs start -e NAME=VALUE`): a saved test aimed elsewhere without a new revision. A
+	// name the script does not read is refused (`422` naming `env.NAME`), as is a run without a value for a variable
+	// that has no default. Agents read no environment of their own machine for a run: a variable not given takes its
+	// default. Stored with the run and shown in its manifest: put what must stay secret in secrets.
+	Env          *RunEnv         `json:"env,omitempty"`
 	Files        []ScriptFileRef `json:"files"`
 	Plugins      []PluginPin     `json:"plugins"`
 	ScriptName   string          `json:"script_name"`
@@ -2034,6 +2058,9 @@ type ShardEndReport struct {
 type ShardJob struct {
 	// Destinations When present, the only hosts and ports (host:port) the shard's load and monitors may reach, by the name dialled: a run on a shared agent loads only its owner's verified targets and the operator's open ones. Protocol 7.
 	Destinations *[]string `json:"destinations,omitempty"`
+
+	// Env The run's values of the script's environment variables: the only environment the script reads. Protocol 8.
+	Env *RunEnv `json:"env,omitempty"`
 
 	// Lease The fencing token to send with every report.
 	Lease                 int64              `json:"lease"`

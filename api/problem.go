@@ -18,13 +18,14 @@ func ProblemError(res *http.Response, body []byte) error {
 		Violations []struct {
 			Limit              string
 			Allowed, Requested any
+			SetBy              string `json:"set_by"`
 		}
 	}
 	if json.Unmarshal(body, &p) != nil || p.Status == 0 {
 		return fmt.Errorf("server answered %s", res.Status)
 	}
 	msg := fmt.Sprintf("%d %s", p.Status, p.Title)
-	if p.Detail != "" {
+	if p.Detail != "" && len(p.Errors) == 0 && len(p.Violations) == 0 { // else the detail says them again
 		msg += ": " + p.Detail
 	}
 	for _, fe := range p.Errors {
@@ -32,6 +33,9 @@ func ProblemError(res *http.Response, body []byte) error {
 	}
 	for _, v := range p.Violations {
 		msg += fmt.Sprintf("\n  %s: allowed %v, requested %v", v.Limit, v.Allowed, v.Requested)
+		if v.SetBy != "" {
+			msg += " (the limit of " + v.SetBy + ")"
+		}
 	}
 	return errors.New(msg)
 }

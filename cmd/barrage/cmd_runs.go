@@ -8,9 +8,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -34,7 +36,8 @@ func runRuns(ctx context.Context, e env, args []string) error {
 }
 
 func runRunsStart(ctx context.Context, e env, args []string) error {
-	fs := newFlags(e, "runs start", "(--file SCRIPT | --script ID | --test ID) [--vus N --duration D --rate R --stage D:R... | --sweep 2,4,8 --step 30s] [--agents N --agent ID] [--watch]")
+	fs := newFlags(e, "runs start", "(--file SCRIPT | --script ID | --test ID) [-e NAME=VALUE...] [--vus N --duration D --rate R --stage D:R... | --sweep 2,4,8 --step 30s] [--agents N --agent ID] [--watch]")
+	envs := addEnvFlag(fs)
 	file := fs.String("file", "", "upload this script (and the data files it names, from beside it) and run it")
 	scriptID := fs.String("script", "", "run this stored script")
 	testID := fs.String("test", "", "run this test's latest revision (its script is generated first)")
@@ -114,6 +117,9 @@ func runRunsStart(ctx context.Context, e env, args []string) error {
 	body.Vus, body.DurationSeconds, body.Rate, body.Stages, body.Sweep = l.Vus, l.DurationSeconds, l.Rate, l.Stages, l.Sweep
 	if *agents > 0 {
 		body.Agents = agents
+	}
+	if len(*envs) > 0 {
+		body.Env = ptr(api.RunEnv(*envs))
 	}
 	for _, a := range agentIDs {
 		u, err := uuid.Parse(a)
@@ -441,6 +447,13 @@ func printRun(e env, r *api.Run) {
 		fmt.Fprintf(e.stdout, " (%s)", r.Reason)
 	}
 	fmt.Fprintf(e.stdout, "\nscript %s, created %s\n", r.ScriptId, r.CreatedAt.Format(time.RFC3339))
+	if env := deref(r.Manifest.Env); len(env) > 0 {
+		var pairs []string
+		for _, k := range slices.Sorted(maps.Keys(env)) {
+			pairs = append(pairs, k+"="+env[k])
+		}
+		fmt.Fprintf(e.stdout, "env %s\n", strings.Join(pairs, " "))
+	}
 	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "SHARD\tAGENT\tSEGMENT\tSTATE\tSTARTED\tENDED\tLATE START\tREASON")
 	at := func(t *time.Time) string {

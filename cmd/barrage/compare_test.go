@@ -27,7 +27,10 @@ func TestCompareFindsTheRegressionAndOnlyIt(t *testing.T) {
 	}
 	// Latencies of 100 ms dominate what a loaded machine adds to a request (a few ms).
 	base, again, slower := run(target(100*time.Millisecond)), run(target(100*time.Millisecond)), run(target(130*time.Millisecond))
-	tol := []string{"--max-p50-regression", "15%", "--max-p95-regression", "15%", "--max-p99-regression", "50%"}
+	// The p99 of ~400 requests is their fourth slowest: one stall of a machine loaded by other
+	// suites moved it by 55% between two runs of the same target. The median and p95 measure
+	// the change; the tail gets room.
+	tol := []string{"--max-p50-regression", "15%", "--max-p95-regression", "15%", "--max-p99-regression", "300%"}
 
 	stdout, stderr, code := runCLI(t, append(append([]string{"compare"}, tol...), base, again)...)
 	require.Zero(t, code, "stdout: %s\nstderr: %s", stdout, stderr)

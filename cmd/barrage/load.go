@@ -94,3 +94,35 @@ func (s *stagesFlag) Set(v string) error {
 	*s = append(*s, st)
 	return nil
 }
+
+// envFlag is -e NAME=VALUE, repeated: values of the script's environment variables for one run
+// (k6's -e), by the name the script reads each from.
+type envFlag map[string]string
+
+func addEnvFlag(fs *flag.FlagSet) *envFlag {
+	f := &envFlag{}
+	fs.Var(f, "e", "NAME=VALUE: the value of the environment variable NAME that the script reads, for this run (repeat for several)")
+	return f
+}
+
+func (f *envFlag) String() string { return fmt.Sprint(map[string]string(*f)) }
+
+func (f *envFlag) Set(v string) error {
+	name, val, ok := strings.Cut(v, "=")
+	if !ok || name == "" {
+		return fmt.Errorf("%q: want NAME=VALUE", v)
+	}
+	(*f)[name] = val
+	return nil
+}
+
+// lookup reads a name from the flag first, then through next (the process's environment, for
+// a local run).
+func (f *envFlag) lookup(next func(string) (string, bool)) func(string) (string, bool) {
+	return func(name string) (string, bool) {
+		if v, ok := (*f)[name]; ok {
+			return v, true
+		}
+		return next(name)
+	}
+}

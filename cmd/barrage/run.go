@@ -48,6 +48,7 @@ func runRun(ctx context.Context, e env, args []string) error {
 	reportPath := fs.String("report", "", "write the result as a self-contained HTML report with charts to this file")
 	quiet := fs.Bool("quiet", false, "no live line; only the summary")
 	insecure := fs.Bool("insecure", false, "skip TLS certificate verification")
+	envs := addEnvFlag(fs)
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the generator to this file")
 	pf := addPluginFlags(fs, e)
 	pf.addGrantFlag(fs)
@@ -82,7 +83,7 @@ func runRun(ctx context.Context, e env, args []string) error {
 		defer pprof.StopCPUProfile()
 	}
 	opts := engine.LoadOptions(load)
-	opts.Insecure, opts.Env = *insecure, envLookup(e)
+	opts.Insecure, opts.Env = *insecure, envs.lookup(envLookup(e))
 	if set != nil {
 		opts.Plugins = set.Plugins
 	}

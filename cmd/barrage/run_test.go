@@ -245,3 +245,33 @@ func runOut(t *testing.T, name, url, load string) (string, string) {
 	require.Zero(t, code, "stderr: %s", stderr)
 	return stdout, out
 }
+
+// -e gives the script's environment variables for one run, before the process environment.
+func TestRunTakesEnvironmentVariablesWithE(t *testing.T) {
+	t.Parallel()
+	var paths sync.Map
+	srv := httptest.NewServer(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) { paths.Store(r.URL.Path, true) }))
+	defer srv.Close()
+	path := filepath.Join(t.TempDir(), "aimed.yaml")
+	require.NoError(t, os.WriteFile(path, []byte(`version: 1
+name: aimed
+variables:
+  env:
+    target: TARGET_URL
+    page: { from: PAGE, default: /default }
+session: { groups: [ { name: g, requests: [ { name: r, url: "${target}${page}" } ] } ] }
+load: { vus: 1, iterations: 1 }
+`), 0o644))
+	_, errOut, code := runCLI(t, "run", path)
+	require.Equal(t, 65, code, errOut)
+	require.Contains(t, errOut, "environment variable TARGET_URL is not set and has no default")
+
+	_, errOut, code = runWithEnv(t, []string{"PAGE=/from-env"}, "run", "-e", "TARGET_URL="+srv.URL, "-e", "PAGE=/from-flag", path)
+	require.Equal(t, 0, code, errOut)
+	_, hit := paths.Load("/from-flag")
+	require.True(t, hit, "-e wins over the environment")
+
+	_, errOut, code = runCLI(t, "run", "-e", "TARGET_URL", path)
+	require.Equal(t, 2, code, errOut)
+	require.Contains(t, errOut, "want NAME=VALUE")
+}

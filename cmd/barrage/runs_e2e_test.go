@@ -310,6 +310,36 @@ thresholds:
 		require.Equal(t, ended, target.hits.Load())
 	})
 
+	t.Run("a run is aimed with -e, and a run that lacks a value is refused naming it", func(t *testing.T) {
+		path := filepath.Join(dir, "aimed.yaml")
+		require.NoError(t, os.WriteFile(path, []byte(`version: 1
+name: aimed
+variables:
+  env:
+    target: TARGET_URL
+    path: { from: TARGET_PATH, default: /default }
+session:
+  groups:
+    - name: g
+      requests:
+        - { name: r, url: "${target}${path}" }
+load: { vus: 1, iterations: 3, duration: 30s }
+`), 0o644))
+		out, errOut, err := cli(t, p, cfg, "", "runs", "start", "--file", path)
+		require.Error(t, err)
+		require.Contains(t, errOut, "env.TARGET_URL: the script reads target from it, which has no default", "stdout: %s", out)
+		_, errOut, err = cli(t, p, cfg, "", "runs", "start", "--file", path, "-e", "TARGET_URL="+target.srv.URL, "-e", "NOPE=1")
+		require.Error(t, err)
+		require.Contains(t, errOut, "env.NOPE: the script reads no environment variable of this name; it reads TARGET_URL, TARGET_PATH")
+
+		before := target.hits.Load()
+		out = mustCLI(t, p, cfg, "", "runs", "start", "--file", path, "-e", "TARGET_URL="+target.srv.URL, "-e", "TARGET_PATH=/aimed", "--watch")
+		id := runIDLine.FindStringSubmatch(out)[1]
+		require.Equal(t, "finished", run(id).State)
+		require.EqualValues(t, 3, target.hits.Load()-before, "the agent read the run's env, not its own")
+		require.Contains(t, mustCLI(t, p, cfg, "", "runs", "show", id), "env TARGET_PATH=/aimed TARGET_URL="+target.srv.URL)
+	})
+
 	// bothRunning starts a run of 4 VUs for 20s on both agents and waits until both have
 	// results stored, returning its id.
 	bothRunning := func(t *testing.T, name string, watch bool) (id string, watched chan string) {

@@ -307,6 +307,12 @@ func (a *Agent) prepare(ctx context.Context, job *api.ShardJob, received time.Ti
 		return nil, opts, nil, fmt.Errorf("the run's load: %w", err)
 	}
 	opts = engine.LoadOptions(load)
+	// The run's environment is the only one its script reads: never the agent's own.
+	env := map[string]string{}
+	if job.Env != nil {
+		env = *job.Env
+	}
+	opts.Env = func(name string) (string, bool) { v, ok := env[name]; return v, ok }
 	if err := a.canRun(s); err != nil {
 		return nil, opts, nil, err
 	}

@@ -72,9 +72,14 @@ const (
 	// 5: marketplace plugins, pinned by their signed SHA256SUMS and fetched by digest; 6: the
 	// script's monitors scraped by the shard that starts the run, their values in its seconds
 	// (an agent of 5 runs such a script without them); 7: the run's destinations, the only
-	// hosts and ports its load may reach (an agent of 5 or 6 gets no run that has them).
-	AgentProtocol    = 7
+	// hosts and ports its load may reach (an agent of 5 or 6 gets no run that has them); 8: the
+	// run's environment, the values of its script's environment variables (an agent of 5 to 7
+	// gets no run that has one).
+	AgentProtocol    = 8
 	MinAgentProtocol = 5
 	// DestinationsProtocol is the first protocol that holds a run to its destinations.
 	DestinationsProtocol = 7
+	// EnvProtocol is the first protocol that hands a run's environment (ShardJob.env) to its
+	// script.
+	EnvProtocol = 8
 )

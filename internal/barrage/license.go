@@ -1,6 +1,7 @@
 package barrage
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -92,6 +93,17 @@ type LimitViolation struct {
 	Limit     string `json:"limit"`
 	Allowed   any    `json:"allowed"`
 	Requested any    `json:"requested"`
+	// SetBy says whose limit it is: the license's, or an agent's own.
+	SetBy string `json:"set_by,omitempty"`
+}
+
+// String is the violation as people read it.
+func (v LimitViolation) String() string {
+	s := fmt.Sprintf("%s: allowed %v, requested %v", v.Limit, v.Allowed, v.Requested)
+	if v.SetBy != "" {
+		s += " (the limit of " + v.SetBy + ")"
+	}
+	return s
 }
 
 // LimitError is an ErrLimitExceeded listing every limit broken, in a fixed order.
@@ -102,13 +114,49 @@ type LimitError struct {
 func (e *LimitError) Error() string {
 	parts := make([]string, len(e.Violations))
 	for i, v := range e.Violations {
-		parts[i] = fmt.Sprintf("%s: allowed %v, requested %v", v.Limit, v.Allowed, v.Requested)
+		parts[i] = v.String()
 	}
 	return "limit exceeded: " + strings.Join(parts, "; ")
 }
 
 // Unwrap makes errors.Is(err, ErrLimitExceeded) hold.
 func (e *LimitError) Unwrap() error { return ErrLimitExceeded }
+
+// Whose says in each violation of err, a *LimitError of a load checked against the tightest
+// of lic's limits and those of agents, whose limit it is: the license's (first, when both have
+// it), or the agent's whose own limit was the tightest. Other errors are returned as they are.
+func Whose(err error, lic *License, agents []Agent) error {
+	var lim *LimitError
+	if !errors.As(err, &lim) {
+		return err
+	}
+	licensed := "your license"
+	if lic != nil && lic.Plan != "" {
+		licensed = "your " + lic.Plan + " license"
+	}
+	for i, v := range lim.Violations {
+		lim.Violations[i].SetBy = licensed
+		own := func(l Limits) any {
+			if v.Limit == LimitMaxVUs {
+				return l.MaxVUs
+			}
+			return int64(l.MaxRunDuration / time.Second)
+		}
+		if (v.Limit != LimitMaxVUs && v.Limit != LimitMaxRunDuration) || (lic != nil && fmt.Sprint(own(lic.Limits)) == fmt.Sprint(v.Allowed)) {
+			continue
+		}
+		for _, a := range agents {
+			if fmt.Sprint(own(a.Limits)) == fmt.Sprint(v.Allowed) {
+				lim.Violations[i].SetBy = fmt.Sprintf("agent %q, for each run on it", a.Name)
+				if a.Shared() {
+					lim.Violations[i].SetBy = fmt.Sprintf("the shared agent %q, for each run on it", a.Name)
+				}
+				break
+			}
+		}
+	}
+	return err
+}
 
 // Check returns a *LimitError naming each limit the load breaks, or nil.
 func (l Limits) Check(load Load) error {
@@ -118,15 +166,15 @@ func (l Limits) Check(load Load) error {
 func (l Limits) violations(load Load) []LimitViolation {
 	var vs []LimitViolation
 	if l.MaxVUs > 0 && load.VUs > l.MaxVUs {
-		vs = append(vs, LimitViolation{LimitMaxVUs, l.MaxVUs, load.VUs})
+		vs = append(vs, LimitViolation{Limit: LimitMaxVUs, Allowed: l.MaxVUs, Requested: load.VUs})
 	}
 	if l.MaxRunDuration > 0 && load.Duration > l.MaxRunDuration {
 		// Rounded up: 300.001 s is past a limit of 300 and must not read as 300.
 		asked := (load.Duration + time.Second - 1) / time.Second
-		vs = append(vs, LimitViolation{LimitMaxRunDuration, int64(l.MaxRunDuration / time.Second), int64(asked)})
+		vs = append(vs, LimitViolation{Limit: LimitMaxRunDuration, Allowed: int64(l.MaxRunDuration / time.Second), Requested: int64(asked)})
 	}
 	if l.MaxConcurrentRuns > 0 && load.ActiveRuns+1 > l.MaxConcurrentRuns {
-		vs = append(vs, LimitViolation{LimitMaxConcurrentRuns, l.MaxConcurrentRuns, load.ActiveRuns + 1})
+		vs = append(vs, LimitViolation{Limit: LimitMaxConcurrentRuns, Allowed: l.MaxConcurrentRuns, Requested: load.ActiveRuns + 1})
 	}
 	return vs
 }
@@ -139,7 +187,7 @@ func (l *License) Check(now time.Time, load Load) error {
 	}
 	var vs []LimitViolation
 	if !now.Before(l.ValidUntil) {
-		vs = append(vs, LimitViolation{LimitValidUntil, l.ValidUntil.UTC().Format(time.RFC3339), now.UTC().Format(time.RFC3339)})
+		vs = append(vs, LimitViolation{Limit: LimitValidUntil, Allowed: l.ValidUntil.UTC().Format(time.RFC3339), Requested: now.UTC().Format(time.RFC3339)})
 	}
 	return limitError(append(vs, l.Limits.violations(load)...))
 }

@@ -264,7 +264,16 @@ type RunManifest struct {
 	Files        []ScriptFileRef `json:"files"`
 	// Warnings are what the run was admitted despite: a deprecated plugin version, with why.
 	Warnings []string `json:"warnings,omitempty"`
+	// Env are the run's values of the script's environment variables, by the name the script
+	// reads each from: the only environment a run's script reads on its agents.
+	Env map[string]string `json:"env,omitempty"`
 }
+
+// The bounds of a run's environment.
+const (
+	MaxRunEnv      = 100
+	MaxRunEnvValue = 4096
+)
 
 // RunStop is why a run was asked to stop before its end.
 type RunStop struct {

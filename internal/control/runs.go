@@ -8,7 +8,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -32,6 +34,9 @@ type RunInput struct {
 	AgentIDs       []uuid.UUID
 	Agents         int
 	IdempotencyKey *string
+	// Env are values of the script's environment variables for this run, by the name the
+	// script reads each from.
+	Env map[string]string `json:",omitempty"` // left out of an idempotency digest when empty, as before it was asked for
 }
 
 // CreateRun admits a run of p's script on the chosen agents and queues its shards. The run must
@@ -68,6 +73,9 @@ func (s *Service) CreateRun(ctx context.Context, p barrage.Principal, in RunInpu
 		if err != nil {
 			return barrage.Run{}, err
 		}
+		if err := checkEnv(test, in.Env); err != nil {
+			return barrage.Run{}, err
+		}
 		adm, err := s.admit(ctx, p, test, in)
 		if err != nil {
 			return barrage.Run{}, err
@@ -85,6 +93,9 @@ func (s *Service) CreateRun(ctx context.Context, p barrage.Principal, in RunInpu
 	parsed, err := script.Parse(sc.Source, script.ParseOptions{Filename: sc.Name})
 	if err != nil {
 		return barrage.Run{}, fmt.Errorf("script %s no longer parses: %w", sc.ID, err)
+	}
+	if err := checkEnv(parsed, in.Env); err != nil {
+		return barrage.Run{}, err
 	}
 	plugins, err := s.admitPlugins(ctx, p, sc.Manifest.Plugins)
 	if err != nil {
@@ -142,7 +153,7 @@ func (s *Service) createRun(ctx context.Context, p barrage.Principal, sc barrage
 	run := barrage.Run{
 		ID: uuid.Must(uuid.NewV7()), OwnerID: owner, ScriptID: sc.ID, State: barrage.RunQueued, Load: in.Load,
 		Manifest: barrage.RunManifest{ScriptSHA256: hex.EncodeToString(sc.SHA256), ScriptName: sc.Name,
-			Plugins: sc.Manifest.Plugins, Files: sc.Manifest.Files, Warnings: deprecations(plugins)},
+			Plugins: sc.Manifest.Plugins, Files: sc.Manifest.Files, Warnings: deprecations(plugins), Env: in.Env},
 		Limits:       barrage.Limits{MaxVUs: limits.MaxVUs, MaxRunDuration: limits.MaxRunDuration},
 		Destinations: dests, VUs: adm.vus,
 	}
@@ -172,6 +183,35 @@ func (s *Service) createRun(ctx context.Context, p barrage.Principal, sc barrage
 		}
 		return s.store.NotifyWork(ctx, tx, ids)
 	})
+}
+
+// checkEnv checks a run's environment against the script sc that it is for: each name one the
+// script reads a variable from, each value within bounds, and a value for every variable the
+// script reads without a default.
+func checkEnv(sc *script.Script, env map[string]string) error {
+	if len(env) > barrage.MaxRunEnv {
+		return barrage.Invalid("env", fmt.Sprintf("%d variables; at most %d", len(env), barrage.MaxRunEnv))
+	}
+	var reads []string
+	for _, v := range sc.Variables.Env {
+		reads = append(reads, v.From)
+	}
+	for _, name := range slices.Sorted(maps.Keys(env)) {
+		switch {
+		case !slices.Contains(reads, name) && len(reads) == 0:
+			return barrage.Invalid("env."+name, "the script reads no environment variable (variables.env)")
+		case !slices.Contains(reads, name):
+			return barrage.Invalid("env."+name, "the script reads no environment variable of this name; it reads "+strings.Join(reads, ", "))
+		case len(env[name]) > barrage.MaxRunEnvValue:
+			return barrage.Invalid("env."+name, fmt.Sprintf("%d bytes; at most %d", len(env[name]), barrage.MaxRunEnvValue))
+		}
+	}
+	for _, v := range sc.Variables.Env {
+		if _, given := env[v.From]; !given && !v.HasDefault {
+			return barrage.Invalid("env."+v.From, fmt.Sprintf("the script reads %s from it, which has no default: give it (barrage runs start -e %s=VALUE)", v.Name, v.From))
+		}
+	}
+	return nil
 }
 
 // idempotency is the run's idempotency key, if it has one, with the digest of what was asked.
@@ -227,9 +267,9 @@ func (s *Service) admit(ctx context.Context, p barrage.Principal, parsed *script
 		if l := p.User.License; l != nil {
 			lic := *l
 			lic.Limits = limits
-			return lic.Check(s.now(), load)
+			return barrage.Whose(lic.Check(s.now(), load), l, agents)
 		}
-		return limits.Check(load)
+		return barrage.Whose(limits.Check(load), nil, agents)
 	}}
 	active, err := s.store.ActiveRuns(ctx, p.User.ID)
 	if err != nil {

@@ -78,8 +78,12 @@ func (s *Service) Lease(ctx context.Context, a barrage.Agent, h Hello, wait time
 			if err != nil {
 				return Work{}, err
 			}
-			if w.Shard.Run.Destinations != nil && h.Protocol < barrage.DestinationsProtocol {
+			switch run := w.Shard.Run; {
+			case run.Destinations != nil && h.Protocol < barrage.DestinationsProtocol:
 				why = tooOldForDestinations(a, "run")
+			case len(run.Manifest.Env) > 0 && h.Protocol < barrage.EnvProtocol:
+				why = fmt.Sprintf("agent %q speaks protocol %d, which cannot hand a run's environment (env, -e) to its script (%d can): upgrade it",
+					a.Name, a.Protocol, barrage.EnvProtocol)
 			}
 			if why != "" {
 				end := &barrage.ShardEnd{State: barrage.ShardState(engine.Failed.String()), Reason: why, Result: json.RawMessage("{}")}

@@ -138,6 +138,9 @@ func toAPIShardJob(j *barrage.ShardJob, now time.Time) api.ShardJob {
 	if j.Run.Destinations != nil {
 		v.Destinations = ptr(j.Run.Destinations)
 	}
+	if len(j.Run.Manifest.Env) > 0 {
+		v.Env = ptr(api.RunEnv(j.Run.Manifest.Env))
+	}
 	for i, f := range j.Script.Files {
 		v.Script.Files[i] = api.BundleFile{Name: f.Name, Content: f.Content}
 	}

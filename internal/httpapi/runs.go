@@ -47,6 +47,9 @@ func (s *server) CreateRun(ctx context.Context, req api.CreateRunRequestObject) 
 	if b.Agents != nil {
 		in.Agents = *b.Agents
 	}
+	if b.Env != nil && len(*b.Env) > 0 {
+		in.Env = *b.Env
+	}
 	run, err := s.control.CreateRun(ctx, p, in)
 	if err != nil {
 		return nil, err
@@ -264,6 +267,9 @@ func toAPIRun(r barrage.Run) api.Run {
 	v.Manifest.Plugins = api.PinsOf(r.Manifest.Plugins)
 	if len(r.Manifest.Warnings) > 0 {
 		v.Manifest.Warnings = &r.Manifest.Warnings
+	}
+	if len(r.Manifest.Env) > 0 {
+		v.Manifest.Env = ptr(api.RunEnv(r.Manifest.Env))
 	}
 	for _, f := range r.Manifest.Files {
 		v.Manifest.Files = append(v.Manifest.Files, api.ScriptFileRef{Name: f.Name, Sha256: f.SHA256, Size: f.Size})

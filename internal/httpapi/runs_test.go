@@ -278,14 +278,16 @@ func TestRunAdmissionNamesTheLimit(t *testing.T) {
 		return vs[0].(map[string]any)
 	}
 	// The demo license allows 100 VUs; the demo agent 5 minutes a job.
-	require.Equal(t, map[string]any{"limit": "max_vus", "allowed": 100.0, "requested": 101.0}, violation(map[string]any{"vus": 101}))
-	require.Equal(t, map[string]any{"limit": "max_run_duration_seconds", "allowed": 300.0, "requested": 360.0},
+	// Each says whose limit it is.
+	license, agent := "your demo license", `the shared agent "demo", for each run on it`
+	require.Equal(t, map[string]any{"limit": "max_vus", "allowed": 100.0, "requested": 101.0, "set_by": license}, violation(map[string]any{"vus": 101}))
+	require.Equal(t, map[string]any{"limit": "max_run_duration_seconds", "allowed": 300.0, "requested": 360.0, "set_by": agent},
 		violation(map[string]any{"duration_seconds": 360}))
 	// Stages are the load: their durations add up to the run's, and their max VUs are vus.
 	stages := []any{map[string]any{"ramp_to": 50, "duration_seconds": 200}, map[string]any{"rate": 50, "duration_seconds": 160}}
-	require.Equal(t, map[string]any{"limit": "max_run_duration_seconds", "allowed": 300.0, "requested": 360.0},
+	require.Equal(t, map[string]any{"limit": "max_run_duration_seconds", "allowed": 300.0, "requested": 360.0, "set_by": agent},
 		violation(map[string]any{"stages": stages}))
-	require.Equal(t, map[string]any{"limit": "max_vus", "allowed": 100.0, "requested": 101.0},
+	require.Equal(t, map[string]any{"limit": "max_vus", "allowed": 100.0, "requested": 101.0, "set_by": license},
 		violation(map[string]any{"stages": stages[:1], "vus": 101}))
 	for field, body := range map[string]map[string]any{
 		"stages[0]":          {"stages": []any{map[string]any{"rate": 5, "ramp_to": 6, "duration_seconds": 10}}},
@@ -316,7 +318,7 @@ func TestRunAdmissionNamesTheLimit(t *testing.T) {
 		require.Equal(t, http.StatusCreated, r.status, "body: %s", r.body)
 		ids = append(ids, r.json(t)["id"].(string))
 	}
-	require.Equal(t, map[string]any{"limit": "max_concurrent_runs", "allowed": 2.0, "requested": 3.0}, violation(map[string]any{}))
+	require.Equal(t, map[string]any{"limit": "max_concurrent_runs", "allowed": 2.0, "requested": 3.0, "set_by": license}, violation(map[string]any{}))
 	canceled := b.do("POST", "/v1/runs/"+ids[0]+"/cancel", u.access, nil)
 	require.Equal(t, http.StatusOK, canceled.status, "body: %s", canceled.body)
 	require.Equal(t, "canceled", canceled.json(t)["state"])
@@ -1027,4 +1029,65 @@ func TestAnAgentWhoseClockJumpsIsMergedOnTheRunsSchedule(t *testing.T) {
 		require.EqualValues(t, i, sec.Index, "in order, none missing")
 		require.EqualValues(t, 30, sec.Labels[0].Count, "second %d merged across both agents", i)
 	}
+}
+
+// A run's env gives values to the environment variables its script reads, validated against
+// them, stored in its manifest and handed to its agents (which speak protocol 8) alone.
+func TestARunsEnvIsCheckedStoredAndHandedToItsAgent(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	_, u := b.adminAndUser()
+	_, token := b.registerAgent("/v1/agents", u.access, "mine", nil)
+	script := b.addScript(u, `version: 1
+name: aimed
+variables:
+  env:
+    target: { from: TARGET_URL, default: "http://127.0.0.1:9" }
+    token: API_TOKEN
+session:
+  groups:
+    - name: g
+      requests:
+        - { name: r, url: "${target}/", headers: { Authorization: "Bearer ${token}" } }
+load: { vus: 1, duration: 1s }
+`)
+	require.Equal(t, http.StatusNoContent, b.do("POST", "/v1/agent/lease", token, hello).status)
+
+	for name, c := range map[string]struct {
+		env   map[string]any
+		field string
+	}{
+		"a name the script does not read":       {map[string]any{"API_TOKEN": "t", "HTTPBIN_URL": "http://127.0.0.1:1"}, "env.HTTPBIN_URL"},
+		"a variable without a default left out": {map[string]any{"TARGET_URL": "http://127.0.0.1:1"}, "env.API_TOKEN"},
+		"a value past its bound":                {map[string]any{"API_TOKEN": strings.Repeat("x", 4097)}, "env.API_TOKEN"},
+		"a name no environment has":             {map[string]any{"API_TOKEN": "t", "1BAD": "x"}, "env.1BAD"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			p := requireProblem(t, b.do("POST", "/v1/runs", u.access, map[string]any{"script_id": script, "env": c.env}), http.StatusUnprocessableEntity)
+			requireField(t, p, c.field)
+		})
+	}
+	var runs struct{ Items []any }
+	require.NoError(t, json.Unmarshal(b.do("GET", "/v1/runs", u.access, nil).body, &runs))
+	require.Empty(t, runs.Items, "nothing refused was stored")
+
+	created := b.do("POST", "/v1/runs", u.access, map[string]any{"script_id": script,
+		"env": map[string]any{"TARGET_URL": "http://127.0.0.1:8", "API_TOKEN": "abc"}})
+	require.Equal(t, http.StatusCreated, created.status, "body: %s", created.body)
+	run := created.json(t)
+	require.Equal(t, map[string]any{"TARGET_URL": "http://127.0.0.1:8", "API_TOKEN": "abc"}, run["manifest"].(map[string]any)["env"])
+
+	// An agent of protocol 7 cannot hand it to the script: its shard fails, saying why.
+	old := map[string]any{"protocol": 7, "version": "old", "cores": 2, "wait_seconds": 0}
+	require.Equal(t, http.StatusNoContent, b.do("POST", "/v1/agent/lease", token, old).status)
+	got := b.do("GET", "/v1/runs/"+run["id"].(string), u.access, nil).json(t)
+	shard := got["shards"].([]any)[0].(map[string]any)
+	require.Equal(t, "failed", shard["state"])
+	require.Contains(t, shard["reason"], "cannot hand a run's environment")
+
+	created = b.do("POST", "/v1/runs", u.access, map[string]any{"script_id": script, "env": map[string]any{"API_TOKEN": "abc"}})
+	require.Equal(t, http.StatusCreated, created.status, "body: %s", created.body)
+	job := b.do("POST", "/v1/agent/lease", token, hello)
+	require.Equal(t, http.StatusOK, job.status, "body: %s", job.body)
+	require.Equal(t, map[string]any{"API_TOKEN": "abc"}, job.json(t)["shard"].(map[string]any)["env"])
 }

@@ -28,6 +28,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/barrage-load/barrage/internal/barrage"
 	"github.com/barrage-load/barrage/internal/metrics"
 )
 
@@ -102,7 +103,9 @@ func run() error {
 		}
 		tokens[i], ids[i] = a.Token, a.ID
 	}
-	hello := map[string]any{"protocol": 4, "version": "ingest", "cores": 2, "wait_seconds": 0}
+	// The protocol this build's agents speak, so that the server never refuses the simulation as
+	// an old agent (a number written here rotted once, and bench-runs.sh printed nothing).
+	hello := map[string]any{"protocol": barrage.AgentProtocol, "version": "ingest", "cores": 2, "wait_seconds": 0}
 	for _, t := range tokens {
 		if _, err := (client{*server, t, user.hc}).do(ctx, "POST", "/v1/agent/lease", hello, nil); err != nil {
 			return err
