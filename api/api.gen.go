@@ -1828,7 +1828,10 @@ type Run struct {
 	MaxRunDurationSeconds *int        `json:"max_run_duration_seconds,omitempty"`
 
 	// MaxVus The effective limit: the tightest of the license's and the agents'.
-	MaxVus   *int               `json:"max_vus,omitempty"`
+	MaxVus *int `json:"max_vus,omitempty"`
+
+	// Outcome An ended run in brief, from its summary (`GET /v1/runs/{id}/summary` has it whole).
+	Outcome  *RunOutcome        `json:"outcome,omitempty"`
 	Reason   string             `json:"reason"`
 	ScriptId openapi_types.UUID `json:"script_id"`
 	Shards   []Shard            `json:"shards"`
@@ -1836,6 +1839,9 @@ type Run struct {
 	// StartAt The instant every shard's schedule starts.
 	StartAt *time.Time `json:"start_at,omitempty"`
 	State   RunState   `json:"state"`
+
+	// Vus The VUs admitted: a closed model's, or the most an open model may use at once (its max_vus: the script's, or --vus, else the script's VUs with 100 at least).
+	Vus *int `json:"vus,omitempty"`
 }
 
 // RunComparison defines model for RunComparison.
@@ -1880,6 +1886,20 @@ type RunManifest struct {
 
 	// Warnings What the run was admitted despite, one sentence each, such as a deprecated plugin version and why it was deprecated.
 	Warnings *[]string `json:"warnings,omitempty"`
+}
+
+// RunOutcome An ended run in brief, from its summary (`GET /v1/runs/{id}/summary` has it whole).
+type RunOutcome struct {
+	ErrorRate float64 `json:"error_rate"`
+
+	// GeneratorLimited The generators were the bottleneck: the figures measure the tool.
+	GeneratorLimited bool `json:"generator_limited"`
+
+	// Incomplete An agent's figures stop short of the run's end (lost, or failed while the others went on).
+	Incomplete       bool    `json:"incomplete"`
+	P95Ms            float64 `json:"p95_ms"`
+	Requests         int64   `json:"requests"`
+	ThresholdsFailed int     `json:"thresholds_failed"`
 }
 
 // RunSeries defines model for RunSeries.
@@ -2633,6 +2653,12 @@ type ListRunsParams struct {
 
 	// Limit Page size.
 	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// State Only the runs in this state.
+	State *RunState `form:"state,omitempty" json:"state,omitempty"`
+
+	// TestId Only the runs of this test's scripts (whatever its revision).
+	TestId *openapi_types.UUID `form:"test_id,omitempty" json:"test_id,omitempty"`
 }
 
 // CreateRunParams defines parameters for CreateRun.
@@ -3485,6 +3511,8 @@ type ClientInterface interface {
 	DownloadPluginArtifact(ctx context.Context, namespace NamespaceName, name PluginName, version Version, os PluginOS, arch PluginArch, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListRuns Your runs, newest first
+	//
+	// Each ended run carries its outcome in brief; `state` and `test_id` narrow the list.
 	//
 	// Corresponds with GET /v1/runs (the `ListRuns` operationId).
 	ListRuns(ctx context.Context, params *ListRunsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -5235,6 +5263,8 @@ func (c *Client) DownloadPluginArtifact(ctx context.Context, namespace Namespace
 }
 
 // ListRuns Your runs, newest first
+//
+// Each ended run carries its outcome in brief; `state` and `test_id` narrow the list.
 //
 // Corresponds with GET /v1/runs (the `ListRuns` operationId).
 func (c *Client) ListRuns(ctx context.Context, params *ListRunsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -8305,6 +8335,30 @@ func NewListRunsRequest(server string, params *ListRunsParams) (*http.Request, e
 
 		}
 
+		if params.State != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "state", *params.State, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.TestId != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "test_id", *params.TestId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
 		if encoded := queryValues.Encode(); encoded != "" {
 			rawQueryFragments = append(rawQueryFragments, encoded)
 		}
@@ -10699,6 +10753,8 @@ type ClientWithResponsesInterface interface {
 	DownloadPluginArtifactWithResponse(ctx context.Context, namespace NamespaceName, name PluginName, version Version, os PluginOS, arch PluginArch, reqEditors ...RequestEditorFn) (*DownloadPluginArtifactResponse, error)
 
 	// ListRunsWithResponse Your runs, newest first
+	//
+	// Each ended run carries its outcome in brief; `state` and `test_id` narrow the list.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -19833,6 +19889,8 @@ func (c *ClientWithResponses) DownloadPluginArtifactWithResponse(ctx context.Con
 }
 
 // ListRunsWithResponse Your runs, newest first
+//
+// Each ended run carries its outcome in brief; `state` and `test_id` narrow the list.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -29620,6 +29678,32 @@ func (siw *ServerInterfaceWrapper) ListRuns(w http.ResponseWriter, r *http.Reque
 			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "limit"})
 		} else {
 			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "limit", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "state" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "state", r.URL.Query(), &params.State, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "state"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "state", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "test_id" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "test_id", r.URL.Query(), &params.TestId, runtime.BindQueryParameterOptions{Type: "string", Format: "uuid"})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "test_id"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "test_id", Err: err})
 		}
 		return
 	}

@@ -144,6 +144,9 @@ func runRunsStart(ctx context.Context, e env, args []string) error {
 	}
 	run := res.JSON201
 	fmt.Fprintf(e.stderr, "Run %s %s on %d agent(s).\n", run.Id, run.State, len(run.Shards))
+	if note := lf.chosenVUs(deref(run.Vus)); note != "" && run.Load.Sweep == nil {
+		fmt.Fprintln(e.stderr, note)
+	}
 	printPins(e, run.Manifest.Plugins)
 	for _, w := range deref(run.Manifest.Warnings) {
 		fmt.Fprintln(e.stderr, "warning: "+w)
@@ -363,16 +366,36 @@ func shardAgent(sh *api.Shard) string {
 }
 
 func runRunsList(ctx context.Context, e env, args []string) error {
-	if err := parseFlags(newFlags(e, "runs list", ""), args, 0); err != nil {
+	fs := newFlags(e, "runs list", "[--test ID] [--state STATE]")
+	testID := fs.String("test", "", "only the runs of this test")
+	state := fs.String("state", "", "only the runs in this state (finished, failed, canceled, running...)")
+	if err := parseFlags(fs, args, 0); err != nil {
 		return err
+	}
+	params := api.ListRunsParams{}
+	if *testID != "" {
+		id, err := uuid.Parse(*testID)
+		if err != nil {
+			return usageError(fmt.Errorf("test id %q: %w", *testID, err))
+		}
+		params.TestId = &id
+	}
+	if *state != "" {
+		st := api.RunState(*state)
+		if !st.Valid() {
+			return usageError(fmt.Errorf("--state %q: not a run state", *state))
+		}
+		params.State = &st
 	}
 	cl, _, err := apiClient(ctx, e, true)
 	if err != nil {
 		return err
 	}
-	return printTable(e, "ID\tSTATE\tAGENTS\tCREATED\tREASON",
+	return printTable(e, "ID\tSTATE\tSCRIPT\tLOAD\tAGENTS\tCREATED\tREQUESTS\tERRORS\tP95\tVERDICT",
 		func(cursor *string) ([]api.Run, *string, error) {
-			res, err := cl.ListRunsWithResponse(ctx, &api.ListRunsParams{Cursor: cursor})
+			p := params
+			p.Cursor = cursor
+			res, err := cl.ListRunsWithResponse(ctx, &p)
 			if err != nil {
 				return nil, nil, err
 			}
@@ -382,8 +405,56 @@ func runRunsList(ctx context.Context, e env, args []string) error {
 			return res.JSON200.Items, res.JSON200.NextCursor, nil
 		},
 		func(r api.Run) string {
-			return fmt.Sprintf("%s\t%s\t%d\t%s\t%s", r.Id, r.State, len(r.Shards), r.CreatedAt.Format(time.RFC3339), r.Reason)
+			requests, errs, p95, verdict := "-", "-", "-", "-"
+			if o := r.Outcome; o != nil {
+				requests, errs, p95 = fmt.Sprint(o.Requests), fmt.Sprintf("%.2f%%", o.ErrorRate*100), summary.MillisText(o.P95Ms)
+				verdict = outcomeVerdict(o)
+			}
+			return fmt.Sprintf("%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s", r.Id, r.State, r.Manifest.ScriptName, loadText(r),
+				len(r.Shards), r.CreatedAt.Local().Format("2006-01-02 15:04"), requests, errs, p95, verdict)
 		})
+}
+
+// loadText is a run's load in a few words: what it asked for instead of the script's, else the
+// VUs admitted for the script's own.
+func loadText(r api.Run) string {
+	l := r.Load
+	var parts []string
+	switch {
+	case l.Sweep != nil:
+		parts = append(parts, fmt.Sprintf("sweep %v×%ds", l.Sweep.Vus, l.Sweep.StepSeconds))
+	case l.Stages != nil:
+		parts = append(parts, fmt.Sprintf("%d stages", len(*l.Stages)))
+	case l.Rate != nil:
+		parts = append(parts, fmt.Sprintf("%g/s", *l.Rate))
+	}
+	if l.Vus != nil {
+		parts = append(parts, fmt.Sprintf("%d vus", *l.Vus))
+	} else if r.Vus != nil && l.Sweep == nil {
+		parts = append(parts, fmt.Sprintf("%d vus", *r.Vus))
+	}
+	if l.DurationSeconds != nil {
+		parts = append(parts, (time.Duration(*l.DurationSeconds) * time.Second).String())
+	}
+	return strings.Join(parts, " ")
+}
+
+// outcomeVerdict is an ended run's verdict in a word or two.
+func outcomeVerdict(o *api.RunOutcome) string {
+	var words []string
+	if o.ThresholdsFailed > 0 {
+		words = append(words, fmt.Sprintf("%d threshold(s) failed", o.ThresholdsFailed))
+	}
+	if o.GeneratorLimited {
+		words = append(words, "generator-limited")
+	}
+	if o.Incomplete {
+		words = append(words, "INCOMPLETE")
+	}
+	if len(words) == 0 {
+		return "ok"
+	}
+	return strings.Join(words, ", ")
 }
 
 // idArg reads the id of a what (a run, an agent), the one positional argument.

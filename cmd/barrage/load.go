@@ -51,6 +51,16 @@ func addLoadFlags(fs *flag.FlagSet) *loadFlags {
 	return l
 }
 
+// chosenVUs is what to say when the flags made a script's load open (--rate, --stage) without
+// --vus: the engine chose its max VUs (the script's open bound, else its VUs with 100 at least),
+// which the script did not say for this load; empty otherwise.
+func (l *loadFlags) chosenVUs(maxVUs int) string {
+	if *l.vus > 0 || (*l.rate == 0 && len(l.stages) == 0) || maxVUs <= 0 {
+		return ""
+	}
+	return fmt.Sprintf("The open model may use up to %d VUs at once (max_vus): --vus N sets another.", maxVUs)
+}
+
 // overrides are the flags' overrides, checked.
 func (l *loadFlags) overrides() (barrage.LoadOverrides, error) {
 	o := barrage.LoadOverrides{VUs: *l.vus, Duration: *l.duration, Rate: *l.rate, Stages: l.stages}

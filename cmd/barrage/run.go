@@ -62,6 +62,9 @@ func runRun(ctx context.Context, e env, args []string) error {
 			return 0, usageError(err)
 		}
 		w := engine.Workload(s, engine.LoadOptions(load))
+		if note := lf.chosenVUs(w.MaxVUs); note != "" {
+			fmt.Fprintln(e.stderr, note)
+		}
 		return max(w.VUs, w.MaxVUs), nil
 	})
 	if err != nil {

@@ -275,3 +275,18 @@ load: { vus: 1, iterations: 1 }
 	require.Equal(t, 2, code, errOut)
 	require.Contains(t, errOut, "want NAME=VALUE")
 }
+
+// --rate without --vus makes a closed script open: the max VUs the engine chose is said, and
+// --vus sets it.
+func TestRateWithoutVUsSaysTheVUsChosen(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	defer srv.Close()
+	path := writeScript(t, srv.URL, "  - p99 < 5s")
+	_, errOut, code := runCLI(t, "run", "--quiet", "--rate", "5", "--duration", "1s", path)
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, errOut, "The open model may use up to 100 VUs at once (max_vus): --vus N sets another.")
+	_, errOut, code = runCLI(t, "run", "--quiet", "--rate", "5", "--vus", "3", "--duration", "1s", path)
+	require.Equal(t, 0, code, errOut)
+	require.NotContains(t, errOut, "max_vus")
+}

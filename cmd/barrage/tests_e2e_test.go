@@ -124,6 +124,12 @@ load:
 		require.Equal(t, "staging", r.Header.Get("X-Env"))
 		require.Regexp(t, `email=[^@&]+@example\.test$`, r.URL.RawQuery)
 	}
+	// The test's runs are listed by test, with their script's name, load and outcome.
+	runID := regexp.MustCompile(`(?m)^([0-9a-f-]{36})$`).FindStringSubmatch(out)[1]
+	listed := mustCLI(t, p, cfg, "", "runs", "list", "--test", id, "--state", "finished")
+	require.Regexp(t, `(?m)^ID +STATE +SCRIPT +LOAD +AGENTS +CREATED +REQUESTS +ERRORS +P95 +VERDICT$`, listed)
+	require.Regexp(t, `(?m)^`+runID+` +finished +\S+ +\d+ vus +1 +[\d-]+ [\d:]+ +\d+ +[\d.]+% +\S+ +ok$`, listed)
+	require.Equal(t, 2, strings.Count(listed, "\n"), "the one run of the test: %s", listed)
 
 	// The stale agent cannot generate the test (it lacks the source plugin), and the user reads
 	// why; given the script pinned on the good agent, it fails the shard naming the plugin,

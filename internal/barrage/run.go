@@ -231,6 +231,26 @@ type Run struct {
 	Destinations []string
 	// VUs is the load admitted: the VUs of a closed model, the most of an open one.
 	VUs int
+	// Outcome is what an ended run's summary says in brief; nil before it has one.
+	Outcome *RunOutcome
+}
+
+// RunFilter narrows a list of runs: to one state, to the runs of one test's scripts; nil
+// fields do not narrow it.
+type RunFilter struct {
+	State  *RunState
+	TestID *uuid.UUID
+}
+
+// RunOutcome is an ended run in brief, from its summary: what a list of runs shows.
+type RunOutcome struct {
+	Requests         int64   `json:"requests"`
+	ErrorRate        float64 `json:"error_rate"`
+	P95MS            float64 `json:"p95_ms"`
+	ThresholdsFailed int     `json:"thresholds_failed"`
+	GeneratorLimited bool    `json:"generator_limited"`
+	// Incomplete says an agent's figures stop short of the run's end.
+	Incomplete bool `json:"incomplete"`
 }
 
 // PinnedAddresses are the addresses the run's destinations are pinned to, each once, in order:

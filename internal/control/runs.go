@@ -367,9 +367,9 @@ func (s *Service) Run(ctx context.Context, p barrage.Principal, id uuid.UUID) (b
 	return s.store.Run(ctx, p.User.ID, id)
 }
 
-// Runs lists p's runs, newest first.
-func (s *Service) Runs(ctx context.Context, p barrage.Principal, before *uuid.UUID, limit int) (barrage.Page[barrage.Run], error) {
-	rows, err := s.store.Runs(ctx, p.User.ID, before, limit+1)
+// Runs lists p's runs that f admits, newest first.
+func (s *Service) Runs(ctx context.Context, p barrage.Principal, f barrage.RunFilter, before *uuid.UUID, limit int) (barrage.Page[barrage.Run], error) {
+	rows, err := s.store.Runs(ctx, p.User.ID, f, before, limit+1)
 	if err != nil {
 		return barrage.Page[barrage.Run]{}, err
 	}

@@ -62,8 +62,12 @@ func (s *server) ListRuns(ctx context.Context, req api.ListRunsRequestObject) (a
 	if err != nil {
 		return nil, err
 	}
+	f := barrage.RunFilter{TestID: req.Params.TestId}
+	if st := req.Params.State; st != nil {
+		f.State = ptr(barrage.RunState(*st))
+	}
 	items, next, err := listPage(req.Params.Cursor, req.Params.Limit, func(before *uuid.UUID, limit int) (barrage.Page[barrage.Run], error) {
-		return s.control.Runs(ctx, p, before, limit)
+		return s.control.Runs(ctx, p, f, before, limit)
 	}, toAPIRun)
 	return api.ListRuns200JSONResponse{Items: items, NextCursor: next}, err
 }
@@ -262,6 +266,13 @@ func toAPIRun(r barrage.Run) api.Run {
 		StartAt: r.StartAt, CreatedAt: r.CreatedAt, EndedAt: r.EndedAt, Shards: make([]api.Shard, len(r.Shards)),
 	}
 	v.MaxVus, v.MaxRunDurationSeconds = apiJobLimits(r.Limits)
+	if r.VUs > 0 {
+		v.Vus = ptr(r.VUs)
+	}
+	if o := r.Outcome; o != nil {
+		v.Outcome = &api.RunOutcome{Requests: o.Requests, ErrorRate: o.ErrorRate, P95Ms: o.P95MS, ThresholdsFailed: o.ThresholdsFailed,
+			GeneratorLimited: o.GeneratorLimited, Incomplete: o.Incomplete}
+	}
 	v.Manifest = api.RunManifest{ScriptSha256: r.Manifest.ScriptSHA256, ScriptName: r.Manifest.ScriptName,
 		Files: []api.ScriptFileRef{}, Agents: []api.ManifestAgent{}}
 	v.Manifest.Plugins = api.PinsOf(r.Manifest.Plugins)

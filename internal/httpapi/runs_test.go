@@ -223,6 +223,23 @@ func TestARunGoesThroughItsAgentToItsSummary(t *testing.T) {
 
 	// The shard has ended: a late report is refused.
 	requireProblem(t, b.do("POST", report, ownToken, map[string]any{"lease": lease, "seconds": []any{}}), http.StatusConflict)
+
+	// The list says each ended run's outcome in brief, and narrows to a state or a test.
+	runs := func(query string) []any {
+		t.Helper()
+		r := b.do("GET", "/v1/runs"+query, u.access, nil)
+		require.Equal(t, http.StatusOK, r.status, "body: %s", r.body)
+		return r.json(t)["items"].([]any)
+	}
+	finished := runs("?state=finished")
+	require.Len(t, finished, 1)
+	require.Equal(t, map[string]any{"requests": 160.0, "error_rate": 0.0, "p95_ms": finished[0].(map[string]any)["outcome"].(map[string]any)["p95_ms"],
+		"thresholds_failed": 0.0, "generator_limited": false, "incomplete": false}, finished[0].(map[string]any)["outcome"])
+	require.InDelta(t, 30, finished[0].(map[string]any)["outcome"].(map[string]any)["p95_ms"], 0.1)
+	require.Equal(t, 6.0, finished[0].(map[string]any)["vus"])
+	require.Empty(t, runs("?state=failed"))
+	require.Empty(t, runs("?test_id="+uuid.NewString()), "its script is no test's")
+	requireProblem(t, b.do("GET", "/v1/runs?state=bogus", u.access, nil), http.StatusBadRequest)
 }
 
 func TestAReportThatWouldCostTheServerMemoryIsRefused(t *testing.T) {

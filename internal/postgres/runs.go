@@ -212,8 +212,12 @@ func (s *Store) RunSummary(ctx context.Context, ownerID, id uuid.UUID) ([]byte, 
 }
 
 // Runs lists the owner's runs with their shards, newest first, before the given id.
-func (s *Store) Runs(ctx context.Context, ownerID uuid.UUID, before *uuid.UUID, limit int) ([]barrage.Run, error) {
-	rows, err := s.q.RunList(ctx, s.pool, dbsqlc.RunListParams{OwnerID: ownerID, Before: before, MaxRows: int32(limit)})
+func (s *Store) Runs(ctx context.Context, ownerID uuid.UUID, f barrage.RunFilter, before *uuid.UUID, limit int) ([]barrage.Run, error) {
+	params := dbsqlc.RunListParams{OwnerID: ownerID, Before: before, MaxRows: int32(limit), TestID: f.TestID}
+	if f.State != nil {
+		params.State = (*string)(f.State)
+	}
+	rows, err := s.q.RunList(ctx, s.pool, params)
 	if err != nil {
 		return nil, translate(err, "runs")
 	}
@@ -532,7 +536,43 @@ func runFromRow(row dbsqlc.Run) (barrage.Run, error) {
 	if err := json.Unmarshal(row.Manifest, &r.Manifest); err != nil {
 		return r, fmt.Errorf("run %s: manifest: %w", row.ID, err)
 	}
+	if len(row.Summary) > 0 {
+		var err error
+		if r.Outcome, err = outcomeOf(row.Summary); err != nil {
+			return r, fmt.Errorf("run %s: summary: %w", row.ID, err)
+		}
+	}
 	return r, nil
+}
+
+// outcomeOf reads the brief of a run's summary: the few fields it needs (the histograms and
+// tables are skipped, not decoded).
+func outcomeOf(summary []byte) (*barrage.RunOutcome, error) {
+	var sum struct {
+		Total struct {
+			Count     int64   `json:"count"`
+			ErrorRate float64 `json:"error_rate"`
+			P95MS     float64 `json:"p95_ms"`
+		} `json:"total"`
+		Thresholds []struct {
+			Passed bool `json:"passed"`
+		} `json:"thresholds"`
+		Verdict struct {
+			GeneratorLimited bool `json:"generator_limited"`
+		} `json:"verdict"`
+		Incomplete json.RawMessage `json:"incomplete"`
+	}
+	if err := json.Unmarshal(summary, &sum); err != nil {
+		return nil, err
+	}
+	o := &barrage.RunOutcome{Requests: sum.Total.Count, ErrorRate: sum.Total.ErrorRate, P95MS: sum.Total.P95MS,
+		GeneratorLimited: sum.Verdict.GeneratorLimited, Incomplete: len(sum.Incomplete) > 0 && string(sum.Incomplete) != "null"}
+	for _, t := range sum.Thresholds {
+		if !t.Passed {
+			o.ThresholdsFailed++
+		}
+	}
+	return o, nil
 }
 
 func shardFromRow(row dbsqlc.Shard) barrage.Shard {

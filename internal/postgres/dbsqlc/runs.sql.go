@@ -318,19 +318,32 @@ func (q *Queries) RunInsert(ctx context.Context, db DBTX, arg RunInsertParams) (
 
 const runList = `-- name: RunList :many
 SELECT id, owner_id, script_id, manifest, state, reason, load, max_vus, max_run_seconds, idempotency_key, start_at, created_at, ended_at, stop_state, stop_reason, summary, request_sha256, destinations, vus, dest_addresses FROM runs
-WHERE owner_id = $1 AND ($2::uuid IS NULL OR id < $2::uuid)
-ORDER BY id DESC
-LIMIT $3
+WHERE runs.owner_id = $1 AND ($2::uuid IS NULL OR runs.id < $2::uuid)
+  AND ($3::text IS NULL OR runs.state = $3::text)
+  AND ($4::uuid IS NULL OR runs.script_id IN (
+    SELECT scripts.id FROM scripts WHERE scripts.owner_id = $1 AND scripts.manifest->>'test_id' = $4::uuid::text))
+ORDER BY runs.id DESC
+LIMIT $5
 `
 
 type RunListParams struct {
 	OwnerID uuid.UUID
 	Before  *uuid.UUID
+	State   *string
+	TestID  *uuid.UUID
 	MaxRows int32
 }
 
+// RunList lists a user's runs, newest first; of one state, and of one test's scripts, when
+// those are given.
 func (q *Queries) RunList(ctx context.Context, db DBTX, arg RunListParams) ([]Run, error) {
-	rows, err := db.Query(ctx, runList, arg.OwnerID, arg.Before, arg.MaxRows)
+	rows, err := db.Query(ctx, runList,
+		arg.OwnerID,
+		arg.Before,
+		arg.State,
+		arg.TestID,
+		arg.MaxRows,
+	)
 	if err != nil {
 		return nil, err
 	}

@@ -16,10 +16,15 @@ SELECT * FROM runs WHERE owner_id = @owner_id AND idempotency_key = @idempotency
 -- name: RunGetByID :one
 SELECT * FROM runs WHERE id = $1;
 
+-- RunList lists a user's runs, newest first; of one state, and of one test's scripts, when
+-- those are given.
 -- name: RunList :many
 SELECT * FROM runs
-WHERE owner_id = @owner_id AND (sqlc.narg(before)::uuid IS NULL OR id < sqlc.narg(before)::uuid)
-ORDER BY id DESC
+WHERE runs.owner_id = @owner_id AND (sqlc.narg(before)::uuid IS NULL OR runs.id < sqlc.narg(before)::uuid)
+  AND (sqlc.narg(state)::text IS NULL OR runs.state = sqlc.narg(state)::text)
+  AND (sqlc.narg(test_id)::uuid IS NULL OR runs.script_id IN (
+    SELECT scripts.id FROM scripts WHERE scripts.owner_id = @owner_id AND scripts.manifest->>'test_id' = sqlc.narg(test_id)::uuid::text))
+ORDER BY runs.id DESC
 LIMIT @max_rows;
 
 -- name: RunCountActive :one
