@@ -525,6 +525,9 @@ func printRun(e env, r *api.Run) {
 		}
 		fmt.Fprintf(e.stdout, "env %s\n", strings.Join(pairs, " "))
 	}
+	if names := deref(r.Manifest.Secrets); len(names) > 0 {
+		fmt.Fprintf(e.stdout, "secrets %s (values never shown)\n", strings.Join(names, " "))
+	}
 	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "SHARD\tAGENT\tSEGMENT\tSTATE\tSTARTED\tENDED\tLATE START\tREASON")
 	at := func(t *time.Time) string {

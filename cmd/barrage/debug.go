@@ -28,8 +28,12 @@ func runDebug(ctx context.Context, e env, args []string) error {
 	if set != nil {
 		plugins = set.Plugins
 	}
+	secrets, err := localSecrets(e, s)
+	if err != nil {
+		return err
+	}
 	failed := 0
-	err = engine.Debug(ctx, s, engine.Options{Env: envLookup(e), Insecure: *insecure, Plugins: plugins, Trace: func(ev engine.TraceEvent) {
+	err = engine.Debug(ctx, s, engine.Options{Env: envLookup(e), Secrets: secrets, Insecure: *insecure, Plugins: plugins, Trace: func(ev engine.TraceEvent) {
 		if len(ev.Failures) > 0 || ev.Err != nil {
 			failed++
 		}

@@ -108,6 +108,7 @@ func commands() []command {
 		{"agent", "run a measuring agent that takes work from a server: agent --server URL", runAgent},
 		{"agents", "the agents you may run on: agents list | create | delete", runAgents},
 		{"targets", "the hosts you proved you control, which shared agents load for you: targets add | verify | list | delete", runTargets},
+		{"secrets", "values your scripts read as ${secret.NAME}, sealed on the server: secrets set | list | delete", runSecrets},
 		{"tests", "tests on the server: tests push | list | show | debug | delete", runTests},
 		{"scripts", "scripts on the server: scripts generate TEST_ID", runScripts},
 		{"runs", "runs on the server's agents: runs start | list | show | cancel | results", runRuns},

@@ -87,6 +87,9 @@ func runRun(ctx context.Context, e env, args []string) error {
 	}
 	opts := engine.LoadOptions(load)
 	opts.Insecure, opts.Env = *insecure, envs.lookup(envLookup(e))
+	if opts.Secrets, err = localSecrets(e, s); err != nil {
+		return err
+	}
 	if set != nil {
 		opts.Plugins = set.Plugins
 	}
@@ -226,6 +229,26 @@ func envLookup(e env) func(string) (string, bool) {
 		v := e.getenv(k)
 		return v, v != ""
 	}
+}
+
+// localSecrets are the values of the secrets s reads (${secret.NAME}) for a run on this machine:
+// each from the environment variable BARRAGE_SECRET_NAME. One that is not set is an error naming
+// it. On the server a run reads its owner's secrets instead (barrage secrets set).
+func localSecrets(e env, s *script.Script) (map[string]string, error) {
+	out := map[string]string{}
+	var missing []string
+	for _, name := range s.Secrets {
+		v := e.getenv("BARRAGE_SECRET_" + name)
+		if v == "" {
+			missing = append(missing, "BARRAGE_SECRET_"+name)
+			continue
+		}
+		out[name] = v
+	}
+	if len(missing) > 0 {
+		return nil, fmt.Errorf("the script reads secrets: set %s (a run on the server reads yours: barrage secrets set NAME)", strings.Join(missing, ", "))
+	}
+	return out, nil
 }
 
 // writeJSON writes v to path as indented JSON.

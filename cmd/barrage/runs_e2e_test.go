@@ -1,12 +1,14 @@
 package main_test
 
 import (
+	"bytes"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -79,6 +81,16 @@ func eventually(t *testing.T, within time.Duration, what string, cond func() boo
 // apiGet reads path with the bearer token into v.
 func apiGet(t *testing.T, p *serveProc, bearer, path string, v any) int {
 	t.Helper()
+	status, body := apiRead(t, p, bearer, path)
+	if status == http.StatusOK && v != nil {
+		require.NoError(t, json.Unmarshal(body, v), string(body))
+	}
+	return status
+}
+
+// apiRead reads path with the bearer token: the status and the whole body.
+func apiRead(t *testing.T, p *serveProc, bearer, path string) (int, []byte) {
+	t.Helper()
 	req, err := http.NewRequest("GET", p.url+path, nil)
 	require.NoError(t, err)
 	req.Header.Set("Authorization", "Bearer "+bearer)
@@ -87,10 +99,7 @@ func apiGet(t *testing.T, p *serveProc, bearer, path string, v any) int {
 	defer res.Body.Close()
 	body, err := io.ReadAll(res.Body)
 	require.NoError(t, err)
-	if res.StatusCode == http.StatusOK && v != nil {
-		require.NoError(t, json.Unmarshal(body, v), string(body))
-	}
-	return res.StatusCode
+	return res.StatusCode, body
 }
 
 type runDoc struct {
@@ -248,14 +257,7 @@ thresholds:
 		id := runIDLine.FindStringSubmatch(out)[1]
 
 		// The live stream, replayed from the start, carries the values with their units.
-		req, err := http.NewRequest("GET", p.url+"/v1/runs/"+id+"/live", nil)
-		require.NoError(t, err)
-		req.Header.Set("Authorization", "Bearer "+token)
-		res, err := http.DefaultClient.Do(req)
-		require.NoError(t, err)
-		stream, err := io.ReadAll(res.Body)
-		res.Body.Close()
-		require.NoError(t, err)
+		_, stream := apiRead(t, p, token, "/v1/runs/"+id+"/live")
 		require.Regexp(t, `"monitors":\[\{"series":"app: app_requests_total","unit":"per second","value":[0-9.e+]+\},\{"series":"app: app_in_flight","unit":"value","value":7\},\{"series":"down: up","unit":"value"\}\]`, string(stream))
 
 		// The report draws them on the run's axis; Chromium, with no network, draws the charts.
@@ -338,6 +340,86 @@ load: { vus: 1, iterations: 3, duration: 30s }
 		require.Equal(t, "finished", run(id).State)
 		require.EqualValues(t, 3, target.hits.Load()-before, "the agent read the run's env, not its own")
 		require.Contains(t, mustCLI(t, p, cfg, "", "runs", "show", id), "env TARGET_PATH=/aimed TARGET_URL="+target.srv.URL)
+	})
+
+	t.Run("a secret sent in a header and a body is in no artefact of its run", func(t *testing.T) {
+		const value = "s3cr3t+Vm9s/dGFp"
+		var sent atomic.Int64
+		echo := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			body, _ := io.ReadAll(r.Body)
+			if r.Header.Get("Authorization") == "Bearer "+value && strings.Contains(string(body), value) {
+				sent.Add(1)
+			}
+			w.Header().Set("X-Echo", r.Header.Get("Authorization"))
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprintf(w, `{"got": %q, "body": %q}`, r.Header.Get("Authorization"), body)
+		}))
+		t.Cleanup(echo.Close)
+		path := filepath.Join(dir, "secretive.yaml")
+		require.NoError(t, os.WriteFile(path, []byte(`version: 1
+name: secretive
+session:
+  groups:
+    - name: g
+      requests:
+        - name: login
+          method: POST
+          url: "`+echo.URL+`/login"
+          headers: { Authorization: "Bearer ${secret.API_TOKEN}" }
+          body: { json: { password: "${secret.API_TOKEN}" } }
+          assert:
+            - { json: "$.got", equals: nope }
+            - body_contains: "${secret.API_TOKEN}-not-there"
+load: { vus: 1, iterations: 3, duration: 30s }
+`), 0o644))
+		// Refused, naming it, until the user has the secret; set from stdin, never an argument.
+		_, errOut, err := cli(t, p, cfg, "", "runs", "start", "--file", path)
+		require.Error(t, err)
+		require.Contains(t, errOut, "secrets.API_TOKEN: you have no secret of this name")
+		_, errOut, err = cli(t, p, cfg, value+"\n", "secrets", "set", "API_TOKEN")
+		require.NoError(t, err, errOut)
+		require.Contains(t, mustCLI(t, p, cfg, "", "secrets", "list"), "API_TOKEN")
+
+		var printed strings.Builder
+		out, errOut, _ := cli(t, p, cfg, "", "runs", "start", "--file", path, "--watch")
+		printed.WriteString(out + errOut)
+		id := runIDLine.FindStringSubmatch(out)[1]
+		require.Equal(t, "finished", run(id).State)
+		require.EqualValues(t, 3, sent.Load(), "the target got the secret in the header and the body")
+		require.Contains(t, out, "***", "the failed checks name what they read, masked: %s", out)
+		for _, args := range [][]string{{"runs", "show", id}, {"runs", "results", id}, {"runs", "list"}} {
+			o, e, _ := cli(t, p, cfg, "", args...)
+			printed.WriteString(o + e)
+		}
+		testID := strings.TrimSpace(mustCLI(t, p, cfg, "", "tests", "push", path))
+		o, e, _ := cli(t, p, cfg, "", "tests", "debug", testID)
+		require.Contains(t, o, "Authorization: Bearer ***", "the debug's trace shows the header sent, masked: %s%s", o, e)
+		printed.WriteString(o + e)
+		for _, route := range []string{"", "/summary", "/summary.csv", "/series", "/series.csv", "/report", "/live"} {
+			status, body := apiRead(t, p, token, "/v1/runs/"+id+route)
+			require.Equal(t, http.StatusOK, status, "%s: %s", route, body)
+			printed.Write(body)
+		}
+		forms := []string{value, url.QueryEscape(value), url.PathEscape(value), base64.StdEncoding.EncodeToString([]byte(value))}
+		logs := printed.String() + p.stdout.String() + p.stderr.String() + agents[0].stderr.String() + agents[1].stderr.String()
+		for _, f := range forms {
+			require.NotContains(t, logs, f, "no answer, output or log shows it")
+		}
+		// Nor does anything the server stored: its database and its files, byte for byte.
+		err = filepath.WalkDir(data, func(path string, d os.DirEntry, err error) error {
+			if err != nil || d.IsDir() || !d.Type().IsRegular() {
+				return nil // a file PostgreSQL removed meanwhile, a socket
+			}
+			b, err := os.ReadFile(path)
+			if err != nil {
+				return nil
+			}
+			for _, f := range forms {
+				require.False(t, bytes.Contains(b, []byte(f)), "%s holds the secret", path)
+			}
+			return nil
+		})
+		require.NoError(t, err)
 	})
 
 	// bothRunning starts a run of 4 VUs for 20s on both agents and waits until both have

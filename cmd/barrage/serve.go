@@ -30,6 +30,7 @@ import (
 	"github.com/barrage-load/barrage/internal/ownership"
 	"github.com/barrage-load/barrage/internal/pgembed"
 	"github.com/barrage-load/barrage/internal/postgres"
+	"github.com/barrage-load/barrage/internal/seal"
 	"github.com/barrage-load/barrage/internal/telemetry"
 )
 
@@ -77,7 +78,11 @@ func runServe(ctx context.Context, e env, args []string) error {
 	}
 
 	metrics := telemetry.New(db.pool, store, log.With(slog.String("component", "metrics")))
-	ctl := control.New(store, log.With(slog.String("component", "control")), control.Config{IngestLag: metrics.IngestLag,
+	ring, err := seal.Load(cfg.SecretKeysFile)
+	if err != nil {
+		return err
+	}
+	ctl := control.New(store, log.With(slog.String("component", "control")), control.Config{IngestLag: metrics.IngestLag, Secrets: ring,
 		Targets: control.TargetsConfig{Open: cfg.OpenTargets, All: cfg.OpenAllTargets, MaxVUsPerAddress: cfg.DestinationMaxVUs,
 			Checker: ownership.New(&cfg.VerifyTargets, ownership.Resolver(cfg.VerifyDNS))}})
 	blobs, err := openBlobs(ctx, cfg)

@@ -313,6 +313,9 @@ func (a *Agent) prepare(ctx context.Context, job *api.ShardJob, received time.Ti
 		env = *job.Env
 	}
 	opts.Env = func(name string) (string, bool) { v, ok := env[name]; return v, ok }
+	if job.Secrets != nil {
+		opts.Secrets = *job.Secrets
+	}
 	if err := a.canRun(s); err != nil {
 		return nil, opts, nil, err
 	}

@@ -71,7 +71,7 @@ func (a *Agent) doJob(ctx context.Context, j api.AgentJob) api.JobAnswer {
 	host.Targets = targets
 	switch j.Kind {
 	case api.Debug:
-		trace, err := a.debug(ctx, pluginset.BundleOrigin(j.Test.Source, files), s, j.Plugins, host, targets)
+		trace, err := a.debug(ctx, pluginset.BundleOrigin(j.Test.Source, files), s, j.Plugins, host, targets, deref(j.Secrets))
 		if err != nil {
 			return api.JobAnswer{Error: ptr(errText(err))}
 		}
@@ -98,7 +98,7 @@ func (a *Agent) canRun(s *script.Script) error {
 // debug runs one traced iteration of s, whose marketplace plugins are market, with its
 // plugins started by host, under the target policy targets.
 func (a *Agent) debug(ctx context.Context, origin pluginset.Origin, s *script.Script, market *[]api.PluginPin,
-	host pluginhost.Options, targets *netpolicy.Policy) (*api.DebugTrace, error) {
+	host pluginhost.Options, targets *netpolicy.Policy, secrets map[string]string) (*api.DebugTrace, error) {
 	ctx, cancel := context.WithTimeout(ctx, debugTimeout)
 	defer cancel()
 	set, s, err := pluginset.Open(ctx, origin, s, pluginset.Options{Source: a.source(deref(market)), Host: host, VUs: 1})
@@ -108,7 +108,7 @@ func (a *Agent) debug(ctx context.Context, origin pluginset.Origin, s *script.Sc
 	defer set.Close()
 	trace := &api.DebugTrace{Passed: true, Requests: []api.TraceEntry{}}
 	budget := debugBudget
-	opts := engine.Options{Plugins: set.Plugins, Targets: targets, Trace: func(ev engine.TraceEvent) {
+	opts := engine.Options{Plugins: set.Plugins, Targets: targets, Secrets: secrets, Trace: func(ev engine.TraceEvent) {
 		if ev.Err != nil || len(ev.Failures) > 0 {
 			trace.Passed = false
 		}

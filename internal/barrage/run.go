@@ -287,6 +287,9 @@ type RunManifest struct {
 	// Env are the run's values of the script's environment variables, by the name the script
 	// reads each from: the only environment a run's script reads on its agents.
 	Env map[string]string `json:"env,omitempty"`
+	// Secrets are the names of its owner's secrets the script reads: their values are handed
+	// to each shard's agent when it takes it, and stored nowhere with the run.
+	Secrets []string `json:"secrets,omitempty"`
 }
 
 // The bounds of a run's environment.
@@ -336,6 +339,8 @@ type ShardJob struct {
 	Shard  Shard
 	Run    Run
 	Script Script // with its files' content
+	// Secrets are the values of the run's secrets (Run.Manifest.Secrets), by name.
+	Secrets map[string]string
 }
 
 // ShardSecond is one second of a shard's metrics as the agent sent it: the snapshot in its binary

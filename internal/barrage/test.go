@@ -84,6 +84,9 @@ type AgentJob struct {
 	// Bundle is what the agent runs: the revision's source and the test's data files. It is
 	// filled when the job is handed to the agent.
 	Bundle *TestBundle
+	// Secrets are the values of its owner's secrets a debug's script reads, by name: filled when
+	// the job is handed to the agent, stored nowhere.
+	Secrets map[string]string
 	// Answered is set once the agent answered, with Result or Error.
 	Answered *time.Time
 	Result   json.RawMessage

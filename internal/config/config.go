@@ -29,6 +29,7 @@ type Config struct {
 	DatabaseURL     string // secret: its password is masked when logged
 	DataDir         string
 	JWTKeyFile      string
+	SecretKeysFile  string
 	JWTIssuer       string
 	AccessTokenTTL  time.Duration
 	RefreshTokenTTL time.Duration
@@ -82,6 +83,7 @@ var Settings = []Setting{
 	{"data-dir", "BARRAGE_DATA_DIR", ".barrage", "folder for the embedded database and generated keys"},
 	{"jwt-key-file", "BARRAGE_JWT_KEY_FILE", "", "Ed25519 private key (PKCS#8 PEM) that signs access tokens; default <data-dir>/jwt-ed25519.pem, generated when missing"},
 	{"jwt-issuer", "BARRAGE_JWT_ISSUER", "barrage", "iss claim of access tokens"},
+	{"secret-keys-file", "BARRAGE_SECRET_KEYS_FILE", "", "keys that seal users' secrets (AES-256, base64, one a line, the first seals, each opens what it sealed); default <data-dir>/secret-keys, generated when missing; every replica needs the same"},
 	{"access-token-ttl", "BARRAGE_ACCESS_TOKEN_TTL", "15m", "lifetime of access tokens (at most 15m)"},
 	{"refresh-token-ttl", "BARRAGE_REFRESH_TOKEN_TTL", "720h", "lifetime of refresh tokens"},
 	{"trusted-proxies", "BARRAGE_TRUSTED_PROXIES", "", "comma-separated CIDRs of proxies whose X-Forwarded-For is believed"},
@@ -162,17 +164,18 @@ func parse(v map[string]*string) (Config, error) {
 		errs = append(errs, fmt.Errorf("--%s (%s): %s", flagName, env, reason))
 	}
 	c := Config{
-		Addr:         *v["addr"],
-		MetricsAddr:  *v["metrics-addr"],
-		DatabaseURL:  *v["database-url"],
-		DataDir:      *v["data-dir"],
-		JWTKeyFile:   *v["jwt-key-file"],
-		JWTIssuer:    *v["jwt-issuer"],
-		LogFormat:    *v["log-format"],
-		PostgresBin:  *v["postgres-bin"],
-		PostgresUser: *v["postgres-user"],
-		BlobDir:      *v["blob-dir"],
-		BlobS3URL:    *v["blob-s3-url"],
+		Addr:           *v["addr"],
+		MetricsAddr:    *v["metrics-addr"],
+		DatabaseURL:    *v["database-url"],
+		DataDir:        *v["data-dir"],
+		JWTKeyFile:     *v["jwt-key-file"],
+		SecretKeysFile: *v["secret-keys-file"],
+		JWTIssuer:      *v["jwt-issuer"],
+		LogFormat:      *v["log-format"],
+		PostgresBin:    *v["postgres-bin"],
+		PostgresUser:   *v["postgres-user"],
+		BlobDir:        *v["blob-dir"],
+		BlobS3URL:      *v["blob-s3-url"],
 	}
 	if m := *v["postgres-mirror"]; m != "" {
 		if u, err := url.Parse(m); err != nil || (u.Scheme != "https" && u.Scheme != "http") {
@@ -200,6 +203,9 @@ func parse(v map[string]*string) (Config, error) {
 	}
 	if c.JWTKeyFile == "" {
 		c.JWTKeyFile = filepath.Join(c.DataDir, "jwt-ed25519.pem")
+	}
+	if c.SecretKeysFile == "" {
+		c.SecretKeysFile = filepath.Join(c.DataDir, "secret-keys")
 	}
 	if c.BlobDir == "" {
 		c.BlobDir = filepath.Join(c.DataDir, "blobs")
@@ -311,6 +317,7 @@ func (c Config) LogValue() slog.Value {
 		slog.String("database_url", MaskURL(c.DatabaseURL)),
 		slog.String("data_dir", c.DataDir),
 		slog.String("jwt_key_file", c.JWTKeyFile),
+		slog.String("secret_keys_file", c.SecretKeysFile),
 		slog.String("jwt_issuer", c.JWTIssuer),
 		slog.Duration("access_token_ttl", c.AccessTokenTTL),
 		slog.Duration("refresh_token_ttl", c.RefreshTokenTTL),

@@ -10,6 +10,7 @@ package control
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"log/slog"
 	"time"
@@ -21,6 +22,7 @@ import (
 	"github.com/barrage-load/barrage/internal/barrage"
 	"github.com/barrage-load/barrage/internal/ownership"
 	"github.com/barrage-load/barrage/internal/postgres"
+	"github.com/barrage-load/barrage/internal/seal"
 )
 
 // Config tunes the control plane; zero fields take the defaults.
@@ -44,6 +46,8 @@ type Config struct {
 	// IngestLag, when set, receives how long after the end of the newest second of a report
 	// (on the run's schedule) the report reached the server.
 	IngestLag func(time.Duration)
+	// Secrets seals users' secrets; nil seals with a key of this process alone (tests).
+	Secrets *seal.Ring
 }
 
 // Service is the control plane.
@@ -62,6 +66,7 @@ type Service struct {
 	judges     *judges
 	checker    *ownership.Checker
 	finalizer  Finalizer // nil: summaries are made at once
+	secrets    *seal.Ring
 }
 
 // New returns the control plane on store.
@@ -84,9 +89,14 @@ func New(store *postgres.Store, log *slog.Logger, cfg Config) *Service {
 	if cfg.Targets.Checker == nil {
 		cfg.Targets.Checker = ownership.New(nil, nil)
 	}
+	if cfg.Secrets == nil {
+		key := make([]byte, seal.KeySize)
+		_, _ = rand.Read(key)
+		cfg.Secrets, _ = seal.New(key) // a key of the right size never fails
+	}
 	return &Service{store: store, log: log, now: cfg.Now, started: cfg.Now(), cfg: cfg,
 		runs: store.NewListener(postgres.ChannelRuns, log), work: store.NewListener(postgres.ChannelWork, log),
-		judges: newJudges(), checker: cfg.Targets.Checker}
+		judges: newJudges(), checker: cfg.Targets.Checker, secrets: cfg.Secrets}
 }
 
 // Listen follows the notifications of other replicas until ctx ends (runs that change, work

@@ -97,6 +97,11 @@ func (s *Service) CreateRun(ctx context.Context, p barrage.Principal, in RunInpu
 	if err := checkEnv(parsed, in.Env); err != nil {
 		return barrage.Run{}, err
 	}
+	// Each secret the script reads must be the owner's (their values are read again, and
+	// handed over, when an agent takes a shard).
+	if _, err := s.secretValues(ctx, owner, parsed.Secrets); err != nil {
+		return barrage.Run{}, err
+	}
 	plugins, err := s.admitPlugins(ctx, p, sc.Manifest.Plugins)
 	if err != nil {
 		return barrage.Run{}, err
@@ -153,7 +158,7 @@ func (s *Service) createRun(ctx context.Context, p barrage.Principal, sc barrage
 	run := barrage.Run{
 		ID: uuid.Must(uuid.NewV7()), OwnerID: owner, ScriptID: sc.ID, State: barrage.RunQueued, Load: in.Load,
 		Manifest: barrage.RunManifest{ScriptSHA256: hex.EncodeToString(sc.SHA256), ScriptName: sc.Name,
-			Plugins: sc.Manifest.Plugins, Files: sc.Manifest.Files, Warnings: deprecations(plugins), Env: in.Env},
+			Plugins: sc.Manifest.Plugins, Files: sc.Manifest.Files, Warnings: deprecations(plugins), Env: in.Env, Secrets: parsed.Secrets},
 		Limits:       barrage.Limits{MaxVUs: limits.MaxVUs, MaxRunDuration: limits.MaxRunDuration},
 		Destinations: dests, VUs: adm.vus,
 	}

@@ -173,6 +173,9 @@ func (s *Service) DebugTest(ctx context.Context, p barrage.Principal, id uuid.UU
 	if err != nil {
 		return barrage.Agent{}, 0, nil, err
 	}
+	if _, err := s.secretValues(ctx, p.User.ID, parsed.Secrets); err != nil {
+		return barrage.Agent{}, 0, nil, err
+	}
 	a, j, err := s.runJob(ctx, p, barrage.AgentJob{Kind: barrage.JobDebug, TestID: id, Revision: n}, in.AgentID, plugins)
 	if err != nil {
 		return a, n, nil, err

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"math"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -81,9 +82,20 @@ func (s *Service) Lease(ctx context.Context, a barrage.Agent, h Hello, wait time
 			switch run := w.Shard.Run; {
 			case run.Destinations != nil && h.Protocol < barrage.DestinationsProtocol:
 				why = tooOldForDestinations(a, "run")
-			case len(run.Manifest.Env) > 0 && h.Protocol < barrage.EnvProtocol:
-				why = fmt.Sprintf("agent %q speaks protocol %d, which cannot hand a run's environment (env, -e) to its script (%d can): upgrade it",
+			case (len(run.Manifest.Env) > 0 || len(run.Manifest.Secrets) > 0) && h.Protocol < barrage.EnvProtocol:
+				why = fmt.Sprintf("agent %q speaks protocol %d, which cannot hand a run's environment (env, -e) or secrets to its script (%d can): upgrade it",
 					a.Name, a.Protocol, barrage.EnvProtocol)
+			case len(run.Manifest.Secrets) > 0:
+				// Read now, not at the run's creation: a secret deleted since fails the shard.
+				var missing *barrage.InvalidError
+				w.Shard.Secrets, err = s.secretValues(ctx, run.OwnerID, run.Manifest.Secrets)
+				if errors.As(err, &missing) {
+					why, err = fmt.Sprintf("secret %s, which the script reads, was deleted after the run was created",
+						strings.TrimPrefix(missing.Fields[0].Field, "secrets.")), nil
+				}
+				if err != nil {
+					return Work{}, err
+				}
 			}
 			if why != "" {
 				end := &barrage.ShardEnd{State: barrage.ShardState(engine.Failed.String()), Reason: why, Result: json.RawMessage("{}")}
@@ -167,6 +179,9 @@ func (s *Service) takeJobs(ctx context.Context, a barrage.Agent, sandbox bool) (
 	kept := jobs[:0]
 	for _, j := range jobs {
 		why, err := s.sandboxRefuses(ctx, a, sandbox, j.Plugins)
+		if err == nil && why == "" && j.Kind == barrage.JobDebug && j.Bundle != nil {
+			why, err = s.jobSecrets(ctx, &j)
+		}
 		if err == nil && why == "" && a.Shared() {
 			// A debug sends requests, and a generation may run plugins that reach out: on a
 			// shared agent, they reach only what a run of the job's owner could.
@@ -187,6 +202,21 @@ func (s *Service) takeJobs(ctx context.Context, a barrage.Agent, sandbox bool) (
 		}
 	}
 	return kept, nil
+}
+
+// jobSecrets hands debug job j the values of its owner's secrets its script reads: why it cannot
+// have them (deleted since it was asked for), or an error.
+func (s *Service) jobSecrets(ctx context.Context, j *barrage.AgentJob) (string, error) {
+	parsed, err := loadBundle(j.Bundle.Source, j.Bundle.Files)
+	if err != nil || len(parsed.Secrets) == 0 {
+		return "", nil // the agent says what is wrong with the script
+	}
+	var missing *barrage.InvalidError
+	j.Secrets, err = s.secretValues(ctx, j.OwnerID, parsed.Secrets)
+	if errors.As(err, &missing) {
+		return missing.Fields[0].Reason, nil
+	}
+	return "", err
 }
 
 // AnswerPing records agent a's answer to its ping id.

@@ -40,6 +40,10 @@ type Options struct {
 	Sweep *barrage.Sweep
 	// Env looks up environment variables for the script's env section.
 	Env func(string) (string, bool)
+	// Secrets are the values of the secrets the script reads (${secret.NAME}), by name; each
+	// one it reads must be here. Wherever the run could show one (traces, error samples, stop
+	// reasons) it reads as Masked.
+	Secrets map[string]string
 	// BodyCap is how much of each response body is kept for extraction and assertions; the rest
 	// is read and counted but not kept. 0 means 1 MiB.
 	BodyCap int
@@ -197,6 +201,8 @@ type plan struct {
 	// drained is closed when the run drains (Running.Drain): no VU starts another request or
 	// think time, and those in flight end as they would.
 	drained chan struct{}
+	// mask hides the values of the script's secrets in what the run shows; nil when none.
+	mask *masker
 	// scheduling counts the open scenarios whose arrivals are still due: the last to end its
 	// schedule ends the start phase of a run of the open model alone.
 	scheduling atomic.Int64
@@ -257,6 +263,14 @@ func compile(s *script.Script, opts Options) (*plan, error) {
 	}
 	for _, c := range s.Variables.Constants {
 		p.consts[c.Name] = c.Value
+	}
+	values, err := secrets(s, opts.Secrets, p.consts)
+	if err != nil {
+		return nil, err
+	}
+	if p.mask = newMasker(values); p.mask != nil && opts.Trace != nil {
+		trace, mask := opts.Trace, p.mask
+		p.opts.Trace = func(ev TraceEvent) { trace(mask.event(ev)) }
 	}
 	for _, df := range s.Variables.Data {
 		if df.Rows == nil {
@@ -773,7 +787,8 @@ loop:
 	p.hookMu.Lock()
 	res.HookErrors = p.hookErrors
 	p.hookMu.Unlock()
-	res.ErrorSamples = p.errSamples.List()
+	res.ErrorSamples = p.mask.samples(p.errSamples.List())
+	res.Stop.Detail, res.Exhausted = p.mask.string(res.Stop.Detail), p.mask.string(res.Exhausted)
 	res.Scenarios = p.scenarioResults()
 	healths := make([]Health, len(res.Seconds))
 	for i, s := range res.Seconds {
@@ -866,7 +881,7 @@ func newRand(id int) *rand.Rand {
 
 // exhaust ends the starting of iterations because a source of values ran out.
 func (p *plan) exhaust(err error) {
-	p.exhaustOnce.Do(func() { p.exhaustWhy = err.Error() })
+	p.exhaustOnce.Do(func() { p.exhaustWhy = p.mask.string(err.Error()) })
 	p.exhausted.Store(true)
 	if p.stopStarting != nil { // nil in a debug's one iteration
 		p.stopStarting()

@@ -832,3 +832,53 @@ scenarios:
 		})
 	}
 }
+
+// A secret's value is sent as the script says, and reads *** wherever the run shows it: the
+// debug trace (as written, in a URL and in JSON), the error samples and the stop reason.
+func TestSecretsAreSentAndMaskedWhereverTheRunShowsThem(t *testing.T) {
+	t.Parallel()
+	const value = `pa ss/"word"`
+	var got atomic.Value
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got.Store(r.Header.Get("Authorization"))
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"echo": %q}`, r.Header.Get("Authorization"))
+	}))
+	defer srv.Close()
+	s := parse(t, srv.URL, `
+version: 1
+name: secretive
+session:
+  groups:
+    - name: g
+      requests:
+        - name: r
+          url: "${target}/"
+          query: { q: "${secret.PW}" }
+          headers: { Authorization: "Basic ${secret.PW}" }
+          body: { json: { pw: "${secret.PW}" } }
+          assert: [ { json: "$.echo", equals: nope } ]
+load: { vus: 1, iterations: 2 }
+`)
+	require.Equal(t, []string{"PW"}, s.Secrets)
+	_, err := engine.Start(t.Context(), s, engine.Options{})
+	require.ErrorContains(t, err, "the script reads secrets it was not given: PW")
+
+	var shown strings.Builder
+	err = engine.Debug(t.Context(), s, engine.Options{Secrets: map[string]string{"PW": value}, Trace: func(ev engine.TraceEvent) {
+		fmt.Fprintf(&shown, "%s %v %s %s %v %v\n", ev.URL, ev.RequestHeader, ev.RequestBody, ev.ResponseBody, ev.Failures, ev.Vars)
+	}})
+	require.NoError(t, err)
+	require.Equal(t, "Basic "+value, got.Load(), "sent as written")
+	res := run(t, s, engine.Options{Secrets: map[string]string{"PW": value}})
+	require.NotEmpty(t, res.ErrorSamples)
+	for _, e := range res.ErrorSamples {
+		shown.WriteString(e.Message + "\n")
+	}
+	text := shown.String()
+	require.Contains(t, text, "Basic ***")
+	require.Contains(t, text, `json $.echo was "Basic ***", wanted "nope"`)
+	for _, form := range []string{value, "pa+ss%2F%22word%22", `pa ss/\"word\"`, "pa%20ss"} {
+		require.NotContains(t, text, form)
+	}
+}

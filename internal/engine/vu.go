@@ -595,14 +595,11 @@ func (v *vu) assert(a *script.Assertion, rep *reply, doc any, docErr error, took
 		if docErr != nil {
 			return false, "body is not JSON"
 		}
-		ok, err := a.JSONHolds(doc, v.lookup)
+		ok, why, err := a.JSONCheck(doc, v.lookup)
 		if err != nil {
 			return false, "json: " + err.Error()
 		}
-		if !ok {
-			return false, fmt.Sprintf("json %s does not hold", a.JSONPath)
-		}
-		return true, ""
+		return ok, why
 	case script.AssertMaxDuration:
 		if took <= a.MaxDuration {
 			return true, ""

@@ -141,6 +141,9 @@ func toAPIShardJob(j *barrage.ShardJob, now time.Time) api.ShardJob {
 	if len(j.Run.Manifest.Env) > 0 {
 		v.Env = ptr(api.RunEnv(j.Run.Manifest.Env))
 	}
+	if len(j.Secrets) > 0 {
+		v.Secrets = &j.Secrets
+	}
 	for i, f := range j.Script.Files {
 		v.Script.Files[i] = api.BundleFile{Name: f.Name, Content: f.Content}
 	}
@@ -158,6 +161,9 @@ func toAPIJobs(jobs []barrage.AgentJob) *[]api.AgentJob {
 		out[i] = api.AgentJob{Id: j.ID, Kind: api.AgentJobKind(j.Kind), Test: api.TestBundle{
 			Name: b.Name, Format: api.TestBundleFormat(b.Format), Source: b.Source, Files: make([]api.BundleFile, len(b.Files)),
 		}}
+		if len(j.Secrets) > 0 {
+			out[i].Secrets = ptr(j.Secrets)
+		}
 		if j.Destinations != nil {
 			out[i].Destinations = ptr(j.Destinations)
 		}

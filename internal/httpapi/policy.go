@@ -68,6 +68,9 @@ var policies = map[string]policy{
 	"DELETE /v1/agents/{id}":    {user, barrage.ScopeWrite},
 	"POST /v1/agents/{id}/ping": {user, barrage.ScopeRead},
 
+	"GET /v1/secrets":              {user, barrage.ScopeRead},
+	"POST /v1/secrets":             {user, barrage.ScopeWrite},
+	"DELETE /v1/secrets/{name}":    {user, barrage.ScopeWrite},
 	"GET /v1/targets":              {user, barrage.ScopeRead},
 	"POST /v1/targets":             {user, barrage.ScopeWrite},
 	"GET /v1/targets/{id}":         {user, barrage.ScopeRead},

@@ -282,6 +282,9 @@ func toAPIRun(r barrage.Run) api.Run {
 	if len(r.Manifest.Env) > 0 {
 		v.Manifest.Env = ptr(api.RunEnv(r.Manifest.Env))
 	}
+	if len(r.Manifest.Secrets) > 0 {
+		v.Manifest.Secrets = &r.Manifest.Secrets
+	}
 	for _, f := range r.Manifest.Files {
 		v.Manifest.Files = append(v.Manifest.Files, api.ScriptFileRef{Name: f.Name, Sha256: f.SHA256, Size: f.Size})
 	}

@@ -236,7 +236,7 @@ func TestARunGoesThroughItsAgentToItsSummary(t *testing.T) {
 	require.Equal(t, map[string]any{"requests": 160.0, "error_rate": 0.0, "p95_ms": finished[0].(map[string]any)["outcome"].(map[string]any)["p95_ms"],
 		"thresholds_failed": 0.0, "generator_limited": false, "incomplete": false}, finished[0].(map[string]any)["outcome"])
 	require.InDelta(t, 30, finished[0].(map[string]any)["outcome"].(map[string]any)["p95_ms"], 0.1)
-	require.Equal(t, 6.0, finished[0].(map[string]any)["vus"])
+	require.EqualValues(t, 6, finished[0].(map[string]any)["vus"])
 	require.Empty(t, runs("?state=failed"))
 	require.Empty(t, runs("?test_id="+uuid.NewString()), "its script is no test's")
 	requireProblem(t, b.do("GET", "/v1/runs?state=bogus", u.access, nil), http.StatusBadRequest)
@@ -1107,4 +1107,65 @@ load: { vus: 1, duration: 1s }
 	job := b.do("POST", "/v1/agent/lease", token, hello)
 	require.Equal(t, http.StatusOK, job.status, "body: %s", job.body)
 	require.Equal(t, map[string]any{"API_TOKEN": "abc"}, job.json(t)["shard"].(map[string]any)["env"])
+}
+
+// A user's secrets: set and replaced, listed without values, another user's not theirs; a run
+// whose script reads one is admitted only when its owner has it, and its agent is handed the
+// value when it takes the shard; one deleted meanwhile fails the shard, saying which.
+func TestSecretsAreWriteOnlyAndReachTheAgentAlone(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	admin, u := b.adminAndUser()
+	_, token := b.registerAgent("/v1/agents", u.access, "mine", nil)
+	require.Equal(t, http.StatusNoContent, b.do("POST", "/v1/agent/lease", token, hello).status)
+
+	set := b.do("POST", "/v1/secrets", u.access, map[string]any{"name": "API_TOKEN", "value": "v1"})
+	require.Equal(t, http.StatusCreated, set.status, "body: %s", set.body)
+	require.NotContains(t, string(set.body), "v1")
+	again := b.do("POST", "/v1/secrets", u.access, map[string]any{"name": "API_TOKEN", "value": "hunter2"})
+	require.Equal(t, http.StatusOK, again.status, "replaced: %s", again.body)
+	list := b.do("GET", "/v1/secrets", u.access, nil)
+	require.Equal(t, http.StatusOK, list.status)
+	require.Len(t, list.json(t)["items"].([]any), 1)
+	require.NotContains(t, string(list.body), "hunter2")
+	require.Empty(t, b.do("GET", "/v1/secrets", admin.access, nil).json(t)["items"], "another user's are not theirs")
+	requireProblem(t, b.do("DELETE", "/v1/secrets/API_TOKEN", admin.access, nil), http.StatusNotFound)
+	for _, body := range []map[string]any{{"name": "1BAD", "value": "x"}, {"name": "OK", "value": ""}, {"name": "OK", "value": strings.Repeat("x", 4097)}} {
+		r := b.do("POST", "/v1/secrets", u.access, body)
+		require.Contains(t, []int{http.StatusBadRequest, http.StatusUnprocessableEntity}, r.status, "%v: %s", body, r.body)
+	}
+
+	script := b.addScript(u, `version: 1
+name: secretive
+session:
+  groups:
+    - name: g
+      requests:
+        - { name: r, url: "http://127.0.0.1:9/", headers: { Authorization: "Bearer ${secret.API_TOKEN}", X-Other: "${secret.OTHER}" } }
+load: { vus: 1, duration: 1s }
+`)
+	p := requireProblem(t, b.do("POST", "/v1/runs", u.access, map[string]any{"script_id": script}), http.StatusUnprocessableEntity)
+	requireField(t, p, "secrets.OTHER")
+	require.Equal(t, http.StatusCreated, b.do("POST", "/v1/secrets", u.access, map[string]any{"name": "OTHER", "value": "o"}).status)
+
+	created := b.do("POST", "/v1/runs", u.access, map[string]any{"script_id": script})
+	require.Equal(t, http.StatusCreated, created.status, "body: %s", created.body)
+	require.Equal(t, []any{"API_TOKEN", "OTHER"}, created.json(t)["manifest"].(map[string]any)["secrets"])
+	require.NotContains(t, string(created.body), "hunter2")
+	job := b.do("POST", "/v1/agent/lease", token, hello)
+	require.Equal(t, http.StatusOK, job.status, "body: %s", job.body)
+	require.Equal(t, map[string]any{"API_TOKEN": "hunter2", "OTHER": "o"}, job.json(t)["shard"].(map[string]any)["secrets"])
+	require.NotContains(t, string(b.do("GET", "/v1/runs/"+created.json(t)["id"].(string), u.access, nil).body), "hunter2")
+	report := "/v1/agent/shards/" + job.json(t)["shard"].(map[string]any)["shard_id"].(string) + "/report"
+	require.Equal(t, http.StatusOK, b.do("POST", report, token, map[string]any{"lease": job.json(t)["shard"].(map[string]any)["lease"],
+		"seconds": []any{}, "end": map[string]any{"reason": "finished"}}).status)
+
+	// Deleted after the run was admitted: the shard fails, naming it.
+	created = b.do("POST", "/v1/runs", u.access, map[string]any{"script_id": script})
+	require.Equal(t, http.StatusCreated, created.status, "body: %s", created.body)
+	require.Equal(t, http.StatusNoContent, b.do("DELETE", "/v1/secrets/OTHER", u.access, nil).status)
+	require.Equal(t, http.StatusNoContent, b.do("POST", "/v1/agent/lease", token, hello).status)
+	shard := b.do("GET", "/v1/runs/"+created.json(t)["id"].(string), u.access, nil).json(t)["shards"].([]any)[0].(map[string]any)
+	require.Equal(t, "failed", shard["state"])
+	require.Contains(t, shard["reason"], "secret OTHER, which the script reads, was deleted")
 }

@@ -433,7 +433,10 @@ func (d *decoder) plugins(n *yaml.Node, p pos) []*Plugin {
 			d.add(pos{path: field(ep.path, "as"), line: ep.line, col: ep.col}, "required: the plugin's name is not a valid local name")
 			ok = false
 		}
-		if pl.As != "" {
+		if pl.As == SecretAlias {
+			d.add(ep, "a plugin may not be named %s: ${%s.NAME} reads your secret NAME; give it another name with as", SecretAlias, SecretAlias)
+			ok = false
+		} else if pl.As != "" {
 			if seen[pl.As] {
 				d.add(ep, "another plugin is already named %s; give this one another name with as", quote(pl.As))
 				ok = false

@@ -561,3 +561,30 @@ func TestOldKindSpellingsParseWithANote(t *testing.T) {
 	require.Equal(t, 4, s.Deprecations[0].Line)
 	require.Contains(t, s.Deprecations[0].Error(), "element is the old spelling of session-element")
 }
+
+// ${secret.NAME} reads a secret: the script lists the names it reads, and no plugin may take
+// the name secret.
+func TestScriptsListTheSecretsTheyRead(t *testing.T) {
+	t.Parallel()
+	s, err := script.Parse([]byte(`version: 1
+name: s
+session:
+  groups:
+    - name: g
+      requests:
+        - { name: a, url: "http://127.0.0.1/${secret.B_KEY}", headers: { X-A: "${secret.A}" } }
+        - { name: b, url: "http://127.0.0.1/", body: { json: { k: "${secret.A}" } } }
+load: { vus: 1, iterations: 1 }
+`), script.ParseOptions{})
+	require.NoError(t, err)
+	require.Equal(t, []string{"A", "B_KEY"}, s.Secrets)
+
+	_, err = script.Parse([]byte(`version: 1
+name: s
+plugins:
+  - { use: ./p, as: secret, kind: session-element }
+session: { groups: [ { name: g, requests: [ { name: a, url: "http://127.0.0.1/" } ] } ] }
+load: { vus: 1, iterations: 1 }
+`), script.ParseOptions{})
+	require.ErrorContains(t, err, "a plugin may not be named secret")
+}

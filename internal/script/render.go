@@ -2,6 +2,8 @@ package script
 
 import (
 	"bytes"
+	"fmt"
+	"strconv"
 )
 
 // AppendURL appends the request's URL, with its Query parameters form-encoded after a ? (or
@@ -39,20 +41,49 @@ func (a *Assertion) StatusOK(code int) bool {
 // text (see JSONPath.FindString) is EqualsText rendered when EqualsText is set; and otherwise
 // finds anything. Its error is that of rendering EqualsText.
 func (a *Assertion) JSONHolds(doc any, lookup Lookup) (bool, error) {
+	ok, _, err := a.JSONCheck(doc, lookup)
+	return ok, err
+}
+
+// maxFound is how much of a value found a failed check quotes.
+const maxFound = 200
+
+// JSONCheck is JSONHolds, and when the assertion fails, why, naming what the path found and
+// what was wanted: `json $.qty was 2, wanted 3`.
+func (a *Assertion) JSONCheck(doc any, lookup Lookup) (bool, string, error) {
 	v, found := a.JSONPath.Find(doc)
+	quote := func(v any) string {
+		t := jsonText(v)
+		if len(t) > maxFound {
+			t = t[:maxFound] + "..."
+		}
+		if _, ok := v.(string); ok {
+			return strconv.Quote(t)
+		}
+		return t
+	}
 	switch {
 	case a.Absent:
-		return !found, nil
+		if found {
+			return false, fmt.Sprintf("json %s found %s, wanted nothing", a.JSONPath, quote(v)), nil
+		}
+		return true, "", nil
 	case !found:
-		return false, nil
+		return false, fmt.Sprintf("json %s found nothing", a.JSONPath), nil
 	case a.HasEquals:
-		return JSONEqual(v, a.Equals), nil
+		if JSONEqual(v, a.Equals) {
+			return true, "", nil
+		}
+		return false, fmt.Sprintf("json %s was %s, wanted %s", a.JSONPath, quote(v), quote(a.Equals)), nil
 	case a.EqualsText != nil:
 		want, err := a.EqualsText.Render(lookup, nil)
 		if err != nil {
-			return false, err
+			return false, "", err
 		}
-		return jsonText(v) == string(want), nil
+		if jsonText(v) == string(want) {
+			return true, "", nil
+		}
+		return false, fmt.Sprintf("json %s was %s, wanted %q", a.JSONPath, quote(v), want), nil
 	}
-	return true, nil
+	return true, "", nil
 }

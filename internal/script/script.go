@@ -40,6 +40,9 @@ type Script struct {
 	Monitors []*Monitor
 	// Network is where requests connect and what their TLS trusts and presents.
 	Network Network
+	// Secrets are the names of the secrets the script reads (${secret.NAME}), sorted: a run is
+	// given their values, its owner's, and masks them wherever it could show one.
+	Secrets []string
 	// Deprecations are what the script should change and need not yet (old spellings), each
 	// with its line: tools show them as warnings.
 	Deprecations ErrorList

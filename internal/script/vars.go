@@ -1,6 +1,8 @@
 package script
 
 import (
+	"maps"
+	"regexp"
 	"slices"
 	"strings"
 )
@@ -54,6 +56,7 @@ func (d *decoder) checkVars(s *Script) {
 		}
 	}
 
+	secrets := map[string]bool{}
 	checked := make(map[*Template]bool)
 	// check reports the variables of t that are not set when it is rendered: last is the index
 	// of the last request whose extractions have run by then, -1 for none.
@@ -66,7 +69,14 @@ func (d *decoder) checkVars(s *Script) {
 			if slices.Contains(skip, name) {
 				continue
 			}
-			if alias, _, dotted := strings.Cut(name, "."); dotted {
+			if alias, rest, dotted := strings.Cut(name, "."); dotted {
+				if alias == SecretAlias {
+					if !secretRe.MatchString(rest) {
+						d.add(t.p, "${%s}: a secret's name is 1 to 64 letters, digits and _ (${secret.NAME})", name)
+					}
+					secrets[rest] = true
+					continue
+				}
 				switch pl := findPlugin(s.Plugins, alias); {
 				case pl == nil:
 					d.add(t.p, "${%s}: no plugin is named %s", name, alias)
@@ -135,7 +145,17 @@ func (d *decoder) checkVars(s *Script) {
 			}
 		}
 	}
+	s.Secrets = slices.Sorted(maps.Keys(secrets))
 }
+
+// SecretAlias is the name before the dot of ${secret.NAME}, which reads the secret NAME of the
+// run's owner: no plugin may have it.
+const SecretAlias = "secret"
+
+var secretRe = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,63}$`)
+
+// SecretVar is the variable that ${secret.NAME} reads, whose value a run is given.
+func SecretVar(name string) string { return SecretAlias + "." + name }
 
 // ResolveEnv reads the script's environment variables through lookup, as a run starts. It
 // returns their values by variable name, or an ErrorList naming each one that is missing and

@@ -203,6 +203,14 @@ type ScriptFile struct {
 	Sha256   []byte
 }
 
+type Secret struct {
+	OwnerID   uuid.UUID
+	Name      string
+	Sealed    []byte
+	CreatedAt time.Time
+	UpdatedAt time.Time
+}
+
 type Shard struct {
 	ID           uuid.UUID
 	RunID        uuid.UUID

@@ -1,0 +1,66 @@
+package control
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/google/uuid"
+
+	"github.com/barrage-load/barrage/internal/barrage"
+)
+
+// PutSecret sets p's secret name to value, sealed with the server's keyring; created says
+// whether it is new. Its value is never returned or logged.
+func (s *Service) PutSecret(ctx context.Context, p barrage.Principal, name, value string) (barrage.Secret, bool, error) {
+	if err := barrage.CheckSecretName("name", name); err != nil {
+		return barrage.Secret{}, false, err
+	}
+	switch {
+	case value == "":
+		return barrage.Secret{}, false, barrage.Invalid("value", "must not be empty")
+	case len(value) > barrage.MaxSecretValue:
+		return barrage.Secret{}, false, barrage.Invalid("value", fmt.Sprintf("%d bytes; at most %d", len(value), barrage.MaxSecretValue))
+	}
+	return s.store.PutSecret(ctx, p.User.ID, name, s.secrets.Seal([]byte(value), secretOwner(p.User.ID, name)))
+}
+
+// Secrets lists p's secrets, without their values.
+func (s *Service) Secrets(ctx context.Context, p barrage.Principal) ([]barrage.Secret, error) {
+	return s.store.Secrets(ctx, p.User.ID)
+}
+
+// DeleteSecret deletes p's secret name. A run already admitted that reads it fails when an agent
+// takes it, saying so.
+func (s *Service) DeleteSecret(ctx context.Context, p barrage.Principal, name string) error {
+	if err := barrage.CheckSecretName("name", name); err != nil {
+		return err
+	}
+	return s.store.DeleteSecret(ctx, p.User.ID, name)
+}
+
+// secretValues opens owner's secrets of names, by name. A name owner has no secret of is an
+// error naming it (field is where it was asked for: secrets.NAME).
+func (s *Service) secretValues(ctx context.Context, owner uuid.UUID, names []string) (map[string]string, error) {
+	sealed, err := s.store.SealedSecrets(ctx, owner, names)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]string, len(names))
+	for _, name := range names {
+		v, ok := sealed[name]
+		if !ok {
+			return nil, barrage.Invalid("secrets."+name, "you have no secret of this name, which the script reads as ${secret."+name+"}: set it (barrage secrets set "+name+")")
+		}
+		plain, err := s.secrets.Open(v, secretOwner(owner, name))
+		if err != nil {
+			// The server's keyring lacks the key that sealed it: an operator's mistake, not the
+			// user's, and said without the value.
+			return nil, fmt.Errorf("secret %s of %s: %w (is the key that sealed it still in the keyring?)", name, owner, err)
+		}
+		out[name] = string(plain)
+	}
+	return out, nil
+}
+
+// secretOwner is what a secret's sealed value is bound to: its owner and name.
+func secretOwner(owner uuid.UUID, name string) []byte { return []byte(owner.String() + "/" + name) }

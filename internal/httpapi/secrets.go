@@ -1,0 +1,54 @@
+package httpapi
+
+import (
+	"context"
+
+	"github.com/barrage-load/barrage/api"
+	"github.com/barrage-load/barrage/internal/barrage"
+)
+
+func (s *server) ListSecrets(ctx context.Context, _ api.ListSecretsRequestObject) (api.ListSecretsResponseObject, error) {
+	p, err := principal(ctx)
+	if err != nil {
+		return nil, err
+	}
+	list, err := s.control.Secrets(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	out := api.SecretList{Items: make([]api.Secret, len(list))}
+	for i, sec := range list {
+		out.Items[i] = toAPISecret(sec)
+	}
+	return api.ListSecrets200JSONResponse(out), nil
+}
+
+func (s *server) PutSecret(ctx context.Context, req api.PutSecretRequestObject) (api.PutSecretResponseObject, error) {
+	p, err := principal(ctx)
+	if err != nil {
+		return nil, err
+	}
+	sec, created, err := s.control.PutSecret(ctx, p, req.Body.Name, deref(req.Body.Value))
+	if err != nil {
+		return nil, err
+	}
+	if created {
+		return api.PutSecret201JSONResponse(toAPISecret(sec)), nil
+	}
+	return api.PutSecret200JSONResponse(toAPISecret(sec)), nil
+}
+
+func (s *server) DeleteSecret(ctx context.Context, req api.DeleteSecretRequestObject) (api.DeleteSecretResponseObject, error) {
+	p, err := principal(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.control.DeleteSecret(ctx, p, req.Name); err != nil {
+		return nil, err
+	}
+	return api.DeleteSecret204Response{}, nil
+}
+
+func toAPISecret(s barrage.Secret) api.Secret {
+	return api.Secret{Name: s.Name, CreatedAt: s.CreatedAt, UpdatedAt: s.UpdatedAt}
+}
