@@ -882,3 +882,27 @@ load: { vus: 1, iterations: 2 }
 		require.NotContains(t, text, form)
 	}
 }
+
+// A request that could not be sent (a variable an earlier request failed to extract) is traced
+// as far as it renders: the variables that are set, and ${name} for the one that is not.
+func TestDebugShowsAnUnsentRequestAsFarAsItRenders(t *testing.T) {
+	t.Parallel()
+	target := idle(t)
+	s := parse(t, target, `
+version: 1
+name: unsent
+variables:
+  constants: { base: "${target}" }
+session:
+  groups:
+    - name: g
+      requests:
+        - { name: login, url: "${target}/login", extract: [ { var: token, json: "$.token" } ] }
+        - { name: account, url: "${base}/account/${token}" }
+load: { vus: 1, iterations: 1 }
+`)
+	var urls []string
+	err := engine.Debug(t.Context(), s, engine.Options{Trace: func(ev engine.TraceEvent) { urls = append(urls, ev.URL) }})
+	require.NoError(t, err)
+	require.Equal(t, []string{target + "/login", target + "/account/${token}"}, urls)
+}

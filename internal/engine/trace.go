@@ -59,7 +59,9 @@ func (v *vu) trace(r *compiledRequest, ex *exchange, rep *reply, took time.Durat
 
 func (v *vu) traceFailure(r *compiledRequest, err error) {
 	if v.p.opts.Trace != nil {
-		v.p.opts.Trace(TraceEvent{Request: r.r.Name, Method: r.r.Method, URL: r.r.URL.String(), Err: err, Failures: []string{err.Error()}})
+		// The URL as far as it renders: the variables that are set, and ${name} for the one
+		// that is not (the failure names it).
+		v.p.opts.Trace(TraceEvent{Request: r.r.Name, Method: r.r.Method, URL: r.r.URL.RenderKnown(v.lookup), Err: err, Failures: []string{err.Error()}})
 	}
 }
 

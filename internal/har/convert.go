@@ -145,6 +145,7 @@ func Convert(l *Log, opts Options) (*Result, error) {
 	c.bindData()
 	c.correlate()
 	c.parameters()
+	c.renameTemplated()
 	c.hoistHeaders()
 	c.jarWarnings()
 	src, err := c.render()
@@ -525,6 +526,64 @@ func (c *converter) nameAll() {
 		}
 		groupNames[n] = true
 		g.name = n
+	}
+}
+
+// renameTemplated names a request whose path a correlation made a template after the template
+// ("GET /items/${item_id}"), not after the id it recorded, which the replay will not send; what
+// the conversion reports, and a group named after the request, follow.
+func (c *converter) renameTemplated() {
+	used := map[string]bool{}
+	for _, x := range c.kept {
+		used[x.name] = true
+	}
+	renamed := map[string]string{}
+	for _, x := range c.kept {
+		if !x.templated() || x.req.url.whole != nil {
+			continue
+		}
+		p := c.pathTemplate(x)
+		if x.origin != c.origin {
+			p = x.url.Host + p
+		}
+		base := x.method + " " + shorten(p, 100)
+		n := base
+		for i := 2; used[n] && n != x.name; i++ {
+			n = fmt.Sprintf("%s (%d)", base, i)
+		}
+		if n == x.name {
+			continue
+		}
+		delete(used, x.name)
+		used[n] = true
+		renamed[x.name], x.name = n, n
+	}
+	if len(renamed) == 0 {
+		return
+	}
+	rename := func(s *string) {
+		if n, ok := renamed[*s]; ok {
+			*s = n
+		}
+	}
+	for _, g := range c.groups {
+		rename(&g.name)
+	}
+	r := c.res
+	for i := range r.Correlations {
+		rename(&r.Correlations[i].Request)
+		for j := range r.Correlations[i].Uses {
+			rename(&r.Correlations[i].Uses[j].Request)
+		}
+	}
+	for _, ps := range [][]Parameter{r.DataBound, r.Parameters} {
+		for i := range ps {
+			rename(&ps[i].Request)
+		}
+	}
+	for i := range r.Missed {
+		rename(&r.Missed[i].Request)
+		rename(&r.Missed[i].Source)
 	}
 }
 

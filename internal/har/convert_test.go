@@ -58,11 +58,14 @@ func convert(t *testing.T, l *har.Log, opts har.Options) (*har.Result, *script.S
 func requireExtracts(t *testing.T, l *har.Log, c har.Correlation) {
 	t.Helper()
 	method, path, _ := strings.Cut(c.Request, " ")
+	// A request whose path was correlated is named by its template: a variable stands for a
+	// segment's recorded text.
+	re := regexp.MustCompile("^" + regexp.MustCompile(`\\\$\\\{[^}]*\}`).ReplaceAllString(regexp.QuoteMeta(path), `[^/]+`) + "$")
 	var e *har.Entry
 	for i := range l.Entries {
 		u, err := url.Parse(l.Entries[i].Request.URL)
 		require.NoError(t, err)
-		if l.Entries[i].Request.Method == method && (u.EscapedPath() == path || u.Host+u.EscapedPath() == path) {
+		if l.Entries[i].Request.Method == method && (re.MatchString(u.EscapedPath()) || re.MatchString(u.Host+u.EscapedPath())) {
 			e = &l.Entries[i]
 		}
 	}
@@ -303,12 +306,14 @@ func TestCorrelatesTheValuesAPersonWould(t *testing.T) {
 		"xsrf":          "cookie xsrf of POST /api/login",
 		"order_id":      "header Location of POST /checkout",
 		"order_id_2":    `regex Order ([^"'<>&\s]+) of GET /orders/40713`,
-		"receipt":       "json $.receipt of POST /orders/40713/receipt",
+		"receipt":       "json $.receipt of POST /orders/${order_id_2}/receipt", // named by its template
 	}, got)
 	src := string(res.Script)
 	require.Contains(t, src, "Authorization: Bearer ${access_token}", "a token inside a header")
 	require.Contains(t, src, "url: ${order_id}", "the redirect is followed where the target sends it")
 	require.Contains(t, src, "url: /orders/${order_id_2}/receipt")
+	require.Contains(t, src, "name: POST /orders/${order_id_2}/receipt", "named by its template, not the id it recorded")
+	require.NotContains(t, src, "name: POST /orders/40713/receipt")
 	require.Contains(t, src, `raw: '{"receipt":${receipt},"to":"ada@example.test"}'`, "a number from a variable goes in a raw body")
 	require.Contains(t, src, "note: $${not_a_var}", "a recorded ${ is literal")
 	require.NotContains(t, src, "expires_in: ${", "a small number recurs by chance: not a correlation")

@@ -223,6 +223,18 @@ func (c *converter) url(x *exchange) string {
 	if x.origin != c.origin {
 		b.WriteString(escapeTemplate(x.origin))
 	}
+	b.WriteString(c.pathTemplate(x))
+	if r.rawQuery != "" {
+		b.WriteString("?" + escapeTemplate(urlText(r.rawQuery)))
+	}
+	return b.String()
+}
+
+// pathTemplate is a request's path in the script: each segment as recorded, or the template a
+// correlation made of it.
+func (c *converter) pathTemplate(x *exchange) string {
+	var b strings.Builder
+	r := x.req
 	for i, seg := range r.segs {
 		b.WriteByte('/')
 		f := r.path[i]
@@ -232,10 +244,20 @@ func (c *converter) url(x *exchange) string {
 		}
 		b.WriteString(c.template(f, url.PathEscape))
 	}
-	if r.rawQuery != "" {
-		b.WriteString("?" + escapeTemplate(urlText(r.rawQuery)))
-	}
 	return b.String()
+}
+
+// templated reports whether a correlation made a template of some segment of x's path.
+func (x *exchange) templated() bool {
+	if x.req == nil {
+		return false
+	}
+	for _, f := range x.req.path {
+		if f.whole != nil || len(f.subs) > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // urlText percent-encodes the spaces and control characters a recorded URL may hold (browsers

@@ -65,6 +65,24 @@ func (t *Template) Render(lookup Lookup, buf []byte) ([]byte, error) {
 	return buf, nil
 }
 
+// RenderKnown is the template's text with the value of each variable lookup has and ${name}
+// left for each it has not: what a request that could not be sent would have been, for a trace.
+func (t *Template) RenderKnown(lookup Lookup) string {
+	var buf []byte
+	for _, p := range t.parts {
+		if p.name == "" {
+			buf = append(buf, p.lit...)
+			continue
+		}
+		if v, ok := lookup(p.name); ok {
+			buf = appendEscaped(buf, v, p.esc)
+		} else {
+			buf = append(buf, "${"+p.name+"}"...)
+		}
+	}
+	return string(buf)
+}
+
 // Vars returns the names of the variables the template uses, each once, in order.
 func (t *Template) Vars() []string { return t.vars }
 
