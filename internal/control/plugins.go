@@ -160,7 +160,7 @@ func (s *Service) sandboxRefuses(ctx context.Context, a barrage.Agent, sandbox b
 		}
 		if !admin {
 			return fmt.Sprintf("shared agent %q does not hold the kernel sandbox now, and %s, published by a user, "+
-				"runs on a shared agent only inside it: run it on your own agent", a.Name, pin.Ref()), nil
+				"runs on a shared agent only inside it: run it on your own agent (barrage agent). %s", a.Name, pin.Ref(), pluginRule), nil
 		}
 	}
 	return "", nil
@@ -189,6 +189,11 @@ func pinsOf(plugins []marketPlugin) []barrage.PluginPin {
 	return out
 }
 
+// pluginRule is the rule of plugins on shared agents, said the same way wherever a refusal
+// needs it.
+const pluginRule = "(A shared agent runs a plugin published by a user only inside the kernel sandbox; an admin's approval " +
+	"lists a version in the marketplace, it does not vouch for its code. The demo agent inside serve runs no plugin at all.)"
+
 // canRunOn refuses to give agent a the marketplace plugins it must not run: a shared agent runs
 // strangers' plugins only inside the whole kernel sandbox; without it, only those admins
 // published. field names the agent in the request.
@@ -198,8 +203,8 @@ func canRunOn(a barrage.Agent, plugins []marketPlugin, field string) error {
 	}
 	for _, m := range plugins {
 		if !m.byAdmin {
-			return barrage.Invalid(field, fmt.Sprintf("shared agent %q runs marketplace plugins that admins did not publish only inside the kernel sandbox, "+
-				"which it does not hold; %s was published by a user: run it on your own agent (barrage agent)", a.Name, m.pin.Ref()))
+			return barrage.Invalid(field, fmt.Sprintf("shared agent %q does not hold the kernel sandbox, and %s, published by a user, "+
+				"runs on a shared agent only inside it: run it on your own agent (barrage agent). %s", a.Name, m.pin.Ref(), pluginRule))
 		}
 	}
 	return nil
