@@ -9,6 +9,7 @@ import (
 
 	"github.com/barrage-load/barrage/internal/barrage"
 	"github.com/barrage-load/barrage/internal/engine"
+	"github.com/barrage-load/barrage/internal/metrics"
 	"github.com/barrage-load/barrage/internal/monitor"
 	"github.com/barrage-load/barrage/internal/report"
 	"github.com/barrage-load/barrage/internal/summary"
@@ -91,7 +92,7 @@ func (s *Service) result(ctx context.Context, p barrage.Principal, id uuid.UUID)
 	if sum.State == "" { // summarized before summaries told it
 		sum.State, sum.Reason = run.State, run.Reason
 	}
-	r := &summary.Result{Summary: sum.Summary, ElapsedS: sum.ElapsedS, Series: []summary.Point{}}
+	r := &summary.Result{Summary: sum.Summary, ElapsedS: sum.ElapsedS, Series: []summary.Point{}, RequestSeries: map[string][]summary.Point{}}
 	if sc, err := s.runScript(ctx, run); err == nil {
 		r.Script, r.Model = sc.Name, engine.Workload(sc, engine.LoadOptions(run.Load)).Model.String()
 		r.Monitors = monitor.Skeleton(sc.Monitors)
@@ -110,6 +111,13 @@ func (s *Service) result(ctx context.Context, p barrage.Principal, id uuid.UUID)
 			healths = append(healths, part.Health)
 		}
 		r.Series = append(r.Series, summary.NewPoint(m.Index, m.Snapshot, healths...))
+		for k, st := range m.Snapshot.Labels {
+			if k.Kind != metrics.Request {
+				continue
+			}
+			one := &metrics.Snapshot{Start: m.Snapshot.Start, Duration: m.Snapshot.Duration, Labels: map[metrics.Key]*metrics.Stats{k: st}}
+			r.RequestSeries[k.Name] = append(r.RequestSeries[k.Name], summary.NewPoint(m.Index, one))
+		}
 		if m.Monitors != nil {
 			monitor.Record(r.Monitors, m.Index, m.Monitors.Values, m.Monitors.Units)
 		}

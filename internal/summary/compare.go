@@ -59,28 +59,24 @@ type Comparison struct {
 }
 
 // Compare holds next against base within tol. The noise of each figure comes from the
-// per-second variation of both runs' series (all requests together); a request's figures are
-// given the same relative noise as the whole.
+// per-second variation of both runs' series: all requests together for the total, and each
+// request's own seconds when both results have them (RequestSeries, a run on the server's);
+// else a request is given the same relative noise as the whole.
 func Compare(base, next *Result, tol Tolerances) Comparison {
-	noise := map[string]float64{
-		"rps":    relNoise(base.Series, next.Series, func(p Point) float64 { return p.RPS }),
-		"p50_ms": relNoise(base.Series, next.Series, func(p Point) float64 { return p.P50MS }),
-		"p95_ms": relNoise(base.Series, next.Series, func(p Point) float64 { return p.P95MS }),
-		"p99_ms": relNoise(base.Series, next.Series, func(p Point) float64 { return p.P99MS }),
-		"error_rate": absNoise(base.Series, next.Series, func(p Point) float64 {
-			if p.Requests == 0 {
-				return 0
-			}
-			return float64(p.Errors) / float64(p.Requests)
-		}),
-	}
-	c := Comparison{Total: compareLabel("all requests", base.Total, next.Total, noise, tol), Requests: []LabelComparison{}}
+	total := noiseOf(base.Series, next.Series)
+	c := Comparison{Total: compareLabel("all requests", base.Total, next.Total, total, tol), Requests: []LabelComparison{}}
 	verdicts := []string{c.Total.Verdict}
 	for _, b := range base.Requests {
 		n, ok := findLabel(next.Requests, b.Name)
 		if !ok {
 			c.Only = append(c.Only, b.Name+" (base only)")
 			continue
+		}
+		noise := total
+		bs, inBase := base.RequestSeries[b.Name]
+		ns, inNext := next.RequestSeries[b.Name]
+		if inBase && inNext {
+			noise = noiseOf(bs, ns)
 		}
 		lc := compareLabel(b.Name, b, n, noise, tol)
 		c.Requests = append(c.Requests, lc)
@@ -93,6 +89,22 @@ func Compare(base, next *Result, tol Tolerances) Comparison {
 	}
 	c.Verdict = worst(verdicts)
 	return c
+}
+
+// noiseOf is the noise of each figure of two series of seconds.
+func noiseOf(base, next []Point) map[string]float64 {
+	return map[string]float64{
+		"rps":    relNoise(base, next, func(p Point) float64 { return p.RPS }),
+		"p50_ms": relNoise(base, next, func(p Point) float64 { return p.P50MS }),
+		"p95_ms": relNoise(base, next, func(p Point) float64 { return p.P95MS }),
+		"p99_ms": relNoise(base, next, func(p Point) float64 { return p.P99MS }),
+		"error_rate": absNoise(base, next, func(p Point) float64 {
+			if p.Requests == 0 {
+				return 0
+			}
+			return float64(p.Errors) / float64(p.Requests)
+		}),
+	}
 }
 
 func findLabel(ls []Label, name string) (Label, bool) {

@@ -50,3 +50,28 @@ func TestACompareJudgesAgainstToleranceAndNoise(t *testing.T) {
 	require.Equal(t, summary.Improved, c.Total.Changes[0].Verdict, "requests/s up is better")
 	require.Equal(t, []string{"home (base only)", "search (new only)"}, c.Only)
 }
+
+// Each request is judged on its own seconds when the results carry them: a steady request keeps
+// a small noise however much another one swings, and its real change is caught.
+func TestEachRequestIsJudgedOnItsOwnNoise(t *testing.T) {
+	t.Parallel()
+	withSeries := func(steadyP95 float64) *summary.Result {
+		r := result(1000, 10, 0.5, "steady", "swinging") // the whole swings by half
+		r.RequestSeries = map[string][]summary.Point{
+			"steady":   result(500, steadyP95, 0.01).Series,
+			"swinging": result(500, 10, 0.5).Series,
+		}
+		r.Requests[0].P95MS = steadyP95
+		return r
+	}
+	c := summary.Compare(withSeries(10), withSeries(13), summary.DefaultTolerances)
+	steady, swinging := c.Requests[0], c.Requests[1]
+	require.Equal(t, "steady", steady.Name)
+	require.Less(t, steady.Changes[2].Noise, 0.05, "its own seconds barely move")
+	require.Equal(t, summary.Regressed, steady.Changes[2].Verdict, "30% on p95, far past its noise")
+	require.Greater(t, swinging.Changes[2].Noise, 0.3, "the other's swing is its own")
+
+	// Without them (two local results), a request takes the whole's noise.
+	plain := summary.Compare(result(1000, 10, 0.5, "steady"), result(1000, 13, 0.5, "steady"), summary.DefaultTolerances)
+	require.InDelta(t, plain.Total.Changes[2].Noise, plain.Requests[0].Changes[2].Noise, 1e-12)
+}

@@ -29,6 +29,9 @@ type Result struct {
 	Summary
 	// Series is the run's seconds, all requests together.
 	Series []Point `json:"series"`
+	// RequestSeries are each request's own seconds, by name, when the result was read from a
+	// run on the server: a comparison judges each request on its own noise. Not written out.
+	RequestSeries map[string][]Point `json:"-"`
 	// Monitors are the target's own metrics the script's monitors kept, second by second on
 	// the same axis as Series; MonitorFailures the monitors whose scrapes failed.
 	Monitors        []*monitor.Series `json:"monitors,omitempty"`
