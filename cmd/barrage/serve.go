@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -223,9 +224,15 @@ func demoAgent(ctx context.Context, ctl *control.Service, cfg config.Config, ser
 		token = t
 		log.Info("registered the shared demo agent", slog.String("agent_id", a.ID.String()))
 	}
+	// It also reaches what the server's ownership check may reach (--verify-allow), for the runs
+	// of a user who proved a target there: a run on a shared agent dials only its destinations,
+	// its owner's proved targets and the operator's open ones, so no one else's run reaches them.
+	targets := cfg.DemoAgentTargets
+	targets.Allow = append(slices.Clone(targets.Allow), cfg.VerifyTargets.Allow...)
+	targets.AllowPorts = append(slices.Clone(targets.AllowPorts), cfg.VerifyTargets.AllowPorts...)
 	return agent.New(agent.Config{
 		Server: server, Token: token, Version: version, Log: log.With(slog.String("component", "demo-agent")),
-		Targets: &cfg.DemoAgentTargets,
+		Targets: &targets,
 	})
 }
 

@@ -159,3 +159,69 @@ load:
 	require.Equal(t, before, loadHits.Load())
 	require.Contains(t, mustCLI(t, p, cfg, "", "targets", "list"), "false", "shown as not verified")
 }
+
+// TestTheDemoAgentLoadsATargetYouProved walks the README: serve with its demo agent, the
+// server's check allowed loopback (BARRAGE_VERIFY_ALLOW=127.0.0.0/8), a target of yours on
+// 127.0.0.1 added and verified: your runs on the demo agent load it, and another user's do not.
+func TestTheDemoAgentLoadsATargetYouProved(t *testing.T) {
+	var hits atomic.Int64
+	var mu sync.Mutex
+	proof := ""
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	targetURL := "http://" + ln.Addr().String()
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		token := proof
+		mu.Unlock()
+		if strings.HasPrefix(r.URL.Path, "/barrage-verify-") {
+			fmt.Fprint(w, token)
+			return
+		}
+		hits.Add(1)
+		fmt.Fprint(w, "ok")
+	})}
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(func() { _ = srv.Close() })
+
+	p := startServe(t, reachableDir(t), nil, "BARRAGE_DEMO_AGENT=true", "BARRAGE_VERIFY_ALLOW=127.0.0.0/8")
+	ada, bob := t.TempDir(), t.TempDir()
+	code := codeLine.FindStringSubmatch(p.stdout.String())[1]
+	mustCLI(t, p, ada, "admin password 123\n", "signup", "--code", code, "--email", "ada@example.com", "--name", "Ada")
+	mustCLI(t, p, ada, "admin password 123\n", "login", "--email", "ada@example.com")
+	bobCode := regexp.MustCompile(`brg_inv_[a-z2-7]+`).FindString(mustCLI(t, p, ada, "", "admin", "invite", "--template", "demo"))
+	require.NotEmpty(t, bobCode)
+	mustCLI(t, p, bob, "bobs password 123\n", "signup", "--code", bobCode, "--email", "bob@example.com", "--name", "Bob")
+	mustCLI(t, p, bob, "bobs password 123\n", "login", "--email", "bob@example.com")
+	eventually(t, 30*time.Second, "the demo agent online", func() bool {
+		return regexp.MustCompile(`(?m)\sdemo\s.*\sonline\s`).MatchString(mustCLI(t, p, ada, "", "agents", "list"))
+	})
+
+	out, errOut, err := cli(t, p, ada, "", "targets", "add", targetURL)
+	require.NoError(t, err, "stderr: %s", errOut)
+	id := strings.TrimSpace(out)
+	token := regexp.MustCompile(`/barrage-verify-([a-z0-9]+)\.txt`).FindStringSubmatch(errOut)
+	require.NotNil(t, token, errOut)
+	mu.Lock()
+	proof = token[1]
+	mu.Unlock()
+	require.Contains(t, mustCLI(t, p, ada, "", "targets", "verify", id), "verified")
+
+	file := filepath.Join(t.TempDir(), "mine.yaml")
+	require.NoError(t, os.WriteFile(file, []byte(`version: 1
+name: mine
+session: { groups: [ { name: g, requests: [ { name: home, url: "`+targetURL+`/" } ] } ] }
+load: { vus: 2, duration: 2s }
+`), 0o644))
+	out, errOut, err = cli(t, p, ada, "", "runs", "start", "--file", file, "--watch")
+	require.NoError(t, err, "stdout: %s\nstderr: %s", out, errOut)
+	require.Contains(t, out, "errors") // the summary printed
+	require.NotContains(t, out, "errors: connect", "the demo agent reached it: %s", out)
+	require.Positive(t, hits.Load(), "your proved target is loaded from the demo agent")
+
+	before := hits.Load()
+	out, errOut, err = cli(t, p, bob, "", "runs", "start", "--file", file, "--watch")
+	require.Error(t, err)
+	require.Contains(t, out+errOut, "is not a target of yours", "another user's run does not reach it")
+	require.Equal(t, before, hits.Load())
+}
