@@ -1433,8 +1433,11 @@ type LiveMonitorUnit string
 // LiveSecond One second of a run, merged across its agents, as the live stream sends it.
 type LiveSecond struct {
 	// ActiveVus The most VUs running at once in the second, every agent's together.
-	ActiveVus int64            `json:"active_vus"`
-	Agents    []LiveAgent      `json:"agents"`
+	ActiveVus int64       `json:"active_vus"`
+	Agents    []LiveAgent `json:"agents"`
+
+	// DurationS How long the second lasted: 1, or less for the run's last, cut short (whose rate is over what it lasted).
+	DurationS *float64         `json:"duration_s,omitempty"`
 	ElapsedS  float64          `json:"elapsed_s"`
 	Errors    map[string]int64 `json:"errors"`
 	Index     int64            `json:"index"`
@@ -1781,7 +1784,9 @@ type PublishRequest struct {
 // PutSecretRequest defines model for PutSecretRequest.
 type PutSecretRequest struct {
 	// Name As scripts read it: ${secret.NAME}.
-	Name  string  `json:"name"`
+	Name string `json:"name"`
+
+	// Value 4 characters at least (a shorter value, masked wherever its letters appear, would be spelled by the gaps), no control characters but tab.
 	Value *string `json:"value,omitempty"`
 }
 

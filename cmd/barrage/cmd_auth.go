@@ -276,7 +276,7 @@ func (s *secretReader) read(prompt string) (string, error) {
 	}
 	line, err := s.line("")
 	if err == nil && line == "" {
-		err = errors.New("no password given on standard input")
+		err = errors.New("nothing given on standard input") // a password, or a secret's value
 	}
 	return line, err
 }

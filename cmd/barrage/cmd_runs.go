@@ -280,7 +280,12 @@ func followLive(ctx context.Context, e env, id uuid.UUID, last *string) (ended b
 				if err := json.Unmarshal(data, &sec); err != nil {
 					return false, err
 				}
-				fmt.Fprintln(e.stderr, remoteLiveLine(sec))
+				// As barrage run does: a last second of less than half a second would print its
+				// own line under the same elapsed time, at a rate no one saw (its requests are in
+				// the summary).
+				if sec.DurationS == nil || *sec.DurationS >= 0.5 {
+					fmt.Fprintln(e.stderr, remoteLiveLine(sec))
+				}
 				*last = evID
 			case "shard":
 				var sh api.Shard
@@ -442,6 +447,9 @@ func loadText(r api.Run) string {
 // outcomeVerdict is an ended run's verdict in a word or two.
 func outcomeVerdict(o *api.RunOutcome) string {
 	var words []string
+	if o.ErrorRate > 0 {
+		words = append(words, fmt.Sprintf("%.3g%% errors", o.ErrorRate*100))
+	}
 	if o.ThresholdsFailed > 0 {
 		words = append(words, fmt.Sprintf("%d threshold(s) failed", o.ThresholdsFailed))
 	}

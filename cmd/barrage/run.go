@@ -9,10 +9,12 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"runtime/debug"
 	"runtime/pprof"
+	"slices"
 	"strings"
 	"time"
 
@@ -86,6 +88,13 @@ func runRun(ctx context.Context, e env, args []string) error {
 		defer pprof.StopCPUProfile()
 	}
 	opts := engine.LoadOptions(load)
+	// A name the script does not read is a mistake (a typo would leave the default in place),
+	// as the server says of a run's env.
+	for _, name := range slices.Sorted(maps.Keys(*envs)) {
+		if !slices.ContainsFunc(s.Variables.Env, func(v script.EnvVar) bool { return v.From == name }) {
+			return usageError(fmt.Errorf("-e %s: the script reads no environment variable of this name (variables.env)", name))
+		}
+	}
 	opts.Insecure, opts.Env = *insecure, envs.lookup(envLookup(e))
 	if opts.Secrets, err = localSecrets(e, s); err != nil {
 		return err
@@ -242,6 +251,9 @@ func localSecrets(e env, s *script.Script) (map[string]string, error) {
 		if v == "" {
 			missing = append(missing, "BARRAGE_SECRET_"+name)
 			continue
+		}
+		if err := barrage.CheckSecretValue("BARRAGE_SECRET_"+name, v); err != nil {
+			return nil, err
 		}
 		out[name] = v
 	}

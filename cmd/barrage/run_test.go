@@ -274,6 +274,9 @@ load: { vus: 1, iterations: 1 }
 	_, errOut, code = runCLI(t, "run", "-e", "TARGET_URL", path)
 	require.Equal(t, 2, code, errOut)
 	require.Contains(t, errOut, "want NAME=VALUE")
+	_, errOut, code = runCLI(t, "run", "-e", "TARGET_URL="+srv.URL, "-e", "PAEG=/typo", path)
+	require.Equal(t, 2, code, errOut)
+	require.Contains(t, errOut, "-e PAEG: the script reads no environment variable of this name")
 }
 
 // --rate without --vus makes a closed script open: the max VUs the engine chose is said, and

@@ -8,9 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"maps"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -73,7 +71,7 @@ func (s *Service) CreateRun(ctx context.Context, p barrage.Principal, in RunInpu
 		if err != nil {
 			return barrage.Run{}, err
 		}
-		if err := checkEnv(test, in.Env); err != nil {
+		if err := script.CheckRunEnv(test, in.Env); err != nil {
 			return barrage.Run{}, err
 		}
 		adm, err := s.admit(ctx, p, test, in)
@@ -94,7 +92,7 @@ func (s *Service) CreateRun(ctx context.Context, p barrage.Principal, in RunInpu
 	if err != nil {
 		return barrage.Run{}, fmt.Errorf("script %s no longer parses: %w", sc.ID, err)
 	}
-	if err := checkEnv(parsed, in.Env); err != nil {
+	if err := script.CheckRunEnv(parsed, in.Env); err != nil {
 		return barrage.Run{}, err
 	}
 	// Each secret the script reads must be the owner's (their values are read again, and
@@ -188,35 +186,6 @@ func (s *Service) createRun(ctx context.Context, p barrage.Principal, sc barrage
 		}
 		return s.store.NotifyWork(ctx, tx, ids)
 	})
-}
-
-// checkEnv checks a run's environment against the script sc that it is for: each name one the
-// script reads a variable from, each value within bounds, and a value for every variable the
-// script reads without a default.
-func checkEnv(sc *script.Script, env map[string]string) error {
-	if len(env) > barrage.MaxRunEnv {
-		return barrage.Invalid("env", fmt.Sprintf("%d variables; at most %d", len(env), barrage.MaxRunEnv))
-	}
-	var reads []string
-	for _, v := range sc.Variables.Env {
-		reads = append(reads, v.From)
-	}
-	for _, name := range slices.Sorted(maps.Keys(env)) {
-		switch {
-		case !slices.Contains(reads, name) && len(reads) == 0:
-			return barrage.Invalid("env."+name, "the script reads no environment variable (variables.env)")
-		case !slices.Contains(reads, name):
-			return barrage.Invalid("env."+name, "the script reads no environment variable of this name; it reads "+strings.Join(reads, ", "))
-		case len(env[name]) > barrage.MaxRunEnvValue:
-			return barrage.Invalid("env."+name, fmt.Sprintf("%d bytes; at most %d", len(env[name]), barrage.MaxRunEnvValue))
-		}
-	}
-	for _, v := range sc.Variables.Env {
-		if _, given := env[v.From]; !given && !v.HasDefault {
-			return barrage.Invalid("env."+v.From, fmt.Sprintf("the script reads %s from it, which has no default: give it (barrage runs start -e %s=VALUE)", v.Name, v.From))
-		}
-	}
-	return nil
 }
 
 // idempotency is the run's idempotency key, if it has one, with the digest of what was asked.

@@ -15,11 +15,8 @@ func (s *Service) PutSecret(ctx context.Context, p barrage.Principal, name, valu
 	if err := barrage.CheckSecretName("name", name); err != nil {
 		return barrage.Secret{}, false, err
 	}
-	switch {
-	case value == "":
-		return barrage.Secret{}, false, barrage.Invalid("value", "must not be empty")
-	case len(value) > barrage.MaxSecretValue:
-		return barrage.Secret{}, false, barrage.Invalid("value", fmt.Sprintf("%d bytes; at most %d", len(value), barrage.MaxSecretValue))
+	if err := barrage.CheckSecretValue("value", value); err != nil {
+		return barrage.Secret{}, false, err
 	}
 	return s.store.PutSecret(ctx, p.User.ID, name, s.secrets.Seal([]byte(value), secretOwner(p.User.ID, name)))
 }
@@ -46,11 +43,18 @@ func (s *Service) secretValues(ctx context.Context, owner uuid.UUID, names []str
 		return nil, err
 	}
 	out := make(map[string]string, len(names))
+	missing := &barrage.InvalidError{}
 	for _, name := range names {
-		v, ok := sealed[name]
-		if !ok {
-			return nil, barrage.Invalid("secrets."+name, "you have no secret of this name, which the script reads as ${secret."+name+"}: set it (barrage secrets set "+name+")")
+		if _, ok := sealed[name]; !ok {
+			missing.Fields = append(missing.Fields, barrage.FieldError{Field: "secrets." + name,
+				Reason: "you have no secret of this name, which the script reads as ${secret." + name + "}: set it (barrage secrets set " + name + ")"})
 		}
+	}
+	if len(missing.Fields) > 0 {
+		return nil, missing
+	}
+	for _, name := range names {
+		v := sealed[name]
 		plain, err := s.secrets.Open(v, secretOwner(owner, name))
 		if err != nil {
 			// The server's keyring lacks the key that sealed it: an operator's mistake, not the

@@ -114,6 +114,13 @@ func endState(run barrage.Run) (barrage.RunState, string) {
 			return barrage.RunState(g), sh.Reason
 		}
 	}
+	// A shard that ended of itself before its end says why (data exhausted, a destination its
+	// agent refused): the run did not run to its end.
+	for _, sh := range run.Shards {
+		if sh.State == barrage.ShardState(barrage.RunFinished) && sh.Reason != "" && sh.Reason != endReason(engine.Completed) {
+			return barrage.RunFinished, fmt.Sprintf("the load ended early on agent %s: %s", agentName(sh), sh.Reason)
+		}
+	}
 	return barrage.RunFinished, "the load ran to its end on every agent"
 }
 

@@ -2,6 +2,7 @@ package engine_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
@@ -837,7 +838,7 @@ scenarios:
 // debug trace (as written, in a URL and in JSON), the error samples and the stop reason.
 func TestSecretsAreSentAndMaskedWhereverTheRunShowsThem(t *testing.T) {
 	t.Parallel()
-	const value = `pa ss/"word"`
+	const value = "pa ss/\"w&<rd>\t9é"
 	var got atomic.Value
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		got.Store(r.Header.Get("Authorization"))
@@ -858,6 +859,10 @@ session:
           headers: { Authorization: "Basic ${secret.PW}" }
           body: { json: { pw: "${secret.PW}" } }
           assert: [ { json: "$.echo", equals: nope } ]
+        - name: path
+          url: "${target}/p/${secret.PW}/end"
+          body: { json: { nested: "${secret.PW}" } }
+          assert: [ { json: "$.echo", equals: nope }, { body_contains: "${secret.PW}!" } ]
 load: { vus: 1, iterations: 2 }
 `)
 	require.Equal(t, []string{"PW"}, s.Secrets)
@@ -878,7 +883,8 @@ load: { vus: 1, iterations: 2 }
 	text := shown.String()
 	require.Contains(t, text, "Basic ***")
 	require.Contains(t, text, `json $.echo was "Basic ***", wanted "nope"`)
-	for _, form := range []string{value, "pa+ss%2F%22word%22", `pa ss/\"word\"`, "pa%20ss"} {
+	quoted, _ := json.Marshal(value)
+	for _, form := range []string{"pa ss", "pa+ss", "pa%20ss", `w&<rd>`, `w\u0026\u003crd`, string(quoted[1 : len(quoted)-1])} {
 		require.NotContains(t, text, form)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/barrage-load/barrage/internal/metrics"
@@ -21,15 +22,22 @@ const Masked = "***"
 // them, with Masked: in traces, error samples and stop reasons.
 type masker struct{ r *strings.Replacer }
 
-// newMasker masks values; nil when there are none.
+// newMasker masks values; nil when there are none. Each is masked as written and in every form
+// in which the run may carry or show it: form-encoded, in a URL's path (with its slashes, and
+// with them escaped), escaped in a JSON string (as a body's template writes it, and as
+// encoding/json does), quoted as a message quotes what it found; and each of these quoted once
+// more (a JSON body quoted in a failed check's message).
 func newMasker(values []string) *masker {
 	var forms []string
 	for _, v := range values {
 		if v == "" {
 			continue
 		}
-		quoted, _ := json.Marshal(v)
-		forms = append(forms, v, url.QueryEscape(v), url.PathEscape(v), string(quoted[1:len(quoted)-1]))
+		first := []string{v, url.QueryEscape(v), url.PathEscape(v), (&url.URL{Path: v}).EscapedPath(), script.JSONEscape(v), jsonInner(v), goInner(v)}
+		forms = append(forms, first...)
+		for _, f := range first {
+			forms = append(forms, script.JSONEscape(f), jsonInner(f), goInner(f))
+		}
 	}
 	if len(forms) == 0 {
 		return nil
@@ -42,6 +50,18 @@ func newMasker(values []string) *masker {
 		pairs = append(pairs, f, Masked)
 	}
 	return &masker{strings.NewReplacer(pairs...)}
+}
+
+// jsonInner is s as encoding/json writes it inside a string (which escapes <, > and &).
+func jsonInner(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b[1 : len(b)-1])
+}
+
+// goInner is s as strconv.Quote writes it, without the quotes: what %q in a message shows.
+func goInner(s string) string {
+	q := strconv.Quote(s)
+	return q[1 : len(q)-1]
 }
 
 func (m *masker) string(s string) string {

@@ -110,7 +110,7 @@ func toAPILiveSecond(sec *control.MergedSecond, start *time.Time, monitors []str
 	req := sec.Snapshot.Requests()
 	live := summary.NewLive(req, sec.Snapshot.Duration, elapsed, 0, 0)
 	out := api.LiveSecond{
-		Index: sec.Index, ElapsedS: elapsed.Seconds(), Requests: live.Requests, Rps: live.RPS,
+		Index: sec.Index, ElapsedS: elapsed.Seconds(), DurationS: ptr(sec.Snapshot.Duration.Seconds()), Requests: live.Requests, Rps: live.RPS,
 		P50Ms: summary.Millis(live.P50), P95Ms: summary.Millis(live.P95), P99Ms: summary.Millis(live.P99),
 		Errors: summary.Errors(req),
 	}

@@ -1119,9 +1119,9 @@ func TestSecretsAreWriteOnlyAndReachTheAgentAlone(t *testing.T) {
 	_, token := b.registerAgent("/v1/agents", u.access, "mine", nil)
 	require.Equal(t, http.StatusNoContent, b.do("POST", "/v1/agent/lease", token, hello).status)
 
-	set := b.do("POST", "/v1/secrets", u.access, map[string]any{"name": "API_TOKEN", "value": "v1"})
+	set := b.do("POST", "/v1/secrets", u.access, map[string]any{"name": "API_TOKEN", "value": "v1v1"})
 	require.Equal(t, http.StatusCreated, set.status, "body: %s", set.body)
-	require.NotContains(t, string(set.body), "v1")
+	require.NotContains(t, string(set.body), "v1v1")
 	again := b.do("POST", "/v1/secrets", u.access, map[string]any{"name": "API_TOKEN", "value": "hunter2"})
 	require.Equal(t, http.StatusOK, again.status, "replaced: %s", again.body)
 	list := b.do("GET", "/v1/secrets", u.access, nil)
@@ -1130,12 +1130,13 @@ func TestSecretsAreWriteOnlyAndReachTheAgentAlone(t *testing.T) {
 	require.NotContains(t, string(list.body), "hunter2")
 	require.Empty(t, b.do("GET", "/v1/secrets", admin.access, nil).json(t)["items"], "another user's are not theirs")
 	requireProblem(t, b.do("DELETE", "/v1/secrets/API_TOKEN", admin.access, nil), http.StatusNotFound)
-	for _, body := range []map[string]any{{"name": "1BAD", "value": "x"}, {"name": "OK", "value": ""}, {"name": "OK", "value": strings.Repeat("x", 4097)}} {
+	for _, body := range []map[string]any{{"name": "1BAD", "value": "xxxx"}, {"name": "OK", "value": ""}, {"name": "OK", "value": "abc"},
+		{"name": "OK", "value": strings.Repeat("x", 4097)}, {"name": "OK", "value": "ab\u0000cd"}, {"name": "OK", "value": "ab\r\nX-Evil: 1"}} {
 		r := b.do("POST", "/v1/secrets", u.access, body)
 		require.Contains(t, []int{http.StatusBadRequest, http.StatusUnprocessableEntity}, r.status, "%v: %s", body, r.body)
 	}
 
-	script := b.addScript(u, `version: 1
+	src := `version: 1
 name: secretive
 session:
   groups:
@@ -1143,10 +1144,16 @@ session:
       requests:
         - { name: r, url: "http://127.0.0.1:9/", headers: { Authorization: "Bearer ${secret.API_TOKEN}", X-Other: "${secret.OTHER}" } }
 load: { vus: 1, duration: 1s }
-`)
+`
+	script := b.addScript(u, src)
 	p := requireProblem(t, b.do("POST", "/v1/runs", u.access, map[string]any{"script_id": script}), http.StatusUnprocessableEntity)
 	requireField(t, p, "secrets.OTHER")
-	require.Equal(t, http.StatusCreated, b.do("POST", "/v1/secrets", u.access, map[string]any{"name": "OTHER", "value": "o"}).status)
+	// Every secret missing is named at once.
+	theirs := requireProblem(t, b.do("POST", "/v1/runs", admin.access, map[string]any{"script_id": b.addScript(admin, src)}),
+		http.StatusUnprocessableEntity)
+	requireField(t, theirs, "secrets.API_TOKEN")
+	requireField(t, theirs, "secrets.OTHER")
+	require.Equal(t, http.StatusCreated, b.do("POST", "/v1/secrets", u.access, map[string]any{"name": "OTHER", "value": "oooo"}).status)
 
 	created := b.do("POST", "/v1/runs", u.access, map[string]any{"script_id": script})
 	require.Equal(t, http.StatusCreated, created.status, "body: %s", created.body)
@@ -1154,7 +1161,7 @@ load: { vus: 1, duration: 1s }
 	require.NotContains(t, string(created.body), "hunter2")
 	job := b.do("POST", "/v1/agent/lease", token, hello)
 	require.Equal(t, http.StatusOK, job.status, "body: %s", job.body)
-	require.Equal(t, map[string]any{"API_TOKEN": "hunter2", "OTHER": "o"}, job.json(t)["shard"].(map[string]any)["secrets"])
+	require.Equal(t, map[string]any{"API_TOKEN": "hunter2", "OTHER": "oooo"}, job.json(t)["shard"].(map[string]any)["secrets"])
 	require.NotContains(t, string(b.do("GET", "/v1/runs/"+created.json(t)["id"].(string), u.access, nil).body), "hunter2")
 	report := "/v1/agent/shards/" + job.json(t)["shard"].(map[string]any)["shard_id"].(string) + "/report"
 	require.Equal(t, http.StatusOK, b.do("POST", report, token, map[string]any{"lease": job.json(t)["shard"].(map[string]any)["lease"],

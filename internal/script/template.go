@@ -235,6 +235,9 @@ func appendEscaped(buf []byte, s string, esc escape) []byte {
 
 const hexDigits = "0123456789abcdef"
 
+// JSONEscape is s as a JSON body's template writes it inside a string, without the quotes.
+func JSONEscape(s string) string { return string(appendJSONString(nil, s)) }
+
 // appendJSONString appends s escaped for the inside of a JSON string, without the quotes.
 // Invalid UTF-8 becomes U+FFFD.
 func appendJSONString(buf []byte, s string) []byte {

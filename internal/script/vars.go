@@ -1,10 +1,13 @@
 package script
 
 import (
+	"fmt"
 	"maps"
 	"regexp"
 	"slices"
 	"strings"
+
+	"github.com/barrage-load/barrage/internal/barrage"
 )
 
 // checkVars checks that every variable a template uses is defined before it is used, and that
@@ -179,4 +182,35 @@ func (s *Script) ResolveEnv(lookup func(string) (string, bool)) (map[string]stri
 		return nil, list
 	}
 	return vals, nil
+}
+
+// CheckRunEnv checks a run's environment against the script sc that it is for: each name one the
+// script reads a variable from, each value within bounds, and a value for every variable the
+// script reads without a default.
+func CheckRunEnv(sc *Script, env map[string]string) error {
+	if len(env) > barrage.MaxRunEnv {
+		return barrage.Invalid("env", fmt.Sprintf("%d variables; at most %d", len(env), barrage.MaxRunEnv))
+	}
+	var reads []string
+	for _, v := range sc.Variables.Env {
+		reads = append(reads, v.From)
+	}
+	for _, name := range slices.Sorted(maps.Keys(env)) {
+		switch {
+		case !slices.Contains(reads, name) && len(reads) == 0:
+			return barrage.Invalid("env."+name, "the script reads no environment variable (variables.env)")
+		case !slices.Contains(reads, name):
+			return barrage.Invalid("env."+name, "the script reads no environment variable of this name; it reads "+strings.Join(reads, ", "))
+		case len(env[name]) > barrage.MaxRunEnvValue:
+			return barrage.Invalid("env."+name, fmt.Sprintf("%d bytes; at most %d", len(env[name]), barrage.MaxRunEnvValue))
+		case strings.ContainsRune(env[name], 0):
+			return barrage.Invalid("env."+name, "must not hold a NUL byte")
+		}
+	}
+	for _, v := range sc.Variables.Env {
+		if _, given := env[v.From]; !given && !v.HasDefault {
+			return barrage.Invalid("env."+v.From, fmt.Sprintf("the script reads %s from it, which has no default: give it (barrage runs start -e %s=VALUE)", v.Name, v.From))
+		}
+	}
+	return nil
 }
