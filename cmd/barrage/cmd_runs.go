@@ -243,6 +243,12 @@ func watchRun(ctx context.Context, e env, cl *api.ClientWithResponses, id uuid.U
 	if res.JSON200 == nil {
 		return api.ProblemError(res.HTTPResponse, res.Body)
 	}
+	if r := res.JSON200; r.Load.Sweep != nil && r.State == api.RunStateFinished {
+		// A sweep's result is its levels, fit and knee, not an average over all its levels.
+		fmt.Fprintf(e.stdout, "\nrun %s: %s (%s)\n", r.Id, r.State, r.Reason)
+		_, err := printSweep(ctx, e, cl, r.Id)
+		return err
+	}
 	return printRunResults(ctx, e, cl, res.JSON200)
 }
 

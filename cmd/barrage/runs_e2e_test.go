@@ -280,6 +280,8 @@ thresholds:
 		path := oneRequestScript(t, "work", limitedTarget(t, 8, 50*time.Millisecond), "{ vus: 1, duration: 1s }")
 		out, errOut, err := cli(t, p, cfg, "", "runs", "start", "--file", path, "--sweep", "2,8,32", "--step", "3s", "--watch")
 		require.NoError(t, err, "stdout: %s\nstderr: %s", out, errOut)
+		require.Contains(t, out, "knee: 8 VUs", "--watch ends with the sweep's table and knee: %s", out)
+		require.NotContains(t, out, "all requests", "not an average over all the levels")
 		id := runIDLine.FindStringSubmatch(out)[1]
 		csvPath, page := filepath.Join(t.TempDir(), "sweep.csv"), filepath.Join(t.TempDir(), "sweep.html")
 		table := mustCLI(t, p, cfg, "", "runs", "sweep", "--csv", csvPath, "--report", page, id)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/google/uuid"
 	"strconv"
 	"strings"
 	"time"
@@ -115,29 +116,39 @@ func runRunsSweep(ctx context.Context, e env, args []string) error {
 	if err != nil {
 		return err
 	}
-	res, err := cl.GetRunSweepWithResponse(ctx, id)
+	sw, err := printSweep(ctx, e, cl, id)
 	if err != nil {
 		return err
 	}
-	if res.JSON200 == nil {
-		return api.ProblemError(res.HTTPResponse, res.Body)
-	}
-	var sw sweep.Result
-	if err := json.Unmarshal(res.Body, &sw); err != nil {
-		return fmt.Errorf("the sweep: %w", err)
-	}
-	// The server's judgement stands as it gave it; printing and the files are told from it.
-	sw.Print(e.stdout)
 	if *csvPath != "" {
 		if err := writeWith(*csvPath, sw.WriteCSV); err != nil {
 			return err
 		}
 	}
 	if *reportPath != "" {
-		rep := report.SweepReport{Title: fmt.Sprintf("Sweep of %s, run %s", sw.Script, id), Sweep: &sw, Version: version, Generated: time.Now()}
+		rep := report.SweepReport{Title: fmt.Sprintf("Sweep of %s, run %s", sw.Script, id), Sweep: sw, Version: version, Generated: time.Now()}
 		if err := writeWith(*reportPath, rep.Write); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// printSweep prints the levels, fit and knee of sweep run id as the server judged them, and
+// returns them.
+func printSweep(ctx context.Context, e env, cl *api.ClientWithResponses, id uuid.UUID) (*sweep.Result, error) {
+	res, err := cl.GetRunSweepWithResponse(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if res.JSON200 == nil {
+		return nil, api.ProblemError(res.HTTPResponse, res.Body)
+	}
+	var sw sweep.Result
+	if err := json.Unmarshal(res.Body, &sw); err != nil {
+		return nil, fmt.Errorf("the sweep: %w", err)
+	}
+	// The server's judgement stands as it gave it; printing and the files are told from it.
+	sw.Print(e.stdout)
+	return &sw, nil
 }
