@@ -38,39 +38,19 @@ func TestSharedAgentsLoadOnlyVerifiedTargets(t *testing.T) {
 
 	// shop counts the load's requests apart from the checks' fetches of its proof.
 	var loadHits atomic.Int64
-	var mu sync.Mutex
-	proof := ""
-	shopLn, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	shopURL := "http://" + shopLn.Addr().String()
-	shop := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		mu.Lock()
-		token := proof
-		mu.Unlock()
-		switch {
-		case strings.HasPrefix(r.URL.Path, "/barrage-verify-"):
-			if token == "" || r.URL.Path != "/barrage-verify-"+token+".txt" {
-				http.NotFound(w, r)
-				return
-			}
-			fmt.Fprint(w, token)
-		case r.URL.Path == "/away":
+	shop := newProofTarget(t, func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/away":
 			loadHits.Add(1)
 			http.Redirect(w, r, "http://"+elsewhereLn.Addr().String()+"/", http.StatusFound)
-		case r.URL.Path == "/metadata":
+		case "/metadata":
 			http.Redirect(w, r, "http://169.254.169.254/latest/meta-data/", http.StatusFound)
 		default:
 			loadHits.Add(1)
 			fmt.Fprint(w, "ok")
 		}
-	})}
-	go func() { _ = shop.Serve(shopLn) }()
-	t.Cleanup(func() { _ = shop.Close() })
-	serveProof := func(token string) {
-		mu.Lock()
-		defer mu.Unlock()
-		proof = token
-	}
+	})
+	shopURL, serveProof := shop.url, shop.serve
 
 	p := startServe(t, reachableDir(t), nil, "BARRAGE_VERIFY_ALLOW=127.0.0.0/8")
 	cfg := t.TempDir()
@@ -106,7 +86,7 @@ load:
 	// Not registered: refused before any agent is asked, and nothing reached the target.
 	out, errOut, err := start(script("home", shopURL+"/", ""))
 	require.Error(t, err)
-	require.Contains(t, out+errOut, shopLn.Addr().String()+" is not a target of yours")
+	require.Contains(t, out+errOut, strings.TrimPrefix(shopURL, "http://")+" is not a target of yours")
 	require.Zero(t, loadHits.Load(), "a refused run sends nothing")
 
 	// Registered, then proved.
@@ -165,24 +145,11 @@ load:
 // 127.0.0.1 added and verified: your runs on the demo agent load it, and another user's do not.
 func TestTheDemoAgentLoadsATargetYouProved(t *testing.T) {
 	var hits atomic.Int64
-	var mu sync.Mutex
-	proof := ""
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	targetURL := "http://" + ln.Addr().String()
-	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		mu.Lock()
-		token := proof
-		mu.Unlock()
-		if strings.HasPrefix(r.URL.Path, "/barrage-verify-") {
-			fmt.Fprint(w, token)
-			return
-		}
+	target := newProofTarget(t, func(w http.ResponseWriter, _ *http.Request) {
 		hits.Add(1)
 		fmt.Fprint(w, "ok")
-	})}
-	go func() { _ = srv.Serve(ln) }()
-	t.Cleanup(func() { _ = srv.Close() })
+	})
+	targetURL := target.url
 
 	p := startServe(t, reachableDir(t), nil, "BARRAGE_DEMO_AGENT=true", "BARRAGE_VERIFY_ALLOW=127.0.0.0/8")
 	ada, bob := t.TempDir(), t.TempDir()
@@ -202,9 +169,7 @@ func TestTheDemoAgentLoadsATargetYouProved(t *testing.T) {
 	id := strings.TrimSpace(out)
 	token := regexp.MustCompile(`/barrage-verify-([a-z0-9]+)\.txt`).FindStringSubmatch(errOut)
 	require.NotNil(t, token, errOut)
-	mu.Lock()
-	proof = token[1]
-	mu.Unlock()
+	target.serve(token[1])
 	require.Contains(t, mustCLI(t, p, ada, "", "targets", "verify", id), "verified")
 
 	file := filepath.Join(t.TempDir(), "mine.yaml")
@@ -224,4 +189,43 @@ load: { vus: 2, duration: 2s }
 	require.Error(t, err)
 	require.Contains(t, out+errOut, "is not a target of yours", "another user's run does not reach it")
 	require.Equal(t, before, hits.Load())
+}
+
+// proofTarget is a target on 127.0.0.1 that serves the proof of the token it is given (none
+// before: 404) and hands every other request to next.
+type proofTarget struct {
+	url   string
+	mu    sync.Mutex
+	token string
+}
+
+func newProofTarget(t *testing.T, next http.HandlerFunc) *proofTarget {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	pt := &proofTarget{url: "http://" + ln.Addr().String()}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !strings.HasPrefix(r.URL.Path, "/barrage-verify-") {
+			next(w, r)
+			return
+		}
+		pt.mu.Lock()
+		token := pt.token
+		pt.mu.Unlock()
+		if token == "" || r.URL.Path != "/barrage-verify-"+token+".txt" {
+			http.NotFound(w, r)
+			return
+		}
+		fmt.Fprint(w, token)
+	})}
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(func() { _ = srv.Close() })
+	return pt
+}
+
+// serve serves the proof of token from now on; "" serves none.
+func (pt *proofTarget) serve(token string) {
+	pt.mu.Lock()
+	defer pt.mu.Unlock()
+	pt.token = token
 }
