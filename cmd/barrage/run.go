@@ -91,7 +91,7 @@ func runRun(ctx context.Context, e env, args []string) error {
 	// A name the script does not read is a mistake (a typo would leave the default in place),
 	// as the server says of a run's env.
 	for _, name := range slices.Sorted(maps.Keys(*envs)) {
-		if !slices.ContainsFunc(s.Variables.Env, func(v script.EnvVar) bool { return v.From == name }) {
+		if !slices.Contains(s.EnvNames(), name) {
 			return usageError(fmt.Errorf("-e %s: the script reads no environment variable of this name (variables.env)", name))
 		}
 	}

@@ -157,20 +157,18 @@ func (s *Service) summarize(ctx context.Context, sc *script.Script, run barrage.
 	if err != nil {
 		return nil, err
 	}
-	names, err := s.agentNames(ctx, run.ID)
+	accounts, err := s.store.ShardAccounts(ctx, run.ID)
 	if err != nil {
 		return nil, err
 	}
-	incomplete := summary.NewIncomplete(s.gaps(run, byShard, names, int64(len(rps))))
+	incomplete := summary.NewIncomplete(s.gaps(run, byShard, agentNames(accounts), int64(len(rps))))
 
 	elapsed := max(total.Duration, time.Second)
 	sum := &Summary{ElapsedS: elapsed.Seconds(), Seconds: seconds, Agents: []AgentShare{},
 		Summary: summary.New(total, requestNames(sc), groupNames(sc), elapsed)}
 	sum.Thresholds = summary.Thresholds(watch.Final(total, elapsed))
 	sum.Scenarios = summary.ScriptScenarios(sc)
-	if sum.ErrorSamples, err = s.errorSamples(ctx, run.ID); err != nil {
-		return nil, err
-	}
+	sum.ErrorSamples = errorSamples(accounts)
 	sum.Incomplete = incomplete
 	if run.Load.Sweep == nil { // a sweep's load changes on purpose: its levels are judged apart
 		from, to := summary.SteadyWindow(engine.Workload(sc, engine.LoadOptions(run.Load)), elapsed)
@@ -225,12 +223,8 @@ func (s *Service) summarize(ctx context.Context, sc *script.Script, run barrage.
 	return sum, nil
 }
 
-// errorSamples are the error samples every shard of run reported, merged.
-func (s *Service) errorSamples(ctx context.Context, run uuid.UUID) ([]metrics.ErrorSample, error) {
-	accounts, err := s.store.ShardAccounts(ctx, run)
-	if err != nil {
-		return nil, err
-	}
+// errorSamples are the error samples every shard reported in its account, merged.
+func errorSamples(accounts []barrage.ShardAccount) []metrics.ErrorSample {
 	var all metrics.ErrorSamples
 	for _, a := range accounts {
 		var res struct {
@@ -240,7 +234,7 @@ func (s *Service) errorSamples(ctx context.Context, run uuid.UUID) ([]metrics.Er
 			all.Merge(res.ErrorSamples)
 		}
 	}
-	return all.List(), nil
+	return all.List()
 }
 
 // runScript is run's script, parsed.
@@ -345,17 +339,13 @@ func (s *Service) gaps(run barrage.Run, byShard map[uuid.UUID]*shardTally, names
 	return gaps
 }
 
-// agentNames are the names of the agents of run's shards, by shard.
-func (s *Service) agentNames(ctx context.Context, run uuid.UUID) (map[uuid.UUID]string, error) {
-	accounts, err := s.store.ShardAccounts(ctx, run)
-	if err != nil {
-		return nil, err
-	}
+// agentNames are the names of the shards' agents in accounts, by shard.
+func agentNames(accounts []barrage.ShardAccount) map[uuid.UUID]string {
 	names := make(map[uuid.UUID]string, len(accounts))
 	for _, a := range accounts {
 		names[a.ShardID] = a.AgentName
 	}
-	return names, nil
+	return names
 }
 
 // shardAgentName names sh's agent as people read it: its name and id, or the shard once the

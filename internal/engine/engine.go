@@ -788,7 +788,7 @@ loop:
 	res.HookErrors = p.hookErrors
 	p.hookMu.Unlock()
 	res.ErrorSamples = p.mask.samples(p.errSamples.List())
-	res.Stop.Detail, res.Exhausted = p.mask.string(res.Stop.Detail), p.mask.string(res.Exhausted)
+	res.Stop.Detail = p.mask.string(res.Stop.Detail) // Exhausted was masked by exhaust
 	res.Scenarios = p.scenarioResults()
 	healths := make([]Health, len(res.Seconds))
 	for i, s := range res.Seconds {

@@ -184,6 +184,16 @@ func (s *Script) ResolveEnv(lookup func(string) (string, bool)) (map[string]stri
 	return vals, nil
 }
 
+// EnvNames are the names of the environment variables the script reads (variables.env: each
+// variable's from), in its order.
+func (s *Script) EnvNames() []string {
+	out := make([]string, len(s.Variables.Env))
+	for i, v := range s.Variables.Env {
+		out[i] = v.From
+	}
+	return out
+}
+
 // CheckRunEnv checks a run's environment against the script sc that it is for: each name one the
 // script reads a variable from, each value within bounds, and a value for every variable the
 // script reads without a default.
@@ -191,10 +201,7 @@ func CheckRunEnv(sc *Script, env map[string]string) error {
 	if len(env) > barrage.MaxRunEnv {
 		return barrage.Invalid("env", fmt.Sprintf("%d variables; at most %d", len(env), barrage.MaxRunEnv))
 	}
-	var reads []string
-	for _, v := range sc.Variables.Env {
-		reads = append(reads, v.From)
-	}
+	reads := sc.EnvNames()
 	for _, name := range slices.Sorted(maps.Keys(env)) {
 		switch {
 		case !slices.Contains(reads, name) && len(reads) == 0:
