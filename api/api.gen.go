@@ -596,6 +596,7 @@ func (e Scope) Valid() bool {
 
 // Defines values for SeriesLabelKind.
 const (
+	Check    SeriesLabelKind = "check"
 	Group    SeriesLabelKind = "group"
 	Hook     SeriesLabelKind = "hook"
 	Request  SeriesLabelKind = "request"
@@ -606,6 +607,8 @@ const (
 // Valid indicates whether the value is a known member of the SeriesLabelKind enum.
 func (e SeriesLabelKind) Valid() bool {
 	switch e {
+	case Check:
+		return true
 	case Group:
 		return true
 	case Hook:
@@ -920,6 +923,14 @@ type AgentWork struct {
 type BundleFile struct {
 	Content []byte `json:"content"`
 	Name    string `json:"name"`
+}
+
+// CheckTally defines model for CheckTally.
+type CheckTally struct {
+	Fails   int64  `json:"fails"`
+	Name    string `json:"name"`
+	Passes  int64  `json:"passes"`
+	Request string `json:"request"`
 }
 
 // Correlation A value that came in one response and went out in later requests, carried by an extractor into a variable.
@@ -1937,8 +1948,14 @@ type RunState string
 
 // RunSummary defines model for RunSummary.
 type RunSummary struct {
-	Agents   []AgentShare `json:"agents"`
-	ElapsedS float64      `json:"elapsed_s"`
+	Agents []AgentShare `json:"agents"`
+
+	// Checks The script's assertions tallied, in session order: each with the request (or WebSocket receive) it judges,
+	// its name (the script's `name`, else its key and value as written, `status 200`), and the responses that passed
+	// and failed it. The status check implied for a request without one is not listed: its failures are among
+	// the `errors`. A response that never came (a connection error, a timeout) is judged by no check.
+	Checks   *[]CheckTally `json:"checks,omitempty"`
+	ElapsedS float64       `json:"elapsed_s"`
 
 	// ErrorSamples The first distinct reasons of each request's failures, by class, with counts, every agent's together.
 	ErrorSamples *[]ErrorSample   `json:"error_samples,omitempty"`
@@ -2058,15 +2075,17 @@ type SeriesLabel struct {
 	BytesOut int64            `json:"bytes_out"`
 	Count    int64            `json:"count"`
 	Errors   map[string]int64 `json:"errors"`
-	Kind     SeriesLabelKind  `json:"kind"`
-	MaxMs    float64          `json:"max_ms"`
-	Name     string           `json:"name"`
-	P50Ms    float64          `json:"p50_ms"`
-	P95Ms    float64          `json:"p95_ms"`
-	P99Ms    float64          `json:"p99_ms"`
+
+	// Kind What the label measures. A `check` label tallies one assertion: `count` is the responses it judged, `errors.assertion` those that failed it; its times are 0.
+	Kind  SeriesLabelKind `json:"kind"`
+	MaxMs float64         `json:"max_ms"`
+	Name  string          `json:"name"`
+	P50Ms float64         `json:"p50_ms"`
+	P95Ms float64         `json:"p95_ms"`
+	P99Ms float64         `json:"p99_ms"`
 }
 
-// SeriesLabelKind defines model for SeriesLabel.Kind.
+// SeriesLabelKind What the label measures. A `check` label tallies one assertion: `count` is the responses it judged, `errors.assertion` those that failed it; its times are 0.
 type SeriesLabelKind string
 
 // SeriesSecond defines model for SeriesSecond.
@@ -3655,7 +3674,7 @@ type ClientInterface interface {
 	// GetRunSeriesCSV A run's per-second series as CSV
 	//
 	// The series of `/v1/runs/{id}/series` in the columns `barrage run --csv` writes, streamed: one row per second
-	// and label, `second` (from 1), `kind` (request, group, hook, schedule, step), `label`, `count`, `rps`, `errors_<class>` for each
+	// and label, `second` (from 1), `kind` (request, group, hook, schedule, step, check), `label`, `count`, `rps`, `errors_<class>` for each
 	// error class (connect, timeout, 4xx, 5xx, assertion, ...), `bytes_in`, `bytes_out`, `p50_ms`, `p95_ms`,
 	// `p99_ms`, `max_ms`, `cpu` (the busiest agent's generator CPU, 0 to 1) and `vus` (active VUs of all agents).
 	// While the run goes on, the seconds complete so far.
@@ -5529,7 +5548,7 @@ func (c *Client) GetRunSeries(ctx context.Context, id ID, reqEditors ...RequestE
 // GetRunSeriesCSV A run's per-second series as CSV
 //
 // The series of `/v1/runs/{id}/series` in the columns `barrage run --csv` writes, streamed: one row per second
-// and label, `second` (from 1), `kind` (request, group, hook, schedule, step), `label`, `count`, `rps`, `errors_<class>` for each
+// and label, `second` (from 1), `kind` (request, group, hook, schedule, step, check), `label`, `count`, `rps`, `errors_<class>` for each
 // error class (connect, timeout, 4xx, 5xx, assertion, ...), `bytes_in`, `bytes_out`, `p50_ms`, `p95_ms`,
 // `p99_ms`, `max_ms`, `cpu` (the busiest agent's generator CPU, 0 to 1) and `vus` (active VUs of all agents).
 // While the run goes on, the seconds complete so far.
@@ -11116,7 +11135,7 @@ type ClientWithResponsesInterface interface {
 	// GetRunSeriesCSVWithResponse A run's per-second series as CSV
 	//
 	// The series of `/v1/runs/{id}/series` in the columns `barrage run --csv` writes, streamed: one row per second
-	// and label, `second` (from 1), `kind` (request, group, hook, schedule, step), `label`, `count`, `rps`, `errors_<class>` for each
+	// and label, `second` (from 1), `kind` (request, group, hook, schedule, step, check), `label`, `count`, `rps`, `errors_<class>` for each
 	// error class (connect, timeout, 4xx, 5xx, assertion, ...), `bytes_in`, `bytes_out`, `p50_ms`, `p95_ms`,
 	// `p99_ms`, `max_ms`, `cpu` (the busiest agent's generator CPU, 0 to 1) and `vus` (active VUs of all agents).
 	// While the run goes on, the seconds complete so far.
@@ -20591,7 +20610,7 @@ func (c *ClientWithResponses) GetRunSeriesWithResponse(ctx context.Context, id I
 // GetRunSeriesCSVWithResponse A run's per-second series as CSV
 //
 // The series of `/v1/runs/{id}/series` in the columns `barrage run --csv` writes, streamed: one row per second
-// and label, `second` (from 1), `kind` (request, group, hook, schedule, step), `label`, `count`, `rps`, `errors_<class>` for each
+// and label, `second` (from 1), `kind` (request, group, hook, schedule, step, check), `label`, `count`, `rps`, `errors_<class>` for each
 // error class (connect, timeout, 4xx, 5xx, assertion, ...), `bytes_in`, `bytes_out`, `p50_ms`, `p95_ms`,
 // `p99_ms`, `max_ms`, `cpu` (the busiest agent's generator CPU, 0 to 1) and `vus` (active VUs of all agents).
 // While the run goes on, the seconds complete so far.

@@ -389,6 +389,15 @@ load: { vus: 1, iterations: 3, duration: 30s }
 		require.Equal(t, "finished", run(id).State)
 		require.EqualValues(t, 3, sent.Load(), "the target got the secret in the header and the body")
 		require.Contains(t, out, "***", "the failed checks name what they read, masked: %s", out)
+		// The agents tallied each check; the server's summary and --watch say so.
+		type tally struct {
+			Request, Name string
+			Passes, Fails int64
+		}
+		var sum struct{ Checks []tally }
+		apiGet(t, p, token, "/v1/runs/"+id+"/summary", &sum)
+		require.Equal(t, []tally{{"login", `json $.got equals "nope"`, 0, 3}, {"login", "body_contains ${secret.API_TOKEN}-not-there", 0, 3}}, sum.Checks)
+		require.Contains(t, out, "checks: 0 of 2 held on every response\n  ✗ login: json $.got equals \"nope\"  0.00% (0 of 3), 3 failed")
 		for _, args := range [][]string{{"runs", "show", id}, {"runs", "results", id}, {"runs", "list"}} {
 			o, e, _ := cli(t, p, cfg, "", args...)
 			printed.WriteString(o + e)

@@ -74,8 +74,9 @@ const (
 	// (an agent of 5 runs such a script without them); 7: the run's destinations, the only
 	// hosts and ports its load may reach (an agent of 5 or 6 gets no run that has them); 8: the
 	// run's environment, the values of its script's environment variables (an agent of 5 to 7
-	// gets no run that has one).
-	AgentProtocol    = 8
+	// gets no run that has one); 9: assertions tallied, labels of kind check in its seconds
+	// (an agent of 5 to 8 sends none: its run's summary has no checks).
+	AgentProtocol    = 9
 	MinAgentProtocol = 5
 	// DestinationsProtocol is the first protocol that holds a run to its destinations.
 	DestinationsProtocol = 7

@@ -165,7 +165,7 @@ func (s *Service) summarize(ctx context.Context, sc *script.Script, run barrage.
 
 	elapsed := max(total.Duration, time.Second)
 	sum := &Summary{ElapsedS: elapsed.Seconds(), Seconds: seconds, Agents: []AgentShare{},
-		Summary: summary.New(total, requestNames(sc), groupNames(sc), elapsed)}
+		Summary: summary.New(total, requestNames(sc), groupNames(sc), sc.Session.Checks(), elapsed)}
 	sum.Thresholds = summary.Thresholds(watch.Final(total, elapsed))
 	sum.Scenarios = summary.ScriptScenarios(sc)
 	sum.ErrorSamples = errorSamples(accounts)

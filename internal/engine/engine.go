@@ -100,7 +100,9 @@ type Result struct {
 	Segment   Segment
 	Requests  []string // request labels, in session order
 	Groups    []string // group labels, in session order (metrics.Group keys in snapshots)
-	Total     *metrics.Snapshot
+	// Checks are the assertions tallied, in session order (metrics.Check keys: their Label).
+	Checks []script.Check
+	Total  *metrics.Snapshot
 	// Seconds is each second's health (their Snapshot is nil: Options.OnSecond receives it).
 	Seconds []Second
 	// Iterations counts iterations completed; Dropped the open model's iterations that found
@@ -233,6 +235,10 @@ type compiledRequest struct {
 	// receive step's (by step; -1 for a send).
 	wsConnect int
 	wsReceive []int
+	// checks are the labels that tally r's assertions (by assertion; -1 for the implied status
+	// check), and wsChecks each WebSocket step's (by step, then assertion).
+	checks   []int
+	wsChecks [][]int
 	// needBody: an extractor, assertion or plugin reads the body, which is then decoded.
 	needBody    bool
 	needsJSON   bool
@@ -392,6 +398,14 @@ func compile(s *script.Script, opts Options) (*plan, error) {
 		cg.label = len(p.labels)
 		p.labels = append(p.labels, metrics.GroupKey(cg.g.Name))
 	}
+	for _, cr := range p.requests {
+		cr.checks = p.checkLabels(cr.r.Name, cr.r.Assert)
+		if ws := cr.r.WebSocket; ws != nil {
+			for _, st := range ws.Steps {
+				cr.wsChecks = append(cr.wsChecks, p.checkLabels(st.Name, st.Assert))
+			}
+		}
+	}
 	p.scheduleLabel = len(p.labels)
 	p.labels = append(p.labels, metrics.ScheduleKey)
 	for i, sc := range p.scenarioScripts() {
@@ -403,6 +417,21 @@ func compile(s *script.Script, opts Options) (*plan, error) {
 	}
 	p.hookLabels()
 	return p, nil
+}
+
+// checkLabels adds the labels that tally the assertions of a request (or WebSocket step) and
+// returns them, by assertion: -1 for the implied status check, which is not tallied
+// (script.Session.Checks).
+func (p *plan) checkLabels(request string, as []*script.Assertion) []int {
+	out := make([]int, len(as))
+	for i, a := range as {
+		out[i] = -1
+		if !a.Implied {
+			out[i] = len(p.labels)
+			p.labels = append(p.labels, metrics.CheckKey(script.Check{Request: request, Name: a.Name}.Label()))
+		}
+	}
+	return out
 }
 
 // shard takes the segment's share of each scenario's workload and checks them together against
@@ -596,6 +625,7 @@ func (p *plan) start(ctx context.Context, onSecond func(*Running, Second)) (*Run
 	p.drained = make(chan struct{})
 	r.res = &Result{Script: p.s.Name, Model: p.load.Model, Start: start, Segment: p.opts.Segment, Hooks: p.hooks}
 	r.res.Requests = p.s.Session.RequestLabels()
+	r.res.Checks = p.s.Session.Checks()
 	for _, g := range p.groups {
 		r.res.Groups = append(r.res.Groups, g.g.Name)
 	}

@@ -912,3 +912,65 @@ load: { vus: 1, iterations: 1 }
 	require.NoError(t, err)
 	require.Equal(t, []string{target + "/login", target + "/account/${token}"}, urls)
 }
+
+// Each assertion is tallied as k6 users read checks: the responses it judged, passed and failed,
+// counted apart from the request's errors (one failed check of three fails the request once);
+// the status check a request gets when it gives none is not tallied; a WebSocket receive's
+// assertions are tallied under its step.
+func TestChecksAreTalliedPerAssertion(t *testing.T) {
+	t.Parallel()
+	var n atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// qty is 3 on two responses of three, 2 on the third.
+		qty := 3
+		if n.Add(1)%3 == 0 {
+			qty = 2
+		}
+		fmt.Fprintf(w, `{"qty": %d, "ok": true}`, qty)
+	}))
+	defer srv.Close()
+	s := parse(t, srv.URL, `
+version: 1
+session:
+  groups:
+    - name: g
+      requests:
+        - name: cart
+          url: "${target}/cart"
+          assert:
+            - status: [200, 3xx]
+            - { json: "$.qty", equals: 3 }
+            - { name: answered ok, json: "$.ok" }
+            - { json: "$.error", exists: false }
+        - { name: plain, url: "${target}/plain" }
+load: { vus: 1, iterations: 30 }
+`)
+	require.Equal(t, []script.Check{
+		{Request: "cart", Name: "status 200, 3xx"}, {Request: "cart", Name: "json $.qty equals 3"},
+		{Request: "cart", Name: "answered ok"}, {Request: "cart", Name: "json $.error exists false"},
+	}, s.Session.Checks())
+	res := run(t, s, engine.Options{})
+	require.Equal(t, s.Session.Checks(), res.Checks)
+	tally := func(c script.Check) (int64, int64) {
+		st := res.Total.Labels[metrics.CheckKey(c.Label())]
+		require.NotNil(t, st, c.Label())
+		return st.Requests, st.Errors[metrics.ErrAssertion]
+	}
+	cartN, plainN := res.Total.Labels[metrics.RequestKey("cart")].Requests, res.Total.Labels[metrics.RequestKey("plain")].Requests
+	require.Equal(t, int64(30), cartN)
+	for _, c := range res.Checks {
+		judged, failed := tally(c)
+		require.Equal(t, cartN, judged, c.Label())
+		if c.Name == "json $.qty equals 3" {
+			// Responses 3, 6, ... of the target, which cart and plain share: count cart's.
+			require.Positive(t, failed)
+			require.Equal(t, res.Total.Labels[metrics.RequestKey("cart")].Errors[metrics.ErrAssertion], failed)
+		} else {
+			require.Zero(t, failed, c.Label())
+		}
+	}
+	require.Equal(t, int64(30), plainN)
+	for k := range res.Total.Labels {
+		require.False(t, k.Kind == metrics.Check && strings.HasPrefix(k.Name, "plain"), "the implied status check is not tallied: %s", k)
+	}
+}

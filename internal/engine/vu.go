@@ -486,12 +486,13 @@ func hasHeader(h [][2]string, name string) bool {
 // other failed check or extraction, NoError otherwise. An explicit status assertion accepting a
 // 404 makes a 404 a success.
 func (v *vu) check(r *compiledRequest, rep *reply, took time.Duration) (metrics.ErrorClass, []string) {
-	return v.checkWith(r.r.Extract, r.r.Assert, r.needsJSON, rep, took)
+	return v.checkWith(r.r.Extract, r.r.Assert, r.checks, r.needsJSON, rep, took)
 }
 
 // checkWith is check with the extractors and assertions given: a request's, or a WebSocket
-// message's.
-func (v *vu) checkWith(extract []*script.Extractor, assert []*script.Assertion, needsJSON bool, rep *reply, took time.Duration) (metrics.ErrorClass, []string) {
+// message's. Each assertion's pass or failure is tallied under its label in checks (none for
+// -1).
+func (v *vu) checkWith(extract []*script.Extractor, assert []*script.Assertion, checks []int, needsJSON bool, rep *reply, took time.Duration) (metrics.ErrorClass, []string) {
 	var doc any
 	var docErr error
 	if needsJSON {
@@ -513,8 +514,15 @@ func (v *vu) checkWith(extract []*script.Extractor, assert []*script.Assertion, 
 	if len(failures) > 0 {
 		class = metrics.ErrAssertion
 	}
-	for _, a := range assert {
+	for i, a := range assert {
 		ok, why := v.assert(a, rep, doc, docErr, took)
+		if checks[i] >= 0 {
+			tally := metrics.NoError
+			if !ok {
+				tally = metrics.ErrAssertion
+			}
+			v.p.rec.Label(checks[i]).Record(0, 0, 0, tally)
+		}
 		if ok {
 			continue
 		}

@@ -103,7 +103,7 @@ func (v *vu) websocket(ctx context.Context, r *compiledRequest, ex *exchange, me
 			rep.err, class = err, classify(err)
 		} else {
 			rep.status = http.StatusOK
-			class, stepFailures = v.checkWith(st.Extract, st.Assert, needsJSON(st), rep, took)
+			class, stepFailures = v.checkWith(st.Extract, st.Assert, r.wsChecks[i], needsJSON(st), rep, took)
 		}
 		v.p.rec.Label(r.wsReceive[i]).Record(took, 0, 0, class) // the session counts the bytes
 		v.traceWS(r, ex, st.Name, rep, took, stepFailures)

@@ -15,6 +15,7 @@ import (
 	"github.com/barrage-load/barrage/internal/engine"
 	"github.com/barrage-load/barrage/internal/metrics"
 	"github.com/barrage-load/barrage/internal/netpolicy"
+	"github.com/barrage-load/barrage/internal/script"
 )
 
 // chatServer is a WebSocket chat of one room: "join NAME" answers {"type":"joined","user":NAME},
@@ -121,6 +122,10 @@ load: { vus: 1, iterations: 1 }
 	require.Equal(t, int64(1), statsOf(t, res, metrics.StepKey("refused")).Errors[metrics.Err4xx])
 	require.Equal(t, int64(1), statsOf(t, res, metrics.StepKey("no answer")).Errors[metrics.ErrTimeout])
 	require.Equal(t, int64(1), statsOf(t, res, metrics.StepKey("echoed")).Errors[metrics.ErrAssertion])
+	// A receive's assertion is tallied under its step's name.
+	check := statsOf(t, res, metrics.CheckKey(script.Check{Request: "echoed", Name: "json $.text equals \"bye\""}.Label()))
+	require.Equal(t, int64(1), check.Requests)
+	require.Equal(t, int64(1), check.Errors[metrics.ErrAssertion])
 
 	var events []string
 	require.NoError(t, engine.Debug(context.Background(), s, engine.Options{Trace: func(ev engine.TraceEvent) {

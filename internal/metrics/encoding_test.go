@@ -187,7 +187,7 @@ func TestUnmarshalRefusesMalformedInput(t *testing.T) {
 		"valid v2":             snap2(2, 0, 1, 'a', 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 'a', 0, 0, 0, 0, 0, 0, 0, 0, 0),
 		"kinds unsorted":       snap2(2, 1, 1, 'a', 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 'b', 0, 0, 0, 0, 0, 0, 0, 0, 0),
 		"same kind and name":   snap2(2, 1, 1, 'a', 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 'a', 0, 0, 0, 0, 0, 0, 0, 0, 0),
-		"kind out of range":    snap2(1, 5, 1, 'a', 0, 0, 0, 0, 0, 0, 0, 0, 0),
+		"kind out of range":    snap2(1, 6, 1, 'a', 0, 0, 0, 0, 0, 0, 0, 0, 0),
 		"version 3":            {'S', 3, 0, 0, 0, 0},
 		"v2 label count lies":  snap2(9, 0, 1, 'a', 0, 0, 0, 0, 0, 0, 0, 0, 0),
 		"v2 truncated at kind": snap2(1),

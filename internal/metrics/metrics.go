@@ -113,12 +113,15 @@ const (
 	// Step is a WebSocket session's: the whole session, or one receive's round trip. Its
 	// upgrade is a request; its steps are not, so that they do not count as requests.
 	Step
+	// Check is an assertion's tally: Requests counts the responses it judged and
+	// Errors[ErrAssertion] those that failed it. Its latency is not a time (every sample is 0).
+	Check
 
 	// NumKinds is the number of Kind values.
 	NumKinds
 )
 
-var kindNames = [NumKinds]string{"request", "group", "hook", "schedule", "step"}
+var kindNames = [NumKinds]string{"request", "group", "hook", "schedule", "step", "check"}
 
 // ScheduleKey is the one label of kind Schedule.
 var ScheduleKey = Key{Schedule, "from schedule"}
@@ -137,11 +140,13 @@ type Key struct {
 	Name string
 }
 
-// RequestKey, GroupKey and HookKey are the keys of a request, a group and a url plugin's hooks.
+// RequestKey, GroupKey, HookKey, StepKey and CheckKey are the keys of a request, a group, a url
+// plugin's hooks, a WebSocket step and a check (script.Check.Label).
 func RequestKey(name string) Key { return Key{Request, name} }
 func GroupKey(name string) Key   { return Key{Group, name} }
 func HookKey(alias string) Key   { return Key{Hook, alias} }
 func StepKey(name string) Key    { return Key{Step, name} }
+func CheckKey(label string) Key  { return Key{Check, label} }
 
 // String is the key as people read it: a request's name, or "group NAME", "hook ALIAS".
 func (k Key) String() string {

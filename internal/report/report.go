@@ -87,11 +87,20 @@ var page = template.Must(template.New("report").Funcs(template.FuncMap{
 	"figure": summary.Figure,
 	"change": change,
 	"join":   strings.Join,
-	"failedChecks": func(ts []summary.Threshold) []string {
+	"failedThresholds": func(ts []summary.Threshold) []string {
 		var out []string
 		for _, t := range ts {
 			if !t.Passed {
 				out = append(out, t.Check)
+			}
+		}
+		return out
+	},
+	"failedChecks": func(cs []summary.Check) []string {
+		var out []string
+		for _, c := range cs {
+			if c.Fails > 0 {
+				out = append(out, fmt.Sprintf("%s: %s (%d of %d responses)", c.Request, c.Name, c.Fails, c.Passes+c.Fails))
 			}
 		}
 		return out

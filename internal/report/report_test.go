@@ -11,6 +11,7 @@ import (
 
 	"github.com/barrage-load/barrage/internal/report"
 	"github.com/barrage-load/barrage/internal/report/reporttest"
+	"github.com/barrage-load/barrage/internal/script"
 	"github.com/barrage-load/barrage/internal/summary"
 )
 
@@ -167,6 +168,22 @@ func TestAReportSaysWhetherTheThresholdsHeld(t *testing.T) {
 	page = write(t, report.Report{Title: "t", Run: r})
 	require.Contains(t, page, "All 1 thresholds held.")
 	require.NotContains(t, page, "0 iterations")
+}
+
+// The checks are tallied in a table; one that failed on some responses is said at the top too.
+func TestAReportTalliesTheChecks(t *testing.T) {
+	t.Parallel()
+	r := result(10, func(int) float64 { return 100 }, 50)
+	r.Checks = []summary.Check{
+		{Check: script.Check{Request: "get home", Name: "status 200"}, Passes: 1000},
+		{Check: script.Check{Request: "get home", Name: "json $.qty equals 3"}, Passes: 990, Fails: 10},
+	}
+	page := write(t, report.Report{Title: "t", Run: r})
+	require.Contains(t, page, "1 of 2 checks failed on some responses: get home: json $.qty equals 3 (10 of 1000 responses).")
+	require.Contains(t, page, `<td>get home</td><td>json $.qty equals 3</td><td>99.00%</td><td>990</td><td><span class="fail">10</span></td>`)
+	require.Contains(t, page, `<td>get home</td><td>status 200</td><td>100.00%</td><td>1000</td><td>0</td>`)
+	r.Checks = r.Checks[:1]
+	require.NotContains(t, write(t, report.Report{Title: "t", Run: r}), `id="checks-verdict"`)
 }
 
 // A run on agents that did not finish, and whose figures stop short, leads with both, before any

@@ -1,6 +1,7 @@
 package script
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -1368,9 +1369,16 @@ func (d *decoder) extractor(n *yaml.Node, p pos) *Extractor {
 
 // assertion reads one entry of assert.
 func (d *decoder) assertion(n *yaml.Node, p pos) *Assertion {
-	o := d.object(n, p, "status", "body_contains", "body_matches", "json", "equals", "exists", "max_duration")
+	o := d.object(n, p, "name", "status", "body_contains", "body_matches", "json", "equals", "exists", "max_duration")
 	if o == nil {
 		return nil
+	}
+	var name string
+	if nn, np := o.get("name"); nn != nil {
+		var ok bool
+		if name, ok = d.name(nn, np); !ok {
+			return nil
+		}
 	}
 	kind := o.exactlyOne("an assertion", "status", "body_contains", "body_matches", "json", "max_duration")
 	if kind != "json" {
@@ -1453,7 +1461,43 @@ func (d *decoder) assertion(n *yaml.Node, p pos) *Assertion {
 		}
 		a.MaxDuration = v
 	}
+	a.Name = cmp.Or(name, a.describe(n))
 	return a
+}
+
+// describe is the assertion as a tally of checks names it when the script gives no name: its
+// key and value as written, `status 200, 3xx`, `json $.qty equals 3`, `max_duration 500ms`.
+// n is the value of its key.
+func (a *Assertion) describe(n *yaml.Node) string {
+	switch a.Kind {
+	case AssertStatus:
+		if n.Kind == yaml.SequenceNode {
+			vals := make([]string, len(n.Content))
+			for i, c := range n.Content {
+				vals[i] = c.Value
+			}
+			return "status " + strings.Join(vals, ", ")
+		}
+		return "status " + n.Value
+	case AssertBodyContains:
+		return "body_contains " + a.Text.String()
+	case AssertBodyMatches:
+		return "body_matches " + a.Regex.String()
+	case AssertJSON:
+		path := "json " + a.JSONPath.String()
+		switch {
+		case a.Absent:
+			return path + " exists false"
+		case a.EqualsText != nil:
+			return path + " equals " + strconv.Quote(a.EqualsText.String())
+		case a.HasEquals:
+			return path + " equals " + jsonText(a.Equals)
+		}
+		return path + " exists"
+	case AssertMaxDuration:
+		return "max_duration " + a.MaxDuration.String()
+	}
+	return a.Kind.String()
 }
 
 var statusClassRe = regexp.MustCompile(`^[1-5][xX][xX]$`)

@@ -101,6 +101,8 @@ func TestParseErrorsNameTheirPath(t *testing.T) {
 		{"json path filter", wrap(`[{name: g, requests: [{name: r, url: /, assert: [{json: "$.a[?(@.b)]"}]}]}]`), "session.groups[0].requests[0].assert[0].json", "filters and slices are not supported"},
 		{"status out of range", wrap(`[{name: g, requests: [{name: r, url: /, assert: [{status: 99}]}]}]`), "session.groups[0].requests[0].assert[0].status", "between 100 and 599"},
 		{"status class", wrap(`[{name: g, requests: [{name: r, url: /, assert: [{status: [200, 6xx]}]}]}]`), "session.groups[0].requests[0].assert[0].status[1]", "status code such as 200"},
+		{"empty check name", wrap(`[{name: g, requests: [{name: r, url: /, assert: [{name: " ", status: 200}]}]}]`), "session.groups[0].requests[0].assert[0].name", "must not be empty"},
+		{"check name alone", wrap(`[{name: g, requests: [{name: r, url: /, assert: [{name: ok}]}]}]`), "session.groups[0].requests[0].assert[0]", "an assertion needs one of"},
 		{"equals without json", wrap(`[{name: g, requests: [{name: r, url: /, assert: [{status: 200, equals: 1}]}]}]`), "session.groups[0].requests[0].assert[0].equals", "goes only with json"},
 		{"equals and exists", wrap(`[{name: g, requests: [{name: r, url: /, assert: [{json: $.a, equals: 1, exists: true}]}]}]`), "session.groups[0].requests[0].assert[0].exists", "goes without equals"},
 		{"assertion kind missing", wrap(`[{name: g, requests: [{name: r, url: /, assert: [{}]}]}]`), "session.groups[0].requests[0].assert[0]", "an assertion needs one of"},

@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"net/netip"
 	"regexp"
+	"slices"
 	"time"
 
 	"github.com/barrage-load/barrage/sdk"
@@ -335,6 +336,39 @@ func (s *Session) StepLabels() []string {
 	return out
 }
 
+// Check is an assertion as a run's results tally it: the request, or WebSocket receive, it
+// judges, and its name.
+type Check struct {
+	Request string `json:"request"`
+	Name    string `json:"name"`
+}
+
+// Label is the check's metrics label (of kind metrics.Check): "<request>: <name>".
+func (c Check) Label() string { return c.Request + ": " + c.Name }
+
+// Checks are the session's assertions that results tally, in session order, each once: every
+// request's, then its WebSocket receives'. The status check implied for a request whose
+// script gives none is left out: a failed status counts among the errors already.
+func (s *Session) Checks() []Check {
+	var out []Check
+	add := func(request string, as []*Assertion) {
+		for _, a := range as {
+			if c := (Check{request, a.Name}); !a.Implied && !slices.Contains(out, c) {
+				out = append(out, c)
+			}
+		}
+	}
+	for _, r := range s.Requests() {
+		add(r.Name, r.Assert)
+		if ws := r.WebSocket; ws != nil {
+			for _, st := range ws.Steps {
+				add(st.Name, st.Assert)
+			}
+		}
+	}
+	return out
+}
+
 // Header is a request header; its value may use variables.
 type Header struct {
 	Name  string
@@ -478,7 +512,10 @@ func (k AssertKind) String() string {
 
 // Assertion is a check on a response; a request whose assertion fails counts as an error.
 type Assertion struct {
-	Kind   AssertKind
+	Kind AssertKind
+	// Name is what a tally of checks calls it: the script's name for it, or its key and value
+	// as written (`status 200`, `json $.qty equals 3`).
+	Name   string
 	Status []StatusRange // AssertStatus: any of these ranges passes
 	// Implied marks the status assertion added to a request whose script gives none.
 	Implied bool

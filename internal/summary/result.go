@@ -106,7 +106,7 @@ func NewResult(res *engine.Result) *Result {
 		Script: res.Script, Model: res.Model.String(), Start: res.Start, ElapsedS: res.Elapsed.Seconds(),
 		Iterations: res.Iterations, Dropped: res.Dropped, Interrupted: res.Interrupted, Unsent: res.Unsent,
 		Stop: res.Stop, Exhausted: res.Exhausted,
-		Summary: New(res.Total, res.Requests, res.Groups, res.Elapsed), Series: []Point{},
+		Summary: New(res.Total, res.Requests, res.Groups, res.Checks, res.Elapsed), Series: []Point{},
 	}
 	r.HookErrors, r.ErrorSamples = res.HookErrors, res.ErrorSamples
 	r.Scenarios = Scenarios(res.Scenarios)

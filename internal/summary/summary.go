@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -248,8 +249,60 @@ func (v Verdict) String() string {
 	return s
 }
 
+// Check is the tally of one assertion of the script over a run: the responses it judged, and of
+// them those that passed and those that failed it.
+type Check struct {
+	script.Check
+	Passes int64 `json:"passes"`
+	Fails  int64 `json:"fails"`
+}
+
+// String is the check's line in a printed summary: a mark, its request and name, the share of
+// passes, and the counts.
+func (c Check) String() string {
+	mark, n := "✓", c.Passes+c.Fails
+	if c.Fails > 0 {
+		mark = "✗"
+	}
+	line := fmt.Sprintf("%s %s: %s  %s (%d of %d)", mark, c.Request, c.Name, c.Percent(), c.Passes, n)
+	if c.Fails > 0 {
+		line += fmt.Sprintf(", %d failed", c.Fails)
+	}
+	return line
+}
+
+// Percent is the share of the responses judged that passed, as a percentage with two decimals.
+func (c Check) Percent() string { return percent(c.Passes, c.Passes+c.Fails) }
+
+// percent is part of whole as a percentage with two decimals, never rounded up to 100% while a
+// part is missing.
+func percent(part, whole int64) string {
+	if whole == 0 {
+		return "-"
+	}
+	p := float64(part) * 100 / float64(whole)
+	if part < whole {
+		p = math.Floor(p*100) / 100
+	}
+	return strconv.FormatFloat(p, 'f', 2, 64) + "%"
+}
+
+// Checks tallies checks over total: each check the run judged a response by, in the script's
+// order (one that judged none is left out).
+func Checks(total *metrics.Snapshot, checks []script.Check) []Check {
+	var out []Check
+	for _, c := range checks {
+		if st, ok := total.Labels[metrics.CheckKey(c.Label())]; ok && st.Requests > 0 {
+			failed := st.Errors[metrics.ErrAssertion]
+			out = append(out, Check{Check: c, Passes: st.Requests - failed, Fails: failed})
+		}
+	}
+	return out
+}
+
 // Summary is a run's account: the figures of all its requests together, of each request, group
-// and url plugin's hooks, its errors by class, its thresholds and the verdict on its generators.
+// and url plugin's hooks, its errors by class, its checks, its thresholds and the verdict on its
+// generators.
 type Summary struct {
 	Total    Label   `json:"total"`
 	Requests []Label `json:"requests"`
@@ -265,6 +318,8 @@ type Summary struct {
 	HookErrors map[string]int64 `json:"hook_errors,omitempty"`
 	// ErrorSamples are the first distinct reasons of each request's failures, by class.
 	ErrorSamples []metrics.ErrorSample `json:"error_samples,omitempty"`
+	// Checks tally the script's assertions: each with the responses that passed and failed it.
+	Checks []Check `json:"checks,omitempty"`
 	// Scenarios are the scenarios of a script that has them.
 	Scenarios  []Scenario       `json:"scenarios,omitempty"`
 	Errors     map[string]int64 `json:"errors"`
@@ -280,12 +335,13 @@ type Summary struct {
 	Incomplete *Incomplete `json:"incomplete,omitempty"`
 }
 
-// New summarizes total, which covers elapsed: requests and groups are the script's, in session
-// order (one absent from total did not run and is left out); hooks are whichever total has.
-func New(total *metrics.Snapshot, requests, groups []string, elapsed time.Duration) Summary {
+// New summarizes total, which covers elapsed: requests, groups and checks are the script's, in
+// session order (one absent from total did not run and is left out); hooks are whichever total
+// has.
+func New(total *metrics.Snapshot, requests, groups []string, checks []script.Check, elapsed time.Duration) Summary {
 	all := total.Requests()
 	s := Summary{Total: NewLabel("all requests", all, elapsed), Errors: Errors(all),
-		Requests: []Label{}, Groups: []Label{}, Thresholds: []Threshold{}}
+		Requests: []Label{}, Groups: []Label{}, Thresholds: []Threshold{}, Checks: Checks(total, checks)}
 	for _, name := range requests {
 		if st, ok := total.Labels[metrics.RequestKey(name)]; ok {
 			s.Requests = append(s.Requests, NewLabel(name, st, elapsed))
@@ -363,6 +419,18 @@ func (s *Summary) Print(w io.Writer) {
 	}
 	for _, sc := range s.Scenarios {
 		fmt.Fprintln(w, sc)
+	}
+	if len(s.Checks) > 0 {
+		held := 0
+		for _, c := range s.Checks {
+			if c.Fails == 0 {
+				held++
+			}
+		}
+		fmt.Fprintf(w, "checks: %d of %d held on every response\n", held, len(s.Checks))
+		for _, c := range s.Checks {
+			fmt.Fprintln(w, " ", c)
+		}
 	}
 	for _, e := range s.ErrorSamples {
 		fmt.Fprintf(w, "  %s, %s: %d × %s\n", e.Label, e.Class, e.Count, e.Message)

@@ -37,7 +37,7 @@ func second() *metrics.Snapshot {
 
 func TestNewSummarizesEachKindApart(t *testing.T) {
 	t.Parallel()
-	s := summary.New(second(), []string{"r", "never"}, []string{"r"}, 2*time.Second)
+	s := summary.New(second(), []string{"r", "never"}, []string{"r"}, nil, 2*time.Second)
 	require.Len(t, s.Requests, 1, "a request that did not run is left out")
 	require.Equal(t, "r", s.Requests[0].Name)
 	require.EqualValues(t, 10, s.Requests[0].Count)
@@ -141,7 +141,7 @@ func TestTheDeliveryIsOneSentence(t *testing.T) {
 // thresholds were judged on it.
 func TestAnIncompleteSummarySaysSoFirst(t *testing.T) {
 	t.Parallel()
-	s := summary.New(second(), []string{"r"}, nil, time.Second)
+	s := summary.New(second(), []string{"r"}, nil, nil, time.Second)
 	s.Thresholds = []summary.Threshold{{Check: "p95 < 300ms", Observed: 0.1, Passed: true}}
 	s.Incomplete = summary.NewIncomplete([]summary.Gap{
 		summary.NewGap("one (0d6c)", "lost", "the agent sent nothing for 8s", 12, 100, 1.5, 4),
@@ -156,4 +156,29 @@ func TestAnIncompleteSummarySaysSoFirst(t *testing.T) {
 		"  - agent one (0d6c) lost from second 12 (the agent sent nothing for 8s): up to 154 requests it sent may not be counted"), out)
 	require.Contains(t, out, "  - agent two (9b1e) failed from second 14 (the agent was stopped): every request it sent is counted; its share of the load after that was not sent")
 	require.Contains(t, out, "thresholds:\n  (judged on incomplete figures: see INCOMPLETE above)")
+}
+
+// Checks are tallied in the script's order, one that judged nothing left out, and printed with
+// a mark, the share that passed (never rounded up to 100% while one failed) and the counts.
+func TestChecksArePrintedWithTheirTally(t *testing.T) {
+	t.Parallel()
+	snap := second()
+	tally := func(n, failed int64) *metrics.Stats {
+		st := stats(n, 0, 0)
+		st.Errors[metrics.ErrAssertion] = failed
+		return st
+	}
+	status, qty := script.Check{Request: "r", Name: "status 200"}, script.Check{Request: "r", Name: "json $.qty equals 3"}
+	snap.Labels[metrics.CheckKey(status.Label())] = tally(10, 0)
+	snap.Labels[metrics.CheckKey(qty.Label())] = tally(100000, 1)
+	s := summary.New(snap, []string{"r"}, nil, []script.Check{qty, status, {Request: "r", Name: "never judged"}}, time.Second)
+	require.Equal(t, []summary.Check{{Check: qty, Passes: 99999, Fails: 1}, {Check: status, Passes: 10}}, s.Checks)
+	var b bytes.Buffer
+	s.Print(&b)
+	require.Contains(t, b.String(), "checks: 1 of 2 held on every response\n"+
+		"  ✗ r: json $.qty equals 3  99.99% (99999 of 100000), 1 failed\n"+
+		"  ✓ r: status 200  100.00% (10 of 10)\n")
+	doc, err := json.Marshal(s.Checks)
+	require.NoError(t, err)
+	require.JSONEq(t, `[{"request":"r","name":"json $.qty equals 3","passes":99999,"fails":1},{"request":"r","name":"status 200","passes":10,"fails":0}]`, string(doc))
 }
