@@ -13,7 +13,7 @@ UPLOT_VERSION ?= 1.6.32
 GENERATED := api internal/postgres/dbsqlc sdk/proto sdk/python/barrage_plugin/v1
 
 .DEFAULT_GOAL := help
-.PHONY: help run build test generate verify lint vulncheck contract k8s-check bench docs-assets report-assets clean
+.PHONY: help run build test generate verify lint vulncheck contract k8s-check bench bench-smoke docs-assets report-assets clean
 
 help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z0-9-]+:.*## / {printf "  %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -77,6 +77,9 @@ bench: ## Go benchmarks, then the API under wrk, barrage run against wrk and k6 
 	scripts/bench-engine.sh
 	scripts/bench-compression.sh
 	scripts/bench-runs.sh
+
+bench-smoke: ## every bench once, in seconds, failing unless each prints its figures (CI runs it; the figures mean nothing)
+	scripts/bench-smoke.sh
 
 docs-assets: ## refresh the embedded Redoc bundle from npm (REDOC_VERSION=x.y.z)
 	rm -rf .redoc && mkdir .redoc && cd .redoc && npm pack redoc@$(REDOC_VERSION) --silent >/dev/null && tar xzf redoc-$(REDOC_VERSION).tgz

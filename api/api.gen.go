@@ -2416,6 +2416,10 @@ type TestImport struct {
 	// Requests Requests in the script.
 	Requests int `json:"requests"`
 
+	// Secrets The names of your secrets whose values the recording sent: the script reads each as `${secret.NAME}`, and
+	// nothing in this answer or the script holds a value of one, in any form (masked as `***` where it is quoted).
+	Secrets []string `json:"secrets"`
+
 	// Skipped Entries that cannot be replayed: no response, not http(s), a browser's CORS preflight.
 	Skipped  int      `json:"skipped"`
 	Test     Test     `json:"test"`

@@ -15,11 +15,14 @@
 #   open p50 barrage/vegeta 1000/s = 0.6
 #   stall p99 error = 2.0%                  (p99 against a target that stalls 100 ms every 2 s, vs its truth)
 # Usage: scripts/bench-engine.sh [seconds] [connections] [rounds]   (needs nginx and wrk: installed with
-# apt-get when run as root; otherwise it fails naming what is missing)
+# apt-get when run as root; otherwise it fails naming what is missing). BENCH_SMOKE=1 shortens the
+# parts of fixed length too (the idle VUs, the open model's and the stall's runs): a check that
+# every figure is printed, in seconds, whose figures measure nothing (scripts/bench-smoke.sh).
 set -euo pipefail
 secs=${1:-10}
 conns=${2:-64}
 rounds=${3:-5}
+smoke=${BENCH_SMOKE:-}
 "$(dirname "$0")/need.sh" bench-engine nginx:nginx-light wrk python3
 cd "$(dirname "$0")/.."
 work=$(mktemp -d /tmp/barrage-bench-engine-XXXXXX)
@@ -110,6 +113,8 @@ read -r b_rps _ _ < <(median_range "${b_rates[@]}")
 
 # Memory per idle VU: the resident size of `barrage run` with 10,000 VUs that each made one
 # request and now think for a minute, against the same run with 1 VU.
+idle_vus=10000 idle_ramp=4 idle_wait=7
+[ -z "$smoke" ] || idle_vus=500 idle_ramp=1 idle_wait=3
 idle_rss() {
   local vus=$1
   cat >"$work/idle.yaml" <<YAML
@@ -123,21 +128,21 @@ session:
         - { name: index, url: "$url", think: { fixed: 60s } }
 load:
   vus: $vus
-  ramp_up: 4s
-  duration: 8s
+  ramp_up: ${idle_ramp}s
+  duration: $((idle_wait + 1))s
   graceful_stop: 0s
 YAML
   (ulimit -n "$(ulimit -Hn)"; exec "$work/barrage" run --quiet "$work/idle.yaml" >/dev/null 2>&1) &
   local pid=$!
-  sleep 7
+  sleep "$idle_wait"
   local kb
   kb=$(awk '/VmRSS/ {print $2}' "/proc/$pid/status" 2>/dev/null || echo 0)
   wait "$pid" 2>/dev/null || true
   echo "$kb"
 }
 rss_one=$(idle_rss 1)
-rss_many=$(idle_rss 10000)
-idle_bytes=$(( (rss_many - rss_one) * 1024 / 9999 ))
+rss_many=$(idle_rss $idle_vus)
+idle_bytes=$(( (rss_many - rss_one) * 1024 / (idle_vus - 1) ))
 
 
 k6_rps=""
@@ -190,7 +195,7 @@ hook_p99=$(python3 -c "import json; print('%.3fms' % json.load(open('$work/hook.
 # their p50 response times. Then a target that stalls 100 ms every 2 s (scripts/stall), which
 # measures the true latency of what it held: barrage's p99 at 200/s against that truth.
 go build -modfile=tools/go.mod -o "$work/vegeta" github.com/tsenart/vegeta/v12
-open_secs=$(( secs > 10 ? secs : 10 ))
+open_secs=$(( secs > 10 || ${smoke:-0} ? secs : 10 ))
 cat >"$work/open.yaml" <<YAML
 version: 1
 name: open
@@ -233,7 +238,9 @@ stall_url="http://127.0.0.1:$stall_port/"
 for _ in $(seq 1 50); do curl -sf "$stall_url" >/dev/null && break; sleep 0.1; done
 sed "s|$url|$stall_url|" "$work/open.yaml" >"$work/stall.yaml"
 curl -sf "http://127.0.0.1:$stall_port/reset" >/dev/null
-$pin_gen "$work/barrage" run --quiet --duration 20s --out "$work/stall.json" "$work/stall.yaml" >/dev/null
+stall_secs=20
+[ -z "$smoke" ] || stall_secs=3
+$pin_gen "$work/barrage" run --quiet --duration "${stall_secs}s" --out "$work/stall.json" "$work/stall.yaml" >/dev/null
 curl -sf "http://127.0.0.1:$stall_port/truth" >"$work/truth.json"
 read -r stall_err stall_line < <(python3 - "$work/stall.json" "$work/truth.json" <<'PY'
 import json, sys

@@ -10,10 +10,13 @@
 #                                                   ingest cpu cores = 0.2
 #                                                   live delay p99 ms = 400
 # Needs nginx (installed with apt-get when run as root), curl and python3; fails naming what is
-# missing otherwise.
+# missing otherwise. BENCH_SMOKE=1 simulates 5 agents for 5 seconds rather than 50 for 60: a check
+# that every figure is printed, whose figures measure nothing (scripts/bench-smoke.sh).
 set -euo pipefail
 secs=${1:-10}
 rounds=${2:-3}
+ingest_agents=50 ingest_secs=60
+[ -z "${BENCH_SMOKE:-}" ] || ingest_agents=5 ingest_secs=5
 cd "$(dirname "$0")/.."
 scripts/need.sh bench-runs nginx:nginx-light curl python3
 work=$(mktemp -d /tmp/barrage-bench-runs-XXXXXX)
@@ -103,4 +106,4 @@ done
 echo "ratio agent/local = $(python3 -c 'import statistics,sys; print(statistics.median(map(float, sys.argv[1:])))' "${ratios[@]}")"
 
 # (b) ingestion.
-"$work/ingest" --server "$BARRAGE_SERVER" --token "$token" --agents 50 --labels 20 --seconds 60 --pids "$serve_pid,$pg_pid"
+"$work/ingest" --server "$BARRAGE_SERVER" --token "$token" --agents "$ingest_agents" --labels 20 --seconds "$ingest_secs" --pids "$serve_pid,$pg_pid"

@@ -28,10 +28,14 @@ type convertFlags struct {
 	idle     *time.Duration
 	maxThink *time.Duration
 	users    *string
+	secrets  *multiFlag
 }
 
 func addConvertFlags(fs *flag.FlagSet) *convertFlags {
-	return &convertFlags{
+	secrets := &multiFlag{}
+	fs.Var(secrets, "secret", "NAME: wherever the recording sent the value of BARRAGE_SECRET_NAME, the script reads ${secret.NAME}, and nothing printed shows it; repeatable "+
+		"(the server does it with your secrets on --push)")
+	return &convertFlags{secrets: secrets,
 		out:      fs.String("o", "", "write the script to this file (YAML)"),
 		assets:   fs.Bool("assets", false, "keep static assets (images, CSS, JavaScript, fonts, media), left out by default"),
 		idle:     fs.Duration("idle", har.DefaultIdle, "a pause between requests longer than this starts a new page (group)"),
@@ -41,12 +45,25 @@ func addConvertFlags(fs *flag.FlagSet) *convertFlags {
 	}
 }
 
-// options checks the flags and reads the data file, named as the script will name it: relative
-// to the script's folder, which must hold it.
-func (f *convertFlags) options() (har.Options, error) {
+// options checks the flags, reads the secrets from the environment, and reads the data file,
+// named as the script will name it: relative to the script's folder, which must hold it.
+func (f *convertFlags) options(e env) (har.Options, error) {
 	opts := har.Options{Assets: *f.assets, Idle: *f.idle, MaxThink: *f.maxThink}
 	if *f.idle <= 0 || *f.maxThink <= 0 {
 		return opts, usageError(errors.New("--idle and --max-think must be above 0"))
+	}
+	for _, name := range *f.secrets {
+		if err := barrage.CheckSecretName("--secret", name); err != nil {
+			return opts, usageError(err)
+		}
+		v := e.getenv("BARRAGE_SECRET_" + name)
+		if err := barrage.CheckSecretValue("BARRAGE_SECRET_"+name, v); err != nil {
+			return opts, usageError(fmt.Errorf("--secret %s: set BARRAGE_SECRET_%s to its value: %w", name, name, err))
+		}
+		if opts.Secrets == nil {
+			opts.Secrets = map[string]string{}
+		}
+		opts.Secrets[name] = v
 	}
 	if *f.out != "" {
 		if st, err := os.Stat(filepath.Dir(*f.out)); err != nil || !st.IsDir() {
@@ -115,10 +132,11 @@ func runImportHAR(ctx context.Context, e env, args []string) error {
 	if err != nil {
 		return err
 	}
-	if *push && (*cf.out != "" || *cf.users != "" || flagGiven(fs, "idle") || flagGiven(fs, "max-think")) {
-		return usageError(errors.New("--push sends the HAR alone, converted with the defaults and --assets; -o, --users, --idle and --max-think are for a local conversion"))
+	if *push && (*cf.out != "" || *cf.users != "" || flagGiven(fs, "idle") || flagGiven(fs, "max-think") || len(*cf.secrets) > 0) {
+		return usageError(errors.New("--push sends the HAR alone, converted with the defaults and --assets, and with your secrets on the server; " +
+			"-o, --users, --idle, --max-think and --secret are for a local conversion"))
 	}
-	opts, err := cf.options()
+	opts, err := cf.options(e)
 	if err != nil {
 		return err
 	}
@@ -154,7 +172,8 @@ func pushHAR(ctx context.Context, e env, data []byte, name string, assets bool) 
 	if imp == nil {
 		return api.ProblemError(res.HTTPResponse, res.Body)
 	}
-	found := &har.Result{Requests: imp.Requests, Groups: imp.Groups, AssetsLeftOut: imp.AssetsLeftOut, Skipped: imp.Skipped, Warnings: imp.Warnings}
+	found := &har.Result{Requests: imp.Requests, Groups: imp.Groups, AssetsLeftOut: imp.AssetsLeftOut, Skipped: imp.Skipped, Warnings: imp.Warnings,
+		Secrets: imp.Secrets}
 	for _, c := range imp.Correlations {
 		hc := har.Correlation{Var: c.Variable, Value: c.Value, Request: c.Request, Seen: c.Seen, Kind: har.ExtractorKind(c.Extractor), Expr: c.Expression}
 		for _, u := range c.Uses {

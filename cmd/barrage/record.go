@@ -37,7 +37,7 @@ func runRecord(ctx context.Context, e env, args []string) error {
 		fs.Usage()
 		return usageError(errors.New("-o: name the script to write when the recording ends"))
 	}
-	opts, err := cf.options()
+	opts, err := cf.options(e)
 	if err != nil {
 		return err
 	}

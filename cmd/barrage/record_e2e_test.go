@@ -343,6 +343,25 @@ func TestImportABrowserHARAndReplayIt(t *testing.T) {
 	require.True(t, strings.HasPrefix(out, "# Converted by barrage from a HAR written by WebInspector 537.36"), out)
 	require.Contains(t, errOut, "typed in, left as recorded")
 
+	// The password the recording typed in is a secret of the user's: the script reads it by
+	// name, nothing printed holds it, and the script replays with the secret's value.
+	secretEnv := []string{"BARRAGE_SECRET_SHOP_PASSWORD=lovelace-1815"}
+	secretive := filepath.Join(dir, "secretive.yaml")
+	out, errOut, code = runWithEnv(t, secretEnv, "import", "har", "../../internal/har/testdata/shop-chrome.har", "-o", secretive, "--secret", "SHOP_PASSWORD")
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, errOut, "your secrets SHOP_PASSWORD: the recording sent them; the script reads each as ${secret.NAME}")
+	src, err := os.ReadFile(secretive)
+	require.NoError(t, err)
+	require.Contains(t, string(src), "password: ${secret.SHOP_PASSWORD}")
+	require.NotContains(t, string(src)+out+errOut, "lovelace-1815")
+	code, doc, runOut := runResult(t, append([]string{"TARGET_URL=" + shop}, secretEnv...), "--vus", "1", "--duration", "1s", secretive)
+	require.Equal(t, 0, code, runOut)
+	require.Zero(t, doc.Total.ErrorRate, "the shop took the password: %s", runOut)
+	require.Positive(t, doc.count("POST /api/orders"), runOut)
+	_, errOut, code = runWithEnv(t, nil, "import", "har", "../../internal/har/testdata/shop-chrome.har", "--secret", "SHOP_PASSWORD")
+	require.Equal(t, 2, code, errOut)
+	require.Contains(t, errOut, "--secret SHOP_PASSWORD: set BARRAGE_SECRET_SHOP_PASSWORD to its value")
+
 	// What is wrong says where, with its own exit status; wrong usage is 2.
 	bad := filepath.Join(dir, "bad.har")
 	require.NoError(t, os.WriteFile(bad, []byte(`{"log": {"entries": [{"startedDateTime": "soon", "request": {"method": "GET", "url": "/x"}, "response": {"status": 200}}]}}`), 0o644))

@@ -13,6 +13,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -282,6 +284,15 @@ thresholds:
 		require.NoError(t, err, "stdout: %s\nstderr: %s", out, errOut)
 		require.Contains(t, out, "knee: 8 VUs", "--watch ends with the sweep's table and knee: %s", out)
 		require.NotContains(t, out, "all requests", "not an average over all the levels")
+		// Each second of the sweep is printed once, in order: a level's partial last second is
+		// not printed again under the next level's first.
+		var secs []int
+		for _, m := range regexp.MustCompile(`(?m)^ +(\d+)s  vus`).FindAllStringSubmatch(errOut, -1) {
+			n, _ := strconv.Atoi(m[1])
+			secs = append(secs, n)
+		}
+		require.Greater(t, len(secs), 6, "the live seconds: %s", errOut)
+		require.True(t, slices.IsSorted(secs) && len(slices.Compact(slices.Clone(secs))) == len(secs), "each second once, in order: %v", secs)
 		id := runIDLine.FindStringSubmatch(out)[1]
 		csvPath, page := filepath.Join(t.TempDir(), "sweep.csv"), filepath.Join(t.TempDir(), "sweep.html")
 		table := mustCLI(t, p, cfg, "", "runs", "sweep", "--csv", csvPath, "--report", page, id)

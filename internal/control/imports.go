@@ -19,13 +19,19 @@ type ImportInput struct {
 
 // ImportTest converts a HAR recording into a script with the converter `barrage import har`
 // uses, and stores it as a new test of p, as CreateTest does. It returns the test and what the
-// conversion found. Nothing is fetched: the HAR holds all the conversion reads.
+// conversion found. Nothing is fetched: the HAR holds all the conversion reads. Wherever the
+// recording sent one of p's secrets, the script reads ${secret.NAME}, and nothing returned or
+// stored holds its value.
 func (s *Service) ImportTest(ctx context.Context, p barrage.Principal, in ImportInput) (barrage.Test, *har.Result, error) {
 	l, err := har.Decode(in.HAR)
 	if err != nil {
 		return barrage.Test{}, nil, err
 	}
-	res, err := har.Convert(l, har.Options{Assets: in.Assets})
+	secrets, err := s.allSecretValues(ctx, p.User.ID)
+	if err != nil {
+		return barrage.Test{}, nil, err
+	}
+	res, err := har.Convert(l, har.Options{Assets: in.Assets, Secrets: secrets})
 	if err != nil {
 		return barrage.Test{}, nil, err
 	}

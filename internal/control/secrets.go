@@ -66,5 +66,18 @@ func (s *Service) secretValues(ctx context.Context, owner uuid.UUID, names []str
 	return out, nil
 }
 
+// allSecretValues opens every secret of owner, by name.
+func (s *Service) allSecretValues(ctx context.Context, owner uuid.UUID) (map[string]string, error) {
+	list, err := s.store.Secrets(ctx, owner)
+	if err != nil || len(list) == 0 {
+		return nil, err
+	}
+	names := make([]string, len(list))
+	for i, sec := range list {
+		names[i] = sec.Name
+	}
+	return s.secretValues(ctx, owner, names)
+}
+
 // secretOwner is what a secret's sealed value is bound to: its owner and name.
 func secretOwner(owner uuid.UUID, name string) []byte { return []byte(owner.String() + "/" + name) }

@@ -1,14 +1,10 @@
 package engine
 
 import (
-	"cmp"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
-	"net/url"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/barrage-load/barrage/internal/metrics"
@@ -16,66 +12,33 @@ import (
 )
 
 // Masked is what a secret's value reads as wherever the engine could show it.
-const Masked = "***"
+const Masked = script.Masked
 
-// masker replaces the values of a run's secrets, as written and as a URL or JSON would carry
-// them, with Masked: in traces, error samples and stop reasons.
-type masker struct{ r *strings.Replacer }
+// masker masks the values of a run's secrets (script.Masker) in traces, error samples and stop
+// reasons.
+type masker struct{ m *script.Masker }
 
-// newMasker masks values; nil when there are none. Each is masked as written and in every form
-// in which the run may carry or show it: form-encoded, in a URL's path (with its slashes, and
-// with them escaped), escaped in a JSON string (as a body's template writes it, and as
-// encoding/json does), quoted as a message quotes what it found; and each of these quoted once
-// more (a JSON body quoted in a failed check's message).
+// newMasker masks values; nil when there are none.
 func newMasker(values []string) *masker {
-	var forms []string
-	for _, v := range values {
-		if v == "" {
-			continue
-		}
-		first := []string{v, url.QueryEscape(v), url.PathEscape(v), (&url.URL{Path: v}).EscapedPath(), script.JSONEscape(v), jsonInner(v), goInner(v)}
-		forms = append(forms, first...)
-		for _, f := range first {
-			forms = append(forms, script.JSONEscape(f), jsonInner(f), goInner(f))
-		}
-	}
-	if len(forms) == 0 {
+	m := script.NewMasker(values)
+	if m == nil {
 		return nil
 	}
-	// The longest first: a value that holds another is masked whole.
-	slices.SortFunc(forms, func(a, b string) int { return cmp.Compare(len(b), len(a)) })
-	forms = slices.Compact(forms)
-	pairs := make([]string, 0, 2*len(forms))
-	for _, f := range forms {
-		pairs = append(pairs, f, Masked)
-	}
-	return &masker{strings.NewReplacer(pairs...)}
-}
-
-// jsonInner is s as encoding/json writes it inside a string (which escapes <, > and &).
-func jsonInner(s string) string {
-	b, _ := json.Marshal(s)
-	return string(b[1 : len(b)-1])
-}
-
-// goInner is s as strconv.Quote writes it, without the quotes: what %q in a message shows.
-func goInner(s string) string {
-	q := strconv.Quote(s)
-	return q[1 : len(q)-1]
+	return &masker{m}
 }
 
 func (m *masker) string(s string) string {
 	if m == nil {
 		return s
 	}
-	return m.r.Replace(s)
+	return m.m.String(s)
 }
 
 func (m *masker) bytes(b []byte) []byte {
-	if m == nil || b == nil {
+	if m == nil {
 		return b
 	}
-	return []byte(m.r.Replace(string(b)))
+	return m.m.Bytes(b)
 }
 
 func (m *masker) err(err error) error {

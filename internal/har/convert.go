@@ -43,6 +43,9 @@ type Options struct {
 	// email and password) that are a row of it become that row's ${columns}, so that each
 	// iteration is another user.
 	Data *DataFile
+	// Secrets are the user's secrets, by name: wherever the recording sent one's value, the
+	// script reads ${secret.NAME} instead, and the result shows none of them.
+	Secrets map[string]string
 }
 
 // Result is a converted script and what the conversion found.
@@ -66,6 +69,9 @@ type Result struct {
 	Missed []Missed
 	// Warnings are what else a person should know about the script.
 	Warnings []string
+	// Secrets are the names of the secrets (Options.Secrets) the recording sent, which the
+	// script reads as ${secret.NAME}.
+	Secrets []string
 }
 
 // ExtractorKind is the kind of an extractor, as a script names it.
@@ -142,6 +148,7 @@ func Convert(l *Log, opts Options) (*Result, error) {
 			x.req.path, x.req.query = nil, nil
 		}
 	}
+	c.bindSecrets()
 	c.bindData()
 	c.correlate()
 	c.parameters()
@@ -152,6 +159,7 @@ func Convert(l *Log, opts Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	src = c.maskSecrets(src)
 	if _, err := script.Parse(src, script.ParseOptions{Filename: "converted.yaml"}); err != nil {
 		// What a HAR holds that no script can carry (a line break or control character in a
 		// header, a name): the HAR is refused, saying where the script would break.

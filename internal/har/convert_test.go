@@ -432,3 +432,51 @@ func TestCorrelationWorkIsBounded(t *testing.T) {
 	require.LessOrEqual(t, len(res.Correlations), har.MaxCandidates)
 	require.Len(t, slices.DeleteFunc(slices.Clone(res.Missed), func(m har.Missed) bool { return !strings.Contains(m.Why, "past the") }), 1)
 }
+
+// A recording of a login that sent the user's secrets (a password typed in, an API key in a
+// header, a token that also came in a response and went out in a raw query): the script reads
+// each as ${secret.NAME}, never correlates or offers one as a parameter, and neither the script
+// nor what the conversion reports holds a value, in any form.
+func TestTheUsersSecretsBecomeTheirNames(t *testing.T) {
+	t.Parallel()
+	const password, apiKey, token = `pa"ss w/rd+1`, "key-8f7e6d5c-secret", "tok9Xq2LmB7pR4sT"
+	login := entry(0, "POST", "http://shop.test/api/login", 200, "application/json", `{"token":"`+token+`","user":"ada"}`)
+	login.Request.PostData = &har.PostData{MimeType: "application/x-www-form-urlencoded", Text: "user=ada&password=" + url.QueryEscape(password)}
+	login.Request.Headers = append(login.Request.Headers, har.NameValue{Name: "X-Api-Key", Value: apiKey})
+	feed := entry(100*time.Millisecond, "GET", "http://shop.test/feed;"+token+"?raw", 200, "application/json", `{}`)
+	feed.Request.Headers = append(feed.Request.Headers, har.NameValue{Name: "Authorization", Value: "Bearer " + token},
+		har.NameValue{Name: "X-Api-Key", Value: apiKey})
+	l := &har.Log{Entries: []har.Entry{login, feed}}
+
+	res, s := convert(t, l, har.Options{Secrets: map[string]string{"PASSWORD": password, "API_KEY": apiKey, "TOKEN": token, "UNUSED": "never-sent-1"}})
+	require.Equal(t, []string{"API_KEY", "PASSWORD", "TOKEN"}, res.Secrets)
+	require.Equal(t, []string{"API_KEY", "PASSWORD", "TOKEN"}, s.Secrets, "the script reads them by name")
+	src := string(res.Script)
+	require.Contains(t, src, "Bearer ${secret.TOKEN}")
+	require.Contains(t, src, "${secret.API_KEY}")
+	require.Contains(t, src, "password: ${secret.PASSWORD}")
+	require.Empty(t, res.Correlations, "a secret is not carried from the response that gave it")
+	for _, p := range res.Parameters {
+		require.NotEqual(t, "form field password", p.Where, "nor offered as a value typed in")
+	}
+	report, err := json.Marshal(res)
+	require.NoError(t, err)
+	var summary bytes.Buffer
+	res.WriteSummary(&summary)
+	for _, v := range []string{password, apiKey, token, url.QueryEscape(password), strconvQuote(password)} {
+		require.NotContains(t, src, v)
+		require.NotContains(t, string(report), v)
+		require.NotContains(t, summary.String(), v)
+	}
+	require.Contains(t, summary.String(), "your secrets API_KEY, PASSWORD, TOKEN")
+
+	// Without secrets the same recording correlates the token, as before.
+	res, _ = convert(t, l, har.Options{})
+	require.Empty(t, res.Secrets)
+	require.NotEmpty(t, res.Correlations)
+}
+
+func strconvQuote(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b[1 : len(b)-1])
+}

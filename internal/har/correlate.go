@@ -16,11 +16,13 @@ import (
 type binding struct {
 	name  string
 	value string
-	// data bindings are a data file's column; the others come from src's response.
-	data bool
-	src  *exchange
-	ext  extractor
-	uses []Use
+	// data bindings are a data file's column; secret ones a secret's (${secret.NAME}); the
+	// others come from src's response.
+	data   bool
+	secret bool
+	src    *exchange
+	ext    extractor
+	uses   []Use
 }
 
 func (b *binding) use(x *exchange, f *field) {
@@ -115,7 +117,7 @@ func uniq(s []string) []string {
 func (c *converter) correlate() {
 	for _, x := range c.kept {
 		for _, f := range x.req.fields() {
-			if f.fixed {
+			if f.fixed || f.whole != nil { // a secret's, bound already
 				continue
 			}
 			if b := c.decide(x, f, f.text, true); b != nil && c.fits(f, b.value) {
@@ -130,7 +132,7 @@ func (c *converter) correlate() {
 				if slices.ContainsFunc(f.subs, func(b *binding) bool { return strings.Contains(b.value, t) }) {
 					continue // a part of a token already carried: the JWT's signature inside the JWT
 				}
-				if b := c.decide(x, f, t, false); b != nil && !b.data && c.fits(f, t) && !slices.Contains(f.subs, b) {
+				if b := c.decide(x, f, t, false); b != nil && !b.data && !b.secret && c.fits(f, t) && !slices.Contains(f.subs, b) {
 					f.subs = append(f.subs, b)
 					b.use(x, f)
 				}
@@ -398,6 +400,8 @@ func (c *converter) parameters() {
 		seen[t.f.text] = true
 		p := Parameter{Request: t.x.name, Where: t.f.where, Value: t.f.text}
 		switch b := t.f.whole; {
+		case b != nil && b.secret:
+			// the user's secret: the script reads it by name
 		case b != nil && b.data:
 			p.Column = b.name
 			c.res.DataBound = append(c.res.DataBound, p)

@@ -29,6 +29,9 @@ func (r *Result) WriteSummary(w io.Writer) {
 		}
 		fmt.Fprintf(w, "  %s: %s %s of %s -> %s\n", c.Var, c.Kind, c.Expr, c.Request, strings.Join(shortList(uses, 3), ", "))
 	}
+	if len(r.Secrets) > 0 {
+		fmt.Fprintf(w, "your secrets %s: the recording sent them; the script reads each as ${secret.NAME}\n", strings.Join(r.Secrets, ", "))
+	}
 	if len(r.DataBound) > 0 {
 		fmt.Fprint(w, "from the data file:")
 		for _, p := range r.DataBound {

@@ -35,7 +35,7 @@ func (s *server) ImportTest(ctx context.Context, req api.ImportTestRequestObject
 func toAPITestImport(t barrage.Test, res *har.Result) api.TestImport {
 	out := api.TestImport{Test: toAPITest(t), Requests: res.Requests, Groups: res.Groups, AssetsLeftOut: res.AssetsLeftOut, Skipped: res.Skipped,
 		Correlations: []api.Correlation{}, DataBound: toAPIRecordedValues(res.DataBound), Parameters: toAPIRecordedValues(res.Parameters),
-		Missed: []api.MissedCorrelation{}, Warnings: append([]string{}, res.Warnings...)}
+		Missed: []api.MissedCorrelation{}, Warnings: append([]string{}, res.Warnings...), Secrets: append([]string{}, res.Secrets...)}
 	for _, c := range res.Correlations {
 		ac := api.Correlation{Variable: c.Var, Value: c.Value, Request: c.Request, Seen: c.Seen,
 			Extractor: api.CorrelationExtractor(c.Kind), Expression: c.Expr, Uses: []api.CorrelationUse{}}

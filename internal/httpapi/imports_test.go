@@ -58,6 +58,21 @@ func TestImportingAHARIs201WithTheCorrelations(t *testing.T) {
 	require.Equal(t, "shop visit", created.json(t)["test"].(map[string]any)["name"])
 	require.EqualValues(t, 7, created.json(t)["requests"], "the favicon kept")
 	requireProblem(t, b.do("GET", "/v1/tests/"+test["id"].(string), other.access, nil), http.StatusNotFound)
+
+	// The other user's secret holds the password the recording typed in: their import reads it
+	// by name, and neither the answer nor the stored script holds it.
+	require.Equal(t, http.StatusCreated, b.do("POST", "/v1/secrets", other.access, map[string]any{"name": "SHOP_PASSWORD", "value": "lovelace-1815"}).status)
+	created = b.do("POST", "/v1/tests/import", other.access, data)
+	require.Equal(t, http.StatusCreated, created.status, "body: %s", created.body)
+	require.NotContains(t, string(created.body), "lovelace-1815")
+	imp = created.json(t)
+	require.Equal(t, []any{"SHOP_PASSWORD"}, imp["secrets"])
+	require.Len(t, imp["parameters"], 3, "the password is no parameter")
+	rev = b.do("GET", "/v1/tests/"+imp["test"].(map[string]any)["id"].(string)+"/revisions/1", other.access, nil).json(t)
+	require.Contains(t, rev["source"], "password: ${secret.SHOP_PASSWORD}")
+	require.NotContains(t, rev["source"], "lovelace-1815")
+	created = b.do("POST", "/v1/tests/import", u.access, data)
+	require.Equal(t, []any{}, created.json(t)["secrets"], "the first user has no such secret: the script is as recorded")
 }
 
 // A document that is not a HAR, or whose fields are wrong, is 422 naming each field; one with
