@@ -2710,8 +2710,8 @@ type ListRunsParams struct {
 	// Limit Page size.
 	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
 
-	// State Only the runs in this state.
-	State *RunState `form:"state,omitempty" json:"state,omitempty"`
+	// State Only the runs in one of these states, `?state=queued&state=running` (every state when absent).
+	State *[]RunState `form:"state,omitempty" json:"state,omitempty"`
 
 	// TestId Only the runs of this test's scripts (whatever its revision).
 	TestId *openapi_types.UUID `form:"test_id,omitempty" json:"test_id,omitempty"`
@@ -8500,7 +8500,7 @@ func NewListRunsRequest(server string, params *ListRunsParams) (*http.Request, e
 
 		if params.State != nil {
 
-			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "state", *params.State, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "state", *params.State, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "array", Format: ""}); err != nil {
 				return nil, err
 			} else {
 				for _, qp := range strings.Split(queryFrag, "&") {
@@ -30545,7 +30545,7 @@ func (siw *ServerInterfaceWrapper) ListRuns(w http.ResponseWriter, r *http.Reque
 
 	// ------------- Optional query parameter "state" -------------
 
-	err = runtime.BindQueryParameterWithOptions("form", true, false, "state", r.URL.Query(), &params.State, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "state", r.URL.Query(), &params.State, runtime.BindQueryParameterOptions{Type: "array", Format: ""})
 	if err != nil {
 		var requiredError *runtime.RequiredParameterError
 		if errors.As(err, &requiredError) {

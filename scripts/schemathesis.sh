@@ -114,7 +114,8 @@ done
 curl -fsS -o /dev/null "$url/readyz" || { cat "$work/serve.err" >&2; die "serve not ready in 2 minutes"; }
 echo "schemathesis: barrage serve (pid $pid) at $url" >&2
 
-code() { sed -n 's/^.*invitation code: \(brg_inv_[a-z2-7]*\)$/\1/p' | head -n1; }
+# An invitation code: serve's first-admin line, or admin invite's code alone on its line.
+code() { sed -n 's/^\(.*invitation code: \)\{0,1\}\(brg_inv_[a-z2-7]*\)$/\2/p' | head -n1; }
 # cli DIR ARGS...: a client command with its own config folder (stdin is the password).
 cli() {
   local dir=$1

@@ -127,9 +127,9 @@ func runAdminInvite(ctx context.Context, e env, args []string) error {
 		}
 		inv = *res.JSON201
 	}
-	fmt.Fprintf(e.stderr, "Invitation %s: role %s, %d use(s), expires %s. The code is shown once.\n",
+	fmt.Fprintf(e.stderr, "Invitation %s: role %s, %d use(s), expires %s. The code, on the next line, is shown once.\n",
 		inv.Id, inv.Role, inv.UsesTotal, inv.ExpiresAt.Format(time.RFC3339))
-	fmt.Fprintf(e.stdout, "invitation code: %s\n", inv.Code)
+	fmt.Fprintln(e.stdout, inv.Code) // alone, as tokens create prints a token: code=$(barrage admin invite)
 	return nil
 }
 

@@ -21,8 +21,13 @@ func newFlags(e env, name, args string) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(e.stderr)
 	fs.Usage = func() {
-		fmt.Fprintf(e.stderr, "Usage: barrage %s %s\n\nFlags:\n", name, args)
-		fs.PrintDefaults()
+		fmt.Fprintf(e.stderr, "Usage: barrage %s %s\n", name, args)
+		n := 0
+		fs.VisitAll(func(*flag.Flag) { n++ })
+		if n > 0 { // a command without flags says so by listing none
+			fmt.Fprint(e.stderr, "\nFlags:\n")
+			fs.PrintDefaults()
+		}
 	}
 	return fs
 }

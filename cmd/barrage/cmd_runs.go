@@ -379,7 +379,7 @@ func shardAgent(sh *api.Shard) string {
 func runRunsList(ctx context.Context, e env, args []string) error {
 	fs := newFlags(e, "runs list", "[--test ID] [--state STATE]")
 	testID := fs.String("test", "", "only the runs of this test")
-	state := fs.String("state", "", "only the runs in this state (finished, failed, canceled, running...)")
+	state := fs.String("state", "", "only the runs in these states, comma-separated (queued,starting,running; finished, failed, canceled...)")
 	if err := parseFlags(fs, args, 0); err != nil {
 		return err
 	}
@@ -392,11 +392,15 @@ func runRunsList(ctx context.Context, e env, args []string) error {
 		params.TestId = &id
 	}
 	if *state != "" {
-		st := api.RunState(*state)
-		if !st.Valid() {
-			return usageError(fmt.Errorf("--state %q: not a run state", *state))
+		var states []api.RunState
+		for _, v := range strings.Split(*state, ",") {
+			st := api.RunState(strings.TrimSpace(v))
+			if !st.Valid() {
+				return usageError(fmt.Errorf("--state %q: %q is not a run state", *state, v))
+			}
+			states = append(states, st)
 		}
-		params.State = &st
+		params.State = &states
 	}
 	cl, _, err := apiClient(ctx, e, true)
 	if err != nil {

@@ -128,7 +128,8 @@ func (p *serveProc) stop(t *testing.T) {
 	}
 }
 
-var codeLine = regexp.MustCompile(`(?m)^.*invitation code: (brg_inv_[a-z2-7]+)$`)
+// codeLine finds an invitation code: serve's first-admin line, or admin invite's code alone.
+var codeLine = regexp.MustCompile(`(?m)^(?:.*invitation code: )?(brg_inv_[a-z2-7]+)$`)
 
 // cli runs a client command with its own config folder and the given stdin.
 func cli(t *testing.T, p *serveProc, configDir, stdin string, args ...string) (string, string, error) {

@@ -141,9 +141,14 @@ func TestRunsOnAgentsThroughTheServer(t *testing.T) {
 	require.Regexp(t, `round trip [\d.]+ ms`, mustCLI(t, p, cfg, "", "agents", "ping", firstAgent[1]))
 
 	dir := t.TempDir()
-	script := func(name, load string) string {
+	// scriptFile writes src as dir/NAME.yaml and returns its path.
+	scriptFile := func(name, src string) string {
 		path := filepath.Join(dir, name+".yaml")
-		require.NoError(t, os.WriteFile(path, []byte(fmt.Sprintf(`version: 1
+		require.NoError(t, os.WriteFile(path, []byte(src), 0o644))
+		return path
+	}
+	script := func(name, load string) string {
+		return scriptFile(name, fmt.Sprintf(`version: 1
 name: %s
 session:
   groups:
@@ -154,8 +159,7 @@ load:
   %s
 thresholds:
   - p99 < 5s
-`, name, target.srv.URL, load)), 0o644))
-		return path
+`, name, target.srv.URL, load))
 	}
 	run := func(id string) runDoc {
 		var r runDoc
@@ -326,8 +330,7 @@ thresholds:
 	})
 
 	t.Run("a run is aimed with -e, and a run that lacks a value is refused naming it", func(t *testing.T) {
-		path := filepath.Join(dir, "aimed.yaml")
-		require.NoError(t, os.WriteFile(path, []byte(`version: 1
+		path := scriptFile("aimed", `version: 1
 name: aimed
 variables:
   env:
@@ -339,7 +342,7 @@ session:
       requests:
         - { name: r, url: "${target}${path}" }
 load: { vus: 1, iterations: 3, duration: 30s }
-`), 0o644))
+`)
 		out, errOut, err := cli(t, p, cfg, "", "runs", "start", "--file", path)
 		require.Error(t, err)
 		require.Contains(t, errOut, "env.TARGET_URL: the script reads target from it, which has no default", "stdout: %s", out)
@@ -353,6 +356,56 @@ load: { vus: 1, iterations: 3, duration: 30s }
 		require.Equal(t, "finished", run(id).State)
 		require.EqualValues(t, 3, target.hits.Load()-before, "the agent read the run's env, not its own")
 		require.Contains(t, mustCLI(t, p, cfg, "", "runs", "show", id), "env TARGET_PATH=/aimed TARGET_URL="+target.srv.URL)
+	})
+
+	t.Run("the same load reads the same verdict locally and on an agent", func(t *testing.T) {
+		// The open model with a think time and a second request, on one agent and on this
+		// machine: the same arrivals due and started (iterations, not wake-ups), the same
+		// requests, the same verdict on the generator and the target.
+		path := scriptFile("verdict", `version: 1
+name: verdict
+session:
+  groups:
+    - name: g
+      requests:
+        - { name: first, url: "`+target.srv.URL+`/a", think: { fixed: 100ms } }
+        - { name: second, url: "`+target.srv.URL+`/b", assert: [ { status: 200 } ] }
+load: { rate: 20/s, duration: 3s, max_vus: 10 }
+`)
+		type verdictDoc struct {
+			Total struct {
+				Count int64 `json:"count"`
+			} `json:"total"`
+			Checks  []struct{ Passes, Fails int64 }
+			Verdict struct {
+				GeneratorLimited bool `json:"generator_limited"`
+				TargetLimited    bool `json:"target_limited"`
+				Delivery         struct {
+					Model     string `json:"model"`
+					Scheduled int64  `json:"scheduled"`
+					Dropped   int64  `json:"dropped"`
+				} `json:"delivery"`
+			} `json:"verdict"`
+		}
+		localOut := filepath.Join(t.TempDir(), "local.json")
+		_, errOut, code := runWithEnv(t, nil, "run", "--quiet", "--out", localOut, path)
+		require.Zero(t, code, errOut)
+		var local, agent verdictDoc
+		b, err := os.ReadFile(localOut)
+		require.NoError(t, err)
+		require.NoError(t, json.Unmarshal(b, &local))
+
+		out := mustCLI(t, p, cfg, "", "runs", "start", "--file", path, "--watch")
+		id := runIDLine.FindStringSubmatch(out)[1]
+		require.Equal(t, "finished", run(id).State)
+		require.Equal(t, http.StatusOK, apiGet(t, p, token, "/v1/runs/"+id+"/summary", &agent))
+
+		require.Equal(t, "open", local.Verdict.Delivery.Model)
+		require.Equal(t, int64(60), local.Verdict.Delivery.Scheduled, "20/s for 3 s: 60 iterations due, not their think times' wake-ups")
+		require.Equal(t, local.Verdict, agent.Verdict, "local %+v, on the agent %+v", local.Verdict, agent.Verdict)
+		require.Equal(t, int64(120), local.Total.Count)
+		require.Equal(t, local.Total.Count, agent.Total.Count)
+		require.Equal(t, local.Checks, agent.Checks, "the checks tallied alike")
 	})
 
 	t.Run("a secret sent in a header and a body is in no artefact of its run", func(t *testing.T) {

@@ -238,7 +238,7 @@ type Run struct {
 // RunFilter narrows a list of runs: to one state, to the runs of one test's scripts; nil
 // fields do not narrow it.
 type RunFilter struct {
-	State  *RunState
+	States []RunState // any of these; all when empty
 	TestID *uuid.UUID
 }
 

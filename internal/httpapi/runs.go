@@ -63,8 +63,10 @@ func (s *server) ListRuns(ctx context.Context, req api.ListRunsRequestObject) (a
 		return nil, err
 	}
 	f := barrage.RunFilter{TestID: req.Params.TestId}
-	if st := req.Params.State; st != nil {
-		f.State = ptr(barrage.RunState(*st))
+	if sts := req.Params.State; sts != nil {
+		for _, st := range *sts {
+			f.States = append(f.States, barrage.RunState(st))
+		}
 	}
 	items, next, err := listPage(req.Params.Cursor, req.Params.Limit, func(before *uuid.UUID, limit int) (barrage.Page[barrage.Run], error) {
 		return s.control.Runs(ctx, p, f, before, limit)

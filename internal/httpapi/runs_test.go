@@ -238,6 +238,8 @@ func TestARunGoesThroughItsAgentToItsSummary(t *testing.T) {
 	require.InDelta(t, 30, finished[0].(map[string]any)["outcome"].(map[string]any)["p95_ms"], 0.1)
 	require.EqualValues(t, 6, finished[0].(map[string]any)["vus"])
 	require.Empty(t, runs("?state=failed"))
+	require.Len(t, runs("?state=failed&state=finished"), 1, "any of several states")
+	require.Empty(t, runs("?state=queued&state=running"))
 	require.Empty(t, runs("?test_id="+uuid.NewString()), "its script is no test's")
 	requireProblem(t, b.do("GET", "/v1/runs?state=bogus", u.access, nil), http.StatusBadRequest)
 }

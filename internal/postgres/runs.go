@@ -214,8 +214,8 @@ func (s *Store) RunSummary(ctx context.Context, ownerID, id uuid.UUID) ([]byte, 
 // Runs lists the owner's runs with their shards, newest first, before the given id.
 func (s *Store) Runs(ctx context.Context, ownerID uuid.UUID, f barrage.RunFilter, before *uuid.UUID, limit int) ([]barrage.Run, error) {
 	params := dbsqlc.RunListParams{OwnerID: ownerID, Before: before, MaxRows: int32(limit), TestID: f.TestID}
-	if f.State != nil {
-		params.State = (*string)(f.State)
+	for _, st := range f.States {
+		params.States = append(params.States, string(st))
 	}
 	rows, err := s.q.RunList(ctx, s.pool, params)
 	if err != nil {

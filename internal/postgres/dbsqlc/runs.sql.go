@@ -319,7 +319,7 @@ func (q *Queries) RunInsert(ctx context.Context, db DBTX, arg RunInsertParams) (
 const runList = `-- name: RunList :many
 SELECT id, owner_id, script_id, manifest, state, reason, load, max_vus, max_run_seconds, idempotency_key, start_at, created_at, ended_at, stop_state, stop_reason, summary, request_sha256, destinations, vus, dest_addresses FROM runs
 WHERE runs.owner_id = $1 AND ($2::uuid IS NULL OR runs.id < $2::uuid)
-  AND ($3::text IS NULL OR runs.state = $3::text)
+  AND ($3::text[] IS NULL OR runs.state = ANY($3::text[]))
   AND ($4::uuid IS NULL OR runs.script_id IN (
     SELECT scripts.id FROM scripts WHERE scripts.owner_id = $1 AND scripts.manifest->>'test_id' = $4::uuid::text))
 ORDER BY runs.id DESC
@@ -329,7 +329,7 @@ LIMIT $5
 type RunListParams struct {
 	OwnerID uuid.UUID
 	Before  *uuid.UUID
-	State   *string
+	States  []string
 	TestID  *uuid.UUID
 	MaxRows int32
 }
@@ -340,7 +340,7 @@ func (q *Queries) RunList(ctx context.Context, db DBTX, arg RunListParams) ([]Ru
 	rows, err := db.Query(ctx, runList,
 		arg.OwnerID,
 		arg.Before,
-		arg.State,
+		arg.States,
 		arg.TestID,
 		arg.MaxRows,
 	)

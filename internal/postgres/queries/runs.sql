@@ -21,7 +21,7 @@ SELECT * FROM runs WHERE id = $1;
 -- name: RunList :many
 SELECT * FROM runs
 WHERE runs.owner_id = @owner_id AND (sqlc.narg(before)::uuid IS NULL OR runs.id < sqlc.narg(before)::uuid)
-  AND (sqlc.narg(state)::text IS NULL OR runs.state = sqlc.narg(state)::text)
+  AND (sqlc.narg(states)::text[] IS NULL OR runs.state = ANY(sqlc.narg(states)::text[]))
   AND (sqlc.narg(test_id)::uuid IS NULL OR runs.script_id IN (
     SELECT scripts.id FROM scripts WHERE scripts.owner_id = @owner_id AND scripts.manifest->>'test_id' = sqlc.narg(test_id)::uuid::text))
 ORDER BY runs.id DESC
