@@ -53,6 +53,8 @@ func (s *Service) RunReport(ctx context.Context, p barrage.Principal, id uuid.UU
 			r.Iterations, r.Dropped = r.Iterations+res.Iterations, r.Dropped+res.Dropped
 			r.Interrupted, r.Unsent = r.Interrupted+res.Interrupted, r.Unsent+res.Unsent
 			r.MonitorFailures = append(r.MonitorFailures, res.MonitorFailures...)
+		} else {
+			rep.Uncounted = append(rep.Uncounted, a.AgentName)
 		}
 	}
 	for _, a := range sum.Agents {

@@ -45,6 +45,9 @@ type Report struct {
 	Run *summary.Result
 	// Agents are the generators of a run on the server, none for a local run.
 	Agents []Agent
+	// Uncounted are the agents whose iterations, dropped and interrupted arrivals the page
+	// cannot count: they sent no end of their shard (lost).
+	Uncounted []string
 	// Base, when set, is the run Run is held against: its series is drawn beside Run's, and
 	// Comparison is the verdict.
 	Base       *summary.Result

@@ -195,7 +195,10 @@ func TestAReportLeadsWithAFailedRunAndItsIncompleteFigures(t *testing.T) {
 		summary.NewGap("one (0d6c)", "lost", "the agent sent nothing for 8s", 12, 50, 1.2, 4),
 	})
 	r.Stability.Note = "every agent, before second 12, when the first stopped short"
-	page := write(t, report.Report{Title: "shop", Run: r, State: "failed", Reason: "agent 0d6c was lost", Version: "test"})
+	page := write(t, report.Report{Title: "shop", Run: r, State: "failed", Reason: "agent 0d6c was lost", Version: "test",
+		Agents: []report.Agent{{Name: "one (0d6c)", State: "lost"}, {Name: "two (7a1e)", State: "finished"}}, Uncounted: []string{"one (0d6c)"}})
+	require.Contains(t, page, "at least 1000 iterations", "the lost agent's iterations are not counted, and the page says so")
+	require.Contains(t, page, "(the iterations of one (0d6c) not counted: it sent no end)")
 	state, incomplete := strings.Index(page, `id="run-state"`), strings.Index(page, `id="incomplete"`)
 	require.Positive(t, state)
 	require.Greater(t, incomplete, state)
