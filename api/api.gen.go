@@ -2076,7 +2076,7 @@ type SeriesLabel struct {
 	Count    int64            `json:"count"`
 	Errors   map[string]int64 `json:"errors"`
 
-	// Kind What the label measures. A `check` label tallies one assertion: `count` is the responses it judged, `errors.assertion` those that failed it; its times are 0.
+	// Kind What the label measures. A `check` label tallies one assertion: its `name` is `<request>: <check>`, `count` the responses it judged, `errors.assertion` those that failed it; its times are 0.
 	Kind  SeriesLabelKind `json:"kind"`
 	MaxMs float64         `json:"max_ms"`
 	Name  string          `json:"name"`
@@ -2085,7 +2085,7 @@ type SeriesLabel struct {
 	P99Ms float64         `json:"p99_ms"`
 }
 
-// SeriesLabelKind What the label measures. A `check` label tallies one assertion: `count` is the responses it judged, `errors.assertion` those that failed it; its times are 0.
+// SeriesLabelKind What the label measures. A `check` label tallies one assertion: its `name` is `<request>: <check>`, `count` the responses it judged, `errors.assertion` those that failed it; its times are 0.
 type SeriesLabelKind string
 
 // SeriesSecond defines model for SeriesSecond.
@@ -3681,7 +3681,9 @@ type ClientInterface interface {
 	// and label, `second` (from 1), `kind` (request, group, hook, schedule, step, check), `label`, `count`, `rps`, `errors_<class>` for each
 	// error class (connect, timeout, 4xx, 5xx, assertion, ...), `bytes_in`, `bytes_out`, `p50_ms`, `p95_ms`,
 	// `p99_ms`, `max_ms`, `cpu` (the busiest agent's generator CPU, 0 to 1) and `vus` (active VUs of all agents).
-	// While the run goes on, the seconds complete so far.
+	// A `check` row tallies one assertion in that second: its `label` is `<request>: <check>`, its `count` the
+	// responses it judged and `errors_assertion` those that failed it, whatever the check (a status check's
+	// failures too); its time columns are empty. While the run goes on, the seconds complete so far.
 	//
 	// Corresponds with GET /v1/runs/{id}/series.csv (the `GetRunSeriesCSV` operationId).
 	GetRunSeriesCSV(ctx context.Context, id ID, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -5555,7 +5557,9 @@ func (c *Client) GetRunSeries(ctx context.Context, id ID, reqEditors ...RequestE
 // and label, `second` (from 1), `kind` (request, group, hook, schedule, step, check), `label`, `count`, `rps`, `errors_<class>` for each
 // error class (connect, timeout, 4xx, 5xx, assertion, ...), `bytes_in`, `bytes_out`, `p50_ms`, `p95_ms`,
 // `p99_ms`, `max_ms`, `cpu` (the busiest agent's generator CPU, 0 to 1) and `vus` (active VUs of all agents).
-// While the run goes on, the seconds complete so far.
+// A `check` row tallies one assertion in that second: its `label` is `<request>: <check>`, its `count` the
+// responses it judged and `errors_assertion` those that failed it, whatever the check (a status check's
+// failures too); its time columns are empty. While the run goes on, the seconds complete so far.
 //
 // Corresponds with GET /v1/runs/{id}/series.csv (the `GetRunSeriesCSV` operationId).
 func (c *Client) GetRunSeriesCSV(ctx context.Context, id ID, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -11142,7 +11146,9 @@ type ClientWithResponsesInterface interface {
 	// and label, `second` (from 1), `kind` (request, group, hook, schedule, step, check), `label`, `count`, `rps`, `errors_<class>` for each
 	// error class (connect, timeout, 4xx, 5xx, assertion, ...), `bytes_in`, `bytes_out`, `p50_ms`, `p95_ms`,
 	// `p99_ms`, `max_ms`, `cpu` (the busiest agent's generator CPU, 0 to 1) and `vus` (active VUs of all agents).
-	// While the run goes on, the seconds complete so far.
+	// A `check` row tallies one assertion in that second: its `label` is `<request>: <check>`, its `count` the
+	// responses it judged and `errors_assertion` those that failed it, whatever the check (a status check's
+	// failures too); its time columns are empty. While the run goes on, the seconds complete so far.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -20617,7 +20623,9 @@ func (c *ClientWithResponses) GetRunSeriesWithResponse(ctx context.Context, id I
 // and label, `second` (from 1), `kind` (request, group, hook, schedule, step, check), `label`, `count`, `rps`, `errors_<class>` for each
 // error class (connect, timeout, 4xx, 5xx, assertion, ...), `bytes_in`, `bytes_out`, `p50_ms`, `p95_ms`,
 // `p99_ms`, `max_ms`, `cpu` (the busiest agent's generator CPU, 0 to 1) and `vus` (active VUs of all agents).
-// While the run goes on, the seconds complete so far.
+// A `check` row tallies one assertion in that second: its `label` is `<request>: <check>`, its `count` the
+// responses it judged and `errors_assertion` those that failed it, whatever the check (a status check's
+// failures too); its time columns are empty. While the run goes on, the seconds complete so far.
 //
 // Returns a wrapper object for the known response body format(s).
 //

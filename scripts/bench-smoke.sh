@@ -8,8 +8,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 log=$(mktemp -d /tmp/barrage-bench-smoke-XXXXXX)
-trap 'rm -rf "$log"' EXIT
 failed=()
+# The logs go when every bench printed its figures, and stay to be read when one did not.
+trap '[ ${#failed[@]} -gt 0 ] && echo "bench-smoke: the benches'"'"' output is kept in $log" >&2 || rm -rf "$log"' EXIT
 
 # run NAME COMMAND...: runs the command with BENCH_SMOKE=1, its output kept in $log/NAME.
 run() {
@@ -25,15 +26,25 @@ run() {
   echo "    $((SECONDS - start)) s"
 }
 
-# expect NAME LINE...: each LINE (a figure's name) must be printed by NAME as "LINE = <number>".
+# expect NAME LINE...: each LINE (a figure's name) must be printed by NAME as "LINE = <number>",
+# a number above 0 (a rate or ratio of 0 means the bench measured nothing), or 0 too when the
+# LINE ends with "?0" (an error or a delay may be none).
 expect() {
   local name=$1
   shift
   [ -f "$log/$name" ] || return
-  for line in "$@"; do
-    awk -v want="$line" 'index($0, want " = ") == 1 && substr($0, length(want) + 4) ~ /^-?[0-9][0-9.e+-]*[a-z%]*$/ {
-        print "    " $0; found = 1; exit } END { exit !found }' "$log/$name" ||
-      failed+=("$name printed no \"$line = <number>\"")
+  for want in "$@"; do
+    local line=${want%\?0} zero=0
+    [ "$line" = "$want" ] || zero=1
+    if ! awk -v want="$line" -v zero="$zero" '
+        index($0, want " = ") == 1 {
+          v = substr($0, length(want) + 4)
+          if (v ~ /^-?[0-9]+(\.[0-9]+)?(e[+-]?[0-9]+)?(ms|us|s|%)?$/ && (zero || v + 0 > 0)) { print "    " $0; found = 1; exit }
+        }
+        END { exit !found }' "$log/$name"; then
+      failed+=("$name printed no \"$line = <number>\"$([ "$zero" = 1 ] || echo " above 0")")
+      grep -F "$line" "$log/$name" | head -3 | sed 's/^/    got: /' >&2 || true
+    fi
   done
 }
 
@@ -50,14 +61,14 @@ expect api "ratio me/healthz"
 
 run engine scripts/bench-engine.sh 1 8 1
 expect engine "ratio barrage/wrk" "cpu per request barrage/wrk" "p99 barrage/wrk" "bytes per idle VU" \
-  "ratio hook/nohook" "hook time p99" "open p50 barrage/vegeta 200/s" "open p50 barrage/vegeta 1000/s" "stall p99 error"
+  "ratio hook/nohook" "hook time p99" "open p50 barrage/vegeta 200/s" "open p50 barrage/vegeta 1000/s" "stall p99 error?0"
 
 run compression scripts/bench-compression.sh 1 4 1
 expect compression "cpu per request gzip barrage/k6" "cpu per request plain barrage/k6" \
   "decode cost barrage (gzip/plain cpu per request)" "decode cost k6 (gzip/plain cpu per request)"
 
 run runs scripts/bench-runs.sh 2 1
-expect runs "ratio agent/local" "live delay p99 ms" "ingest cpu cores"
+expect runs "ratio agent/local" "live delay p99 ms?0" "ingest cpu cores?0"
 
 if [ ${#failed[@]} -gt 0 ]; then
   printf 'bench-smoke: %s\n' "${failed[@]}" >&2

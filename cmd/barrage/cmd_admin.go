@@ -127,7 +127,7 @@ func runAdminInvite(ctx context.Context, e env, args []string) error {
 		}
 		inv = *res.JSON201
 	}
-	fmt.Fprintf(e.stderr, "Invitation %s: role %s, %d use(s), expires %s. The code, on the next line, is shown once.\n",
+	fmt.Fprintf(e.stderr, "Invitation %s: role %s, %d use(s), expires %s. Its code, on standard output, is shown once.\n",
 		inv.Id, inv.Role, inv.UsesTotal, inv.ExpiresAt.Format(time.RFC3339))
 	fmt.Fprintln(e.stdout, inv.Code) // alone, as tokens create prints a token: code=$(barrage admin invite)
 	return nil

@@ -376,10 +376,21 @@ func shardAgent(sh *api.Shard) string {
 	return sh.AgentId.String()
 }
 
+// runStates lists the states a run can be in, as the API spells them.
+func runStates() string {
+	var out []string
+	for _, st := range []api.RunState{api.RunStateCreated, api.RunStateQueued, api.RunStateStarting, api.RunStateRunning, api.RunStateFinished,
+		api.RunStateFailed, api.RunStateCanceled, api.RunStateTimedOut, api.RunStateAbortedLimit, api.RunStateAbortedThreshold} {
+		out = append(out, string(st))
+	}
+	return strings.Join(out, ", ")
+}
+
 func runRunsList(ctx context.Context, e env, args []string) error {
-	fs := newFlags(e, "runs list", "[--test ID] [--state STATE]")
+	fs := newFlags(e, "runs list", "[--test ID] [--state STATE[,STATE...]]...")
 	testID := fs.String("test", "", "only the runs of this test")
-	state := fs.String("state", "", "only the runs in these states, comma-separated (queued,starting,running; finished, failed, canceled...)")
+	var states multiFlag
+	fs.Var(&states, "state", "only the runs in these states: comma-separated, or repeated (queued,starting,running; finished,failed,canceled...)")
 	if err := parseFlags(fs, args, 0); err != nil {
 		return err
 	}
@@ -391,16 +402,18 @@ func runRunsList(ctx context.Context, e env, args []string) error {
 		}
 		params.TestId = &id
 	}
-	if *state != "" {
-		var states []api.RunState
-		for _, v := range strings.Split(*state, ",") {
+	if len(states) > 0 {
+		var want []api.RunState
+		for _, v := range strings.Split(strings.Join(states, ","), ",") {
 			st := api.RunState(strings.TrimSpace(v))
 			if !st.Valid() {
-				return usageError(fmt.Errorf("--state %q: %q is not a run state", *state, v))
+				return usageError(fmt.Errorf("--state %q is not a run state: one of %s", v, runStates()))
 			}
-			states = append(states, st)
+			if !slices.Contains(want, st) {
+				want = append(want, st)
+			}
 		}
-		params.State = &states
+		params.State = &want
 	}
 	cl, _, err := apiClient(ctx, e, true)
 	if err != nil {

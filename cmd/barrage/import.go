@@ -57,6 +57,9 @@ func (f *convertFlags) options(e env) (har.Options, error) {
 			return opts, usageError(err)
 		}
 		v := e.getenv("BARRAGE_SECRET_" + name)
+		if v == "" {
+			return opts, usageError(fmt.Errorf("--secret %s: BARRAGE_SECRET_%s is not set: set it to the secret's value", name, name))
+		}
 		if err := barrage.CheckSecretValue("BARRAGE_SECRET_"+name, v); err != nil {
 			return opts, usageError(fmt.Errorf("--secret %s: set BARRAGE_SECRET_%s to its value: %w", name, name, err))
 		}

@@ -360,7 +360,7 @@ func TestImportABrowserHARAndReplayIt(t *testing.T) {
 	require.Positive(t, doc.count("POST /api/orders"), runOut)
 	_, errOut, code = runWithEnv(t, nil, "import", "har", "../../internal/har/testdata/shop-chrome.har", "--secret", "SHOP_PASSWORD")
 	require.Equal(t, 2, code, errOut)
-	require.Contains(t, errOut, "--secret SHOP_PASSWORD: set BARRAGE_SECRET_SHOP_PASSWORD to its value")
+	require.Contains(t, errOut, "--secret SHOP_PASSWORD: BARRAGE_SECRET_SHOP_PASSWORD is not set")
 
 	// What is wrong says where, with its own exit status; wrong usage is 2.
 	bad := filepath.Join(dir, "bad.har")

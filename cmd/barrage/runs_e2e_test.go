@@ -360,8 +360,8 @@ load: { vus: 1, iterations: 3, duration: 30s }
 
 	t.Run("the same load reads the same verdict locally and on an agent", func(t *testing.T) {
 		// The open model with a think time and a second request, on one agent and on this
-		// machine: the same arrivals due and started (iterations, not wake-ups), the same
-		// requests, the same verdict on the generator and the target.
+		// machine: the same arrivals due, started and dropped (iterations, not wake-ups), the
+		// same requests and checks, and neither reads the target as the limit.
 		path := scriptFile("verdict", `version: 1
 name: verdict
 session:
@@ -402,7 +402,11 @@ load: { rate: 20/s, duration: 3s, max_vus: 10 }
 
 		require.Equal(t, "open", local.Verdict.Delivery.Model)
 		require.Equal(t, int64(60), local.Verdict.Delivery.Scheduled, "20/s for 3 s: 60 iterations due, not their think times' wake-ups")
-		require.Equal(t, local.Verdict, agent.Verdict, "local %+v, on the agent %+v", local.Verdict, agent.Verdict)
+		// What was due, started and dropped is the load's, wherever it ran; whether a generator ran
+		// short of CPU is the machine's at that moment (this one runs other tests beside), and is
+		// not compared.
+		require.Equal(t, local.Verdict.Delivery, agent.Verdict.Delivery)
+		require.False(t, local.Verdict.TargetLimited || agent.Verdict.TargetLimited, "a fast target at 20/s limits nothing: local %+v, agent %+v", local.Verdict, agent.Verdict)
 		require.Equal(t, int64(120), local.Total.Count)
 		require.Equal(t, local.Total.Count, agent.Total.Count)
 		require.Equal(t, local.Checks, agent.Checks, "the checks tallied alike")

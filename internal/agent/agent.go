@@ -642,7 +642,11 @@ func (sh *shard) send(ctx context.Context, end *api.ShardEndReport) (*engine.Sto
 			return nil, err
 		}
 		if res.JSON200 == nil {
-			if code := res.StatusCode(); code == http.StatusConflict || code == http.StatusNotFound || code == http.StatusUnauthorized || code == http.StatusForbidden {
+			// Gone, or refused as it is (a report the server finds invalid now, it always will):
+			// the shard ends, saying why, rather than retry for minutes.
+			switch res.StatusCode() {
+			case http.StatusConflict, http.StatusNotFound, http.StatusUnauthorized, http.StatusForbidden,
+				http.StatusBadRequest, http.StatusRequestEntityTooLarge, http.StatusUnprocessableEntity:
 				sh.mu.Lock()
 				sh.gone = true
 				sh.mu.Unlock()

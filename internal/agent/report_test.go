@@ -74,3 +74,31 @@ func TestReportsOfOneShardDoNotOverlap(t *testing.T) {
 	require.Equal(t, []int64{0, 1}, received, "each second once")
 	require.Empty(t, sh.pending)
 }
+
+// A report the server refuses as it is (422) would be refused again: the shard is gone at once,
+// and finishing it tries once, not for ten minutes.
+func TestAReportRefusedAsItIsEndsTheShard(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	tries := 0
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		tries++
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/problem+json")
+		w.WriteHeader(http.StatusUnprocessableEntity)
+		_, _ = w.Write([]byte(`{"type":"about:blank","title":"Validation failed","status":422,"detail":"seconds[0].snapshot: 1102 labels; at most 1000"}`))
+	}))
+	defer srv.Close()
+	a, err := New(Config{Server: srv.URL, Token: "t"})
+	require.NoError(t, err)
+	sh := &shard{agent: a, job: &api.ShardJob{ShardId: uuid.New(), Lease: 1}, log: slog.New(slog.DiscardHandler),
+		pending: []api.ShardSecond{{Index: 0}}}
+	_, err = sh.send(t.Context(), nil)
+	require.ErrorContains(t, err, "1102 labels; at most 1000")
+	require.True(t, sh.isGone())
+	sh.finish(t.Context(), &api.ShardEndReport{Reason: api.StopReasonFailed})
+	mu.Lock()
+	defer mu.Unlock()
+	require.Equal(t, 2, tries, "one report, then one try at the shard's end")
+}

@@ -155,11 +155,11 @@ func Convert(l *Log, opts Options) (*Result, error) {
 	c.renameTemplated()
 	c.hoistHeaders()
 	c.jarWarnings()
+	c.maskSecrets()
 	src, err := c.render()
 	if err != nil {
 		return nil, err
 	}
-	src = c.maskSecrets(src)
 	if _, err := script.Parse(src, script.ParseOptions{Filename: "converted.yaml"}); err != nil {
 		// What a HAR holds that no script can carry (a line break or control character in a
 		// header, a name): the HAR is refused, saying where the script would break.

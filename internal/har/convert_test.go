@@ -2,6 +2,7 @@ package har_test
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -479,4 +480,48 @@ func TestTheUsersSecretsBecomeTheirNames(t *testing.T) {
 func strconvQuote(s string) string {
 	b, _ := json.Marshal(s)
 	return string(b[1 : len(b)-1])
+}
+
+// Values a script cannot name where they are sent (escaped in a path, inside a Basic
+// credential) read *** there, with a warning; nothing of them is left in any form; and a secret
+// that is also one of the script's own words (true, POST, a port) changes nothing but the
+// values the recording sent.
+func TestSecretsTheScriptCannotNameAreMasked(t *testing.T) {
+	t.Parallel()
+	const password, key = `p"a ss/w+o%rd é✓`, `k ey"/+%üz`
+	login := entry(0, "POST", "http://shop.test:9081/api/login", 200, "application/json", `{"ok":true}`)
+	login.Request.PostData = &har.PostData{MimeType: "application/x-www-form-urlencoded", Text: "user=ada&password=" + url.QueryEscape(password)}
+	files := entry(100*time.Millisecond, "GET", "http://shop.test:9081/files/"+strings.ReplaceAll(url.QueryEscape(key), "+", "%20")+"/download?key="+url.QueryEscape(key), 200, "text/plain", "ok")
+	files.Request.Headers = append(files.Request.Headers, har.NameValue{Name: "Authorization", Value: "Basic " + base64.StdEncoding.EncodeToString([]byte("ada:"+password))})
+	l := &har.Log{Entries: []har.Entry{login, files}}
+
+	res, s := convert(t, l, har.Options{Secrets: map[string]string{"PASSWORD": password, "KEY": key}})
+	src := string(res.Script)
+	require.Contains(t, src, "password: ${secret.PASSWORD}")
+	require.Contains(t, src, "key: ${secret.KEY}", "the query, read as a form, names it")
+	require.Contains(t, src, "/files/***/download", "a path sends a variable as it is: the escaped value cannot be named")
+	require.Contains(t, src, "Authorization: Basic ***")
+	require.Equal(t, []string{"KEY", "PASSWORD"}, s.Secrets)
+	var warned []string
+	for _, w := range res.Warnings {
+		if strings.Contains(w, "in a form a script cannot write") {
+			warned = append(warned, w)
+		}
+	}
+	require.Len(t, warned, 2, "%v", res.Warnings)
+	report, err := json.Marshal(res)
+	require.NoError(t, err)
+	for _, secret := range []string{password, key} {
+		for _, form := range append(script.SecretForms(secret), base64.StdEncoding.EncodeToString([]byte("ada:"+secret))) {
+			require.NotContains(t, src, form)
+			require.NotContains(t, string(report), form)
+		}
+	}
+
+	// Secrets that are words of the script itself: only what the recording sent changes.
+	for _, word := range []string{"true", "POST", "http", "9081", "name"} {
+		res, _ := convert(t, l, har.Options{Secrets: map[string]string{"WORD": word}})
+		require.Contains(t, string(res.Script), "cookies: true", word)
+		require.Contains(t, string(res.Script), "default: 'http://shop.test:9081'", word)
+	}
 }

@@ -365,9 +365,7 @@ func (c *converter) template(f *field, lit func(string) string) string {
 			}
 			i, j := from+k, from+k+len(b.value)
 			from = i + 1
-			// A token stands alone; a secret is replaced wherever it is, never left in the script.
-			alone := b.secret || !(i > 0 && wordByte(f.text[i-1]) || j < len(f.text) && wordByte(f.text[j]))
-			if !alone || slices.Contains(covered[i:j], true) {
+			if !standsAlone(f.text, i, j) || slices.Contains(covered[i:j], true) {
 				continue
 			}
 			for p := i; p < j; p++ {

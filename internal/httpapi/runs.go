@@ -410,8 +410,7 @@ func (s *server) GetRunSeriesCSV(ctx context.Context, req api.GetRunSeriesCSVReq
 }
 
 func toAPISeriesLabel(k metrics.Key, st *metrics.Stats) api.SeriesLabel {
-	return api.SeriesLabel{Name: k.Name, Kind: api.SeriesLabelKind(k.Kind.String()), Count: st.Requests, Errors: summary.Errors(st),
-		BytesIn: st.BytesIn, BytesOut: st.BytesOut,
-		P50Ms: summary.Millis(st.Latency.Quantile(0.5)), P95Ms: summary.Millis(st.Latency.Quantile(0.95)),
-		P99Ms: summary.Millis(st.Latency.Quantile(0.99)), MaxMs: summary.Millis(st.Latency.Max())}
+	l := summary.NewSeriesLabel(k, st)
+	return api.SeriesLabel{Name: l.Name, Kind: api.SeriesLabelKind(l.Kind), Count: l.Count, Errors: l.Errors,
+		BytesIn: l.BytesIn, BytesOut: l.BytesOut, P50Ms: l.P50MS, P95Ms: l.P95MS, P99Ms: l.P99MS, MaxMs: l.MaxMS}
 }

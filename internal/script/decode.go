@@ -11,7 +11,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -293,6 +292,9 @@ func (d *decoder) text(n *yaml.Node, p pos) (string, bool) {
 	return n.Value, true
 }
 
+// maxNameBytes bounds a name: a request's, a group's, a check's.
+const maxNameBytes = 200
+
 // name reads a string that must not be empty, too long or hold control characters.
 func (d *decoder) name(n *yaml.Node, p pos) (string, bool) {
 	s, ok := d.str(n, p)
@@ -302,11 +304,11 @@ func (d *decoder) name(n *yaml.Node, p pos) (string, bool) {
 	case strings.TrimSpace(s) == "":
 		d.add(p, "must not be empty")
 		return "", false
-	case len(s) > 200:
-		d.add(p, "must be at most 200 bytes long")
+	case len(s) > maxNameBytes:
+		d.add(p, "must be at most %d bytes long", maxNameBytes)
 		return "", false
-	case strings.IndexFunc(s, unicode.IsControl) >= 0:
-		d.add(p, "must not contain control characters")
+	case strings.IndexFunc(s, notPrintable) >= 0:
+		d.add(p, "must not contain control characters (nor bidirectional ones, which reorder what a line shows)")
 		return "", false
 	}
 	return s, true

@@ -16,22 +16,12 @@ const Masked = "***"
 // Masked. A nil Masker masks nothing.
 type Masker struct{ r *strings.Replacer }
 
-// NewMasker masks values; nil when there are none. Each is masked as written and in every form
-// in which a run or a recording may carry or show it: form-encoded, in a URL's path (with its
-// slashes, and with them escaped), escaped in a JSON string (as a body's template writes it, and
-// as encoding/json does), quoted as a message quotes what it found; and each of these quoted once
-// more (a JSON body quoted in a failed check's message).
+// NewMasker masks values; nil when there are none. Each is masked in every form SecretForms
+// gives.
 func NewMasker(values []string) *Masker {
 	var forms []string
 	for _, v := range values {
-		if v == "" {
-			continue
-		}
-		first := []string{v, url.QueryEscape(v), url.PathEscape(v), (&url.URL{Path: v}).EscapedPath(), JSONEscape(v), jsonInner(v), goInner(v)}
-		forms = append(forms, first...)
-		for _, f := range first {
-			forms = append(forms, JSONEscape(f), jsonInner(f), goInner(f))
-		}
+		forms = append(forms, SecretForms(v)...)
 	}
 	if len(forms) == 0 {
 		return nil
@@ -44,6 +34,48 @@ func NewMasker(values []string) *Masker {
 		pairs = append(pairs, f, Masked)
 	}
 	return &Masker{strings.NewReplacer(pairs...)}
+}
+
+// SecretForms are the forms in which a run or a recording may carry or show the value v, v
+// first: as written; form-encoded (a space as + or %20); in a URL's path (with its slashes, and
+// with them escaped); each of these with its escapes in lower case, as some clients write them;
+// escaped in a JSON string (as a body's template writes it, and as encoding/json does); quoted as
+// a message quotes what it found; and each of these quoted once more (a JSON body quoted in a
+// failed check's message). None when v is empty.
+func SecretForms(v string) []string {
+	if v == "" {
+		return nil
+	}
+	query := url.QueryEscape(v)
+	escaped := []string{query, strings.ReplaceAll(query, "+", "%20"), url.PathEscape(v), (&url.URL{Path: v}).EscapedPath()}
+	for _, e := range escaped[:len(escaped):len(escaped)] {
+		escaped = append(escaped, lowerEscapes(e))
+	}
+	first := append([]string{v}, escaped...)
+	first = append(first, JSONEscape(v), jsonInner(v), goInner(v))
+	forms := slices.Clone(first)
+	for _, f := range first {
+		forms = append(forms, JSONEscape(f), jsonInner(f), goInner(f))
+	}
+	return forms
+}
+
+// lowerEscapes is s with the hex digits of its %XX escapes in lower case.
+func lowerEscapes(s string) string {
+	b := []byte(s)
+	for i := 0; i+2 < len(b); i++ {
+		if b[i] == '%' {
+			b[i+1], b[i+2] = lowerHex(b[i+1]), lowerHex(b[i+2])
+		}
+	}
+	return string(b)
+}
+
+func lowerHex(c byte) byte {
+	if c >= 'A' && c <= 'F' {
+		return c + 'a' - 'A'
+	}
+	return c
 }
 
 // jsonInner is s as encoding/json writes it inside a string (which escapes <, > and &).

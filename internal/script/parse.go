@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 	"unicode"
+	"unicode/utf8"
 
 	"go.yaml.in/yaml/v3"
 
@@ -133,8 +134,15 @@ func (d *decoder) parse(data []byte) *Script {
 	if n, p := o.get("proxy"); n != nil {
 		s.Network.Proxy = d.proxy(n, p)
 	}
+	if n := s.Labels(); n > MaxLabels {
+		d.add(pos{}, "the script measures %d labels (its requests, groups, WebSocket steps and checks); at most %d: an agent reports each every second", n, MaxLabels)
+	}
 	return s
 }
+
+// MaxLabels bounds the labels a script's run measures, as the server bounds the labels of an
+// agent's second: a script past it is refused when it is read, not its run's reports.
+const MaxLabels = 1000
 
 // maxMonitors and maxMonitorSeries bound what a run scrapes each second.
 const (
@@ -761,8 +769,9 @@ func (d *decoder) request(n *yaml.Node, p pos, s *Script, inherited []Header, na
 	}
 	hasStatus := false
 	if n, p := o.get("assert"); n != nil {
+		named := map[string]bool{}
 		for i, c := range d.seq(n, p) {
-			if a := d.assertion(c, at(c, index(p.path, i))); a != nil {
+			if a := d.assertion(c, at(c, index(p.path, i))); a != nil && d.checkNamed(named, a, at(c, index(p.path, i))) {
 				r.Assert = append(r.Assert, a)
 				hasStatus = hasStatus || a.Kind == AssertStatus
 			}
@@ -906,8 +915,9 @@ func (d *decoder) websocket(n *yaml.Node, p pos, o *obj, r *Request, names map[s
 				}
 			}
 			if an, ap := so.get("assert"); an != nil {
+				named := map[string]bool{}
 				for j, e := range d.seq(an, ap) {
-					if a := d.assertion(e, at(e, index(ap.path, j))); a != nil {
+					if a := d.assertion(e, at(e, index(ap.path, j))); a != nil && d.checkNamed(named, a, at(e, index(ap.path, j))) {
 						if a.Kind == AssertStatus {
 							d.add(at(e, index(ap.path, j)), "a message has no status: check its body")
 							continue
@@ -1461,8 +1471,48 @@ func (d *decoder) assertion(n *yaml.Node, p pos) *Assertion {
 		}
 		a.MaxDuration = v
 	}
-	a.Name = cmp.Or(name, a.describe(n))
+	a.Name = cmp.Or(name, checkText(a.describe(n)))
 	return a
+}
+
+// checkText is an assertion's text as a name: its control characters escaped, as Go quotes them,
+// and cut to 200 bytes, as a name may be.
+func checkText(s string) string {
+	if strings.IndexFunc(s, notPrintable) >= 0 {
+		var b strings.Builder
+		for _, r := range s {
+			if notPrintable(r) {
+				q := strconv.QuoteRune(r)
+				b.WriteString(q[1 : len(q)-1])
+			} else {
+				b.WriteRune(r)
+			}
+		}
+		s = b.String()
+	}
+	if len(s) > maxNameBytes {
+		cut := maxNameBytes - len("…")
+		for cut > 0 && !utf8.RuneStart(s[cut]) {
+			cut--
+		}
+		s = s[:cut] + "…"
+	}
+	return s
+}
+
+// notPrintable is a rune a name may not hold: a control character, or one that reorders the
+// text around it (bidirectional controls, which can make a line read other than it is).
+func notPrintable(r rune) bool { return unicode.IsControl(r) || unicode.Is(unicode.Bidi_Control, r) }
+
+// checkNamed reports whether a's name is new among named (the names of its request's checks so
+// far), reporting at p when it is not: each check is tallied apart, under a name of its own.
+func (d *decoder) checkNamed(named map[string]bool, a *Assertion, p pos) bool {
+	if named[a.Name] {
+		d.add(p, "checks what another assertion of this request checks, as %q: each is tallied under its name, so give one a name:", a.Name)
+		return false
+	}
+	named[a.Name] = true
+	return true
 }
 
 // describe is the assertion as a tally of checks names it when the script gives no name: its

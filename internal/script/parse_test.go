@@ -103,6 +103,9 @@ func TestParseErrorsNameTheirPath(t *testing.T) {
 		{"status class", wrap(`[{name: g, requests: [{name: r, url: /, assert: [{status: [200, 6xx]}]}]}]`), "session.groups[0].requests[0].assert[0].status[1]", "status code such as 200"},
 		{"empty check name", wrap(`[{name: g, requests: [{name: r, url: /, assert: [{name: " ", status: 200}]}]}]`), "session.groups[0].requests[0].assert[0].name", "must not be empty"},
 		{"check name alone", wrap(`[{name: g, requests: [{name: r, url: /, assert: [{name: ok}]}]}]`), "session.groups[0].requests[0].assert[0]", "an assertion needs one of"},
+		{"check twice", wrap(`[{name: g, requests: [{name: r, url: /, assert: [{status: 200}, {status: 200}]}]}]`), "session.groups[0].requests[0].assert[1]", `checks what another assertion of this request checks, as "status 200"`},
+		{"check name twice", wrap(`[{name: g, requests: [{name: r, url: /, assert: [{name: same, status: 200}, {name: same, json: $.a}]}]}]`), "session.groups[0].requests[0].assert[1]", "give one a name:"},
+		{"bidi in a name", wrap("[{name: g, requests: [{name: \"r\\u202e\", url: /}]}]"), "session.groups[0].requests[0].name", "nor bidirectional ones"},
 		{"equals without json", wrap(`[{name: g, requests: [{name: r, url: /, assert: [{status: 200, equals: 1}]}]}]`), "session.groups[0].requests[0].assert[0].equals", "goes only with json"},
 		{"equals and exists", wrap(`[{name: g, requests: [{name: r, url: /, assert: [{json: $.a, equals: 1, exists: true}]}]}]`), "session.groups[0].requests[0].assert[0].exists", "goes without equals"},
 		{"assertion kind missing", wrap(`[{name: g, requests: [{name: r, url: /, assert: [{}]}]}]`), "session.groups[0].requests[0].assert[0]", "an assertion needs one of"},
@@ -589,4 +592,38 @@ session: { groups: [ { name: g, requests: [ { name: a, url: "http://127.0.0.1/" 
 load: { vus: 1, iterations: 1 }
 `), script.ParseOptions{})
 	require.ErrorContains(t, err, "a plugin may not be named secret")
+}
+
+// A check named by its text escapes what would forge a line of a printed tally, and is cut to a
+// name's length; a script that would measure more labels than an agent may report is refused.
+func TestChecksNamedByTheirTextPrintSafely(t *testing.T) {
+	t.Parallel()
+	long := strings.Repeat("x", 300)
+	s, err := script.Parse([]byte(`version: 1
+session:
+  groups:
+    - name: g
+      requests:
+        - name: r
+          url: http://127.0.0.1/
+          assert:
+            - body_contains: "\e[31mRED\r\nfake line"
+            - body_contains: `+long+`
+load: { vus: 1, iterations: 1 }
+`), script.ParseOptions{})
+	require.NoError(t, err)
+	checks := s.Session.Checks()
+	require.Equal(t, `body_contains \x1b[31mRED\r\nfake line`, checks[0].Name)
+	require.LessOrEqual(t, len(checks[1].Name), 200)
+	require.True(t, strings.HasSuffix(checks[1].Name, "…"))
+	require.Equal(t, "r: "+checks[0].Name, script.CheckLabelText(checks[0].Label()))
+
+	var b strings.Builder
+	b.WriteString("version: 1\nsession:\n  groups:\n    - name: g\n      requests:\n        - name: r\n          url: http://127.0.0.1/\n          assert:\n")
+	for i := range script.MaxLabels {
+		fmt.Fprintf(&b, "            - { name: c%d, status: 200 }\n", i)
+	}
+	b.WriteString("load: { vus: 1, iterations: 1 }\n")
+	_, err = script.Parse([]byte(b.String()), script.ParseOptions{})
+	require.ErrorContains(t, err, "the script measures 1003 labels (its requests, groups, WebSocket steps and checks); at most 1000")
 }

@@ -9,7 +9,7 @@ import (
 	"math/rand/v2"
 	"net/netip"
 	"regexp"
-	"slices"
+	"strings"
 	"time"
 
 	"github.com/barrage-load/barrage/sdk"
@@ -343,18 +343,24 @@ type Check struct {
 	Name    string `json:"name"`
 }
 
-// Label is the check's metrics label (of kind metrics.Check): "<request>: <name>".
-func (c Check) Label() string { return c.Request + ": " + c.Name }
+// Label is the check's metrics label (of kind metrics.Check): its request and name with a unit
+// separator between, which no name holds, so that no two checks share a label.
+func (c Check) Label() string { return c.Request + checkSep + c.Name }
 
-// Checks are the session's assertions that results tally, in session order, each once: every
-// request's, then its WebSocket receives'. The status check implied for a request whose
+const checkSep = "\x1f"
+
+// CheckLabelText is a check's label as people read it: "<request>: <name>".
+func CheckLabelText(label string) string { return strings.Replace(label, checkSep, ": ", 1) }
+
+// Checks are the session's assertions that results tally, in session order: every request's,
+// then its WebSocket receives'. The status check implied for a request whose
 // script gives none is left out: a failed status counts among the errors already.
 func (s *Session) Checks() []Check {
 	var out []Check
 	add := func(request string, as []*Assertion) {
 		for _, a := range as {
-			if c := (Check{request, a.Name}); !a.Implied && !slices.Contains(out, c) {
-				out = append(out, c)
+			if !a.Implied {
+				out = append(out, Check{request, a.Name})
 			}
 		}
 	}
@@ -367,6 +373,14 @@ func (s *Session) Checks() []Check {
 		}
 	}
 	return out
+}
+
+// Labels counts, at most, the labels a run of s measures: each request's (a WebSocket session's
+// upgrade, the session and its receives), each group's, each check's, each plugin's hook time,
+// and the open model's latency from the schedule.
+func (s *Script) Labels() int {
+	ses := &s.Session
+	return len(ses.RequestLabels()) + len(ses.StepLabels()) + len(ses.Groups) + len(ses.Checks()) + len(s.Plugins) + 1
 }
 
 // Header is a request header; its value may use variables.

@@ -6,10 +6,31 @@ import (
 	"maps"
 	"slices"
 	"strconv"
-	"time"
 
 	"github.com/barrage-load/barrage/internal/metrics"
+	"github.com/barrage-load/barrage/internal/script"
 )
+
+// SeriesLabel is one label's figures in one second of a series, as the API and the CSV give them.
+// A check's (kind check) is named "<request>: <name>" and has no times: they read 0.
+type SeriesLabel struct {
+	Name, Kind                 string
+	Count, BytesIn, BytesOut   int64
+	Errors                     map[string]int64
+	P50MS, P95MS, P99MS, MaxMS float64
+}
+
+// NewSeriesLabel is the figures of label k whose second's stats are st.
+func NewSeriesLabel(k metrics.Key, st *metrics.Stats) SeriesLabel {
+	l := SeriesLabel{Name: k.Name, Kind: k.Kind.String(), Count: st.Requests, BytesIn: st.BytesIn, BytesOut: st.BytesOut, Errors: Errors(st)}
+	if k.Kind == metrics.Check {
+		l.Name = script.CheckLabelText(k.Name)
+		return l
+	}
+	h := st.Latency
+	l.P50MS, l.P95MS, l.P99MS, l.MaxMS = Millis(h.Quantile(0.5)), Millis(h.Quantile(0.95)), Millis(h.Quantile(0.99)), Millis(h.Max())
+	return l
+}
 
 // SeriesCSV writes a run's per-second series as CSV while the run goes on, so that a long run's
 // seconds need not be kept in memory: one row per second and label, with its kind (request,
@@ -38,17 +59,21 @@ func (s *SeriesCSV) Write(index int64, second *metrics.Snapshot, cpu float64, vu
 	if s.err != nil {
 		return
 	}
-	fms := func(d time.Duration) string { return strconv.FormatFloat(Millis(d), 'f', 3, 64) }
+	fms := func(ms float64) string { return strconv.FormatFloat(ms, 'f', 3, 64) }
 	for _, k := range slices.SortedFunc(maps.Keys(second.Labels), metrics.Key.Compare) {
-		st := second.Labels[k]
-		rec := []string{strconv.FormatInt(index+1, 10), k.Kind.String(), k.Name, strconv.FormatInt(st.Requests, 10),
-			strconv.FormatFloat(float64(st.Requests)/max(second.Duration.Seconds(), 1e-9), 'f', 1, 64)}
+		l := NewSeriesLabel(k, second.Labels[k])
+		rec := []string{strconv.FormatInt(index+1, 10), l.Kind, l.Name, strconv.FormatInt(l.Count, 10),
+			strconv.FormatFloat(float64(l.Count)/max(second.Duration.Seconds(), 1e-9), 'f', 1, 64)}
 		for c := metrics.ErrorClass(1); c < metrics.NumErrorClasses; c++ {
-			rec = append(rec, strconv.FormatInt(st.Errors[c], 10))
+			rec = append(rec, strconv.FormatInt(l.Errors[c.String()], 10))
 		}
-		rec = append(rec, strconv.FormatInt(st.BytesIn, 10), strconv.FormatInt(st.BytesOut, 10),
-			fms(st.Latency.Quantile(0.5)), fms(st.Latency.Quantile(0.95)), fms(st.Latency.Quantile(0.99)), fms(st.Latency.Max()),
-			strconv.FormatFloat(cpu, 'f', 3, 64), strconv.FormatInt(vus, 10))
+		rec = append(rec, strconv.FormatInt(l.BytesIn, 10), strconv.FormatInt(l.BytesOut, 10))
+		if k.Kind == metrics.Check {
+			rec = append(rec, "", "", "", "") // a check's tally has no times
+		} else {
+			rec = append(rec, fms(l.P50MS), fms(l.P95MS), fms(l.P99MS), fms(l.MaxMS))
+		}
+		rec = append(rec, strconv.FormatFloat(cpu, 'f', 3, 64), strconv.FormatInt(vus, 10))
 		if s.err = s.w.Write(rec); s.err != nil {
 			return
 		}
