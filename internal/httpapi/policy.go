@@ -137,7 +137,7 @@ var policies = map[string]policy{
 // many of them in flight at once (Deps.HeavyPerUser).
 var heavy = map[string]bool{
 	"POST /v1/tests": true, "POST /v1/tests/import": true, "PATCH /v1/tests/{id}": true,
-	"PUT /v1/tests/{id}/files/{name}": true,
+	"PUT /v1/tests/{id}/files/{name}":              true,
 	"POST /v1/plugins/{namespace}/{name}/versions": true, "POST /v1/scripts": true,
 	"GET /v1/runs/{id}/compare": true, "GET /v1/runs/{id}/report": true, "GET /v1/runs/{id}/sweep.html": true,
 }
