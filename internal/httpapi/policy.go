@@ -132,6 +132,16 @@ var policies = map[string]policy{
 	"POST /v1/agent/shards/{id}/report": {access: agent},
 }
 
+// heavy are the routes that cost the server real work (parsing a script, converting a
+// recording, checking an upload, rendering a report, comparing runs): a user may have only so
+// many of them in flight at once (Deps.HeavyPerUser).
+var heavy = map[string]bool{
+	"POST /v1/tests": true, "POST /v1/tests/import": true, "PATCH /v1/tests/{id}": true,
+	"PUT /v1/tests/{id}/files/{name}":              true,
+	"POST /v1/plugins/{namespace}/{name}/versions": true, "POST /v1/scripts": true,
+	"GET /v1/runs/{id}/compare": true, "GET /v1/runs/{id}/report": true, "GET /v1/runs/{id}/sweep.html": true,
+}
+
 func routeKey(method, pattern string) string { return method + " " + pattern }
 
 // principalHolder lets the access log, outside the router, learn who the request was.
@@ -196,6 +206,14 @@ func (s *server) authorize(next http.Handler) http.Handler {
 		case !p.HasScope(pol.scope):
 			writeError(s.log, w, r, barrage.Errorf(barrage.ErrForbidden, "this token lacks the %q scope", pol.scope))
 			return
+		}
+		if heavy[key] {
+			done, err := s.heavy.acquire(p.User.ID)
+			if err != nil {
+				writeError(s.log, w, r, err)
+				return
+			}
+			defer done()
 		}
 		next.ServeHTTP(w, r)
 	})

@@ -49,6 +49,9 @@ type Deps struct {
 	// ObserveRequest, when set, receives each request answered: its route pattern ("" when none
 	// matched), method, status and duration.
 	ObserveRequest func(route, method string, status int, d time.Duration)
+	// HeavyPerUser bounds each user's requests in flight on the routes that cost the server real
+	// work (DefaultHeavyPerUser when 0); past it they are 429 with Retry-After.
+	HeavyPerUser int
 }
 
 type server struct {
@@ -61,6 +64,7 @@ type server struct {
 	ready    func(ctx context.Context) error
 	docsPage []byte
 	version  string
+	heavy    *inflight
 }
 
 var _ api.StrictServerInterface = (*server)(nil)
@@ -75,7 +79,8 @@ func NewServer(d Deps) (http.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &server{log: d.Log, accounts: d.Accounts, control: d.Control, market: d.Market, spec: doc, auth: d.Accounts, ready: d.Ready, docsPage: page, version: d.Version}
+	s := &server{log: d.Log, accounts: d.Accounts, control: d.Control, market: d.Market, spec: doc, auth: d.Accounts, ready: d.Ready, docsPage: page, version: d.Version,
+		heavy: newInflight(d.HeavyPerUser)}
 	if d.MaxBodyBytes <= 0 {
 		d.MaxBodyBytes = 1 << 20
 	}

@@ -80,12 +80,34 @@ func (l ErrorList) sort() {
 	})
 }
 
+// MaxErrors bounds the errors a refused script lists: a hostile document of a hundred thousand
+// mistakes costs the server no more to refuse than one of a few, and its answer stays small. The
+// list ends with how many more were found.
+const MaxErrors = 100
+
 // errs collects errors while a script is read.
 type errs struct {
 	file string
 	list ErrorList
+	// more counts the errors found past MaxErrors, not listed.
+	more int
 	// notes are what the script should change and need not yet: old spellings.
 	notes ErrorList
+}
+
+// refused is the list of errors to refuse the script with, sorted by line, with a last one
+// saying how many more there were; nil when there are none.
+func (e *errs) refused(extra ErrorList) ErrorList {
+	e.list.sort()
+	list := append(e.list, extra...)
+	if len(list) == 0 {
+		return nil
+	}
+	if more := e.more + max(len(list)-MaxErrors, 0); more > 0 {
+		list = append(list[:min(len(list), MaxErrors)], &Error{File: e.file,
+			Message: fmt.Sprintf("and %d more errors, not listed: fix these first", more)})
+	}
+	return list
 }
 
 // note records at p something the script should change, which does not refuse it.
@@ -93,8 +115,12 @@ func (e *errs) note(p pos, format string, args ...any) {
 	e.notes = append(e.notes, &Error{File: e.file, Line: p.line, Column: p.col, Path: p.path, Message: fmt.Sprintf(format, args...)})
 }
 
-// add records an error at p.
+// add records an error at p; past MaxErrors it only counts it.
 func (e *errs) add(p pos, format string, args ...any) {
+	if len(e.list) >= MaxErrors {
+		e.more++
+		return
+	}
 	e.list = append(e.list, &Error{File: e.file, Line: p.line, Column: p.col, Path: p.path, Message: fmt.Sprintf(format, args...)})
 }
 

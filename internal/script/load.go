@@ -72,10 +72,8 @@ func LoadData(fsys fs.FS, name string, data []byte, opts ParseOptions) (*Script,
 		d.readFiles(fsys, dir, s)
 		d.checkVars(s)
 	}
-	d.list.sort()
-	d.list = append(d.list, dataErrs...)
-	if len(d.list) > 0 {
-		return nil, d.list
+	if list := d.refused(dataErrs); list != nil {
+		return nil, list
 	}
 	return s, nil
 }

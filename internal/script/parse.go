@@ -58,9 +58,8 @@ func Parse(data []byte, opts ParseOptions) (*Script, error) {
 	if s != nil {
 		d.checkVars(s)
 	}
-	if len(d.list) > 0 {
-		d.list.sort()
-		return nil, d.list
+	if list := d.refused(nil); list != nil {
+		return nil, list
 	}
 	s.Deprecations = d.notes
 	return s, nil

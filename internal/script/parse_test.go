@@ -627,3 +627,22 @@ load: { vus: 1, iterations: 1 }
 	_, err = script.Parse([]byte(b.String()), script.ParseOptions{})
 	require.ErrorContains(t, err, "the script measures 1003 labels (its requests, groups, WebSocket steps and checks); at most 1000")
 }
+
+// A document of a hundred thousand mistakes is refused with the first MaxErrors of them and a
+// count of the rest: the answer stays small whatever the body holds.
+func TestTheErrorListIsCapped(t *testing.T) {
+	t.Parallel()
+	var b strings.Builder
+	b.WriteString("version: 1\nname: x\na: &a [1]\nb:\n")
+	for range 100_000 {
+		b.WriteString("  - *a\n")
+	}
+	for _, doc := range []string{b.String(), `{"version": 1, ` + strings.Repeat(`"k": 1, `, 50_000) + `"z": 1}`} {
+		_, err := script.Parse([]byte(doc), script.ParseOptions{})
+		var list script.ErrorList
+		require.ErrorAs(t, err, &list)
+		require.Len(t, list, script.MaxErrors+1)
+		require.Regexp(t, `^and \d+ more errors, not listed: fix these first$`, list[script.MaxErrors].Message)
+		require.Less(t, len(err.Error()), 64<<10, "the whole list is small")
+	}
+}

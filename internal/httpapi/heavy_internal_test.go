@@ -1,0 +1,80 @@
+package httpapi
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/require"
+
+	"github.com/barrage-load/barrage/internal/barrage"
+)
+
+// tokenUsers authenticates a bearer token that is a user's id.
+type tokenUsers struct{}
+
+func (tokenUsers) Authenticate(_ context.Context, bearer string) (barrage.Principal, error) {
+	id, err := uuid.Parse(bearer)
+	if err != nil {
+		return barrage.Principal{}, barrage.Errorf(barrage.ErrUnauthorized, "no such token")
+	}
+	return barrage.Principal{User: barrage.User{ID: id, Role: barrage.RoleUser}, Scopes: []barrage.Scope{barrage.ScopeRead, barrage.ScopeWrite}}, nil
+}
+
+// A user may have DefaultHeavyPerUser requests of the routes that cost real work in flight: one
+// more is 429 with Retry-After and a detail that says why, at once; another user's go on, and
+// an ended request frees its place. Routes that cost little are not counted.
+func TestAUserHasOnlySoManyHeavyRequestsInFlight(t *testing.T) {
+	t.Parallel()
+	s := &server{log: slog.New(slog.DiscardHandler), auth: tokenUsers{}, heavy: newInflight(0)}
+	entered, release := make(chan struct{}), make(chan struct{})
+	r := chi.NewRouter()
+	r.With(s.authorize).Post("/v1/tests/import", func(w http.ResponseWriter, _ *http.Request) {
+		entered <- struct{}{}
+		<-release
+		w.WriteHeader(http.StatusCreated)
+	})
+	r.With(s.authorize).Get("/v1/tests", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) })
+	srv := httptest.NewServer(r)
+	t.Cleanup(srv.Close)
+	do := func(method, path string, user uuid.UUID) *http.Response {
+		req, err := http.NewRequestWithContext(context.Background(), method, srv.URL+path, strings.NewReader("{}"))
+		require.NoError(t, err)
+		req.Header.Set("Authorization", "Bearer "+user.String())
+		res, err := srv.Client().Do(req)
+		require.NoError(t, err)
+		t.Cleanup(func() { res.Body.Close() })
+		return res
+	}
+	ada, bob := uuid.New(), uuid.New()
+	held := make(chan int, DefaultHeavyPerUser+2)
+	for range DefaultHeavyPerUser {
+		go func() { held <- do("POST", "/v1/tests/import", ada).StatusCode }()
+		<-entered
+	}
+
+	over := do("POST", "/v1/tests/import", ada)
+	require.Equal(t, http.StatusTooManyRequests, over.StatusCode)
+	require.Equal(t, "1", over.Header.Get("Retry-After"))
+	var p struct{ Detail string }
+	require.NoError(t, json.NewDecoder(over.Body).Decode(&p))
+	require.Contains(t, p.Detail, "you have 2 requests that parse, convert, publish or render in flight")
+	require.Equal(t, http.StatusOK, do("GET", "/v1/tests", ada).StatusCode, "a light route is not counted")
+
+	go func() { held <- do("POST", "/v1/tests/import", bob).StatusCode }()
+	<-entered // another user's goes on
+	release <- struct{}{}
+	require.Equal(t, http.StatusCreated, <-held)
+	go func() { held <- do("POST", "/v1/tests/import", ada).StatusCode }()
+	<-entered // the ended one freed a place
+	close(release)
+	for range DefaultHeavyPerUser + 1 {
+		require.Equal(t, http.StatusCreated, <-held)
+	}
+}
