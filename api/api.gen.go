@@ -15371,6 +15371,11 @@ func (r GetPluginResponse) ContentType() string {
 	return ""
 }
 
+// PublishPluginVersionResponse429Headers the declared response headers of an HTTP 429 response for PublishPluginVersion
+type PublishPluginVersionResponse429Headers struct {
+	RetryAfter *int
+}
+
 // PublishPluginVersionResponse503Headers the declared response headers of an HTTP 503 response for PublishPluginVersion
 type PublishPluginVersionResponse503Headers struct {
 	RetryAfter *int
@@ -15397,8 +15402,12 @@ type PublishPluginVersionResponse struct {
 	ApplicationproblemJSON415 *Problem
 	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
 	ApplicationproblemJSON422 *Problem
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyRequests
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationproblemJSON503 *DatabaseUnavailable
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *PublishPluginVersionResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *PublishPluginVersionResponse503Headers
 }
@@ -15446,6 +15455,11 @@ func (r PublishPluginVersionResponse) GetApplicationproblemJSON415() *Problem {
 // GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
 func (r PublishPluginVersionResponse) GetApplicationproblemJSON422() *Problem {
 	return r.ApplicationproblemJSON422
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r PublishPluginVersionResponse) GetApplicationproblemJSON429() *TooManyRequests {
+	return r.ApplicationproblemJSON429
 }
 
 // GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
@@ -16223,6 +16237,11 @@ func (r CancelRunResponse) ContentType() string {
 	return ""
 }
 
+// CompareRunsResponse429Headers the declared response headers of an HTTP 429 response for CompareRuns
+type CompareRunsResponse429Headers struct {
+	RetryAfter *int
+}
+
 // CompareRunsResponse503Headers the declared response headers of an HTTP 503 response for CompareRuns
 type CompareRunsResponse503Headers struct {
 	RetryAfter *int
@@ -16243,8 +16262,12 @@ type CompareRunsResponse struct {
 	ApplicationproblemJSON404 *Problem
 	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
 	ApplicationproblemJSON409 *Problem
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyRequests
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationproblemJSON503 *DatabaseUnavailable
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *CompareRunsResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *CompareRunsResponse503Headers
 }
@@ -16277,6 +16300,11 @@ func (r CompareRunsResponse) GetApplicationproblemJSON404() *Problem {
 // GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
 func (r CompareRunsResponse) GetApplicationproblemJSON409() *Problem {
 	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r CompareRunsResponse) GetApplicationproblemJSON429() *TooManyRequests {
+	return r.ApplicationproblemJSON429
 }
 
 // GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
@@ -16389,6 +16417,11 @@ func (r GetRunLiveResponse) ContentType() string {
 	return ""
 }
 
+// GetRunReportResponse429Headers the declared response headers of an HTTP 429 response for GetRunReport
+type GetRunReportResponse429Headers struct {
+	RetryAfter *int
+}
+
 // GetRunReportResponse503Headers the declared response headers of an HTTP 503 response for GetRunReport
 type GetRunReportResponse503Headers struct {
 	RetryAfter *int
@@ -16407,8 +16440,12 @@ type GetRunReportResponse struct {
 	ApplicationproblemJSON404 *Problem
 	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
 	ApplicationproblemJSON409 *Problem
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyRequests
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationproblemJSON503 *DatabaseUnavailable
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetRunReportResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *GetRunReportResponse503Headers
 }
@@ -16436,6 +16473,11 @@ func (r GetRunReportResponse) GetApplicationproblemJSON404() *Problem {
 // GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
 func (r GetRunReportResponse) GetApplicationproblemJSON409() *Problem {
 	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r GetRunReportResponse) GetApplicationproblemJSON429() *TooManyRequests {
+	return r.ApplicationproblemJSON429
 }
 
 // GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
@@ -16977,6 +17019,11 @@ func (r GetRunSweepCSVResponse) ContentType() string {
 	return ""
 }
 
+// GetRunSweepReportResponse429Headers the declared response headers of an HTTP 429 response for GetRunSweepReport
+type GetRunSweepReportResponse429Headers struct {
+	RetryAfter *int
+}
+
 // GetRunSweepReportResponse503Headers the declared response headers of an HTTP 503 response for GetRunSweepReport
 type GetRunSweepReportResponse503Headers struct {
 	RetryAfter *int
@@ -16995,8 +17042,12 @@ type GetRunSweepReportResponse struct {
 	ApplicationproblemJSON404 *Problem
 	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
 	ApplicationproblemJSON409 *Problem
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyRequests
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationproblemJSON503 *DatabaseUnavailable
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetRunSweepReportResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *GetRunSweepReportResponse503Headers
 }
@@ -17024,6 +17075,11 @@ func (r GetRunSweepReportResponse) GetApplicationproblemJSON404() *Problem {
 // GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
 func (r GetRunSweepReportResponse) GetApplicationproblemJSON409() *Problem {
 	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r GetRunSweepReportResponse) GetApplicationproblemJSON429() *TooManyRequests {
+	return r.ApplicationproblemJSON429
 }
 
 // GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
@@ -17060,6 +17116,11 @@ func (r GetRunSweepReportResponse) ContentType() string {
 	return ""
 }
 
+// CreateScriptResponse429Headers the declared response headers of an HTTP 429 response for CreateScript
+type CreateScriptResponse429Headers struct {
+	RetryAfter *int
+}
+
 // CreateScriptResponse503Headers the declared response headers of an HTTP 503 response for CreateScript
 type CreateScriptResponse503Headers struct {
 	RetryAfter *int
@@ -17082,8 +17143,12 @@ type CreateScriptResponse struct {
 	ApplicationproblemJSON415 *Problem
 	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
 	ApplicationproblemJSON422 *Problem
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyRequests
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationproblemJSON503 *DatabaseUnavailable
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *CreateScriptResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *CreateScriptResponse503Headers
 }
@@ -17121,6 +17186,11 @@ func (r CreateScriptResponse) GetApplicationproblemJSON415() *Problem {
 // GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
 func (r CreateScriptResponse) GetApplicationproblemJSON422() *Problem {
 	return r.ApplicationproblemJSON422
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r CreateScriptResponse) GetApplicationproblemJSON429() *TooManyRequests {
+	return r.ApplicationproblemJSON429
 }
 
 // GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
@@ -17987,6 +18057,11 @@ func (r ListTestsResponse) ContentType() string {
 	return ""
 }
 
+// CreateTestResponse429Headers the declared response headers of an HTTP 429 response for CreateTest
+type CreateTestResponse429Headers struct {
+	RetryAfter *int
+}
+
 // CreateTestResponse503Headers the declared response headers of an HTTP 503 response for CreateTest
 type CreateTestResponse503Headers struct {
 	RetryAfter *int
@@ -18009,8 +18084,12 @@ type CreateTestResponse struct {
 	ApplicationproblemJSON415 *Problem
 	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
 	ApplicationproblemJSON422 *Problem
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyRequests
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationproblemJSON503 *DatabaseUnavailable
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *CreateTestResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *CreateTestResponse503Headers
 }
@@ -18050,6 +18129,11 @@ func (r CreateTestResponse) GetApplicationproblemJSON422() *Problem {
 	return r.ApplicationproblemJSON422
 }
 
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r CreateTestResponse) GetApplicationproblemJSON429() *TooManyRequests {
+	return r.ApplicationproblemJSON429
+}
+
 // GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
 func (r CreateTestResponse) GetApplicationproblemJSON503() *DatabaseUnavailable {
 	return r.ApplicationproblemJSON503
@@ -18084,6 +18168,11 @@ func (r CreateTestResponse) ContentType() string {
 	return ""
 }
 
+// ImportTestResponse429Headers the declared response headers of an HTTP 429 response for ImportTest
+type ImportTestResponse429Headers struct {
+	RetryAfter *int
+}
+
 // ImportTestResponse503Headers the declared response headers of an HTTP 503 response for ImportTest
 type ImportTestResponse503Headers struct {
 	RetryAfter *int
@@ -18106,8 +18195,12 @@ type ImportTestResponse struct {
 	ApplicationproblemJSON415 *Problem
 	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
 	ApplicationproblemJSON422 *Problem
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyRequests
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationproblemJSON503 *DatabaseUnavailable
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ImportTestResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *ImportTestResponse503Headers
 }
@@ -18145,6 +18238,11 @@ func (r ImportTestResponse) GetApplicationproblemJSON415() *Problem {
 // GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
 func (r ImportTestResponse) GetApplicationproblemJSON422() *Problem {
 	return r.ApplicationproblemJSON422
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r ImportTestResponse) GetApplicationproblemJSON429() *TooManyRequests {
+	return r.ApplicationproblemJSON429
 }
 
 // GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
@@ -18340,6 +18438,11 @@ func (r GetTestResponse) ContentType() string {
 	return ""
 }
 
+// UpdateTestResponse429Headers the declared response headers of an HTTP 429 response for UpdateTest
+type UpdateTestResponse429Headers struct {
+	RetryAfter *int
+}
+
 // UpdateTestResponse503Headers the declared response headers of an HTTP 503 response for UpdateTest
 type UpdateTestResponse503Headers struct {
 	RetryAfter *int
@@ -18364,8 +18467,12 @@ type UpdateTestResponse struct {
 	ApplicationproblemJSON415 *Problem
 	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
 	ApplicationproblemJSON422 *Problem
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyRequests
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationproblemJSON503 *DatabaseUnavailable
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *UpdateTestResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *UpdateTestResponse503Headers
 }
@@ -18408,6 +18515,11 @@ func (r UpdateTestResponse) GetApplicationproblemJSON415() *Problem {
 // GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
 func (r UpdateTestResponse) GetApplicationproblemJSON422() *Problem {
 	return r.ApplicationproblemJSON422
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r UpdateTestResponse) GetApplicationproblemJSON429() *TooManyRequests {
+	return r.ApplicationproblemJSON429
 }
 
 // GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
@@ -18721,6 +18833,11 @@ func (r GetTestFileResponse) ContentType() string {
 	return ""
 }
 
+// PutTestFileResponse429Headers the declared response headers of an HTTP 429 response for PutTestFile
+type PutTestFileResponse429Headers struct {
+	RetryAfter *int
+}
+
 // PutTestFileResponse503Headers the declared response headers of an HTTP 503 response for PutTestFile
 type PutTestFileResponse503Headers struct {
 	RetryAfter *int
@@ -18747,8 +18864,12 @@ type PutTestFileResponse struct {
 	ApplicationproblemJSON415 *Problem
 	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
 	ApplicationproblemJSON422 *Problem
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyRequests
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationproblemJSON503 *DatabaseUnavailable
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *PutTestFileResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *PutTestFileResponse503Headers
 }
@@ -18796,6 +18917,11 @@ func (r PutTestFileResponse) GetApplicationproblemJSON415() *Problem {
 // GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
 func (r PutTestFileResponse) GetApplicationproblemJSON422() *Problem {
 	return r.ApplicationproblemJSON422
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r PutTestFileResponse) GetApplicationproblemJSON429() *TooManyRequests {
+	return r.ApplicationproblemJSON429
 }
 
 // GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
@@ -24801,6 +24927,13 @@ func ParsePublishPluginVersionResponse(rsp *http.Response) (*PublishPluginVersio
 		}
 		response.ApplicationproblemJSON422 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest DatabaseUnavailable
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -24811,6 +24944,16 @@ func ParsePublishPluginVersionResponse(rsp *http.Response) (*PublishPluginVersio
 	}
 
 	switch {
+	case rsp.StatusCode == 429:
+		var headers PublishPluginVersionResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers PublishPluginVersionResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -25554,6 +25697,13 @@ func ParseCompareRunsResponse(rsp *http.Response) (*CompareRunsResponse, error) 
 		}
 		response.ApplicationproblemJSON409 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest DatabaseUnavailable
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -25564,6 +25714,16 @@ func ParseCompareRunsResponse(rsp *http.Response) (*CompareRunsResponse, error) 
 	}
 
 	switch {
+	case rsp.StatusCode == 429:
+		var headers CompareRunsResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers CompareRunsResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -25695,6 +25855,13 @@ func ParseGetRunReportResponse(rsp *http.Response) (*GetRunReportResponse, error
 		}
 		response.ApplicationproblemJSON409 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest DatabaseUnavailable
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -25705,6 +25872,16 @@ func ParseGetRunReportResponse(rsp *http.Response) (*GetRunReportResponse, error
 	}
 
 	switch {
+	case rsp.StatusCode == 429:
+		var headers GetRunReportResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers GetRunReportResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -26220,6 +26397,13 @@ func ParseGetRunSweepReportResponse(rsp *http.Response) (*GetRunSweepReportRespo
 		}
 		response.ApplicationproblemJSON409 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest DatabaseUnavailable
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -26230,6 +26414,16 @@ func ParseGetRunSweepReportResponse(rsp *http.Response) (*GetRunSweepReportRespo
 	}
 
 	switch {
+	case rsp.StatusCode == 429:
+		var headers GetRunSweepReportResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers GetRunSweepReportResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -26308,6 +26502,13 @@ func ParseCreateScriptResponse(rsp *http.Response) (*CreateScriptResponse, error
 		}
 		response.ApplicationproblemJSON422 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest DatabaseUnavailable
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -26318,6 +26519,16 @@ func ParseCreateScriptResponse(rsp *http.Response) (*CreateScriptResponse, error
 	}
 
 	switch {
+	case rsp.StatusCode == 429:
+		var headers CreateScriptResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers CreateScriptResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -27142,6 +27353,13 @@ func ParseCreateTestResponse(rsp *http.Response) (*CreateTestResponse, error) {
 		}
 		response.ApplicationproblemJSON422 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest DatabaseUnavailable
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -27152,6 +27370,16 @@ func ParseCreateTestResponse(rsp *http.Response) (*CreateTestResponse, error) {
 	}
 
 	switch {
+	case rsp.StatusCode == 429:
+		var headers CreateTestResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers CreateTestResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -27230,6 +27458,13 @@ func ParseImportTestResponse(rsp *http.Response) (*ImportTestResponse, error) {
 		}
 		response.ApplicationproblemJSON422 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest DatabaseUnavailable
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -27240,6 +27475,16 @@ func ParseImportTestResponse(rsp *http.Response) (*ImportTestResponse, error) {
 	}
 
 	switch {
+	case rsp.StatusCode == 429:
+		var headers ImportTestResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers ImportTestResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -27469,6 +27714,13 @@ func ParseUpdateTestResponse(rsp *http.Response) (*UpdateTestResponse, error) {
 		}
 		response.ApplicationproblemJSON422 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest DatabaseUnavailable
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -27479,6 +27731,16 @@ func ParseUpdateTestResponse(rsp *http.Response) (*UpdateTestResponse, error) {
 	}
 
 	switch {
+	case rsp.StatusCode == 429:
+		var headers UpdateTestResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers UpdateTestResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -27827,6 +28089,13 @@ func ParsePutTestFileResponse(rsp *http.Response) (*PutTestFileResponse, error) 
 		}
 		response.ApplicationproblemJSON422 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest DatabaseUnavailable
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -27837,6 +28106,16 @@ func ParsePutTestFileResponse(rsp *http.Response) (*PutTestFileResponse, error) 
 	}
 
 	switch {
+	case rsp.StatusCode == 429:
+		var headers PutTestFileResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers PutTestFileResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -37092,6 +37371,25 @@ func (response PublishPluginVersion422ApplicationProblemPlusJSONResponse) VisitP
 	return err
 }
 
+type PublishPluginVersion429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response PublishPluginVersion429ApplicationProblemPlusJSONResponse) VisitPublishPluginVersionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type PublishPluginVersion503ApplicationProblemPlusJSONResponse struct {
 	DatabaseUnavailableApplicationProblemPlusJSONResponse
 }
@@ -38177,6 +38475,25 @@ func (response CompareRuns409ApplicationProblemPlusJSONResponse) VisitCompareRun
 	return err
 }
 
+type CompareRuns429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response CompareRuns429ApplicationProblemPlusJSONResponse) VisitCompareRunsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type CompareRuns503ApplicationProblemPlusJSONResponse struct {
 	DatabaseUnavailableApplicationProblemPlusJSONResponse
 }
@@ -38422,6 +38739,25 @@ func (response GetRunReport409ApplicationProblemPlusJSONResponse) VisitGetRunRep
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRunReport429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response GetRunReport429ApplicationProblemPlusJSONResponse) VisitGetRunReportResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -39213,6 +39549,25 @@ func (response GetRunSweepReport409ApplicationProblemPlusJSONResponse) VisitGetR
 	return err
 }
 
+type GetRunSweepReport429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response GetRunSweepReport429ApplicationProblemPlusJSONResponse) VisitGetRunSweepReportResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetRunSweepReport503ApplicationProblemPlusJSONResponse struct {
 	DatabaseUnavailableApplicationProblemPlusJSONResponse
 }
@@ -39336,6 +39691,25 @@ func (response CreateScript422ApplicationProblemPlusJSONResponse) VisitCreateScr
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateScript429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response CreateScript429ApplicationProblemPlusJSONResponse) VisitCreateScriptResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -40473,6 +40847,25 @@ func (response CreateTest422ApplicationProblemPlusJSONResponse) VisitCreateTestR
 	return err
 }
 
+type CreateTest429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response CreateTest429ApplicationProblemPlusJSONResponse) VisitCreateTestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type CreateTest503ApplicationProblemPlusJSONResponse struct {
 	DatabaseUnavailableApplicationProblemPlusJSONResponse
 }
@@ -40597,6 +40990,25 @@ func (response ImportTest422ApplicationProblemPlusJSONResponse) VisitImportTestR
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ImportTest429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response ImportTest429ApplicationProblemPlusJSONResponse) VisitImportTestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -40933,6 +41345,25 @@ func (response UpdateTest422ApplicationProblemPlusJSONResponse) VisitUpdateTestR
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateTest429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateTest429ApplicationProblemPlusJSONResponse) VisitUpdateTestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -41465,6 +41896,25 @@ func (response PutTestFile422ApplicationProblemPlusJSONResponse) VisitPutTestFil
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PutTestFile429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response PutTestFile429ApplicationProblemPlusJSONResponse) VisitPutTestFileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
 	_, err := buf.WriteTo(w)
 	return err
 }
