@@ -117,6 +117,8 @@ type setupOpts struct {
 	asServed bool
 	// anonReaders bounds the bodies without credentials read at once.
 	anonReaders int
+	// heavyPerUser bounds a user's heavy requests in flight (the default when 0).
+	heavyPerUser int
 	// targets are what runs on shared agents may load; nil opens the addresses the suite's
 	// scripts name (127.0.0.1:9 and :9100), which nothing listens on, as an operator would.
 	targets *control.TargetsConfig
@@ -159,7 +161,7 @@ func setup(t testing.TB, opts ...setupOpts) *testBundle {
 	require.NoError(t, err)
 	mkt := market.New(store, blobs, log, market.Config{MaxArtifactBytes: o.maxPluginBytes})
 	deps := httpapi.Deps{Log: log, Accounts: svc, Control: ctl, Market: mkt, Ready: store.Ready, MaxBodyBytes: o.maxBody, MaxFileBytes: o.maxFileBytes,
-		AnonymousReaders: o.anonReaders}
+		AnonymousReaders: o.anonReaders, HeavyPerUser: o.heavyPerUser}
 	if o.trusted != "" {
 		deps.TrustedProxies = mustPrefixes(t, o.trusted)
 	}

@@ -427,10 +427,11 @@ func TestPublishRefusesWhatIsWrongAndStoresNothing(t *testing.T) {
 	require.Equal(t, id, d["signer"])
 }
 
-// Eight publishes of one version at once: exactly one wins, the others are 409.
+// Eight publishes of one version at once: exactly one wins, the others are 409. (The server lets
+// the user have the eight in flight: the race is the point.)
 func TestConcurrentPublishesOfOneVersionOneWins(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
+	b := setup(t, setupOpts{heavyPerUser: 8})
 	_, u := b.adminAndUser()
 	key := b.author(u, "acme")
 	var wg sync.WaitGroup
