@@ -1531,6 +1531,9 @@ type Namespace struct {
 
 	// Reserved Reserved by an admin.
 	Reserved bool `json:"reserved"`
+
+	// ReservedReason Why an admin took it back from the user who claimed it.
+	ReservedReason *string `json:"reserved_reason,omitempty"`
 }
 
 // NamespaceList defines model for NamespaceList.
@@ -1831,6 +1834,15 @@ type ReportAnswer struct {
 
 	// Stop Why the agent must stop the shard's load now; null to go on.
 	Stop nullable.Nullable[StopInstruction] `json:"stop"`
+}
+
+// ReserveNamespaceRequest defines model for ReserveNamespaceRequest.
+type ReserveNamespaceRequest struct {
+	// Name Lower-case letters, digits and single hyphens inside, starting with a letter.
+	Name string `json:"name"`
+
+	// Reason Why an admin takes back a name a user claimed (a squatted vendor's name, a misleading one). Without it, a name taken is 409.
+	Reason *string `json:"reason,omitempty"`
 }
 
 // ReviewRequest defines model for ReviewRequest.
@@ -2814,7 +2826,7 @@ type CreateSharedAgentJSONRequestBody = CreateAgentRequest
 type CreateInvitationJSONRequestBody = CreateInvitationRequest
 
 // ReserveNamespaceJSONRequestBody defines body for ReserveNamespace for application/json ContentType.
-type ReserveNamespaceJSONRequestBody = NamespaceRequest
+type ReserveNamespaceJSONRequestBody = ReserveNamespaceRequest
 
 // ApprovePluginVersionJSONRequestBody defines body for ApprovePluginVersion for application/json ContentType.
 type ApprovePluginVersionJSONRequestBody = ReviewRequest
@@ -3065,7 +3077,11 @@ type ClientInterface interface {
 
 	// ReserveNamespaceWithBody Reserve a namespace
 	//
-	// The admin who reserves it owns it; nobody else may claim it.
+	// The admin who reserves it owns it; nobody else may claim it. A name of `registry`'s reserved list (the
+	// product's own words: `barrage`, `official`, `admin`, ...) or of the operator's (`--reserved-namespaces`) only an
+	// admin may reserve. A name a user claimed already is `409`, unless `reason` says why the admin takes it back:
+	// then its owners lose it, its signing keys are retired (what they published stays, for review), and the server
+	// logs who took it from whom, and why.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -3074,7 +3090,11 @@ type ClientInterface interface {
 
 	// ReserveNamespace Reserve a namespace
 	//
-	// The admin who reserves it owns it; nobody else may claim it.
+	// The admin who reserves it owns it; nobody else may claim it. A name of `registry`'s reserved list (the
+	// product's own words: `barrage`, `official`, `admin`, ...) or of the operator's (`--reserved-namespaces`) only an
+	// admin may reserve. A name a user claimed already is `409`, unless `reason` says why the admin takes it back:
+	// then its owners lose it, its signing keys are retired (what they published stays, for review), and the server
+	// logs who took it from whom, and why.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -4291,7 +4311,11 @@ func (c *Client) RevokeInvitation(ctx context.Context, id ID, reqEditors ...Requ
 
 // ReserveNamespaceWithBody Reserve a namespace
 //
-// The admin who reserves it owns it; nobody else may claim it.
+// The admin who reserves it owns it; nobody else may claim it. A name of `registry`'s reserved list (the
+// product's own words: `barrage`, `official`, `admin`, ...) or of the operator's (`--reserved-namespaces`) only an
+// admin may reserve. A name a user claimed already is `409`, unless `reason` says why the admin takes it back:
+// then its owners lose it, its signing keys are retired (what they published stays, for review), and the server
+// logs who took it from whom, and why.
 //
 // Takes any type of body and a specified content type.
 //
@@ -4310,7 +4334,11 @@ func (c *Client) ReserveNamespaceWithBody(ctx context.Context, contentType strin
 
 // ReserveNamespace Reserve a namespace
 //
-// The admin who reserves it owns it; nobody else may claim it.
+// The admin who reserves it owns it; nobody else may claim it. A name of `registry`'s reserved list (the
+// product's own words: `barrage`, `official`, `admin`, ...) or of the operator's (`--reserved-namespaces`) only an
+// admin may reserve. A name a user claimed already is `409`, unless `reason` says why the admin takes it back:
+// then its owners lose it, its signing keys are retired (what they published stays, for review), and the server
+// logs who took it from whom, and why.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -10474,7 +10502,11 @@ type ClientWithResponsesInterface interface {
 
 	// ReserveNamespaceWithBodyWithResponse Reserve a namespace
 	//
-	// The admin who reserves it owns it; nobody else may claim it.
+	// The admin who reserves it owns it; nobody else may claim it. A name of `registry`'s reserved list (the
+	// product's own words: `barrage`, `official`, `admin`, ...) or of the operator's (`--reserved-namespaces`) only an
+	// admin may reserve. A name a user claimed already is `409`, unless `reason` says why the admin takes it back:
+	// then its owners lose it, its signing keys are retired (what they published stays, for review), and the server
+	// logs who took it from whom, and why.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -10483,7 +10515,11 @@ type ClientWithResponsesInterface interface {
 
 	// ReserveNamespaceWithResponse Reserve a namespace
 	//
-	// The admin who reserves it owns it; nobody else may claim it.
+	// The admin who reserves it owns it; nobody else may claim it. A name of `registry`'s reserved list (the
+	// product's own words: `barrage`, `official`, `admin`, ...) or of the operator's (`--reserved-namespaces`) only an
+	// admin may reserve. A name a user claimed already is `409`, unless `reason` says why the admin takes it back:
+	// then its owners lose it, its signing keys are retired (what they published stays, for review), and the server
+	// logs who took it from whom, and why.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -19687,7 +19723,11 @@ func (c *ClientWithResponses) RevokeInvitationWithResponse(ctx context.Context, 
 
 // ReserveNamespaceWithBodyWithResponse Reserve a namespace
 //
-// The admin who reserves it owns it; nobody else may claim it.
+// The admin who reserves it owns it; nobody else may claim it. A name of `registry`'s reserved list (the
+// product's own words: `barrage`, `official`, `admin`, ...) or of the operator's (`--reserved-namespaces`) only an
+// admin may reserve. A name a user claimed already is `409`, unless `reason` says why the admin takes it back:
+// then its owners lose it, its signing keys are retired (what they published stays, for review), and the server
+// logs who took it from whom, and why.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -19702,7 +19742,11 @@ func (c *ClientWithResponses) ReserveNamespaceWithBodyWithResponse(ctx context.C
 
 // ReserveNamespaceWithResponse Reserve a namespace
 //
-// The admin who reserves it owns it; nobody else may claim it.
+// The admin who reserves it owns it; nobody else may claim it. A name of `registry`'s reserved list (the
+// product's own words: `barrage`, `official`, `admin`, ...) or of the operator's (`--reserved-namespaces`) only an
+// admin may reserve. A name a user claimed already is `409`, unless `reason` says why the admin takes it back:
+// then its owners lose it, its signing keys are retired (what they published stays, for review), and the server
+// logs who took it from whom, and why.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //

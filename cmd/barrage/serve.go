@@ -90,7 +90,8 @@ func runServe(ctx context.Context, e env, args []string) error {
 	if err != nil {
 		return err
 	}
-	mkt := market.New(store, blobs, log.With(slog.String("component", "market")), market.Config{MaxArtifactBytes: cfg.MaxPluginBytes})
+	mkt := market.New(store, blobs, log.With(slog.String("component", "market")), market.Config{MaxArtifactBytes: cfg.MaxPluginBytes,
+		ReservedNamespaces: cfg.ReservedNamespaces})
 	handler, err := httpapi.NewServer(httpapi.Deps{
 		Log: log, Accounts: accounts, Control: ctl, Market: mkt, Ready: store.Ready,
 		TrustedProxies: cfg.TrustedProxies, MaxBodyBytes: cfg.MaxBodyBytes, MaxFileBytes: cfg.MaxFileBytes,

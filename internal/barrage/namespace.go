@@ -10,11 +10,13 @@ import (
 // user, first come, owned with the co-owners added, or reserved by an admin. Its keys sign its
 // versions.
 type Namespace struct {
-	Name      string
-	Reserved  bool
-	Owners    []uuid.UUID
-	Keys      []SigningKey
-	CreatedAt time.Time
+	Name     string
+	Reserved bool
+	// ReservedReason says why an admin took it back from the user who claimed it.
+	ReservedReason string
+	Owners         []uuid.UUID
+	Keys           []SigningKey
+	CreatedAt      time.Time
 }
 
 // SigningKey is an Ed25519 public key of a namespace. A retired key signs nothing new and still

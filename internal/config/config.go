@@ -18,6 +18,7 @@ import (
 
 	"github.com/barrage-load/barrage/internal/blob"
 	"github.com/barrage-load/barrage/internal/netpolicy"
+	"github.com/barrage-load/barrage/internal/registry"
 )
 
 // Config holds every setting of `barrage serve` and `barrage migrate`.
@@ -50,6 +51,9 @@ type Config struct {
 	BlobS3URL string
 	// MaxPluginBytes caps one plugin artifact's size.
 	MaxPluginBytes int64
+	// ReservedNamespaces are names no user may claim in the marketplace, beside the built-in
+	// ones (registry.ReservedNamespaces): a vendor's, the organisation's.
+	ReservedNamespaces []string
 	// DemoAgent runs the shared demo agent in the serve process, for a portal that works alone.
 	DemoAgent bool
 	// DemoAgentTargets are the internal destinations the demo agent may reach: by default the
@@ -99,6 +103,7 @@ var Settings = []Setting{
 	{"blob-dir", "BARRAGE_BLOB_DIR", "", "folder that keeps plugin artifacts by their sha256; default <data-dir>/blobs"},
 	{"blob-s3-url", "BARRAGE_BLOB_S3_URL", "", "S3-compatible bucket for plugin artifacts instead of the folder, for replicas: http(s)://KEY:SECRET@HOST[:PORT]/BUCKET[/PREFIX][?region=R]"},
 	{"max-plugin-bytes", "BARRAGE_MAX_PLUGIN_BYTES", "134217728", "largest plugin artifact accepted"},
+	{"reserved-namespaces", "BARRAGE_RESERVED_NAMESPACES", "", "comma-separated marketplace namespaces no user may claim, beside the built-in ones (barrage, official, admin...): an admin may reserve them"},
 	{"demo-agent", "BARRAGE_DEMO_AGENT", "false", "also run the shared demo agent in this process (500 VUs and 5 minutes per job); make run sets it"},
 	{"demo-agent-allow", "BARRAGE_DEMO_AGENT_ALLOW", "127.0.0.1:8081,[::1]:8081", "internal destinations the demo agent may load, comma-separated CIDRs, addresses or address:port; the default is barrage demo-shop's address alone"},
 	{"open-targets", "BARRAGE_OPEN_TARGETS", "", "targets (comma-separated host:port) every user's runs on shared agents may load without proving control: the operator's own; * opens all (a portal whose users are all trusted); the demo agent's address:port entries are open while it runs"},
@@ -241,6 +246,16 @@ func parse(v map[string]*string) (Config, error) {
 			continue
 		}
 		c.TrustedProxies = append(c.TrustedProxies, prefix)
+	}
+	for _, n := range strings.Split(*v["reserved-namespaces"], ",") {
+		if n = strings.TrimSpace(n); n == "" {
+			continue
+		}
+		if err := registry.CheckName("namespace", n); err != nil {
+			bad("reserved-namespaces", err.Error())
+			continue
+		}
+		c.ReservedNamespaces = append(c.ReservedNamespaces, n)
 	}
 	bytesSetting := func(name string) int64 {
 		n, err := strconv.ParseInt(*v[name], 10, 64)

@@ -119,6 +119,8 @@ type setupOpts struct {
 	anonReaders int
 	// heavyPerUser bounds a user's heavy requests in flight (the default when 0).
 	heavyPerUser int
+	// reservedNamespaces are the operator's reserved namespaces.
+	reservedNamespaces []string
 	// targets are what runs on shared agents may load; nil opens the addresses the suite's
 	// scripts name (127.0.0.1:9 and :9100), which nothing listens on, as an operator would.
 	targets *control.TargetsConfig
@@ -159,7 +161,7 @@ func setup(t testing.TB, opts ...setupOpts) *testBundle {
 	ctl := control.New(store, log, control.Config{PollEvery: 20 * time.Millisecond, Targets: targets})
 	blobs, err := blob.NewLocal(t.TempDir())
 	require.NoError(t, err)
-	mkt := market.New(store, blobs, log, market.Config{MaxArtifactBytes: o.maxPluginBytes})
+	mkt := market.New(store, blobs, log, market.Config{MaxArtifactBytes: o.maxPluginBytes, ReservedNamespaces: o.reservedNamespaces})
 	deps := httpapi.Deps{Log: log, Accounts: svc, Control: ctl, Market: mkt, Ready: store.Ready, MaxBodyBytes: o.maxBody, MaxFileBytes: o.maxFileBytes,
 		AnonymousReaders: o.anonReaders, HeavyPerUser: o.heavyPerUser}
 	if o.trusted != "" {

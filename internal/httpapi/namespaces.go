@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"context"
+	"errors"
 
 	"github.com/barrage-load/barrage/api"
 	"github.com/barrage-load/barrage/internal/barrage"
@@ -18,6 +19,15 @@ func (s *server) ClaimNamespace(ctx context.Context, req api.ClaimNamespaceReque
 
 func (s *server) ReserveNamespace(ctx context.Context, req api.ReserveNamespaceRequestObject) (api.ReserveNamespaceResponseObject, error) {
 	ns, err := s.claimNamespace(ctx, req.Body.Name, true)
+	if errors.Is(err, barrage.ErrConflict) && req.Body.Reason != nil {
+		// A user's: taken back, saying why.
+		var p barrage.Principal
+		if p, err = principal(ctx); err == nil {
+			var taken barrage.Namespace
+			taken, err = s.market.TakeBackNamespace(ctx, p, req.Body.Name, *req.Body.Reason)
+			ns = toAPINamespace(taken)
+		}
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -111,6 +121,9 @@ func (s *server) RemoveNamespaceOwner(ctx context.Context, req api.RemoveNamespa
 
 func toAPINamespace(ns barrage.Namespace) api.Namespace {
 	out := api.Namespace{Name: ns.Name, Reserved: ns.Reserved, CreatedAt: ns.CreatedAt, Keys: make([]api.SigningKey, len(ns.Keys))}
+	if ns.ReservedReason != "" {
+		out.ReservedReason = &ns.ReservedReason
+	}
 	if ns.Owners != nil {
 		out.Owners = &ns.Owners
 	}

@@ -121,3 +121,40 @@ func TestANamespaceHasCoOwners(t *testing.T) {
 	requireProblem(t, b.do("PUT", owner(u), u.access, nil), http.StatusNotFound)
 	requireProblem(t, b.do("POST", "/v1/plugins/acme/random-data/versions/1.0.0/deprecate", u.access, map[string]any{"reason": "x"}), http.StatusNotFound)
 }
+
+// The service's own names are reserved on a fresh install, and so are the operator's: no user
+// claims them, an admin may. A name a user squatted an admin takes back with a reason: its owners
+// lose it, its keys are retired, and it says why; without a reason it stays 409.
+func TestReservedNamesAndTakingOneBack(t *testing.T) {
+	t.Parallel()
+	b := setup(t, setupOpts{reservedNamespaces: []string{"initech"}})
+	admin, u := b.adminAndUser()
+	for _, name := range []string{"barrage", "official", "admin", "api", "plugins", "v1", "initech"} {
+		p := requireProblem(t, b.do("POST", "/v1/namespaces", u.access, map[string]any{"name": name}), http.StatusConflict)
+		require.Contains(t, p["detail"], "is reserved for the service")
+	}
+	r := b.do("POST", "/v1/admin/namespaces", admin.access, map[string]any{"name": "official"})
+	require.Equal(t, http.StatusCreated, r.status, "body: %s", r.body)
+
+	// A squatter claims a vendor's name and registers a key.
+	require.Equal(t, http.StatusCreated, b.do("POST", "/v1/namespaces", u.access, map[string]any{"name": "acme-vendor"}).status)
+	pub, priv, err := ed25519.GenerateKey(rand.Reader)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusCreated, b.do("POST", "/v1/namespaces/acme-vendor/keys", u.access,
+		map[string]any{"public_key": registry.PublicKey(pub).String(), "proof": registry.ProveKey(priv, "acme-vendor")}).status)
+	p := requireProblem(t, b.do("POST", "/v1/admin/namespaces", admin.access, map[string]any{"name": "acme-vendor"}), http.StatusConflict)
+	require.Contains(t, p["detail"], "is taken")
+	requireField(t, requireProblem(t, b.do("POST", "/v1/admin/namespaces", admin.access, map[string]any{"name": "acme-vendor", "reason": "bad\nline"}),
+		http.StatusUnprocessableEntity), "reason")
+
+	r = b.do("POST", "/v1/admin/namespaces", admin.access, map[string]any{"name": "acme-vendor", "reason": "the name of a vendor who did not claim it"})
+	require.Equal(t, http.StatusCreated, r.status, "body: %s", r.body)
+	ns := r.json(t)
+	require.Equal(t, true, ns["reserved"])
+	require.Equal(t, "the name of a vendor who did not claim it", ns["reserved_reason"])
+	require.Equal(t, []any{admin.id}, ns["owners"])
+	require.NotNil(t, ns["keys"].([]any)[0].(map[string]any)["retired_at"], "the squatter's key signs nothing more")
+	require.Empty(t, b.do("GET", "/v1/namespaces", u.access, nil).json(t)["items"], "the squatter owns it no more")
+	require.Contains(t, requireProblem(t, b.do("POST", "/v1/admin/namespaces", admin.access,
+		map[string]any{"name": "acme-vendor", "reason": "again"}), http.StatusConflict)["detail"], "reserved already")
+}

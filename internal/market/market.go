@@ -40,6 +40,8 @@ type Config struct {
 	MaxArtifactBytes int64
 	// TempDir is where a zipapp waits while its entries are checked (default os.TempDir()).
 	TempDir string
+	// ReservedNamespaces are names no user may claim, beside registry.ReservedNamespaces.
+	ReservedNamespaces []string
 }
 
 // Service is the marketplace.

@@ -2,6 +2,7 @@ package market
 
 import (
 	"context"
+	"log/slog"
 	"slices"
 
 	"github.com/google/uuid"
@@ -11,11 +12,36 @@ import (
 )
 
 // ClaimNamespace makes the namespace name p's, first come; reserved when an admin reserves it.
+// A reserved name (registry.ReservedNamespaces, Config.ReservedNamespaces) only an admin may
+// reserve.
 func (s *Service) ClaimNamespace(ctx context.Context, p barrage.Principal, name string, reserve bool) (barrage.Namespace, error) {
 	if err := registry.CheckName("name", name); err != nil {
 		return barrage.Namespace{}, barrage.Invalid("name", err.Error())
 	}
+	if !reserve && (slices.Contains(registry.ReservedNamespaces, name) || slices.Contains(s.cfg.ReservedNamespaces, name)) {
+		return barrage.Namespace{}, barrage.Errorf(barrage.ErrConflict, "namespace %q is reserved for the service: ask an admin, who may reserve it and add you as an owner", name)
+	}
 	return s.store.ClaimNamespace(ctx, name, p.User.ID, reserve)
+}
+
+// TakeBackNamespace reserves the namespace name that a user claimed, for the admin p, saying
+// why: its owners lose it and its signing keys are retired (what they published stays, for the
+// admin to review), and the log records who took it from whom, and why.
+func (s *Service) TakeBackNamespace(ctx context.Context, p barrage.Principal, name, reason string) (barrage.Namespace, error) {
+	if err := registry.CheckName("name", name); err != nil {
+		return barrage.Namespace{}, barrage.Invalid("name", err.Error())
+	}
+	reason, err := barrage.CheckText("reason", reason, 1, 500)
+	if err != nil {
+		return barrage.Namespace{}, err
+	}
+	from, err := s.store.TakeBackNamespace(ctx, name, p.User.ID, reason)
+	if err != nil {
+		return barrage.Namespace{}, err
+	}
+	s.log.WarnContext(ctx, "namespace taken back", slog.String("namespace", name), slog.String("admin_id", p.User.ID.String()),
+		slog.Any("from_user_ids", from), slog.String("reason", reason))
+	return s.store.Namespace(ctx, name)
 }
 
 // Namespaces lists p's namespaces.

@@ -31,6 +31,33 @@ func (s *Store) ClaimNamespace(ctx context.Context, name string, owner uuid.UUID
 	return s.Namespace(ctx, name)
 }
 
+// TakeBackNamespace makes the namespace name, which a user claimed, reserved and admin's alone,
+// saying why; its signing keys are retired. It returns who owned it. A name nobody claimed is
+// an ErrNotFound; one reserved already an ErrConflict.
+func (s *Store) TakeBackNamespace(ctx context.Context, name string, admin uuid.UUID, reason string) ([]uuid.UUID, error) {
+	var from []uuid.UUID
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		row, err := s.q.NamespaceGetForUpdate(ctx, tx, name)
+		if err != nil {
+			return translate(err, "namespace")
+		}
+		if row.Reserved {
+			return barrage.Errorf(barrage.ErrConflict, "namespace %q is reserved already", name)
+		}
+		if from, err = s.q.NamespaceOwnersClear(ctx, tx, name); err != nil {
+			return err
+		}
+		if err := s.q.SigningKeysRetireAll(ctx, tx, name); err != nil {
+			return err
+		}
+		if err := s.q.NamespaceTakeBack(ctx, tx, dbsqlc.NamespaceTakeBackParams{Name: name, Reason: &reason}); err != nil {
+			return err
+		}
+		return s.q.NamespaceOwnerAdd(ctx, tx, dbsqlc.NamespaceOwnerAddParams{Namespace: name, UserID: admin})
+	})
+	return from, err
+}
+
 // Namespace reads the namespace name with its owners and keys.
 func (s *Store) Namespace(ctx context.Context, name string) (barrage.Namespace, error) {
 	row, err := s.q.NamespaceGet(ctx, s.pool, name)
@@ -43,6 +70,9 @@ func (s *Store) Namespace(ctx context.Context, name string) (barrage.Namespace, 
 func (s *Store) withOwnersAndKeys(ctx context.Context, row dbsqlc.Namespace) (barrage.Namespace, error) {
 	name := row.Name
 	ns := barrage.Namespace{Name: row.Name, Reserved: row.Reserved, CreatedAt: row.CreatedAt}
+	if row.ReservedReason != nil {
+		ns.ReservedReason = *row.ReservedReason
+	}
 	var err error
 	if ns.Owners, err = s.q.NamespaceOwnerIDs(ctx, s.pool, name); err != nil {
 		return barrage.Namespace{}, err

@@ -46,6 +46,15 @@ const MaxNameLen = 64
 // and single hyphens inside, starting with a letter, at most MaxNameLen long. Names are what
 // users type and read in scripts, URLs and folders: nothing there needs escaping, and two names
 // that look alike are the same name.
+// ReservedNamespaces are the names no user may claim on a fresh install: the product's own
+// words, the API's path words, and names people would take for the service's (an operator adds
+// more with --reserved-namespaces). An admin may reserve one, and then owns it.
+var ReservedNamespaces = []string{
+	"admin", "administrator", "api", "auth", "barrage", "docs", "help", "internal", "login",
+	"marketplace", "me", "namespaces", "null", "official", "plugins", "root", "security", "signup",
+	"staff", "support", "system", "tokens", "undefined", "users", "v1", "v2", "verified", "www",
+}
+
 func CheckName(what, s string) error {
 	switch {
 	case s == "":

@@ -80,9 +80,10 @@ type Invitation struct {
 }
 
 type Namespace struct {
-	Name      string
-	Reserved  bool
-	CreatedAt time.Time
+	Name           string
+	Reserved       bool
+	CreatedAt      time.Time
+	ReservedReason *string
 }
 
 type NamespaceOwner struct {

@@ -12,18 +12,39 @@ import (
 )
 
 const namespaceGet = `-- name: NamespaceGet :one
-SELECT name, reserved, created_at FROM namespaces WHERE name = $1
+SELECT name, reserved, created_at, reserved_reason FROM namespaces WHERE name = $1
 `
 
 func (q *Queries) NamespaceGet(ctx context.Context, db DBTX, name string) (Namespace, error) {
 	row := db.QueryRow(ctx, namespaceGet, name)
 	var i Namespace
-	err := row.Scan(&i.Name, &i.Reserved, &i.CreatedAt)
+	err := row.Scan(
+		&i.Name,
+		&i.Reserved,
+		&i.CreatedAt,
+		&i.ReservedReason,
+	)
+	return i, err
+}
+
+const namespaceGetForUpdate = `-- name: NamespaceGetForUpdate :one
+SELECT name, reserved, created_at, reserved_reason FROM namespaces WHERE name = $1 FOR UPDATE
+`
+
+func (q *Queries) NamespaceGetForUpdate(ctx context.Context, db DBTX, name string) (Namespace, error) {
+	row := db.QueryRow(ctx, namespaceGetForUpdate, name)
+	var i Namespace
+	err := row.Scan(
+		&i.Name,
+		&i.Reserved,
+		&i.CreatedAt,
+		&i.ReservedReason,
+	)
 	return i, err
 }
 
 const namespaceInsert = `-- name: NamespaceInsert :one
-INSERT INTO namespaces (name, reserved) VALUES ($1, $2) RETURNING name, reserved, created_at
+INSERT INTO namespaces (name, reserved) VALUES ($1, $2) RETURNING name, reserved, created_at, reserved_reason
 `
 
 type NamespaceInsertParams struct {
@@ -34,7 +55,12 @@ type NamespaceInsertParams struct {
 func (q *Queries) NamespaceInsert(ctx context.Context, db DBTX, arg NamespaceInsertParams) (Namespace, error) {
 	row := db.QueryRow(ctx, namespaceInsert, arg.Name, arg.Reserved)
 	var i Namespace
-	err := row.Scan(&i.Name, &i.Reserved, &i.CreatedAt)
+	err := row.Scan(
+		&i.Name,
+		&i.Reserved,
+		&i.CreatedAt,
+		&i.ReservedReason,
+	)
 	return i, err
 }
 
@@ -112,8 +138,48 @@ func (q *Queries) NamespaceOwnerRemove(ctx context.Context, db DBTX, arg Namespa
 	return result.RowsAffected(), nil
 }
 
+const namespaceOwnersClear = `-- name: NamespaceOwnersClear :many
+DELETE FROM namespace_owners WHERE namespace = $1 RETURNING user_id
+`
+
+// NamespaceOwnersClear removes every owner of a namespace.
+func (q *Queries) NamespaceOwnersClear(ctx context.Context, db DBTX, namespace string) ([]uuid.UUID, error) {
+	rows, err := db.Query(ctx, namespaceOwnersClear, namespace)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []uuid.UUID
+	for rows.Next() {
+		var user_id uuid.UUID
+		if err := rows.Scan(&user_id); err != nil {
+			return nil, err
+		}
+		items = append(items, user_id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const namespaceTakeBack = `-- name: NamespaceTakeBack :exec
+UPDATE namespaces SET reserved = true, reserved_reason = $1 WHERE name = $2
+`
+
+type NamespaceTakeBackParams struct {
+	Reason *string
+	Name   string
+}
+
+// NamespaceTakeBack reserves a namespace a user claimed, for an admin, saying why.
+func (q *Queries) NamespaceTakeBack(ctx context.Context, db DBTX, arg NamespaceTakeBackParams) error {
+	_, err := db.Exec(ctx, namespaceTakeBack, arg.Reason, arg.Name)
+	return err
+}
+
 const namespacesOfUser = `-- name: NamespacesOfUser :many
-SELECT n.name, n.reserved, n.created_at FROM namespaces n JOIN namespace_owners o ON o.namespace = n.name
+SELECT n.name, n.reserved, n.created_at, n.reserved_reason FROM namespaces n JOIN namespace_owners o ON o.namespace = n.name
 WHERE o.user_id = $1 ORDER BY n.name
 `
 
@@ -126,7 +192,12 @@ func (q *Queries) NamespacesOfUser(ctx context.Context, db DBTX, userID uuid.UUI
 	var items []Namespace
 	for rows.Next() {
 		var i Namespace
-		if err := rows.Scan(&i.Name, &i.Reserved, &i.CreatedAt); err != nil {
+		if err := rows.Scan(
+			&i.Name,
+			&i.Reserved,
+			&i.CreatedAt,
+			&i.ReservedReason,
+		); err != nil {
 			return nil, err
 		}
 		items = append(items, i)
@@ -220,4 +291,14 @@ func (q *Queries) SigningKeys(ctx context.Context, db DBTX, namespace string) ([
 		return nil, err
 	}
 	return items, nil
+}
+
+const signingKeysRetireAll = `-- name: SigningKeysRetireAll :exec
+UPDATE signing_keys SET retired_at = coalesce(retired_at, now()) WHERE namespace = $1
+`
+
+// SigningKeysRetireAll retires every key of a namespace.
+func (q *Queries) SigningKeysRetireAll(ctx context.Context, db DBTX, namespace string) error {
+	_, err := db.Exec(ctx, signingKeysRetireAll, namespace)
+	return err
 }

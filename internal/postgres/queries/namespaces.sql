@@ -32,3 +32,18 @@ SELECT * FROM signing_keys WHERE namespace = $1 ORDER BY created_at, id;
 -- name: SigningKeyRetire :one
 UPDATE signing_keys SET retired_at = coalesce(retired_at, now())
 WHERE namespace = @namespace AND id = @id RETURNING *;
+
+-- NamespaceTakeBack reserves a namespace a user claimed, for an admin, saying why.
+-- name: NamespaceTakeBack :exec
+UPDATE namespaces SET reserved = true, reserved_reason = @reason WHERE name = @name;
+
+-- NamespaceOwnersClear removes every owner of a namespace.
+-- name: NamespaceOwnersClear :many
+DELETE FROM namespace_owners WHERE namespace = $1 RETURNING user_id;
+
+-- SigningKeysRetireAll retires every key of a namespace.
+-- name: SigningKeysRetireAll :exec
+UPDATE signing_keys SET retired_at = coalesce(retired_at, now()) WHERE namespace = $1;
+
+-- name: NamespaceGetForUpdate :one
+SELECT * FROM namespaces WHERE name = $1 FOR UPDATE;
