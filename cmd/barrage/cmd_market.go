@@ -53,7 +53,7 @@ func inspect(path string, platforms []registry.Platform) ([]localArtifact, error
 		return nil, err
 	}
 	defer f.Close()
-	head := make([]byte, 256)
+	head := make([]byte, registry.ELFHead)
 	n, _ := io.ReadFull(f, head)
 	head = head[:n]
 	one := localArtifact{path: path, sha256: sum, size: st.Size()}

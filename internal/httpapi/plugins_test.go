@@ -29,12 +29,17 @@ import (
 
 // fakeELF is the head of a 64-bit little-endian Linux executable for arch, then body.
 func fakeELF(arch string, body string) []byte {
-	h := make([]byte, 64)
+	h := make([]byte, 64+56) // the header, then one program header: a loadable segment
 	copy(h, "\x7fELF")
 	h[4], h[5], h[6] = 2, 1, 1
 	binary.LittleEndian.PutUint16(h[16:], 2)
 	machine := map[string]uint16{"amd64": 62, "arm64": 183}[arch]
 	binary.LittleEndian.PutUint16(h[18:], machine)
+	binary.LittleEndian.PutUint64(h[24:], 0x401000)
+	binary.LittleEndian.PutUint64(h[32:], 64)
+	binary.LittleEndian.PutUint16(h[54:], 56)
+	binary.LittleEndian.PutUint16(h[56:], 1)
+	binary.LittleEndian.PutUint32(h[64:], 1)
 	return append(h, body...)
 }
 

@@ -48,8 +48,13 @@ var elfMachines = map[string]uint16{"amd64": 62, "arm64": 183}
 // ErrBadArtifact: an artifact is not a file of the format and platform declared.
 var ErrBadArtifact = errors.New("not an artifact of the declared format and platform")
 
-// SniffELF checks that head, the first bytes of a file (64 at least), begin a 64-bit,
-// little-endian Linux executable or shared object for arch.
+// ELFHead is how much of a file SniffELF reads: its header and its program headers lie within.
+const ELFHead = 4096
+
+// SniffELF checks that head, the first ELFHead bytes of a file (or all of a shorter one), begin
+// a 64-bit, little-endian Linux executable for arch: with program headers, a loadable segment and
+// an entry point, and, when position-independent, an interpreter (a shared library has none, and
+// is no plugin a host can start).
 func SniffELF(head []byte, arch string) error {
 	bad := func(why string) error { return fmt.Errorf("%w: %s", ErrBadArtifact, why) }
 	if len(head) < 64 || !bytes.Equal(head[:4], []byte("\x7fELF")) {
@@ -61,15 +66,48 @@ func SniffELF(head []byte, arch string) error {
 	if osabi := head[7]; osabi != 0 && osabi != 3 {
 		return bad(fmt.Sprintf("ELF for OS ABI %d, not Linux", osabi))
 	}
-	if t := binary.LittleEndian.Uint16(head[16:]); t != 2 && t != 3 {
+	typ := binary.LittleEndian.Uint16(head[16:])
+	if typ != elfExec && typ != elfDyn {
 		return bad("an ELF that is neither an executable nor position-independent")
 	}
 	want, ok := elfMachines[arch]
 	if m := binary.LittleEndian.Uint16(head[18:]); !ok || m != want {
 		return bad(fmt.Sprintf("an ELF for machine %d, not %s", m, arch))
 	}
+	phoff, phentsize, phnum := binary.LittleEndian.Uint64(head[32:]), uint64(binary.LittleEndian.Uint16(head[54:])), uint64(binary.LittleEndian.Uint16(head[56:]))
+	if phnum == 0 {
+		return bad("an ELF without program headers: nothing a kernel can run")
+	}
+	if phentsize < 56 || phoff > uint64(len(head)) || phnum*phentsize > uint64(len(head))-phoff {
+		return bad(fmt.Sprintf("an ELF whose program headers are not within its first %d bytes", ELFHead))
+	}
+	var load, interp bool
+	for i := range phnum {
+		switch binary.LittleEndian.Uint32(head[phoff+i*phentsize:]) {
+		case ptLoad:
+			load = true
+		case ptInterp:
+			interp = true
+		}
+	}
+	switch {
+	case !load:
+		return bad("an ELF with no loadable segment: nothing a kernel can run")
+	case binary.LittleEndian.Uint64(head[24:]) == 0:
+		return bad("an ELF with no entry point: a shared library, not an executable")
+	case typ == elfDyn && !interp:
+		return bad("a position-independent ELF with no interpreter: a shared library, not an executable (build an executable; a static one is not position-independent)")
+	}
 	return nil
 }
+
+// ELF's types and program header types that SniffELF reads.
+const (
+	elfExec  = 2 // ET_EXEC
+	elfDyn   = 3 // ET_DYN: a position-independent executable, or a shared library
+	ptLoad   = 1
+	ptInterp = 3
+)
 
 // maxShebang is the longest #! line Linux reads whole (BINPRM_BUF_SIZE, its line break
 // included).
@@ -88,14 +126,20 @@ func SniffZipapp(head []byte) error {
 }
 
 // CheckZipapp reads the whole zipapp r of size bytes: a zip after its #! line, holding
-// __main__.py, with no setuid, setgid or device entry and no link.
+// __main__.py, with no entry twice, no setuid, setgid or device entry and no link.
 func CheckZipapp(r io.ReaderAt, size int64) error {
 	z, err := zip.NewReader(r, size)
 	if err != nil {
 		return fmt.Errorf("%w: a zipapp holds a zip after its #! line: %v", ErrBadArtifact, err)
 	}
-	main := false
+	main := 0
+	seen := make(map[string]bool, len(z.File))
 	for _, f := range z.File {
+		if seen[f.Name] {
+			// Python reads the last of two entries of a name; a reviewer may read the first.
+			return fmt.Errorf("%w: %s is in the zipapp twice", ErrBadArtifact, f.Name)
+		}
+		seen[f.Name] = true
 		mode := f.Mode()
 		switch {
 		case !fs.ValidPath(strings.TrimSuffix(f.Name, "/")):
@@ -105,9 +149,11 @@ func CheckZipapp(r io.ReaderAt, size int64) error {
 		case mode&(fs.ModeSymlink|fs.ModeDevice|fs.ModeCharDevice|fs.ModeNamedPipe|fs.ModeSocket) != 0:
 			return fmt.Errorf("%w: %s is not a plain file or folder", ErrBadArtifact, f.Name)
 		}
-		main = main || f.Name == "__main__.py"
+		if f.Name == "__main__.py" {
+			main++
+		}
 	}
-	if !main {
+	if main == 0 {
 		return fmt.Errorf("%w: a zipapp holds __main__.py", ErrBadArtifact)
 	}
 	return nil
@@ -115,7 +161,11 @@ func CheckZipapp(r io.ReaderAt, size int64) error {
 
 // Sniff reads the head of r (without taking it) and checks it against format and arch.
 func Sniff(r *bufio.Reader, format, arch string) error {
-	head, err := r.Peek(maxShebang)
+	n := maxShebang
+	if format == FormatELF {
+		n = ELFHead
+	}
+	head, err := r.Peek(n)
 	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, bufio.ErrBufferFull) {
 		return err
 	}
