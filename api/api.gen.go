@@ -2575,7 +2575,7 @@ type UpdateMeRequest struct {
 	Name            *string `json:"name,omitempty"`
 	NewPassword     *string `json:"new_password,omitempty"`
 
-	// RevokeTokens With `new_password`: revoke every personal API token too, in the same change. They are kept otherwise (list them with `GET /v1/me/tokens`).
+	// RevokeTokens With `new_password`: revoke every personal API token too, in the same change. They are kept otherwise, and the answer lists them in `tokens_kept` (and `GET /v1/tokens`).
 	RevokeTokens *bool `json:"revoke_tokens,omitempty"`
 }
 
@@ -2584,6 +2584,22 @@ type UpdateUserRequest struct {
 	Disabled *bool                            `json:"disabled,omitempty"`
 	License  nullable.Nullable[LicenseUpdate] `json:"license,omitempty"`
 	Role     *Role                            `json:"role,omitempty"`
+}
+
+// UpdatedMe defines model for UpdatedMe.
+type UpdatedMe struct {
+	CreatedAt time.Time          `json:"created_at"`
+	Disabled  bool               `json:"disabled"`
+	Email     string             `json:"email"`
+	Id        openapi_types.UUID `json:"id"`
+
+	// License What the user may run. `unlimited` users have no limits.
+	License *License `json:"license,omitempty"`
+	Name    string   `json:"name"`
+	Role    Role     `json:"role"`
+
+	// TokensKept After a password change without `revoke_tokens`, the personal API tokens that stay alive (the first 100); revoke one with `DELETE /v1/tokens/{id}`.
+	TokensKept *[]APIToken `json:"tokens_kept,omitempty"`
 }
 
 // UploadFile defines model for UploadFile.
@@ -3418,7 +3434,8 @@ type ClientInterface interface {
 	// Changing the email or the password needs `current_password`. A password change signs
 	// out every session: refresh tokens are revoked and access tokens issued before it are
 	// refused. Personal API tokens are kept unless `revoke_tokens` is set (`barrage password`
-	// lists the live ones and asks).
+	// lists the live ones and asks); the answer to a password change lists those kept in
+	// `tokens_kept`, so that a change after a leak cannot leave one alive unseen.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -3430,7 +3447,8 @@ type ClientInterface interface {
 	// Changing the email or the password needs `current_password`. A password change signs
 	// out every session: refresh tokens are revoked and access tokens issued before it are
 	// refused. Personal API tokens are kept unless `revoke_tokens` is set (`barrage password`
-	// lists the live ones and asks).
+	// lists the live ones and asks); the answer to a password change lists those kept in
+	// `tokens_kept`, so that a change after a leak cannot leave one alive unseen.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -5012,7 +5030,8 @@ func (c *Client) GetMe(ctx context.Context, reqEditors ...RequestEditorFn) (*htt
 // Changing the email or the password needs `current_password`. A password change signs
 // out every session: refresh tokens are revoked and access tokens issued before it are
 // refused. Personal API tokens are kept unless `revoke_tokens` is set (`barrage password`
-// lists the live ones and asks).
+// lists the live ones and asks); the answer to a password change lists those kept in
+// `tokens_kept`, so that a change after a leak cannot leave one alive unseen.
 //
 // Takes any type of body and a specified content type.
 //
@@ -5034,7 +5053,8 @@ func (c *Client) UpdateMeWithBody(ctx context.Context, contentType string, body 
 // Changing the email or the password needs `current_password`. A password change signs
 // out every session: refresh tokens are revoked and access tokens issued before it are
 // refused. Personal API tokens are kept unless `revoke_tokens` is set (`barrage password`
-// lists the live ones and asks).
+// lists the live ones and asks); the answer to a password change lists those kept in
+// `tokens_kept`, so that a change after a leak cannot leave one alive unseen.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -10863,7 +10883,8 @@ type ClientWithResponsesInterface interface {
 	// Changing the email or the password needs `current_password`. A password change signs
 	// out every session: refresh tokens are revoked and access tokens issued before it are
 	// refused. Personal API tokens are kept unless `revoke_tokens` is set (`barrage password`
-	// lists the live ones and asks).
+	// lists the live ones and asks); the answer to a password change lists those kept in
+	// `tokens_kept`, so that a change after a leak cannot leave one alive unseen.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -10875,7 +10896,8 @@ type ClientWithResponsesInterface interface {
 	// Changing the email or the password needs `current_password`. A password change signs
 	// out every session: refresh tokens are revoked and access tokens issued before it are
 	// refused. Personal API tokens are kept unless `revoke_tokens` is set (`barrage password`
-	// lists the live ones and asks).
+	// lists the live ones and asks); the answer to a password change lists those kept in
+	// `tokens_kept`, so that a change after a leak cannot leave one alive unseen.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -14452,7 +14474,7 @@ type UpdateMeResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
-	JSON200 *User
+	JSON200 *UpdatedMe
 	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
 	ApplicationproblemJSON400 *Problem
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
@@ -14478,7 +14500,7 @@ type UpdateMeResponse struct {
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
-func (r UpdateMeResponse) GetJSON200() *User {
+func (r UpdateMeResponse) GetJSON200() *UpdatedMe {
 	return r.JSON200
 }
 
@@ -20300,7 +20322,8 @@ func (c *ClientWithResponses) GetMeWithResponse(ctx context.Context, reqEditors 
 // Changing the email or the password needs `current_password`. A password change signs
 // out every session: refresh tokens are revoked and access tokens issued before it are
 // refused. Personal API tokens are kept unless `revoke_tokens` is set (`barrage password`
-// lists the live ones and asks).
+// lists the live ones and asks); the answer to a password change lists those kept in
+// `tokens_kept`, so that a change after a leak cannot leave one alive unseen.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -20318,7 +20341,8 @@ func (c *ClientWithResponses) UpdateMeWithBodyWithResponse(ctx context.Context, 
 // Changing the email or the password needs `current_password`. A password change signs
 // out every session: refresh tokens are revoked and access tokens issued before it are
 // refused. Personal API tokens are kept unless `revoke_tokens` is set (`barrage password`
-// lists the live ones and asks).
+// lists the live ones and asks); the answer to a password change lists those kept in
+// `tokens_kept`, so that a change after a leak cannot leave one alive unseen.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -24036,7 +24060,7 @@ func ParseUpdateMeResponse(rsp *http.Response) (*UpdateMeResponse, error) {
 
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
-		var dest User
+		var dest UpdatedMe
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -36090,7 +36114,7 @@ type UpdateMeResponseObject interface {
 	VisitUpdateMeResponse(w http.ResponseWriter) error
 }
 
-type UpdateMe200JSONResponse User
+type UpdateMe200JSONResponse UpdatedMe
 
 func (response UpdateMe200JSONResponse) VisitUpdateMeResponse(w http.ResponseWriter) error {
 

@@ -114,7 +114,8 @@ func (f *convertFlags) convert(e env, l *har.Log, opts har.Options) error {
 	if *f.out == "" {
 		_, err = e.stdout.Write(res.Script)
 	} else {
-		err = os.WriteFile(*f.out, res.Script, 0o644)
+		// 0600, as the HAR it came from: a script holds what the recording typed in.
+		err = writePrivate(*f.out, res.Script)
 	}
 	if err != nil {
 		return fmt.Errorf("write the script: %w", err)
@@ -207,4 +208,22 @@ func fieldLines(err error) string {
 		lines[i] = f.Field + ": " + f.Reason
 	}
 	return strings.Join(lines, "\n  ")
+}
+
+// writePrivate writes data to path readable by its owner alone, whatever the file was before: a
+// recording's script may hold what was typed in (a password left as recorded).
+func writePrivate(path string, data []byte) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return err
+	}
+	if err := f.Chmod(0o600); err != nil {
+		f.Close()
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }

@@ -140,7 +140,7 @@ func writeHAR(path string, l *har.Log) error {
 		return err
 	}
 	// A recording holds what was typed and the session's cookies: readable by its owner alone.
-	if err := os.WriteFile(path, data, 0o600); err != nil {
+	if err := writePrivate(path, data); err != nil {
 		return fmt.Errorf("write the HAR: %w", err)
 	}
 	return nil

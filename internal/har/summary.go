@@ -40,7 +40,7 @@ func (r *Result) WriteSummary(w io.Writer) {
 		fmt.Fprintln(w)
 	}
 	if len(r.Parameters) > 0 {
-		fmt.Fprintln(w, "typed in, left as recorded (take them from a data file with --users FILE.csv):")
+		fmt.Fprintln(w, "typed in, left as recorded (take them from a data file with --users FILE.csv; a password or token from a secret with --secret NAME):")
 		for _, p := range r.Parameters[:min(len(r.Parameters), 10)] {
 			fmt.Fprintf(w, "  %s, %s: %s\n", p.Request, p.Where, quoteValue(p.Value))
 		}

@@ -258,7 +258,7 @@ func TestDisabledUserIsSignedOutEverywhere(t *testing.T) {
 }
 
 // A password change keeps the personal API tokens (a CI job's need not die with it) unless
-// the user asks to revoke them with it.
+// the user asks to revoke them with it, and its answer lists those it kept.
 func TestPasswordChangeRevokesTokensWhenAsked(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
@@ -275,6 +275,10 @@ func TestPasswordChangeRevokesTokensWhenAsked(t *testing.T) {
 	r := b.do("PATCH", "/v1/me", u.access, map[string]any{"current_password": u.password, "new_password": "a second good password"})
 	require.Equal(t, http.StatusOK, r.status, "body: %s", r.body)
 	require.Equal(t, http.StatusOK, b.do("GET", "/v1/me", kept, nil).status, "kept by a plain password change")
+	alive := r.json(t)["tokens_kept"].([]any)
+	require.Len(t, alive, 1, "the answer says which tokens stayed alive")
+	require.Equal(t, "ci", alive[0].(map[string]any)["name"])
+	require.Nil(t, b.do("PATCH", "/v1/me", u.access, map[string]any{"name": "Ada"}).json(t)["tokens_kept"], "only a password change lists them")
 
 	login := b.do("POST", "/v1/auth/login", "", map[string]any{"email": u.email, "password": "a second good password"})
 	require.Equal(t, http.StatusOK, login.status)
@@ -283,6 +287,7 @@ func TestPasswordChangeRevokesTokensWhenAsked(t *testing.T) {
 	second := mint(access, "laptop")
 	r = b.do("PATCH", "/v1/me", access, map[string]any{"current_password": "a second good password", "new_password": "a third good password", "revoke_tokens": true})
 	require.Equal(t, http.StatusOK, r.status, "body: %s", r.body)
+	require.Nil(t, r.json(t)["tokens_kept"], "none kept")
 	requireProblem(t, b.do("GET", "/v1/me", kept, nil), http.StatusUnauthorized)
 	requireProblem(t, b.do("GET", "/v1/me", second, nil), http.StatusUnauthorized)
 }

@@ -75,7 +75,22 @@ func (s *server) UpdateMe(ctx context.Context, req api.UpdateMeRequestObject) (a
 	if err != nil {
 		return nil, err
 	}
-	return api.UpdateMe200JSONResponse(toAPIUser(u, time.Now())), nil
+	me := toAPIUser(u, time.Now())
+	out := api.UpdateMe200JSONResponse{Id: me.Id, Email: me.Email, Name: me.Name, Role: me.Role, Disabled: me.Disabled,
+		CreatedAt: me.CreatedAt, License: me.License}
+	if b.NewPassword != nil && (b.RevokeTokens == nil || !*b.RevokeTokens) {
+		// Said in the answer: a password changed after a leak must not leave a token alive unseen.
+		kept, err := s.accounts.ListTokens(ctx, p, nil, 100)
+		if err != nil {
+			return nil, err
+		}
+		tokens := make([]api.APIToken, len(kept.Items))
+		for i, t := range kept.Items {
+			tokens[i] = toAPIToken(t)
+		}
+		out.TokensKept = &tokens
+	}
+	return out, nil
 }
 
 func (s *server) GetMyLicense(ctx context.Context, _ api.GetMyLicenseRequestObject) (api.GetMyLicenseResponseObject, error) {
