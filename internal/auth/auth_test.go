@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/golang-jwt/jwt/v5"
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
@@ -113,6 +114,16 @@ func TestTokensRoundTripAndRefuseOthers(t *testing.T) {
 	}
 	_, err = tok.Verify(s[:sig] + string(flipped) + s[sig+1:])
 	require.ErrorIs(t, err, auth.ErrInvalidToken)
+
+	// A token of this key that names critical extensions is refused, signature right or not.
+	crit := jwt.NewWithClaims(jwt.SigningMethodEdDSA, jwt.RegisteredClaims{Issuer: "barrage", Audience: jwt.ClaimStrings{"barrage-api"},
+		Subject: id.String(), IssuedAt: jwt.NewNumericDate(time.Now()), ExpiresAt: jwt.NewNumericDate(time.Now().Add(time.Minute))})
+	crit.Header["crit"] = []string{"exp-ext"}
+	signed, err := crit.SignedString(key)
+	require.NoError(t, err)
+	_, err = tok.Verify(signed)
+	require.ErrorIs(t, err, auth.ErrInvalidToken)
+	require.ErrorContains(t, err, "crit")
 }
 
 func TestLoadOrCreateKey(t *testing.T) {

@@ -93,10 +93,16 @@ func (t *Tokens) Issue(userID uuid.UUID) (string, time.Time, error) {
 }
 
 // Verify checks an access token's algorithm, signature, issuer, audience, expiry and issue time,
-// and returns its claims. Every failure wraps ErrInvalidToken.
+// refuses one with critical extensions (crit), and returns its claims. Every failure wraps
+// ErrInvalidToken.
 func (t *Tokens) Verify(token string) (AccessClaims, error) {
 	var claims jwt.RegisteredClaims
-	_, err := t.parser.ParseWithClaims(token, &claims, func(*jwt.Token) (any, error) {
+	_, err := t.parser.ParseWithClaims(token, &claims, func(tok *jwt.Token) (any, error) {
+		if _, ok := tok.Header["crit"]; ok {
+			// RFC 7515 4.1.11: a recipient must refuse a token whose critical extensions it does
+			// not understand, and these tokens have none.
+			return nil, errors.New("the crit header names extensions this server does not understand")
+		}
 		return t.key.Public(), nil
 	})
 	if err != nil {

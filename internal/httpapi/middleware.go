@@ -229,6 +229,12 @@ func limitBody(bodyMax, fileMax, uploadMax int64, anonReaders int) func(http.Han
 				next.ServeHTTP(w, r)
 				return
 			}
+			if ce := r.Header.Get("Content-Encoding"); ce != "" && !strings.EqualFold(ce, "identity") {
+				// Read as sent, a gzip body would be taken for garbage, or ignored: refused, saying so.
+				writeProblem(w, r, problem{Type: "about:blank", Status: http.StatusUnsupportedMediaType,
+					Detail: fmt.Sprintf("Request bodies are read as sent: Content-Encoding %q is not supported.", ce)})
+				return
+			}
 			max := bodyMax
 			if r.Header.Get("Authorization") == "" {
 				// Sign-up, login and refresh need a few hundred bytes; a protected route will
