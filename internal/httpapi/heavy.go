@@ -1,7 +1,9 @@
 package httpapi
 
 import (
+	"context"
 	"fmt"
+	"runtime"
 	"sync"
 
 	"github.com/google/uuid"
@@ -19,35 +21,52 @@ const DefaultHeavyPerUser = 2
 // heavy request takes a second or so.
 const heavyRetry = 1
 
-// inflight counts each user's heavy requests in flight on this server.
+// inflight counts each user's heavy requests in flight on this server, and runs at most so many
+// of everyone's at once (two per core): past that they wait their turn, so that what they cost
+// together (memory to parse, CPU to convert) is bounded whoever sends them.
 type inflight struct {
 	mu  sync.Mutex
 	n   map[uuid.UUID]int
 	max int
+	run chan struct{}
 }
 
-func newInflight(max int) *inflight {
+// newInflight allows max heavy requests per user (DefaultHeavyPerUser when 0), and runs total of
+// everyone's at once (two per core when 0).
+func newInflight(max, total int) *inflight {
 	if max <= 0 {
 		max = DefaultHeavyPerUser
 	}
-	return &inflight{n: map[uuid.UUID]int{}, max: max}
+	if total <= 0 {
+		total = 2 * runtime.GOMAXPROCS(0)
+	}
+	return &inflight{n: map[uuid.UUID]int{}, max: max, run: make(chan struct{}, total)}
 }
 
-// acquire counts one more of user's heavy requests, and returns what ends it; it refuses with a
-// *barrage.RateLimitError when user has max in flight already.
-func (f *inflight) acquire(user uuid.UUID) (func(), error) {
+// acquire counts one more of user's heavy requests, waits for its turn, and returns what ends
+// it; it refuses with a *barrage.RateLimitError when user has max in flight already, and with
+// ctx's error when ctx ends first.
+func (f *inflight) acquire(ctx context.Context, user uuid.UUID) (func(), error) {
 	f.mu.Lock()
-	defer f.mu.Unlock()
 	if f.n[user] >= f.max {
+		f.mu.Unlock()
 		return nil, &barrage.RateLimitError{RetryAfterSeconds: heavyRetry,
 			Reason: fmt.Sprintf("you have %d requests that parse, convert, publish or render in flight, the most one user may have at once: send the next when one has ended", f.max)}
 	}
 	f.n[user]++
-	return func() {
+	f.mu.Unlock()
+	leave := func() {
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		if f.n[user]--; f.n[user] <= 0 {
 			delete(f.n, user)
 		}
-	}, nil
+	}
+	select {
+	case f.run <- struct{}{}:
+		return func() { <-f.run; leave() }, nil
+	case <-ctx.Done():
+		leave()
+		return nil, ctx.Err()
+	}
 }

@@ -32,7 +32,7 @@ func (tokenUsers) Authenticate(_ context.Context, bearer string) (barrage.Princi
 // an ended request frees its place. Routes that cost little are not counted.
 func TestAUserHasOnlySoManyHeavyRequestsInFlight(t *testing.T) {
 	t.Parallel()
-	s := &server{log: slog.New(slog.DiscardHandler), auth: tokenUsers{}, heavy: newInflight(0)}
+	s := &server{log: slog.New(slog.DiscardHandler), auth: tokenUsers{}, heavy: newInflight(0, 0)}
 	entered, release := make(chan struct{}), make(chan struct{})
 	r := chi.NewRouter()
 	r.With(s.authorize).Post("/v1/tests/import", func(w http.ResponseWriter, _ *http.Request) {
@@ -77,4 +77,31 @@ func TestAUserHasOnlySoManyHeavyRequestsInFlight(t *testing.T) {
 	for range DefaultHeavyPerUser + 1 {
 		require.Equal(t, http.StatusCreated, <-held)
 	}
+}
+
+// Everyone's heavy requests run so many at once: one more waits its turn, and gives up when its
+// request ends first.
+func TestHeavyRequestsTakeTurns(t *testing.T) {
+	t.Parallel()
+	f := newInflight(0, 1)
+	first, err := f.acquire(t.Context(), uuid.New())
+	require.NoError(t, err)
+	turn := make(chan func(), 1)
+	go func() {
+		done, err := f.acquire(t.Context(), uuid.New())
+		if err == nil {
+			turn <- done
+		}
+	}()
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	_, err = f.acquire(ctx, uuid.New())
+	require.ErrorIs(t, err, context.Canceled, "a request that ends while it waits gives up")
+	select {
+	case <-turn:
+		t.Fatal("a second ran while the first held the only turn")
+	default:
+	}
+	first()
+	(<-turn)()
 }

@@ -208,7 +208,7 @@ func (s *server) authorize(next http.Handler) http.Handler {
 			return
 		}
 		if heavy[key] {
-			done, err := s.heavy.acquire(p.User.ID)
+			done, err := s.heavy.acquire(r.Context(), p.User.ID)
 			if err != nil {
 				writeError(s.log, w, r, err)
 				return

@@ -80,7 +80,7 @@ func NewServer(d Deps) (http.Handler, error) {
 		return nil, err
 	}
 	s := &server{log: d.Log, accounts: d.Accounts, control: d.Control, market: d.Market, spec: doc, auth: d.Accounts, ready: d.Ready, docsPage: page, version: d.Version,
-		heavy: newInflight(d.HeavyPerUser)}
+		heavy: newInflight(d.HeavyPerUser, 0)}
 	if d.MaxBodyBytes <= 0 {
 		d.MaxBodyBytes = 1 << 20
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/netip"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -644,5 +645,20 @@ func TestTheErrorListIsCapped(t *testing.T) {
 		require.Len(t, list, script.MaxErrors+1)
 		require.Regexp(t, `^and \d+ more errors, not listed: fix these first$`, list[script.MaxErrors].Message)
 		require.Less(t, len(err.Error()), 64<<10, "the whole list is small")
+	}
+}
+
+// A document of more values than MaxValues is refused before it is parsed, whatever its form:
+// what it would cost to parse is what it holds, not its bytes. (Not parallel: it measures what
+// it allocates.)
+func TestADocumentOfTooManyValuesIsRefusedUnparsed(t *testing.T) {
+	for _, doc := range []string{"[" + strings.Repeat("1,", script.MaxValues) + "1]", strings.Repeat("- 1\n", script.MaxValues+1)} {
+		data := []byte(doc)
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		_, err := script.Parse(data, script.ParseOptions{})
+		runtime.ReadMemStats(&after)
+		require.ErrorContains(t, err, "more than the 200000 allowed")
+		require.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(len(doc)/4), "refused without building its tree (it would cost 100 times its bytes)")
 	}
 }
