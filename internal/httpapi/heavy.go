@@ -22,7 +22,7 @@ const DefaultHeavyPerUser = 2
 const heavyRetry = 1
 
 // inflight counts each user's heavy requests in flight on this server, and runs at most so many
-// of everyone's at once (two per core): past that they wait their turn, so that what they cost
+// of everyone's at once (one per core): past that they wait their turn, so that what they cost
 // together (memory to parse, CPU to convert) is bounded whoever sends them.
 type inflight struct {
 	mu  sync.Mutex
@@ -32,13 +32,13 @@ type inflight struct {
 }
 
 // newInflight allows max heavy requests per user (DefaultHeavyPerUser when 0), and runs total of
-// everyone's at once (two per core when 0).
+// everyone's at once (one per core when 0: they are work for a core).
 func newInflight(max, total int) *inflight {
 	if max <= 0 {
 		max = DefaultHeavyPerUser
 	}
 	if total <= 0 {
-		total = 2 * runtime.GOMAXPROCS(0)
+		total = runtime.GOMAXPROCS(0)
 	}
 	return &inflight{n: map[uuid.UUID]int{}, max: max, run: make(chan struct{}, total)}
 }

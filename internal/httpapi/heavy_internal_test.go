@@ -32,7 +32,7 @@ func (tokenUsers) Authenticate(_ context.Context, bearer string) (barrage.Princi
 // an ended request frees its place. Routes that cost little are not counted.
 func TestAUserHasOnlySoManyHeavyRequestsInFlight(t *testing.T) {
 	t.Parallel()
-	s := &server{log: slog.New(slog.DiscardHandler), auth: tokenUsers{}, heavy: newInflight(0, 0)}
+	s := &server{log: slog.New(slog.DiscardHandler), auth: tokenUsers{}, heavy: newInflight(0, 8)}
 	entered, release := make(chan struct{}), make(chan struct{})
 	r := chi.NewRouter()
 	r.With(s.authorize).Post("/v1/tests/import", func(w http.ResponseWriter, _ *http.Request) {

@@ -25,11 +25,12 @@ type decoder struct {
 // MaxValues bounds the values a document may hold, counted before it is parsed: the tree a
 // parser builds costs about 200 bytes a value, so a megabyte of "1," would cost a hundred; a
 // script of that many values is no hand's work (a large body belongs in a file: body: {file: ...}).
-const MaxValues = 200_000
+const MaxValues = 100_000
 
-// values counts, at most, the values data holds: each holds a line, or follows a comma or opens a
-// collection. It reads data once and builds nothing.
-func values(data []byte) int {
+// CountValues counts, at most, the values data holds: each holds a line, or follows a comma or
+// opens a collection. It reads data once and builds nothing: a server counts a script's values
+// before anything decodes it.
+func CountValues(data []byte) int {
 	n := 1
 	for _, c := range data {
 		switch c {
@@ -46,7 +47,7 @@ func (d *decoder) document(data []byte) *yaml.Node {
 		d.add(pos{}, "the script is %d bytes, more than the %d allowed", len(data), MaxSize)
 		return nil
 	}
-	if n := values(data); n > MaxValues {
+	if n := CountValues(data); n > MaxValues {
 		d.add(pos{}, "the script holds up to %d values (lines, list items, members), more than the %d allowed: put large bodies and lists in files", n, MaxValues)
 		return nil
 	}

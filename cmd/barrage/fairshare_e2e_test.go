@@ -1,0 +1,116 @@
+package main_test
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// rssKiB is the resident memory of process pid, from /proc.
+func rssKiB(t *testing.T, pid int) int64 {
+	t.Helper()
+	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
+	require.NoError(t, err)
+	defer f.Close()
+	s := bufio.NewScanner(f)
+	for s.Scan() {
+		if v, ok := strings.CutPrefix(s.Text(), "VmRSS:"); ok {
+			n, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			require.NoError(t, err)
+			return n
+		}
+	}
+	t.Fatalf("no VmRSS for pid %d", pid)
+	return 0
+}
+
+// Bodies that cost memory to parse (600 KB of YAML aliases, a megabyte of JSON array), sent 16 at
+// once by 8 users, leave serve's resident memory within 100 MiB of what it was (sampled from
+// /proc while they are in flight), and every answer is small: 422 naming the problem, or 429 for
+// a user's third at once. (They took it from 50 MiB to 3.3 GiB, with answers of 31 MB.)
+func TestParsingCostsAreBoundedWhoeverSendsThem(t *testing.T) {
+	t.Parallel()
+	p := startServe(t, reachableDir(t), nil)
+	code := codeLine.FindStringSubmatch(p.stdout.String())[1]
+	admin := t.TempDir()
+	mustCLI(t, p, admin, "admin password 123\n", "signup", "--code", code, "--email", "admin@example.com", "--name", "Admin")
+	mustCLI(t, p, admin, "admin password 123\n", "login", "--email", "admin@example.com")
+	invite := strings.TrimSpace(mustCLI(t, p, admin, "", "admin", "invite", "--template", "demo", "--uses", "8"))
+	var tokens []string
+	for i := range 8 {
+		cfg := t.TempDir()
+		mustCLI(t, p, cfg, "user password 123\n", "signup", "--code", invite, "--email", fmt.Sprintf("u%d@example.com", i), "--name", "U")
+		mustCLI(t, p, cfg, "user password 123\n", "login", "--email", fmt.Sprintf("u%d@example.com", i))
+		tokens = append(tokens, strings.TrimSpace(mustCLI(t, p, cfg, "", "tokens", "create", "--name", "t", "--scopes", "read,write")))
+	}
+
+	var aliases strings.Builder
+	aliases.WriteString("version: 1\nname: bomb\na: &a [1, 2, 3, 4, 5, 6, 7, 8]\nb:\n")
+	for aliases.Len() < 600_000 {
+		aliases.WriteString("  - *a\n")
+	}
+	array := "[" + strings.Repeat("1,", 500_000) + "1]"
+	pid := p.cmd.Process.Pid
+	for name, body := range map[string]struct{ data, ct string }{"aliases": {aliases.String(), "application/yaml"}, "array": {array, "application/json"}} {
+		base := rssKiB(t, pid)
+		var peak atomic.Int64
+		stop := make(chan struct{})
+		sampled := make(chan struct{})
+		go func() {
+			defer close(sampled)
+			for {
+				peak.Store(max(peak.Load(), rssKiB(t, pid)))
+				select {
+				case <-stop:
+					return
+				case <-time.After(5 * time.Millisecond):
+				}
+			}
+		}()
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		statuses := map[int]int{}
+		largest := 0
+		for i := range 16 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				req, err := http.NewRequest("POST", p.url+"/v1/tests", bytes.NewReader([]byte(body.data)))
+				if err != nil {
+					return
+				}
+				req.Header.Set("Authorization", "Bearer "+tokens[i%8])
+				req.Header.Set("Content-Type", body.ct)
+				res, err := http.DefaultClient.Do(req)
+				if err != nil {
+					return
+				}
+				defer res.Body.Close()
+				answer, _ := io.ReadAll(res.Body)
+				mu.Lock()
+				defer mu.Unlock()
+				statuses[res.StatusCode]++
+				largest = max(largest, len(answer))
+			}()
+		}
+		wg.Wait()
+		close(stop)
+		<-sampled
+		t.Logf("%s: statuses %v, largest answer %d bytes, serve's RSS %d MiB, at most %d MiB while in flight", name, statuses, largest, base>>10, peak.Load()>>10)
+		require.Equal(t, 16, statuses[http.StatusUnprocessableEntity]+statuses[http.StatusTooManyRequests], "%s: %v", name, statuses)
+		require.Positive(t, statuses[http.StatusUnprocessableEntity], name)
+		require.Less(t, largest, 64<<10, "%s: the answer stays small", name)
+		require.Less(t, peak.Load()-base, int64(100<<10), "%s: serve's memory grew by less than 100 MiB", name)
+	}
+}
