@@ -471,6 +471,33 @@ func (e PluginVersionState) Valid() bool {
 	}
 }
 
+// Defines values for QuotaExceededQuota.
+const (
+	Namespaces      QuotaExceededQuota = "namespaces"
+	PendingVersions QuotaExceededQuota = "pending_versions"
+	StorageBytes    QuotaExceededQuota = "storage_bytes"
+	Targets         QuotaExceededQuota = "targets"
+	Tests           QuotaExceededQuota = "tests"
+)
+
+// Valid indicates whether the value is a known member of the QuotaExceededQuota enum.
+func (e QuotaExceededQuota) Valid() bool {
+	switch e {
+	case Namespaces:
+		return true
+	case PendingVersions:
+		return true
+	case StorageBytes:
+		return true
+	case Targets:
+		return true
+	case Tests:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for Role.
 const (
 	RoleAdmin Role = "admin"
@@ -1520,6 +1547,25 @@ type MonitorFailure struct {
 	Monitor   string `json:"monitor"`
 }
 
+// MyLicense defines model for MyLicense.
+type MyLicense struct {
+	Expired               *bool `json:"expired,omitempty"`
+	MaxConcurrentRuns     *int  `json:"max_concurrent_runs,omitempty"`
+	MaxRunDurationSeconds *int  `json:"max_run_duration_seconds,omitempty"`
+
+	// MaxVus Virtual users per run.
+	MaxVus *int    `json:"max_vus,omitempty"`
+	Plan   *string `json:"plan,omitempty"`
+
+	// Quotas What you keep against each quota the server sets (none for an unlimited user): `storage_bytes` (your
+	// tests' sources and data files, the scripts you uploaded, your plugin artifacts pending or published),
+	// `tests`, `namespaces`, `pending_versions` (plugin versions waiting for review) and `targets`. A change past
+	// one is 403 with the problem's `quota`; nothing is stored.
+	Quotas     *map[string]QuotaUse `json:"quotas,omitempty"`
+	Unlimited  bool                 `json:"unlimited"`
+	ValidUntil *time.Time           `json:"valid_until,omitempty"`
+}
+
 // Namespace defines model for Namespace.
 type Namespace struct {
 	CreatedAt time.Time    `json:"created_at"`
@@ -1750,11 +1796,14 @@ type Problem struct {
 	Detail *string `json:"detail,omitempty"`
 
 	// Errors The fields refused, for validation errors.
-	Errors    *[]FieldError `json:"errors,omitempty"`
-	Instance  *string       `json:"instance,omitempty"`
-	RequestId *string       `json:"request_id,omitempty"`
-	Status    int           `json:"status"`
-	Title     string        `json:"title"`
+	Errors   *[]FieldError `json:"errors,omitempty"`
+	Instance *string       `json:"instance,omitempty"`
+
+	// Quota The quota a change would break (403, type urn:barrage:problem:quota-exceeded); nothing was stored.
+	Quota     *QuotaExceeded `json:"quota,omitempty"`
+	RequestId *string        `json:"request_id,omitempty"`
+	Status    int            `json:"status"`
+	Title     string         `json:"title"`
 
 	// Type A URI naming the kind of problem, or about:blank.
 	Type string `json:"type"`
@@ -1802,6 +1851,23 @@ type PutSecretRequest struct {
 
 	// Value 4 characters at least (a shorter value, masked wherever its letters appear, would be spelled by the gaps), no control characters but tab.
 	Value *string `json:"value,omitempty"`
+}
+
+// QuotaExceeded defines model for QuotaExceeded.
+type QuotaExceeded struct {
+	Adding int64              `json:"adding"`
+	Limit  int64              `json:"limit"`
+	Quota  QuotaExceededQuota `json:"quota"`
+	Used   int64              `json:"used"`
+}
+
+// QuotaExceededQuota defines model for QuotaExceeded.Quota.
+type QuotaExceededQuota string
+
+// QuotaUse defines model for QuotaUse.
+type QuotaUse struct {
+	Limit int64 `json:"limit"`
+	Used  int64 `json:"used"`
 }
 
 // ReasonRequest defines model for ReasonRequest.
@@ -14587,7 +14653,7 @@ type GetMyLicenseResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
-	JSON200 *License
+	JSON200 *MyLicense
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
 	ApplicationproblemJSON401 *Problem
 	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
@@ -14599,7 +14665,7 @@ type GetMyLicenseResponse struct {
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
-func (r GetMyLicenseResponse) GetJSON200() *License {
+func (r GetMyLicenseResponse) GetJSON200() *MyLicense {
 	return r.JSON200
 }
 
@@ -24172,7 +24238,7 @@ func ParseGetMyLicenseResponse(rsp *http.Response) (*GetMyLicenseResponse, error
 
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
-		var dest License
+		var dest MyLicense
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -36273,7 +36339,7 @@ type GetMyLicenseResponseObject interface {
 	VisitGetMyLicenseResponse(w http.ResponseWriter) error
 }
 
-type GetMyLicense200JSONResponse License
+type GetMyLicense200JSONResponse MyLicense
 
 func (response GetMyLicense200JSONResponse) VisitGetMyLicenseResponse(w http.ResponseWriter) error {
 

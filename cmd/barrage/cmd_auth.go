@@ -7,13 +7,16 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
 	"golang.org/x/term"
 
 	"github.com/barrage-load/barrage/api"
+	"github.com/barrage-load/barrage/internal/barrage"
 )
 
 // newFlags returns a flag set that reports errors to e.stderr and does not exit.
@@ -166,7 +169,40 @@ func runMe(ctx context.Context, e env, args []string) error {
 	}
 	u := res.JSON200
 	fmt.Fprintf(e.stdout, "%s <%s>, %s\nid: %s\nlicense: %s\n", u.Name, u.Email, u.Role, u.Id, licenseLine(u.License))
+	lic, err := cl.GetMyLicenseWithResponse(ctx)
+	if err != nil {
+		return err
+	}
+	if lic.JSON200 == nil {
+		return api.ProblemError(lic.HTTPResponse, lic.Body)
+	}
+	if q := lic.JSON200.Quotas; q != nil {
+		var used []string
+		for _, name := range slices.Sorted(maps.Keys(*q)) {
+			use := (*q)[name]
+			if name == barrage.QuotaStorageBytes {
+				used = append(used, fmt.Sprintf("storage %s of %s", sizeText(use.Used), sizeText(use.Limit)))
+			} else {
+				used = append(used, fmt.Sprintf("%s %d of %d", strings.ReplaceAll(name, "_", " "), use.Used, use.Limit))
+			}
+		}
+		fmt.Fprintf(e.stdout, "using: %s\n", strings.Join(used, ", "))
+	}
 	return nil
+}
+
+// sizeText is n bytes as people read a size: 246 B, 12.5 KiB, 256.0 MiB.
+func sizeText(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
 }
 
 func licenseLine(l *api.License) string {

@@ -185,7 +185,9 @@ func TestServeOnEmbeddedPostgresWithTheCLI(t *testing.T) {
 	require.NotNil(t, m, out)
 	bobCode := m[1]
 	mustCLI(t, p, bob, "bobs long password\n", "signup", "--code", bobCode, "--email", "bob@example.com", "--name", "Bob")
-	require.Contains(t, mustCLI(t, p, bob, "", "me"), "demo: 100 VUs per run")
+	me := mustCLI(t, p, bob, "", "me")
+	require.Contains(t, me, "demo: 100 VUs per run")
+	require.Contains(t, me, "using: namespaces 0 of 5, pending versions 0 of 5, storage 0 B of 256.0 MiB, targets 0 of 20, tests 0 of 200", "the quotas, from the server's defaults")
 
 	// A spent code: a clear error, non-zero exit.
 	_, errOut, err := cli(t, p, t.TempDir(), "eves long password\n", "signup", "--code", bobCode, "--email", "eve@example.com", "--name", "Eve")

@@ -83,7 +83,7 @@ func runServe(ctx context.Context, e env, args []string) error {
 	if err != nil {
 		return err
 	}
-	ctl := control.New(store, log.With(slog.String("component", "control")), control.Config{IngestLag: metrics.IngestLag, Secrets: ring,
+	ctl := control.New(store, log.With(slog.String("component", "control")), control.Config{IngestLag: metrics.IngestLag, Secrets: ring, Quotas: cfg.Quotas,
 		Targets: control.TargetsConfig{Open: cfg.OpenTargets, All: cfg.OpenAllTargets, MaxVUsPerAddress: cfg.DestinationMaxVUs,
 			Checker: ownership.New(&cfg.VerifyTargets, ownership.Resolver(cfg.VerifyDNS))}})
 	blobs, err := openBlobs(ctx, cfg)
@@ -91,7 +91,7 @@ func runServe(ctx context.Context, e env, args []string) error {
 		return err
 	}
 	mkt := market.New(store, blobs, log.With(slog.String("component", "market")), market.Config{MaxArtifactBytes: cfg.MaxPluginBytes,
-		ReservedNamespaces: cfg.ReservedNamespaces})
+		ReservedNamespaces: cfg.ReservedNamespaces, Quotas: cfg.Quotas})
 	handler, err := httpapi.NewServer(httpapi.Deps{
 		Log: log, Accounts: accounts, Control: ctl, Market: mkt, Ready: store.Ready,
 		TrustedProxies: cfg.TrustedProxies, MaxBodyBytes: cfg.MaxBodyBytes, MaxFileBytes: cfg.MaxFileBytes,

@@ -16,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/barrage-load/barrage/internal/barrage"
 	"github.com/barrage-load/barrage/internal/blob"
 	"github.com/barrage-load/barrage/internal/netpolicy"
 	"github.com/barrage-load/barrage/internal/registry"
@@ -54,6 +55,8 @@ type Config struct {
 	// ReservedNamespaces are names no user may claim in the marketplace, beside the built-in
 	// ones (registry.ReservedNamespaces): a vendor's, the organisation's.
 	ReservedNamespaces []string
+	// Quotas bound what each user with a license keeps on the server.
+	Quotas barrage.Quotas
 	// DemoAgent runs the shared demo agent in the serve process, for a portal that works alone.
 	DemoAgent bool
 	// DemoAgentTargets are the internal destinations the demo agent may reach: by default the
@@ -103,6 +106,11 @@ var Settings = []Setting{
 	{"blob-dir", "BARRAGE_BLOB_DIR", "", "folder that keeps plugin artifacts by their sha256; default <data-dir>/blobs"},
 	{"blob-s3-url", "BARRAGE_BLOB_S3_URL", "", "S3-compatible bucket for plugin artifacts instead of the folder, for replicas: http(s)://KEY:SECRET@HOST[:PORT]/BUCKET[/PREFIX][?region=R]"},
 	{"max-plugin-bytes", "BARRAGE_MAX_PLUGIN_BYTES", "134217728", "largest plugin artifact accepted"},
+	{"quota-storage-bytes", "BARRAGE_QUOTA_STORAGE_BYTES", "268435456", "bytes each user with a license may keep: tests' sources and data files, scripts uploaded, plugin artifacts pending or published; 0 bounds nothing"},
+	{"quota-tests", "BARRAGE_QUOTA_TESTS", "200", "tests each user with a license may have; 0 bounds nothing"},
+	{"quota-namespaces", "BARRAGE_QUOTA_NAMESPACES", "5", "marketplace namespaces each user with a license may own; 0 bounds nothing"},
+	{"quota-pending-versions", "BARRAGE_QUOTA_PENDING_VERSIONS", "5", "plugin versions each user with a license may have waiting for review; 0 bounds nothing"},
+	{"quota-targets", "BARRAGE_QUOTA_TARGETS", "20", "targets each user with a license may have; 0 bounds nothing"},
 	{"reserved-namespaces", "BARRAGE_RESERVED_NAMESPACES", "", "comma-separated marketplace namespaces no user may claim, beside the built-in ones (barrage, official, admin...): an admin may reserve them"},
 	{"demo-agent", "BARRAGE_DEMO_AGENT", "false", "also run the shared demo agent in this process (500 VUs and 5 minutes per job); make run sets it"},
 	{"demo-agent-allow", "BARRAGE_DEMO_AGENT_ALLOW", "127.0.0.1:8081,[::1]:8081", "internal destinations the demo agent may load, comma-separated CIDRs, addresses or address:port; the default is barrage demo-shop's address alone"},
@@ -257,6 +265,15 @@ func parse(v map[string]*string) (Config, error) {
 		}
 		c.ReservedNamespaces = append(c.ReservedNamespaces, n)
 	}
+	quota := func(name string) int64 {
+		n, err := strconv.ParseInt(*v[name], 10, 64)
+		if err != nil || n < 0 {
+			bad(name, "want a whole number, 0 or more (0 bounds nothing)")
+		}
+		return n
+	}
+	c.Quotas = barrage.Quotas{StorageBytes: quota("quota-storage-bytes"), Tests: quota("quota-tests"), Namespaces: quota("quota-namespaces"),
+		PendingVersions: quota("quota-pending-versions"), Targets: quota("quota-targets")}
 	bytesSetting := func(name string) int64 {
 		n, err := strconv.ParseInt(*v[name], 10, 64)
 		if err != nil || n < 1024 || n > 1<<30 {

@@ -48,6 +48,8 @@ type Config struct {
 	IngestLag func(time.Duration)
 	// Secrets seals users' secrets; nil seals with a key of this process alone (tests).
 	Secrets *seal.Ring
+	// Quotas bound what each user with a license keeps (none when zero).
+	Quotas barrage.Quotas
 }
 
 // Service is the control plane.
@@ -187,4 +189,14 @@ func (s *Service) AuthenticateAgent(ctx context.Context, bearer string) (barrage
 		return barrage.Agent{}, errBadAgentToken
 	}
 	return barrage.Agent{}, err
+}
+
+// Quotas are the quotas p's license puts on what p keeps, and what p keeps; none for a user
+// without a license.
+func (s *Service) Quotas(ctx context.Context, p barrage.Principal) (barrage.Quotas, barrage.Usage, error) {
+	if p.User.License == nil {
+		return barrage.Quotas{}, barrage.Usage{}, nil
+	}
+	u, err := s.store.Usage(ctx, p.User.ID)
+	return s.cfg.Quotas, u, err
 }

@@ -36,6 +36,13 @@ func (s *Service) CreateScript(ctx context.Context, p barrage.Principal, in Scri
 			return barrage.Script{}, err
 		}
 	}
+	size := int64(len(in.Source))
+	for _, f := range in.Files {
+		size += int64(len(f.Content))
+	}
+	if err := s.store.CheckQuotas(ctx, p, s.cfg.Quotas, barrage.Adding{Quota: barrage.QuotaStorageBytes, N: size}); err != nil {
+		return barrage.Script{}, err
+	}
 	return s.storeScript(ctx, p, name, in.Source, in.Files, barrage.ScriptManifest{})
 }
 

@@ -56,6 +56,10 @@ func (s *Service) CreateTest(ctx context.Context, p barrage.Principal, in TestIn
 	if name == "" {
 		return barrage.Test{}, barrage.Invalid("name", "give the test a name: the script's name, or ?name=")
 	}
+	if err := s.store.CheckQuotas(ctx, p, s.cfg.Quotas, barrage.Adding{Quota: barrage.QuotaTests, N: 1},
+		barrage.Adding{Quota: barrage.QuotaStorageBytes, N: int64(len(in.Source))}); err != nil {
+		return barrage.Test{}, err
+	}
 	t := barrage.Test{ID: uuid.Must(uuid.NewV7()), OwnerID: p.User.ID, Name: name}
 	t, err = s.store.CreateTest(ctx, t, barrage.TestRevision{Format: in.Format, Source: in.Source})
 	if err != nil {
@@ -75,6 +79,9 @@ func (s *Service) SaveTest(ctx context.Context, p barrage.Principal, id uuid.UUI
 	var name *string
 	if in.Name != "" {
 		name = &checked
+	}
+	if err := s.store.CheckQuotas(ctx, p, s.cfg.Quotas, barrage.Adding{Quota: barrage.QuotaStorageBytes, N: int64(len(in.Source))}); err != nil {
+		return barrage.Test{}, err
 	}
 	return s.store.SaveTest(ctx, p.User.ID, id, name, barrage.TestRevision{Format: in.Format, Source: in.Source})
 }
@@ -120,6 +127,9 @@ func (s *Service) PutTestFile(ctx context.Context, p barrage.Principal, id uuid.
 	if !fileNameRe.MatchString(name) {
 		return barrage.TestFile{}, false, barrage.Invalid("name",
 			"1 to 100 letters, digits, '.', '_' or '-', not starting with '.' or '-', and no folder: a script's data variable names its file so")
+	}
+	if err := s.store.CheckQuotas(ctx, p, s.cfg.Quotas, barrage.Adding{Quota: barrage.QuotaStorageBytes, N: int64(len(content))}); err != nil {
+		return barrage.TestFile{}, false, err
 	}
 	return s.store.PutTestFile(ctx, p.User.ID, id, name, content, MaxTestFiles)
 }

@@ -98,7 +98,23 @@ func (s *server) GetMyLicense(ctx context.Context, _ api.GetMyLicenseRequestObje
 	if err != nil {
 		return nil, err
 	}
-	return api.GetMyLicense200JSONResponse(toAPILicense(p.User.License, time.Now())), nil
+	l := toAPILicense(p.User.License, time.Now())
+	out := api.GetMyLicense200JSONResponse{Unlimited: l.Unlimited, Plan: l.Plan, MaxVus: l.MaxVus, MaxRunDurationSeconds: l.MaxRunDurationSeconds,
+		MaxConcurrentRuns: l.MaxConcurrentRuns, ValidUntil: l.ValidUntil, Expired: l.Expired}
+	q, u, err := s.control.Quotas(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	quotas := map[string]api.QuotaUse{}
+	for _, n := range q.Named(u) {
+		if n.Limit > 0 {
+			quotas[n.Name] = api.QuotaUse{Limit: n.Limit, Used: n.Used}
+		}
+	}
+	if len(quotas) > 0 {
+		out.Quotas = &quotas
+	}
+	return out, nil
 }
 
 func (s *server) ListTokens(ctx context.Context, req api.ListTokensRequestObject) (api.ListTokensResponseObject, error) {

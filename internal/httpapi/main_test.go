@@ -21,6 +21,7 @@ import (
 
 	"github.com/barrage-load/barrage/internal/account"
 	"github.com/barrage-load/barrage/internal/auth"
+	"github.com/barrage-load/barrage/internal/barrage"
 	"github.com/barrage-load/barrage/internal/blob"
 	"github.com/barrage-load/barrage/internal/control"
 	"github.com/barrage-load/barrage/internal/httpapi"
@@ -121,6 +122,8 @@ type setupOpts struct {
 	heavyPerUser int
 	// reservedNamespaces are the operator's reserved namespaces.
 	reservedNamespaces []string
+	// quotas bound what each user with a license keeps (none when zero).
+	quotas barrage.Quotas
 	// targets are what runs on shared agents may load; nil opens the addresses the suite's
 	// scripts name (127.0.0.1:9 and :9100), which nothing listens on, as an operator would.
 	targets *control.TargetsConfig
@@ -158,10 +161,10 @@ func setup(t testing.TB, opts ...setupOpts) *testBundle {
 	if o.targets != nil {
 		targets = *o.targets
 	}
-	ctl := control.New(store, log, control.Config{PollEvery: 20 * time.Millisecond, Targets: targets})
+	ctl := control.New(store, log, control.Config{PollEvery: 20 * time.Millisecond, Targets: targets, Quotas: o.quotas})
 	blobs, err := blob.NewLocal(t.TempDir())
 	require.NoError(t, err)
-	mkt := market.New(store, blobs, log, market.Config{MaxArtifactBytes: o.maxPluginBytes, ReservedNamespaces: o.reservedNamespaces})
+	mkt := market.New(store, blobs, log, market.Config{MaxArtifactBytes: o.maxPluginBytes, ReservedNamespaces: o.reservedNamespaces, Quotas: o.quotas})
 	deps := httpapi.Deps{Log: log, Accounts: svc, Control: ctl, Market: mkt, Ready: store.Ready, MaxBodyBytes: o.maxBody, MaxFileBytes: o.maxFileBytes,
 		AnonymousReaders: o.anonReaders, HeavyPerUser: o.heavyPerUser}
 	if o.trusted != "" {

@@ -21,6 +21,7 @@ type problem struct {
 	RequestID  string                   `json:"request_id,omitempty"`
 	Errors     []barrage.FieldError     `json:"errors,omitempty"`
 	Violations []barrage.LimitViolation `json:"violations,omitempty"`
+	Quota      *quotaProblem            `json:"quota,omitempty"`
 
 	retryAfter int // seconds, for 429 and 503
 }
@@ -32,7 +33,16 @@ const (
 	typeLimit       = "urn:barrage:problem:limit-exceeded"
 	typeRateLimited = "urn:barrage:problem:rate-limited"
 	typeTooLarge    = "urn:barrage:problem:body-too-large"
+	typeQuota       = "urn:barrage:problem:quota-exceeded"
 )
+
+// quotaProblem is the quota a change would break.
+type quotaProblem struct {
+	Quota  string `json:"quota"`
+	Limit  int64  `json:"limit"`
+	Used   int64  `json:"used"`
+	Adding int64  `json:"adding"`
+}
 
 // errorKinds maps domain error kinds to HTTP statuses, in the order they are tried.
 var errorKinds = []struct {
@@ -75,6 +85,7 @@ func problemFor(err error) problem {
 		var inv *barrage.InvalidError
 		var lim *barrage.LimitError
 		var rl *barrage.RateLimitError
+		var qe *barrage.QuotaError
 		switch {
 		case errors.As(err, &inv):
 			p.Type, p.Title, p.Errors = typeValidation, "Validation failed", inv.Fields
@@ -82,6 +93,9 @@ func problemFor(err error) problem {
 			p.Type, p.Title, p.Violations = typeLimit, "Limit exceeded", lim.Violations
 		case errors.As(err, &rl):
 			p.Type, p.retryAfter = typeRateLimited, rl.RetryAfterSeconds
+		case errors.As(err, &qe):
+			p.Type, p.Title = typeQuota, "Quota exceeded"
+			p.Quota = &quotaProblem{Quota: qe.Quota, Limit: qe.Limit, Used: qe.Used, Adding: qe.Adding}
 		}
 		var de *barrage.Error
 		if errors.As(err, &de) {

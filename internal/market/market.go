@@ -42,6 +42,8 @@ type Config struct {
 	TempDir string
 	// ReservedNamespaces are names no user may claim, beside registry.ReservedNamespaces.
 	ReservedNamespaces []string
+	// Quotas bound what each user with a license keeps (none when zero).
+	Quotas barrage.Quotas
 }
 
 // Service is the marketplace.
@@ -120,6 +122,15 @@ func (s *Service) Publish(ctx context.Context, p barrage.Principal, namespace, n
 	}
 	if exists {
 		return nil, barrage.Errorf(barrage.ErrConflict, "%s/%s@%s exists already: a version never changes, publish a new one", namespace, name, m.Version)
+	}
+	var size int64
+	for _, a := range v.Artifacts {
+		size += a.Size
+	}
+	// Checked on what the manifest declares, before a byte of the artifacts is taken.
+	if err := s.store.CheckQuotas(ctx, p, s.cfg.Quotas, barrage.Adding{Quota: barrage.QuotaPendingVersions, N: 1},
+		barrage.Adding{Quota: barrage.QuotaStorageBytes, N: size}); err != nil {
+		return nil, err
 	}
 	sums := make([]registry.Sum, len(v.Artifacts))
 	for i, a := range v.Artifacts {
