@@ -234,3 +234,35 @@ func TestSIGTERMFinishesTheRequestsItAccepted(t *testing.T) {
 	require.Equal(t, handled, answered, "every read the server handled was answered to its client\nstderr:\n%s", p.stderr.String())
 	t.Logf("answered %d, refused at the door %d", answered, refused)
 }
+
+// The embedded PostgreSQL killed under serve: serve stops, non-zero, saying what happened and
+// what to do (start it again with the same --data-dir, or run it under a supervisor).
+func TestServeStopsSayingWhatToDoWhenItsEmbeddedPostgreSQLDies(t *testing.T) {
+	t.Parallel()
+	p := startServe(t, reachableDir(t), nil)
+	// serve's child named postgres (any of serve's threads may have started it).
+	stats, err := filepath.Glob("/proc/[0-9]*/stat")
+	require.NoError(t, err)
+	var pg int
+	for _, path := range stats {
+		stat, err := os.ReadFile(path)
+		if err != nil {
+			continue // gone meanwhile
+		}
+		var pid, ppid int
+		var comm, state string
+		if _, err := fmt.Sscan(string(stat), &pid, &comm, &state, &ppid); err == nil && ppid == p.cmd.Process.Pid && comm == "(postgres)" {
+			pg = pid
+		}
+	}
+	require.NotZero(t, pg, "serve runs its PostgreSQL as a child")
+	require.NoError(t, syscall.Kill(pg, syscall.SIGKILL))
+	select {
+	case err := <-p.done:
+		require.Error(t, err, "serve exits non-zero")
+	case <-time.After(time.Minute):
+		t.Fatal("serve went on without its database")
+	}
+	require.Contains(t, p.stderr.String(), "the embedded PostgreSQL exited")
+	require.Contains(t, p.stderr.String(), "start it again with the same --data-dir")
+}

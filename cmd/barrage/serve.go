@@ -174,7 +174,11 @@ func runServe(ctx context.Context, e env, args []string) error {
 	case err := <-serveErr:
 		return fmt.Errorf("serve: %w", err)
 	case <-db.died():
-		return errors.New("the embedded PostgreSQL exited; stopping")
+		// Not restarted here: a database that died once may die again mid-write, and its
+		// supervisor (systemd, Kubernetes, a person) decides; starting serve again recovers it.
+		return errors.New("the embedded PostgreSQL exited (its output went to serve's log, above): serve stops; start it again " +
+			"with the same --data-dir, which starts PostgreSQL and recovers the database, or run serve under a supervisor that restarts it " +
+			"(systemd Restart=on-failure, a Kubernetes Deployment)")
 	}
 	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.ShutdownTimeout)
 	defer cancel()
