@@ -27,12 +27,12 @@ type RateLimits struct {
 
 // DefaultRateLimits slow password guessing to a crawl without troubling people who mistype.
 var DefaultRateLimits = RateLimits{
-	LoginPerClient:   Rate{N: 30, Per: 5 * time.Minute},
-	LoginPerAccount:  Rate{N: 10, Per: 5 * time.Minute},
+	LoginPerClient:  Rate{N: 30, Per: 5 * time.Minute},
+	LoginPerAccount: Rate{N: 10, Per: 5 * time.Minute},
 	// 20 wrong passwords from anywhere, then one attempt a minute.
 	LoginFailuresPerAccount: Rate{N: 20, Per: 20 * time.Minute},
-	SignupPerClient:  Rate{N: 30, Per: time.Hour},
-	SignupPerAccount: Rate{N: 5, Per: time.Hour},
+	SignupPerClient:         Rate{N: 30, Per: time.Hour},
+	SignupPerAccount:        Rate{N: 5, Per: time.Hour},
 }
 
 // limit takes one attempt from key's bucket and refuses it when the bucket is empty. The buckets
