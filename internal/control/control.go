@@ -50,7 +50,15 @@ type Config struct {
 	Secrets *seal.Ring
 	// Quotas bound what each user with a license keeps (none when zero).
 	Quotas barrage.Quotas
+	// ConversionBudget is the server time one user's recordings may take to convert, in seconds
+	// (N seconds, refilled over Per): DefaultConversionBudget when zero.
+	ConversionBudget barrage.Rate
 }
+
+// DefaultConversionBudget lets a user's conversions take 60 seconds of the server's time, and
+// 60 more each 10 minutes: a HAR takes about a second, so dozens in a row, then one every ten
+// seconds, and another user's requests keep their cores.
+var DefaultConversionBudget = barrage.Rate{N: 60, Per: 10 * time.Minute}
 
 // Service is the control plane.
 type Service struct {

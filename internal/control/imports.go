@@ -1,8 +1,11 @@
 package control
 
 import (
+	"cmp"
 	"context"
+	"errors"
 	"fmt"
+	"time"
 
 	"github.com/barrage-load/barrage/internal/barrage"
 	"github.com/barrage-load/barrage/internal/har"
@@ -31,7 +34,20 @@ func (s *Service) ImportTest(ctx context.Context, p barrage.Principal, in Import
 	if err != nil {
 		return barrage.Test{}, nil, err
 	}
+	budget, key := cmp.Or(s.cfg.ConversionBudget, DefaultConversionBudget), "convert:"+p.User.ID.String()
+	if err := s.store.Throttle(ctx, key, budget, 0, s.now()); err != nil {
+		var rl *barrage.RateLimitError
+		if errors.As(err, &rl) {
+			rl.Reason = fmt.Sprintf("your recordings took the %d seconds of conversion one user may spend in %s", budget.N, budget.Per)
+		}
+		return barrage.Test{}, nil, err
+	}
+	start := time.Now()
 	res, err := har.Convert(l, har.Options{Assets: in.Assets, Secrets: secrets})
+	// What it took is spent, whatever came of it: a refused HAR took the time too.
+	if terr := s.store.Throttle(ctx, key, budget, time.Since(start).Seconds(), s.now()); terr != nil && !errors.Is(terr, barrage.ErrRateLimited) {
+		return barrage.Test{}, nil, terr
+	}
 	if err != nil {
 		return barrage.Test{}, nil, err
 	}

@@ -6,9 +6,11 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/barrage-load/barrage/internal/barrage"
 	"github.com/barrage-load/barrage/internal/har"
 )
 
@@ -127,4 +129,20 @@ func TestOtherMethodsOnTheImportRouteAre405(t *testing.T) {
 		require.Equal(t, "POST", r.header.Get("Allow"), m)
 	}
 	requireProblem(t, b.do("GET", "/v1/tests/"+"0193a5e4-7b3c-7d1e-9f00-2a4b6c8d0e1f", u.access, nil), http.StatusNotFound)
+}
+
+// A user's conversions spend a budget of the server's time: past it an import is 429 with
+// Retry-After, saying why, and another user's go on.
+func TestConversionsSpendABudgetOfServerTime(t *testing.T) {
+	t.Parallel()
+	b := setup(t, setupOpts{conversionBudget: barrage.Rate{N: 1, Per: time.Hour}})
+	admin, u := b.adminAndUser()
+	data, err := os.ReadFile("../har/testdata/shop-chrome.har")
+	require.NoError(t, err)
+	require.Equal(t, http.StatusCreated, b.do("POST", "/v1/tests/import", u.access, data).status)
+	r := b.do("POST", "/v1/tests/import", u.access, data)
+	p := requireProblem(t, r, http.StatusTooManyRequests)
+	require.Contains(t, p["detail"], "your recordings took the 1 seconds of conversion one user may spend in 1h0m0s")
+	require.NotEmpty(t, r.header.Get("Retry-After"))
+	require.Equal(t, http.StatusCreated, b.do("POST", "/v1/tests/import", admin.access, data).status, "another user's budget is their own")
 }

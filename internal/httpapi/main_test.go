@@ -124,6 +124,8 @@ type setupOpts struct {
 	reservedNamespaces []string
 	// quotas bound what each user with a license keeps (none when zero).
 	quotas barrage.Quotas
+	// conversionBudget is the conversion time a user may spend (the default when zero).
+	conversionBudget barrage.Rate
 	// targets are what runs on shared agents may load; nil opens the addresses the suite's
 	// scripts name (127.0.0.1:9 and :9100), which nothing listens on, as an operator would.
 	targets *control.TargetsConfig
@@ -161,7 +163,8 @@ func setup(t testing.TB, opts ...setupOpts) *testBundle {
 	if o.targets != nil {
 		targets = *o.targets
 	}
-	ctl := control.New(store, log, control.Config{PollEvery: 20 * time.Millisecond, Targets: targets, Quotas: o.quotas})
+	ctl := control.New(store, log, control.Config{PollEvery: 20 * time.Millisecond, Targets: targets, Quotas: o.quotas,
+		ConversionBudget: o.conversionBudget})
 	blobs, err := blob.NewLocal(t.TempDir())
 	require.NoError(t, err)
 	mkt := market.New(store, blobs, log, market.Config{MaxArtifactBytes: o.maxPluginBytes, ReservedNamespaces: o.reservedNamespaces, Quotas: o.quotas})
