@@ -71,12 +71,13 @@ contract: ## schemathesis over /openapi.yaml against a fresh server, as a user a
 k8s-check: ## validate deploy/kubernetes with kubeconform, offline (schemas from PyPI's kubernetes-validate, cached)
 	scripts/kubeconform.sh
 
-bench: ## Go benchmarks, then the API under wrk, barrage run against wrk and k6 on nginx, decoding gzip against k6, runs through the server
+bench: ## Go benchmarks, then the API under wrk, barrage run against wrk and k6 on nginx, decoding gzip against k6, runs through the server, one user's imports against another's latency
 	$(GO) test -run '^$$' -bench . -benchmem ./...
 	scripts/bench-api.sh
 	scripts/bench-engine.sh
 	scripts/bench-compression.sh
 	scripts/bench-runs.sh
+	scripts/bench-fairshare.sh
 
 bench-smoke: ## every bench once, in seconds, failing unless each prints its figures (CI runs it; the figures mean nothing)
 	scripts/bench-smoke.sh

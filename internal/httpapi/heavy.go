@@ -22,7 +22,7 @@ const DefaultHeavyPerUser = 2
 const heavyRetry = 1
 
 // inflight counts each user's heavy requests in flight on this server, and runs at most so many
-// of everyone's at once (one per core): past that they wait their turn, so that what they cost
+// of everyone's at once (one per two cores, one at least): past that they wait their turn, so that what they cost
 // together (memory to parse, CPU to convert) is bounded whoever sends them.
 type inflight struct {
 	mu  sync.Mutex
@@ -31,16 +31,17 @@ type inflight struct {
 	run chan struct{}
 }
 
-// newInflight allows max heavy requests per user (DefaultHeavyPerUser when 0), and runs total of
-// everyone's at once (one per core when 0: they are work for a core).
-func newInflight(max, total int) *inflight {
-	if max <= 0 {
-		max = DefaultHeavyPerUser
+// newInflight allows perUser heavy requests per user (DefaultHeavyPerUser when 0), and runs total
+// of everyone's at once (when 0, one per two cores, one at least: the other cores stay with the
+// light requests of everyone else).
+func newInflight(perUser, total int) *inflight {
+	if perUser <= 0 {
+		perUser = DefaultHeavyPerUser
 	}
 	if total <= 0 {
-		total = runtime.GOMAXPROCS(0)
+		total = max(1, runtime.GOMAXPROCS(0)/2)
 	}
-	return &inflight{n: map[uuid.UUID]int{}, max: max, run: make(chan struct{}, total)}
+	return &inflight{n: map[uuid.UUID]int{}, max: perUser, run: make(chan struct{}, total)}
 }
 
 // acquire counts one more of user's heavy requests, waits for its turn, and returns what ends
