@@ -44,10 +44,10 @@ func newInflight(perUser, total int) *inflight {
 	return &inflight{n: map[uuid.UUID]int{}, max: perUser, run: make(chan struct{}, total)}
 }
 
-// acquire counts one more of user's heavy requests, waits for its turn, and returns what ends
-// it; it refuses with a *barrage.RateLimitError when user has max in flight already, and with
-// ctx's error when ctx ends first.
-func (f *inflight) acquire(ctx context.Context, user uuid.UUID) (func(), error) {
+// acquire counts one more of user's heavy requests, waits for its turn when turn is set, and
+// returns what ends it; it refuses with a *barrage.RateLimitError when user has max in flight
+// already, and with ctx's error when ctx ends first.
+func (f *inflight) acquire(ctx context.Context, user uuid.UUID, turn bool) (func(), error) {
 	f.mu.Lock()
 	if f.n[user] >= f.max {
 		f.mu.Unlock()
@@ -62,6 +62,9 @@ func (f *inflight) acquire(ctx context.Context, user uuid.UUID) (func(), error) 
 		if f.n[user]--; f.n[user] <= 0 {
 			delete(f.n, user)
 		}
+	}
+	if !turn {
+		return leave, nil
 	}
 	select {
 	case f.run <- struct{}{}:

@@ -84,18 +84,21 @@ func TestAUserHasOnlySoManyHeavyRequestsInFlight(t *testing.T) {
 func TestHeavyRequestsTakeTurns(t *testing.T) {
 	t.Parallel()
 	f := newInflight(0, 1)
-	first, err := f.acquire(t.Context(), uuid.New())
+	upload, err := f.acquire(t.Context(), uuid.New(), false)
+	require.NoError(t, err, "an upload takes no turn")
+	defer upload()
+	first, err := f.acquire(t.Context(), uuid.New(), true)
 	require.NoError(t, err)
 	turn := make(chan func(), 1)
 	go func() {
-		done, err := f.acquire(t.Context(), uuid.New())
+		done, err := f.acquire(t.Context(), uuid.New(), true)
 		if err == nil {
 			turn <- done
 		}
 	}()
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
-	_, err = f.acquire(ctx, uuid.New())
+	_, err = f.acquire(ctx, uuid.New(), true)
 	require.ErrorIs(t, err, context.Canceled, "a request that ends while it waits gives up")
 	select {
 	case <-turn:

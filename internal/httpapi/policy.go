@@ -134,12 +134,14 @@ var policies = map[string]policy{
 
 // heavy are the routes that cost the server real work (parsing a script, converting a
 // recording, checking an upload, rendering a report, comparing runs): a user may have only so
-// many of them in flight at once (Deps.HeavyPerUser).
+// many of them in flight at once (Deps.HeavyPerUser). Those whose work is the server's CPU and
+// memory (true) also take a turn among everyone's; an upload, which a slow client may stretch
+// over minutes, takes none, so that it cannot hold everyone else's work.
 var heavy = map[string]bool{
 	"POST /v1/tests": true, "POST /v1/tests/import": true, "PATCH /v1/tests/{id}": true,
-	"PUT /v1/tests/{id}/files/{name}":              true,
-	"POST /v1/plugins/{namespace}/{name}/versions": true, "POST /v1/scripts": true,
+	"PUT /v1/tests/{id}/files/{name}": true, "POST /v1/scripts": true,
 	"GET /v1/runs/{id}/compare": true, "GET /v1/runs/{id}/report": true, "GET /v1/runs/{id}/sweep.html": true,
+	"POST /v1/plugins/{namespace}/{name}/versions": false,
 }
 
 func routeKey(method, pattern string) string { return method + " " + pattern }
@@ -207,8 +209,8 @@ func (s *server) authorize(next http.Handler) http.Handler {
 			writeError(s.log, w, r, barrage.Errorf(barrage.ErrForbidden, "this token lacks the %q scope", pol.scope))
 			return
 		}
-		if heavy[key] {
-			done, err := s.heavy.acquire(r.Context(), p.User.ID)
+		if turn, ok := heavy[key]; ok {
+			done, err := s.heavy.acquire(r.Context(), p.User.ID, turn)
 			if err != nil {
 				writeError(s.log, w, r, err)
 				return

@@ -55,6 +55,9 @@ func TestEveryRouteHasAPolicy(t *testing.T) {
 	for key := range policies {
 		require.Contains(t, routes, key, "policy %s names no route", key)
 	}
+	for key := range heavy {
+		require.Contains(t, routes, key, "heavy %s names no route", key)
+	}
 }
 
 func TestRouterAndSpecHaveTheSameRoutes(t *testing.T) {
