@@ -128,7 +128,12 @@ func (s *Service) PutTestFile(ctx context.Context, p barrage.Principal, id uuid.
 		return barrage.TestFile{}, false, barrage.Invalid("name",
 			"1 to 100 letters, digits, '.', '_' or '-', not starting with '.' or '-', and no folder: a script's data variable names its file so")
 	}
-	if err := s.store.CheckQuotas(ctx, p, s.cfg.Quotas, barrage.Adding{Quota: barrage.QuotaStorageBytes, N: int64(len(content))}); err != nil {
+	old, err := s.store.TestFileSize(ctx, p.User.ID, id, name)
+	if err != nil {
+		return barrage.TestFile{}, false, err
+	}
+	// A replacement adds what it holds beyond the file it replaces.
+	if err := s.store.CheckQuotas(ctx, p, s.cfg.Quotas, barrage.Adding{Quota: barrage.QuotaStorageBytes, N: int64(len(content)) - old}); err != nil {
 		return barrage.TestFile{}, false, err
 	}
 	return s.store.PutTestFile(ctx, p.User.ID, id, name, content, MaxTestFiles)

@@ -27,7 +27,7 @@ func requireQuota(t *testing.T, r response, quota string, limit, used int64) {
 // GET /v1/me/license shows what is used of each. An unlimited user (an admin) has none.
 func TestQuotasBoundWhatAUserKeeps(t *testing.T) {
 	t.Parallel()
-	b := setup(t, setupOpts{quotas: barrage.Quotas{StorageBytes: 4000, Tests: 2, Namespaces: 1, PendingVersions: 1, Targets: 1}})
+	b := setup(t, setupOpts{quotas: barrage.Quotas{StorageBytes: 5000, Tests: 2, Namespaces: 1, PendingVersions: 1, Targets: 1}})
 	admin, u := b.adminAndUser()
 	const source = "version: 1\nsession: {groups: [{name: g, requests: [{name: r, url: 'http://127.0.0.1:9/'}]}]}\nload: {vus: 1, iterations: 1}\n"
 	test := func(bearer, name string) response {
@@ -41,9 +41,15 @@ func TestQuotasBoundWhatAUserKeeps(t *testing.T) {
 	require.Len(t, b.do("GET", "/v1/tests", u.access, nil).json(t)["items"], 2, "nothing stored")
 
 	id := second.json(t)["id"].(string)
-	requireQuota(t, b.do("PUT", "/v1/tests/"+id+"/files/users.csv", u.access, "name\n"+strings.Repeat("x", 5000)+"\n", "Content-Type", "application/octet-stream"),
-		"storage_bytes", 4000, stored)
+	requireQuota(t, b.do("PUT", "/v1/tests/"+id+"/files/users.csv", u.access, "name\n"+strings.Repeat("x", 6000)+"\n", "Content-Type", "application/octet-stream"),
+		"storage_bytes", 5000, stored)
 	requireProblem(t, b.do("GET", "/v1/tests/"+id+"/files/users.csv", u.access, nil), http.StatusNotFound)
+	file := func(size int) response {
+		return b.do("PUT", "/v1/tests/"+id+"/files/users.csv", u.access, "name\n"+strings.Repeat("y", size)+"\n", "Content-Type", "application/octet-stream")
+	}
+	require.Equal(t, http.StatusCreated, file(3000).status)
+	require.Equal(t, http.StatusOK, file(3500).status, "a replacement adds what it holds beyond the file it replaces")
+	stored += int64(len("name\n\n") + 3500)
 
 	require.Equal(t, http.StatusCreated, b.do("POST", "/v1/namespaces", u.access, map[string]any{"name": "mine"}).status)
 	requireQuota(t, b.do("POST", "/v1/namespaces", u.access, map[string]any{"name": "another"}), "namespaces", 1, 1)
@@ -52,7 +58,7 @@ func TestQuotasBoundWhatAUserKeeps(t *testing.T) {
 
 	lic := b.do("GET", "/v1/me/license", u.access, nil).json(t)
 	require.Equal(t, map[string]any{
-		"storage_bytes": map[string]any{"limit": 4000.0, "used": float64(stored)}, "tests": map[string]any{"limit": 2.0, "used": 2.0},
+		"storage_bytes": map[string]any{"limit": 5000.0, "used": float64(stored)}, "tests": map[string]any{"limit": 2.0, "used": 2.0},
 		"namespaces": map[string]any{"limit": 1.0, "used": 1.0}, "pending_versions": map[string]any{"limit": 1.0, "used": 0.0},
 		"targets": map[string]any{"limit": 1.0, "used": 1.0},
 	}, lic["quotas"])

@@ -2,10 +2,13 @@ package postgres
 
 import (
 	"context"
+	"errors"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 
 	"github.com/barrage-load/barrage/internal/barrage"
+	"github.com/barrage-load/barrage/internal/postgres/dbsqlc"
 )
 
 // Usage is what user keeps, as quotas count it (barrage.Quotas).
@@ -31,4 +34,14 @@ func (s *Store) CheckQuotas(ctx context.Context, p barrage.Principal, q barrage.
 		return err
 	}
 	return q.CheckAll(u, adds...)
+}
+
+// TestFileSize is the size of owner's test's file name, 0 when there is none: what replacing it
+// frees.
+func (s *Store) TestFileSize(ctx context.Context, owner, test uuid.UUID, name string) (int64, error) {
+	n, err := s.q.TestFileSize(ctx, s.pool, dbsqlc.TestFileSizeParams{TestID: test, Name: name, OwnerID: owner})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, nil
+	}
+	return n, err
 }
