@@ -22,8 +22,8 @@ const DefaultHeavyPerUser = 2
 const heavyRetry = 1
 
 // inflight counts each user's heavy requests in flight on this server, and runs at most so many
-// of everyone's at once (one per two cores, one at least): past that they wait their turn, so that what they cost
-// together (memory to parse, CPU to convert) is bounded whoever sends them.
+// of everyone's at once: past that they wait their turn, so that what they cost together (memory
+// to parse, CPU to convert) is bounded whoever sends them.
 type inflight struct {
 	mu  sync.Mutex
 	n   map[uuid.UUID]int

@@ -211,11 +211,16 @@ func (s *server) authorize(next http.Handler) http.Handler {
 		}
 		if turn, ok := heavy[key]; ok {
 			done, err := s.heavy.acquire(r.Context(), p.User.ID, turn)
+			if err == nil {
+				defer done()
+			}
+			if r.Context().Err() != nil {
+				return // the client left while its request waited its turn: nobody to answer
+			}
 			if err != nil {
 				writeError(s.log, w, r, err)
 				return
 			}
-			defer done()
 		}
 		next.ServeHTTP(w, r)
 	})
