@@ -15,15 +15,8 @@ scripts/need.sh bench-fairshare python3 curl
 
 work=$(mktemp -d /tmp/barrage-bench-fairshare-XXXXXX)
 chmod 755 "$work"
-go build -o "$work/barrage" ./cmd/barrage
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-base="http://127.0.0.1:$port"
-"$work/barrage" serve --addr "127.0.0.1:$port" --data-dir "$work/data" --log-level warn >"$work/serve.out" 2>"$work/serve.err" &
-pid=$!
-cleanup() { kill -TERM "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; rm -rf "$work"; }
-trap cleanup EXIT
-for _ in $(seq 1 600); do curl -sf "$base/readyz" >/dev/null 2>&1 && break; sleep 0.2; done
-curl -sf "$base/readyz" >/dev/null || { echo "bench-fairshare: serve did not become ready" >&2; cat "$work/serve.err" >&2; exit 1; }
+. scripts/bench-lib.sh # start_serve (the working folder is the repository)
+start_serve bench-fairshare
 
 # Two users with the demo license: A imports, B reads.
 code=$(grep -o 'brg_inv_[a-z2-7]*' "$work/serve.out" | head -1)
