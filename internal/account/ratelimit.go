@@ -14,25 +14,17 @@ type Rate = barrage.Rate
 // (from the trusted-proxy setting), all attempts, and per account and client together, failures
 // only: an attacker's wrong passwords slow that attacker and never lock the owner out, who signs
 // in from elsewhere. Sign-up is throttled per client and per account (the email asked for).
-//
-// LoginFailuresPerAccount counts an account's wrong passwords from every client together: a
-// campaign from many addresses, each under its own allowance, empties it, and then the account's
-// sign-in slows to the refill (one attempt a minute by default) for everyone, its owner too, who
-// waits that minute rather than being locked out; the log says so, once an emptying.
 type RateLimits struct {
 	LoginPerClient, LoginPerAccount   Rate
-	LoginFailuresPerAccount           Rate
 	SignupPerClient, SignupPerAccount Rate
 }
 
 // DefaultRateLimits slow password guessing to a crawl without troubling people who mistype.
 var DefaultRateLimits = RateLimits{
-	LoginPerClient:  Rate{N: 30, Per: 5 * time.Minute},
-	LoginPerAccount: Rate{N: 10, Per: 5 * time.Minute},
-	// 20 wrong passwords from anywhere, then one attempt a minute.
-	LoginFailuresPerAccount: Rate{N: 20, Per: 20 * time.Minute},
-	SignupPerClient:         Rate{N: 30, Per: time.Hour},
-	SignupPerAccount:        Rate{N: 5, Per: time.Hour},
+	LoginPerClient:   Rate{N: 30, Per: 5 * time.Minute},
+	LoginPerAccount:  Rate{N: 10, Per: 5 * time.Minute},
+	SignupPerClient:  Rate{N: 30, Per: time.Hour},
+	SignupPerAccount: Rate{N: 5, Per: time.Hour},
 }
 
 // limit takes one attempt from key's bucket and refuses it when the bucket is empty. The buckets

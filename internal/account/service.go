@@ -6,8 +6,6 @@ package account
 import (
 	"cmp"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -143,44 +141,24 @@ func (s *Service) Login(ctx context.Context, email, password string, client neti
 	if err := s.allowed(ctx, s.limits.LoginPerAccount, failures); err != nil {
 		return Session{}, err
 	}
-	// And from every client together: a campaign from many addresses slows the account's sign-in.
-	account := "login:account-failures:" + strings.ToLower(email)
-	if err := s.allowed(ctx, s.limits.LoginFailuresPerAccount, account); err != nil {
-		return Session{}, err
-	}
-	wrong := func() error {
-		err := cmp.Or(s.failed(ctx, s.limits.LoginPerAccount, failures), s.failed(ctx, s.limits.LoginFailuresPerAccount, account))
-		if err == nil && s.allowed(ctx, s.limits.LoginFailuresPerAccount, account) != nil {
-			s.log.WarnContext(ctx, "wrong passwords for one account from many clients: its sign-in is slowed for everyone, its owner too",
-				slog.String("email_sha256", emailDigest(email)), slog.String("last_client", clientKey(client)))
-		}
-		return cmp.Or(err, errBadCredentials)
-	}
 	u, err := s.store.UserByEmail(ctx, email)
 	if errors.Is(err, barrage.ErrNotFound) {
 		_ = s.hasher.VerifyDummy(ctx, password)
-		return Session{}, wrong()
+		return Session{}, cmp.Or(s.failed(ctx, s.limits.LoginPerAccount, failures), errBadCredentials)
 	}
 	if err != nil {
 		return Session{}, err
 	}
 	if err := s.hasher.Verify(ctx, u.PasswordHash, password); err != nil {
 		if errors.Is(err, auth.ErrMismatch) {
-			return Session{}, wrong()
+			return Session{}, cmp.Or(s.failed(ctx, s.limits.LoginPerAccount, failures), errBadCredentials)
 		}
 		return Session{}, err
 	}
 	if u.Disabled {
-		return Session{}, wrong()
+		return Session{}, cmp.Or(s.failed(ctx, s.limits.LoginPerAccount, failures), errBadCredentials)
 	}
 	return s.startSession(ctx, u)
-}
-
-// emailDigest names an email address in a log without writing it: the first 16 hex digits of
-// its SHA-256, lower-cased first, which an admin can compute for an address to look for.
-func emailDigest(email string) string {
-	sum := sha256.Sum256([]byte(strings.ToLower(email)))
-	return hex.EncodeToString(sum[:8])
 }
 
 // startSession issues an access token and the first refresh token of a new family.

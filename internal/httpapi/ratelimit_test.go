@@ -1,7 +1,6 @@
 package httpapi_test
 
 import (
-	"fmt"
 	"net/http"
 	"strconv"
 	"testing"
@@ -107,33 +106,4 @@ func TestSignupIsRateLimitedPerClient(t *testing.T) {
 	requireProblem(t, b.do("POST", "/v1/auth/signup", "", body), http.StatusUnprocessableEntity)
 	requireProblem(t, b.do("POST", "/v1/auth/signup", "", body), http.StatusUnprocessableEntity)
 	requireProblem(t, b.do("POST", "/v1/auth/signup", "", body), http.StatusTooManyRequests)
-}
-
-// Wrong passwords from many addresses, each under its own allowance, empty the account's own: its
-// sign-in then waits for the refill, for everyone (its owner too, a minute at most), rather than
-// let a campaign guess on; nothing locks.
-func TestACampaignFromManyAddressesSlowsTheAccount(t *testing.T) {
-	t.Parallel()
-	lots := account.Rate{N: 1000, Per: time.Hour}
-	b := setup(t, setupOpts{trusted: "127.0.0.1/32", limits: account.RateLimits{
-		LoginPerClient: lots, LoginPerAccount: lots, SignupPerClient: lots, SignupPerAccount: lots,
-		LoginFailuresPerAccount: account.Rate{N: 5, Per: 5 * time.Minute},
-	}})
-	u := b.firstAdmin()
-	login := func(password string, i int) response {
-		return b.do("POST", "/v1/auth/login", "", map[string]any{"email": u.email, "password": password}, "X-Forwarded-For", fmt.Sprintf("203.0.113.%d", i))
-	}
-	for i := range 5 {
-		requireProblem(t, login("wrong password", i), http.StatusUnauthorized)
-	}
-	for _, password := range []string{"wrong password", u.password} {
-		r := login(password, 99)
-		requireProblem(t, r, http.StatusTooManyRequests)
-		retry, err := strconv.Atoi(r.header.Get("Retry-After"))
-		require.NoError(t, err)
-		require.LessOrEqual(t, retry, 60, "one attempt a minute comes back: slowed, not locked")
-	}
-	// Another account is not slowed.
-	requireProblem(t, b.do("POST", "/v1/auth/login", "", map[string]any{"email": "other@example.com", "password": "wrong password"},
-		"X-Forwarded-For", "203.0.113.7"), http.StatusUnauthorized)
 }
