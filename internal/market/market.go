@@ -127,7 +127,7 @@ func (s *Service) Publish(ctx context.Context, p barrage.Principal, namespace, n
 	for _, a := range v.Artifacts {
 		size += a.Size
 	}
-	// Checked on what the manifest declares, before a byte of the artifacts is taken.
+	// Checked on what the manifest declares, before an artifact is stored.
 	if err := s.store.CheckQuotas(ctx, p, s.cfg.Quotas, barrage.Adding{Quota: barrage.QuotaPendingVersions, N: 1},
 		barrage.Adding{Quota: barrage.QuotaStorageBytes, N: size}); err != nil {
 		return nil, err
