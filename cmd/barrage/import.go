@@ -209,21 +209,3 @@ func fieldLines(err error) string {
 	}
 	return strings.Join(lines, "\n  ")
 }
-
-// writePrivate writes data to path readable by its owner alone, whatever the file was before: a
-// recording's script may hold what was typed in (a password left as recorded).
-func writePrivate(path string, data []byte) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
-	if err != nil {
-		return err
-	}
-	if err := f.Chmod(0o600); err != nil {
-		f.Close()
-		return err
-	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
-}

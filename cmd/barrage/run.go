@@ -275,12 +275,24 @@ func writeJSON(path string, v any) error {
 // writeWith writes the file at path with write, whole or not at all: into a temporary file
 // beside it, renamed over it once written, so a failure leaves what was there.
 func writeWith(path string, write func(io.Writer) error) error {
+	return writeWithMode(path, 0o644, write)
+}
+
+// writePrivate writes data to path as writeWith does, readable by its owner alone whatever the
+// file was before: a recording, or the script made of one, may hold what was typed in (a
+// password left as recorded).
+func writePrivate(path string, data []byte) error {
+	return writeWithMode(path, 0o600, func(w io.Writer) error { _, err := w.Write(data); return err })
+}
+
+// writeWithMode is writeWith, the file getting mode.
+func writeWithMode(path string, mode os.FileMode, write func(io.Writer) error) error {
 	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
 	if err != nil {
 		return err
 	}
 	defer os.Remove(f.Name()) // gone once renamed
-	err = cmp.Or(write(f), f.Chmod(0o644), f.Close())
+	err = cmp.Or(write(f), f.Chmod(mode), f.Close())
 	if err == nil {
 		err = os.Rename(f.Name(), path)
 	}

@@ -52,10 +52,12 @@ func (q Quotas) Check(u Usage, name string, adding int64) error {
 }
 
 // QuotaError is a change refused because it would take a user past a quota: which, its size, what
-// is in use, and what the change would add. It answers 403.
+// is in use, and what the change would add. It answers 403, itself in the problem's quota.
 type QuotaError struct {
-	Quota               string
-	Limit, Used, Adding int64
+	Quota  string `json:"quota"`
+	Limit  int64  `json:"limit"`
+	Used   int64  `json:"used"`
+	Adding int64  `json:"adding"`
 }
 
 func (e *QuotaError) Error() string {

@@ -87,11 +87,15 @@ func (c *converter) maskSecrets() {
 	}
 	names := c.secretNames()
 	m := script.NewMasker(slices.Collect(maps.Values(c.opts.Secrets)))
+	forms := make(map[string][]string, len(names)) // each secret's, worked out once
+	for _, name := range names {
+		forms[name] = script.SecretForms(c.opts.Secrets[name])
+	}
 	masked := map[string][]string{} // secret -> where it was masked
 	renamed := map[string]string{}  // a request's name -> the name it has now
 	mask := func(text, where string) string {
 		for _, name := range names {
-			for _, form := range script.SecretForms(c.opts.Secrets[name]) {
+			for _, form := range forms[name] {
 				if holdsToken(text, form) {
 					masked[name] = append(masked[name], where)
 					return m.String(text)
@@ -107,7 +111,7 @@ func (c *converter) maskSecrets() {
 				if seg := mask(r.segs[i], x.name+" (URL path)"); seg != r.segs[i] {
 					r.segs[i], f.text = seg, m.String(f.text)
 				} else if t := mask(f.text, x.name+" (URL path)"); t != f.text {
-					r.segs[i], f.text = Masked, t
+					r.segs[i], f.text = script.Masked, t
 				}
 			}
 		}
@@ -118,7 +122,7 @@ func (c *converter) maskSecrets() {
 			}
 			if f.kind == inHeader && strings.HasPrefix(f.text, "Basic ") {
 				if cred, err := base64.StdEncoding.DecodeString(strings.TrimPrefix(f.text, "Basic ")); err == nil && mask(string(cred), x.name+" ("+f.where+", Basic credentials)") != string(cred) {
-					f.fixed, f.rendered = true, "Basic "+Masked
+					f.fixed, f.rendered = true, "Basic "+script.Masked
 					continue
 				}
 			}
@@ -129,7 +133,7 @@ func (c *converter) maskSecrets() {
 		}
 		// A request is named by its URL: a secret the URL held must not name it.
 		if u := x.url.String(); slices.ContainsFunc(names, func(n string) bool {
-			return slices.ContainsFunc(script.SecretForms(c.opts.Secrets[n]), func(f string) bool { return holdsToken(u, f) })
+			return slices.ContainsFunc(forms[n], func(f string) bool { return holdsToken(u, f) })
 		}) {
 			renamed[x.name] = m.String(x.name)
 			x.name = renamed[x.name]
@@ -139,7 +143,7 @@ func (c *converter) maskSecrets() {
 	for _, name := range names {
 		if where := slices.Compact(masked[name]); len(where) > 0 {
 			c.warn("your secret %s is sent in %s in a form a script cannot write ${secret.%s} in (escaped, or inside other text): the script sends %s there; edit those places",
-				name, strings.Join(shortList(where, 3), ", "), name, Masked)
+				name, strings.Join(shortList(where, 3), ", "), name, script.Masked)
 		}
 	}
 	r := c.res
@@ -186,6 +190,3 @@ func maskUnbound(text string, subs []*binding, mask func(string) string) string 
 	}
 	return b.String()
 }
-
-// Masked is what a secret's value reads as where the script cannot name it.
-const Masked = script.Masked

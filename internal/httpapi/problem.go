@@ -21,7 +21,7 @@ type problem struct {
 	RequestID  string                   `json:"request_id,omitempty"`
 	Errors     []barrage.FieldError     `json:"errors,omitempty"`
 	Violations []barrage.LimitViolation `json:"violations,omitempty"`
-	Quota      *quotaProblem            `json:"quota,omitempty"`
+	Quota      *barrage.QuotaError      `json:"quota,omitempty"`
 
 	retryAfter int // seconds, for 429 and 503
 }
@@ -35,14 +35,6 @@ const (
 	typeTooLarge    = "urn:barrage:problem:body-too-large"
 	typeQuota       = "urn:barrage:problem:quota-exceeded"
 )
-
-// quotaProblem is the quota a change would break.
-type quotaProblem struct {
-	Quota  string `json:"quota"`
-	Limit  int64  `json:"limit"`
-	Used   int64  `json:"used"`
-	Adding int64  `json:"adding"`
-}
 
 // errorKinds maps domain error kinds to HTTP statuses, in the order they are tried.
 var errorKinds = []struct {
@@ -95,7 +87,7 @@ func problemFor(err error) problem {
 			p.Type, p.retryAfter = typeRateLimited, rl.RetryAfterSeconds
 		case errors.As(err, &qe):
 			p.Type, p.Title = typeQuota, "Quota exceeded"
-			p.Quota = &quotaProblem{Quota: qe.Quota, Limit: qe.Limit, Used: qe.Used, Adding: qe.Adding}
+			p.Quota = qe
 		}
 		var de *barrage.Error
 		if errors.As(err, &de) {
