@@ -1,6 +1,7 @@
 package httpapi_test
 
 import (
+	"bufio"
 	"context"
 	"crypto/ecdsa"
 	"crypto/ed25519"
@@ -381,7 +382,7 @@ func TestAnonymousBodiesAreSmallAndFew(t *testing.T) {
 	b := setup(t, setupOpts{anonReaders: 2, asServed: true}) // as served: the spec check would read the bodies first
 	big := `{"email": "a@example.com", "password": "` + strings.Repeat("x", 20<<10) + `"}`
 	requireProblem(t, b.do("POST", "/v1/auth/login", "", big), http.StatusRequestEntityTooLarge)
-	// With credentials, the same size is read (and the credentials refused).
+	// With credentials, the same size is allowed (and the credentials refused before it is read).
 	requireProblem(t, b.do("POST", "/v1/tokens", "brg_pat_not-a-token", big), http.StatusUnauthorized)
 
 	// Two anonymous bodies trickle in and hold the two places; a third is turned away at once.
@@ -415,6 +416,44 @@ func TestAnonymousBodiesAreSmallAndFew(t *testing.T) {
 	p := requireProblem(t, third, http.StatusServiceUnavailable)
 	require.Equal(t, "1", third.header.Get("Retry-After"))
 	require.Contains(t, p["detail"], "without credentials")
+}
+
+// A body is read only once its sender is known: a request whose token is not one is answered
+// 401 while its body is still on the way (here, never finishes), so that any Authorization header
+// does not make the server hold a megabyte, or a data file's 16 MiB.
+func TestABodyIsReadOnlyOnceItsSenderIsKnown(t *testing.T) {
+	t.Parallel()
+	b := setup(t, setupOpts{asServed: true})
+	_, u := b.adminAndUser()
+	addr := strings.TrimPrefix(b.srv.URL, "http://")
+	send := func(path, bearer string) net.Conn {
+		c, err := net.Dial("tcp", addr)
+		require.NoError(t, err)
+		t.Cleanup(func() { c.Close() })
+		_, err = fmt.Fprintf(c, "PUT %s HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\nContent-Type: application/octet-stream\r\nContent-Length: 16000000\r\n\r\n%s",
+			path, bearer, strings.Repeat("x", 1000))
+		require.NoError(t, err)
+		return c
+	}
+	answer := func(c net.Conn) string {
+		_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+		line, err := bufio.NewReader(c).ReadString('\n')
+		require.NoError(t, err, "no answer while the body is on the way")
+		return line
+	}
+	test := b.do("POST", "/v1/tests", u.access, "version: 1\nname: t\nsession: {groups: [{name: g, requests: [{name: r, url: 'http://127.0.0.1:9/'}]}]}\nload: {vus: 1, iterations: 1}\n", "Content-Type", "application/yaml").json(t)
+	path := fmt.Sprintf("/v1/tests/%s/files/users.csv", test["id"])
+	require.NotNil(t, test["id"], "%v", test)
+	require.Contains(t, answer(send(path, "brg_pat_not-a-token")), " 401 ")
+	require.Contains(t, answer(send(path, "not even a token")), " 401 ")
+
+	// With the user's own token, the server waits for the body it was promised.
+	c := send(path, u.access)
+	_ = c.SetReadDeadline(time.Now().Add(200 * time.Millisecond))
+	_, err := c.Read(make([]byte, 1))
+	var ne net.Error
+	require.ErrorAs(t, err, &ne, "a known sender's body is read before the answer")
+	require.True(t, ne.Timeout())
 }
 
 // Changing one's email to one that has an account is refused (409), so each try says whether it

@@ -103,6 +103,8 @@ func TestABadHARIs422NamingTheField(t *testing.T) {
 	requireProblem(t, b.do("POST", "/v1/tests/import", u.access, "log: {}", "Content-Type", "application/yaml"), http.StatusUnsupportedMediaType)
 	p := requireProblem(t, b.do("POST", "/v1/tests/import", u.access, "\x1f\x8b\x08\x00", "Content-Encoding", "gzip"), http.StatusUnsupportedMediaType)
 	require.Contains(t, p["detail"], `Content-Encoding "gzip" is not supported`, "a compressed body is refused, not taken for garbage")
+	p = requireProblem(t, b.do("POST", "/v1/tests/import", u.access, "\x1f\x8b\x08\x00", "Content-Encoding", "identity, gzip"), http.StatusUnsupportedMediaType)
+	require.Contains(t, p["detail"], `Content-Encoding "gzip" is not supported`, "every coding listed is looked at")
 	requireProblem(t, b.do("POST", "/v1/tests/import", "", `{"log": {"entries": []}}`), http.StatusUnauthorized)
 	require.Empty(t, b.do("GET", "/v1/tests", u.access, nil).json(t)["items"], "nothing refused was stored")
 }

@@ -28,7 +28,7 @@ const (
 	keyRequestID ctxKey = iota
 	keyClientIP
 	keyPrincipal
-	keyRawBody
+	keyBody
 )
 
 func requestIDFrom(ctx context.Context) string {
@@ -213,11 +213,12 @@ func accessLog(log *slog.Logger, observe func(route, method string, status int, 
 // fileRoute is the path of a test's data file, whose uploads have a limit of their own.
 var fileRoute = regexp.MustCompile(`^/v1/tests/[^/]+/files/[^/]+$`)
 
-// limitBody reads the whole body up front, refusing more than max bytes (fileMax for a data
-// file's upload) with 413, so that the validator and the handler can both read it and an
-// oversized body never reaches either. The handler finds the bytes as they came in rawBody.
-// A plugin version's upload is the exception: it is streamed to storage as it arrives, within
-// uploadMax, and never read whole.
+// limitBody bounds the request's body: more than max bytes (fileMax for a data file's upload)
+// is refused with 413, a body sent by no one in particular is read a few at a time and small,
+// and a compressed one is refused with 415. It reads nothing itself: bufferBody reads the body
+// whole once the route knows who sends it (authorize), so that a request with a token that is
+// not one costs the server no body at all. A plugin version's upload is the exception: it is
+// streamed to storage as it arrives, within uploadMax, and never read whole.
 func limitBody(bodyMax, fileMax, uploadMax int64, anonReaders int) func(http.Handler) http.Handler {
 	// Bodies sent by no one in particular are read a few at a time: a crowd of anonymous
 	// connections each trickling a body cannot pin the server's memory (150 of them held 150 MiB
@@ -229,11 +230,13 @@ func limitBody(bodyMax, fileMax, uploadMax int64, anonReaders int) func(http.Han
 				next.ServeHTTP(w, r)
 				return
 			}
-			if ce := r.Header.Get("Content-Encoding"); ce != "" && !strings.EqualFold(ce, "identity") {
-				// Read as sent, a gzip body would be taken for garbage, or ignored: refused, saying so.
-				writeProblem(w, r, problem{Type: "about:blank", Status: http.StatusUnsupportedMediaType,
-					Detail: fmt.Sprintf("Request bodies are read as sent: Content-Encoding %q is not supported.", ce)})
-				return
+			for _, ce := range strings.Split(strings.Join(r.Header.Values("Content-Encoding"), ","), ",") {
+				if ce = strings.TrimSpace(ce); ce != "" && !strings.EqualFold(ce, "identity") {
+					// Read as sent, a gzip body would be taken for garbage, or ignored: refused, saying so.
+					writeProblem(w, r, problem{Type: "about:blank", Status: http.StatusUnsupportedMediaType,
+						Detail: fmt.Sprintf("Request bodies are read as sent: Content-Encoding %q is not supported.", ce)})
+					return
+				}
 			}
 			max := bodyMax
 			if r.Header.Get("Authorization") == "" {
@@ -259,34 +262,57 @@ func limitBody(bodyMax, fileMax, uploadMax int64, anonReaders int) func(http.Han
 				// The server's read timeout is for requests that fit in memory; an upload of
 				// hundreds of megabytes gets the time a slow link needs.
 				_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(transferTimeout))
-				next.ServeHTTP(w, r)
+				next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), keyBody, &body{streamed: true})))
 				return
 			}
 			// Only a request that says who it is may make the server hold a data file's size.
 			if r.Method == http.MethodPut && fileRoute.MatchString(r.URL.Path) && r.Header.Get("Authorization") != "" {
 				max = fileMax
 			}
-			tooLarge := problem{Type: typeTooLarge, Status: http.StatusRequestEntityTooLarge,
-				Detail: fmt.Sprintf("The request body is larger than %d bytes.", max)}
 			if r.ContentLength > max {
-				writeProblem(w, r, tooLarge)
+				writeProblem(w, r, tooLarge(max))
 				return
 			}
-			body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, max))
-			var mbe *http.MaxBytesError
-			switch {
-			case errors.As(err, &mbe):
-				writeProblem(w, r, tooLarge)
-				return
-			case err != nil:
-				writeProblem(w, r, problem{Type: typeMalformed, Status: http.StatusBadRequest, Detail: "The request body could not be read."})
-				return
-			}
-			r.Body = io.NopCloser(bytes.NewReader(body))
-			r.ContentLength = int64(len(body))
-			next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), keyRawBody, body)))
+			r.Body = http.MaxBytesReader(w, r.Body, max)
+			next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), keyBody, &body{max: max})))
 		})
 	}
+}
+
+// body is what limitBody decided of a request's body, and what bufferBody read of it.
+type body struct {
+	max      int64
+	streamed bool
+	raw      []byte
+}
+
+func tooLarge(max int64) problem {
+	return problem{Type: typeTooLarge, Status: http.StatusRequestEntityTooLarge,
+		Detail: fmt.Sprintf("The request body is larger than %d bytes.", max)}
+}
+
+// bufferBody reads r's body whole, within what limitBody allowed, so that the validator and the
+// handler can both read it; the handler finds the bytes as they came in rawBody. It answers the
+// request itself (413, 400) and returns false when the body cannot be read.
+func bufferBody(w http.ResponseWriter, r *http.Request) bool {
+	b, _ := r.Context().Value(keyBody).(*body)
+	if b == nil || b.streamed || b.raw != nil {
+		return true
+	}
+	raw, err := io.ReadAll(r.Body)
+	var mbe *http.MaxBytesError
+	switch {
+	case errors.As(err, &mbe):
+		writeProblem(w, r, tooLarge(b.max))
+		return false
+	case err != nil:
+		writeProblem(w, r, problem{Type: typeMalformed, Status: http.StatusBadRequest, Detail: "The request body could not be read."})
+		return false
+	}
+	b.raw = raw
+	r.Body = io.NopCloser(bytes.NewReader(raw))
+	r.ContentLength = int64(len(raw))
+	return true
 }
 
 // anonBodyMax caps the body of a request that says nothing of who sends it.
@@ -295,8 +321,10 @@ const anonBodyMax = 16 << 10
 // rawBody is the request's body as it came: a test's source keeps its lines, so that errors
 // name them.
 func rawBody(ctx context.Context) []byte {
-	b, _ := ctx.Value(keyRawBody).([]byte)
-	return b
+	if b, _ := ctx.Value(keyBody).(*body); b != nil {
+		return b.raw
+	}
+	return nil
 }
 
 // transferTimeout is how long a plugin artifact may take to come in or go out, whatever the

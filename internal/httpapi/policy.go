@@ -163,8 +163,8 @@ type Authenticator interface {
 	Authenticate(ctx context.Context, bearer string) (barrage.Principal, error)
 }
 
-// authorize enforces the route's policy. It runs inside the router, where the matched route
-// pattern is known.
+// authorize enforces the route's policy, and then reads the request's body (bufferBody): it runs
+// inside the router, where the matched route pattern is known.
 func (s *server) authorize(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		key := routeKey(r.Method, chi.RouteContext(r.Context()).RoutePattern())
@@ -175,7 +175,9 @@ func (s *server) authorize(next http.Handler) http.Handler {
 			return
 		}
 		if pol.access == public {
-			next.ServeHTTP(w, r)
+			if bufferBody(w, r) {
+				next.ServeHTTP(w, r)
+			}
 			return
 		}
 		scheme, token, found := strings.Cut(r.Header.Get("Authorization"), " ")
@@ -222,6 +224,10 @@ func (s *server) authorize(next http.Handler) http.Handler {
 				return
 			}
 		}
-		next.ServeHTTP(w, r)
+		// Only now is the body read: a token that is not one, a scope it lacks, a user with
+		// enough in flight cost the server no body.
+		if bufferBody(w, r) {
+			next.ServeHTTP(w, r)
+		}
 	})
 }
