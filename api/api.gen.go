@@ -1335,7 +1335,12 @@ type InvitationLicense struct {
 	MaxRunDurationSeconds int    `json:"max_run_duration_seconds"`
 	MaxVus                int    `json:"max_vus"`
 	Plan                  string `json:"plan"`
-	ValidDays             int    `json:"valid_days"`
+
+	// QuotaLimits A license's own quotas, which replace the server's defaults (`serve --quota-*`) for its
+	// user; a quota not named here is the server's. In a change, `0` puts a quota back to the
+	// server's default.
+	QuotaLimits *QuotaLimits `json:"quota_limits,omitempty"`
+	ValidDays   int          `json:"valid_days"`
 }
 
 // InvitationList defines model for InvitationList.
@@ -1391,21 +1396,31 @@ type License struct {
 	MaxRunDurationSeconds *int  `json:"max_run_duration_seconds,omitempty"`
 
 	// MaxVus Virtual users per run.
-	MaxVus     *int       `json:"max_vus,omitempty"`
-	Plan       *string    `json:"plan,omitempty"`
-	Unlimited  bool       `json:"unlimited"`
-	ValidUntil *time.Time `json:"valid_until,omitempty"`
+	MaxVus *int    `json:"max_vus,omitempty"`
+	Plan   *string `json:"plan,omitempty"`
+
+	// QuotaLimits A license's own quotas, which replace the server's defaults (`serve --quota-*`) for its
+	// user; a quota not named here is the server's. In a change, `0` puts a quota back to the
+	// server's default.
+	QuotaLimits *QuotaLimits `json:"quota_limits,omitempty"`
+	Unlimited   bool         `json:"unlimited"`
+	ValidUntil  *time.Time   `json:"valid_until,omitempty"`
 }
 
 // LicenseTemplate What an invitation grants. Either name a ready `template` (`demo`: 100 VUs, 30-minute
 // runs, 2 at a time, 14 days), optionally overriding some limits, or give every limit.
 type LicenseTemplate struct {
-	MaxConcurrentRuns     *int                     `json:"max_concurrent_runs,omitempty"`
-	MaxRunDurationSeconds *int                     `json:"max_run_duration_seconds,omitempty"`
-	MaxVus                *int                     `json:"max_vus,omitempty"`
-	Plan                  *string                  `json:"plan,omitempty"`
-	Template              *LicenseTemplateTemplate `json:"template,omitempty"`
-	ValidDays             *int                     `json:"valid_days,omitempty"`
+	MaxConcurrentRuns     *int    `json:"max_concurrent_runs,omitempty"`
+	MaxRunDurationSeconds *int    `json:"max_run_duration_seconds,omitempty"`
+	MaxVus                *int    `json:"max_vus,omitempty"`
+	Plan                  *string `json:"plan,omitempty"`
+
+	// QuotaLimits A license's own quotas, which replace the server's defaults (`serve --quota-*`) for its
+	// user; a quota not named here is the server's. In a change, `0` puts a quota back to the
+	// server's default.
+	QuotaLimits *QuotaLimits             `json:"quota_limits,omitempty"`
+	Template    *LicenseTemplateTemplate `json:"template,omitempty"`
+	ValidDays   *int                     `json:"valid_days,omitempty"`
 }
 
 // LicenseTemplateTemplate defines model for LicenseTemplate.Template.
@@ -1414,12 +1429,15 @@ type LicenseTemplateTemplate string
 // LicenseUpdate Merged onto the user's license. `template` starts from a ready template (valid from now);
 // a user with no license needs every limit and `valid_until`, or a `template`.
 type LicenseUpdate struct {
-	MaxConcurrentRuns     *int                   `json:"max_concurrent_runs,omitempty"`
-	MaxRunDurationSeconds *int                   `json:"max_run_duration_seconds,omitempty"`
-	MaxVus                *int                   `json:"max_vus,omitempty"`
-	Plan                  *string                `json:"plan,omitempty"`
-	Template              *LicenseUpdateTemplate `json:"template,omitempty"`
-	ValidUntil            *time.Time             `json:"valid_until,omitempty"`
+	MaxConcurrentRuns     *int    `json:"max_concurrent_runs,omitempty"`
+	MaxRunDurationSeconds *int    `json:"max_run_duration_seconds,omitempty"`
+	MaxVus                *int    `json:"max_vus,omitempty"`
+	Plan                  *string `json:"plan,omitempty"`
+
+	// QuotaLimits Merged onto the license's own quotas, each named one replaced (`0`, the server's default again).
+	QuotaLimits *QuotaLimits           `json:"quota_limits,omitempty"`
+	Template    *LicenseUpdateTemplate `json:"template,omitempty"`
+	ValidUntil  *time.Time             `json:"valid_until,omitempty"`
 }
 
 // LicenseUpdateTemplate defines model for LicenseUpdate.Template.
@@ -1556,6 +1574,11 @@ type MyLicense struct {
 	// MaxVus Virtual users per run.
 	MaxVus *int    `json:"max_vus,omitempty"`
 	Plan   *string `json:"plan,omitempty"`
+
+	// QuotaLimits A license's own quotas, which replace the server's defaults (`serve --quota-*`) for its
+	// user; a quota not named here is the server's. In a change, `0` puts a quota back to the
+	// server's default.
+	QuotaLimits *QuotaLimits `json:"quota_limits,omitempty"`
 
 	// Quotas What you keep against each quota the server sets (none for an unlimited user): `storage_bytes` (your
 	// tests' sources and data files, the scripts you uploaded, your plugin artifacts pending or published),
@@ -1863,6 +1886,17 @@ type QuotaExceeded struct {
 
 // QuotaExceededQuota defines model for QuotaExceeded.Quota.
 type QuotaExceededQuota string
+
+// QuotaLimits A license's own quotas, which replace the server's defaults (`serve --quota-*`) for its
+// user; a quota not named here is the server's. In a change, `0` puts a quota back to the
+// server's default.
+type QuotaLimits struct {
+	Namespaces      *int64 `json:"namespaces,omitempty"`
+	PendingVersions *int64 `json:"pending_versions,omitempty"`
+	StorageBytes    *int64 `json:"storage_bytes,omitempty"`
+	Targets         *int64 `json:"targets,omitempty"`
+	Tests           *int64 `json:"tests,omitempty"`
+}
 
 // QuotaUse defines model for QuotaUse.
 type QuotaUse struct {
@@ -3274,6 +3308,13 @@ type ClientInterface interface {
 	// Corresponds with PATCH /v1/admin/users/{id} (the `UpdateUser` operationId).
 	UpdateUser(ctx context.Context, id ID, body UpdateUserJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// GetUserLicense A user's license and what they keep against each quota
+	//
+	// What `GET /v1/me/license` answers the user. Change the license, its quotas included, with `PATCH /v1/admin/users/{id}`.
+	//
+	// Corresponds with GET /v1/admin/users/{id}/license (the `GetUserLicense` operationId).
+	GetUserLicense(ctx context.Context, id ID, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// AgentFetchArtifact Fetch a marketplace plugin's artifact by its sha256 (agents only)
 	//
 	// The bytes of the artifact with this sha256, for the agent to check against its pin's signed SHA256SUMS and
@@ -3844,7 +3885,8 @@ type ClientInterface interface {
 	// `barrage runs start --file` sends. The script is checked by the parser `barrage run`
 	// uses: a refused one gets `422` listing every error with its path and line. Its sha256
 	// and a manifest (its data files' names, sizes and digests) are recorded; a run always
-	// executes a stored script, so it can be explained and repeated.
+	// executes a stored script, so it can be explained and repeated. A script you have already
+	// (the same source, name and data files) is not stored again: the answer is `200` with it.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -3857,7 +3899,8 @@ type ClientInterface interface {
 	// `barrage runs start --file` sends. The script is checked by the parser `barrage run`
 	// uses: a refused one gets `422` listing every error with its path and line. Its sha256
 	// and a manifest (its data files' names, sizes and digests) are recorded; a run always
-	// executes a stored script, so it can be explained and repeated.
+	// executes a stored script, so it can be explained and repeated. A script you have already
+	// (the same source, name and data files) is not stored again: the answer is `200` with it.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -4128,7 +4171,9 @@ type ClientInterface interface {
 	// plugins needs none); the result is checked with the test's data files like any script
 	// (`422` listing every error) and stored with them and a manifest naming the test, the
 	// revision and each plugin's name, version and sha256. `429` when four of your debug
-	// and generate jobs already wait for an answer.
+	// and generate jobs already wait for an answer. A script that is one you have already
+	// (the same source, revision, plugins and data files) is not stored again: the answer is
+	// `200` with that script.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -4143,7 +4188,9 @@ type ClientInterface interface {
 	// plugins needs none); the result is checked with the test's data files like any script
 	// (`422` listing every error) and stored with them and a manifest naming the test, the
 	// revision and each plugin's name, version and sha256. `429` when four of your debug
-	// and generate jobs already wait for an answer.
+	// and generate jobs already wait for an answer. A script that is one you have already
+	// (the same source, revision, plugins and data files) is not stored again: the answer is
+	// `200` with that script.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -4630,6 +4677,23 @@ func (c *Client) UpdateUserWithBody(ctx context.Context, id ID, contentType stri
 // Corresponds with PATCH /v1/admin/users/{id} (the `UpdateUser` operationId).
 func (c *Client) UpdateUser(ctx context.Context, id ID, body UpdateUserJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewUpdateUserRequest(c.Server, id, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetUserLicense A user's license and what they keep against each quota
+//
+// What `GET /v1/me/license` answers the user. Change the license, its quotas included, with `PATCH /v1/admin/users/{id}`.
+//
+// Corresponds with GET /v1/admin/users/{id}/license (the `GetUserLicense` operationId).
+func (c *Client) GetUserLicense(ctx context.Context, id ID, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetUserLicenseRequest(c.Server, id)
 	if err != nil {
 		return nil, err
 	}
@@ -5790,7 +5854,8 @@ func (c *Client) GetRunSweepReport(ctx context.Context, id ID, reqEditors ...Req
 // `barrage runs start --file` sends. The script is checked by the parser `barrage run`
 // uses: a refused one gets `422` listing every error with its path and line. Its sha256
 // and a manifest (its data files' names, sizes and digests) are recorded; a run always
-// executes a stored script, so it can be explained and repeated.
+// executes a stored script, so it can be explained and repeated. A script you have already
+// (the same source, name and data files) is not stored again: the answer is `200` with it.
 //
 // Takes any type of body and a specified content type.
 //
@@ -5813,7 +5878,8 @@ func (c *Client) CreateScriptWithBody(ctx context.Context, contentType string, b
 // `barrage runs start --file` sends. The script is checked by the parser `barrage run`
 // uses: a refused one gets `422` listing every error with its path and line. Its sha256
 // and a manifest (its data files' names, sizes and digests) are recorded; a run always
-// executes a stored script, so it can be explained and repeated.
+// executes a stored script, so it can be explained and repeated. A script you have already
+// (the same source, name and data files) is not stored again: the answer is `200` with it.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -6364,7 +6430,9 @@ func (c *Client) GetTestRevision(ctx context.Context, id ID, rev int, reqEditors
 // plugins needs none); the result is checked with the test's data files like any script
 // (`422` listing every error) and stored with them and a manifest naming the test, the
 // revision and each plugin's name, version and sha256. `429` when four of your debug
-// and generate jobs already wait for an answer.
+// and generate jobs already wait for an answer. A script that is one you have already
+// (the same source, revision, plugins and data files) is not stored again: the answer is
+// `200` with that script.
 //
 // Takes any type of body and a specified content type.
 //
@@ -6389,7 +6457,9 @@ func (c *Client) GenerateScriptWithBody(ctx context.Context, id ID, contentType 
 // plugins needs none); the result is checked with the test's data files like any script
 // (`422` listing every error) and stored with them and a manifest naming the test, the
 // revision and each plugin's name, version and sha256. `429` when four of your debug
-// and generate jobs already wait for an answer.
+// and generate jobs already wait for an answer. A script that is one you have already
+// (the same source, revision, plugins and data files) is not stored again: the answer is
+// `200` with that script.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -7245,6 +7315,40 @@ func NewUpdateUserRequestWithBody(server string, id ID, contentType string, body
 	}
 
 	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewGetUserLicenseRequest constructs an http.Request for the GetUserLicense method
+func NewGetUserLicenseRequest(server string, id ID) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: "uuid"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/admin/users/%s/license", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
 
 	return req, nil
 }
@@ -10709,6 +10813,15 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with PATCH /v1/admin/users/{id} (the `UpdateUser` operationId).
 	UpdateUserWithResponse(ctx context.Context, id ID, body UpdateUserJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateUserResponse, error)
 
+	// GetUserLicenseWithResponse A user's license and what they keep against each quota
+	//
+	// What `GET /v1/me/license` answers the user. Change the license, its quotas included, with `PATCH /v1/admin/users/{id}`.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/admin/users/{id}/license (the `GetUserLicense` operationId).
+	GetUserLicenseWithResponse(ctx context.Context, id ID, reqEditors ...RequestEditorFn) (*GetUserLicenseResponse, error)
+
 	// AgentFetchArtifactWithResponse Fetch a marketplace plugin's artifact by its sha256 (agents only)
 	//
 	// The bytes of the artifact with this sha256, for the agent to check against its pin's signed SHA256SUMS and
@@ -11341,7 +11454,8 @@ type ClientWithResponsesInterface interface {
 	// `barrage runs start --file` sends. The script is checked by the parser `barrage run`
 	// uses: a refused one gets `422` listing every error with its path and line. Its sha256
 	// and a manifest (its data files' names, sizes and digests) are recorded; a run always
-	// executes a stored script, so it can be explained and repeated.
+	// executes a stored script, so it can be explained and repeated. A script you have already
+	// (the same source, name and data files) is not stored again: the answer is `200` with it.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -11354,7 +11468,8 @@ type ClientWithResponsesInterface interface {
 	// `barrage runs start --file` sends. The script is checked by the parser `barrage run`
 	// uses: a refused one gets `422` listing every error with its path and line. Its sha256
 	// and a manifest (its data files' names, sizes and digests) are recorded; a run always
-	// executes a stored script, so it can be explained and repeated.
+	// executes a stored script, so it can be explained and repeated. A script you have already
+	// (the same source, name and data files) is not stored again: the answer is `200` with it.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -11653,7 +11768,9 @@ type ClientWithResponsesInterface interface {
 	// plugins needs none); the result is checked with the test's data files like any script
 	// (`422` listing every error) and stored with them and a manifest naming the test, the
 	// revision and each plugin's name, version and sha256. `429` when four of your debug
-	// and generate jobs already wait for an answer.
+	// and generate jobs already wait for an answer. A script that is one you have already
+	// (the same source, revision, plugins and data files) is not stored again: the answer is
+	// `200` with that script.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -11668,7 +11785,9 @@ type ClientWithResponsesInterface interface {
 	// plugins needs none); the result is checked with the test's data files like any script
 	// (`422` listing every error) and stored with them and a manifest naming the test, the
 	// revision and each plugin's name, version and sha256. `429` when four of your debug
-	// and generate jobs already wait for an answer.
+	// and generate jobs already wait for an answer. A script that is one you have already
+	// (the same source, revision, plugins and data files) is not stored again: the answer is
+	// `200` with that script.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -13177,6 +13296,89 @@ func (r UpdateUserResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r UpdateUserResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetUserLicenseResponse503Headers the declared response headers of an HTTP 503 response for GetUserLicense
+type GetUserLicenseResponse503Headers struct {
+	RetryAfter *int
+}
+
+type GetUserLicenseResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *MyLicense
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Problem
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *Problem
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *DatabaseUnavailable
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *GetUserLicenseResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetUserLicenseResponse) GetJSON200() *MyLicense {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r GetUserLicenseResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r GetUserLicenseResponse) GetApplicationproblemJSON401() *Problem {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r GetUserLicenseResponse) GetApplicationproblemJSON403() *Problem {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r GetUserLicenseResponse) GetApplicationproblemJSON404() *Problem {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r GetUserLicenseResponse) GetApplicationproblemJSON503() *DatabaseUnavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r GetUserLicenseResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetUserLicenseResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetUserLicenseResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetUserLicenseResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -17253,6 +17455,8 @@ type CreateScriptResponse503Headers struct {
 type CreateScriptResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Script
 	// JSON201 the response for an HTTP 201 `application/json` response
 	JSON201 *Script
 	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
@@ -17275,6 +17479,11 @@ type CreateScriptResponse struct {
 	Headers429 *CreateScriptResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *CreateScriptResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r CreateScriptResponse) GetJSON200() *Script {
+	return r.JSON200
 }
 
 // GetJSON201 returns the response for an HTTP 201 `application/json` response
@@ -19261,6 +19470,8 @@ type GenerateScriptResponse503Headers struct {
 type GenerateScriptResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Script
 	// JSON201 the response for an HTTP 201 `application/json` response
 	JSON201 *Script
 	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
@@ -19287,6 +19498,11 @@ type GenerateScriptResponse struct {
 	Headers429 *GenerateScriptResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *GenerateScriptResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GenerateScriptResponse) GetJSON200() *Script {
+	return r.JSON200
 }
 
 // GetJSON201 returns the response for an HTTP 201 `application/json` response
@@ -20008,6 +20224,21 @@ func (c *ClientWithResponses) UpdateUserWithResponse(ctx context.Context, id ID,
 		return nil, err
 	}
 	return ParseUpdateUserResponse(rsp)
+}
+
+// GetUserLicenseWithResponse A user's license and what they keep against each quota
+//
+// What `GET /v1/me/license` answers the user. Change the license, its quotas included, with `PATCH /v1/admin/users/{id}`.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/admin/users/{id}/license (the `GetUserLicense` operationId).
+func (c *ClientWithResponses) GetUserLicenseWithResponse(ctx context.Context, id ID, reqEditors ...RequestEditorFn) (*GetUserLicenseResponse, error) {
+	rsp, err := c.GetUserLicense(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetUserLicenseResponse(rsp)
 }
 
 // AgentFetchArtifactWithResponse Fetch a marketplace plugin's artifact by its sha256 (agents only)
@@ -20990,7 +21221,8 @@ func (c *ClientWithResponses) GetRunSweepReportWithResponse(ctx context.Context,
 // `barrage runs start --file` sends. The script is checked by the parser `barrage run`
 // uses: a refused one gets `422` listing every error with its path and line. Its sha256
 // and a manifest (its data files' names, sizes and digests) are recorded; a run always
-// executes a stored script, so it can be explained and repeated.
+// executes a stored script, so it can be explained and repeated. A script you have already
+// (the same source, name and data files) is not stored again: the answer is `200` with it.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -21009,7 +21241,8 @@ func (c *ClientWithResponses) CreateScriptWithBodyWithResponse(ctx context.Conte
 // `barrage runs start --file` sends. The script is checked by the parser `barrage run`
 // uses: a refused one gets `422` listing every error with its path and line. Its sha256
 // and a manifest (its data files' names, sizes and digests) are recorded; a run always
-// executes a stored script, so it can be explained and repeated.
+// executes a stored script, so it can be explained and repeated. A script you have already
+// (the same source, name and data files) is not stored again: the answer is `200` with it.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -21476,7 +21709,9 @@ func (c *ClientWithResponses) GetTestRevisionWithResponse(ctx context.Context, i
 // plugins needs none); the result is checked with the test's data files like any script
 // (`422` listing every error) and stored with them and a manifest naming the test, the
 // revision and each plugin's name, version and sha256. `429` when four of your debug
-// and generate jobs already wait for an answer.
+// and generate jobs already wait for an answer. A script that is one you have already
+// (the same source, revision, plugins and data files) is not stored again: the answer is
+// `200` with that script.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -21497,7 +21732,9 @@ func (c *ClientWithResponses) GenerateScriptWithBodyWithResponse(ctx context.Con
 // plugins needs none); the result is checked with the test's data files like any script
 // (`422` listing every error) and stored with them and a manifest naming the test, the
 // revision and each plugin's name, version and sha256. `429` when four of your debug
-// and generate jobs already wait for an answer.
+// and generate jobs already wait for an answer. A script that is one you have already
+// (the same source, revision, plugins and data files) is not stored again: the answer is
+// `200` with that script.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -22866,6 +23103,80 @@ func ParseUpdateUserResponse(rsp *http.Response) (*UpdateUserResponse, error) {
 	switch {
 	case rsp.StatusCode == 503:
 		var headers UpdateUserResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetUserLicenseResponse parses an HTTP response from a GetUserLicenseWithResponse call
+func ParseGetUserLicenseResponse(rsp *http.Response) (*GetUserLicenseResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetUserLicenseResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest MyLicense
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest DatabaseUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 503:
+		var headers GetUserLicenseResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -26587,6 +26898,13 @@ func ParseCreateScriptResponse(rsp *http.Response) (*CreateScriptResponse, error
 	}
 
 	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Script
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
 		var dest Script
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -28427,6 +28745,13 @@ func ParseGenerateScriptResponse(rsp *http.Response) (*GenerateScriptResponse, e
 	}
 
 	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Script
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
 		var dest Script
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -28820,6 +29145,9 @@ type ServerInterface interface {
 	// UpdateUser Change a user's role, status or license
 	// (PATCH /v1/admin/users/{id})
 	UpdateUser(w http.ResponseWriter, r *http.Request, id ID)
+	// GetUserLicense A user's license and what they keep against each quota
+	// (GET /v1/admin/users/{id}/license)
+	GetUserLicense(w http.ResponseWriter, r *http.Request, id ID)
 	// AgentFetchArtifact Fetch a marketplace plugin's artifact by its sha256 (agents only)
 	// (GET /v1/agent/artifacts/{sha256})
 	AgentFetchArtifact(w http.ResponseWriter, r *http.Request, sha256 string)
@@ -29144,6 +29472,12 @@ func (_ Unimplemented) GetUser(w http.ResponseWriter, r *http.Request, id ID) {
 // UpdateUser Change a user's role, status or license
 // (PATCH /v1/admin/users/{id})
 func (_ Unimplemented) UpdateUser(w http.ResponseWriter, r *http.Request, id ID) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
+// GetUserLicense A user's license and what they keep against each quota
+// (GET /v1/admin/users/{id}/license)
+func (_ Unimplemented) GetUserLicense(w http.ResponseWriter, r *http.Request, id ID) {
 	w.WriteHeader(http.StatusNotImplemented)
 }
 
@@ -30046,6 +30380,32 @@ func (siw *ServerInterfaceWrapper) UpdateUser(w http.ResponseWriter, r *http.Req
 
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		siw.Handler.UpdateUser(w, r, id)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// GetUserLicense operation middleware
+func (siw *ServerInterfaceWrapper) GetUserLicense(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "id" -------------
+	var id ID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", chi.URLParam(r, "id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: r.URL.RawPath == ""})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "id", Err: err})
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.GetUserLicense(w, r, id)
 	}))
 
 	for _, middleware := range siw.HandlerMiddlewares {
@@ -32431,6 +32791,9 @@ func HandlerWithOptions(si ServerInterface, options ChiServerOptions) http.Handl
 		r.Get(options.BaseURL+"/v1/admin/users", wrapper.ListUsers)
 	})
 	r.Group(func(r chi.Router) {
+		r.Get(options.BaseURL+"/v1/admin/users/{id}/license", wrapper.GetUserLicense)
+	})
+	r.Group(func(r chi.Router) {
 		r.Get(options.BaseURL+"/v1/admin/users/{id}", wrapper.GetUser)
 	})
 	r.Group(func(r chi.Router) {
@@ -34441,6 +34804,105 @@ type UpdateUser503ApplicationProblemPlusJSONResponse struct {
 }
 
 func (response UpdateUser503ApplicationProblemPlusJSONResponse) VisitUpdateUserResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetUserLicenseRequestObject struct {
+	Id ID `json:"id"`
+}
+
+type GetUserLicenseResponseObject interface {
+	VisitGetUserLicenseResponse(w http.ResponseWriter) error
+}
+
+type GetUserLicense200JSONResponse MyLicense
+
+func (response GetUserLicense200JSONResponse) VisitGetUserLicenseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetUserLicense400ApplicationProblemPlusJSONResponse struct {
+	ProblemApplicationProblemPlusJSONResponse
+}
+
+func (response GetUserLicense400ApplicationProblemPlusJSONResponse) VisitGetUserLicenseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetUserLicense401ApplicationProblemPlusJSONResponse Problem
+
+func (response GetUserLicense401ApplicationProblemPlusJSONResponse) VisitGetUserLicenseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetUserLicense403ApplicationProblemPlusJSONResponse Problem
+
+func (response GetUserLicense403ApplicationProblemPlusJSONResponse) VisitGetUserLicenseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetUserLicense404ApplicationProblemPlusJSONResponse Problem
+
+func (response GetUserLicense404ApplicationProblemPlusJSONResponse) VisitGetUserLicenseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetUserLicense503ApplicationProblemPlusJSONResponse struct {
+	DatabaseUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response GetUserLicense503ApplicationProblemPlusJSONResponse) VisitGetUserLicenseResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
@@ -39729,6 +40191,20 @@ type CreateScriptResponseObject interface {
 	VisitCreateScriptResponse(w http.ResponseWriter) error
 }
 
+type CreateScript200JSONResponse Script
+
+func (response CreateScript200JSONResponse) VisitCreateScriptResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type CreateScript201JSONResponse Script
 
 func (response CreateScript201JSONResponse) VisitCreateScriptResponse(w http.ResponseWriter) error {
@@ -42280,6 +42756,20 @@ type GenerateScriptResponseObject interface {
 	VisitGenerateScriptResponse(w http.ResponseWriter) error
 }
 
+type GenerateScript200JSONResponse Script
+
+func (response GenerateScript200JSONResponse) VisitGenerateScriptResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GenerateScript201JSONResponse Script
 
 func (response GenerateScript201JSONResponse) VisitGenerateScriptResponse(w http.ResponseWriter) error {
@@ -42821,6 +43311,9 @@ type StrictServerInterface interface {
 	// UpdateUser Change a user's role, status or license
 	// (PATCH /v1/admin/users/{id})
 	UpdateUser(ctx context.Context, request UpdateUserRequestObject) (UpdateUserResponseObject, error)
+	// GetUserLicense A user's license and what they keep against each quota
+	// (GET /v1/admin/users/{id}/license)
+	GetUserLicense(ctx context.Context, request GetUserLicenseRequestObject) (GetUserLicenseResponseObject, error)
 	// AgentFetchArtifact Fetch a marketplace plugin's artifact by its sha256 (agents only)
 	// (GET /v1/agent/artifacts/{sha256})
 	AgentFetchArtifact(ctx context.Context, request AgentFetchArtifactRequestObject) (AgentFetchArtifactResponseObject, error)
@@ -43578,6 +44071,32 @@ func (sh *strictHandler) UpdateUser(w http.ResponseWriter, r *http.Request, id I
 		sh.options.ResponseErrorHandlerFunc(w, r, err)
 	} else if validResponse, ok := response.(UpdateUserResponseObject); ok {
 		if err := validResponse.VisitUpdateUserResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// GetUserLicense operation middleware
+func (sh *strictHandler) GetUserLicense(w http.ResponseWriter, r *http.Request, id ID) {
+	var request GetUserLicenseRequestObject
+
+	request.Id = id
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.GetUserLicense(ctx, request.(GetUserLicenseRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetUserLicense")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(GetUserLicenseResponseObject); ok {
+		if err := validResponse.VisitGetUserLicenseResponse(w); err != nil {
 			sh.options.ResponseErrorHandlerFunc(w, r, err)
 		}
 	} else if response != nil {

@@ -129,3 +129,35 @@ func PinsOf(pins []barrage.PluginPin) []PluginPin {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// ByName is the quotas q names, by name (barrage.QuotaStorageBytes...); nil when q is nil.
+func (q *QuotaLimits) ByName() map[string]int64 {
+	if q == nil {
+		return nil
+	}
+	out := map[string]int64{}
+	for name, n := range map[string]*int64{barrage.QuotaStorageBytes: q.StorageBytes, barrage.QuotaTests: q.Tests,
+		barrage.QuotaNamespaces: q.Namespaces, barrage.QuotaPendingVersions: q.PendingVersions, barrage.QuotaTargets: q.Targets} {
+		if n != nil {
+			out[name] = *n
+		}
+	}
+	return out
+}
+
+// NewQuotaLimits is the quotas named in byName as the API has them, nil when there are none.
+// A name that is no quota is left out.
+func NewQuotaLimits(byName map[string]int64) *QuotaLimits {
+	if len(byName) == 0 {
+		return nil
+	}
+	var q QuotaLimits
+	fields := map[string]**int64{barrage.QuotaStorageBytes: &q.StorageBytes, barrage.QuotaTests: &q.Tests,
+		barrage.QuotaNamespaces: &q.Namespaces, barrage.QuotaPendingVersions: &q.PendingVersions, barrage.QuotaTargets: &q.Targets}
+	for name, n := range byName {
+		if f := fields[name]; f != nil {
+			*f = &n
+		}
+	}
+	return &q
+}

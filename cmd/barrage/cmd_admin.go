@@ -4,6 +4,8 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -26,7 +28,26 @@ type licenseFlags struct {
 	template, plan                 *string
 	maxVUs, maxRunSeconds, maxRuns *int
 	validDays                      *int
+	quotas                         quotaFlag
 	set                            func(name string) bool
+}
+
+// quotaFlag collects --quota NAME=N, a license's own quotas (0: the server's default again).
+type quotaFlag map[string]int64
+
+func (q quotaFlag) String() string { return "" }
+
+func (q quotaFlag) Set(v string) error {
+	name, n, ok := strings.Cut(v, "=")
+	size, err := strconv.ParseInt(n, 10, 64)
+	if !ok || err != nil || size < 0 {
+		return fmt.Errorf("want NAME=N, as tests=500 or storage_bytes=1073741824")
+	}
+	if !(&barrage.Quotas{}).Set(name, size) {
+		return fmt.Errorf("%q is no quota: storage_bytes, tests, namespaces, pending_versions or targets", name)
+	}
+	q[name] = size
+	return nil
 }
 
 func addLicenseFlags(fs *flag.FlagSet, defaultTemplate string) licenseFlags {
@@ -37,7 +58,9 @@ func addLicenseFlags(fs *flag.FlagSet, defaultTemplate string) licenseFlags {
 		maxRunSeconds: fs.Int("max-run-seconds", 0, "longest run, in seconds"),
 		maxRuns:       fs.Int("max-concurrent-runs", 0, "runs at a time"),
 		validDays:     fs.Int("valid-days", 0, "days the license is valid after sign-up"),
+		quotas:        quotaFlag{},
 	}
+	fs.Var(l.quotas, "quota", "the license's own quota NAME=N over the server's default (storage_bytes, tests, namespaces, pending_versions, targets; 0: the default again); repeat for several")
 	l.set = func(name string) bool {
 		found := false
 		fs.Visit(func(f *flag.Flag) { found = found || f.Name == name })
@@ -68,6 +91,9 @@ func (l licenseFlags) apiTemplate() *api.LicenseTemplate {
 	if l.set("plan") {
 		t.Plan, given = l.plan, true
 	}
+	if t.QuotaLimits = api.NewQuotaLimits(l.quotas); t.QuotaLimits != nil {
+		given = true
+	}
 	if !given {
 		return nil
 	}
@@ -75,7 +101,7 @@ func (l licenseFlags) apiTemplate() *api.LicenseTemplate {
 }
 
 func runAdminInvite(ctx context.Context, e env, args []string) error {
-	fs := newFlags(e, "admin invite", "[--role user|admin] [--template demo | --max-vus N ...] [--uses N] [--expires-in-days N] [--note TEXT] [--local]")
+	fs := newFlags(e, "admin invite", "[--role user|admin] [--template demo | --max-vus N ...] [--quota NAME=N ...] [--uses N] [--expires-in-days N] [--note TEXT] [--local]")
 	role := fs.String("role", "user", "role of the accounts created: user or admin")
 	uses := fs.Int("uses", 1, "how many accounts the code can create")
 	expires := fs.Int("expires-in-days", 7, "days until the code expires")
@@ -137,7 +163,8 @@ func localLicense(t *api.LicenseTemplate) *account.LicenseInput {
 	if t == nil {
 		return nil
 	}
-	in := &account.LicenseInput{Template: (*string)(t.Template), Plan: t.Plan, MaxVUs: t.MaxVus, MaxConcurrentRuns: t.MaxConcurrentRuns, ValidDays: t.ValidDays}
+	in := &account.LicenseInput{Template: (*string)(t.Template), Plan: t.Plan, MaxVUs: t.MaxVus, MaxConcurrentRuns: t.MaxConcurrentRuns, ValidDays: t.ValidDays,
+		Quotas: t.QuotaLimits.ByName()}
 	if t.MaxRunDurationSeconds != nil {
 		d := time.Duration(*t.MaxRunDurationSeconds) * time.Second
 		in.MaxRunDuration = &d
@@ -206,7 +233,7 @@ func status(disabled bool) string {
 }
 
 func runAdminUser(ctx context.Context, e env, args []string) error {
-	fs := newFlags(e, "admin user", "ID [--role R] [--disable | --enable] [--template demo | --max-vus N ...] [--remove-license]")
+	fs := newFlags(e, "admin user", "ID [--role R] [--disable | --enable] [--template demo | --max-vus N ...] [--quota NAME=N ...] [--remove-license]")
 	role := fs.String("role", "", "new role: user or admin")
 	disable := fs.Bool("disable", false, "disable the account and sign it out everywhere")
 	enable := fs.Bool("enable", false, "enable the account")
@@ -245,7 +272,7 @@ func runAdminUser(ctx context.Context, e env, args []string) error {
 		}
 		body.License.Set(api.LicenseUpdate{
 			Template: (*api.LicenseUpdateTemplate)(t.Template), Plan: t.Plan, MaxVus: t.MaxVus,
-			MaxRunDurationSeconds: t.MaxRunDurationSeconds, MaxConcurrentRuns: t.MaxConcurrentRuns,
+			MaxRunDurationSeconds: t.MaxRunDurationSeconds, MaxConcurrentRuns: t.MaxConcurrentRuns, QuotaLimits: t.QuotaLimits,
 		})
 		changed = true
 	}
@@ -270,5 +297,15 @@ func runAdminUser(ctx context.Context, e env, args []string) error {
 		u = res.JSON200
 	}
 	fmt.Fprintf(e.stdout, "%s <%s>, %s, %s\nlicense: %s\n", u.Name, u.Email, u.Role, status(u.Disabled), licenseLine(u.License))
+	usage, err := cl.GetUserLicenseWithResponse(ctx, id)
+	if err != nil {
+		return err
+	}
+	if usage.JSON200 == nil {
+		return api.ProblemError(usage.HTTPResponse, usage.Body)
+	}
+	if q := usage.JSON200.Quotas; q != nil {
+		fmt.Fprintf(e.stdout, "using: %s\n", usingLine(*q))
+	}
 	return nil
 }

@@ -177,18 +177,23 @@ func runMe(ctx context.Context, e env, args []string) error {
 		return api.ProblemError(lic.HTTPResponse, lic.Body)
 	}
 	if q := lic.JSON200.Quotas; q != nil {
-		var used []string
-		for _, name := range slices.Sorted(maps.Keys(*q)) {
-			use := (*q)[name]
-			if name == barrage.QuotaStorageBytes {
-				used = append(used, fmt.Sprintf("storage %s of %s", sizeText(use.Used), sizeText(use.Limit)))
-			} else {
-				used = append(used, fmt.Sprintf("%s %d of %d", strings.ReplaceAll(name, "_", " "), use.Used, use.Limit))
-			}
-		}
-		fmt.Fprintf(e.stdout, "using: %s\n", strings.Join(used, ", "))
+		fmt.Fprintf(e.stdout, "using: %s\n", usingLine(*q))
 	}
 	return nil
+}
+
+// usingLine says what a user keeps against each quota: storage 1.2 MiB of 256.0 MiB, tests 3 of 200.
+func usingLine(q map[string]api.QuotaUse) string {
+	var used []string
+	for _, name := range slices.Sorted(maps.Keys(q)) {
+		use := q[name]
+		if name == barrage.QuotaStorageBytes {
+			used = append(used, fmt.Sprintf("storage %s of %s", sizeText(use.Used), sizeText(use.Limit)))
+		} else {
+			used = append(used, fmt.Sprintf("%s %d of %d", strings.ReplaceAll(name, "_", " "), use.Used, use.Limit))
+		}
+	}
+	return strings.Join(used, ", ")
 }
 
 // sizeText is n bytes as people read a size: 246 B, 12.5 KiB, 256.0 MiB.

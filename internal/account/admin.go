@@ -25,6 +25,9 @@ type LicenseInput struct {
 	MaxConcurrentRuns *int
 	ValidDays         *int
 	ValidUntil        *time.Time // for updating a user's license; invitations count ValidDays
+	// Quotas are the license's own quotas by name (barrage.QuotaStorageBytes...), merged onto
+	// those it has: 0 puts one back to the server's default.
+	Quotas map[string]int64
 }
 
 // templates are the ready license templates, by name.
@@ -62,7 +65,17 @@ func (in LicenseInput) template(field string) (barrage.LicenseTemplate, error) {
 	if in.ValidDays != nil {
 		t.ValidDays = *in.ValidDays
 	}
-	return t, nil
+	return t, in.applyQuotas(field, &t.Quotas)
+}
+
+// applyQuotas merges in's quotas onto q.
+func (in LicenseInput) applyQuotas(field string, q *barrage.Quotas) error {
+	for name, n := range in.Quotas {
+		if n < 0 || !q.Set(name, n) {
+			return barrage.Invalid(field+".quota_limits."+name, "a quota is a whole number, 0 for the server's default")
+		}
+	}
+	return nil
 }
 
 func (in LicenseInput) applyLimits(plan *string, l *barrage.Limits) {
@@ -284,6 +297,9 @@ func mergeLicense(cur *barrage.License, in LicenseInput, now time.Time) (barrage
 	default:
 		l = *cur
 		in.applyLimits(&l.Plan, &l.Limits)
+		if err := in.applyQuotas("license", &l.Quotas); err != nil {
+			return l, err
+		}
 	}
 	if in.ValidUntil != nil {
 		l.ValidUntil = *in.ValidUntil

@@ -36,8 +36,10 @@ func minLimit[T int | time.Duration](a, b T) T {
 
 // License is what a user may run, and until when.
 type License struct {
-	Plan       string
-	Limits     Limits
+	Plan   string
+	Limits Limits
+	// Quotas are the license's own, over the server's defaults (zero fields: the defaults).
+	Quotas     Quotas
 	ValidUntil time.Time
 }
 
@@ -45,6 +47,7 @@ type License struct {
 type LicenseTemplate struct {
 	Plan      string
 	Limits    Limits
+	Quotas    Quotas
 	ValidDays int
 }
 
@@ -68,6 +71,7 @@ func (t LicenseTemplate) Issue(now time.Time) License {
 	return License{
 		Plan:       t.Plan,
 		Limits:     t.Limits,
+		Quotas:     t.Quotas,
 		ValidUntil: now.Add(time.Duration(t.ValidDays) * 24 * time.Hour),
 	}
 }

@@ -199,12 +199,15 @@ func (s *Service) AuthenticateAgent(ctx context.Context, bearer string) (barrage
 	return barrage.Agent{}, err
 }
 
-// Quotas are the quotas p's license puts on what p keeps, and what p keeps; none for a user
-// without a license.
-func (s *Service) Quotas(ctx context.Context, p barrage.Principal) (barrage.Quotas, barrage.Usage, error) {
-	if p.User.License == nil {
+// Quotas are the quotas on what u keeps (their license's over the server's defaults), and what u
+// keeps; none for a user without a license.
+func (s *Service) Quotas(ctx context.Context, u barrage.User) (barrage.Quotas, barrage.Usage, error) {
+	if u.License == nil {
 		return barrage.Quotas{}, barrage.Usage{}, nil
 	}
-	u, err := s.store.Usage(ctx, p.User.ID)
-	return s.cfg.Quotas, u, err
+	used, err := s.store.Usage(ctx, u.ID)
+	return u.Quotas(s.cfg.Quotas), used, err
 }
+
+// quota is what a change by p may take what p keeps to.
+func (s *Service) quota(p barrage.Principal) postgres.Quota { return postgres.QuotaOf(p, s.cfg.Quotas) }

@@ -41,11 +41,8 @@ func (s *Service) CreateTarget(ctx context.Context, p barrage.Principal, rawURL 
 	if err != nil {
 		return barrage.Target{}, err
 	}
-	if err := s.store.CheckQuotas(ctx, p, s.cfg.Quotas, barrage.Adding{Quota: barrage.QuotaTargets, N: 1}); err != nil {
-		return barrage.Target{}, err
-	}
 	t.ID, t.OwnerID, t.Token = uuid.Must(uuid.NewV7()), p.User.ID, strings.ToLower(rand.Text())
-	t, err = s.store.CreateTarget(ctx, t)
+	t, err = s.store.CreateTarget(ctx, t, s.quota(p))
 	if err != nil {
 		return barrage.Target{}, err
 	}

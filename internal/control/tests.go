@@ -56,12 +56,8 @@ func (s *Service) CreateTest(ctx context.Context, p barrage.Principal, in TestIn
 	if name == "" {
 		return barrage.Test{}, barrage.Invalid("name", "give the test a name: the script's name, or ?name=")
 	}
-	if err := s.store.CheckQuotas(ctx, p, s.cfg.Quotas, barrage.Adding{Quota: barrage.QuotaTests, N: 1},
-		barrage.Adding{Quota: barrage.QuotaStorageBytes, N: int64(len(in.Source))}); err != nil {
-		return barrage.Test{}, err
-	}
 	t := barrage.Test{ID: uuid.Must(uuid.NewV7()), OwnerID: p.User.ID, Name: name}
-	t, err = s.store.CreateTest(ctx, t, barrage.TestRevision{Format: in.Format, Source: in.Source})
+	t, err = s.store.CreateTest(ctx, t, barrage.TestRevision{Format: in.Format, Source: in.Source}, s.quota(p))
 	if err != nil {
 		return barrage.Test{}, err
 	}
@@ -80,10 +76,7 @@ func (s *Service) SaveTest(ctx context.Context, p barrage.Principal, id uuid.UUI
 	if in.Name != "" {
 		name = &checked
 	}
-	if err := s.store.CheckQuotas(ctx, p, s.cfg.Quotas, barrage.Adding{Quota: barrage.QuotaStorageBytes, N: int64(len(in.Source))}); err != nil {
-		return barrage.Test{}, err
-	}
-	return s.store.SaveTest(ctx, p.User.ID, id, name, barrage.TestRevision{Format: in.Format, Source: in.Source})
+	return s.store.SaveTest(ctx, p.User.ID, id, name, barrage.TestRevision{Format: in.Format, Source: in.Source}, s.quota(p))
 }
 
 // Test reads p's test id.
@@ -128,15 +121,7 @@ func (s *Service) PutTestFile(ctx context.Context, p barrage.Principal, id uuid.
 		return barrage.TestFile{}, false, barrage.Invalid("name",
 			"1 to 100 letters, digits, '.', '_' or '-', not starting with '.' or '-', and no folder: a script's data variable names its file so")
 	}
-	old, err := s.store.TestFileSize(ctx, p.User.ID, id, name)
-	if err != nil {
-		return barrage.TestFile{}, false, err
-	}
-	// A replacement adds what it holds beyond the file it replaces.
-	if err := s.store.CheckQuotas(ctx, p, s.cfg.Quotas, barrage.Adding{Quota: barrage.QuotaStorageBytes, N: int64(len(content)) - old}); err != nil {
-		return barrage.TestFile{}, false, err
-	}
-	return s.store.PutTestFile(ctx, p.User.ID, id, name, content, MaxTestFiles)
+	return s.store.PutTestFile(ctx, p.User.ID, id, name, content, MaxTestFiles, s.quota(p))
 }
 
 // TestFile reads a data file of p's test id.
@@ -210,39 +195,40 @@ type Generated struct {
 // plugins run on an agent (the server never executes plugin code), every plugin is pinned by
 // digest, the result is checked with the test's data files like any script, and stored with
 // them and a manifest naming the test, the revision and the plugins. A test without plugins
-// needs no agent.
-func (s *Service) GenerateScript(ctx context.Context, p barrage.Principal, id uuid.UUID, in JobInput) (barrage.Script, error) {
+// needs no agent. created is false when the script made is one p has already, which it returns:
+// generating a revision again (or running it again) stores no copy.
+func (s *Service) GenerateScript(ctx context.Context, p barrage.Principal, id uuid.UUID, in JobInput) (_ barrage.Script, created bool, err error) {
 	b, n, err := s.store.TestBundle(ctx, p.User.ID, id, in.Revision, dataFiles)
 	if err != nil {
-		return barrage.Script{}, err
+		return barrage.Script{}, false, err
 	}
 	parsed, err := loadBundle(b.Source, b.Files)
 	if err != nil {
-		return barrage.Script{}, err
+		return barrage.Script{}, false, err
 	}
 	return s.generate(ctx, p, id, n, b, parsed, in.AgentID)
 }
 
 // generate is GenerateScript of revision n of test id, read as b and parsed.
-func (s *Service) generate(ctx context.Context, p barrage.Principal, id uuid.UUID, n int, b barrage.TestBundle, parsed *script.Script, agentID *uuid.UUID) (barrage.Script, error) {
+func (s *Service) generate(ctx context.Context, p barrage.Principal, id uuid.UUID, n int, b barrage.TestBundle, parsed *script.Script, agentID *uuid.UUID) (barrage.Script, bool, error) {
 	gen := Generated{Source: b.Source, Plugins: []barrage.PluginPin{}}
 	if len(parsed.Plugins) > 0 {
 		plugins, err := s.resolvePlugins(ctx, p, parsed)
 		if err != nil {
-			return barrage.Script{}, err
+			return barrage.Script{}, false, err
 		}
 		_, j, err := s.runJob(ctx, p, barrage.AgentJob{Kind: barrage.JobGenerate, TestID: id, Revision: n}, agentID, plugins)
 		if err != nil {
-			return barrage.Script{}, err
+			return barrage.Script{}, false, err
 		}
 		if err := json.Unmarshal(j.Result, &gen); err != nil {
-			return barrage.Script{}, fmt.Errorf("job %s: the agent's answer: %w", j.ID, err)
+			return barrage.Script{}, false, fmt.Errorf("job %s: the agent's answer: %w", j.ID, err)
 		}
 		if err := checkGenerated(gen, b.Files); err != nil {
-			return barrage.Script{}, err
+			return barrage.Script{}, false, err
 		}
 		if err := checkMarketPins(gen.Plugins, plugins); err != nil {
-			return barrage.Script{}, err
+			return barrage.Script{}, false, err
 		}
 	}
 	testID := id
@@ -295,8 +281,8 @@ func loadBundle(source []byte, files []barrage.ScriptFile) (*script.Script, erro
 }
 
 // storeScript stores a checked script for p with its data files and manifest, the files'
-// digests added to it.
-func (s *Service) storeScript(ctx context.Context, p barrage.Principal, name string, source []byte, files []barrage.ScriptFile, m barrage.ScriptManifest) (barrage.Script, error) {
+// digests added to it; created is false when p has that script already, which it returns.
+func (s *Service) storeScript(ctx context.Context, p barrage.Principal, name string, source []byte, files []barrage.ScriptFile, m barrage.ScriptManifest) (barrage.Script, bool, error) {
 	sum := sha256.Sum256(source)
 	m.Files = []barrage.ScriptFileRef{}
 	for _, f := range files {
@@ -307,12 +293,14 @@ func (s *Service) storeScript(ctx context.Context, p barrage.Principal, name str
 		m.Plugins = []barrage.PluginPin{}
 	}
 	sc := barrage.Script{ID: uuid.Must(uuid.NewV7()), OwnerID: p.User.ID, Name: name, Source: source, SHA256: sum[:], Files: files, Manifest: m}
-	sc, err := s.store.CreateScript(ctx, sc)
+	sc, created, err := s.store.CreateScript(ctx, sc, s.quota(p))
 	if err != nil {
-		return barrage.Script{}, err
+		return barrage.Script{}, false, err
 	}
-	s.log.InfoContext(ctx, "script stored", slog.String("script_id", sc.ID.String()))
-	return sc, nil
+	if created {
+		s.log.InfoContext(ctx, "script stored", slog.String("script_id", sc.ID.String()))
+	}
+	return sc, created, nil
 }
 
 // runJob hands j, whose test uses the marketplace plugins given, to an agent p may use that may

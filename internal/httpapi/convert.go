@@ -86,7 +86,19 @@ func toAPILicense(l *barrage.License, now time.Time) api.License {
 		MaxConcurrentRuns:     ptr(l.Limits.MaxConcurrentRuns),
 		ValidUntil:            ptr(l.ValidUntil),
 		Expired:               ptr(!now.Before(l.ValidUntil)),
+		QuotaLimits:           toAPIQuotaLimits(l.Quotas),
 	}
+}
+
+// toAPIQuotaLimits is a license's own quotas, nil when it has none.
+func toAPIQuotaLimits(q barrage.Quotas) *api.QuotaLimits {
+	byName := map[string]int64{}
+	for _, n := range q.Named(barrage.Usage{}) {
+		if n.Limit > 0 {
+			byName[n.Name] = n.Limit
+		}
+	}
+	return api.NewQuotaLimits(byName)
 }
 
 func toAPIToken(t barrage.APIToken) api.APIToken {
@@ -118,7 +130,7 @@ func toAPIInvitation(inv barrage.Invitation, now time.Time) api.Invitation {
 	if l := inv.License; l != nil {
 		out.License = &api.InvitationLicense{
 			Plan: l.Plan, MaxVus: l.Limits.MaxVUs, MaxRunDurationSeconds: int(l.Limits.MaxRunDuration / time.Second),
-			MaxConcurrentRuns: l.Limits.MaxConcurrentRuns, ValidDays: l.ValidDays,
+			MaxConcurrentRuns: l.Limits.MaxConcurrentRuns, ValidDays: l.ValidDays, QuotaLimits: toAPIQuotaLimits(l.Quotas),
 		}
 	}
 	return out
@@ -131,6 +143,7 @@ func fromAPILicenseTemplate(t *api.LicenseTemplate) *account.LicenseInput {
 	return &account.LicenseInput{
 		Template: (*string)(t.Template), Plan: t.Plan, MaxVUs: t.MaxVus,
 		MaxRunDuration: seconds(t.MaxRunDurationSeconds), MaxConcurrentRuns: t.MaxConcurrentRuns, ValidDays: t.ValidDays,
+		Quotas: t.QuotaLimits.ByName(),
 	}
 }
 
@@ -138,6 +151,7 @@ func fromAPILicenseUpdate(t api.LicenseUpdate) *account.LicenseInput {
 	return &account.LicenseInput{
 		Template: (*string)(t.Template), Plan: t.Plan, MaxVUs: t.MaxVus,
 		MaxRunDuration: seconds(t.MaxRunDurationSeconds), MaxConcurrentRuns: t.MaxConcurrentRuns, ValidUntil: t.ValidUntil,
+		Quotas: t.QuotaLimits.ByName(),
 	}
 }
 

@@ -98,15 +98,30 @@ func (s *server) GetMyLicense(ctx context.Context, _ api.GetMyLicenseRequestObje
 	if err != nil {
 		return nil, err
 	}
-	l := toAPILicense(p.User.License, time.Now())
-	out := api.GetMyLicense200JSONResponse{Unlimited: l.Unlimited, Plan: l.Plan, MaxVus: l.MaxVus, MaxRunDurationSeconds: l.MaxRunDurationSeconds,
-		MaxConcurrentRuns: l.MaxConcurrentRuns, ValidUntil: l.ValidUntil, Expired: l.Expired}
-	q, u, err := s.control.Quotas(ctx, p)
+	l, err := s.license(ctx, p.User)
+	return api.GetMyLicense200JSONResponse(l), err
+}
+
+func (s *server) GetUserLicense(ctx context.Context, req api.GetUserLicenseRequestObject) (api.GetUserLicenseResponseObject, error) {
+	u, err := s.accounts.GetUser(ctx, req.Id)
 	if err != nil {
 		return nil, err
 	}
+	l, err := s.license(ctx, u)
+	return api.GetUserLicense200JSONResponse(l), err
+}
+
+// license is u's license with what u keeps against each quota.
+func (s *server) license(ctx context.Context, u barrage.User) (api.MyLicense, error) {
+	l := toAPILicense(u.License, time.Now())
+	out := api.MyLicense{Unlimited: l.Unlimited, Plan: l.Plan, MaxVus: l.MaxVus, MaxRunDurationSeconds: l.MaxRunDurationSeconds,
+		MaxConcurrentRuns: l.MaxConcurrentRuns, ValidUntil: l.ValidUntil, Expired: l.Expired, QuotaLimits: l.QuotaLimits}
+	q, used, err := s.control.Quotas(ctx, u)
+	if err != nil {
+		return api.MyLicense{}, err
+	}
 	quotas := map[string]api.QuotaUse{}
-	for _, n := range q.Named(u) {
+	for _, n := range q.Named(used) {
 		if n.Limit > 0 {
 			quotas[n.Name] = api.QuotaUse{Limit: n.Limit, Used: n.Used}
 		}

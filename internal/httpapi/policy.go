@@ -52,6 +52,7 @@ var policies = map[string]policy{
 	"DELETE /v1/admin/invitations/{id}": {admin, barrage.ScopeAdmin},
 	"GET /v1/admin/users":               {admin, barrage.ScopeAdmin},
 	"GET /v1/admin/users/{id}":          {admin, barrage.ScopeAdmin},
+	"GET /v1/admin/users/{id}/license":  {admin, barrage.ScopeAdmin},
 	"PATCH /v1/admin/users/{id}":        {admin, barrage.ScopeAdmin},
 	"GET /v1/admin/agents":              {admin, barrage.ScopeAdmin},
 	"POST /v1/admin/agents":             {admin, barrage.ScopeAdmin},

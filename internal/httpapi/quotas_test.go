@@ -1,8 +1,10 @@
 package httpapi_test
 
 import (
+	"fmt"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -75,4 +77,147 @@ func TestQuotasBoundWhatAUserKeeps(t *testing.T) {
 		require.Equal(t, http.StatusCreated, test(admin.access, name).status)
 	}
 	require.Nil(t, b.do("GET", "/v1/me/license", admin.access, nil).json(t)["quotas"])
+}
+
+// Changes that come at once are held to the quotas one after the other: of 16 namespaces claimed
+// at once with room for 5, 5 are made; of 10 targets with room for 3, 3.
+func TestQuotasHoldWhenChangesComeAtOnce(t *testing.T) {
+	t.Parallel()
+	b := setup(t, setupOpts{quotas: barrage.Quotas{Namespaces: 5, Targets: 3}})
+	_, u := b.adminAndUser()
+	atOnce := func(n int, path string, body func(i int) string) map[int]int {
+		statuses := make([]int, n)
+		errs := make([]error, n)
+		var wg sync.WaitGroup
+		for i := range n {
+			wg.Go(func() {
+				req, err := http.NewRequestWithContext(t.Context(), "POST", b.srv.URL+path, strings.NewReader(body(i)))
+				if err != nil {
+					errs[i] = err
+					return
+				}
+				req.Header.Set("Authorization", "Bearer "+u.access)
+				req.Header.Set("Content-Type", "application/json")
+				res, err := b.srv.Client().Do(req)
+				if err != nil {
+					errs[i] = err
+					return
+				}
+				res.Body.Close()
+				statuses[i] = res.StatusCode
+			})
+		}
+		wg.Wait()
+		count := map[int]int{}
+		for i := range n {
+			require.NoError(t, errs[i])
+			count[statuses[i]]++
+		}
+		return count
+	}
+	require.Equal(t, map[int]int{http.StatusCreated: 5, http.StatusForbidden: 11},
+		atOnce(16, "/v1/namespaces", func(i int) string { return fmt.Sprintf(`{"name": "ns%d"}`, i) }))
+	require.Equal(t, map[int]int{http.StatusCreated: 3, http.StatusForbidden: 7},
+		atOnce(10, "/v1/targets", func(i int) string { return fmt.Sprintf(`{"url": "http://127.0.0.1:%d/"}`, 1000+i) }))
+	lic := b.do("GET", "/v1/me/license", u.access, nil).json(t)["quotas"].(map[string]any)
+	require.EqualValues(t, 5, lic["namespaces"].(map[string]any)["used"])
+	require.EqualValues(t, 3, lic["targets"].(map[string]any)["used"])
+}
+
+// A namespace counts against the quota of the user who claimed it: being made a co-owner of
+// someone else's does not spend your own.
+func TestANamespaceCountsForWhoClaimedIt(t *testing.T) {
+	t.Parallel()
+	b := setup(t, setupOpts{quotas: barrage.Quotas{Namespaces: 1}})
+	admin, u := b.adminAndUser()
+	other := b.signup(b.invite(admin, map[string]any{"license": map[string]any{"template": "demo"}}), "other@example.com")
+	require.Equal(t, http.StatusCreated, b.do("POST", "/v1/namespaces", other.access, map[string]any{"name": "theirs"}).status)
+	require.Equal(t, http.StatusOK, b.do("PUT", "/v1/namespaces/theirs/owners/"+u.id, other.access, nil).status)
+	require.Equal(t, http.StatusCreated, b.do("POST", "/v1/namespaces", u.access, map[string]any{"name": "mine"}).status)
+	lic := b.do("GET", "/v1/me/license", u.access, nil).json(t)["quotas"].(map[string]any)
+	require.EqualValues(t, 1, lic["namespaces"].(map[string]any)["used"])
+}
+
+// A license may set its own quotas over the server's: an admin sets them on a user's license or
+// in an invitation's, sees what the user keeps against each, and puts one back to the server's
+// default with 0. A change that frees passes even past a quota lowered since.
+func TestALicenseSetsItsOwnQuotas(t *testing.T) {
+	t.Parallel()
+	b := setup(t, setupOpts{quotas: barrage.Quotas{Tests: 1, Targets: 2}})
+	admin, u := b.adminAndUser()
+	const source = "version: 1\nsession: {groups: [{name: g, requests: [{name: r, url: 'http://127.0.0.1:9/'}]}]}\nload: {vus: 1, iterations: 1}\n"
+	test := func(name string) response {
+		return b.do("POST", "/v1/tests?name="+name, u.access, source, "Content-Type", "application/yaml")
+	}
+	first := test("one")
+	require.Equal(t, http.StatusCreated, first.status)
+	requireQuota(t, test("two"), "tests", 1, 1)
+
+	r := b.do("PATCH", "/v1/admin/users/"+u.id, admin.access, map[string]any{"license": map[string]any{"quota_limits": map[string]any{"tests": 3}}})
+	require.Equal(t, http.StatusOK, r.status, "%s", r.body)
+	require.Equal(t, map[string]any{"tests": 3.0}, r.json(t)["license"].(map[string]any)["quota_limits"])
+	require.Equal(t, http.StatusCreated, test("two").status)
+	require.Equal(t, http.StatusCreated, test("three").status)
+	requireQuota(t, test("four"), "tests", 3, 3)
+	lic := b.do("GET", "/v1/admin/users/"+u.id+"/license", admin.access, nil).json(t)
+	require.Equal(t, map[string]any{"limit": 3.0, "used": 3.0}, lic["quotas"].(map[string]any)["tests"])
+	require.Equal(t, map[string]any{"limit": 2.0, "used": 0.0}, lic["quotas"].(map[string]any)["targets"], "the server's default")
+	requireProblem(t, b.do("GET", "/v1/admin/users/"+u.id+"/license", u.access, nil), http.StatusForbidden)
+
+	// Back to the server's default: past it now, the user may delete but not add.
+	r = b.do("PATCH", "/v1/admin/users/"+u.id, admin.access, map[string]any{"license": map[string]any{"quota_limits": map[string]any{"tests": 0}}})
+	require.Equal(t, http.StatusOK, r.status, "%s", r.body)
+	require.Nil(t, r.json(t)["license"].(map[string]any)["quota_limits"])
+	requireQuota(t, test("four"), "tests", 1, 3)
+	require.Equal(t, http.StatusNoContent, b.do("DELETE", "/v1/tests/"+first.json(t)["id"].(string), u.access, nil).status)
+	p := requireProblem(t, b.do("PATCH", "/v1/admin/users/"+u.id, admin.access, map[string]any{"license": map[string]any{"quota_limits": map[string]any{"tests": -1}}}),
+		http.StatusUnprocessableEntity)
+	require.Contains(t, requireField(t, p, "license.quota_limits.tests"), "0")
+
+	// An invitation carries them to the license it issues.
+	inv := b.do("POST", "/v1/admin/invitations", admin.access, map[string]any{"license": map[string]any{"template": "demo", "quota_limits": map[string]any{"targets": 7}}})
+	require.Equal(t, http.StatusCreated, inv.status, "%s", inv.body)
+	require.Equal(t, map[string]any{"targets": 7.0}, inv.json(t)["license"].(map[string]any)["quota_limits"])
+	v := b.signup(secret(inv.json(t)["code"].(string)), "v@example.com")
+	mine := b.do("GET", "/v1/me/license", v.access, nil).json(t)
+	require.Equal(t, map[string]any{"targets": 7.0}, mine["quota_limits"])
+	require.Equal(t, map[string]any{"limit": 7.0, "used": 0.0}, mine["quotas"].(map[string]any)["targets"])
+}
+
+// Generating a test's script again makes no copy: the answer is 200 with the script made before,
+// and a data file's content is kept once whatever holds it. What scripts keep beyond the test's
+// files as they are now (a file since replaced) counts against the storage quota.
+func TestAScriptIsMadeOnce(t *testing.T) {
+	t.Parallel()
+	b := setup(t, setupOpts{quotas: barrage.Quotas{StorageBytes: 1 << 20}})
+	_, u := b.adminAndUser()
+	created := b.do("POST", "/v1/tests", u.access, usersTest, "Content-Type", "application/yaml")
+	require.Equal(t, http.StatusCreated, created.status, "%s", created.body)
+	id := created.json(t)["id"].(string)
+	file := func(fill string) {
+		r := b.do("PUT", "/v1/tests/"+id+"/files/users.csv", u.access, "user\n"+strings.Repeat(fill, 10000)+"\n", "Content-Type", "application/octet-stream")
+		require.Contains(t, []int{http.StatusCreated, http.StatusOK}, r.status, "%s", r.body)
+	}
+	used := func() int64 {
+		q := b.do("GET", "/v1/me/license", u.access, nil).json(t)["quotas"].(map[string]any)
+		return int64(q["storage_bytes"].(map[string]any)["used"].(float64))
+	}
+	file("a")
+	before := used()
+	first := b.do("POST", "/v1/tests/"+id+"/scripts", u.access, nil)
+	require.Equal(t, http.StatusCreated, first.status, "%s", first.body)
+	again := b.do("POST", "/v1/tests/"+id+"/scripts", u.access, nil)
+	require.Equal(t, http.StatusOK, again.status, "%s", again.body)
+	require.Equal(t, first.json(t)["id"], again.json(t)["id"])
+	require.Equal(t, before, used(), "a script with the test's files adds nothing")
+
+	file("b") // replaced: the first script keeps the old content
+	require.Equal(t, before+10006, used())
+	require.Equal(t, http.StatusCreated, b.do("POST", "/v1/tests/"+id+"/scripts", u.access, nil).status)
+	require.Equal(t, http.StatusOK, b.do("POST", "/v1/tests/"+id+"/scripts", u.access, nil).status)
+	var scripts, contents int
+	require.NoError(t, b.pool.QueryRow(t.Context(), `SELECT (SELECT count(*) FROM scripts WHERE owner_id = $1),
+		(SELECT count(*) FROM file_contents WHERE owner_id = $1)`, u.id).Scan(&scripts, &contents))
+	require.Equal(t, 2, scripts)
+	require.Equal(t, 2, contents)
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/barrage-load/barrage/internal/barrage"
 	"github.com/barrage-load/barrage/internal/control"
 	"github.com/barrage-load/barrage/internal/metrics"
+	"github.com/barrage-load/barrage/internal/postgres"
 	"github.com/barrage-load/barrage/internal/report"
 	"github.com/barrage-load/barrage/internal/report/reporttest"
 )
@@ -31,9 +32,9 @@ import (
 func (b *testBundle) addScript(u user, src string) string {
 	b.t.Helper()
 	sum := sha256.Sum256([]byte(src))
-	sc, err := b.store.CreateScript(context.Background(), barrage.Script{
+	sc, _, err := b.store.CreateScript(context.Background(), barrage.Script{
 		ID: uuid.Must(uuid.NewV7()), OwnerID: uuid.MustParse(u.id), Name: "smoke", Source: []byte(src), SHA256: sum[:],
-	})
+	}, postgres.Quota{})
 	require.NoError(b.t, err)
 	return sc.ID.String()
 }

@@ -196,9 +196,12 @@ func (s *server) GenerateScript(ctx context.Context, req api.GenerateScriptReque
 	if err != nil {
 		return nil, err
 	}
-	sc, err := s.control.GenerateScript(ctx, p, req.Id, jobInput(req.Body))
+	sc, created, err := s.control.GenerateScript(ctx, p, req.Id, jobInput(req.Body))
 	if err != nil {
 		return nil, err
+	}
+	if !created {
+		return api.GenerateScript200JSONResponse(toAPIScript(sc)), nil
 	}
 	return api.GenerateScript201JSONResponse(toAPIScript(sc)), nil
 }

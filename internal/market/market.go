@@ -128,7 +128,7 @@ func (s *Service) Publish(ctx context.Context, p barrage.Principal, namespace, n
 		size += a.Size
 	}
 	// Checked on what the manifest declares, before an artifact is stored.
-	if err := s.store.CheckQuotas(ctx, p, s.cfg.Quotas, barrage.Adding{Quota: barrage.QuotaPendingVersions, N: 1},
+	if err := s.store.CheckQuotas(ctx, postgres.QuotaOf(p, s.cfg.Quotas), barrage.Adding{Quota: barrage.QuotaPendingVersions, N: 1},
 		barrage.Adding{Quota: barrage.QuotaStorageBytes, N: size}); err != nil {
 		return nil, err
 	}
@@ -325,7 +325,7 @@ func (u *Upload) Commit(ctx context.Context) (barrage.PluginVersion, error) {
 			return barrage.PluginVersion{}, barrage.Invalid(fmt.Sprintf("artifacts[%d]", i), fmt.Sprintf("%s was declared and not sent", a.File))
 		}
 	}
-	v, err := u.s.store.InsertPluginVersion(ctx, u.p.User.ID, u.v)
+	v, err := u.s.store.InsertPluginVersion(ctx, u.p.User.ID, u.v, postgres.QuotaOf(u.p, u.s.cfg.Quotas))
 	if err != nil {
 		return v, err
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/barrage-load/barrage/internal/barrage"
+	"github.com/barrage-load/barrage/internal/postgres"
 	"github.com/barrage-load/barrage/internal/registry"
 )
 
@@ -21,10 +22,7 @@ func (s *Service) ClaimNamespace(ctx context.Context, p barrage.Principal, name 
 	if !reserve && (slices.Contains(registry.ReservedNamespaces, name) || slices.Contains(s.cfg.ReservedNamespaces, name)) {
 		return barrage.Namespace{}, barrage.Errorf(barrage.ErrConflict, "namespace %q is reserved for the service: ask an admin, who may reserve it and add you as an owner", name)
 	}
-	if err := s.store.CheckQuotas(ctx, p, s.cfg.Quotas, barrage.Adding{Quota: barrage.QuotaNamespaces, N: 1}); err != nil {
-		return barrage.Namespace{}, err
-	}
-	return s.store.ClaimNamespace(ctx, name, p.User.ID, reserve)
+	return s.store.ClaimNamespace(ctx, name, p.User.ID, reserve, postgres.QuotaOf(p, s.cfg.Quotas))
 }
 
 // TakeBackNamespace reserves the namespace name that a user claimed, for the admin p, saying

@@ -75,9 +75,10 @@ func (s *Store) EnsureFirstAdminInvitation(ctx context.Context, newInvitation fu
 func invitationParams(inv barrage.Invitation, codeHash []byte) dbsqlc.InvitationInsertParams {
 	p := dbsqlc.InvitationInsertParams{
 		ID: inv.ID, CodeHash: codeHash, Role: string(inv.Role), UsesTotal: int32(inv.UsesTotal),
-		ExpiresAt: inv.ExpiresAt, Note: inv.Note, CreatedBy: inv.CreatedBy,
+		ExpiresAt: inv.ExpiresAt, Note: inv.Note, CreatedBy: inv.CreatedBy, LicenseQuotas: []byte("{}"),
 	}
 	if l := inv.License; l != nil {
+		p.LicenseQuotas = quotasParam(l.Quotas)
 		p.LicensePlan = &l.Plan
 		p.LicenseMaxVus, p.LicenseMaxRunSeconds, p.LicenseMaxConcurrentRuns = limitsParams(l.Limits)
 		p.LicenseValidDays = ptr(int32(l.ValidDays))
@@ -94,6 +95,7 @@ func invitationFromRow(r dbsqlc.Invitation) barrage.Invitation {
 		inv.License = &barrage.LicenseTemplate{
 			Plan:      *r.LicensePlan,
 			Limits:    limitsFromRow(r.LicenseMaxVus, r.LicenseMaxRunSeconds, r.LicenseMaxConcurrentRuns),
+			Quotas:    quotasFromRow(r.LicenseQuotas),
 			ValidDays: int(deref(r.LicenseValidDays)),
 		}
 	}

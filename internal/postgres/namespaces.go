@@ -15,9 +15,13 @@ import (
 
 // ClaimNamespace makes the namespace name, owned by owner (reserved when an admin reserves it).
 // A name taken already, or reserved, is an ErrConflict.
-func (s *Store) ClaimNamespace(ctx context.Context, name string, owner uuid.UUID, reserved bool) (barrage.Namespace, error) {
-	err := s.inTx(ctx, func(tx pgx.Tx) error {
-		if _, err := s.q.NamespaceInsert(ctx, tx, dbsqlc.NamespaceInsertParams{Name: name, Reserved: reserved}); err != nil {
+func (s *Store) ClaimNamespace(ctx context.Context, name string, owner uuid.UUID, reserved bool, q Quota) (barrage.Namespace, error) {
+	err := s.inQuotaTx(ctx, q, func(tx pgx.Tx) error {
+		var claimedBy *uuid.UUID
+		if !reserved {
+			claimedBy = &owner
+		}
+		if _, err := s.q.NamespaceInsert(ctx, tx, dbsqlc.NamespaceInsertParams{Name: name, Reserved: reserved, ClaimedBy: claimedBy}); err != nil {
 			if errors.Is(translate(err, "namespace"), barrage.ErrConflict) {
 				return barrage.Errorf(barrage.ErrConflict, "namespace %q is taken", name)
 			}

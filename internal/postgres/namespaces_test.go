@@ -35,7 +35,7 @@ func TestNamespacesAreClaimedOnceAndChangedByTheirOwners(t *testing.T) {
 		if i%2 == 1 {
 			owner = bob.ID
 		}
-		wg.Go(func() { _, errs[i] = store.ClaimNamespace(ctx, "acme", owner, false) })
+		wg.Go(func() { _, errs[i] = store.ClaimNamespace(ctx, "acme", owner, false, postgres.Quota{}) })
 	}
 	wg.Wait()
 	won := 0
@@ -56,7 +56,7 @@ func TestNamespacesAreClaimedOnceAndChangedByTheirOwners(t *testing.T) {
 		other = alice.ID
 	}
 
-	_, err = store.ClaimNamespace(ctx, "Not-Valid", alice.ID, false)
+	_, err = store.ClaimNamespace(ctx, "Not-Valid", alice.ID, false, postgres.Quota{})
 	require.ErrorIs(t, err, barrage.ErrInvalid, "the schema holds names to the rule too")
 
 	// Another user's attempts are not found, and change nothing.
@@ -96,8 +96,8 @@ func TestNamespacesAreClaimedOnceAndChangedByTheirOwners(t *testing.T) {
 	require.Equal(t, []uuid.UUID{other}, ns.Owners)
 
 	// An admin's reservation is a namespace too: taken for everyone else.
-	_, err = store.ClaimNamespace(ctx, "barrage", alice.ID, true)
+	_, err = store.ClaimNamespace(ctx, "barrage", alice.ID, true, postgres.Quota{})
 	require.NoError(t, err)
-	_, err = store.ClaimNamespace(ctx, "barrage", bob.ID, false)
+	_, err = store.ClaimNamespace(ctx, "barrage", bob.ID, false, postgres.Quota{})
 	require.ErrorIs(t, err, barrage.ErrConflict)
 }

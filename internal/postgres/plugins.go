@@ -26,14 +26,14 @@ type Viewer struct {
 // user's namespace is not found), with its artifacts, whose blobs are kept already. The
 // plugin is made with its first version. A version of the same precedence is an ErrConflict:
 // of two publishing it at once, one wins.
-func (s *Store) InsertPluginVersion(ctx context.Context, actor uuid.UUID, v barrage.PluginVersion) (barrage.PluginVersion, error) {
+func (s *Store) InsertPluginVersion(ctx context.Context, actor uuid.UUID, v barrage.PluginVersion, q Quota) (barrage.PluginVersion, error) {
 	core, err := registry.ParseVersion(v.Version)
 	if err != nil {
 		return barrage.PluginVersion{}, barrage.Invalid("version", err.Error())
 	}
 	core.Build = ""
 	v.Tags, v.Network = nonNil(v.Tags), nonNil(v.Network) // NOT NULL arrays
-	err = s.inTx(ctx, func(tx pgx.Tx) error {
+	err = s.inQuotaTx(ctx, q, func(tx pgx.Tx) error {
 		if err := s.owned(ctx, tx, v.Namespace, actor); err != nil {
 			return err
 		}

@@ -16,13 +16,24 @@ import (
 	"github.com/barrage-load/barrage/internal/postgres/dbsqlc"
 )
 
-// CreateScript stores an immutable script and its data files.
-func (s *Store) CreateScript(ctx context.Context, sc barrage.Script) (barrage.Script, error) {
+// CreateScript stores an immutable script and its data files, held to q; created is false when
+// the owner has the same script already (source, name and manifest: test, revision, plugins,
+// files by digest), which it returns instead. A file's content is kept once per owner, however
+// many scripts hold it.
+func (s *Store) CreateScript(ctx context.Context, sc barrage.Script, q Quota) (_ barrage.Script, created bool, err error) {
 	manifest, err := json.Marshal(sc.Manifest)
 	if err != nil {
-		return barrage.Script{}, err
+		return barrage.Script{}, false, err
 	}
-	err = s.inTx(ctx, func(tx pgx.Tx) error {
+	same, err := s.q.ScriptSame(ctx, s.pool, dbsqlc.ScriptSameParams{OwnerID: sc.OwnerID, Sha256: sc.SHA256, Name: sc.Name, Manifest: manifest})
+	switch {
+	case err == nil:
+		sc, err := s.scriptWithFiles(ctx, s.pool, same)
+		return sc, false, err
+	case !errors.Is(err, pgx.ErrNoRows):
+		return barrage.Script{}, false, err
+	}
+	err = s.inQuotaTx(ctx, q, func(tx pgx.Tx) error {
 		row, err := s.q.ScriptInsert(ctx, tx, dbsqlc.ScriptInsertParams{
 			ID: sc.ID, OwnerID: sc.OwnerID, Name: sc.Name, Source: sc.Source, Sha256: sc.SHA256, Manifest: manifest,
 		})
@@ -32,15 +43,16 @@ func (s *Store) CreateScript(ctx context.Context, sc barrage.Script) (barrage.Sc
 		sc.Created = row.CreatedAt
 		for _, f := range sc.Files {
 			sum := sha256.Sum256(f.Content)
-			if err := s.q.ScriptFileInsert(ctx, tx, dbsqlc.ScriptFileInsertParams{
-				ScriptID: sc.ID, Name: f.Name, Content: f.Content, Sha256: sum[:],
-			}); err != nil {
+			if err := s.q.FileContentInsert(ctx, tx, dbsqlc.FileContentInsertParams{OwnerID: sc.OwnerID, Sha256: sum[:], Content: f.Content}); err != nil {
+				return translate(err, "script file")
+			}
+			if err := s.q.ScriptFileInsert(ctx, tx, dbsqlc.ScriptFileInsertParams{ScriptID: sc.ID, Name: f.Name, Sha256: sum[:]}); err != nil {
 				return translate(err, "script file")
 			}
 		}
 		return nil
 	})
-	return sc, err
+	return sc, err == nil, err
 }
 
 // Script reads the owner's script id, with its files' content.

@@ -15,9 +15,9 @@ import (
 )
 
 // CreateTarget registers t for its owner, up to barrage.MaxTargets of them.
-func (s *Store) CreateTarget(ctx context.Context, t barrage.Target) (barrage.Target, error) {
+func (s *Store) CreateTarget(ctx context.Context, t barrage.Target, q Quota) (barrage.Target, error) {
 	var row dbsqlc.Target
-	err := s.inTx(ctx, func(tx pgx.Tx) error {
+	err := s.inQuotaTx(ctx, q, func(tx pgx.Tx) error {
 		if err := s.q.TargetLock(ctx, tx, t.OwnerID.String()); err != nil {
 			return err
 		}

@@ -23,7 +23,7 @@ func TestTargetChecksAreRecordedForTheirOwnerAlone(t *testing.T) {
 	store := postgres.NewStore(pool)
 	owner := newUser(t, pool, store, "owner@example.com")
 	other := newUser(t, pool, store, "other@example.com")
-	tg, err := store.CreateTarget(ctx, barrage.Target{ID: uuid.Must(uuid.NewV7()), OwnerID: owner.ID, Scheme: "http", Host: "127.0.0.1", Port: 8080, Token: "tok"})
+	tg, err := store.CreateTarget(ctx, barrage.Target{ID: uuid.Must(uuid.NewV7()), OwnerID: owner.ID, Scheme: "http", Host: "127.0.0.1", Port: 8080, Token: "tok"}, postgres.Quota{})
 	require.NoError(t, err)
 	require.False(t, tg.Verified())
 
@@ -44,7 +44,7 @@ func TestTargetChecksAreRecordedForTheirOwnerAlone(t *testing.T) {
 	_, err = store.Target(ctx, other.ID, tg.ID)
 	require.ErrorIs(t, err, barrage.ErrNotFound)
 	require.ErrorIs(t, store.DeleteTarget(ctx, other.ID, tg.ID), barrage.ErrNotFound)
-	_, err = store.CreateTarget(ctx, barrage.Target{ID: uuid.Must(uuid.NewV7()), OwnerID: owner.ID, Scheme: "https", Host: "127.0.0.1", Port: 8080, Token: "tok2"})
+	_, err = store.CreateTarget(ctx, barrage.Target{ID: uuid.Must(uuid.NewV7()), OwnerID: owner.ID, Scheme: "https", Host: "127.0.0.1", Port: 8080, Token: "tok2"}, postgres.Quota{})
 	require.ErrorIs(t, err, barrage.ErrConflict, "one target per host and port")
 }
 

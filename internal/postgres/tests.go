@@ -17,8 +17,8 @@ import (
 )
 
 // CreateTest stores a new test with its first revision.
-func (s *Store) CreateTest(ctx context.Context, t barrage.Test, rev barrage.TestRevision) (barrage.Test, error) {
-	err := s.inTx(ctx, func(tx pgx.Tx) error {
+func (s *Store) CreateTest(ctx context.Context, t barrage.Test, rev barrage.TestRevision, q Quota) (barrage.Test, error) {
+	err := s.inQuotaTx(ctx, q, func(tx pgx.Tx) error {
 		row, err := s.q.TestInsert(ctx, tx, dbsqlc.TestInsertParams{ID: t.ID, OwnerID: t.OwnerID, Name: t.Name})
 		if err != nil {
 			return translate(err, "test")
@@ -39,9 +39,9 @@ func (s *Store) insertRevision(ctx context.Context, tx pgx.Tx, testID uuid.UUID,
 
 // SaveTest stores rev as the owner's test's next revision, and renames the test when name is
 // given. Saves of one test are numbered one after the other.
-func (s *Store) SaveTest(ctx context.Context, ownerID, id uuid.UUID, name *string, rev barrage.TestRevision) (barrage.Test, error) {
+func (s *Store) SaveTest(ctx context.Context, ownerID, id uuid.UUID, name *string, rev barrage.TestRevision, q Quota) (barrage.Test, error) {
 	var t barrage.Test
-	err := s.inTx(ctx, func(tx pgx.Tx) error {
+	err := s.inQuotaTx(ctx, q, func(tx pgx.Tx) error {
 		row, err := s.q.TestGetForUpdate(ctx, tx, dbsqlc.TestGetForUpdateParams{ID: id, OwnerID: ownerID})
 		if err != nil {
 			return translate(err, "test")
@@ -153,9 +153,9 @@ func (s *Store) TestRevisions(ctx context.Context, ownerID, id uuid.UUID) ([]bar
 
 // PutTestFile stores a data file of the owner's test, replacing one of the same name; created
 // says whether it is new. A new file past maxFiles of the test is refused; the test is locked
-// meanwhile, so that uploads at once count one after the other.
-func (s *Store) PutTestFile(ctx context.Context, ownerID, id uuid.UUID, name string, content []byte, maxFiles int) (f barrage.TestFile, created bool, err error) {
-	err = s.inTx(ctx, func(tx pgx.Tx) error {
+// meanwhile, so that uploads at once count one after the other. The change is held to q.
+func (s *Store) PutTestFile(ctx context.Context, ownerID, id uuid.UUID, name string, content []byte, maxFiles int, q Quota) (f barrage.TestFile, created bool, err error) {
+	err = s.inQuotaTx(ctx, q, func(tx pgx.Tx) error {
 		if _, err := s.q.TestGetForUpdate(ctx, tx, dbsqlc.TestGetForUpdateParams{ID: id, OwnerID: ownerID}); err != nil {
 			return translate(err, "test")
 		}

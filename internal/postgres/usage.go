@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"errors"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -13,7 +12,11 @@ import (
 
 // Usage is what user keeps, as quotas count it (barrage.Quotas).
 func (s *Store) Usage(ctx context.Context, user uuid.UUID) (barrage.Usage, error) {
-	row, err := s.q.UserUsage(ctx, s.pool, user)
+	return s.usage(ctx, s.pool, user)
+}
+
+func (s *Store) usage(ctx context.Context, db dbsqlc.DBTX, user uuid.UUID) (barrage.Usage, error) {
+	row, err := s.q.UserUsage(ctx, db, user)
 	if err != nil {
 		return barrage.Usage{}, translate(err, "usage")
 	}
@@ -21,27 +24,58 @@ func (s *Store) Usage(ctx context.Context, user uuid.UUID) (barrage.Usage, error
 		PendingVersions: row.PendingVersions, Targets: row.Targets}, nil
 }
 
-// CheckQuotas refuses, with a *barrage.QuotaError, a change by p that adds adds to what p keeps,
-// past q. A user without a license (unlimited) has no quotas. The check reads what p keeps and
-// does not hold it: two changes at once may pass it together, which the bound on a user's heavy
-// requests in flight keeps to two.
-func (s *Store) CheckQuotas(ctx context.Context, p barrage.Principal, q barrage.Quotas, adds ...barrage.Adding) error {
-	if p.User.License == nil || q == (barrage.Quotas{}) {
+// Quota is what a change may take its user's keeping to: the user, and their limits. The store's
+// methods that add to what a user keeps make their change in a transaction that holds the user's
+// quota lock, and refuse it when it took the user past a quota (inQuotaTx); the zero Quota holds
+// nothing.
+type Quota struct {
+	User   uuid.UUID
+	Limits barrage.Quotas
+}
+
+// QuotaOf is the Quota of a change by p on a server whose default quotas are defaults: p's
+// license's quotas over them, none for a user without a license.
+func QuotaOf(p barrage.Principal, defaults barrage.Quotas) Quota {
+	return Quota{User: p.User.ID, Limits: p.User.Quotas(defaults)}
+}
+
+// inQuotaTx runs fn in a transaction that holds q's user's quota lock, and refuses what fn did,
+// with a *barrage.QuotaError, when it took them past a quota they keep more of than before. What
+// the change adds is measured, not foretold: a file that replaces one, content a script shares
+// with a test, a script that is one already, count as what they are.
+func (s *Store) inQuotaTx(ctx context.Context, q Quota, fn func(tx pgx.Tx) error) error {
+	if q.Limits == (barrage.Quotas{}) {
+		return s.inTx(ctx, fn)
+	}
+	return s.inTx(ctx, func(tx pgx.Tx) error {
+		if err := s.q.QuotaLock(ctx, tx, q.User.String()); err != nil {
+			return err
+		}
+		before, err := s.usage(ctx, tx, q.User)
+		if err != nil {
+			return err
+		}
+		if err := fn(tx); err != nil {
+			return err
+		}
+		after, err := s.usage(ctx, tx, q.User)
+		if err != nil {
+			return err
+		}
+		return q.Limits.CheckGrowth(before, after)
+	})
+}
+
+// CheckQuotas refuses, with a *barrage.QuotaError, a change that would add adds to what q's user
+// keeps, before it begins: for a change whose bytes come after (a plugin version's artifacts),
+// refused before they are sent. It holds nothing: the change is held to q again as it is stored.
+func (s *Store) CheckQuotas(ctx context.Context, q Quota, adds ...barrage.Adding) error {
+	if q.Limits == (barrage.Quotas{}) {
 		return nil
 	}
-	u, err := s.Usage(ctx, p.User.ID)
+	u, err := s.Usage(ctx, q.User)
 	if err != nil {
 		return err
 	}
-	return q.CheckAll(u, adds...)
-}
-
-// TestFileSize is the size of owner's test's file name, 0 when there is none: what replacing it
-// frees.
-func (s *Store) TestFileSize(ctx context.Context, owner, test uuid.UUID, name string) (int64, error) {
-	n, err := s.q.TestFileSize(ctx, s.pool, dbsqlc.TestFileSizeParams{TestID: test, Name: name, OwnerID: owner})
-	if errors.Is(err, pgx.ErrNoRows) {
-		return 0, nil
-	}
-	return n, err
+	return q.Limits.CheckAll(u, adds...)
 }

@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"time"
 
@@ -44,7 +45,7 @@ func (s *Store) CreateUserFromInvitation(ctx context.Context, codeHash []byte, u
 		userRow, err := s.q.UserInsert(ctx, insert, dbsqlc.UserInsertParams{
 			ID: u.ID, Email: u.Email, Name: u.Name, PasswordHash: u.PasswordHash, Role: string(u.Role),
 			LicensePlan: p.LicensePlan, LicenseMaxVus: p.LicenseMaxVus, LicenseMaxRunSeconds: p.LicenseMaxRunSeconds,
-			LicenseMaxConcurrentRuns: p.LicenseMaxConcurrentRuns, LicenseValidUntil: p.LicenseValidUntil,
+			LicenseMaxConcurrentRuns: p.LicenseMaxConcurrentRuns, LicenseValidUntil: p.LicenseValidUntil, LicenseQuotas: p.LicenseQuotas,
 		})
 		if err != nil {
 			_ = insert.Rollback(ctx)
@@ -175,6 +176,7 @@ func userFromRow(r dbsqlc.User) barrage.User {
 		u.License = &barrage.License{
 			Plan:       *r.LicensePlan,
 			Limits:     limitsFromRow(r.LicenseMaxVus, r.LicenseMaxRunSeconds, r.LicenseMaxConcurrentRuns),
+			Quotas:     quotasFromRow(r.LicenseQuotas),
 			ValidUntil: deref(r.LicenseValidUntil),
 		}
 	}
@@ -184,14 +186,28 @@ func userFromRow(r dbsqlc.User) barrage.User {
 func userParams(u barrage.User) dbsqlc.UserUpdateParams {
 	p := dbsqlc.UserUpdateParams{
 		ID: u.ID, Email: u.Email, Name: u.Name, PasswordHash: u.PasswordHash, Role: string(u.Role),
-		Disabled: u.Disabled, TokensValidAfter: u.TokensValidAfter,
+		Disabled: u.Disabled, TokensValidAfter: u.TokensValidAfter, LicenseQuotas: []byte("{}"),
 	}
 	if l := u.License; l != nil {
+		p.LicenseQuotas = quotasParam(l.Quotas)
 		p.LicensePlan = &l.Plan
 		p.LicenseMaxVus, p.LicenseMaxRunSeconds, p.LicenseMaxConcurrentRuns = limitsParams(l.Limits)
 		p.LicenseValidUntil = &l.ValidUntil
 	}
 	return p
+}
+
+// quotasFromRow and quotasParam convert a license's own quotas, kept as a JSON object by name
+// (storage_bytes, tests...), which users and invitations share. The store alone writes them.
+func quotasFromRow(b []byte) barrage.Quotas {
+	var q barrage.Quotas
+	_ = json.Unmarshal(b, &q) // what quotasParam wrote; a quota not there is the server's default
+	return q
+}
+
+func quotasParam(q barrage.Quotas) []byte {
+	b, _ := json.Marshal(q) // five numbers
+	return b
 }
 
 // limitsFromRow and limitsParams convert the three limit columns that users and invitations share.

@@ -11,17 +11,28 @@ import (
 	"github.com/google/uuid"
 )
 
+const quotaLock = `-- name: QuotaLock :exec
+SELECT pg_advisory_xact_lock(hashtextextended('barrage.quota:' || $1::text, 0))
+`
+
+// QuotaLock takes the user's quota lock until the transaction ends: a change that adds to what
+// the user keeps reads their usage and writes under it, so two at once cannot both pass.
+func (q *Queries) QuotaLock(ctx context.Context, db DBTX, userID string) error {
+	_, err := db.Exec(ctx, quotaLock, userID)
+	return err
+}
+
 const userUsage = `-- name: UserUsage :one
 SELECT
   ((SELECT coalesce(sum(length(r.source)), 0) FROM test_revisions r JOIN tests t ON t.id = r.test_id WHERE t.owner_id = $1)
  + (SELECT coalesce(sum(length(f.content)), 0) FROM test_files f JOIN tests t ON t.id = f.test_id WHERE t.owner_id = $1)
  + (SELECT coalesce(sum(length(s.source)), 0) FROM scripts s WHERE s.owner_id = $1 AND s.manifest->>'test_id' IS NULL)
- + (SELECT coalesce(sum(length(f.content)), 0) FROM script_files f JOIN scripts s ON s.id = f.script_id
-    WHERE s.owner_id = $1 AND s.manifest->>'test_id' IS NULL)
+ + (SELECT coalesce(sum(length(c.content)), 0) FROM file_contents c WHERE c.owner_id = $1 AND NOT EXISTS (
+    SELECT 1 FROM test_files f JOIN tests t ON t.id = f.test_id WHERE t.owner_id = $1 AND f.sha256 = c.sha256))
  + (SELECT coalesce(sum(a.size), 0) FROM plugin_artifacts a JOIN plugin_versions v USING (namespace, name, version)
     WHERE v.published_by = $1 AND v.state IN ('pending', 'published', 'deprecated')))::bigint AS storage_bytes,
   (SELECT count(*) FROM tests WHERE owner_id = $1)::bigint AS tests,
-  (SELECT count(*) FROM namespace_owners WHERE user_id = $1)::bigint AS namespaces,
+  (SELECT count(*) FROM namespaces WHERE claimed_by = $1)::bigint AS namespaces,
   (SELECT count(*) FROM plugin_versions WHERE published_by = $1 AND state = 'pending')::bigint AS pending_versions,
   (SELECT count(*) FROM targets WHERE owner_id = $1)::bigint AS targets
 `
@@ -34,9 +45,10 @@ type UserUsageRow struct {
 	Targets         int64
 }
 
-// UserUsage is what a user keeps, as quotas count it: the bytes they uploaded (tests' revisions
-// and data files, scripts they uploaded rather than generated, plugin artifacts pending or
-// published) and the number of their tests, namespaces, versions pending review and targets.
+// UserUsage is what a user keeps, as quotas count it: the bytes they keep (tests' revisions and
+// data files, the sources of scripts they uploaded rather than generated, the scripts' data files
+// that are not a test's file as it is now, plugin artifacts pending or published) and the number
+// of their tests, namespaces claimed, versions pending review and targets.
 func (q *Queries) UserUsage(ctx context.Context, db DBTX, userID uuid.UUID) (UserUsageRow, error) {
 	row := db.QueryRow(ctx, userUsage, userID)
 	var i UserUsageRow

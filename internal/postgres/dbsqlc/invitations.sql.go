@@ -25,7 +25,7 @@ func (q *Queries) InvitationCountActiveAdmin(ctx context.Context, db DBTX) (int6
 }
 
 const invitationGetByCodeHash = `-- name: InvitationGetByCodeHash :one
-SELECT id, code_hash, role, license_plan, license_max_vus, license_max_run_seconds, license_max_concurrent_runs, license_valid_days, uses_total, uses_left, expires_at, note, created_by, created_at, revoked_at FROM invitations WHERE code_hash = $1
+SELECT id, code_hash, role, license_plan, license_max_vus, license_max_run_seconds, license_max_concurrent_runs, license_valid_days, uses_total, uses_left, expires_at, note, created_by, created_at, revoked_at, license_quotas FROM invitations WHERE code_hash = $1
 `
 
 func (q *Queries) InvitationGetByCodeHash(ctx context.Context, db DBTX, codeHash []byte) (Invitation, error) {
@@ -47,6 +47,7 @@ func (q *Queries) InvitationGetByCodeHash(ctx context.Context, db DBTX, codeHash
 		&i.CreatedBy,
 		&i.CreatedAt,
 		&i.RevokedAt,
+		&i.LicenseQuotas,
 	)
 	return i, err
 }
@@ -55,9 +56,9 @@ const invitationInsert = `-- name: InvitationInsert :one
 INSERT INTO invitations (
     id, code_hash, role,
     license_plan, license_max_vus, license_max_run_seconds, license_max_concurrent_runs, license_valid_days,
-    uses_total, uses_left, expires_at, note, created_by
-) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9, $10, $11, $12)
-RETURNING id, code_hash, role, license_plan, license_max_vus, license_max_run_seconds, license_max_concurrent_runs, license_valid_days, uses_total, uses_left, expires_at, note, created_by, created_at, revoked_at
+    uses_total, uses_left, expires_at, note, created_by, license_quotas
+) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9, $10, $11, $12, $13)
+RETURNING id, code_hash, role, license_plan, license_max_vus, license_max_run_seconds, license_max_concurrent_runs, license_valid_days, uses_total, uses_left, expires_at, note, created_by, created_at, revoked_at, license_quotas
 `
 
 type InvitationInsertParams struct {
@@ -73,6 +74,7 @@ type InvitationInsertParams struct {
 	ExpiresAt                time.Time
 	Note                     string
 	CreatedBy                *uuid.UUID
+	LicenseQuotas            []byte
 }
 
 func (q *Queries) InvitationInsert(ctx context.Context, db DBTX, arg InvitationInsertParams) (Invitation, error) {
@@ -89,6 +91,7 @@ func (q *Queries) InvitationInsert(ctx context.Context, db DBTX, arg InvitationI
 		arg.ExpiresAt,
 		arg.Note,
 		arg.CreatedBy,
+		arg.LicenseQuotas,
 	)
 	var i Invitation
 	err := row.Scan(
@@ -107,12 +110,13 @@ func (q *Queries) InvitationInsert(ctx context.Context, db DBTX, arg InvitationI
 		&i.CreatedBy,
 		&i.CreatedAt,
 		&i.RevokedAt,
+		&i.LicenseQuotas,
 	)
 	return i, err
 }
 
 const invitationList = `-- name: InvitationList :many
-SELECT id, code_hash, role, license_plan, license_max_vus, license_max_run_seconds, license_max_concurrent_runs, license_valid_days, uses_total, uses_left, expires_at, note, created_by, created_at, revoked_at FROM invitations
+SELECT id, code_hash, role, license_plan, license_max_vus, license_max_run_seconds, license_max_concurrent_runs, license_valid_days, uses_total, uses_left, expires_at, note, created_by, created_at, revoked_at, license_quotas FROM invitations
 WHERE $1::uuid IS NULL OR id < $1::uuid
 ORDER BY id DESC
 LIMIT $2
@@ -148,6 +152,7 @@ func (q *Queries) InvitationList(ctx context.Context, db DBTX, arg InvitationLis
 			&i.CreatedBy,
 			&i.CreatedAt,
 			&i.RevokedAt,
+			&i.LicenseQuotas,
 		); err != nil {
 			return nil, err
 		}
@@ -162,7 +167,7 @@ func (q *Queries) InvitationList(ctx context.Context, db DBTX, arg InvitationLis
 const invitationRedeem = `-- name: InvitationRedeem :one
 UPDATE invitations SET uses_left = uses_left - 1
 WHERE code_hash = $1 AND uses_left > 0 AND revoked_at IS NULL AND expires_at > now()
-RETURNING id, code_hash, role, license_plan, license_max_vus, license_max_run_seconds, license_max_concurrent_runs, license_valid_days, uses_total, uses_left, expires_at, note, created_by, created_at, revoked_at
+RETURNING id, code_hash, role, license_plan, license_max_vus, license_max_run_seconds, license_max_concurrent_runs, license_valid_days, uses_total, uses_left, expires_at, note, created_by, created_at, revoked_at, license_quotas
 `
 
 // InvitationRedeem spends one use atomically: of concurrent redemptions of the last use, exactly
@@ -186,6 +191,7 @@ func (q *Queries) InvitationRedeem(ctx context.Context, db DBTX, codeHash []byte
 		&i.CreatedBy,
 		&i.CreatedAt,
 		&i.RevokedAt,
+		&i.LicenseQuotas,
 	)
 	return i, err
 }
@@ -193,7 +199,7 @@ func (q *Queries) InvitationRedeem(ctx context.Context, db DBTX, codeHash []byte
 const invitationRevoke = `-- name: InvitationRevoke :one
 UPDATE invitations SET revoked_at = coalesce(revoked_at, now())
 WHERE id = $1
-RETURNING id, code_hash, role, license_plan, license_max_vus, license_max_run_seconds, license_max_concurrent_runs, license_valid_days, uses_total, uses_left, expires_at, note, created_by, created_at, revoked_at
+RETURNING id, code_hash, role, license_plan, license_max_vus, license_max_run_seconds, license_max_concurrent_runs, license_valid_days, uses_total, uses_left, expires_at, note, created_by, created_at, revoked_at, license_quotas
 `
 
 func (q *Queries) InvitationRevoke(ctx context.Context, db DBTX, id uuid.UUID) (Invitation, error) {
@@ -215,6 +221,7 @@ func (q *Queries) InvitationRevoke(ctx context.Context, db DBTX, id uuid.UUID) (
 		&i.CreatedBy,
 		&i.CreatedAt,
 		&i.RevokedAt,
+		&i.LicenseQuotas,
 	)
 	return i, err
 }

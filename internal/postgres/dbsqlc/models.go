@@ -61,6 +61,12 @@ type AgentPing struct {
 	AnsweredAt  *time.Time
 }
 
+type FileContent struct {
+	OwnerID uuid.UUID
+	Sha256  []byte
+	Content []byte
+}
+
 type Invitation struct {
 	ID                       uuid.UUID
 	CodeHash                 []byte
@@ -77,6 +83,7 @@ type Invitation struct {
 	CreatedBy                *uuid.UUID
 	CreatedAt                time.Time
 	RevokedAt                *time.Time
+	LicenseQuotas            []byte
 }
 
 type Namespace struct {
@@ -84,6 +91,7 @@ type Namespace struct {
 	Reserved       bool
 	CreatedAt      time.Time
 	ReservedReason *string
+	ClaimedBy      *uuid.UUID
 }
 
 type NamespaceOwner struct {
@@ -200,7 +208,6 @@ type Script struct {
 type ScriptFile struct {
 	ScriptID uuid.UUID
 	Name     string
-	Content  []byte
 	Sha256   []byte
 }
 
@@ -302,4 +309,5 @@ type User struct {
 	TokensValidAfter         time.Time
 	CreatedAt                time.Time
 	UpdatedAt                time.Time
+	LicenseQuotas            []byte
 }

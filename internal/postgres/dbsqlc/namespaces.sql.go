@@ -12,7 +12,7 @@ import (
 )
 
 const namespaceGet = `-- name: NamespaceGet :one
-SELECT name, reserved, created_at, reserved_reason FROM namespaces WHERE name = $1
+SELECT name, reserved, created_at, reserved_reason, claimed_by FROM namespaces WHERE name = $1
 `
 
 func (q *Queries) NamespaceGet(ctx context.Context, db DBTX, name string) (Namespace, error) {
@@ -23,12 +23,13 @@ func (q *Queries) NamespaceGet(ctx context.Context, db DBTX, name string) (Names
 		&i.Reserved,
 		&i.CreatedAt,
 		&i.ReservedReason,
+		&i.ClaimedBy,
 	)
 	return i, err
 }
 
 const namespaceGetForUpdate = `-- name: NamespaceGetForUpdate :one
-SELECT name, reserved, created_at, reserved_reason FROM namespaces WHERE name = $1 FOR UPDATE
+SELECT name, reserved, created_at, reserved_reason, claimed_by FROM namespaces WHERE name = $1 FOR UPDATE
 `
 
 func (q *Queries) NamespaceGetForUpdate(ctx context.Context, db DBTX, name string) (Namespace, error) {
@@ -39,27 +40,30 @@ func (q *Queries) NamespaceGetForUpdate(ctx context.Context, db DBTX, name strin
 		&i.Reserved,
 		&i.CreatedAt,
 		&i.ReservedReason,
+		&i.ClaimedBy,
 	)
 	return i, err
 }
 
 const namespaceInsert = `-- name: NamespaceInsert :one
-INSERT INTO namespaces (name, reserved) VALUES ($1, $2) RETURNING name, reserved, created_at, reserved_reason
+INSERT INTO namespaces (name, reserved, claimed_by) VALUES ($1, $2, $3) RETURNING name, reserved, created_at, reserved_reason, claimed_by
 `
 
 type NamespaceInsertParams struct {
-	Name     string
-	Reserved bool
+	Name      string
+	Reserved  bool
+	ClaimedBy *uuid.UUID
 }
 
 func (q *Queries) NamespaceInsert(ctx context.Context, db DBTX, arg NamespaceInsertParams) (Namespace, error) {
-	row := db.QueryRow(ctx, namespaceInsert, arg.Name, arg.Reserved)
+	row := db.QueryRow(ctx, namespaceInsert, arg.Name, arg.Reserved, arg.ClaimedBy)
 	var i Namespace
 	err := row.Scan(
 		&i.Name,
 		&i.Reserved,
 		&i.CreatedAt,
 		&i.ReservedReason,
+		&i.ClaimedBy,
 	)
 	return i, err
 }
@@ -164,7 +168,7 @@ func (q *Queries) NamespaceOwnersClear(ctx context.Context, db DBTX, namespace s
 }
 
 const namespaceTakeBack = `-- name: NamespaceTakeBack :exec
-UPDATE namespaces SET reserved = true, reserved_reason = $1 WHERE name = $2
+UPDATE namespaces SET reserved = true, reserved_reason = $1, claimed_by = NULL WHERE name = $2
 `
 
 type NamespaceTakeBackParams struct {
@@ -179,7 +183,7 @@ func (q *Queries) NamespaceTakeBack(ctx context.Context, db DBTX, arg NamespaceT
 }
 
 const namespacesOfUser = `-- name: NamespacesOfUser :many
-SELECT n.name, n.reserved, n.created_at, n.reserved_reason FROM namespaces n JOIN namespace_owners o ON o.namespace = n.name
+SELECT n.name, n.reserved, n.created_at, n.reserved_reason, n.claimed_by FROM namespaces n JOIN namespace_owners o ON o.namespace = n.name
 WHERE o.user_id = $1 ORDER BY n.name
 `
 
@@ -197,6 +201,7 @@ func (q *Queries) NamespacesOfUser(ctx context.Context, db DBTX, userID uuid.UUI
 			&i.Reserved,
 			&i.CreatedAt,
 			&i.ReservedReason,
+			&i.ClaimedBy,
 		); err != nil {
 			return nil, err
 		}

@@ -11,46 +11,61 @@ import (
 	"github.com/google/uuid"
 )
 
+const fileContentInsert = `-- name: FileContentInsert :exec
+INSERT INTO file_contents (owner_id, sha256, content) VALUES ($1, $2, $3)
+ON CONFLICT DO NOTHING
+`
+
+type FileContentInsertParams struct {
+	OwnerID uuid.UUID
+	Sha256  []byte
+	Content []byte
+}
+
+// FileContentInsert keeps a file's content for its owner, once: scripts name it by its digest.
+func (q *Queries) FileContentInsert(ctx context.Context, db DBTX, arg FileContentInsertParams) error {
+	_, err := db.Exec(ctx, fileContentInsert, arg.OwnerID, arg.Sha256, arg.Content)
+	return err
+}
+
 const scriptFileInsert = `-- name: ScriptFileInsert :exec
-INSERT INTO script_files (script_id, name, content, sha256) VALUES ($1, $2, $3, $4)
+INSERT INTO script_files (script_id, name, sha256) VALUES ($1, $2, $3)
 `
 
 type ScriptFileInsertParams struct {
 	ScriptID uuid.UUID
 	Name     string
-	Content  []byte
 	Sha256   []byte
 }
 
 func (q *Queries) ScriptFileInsert(ctx context.Context, db DBTX, arg ScriptFileInsertParams) error {
-	_, err := db.Exec(ctx, scriptFileInsert,
-		arg.ScriptID,
-		arg.Name,
-		arg.Content,
-		arg.Sha256,
-	)
+	_, err := db.Exec(ctx, scriptFileInsert, arg.ScriptID, arg.Name, arg.Sha256)
 	return err
 }
 
 const scriptFileList = `-- name: ScriptFileList :many
-SELECT script_id, name, content, sha256 FROM script_files WHERE script_id = $1 ORDER BY name
+SELECT f.name, c.content, f.sha256 FROM script_files f
+JOIN scripts s ON s.id = f.script_id
+JOIN file_contents c ON c.owner_id = s.owner_id AND c.sha256 = f.sha256
+WHERE f.script_id = $1 ORDER BY f.name
 `
 
-func (q *Queries) ScriptFileList(ctx context.Context, db DBTX, scriptID uuid.UUID) ([]ScriptFile, error) {
+type ScriptFileListRow struct {
+	Name    string
+	Content []byte
+	Sha256  []byte
+}
+
+func (q *Queries) ScriptFileList(ctx context.Context, db DBTX, scriptID uuid.UUID) ([]ScriptFileListRow, error) {
 	rows, err := db.Query(ctx, scriptFileList, scriptID)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var items []ScriptFile
+	var items []ScriptFileListRow
 	for rows.Next() {
-		var i ScriptFile
-		if err := rows.Scan(
-			&i.ScriptID,
-			&i.Name,
-			&i.Content,
-			&i.Sha256,
-		); err != nil {
+		var i ScriptFileListRow
+		if err := rows.Scan(&i.Name, &i.Content, &i.Sha256); err != nil {
 			return nil, err
 		}
 		items = append(items, i)
@@ -136,6 +151,42 @@ func (q *Queries) ScriptInsert(ctx context.Context, db DBTX, arg ScriptInsertPar
 		arg.Name,
 		arg.Source,
 		arg.Sha256,
+		arg.Manifest,
+	)
+	var i Script
+	err := row.Scan(
+		&i.ID,
+		&i.OwnerID,
+		&i.Name,
+		&i.Source,
+		&i.Sha256,
+		&i.Manifest,
+		&i.CreatedAt,
+	)
+	return i, err
+}
+
+const scriptSame = `-- name: ScriptSame :one
+SELECT id, owner_id, name, source, sha256, manifest, created_at FROM scripts
+WHERE owner_id = $1 AND sha256 = $2 AND name = $3 AND manifest = $4
+ORDER BY created_at LIMIT 1
+`
+
+type ScriptSameParams struct {
+	OwnerID  uuid.UUID
+	Sha256   []byte
+	Name     string
+	Manifest []byte
+}
+
+// ScriptSame finds the owner's script that is the one about to be made: the same source and
+// manifest (test, revision, plugins, files by digest). Generating a test's revision again, or
+// running it again, makes no copy.
+func (q *Queries) ScriptSame(ctx context.Context, db DBTX, arg ScriptSameParams) (Script, error) {
+	row := db.QueryRow(ctx, scriptSame,
+		arg.OwnerID,
+		arg.Sha256,
+		arg.Name,
 		arg.Manifest,
 	)
 	var i Script

@@ -24,7 +24,7 @@ func (q *Queries) UserCount(ctx context.Context, db DBTX) (int64, error) {
 }
 
 const userGetByEmail = `-- name: UserGetByEmail :one
-SELECT id, email, name, password_hash, role, disabled, license_plan, license_max_vus, license_max_run_seconds, license_max_concurrent_runs, license_valid_until, tokens_valid_after, created_at, updated_at FROM users WHERE lower(email) = lower($1::text)
+SELECT id, email, name, password_hash, role, disabled, license_plan, license_max_vus, license_max_run_seconds, license_max_concurrent_runs, license_valid_until, tokens_valid_after, created_at, updated_at, license_quotas FROM users WHERE lower(email) = lower($1::text)
 `
 
 func (q *Queries) UserGetByEmail(ctx context.Context, db DBTX, email string) (User, error) {
@@ -45,12 +45,13 @@ func (q *Queries) UserGetByEmail(ctx context.Context, db DBTX, email string) (Us
 		&i.TokensValidAfter,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.LicenseQuotas,
 	)
 	return i, err
 }
 
 const userGetByID = `-- name: UserGetByID :one
-SELECT id, email, name, password_hash, role, disabled, license_plan, license_max_vus, license_max_run_seconds, license_max_concurrent_runs, license_valid_until, tokens_valid_after, created_at, updated_at FROM users WHERE id = $1
+SELECT id, email, name, password_hash, role, disabled, license_plan, license_max_vus, license_max_run_seconds, license_max_concurrent_runs, license_valid_until, tokens_valid_after, created_at, updated_at, license_quotas FROM users WHERE id = $1
 `
 
 func (q *Queries) UserGetByID(ctx context.Context, db DBTX, id uuid.UUID) (User, error) {
@@ -71,12 +72,13 @@ func (q *Queries) UserGetByID(ctx context.Context, db DBTX, id uuid.UUID) (User,
 		&i.TokensValidAfter,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.LicenseQuotas,
 	)
 	return i, err
 }
 
 const userGetByIDForUpdate = `-- name: UserGetByIDForUpdate :one
-SELECT id, email, name, password_hash, role, disabled, license_plan, license_max_vus, license_max_run_seconds, license_max_concurrent_runs, license_valid_until, tokens_valid_after, created_at, updated_at FROM users WHERE id = $1 FOR UPDATE
+SELECT id, email, name, password_hash, role, disabled, license_plan, license_max_vus, license_max_run_seconds, license_max_concurrent_runs, license_valid_until, tokens_valid_after, created_at, updated_at, license_quotas FROM users WHERE id = $1 FOR UPDATE
 `
 
 func (q *Queries) UserGetByIDForUpdate(ctx context.Context, db DBTX, id uuid.UUID) (User, error) {
@@ -97,12 +99,13 @@ func (q *Queries) UserGetByIDForUpdate(ctx context.Context, db DBTX, id uuid.UUI
 		&i.TokensValidAfter,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.LicenseQuotas,
 	)
 	return i, err
 }
 
 const userGetForTokenChange = `-- name: UserGetForTokenChange :one
-SELECT id, email, name, password_hash, role, disabled, license_plan, license_max_vus, license_max_run_seconds, license_max_concurrent_runs, license_valid_until, tokens_valid_after, created_at, updated_at FROM users WHERE id = $1 FOR NO KEY UPDATE
+SELECT id, email, name, password_hash, role, disabled, license_plan, license_max_vus, license_max_run_seconds, license_max_concurrent_runs, license_valid_until, tokens_valid_after, created_at, updated_at, license_quotas FROM users WHERE id = $1 FOR NO KEY UPDATE
 `
 
 // UserGetForTokenChange locks the user's row before any change to its refresh tokens. Rotation,
@@ -126,6 +129,7 @@ func (q *Queries) UserGetForTokenChange(ctx context.Context, db DBTX, id uuid.UU
 		&i.TokensValidAfter,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.LicenseQuotas,
 	)
 	return i, err
 }
@@ -133,9 +137,10 @@ func (q *Queries) UserGetForTokenChange(ctx context.Context, db DBTX, id uuid.UU
 const userInsert = `-- name: UserInsert :one
 INSERT INTO users (
     id, email, name, password_hash, role,
-    license_plan, license_max_vus, license_max_run_seconds, license_max_concurrent_runs, license_valid_until
-) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
-RETURNING id, email, name, password_hash, role, disabled, license_plan, license_max_vus, license_max_run_seconds, license_max_concurrent_runs, license_valid_until, tokens_valid_after, created_at, updated_at
+    license_plan, license_max_vus, license_max_run_seconds, license_max_concurrent_runs, license_valid_until,
+    license_quotas
+) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
+RETURNING id, email, name, password_hash, role, disabled, license_plan, license_max_vus, license_max_run_seconds, license_max_concurrent_runs, license_valid_until, tokens_valid_after, created_at, updated_at, license_quotas
 `
 
 type UserInsertParams struct {
@@ -149,6 +154,7 @@ type UserInsertParams struct {
 	LicenseMaxRunSeconds     *int32
 	LicenseMaxConcurrentRuns *int32
 	LicenseValidUntil        *time.Time
+	LicenseQuotas            []byte
 }
 
 func (q *Queries) UserInsert(ctx context.Context, db DBTX, arg UserInsertParams) (User, error) {
@@ -163,6 +169,7 @@ func (q *Queries) UserInsert(ctx context.Context, db DBTX, arg UserInsertParams)
 		arg.LicenseMaxRunSeconds,
 		arg.LicenseMaxConcurrentRuns,
 		arg.LicenseValidUntil,
+		arg.LicenseQuotas,
 	)
 	var i User
 	err := row.Scan(
@@ -180,12 +187,13 @@ func (q *Queries) UserInsert(ctx context.Context, db DBTX, arg UserInsertParams)
 		&i.TokensValidAfter,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.LicenseQuotas,
 	)
 	return i, err
 }
 
 const userList = `-- name: UserList :many
-SELECT id, email, name, password_hash, role, disabled, license_plan, license_max_vus, license_max_run_seconds, license_max_concurrent_runs, license_valid_until, tokens_valid_after, created_at, updated_at FROM users
+SELECT id, email, name, password_hash, role, disabled, license_plan, license_max_vus, license_max_run_seconds, license_max_concurrent_runs, license_valid_until, tokens_valid_after, created_at, updated_at, license_quotas FROM users
 WHERE $1::uuid IS NULL OR id > $1::uuid
 ORDER BY id
 LIMIT $2
@@ -220,6 +228,7 @@ func (q *Queries) UserList(ctx context.Context, db DBTX, arg UserListParams) ([]
 			&i.TokensValidAfter,
 			&i.CreatedAt,
 			&i.UpdatedAt,
+			&i.LicenseQuotas,
 		); err != nil {
 			return nil, err
 		}
@@ -244,9 +253,10 @@ UPDATE users SET
     license_max_concurrent_runs = $10,
     license_valid_until = $11,
     tokens_valid_after = $12,
+    license_quotas = $13,
     updated_at = now()
 WHERE id = $1
-RETURNING id, email, name, password_hash, role, disabled, license_plan, license_max_vus, license_max_run_seconds, license_max_concurrent_runs, license_valid_until, tokens_valid_after, created_at, updated_at
+RETURNING id, email, name, password_hash, role, disabled, license_plan, license_max_vus, license_max_run_seconds, license_max_concurrent_runs, license_valid_until, tokens_valid_after, created_at, updated_at, license_quotas
 `
 
 type UserUpdateParams struct {
@@ -262,6 +272,7 @@ type UserUpdateParams struct {
 	LicenseMaxConcurrentRuns *int32
 	LicenseValidUntil        *time.Time
 	TokensValidAfter         time.Time
+	LicenseQuotas            []byte
 }
 
 func (q *Queries) UserUpdate(ctx context.Context, db DBTX, arg UserUpdateParams) (User, error) {
@@ -278,6 +289,7 @@ func (q *Queries) UserUpdate(ctx context.Context, db DBTX, arg UserUpdateParams)
 		arg.LicenseMaxConcurrentRuns,
 		arg.LicenseValidUntil,
 		arg.TokensValidAfter,
+		arg.LicenseQuotas,
 	)
 	var i User
 	err := row.Scan(
@@ -295,6 +307,7 @@ func (q *Queries) UserUpdate(ctx context.Context, db DBTX, arg UserUpdateParams)
 		&i.TokensValidAfter,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.LicenseQuotas,
 	)
 	return i, err
 }

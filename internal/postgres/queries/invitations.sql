@@ -2,8 +2,8 @@
 INSERT INTO invitations (
     id, code_hash, role,
     license_plan, license_max_vus, license_max_run_seconds, license_max_concurrent_runs, license_valid_days,
-    uses_total, uses_left, expires_at, note, created_by
-) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9, $10, $11, $12)
+    uses_total, uses_left, expires_at, note, created_by, license_quotas
+) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9, $10, $11, $12, $13)
 RETURNING *;
 
 -- InvitationRedeem spends one use atomically: of concurrent redemptions of the last use, exactly

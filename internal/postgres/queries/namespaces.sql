@@ -1,5 +1,5 @@
 -- name: NamespaceInsert :one
-INSERT INTO namespaces (name, reserved) VALUES ($1, $2) RETURNING *;
+INSERT INTO namespaces (name, reserved, claimed_by) VALUES ($1, $2, $3) RETURNING *;
 
 -- name: NamespaceGet :one
 SELECT * FROM namespaces WHERE name = $1;
@@ -35,7 +35,7 @@ WHERE namespace = @namespace AND id = @id RETURNING *;
 
 -- NamespaceTakeBack reserves a namespace a user claimed, for an admin, saying why.
 -- name: NamespaceTakeBack :exec
-UPDATE namespaces SET reserved = true, reserved_reason = @reason WHERE name = @name;
+UPDATE namespaces SET reserved = true, reserved_reason = @reason, claimed_by = NULL WHERE name = @name;
 
 -- NamespaceOwnersClear removes every owner of a namespace.
 -- name: NamespaceOwnersClear :many

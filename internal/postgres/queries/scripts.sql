@@ -3,8 +3,21 @@ INSERT INTO scripts (id, owner_id, name, source, sha256, manifest)
 VALUES ($1, $2, $3, $4, $5, $6)
 RETURNING *;
 
+-- FileContentInsert keeps a file's content for its owner, once: scripts name it by its digest.
+-- name: FileContentInsert :exec
+INSERT INTO file_contents (owner_id, sha256, content) VALUES (@owner_id, @sha256, @content)
+ON CONFLICT DO NOTHING;
+
 -- name: ScriptFileInsert :exec
-INSERT INTO script_files (script_id, name, content, sha256) VALUES ($1, $2, $3, $4);
+INSERT INTO script_files (script_id, name, sha256) VALUES ($1, $2, $3);
+
+-- ScriptSame finds the owner's script that is the one about to be made: the same source and
+-- manifest (test, revision, plugins, files by digest). Generating a test's revision again, or
+-- running it again, makes no copy.
+-- name: ScriptSame :one
+SELECT * FROM scripts
+WHERE owner_id = @owner_id AND sha256 = @sha256 AND name = @name AND manifest = @manifest
+ORDER BY created_at LIMIT 1;
 
 -- name: ScriptGet :one
 SELECT * FROM scripts WHERE id = @id AND owner_id = @owner_id;
@@ -18,4 +31,7 @@ JOIN shards ON shards.run_id = runs.id
 WHERE shards.id = @shard_id AND shards.agent_id = @agent_id;
 
 -- name: ScriptFileList :many
-SELECT * FROM script_files WHERE script_id = $1 ORDER BY name;
+SELECT f.name, c.content, f.sha256 FROM script_files f
+JOIN scripts s ON s.id = f.script_id
+JOIN file_contents c ON c.owner_id = s.owner_id AND c.sha256 = f.sha256
+WHERE f.script_id = $1 ORDER BY f.name;

@@ -1,8 +1,9 @@
 -- name: UserInsert :one
 INSERT INTO users (
     id, email, name, password_hash, role,
-    license_plan, license_max_vus, license_max_run_seconds, license_max_concurrent_runs, license_valid_until
-) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+    license_plan, license_max_vus, license_max_run_seconds, license_max_concurrent_runs, license_valid_until,
+    license_quotas
+) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
 RETURNING *;
 
 -- name: UserGetByID :one
@@ -36,6 +37,7 @@ UPDATE users SET
     license_max_concurrent_runs = $10,
     license_valid_until = $11,
     tokens_valid_after = $12,
+    license_quotas = $13,
     updated_at = now()
 WHERE id = $1
 RETURNING *;
