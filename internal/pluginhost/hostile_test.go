@@ -457,6 +457,113 @@ func sendUDP(conn func(w *hostileWorld) *net.UDPConn) func(*testing.T, *hostileW
 	}
 }
 
+// socketFolderBound is what a sandboxed plugin may put in its socket folder at most: 1 MiB, the
+// size of the tmpfs a host run as root gives it.
+const socketFolderBound = 1 << 20
+
+// fillsSocketFolder has the plugin go after the host's disk through its socket folder, in the
+// host's run dir (issue 25, item 10: fallocate put 512 MiB there past the file size limit), with
+// a fallocate of 512 MiB, mib files of 1 MiB and n sockets, and says whether the socket folders
+// of the host's run dir hold more than socketFolderBound once it answered.
+func fillsSocketFolder(mib, n int) func(*testing.T, *hostileWorld, *pluginhost.Host, pluginhost.SandboxMode) bool {
+	return func(t *testing.T, _ *hostileWorld, h *pluginhost.Host, mode pluginhost.SandboxMode) bool {
+		sb := h.Sandbox()
+		t.Logf("socket folder: %s", sb.SocketFolder)
+		tmpfs := strings.Contains(sb.SocketFolder, "tmpfs")
+		if mode != pluginhost.SandboxOff && mib > 0 && !tmpfs {
+			t.Skipf("this host cannot mount (it is not root): the socket folder is %s", sb.SocketFolder)
+		}
+		res, _ := attack(t, h, ar{"kind": "fill", "mib": mib, "n": n})
+		used := diskUse(t, h.RunDir())
+		t.Logf("fill the socket folder: %s; %d KiB used in the run dir's folders", res, used>>10)
+		require.True(t, succeeded(res), "the plugin tried: %s", res)
+		if mode == pluginhost.SandboxOff {
+			return used > socketFolderBound
+		}
+		if sb.Seccomp == nil {
+			require.Contains(t, res, "fallocate 512 MiB: operation not supported")
+		}
+		if !tmpfs {
+			return used > socketFolderBound
+		}
+		mounts := tmpfsMountsUnder(t, h.RunDir())
+		require.Len(t, mounts, 1, "the plugin's socket folder is a tmpfs of its own")
+		require.Contains(t, mounts[0], "size=1024k")
+		var sockets int
+		_, err := fmt.Sscanf(res[strings.LastIndex(res, "; ")+2:], "%d sockets", &sockets)
+		require.NoError(t, err)
+		require.Less(t, sockets, 64, "the tmpfs's inodes bound the sockets too")
+		return used > socketFolderBound
+	}
+}
+
+// diskUse is the space the files in the run dir's folders take: the plugins' socket folders (the
+// plugins' copies lie in the run dir itself). The folders' own entries are left out: a tmpfs
+// does not count them against its size.
+func diskUse(t *testing.T, runDir string) int64 {
+	t.Helper()
+	entries, err := os.ReadDir(runDir)
+	require.NoError(t, err)
+	var used int64
+	for _, e := range entries {
+		if !e.IsDir() {
+			continue
+		}
+		require.NoError(t, filepath.WalkDir(filepath.Join(runDir, e.Name()), func(_ string, d os.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			fi, err := d.Info()
+			if err != nil {
+				return err
+			}
+			if !d.IsDir() {
+				used += fi.Sys().(*syscall.Stat_t).Blocks * 512
+			}
+			return nil
+		}))
+	}
+	return used
+}
+
+// tmpfsMountsUnder lists the tmpfs mounted below dir, as lines of /proc/self/mountinfo.
+func tmpfsMountsUnder(t *testing.T, dir string) []string {
+	t.Helper()
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	require.NoError(t, err)
+	var out []string
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) > 4 && strings.HasPrefix(f[4], dir+"/") && strings.Contains(line, " - tmpfs ") {
+			out = append(out, line)
+		}
+	}
+	return out
+}
+
+// TestAKilledHostsSocketFolderIsUnmountedAndRemoved: a host run as root that is killed while its
+// plugin runs leaves the plugin's socket folder mounted in its run dir; the next host unmounts
+// and removes it.
+func TestAKilledHostsSocketFolderIsUnmountedAndRemoved(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("only a host run as root mounts its plugins' socket folders")
+	}
+	host, _, res := hostInAnotherProcess(t, pluginhost.SandboxAuto, ar{"kind": "fill", "mib": 2, "n": 4}, nil)
+	require.True(t, succeeded(res), "the plugin tried: %s", res)
+	dirs, err := filepath.Glob(filepath.Join(os.TempDir(), fmt.Sprintf("barrage-plugins-%d.*", host.Process.Pid)))
+	require.NoError(t, err)
+	require.Len(t, dirs, 1, "the host's run dir")
+	require.Len(t, tmpfsMountsUnder(t, dirs[0]), 1, "the plugin's socket folder is a tmpfs")
+
+	require.NoError(t, host.Process.Kill()) // SIGKILL: the host has no chance to clean up
+	_ = host.Wait()
+	require.Len(t, tmpfsMountsUnder(t, dirs[0]), 1, "the killed host left it mounted")
+
+	newHost(t, pluginhost.Options{}) // sweeps what hosts that are gone left
+	require.Empty(t, tmpfsMountsUnder(t, dirs[0]))
+	require.NoDirExists(t, dirs[0])
+}
+
 var hostileCases = []hostileCase{
 	{name: "ReadTheHostsEnvironment", offEscapes: unlessRoot, try: func(t *testing.T, w *hostileWorld, h *pluginhost.Host, _ pluginhost.SandboxMode) bool {
 		res, _ := attack(t, h, attackArgs("read", fmt.Sprintf("/proc/%d/environ", os.Getpid())))
@@ -557,6 +664,12 @@ var hostileCases = []hostileCase{
 			p.Close()
 			return res == "ok: 4"
 		}},
+	// fallocate past a file's end is not bounded by the file size limit: refused in every
+	// sandboxed mode with seccomp.
+	{name: "ReserveTheHostsDiskWithFallocate", offEscapes: always, try: fillsSocketFolder(0, 0)},
+	// Files within the limit, many of them: bounded only where the host can mount the socket
+	// folder as a tmpfs of its own (root).
+	{name: "FillTheHostsDiskThroughTheSocketFolder", offEscapes: always, try: fillsSocketFolder(16, 128)},
 	{name: "MakeANamespaceWithoutNoNewPrivsOrSeccomp", offEscapes: always, try: func(t *testing.T, w *hostileWorld, h *pluginhost.Host, mode pluginhost.SandboxMode) bool {
 		res, p := attack(t, h, ar{"kind": "unshare"})
 		t.Logf("unshare --user: %s", res)
@@ -662,15 +775,14 @@ func runHostileAsNobody(t *testing.T, delegate bool) {
 	for _, s := range skips {
 		skipped = append(skipped, s[1])
 	}
-	switch {
-	case delegate:
-		require.Empty(t, skipped, "with a delegated cgroup, nothing is skipped")
-	default:
-		for _, s := range skipped {
-			require.Equal(t, "TestHostilePlugins/AMemoryBombGoesPastTheMemoryLimit/Sandboxed", s, "only what needs a cgroup is skipped")
-		}
-		require.Len(t, skipped, 1)
+	// An ordinary user cannot mount the socket folder as a tmpfs: files within the file size
+	// limit, however many, are not bounded there.
+	want := []string{"TestHostilePlugins/FillTheHostsDiskThroughTheSocketFolder/Sandboxed"}
+	if !delegate {
+		// Only a cgroup bounds the memory of several processes together.
+		want = append(want, "TestHostilePlugins/AMemoryBombGoesPastTheMemoryLimit/Sandboxed")
 	}
+	require.ElementsMatch(t, want, skipped, "only what needs a mount or a cgroup is skipped")
 }
 
 // failures is what each failing test printed in verbose output: from its "=== RUN" to the next

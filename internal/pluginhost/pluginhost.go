@@ -115,6 +115,8 @@ type Host struct {
 	gid     int
 	sandbox Sandbox
 	cgroups *cgroups // nil without cgroups
+	// sockTmpfs: each plugin's socket folder is a tmpfs of its own (see mountSocketFolder).
+	sockTmpfs bool
 
 	mu    sync.Mutex
 	procs map[*Process]struct{}
@@ -180,6 +182,8 @@ func New(opts Options) (*Host, error) {
 		} else {
 			h.sandbox.CgroupKind = h.cgroups.String()
 		}
+		h.sockTmpfs = canMountSocketFolders(dir)
+		h.sandbox.SocketFolder = socketFolderBound(h.sandbox, h.sockTmpfs)
 	}
 	if opts.Sandbox == SandboxRequire && !h.sandbox.Full() {
 		_ = h.Close()
@@ -208,7 +212,9 @@ func (h *Host) Close() error {
 	if h.cgroups != nil {
 		h.cgroups.remove()
 	}
-	return os.RemoveAll(h.runDir)
+	// A socket folder still mounted (a plugin whose start failed half-way) would keep
+	// RemoveAll from removing the run dir.
+	return errors.Join(unmountUnder(h.runDir), os.RemoveAll(h.runDir))
 }
 
 // Start starts the plugin spec names and asks it what it is. A binary that says it is another
@@ -372,7 +378,20 @@ func (h *Host) copyVerified(spec Spec) (string, error) {
 }
 
 // runner prepares the launcher command for a plugin whose socket folder is sockDir.
-func (h *Host) runner(spec Spec, path string, pluginEnv []string, sockDir string) (*procRunner, error) {
+func (h *Host) runner(spec Spec, path string, pluginEnv []string, sockDir string) (_ *procRunner, err error) {
+	if h.sockTmpfs {
+		// Before anything is made in it: the host's dial socket goes in the tmpfs too.
+		if err := mountSocketFolder(sockDir); err != nil {
+			return nil, err
+		}
+		// go-plugin runs the runner's Wait, which unmounts it, only once the runner has
+		// started; until then the folder is this function's.
+		defer func() {
+			if err != nil {
+				_ = unmountSocketFolder(sockDir)
+			}
+		}()
+	}
 	lf := launchFlags{limits: h.opts.Limits, uid: h.uid, gid: h.gid, parent: os.Getpid(), path: path,
 		seccomp: !h.sandbox.Off && h.sandbox.Seccomp == nil}
 	namespaces := h.namespaces()
@@ -406,7 +425,6 @@ func (h *Host) runner(spec Spec, path string, pluginEnv []string, sockDir string
 	if len(spec.Network) > 0 {
 		// The dial socket lies in the plugin's socket folder, which it sees as
 		// sandboxSocketDir.
-		var err error
 		if dial, err = listenDialer(dialSocketIn(sockDir), spec.String(), spec.Network, h.opts.Targets, h.opts.Logger); err != nil {
 			return nil, err
 		}
@@ -423,7 +441,7 @@ func (h *Host) runner(spec Spec, path string, pluginEnv []string, sockDir string
 	}
 	cmd.Env = append(env, "TMPDIR="+tmp, markerEnv+"="+h.marker)
 	cmd.Dir = h.runDir
-	r := &procRunner{cmd: cmd, name: spec.String(), sync: sync, dialer: dial, sockDir: sockDir}
+	r := &procRunner{cmd: cmd, name: spec.String(), sync: sync, dialer: dial, sockDir: sockDir, sockMounted: h.sockTmpfs}
 	if namespaces {
 		r.sockHost = sockDir
 	}

@@ -32,6 +32,8 @@ type procRunner struct {
 	// sockDir is the plugin's socket folder on the host; sockHost is that too when the plugin
 	// is sandboxed, and sees it as sandboxSocketDir, and empty without namespaces.
 	sockDir, sockHost string
+	// sockMounted: sockDir is a tmpfs of its own, unmounted when the plugin ends.
+	sockMounted bool
 	// held are the sockets the plugin announced, opened without following links, that the
 	// host dials through /proc/self/fd; they are closed when it ends.
 	held []int
@@ -64,18 +66,23 @@ func (r *procRunner) Start(context.Context) error {
 		_ = r.sync.Close()
 		r.cgroup.remove()
 		r.dialer.close()
+		r.unmount()
 		return err
 	}
+	// go-plugin does not wait for a runner whose start failed: its socket folder is
+	// unmounted here.
 	if r.cgroup != nil {
 		if err := r.cgroup.add(r.cmd.Process.Pid); err != nil {
 			_ = r.sync.Close() // the launcher sees the host gone, and exits
 			_ = r.Kill(context.Background())
+			r.unmount()
 			return err
 		}
 	}
 	_, err = r.sync.Write([]byte{1})
 	if err != nil {
 		_ = r.Kill(context.Background())
+		r.unmount()
 		return fmt.Errorf("start the plugin launcher: %w", err)
 	}
 	// go-plugin reads stdout line by line for the handshake; keep a copy of the first line.
@@ -123,8 +130,18 @@ func (r *procRunner) Wait(context.Context) error {
 		}
 		r.held = nil
 		r.mu.Unlock()
+		// Before go-plugin removes the folder, which it cannot while it is a mount point.
+		r.unmount()
 	})
 	return r.waitErr
+}
+
+// unmount detaches the plugin's socket folder when it is a tmpfs of its own. A host that dies
+// first leaves it mounted: the next host's sweep, or this one's Close, detaches it.
+func (r *procRunner) unmount() {
+	if r.sockMounted {
+		_ = unmountSocketFolder(r.sockDir)
+	}
 }
 
 // Kill ends the plugin and anything it started: its process group, its cgroup, and (when it is

@@ -53,6 +53,9 @@ type Sandbox struct {
 	Seccomp error
 	// Off is set when the host was told to use no sandbox (SandboxOff).
 	Off bool
+	// SocketFolder says what bounds what a plugin puts in its socket folder, the one folder of
+	// the host's it may write (see socketFolderBound); empty when the sandbox is off.
+	SocketFolder string
 }
 
 // Full says whether every primitive holds.
@@ -83,10 +86,33 @@ func oneLine(err error) string { return strings.ReplaceAll(err.Error(), "\n", ";
 
 // String is one line for an operator: what holds, then what is missing.
 func (s Sandbox) String() string {
-	if s.Full() {
-		return "plugin sandbox: full (user, PID, mount, network and IPC namespaces; cgroup " + s.CgroupKind + "; no_new_privs and seccomp)"
+	folder := ""
+	if s.SocketFolder != "" {
+		folder = "; socket folder: " + s.SocketFolder
 	}
-	return "plugin sandbox: partial: " + strings.Join(s.Missing(), "; ")
+	if s.Full() {
+		return "plugin sandbox: full (user, PID, mount, network and IPC namespaces; cgroup " + s.CgroupKind + "; no_new_privs and seccomp" + folder + ")"
+	}
+	return "plugin sandbox: partial: " + strings.Join(s.Missing(), "; ") + folder
+}
+
+// socketFolderBound says what bounds the files a plugin makes in its socket folder, which lies
+// in the host's run dir: a tmpfs of its own when the host can mount one (root); else the folder
+// is on the host's disk, each file bounded by RLIMIT_FSIZE and their number not at all. (go-plugin
+// makes a regular file there before its socket, so the folder cannot be kept to sockets.) Under
+// the seccomp filter fallocate, which RLIMIT_FSIZE does not bound, fails in any case.
+func socketFolderBound(s Sandbox, tmpfs bool) string {
+	if s.Off {
+		return ""
+	}
+	b := "on the host's disk: each file bounded by the file size limit, their number not at all"
+	if tmpfs {
+		b = fmt.Sprintf("a tmpfs of its own (%d KiB, %d inodes)", socketFolderSize>>10, socketFolderInodes)
+	}
+	if s.Seccomp == nil {
+		b += ", fallocate refused"
+	}
+	return b
 }
 
 // launcherPath is the launcher's path: the one given, else this executable.
@@ -132,6 +158,7 @@ func Probe(opts Options) (Sandbox, error) {
 		s.CgroupKind = cg.String()
 		cg.remove()
 	}
+	s.SocketFolder = socketFolderBound(s, canMountSocketFolders(os.TempDir()))
 	return s, nil
 }
 

@@ -49,6 +49,7 @@ const (
 	retEPERM        = unix.SECCOMP_RET_ERRNO | uint32(unix.EPERM)
 	retENOSYS       = unix.SECCOMP_RET_ERRNO | uint32(unix.ENOSYS)
 	retEAFNOSUPPORT = unix.SECCOMP_RET_ERRNO | uint32(unix.EAFNOSUPPORT)
+	retEOPNOTSUPP   = unix.SECCOMP_RET_ERRNO | uint32(unix.EOPNOTSUPP)
 	retKill         = unix.SECCOMP_RET_KILL_PROCESS
 	bpfLoadWord     = unix.BPF_LD | unix.BPF_W | unix.BPF_ABS
 	bpfJumpEqual    = unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K
@@ -59,9 +60,10 @@ const (
 
 // seccompFilter is the plugins' filter, in classic BPF: another architecture's calls kill the
 // process; denied calls, clone with a namespace flag, the ioctls that fake a terminal's input
-// and the prctl that would clear the parent-death signal fail with EPERM; a socket of a family not in socketFamilies with EAFNOSUPPORT; clone3, whose
-// flags a filter cannot read, with ENOSYS, which makes C libraries fall back to clone; the rest
-// is allowed.
+// and the prctl that would clear the parent-death signal fail with EPERM; fallocate with
+// EOPNOTSUPP (see below); a socket of a family not in socketFamilies with EAFNOSUPPORT; clone3,
+// whose flags a filter cannot read, with ENOSYS, which makes C libraries fall back to clone; the
+// rest is allowed.
 func seccompFilter() []unix.SockFilter {
 	stmt := func(code uint16, k uint32) unix.SockFilter { return unix.SockFilter{Code: code, K: k} }
 	jump := func(code uint16, k uint32, jt, jf uint8) unix.SockFilter {
@@ -77,6 +79,11 @@ func seccompFilter() []unix.SockFilter {
 	for _, nr := range deniedSyscalls {
 		f = append(f, jump(bpfJumpEqual, uint32(nr), 0, 1), stmt(bpfReturn, retEPERM))
 	}
+	// fallocate: RLIMIT_FSIZE does not bound it, so a plugin could reserve any amount of the
+	// disk that holds a folder it may write (its socket folder lies in the host's run dir). It
+	// fails as on a file system without it: C libraries' posix_fallocate then writes zeros,
+	// which RLIMIT_FSIZE bounds.
+	f = append(f, jump(bpfJumpEqual, unix.SYS_FALLOCATE, 0, 1), stmt(bpfReturn, retEOPNOTSUPP))
 	// socket: only the families a plugin has use for.
 	n := uint8(len(socketFamilies))
 	f = append(f, jump(bpfJumpEqual, unix.SYS_SOCKET, 0, n+3), stmt(bpfLoadWord, seccompArg0))

@@ -220,6 +220,8 @@ func (a attack) try() (string, error) {
 		return strconv.Itoa(alive), nil
 	case "reach", "hold":
 		return a.reach()
+	case "fill":
+		return a.fill()
 	case "unshare":
 		out, err := exec.Command("unshare", "--user", "true").CombinedOutput()
 		if err != nil {
@@ -228,6 +230,52 @@ func (a attack) try() (string, error) {
 		return "a new user namespace", nil
 	}
 	return "", fmt.Errorf("unknown attack %q", a.Kind)
+}
+
+// fill goes after the host's disk through the plugin's socket folder, the one folder of the
+// host's it may write: a reservation of 512 MiB with fallocate past the file's end (which the
+// file size limit does not bound), then MiB files of 1 MiB (each within the limit), then N
+// sockets (an inode each).
+// It says how far each got: "fallocate …; K MiB written (why it stopped); S sockets (why)".
+func (a attack) fill() (string, error) {
+	dir := os.Getenv("PLUGIN_UNIX_SOCKET_DIR") // go-plugin's; /run/barrage in the sandbox
+	if dir == "" {
+		return "", fmt.Errorf("no socket folder in the environment")
+	}
+	var out []string
+	f, err := os.OpenFile(filepath.Join(dir, "reserved"), os.O_CREATE|os.O_WRONLY, 0o600)
+	if err == nil {
+		const keepSize = 1 // FALLOC_FL_KEEP_SIZE: the file's size stays 0
+		err = syscall.Fallocate(int(f.Fd()), keepSize, 0, 512<<20)
+		_ = f.Close()
+	}
+	out = append(out, "fallocate 512 MiB: "+errText(err))
+	chunk := make([]byte, 1<<20)
+	written, err := 0, error(nil)
+	for ; written < a.MiB; written++ {
+		if err = os.WriteFile(filepath.Join(dir, fmt.Sprintf("fill-%d", written)), chunk, 0o600); err != nil {
+			break
+		}
+	}
+	out = append(out, fmt.Sprintf("%d MiB written (%s)", written, errText(err)))
+	sockets, err := 0, error(nil)
+	for ; sockets < a.N; sockets++ {
+		l, lerr := net.ListenUnix("unix", &net.UnixAddr{Name: filepath.Join(dir, fmt.Sprintf("s%d", sockets)), Net: "unix"})
+		if err = lerr; err != nil {
+			break
+		}
+		l.SetUnlinkOnClose(false) // the socket's inode stays in the folder
+		_ = l.Close()
+	}
+	out = append(out, fmt.Sprintf("%d sockets (%s)", sockets, errText(err)))
+	return strings.Join(out, "; "), nil
+}
+
+func errText(err error) string {
+	if err == nil {
+		return "done"
+	}
+	return err.Error()
 }
 
 // held keeps the connections of "hold" open for as long as the plugin lives.
