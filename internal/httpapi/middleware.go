@@ -249,7 +249,7 @@ func limitBody(bodyMax, fileMax, uploadMax int64, anonReaders int) func(http.Han
 					return
 				}
 			}
-			if uploadMax > 0 && r.Method == http.MethodPost && publishRoute.MatchString(r.URL.Path) && r.Header.Get("Authorization") != "" {
+			if uploadMax > 0 && r.Method == http.MethodPost && publishRoute.MatchString(routePath(r)) && r.Header.Get("Authorization") != "" {
 				if r.ContentLength > uploadMax {
 					writeProblem(w, r, problem{Type: typeTooLarge, Status: http.StatusRequestEntityTooLarge,
 						Detail: fmt.Sprintf("The request body is larger than %d bytes.", uploadMax)})
@@ -287,6 +287,16 @@ func limitBody(bodyMax, fileMax, uploadMax int64, anonReaders int) func(http.Han
 			next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), keyRawBody, body)))
 		})
 	}
+}
+
+// routePath is the path as the router matches it: escaped when the request's path holds
+// escapes (chi routes on RawPath), so that /v1/plugins/a%2Fb/versions, which no publish
+// route takes, is not streamed as one.
+func routePath(r *http.Request) string {
+	if r.URL.RawPath != "" {
+		return r.URL.RawPath
+	}
+	return r.URL.Path
 }
 
 // anonBodyMax caps the body of a request that says nothing of who sends it.
