@@ -83,6 +83,8 @@ func (s *server) PublishPluginVersion(ctx context.Context, req api.PublishPlugin
 	if err != nil {
 		return nil, err
 	}
+	// Refused, or cut short: the blobs it put go now (nothing once committed).
+	defer up.Abort(ctx)
 	for {
 		part, err := req.Body.NextPart()
 		if errors.Is(err, io.EOF) {

@@ -12,6 +12,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -416,14 +417,12 @@ func TestPublishRefusesWhatIsWrongAndStoresNothing(t *testing.T) {
 	p = requireProblem(t, b.publish(u.access, build), http.StatusConflict)
 	require.Contains(t, p["detail"], "exists already")
 
-	// The blobs of refused publishes go at the next sweep past its grace; the published
+	// The blobs of refused publishes went at once: the sweep finds none; the published
 	// version's stay.
 	n, err := b.mkt.SweepBlobs(context.Background(), time.Now().Add(time.Minute))
 	require.NoError(t, err)
-	require.Equal(t, 1, n, "the one artifact kept before its publish was refused")
-	n, err = b.mkt.SweepBlobs(context.Background(), time.Now().Add(time.Minute))
-	require.NoError(t, err)
-	require.Zero(t, n)
+	require.Zero(t, n, "no blob of a refused publish is left to sweep")
+	require.Len(t, b.blobSums(), 2)
 	require.Equal(t, http.StatusOK, b.do("GET", "/v1/plugins/acme/random-data/versions/1.0.0/download/linux/amd64/file", u.access, nil).status)
 
 	// A retired key signs nothing new.
@@ -566,8 +565,68 @@ func (b *testBundle) blobSums() []string {
 	return sums
 }
 
+// sumOf is the hex SHA-256 of data.
+func sumOf(data []byte) string {
+	s := sha256.Sum256(data)
+	return hex.EncodeToString(s[:])
+}
+
+// A publish refused after some of its artifacts were stored (the next one wrong, one declared
+// and not sent, the client gone half-way) leaves no blob behind: the blob store holds only what
+// published versions use, also when a refused publish sent bytes a published version uses.
+func TestARefusedPublishLeavesNoBlobBehind(t *testing.T) {
+	t.Parallel()
+	// As served: the answer to a client that left (499, never sent) is no answer of the spec.
+	b := setup(t, setupOpts{asServed: true})
+	_, u := b.adminAndUser()
+	key := b.author(u, "acme")
+
+	badSecond := randomData(key, "1.0.0")
+	badSecond.artifacts[1].sha256 = hex.EncodeToString(make([]byte, 32))
+	requireField(t, requireProblem(t, b.publish(u.access, badSecond), http.StatusUnprocessableEntity), "artifacts[1].sha256")
+	require.Empty(t, b.blobSums(), "the first artifact, stored before the second was refused")
+
+	unsent := randomData(key, "1.0.0")
+	unsent.artifacts[1].unsent = true
+	requireField(t, requireProblem(t, b.publish(u.access, unsent), http.StatusUnprocessableEntity), "artifacts[1]")
+	require.Empty(t, b.blobSums(), "the artifact sent, when the other was declared and not sent")
+
+	// The client leaves after the first artifact and part of the second.
+	body, ct := randomData(key, "1.0.0").body(t)
+	cut := bytes.LastIndex(body, []byte("arm64 build of"))
+	require.Positive(t, cut)
+	pr, pw := io.Pipe()
+	go func() {
+		_, _ = pw.Write(body[:cut])
+		_ = pw.CloseWithError(errors.New("the client went away"))
+	}()
+	req, err := http.NewRequest("POST", b.srv.URL+"/v1/plugins/acme/random-data/versions", pr)
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", ct)
+	req.Header.Set("Authorization", "Bearer "+u.access)
+	if res, err := b.srv.Client().Do(req); err == nil {
+		res.Body.Close()
+	}
+	require.Eventually(t, func() bool { return len(b.blobSums()) == 0 }, 10*time.Second, 10*time.Millisecond,
+		"the first artifact of a publish whose client left")
+
+	// A published version's blob stays when a refused publish sends the same bytes.
+	good := randomData(key, "1.0.0")
+	require.Equal(t, http.StatusCreated, b.publish(u.access, good).status)
+	kept := []string{sumOf(good.artifacts[0].data), sumOf(good.artifacts[1].data)}
+	slices.Sort(kept)
+	require.Equal(t, kept, b.blobSums())
+	same := randomData(key, "1.1.0")
+	same.artifacts[0].data = good.artifacts[0].data
+	same.artifacts[1].sha256 = hex.EncodeToString(make([]byte, 32))
+	requireProblem(t, b.publish(u.access, same), http.StatusUnprocessableEntity)
+	require.Equal(t, kept, b.blobSums(), "1.0.0's artifacts, and nothing of 1.1.0")
+	require.Equal(t, http.StatusOK, b.do("GET", "/v1/plugins/acme/random-data/versions/1.0.0/download/linux/amd64/file", u.access, nil).status)
+}
+
 // Eight publishes of one version at once: exactly one wins, the others are 409. (The server lets
-// the user have the eight in flight: the race is the point.)
+// the user have the eight in flight: the race is the point.) Only the winner's artifact is left
+// in the blob store.
 func TestConcurrentPublishesOfOneVersionOneWins(t *testing.T) {
 	t.Parallel()
 	b := setup(t, setupOpts{heavyPerUser: 8})
@@ -575,10 +634,12 @@ func TestConcurrentPublishesOfOneVersionOneWins(t *testing.T) {
 	key := b.author(u, "acme")
 	var wg sync.WaitGroup
 	statuses := make([]int, 8)
+	sums := make([]string, 8)
 	for i := range statuses {
 		ver := randomData(key, "2.0.0")
 		ver.artifacts = ver.artifacts[:1]
 		ver.artifacts[0].data = fakeELF("amd64", fmt.Sprintf("build %d", i))
+		sums[i] = sumOf(ver.artifacts[0].data)
 		body, ct := ver.body(t)
 		wg.Add(1)
 		go func() {
@@ -595,10 +656,11 @@ func TestConcurrentPublishesOfOneVersionOneWins(t *testing.T) {
 	}
 	wg.Wait()
 	won := 0
-	for _, s := range statuses {
+	for i, s := range statuses {
 		require.Contains(t, []int{http.StatusCreated, http.StatusConflict}, s)
 		if s == http.StatusCreated {
 			won++
+			require.Equal(t, []string{sums[i]}, b.blobSums(), "the winner's artifact alone")
 		}
 	}
 	require.Equal(t, 1, won, "statuses: %v", statuses)
