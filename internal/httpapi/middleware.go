@@ -252,7 +252,7 @@ func limitBody(bodyMax, fileMax, uploadMax int64, anonReaders int) func(http.Han
 					return
 				}
 			}
-			if uploadMax > 0 && r.Method == http.MethodPost && publishRoute.MatchString(r.URL.Path) && r.Header.Get("Authorization") != "" {
+			if uploadMax > 0 && r.Method == http.MethodPost && publishRoute.MatchString(routePath(r)) && r.Header.Get("Authorization") != "" {
 				if r.ContentLength > uploadMax {
 					writeProblem(w, r, problem{Type: typeTooLarge, Status: http.StatusRequestEntityTooLarge,
 						Detail: fmt.Sprintf("The request body is larger than %d bytes.", uploadMax)})
@@ -266,7 +266,7 @@ func limitBody(bodyMax, fileMax, uploadMax int64, anonReaders int) func(http.Han
 				return
 			}
 			// Only a request that says who it is may make the server hold a data file's size.
-			if r.Method == http.MethodPut && fileRoute.MatchString(r.URL.Path) && r.Header.Get("Authorization") != "" {
+			if r.Method == http.MethodPut && fileRoute.MatchString(routePath(r)) && r.Header.Get("Authorization") != "" {
 				max = fileMax
 			}
 			if r.ContentLength > max {
@@ -313,6 +313,16 @@ func bufferBody(w http.ResponseWriter, r *http.Request) bool {
 	r.Body = io.NopCloser(bytes.NewReader(raw))
 	r.ContentLength = int64(len(raw))
 	return true
+}
+
+// routePath is the path as the router matches it: escaped when the request's path holds
+// escapes (chi routes on RawPath), so that /v1/plugins/a%2Fb/versions, which no publish
+// route takes, is not streamed as one.
+func routePath(r *http.Request) string {
+	if r.URL.RawPath != "" {
+		return r.URL.RawPath
+	}
+	return r.URL.Path
 }
 
 // anonBodyMax caps the body of a request that says nothing of who sends it.

@@ -30,6 +30,30 @@ var publishRoute = regexp.MustCompile(`^/v1/plugins/[^/]+/[^/]+/versions$`)
 // maxManifestBytes caps a publish's manifest part (its README is at most 64 KiB).
 const maxManifestBytes = 1 << 20
 
+// maxManifestValues caps the JSON values (members, items) a manifest holds, counted before it
+// is decoded: the largest the contract allows has about 130.
+const maxManifestValues = 2000
+
+// jsonValues counts, at most, the values a JSON document holds, outside its strings: one, and
+// one more for each comma and each array or object opened. It builds nothing.
+func jsonValues(doc []byte) int {
+	n := 1
+	inString, escaped := false, false
+	for _, c := range doc {
+		switch {
+		case escaped:
+			escaped = false
+		case inString && c == '\\':
+			escaped = true
+		case c == '"':
+			inString = !inString
+		case !inString && (c == ',' || c == '[' || c == '{'):
+			n++
+		}
+	}
+	return n
+}
+
 // uploadMax is the most a publish's body may hold: the manifest, and an artifact for each
 // platform at the marketplace's limit.
 func uploadMax(m *market.Service) int64 {
@@ -59,6 +83,8 @@ func (s *server) PublishPluginVersion(ctx context.Context, req api.PublishPlugin
 	if err != nil {
 		return nil, err
 	}
+	// Refused, or cut short: the blobs it put go now (nothing once committed).
+	defer up.Abort(ctx)
 	for {
 		part, err := req.Body.NextPart()
 		if errors.Is(err, io.EOF) {
@@ -121,6 +147,10 @@ func (s *server) readManifest(r io.Reader) (market.Manifest, error) {
 	if !utf8.Valid(raw) {
 		// Go's decoder would put U+FFFD in place of what is not UTF-8: the text would change.
 		return market.Manifest{}, barrage.Invalid("manifest", "not UTF-8")
+	}
+	if n := jsonValues(raw); n > maxManifestValues {
+		// Decoded, a megabyte of "[1,1,..." would cost tens of megabytes: refused unread.
+		return market.Manifest{}, barrage.Invalid("manifest", fmt.Sprintf("holds %d values or more, more than the %d a manifest may", n, maxManifestValues))
 	}
 	var doc any
 	dec := json.NewDecoder(bytes.NewReader(raw))

@@ -20,6 +20,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -52,6 +53,12 @@ type Service struct {
 	blobs blob.Store
 	log   *slog.Logger
 	cfg   Config
+
+	// mu guards held, and is held while an unused blob is deleted: an upload that takes a blob
+	// waits for its deletion to end, then puts it again.
+	mu sync.Mutex
+	// held counts, by sha256, the uploads under way here that put, or are putting, that blob.
+	held map[string]int
 }
 
 // New returns the marketplace on store, keeping artifacts in blobs.
@@ -59,7 +66,7 @@ func New(store *postgres.Store, blobs blob.Store, log *slog.Logger, cfg Config) 
 	if cfg.MaxArtifactBytes <= 0 {
 		cfg.MaxArtifactBytes = DefaultMaxArtifactBytes
 	}
-	return &Service{store: store, blobs: blobs, log: log, cfg: cfg}
+	return &Service{store: store, blobs: blobs, log: log, cfg: cfg, held: make(map[string]int)}
 }
 
 // MaxArtifactBytes is the limit on one artifact's size.
@@ -85,12 +92,16 @@ type Manifest struct {
 	Signature    []byte
 }
 
-// Upload is a version being published: its manifest checked, its artifacts arriving.
+// Upload is a version being published: its manifest checked, its artifacts arriving. An upload
+// that does not commit is aborted (Abort), which deletes the blobs it put that nothing else uses.
 type Upload struct {
 	s    *Service
 	p    barrage.Principal
 	v    barrage.PluginVersion
 	kept map[string]bool // by file
+	// held are the sha256 of the blobs it put or was putting, once for each artifact.
+	held []string
+	done bool // committed or aborted
 }
 
 // Publish checks everything of a version that needs none of its bytes (p owns the namespace;
@@ -248,9 +259,12 @@ func (s *Service) checkManifest(v *barrage.PluginVersion) error {
 
 // Artifact takes the artifact file, streamed from r: it must be one the manifest declared, not
 // sent yet, of its declared type, size and sha256. Its bytes are kept in the blob store as
-// they arrive; what is refused is not kept, but the blobs of artifacts taken before a later
-// refusal stay until SweepBlobs.
+// they arrive; what is refused is not kept, and the blobs of artifacts taken before a later
+// refusal go when the upload is aborted.
 func (u *Upload) Artifact(ctx context.Context, file string, r io.Reader) error {
+	if u.done {
+		return errors.New("upload: artifact after commit or abort")
+	}
 	i := slices.IndexFunc(u.v.Artifacts, func(a barrage.PluginArtifact) bool { return a.File == file })
 	if i < 0 {
 		return barrage.Invalid("artifact", fmt.Sprintf("%q is not an artifact of the manifest", file))
@@ -274,6 +288,8 @@ func (u *Upload) Artifact(ctx context.Context, file string, r io.Reader) error {
 		defer f.Close()
 		src = f
 	}
+	u.s.hold(a.SHA256)
+	u.held = append(u.held, a.SHA256)
 	info, err := u.s.blobs.Put(ctx, src, a.Size, a.SHA256)
 	switch {
 	case errors.Is(err, blob.ErrTooLarge):
@@ -318,19 +334,85 @@ func (s *Service) spool(r io.Reader, a barrage.PluginArtifact, field string) (*o
 }
 
 // Commit stores the version once every artifact declared has arrived: pending review, seen
-// by its owners and admins only.
+// by its owners and admins only. Refused, the upload is aborted.
 func (u *Upload) Commit(ctx context.Context) (barrage.PluginVersion, error) {
+	if u.done {
+		return barrage.PluginVersion{}, errors.New("upload: committed or aborted already")
+	}
 	for i, a := range u.v.Artifacts {
 		if !u.kept[a.File] {
+			u.Abort(ctx)
 			return barrage.PluginVersion{}, barrage.Invalid(fmt.Sprintf("artifacts[%d]", i), fmt.Sprintf("%s was declared and not sent", a.File))
 		}
 	}
-	v, err := u.s.store.InsertPluginVersion(ctx, u.p.User.ID, u.v, postgres.QuotaOf(u.p, u.s.cfg.Quotas))
+	v, err := u.s.store.InsertPluginVersion(ctx, u.p.User.ID, u.v, postgres.QuotaOf(u.p, u.s.cfg.Quotas), func(ctx context.Context, sum string) error {
+		_, err := u.s.blobs.Stat(ctx, sum)
+		if errors.Is(err, blob.ErrNotFound) {
+			// Deleted by a refused publish of the same bytes on another server, after this one
+			// put them.
+			return barrage.Errorf(barrage.ErrConflict, "the artifact of sha256 %s was deleted as this version was published: publish it again", sum)
+		}
+		return err
+	})
 	if err != nil {
+		u.Abort(ctx)
 		return v, err
+	}
+	u.done = true
+	for _, sum := range u.held {
+		u.s.release(sum)
 	}
 	u.s.log.InfoContext(ctx, "plugin version published", slog.String("plugin", v.Ref()), slog.String("signer", v.Signer))
 	return v, nil
+}
+
+// Abort ends an upload that was refused, or whose client left: the blobs it put are deleted at
+// once, but for those a version uses or another upload under way here is putting. It does
+// nothing once the upload is committed or aborted. A blob it fails to delete is logged, and
+// left to SweepBlobs.
+func (u *Upload) Abort(ctx context.Context) {
+	if u.done {
+		return
+	}
+	u.done = true
+	// The client may have left: what it stored is deleted all the same.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+	defer cancel()
+	for _, sum := range u.held {
+		if err := u.s.releaseOrDelete(ctx, sum); err != nil {
+			u.s.log.WarnContext(ctx, "delete the blob of a refused publish", slog.String("sha256", sum), slog.String("error", err.Error()))
+		}
+	}
+}
+
+// hold counts one more upload putting the blob of sum, once any deletion of it has ended.
+func (s *Service) hold(sum string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.held[sum]++
+}
+
+// release counts one upload less putting the blob of sum, which a version now uses.
+func (s *Service) release(sum string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.held[sum]--; s.held[sum] <= 0 {
+		delete(s.held, sum)
+	}
+}
+
+// releaseOrDelete counts one upload less putting the blob of sum and, when it was the last,
+// deletes the blob unless a version uses it. The lock is held while it deletes: an upload of the
+// same bytes that begins meanwhile puts them after.
+func (s *Service) releaseOrDelete(ctx context.Context, sum string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.held[sum]--; s.held[sum] > 0 {
+		return nil
+	}
+	delete(s.held, sum)
+	_, err := s.store.DeleteUnusedPluginBlob(ctx, sum, func(ctx context.Context) error { return s.blobs.Delete(ctx, sum) })
+	return err
 }
 
 // SweepGrace is how long a blob no artifact uses is kept: longer than any upload takes, so
@@ -338,8 +420,8 @@ func (u *Upload) Commit(ctx context.Context) (barrage.PluginVersion, error) {
 const SweepGrace = 24 * time.Hour
 
 // SweepBlobs deletes the blobs that no version's artifact uses and that were last put before
-// cutoff (now less SweepGrace, in service): those of publishes refused after their bytes were
-// kept. It says how many it deleted.
+// cutoff (now less SweepGrace, in service): those a refused publish failed to delete (its
+// server stopped, its storage failed). It says how many it deleted.
 func (s *Service) SweepBlobs(ctx context.Context, cutoff time.Time) (int, error) {
 	keep, err := s.store.PluginArtifactSums(ctx)
 	if err != nil {

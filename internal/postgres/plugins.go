@@ -25,17 +25,33 @@ type Viewer struct {
 // InsertPluginVersion stores v, a version of a plugin in one of actor's namespaces (another
 // user's namespace is not found), with its artifacts, whose blobs are kept already. The
 // plugin is made with its first version. A version of the same precedence is an ErrConflict:
-// of two publishing it at once, one wins.
-func (s *Store) InsertPluginVersion(ctx context.Context, actor uuid.UUID, v barrage.PluginVersion, q Quota) (barrage.PluginVersion, error) {
+// of two publishing it at once, one wins. It is held to q. It holds the lock of each artifact's blob (see
+// DeleteUnusedPluginBlob) and calls kept with each blob's sha256 under it: kept says whether
+// the blob is still there, as a refused publish of the same bytes elsewhere may have deleted it.
+func (s *Store) InsertPluginVersion(ctx context.Context, actor uuid.UUID, v barrage.PluginVersion, q Quota, kept func(ctx context.Context, sha256 string) error) (barrage.PluginVersion, error) {
 	core, err := registry.ParseVersion(v.Version)
 	if err != nil {
 		return barrage.PluginVersion{}, barrage.Invalid("version", err.Error())
 	}
 	core.Build = ""
 	v.Tags, v.Network = nonNil(v.Tags), nonNil(v.Network) // NOT NULL arrays
+	sums := make([]string, 0, len(v.Artifacts))
+	for _, a := range v.Artifacts {
+		sums = append(sums, a.SHA256)
+	}
+	slices.Sort(sums) // locks taken in one order: two versions of the same bytes do not deadlock
+	sums = slices.Compact(sums)
 	err = s.inQuotaTx(ctx, q, func(tx pgx.Tx) error {
 		if err := s.owned(ctx, tx, v.Namespace, actor); err != nil {
 			return err
+		}
+		for _, sum := range sums {
+			if err := s.q.PluginBlobLock(ctx, tx, sum); err != nil {
+				return err
+			}
+			if err := kept(ctx, sum); err != nil {
+				return err
+			}
 		}
 		if err := s.q.PluginUpsert(ctx, tx, dbsqlc.PluginUpsertParams{Namespace: v.Namespace, Name: v.Name, Latest: v.Version,
 			Kinds: v.Kinds, Description: v.Description, License: v.License, SourceUrl: v.SourceURL, Tags: v.Tags,
@@ -259,6 +275,27 @@ func (s *Store) PendingPluginVersions(ctx context.Context, limit int) ([]barrage
 		out[i] = withArtifacts(pluginVersionFromRow(r), arts)
 	}
 	return out, nil
+}
+
+// DeleteUnusedPluginBlob calls del to delete the blob of sha256 when no version's artifact is
+// kept in it, under the blob's lock (see InsertPluginVersion), and says whether it did.
+func (s *Store) DeleteUnusedPluginBlob(ctx context.Context, sha256 string, del func(ctx context.Context) error) (bool, error) {
+	deleted := false
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		if err := s.q.PluginBlobLock(ctx, tx, sha256); err != nil {
+			return err
+		}
+		used, err := s.q.PluginArtifactSumUsed(ctx, tx, sha256)
+		if err != nil || used {
+			return err
+		}
+		if err := del(ctx); err != nil {
+			return err
+		}
+		deleted = true
+		return nil
+	})
+	return deleted, err
 }
 
 // PluginArtifactSums is the set of the blobs plugin artifacts are kept in.

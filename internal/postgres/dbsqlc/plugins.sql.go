@@ -43,6 +43,18 @@ func (q *Queries) PluginArtifactInsert(ctx context.Context, db DBTX, arg PluginA
 	return err
 }
 
+const pluginArtifactSumUsed = `-- name: PluginArtifactSumUsed :one
+SELECT EXISTS (SELECT 1 FROM plugin_artifacts WHERE sha256 = $1)::boolean
+`
+
+// PluginArtifactSumUsed says whether a version's artifact is kept in the blob of sha256.
+func (q *Queries) PluginArtifactSumUsed(ctx context.Context, db DBTX, sha256 string) (bool, error) {
+	row := db.QueryRow(ctx, pluginArtifactSumUsed, sha256)
+	var column_1 bool
+	err := row.Scan(&column_1)
+	return column_1, err
+}
+
 const pluginArtifactSums = `-- name: PluginArtifactSums :many
 SELECT DISTINCT sha256 FROM plugin_artifacts
 `
@@ -234,6 +246,17 @@ func (q *Queries) PluginArtifactsPending(ctx context.Context, db DBTX) ([]Plugin
 		return nil, err
 	}
 	return items, nil
+}
+
+const pluginBlobLock = `-- name: PluginBlobLock :exec
+SELECT pg_advisory_xact_lock(hashtextextended('barrage.plugin-blob:' || $1::text, 0))
+`
+
+// PluginBlobLock holds the lock of the blob of sha256 until the transaction ends: storing a
+// version that uses the blob and deleting it as unused take it, so that they do not cross.
+func (q *Queries) PluginBlobLock(ctx context.Context, db DBTX, sha256 string) error {
+	_, err := db.Exec(ctx, pluginBlobLock, sha256)
+	return err
 }
 
 const pluginCountDownload = `-- name: PluginCountDownload :exec

@@ -86,6 +86,15 @@ SELECT * FROM plugin_artifacts WHERE namespace = $1 AND name = $2 ORDER BY versi
 -- name: PluginArtifactSums :many
 SELECT DISTINCT sha256 FROM plugin_artifacts;
 
+-- PluginBlobLock holds the lock of the blob of sha256 until the transaction ends: storing a
+-- version that uses the blob and deleting it as unused take it, so that they do not cross.
+-- name: PluginBlobLock :exec
+SELECT pg_advisory_xact_lock(hashtextextended('barrage.plugin-blob:' || @sha256::text, 0));
+
+-- PluginArtifactSumUsed says whether a version's artifact is kept in the blob of sha256.
+-- name: PluginArtifactSumUsed :one
+SELECT EXISTS (SELECT 1 FROM plugin_artifacts WHERE sha256 = @sha256)::boolean;
+
 -- PluginArtifactUses lists the versions whose artifact has this sha256 (one, but for an author
 -- who published the same bytes twice), with whether owner_id owns their namespace.
 -- name: PluginArtifactUses :many
