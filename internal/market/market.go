@@ -261,7 +261,9 @@ func (u *Upload) Artifact(ctx context.Context, file string, r io.Reader) error {
 	a := u.v.Artifacts[i]
 	field := fmt.Sprintf("artifacts[%d]", i)
 	br := bufio.NewReaderSize(r, 64<<10)
-	if err := registry.Sniff(br, a.Format, a.Arch); err != nil {
+	// An ELF's segments are checked against the declared size, before a byte is stored: Put
+	// keeps the artifact only when it is that size.
+	if err := registry.Sniff(br, a.Format, a.Arch, a.Size); err != nil {
 		return barrage.Invalid(field, fmt.Sprintf("%s: %v", a.File, err))
 	}
 	var src io.Reader = br
