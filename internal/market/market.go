@@ -40,7 +40,8 @@ type Config struct {
 	MaxArtifactBytes int64
 	// TempDir is where a zipapp waits while its entries are checked (default os.TempDir()).
 	TempDir string
-	// ReservedNamespaces are names no user may claim, beside registry.ReservedNamespaces.
+	// ReservedNamespaces are names no user may claim, each exactly as written, beside those
+	// registry.Reserved reserves of itself.
 	ReservedNamespaces []string
 	// Quotas bound what each user with a license keeps (none when zero).
 	Quotas barrage.Quotas

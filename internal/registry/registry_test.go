@@ -207,3 +207,24 @@ func TestARealExecutableIsAnArtifact(t *testing.T) {
 	n, _ := io.ReadFull(f, head)
 	require.NoError(t, registry.SniffELF(head[:n], st.Size(), runtime.GOARCH))
 }
+
+// A reserved name is one of the list, or holds one of the product's words among its
+// hyphen-separated words, so that its near variants are reserved too; the operator's own names
+// are reserved as they are written, and only those.
+func TestReservedNamesCoverTheirVariants(t *testing.T) {
+	extra := []string{"acme-corp"}
+	for _, name := range []string{
+		"barrage", "api", "v1", "www", // the list
+		"barrage-official", "official-plugins", "barrage-load", "acme-verified", "support-team",
+		"the-admin", "security-x", "staff-picks",
+		"acme-corp", // the operator's
+	} {
+		require.True(t, registry.Reserved(name, extra), name)
+	}
+	for _, name := range []string{
+		"acme", "random-data", "barrages", "officially", "adminx", "api-tools", "my-docs", "v1-plugins",
+		"acme-corp-eu", "corp", // the operator's names match exactly
+	} {
+		require.False(t, registry.Reserved(name, extra), name)
+	}
+}
