@@ -63,14 +63,17 @@ func inspect(path string, platforms []registry.Platform) ([]localArtifact, error
 			return nil, fmt.Errorf("%s: %w", path, err)
 		}
 		arch := map[elf.Machine]string{elf.EM_X86_64: "amd64", elf.EM_AARCH64: "arm64"}[ef.Machine]
-		if err := registry.SniffELF(head, arch); err != nil {
+		if err := registry.SniffELF(head, st.Size(), arch); err != nil {
 			return nil, fmt.Errorf("%s: %w", path, err)
 		}
 		one.os, one.arch, one.format = "linux", arch, registry.FormatELF
 		return []localArtifact{one}, nil
 	}
 	if err := registry.SniffZipapp(head); err != nil {
-		return nil, fmt.Errorf("%s is neither an ELF executable nor a Python zipapp", path)
+		if !bytes.HasPrefix(head, []byte("#!")) {
+			return nil, fmt.Errorf("%s is neither an ELF executable nor a Python zipapp", path)
+		}
+		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	if err := registry.CheckZipapp(f, st.Size()); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)

@@ -52,8 +52,8 @@ type Config struct {
 	BlobS3URL string
 	// MaxPluginBytes caps one plugin artifact's size.
 	MaxPluginBytes int64
-	// ReservedNamespaces are names no user may claim in the marketplace, beside the built-in
-	// ones (registry.ReservedNamespaces): a vendor's, the organisation's.
+	// ReservedNamespaces are names no user may claim in the marketplace, each exactly as
+	// written, beside the built-in ones (registry.Reserved): a vendor's, the organisation's.
 	ReservedNamespaces []string
 	// Quotas bound what each user with a license keeps on the server.
 	Quotas barrage.Quotas
@@ -111,7 +111,7 @@ var Settings = []Setting{
 	{"quota-namespaces", "BARRAGE_QUOTA_NAMESPACES", "5", "marketplace namespaces each user with a license may own; 0 bounds nothing"},
 	{"quota-pending-versions", "BARRAGE_QUOTA_PENDING_VERSIONS", "5", "plugin versions each user with a license may have waiting for review; 0 bounds nothing"},
 	{"quota-targets", "BARRAGE_QUOTA_TARGETS", "20", "targets each user with a license may have; 0 bounds nothing"},
-	{"reserved-namespaces", "BARRAGE_RESERVED_NAMESPACES", "", "comma-separated marketplace namespaces no user may claim, beside the built-in ones (barrage, official, admin...): an admin may reserve them"},
+	{"reserved-namespaces", "BARRAGE_RESERVED_NAMESPACES", "", "comma-separated marketplace namespaces no user may claim, each exactly as written, beside the built-in ones (barrage, official, admin..., and names with such a word, as barrage-official): an admin may reserve them"},
 	{"demo-agent", "BARRAGE_DEMO_AGENT", "false", "also run the shared demo agent in this process (500 VUs and 5 minutes per job); make run sets it"},
 	{"demo-agent-allow", "BARRAGE_DEMO_AGENT_ALLOW", "127.0.0.1:8081,[::1]:8081", "internal destinations the demo agent may load, comma-separated CIDRs, addresses or address:port; the default is barrage demo-shop's address alone"},
 	{"open-targets", "BARRAGE_OPEN_TARGETS", "", "targets (comma-separated host:port) every user's runs on shared agents may load without proving control: the operator's own; * opens all (a portal whose users are all trusted); the demo agent's address:port entries are open while it runs"},

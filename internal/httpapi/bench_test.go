@@ -52,7 +52,7 @@ func BenchmarkDownloadArtifact(b *testing.B) {
 	payload := make([]byte, 50<<20)
 	_, _ = rand.Read(payload)
 	ver := randomData(key, "1.0.0")
-	ver.artifacts = []artifact{{os: "linux", arch: "amd64", format: "elf", data: fakeELF("amd64", string(payload))}}
+	ver.artifacts = []artifact{{os: "linux", arch: "amd64", format: "elf", data: tinyELF("amd64", string(payload))}}
 	if r := bundle.publish(u.access, ver); r.status != http.StatusCreated {
 		b.Fatalf("publish: %d %s", r.status, r.body)
 	}

@@ -186,7 +186,7 @@ func TestMarketplacePluginsArePinnedFetchedAndCountedByRuns(t *testing.T) {
 	core := randomData(adminKey, "1.0.0")
 	core.ns = "core"
 	for i, a := range core.artifacts {
-		core.artifacts[i].data = fakeELF(a.arch, "core's build")
+		core.artifacts[i].data = tinyELF(a.arch, "core's build")
 	}
 	require.Equal(t, http.StatusCreated, b.publish(admin.access, core).status)
 	require.Equal(t, http.StatusOK, b.do("POST", "/v1/admin/plugins/core/random-data/versions/1.0.0/approve", admin.access, nil).status)

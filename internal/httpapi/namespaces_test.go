@@ -129,7 +129,9 @@ func TestReservedNamesAndTakingOneBack(t *testing.T) {
 	t.Parallel()
 	b := setup(t, setupOpts{reservedNamespaces: []string{"initech"}})
 	admin, u := b.adminAndUser()
-	for _, name := range []string{"barrage", "official", "admin", "api", "plugins", "v1", "initech"} {
+	// Near variants of the product's words are reserved too; the operator's names as written.
+	for _, name := range []string{"barrage", "official", "admin", "api", "plugins", "v1", "initech",
+		"barrage-official", "official-plugins", "barrage-load", "acme-verified"} {
 		p := requireProblem(t, b.do("POST", "/v1/namespaces", u.access, map[string]any{"name": name}), http.StatusConflict)
 		require.Contains(t, p["detail"], "is reserved for the service")
 	}

@@ -32,19 +32,37 @@ import (
 	"github.com/barrage-load/barrage/internal/registry"
 )
 
-// fakeELF is the head of a 64-bit little-endian Linux executable for arch, then body.
-func fakeELF(arch string, body string) []byte {
-	h := make([]byte, 64+56) // the header, then one program header: a loadable segment
+// tinyELF is a static Linux executable for arch that exits 0, then body: its header, one
+// loadable, executable segment that maps the header and the code right after the program
+// header (registry's tests run the amd64 one), and body past the segment, where a real
+// executable keeps its section headers.
+func tinyELF(arch string, body string) []byte {
+	code := map[string][]byte{
+		"amd64": {0xb8, 0x3c, 0, 0, 0, 0x31, 0xff, 0x0f, 0x05},                            // mov eax, 60; xor edi, edi; syscall
+		"arm64": {0x00, 0x00, 0x80, 0xd2, 0xa8, 0x0b, 0x80, 0xd2, 0x01, 0x00, 0x00, 0xd4}, // mov x0, #0; mov x8, #93; svc #0
+	}[arch]
+	const base = 0x400000 // where the segment is loaded
+	h := make([]byte, 64+56, 64+56+len(code)+len(body))
 	copy(h, "\x7fELF")
 	h[4], h[5], h[6] = 2, 1, 1
-	binary.LittleEndian.PutUint16(h[16:], 2)
-	machine := map[string]uint16{"amd64": 62, "arm64": 183}[arch]
-	binary.LittleEndian.PutUint16(h[18:], machine)
-	binary.LittleEndian.PutUint64(h[24:], 0x401000)
-	binary.LittleEndian.PutUint64(h[32:], 64)
-	binary.LittleEndian.PutUint16(h[54:], 56)
-	binary.LittleEndian.PutUint16(h[56:], 1)
-	binary.LittleEndian.PutUint32(h[64:], 1)
+	le := binary.LittleEndian
+	le.PutUint16(h[16:], 2) // ET_EXEC
+	le.PutUint16(h[18:], map[string]uint16{"amd64": 62, "arm64": 183}[arch])
+	le.PutUint32(h[20:], 1)
+	le.PutUint64(h[24:], base+64+56) // the entry point: the code
+	le.PutUint64(h[32:], 64)
+	le.PutUint16(h[52:], 64)
+	le.PutUint16(h[54:], 56)
+	le.PutUint16(h[56:], 1)
+	h = append(h, code...)
+	p := h[64:]
+	le.PutUint32(p, 1)     // PT_LOAD
+	le.PutUint32(p[4:], 5) // readable, executable
+	le.PutUint64(p[16:], base)
+	le.PutUint64(p[24:], base)
+	le.PutUint64(p[32:], uint64(len(h)))
+	le.PutUint64(p[40:], uint64(len(h)))
+	le.PutUint64(p[48:], 0x1000)
 	return append(h, body...)
 }
 
@@ -177,8 +195,8 @@ func (b *testBundle) author(u user, ns string) ed25519.PrivateKey {
 func randomData(key ed25519.PrivateKey, ver string) version {
 	return version{ns: "acme", name: "random-data", version: ver, key: key, description: "Makes up test data: emails, UUIDs, numbers",
 		tags: []string{"data", "generator"}, artifacts: []artifact{
-			{os: "linux", arch: "amd64", format: "elf", data: fakeELF("amd64", "amd64 build of "+ver)},
-			{os: "linux", arch: "arm64", format: "elf", data: fakeELF("arm64", "arm64 build of "+ver)},
+			{os: "linux", arch: "amd64", format: "elf", data: tinyELF("amd64", "amd64 build of "+ver)},
+			{os: "linux", arch: "arm64", format: "elf", data: tinyELF("arm64", "arm64 build of "+ver)},
 		}}
 }
 
@@ -265,7 +283,7 @@ func TestPublishReviewFindAndDownloadAPluginVersion(t *testing.T) {
 	got := sha256.Sum256(file.body)
 	require.Equal(t, dl["shasum"], hex.EncodeToString(got[:]))
 	require.Contains(t, dl["shasums"], hex.EncodeToString(got[:])+"  random-data_1.0.0_linux_arm64\n")
-	require.True(t, bytes.Equal(fakeELF("arm64", "arm64 build of 1.0.0"), file.body))
+	require.True(t, bytes.Equal(tinyELF("arm64", "arm64 build of 1.0.0"), file.body))
 	requireProblem(t, b.do("GET", "/v1/plugins/acme/random-data/versions/1.0.0/download/linux/riscv64", v.access, nil), http.StatusBadRequest)
 
 	pl = b.do("GET", "/v1/plugins/acme/random-data", v.access, nil).json(t)
@@ -330,9 +348,11 @@ func TestPublishRefusesWhatIsWrongAndStoresNothing(t *testing.T) {
 		"a size smaller than sent": {v: withArt(artifact{os: "linux", arch: "amd64", format: "elf", data: amd.data, size: int64(len(amd.data) - 1)}),
 			status: 422, field: "artifacts[0].size"},
 		"a version that is not SemVer": {v: func() version { x := good; x.version = "1.0"; return x }(), status: 422, field: "manifest.version"},
-		"a file over the limit": {v: withArt(artifact{os: "linux", arch: "amd64", format: "elf", data: fakeELF("amd64", string(make([]byte, 5000)))}),
+		"a file over the limit": {v: withArt(artifact{os: "linux", arch: "amd64", format: "elf", data: tinyELF("amd64", string(make([]byte, 5000)))}),
 			status: 413},
 		"a file that is not executable": {v: withArt(artifact{os: "linux", arch: "amd64", format: "elf", data: []byte("#!/bin/sh\necho hi\n")}),
+			status: 422, field: "artifacts[0]"},
+		"an executable cut short": {v: withArt(artifact{os: "linux", arch: "amd64", format: "elf", data: tinyELF("amd64", "")[:125]}),
 			status: 422, field: "artifacts[0]"},
 		"an executable of another platform": {v: withArt(artifact{os: "linux", arch: "arm64", format: "elf", data: amd.data}),
 			status: 422, field: "artifacts[0]"},
@@ -372,7 +392,7 @@ func TestPublishRefusesWhatIsWrongAndStoresNothing(t *testing.T) {
 		}(), status: 422, field: "manifest.source_url"},
 		"an artifact declared and not sent": {v: func() version {
 			x := randomData(key, "1.0.0")
-			x.artifacts[0].data = fakeELF("amd64", "kept, then refused")
+			x.artifacts[0].data = tinyELF("amd64", "kept, then refused")
 			x.artifacts[1].unsent = true
 			return x
 		}(), status: 422, field: "artifacts[1]"},
@@ -469,7 +489,7 @@ func TestAPublishRefusedBeforeItsArtifactsIsNotReadFurther(t *testing.T) {
 	require.NoError(t, err)
 
 	const size = 100 << 20
-	head := fakeELF("amd64", "")
+	head := tinyELF("amd64", "")
 	big := func() io.Reader {
 		return io.MultiReader(bytes.NewReader(head), io.LimitReader(zeros{}, size-int64(len(head))))
 	}
@@ -638,7 +658,7 @@ func TestConcurrentPublishesOfOneVersionOneWins(t *testing.T) {
 	for i := range statuses {
 		ver := randomData(key, "2.0.0")
 		ver.artifacts = ver.artifacts[:1]
-		ver.artifacts[0].data = fakeELF("amd64", fmt.Sprintf("build %d", i))
+		ver.artifacts[0].data = tinyELF("amd64", fmt.Sprintf("build %d", i))
 		sums[i] = sumOf(ver.artifacts[0].data)
 		body, ct := ver.body(t)
 		wg.Add(1)

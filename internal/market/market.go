@@ -41,7 +41,8 @@ type Config struct {
 	MaxArtifactBytes int64
 	// TempDir is where a zipapp waits while its entries are checked (default os.TempDir()).
 	TempDir string
-	// ReservedNamespaces are names no user may claim, beside registry.ReservedNamespaces.
+	// ReservedNamespaces are names no user may claim, each exactly as written, beside those
+	// registry.Reserved reserves of itself.
 	ReservedNamespaces []string
 	// Quotas bound what each user with a license keeps (none when zero).
 	Quotas barrage.Quotas
@@ -275,7 +276,9 @@ func (u *Upload) Artifact(ctx context.Context, file string, r io.Reader) error {
 	a := u.v.Artifacts[i]
 	field := fmt.Sprintf("artifacts[%d]", i)
 	br := bufio.NewReaderSize(r, 64<<10)
-	if err := registry.Sniff(br, a.Format, a.Arch); err != nil {
+	// An ELF's segments are checked against the declared size, before a byte is stored: Put
+	// keeps the artifact only when it is that size.
+	if err := registry.Sniff(br, a.Format, a.Arch, a.Size); err != nil {
 		return barrage.Invalid(field, fmt.Sprintf("%s: %v", a.File, err))
 	}
 	var src io.Reader = br

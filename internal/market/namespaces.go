@@ -13,13 +13,13 @@ import (
 )
 
 // ClaimNamespace makes the namespace name p's, first come; reserved when an admin reserves it.
-// A reserved name (registry.ReservedNamespaces, Config.ReservedNamespaces) only an admin may
+// A reserved name (registry.Reserved, with Config.ReservedNamespaces) only an admin may
 // reserve.
 func (s *Service) ClaimNamespace(ctx context.Context, p barrage.Principal, name string, reserve bool) (barrage.Namespace, error) {
 	if err := registry.CheckName("name", name); err != nil {
 		return barrage.Namespace{}, barrage.Invalid("name", err.Error())
 	}
-	if !reserve && (slices.Contains(registry.ReservedNamespaces, name) || slices.Contains(s.cfg.ReservedNamespaces, name)) {
+	if !reserve && registry.Reserved(name, s.cfg.ReservedNamespaces) {
 		return barrage.Namespace{}, barrage.Errorf(barrage.ErrConflict, "namespace %q is reserved for the service: ask an admin, who may reserve it and add you as an owner", name)
 	}
 	return s.store.ClaimNamespace(ctx, name, p.User.ID, reserve, postgres.QuotaOf(p, s.cfg.Quotas))

@@ -5,6 +5,7 @@ package registry
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -42,10 +43,6 @@ func ParseRef(s string) (Ref, error) {
 // MaxNameLen bounds a namespace's and a plugin's name.
 const MaxNameLen = 64
 
-// CheckName checks a namespace or a plugin name (what says which): lower-case letters, digits
-// and single hyphens inside, starting with a letter, at most MaxNameLen long. Names are what
-// users type and read in scripts, URLs and folders: nothing there needs escaping, and two names
-// that look alike are the same name.
 // ReservedNamespaces are the names no user may claim on a fresh install: the product's own
 // words, the API's path words, and names people would take for the service's (an operator adds
 // more with --reserved-namespaces). An admin may reserve one, and then owns it.
@@ -55,6 +52,25 @@ var ReservedNamespaces = []string{
 	"staff", "support", "system", "tokens", "undefined", "users", "v1", "v2", "verified", "www",
 }
 
+// ReservedWords are the product's words and the words of authority: a namespace any of whose
+// hyphen-separated words is one of them (barrage-official, official-plugins, acme-verified) is
+// one people would take for the service's, or for one it vouches for.
+var ReservedWords = []string{"admin", "barrage", "official", "security", "staff", "support", "verified"}
+
+// Reserved says whether the namespace name is one no user may claim: one of
+// ReservedNamespaces, or of extra (the operator's list, matched exactly), or a name with a word
+// of ReservedWords among its hyphen-separated words.
+func Reserved(name string, extra []string) bool {
+	if slices.Contains(ReservedNamespaces, name) || slices.Contains(extra, name) {
+		return true
+	}
+	return slices.ContainsFunc(strings.Split(name, "-"), func(w string) bool { return slices.Contains(ReservedWords, w) })
+}
+
+// CheckName checks a namespace or a plugin name (what says which): lower-case letters, digits
+// and single hyphens inside, starting with a letter, at most MaxNameLen long. Names are what
+// users type and read in scripts, URLs and folders: nothing there needs escaping, and two names
+// that look alike are the same name.
 func CheckName(what, s string) error {
 	switch {
 	case s == "":
