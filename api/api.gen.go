@@ -2696,7 +2696,13 @@ type UpdatedMe struct {
 	// License What the user may run. `unlimited` users have no limits.
 	License *License `json:"license,omitempty"`
 	Name    string   `json:"name"`
-	Role    Role     `json:"role"`
+
+	// PasswordGuessedAt When wrong passwords for this account last came from many addresses, past its budget
+	// (50 an hour by default): someone is guessing its password. Addresses the account has
+	// not signed in from in 90 days then get three tries a minute, all together; the owner
+	// signs in as ever from an address they used. Absent when never seen.
+	PasswordGuessedAt *time.Time `json:"password_guessed_at,omitempty"`
+	Role              Role       `json:"role"`
 
 	// TokensKept After a password change without `revoke_tokens`, the personal API tokens that stay alive (the first 100); revoke one with `DELETE /v1/tokens/{id}`.
 	TokensKept *[]APIToken `json:"tokens_kept,omitempty"`
@@ -2720,7 +2726,13 @@ type User struct {
 	// License What the user may run. `unlimited` users have no limits.
 	License *License `json:"license,omitempty"`
 	Name    string   `json:"name"`
-	Role    Role     `json:"role"`
+
+	// PasswordGuessedAt When wrong passwords for this account last came from many addresses, past its budget
+	// (50 an hour by default): someone is guessing its password. Addresses the account has
+	// not signed in from in 90 days then get three tries a minute, all together; the owner
+	// signs in as ever from an address they used. Absent when never seen.
+	PasswordGuessedAt *time.Time `json:"password_guessed_at,omitempty"`
+	Role              Role       `json:"role"`
 }
 
 // UserList defines model for UserList.
@@ -3886,7 +3898,8 @@ type ClientInterface interface {
 	// uses: a refused one gets `422` listing every error with its path and line. Its sha256
 	// and a manifest (its data files' names, sizes and digests) are recorded; a run always
 	// executes a stored script, so it can be explained and repeated. A script you have already
-	// (the same source, name and data files) is not stored again: the answer is `200` with it.
+	// (the same source, name and data files) is not stored again: the answer is that script,
+	// its id and its creation time unchanged.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -3900,7 +3913,8 @@ type ClientInterface interface {
 	// uses: a refused one gets `422` listing every error with its path and line. Its sha256
 	// and a manifest (its data files' names, sizes and digests) are recorded; a run always
 	// executes a stored script, so it can be explained and repeated. A script you have already
-	// (the same source, name and data files) is not stored again: the answer is `200` with it.
+	// (the same source, name and data files) is not stored again: the answer is that script,
+	// its id and its creation time unchanged.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -4173,7 +4187,7 @@ type ClientInterface interface {
 	// revision and each plugin's name, version and sha256. `429` when four of your debug
 	// and generate jobs already wait for an answer. A script that is one you have already
 	// (the same source, revision, plugins and data files) is not stored again: the answer is
-	// `200` with that script.
+	// that script, its id and its creation time unchanged.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -4190,7 +4204,7 @@ type ClientInterface interface {
 	// revision and each plugin's name, version and sha256. `429` when four of your debug
 	// and generate jobs already wait for an answer. A script that is one you have already
 	// (the same source, revision, plugins and data files) is not stored again: the answer is
-	// `200` with that script.
+	// that script, its id and its creation time unchanged.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -5855,7 +5869,8 @@ func (c *Client) GetRunSweepReport(ctx context.Context, id ID, reqEditors ...Req
 // uses: a refused one gets `422` listing every error with its path and line. Its sha256
 // and a manifest (its data files' names, sizes and digests) are recorded; a run always
 // executes a stored script, so it can be explained and repeated. A script you have already
-// (the same source, name and data files) is not stored again: the answer is `200` with it.
+// (the same source, name and data files) is not stored again: the answer is that script,
+// its id and its creation time unchanged.
 //
 // Takes any type of body and a specified content type.
 //
@@ -5879,7 +5894,8 @@ func (c *Client) CreateScriptWithBody(ctx context.Context, contentType string, b
 // uses: a refused one gets `422` listing every error with its path and line. Its sha256
 // and a manifest (its data files' names, sizes and digests) are recorded; a run always
 // executes a stored script, so it can be explained and repeated. A script you have already
-// (the same source, name and data files) is not stored again: the answer is `200` with it.
+// (the same source, name and data files) is not stored again: the answer is that script,
+// its id and its creation time unchanged.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -6432,7 +6448,7 @@ func (c *Client) GetTestRevision(ctx context.Context, id ID, rev int, reqEditors
 // revision and each plugin's name, version and sha256. `429` when four of your debug
 // and generate jobs already wait for an answer. A script that is one you have already
 // (the same source, revision, plugins and data files) is not stored again: the answer is
-// `200` with that script.
+// that script, its id and its creation time unchanged.
 //
 // Takes any type of body and a specified content type.
 //
@@ -6459,7 +6475,7 @@ func (c *Client) GenerateScriptWithBody(ctx context.Context, id ID, contentType 
 // revision and each plugin's name, version and sha256. `429` when four of your debug
 // and generate jobs already wait for an answer. A script that is one you have already
 // (the same source, revision, plugins and data files) is not stored again: the answer is
-// `200` with that script.
+// that script, its id and its creation time unchanged.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -11455,7 +11471,8 @@ type ClientWithResponsesInterface interface {
 	// uses: a refused one gets `422` listing every error with its path and line. Its sha256
 	// and a manifest (its data files' names, sizes and digests) are recorded; a run always
 	// executes a stored script, so it can be explained and repeated. A script you have already
-	// (the same source, name and data files) is not stored again: the answer is `200` with it.
+	// (the same source, name and data files) is not stored again: the answer is that script,
+	// its id and its creation time unchanged.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -11469,7 +11486,8 @@ type ClientWithResponsesInterface interface {
 	// uses: a refused one gets `422` listing every error with its path and line. Its sha256
 	// and a manifest (its data files' names, sizes and digests) are recorded; a run always
 	// executes a stored script, so it can be explained and repeated. A script you have already
-	// (the same source, name and data files) is not stored again: the answer is `200` with it.
+	// (the same source, name and data files) is not stored again: the answer is that script,
+	// its id and its creation time unchanged.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -11770,7 +11788,7 @@ type ClientWithResponsesInterface interface {
 	// revision and each plugin's name, version and sha256. `429` when four of your debug
 	// and generate jobs already wait for an answer. A script that is one you have already
 	// (the same source, revision, plugins and data files) is not stored again: the answer is
-	// `200` with that script.
+	// that script, its id and its creation time unchanged.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -11787,7 +11805,7 @@ type ClientWithResponsesInterface interface {
 	// revision and each plugin's name, version and sha256. `429` when four of your debug
 	// and generate jobs already wait for an answer. A script that is one you have already
 	// (the same source, revision, plugins and data files) is not stored again: the answer is
-	// `200` with that script.
+	// that script, its id and its creation time unchanged.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -17455,8 +17473,6 @@ type CreateScriptResponse503Headers struct {
 type CreateScriptResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
-	// JSON200 the response for an HTTP 200 `application/json` response
-	JSON200 *Script
 	// JSON201 the response for an HTTP 201 `application/json` response
 	JSON201 *Script
 	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
@@ -17479,11 +17495,6 @@ type CreateScriptResponse struct {
 	Headers429 *CreateScriptResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *CreateScriptResponse503Headers
-}
-
-// GetJSON200 returns the response for an HTTP 200 `application/json` response
-func (r CreateScriptResponse) GetJSON200() *Script {
-	return r.JSON200
 }
 
 // GetJSON201 returns the response for an HTTP 201 `application/json` response
@@ -19470,8 +19481,6 @@ type GenerateScriptResponse503Headers struct {
 type GenerateScriptResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
-	// JSON200 the response for an HTTP 200 `application/json` response
-	JSON200 *Script
 	// JSON201 the response for an HTTP 201 `application/json` response
 	JSON201 *Script
 	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
@@ -19498,11 +19507,6 @@ type GenerateScriptResponse struct {
 	Headers429 *GenerateScriptResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *GenerateScriptResponse503Headers
-}
-
-// GetJSON200 returns the response for an HTTP 200 `application/json` response
-func (r GenerateScriptResponse) GetJSON200() *Script {
-	return r.JSON200
 }
 
 // GetJSON201 returns the response for an HTTP 201 `application/json` response
@@ -21222,7 +21226,8 @@ func (c *ClientWithResponses) GetRunSweepReportWithResponse(ctx context.Context,
 // uses: a refused one gets `422` listing every error with its path and line. Its sha256
 // and a manifest (its data files' names, sizes and digests) are recorded; a run always
 // executes a stored script, so it can be explained and repeated. A script you have already
-// (the same source, name and data files) is not stored again: the answer is `200` with it.
+// (the same source, name and data files) is not stored again: the answer is that script,
+// its id and its creation time unchanged.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -21242,7 +21247,8 @@ func (c *ClientWithResponses) CreateScriptWithBodyWithResponse(ctx context.Conte
 // uses: a refused one gets `422` listing every error with its path and line. Its sha256
 // and a manifest (its data files' names, sizes and digests) are recorded; a run always
 // executes a stored script, so it can be explained and repeated. A script you have already
-// (the same source, name and data files) is not stored again: the answer is `200` with it.
+// (the same source, name and data files) is not stored again: the answer is that script,
+// its id and its creation time unchanged.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -21711,7 +21717,7 @@ func (c *ClientWithResponses) GetTestRevisionWithResponse(ctx context.Context, i
 // revision and each plugin's name, version and sha256. `429` when four of your debug
 // and generate jobs already wait for an answer. A script that is one you have already
 // (the same source, revision, plugins and data files) is not stored again: the answer is
-// `200` with that script.
+// that script, its id and its creation time unchanged.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -21734,7 +21740,7 @@ func (c *ClientWithResponses) GenerateScriptWithBodyWithResponse(ctx context.Con
 // revision and each plugin's name, version and sha256. `429` when four of your debug
 // and generate jobs already wait for an answer. A script that is one you have already
 // (the same source, revision, plugins and data files) is not stored again: the answer is
-// `200` with that script.
+// that script, its id and its creation time unchanged.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -26898,13 +26904,6 @@ func ParseCreateScriptResponse(rsp *http.Response) (*CreateScriptResponse, error
 	}
 
 	switch {
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
-		var dest Script
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.JSON200 = &dest
-
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
 		var dest Script
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -28745,13 +28744,6 @@ func ParseGenerateScriptResponse(rsp *http.Response) (*GenerateScriptResponse, e
 	}
 
 	switch {
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
-		var dest Script
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.JSON200 = &dest
-
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
 		var dest Script
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -40191,20 +40183,6 @@ type CreateScriptResponseObject interface {
 	VisitCreateScriptResponse(w http.ResponseWriter) error
 }
 
-type CreateScript200JSONResponse Script
-
-func (response CreateScript200JSONResponse) VisitCreateScriptResponse(w http.ResponseWriter) error {
-
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(200)
-	_, err := buf.WriteTo(w)
-	return err
-}
-
 type CreateScript201JSONResponse Script
 
 func (response CreateScript201JSONResponse) VisitCreateScriptResponse(w http.ResponseWriter) error {
@@ -42754,20 +42732,6 @@ type GenerateScriptRequestObject struct {
 
 type GenerateScriptResponseObject interface {
 	VisitGenerateScriptResponse(w http.ResponseWriter) error
-}
-
-type GenerateScript200JSONResponse Script
-
-func (response GenerateScript200JSONResponse) VisitGenerateScriptResponse(w http.ResponseWriter) error {
-
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(200)
-	_, err := buf.WriteTo(w)
-	return err
 }
 
 type GenerateScript201JSONResponse Script

@@ -31,3 +31,14 @@ SELECT DISTINCT ON (s.owner_id, f.sha256) s.owner_id, f.sha256, f.content
 FROM script_files f JOIN scripts s ON s.id = f.script_id
 ORDER BY s.owner_id, f.sha256;
 ALTER TABLE script_files DROP COLUMN content;
+
+-- Guesses per account: the addresses (an IPv4 address, an IPv6 /64) each account signed in from
+-- lately, which keep signing in at full speed while strangers guessing its password from many
+-- addresses are slowed; and when such guessing was last seen, for the owner and admins to read.
+CREATE TABLE sign_in_addresses (
+    user_id uuid NOT NULL REFERENCES users (id) ON DELETE CASCADE,
+    client  text NOT NULL,
+    last_at timestamptz NOT NULL,
+    PRIMARY KEY (user_id, client)
+);
+ALTER TABLE users ADD COLUMN guessed_at timestamptz;

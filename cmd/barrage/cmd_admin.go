@@ -297,6 +297,7 @@ func runAdminUser(ctx context.Context, e env, args []string) error {
 		u = res.JSON200
 	}
 	fmt.Fprintf(e.stdout, "%s <%s>, %s, %s\nlicense: %s\n", u.Name, u.Email, u.Role, status(u.Disabled), licenseLine(u.License))
+	guessedLine(e, u)
 	usage, err := cl.GetUserLicenseWithResponse(ctx, id)
 	if err != nil {
 		return err

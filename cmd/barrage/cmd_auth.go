@@ -169,6 +169,7 @@ func runMe(ctx context.Context, e env, args []string) error {
 	}
 	u := res.JSON200
 	fmt.Fprintf(e.stdout, "%s <%s>, %s\nid: %s\nlicense: %s\n", u.Name, u.Email, u.Role, u.Id, licenseLine(u.License))
+	guessedLine(e, u)
 	lic, err := cl.GetMyLicenseWithResponse(ctx)
 	if err != nil {
 		return err
@@ -180,6 +181,14 @@ func runMe(ctx context.Context, e env, args []string) error {
 		fmt.Fprintf(e.stdout, "using: %s\n", usingLine(*q))
 	}
 	return nil
+}
+
+// guessedLine warns, when someone has been guessing u's password from many addresses.
+func guessedLine(e env, u *api.User) {
+	if at := u.PasswordGuessedAt; at != nil {
+		fmt.Fprintf(e.stdout, "warning: wrong passwords came from many addresses, last at %s: someone is guessing this account's password (addresses it has not signed in from are slowed)\n",
+			at.Local().Format(time.DateTime))
+	}
 }
 
 // usingLine says what a user keeps against each quota: storage 1.2 MiB of 256.0 MiB, tests 3 of 200.

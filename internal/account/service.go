@@ -37,6 +37,8 @@ type Service struct {
 type Config struct {
 	RefreshTTL time.Duration
 	RateLimits RateLimits
+	// Now is the clock (time.Now when nil).
+	Now func() time.Time
 }
 
 // New returns a Service.
@@ -44,7 +46,10 @@ func New(store *postgres.Store, hasher *auth.Hasher, tokens *auth.Tokens, log *s
 	if cfg.RateLimits == (RateLimits{}) {
 		cfg.RateLimits = DefaultRateLimits
 	}
-	return &Service{store: store, hasher: hasher, tokens: tokens, refreshTTL: cfg.RefreshTTL, limits: cfg.RateLimits, log: log, now: time.Now}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	return &Service{store: store, hasher: hasher, tokens: tokens, refreshTTL: cfg.RefreshTTL, limits: cfg.RateLimits, log: log, now: cfg.Now}
 }
 
 // Session is what signing in gives: a short-lived access token and a refresh token.
@@ -142,23 +147,62 @@ func (s *Service) Login(ctx context.Context, email, password string, client neti
 		return Session{}, err
 	}
 	u, err := s.store.UserByEmail(ctx, email)
-	if errors.Is(err, barrage.ErrNotFound) {
-		_ = s.hasher.VerifyDummy(ctx, password)
-		return Session{}, cmp.Or(s.failed(ctx, s.limits.LoginPerAccount, failures), errBadCredentials)
-	}
-	if err != nil {
+	if err != nil && !errors.Is(err, barrage.ErrNotFound) {
 		return Session{}, err
+	}
+	// Wrong passwords from everywhere together: past their budget, strangers wait their turn.
+	// An email without an account is counted alike, so that the turns say nothing of which have.
+	guesses := "login:guesses:" + strings.ToLower(email)
+	from := clientKey(client)
+	if err := s.allowed(ctx, s.limits.GuessesPerAccount, guesses); err != nil {
+		known := false
+		if u.ID != uuid.Nil {
+			if known, err = s.store.KnownSignInAddress(ctx, u.ID, from, s.now().Add(-KnownFor)); err != nil {
+				return Session{}, err
+			}
+		}
+		if !known {
+			if err := s.limit(ctx, s.limits.StrangersPerAccount, "login:strangers:"+strings.ToLower(email)); err != nil {
+				return Session{}, err
+			}
+		}
+	}
+	wrong := func() error {
+		if err := s.failed(ctx, s.limits.GuessesPerAccount, guesses); err != nil && u.ID != uuid.Nil {
+			s.guessed(ctx, u)
+		}
+		return cmp.Or(s.failed(ctx, s.limits.LoginPerAccount, failures), errBadCredentials)
+	}
+	if u.ID == uuid.Nil {
+		_ = s.hasher.VerifyDummy(ctx, password)
+		return Session{}, wrong()
 	}
 	if err := s.hasher.Verify(ctx, u.PasswordHash, password); err != nil {
 		if errors.Is(err, auth.ErrMismatch) {
-			return Session{}, cmp.Or(s.failed(ctx, s.limits.LoginPerAccount, failures), errBadCredentials)
+			return Session{}, wrong()
 		}
 		return Session{}, err
 	}
 	if u.Disabled {
-		return Session{}, cmp.Or(s.failed(ctx, s.limits.LoginPerAccount, failures), errBadCredentials)
+		return Session{}, wrong()
+	}
+	if err := s.store.TouchSignInAddress(ctx, u.ID, from, s.now()); err != nil {
+		return Session{}, err
 	}
 	return s.startSession(ctx, u)
+}
+
+// guessed records that u's password is being guessed from many addresses, and says so in the
+// log once an hour.
+func (s *Service) guessed(ctx context.Context, u barrage.User) {
+	news, err := s.store.MarkGuessed(ctx, u.ID, s.now())
+	switch {
+	case err != nil:
+		s.log.ErrorContext(ctx, "record password guessing", slog.String("user_id", u.ID.String()), slog.Any("error", err))
+	case news:
+		s.log.WarnContext(ctx, "wrong passwords for an account from many addresses, past its budget: addresses it has not signed in from now wait their turn",
+			slog.String("user_id", u.ID.String()), slog.Int("budget", s.limits.GuessesPerAccount.N), slog.Duration("per", s.limits.GuessesPerAccount.Per))
+	}
 }
 
 // startSession issues an access token and the first refresh token of a new family.

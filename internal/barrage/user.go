@@ -29,8 +29,11 @@ type User struct {
 	Disabled         bool
 	License          *License // nil: no license, no limits (admins by default)
 	TokensValidAfter time.Time
-	CreatedAt        time.Time
-	UpdatedAt        time.Time
+	// GuessedAt is when wrong passwords for the account last came from many addresses past its
+	// budget: someone is guessing its password (nil: never seen).
+	GuessedAt *time.Time
+	CreatedAt time.Time
+	UpdatedAt time.Time
 }
 
 // Invitation admits people: redeeming its code creates an account with its role and license.

@@ -78,7 +78,7 @@ func (s *Service) CreateRun(ctx context.Context, p barrage.Principal, in RunInpu
 		if err != nil {
 			return barrage.Run{}, err
 		}
-		gen, _, err := s.generate(ctx, p, *in.TestID, n, b, test, &adm.agents[0].ID)
+		gen, err := s.generate(ctx, p, *in.TestID, n, b, test, &adm.agents[0].ID)
 		if err != nil {
 			return barrage.Run{}, err
 		}

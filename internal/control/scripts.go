@@ -18,23 +18,23 @@ type ScriptInput struct {
 
 // CreateScript checks a script with the parser `barrage run` uses, its data files included, and
 // stores it immutably with its digest and manifest. A refused script's error lists every
-// problem with its path and line. created is false when p has that script already (the same
-// source, name and files), which it returns.
-func (s *Service) CreateScript(ctx context.Context, p barrage.Principal, in ScriptInput) (_ barrage.Script, created bool, err error) {
+// problem with its path and line. A script p has already (the same source, name and files) is
+// not stored again: that one is returned.
+func (s *Service) CreateScript(ctx context.Context, p barrage.Principal, in ScriptInput) (barrage.Script, error) {
 	parsed, err := loadBundle(in.Source, in.Files)
 	if err != nil {
-		return barrage.Script{}, false, err
+		return barrage.Script{}, err
 	}
 	if len(parsed.Plugins) > 0 {
 		// Plugins must be pinned (and source plugins run) before a script is stored, and only
 		// agents run plugins: that is a test's generation.
-		return barrage.Script{}, false, barrage.Invalid("source", fmt.Sprintf("the script uses plugins (%s): "+
+		return barrage.Script{}, barrage.Invalid("source", fmt.Sprintf("the script uses plugins (%s): "+
 			"save it as a test (POST /v1/tests, barrage tests push) and generate its script on an agent", parsed.Plugins[0].Ref))
 	}
 	name := parsed.Name
 	if in.Name != "" {
 		if name, err = barrage.CheckText("name", in.Name, 1, 200); err != nil {
-			return barrage.Script{}, false, err
+			return barrage.Script{}, err
 		}
 	}
 	return s.storeScript(ctx, p, name, in.Source, in.Files, barrage.ScriptManifest{})

@@ -195,40 +195,40 @@ type Generated struct {
 // plugins run on an agent (the server never executes plugin code), every plugin is pinned by
 // digest, the result is checked with the test's data files like any script, and stored with
 // them and a manifest naming the test, the revision and the plugins. A test without plugins
-// needs no agent. created is false when the script made is one p has already, which it returns:
+// needs no agent. A script that is one p has already is not stored again, that one returned:
 // generating a revision again (or running it again) stores no copy.
-func (s *Service) GenerateScript(ctx context.Context, p barrage.Principal, id uuid.UUID, in JobInput) (_ barrage.Script, created bool, err error) {
+func (s *Service) GenerateScript(ctx context.Context, p barrage.Principal, id uuid.UUID, in JobInput) (barrage.Script, error) {
 	b, n, err := s.store.TestBundle(ctx, p.User.ID, id, in.Revision, dataFiles)
 	if err != nil {
-		return barrage.Script{}, false, err
+		return barrage.Script{}, err
 	}
 	parsed, err := loadBundle(b.Source, b.Files)
 	if err != nil {
-		return barrage.Script{}, false, err
+		return barrage.Script{}, err
 	}
 	return s.generate(ctx, p, id, n, b, parsed, in.AgentID)
 }
 
 // generate is GenerateScript of revision n of test id, read as b and parsed.
-func (s *Service) generate(ctx context.Context, p barrage.Principal, id uuid.UUID, n int, b barrage.TestBundle, parsed *script.Script, agentID *uuid.UUID) (barrage.Script, bool, error) {
+func (s *Service) generate(ctx context.Context, p barrage.Principal, id uuid.UUID, n int, b barrage.TestBundle, parsed *script.Script, agentID *uuid.UUID) (barrage.Script, error) {
 	gen := Generated{Source: b.Source, Plugins: []barrage.PluginPin{}}
 	if len(parsed.Plugins) > 0 {
 		plugins, err := s.resolvePlugins(ctx, p, parsed)
 		if err != nil {
-			return barrage.Script{}, false, err
+			return barrage.Script{}, err
 		}
 		_, j, err := s.runJob(ctx, p, barrage.AgentJob{Kind: barrage.JobGenerate, TestID: id, Revision: n}, agentID, plugins)
 		if err != nil {
-			return barrage.Script{}, false, err
+			return barrage.Script{}, err
 		}
 		if err := json.Unmarshal(j.Result, &gen); err != nil {
-			return barrage.Script{}, false, fmt.Errorf("job %s: the agent's answer: %w", j.ID, err)
+			return barrage.Script{}, fmt.Errorf("job %s: the agent's answer: %w", j.ID, err)
 		}
 		if err := checkGenerated(gen, b.Files); err != nil {
-			return barrage.Script{}, false, err
+			return barrage.Script{}, err
 		}
 		if err := checkMarketPins(gen.Plugins, plugins); err != nil {
-			return barrage.Script{}, false, err
+			return barrage.Script{}, err
 		}
 	}
 	testID := id
@@ -281,8 +281,8 @@ func loadBundle(source []byte, files []barrage.ScriptFile) (*script.Script, erro
 }
 
 // storeScript stores a checked script for p with its data files and manifest, the files'
-// digests added to it; created is false when p has that script already, which it returns.
-func (s *Service) storeScript(ctx context.Context, p barrage.Principal, name string, source []byte, files []barrage.ScriptFile, m barrage.ScriptManifest) (barrage.Script, bool, error) {
+// digests added to it; a script p has already is returned rather than stored again.
+func (s *Service) storeScript(ctx context.Context, p barrage.Principal, name string, source []byte, files []barrage.ScriptFile, m barrage.ScriptManifest) (barrage.Script, error) {
 	sum := sha256.Sum256(source)
 	m.Files = []barrage.ScriptFileRef{}
 	for _, f := range files {
@@ -295,12 +295,12 @@ func (s *Service) storeScript(ctx context.Context, p barrage.Principal, name str
 	sc := barrage.Script{ID: uuid.Must(uuid.NewV7()), OwnerID: p.User.ID, Name: name, Source: source, SHA256: sum[:], Files: files, Manifest: m}
 	sc, created, err := s.store.CreateScript(ctx, sc, s.quota(p))
 	if err != nil {
-		return barrage.Script{}, false, err
+		return barrage.Script{}, err
 	}
 	if created {
 		s.log.InfoContext(ctx, "script stored", slog.String("script_id", sc.ID.String()))
 	}
-	return sc, created, nil
+	return sc, nil
 }
 
 // runJob hands j, whose test uses the marketplace plugins given, to an agent p may use that may

@@ -71,7 +71,7 @@ func toAPISession(s account.Session) api.TokenPair {
 func toAPIUser(u barrage.User, now time.Time) api.User {
 	return api.User{
 		Id: u.ID, Email: u.Email, Name: u.Name, Role: api.Role(u.Role), Disabled: u.Disabled,
-		License: ptr(toAPILicense(u.License, now)), CreatedAt: u.CreatedAt,
+		License: ptr(toAPILicense(u.License, now)), PasswordGuessedAt: u.GuessedAt, CreatedAt: u.CreatedAt,
 	}
 }
 

@@ -184,7 +184,7 @@ func TestALicenseSetsItsOwnQuotas(t *testing.T) {
 	require.Equal(t, map[string]any{"limit": 7.0, "used": 0.0}, mine["quotas"].(map[string]any)["targets"])
 }
 
-// Generating a test's script again makes no copy: the answer is 200 with the script made before,
+// Generating a test's script again makes no copy: the answer is the script made before,
 // and a data file's content is kept once whatever holds it. What scripts keep beyond the test's
 // files as they are now (a file since replaced) counts against the storage quota.
 func TestAScriptIsMadeOnce(t *testing.T) {
@@ -207,14 +207,16 @@ func TestAScriptIsMadeOnce(t *testing.T) {
 	first := b.do("POST", "/v1/tests/"+id+"/scripts", u.access, nil)
 	require.Equal(t, http.StatusCreated, first.status, "%s", first.body)
 	again := b.do("POST", "/v1/tests/"+id+"/scripts", u.access, nil)
-	require.Equal(t, http.StatusOK, again.status, "%s", again.body)
+	require.Equal(t, http.StatusCreated, again.status, "%s", again.body)
 	require.Equal(t, first.json(t)["id"], again.json(t)["id"])
+	require.Equal(t, first.json(t)["created_at"], again.json(t)["created_at"])
 	require.Equal(t, before, used(), "a script with the test's files adds nothing")
 
 	file("b") // replaced: the first script keeps the old content
 	require.Equal(t, before+10006, used())
-	require.Equal(t, http.StatusCreated, b.do("POST", "/v1/tests/"+id+"/scripts", u.access, nil).status)
-	require.Equal(t, http.StatusOK, b.do("POST", "/v1/tests/"+id+"/scripts", u.access, nil).status)
+	second := b.do("POST", "/v1/tests/"+id+"/scripts", u.access, nil).json(t)["id"]
+	require.NotEqual(t, first.json(t)["id"], second)
+	require.Equal(t, second, b.do("POST", "/v1/tests/"+id+"/scripts", u.access, nil).json(t)["id"])
 	var scripts, contents int
 	require.NoError(t, b.pool.QueryRow(t.Context(), `SELECT (SELECT count(*) FROM scripts WHERE owner_id = $1),
 		(SELECT count(*) FROM file_contents WHERE owner_id = $1)`, u.id).Scan(&scripts, &contents))

@@ -1,6 +1,7 @@
 package httpapi_test
 
 import (
+	"fmt"
 	"net/http"
 	"strconv"
 	"testing"
@@ -106,4 +107,44 @@ func TestSignupIsRateLimitedPerClient(t *testing.T) {
 	requireProblem(t, b.do("POST", "/v1/auth/signup", "", body), http.StatusUnprocessableEntity)
 	requireProblem(t, b.do("POST", "/v1/auth/signup", "", body), http.StatusUnprocessableEntity)
 	requireProblem(t, b.do("POST", "/v1/auth/signup", "", body), http.StatusTooManyRequests)
+}
+
+// Guessing one account's password from many addresses meets the account's budget: past it, the
+// addresses it has not signed in from wait their turn, all together, whatever the password, while
+// the owner signs in from an address they used. An email without an account is answered alike.
+// The account says when it was guessed, to its owner and to admins.
+func TestGuessingFromManyAddressesCrawlsAndTheOwnerSignsIn(t *testing.T) {
+	t.Parallel()
+	lots := account.Rate{N: 1000, Per: time.Hour}
+	b := setup(t, setupOpts{trusted: "127.0.0.1/32", limits: account.RateLimits{
+		LoginPerClient: lots, LoginPerAccount: lots, SignupPerClient: lots, SignupPerAccount: lots,
+		GuessesPerAccount: account.Rate{N: 5, Per: time.Hour}, StrangersPerAccount: account.Rate{N: 1, Per: time.Hour},
+	}})
+	u := b.firstAdmin()
+	login := func(email, password string, client int) response {
+		return b.do("POST", "/v1/auth/login", "", map[string]any{"email": email, "password": password}, "X-Forwarded-For", fmt.Sprintf("203.0.113.%d", client))
+	}
+	home := 200
+	require.Equal(t, http.StatusOK, login(u.email, u.password, home).status)
+	require.Nil(t, b.do("GET", "/v1/me", u.access, nil).json(t)["password_guessed_at"])
+
+	for _, email := range []string{u.email, "nobody@example.com"} {
+		for client := range 5 {
+			requireProblem(t, login(email, "wrong password", client), http.StatusUnauthorized)
+		}
+		// Past the budget, a stranger's try takes the one turn; the next stranger waits for one.
+		requireProblem(t, login(email, "wrong password", 10), http.StatusUnauthorized)
+		r := login(email, "wrong password", 11)
+		requireProblem(t, r, http.StatusTooManyRequests)
+		retry, err := strconv.Atoi(r.header.Get("Retry-After"))
+		require.NoError(t, err)
+		require.Greater(t, retry, 60)
+	}
+	requireProblem(t, login(u.email, u.password, 12), http.StatusTooManyRequests) // a stranger, whatever the password
+	ok := login(u.email, u.password, home)
+	require.Equal(t, http.StatusOK, ok.status, "the owner, at home, signs in: %s", ok.body)
+	access := secret(ok.json(t)["access_token"].(string))
+	secret(ok.json(t)["refresh_token"].(string))
+	require.NotNil(t, b.do("GET", "/v1/me", access, nil).json(t)["password_guessed_at"])
+	require.NotNil(t, b.do("GET", "/v1/admin/users/"+u.id, access, nil).json(t)["password_guessed_at"])
 }

@@ -331,12 +331,9 @@ func (s *server) CreateScript(ctx context.Context, req api.CreateScriptRequestOb
 			in.Files = append(in.Files, barrage.ScriptFile{Name: f.Name, Content: f.Content})
 		}
 	}
-	sc, created, err := s.control.CreateScript(ctx, p, in)
+	sc, err := s.control.CreateScript(ctx, p, in)
 	if err != nil {
 		return nil, err
-	}
-	if !created {
-		return api.CreateScript200JSONResponse(toAPIScript(sc)), nil
 	}
 	return api.CreateScript201JSONResponse(toAPIScript(sc)), nil
 }

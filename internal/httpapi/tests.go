@@ -196,12 +196,9 @@ func (s *server) GenerateScript(ctx context.Context, req api.GenerateScriptReque
 	if err != nil {
 		return nil, err
 	}
-	sc, created, err := s.control.GenerateScript(ctx, p, req.Id, jobInput(req.Body))
+	sc, err := s.control.GenerateScript(ctx, p, req.Id, jobInput(req.Body))
 	if err != nil {
 		return nil, err
-	}
-	if !created {
-		return api.GenerateScript200JSONResponse(toAPIScript(sc)), nil
 	}
 	return api.GenerateScript201JSONResponse(toAPIScript(sc)), nil
 }

@@ -169,6 +169,7 @@ func userFromRow(r dbsqlc.User) barrage.User {
 		Role:             barrage.Role(r.Role),
 		Disabled:         r.Disabled,
 		TokensValidAfter: r.TokensValidAfter,
+		GuessedAt:        r.GuessedAt,
 		CreatedAt:        r.CreatedAt,
 		UpdatedAt:        r.UpdatedAt,
 	}
@@ -231,4 +232,22 @@ func deref[T any](p *T) T {
 		return zero
 	}
 	return *p
+}
+
+// TouchSignInAddress records that user signed in from client (an address, or an IPv6 /64) at at.
+func (s *Store) TouchSignInAddress(ctx context.Context, user uuid.UUID, client string, at time.Time) error {
+	return s.q.SignInAddressTouch(ctx, s.pool, dbsqlc.SignInAddressTouchParams{UserID: user, Client: client, At: at})
+}
+
+// KnownSignInAddress reports whether user signed in from client since since.
+func (s *Store) KnownSignInAddress(ctx context.Context, user uuid.UUID, client string, since time.Time) (bool, error) {
+	return s.q.SignInAddressKnown(ctx, s.pool, dbsqlc.SignInAddressKnownParams{UserID: user, Client: client, Since: since})
+}
+
+// MarkGuessed records that user's password is being guessed from many addresses, at at; it
+// reports whether this is news (nothing recorded in the hour before).
+func (s *Store) MarkGuessed(ctx context.Context, user uuid.UUID, at time.Time) (bool, error) {
+	since := at.Add(-time.Hour)
+	n, err := s.q.UserGuessed(ctx, s.pool, dbsqlc.UserGuessedParams{ID: user, At: &at, Since: &since})
+	return n > 0, err
 }

@@ -245,6 +245,12 @@ type ShardSecond struct {
 	Monitors []byte
 }
 
+type SignInAddress struct {
+	UserID uuid.UUID
+	Client string
+	LastAt time.Time
+}
+
 type SigningKey struct {
 	Namespace string
 	ID        string
@@ -310,4 +316,5 @@ type User struct {
 	CreatedAt                time.Time
 	UpdatedAt                time.Time
 	LicenseQuotas            []byte
+	GuessedAt                *time.Time
 }

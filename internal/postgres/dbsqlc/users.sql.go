@@ -12,6 +12,40 @@ import (
 	"github.com/google/uuid"
 )
 
+const signInAddressKnown = `-- name: SignInAddressKnown :one
+SELECT EXISTS (SELECT 1 FROM sign_in_addresses WHERE user_id = $1 AND client = $2 AND last_at >= $3)::boolean
+`
+
+type SignInAddressKnownParams struct {
+	UserID uuid.UUID
+	Client string
+	Since  time.Time
+}
+
+// SignInAddressKnown says whether the user signed in from client since since.
+func (q *Queries) SignInAddressKnown(ctx context.Context, db DBTX, arg SignInAddressKnownParams) (bool, error) {
+	row := db.QueryRow(ctx, signInAddressKnown, arg.UserID, arg.Client, arg.Since)
+	var column_1 bool
+	err := row.Scan(&column_1)
+	return column_1, err
+}
+
+const signInAddressTouch = `-- name: SignInAddressTouch :exec
+INSERT INTO sign_in_addresses (user_id, client, last_at) VALUES ($1, $2, $3)
+ON CONFLICT (user_id, client) DO UPDATE SET last_at = excluded.last_at
+`
+
+type SignInAddressTouchParams struct {
+	UserID uuid.UUID
+	Client string
+	At     time.Time
+}
+
+func (q *Queries) SignInAddressTouch(ctx context.Context, db DBTX, arg SignInAddressTouchParams) error {
+	_, err := db.Exec(ctx, signInAddressTouch, arg.UserID, arg.Client, arg.At)
+	return err
+}
+
 const userCount = `-- name: UserCount :one
 SELECT count(*) FROM users
 `
@@ -24,7 +58,7 @@ func (q *Queries) UserCount(ctx context.Context, db DBTX) (int64, error) {
 }
 
 const userGetByEmail = `-- name: UserGetByEmail :one
-SELECT id, email, name, password_hash, role, disabled, license_plan, license_max_vus, license_max_run_seconds, license_max_concurrent_runs, license_valid_until, tokens_valid_after, created_at, updated_at, license_quotas FROM users WHERE lower(email) = lower($1::text)
+SELECT id, email, name, password_hash, role, disabled, license_plan, license_max_vus, license_max_run_seconds, license_max_concurrent_runs, license_valid_until, tokens_valid_after, created_at, updated_at, license_quotas, guessed_at FROM users WHERE lower(email) = lower($1::text)
 `
 
 func (q *Queries) UserGetByEmail(ctx context.Context, db DBTX, email string) (User, error) {
@@ -46,12 +80,13 @@ func (q *Queries) UserGetByEmail(ctx context.Context, db DBTX, email string) (Us
 		&i.CreatedAt,
 		&i.UpdatedAt,
 		&i.LicenseQuotas,
+		&i.GuessedAt,
 	)
 	return i, err
 }
 
 const userGetByID = `-- name: UserGetByID :one
-SELECT id, email, name, password_hash, role, disabled, license_plan, license_max_vus, license_max_run_seconds, license_max_concurrent_runs, license_valid_until, tokens_valid_after, created_at, updated_at, license_quotas FROM users WHERE id = $1
+SELECT id, email, name, password_hash, role, disabled, license_plan, license_max_vus, license_max_run_seconds, license_max_concurrent_runs, license_valid_until, tokens_valid_after, created_at, updated_at, license_quotas, guessed_at FROM users WHERE id = $1
 `
 
 func (q *Queries) UserGetByID(ctx context.Context, db DBTX, id uuid.UUID) (User, error) {
@@ -73,12 +108,13 @@ func (q *Queries) UserGetByID(ctx context.Context, db DBTX, id uuid.UUID) (User,
 		&i.CreatedAt,
 		&i.UpdatedAt,
 		&i.LicenseQuotas,
+		&i.GuessedAt,
 	)
 	return i, err
 }
 
 const userGetByIDForUpdate = `-- name: UserGetByIDForUpdate :one
-SELECT id, email, name, password_hash, role, disabled, license_plan, license_max_vus, license_max_run_seconds, license_max_concurrent_runs, license_valid_until, tokens_valid_after, created_at, updated_at, license_quotas FROM users WHERE id = $1 FOR UPDATE
+SELECT id, email, name, password_hash, role, disabled, license_plan, license_max_vus, license_max_run_seconds, license_max_concurrent_runs, license_valid_until, tokens_valid_after, created_at, updated_at, license_quotas, guessed_at FROM users WHERE id = $1 FOR UPDATE
 `
 
 func (q *Queries) UserGetByIDForUpdate(ctx context.Context, db DBTX, id uuid.UUID) (User, error) {
@@ -100,12 +136,13 @@ func (q *Queries) UserGetByIDForUpdate(ctx context.Context, db DBTX, id uuid.UUI
 		&i.CreatedAt,
 		&i.UpdatedAt,
 		&i.LicenseQuotas,
+		&i.GuessedAt,
 	)
 	return i, err
 }
 
 const userGetForTokenChange = `-- name: UserGetForTokenChange :one
-SELECT id, email, name, password_hash, role, disabled, license_plan, license_max_vus, license_max_run_seconds, license_max_concurrent_runs, license_valid_until, tokens_valid_after, created_at, updated_at, license_quotas FROM users WHERE id = $1 FOR NO KEY UPDATE
+SELECT id, email, name, password_hash, role, disabled, license_plan, license_max_vus, license_max_run_seconds, license_max_concurrent_runs, license_valid_until, tokens_valid_after, created_at, updated_at, license_quotas, guessed_at FROM users WHERE id = $1 FOR NO KEY UPDATE
 `
 
 // UserGetForTokenChange locks the user's row before any change to its refresh tokens. Rotation,
@@ -130,8 +167,29 @@ func (q *Queries) UserGetForTokenChange(ctx context.Context, db DBTX, id uuid.UU
 		&i.CreatedAt,
 		&i.UpdatedAt,
 		&i.LicenseQuotas,
+		&i.GuessedAt,
 	)
 	return i, err
+}
+
+const userGuessed = `-- name: UserGuessed :execrows
+UPDATE users SET guessed_at = $1 WHERE id = $2 AND (guessed_at IS NULL OR guessed_at < $3)
+`
+
+type UserGuessedParams struct {
+	At    *time.Time
+	ID    uuid.UUID
+	Since *time.Time
+}
+
+// UserGuessed records that the user's password is being guessed from many addresses (unless
+// guessing recorded after since); it reports whether this is news.
+func (q *Queries) UserGuessed(ctx context.Context, db DBTX, arg UserGuessedParams) (int64, error) {
+	result, err := db.Exec(ctx, userGuessed, arg.At, arg.ID, arg.Since)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
 }
 
 const userInsert = `-- name: UserInsert :one
@@ -140,7 +198,7 @@ INSERT INTO users (
     license_plan, license_max_vus, license_max_run_seconds, license_max_concurrent_runs, license_valid_until,
     license_quotas
 ) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
-RETURNING id, email, name, password_hash, role, disabled, license_plan, license_max_vus, license_max_run_seconds, license_max_concurrent_runs, license_valid_until, tokens_valid_after, created_at, updated_at, license_quotas
+RETURNING id, email, name, password_hash, role, disabled, license_plan, license_max_vus, license_max_run_seconds, license_max_concurrent_runs, license_valid_until, tokens_valid_after, created_at, updated_at, license_quotas, guessed_at
 `
 
 type UserInsertParams struct {
@@ -188,12 +246,13 @@ func (q *Queries) UserInsert(ctx context.Context, db DBTX, arg UserInsertParams)
 		&i.CreatedAt,
 		&i.UpdatedAt,
 		&i.LicenseQuotas,
+		&i.GuessedAt,
 	)
 	return i, err
 }
 
 const userList = `-- name: UserList :many
-SELECT id, email, name, password_hash, role, disabled, license_plan, license_max_vus, license_max_run_seconds, license_max_concurrent_runs, license_valid_until, tokens_valid_after, created_at, updated_at, license_quotas FROM users
+SELECT id, email, name, password_hash, role, disabled, license_plan, license_max_vus, license_max_run_seconds, license_max_concurrent_runs, license_valid_until, tokens_valid_after, created_at, updated_at, license_quotas, guessed_at FROM users
 WHERE $1::uuid IS NULL OR id > $1::uuid
 ORDER BY id
 LIMIT $2
@@ -229,6 +288,7 @@ func (q *Queries) UserList(ctx context.Context, db DBTX, arg UserListParams) ([]
 			&i.CreatedAt,
 			&i.UpdatedAt,
 			&i.LicenseQuotas,
+			&i.GuessedAt,
 		); err != nil {
 			return nil, err
 		}
@@ -256,7 +316,7 @@ UPDATE users SET
     license_quotas = $13,
     updated_at = now()
 WHERE id = $1
-RETURNING id, email, name, password_hash, role, disabled, license_plan, license_max_vus, license_max_run_seconds, license_max_concurrent_runs, license_valid_until, tokens_valid_after, created_at, updated_at, license_quotas
+RETURNING id, email, name, password_hash, role, disabled, license_plan, license_max_vus, license_max_run_seconds, license_max_concurrent_runs, license_valid_until, tokens_valid_after, created_at, updated_at, license_quotas, guessed_at
 `
 
 type UserUpdateParams struct {
@@ -308,6 +368,7 @@ func (q *Queries) UserUpdate(ctx context.Context, db DBTX, arg UserUpdateParams)
 		&i.CreatedAt,
 		&i.UpdatedAt,
 		&i.LicenseQuotas,
+		&i.GuessedAt,
 	)
 	return i, err
 }

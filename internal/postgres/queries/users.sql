@@ -47,3 +47,16 @@ RETURNING *;
 -- order: no deadlock, and no token minted behind a revocation's back.
 -- name: UserGetForTokenChange :one
 SELECT * FROM users WHERE id = $1 FOR NO KEY UPDATE;
+
+-- name: SignInAddressTouch :exec
+INSERT INTO sign_in_addresses (user_id, client, last_at) VALUES (@user_id, @client, @at)
+ON CONFLICT (user_id, client) DO UPDATE SET last_at = excluded.last_at;
+
+-- SignInAddressKnown says whether the user signed in from client since since.
+-- name: SignInAddressKnown :one
+SELECT EXISTS (SELECT 1 FROM sign_in_addresses WHERE user_id = @user_id AND client = @client AND last_at >= @since)::boolean;
+
+-- UserGuessed records that the user's password is being guessed from many addresses (unless
+-- guessing recorded after since); it reports whether this is news.
+-- name: UserGuessed :execrows
+UPDATE users SET guessed_at = @at WHERE id = @id AND (guessed_at IS NULL OR guessed_at < @since);
