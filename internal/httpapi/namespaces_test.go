@@ -124,7 +124,8 @@ func TestANamespaceHasCoOwners(t *testing.T) {
 
 // The service's own names are reserved on a fresh install, and so are the operator's: no user
 // claims them, an admin may. A name a user squatted an admin takes back with a reason: its owners
-// lose it, its keys are retired, and it says why; without a reason it stays 409.
+// lose it, its keys are retired, what waits for review in it is rejected, and it says why; without
+// a reason it stays 409.
 func TestReservedNamesAndTakingOneBack(t *testing.T) {
 	t.Parallel()
 	b := setup(t, setupOpts{reservedNamespaces: []string{"initech"}})
@@ -144,6 +145,9 @@ func TestReservedNamesAndTakingOneBack(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, http.StatusCreated, b.do("POST", "/v1/namespaces/acme-vendor/keys", u.access,
 		map[string]any{"public_key": registry.PublicKey(pub).String(), "proof": registry.ProveKey(priv, "acme-vendor")}).status)
+	squatted := randomData(priv, "1.0.0")
+	squatted.ns = "acme-vendor"
+	require.Equal(t, http.StatusCreated, b.publish(u.access, squatted).status)
 	p := requireProblem(t, b.do("POST", "/v1/admin/namespaces", admin.access, map[string]any{"name": "acme-vendor"}), http.StatusConflict)
 	require.Contains(t, p["detail"], "is taken")
 	requireField(t, requireProblem(t, b.do("POST", "/v1/admin/namespaces", admin.access, map[string]any{"name": "acme-vendor", "reason": "bad\nline"}),
@@ -157,6 +161,12 @@ func TestReservedNamesAndTakingOneBack(t *testing.T) {
 	require.Equal(t, []any{admin.id}, ns["owners"])
 	require.NotNil(t, ns["keys"].([]any)[0].(map[string]any)["retired_at"], "the squatter's key signs nothing more")
 	require.Empty(t, b.do("GET", "/v1/namespaces", u.access, nil).json(t)["items"], "the squatter owns it no more")
+	queue := b.do("GET", "/v1/admin/plugin-versions", admin.access, nil)
+	require.Equal(t, http.StatusOK, queue.status, "%s", queue.body)
+	require.Empty(t, queue.json(t)["items"], "nothing of it waits for review")
+	v := b.do("GET", "/v1/plugins/acme-vendor/random-data/versions/1.0.0", admin.access, nil).json(t)
+	require.Equal(t, "rejected", v["state"])
+	require.Equal(t, "the namespace was taken back: the name of a vendor who did not claim it", v["state_reason"])
 	require.Contains(t, requireProblem(t, b.do("POST", "/v1/admin/namespaces", admin.access,
 		map[string]any{"name": "acme-vendor", "reason": "again"}), http.StatusConflict)["detail"], "reserved already")
 }

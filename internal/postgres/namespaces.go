@@ -36,8 +36,9 @@ func (s *Store) ClaimNamespace(ctx context.Context, name string, owner uuid.UUID
 }
 
 // TakeBackNamespace makes the namespace name, which a user claimed, reserved and admin's alone,
-// saying why; its signing keys are retired. It returns who owned it. A name nobody claimed is
-// an ErrNotFound; one reserved already an ErrConflict.
+// saying why; its signing keys are retired, and its versions waiting for review rejected with
+// that reason. It returns who owned it. A name nobody claimed is an ErrNotFound; one reserved
+// already an ErrConflict.
 func (s *Store) TakeBackNamespace(ctx context.Context, name string, admin uuid.UUID, reason string) ([]uuid.UUID, error) {
 	var from []uuid.UUID
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
@@ -52,6 +53,11 @@ func (s *Store) TakeBackNamespace(ctx context.Context, name string, admin uuid.U
 			return err
 		}
 		if err := s.q.SigningKeysRetireAll(ctx, tx, name); err != nil {
+			return err
+		}
+		why := "the namespace was taken back: " + reason
+		if _, err := s.q.PluginVersionsRejectPending(ctx, tx, dbsqlc.PluginVersionsRejectPendingParams{
+			Namespace: name, StateReason: why, ReviewedBy: &admin}); err != nil {
 			return err
 		}
 		if err := s.q.NamespaceTakeBack(ctx, tx, dbsqlc.NamespaceTakeBackParams{Name: name, Reason: &reason}); err != nil {

@@ -800,3 +800,24 @@ func (q *Queries) PluginVersionsPending(ctx context.Context, db DBTX, maxRows in
 	}
 	return items, nil
 }
+
+const pluginVersionsRejectPending = `-- name: PluginVersionsRejectPending :execrows
+UPDATE plugin_versions SET state = 'rejected', state_reason = $1, reviewed_by = $2, reviewed_at = now()
+WHERE namespace = $3 AND state = 'pending'
+`
+
+type PluginVersionsRejectPendingParams struct {
+	StateReason string
+	ReviewedBy  *uuid.UUID
+	Namespace   string
+}
+
+// PluginVersionsRejectPending rejects every version of a namespace still waiting for review,
+// saying why: its namespace was taken back, and its signers no longer own it.
+func (q *Queries) PluginVersionsRejectPending(ctx context.Context, db DBTX, arg PluginVersionsRejectPendingParams) (int64, error) {
+	result, err := db.Exec(ctx, pluginVersionsRejectPending, arg.StateReason, arg.ReviewedBy, arg.Namespace)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}

@@ -108,3 +108,9 @@ WHERE a.sha256 = @sha256;
 -- name: PluginVersionCountRun :execrows
 UPDATE plugin_versions SET runs = runs + 1
 WHERE namespace = $1 AND name = $2 AND version = $3 AND state <> 'revoked';
+
+-- PluginVersionsRejectPending rejects every version of a namespace still waiting for review,
+-- saying why: its namespace was taken back, and its signers no longer own it.
+-- name: PluginVersionsRejectPending :execrows
+UPDATE plugin_versions SET state = 'rejected', state_reason = @state_reason, reviewed_by = @reviewed_by, reviewed_at = now()
+WHERE namespace = @namespace AND state = 'pending';
