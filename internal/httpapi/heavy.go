@@ -22,54 +22,74 @@ const DefaultHeavyPerUser = 2
 const heavyRetry = 1
 
 // inflight counts each user's heavy requests in flight on this server, and runs at most so many
-// of everyone's at once: past that they wait their turn, so that what they cost together (memory
-// to parse, CPU to convert) is bounded whoever sends them.
+// of everyone's at once, one of each user's at a time: past that they wait their turn, so that
+// what they cost together (memory to parse, CPU to convert) is bounded whoever sends them, and
+// one user's requests never hold every turn while another's wait.
 type inflight struct {
-	mu  sync.Mutex
-	n   map[uuid.UUID]int
-	max int
-	run chan struct{}
+	mu    sync.Mutex
+	users map[uuid.UUID]*userTurns
+	max   int
+	run   chan struct{}
+}
+
+// userTurns are one user's heavy requests in flight, and the one turn they take one at a time.
+type userTurns struct {
+	n    int
+	turn chan struct{}
 }
 
 // newInflight allows perUser heavy requests per user (DefaultHeavyPerUser when 0), and runs total
-// of everyone's at once (when 0, one per two cores, one at least: the other cores stay with the
-// light requests of everyone else).
+// of everyone's at once (when 0, one per two cores, two at least: one user's request leaves a
+// turn to another's, and the other cores stay with the light requests of everyone else).
 func newInflight(perUser, total int) *inflight {
 	if perUser <= 0 {
 		perUser = DefaultHeavyPerUser
 	}
 	if total <= 0 {
-		total = max(1, runtime.GOMAXPROCS(0)/2)
+		total = max(2, runtime.GOMAXPROCS(0)/2)
 	}
-	return &inflight{n: map[uuid.UUID]int{}, max: perUser, run: make(chan struct{}, total)}
+	return &inflight{users: map[uuid.UUID]*userTurns{}, max: perUser, run: make(chan struct{}, total)}
 }
 
-// acquire counts one more of user's heavy requests, waits for its turn when turn is set, and
-// returns what ends it; it refuses with a *barrage.RateLimitError when user has max in flight
-// already, and with ctx's error when ctx ends first.
+// acquire counts one more of user's heavy requests and, when turn is set, waits for its turn:
+// the user's own first (one of theirs runs at a time), then one of everyone's. It returns what
+// ends it; it refuses with a *barrage.RateLimitError when user has max in flight already, and
+// with ctx's error when ctx ends first.
 func (f *inflight) acquire(ctx context.Context, user uuid.UUID, turn bool) (func(), error) {
 	f.mu.Lock()
-	if f.n[user] >= f.max {
+	u := f.users[user]
+	if u == nil {
+		u = &userTurns{turn: make(chan struct{}, 1)}
+		f.users[user] = u
+	}
+	if u.n >= f.max {
 		f.mu.Unlock()
 		return nil, &barrage.RateLimitError{RetryAfterSeconds: heavyRetry,
 			Reason: fmt.Sprintf("you have %d requests that parse, convert, publish or render in flight, the most one user may have at once: send the next when one has ended", f.max)}
 	}
-	f.n[user]++
+	u.n++
 	f.mu.Unlock()
 	leave := func() {
 		f.mu.Lock()
 		defer f.mu.Unlock()
-		if f.n[user]--; f.n[user] <= 0 {
-			delete(f.n, user)
+		if u.n--; u.n <= 0 {
+			delete(f.users, user)
 		}
 	}
 	if !turn {
 		return leave, nil
 	}
 	select {
-	case f.run <- struct{}{}:
-		return func() { <-f.run; leave() }, nil
+	case u.turn <- struct{}{}:
 	case <-ctx.Done():
+		leave()
+		return nil, ctx.Err()
+	}
+	select {
+	case f.run <- struct{}{}:
+		return func() { <-f.run; <-u.turn; leave() }, nil
+	case <-ctx.Done():
+		<-u.turn
 		leave()
 		return nil, ctx.Err()
 	}

@@ -8,6 +8,8 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"testing/synctest"
+	"time"
 
 	"github.com/go-chi/chi/v5"
 	"github.com/google/uuid"
@@ -27,17 +29,21 @@ func (tokenUsers) Authenticate(_ context.Context, bearer string) (barrage.Princi
 	return barrage.Principal{User: barrage.User{ID: id, Role: barrage.RoleUser}, Scopes: []barrage.Scope{barrage.ScopeRead, barrage.ScopeWrite}}, nil
 }
 
-// A user may have DefaultHeavyPerUser requests of the routes that cost real work in flight: one
-// more is 429 with Retry-After and a detail that says why, at once; another user's go on, and
-// an ended request frees its place. Routes that cost little are not counted.
+// A user may have DefaultHeavyPerUser requests of the routes that cost real work in flight, one
+// of them running at a time: one more is 429 with Retry-After and a detail that says why, at
+// once; another user's go on, and an ended request frees its place. Routes that cost little are
+// not counted.
 func TestAUserHasOnlySoManyHeavyRequestsInFlight(t *testing.T) {
 	t.Parallel()
 	s := &server{log: slog.New(slog.DiscardHandler), auth: tokenUsers{}, heavy: newInflight(0, 8)}
-	entered, release := make(chan struct{}), make(chan struct{})
+	ada, bob := uuid.New(), uuid.New()
+	entered := make(chan string)
+	release := map[string]chan struct{}{ada.String(): make(chan struct{}), bob.String(): make(chan struct{})}
 	r := chi.NewRouter()
-	r.With(s.authorize).Post("/v1/tests/import", func(w http.ResponseWriter, _ *http.Request) {
-		entered <- struct{}{}
-		<-release
+	r.With(s.authorize).Post("/v1/tests/import", func(w http.ResponseWriter, r *http.Request) {
+		who := strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
+		entered <- who
+		<-release[who]
 		w.WriteHeader(http.StatusCreated)
 	})
 	r.With(s.authorize).Get("/v1/tests", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) })
@@ -52,12 +58,20 @@ func TestAUserHasOnlySoManyHeavyRequestsInFlight(t *testing.T) {
 		t.Cleanup(func() { res.Body.Close() })
 		return res
 	}
-	ada, bob := uuid.New(), uuid.New()
+	inFlight := func(user uuid.UUID) int {
+		s.heavy.mu.Lock()
+		defer s.heavy.mu.Unlock()
+		if u := s.heavy.users[user]; u != nil {
+			return u.n
+		}
+		return 0
+	}
 	held := make(chan int, DefaultHeavyPerUser+2)
 	for range DefaultHeavyPerUser {
 		go func() { held <- do("POST", "/v1/tests/import", ada).StatusCode }()
-		<-entered
 	}
+	require.Equal(t, ada.String(), <-entered, "one of hers runs; the other waits for it")
+	require.Eventually(t, func() bool { return inFlight(ada) == DefaultHeavyPerUser }, 10*time.Second, time.Millisecond)
 
 	over := do("POST", "/v1/tests/import", ada)
 	require.Equal(t, http.StatusTooManyRequests, over.StatusCode)
@@ -68,12 +82,15 @@ func TestAUserHasOnlySoManyHeavyRequestsInFlight(t *testing.T) {
 	require.Equal(t, http.StatusOK, do("GET", "/v1/tests", ada).StatusCode, "a light route is not counted")
 
 	go func() { held <- do("POST", "/v1/tests/import", bob).StatusCode }()
-	<-entered // another user's goes on
-	release <- struct{}{}
+	require.Equal(t, bob.String(), <-entered, "another user's goes on")
+	release[ada.String()] <- struct{}{}
 	require.Equal(t, http.StatusCreated, <-held)
-	go func() { held <- do("POST", "/v1/tests/import", ada).StatusCode }()
-	<-entered // the ended one freed a place
-	close(release)
+	require.Equal(t, ada.String(), <-entered, "her second runs once her first has ended")
+	go func() { held <- do("POST", "/v1/tests/import", ada).StatusCode }() // the ended one freed a place
+	require.Eventually(t, func() bool { return inFlight(ada) == DefaultHeavyPerUser }, 10*time.Second, time.Millisecond)
+	close(release[ada.String()])
+	close(release[bob.String()])
+	require.Equal(t, ada.String(), <-entered)
 	for range DefaultHeavyPerUser + 1 {
 		require.Equal(t, http.StatusCreated, <-held)
 	}
@@ -107,4 +124,32 @@ func TestHeavyRequestsTakeTurns(t *testing.T) {
 	}
 	first()
 	(<-turn)()
+}
+
+// One user's heavy requests take turns among themselves: with turns to spare, a user's second
+// waits for their first, and another user's goes at once.
+func TestOneUsersHeavyRequestsDoNotHoldEveryTurn(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		f := newInflight(0, 2)
+		ada, bob := uuid.New(), uuid.New()
+		first, err := f.acquire(t.Context(), ada, true)
+		require.NoError(t, err)
+		second := make(chan func(), 1)
+		go func() {
+			done, err := f.acquire(t.Context(), ada, true)
+			if err == nil {
+				second <- done
+			}
+		}()
+		synctest.Wait() // her second waits, blocked
+		require.Empty(t, second, "a user's second ran beside their first")
+		bobs, err := f.acquire(t.Context(), bob, true)
+		require.NoError(t, err, "another user's takes the turn left")
+		bobs()
+		synctest.Wait()
+		require.Empty(t, second, "a user's second ran beside their first")
+		first()
+		(<-second)()
+	})
 }
