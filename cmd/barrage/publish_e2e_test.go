@@ -5,7 +5,6 @@ import (
 	"crypto/ed25519"
 	"crypto/sha256"
 	"encoding/base64"
-	le "encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -24,6 +23,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/barrage-load/barrage/internal/registry"
+	"github.com/barrage-load/barrage/internal/registry/registrytest"
 )
 
 // zeros reads as many zero bytes as asked.
@@ -34,20 +34,10 @@ func (zeros) Read(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// bigELF is an executable for linux/amd64 of size bytes, as far as its head says: the head,
-// then zeros but for one byte, salt, so that two differ.
+// bigELF is an executable for linux/amd64 of size bytes: a tiny one that exits 0, then zeros but
+// for one byte, salt, so that two differ.
 func bigELF(size int64, salt byte) io.Reader {
-	h := make([]byte, 64+56) // the header, then one program header: a loadable segment
-	copy(h, "\x7fELF")
-	h[4], h[5], h[6] = 2, 1, 1
-	le.LittleEndian.PutUint16(h[16:], 2)
-	le.LittleEndian.PutUint16(h[18:], 62)
-	le.LittleEndian.PutUint64(h[24:], 0x401000)
-	le.LittleEndian.PutUint64(h[32:], 64)
-	le.LittleEndian.PutUint16(h[54:], 56)
-	le.LittleEndian.PutUint16(h[56:], 1)
-	le.LittleEndian.PutUint32(h[64:], 1)
-	h = append(h, salt)
+	h := registrytest.TinyELF("amd64", []byte{salt})
 	return io.MultiReader(bytes.NewReader(h), io.LimitReader(zeros{}, size-int64(len(h))))
 }
 

@@ -9,7 +9,6 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
-	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -30,41 +29,11 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/barrage-load/barrage/internal/registry"
+	"github.com/barrage-load/barrage/internal/registry/registrytest"
 )
 
-// tinyELF is a static Linux executable for arch that exits 0, then body: its header, one
-// loadable, executable segment that maps the header and the code right after the program
-// header (registry's tests run the amd64 one), and body past the segment, where a real
-// executable keeps its section headers.
-func tinyELF(arch string, body string) []byte {
-	code := map[string][]byte{
-		"amd64": {0xb8, 0x3c, 0, 0, 0, 0x31, 0xff, 0x0f, 0x05},                            // mov eax, 60; xor edi, edi; syscall
-		"arm64": {0x00, 0x00, 0x80, 0xd2, 0xa8, 0x0b, 0x80, 0xd2, 0x01, 0x00, 0x00, 0xd4}, // mov x0, #0; mov x8, #93; svc #0
-	}[arch]
-	const base = 0x400000 // where the segment is loaded
-	h := make([]byte, 64+56, 64+56+len(code)+len(body))
-	copy(h, "\x7fELF")
-	h[4], h[5], h[6] = 2, 1, 1
-	le := binary.LittleEndian
-	le.PutUint16(h[16:], 2) // ET_EXEC
-	le.PutUint16(h[18:], map[string]uint16{"amd64": 62, "arm64": 183}[arch])
-	le.PutUint32(h[20:], 1)
-	le.PutUint64(h[24:], base+64+56) // the entry point: the code
-	le.PutUint64(h[32:], 64)
-	le.PutUint16(h[52:], 64)
-	le.PutUint16(h[54:], 56)
-	le.PutUint16(h[56:], 1)
-	h = append(h, code...)
-	p := h[64:]
-	le.PutUint32(p, 1)     // PT_LOAD
-	le.PutUint32(p[4:], 5) // readable, executable
-	le.PutUint64(p[16:], base)
-	le.PutUint64(p[24:], base)
-	le.PutUint64(p[32:], uint64(len(h)))
-	le.PutUint64(p[40:], uint64(len(h)))
-	le.PutUint64(p[48:], 0x1000)
-	return append(h, body...)
-}
+// tinyELF is a static Linux executable for arch that exits 0, then body.
+func tinyELF(arch string, body string) []byte { return registrytest.TinyELF(arch, []byte(body)) }
 
 // zipapp is a Python zipapp holding __main__.py, with extra entries of the modes given.
 func zipapp(t testing.TB, extra map[string]fs.FileMode) []byte {

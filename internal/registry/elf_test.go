@@ -13,40 +13,14 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/barrage-load/barrage/internal/registry"
+	"github.com/barrage-load/barrage/internal/registry/registrytest"
 )
 
-// The smallest program that runs: exit(0), for each architecture.
-var exitCode = map[string][]byte{
-	"amd64": {0xb8, 0x3c, 0, 0, 0, 0x31, 0xff, 0x0f, 0x05},                            // mov eax, 60; xor edi, edi; syscall
-	"arm64": {0x00, 0x00, 0x80, 0xd2, 0xa8, 0x0b, 0x80, 0xd2, 0x01, 0x00, 0x00, 0xd4}, // mov x0, #0; mov x8, #93; svc #0
-}
+// phdrSize is the size of an ELF64 program header.
+const phdrSize = 56
 
-// ELF offsets and values the tests write.
-const (
-	elfBase  = 0x400000 // where the tiny ELF's one segment is loaded
-	phdrSize = 56
-)
-
-// tinyELF is a static Linux executable for arch that exits 0: its header, one loadable,
-// executable segment that maps the whole file, its code right after the program header.
-func tinyELF(arch string) []byte {
-	code := exitCode[arch]
-	b := make([]byte, 64+phdrSize, 64+phdrSize+len(code))
-	copy(b, "\x7fELF")
-	b[4], b[5], b[6] = 2, 1, 1 // 64-bit, little-endian, version 1
-	le := binary.LittleEndian
-	le.PutUint16(b[16:], 2) // ET_EXEC
-	le.PutUint16(b[18:], map[string]uint16{"amd64": 62, "arm64": 183}[arch])
-	le.PutUint32(b[20:], 1)
-	le.PutUint64(b[24:], elfBase+64+phdrSize) // entry: the code
-	le.PutUint64(b[32:], 64)                  // program headers, right after
-	le.PutUint16(b[52:], 64)                  // e_ehsize
-	le.PutUint16(b[54:], phdrSize)
-	le.PutUint16(b[56:], 1)
-	b = append(b, code...)
-	putSegment(b, 0, segment{typ: 1, flags: 5, vaddr: elfBase, filesz: uint64(len(b)), memsz: uint64(len(b))})
-	return b
-}
+// tinyELF is a static Linux executable for arch that exits 0.
+func tinyELF(arch string) []byte { return registrytest.TinyELF(arch, nil) }
 
 // segment is a program header.
 type segment struct {
@@ -71,7 +45,7 @@ func putSegment(b []byte, i int, s segment) {
 // PT_INTERP, whose bytes are path, put after the code (in the loadable segment, as linkers
 // do); the code moves along by a program header.
 func withInterp(arch string, typ uint16, path string) []byte {
-	code := exitCode[arch]
+	code := registrytest.ExitCode[arch]
 	b := tinyELF(arch)[:64+phdrSize]
 	b = append(b, make([]byte, phdrSize)...)
 	codeAt := len(b)
@@ -80,10 +54,10 @@ func withInterp(arch string, typ uint16, path string) []byte {
 	b = append(b, path...)
 	le := binary.LittleEndian
 	le.PutUint16(b[16:], typ)
-	le.PutUint64(b[24:], elfBase+uint64(codeAt))
+	le.PutUint64(b[24:], registrytest.ELFBase+uint64(codeAt))
 	le.PutUint16(b[56:], 2)
-	putSegment(b, 0, segment{typ: 1, flags: 5, vaddr: elfBase, filesz: uint64(len(b)), memsz: uint64(len(b))})
-	putSegment(b, 1, segment{typ: 3, flags: 4, off: uint64(interpAt), vaddr: elfBase + uint64(interpAt), filesz: uint64(len(path)), memsz: uint64(len(path))})
+	putSegment(b, 0, segment{typ: 1, flags: 5, vaddr: registrytest.ELFBase, filesz: uint64(len(b)), memsz: uint64(len(b))})
+	putSegment(b, 1, segment{typ: 3, flags: 4, off: uint64(interpAt), vaddr: registrytest.ELFBase + uint64(interpAt), filesz: uint64(len(path)), memsz: uint64(len(path))})
 	return b
 }
 
@@ -124,29 +98,29 @@ func TestAnELFThatCannotRunIsRefused(t *testing.T) {
 		// The same 120 bytes made to map themselves: the entry point is the program header.
 		"a bare header that runs its own program header": {elf: edit("amd64", func(b []byte) []byte {
 			b = b[:120]
-			putSegment(b, 0, segment{typ: 1, flags: 5, vaddr: elfBase, filesz: 120, memsz: 120})
-			le.PutUint64(b[24:], elfBase+64)
+			putSegment(b, 0, segment{typ: 1, flags: 5, vaddr: registrytest.ELFBase, filesz: 120, memsz: 120})
+			le.PutUint64(b[24:], registrytest.ELFBase+64)
 			return b
 		}), want: "entry point 0x400040 is at file offset 64, within its own headers (which end at 120)"},
 		"program headers of 64 bytes": {elf: edit("amd64", func(b []byte) []byte {
-			b = append(append(b[:120:120], make([]byte, 8)...), exitCode["amd64"]...)
+			b = append(append(b[:120:120], make([]byte, 8)...), registrytest.ExitCode["amd64"]...)
 			le.PutUint16(b[54:], 64)
-			le.PutUint64(b[24:], elfBase+128)
-			putSegment(b, 0, segment{typ: 1, flags: 5, vaddr: elfBase, filesz: uint64(len(b)), memsz: uint64(len(b))})
+			le.PutUint64(b[24:], registrytest.ELFBase+128)
+			putSegment(b, 0, segment{typ: 1, flags: 5, vaddr: registrytest.ELFBase, filesz: uint64(len(b)), memsz: uint64(len(b))})
 			return b
 		}), want: "program headers are 64 bytes each (e_phentsize); a 64-bit ELF's are 56"},
 		"a segment past the end of the file": {elf: edit("amd64", func(b []byte) []byte {
-			putSegment(b, 0, segment{typ: 1, flags: 5, vaddr: elfBase, filesz: 1 << 20, memsz: 1 << 20})
+			putSegment(b, 0, segment{typ: 1, flags: 5, vaddr: registrytest.ELFBase, filesz: 1 << 20, memsz: 1 << 20})
 			return b
 		}), want: "loadable segment 0 (PT_LOAD) holds bytes 0 to 1048576 of the file, past its end at byte 129"},
 		"a segment past a declared size": {elf: tinyELF("amd64"), size: 100,
 			want: "holds bytes 0 to 129 of the file, past its end at byte 100: a truncated file, or a size declared short"},
 		"a segment with more in the file than in memory": {elf: edit("amd64", func(b []byte) []byte {
-			putSegment(b, 0, segment{typ: 1, flags: 5, vaddr: elfBase, filesz: uint64(len(b)), memsz: 64})
+			putSegment(b, 0, segment{typ: 1, flags: 5, vaddr: registrytest.ELFBase, filesz: uint64(len(b)), memsz: 64})
 			return b
 		}), want: "has 129 bytes in the file and only 64 in memory"},
 		"a segment the kernel cannot map": {elf: edit("amd64", func(b []byte) []byte {
-			putSegment(b, 0, segment{typ: 1, flags: 5, vaddr: elfBase + 8, filesz: uint64(len(b)), memsz: uint64(len(b))})
+			putSegment(b, 0, segment{typ: 1, flags: 5, vaddr: registrytest.ELFBase + 8, filesz: uint64(len(b)), memsz: uint64(len(b))})
 			return b
 		}), want: "is at file offset 0x0 and address 0x400008, which differ within a 4096-byte page"},
 		"an entry point outside every segment": {elf: edit("amd64", func(b []byte) []byte {
@@ -154,12 +128,12 @@ func TestAnELFThatCannotRunIsRefused(t *testing.T) {
 			return b
 		}), want: "entry point 0x500000 is in no executable loadable segment"},
 		"an entry point in a segment that is not executable": {elf: edit("amd64", func(b []byte) []byte {
-			putSegment(b, 0, segment{typ: 1, flags: 4, vaddr: elfBase, filesz: uint64(len(b)), memsz: uint64(len(b))})
+			putSegment(b, 0, segment{typ: 1, flags: 4, vaddr: registrytest.ELFBase, filesz: uint64(len(b)), memsz: uint64(len(b))})
 			return b
 		}), want: "entry point 0x400078 is in no executable loadable segment"},
 		"an entry point in memory the file does not fill": {elf: edit("amd64", func(b []byte) []byte {
-			putSegment(b, 0, segment{typ: 1, flags: 5, vaddr: elfBase, filesz: uint64(len(b)), memsz: 1 << 20})
-			le.PutUint64(b[24:], elfBase+0x1000)
+			putSegment(b, 0, segment{typ: 1, flags: 5, vaddr: registrytest.ELFBase, filesz: uint64(len(b)), memsz: 1 << 20})
+			le.PutUint64(b[24:], registrytest.ELFBase+0x1000)
 			return b
 		}), want: "entry point 0x401000 is in no executable loadable segment's bytes from the file"},
 		"an interpreter that is garbage": {elf: withInterp("amd64", 3, "\x01\x02garbage\x00"), arch: "amd64",
@@ -176,7 +150,7 @@ func TestAnELFThatCannotRunIsRefused(t *testing.T) {
 		}(), want: "interpreter (PT_INTERP, segment 1) is at bytes 5000 to 5028 of the file, past its end at byte 213"},
 		"two interpreters": {elf: func() []byte {
 			b := withInterp("amd64", 3, "/lib64/ld-linux-x86-64.so.2\x00")
-			putSegment(b, 0, segment{typ: 3, off: 185, vaddr: elfBase + 185, filesz: 28, memsz: 28})
+			putSegment(b, 0, segment{typ: 3, off: 185, vaddr: registrytest.ELFBase + 185, filesz: 28, memsz: 28})
 			return b
 		}(), want: "two interpreters (PT_INTERP, segments 0 and 1)"},
 	} {
