@@ -33,6 +33,34 @@ func rssKiB(pid int) (int64, error) {
 	return 0, fmt.Errorf("no VmRSS for pid %d", pid)
 }
 
+// watchRSS samples pid's resident memory until the function it returns is called, which says
+// what it was at the start and the most it was since, in KiB.
+func watchRSS(t *testing.T, pid int) func() (base, peak int64) {
+	t.Helper()
+	base, err := rssKiB(pid)
+	require.NoError(t, err)
+	var peak atomic.Int64
+	stop, sampled := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(sampled)
+		for {
+			if kib, err := rssKiB(pid); err == nil {
+				peak.Store(max(peak.Load(), kib))
+			}
+			select {
+			case <-stop:
+				return
+			case <-time.After(5 * time.Millisecond):
+			}
+		}
+	}()
+	return func() (int64, int64) {
+		close(stop)
+		<-sampled
+		return base, peak.Load()
+	}
+}
+
 // Bodies that cost memory to parse (600 KB of YAML aliases, a megabyte of JSON array), sent 16 at
 // once by 8 users, leave serve's resident memory within 100 MiB of what it was (sampled from
 // /proc while they are in flight), and every answer is small: 422 naming the problem, or 429 for
@@ -61,24 +89,7 @@ func TestParsingCostsAreBoundedWhoeverSendsThem(t *testing.T) {
 	array := "[" + strings.Repeat("1,", 500_000) + "1]"
 	pid := p.cmd.Process.Pid
 	for name, body := range map[string]struct{ data, ct string }{"aliases": {aliases.String(), "application/yaml"}, "array": {array, "application/json"}} {
-		base, err := rssKiB(pid)
-		require.NoError(t, err)
-		var peak atomic.Int64
-		stop := make(chan struct{})
-		sampled := make(chan struct{})
-		go func() {
-			defer close(sampled)
-			for {
-				if kib, err := rssKiB(pid); err == nil {
-					peak.Store(max(peak.Load(), kib))
-				}
-				select {
-				case <-stop:
-					return
-				case <-time.After(5 * time.Millisecond):
-				}
-			}
-		}()
+		stopWatching := watchRSS(t, pid)
 		var wg sync.WaitGroup
 		var mu sync.Mutex
 		statuses := map[int]int{}
@@ -106,13 +117,12 @@ func TestParsingCostsAreBoundedWhoeverSendsThem(t *testing.T) {
 			}()
 		}
 		wg.Wait()
-		close(stop)
-		<-sampled
-		t.Logf("%s: statuses %v, largest answer %d bytes, serve's RSS %d MiB, at most %d MiB while in flight", name, statuses, largest, base>>10, peak.Load()>>10)
+		base, peak := stopWatching()
+		t.Logf("%s: statuses %v, largest answer %d bytes, serve's RSS %d MiB, at most %d MiB while in flight", name, statuses, largest, base>>10, peak>>10)
 		require.Equal(t, 16, statuses[http.StatusUnprocessableEntity]+statuses[http.StatusTooManyRequests], "%s: %v", name, statuses)
 		require.Positive(t, statuses[http.StatusUnprocessableEntity], name)
 		require.Less(t, largest, 64<<10, "%s: the answer stays small", name)
-		require.Positive(t, peak.Load(), "%s: the memory was sampled", name)
-		require.Less(t, peak.Load()-base, int64(100<<10), "%s: serve's memory grew by less than 100 MiB", name)
+		require.Positive(t, peak, "%s: the memory was sampled", name)
+		require.Less(t, peak-base, int64(100<<10), "%s: serve's memory grew by less than 100 MiB", name)
 	}
 }

@@ -16,9 +16,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -138,24 +136,7 @@ func TestPublishingLargePluginsKeepsServesMemoryBounded(t *testing.T) {
 	}
 
 	pid := p.cmd.Process.Pid
-	base, err := rssKiB(pid)
-	require.NoError(t, err)
-	var peak atomic.Int64
-	stop := make(chan struct{})
-	sampled := make(chan struct{})
-	go func() {
-		defer close(sampled)
-		for {
-			if kib, err := rssKiB(pid); err == nil {
-				peak.Store(max(peak.Load(), kib))
-			}
-			select {
-			case <-stop:
-				return
-			case <-time.After(5 * time.Millisecond):
-			}
-		}
-	}()
+	stopWatching := watchRSS(t, pid)
 	type sent struct {
 		name   string
 		status int
@@ -184,8 +165,7 @@ func TestPublishingLargePluginsKeepsServesMemoryBounded(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	close(stop)
-	<-sampled
+	base, peak := stopWatching()
 	statuses := map[string][]int{}
 	for _, r := range results {
 		statuses[r.name] = append(statuses[r.name], r.status)
@@ -193,10 +173,10 @@ func TestPublishingLargePluginsKeepsServesMemoryBounded(t *testing.T) {
 			t.Errorf("%s: %d %s", r.name, r.status, r.answer)
 		}
 	}
-	t.Logf("statuses %v; serve's RSS %d MiB, at most %d MiB while in flight", statuses, base>>10, peak.Load()>>10)
+	t.Logf("statuses %v; serve's RSS %d MiB, at most %d MiB while in flight", statuses, base>>10, peak>>10)
 	require.Equal(t, []int{201, 201, 201, 201}, statuses["valid"])
 	require.Equal(t, []int{422, 422}, statuses["signed by a stranger"])
 	require.Equal(t, []int{413, 413}, statuses["a manifest of 120 MB"])
-	require.Positive(t, peak.Load(), "the memory was sampled")
-	require.Less(t, peak.Load()-base, int64(100<<10), "serve's memory grew by less than 100 MiB")
+	require.Positive(t, peak, "the memory was sampled")
+	require.Less(t, peak-base, int64(100<<10), "serve's memory grew by less than 100 MiB")
 }
