@@ -14,11 +14,20 @@ import (
 
 // Where things are inside the sandbox.
 const (
-	// sandboxSocketDir is where the plugin creates the Unix socket the host dials: the host's
-	// socket folder for this plugin, bound in writable.
+	// sandboxSocketDir is the plugin's socket folder, where it creates the Unix socket the host
+	// dials: a tmpfs of its own (socketFolderSize, socketFolderInodes), which the host reaches
+	// through the launcher's /proc/PID/root.
 	sandboxSocketDir = "/run/barrage"
 	// sandboxPluginDir holds the plugin's binary, bound in read-only under its own name.
 	sandboxPluginDir = "/plugin"
+)
+
+// Bounds of a plugin's socket folder. It holds the plugin's gRPC socket and the host's dial
+// socket, which take an inode each and no space: the bounds leave room to spare and nothing to
+// fill a disk with.
+const (
+	socketFolderSize   = 1 << 20
+	socketFolderInodes = 64
 )
 
 // systemPaths are what a sandboxed plugin sees of the host's files, read-only: the programs,
@@ -37,7 +46,10 @@ var devices = []string{"null", "zero", "full", "random", "urandom"}
 //     without set-user-ID or device files;
 //   - /dev holds a few harmless devices, /dev/shm and /tmp are private tmpfs;
 //   - /proc is a new one, of the plugin's PID namespace: it shows the plugin's processes only;
-//   - the plugin's binary is at /plugin/NAME, its socket folder at /run/barrage;
+//   - the plugin's binary is at /plugin/NAME;
+//   - its socket folder, /run/barrage, is a small tmpfs of its own, with the host's dial socket
+//     bound in read-only when the run grants it hosts: nothing the plugin writes there reaches
+//     the host's disk;
 //   - pivot_root, then the host's tree is detached: nothing else of the host remains reachable.
 func confine(l *launchFlags) error {
 	// Nothing done here may travel back to the host's mount namespace.
@@ -74,8 +86,13 @@ func confine(l *launchFlags) error {
 	if err := unix.Mount("proc", filepath.Join(root, "proc"), "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
 		return fmt.Errorf("mount /proc: %w", err)
 	}
-	if err := bindAt(root, l.sockDir, sandboxSocketDir, false); err != nil {
+	if err := mountSocketFolder(root); err != nil {
 		return err
+	}
+	if l.dialSock != "" {
+		if err := bindAt(root, l.dialSock, filepath.Join(sandboxSocketDir, dialSocketName), true); err != nil {
+			return err
+		}
 	}
 	if err := bindAt(root, l.path, filepath.Join(sandboxPluginDir, filepath.Base(l.path)), true); err != nil {
 		return err
@@ -173,6 +190,22 @@ func mountTmpfs(target, opts string) error {
 	}
 	if err := unix.Mount("tmpfs", target, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, opts); err != nil {
 		return fmt.Errorf("mount a tmpfs at %s: %w", target, err)
+	}
+	return nil
+}
+
+// mountSocketFolder makes the plugin's socket folder under root: a tmpfs of socketFolderSize
+// bytes and socketFolderInodes inodes, the plugin's (root of its user namespace) alone. The
+// host reaches it through /proc/PID/root of the launcher (see procRunner.pluginToHost), never
+// through a folder of its own that the plugin could fill.
+func mountSocketFolder(root string) error {
+	target := filepath.Join(root, sandboxSocketDir)
+	if err := os.MkdirAll(target, 0o755); err != nil {
+		return fmt.Errorf("sandbox folder %s: %w", sandboxSocketDir, err)
+	}
+	opts := fmt.Sprintf("mode=0700,size=%d,nr_inodes=%d", socketFolderSize, socketFolderInodes)
+	if err := unix.Mount("tmpfs", target, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, opts); err != nil {
+		return fmt.Errorf("mount the socket folder: %w", err)
 	}
 	return nil
 }

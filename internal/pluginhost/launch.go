@@ -64,11 +64,11 @@ type launchFlags struct {
 	// (see sandboxCommand); zero when absent.
 	exeFD, syncFD int
 	// namespaces: the launcher runs in new namespaces and builds the plugin's view of the
-	// files in root (a mount point), with the socket folder sockDir and the extra read-only
-	// paths.
+	// files in root (a mount point), with the extra read-only paths and, when the run grants
+	// the plugin hosts, the host's dial socket dialSock in its socket folder.
 	namespaces bool
 	root       string
-	sockDir    string
+	dialSock   string
 	paths      []string
 	seccomp    bool
 	// probe: set everything up, then exit instead of starting a plugin.
@@ -85,7 +85,7 @@ func (l *launchFlags) args() []string {
 		fmt.Sprintf("-sync-fd=%d", l.syncFD),
 		fmt.Sprintf("-namespaces=%t", l.namespaces),
 		"-root="+l.root,
-		"-sock="+l.sockDir,
+		"-dial="+l.dialSock,
 		fmt.Sprintf("-seccomp=%t", l.seccomp),
 		fmt.Sprintf("-probe=%t", l.probe),
 		"-cookie="+l.cookie,
@@ -112,7 +112,7 @@ func launch(args []string) error {
 	fs.IntVar(&l.syncFD, "sync-fd", 0, "")
 	fs.BoolVar(&l.namespaces, "namespaces", false, "")
 	fs.StringVar(&l.root, "root", "", "")
-	fs.StringVar(&l.sockDir, "sock", "", "")
+	fs.StringVar(&l.dialSock, "dial", "", "")
 	fs.BoolVar(&l.seccomp, "seccomp", false, "")
 	fs.BoolVar(&l.probe, "probe", false, "")
 	fs.Func("path", "", func(p string) error { l.paths = append(l.paths, p); return nil })

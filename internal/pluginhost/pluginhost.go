@@ -115,8 +115,6 @@ type Host struct {
 	gid     int
 	sandbox Sandbox
 	cgroups *cgroups // nil without cgroups
-	// sockTmpfs: each plugin's socket folder is a tmpfs of its own (see mountSocketFolder).
-	sockTmpfs bool
 
 	mu    sync.Mutex
 	procs map[*Process]struct{}
@@ -182,8 +180,7 @@ func New(opts Options) (*Host, error) {
 		} else {
 			h.sandbox.CgroupKind = h.cgroups.String()
 		}
-		h.sockTmpfs = canMountSocketFolders(dir)
-		h.sandbox.SocketFolder = socketFolderBound(h.sandbox, h.sockTmpfs)
+		h.sandbox.SocketFolder = socketFolderBound(h.sandbox)
 	}
 	if opts.Sandbox == SandboxRequire && !h.sandbox.Full() {
 		_ = h.Close()
@@ -212,9 +209,7 @@ func (h *Host) Close() error {
 	if h.cgroups != nil {
 		h.cgroups.remove()
 	}
-	// A socket folder still mounted (a plugin whose start failed half-way) would keep
-	// RemoveAll from removing the run dir.
-	return errors.Join(unmountUnder(h.runDir), os.RemoveAll(h.runDir))
+	return os.RemoveAll(h.runDir)
 }
 
 // Start starts the plugin spec names and asks it what it is. A binary that says it is another
@@ -379,19 +374,6 @@ func (h *Host) copyVerified(spec Spec) (string, error) {
 
 // runner prepares the launcher command for a plugin whose socket folder is sockDir.
 func (h *Host) runner(spec Spec, path string, pluginEnv []string, sockDir string) (_ *procRunner, err error) {
-	if h.sockTmpfs {
-		// Before anything is made in it: the host's dial socket goes in the tmpfs too.
-		if err := mountSocketFolder(sockDir); err != nil {
-			return nil, err
-		}
-		// go-plugin runs the runner's Wait, which unmounts it, only once the runner has
-		// started; until then the folder is this function's.
-		defer func() {
-			if err != nil {
-				_ = unmountSocketFolder(sockDir)
-			}
-		}()
-	}
 	lf := launchFlags{limits: h.opts.Limits, uid: h.uid, gid: h.gid, parent: os.Getpid(), path: path,
 		seccomp: !h.sandbox.Off && h.sandbox.Seccomp == nil}
 	namespaces := h.namespaces()
@@ -413,24 +395,26 @@ func (h *Host) runner(spec Spec, path string, pluginEnv []string, sockDir string
 	tmp := os.TempDir()
 	if namespaces {
 		tmp = "/tmp"
-		lf.sockDir, lf.paths = sockDir, h.opts.Paths
+		lf.paths = h.opts.Paths
 		if h.uid >= 0 {
-			// go-plugin made the folder for root; the plugin makes its socket there.
-			if err := os.Chown(sockDir, h.uid, h.gid); err != nil {
+			// go-plugin made the folder for root, who keeps it: the launcher, as the plugin's
+			// user, only passes through to bind the dial socket in. The plugin serves in its
+			// own folder (see mountSocketFolder).
+			if err := os.Chmod(sockDir, 0o711); err != nil {
 				return nil, fmt.Errorf("plugin socket folder: %w", err)
 			}
 		}
 	}
 	var dial *dialer
 	if len(spec.Network) > 0 {
-		// The dial socket lies in the plugin's socket folder, which it sees as
-		// sandboxSocketDir.
+		// The dial socket lies in the host's socket folder for the plugin; sandboxed, the
+		// launcher binds it into the plugin's own, sandboxSocketDir.
 		if dial, err = listenDialer(dialSocketIn(sockDir), spec.String(), spec.Network, h.opts.Targets, h.opts.Logger); err != nil {
 			return nil, err
 		}
 		sock := dialSocketIn(sockDir)
 		if namespaces {
-			sock = dialSocketIn(sandboxSocketDir)
+			lf.dialSock, sock = sock, dialSocketIn(sandboxSocketDir)
 		}
 		env = append(env, sdk.DialSocketEnv+"="+sock)
 	}
@@ -441,10 +425,7 @@ func (h *Host) runner(spec Spec, path string, pluginEnv []string, sockDir string
 	}
 	cmd.Env = append(env, "TMPDIR="+tmp, markerEnv+"="+h.marker)
 	cmd.Dir = h.runDir
-	r := &procRunner{cmd: cmd, name: spec.String(), sync: sync, dialer: dial, sockDir: sockDir, sockMounted: h.sockTmpfs}
-	if namespaces {
-		r.sockHost = sockDir
-	}
+	r := &procRunner{cmd: cmd, name: spec.String(), sync: sync, dialer: dial, sockDir: sockDir, sandboxed: namespaces}
 	if h.cgroups != nil {
 		var rnd [6]byte
 		_, _ = rand.Read(rnd[:])
@@ -495,7 +476,7 @@ func (p *Process) Pid() int {
 		return 0
 	}
 	pid := p.run.cmd.Process.Pid
-	if p.run.sockHost == "" {
+	if !p.run.sandboxed {
 		return pid // the launcher became the plugin
 	}
 	// The launcher started the plugin first, from its one thread that starts anything (its main

@@ -203,11 +203,6 @@ const runDirPrefix = "barrage-plugins-"
 // its plugin, and a host killed with SIGKILL cannot clean up after itself.
 func sweepRunDirs(log *slog.Logger) {
 	for _, dir := range deadHostDirs(os.TempDir()) {
-		// A host that died mid-run leaves its plugins' socket folders mounted (see
-		// mountSocketFolder): detached first, or RemoveAll could not remove them.
-		if err := unmountUnder(dir); err != nil {
-			log.Warn("could not unmount the socket folders of a host that died", slog.String("dir", dir), slog.String("error", err.Error()))
-		}
 		if err := os.RemoveAll(dir); err == nil {
 			log.Info("removed the plugin copies of a host that died", slog.String("dir", dir))
 		}

@@ -29,11 +29,14 @@ type procRunner struct {
 	// runs, it is the launcher's lifeline: its end, however the host ends, ends the plugin.
 	sync   *os.File
 	cgroup *pluginCgroup // nil without one
-	// sockDir is the plugin's socket folder on the host; sockHost is that too when the plugin
-	// is sandboxed, and sees it as sandboxSocketDir, and empty without namespaces.
-	sockDir, sockHost string
-	// sockMounted: sockDir is a tmpfs of its own, unmounted when the plugin ends.
-	sockMounted bool
+	// sockDir is the plugin's socket folder on the host (go-plugin's), where a plugin without
+	// namespaces serves. A sandboxed one serves in a folder of its own, sandboxSocketDir, a
+	// tmpfs of its mount namespace that the host reaches through proc, the launcher's
+	// /proc/PID, opened as it starts: it stays the launcher's whatever becomes of the number.
+	// sockDir then holds the host's dial socket alone.
+	sockDir   string
+	sandboxed bool
+	proc      *os.File
 	// held are the sockets the plugin announced, opened without following links, that the
 	// host dials through /proc/self/fd; they are closed when it ends.
 	held []int
@@ -66,23 +69,29 @@ func (r *procRunner) Start(context.Context) error {
 		_ = r.sync.Close()
 		r.cgroup.remove()
 		r.dialer.close()
-		r.unmount()
 		return err
 	}
-	// go-plugin does not wait for a runner whose start failed: its socket folder is
-	// unmounted here.
+	// go-plugin does not wait for a runner whose start failed: what it holds is released here.
+	if r.sandboxed {
+		// Before anyone waits for the launcher: the number is its own until then.
+		if r.proc, err = os.Open(fmt.Sprintf("/proc/%d", r.cmd.Process.Pid)); err != nil {
+			_ = r.sync.Close()
+			_ = r.Kill(context.Background())
+			return fmt.Errorf("the plugin launcher's /proc: %w", err)
+		}
+	}
 	if r.cgroup != nil {
 		if err := r.cgroup.add(r.cmd.Process.Pid); err != nil {
 			_ = r.sync.Close() // the launcher sees the host gone, and exits
 			_ = r.Kill(context.Background())
-			r.unmount()
+			r.closeProc()
 			return err
 		}
 	}
 	_, err = r.sync.Write([]byte{1})
 	if err != nil {
 		_ = r.Kill(context.Background())
-		r.unmount()
+		r.closeProc()
 		return fmt.Errorf("start the plugin launcher: %w", err)
 	}
 	// go-plugin reads stdout line by line for the handshake; keep a copy of the first line.
@@ -130,17 +139,18 @@ func (r *procRunner) Wait(context.Context) error {
 		}
 		r.held = nil
 		r.mu.Unlock()
-		// Before go-plugin removes the folder, which it cannot while it is a mount point.
-		r.unmount()
+		r.closeProc()
 	})
 	return r.waitErr
 }
 
-// unmount detaches the plugin's socket folder when it is a tmpfs of its own. A host that dies
-// first leaves it mounted: the next host's sweep, or this one's Close, detaches it.
-func (r *procRunner) unmount() {
-	if r.sockMounted {
-		_ = unmountSocketFolder(r.sockDir)
+// closeProc closes the launcher's /proc/PID: the launcher has ended, or will not start.
+func (r *procRunner) closeProc() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.proc != nil {
+		_ = r.proc.Close()
+		r.proc = nil
 	}
 }
 
@@ -188,14 +198,14 @@ func (r *procRunner) PluginToHost(network, addr string) (string, string, error) 
 
 func (r *procRunner) pluginToHost(network, addr string) (string, string, error) {
 	from := r.sockDir
-	if r.sockHost != "" {
+	if r.sandboxed {
 		from = sandboxSocketDir
 	}
 	name, ok := strings.CutPrefix(addr, from+"/")
 	if network != "unix" || !ok || name == "" || name == "." || name == ".." || strings.Contains(name, "/") {
 		return "", "", fmt.Errorf("the plugin announced %s %q: a plugin serves on a Unix socket in its socket folder", network, addr)
 	}
-	fd, err := unix.Open(filepath.Join(r.sockDir, name), unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	fd, err := r.openSocket(name)
 	if err != nil {
 		return "", "", fmt.Errorf("the plugin's socket %q: %w", name, err)
 	}
@@ -211,21 +221,28 @@ func (r *procRunner) pluginToHost(network, addr string) (string, string, error) 
 	return "unix", "/proc/self/fd/" + strconv.Itoa(fd), nil
 }
 
-// HostToPlugin turns a socket path on the host into the one the sandboxed plugin sees.
-func (r *procRunner) HostToPlugin(network, addr string) (string, string, error) {
-	return network, translateSocket(network, addr, r.sockHost, sandboxSocketDir), nil
+// openSocket opens the entry name of the plugin's socket folder, without following it if it is
+// a link: sandboxed, in the launcher's root (/proc/PID/root), where the plugin sees it.
+func (r *procRunner) openSocket(name string) (int, error) {
+	const flags = unix.O_PATH | unix.O_NOFOLLOW | unix.O_CLOEXEC
+	if !r.sandboxed {
+		return unix.Open(filepath.Join(r.sockDir, name), flags, 0)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.proc == nil {
+		return -1, errors.New("the plugin's launcher has ended")
+	}
+	return unix.Openat(int(r.proc.Fd()), filepath.Join("root", sandboxSocketDir, name), flags, 0)
 }
 
-// translateSocket moves a Unix socket's path from one folder to the other; other addresses,
-// and every address without a sandbox, stay as they are.
-func translateSocket(network, addr, from, to string) string {
-	if network != "unix" || from == "" || to == "" {
-		return addr
+// HostToPlugin would hand the plugin a socket of the host's (go-plugin's broker, which Barrage
+// does not use): a sandboxed plugin sees none of the host's folders, so none is handed to it.
+func (r *procRunner) HostToPlugin(network, addr string) (string, string, error) {
+	if r.sandboxed && network == "unix" {
+		return "", "", fmt.Errorf("a sandboxed plugin cannot reach the host's socket %s", addr)
 	}
-	if rel, ok := strings.CutPrefix(addr, from+"/"); ok && !strings.Contains(rel, "/") {
-		return to + "/" + rel
-	}
-	return addr
+	return network, addr, nil
 }
 
 // launcherReport reads how a supervising launcher said the plugin ended ("exit 3", "signal 9")

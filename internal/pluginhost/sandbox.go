@@ -53,8 +53,8 @@ type Sandbox struct {
 	Seccomp error
 	// Off is set when the host was told to use no sandbox (SandboxOff).
 	Off bool
-	// SocketFolder says what bounds what a plugin puts in its socket folder, the one folder of
-	// the host's it may write (see socketFolderBound); empty when the sandbox is off.
+	// SocketFolder says what bounds what a plugin puts in its socket folder, the one folder it
+	// may write that the host reaches (see socketFolderBound); empty when the sandbox is off.
 	SocketFolder string
 }
 
@@ -96,17 +96,18 @@ func (s Sandbox) String() string {
 	return "plugin sandbox: partial: " + strings.Join(s.Missing(), "; ") + folder
 }
 
-// socketFolderBound says what bounds the files a plugin makes in its socket folder, which lies
-// in the host's run dir: a tmpfs of its own when the host can mount one (root); else the folder
-// is on the host's disk, each file bounded by RLIMIT_FSIZE and their number not at all. (go-plugin
-// makes a regular file there before its socket, so the folder cannot be kept to sockets.) Under
-// the seccomp filter fallocate, which RLIMIT_FSIZE does not bound, fails in any case.
-func socketFolderBound(s Sandbox, tmpfs bool) string {
+// socketFolderBound says what bounds the files a plugin makes in its socket folder. In
+// namespaces it is a tmpfs of its own in the plugin's mount namespace (see mountSocketFolder),
+// whoever the host runs as. Without them (the fallback) it is a folder in the host's run dir, on
+// the host's disk: each file bounded by RLIMIT_FSIZE, their number not at all. (go-plugin makes
+// a regular file there before its socket, so the folder cannot be kept to sockets.) Under the
+// seccomp filter fallocate, which RLIMIT_FSIZE does not bound, fails in any case.
+func socketFolderBound(s Sandbox) string {
 	if s.Off {
 		return ""
 	}
 	b := "on the host's disk: each file bounded by the file size limit, their number not at all"
-	if tmpfs {
+	if s.Namespaces == nil {
 		b = fmt.Sprintf("a tmpfs of its own (%d KiB, %d inodes)", socketFolderSize>>10, socketFolderInodes)
 	}
 	if s.Seccomp == nil {
@@ -158,7 +159,7 @@ func Probe(opts Options) (Sandbox, error) {
 		s.CgroupKind = cg.String()
 		cg.remove()
 	}
-	s.SocketFolder = socketFolderBound(s, canMountSocketFolders(os.TempDir()))
+	s.SocketFolder = socketFolderBound(s)
 	return s, nil
 }
 
@@ -231,8 +232,8 @@ func runProbe(launcher string, as uidGid) (namespaces, secc error) {
 // uidGid is the host's user and group a plugin runs as: -1 keeps the host's own.
 type uidGid struct{ uid, gid int }
 
-// sandboxCommand prepares the launcher's command for a plugin. It prepares the folders under dir
-// that the launcher needs (the mount point of the new root, a socket folder when l has none),
+// sandboxCommand prepares the launcher's command for a plugin. It prepares the folder under dir
+// that the launcher needs (the mount point of the new root),
 // passes the launcher its own binary as file descriptor 3 (it runs as the plugin's user, who
 // may not be able to reach the binary by its path) and one end of a socket pair as descriptor
 // 4: the launcher waits for a byte on it before it does anything, so that the host can put it
@@ -264,9 +265,6 @@ func sandboxCommand(launcher string, l *launchFlags, dir string, as uidGid, name
 		if err := os.Mkdir(l.root, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
 			_, _, _ = exe.Close(), r.Close(), w.Close()
 			return nil, nil, err
-		}
-		if l.sockDir == "" {
-			l.sockDir = dir
 		}
 		uid, gid := as.uid, as.gid
 		if uid < 0 {
