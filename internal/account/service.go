@@ -235,6 +235,9 @@ func (s *Service) Refresh(ctx context.Context, refreshToken string) (Session, er
 	return s.session(u, next)
 }
 
+// RefreshTTL is how long a refresh token lives.
+func (s *Service) RefreshTTL() time.Duration { return s.refreshTTL }
+
 // Logout ends the session the refresh token belongs to.
 func (s *Service) Logout(ctx context.Context, refreshToken string) error {
 	return s.store.RevokeRefreshFamily(ctx, auth.HashSecret(refreshToken))

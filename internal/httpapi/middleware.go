@@ -29,6 +29,8 @@ const (
 	keyClientIP
 	keyPrincipal
 	keyBody
+	keySecure
+	keyCookies
 )
 
 func requestIDFrom(ctx context.Context) string {
@@ -73,9 +75,10 @@ func requestID(next http.Handler) http.Handler {
 	})
 }
 
-// clientIP decides the client's address. X-Forwarded-For is believed only from trusted proxies,
-// and then only up to the first address that is not itself a trusted proxy, read from the right:
-// whatever a client writes to the left of that is spoofable.
+// clientIP decides the client's address, and whether it came over TLS. X-Forwarded-For (and
+// X-Forwarded-Proto) is believed only from trusted proxies, and then only up to the first address
+// that is not itself a trusted proxy, read from the right: whatever a client writes to the left of
+// that is spoofable.
 func clientIP(trusted []netip.Prefix) func(http.Handler) http.Handler {
 	isTrusted := func(a netip.Addr) bool {
 		for _, p := range trusted {
@@ -88,7 +91,9 @@ func clientIP(trusted []netip.Prefix) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			ip := remoteAddr(r)
+			secure := r.TLS != nil
 			if ip.IsValid() && isTrusted(ip) {
+				secure = secure || strings.EqualFold(strings.TrimSpace(r.Header.Get("X-Forwarded-Proto")), "https")
 				hops := strings.Split(strings.Join(r.Header.Values("X-Forwarded-For"), ","), ",")
 				for i := len(hops) - 1; i >= 0; i-- {
 					hop, ok := parseHop(hops[i])
@@ -101,7 +106,8 @@ func clientIP(trusted []netip.Prefix) func(http.Handler) http.Handler {
 					}
 				}
 			}
-			next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), keyClientIP, ip)))
+			ctx := context.WithValue(r.Context(), keyClientIP, ip)
+			next.ServeHTTP(w, r.WithContext(context.WithValue(ctx, keySecure, secure)))
 		})
 	}
 }
@@ -239,7 +245,7 @@ func limitBody(bodyMax, fileMax, uploadMax int64, anonReaders int) func(http.Han
 				}
 			}
 			max := bodyMax
-			if r.Header.Get("Authorization") == "" {
+			if !sendsCredentials(r) {
 				// Sign-up, login and refresh need a few hundred bytes; a protected route will
 				// refuse the request whatever its body.
 				max = min(max, anonBodyMax)
@@ -252,7 +258,7 @@ func limitBody(bodyMax, fileMax, uploadMax int64, anonReaders int) func(http.Han
 					return
 				}
 			}
-			if uploadMax > 0 && r.Method == http.MethodPost && publishRoute.MatchString(routePath(r)) && r.Header.Get("Authorization") != "" {
+			if uploadMax > 0 && r.Method == http.MethodPost && publishRoute.MatchString(routePath(r)) && sendsCredentials(r) {
 				if r.ContentLength > uploadMax {
 					writeProblem(w, r, problem{Type: typeTooLarge, Status: http.StatusRequestEntityTooLarge,
 						Detail: fmt.Sprintf("The request body is larger than %d bytes.", uploadMax)})
@@ -266,7 +272,7 @@ func limitBody(bodyMax, fileMax, uploadMax int64, anonReaders int) func(http.Han
 				return
 			}
 			// Only a request that says who it is may make the server hold a data file's size.
-			if r.Method == http.MethodPut && fileRoute.MatchString(routePath(r)) && r.Header.Get("Authorization") != "" {
+			if r.Method == http.MethodPut && fileRoute.MatchString(routePath(r)) && sendsCredentials(r) {
 				max = fileMax
 			}
 			if r.ContentLength > max {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
-	"strings"
 
 	"github.com/go-chi/chi/v5"
 
@@ -39,6 +38,10 @@ var policies = map[string]policy{
 	"POST /v1/auth/login":   {access: public},
 	"POST /v1/auth/refresh": {access: public},
 	"POST /v1/auth/logout":  {access: public},
+	// Browser sessions: each checks its request's Origin and CSRF token itself (sessionRoutes).
+	"POST /v1/auth/session":         {access: public},
+	"POST /v1/auth/session/refresh": {access: public},
+	"DELETE /v1/auth/session":       {access: public},
 
 	"GET /v1/me":             {user, barrage.ScopeRead},
 	"PATCH /v1/me":           {user, barrage.ScopeWrite},
@@ -176,25 +179,37 @@ func (s *server) authorize(next http.Handler) http.Handler {
 			return
 		}
 		if pol.access == public {
+			if csrf, ok := sessionRoutes[key]; ok {
+				// Signing in, refreshing or out by cookie: only from this server's pages.
+				if !sameOrigin(r) || (csrf && !csrfHeld(r)) {
+					writeError(s.log, w, r, errCrossSite)
+					return
+				}
+				r = withCookieJar(r)
+			}
 			if bufferBody(w, r) {
 				next.ServeHTTP(w, r)
 			}
 			return
 		}
-		scheme, token, found := strings.Cut(r.Header.Get("Authorization"), " ")
-		if !found || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(token) == "" {
-			writeError(s.log, w, r, barrage.Errorf(barrage.ErrUnauthorized, "send Authorization: Bearer <token>"))
+		token, viaCookie, found := credentials(r)
+		if !found {
+			writeError(s.log, w, r, barrage.Errorf(barrage.ErrUnauthorized, "send Authorization: Bearer <token>, or sign in from the portal"))
+			return
+		}
+		if viaCookie && (pol.access == agent || !safeMethod(r.Method) && (!sameOrigin(r) || !csrfHeld(r))) {
+			writeError(s.log, w, r, errCrossSite)
 			return
 		}
 		var p barrage.Principal
 		var err error
 		if pol.access == agent {
 			var a barrage.Agent
-			if a, err = s.control.AuthenticateAgent(r.Context(), strings.TrimSpace(token)); err == nil {
+			if a, err = s.control.AuthenticateAgent(r.Context(), token); err == nil {
 				p.Agent = &a
 			}
 		} else {
-			p, err = s.auth.Authenticate(r.Context(), strings.TrimSpace(token))
+			p, err = s.auth.Authenticate(r.Context(), token)
 		}
 		if err != nil {
 			writeError(s.log, w, r, err)
