@@ -10,10 +10,10 @@ TOOLS   := $(GO) tool -modfile=tools/go.mod
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 REDOC_VERSION ?= 2.5.4
 UPLOT_VERSION ?= 1.6.32
-GENERATED := api internal/postgres/dbsqlc sdk/proto sdk/python/barrage_plugin/v1
+GENERATED := api internal/postgres/dbsqlc sdk/proto sdk/python/barrage_plugin/v1 internal/portal/dist
 
 .DEFAULT_GOAL := help
-.PHONY: help run build test generate verify lint vulncheck contract k8s-check bench bench-smoke docs-assets report-assets clean
+.PHONY: help run build test generate portal verify lint vulncheck contract k8s-check bench bench-smoke docs-assets report-assets clean
 
 help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z0-9-]+:.*## / {printf "  %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -31,10 +31,14 @@ test: ## run every test; needs no PostgreSQL (TEST_DATABASE_URL, Docker, else an
 	$(GO) test -race -count=1 -timeout 30m ./...
 	cd sdk && $(GO) test -race -count=1 ./...
 
-generate: ## regenerate the oapi-codegen, sqlc and protobuf code (Go and Python)
+generate: portal ## regenerate the oapi-codegen, sqlc and protobuf code (Go and Python), and the portal's bundle
 	$(GO) generate ./api ./internal/postgres
 	cd sdk && $(GO) generate .
 	sdk/python/generate.sh
+
+portal: ## build the portal (web/) into internal/portal/dist, which serve embeds; needs Node and npm, from the registry
+	scripts/need.sh portal node:nodejs npm
+	cd web && npm ci --no-audit --no-fund --loglevel=error && npx tsc --noEmit -p . && node build.mjs
 
 verify: generate ## regenerate and fail if the generated code or go.mod differ from what is committed
 	$(GO) mod tidy -diff

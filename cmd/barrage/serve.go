@@ -30,6 +30,7 @@ import (
 	"github.com/barrage-load/barrage/internal/market"
 	"github.com/barrage-load/barrage/internal/ownership"
 	"github.com/barrage-load/barrage/internal/pgembed"
+	"github.com/barrage-load/barrage/internal/portal"
 	"github.com/barrage-load/barrage/internal/postgres"
 	"github.com/barrage-load/barrage/internal/seal"
 	"github.com/barrage-load/barrage/internal/telemetry"
@@ -97,6 +98,7 @@ func runServe(ctx context.Context, e env, args []string) error {
 		TrustedProxies: cfg.TrustedProxies, MaxBodyBytes: cfg.MaxBodyBytes, MaxFileBytes: cfg.MaxFileBytes,
 		Version:        version,
 		ObserveRequest: metrics.Request,
+		Portal:         portal.Handler(),
 	})
 	if err != nil {
 		return err
@@ -110,7 +112,8 @@ func runServe(ctx context.Context, e env, args []string) error {
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
-	log.Info("serving", slog.String("addr", "http://"+ln.Addr().String()), slog.String("docs", "http://"+ln.Addr().String()+"/docs"))
+	log.Info("serving", slog.String("addr", "http://"+ln.Addr().String()), slog.String("portal", "http://"+ln.Addr().String()+"/"),
+		slog.String("docs", "http://"+ln.Addr().String()+"/docs"))
 
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()

@@ -52,6 +52,9 @@ type Deps struct {
 	// HeavyPerUser bounds each user's requests in flight on the routes that cost the server real
 	// work (DefaultHeavyPerUser when 0); past it they are 429 with Retry-After.
 	HeavyPerUser int
+	// Portal, when set, serves every path outside the API's (/v1/...) that no route takes: the
+	// portal's pages and assets.
+	Portal http.Handler
 }
 
 type server struct {
@@ -91,6 +94,10 @@ func NewServer(d Deps) (http.Handler, error) {
 	r := chi.NewRouter()
 	r.Use(requestID, clientIP(d.TrustedProxies), accessLog(d.Log, d.ObserveRequest), securityHeaders, longDownloads, limitBody(d.MaxBodyBytes, d.MaxFileBytes, uploadMax(d.Market), cmp.Or(d.AnonymousReaders, 64)), exactPaths(doc))
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
+		if d.Portal != nil && r.URL.Path != "/v1" && !strings.HasPrefix(r.URL.Path, "/v1/") {
+			d.Portal.ServeHTTP(w, r)
+			return
+		}
 		writeProblem(w, r, problem{Status: http.StatusNotFound, Detail: "No route matches " + r.URL.Path + "."})
 	})
 	r.MethodNotAllowed(func(w http.ResponseWriter, req *http.Request) {

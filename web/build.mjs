@@ -1,0 +1,34 @@
+// Builds the portal into ../internal/portal/dist, which barrage serve embeds: app.js (the
+// bundle, minified), app.css and index.html. The output depends on the sources and the locked
+// versions alone, so that `make verify` can build it again and find no difference.
+import * as esbuild from "esbuild";
+import { mkdirSync, copyFileSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+
+const here = dirname(fileURLToPath(import.meta.url));
+const out = join(here, "..", "internal", "portal", "dist");
+mkdirSync(out, { recursive: true });
+await esbuild.build({
+  entryPoints: [join(here, "src", "main.tsx")],
+  outfile: join(out, "app.js"),
+  bundle: true,
+  minify: true,
+  format: "esm",
+  target: "es2022",
+  jsx: "automatic",
+  jsxImportSource: "preact",
+  legalComments: "none",
+  charset: "utf8",
+  logLevel: "warning",
+});
+await esbuild.build({
+  entryPoints: [join(here, "src", "style.css")],
+  outfile: join(out, "app.css"),
+  bundle: true,
+  minify: true,
+  legalComments: "none",
+  charset: "utf8",
+  logLevel: "warning",
+});
+copyFileSync(join(here, "src", "index.html"), join(out, "index.html"));
