@@ -73,7 +73,7 @@ type SignupInput struct {
 // same: sign-up is no way to learn which emails have an account, and each try costs a use of a
 // code an admin issued. The password is hashed either way, so the time says nothing either.
 func (s *Service) Signup(ctx context.Context, in SignupInput, client netip.Addr) error {
-	if err := s.limit(ctx, s.limits.SignupPerClient, "signup:client:"+clientKey(client)); err != nil {
+	if err := s.limit(ctx, s.limits.SignupPerClient, "signup:client:"+ClientKey(client)); err != nil {
 		return err
 	}
 	email, err := validEmail("email", in.Email)
@@ -113,9 +113,9 @@ func (s *Service) Signup(ctx context.Context, in SignupInput, client netip.Addr)
 	return nil
 }
 
-// clientKey names a client address for rate limiting. An IPv6 client usually holds a whole /64,
+// ClientKey names a client address for rate limiting. An IPv6 client usually holds a whole /64,
 // so the /64 is the client; an IPv4 address is its own.
-func clientKey(a netip.Addr) string {
+func ClientKey(a netip.Addr) string {
 	if a.Is6() && !a.Is4In6() {
 		return netip.PrefixFrom(a, 64).Masked().String()
 	}
@@ -131,7 +131,7 @@ var errBadCredentials = barrage.Errorf(barrage.ErrUnauthorized, "invalid email o
 
 // Login checks email and password and starts a session.
 func (s *Service) Login(ctx context.Context, email, password string, client netip.Addr) (Session, error) {
-	if err := s.limit(ctx, s.limits.LoginPerClient, "login:client:"+clientKey(client)); err != nil {
+	if err := s.limit(ctx, s.limits.LoginPerClient, "login:client:"+ClientKey(client)); err != nil {
 		return Session{}, err
 	}
 	email = strings.TrimSpace(email)
@@ -142,7 +142,7 @@ func (s *Service) Login(ctx context.Context, email, password string, client neti
 	}
 	// Wrong passwords are counted per account and client together: they slow whoever sends
 	// them, not the owner signing in from elsewhere.
-	failures := "login:failures:" + strings.ToLower(email) + ":" + clientKey(client)
+	failures := "login:failures:" + strings.ToLower(email) + ":" + ClientKey(client)
 	if err := s.allowed(ctx, s.limits.LoginPerAccount, failures); err != nil {
 		return Session{}, err
 	}
@@ -153,7 +153,7 @@ func (s *Service) Login(ctx context.Context, email, password string, client neti
 	// Wrong passwords from everywhere together: past their budget, strangers wait their turn.
 	// An email without an account is counted alike, so that the turns say nothing of which have.
 	guesses := "login:guesses:" + strings.ToLower(email)
-	from := clientKey(client)
+	from := ClientKey(client)
 	if err := s.allowed(ctx, s.limits.GuessesPerAccount, guesses); err != nil {
 		known := false
 		if u.ID != uuid.Nil {

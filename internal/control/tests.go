@@ -277,7 +277,8 @@ func loadBundle(source []byte, files []barrage.ScriptFile) (*script.Script, erro
 	for _, f := range files {
 		byName[f.Name] = f.Content
 	}
-	return script.LoadBundle(source, byName)
+	// The server runs nothing: the files' rows are checked, not kept.
+	return script.LoadData(script.BundleFS(byName), script.BundleName, source, script.ParseOptions{Filename: script.BundleName, CheckDataOnly: true})
 }
 
 // storeScript stores a checked script for p with its data files and manifest, the files'

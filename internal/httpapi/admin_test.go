@@ -13,7 +13,7 @@ import (
 // Twenty people racing to redeem a single-use code get exactly one account between them.
 func TestSingleUseCodeRedeemedConcurrentlyMakesOneAccount(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
+	b := setup(t, setupOpts{trusted: "127.0.0.1/32"}) // the racers come from addresses of their own
 	admin := b.firstAdmin()
 	code := b.invite(admin, map[string]any{"uses": 1})
 
@@ -29,7 +29,7 @@ func TestSingleUseCodeRedeemedConcurrentlyMakesOneAccount(t *testing.T) {
 			r := b.do("POST", "/v1/auth/signup", "", map[string]any{
 				"invitation_code": code, "email": fmt.Sprintf("racer%d@example.com", i),
 				"password": secret("racing password " + fmt.Sprint(i)), "name": "Racer",
-			})
+			}, "X-Forwarded-For", fmt.Sprintf("203.0.113.%d", i))
 			statuses[i] = r.status
 		}()
 	}

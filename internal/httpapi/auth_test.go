@@ -474,3 +474,66 @@ func TestEmailChangesAreFewADay(t *testing.T) {
 	// A patch that does not change the email is not counted.
 	require.Equal(t, http.StatusOK, b.do("PATCH", "/v1/me", u.access, map[string]any{"name": "Still Here"}).status)
 }
+
+// A chunked body with no end, under a token that is not one, is answered 401 at once and the
+// connection closed: nothing waits for the rest.
+func TestAnEndlessChunkedBodyIsRefusedAtOnce(t *testing.T) {
+	t.Parallel()
+	b := setup(t, setupOpts{asServed: true})
+	c, err := net.Dial("tcp", strings.TrimPrefix(b.srv.URL, "http://"))
+	require.NoError(t, err)
+	defer c.Close()
+	_, err = fmt.Fprintf(c, "POST /v1/tests HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer brg_pat_not-a-token\r\nContent-Type: application/yaml\r\nTransfer-Encoding: chunked\r\n\r\n64\r\n%s\r\n", strings.Repeat("x", 100))
+	require.NoError(t, err)
+	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	res, err := http.ReadResponse(bufio.NewReader(c), nil)
+	require.NoError(t, err, "no answer while the body goes on")
+	require.Equal(t, http.StatusUnauthorized, res.StatusCode)
+	require.True(t, res.Close, "the connection ends with the answer")
+}
+
+// Bodies without credentials are read a few at a time from each address: four trickling from
+// one address keep its fifth waiting, and another address signs in meanwhile. (A trickle that
+// came while a probe held a place was itself turned away: it is sent again.)
+func TestOneAddressCannotTakeEveryAnonymousPlace(t *testing.T) {
+	t.Parallel()
+	b := setup(t, setupOpts{trusted: "127.0.0.1/32", asServed: true})
+	u := b.firstAdmin()
+	addr := strings.TrimPrefix(b.srv.URL, "http://")
+	trickle := func() net.Conn {
+		c, err := net.Dial("tcp", addr)
+		require.NoError(t, err)
+		t.Cleanup(func() { c.Close() })
+		_, err = fmt.Fprintf(c, "POST /v1/auth/login HTTP/1.1\r\nHost: x\r\nX-Forwarded-For: 203.0.113.9\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{\"em")
+		require.NoError(t, err)
+		return c
+	}
+	answered := func(c net.Conn) bool { // a held request has no answer yet
+		_ = c.SetReadDeadline(time.Now().Add(time.Millisecond))
+		n, _ := c.Read(make([]byte, 1))
+		return n > 0
+	}
+	login := func(from string) response {
+		return b.do("POST", "/v1/auth/login", "", map[string]any{"email": u.email, "password": u.password}, "X-Forwarded-For", from)
+	}
+	trickles := []net.Conn{trickle(), trickle(), trickle(), trickle()}
+	var fifth response
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		for i, c := range trickles {
+			if answered(c) {
+				trickles[i] = trickle()
+			}
+		}
+		if fifth = login("203.0.113.9"); fifth.status == http.StatusServiceUnavailable {
+			break
+		}
+		secret(fifth.json(t)["access_token"].(string))
+		secret(fifth.json(t)["refresh_token"].(string))
+	}
+	p := requireProblem(t, fifth, http.StatusServiceUnavailable)
+	require.Contains(t, p["detail"], "from your address")
+	ok := login("198.51.100.7")
+	require.Equal(t, http.StatusOK, ok.status)
+	secret(ok.json(t)["access_token"].(string))
+	secret(ok.json(t)["refresh_token"].(string))
+}

@@ -30,6 +30,7 @@ type inflight struct {
 	users map[uuid.UUID]*userTurns
 	max   int
 	run   chan struct{}
+	what  string // the requests counted, as a refusal names them
 }
 
 // userTurns are one user's heavy requests in flight, and the one turn they take one at a time.
@@ -41,14 +42,14 @@ type userTurns struct {
 // newInflight allows perUser heavy requests per user (DefaultHeavyPerUser when 0), and runs total
 // of everyone's at once (when 0, one per two cores, two at least: one user's request leaves a
 // turn to another's, and the other cores stay with the light requests of everyone else).
-func newInflight(perUser, total int) *inflight {
+func newInflight(perUser, total int, what string) *inflight {
 	if perUser <= 0 {
 		perUser = DefaultHeavyPerUser
 	}
 	if total <= 0 {
 		total = max(2, runtime.GOMAXPROCS(0)/2)
 	}
-	return &inflight{users: map[uuid.UUID]*userTurns{}, max: perUser, run: make(chan struct{}, total)}
+	return &inflight{users: map[uuid.UUID]*userTurns{}, max: perUser, run: make(chan struct{}, total), what: what}
 }
 
 // acquire counts one more of user's heavy requests and, when turn is set, waits for its turn:
@@ -65,7 +66,7 @@ func (f *inflight) acquire(ctx context.Context, user uuid.UUID, turn bool) (func
 	if u.n >= f.max {
 		f.mu.Unlock()
 		return nil, &barrage.RateLimitError{RetryAfterSeconds: heavyRetry,
-			Reason: fmt.Sprintf("you have %d requests that parse, convert, publish or render in flight, the most one user may have at once: send the next when one has ended", f.max)}
+			Reason: fmt.Sprintf("you have %d %s in flight, the most one user may have at once: send the next when one has ended", f.max, f.what)}
 	}
 	u.n++
 	f.mu.Unlock()

@@ -15,10 +15,12 @@ import (
 	"regexp"
 	"runtime/debug"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/barrage-load/barrage/internal/account"
 	"github.com/barrage-load/barrage/internal/logging"
 )
 
@@ -226,10 +228,14 @@ var fileRoute = regexp.MustCompile(`^/v1/tests/[^/]+/files/[^/]+$`)
 // not one costs the server no body at all. A plugin version's upload is the exception: it is
 // streamed to storage as it arrives, within uploadMax, and never read whole.
 func limitBody(bodyMax, fileMax, uploadMax int64, anonReaders int) func(http.Handler) http.Handler {
-	// Bodies sent by no one in particular are read a few at a time: a crowd of anonymous
-	// connections each trickling a body cannot pin the server's memory (150 of them held 150 MiB
-	// for 30 s).
+	// Bodies sent by no one in particular are small, read so many at a time, a few of them from
+	// each address, and each within anonReadTimeout: a crowd of anonymous connections each
+	// trickling a body can neither pin the server's memory (150 of them held 150 MiB for 30 s)
+	// nor, from one address, take every place and keep everyone else from signing in (64
+	// connections trickling a byte every 2 s did).
 	anon := make(chan struct{}, anonReaders)
+	var mu sync.Mutex
+	fromClient := map[string]int{}
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if r.Body == nil || r.Body == http.NoBody {
@@ -249,6 +255,25 @@ func limitBody(bodyMax, fileMax, uploadMax int64, anonReaders int) func(http.Han
 				// Sign-up, login and refresh need a few hundred bytes; a protected route will
 				// refuse the request whatever its body.
 				max = min(max, anonBodyMax)
+				client := account.ClientKey(ClientIP(r.Context()))
+				mu.Lock()
+				crowded := fromClient[client] >= anonPerClient
+				if !crowded {
+					fromClient[client]++
+				}
+				mu.Unlock()
+				if crowded {
+					writeProblem(w, r, problem{Type: "about:blank", Status: http.StatusServiceUnavailable, retryAfter: 1,
+						Detail: "Too many requests without credentials from your address are being read at once: try again in a second."})
+					return
+				}
+				defer func() {
+					mu.Lock()
+					defer mu.Unlock()
+					if fromClient[client]--; fromClient[client] <= 0 {
+						delete(fromClient, client)
+					}
+				}()
 				select {
 				case anon <- struct{}{}:
 					defer func() { <-anon }()
@@ -257,6 +282,7 @@ func limitBody(bodyMax, fileMax, uploadMax int64, anonReaders int) func(http.Han
 						Detail: "Too many requests without credentials are being read at once: try again in a second."})
 					return
 				}
+				_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(anonReadTimeout))
 			}
 			if uploadMax > 0 && r.Method == http.MethodPost && publishRoute.MatchString(routePath(r)) && sendsCredentials(r) {
 				if r.ContentLength > uploadMax {
@@ -297,6 +323,12 @@ func tooLarge(max int64) problem {
 		Detail: fmt.Sprintf("The request body is larger than %d bytes.", max)}
 }
 
+// unread reports whether r has a body that nothing has read yet.
+func unread(r *http.Request) bool {
+	b, _ := r.Context().Value(keyBody).(*body)
+	return b != nil && !b.streamed && b.raw == nil
+}
+
 // bufferBody reads r's body whole, within what limitBody allowed, so that the validator and the
 // handler can both read it; the handler finds the bytes as they came in rawBody. It answers the
 // request itself (413, 400) and returns false when the body cannot be read.
@@ -331,8 +363,14 @@ func routePath(r *http.Request) string {
 	return r.URL.Path
 }
 
-// anonBodyMax caps the body of a request that says nothing of who sends it.
-const anonBodyMax = 16 << 10
+// Bounds of the bodies of requests that say nothing of who sends them: their size, how many of
+// one client address are read at once, and how long one may take to come in (16 KiB in 10 s is a
+// link of 13 kbit/s).
+const (
+	anonBodyMax     = 16 << 10
+	anonPerClient   = 4
+	anonReadTimeout = 10 * time.Second
+)
 
 // rawBody is the request's body as it came: a test's source keeps its lines, so that errors
 // name them.

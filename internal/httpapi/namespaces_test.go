@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"net/http"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
@@ -167,6 +168,11 @@ func TestReservedNamesAndTakingOneBack(t *testing.T) {
 	v := b.do("GET", "/v1/plugins/acme-vendor/random-data/versions/1.0.0", admin.access, nil).json(t)
 	require.Equal(t, "rejected", v["state"])
 	require.Equal(t, "the namespace was taken back: the name of a vendor who did not claim it", v["state_reason"])
+	require.Len(t, b.blobSums(), 2)
+	swept, err := b.mkt.SweepBlobs(t.Context(), time.Now().Add(time.Minute))
+	require.NoError(t, err)
+	require.Equal(t, 2, swept, "a rejected version's artifacts are not kept")
+	require.Empty(t, b.blobSums())
 	require.Contains(t, requireProblem(t, b.do("POST", "/v1/admin/namespaces", admin.access,
 		map[string]any{"name": "acme-vendor", "reason": "again"}), http.StatusConflict)["detail"], "reserved already")
 }

@@ -148,6 +148,12 @@ var heavy = map[string]bool{
 	"POST /v1/plugins/{namespace}/{name}/versions": false,
 }
 
+// awaiting are the routes that read a test with its data files and may then wait for an agent's
+// answer (up to control.JobWait): generating its script, debugging it, starting a run of it. A
+// user may have as many in flight as jobs waiting (control.MaxOpenJobs), and they take no turn:
+// a wait for an agent must not hold everyone else's work.
+var awaiting = map[string]bool{"POST /v1/tests/{id}/scripts": true, "POST /v1/tests/{id}/debug": true, "POST /v1/runs": true}
+
 func routeKey(method, pattern string) string { return method + " " + pattern }
 
 // principalHolder lets the access log, outside the router, learn who the request was.
@@ -227,8 +233,13 @@ func (s *server) authorize(next http.Handler) http.Handler {
 			writeError(s.log, w, r, barrage.Errorf(barrage.ErrForbidden, "this token lacks the %q scope", pol.scope))
 			return
 		}
-		if turn, ok := heavy[key]; ok {
-			done, err := s.heavy.acquire(r.Context(), p.User.ID, turn)
+		turn, ok := heavy[key]
+		counter := s.heavy
+		if awaiting[key] {
+			ok, counter = true, s.awaiting
+		}
+		if ok {
+			done, err := counter.acquire(r.Context(), p.User.ID, turn)
 			if err == nil {
 				defer done()
 			}

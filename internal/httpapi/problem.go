@@ -116,6 +116,11 @@ func writeProblem(w http.ResponseWriter, r *http.Request, p problem) {
 	h := w.Header()
 	h.Set("Content-Type", "application/problem+json")
 	h.Set("Cache-Control", "no-store")
+	if unread(r) {
+		// Refused before its body was read: the connection ends with the answer, rather than
+		// the server reading on (a chunked body with no end would hold the answer back).
+		h.Set("Connection", "close")
+	}
 	if p.retryAfter > 0 {
 		h.Set("Retry-After", strconv.Itoa(p.retryAfter))
 	}

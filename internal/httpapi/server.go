@@ -44,7 +44,8 @@ type Deps struct {
 	// Version is the server's version, as the reports it writes name it.
 	Version string
 	// AnonymousReaders bounds the request bodies without credentials read at once (default
-	// 64); past it such a request is 503 with Retry-After.
+	// 1024, of 16 KiB at most), 4 of them from one client address; past it such a request is 503
+	// with Retry-After.
 	AnonymousReaders int
 	// ObserveRequest, when set, receives each request answered: its route pattern ("" when none
 	// matched), method, status and duration.
@@ -68,6 +69,7 @@ type server struct {
 	docsPage []byte
 	version  string
 	heavy    *inflight
+	awaiting *inflight
 }
 
 var _ api.StrictServerInterface = (*server)(nil)
@@ -83,7 +85,8 @@ func NewServer(d Deps) (http.Handler, error) {
 		return nil, err
 	}
 	s := &server{log: d.Log, accounts: d.Accounts, control: d.Control, market: d.Market, spec: doc, auth: d.Accounts, ready: d.Ready, docsPage: page, version: d.Version,
-		heavy: newInflight(d.HeavyPerUser, 0)}
+		heavy:    newInflight(d.HeavyPerUser, 0, "requests that parse, convert, publish or render"),
+		awaiting: newInflight(control.MaxOpenJobs, 0, "requests that read a test for an agent (generating its script, debugging it, starting a run of it)")}
 	if d.MaxBodyBytes <= 0 {
 		d.MaxBodyBytes = 1 << 20
 	}
@@ -92,7 +95,7 @@ func NewServer(d Deps) (http.Handler, error) {
 	}
 
 	r := chi.NewRouter()
-	r.Use(requestID, clientIP(d.TrustedProxies), accessLog(d.Log, d.ObserveRequest), securityHeaders, longDownloads, limitBody(d.MaxBodyBytes, d.MaxFileBytes, uploadMax(d.Market), cmp.Or(d.AnonymousReaders, 64)), exactPaths(doc))
+	r.Use(requestID, clientIP(d.TrustedProxies), accessLog(d.Log, d.ObserveRequest), securityHeaders, longDownloads, limitBody(d.MaxBodyBytes, d.MaxFileBytes, uploadMax(d.Market), cmp.Or(d.AnonymousReaders, 1024)), exactPaths(doc))
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		if d.Portal != nil && r.URL.Path != "/v1" && !strings.HasPrefix(r.URL.Path, "/v1/") {
 			d.Portal.ServeHTTP(w, r)

@@ -356,8 +356,8 @@ func TestAUserHasAtMostFourJobsWaiting(t *testing.T) {
 
 	fifth := b.do("POST", "/v1/tests/"+id+"/debug", u.access, nil)
 	p := requireProblem(t, fifth, http.StatusTooManyRequests)
-	require.Contains(t, p["detail"], "4 of your debug and generate jobs are waiting")
-	require.Equal(t, "5", fifth.header.Get("Retry-After"))
+	require.Contains(t, p["detail"], "you have 4 requests that read a test for an agent")
+	require.Equal(t, "1", fifth.header.Get("Retry-After"))
 	requireProblem(t, b.do("POST", "/v1/tests/"+id+"/scripts", u.access, nil), http.StatusTooManyRequests)
 
 	// One answer frees one place.

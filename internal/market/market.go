@@ -422,9 +422,10 @@ func (s *Service) releaseOrDelete(ctx context.Context, sum string) error {
 // that the blobs of an upload still under way are not swept.
 const SweepGrace = 24 * time.Hour
 
-// SweepBlobs deletes the blobs that no version's artifact uses and that were last put before
-// cutoff (now less SweepGrace, in service): those a refused publish failed to delete (its
-// server stopped, its storage failed). It says how many it deleted.
+// SweepBlobs deletes the blobs that no version's artifact uses, but a rejected version's, and
+// that were last put before cutoff (now less SweepGrace, in service): those of versions an admin
+// rejected (or that went with a namespace taken back), and those a refused publish failed to
+// delete (its server stopped, its storage failed). It says how many it deleted.
 func (s *Service) SweepBlobs(ctx context.Context, cutoff time.Time) (int, error) {
 	keep, err := s.store.PluginArtifactSums(ctx)
 	if err != nil {

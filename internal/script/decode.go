@@ -19,7 +19,8 @@ import (
 // the path and line it belongs to.
 type decoder struct {
 	errs
-	badBase bool // base_url was given but refused, so relative URLs are not reported again
+	badBase   bool // base_url was given but refused, so relative URLs are not reported again
+	checkOnly bool // data files' rows are checked, not kept (ParseOptions.CheckDataOnly)
 }
 
 // MaxValues bounds the values a document may hold, counted before it is parsed: the tree a

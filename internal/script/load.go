@@ -61,7 +61,7 @@ func LoadData(fsys fs.FS, name string, data []byte, opts ParseOptions) (*Script,
 	if opts.Filename == "" {
 		opts.Filename = name
 	}
-	d := &decoder{errs: errs{file: opts.Filename}}
+	d := &decoder{errs: errs{file: opts.Filename}, checkOnly: opts.CheckDataOnly}
 	s := d.parse(data)
 	var dataErrs ErrorList
 	if s != nil {
@@ -115,7 +115,7 @@ func (d *decoder) readData(fsys fs.FS, name string, df *DataFile) ErrorList {
 	defer f.Close()
 	r := csv.NewReader(bufio.NewReader(f))
 	r.Comma = df.Separator
-	r.ReuseRecord = false
+	r.ReuseRecord = d.checkOnly // a row kept must not be overwritten by the next
 	header, err := r.Read()
 	if errors.Is(err, io.EOF) {
 		fail(0, "the file is empty: its first line must name the columns")
@@ -143,7 +143,7 @@ func (d *decoder) readData(fsys fs.FS, name string, df *DataFile) ErrorList {
 		columns[i] = h
 	}
 	var rows [][]string
-	bad := 0
+	bad, n := 0, 0
 	for {
 		rec, err := r.Read()
 		if errors.Is(err, io.EOF) {
@@ -161,12 +161,14 @@ func (d *decoder) readData(fsys fs.FS, name string, df *DataFile) ErrorList {
 			fail(csvLine(err), "%s", csvMessage(err))
 			return list
 		}
-		rows = append(rows, rec)
+		if n++; !d.checkOnly {
+			rows = append(rows, rec)
+		}
 	}
 	if bad > maxRowErrors {
 		fail(0, "%d more rows have the wrong number of fields", bad-maxRowErrors)
 	}
-	if ok && len(rows) == 0 {
+	if ok && n == 0 {
 		fail(1, "the file has a header row but no data rows")
 		ok = false
 	}

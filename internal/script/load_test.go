@@ -32,13 +32,17 @@ session:
 load: { vus: 2, iterations: 10 }
 `
 
-func loadFS(t *testing.T, files map[string]string) (*script.Script, error) {
+func loadFS(t *testing.T, files map[string]string, opts ...script.ParseOptions) (*script.Script, error) {
 	t.Helper()
 	fsys := fstest.MapFS{}
 	for name, data := range files {
 		fsys[name] = &fstest.MapFile{Data: []byte(data)}
 	}
-	return script.LoadFS(fsys, "test.yaml", script.ParseOptions{})
+	var o script.ParseOptions
+	if len(opts) > 0 {
+		o = opts[0]
+	}
+	return script.LoadFS(fsys, "test.yaml", o)
 }
 
 func TestLoadReadsDataFiles(t *testing.T) {
@@ -52,6 +56,12 @@ func TestLoadReadsDataFiles(t *testing.T) {
 	require.Equal(t, []string{"email", "password"}, df.Columns)
 	require.Equal(t, [][]string{{"ada@x.test", "se,cret"}, {"grace@x.test", "multi\nline"}}, df.Rows)
 	require.Equal(t, script.Sequential, df.Order)
+
+	// Checked only, as the server does: the same columns, no rows kept.
+	s, err = loadFS(t, map[string]string{"test.yaml": dataScript, "users.csv": "email,password\na,b\nc,d\n"}, script.ParseOptions{CheckDataOnly: true})
+	require.NoError(t, err)
+	require.Equal(t, []string{"email", "password"}, s.Variables.Data[0].Columns)
+	require.Nil(t, s.Variables.Data[0].Rows)
 }
 
 func TestLoadFromDiskResolvesTheScriptsFolder(t *testing.T) {
@@ -114,10 +124,12 @@ func TestLoadDataFileErrors(t *testing.T) {
 			if tc.csv != nil {
 				files["users.csv"] = *tc.csv
 			}
-			s, err := loadFS(t, files)
-			require.Nil(t, s)
-			require.Error(t, err)
-			require.Equal(t, tc.want, err.Error())
+			for _, opts := range []script.ParseOptions{{}, {CheckDataOnly: true}} {
+				s, err := loadFS(t, files, opts)
+				require.Nil(t, s)
+				require.Error(t, err)
+				require.Equal(t, tc.want, err.Error(), "checked only: %v", opts.CheckDataOnly)
+			}
 		})
 	}
 }

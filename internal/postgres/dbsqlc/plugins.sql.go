@@ -56,10 +56,12 @@ func (q *Queries) PluginArtifactSumUsed(ctx context.Context, db DBTX, sha256 str
 }
 
 const pluginArtifactSums = `-- name: PluginArtifactSums :many
-SELECT DISTINCT sha256 FROM plugin_artifacts
+SELECT DISTINCT a.sha256 FROM plugin_artifacts a JOIN plugin_versions v USING (namespace, name, version)
+WHERE v.state <> 'rejected'
 `
 
-// PluginArtifactSums lists the blobs the marketplace's artifacts are kept in.
+// PluginArtifactSums lists the blobs the marketplace keeps: its artifacts', but for those of
+// versions rejected (which nobody may download or run, nor counts against a quota).
 func (q *Queries) PluginArtifactSums(ctx context.Context, db DBTX) ([]string, error) {
 	rows, err := db.Query(ctx, pluginArtifactSums)
 	if err != nil {

@@ -82,9 +82,11 @@ SELECT * FROM plugin_artifacts WHERE namespace = $1 AND name = $2 AND version = 
 -- name: PluginArtifactsOf :many
 SELECT * FROM plugin_artifacts WHERE namespace = $1 AND name = $2 ORDER BY version, os, arch;
 
--- PluginArtifactSums lists the blobs the marketplace's artifacts are kept in.
+-- PluginArtifactSums lists the blobs the marketplace keeps: its artifacts', but for those of
+-- versions rejected (which nobody may download or run, nor counts against a quota).
 -- name: PluginArtifactSums :many
-SELECT DISTINCT sha256 FROM plugin_artifacts;
+SELECT DISTINCT a.sha256 FROM plugin_artifacts a JOIN plugin_versions v USING (namespace, name, version)
+WHERE v.state <> 'rejected';
 
 -- PluginBlobLock holds the lock of the blob of sha256 until the transaction ends: storing a
 -- version that uses the blob and deleting it as unused take it, so that they do not cross.
