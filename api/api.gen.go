@@ -3428,7 +3428,7 @@ type ClientInterface interface {
 
 	// CreateAgentWithBody Register a private agent
 	//
-	// Registers an agent that only you may run on. Start it with `barrage agent --server URL --token TOKEN`; the token is shown once and stored hashed.
+	// Registers an agent that only you may run on. Start it with `barrage agent --server URL --token TOKEN`; the token is shown once and stored hashed. A user keeps 50 agents of their own at most (`422` past it).
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -3437,7 +3437,7 @@ type ClientInterface interface {
 
 	// CreateAgent Register a private agent
 	//
-	// Registers an agent that only you may run on. Start it with `barrage agent --server URL --token TOKEN`; the token is shown once and stored hashed.
+	// Registers an agent that only you may run on. Start it with `barrage agent --server URL --token TOKEN`; the token is shown once and stored hashed. A user keeps 50 agents of their own at most (`422` past it).
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -4272,7 +4272,7 @@ type ClientInterface interface {
 
 	// CreateTokenWithBody Create a personal API token
 	//
-	// The token is in the response once; only its hash is stored.
+	// The token is in the response once; only its hash is stored. A user keeps 100 tokens that have not expired at most (`422` past it).
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -4281,7 +4281,7 @@ type ClientInterface interface {
 
 	// CreateToken Create a personal API token
 	//
-	// The token is in the response once; only its hash is stored.
+	// The token is in the response once; only its hash is stored. A user keeps 100 tokens that have not expired at most (`422` past it).
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -4951,7 +4951,7 @@ func (c *Client) ListAgents(ctx context.Context, reqEditors ...RequestEditorFn) 
 
 // CreateAgentWithBody Register a private agent
 //
-// Registers an agent that only you may run on. Start it with `barrage agent --server URL --token TOKEN`; the token is shown once and stored hashed.
+// Registers an agent that only you may run on. Start it with `barrage agent --server URL --token TOKEN`; the token is shown once and stored hashed. A user keeps 50 agents of their own at most (`422` past it).
 //
 // Takes any type of body and a specified content type.
 //
@@ -4970,7 +4970,7 @@ func (c *Client) CreateAgentWithBody(ctx context.Context, contentType string, bo
 
 // CreateAgent Register a private agent
 //
-// Registers an agent that only you may run on. Start it with `barrage agent --server URL --token TOKEN`; the token is shown once and stored hashed.
+// Registers an agent that only you may run on. Start it with `barrage agent --server URL --token TOKEN`; the token is shown once and stored hashed. A user keeps 50 agents of their own at most (`422` past it).
 //
 // Takes a body of the `application/json` content type.
 //
@@ -6645,7 +6645,7 @@ func (c *Client) ListTokens(ctx context.Context, params *ListTokensParams, reqEd
 
 // CreateTokenWithBody Create a personal API token
 //
-// The token is in the response once; only its hash is stored.
+// The token is in the response once; only its hash is stored. A user keeps 100 tokens that have not expired at most (`422` past it).
 //
 // Takes any type of body and a specified content type.
 //
@@ -6664,7 +6664,7 @@ func (c *Client) CreateTokenWithBody(ctx context.Context, contentType string, bo
 
 // CreateToken Create a personal API token
 //
-// The token is in the response once; only its hash is stored.
+// The token is in the response once; only its hash is stored. A user keeps 100 tokens that have not expired at most (`422` past it).
 //
 // Takes a body of the `application/json` content type.
 //
@@ -11163,7 +11163,7 @@ type ClientWithResponsesInterface interface {
 
 	// CreateAgentWithBodyWithResponse Register a private agent
 	//
-	// Registers an agent that only you may run on. Start it with `barrage agent --server URL --token TOKEN`; the token is shown once and stored hashed.
+	// Registers an agent that only you may run on. Start it with `barrage agent --server URL --token TOKEN`; the token is shown once and stored hashed. A user keeps 50 agents of their own at most (`422` past it).
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -11172,7 +11172,7 @@ type ClientWithResponsesInterface interface {
 
 	// CreateAgentWithResponse Register a private agent
 	//
-	// Registers an agent that only you may run on. Start it with `barrage agent --server URL --token TOKEN`; the token is shown once and stored hashed.
+	// Registers an agent that only you may run on. Start it with `barrage agent --server URL --token TOKEN`; the token is shown once and stored hashed. A user keeps 50 agents of their own at most (`422` past it).
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -12097,7 +12097,7 @@ type ClientWithResponsesInterface interface {
 
 	// CreateTokenWithBodyWithResponse Create a personal API token
 	//
-	// The token is in the response once; only its hash is stored.
+	// The token is in the response once; only its hash is stored. A user keeps 100 tokens that have not expired at most (`422` past it).
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -12106,7 +12106,7 @@ type ClientWithResponsesInterface interface {
 
 	// CreateTokenWithResponse Create a personal API token
 	//
-	// The token is in the response once; only its hash is stored.
+	// The token is in the response once; only its hash is stored. A user keeps 100 tokens that have not expired at most (`422` past it).
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -20905,7 +20905,7 @@ func (c *ClientWithResponses) ListAgentsWithResponse(ctx context.Context, reqEdi
 
 // CreateAgentWithBodyWithResponse Register a private agent
 //
-// Registers an agent that only you may run on. Start it with `barrage agent --server URL --token TOKEN`; the token is shown once and stored hashed.
+// Registers an agent that only you may run on. Start it with `barrage agent --server URL --token TOKEN`; the token is shown once and stored hashed. A user keeps 50 agents of their own at most (`422` past it).
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -20920,7 +20920,7 @@ func (c *ClientWithResponses) CreateAgentWithBodyWithResponse(ctx context.Contex
 
 // CreateAgentWithResponse Register a private agent
 //
-// Registers an agent that only you may run on. Start it with `barrage agent --server URL --token TOKEN`; the token is shown once and stored hashed.
+// Registers an agent that only you may run on. Start it with `barrage agent --server URL --token TOKEN`; the token is shown once and stored hashed. A user keeps 50 agents of their own at most (`422` past it).
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -22349,7 +22349,7 @@ func (c *ClientWithResponses) ListTokensWithResponse(ctx context.Context, params
 
 // CreateTokenWithBodyWithResponse Create a personal API token
 //
-// The token is in the response once; only its hash is stored.
+// The token is in the response once; only its hash is stored. A user keeps 100 tokens that have not expired at most (`422` past it).
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -22364,7 +22364,7 @@ func (c *ClientWithResponses) CreateTokenWithBodyWithResponse(ctx context.Contex
 
 // CreateTokenWithResponse Create a personal API token
 //
-// The token is in the response once; only its hash is stored.
+// The token is in the response once; only its hash is stored. A user keeps 100 tokens that have not expired at most (`422` past it).
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //

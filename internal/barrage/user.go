@@ -117,3 +117,10 @@ func NewPage[T any](rows []T, limit int, id func(T) uuid.UUID) Page[T] {
 	next := id(rows[limit-1])
 	return Page[T]{Items: rows, Next: &next}
 }
+
+// How many of some things one user may keep, whatever their license: enough for any use, and a
+// bound on what one user's loop can add to tables everyone shares.
+const (
+	MaxAPITokens     = 100 // personal API tokens not expired
+	MaxPrivateAgents = 50  // agents of their own
+)

@@ -223,3 +223,27 @@ func TestAScriptIsMadeOnce(t *testing.T) {
 	require.Equal(t, 2, scripts)
 	require.Equal(t, 2, contents)
 }
+
+// Personal API tokens and private agents are bounded per user, whatever the license: past the
+// bound, 422 saying so, and nothing stored.
+func TestTokensAndAgentsAreBoundedPerUser(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	_, u := b.adminAndUser()
+	for i := range barrage.MaxAPITokens {
+		r := b.do("POST", "/v1/tokens", u.access, map[string]any{"name": fmt.Sprintf("t%d", i), "scopes": []string{"read"}})
+		require.Equal(t, http.StatusCreated, r.status, "%s", r.body)
+		secret(r.json(t)["token"].(string))
+	}
+	p := requireProblem(t, b.do("POST", "/v1/tokens", u.access, map[string]any{"name": "one more", "scopes": []string{"read"}}), http.StatusUnprocessableEntity)
+	require.Contains(t, p["detail"], "you have 100 personal API tokens, the most one may keep")
+	for i := range barrage.MaxPrivateAgents {
+		r := b.do("POST", "/v1/agents", u.access, map[string]any{"name": fmt.Sprintf("a%d", i)})
+		require.Equal(t, http.StatusCreated, r.status, "%s", r.body)
+		secret(r.json(t)["token"].(string))
+	}
+	p = requireProblem(t, b.do("POST", "/v1/agents", u.access, map[string]any{"name": "one more"}), http.StatusUnprocessableEntity)
+	require.Contains(t, p["detail"], "you have 50 private agents, the most one may keep")
+	agents := b.do("GET", "/v1/agents", u.access, nil).json(t)["items"].([]any)
+	require.Len(t, agents, barrage.MaxPrivateAgents, "nothing refused was stored")
+}

@@ -11,12 +11,24 @@ import (
 	"github.com/barrage-load/barrage/internal/postgres/dbsqlc"
 )
 
-// CreateAgent stores a new agent whose token hashes to tokenHash.
+// CreateAgent stores a new agent whose token hashes to tokenHash; a private one up to
+// barrage.MaxPrivateAgents of its owner's.
 func (s *Store) CreateAgent(ctx context.Context, a barrage.Agent, tokenHash []byte) (barrage.Agent, error) {
 	vus, secs := jobLimitParams(a.Limits)
-	row, err := s.q.AgentInsert(ctx, s.pool, dbsqlc.AgentInsertParams{
-		ID: a.ID, Name: a.Name, OwnerID: a.OwnerID, TokenHash: tokenHash, MaxVus: vus, MaxRunSeconds: secs,
-	})
+	var row dbsqlc.Agent
+	insert := func(tx pgx.Tx) (err error) {
+		row, err = s.q.AgentInsert(ctx, tx, dbsqlc.AgentInsertParams{
+			ID: a.ID, Name: a.Name, OwnerID: a.OwnerID, TokenHash: tokenHash, MaxVus: vus, MaxRunSeconds: secs,
+		})
+		return err
+	}
+	var err error
+	if a.OwnerID == nil { // a shared agent, an admin's
+		err = s.inTx(ctx, insert)
+	} else {
+		err = s.underCap(ctx, *a.OwnerID, func(tx pgx.Tx) (int64, error) { return s.q.AgentCountOwned(ctx, tx, a.OwnerID) },
+			barrage.MaxPrivateAgents, "private agents", insert)
+	}
 	if err != nil {
 		return barrage.Agent{}, translate(err, "agent")
 	}

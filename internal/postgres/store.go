@@ -13,6 +13,7 @@ import (
 	"net"
 	"strings"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -58,6 +59,28 @@ func Connect(ctx context.Context, url string) (*pgxpool.Pool, error) {
 // inTx runs fn in a transaction, committed when fn returns nil.
 func (s *Store) inTx(ctx context.Context, fn func(tx pgx.Tx) error) error {
 	return pgx.BeginFunc(ctx, s.pool, fn)
+}
+
+// underCap runs insert for owner in a transaction that holds the owner's row, and refuses it with
+// an ErrLimitExceeded naming what when count then finds more than max of them: two at once are
+// counted one after the other, and nothing is stored past the cap.
+func (s *Store) underCap(ctx context.Context, owner uuid.UUID, count func(tx pgx.Tx) (int64, error), max int, what string, insert func(tx pgx.Tx) error) error {
+	return s.inTx(ctx, func(tx pgx.Tx) error {
+		if _, err := s.q.UserGetByIDForUpdate(ctx, tx, owner); err != nil {
+			return translate(err, "user")
+		}
+		if err := insert(tx); err != nil {
+			return err
+		}
+		n, err := count(tx)
+		if err != nil {
+			return err
+		}
+		if n > int64(max) {
+			return barrage.Errorf(barrage.ErrLimitExceeded, "you have %d %s, the most one may keep: delete one first", max, what)
+		}
+		return nil
+	})
 }
 
 // PostgreSQL error codes the store translates.

@@ -97,15 +97,21 @@ func (s *Store) RevokeRefreshFamily(ctx context.Context, hash []byte) error {
 	})
 }
 
-// CreateAPIToken stores t with the hash of its secret. Names are unique per user.
+// CreateAPIToken stores t with the hash of its secret, up to barrage.MaxAPITokens of the user's
+// live ones. Names are unique per user.
 func (s *Store) CreateAPIToken(ctx context.Context, t barrage.APIToken, hash []byte) (barrage.APIToken, error) {
 	scopes := make([]string, len(t.Scopes))
 	for i, sc := range t.Scopes {
 		scopes[i] = string(sc)
 	}
-	row, err := s.q.APITokenInsert(ctx, s.pool, dbsqlc.APITokenInsertParams{
-		ID: t.ID, UserID: t.UserID, Name: t.Name, TokenHash: hash, Scopes: scopes, ExpiresAt: t.ExpiresAt,
-	})
+	var row dbsqlc.APIToken
+	err := s.underCap(ctx, t.UserID, func(tx pgx.Tx) (int64, error) { return s.q.APITokenCountLive(ctx, tx, t.UserID) },
+		barrage.MaxAPITokens, "personal API tokens", func(tx pgx.Tx) (err error) {
+			row, err = s.q.APITokenInsert(ctx, tx, dbsqlc.APITokenInsertParams{
+				ID: t.ID, UserID: t.UserID, Name: t.Name, TokenHash: hash, Scopes: scopes, ExpiresAt: t.ExpiresAt,
+			})
+			return err
+		})
 	if err != nil {
 		if errors.Is(translate(err, ""), barrage.ErrConflict) {
 			return barrage.APIToken{}, barrage.Errorf(barrage.ErrConflict, "you already have a token named %q", t.Name)

@@ -12,6 +12,17 @@ import (
 	"github.com/google/uuid"
 )
 
+const agentCountOwned = `-- name: AgentCountOwned :one
+SELECT count(*) FROM agents WHERE owner_id = $1
+`
+
+func (q *Queries) AgentCountOwned(ctx context.Context, db DBTX, ownerID *uuid.UUID) (int64, error) {
+	row := db.QueryRow(ctx, agentCountOwned, ownerID)
+	var count int64
+	err := row.Scan(&count)
+	return count, err
+}
+
 const agentCountSeenSince = `-- name: AgentCountSeenSince :one
 SELECT count(*) FROM agents WHERE NOT disabled AND last_seen_at >= $1
 `

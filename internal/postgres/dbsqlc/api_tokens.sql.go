@@ -12,6 +12,17 @@ import (
 	"github.com/google/uuid"
 )
 
+const aPITokenCountLive = `-- name: APITokenCountLive :one
+SELECT count(*) FROM api_tokens WHERE user_id = $1 AND expires_at > now()
+`
+
+func (q *Queries) APITokenCountLive(ctx context.Context, db DBTX, userID uuid.UUID) (int64, error) {
+	row := db.QueryRow(ctx, aPITokenCountLive, userID)
+	var count int64
+	err := row.Scan(&count)
+	return count, err
+}
+
 const aPITokenDelete = `-- name: APITokenDelete :execrows
 DELETE FROM api_tokens WHERE id = $1 AND user_id = $2
 `

@@ -78,3 +78,6 @@ SELECT DISTINCT agent_id::uuid FROM shards WHERE agent_id = ANY(@ids::uuid[]) AN
 -- AgentCountSeenSince counts the enabled agents seen since a time, for the server's metrics.
 -- name: AgentCountSeenSince :one
 SELECT count(*) FROM agents WHERE NOT disabled AND last_seen_at >= @since;
+
+-- name: AgentCountOwned :one
+SELECT count(*) FROM agents WHERE owner_id = @owner_id;

@@ -24,3 +24,6 @@ UPDATE api_tokens SET last_used_at = now() WHERE id = $1;
 -- APITokenDeleteByUser revokes every personal API token of a user.
 -- name: APITokenDeleteByUser :execrows
 DELETE FROM api_tokens WHERE user_id = $1;
+
+-- name: APITokenCountLive :one
+SELECT count(*) FROM api_tokens WHERE user_id = @user_id AND expires_at > now();
