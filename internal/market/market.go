@@ -365,7 +365,7 @@ func (u *Upload) Commit(ctx context.Context) (barrage.PluginVersion, error) {
 	for _, sum := range u.held {
 		u.s.release(sum)
 	}
-	u.s.log.InfoContext(ctx, "plugin version published", slog.String("plugin", v.Ref()), slog.String("signer", v.Signer))
+	u.s.log.InfoContext(ctx, "plugin version received, pending review", slog.String("plugin", v.Ref()), slog.String("signer", v.Signer))
 	return v, nil
 }
 

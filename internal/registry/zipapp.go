@@ -14,6 +14,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"golang.org/x/text/unicode/norm"
 )
 
 // maxShebang is the longest #! line Linux reads whole (BINPRM_BUF_SIZE, its line break
@@ -140,6 +142,23 @@ func CheckZipapp(r io.ReaderAt, size int64) error {
 	}
 	if !main {
 		return badArtifact("a zipapp holds __main__.py, what Python runs")
+	}
+	// Names a reviewer would take for one another, or whose folder is a file.
+	folded := make(map[string]zipEntry, len(entries))
+	for _, e := range entries {
+		path := strings.TrimSuffix(e.python, "/")
+		for dir := path; strings.Contains(dir, "/"); {
+			dir = dir[:strings.LastIndex(dir, "/")]
+			if d, ok := byPython[dir]; ok && !strings.HasSuffix(d.python, "/") {
+				return badArtifact("%s is in the zipapp as a file (entry %d) and as the folder of %s (entry %d)", dir, d.index, path, e.index)
+			}
+		}
+		key := strings.ToLower(norm.NFC.String(path))
+		if d, ok := folded[key]; ok {
+			return badArtifact("entries %d (%q) and %d (%q) differ only in case or in how their letters are composed: a reviewer reads them as one name, and a case-insensitive file system keeps one file",
+				d.index, d.python, e.index, e.python)
+		}
+		folded[key] = e
 	}
 
 	// Each entry's local header, and the bytes the entries take: one after another, from the
@@ -274,6 +293,8 @@ func checkZipName(name string, flags uint16) (string, error) {
 		return "", fmt.Errorf("%q has a .. segment: a zipapp's entries stay within it", python)
 	case path == "." || !fs.ValidPath(path):
 		return "", fmt.Errorf("%q is not a plain relative path: it has an empty or . segment", python)
+	case strings.ContainsRune(python, '\\'):
+		return "", fmt.Errorf("%q holds a backslash, which tools on Windows take for a folder's", python)
 	}
 	return python, nil
 }
