@@ -10,6 +10,7 @@ import (
 	"crypto/x509"
 	"encoding/pem"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"strings"
@@ -490,6 +491,10 @@ func TestAnEndlessChunkedBodyIsRefusedAtOnce(t *testing.T) {
 	require.NoError(t, err, "no answer while the body goes on")
 	require.Equal(t, http.StatusUnauthorized, res.StatusCode)
 	require.True(t, res.Close, "the connection ends with the answer")
+	_, err = io.Copy(io.Discard, res.Body)
+	require.NoError(t, err)
+	_, err = c.Read(make([]byte, 1))
+	require.ErrorIs(t, err, io.EOF, "the server closed it, not waiting for the rest of the body")
 }
 
 // Bodies without credentials are read a few at a time from each address: four trickling from

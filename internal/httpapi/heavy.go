@@ -26,41 +26,43 @@ const heavyRetry = 1
 // what they cost together (memory to parse, CPU to convert) is bounded whoever sends them, and
 // one user's requests never hold every turn while another's wait.
 type inflight struct {
-	mu    sync.Mutex
-	users map[uuid.UUID]*userTurns
-	max   int
-	run   chan struct{}
-	what  string // the requests counted, as a refusal names them
+	mu        sync.Mutex
+	users     map[uuid.UUID]*userTurns
+	max       int
+	userTurns int // turns one user's requests hold at once
+	run       chan struct{}
+	what      string // the requests counted, as a refusal names them
 }
 
-// userTurns are one user's heavy requests in flight, and the one turn they take one at a time.
+// userTurns are one user's heavy requests in flight, and the turns they may hold at once.
 type userTurns struct {
 	n    int
 	turn chan struct{}
 }
 
-// newInflight allows perUser heavy requests per user (DefaultHeavyPerUser when 0), and runs total
-// of everyone's at once (when 0, one per two cores, two at least: one user's request leaves a
-// turn to another's, and the other cores stay with the light requests of everyone else).
-func newInflight(perUser, total int, what string) *inflight {
+// newInflight allows perUser heavy requests per user (DefaultHeavyPerUser when 0), turnsPerUser of
+// them running at once, and runs total of everyone's at once (when 0, one per two cores, two at
+// least: one user's request leaves a turn to another's, and the other cores stay with the light
+// requests of everyone else).
+func newInflight(perUser, turnsPerUser, total int, what string) *inflight {
 	if perUser <= 0 {
 		perUser = DefaultHeavyPerUser
 	}
 	if total <= 0 {
 		total = max(2, runtime.GOMAXPROCS(0)/2)
 	}
-	return &inflight{users: map[uuid.UUID]*userTurns{}, max: perUser, run: make(chan struct{}, total), what: what}
+	return &inflight{users: map[uuid.UUID]*userTurns{}, max: perUser, userTurns: max(1, turnsPerUser), run: make(chan struct{}, total), what: what}
 }
 
 // acquire counts one more of user's heavy requests and, when turn is set, waits for its turn:
-// the user's own first (one of theirs runs at a time), then one of everyone's. It returns what
+// the user's own first (userTurns of theirs run at a time), then one of everyone's. It returns what
 // ends it; it refuses with a *barrage.RateLimitError when user has max in flight already, and
 // with ctx's error when ctx ends first.
 func (f *inflight) acquire(ctx context.Context, user uuid.UUID, turn bool) (func(), error) {
 	f.mu.Lock()
 	u := f.users[user]
 	if u == nil {
-		u = &userTurns{turn: make(chan struct{}, 1)}
+		u = &userTurns{turn: make(chan struct{}, f.userTurns)}
 		f.users[user] = u
 	}
 	if u.n >= f.max {

@@ -35,7 +35,7 @@ func (tokenUsers) Authenticate(_ context.Context, bearer string) (barrage.Princi
 // not counted.
 func TestAUserHasOnlySoManyHeavyRequestsInFlight(t *testing.T) {
 	t.Parallel()
-	s := &server{log: slog.New(slog.DiscardHandler), auth: tokenUsers{}, heavy: newInflight(0, 8, "requests that parse, convert, publish or render")}
+	s := &server{log: slog.New(slog.DiscardHandler), auth: tokenUsers{}, heavy: newInflight(0, 1, 8, "requests that parse, convert, publish or render")}
 	ada, bob := uuid.New(), uuid.New()
 	entered := make(chan string)
 	release := map[string]chan struct{}{ada.String(): make(chan struct{}), bob.String(): make(chan struct{})}
@@ -100,7 +100,7 @@ func TestAUserHasOnlySoManyHeavyRequestsInFlight(t *testing.T) {
 // request ends first.
 func TestHeavyRequestsTakeTurns(t *testing.T) {
 	t.Parallel()
-	f := newInflight(0, 1, "heavy requests")
+	f := newInflight(0, 1, 1, "heavy requests")
 	upload, err := f.acquire(t.Context(), uuid.New(), false)
 	require.NoError(t, err, "an upload takes no turn")
 	defer upload()
@@ -131,7 +131,7 @@ func TestHeavyRequestsTakeTurns(t *testing.T) {
 func TestOneUsersHeavyRequestsDoNotHoldEveryTurn(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
-		f := newInflight(0, 2, "heavy requests")
+		f := newInflight(0, 1, 2, "heavy requests")
 		ada, bob := uuid.New(), uuid.New()
 		first, err := f.acquire(t.Context(), ada, true)
 		require.NoError(t, err)

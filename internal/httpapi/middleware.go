@@ -323,10 +323,14 @@ func tooLarge(max int64) problem {
 		Detail: fmt.Sprintf("The request body is larger than %d bytes.", max)}
 }
 
-// unread reports whether r has a body that nothing has read yet.
+// unread reports whether r has a body that nothing has read yet: refused by limitBody, or
+// before bufferBody.
 func unread(r *http.Request) bool {
 	b, _ := r.Context().Value(keyBody).(*body)
-	return b != nil && !b.streamed && b.raw == nil
+	if b == nil {
+		return r.Body != nil && r.Body != http.NoBody
+	}
+	return !b.streamed && b.raw == nil
 }
 
 // bufferBody reads r's body whole, within what limitBody allowed, so that the validator and the

@@ -150,8 +150,9 @@ var heavy = map[string]bool{
 
 // awaiting are the routes that read a test with its data files and may then wait for an agent's
 // answer (up to control.JobWait): generating its script, debugging it, starting a run of it. A
-// user may have as many in flight as jobs waiting (control.MaxOpenJobs), and they take no turn:
-// a wait for an agent must not hold everyone else's work.
+// user may have as many in flight as jobs waiting (control.MaxOpenJobs), all running at once, and
+// everyone's take turns among themselves (server.awaiting), not among the parses': a wait for an
+// agent must not hold everyone else's work.
 var awaiting = map[string]bool{"POST /v1/tests/{id}/scripts": true, "POST /v1/tests/{id}/debug": true, "POST /v1/runs": true}
 
 func routeKey(method, pattern string) string { return method + " " + pattern }
@@ -236,7 +237,7 @@ func (s *server) authorize(next http.Handler) http.Handler {
 		turn, ok := heavy[key]
 		counter := s.heavy
 		if awaiting[key] {
-			ok, counter = true, s.awaiting
+			turn, ok, counter = true, true, s.awaiting
 		}
 		if ok {
 			done, err := counter.acquire(r.Context(), p.User.ID, turn)

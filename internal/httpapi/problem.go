@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
+	"time"
 
 	"github.com/barrage-load/barrage/internal/barrage"
 	"github.com/barrage-load/barrage/internal/postgres"
@@ -118,8 +119,10 @@ func writeProblem(w http.ResponseWriter, r *http.Request, p problem) {
 	h.Set("Cache-Control", "no-store")
 	if unread(r) {
 		// Refused before its body was read: the connection ends with the answer, rather than
-		// the server reading on (a chunked body with no end would hold the answer back).
+		// the server reading on (a chunked body with no end would hold the answer back, and
+		// the connection until the read timeout).
 		h.Set("Connection", "close")
+		defer func() { _ = http.NewResponseController(w).SetReadDeadline(time.Now()) }()
 	}
 	if p.retryAfter > 0 {
 		h.Set("Retry-After", strconv.Itoa(p.retryAfter))

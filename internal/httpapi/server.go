@@ -14,6 +14,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/netip"
+	"runtime"
 	"strings"
 	"time"
 
@@ -85,8 +86,11 @@ func NewServer(d Deps) (http.Handler, error) {
 		return nil, err
 	}
 	s := &server{log: d.Log, accounts: d.Accounts, control: d.Control, market: d.Market, spec: doc, auth: d.Accounts, ready: d.Ready, docsPage: page, version: d.Version,
-		heavy:    newInflight(d.HeavyPerUser, 0, "requests that parse, convert, publish or render"),
-		awaiting: newInflight(control.MaxOpenJobs, 0, "requests that read a test for an agent (generating its script, debugging it, starting a run of it)")}
+		heavy: newInflight(d.HeavyPerUser, 1, 0, "requests that parse, convert, publish or render"),
+		// What waits for agents holds a turn of its own kind only: a user's jobs wait together,
+		// and everyone's, so many at once, bound the memory their tests' files take.
+		awaiting: newInflight(control.MaxOpenJobs, control.MaxOpenJobs, max(8, 4*runtime.GOMAXPROCS(0)),
+			"requests that read a test for an agent (generating its script, debugging it, starting a run of it)")}
 	if d.MaxBodyBytes <= 0 {
 		d.MaxBodyBytes = 1 << 20
 	}
