@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// Comparing a run against a target made 30% slower reports the p95 regression and exits 99;
+// Comparing a run against a target made 30% slower reports the median's regression and exits 99;
 // comparing two runs of the same target reports unchanged and exits 0. The tolerances leave
 // room for what a loaded CI machine does to a run's tail between one run and the next (the
 // noise is each run's own variation, not the drift between them).
@@ -27,10 +27,10 @@ func TestCompareFindsTheRegressionAndOnlyIt(t *testing.T) {
 	}
 	// Latencies of 100 ms dominate what a loaded machine adds to a request (a few ms).
 	base, again, slower := run(target(100*time.Millisecond)), run(target(100*time.Millisecond)), run(target(130*time.Millisecond))
-	// The p99 of ~400 requests is their fourth slowest: one stall of a machine loaded by other
-	// suites moved it by 55% between two runs of the same target. The median and p95 measure
-	// the change; the tail gets room.
-	tol := []string{"--max-p50-regression", "15%", "--max-p95-regression", "15%", "--max-p99-regression", "300%"}
+	// The p99 of ~400 requests is their fourth slowest, the p95 their twentieth: stalls of a
+	// machine loaded by other suites moved them by 55% and 30% between two runs of the same
+	// target, while the median moved by 4%. The median measures the change; the tails get room.
+	tol := []string{"--max-p50-regression", "15%", "--max-p95-regression", "100%", "--max-p99-regression", "300%"}
 
 	stdout, stderr, code := runCLI(t, append(append([]string{"compare"}, tol...), base, again)...)
 	require.Zero(t, code, "stdout: %s\nstderr: %s", stdout, stderr)
@@ -39,7 +39,7 @@ func TestCompareFindsTheRegressionAndOnlyIt(t *testing.T) {
 	stdout, stderr, code = runCLI(t, append(append([]string{"compare"}, tol...), base, slower)...)
 	require.Equal(t, 99, code, "stdout: %s\nstderr: %s", stdout, stderr)
 	require.Contains(t, stdout, "verdict: regressed")
-	require.Contains(t, stdout, "p95_ms of checkout")
+	require.Contains(t, stdout, "p50_ms of checkout")
 	require.Contains(t, stderr, "regressed")
 
 	// Looser tolerances let it pass; the JSON says the same as the table. The tails get room

@@ -54,9 +54,12 @@ type Deps struct {
 	// HeavyPerUser bounds each user's requests in flight on the routes that cost the server real
 	// work (DefaultHeavyPerUser when 0); past it they are 429 with Retry-After.
 	HeavyPerUser int
-	// Portal, when set, serves every path outside the API's (/v1/...) that no route takes: the
-	// portal's pages and assets.
-	Portal http.Handler
+	// Portal, when set, serves the paths it says are its own and no route takes: the portal's
+	// pages and assets.
+	Portal interface {
+		http.Handler
+		Serves(path string) bool
+	}
 }
 
 type server struct {
@@ -101,7 +104,7 @@ func NewServer(d Deps) (http.Handler, error) {
 	r := chi.NewRouter()
 	r.Use(requestID, clientIP(d.TrustedProxies), accessLog(d.Log, d.ObserveRequest), securityHeaders, longDownloads, limitBody(d.MaxBodyBytes, d.MaxFileBytes, uploadMax(d.Market), cmp.Or(d.AnonymousReaders, 1024)), exactPaths(doc))
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
-		if d.Portal != nil && r.URL.Path != "/v1" && !strings.HasPrefix(r.URL.Path, "/v1/") {
+		if d.Portal != nil && d.Portal.Serves(r.URL.Path) {
 			d.Portal.ServeHTTP(w, r)
 			return
 		}

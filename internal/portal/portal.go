@@ -13,6 +13,7 @@ import (
 	"io/fs"
 	"net/http"
 	"path"
+	"slices"
 	"strings"
 	"time"
 )
@@ -32,9 +33,26 @@ type file struct {
 	etag        string
 }
 
-// Handler serves the portal: its assets under /assets/, and its page (index.html) at every
-// other path, whose page the script then draws.
-func Handler() http.Handler {
+// Pages are the paths of the portal's pages, by their first segment: each answers the portal's
+// page (index.html), whose script draws the page the path names (web/src/main.tsx). Any other
+// path is not the portal's: 404, as it would be without it (/metrics is served apart, if at all).
+var Pages = []string{"", "signin", "signup", "tokens", "password"}
+
+// Portal serves the portal's files: its assets under /assets/, and its page at the paths of
+// Pages.
+type Portal struct{ http.Handler }
+
+// Serves reports whether path is the portal's: a page's or an asset's.
+func (Portal) Serves(path string) bool {
+	if strings.HasPrefix(path, "/assets/") {
+		return true
+	}
+	first, _, _ := strings.Cut(strings.TrimPrefix(path, "/"), "/")
+	return slices.Contains(Pages, first)
+}
+
+// Handler returns the portal.
+func Handler() Portal {
 	files := map[string]file{}
 	_ = fs.WalkDir(dist, "dist", func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
@@ -49,7 +67,7 @@ func Handler() http.Handler {
 		return nil
 	})
 	page := files["index.html"]
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return Portal{http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			w.Header().Set("Allow", "GET, HEAD")
 			http.Error(w, "The portal's pages answer GET.", http.StatusMethodNotAllowed)
@@ -61,6 +79,9 @@ func Handler() http.Handler {
 				http.NotFound(w, r)
 				return
 			}
+		} else if !(Portal{}).Serves(r.URL.Path) {
+			http.NotFound(w, r)
+			return
 		}
 		h := w.Header()
 		h.Set("Content-Security-Policy", CSP)
@@ -68,7 +89,7 @@ func Handler() http.Handler {
 		h.Set("ETag", f.etag)
 		h.Set("Content-Type", f.contentType)
 		http.ServeContent(w, r, "", time.Time{}, bytes.NewReader(f.body))
-	})
+	})}
 }
 
 func contentType(name string) string {

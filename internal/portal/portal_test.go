@@ -21,7 +21,7 @@ func TestThePortalServesItsPageAndAssetsUnderItsPolicy(t *testing.T) {
 		h.ServeHTTP(w, httptest.NewRequestWithContext(t.Context(), method, path, nil))
 		return w
 	}
-	for _, path := range []string{"/", "/tokens", "/tests/0196/runs"} {
+	for _, path := range []string{"/", "/tokens", "/signup"} {
 		w := get(http.MethodGet, path)
 		require.Equal(t, http.StatusOK, w.Code, path)
 		require.Equal(t, "text/html; charset=utf-8", w.Header().Get("Content-Type"))
@@ -44,4 +44,5 @@ func TestThePortalServesItsPageAndAssetsUnderItsPolicy(t *testing.T) {
 	require.Equal(t, http.StatusNotFound, get(http.MethodGet, "/assets/missing.js").Code)
 	require.Equal(t, http.StatusNotFound, get(http.MethodGet, "/assets/index.html").Code)
 	require.Equal(t, http.StatusMethodNotAllowed, get(http.MethodPost, "/").Code)
+	require.Equal(t, http.StatusNotFound, get(http.MethodGet, "/metrics").Code, "a path of no page is not the portal's")
 }
