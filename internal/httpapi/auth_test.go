@@ -388,20 +388,7 @@ func TestAnonymousBodiesAreSmallAndFew(t *testing.T) {
 
 	// Two anonymous bodies trickle in and hold the two places; a third is turned away at once.
 	// A trickle that came while a probe held a place was itself turned away: it is sent again.
-	addr := strings.TrimPrefix(b.srv.URL, "http://")
-	trickle := func() net.Conn {
-		c, err := net.Dial("tcp", addr)
-		require.NoError(t, err)
-		t.Cleanup(func() { c.Close() })
-		_, err = fmt.Fprintf(c, "POST /v1/auth/login HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{\"em")
-		require.NoError(t, err)
-		return c
-	}
-	answered := func(c net.Conn) bool { // a held request has no answer yet
-		_ = c.SetReadDeadline(time.Now().Add(time.Millisecond))
-		n, _ := c.Read(make([]byte, 1))
-		return n > 0
-	}
+	trickle := func() net.Conn { return b.trickle(t, "") }
 	trickles := []net.Conn{trickle(), trickle()}
 	var third response
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
@@ -504,20 +491,7 @@ func TestOneAddressCannotTakeEveryAnonymousPlace(t *testing.T) {
 	t.Parallel()
 	b := setup(t, setupOpts{trusted: "127.0.0.1/32", asServed: true})
 	u := b.firstAdmin()
-	addr := strings.TrimPrefix(b.srv.URL, "http://")
-	trickle := func() net.Conn {
-		c, err := net.Dial("tcp", addr)
-		require.NoError(t, err)
-		t.Cleanup(func() { c.Close() })
-		_, err = fmt.Fprintf(c, "POST /v1/auth/login HTTP/1.1\r\nHost: x\r\nX-Forwarded-For: 203.0.113.9\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{\"em")
-		require.NoError(t, err)
-		return c
-	}
-	answered := func(c net.Conn) bool { // a held request has no answer yet
-		_ = c.SetReadDeadline(time.Now().Add(time.Millisecond))
-		n, _ := c.Read(make([]byte, 1))
-		return n > 0
-	}
+	trickle := func() net.Conn { return b.trickle(t, "X-Forwarded-For: 203.0.113.9\r\n") }
 	login := func(from string) response {
 		return b.do("POST", "/v1/auth/login", "", map[string]any{"email": u.email, "password": u.password}, "X-Forwarded-For", from)
 	}
@@ -541,4 +515,23 @@ func TestOneAddressCannotTakeEveryAnonymousPlace(t *testing.T) {
 	require.Equal(t, http.StatusOK, ok.status)
 	secret(ok.json(t)["access_token"].(string))
 	secret(ok.json(t)["refresh_token"].(string))
+}
+
+// trickle starts a sign-in without credentials, with header (whole lines) added, whose body
+// never comes: it holds a place among the bodies without credentials read at once.
+func (b *testBundle) trickle(t *testing.T, header string) net.Conn {
+	t.Helper()
+	c, err := net.Dial("tcp", strings.TrimPrefix(b.srv.URL, "http://"))
+	require.NoError(t, err)
+	t.Cleanup(func() { c.Close() })
+	_, err = fmt.Fprintf(c, "POST /v1/auth/login HTTP/1.1\r\nHost: x\r\n%sContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{\"em", header)
+	require.NoError(t, err)
+	return c
+}
+
+// answered reports whether the server answered c, which a held request has not.
+func answered(c net.Conn) bool {
+	_ = c.SetReadDeadline(time.Now().Add(time.Millisecond))
+	n, _ := c.Read(make([]byte, 1))
+	return n > 0
 }

@@ -29,8 +29,9 @@ function App() {
   }, []);
   useEffect(() => {
     const page = pages.find((p) => p.path === path);
-    document.title = page ? `${page.title} · Barrage` : "Barrage";
-  }, [path]);
+    const title = user === null ? (path === "/signup" ? "Sign up" : "Sign in") : page?.title;
+    document.title = title ? `${title} · Barrage` : "Barrage";
+  }, [path, user]);
 
   if (user === undefined) return <main aria-busy="true" />;
   const signedIn = (s: BrowserSession) => {

@@ -1,7 +1,7 @@
 // Pieces every page uses: a labelled field that shows the server's reason for it, a form's
 // general error, and how numbers and sizes read.
 import type { ComponentChildren, InputHTMLAttributes } from "preact";
-import { useId } from "preact/hooks";
+import { useId, useState } from "preact/hooks";
 import { Problem } from "./api";
 
 /** Field is a labelled input; error is the server's reason for it, shown under it. */
@@ -36,6 +36,26 @@ export function Failure(props: { error: unknown }) {
       {text}
     </p>
   );
+}
+
+/** useSubmit runs a form's action when it is submitted, and says whether it is running and
+ * what went wrong the last time. */
+export function useSubmit(action: () => Promise<void>) {
+  const [error, setError] = useState<unknown>(null);
+  const [busy, setBusy] = useState(false);
+  async function submit(e: Event) {
+    e.preventDefault();
+    setBusy(true);
+    setError(null);
+    try {
+      await action();
+    } catch (err) {
+      setError(err);
+    } finally {
+      setBusy(false);
+    }
+  }
+  return { submit, busy, error };
 }
 
 /** fieldError is the reason the server gave for field, when err is a Problem naming it. */

@@ -1,7 +1,7 @@
 // The account: the license and what is in use of it, personal API tokens, the password.
 import { useEffect, useState } from "preact/hooks";
 import { call, type APIToken, type MyLicense, type Page, type User } from "../api";
-import { Failure, Field, Section, date, duration, fieldError, size } from "../ui";
+import { Failure, Field, Section, date, duration, fieldError, size, useSubmit } from "../ui";
 
 const quotaNames: Record<string, string> = {
   storage_bytes: "Storage",
@@ -173,17 +173,10 @@ export function TokensPage() {
 
 export function PasswordPage(props: { onChanged: () => void }) {
   const [form, setForm] = useState({ current_password: "", new_password: "", revoke_tokens: false });
-  const [error, setError] = useState<unknown>(null);
-  async function submit(e: Event) {
-    e.preventDefault();
-    setError(null);
-    try {
-      await call("PATCH", "/v1/me", form);
-      props.onChanged();
-    } catch (err) {
-      setError(err);
-    }
-  }
+  const { submit, busy, error } = useSubmit(async () => {
+    await call("PATCH", "/v1/me", form);
+    props.onChanged();
+  });
   return (
     <main class="narrow">
       <h1>Change your password</h1>
@@ -199,7 +192,7 @@ export function PasswordPage(props: { onChanged: () => void }) {
           Revoke my personal API tokens too
         </label>
         <Failure error={error} />
-        <button type="submit">Change the password</button>
+        <button type="submit" disabled={busy}>Change the password</button>
       </form>
     </main>
   );

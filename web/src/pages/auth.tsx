@@ -1,25 +1,14 @@
 // Signing in, and signing up with an invitation code.
 import { useState } from "preact/hooks";
 import { call, type BrowserSession } from "../api";
-import { Failure, Field, fieldError } from "../ui";
+import { Failure, Field, fieldError, useSubmit } from "../ui";
 
 export function SignIn(props: { onSignedIn: (s: BrowserSession) => void; go: (path: string) => void }) {
   const [email, setEmail] = useState("");
   const [password, setPassword] = useState("");
-  const [error, setError] = useState<unknown>(null);
-  const [busy, setBusy] = useState(false);
-  async function submit(e: Event) {
-    e.preventDefault();
-    setBusy(true);
-    setError(null);
-    try {
-      props.onSignedIn(await call<BrowserSession>("POST", "/v1/auth/session", { email, password }));
-    } catch (err) {
-      setError(err);
-    } finally {
-      setBusy(false);
-    }
-  }
+  const { submit, busy, error } = useSubmit(async () => {
+    props.onSignedIn(await call<BrowserSession>("POST", "/v1/auth/session", { email, password }));
+  });
   return (
     <main class="narrow">
       <h1>Sign in to Barrage</h1>
@@ -41,22 +30,11 @@ export function SignIn(props: { onSignedIn: (s: BrowserSession) => void; go: (pa
 
 export function SignUp(props: { onSignedIn: (s: BrowserSession) => void; go: (path: string) => void }) {
   const [form, setForm] = useState({ invitation_code: "", email: "", name: "", password: "" });
-  const [error, setError] = useState<unknown>(null);
-  const [busy, setBusy] = useState(false);
   const set = (k: keyof typeof form) => (e: Event) => setForm({ ...form, [k]: (e.currentTarget as HTMLInputElement).value });
-  async function submit(e: Event) {
-    e.preventDefault();
-    setBusy(true);
-    setError(null);
-    try {
-      await call("POST", "/v1/auth/signup", form);
-      props.onSignedIn(await call<BrowserSession>("POST", "/v1/auth/session", { email: form.email, password: form.password }));
-    } catch (err) {
-      setError(err);
-    } finally {
-      setBusy(false);
-    }
-  }
+  const { submit, busy, error } = useSubmit(async () => {
+    await call("POST", "/v1/auth/signup", form);
+    props.onSignedIn(await call<BrowserSession>("POST", "/v1/auth/session", { email: form.email, password: form.password }));
+  });
   return (
     <main class="narrow">
       <h1>Sign up</h1>
