@@ -136,10 +136,9 @@ func (q *QuotaLimits) ByName() map[string]int64 {
 		return nil
 	}
 	out := map[string]int64{}
-	for name, n := range map[string]*int64{barrage.QuotaStorageBytes: q.StorageBytes, barrage.QuotaTests: q.Tests,
-		barrage.QuotaNamespaces: q.Namespaces, barrage.QuotaPendingVersions: q.PendingVersions, barrage.QuotaTargets: q.Targets} {
-		if n != nil {
-			out[name] = *n
+	for name, f := range q.fields() {
+		if *f != nil {
+			out[name] = **f
 		}
 	}
 	return out
@@ -152,12 +151,17 @@ func NewQuotaLimits(byName map[string]int64) *QuotaLimits {
 		return nil
 	}
 	var q QuotaLimits
-	fields := map[string]**int64{barrage.QuotaStorageBytes: &q.StorageBytes, barrage.QuotaTests: &q.Tests,
-		barrage.QuotaNamespaces: &q.Namespaces, barrage.QuotaPendingVersions: &q.PendingVersions, barrage.QuotaTargets: &q.Targets}
+	fields := q.fields()
 	for name, n := range byName {
 		if f := fields[name]; f != nil {
 			*f = &n
 		}
 	}
 	return &q
+}
+
+// fields are q's fields by the name of their quota.
+func (q *QuotaLimits) fields() map[string]**int64 {
+	return map[string]**int64{barrage.QuotaStorageBytes: &q.StorageBytes, barrage.QuotaTests: &q.Tests,
+		barrage.QuotaNamespaces: &q.Namespaces, barrage.QuotaPendingVersions: &q.PendingVersions, barrage.QuotaTargets: &q.Targets}
 }

@@ -22,9 +22,9 @@ const DefaultHeavyPerUser = 2
 const heavyRetry = 1
 
 // inflight counts each user's heavy requests in flight on this server, and runs at most so many
-// of everyone's at once, one of each user's at a time: past that they wait their turn, so that
-// what they cost together (memory to parse, CPU to convert) is bounded whoever sends them, and
-// one user's requests never hold every turn while another's wait.
+// of everyone's at once, so many of each user's at a time (one, for the parses): past that they
+// wait their turn, so that what they cost together (memory to parse, CPU to convert) is bounded
+// whoever sends them, and one user's requests never hold every turn while another's wait.
 type inflight struct {
 	mu        sync.Mutex
 	users     map[uuid.UUID]*userTurns

@@ -197,25 +197,6 @@ func (q *Queries) TestFilePut(ctx context.Context, db DBTX, arg TestFilePutParam
 	return i, err
 }
 
-const testFileSize = `-- name: TestFileSize :one
-SELECT length(f.content)::bigint FROM test_files f JOIN tests t ON t.id = f.test_id
-WHERE f.test_id = $1 AND f.name = $2 AND t.owner_id = $3
-`
-
-type TestFileSizeParams struct {
-	TestID  uuid.UUID
-	Name    string
-	OwnerID uuid.UUID
-}
-
-// TestFileSize is the size of a test's file of its owner; no row when there is none.
-func (q *Queries) TestFileSize(ctx context.Context, db DBTX, arg TestFileSizeParams) (int64, error) {
-	row := db.QueryRow(ctx, testFileSize, arg.TestID, arg.Name, arg.OwnerID)
-	var column_1 int64
-	err := row.Scan(&column_1)
-	return column_1, err
-}
-
 const testGet = `-- name: TestGet :one
 SELECT id, owner_id, name, latest_revision, created_at, updated_at FROM tests WHERE id = $1 AND owner_id = $2
 `

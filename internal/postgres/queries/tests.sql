@@ -60,7 +60,3 @@ SELECT * FROM test_files WHERE test_id = @test_id AND name = ANY(@names::text[])
 -- name: TestFileCount :one
 SELECT count(*) FROM test_files WHERE test_id = $1;
 
--- TestFileSize is the size of a test's file of its owner; no row when there is none.
--- name: TestFileSize :one
-SELECT length(f.content)::bigint FROM test_files f JOIN tests t ON t.id = f.test_id
-WHERE f.test_id = @test_id AND f.name = @name AND t.owner_id = @owner_id;
