@@ -1480,6 +1480,18 @@ type LiveAgent struct {
 	ShardId openapi_types.UUID `json:"shard_id"`
 }
 
+// LiveLabel One request's second, merged across the run's agents.
+type LiveLabel struct {
+	// Errors The requests that failed in the second, whatever their class.
+	Errors   int64   `json:"errors"`
+	Name     string  `json:"name"`
+	P50Ms    float64 `json:"p50_ms"`
+	P95Ms    float64 `json:"p95_ms"`
+	P99Ms    float64 `json:"p99_ms"`
+	Requests int64   `json:"requests"`
+	Rps      float64 `json:"rps"`
+}
+
 // LiveMonitor defines model for LiveMonitor.
 type LiveMonitor struct {
 	// Series The monitor's name and the series as the script writes it: `node: node_load1`.
@@ -1504,6 +1516,9 @@ type LiveSecond struct {
 	ElapsedS  float64          `json:"elapsed_s"`
 	Errors    map[string]int64 `json:"errors"`
 	Index     int64            `json:"index"`
+
+	// Labels Each request's figures in the second, every agent's together, by name; a request not sent in the second is not listed.
+	Labels *[]LiveLabel `json:"labels,omitempty"`
 
 	// Monitors The values of the script's monitor series in the second (the target's own metrics), when it has monitors.
 	Monitors *[]LiveMonitor `json:"monitors,omitempty"`

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"github.com/barrage-load/barrage/api"
 	"github.com/barrage-load/barrage/internal/barrage"
 	"github.com/barrage-load/barrage/internal/control"
+	"github.com/barrage-load/barrage/internal/metrics"
 	"github.com/barrage-load/barrage/internal/monitor"
 	"github.com/barrage-load/barrage/internal/summary"
 )
@@ -113,6 +115,19 @@ func toAPILiveSecond(sec *control.MergedSecond, start *time.Time, monitors []str
 		Index: sec.Index, ElapsedS: elapsed.Seconds(), DurationS: ptr(sec.Snapshot.Duration.Seconds()), Requests: live.Requests, Rps: live.RPS,
 		P50Ms: summary.Millis(live.P50), P95Ms: summary.Millis(live.P95), P99Ms: summary.Millis(live.P99),
 		Errors: summary.Errors(req),
+	}
+	var labels []api.LiveLabel
+	for key, st := range sec.Snapshot.Labels {
+		if key.Kind != metrics.Request {
+			continue
+		}
+		l := summary.NewLive(st, sec.Snapshot.Duration, elapsed, 0, 0)
+		labels = append(labels, api.LiveLabel{Name: key.Name, Requests: l.Requests, Rps: l.RPS, Errors: l.Failed,
+			P50Ms: summary.Millis(l.P50), P95Ms: summary.Millis(l.P95), P99Ms: summary.Millis(l.P99)})
+	}
+	if len(labels) > 0 {
+		slices.SortFunc(labels, func(a, b api.LiveLabel) int { return strings.Compare(a.Name, b.Name) })
+		out.Labels = &labels
 	}
 	for id, part := range sec.Shards {
 		out.ActiveVus += part.Health.ActiveVUs

@@ -477,6 +477,13 @@ func TestLiveStreamsTheSecondsMergedAcrossAgents(t *testing.T) {
 	require.EqualValues(t, 60, events[1].data["requests"])
 	require.Len(t, events[1].data["agents"], 2)
 	require.InDelta(t, 50, events[1].data["p99_ms"], 0.1)
+	labels := events[1].data["labels"].([]any)
+	require.Len(t, labels, 1, "each request's second, for the live page's table")
+	home := labels[0].(map[string]any)
+	require.Equal(t, "get home", home["name"])
+	require.EqualValues(t, 60, home["requests"])
+	require.EqualValues(t, 0, home["errors"])
+	require.InDelta(t, 50, home["p99_ms"], 0.1)
 	require.Equal(t, "finished", events[2].data["state"])
 
 	// Reconnecting after second 0 resumes with second 1.

@@ -5,6 +5,8 @@
 export interface FieldError {
   field: string;
   reason: string;
+  line?: number;
+  column?: number;
 }
 
 /** An RFC 9457 problem the API answered. */
@@ -14,6 +16,7 @@ export class Problem extends Error {
     readonly title: string,
     readonly detail: string,
     readonly errors: FieldError[] = [],
+    readonly violations: LimitViolation[] = [],
   ) {
     super(detail || title);
   }
@@ -39,22 +42,33 @@ export function onSignedOut(f: () => void) {
   signedOut = f;
 }
 
-async function send(method: string, path: string, body?: unknown): Promise<Response> {
-  const headers: Record<string, string> = { Accept: "application/json" };
-  if (body !== undefined) headers["Content-Type"] = "application/json";
+/** Raw is a body sent as it is, with its own content type: a YAML script, a data file. */
+export class Raw {
+  constructor(
+    readonly body: BodyInit,
+    readonly contentType: string,
+  ) {}
+}
+
+async function send(method: string, path: string, body?: unknown, extra?: Record<string, string>, signal?: AbortSignal): Promise<Response> {
+  const headers: Record<string, string> = { Accept: "application/json", ...extra };
+  let sent: BodyInit | undefined;
+  if (body instanceof Raw) {
+    headers["Content-Type"] = body.contentType;
+    sent = body.body;
+  } else if (body !== undefined) {
+    headers["Content-Type"] = "application/json";
+    sent = JSON.stringify(body);
+  }
   if (method !== "GET" && method !== "HEAD") headers["X-CSRF-Token"] = cookie("barrage_csrf");
-  return fetch(path, {
-    method,
-    headers,
-    credentials: "same-origin",
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
+  return fetch(path, { method, headers, credentials: "same-origin", body: sent, signal });
 }
 
 async function problem(res: Response): Promise<Problem> {
   try {
     const p = await res.json();
-    return new Problem(res.status, p.title ?? res.statusText, p.detail ?? "", Array.isArray(p.errors) ? p.errors : []);
+    return new Problem(res.status, p.title ?? res.statusText, p.detail ?? "", Array.isArray(p.errors) ? p.errors : [],
+      Array.isArray(p.violations) ? p.violations : []);
   } catch {
     return new Problem(res.status, res.statusText, "");
   }
@@ -73,21 +87,38 @@ function renew(): Promise<boolean> {
   return renewing;
 }
 
-/** call sends a request to the API and returns its JSON answer, or throws its Problem. An
- * expired session is renewed once, transparently. */
-export async function call<T>(method: string, path: string, body?: unknown): Promise<T> {
-  let res = await send(method, path, body);
+/** respond sends a request to the API, renewing an expired session once, transparently, and
+ * returns the answer; one that is not a success is thrown as its Problem. */
+export async function respond(method: string, path: string, body?: unknown, headers?: Record<string, string>, signal?: AbortSignal): Promise<Response> {
+  let res = await send(method, path, body, headers, signal);
   if (res.status === 401 && !path.startsWith("/v1/auth/")) {
     if (await renew()) {
-      res = await send(method, path, body);
+      res = await send(method, path, body, headers, signal);
     }
     if (res.status === 401) {
       signedOut();
     }
   }
   if (!res.ok) throw await problem(res);
+  return res;
+}
+
+/** call sends a request to the API and returns its JSON answer, or throws its Problem. */
+export async function call<T>(method: string, path: string, body?: unknown): Promise<T> {
+  const res = await respond(method, path, body);
   if (res.status === 204) return undefined as T;
   return (await res.json()) as T;
+}
+
+/** query makes a query string of the values given, leaving out the empty ones. */
+export function query(values: Record<string, string | string[] | number | undefined>): string {
+  const q = new URLSearchParams();
+  for (const [k, v] of Object.entries(values)) {
+    if (v === undefined || v === "") continue;
+    for (const one of Array.isArray(v) ? v : [v]) q.append(k, String(one));
+  }
+  const s = q.toString();
+  return s ? "?" + s : "";
 }
 
 // The API's shapes the portal reads (api/openapi.yaml has them all).
@@ -139,4 +170,327 @@ export interface Page<T> {
 export interface BrowserSession {
   user: User;
   expires_in: number;
+}
+
+// Tests.
+
+export interface FileRef {
+  name: string;
+  sha256: string;
+  size: number;
+  updated_at?: string;
+}
+
+export interface TestLastRun {
+  id: string;
+  state: RunState;
+  created_at: string;
+  ended_at?: string;
+  outcome?: RunOutcome;
+}
+
+export interface Test {
+  id: string;
+  name: string;
+  latest_revision: number;
+  files: FileRef[];
+  created_at: string;
+  updated_at: string;
+  last_run?: TestLastRun;
+}
+
+export interface TestRevision {
+  revision: number;
+  format: "json" | "yaml";
+  sha256: string;
+  size: number;
+  created_at: string;
+  source?: string;
+}
+
+export interface TestCheck {
+  valid: boolean;
+  name?: string;
+  errors: FieldError[];
+}
+
+export interface Header {
+  name: string;
+  value: string;
+}
+
+export interface TraceEntry {
+  request: string;
+  method: string;
+  url: string;
+  request_headers: Header[];
+  request_body?: string;
+  status?: number;
+  response_headers: Header[];
+  response_body?: string;
+  redirects?: { status: number; method: string; url: string }[];
+  content_encoding?: string;
+  decoded_bytes?: number;
+  bytes_in: number;
+  duration_ms: number;
+  error?: string;
+  vars: Record<string, string>;
+  failures: string[];
+}
+
+export interface DebugResult {
+  agent_id: string;
+  revision: number;
+  passed: boolean;
+  error?: string;
+  requests: TraceEntry[];
+}
+
+export interface Correlation {
+  variable: string;
+  value: string;
+  request: string;
+  seen: string;
+  extractor: string;
+  expression: string;
+  uses: { request: string; where: string }[];
+}
+
+export interface TestImport {
+  test: Test;
+  requests: number;
+  groups: number;
+  assets_left_out: number;
+  skipped: number;
+  correlations: Correlation[];
+  parameters: { request: string; where: string; value: string }[];
+  missed: { value: string; request: string; where: string; source: string; why: string }[];
+  warnings: string[];
+  secrets: string[];
+}
+
+// Agents and runs.
+
+export interface Agent {
+  id: string;
+  name: string;
+  shared: boolean;
+  state: "online" | "busy" | "offline" | "disabled";
+  version: string;
+  cores: number;
+  max_vus?: number;
+  max_run_duration_seconds?: number;
+  last_seen_at?: string;
+}
+
+export type RunState =
+  | "created" | "queued" | "starting" | "running" | "finished" | "failed" | "canceled"
+  | "timed_out" | "aborted_limit" | "aborted_threshold";
+
+export const endedStates: RunState[] = ["finished", "failed", "canceled", "timed_out", "aborted_limit", "aborted_threshold"];
+
+export interface RunStage {
+  rate?: number;
+  ramp_to?: number;
+  duration_seconds: number;
+}
+
+export interface Load {
+  vus?: number;
+  duration_seconds?: number;
+  rate?: number;
+  stages?: RunStage[];
+  sweep?: { vus: number[]; step_seconds: number };
+}
+
+export interface Shard {
+  id: string;
+  agent_id?: string;
+  segment: string;
+  state: string;
+  reason: string;
+  agent_version?: string;
+  leased_at?: string;
+  ended_at?: string;
+}
+
+export interface RunOutcome {
+  requests: number;
+  error_rate: number;
+  p95_ms: number;
+  thresholds_failed: number;
+  generator_limited: boolean;
+  incomplete: boolean;
+}
+
+export interface PluginPin {
+  alias: string;
+  name: string;
+  version: string;
+  kind: string;
+  sha256: string;
+  source?: string;
+}
+
+export interface Run {
+  id: string;
+  script_id: string;
+  manifest: {
+    script_sha256: string;
+    script_name: string;
+    plugins: PluginPin[];
+    files: FileRef[];
+    agents: { shard_id: string; agent_id?: string; version: string }[];
+    warnings?: string[];
+    env?: Record<string, string>;
+    secrets?: string[];
+    test_id?: string;
+    test_revision?: number;
+  };
+  state: RunState;
+  reason: string;
+  load: Load;
+  max_vus?: number;
+  max_run_duration_seconds?: number;
+  vus?: number;
+  outcome?: RunOutcome;
+  start_at?: string;
+  created_at: string;
+  ended_at?: string;
+  shards: Shard[];
+}
+
+export interface LimitViolation {
+  limit: string;
+  allowed: unknown;
+  requested: unknown;
+  set_by?: string;
+}
+
+export interface Stability {
+  cv: number;
+  mean_rps: number;
+  from_s: number;
+  to_s: number;
+  seconds: number;
+  limit: number;
+  unstable: boolean;
+  causes?: string[];
+  note?: string;
+}
+
+export interface LiveLabel {
+  name: string;
+  requests: number;
+  rps: number;
+  errors: number;
+  p50_ms: number;
+  p95_ms: number;
+  p99_ms: number;
+}
+
+export interface LiveSecond {
+  index: number;
+  elapsed_s: number;
+  duration_s?: number;
+  requests: number;
+  rps: number;
+  p50_ms: number;
+  p95_ms: number;
+  p99_ms: number;
+  errors: Record<string, number>;
+  active_vus: number;
+  agents: { shard_id: string; cpu: number; active_vus: number; late: number; dropped: number }[];
+  stability?: Stability;
+  labels?: LiveLabel[];
+}
+
+export interface LabelSummary {
+  name: string;
+  count: number;
+  rps: number;
+  error_rate: number;
+  bytes_in: number;
+  bytes_out: number;
+  min_ms: number;
+  mean_ms: number;
+  p50_ms: number;
+  p90_ms: number;
+  p95_ms: number;
+  p99_ms: number;
+  max_ms: number;
+}
+
+export interface ThresholdResult {
+  check: string;
+  request?: string;
+  abort?: boolean;
+  observed: number;
+  worst_window?: boolean;
+  passed: boolean;
+}
+
+export interface Verdict {
+  generator_limited: boolean;
+  reasons?: string[];
+  target_limited?: boolean;
+  target_reasons?: string[];
+}
+
+export interface RunSummary {
+  state?: RunState;
+  reason?: string;
+  incomplete?: { missing_requests: number; agents: { agent: string; state: string; reason: string; from_s: number }[] };
+  elapsed_s: number;
+  seconds: number;
+  total: LabelSummary;
+  requests: LabelSummary[];
+  groups: LabelSummary[];
+  errors: Record<string, number>;
+  error_samples?: { label: string; class: string; message: string; count: number }[];
+  checks?: { request: string; name: string; passes: number; fails: number }[];
+  thresholds: ThresholdResult[];
+  stability?: Stability;
+  verdict: Verdict;
+  agents: { shard_id: string; agent_id?: string; state: string; reason: string; requests: number; seconds: number; late_start_ms: number }[];
+}
+
+export interface SeriesLabel {
+  name: string;
+  kind: string;
+  count: number;
+  errors: Record<string, number>;
+  p50_ms: number;
+  p95_ms: number;
+  p99_ms: number;
+  max_ms: number;
+}
+
+export interface RunSeries {
+  seconds: { index: number; labels: SeriesLabel[] }[];
+}
+
+export type Change = "improved" | "regressed" | "unchanged";
+
+export interface FigureChange {
+  metric: "rps" | "p50_ms" | "p95_ms" | "p99_ms" | "error_rate";
+  base: number;
+  new: number;
+  change: number;
+  noise: number;
+  tolerance: number;
+  verdict: Change;
+}
+
+export interface LabelComparison {
+  name: string;
+  changes: FigureChange[];
+  verdict: Change;
+}
+
+export interface RunComparison {
+  total: LabelComparison;
+  requests: LabelComparison[];
+  only?: string[];
+  verdict: Change;
 }

@@ -1,44 +1,85 @@
 // The portal: a client of the public API, served by barrage serve at /. Pages are chosen by
 // the path (the server answers index.html for every path of the portal); signing in sets the
 // session's cookies, which no script here can read.
-import { render } from "preact";
+import { render, type VNode } from "preact";
 import { useEffect, useState } from "preact/hooks";
 import { call, onSignedOut, type BrowserSession, type User } from "./api";
+import { Link, navigate, onNavigate } from "./nav";
 import { LicensePage, PasswordPage, TokensPage } from "./pages/account";
 import { SignIn, SignUp } from "./pages/auth";
+import { DebugPage } from "./pages/debug";
+import { EditorPage } from "./pages/editor";
+import { ImportPage } from "./pages/import";
+import { LaunchPage } from "./pages/launch";
+import { ComparePage, RunPage } from "./pages/run";
+import { RunsPage } from "./pages/runs";
+import { TestPage, TestsPage } from "./pages/tests";
 
-const pages: { path: string; title: string }[] = [
+/** The main navigation's pages; a page under one of them marks it current. */
+const sections: { path: string; title: string }[] = [
+  { path: "/tests", title: "Tests" },
+  { path: "/runs", title: "Runs" },
   { path: "/", title: "License" },
   { path: "/tokens", title: "API tokens" },
   { path: "/password", title: "Password" },
 ];
 
-function App() {
-  const [path, setPath] = useState(location.pathname);
-  const [user, setUser] = useState<User | null | undefined>(undefined); // undefined: not known yet
-  const go = (to: string) => {
-    if (to !== location.pathname) history.pushState(null, "", to);
-    setPath(to);
-  };
+const uuid = "([0-9a-f-]{36})";
+
+/** routes are the signed-in pages, by their path; the first that matches draws the page. */
+const routes: { re: RegExp; page: (m: string[], q: URLSearchParams, user: User) => VNode }[] = [
+  { re: /^\/tests$/, page: () => <TestsPage /> },
+  { re: /^\/tests\/new$/, page: () => <EditorPage /> },
+  { re: /^\/tests\/import$/, page: () => <ImportPage /> },
+  { re: new RegExp(`^/tests/${uuid}$`), page: (m) => <TestPage id={m[1]} /> },
+  { re: new RegExp(`^/tests/${uuid}/edit$`), page: (m) => <EditorPage id={m[1]} /> },
+  { re: new RegExp(`^/tests/${uuid}/debug$`), page: (m) => <DebugPage id={m[1]} /> },
+  { re: new RegExp(`^/tests/${uuid}/run$`), page: (m) => <LaunchPage id={m[1]} /> },
+  { re: /^\/runs$/, page: (_, q) => <RunsPage query={q} /> },
+  { re: new RegExp(`^/runs/${uuid}$`), page: (m) => <RunPage id={m[1]} /> },
+  { re: new RegExp(`^/runs/${uuid}/compare$`), page: (m, q) => <ComparePage id={m[1]} base={q.get("base") ?? ""} /> },
+  { re: /^\/tokens$/, page: () => <TokensPage /> },
+  { re: /^\/$/, page: (_, __, user) => <LicensePage user={user} /> },
+];
+
+function NotFound() {
   useEffect(() => {
-    const back = () => setPath(location.pathname);
+    document.title = "Not found · Barrage";
+  }, []);
+  return (
+    <main>
+      <h1>Not found</h1>
+      <p>
+        The portal has no page here. <Link href="/tests">Your tests</Link>
+      </p>
+    </main>
+  );
+}
+
+function App() {
+  const [where, setWhere] = useState(location.pathname + location.search);
+  const [user, setUser] = useState<User | null | undefined>(undefined); // undefined: not known yet
+  useEffect(() => {
+    const back = () => setWhere(location.pathname + location.search);
     addEventListener("popstate", back);
+    onNavigate(setWhere);
     onSignedOut(() => setUser(null));
     call<User>("GET", "/v1/me").then(setUser, () => setUser(null));
     return () => removeEventListener("popstate", back);
   }, []);
+  const url = new URL(where, location.origin);
+  const path = url.pathname;
   useEffect(() => {
-    const page = pages.find((p) => p.path === path);
-    const title = user === null ? (path === "/signup" ? "Sign up" : "Sign in") : page?.title;
-    document.title = title ? `${title} · Barrage` : "Barrage";
+    if (user === null) document.title = `${path === "/signup" ? "Sign up" : "Sign in"} · Barrage`;
   }, [path, user]);
 
   if (user === undefined) return <main aria-busy="true" />;
   const signedIn = (s: BrowserSession) => {
     setUser(s.user);
-    go("/");
+    navigate(path === "/signin" || path === "/signup" ? "/tests" : where, true);
   };
   if (user === null) {
+    const go = (to: string) => navigate(to);
     return path === "/signup" ? <SignUp onSignedIn={signedIn} go={go} /> : <SignIn onSignedIn={signedIn} go={go} />;
   }
   async function signOut() {
@@ -46,36 +87,37 @@ function App() {
       await call("DELETE", "/v1/auth/session");
     } finally {
       setUser(null);
-      go("/signin");
+      navigate("/signin");
     }
   }
-  let page;
-  switch (path) {
-    case "/tokens":
-      page = <TokensPage />;
-      break;
-    case "/password":
-      page = <PasswordPage onChanged={() => { setUser(null); go("/signin"); }} />;
-      break;
-    default:
-      page = <LicensePage user={user} />;
+  let page: VNode | undefined;
+  if (path === "/password") {
+    page = <PasswordPage onChanged={() => { setUser(null); navigate("/signin"); }} />;
+  } else if (path === "/signin" || path === "/signup") {
+    page = routes[routes.length - 1].page([], url.searchParams, user);
   }
+  for (const r of routes) {
+    if (page) break;
+    const m = r.re.exec(path);
+    if (m) page = r.page(m, url.searchParams, user);
+  }
+  const current = sections.find((s) => (s.path === "/" ? path === "/" : path === s.path || path.startsWith(s.path + "/")));
   return (
     <>
+      <a class="skip" href="#main">Skip to the page</a>
       <header>
         <nav aria-label="Main">
           <strong class="brand">Barrage</strong>
-          {pages.map((p) => (
-            <a key={p.path} href={p.path} aria-current={p.path === path ? "page" : undefined}
-              onClick={(e) => { e.preventDefault(); go(p.path); }}>
-              {p.title}
-            </a>
+          {sections.map((s) => (
+            <Link key={s.path} href={s.path} aria-current={s === current ? "page" : undefined}>
+              {s.title}
+            </Link>
           ))}
           <span class="who">{user.name}</span>
           <button type="button" class="secondary" onClick={signOut}>Sign out</button>
         </nav>
       </header>
-      {page}
+      <div id="main" key={path}>{page ?? <NotFound />}</div>
     </>
   );
 }

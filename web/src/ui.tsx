@@ -1,24 +1,25 @@
 // Pieces every page uses: a labelled field that shows the server's reason for it, a form's
 // general error, and how numbers and sizes read.
 import type { ComponentChildren, InputHTMLAttributes } from "preact";
-import { useId, useState } from "preact/hooks";
+import { useEffect, useId, useState } from "preact/hooks";
 import { Problem } from "./api";
 
-/** Field is a labelled input; error is the server's reason for it, shown under it. */
-export function Field(props: {
+/** Labelled is a control with its label, and under it the server's reason against it (error)
+ * or a hint; control draws the control given its id and the id of what describes it. */
+function Labelled(props: {
   label: string;
   error?: string;
   hint?: string;
-} & InputHTMLAttributes<HTMLInputElement>) {
-  const { label, error, hint, ...input } = props;
+  control: (id: string, describedBy?: string) => ComponentChildren;
+}) {
   const id = useId();
-  const note = error ?? hint;
+  const note = props.error ?? props.hint;
   return (
-    <div class={error ? "field invalid" : "field"}>
-      <label for={id}>{label}</label>
-      <input id={id} aria-invalid={error ? true : undefined} aria-describedby={note ? id + "-note" : undefined} {...input} />
+    <div class={props.error ? "field invalid" : "field"}>
+      <label for={id}>{props.label}</label>
+      {props.control(id, note ? id + "-note" : undefined)}
       {note && (
-        <p id={id + "-note"} class={error ? "error" : "hint"}>
+        <p id={id + "-note"} class={props.error ? "error" : "hint"}>
           {note}
         </p>
       )}
@@ -26,11 +27,22 @@ export function Field(props: {
   );
 }
 
+/** Field is a labelled input; error is the server's reason for it, shown under it. */
+export function Field(props: { label: string; error?: string; hint?: string } & InputHTMLAttributes<HTMLInputElement>) {
+  const { label, error, hint, ...input } = props;
+  return <Labelled label={label} error={error} hint={hint}
+    control={(id, note) => <input id={id} aria-invalid={error ? true : undefined} aria-describedby={note} {...input} />} />;
+}
+
 /** Failure says what went wrong with a whole form: the problem's detail, or its title. */
 export function Failure(props: { error: unknown }) {
   const e = props.error;
   if (!e) return null;
-  const text = e instanceof Problem ? e.detail || e.title : "The server could not be reached: " + String(e);
+  const text =
+    e instanceof Problem ? e.detail || e.title
+    : e instanceof TypeError ? "The server could not be reached: " + e.message
+    : e instanceof Error ? e.message
+    : String(e);
   return (
     <p class="failure" role="alert">
       {text}
@@ -94,4 +106,109 @@ export function duration(s: number): string {
 
 export function date(iso: string): string {
   return new Date(iso).toLocaleString();
+}
+
+/** useLoad fetches what a page shows when its inputs change; reload fetches it again. */
+export function useLoad<T>(load: () => Promise<T>, deps: unknown[]) {
+  const [data, setData] = useState<T | undefined>(undefined);
+  const [error, setError] = useState<unknown>(null);
+  const [n, setN] = useState(0);
+  useEffect(() => {
+    let live = true;
+    setError(null);
+    load().then(
+      (d) => live && setData(d),
+      (e) => live && setError(e),
+    );
+    return () => {
+      live = false;
+    };
+  }, [...deps, n]);
+  return { data, error, reload: () => setN((x) => x + 1), set: setData };
+}
+
+/** Select is a labelled choice among options, each a value and what it reads. */
+export function Select(props: {
+  label: string;
+  value: string;
+  options: [string, string][];
+  onChange: (v: string) => void;
+  error?: string;
+  hint?: string;
+}) {
+  return <Labelled label={props.label} error={props.error} hint={props.hint} control={(id, note) => (
+    <select id={id} value={props.value} aria-describedby={note} onChange={(e) => props.onChange((e.target as HTMLSelectElement).value)}>
+      {props.options.map(([v, text]) => <option key={v} value={v}>{text}</option>)}
+    </select>
+  )} />;
+}
+
+/** ms reads a time in milliseconds: 0.42 ms, 12.3 ms, 1,204 ms. */
+export function ms(v: number | undefined): string {
+  if (v === undefined || !isFinite(v)) return "–";
+  if (v < 1) return `${v.toFixed(2)} ms`;
+  if (v < 100) return `${v.toFixed(1)} ms`;
+  return `${Math.round(v).toLocaleString()} ms`;
+}
+
+/** pct reads a fraction as a percentage: 0.0123 is 1.23%. */
+export function pct(v: number | undefined): string {
+  if (v === undefined || !isFinite(v)) return "–";
+  if (v === 0) return "0%";
+  return `${(v * 100).toFixed(v < 0.01 ? 2 : 1)}%`;
+}
+
+/** num reads a count or a rate: 1,234 or 12.5. */
+export function num(v: number | undefined, digits = 0): string {
+  if (v === undefined || !isFinite(v)) return "–";
+  return v.toLocaleString(undefined, { maximumFractionDigits: digits, minimumFractionDigits: digits });
+}
+
+/** clock reads seconds as m:ss or h:mm:ss. */
+export function clock(s: number): string {
+  s = Math.max(0, Math.floor(s));
+  const h = Math.floor(s / 3600);
+  const m = Math.floor((s % 3600) / 60);
+  const sec = String(s % 60).padStart(2, "0");
+  return h ? `${h}:${String(m).padStart(2, "0")}:${sec}` : `${m}:${sec}`;
+}
+
+/** Tone is how a state or a verdict reads: good, bad, a warning, or neither. */
+export type Tone = "good" | "bad" | "warn" | "neutral";
+
+/** Badge shows a short state in its tone, in words (colour is never the only sign). */
+export function Badge(props: { tone: Tone; children: ComponentChildren }) {
+  return <span class={`badge ${props.tone}`}>{props.children}</span>;
+}
+
+/** A column's heading; a numeric column's (num) is set right, as its figures are. */
+export type Col = string | { text: string; num: true };
+
+export function numeric(text: string): Col {
+  return { text, num: true };
+}
+
+/** Table is a table that scrolls sideways on a narrow screen, with a caption for those who do
+ * not see it and its columns' headings; children are its rows. */
+export function Table(props: { caption: string; cols: Col[]; children: ComponentChildren }) {
+  return (
+    <div class="scroll">
+      <table>
+        <caption class="visually-hidden">{props.caption}</caption>
+        <thead>
+          <tr>
+            {props.cols.map((c, i) => {
+              const text = typeof c === "string" ? c : c.text;
+              return (
+                <th key={i} scope="col" class={typeof c === "string" ? undefined : "n"}>
+                  {text || <span class="visually-hidden">Actions</span>}
+                </th>
+              );
+            })}
+          </tr>
+        </thead>
+        <tbody>{props.children}</tbody>
+      </table>
+    </div>
+  );
 }

@@ -1,5 +1,6 @@
 // The account: the license and what is in use of it, personal API tokens, the password.
 import { useEffect, useState } from "preact/hooks";
+import { useTitle } from "../nav";
 import { call, type APIToken, type MyLicense, type Page, type User } from "../api";
 import { Failure, Field, Section, date, duration, fieldError, size, useSubmit } from "../ui";
 
@@ -12,6 +13,7 @@ const quotaNames: Record<string, string> = {
 };
 
 export function LicensePage(props: { user: User }) {
+  useTitle("License");
   const [lic, setLic] = useState<MyLicense | null>(null);
   const [error, setError] = useState<unknown>(null);
   useEffect(() => {
@@ -81,6 +83,7 @@ export function LicensePage(props: { user: User }) {
 const scopes = ["read", "write", "plugins:write"] as const;
 
 export function TokensPage() {
+  useTitle("API tokens");
   const [tokens, setTokens] = useState<APIToken[] | null>(null);
   const [error, setError] = useState<unknown>(null);
   const [name, setName] = useState("");
@@ -172,6 +175,7 @@ export function TokensPage() {
 }
 
 export function PasswordPage(props: { onChanged: () => void }) {
+  useTitle("Password");
   const [form, setForm] = useState({ current_password: "", new_password: "", revoke_tokens: false });
   const { submit, busy, error } = useSubmit(async () => {
     await call("PATCH", "/v1/me", form);

@@ -1,0 +1,202 @@
+// Tests: the list, and a test's page with its revisions (and the difference between two), its
+// data files and its runs.
+import { useState } from "preact/hooks";
+import { Raw, call, type Page, type Run, type Test, type TestRevision } from "../api";
+import { diffLines } from "../diff";
+import { Link, navigate, useTitle } from "../nav";
+import { Failure, Field, Section, date, size, useLoad, useSubmit, fieldError, Table, numeric } from "../ui";
+import { RunVerdict, RunsTable } from "./runs";
+
+export function TestsPage() {
+  useTitle("Tests");
+  const [more, setMore] = useState<string[]>([]);
+  const tests = useLoad(async () => {
+    let page = await call<Page<Test>>("GET", "/v1/tests?limit=50");
+    const items = [...page.items];
+    for (const cursor of more) {
+      page = await call<Page<Test>>("GET", `/v1/tests?limit=50&cursor=${encodeURIComponent(cursor)}`);
+      items.push(...page.items);
+    }
+    return { items, next: page.next_cursor };
+  }, [more.length]);
+  return (
+    <main>
+      <h1>Tests</h1>
+      <p class="actions">
+        <Link class="button" href="/tests/new">Write a test</Link>
+        <Link class="button secondary" href="/tests/import">Import a HAR recording</Link>
+      </p>
+      <Failure error={tests.error} />
+      {tests.data && tests.data.items.length === 0 && (
+        <p>
+          No tests yet. Write one in YAML (a working example is filled in to start from), or import what your
+          browser recorded of a visit to your site.
+        </p>
+      )}
+      {tests.data && tests.data.items.length > 0 && (
+        <Table caption="Your tests" cols={["Name", numeric("Revision"), "Last run", "Its verdict", "Last change"]}>
+              {tests.data.items.map((t) => (
+                <tr key={t.id}>
+                  <td><Link href={`/tests/${t.id}`}>{t.name}</Link></td>
+                  <td class="n">{t.latest_revision}</td>
+                  <td>{t.last_run ? <Link href={`/runs/${t.last_run.id}`}>{date(t.last_run.created_at)}</Link> : "never"}</td>
+                  <td>{t.last_run && <RunVerdict state={t.last_run.state} outcome={t.last_run.outcome} />}</td>
+                  <td>{date(t.updated_at)}</td>
+                </tr>
+              ))}
+        </Table>
+      )}
+      {tests.data?.next && (
+        <button type="button" class="secondary" onClick={() => setMore([...more, tests.data!.next!])}>More tests</button>
+      )}
+    </main>
+  );
+}
+
+export function TestPage(props: { id: string }) {
+  const test = useLoad(() => call<Test>("GET", `/v1/tests/${props.id}`), [props.id]);
+  const revisions = useLoad(() => call<{ items: TestRevision[] }>("GET", `/v1/tests/${props.id}/revisions`), [props.id]);
+  const runs = useLoad(() => call<Page<Run>>("GET", `/v1/runs?test_id=${props.id}&limit=20`), [props.id]);
+  useTitle(test.data?.name ?? "Test");
+  const del = useSubmit(async () => {
+    if (!confirm(`Delete the test ${test.data?.name}, its revisions and data files? Its runs stay.`)) return;
+    await call("DELETE", `/v1/tests/${props.id}`);
+    navigate("/tests");
+  });
+  if (test.error) return <main><h1>Test</h1><Failure error={test.error} /></main>;
+  const t = test.data;
+  if (!t) return <main aria-busy="true" />;
+  return (
+    <main>
+      <h1>{t.name}</h1>
+      <p class="hint">
+        Revision {t.latest_revision}, saved {date(t.updated_at)}; created {date(t.created_at)}.
+      </p>
+      <p class="actions">
+        <Link class="button" href={`/tests/${t.id}/run`}>Run</Link>
+        <Link class="button secondary" href={`/tests/${t.id}/debug`}>Debug one iteration</Link>
+        <Link class="button secondary" href={`/tests/${t.id}/edit`}>Edit</Link>
+      </p>
+      <Section title="Runs">
+        <Failure error={runs.error} />
+        {runs.data && <RunsTable runs={runs.data.items} caption={`Runs of ${t.name}`} />}
+        {runs.data?.next_cursor && <Link href={`/runs?test=${t.id}`}>Every run of this test</Link>}
+      </Section>
+      <Section title="Revisions">
+        <Failure error={revisions.error} />
+        {revisions.data && <Revisions id={t.id} revisions={revisions.data.items} />}
+      </Section>
+      <Section title="Data files">
+        <Files test={t} onChange={test.reload} />
+      </Section>
+      <Section title="Delete">
+        <form onSubmit={del.submit}>
+          <p class="hint">Deleting the test deletes its revisions and data files; scripts generated from it, and their runs, stay.</p>
+          <Failure error={del.error} />
+          <button type="submit" class="danger" disabled={del.busy}>Delete this test</button>
+        </form>
+      </Section>
+    </main>
+  );
+}
+
+function Revisions(props: { id: string; revisions: TestRevision[] }) {
+  const revs = props.revisions;
+  const [from, setFrom] = useState(revs.length > 1 ? revs[1].revision : 0);
+  const [to, setTo] = useState(revs.length > 0 ? revs[0].revision : 0);
+  const [shown, setShown] = useState<number | null>(null);
+  const source = (rev: number) => call<TestRevision>("GET", `/v1/tests/${props.id}/revisions/${rev}`).then((r) => r.source ?? "");
+  const diff = useLoad(async () => {
+    if (!from || !to || from === to) return null;
+    const [a, b] = await Promise.all([source(from), source(to)]);
+    return diffLines(a, b);
+  }, [props.id, from, to]);
+  const one = useLoad(async () => (shown ? source(shown) : null), [props.id, shown]);
+  return (
+    <>
+      <Table caption="Revisions" cols={["Revision", "Saved", "Format", numeric("Size"), "Compare from", "to"]}>
+            {revs.map((r) => (
+              <tr key={r.revision}>
+                <td>
+                  <button type="button" class="link" aria-pressed={shown === r.revision} onClick={() => setShown(shown === r.revision ? null : r.revision)}>
+                    {r.revision}
+                  </button>
+                </td>
+                <td>{date(r.created_at)}</td>
+                <td>{r.format.toUpperCase()}</td>
+                <td class="n">{size(r.size)}</td>
+                <td><input type="radio" name="from" aria-label={`compare from revision ${r.revision}`} checked={from === r.revision} onChange={() => setFrom(r.revision)} /></td>
+                <td><input type="radio" name="to" aria-label={`compare to revision ${r.revision}`} checked={to === r.revision} onChange={() => setTo(r.revision)} /></td>
+              </tr>
+            ))}
+      </Table>
+      {shown !== null && one.data !== undefined && one.data !== null && (
+        <figure>
+          <figcaption>Revision {shown}</figcaption>
+          <pre class="source">{one.data}</pre>
+        </figure>
+      )}
+      <Failure error={diff.error || one.error} />
+      {diff.data && (
+        <figure>
+          <figcaption>From revision {from} to revision {to}</figcaption>
+          <pre class="diff" aria-label={`Changes from revision ${from} to ${to}`}>
+            {diff.data.map((l, i) => (
+              <span key={i} class={l.op === "+" ? "add" : l.op === "-" ? "del" : undefined}>
+                {l.op === "+" ? "+ " : l.op === "-" ? "- " : "  "}
+                {l.text}
+                {"\n"}
+              </span>
+            ))}
+          </pre>
+        </figure>
+      )}
+    </>
+  );
+}
+
+function Files(props: { test: Test; onChange: () => void }) {
+  const t = props.test;
+  const [name, setName] = useState("");
+  const [file, setFile] = useState<File | null>(null);
+  const up = useSubmit(async () => {
+    if (!file) throw new Error("choose a file");
+    await call("PUT", `/v1/tests/${t.id}/files/${encodeURIComponent(name || file.name)}`, new Raw(file, "application/octet-stream"));
+    setName("");
+    props.onChange();
+  });
+  const del = async (n: string) => {
+    if (!confirm(`Delete the data file ${n}?`)) return;
+    await call("DELETE", `/v1/tests/${t.id}/files/${encodeURIComponent(n)}`);
+    props.onChange();
+  };
+  return (
+    <>
+      {t.files.length === 0 ? (
+        <p>No data files. A script's data variable reads a CSV file by its name; upload it here.</p>
+      ) : (
+        <Table caption="Data files" cols={["Name", numeric("Size"), "Uploaded", ""]}>
+            {t.files.map((f) => (
+              <tr key={f.name}>
+                <td><a href={`/v1/tests/${t.id}/files/${encodeURIComponent(f.name)}`} download={f.name}>{f.name}</a></td>
+                <td class="n">{size(f.size)}</td>
+                <td>{f.updated_at && date(f.updated_at)}</td>
+                <td><button type="button" class="secondary" onClick={() => del(f.name)}>Delete {f.name}</button></td>
+              </tr>
+            ))}
+        </Table>
+      )}
+      <form onSubmit={up.submit}>
+        <div class="field">
+          <label for="data-file">Upload a data file</label>
+          <input id="data-file" type="file" required onChange={(e) => setFile((e.target as HTMLInputElement).files?.[0] ?? null)} />
+        </div>
+        <Field label="Its name in the script" hint="Default: the file's own name." value={name}
+          error={fieldError(up.error, "name")} pattern="[A-Za-z0-9_][A-Za-z0-9._\-]{0,99}"
+          onInput={(e) => setName((e.target as HTMLInputElement).value)} />
+        <Failure error={up.error} />
+        <button type="submit" disabled={up.busy}>Upload</button>
+      </form>
+    </>
+  );
+}
