@@ -163,8 +163,10 @@ func (b *Browser) event(ev any) {
 		}
 	case *cdplog.EventEntryAdded:
 		e := ev.Entry
-		// The API's answers are the page's values, not its errors.
-		if e.Level == cdplog.EntryLevelError && !(e.Source == cdplog.EntrySourceNetwork && strings.HasPrefix(e.URL, b.base+"/v1/")) {
+		// The API's answers are the page's values, not its errors; and /favicon.ico is
+		// Chromium's own request, which the page did not make (the portal names no icon).
+		answer := e.Source == cdplog.EntrySourceNetwork && (strings.HasPrefix(e.URL, b.base+"/v1/") || strings.HasSuffix(e.URL, "/favicon.ico"))
+		if e.Level == cdplog.EntryLevelError && !answer {
 			b.problem(fmt.Sprintf("%s error: %s (%s)", e.Source, e.Text, e.URL))
 		}
 	case *runtime.EventBindingCalled:
