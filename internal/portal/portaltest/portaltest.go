@@ -7,6 +7,16 @@
 //
 // The API's own answers are not the page's errors: a 401 or a 404 from /v1 is a value the page
 // handles, and tests assert those statuses themselves (WaitAnswer, Fetch).
+//
+// A page's test reads as its steps:
+//
+//	b := portaltest.New(t, serverURL)
+//	b.Go("/signin")
+//	b.Fill("Email", "ada@example.com")
+//	b.Fill("Password", "a long password")
+//	b.Click("Sign in")
+//	b.WaitTitle("License · Barrage")
+//	b.Inspect("license") // 1280 and 390 px: no sideways scroll, a screenshot, axe
 package portaltest
 
 import (
