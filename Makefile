@@ -10,10 +10,11 @@ TOOLS   := $(GO) tool -modfile=tools/go.mod
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 REDOC_VERSION ?= 2.5.4
 UPLOT_VERSION ?= 1.6.32
+AXE_VERSION ?= 4.14.1
 GENERATED := api internal/postgres/dbsqlc sdk/proto sdk/python/barrage_plugin/v1 internal/portal/dist
 
 .DEFAULT_GOAL := help
-.PHONY: help run build test generate portal verify lint vulncheck contract k8s-check bench bench-smoke docs-assets report-assets clean
+.PHONY: help run build test generate portal verify lint vulncheck contract k8s-check bench bench-smoke docs-assets report-assets axe-assets clean
 
 help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z0-9-]+:.*## / {printf "  %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -26,7 +27,7 @@ run: ## serve on http://127.0.0.1:8080 with the shared demo agent, and an embedd
 build: ## build a static bin/barrage
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w -X main.version=$(VERSION)" -o bin/barrage ./cmd/barrage
 
-test: ## run every test; needs no PostgreSQL (TEST_DATABASE_URL, Docker, else an embedded one)
+test: ## run every test; needs no PostgreSQL (TEST_DATABASE_URL, Docker, else an embedded one); the portal's screenshots go to $BARRAGE_ARTIFACTS/portal
 	@# The end-to-end package starts real servers, agents and PostgreSQL: past go test's 10 minutes on 2 cores.
 	$(GO) test -race -count=1 -timeout 30m ./...
 	cd sdk && $(GO) test -race -count=1 ./...
@@ -97,6 +98,13 @@ report-assets: ## refresh the reports' embedded uPlot from npm (UPLOT_VERSION=x.
 	cp .uplot/package/dist/uPlot.iife.min.js .uplot/package/dist/uPlot.min.css internal/report/assets/
 	cp .uplot/package/LICENSE internal/report/assets/UPLOT-LICENSE
 	rm -rf .uplot
+
+axe-assets: ## refresh the portal's browser tests' axe-core from npm (AXE_VERSION=x.y.z)
+	rm -rf .axe && mkdir .axe && cd .axe && npm pack axe-core@$(AXE_VERSION) --silent >/dev/null && tar xzf axe-core-$(AXE_VERSION).tgz
+	cp .axe/package/axe.min.js internal/portal/portaltest/testdata/
+	cp .axe/package/LICENSE internal/portal/portaltest/testdata/AXE-LICENSE
+	cp .axe/package/LICENSE-3RD-PARTY.txt internal/portal/portaltest/testdata/AXE-LICENSE-3RD-PARTY.txt
+	rm -rf .axe
 
 clean: ## remove build output (keeps the .barrage data folder)
 	rm -rf bin

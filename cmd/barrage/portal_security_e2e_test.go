@@ -1,0 +1,236 @@
+package main_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/barrage-load/barrage/internal/portal/portaltest"
+)
+
+// What the portal must refuse, in the browser: its session's tokens out of a script's reach,
+// another site's forms and scripts, a request without the CSRF token, a script planted in any
+// text it shows, and another user's things.
+
+// xssStrings would run a script wherever a page inserted them as HTML, in text or in an
+// attribute.
+var xssStrings = []string{
+	`<img src=x onerror="window.__xss=1">`,
+	`<script>window.__xss=1</script>`,
+	`"><svg onload="window.__xss=1">`,
+}
+
+// shown is a string a user controls and a page of the portal shows: how to plant it for the
+// user signed in to the browser, and the page that shows it. The pages of tests, runs and
+// requests add theirs: test names, request names, headers, bodies, error samples.
+type shown struct {
+	what  string
+	plant func(t *testing.T, b *portaltest.Browser, s string)
+	page  string
+}
+
+func TestPortalRefusesWhatItMust(t *testing.T) {
+	s := newPortalUser(t)
+	const email, password = "vic@example.com", "victims long password"
+	vic := t.TempDir()
+	mustCLI(t, s.p, vic, password+"\n", "signup", "--code", s.code, "--email", email, "--name", "Vic")
+	mustCLI(t, s.p, vic, password+"\n", "login", "--email", email)
+	bearer := strings.TrimSpace(mustCLI(t, s.p, vic, "", "tokens", "create", "--name", "cli", "--scopes", "read"))
+
+	t.Run("the session's cookies are out of the page's scripts' reach", func(t *testing.T) {
+		b := portaltest.New(t, s.p.url)
+		signIn(b, email, password)
+		jar := portaltest.Eval[string](b, `document.cookie`)
+		require.Contains(t, jar, "barrage_csrf=")
+		require.NotContains(t, jar, "barrage_access")
+		require.NotContains(t, jar, "barrage_refresh")
+		// The browser has them, and sends them: the session works.
+		httpOnly := map[string]bool{}
+		for _, c := range b.Cookies("/v1/auth/session") {
+			httpOnly[c.Name] = c.HTTPOnly
+		}
+		require.Equal(t, map[string]bool{"barrage_access": true, "barrage_refresh": true, "barrage_csrf": false}, httpOnly)
+		status, body := b.Fetch("GET", "/v1/me", "", false)
+		require.Equal(t, http.StatusOK, status, body)
+	})
+
+	t.Run("another site's form and script change nothing", func(t *testing.T) {
+		b := portaltest.New(t, s.p.url)
+		signIn(b, email, password)
+		before := tokenNames(t, s.p, bearer)
+		evil := attackerSite(t, s.p.url, "127.0.0.1:0")
+		_, evilPort, err := net.SplitHostPort(strings.TrimPrefix(evil, "http://"))
+		require.NoError(t, err)
+		for _, site := range []struct {
+			name, url string
+			want      int
+		}{
+			// Same site (an address is its own site, whatever the port), another origin: the
+			// SameSite cookies go with the request, and the server refuses its Origin.
+			{"127.0.0.1, another port", evil, http.StatusForbidden},
+			// Other sites: the browser does not send the SameSite=Strict cookies at all.
+			{"127.0.0.2", attackerSite(t, s.p.url, "127.0.0.2:0"), http.StatusUnauthorized},
+			{"localhost", "http://localhost:" + evilPort, http.StatusUnauthorized},
+		} {
+			target := s.p.url + "/v1/tokens"
+			b.Go(site.url + "/form")
+			require.Equal(t, site.want, b.WaitAnswer("POST", target), "a form posted from %s", site.name)
+
+			b.Go(site.url + "/")
+			require.Equal(t, "opaque", portaltest.Eval[string](b, fmt.Sprintf(`fetch(%q, { method: "POST", mode: "no-cors", credentials: "include",
+				headers: { "Content-Type": "text/plain" }, body: '{"name":"fetched","scopes":["read","write"]}' }).then((r) => r.type)`, target)))
+			require.Equal(t, site.want, b.WaitAnswer("POST", target), "a fetch from %s", site.name)
+
+			// A JSON body needs the server's consent (CORS), which it never gives.
+			cors := b.Expect("CORS policy")
+			require.Equal(t, "refused", portaltest.Eval[string](b, fmt.Sprintf(`fetch(%q, { method: "POST", credentials: "include",
+				headers: { "Content-Type": "application/json" }, body: '{"name":"cors","scopes":["read"]}' }).then(() => "sent", () => "refused")`, target)))
+			cors.Wait()
+		}
+		require.Equal(t, before, tokenNames(t, s.p, bearer), "no token was made")
+	})
+
+	t.Run("a request without the CSRF token is refused", func(t *testing.T) {
+		b := portaltest.New(t, s.p.url)
+		signIn(b, email, password)
+		b.Go("/tokens")
+		b.WaitTitle("API tokens · Barrage")
+		before := tokenNames(t, s.p, bearer)
+		status, body := b.Fetch("POST", "/v1/tokens", `{"name":"no csrf","scopes":["read"]}`, false)
+		require.Equal(t, http.StatusForbidden, status, body)
+		require.Equal(t, before, tokenNames(t, s.p, bearer))
+		// The same request with the token is the portal's own, and is made.
+		status, body = b.Fetch("POST", "/v1/tokens", `{"name":"with csrf","scopes":["read"]}`, true)
+		require.Equal(t, http.StatusCreated, status, body)
+		require.Contains(t, tokenNames(t, s.p, bearer), "with csrf")
+	})
+
+	t.Run("a script in any text the portal shows does not run", func(t *testing.T) {
+		b := portaltest.New(t, s.p.url)
+		signIn(b, email, password)
+		users := 0
+		for _, row := range []shown{
+			{"the name given at sign-up", func(t *testing.T, b *portaltest.Browser, name string) {
+				users++
+				email := fmt.Sprintf("xss%d@example.com", users)
+				mustCLI(t, s.p, t.TempDir(), password+"\n", "signup", "--code", invite(t, s.p, s.admin), "--email", email, "--name", name)
+				b.Click("Sign out")
+				b.WaitTitle("Sign in · Barrage")
+				signIn(b, email, password)
+			}, "/"},
+			{"a personal API token's name", func(t *testing.T, b *portaltest.Browser, name string) {
+				body, _ := json.Marshal(map[string]any{"name": name, "scopes": []string{"read"}})
+				status, answer := b.Fetch("POST", "/v1/tokens", string(body), true)
+				require.Equal(t, http.StatusCreated, status, answer)
+			}, "/tokens"},
+			{"the user's name, changed", func(t *testing.T, b *portaltest.Browser, name string) {
+				body, _ := json.Marshal(map[string]any{"name": name})
+				status, answer := b.Fetch("PATCH", "/v1/me", string(body), true)
+				require.Equal(t, http.StatusOK, status, answer)
+			}, "/password"},
+		} {
+			for _, x := range xssStrings {
+				x += " · " + row.what // one of its kind on the page
+				row.plant(t, b, x)
+				b.Go(row.page)
+				b.WaitText(x) // as text, literally
+				require.True(t, portaltest.Eval[bool](b, `window.__xss === undefined && !document.querySelector("[onerror], [onload]")
+					&& [...document.scripts].every((s) => new URL(s.src).pathname === "/assets/app.js")`), "%s on %s", x, row.page)
+			}
+		}
+		b.Inspect("xss")
+
+		// And were a page to insert one as HTML, its Content-Security-Policy would not run it:
+		// the same HTML runs on a page without one.
+		b.Go("/")
+		b.WaitTitle("License · Barrage")
+		csp := b.Expect("Content Security Policy")
+		const inject = `document.body.insertAdjacentHTML("beforeend", '<img src="data:," onerror="window.__xssImg=1">');
+			const s = document.createElement("script"); s.textContent = "window.__xssScript=1"; document.body.append(s)`
+		portaltest.Eval[struct{}](b, inject)
+		csp.Wait()
+		require.True(t, portaltest.Eval[bool](b, `window.__xssImg === undefined && window.__xssScript === undefined`))
+		b.Go(attackerSite(t, s.p.url, "127.0.0.1:0") + "/")
+		portaltest.Eval[struct{}](b, inject)
+		b.WaitFor(`window.__xssImg === 1 && window.__xssScript === 1`)
+	})
+
+	t.Run("another user's things are not found", func(t *testing.T) {
+		mallory := t.TempDir()
+		mustCLI(t, s.p, mallory, "mallorys long password\n", "signup", "--code", invite(t, s.p, s.admin), "--email", "mallory@example.com", "--name", "Mallory")
+		mustCLI(t, s.p, mallory, "mallorys long password\n", "login", "--email", "mallory@example.com")
+		malloryBearer := strings.TrimSpace(mustCLI(t, s.p, mallory, "", "tokens", "create", "--name", "mallorys", "--scopes", "read"))
+		var tokens struct{ Items []struct{ ID, Name string } }
+		require.Equal(t, http.StatusOK, apiGet(t, s.p, malloryBearer, "/v1/tokens", &tokens))
+		dir := t.TempDir()
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "users.csv"), []byte("user\nann\n"), 0o644))
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "mallorys.yaml"), []byte(`version: 1
+name: mallorys
+base_url: http://127.0.0.1:1
+variables:
+  data:
+    - { file: users.csv }
+session:
+  groups:
+    - name: home
+      requests:
+        - { name: home, url: "/?user=${user}" }
+load:
+  vus: 1
+  duration: 1s
+`), 0o644))
+		test := strings.TrimSpace(mustCLI(t, s.p, mallory, "", "tests", "push", filepath.Join(dir, "mallorys.yaml")))
+
+		b := portaltest.New(t, s.p.url)
+		signIn(b, email, password)
+		// Each is Mallory's, and hers to reach: the same request of hers is answered.
+		for _, r := range []struct{ what, method, path string }{
+			{"her token, revoked", "DELETE", "/v1/tokens/" + tokens.Items[0].ID},
+			{"her test", "GET", "/v1/tests/" + test},
+			{"her test's file", "GET", "/v1/tests/" + test + "/files/users.csv"},
+			{"her test, deleted", "DELETE", "/v1/tests/" + test},
+		} {
+			status, body := b.Fetch(r.method, r.path, "", true)
+			require.Equal(t, http.StatusNotFound, status, "%s: %s", r.what, body)
+			if r.method == "GET" {
+				got, body := apiRead(t, s.p, malloryBearer, r.path)
+				require.Equal(t, http.StatusOK, got, "%s, for her: %s", r.what, body)
+			}
+		}
+		require.Contains(t, tokenNames(t, s.p, malloryBearer), "mallorys", "her token is still hers")
+		require.Equal(t, http.StatusOK, apiGet(t, s.p, malloryBearer, "/v1/tests/"+test, nil), "her test is still hers")
+	})
+}
+
+// attackerSite serves, at addr, another site's pages: /form posts a forged JSON body (a
+// text/plain form whose field name and value make JSON) to server's /v1/tokens as soon as it
+// loads; / is a page to run scripts on.
+func attackerSite(t *testing.T, server, addr string) string {
+	t.Helper()
+	l, err := net.Listen("tcp", addr)
+	require.NoError(t, err)
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		if r.URL.Path != "/form" {
+			fmt.Fprint(w, `<!doctype html><html lang="en"><title>Another site</title><p>Nothing to see.</p></html>`)
+			return
+		}
+		fmt.Fprintf(w, `<!doctype html><html lang="en"><title>Win a prize</title>
+<form method="POST" action="%s/v1/tokens" enctype="text/plain">
+<input type="hidden" name='{"scopes":["read","write"],"name":"forged' value='x"}'>
+</form><script>document.forms[0].submit()</script></html>`, server)
+	}))
+	srv.Listener.Close()
+	srv.Listener = l
+	srv.Start()
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
