@@ -19,10 +19,11 @@ GENERATED := api internal/postgres/dbsqlc sdk/proto sdk/python/barrage_plugin/v1
 help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z0-9-]+:.*## / {printf "  %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
-run: ## serve on http://127.0.0.1:8080 with the shared demo agent, and an embedded PostgreSQL when DATABASE_URL is empty
+run: ## serve on http://127.0.0.1:8080 with the shared demo agent and the demo shop beside it (127.0.0.1:8081), and an embedded PostgreSQL when DATABASE_URL is empty
 	$(GO) build -o bin/barrage ./cmd/barrage
-	@# exec: Ctrl-C stops serve, which exits 0, and make says nothing more (go run would exit 1)
-	exec bin/barrage serve --demo-agent
+	@# exec: Ctrl-C stops serve, which exits 0, and make says nothing more (go run would exit 1);
+	@# the shop, in the same process group, stops with it
+	bin/barrage demo-shop --addr 127.0.0.1:8081 & exec bin/barrage serve --demo-agent
 
 build: ## build a static bin/barrage
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w -X main.version=$(VERSION)" -o bin/barrage ./cmd/barrage

@@ -15,17 +15,17 @@ import (
 // through them, on a laptop's screen and a phone's, with axe-core on each; and what the portal
 // must refuse (portal_security_e2e_test.go).
 
-// portalUser is a server with an admin signed in by the CLI, and an invitation code (demo
-// license) for the person the test signs up in the browser.
+// portalUser is a server (serve's environment extended by env) with an admin signed in by the
+// CLI, and an invitation code (demo license) for the person the test signs up in the browser.
 type portalUser struct {
 	p     *serveProc
 	admin string // the admin's CLI config folder
 	code  string
 }
 
-func newPortalUser(t *testing.T) portalUser {
+func newPortalUser(t *testing.T, env ...string) portalUser {
 	t.Helper()
-	p := startServe(t, reachableDir(t), nil)
+	p := startServe(t, reachableDir(t), nil, env...)
 	admin := t.TempDir()
 	m := codeLine.FindStringSubmatch(p.stdout.String())
 	require.NotNil(t, m, "the first start prints the first-admin code\nstdout: %s", p.stdout.String())
@@ -42,14 +42,14 @@ func invite(t *testing.T, p *serveProc, admin string) string {
 	return m[1]
 }
 
-// signIn signs in through the sign-in page, signed out, and waits for the license page.
+// signIn signs in through the sign-in page, signed out, and waits for the tests, the first page.
 func signIn(b *portaltest.Browser, email, password string) {
 	b.Go("/signin")
 	b.WaitTitle("Sign in · Barrage")
 	b.Fill("Email", email)
 	b.Fill("Password", password)
 	b.Click("Sign in")
-	b.WaitTitle("License · Barrage")
+	b.WaitTitle("Tests · Barrage")
 }
 
 func TestPortalAccountPagesInChromium(t *testing.T) {
@@ -71,7 +71,11 @@ func TestPortalAccountPagesInChromium(t *testing.T) {
 	b.Fill("Password", "first long password")
 	b.Click("Sign up")
 
-	// Signed in: the license the code gave, what is in use of it, and who is signed in.
+	// Signed in: the tests (none yet); the license the code gave, what is in use of it, and
+	// who is signed in.
+	b.WaitTitle("Tests · Barrage")
+	b.WaitText("No tests yet.")
+	b.Follow("License")
 	b.WaitTitle("License · Barrage")
 	b.WaitText("Virtual users per run")
 	text := b.Text()
@@ -122,7 +126,7 @@ func TestPortalAccountPagesInChromium(t *testing.T) {
 	b.Keys("grace@example.com" + kb.Tab)
 	require.Equal(t, "Password", b.Focused())
 	b.Keys("second long password" + kb.Enter)
-	b.WaitTitle("License · Barrage")
+	b.WaitTitle("Tests · Barrage")
 	b.WaitText("Grace Hopper")
 
 	// Signing out ends the session: the API no longer knows the page.

@@ -151,7 +151,7 @@ func TestPortalRefusesWhatItMust(t *testing.T) {
 		// And were a page to insert one as HTML, its Content-Security-Policy would not run it:
 		// the same HTML runs on a page without one.
 		b.Go("/")
-		b.WaitTitle("License · Barrage")
+		b.WaitTitle("Tests · Barrage")
 		csp := b.Expect("Content Security Policy")
 		const inject = `document.body.insertAdjacentHTML("beforeend", '<img src="data:," onerror="window.__xssImg=1">');
 			const s = document.createElement("script"); s.textContent = "window.__xssScript=1"; document.body.append(s)`

@@ -19,7 +19,7 @@ import { TestPage, TestsPage } from "./pages/tests";
 const sections: { path: string; title: string }[] = [
   { path: "/tests", title: "Tests" },
   { path: "/runs", title: "Runs" },
-  { path: "/", title: "License" },
+  { path: "/license", title: "License" },
   { path: "/tokens", title: "API tokens" },
   { path: "/password", title: "Password" },
 ];
@@ -39,7 +39,7 @@ const routes: { re: RegExp; page: (m: string[], q: URLSearchParams, user: User) 
   { re: new RegExp(`^/runs/${uuid}$`), page: (m) => <RunPage id={m[1]} /> },
   { re: new RegExp(`^/runs/${uuid}/compare$`), page: (m, q) => <ComparePage id={m[1]} base={q.get("base") ?? ""} /> },
   { re: /^\/tokens$/, page: () => <TokensPage /> },
-  { re: /^\/$/, page: (_, __, user) => <LicensePage user={user} /> },
+  { re: /^\/license$/, page: (_, __, user) => <LicensePage user={user} /> },
 ];
 
 function NotFound() {
@@ -54,6 +54,12 @@ function NotFound() {
       </p>
     </main>
   );
+}
+
+/** Redirect moves to another page in place of this one, as a server's redirect would. */
+function Redirect(props: { to: string }) {
+  useEffect(() => navigate(props.to, true), [props.to]);
+  return <main aria-busy="true" />;
 }
 
 function App() {
@@ -74,10 +80,7 @@ function App() {
   }, [path, user]);
 
   if (user === undefined) return <main aria-busy="true" />;
-  const signedIn = (s: BrowserSession) => {
-    setUser(s.user);
-    navigate(path === "/signin" || path === "/signup" ? "/tests" : where, true);
-  };
+  const signedIn = (s: BrowserSession) => setUser(s.user); // on the page asked for, or the tests
   if (user === null) {
     const go = (to: string) => navigate(to);
     return path === "/signup" ? <SignUp onSignedIn={signedIn} go={go} /> : <SignIn onSignedIn={signedIn} go={go} />;
@@ -90,18 +93,17 @@ function App() {
       navigate("/signin");
     }
   }
+  if (path === "/" || path === "/signin" || path === "/signup") return <Redirect to="/tests" />; // a tester's first page
   let page: VNode | undefined;
   if (path === "/password") {
     page = <PasswordPage onChanged={() => { setUser(null); navigate("/signin"); }} />;
-  } else if (path === "/signin" || path === "/signup") {
-    page = routes[routes.length - 1].page([], url.searchParams, user);
   }
   for (const r of routes) {
     if (page) break;
     const m = r.re.exec(path);
     if (m) page = r.page(m, url.searchParams, user);
   }
-  const current = sections.find((s) => (s.path === "/" ? path === "/" : path === s.path || path.startsWith(s.path + "/")));
+  const current = sections.find((s) => path === s.path || path.startsWith(s.path + "/"));
   return (
     <>
       <a class="skip" href="#main">Skip to the page</a>

@@ -15,7 +15,7 @@
 //	b.Fill("Email", "ada@example.com")
 //	b.Fill("Password", "a long password")
 //	b.Click("Sign in")
-//	b.WaitTitle("License · Barrage")
+//	b.WaitTitle("Tests · Barrage")
 //	b.Inspect("license") // 1280 and 390 px: no sideways scroll, a screenshot, axe
 package portaltest
 
@@ -503,4 +503,10 @@ func (b *Browser) WaitAnswer(method, url string) int {
 		return false
 	})
 	return status
+}
+
+// Toggle clicks the checkbox or radio button labelled label.
+func (b *Browser) Toggle(label string) {
+	b.t.Helper()
+	b.do("toggle "+label, chromedp.Click(control(label)))
 }

@@ -76,13 +76,18 @@ export function LaunchPage(props: { id: string }) {
           <legend>Agents</legend>
           {all.length === 0 && <p>No agent is yours to use.</p>}
           {all.map((a) => (
-            <label class="check" key={a.id}>
-              <input type="checkbox" checked={chosen.includes(a.id)} disabled={a.state !== "online"}
+            <div class="check" key={a.id}>
+              <input type="checkbox" id={`agent-${a.id}`} aria-describedby={`agent-${a.id}-about`} checked={chosen.includes(a.id)} disabled={a.state !== "online"}
                 onChange={(e) => setChosen((e.target as HTMLInputElement).checked ? [...chosen, a.id] : chosen.filter((x) => x !== a.id))} />
-              {a.name} ({a.state}{a.shared ? ", shared" : ""}, {a.cores} cores
-              {a.max_vus ? `, ${a.max_vus} VUs` : ""}
-              {a.max_run_duration_seconds ? `, ${duration(a.max_run_duration_seconds)}` : ""} at most)
-            </label>
+              <label for={`agent-${a.id}`}>{a.name}</label>
+              <span id={`agent-${a.id}-about`} class="hint">
+                {a.state}{a.shared ? ", shared" : ""}, {a.cores} cores
+                {a.max_vus || a.max_run_duration_seconds ? "; at most " : ""}
+                {a.max_vus ? `${a.max_vus} VUs` : ""}
+                {a.max_vus && a.max_run_duration_seconds ? " for " : ""}
+                {a.max_run_duration_seconds ? duration(a.max_run_duration_seconds) : ""}
+              </span>
+            </div>
           ))}
           <p class="hint">None chosen: the first idle online agent you may use, yours first.</p>
           {violationFor(err, "agents") && <p class="error">{violationFor(err, "agents")}</p>}

@@ -83,9 +83,20 @@ function Live(props: { run: Run; onEnd: (r: Run) => void }) {
   const [state, setState] = useState(r.state);
   const [shards, setShards] = useState<Shard[]>(r.shards);
   const [link, setLink] = useState<[boolean, string?]>([false]);
+  const arrived = useRef<number | null>(null);
+  useEffect(() => {
+    // How long a second took from its arrival to the page drawn with it, as a performance
+    // measure (cleared at once, so that none piles up): a PerformanceObserver reads it, as
+    // scripts/bench-portal.sh does.
+    if (arrived.current === null) return;
+    performance.measure("barrage:live-update", { start: arrived.current });
+    performance.clearMeasures("barrage:live-update");
+    arrived.current = null;
+  });
   useEffect(() => {
     return follow(r.id, {
       second(s) {
+        arrived.current ??= performance.now();
         const d = data.current;
         d.x.push(Math.round(s.elapsed_s));
         d.rps.push(s.rps);

@@ -1,0 +1,142 @@
+package main_test
+
+import (
+	"fmt"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/barrage-load/barrage/internal/portal/portaltest"
+)
+
+// A tester's day in the portal, in Chromium, against real processes: serve with its demo agent,
+// the demo shop, and an agent of the tester's own that the test kills mid-run. They sign up with
+// a code, write a test (the editor checks it as they type), debug it on the demo agent against
+// the shop, run it, run it again on both agents and watch it live (the charts move; the killed
+// agent is reported lost), open the finished run, compare it with the first, and sign out. Each
+// page is inspected on a laptop's screen and a phone's, by axe and a screenshot.
+func TestPortalTesterJourneyInChromium(t *testing.T) {
+	shop := startDemoShop(t)
+	s := newPortalUser(t, "BARRAGE_DEMO_AGENT=true", "BARRAGE_DEMO_AGENT_ALLOW="+strings.TrimPrefix(shop, "http://"))
+	b := portaltest.New(t, s.p.url)
+
+	b.Go("/signup")
+	b.WaitTitle("Sign up · Barrage")
+	b.Fill("Invitation code", s.code)
+	b.Fill("Email", "grace@example.com")
+	b.Fill("Name", "Grace Hopper")
+	b.Fill("Password", "graces long password")
+	b.Click("Sign up")
+	b.WaitTitle("Tests · Barrage")
+	b.WaitText("No tests yet.")
+	b.Inspect("tests-empty")
+
+	// Her own agent, registered and started from the command line: the portal runs on it too.
+	cfg := t.TempDir()
+	mustCLI(t, s.p, cfg, "graces long password\n", "login", "--email", "grace@example.com")
+	laptop := startAgent(t, s.p, strings.TrimSpace(mustCLI(t, s.p, cfg, "", "agents", "create", "laptop")))
+
+	// The editor starts from a working test; an error is shown at its line as she types, and
+	// goes when she mends it.
+	b.Follow("Write a test")
+	b.WaitTitle("Write a test · Barrage")
+	b.WaitText("The script is valid.")
+	script := strings.NewReplacer("http://127.0.0.1:8081", shop, "vus: 5", "vus: 2", "think: 1s", "think: 100ms").Replace(b.Value("Script (YAML or JSON)"))
+	b.Fill("Script (YAML or JSON)", strings.Replace(script, "url: /api/products", "ur: /api/products", 1))
+	b.WaitFor(`document.querySelector("#source-errors li")`)
+	require.Regexp(t, `line \d+`, b.Text(), "the error names its line")
+	b.Inspect("editor-error")
+	b.Fill("Script (YAML or JSON)", script)
+	b.WaitText("The script is valid.")
+	b.Fill("Name", "shop products")
+	b.Click("Save test")
+	b.WaitTitle("shop products · Barrage")
+	testURL := portaltest.Eval[string](b, `location.pathname`)
+	b.Inspect("test")
+
+	// Debug: one iteration on the demo agent, its exchange shown as a network panel shows it.
+	b.Follow("Debug one iteration")
+	b.WaitTitle("Debug shop products · Barrage")
+	b.Click("Run one iteration")
+	b.WaitText("coffee beans") // the shop's answer, pretty-printed
+	require.Contains(t, b.Text(), "passed")
+	b.Inspect("debug")
+
+	// A first run, short, on whichever agent is free.
+	b.Go(testURL + "/run")
+	b.WaitTitle("Run shop products · Barrage")
+	b.WaitText("Your license allows 100 virtual users")
+	b.Toggle("Virtual users for a time (closed model)")
+	b.Fill("Virtual users", "2")
+	b.Fill("Duration in seconds", "3")
+	b.Inspect("launch")
+	b.Click("Start the run")
+	b.WaitTitle("Run of shop products · Barrage")
+	first := portaltest.Eval[string](b, `location.pathname`)
+	waitLong(t, b, 90*time.Second, `document.body.innerText.includes("HTML report")`) // ended: the results
+
+	// A refusal is shown on its field: more VUs than the license allows.
+	b.Go(testURL + "/run")
+	b.WaitTitle("Run shop products · Barrage")
+	b.Toggle("Virtual users for a time (closed model)")
+	b.Fill("Virtual users", "5000")
+	b.Fill("Duration in seconds", "30")
+	b.Click("Start the run")
+	b.WaitText("5000 asked")
+	require.True(t, portaltest.Eval[bool](b, `[...document.querySelectorAll("input[aria-invalid]")].some((e) => e.labels[0].textContent === "Virtual users")`))
+
+	// The second run, on both agents, watched live; her agent is killed while it runs.
+	b.WaitFor(`document.querySelector('input[id^="agent-"]:not([disabled])')`)
+	b.Toggle("laptop")
+	b.Toggle("demo")
+	b.Fill("Virtual users", "4")
+	b.Fill("Duration in seconds", "25")
+	b.Click("Start the run")
+	b.WaitTitle("Run of shop products · Barrage")
+	second := portaltest.Eval[string](b, `location.pathname`)
+	require.NotEqual(t, first, second)
+	elapsed := `(document.querySelector(".live-status") || {}).innerText || ""`
+	waitLong(t, b, 60*time.Second, elapsed+`.includes("elapsed")`)
+	was := portaltest.Eval[string](b, elapsed)
+	waitLong(t, b, 30*time.Second, elapsed+` !== `+fmt.Sprintf("%q", was)) // the clock and the charts move
+	require.True(t, portaltest.Eval[bool](b, `document.querySelectorAll(".chart canvas").length >= 2`))
+	b.Inspect("live")
+	require.NoError(t, laptop.cmd.Process.Signal(syscall.SIGKILL))
+	waitLong(t, b, 40*time.Second, `[...document.querySelectorAll("td")].some((td) => td.innerText.startsWith("lost"))`)
+	b.Shot("live-lost")
+
+	// Ended: the results, as the report has them, with the lost agent's share said incomplete.
+	waitLong(t, b, 90*time.Second, `document.body.innerText.includes("HTML report")`)
+	b.WaitText("incomplete")
+	b.WaitText("list products") // the request's row
+	b.Inspect("run")
+
+	// Compared with the first run.
+	b.Click("Compare with it")
+	b.WaitTitle("Compare runs · Barrage")
+	b.WaitText("Overall:")
+	require.Contains(t, b.Text(), "All requests")
+	b.Inspect("compare")
+
+	b.Follow("Runs")
+	b.WaitTitle("Runs · Barrage")
+	b.WaitText("shop products")
+	b.Inspect("runs")
+	b.Follow("Tests")
+	b.WaitTitle("Tests · Barrage")
+	b.WaitText("shop products")
+	b.Inspect("tests")
+
+	b.Click("Sign out")
+	b.WaitTitle("Sign in · Barrage")
+}
+
+// waitLong waits, longer than a step's timeout, until the JavaScript expression holds in the
+// page: a run's end, which its load's length decides.
+func waitLong(t *testing.T, b *portaltest.Browser, within time.Duration, expression string) {
+	t.Helper()
+	eventually(t, within, expression, func() bool { return portaltest.Eval[bool](b, "Boolean("+expression+")") })
+}
