@@ -471,3 +471,87 @@ func TestASharedAgentDoesOneJobOfEachUserAtATime(t *testing.T) {
 	}
 	require.Equal(t, map[int]int{http.StatusNotFound: 1, http.StatusUnprocessableEntity: 2}, got)
 }
+
+// checkOf asks the server to check body, sent as contentType, and returns its answer, which
+// must be a 200 TestCheck.
+func (b *testBundle) checkOf(bearer, body, contentType string) map[string]any {
+	b.t.Helper()
+	r := b.do("POST", "/v1/tests/check", bearer, body, "Content-Type", contentType)
+	require.Equal(b.t, http.StatusOK, r.status, "body: %s", r.body)
+	return r.json(b.t)
+}
+
+func TestCheckingASessionIs200WithWhatTheParserFoundAndStoresNothing(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	_, u := b.adminAndUser()
+	created := b.do("POST", "/v1/tokens", u.access, map[string]any{"name": "reader", "scopes": []string{"read"}})
+	require.Equal(t, http.StatusCreated, created.status, "body: %s", created.body)
+	reader := secret(created.json(t)["token"].(string))
+
+	// A token that may only read may check, since a check changes nothing.
+	good := b.checkOf(reader, usersTest, "application/yaml")
+	require.Equal(t, map[string]any{"valid": true, "name": "users", "errors": []any{}}, good)
+	doc := `{"version": 1, "name": "as JSON", "session": {"groups": [{"name": "g", "requests": [{"name": "r", "url": "http://127.0.0.1:9/"}]}]}, "load": {"vus": 1, "duration": "1s"}}`
+	require.Equal(t, map[string]any{"valid": true, "name": "as JSON", "errors": []any{}}, b.checkOf(reader, doc, "application/json"))
+	requireProblem(t, b.do("POST", "/v1/tests", reader, usersTest, "Content-Type", "application/yaml"), http.StatusForbidden)
+
+	// A refused session: every error with its path and line, as a save's 422 lists them, and
+	// the name the parser read before them.
+	bad := "version: 1\nname: half done\nsession:\n  groups: 7\nload: { vus: 0, duration: 1s }\n"
+	check := b.checkOf(u.access, bad, "application/yaml")
+	require.Equal(t, false, check["valid"])
+	require.Equal(t, "half done", check["name"])
+	saved := requireProblem(t, b.do("POST", "/v1/tests", u.access, bad, "Content-Type", "application/yaml"), http.StatusUnprocessableEntity)
+	require.Equal(t, saved["errors"], check["errors"])
+	errs := check["errors"].([]any)
+	require.Len(t, errs, 2)
+	require.Equal(t, map[string]any{"field": "session.groups", "reason": "must be a list, not a number (line 4)", "line": float64(4)}, errs[0])
+	require.EqualValues(t, 5, errs[1].(map[string]any)["line"])
+
+	// Whatever the body holds, the answer is the parser's, never a 4xx nor a 500: text that is
+	// not yet JSON, JSON that is no object, two documents, bytes that are not UTF-8, a nesting
+	// deeper than a script may be, more values than it may hold.
+	for _, c := range []struct{ body, contentType string }{
+		{`{"version": 1, "name": "typing`, "application/json"},
+		{"{}", "application/json"},
+		{"[1]", "application/json"},
+		{"null", "application/json"},
+		{"{}{}", "application/json"},
+		{"\xff\xfe", "application/json"},
+		{"\xff\xfe", "application/yaml"},
+		{"version: 1\nname: [unclosed\n", "application/yaml"},
+		{"a: b: c", "application/yaml"},
+		{strings.Repeat("[", 100_000), "application/json"},
+		{strings.Repeat("- ", 20_000) + "x", "application/yaml"},
+		{"[" + strings.Repeat("1,", script.MaxValues) + "1]", "application/json"},
+	} {
+		check := b.checkOf(u.access, c.body, c.contentType)
+		require.Equal(t, false, check["valid"], "%.40q", c.body)
+		require.NotEmpty(t, check["errors"], "%.40q", c.body)
+		require.NotContains(t, check, "name")
+	}
+	typing := b.checkOf(u.access, "version: 1\nname: typing\nsession:\n  groups:\n    - name: g\n      requests:\n        - { name: r, url: ", "application/yaml")
+	require.Equal(t, false, typing["valid"])
+	require.Contains(t, fmt.Sprint(typing["errors"]), "line")
+
+	// Only what createTest refuses before reading a script is refused: no body, another
+	// content type.
+	requireProblem(t, b.do("POST", "/v1/tests/check", u.access, nil), http.StatusBadRequest)
+	requireProblem(t, b.do("POST", "/v1/tests/check", u.access, "", "Content-Type", "application/yaml"), http.StatusBadRequest)
+	requireProblem(t, b.do("POST", "/v1/tests/check", u.access, usersTest, "Content-Type", "text/plain"), http.StatusUnsupportedMediaType)
+	requireProblem(t, b.do("POST", "/v1/tests", u.access, usersTest, "Content-Type", "text/plain"), http.StatusUnsupportedMediaType)
+	requireProblem(t, b.do("POST", "/v1/tests", u.access, nil), http.StatusBadRequest)
+	requireProblem(t, b.do("PATCH", "/v1/tests/"+uuid.NewString(), u.access, "", "Content-Type", "application/yaml"), http.StatusBadRequest)
+
+	// Nothing was stored.
+	require.Empty(t, b.do("GET", "/v1/tests", u.access, nil).json(t)["items"])
+}
+
+func TestASessionToCheckLargerThanTheBodyLimitIs413(t *testing.T) {
+	t.Parallel()
+	b := setup(t, setupOpts{maxBody: 1024})
+	_, u := b.adminAndUser()
+	requireProblem(t, b.do("POST", "/v1/tests/check", u.access, usersTest+"#"+strings.Repeat("x", 1024), "Content-Type", "application/yaml"), http.StatusRequestEntityTooLarge)
+	require.Equal(t, http.StatusOK, b.do("POST", "/v1/tests/check", u.access, usersTest, "Content-Type", "application/yaml").status)
+}
