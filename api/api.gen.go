@@ -2490,12 +2490,15 @@ type TargetList struct {
 
 // Test defines model for Test.
 type Test struct {
-	CreatedAt      time.Time          `json:"created_at"`
-	Files          []TestFileRef      `json:"files"`
-	Id             openapi_types.UUID `json:"id"`
-	LatestRevision int                `json:"latest_revision"`
-	Name           string             `json:"name"`
-	UpdatedAt      time.Time          `json:"updated_at"`
+	CreatedAt time.Time          `json:"created_at"`
+	Files     []TestFileRef      `json:"files"`
+	Id        openapi_types.UUID `json:"id"`
+
+	// LastRun The newest run of any script generated from the test (`GET /v1/runs?test_id=` lists them all); absent when it has none. The list and `GET /v1/tests/{id}` say it; the answers of a save may leave it out.
+	LastRun        *TestLastRun `json:"last_run,omitempty"`
+	LatestRevision int          `json:"latest_revision"`
+	Name           string       `json:"name"`
+	UpdatedAt      time.Time    `json:"updated_at"`
 }
 
 // TestBundle A test revision with the test's data files, as agents receive it.
@@ -2570,6 +2573,17 @@ type TestJobRequest struct {
 
 	// Revision Default: the latest.
 	Revision *int `json:"revision,omitempty"`
+}
+
+// TestLastRun defines model for TestLastRun.
+type TestLastRun struct {
+	CreatedAt time.Time          `json:"created_at"`
+	EndedAt   *time.Time         `json:"ended_at,omitempty"`
+	Id        openapi_types.UUID `json:"id"`
+
+	// Outcome An ended run in brief, from its summary (`GET /v1/runs/{id}/summary` has it whole).
+	Outcome *RunOutcome `json:"outcome,omitempty"`
+	State   RunState    `json:"state"`
 }
 
 // TestList defines model for TestList.

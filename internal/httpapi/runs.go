@@ -262,6 +262,15 @@ func runSummary[T any](ctx context.Context, c *control.Service, id uuid.UUID) (T
 	return out, nil
 }
 
+// toAPIOutcome is a run's outcome in brief; nil before it has one.
+func toAPIOutcome(o *barrage.RunOutcome) *api.RunOutcome {
+	if o == nil {
+		return nil
+	}
+	return &api.RunOutcome{Requests: o.Requests, ErrorRate: o.ErrorRate, P95Ms: o.P95MS, ThresholdsFailed: o.ThresholdsFailed,
+		GeneratorLimited: o.GeneratorLimited, Incomplete: o.Incomplete}
+}
+
 func toAPIRun(r barrage.Run) api.Run {
 	v := api.Run{
 		Id: r.ID, ScriptId: r.ScriptID, State: api.RunState(r.State), Reason: r.Reason, Load: api.LoadOf(r.Load),
@@ -271,10 +280,7 @@ func toAPIRun(r barrage.Run) api.Run {
 	if r.VUs > 0 {
 		v.Vus = ptr(r.VUs)
 	}
-	if o := r.Outcome; o != nil {
-		v.Outcome = &api.RunOutcome{Requests: o.Requests, ErrorRate: o.ErrorRate, P95Ms: o.P95MS, ThresholdsFailed: o.ThresholdsFailed,
-			GeneratorLimited: o.GeneratorLimited, Incomplete: o.Incomplete}
-	}
+	v.Outcome = toAPIOutcome(r.Outcome)
 	v.Manifest = api.RunManifest{ScriptSha256: r.Manifest.ScriptSHA256, ScriptName: r.Manifest.ScriptName,
 		Files: []api.ScriptFileRef{}, Agents: []api.ManifestAgent{}}
 	v.Manifest.Plugins = api.PinsOf(r.Manifest.Plugins)

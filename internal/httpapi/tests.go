@@ -284,6 +284,10 @@ func toAPITest(t barrage.Test) api.Test {
 	for i, f := range t.Files {
 		v.Files[i] = toAPITestFile(f)
 	}
+	if r := t.LastRun; r != nil {
+		v.LastRun = &api.TestLastRun{Id: r.ID, State: api.RunState(r.State), CreatedAt: r.CreatedAt, EndedAt: r.EndedAt,
+			Outcome: toAPIOutcome(r.Outcome)}
+	}
 	return v
 }
 

@@ -2,6 +2,7 @@ package httpapi_test
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -13,7 +14,9 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
+	"github.com/barrage-load/barrage/internal/barrage"
 	"github.com/barrage-load/barrage/internal/control"
+	"github.com/barrage-load/barrage/internal/postgres"
 	"github.com/barrage-load/barrage/internal/script"
 )
 
@@ -554,4 +557,73 @@ func TestASessionToCheckLargerThanTheBodyLimitIs413(t *testing.T) {
 	_, u := b.adminAndUser()
 	requireProblem(t, b.do("POST", "/v1/tests/check", u.access, usersTest+"#"+strings.Repeat("x", 1024), "Content-Type", "application/yaml"), http.StatusRequestEntityTooLarge)
 	require.Equal(t, http.StatusOK, b.do("POST", "/v1/tests/check", u.access, usersTest, "Content-Type", "application/yaml").status)
+}
+
+// testOf saves src as a new test of bearer's and returns its id.
+func (b *testBundle) testOf(bearer, src string) string {
+	b.t.Helper()
+	r := b.do("POST", "/v1/tests", bearer, src, "Content-Type", "application/yaml")
+	require.Equal(b.t, http.StatusCreated, r.status, "body: %s", r.body)
+	return r.json(b.t)["id"].(string)
+}
+
+func TestATestShowsItsLastRunAndNoOneElses(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	admin, u := b.adminAndUser()
+	id := b.testOf(u.access, smokeScript)
+	other := b.testOf(u.access, strings.Replace(smokeScript, "name: smoke", "name: other", 1))
+	lastRun := func() (any, any) {
+		t.Helper()
+		items := b.do("GET", "/v1/tests", u.access, nil).json(t)["items"].([]any)
+		require.Len(t, items, 2)
+		require.Equal(t, id, items[1].(map[string]any)["id"])
+		require.Equal(t, other, items[0].(map[string]any)["id"])
+		require.Equal(t, items[1].(map[string]any)["last_run"], b.do("GET", "/v1/tests/"+id, u.access, nil).json(t)["last_run"])
+		return items[1].(map[string]any)["last_run"], items[0].(map[string]any)["last_run"]
+	}
+	mine, others := lastRun()
+	require.Nil(t, mine, "no run yet")
+	require.Nil(t, others)
+
+	_, token := b.registerAgent("/v1/agents", u.access, "mine", nil)
+	require.Equal(t, http.StatusNoContent, b.do("POST", "/v1/agent/lease", token, hello).status)
+	first := b.do("POST", "/v1/runs", u.access, map[string]any{"test_id": id, "duration_seconds": 1})
+	require.Equal(t, http.StatusCreated, first.status, "body: %s", first.body)
+	firstID := first.json(t)["id"].(string)
+	mine, others = lastRun()
+	require.Equal(t, firstID, mine.(map[string]any)["id"])
+	require.Equal(t, "queued", mine.(map[string]any)["state"])
+	require.NotContains(t, mine, "outcome")
+	require.Nil(t, others, "a run of another test is not this one's")
+
+	// The newest run is the last, and an ended one says its outcome in brief.
+	require.Equal(t, http.StatusOK, b.do("POST", "/v1/runs/"+firstID+"/cancel", u.access, nil).status)
+	second := b.do("POST", "/v1/runs", u.access, map[string]any{"test_id": id, "duration_seconds": 1})
+	require.Equal(t, http.StatusCreated, second.status, "body: %s", second.body)
+	secondID := second.json(t)["id"].(string)
+	_, err := b.pool.Exec(context.Background(), `UPDATE runs SET state = 'finished', ended_at = now(), summary = $2 WHERE id = $1`, secondID,
+		`{"total": {"count": 40, "error_rate": 0.25, "p95_ms": 12.5, "histogram": "AAAA"}, "thresholds": [{"passed": true}, {"passed": false}],
+		  "verdict": {"generator_limited": true}, "requests": [{"name": "get home"}]}`)
+	require.NoError(t, err)
+	mine, _ = lastRun()
+	require.Equal(t, secondID, mine.(map[string]any)["id"])
+	require.Equal(t, "finished", mine.(map[string]any)["state"])
+	require.NotEmpty(t, mine.(map[string]any)["ended_at"])
+	require.Equal(t, map[string]any{"requests": float64(40), "error_rate": 0.25, "p95_ms": 12.5, "thresholds_failed": float64(1),
+		"generator_limited": true, "incomplete": false}, mine.(map[string]any)["outcome"])
+
+	// Another user's run of a script that names the user's test, newer than the user's runs,
+	// is no run of the user's test.
+	_, adminToken := b.registerAgent("/v1/agents", admin.access, "admins", nil)
+	require.Equal(t, http.StatusNoContent, b.do("POST", "/v1/agent/lease", adminToken, hello).status)
+	testID := uuid.MustParse(id)
+	sum := sha256.Sum256([]byte(smokeScript))
+	sc, _, err := b.store.CreateScript(context.Background(), barrage.Script{ID: uuid.Must(uuid.NewV7()), OwnerID: uuid.MustParse(admin.id),
+		Name: "smoke", Source: []byte(smokeScript), SHA256: sum[:], Manifest: barrage.ScriptManifest{TestID: &testID, TestRevision: 1}}, postgres.Quota{})
+	require.NoError(t, err)
+	theirs := b.do("POST", "/v1/runs", admin.access, map[string]any{"script_id": sc.ID.String(), "duration_seconds": 1})
+	require.Equal(t, http.StatusCreated, theirs.status, "body: %s", theirs.body)
+	mine, _ = lastRun()
+	require.Equal(t, secondID, mine.(map[string]any)["id"])
 }
