@@ -2035,6 +2035,12 @@ type RunManifest struct {
 	// Secrets The names of your secrets the script reads; their values are handed to agents, never stored with the run.
 	Secrets *[]string `json:"secrets,omitempty"`
 
+	// TestId The test the script was generated from; absent for a script sent as it is (`POST /v1/scripts`). The test may have been deleted since.
+	TestId *openapi_types.UUID `json:"test_id,omitempty"`
+
+	// TestRevision The revision of that test the script was generated from; absent with `test_id`.
+	TestRevision *int `json:"test_revision,omitempty"`
+
 	// Warnings What the run was admitted despite, one sentence each, such as a deprecated plugin version and why it was deprecated.
 	Warnings *[]string `json:"warnings,omitempty"`
 }
@@ -2894,6 +2900,12 @@ type ListRunsParams struct {
 
 	// TestId Only the runs of this test's scripts (whatever its revision).
 	TestId *openapi_types.UUID `form:"test_id,omitempty" json:"test_id,omitempty"`
+
+	// Since Only the runs created at this instant or after, `?since=2025-06-01T00:00:00Z`.
+	Since *time.Time `form:"since,omitempty" json:"since,omitempty"`
+
+	// Until Only the runs created before this instant; `since` after it is `400` naming `since`.
+	Until *time.Time `form:"until,omitempty" json:"until,omitempty"`
 }
 
 // CreateRunParams defines parameters for CreateRun.
@@ -3815,7 +3827,7 @@ type ClientInterface interface {
 
 	// ListRuns Your runs, newest first
 	//
-	// Each ended run carries its outcome in brief; `state` and `test_id` narrow the list.
+	// Each ended run carries its outcome in brief; `state`, `test_id`, `since` and `until` narrow the list, and its pages (`cursor`) keep to them.
 	//
 	// Corresponds with GET /v1/runs (the `ListRuns` operationId).
 	ListRuns(ctx context.Context, params *ListRunsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -5754,7 +5766,7 @@ func (c *Client) DownloadPluginArtifact(ctx context.Context, namespace Namespace
 
 // ListRuns Your runs, newest first
 //
-// Each ended run carries its outcome in brief; `state` and `test_id` narrow the list.
+// Each ended run carries its outcome in brief; `state`, `test_id`, `since` and `until` narrow the list, and its pages (`cursor`) keep to them.
 //
 // Corresponds with GET /v1/runs (the `ListRuns` operationId).
 func (c *Client) ListRuns(ctx context.Context, params *ListRunsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -9115,6 +9127,30 @@ func NewListRunsRequest(server string, params *ListRunsParams) (*http.Request, e
 
 		}
 
+		if params.Since != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "since", *params.Since, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date-time"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Until != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "until", *params.Until, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date-time"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
 		if encoded := queryValues.Encode(); encoded != "" {
 			rawQueryFragments = append(rawQueryFragments, encoded)
 		}
@@ -11716,7 +11752,7 @@ type ClientWithResponsesInterface interface {
 
 	// ListRunsWithResponse Your runs, newest first
 	//
-	// Each ended run carries its outcome in brief; `state` and `test_id` narrow the list.
+	// Each ended run carries its outcome in brief; `state`, `test_id`, `since` and `until` narrow the list, and its pages (`cursor`) keep to them.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -21826,7 +21862,7 @@ func (c *ClientWithResponses) DownloadPluginArtifactWithResponse(ctx context.Con
 
 // ListRunsWithResponse Your runs, newest first
 //
-// Each ended run carries its outcome in brief; `state` and `test_id` narrow the list.
+// Each ended run carries its outcome in brief; `state`, `test_id`, `since` and `until` narrow the list, and its pages (`cursor`) keep to them.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -32662,6 +32698,32 @@ func (siw *ServerInterfaceWrapper) ListRuns(w http.ResponseWriter, r *http.Reque
 			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "test_id"})
 		} else {
 			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "test_id", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "since" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "since", r.URL.Query(), &params.Since, runtime.BindQueryParameterOptions{Type: "string", Format: "date-time"})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "since"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "since", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "until" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "until", r.URL.Query(), &params.Until, runtime.BindQueryParameterOptions{Type: "string", Format: "date-time"})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "until"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "until", Err: err})
 		}
 		return
 	}

@@ -62,7 +62,10 @@ func (s *server) ListRuns(ctx context.Context, req api.ListRunsRequestObject) (a
 	if err != nil {
 		return nil, err
 	}
-	f := barrage.RunFilter{TestID: req.Params.TestId}
+	f := barrage.RunFilter{TestID: req.Params.TestId, Since: req.Params.Since, Until: req.Params.Until}
+	if f.Since != nil && f.Until != nil && f.Since.After(*f.Until) {
+		return nil, &badParam{field: "since", reason: "must not be after until"}
+	}
 	if sts := req.Params.State; sts != nil {
 		for _, st := range *sts {
 			f.States = append(f.States, barrage.RunState(st))
@@ -282,7 +285,7 @@ func toAPIRun(r barrage.Run) api.Run {
 	}
 	v.Outcome = toAPIOutcome(r.Outcome)
 	v.Manifest = api.RunManifest{ScriptSha256: r.Manifest.ScriptSHA256, ScriptName: r.Manifest.ScriptName,
-		Files: []api.ScriptFileRef{}, Agents: []api.ManifestAgent{}}
+		TestId: r.Manifest.TestID, TestRevision: revision(r.Manifest.TestRevision), Files: []api.ScriptFileRef{}, Agents: []api.ManifestAgent{}}
 	v.Manifest.Plugins = api.PinsOf(r.Manifest.Plugins)
 	if len(r.Manifest.Warnings) > 0 {
 		v.Manifest.Warnings = &r.Manifest.Warnings
@@ -356,13 +359,18 @@ func (s *server) GetScript(ctx context.Context, req api.GetScriptRequestObject) 
 	return api.GetScript200JSONResponse(toAPIScript(sc)), nil
 }
 
+// revision is a test's revision a script was generated from; nil for none (0).
+func revision(n int) *int {
+	if n == 0 {
+		return nil
+	}
+	return &n
+}
+
 func toAPIScript(sc barrage.Script) api.Script {
 	v := api.Script{Id: sc.ID, Name: sc.Name, Sha256: hex.EncodeToString(sc.SHA256), Source: string(sc.Source),
 		CreatedAt: sc.Created, Files: make([]api.ScriptFileRef, len(sc.Manifest.Files)), Plugins: api.PinsOf(sc.Manifest.Plugins),
-		TestId: sc.Manifest.TestID}
-	if sc.Manifest.TestRevision > 0 {
-		v.TestRevision = ptr(sc.Manifest.TestRevision)
-	}
+		TestId: sc.Manifest.TestID, TestRevision: revision(sc.Manifest.TestRevision)}
 	for i, f := range sc.Manifest.Files {
 		v.Files[i] = api.ScriptFileRef{Name: f.Name, Sha256: f.SHA256, Size: f.Size}
 	}

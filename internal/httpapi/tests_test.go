@@ -18,6 +18,7 @@ import (
 	"github.com/barrage-load/barrage/internal/control"
 	"github.com/barrage-load/barrage/internal/postgres"
 	"github.com/barrage-load/barrage/internal/script"
+	"github.com/barrage-load/barrage/migrations"
 )
 
 const usersTest = `version: 1
@@ -591,6 +592,19 @@ func TestATestShowsItsLastRunAndNoOneElses(t *testing.T) {
 	first := b.do("POST", "/v1/runs", u.access, map[string]any{"test_id": id, "duration_seconds": 1})
 	require.Equal(t, http.StatusCreated, first.status, "body: %s", first.body)
 	firstID := first.json(t)["id"].(string)
+	// The run's manifest names the test and revision its script was generated from; runs made
+	// before it did say so too, once migrated.
+	manifest := first.json(t)["manifest"].(map[string]any)
+	require.Equal(t, id, manifest["test_id"])
+	require.EqualValues(t, 1, manifest["test_revision"])
+	_, err := b.pool.Exec(context.Background(), `UPDATE runs SET manifest = manifest - 'test_id' - 'test_revision'`)
+	require.NoError(t, err)
+	require.NotContains(t, b.do("GET", "/v1/runs/"+firstID, u.access, nil).json(t)["manifest"], "test_id")
+	backfill, err := migrations.FS.ReadFile("0017_run_test.sql")
+	require.NoError(t, err)
+	_, err = b.pool.Exec(context.Background(), string(backfill))
+	require.NoError(t, err)
+	require.Equal(t, manifest, b.do("GET", "/v1/runs/"+firstID, u.access, nil).json(t)["manifest"])
 	mine, others = lastRun()
 	require.Equal(t, firstID, mine.(map[string]any)["id"])
 	require.Equal(t, "queued", mine.(map[string]any)["state"])
@@ -602,7 +616,7 @@ func TestATestShowsItsLastRunAndNoOneElses(t *testing.T) {
 	second := b.do("POST", "/v1/runs", u.access, map[string]any{"test_id": id, "duration_seconds": 1})
 	require.Equal(t, http.StatusCreated, second.status, "body: %s", second.body)
 	secondID := second.json(t)["id"].(string)
-	_, err := b.pool.Exec(context.Background(), `UPDATE runs SET state = 'finished', ended_at = now(), summary = $2 WHERE id = $1`, secondID,
+	_, err = b.pool.Exec(context.Background(), `UPDATE runs SET state = 'finished', ended_at = now(), summary = $2 WHERE id = $1`, secondID,
 		`{"total": {"count": 40, "error_rate": 0.25, "p95_ms": 12.5, "histogram": "AAAA"}, "thresholds": [{"passed": true}, {"passed": false}],
 		  "verdict": {"generator_limited": true}, "requests": [{"name": "get home"}]}`)
 	require.NoError(t, err)
