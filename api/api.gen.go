@@ -1202,7 +1202,10 @@ type ErrorSampleClass string
 // FieldError defines model for FieldError.
 type FieldError struct {
 	// Field A JSON path into the request, or the parameter's name.
-	Field  string `json:"field"`
+	Field string `json:"field"`
+
+	// Line The line of a test's or script's source the error is on, when it is known (the reason names it too).
+	Line   *int   `json:"line,omitempty"`
 	Reason string `json:"reason"`
 }
 
@@ -2047,6 +2050,12 @@ type RunManifest struct {
 	// Secrets The names of your secrets the script reads; their values are handed to agents, never stored with the run.
 	Secrets *[]string `json:"secrets,omitempty"`
 
+	// TestId The test the script was generated from; absent for a script sent as it is (`POST /v1/scripts`). The test may have been deleted since.
+	TestId *openapi_types.UUID `json:"test_id,omitempty"`
+
+	// TestRevision The revision of that test the script was generated from; absent with `test_id`.
+	TestRevision *int `json:"test_revision,omitempty"`
+
 	// Warnings What the run was admitted despite, one sentence each, such as a deprecated plugin version and why it was deprecated.
 	Warnings *[]string `json:"warnings,omitempty"`
 }
@@ -2502,12 +2511,15 @@ type TargetList struct {
 
 // Test defines model for Test.
 type Test struct {
-	CreatedAt      time.Time          `json:"created_at"`
-	Files          []TestFileRef      `json:"files"`
-	Id             openapi_types.UUID `json:"id"`
-	LatestRevision int                `json:"latest_revision"`
-	Name           string             `json:"name"`
-	UpdatedAt      time.Time          `json:"updated_at"`
+	CreatedAt time.Time          `json:"created_at"`
+	Files     []TestFileRef      `json:"files"`
+	Id        openapi_types.UUID `json:"id"`
+
+	// LastRun The newest run of any script generated from the test (`GET /v1/runs?test_id=` lists them all); absent when it has none. The list and `GET /v1/tests/{id}` say it; the answers of a save may leave it out.
+	LastRun        *TestLastRun `json:"last_run,omitempty"`
+	LatestRevision int          `json:"latest_revision"`
+	Name           string       `json:"name"`
+	UpdatedAt      time.Time    `json:"updated_at"`
 }
 
 // TestBundle A test revision with the test's data files, as agents receive it.
@@ -2520,6 +2532,21 @@ type TestBundle struct {
 
 // TestBundleFormat defines model for TestBundle.Format.
 type TestBundleFormat string
+
+// TestCheck defines model for TestCheck.
+type TestCheck struct {
+	// Errors Each error the parser found, as a refused save's `422` lists them; empty when `valid`.
+	Errors []FieldError `json:"errors"`
+
+	// Name The script's `name`, when the parser read that far and it is a valid name; absent otherwise.
+	Name *string `json:"name,omitempty"`
+
+	// Valid Whether a save would take the session: no errors.
+	Valid bool `json:"valid"`
+}
+
+// TestDraft A session as typed so far, in the script format, JSON or YAML text; whatever it holds, the script parser judges it and the answer says what it found.
+type TestDraft = interface{}
 
 // TestFileRef defines model for TestFileRef.
 type TestFileRef struct {
@@ -2567,6 +2594,17 @@ type TestJobRequest struct {
 
 	// Revision Default: the latest.
 	Revision *int `json:"revision,omitempty"`
+}
+
+// TestLastRun defines model for TestLastRun.
+type TestLastRun struct {
+	CreatedAt time.Time          `json:"created_at"`
+	EndedAt   *time.Time         `json:"ended_at,omitempty"`
+	Id        openapi_types.UUID `json:"id"`
+
+	// Outcome An ended run in brief, from its summary (`GET /v1/runs/{id}/summary` has it whole).
+	Outcome *RunOutcome `json:"outcome,omitempty"`
+	State   RunState    `json:"state"`
 }
 
 // TestList defines model for TestList.
@@ -2877,6 +2915,12 @@ type ListRunsParams struct {
 
 	// TestId Only the runs of this test's scripts (whatever its revision).
 	TestId *openapi_types.UUID `form:"test_id,omitempty" json:"test_id,omitempty"`
+
+	// Since Only the runs created at this instant or after, `?since=2025-06-01T00:00:00Z`.
+	Since *time.Time `form:"since,omitempty" json:"since,omitempty"`
+
+	// Until Only the runs created before this instant; `since` after it is `400` naming `since`.
+	Until *time.Time `form:"until,omitempty" json:"until,omitempty"`
 }
 
 // CreateRunParams defines parameters for CreateRun.
@@ -3046,6 +3090,9 @@ type CreateTargetJSONRequestBody = CreateTargetRequest
 
 // CreateTestJSONRequestBody defines body for CreateTest for application/json ContentType.
 type CreateTestJSONRequestBody = TestSource
+
+// CheckTestJSONRequestBody defines body for CheckTest for application/json ContentType.
+type CheckTestJSONRequestBody = TestDraft
 
 // ImportTestJSONRequestBody defines body for ImportTest for application/json ContentType.
 type ImportTestJSONRequestBody = HarDocument
@@ -3795,7 +3842,7 @@ type ClientInterface interface {
 
 	// ListRuns Your runs, newest first
 	//
-	// Each ended run carries its outcome in brief; `state` and `test_id` narrow the list.
+	// Each ended run carries its outcome in brief; `state`, `test_id`, `since` and `until` narrow the list, and its pages (`cursor`) keep to them.
 	//
 	// Corresponds with GET /v1/runs (the `ListRuns` operationId).
 	ListRuns(ctx context.Context, params *ListRunsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -4103,6 +4150,42 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /v1/tests (the `CreateTest` operationId).
 	CreateTest(ctx context.Context, params *CreateTestParams, body CreateTestJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CheckTestWithBody Check a test's session without saving it
+	//
+	// Checks a session as `POST /v1/tests` and `PATCH /v1/tests/{id}` would, with the same
+	// parser, body limit and content types, and stores nothing: an editor may call it as its
+	// user types. The answer is `200` whatever the body holds, a JSON document or YAML text
+	// (`Content-Type: application/yaml`), broken or not: `valid` says whether it would be saved,
+	// `errors` lists each error as a refused save's `422` does, with its path and line, and
+	// `name` is the script's `name` when the parser read that far. Saving a new test also needs
+	// a name, the script's or `?name=`; a session without one is valid all the same, since a
+	// save of an existing test keeps its name. Only a missing body (`400`), one larger than the
+	// server's limit (`413`) or of another content type (`415`) is refused. It takes a turn
+	// among the requests that parse, as a save does (`429` past them).
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/tests/check (the `CheckTest` operationId).
+	CheckTestWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CheckTest Check a test's session without saving it
+	//
+	// Checks a session as `POST /v1/tests` and `PATCH /v1/tests/{id}` would, with the same
+	// parser, body limit and content types, and stores nothing: an editor may call it as its
+	// user types. The answer is `200` whatever the body holds, a JSON document or YAML text
+	// (`Content-Type: application/yaml`), broken or not: `valid` says whether it would be saved,
+	// `errors` lists each error as a refused save's `422` does, with its path and line, and
+	// `name` is the script's `name` when the parser read that far. Saving a new test also needs
+	// a name, the script's or `?name=`; a session without one is valid all the same, since a
+	// save of an existing test keeps its name. Only a missing body (`400`), one larger than the
+	// server's limit (`413`) or of another content type (`415`) is refused. It takes a turn
+	// among the requests that parse, as a save does (`429` past them).
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/tests/check (the `CheckTest` operationId).
+	CheckTest(ctx context.Context, body CheckTestJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ImportTestWithBody Save a new test made from a HAR recording
 	//
@@ -5698,7 +5781,7 @@ func (c *Client) DownloadPluginArtifact(ctx context.Context, namespace Namespace
 
 // ListRuns Your runs, newest first
 //
-// Each ended run carries its outcome in brief; `state` and `test_id` narrow the list.
+// Each ended run carries its outcome in brief; `state`, `test_id`, `since` and `until` narrow the list, and its pages (`cursor`) keep to them.
 //
 // Corresponds with GET /v1/runs (the `ListRuns` operationId).
 func (c *Client) ListRuns(ctx context.Context, params *ListRunsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -6307,6 +6390,62 @@ func (c *Client) CreateTestWithBody(ctx context.Context, params *CreateTestParam
 // Corresponds with POST /v1/tests (the `CreateTest` operationId).
 func (c *Client) CreateTest(ctx context.Context, params *CreateTestParams, body CreateTestJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewCreateTestRequest(c.Server, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CheckTestWithBody Check a test's session without saving it
+//
+// Checks a session as `POST /v1/tests` and `PATCH /v1/tests/{id}` would, with the same
+// parser, body limit and content types, and stores nothing: an editor may call it as its
+// user types. The answer is `200` whatever the body holds, a JSON document or YAML text
+// (`Content-Type: application/yaml`), broken or not: `valid` says whether it would be saved,
+// `errors` lists each error as a refused save's `422` does, with its path and line, and
+// `name` is the script's `name` when the parser read that far. Saving a new test also needs
+// a name, the script's or `?name=`; a session without one is valid all the same, since a
+// save of an existing test keeps its name. Only a missing body (`400`), one larger than the
+// server's limit (`413`) or of another content type (`415`) is refused. It takes a turn
+// among the requests that parse, as a save does (`429` past them).
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/tests/check (the `CheckTest` operationId).
+func (c *Client) CheckTestWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCheckTestRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CheckTest Check a test's session without saving it
+//
+// Checks a session as `POST /v1/tests` and `PATCH /v1/tests/{id}` would, with the same
+// parser, body limit and content types, and stores nothing: an editor may call it as its
+// user types. The answer is `200` whatever the body holds, a JSON document or YAML text
+// (`Content-Type: application/yaml`), broken or not: `valid` says whether it would be saved,
+// `errors` lists each error as a refused save's `422` does, with its path and line, and
+// `name` is the script's `name` when the parser read that far. Saving a new test also needs
+// a name, the script's or `?name=`; a session without one is valid all the same, since a
+// save of an existing test keeps its name. Only a missing body (`400`), one larger than the
+// server's limit (`413`) or of another content type (`415`) is refused. It takes a turn
+// among the requests that parse, as a save does (`429` past them).
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/tests/check (the `CheckTest` operationId).
+func (c *Client) CheckTest(ctx context.Context, body CheckTestJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCheckTestRequest(c.Server, body)
 	if err != nil {
 		return nil, err
 	}
@@ -9003,6 +9142,30 @@ func NewListRunsRequest(server string, params *ListRunsParams) (*http.Request, e
 
 		}
 
+		if params.Since != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "since", *params.Since, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date-time"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Until != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "until", *params.Until, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date-time"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
 		if encoded := queryValues.Encode(); encoded != "" {
 			rawQueryFragments = append(rawQueryFragments, encoded)
 		}
@@ -10130,6 +10293,46 @@ func NewCreateTestRequestWithBody(server string, params *CreateTestParams, conte
 			rawQueryFragments = append(rawQueryFragments, encoded)
 		}
 		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewCheckTestRequest calls the generic CheckTest builder with application/json body
+func NewCheckTestRequest(server string, body CheckTestJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewCheckTestRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewCheckTestRequestWithBody constructs an http.Request for the CheckTest method, with any body, and a specified content type
+func NewCheckTestRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/tests/check")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
 	}
 
 	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
@@ -11564,7 +11767,7 @@ type ClientWithResponsesInterface interface {
 
 	// ListRunsWithResponse Your runs, newest first
 	//
-	// Each ended run carries its outcome in brief; `state` and `test_id` narrow the list.
+	// Each ended run carries its outcome in brief; `state`, `test_id`, `since` and `until` narrow the list, and its pages (`cursor`) keep to them.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -11914,6 +12117,42 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /v1/tests (the `CreateTest` operationId).
 	CreateTestWithResponse(ctx context.Context, params *CreateTestParams, body CreateTestJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateTestResponse, error)
+
+	// CheckTestWithBodyWithResponse Check a test's session without saving it
+	//
+	// Checks a session as `POST /v1/tests` and `PATCH /v1/tests/{id}` would, with the same
+	// parser, body limit and content types, and stores nothing: an editor may call it as its
+	// user types. The answer is `200` whatever the body holds, a JSON document or YAML text
+	// (`Content-Type: application/yaml`), broken or not: `valid` says whether it would be saved,
+	// `errors` lists each error as a refused save's `422` does, with its path and line, and
+	// `name` is the script's `name` when the parser read that far. Saving a new test also needs
+	// a name, the script's or `?name=`; a session without one is valid all the same, since a
+	// save of an existing test keeps its name. Only a missing body (`400`), one larger than the
+	// server's limit (`413`) or of another content type (`415`) is refused. It takes a turn
+	// among the requests that parse, as a save does (`429` past them).
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/tests/check (the `CheckTest` operationId).
+	CheckTestWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CheckTestResponse, error)
+
+	// CheckTestWithResponse Check a test's session without saving it
+	//
+	// Checks a session as `POST /v1/tests` and `PATCH /v1/tests/{id}` would, with the same
+	// parser, body limit and content types, and stores nothing: an editor may call it as its
+	// user types. The answer is `200` whatever the body holds, a JSON document or YAML text
+	// (`Content-Type: application/yaml`), broken or not: `valid` says whether it would be saved,
+	// `errors` lists each error as a refused save's `422` does, with its path and line, and
+	// `name` is the script's `name` when the parser read that far. Saving a new test also needs
+	// a name, the script's or `?name=`; a session without one is valid all the same, since a
+	// save of an existing test keeps its name. Only a missing body (`400`), one larger than the
+	// server's limit (`413`) or of another content type (`415`) is refused. It takes a turn
+	// among the requests that parse, as a save does (`429` past them).
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/tests/check (the `CheckTest` operationId).
+	CheckTestWithResponse(ctx context.Context, body CheckTestJSONRequestBody, reqEditors ...RequestEditorFn) (*CheckTestResponse, error)
 
 	// ImportTestWithBodyWithResponse Save a new test made from a HAR recording
 	//
@@ -19036,6 +19275,110 @@ func (r CreateTestResponse) ContentType() string {
 	return ""
 }
 
+// CheckTestResponse429Headers the declared response headers of an HTTP 429 response for CheckTest
+type CheckTestResponse429Headers struct {
+	RetryAfter *int
+}
+
+// CheckTestResponse503Headers the declared response headers of an HTTP 503 response for CheckTest
+type CheckTestResponse503Headers struct {
+	RetryAfter *int
+}
+
+type CheckTestResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *TestCheck
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Problem
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *Problem
+	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationproblemJSON415 *Problem
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyRequests
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *DatabaseUnavailable
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *CheckTestResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *CheckTestResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r CheckTestResponse) GetJSON200() *TestCheck {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r CheckTestResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r CheckTestResponse) GetApplicationproblemJSON401() *Problem {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r CheckTestResponse) GetApplicationproblemJSON403() *Problem {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r CheckTestResponse) GetApplicationproblemJSON413() *Problem {
+	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r CheckTestResponse) GetApplicationproblemJSON415() *Problem {
+	return r.ApplicationproblemJSON415
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r CheckTestResponse) GetApplicationproblemJSON429() *TooManyRequests {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r CheckTestResponse) GetApplicationproblemJSON503() *DatabaseUnavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r CheckTestResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CheckTestResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CheckTestResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CheckTestResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // ImportTestResponse429Headers the declared response headers of an HTTP 429 response for ImportTest
 type ImportTestResponse429Headers struct {
 	RetryAfter *int
@@ -21534,7 +21877,7 @@ func (c *ClientWithResponses) DownloadPluginArtifactWithResponse(ctx context.Con
 
 // ListRunsWithResponse Your runs, newest first
 //
-// Each ended run carries its outcome in brief; `state` and `test_id` narrow the list.
+// Each ended run carries its outcome in brief; `state`, `test_id`, `since` and `until` narrow the list, and its pages (`cursor`) keep to them.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -22069,6 +22412,54 @@ func (c *ClientWithResponses) CreateTestWithResponse(ctx context.Context, params
 		return nil, err
 	}
 	return ParseCreateTestResponse(rsp)
+}
+
+// CheckTestWithBodyWithResponse Check a test's session without saving it
+//
+// Checks a session as `POST /v1/tests` and `PATCH /v1/tests/{id}` would, with the same
+// parser, body limit and content types, and stores nothing: an editor may call it as its
+// user types. The answer is `200` whatever the body holds, a JSON document or YAML text
+// (`Content-Type: application/yaml`), broken or not: `valid` says whether it would be saved,
+// `errors` lists each error as a refused save's `422` does, with its path and line, and
+// `name` is the script's `name` when the parser read that far. Saving a new test also needs
+// a name, the script's or `?name=`; a session without one is valid all the same, since a
+// save of an existing test keeps its name. Only a missing body (`400`), one larger than the
+// server's limit (`413`) or of another content type (`415`) is refused. It takes a turn
+// among the requests that parse, as a save does (`429` past them).
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/tests/check (the `CheckTest` operationId).
+func (c *ClientWithResponses) CheckTestWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CheckTestResponse, error) {
+	rsp, err := c.CheckTestWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCheckTestResponse(rsp)
+}
+
+// CheckTestWithResponse Check a test's session without saving it
+//
+// Checks a session as `POST /v1/tests` and `PATCH /v1/tests/{id}` would, with the same
+// parser, body limit and content types, and stores nothing: an editor may call it as its
+// user types. The answer is `200` whatever the body holds, a JSON document or YAML text
+// (`Content-Type: application/yaml`), broken or not: `valid` says whether it would be saved,
+// `errors` lists each error as a refused save's `422` does, with its path and line, and
+// `name` is the script's `name` when the parser read that far. Saving a new test also needs
+// a name, the script's or `?name=`; a session without one is valid all the same, since a
+// save of an existing test keeps its name. Only a missing body (`400`), one larger than the
+// server's limit (`413`) or of another content type (`415`) is refused. It takes a turn
+// among the requests that parse, as a save does (`429` past them).
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/tests/check (the `CheckTest` operationId).
+func (c *ClientWithResponses) CheckTestWithResponse(ctx context.Context, body CheckTestJSONRequestBody, reqEditors ...RequestEditorFn) (*CheckTestResponse, error) {
+	rsp, err := c.CheckTest(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCheckTestResponse(rsp)
 }
 
 // ImportTestWithBodyWithResponse Save a new test made from a HAR recording
@@ -28654,6 +29045,104 @@ func ParseCreateTestResponse(rsp *http.Response) (*CreateTestResponse, error) {
 	return response, nil
 }
 
+// ParseCheckTestResponse parses an HTTP response from a CheckTestWithResponse call
+func ParseCheckTestResponse(rsp *http.Response) (*CheckTestResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CheckTestResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest TestCheck
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest DatabaseUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers CheckTestResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers CheckTestResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
 // ParseImportTestResponse parses an HTTP response from a ImportTestWithResponse call
 func ParseImportTestResponse(rsp *http.Response) (*ImportTestResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -30128,6 +30617,9 @@ type ServerInterface interface {
 	// CreateTest Save a new test
 	// (POST /v1/tests)
 	CreateTest(w http.ResponseWriter, r *http.Request, params CreateTestParams)
+	// CheckTest Check a test's session without saving it
+	// (POST /v1/tests/check)
+	CheckTest(w http.ResponseWriter, r *http.Request)
 	// ImportTest Save a new test made from a HAR recording
 	// (POST /v1/tests/import)
 	ImportTest(w http.ResponseWriter, r *http.Request, params ImportTestParams)
@@ -30647,6 +31139,12 @@ func (_ Unimplemented) ListTests(w http.ResponseWriter, r *http.Request, params 
 // CreateTest Save a new test
 // (POST /v1/tests)
 func (_ Unimplemented) CreateTest(w http.ResponseWriter, r *http.Request, params CreateTestParams) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
+// CheckTest Check a test's session without saving it
+// (POST /v1/tests/check)
+func (_ Unimplemented) CheckTest(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNotImplemented)
 }
 
@@ -32219,6 +32717,32 @@ func (siw *ServerInterfaceWrapper) ListRuns(w http.ResponseWriter, r *http.Reque
 		return
 	}
 
+	// ------------- Optional query parameter "since" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "since", r.URL.Query(), &params.Since, runtime.BindQueryParameterOptions{Type: "string", Format: "date-time"})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "since"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "since", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "until" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "until", r.URL.Query(), &params.Until, runtime.BindQueryParameterOptions{Type: "string", Format: "date-time"})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "until"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "until", Err: err})
+		}
+		return
+	}
+
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		siw.Handler.ListRuns(w, r, params)
 	}))
@@ -33048,6 +33572,20 @@ func (siw *ServerInterfaceWrapper) CreateTest(w http.ResponseWriter, r *http.Req
 	handler.ServeHTTP(w, r)
 }
 
+// CheckTest operation middleware
+func (siw *ServerInterfaceWrapper) CheckTest(w http.ResponseWriter, r *http.Request) {
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.CheckTest(w, r)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
 // ImportTest operation middleware
 func (siw *ServerInterfaceWrapper) ImportTest(w http.ResponseWriter, r *http.Request) {
 
@@ -33760,6 +34298,9 @@ func HandlerWithOptions(si ServerInterface, options ChiServerOptions) http.Handl
 	})
 	r.Group(func(r chi.Router) {
 		r.Post(options.BaseURL+"/v1/tests", wrapper.CreateTest)
+	})
+	r.Group(func(r chi.Router) {
+		r.Post(options.BaseURL+"/v1/tests/check", wrapper.CheckTest)
 	})
 	r.Group(func(r chi.Router) {
 		r.Post(options.BaseURL+"/v1/tests/import", wrapper.ImportTest)
@@ -42625,6 +43166,139 @@ func (response CreateTest503ApplicationProblemPlusJSONResponse) VisitCreateTestR
 	return err
 }
 
+type CheckTestRequestObject struct {
+	JSONBody *CheckTestJSONRequestBody
+	Body     io.Reader
+}
+
+type CheckTestResponseObject interface {
+	VisitCheckTestResponse(w http.ResponseWriter) error
+}
+
+type CheckTest200JSONResponse TestCheck
+
+func (response CheckTest200JSONResponse) VisitCheckTestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CheckTest400ApplicationProblemPlusJSONResponse struct {
+	ProblemApplicationProblemPlusJSONResponse
+}
+
+func (response CheckTest400ApplicationProblemPlusJSONResponse) VisitCheckTestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CheckTest401ApplicationProblemPlusJSONResponse Problem
+
+func (response CheckTest401ApplicationProblemPlusJSONResponse) VisitCheckTestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CheckTest403ApplicationProblemPlusJSONResponse Problem
+
+func (response CheckTest403ApplicationProblemPlusJSONResponse) VisitCheckTestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CheckTest413ApplicationProblemPlusJSONResponse Problem
+
+func (response CheckTest413ApplicationProblemPlusJSONResponse) VisitCheckTestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CheckTest415ApplicationProblemPlusJSONResponse Problem
+
+func (response CheckTest415ApplicationProblemPlusJSONResponse) VisitCheckTestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CheckTest429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response CheckTest429ApplicationProblemPlusJSONResponse) VisitCheckTestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CheckTest503ApplicationProblemPlusJSONResponse struct {
+	DatabaseUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response CheckTest503ApplicationProblemPlusJSONResponse) VisitCheckTestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ImportTestRequestObject struct {
 	Params ImportTestParams
 	Body   *ImportTestJSONRequestBody
@@ -44610,6 +45284,9 @@ type StrictServerInterface interface {
 	// CreateTest Save a new test
 	// (POST /v1/tests)
 	CreateTest(ctx context.Context, request CreateTestRequestObject) (CreateTestResponseObject, error)
+	// CheckTest Check a test's session without saving it
+	// (POST /v1/tests/check)
+	CheckTest(ctx context.Context, request CheckTestRequestObject) (CheckTestResponseObject, error)
 	// ImportTest Save a new test made from a HAR recording
 	// (POST /v1/tests/import)
 	ImportTest(ctx context.Context, request ImportTestRequestObject) (ImportTestResponseObject, error)
@@ -46901,6 +47578,44 @@ func (sh *strictHandler) CreateTest(w http.ResponseWriter, r *http.Request, para
 		sh.options.ResponseErrorHandlerFunc(w, r, err)
 	} else if validResponse, ok := response.(CreateTestResponseObject); ok {
 		if err := validResponse.VisitCreateTestResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// CheckTest operation middleware
+func (sh *strictHandler) CheckTest(w http.ResponseWriter, r *http.Request) {
+	var request CheckTestRequestObject
+
+	if strings.HasPrefix(r.Header.Get("Content-Type"), "application/json") {
+
+		var body CheckTestJSONRequestBody
+		if err := runtime.BindJSONBody(r, &body); err != nil {
+			sh.options.RequestErrorHandlerFunc(w, r, fmt.Errorf("can't decode JSON body: %w", err))
+			return
+		}
+		request.JSONBody = &body
+
+	}
+	if strings.HasPrefix(r.Header.Get("Content-Type"), "application/yaml") {
+		request.Body = r.Body
+	}
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.CheckTest(ctx, request.(CheckTestRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CheckTest")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(CheckTestResponseObject); ok {
+		if err := validResponse.VisitCheckTestResponse(w); err != nil {
 			sh.options.ResponseErrorHandlerFunc(w, r, err)
 		}
 	} else if response != nil {

@@ -30,10 +30,12 @@ var (
 	ErrGone = errors.New("gone")
 )
 
-// FieldError names one input field and why it was refused.
+// FieldError names one input field and why it was refused; Line, when known, is the line of a
+// script's source the field is on.
 type FieldError struct {
 	Field  string `json:"field"`
 	Reason string `json:"reason"`
+	Line   int    `json:"line,omitempty"`
 }
 
 // InvalidError is an ErrInvalid that names the offending fields.

@@ -235,11 +235,13 @@ type Run struct {
 	Outcome *RunOutcome
 }
 
-// RunFilter narrows a list of runs: to one state, to the runs of one test's scripts; nil
-// fields do not narrow it.
+// RunFilter narrows a list of runs: to some states, to the runs of one test's scripts, to those
+// created since an instant and before another; nil fields do not narrow it.
 type RunFilter struct {
 	States []RunState // any of these; all when empty
 	TestID *uuid.UUID
+	Since  *time.Time // created at it or after
+	Until  *time.Time // created before it
 }
 
 // RunOutcome is an ended run in brief, from its summary: what a list of runs shows.
@@ -278,8 +280,12 @@ type Idempotency struct {
 // digest and the plugins and data files it uses, by digest. The agents that ran it, with their
 // versions, are on its shards.
 type RunManifest struct {
-	ScriptSHA256 string          `json:"script_sha256"`
-	ScriptName   string          `json:"script_name"`
+	ScriptSHA256 string `json:"script_sha256"`
+	ScriptName   string `json:"script_name"`
+	// TestID and TestRevision name the test and revision the script was generated from; nil
+	// and 0 for a script sent as it is.
+	TestID       *uuid.UUID      `json:"test_id,omitempty"`
+	TestRevision int             `json:"test_revision,omitempty"`
 	Plugins      []PluginPin     `json:"plugins"`
 	Files        []ScriptFileRef `json:"files"`
 	// Warnings are what the run was admitted despite: a deprecated plugin version, with why.

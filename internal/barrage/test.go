@@ -19,6 +19,19 @@ type Test struct {
 	UpdatedAt      time.Time
 	// Files are the test's data files, without their content.
 	Files []TestFile
+	// LastRun is the newest run of any script generated from the test; nil when there is none,
+	// or when it was not read.
+	LastRun *TestLastRun
+}
+
+// TestLastRun is a test's newest run, in brief: what a list of tests shows of it.
+type TestLastRun struct {
+	ID        uuid.UUID
+	State     RunState
+	CreatedAt time.Time
+	EndedAt   *time.Time
+	// Outcome is what its summary says in brief; nil before it has one.
+	Outcome *RunOutcome
 }
 
 // SourceFormat is how a test's source was written.

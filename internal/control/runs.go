@@ -156,6 +156,7 @@ func (s *Service) createRun(ctx context.Context, p barrage.Principal, sc barrage
 	run := barrage.Run{
 		ID: uuid.Must(uuid.NewV7()), OwnerID: owner, ScriptID: sc.ID, State: barrage.RunQueued, Load: in.Load,
 		Manifest: barrage.RunManifest{ScriptSHA256: hex.EncodeToString(sc.SHA256), ScriptName: sc.Name,
+			TestID: sc.Manifest.TestID, TestRevision: sc.Manifest.TestRevision,
 			Plugins: sc.Manifest.Plugins, Files: sc.Manifest.Files, Warnings: deprecations(plugins), Env: in.Env, Secrets: parsed.Secrets},
 		Limits:       barrage.Limits{MaxVUs: limits.MaxVUs, MaxRunDuration: limits.MaxRunDuration},
 		Destinations: dests, VUs: adm.vus,

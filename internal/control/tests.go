@@ -1,6 +1,7 @@
 package control
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -28,23 +29,34 @@ type TestInput struct {
 
 // checkTest validates a session with the parser `barrage run` uses (its data files are checked
 // when a script is generated, since they are uploaded after the test exists) and returns the
-// name the test should have.
+// name the test should have: in.Name, else the script's. A refused session's name is the one
+// the parser read, when valid, for a check to show.
 func checkTest(in TestInput) (string, error) {
 	if in.Format != barrage.FormatJSON && in.Format != barrage.FormatYAML {
 		return "", barrage.Invalid("format", "must be json or yaml")
 	}
-	parsed, err := script.Parse(in.Source, script.ParseOptions{Filename: "test"})
-	if err != nil {
+	name, err := script.ParseName(in.Source, script.ParseOptions{Filename: "test"})
+	name = cmp.Or(in.Name, name)
+	if name == "" {
 		return "", err
 	}
-	name := in.Name
-	if name == "" {
-		name = parsed.Name
+	name, nameErr := barrage.CheckText("name", name, 1, 200)
+	if err != nil {
+		return name, err
 	}
-	if name == "" {
-		return "", nil
+	return name, nameErr
+}
+
+// CheckTest checks a session as CreateTest and SaveTest do, and stores nothing: it returns the
+// name the script gives ("" when it gives none, or the parser did not read that far) and the
+// fields a save would refuse, none when it would take it.
+func (s *Service) CheckTest(in TestInput) (string, []barrage.FieldError, error) {
+	name, err := checkTest(in)
+	var inv *barrage.InvalidError
+	if errors.As(err, &inv) {
+		return name, inv.Fields, nil
 	}
-	return barrage.CheckText("name", name, 1, 200)
+	return name, nil, err
 }
 
 // CreateTest stores a new test for p, its session as revision 1.

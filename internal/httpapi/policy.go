@@ -84,6 +84,7 @@ var policies = map[string]policy{
 	"GET /v1/tests":                      {user, barrage.ScopeRead},
 	"POST /v1/tests":                     {user, barrage.ScopeWrite},
 	"POST /v1/tests/import":              {user, barrage.ScopeWrite},
+	"POST /v1/tests/check":               {user, barrage.ScopeRead}, // it changes nothing
 	"GET /v1/tests/{id}":                 {user, barrage.ScopeRead},
 	"PATCH /v1/tests/{id}":               {user, barrage.ScopeWrite},
 	"DELETE /v1/tests/{id}":              {user, barrage.ScopeWrite},
@@ -142,7 +143,7 @@ var policies = map[string]policy{
 // memory (true) also take a turn among everyone's; an upload, which a slow client may stretch
 // over minutes, takes none, so that it cannot hold everyone else's work.
 var heavy = map[string]bool{
-	"POST /v1/tests": true, "POST /v1/tests/import": true, "PATCH /v1/tests/{id}": true,
+	"POST /v1/tests": true, "POST /v1/tests/import": true, "PATCH /v1/tests/{id}": true, "POST /v1/tests/check": true,
 	"PUT /v1/tests/{id}/files/{name}": true, "POST /v1/scripts": true,
 	"GET /v1/runs/{id}/compare": true, "GET /v1/runs/{id}/report": true, "GET /v1/runs/{id}/sweep.html": true,
 	"POST /v1/plugins/{namespace}/{name}/versions": false,

@@ -62,7 +62,10 @@ func (s *server) ListRuns(ctx context.Context, req api.ListRunsRequestObject) (a
 	if err != nil {
 		return nil, err
 	}
-	f := barrage.RunFilter{TestID: req.Params.TestId}
+	f := barrage.RunFilter{TestID: req.Params.TestId, Since: req.Params.Since, Until: req.Params.Until}
+	if f.Since != nil && f.Until != nil && f.Since.After(*f.Until) {
+		return nil, &badParam{field: "since", reason: "must not be after until"}
+	}
 	if sts := req.Params.State; sts != nil {
 		for _, st := range *sts {
 			f.States = append(f.States, barrage.RunState(st))
@@ -262,6 +265,15 @@ func runSummary[T any](ctx context.Context, c *control.Service, id uuid.UUID) (T
 	return out, nil
 }
 
+// toAPIOutcome is a run's outcome in brief; nil before it has one.
+func toAPIOutcome(o *barrage.RunOutcome) *api.RunOutcome {
+	if o == nil {
+		return nil
+	}
+	return &api.RunOutcome{Requests: o.Requests, ErrorRate: o.ErrorRate, P95Ms: o.P95MS, ThresholdsFailed: o.ThresholdsFailed,
+		GeneratorLimited: o.GeneratorLimited, Incomplete: o.Incomplete}
+}
+
 func toAPIRun(r barrage.Run) api.Run {
 	v := api.Run{
 		Id: r.ID, ScriptId: r.ScriptID, State: api.RunState(r.State), Reason: r.Reason, Load: api.LoadOf(r.Load),
@@ -271,12 +283,9 @@ func toAPIRun(r barrage.Run) api.Run {
 	if r.VUs > 0 {
 		v.Vus = ptr(r.VUs)
 	}
-	if o := r.Outcome; o != nil {
-		v.Outcome = &api.RunOutcome{Requests: o.Requests, ErrorRate: o.ErrorRate, P95Ms: o.P95MS, ThresholdsFailed: o.ThresholdsFailed,
-			GeneratorLimited: o.GeneratorLimited, Incomplete: o.Incomplete}
-	}
+	v.Outcome = toAPIOutcome(r.Outcome)
 	v.Manifest = api.RunManifest{ScriptSha256: r.Manifest.ScriptSHA256, ScriptName: r.Manifest.ScriptName,
-		Files: []api.ScriptFileRef{}, Agents: []api.ManifestAgent{}}
+		TestId: r.Manifest.TestID, TestRevision: revision(r.Manifest.TestRevision), Files: []api.ScriptFileRef{}, Agents: []api.ManifestAgent{}}
 	v.Manifest.Plugins = api.PinsOf(r.Manifest.Plugins)
 	if len(r.Manifest.Warnings) > 0 {
 		v.Manifest.Warnings = &r.Manifest.Warnings
@@ -350,13 +359,18 @@ func (s *server) GetScript(ctx context.Context, req api.GetScriptRequestObject) 
 	return api.GetScript200JSONResponse(toAPIScript(sc)), nil
 }
 
+// revision is a test's revision a script was generated from; nil for none (0).
+func revision(n int) *int {
+	if n == 0 {
+		return nil
+	}
+	return &n
+}
+
 func toAPIScript(sc barrage.Script) api.Script {
 	v := api.Script{Id: sc.ID, Name: sc.Name, Sha256: hex.EncodeToString(sc.SHA256), Source: string(sc.Source),
 		CreatedAt: sc.Created, Files: make([]api.ScriptFileRef, len(sc.Manifest.Files)), Plugins: api.PinsOf(sc.Manifest.Plugins),
-		TestId: sc.Manifest.TestID}
-	if sc.Manifest.TestRevision > 0 {
-		v.TestRevision = ptr(sc.Manifest.TestRevision)
-	}
+		TestId: sc.Manifest.TestID, TestRevision: revision(sc.Manifest.TestRevision)}
 	for i, f := range sc.Manifest.Files {
 		v.Files[i] = api.ScriptFileRef{Name: f.Name, Sha256: f.SHA256, Size: f.Size}
 	}

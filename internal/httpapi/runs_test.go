@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"math"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -1185,4 +1186,57 @@ load: { vus: 1, duration: 1s }
 	shard := b.do("GET", "/v1/runs/"+created.json(t)["id"].(string), u.access, nil).json(t)["shards"].([]any)[0].(map[string]any)
 	require.Equal(t, "failed", shard["state"])
 	require.Contains(t, shard["reason"], "secret OTHER, which the script reads, was deleted")
+}
+
+func TestRunsAreListedBetweenTwoInstantsPageByPage(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	_, u := b.adminAndUser()
+	_, token := b.registerAgent("/v1/agents", u.access, "mine", nil)
+	require.Equal(t, http.StatusNoContent, b.do("POST", "/v1/agent/lease", token, hello).status)
+	script := b.addScript(u, smokeScript)
+	var ids []string
+	var created []time.Time
+	for range 4 {
+		r := b.do("POST", "/v1/runs", u.access, map[string]any{"script_id": script, "duration_seconds": 1})
+		require.Equal(t, http.StatusCreated, r.status, "body: %s", r.body)
+		run := r.json(t)
+		at, err := time.Parse(time.RFC3339Nano, run["created_at"].(string))
+		require.NoError(t, err)
+		ids, created = append(ids, run["id"].(string)), append(created, at)
+		require.Equal(t, http.StatusOK, b.do("POST", "/v1/runs/"+ids[len(ids)-1]+"/cancel", u.access, nil).status)
+	}
+	// listed follows the cursor from page to page of one run each, and returns the ids listed.
+	listed := func(query string) []string {
+		t.Helper()
+		var out []string
+		cursor := ""
+		for {
+			page := b.do("GET", "/v1/runs?limit=1&"+query+cursor, u.access, nil)
+			require.Equal(t, http.StatusOK, page.status, "body: %s", page.body)
+			m := page.json(t)
+			for _, it := range m["items"].([]any) {
+				out = append(out, it.(map[string]any)["id"].(string))
+			}
+			next, ok := m["next_cursor"].(string)
+			if !ok {
+				return out
+			}
+			cursor = "&cursor=" + url.QueryEscape(next)
+		}
+	}
+	at := func(i int) string { return url.QueryEscape(created[i].Format(time.RFC3339Nano)) }
+	require.Equal(t, []string{ids[3], ids[2], ids[1], ids[0]}, listed(""))
+	require.Equal(t, []string{ids[3], ids[2], ids[1]}, listed("since="+at(1)), "since takes the runs created at that instant")
+	require.Equal(t, []string{ids[1], ids[0]}, listed("until="+at(2)), "until leaves out the runs created at that instant")
+	require.Equal(t, []string{ids[2], ids[1]}, listed("since="+at(1)+"&until="+at(3)))
+	require.Equal(t, []string{ids[2], ids[1]}, listed("since="+at(1)+"&until="+at(3)+"&state=canceled"))
+	require.Empty(t, listed("since="+at(1)+"&state=running"))
+	require.Empty(t, listed("since="+at(2)+"&until="+at(2)))
+	require.Empty(t, listed("since="+at(3)+"&test_id="+uuid.NewString()))
+
+	// since after until is refused, naming since.
+	p := requireProblem(t, b.do("GET", "/v1/runs?since="+at(3)+"&until="+at(1), u.access, nil), http.StatusBadRequest)
+	requireField(t, p, "since")
+	requireProblem(t, b.do("GET", "/v1/runs?since=yesterday", u.access, nil), http.StatusBadRequest)
 }

@@ -128,7 +128,7 @@ func NewServer(d Deps) (http.Handler, error) {
 			writeError(s.log, w, r, err)
 		},
 	})
-	api.HandlerWithOptions(strict, api.ChiServerOptions{
+	api.HandlerWithOptions(checkRaw{ServerInterface: strict, s: s}, api.ChiServerOptions{
 		BaseRouter: r,
 		// Applied innermost first: authorize runs before validation.
 		Middlewares: []api.MiddlewareFunc{newValidator(d.Log, doc).middleware, s.authorize},

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/getkin/kin-openapi/openapi3filter"
@@ -50,6 +51,53 @@ func (s *server) CreateTest(ctx context.Context, req api.CreateTestRequestObject
 		return nil, err
 	}
 	return api.CreateTest201JSONResponse(toAPITest(t)), nil
+}
+
+// CheckTest is the strict handler's checkTest, which the router does not call: checkRaw serves
+// it from the body as it came.
+func (s *server) CheckTest(ctx context.Context, req api.CheckTestRequestObject) (api.CheckTestResponseObject, error) {
+	return s.checkTest(ctx, req.JSONBody != nil)
+}
+
+// checkRaw serves checkTest from the body as it came: the strict handler decodes a JSON body
+// before its method runs, and answers 400 for one that does not decode, where a check answers
+// with what the parser found in it, lines named (and decodes nothing but with the parser).
+type checkRaw struct {
+	api.ServerInterface
+	s *server
+}
+
+func (c checkRaw) CheckTest(w http.ResponseWriter, r *http.Request) {
+	// The validator took one of the two media types the operation names.
+	res, err := c.s.checkTest(r.Context(), strings.HasPrefix(r.Header.Get("Content-Type"), "application/json"))
+	if err == nil {
+		err = res.VisitCheckTestResponse(w)
+	}
+	if err != nil {
+		writeError(c.s.log, w, r, err)
+	}
+}
+
+// checkTest checks the request's session, JSON or YAML, as a save would, and stores nothing.
+func (s *server) checkTest(ctx context.Context, isJSON bool) (api.CheckTestResponseObject, error) {
+	if _, err := principal(ctx); err != nil {
+		return nil, err
+	}
+	name, refused, err := s.control.CheckTest(testInput(ctx, isJSON, nil))
+	if err != nil {
+		return nil, err
+	}
+	out := api.CheckTest200JSONResponse{Valid: len(refused) == 0, Errors: make([]api.FieldError, len(refused))}
+	if name != "" {
+		out.Name = &name
+	}
+	for i, f := range refused {
+		out.Errors[i] = api.FieldError{Field: f.Field, Reason: f.Reason}
+		if f.Line > 0 {
+			out.Errors[i].Line = ptr(f.Line)
+		}
+	}
+	return out, nil
 }
 
 func (s *server) UpdateTest(ctx context.Context, req api.UpdateTestRequestObject) (api.UpdateTestResponseObject, error) {
@@ -235,6 +283,10 @@ func toAPITest(t barrage.Test) api.Test {
 		Files: make([]api.TestFileRef, len(t.Files))}
 	for i, f := range t.Files {
 		v.Files[i] = toAPITestFile(f)
+	}
+	if r := t.LastRun; r != nil {
+		v.LastRun = &api.TestLastRun{Id: r.ID, State: api.RunState(r.State), CreatedAt: r.CreatedAt, EndedAt: r.EndedAt,
+			Outcome: toAPIOutcome(r.Outcome)}
 	}
 	return v
 }

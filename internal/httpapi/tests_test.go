@@ -2,6 +2,7 @@ package httpapi_test
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -13,8 +14,11 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
+	"github.com/barrage-load/barrage/internal/barrage"
 	"github.com/barrage-load/barrage/internal/control"
+	"github.com/barrage-load/barrage/internal/postgres"
 	"github.com/barrage-load/barrage/internal/script"
+	"github.com/barrage-load/barrage/migrations"
 )
 
 const usersTest = `version: 1
@@ -470,4 +474,170 @@ func TestASharedAgentDoesOneJobOfEachUserAtATime(t *testing.T) {
 		got[(<-answers).status]++
 	}
 	require.Equal(t, map[int]int{http.StatusNotFound: 1, http.StatusUnprocessableEntity: 2}, got)
+}
+
+// checkOf asks the server to check body, sent as contentType, and returns its answer, which
+// must be a 200 TestCheck.
+func (b *testBundle) checkOf(bearer, body, contentType string) map[string]any {
+	b.t.Helper()
+	r := b.do("POST", "/v1/tests/check", bearer, body, "Content-Type", contentType)
+	require.Equal(b.t, http.StatusOK, r.status, "body: %s", r.body)
+	return r.json(b.t)
+}
+
+func TestCheckingASessionIs200WithWhatTheParserFoundAndStoresNothing(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	_, u := b.adminAndUser()
+	created := b.do("POST", "/v1/tokens", u.access, map[string]any{"name": "reader", "scopes": []string{"read"}})
+	require.Equal(t, http.StatusCreated, created.status, "body: %s", created.body)
+	reader := secret(created.json(t)["token"].(string))
+
+	// A token that may only read may check, since a check changes nothing.
+	good := b.checkOf(reader, usersTest, "application/yaml")
+	require.Equal(t, map[string]any{"valid": true, "name": "users", "errors": []any{}}, good)
+	doc := `{"version": 1, "name": "as JSON", "session": {"groups": [{"name": "g", "requests": [{"name": "r", "url": "http://127.0.0.1:9/"}]}]}, "load": {"vus": 1, "duration": "1s"}}`
+	require.Equal(t, map[string]any{"valid": true, "name": "as JSON", "errors": []any{}}, b.checkOf(reader, doc, "application/json"))
+	requireProblem(t, b.do("POST", "/v1/tests", reader, usersTest, "Content-Type", "application/yaml"), http.StatusForbidden)
+
+	// A refused session: every error with its path and line, as a save's 422 lists them, and
+	// the name the parser read before them.
+	bad := "version: 1\nname: half done\nsession:\n  groups: 7\nload: { vus: 0, duration: 1s }\n"
+	check := b.checkOf(u.access, bad, "application/yaml")
+	require.Equal(t, false, check["valid"])
+	require.Equal(t, "half done", check["name"])
+	saved := requireProblem(t, b.do("POST", "/v1/tests", u.access, bad, "Content-Type", "application/yaml"), http.StatusUnprocessableEntity)
+	require.Equal(t, saved["errors"], check["errors"])
+	errs := check["errors"].([]any)
+	require.Len(t, errs, 2)
+	require.Equal(t, map[string]any{"field": "session.groups", "reason": "must be a list, not a number (line 4)", "line": float64(4)}, errs[0])
+	require.EqualValues(t, 5, errs[1].(map[string]any)["line"])
+
+	// Whatever the body holds, the answer is the parser's, never a 4xx nor a 500: text that is
+	// not yet JSON, JSON that is no object, two documents, bytes that are not UTF-8, a nesting
+	// deeper than a script may be, more values than it may hold.
+	for _, c := range []struct{ body, contentType string }{
+		{`{"version": 1, "name": "typing`, "application/json"},
+		{"{}", "application/json"},
+		{"[1]", "application/json"},
+		{"null", "application/json"},
+		{"{}{}", "application/json"},
+		{"\xff\xfe", "application/json"},
+		{"\xff\xfe", "application/yaml"},
+		{"version: 1\nname: [unclosed\n", "application/yaml"},
+		{"a: b: c", "application/yaml"},
+		{strings.Repeat("[", 100_000), "application/json"},
+		{strings.Repeat("- ", 20_000) + "x", "application/yaml"},
+		{"[" + strings.Repeat("1,", script.MaxValues) + "1]", "application/json"},
+	} {
+		check := b.checkOf(u.access, c.body, c.contentType)
+		require.Equal(t, false, check["valid"], "%.40q", c.body)
+		require.NotEmpty(t, check["errors"], "%.40q", c.body)
+		require.NotContains(t, check, "name")
+	}
+	typing := b.checkOf(u.access, "version: 1\nname: typing\nsession:\n  groups:\n    - name: g\n      requests:\n        - { name: r, url: ", "application/yaml")
+	require.Equal(t, false, typing["valid"])
+	require.Contains(t, fmt.Sprint(typing["errors"]), "line")
+
+	// Only what createTest refuses before reading a script is refused: no body, another
+	// content type.
+	requireProblem(t, b.do("POST", "/v1/tests/check", u.access, nil), http.StatusBadRequest)
+	requireProblem(t, b.do("POST", "/v1/tests/check", u.access, "", "Content-Type", "application/yaml"), http.StatusBadRequest)
+	requireProblem(t, b.do("POST", "/v1/tests/check", u.access, usersTest, "Content-Type", "text/plain"), http.StatusUnsupportedMediaType)
+	requireProblem(t, b.do("POST", "/v1/tests", u.access, usersTest, "Content-Type", "text/plain"), http.StatusUnsupportedMediaType)
+	requireProblem(t, b.do("POST", "/v1/tests", u.access, nil), http.StatusBadRequest)
+	requireProblem(t, b.do("PATCH", "/v1/tests/"+uuid.NewString(), u.access, "", "Content-Type", "application/yaml"), http.StatusBadRequest)
+
+	// Nothing was stored.
+	require.Empty(t, b.do("GET", "/v1/tests", u.access, nil).json(t)["items"])
+}
+
+func TestASessionToCheckLargerThanTheBodyLimitIs413(t *testing.T) {
+	t.Parallel()
+	b := setup(t, setupOpts{maxBody: 1024})
+	_, u := b.adminAndUser()
+	requireProblem(t, b.do("POST", "/v1/tests/check", u.access, usersTest+"#"+strings.Repeat("x", 1024), "Content-Type", "application/yaml"), http.StatusRequestEntityTooLarge)
+	require.Equal(t, http.StatusOK, b.do("POST", "/v1/tests/check", u.access, usersTest, "Content-Type", "application/yaml").status)
+}
+
+// testOf saves src as a new test of bearer's and returns its id.
+func (b *testBundle) testOf(bearer, src string) string {
+	b.t.Helper()
+	r := b.do("POST", "/v1/tests", bearer, src, "Content-Type", "application/yaml")
+	require.Equal(b.t, http.StatusCreated, r.status, "body: %s", r.body)
+	return r.json(b.t)["id"].(string)
+}
+
+func TestATestShowsItsLastRunAndNoOneElses(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	admin, u := b.adminAndUser()
+	id := b.testOf(u.access, smokeScript)
+	other := b.testOf(u.access, strings.Replace(smokeScript, "name: smoke", "name: other", 1))
+	lastRun := func() (any, any) {
+		t.Helper()
+		items := b.do("GET", "/v1/tests", u.access, nil).json(t)["items"].([]any)
+		require.Len(t, items, 2)
+		require.Equal(t, id, items[1].(map[string]any)["id"])
+		require.Equal(t, other, items[0].(map[string]any)["id"])
+		require.Equal(t, items[1].(map[string]any)["last_run"], b.do("GET", "/v1/tests/"+id, u.access, nil).json(t)["last_run"])
+		return items[1].(map[string]any)["last_run"], items[0].(map[string]any)["last_run"]
+	}
+	mine, others := lastRun()
+	require.Nil(t, mine, "no run yet")
+	require.Nil(t, others)
+
+	_, token := b.registerAgent("/v1/agents", u.access, "mine", nil)
+	require.Equal(t, http.StatusNoContent, b.do("POST", "/v1/agent/lease", token, hello).status)
+	first := b.do("POST", "/v1/runs", u.access, map[string]any{"test_id": id, "duration_seconds": 1})
+	require.Equal(t, http.StatusCreated, first.status, "body: %s", first.body)
+	firstID := first.json(t)["id"].(string)
+	// The run's manifest names the test and revision its script was generated from; runs made
+	// before it did say so too, once migrated.
+	manifest := first.json(t)["manifest"].(map[string]any)
+	require.Equal(t, id, manifest["test_id"])
+	require.EqualValues(t, 1, manifest["test_revision"])
+	_, err := b.pool.Exec(context.Background(), `UPDATE runs SET manifest = manifest - 'test_id' - 'test_revision'`)
+	require.NoError(t, err)
+	require.NotContains(t, b.do("GET", "/v1/runs/"+firstID, u.access, nil).json(t)["manifest"], "test_id")
+	backfill, err := migrations.FS.ReadFile("0017_run_test.sql")
+	require.NoError(t, err)
+	_, err = b.pool.Exec(context.Background(), string(backfill))
+	require.NoError(t, err)
+	require.Equal(t, manifest, b.do("GET", "/v1/runs/"+firstID, u.access, nil).json(t)["manifest"])
+	mine, others = lastRun()
+	require.Equal(t, firstID, mine.(map[string]any)["id"])
+	require.Equal(t, "queued", mine.(map[string]any)["state"])
+	require.NotContains(t, mine, "outcome")
+	require.Nil(t, others, "a run of another test is not this one's")
+
+	// The newest run is the last, and an ended one says its outcome in brief.
+	require.Equal(t, http.StatusOK, b.do("POST", "/v1/runs/"+firstID+"/cancel", u.access, nil).status)
+	second := b.do("POST", "/v1/runs", u.access, map[string]any{"test_id": id, "duration_seconds": 1})
+	require.Equal(t, http.StatusCreated, second.status, "body: %s", second.body)
+	secondID := second.json(t)["id"].(string)
+	_, err = b.pool.Exec(context.Background(), `UPDATE runs SET state = 'finished', ended_at = now(), summary = $2 WHERE id = $1`, secondID,
+		`{"total": {"count": 40, "error_rate": 0.25, "p95_ms": 12.5, "histogram": "AAAA"}, "thresholds": [{"passed": true}, {"passed": false}],
+		  "verdict": {"generator_limited": true}, "requests": [{"name": "get home"}]}`)
+	require.NoError(t, err)
+	mine, _ = lastRun()
+	require.Equal(t, secondID, mine.(map[string]any)["id"])
+	require.Equal(t, "finished", mine.(map[string]any)["state"])
+	require.NotEmpty(t, mine.(map[string]any)["ended_at"])
+	require.Equal(t, map[string]any{"requests": float64(40), "error_rate": 0.25, "p95_ms": 12.5, "thresholds_failed": float64(1),
+		"generator_limited": true, "incomplete": false}, mine.(map[string]any)["outcome"])
+
+	// Another user's run of a script that names the user's test, newer than the user's runs,
+	// is no run of the user's test.
+	_, adminToken := b.registerAgent("/v1/agents", admin.access, "admins", nil)
+	require.Equal(t, http.StatusNoContent, b.do("POST", "/v1/agent/lease", adminToken, hello).status)
+	testID := uuid.MustParse(id)
+	sum := sha256.Sum256([]byte(smokeScript))
+	sc, _, err := b.store.CreateScript(context.Background(), barrage.Script{ID: uuid.Must(uuid.NewV7()), OwnerID: uuid.MustParse(admin.id),
+		Name: "smoke", Source: []byte(smokeScript), SHA256: sum[:], Manifest: barrage.ScriptManifest{TestID: &testID, TestRevision: 1}}, postgres.Quota{})
+	require.NoError(t, err)
+	theirs := b.do("POST", "/v1/runs", admin.access, map[string]any{"script_id": sc.ID.String(), "duration_seconds": 1})
+	require.Equal(t, http.StatusCreated, theirs.status, "body: %s", theirs.body)
+	mine, _ = lastRun()
+	require.Equal(t, secondID, mine.(map[string]any)["id"])
 }

@@ -153,23 +153,34 @@ func (v *validator) middleware(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		if scriptBody(op) {
+		switch {
+		case bodyIs(op, "TestDraft"):
+			// A session to check, which the parser alone judges whatever it holds (not JSON, more
+			// values than a script may hold): the answer says what it found.
+			if p := v.unreadBody(r, in, op.RequestBody.Value); p != nil {
+				writeProblem(w, r, *p)
+				return
+			}
+		case bodyIs(op, "TestSource"):
 			// A script, which its parser checks, naming each error with its line: not decoded
 			// here first, and refused unread when it holds more than a script may (what decoding
 			// costs is what it holds: a megabyte of "1," is a hundred).
+			if p := v.unreadBody(r, in, op.RequestBody.Value); p != nil {
+				writeProblem(w, r, *p)
+				return
+			}
 			if n := script.CountValues(rawBody(r.Context())); n > script.MaxValues {
 				reason := fmt.Sprintf("holds up to %d values (lines, list items, members), more than the %d a script may", n, script.MaxValues)
 				writeProblem(w, r, problem{Type: typeValidation, Title: "Validation failed", Status: http.StatusUnprocessableEntity,
 					Detail: "body: " + reason, Errors: []barrage.FieldError{{Field: "body", Reason: reason}}})
 				return
 			}
-			opts := *in.Options
-			opts.ExcludeRequestBody = true
-			in.Options = &opts
-		}
-		if p := strictJSON(r, op); p != nil {
-			writeProblem(w, r, *p)
-			return
+			fallthrough
+		default:
+			if p := strictJSON(r, op); p != nil {
+				writeProblem(w, r, *p)
+				return
+			}
 		}
 		if err := openapi3filter.ValidateRequest(r.Context(), in); err != nil {
 			writeProblem(w, r, v.reasons.validationProblem(err))
@@ -200,17 +211,39 @@ func pathParams(r *http.Request, rctx *chi.Context) (map[string]string, *problem
 	return params, nil
 }
 
-// scriptBody reports whether op's body is a script (TestSource), in JSON or YAML.
-func scriptBody(op *openapi3.Operation) bool {
+// bodyIs reports whether op's body, in one of its media types, is the spec's schema of that
+// name: a script (TestSource) or a session to check (TestDraft), in JSON or YAML.
+func bodyIs(op *openapi3.Operation, schema string) bool {
 	if op.RequestBody == nil || op.RequestBody.Value == nil {
 		return false
 	}
 	for _, mt := range op.RequestBody.Value.Content {
-		if mt.Schema != nil && mt.Schema.Ref == "#/components/schemas/TestSource" {
+		if mt.Schema != nil && mt.Schema.Ref == "#/components/schemas/"+schema {
 			return true
 		}
 	}
 	return false
+}
+
+// unreadBody checks of a body that the validator is not to read (a script, which its parser
+// reads, naming each error with its line) what the validator would check before reading it:
+// that it is there when the operation needs one (400), in a media type the operation takes
+// (415). It tells the validator to leave the body alone.
+func (v *validator) unreadBody(r *http.Request, in *openapi3filter.RequestValidationInput, rb *openapi3.RequestBody) *problem {
+	opts := *in.Options
+	opts.ExcludeRequestBody = true
+	in.Options = &opts
+	var err error
+	switch ct := r.Header.Get("Content-Type"); {
+	case len(rawBody(r.Context())) == 0 && rb.Required:
+		err = &openapi3filter.RequestError{Input: in, RequestBody: rb, Err: openapi3filter.ErrInvalidRequired}
+	case rb.Content.Get(ct) == nil:
+		err = &openapi3filter.RequestError{Input: in, RequestBody: rb, Reason: fmt.Sprintf("header Content-Type has unexpected value: %q", ct)}
+	default:
+		return nil
+	}
+	p := v.reasons.validationProblem(err)
+	return &p
 }
 
 // streamed reports whether op takes a multipart body, which is streamed, not validated whole.

@@ -225,7 +225,7 @@ func (s *Store) RunSummary(ctx context.Context, ownerID, id uuid.UUID) ([]byte, 
 
 // Runs lists the owner's runs with their shards, newest first, before the given id.
 func (s *Store) Runs(ctx context.Context, ownerID uuid.UUID, f barrage.RunFilter, before *uuid.UUID, limit int) ([]barrage.Run, error) {
-	params := dbsqlc.RunListParams{OwnerID: ownerID, Before: before, MaxRows: int32(limit), TestID: f.TestID}
+	params := dbsqlc.RunListParams{OwnerID: ownerID, Before: before, MaxRows: int32(limit), TestID: f.TestID, Since: f.Since, Until: f.Until}
 	for _, st := range f.States {
 		params.States = append(params.States, string(st))
 	}

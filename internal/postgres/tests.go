@@ -67,13 +67,44 @@ func (s *Store) SaveTest(ctx context.Context, ownerID, id uuid.UUID, name *strin
 	return s.withFiles(ctx, t)
 }
 
-// Test reads the owner's test id, with its files listed.
+// Test reads the owner's test id, with its files listed and its last run.
 func (s *Store) Test(ctx context.Context, ownerID, id uuid.UUID) (barrage.Test, error) {
 	row, err := s.q.TestGet(ctx, s.pool, dbsqlc.TestGetParams{ID: id, OwnerID: ownerID})
 	if err != nil {
 		return barrage.Test{}, translate(err, "test")
 	}
-	return s.withFiles(ctx, testFromRow(row))
+	t, err := s.withFiles(ctx, testFromRow(row))
+	if err != nil {
+		return barrage.Test{}, err
+	}
+	tests := []barrage.Test{t}
+	if err := s.withLastRuns(ctx, ownerID, tests); err != nil {
+		return barrage.Test{}, err
+	}
+	return tests[0], nil
+}
+
+// withLastRuns sets the last run of each of the owner's tests given, read for all at once.
+func (s *Store) withLastRuns(ctx context.Context, ownerID uuid.UUID, tests []barrage.Test) error {
+	ids := make([]uuid.UUID, len(tests))
+	at := make(map[uuid.UUID]int, len(tests))
+	for i, t := range tests {
+		ids[i], at[t.ID] = t.ID, i
+	}
+	rows, err := s.q.TestLastRuns(ctx, s.pool, dbsqlc.TestLastRunsParams{TestIds: ids, OwnerID: ownerID})
+	if err != nil {
+		return err
+	}
+	for _, r := range rows {
+		last := &barrage.TestLastRun{ID: r.ID, State: barrage.RunState(r.State), CreatedAt: r.CreatedAt, EndedAt: r.EndedAt}
+		if len(r.Outcome) > 0 {
+			if last.Outcome, err = outcomeOf(r.Outcome); err != nil {
+				return fmt.Errorf("run %s: summary: %w", r.ID, err)
+			}
+		}
+		tests[at[r.TestID]].LastRun = last
+	}
+	return nil
 }
 
 func (s *Store) withFiles(ctx context.Context, t barrage.Test) (barrage.Test, error) {
@@ -88,7 +119,7 @@ func (s *Store) withFiles(ctx context.Context, t barrage.Test) (barrage.Test, er
 	return t, nil
 }
 
-// Tests lists the owner's tests, newest first, before the id given.
+// Tests lists the owner's tests, newest first, before the id given, each with its last run.
 func (s *Store) Tests(ctx context.Context, ownerID uuid.UUID, before *uuid.UUID, limit int) ([]barrage.Test, error) {
 	rows, err := s.q.TestList(ctx, s.pool, dbsqlc.TestListParams{OwnerID: ownerID, Before: before, MaxRows: int32(limit)})
 	if err != nil {
@@ -99,6 +130,9 @@ func (s *Store) Tests(ctx context.Context, ownerID uuid.UUID, before *uuid.UUID,
 		if out[i], err = s.withFiles(ctx, testFromRow(r)); err != nil {
 			return nil, err
 		}
+	}
+	if err := s.withLastRuns(ctx, ownerID, out); err != nil {
+		return nil, err
 	}
 	return out, nil
 }

@@ -53,8 +53,9 @@ func (l ErrorList) Error() string {
 	return strings.Join(lines, "\n")
 }
 
-// Unwrap exposes the list as a barrage.InvalidError whose fields are the paths, so that the
-// HTTP edge answers with one entry per error and errors.Is(err, barrage.ErrInvalid) holds.
+// Unwrap exposes the list as a barrage.InvalidError whose fields are the paths with their
+// lines, so that the HTTP edge answers with one entry per error and errors.Is(err,
+// barrage.ErrInvalid) holds. The reason names the line too, for whoever reads it alone.
 func (l ErrorList) Unwrap() error {
 	fields := make([]barrage.FieldError, len(l))
 	for i, e := range l {
@@ -62,7 +63,7 @@ func (l ErrorList) Unwrap() error {
 		if e.Line > 0 {
 			reason += " (line " + strconv.Itoa(e.Line) + ")"
 		}
-		fields[i] = barrage.FieldError{Field: e.Path, Reason: reason}
+		fields[i] = barrage.FieldError{Field: e.Path, Reason: reason, Line: e.Line}
 	}
 	return &barrage.InvalidError{Fields: fields}
 }

@@ -56,13 +56,34 @@ type ParseOptions struct {
 // and Rows stay nil and, when the script has any, a variable no other source defines is taken
 // to be one of their columns. A refused script's error is an ErrorList.
 func Parse(data []byte, opts ParseOptions) (*Script, error) {
+	s, err := parseAsFarAsRead(data, opts)
+	if err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// ParseName checks data as Parse does and returns, with Parse's error, the script's name as
+// far as the parser read it: a refused script's too, when that name is valid ("" when the
+// script names none, or is not a document that could).
+func ParseName(data []byte, opts ParseOptions) (string, error) {
+	s, err := parseAsFarAsRead(data, opts)
+	if s == nil {
+		return "", err
+	}
+	return s.Name, err
+}
+
+// parseAsFarAsRead is Parse that keeps the model of a refused script as far as it was read
+// (nil when data is not a document).
+func parseAsFarAsRead(data []byte, opts ParseOptions) (*Script, error) {
 	d := &decoder{errs: errs{file: opts.Filename}}
 	s := d.parse(data)
 	if s != nil {
 		d.checkVars(s)
 	}
 	if list := d.refused(nil); list != nil {
-		return nil, list
+		return s, list
 	}
 	s.Deprecations = d.notes
 	return s, nil

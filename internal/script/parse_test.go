@@ -270,7 +270,7 @@ shop.yaml:17: thresholds[0]: p95: value "300": must be a duration such as 500ms,
 	var inv *barrage.InvalidError
 	require.ErrorAs(t, err, &inv)
 	require.Len(t, inv.Fields, 5)
-	require.Equal(t, barrage.FieldError{Field: "load.vus", Reason: "must be between 1 and 1000000 (line 14)"}, inv.Fields[3])
+	require.Equal(t, barrage.FieldError{Field: "load.vus", Reason: "must be between 1 and 1000000 (line 14)", Line: 14}, inv.Fields[3])
 }
 
 func TestYAMLSyntaxErrorHasItsLine(t *testing.T) {

@@ -320,27 +320,33 @@ const runList = `-- name: RunList :many
 SELECT id, owner_id, script_id, manifest, state, reason, load, max_vus, max_run_seconds, idempotency_key, start_at, created_at, ended_at, stop_state, stop_reason, summary, request_sha256, destinations, vus, dest_addresses FROM runs
 WHERE runs.owner_id = $1 AND ($2::uuid IS NULL OR runs.id < $2::uuid)
   AND ($3::text[] IS NULL OR runs.state = ANY($3::text[]))
-  AND ($4::uuid IS NULL OR runs.script_id IN (
-    SELECT scripts.id FROM scripts WHERE scripts.owner_id = $1 AND scripts.manifest->>'test_id' = $4::uuid::text))
+  AND ($4::timestamptz IS NULL OR runs.created_at >= $4::timestamptz)
+  AND ($5::timestamptz IS NULL OR runs.created_at < $5::timestamptz)
+  AND ($6::uuid IS NULL OR runs.script_id IN (
+    SELECT scripts.id FROM scripts WHERE scripts.owner_id = $1 AND scripts.manifest->>'test_id' = $6::uuid::text))
 ORDER BY runs.id DESC
-LIMIT $5
+LIMIT $7
 `
 
 type RunListParams struct {
 	OwnerID uuid.UUID
 	Before  *uuid.UUID
 	States  []string
+	Since   *time.Time
+	Until   *time.Time
 	TestID  *uuid.UUID
 	MaxRows int32
 }
 
-// RunList lists a user's runs, newest first; of one state, and of one test's scripts, when
-// those are given.
+// RunList lists a user's runs, newest first; of some states, of one test's scripts, created
+// since an instant and before another, when those are given.
 func (q *Queries) RunList(ctx context.Context, db DBTX, arg RunListParams) ([]Run, error) {
 	rows, err := db.Query(ctx, runList,
 		arg.OwnerID,
 		arg.Before,
 		arg.States,
+		arg.Since,
+		arg.Until,
 		arg.TestID,
 		arg.MaxRows,
 	)

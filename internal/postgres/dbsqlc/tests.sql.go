@@ -270,6 +270,65 @@ func (q *Queries) TestInsert(ctx context.Context, db DBTX, arg TestInsertParams)
 	return i, err
 }
 
+const testLastRuns = `-- name: TestLastRuns :many
+SELECT t.id::uuid AS test_id, r.id, r.state, r.created_at, r.ended_at,
+       CASE WHEN r.summary IS NOT NULL THEN jsonb_build_object(
+           'total', (r.summary->'total') - 'histogram', 'thresholds', r.summary->'thresholds',
+           'verdict', r.summary->'verdict', 'incomplete', r.summary->'incomplete') END::jsonb AS outcome
+FROM unnest($1::uuid[]) AS t(id)
+CROSS JOIN LATERAL (
+    SELECT runs.id, runs.state, runs.created_at, runs.ended_at, runs.summary
+    FROM runs JOIN scripts ON scripts.id = runs.script_id
+    WHERE runs.owner_id = $2 AND scripts.owner_id = $2 AND scripts.manifest->>'test_id' = t.id::text
+    ORDER BY runs.id DESC
+    LIMIT 1
+) r
+`
+
+type TestLastRunsParams struct {
+	TestIds []uuid.UUID
+	OwnerID uuid.UUID
+}
+
+type TestLastRunsRow struct {
+	TestID    uuid.UUID
+	ID        uuid.UUID
+	State     string
+	CreatedAt time.Time
+	EndedAt   *time.Time
+	Outcome   []byte
+}
+
+// TestLastRuns reads the newest run of each of the owner's tests given, of any script generated
+// from it, with the brief of its summary (its total without the histogram, thresholds, verdict
+// and what is incomplete) when it has one; a test without runs has no row.
+func (q *Queries) TestLastRuns(ctx context.Context, db DBTX, arg TestLastRunsParams) ([]TestLastRunsRow, error) {
+	rows, err := db.Query(ctx, testLastRuns, arg.TestIds, arg.OwnerID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []TestLastRunsRow
+	for rows.Next() {
+		var i TestLastRunsRow
+		if err := rows.Scan(
+			&i.TestID,
+			&i.ID,
+			&i.State,
+			&i.CreatedAt,
+			&i.EndedAt,
+			&i.Outcome,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const testList = `-- name: TestList :many
 SELECT id, owner_id, name, latest_revision, created_at, updated_at FROM tests
 WHERE owner_id = $1 AND ($2::uuid IS NULL OR id < $2::uuid)

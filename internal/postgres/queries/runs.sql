@@ -16,12 +16,14 @@ SELECT * FROM runs WHERE owner_id = @owner_id AND idempotency_key = @idempotency
 -- name: RunGetByID :one
 SELECT * FROM runs WHERE id = $1;
 
--- RunList lists a user's runs, newest first; of one state, and of one test's scripts, when
--- those are given.
+-- RunList lists a user's runs, newest first; of some states, of one test's scripts, created
+-- since an instant and before another, when those are given.
 -- name: RunList :many
 SELECT * FROM runs
 WHERE runs.owner_id = @owner_id AND (sqlc.narg(before)::uuid IS NULL OR runs.id < sqlc.narg(before)::uuid)
   AND (sqlc.narg(states)::text[] IS NULL OR runs.state = ANY(sqlc.narg(states)::text[]))
+  AND (sqlc.narg(since)::timestamptz IS NULL OR runs.created_at >= sqlc.narg(since)::timestamptz)
+  AND (sqlc.narg(until)::timestamptz IS NULL OR runs.created_at < sqlc.narg(until)::timestamptz)
   AND (sqlc.narg(test_id)::uuid IS NULL OR runs.script_id IN (
     SELECT scripts.id FROM scripts WHERE scripts.owner_id = @owner_id AND scripts.manifest->>'test_id' = sqlc.narg(test_id)::uuid::text))
 ORDER BY runs.id DESC

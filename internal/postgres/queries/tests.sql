@@ -60,3 +60,20 @@ SELECT * FROM test_files WHERE test_id = @test_id AND name = ANY(@names::text[])
 -- name: TestFileCount :one
 SELECT count(*) FROM test_files WHERE test_id = $1;
 
+
+-- TestLastRuns reads the newest run of each of the owner's tests given, of any script generated
+-- from it, with the brief of its summary (its total without the histogram, thresholds, verdict
+-- and what is incomplete) when it has one; a test without runs has no row.
+-- name: TestLastRuns :many
+SELECT t.id::uuid AS test_id, r.id, r.state, r.created_at, r.ended_at,
+       CASE WHEN r.summary IS NOT NULL THEN jsonb_build_object(
+           'total', (r.summary->'total') - 'histogram', 'thresholds', r.summary->'thresholds',
+           'verdict', r.summary->'verdict', 'incomplete', r.summary->'incomplete') END::jsonb AS outcome
+FROM unnest(@test_ids::uuid[]) AS t(id)
+CROSS JOIN LATERAL (
+    SELECT runs.id, runs.state, runs.created_at, runs.ended_at, runs.summary
+    FROM runs JOIN scripts ON scripts.id = runs.script_id
+    WHERE runs.owner_id = @owner_id AND scripts.owner_id = @owner_id AND scripts.manifest->>'test_id' = t.id::text
+    ORDER BY runs.id DESC
+    LIMIT 1
+) r;
