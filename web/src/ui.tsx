@@ -192,7 +192,8 @@ export function numeric(text: string): Col {
  * not see it and its columns' headings; children are its rows. */
 export function Table(props: { caption: string; cols: Col[]; children: ComponentChildren }) {
   return (
-    <div class="scroll">
+    // A region one can scroll by keyboard, when the table is wider than the screen.
+    <div class="scroll" tabIndex={0} role="region" aria-label={props.caption}>
       <table>
         <caption class="visually-hidden">{props.caption}</caption>
         <thead>

@@ -113,7 +113,7 @@ export function pretty(body: string, headers: { name: string; value: string }[])
 function Headers(props: { title: string; headers: { name: string; value: string }[] }) {
   return (
     <>
-      <h4>{props.title}</h4>
+      <h3>{props.title}</h3>
       {props.headers.length === 0 ? <p class="hint">None.</p> : (
         <dl class="headers">
           {props.headers.map((h, i) => (
@@ -133,7 +133,7 @@ function Exchange(props: { entry: TraceEntry }) {
   const vars = Object.entries(e.vars);
   return (
     <article class="exchange" aria-label={`Request ${e.request}`}>
-      <h3>{e.request}</h3>
+      <h2>{e.request}</h2>
       <p><code>{e.method} {e.url}</code></p>
       {e.error && <p class="error">{e.error}</p>}
       <dl class="facts">
@@ -149,13 +149,13 @@ function Exchange(props: { entry: TraceEntry }) {
       </dl>
       {e.failures.length > 0 && (
         <>
-          <h4>Assertions that failed</h4>
+          <h3>Assertions that failed</h3>
           <ul class="error">{e.failures.map((f, i) => <li key={i}>{f}</li>)}</ul>
         </>
       )}
       {vars.length > 0 && (
         <>
-          <h4>Variables extracted</h4>
+          <h3>Variables extracted</h3>
           <dl class="headers">
             {vars.map(([k, v]) => (
               <div key={k}>
@@ -168,22 +168,22 @@ function Exchange(props: { entry: TraceEntry }) {
       )}
       {e.redirects && e.redirects.length > 0 && (
         <>
-          <h4>Redirects followed</h4>
+          <h3>Redirects followed</h3>
           <ol>{e.redirects.map((r, i) => <li key={i}>{r.status} → <code>{r.method} {r.url}</code></li>)}</ol>
         </>
       )}
       <Headers title="Request headers" headers={e.request_headers} />
       {e.request_body && (
         <>
-          <h4>Request body</h4>
-          <pre class="body">{pretty(e.request_body, e.request_headers)}</pre>
+          <h3>Request body</h3>
+          <pre class="body" tabIndex={0}>{pretty(e.request_body, e.request_headers)}</pre>
         </>
       )}
       <Headers title="Response headers" headers={e.response_headers} />
       {e.response_body && (
         <>
-          <h4>Response body</h4>
-          <pre class="body">{pretty(e.response_body, e.response_headers)}</pre>
+          <h3>Response body</h3>
+          <pre class="body" tabIndex={0}>{pretty(e.response_body, e.response_headers)}</pre>
         </>
       )}
     </article>

@@ -133,14 +133,14 @@ function Revisions(props: { id: string; revisions: TestRevision[] }) {
       {shown !== null && one.data !== undefined && one.data !== null && (
         <figure>
           <figcaption>Revision {shown}</figcaption>
-          <pre class="source">{one.data}</pre>
+          <pre class="source" tabIndex={0}>{one.data}</pre>
         </figure>
       )}
       <Failure error={diff.error || one.error} />
       {diff.data && (
         <figure>
           <figcaption>From revision {from} to revision {to}</figcaption>
-          <pre class="diff" aria-label={`Changes from revision ${from} to ${to}`}>
+          <pre class="diff" tabIndex={0} aria-label={`Changes from revision ${from} to ${to}`}>
             {diff.data.map((l, i) => (
               <span key={i} class={l.op === "+" ? "add" : l.op === "-" ? "del" : undefined}>
                 {l.op === "+" ? "+ " : l.op === "-" ? "- " : "  "}
