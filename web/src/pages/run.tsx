@@ -3,7 +3,7 @@
 // another run; a sweep's levels and its knee.
 import { useEffect, useRef, useState } from "preact/hooks";
 import {
-  call, endedStates, type LabelSummary, type LiveLabel, type LiveSecond, type Page, type Run, type RunComparison,
+  call, endedStates, type Agent, type LabelSummary, type LiveLabel, type LiveSecond, type Page, type Run, type RunComparison,
   type RunSeries, type RunSummary, type Shard, type Stability,
 } from "../api";
 import { Chart, color, type Line } from "../chart";
@@ -12,8 +12,21 @@ import { Link, navigate, useTitle } from "../nav";
 import { Badge, Failure, Section, Select, clock, date, ms, num, pct, useLoad, useSubmit, type Tone, Table, numeric } from "../ui";
 import { RunVerdict, loadText } from "./runs";
 
+/** agentName names an agent by its id: its name when it is one the user may see, else the
+ * start of its id. */
+type AgentNames = (id?: string) => string;
+
+function useAgentNames(): AgentNames {
+  const agents = useLoad(() => call<Page<Agent>>("GET", "/v1/agents"), []);
+  return (id) => {
+    if (!id) return "removed";
+    return agents.data?.items.find((a) => a.id === id)?.name ?? id.slice(0, 8);
+  };
+}
+
 export function RunPage(props: { id: string }) {
   const run = useLoad(() => call<Run>("GET", `/v1/runs/${props.id}`), [props.id]);
+  const names = useAgentNames();
   useTitle(run.data ? `Run of ${run.data.manifest.script_name}` : "Run");
   if (run.error) return <main><h1>Run</h1><Failure error={run.error} /></main>;
   const r = run.data;
@@ -26,7 +39,7 @@ export function RunPage(props: { id: string }) {
         <RunVerdict state={r.state} outcome={r.outcome} />
       </h1>
       <RunFacts run={r} />
-      {ended ? <Results run={r} /> : <Live run={r} onEnd={(end) => run.set(end)} />}
+      {ended ? <Results run={r} names={names} /> : <Live run={r} names={names} onChange={(now) => run.set(now)} />}
     </main>
   );
 }
@@ -76,11 +89,11 @@ function emptyLive(): LiveState {
   return { x: [], rps: [], p50: [], p95: [], p99: [], vus: [], errors: {}, labels: new Map() };
 }
 
-function Live(props: { run: Run; onEnd: (r: Run) => void }) {
+/** Live follows a running run; onChange is told of each change of its state, its end last. */
+function Live(props: { run: Run; names: AgentNames; onChange: (r: Run) => void }) {
   const r = props.run;
   const data = useRef<LiveState>(emptyLive());
   const [, tick] = useState(0);
-  const [state, setState] = useState(r.state);
   const [shards, setShards] = useState<Shard[]>(r.shards);
   const [link, setLink] = useState<[boolean, string?]>([false]);
   const arrived = useRef<number | null>(null);
@@ -117,11 +130,11 @@ function Live(props: { run: Run; onEnd: (r: Run) => void }) {
         setShards((all) => all.map((x) => (x.id === s.id ? s : x)));
       },
       state(run) {
-        setState(run.state);
         setShards(run.shards);
+        props.onChange(run);
       },
       end(run) {
-        props.onEnd(run);
+        props.onChange(run);
       },
       connected(up, why) {
         setLink([up, why]);
@@ -139,7 +152,7 @@ function Live(props: { run: Run; onEnd: (r: Run) => void }) {
   return (
     <section aria-label="Live">
       <p role="status" class="live-status">
-        <Badge tone={state === "running" ? "good" : "neutral"}>{state}</Badge>{" "}
+        <Badge tone={r.state === "running" ? "good" : "neutral"}>{r.state}</Badge>{" "}
         {s ? `${clock(s.elapsed_s)} elapsed` : "waiting for the first second"}
         {s && planned ? `, ${clock(planned - s.elapsed_s)} to go` : ""}
         {!link[0] && link[1] ? <span class="warning-inline"> · {link[1]}</span> : null}
@@ -176,7 +189,7 @@ function Live(props: { run: Run; onEnd: (r: Run) => void }) {
                 return (
                   <tr key={sh.id}>
                     <td><code>{sh.segment}</code></td>
-                    <td>{sh.agent_id ? sh.agent_id.slice(0, 8) : "removed"}{sh.agent_version && ` (${sh.agent_version})`}</td>
+                    <td>{props.names(sh.agent_id)}{sh.agent_version && ` (${sh.agent_version})`}</td>
                     <td><Badge tone={tone}>{sh.state}</Badge>{sh.reason && <> {sh.reason}</>}</td>
                     <td class="n">{h ? pct(h.cpu) : "–"}</td>
                     <td class="n">{h ? num(h.active_vus) : "–"}</td>
@@ -266,7 +279,7 @@ function LabelTable(props: { caption: string; rows: LabelSummary[]; total?: Labe
   );
 }
 
-function Results(props: { run: Run }) {
+function Results(props: { run: Run; names: AgentNames }) {
   const r = props.run;
   const summary = useLoad(() => call<RunSummary>("GET", `/v1/runs/${r.id}/summary`), [r.id]);
   const series = useLoad(() => call<RunSeries>("GET", `/v1/runs/${r.id}/series`), [r.id]);
@@ -319,7 +332,7 @@ function Results(props: { run: Run }) {
         </>
       )}
       {r.load.sweep && <Sweep id={r.id} />}
-      <Manifest run={r} />
+      <Manifest run={r} names={props.names} />
       <CompareWith run={r} />
     </>
   );
@@ -357,7 +370,7 @@ function Verdicts(props: { summary: RunSummary }) {
   );
 }
 
-function Manifest(props: { run: Run }) {
+function Manifest(props: { run: Run; names: AgentNames }) {
   const r = props.run;
   const m = r.manifest;
   return (
@@ -371,7 +384,7 @@ function Manifest(props: { run: Run }) {
         <dt>Data files</dt>
         <dd>{m.files.length === 0 ? "none" : m.files.map((f) => f.name).join(", ")}</dd>
         <dt>Agents</dt>
-        <dd>{m.agents.map((a) => `${a.agent_id?.slice(0, 8) ?? "removed"} ${a.version || "(not started)"}`).join(", ")}</dd>
+        <dd>{m.agents.map((a) => `${props.names(a.agent_id)} ${a.version || "(not started)"}`).join(", ")}</dd>
         {m.env && Object.keys(m.env).length > 0 && <><dt>Environment</dt><dd>{Object.entries(m.env).map(([k, v]) => `${k}=${v}`).join(", ")}</dd></>}
         {m.secrets && m.secrets.length > 0 && <><dt>Secrets read</dt><dd>{m.secrets.join(", ")}</dd></>}
       </dl>
