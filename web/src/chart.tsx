@@ -1,7 +1,7 @@
 // Line charts, drawn by uPlot (the reports draw theirs with it too): time on x, one or more
 // series on y, redrawn in place when their data grows, as it does each second of a live run.
 import uPlot from "uplot";
-import { useEffect, useRef } from "preact/hooks";
+import { useEffect, useLayoutEffect, useRef } from "preact/hooks";
 
 export interface Line {
   label: string;
@@ -58,7 +58,8 @@ export function Chart(props: { title: string; unit: string; xUnit?: string; x: n
       plot.current = null;
     };
   }, [shape, height, props.unit]);
-  useEffect(() => {
+  // New data is drawn before the page is painted, within the update that brought it.
+  useLayoutEffect(() => {
     plot.current?.setData([props.x, ...props.lines.map((l) => l.values)] as uPlot.AlignedData);
   });
   return (

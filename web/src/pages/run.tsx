@@ -1,7 +1,7 @@
 // A run: live while it runs (its seconds as they are merged, its agents as they change), and
 // once ended its results, as the HTML report has them, drawn from the API; comparing it with
 // another run; a sweep's levels and its knee.
-import { useEffect, useRef, useState } from "preact/hooks";
+import { useEffect, useLayoutEffect, useRef, useState } from "preact/hooks";
 import {
   call, endedStates, type Agent, type LabelSummary, type LiveLabel, type LiveSecond, type Page, type Run, type RunComparison,
   type RunSeries, type RunSummary, type Shard, type Stability,
@@ -97,10 +97,10 @@ function Live(props: { run: Run; names: AgentNames; onChange: (r: Run) => void }
   const [shards, setShards] = useState<Shard[]>(r.shards);
   const [link, setLink] = useState<[boolean, string?]>([false]);
   const arrived = useRef<number | null>(null);
-  useEffect(() => {
-    // How long a second took from its arrival to the page drawn with it, as a performance
-    // measure (cleared at once, so that none piles up): a PerformanceObserver reads it, as
-    // scripts/bench-portal.sh does.
+  useLayoutEffect(() => {
+    // How long a second took from its arrival to the page updated with it, charts included
+    // (before the browser paints it), as a performance measure, cleared at once so that none
+    // piles up: a PerformanceObserver reads it, as scripts/bench-portal.sh does.
     if (arrived.current === null) return;
     performance.measure("barrage:live-update", { start: arrived.current });
     performance.clearMeasures("barrage:live-update");
