@@ -14,6 +14,7 @@ import { LaunchPage } from "./pages/launch";
 import { ComparePage, RunPage } from "./pages/run";
 import { RunsPage } from "./pages/runs";
 import { TestPage, TestsPage } from "./pages/tests";
+import { WizardPage } from "./pages/wizard";
 
 /** The main navigation's pages; a page under one of them marks it current. */
 const sections: { path: string; title: string }[] = [
@@ -30,9 +31,11 @@ const uuid = "([0-9a-f-]{36})";
 const routes: { re: RegExp; page: (m: string[], q: URLSearchParams, user: User) => VNode }[] = [
   { re: /^\/tests$/, page: () => <TestsPage /> },
   { re: /^\/tests\/new$/, page: () => <EditorPage /> },
+  { re: /^\/tests\/new\/wizard$/, page: () => <WizardPage /> },
   { re: /^\/tests\/import$/, page: () => <ImportPage /> },
   { re: new RegExp(`^/tests/${uuid}$`), page: (m) => <TestPage id={m[1]} /> },
   { re: new RegExp(`^/tests/${uuid}/edit$`), page: (m) => <EditorPage id={m[1]} /> },
+  { re: new RegExp(`^/tests/${uuid}/wizard$`), page: (m) => <WizardPage id={m[1]} /> },
   { re: new RegExp(`^/tests/${uuid}/debug$`), page: (m) => <DebugPage id={m[1]} /> },
   { re: new RegExp(`^/tests/${uuid}/run$`), page: (m) => <LaunchPage id={m[1]} /> },
   { re: /^\/runs$/, page: (_, q) => <RunsPage query={q} /> },
