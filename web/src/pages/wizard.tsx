@@ -7,11 +7,12 @@ import { call, type DebugResult, type Test, type TestRevision } from "../api";
 import { Link, navigate, useTitle } from "../nav";
 import { Failure, Field, Section, Select, TextArea, useLoad, useSubmit } from "../ui";
 import {
-  applyPick, assertionKinds, extractorKinds, fieldPaths, methods, moveAt, newAssertion, newBody, newRequest, parse, placeErrors,
-  removeAt, replaceAt, starter, toModel, toScript, unsupported, yamlOf,
+  applyPick, assertionKinds, extractorKinds, fieldPaths, methods, moveAt, newAssertion, newBody, newRequest, placeErrors,
+  removeAt, replaceAt, starter, toModel, toScript, unsupported,
   type AssertionKind, type AssertionModel, type BodyKind, type ExtractorKind, type ExtractorModel, type GroupModel, type LoadKind,
   type LoadModel, type Model, type Pick, type RequestModel, type Row,
 } from "../wizard/model";
+import { parse, yamlOf } from "../wizard/source";
 import { SaveActions, saveScript, scriptErrors, useCheck } from "./editor";
 import { Trace } from "./debug";
 
@@ -79,7 +80,8 @@ function Wizard(props: { test?: Test; initial: Model; comments: boolean; saved: 
     el?.querySelector<HTMLElement>("input, select, textarea")?.focus({ preventScroll: true });
   }, [focus]);
 
-  const server = scriptErrors(save.error, check);
+  // A line of the YAML the form writes means nothing in the form.
+  const server = scriptErrors(save.error, check).map((e) => ({ ...e, reason: e.reason.replace(/ \(line \d+\)$/, "") }));
   const mine = [...problems].map(([field, reason]) => ({ field, reason }));
   const { at, rest } = placeErrors([...mine, ...server], fieldPaths(model));
   const errs: Errs = (path) => at.get(path)?.join("; ");

@@ -2,7 +2,7 @@
 // into one. Every part keeps the object it came from (src), and writing it back puts the edited
 // keys into a copy of that object, in its order: what the wizard does not edit (variables,
 // plugins, a request's query or timeout, an assertion's name...) is kept as it was written.
-import { isNode, parseDocument, stringify, visit } from "yaml";
+// Reading and writing the YAML is wizard/source.ts's, which the wizard's page alone loads.
 
 /** Obj is a mapping of a script. */
 export type Obj = Record<string, unknown>;
@@ -396,32 +396,6 @@ export function toScript(m: Model): { script: Obj; problems: Problems } {
     load: loadObj(m.load),
   });
   return { script, problems };
-}
-
-/** Parsed is a script's source read: its object, whether it had comments, or why not. */
-export interface Parsed {
-  script?: unknown;
-  comments: boolean;
-  error?: string;
-}
-
-/** parse reads a script's source, YAML or JSON. */
-export function parse(source: string): Parsed {
-  const doc = parseDocument(source);
-  if (doc.errors.length) return { comments: false, error: doc.errors[0].message };
-  let comments = Boolean(doc.commentBefore || doc.comment);
-  visit(doc, (_, node) => {
-    if (isNode(node) && (node.commentBefore || node.comment)) {
-      comments = true;
-      return visit.BREAK;
-    }
-  });
-  return { script: doc.toJS(), comments };
-}
-
-/** yamlOf writes a script as the wizard saves it. */
-export function yamlOf(script: Obj): string {
-  return stringify(script, { lineWidth: 0 });
 }
 
 /** starter is the script a new test starts from: one GET to the demo shop, 5 VUs for 30 s. */
