@@ -13,6 +13,7 @@ import { ImportPage } from "./pages/import";
 import { LaunchPage } from "./pages/launch";
 import { ComparePage, RunPage } from "./pages/run";
 import { RunsPage } from "./pages/runs";
+import { Failure, useLoad } from "./ui";
 import { TestPage, TestsPage } from "./pages/tests";
 
 /** The main navigation's pages; a page under one of them marks it current. */
@@ -26,13 +27,23 @@ const sections: { path: string; title: string }[] = [
 
 const uuid = "([0-9a-f-]{36})";
 
+/** Wizard is the wizard's page, loaded when first opened: it brings a YAML library that no other
+ * page needs. */
+function Wizard(props: { id?: string }) {
+  const page = useLoad(() => import("./pages/wizard"), []);
+  if (page.error) return <main><h1>Wizard</h1><Failure error={page.error} /></main>;
+  return page.data ? <page.data.WizardPage id={props.id} /> : <main aria-busy="true" />;
+}
+
 /** routes are the signed-in pages, by their path; the first that matches draws the page. */
 const routes: { re: RegExp; page: (m: string[], q: URLSearchParams, user: User) => VNode }[] = [
   { re: /^\/tests$/, page: () => <TestsPage /> },
   { re: /^\/tests\/new$/, page: () => <EditorPage /> },
+  { re: /^\/tests\/new\/wizard$/, page: () => <Wizard /> },
   { re: /^\/tests\/import$/, page: () => <ImportPage /> },
   { re: new RegExp(`^/tests/${uuid}$`), page: (m) => <TestPage id={m[1]} /> },
   { re: new RegExp(`^/tests/${uuid}/edit$`), page: (m) => <EditorPage id={m[1]} /> },
+  { re: new RegExp(`^/tests/${uuid}/wizard$`), page: (m) => <Wizard id={m[1]} /> },
   { re: new RegExp(`^/tests/${uuid}/debug$`), page: (m) => <DebugPage id={m[1]} /> },
   { re: new RegExp(`^/tests/${uuid}/run$`), page: (m) => <LaunchPage id={m[1]} /> },
   { re: /^\/runs$/, page: (_, q) => <RunsPage query={q} /> },

@@ -1,6 +1,6 @@
 // Pieces every page uses: a labelled field that shows the server's reason for it, a form's
 // general error, and how numbers and sizes read.
-import type { ComponentChildren, InputHTMLAttributes } from "preact";
+import type { ComponentChildren, InputHTMLAttributes, TextareaHTMLAttributes } from "preact";
 import { useEffect, useId, useState } from "preact/hooks";
 import { Problem } from "./api";
 
@@ -32,6 +32,13 @@ export function Field(props: { label: string; error?: string; hint?: string } & 
   const { label, error, hint, ...input } = props;
   return <Labelled label={label} error={error} hint={hint}
     control={(id, note) => <input id={id} aria-invalid={error ? true : undefined} aria-describedby={note} {...input} />} />;
+}
+
+/** TextArea is a labelled textarea; error is the reason against it, shown under it. */
+export function TextArea(props: { label: string; error?: string; hint?: string } & TextareaHTMLAttributes<HTMLTextAreaElement>) {
+  const { label, error, hint, ...area } = props;
+  return <Labelled label={label} error={error} hint={hint}
+    control={(id, note) => <textarea id={id} aria-invalid={error ? true : undefined} aria-describedby={note} {...area} />} />;
 }
 
 /** Failure says what went wrong with a whole form: the problem's detail, or its title. */

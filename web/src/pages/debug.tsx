@@ -4,6 +4,7 @@
 import { useState } from "preact/hooks";
 import { call, type Agent, type DebugResult, type Page, type Test, type TraceEntry } from "../api";
 import { Link, useTitle } from "../nav";
+import { jsonPath, type Pick } from "../wizard/model";
 import { Badge, Failure, Select, ms, size, useLoad, useSubmit, Table, numeric } from "../ui";
 
 /** reachable are the agents a debug can go to now (a busy one too: it runs a debug beside its
@@ -62,7 +63,9 @@ function statusTone(e: TraceEntry) {
   return e.status >= 400 ? ("warn" as const) : ("good" as const);
 }
 
-export function Trace(props: { result: DebugResult }) {
+/** Trace shows a debug's iteration; with onPick, a response's status, headers and JSON values
+ * each offer to be extracted or asserted, and onPick is told which. */
+export function Trace(props: { result: DebugResult; onPick?: (p: Pick) => void }) {
   const r = props.result;
   const [picked, setPicked] = useState(0);
   const e = r.requests[picked];
@@ -91,7 +94,7 @@ export function Trace(props: { result: DebugResult }) {
                 </tr>
               ))}
         </Table>
-        {e && <Exchange entry={e} />}
+        {e && <Exchange entry={e} onPick={props.onPick} />}
       </div>
     </section>
   );
@@ -110,7 +113,9 @@ export function pretty(body: string, headers: { name: string; value: string }[])
   return body;
 }
 
-function Headers(props: { title: string; headers: { name: string; value: string }[] }) {
+/** Headers lists headers; with onExtract, each offers to be extracted. */
+function Headers(props: { title: string; headers: { name: string; value: string }[]; onExtract?: (name: string) => void }) {
+  const extract = props.onExtract;
   return (
     <>
       <h3>{props.title}</h3>
@@ -119,7 +124,10 @@ function Headers(props: { title: string; headers: { name: string; value: string 
           {props.headers.map((h, i) => (
             <div key={i}>
               <dt>{h.name}</dt>
-              <dd>{h.value}</dd>
+              <dd>
+                {h.value}
+                {extract && <> <PickButton as="Extract" what={`header ${h.name}`} onClick={() => extract(h.name)} /></>}
+              </dd>
             </div>
           ))}
         </dl>
@@ -128,8 +136,54 @@ function Headers(props: { title: string; headers: { name: string; value: string 
   );
 }
 
-function Exchange(props: { entry: TraceEntry }) {
+/** PickButton offers to extract or assert what (a header's name, a JSON path), telling onPick. */
+function PickButton(props: { as: "Extract" | "Assert"; what: string; onClick: () => void }) {
+  return (
+    <button type="button" class="secondary small" aria-label={`${props.as} ${props.what}`} onClick={props.onClick}>
+      {props.as}
+    </button>
+  );
+}
+
+/** JSONTree shows a JSON value as a tree, each leaf with its Extract and Assert buttons. */
+function JSONTree(props: { value: unknown; path: string; pick: (as: "extract" | "assert", path: string, value: unknown) => void }) {
+  const v = props.value;
+  if (v === null || typeof v !== "object") {
+    return (
+      <span class="leaf">
+        <code>{JSON.stringify(v)}</code>{" "}
+        <PickButton as="Extract" what={props.path} onClick={() => props.pick("extract", props.path, v)} />{" "}
+        <PickButton as="Assert" what={props.path} onClick={() => props.pick("assert", props.path, v)} />
+      </span>
+    );
+  }
+  const entries: [string | number, unknown][] = Array.isArray(v) ? v.map((x, i) => [i, x]) : Object.entries(v);
+  if (entries.length === 0) return <code>{Array.isArray(v) ? "[]" : "{}"}</code>;
+  return (
+    <ul class="tree">
+      {entries.map(([k, x]) => (
+        <li key={k}>
+          <code class="key">{typeof k === "number" ? `[${k}]` : k}:</code>{" "}
+          <JSONTree value={x} path={jsonPath(props.path, k)} pick={props.pick} />
+        </li>
+      ))}
+    </ul>
+  );
+}
+
+/** json is body as JSON, when it is whole JSON (a preview cut short is not). */
+function json(body: string): { value: unknown } | undefined {
+  try {
+    return { value: JSON.parse(body) };
+  } catch {
+    return undefined;
+  }
+}
+
+function Exchange(props: { entry: TraceEntry; onPick?: (p: Pick) => void }) {
   const e = props.entry;
+  const onPick = props.onPick;
+  const body = onPick && e.response_body ? json(e.response_body) : undefined;
   const vars = Object.entries(e.vars);
   return (
     <article class="exchange" aria-label={`Request ${e.request}`}>
@@ -138,7 +192,12 @@ function Exchange(props: { entry: TraceEntry }) {
       {e.error && <p class="error">{e.error}</p>}
       <dl class="facts">
         <dt>Status</dt>
-        <dd>{e.status ?? "no response"}</dd>
+        <dd>
+          {e.status ?? "no response"}
+          {onPick && e.status !== undefined && (
+            <> <PickButton as="Assert" what={`status ${e.status}`} onClick={() => onPick({ request: e.request, as: "assert", status: e.status! })} /></>
+          )}
+        </dd>
         <dt>Time</dt>
         <dd>{ms(e.duration_ms)}</dd>
         <dt>Received</dt>
@@ -179,11 +238,18 @@ function Exchange(props: { entry: TraceEntry }) {
           <pre class="body" tabIndex={0}>{pretty(e.request_body, e.request_headers)}</pre>
         </>
       )}
-      <Headers title="Response headers" headers={e.response_headers} />
+      <Headers title="Response headers" headers={e.response_headers}
+        onExtract={onPick && ((name) => onPick({ request: e.request, as: "extract", header: name }))} />
       {e.response_body && (
         <>
           <h3>Response body</h3>
-          <pre class="body" tabIndex={0}>{pretty(e.response_body, e.response_headers)}</pre>
+          {body && onPick ? (
+            <div class="body" tabIndex={0}>
+              <JSONTree value={body.value} path="$" pick={(as, json, value) => onPick({ request: e.request, as, json, value })} />
+            </div>
+          ) : (
+            <pre class="body" tabIndex={0}>{pretty(e.response_body, e.response_headers)}</pre>
+          )}
         </>
       )}
     </article>

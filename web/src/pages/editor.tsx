@@ -40,7 +40,7 @@ function contentType(source: string): string {
 }
 
 /** useCheck asks the server what it thinks of source, once typing pauses. */
-function useCheck(source: string): { check?: TestCheck; error: unknown; checking: boolean } {
+export function useCheck(source: string): { check?: TestCheck; error: unknown; checking: boolean } {
   const [check, setCheck] = useState<TestCheck | undefined>(undefined);
   const [error, setError] = useState<unknown>(null);
   const [checking, setChecking] = useState(false);
@@ -70,6 +70,36 @@ function useCheck(source: string): { check?: TestCheck; error: unknown; checking
   return { check, error, checking };
 }
 
+/** saveScript saves source as test t's next revision, or as a new test without t; a name other
+ * than t's renames it. */
+export function saveScript(t: Test | undefined, name: string, source: string): Promise<Test> {
+  const q = name && name !== t?.name ? `?name=${encodeURIComponent(name)}` : "";
+  const body = new Raw(source, contentType(source));
+  return t ? call<Test>("PATCH", `/v1/tests/${t.id}${q}`, body) : call<Test>("POST", `/v1/tests${q}`, body);
+}
+
+/** scriptErrors are the errors of a script: those its save was refused for, else those of its
+ * last check (what the save was refused for is newer). */
+export function scriptErrors(saveError: unknown, check: TestCheck | undefined): FieldError[] {
+  return saveError instanceof Problem && saveError.errors.length ? saveError.errors : (check?.errors ?? []);
+}
+
+/** SaveActions end a script's form: what went wrong besides its fields (the check could not be
+ * made, the save failed), and the save button. */
+export function SaveActions(props: { test?: Test; checkError: unknown; save: { error: unknown; busy: boolean } }) {
+  const t = props.test;
+  const save = props.save;
+  return (
+    <>
+      <Failure error={props.checkError || (save.error instanceof Problem && save.error.errors.length ? null : save.error)} />
+      <p class="actions">
+        <button type="submit" disabled={save.busy}>{t ? "Save revision" : "Save test"}</button>
+        {t && <Link class="button secondary" href={`/tests/${t.id}`}>Back to the test</Link>}
+      </p>
+    </>
+  );
+}
+
 /** EditorPage edits test id's latest revision, or writes a new test. */
 export function EditorPage(props: { id?: string }) {
   const id = props.id;
@@ -93,9 +123,7 @@ function Editor(props: { test?: Test; initial: string }) {
   const gutter = useRef<HTMLPreElement>(null);
   const { check, error: checkError, checking } = useCheck(source);
   const save = useSubmit(async () => {
-    const q = name && name !== t?.name ? `?name=${encodeURIComponent(name)}` : "";
-    const body = new Raw(source, contentType(source));
-    const saved = t ? await call<Test>("PATCH", `/v1/tests/${t.id}${q}`, body) : await call<Test>("POST", `/v1/tests${q}`, body);
+    const saved = await saveScript(t, name, source);
     sessionStorage.removeItem("barrage-draft");
     navigate(`/tests/${saved.id}`);
   });
@@ -103,8 +131,7 @@ function Editor(props: { test?: Test; initial: string }) {
     if (!t) sessionStorage.setItem("barrage-draft", source);
   }, [source]);
 
-  // What the save was refused for beats what the last check said: it is newer.
-  const errors: FieldError[] = save.error instanceof Problem && save.error.errors.length ? save.error.errors : (check?.errors ?? []);
+  const errors = scriptErrors(save.error, check);
   const byLine = new Map<number, string[]>();
   for (const e of errors) {
     const l = lineOf(e);
@@ -157,11 +184,7 @@ function Editor(props: { test?: Test; initial: string }) {
             );
           })}
         </ul>
-        <Failure error={checkError || (save.error instanceof Problem && save.error.errors.length ? null : save.error)} />
-        <p class="actions">
-          <button type="submit" disabled={save.busy}>{t ? "Save revision" : "Save test"}</button>
-          {t && <Link class="button secondary" href={`/tests/${t.id}`}>Back to the test</Link>}
-        </p>
+        <SaveActions test={t} checkError={checkError} save={save} />
       </form>
     </main>
   );

@@ -24,13 +24,14 @@ export function TestsPage() {
       <h1>Tests</h1>
       <p class="actions">
         <Link class="button" href="/tests/new">Write a test</Link>
+        <Link class="button secondary" href="/tests/new/wizard">Use the wizard</Link>
         <Link class="button secondary" href="/tests/import">Import a HAR recording</Link>
       </p>
       <Failure error={tests.error} />
       {tests.data && tests.data.items.length === 0 && (
         <p>
-          No tests yet. Write one in YAML (a working example is filled in to start from), or import what your
-          browser recorded of a visit to your site.
+          No tests yet. Write one in YAML (a working example is filled in to start from), fill in the wizard's form,
+          or import what your browser recorded of a visit to your site.
         </p>
       )}
       {tests.data && tests.data.items.length > 0 && (
@@ -76,6 +77,7 @@ export function TestPage(props: { id: string }) {
         <Link class="button" href={`/tests/${t.id}/run`}>Run</Link>
         <Link class="button secondary" href={`/tests/${t.id}/debug`}>Debug one iteration</Link>
         <Link class="button secondary" href={`/tests/${t.id}/edit`}>Edit</Link>
+        <Link class="button secondary" href={`/tests/${t.id}/wizard`}>Use the wizard</Link>
       </p>
       <Section title="Runs">
         <Failure error={runs.error} />
