@@ -14,8 +14,8 @@ import (
 
 // A tester's day in the portal, in Chromium, against real processes: serve with its demo agent,
 // the demo shop, and an agent of the tester's own that the test kills mid-run. They sign up with
-// a code, write a test (the editor checks it as they type), debug it on the demo agent against
-// the shop, run it, run it again on both agents and watch it live (the charts move; the killed
+// a code, write a test in the wizard, pick what to extract and assert from a debugged response,
+// mend an error the editor shows at its line, debug it on the demo agent against the shop, run it, run it again on both agents and watch it live (the charts move; the killed
 // agent is reported lost), open the finished run, compare it with the first, and sign out. Each
 // page is inspected on a laptop's screen and a phone's, by axe and a screenshot.
 func TestPortalTesterJourneyInChromium(t *testing.T) {
@@ -39,29 +39,53 @@ func TestPortalTesterJourneyInChromium(t *testing.T) {
 	mustCLI(t, s.p, cfg, "graces long password\n", "login", "--email", "grace@example.com")
 	laptop := startAgent(t, s.p, strings.TrimSpace(mustCLI(t, s.p, cfg, "", "agents", "create", "laptop")))
 
-	// The editor starts from a working test; an error is shown at its line as she types, and
-	// goes when she mends it.
-	b.Follow("Write a test")
-	b.WaitTitle("Write a test · Barrage")
+	// The wizard writes the test: the shop's products, two users for the time the form says.
+	b.Follow("Use the wizard")
+	b.WaitTitle("New test in the wizard · Barrage")
+	b.Fill("Test name", "shop products")
+	b.Fill("URL", shop+"/api/products")
+	b.Fill("Virtual users", "2")
+	b.Inspect("wizard")
+	b.Click("Save test")
+	b.WaitTitle("shop products in the wizard · Barrage")
+
+	// Debugged from the wizard on the demo agent: the shop's answer as a tree, whose first
+	// product's id she extracts and whose status she asserts, saved as the next revision.
+	b.Click("Run one iteration")
+	b.WaitText("coffee beans")
+	b.Click("Extract $.items[0].id")
+	b.Click("Assert status 200")
+	b.Inspect("wizard-picked")
+	b.Click("Save revision")
+	b.WaitText("Saved revision 2.")
+
+	// The editor shows the YAML the wizard wrote; an error is shown at its line as she types,
+	// and goes when she mends it.
+	b.Go(strings.TrimSuffix(portaltest.Eval[string](b, `location.pathname`), "/wizard") + "/edit")
+	b.WaitTitle("Edit shop products · Barrage")
 	b.WaitText("The script is valid.")
-	script := strings.NewReplacer("http://127.0.0.1:8081", shop, "vus: 5", "vus: 2", "think: 1s", "think: 100ms").Replace(b.Value("Script (YAML or JSON)"))
-	b.Fill("Script (YAML or JSON)", strings.Replace(script, "url: /api/products", "ur: /api/products", 1))
+	script := b.Value("Script (YAML or JSON)")
+	require.Contains(t, script, "json: $.items[0].id")
+	require.Contains(t, script, "status: 200")
+	b.Fill("Script (YAML or JSON)", strings.Replace(script, "url:", "ur:", 1))
 	b.WaitFor(`document.querySelector("#source-errors li")`)
 	require.Regexp(t, `line \d+`, b.Text(), "the error names its line")
 	b.Inspect("editor-error")
-	b.Fill("Script (YAML or JSON)", script)
+	b.Fill("Script (YAML or JSON)", strings.Replace(script, "duration: 30s", "duration: 20s", 1))
 	b.WaitText("The script is valid.")
-	b.Fill("Name", "shop products")
-	b.Click("Save test")
+	b.Click("Save revision")
 	b.WaitTitle("shop products · Barrage")
 	testURL := portaltest.Eval[string](b, `location.pathname`)
+	b.WaitText("Revision 3")
 	b.Inspect("test")
 
-	// Debug: one iteration on the demo agent, its exchange shown as a network panel shows it.
+	// Debug: one iteration on the demo agent, its exchange shown as a network panel shows it,
+	// with the variable the wizard's extractor took.
 	b.Follow("Debug one iteration")
 	b.WaitTitle("Debug shop products · Barrage")
 	b.Click("Run one iteration")
-	b.WaitText("coffee beans") // the shop's answer, pretty-printed
+	b.WaitText("Variables extracted")
+	require.Contains(t, b.Text(), "p-100") // the first product's id
 	require.Contains(t, b.Text(), "passed")
 	b.Inspect("debug")
 

@@ -273,7 +273,7 @@ function RequestEditor(props: {
       )}
       <Field label="Think time after the request" hint={thinkHint(r.src.think)} value={r.think} placeholder="1s" error={errs(`${at}.think`)}
         onInput={(e) => set({ think: (e.target as HTMLInputElement).value })} />
-      <h4>Extractors</h4>
+      <h3>Extractors</h3>
       {r.extract.length === 0 && <p class="hint">None: an extractor sets a variable from the response, for the requests after it.</p>}
       {r.extract.map((x, i) => (
         <ExtractorEditor key={i} x={x} at={`${at}.extract[${i}]`} error={errs(`${at}.extract[${i}]`)}
@@ -284,7 +284,7 @@ function RequestEditor(props: {
         onClick={() => set({ extract: [...r.extract, { var: "", kind: "json", expr: "$.", default: "", src: {} }] })}>
         Add an extractor
       </button>
-      <h4>Assertions</h4>
+      <h3>Assertions</h3>
       {r.assert.length === 0 && <p class="hint">None: any status from 200 to 399 passes.</p>}
       {r.assert.map((a, i) => (
         <AssertionEditor key={i} a={a} at={`${at}.assert[${i}]`} error={errs(`${at}.assert[${i}]`)}
@@ -302,7 +302,7 @@ function Rows(props: { title: string; noun: string; rows: Row[]; error?: string;
   const rows = props.rows;
   return (
     <div class="rows">
-      <h4>{props.title}</h4>
+      <h3>{props.title}</h3>
       <Note error={props.error} />
       {rows.map((row, i) => (
         <div class="row entry" key={i}>
