@@ -2,8 +2,10 @@ package main_test
 
 import (
 	"net/http"
+	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/chromedp/chromedp/kb"
 	"github.com/stretchr/testify/require"
@@ -40,6 +42,17 @@ func invite(t *testing.T, p *serveProc, admin string) string {
 	m := codeLine.FindStringSubmatch(mustCLI(t, p, admin, "", "admin", "invite", "--template", "demo"))
 	require.NotNil(t, m)
 	return m[1]
+}
+
+// ownAgent registers an agent named name for the user signed in to the CLI in cfg, starts it,
+// and waits until the server sees it online.
+func ownAgent(t *testing.T, p *serveProc, cfg, name string) *agentProc {
+	t.Helper()
+	a := startAgent(t, p, strings.TrimSpace(mustCLI(t, p, cfg, "", "agents", "create", name)))
+	eventually(t, 30*time.Second, name+" online", func() bool {
+		return regexp.MustCompile(`(?m)\s`+regexp.QuoteMeta(name)+`\s.*\sonline\s`).MatchString(mustCLI(t, p, cfg, "", "agents", "list"))
+	})
+	return a
 }
 
 // signIn signs in through the sign-in page, signed out, and waits for the tests, the first page.

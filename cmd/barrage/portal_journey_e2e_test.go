@@ -37,7 +37,7 @@ func TestPortalTesterJourneyInChromium(t *testing.T) {
 	// Her own agent, registered and started from the command line: the portal runs on it too.
 	cfg := t.TempDir()
 	mustCLI(t, s.p, cfg, "graces long password\n", "login", "--email", "grace@example.com")
-	laptop := startAgent(t, s.p, strings.TrimSpace(mustCLI(t, s.p, cfg, "", "agents", "create", "laptop")))
+	laptop := ownAgent(t, s.p, cfg, "laptop")
 
 	// The wizard writes the test: the shop's products, two users for the time the form says.
 	b.Follow("Use the wizard")

@@ -29,8 +29,8 @@ var xssStrings = []string{
 }
 
 // shown is a string a user controls and a page of the portal shows: how to plant it for the
-// user signed in to the browser, and the page that shows it. The pages of tests, runs and
-// requests add theirs: test names, request names, headers, bodies, error samples.
+// user signed in to the browser, and the page that shows it. Tests, traces and runs plant
+// theirs in one script, shown on several pages ("what users wrote in a test").
 type shown struct {
 	what  string
 	plant func(t *testing.T, b *portaltest.Browser, s string)
@@ -141,9 +141,7 @@ func TestPortalRefusesWhatItMust(t *testing.T) {
 				x += " · " + row.what // one of its kind on the page
 				row.plant(t, b, x)
 				b.Go(row.page)
-				b.WaitText(x) // as text, literally
-				require.True(t, portaltest.Eval[bool](b, `window.__xss === undefined && !document.querySelector("[onerror], [onload]")
-					&& [...document.scripts].every((s) => new URL(s.src).pathname === "/assets/app.js")`), "%s on %s", x, row.page)
+				shownAsText(t, b, x, row.page)
 			}
 		}
 		b.Inspect("xss")
@@ -161,6 +159,73 @@ func TestPortalRefusesWhatItMust(t *testing.T) {
 		b.Go(attackerSite(t, s.p.url, "127.0.0.1:0") + "/")
 		portaltest.Eval[struct{}](b, inject)
 		b.WaitFor(`window.__xssImg === 1 && window.__xssScript === 1`)
+	})
+
+	t.Run("a script in what users wrote in a test, its trace and its runs does not run", func(t *testing.T) {
+		// A target that answers what a page would run, in a header and in its body.
+		target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("X-Echo", xssStrings[2])
+			w.Header().Set("Content-Type", "text/html")
+			fmt.Fprint(w, xssStrings[1]+" · response")
+		}))
+		defer target.Close()
+		ownAgent(t, s.p, vic, "vics laptop")
+		name := func(i int, what string) string { return xssStrings[i] + " · " + what }
+		quoted := func(v string) string { q, _ := json.Marshal(v); return string(q) }
+		dir := t.TempDir()
+		path := filepath.Join(dir, "planted.yaml")
+		require.NoError(t, os.WriteFile(path, []byte(`version: 1
+name: `+quoted(name(0, "test"))+`
+base_url: `+target.URL+`
+session:
+  groups:
+    - name: `+quoted(name(1, "group"))+`
+      requests:
+        - name: `+quoted(name(2, "request"))+`
+          method: POST
+          url: /
+          headers: { X-Planted: `+quoted(name(0, "header"))+` }
+          body: { json: { planted: `+quoted(name(1, "body"))+` } }
+          assert:
+            - body_contains: `+quoted(name(0, "missing"))+`
+load:
+  vus: 1
+  iterations: 3
+`), 0o644))
+		test := strings.TrimSpace(mustCLI(t, s.p, vic, "", "tests", "push", path))
+		mustCLI(t, s.p, vic, "", "runs", "start", "--test", test, "--watch") // its check fails: an error sample
+		var runs struct{ Items []struct{ ID string } }
+		require.Equal(t, http.StatusOK, apiGet(t, s.p, bearer, "/v1/runs?test_id="+test, &runs))
+		require.Len(t, runs.Items, 1)
+		run := runs.Items[0].ID
+
+		b := portaltest.New(t, s.p.url)
+		signIn(b, email, password)
+		for _, page := range []struct {
+			path  string
+			shows []string
+		}{
+			{"/tests", []string{name(0, "test")}},
+			{"/tests/" + test, []string{name(0, "test")}},
+			{"/tests/" + test + "/wizard", nil}, // values of fields: checked as no script ran
+			{"/runs", []string{name(0, "test")}},
+			{"/runs/" + run, []string{name(0, "test"), name(2, "request"), name(1, "group"), name(0, "missing")}},
+		} {
+			b.Go(page.path)
+			if page.path == "/runs/"+run {
+				b.WaitText("HTML report")
+			}
+			for _, x := range page.shows {
+				shownAsText(t, b, x, page.path)
+			}
+			shownAsText(t, b, "", page.path)
+		}
+		b.Go("/tests/" + test + "/debug")
+		b.Click("Run one iteration")
+		for _, x := range []string{name(2, "request"), name(0, "header"), name(1, "body"), xssStrings[2], name(1, "response")} {
+			shownAsText(t, b, x, "the debug page")
+		}
+		b.Inspect("planted")
 	})
 
 	t.Run("another user's things are not found", func(t *testing.T) {
@@ -188,6 +253,13 @@ load:
   duration: 1s
 `), 0o644))
 		test := strings.TrimSpace(mustCLI(t, s.p, mallory, "", "tests", "push", filepath.Join(dir, "mallorys.yaml")))
+		ownAgent(t, s.p, mallory, "mallorys laptop")
+		out, errOut, err := cli(t, s.p, mallory, "", "runs", "start", "--test", test, "--watch") // nothing listens at its target: a run all the same
+		t.Logf("her run: %v\n%s%s", err, out, errOut)
+		var runs struct{ Items []struct{ ID string } }
+		require.Equal(t, http.StatusOK, apiGet(t, s.p, malloryBearer, "/v1/runs?test_id="+test, &runs))
+		require.Len(t, runs.Items, 1)
+		run := runs.Items[0].ID
 
 		b := portaltest.New(t, s.p.url)
 		signIn(b, email, password)
@@ -196,6 +268,9 @@ load:
 			{"her token, revoked", "DELETE", "/v1/tokens/" + tokens.Items[0].ID},
 			{"her test", "GET", "/v1/tests/" + test},
 			{"her test's file", "GET", "/v1/tests/" + test + "/files/users.csv"},
+			{"her run", "GET", "/v1/runs/" + run},
+			{"her run's results", "GET", "/v1/runs/" + run + "/summary"},
+			{"her run, canceled", "POST", "/v1/runs/" + run + "/cancel"},
 			{"her test, deleted", "DELETE", "/v1/tests/" + test},
 		} {
 			status, body := b.Fetch(r.method, r.path, "", true)
@@ -205,9 +280,26 @@ load:
 				require.Equal(t, http.StatusOK, got, "%s, for her: %s", r.what, body)
 			}
 		}
+		// Nor do the portal's pages show them.
+		for _, page := range []string{"/tests/" + test, "/runs/" + run} {
+			b.Go(page)
+			b.WaitFor(`document.querySelector("[role=alert]")`)
+			require.Contains(t, b.Text(), "not found", page)
+			require.NotContains(t, b.Text(), "mallorys", page)
+		}
 		require.Contains(t, tokenNames(t, s.p, malloryBearer), "mallorys", "her token is still hers")
 		require.Equal(t, http.StatusOK, apiGet(t, s.p, malloryBearer, "/v1/tests/"+test, nil), "her test is still hers")
 	})
+}
+
+// shownAsText waits until the page shows x as text, literally (any text when x is empty), and
+// requires that no script a user planted ran: none set window.__xss, no element has an
+// onerror or onload handler, and the page's scripts are the portal's own.
+func shownAsText(t *testing.T, b *portaltest.Browser, x, where string) {
+	t.Helper()
+	b.WaitText(x)
+	require.True(t, portaltest.Eval[bool](b, `window.__xss === undefined && !document.querySelector("[onerror], [onload]")
+		&& [...document.scripts].every((s) => new URL(s.src).pathname.startsWith("/assets/"))`), "%s on %s", x, where)
 }
 
 // attackerSite serves, at addr, another site's pages: /form posts a forged JSON body (a
