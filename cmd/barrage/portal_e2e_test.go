@@ -50,7 +50,7 @@ func ownAgent(t *testing.T, p *serveProc, cfg, name string) *agentProc {
 	t.Helper()
 	a := startAgent(t, p, strings.TrimSpace(mustCLI(t, p, cfg, "", "agents", "create", name)))
 	eventually(t, 30*time.Second, name+" online", func() bool {
-		return regexp.MustCompile(`(?m)\s`+regexp.QuoteMeta(name)+`\s.*\sonline\s`).MatchString(mustCLI(t, p, cfg, "", "agents", "list"))
+		return regexp.MustCompile(`(?m)\s` + regexp.QuoteMeta(name) + `\s.*\sonline\s`).MatchString(mustCLI(t, p, cfg, "", "agents", "list"))
 	})
 	return a
 }

@@ -164,7 +164,9 @@ func measure(server, email, password, run string, watch time.Duration, labels in
 		return errors.New("the page measured no update: the live page's barrage:live-update measure is gone")
 	}
 	slices.Sort(got.Updates)
-	q := func(p float64) float64 { return got.Updates[min(len(got.Updates)-1, int(math.Ceil(p*float64(len(got.Updates))))-1)] }
+	q := func(p float64) float64 {
+		return got.Updates[min(len(got.Updates)-1, int(math.Ceil(p*float64(len(got.Updates))))-1)]
+	}
 	longest := 0.0
 	for _, d := range got.Longtasks {
 		longest = max(longest, d)
