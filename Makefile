@@ -77,13 +77,14 @@ contract: ## schemathesis over /openapi.yaml against a fresh server, as a user a
 k8s-check: ## validate deploy/kubernetes with kubeconform, offline (schemas from PyPI's kubernetes-validate, cached)
 	scripts/kubeconform.sh
 
-bench: ## Go benchmarks, then the API under wrk, barrage run against wrk and k6 on nginx, decoding gzip against k6, runs through the server, one user's imports against another's latency
+bench: ## Go benchmarks, then the API under wrk, barrage run against wrk and k6 on nginx, decoding gzip against k6, runs through the server, one user's imports against another's latency, the portal's live page with 100 requests for 10 minutes
 	$(GO) test -run '^$$' -bench . -benchmem ./...
 	scripts/bench-api.sh
 	scripts/bench-engine.sh
 	scripts/bench-compression.sh
 	scripts/bench-runs.sh
 	scripts/bench-fairshare.sh
+	scripts/bench-portal.sh
 
 bench-smoke: ## every bench once, in seconds, failing unless each prints its figures (CI runs it; the figures mean nothing)
 	scripts/bench-smoke.sh

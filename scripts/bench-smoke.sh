@@ -70,6 +70,9 @@ expect compression "cpu per request gzip barrage/k6" "cpu per request plain barr
 run fairshare scripts/bench-fairshare.sh 1
 expect fairshare "other user p50 ratio imports/alone" "other user p99 ratio imports/alone" "other user heavy p50 ratio imports/alone" "other user heavy p99 ratio imports/alone" "imports refused in a burst of 5?0"
 
+run portal scripts/bench-portal.sh
+expect portal "live page labels" "live page update p99 ms" "live page longest task ms?0" "live page heap growth KiB per minute?0"
+
 run runs scripts/bench-runs.sh 2 1
 expect runs "ratio agent/local" "live delay p99 ms?0" "ingest cpu cores?0"
 

@@ -7,6 +7,7 @@ package portal
 
 import (
 	"bytes"
+	"compress/gzip"
 	"crypto/sha256"
 	"embed"
 	"encoding/hex"
@@ -14,6 +15,7 @@ import (
 	"net/http"
 	"path"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -26,11 +28,40 @@ var dist embed.FS
 const CSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; font-src 'self'; " +
 	"connect-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
 
-// file is one of the portal's files, ready to serve.
+// file is one of the portal's files, ready to serve: as it is, and compressed with gzip once,
+// for the browsers that take it (all do).
 type file struct {
-	body        []byte
-	contentType string
-	etag        string
+	body, gzipped []byte
+	contentType   string
+	etag          string
+}
+
+// accepts reports whether the request takes gzip: Accept-Encoding names it (or *) with a
+// quality above 0.
+func accepts(r *http.Request) bool {
+	for _, h := range r.Header.Values("Accept-Encoding") {
+		for _, part := range strings.Split(h, ",") {
+			coding, params, _ := strings.Cut(part, ";")
+			coding = strings.ToLower(strings.TrimSpace(coding))
+			if coding != "gzip" && coding != "*" {
+				continue
+			}
+			q := 1.0
+			if v, ok := strings.CutPrefix(strings.ReplaceAll(strings.ToLower(params), " ", ""), "q="); ok {
+				q, _ = strconv.ParseFloat(v, 64)
+			}
+			return q > 0
+		}
+	}
+	return false
+}
+
+func compress(body []byte) []byte {
+	var b bytes.Buffer
+	z, _ := gzip.NewWriterLevel(&b, gzip.BestCompression)
+	_, _ = z.Write(body)
+	_ = z.Close()
+	return b.Bytes()
 }
 
 // Pages are the paths of the portal's pages, by their first segment: each answers the portal's
@@ -63,7 +94,8 @@ func Handler() Portal {
 			return err
 		}
 		sum := sha256.Sum256(body)
-		files[strings.TrimPrefix(p, "dist/")] = file{body: body, contentType: contentType(p), etag: `"` + hex.EncodeToString(sum[:8]) + `"`}
+		files[strings.TrimPrefix(p, "dist/")] = file{body: body, gzipped: compress(body), contentType: contentType(p),
+			etag: `"` + hex.EncodeToString(sum[:8]) + `"`}
 		return nil
 	})
 	page := files["index.html"]
@@ -86,9 +118,15 @@ func Handler() Portal {
 		h := w.Header()
 		h.Set("Content-Security-Policy", CSP)
 		h.Set("Cache-Control", "no-cache") // revalidated by its ETag: a new build is seen at once
-		h.Set("ETag", f.etag)
 		h.Set("Content-Type", f.contentType)
-		http.ServeContent(w, r, "", time.Time{}, bytes.NewReader(f.body))
+		h.Add("Vary", "Accept-Encoding")
+		body, etag := f.body, f.etag
+		if accepts(r) {
+			h.Set("Content-Encoding", "gzip")
+			body, etag = f.gzipped, strings.TrimSuffix(f.etag, `"`)+`-gzip"` // another representation, another tag
+		}
+		h.Set("ETag", etag)
+		http.ServeContent(w, r, "", time.Time{}, bytes.NewReader(body))
 	})}
 }
 

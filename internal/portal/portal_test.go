@@ -1,8 +1,11 @@
 package portal_test
 
 import (
+	"compress/gzip"
+	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"testing"
 
@@ -45,4 +48,62 @@ func TestThePortalServesItsPageAndAssetsUnderItsPolicy(t *testing.T) {
 	require.Equal(t, http.StatusNotFound, get(http.MethodGet, "/assets/index.html").Code)
 	require.Equal(t, http.StatusMethodNotAllowed, get(http.MethodPost, "/").Code)
 	require.Equal(t, http.StatusNotFound, get(http.MethodGet, "/metrics").Code, "a path of no page is not the portal's")
+}
+
+// A browser that takes gzip gets the files compressed, under a tag of their own; one that does
+// not, or refuses it by q=0, gets them as they are.
+func TestThePortalSendsItsFilesCompressedToWhoTakesThem(t *testing.T) {
+	t.Parallel()
+	h := portal.Handler()
+	get := func(encoding string) *httptest.ResponseRecorder {
+		w := httptest.NewRecorder()
+		r := httptest.NewRequestWithContext(t.Context(), http.MethodGet, "/assets/app.js", nil)
+		if encoding != "" {
+			r.Header.Set("Accept-Encoding", encoding)
+		}
+		h.ServeHTTP(w, r)
+		require.Equal(t, http.StatusOK, w.Code)
+		require.Contains(t, w.Header().Values("Vary"), "Accept-Encoding")
+		return w
+	}
+	plain := get("")
+	require.Empty(t, plain.Header().Get("Content-Encoding"))
+	for _, enc := range []string{"gzip, deflate, br, zstd", "br;q=1.0, gzip;q=0.5", "*"} {
+		w := get(enc)
+		require.Equal(t, "gzip", w.Header().Get("Content-Encoding"), enc)
+		require.NotEqual(t, plain.Header().Get("ETag"), w.Header().Get("ETag"), "another representation, another tag")
+		z, err := gzip.NewReader(w.Body)
+		require.NoError(t, err)
+		body, err := io.ReadAll(z)
+		require.NoError(t, err)
+		require.Equal(t, plain.Body.String(), string(body))
+	}
+	for _, enc := range []string{"gzip;q=0", "br", "identity"} {
+		require.Empty(t, get(enc).Header().Get("Content-Encoding"), enc)
+	}
+}
+
+// The portal's budget: every file it has (the first page's and those loaded later, the wizard's)
+// weighs at most 250 KB together, as a browser receives them (gzip).
+func TestThePortalWeighsAtMost250KBCompressed(t *testing.T) {
+	t.Parallel()
+	h := portal.Handler()
+	entries, err := os.ReadDir("dist")
+	require.NoError(t, err)
+	total := 0
+	for _, e := range entries {
+		path := "/assets/" + e.Name()
+		if e.Name() == "index.html" {
+			path = "/"
+		}
+		w := httptest.NewRecorder()
+		r := httptest.NewRequestWithContext(t.Context(), http.MethodGet, path, nil)
+		r.Header.Set("Accept-Encoding", "gzip")
+		h.ServeHTTP(w, r)
+		require.Equal(t, http.StatusOK, w.Code, path)
+		t.Logf("%s: %d bytes compressed", e.Name(), w.Body.Len())
+		total += w.Body.Len()
+	}
+	t.Logf("all together: %d bytes compressed", total)
+	require.LessOrEqual(t, total, 250_000)
 }
