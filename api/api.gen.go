@@ -1534,6 +1534,9 @@ type LiveSecond struct {
 	// Stability How steady the throughput was over the latest 10 seconds of the steady state up to this second (after the
 	// ramp-up the load plans, before its ramp-down); absent outside it and before 5 of its seconds.
 	Stability *Stability `json:"stability,omitempty"`
+
+	// Thresholds The script's thresholds judged on the run from its start up to this second, as its summary would judge them were the run to end here (a windowed one on its worst full window so far); absent when the script has none.
+	Thresholds *[]ThresholdResult `json:"thresholds,omitempty"`
 }
 
 // LoadOverrides defines model for LoadOverrides.

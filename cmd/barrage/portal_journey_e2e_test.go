@@ -1,8 +1,17 @@
 package main_test
 
 import (
+	"context"
 	"fmt"
+	"io"
+	"log"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -122,12 +131,30 @@ func TestPortalTesterJourneyInChromium(t *testing.T) {
 	b.WaitTitle("Run of shop products · Barrage")
 	second := portaltest.Eval[string](b, `location.pathname`)
 	require.NotEqual(t, first, second)
-	elapsed := `(document.querySelector(".live-status") || {}).innerText || ""`
-	waitLong(t, b, 60*time.Second, elapsed+`.includes("elapsed")`)
+	// Watched through a proxy that the test cuts, as a network blip would: the page reconnects
+	// with Last-Event-ID and draws every second once, none missing.
+	blip := newBlipProxy(t, s.p.url)
+	b.Go(blip.srv.URL + second)
+	b.WaitTitle("Run of shop products · Barrage")
+	drawn := `Number((document.querySelector("section[data-seconds]") || { dataset: { seconds: 0 } }).dataset.seconds)`
+	waitLong(t, b, 60*time.Second, drawn+" >= 3")
+	elapsed := `document.querySelector(".live-status").innerText`
 	was := portaltest.Eval[string](b, elapsed)
+	require.Contains(t, was, "elapsed")
 	waitLong(t, b, 30*time.Second, elapsed+` !== `+fmt.Sprintf("%q", was)) // the clock and the charts move
 	require.True(t, portaltest.Eval[bool](b, `document.querySelectorAll(".chart canvas").length >= 2`))
 	b.Inspect("live")
+	before := portaltest.Eval[int](b, drawn)
+	broken := b.Expect("ERR_INCOMPLETE_CHUNKED_ENCODING") // the stream cut short, as the browser says
+	blip.cut()
+	broken.Wait()
+	waitLong(t, b, 30*time.Second, fmt.Sprintf("%s > %d", drawn, before+2))
+	require.True(t, portaltest.Eval[bool](b, `(() => { const d = document.querySelector("section[data-seconds]").dataset; return Number(d.seconds) === Number(d.last) + 1; })()`),
+		"every second drawn once: as many as the last one's index and one")
+	ids := blip.lastEventIDs()
+	require.GreaterOrEqual(t, len(ids), 2, "the stream was opened again")
+	require.Equal(t, "", ids[0], "the first connection starts at the run's start")
+	require.NotEmpty(t, ids[len(ids)-1], "the page resumed after the last second it drew")
 	require.NoError(t, laptop.cmd.Process.Signal(syscall.SIGKILL))
 	waitLong(t, b, 40*time.Second, `[...document.querySelectorAll("td")].some((td) => td.innerText.startsWith("lost"))`)
 	b.Shot("live-lost")
@@ -163,4 +190,59 @@ func TestPortalTesterJourneyInChromium(t *testing.T) {
 func waitLong(t *testing.T, b *portaltest.Browser, within time.Duration, expression string) {
 	t.Helper()
 	eventually(t, within, expression, func() bool { return portaltest.Eval[bool](b, "Boolean("+expression+")") })
+}
+
+// blipProxy is the server seen through a proxy whose streams the test can cut at once, as a
+// network blip cuts them; it notes the Last-Event-ID of each request for a run's live stream.
+type blipProxy struct {
+	srv     *httptest.Server
+	mu      sync.Mutex
+	cancels map[*http.Request]context.CancelFunc
+	ids     []string
+}
+
+func newBlipProxy(t *testing.T, server string) *blipProxy {
+	t.Helper()
+	target, err := url.Parse(server)
+	require.NoError(t, err)
+	rp := httputil.NewSingleHostReverseProxy(target)
+	rp.FlushInterval = -1 // each event as it comes
+	rp.ErrorLog = log.New(io.Discard, "", 0)
+	bp := &blipProxy{cancels: map[*http.Request]context.CancelFunc{}}
+	bp.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithCancel(r.Context())
+		bp.mu.Lock()
+		if strings.HasSuffix(r.URL.Path, "/live") {
+			bp.ids = append(bp.ids, r.Header.Get("Last-Event-ID"))
+		}
+		bp.cancels[r] = cancel
+		bp.mu.Unlock()
+		defer func() {
+			bp.mu.Lock()
+			delete(bp.cancels, r)
+			bp.mu.Unlock()
+			cancel()
+		}()
+		rp.ServeHTTP(w, r.WithContext(ctx))
+		if ctx.Err() != nil {
+			panic(http.ErrAbortHandler) // cut: the client sees its connection drop, not an end
+		}
+	}))
+	t.Cleanup(bp.srv.Close)
+	return bp
+}
+
+// cut ends every request in flight through the proxy.
+func (bp *blipProxy) cut() {
+	bp.mu.Lock()
+	defer bp.mu.Unlock()
+	for _, cancel := range bp.cancels {
+		cancel()
+	}
+}
+
+func (bp *blipProxy) lastEventIDs() []string {
+	bp.mu.Lock()
+	defer bp.mu.Unlock()
+	return slices.Clone(bp.ids)
 }

@@ -148,6 +148,9 @@ type LiveEvent struct {
 	Monitors []string
 	// Stability is over the latest seconds of the steady state, up to Second; nil outside it.
 	Stability *summary.Stability
+	// Thresholds are the script's thresholds judged on the run up to Second, as its summary
+	// would were it to end there.
+	Thresholds []summary.Threshold
 }
 
 // Live follows p's run id from the second after `after` (-1 for the start), calling emit with
@@ -163,6 +166,7 @@ func (s *Service) Live(ctx context.Context, p barrage.Principal, id uuid.UUID, a
 	}
 	var monitors []string
 	steady := new(summary.LiveStability) // the script unknown: no steady state to follow
+	var judged *threshold.Watch
 	if sc, err := s.runScript(ctx, run); err == nil {
 		for _, ser := range monitor.Skeleton(sc.Monitors) {
 			monitors = append(monitors, ser.Monitor+": "+ser.Series)
@@ -170,8 +174,13 @@ func (s *Service) Live(ctx context.Context, p barrage.Principal, id uuid.UUID, a
 		if run.Load.Sweep == nil { // a sweep's load changes on purpose: no steady state to follow
 			steady = summary.NewLiveStability(engine.Workload(sc, engine.LoadOptions(run.Load)))
 		}
+		if len(sc.Thresholds) > 0 {
+			judged = threshold.New(sc.Thresholds)
+		}
 	}
-	m := newMerger(after+1, false)
+	// Every second from the run's first: the stability and the thresholds judge them all, and
+	// those up to `after`, which the follower has, are not sent again.
+	m := newMerger(0, false)
 	last := barrage.RunState("")
 	// The shards' states as the stream last told them: the run's first event tells them all,
 	// a shard event each change after.
@@ -191,7 +200,16 @@ func (s *Service) Live(ctx context.Context, p barrage.Principal, id uuid.UUID, a
 		}
 		for _, sec := range done {
 			rps := float64(sec.Snapshot.Requests().Requests) / max(sec.Snapshot.Duration.Seconds(), 1)
-			if err := emit(LiveEvent{Second: sec, Monitors: monitors, Stability: steady.Add(sec.Index, rps)}); err != nil {
+			ev := LiveEvent{Second: sec, Monitors: monitors, Stability: steady.Add(sec.Index, rps)}
+			if judged != nil {
+				elapsed := time.Duration(sec.Index+1) * time.Second
+				judged.Observe(sec.Snapshot, elapsed)
+				ev.Thresholds = summary.Thresholds(judged.Standing(elapsed))
+			}
+			if sec.Index <= after {
+				continue
+			}
+			if err := emit(ev); err != nil {
 				return err
 			}
 		}

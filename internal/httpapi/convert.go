@@ -171,3 +171,12 @@ func days(n *int, def int) time.Duration {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// ptrIf is a pointer to v, or nil when v is its type's zero: an optional field left out.
+func ptrIf[T comparable](v T) *T {
+	var zero T
+	if v == zero {
+		return nil
+	}
+	return &v
+}

@@ -90,6 +90,14 @@ func (l liveStream) VisitGetRunLiveResponse(w http.ResponseWriter) error {
 			return write(kind, "", toAPIRun(*ev.Run))
 		}
 		sec := toAPILiveSecond(ev.Second, start, ev.Monitors)
+		if len(ev.Thresholds) > 0 {
+			ts := make([]api.ThresholdResult, len(ev.Thresholds))
+			for i, t := range ev.Thresholds {
+				ts[i] = api.ThresholdResult{Check: t.Check, Observed: t.Observed, Passed: t.Passed, Abort: ptrIf(t.Abort),
+					WorstWindow: ptrIf(t.Worst), Over: ptrIf(t.Over), Request: ptrIf(t.Request)}
+			}
+			sec.Thresholds = &ts
+		}
 		if st := ev.Stability; st != nil {
 			sec.Stability = &api.Stability{Cv: st.CV, MeanRps: st.MeanRPS, FromS: st.FromS, ToS: st.ToS, Seconds: st.Seconds,
 				Limit: st.Limit, Unstable: st.Unstable}

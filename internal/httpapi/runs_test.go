@@ -487,10 +487,19 @@ func TestLiveStreamsTheSecondsMergedAcrossAgents(t *testing.T) {
 	require.InDelta(t, 50, home["p99_ms"], 0.1)
 	require.Equal(t, "finished", events[2].data["state"])
 
-	// Reconnecting after second 0 resumes with second 1.
+	// The script's threshold as it stands, on every second so far: p95 < 300ms holds.
+	standing := events[1].data["thresholds"].([]any)
+	require.Len(t, standing, 1)
+	p95 := standing[0].(map[string]any)
+	require.Equal(t, "p95 < 300ms", p95["check"])
+	require.Equal(t, true, p95["passed"])
+	require.InDelta(t, 0.05, p95["observed"], 0.001, "the run's p95 so far, in seconds: the slower agent's 50 ms")
+
+	// Reconnecting after second 0 resumes with second 1, judged on the run from its start.
 	again := parseSSE(t, b.do("GET", "/v1/runs/"+runID+"/live", u.access, nil, "Last-Event-ID", "0").body)
 	require.Equal(t, "1", again[0].id)
 	require.Len(t, again, 2)
+	require.Equal(t, events[1].data["thresholds"], again[0].data["thresholds"])
 	requireProblem(t, b.do("GET", "/v1/runs/"+runID+"/live", u.access, nil, "Last-Event-ID", "x"), http.StatusBadRequest)
 }
 

@@ -141,6 +141,16 @@ func (w *Watch) Final(total *metrics.Snapshot, elapsed time.Duration) []Result {
 	return out
 }
 
+// Standing judges every threshold on the seconds observed so far, which end elapsed into the
+// run, as Final would were the run to end there: what a live view shows. Nil before the first
+// second.
+func (w *Watch) Standing(elapsed time.Duration) []Result {
+	if w.total == nil {
+		return nil
+	}
+	return w.Final(w.total, elapsed)
+}
+
 // value computes a threshold's metric over snap, which covers period. ok is false when there is
 // nothing to judge yet (no request in scope).
 func (w *Watch) value(t *script.Threshold, snap *metrics.Snapshot, period time.Duration) (float64, bool) {

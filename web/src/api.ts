@@ -403,6 +403,7 @@ export interface LiveSecond {
   agents: { shard_id: string; cpu: number; active_vus: number; late: number; dropped: number }[];
   stability?: Stability;
   labels?: LiveLabel[];
+  thresholds?: ThresholdResult[];
 }
 
 export interface LabelSummary {

@@ -4,7 +4,7 @@
 import { useEffect, useLayoutEffect, useRef, useState } from "preact/hooks";
 import {
   call, endedStates, type Agent, type LabelSummary, type LiveLabel, type LiveSecond, type Page, type Run, type RunComparison,
-  type RunSeries, type RunSummary, type Shard, type Stability,
+  type RunSeries, type RunSummary, type Shard, type Stability, type ThresholdResult,
 } from "../api";
 import { Chart, color, type Line } from "../chart";
 import { follow } from "../live";
@@ -69,9 +69,10 @@ function RunFacts(props: { run: Run }) {
   );
 }
 
-/** keep is how many seconds a live page holds for its charts: a long run's older seconds make
- * room, so that the page's memory does not grow with the run. */
-const keep = 1800;
+/** points is how many seconds a live chart holds at most: past them, the older half is thinned
+ * to every other second, so that a long run is drawn whole and the page's memory does not
+ * grow with it. */
+const points = 600;
 
 interface LiveState {
   x: number[];
@@ -81,12 +82,15 @@ interface LiveState {
   p99: number[];
   vus: number[];
   errors: Record<string, number>;
+  /** count is how many seconds the page drew: one more than the last's index, with no gap
+   * and none twice (the browser tests read it). */
+  count: number;
   last?: LiveSecond;
   labels: Map<string, LiveLabel & { total: number; failed: number }>;
 }
 
 function emptyLive(): LiveState {
-  return { x: [], rps: [], p50: [], p95: [], p99: [], vus: [], errors: {}, labels: new Map() };
+  return { x: [], rps: [], p50: [], p95: [], p99: [], vus: [], errors: {}, count: 0, labels: new Map() };
 }
 
 /** Live follows a running run; onChange is told of each change of its state, its end last. */
@@ -117,13 +121,17 @@ function Live(props: { run: Run; names: AgentNames; onChange: (r: Run) => void }
         d.p95.push(s.p95_ms);
         d.p99.push(s.p99_ms);
         d.vus.push(s.active_vus);
-        if (d.x.length > keep) for (const a of [d.x, d.rps, d.p50, d.p95, d.p99, d.vus]) a.splice(0, a.length - keep);
+        if (d.x.length > points) {
+          const older = d.x.length - points / 2;
+          for (const a of [d.x, d.rps, d.p50, d.p95, d.p99, d.vus]) a.splice(0, older, ...a.slice(0, older).filter((_, i) => i % 2 === 0));
+        }
         for (const [k, v] of Object.entries(s.errors)) d.errors[k] = (d.errors[k] ?? 0) + v;
         for (const l of s.labels ?? []) {
           const was = d.labels.get(l.name);
           d.labels.set(l.name, { ...l, total: (was?.total ?? 0) + l.requests, failed: (was?.failed ?? 0) + l.errors });
         }
         d.last = s;
+        d.count++;
         tick((n) => n + 1);
       },
       shard(s) {
@@ -150,7 +158,7 @@ function Live(props: { run: Run; names: AgentNames; onChange: (r: Run) => void }
   const errorsTotal = Object.values(d.errors).reduce((a, b) => a + b, 0);
   const labels = [...d.labels.values()].sort((a, b) => a.name.localeCompare(b.name));
   return (
-    <section aria-label="Live">
+    <section aria-label="Live" data-seconds={d.count} data-last={s?.index ?? -1}>
       <p role="status" class="live-status">
         <Badge tone={r.state === "running" ? "good" : "neutral"}>{r.state}</Badge>{" "}
         {s ? `${clock(s.elapsed_s)} elapsed` : "waiting for the first second"}
@@ -171,6 +179,11 @@ function Live(props: { run: Run; names: AgentNames; onChange: (r: Run) => void }
       </div>
       {errorsTotal > 0 && (
         <p>Errors by class: {Object.entries(d.errors).map(([k, v]) => `${k} ${num(v)}`).join(", ")}</p>
+      )}
+      {s?.thresholds && (
+        <ul class="verdicts" aria-label="Thresholds so far">
+          {s.thresholds.map((t, i) => <li key={i}><ThresholdLine t={t} live /></li>)}
+        </ul>
       )}
       {s?.stability && <StabilityLine st={s.stability} />}
       <div class="charts">
@@ -338,19 +351,32 @@ function Results(props: { run: Run; names: AgentNames }) {
   );
 }
 
+/** observed reads a threshold's figure in its unit: a time (in seconds) as ms, a rate, a count. */
+function observed(t: ThresholdResult): string {
+  if (/^\s*error_rate\b/.test(t.check)) return pct(t.observed);
+  if (/^\s*(rps|count)\b/.test(t.check)) return num(t.observed, 1);
+  return ms(t.observed * 1000);
+}
+
+function ThresholdLine(props: { t: ThresholdResult; live?: boolean }) {
+  const t = props.t;
+  return (
+    <>
+      <Badge tone={t.passed ? "good" : "bad"}>{t.passed ? (props.live ? "holds" : "passed") : props.live ? "broken" : "failed"}</Badge> <code>{t.check}</code>
+      {t.request && ` on ${t.request}`}: {props.live ? "so far" : "observed"} {observed(t)}
+      {t.worst_window && " (worst window)"}
+      {t.abort && " · stops the run when broken"}
+    </>
+  );
+}
+
 function Verdicts(props: { summary: RunSummary }) {
   const s = props.summary;
   const v = s.verdict;
   return (
     <Section title="Verdict">
       <ul class="verdicts">
-        {s.thresholds.map((t, i) => (
-          <li key={i}>
-            <Badge tone={t.passed ? "good" : "bad"}>{t.passed ? "passed" : "failed"}</Badge> <code>{t.check}</code>
-            {t.request && ` on ${t.request}`}: observed {t.check.includes("error_rate") ? pct(t.observed) : ms(t.observed * 1000)}
-            {t.worst_window && " (worst window)"}
-          </li>
-        ))}
+        {s.thresholds.map((t, i) => <li key={i}><ThresholdLine t={t} /></li>)}
         <li>
           {v.generator_limited ? <Badge tone="warn">generator-limited</Badge> : <Badge tone="good">load delivered</Badge>}{" "}
           {v.generator_limited ? `The generators were the bottleneck: the figures measure the tool. ${(v.reasons ?? []).join("; ")}` : "The generators delivered the load asked for."}
