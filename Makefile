@@ -14,7 +14,7 @@ AXE_VERSION ?= 4.14.1
 GENERATED := api internal/postgres/dbsqlc sdk/proto sdk/python/barrage_plugin/v1 internal/portal/dist
 
 .DEFAULT_GOAL := help
-.PHONY: help run build test generate portal verify lint vulncheck contract k8s-check bench bench-smoke docs-assets report-assets axe-assets clean
+.PHONY: help run build test generate portal portal-screenshots verify lint vulncheck contract k8s-check bench bench-smoke docs-assets report-assets axe-assets clean
 
 help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z0-9-]+:.*## / {printf "  %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -41,6 +41,13 @@ generate: portal ## regenerate the oapi-codegen, sqlc and protobuf code (Go and 
 portal: ## build the portal (web/) into internal/portal/dist, which serve embeds; needs Node and npm, from the registry
 	scripts/need.sh portal node:nodejs npm
 	cd web && npm ci --no-audit --no-fund --loglevel=error && npx tsc --noEmit -p . && node build.mjs
+
+portal-screenshots: ## the portal's browser tests, keeping each page's 1280 px screenshot in docs/portal/ (docs/portal.md shows them)
+	rm -rf .shots && mkdir .shots
+	BARRAGE_ARTIFACTS=$(CURDIR)/.shots BARRAGE_REQUIRE_CHROMIUM=1 $(GO) test -count=1 -run 'TestPortal(TesterJourney|AccountPages)InChromium' ./cmd/barrage/
+	mkdir -p docs/portal && rm -f docs/portal/*.png
+	for f in .shots/portal/*/*-1280.png; do cp "$$f" docs/portal/$$(basename "$$f" -1280.png).png; done
+	rm -rf .shots
 
 verify: generate ## regenerate and fail if the generated code or go.mod differ from what is committed
 	$(GO) mod tidy -diff

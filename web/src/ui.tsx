@@ -220,3 +220,10 @@ export function Table(props: { caption: string; cols: Col[]; children: Component
     </div>
   );
 }
+
+/** RevisionSelect chooses a revision of a test whose latest is latest: "" for the latest, else
+ * an earlier one's number. */
+export function RevisionSelect(props: { latest: number; value: string; onChange: (v: string) => void }) {
+  const earlier = Array.from({ length: props.latest - 1 }, (_, i): [string, string] => [String(props.latest - 1 - i), String(props.latest - 1 - i)]);
+  return <Select label="Revision" value={props.value} onChange={props.onChange} options={[["", `The latest (${props.latest})`], ...earlier]} />;
+}

@@ -1,7 +1,7 @@
 // The account: the license and what is in use of it, personal API tokens, the password.
 import { useEffect, useState } from "preact/hooks";
 import { useTitle } from "../nav";
-import { call, type APIToken, type MyLicense, type Page, type User } from "../api";
+import { call, type APIToken, type MyLicense, type Page, type Run, type User } from "../api";
 import { Failure, Field, Section, date, duration, fieldError, size, useSubmit } from "../ui";
 
 const quotaNames: Record<string, string> = {
@@ -16,8 +16,10 @@ export function LicensePage(props: { user: User }) {
   useTitle("License");
   const [lic, setLic] = useState<MyLicense | null>(null);
   const [error, setError] = useState<unknown>(null);
+  const [inFlight, setInFlight] = useState<number | null>(null);
   useEffect(() => {
     call<MyLicense>("GET", "/v1/me/license").then(setLic, setError);
+    call<Page<Run>>("GET", "/v1/runs?state=queued&state=starting&state=running&limit=200").then((p) => setInFlight(p.items.length), setError);
   }, []);
   return (
     <main>
@@ -40,7 +42,10 @@ export function LicensePage(props: { user: User }) {
             <dt>Longest run</dt>
             <dd>{duration(lic.max_run_duration_seconds ?? 0)}</dd>
             <dt>Runs at a time</dt>
-            <dd>{lic.max_concurrent_runs}</dd>
+            <dd>
+              {lic.max_concurrent_runs}
+              {inFlight !== null && `, ${inFlight} in flight now`}
+            </dd>
             <dt>Valid until</dt>
             <dd>
               {lic.valid_until && date(lic.valid_until)}

@@ -5,7 +5,7 @@ import { useState } from "preact/hooks";
 import { call, type Agent, type DebugResult, type Page, type Test, type TraceEntry } from "../api";
 import { Link, useTitle } from "../nav";
 import { jsonPath, type Pick } from "../wizard/model";
-import { Badge, Failure, Select, ms, size, useLoad, useSubmit, Table, numeric } from "../ui";
+import { Badge, Failure, RevisionSelect, Select, ms, size, useLoad, useSubmit, Table, numeric } from "../ui";
 
 /** reachable are the agents a debug can go to now (a busy one too: it runs a debug beside its
  * load), the user's own first. */
@@ -41,8 +41,7 @@ export function DebugPage(props: { id: string }) {
         <Select label="Agent" value={agent} onChange={setAgent}
           options={[["", online.length ? "The first online agent" : "No agent is online"], ...online.map((a): [string, string] => [a.id, `${a.name}${a.shared ? " (shared)" : ""}${a.state === "busy" ? ", busy" : ""}`])]} />
         {t && (
-          <Select label="Revision" value={revision} onChange={setRevision}
-            options={[["", `The latest (${t.latest_revision})`], ...Array.from({ length: t.latest_revision - 1 }, (_, i): [string, string] => [String(t.latest_revision - 1 - i), String(t.latest_revision - 1 - i)])]} />
+          <RevisionSelect latest={t.latest_revision} value={revision} onChange={setRevision} />
         )}
         <button type="submit" disabled={run.busy}>{run.busy ? "Running…" : "Run one iteration"}</button>
       </form>

@@ -3,7 +3,7 @@
 import { useState } from "preact/hooks";
 import { Problem, call, type Agent, type LimitViolation, type MyLicense, type Page, type Run, type RunStage, type Test } from "../api";
 import { Link, navigate, useTitle } from "../nav";
-import { Failure, Field, duration, fieldError, useLoad, useSubmit } from "../ui";
+import { Failure, Field, RevisionSelect, duration, fieldError, useLoad, useSubmit } from "../ui";
 
 type Model = "script" | "closed" | "open" | "stages";
 
@@ -33,8 +33,13 @@ export function LaunchPage(props: { id: string }) {
   const [rate, setRate] = useState("");
   const [stages, setStages] = useState<{ kind: "rate" | "ramp_to"; value: string; seconds: string }[]>([{ kind: "ramp_to", value: "", seconds: "" }]);
   const [env, setEnv] = useState<{ name: string; value: string }[]>([]);
+  const [revision, setRevision] = useState("");
   const start = useSubmit(async () => {
-    const body: Record<string, unknown> = { test_id: props.id };
+    // The latest revision runs as the test (its script generated once the run is admitted);
+    // an earlier one is generated first, and its script runs.
+    const body: Record<string, unknown> = revision
+      ? { script_id: (await call<{ id: string }>("POST", `/v1/tests/${props.id}/scripts`, { revision: Number(revision) })).id }
+      : { test_id: props.id };
     if (chosen.length) body.agent_ids = chosen;
     if (model !== "script") {
       if (vus) body.vus = Number(vus);
@@ -72,6 +77,9 @@ export function LaunchPage(props: { id: string }) {
         </p>
       )}
       <form onSubmit={start.submit} aria-describedby="license-limits">
+        {test.data && test.data.latest_revision > 1 && (
+          <RevisionSelect latest={test.data.latest_revision} value={revision} onChange={setRevision} />
+        )}
         <fieldset>
           <legend>Agents</legend>
           {all.length === 0 && <p>No agent is yours to use.</p>}
