@@ -24,9 +24,11 @@ import (
 // A tester's day in the portal, in Chromium, against real processes: serve with its demo agent,
 // the demo shop, and an agent of the tester's own that the test kills mid-run. They sign up with
 // a code, write a test in the wizard, pick what to extract and assert from a debugged response,
-// mend an error the editor shows at its line, debug it on the demo agent against the shop, run it, run it again on both agents and watch it live (the charts move; the killed
-// agent is reported lost), open the finished run, compare it with the first, and sign out. Each
-// page is inspected on a laptop's screen and a phone's, by axe and a screenshot.
+// mend an error the editor shows at its line, debug it on the demo agent against the shop, run
+// it, run it again on both agents and watch it live (the charts move, the stream survives a cut,
+// the killed agent is reported lost), open the finished run, compare it with the first, run a
+// concurrency sweep, and sign out. Each page is inspected on a laptop's screen and a phone's, by
+// axe and a screenshot.
 func TestPortalTesterJourneyInChromium(t *testing.T) {
 	shop := startDemoShop(t)
 	s := newPortalUser(t, "BARRAGE_DEMO_AGENT=true", "BARRAGE_DEMO_AGENT_ALLOW="+strings.TrimPrefix(shop, "http://"))
@@ -171,6 +173,19 @@ func TestPortalTesterJourneyInChromium(t *testing.T) {
 	b.WaitText("Overall:")
 	require.Contains(t, b.Text(), "All requests")
 	b.Inspect("compare")
+
+	// A concurrency sweep: its levels, the curve fitted to them, the knee.
+	b.Go(testURL + "/run")
+	b.WaitTitle("Run shop products · Barrage")
+	b.Toggle("A concurrency sweep: levels of virtual users, one after the other")
+	b.Fill("Levels of virtual users", "1, 2, 4")
+	b.Fill("Seconds at each level", "2")
+	b.Click("Start the run")
+	b.WaitTitle("Run of shop products · Barrage")
+	waitLong(t, b, 90*time.Second, `document.body.innerText.includes("Levels (CSV)")`)
+	b.WaitText("Successful requests/s by VUs")
+	require.Contains(t, b.Text(), "sweep 1, 2, 4 VUs")
+	b.Inspect("sweep")
 
 	b.Follow("Runs")
 	b.WaitTitle("Runs · Barrage")

@@ -138,11 +138,14 @@ func measure(server, email, password, run string, watch time.Duration, labels in
 	}
 	start := time.Now()
 	endHeap, endNodes := startHeap, startNodes
+	heaps := []float64{startHeap} // at each minute
 	for time.Since(start) < watch {
 		time.Sleep(min(time.Minute, watch-time.Since(start)))
 		if endHeap, endNodes, err = heap(); err != nil {
 			return err
 		}
+		heaps = append(heaps, endHeap)
+		fmt.Printf("heap at %s: %.0f KiB, %d DOM nodes\n", time.Since(start).Round(time.Second), endHeap, endNodes)
 		live, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`!!document.querySelector(".live-status")`))
 		if err != nil {
 			return err
@@ -180,6 +183,10 @@ func measure(server, email, password, run string, watch time.Duration, labels in
 	fmt.Printf("live page heap start KiB = %.0f\n", startHeap)
 	fmt.Printf("live page heap end KiB = %.0f\n", endHeap)
 	fmt.Printf("live page heap growth KiB per minute = %.1f\n", (endHeap-startHeap)/minutes)
+	// The second half: the charts hold their most seconds by then, and what grows still leaks.
+	if half := len(heaps) / 2; len(heaps) >= 3 {
+		fmt.Printf("live page heap growth KiB per minute, second half = %.1f\n", (heaps[len(heaps)-1]-heaps[half])/(float64(len(heaps)-1-half)*min(minutes/float64(len(heaps)-1), 1)))
+	}
 	fmt.Printf("live page dom nodes start = %d\n", startNodes)
 	fmt.Printf("live page dom nodes end = %d\n", endNodes)
 	return nil

@@ -10,6 +10,9 @@ export interface Line {
   dash?: boolean;
   /** right puts the line on a scale of its own, read on the right (VUs beside requests/s). */
   right?: { unit: string };
+  /** points marks each value, and joins values across the gaps (nulls) between them: a few
+   * measured levels beside a curve. */
+  points?: boolean;
 }
 
 const palette = ["#0b57d0", "#b3261e", "#1e8e3e", "#a142f4", "#e37400", "#12b5cb", "#5f6368"];
@@ -21,7 +24,7 @@ export function color(i: number): string {
 
 /** Chart draws lines over x (seconds into the run), titled and described for those who cannot
  * see it: its figure's caption says what it shows and its table alternative is the page's. */
-export function Chart(props: { title: string; unit: string; xUnit?: string; x: number[]; lines: Line[]; height?: number }) {
+export function Chart(props: { title: string; unit: string; xUnit?: string; xWhole?: boolean; x: number[]; lines: Line[]; height?: number }) {
   const box = useRef<HTMLDivElement>(null);
   const plot = useRef<uPlot | null>(null);
   const height = props.height ?? 220;
@@ -38,12 +41,13 @@ export function Chart(props: { title: string; unit: string; xUnit?: string; x: n
         cursor: { drag: { x: false, y: false } },
         scales: { x: { time: false }, ...(right ? { r: {} } : {}) },
         axes: [
-          { stroke: "#888", grid: { stroke: "rgba(128,128,128,0.2)" }, values: (_, ticks) => ticks.map((t) => `${t}${props.xUnit ?? "s"}`) },
+          { stroke: "#888", grid: { stroke: "rgba(128,128,128,0.2)" }, values: (_, ticks) => ticks.map((t) => (props.xWhole && !Number.isInteger(t) ? "" : `${t}${props.xUnit ?? "s"}`)) },
           { stroke: "#888", grid: { stroke: "rgba(128,128,128,0.2)" }, size: 60, values: (_, ticks) => ticks.map((t) => `${t}${props.unit}`) },
           ...(right ? [{ scale: "r", side: 1, stroke: "#888", grid: { show: false }, size: 50, values: (_: uPlot, ticks: number[]) => ticks.map((t) => `${t}${right.unit}`) }] : []),
         ],
         series: [{}, ...props.lines.map((l) => ({
-          label: l.label, stroke: l.color, width: 1.5, dash: l.dash ? [6, 4] : undefined, points: { show: false }, scale: l.right ? "r" : "y",
+          label: l.label, stroke: l.color, width: 1.5, dash: l.dash ? [6, 4] : undefined, points: { show: !!l.points, size: 7 }, spanGaps: !!l.points,
+          scale: l.right ? "r" : "y",
         }))],
       },
       [props.x, ...props.lines.map((l) => l.values)] as uPlot.AlignedData,

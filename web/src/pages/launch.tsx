@@ -5,7 +5,7 @@ import { Problem, call, type Agent, type LimitViolation, type MyLicense, type Pa
 import { Link, navigate, useTitle } from "../nav";
 import { Failure, Field, RevisionSelect, duration, fieldError, useLoad, useSubmit } from "../ui";
 
-type Model = "script" | "closed" | "open" | "stages";
+type Model = "script" | "closed" | "open" | "stages" | "sweep";
 
 /** limitField is the field of the form a broken limit is about. */
 const limitField: Record<string, string> = {
@@ -32,6 +32,8 @@ export function LaunchPage(props: { id: string }) {
   const [secs, setSecs] = useState("");
   const [rate, setRate] = useState("");
   const [stages, setStages] = useState<{ kind: "rate" | "ramp_to"; value: string; seconds: string }[]>([{ kind: "ramp_to", value: "", seconds: "" }]);
+  const [levels, setLevels] = useState("");
+  const [step, setStep] = useState("");
   const [env, setEnv] = useState<{ name: string; value: string }[]>([]);
   const [revision, setRevision] = useState("");
   const start = useSubmit(async () => {
@@ -47,6 +49,10 @@ export function LaunchPage(props: { id: string }) {
         if (secs) body.duration_seconds = Number(secs);
       }
       if (model === "open") body.rate = Number(rate);
+      if (model === "sweep") {
+        delete body.vus;
+        body.sweep = { vus: levels.split(/[\s,]+/).filter(Boolean).map(Number), step_seconds: Number(step) };
+      }
       if (model === "stages") {
         body.stages = stages.map((s): RunStage => ({ [s.kind]: Number(s.value), duration_seconds: Number(s.seconds) }) as RunStage);
       }
@@ -61,7 +67,7 @@ export function LaunchPage(props: { id: string }) {
   const err = start.error;
   const generalError = err instanceof Problem && (err.errors.length || err.violations.length) ? null : err;
   const unplaced = err instanceof Problem
-    ? [...err.errors.filter((e) => !["vus", "duration_seconds", "rate", "agent_ids"].includes(e.field) && !e.field.startsWith("stages") && !e.field.startsWith("env.")).map((e) => `${e.field}: ${e.reason}`),
+    ? [...err.errors.filter((e) => !["vus", "duration_seconds", "rate", "agent_ids"].includes(e.field) && !e.field.startsWith("stages") && !e.field.startsWith("sweep") && !e.field.startsWith("env.")).map((e) => `${e.field}: ${e.reason}`),
       ...err.violations.filter((v) => !limitField[v.limit]).map((v) => `${v.limit.replaceAll("_", " ")}: ${String(v.allowed)} allowed, ${String(v.requested)} asked`)]
     : [];
   return (
@@ -108,12 +114,21 @@ export function LaunchPage(props: { id: string }) {
             ["closed", "Virtual users for a time (closed model)"],
             ["open", "Arrivals per second for a time (open model)"],
             ["stages", "Stages of arrival rates (open model)"],
+            ["sweep", "A concurrency sweep: levels of virtual users, one after the other"],
           ] as [Model, string][]).map(([m, text]) => (
             <label class="check" key={m}>
               <input type="radio" name="model" checked={model === m} onChange={() => setModel(m)} /> {text}
             </label>
           ))}
-          {model !== "script" && (
+          {model === "sweep" && (
+            <>
+              <Field label="Levels of virtual users" hint="Going up, comma-separated: 10, 20, 40, 80." required value={levels}
+                error={fieldError(err, "sweep.vus") ?? fieldError(err, "sweep")} onInput={(e) => setLevels((e.target as HTMLInputElement).value)} />
+              <Field label="Seconds at each level" type="number" min={1} required value={step}
+                error={fieldError(err, "sweep.step_seconds")} onInput={(e) => setStep((e.target as HTMLInputElement).value)} />
+            </>
+          )}
+          {model !== "script" && model !== "sweep" && (
             <Field label={model === "closed" ? "Virtual users" : "Most virtual users at once"} type="number" min={1} value={vus}
               required={model === "closed"} error={violationFor(err, "vus")} onInput={(e) => setVUs((e.target as HTMLInputElement).value)} />
           )}

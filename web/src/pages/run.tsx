@@ -451,6 +451,11 @@ function Sweep(props: { id: string }) {
   const d = sw.data;
   const f = d?.fit;
   const usl = (n: number) => (f ? (f.Lambda * n) / (1 + f.Sigma * (n - 1) + f.Kappa * n * (n - 1)) : null);
+  // The levels, and 50 steps between the first and the last, along which the fit is drawn.
+  const vus = d?.levels.map((l) => l.vus) ?? [];
+  const lo = Math.min(...vus, 1);
+  const hi = Math.max(...vus, 1);
+  const x = [...new Set([...vus, ...Array.from({ length: 51 }, (_, i) => lo + ((hi - lo) * i) / 50)])].sort((a, b) => a - b);
   return (
     <Section title="Sweep">
       <Failure error={sw.error} />
@@ -460,9 +465,9 @@ function Sweep(props: { id: string }) {
             {d.knee_vus ? `The knee: past ${d.knee_vus} VUs successful throughput stops growing while p95 climbs.` : "No knee within the levels."}{" "}
             {f ? `The Universal Scalability Law fits with R² ${f.R2.toFixed(3)}${d.peak_vus ? `, predicting a peak of ${num(d.peak_rps, 1)}/s at ${num(d.peak_vus)} VUs` : ""}.` : d.fit_error}
           </p>
-          <Chart title="Successful requests/s by VUs" unit="" xUnit=" VUs" x={d.levels.map((l) => l.vus)} lines={[
-            { label: "measured", color: color(0), values: d.levels.map((l) => l.ok_rps) },
-            ...(f ? [{ label: "fitted", color: color(1), dash: true, values: d.levels.map((l) => usl(l.vus)) }] : []),
+          <Chart title="Successful requests/s by VUs" unit="" xUnit=" VUs" xWhole x={x} lines={[
+            { label: "measured", color: color(0), points: true, values: x.map((n) => d.levels.find((l) => l.vus === n)?.ok_rps ?? null) },
+            ...(f ? [{ label: "fitted", color: color(1), dash: true, values: x.map(usl) }] : []),
           ]} />
           <Table caption="The sweep's levels" cols={[numeric("VUs"), numeric("Requests/s"), numeric("Successful/s"), numeric("p95"), numeric("Errors"), "Note"]}>
               {d.levels.map((l) => (
