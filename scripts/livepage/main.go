@@ -138,13 +138,15 @@ func measure(server, email, password, run string, watch time.Duration, labels in
 	}
 	start := time.Now()
 	endHeap, endNodes := startHeap, startNodes
-	heaps := []float64{startHeap} // at each minute
+	var at, heaps []float64 // the heap each minute after the first, and when, in minutes
 	for time.Since(start) < watch {
 		time.Sleep(min(time.Minute, watch-time.Since(start)))
 		if endHeap, endNodes, err = heap(); err != nil {
 			return err
 		}
-		heaps = append(heaps, endHeap)
+		if m := time.Since(start).Minutes(); m > 1.5 {
+			at, heaps = append(at, m), append(heaps, endHeap)
+		}
 		fmt.Printf("heap at %s: %.0f KiB, %d DOM nodes\n", time.Since(start).Round(time.Second), endHeap, endNodes)
 		live, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`!!document.querySelector(".live-status")`))
 		if err != nil {
@@ -182,12 +184,31 @@ func measure(server, email, password, run string, watch time.Duration, labels in
 	fmt.Printf("live page longest task ms = %.0f\n", longest)
 	fmt.Printf("live page heap start KiB = %.0f\n", startHeap)
 	fmt.Printf("live page heap end KiB = %.0f\n", endHeap)
-	fmt.Printf("live page heap growth KiB per minute = %.1f\n", (endHeap-startHeap)/minutes)
-	// The second half: the charts hold their most seconds by then, and what grows still leaks.
-	if half := len(heaps) / 2; len(heaps) >= 3 {
-		fmt.Printf("live page heap growth KiB per minute, second half = %.1f\n", (heaps[len(heaps)-1]-heaps[half])/(float64(len(heaps)-1-half)*min(minutes/float64(len(heaps)-1), 1)))
+	// The growth is the slope of the heap over the minutes after the first (which holds the
+	// page's warming up: its code compiled, its charts filling), fitted by least squares, as a
+	// garbage collector's heap moves up and down about its trend; over the whole watch when
+	// it is too short for that.
+	growth := (endHeap - startHeap) / minutes
+	if len(heaps) >= 3 {
+		growth = slope(at, heaps)
 	}
+	fmt.Printf("live page heap growth KiB per minute = %.1f\n", growth)
 	fmt.Printf("live page dom nodes start = %d\n", startNodes)
 	fmt.Printf("live page dom nodes end = %d\n", endNodes)
 	return nil
+}
+
+// slope is the least-squares slope of y over x.
+func slope(x, y []float64) float64 {
+	var mx, my float64
+	for i := range x {
+		mx, my = mx+x[i], my+y[i]
+	}
+	mx, my = mx/float64(len(x)), my/float64(len(y))
+	var num, den float64
+	for i := range x {
+		num += (x[i] - mx) * (y[i] - my)
+		den += (x[i] - mx) * (x[i] - mx)
+	}
+	return num / den
 }
