@@ -155,7 +155,7 @@ func TestPortalTesterJourneyInChromium(t *testing.T) {
 		"every second drawn once: as many as the last one's index and one")
 	ids := blip.lastEventIDs()
 	require.GreaterOrEqual(t, len(ids), 2, "the stream was opened again")
-	require.Equal(t, "", ids[0], "the first connection starts at the run's start")
+	require.Empty(t, ids[0], "the first connection starts at the run's start")
 	require.NotEmpty(t, ids[len(ids)-1], "the page resumed after the last second it drew")
 	require.NoError(t, laptop.cmd.Process.Signal(syscall.SIGKILL))
 	waitLong(t, b, 40*time.Second, `[...document.querySelectorAll("td")].some((td) => td.innerText.startsWith("lost"))`)
