@@ -3922,7 +3922,11 @@ type ClientInterface interface {
 	// states. A `state` event follows each
 	// change of the run's state, after the seconds that led to it; the stream ends with the run's end (an `end` event), after its last second. It
 	// works on whichever replica of the server answers; a client that reconnects with
-	// `Last-Event-ID` resumes after that second.
+	// `Last-Event-ID` resumes after that second. A stream ends, after an `error` event saying
+	// its time is up, when the credential that opened it expires (an access token's 15
+	// minutes) or after 30 minutes: reconnect with `Last-Event-ID` and a good credential. A
+	// user may have 8 streams open on a replica, and a replica follows 2,000 in all: past
+	// either, `429` with `Retry-After`.
 	//
 	// Corresponds with GET /v1/runs/{id}/live (the `GetRunLive` operationId).
 	GetRunLive(ctx context.Context, id ID, params *GetRunLiveParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -5921,7 +5925,11 @@ func (c *Client) CompareRuns(ctx context.Context, id ID, params *CompareRunsPara
 // states. A `state` event follows each
 // change of the run's state, after the seconds that led to it; the stream ends with the run's end (an `end` event), after its last second. It
 // works on whichever replica of the server answers; a client that reconnects with
-// `Last-Event-ID` resumes after that second.
+// `Last-Event-ID` resumes after that second. A stream ends, after an `error` event saying
+// its time is up, when the credential that opened it expires (an access token's 15
+// minutes) or after 30 minutes: reconnect with `Last-Event-ID` and a good credential. A
+// user may have 8 streams open on a replica, and a replica follows 2,000 in all: past
+// either, `429` with `Retry-After`.
 //
 // Corresponds with GET /v1/runs/{id}/live (the `GetRunLive` operationId).
 func (c *Client) GetRunLive(ctx context.Context, id ID, params *GetRunLiveParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -11855,7 +11863,11 @@ type ClientWithResponsesInterface interface {
 	// states. A `state` event follows each
 	// change of the run's state, after the seconds that led to it; the stream ends with the run's end (an `end` event), after its last second. It
 	// works on whichever replica of the server answers; a client that reconnects with
-	// `Last-Event-ID` resumes after that second.
+	// `Last-Event-ID` resumes after that second. A stream ends, after an `error` event saying
+	// its time is up, when the credential that opened it expires (an access token's 15
+	// minutes) or after 30 minutes: reconnect with `Last-Event-ID` and a good credential. A
+	// user may have 8 streams open on a replica, and a replica follows 2,000 in all: past
+	// either, `429` with `Retry-After`.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -17451,6 +17463,11 @@ func (r CompareRunsResponse) ContentType() string {
 	return ""
 }
 
+// GetRunLiveResponse429Headers the declared response headers of an HTTP 429 response for GetRunLive
+type GetRunLiveResponse429Headers struct {
+	RetryAfter *int
+}
+
 // GetRunLiveResponse503Headers the declared response headers of an HTTP 503 response for GetRunLive
 type GetRunLiveResponse503Headers struct {
 	RetryAfter *int
@@ -17467,8 +17484,12 @@ type GetRunLiveResponse struct {
 	ApplicationproblemJSON403 *Problem
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationproblemJSON404 *Problem
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyRequests
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationproblemJSON503 *DatabaseUnavailable
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetRunLiveResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *GetRunLiveResponse503Headers
 }
@@ -17491,6 +17512,11 @@ func (r GetRunLiveResponse) GetApplicationproblemJSON403() *Problem {
 // GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
 func (r GetRunLiveResponse) GetApplicationproblemJSON404() *Problem {
 	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r GetRunLiveResponse) GetApplicationproblemJSON429() *TooManyRequests {
+	return r.ApplicationproblemJSON429
 }
 
 // GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
@@ -22001,7 +22027,11 @@ func (c *ClientWithResponses) CompareRunsWithResponse(ctx context.Context, id ID
 // states. A `state` event follows each
 // change of the run's state, after the seconds that led to it; the stream ends with the run's end (an `end` event), after its last second. It
 // works on whichever replica of the server answers; a client that reconnects with
-// `Last-Event-ID` resumes after that second.
+// `Last-Event-ID` resumes after that second. A stream ends, after an `error` event saying
+// its time is up, when the credential that opened it expires (an access token's 15
+// minutes) or after 30 minutes: reconnect with `Last-Event-ID` and a good credential. A
+// user may have 8 streams open on a replica, and a replica follows 2,000 in all: past
+// either, `429` with `Retry-After`.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -27434,6 +27464,13 @@ func ParseGetRunLiveResponse(rsp *http.Response) (*GetRunLiveResponse, error) {
 		}
 		response.ApplicationproblemJSON404 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest DatabaseUnavailable
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -27444,6 +27481,16 @@ func ParseGetRunLiveResponse(rsp *http.Response) (*GetRunLiveResponse, error) {
 	}
 
 	switch {
+	case rsp.StatusCode == 429:
+		var headers GetRunLiveResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers GetRunLiveResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -40903,6 +40950,25 @@ func (response GetRunLive404ApplicationProblemPlusJSONResponse) VisitGetRunLiveR
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRunLive429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response GetRunLive429ApplicationProblemPlusJSONResponse) VisitGetRunLiveResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
 	_, err := buf.WriteTo(w)
 	return err
 }

@@ -166,6 +166,13 @@ func TestPortalTesterJourneyInChromium(t *testing.T) {
 	b.WaitText("incomplete")
 	b.WaitText("list products") // the request's row
 	b.Inspect("run")
+	// Its HTML report, sandboxed on the portal's origin, draws its charts.
+	report := portaltest.Eval[string](b, `document.querySelector('a[href$="/report"]').href`)
+	runPage := portaltest.Eval[string](b, `location.href`)
+	b.Go(report)
+	b.WaitFor(`Number(document.documentElement.dataset.charts) > 0`)
+	b.Go(runPage)
+	b.WaitText("HTML report")
 
 	// Compared with the first run.
 	b.Click("Compare with it")

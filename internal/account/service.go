@@ -269,7 +269,7 @@ func (s *Service) Authenticate(ctx context.Context, bearer string) (barrage.Prin
 				s.log.WarnContext(ctx, "record token use", slog.String("error", err.Error()))
 			}
 		}
-		return barrage.Principal{User: u, Scopes: t.Scopes, TokenID: &t.ID, TokenExpiresAt: &t.ExpiresAt}, nil
+		return barrage.Principal{User: u, Scopes: t.Scopes, TokenID: &t.ID, TokenExpiresAt: &t.ExpiresAt, Expires: t.ExpiresAt}, nil
 	}
 	claims, err := s.tokens.Verify(bearer)
 	if err != nil {
@@ -286,7 +286,7 @@ func (s *Service) Authenticate(ctx context.Context, bearer string) (barrage.Prin
 	if u.Disabled || claims.IssuedAt.Before(u.TokensValidAfter.Truncate(time.Millisecond)) {
 		return barrage.Principal{}, errBadToken
 	}
-	return barrage.Principal{User: u, Scopes: barrage.AllScopes}, nil
+	return barrage.Principal{User: u, Scopes: barrage.AllScopes, Expires: claims.Expiry}, nil
 }
 
 // UpdateMeInput holds the changes a user asks for; nil fields stay as they are.

@@ -87,6 +87,9 @@ type Principal struct {
 	// TokenID is the personal API token used, if any, and TokenExpiresAt when it expires.
 	TokenID        *uuid.UUID
 	TokenExpiresAt *time.Time
+	// Expires is when the credential of the request (a personal token, an access token) stops
+	// being accepted; zero when unknown. What outlives a request, a live stream, ends then.
+	Expires time.Time
 	// Agent is set, and User empty, when a measuring agent makes the request with its token.
 	Agent *Agent
 }

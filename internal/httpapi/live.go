@@ -1,8 +1,10 @@
 package httpapi
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"slices"
@@ -21,6 +23,54 @@ import (
 	"github.com/barrage-load/barrage/internal/summary"
 )
 
+// LiveStreams bounds the runs' live streams: each outlives its request and costs its replica a
+// read of the run's seconds every second, so that one user holding thousands open would starve
+// everyone else.
+type LiveStreams struct {
+	// PerUser is how many one user may have open on a replica at once; Total, everyone's.
+	PerUser, Total int
+	// Lifetime is the longest a stream lasts: then, or when the credential that opened it
+	// expires, it ends, and its client reconnects with Last-Event-ID (with a credential that is
+	// still good).
+	Lifetime time.Duration
+}
+
+// DefaultLiveStreams: a user watches a few runs in a few tabs; a replica follows 2,000 at once
+// (some 0.4 cores and 2,000 reads a second of its database, as scripts/ingest measures a live
+// view); a stream lasts 30 minutes.
+var DefaultLiveStreams = LiveStreams{PerUser: 8, Total: 2000, Lifetime: 30 * time.Minute}
+
+// liveLimits holds the bounds and the streams open.
+type liveLimits struct {
+	LiveStreams
+	users *inflight
+	total chan struct{}
+}
+
+func newLiveLimits(l LiveStreams) liveLimits {
+	l.PerUser = cmp.Or(l.PerUser, DefaultLiveStreams.PerUser)
+	l.Total = cmp.Or(l.Total, DefaultLiveStreams.Total)
+	l.Lifetime = cmp.Or(l.Lifetime, DefaultLiveStreams.Lifetime)
+	return liveLimits{LiveStreams: l, users: newInflight(l.PerUser, 1, 1, "live streams open"), total: make(chan struct{}, l.Total)}
+}
+
+// open counts a stream of user's, or refuses it (429) past the user's bound or everyone's; it
+// returns what closes it.
+func (l liveLimits) open(ctx context.Context, user uuid.UUID) (func(), error) {
+	leave, err := l.users.acquire(ctx, user, false)
+	if err != nil {
+		return nil, err
+	}
+	select {
+	case l.total <- struct{}{}:
+		return func() { <-l.total; leave() }, nil
+	default:
+		leave()
+		return nil, &barrage.RateLimitError{RetryAfterSeconds: 5,
+			Reason: fmt.Sprintf("this server follows %d live streams already, the most it follows at once: reconnect in a moment", l.Total)}
+	}
+}
+
 func (s *server) GetRunLive(ctx context.Context, req api.GetRunLiveRequestObject) (api.GetRunLiveResponseObject, error) {
 	p, err := principal(ctx)
 	if err != nil {
@@ -38,20 +88,33 @@ func (s *server) GetRunLive(ctx context.Context, req api.GetRunLiveRequestObject
 		}
 		after = n
 	}
-	return liveStream{ctx: ctx, s: s, p: p, id: req.Id, after: after}, nil
+	closeStream, err := s.live.open(ctx, p.User.ID)
+	if err != nil {
+		return nil, err
+	}
+	until := time.Now().Add(s.live.Lifetime)
+	if !p.Expires.IsZero() && p.Expires.Before(until) {
+		until = p.Expires
+	}
+	return liveStream{ctx: ctx, s: s, p: p, id: req.Id, after: after, until: until, close: closeStream}, nil
 }
 
-// liveStream writes a run's live events as Server-Sent Events while they come.
+// liveStream writes a run's live events as Server-Sent Events while they come, until until.
 type liveStream struct {
 	ctx   context.Context
 	s     *server
 	p     barrage.Principal
 	id    uuid.UUID
 	after int64
+	until time.Time
+	close func() // what counts it among the streams open
 }
 
 // VisitGetRunLiveResponse streams the events, flushing each.
 func (l liveStream) VisitGetRunLiveResponse(w http.ResponseWriter) error {
+	defer l.close()
+	ctx, cancel := context.WithDeadline(l.ctx, l.until)
+	defer cancel()
 	rc := http.NewResponseController(w)
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-store")
@@ -77,7 +140,7 @@ func (l liveStream) VisitGetRunLiveResponse(w http.ResponseWriter) error {
 		}
 		return rc.Flush()
 	}
-	err := l.s.control.Live(l.ctx, l.p, l.id, l.after, func(ev control.LiveEvent) error {
+	err := l.s.control.Live(ctx, l.p, l.id, l.after, func(ev control.LiveEvent) error {
 		if ev.Shard != nil {
 			return write("shard", "", toAPIShard(*ev.Shard))
 		}
@@ -104,7 +167,11 @@ func (l liveStream) VisitGetRunLiveResponse(w http.ResponseWriter) error {
 		}
 		return write("second", strconv.FormatInt(ev.Second.Index, 10), sec)
 	})
-	if err != nil && l.ctx.Err() == nil {
+	switch {
+	case l.ctx.Err() != nil: // the client went
+	case ctx.Err() != nil:
+		return write("error", "", map[string]string{"detail": "the stream's time is up (its credential expires, or it has lasted its most); reconnect with Last-Event-ID"})
+	case err != nil:
 		// Headers are gone: say it in the stream, and log it once.
 		l.s.log.WarnContext(l.ctx, "live stream ended early", slog.String("error", err.Error()))
 		return write("error", "", map[string]string{"detail": "the stream ended early; reconnect with Last-Event-ID"})

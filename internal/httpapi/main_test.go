@@ -120,6 +120,8 @@ type setupOpts struct {
 	anonReaders int
 	// heavyPerUser bounds a user's heavy requests in flight (the default when 0).
 	heavyPerUser int
+	// liveStreams bounds the live streams (the defaults when zero).
+	liveStreams httpapi.LiveStreams
 	// reservedNamespaces are the operator's reserved namespaces.
 	reservedNamespaces []string
 	// quotas bound what each user with a license keeps (none when zero).
@@ -169,7 +171,7 @@ func setup(t testing.TB, opts ...setupOpts) *testBundle {
 	require.NoError(t, err)
 	mkt := market.New(store, blobs, log, market.Config{MaxArtifactBytes: o.maxPluginBytes, ReservedNamespaces: o.reservedNamespaces, Quotas: o.quotas})
 	deps := httpapi.Deps{Log: log, Accounts: svc, Control: ctl, Market: mkt, Ready: store.Ready, MaxBodyBytes: o.maxBody, MaxFileBytes: o.maxFileBytes,
-		AnonymousReaders: o.anonReaders, HeavyPerUser: o.heavyPerUser}
+		AnonymousReaders: o.anonReaders, HeavyPerUser: o.heavyPerUser, LiveStreams: o.liveStreams}
 	if o.trusted != "" {
 		deps.TrustedProxies = mustPrefixes(t, o.trusted)
 	}

@@ -23,9 +23,9 @@ import (
 
 	"github.com/barrage-load/barrage/internal/barrage"
 	"github.com/barrage-load/barrage/internal/control"
+	"github.com/barrage-load/barrage/internal/httpapi"
 	"github.com/barrage-load/barrage/internal/metrics"
 	"github.com/barrage-load/barrage/internal/postgres"
-	"github.com/barrage-load/barrage/internal/report"
 	"github.com/barrage-load/barrage/internal/report/reporttest"
 )
 
@@ -503,6 +503,51 @@ func TestLiveStreamsTheSecondsMergedAcrossAgents(t *testing.T) {
 	requireProblem(t, b.do("GET", "/v1/runs/"+runID+"/live", u.access, nil, "Last-Event-ID", "x"), http.StatusBadRequest)
 }
 
+// A live stream outlives its request and costs its server a read each second: a user may hold
+// so many open, the server so many of everyone's (429 past either), and each ends when its
+// time is up (its credential's expiry, or the most a stream lasts), saying so, for its client
+// to reconnect.
+func TestLiveStreamsAreBoundedInNumberAndLength(t *testing.T) {
+	t.Parallel()
+	b := setup(t, setupOpts{asServed: true, liveStreams: httpapi.LiveStreams{PerUser: 2, Total: 3, Lifetime: 2 * time.Second}})
+	admin, u := b.adminAndUser()
+	v := b.signup(b.invite(admin, map[string]any{"license": map[string]any{"template": "demo"}}), "v@example.com")
+	_, uAgent := b.registerAgent("/v1/agents", u.access, "u's", nil)
+	_, vAgent := b.registerAgent("/v1/agents", v.access, "v's", nil)
+	uRun, _, _ := b.startedRun(u, b.addScript(u, smokeScript), uAgent) // running, and reporting nothing: its streams stay open
+	vRun, _, _ := b.startedRun(v, b.addScript(v, smokeScript), vAgent)
+	open := func(who user, run string) *http.Response {
+		t.Helper()
+		req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, b.srv.URL+"/v1/runs/"+run+"/live", nil)
+		require.NoError(t, err)
+		req.Header.Set("Authorization", "Bearer "+who.access)
+		res, err := b.srv.Client().Do(req)
+		require.NoError(t, err)
+		t.Cleanup(func() { res.Body.Close() })
+		return res
+	}
+	first := open(u, uRun)
+	require.Equal(t, http.StatusOK, first.StatusCode)
+	require.Equal(t, http.StatusOK, open(u, uRun).StatusCode)
+	third := open(u, uRun)
+	require.Equal(t, http.StatusTooManyRequests, third.StatusCode, "a user's third stream")
+	require.NotEmpty(t, third.Header.Get("Retry-After"))
+	require.Equal(t, http.StatusOK, open(v, vRun).StatusCode, "another user's first")
+	require.Equal(t, http.StatusTooManyRequests, open(v, vRun).StatusCode, "past the server's three")
+
+	// The first stream's time is up after two seconds: it says so and ends, and its place is
+	// free again.
+	body, err := io.ReadAll(first.Body)
+	require.NoError(t, err)
+	require.Contains(t, string(body), "event: error")
+	require.Contains(t, string(body), "time is up")
+	require.Eventually(t, func() bool {
+		res := open(v, vRun)
+		res.Body.Close()
+		return res.StatusCode == http.StatusOK
+	}, 10*time.Second, 20*time.Millisecond, "the ended stream's place is another's")
+}
+
 func TestAnAbortingThresholdOnTheMergedSecondsStopsEveryShard(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
@@ -828,7 +873,7 @@ func TestARunsSummaryTellsItsStability(t *testing.T) {
 	rep := b.do("GET", "/v1/runs/"+runs[0]+"/report?base="+runs[1], u.access, nil)
 	require.Equal(t, http.StatusOK, rep.status, "body: %s", rep.body)
 	require.Equal(t, "text/html; charset=utf-8", rep.header.Get("Content-Type"))
-	require.Equal(t, report.ContentSecurityPolicy, rep.header.Get("Content-Security-Policy"))
+	require.Equal(t, httpapi.ServedReportPolicy, rep.header.Get("Content-Security-Policy"))
 	require.Contains(t, rep.header.Get("Content-Disposition"), "run-"+runs[0]+".html")
 	page := string(rep.body)
 	require.Contains(t, page, "Unstable throughput")
@@ -958,7 +1003,7 @@ func TestASweepRunIsJudgedByTheServer(t *testing.T) {
 	require.Contains(t, lines[3], ",true,")
 	page := b.do("GET", "/v1/runs/"+runID+"/sweep.html", u.access, nil)
 	require.Equal(t, http.StatusOK, page.status)
-	require.Equal(t, report.ContentSecurityPolicy, page.header.Get("Content-Security-Policy"))
+	require.Equal(t, httpapi.ServedReportPolicy, page.header.Get("Content-Security-Policy"))
 	require.Contains(t, string(page.body), "Knee at 8 VUs")
 
 	// Another user's sweep is not found, nor is the sweep of a run that is not one.

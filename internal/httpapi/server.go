@@ -54,6 +54,8 @@ type Deps struct {
 	// HeavyPerUser bounds each user's requests in flight on the routes that cost the server real
 	// work (DefaultHeavyPerUser when 0); past it they are 429 with Retry-After.
 	HeavyPerUser int
+	// LiveStreams bounds the runs' live streams a replica serves (DefaultLiveStreams when zero).
+	LiveStreams LiveStreams
 	// Portal, when set, serves the paths it says are its own and no route takes: the portal's
 	// pages and assets.
 	Portal interface {
@@ -74,6 +76,7 @@ type server struct {
 	version  string
 	heavy    *inflight
 	awaiting *inflight
+	live     liveLimits
 }
 
 var _ api.StrictServerInterface = (*server)(nil)
@@ -93,7 +96,8 @@ func NewServer(d Deps) (http.Handler, error) {
 		// What waits for agents holds a turn of its own kind only: a user's jobs wait together,
 		// and everyone's, so many at once, bound the memory their tests' files take.
 		awaiting: newInflight(control.MaxOpenJobs, control.MaxOpenJobs, max(8, 4*runtime.GOMAXPROCS(0)),
-			"requests that read a test for an agent (generating its script, debugging it, starting a run of it)")}
+			"requests that read a test for an agent (generating its script, debugging it, starting a run of it)"),
+		live: newLiveLimits(d.LiveStreams)}
 	if d.MaxBodyBytes <= 0 {
 		d.MaxBodyBytes = 1 << 20
 	}

@@ -91,7 +91,8 @@ function renew(): Promise<boolean> {
  * returns the answer; one that is not a success is thrown as its Problem. */
 export async function respond(method: string, path: string, body?: unknown, headers?: Record<string, string>, signal?: AbortSignal): Promise<Response> {
   let res = await send(method, path, body, headers, signal);
-  if (res.status === 401 && !path.startsWith("/v1/auth/")) {
+  // Only a page with a session (its CSRF cookie says so) has one to renew.
+  if (res.status === 401 && !path.startsWith("/v1/auth/") && cookie("barrage_csrf") !== "") {
     if (await renew()) {
       res = await send(method, path, body, headers, signal);
     }

@@ -6,7 +6,7 @@ import { Link, navigate, useTitle } from "../nav";
 import { Failure, Field, useLoad, useSubmit } from "../ui";
 
 /** The script a new test starts from: the demo shop's smoke test, which the demo agent may run. */
-export const starter = `# A test: one virtual user asks the demo shop for its products and checks the answer.
+export const starter = `# A test: five virtual users ask the demo shop for its products, check the answer and think.
 # docs/scripts.md has the whole format.
 version: 1
 name: products
@@ -154,7 +154,7 @@ function Editor(props: { test?: Test; initial: string }) {
       <h1>{t ? `Edit ${t.name}` : "Write a test"}</h1>
       <p class="hint">
         {t ? `Saving makes revision ${t.latest_revision + 1}; revision ${t.latest_revision} stays as it was.` : "Saving makes the test's revision 1."}{" "}
-        The format is in <a href="/docs/">the API docs</a> and docs/scripts.md; the server checks the script as you type.
+        The format is in <a href="/docs">the API docs</a> and docs/scripts.md; the server checks the script as you type.
       </p>
       <form onSubmit={save.submit} class="editor-form">
         <Field label="Name" hint="Default: the script's name." value={name} maxLength={200}

@@ -70,10 +70,11 @@ export function LaunchPage(props: { id: string }) {
     ? [...err.errors.filter((e) => !["vus", "duration_seconds", "rate", "agent_ids"].includes(e.field) && !e.field.startsWith("stages") && !e.field.startsWith("sweep") && !e.field.startsWith("env.")).map((e) => `${e.field}: ${e.reason}`),
       ...err.violations.filter((v) => !limitField[v.limit]).map((v) => `${v.limit.replaceAll("_", " ")}: ${String(v.allowed)} allowed, ${String(v.requested)} asked`)]
     : [];
+  if (test.error) return <main><h1>Run</h1><Failure error={test.error} /></main>;
   return (
     <main>
       <h1>Run {test.data?.name}</h1>
-      <Failure error={test.error || agents.error || license.error} />
+      <Failure error={agents.error || license.error} />
       {lic && (
         <p class="hint" id="license-limits">
           {lic.unlimited

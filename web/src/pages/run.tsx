@@ -162,7 +162,7 @@ function Live(props: { run: Run; names: AgentNames; onChange: (r: Run) => void }
       <p role="status" class="live-status">
         <Badge tone={r.state === "running" ? "good" : "neutral"}>{r.state}</Badge>{" "}
         {s ? `${clock(s.elapsed_s)} elapsed` : "waiting for the first second"}
-        {s && planned ? `, ${clock(planned - s.elapsed_s)} to go` : ""}
+        {s && planned ? (planned > s.elapsed_s ? `, ${clock(planned - s.elapsed_s)} to go` : ", finishing") : ""}
         {!link[0] && link[1] ? <span class="warning-inline"> · {link[1]}</span> : null}
       </p>
       <form onSubmit={cancel.submit}>
@@ -490,8 +490,9 @@ function changeTone(v: string): Tone {
 export function ComparePage(props: { id: string; base: string }) {
   useTitle("Compare runs");
   const cmp = useLoad(() => call<RunComparison>("GET", `/v1/runs/${props.id}/compare?base=${encodeURIComponent(props.base)}`), [props.id, props.base]);
-  const runs = useLoad(() => Promise.all([call<Run>("GET", `/v1/runs/${props.base}`), call<Run>("GET", `/v1/runs/${props.id}`)]), [props.id, props.base]);
-  const series = useLoad(() => Promise.all([call<RunSeries>("GET", `/v1/runs/${props.base}/series`), call<RunSeries>("GET", `/v1/runs/${props.id}/series`)]), [props.id, props.base]);
+  const baseID = encodeURIComponent(props.base);
+  const runs = useLoad(() => Promise.all([call<Run>("GET", `/v1/runs/${baseID}`), call<Run>("GET", `/v1/runs/${props.id}`)]), [props.id, props.base]);
+  const series = useLoad(() => Promise.all([call<RunSeries>("GET", `/v1/runs/${baseID}/series`), call<RunSeries>("GET", `/v1/runs/${props.id}/series`)]), [props.id, props.base]);
   const c = cmp.data;
   const [base, now] = runs.data ?? [];
   const fmt = (metric: string, v: number) => (metric === "rps" ? num(v, 1) : metric === "error_rate" ? pct(v) : ms(v));
@@ -519,6 +520,13 @@ export function ComparePage(props: { id: string; base: string }) {
         <p>
           <Link href={`/runs/${now.id}`}>This run</Link> ({date(now.created_at)}, {loadText(now)}) against the base{" "}
           <Link href={`/runs/${base.id}`}>run of {date(base.created_at)}</Link> ({loadText(base)}).
+        </p>
+      )}
+      {base && now && (loadText(base) !== loadText(now) || base.state !== "finished" || now.state !== "finished") && (
+        <p class="warning" role="note">
+          {loadText(base) !== loadText(now) && "The two runs asked for different loads: their figures differ for that reason too. "}
+          {[base, now].filter((r) => r.state !== "finished").map((r) => `The ${r === base ? "base" : "new"} run ended ${r.state.replace("_", " ")}, not finished. `)}
+          Compare runs of the same load that ran to their end to judge a change of the target.
         </p>
       )}
       {c && (

@@ -40,7 +40,7 @@ function runDuration(r: Run): string {
 export function RunsTable(props: { runs: Run[]; caption: string }) {
   if (props.runs.length === 0) return <p>No runs yet.</p>;
   return (
-    <Table caption={props.caption} cols={["Started", "Test", "Load", "Duration", numeric("Requests"), numeric("p95"), numeric("Errors"), "Verdict"]}>
+    <Table caption={props.caption} cols={["Created", "Test", "Load", "Duration", numeric("Requests"), numeric("p95"), numeric("Errors"), "Verdict"]}>
           {props.runs.map((r) => (
             <tr key={r.id}>
               <td><Link href={`/runs/${r.id}`}>{date(r.created_at)}</Link></td>
@@ -64,6 +64,7 @@ const stateChoices: [string, string][] = [
   ["failed", "Failed"],
   ["canceled", "Canceled"],
   ["aborted_threshold", "Stopped by a threshold"],
+  ["aborted_limit", "Stopped at a limit"],
   ["timed_out", "Timed out"],
 ];
 
@@ -79,12 +80,13 @@ export function RunsPage(props: { query: URLSearchParams }) {
   const [pages, setPages] = useState<string[]>([]); // the cursors of the pages after the first
   const tests = useLoad(() => call<Page<Test>>("GET", "/v1/tests?limit=200"), []);
   const states = state === "active" ? ["queued", "starting", "running"] : state || undefined;
-  const filter = {
-    test_id: test || undefined,
-    state: states,
-    since: since ? new Date(since + "T00:00:00").toISOString() : undefined,
-    until: until ? new Date(new Date(until + "T00:00:00").getTime() + 86400000).toISOString() : undefined,
+  // A day of the address's that is no date (edited by hand) filters nothing, and says so.
+  const day = (d: string, plus = 0) => {
+    const t = /^\d{4}-\d{2}-\d{2}$/.test(d) ? new Date(d + "T00:00:00").getTime() : NaN;
+    return isNaN(t) ? undefined : new Date(t + plus).toISOString();
   };
+  const badDay = [since, until].filter((d) => d && !day(d));
+  const filter = { test_id: test || undefined, state: states, since: day(since), until: day(until, 86400000) };
   const runs = useLoad(async () => {
     let first = await call<Page<Run>>("GET", "/v1/runs" + query({ ...filter, limit: 50 }));
     const items = [...first.items];
@@ -107,7 +109,8 @@ export function RunsPage(props: { query: URLSearchParams }) {
       <h1>Runs</h1>
       <form class="filters" role="search" aria-label="Filter runs" onSubmit={(e) => e.preventDefault()}>
         <Select label="Test" value={test} onChange={(v) => set("test", v)}
-          options={[["", "Every test"], ...(tests.data?.items ?? []).map((t): [string, string] => [t.id, t.name])]} />
+          options={[["", "Every test"], ...(tests.data?.items ?? []).map((t): [string, string] => [t.id, t.name]),
+            ...(test && tests.data && !tests.data.items.some((t) => t.id === test) ? [[test, "The test in the address"] as [string, string]] : [])]} />
         <Select label="State" value={state} onChange={(v) => set("state", v)} options={stateChoices} />
         <div class="field">
           <label for="since">From</label>
@@ -118,8 +121,11 @@ export function RunsPage(props: { query: URLSearchParams }) {
           <input id="until" type="date" value={until} onChange={(e) => set("until", (e.target as HTMLInputElement).value)} />
         </div>
       </form>
+      {badDay.length > 0 && <p class="warning" role="note">{badDay.join(" and ")} is no date (YYYY-MM-DD): it filters nothing.</p>}
       <Failure error={runs.error} />
-      {runs.data && <RunsTable runs={runs.data.items} caption="Runs" />}
+      {runs.data && (runs.data.items.length === 0 && (test || state || since || until)
+        ? <p>No runs match these filters.</p>
+        : <RunsTable runs={runs.data.items} caption="Runs" />)}
       {runs.data?.next && (
         <button type="button" class="secondary" onClick={() => setPages([...pages, runs.data!.next!])}>
           More runs

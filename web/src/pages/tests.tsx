@@ -157,13 +157,19 @@ function Revisions(props: { id: string; revisions: TestRevision[] }) {
   );
 }
 
+/** fileName is a file's name as a data file's may be: letters, digits, ".", "_" and "-", not
+ * starting with "." or "-", 100 at most; "my data.csv" is my_data.csv. */
+function fileName(name: string): string {
+  return name.replace(/[^A-Za-z0-9._-]+/g, "_").replace(/^[.-]+/, "").slice(0, 100) || "data.csv";
+}
+
 function Files(props: { test: Test; onChange: () => void }) {
   const t = props.test;
   const [name, setName] = useState("");
   const [file, setFile] = useState<File | null>(null);
   const up = useSubmit(async () => {
     if (!file) throw new Error("choose a file");
-    await call("PUT", `/v1/tests/${t.id}/files/${encodeURIComponent(name || file.name)}`, new Raw(file, "application/octet-stream"));
+    await call("PUT", `/v1/tests/${t.id}/files/${encodeURIComponent(name || fileName(file.name))}`, new Raw(file, "application/octet-stream"));
     setName("");
     props.onChange();
   });
@@ -193,7 +199,7 @@ function Files(props: { test: Test; onChange: () => void }) {
           <label for="data-file">Upload a data file</label>
           <input id="data-file" type="file" required onChange={(e) => setFile((e.target as HTMLInputElement).files?.[0] ?? null)} />
         </div>
-        <Field label="Its name in the script" hint="Default: the file's own name." value={name}
+        <Field label="Its name in the script" hint="Default: the file's own name, each character a name may not hold made _." value={name}
           error={fieldError(up.error, "name")} pattern="[A-Za-z0-9_][A-Za-z0-9._\-]{0,99}"
           onInput={(e) => setName((e.target as HTMLInputElement).value)} />
         <Failure error={up.error} />

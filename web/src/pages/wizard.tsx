@@ -120,7 +120,7 @@ function Wizard(props: { test?: Test; initial: Model; comments: boolean; saved: 
           <Field label="Test name" value={model.name} maxLength={200} error={errs("name")} required
             onInput={(e) => setModel({ ...model, name: (e.target as HTMLInputElement).value })} />
           <Field label="Base URL" hint="Optional: a URL starting with / is appended to it." value={model.baseURL} error={errs("base_url")}
-            placeholder="http://127.0.0.1:8081" onInput={(e) => setModel({ ...model, baseURL: (e.target as HTMLInputElement).value })} />
+            placeholder="e.g. http://127.0.0.1:8081" onInput={(e) => setModel({ ...model, baseURL: (e.target as HTMLInputElement).value })} />
         </div>
         <h2>Groups</h2>
         <p class="hint">A virtual user runs the groups in order, and each group's requests in order; a group is measured as a whole too.</p>
@@ -203,7 +203,7 @@ function GroupEditor(props: {
       <div class="row">
         <Field label="Group name" value={g.name} required error={props.errs(`${props.at}.name`)}
           onInput={(e) => props.onChange({ ...g, name: (e.target as HTMLInputElement).value })} />
-        <Field label="Think time after the group" hint={thinkHint(g.src.think)} value={g.think} placeholder="2s" error={props.errs(`${props.at}.think`)}
+        <Field label="Think time after the group" hint={thinkHint(g.src.think)} value={g.think} placeholder="e.g. 2s" error={props.errs(`${props.at}.think`)}
           onInput={(e) => props.onChange({ ...g, think: (e.target as HTMLInputElement).value })} />
       </div>
       {g.requests.map((r, ri) => (
@@ -251,7 +251,7 @@ function RequestEditor(props: {
         <Select label="Method" value={r.method} options={methods.map((m): [string, string] => [m, m])} error={errs(`${at}.method`)}
           onChange={(method) => set({ method })} />
       </div>
-      <Field label="URL" value={r.url} required error={errs(`${at}.url`)} placeholder="/api/products" inputMode="url"
+      <Field label="URL" value={r.url} required error={errs(`${at}.url`)} placeholder="e.g. /api/products" inputMode="url"
         onInput={(e) => set({ url: (e.target as HTMLInputElement).value })} />
       <Rows title="Headers" noun="header" rows={r.headers} error={errs(`${at}.headers`)} onChange={(headers) => set({ headers })} />
       <Select label="Body" value={b.kind} options={bodyKinds} error={b.kind === "json" ? undefined : errs(`${at}.body`)}
@@ -271,7 +271,7 @@ function RequestEditor(props: {
           hint={b.kind === "raw" ? "Such as application/xml." : `Optional; default ${b.kind === "json" ? "application/json" : "application/x-www-form-urlencoded"}.`}
           onInput={(e) => set({ body: { ...b, contentType: (e.target as HTMLInputElement).value } })} />
       )}
-      <Field label="Think time after the request" hint={thinkHint(r.src.think)} value={r.think} placeholder="1s" error={errs(`${at}.think`)}
+      <Field label="Think time after the request" hint={thinkHint(r.src.think)} value={r.think} placeholder="e.g. 1s" error={errs(`${at}.think`)}
         onInput={(e) => set({ think: (e.target as HTMLInputElement).value })} />
       <h3>Extractors</h3>
       {r.extract.length === 0 && <p class="hint">None: an extractor sets a variable from the response, for the requests after it.</p>}
@@ -362,7 +362,7 @@ function AssertionEditor(props: { a: AssertionModel; at: string; error?: string;
       )}
       {a.kind === "json" && (
         <>
-          <Field label="JSON path" value={a.path} required spellcheck={false} placeholder="$.items[0].id" onInput={input((path) => ({ path }))} />
+          <Field label="JSON path" value={a.path} required spellcheck={false} placeholder="e.g. $.items[0].id" onInput={input((path) => ({ path }))} />
           <Select label="Test" value={a.test} options={[["equals", "Equals"], ["exists", "Exists"], ["absent", "Does not exist"]]}
             onChange={(test) => props.onChange({ ...a, test: test as AssertionModel["test"] })} />
           {a.test === "equals" && (
@@ -398,15 +398,15 @@ function LoadEditor(props: { load: LoadModel; errs: Errs; onChange: (l: LoadMode
         {l.kind === "closed" && (
           <>
             <Field label="Virtual users" type="number" min={1} value={l.vus} required error={errs("load.vus")} onInput={input("vus")} />
-            <Field label="Duration" placeholder="30s" value={l.duration} error={errs("load.duration")} onInput={input("duration")} />
-            <Field label="Ramp-up" hint="Optional: start the users evenly over this time." placeholder="10s" value={l.rampUp} error={errs("load.ramp_up")} onInput={input("rampUp")} />
+            <Field label="Duration" placeholder="e.g. 30s" value={l.duration} error={errs("load.duration")} onInput={input("duration")} />
+            <Field label="Ramp-up" hint="Optional: start the users evenly over this time." placeholder="e.g. 10s" value={l.rampUp} error={errs("load.ramp_up")} onInput={input("rampUp")} />
             <Field label="Iterations" hint="Optional: stop after this many in all." type="number" min={1} value={l.iterations} error={errs("load.iterations")} onInput={input("iterations")} />
           </>
         )}
         {l.kind === "open" && (
           <>
             <Field label="Rate (iterations per second)" hint="Or with its unit: 90/m." value={l.rate} required error={errs("load.rate")} onInput={input("rate")} />
-            <Field label="Duration" placeholder="1m" value={l.duration} required error={errs("load.duration")} onInput={input("duration")} />
+            <Field label="Duration" placeholder="e.g. 1m" value={l.duration} required error={errs("load.duration")} onInput={input("duration")} />
           </>
         )}
         {open && (
@@ -421,7 +421,7 @@ function LoadEditor(props: { load: LoadModel; errs: Errs; onChange: (l: LoadMode
                 onChange={(v) => props.onChange({ ...l, stages: replaceAt(l.stages, i, (x) => ({ ...x, ramp: v === "ramp" })) })} />
               <Field label={open ? "Rate (per second)" : "Virtual users"} value={s.target} required
                 onInput={(e) => props.onChange({ ...l, stages: replaceAt(l.stages, i, (x) => ({ ...x, target: (e.target as HTMLInputElement).value })) })} />
-              <Field label="For" placeholder="1m" value={s.duration} required
+              <Field label="For" placeholder="e.g. 1m" value={s.duration} required
                 onInput={(e) => props.onChange({ ...l, stages: replaceAt(l.stages, i, (x) => ({ ...x, duration: (e.target as HTMLInputElement).value })) })} />
               <button type="button" class="secondary small" aria-label={`Remove stage ${i + 1}`} onClick={() => props.onChange({ ...l, stages: removeAt(l.stages, i) })}>Remove</button>
               <Note error={errs(`load.stages[${i}]`)} />

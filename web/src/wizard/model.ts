@@ -398,11 +398,12 @@ export function toScript(m: Model): { script: Obj; problems: Problems } {
   return { script, problems };
 }
 
-/** starter is the script a new test starts from: one GET to the demo shop, 5 VUs for 30 s. */
+/** starter is the script a new test starts from: one GET to the demo shop, then a second of
+ * thought, 5 VUs for 30 s. */
 export const starter: Obj = {
   version: 1,
   name: "products",
-  session: { groups: [{ name: "browse", requests: [{ name: "list products", url: "http://127.0.0.1:8081/api/products" }] }] },
+  session: { groups: [{ name: "browse", requests: [{ name: "list products", url: "http://127.0.0.1:8081/api/products", think: "1s" }] }] },
   load: { vus: 5, duration: "30s" },
 };
 
