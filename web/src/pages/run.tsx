@@ -462,7 +462,9 @@ function Sweep(props: { id: string }) {
       {d && (
         <>
           <p>
-            {d.knee_vus ? `The knee: past ${d.knee_vus} VUs successful throughput stops growing while p95 climbs.` : "No knee within the levels."}{" "}
+            {d.knee_vus
+              ? `The knee is at ${d.knee_vus} VUs: at the next level, successful throughput grew by less than a quarter as much as the VUs did, while p95 grew by more: added VUs mostly waited.`
+              : "No knee within the levels: throughput kept growing with the VUs, or p95 did not climb."}{" "}
             {f ? `The Universal Scalability Law fits with R² ${f.R2.toFixed(3)}${d.peak_vus ? `, predicting a peak of ${num(d.peak_rps, 1)}/s at ${num(d.peak_vus)} VUs` : ""}.` : d.fit_error}
           </p>
           <Chart title="Successful requests/s by VUs" unit="" xUnit=" VUs" xWhole x={x} lines={[
