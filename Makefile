@@ -42,11 +42,14 @@ portal: ## build the portal (web/) into internal/portal/dist, which serve embeds
 	scripts/need.sh portal node:nodejs npm
 	cd web && npm ci --no-audit --no-fund --loglevel=error && npx tsc --noEmit -p . && node build.mjs
 
+# The pages docs/portal.md shows, by the names the browser tests give their screenshots.
+PORTAL_SHOTS = signin signup tests wizard-picked editor-error test debug launch live live-lost run compare sweep runs license tokens password
+
 portal-screenshots: ## the portal's browser tests, keeping each page's 1280 px screenshot in docs/portal/ (docs/portal.md shows them)
 	rm -rf .shots && mkdir .shots
 	BARRAGE_ARTIFACTS=$(CURDIR)/.shots BARRAGE_REQUIRE_CHROMIUM=1 $(GO) test -count=1 -run 'TestPortal(TesterJourney|AccountPages)InChromium' ./cmd/barrage/
 	mkdir -p docs/portal && rm -f docs/portal/*.png
-	for f in .shots/portal/*/*-1280.png; do cp "$$f" docs/portal/$$(basename "$$f" -1280.png).png; done
+	for p in $(PORTAL_SHOTS); do cp .shots/portal/*/$$p-1280.png docs/portal/$$p.png; done
 	rm -rf .shots
 
 verify: generate ## regenerate and fail if the generated code or go.mod differ from what is committed

@@ -83,7 +83,7 @@ export function LaunchPage(props: { id: string }) {
           The run must fit it and every agent's own limits.
         </p>
       )}
-      <form onSubmit={start.submit} aria-describedby="license-limits">
+      <form class="launch" onSubmit={start.submit} aria-describedby="license-limits">
         {test.data && test.data.latest_revision > 1 && (
           <RevisionSelect latest={test.data.latest_revision} value={revision} onChange={setRevision} />
         )}
