@@ -35,9 +35,8 @@ type LiveStreams struct {
 	Lifetime time.Duration
 }
 
-// DefaultLiveStreams: a user watches a few runs in a few tabs; a replica follows 2,000 at once
-// (some 0.4 cores and 2,000 reads a second of its database, as scripts/ingest measures a live
-// view); a stream lasts 30 minutes.
+// DefaultLiveStreams: a user watches a few runs in a few tabs; a replica follows 2,000 streams
+// at once, each a read of its database a second; a stream lasts 30 minutes.
 var DefaultLiveStreams = LiveStreams{PerUser: 8, Total: 2000, Lifetime: 30 * time.Minute}
 
 // liveLimits holds the bounds and the streams open.
