@@ -55,6 +55,15 @@ func ownAgent(t *testing.T, p *serveProc, cfg, name string) *agentProc {
 	return a
 }
 
+// signUp fills the sign-up page, open in b, and sends it.
+func signUp(b *portaltest.Browser, code, email, name, password string) {
+	b.Fill("Invitation code", code)
+	b.Fill("Email", email)
+	b.Fill("Name", name)
+	b.Fill("Password", password)
+	b.Click("Sign up")
+}
+
 // signIn signs in through the sign-in page, signed out, and waits for the tests, the first page.
 func signIn(b *portaltest.Browser, email, password string) {
 	b.Go("/signin")
@@ -78,11 +87,7 @@ func TestPortalAccountPagesInChromium(t *testing.T) {
 	b.Follow("Sign up")
 	b.WaitTitle("Sign up · Barrage")
 	b.Inspect("signup")
-	b.Fill("Invitation code", s.code)
-	b.Fill("Email", "grace@example.com")
-	b.Fill("Name", "Grace Hopper")
-	b.Fill("Password", "first long password")
-	b.Click("Sign up")
+	signUp(b, s.code, "grace@example.com", "Grace Hopper", "first long password")
 
 	// Signed in: the tests (none yet); the license the code gave, what is in use of it, and
 	// who is signed in.

@@ -36,11 +36,7 @@ func TestPortalTesterJourneyInChromium(t *testing.T) {
 
 	b.Go("/signup")
 	b.WaitTitle("Sign up · Barrage")
-	b.Fill("Invitation code", s.code)
-	b.Fill("Email", "grace@example.com")
-	b.Fill("Name", "Grace Hopper")
-	b.Fill("Password", "graces long password")
-	b.Click("Sign up")
+	signUp(b, s.code, "grace@example.com", "Grace Hopper", "graces long password")
 	b.WaitTitle("Tests · Barrage")
 	b.WaitText("No tests yet.")
 	b.Inspect("tests-empty")
@@ -101,12 +97,8 @@ func TestPortalTesterJourneyInChromium(t *testing.T) {
 	b.Inspect("debug")
 
 	// A first run, short, on whichever agent is free.
-	b.Go(testURL + "/run")
-	b.WaitTitle("Run shop products · Barrage")
+	launch(b, testURL, "Virtual users for a time (closed model)", "Virtual users", "2", "Duration in seconds", "3")
 	b.WaitText("Your license allows 100 virtual users")
-	b.Toggle("Virtual users for a time (closed model)")
-	b.Fill("Virtual users", "2")
-	b.Fill("Duration in seconds", "3")
 	b.Inspect("launch")
 	b.Click("Start the run")
 	b.WaitTitle("Run of shop products · Barrage")
@@ -114,11 +106,7 @@ func TestPortalTesterJourneyInChromium(t *testing.T) {
 	waitLong(t, b, 90*time.Second, `document.body.innerText.includes("HTML report")`) // ended: the results
 
 	// A refusal is shown on its field: more VUs than the license allows.
-	b.Go(testURL + "/run")
-	b.WaitTitle("Run shop products · Barrage")
-	b.Toggle("Virtual users for a time (closed model)")
-	b.Fill("Virtual users", "5000")
-	b.Fill("Duration in seconds", "30")
+	launch(b, testURL, "Virtual users for a time (closed model)", "Virtual users", "5000", "Duration in seconds", "30")
 	b.Click("Start the run")
 	b.WaitText("5000 asked")
 	require.True(t, portaltest.Eval[bool](b, `[...document.querySelectorAll("input[aria-invalid]")].some((e) => e.labels[0].textContent === "Virtual users")`))
@@ -182,11 +170,7 @@ func TestPortalTesterJourneyInChromium(t *testing.T) {
 	b.Inspect("compare")
 
 	// A concurrency sweep: its levels, the curve fitted to them, the knee.
-	b.Go(testURL + "/run")
-	b.WaitTitle("Run shop products · Barrage")
-	b.Toggle("A concurrency sweep: levels of virtual users, one after the other")
-	b.Fill("Levels of virtual users", "1, 2, 4")
-	b.Fill("Seconds at each level", "2")
+	launch(b, testURL, "A concurrency sweep: levels of virtual users, one after the other", "Levels of virtual users", "1, 2, 4", "Seconds at each level", "2")
 	b.Click("Start the run")
 	b.WaitTitle("Run of shop products · Barrage")
 	waitLong(t, b, 90*time.Second, `document.body.innerText.includes("Levels (CSV)")`)
@@ -205,6 +189,17 @@ func TestPortalTesterJourneyInChromium(t *testing.T) {
 
 	b.Click("Sign out")
 	b.WaitTitle("Sign in · Barrage")
+}
+
+// launch opens the launch page of the journey's test (at testURL), chooses the load model and
+// fills each field, given as its label then its value.
+func launch(b *portaltest.Browser, testURL, model string, fields ...string) {
+	b.Go(testURL + "/run")
+	b.WaitTitle("Run shop products · Barrage")
+	b.Toggle(model)
+	for i := 0; i+1 < len(fields); i += 2 {
+		b.Fill(fields[i], fields[i+1])
+	}
 }
 
 // waitLong waits, longer than a step's timeout, until the JavaScript expression holds in the
