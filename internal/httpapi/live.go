@@ -50,7 +50,7 @@ func newLiveLimits(l LiveStreams) liveLimits {
 	l.PerUser = cmp.Or(l.PerUser, DefaultLiveStreams.PerUser)
 	l.Total = cmp.Or(l.Total, DefaultLiveStreams.Total)
 	l.Lifetime = cmp.Or(l.Lifetime, DefaultLiveStreams.Lifetime)
-	return liveLimits{LiveStreams: l, users: newInflight(l.PerUser, 1, 1, "live streams open"), total: make(chan struct{}, l.Total)}
+	return liveLimits{LiveStreams: l, users: newInflight(l.PerUser, 1, 1, "live streams"), total: make(chan struct{}, l.Total)}
 }
 
 // open counts a stream of user's, or refuses it (429) past the user's bound or everyone's; it

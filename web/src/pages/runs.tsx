@@ -27,7 +27,7 @@ export function loadText(r: Run): string {
   if (l.sweep) return `sweep ${l.sweep.vus.join(", ")} VUs`;
   if (l.stages) return `${l.stages.length} stage${l.stages.length > 1 ? "s" : ""}`;
   if (l.rate) return `${num(l.rate, l.rate % 1 ? 1 : 0)}/s${dur}`;
-  if (r.vus) return `${r.vus} VUs${dur}`;
+  if (r.vus) return `${r.vus} VU${r.vus === 1 ? "" : "s"}${dur}`;
   return "the script's";
 }
 
