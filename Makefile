@@ -38,9 +38,9 @@ generate: portal ## regenerate the oapi-codegen, sqlc and protobuf code (Go and 
 	cd sdk && $(GO) generate .
 	sdk/python/generate.sh
 
-portal: ## build the portal (web/) into internal/portal/dist, which serve embeds; needs Node and npm, from the registry
+portal: ## check and unit-test the portal (web/), then build it into internal/portal/dist, which serve embeds; needs Node and npm, from the registry
 	scripts/need.sh portal node:nodejs npm
-	cd web && npm ci --no-audit --no-fund --loglevel=error && npx tsc --noEmit -p . && node build.mjs
+	cd web && npm ci --no-audit --no-fund --loglevel=error && npx tsc --noEmit -p . && node test.mjs && node build.mjs
 
 # The pages docs/portal.md shows, by the names the browser tests give their screenshots.
 PORTAL_SHOTS = signin signup tests wizard-picked editor-error test debug launch live live-lost run compare sweep runs license tokens password

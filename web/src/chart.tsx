@@ -2,6 +2,7 @@
 // series on y, redrawn in place when their data grows, as it does each second of a live run.
 import uPlot from "uplot";
 import { useEffect, useLayoutEffect, useRef } from "preact/hooks";
+import { ticks } from "./ticks";
 
 export interface Line {
   label: string;
@@ -33,6 +34,7 @@ export function Chart(props: { title: string; unit: string; xUnit?: string; xWho
   useEffect(() => {
     const el = box.current!;
     const width = () => Math.max(280, el.clientWidth);
+    const splits = (_: uPlot, _axis: number, min: number, max: number, incr: number) => ticks(min, max, incr);
     const u = new uPlot(
       {
         width: width(),
@@ -41,9 +43,9 @@ export function Chart(props: { title: string; unit: string; xUnit?: string; xWho
         cursor: { drag: { x: false, y: false } },
         scales: { x: { time: false }, ...(right ? { r: {} } : {}) },
         axes: [
-          { stroke: "#888", grid: { stroke: "rgba(128,128,128,0.2)" }, values: (_, ticks) => ticks.map((t) => (props.xWhole && !Number.isInteger(t) ? "" : `${t}${props.xUnit ?? "s"}`)) },
-          { stroke: "#888", grid: { stroke: "rgba(128,128,128,0.2)" }, size: 60, values: (_, ticks) => ticks.map((t) => `${t}${props.unit}`) },
-          ...(right ? [{ scale: "r", side: 1, stroke: "#888", grid: { show: false }, size: 50, values: (_: uPlot, ticks: number[]) => ticks.map((t) => `${t}${right.unit}`) }] : []),
+          { stroke: "#888", grid: { stroke: "rgba(128,128,128,0.2)" }, splits, values: (_, ticks) => ticks.map((t) => (props.xWhole && !Number.isInteger(t) ? "" : `${t}${props.xUnit ?? "s"}`)) },
+          { stroke: "#888", grid: { stroke: "rgba(128,128,128,0.2)" }, splits, size: 60, values: (_, ticks) => ticks.map((t) => `${t}${props.unit}`) },
+          ...(right ? [{ scale: "r", side: 1, stroke: "#888", grid: { show: false }, splits, size: 50, values: (_: uPlot, ticks: number[]) => ticks.map((t) => `${t}${right.unit}`) }] : []),
         ],
         series: [{}, ...props.lines.map((l) => ({
           label: l.label, stroke: l.color, width: 1.5, dash: l.dash ? [6, 4] : undefined, points: { show: !!l.points, size: 7 }, spanGaps: !!l.points,
