@@ -75,7 +75,7 @@ func TestWrongUsageExits2(t *testing.T) {
 			}
 			return ""
 		}
-		err := run(context.Background(), args, getenv, strings.NewReader(""), io.Discard, &stderr)
+		err := execute(context.Background(), args, getenv, strings.NewReader(""), io.Discard, &stderr)
 		require.Error(t, err, "%v", args)
 		require.Equal(t, 2, exitCode(err), "%v: %v\n%s", args, err, stderr.String())
 		if !errors.Is(err, errUsage) {

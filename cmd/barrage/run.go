@@ -22,6 +22,7 @@ import (
 	"github.com/barrage-load/barrage/internal/engine"
 	"github.com/barrage-load/barrage/internal/monitor"
 	"github.com/barrage-load/barrage/internal/pluginhost"
+	"github.com/barrage-load/barrage/internal/run"
 	"github.com/barrage-load/barrage/internal/script"
 	"github.com/barrage-load/barrage/internal/summary"
 )
@@ -60,10 +61,10 @@ func runRun(ctx context.Context, e env, args []string) error {
 		if load, err = lf.overrides(); err != nil {
 			return 0, err
 		}
-		if err := engine.CheckScenarioOverrides(s, engine.LoadOptions(load)); err != nil {
+		if err := run.CheckScenarioOverrides(s, load); err != nil {
 			return 0, usageError(err)
 		}
-		w := engine.Workload(s, engine.LoadOptions(load))
+		w := run.Workload(s, load)
 		if note := lf.chosenVUs(w.MaxVUs); note != "" {
 			fmt.Fprintln(e.stderr, note)
 		}
@@ -125,8 +126,8 @@ func runRun(ctx context.Context, e env, args []string) error {
 		series = summary.NewSeriesCSV(csvFile)
 	}
 	var points []summary.Point
-	steady := summary.NewLiveStability(engine.Workload(s, opts))
-	opts.OnSecond = func(sec engine.Second) {
+	steady := summary.NewLiveStability(run.Workload(s, opts.Overrides()))
+	opts.OnSecond = func(sec run.Second) {
 		p := summary.NewPoint(sec.Index, sec.Snapshot, sec.Health)
 		points = append(points, p)
 		// A last second of a few milliseconds would show a rate of thousands: its requests are
@@ -155,7 +156,7 @@ func runRun(ctx context.Context, e env, args []string) error {
 	doc := summary.NewResult(res)
 	doc.Series = append(doc.Series, points...)
 	doc.Monitors, doc.MonitorFailures = monitors, failures
-	doc.SetStability(engine.Workload(s, opts))
+	doc.SetStability(run.Workload(s, opts.Overrides()))
 	doc.Print(e.stdout)
 	if *out != "" {
 		if err := writeJSON(*out, doc); err != nil {
@@ -180,7 +181,7 @@ func runRun(ctx context.Context, e env, args []string) error {
 	if errors.Is(runErr, engine.ErrThresholds) {
 		return &exitError{exitThresholds, runErr}
 	}
-	if runErr == nil && res.Stop.Reason == engine.Canceled {
+	if runErr == nil && res.Stop.Reason == run.Canceled {
 		return errors.New("the run was interrupted; the summary covers what ran")
 	}
 	return runErr

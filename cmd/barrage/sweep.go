@@ -4,12 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/google/uuid"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/barrage-load/barrage/api"
+	"github.com/barrage-load/barrage/internal/pipeline"
 	"github.com/barrage-load/barrage/internal/report"
 	"github.com/barrage-load/barrage/internal/script"
 	"github.com/barrage-load/barrage/internal/sweep"
@@ -65,14 +67,14 @@ func runSweep(ctx context.Context, e env, args []string) error {
 	if *step < time.Second {
 		return usageError(fmt.Errorf("--step %s: a level runs for a second at least", *step))
 	}
-	o := sweep.Options{VUs: levels, Step: *step}
+	o := pipeline.SweepOptions{VUs: levels, Step: *step}
 	o.Engine.Insecure, o.Engine.Env = *insecure, envLookup(e)
 	if set != nil {
 		o.Engine.Plugins = set.Plugins
 	}
 	o.OnLevel = func(l sweep.Level) { sweep.PrintLevel(e.stderr, l) }
 	fmt.Fprintf(e.stderr, "sweep of %s: %s VUs, %s each\n", s.Name, levels.String(), *step)
-	res, err := sweep.Run(ctx, s, o)
+	res, err := pipeline.Sweep(ctx, s, o)
 	if err != nil {
 		return err
 	}

@@ -29,10 +29,11 @@ import (
 	"github.com/barrage-load/barrage/internal/engine"
 	"github.com/barrage-load/barrage/internal/monitor"
 	"github.com/barrage-load/barrage/internal/netpolicy"
+	"github.com/barrage-load/barrage/internal/pipeline"
 	"github.com/barrage-load/barrage/internal/pluginhost"
 	"github.com/barrage-load/barrage/internal/pluginset"
+	"github.com/barrage-load/barrage/internal/run"
 	"github.com/barrage-load/barrage/internal/script"
-	"github.com/barrage-load/barrage/internal/sweep"
 	"github.com/barrage-load/barrage/internal/telemetry"
 )
 
@@ -230,7 +231,7 @@ func (a *Agent) runShard(ctx context.Context, job *api.ShardJob) {
 	}
 	// The load outlives ctx by a drain: an agent told to stop (SIGTERM, Ctrl-C) ends its load at
 	// the requests' edge and reports every request it sent before it exits.
-	run, err := engine.Start(context.WithoutCancel(ctx), s, opts)
+	r, err := engine.Start(context.WithoutCancel(ctx), s, opts)
 	if err != nil {
 		reason := api.StopReasonFailed
 		if errors.Is(err, barrage.ErrLimitExceeded) {
@@ -243,11 +244,11 @@ func (a *Agent) runShard(ctx context.Context, job *api.ShardJob) {
 	log.Info("shard started", slog.String("segment", job.Segment), slog.Time("start", opts.Start))
 	stopped := context.AfterFunc(ctx, func() {
 		log.Warn("the agent is stopping: draining the shard's load and reporting it")
-		run.Drain(engine.Failed, "the agent was stopped before the load's end; every request it sent is counted", drainWait)
+		r.Drain(run.Failed, "the agent was stopped before the load's end; every request it sent is counted", drainWait)
 	})
 	defer stopped()
-	sh.report(ctx, run)
-	res := run.Wait()
+	sh.report(ctx, r)
+	res := r.Wait()
 	end := &api.ShardEndReport{Reason: api.StopReason(res.Stop.Reason.String()), LateStartMs: ptr(res.LateStart.Milliseconds())}
 	if res.Stop.Detail != "" {
 		end.Detail = ptr(res.Stop.Detail)
@@ -295,7 +296,7 @@ func (a *Agent) prepare(ctx context.Context, job *api.ShardJob, received time.Ti
 	if err != nil {
 		return nil, opts, nil, fmt.Errorf("load the script: %w", err)
 	}
-	seg, err := engine.ParseSegment(job.Segment)
+	seg, err := run.ParseSegment(job.Segment)
 	if err != nil {
 		return nil, opts, nil, err
 	}
@@ -328,7 +329,7 @@ func (a *Agent) prepare(ctx context.Context, job *api.ShardJob, received time.Ti
 		for _, p := range job.Script.Plugins {
 			pins[p.Alias] = p.Sha256
 		}
-		w := engine.Workload(s, opts)
+		w := run.Workload(s, opts.Overrides())
 		vus := max(w.VUs, w.MaxVUs)
 		set, err = pluginset.Start(ctx, s, pluginset.Options{Source: a.source(job.Script.Plugins), Host: host,
 			VUs: int(seg.Scale(int64(vus))), Pins: pins})
@@ -408,7 +409,7 @@ type shard struct {
 }
 
 // add queues a second for the next report; the engine calls it as each second ends.
-func (sh *shard) add(sec engine.Second) {
+func (sh *shard) add(sec run.Second) {
 	snap, err := sec.Snapshot.MarshalBinary()
 	if err != nil {
 		sh.log.Error("encode a second", slog.String("error", err.Error()))
@@ -486,8 +487,8 @@ func (m *monitorValues) take(index int64) *scraped {
 // load is a shard's load as its reporter sees it: an engine run, or a sweep's levels.
 type load interface {
 	Done() <-chan struct{}
-	Stop(reason engine.StopReason, detail string)
-	Drain(reason engine.StopReason, detail string, within time.Duration)
+	Stop(reason run.StopReason, detail string)
+	Drain(reason run.StopReason, detail string, within time.Duration)
 }
 
 // drainWait is how long a shard told to stop waits for its requests in flight, so that what the
@@ -503,20 +504,20 @@ type sweepLoad struct {
 	cancel context.CancelFunc
 	done   chan struct{}
 	mu     sync.Mutex
-	stop   *engine.Stop
+	stop   *run.Stop
 }
 
 func (l *sweepLoad) Done() <-chan struct{} { return l.done }
 
 // Drain stops the sweep: its levels are judged whole or not at all.
-func (l *sweepLoad) Drain(reason engine.StopReason, detail string, _ time.Duration) {
+func (l *sweepLoad) Drain(reason run.StopReason, detail string, _ time.Duration) {
 	l.Stop(reason, detail)
 }
 
-func (l *sweepLoad) Stop(reason engine.StopReason, detail string) {
+func (l *sweepLoad) Stop(reason run.StopReason, detail string) {
 	l.mu.Lock()
 	if l.stop == nil {
-		l.stop = &engine.Stop{Reason: reason, Detail: detail}
+		l.stop = &run.Stop{Reason: reason, Detail: detail}
 	}
 	l.mu.Unlock()
 	l.cancel()
@@ -529,7 +530,7 @@ func (sh *shard) sweep(ctx context.Context, s *script.Script, opts engine.Option
 	defer cancel()
 	l := &sweepLoad{cancel: cancel, done: make(chan struct{})}
 	sh.report(ctx, l)
-	res, err := sweep.Run(ctx, s, sweep.Options{VUs: sw.VUs, Step: sw.Step, Engine: opts, Start: opts.Start})
+	res, err := pipeline.Sweep(ctx, s, pipeline.SweepOptions{VUs: sw.VUs, Step: sw.Step, Engine: opts, Start: opts.Start})
 	close(l.done)
 	end := &api.ShardEndReport{Reason: api.StopReasonFinished}
 	l.mu.Lock()
@@ -558,7 +559,7 @@ func (sh *shard) sweep(ctx context.Context, s *script.Script, opts engine.Option
 // report sends the shard's seconds each second while it runs, and stops its load when the
 // server says so or when the server has been out of reach for LostAfter. It goes on after ctx
 // ends, while the load drains.
-func (sh *shard) report(ctx context.Context, run load) {
+func (sh *shard) report(ctx context.Context, r load) {
 	ctx = context.WithoutCancel(ctx)
 	go func() {
 		tick := time.NewTicker(time.Second)
@@ -566,7 +567,7 @@ func (sh *shard) report(ctx context.Context, run load) {
 		lastOK := time.Now()
 		for {
 			select {
-			case <-run.Done():
+			case <-r.Done():
 				return
 			case <-tick.C:
 			}
@@ -575,13 +576,13 @@ func (sh *shard) report(ctx context.Context, run load) {
 			case err == nil:
 				lastOK = time.Now()
 				if stop != nil {
-					run.Drain(stop.Reason, stop.Detail, drainWait)
+					r.Drain(stop.Reason, stop.Detail, drainWait)
 				}
 			case sh.isGone():
-				run.Stop(engine.Failed, err.Error())
+				r.Stop(run.Failed, err.Error())
 			case time.Since(lastOK) > sh.agent.cfg.LostAfter:
 				sh.log.Warn("lost the server; stopping the load", slog.String("error", err.Error()))
-				run.Drain(engine.Failed, fmt.Sprintf("the agent could not reach the server for %s", sh.agent.cfg.LostAfter), drainWait)
+				r.Drain(run.Failed, fmt.Sprintf("the agent could not reach the server for %s", sh.agent.cfg.LostAfter), drainWait)
 			default:
 				sh.log.Warn("report failed; will retry", slog.String("error", err.Error()))
 			}
@@ -618,7 +619,7 @@ func (sh *shard) finish(ctx context.Context, end *api.ShardEndReport) {
 
 // send reports the pending seconds (in batches the server accepts) and, once they are all
 // through, end if given. It returns the server's stop instruction, if any.
-func (sh *shard) send(ctx context.Context, end *api.ShardEndReport) (*engine.Stop, error) {
+func (sh *shard) send(ctx context.Context, end *api.ShardEndReport) (*run.Stop, error) {
 	sh.sending.Lock()
 	defer sh.sending.Unlock()
 	for {
@@ -675,14 +676,14 @@ func (sh *shard) isGone() bool {
 	return sh.gone
 }
 
-func toStop(a *api.ReportAnswer) *engine.Stop {
+func toStop(a *api.ReportAnswer) *run.Stop {
 	in, err := a.Stop.Get()
 	if err != nil {
 		return nil // null: go on
 	}
-	var st engine.Stop
+	var st run.Stop
 	if err := st.Reason.UnmarshalText([]byte(in.Reason)); err != nil {
-		st.Reason = engine.Failed
+		st.Reason = run.Failed
 	}
 	st.Detail = in.Detail
 	return &st

@@ -8,10 +8,10 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/barrage-load/barrage/internal/barrage"
-	"github.com/barrage-load/barrage/internal/engine"
 	"github.com/barrage-load/barrage/internal/metrics"
 	"github.com/barrage-load/barrage/internal/monitor"
 	"github.com/barrage-load/barrage/internal/report"
+	"github.com/barrage-load/barrage/internal/run"
 	"github.com/barrage-load/barrage/internal/summary"
 )
 
@@ -79,7 +79,7 @@ func (s *Service) RunReport(ctx context.Context, p barrage.Principal, id uuid.UU
 // result is p's ended run id as a local run's result: its summary and its seconds, with the
 // summary the server stored.
 func (s *Service) result(ctx context.Context, p barrage.Principal, id uuid.UUID) (*summary.Result, *Summary, error) {
-	run, err := s.Run(ctx, p, id)
+	rn, err := s.Run(ctx, p, id)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -92,23 +92,23 @@ func (s *Service) result(ctx context.Context, p barrage.Principal, id uuid.UUID)
 		return nil, nil, fmt.Errorf("run %s: stored summary: %w", id, err)
 	}
 	if sum.State == "" { // summarized before summaries told it
-		sum.State, sum.Reason = run.State, run.Reason
+		sum.State, sum.Reason = rn.State, rn.Reason
 	}
 	r := &summary.Result{Summary: sum.Summary, ElapsedS: sum.ElapsedS, Series: []summary.Point{}, RequestSeries: map[string][]summary.Point{}}
-	if sc, err := s.runScript(ctx, run); err == nil {
-		r.Script, r.Model = sc.Name, engine.Workload(sc, engine.LoadOptions(run.Load)).Model.String()
+	if sc, err := s.runScript(ctx, rn); err == nil {
+		r.Script, r.Model = sc.Name, run.Workload(sc, rn.Load).Model.String()
 		r.Monitors = monitor.Skeleton(sc.Monitors)
 	}
-	r.Start = run.CreatedAt
-	if run.StartAt != nil {
-		r.Start = *run.StartAt
+	r.Start = rn.CreatedAt
+	if rn.StartAt != nil {
+		r.Start = *rn.StartAt
 	}
-	if run.Stop != nil {
-		r.Stop.Detail = run.Stop.Reason
+	if rn.Stop != nil {
+		r.Stop.Detail = rn.Stop.Reason
 	}
 	// The merge alone, without each shard's counts beside it: a point needs only the shards' health.
-	err = s.eachSecond(ctx, run, false, func(m *MergedSecond) error {
-		healths := make([]engine.Health, 0, len(m.Shards))
+	err = s.eachSecond(ctx, rn, false, func(m *MergedSecond) error {
+		healths := make([]run.Health, 0, len(m.Shards))
 		for _, part := range m.Shards {
 			healths = append(healths, part.Health)
 		}

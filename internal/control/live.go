@@ -12,9 +12,9 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/barrage-load/barrage/internal/barrage"
-	"github.com/barrage-load/barrage/internal/engine"
 	"github.com/barrage-load/barrage/internal/metrics"
 	"github.com/barrage-load/barrage/internal/monitor"
+	"github.com/barrage-load/barrage/internal/run"
 	"github.com/barrage-load/barrage/internal/script"
 	"github.com/barrage-load/barrage/internal/summary"
 	"github.com/barrage-load/barrage/internal/threshold"
@@ -36,7 +36,7 @@ type MergedSecond struct {
 // would fill memory).
 type ShardPart struct {
 	Counts *metrics.Snapshot // nil unless the merger keeps parts
-	Health engine.Health
+	Health run.Health
 }
 
 // straggle is how far the newest second reported may run ahead of a second that a running shard
@@ -64,7 +64,7 @@ func newMerger(from int64, parts bool) *merger {
 // skipped before they are decoded) and returns the seconds now complete, in order. A shard's
 // second that comes after its second was merged without it is left out here (the summary,
 // merged once every shard has ended, has it).
-func (m *merger) add(run barrage.Run, secs []barrage.ShardSecond) ([]*MergedSecond, error) {
+func (m *merger) add(r barrage.Run, secs []barrage.ShardSecond) ([]*MergedSecond, error) {
 	newest := int64(-1)
 	for _, sec := range secs {
 		if sec.Index < m.next {
@@ -107,7 +107,7 @@ func (m *merger) add(run barrage.Run, secs []barrage.ShardSecond) ([]*MergedSeco
 	}
 	var out []*MergedSecond
 	for ; m.next <= newest; m.next++ {
-		if !m.complete(run, m.next, newest) {
+		if !m.complete(r, m.next, newest) {
 			break
 		}
 		if ms := m.open[m.next]; ms != nil {
@@ -118,11 +118,11 @@ func (m *merger) add(run barrage.Run, secs []barrage.ShardSecond) ([]*MergedSeco
 	return out, nil
 }
 
-func (m *merger) complete(run barrage.Run, idx, newest int64) bool {
+func (m *merger) complete(r barrage.Run, idx, newest int64) bool {
 	if newest-idx >= straggle {
 		return true
 	}
-	for _, sh := range run.Shards {
+	for _, sh := range r.Shards {
 		if sh.State != barrage.ShardRunning {
 			continue // ended, or not started: nothing more to wait for
 		}
@@ -160,19 +160,19 @@ type LiveEvent struct {
 func (s *Service) Live(ctx context.Context, p barrage.Principal, id uuid.UUID, after int64, emit func(LiveEvent) error) error {
 	woken, stop := s.runs.Subscribe(id.String())
 	defer stop()
-	run, err := s.store.Run(ctx, p.User.ID, id)
+	r, err := s.store.Run(ctx, p.User.ID, id)
 	if err != nil {
 		return err
 	}
 	var monitors []string
 	steady := new(summary.LiveStability) // the script unknown: no steady state to follow
 	var judged *threshold.Watch
-	if sc, err := s.runScript(ctx, run); err == nil {
+	if sc, err := s.runScript(ctx, r); err == nil {
 		for _, ser := range monitor.Skeleton(sc.Monitors) {
 			monitors = append(monitors, ser.Monitor+": "+ser.Series)
 		}
-		if run.Load.Sweep == nil { // a sweep's load changes on purpose: no steady state to follow
-			steady = summary.NewLiveStability(engine.Workload(sc, engine.LoadOptions(run.Load)))
+		if r.Load.Sweep == nil { // a sweep's load changes on purpose: no steady state to follow
+			steady = summary.NewLiveStability(run.Workload(sc, r.Load))
 		}
 		if len(sc.Thresholds) > 0 {
 			judged = threshold.New(sc.Thresholds)
@@ -194,7 +194,7 @@ func (s *Service) Live(ctx context.Context, p barrage.Principal, id uuid.UUID, a
 		if err != nil {
 			return err
 		}
-		done, err := m.add(run, secs)
+		done, err := m.add(r, secs)
 		if err != nil {
 			return err
 		}
@@ -214,7 +214,7 @@ func (s *Service) Live(ctx context.Context, p barrage.Principal, id uuid.UUID, a
 			}
 		}
 		if last != "" {
-			for _, sh := range run.Shards {
+			for _, sh := range r.Shards {
 				if shards[sh.ID] != sh.State {
 					if err := emit(LiveEvent{Shard: &sh}); err != nil {
 						return err
@@ -222,16 +222,16 @@ func (s *Service) Live(ctx context.Context, p barrage.Principal, id uuid.UUID, a
 				}
 			}
 		}
-		for _, sh := range run.Shards {
+		for _, sh := range r.Shards {
 			shards[sh.ID] = sh.State
 		}
-		if run.State != last {
-			last = run.State
-			if err := emit(LiveEvent{Run: &run}); err != nil {
+		if r.State != last {
+			last = r.State
+			if err := emit(LiveEvent{Run: &r}); err != nil {
 				return err
 			}
 		}
-		if run.EndedAt != nil && len(m.open) == 0 {
+		if r.EndedAt != nil && len(m.open) == 0 {
 			return nil
 		}
 		select {
@@ -247,7 +247,7 @@ func (s *Service) Live(ctx context.Context, p barrage.Principal, id uuid.UUID, a
 			}
 		case <-tick.C:
 		}
-		if run, err = s.store.Run(ctx, p.User.ID, id); err != nil {
+		if r, err = s.store.Run(ctx, p.User.ID, id); err != nil {
 			return err
 		}
 	}
@@ -271,12 +271,12 @@ func newJudges() *judges { return &judges{runs: map[uuid.UUID]*judge{}} }
 
 // judge feeds a running run's newly complete seconds to its aborting thresholds, and stops the
 // run when one breaks.
-func (s *Service) judge(ctx context.Context, run barrage.Run) error {
+func (s *Service) judge(ctx context.Context, r barrage.Run) error {
 	s.judges.mu.Lock()
-	j := s.judges.runs[run.ID]
+	j := s.judges.runs[r.ID]
 	s.judges.mu.Unlock()
 	if j == nil {
-		parsed, err := s.runScript(ctx, run)
+		parsed, err := s.runScript(ctx, r)
 		if err != nil {
 			return err
 		}
@@ -291,17 +291,17 @@ func (s *Service) judge(ctx context.Context, run barrage.Run) error {
 			j.watch = threshold.New(aborting)
 		}
 		s.judges.mu.Lock()
-		s.judges.runs[run.ID] = j
+		s.judges.runs[r.ID] = j
 		s.judges.mu.Unlock()
 	}
-	if j.watch == nil || run.Stop != nil {
+	if j.watch == nil || r.Stop != nil {
 		return nil
 	}
-	secs, err := s.store.RunSeconds(ctx, run.ID, j.merger.next, math.MaxInt64)
+	secs, err := s.store.RunSeconds(ctx, r.ID, j.merger.next, math.MaxInt64)
 	if err != nil {
 		return err
 	}
-	done, err := j.merger.add(run, secs)
+	done, err := j.merger.add(r, secs)
 	if err != nil {
 		return err
 	}
@@ -313,12 +313,12 @@ func (s *Service) judge(ctx context.Context, run barrage.Run) error {
 		if why == "" {
 			continue
 		}
-		stopped, err := s.store.StopRun(ctx, run.ID, barrage.RunAbortedThreshold, why)
+		stopped, err := s.store.StopRun(ctx, r.ID, barrage.RunAbortedThreshold, why)
 		if err != nil {
 			return err
 		}
 		if stopped {
-			s.log.InfoContext(ctx, "run aborted by a threshold", slog.String("run_id", run.ID.String()), slog.String("reason", why))
+			s.log.InfoContext(ctx, "run aborted by a threshold", slog.String("run_id", r.ID.String()), slog.String("reason", why))
 		}
 		return nil
 	}
@@ -335,11 +335,11 @@ func (j *judges) forget(id uuid.UUID) {
 // Series calls fn with each of p's run id's seconds merged across its agents, in order: all of
 // them once it has ended, those complete so far while it goes on.
 func (s *Service) Series(ctx context.Context, p barrage.Principal, id uuid.UUID, fn func(*MergedSecond) error) error {
-	run, err := s.store.Run(ctx, p.User.ID, id)
+	r, err := s.store.Run(ctx, p.User.ID, id)
 	if err != nil {
 		return err
 	}
-	return s.eachSecond(ctx, run, false, fn)
+	return s.eachSecond(ctx, r, false, fn)
 }
 
 // chunk is how many seconds of a run are read and merged at a time: a long run's seconds, merged
@@ -348,10 +348,10 @@ const chunk = 30
 
 // eachSecond calls fn with each second of run merged across its shards, complete ones only, in
 // order, a chunk at a time.
-func (s *Service) eachSecond(ctx context.Context, run barrage.Run, parts bool, fn func(*MergedSecond) error) error {
+func (s *Service) eachSecond(ctx context.Context, r barrage.Run, parts bool, fn func(*MergedSecond) error) error {
 	m := newMerger(0, parts)
 	for from := int64(0); ; from += chunk {
-		secs, err := s.store.RunSeconds(ctx, run.ID, from, from+chunk)
+		secs, err := s.store.RunSeconds(ctx, r.ID, from, from+chunk)
 		if err != nil {
 			return err
 		}
@@ -359,14 +359,14 @@ func (s *Service) eachSecond(ctx context.Context, run barrage.Run, parts bool, f
 			// Nothing in this chunk: the run's seconds are done unless a later one exists, and
 			// the walk goes on from the chunk of the first (a gap costs one query, not two a
 			// chunk).
-			more, err := s.store.RunSeconds(ctx, run.ID, from+chunk, math.MaxInt64)
+			more, err := s.store.RunSeconds(ctx, r.ID, from+chunk, math.MaxInt64)
 			if err != nil || len(more) == 0 {
 				return err
 			}
 			from = more[0].Index/chunk*chunk - chunk
 			continue
 		}
-		done, err := m.add(run, secs)
+		done, err := m.add(r, secs)
 		if err != nil {
 			return err
 		}

@@ -16,7 +16,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/barrage-load/barrage/internal/barrage"
-	"github.com/barrage-load/barrage/internal/engine"
+	"github.com/barrage-load/barrage/internal/run"
 	"github.com/barrage-load/barrage/internal/script"
 )
 
@@ -110,7 +110,7 @@ func (s *Service) CreateRun(ctx context.Context, p barrage.Principal, in RunInpu
 	// Agents chosen for the run may be taken by a run created at the same moment: then they
 	// are chosen again, a few times.
 	for attempt := 1; ; attempt++ {
-		run, created, err := s.createRun(ctx, p, sc, parsed, plugins, destinations, in, idem)
+		r, created, err := s.createRun(ctx, p, sc, parsed, plugins, destinations, in, idem)
 		if errors.Is(err, errTakenMeanwhile) {
 			if attempt < 4 {
 				continue
@@ -121,9 +121,9 @@ func (s *Service) CreateRun(ctx context.Context, p barrage.Principal, in RunInpu
 			return barrage.Run{}, err
 		}
 		if created {
-			s.log.InfoContext(ctx, "run queued", slog.String("run_id", run.ID.String()), slog.Int("agents", len(run.Shards)))
+			s.log.InfoContext(ctx, "run queued", slog.String("run_id", r.ID.String()), slog.Int("agents", len(r.Shards)))
 		}
-		return run, nil
+		return r, nil
 	}
 }
 
@@ -153,7 +153,7 @@ func (s *Service) createRun(ctx context.Context, p barrage.Principal, sc barrage
 		}
 	}
 
-	run := barrage.Run{
+	r := barrage.Run{
 		ID: uuid.Must(uuid.NewV7()), OwnerID: owner, ScriptID: sc.ID, State: barrage.RunQueued, Load: in.Load,
 		Manifest: barrage.RunManifest{ScriptSHA256: hex.EncodeToString(sc.SHA256), ScriptName: sc.Name,
 			TestID: sc.Manifest.TestID, TestRevision: sc.Manifest.TestRevision,
@@ -161,8 +161,8 @@ func (s *Service) createRun(ctx context.Context, p barrage.Principal, sc barrage
 		Limits:       barrage.Limits{MaxVUs: limits.MaxVUs, MaxRunDuration: limits.MaxRunDuration},
 		Destinations: dests, VUs: adm.vus,
 	}
-	for i, seg := range engine.Split(len(agents)) {
-		run.Shards = append(run.Shards, barrage.Shard{
+	for i, seg := range run.Split(len(agents)) {
+		r.Shards = append(r.Shards, barrage.Shard{
 			ID: uuid.Must(uuid.NewV7()), AgentID: &agents[i].ID, From: int(seg.From), To: int(seg.To), Of: int(seg.Of),
 		})
 	}
@@ -178,11 +178,11 @@ func (s *Service) createRun(ctx context.Context, p barrage.Principal, sc barrage
 		}
 		return busyAgent(agents, busy, in)
 	}
-	return s.store.CreateRun(ctx, run, idem, guard, func(tx pgx.Tx) error {
-		if err := s.checkAddressLoads(ctx, tx, run); err != nil {
+	return s.store.CreateRun(ctx, r, idem, guard, func(tx pgx.Tx) error {
+		if err := s.checkAddressLoads(ctx, tx, r); err != nil {
 			return err
 		}
-		if err := s.store.CountPluginRuns(ctx, tx, run.Manifest.Plugins); err != nil {
+		if err := s.store.CountPluginRuns(ctx, tx, r.Manifest.Plugins); err != nil {
 			return err
 		}
 		return s.store.NotifyWork(ctx, tx, ids)
@@ -217,10 +217,10 @@ type admission struct {
 // admit chooses the run's agents and checks its load against the tightest of p's license and
 // their limits, and p's concurrent-run cap.
 func (s *Service) admit(ctx context.Context, p barrage.Principal, parsed *script.Script, in RunInput) (admission, error) {
-	if err := engine.CheckScenarioOverrides(parsed, engine.LoadOptions(in.Load)); err != nil {
+	if err := run.CheckScenarioOverrides(parsed, in.Load); err != nil {
 		return admission{}, barrage.Invalid("load", err.Error())
 	}
-	w := engine.Workload(parsed, engine.LoadOptions(in.Load))
+	w := run.Workload(parsed, in.Load)
 	load := barrage.Load{VUs: w.VUs, Duration: w.Duration}
 	if w.Model == script.Open {
 		load.VUs = w.MaxVUs
@@ -368,11 +368,11 @@ func (s *Service) CancelRun(ctx context.Context, p barrage.Principal, id uuid.UU
 	if err := s.store.EndPendingShards(ctx, id, barrage.ShardState(barrage.RunCanceled), reason); err != nil {
 		return barrage.Run{}, err
 	}
-	run, err := s.store.Run(ctx, p.User.ID, id)
+	r, err := s.store.Run(ctx, p.User.ID, id)
 	if err != nil {
 		return barrage.Run{}, err
 	}
-	if err := s.finalize(ctx, run); err != nil {
+	if err := s.finalize(ctx, r); err != nil {
 		return barrage.Run{}, err
 	}
 	return s.store.Run(ctx, p.User.ID, id)

@@ -10,9 +10,9 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/barrage-load/barrage/internal/barrage"
-	"github.com/barrage-load/barrage/internal/engine"
 	"github.com/barrage-load/barrage/internal/metrics"
 	"github.com/barrage-load/barrage/internal/monitor"
+	"github.com/barrage-load/barrage/internal/run"
 	"github.com/barrage-load/barrage/internal/script"
 	"github.com/barrage-load/barrage/internal/summary"
 	"github.com/barrage-load/barrage/internal/threshold"
@@ -49,41 +49,41 @@ type AgentShare struct {
 // FinalizeRun summarizes and ends run id if every shard of it has ended (the background job that
 // the last shard's end queued).
 func (s *Service) FinalizeRun(ctx context.Context, id uuid.UUID) error {
-	run, err := s.store.RunForAgent(ctx, id)
+	r, err := s.store.RunForAgent(ctx, id)
 	if err != nil {
 		return err
 	}
-	return s.finalize(ctx, run)
+	return s.finalize(ctx, r)
 }
 
 // finalize ends run once every shard has: its state from theirs, its summary from their seconds.
 // It does nothing while a shard goes on, or when the run has ended already, so every replica may
 // call it.
-func (s *Service) finalize(ctx context.Context, run barrage.Run) error {
-	if run.EndedAt != nil || !allEnded(run) {
+func (s *Service) finalize(ctx context.Context, r barrage.Run) error {
+	if r.EndedAt != nil || !allEnded(r) {
 		return nil
 	}
-	parsed, err := s.runScript(ctx, run)
+	parsed, err := s.runScript(ctx, r)
 	if err != nil {
 		return err
 	}
-	sum, err := s.summarize(ctx, parsed, run)
+	sum, err := s.summarize(ctx, parsed, r)
 	if err != nil {
-		return fmt.Errorf("summarize run %s: %w", run.ID, err)
+		return fmt.Errorf("summarize run %s: %w", r.ID, err)
 	}
-	state, reason := endState(run)
+	state, reason := endState(r)
 	sum.State, sum.Reason = state, reason
 	doc, err := json.Marshal(sum)
 	if err != nil {
 		return err
 	}
-	ended, err := s.store.EndRun(ctx, run.ID, state, reason, doc)
+	ended, err := s.store.EndRun(ctx, r.ID, state, reason, doc)
 	if err != nil {
 		return err
 	}
-	s.judges.forget(run.ID)
+	s.judges.forget(r.ID)
 	if ended {
-		s.log.InfoContext(ctx, "run ended", slog.String("run_id", run.ID.String()), slog.String("state", string(state)), slog.String("reason", reason))
+		s.log.InfoContext(ctx, "run ended", slog.String("run_id", r.ID.String()), slog.String("state", string(state)), slog.String("reason", reason))
 	}
 	return nil
 }
@@ -91,9 +91,9 @@ func (s *Service) finalize(ctx context.Context, run barrage.Run) error {
 // endState decides how a run whose shards have all ended ends: canceled when someone canceled
 // it, else by the gravest of its shards' ends, with the reason of the shard that had it. A
 // failed threshold that aborted nothing leaves the run finished: the summary says it failed.
-func endState(run barrage.Run) (barrage.RunState, string) {
-	if run.Stop != nil {
-		return run.Stop.State, run.Stop.Reason
+func endState(r barrage.Run) (barrage.RunState, string) {
+	if r.Stop != nil {
+		return r.Stop.State, r.Stop.Reason
 	}
 	gravity := []barrage.ShardState{
 		barrage.ShardState(barrage.RunAbortedThreshold), barrage.ShardState(barrage.RunAbortedLimit),
@@ -101,7 +101,7 @@ func endState(run barrage.Run) (barrage.RunState, string) {
 		barrage.ShardState(barrage.RunCanceled),
 	}
 	for _, g := range gravity {
-		for _, sh := range run.Shards {
+		for _, sh := range r.Shards {
 			if sh.State != g {
 				continue
 			}
@@ -116,8 +116,8 @@ func endState(run barrage.Run) (barrage.RunState, string) {
 	}
 	// A shard that ended of itself before its end says why (data exhausted, a destination its
 	// agent refused): the run did not run to its end.
-	for _, sh := range run.Shards {
-		if sh.State == barrage.ShardState(barrage.RunFinished) && sh.Reason != "" && sh.Reason != endReason(engine.Completed) {
+	for _, sh := range r.Shards {
+		if sh.State == barrage.ShardState(barrage.RunFinished) && sh.Reason != "" && sh.Reason != endReason(run.Completed) {
 			return barrage.RunFinished, fmt.Sprintf("the load ended early on agent %s: %s", agentName(sh), sh.Reason)
 		}
 	}
@@ -125,7 +125,7 @@ func endState(run barrage.Run) (barrage.RunState, string) {
 }
 
 // summarize merges the shards' seconds into the run's summary, one second at a time.
-func (s *Service) summarize(ctx context.Context, sc *script.Script, run barrage.Run) (*Summary, error) {
+func (s *Service) summarize(ctx context.Context, sc *script.Script, r barrage.Run) (*Summary, error) {
 	total := &metrics.Snapshot{}
 	byShard := map[uuid.UUID]*shardTally{}
 	monitors := monitor.Skeleton(sc.Monitors)
@@ -133,7 +133,7 @@ func (s *Service) summarize(ctx context.Context, sc *script.Script, run barrage.
 	seconds := 0
 	var rps []float64 // all agents' requests/s, by second
 	// Every shard has ended: every second is complete.
-	err := s.eachSecond(ctx, run, true, func(m *MergedSecond) error {
+	err := s.eachSecond(ctx, r, true, func(m *MergedSecond) error {
 		seconds++
 		total.Merge(m.Snapshot)
 		for int64(len(rps)) <= m.Index {
@@ -157,11 +157,11 @@ func (s *Service) summarize(ctx context.Context, sc *script.Script, run barrage.
 	if err != nil {
 		return nil, err
 	}
-	accounts, err := s.store.ShardAccounts(ctx, run.ID)
+	accounts, err := s.store.ShardAccounts(ctx, r.ID)
 	if err != nil {
 		return nil, err
 	}
-	incomplete := summary.NewIncomplete(s.gaps(run, byShard, agentNames(accounts), int64(len(rps))))
+	incomplete := summary.NewIncomplete(s.gaps(r, byShard, agentNames(accounts), int64(len(rps))))
 
 	elapsed := max(total.Duration, time.Second)
 	sum := &Summary{ElapsedS: elapsed.Seconds(), Seconds: seconds, Agents: []AgentShare{},
@@ -170,8 +170,8 @@ func (s *Service) summarize(ctx context.Context, sc *script.Script, run barrage.
 	sum.Scenarios = summary.ScriptScenarios(sc)
 	sum.ErrorSamples = errorSamples(accounts)
 	sum.Incomplete = incomplete
-	if run.Load.Sweep == nil { // a sweep's load changes on purpose: its levels are judged apart
-		from, to := summary.SteadyWindow(engine.Workload(sc, engine.LoadOptions(run.Load)), elapsed)
+	if r.Load.Sweep == nil { // a sweep's load changes on purpose: its levels are judged apart
+		from, to := summary.SteadyWindow(run.Workload(sc, r.Load), elapsed)
 		if incomplete != nil {
 			// The figures after an agent stopped lack its share: the seconds before and the
 			// agents that went on are judged apart, so that its loss reads as neither the
@@ -192,13 +192,13 @@ func (s *Service) summarize(ctx context.Context, sc *script.Script, run barrage.
 		}
 	}
 
-	model := engine.Workload(sc, engine.LoadOptions(run.Load)).Model
-	var all []engine.Health // every agent's seconds: what they delivered together
-	for _, sh := range run.Shards {
+	model := run.Workload(sc, r.Load).Model
+	var all []run.Health // every agent's seconds: what they delivered together
+	for _, sh := range r.Shards {
 		share := AgentShare{ShardID: sh.ID, AgentID: sh.AgentID, State: string(sh.State), Reason: sh.Reason,
 			LateStartMS: sh.LateStart.Milliseconds()}
 		if t := byShard[sh.ID]; t != nil {
-			v := engine.Judge(t.healths)
+			v := run.Judge(t.healths)
 			share.Requests, share.Seconds = t.requests, len(t.healths)
 			share.Verdict = summary.VerdictOf(v, model)
 			all = append(all, t.healths...)
@@ -214,7 +214,7 @@ func (s *Service) summarize(ctx context.Context, sc *script.Script, run barrage.
 		}
 		sum.Agents = append(sum.Agents, share)
 	}
-	sum.Verdict.Delivery = summary.DeliveryOf(engine.Judge(all).Delivery, model)
+	sum.Verdict.Delivery = summary.DeliveryOf(run.Judge(all).Delivery, model)
 	if incomplete != nil {
 		sum.Verdict.Delivery.Note = "judged on the seconds each agent reported: an agent's end is not read as lateness or drops"
 	}
@@ -238,8 +238,8 @@ func errorSamples(accounts []barrage.ShardAccount) []metrics.ErrorSample {
 }
 
 // runScript is run's script, parsed.
-func (s *Service) runScript(ctx context.Context, run barrage.Run) (*script.Script, error) {
-	sc, err := s.store.Script(ctx, run.OwnerID, run.ScriptID)
+func (s *Service) runScript(ctx context.Context, r barrage.Run) (*script.Script, error) {
+	sc, err := s.store.Script(ctx, r.OwnerID, r.ScriptID)
 	if err != nil {
 		return nil, err
 	}
@@ -259,7 +259,7 @@ func agentName(sh barrage.Shard) string {
 }
 
 type shardTally struct {
-	healths  []engine.Health
+	healths  []run.Health
 	requests int64
 	last     int64 // the newest second's index
 	// recent are the newest seconds' requests and lengths, lastSeconds at most.
@@ -307,9 +307,9 @@ const reportEvery = time.Second
 // A lost shard's gap estimates what it sent and never reported: its rate over its last
 // seconds for the time from the end of its last reported second to when its next report was
 // due, and a request in flight per VU.
-func (s *Service) gaps(run barrage.Run, byShard map[uuid.UUID]*shardTally, names map[uuid.UUID]string, seconds int64) []summary.Gap {
+func (s *Service) gaps(r barrage.Run, byShard map[uuid.UUID]*shardTally, names map[uuid.UUID]string, seconds int64) []summary.Gap {
 	var gaps []summary.Gap
-	for _, sh := range run.Shards {
+	for _, sh := range r.Shards {
 		t := byShard[sh.ID]
 		if t == nil {
 			t = &shardTally{last: -1}
@@ -321,13 +321,13 @@ func (s *Service) gaps(run barrage.Run, byShard map[uuid.UUID]*shardTally, names
 		}
 		var unreported float64
 		var inFlight int64
-		if lost && run.StartAt != nil {
+		if lost && r.StartAt != nil {
 			silent := sh.HeartbeatAt
 			if silent == nil {
 				silent = sh.LeasedAt
 			}
 			if silent != nil {
-				end := run.StartAt.Add(time.Duration(from) * time.Second)
+				end := r.StartAt.Add(time.Duration(from) * time.Second)
 				unreported = min(silent.Add(reportEvery).Sub(end), s.cfg.LostAfter+reportEvery).Seconds()
 			}
 			if n := len(t.healths); n > 0 {

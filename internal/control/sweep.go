@@ -14,15 +14,15 @@ import (
 // RunSweep is p's ended sweep run id: the levels its agent measured, fitted and judged. A run
 // that is not a sweep, or another user's, is not found; one that goes on is a conflict.
 func (s *Service) RunSweep(ctx context.Context, p barrage.Principal, id uuid.UUID) (*sweep.Result, error) {
-	run, err := s.Run(ctx, p, id)
+	r, err := s.Run(ctx, p, id)
 	if err != nil {
 		return nil, err
 	}
-	sw := run.Load.Sweep
+	sw := r.Load.Sweep
 	switch {
 	case sw == nil:
 		return nil, barrage.Errorf(barrage.ErrNotFound, "run %s is not a sweep", id)
-	case run.EndedAt == nil:
+	case r.EndedAt == nil:
 		return nil, barrage.Errorf(barrage.ErrConflict, "sweep %s has not ended yet: its levels come when it has", id)
 	}
 	accounts, err := s.store.ShardAccounts(ctx, id)
@@ -51,7 +51,7 @@ func (s *Service) RunSweep(ctx context.Context, p barrage.Principal, id uuid.UUI
 	}
 	levels = kept
 	name := ""
-	if sc, err := s.runScript(ctx, run); err == nil {
+	if sc, err := s.runScript(ctx, r); err == nil {
 		name = sc.Name
 	}
 	return sweep.NewResult(name, sw.Step, levels), nil

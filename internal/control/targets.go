@@ -284,8 +284,8 @@ func destinationOf(raw string, complete bool) (string, bool) {
 
 // checkAddressLoads refuses run, stored in tx, when with it the runs not ended aim more VUs at one
 // of its proved addresses than the cap.
-func (s *Service) checkAddressLoads(ctx context.Context, tx pgx.Tx, run barrage.Run) error {
-	capVUs, addrs := s.cfg.Targets.MaxVUsPerAddress, run.PinnedAddresses()
+func (s *Service) checkAddressLoads(ctx context.Context, tx pgx.Tx, r barrage.Run) error {
+	capVUs, addrs := s.cfg.Targets.MaxVUsPerAddress, r.PinnedAddresses()
 	if capVUs <= 0 || len(addrs) == 0 {
 		return nil
 	}
@@ -296,7 +296,7 @@ func (s *Service) checkAddressLoads(ctx context.Context, tx pgx.Tx, run barrage.
 	for _, a := range addrs {
 		if loads[a] > int64(capVUs) {
 			return barrage.Invalid("vus", fmt.Sprintf("runs not ended aim %d VUs at %s already; with this run's %d they would pass the %d "+
-				"that every user's runs together may aim at one address: try later, or with fewer VUs", loads[a]-int64(run.VUs), a, run.VUs, capVUs))
+				"that every user's runs together may aim at one address: try later, or with fewer VUs", loads[a]-int64(r.VUs), a, r.VUs, capVUs))
 		}
 	}
 	return nil

@@ -16,9 +16,9 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/barrage-load/barrage/internal/barrage"
-	"github.com/barrage-load/barrage/internal/engine"
 	"github.com/barrage-load/barrage/internal/metrics"
 	"github.com/barrage-load/barrage/internal/postgres"
+	"github.com/barrage-load/barrage/internal/run"
 	"github.com/barrage-load/barrage/internal/sweep"
 )
 
@@ -79,16 +79,16 @@ func (s *Service) Lease(ctx context.Context, a barrage.Agent, h Hello, wait time
 			if err != nil {
 				return Work{}, err
 			}
-			switch run := w.Shard.Run; {
-			case run.Destinations != nil && h.Protocol < barrage.DestinationsProtocol:
+			switch r := w.Shard.Run; {
+			case r.Destinations != nil && h.Protocol < barrage.DestinationsProtocol:
 				why = tooOldForDestinations(a, "run")
-			case (len(run.Manifest.Env) > 0 || len(run.Manifest.Secrets) > 0) && h.Protocol < barrage.EnvProtocol:
+			case (len(r.Manifest.Env) > 0 || len(r.Manifest.Secrets) > 0) && h.Protocol < barrage.EnvProtocol:
 				why = fmt.Sprintf("agent %q speaks protocol %d, which cannot hand a run's environment (env, -e) or secrets to its script (%d can): upgrade it",
 					a.Name, a.Protocol, barrage.EnvProtocol)
-			case len(run.Manifest.Secrets) > 0:
+			case len(r.Manifest.Secrets) > 0:
 				// Read now, not at the run's creation: a secret deleted since fails the shard.
 				var missing *barrage.InvalidError
-				w.Shard.Secrets, err = s.secretValues(ctx, run.OwnerID, run.Manifest.Secrets)
+				w.Shard.Secrets, err = s.secretValues(ctx, r.OwnerID, r.Manifest.Secrets)
 				if errors.As(err, &missing) {
 					why, err = fmt.Sprintf("secret %s, which the script reads, was deleted after the run was created",
 						strings.TrimPrefix(missing.Fields[0].Field, "secrets.")), nil
@@ -98,7 +98,7 @@ func (s *Service) Lease(ctx context.Context, a barrage.Agent, h Hello, wait time
 				}
 			}
 			if why != "" {
-				end := &barrage.ShardEnd{State: barrage.ShardState(engine.Failed.String()), Reason: why, Result: json.RawMessage("{}")}
+				end := &barrage.ShardEnd{State: barrage.ShardState(run.Failed.String()), Reason: why, Result: json.RawMessage("{}")}
 				if _, err := s.storeReport(ctx, a, w.Shard.Shard.ID, w.Shard.Shard.Lease, nil, end); err != nil {
 					return Work{}, err
 				}
@@ -228,7 +228,7 @@ func (s *Service) AnswerPing(ctx context.Context, a barrage.Agent, id uuid.UUID)
 type Second struct {
 	Index    int64
 	Snapshot []byte // metrics.Snapshot's binary encoding
-	Health   engine.Health
+	Health   run.Health
 	// Monitors are the values of the script's monitor series in the second, from the one
 	// shard that scrapes them; nil from the others.
 	Monitors *MonitorValues
@@ -255,7 +255,7 @@ type Report struct {
 
 // ShardEnd is how a shard ended, by its agent's account.
 type ShardEnd struct {
-	Stop      engine.Stop
+	Stop      run.Stop
 	LateStart time.Duration
 	// Result is the agent's account of the shard beyond its seconds (iterations, dropped...).
 	Result json.RawMessage
@@ -276,7 +276,7 @@ const MaxReportSeconds = 300
 // Instruction is the server's answer to a report: whether the agent must stop the shard's load,
 // and the pings and jobs it has to answer.
 type Instruction struct {
-	Stop  *engine.Stop
+	Stop  *run.Stop
 	Pings []uuid.UUID
 	Jobs  []barrage.AgentJob
 }
@@ -361,13 +361,13 @@ func (s *Service) Report(ctx context.Context, a barrage.Agent, shardID uuid.UUID
 	}
 	switch r := rep.Run; {
 	case r.Stop != nil:
-		reason := engine.Canceled
+		reason := run.Canceled
 		if r.Stop.State == barrage.RunAbortedThreshold {
-			reason = engine.AbortedThreshold
+			reason = run.AbortedThreshold
 		}
-		in.Stop = &engine.Stop{Reason: reason, Detail: r.Stop.Reason}
+		in.Stop = &run.Stop{Reason: reason, Detail: r.Stop.Reason}
 	case r.State.Ended():
-		in.Stop = &engine.Stop{Reason: engine.Failed, Detail: "the run has ended: " + r.Reason}
+		in.Stop = &run.Stop{Reason: run.Failed, Detail: "the run has ended: " + r.Reason}
 	}
 	return in, nil
 }
@@ -400,8 +400,8 @@ func (s *Service) storeReport(ctx context.Context, a barrage.Agent, shardID uuid
 }
 
 // allEnded reports whether every shard of run has ended.
-func allEnded(run barrage.Run) bool {
-	for _, sh := range run.Shards {
+func allEnded(r barrage.Run) bool {
+	for _, sh := range r.Shards {
 		if !sh.Ended() {
 			return false
 		}
@@ -410,8 +410,8 @@ func allEnded(run barrage.Run) bool {
 }
 
 // endReason is the reason a shard gives when its agent gave none.
-func endReason(r engine.StopReason) string {
-	if r == engine.Completed {
+func endReason(r run.StopReason) string {
+	if r == run.Completed {
 		return "the load ran to its end"
 	}
 	return r.String()

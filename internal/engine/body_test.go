@@ -75,7 +75,7 @@ session:
 load: { vus: 2, iterations: 4 }
 `)
 	require.Equal(t, []string{"files/order.bin", "files/photo.png"}, s.Files())
-	res := run(t, s, engine.Options{})
+	res := runScript(t, s, engine.Options{})
 	for _, name := range []string{"upload", "raw"} {
 		st := stats(t, res, name)
 		require.Equal(t, int64(4), st.Requests)
@@ -115,7 +115,7 @@ load: { vus: 100, iterations: 100 }
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
-	res := run(t, s, engine.Options{})
+	res := runScript(t, s, engine.Options{})
 	runtime.ReadMemStats(&after)
 	st := stats(t, res, "upload")
 	require.Equal(t, int64(100), st.Requests)

@@ -5,13 +5,14 @@ import (
 	"math/rand/v2"
 	"sync/atomic"
 
+	"github.com/barrage-load/barrage/internal/run"
 	"github.com/barrage-load/barrage/internal/script"
 )
 
 // dataSource hands out the rows of one data file to the VUs, in the file's order.
 type dataSource struct {
 	df     *script.DataFile
-	seg    Segment
+	seg    run.Segment
 	cursor atomic.Int64
 }
 

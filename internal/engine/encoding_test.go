@@ -108,7 +108,7 @@ session:
       requests:`+reqs.String()+`
 load: { vus: 2, iterations: 6 }
 `)
-			res := run(t, s, engine.Options{})
+			res := runScript(t, s, engine.Options{})
 			for _, enc := range []string{"gzip", "deflate", "raw-deflate", "br", "zstd", "plain"} {
 				st := stats(t, res, enc)
 				require.Equal(t, int64(6), st.Requests, enc)
@@ -141,7 +141,7 @@ session:
         - { name: none, url: "${target}/plain", headers: { accept-encoding: "" } }
 load: { vus: 1, iterations: 1 }
 `)
-	run(t, s, engine.Options{})
+	runScript(t, s, engine.Options{})
 	srv.mu.Lock()
 	defer srv.mu.Unlock()
 	require.Equal(t, []string{"gzip", ""}, srv.accept)
@@ -187,7 +187,7 @@ load: { vus: 1, iterations: 1 }
 
 	// In a run, the bomb fails its request as a check, and a request that reads no body is not
 	// decoded at all: the bytes are counted as they came.
-	res := run(t, s, engine.Options{})
+	res := runScript(t, s, engine.Options{})
 	for _, name := range []string{"gzip", "zstd"} {
 		st := stats(t, res, name)
 		require.Equal(t, int64(1), st.Errors[metrics.ErrAssertion], name)
@@ -216,7 +216,7 @@ load: { vus: 1, iterations: 1 }
 	require.ErrorContains(t, ev.Err, "gzip body does not decode")
 	require.Equal(t, http.StatusOK, ev.Status)
 	require.Equal(t, "gzip", ev.ResponseHeader.Get("Content-Encoding"), "the headers say how it came")
-	res := run(t, s, engine.Options{})
+	res := runScript(t, s, engine.Options{})
 	require.Equal(t, int64(1), stats(t, res, "checked").Errors[metrics.ErrAssertion])
 }
 

@@ -21,6 +21,7 @@ import (
 	"github.com/barrage-load/barrage/internal/barrage"
 	"github.com/barrage-load/barrage/internal/metrics"
 	"github.com/barrage-load/barrage/internal/netpolicy"
+	"github.com/barrage-load/barrage/internal/run"
 	"github.com/barrage-load/barrage/internal/script"
 	"github.com/barrage-load/barrage/internal/threshold"
 )
@@ -54,7 +55,7 @@ type Options struct {
 	Targets *netpolicy.Policy
 	// OnSecond, when set, receives every finished second while the run goes on, in order, from
 	// a goroutine of its own: a slow receiver delays the delivery, never the measurement.
-	OnSecond func(Second)
+	OnSecond func(run.Second)
 	// Trace, when set, receives every exchange of the run in full (for `barrage debug`).
 	Trace func(TraceEvent)
 	// Log receives the engine's notices; nil discards them.
@@ -69,65 +70,12 @@ type Options struct {
 	// shared schedule, and Result.LateStart says how late it was.
 	Start time.Time
 	// Segment is this shard's share of the run; the zero Segment runs all of it.
-	Segment Segment
+	Segment run.Segment
 	// Limits are hard limits (an agent's, a license's) that hold whatever the script says: a
 	// shard that would need more VUs, or a duration past MaxRunDuration, is refused with a
 	// *barrage.LimitError, and load stops at Start+MaxRunDuration, iteration-bounded runs
 	// included.
 	Limits barrage.Limits
-}
-
-// Second is one second of a run: its metrics and the generator's health.
-type Second struct {
-	// Index numbers the second on the run's shared schedule: it ends at Options.Start plus
-	// Index+1 seconds (the last one may end sooner), so the same second of several shards has
-	// the same index and their snapshots merge.
-	Index    int64
-	Elapsed  time.Duration // since the schedule's start, at the end of this second
-	Snapshot *metrics.Snapshot
-	Health   Health
-}
-
-// Result is what a run measured.
-type Result struct {
-	Script string
-	Model  script.Model
-	// Start is when the schedule began (Options.Start, or when the run was started);
-	// LateStart how much later this shard began to follow it.
-	Start     time.Time
-	LateStart time.Duration
-	Elapsed   time.Duration
-	Segment   Segment
-	Requests  []string // request labels, in session order
-	Groups    []string // group labels, in session order (metrics.Group keys in snapshots)
-	// Checks are the assertions tallied, in session order (metrics.Check keys: their Label).
-	Checks []script.Check
-	Total  *metrics.Snapshot
-	// Seconds is each second's health (their Snapshot is nil: Options.OnSecond receives it).
-	Seconds []Second
-	// Iterations counts iterations completed; Dropped the open model's iterations that found
-	// no free VU; Interrupted those cut short at the end of the graceful stop.
-	Iterations, Dropped, Interrupted int64
-	// Scenarios are the scenarios of a script that has them, each with its iterations.
-	Scenarios []ScenarioResult
-	// Unsent counts requests never sent because a variable they use was not set (an earlier
-	// extraction found nothing); their groups count as failed.
-	Unsent int64
-	// Hooks are the aliases of the url plugins whose hook time is recorded (metrics.Hook keys).
-	Hooks []string
-	// HookErrors counts failed hook calls by reason (a crashed plugin, a timeout, a refusal).
-	HookErrors map[string]int64
-	// ErrorSamples are the first distinct reasons of each request's failures, by class.
-	ErrorSamples []metrics.ErrorSample
-	// Exhausted says what ended the run early, if anything did: a source of values that ran
-	// out, or a destination the agent's policy refuses.
-	Exhausted string
-	// Thresholds are judged by Run on the run's own seconds; a shard started with Start leaves
-	// them to whoever merges the shards.
-	Thresholds []threshold.Result
-	Verdict    Verdict
-	// Stop says why load stopped: Completed, or why it was cut short.
-	Stop Stop
 }
 
 // ErrThresholds is returned, wrapped, when a threshold failed; the Result is complete.
@@ -137,15 +85,15 @@ var ErrThresholds = errors.New("thresholds failed")
 // the load), and returns what it measured. The error is nil when the run completed and every
 // threshold held, wraps ErrThresholds when one failed, and is anything else when the run could
 // not happen. It is Start and Wait with a threshold.Watch, for a run that is all of its own.
-func Run(ctx context.Context, s *script.Script, opts Options) (*Result, error) {
+func Run(ctx context.Context, s *script.Script, opts Options) (*run.Result, error) {
 	p, err := compile(s, opts)
 	if err != nil {
 		return nil, err
 	}
 	watch := threshold.New(s.Thresholds)
-	r, err := p.start(ctx, func(r *Running, sec Second) {
+	r, err := p.start(ctx, func(r *Running, sec run.Second) {
 		if why := watch.Observe(sec.Snapshot, sec.Elapsed); why != "" {
-			r.Stop(AbortedThreshold, why)
+			r.Stop(run.AbortedThreshold, why)
 		}
 	})
 	if err != nil {
@@ -296,10 +244,10 @@ func compile(s *script.Script, opts Options) (*plan, error) {
 	if p.net, err = newNetwork(s, opts); err != nil {
 		return nil, err
 	}
-	if err := CheckScenarioOverrides(s, opts); err != nil {
+	if err := run.CheckScenarioOverrides(s, opts.Overrides()); err != nil {
 		return nil, err
 	}
-	p.load = Workload(s, opts)
+	p.load = run.Workload(s, opts.Overrides())
 	p.planScenarios()
 	if err := p.shard(); err != nil {
 		return nil, err
@@ -458,95 +406,24 @@ func (p *plan) shard() error {
 	return p.opts.Limits.Check(barrage.Load{VUs: vus, Duration: p.load.Duration})
 }
 
-// Workload is the load a run of s with opts asks for, before it is split into shards: the
-// script's, with opts' VUs, Duration and Rate folded in. s is not changed.
-func Workload(s *script.Script, opts Options) script.Workload {
-	w := s.Load
-	w.Stages = slices.Clone(w.Stages)
-	applyOverrides(&w, opts)
-	return w
-}
-
-// applyOverrides folds the command line's --vus, --duration and --rate into the workload. A
-// sweep's workload is its whole: the closed model at its highest level for all its steps.
-func applyOverrides(w *script.Workload, o Options) {
-	if sw := o.Sweep; sw != nil && len(sw.VUs) > 0 {
-		w.Model, w.VUs, w.Duration, w.Iterations, w.RampUp = script.Closed, slices.Max(sw.VUs), time.Duration(len(sw.VUs))*sw.Step, 0, 0
-		w.Stages, w.MaxVUs = nil, 0
-		return
-	}
-	if len(o.Stages) > 0 {
-		w.Model, w.Stages, w.Duration, w.Iterations = script.Open, make([]script.Stage, len(o.Stages)), 0, 0
-		prev := 0.0
-		for i, st := range o.Stages {
-			from := st.To
-			if st.Ramp {
-				from = prev
-			}
-			w.Stages[i] = script.Stage{From: from, To: st.To, Duration: st.Duration}
-			w.Duration += st.Duration
-			prev = st.To
-		}
-		openMaxVUs(w, o.VUs)
-		return
-	}
-	if o.Rate > 0 {
-		d := o.Duration
-		if d == 0 {
-			d = w.Duration
-		}
-		w.Model, w.Stages, w.Duration = script.Open, []script.Stage{{From: o.Rate, To: o.Rate, Duration: d}}, d
-		openMaxVUs(w, o.VUs)
-		return
-	}
-	if o.VUs > 0 {
-		if w.Model == script.Open {
-			w.MaxVUs = o.VUs
-		} else {
-			w.VUs = o.VUs
-		}
-	}
-	if o.Duration > 0 {
-		w.Duration = o.Duration
-		if len(w.Stages) > 0 {
-			// Stretch or cut the last stage so the stages add up to the new duration.
-			var before time.Duration
-			for _, st := range w.Stages[:len(w.Stages)-1] {
-				before += st.Duration
-			}
-			last := &w.Stages[len(w.Stages)-1]
-			last.Duration = max(o.Duration-before, time.Second)
-		}
-		if w.Model == script.Closed {
-			w.Iterations = 0
-		}
-	}
-}
-
 // LoadOptions are the options that change a script's load as o says.
 func LoadOptions(o barrage.LoadOverrides) Options {
 	return Options{VUs: o.VUs, Duration: o.Duration, Rate: o.Rate, Stages: o.Stages, Sweep: o.Sweep}
 }
 
-// openMaxVUs bounds the VUs of a workload made open by an override: vus when given, else the
-// script's own bound, else its closed model's VUs with 100 at least.
-func openMaxVUs(w *script.Workload, vus int) {
-	if vus > 0 {
-		w.MaxVUs = vus
-	}
-	if w.MaxVUs == 0 {
-		w.MaxVUs = max(w.VUs, 100)
-	}
+// Overrides are the options that change the script's load, as a run's load overrides.
+func (o Options) Overrides() barrage.LoadOverrides {
+	return barrage.LoadOverrides{VUs: o.VUs, Duration: o.Duration, Rate: o.Rate, Stages: o.Stages, Sweep: o.Sweep}
 }
 
 // Running is a run under way: Start returns it, Stop cuts it short, Wait collects its Result.
 type Running struct {
 	p    *plan
-	res  *Result
+	res  *run.Result
 	done chan struct{}
 
 	stopMu sync.Mutex
-	stop   *Stop         // the first reason given, nil while none was
+	stop   *run.Stop     // the first reason given, nil while none was
 	hard   func()        // cuts running iterations short
 	cut    chan struct{} // closed by the first Stop
 	isCut  bool
@@ -574,11 +451,11 @@ func Start(ctx context.Context, s *script.Script, opts Options) (*Running, error
 // Stop cuts the run short: no iteration starts after it, and those running are interrupted at
 // once, their open requests included. The first reason given is the one the Result keeps; a
 // Stop after the run ended does nothing.
-func (r *Running) Stop(reason StopReason, detail string) {
+func (r *Running) Stop(reason run.StopReason, detail string) {
 	r.stopMu.Lock()
 	defer r.stopMu.Unlock()
 	if r.stop == nil {
-		r.stop = &Stop{Reason: reason, Detail: detail}
+		r.stop = &run.Stop{Reason: reason, Detail: detail}
 	}
 	if !r.isCut { // a Stop during a Drain cuts what the drain waits for
 		r.isCut = true
@@ -591,11 +468,11 @@ func (r *Running) Stop(reason StopReason, detail string) {
 // as Stop cuts them. Every request the target saw is then measured and counted: an agent told
 // to stop (its run canceled, its process terminated) loses nothing of what it sent. The first
 // reason given, by Drain or Stop, is the one the Result keeps.
-func (r *Running) Drain(reason StopReason, detail string, within time.Duration) {
+func (r *Running) Drain(reason run.StopReason, detail string, within time.Duration) {
 	r.stopMu.Lock()
 	defer r.stopMu.Unlock()
 	if r.stop == nil {
-		r.stop = &Stop{Reason: reason, Detail: detail}
+		r.stop = &run.Stop{Reason: reason, Detail: detail}
 	}
 	if !r.draining && !r.isCut {
 		r.draining, r.drainFor = true, within
@@ -608,14 +485,14 @@ func (r *Running) Done() <-chan struct{} { return r.done }
 
 // Wait blocks until the run has ended and every second has been delivered, and returns what it
 // measured.
-func (r *Running) Wait() *Result {
+func (r *Running) Wait() *run.Result {
 	<-r.done
 	return r.res
 }
 
 // start launches the run; onSecond, when set, sees each second after Options.OnSecond, on the
 // same goroutine.
-func (p *plan) start(ctx context.Context, onSecond func(*Running, Second)) (*Running, error) {
+func (p *plan) start(ctx context.Context, onSecond func(*Running, run.Second)) (*Running, error) {
 	now := time.Now()
 	start := p.opts.Start
 	if start.IsZero() {
@@ -623,7 +500,7 @@ func (p *plan) start(ctx context.Context, onSecond func(*Running, Second)) (*Run
 	}
 	r := &Running{p: p, done: make(chan struct{}), cut: make(chan struct{}), drain: make(chan struct{})}
 	p.drained = make(chan struct{})
-	r.res = &Result{Script: p.s.Name, Model: p.load.Model, Start: start, Segment: p.opts.Segment, Hooks: p.hooks}
+	r.res = &run.Result{Script: p.s.Name, Model: p.load.Model, Start: start, Segment: p.opts.Segment, Hooks: p.hooks}
 	r.res.Requests = p.s.Session.RequestLabels()
 	r.res.Checks = p.s.Session.Checks()
 	for _, g := range p.groups {
@@ -638,7 +515,7 @@ func (p *plan) start(ctx context.Context, onSecond func(*Running, Second)) (*Run
 		stopHard()
 		return nil, err
 	}
-	out := newDelivery(func(sec Second) {
+	out := newDelivery(func(sec run.Second) {
 		if p.opts.OnSecond != nil {
 			p.opts.OnSecond(sec)
 		}
@@ -649,7 +526,7 @@ func (p *plan) start(ctx context.Context, onSecond func(*Running, Second)) (*Run
 	go func() {
 		select {
 		case <-ctx.Done():
-			r.Stop(Canceled, "interrupted")
+			r.Stop(run.Canceled, "interrupted")
 		case <-hardCtx.Done():
 		}
 	}()
@@ -742,11 +619,11 @@ func (p *plan) run(r *Running, ctx, hardCtx context.Context, start time.Time, ou
 	second := func(now time.Time) {
 		snap := p.rec.Rotate(now)
 		h := p.health.rotate(now)
-		sec := Second{Index: index, Elapsed: now.Sub(start), Snapshot: snap, Health: h}
+		sec := run.Second{Index: index, Elapsed: now.Sub(start), Snapshot: snap, Health: h}
 		index++
 		// Only the health is kept: a soak test's hours of per-second histograms would fill
 		// memory. OnSecond gets the snapshot to stream it.
-		res.Seconds = append(res.Seconds, Second{Index: sec.Index, Elapsed: sec.Elapsed, Health: h})
+		res.Seconds = append(res.Seconds, run.Second{Index: sec.Index, Elapsed: sec.Elapsed, Health: h})
 		out.send(sec)
 	}
 	var graceTimer, drainTimer <-chan time.Time
@@ -790,7 +667,7 @@ loop:
 			// limit allows (both timers at one instant): then the script ended the run.
 			if ends := p.load.Duration; graceTimer == nil && (ends <= 0 || ends > p.opts.Limits.MaxRunDuration) {
 				// Still due to start iterations: the limit, not the script, ended the run.
-				r.Stop(TimedOut, fmt.Sprintf("the run reached its limit of %s", p.opts.Limits.MaxRunDuration))
+				r.Stop(run.TimedOut, fmt.Sprintf("the run reached its limit of %s", p.opts.Limits.MaxRunDuration))
 			}
 			r.hard()
 		}
@@ -804,7 +681,7 @@ loop:
 	r.stopMu.Unlock()
 	if p.exhausted.Load() {
 		res.Exhausted = p.exhaustWhy
-		if res.Stop.Reason == Completed {
+		if res.Stop.Reason == run.Completed {
 			res.Stop.Detail = p.exhaustWhy
 			p.log.Info("the run ended early: " + p.exhaustWhy)
 		}
@@ -820,25 +697,25 @@ loop:
 	res.ErrorSamples = p.mask.samples(p.errSamples.List())
 	res.Stop.Detail = p.mask.string(res.Stop.Detail) // Exhausted was masked by exhaust
 	res.Scenarios = p.scenarioResults()
-	healths := make([]Health, len(res.Seconds))
+	healths := make([]run.Health, len(res.Seconds))
 	for i, s := range res.Seconds {
 		res.Dropped += s.Health.Dropped
 		healths[i] = s.Health
 	}
-	res.Verdict = Judge(healths)
+	res.Verdict = run.Judge(healths)
 }
 
 // delivery hands seconds to a receiver on a goroutine of its own, in order, queueing as many as
 // the receiver falls behind: the run loop never waits for it.
 type delivery struct {
 	mu      sync.Mutex
-	queue   []Second
+	queue   []run.Second
 	closed  bool
 	wake    chan struct{}
 	drained chan struct{}
 }
 
-func newDelivery(receive func(Second)) *delivery {
+func newDelivery(receive func(run.Second)) *delivery {
 	d := &delivery{wake: make(chan struct{}, 1), drained: make(chan struct{})}
 	go func() {
 		defer close(d.drained)
@@ -863,7 +740,7 @@ func newDelivery(receive func(Second)) *delivery {
 	return d
 }
 
-func (d *delivery) send(sec Second) {
+func (d *delivery) send(sec run.Second) {
 	d.mu.Lock()
 	d.queue = append(d.queue, sec)
 	d.mu.Unlock()

@@ -19,6 +19,7 @@ import (
 
 	"github.com/barrage-load/barrage/internal/engine"
 	"github.com/barrage-load/barrage/internal/metrics"
+	"github.com/barrage-load/barrage/internal/run"
 	"github.com/barrage-load/barrage/internal/script"
 )
 
@@ -40,7 +41,7 @@ func parseB(b *testing.B, src string) *script.Script {
 	return s
 }
 
-func run(t *testing.T, s *script.Script, opts engine.Options) *engine.Result {
+func runScript(t *testing.T, s *script.Script, opts engine.Options) *run.Result {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -50,12 +51,12 @@ func run(t *testing.T, s *script.Script, opts engine.Options) *engine.Result {
 }
 
 // stats is the request label's figures.
-func stats(t *testing.T, res *engine.Result, label string) *metrics.Stats {
+func stats(t *testing.T, res *run.Result, label string) *metrics.Stats {
 	t.Helper()
 	return statsOf(t, res, metrics.RequestKey(label))
 }
 
-func statsOf(t *testing.T, res *engine.Result, k metrics.Key) *metrics.Stats {
+func statsOf(t *testing.T, res *run.Result, k metrics.Key) *metrics.Stats {
 	t.Helper()
 	st, ok := res.Total.Labels[k]
 	require.True(t, ok, "no metrics for %s", k)
@@ -83,7 +84,7 @@ load:
   vus: 4
   duration: 1s
 `)
-	res := run(t, s, engine.Options{})
+	res := runScript(t, s, engine.Options{})
 	st := stats(t, res, "get home")
 	require.Equal(t, hits.Load(), st.Requests, "every request the target saw is counted, and only those")
 	require.Greater(t, st.Requests, int64(10))
@@ -118,7 +119,7 @@ load:
   vus: 1
   iterations: 3
 `)
-	res := run(t, s, engine.Options{})
+	res := runScript(t, s, engine.Options{})
 	require.EqualValues(t, 3, stats(t, res, "group: g").Requests)
 	require.EqualValues(t, 3, stats(t, res, "g").Requests)
 	require.EqualValues(t, 3, statsOf(t, res, metrics.GroupKey("g")).Requests)
@@ -127,7 +128,7 @@ load:
 }
 
 // headerBytes is the response header bytes of the run, which BytesIn counts with the bodies.
-func headerBytes(t *testing.T, res *engine.Result) int64 {
+func headerBytes(t *testing.T, res *run.Result) int64 {
 	t.Helper()
 	st := stats(t, res, "get home")
 	per := (st.BytesIn - 5*st.Requests) / st.Requests
@@ -181,7 +182,7 @@ load:
   vus: 2
   iterations: 10
 `)
-	res := run(t, s, engine.Options{})
+	res := runScript(t, s, engine.Options{})
 	mu.Lock() // the handlers' writes: the race detector sees no order in raw socket I/O
 	defer mu.Unlock()
 	require.Zero(t, stats(t, res, "order").Failed())
@@ -218,7 +219,7 @@ load:
   vus: 1
   iterations: 3
 `)
-	res := run(t, s, engine.Options{})
+	res := runScript(t, s, engine.Options{})
 	require.EqualValues(t, 3, stats(t, res, "missing").Errors[metrics.Err4xx])
 	require.Zero(t, stats(t, res, "expected 404").Failed())
 	require.EqualValues(t, 3, stats(t, res, "boom").Errors[metrics.Err5xx])
@@ -252,7 +253,7 @@ load:
   vus: 1
   iterations: 2
 `)
-	res := run(t, s, engine.Options{BodyCap: 1 << 20})
+	res := runScript(t, s, engine.Options{BodyCap: 1 << 20})
 	head, tail := stats(t, res, "head"), stats(t, res, "tail")
 	require.Zero(t, head.Failed())
 	require.EqualValues(t, 2, tail.Errors[metrics.ErrAssertion], "the tail lies beyond the cap")
@@ -288,7 +289,7 @@ load:
 `)
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
-	res := run(t, s, engine.Options{BodyCap: 1 << 20})
+	res := runScript(t, s, engine.Options{BodyCap: 1 << 20})
 	runtime.ReadMemStats(&after)
 	file := stats(t, res, "file")
 	require.Zero(t, file.Failed())

@@ -46,7 +46,7 @@ func TestExamplesRunAgainstTheDemoShop(t *testing.T) {
 			}
 			s, err := script.Load(filepath.Join(dir, tc.file), script.ParseOptions{})
 			require.NoError(t, err)
-			res := run(t, s, tc.opts)
+			res := runScript(t, s, tc.opts)
 			require.Positive(t, res.Iterations)
 			for k, st := range res.Total.Labels {
 				require.Zero(t, st.Failed(), "%s: %v %v", k, st.Errors, res.ErrorSamples)

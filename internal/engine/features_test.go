@@ -23,6 +23,7 @@ import (
 	"github.com/barrage-load/barrage/internal/engine"
 	"github.com/barrage-load/barrage/internal/metrics"
 	"github.com/barrage-load/barrage/internal/netpolicy"
+	"github.com/barrage-load/barrage/internal/run"
 	"github.com/barrage-load/barrage/internal/script"
 )
 
@@ -91,7 +92,7 @@ load:
   vus: 8
   `+iterations+`
 `)
-			res := run(t, s, engine.Options{})
+			res := runScript(t, s, engine.Options{})
 			rc.mu.Lock() // the handlers' writes: the race detector sees no order in raw socket I/O
 			defer rc.mu.Unlock()
 			require.Zero(t, stats(t, res, "r").Failed())
@@ -138,7 +139,7 @@ load:
   duration: 2s
   graceful_stop: 0s
 `)
-	res := run(t, s, engine.Options{})
+	res := runScript(t, s, engine.Options{})
 	// Each iteration pauses 400-500 ms: 2 VUs × 2 s allow 8-10 iterations (fewer on a busy
 	// machine), far from the
 	// thousands an unpaced loop sends.
@@ -165,7 +166,7 @@ load:
   duration: 5s
   graceful_stop: 1s
 `)
-	res := run(t, s, engine.Options{})
+	res := runScript(t, s, engine.Options{})
 	// VU i starts at i × 0.5 s: at the end of the first second two or three run, all eight at
 	// the end of the fourth. The margins allow for a busy machine's late ticks; the fifth second
 	// ends with the run, as VUs leave, so the fourth and later are taken at their highest.
@@ -200,7 +201,7 @@ load:
   vus: 1
   iterations: 2
 `)
-	res := run(t, s, engine.Options{})
+	res := runScript(t, s, engine.Options{})
 	require.Zero(t, stats(t, res, "not followed").Failed())
 	require.Zero(t, stats(t, res, "followed").Failed())
 }
@@ -221,7 +222,7 @@ load:
   duration: 1s
   graceful_stop: 200ms
 `)
-	res := run(t, s, engine.Options{})
+	res := runScript(t, s, engine.Options{})
 	st := stats(t, res, "hang")
 	require.Positive(t, st.Errors[metrics.ErrTimeout])
 	require.Equal(t, st.Requests, st.Errors[metrics.ErrTimeout])
@@ -255,7 +256,7 @@ load:
   vus: 1
   iterations: 2
 `)
-	res := run(t, s, engine.Options{})
+	res := runScript(t, s, engine.Options{})
 	require.Zero(t, stats(t, res, "quick").Failed())
 	require.Zero(t, stats(t, res, "slow").Failed(), "its connection's deadline was the quick request's")
 	late := stats(t, res, "late")
@@ -281,7 +282,7 @@ load:
   vus: 1
   iterations: 3
 `)
-	res := run(t, s, engine.Options{})
+	res := runScript(t, s, engine.Options{})
 	require.EqualValues(t, 3, stats(t, res, "r").Errors[metrics.ErrConnect])
 }
 
@@ -309,7 +310,7 @@ load:
   iterations: 60
   source_addresses: "127.0.0.2-127.0.0.4"
 `)
-	res := run(t, s, engine.Options{})
+	res := runScript(t, s, engine.Options{})
 	mu.Lock() // the handlers' writes: the race detector sees no order in raw socket I/O
 	defer mu.Unlock()
 	require.Zero(t, stats(t, res, "r").Failed())
@@ -342,7 +343,7 @@ thresholds:
 	defer cancel()
 	res, err := engine.Run(ctx, s, engine.Options{})
 	require.ErrorIs(t, err, engine.ErrThresholds)
-	require.Equal(t, engine.AbortedThreshold, res.Stop.Reason)
+	require.Equal(t, run.AbortedThreshold, res.Stop.Reason)
 	require.Contains(t, res.Stop.Detail, "error_rate < 10%")
 	require.Less(t, res.Elapsed, 10*time.Second)
 	require.False(t, res.Thresholds[0].Passed)
@@ -367,7 +368,7 @@ load:
   duration: 2s
   max_vus: 20
 `)
-	res := run(t, s, engine.Options{})
+	res := runScript(t, s, engine.Options{})
 	n := stats(t, res, "r").Requests
 	require.InDelta(t, 100, n, 10, "50/s for 2 s")
 	require.Zero(t, res.Dropped)
@@ -404,7 +405,7 @@ load:
 		time.Sleep(time.Second)
 		stalled.Store(false)
 	}()
-	res := run(t, s, engine.Options{})
+	res := runScript(t, s, engine.Options{})
 	st := stats(t, res, "r")
 	require.Greater(t, res.Dropped, int64(20), "iterations due during the stall found no VU")
 	require.GreaterOrEqual(t, st.Latency.Max(), 900*time.Millisecond)
@@ -454,7 +455,7 @@ load:
   duration: 4s
   max_vus: 100
 `)
-	res := run(t, s, engine.Options{})
+	res := runScript(t, s, engine.Options{})
 	st := stats(t, res, "r")
 	mu.Lock()
 	sort.Slice(seen, func(i, j int) bool { return seen[i] < seen[j] })
@@ -496,7 +497,7 @@ load:
     - { rate: 20/s, duration: 1s }
   max_vus: 20
 `)
-	res := run(t, s, engine.Options{})
+	res := runScript(t, s, engine.Options{})
 	require.InDelta(t, 120, stats(t, res, "r").Requests, 6)
 	require.GreaterOrEqual(t, res.Elapsed, 2900*time.Millisecond)
 }
@@ -520,15 +521,15 @@ load:
   iterations: 5
 `)
 	stages := []barrage.Stage{{To: 100, Ramp: true, Duration: 2 * time.Second}, {To: 20, Duration: time.Second}}
-	w := engine.Workload(s, engine.Options{VUs: 20, Stages: stages})
+	w := run.Workload(s, barrage.LoadOverrides{VUs: 20, Stages: stages})
 	require.Equal(t, script.Open, w.Model)
 	require.Equal(t, []script.Stage{{From: 0, To: 100, Duration: 2 * time.Second}, {From: 20, To: 20, Duration: time.Second}}, w.Stages)
 	require.Equal(t, 3*time.Second, w.Duration)
 	require.Equal(t, 20, w.MaxVUs)
 	require.Zero(t, w.Iterations, "the iteration budget was the closed model's")
-	require.Equal(t, 100, engine.Workload(s, engine.Options{Stages: stages}).MaxVUs, "without --vus, at least 100")
+	require.Equal(t, 100, run.Workload(s, barrage.LoadOverrides{Stages: stages}).MaxVUs, "without --vus, at least 100")
 
-	res := run(t, s, engine.Options{VUs: 20, Stages: stages})
+	res := runScript(t, s, engine.Options{VUs: 20, Stages: stages})
 	require.Equal(t, script.Open, res.Model)
 	require.InDelta(t, 120, stats(t, res, "r").Requests, 6)
 	require.GreaterOrEqual(t, res.Elapsed, 2900*time.Millisecond)
@@ -553,7 +554,7 @@ load:
   vus: 4
   duration: 50s
 `)
-	res := run(t, s, engine.Options{Targets: &netpolicy.Policy{}})
+	res := runScript(t, s, engine.Options{Targets: &netpolicy.Policy{}})
 	require.Regexp(t, `^request r: .*the agent's policy refuses this destination`, res.Exhausted)
 	require.LessOrEqual(t, stats(t, res, "r").Requests, int64(8), "a refusal or two per VU, not a loop")
 	require.Zero(t, hits.Load())
@@ -583,7 +584,7 @@ load:
   vus: 1
   iterations: 1
 `)
-	run(t, s, engine.Options{})
+	runScript(t, s, engine.Options{})
 	require.Equal(t, "//a//b/../c/./d%2Fe?x=//y", <-got)
 }
 
@@ -612,7 +613,7 @@ session:
         - { name: wrong, url: "${target}/", assert: [ { body_contains: goodbye } ] }
 load: { vus: 2, iterations: 6 }
 `)
-	res := run(t, s, engine.Options{})
+	res := runScript(t, s, engine.Options{})
 	byLabel := map[string]metrics.ErrorSample{}
 	for _, e := range res.ErrorSamples {
 		byLabel[e.Label] = e
@@ -645,7 +646,7 @@ load:
 	require.Equal(t, 6, s.Load.VUs)
 	var mu sync.Mutex
 	vus := map[int64]int64{}
-	res := run(t, s, engine.Options{OnSecond: func(sec engine.Second) {
+	res := runScript(t, s, engine.Options{OnSecond: func(sec run.Second) {
 		mu.Lock()
 		vus[sec.Index] = sec.Health.ActiveVUs
 		mu.Unlock()
@@ -699,7 +700,7 @@ session:
         - { name: after, url: "${target}/?got=${css}", assert: [ { body_contains: asset } ] }
 load: { vus: 1, iterations: 2 }
 `)
-	res := run(t, s, engine.Options{})
+	res := runScript(t, s, engine.Options{})
 	for _, name := range []string{"html", "css", "js", "logo", "after"} {
 		st := stats(t, res, name)
 		require.Equal(t, int64(2), st.Requests, name)
@@ -734,7 +735,7 @@ scenarios:
 `)
 	require.Equal(t, script.Closed, s.Load.Model)
 	require.Equal(t, 8, s.Load.VUs, "3 VUs and at most 5")
-	res := run(t, s, engine.Options{})
+	res := runScript(t, s, engine.Options{})
 	require.Equal(t, stats(t, res, "list").Requests, browse.Load())
 	require.Equal(t, stats(t, res, "pay").Requests, buy.Load())
 	// The open scenario's 20 arrivals are due whatever the other does: each started, or
@@ -808,7 +809,7 @@ scenarios:
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			s := parse(t, target, "version: 1\nname: open\n"+c.session+"\n")
-			check := func(t *testing.T, d engine.Delivery, iterations, dropped, interrupted int64) {
+			check := func(t *testing.T, d run.Delivery, iterations, dropped, interrupted int64) {
 				t.Helper()
 				require.Equal(t, c.arrivals, d.Scheduled, "arrivals due")
 				require.Equal(t, d.Scheduled, iterations+dropped+interrupted, "every arrival was started or dropped")
@@ -816,19 +817,19 @@ scenarios:
 				require.LessOrEqual(t, d.Late, d.Scheduled)
 			}
 			t.Run("locally", func(t *testing.T) {
-				res := run(t, s, engine.Options{})
+				res := runScript(t, s, engine.Options{})
 				check(t, res.Verdict.Delivery, res.Iterations, res.Dropped, res.Interrupted)
 			})
 			t.Run("merged from two shards", func(t *testing.T) {
-				var healths []engine.Health
+				var healths []run.Health
 				var iterations, dropped, interrupted int64
-				for _, res := range runShards(t, s, engine.Split(2)) {
+				for _, res := range runShards(t, s, run.Split(2)) {
 					for _, sec := range res.Seconds {
 						healths = append(healths, sec.Health)
 					}
 					iterations, dropped, interrupted = iterations+res.Iterations, dropped+res.Dropped, interrupted+res.Interrupted
 				}
-				check(t, engine.Judge(healths).Delivery, iterations, dropped, interrupted)
+				check(t, run.Judge(healths).Delivery, iterations, dropped, interrupted)
 			})
 		})
 	}
@@ -875,7 +876,7 @@ load: { vus: 1, iterations: 2 }
 	}})
 	require.NoError(t, err)
 	require.Equal(t, "Basic "+value, got.Load(), "sent as written")
-	res := run(t, s, engine.Options{Secrets: map[string]string{"PW": value}})
+	res := runScript(t, s, engine.Options{Secrets: map[string]string{"PW": value}})
 	require.NotEmpty(t, res.ErrorSamples)
 	for _, e := range res.ErrorSamples {
 		shown.WriteString(e.Message + "\n")
@@ -949,7 +950,7 @@ load: { vus: 1, iterations: 30 }
 		{Request: "cart", Name: "status 200, 3xx"}, {Request: "cart", Name: "json $.qty equals 3"},
 		{Request: "cart", Name: "answered ok"}, {Request: "cart", Name: "json $.error exists false"},
 	}, s.Session.Checks())
-	res := run(t, s, engine.Options{})
+	res := runScript(t, s, engine.Options{})
 	require.Equal(t, s.Session.Checks(), res.Checks)
 	tally := func(c script.Check) (int64, int64) {
 		st := res.Total.Labels[metrics.CheckKey(c.Label())]

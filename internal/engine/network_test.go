@@ -156,7 +156,7 @@ session:
 load: { vus: 1, iterations: 2 }
 `)
 	require.Equal(t, []string{"certs/api.key", "certs/api.pem", "certs/ca.pem", "certs/client.key", "certs/client.pem"}, s.Files())
-	res := run(t, s, engine.Options{})
+	res := runScript(t, s, engine.Options{})
 	for _, name := range []string{"shop", "api", "h2"} {
 		st := stats(t, res, name)
 		require.Equal(t, int64(2), st.Requests, name)
@@ -188,7 +188,7 @@ session:
         - { name: shop, url: "https://shop.test:`+port+`/" }
 load: { vus: 1, iterations: 1 }
 `)
-	res = run(t, s, engine.Options{})
+	res = runScript(t, s, engine.Options{})
 	require.Equal(t, int64(1), stats(t, res, "shop").Errors[metrics.ErrConnect])
 }
 
@@ -298,7 +298,7 @@ session:
         - { name: secure h2, url: "`+secure.URL+`/c", http2: true, assert: [ { body_contains: secure /c } ] }
 load: { vus: 1, iterations: 3 }
 `)
-	res := run(t, s, engine.Options{Insecure: true})
+	res := runScript(t, s, engine.Options{Insecure: true})
 	for _, name := range []string{"plain", "secure", "secure h2"} {
 		st := stats(t, res, name)
 		require.Equal(t, int64(3), st.Requests, name)

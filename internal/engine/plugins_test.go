@@ -16,6 +16,7 @@ import (
 
 	"github.com/barrage-load/barrage/internal/engine"
 	"github.com/barrage-load/barrage/internal/metrics"
+	"github.com/barrage-load/barrage/internal/run"
 	"github.com/barrage-load/barrage/internal/script"
 	"github.com/barrage-load/barrage/sdk"
 	"github.com/barrage-load/barrage/sdk/sdktest"
@@ -88,7 +89,7 @@ func (s *seen) serve(header, param string, status int) http.HandlerFunc {
 // runTickets runs a script whose one request carries a ticket of tk in its query, with the
 // plugin's scope as the script gives it (scope, load: YAML), and returns the result and the
 // tickets the target saw.
-func runTickets(t *testing.T, tk *tickets, scriptScope string, engineScope script.Scope, loadYAML string) (*engine.Result, []string) {
+func runTickets(t *testing.T, tk *tickets, scriptScope string, engineScope script.Scope, loadYAML string) (*run.Result, []string) {
 	t.Helper()
 	c := sdktest.Start(t, &sdk.Plugin{Name: "tickets", Version: "1.0.0", Scope: sdk.ScopeIteration, Element: tk})
 	target := &seen{}

@@ -1,9 +1,10 @@
 package engine
 
 import (
-	"errors"
 	"sync/atomic"
 
+	"github.com/barrage-load/barrage/internal/barrage"
+	"github.com/barrage-load/barrage/internal/run"
 	"github.com/barrage-load/barrage/internal/script"
 )
 
@@ -20,25 +21,15 @@ type scenarioPlan struct {
 	iterations atomic.Int64 // completed
 }
 
-// ScenarioResult is what a scenario of a script of scenarios did: its name and tags, its model,
-// its request labels and its iterations.
-type ScenarioResult struct {
-	Name       string
-	Tags       map[string]string
-	Model      script.Model
-	Requests   []string
-	Iterations int64
-}
-
 // scenarioResults are the run's scenarios, nil for a script without.
-func (p *plan) scenarioResults() []ScenarioResult {
+func (p *plan) scenarioResults() []run.ScenarioResult {
 	if len(p.s.Scenarios) == 0 {
 		return nil
 	}
-	out := make([]ScenarioResult, len(p.scenarios))
+	out := make([]run.ScenarioResult, len(p.scenarios))
 	for i, sc := range p.scenarios {
 		ses := p.s.Scenarios[i].Session
-		out[i] = ScenarioResult{Name: sc.name, Tags: sc.tags, Model: sc.load.Model, Requests: ses.RequestLabels(), Iterations: sc.iterations.Load()}
+		out[i] = run.ScenarioResult{Name: sc.name, Tags: sc.tags, Model: sc.load.Model, Requests: ses.RequestLabels(), Iterations: sc.iterations.Load()}
 	}
 	return out
 }
@@ -67,15 +58,6 @@ func (p *plan) planScenarios() {
 // scenarioWorkload is a scenario's load with --duration folded in: the only override a script
 // of scenarios takes.
 func scenarioWorkload(w script.Workload, opts Options) script.Workload {
-	applyOverrides(&w, Options{Duration: opts.Duration})
+	run.Override(&w, barrage.LoadOverrides{Duration: opts.Duration})
 	return w
-}
-
-// CheckScenarioOverrides refuses the options that would replace the load of a script of
-// scenarios, which has one per scenario.
-func CheckScenarioOverrides(s *script.Script, o Options) error {
-	if len(s.Scenarios) > 0 && (o.VUs > 0 || o.Rate > 0 || len(o.Stages) > 0 || o.Sweep != nil) {
-		return errors.New("a script of scenarios takes each scenario's load: only --duration changes it (every scenario's)")
-	}
-	return nil
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/barrage-load/barrage/internal/barrage"
 	"github.com/barrage-load/barrage/internal/engine"
+	"github.com/barrage-load/barrage/internal/run"
 	"github.com/barrage-load/barrage/internal/script"
 )
 
@@ -35,7 +36,7 @@ func idle(t *testing.T) string {
 }
 
 // runShards runs s as len(segs) shards at once, on one shared schedule, and returns their results.
-func runShards(t *testing.T, s *script.Script, segs []engine.Segment) []*engine.Result {
+func runShards(t *testing.T, s *script.Script, segs []run.Segment) []*run.Result {
 	t.Helper()
 	start := time.Now().Add(100 * time.Millisecond)
 	runs := make([]*engine.Running, len(segs))
@@ -44,7 +45,7 @@ func runShards(t *testing.T, s *script.Script, segs []engine.Segment) []*engine.
 		require.NoError(t, err)
 		runs[i] = r
 	}
-	out := make([]*engine.Result, len(runs))
+	out := make([]*run.Result, len(runs))
 	for i, r := range runs {
 		out[i] = r.Wait()
 		require.Equal(t, start, out[i].Start)
@@ -75,10 +76,10 @@ load:
   vus: 5
   duration: 30s
 `)
-	results := runShards(t, s, engine.Split(3))
+	results := runShards(t, s, run.Split(3))
 	var total int64
 	for _, res := range results {
-		require.Equal(t, engine.Completed, res.Stop.Reason)
+		require.Equal(t, run.Completed, res.Stop.Reason)
 		require.Contains(t, res.Exhausted, "users.csv")
 		total += stats(t, res, "r").Requests
 	}
@@ -104,7 +105,7 @@ func TestShardsSplitTheIterationBudgetAndTheArrivals(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			before := hits.Load()
 			s := oneRequest(t, srv.URL, load)
-			results := runShards(t, s, engine.Split(3))
+			results := runShards(t, s, run.Split(3))
 			var sent, dropped int64
 			for _, res := range results {
 				n := stats(t, res, "r").Requests
@@ -129,7 +130,7 @@ func TestAShardWhoseShareOfTheBudgetIsNoneRunsNone(t *testing.T) {
 	defer srv.Close()
 	s := oneRequest(t, srv.URL, "vus: 4\n  iterations: 1\n  duration: 1m")
 	var sum int64
-	for _, res := range runShards(t, s, engine.Split(2)) {
+	for _, res := range runShards(t, s, run.Split(2)) {
 		sum += res.Iterations
 	}
 	require.EqualValues(t, 1, sum)
@@ -141,13 +142,13 @@ func TestStopCutsTheRunShortWithItsReason(t *testing.T) {
 	s := oneRequest(t, idle(t), "vus: 2\n  duration: 10m")
 	first := make(chan struct{})
 	var once sync.Once
-	r, err := engine.Start(t.Context(), s, engine.Options{OnSecond: func(engine.Second) { once.Do(func() { close(first) }) }})
+	r, err := engine.Start(t.Context(), s, engine.Options{OnSecond: func(run.Second) { once.Do(func() { close(first) }) }})
 	require.NoError(t, err)
 	<-first
-	r.Stop(engine.Canceled, "canceled by the test")
-	r.Stop(engine.Failed, "a later reason is ignored")
+	r.Stop(run.Canceled, "canceled by the test")
+	r.Stop(run.Failed, "a later reason is ignored")
 	res := r.Wait()
-	require.Equal(t, engine.Stop{Reason: engine.Canceled, Detail: "canceled by the test"}, res.Stop)
+	require.Equal(t, run.Stop{Reason: run.Canceled, Detail: "canceled by the test"}, res.Stop)
 	require.Positive(t, stats(t, res, "r").Requests)
 }
 
@@ -177,7 +178,7 @@ load: { vus: 8, duration: 10m }
 	var once sync.Once
 	var seconds atomic.Int64
 	var counted atomic.Int64
-	r, err := engine.Start(t.Context(), s, engine.Options{OnSecond: func(sec engine.Second) {
+	r, err := engine.Start(t.Context(), s, engine.Options{OnSecond: func(sec run.Second) {
 		counted.Add(sec.Snapshot.Requests().Requests)
 		if seconds.Add(1) == 1 {
 			once.Do(func() { close(first) })
@@ -185,10 +186,10 @@ load: { vus: 8, duration: 10m }
 	}})
 	require.NoError(t, err)
 	<-first
-	r.Drain(engine.Canceled, "drained by the test", time.Minute)
-	r.Drain(engine.Failed, "a later reason is ignored", 0)
+	r.Drain(run.Canceled, "drained by the test", time.Minute)
+	r.Drain(run.Failed, "a later reason is ignored", 0)
 	res := r.Wait()
-	require.Equal(t, engine.Stop{Reason: engine.Canceled, Detail: "drained by the test"}, res.Stop)
+	require.Equal(t, run.Stop{Reason: run.Canceled, Detail: "drained by the test"}, res.Stop)
 	total := stats(t, res, "a").Requests + stats(t, res, "b").Requests
 	require.Positive(t, total)
 	require.Equal(t, hits.Load(), total, "every request the target answered is counted")
@@ -209,10 +210,10 @@ load: { vus: 2, duration: 10m }
 `)
 	first := make(chan struct{})
 	var once sync.Once
-	r, err := engine.Start(t.Context(), s, engine.Options{OnSecond: func(engine.Second) { once.Do(func() { close(first) }) }})
+	r, err := engine.Start(t.Context(), s, engine.Options{OnSecond: func(run.Second) { once.Do(func() { close(first) }) }})
 	require.NoError(t, err)
 	<-first
-	r.Drain(engine.Canceled, "drained", time.Hour) // the hour's think is not waited for
+	r.Drain(run.Canceled, "drained", time.Hour) // the hour's think is not waited for
 	res := r.Wait()
 	require.EqualValues(t, 2, stats(t, res, "r").Requests)
 	require.EqualValues(t, 2, res.Interrupted, "each VU's iteration ended in its think time")
@@ -223,18 +224,18 @@ func TestDrainWaitsForRequestsInFlightOnlySoLong(t *testing.T) {
 	s := oneRequest(t, hangingServer(t).URL, "vus: 2\n  duration: 10m")
 	r, err := engine.Start(t.Context(), s, engine.Options{})
 	require.NoError(t, err)
-	r.Drain(engine.Failed, "the agent was stopped", 0) // the hanging requests are cut at once
+	r.Drain(run.Failed, "the agent was stopped", 0) // the hanging requests are cut at once
 	res := r.Wait()
-	require.Equal(t, engine.Failed, res.Stop.Reason)
+	require.Equal(t, run.Failed, res.Stop.Reason)
 }
 
 func TestCancelledContextStopsTheRunAsCanceled(t *testing.T) {
 	t.Parallel()
 	s := oneRequest(t, idle(t), "vus: 1\n  duration: 10m")
 	ctx, cancel := context.WithCancel(t.Context())
-	r, err := engine.Start(ctx, s, engine.Options{OnSecond: func(engine.Second) { cancel() }})
+	r, err := engine.Start(ctx, s, engine.Options{OnSecond: func(run.Second) { cancel() }})
 	require.NoError(t, err)
-	require.Equal(t, engine.Canceled, r.Wait().Stop.Reason)
+	require.Equal(t, run.Canceled, r.Wait().Stop.Reason)
 }
 
 func TestHardLimitsHoldWhateverTheScriptSays(t *testing.T) {
@@ -249,9 +250,9 @@ func TestHardLimitsHoldWhateverTheScriptSays(t *testing.T) {
 		require.ErrorAs(t, err, &le)
 		require.Equal(t, barrage.LimitViolation{Limit: barrage.LimitMaxVUs, Allowed: 5, Requested: 10}, le.Violations[0])
 		// Half of them on a shard is within the limit.
-		r, err := engine.Start(t.Context(), src("vus: 10\n  duration: 1s"), engine.Options{Limits: barrage.Limits{MaxVUs: 5}, Segment: engine.Split(2)[0]})
+		r, err := engine.Start(t.Context(), src("vus: 10\n  duration: 1s"), engine.Options{Limits: barrage.Limits{MaxVUs: 5}, Segment: run.Split(2)[0]})
 		require.NoError(t, err)
-		require.Equal(t, engine.Completed, r.Wait().Stop.Reason)
+		require.Equal(t, run.Completed, r.Wait().Stop.Reason)
 	})
 	t.Run("an open model's max_vus counts", func(t *testing.T) {
 		t.Parallel()
@@ -263,7 +264,7 @@ func TestHardLimitsHoldWhateverTheScriptSays(t *testing.T) {
 		r, err := engine.Start(t.Context(), src("vus: 1\n  iterations: 100000000"), engine.Options{Limits: barrage.Limits{MaxRunDuration: time.Second}})
 		require.NoError(t, err)
 		res := r.Wait()
-		require.Equal(t, engine.TimedOut, res.Stop.Reason)
+		require.Equal(t, run.TimedOut, res.Stop.Reason)
 		require.Contains(t, res.Stop.Detail, "1s")
 	})
 	// Admitted means it can finish: a run as long as the limit ends by itself, though the two
@@ -274,7 +275,7 @@ func TestHardLimitsHoldWhateverTheScriptSays(t *testing.T) {
 			for range 6 {
 				r, err := engine.Start(t.Context(), src(load), engine.Options{Limits: barrage.Limits{MaxRunDuration: time.Second}})
 				require.NoError(t, err)
-				require.Equal(t, engine.Completed, r.Wait().Stop.Reason)
+				require.Equal(t, run.Completed, r.Wait().Stop.Reason)
 			}
 		})
 	}
@@ -283,10 +284,10 @@ func TestHardLimitsHoldWhateverTheScriptSays(t *testing.T) {
 func TestSecondsFollowTheSharedSchedule(t *testing.T) {
 	t.Parallel()
 	s := oneRequest(t, idle(t), "vus: 1\n  duration: 3s")
-	collect := func(start time.Time) (*engine.Result, []engine.Second) {
+	collect := func(start time.Time) (*run.Result, []run.Second) {
 		var mu sync.Mutex
-		var secs []engine.Second
-		r, err := engine.Start(t.Context(), s, engine.Options{Start: start, OnSecond: func(sec engine.Second) {
+		var secs []run.Second
+		r, err := engine.Start(t.Context(), s, engine.Options{Start: start, OnSecond: func(sec run.Second) {
 			mu.Lock()
 			secs = append(secs, sec)
 			mu.Unlock()

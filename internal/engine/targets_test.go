@@ -39,7 +39,7 @@ func TestAPolicyKeepsTheLoadOffInternalAddresses(t *testing.T) {
 	localhost := "http://localhost:" + target[len("http://127.0.0.1:"):]
 	for name, url := range map[string]string{"address": target, "name": localhost} {
 		t.Run(name, func(t *testing.T) {
-			res := run(t, oneRequest(t, url, "vus: 1\n  iterations: 3"), engine.Options{Targets: &netpolicy.Policy{}})
+			res := runScript(t, oneRequest(t, url, "vus: 1\n  iterations: 3"), engine.Options{Targets: &netpolicy.Policy{}})
 			st := stats(t, res, "r")
 			require.EqualValues(t, 1, st.Requests, "the refusal ends the run")
 			require.EqualValues(t, 1, st.Errors[metrics.ErrConnect], "refused at dial time")
@@ -49,7 +49,7 @@ func TestAPolicyKeepsTheLoadOffInternalAddresses(t *testing.T) {
 	require.Zero(t, accepted.Load(), "the target saw no connection")
 
 	allowed := &netpolicy.Policy{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}
-	res := run(t, oneRequest(t, target, "vus: 1\n  iterations: 3"), engine.Options{Targets: allowed})
+	res := runScript(t, oneRequest(t, target, "vus: 1\n  iterations: 3"), engine.Options{Targets: allowed})
 	require.Zero(t, stats(t, res, "r").Failed())
 	require.Positive(t, accepted.Load())
 }
@@ -73,7 +73,7 @@ load:
   iterations: 2
 `, target))
 	only := &netpolicy.Policy{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}}
-	res := run(t, s, engine.Options{Targets: only})
+	res := runScript(t, s, engine.Options{Targets: only})
 	require.EqualValues(t, 1, stats(t, res, "r").Errors[metrics.ErrConnect], "the refusal ends the run")
 	require.Contains(t, res.Exhausted, "policy refuses")
 	require.Zero(t, refusedAccepted.Load(), "the refused host received nothing")

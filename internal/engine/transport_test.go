@@ -37,7 +37,7 @@ load:
   duration: 1s
   graceful_stop: 300ms
 `)
-	res := run(t, s, engine.Options{})
+	res := runScript(t, s, engine.Options{})
 	require.Less(t, res.Elapsed, 4*time.Second)
 	require.EqualValues(t, 3, res.Interrupted)
 	st, ok := res.Total.Labels[metrics.RequestKey("r")]
@@ -80,7 +80,7 @@ load:
   vus: 1
   iterations: 1
 `)
-	res := run(t, s, engine.Options{})
+	res := runScript(t, s, engine.Options{})
 	mu.Lock() // the handlers' writes: the race detector sees no order in raw socket I/O
 	defer mu.Unlock()
 	require.Zero(t, stats(t, res, "login").Failed())
@@ -109,7 +109,7 @@ load:
   vus: 1
   iterations: 3
 `)
-	res := run(t, s, engine.Options{Insecure: true})
+	res := runScript(t, s, engine.Options{Insecure: true})
 	require.Zero(t, stats(t, res, "h2").Failed())
 	require.Zero(t, stats(t, res, "h1").Failed())
 }
@@ -142,7 +142,7 @@ load:
   vus: 1
   iterations: 2
 `)
-	res := run(t, s, engine.Options{})
+	res := runScript(t, s, engine.Options{})
 	require.Zero(t, stats(t, res, "r").Failed())
 }
 
@@ -179,7 +179,7 @@ load:
   vus: 2
   iterations: 20
 `)
-	res := run(t, s, engine.Options{})
+	res := runScript(t, s, engine.Options{})
 	mu.Lock() // the handlers' writes: the race detector sees no order in raw socket I/O
 	defer mu.Unlock()
 	require.Zero(t, stats(t, res, "static").Failed())
@@ -208,7 +208,7 @@ load:
   vus: 2
   iterations: 8
 `)
-	res := run(t, s, engine.Options{})
+	res := runScript(t, s, engine.Options{})
 	require.Zero(t, stats(t, res, "r").Failed())
 	require.EqualValues(t, 8, stats(t, res, "r").Requests)
 }
@@ -268,7 +268,7 @@ load:
   vus: 1
   iterations: 3
 `)
-	res := run(t, s, engine.Options{})
+	res := runScript(t, s, engine.Options{})
 	for _, name := range []string{"fixed", "head", "empty", "same", "chunked", "continue", "until-close"} {
 		st := stats(t, res, name)
 		require.EqualValues(t, 3, st.Requests, name)
@@ -296,8 +296,8 @@ load:
   vus: 1
   iterations: 2
 `)
-	checked := stats(t, run(t, s, engine.Options{}), "r")
+	checked := stats(t, runScript(t, s, engine.Options{}), "r")
 	require.EqualValues(t, 2, checked.Errors[metrics.ErrConnect], "%+v", checked.Errors)
-	insecure := stats(t, run(t, s, engine.Options{Insecure: true}), "r")
+	insecure := stats(t, runScript(t, s, engine.Options{Insecure: true}), "r")
 	require.Zero(t, insecure.Failed())
 }

@@ -80,7 +80,7 @@ session:
               assert: [ { body_contains: hello from ada } ]
 load: { vus: 2, iterations: 6 }
 `)
-	res := run(t, s, engine.Options{})
+	res := runScript(t, s, engine.Options{})
 	// The upgrade is a request; the session and its receives are steps, which "all requests"
 	// does not count.
 	for _, k := range []metrics.Key{metrics.RequestKey("chat connect"), metrics.StepKey("chat"), metrics.StepKey("joined"), metrics.StepKey("chat receive 2")} {
@@ -117,7 +117,7 @@ session:
             - { receive: echoed, assert: [ { json: "$.text", equals: bye } ] }
 load: { vus: 1, iterations: 1 }
 `)
-	res := run(t, s, engine.Options{})
+	res := runScript(t, s, engine.Options{})
 	require.Equal(t, int64(1), stats(t, res, "refused connect").Errors[metrics.Err4xx], "a 403 is no upgrade")
 	require.Equal(t, int64(1), statsOf(t, res, metrics.StepKey("refused")).Errors[metrics.Err4xx])
 	require.Equal(t, int64(1), statsOf(t, res, metrics.StepKey("no answer")).Errors[metrics.ErrTimeout])
@@ -184,7 +184,7 @@ version: 1
 session: { groups: [ { name: g, requests: [ { name: chat, url: "${target}/chat?token=s3cret", websocket: [ { send: hi } ] } ] } ] }
 load: { vus: 2, duration: 1m }
 `)
-	res := run(t, s, engine.Options{Targets: &netpolicy.Policy{}})
+	res := runScript(t, s, engine.Options{Targets: &netpolicy.Policy{}})
 	require.Contains(t, res.Exhausted, "request chat")
 	require.Less(t, res.Elapsed, 30*time.Second, "ended by the refusal, not the minute")
 }

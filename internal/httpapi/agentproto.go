@@ -10,7 +10,7 @@ import (
 	"github.com/barrage-load/barrage/api"
 	"github.com/barrage-load/barrage/internal/barrage"
 	"github.com/barrage-load/barrage/internal/control"
-	"github.com/barrage-load/barrage/internal/engine"
+	"github.com/barrage-load/barrage/internal/run"
 )
 
 // agentPrincipal returns the agent making the request; the policy guarantees one on agent routes.
@@ -71,7 +71,7 @@ func (s *server) AgentReport(ctx context.Context, req api.AgentReportRequestObje
 	rep := control.Report{Lease: b.Lease, Seconds: make([]control.Second, len(b.Seconds))}
 	for i, sec := range b.Seconds {
 		h := sec.Health
-		rep.Seconds[i] = control.Second{Index: sec.Index, Snapshot: sec.Snapshot, Health: engine.Health{
+		rep.Seconds[i] = control.Second{Index: sec.Index, Snapshot: sec.Snapshot, Health: run.Health{
 			CPU: h.Cpu, Cores: h.Cores, LatenessMax: time.Duration(h.LatenessMaxNs), LatenessSum: time.Duration(h.LatenessSumNs),
 			Scheduled: h.Scheduled, Late: h.Late, Dropped: h.Dropped, ActiveVUs: h.ActiveVus,
 		}}

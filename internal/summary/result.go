@@ -6,9 +6,9 @@ import (
 	"slices"
 	"time"
 
-	"github.com/barrage-load/barrage/internal/engine"
 	"github.com/barrage-load/barrage/internal/metrics"
 	"github.com/barrage-load/barrage/internal/monitor"
+	"github.com/barrage-load/barrage/internal/run"
 	"github.com/barrage-load/barrage/internal/script"
 )
 
@@ -22,10 +22,10 @@ type Result struct {
 	Iterations int64     `json:"iterations"`
 	Dropped    int64     `json:"dropped"`
 	// Interrupted counts iterations cut short at the end of the graceful stop.
-	Interrupted int64       `json:"interrupted"`
-	Unsent      int64       `json:"unsent"`
-	Stop        engine.Stop `json:"stop"`
-	Exhausted   string      `json:"exhausted,omitempty"`
+	Interrupted int64    `json:"interrupted"`
+	Unsent      int64    `json:"unsent"`
+	Stop        run.Stop `json:"stop"`
+	Exhausted   string   `json:"exhausted,omitempty"`
 	Summary
 	// Series is the run's seconds, all requests together.
 	Series []Point `json:"series"`
@@ -61,7 +61,7 @@ type Point struct {
 // NewPoint is the second of index (0 for the first) whose metrics are second, measured by
 // generators whose health in it was healths (one for a local run, one per agent on the
 // server). A last second cut short has its rate over the part it lasted.
-func NewPoint(index int64, second *metrics.Snapshot, healths ...engine.Health) Point {
+func NewPoint(index int64, second *metrics.Snapshot, healths ...run.Health) Point {
 	st := second.Requests()
 	h := st.Latency
 	p := Point{Second: index + 1, Requests: st.Requests, RPS: float64(st.Requests) / max(second.Duration.Seconds(), 1e-9),
@@ -101,7 +101,7 @@ func (r *Result) SetStability(w script.Workload) {
 }
 
 // NewResult is res's account.
-func NewResult(res *engine.Result) *Result {
+func NewResult(res *run.Result) *Result {
 	r := &Result{
 		Script: res.Script, Model: res.Model.String(), Start: res.Start, ElapsedS: res.Elapsed.Seconds(),
 		Iterations: res.Iterations, Dropped: res.Dropped, Interrupted: res.Interrupted, Unsent: res.Unsent,
@@ -133,7 +133,7 @@ func (r *Result) Print(w io.Writer) {
 		fmt.Fprintf(w, ", %d requests not sent (a variable they use was not set)", r.Unsent)
 	}
 	fmt.Fprintln(w)
-	if r.Stop.Reason != engine.Completed {
+	if r.Stop.Reason != run.Completed {
 		fmt.Fprintf(w, "stopped early: %s\n", r.Stop.Detail)
 	}
 	if r.Exhausted != "" {

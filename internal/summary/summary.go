@@ -15,8 +15,8 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/barrage-load/barrage/internal/engine"
 	"github.com/barrage-load/barrage/internal/metrics"
+	"github.com/barrage-load/barrage/internal/run"
 	"github.com/barrage-load/barrage/internal/script"
 	"github.com/barrage-load/barrage/internal/threshold"
 )
@@ -68,7 +68,7 @@ type Scenario struct {
 }
 
 // Scenarios are the scenarios of a local run.
-func Scenarios(rs []engine.ScenarioResult) []Scenario {
+func Scenarios(rs []run.ScenarioResult) []Scenario {
 	var out []Scenario
 	for _, r := range rs {
 		out = append(out, Scenario{Name: r.Name, Tags: r.Tags, Model: r.Model.String(), Requests: r.Requests, Iterations: &r.Iterations})
@@ -191,13 +191,13 @@ type Delivery struct {
 }
 
 // VerdictOf is the engine's verdict on a generator of a run of model as results tell it.
-func VerdictOf(v engine.Verdict, model script.Model) Verdict {
+func VerdictOf(v run.Verdict, model script.Model) Verdict {
 	return Verdict{GeneratorLimited: v.GeneratorLimited, Reasons: v.Reasons, TargetLimited: v.TargetLimited,
 		TargetReasons: v.TargetReasons, Delivery: DeliveryOf(v.Delivery, model)}
 }
 
 // DeliveryOf is d, of a run of model, as results tell it.
-func DeliveryOf(d engine.Delivery, model script.Model) *Delivery {
+func DeliveryOf(d run.Delivery, model script.Model) *Delivery {
 	out := &Delivery{Model: model.String(), Scheduled: d.Scheduled, Late: d.Late, Dropped: d.Dropped,
 		LatenessMeanMS: Millis(d.LatenessMean), LatenessMaxMS: Millis(d.LatenessMax)}
 	if d.BusyTime > 0 {

@@ -10,8 +10,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/barrage-load/barrage/internal/engine"
 	"github.com/barrage-load/barrage/internal/metrics"
+	"github.com/barrage-load/barrage/internal/run"
 	"github.com/barrage-load/barrage/internal/script"
 	"github.com/barrage-load/barrage/internal/summary"
 	"github.com/barrage-load/barrage/internal/threshold"
@@ -126,13 +126,13 @@ func TestSeriesCSVHasARowPerLabelWithItsKind(t *testing.T) {
 // due and how late, and in both models how the VUs' time split.
 func TestTheDeliveryIsOneSentence(t *testing.T) {
 	t.Parallel()
-	open := summary.DeliveryOf(engine.Delivery{Scheduled: 12000, Dropped: 10, LatenessMean: 45 * time.Microsecond,
+	open := summary.DeliveryOf(run.Delivery{Scheduled: 12000, Dropped: 10, LatenessMean: 45 * time.Microsecond,
 		LatenessMax: 1200 * time.Microsecond, BusyTime: 10 * time.Second, TargetTime: 9 * time.Second}, script.Open)
 	require.Equal(t, "delivered: started 11990 of 12000 arrivals due (99.9%), 45µs late on average (worst 1.20ms); "+
 		"VUs spent 90% of their time waiting on the target, 10% in the generator", open.String())
-	closed := summary.DeliveryOf(engine.Delivery{Scheduled: 50, BusyTime: 4 * time.Second, TargetTime: time.Second}, script.Closed)
+	closed := summary.DeliveryOf(run.Delivery{Scheduled: 50, BusyTime: 4 * time.Second, TargetTime: time.Second}, script.Closed)
 	require.Equal(t, "delivered: VUs spent 25% of their time waiting on the target, 75% in the generator", closed.String())
-	require.Empty(t, summary.DeliveryOf(engine.Delivery{}, script.Closed).String(), "nothing measured, nothing said")
+	require.Empty(t, summary.DeliveryOf(run.Delivery{}, script.Closed).String(), "nothing measured, nothing said")
 	v := summary.Verdict{Delivery: closed}
 	require.Equal(t, "generator OK: the numbers measure the target\n"+closed.String(), v.String())
 }

@@ -1,12 +1,11 @@
-// Package sweep runs a script at one concurrency after another and finds where the target
-// stops scaling: each level's throughput, latencies, errors and generator verdict, a Universal
-// Scalability Law fit over the levels, and the knee, the level past which throughput stops
-// growing while latency climbs.
+// Package sweep tells where a target stops scaling from a concurrency sweep's levels (a script
+// run at one concurrency after another; package pipeline runs them): each level's throughput,
+// latencies, errors and generator verdict, a Universal Scalability Law fit over the levels, and
+// the knee, the level past which throughput stops growing while latency climbs.
 package sweep
 
 import (
 	"cmp"
-	"context"
 	"encoding/csv"
 	"errors"
 	"fmt"
@@ -16,9 +15,6 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/barrage-load/barrage/internal/engine"
-	"github.com/barrage-load/barrage/internal/metrics"
-	"github.com/barrage-load/barrage/internal/script"
 	"github.com/barrage-load/barrage/internal/summary"
 	"github.com/barrage-load/barrage/internal/usl"
 )
@@ -79,100 +75,6 @@ type Result struct {
 	// KneeVUs is the level past which throughput stops growing while p95 climbs; 0 when the
 	// sweep found none (see usl.Knee for the rule).
 	KneeVUs int `json:"knee_vus,omitempty"`
-}
-
-// Options are a sweep's: the concurrencies, each step's length and the engine's options for
-// each step (their load is replaced by each level's).
-type Options struct {
-	VUs  []int
-	Step time.Duration
-	// Engine are the engine's options for every level; its OnSecond, when set, receives every
-	// level's seconds numbered on the sweep's schedule (from Start), one level after another.
-	Engine engine.Options
-	// Start is when the first level starts (zero: at once); each next one starts on the next
-	// whole second of that schedule after the level before it ended.
-	Start time.Time
-	// OnLevel, when set, receives each level as it ends.
-	OnLevel func(Level)
-}
-
-// Run sweeps s at each of o.VUs in turn, for o.Step each, in the closed model (every VU of a
-// level started at once, the script's think times kept, its own load replaced), then fits and judges the levels. A
-// canceled context ends the sweep with the levels run so far.
-func Run(ctx context.Context, s *script.Script, o Options) (*Result, error) {
-	if len(o.VUs) == 0 {
-		return nil, errors.New("a sweep needs at least one level")
-	}
-	res := &Result{Script: s.Name, StepS: o.Step.Seconds(), Levels: []Level{}}
-	start := o.Start
-	if start.IsZero() {
-		start = time.Now()
-	}
-	var offset int64 // the schedule's second the level starts on
-	for _, n := range o.VUs {
-		if ctx.Err() != nil {
-			break
-		}
-		lv, err := runLevel(ctx, s, n, o, start.Add(time.Duration(offset)*time.Second), offset)
-		offset = max(offset+1, int64(math.Ceil(time.Since(start).Seconds())))
-		if err != nil {
-			return res, fmt.Errorf("level %d VUs: %w", n, err)
-		}
-		res.Levels = append(res.Levels, lv)
-		if o.OnLevel != nil {
-			o.OnLevel(lv)
-		}
-	}
-	res.judge()
-	return res, nil
-}
-
-// runLevel runs the level of n VUs from levelStart, the second offset of the sweep's schedule.
-func runLevel(ctx context.Context, s *script.Script, n int, o Options, levelStart time.Time, offset int64) (Level, error) {
-	level := *s
-	level.Load.Model, level.Load.VUs, level.Load.Duration, level.Load.Iterations = script.Closed, n, o.Step, 0
-	level.Load.Stages, level.Load.MaxVUs, level.Load.RampUp = nil, 0, 0
-	level.Thresholds = nil // a step is measured, not judged
-	opts := o.Engine
-	opts.VUs, opts.Duration, opts.Rate, opts.Stages, opts.Sweep = 0, 0, 0, nil, nil
-	opts.Start = levelStart
-	skip := int64(0)
-	if o.Step > 2*time.Second {
-		skip = 1
-	}
-	measured := &metrics.Snapshot{}
-	var lv Level
-	opts.OnSecond = func(sec engine.Second) {
-		if sec.Index == 0 && sec.Health.ActiveVUs < int64(n) {
-			lv.LateStart = true
-		}
-		if sec.Index >= skip {
-			measured.Merge(sec.Snapshot)
-		}
-		if o.Engine.OnSecond != nil {
-			sec.Index += offset
-			o.Engine.OnSecond(sec)
-		}
-	}
-	r, err := engine.Run(ctx, &level, opts)
-	if r == nil {
-		return Level{}, err
-	}
-	st := measured.Requests()
-	secs := max(measured.Duration.Seconds(), 1e-9)
-	lv.VUs, lv.Seconds, lv.Requests, lv.RPS = n, measured.Duration.Seconds(), st.Requests, float64(st.Requests)/secs
-	lv.P50MS, lv.P95MS, lv.P99MS = summary.Millis(st.Latency.Quantile(0.5)), summary.Millis(st.Latency.Quantile(0.95)), summary.Millis(st.Latency.Quantile(0.99))
-	if st.Requests > 0 {
-		lv.ErrorRate = float64(st.Failed()) / float64(st.Requests)
-	}
-	lv.Reliability = 1 - lv.ErrorRate
-	lv.OKRPS = float64(st.Requests-st.Failed()) / secs
-	lv.Verdict = summary.VerdictOf(r.Verdict, r.Model)
-	if r.Stop.Reason != engine.Completed {
-		lv.Stopped = r.Stop.String()
-		lv.LateStart = false // a level cut short is not judged
-	}
-	return lv, nil
 }
 
 // NewResult is the sweep of script by steps of step whose levels are levels (as an agent measured

@@ -1,4 +1,4 @@
-package engine
+package run
 
 import "fmt"
 
@@ -40,7 +40,7 @@ func (r StopReason) String() string {
 // MarshalText writes the reason's name.
 func (r StopReason) MarshalText() ([]byte, error) {
 	if r >= numStopReasons {
-		return nil, fmt.Errorf("engine: unknown stop reason %d", uint8(r))
+		return nil, fmt.Errorf("run: unknown stop reason %d", uint8(r))
 	}
 	return []byte(r.String()), nil
 }

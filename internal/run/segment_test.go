@@ -1,18 +1,18 @@
-package engine_test
+package run_test
 
 import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/barrage-load/barrage/internal/engine"
+	"github.com/barrage-load/barrage/internal/run"
 )
 
 func TestSegmentsThatTileTheRunOwnEveryIndexOnce(t *testing.T) {
 	t.Parallel()
-	tilings := map[string][]engine.Segment{
+	tilings := map[string][]run.Segment{
 		"one":      {{}},
-		"three":    engine.Split(3),
+		"three":    run.Split(3),
 		"weighted": {{From: 0, To: 2, Of: 5}, {From: 2, To: 3, Of: 5}, {From: 3, To: 5, Of: 5}},
 	}
 	for name, segs := range tilings {
@@ -48,7 +48,7 @@ func TestSegmentsThatTileTheRunOwnEveryIndexOnce(t *testing.T) {
 func TestSegmentsStripeAShareEvenly(t *testing.T) {
 	t.Parallel()
 	// 10 VUs on three agents: 4, 3, 3, and the first of a ramp-up go to different agents.
-	segs := engine.Split(3)
+	segs := run.Split(3)
 	require.Equal(t, []int64{4, 3, 3}, []int64{segs[0].Scale(10), segs[1].Scale(10), segs[2].Scale(10)})
 	require.True(t, segs[0].Owns(0))
 	require.True(t, segs[1].Owns(1))
@@ -58,14 +58,14 @@ func TestSegmentsStripeAShareEvenly(t *testing.T) {
 func TestParseSegment(t *testing.T) {
 	t.Parallel()
 	for _, ok := range []string{"whole", "", "0:1/2", "1:2/2", "2:5/7"} {
-		s, err := engine.ParseSegment(ok)
+		s, err := run.ParseSegment(ok)
 		require.NoError(t, err, ok)
-		back, err := engine.ParseSegment(s.String())
+		back, err := run.ParseSegment(s.String())
 		require.NoError(t, err)
 		require.Equal(t, s, back)
 	}
 	for _, bad := range []string{"1/2", "0:1", "1:1/2", "2:1/2", "0:3/2", "-1:1/2", "a:b/c", "0:1/0", "0:1/2/3"} {
-		_, err := engine.ParseSegment(bad)
+		_, err := run.ParseSegment(bad)
 		require.Error(t, err, bad)
 	}
 }
@@ -75,13 +75,13 @@ func FuzzParseSegment(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, text string) {
-		s, err := engine.ParseSegment(text)
+		s, err := run.ParseSegment(text)
 		if err != nil {
 			return
 		}
 		require.NoError(t, s.Validate())
 		// A segment that parses owns what it says and round-trips.
-		back, err := engine.ParseSegment(s.String())
+		back, err := run.ParseSegment(s.String())
 		require.NoError(t, err)
 		require.Equal(t, s, back)
 		require.LessOrEqual(t, s.Scale(1000), int64(1000))
