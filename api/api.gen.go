@@ -2107,7 +2107,10 @@ type RunSummary struct {
 	ErrorSamples *[]ErrorSample   `json:"error_samples,omitempty"`
 	Errors       map[string]int64 `json:"errors"`
 	Groups       []LabelSummary   `json:"groups"`
-	Hooks        *[]LabelSummary  `json:"hooks,omitempty"`
+
+	// HookErrors Failed plugin hook calls (a crashed plugin, a timeout, a refusal), by reason, every agent's together.
+	HookErrors *map[string]int64 `json:"hook_errors,omitempty"`
+	Hooks      *[]LabelSummary   `json:"hooks,omitempty"`
 
 	// Incomplete Which agents' figures stop short of the run's end (lost, or failed while the others went on) and what is missing.
 	// A lost agent may have sent requests it never reported: its requests/s over its last reported seconds (five at
@@ -2122,10 +2125,12 @@ type RunSummary struct {
 
 	// Scenarios The scenarios of a script that has them, each with its tags, model and request labels.
 	Scenarios *[]struct {
-		Model    RunSummaryScenariosModel `json:"model"`
-		Name     string                   `json:"name"`
-		Requests []string                 `json:"requests"`
-		Tags     *map[string]string       `json:"tags,omitempty"`
+		// Iterations The iterations the scenario completed, when they are known (a local run's result); absent from a server's summary, whose agents count every scenario's together.
+		Iterations *int64                   `json:"iterations,omitempty"`
+		Model      RunSummaryScenariosModel `json:"model"`
+		Name       string                   `json:"name"`
+		Requests   []string                 `json:"requests"`
+		Tags       *map[string]string       `json:"tags,omitempty"`
 	} `json:"scenarios,omitempty"`
 
 	// Schedule In the open model, the latency from the schedule: from when each iteration was due to the end of its first

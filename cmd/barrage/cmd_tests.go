@@ -16,7 +16,6 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/barrage-load/barrage/api"
-	"github.com/barrage-load/barrage/internal/engine"
 )
 
 func runTests(ctx context.Context, e env, args []string) error {
@@ -274,7 +273,7 @@ func runTestsDebug(ctx context.Context, e env, args []string) error {
 	}
 	fmt.Fprintf(e.stderr, "revision %d on agent %s\n\n", d.Revision, d.AgentId)
 	for _, r := range d.Requests {
-		printTrace(e.stdout, traceEvent(r), *preview)
+		printTrace(e.stdout, r.Event(), *preview)
 	}
 	switch {
 	case d.Error != nil:
@@ -284,39 +283,6 @@ func runTestsDebug(ctx context.Context, e env, args []string) error {
 	}
 	fmt.Fprintln(e.stdout, "every request passed its checks")
 	return nil
-}
-
-// traceEvent is an agent's trace entry as the local debug's, so that both print alike.
-func traceEvent(r api.TraceEntry) engine.TraceEvent {
-	ev := engine.TraceEvent{Request: r.Request, Method: r.Method, URL: r.Url, BytesIn: r.BytesIn,
-		Duration: time.Duration(r.DurationMs * float64(time.Millisecond)), Vars: r.Vars, Failures: r.Failures,
-		ResponseHeader: http.Header{}}
-	for _, h := range r.RequestHeaders {
-		ev.RequestHeader = append(ev.RequestHeader, [2]string{h.Name, h.Value})
-	}
-	for _, h := range r.ResponseHeaders {
-		ev.ResponseHeader[h.Name] = append(ev.ResponseHeader[h.Name], h.Value)
-	}
-	if r.RequestBody != nil {
-		ev.RequestBody = []byte(*r.RequestBody)
-	}
-	if r.ResponseBody != nil {
-		ev.ResponseBody = []byte(*r.ResponseBody)
-	}
-	if r.Status != nil {
-		ev.Status = *r.Status
-	}
-	if r.Error != nil {
-		ev.Err = errors.New(*r.Error)
-	}
-	for _, h := range deref(r.Redirects) {
-		ev.Redirects = append(ev.Redirects, engine.Redirect{Status: h.Status, Method: h.Method, URL: h.Url})
-	}
-	if r.ContentEncoding != nil {
-		ev.Encoding = *r.ContentEncoding
-		ev.Decoded, ev.DecodedPart = deref(r.DecodedBytes), deref(r.DecodedPastCap)
-	}
-	return ev
 }
 
 func runScripts(ctx context.Context, e env, args []string) error {

@@ -9,6 +9,7 @@ import (
 	"slices"
 
 	"github.com/barrage-load/barrage/internal/engine"
+	"github.com/barrage-load/barrage/internal/run"
 	"github.com/barrage-load/barrage/internal/script"
 	"github.com/barrage-load/barrage/internal/summary"
 )
@@ -33,7 +34,7 @@ func runDebug(ctx context.Context, e env, args []string) error {
 		return err
 	}
 	failed := 0
-	err = engine.Debug(ctx, s, engine.Options{Env: envLookup(e), Secrets: secrets, Insecure: *insecure, Plugins: plugins, Trace: func(ev engine.TraceEvent) {
+	err = engine.Debug(ctx, s, engine.Options{Env: envLookup(e), Secrets: secrets, Insecure: *insecure, Plugins: plugins, Trace: func(ev run.TraceEvent) {
 		if len(ev.Failures) > 0 || ev.Err != nil {
 			failed++
 		}
@@ -49,13 +50,13 @@ func runDebug(ctx context.Context, e env, args []string) error {
 	return nil
 }
 
-func printTrace(w io.Writer, ev engine.TraceEvent, preview int) {
+func printTrace(w io.Writer, ev run.TraceEvent, preview int) {
 	fmt.Fprintf(w, "=== %s\n> %s %s\n", ev.Request, ev.Method, ev.URL)
 	for _, h := range ev.RequestHeader {
 		fmt.Fprintf(w, "> %s: %s\n", h[0], h[1])
 	}
 	if len(ev.RequestBody) > 0 {
-		fmt.Fprintf(w, ">\n%s\n", engine.Preview(ev.RequestBody, preview))
+		fmt.Fprintf(w, ">\n%s\n", run.Preview(ev.RequestBody, preview))
 	}
 	for _, r := range ev.Redirects {
 		fmt.Fprintf(w, "< %d, followed\n> %s %s\n", r.Status, r.Method, r.URL)
@@ -63,7 +64,7 @@ func printTrace(w io.Writer, ev engine.TraceEvent, preview int) {
 	switch {
 	case ev.Method == "WS SEND" && ev.Err == nil:
 	case ev.Method == "WS RECEIVE" && ev.Err == nil:
-		fmt.Fprintf(w, "< message after %s\n%s\n", summary.Duration(ev.Duration), engine.Preview(ev.ResponseBody, preview))
+		fmt.Fprintf(w, "< message after %s\n%s\n", summary.Duration(ev.Duration), run.Preview(ev.ResponseBody, preview))
 	case ev.Err != nil:
 		if ev.Status != 0 { // a body that did not decode: the headers say how it came
 			fmt.Fprintf(w, "< %d (%s, %d bytes)\n", ev.Status, summary.Duration(ev.Duration), ev.BytesIn)
@@ -80,7 +81,7 @@ func printTrace(w io.Writer, ev engine.TraceEvent, preview int) {
 			fmt.Fprintf(w, "< (body came %s-compressed: %d bytes decoded; shown decoded)\n", ev.Encoding, ev.Decoded)
 		}
 		if len(ev.ResponseBody) > 0 {
-			fmt.Fprintf(w, "<\n%s\n", engine.Preview(ev.ResponseBody, preview))
+			fmt.Fprintf(w, "<\n%s\n", run.Preview(ev.ResponseBody, preview))
 		}
 	}
 	if len(ev.Vars) > 0 {

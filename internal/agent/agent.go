@@ -415,12 +415,7 @@ func (sh *shard) add(sec run.Second) {
 		sh.log.Error("encode a second", slog.String("error", err.Error()))
 		return
 	}
-	h := sec.Health
-	out := api.ShardSecond{Index: sec.Index, Snapshot: snap, Health: api.EngineHealth{
-		Cpu: h.CPU, Cores: h.Cores, LatenessMaxNs: int64(h.LatenessMax), LatenessSumNs: int64(h.LatenessSum),
-		Scheduled: h.Scheduled, Late: h.Late, Dropped: h.Dropped, ActiveVus: h.ActiveVUs,
-		BusyNs: ptr(int64(h.BusyTime)), TargetNs: ptr(int64(h.TargetTime)),
-	}}
+	out := api.ShardSecond{Index: sec.Index, Snapshot: snap, Health: api.HealthOf(sec.Health)}
 	if sh.monitors != nil {
 		if m := sh.monitors.take(sec.Index); m != nil {
 			units := make([]api.ShardSecondMonitorUnits, len(m.units))

@@ -5,10 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"maps"
 	"net/http"
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/barrage-load/barrage/api"
@@ -17,6 +14,7 @@ import (
 	"github.com/barrage-load/barrage/internal/netpolicy"
 	"github.com/barrage-load/barrage/internal/pluginhost"
 	"github.com/barrage-load/barrage/internal/pluginset"
+	"github.com/barrage-load/barrage/internal/run"
 	"github.com/barrage-load/barrage/internal/script"
 )
 
@@ -108,12 +106,12 @@ func (a *Agent) debug(ctx context.Context, origin pluginset.Origin, s *script.Sc
 	defer set.Close()
 	trace := &api.DebugTrace{Passed: true, Requests: []api.TraceEntry{}}
 	budget := debugBudget
-	opts := engine.Options{Plugins: set.Plugins, Targets: targets, Secrets: secrets, Trace: func(ev engine.TraceEvent) {
+	opts := engine.Options{Plugins: set.Plugins, Targets: targets, Secrets: secrets, Trace: func(ev run.TraceEvent) {
 		if ev.Err != nil || len(ev.Failures) > 0 {
 			trace.Passed = false
 		}
 		if len(trace.Requests) < debugMaxRequests {
-			trace.Requests = append(trace.Requests, toTraceEntry(ev, &budget))
+			trace.Requests = append(trace.Requests, api.TraceEntryOf(ev, func(b []byte) string { return preview(b, &budget) }))
 		}
 	}}
 	if err := engine.Debug(ctx, s, opts); err != nil {
@@ -126,59 +124,16 @@ func (a *Agent) debug(ctx context.Context, origin pluginset.Origin, s *script.Sc
 	return trace, nil
 }
 
-// toTraceEntry is ev as an answer carries it: text without NUL bytes (which the server's store
-// refuses), bodies and variables previewed out of what is left of budget.
-func toTraceEntry(ev engine.TraceEvent, budget *int) api.TraceEntry {
-	preview := func(b []byte) *string {
-		n := min(debugPreview, max(*budget, 0))
-		if n == 0 {
-			return ptr(fmt.Sprintf("(%d bytes: the answer has no room left for previews)", len(b)))
-		}
-		s := clean(engine.Preview(b, n))
-		*budget -= len(s)
-		return &s
+// preview shows b as a trace entry does, in what is left of budget, which it spends.
+func preview(b []byte, budget *int) string {
+	n := min(debugPreview, max(*budget, 0))
+	if n == 0 {
+		return fmt.Sprintf("(%d bytes: the answer has no room left for previews)", len(b))
 	}
-	e := api.TraceEntry{Request: ev.Request, Method: ev.Method, Url: clean(ev.URL), BytesIn: ev.BytesIn,
-		DurationMs: float64(ev.Duration) / float64(time.Millisecond), Vars: map[string]string{}, Failures: ev.Failures,
-		RequestHeaders: make([]api.Header, len(ev.RequestHeader)), ResponseHeaders: []api.Header{}}
-	for k, v := range ev.Vars {
-		e.Vars[k] = *preview([]byte(v))
-	}
-	if e.Failures == nil {
-		e.Failures = []string{}
-	}
-	for i, h := range ev.RequestHeader {
-		e.RequestHeaders[i] = api.Header{Name: clean(h[0]), Value: clean(h[1])}
-	}
-	if len(ev.RequestBody) > 0 {
-		e.RequestBody = preview(ev.RequestBody)
-	}
-	for _, r := range ev.Redirects {
-		e.Redirects = ptr(append(deref(e.Redirects), api.TraceRedirect{Status: r.Status, Method: r.Method, Url: clean(r.URL)}))
-	}
-	if ev.Status != 0 { // a body that did not decode came with its status
-		e.Status = ptr(ev.Status)
-	}
-	if ev.Err != nil {
-		e.Error = ptr(clean(ev.Err.Error()))
-		return e
-	}
-	if ev.Encoding != "" {
-		e.ContentEncoding, e.DecodedBytes, e.DecodedPastCap = ptr(clean(ev.Encoding)), ptr(ev.Decoded), ptr(ev.DecodedPart)
-	}
-	for _, k := range slices.Sorted(maps.Keys(ev.ResponseHeader)) {
-		for _, v := range ev.ResponseHeader[k] {
-			e.ResponseHeaders = append(e.ResponseHeaders, api.Header{Name: clean(k), Value: clean(v)})
-		}
-	}
-	if len(ev.ResponseBody) > 0 {
-		e.ResponseBody = preview(ev.ResponseBody)
-	}
-	return e
+	s := run.Preview(b, n)
+	*budget -= len(s)
+	return s
 }
-
-// clean replaces NUL bytes, which JSON carries but PostgreSQL's jsonb refuses.
-func clean(s string) string { return strings.ReplaceAll(s, "\x00", "\uFFFD") }
 
 // answerJob sends a job's answer; a failure is logged: the asker's wait runs out.
 func (a *Agent) answerJob(ctx context.Context, j api.AgentJob, ans api.JobAnswer) {

@@ -78,7 +78,7 @@ func (s *Service) RunReport(ctx context.Context, p barrage.Principal, id uuid.UU
 
 // result is p's ended run id as a local run's result: its summary and its seconds, with the
 // summary the server stored.
-func (s *Service) result(ctx context.Context, p barrage.Principal, id uuid.UUID) (*summary.Result, *Summary, error) {
+func (s *Service) result(ctx context.Context, p barrage.Principal, id uuid.UUID) (*summary.Result, *summary.Document, error) {
 	rn, err := s.Run(ctx, p, id)
 	if err != nil {
 		return nil, nil, err
@@ -87,7 +87,7 @@ func (s *Service) result(ctx context.Context, p barrage.Principal, id uuid.UUID)
 	if err != nil {
 		return nil, nil, barrage.Errorf(barrage.ErrConflict, "run %s has not ended yet: it is compared and reported once it has", id)
 	}
-	var sum Summary
+	var sum summary.Document
 	if err := json.Unmarshal(doc, &sum); err != nil {
 		return nil, nil, fmt.Errorf("run %s: stored summary: %w", id, err)
 	}

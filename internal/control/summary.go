@@ -18,34 +18,6 @@ import (
 	"github.com/barrage-load/barrage/internal/threshold"
 )
 
-// Summary is a run's account once it has ended: per request, group and hook, figures from the
-// exact merge of every agent's histograms; the thresholds judged on the merged seconds; and each
-// agent's share and the verdict on it as a generator.
-type Summary struct {
-	// State and Reason are how the run ended, which the summary leads with.
-	State    barrage.RunState `json:"state"`
-	Reason   string           `json:"reason"`
-	ElapsedS float64          `json:"elapsed_s"`
-	Seconds  int              `json:"seconds"`
-	summary.Summary
-	Agents []AgentShare `json:"agents"`
-}
-
-// Verdict is told as `barrage run` tells it.
-type Verdict = summary.Verdict
-
-// AgentShare is one shard's part in the run.
-type AgentShare struct {
-	ShardID     uuid.UUID  `json:"shard_id"`
-	AgentID     *uuid.UUID `json:"agent_id,omitempty"`
-	State       string     `json:"state"`
-	Reason      string     `json:"reason"`
-	Requests    int64      `json:"requests"`
-	Seconds     int        `json:"seconds"`
-	LateStartMS int64      `json:"late_start_ms"`
-	Verdict     Verdict    `json:"verdict"`
-}
-
 // FinalizeRun summarizes and ends run id if every shard of it has ended (the background job that
 // the last shard's end queued).
 func (s *Service) FinalizeRun(ctx context.Context, id uuid.UUID) error {
@@ -125,7 +97,7 @@ func endState(r barrage.Run) (barrage.RunState, string) {
 }
 
 // summarize merges the shards' seconds into the run's summary, one second at a time.
-func (s *Service) summarize(ctx context.Context, sc *script.Script, r barrage.Run) (*Summary, error) {
+func (s *Service) summarize(ctx context.Context, sc *script.Script, r barrage.Run) (*summary.Document, error) {
 	total := &metrics.Snapshot{}
 	byShard := map[uuid.UUID]*shardTally{}
 	monitors := monitor.Skeleton(sc.Monitors)
@@ -164,11 +136,11 @@ func (s *Service) summarize(ctx context.Context, sc *script.Script, r barrage.Ru
 	incomplete := summary.NewIncomplete(s.gaps(r, byShard, agentNames(accounts), int64(len(rps))))
 
 	elapsed := max(total.Duration, time.Second)
-	sum := &Summary{ElapsedS: elapsed.Seconds(), Seconds: seconds, Agents: []AgentShare{},
+	sum := &summary.Document{ElapsedS: elapsed.Seconds(), Seconds: seconds, Agents: []summary.AgentShare{},
 		Summary: summary.New(total, requestNames(sc), groupNames(sc), sc.Session.Checks(), elapsed)}
 	sum.Thresholds = summary.Thresholds(watch.Final(total, elapsed))
 	sum.Scenarios = summary.ScriptScenarios(sc)
-	sum.ErrorSamples = errorSamples(accounts)
+	sum.ErrorSamples, sum.HookErrors = shardAccounts(accounts)
 	sum.Incomplete = incomplete
 	if r.Load.Sweep == nil { // a sweep's load changes on purpose: its levels are judged apart
 		from, to := summary.SteadyWindow(run.Workload(sc, r.Load), elapsed)
@@ -195,7 +167,7 @@ func (s *Service) summarize(ctx context.Context, sc *script.Script, r barrage.Ru
 	model := run.Workload(sc, r.Load).Model
 	var all []run.Health // every agent's seconds: what they delivered together
 	for _, sh := range r.Shards {
-		share := AgentShare{ShardID: sh.ID, AgentID: sh.AgentID, State: string(sh.State), Reason: sh.Reason,
+		share := summary.AgentShare{ShardID: sh.ID, AgentID: sh.AgentID, State: string(sh.State), Reason: sh.Reason,
 			LateStartMS: sh.LateStart.Milliseconds()}
 		if t := byShard[sh.ID]; t != nil {
 			v := run.Judge(t.healths)
@@ -223,18 +195,31 @@ func (s *Service) summarize(ctx context.Context, sc *script.Script, r barrage.Ru
 	return sum, nil
 }
 
-// errorSamples are the error samples every shard reported in its account, merged.
-func errorSamples(accounts []barrage.ShardAccount) []metrics.ErrorSample {
-	var all metrics.ErrorSamples
+// shardAccounts are what every shard reported in its account beside its seconds, merged: the
+// error samples, and the failed plugin hook calls by reason.
+func shardAccounts(accounts []barrage.ShardAccount) ([]metrics.ErrorSample, map[string]int64) {
+	var samples metrics.ErrorSamples
+	var hooks map[string]int64
 	for _, a := range accounts {
 		var res struct {
 			ErrorSamples []metrics.ErrorSample `json:"error_samples"`
+			HookErrors   []struct {
+				Reason string `json:"reason"`
+				Count  int64  `json:"count"`
+			} `json:"hook_errors"`
 		}
-		if len(a.Result) > 0 && json.Unmarshal(a.Result, &res) == nil {
-			all.Merge(res.ErrorSamples)
+		if len(a.Result) == 0 || json.Unmarshal(a.Result, &res) != nil {
+			continue
+		}
+		samples.Merge(res.ErrorSamples)
+		for _, h := range res.HookErrors {
+			if hooks == nil {
+				hooks = map[string]int64{}
+			}
+			hooks[h.Reason] += h.Count
 		}
 	}
-	return all.List()
+	return samples.List(), hooks
 }
 
 // runScript is run's script, parsed.

@@ -20,6 +20,7 @@ import (
 
 	"github.com/barrage-load/barrage/internal/engine"
 	"github.com/barrage-load/barrage/internal/metrics"
+	"github.com/barrage-load/barrage/internal/run"
 )
 
 // compress encodes b in enc as a server would.
@@ -173,7 +174,7 @@ session:
 load: { vus: 1, iterations: 1 }
 `)
 	var failures []string
-	err := engine.Debug(context.Background(), s, engine.Options{Trace: func(ev engine.TraceEvent) {
+	err := engine.Debug(context.Background(), s, engine.Options{Trace: func(ev run.TraceEvent) {
 		if ev.Err != nil {
 			failures = append(failures, ev.Request+": "+ev.Err.Error())
 		}
@@ -211,8 +212,8 @@ session:
         - { name: checked, url: "${target}/", assert: [ { body_contains: gzip } ] }
 load: { vus: 1, iterations: 1 }
 `)
-	var ev engine.TraceEvent
-	require.NoError(t, engine.Debug(context.Background(), s, engine.Options{Trace: func(e engine.TraceEvent) { ev = e }}))
+	var ev run.TraceEvent
+	require.NoError(t, engine.Debug(context.Background(), s, engine.Options{Trace: func(e run.TraceEvent) { ev = e }}))
 	require.ErrorContains(t, ev.Err, "gzip body does not decode")
 	require.Equal(t, http.StatusOK, ev.Status)
 	require.Equal(t, "gzip", ev.ResponseHeader.Get("Content-Encoding"), "the headers say how it came")
@@ -233,8 +234,8 @@ session:
         - { name: br, url: "${target}/br" }
 load: { vus: 1, iterations: 1 }
 `)
-	var ev engine.TraceEvent
-	require.NoError(t, engine.Debug(context.Background(), s, engine.Options{Trace: func(e engine.TraceEvent) { ev = e }}))
+	var ev run.TraceEvent
+	require.NoError(t, engine.Debug(context.Background(), s, engine.Options{Trace: func(e run.TraceEvent) { ev = e }}))
 	require.NoError(t, ev.Err)
 	require.Equal(t, "br", ev.Encoding)
 	require.Equal(t, body, ev.ResponseBody)

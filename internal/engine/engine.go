@@ -57,7 +57,7 @@ type Options struct {
 	// a goroutine of its own: a slow receiver delays the delivery, never the measurement.
 	OnSecond func(run.Second)
 	// Trace, when set, receives every exchange of the run in full (for `barrage debug`).
-	Trace func(TraceEvent)
+	Trace func(run.TraceEvent)
 	// Log receives the engine's notices; nil discards them.
 	Log *slog.Logger
 	// Plugins are the element and url plugins of the script, started and configured, by alias.
@@ -224,7 +224,7 @@ func compile(s *script.Script, opts Options) (*plan, error) {
 	}
 	if p.mask = newMasker(values); p.mask != nil && opts.Trace != nil {
 		trace, mask := opts.Trace, p.mask
-		p.opts.Trace = func(ev TraceEvent) { trace(mask.event(ev)) }
+		p.opts.Trace = func(ev run.TraceEvent) { trace(mask.event(ev)) }
 	}
 	for _, df := range s.Variables.Data {
 		if df.Rows == nil {

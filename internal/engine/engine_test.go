@@ -365,7 +365,7 @@ session:
 load: { vus: 1, iterations: 1 }
 `)
 	got := map[string]http.Header{}
-	err := engine.Debug(context.Background(), s, engine.Options{Trace: func(ev engine.TraceEvent) {
+	err := engine.Debug(context.Background(), s, engine.Options{Trace: func(ev run.TraceEvent) {
 		got[ev.Request] = ev.ResponseHeader
 	}})
 	require.NoError(t, err)

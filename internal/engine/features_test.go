@@ -871,7 +871,7 @@ load: { vus: 1, iterations: 2 }
 	require.ErrorContains(t, err, "the script reads secrets it was not given: PW")
 
 	var shown strings.Builder
-	err = engine.Debug(t.Context(), s, engine.Options{Secrets: map[string]string{"PW": value}, Trace: func(ev engine.TraceEvent) {
+	err = engine.Debug(t.Context(), s, engine.Options{Secrets: map[string]string{"PW": value}, Trace: func(ev run.TraceEvent) {
 		fmt.Fprintf(&shown, "%s %v %s %s %v %v\n", ev.URL, ev.RequestHeader, ev.RequestBody, ev.ResponseBody, ev.Failures, ev.Vars)
 	}})
 	require.NoError(t, err)
@@ -909,7 +909,7 @@ session:
 load: { vus: 1, iterations: 1 }
 `)
 	var urls []string
-	err := engine.Debug(t.Context(), s, engine.Options{Trace: func(ev engine.TraceEvent) { urls = append(urls, ev.URL) }})
+	err := engine.Debug(t.Context(), s, engine.Options{Trace: func(ev run.TraceEvent) { urls = append(urls, ev.URL) }})
 	require.NoError(t, err)
 	require.Equal(t, []string{target + "/login", target + "/account/${token}"}, urls)
 }

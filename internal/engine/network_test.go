@@ -29,6 +29,7 @@ import (
 	"github.com/barrage-load/barrage/internal/engine"
 	"github.com/barrage-load/barrage/internal/metrics"
 	"github.com/barrage-load/barrage/internal/netpolicy"
+	"github.com/barrage-load/barrage/internal/run"
 	"github.com/barrage-load/barrage/internal/script"
 )
 
@@ -353,7 +354,7 @@ proxy: http://`+ln.Addr().String()+`
 session: { groups: [ { name: g, requests: [ { name: r, url: "${target}/", timeout: 10s } ] } ] }
 load: { vus: 1, iterations: 1 }
 `)
-	var ev engine.TraceEvent
-	require.NoError(t, engine.Debug(context.Background(), s, engine.Options{Trace: func(e engine.TraceEvent) { ev = e }}))
+	var ev run.TraceEvent
+	require.NoError(t, engine.Debug(context.Background(), s, engine.Options{Trace: func(e run.TraceEvent) { ev = e }}))
 	require.ErrorContains(t, ev.Err, "proxy:")
 }

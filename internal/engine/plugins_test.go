@@ -274,7 +274,7 @@ session:
 load: {vus: 1, iterations: 1}
 `)
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		err := engine.Debug(ctx, s, engine.Options{Trace: func(engine.TraceEvent) {}, Plugins: map[string]engine.Plugin{
+		err := engine.Debug(ctx, s, engine.Options{Trace: func(run.TraceEvent) {}, Plugins: map[string]engine.Plugin{
 			"tickets": {Element: c.Element(), Scope: scope},
 		}})
 		cancel()

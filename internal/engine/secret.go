@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/barrage-load/barrage/internal/metrics"
+	"github.com/barrage-load/barrage/internal/run"
 	"github.com/barrage-load/barrage/internal/script"
 )
 
@@ -52,7 +53,7 @@ func (m *masker) err(err error) error {
 }
 
 // event is ev with every value it shows masked.
-func (m *masker) event(ev TraceEvent) TraceEvent {
+func (m *masker) event(ev run.TraceEvent) run.TraceEvent {
 	if m == nil {
 		return ev
 	}

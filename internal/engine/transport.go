@@ -21,6 +21,7 @@ import (
 
 	"github.com/barrage-load/barrage/internal/metrics"
 	"github.com/barrage-load/barrage/internal/netpolicy"
+	"github.com/barrage-load/barrage/internal/run"
 	"github.com/barrage-load/barrage/internal/script"
 )
 
@@ -60,7 +61,7 @@ type reply struct {
 	bytesOut int64
 	url      *url.URL // after redirects
 	// redirects are the hops followed before the last response, when the transport traces.
-	redirects []Redirect
+	redirects []run.Redirect
 	// encoding is the Content-Encoding the body was decoded from ("" when it came plain or was
 	// not decoded); decoded counts its decoded bytes, up to just past the cap when decodedPart.
 	encoding    string
@@ -408,7 +409,7 @@ func (t *transport) do(ctx context.Context, ex *exchange, jar cookieJar, r *repl
 			header = withoutHeaders(header, "Cookie")
 		}
 		if t.traceRedirects {
-			r.redirects = append(r.redirects, Redirect{Status: r.status, Method: method, URL: next.String()})
+			r.redirects = append(r.redirects, run.Redirect{Status: r.status, Method: method, URL: next.String()})
 		}
 		u, r.url, raw = next, next, ""
 	}
@@ -704,7 +705,7 @@ func (t *transport) doH2(ctx context.Context, ex *exchange, jar cookieJar, r *re
 			return http.ErrUseLastResponse
 		}
 		if t.traceRedirects && req.Response != nil {
-			r.redirects = append(r.redirects, Redirect{Status: req.Response.StatusCode, Method: req.Method, URL: req.URL.String()})
+			r.redirects = append(r.redirects, run.Redirect{Status: req.Response.StatusCode, Method: req.Method, URL: req.URL.String()})
 		}
 		return nil
 	}

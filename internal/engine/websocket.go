@@ -13,6 +13,7 @@ import (
 
 	"github.com/barrage-load/barrage/internal/metrics"
 	"github.com/barrage-load/barrage/internal/netpolicy"
+	"github.com/barrage-load/barrage/internal/run"
 	"github.com/barrage-load/barrage/internal/script"
 )
 
@@ -200,7 +201,7 @@ func (v *vu) traceWS(r *compiledRequest, ex *exchange, step string, rep *reply, 
 	if v.p.opts.Trace == nil {
 		return
 	}
-	ev := TraceEvent{Request: r.r.Name, Method: "GET", URL: ex.url.String(), RequestHeader: append([][2]string(nil), ex.header...),
+	ev := run.TraceEvent{Request: r.r.Name, Method: "GET", URL: ex.url.String(), RequestHeader: append([][2]string(nil), ex.header...),
 		Status: rep.status, ResponseHeader: rep.header.Clone(), BytesIn: rep.bytesIn, Duration: took, Err: rep.err, Failures: failures, Vars: v.varsCopy()}
 	if step != "" {
 		ev.Request, ev.Method, ev.RequestHeader, ev.ResponseHeader = step, "WS RECEIVE", nil, nil
@@ -214,7 +215,7 @@ func (v *vu) traceWSSend(r *compiledRequest, ex *exchange, msg []byte, err error
 	if v.p.opts.Trace == nil {
 		return
 	}
-	ev := TraceEvent{Request: r.r.Name, Method: "WS SEND", URL: ex.url.String(), RequestBody: append([]byte(nil), msg...), Err: err, Vars: v.varsCopy()}
+	ev := run.TraceEvent{Request: r.r.Name, Method: "WS SEND", URL: ex.url.String(), RequestBody: append([]byte(nil), msg...), Err: err, Vars: v.varsCopy()}
 	if err != nil {
 		ev.Failures = []string{err.Error()}
 	}

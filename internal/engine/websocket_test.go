@@ -15,6 +15,7 @@ import (
 	"github.com/barrage-load/barrage/internal/engine"
 	"github.com/barrage-load/barrage/internal/metrics"
 	"github.com/barrage-load/barrage/internal/netpolicy"
+	"github.com/barrage-load/barrage/internal/run"
 	"github.com/barrage-load/barrage/internal/script"
 )
 
@@ -128,7 +129,7 @@ load: { vus: 1, iterations: 1 }
 	require.Equal(t, int64(1), check.Errors[metrics.ErrAssertion])
 
 	var events []string
-	require.NoError(t, engine.Debug(context.Background(), s, engine.Options{Trace: func(ev engine.TraceEvent) {
+	require.NoError(t, engine.Debug(context.Background(), s, engine.Options{Trace: func(ev run.TraceEvent) {
 		events = append(events, ev.Method+" "+ev.Request+" "+string(ev.RequestBody)+string(ev.ResponseBody))
 	}}))
 	require.Contains(t, events, "WS SEND wrong hi")
@@ -166,7 +167,7 @@ session: { groups: [ { name: g, requests: [ { name: big, url: "${target}/", webs
 load: { vus: 1, iterations: 1 }
 `)
 	var got []byte
-	require.NoError(t, engine.Debug(context.Background(), s, engine.Options{BodyCap: 1 << 16, Trace: func(ev engine.TraceEvent) {
+	require.NoError(t, engine.Debug(context.Background(), s, engine.Options{BodyCap: 1 << 16, Trace: func(ev run.TraceEvent) {
 		if ev.Request == "giant" {
 			got = ev.ResponseBody
 		}

@@ -10,7 +10,6 @@ import (
 	"github.com/barrage-load/barrage/api"
 	"github.com/barrage-load/barrage/internal/barrage"
 	"github.com/barrage-load/barrage/internal/control"
-	"github.com/barrage-load/barrage/internal/run"
 )
 
 // agentPrincipal returns the agent making the request; the policy guarantees one on agent routes.
@@ -70,14 +69,7 @@ func (s *server) AgentReport(ctx context.Context, req api.AgentReportRequestObje
 	b := req.Body
 	rep := control.Report{Lease: b.Lease, Seconds: make([]control.Second, len(b.Seconds))}
 	for i, sec := range b.Seconds {
-		h := sec.Health
-		rep.Seconds[i] = control.Second{Index: sec.Index, Snapshot: sec.Snapshot, Health: run.Health{
-			CPU: h.Cpu, Cores: h.Cores, LatenessMax: time.Duration(h.LatenessMaxNs), LatenessSum: time.Duration(h.LatenessSumNs),
-			Scheduled: h.Scheduled, Late: h.Late, Dropped: h.Dropped, ActiveVUs: h.ActiveVus,
-		}}
-		if h.BusyNs != nil && h.TargetNs != nil {
-			rep.Seconds[i].Health.BusyTime, rep.Seconds[i].Health.TargetTime = time.Duration(*h.BusyNs), time.Duration(*h.TargetNs)
-		}
+		rep.Seconds[i] = control.Second{Index: sec.Index, Snapshot: sec.Snapshot, Health: sec.Health.Health()}
 		if sec.Monitors != nil {
 			m := &control.MonitorValues{Values: *sec.Monitors}
 			if sec.MonitorUnits != nil {

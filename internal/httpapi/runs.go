@@ -235,7 +235,7 @@ func (r reportPage) VisitGetRunReportResponse(w http.ResponseWriter) error {
 }
 
 func (s *server) GetRunSummaryCSV(ctx context.Context, req api.GetRunSummaryCSVRequestObject) (api.GetRunSummaryCSVResponseObject, error) {
-	sum, err := runSummary[control.Summary](ctx, s.control, req.Id)
+	sum, err := runSummary[summary.Document](ctx, s.control, req.Id)
 	if err != nil {
 		return nil, err
 	}

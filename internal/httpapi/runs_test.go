@@ -157,7 +157,8 @@ func TestARunGoesThroughItsAgentToItsSummary(t *testing.T) {
 
 	end := b.do("POST", report, ownToken, map[string]any{"lease": lease, "seconds": []any{second(t, 2, "get home", 10, 20*time.Millisecond)},
 		"end": map[string]any{"reason": "finished", "late_start_ms": 3, "result": map[string]any{"iterations": 160,
-			"error_samples": []any{map[string]any{"label": "get home", "class": "connect", "message": "dial tcp 127.0.0.1:9: connect: connection refused", "count": 2}}}}})
+			"error_samples": []any{map[string]any{"label": "get home", "class": "connect", "message": "dial tcp 127.0.0.1:9: connect: connection refused", "count": 2}},
+			"hook_errors":   []any{map[string]any{"reason": "timeout", "count": 4}}}}})
 	require.Equal(t, http.StatusOK, end.status, "body: %s", end.body)
 	got := b.do("GET", "/v1/runs/"+runID, u.access, nil).json(t)
 	require.Equal(t, "finished", got["state"])
@@ -174,6 +175,7 @@ func TestARunGoesThroughItsAgentToItsSummary(t *testing.T) {
 	require.EqualValues(t, 3, s["seconds"])
 	require.Equal(t, []any{map[string]any{"label": "get home", "class": "connect", "message": "dial tcp 127.0.0.1:9: connect: connection refused", "count": float64(2)}},
 		s["error_samples"], "the agents' reasons of failures come with the summary")
+	require.Equal(t, map[string]any{"timeout": float64(4)}, s["hook_errors"], "so do their failed plugin calls")
 	th := s["thresholds"].([]any)[0].(map[string]any)
 	require.Equal(t, "p95 < 300ms", th["check"])
 	require.Equal(t, true, th["passed"])
