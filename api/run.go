@@ -1,6 +1,7 @@
 package api
 
 import (
+	"encoding/json"
 	"errors"
 	"maps"
 	"net/http"
@@ -111,6 +112,17 @@ func (e TraceEntry) Event() run.TraceEvent {
 		ev.Decoded, ev.DecodedPart = deref(e.DecodedBytes), deref(e.DecodedPastCap)
 	}
 	return ev
+}
+
+// ShardResultOf is a as an agent reports it when its shard ends. The account's JSON is the
+// wire's, field for field (a test holds it), so it goes across as JSON.
+func ShardResultOf(a run.Account) (*ShardResult, error) {
+	b, err := json.Marshal(a)
+	if err != nil {
+		return nil, err
+	}
+	var r ShardResult
+	return &r, json.Unmarshal(b, &r)
 }
 
 // clean replaces NUL bytes, which JSON carries but PostgreSQL's jsonb refuses.

@@ -1,14 +1,18 @@
 package api_test
 
 import (
+	"encoding/json"
 	"errors"
 	"net/http"
+	"reflect"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/barrage-load/barrage/api"
+	"github.com/barrage-load/barrage/internal/metrics"
+	"github.com/barrage-load/barrage/internal/monitor"
 	"github.com/barrage-load/barrage/internal/run"
 )
 
@@ -39,4 +43,25 @@ func TestTraceEntryRoundTrips(t *testing.T) {
 	require.Equal(t, "connect refused", failed.Event().Err.Error())
 	require.Empty(t, failed.Failures, "an answer carries an empty list, never null")
 	require.NotNil(t, failed.Failures)
+}
+
+// A shard's account crosses the wire whole: every field an agent writes, the server reads.
+func TestShardAccountRoundTrips(t *testing.T) {
+	acc := run.Account{Iterations: 10, Dropped: 1, Interrupted: 2, Unsent: 3, Exhausted: "users.csv",
+		HookErrors:      []run.HookErrors{{Reason: "timeout", Count: 4}},
+		ErrorSamples:    []metrics.ErrorSample{{Label: "get", Class: "connect", Message: "refused", Count: 5}},
+		MonitorFailures: []monitor.Failure{{Monitor: "db", Failed: 6, LastError: "503"}},
+		SweepLevels:     json.RawMessage(`[{"vus":1,"seconds":2,"requests":3,"rps":1.5,"ok_rps":1.5,"p50_ms":1,"p95_ms":2,"p99_ms":3,"error_rate":0,"reliability":1,"verdict":{"generator_limited":false,"target_limited":false},"late_start":false}]`)}
+	for i := range reflect.TypeFor[run.Account]().NumField() {
+		require.False(t, reflect.ValueOf(acc).Field(i).IsZero(), "give %s a value here", reflect.TypeFor[run.Account]().Field(i).Name)
+	}
+	wire, err := api.ShardResultOf(acc)
+	require.NoError(t, err)
+	stored, err := json.Marshal(wire) // as the server stores what it received
+	require.NoError(t, err)
+	back, err := run.ReadAccount(stored)
+	require.NoError(t, err)
+	require.JSONEq(t, string(acc.SweepLevels), string(back.SweepLevels))
+	back.SweepLevels = acc.SweepLevels
+	require.Equal(t, acc, back)
 }

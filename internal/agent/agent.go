@@ -253,25 +253,8 @@ func (a *Agent) runShard(ctx context.Context, job *api.ShardJob) {
 	if res.Stop.Detail != "" {
 		end.Detail = ptr(res.Stop.Detail)
 	}
-	end.Result = &api.ShardResult{
-		Iterations: &res.Iterations, Dropped: &res.Dropped, Interrupted: &res.Interrupted, Unsent: &res.Unsent,
-	}
-	if res.Exhausted != "" {
-		end.Result.Exhausted = &res.Exhausted
-	}
-	if len(res.HookErrors) > 0 {
-		var errs []api.HookErrorCount
-		for reason, n := range res.HookErrors {
-			errs = append(errs, api.HookErrorCount{Reason: reason, Count: n})
-		}
-		end.Result.HookErrors = &errs
-	}
-	if len(res.ErrorSamples) > 0 {
-		samples := make([]api.ErrorSample, len(res.ErrorSamples))
-		for i, e := range res.ErrorSamples {
-			samples[i] = api.ErrorSample{Label: e.Label, Class: api.ErrorSampleClass(e.Class), Message: e.Message, Count: e.Count}
-		}
-		end.Result.ErrorSamples = &samples
+	if end.Result, err = api.ShardResultOf(run.AccountOf(res)); err != nil {
+		end.Reason, end.Detail = api.StopReasonFailed, ptr("encode the shard's account: "+err.Error())
 	}
 	log.Info("shard ended", slog.String("stop", res.Stop.String()))
 	finish(end)

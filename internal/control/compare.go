@@ -43,20 +43,18 @@ func (s *Service) RunReport(ctx context.Context, p barrage.Principal, id uuid.UU
 		return report.Report{}, err
 	}
 	names := map[uuid.UUID]string{}
+	var counted []run.Account
 	for _, a := range accounts {
 		names[a.ShardID] = a.AgentName
-		var res struct {
-			Iterations, Dropped, Interrupted, Unsent int64
-			MonitorFailures                          []monitor.Failure `json:"monitor_failures"`
-		}
-		if len(a.Result) > 0 && json.Unmarshal(a.Result, &res) == nil {
-			r.Iterations, r.Dropped = r.Iterations+res.Iterations, r.Dropped+res.Dropped
-			r.Interrupted, r.Unsent = r.Interrupted+res.Interrupted, r.Unsent+res.Unsent
-			r.MonitorFailures = append(r.MonitorFailures, res.MonitorFailures...)
+		if res, err := run.ReadAccount(a.Result); len(a.Result) > 0 && err == nil {
+			counted = append(counted, res)
 		} else {
 			rep.Uncounted = append(rep.Uncounted, a.AgentName)
 		}
 	}
+	acc := run.Accounts(counted)
+	r.Iterations, r.Dropped, r.Interrupted, r.Unsent = acc.Iterations, acc.Dropped, acc.Interrupted, acc.Unsent
+	r.MonitorFailures = append(r.MonitorFailures, acc.MonitorFailures...)
 	for _, a := range sum.Agents {
 		name := fmt.Sprintf("shard %s (its agent was removed)", a.ShardID)
 		if a.AgentID != nil {

@@ -140,7 +140,8 @@ func (s *Service) summarize(ctx context.Context, sc *script.Script, r barrage.Ru
 		Summary: summary.New(total, requestNames(sc), groupNames(sc), sc.Session.Checks(), elapsed)}
 	sum.Thresholds = summary.Thresholds(watch.Final(total, elapsed))
 	sum.Scenarios = summary.ScriptScenarios(sc)
-	sum.ErrorSamples, sum.HookErrors = shardAccounts(accounts)
+	acc := shardAccounts(accounts)
+	sum.ErrorSamples, sum.HookErrors = acc.ErrorSamples, acc.HookErrorCounts()
 	sum.Incomplete = incomplete
 	if r.Load.Sweep == nil { // a sweep's load changes on purpose: its levels are judged apart
 		from, to := summary.SteadyWindow(run.Workload(sc, r.Load), elapsed)
@@ -195,31 +196,16 @@ func (s *Service) summarize(ctx context.Context, sc *script.Script, r barrage.Ru
 	return sum, nil
 }
 
-// shardAccounts are what every shard reported in its account beside its seconds, merged: the
-// error samples, and the failed plugin hook calls by reason.
-func shardAccounts(accounts []barrage.ShardAccount) ([]metrics.ErrorSample, map[string]int64) {
-	var samples metrics.ErrorSamples
-	var hooks map[string]int64
+// shardAccounts are what every shard reported in its account beside its seconds, summed; an
+// account that does not read is left out.
+func shardAccounts(accounts []barrage.ShardAccount) run.Account {
+	all := make([]run.Account, 0, len(accounts))
 	for _, a := range accounts {
-		var res struct {
-			ErrorSamples []metrics.ErrorSample `json:"error_samples"`
-			HookErrors   []struct {
-				Reason string `json:"reason"`
-				Count  int64  `json:"count"`
-			} `json:"hook_errors"`
-		}
-		if len(a.Result) == 0 || json.Unmarshal(a.Result, &res) != nil {
-			continue
-		}
-		samples.Merge(res.ErrorSamples)
-		for _, h := range res.HookErrors {
-			if hooks == nil {
-				hooks = map[string]int64{}
-			}
-			hooks[h.Reason] += h.Count
+		if acc, err := run.ReadAccount(a.Result); len(a.Result) > 0 && err == nil {
+			all = append(all, acc)
 		}
 	}
-	return samples.List(), hooks
+	return run.Accounts(all)
 }
 
 // runScript is run's script, parsed.

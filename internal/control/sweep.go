@@ -2,7 +2,6 @@ package control
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 
 	"github.com/google/uuid"
@@ -34,13 +33,11 @@ func (s *Service) RunSweep(ctx context.Context, p barrage.Principal, id uuid.UUI
 		if len(a.Result) == 0 {
 			continue // the shard ended without an account: lost, or refused
 		}
-		var res struct {
-			Levels []sweep.Level `json:"sweep_levels"`
-		}
-		if err := json.Unmarshal(a.Result, &res); err != nil {
+		l, err := sweep.LevelsOf(a.Result)
+		if err != nil {
 			return nil, fmt.Errorf("run %s shard %s: its account: %w", id, a.ShardID, err)
 		}
-		levels = append(levels, res.Levels...)
+		levels = append(levels, l...)
 	}
 	// Only the run's own levels, in its order, are judged: an agent's account of others is not.
 	var kept []sweep.Level

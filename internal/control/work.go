@@ -430,13 +430,11 @@ const maxFigure = 1e12
 // requests, an error rate outside [0, 1], levels of fewer than 1 VU or not going up, a level
 // longer than the longest step and its graceful stop.
 func checkSweepLevels(result []byte) error {
-	var acc struct {
-		Levels []sweep.Level `json:"sweep_levels"`
-	}
-	if json.Unmarshal(result, &acc) != nil {
+	levels, err := sweep.LevelsOf(result)
+	if err != nil {
 		return nil // the contract checked its shape
 	}
-	for i, l := range acc.Levels {
+	for i, l := range levels {
 		field := fmt.Sprintf("end.result.sweep_levels[%d]", i)
 		for _, f := range []struct {
 			name string
@@ -453,7 +451,7 @@ func checkSweepLevels(result []byte) error {
 			return barrage.Invalid(field+".ok_rps", "must not be more than rps")
 		case l.ErrorRate < 0 || l.ErrorRate > 1:
 			return barrage.Invalid(field+".error_rate", "must be from 0 to 1")
-		case l.VUs < 1 || (i > 0 && l.VUs <= acc.Levels[i-1].VUs):
+		case l.VUs < 1 || (i > 0 && l.VUs <= levels[i-1].VUs):
 			return barrage.Invalid(field+".vus", "levels are at least 1 VU and go up")
 		}
 	}

@@ -7,6 +7,7 @@ package sweep
 import (
 	"cmp"
 	"encoding/csv"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -15,6 +16,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/barrage-load/barrage/internal/run"
 	"github.com/barrage-load/barrage/internal/summary"
 	"github.com/barrage-load/barrage/internal/usl"
 )
@@ -75,6 +77,17 @@ type Result struct {
 	// KneeVUs is the level past which throughput stops growing while p95 climbs; 0 when the
 	// sweep found none (see usl.Knee for the rule).
 	KneeVUs int `json:"knee_vus,omitempty"`
+}
+
+// LevelsOf reads the levels of a sweep from its shard's account as the server stored it
+// (run.Account's SweepLevels); none when the account has none.
+func LevelsOf(account []byte) ([]Level, error) {
+	acc, err := run.ReadAccount(account)
+	if err != nil || len(acc.SweepLevels) == 0 {
+		return nil, err
+	}
+	var levels []Level
+	return levels, json.Unmarshal(acc.SweepLevels, &levels)
 }
 
 // NewResult is the sweep of script by steps of step whose levels are levels (as an agent measured
