@@ -21,6 +21,7 @@ import (
 	"github.com/barrage-load/barrage/internal/barrage"
 	"github.com/barrage-load/barrage/internal/engine"
 	"github.com/barrage-load/barrage/internal/monitor"
+	"github.com/barrage-load/barrage/internal/pipeline"
 	"github.com/barrage-load/barrage/internal/pluginhost"
 	"github.com/barrage-load/barrage/internal/run"
 	"github.com/barrage-load/barrage/internal/script"
@@ -141,21 +142,19 @@ func runRun(ctx context.Context, e env, args []string) error {
 			series.Write(sec.Index, sec.Snapshot, sec.Health.CPU, sec.Health.ActiveVUs)
 		}
 	}
-	stopMonitors := func() ([]*monitor.Series, []monitor.Failure) { return nil, nil }
-	if len(s.Monitors) > 0 {
-		stopMonitors = monitor.Start(ctx, s.Monitors, monitor.Client(nil), time.Now(), nil)
-	}
-	res, runErr := engine.Run(ctx, s, opts)
-	monitors, failures := stopMonitors()
-	if res == nil {
-		if errors.Is(runErr, barrage.ErrInvalid) {
-			return &exitError{exitScriptError, runErr}
+	opts.Judge = true
+	l, err := pipeline.Start(ctx, s, pipeline.Options{Engine: opts, Monitors: monitor.Client(nil)})
+	if err != nil {
+		if errors.Is(err, barrage.ErrInvalid) {
+			return &exitError{exitScriptError, err}
 		}
-		return runErr
+		return err
 	}
+	outcome := l.Wait()
+	res := outcome.Result
 	doc := summary.NewResult(res)
 	doc.Series = append(doc.Series, points...)
-	doc.Monitors, doc.MonitorFailures = monitors, failures
+	doc.Monitors, doc.MonitorFailures = outcome.Monitors, outcome.Account.MonitorFailures
 	doc.SetStability(run.Workload(s, opts.Overrides()))
 	doc.Print(e.stdout)
 	if *out != "" {
@@ -178,13 +177,15 @@ func runRun(ctx context.Context, e env, args []string) error {
 			return fmt.Errorf("write %s: %w", *csvPath, err)
 		}
 	}
-	if errors.Is(runErr, engine.ErrThresholds) {
-		return &exitError{exitThresholds, runErr}
+	for _, t := range res.Thresholds {
+		if !t.Passed {
+			return &exitError{exitThresholds, fmt.Errorf("%w: %s", engine.ErrThresholds, t.Threshold.Source)}
+		}
 	}
-	if runErr == nil && res.Stop.Reason == run.Canceled {
+	if res.Stop.Reason == run.Canceled {
 		return errors.New("the run was interrupted; the summary covers what ran")
 	}
-	return runErr
+	return nil
 }
 
 // positionalArg parses flags placed before or after the one positional argument (a script's

@@ -9,7 +9,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -199,65 +198,56 @@ func (a *Agent) runShard(ctx context.Context, job *api.ShardJob) {
 	defer a.cfg.Metrics.ShardEnded()
 	opts.OnSecond = sh.add
 	opts.Log = log
-	stopMonitors := func() []monitor.Failure { return nil }
+	o := pipeline.Options{Engine: opts}
 	if len(s.Monitors) > 0 && opts.Segment.From == 0 {
 		// One shard scrapes the target's metrics, the one whose segment starts the run, through
 		// the agent's network policy as its load goes.
 		sh.monitors = newMonitorValues(opts.Start)
-		client := monitor.Client(opts.Targets.Dialer(net.Dialer{Timeout: 800 * time.Millisecond}).DialContext)
-		stop := monitor.Start(ctx, s.Monitors, client, opts.Start, sh.monitors.put)
-		stopMonitors = func() []monitor.Failure { _, fails := stop(); return fails }
-	}
-	// finish ends the shard with what its monitors failed at, once they have stopped.
-	finish := func(end *api.ShardEndReport) {
-		if fails := stopMonitors(); len(fails) > 0 {
-			if end.Result == nil {
-				end.Result = &api.ShardResult{}
-			}
-			list := make([]api.MonitorFailure, len(fails))
-			for i, f := range fails {
-				list[i] = api.MonitorFailure{Monitor: f.Monitor, Failed: f.Failed, LastError: strings.ToValidUTF8(f.LastError[:min(len(f.LastError), 2000)], "")}
-			}
-			end.Result.MonitorFailures = &list
-		}
-		sh.finish(ctx, end)
-	}
-	if sw := opts.Sweep; sw != nil {
-		log.Info("sweep started", slog.Any("vus", sw.VUs), slog.Duration("step", sw.Step), slog.Time("start", opts.Start))
-		end := sh.sweep(ctx, s, opts, sw)
-		log.Info("sweep ended", slog.String("stop", string(end.Reason)))
-		finish(end)
-		return
+		o.Monitors = monitor.Client(opts.Targets.Dialer(net.Dialer{Timeout: 800 * time.Millisecond}).DialContext)
+		o.OnMonitors = sh.monitors.put
 	}
 	// The load outlives ctx by a drain: an agent told to stop (SIGTERM, Ctrl-C) ends its load at
 	// the requests' edge and reports every request it sent before it exits.
-	r, err := engine.Start(context.WithoutCancel(ctx), s, opts)
+	l, err := pipeline.Start(context.WithoutCancel(ctx), s, o)
 	if err != nil {
 		reason := api.StopReasonFailed
 		if errors.Is(err, barrage.ErrLimitExceeded) {
 			reason = api.StopReasonAbortedLimit
 		}
 		log.Warn("shard cannot start", slog.String("error", err.Error()))
-		finish(&api.ShardEndReport{Reason: reason, Detail: ptr(err.Error())})
+		sh.finish(ctx, &api.ShardEndReport{Reason: reason, Detail: ptr(err.Error())})
 		return
 	}
-	log.Info("shard started", slog.String("segment", job.Segment), slog.Time("start", opts.Start))
+	if sw := opts.Sweep; sw != nil {
+		log.Info("sweep started", slog.Any("vus", sw.VUs), slog.Duration("step", sw.Step), slog.Time("start", opts.Start))
+	} else {
+		log.Info("shard started", slog.String("segment", job.Segment), slog.Time("start", opts.Start))
+	}
 	stopped := context.AfterFunc(ctx, func() {
 		log.Warn("the agent is stopping: draining the shard's load and reporting it")
-		r.Drain(run.Failed, "the agent was stopped before the load's end; every request it sent is counted", drainWait)
+		l.Drain(run.Failed, "the agent was stopped before the load's end; every request it sent is counted", drainWait)
 	})
 	defer stopped()
-	sh.report(ctx, r)
-	res := r.Wait()
-	end := &api.ShardEndReport{Reason: api.StopReason(res.Stop.Reason.String()), LateStartMs: ptr(res.LateStart.Milliseconds())}
-	if res.Stop.Detail != "" {
-		end.Detail = ptr(res.Stop.Detail)
+	sh.report(ctx, l)
+	out := l.Wait()
+	end := &api.ShardEndReport{Reason: api.StopReason(out.Stop.Reason.String())}
+	if out.Stop.Detail != "" {
+		end.Detail = ptr(out.Stop.Detail)
 	}
-	if end.Result, err = api.ShardResultOf(run.AccountOf(res)); err != nil {
+	if out.Result != nil {
+		end.LateStartMs = ptr(out.Result.LateStart.Milliseconds())
+	}
+	if out.Err != nil {
+		end.Reason, end.Detail = api.StopReasonFailed, ptr(out.Err.Error())
+	}
+	for i, f := range out.Account.MonitorFailures {
+		out.Account.MonitorFailures[i].LastError = strings.ToValidUTF8(f.LastError[:min(len(f.LastError), 2000)], "")
+	}
+	if end.Result, err = api.ShardResultOf(out.Account); err != nil {
 		end.Reason, end.Detail = api.StopReasonFailed, ptr("encode the shard's account: "+err.Error())
 	}
-	log.Info("shard ended", slog.String("stop", res.Stop.String()))
-	finish(end)
+	log.Info("shard ended", slog.String("stop", out.Stop.String()))
+	sh.finish(ctx, end)
 }
 
 // prepare checks the job's script against its digest, loads it with its data files, starts its
@@ -476,63 +466,6 @@ const drainWait = 5 * time.Second
 // flushWait is how long an agent that is stopping goes on trying to report what its shard
 // measured: a process that is told to end must end.
 const flushWait = 15 * time.Second
-
-// sweepLoad is a sweep's levels under way: stopping it cancels them, keeping why.
-type sweepLoad struct {
-	cancel context.CancelFunc
-	done   chan struct{}
-	mu     sync.Mutex
-	stop   *run.Stop
-}
-
-func (l *sweepLoad) Done() <-chan struct{} { return l.done }
-
-// Drain stops the sweep: its levels are judged whole or not at all.
-func (l *sweepLoad) Drain(reason run.StopReason, detail string, _ time.Duration) {
-	l.Stop(reason, detail)
-}
-
-func (l *sweepLoad) Stop(reason run.StopReason, detail string) {
-	l.mu.Lock()
-	if l.stop == nil {
-		l.stop = &run.Stop{Reason: reason, Detail: detail}
-	}
-	l.mu.Unlock()
-	l.cancel()
-}
-
-// sweep runs a sweep's levels one after another as the shard's load, their seconds numbered on
-// the shard's schedule and reported as they come, and returns the shard's end with the levels.
-func (sh *shard) sweep(ctx context.Context, s *script.Script, opts engine.Options, sw *barrage.Sweep) *api.ShardEndReport {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	l := &sweepLoad{cancel: cancel, done: make(chan struct{})}
-	sh.report(ctx, l)
-	res, err := pipeline.Sweep(ctx, s, pipeline.SweepOptions{VUs: sw.VUs, Step: sw.Step, Engine: opts, Start: opts.Start})
-	close(l.done)
-	end := &api.ShardEndReport{Reason: api.StopReasonFinished}
-	l.mu.Lock()
-	if st := l.stop; st != nil {
-		end.Reason, end.Detail = api.StopReason(st.Reason.String()), ptr(st.Detail)
-	}
-	l.mu.Unlock()
-	if err != nil {
-		end.Reason, end.Detail = api.StopReasonFailed, ptr(err.Error())
-	}
-	if res != nil {
-		b, err := json.Marshal(res.Levels)
-		var levels []api.SweepLevel
-		if err == nil {
-			err = json.Unmarshal(b, &levels)
-		}
-		if err != nil {
-			end.Reason, end.Detail = api.StopReasonFailed, ptr("encode the sweep's levels: "+err.Error())
-		} else {
-			end.Result = &api.ShardResult{SweepLevels: &levels}
-		}
-	}
-	return end
-}
 
 // report sends the shard's seconds each second while it runs, and stops its load when the
 // server says so or when the server has been out of reach for LostAfter. It goes on after ctx

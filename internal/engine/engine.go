@@ -58,6 +58,10 @@ type Options struct {
 	OnSecond func(run.Second)
 	// Trace, when set, receives every exchange of the run in full (for `barrage debug`).
 	Trace func(run.TraceEvent)
+	// Judge judges the script's thresholds on the run's own seconds as they come, an aborting one
+	// stopping the load, and on the whole run at its end (Result.Thresholds): for a run of its
+	// own. A shard of a run leaves them to the server, which judges the merged seconds.
+	Judge bool
 	// Log receives the engine's notices; nil discards them.
 	Log *slog.Logger
 	// Plugins are the element and url plugins of the script, started and configured, by alias.
@@ -86,21 +90,12 @@ var ErrThresholds = errors.New("thresholds failed")
 // threshold held, wraps ErrThresholds when one failed, and is anything else when the run could
 // not happen. It is Start and Wait with a threshold.Watch, for a run that is all of its own.
 func Run(ctx context.Context, s *script.Script, opts Options) (*run.Result, error) {
-	p, err := compile(s, opts)
-	if err != nil {
-		return nil, err
-	}
-	watch := threshold.New(s.Thresholds)
-	r, err := p.start(ctx, func(r *Running, sec run.Second) {
-		if why := watch.Observe(sec.Snapshot, sec.Elapsed); why != "" {
-			r.Stop(run.AbortedThreshold, why)
-		}
-	})
+	opts.Judge = true
+	r, err := Start(ctx, s, opts)
 	if err != nil {
 		return nil, err
 	}
 	res := r.Wait()
-	res.Thresholds = watch.Final(res.Total, res.Elapsed)
 	for _, t := range res.Thresholds {
 		if !t.Passed {
 			return res, fmt.Errorf("%w: %s", ErrThresholds, t.Threshold.Source)
@@ -421,6 +416,10 @@ type Running struct {
 	p    *plan
 	res  *run.Result
 	done chan struct{}
+	// watch judges the thresholds as the seconds come, with Options.Judge; Wait judges them on
+	// the whole run, once.
+	watch  *threshold.Watch
+	judged sync.Once
 
 	stopMu sync.Mutex
 	stop   *run.Stop     // the first reason given, nil while none was
@@ -435,9 +434,9 @@ type Running struct {
 
 // Start begins s in the background and returns at once: the schedule starts at opts.Start (now
 // when zero), seconds go to opts.OnSecond as they end, and Wait returns the Result once load has
-// stopped and every second has been delivered. Thresholds are not judged: a shard's own
-// seconds are only its share, so the caller judges the merged ones (threshold.Watch) and calls
-// Stop(AbortedThreshold, ...) when one breaks. Run does all of it for a run of its own.
+// stopped and every second has been delivered. Thresholds are judged only with opts.Judge: a
+// shard's own seconds are only its share, so the server judges the merged ones and stops the
+// shards when one breaks. Run does all of it for a run of its own.
 //
 // Cancelling ctx stops the run as Stop(Canceled, "interrupted") would.
 func Start(ctx context.Context, s *script.Script, opts Options) (*Running, error) {
@@ -445,7 +444,19 @@ func Start(ctx context.Context, s *script.Script, opts Options) (*Running, error
 	if err != nil {
 		return nil, err
 	}
-	return p.start(ctx, nil)
+	if !opts.Judge {
+		return p.start(ctx, nil)
+	}
+	watch := threshold.New(s.Thresholds)
+	r, err := p.start(ctx, func(r *Running, sec run.Second) {
+		if why := watch.Observe(sec.Snapshot, sec.Elapsed); why != "" {
+			r.Stop(run.AbortedThreshold, why)
+		}
+	})
+	if r != nil {
+		r.watch = watch
+	}
+	return r, err
 }
 
 // Stop cuts the run short: no iteration starts after it, and those running are interrupted at
@@ -487,6 +498,9 @@ func (r *Running) Done() <-chan struct{} { return r.done }
 // measured.
 func (r *Running) Wait() *run.Result {
 	<-r.done
+	if r.watch != nil {
+		r.judged.Do(func() { r.res.Thresholds = r.watch.Final(r.res.Total, r.res.Elapsed) })
+	}
 	return r.res
 }
 

@@ -5,6 +5,7 @@ package pipeline
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -109,4 +110,14 @@ func sweepLevel(ctx context.Context, s *script.Script, n int, o SweepOptions, le
 		lv.LateStart = false // a level cut short is not judged
 	}
 	return lv, nil
+}
+
+// marshalLevels is levels as an account carries them, with err, the sweep's own, unless the
+// levels do not encode.
+func marshalLevels(levels []sweep.Level, err error) (json.RawMessage, error) {
+	b, merr := json.Marshal(levels)
+	if merr != nil {
+		return nil, fmt.Errorf("encode the sweep's levels: %w", merr)
+	}
+	return b, err
 }

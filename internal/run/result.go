@@ -53,8 +53,8 @@ type Result struct {
 	// Exhausted says what ended the run early, if anything did: a source of values that ran
 	// out, or a destination the agent's policy refuses.
 	Exhausted string
-	// Thresholds are judged by Run on the run's own seconds; a shard started with Start leaves
-	// them to whoever merges the shards.
+	// Thresholds are judged on the run's own seconds when the engine was told to judge them (a
+	// run of its own); a shard leaves them to whoever merges the shards.
 	Thresholds []threshold.Result
 	Verdict    Verdict
 	// Stop says why load stopped: Completed, or why it was cut short.
