@@ -7,6 +7,7 @@ import (
 
 	"github.com/barrage-load/barrage/internal/logging"
 	"github.com/barrage-load/barrage/internal/postgres"
+	"github.com/barrage-load/barrage/internal/server"
 )
 
 func runMigrate(ctx context.Context, e env, args []string) error {
@@ -19,24 +20,24 @@ func runMigrate(ctx context.Context, e env, args []string) error {
 		return err
 	}
 	log := logging.New(e.stderr, cfg.LogFormat, cfg.LogLevel)
-	db, err := openDatabase(ctx, cfg, log, true)
+	db, err := server.OpenDatabase(ctx, cfg, log, true)
 	if err != nil {
 		return err
 	}
-	defer db.close()
+	defer db.Close()
 	if args[0] == "status" {
 		ms, err := postgres.Migrations()
 		if err != nil {
 			return err
 		}
-		if err := postgres.CheckSchema(ctx, db.pool); err != nil {
+		if err := postgres.CheckSchema(ctx, db.Pool); err != nil {
 			fmt.Fprintln(e.stdout, err)
 		} else {
 			fmt.Fprintf(e.stdout, "database schema is up to date at version %d\n", ms[len(ms)-1].Version)
 		}
 		return nil
 	}
-	res, err := postgres.Migrate(ctx, db.pool)
+	res, err := postgres.Migrate(ctx, db.Pool)
 	if err != nil {
 		return err
 	}

@@ -20,10 +20,11 @@ const mod = "github.com/barrage-load/barrage/internal/"
 
 // The run's vocabulary sits below the engine, so that the server can speak of runs without the
 // load generator; and the server, which never executes a plugin nor generates load, imports
-// neither the engine, nor the pipeline and agent built on it, nor the plugin host.
+// neither the engine, nor the pipeline and agent built on it, nor the plugin host. (The demo
+// agent, which runs in serve's process, is started by cmd/barrage beside the server.)
 func TestTheServerSpeaksOfRunsWithoutTheEngine(t *testing.T) {
 	require.NotContains(t, deps(t, mod+"run"), mod+"engine", "run imports the engine")
-	server := deps(t, mod+"httpapi", mod+"control", mod+"jobs", mod+"market", mod+"report")
+	server := deps(t, mod+"server", mod+"httpapi", mod+"control", mod+"jobs", mod+"market", mod+"report")
 	for _, never := range []string{"engine", "pipeline", "agent", "pluginhost", "pluginset"} {
 		require.NotContains(t, server, mod+never, "a server package imports %s", never)
 	}

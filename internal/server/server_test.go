@@ -1,0 +1,53 @@
+package server_test
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"log/slog"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/barrage-load/barrage/internal/config"
+	"github.com/barrage-load/barrage/internal/pgtest"
+	"github.com/barrage-load/barrage/internal/server"
+)
+
+// Serve composed in the test's own process: it serves the API and the portal on its address,
+// hands the first admin's code to the console and not the log, and shuts down when told.
+func TestAServerServesAndShutsDownInProcess(t *testing.T) {
+	dir := t.TempDir()
+	env := map[string]string{"DATABASE_URL": pgtest.URL(t)}
+	cfg, err := config.Load("serve", []string{"--addr", "127.0.0.1:0", "--data-dir", dir,
+		"--jwt-key-file", filepath.Join(dir, "jwt.key"), "--secret-keys-file", filepath.Join(dir, "secret.keys")},
+		func(k string) string { return env[k] }, io.Discard)
+	require.NoError(t, err)
+	var console, logs bytes.Buffer
+	log := slog.New(slog.NewTextHandler(&logs, nil))
+
+	ctx, stop := context.WithCancel(t.Context())
+	srv, err := server.Open(ctx, cfg, log, &console, "test")
+	require.NoError(t, err)
+	require.NoError(t, srv.Start(ctx))
+	waited := make(chan error, 1)
+	go func() { waited <- srv.Wait(ctx) }()
+
+	for _, path := range []string{"/healthz", "/readyz", "/", "/openapi.yaml", "/docs"} {
+		res, err := http.Get(srv.URL() + path)
+		require.NoError(t, err)
+		res.Body.Close()
+		require.Equal(t, http.StatusOK, res.StatusCode, path)
+	}
+	code := strings.TrimSpace(console.String()[strings.LastIndex(console.String(), ":")+1:])
+	require.NotEmpty(t, code, "the first admin's code is on the console")
+	require.NotContains(t, logs.String(), code, "and never in the log")
+
+	stop()
+	require.NoError(t, <-waited)
+	_, err = http.Get(srv.URL() + "/healthz")
+	require.Error(t, err, "nothing listens once it has shut down")
+}
