@@ -284,6 +284,15 @@ func (d *decoder) nonEmpty(n *yaml.Node, p pos, msg string) []*yaml.Node {
 	return list
 }
 
+// mapping reports whether n is a mapping, reporting it when it is not.
+func (d *decoder) mapping(n *yaml.Node, p pos) bool {
+	if n.Kind != yaml.MappingNode {
+		d.add(p, "must be a mapping, not %s", kindName(n))
+		return false
+	}
+	return true
+}
+
 // str reads a string; numbers and booleans are refused so that names stay names, but other
 // scalars YAML types on its own, such as dates, are strings.
 func (d *decoder) str(n *yaml.Node, p pos) (string, bool) {

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"go.yaml.in/yaml/v3"
 )
 
 // Metric is what a threshold measures.
@@ -228,4 +230,68 @@ func parseDuration(s string) (time.Duration, error) {
 		return 0, errors.New("must not be negative")
 	}
 	return d, nil
+}
+
+// thresholds reads the thresholds section; names are the script's request names.
+func (d *decoder) thresholds(n *yaml.Node, p pos, names map[string]bool) []*Threshold {
+	var out []*Threshold
+	for i, c := range d.seq(n, p) {
+		cp := at(c, index(p.path, i))
+		if c.Kind == yaml.ScalarNode {
+			s, ok := d.str(c, cp)
+			if !ok {
+				continue
+			}
+			t, err := ParseThreshold(s)
+			if err != nil {
+				d.add(cp, "%s", err)
+				continue
+			}
+			out = append(out, t)
+			continue
+		}
+		o := d.object(c, cp, "check", "over", "abort", "request")
+		if o == nil {
+			continue
+		}
+		n, kp := o.need("check")
+		if n == nil {
+			continue
+		}
+		s, ok := d.str(n, kp)
+		if !ok {
+			continue
+		}
+		t, err := ParseThreshold(s)
+		if err != nil {
+			d.add(kp, "%s", err)
+			continue
+		}
+		if n, p := o.get("over"); n != nil {
+			if t.Window != 0 {
+				d.add(p, "the check already says over %s", fmtDuration(t.Window))
+				ok = false
+			} else if t.Window, ok = d.durationIn(n, p, time.Second, maxRunDuration); !ok {
+				continue
+			}
+		}
+		if n, p := o.get("abort"); n != nil {
+			var aok bool
+			t.Abort, aok = d.boolean(n, p)
+			ok = ok && aok
+		}
+		if n, p := o.get("request"); n != nil {
+			name, rok := d.str(n, p)
+			if rok && !names[name] {
+				d.add(p, "no request is named %s", quote(name))
+				rok = false
+			}
+			t.Request = name
+			ok = ok && rok
+		}
+		if ok {
+			out = append(out, t)
+		}
+	}
+	return out
 }
