@@ -19,6 +19,7 @@ import (
 	"github.com/barrage-load/barrage/internal/barrage"
 	"github.com/barrage-load/barrage/internal/blob"
 	"github.com/barrage-load/barrage/internal/netpolicy"
+	"github.com/barrage-load/barrage/internal/quantity"
 	"github.com/barrage-load/barrage/internal/registry"
 )
 
@@ -232,11 +233,11 @@ func parse(v map[string]*string) (Config, error) {
 		bad("jwt-issuer", "must not be empty")
 	}
 	duration := func(name string, lo, hi time.Duration) time.Duration {
-		d, err := time.ParseDuration(*v[name])
+		d, err := quantity.ParseDuration(*v[name])
 		if err != nil {
-			bad(name, "want a duration such as 15m")
+			bad(name, err.Error())
 		} else if d < lo || d > hi {
-			bad(name, fmt.Sprintf("must be between %s and %s", lo, hi))
+			bad(name, fmt.Sprintf("must be between %s and %s", quantity.FormatDuration(lo), quantity.FormatDuration(hi)))
 		}
 		return d
 	}

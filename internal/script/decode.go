@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/barrage-load/barrage/internal/quantity"
 )
 
 // decoder walks a document's node tree, building the model and collecting every error with
@@ -408,7 +410,7 @@ func (d *decoder) duration(n *yaml.Node, p pos) (time.Duration, bool) {
 		d.add(p, "must be a duration such as 500ms, 2s or 1m30s, not %s", kindName(n))
 		return 0, false
 	}
-	v, err := parseDuration(n.Value)
+	v, err := quantity.ParseDuration(n.Value)
 	if err != nil {
 		d.add(p, "%s", err)
 		return 0, false
@@ -420,22 +422,10 @@ func (d *decoder) duration(n *yaml.Node, p pos) (time.Duration, bool) {
 func (d *decoder) durationIn(n *yaml.Node, p pos, lo, hi time.Duration) (time.Duration, bool) {
 	v, ok := d.duration(n, p)
 	if ok && (v < lo || v > hi) {
-		d.add(p, "must be between %s and %s", fmtDuration(lo), fmtDuration(hi))
+		d.add(p, "must be between %s and %s", quantity.FormatDuration(lo), quantity.FormatDuration(hi))
 		return 0, false
 	}
 	return v, ok
-}
-
-// fmtDuration writes whole-second durations without the trailing zero units ("1h", not "1h0m0s").
-func fmtDuration(v time.Duration) string {
-	s := v.String()
-	if strings.HasSuffix(s, "m0s") {
-		s = strings.TrimSuffix(s, "0s")
-	}
-	if strings.HasSuffix(s, "h0m") {
-		s = strings.TrimSuffix(s, "0m")
-	}
-	return s
 }
 
 // template reads a scalar as a template whose variables are inserted as they are.

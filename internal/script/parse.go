@@ -20,6 +20,7 @@ const (
 	maxThink       = time.Hour
 	maxRedirects   = 50
 	maxStages      = 100
+	maxRate        = 1e9 // iterations a second
 	defaultTimeout = 30 * time.Second
 	defaultGrace   = 30 * time.Second
 )

@@ -4,6 +4,8 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/barrage-load/barrage/internal/quantity"
 )
 
 // load reads the load section.
@@ -170,7 +172,7 @@ func (d *decoder) stages(o *obj, l *Workload, hold string, level func(*yaml.Node
 		l.Duration += st.Duration
 	}
 	if l.Duration > maxRunDuration {
-		d.add(sp, "add up to more than %s", fmtDuration(maxRunDuration))
+		d.add(sp, "add up to more than %s", quantity.FormatDuration(maxRunDuration))
 	}
 }
 
@@ -180,14 +182,16 @@ func (d *decoder) rate(n *yaml.Node, p pos, zero bool) (float64, bool) {
 	if !ok {
 		return 0, false
 	}
-	r, err := parseRate(s)
-	if err != nil {
+	r, err := quantity.ParseRate(s)
+	switch {
+	case err != nil:
 		d.add(p, "%s", err)
-		return 0, false
-	}
-	if r == 0 && !zero {
+	case r == 0 && !zero:
 		d.add(p, "must be more than 0/s")
-		return 0, false
+	case r > maxRate:
+		d.add(p, "must be at most %s", quantity.FormatRate(maxRate))
+	default:
+		return r, true
 	}
-	return r, true
+	return 0, false
 }
