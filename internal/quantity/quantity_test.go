@@ -73,13 +73,14 @@ func TestFormatDuration(t *testing.T) {
 		250 * time.Microsecond:         "250µs",
 	} {
 		got := quantity.FormatDuration(d)
-		require.Equal(t, want, got, d)
+		require.Equal(t, want, got, "%v", d)
 		back, err := quantity.ParseDuration(got)
 		require.NoError(t, err, got)
 		require.Equal(t, d, back, "%s reads back", got)
 	}
 }
 
+// ParsePerSecond reads every rate ParseRate reads, the same.
 func TestParseRate(t *testing.T) {
 	t.Parallel()
 	for s, want := range map[string]float64{
@@ -100,61 +101,53 @@ func TestParseRate(t *testing.T) {
 		"1e3/s":        1000,
 		"2000000000/s": 2e9,
 	} {
-		got, err := quantity.ParseRate(s)
-		require.NoError(t, err, s)
-		require.InDelta(t, want, got, 1e-12, s)
-		require.False(t, math.Signbit(got), "%q reads as -0", s)
+		for name, parse := range map[string]func(string) (float64, error){"ParseRate": quantity.ParseRate, "ParsePerSecond": quantity.ParsePerSecond} {
+			got, err := parse(s)
+			require.NoError(t, err, "%s(%q)", name, s)
+			require.InDelta(t, want, got, 1e-12, "%s(%q)", name, s)
+			require.False(t, math.Signbit(got), "%s(%q) reads as -0", name, s)
+		}
 	}
 }
 
-func TestParseRateRefuses(t *testing.T) {
+// A bare number is per second for ParsePerSecond, and no rate for ParseRate.
+func TestParsePerSecondTakesABareNumber(t *testing.T) {
 	t.Parallel()
-	for s, msg := range map[string]string{
-		"":        "must be a rate such as 200/s, 90/m or 3600/h",
-		"200":     "must be a rate", // a bare number: ParsePerSecond reads it
-		"200/":    "must be a rate",
-		"/s":      "must be a rate",
-		"fast/s":  "must be a rate",
-		"10/day":  "must be a rate",
-		"10/S":    "must be a rate",
-		"10/ms":   "must be a rate",
-		"10/s/s":  "must be a rate",
-		"NaN/s":   "must be a rate",
-		"Inf/s":   "must be a rate",
-		"1e400/s": "must be a rate",
-		"-5/s":    "must not be negative",
-		"-0.5/m":  "must not be negative",
-	} {
-		_, err := quantity.ParseRate(s)
-		require.ErrorContains(t, err, msg, "%q", s)
-	}
-}
-
-func TestParsePerSecond(t *testing.T) {
-	t.Parallel()
-	for s, want := range map[string]float64{
-		"0":      0,
-		"500":    500,
-		"0.25":   0.25,
-		" 500 ":  500,
-		"500/s":  500,
-		"6000/m": 100,
-		"3600/h": 1,
-	} {
+	for s, want := range map[string]float64{"0": 0, "500": 500, "0.25": 0.25, " 500 ": 500, "1e3": 1000} {
 		got, err := quantity.ParsePerSecond(s)
 		require.NoError(t, err, s)
 		require.InDelta(t, want, got, 1e-12, s)
+		_, err = quantity.ParseRate(s)
+		require.ErrorContains(t, err, "must be a rate such as 200/s", s)
 	}
-	for s, msg := range map[string]string{
-		"":            "must be a number per second, as in 500 or 500/s",
-		"fast":        "must be a number per second",
-		"NaN":         "must be a number per second",
-		"+Inf":        "must be a number per second",
-		"-1":          "must not be negative",
-		"5/fortnight": "must be a rate such as 200/s",
+}
+
+func TestRatesRefused(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct{ s, rate, perSecond string }{ // what ParseRate and ParsePerSecond say
+		{"", "must be a rate such as 200/s, 90/m or 3600/h", "must be a number per second, as in 500 or 500/s"},
+		{"fast", "must be a rate", "must be a number per second"},
+		{"NaN", "must be a rate", "must be a number per second"},
+		{"+Inf", "must be a rate", "must be a number per second"},
+		{"-1", "must be a rate", "must not be negative"},
+		{"200/", "must be a rate", "must be a rate"},
+		{"/s", "must be a rate", "must be a rate"},
+		{"fast/s", "must be a rate", "must be a rate"},
+		{"10/day", "must be a rate", "must be a rate"},
+		{"5/fortnight", "must be a rate", "must be a rate"},
+		{"10/S", "must be a rate", "must be a rate"},
+		{"10/ms", "must be a rate", "must be a rate"},
+		{"10/s/s", "must be a rate", "must be a rate"},
+		{"NaN/s", "must be a rate", "must be a rate"},
+		{"Inf/s", "must be a rate", "must be a rate"},
+		{"1e400/s", "must be a rate", "must be a rate"},
+		{"-5/s", "must not be negative", "must not be negative"},
+		{"-0.5/m", "must not be negative", "must not be negative"},
 	} {
-		_, err := quantity.ParsePerSecond(s)
-		require.ErrorContains(t, err, msg, "%q", s)
+		_, err := quantity.ParseRate(c.s)
+		require.ErrorContains(t, err, c.rate, "ParseRate(%q)", c.s)
+		_, err = quantity.ParsePerSecond(c.s)
+		require.ErrorContains(t, err, c.perSecond, "ParsePerSecond(%q)", c.s)
 	}
 }
 

@@ -295,6 +295,17 @@ func (d *decoder) mapping(n *yaml.Node, p pos) bool {
 	return true
 }
 
+// choice reads a string that names one of choices and returns what it names; any other string
+// is reported with want, such as "must be run, vu or iteration".
+func choice[T any](d *decoder, n *yaml.Node, p pos, choices map[string]T, want string) (T, bool) {
+	s, ok := d.str(n, p)
+	v, known := choices[s]
+	if ok && !known {
+		d.add(p, "%s", want)
+	}
+	return v, ok && known
+}
+
 // str reads a string; numbers and booleans are refused so that names stay names, but other
 // scalars YAML types on its own, such as dates, are strings.
 func (d *decoder) str(n *yaml.Node, p pos) (string, bool) {

@@ -29,6 +29,9 @@ func ParsePluginRef(ref string) (name, version string, ok bool) {
 	return m[1], m[3], true
 }
 
+// scopes are the scopes of an element plugin, by the names a script gives them.
+var scopes = map[string]Scope{"run": ScopeRun, "vu": ScopeVU, "iteration": ScopeIteration}
+
 // plugins reads the plugins section.
 func (d *decoder) plugins(n *yaml.Node, p pos) []*Plugin {
 	var out []*Plugin
@@ -108,19 +111,9 @@ func (d *decoder) plugins(n *yaml.Node, p pos) []*Plugin {
 			ok = false
 		}
 		if n, p := o.get("scope"); n != nil {
-			switch s, _ := d.str(n, p); s {
-			case "run":
-				pl.Scope = ScopeRun
-			case "vu":
-				pl.Scope = ScopeVU
-			case "iteration":
-				pl.Scope = ScopeIteration
-			default:
-				if isString(n) {
-					d.add(p, "must be run, vu or iteration")
-				}
-				ok = false
-			}
+			var sok bool
+			pl.Scope, sok = choice(d, n, p, scopes, "must be run, vu or iteration")
+			ok = ok && sok
 		}
 		if n, p := o.get("config"); n != nil {
 			if d.mapping(n, p) {

@@ -45,13 +45,7 @@ func (d *decoder) group(n *yaml.Node, p pos, s *Script, inherited []Header, grou
 	}
 	g := &Group{}
 	if n, p := o.need("name"); n != nil {
-		if name, ok := d.name(n, p); ok {
-			if groups[name] {
-				d.add(p, "another group is already named %s", quote(name))
-			}
-			groups[name] = true
-			g.Name = name
-		}
+		g.Name = d.uniqueName(n, p, groups, "another group is already named %s")
 	}
 	if n, p := o.get("headers"); n != nil {
 		inherited = mergeHeaders(d.headers(n, p), inherited)
@@ -95,6 +89,20 @@ func (d *decoder) group(n *yaml.Node, p pos, s *Script, inherited []Header, grou
 	return g
 }
 
+// uniqueName reads a name, "" when it is refused, and adds it to seen; a name already in seen is
+// reported with taken, a message that says the name where it has %s.
+func (d *decoder) uniqueName(n *yaml.Node, p pos, seen map[string]bool, taken string) string {
+	name, ok := d.name(n, p)
+	if !ok {
+		return ""
+	}
+	if seen[name] {
+		d.add(p, taken, quote(name))
+	}
+	seen[name] = true
+	return name
+}
+
 // maxBatch bounds the requests of a batch.
 const maxBatch = 50
 
@@ -123,13 +131,7 @@ func (d *decoder) request(n *yaml.Node, p pos, s *Script, inherited []Header, na
 	}
 	r := &Request{Method: "GET", Timeout: defaultTimeout}
 	if n, p := o.need("name"); n != nil {
-		if name, ok := d.name(n, p); ok {
-			if names[name] {
-				d.add(p, "another request is already named %s; names are metric labels and must be unique", quote(name))
-			}
-			names[name] = true
-			r.Name = name
-		}
+		r.Name = d.uniqueName(n, p, names, "another request is already named %s; names are metric labels and must be unique")
 	}
 	if n, p := o.get("method"); n != nil {
 		if m, ok := d.str(n, p); ok {

@@ -194,16 +194,9 @@ func (d *decoder) thresholds(n *yaml.Node, p pos, names map[string]bool) []*Thre
 	for i, c := range d.seq(n, p) {
 		cp := at(c, index(p.path, i))
 		if c.Kind == yaml.ScalarNode {
-			s, ok := d.str(c, cp)
-			if !ok {
-				continue
+			if t := d.thresholdCheck(c, cp); t != nil {
+				out = append(out, t)
 			}
-			t, err := ParseThreshold(s)
-			if err != nil {
-				d.add(cp, "%s", err)
-				continue
-			}
-			out = append(out, t)
 			continue
 		}
 		o := d.object(c, cp, "check", "over", "abort", "request")
@@ -214,15 +207,11 @@ func (d *decoder) thresholds(n *yaml.Node, p pos, names map[string]bool) []*Thre
 		if n == nil {
 			continue
 		}
-		s, ok := d.str(n, kp)
-		if !ok {
+		t := d.thresholdCheck(n, kp)
+		if t == nil {
 			continue
 		}
-		t, err := ParseThreshold(s)
-		if err != nil {
-			d.add(kp, "%s", err)
-			continue
-		}
+		ok := true
 		if n, p := o.get("over"); n != nil {
 			if t.Window != 0 {
 				d.add(p, "the check already says over %s", quantity.FormatDuration(t.Window))
@@ -250,4 +239,19 @@ func (d *decoder) thresholds(n *yaml.Node, p pos, names map[string]bool) []*Thre
 		}
 	}
 	return out
+}
+
+// thresholdCheck reads a threshold's check, such as "p95 < 300ms", as ParseThreshold reads it;
+// nil when it is refused (the error is recorded).
+func (d *decoder) thresholdCheck(n *yaml.Node, p pos) *Threshold {
+	s, ok := d.str(n, p)
+	if !ok {
+		return nil
+	}
+	t, err := ParseThreshold(s)
+	if err != nil {
+		d.add(p, "%s", err)
+		return nil
+	}
+	return t
 }

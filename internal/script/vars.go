@@ -103,6 +103,9 @@ func (d *decoder) envVar(kv pair) (EnvVar, bool) {
 	return e, true
 }
 
+// orders are the orders of a data file's rows, by the names a script gives them.
+var orders = map[string]Order{"sequential": Sequential, "random": Random, "circular": Circular}
+
 // dataFile reads one entry of variables.data.
 func (d *decoder) dataFile(n *yaml.Node, p pos) *DataFile {
 	o := d.object(n, p, "file", "order", "separator")
@@ -126,20 +129,9 @@ func (d *decoder) dataFile(n *yaml.Node, p pos) *DataFile {
 		ok = false
 	}
 	if n, p := o.get("order"); n != nil {
-		s, sok := d.str(n, p)
-		switch s {
-		case "sequential":
-			df.Order = Sequential
-		case "random":
-			df.Order = Random
-		case "circular":
-			df.Order = Circular
-		default:
-			if sok {
-				d.add(p, "must be sequential, random or circular")
-			}
-			ok = false
-		}
+		var sok bool
+		df.Order, sok = choice(d, n, p, orders, "must be sequential, random or circular")
+		ok = ok && sok
 	}
 	if n, p := o.get("separator"); n != nil {
 		s, sok := d.str(n, p)
