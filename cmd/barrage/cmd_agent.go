@@ -23,7 +23,7 @@ func runAgent(ctx context.Context, e env, args []string) error {
 	server := fs.String("server", e.getenv("BARRAGE_SERVER"), "the server's URL (BARRAGE_SERVER)")
 	tokenFile := fs.String("token-file", "", "read the agent's token from this file (else BARRAGE_AGENT_TOKEN)")
 	maxVUs := fs.Int("max-vus", 0, "this agent's own limit of VUs per job, whatever the server asks (0: none)")
-	maxDuration := fs.Duration("max-duration", 0, "this agent's own limit of time per job (0: none)")
+	maxDuration := durationFlag(fs, "max-duration", 0, "this agent's own limit of time per job (0: none)")
 	logFormat := fs.String("log-format", "text", "log format: text or json")
 	var allow multiFlag
 	fs.Var(&allow, "allow-target", "let the load reach this internal CIDR, address, or address:port (loopback, private, link-local are refused otherwise); repeat for several")

@@ -55,7 +55,7 @@ func runAgentsList(ctx context.Context, e env, args []string) error {
 func runAgentsCreate(ctx context.Context, e env, args []string) error {
 	fs := newFlags(e, "agents create", "NAME [--max-vus N] [--max-duration D] [--shared]")
 	maxVUs := fs.Int("max-vus", 0, "the agent's own limit of VUs per job (0: none)")
-	maxDuration := fs.Duration("max-duration", 0, "the agent's own limit of time per job (0: none)")
+	maxDuration := durationFlag(fs, "max-duration", 0, "the agent's own limit of time per job (0: none)")
 	shared := fs.Bool("shared", false, "register a shared agent that every user may run on (admins)")
 	name, err := positionalArg(fs, args)
 	if err != nil {

@@ -21,6 +21,7 @@ import (
 
 	"github.com/barrage-load/barrage/api"
 	"github.com/barrage-load/barrage/internal/barrage"
+	"github.com/barrage-load/barrage/internal/quantity"
 	"github.com/barrage-load/barrage/internal/script"
 	"github.com/barrage-load/barrage/internal/summary"
 )
@@ -49,7 +50,7 @@ func runRunsStart(ctx context.Context, e env, args []string) error {
 	key := fs.String("idempotency-key", "", "retrying with the same key returns the same run")
 	var levels levelsFlag
 	fs.Var(&levels, "sweep", "run a concurrency sweep at these VUs, ascending, comma-separated (2,4,8,16), in place of the script's load")
-	step := fs.Duration("step", 30*time.Second, "with --sweep, how long each level runs")
+	step := durationFlag(fs, "step", 30*time.Second, "with --sweep, how long each level runs")
 	if err := parseFlags(fs, args, 0); err != nil {
 		return err
 	}
@@ -454,7 +455,7 @@ func loadText(r api.Run) string {
 	case l.Stages != nil:
 		parts = append(parts, fmt.Sprintf("%d stages", len(*l.Stages)))
 	case l.Rate != nil:
-		parts = append(parts, fmt.Sprintf("%g/s", *l.Rate))
+		parts = append(parts, quantity.FormatRate(*l.Rate))
 	}
 	if l.Vus != nil {
 		parts = append(parts, fmt.Sprintf("%d vus", *l.Vus))
@@ -462,7 +463,7 @@ func loadText(r api.Run) string {
 		parts = append(parts, fmt.Sprintf("%d vus", *r.Vus))
 	}
 	if l.DurationSeconds != nil {
-		parts = append(parts, (time.Duration(*l.DurationSeconds) * time.Second).String())
+		parts = append(parts, quantity.FormatDuration(time.Duration(*l.DurationSeconds)*time.Second))
 	}
 	return strings.Join(parts, " ")
 }

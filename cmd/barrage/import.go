@@ -38,8 +38,8 @@ func addConvertFlags(fs *flag.FlagSet) *convertFlags {
 	return &convertFlags{secrets: secrets,
 		out:      fs.String("o", "", "write the script to this file (YAML)"),
 		assets:   fs.Bool("assets", false, "keep static assets (images, CSS, JavaScript, fonts, media), left out by default"),
-		idle:     fs.Duration("idle", har.DefaultIdle, "a pause between requests longer than this starts a new page (group)"),
-		maxThink: fs.Duration("max-think", har.DefaultMaxThink, "the longest think time taken from a pause between pages"),
+		idle:     durationFlag(fs, "idle", har.DefaultIdle, "a pause between requests longer than this starts a new page (group)"),
+		maxThink: durationFlag(fs, "max-think", har.DefaultMaxThink, "the longest think time taken from a pause between pages"),
 		users: fs.String("users", "", "a CSV data file of users (a header line, then a row each), in the script's folder: "+
 			"the values the recording typed in that are a row of it (a login's email and password) become that row's ${columns}"),
 	}

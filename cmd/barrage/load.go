@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/barrage-load/barrage/internal/barrage"
+	"github.com/barrage-load/barrage/internal/quantity"
 )
 
 // loadFlags are the flags that change a script's load for one run, local or on agents.
@@ -36,17 +37,17 @@ func addLoadFlags(fs *flag.FlagSet) *loadFlags {
 		return n > 0, err
 	})
 	positive("duration", "run duration, as 30s or 2m; overrides the script", func(v string) (bool, error) {
-		d, err := time.ParseDuration(v)
+		d, err := quantity.ParseDuration(v)
 		*l.duration = d
 		return d > 0, err
 	})
-	positive("rate", "arrival rate in iterations per second: runs the open model", func(v string) (bool, error) {
-		r, err := strconv.ParseFloat(v, 64)
+	positive("rate", "arrival rate, iterations per second (200) or per unit of time (200/s, 90/m): runs the open model", func(v string) (bool, error) {
+		r, err := quantity.ParsePerSecond(v)
 		*l.rate = r
 		return r > 0, err
 	})
 	fs.Var(&l.stages, "stage", "a stage of the open model in place of the script's load, repeated in order: DURATION:RATE holds RATE\n"+
-		"iterations/s for DURATION, DURATION:to:RATE ramps there from the stage before (0 before the first);\n"+
+		"iterations/s (200, or 200/s, 90/m) for DURATION, DURATION:to:RATE ramps there from the stage before (0 before the first);\n"+
 		"for example --stage 30s:to:200 --stage 2m:200 --stage 30s:to:0")
 	return l
 }
@@ -80,7 +81,7 @@ func (s *stagesFlag) String() string {
 		if st.Ramp {
 			ramp = "to:"
 		}
-		parts[i] = fmt.Sprintf("%s:%s%g", st.Duration, ramp, st.To)
+		parts[i] = quantity.FormatDuration(st.Duration) + ":" + ramp + quantity.FormatRate(st.To)
 	}
 	return strings.Join(parts, ",")
 }
@@ -90,16 +91,16 @@ func (s *stagesFlag) Set(v string) error {
 	if !ok {
 		return fmt.Errorf("want DURATION:RATE or DURATION:to:RATE, as 30s:200 or 30s:to:200")
 	}
-	dur, err := time.ParseDuration(d)
+	dur, err := quantity.ParseDuration(d)
 	if err != nil {
-		return fmt.Errorf("duration %q: want a duration such as 30s or 2m", d)
+		return fmt.Errorf("duration %q: %w", d, err)
 	}
 	st := barrage.Stage{Duration: dur}
 	if r, ok := strings.CutPrefix(rest, "to:"); ok {
 		st.Ramp, rest = true, r
 	}
-	if st.To, err = strconv.ParseFloat(strings.TrimSuffix(rest, "/s"), 64); err != nil {
-		return fmt.Errorf("rate %q: want iterations per second, such as 200 or 200/s", rest)
+	if st.To, err = quantity.ParsePerSecond(rest); err != nil {
+		return fmt.Errorf("rate %q: %w", rest, err)
 	}
 	*s = append(*s, st)
 	return nil
@@ -135,4 +136,25 @@ func (f *envFlag) lookup(next func(string) (string, bool)) func(string) (string,
 		}
 		return next(name)
 	}
+}
+
+// durationFlag defines a flag of a duration as fs.Duration does, read as --duration and
+// scripts read one (quantity.ParseDuration): the same spellings, a negative one refused.
+func durationFlag(fs *flag.FlagSet, name string, value time.Duration, usage string) *time.Duration {
+	fs.Var((*durationValue)(&value), name, usage)
+	return &value
+}
+
+// durationValue is the flag.Value of durationFlag.
+type durationValue time.Duration
+
+func (d *durationValue) String() string { return quantity.FormatDuration(time.Duration(*d)) }
+
+func (d *durationValue) Set(s string) error {
+	v, err := quantity.ParseDuration(s)
+	if err != nil {
+		return err
+	}
+	*d = durationValue(v)
+	return nil
 }

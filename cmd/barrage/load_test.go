@@ -31,8 +31,26 @@ func TestLoadFlagsReadStages(t *testing.T) {
 		{To: 200, Ramp: true, Duration: 30 * time.Second}, {To: 200, Duration: 2 * time.Minute}, {To: 0, Ramp: true, Duration: 30 * time.Second},
 	}}, o)
 
+	// --rate and a stage's rate read a bare number per second, or a rate as scripts write it.
+	o, err = parse("--stage", "1m30s:to:90/m", "--stage", "30s:0.5/s", "--stage", "1m:to:0/s")
+	require.NoError(t, err)
+	require.Equal(t, []barrage.Stage{
+		{To: 1.5, Ramp: true, Duration: 90 * time.Second}, {To: 0.5, Duration: 30 * time.Second}, {To: 0, Ramp: true, Duration: time.Minute},
+	}, o.Stages)
+	for _, rate := range []string{"200", "200/s", "12000/m", " 200 / sec "} {
+		o, err = parse("--rate", rate, "--duration", "2m")
+		require.NoError(t, err, rate)
+		require.Equal(t, barrage.LoadOverrides{Rate: 200, Duration: 2 * time.Minute}, o, rate)
+	}
+
 	for args, want := range map[[3]string]string{
 		{"--stage", "30s", ""}:                 "DURATION:RATE",
+		{"--stage", "-30s:200", ""}:            "duration \"-30s\": must not be negative",
+		{"--stage", "30s:-5", ""}:              "rate \"-5\": must not be negative",
+		{"--stage", "30s:5/fortnight", ""}:     "must be a rate such as 200/s",
+		{"--rate", "fast", ""}:                 "must be a number per second",
+		{"--rate", "NaN", ""}:                  "must be a number per second",
+		{"--duration", "10", ""}:               "must be a duration such as 500ms",
 		{"--stage", "soon:200", ""}:            "duration \"soon\"",
 		{"--stage", "30s:to:fast", ""}:         "rate \"fast\"",
 		{"--stage", "30s:200", "--rate=5"}:     "invalid stages: go without rate",
@@ -81,5 +99,32 @@ func TestWrongUsageExits2(t *testing.T) {
 		if !errors.Is(err, errUsage) {
 			require.NotEmpty(t, err.Error())
 		}
+	}
+}
+
+// The duration flags (--step, --max-duration, --idle, --max-think) read durations as scripts
+// and --duration do.
+func TestDurationFlagsReadAsScriptsDo(t *testing.T) {
+	t.Parallel()
+	parse := func(args ...string) (time.Duration, error) {
+		fs := flag.NewFlagSet("sweep", flag.ContinueOnError)
+		fs.SetOutput(io.Discard)
+		step := durationFlag(fs, "step", 30*time.Second, "how long each level runs")
+		require.Equal(t, "30s", fs.Lookup("step").DefValue)
+		err := fs.Parse(args)
+		return *step, err
+	}
+	for args, want := range map[string]time.Duration{"": 30 * time.Second, "1m30s": 90 * time.Second, "0": 0, "1.5h": 90 * time.Minute} {
+		a := []string{}
+		if args != "" {
+			a = []string{"--step", args}
+		}
+		got, err := parse(a...)
+		require.NoError(t, err, args)
+		require.Equal(t, want, got, args)
+	}
+	for args, msg := range map[string]string{"-1s": "must not be negative", "90": "must be a duration such as 500ms", "soon": "must be a duration"} {
+		_, err := parse("--step", args)
+		require.ErrorContains(t, err, msg, args)
 	}
 }

@@ -49,7 +49,7 @@ func runSweep(ctx context.Context, e env, args []string) error {
 	fs := newFlags(e, "sweep", "[--vus 2,4,8,16,32] [--step 30s] [--csv F] [--report F] [--out F] SCRIPT")
 	levels := levelsFlag{2, 4, 8, 16, 32}
 	fs.Var(&levels, "vus", "the concurrencies to run at, ascending, comma-separated")
-	step := fs.Duration("step", 30*time.Second, "how long each level runs (its first second is not measured)")
+	step := durationFlag(fs, "step", 30*time.Second, "how long each level runs (its first second is not measured)")
 	csvPath := fs.String("csv", "", "write the levels as CSV to this file, a row per level")
 	reportPath := fs.String("report", "", "write an HTML report with charts of throughput and latency against concurrency")
 	out := fs.String("out", "", "write the sweep as JSON to this file")

@@ -3,6 +3,7 @@
 package config
 
 import (
+	"cmp"
 	"errors"
 	"flag"
 	"fmt"
@@ -12,6 +13,7 @@ import (
 	"net/netip"
 	"net/url"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -19,6 +21,7 @@ import (
 	"github.com/barrage-load/barrage/internal/barrage"
 	"github.com/barrage-load/barrage/internal/blob"
 	"github.com/barrage-load/barrage/internal/netpolicy"
+	"github.com/barrage-load/barrage/internal/quantity"
 	"github.com/barrage-load/barrage/internal/registry"
 )
 
@@ -165,176 +168,263 @@ func (b *boolString) String() string     { return string(*b) }
 func (b *boolString) Set(s string) error { *b = boolString(s); return nil }
 func (b *boolString) IsBoolFlag() bool   { return true }
 
+// parse checks the settings' values, by flag name, into a Config: a line a setting, each read
+// by a reader of its kind (below), in the order their errors are reported.
 func parse(v map[string]*string) (Config, error) {
-	var errs []error
-	bad := func(flagName, reason string) {
-		env := ""
-		for _, s := range Settings {
-			if s.Flag == flagName {
-				env = s.Env
-			}
-		}
-		errs = append(errs, fmt.Errorf("--%s (%s): %s", flagName, env, reason))
-	}
-	c := Config{
-		Addr:           *v["addr"],
-		MetricsAddr:    *v["metrics-addr"],
-		DatabaseURL:    *v["database-url"],
-		DataDir:        *v["data-dir"],
-		JWTKeyFile:     *v["jwt-key-file"],
-		SecretKeysFile: *v["secret-keys-file"],
-		JWTIssuer:      *v["jwt-issuer"],
-		LogFormat:      *v["log-format"],
-		PostgresBin:    *v["postgres-bin"],
-		PostgresUser:   *v["postgres-user"],
-		BlobDir:        *v["blob-dir"],
-		BlobS3URL:      *v["blob-s3-url"],
-	}
-	if m := *v["postgres-mirror"]; m != "" {
-		if u, err := url.Parse(m); err != nil || (u.Scheme != "https" && u.Scheme != "http") {
-			bad("postgres-mirror", "want an http(s) URL")
-		}
-		c.PostgresMirror = strings.TrimRight(m, "/")
-	}
-	if _, _, err := net.SplitHostPort(c.Addr); err != nil {
-		bad("addr", "want host:port, "+err.Error())
-	}
-	if c.MetricsAddr != "" {
-		if _, _, err := net.SplitHostPort(c.MetricsAddr); err != nil {
-			bad("metrics-addr", "want host:port, "+err.Error())
-		}
-	}
-	if c.DatabaseURL != "" {
-		if u, err := url.Parse(c.DatabaseURL); err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
-			bad("database-url", "want a postgres:// URL")
-		}
-	}
-	if c.DataDir == "" {
-		bad("data-dir", "must not be empty")
-	} else if abs, err := filepath.Abs(c.DataDir); err == nil {
-		c.DataDir = abs
-	}
-	if c.JWTKeyFile == "" {
-		c.JWTKeyFile = filepath.Join(c.DataDir, "jwt-ed25519.pem")
-	}
-	if c.SecretKeysFile == "" {
-		c.SecretKeysFile = filepath.Join(c.DataDir, "secret-keys")
-	}
-	if c.BlobDir == "" {
-		c.BlobDir = filepath.Join(c.DataDir, "blobs")
-	}
-	if c.BlobS3URL != "" {
-		if _, err := ParseS3URL(c.BlobS3URL); err != nil {
-			bad("blob-s3-url", err.Error())
-		}
-	}
-	if c.JWTIssuer == "" {
-		bad("jwt-issuer", "must not be empty")
-	}
-	duration := func(name string, lo, hi time.Duration) time.Duration {
-		d, err := time.ParseDuration(*v[name])
-		if err != nil {
-			bad(name, "want a duration such as 15m")
-		} else if d < lo || d > hi {
-			bad(name, fmt.Sprintf("must be between %s and %s", lo, hi))
-		}
-		return d
-	}
-	c.AccessTokenTTL = duration("access-token-ttl", time.Minute, 15*time.Minute)
-	c.RefreshTokenTTL = duration("refresh-token-ttl", time.Hour, 24*365*time.Hour)
-	c.ShutdownTimeout = duration("shutdown-timeout", 0, 10*time.Minute)
-	for _, p := range strings.Split(*v["trusted-proxies"], ",") {
-		p = strings.TrimSpace(p)
-		if p == "" {
-			continue
-		}
-		prefix, err := netpolicy.ParsePrefix(p)
-		if err != nil {
-			bad("trusted-proxies", err.Error())
-			continue
-		}
-		c.TrustedProxies = append(c.TrustedProxies, prefix)
-	}
-	for _, n := range strings.Split(*v["reserved-namespaces"], ",") {
-		if n = strings.TrimSpace(n); n == "" {
-			continue
-		}
-		if err := registry.CheckName("namespace", n); err != nil {
-			bad("reserved-namespaces", err.Error())
-			continue
-		}
-		c.ReservedNamespaces = append(c.ReservedNamespaces, n)
-	}
-	quota := func(name string) int64 {
-		n, err := strconv.ParseInt(*v[name], 10, 64)
-		if err != nil || n < 0 {
-			bad(name, "want a whole number, 0 or more (0 bounds nothing)")
-		}
-		return n
-	}
-	c.Quotas = barrage.Quotas{StorageBytes: quota("quota-storage-bytes"), Tests: quota("quota-tests"), Namespaces: quota("quota-namespaces"),
-		PendingVersions: quota("quota-pending-versions"), Targets: quota("quota-targets")}
-	bytesSetting := func(name string) int64 {
-		n, err := strconv.ParseInt(*v[name], 10, 64)
-		if err != nil || n < 1024 || n > 1<<30 {
-			bad(name, "want a number of bytes between 1024 and 1073741824")
-		}
-		return n
-	}
-	c.MaxBodyBytes = bytesSetting("max-body-bytes")
-	c.MaxFileBytes = bytesSetting("max-file-bytes")
-	c.MaxPluginBytes = bytesSetting("max-plugin-bytes")
-	if err := c.LogLevel.UnmarshalText([]byte(*v["log-level"])); err != nil {
-		bad("log-level", "want debug, info, warn or error")
-	}
-	if c.LogFormat != "text" && c.LogFormat != "json" {
-		bad("log-format", "want text or json")
-	}
-	port, err := strconv.Atoi(*v["postgres-port"])
-	if err != nil || port < 0 || port > 65535 {
-		bad("postgres-port", "want a port number, or 0")
-	}
-	c.PostgresPort = port
-	if c.DemoAgent, err = strconv.ParseBool(*v["demo-agent"]); err != nil {
-		bad("demo-agent", "want true or false")
-	}
-	c.DemoAgentTargets.Setting = "serve's --demo-agent-allow (BARRAGE_DEMO_AGENT_ALLOW)"
-	if c.DemoAgentTargets.Allow, c.DemoAgentTargets.AllowPorts, err = netpolicy.ParseAllow(strings.Split(*v["demo-agent-allow"], ",")); err != nil {
-		bad("demo-agent-allow", err.Error())
-	}
-	c.OpenTargets = map[string]bool{}
-	for _, o := range strings.Split(*v["open-targets"], ",") {
-		switch o = strings.TrimSpace(o); o {
-		case "":
-		case "*":
-			c.OpenAllTargets = true
-		default:
-			d, err := netpolicy.Destination(o)
-			if err != nil {
-				bad("open-targets", fmt.Sprintf("%q: want host:port or *", o))
-				continue
-			}
-			c.OpenTargets[d] = true
-		}
-	}
+	r := &reader{v: v}
+	c := Config{PostgresBin: *v["postgres-bin"], PostgresUser: *v["postgres-user"]}
+	c.PostgresMirror = strings.TrimRight(r.url("postgres-mirror", "want an http(s) URL", "https", "http"), "/")
+	c.Addr = r.hostPort("addr")
+	c.MetricsAddr = r.optional("metrics-addr", r.hostPort)
+	c.DatabaseURL = r.url("database-url", "want a postgres:// URL", "postgres", "postgresql")
+	c.DataDir = r.folder("data-dir")
+	c.JWTKeyFile = cmp.Or(*v["jwt-key-file"], filepath.Join(c.DataDir, "jwt-ed25519.pem"))
+	c.SecretKeysFile = cmp.Or(*v["secret-keys-file"], filepath.Join(c.DataDir, "secret-keys"))
+	c.BlobDir = cmp.Or(*v["blob-dir"], filepath.Join(c.DataDir, "blobs"))
+	c.BlobS3URL = r.optional("blob-s3-url", r.s3URL)
+	c.JWTIssuer = r.nonEmpty("jwt-issuer")
+	c.AccessTokenTTL = r.duration("access-token-ttl", time.Minute, 15*time.Minute)
+	c.RefreshTokenTTL = r.duration("refresh-token-ttl", time.Hour, 24*365*time.Hour)
+	c.ShutdownTimeout = r.duration("shutdown-timeout", 0, 10*time.Minute)
+	c.TrustedProxies = r.prefixes("trusted-proxies")
+	c.ReservedNamespaces = r.namespaces("reserved-namespaces")
+	c.Quotas = barrage.Quotas{StorageBytes: r.quota("quota-storage-bytes"), Tests: r.quota("quota-tests"),
+		Namespaces: r.quota("quota-namespaces"), PendingVersions: r.quota("quota-pending-versions"), Targets: r.quota("quota-targets")}
+	c.MaxBodyBytes = r.bytes("max-body-bytes")
+	c.MaxFileBytes = r.bytes("max-file-bytes")
+	c.MaxPluginBytes = r.bytes("max-plugin-bytes")
+	c.LogLevel = r.logLevel("log-level")
+	c.LogFormat = r.oneOf("log-format", "want text or json", "text", "json")
+	c.PostgresPort = r.port("postgres-port")
+	c.DemoAgent = r.boolean("demo-agent")
+	c.DemoAgentTargets = r.policy("demo-agent-allow", netpolicy.Policy{Setting: "serve's --demo-agent-allow (BARRAGE_DEMO_AGENT_ALLOW)"})
+	c.OpenTargets, c.OpenAllTargets = r.openTargets("open-targets")
 	if c.DemoAgent {
-		for _, ap := range c.DemoAgentTargets.AllowPorts {
-			c.OpenTargets[netpolicy.JoinDestination(ap.Addr().String(), strconv.Itoa(int(ap.Port())))] = true
+		openDemoAgentTargets(c.OpenTargets, c.DemoAgentTargets)
+	}
+	c.VerifyTargets = r.policy("verify-allow", netpolicy.Policy{Setting: "serve's --verify-allow (BARRAGE_VERIFY_ALLOW)", Holder: "the server's"})
+	c.DestinationMaxVUs = int(r.count("destination-max-vus", "want a number of VUs, or 0 for no cap"))
+	c.VerifyDNS = r.optional("verify-dns", r.hostPort)
+	return c, errors.Join(r.errs...)
+}
+
+// openDemoAgentTargets opens the demo agent's address:port destinations in open, for every
+// user's runs on it.
+func openDemoAgentTargets(open map[string]bool, demo netpolicy.Policy) {
+	for _, ap := range demo.AllowPorts {
+		open[netpolicy.JoinDestination(ap.Addr().String(), strconv.Itoa(int(ap.Port())))] = true
+	}
+}
+
+// reader reads the settings' values by flag name, collecting an error for each that is wrong.
+// A reader returns the value as far as it read it, with the error collected.
+type reader struct {
+	v    map[string]*string
+	errs []error
+}
+
+// bad collects the reason why the setting of flag name is wrong, naming its flag and its
+// environment variable.
+func (r *reader) bad(name, reason string) {
+	env := ""
+	for _, s := range Settings {
+		if s.Flag == name {
+			env = s.Env
 		}
 	}
-	c.VerifyTargets.Setting, c.VerifyTargets.Holder = "serve's --verify-allow (BARRAGE_VERIFY_ALLOW)", "the server's"
-	if c.VerifyTargets.Allow, c.VerifyTargets.AllowPorts, err = netpolicy.ParseAllow(strings.Split(*v["verify-allow"], ",")); err != nil {
-		bad("verify-allow", err.Error())
+	r.errs = append(r.errs, fmt.Errorf("--%s (%s): %s", name, env, reason))
+}
+
+// optional reads the setting name with read when it is given: empty is none.
+func (r *reader) optional(name string, read func(name string) string) string {
+	if *r.v[name] == "" {
+		return ""
 	}
-	if c.DestinationMaxVUs, err = strconv.Atoi(*v["destination-max-vus"]); err != nil || c.DestinationMaxVUs < 0 {
-		bad("destination-max-vus", "want a number of VUs, or 0 for no cap")
+	return read(name)
+}
+
+// nonEmpty is the setting as it is, which must not be empty.
+func (r *reader) nonEmpty(name string) string {
+	s := *r.v[name]
+	if s == "" {
+		r.bad(name, "must not be empty")
 	}
-	if c.VerifyDNS = *v["verify-dns"]; c.VerifyDNS != "" {
-		if _, _, err := net.SplitHostPort(c.VerifyDNS); err != nil {
-			bad("verify-dns", "want host:port, "+err.Error())
+	return s
+}
+
+// oneOf is the setting as it is, which must be one of values; want says which.
+func (r *reader) oneOf(name, want string, values ...string) string {
+	s := *r.v[name]
+	if !slices.Contains(values, s) {
+		r.bad(name, want)
+	}
+	return s
+}
+
+// hostPort is an address to listen on or dial: host:port.
+func (r *reader) hostPort(name string) string {
+	s := *r.v[name]
+	if _, _, err := net.SplitHostPort(s); err != nil {
+		r.bad(name, "want host:port, "+err.Error())
+	}
+	return s
+}
+
+// url is a URL of one of schemes, or empty; want says what is wanted.
+func (r *reader) url(name, want string, schemes ...string) string {
+	s := *r.v[name]
+	if s == "" {
+		return ""
+	}
+	if u, err := url.Parse(s); err != nil || !slices.Contains(schemes, u.Scheme) {
+		r.bad(name, want)
+	}
+	return s
+}
+
+// s3URL is a bucket's URL, as ParseS3URL reads it.
+func (r *reader) s3URL(name string) string {
+	s := *r.v[name]
+	if _, err := ParseS3URL(s); err != nil {
+		r.bad(name, err.Error())
+	}
+	return s
+}
+
+// folder is a folder that must be named, made absolute.
+func (r *reader) folder(name string) string {
+	s := r.nonEmpty(name)
+	if abs, err := filepath.Abs(s); s != "" && err == nil {
+		return abs
+	}
+	return s
+}
+
+// duration is a duration from lo to hi, as quantity.ParseDuration reads it.
+func (r *reader) duration(name string, lo, hi time.Duration) time.Duration {
+	d, err := quantity.ParseDuration(*r.v[name])
+	if err != nil {
+		r.bad(name, err.Error())
+	} else if d < lo || d > hi {
+		r.bad(name, fmt.Sprintf("must be between %s and %s", quantity.FormatDuration(lo), quantity.FormatDuration(hi)))
+	}
+	return d
+}
+
+// count is a whole number, 0 or more; want says what is wanted.
+func (r *reader) count(name, want string) int64 {
+	n, err := strconv.ParseInt(*r.v[name], 10, 64)
+	if err != nil || n < 0 {
+		r.bad(name, want)
+	}
+	return n
+}
+
+// quota is a quota's bound: a whole number, 0 or more, where 0 bounds nothing.
+func (r *reader) quota(name string) int64 {
+	return r.count(name, "want a whole number, 0 or more (0 bounds nothing)")
+}
+
+// bytes is a size in bytes, from a kilobyte to a gigabyte.
+func (r *reader) bytes(name string) int64 {
+	n, err := strconv.ParseInt(*r.v[name], 10, 64)
+	if err != nil || n < 1024 || n > 1<<30 {
+		r.bad(name, "want a number of bytes between 1024 and 1073741824")
+	}
+	return n
+}
+
+// port is a TCP port, or 0 for any free one.
+func (r *reader) port(name string) int {
+	port, err := strconv.Atoi(*r.v[name])
+	if err != nil || port < 0 || port > 65535 {
+		r.bad(name, "want a port number, or 0")
+	}
+	return port
+}
+
+// boolean is true or false.
+func (r *reader) boolean(name string) bool {
+	b, err := strconv.ParseBool(*r.v[name])
+	if err != nil {
+		r.bad(name, "want true or false")
+	}
+	return b
+}
+
+// logLevel is slog's level: debug, info, warn or error.
+func (r *reader) logLevel(name string) slog.Level {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(*r.v[name])); err != nil {
+		r.bad(name, "want debug, info, warn or error")
+	}
+	return l
+}
+
+// list is the setting's comma-separated items, spaces around them trimmed, empty ones left out.
+func (r *reader) list(name string) []string {
+	var out []string
+	for _, s := range strings.Split(*r.v[name], ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			out = append(out, s)
 		}
 	}
-	return c, errors.Join(errs...)
+	return out
+}
+
+// prefixes are comma-separated CIDRs or addresses, as netpolicy.ParsePrefix reads them.
+func (r *reader) prefixes(name string) []netip.Prefix {
+	var out []netip.Prefix
+	for _, s := range r.list(name) {
+		prefix, err := netpolicy.ParsePrefix(s)
+		if err != nil {
+			r.bad(name, err.Error())
+			continue
+		}
+		out = append(out, prefix)
+	}
+	return out
+}
+
+// namespaces are comma-separated marketplace namespaces.
+func (r *reader) namespaces(name string) []string {
+	var out []string
+	for _, n := range r.list(name) {
+		if err := registry.CheckName("namespace", n); err != nil {
+			r.bad(name, err.Error())
+			continue
+		}
+		out = append(out, n)
+	}
+	return out
+}
+
+// openTargets are comma-separated host:port destinations, or * for all of them.
+func (r *reader) openTargets(name string) (open map[string]bool, all bool) {
+	open = map[string]bool{}
+	for _, o := range r.list(name) {
+		if o == "*" {
+			all = true
+			continue
+		}
+		d, err := netpolicy.Destination(o)
+		if err != nil {
+			r.bad(name, fmt.Sprintf("%q: want host:port or *", o))
+			continue
+		}
+		open[d] = true
+	}
+	return open, all
+}
+
+// policy is p allowing the comma-separated internal destinations the setting names, as
+// netpolicy.ParseAllow reads them.
+func (r *reader) policy(name string, p netpolicy.Policy) netpolicy.Policy {
+	var err error
+	if p.Allow, p.AllowPorts, err = netpolicy.ParseAllow(strings.Split(*r.v[name], ",")); err != nil {
+		r.bad(name, err.Error())
+	}
+	return p
 }
 
 // LogValue masks secrets, so that logging the config never leaks them.

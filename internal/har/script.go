@@ -9,9 +9,10 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/barrage-load/barrage/internal/quantity"
 )
 
 // render writes the script as YAML, with comments that say what was found.
@@ -49,7 +50,7 @@ func (c *converter) render() ([]byte, error) {
 		gn := mapping()
 		add(gn, "name", str(g.name))
 		if g.think > 0 {
-			add(gn, "think", str(duration(g.think)))
+			add(gn, "think", str(quantity.FormatDuration(g.think)))
 		}
 		add(gn, "requests", c.requests(g))
 		groups.Content = append(groups.Content, gn)
@@ -384,11 +385,6 @@ func (c *converter) template(f *field, lit func(string) string) string {
 	}
 	out.WriteString(escapeTemplate(lit(f.text[at:])))
 	return out.String()
-}
-
-// duration writes a think time as a script does: 1.5s, 700ms, 12s.
-func duration(d time.Duration) string {
-	return d.String()
 }
 
 // headComment is the comment that opens the script: what it holds, what was correlated, and

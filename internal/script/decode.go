@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/barrage-load/barrage/internal/quantity"
 )
 
 // decoder walks a document's node tree, building the model and collecting every error with
@@ -284,6 +286,26 @@ func (d *decoder) nonEmpty(n *yaml.Node, p pos, msg string) []*yaml.Node {
 	return list
 }
 
+// mapping reports whether n is a mapping, reporting it when it is not.
+func (d *decoder) mapping(n *yaml.Node, p pos) bool {
+	if n.Kind != yaml.MappingNode {
+		d.add(p, "must be a mapping, not %s", kindName(n))
+		return false
+	}
+	return true
+}
+
+// choice reads a string that names one of choices and returns what it names; any other string
+// is reported with want, such as "must be run, vu or iteration".
+func choice[T any](d *decoder, n *yaml.Node, p pos, choices map[string]T, want string) (T, bool) {
+	s, ok := d.str(n, p)
+	v, known := choices[s]
+	if ok && !known {
+		d.add(p, "%s", want)
+	}
+	return v, ok && known
+}
+
 // str reads a string; numbers and booleans are refused so that names stay names, but other
 // scalars YAML types on its own, such as dates, are strings.
 func (d *decoder) str(n *yaml.Node, p pos) (string, bool) {
@@ -399,7 +421,7 @@ func (d *decoder) duration(n *yaml.Node, p pos) (time.Duration, bool) {
 		d.add(p, "must be a duration such as 500ms, 2s or 1m30s, not %s", kindName(n))
 		return 0, false
 	}
-	v, err := parseDuration(n.Value)
+	v, err := quantity.ParseDuration(n.Value)
 	if err != nil {
 		d.add(p, "%s", err)
 		return 0, false
@@ -411,22 +433,10 @@ func (d *decoder) duration(n *yaml.Node, p pos) (time.Duration, bool) {
 func (d *decoder) durationIn(n *yaml.Node, p pos, lo, hi time.Duration) (time.Duration, bool) {
 	v, ok := d.duration(n, p)
 	if ok && (v < lo || v > hi) {
-		d.add(p, "must be between %s and %s", fmtDuration(lo), fmtDuration(hi))
+		d.add(p, "must be between %s and %s", quantity.FormatDuration(lo), quantity.FormatDuration(hi))
 		return 0, false
 	}
 	return v, ok
-}
-
-// fmtDuration writes whole-second durations without the trailing zero units ("1h", not "1h0m0s").
-func fmtDuration(v time.Duration) string {
-	s := v.String()
-	if strings.HasSuffix(s, "m0s") {
-		s = strings.TrimSuffix(s, "0s")
-	}
-	if strings.HasSuffix(s, "h0m") {
-		s = strings.TrimSuffix(s, "0m")
-	}
-	return s
 }
 
 // template reads a scalar as a template whose variables are inserted as they are.

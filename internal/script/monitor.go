@@ -1,9 +1,15 @@
 package script
 
 import (
+	"errors"
 	"fmt"
+	"net/url"
 	"regexp"
+	"slices"
+	"strconv"
 	"strings"
+
+	"go.yaml.in/yaml/v3"
 )
 
 var (
@@ -73,4 +79,76 @@ func quotedValue(s string) (string, string, error) {
 		}
 	}
 	return "", "", fmt.Errorf("a label value has no closing quote")
+}
+
+// maxMonitors and maxMonitorSeries bound what a run scrapes each second.
+const (
+	maxMonitors      = 8
+	maxMonitorSeries = 16
+)
+
+// monitors reads the monitors section.
+func (d *decoder) monitors(n *yaml.Node, p pos) []*Monitor {
+	var out []*Monitor
+	seen := make(map[string]bool)
+	items := d.seq(n, p)
+	if len(items) > maxMonitors {
+		d.add(p, "at most %d monitors", maxMonitors)
+		return nil
+	}
+	for i, c := range items {
+		ep := at(c, index(p.path, i))
+		o := d.object(c, ep, "name", "url", "series")
+		if o == nil {
+			continue
+		}
+		m := &Monitor{}
+		if n, p := o.need("name"); n != nil {
+			m.Name, _ = d.name(n, p)
+			if seen[m.Name] {
+				d.add(p, "another monitor is already named %s", quote(m.Name))
+			}
+			seen[m.Name] = true
+		}
+		if n, p := o.need("url"); n != nil {
+			if raw, ok := d.str(n, p); ok {
+				u, err := url.Parse(raw)
+				if err == nil && u.Port() != "" {
+					if n, perr := strconv.Atoi(u.Port()); perr != nil || n < 1 || n > 65535 {
+						err = errors.New("bad port")
+					}
+				}
+				if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil {
+					d.add(p, "must be an absolute http(s) URL without credentials, such as http://127.0.0.1:9100/metrics")
+				} else {
+					m.URL = raw
+				}
+			}
+		}
+		if n, p := o.need("series"); n != nil {
+			list := d.seq(n, p)
+			if len(list) == 0 || len(list) > maxMonitorSeries {
+				d.add(p, "name from 1 to %d series", maxMonitorSeries)
+			}
+			for j, sn := range list {
+				sp := at(sn, index(p.path, j))
+				src, ok := d.str(sn, sp)
+				if !ok {
+					continue
+				}
+				sel, err := ParseMonitorSeries(src)
+				if err != nil {
+					d.add(sp, "%v", err)
+					continue
+				}
+				if slices.ContainsFunc(m.Series, func(o *MonitorSeries) bool { return o.Source == sel.Source }) {
+					d.add(sp, "%s is named twice", quote(src))
+					continue
+				}
+				m.Series = append(m.Series, sel)
+			}
+		}
+		out = append(out, m)
+	}
+	return out
 }

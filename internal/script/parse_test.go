@@ -129,6 +129,8 @@ func TestParseErrorsNameTheirPath(t *testing.T) {
 		{"open without max_vus", withLoad("{rate: 10/s, duration: 1m}"), "load.max_vus", "required"},
 		{"open rate unit", withLoad("{rate: 10, duration: 1m, max_vus: 5}"), "load.rate", "must be a string"},
 		{"open rate text", withLoad("{rate: 10/day, duration: 1m, max_vus: 5}"), "load.rate", "must be a rate such as 200/s"},
+		{"open rate negative", withLoad("{rate: -10/s, duration: 1m, max_vus: 5}"), "load.rate", "must not be negative"},
+		{"open rate too high", withLoad("{rate: 2e9/s, duration: 1m, max_vus: 5}"), "load.rate", "must be at most 1000000000/s"},
 		{"stages with duration", withLoad("{stages: [{rate: 1/s, duration: 1m}], duration: 1m, max_vus: 5}"), "load.duration", "goes without stages"},
 		{"stage rate and ramp_to", withLoad("{stages: [{rate: 1/s, duration: 1m}, {rate: 1/s, ramp_to: 5/s, duration: 1m}], max_vus: 5}"), "load.stages[1]", "a stage takes only one of rate, ramp_to"},
 		{"stage without duration", withLoad("{stages: [{ramp_to: 5/s}], max_vus: 5}"), "load.stages[0].duration", "required"},

@@ -3,6 +3,14 @@
 // session of measurement groups and requests, the load model, thresholds and plugin
 // references. Parse checks a document on its own; Load also reads the CSV data files it names.
 // docs/scripts.md is the format's reference for testers, schema.json its JSON Schema.
+//
+// The parser reads each part of a script in a file named for it: parse.go the document's top
+// level, decode.go the values every section shares (strings, names, numbers, durations),
+// vars.go variables and data files, plugin.go plugins, scenario.go scenarios, session.go the
+// session's groups and requests (url.go their URLs, body.go their bodies, websocket.go their
+// steps, check.go their extractors and assertions), workload.go the load and its stages,
+// threshold.go thresholds, monitor.go monitors, network.go hosts, tls and proxy, addr.go
+// source addresses.
 package script
 
 import (

@@ -8,6 +8,10 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/barrage-load/barrage/internal/quantity"
 )
 
 // Metric is what a threshold measures.
@@ -84,7 +88,7 @@ type Threshold struct {
 func (t *Threshold) Text() string {
 	s := t.Source
 	if t.Window > 0 && !strings.Contains(s, " over ") {
-		s += " over " + fmtDuration(t.Window)
+		s += " over " + quantity.FormatDuration(t.Window)
 	}
 	if t.Request != "" {
 		s += " for " + strconv.Quote(t.Request)
@@ -139,12 +143,12 @@ func ParseThreshold(s string) (*Threshold, error) {
 	var err error
 	switch {
 	case t.Metric.IsLatency():
-		t.Latency, err = parseDuration(m[3])
+		t.Latency, err = quantity.ParseDuration(m[3])
 		t.Value = t.Latency.Seconds()
 	case t.Metric == ErrorRate:
 		t.Value, err = parseRatio(m[3])
 	case t.Metric == RPS:
-		t.Value, err = parseRPS(m[3])
+		t.Value, err = quantity.ParsePerSecond(m[3])
 	case t.Metric == Count:
 		var n int
 		n, err = strconv.Atoi(m[3])
@@ -157,7 +161,7 @@ func ParseThreshold(s string) (*Threshold, error) {
 		return nil, fmt.Errorf("%s: value %q: %w", t.Metric, m[3], err)
 	}
 	if m[4] != "" {
-		t.Window, err = parseDuration(m[4])
+		t.Window, err = quantity.ParseDuration(m[4])
 		if err != nil {
 			return nil, fmt.Errorf("window %q: %w", m[4], err)
 		}
@@ -184,48 +188,70 @@ func parseRatio(s string) (float64, error) {
 	return f, nil
 }
 
-// parseRPS reads "500" or a rate such as "500/s" or "3000/m" as requests per second.
-func parseRPS(s string) (float64, error) {
-	if strings.Contains(s, "/") {
-		return parseRate(s)
+// thresholds reads the thresholds section; names are the script's request names.
+func (d *decoder) thresholds(n *yaml.Node, p pos, names map[string]bool) []*Threshold {
+	var out []*Threshold
+	for i, c := range d.seq(n, p) {
+		cp := at(c, index(p.path, i))
+		if c.Kind == yaml.ScalarNode {
+			if t := d.thresholdCheck(c, cp); t != nil {
+				out = append(out, t)
+			}
+			continue
+		}
+		o := d.object(c, cp, "check", "over", "abort", "request")
+		if o == nil {
+			continue
+		}
+		n, kp := o.need("check")
+		if n == nil {
+			continue
+		}
+		t := d.thresholdCheck(n, kp)
+		if t == nil {
+			continue
+		}
+		ok := true
+		if n, p := o.get("over"); n != nil {
+			if t.Window != 0 {
+				d.add(p, "the check already says over %s", quantity.FormatDuration(t.Window))
+				ok = false
+			} else if t.Window, ok = d.durationIn(n, p, time.Second, maxRunDuration); !ok {
+				continue
+			}
+		}
+		if n, p := o.get("abort"); n != nil {
+			var aok bool
+			t.Abort, aok = d.boolean(n, p)
+			ok = ok && aok
+		}
+		if n, p := o.get("request"); n != nil {
+			name, rok := d.str(n, p)
+			if rok && !names[name] {
+				d.add(p, "no request is named %s", quote(name))
+				rok = false
+			}
+			t.Request = name
+			ok = ok && rok
+		}
+		if ok {
+			out = append(out, t)
+		}
 	}
-	f, err := strconv.ParseFloat(s, 64)
-	if err != nil || math.IsNaN(f) || math.IsInf(f, 0) || f < 0 {
-		return 0, errors.New("must be requests per second, as in 500 or 500/s")
-	}
-	return f, nil
+	return out
 }
 
-// parseRate reads a rate such as "200/s", "90/m", "0.5/s" or "3600/h" as a count per second.
-func parseRate(s string) (float64, error) {
-	num, unit, ok := strings.Cut(strings.TrimSpace(s), "/")
-	f, err := strconv.ParseFloat(strings.TrimSpace(num), 64)
-	if !ok || err != nil || math.IsNaN(f) || math.IsInf(f, 0) || f < 0 || f > 1e9 {
-		return 0, errors.New("must be a rate such as 200/s, 90/m or 3600/h")
+// thresholdCheck reads a threshold's check, such as "p95 < 300ms", as ParseThreshold reads it;
+// nil when it is refused (the error is recorded).
+func (d *decoder) thresholdCheck(n *yaml.Node, p pos) *Threshold {
+	s, ok := d.str(n, p)
+	if !ok {
+		return nil
 	}
-	switch strings.TrimSpace(unit) {
-	case "s", "1s", "sec":
-		return f, nil
-	case "m", "1m", "min":
-		return f / 60, nil
-	case "h", "1h":
-		return f / 3600, nil
-	}
-	return 0, errors.New("must be a rate such as 200/s, 90/m or 3600/h")
-}
-
-// parseDuration reads a duration such as "300ms", "1.5s" or "2m30s"; a bare "0" is zero.
-// Negative durations are refused.
-func parseDuration(s string) (time.Duration, error) {
-	if s == "0" {
-		return 0, nil
-	}
-	d, err := time.ParseDuration(s)
+	t, err := ParseThreshold(s)
 	if err != nil {
-		return 0, errors.New("must be a duration such as 500ms, 2s or 1m30s")
+		d.add(p, "%s", err)
+		return nil
 	}
-	if d < 0 {
-		return 0, errors.New("must not be negative")
-	}
-	return d, nil
+	return t
 }

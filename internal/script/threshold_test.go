@@ -49,7 +49,7 @@ func TestParseThresholdRefuses(t *testing.T) {
 		"error_rate < 101%":    "between 0% and 100%",
 		"error_rate < 2":       "between 0% and 100%",
 		"error_rate < lots":    "must be a percentage",
-		"rps > fast":           "must be requests per second",
+		"rps > fast":           "must be a number per second",
 		"rps > 5/fortnight":    "must be a rate",
 		"count > 1.5":          "whole number",
 		"rps > 1 over 0.5s":    "at least 1s",

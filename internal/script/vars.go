@@ -2,13 +2,154 @@ package script
 
 import (
 	"fmt"
+	"io/fs"
 	"maps"
+	"path"
 	"regexp"
 	"slices"
 	"strings"
+	"unicode"
+
+	"go.yaml.in/yaml/v3"
 
 	"github.com/barrage-load/barrage/internal/barrage"
 )
+
+// variables reads the variables section.
+func (d *decoder) variables(n *yaml.Node, p pos) Variables {
+	var v Variables
+	o := d.object(n, p, "constants", "env", "data")
+	if o == nil {
+		return v
+	}
+	defined := make(map[string]string)
+	define := func(kp pos, name, what string) bool {
+		if !identRe.MatchString(name) {
+			d.add(kp, "%s is not a valid variable name: use letters, digits and _, not starting with a digit", quote(name))
+			return false
+		}
+		if prev, dup := defined[name]; dup {
+			d.add(kp, "%s is already %s", name, prev)
+			return false
+		}
+		defined[name] = what
+		return true
+	}
+	if n, p := o.get("constants"); n != nil {
+		if d.mapping(n, p) {
+			for _, kv := range d.pairs(n, p) {
+				val, ok := d.text(kv.val, kv.valPos)
+				if define(kv.keyPos, kv.key, "a constant") && ok {
+					v.Constants = append(v.Constants, Constant{Name: kv.key, Value: val})
+				}
+			}
+		}
+	}
+	if n, p := o.get("env"); n != nil {
+		if d.mapping(n, p) {
+			for _, kv := range d.pairs(n, p) {
+				e, ok := d.envVar(kv)
+				if define(kv.keyPos, kv.key, "an environment variable") && ok {
+					v.Env = append(v.Env, e)
+				}
+			}
+		}
+	}
+	if n, p := o.get("data"); n != nil {
+		for i, c := range d.seq(n, p) {
+			if df := d.dataFile(c, at(c, index(p.path, i))); df != nil {
+				v.Data = append(v.Data, df)
+			}
+		}
+	}
+	return v
+}
+
+var envNameRe = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// envVar reads "name: ENV_NAME" or "name: { from: ENV_NAME, default: value }".
+func (d *decoder) envVar(kv pair) (EnvVar, bool) {
+	e := EnvVar{Name: kv.key, p: kv.valPos}
+	var fromNode *yaml.Node
+	fromPos := kv.valPos
+	if kv.val.Kind == yaml.MappingNode {
+		o := d.object(kv.val, kv.valPos, "from", "default")
+		if o == nil {
+			return e, false
+		}
+		fromNode, fromPos = o.need("from")
+		if n, p := o.get("default"); n != nil {
+			var ok bool
+			if e.Default, ok = d.text(n, p); !ok {
+				return e, false
+			}
+			e.HasDefault = true
+		}
+	} else {
+		fromNode = kv.val
+	}
+	if fromNode == nil {
+		return e, false
+	}
+	from, ok := d.str(fromNode, fromPos)
+	if !ok {
+		return e, false
+	}
+	if !envNameRe.MatchString(from) {
+		d.add(fromPos, "%s is not an environment variable name", quote(from))
+		return e, false
+	}
+	e.From = from
+	return e, true
+}
+
+// orders are the orders of a data file's rows, by the names a script gives them.
+var orders = map[string]Order{"sequential": Sequential, "random": Random, "circular": Circular}
+
+// dataFile reads one entry of variables.data.
+func (d *decoder) dataFile(n *yaml.Node, p pos) *DataFile {
+	o := d.object(n, p, "file", "order", "separator")
+	if o == nil {
+		return nil
+	}
+	df := &DataFile{Order: Circular, Separator: ',', p: p}
+	ok := true
+	if n, p := o.need("file"); n != nil {
+		f, fok := d.str(n, p)
+		switch {
+		case !fok:
+			ok = false
+		case f == "" || !fs.ValidPath(path.Clean(f)) || strings.Contains(f, `\`):
+			d.add(p, "must be a path relative to the script's folder and inside it, with / between folders")
+			ok = false
+		default:
+			df.File = path.Clean(f)
+		}
+	} else {
+		ok = false
+	}
+	if n, p := o.get("order"); n != nil {
+		var sok bool
+		df.Order, sok = choice(d, n, p, orders, "must be sequential, random or circular")
+		ok = ok && sok
+	}
+	if n, p := o.get("separator"); n != nil {
+		s, sok := d.str(n, p)
+		r := []rune(s)
+		if sok && (len(r) != 1 || r[0] == '"' || r[0] == '\r' || r[0] == '\n' || r[0] == unicode.ReplacementChar) {
+			d.add(p, "must be one character other than a quote or a line break, such as \";\"")
+			sok = false
+		}
+		if sok {
+			df.Separator = r[0]
+		}
+		ok = ok && sok
+	}
+	if !ok {
+		return nil
+	}
+	return df
+}
 
 // checkVars checks that every variable a template uses is defined before it is used, and that
 // no two sources define the same name. When some data file has not been read, a name no other

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/barrage-load/barrage/internal/metrics"
+	"github.com/barrage-load/barrage/internal/quantity"
 	"github.com/barrage-load/barrage/internal/run"
 	"github.com/barrage-load/barrage/internal/script"
 	"github.com/barrage-load/barrage/internal/threshold"
@@ -135,7 +136,7 @@ func (t Threshold) threshold() *script.Threshold {
 		return nil
 	}
 	th.Request, th.Abort = t.Request, t.Abort
-	if d, err := time.ParseDuration(t.Over); err == nil {
+	if d, err := quantity.ParseDuration(t.Over); err == nil {
 		th.Window = d
 	}
 	return th
