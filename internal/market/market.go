@@ -434,9 +434,9 @@ func (s *Service) SweepBlobs(ctx context.Context, cutoff time.Time) (int, error)
 	return blob.Sweep(ctx, s.blobs, cutoff, keep)
 }
 
-// Approve publishes a pending version; admins only (the route's policy).
+// Approve publishes a pending version; admins only.
 func (s *Service) Approve(ctx context.Context, p barrage.Principal, namespace, name, version, reason string) (barrage.PluginVersion, error) {
-	reason, err := needReason(reason, 0)
+	reason, err := review(p, reason, 0)
 	if err != nil {
 		return barrage.PluginVersion{}, err
 	}
@@ -445,7 +445,7 @@ func (s *Service) Approve(ctx context.Context, p barrage.Principal, namespace, n
 
 // Reject refuses a pending version, saying why; admins only.
 func (s *Service) Reject(ctx context.Context, p barrage.Principal, namespace, name, version, reason string) (barrage.PluginVersion, error) {
-	reason, err := needReason(reason, 1)
+	reason, err := review(p, reason, 1)
 	if err != nil {
 		return barrage.PluginVersion{}, err
 	}
@@ -456,7 +456,7 @@ func (s *Service) Reject(ctx context.Context, p barrage.Principal, namespace, na
 // why; admins only. A revoked version stays shown to everyone, for the runs that used it, so a
 // pending one, which nobody but its owners has seen, is rejected instead.
 func (s *Service) Revoke(ctx context.Context, p barrage.Principal, namespace, name, version, reason string) (barrage.PluginVersion, error) {
-	reason, err := needReason(reason, 1)
+	reason, err := review(p, reason, 1)
 	if err != nil {
 		return barrage.PluginVersion{}, err
 	}
@@ -500,6 +500,15 @@ func (s *Service) ownNamespace(ctx context.Context, p barrage.Principal, namespa
 		return ns, notFound
 	}
 	return ns, nil
+}
+
+// review checks that p may review plugins (an admin: the routes say so too, and the service
+// holds it whatever calls it) and the reason the decision gives.
+func review(p barrage.Principal, reason string, minLen int) (string, error) {
+	if p.User.Role != barrage.RoleAdmin {
+		return "", barrage.Errorf(barrage.ErrForbidden, "only admins review plugin versions")
+	}
+	return needReason(reason, minLen)
 }
 
 // needReason checks the reason a decision gives, required (min 1) or not (0), and returns it
