@@ -1,6 +1,7 @@
 package run_test
 
 import (
+	"os"
 	"os/exec"
 	"strings"
 	"testing"
@@ -29,4 +30,56 @@ func TestTheServerSpeaksOfRunsWithoutTheEngine(t *testing.T) {
 		require.NotContains(t, server, mod+never, "a server package imports %s", never)
 	}
 	require.Contains(t, server, mod+"run", "the server speaks of runs through package run")
+}
+
+// layers are the rows of CONTRIBUTING.md's list of internal packages, from the ground up: each
+// row's packages, by the last element of their path.
+func layers(t *testing.T) map[string]int {
+	t.Helper()
+	doc, err := os.ReadFile("../../CONTRIBUTING.md")
+	require.NoError(t, err)
+	text := string(doc)
+	start := strings.Index(text, "`internal/`, from the ground up")
+	require.GreaterOrEqual(t, start, 0, "CONTRIBUTING.md lists internal's packages from the ground up")
+	text = text[start:]
+	text = text[strings.Index(text, "```\n")+4:]
+	text = text[:strings.Index(text, "```")]
+	rank := map[string]int{}
+	for i, line := range strings.Split(strings.TrimSpace(text), "\n") {
+		names, _, _ := strings.Cut(strings.TrimSpace(line), "  ")
+		for _, n := range strings.Split(names, ",") {
+			rank[strings.TrimSpace(n)] = i
+		}
+	}
+	return rank
+}
+
+// No package imports one that CONTRIBUTING.md lists above it, and every package is listed: the
+// layout it describes is the one the imports draw.
+func TestNoImportPointsUp(t *testing.T) {
+	rank := layers(t)
+	key := func(path string) string {
+		rel := strings.TrimPrefix(path, mod)
+		if _, ok := rank[rel[strings.LastIndex(rel, "/")+1:]]; ok {
+			return rel[strings.LastIndex(rel, "/")+1:]
+		}
+		first, _, _ := strings.Cut(rel, "/")
+		return first
+	}
+	out, err := exec.Command("go", "list", "-f", `{{.ImportPath}} {{join .Imports " "}}`, "../...").Output()
+	require.NoError(t, err)
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		fields := strings.Fields(line)
+		me := key(fields[0])
+		r, ok := rank[me]
+		require.True(t, ok, "CONTRIBUTING.md does not list %s", fields[0])
+		for _, imp := range fields[1:] {
+			if !strings.HasPrefix(imp, mod) {
+				continue
+			}
+			ri, ok := rank[key(imp)]
+			require.True(t, ok, "CONTRIBUTING.md does not list %s", imp)
+			require.LessOrEqual(t, ri, r, "%s imports %s, which CONTRIBUTING.md lists after it", fields[0], imp)
+		}
+	}
 }
