@@ -194,7 +194,44 @@ type compiledRequest struct {
 	static bool
 }
 
+// compile plans a run of s with opts: its values and data, its network, the shard's share of
+// its workload, its plugins, and each request compiled with the labels its metrics go to.
 func compile(s *script.Script, opts Options) (*plan, error) {
+	p, err := newPlan(s, opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := p.compileRequests(); err != nil {
+		return nil, err
+	}
+	p.labelWebSockets()
+	for _, cg := range p.groups {
+		cg.label = p.label(metrics.GroupKey(cg.g.Name))
+	}
+	for _, cr := range p.requests {
+		cr.checks = p.checkLabels(cr.r.Name, cr.r.Assert)
+		if ws := cr.r.WebSocket; ws != nil {
+			for _, st := range ws.Steps {
+				cr.wsChecks = append(cr.wsChecks, p.checkLabels(st.Name, st.Assert))
+			}
+		}
+	}
+	p.scheduleLabel = p.label(metrics.ScheduleKey)
+	for i, sc := range p.scenarioScripts() {
+		for _, cg := range p.groups {
+			if slices.Contains(sc.Session.Groups, cg.g) {
+				p.scenarios[i].groups = append(p.scenarios[i].groups, cg)
+			}
+		}
+	}
+	p.hookLabels()
+	return p, nil
+}
+
+// newPlan is the plan of s with opts before its requests are compiled: the script's values
+// (environment, constants, secrets, masked wherever the run could show them), its data, its
+// base URL, its network, the shard's share of the workload within the hard limits, its plugins.
+func newPlan(s *script.Script, opts Options) (*plan, error) {
 	env := opts.Env
 	if env == nil {
 		env = func(string) (string, bool) { return "", false }
@@ -247,119 +284,131 @@ func compile(s *script.Script, opts Options) (*plan, error) {
 	if err := p.shard(); err != nil {
 		return nil, err
 	}
+	return p, p.compilePlugins()
+}
+
+// label adds a label that metrics are kept under and returns its index.
+func (p *plan) label(key metrics.Key) int {
+	p.labels = append(p.labels, key)
+	return len(p.labels) - 1
+}
+
+// compileRequests compiles every group's requests, each with its label, in session order.
+func (p *plan) compileRequests() error {
 	cookies := map[*script.Group]bool{}
 	for _, sc := range p.scenarioScripts() {
 		for _, g := range sc.Session.Groups {
 			cookies[g] = sc.Session.Cookies
 		}
 	}
-	if err := p.compilePlugins(); err != nil {
-		return nil, err
-	}
-	for _, g := range s.Session.Groups {
+	for _, g := range p.s.Session.Groups {
 		cg := &compiledGroup{g: g}
 		for _, r := range g.Requests {
-			cr := &compiledRequest{r: r, label: len(p.labels), noEncoding: -1}
-			key := metrics.RequestKey(r.Name)
-			if r.WebSocket != nil {
-				key = metrics.StepKey(r.Name) // the session; its upgrade is the request
-			}
-			p.labels = append(p.labels, key)
-			if lit, ok := r.URL.Literal(); ok && len(r.Query) == 0 {
-				u, err := url.Parse(lit)
-				if err != nil {
-					return nil, fmt.Errorf("request %s: url: %w", r.Name, err)
-				}
-				cr.url, cr.rawURL = u, u.String()
-			}
-			for i, h := range r.Headers {
-				var lit *string
-				if v, ok := h.Value.Literal(); ok {
-					lit = &v
-				}
-				cr.headers = append(cr.headers, lit)
-				if strings.EqualFold(h.Name, "Accept-Encoding") {
-					// The script's own; an empty one means none is sent. (A template that renders
-					// empty sends an empty one: the script asked for that header.)
-					cr.noEncoding = len(r.Headers)
-					if lit != nil && *lit == "" {
-						cr.noEncoding = i
-					}
-				}
-			}
-			cr.static = cr.url != nil && !cookies[g] && !r.HTTP2 && r.Redirects == 0 && len(r.Plugins) == 0
-			// A url plugin that runs after the response reads its headers.
-			cr.runsAfter = p.runsAfter(r)
-			cr.needHeader = cr.runsAfter
-			for _, lit := range cr.headers {
-				cr.static = cr.static && lit != nil
-			}
-			if isStreamed(r.Body) {
-				if err := fileBodyNotLoaded(r); err != nil {
-					return nil, err
-				}
-				cr.static = false
-				if r.Body.Kind == script.MultipartBody {
-					cr.boundary = newBoundary()
-				}
-			} else if r.Body != nil {
-				_, lit := r.Body.Content.Literal()
-				cr.static = cr.static && lit
-			}
-			cr.needBody = cr.runsAfter
-			for _, x := range r.Extract {
-				cr.needBody = cr.needBody || x.Kind == script.ExtractJSON || x.Kind == script.ExtractRegex
-				cr.needsJSON = cr.needsJSON || x.Kind == script.ExtractJSON
-				cr.needHeader = cr.needHeader || x.Kind == script.ExtractHeader
-				cr.needCookies = cr.needCookies || x.Kind == script.ExtractCookie
-			}
-			for _, a := range r.Assert {
-				cr.needBody = cr.needBody || a.Kind == script.AssertJSON || a.Kind == script.AssertBodyContains || a.Kind == script.AssertBodyMatches
-				cr.needsJSON = cr.needsJSON || a.Kind == script.AssertJSON
+			cr, err := p.compileRequest(r, cookies[g])
+			if err != nil {
+				return err
 			}
 			cg.requests = append(cg.requests, cr)
 			p.requests = append(p.requests, cr)
 		}
 		p.groups = append(p.groups, cg)
 	}
-	for _, cr := range p.requests { // after every request's: requests' labels come first
-		if ws := cr.r.WebSocket; ws != nil {
-			cr.static = false
-			cr.wsConnect = len(p.labels)
-			p.labels = append(p.labels, metrics.RequestKey(ws.Connect))
-			for _, st := range ws.Steps {
-				i := -1
-				if st.Send == nil {
-					i = len(p.labels)
-					p.labels = append(p.labels, metrics.StepKey(st.Name))
-				}
-				cr.wsReceive = append(cr.wsReceive, i)
+	return nil
+}
+
+// compileRequest compiles r, of a group whose VUs keep cookies when jar: what of it is literal
+// (parsed or rendered once), whether every send is the same bytes, and what of its response
+// it must read.
+func (p *plan) compileRequest(r *script.Request, jar bool) (*compiledRequest, error) {
+	key := metrics.RequestKey(r.Name)
+	if r.WebSocket != nil {
+		key = metrics.StepKey(r.Name) // the session; its upgrade is the request
+	}
+	cr := &compiledRequest{r: r, label: p.label(key), noEncoding: -1}
+	if lit, ok := r.URL.Literal(); ok && len(r.Query) == 0 {
+		u, err := url.Parse(lit)
+		if err != nil {
+			return nil, fmt.Errorf("request %s: url: %w", r.Name, err)
+		}
+		cr.url, cr.rawURL = u, u.String()
+	}
+	cr.literalHeaders()
+	cr.static = cr.url != nil && !jar && !r.HTTP2 && r.Redirects == 0 && len(r.Plugins) == 0
+	for _, lit := range cr.headers {
+		cr.static = cr.static && lit != nil
+	}
+	if isStreamed(r.Body) {
+		if err := fileBodyNotLoaded(r); err != nil {
+			return nil, err
+		}
+		cr.static = false
+		if r.Body.Kind == script.MultipartBody {
+			cr.boundary = newBoundary()
+		}
+	} else if r.Body != nil {
+		_, lit := r.Body.Content.Literal()
+		cr.static = cr.static && lit
+	}
+	// A url plugin that runs after the response reads its headers.
+	cr.runsAfter = p.runsAfter(r)
+	cr.needHeader, cr.needBody = cr.runsAfter, cr.runsAfter
+	cr.readsOfResponse()
+	return cr, nil
+}
+
+// literalHeaders renders once each header whose value is a literal, and notes what becomes of
+// Accept-Encoding (compiledRequest.noEncoding).
+func (cr *compiledRequest) literalHeaders() {
+	for i, h := range cr.r.Headers {
+		var lit *string
+		if v, ok := h.Value.Literal(); ok {
+			lit = &v
+		}
+		cr.headers = append(cr.headers, lit)
+		if strings.EqualFold(h.Name, "Accept-Encoding") {
+			// The script's own; an empty one means none is sent. (A template that renders
+			// empty sends an empty one: the script asked for that header.)
+			cr.noEncoding = len(cr.r.Headers)
+			if lit != nil && *lit == "" {
+				cr.noEncoding = i
 			}
 		}
 	}
-	for _, cg := range p.groups {
-		cg.label = len(p.labels)
-		p.labels = append(p.labels, metrics.GroupKey(cg.g.Name))
+}
+
+// readsOfResponse notes what of the response the request's extractors and assertions read:
+// its body (decoded as JSON or not), its headers, its cookies.
+func (cr *compiledRequest) readsOfResponse() {
+	for _, x := range cr.r.Extract {
+		cr.needBody = cr.needBody || x.Kind == script.ExtractJSON || x.Kind == script.ExtractRegex
+		cr.needsJSON = cr.needsJSON || x.Kind == script.ExtractJSON
+		cr.needHeader = cr.needHeader || x.Kind == script.ExtractHeader
+		cr.needCookies = cr.needCookies || x.Kind == script.ExtractCookie
 	}
+	for _, a := range cr.r.Assert {
+		cr.needBody = cr.needBody || a.Kind == script.AssertJSON || a.Kind == script.AssertBodyContains || a.Kind == script.AssertBodyMatches
+		cr.needsJSON = cr.needsJSON || a.Kind == script.AssertJSON
+	}
+}
+
+// labelWebSockets adds the labels of each WebSocket session's upgrade and receive steps, after
+// every request's: requests' labels come first.
+func (p *plan) labelWebSockets() {
 	for _, cr := range p.requests {
-		cr.checks = p.checkLabels(cr.r.Name, cr.r.Assert)
-		if ws := cr.r.WebSocket; ws != nil {
-			for _, st := range ws.Steps {
-				cr.wsChecks = append(cr.wsChecks, p.checkLabels(st.Name, st.Assert))
+		ws := cr.r.WebSocket
+		if ws == nil {
+			continue
+		}
+		cr.static = false
+		cr.wsConnect = p.label(metrics.RequestKey(ws.Connect))
+		for _, st := range ws.Steps {
+			i := -1
+			if st.Send == nil {
+				i = p.label(metrics.StepKey(st.Name))
 			}
+			cr.wsReceive = append(cr.wsReceive, i)
 		}
 	}
-	p.scheduleLabel = len(p.labels)
-	p.labels = append(p.labels, metrics.ScheduleKey)
-	for i, sc := range p.scenarioScripts() {
-		for _, cg := range p.groups {
-			if slices.Contains(sc.Session.Groups, cg.g) {
-				p.scenarios[i].groups = append(p.scenarios[i].groups, cg)
-			}
-		}
-	}
-	p.hookLabels()
-	return p, nil
 }
 
 // checkLabels adds the labels that tally the assertions of a request (or WebSocket step) and
@@ -370,8 +419,7 @@ func (p *plan) checkLabels(request string, as []*script.Assertion) []int {
 	for i, a := range as {
 		out[i] = -1
 		if !a.Implied {
-			out[i] = len(p.labels)
-			p.labels = append(p.labels, metrics.CheckKey(script.Check{Request: request, Name: a.Name}.Label()))
+			out[i] = p.label(metrics.CheckKey(script.Check{Request: request, Name: a.Name}.Label()))
 		}
 	}
 	return out
