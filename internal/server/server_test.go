@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -26,8 +27,9 @@ func TestAServerServesAndShutsDownInProcess(t *testing.T) {
 		"--jwt-key-file", filepath.Join(dir, "jwt.key"), "--secret-keys-file", filepath.Join(dir, "secret.keys")},
 		func(k string) string { return env[k] }, io.Discard)
 	require.NoError(t, err)
-	var console, logs bytes.Buffer
-	log := slog.New(slog.NewTextHandler(&logs, nil))
+	var console bytes.Buffer
+	logs := &lockedBuffer{}
+	log := slog.New(slog.NewTextHandler(logs, nil))
 
 	ctx, stop := context.WithCancel(t.Context())
 	srv, err := server.Open(ctx, cfg, log, &console, "test")
@@ -44,10 +46,28 @@ func TestAServerServesAndShutsDownInProcess(t *testing.T) {
 	}
 	code := strings.TrimSpace(console.String()[strings.LastIndex(console.String(), ":")+1:])
 	require.NotEmpty(t, code, "the first admin's code is on the console")
-	require.NotContains(t, logs.String(), code, "and never in the log")
+	require.NotContains(t, logs.text(), code, "and never in the log")
 
 	stop()
 	require.NoError(t, <-waited)
 	_, err = http.Get(srv.URL() + "/healthz")
 	require.Error(t, err, "nothing listens once it has shut down")
+}
+
+// lockedBuffer is a log that the server's goroutines write while the test reads it.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) text() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
