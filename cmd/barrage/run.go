@@ -127,7 +127,8 @@ func runRun(ctx context.Context, e env, args []string) error {
 		series = summary.NewSeriesCSV(csvFile)
 	}
 	var points []summary.Point
-	steady := summary.NewLiveStability(run.Workload(s, opts.Overrides()))
+	workload := run.Workload(s, load)
+	steady := summary.NewLiveStability(workload)
 	opts.OnSecond = func(sec run.Second) {
 		p := summary.NewPoint(sec.Index, sec.Snapshot, sec.Health)
 		points = append(points, p)
@@ -155,7 +156,7 @@ func runRun(ctx context.Context, e env, args []string) error {
 	doc := summary.NewResult(res)
 	doc.Series = append(doc.Series, points...)
 	doc.Monitors, doc.MonitorFailures = outcome.Monitors, outcome.Account.MonitorFailures
-	doc.SetStability(run.Workload(s, opts.Overrides()))
+	doc.SetStability(workload)
 	doc.Print(e.stdout)
 	if *out != "" {
 		if err := writeJSON(*out, doc); err != nil {
@@ -177,10 +178,8 @@ func runRun(ctx context.Context, e env, args []string) error {
 			return fmt.Errorf("write %s: %w", *csvPath, err)
 		}
 	}
-	for _, t := range res.Thresholds {
-		if !t.Passed {
-			return &exitError{exitThresholds, fmt.Errorf("%w: %s", engine.ErrThresholds, t.Threshold.Source)}
-		}
+	if err := res.ThresholdsErr(); err != nil {
+		return &exitError{exitThresholds, err}
 	}
 	if res.Stop.Reason == run.Canceled {
 		return errors.New("the run was interrupted; the summary covers what ran")

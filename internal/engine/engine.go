@@ -82,12 +82,9 @@ type Options struct {
 	Limits barrage.Limits
 }
 
-// ErrThresholds is returned, wrapped, when a threshold failed; the Result is complete.
-var ErrThresholds = errors.New("thresholds failed")
-
 // Run runs s to the end, judging its thresholds as it goes (an aborting one that breaks stops
 // the load), and returns what it measured. The error is nil when the run completed and every
-// threshold held, wraps ErrThresholds when one failed, and is anything else when the run could
+// threshold held, wraps run.ErrThresholds when one failed, and is anything else when the run could
 // not happen. It is Start and Wait with a threshold.Watch, for a run that is all of its own.
 func Run(ctx context.Context, s *script.Script, opts Options) (*run.Result, error) {
 	opts.Judge = true
@@ -96,12 +93,7 @@ func Run(ctx context.Context, s *script.Script, opts Options) (*run.Result, erro
 		return nil, err
 	}
 	res := r.Wait()
-	for _, t := range res.Thresholds {
-		if !t.Passed {
-			return res, fmt.Errorf("%w: %s", ErrThresholds, t.Threshold.Source)
-		}
-	}
-	return res, nil
+	return res, res.ThresholdsErr()
 }
 
 // plan is a script made ready to run.

@@ -342,7 +342,7 @@ thresholds:
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	res, err := engine.Run(ctx, s, engine.Options{})
-	require.ErrorIs(t, err, engine.ErrThresholds)
+	require.ErrorIs(t, err, run.ErrThresholds)
 	require.Equal(t, run.AbortedThreshold, res.Stop.Reason)
 	require.Contains(t, res.Stop.Detail, "error_rate < 10%")
 	require.Less(t, res.Elapsed, 10*time.Second)

@@ -1,6 +1,8 @@
 package run
 
 import (
+	"errors"
+	"fmt"
 	"time"
 
 	"github.com/barrage-load/barrage/internal/metrics"
@@ -69,4 +71,18 @@ type ScenarioResult struct {
 	Model      script.Model
 	Requests   []string
 	Iterations int64
+}
+
+// ErrThresholds is returned, wrapped, when a threshold of a run failed; its Result is complete.
+var ErrThresholds = errors.New("thresholds failed")
+
+// ThresholdsErr is ErrThresholds wrapped with the first threshold that failed, or nil when every
+// one judged held.
+func (r *Result) ThresholdsErr() error {
+	for _, t := range r.Thresholds {
+		if !t.Passed {
+			return fmt.Errorf("%w: %s", ErrThresholds, t.Threshold.Source)
+		}
+	}
+	return nil
 }
