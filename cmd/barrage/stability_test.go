@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/barrage-load/barrage/internal/targettest"
 )
 
 // A target whose latency degrades every other second is called unstable, its stability figure
@@ -20,20 +22,17 @@ import (
 func TestStabilityCallsOutThroughputThatMoves(t *testing.T) {
 	t.Parallel()
 	start := time.Now()
-	degrading := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+	degrading := httptest.NewServer(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
 		if int(time.Since(start).Seconds())%2 == 1 {
-			time.Sleep(100 * time.Millisecond) // the storage stalls
+			targettest.Work(r, 100*time.Millisecond) // the storage stalls
 		} else {
-			time.Sleep(20 * time.Millisecond)
+			targettest.Work(r, 20*time.Millisecond)
 		}
 	}))
 	defer degrading.Close()
 	// 20 ms a request dominates what a loaded CI machine (-race, packages in parallel) adds to
 	// one: at 5 ms, its own stalls made a steady target's throughput vary by more than 10%.
-	steady := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		time.Sleep(20 * time.Millisecond)
-	}))
-	defer steady.Close()
+	steady := targettest.Slow(t, 20*time.Millisecond)
 
 	// The steady run is paced by arrivals (the open model): its throughput is the schedule's,
 	// whatever the loaded machine adds to a closed model's round trips (a closed run against this
@@ -43,7 +42,7 @@ func TestStabilityCallsOutThroughputThatMoves(t *testing.T) {
 		load     string
 		unstable bool
 		says     string
-	}{{degrading.URL, "{ vus: 8, duration: 8s }", true, "UNSTABLE"}, {steady.URL, "{ rate: 200/s, duration: 8s, max_vus: 50 }", false, ": steady"}} {
+	}{{degrading.URL, "{ vus: 8, duration: 8s }", true, "UNSTABLE"}, {steady, "{ rate: 200/s, duration: 8s, max_vus: 50 }", false, ": steady"}} {
 		stdout, out := runOut(t, "stability", tc.target, tc.load)
 		require.Contains(t, stdout, tc.says)
 		var doc struct {
@@ -96,13 +95,7 @@ func TestRunWritesItsSummaryAsCSV(t *testing.T) {
 // most, starves the VUs while the generator idles: the verdict is the target's.
 func TestStarvedVUsAreTheTargetsVerdict(t *testing.T) {
 	t.Parallel()
-	slots := make(chan struct{}, 4)
-	target := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {
-		slots <- struct{}{}
-		time.Sleep(50 * time.Millisecond)
-		<-slots
-	}))
-	defer target.Close()
+	target := targettest.NewLimited(t, 4, 50*time.Millisecond)
 	path := filepath.Join(t.TempDir(), "s.yaml")
 	require.NoError(t, os.WriteFile(path, []byte(`version: 1
 name: slow target
