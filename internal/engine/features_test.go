@@ -661,14 +661,20 @@ load:
 	require.Equal(t, 6, s.Load.VUs)
 	var mu sync.Mutex
 	vus := map[int64]int64{}
+	var firstEnd time.Duration
 	res := runScript(t, s, engine.Options{OnSecond: func(sec run.Second) {
 		mu.Lock()
 		vus[sec.Index] = sec.Health.ActiveVUs
+		if sec.Index == 0 {
+			firstEnd = sec.Elapsed
+		}
 		mu.Unlock()
 	}})
 	mu.Lock()
 	defer mu.Unlock()
-	require.LessOrEqual(t, vus[0], int64(3), "ramping up: %v", vus)
+	// Ramping up, VU i joins at (i+1)/3 s: the first second holds those due by its end, as late
+	// as a busy machine made it (three of six at 1 s).
+	require.LessOrEqual(t, vus[0], min(int64(3*firstEnd.Seconds()), 6), "ramping up, the first second ended %s in: %v", firstEnd, vus)
 	require.Equal(t, int64(6), vus[2], "holding: %v", vus)
 	require.Equal(t, int64(6), vus[3], "holding: %v", vus)
 	require.LessOrEqual(t, vus[5], int64(3), "ramping down: %v", vus)
