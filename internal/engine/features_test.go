@@ -382,10 +382,13 @@ load:
   max_vus: 20
 `)
 	res := runScript(t, s, engine.Options{})
-	// 50/s for 2 s is 100 arrivals, each sent (a VU free for every one of them), and every
-	// request the target saw counted.
+	// 50/s for 2 s is 100 arrivals, each sent: a VU was free for every one of them, or the run
+	// says this machine was too loaded for it to keep its schedule. Every request the target
+	// saw is counted.
 	requireArrivals(t, res, 100, 2*time.Second)
-	require.Zero(t, res.Dropped)
+	if res.Dropped > 0 {
+		require.True(t, res.Verdict.GeneratorLimited, "%d dropped with VUs to spare: %+v", res.Dropped, res.Verdict)
+	}
 	require.Equal(t, hits.Load(), stats(t, res, "r").Requests)
 }
 
@@ -433,10 +436,11 @@ load:
 
 // The open model's response times are the target's: measured from each request's send, they
 // hold the stalls of a target that stalls 100 ms in every second as the target itself saw them
-// (its own p99 within 20% and 5 ms: a CI machine whose two cores other suites keep busy stretched
-// a 106 ms p99 to 125 ms, the client's wait for a core after the answer came); the latency from
-// the schedule is kept apart, and what the generator delivered is accounted for: every arrival
-// due, started or dropped, and how late.
+// (its own p99 within 20% and 5 ms, and what this machine made its goroutines wait for a core
+// during the run: a CI machine whose two cores other suites kept busy stretched a 91 ms p99 to
+// 132 ms, the client's wait for a core after the answer came); the latency from the schedule is
+// kept apart, and what the generator delivered is accounted for: every arrival due, started or
+// dropped, and how late.
 func TestOpenModelMeasuresTheTargetApartFromTheSchedule(t *testing.T) {
 	t.Parallel()
 	start := time.Now()
@@ -465,15 +469,17 @@ load:
   duration: 4s
   max_vus: 100
 `)
+	noise := wakeNoise()
 	res := runScript(t, s, engine.Options{})
+	late := noise()
 	st := stats(t, res, "r")
 	mu.Lock()
 	sort.Slice(seen, func(i, j int) bool { return seen[i] < seen[j] })
 	truth := seen[len(seen)*99/100]
 	mu.Unlock()
 	got := st.Latency.Quantile(0.99)
-	require.InDelta(t, float64(truth), float64(got), float64(truth)/5+float64(5*time.Millisecond),
-		"p99 %s, the target saw %s", got, truth)
+	require.InDelta(t, float64(truth), float64(got), float64(truth)/5+float64(5*time.Millisecond+late),
+		"p99 %s, the target saw %s; goroutines woke up to %s late", got, truth, late)
 
 	sched := res.Total.Labels[metrics.ScheduleKey]
 	require.NotNil(t, sched, "the open model keeps the latency from the schedule")
