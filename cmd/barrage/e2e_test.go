@@ -47,15 +47,21 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// lockedBuffer collects a process's output while tests read it.
+// lockedBuffer collects a process's output while tests read it, and tells a test waiting for a
+// line when more came.
 type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
+	mu   sync.Mutex
+	b    bytes.Buffer
+	grew chan struct{} // closed by the next write; nil while no one waits
 }
 
 func (l *lockedBuffer) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if l.grew != nil {
+		close(l.grew)
+		l.grew = nil
+	}
 	return l.b.Write(p)
 }
 
@@ -63,6 +69,37 @@ func (l *lockedBuffer) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.b.String()
+}
+
+// await waits until the output matches re, and returns the match's groups. The process of name
+// ending first (done, which gets its error back) or within passing fails the test.
+func (l *lockedBuffer) await(t *testing.T, re *regexp.Regexp, within time.Duration, name string, done chan error) []string {
+	t.Helper()
+	deadline := time.NewTimer(within)
+	defer deadline.Stop()
+	for {
+		l.mu.Lock()
+		out := l.b.String()
+		if l.grew == nil {
+			l.grew = make(chan struct{})
+		}
+		grew := l.grew
+		l.mu.Unlock()
+		if m := re.FindStringSubmatch(out); m != nil {
+			return m
+		}
+		select {
+		case <-grew:
+		case err := <-done:
+			done <- err
+			if m := re.FindStringSubmatch(l.String()); m != nil { // its last words
+				return m
+			}
+			t.Fatalf("%s ended (%v) before %q\noutput:\n%s", name, err, re, l.String())
+		case <-deadline.C:
+			t.Fatalf("no %q from %s within %s\noutput:\n%s", re, name, within, l.String())
+		}
+	}
 }
 
 type serveProc struct {
@@ -89,27 +126,23 @@ func startServe(t *testing.T, dataDir string, cred *syscall.Credential, extraEnv
 	go func() { p.done <- p.cmd.Wait() }()
 	t.Cleanup(func() { p.stop(t) })
 
-	deadline := time.Now().Add(3 * time.Minute) // the first start may download PostgreSQL
-	for time.Now().Before(deadline) {
+	// The first start may download PostgreSQL.
+	p.url = p.stderr.await(t, servingLine, 3*time.Minute, "serve", p.done)[1]
+	eventually(t, time.Minute, "serve's /readyz to answer 200", func() bool {
 		select {
 		case err := <-p.done:
+			p.done <- err
 			t.Fatalf("serve exited early: %v\nstderr:\n%s", err, p.stderr.String())
 		default:
 		}
-		if m := servingLine.FindStringSubmatch(p.stderr.String()); m != nil {
-			p.url = m[1]
-			res, err := http.Get(p.url + "/readyz")
-			if err == nil {
-				res.Body.Close()
-				if res.StatusCode == http.StatusOK {
-					return p
-				}
-			}
+		res, err := http.Get(p.url + "/readyz")
+		if err != nil {
+			return false
 		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	t.Fatalf("serve not ready in time\nstderr:\n%s", p.stderr.String())
-	return nil
+		res.Body.Close()
+		return res.StatusCode == http.StatusOK
+	})
+	return p
 }
 
 // stop sends SIGTERM and requires a clean exit.

@@ -65,20 +65,7 @@ func startProc(t *testing.T, env []string, args ...string) *proc {
 // process ending first fails the test.
 func (p *proc) waitFor(t *testing.T, re *regexp.Regexp) []string {
 	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for time.Now().Before(deadline) {
-		if m := re.FindStringSubmatch(p.stderr.String()); m != nil {
-			return m
-		}
-		select {
-		case err := <-p.done:
-			p.done <- err
-			t.Fatalf("%s ended (%v) before %q\nstderr:\n%s", p.cmd.Args[1], err, re, p.stderr.String())
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
-	t.Fatalf("no %q within a minute\nstderr:\n%s", re, p.stderr.String())
-	return nil
+	return p.stderr.await(t, re, time.Minute, p.cmd.Args[1], p.done)
 }
 
 // interrupt sends SIGINT and requires exit status 0.

@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/barrage-load/barrage/internal/targettest"
 )
 
 // runCLI runs the binary with args and returns stdout, stderr and the exit status.
@@ -127,14 +129,11 @@ func TestServeBindsFirstAndWrongFlagsAreUsage(t *testing.T) {
 // the most at once in each second, not the few still running at its end. A script without a name
 // is named after its file.
 func TestAnOpenModelRunShowsItsVUs(t *testing.T) {
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		time.Sleep(5 * time.Millisecond) // one VU busy a fifth of the time: mostly none at a second's end
-	}))
-	defer srv.Close()
+	target := targettest.Slow(t, 5*time.Millisecond) // one VU busy a fifth of the time: mostly none at a second's end
 	dir := t.TempDir()
 	path := filepath.Join(dir, "checkout.yaml")
 	require.NoError(t, os.WriteFile(path, []byte(`version: 1
-session: { groups: [ { name: g, requests: [ { name: r, url: "`+srv.URL+`/" } ] } ] }
+session: { groups: [ { name: g, requests: [ { name: r, url: "`+target+`/" } ] } ] }
 load: { rate: 40/s, duration: 3s, max_vus: 20 }
 `), 0o644))
 	out, errOut, code := runCLI(t, "run", "--out", filepath.Join(dir, "r.json"), path)

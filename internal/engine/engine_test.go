@@ -297,6 +297,33 @@ load:
 	require.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(size/4), "allocated while reading two bodies of %d bytes", size)
 }
 
+// wakeNoise measures how late this process's goroutines wake up, from now until the function it
+// returns is called, which says the most a 1 ms timer's goroutine woke up past its time: what a
+// loaded machine adds to a latency a test measures is of that order.
+func wakeNoise() func() time.Duration {
+	stop, worst := make(chan struct{}), make(chan time.Duration)
+	go func() {
+		var most time.Duration
+		t := time.NewTimer(time.Millisecond)
+		defer t.Stop()
+		for {
+			due := time.Now().Add(time.Millisecond)
+			t.Reset(time.Millisecond)
+			select {
+			case <-stop:
+				worst <- most
+				return
+			case <-t.C:
+				most = max(most, time.Since(due))
+			}
+		}
+	}()
+	return func() time.Duration {
+		close(stop)
+		return <-worst
+	}
+}
+
 // hangingServer answers no request until the test ends.
 func hangingServer(t *testing.T) *httptest.Server {
 	t.Helper()

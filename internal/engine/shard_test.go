@@ -157,9 +157,17 @@ func TestStopCutsTheRunShortWithItsReason(t *testing.T) {
 func TestDrainMeasuresEveryRequestTheTargetSaw(t *testing.T) {
 	t.Parallel()
 	var hits atomic.Int64
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+	held, drained := make(chan struct{}, 1), make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		hits.Add(1)
-		time.Sleep(20 * time.Millisecond) // requests are in flight when the drain comes
+		if r.URL.Path == "/b" {
+			// b is held until the drain has come: requests are in flight when it does.
+			select {
+			case held <- struct{}{}:
+			default:
+			}
+			<-drained
+		}
 		fmt.Fprint(w, "ok")
 	}))
 	defer srv.Close()
@@ -174,20 +182,15 @@ session:
         - { name: b, url: "${target}/b" }
 load: { vus: 8, duration: 10m }
 `)
-	first := make(chan struct{})
-	var once sync.Once
-	var seconds atomic.Int64
 	var counted atomic.Int64
 	r, err := engine.Start(t.Context(), s, engine.Options{OnSecond: func(sec run.Second) {
 		counted.Add(sec.Snapshot.Requests().Requests)
-		if seconds.Add(1) == 1 {
-			once.Do(func() { close(first) })
-		}
 	}})
 	require.NoError(t, err)
-	<-first
+	<-held
 	r.Drain(run.Canceled, "drained by the test", time.Minute)
 	r.Drain(run.Failed, "a later reason is ignored", 0)
+	close(drained)
 	res := r.Wait()
 	require.Equal(t, run.Stop{Reason: run.Canceled, Detail: "drained by the test"}, res.Stop)
 	total := stats(t, res, "a").Requests + stats(t, res, "b").Requests

@@ -81,6 +81,7 @@ func TestInvitationRoleAndLicenseComeFromTheInvitation(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	admin := b.firstAdmin()
+	invited := time.Now()
 	code := b.invite(admin, map[string]any{"role": "user", "license": map[string]any{
 		"plan": "team", "max_vus": 250, "max_run_duration_seconds": 600, "max_concurrent_runs": 3, "valid_days": 30,
 	}})
@@ -89,6 +90,7 @@ func TestInvitationRoleAndLicenseComeFromTheInvitation(t *testing.T) {
 		"invitation_code": code, "email": "x@example.com", "password": "long enough password", "name": "X", "role": "admin",
 	}), http.StatusUnprocessableEntity)
 	u := b.signup(code, "team@example.com")
+	signedUp := time.Now()
 	me := b.do("GET", "/v1/me", u.access, nil).json(t)
 	require.Equal(t, "user", me["role"])
 	lic := me["license"].(map[string]any)
@@ -98,7 +100,10 @@ func TestInvitationRoleAndLicenseComeFromTheInvitation(t *testing.T) {
 	require.EqualValues(t, 3, lic["max_concurrent_runs"])
 	until, err := time.Parse(time.RFC3339, lic["valid_until"].(string))
 	require.NoError(t, err)
-	require.WithinDuration(t, time.Now().Add(30*24*time.Hour), until, time.Minute)
+	// 30 days from a moment between the invitation and the signup (in whole seconds, as it is
+	// written).
+	require.False(t, until.Before(invited.Add(30*24*time.Hour).Truncate(time.Second)), "valid until %s", until)
+	require.False(t, until.After(signedUp.Add(30*24*time.Hour)), "valid until %s", until)
 
 	// An admin invitation without a license makes an unlimited admin.
 	adminCode := b.invite(admin, map[string]any{"role": "admin"})

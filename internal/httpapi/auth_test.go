@@ -13,6 +13,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -150,7 +151,7 @@ func TestPasswordChangeEndsEverySession(t *testing.T) {
 	u := b.firstAdmin()
 	// Access tokens carry milliseconds: a token from a millisecond before the change is
 	// refused, even within the same second.
-	time.Sleep(5 * time.Millisecond)
+	b.afterIssue(u.access)
 
 	p := requireProblem(t, b.do("PATCH", "/v1/me", u.access, map[string]any{"new_password": secret("a brand new password")}), http.StatusUnprocessableEntity)
 	requireField(t, p, "current_password")
@@ -225,7 +226,7 @@ func TestDisabledUserIsSignedOutEverywhere(t *testing.T) {
 	admin, u := b.adminAndUser()
 	tok := b.do("POST", "/v1/tokens", u.access, map[string]any{"name": "t", "scopes": []string{"read"}})
 	pat := secret(tok.json(t)["token"].(string))
-	time.Sleep(5 * time.Millisecond)
+	b.afterIssue(u.access)
 
 	r := b.do("PATCH", "/v1/admin/users/"+u.id, admin.access, map[string]any{"disabled": true})
 	require.Equal(t, http.StatusOK, r.status, "body: %s", r.body)
@@ -387,20 +388,9 @@ func TestAnonymousBodiesAreSmallAndFew(t *testing.T) {
 	requireProblem(t, b.do("POST", "/v1/tokens", "brg_pat_not-a-token", big), http.StatusUnauthorized)
 
 	// Two anonymous bodies trickle in and hold the two places; a third is turned away at once.
-	// A trickle that came while a probe held a place was itself turned away: it is sent again.
-	trickle := func() net.Conn { return b.trickle(t, "") }
-	trickles := []net.Conn{trickle(), trickle()}
-	var third response
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		for i, c := range trickles {
-			if answered(c) {
-				trickles[i] = trickle()
-			}
-		}
-		if third = b.do("POST", "/v1/auth/login", "", `{"email": "a@example.com", "password": "whatever it is"}`); third.status == http.StatusServiceUnavailable {
-			break
-		}
-	}
+	third := b.whileHeld(t, 2, "", func() response {
+		return b.do("POST", "/v1/auth/login", "", `{"email": "a@example.com", "password": "whatever it is"}`)
+	})
 	p := requireProblem(t, third, http.StatusServiceUnavailable)
 	require.Equal(t, "1", third.header.Get("Retry-After"))
 	require.Contains(t, p["detail"], "without credentials")
@@ -491,30 +481,48 @@ func TestOneAddressCannotTakeEveryAnonymousPlace(t *testing.T) {
 	t.Parallel()
 	b := setup(t, setupOpts{trusted: "127.0.0.1/32", asServed: true})
 	u := b.firstAdmin()
-	trickle := func() net.Conn { return b.trickle(t, "X-Forwarded-For: 203.0.113.9\r\n") }
 	login := func(from string) response {
 		return b.do("POST", "/v1/auth/login", "", map[string]any{"email": u.email, "password": u.password}, "X-Forwarded-For", from)
 	}
-	trickles := []net.Conn{trickle(), trickle(), trickle(), trickle()}
-	var fifth response
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		for i, c := range trickles {
-			if answered(c) {
-				trickles[i] = trickle()
-			}
+	fifth := b.whileHeld(t, 4, "X-Forwarded-For: 203.0.113.9\r\n", func() response {
+		r := login("203.0.113.9")
+		if r.status == http.StatusOK {
+			secret(r.json(t)["access_token"].(string))
+			secret(r.json(t)["refresh_token"].(string))
 		}
-		if fifth = login("203.0.113.9"); fifth.status == http.StatusServiceUnavailable {
-			break
-		}
-		secret(fifth.json(t)["access_token"].(string))
-		secret(fifth.json(t)["refresh_token"].(string))
-	}
+		return r
+	})
 	p := requireProblem(t, fifth, http.StatusServiceUnavailable)
 	require.Contains(t, p["detail"], "from your address")
 	ok := login("198.51.100.7")
 	require.Equal(t, http.StatusOK, ok.status)
 	secret(ok.json(t)["access_token"].(string))
 	secret(ok.json(t)["refresh_token"].(string))
+}
+
+// whileHeld starts n trickles (with header) and sends probe while they hold their places, until
+// the server turns it away (503) or 10 s have passed, and returns its last answer. A trickle that
+// came while a probe held a place was itself turned away: it is sent again before the next probe.
+func (b *testBundle) whileHeld(t *testing.T, n int, header string, probe func() response) response {
+	t.Helper()
+	trickles := make([]net.Conn, n)
+	for i := range trickles {
+		trickles[i] = b.trickle(t, header)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		for i, c := range trickles {
+			if answered(c) {
+				trickles[i] = b.trickle(t, header)
+			}
+		}
+		if r := probe(); r.status == http.StatusServiceUnavailable || time.Now().After(deadline) {
+			return r
+		}
+		<-tick.C
+	}
 }
 
 // trickle starts a sign-in without credentials, with header (whole lines) added, whose body
@@ -527,6 +535,18 @@ func (b *testBundle) trickle(t *testing.T, header string) net.Conn {
 	_, err = fmt.Fprintf(c, "POST /v1/auth/login HTTP/1.1\r\nHost: x\r\n%sContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{\"em", header)
 	require.NoError(t, err)
 	return c
+}
+
+// afterIssue waits until the clock has left the millisecond the access token was issued in: the
+// server compares a token's issue time with a later change to the millisecond, so a change from
+// then on comes after the token.
+func (b *testBundle) afterIssue(access string) {
+	b.t.Helper()
+	claims, err := b.tokens.Verify(access)
+	require.NoError(b.t, err)
+	for !time.Now().Truncate(time.Millisecond).After(claims.IssuedAt) {
+		runtime.Gosched()
+	}
 }
 
 // answered reports whether the server answered c, which a held request has not.

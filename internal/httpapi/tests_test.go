@@ -444,15 +444,11 @@ func TestASharedAgentDoesOneJobOfEachUserAtATime(t *testing.T) {
 	v1 := leaseUntil(testB) // u's second waits for u's first
 	require.Empty(t, lease(0))
 	// u's second is asked for before its test goes: else its request finds no test at all.
-	for deadline := time.Now().Add(10 * time.Second); ; {
+	require.Eventually(t, func() bool {
 		var n int
-		require.NoError(t, b.pool.QueryRow(context.Background(), "SELECT count(*) FROM agent_jobs WHERE owner_id = $1", u.id).Scan(&n))
-		if n == 2 {
-			break
-		}
-		require.True(t, time.Now().Before(deadline), "u's second job was not asked for")
-		time.Sleep(10 * time.Millisecond)
-	}
+		err := b.pool.QueryRow(context.Background(), "SELECT count(*) FROM agent_jobs WHERE owner_id = $1", u.id).Scan(&n)
+		return err == nil && n == 2
+	}, 10*time.Second, 10*time.Millisecond, "u's second job was not asked for")
 
 	// Deleting test A answers its waiting job; its job under way still holds u's slot.
 	require.Equal(t, http.StatusNoContent, b.do("DELETE", "/v1/tests/"+ids[testA], u.access, nil).status)

@@ -82,21 +82,28 @@ func TestRotateLosesAndDuplicatesNothing(t *testing.T) {
 	const writers, perWriter = 8, 20_000
 	var (
 		wg        sync.WaitGroup
-		done      atomic.Bool
 		want      = map[metrics.Key]*metrics.Stats{}
 		wantMu    sync.Mutex
 		snaps     []*metrics.Snapshot
 		rotator   = make(chan struct{})
 		rotations atomic.Int64
+		// Writers ask for a rotation now and then; one asked for while another is pending is
+		// the same one. The snapshots held are in bounds: a rotation per ask at most.
+		ask = make(chan struct{}, 1)
 	)
+	nudge := func() {
+		select {
+		case ask <- struct{}{}:
+		default:
+		}
+	}
 	go func() {
 		defer close(rotator)
 		now := t0
-		for !done.Load() {
+		for range ask {
 			now = now.Add(time.Second)
 			snaps = append(snaps, r.Rotate(now))
 			rotations.Add(1)
-			time.Sleep(50 * time.Microsecond) // keep the number of snapshots held in bounds
 		}
 	}()
 	for w := range writers {
@@ -106,11 +113,13 @@ func TestRotateLosesAndDuplicatesNothing(t *testing.T) {
 			seen := rotations.Load()
 			for n := range perWriter {
 				// Halfway, wait for rotations, so that they certainly happen while writers write;
-				// and yield now and then, so that they happen often.
+				// and ask for one and yield now and then, so that they happen often.
 				for n == perWriter/2 && rotations.Load() < seen+3 {
+					nudge()
 					runtime.Gosched()
 				}
 				if n%1000 == 0 {
+					nudge()
 					runtime.Gosched()
 				}
 				i := rng.IntN(len(labels))
@@ -143,7 +152,7 @@ func TestRotateLosesAndDuplicatesNothing(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	done.Store(true)
+	close(ask)
 	<-rotator
 	last := r.Rotate(t0.Add(time.Duration(len(snaps)+1) * time.Second))
 	snaps = append(snaps, last)
