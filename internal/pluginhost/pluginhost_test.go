@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"os/user"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -155,12 +156,16 @@ func TestStartRunsAPluginConfinedAndItsHooksWork(t *testing.T) {
 	requireSchedBatch(t, p.Pid())
 	if os.Geteuid() == 0 {
 		require.Regexp(t, `Max processes\s+512\s+512`, string(limits))
-		nobody, err := user.Lookup("nobody")
-		require.NoError(t, err)
+		uid, gid := pluginIDs(t, p.Pid())
+		if h.Sandbox().Namespaces == nil {
+			nobody, err := user.Lookup("nobody")
+			require.NoError(t, err)
+			require.Equal(t, nobody.Uid+"/"+nobody.Gid, fmt.Sprintf("%d/%d", uid, gid), "runs as nobody, root of its user namespace")
+		} else {
+			requireOwnUser(t, uid, gid)
+		}
 		status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.Pid()))
 		require.NoError(t, err)
-		require.Regexp(t, `(?m)^Uid:\s+`+nobody.Uid+`\s+`+nobody.Uid+`\s+`+nobody.Uid+`\s+`+nobody.Uid+`$`, string(status), "runs as nobody")
-		require.Regexp(t, `(?m)^Gid:\s+`+nobody.Gid+`\s+`+nobody.Gid+`\s+`+nobody.Gid+`\s+`+nobody.Gid+`$`, string(status))
 		require.Regexp(t, `(?m)^Groups:\s*$`, string(status), "no supplementary group of root's")
 		// Every thread, not only the first: credentials and the parent-death signal are per
 		// thread in Linux.
@@ -176,6 +181,79 @@ func TestStartRunsAPluginConfinedAndItsHooksWork(t *testing.T) {
 	require.Contains(t, pluginProcesses(h), p.Pid(), "the marker finds the plugin")
 	p.Close()
 	requireNoPluginProcesses(t, h)
+}
+
+// pluginIDs are the user and group a process runs as, which must be the same real, effective,
+// saved and file system ids.
+func pluginIDs(t *testing.T, pid int) (uid, gid int) {
+	t.Helper()
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	require.NoError(t, err)
+	ids := func(field string) int {
+		m := regexp.MustCompile(`(?m)^` + field + `:\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)$`).FindStringSubmatch(string(status))
+		require.NotNil(t, m, "%s of %d", field, pid)
+		require.Equal(t, []string{m[1], m[1], m[1]}, m[2:], "%s of %d: one id", field, pid)
+		id, err := strconv.Atoi(m[1])
+		require.NoError(t, err)
+		return id
+	}
+	return ids("Uid"), ids("Gid")
+}
+
+// requireOwnUser checks that a plugin without a user namespace runs as a user and group of its
+// own from the default range.
+func requireOwnUser(t *testing.T, uid, gid int) {
+	t.Helper()
+	r := pluginhost.DefaultUsers
+	require.Equal(t, uid, gid, "a group of its own")
+	require.GreaterOrEqual(t, uid, int(r.First))
+	require.Less(t, uid, int(r.First+r.Count))
+}
+
+// Without a user namespace RLIMIT_NPROC counts every process and thread of a user, so each
+// plugin of a root host runs as a user of its own: a plugin's process limit counts its own
+// processes, not those of the other plugins, nor of whatever else runs as nobody (an embedded
+// PostgreSQL, another test's host), which made a plugin's first exec fail with EAGAIN.
+func TestAPluginsProcessLimitCountsItsProcessesAlone(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("a host that is not root runs its plugins as itself")
+	}
+	t.Parallel()
+	lim := pluginhost.Limits{AddressSpace: 4 << 30, OpenFiles: 1024, Processes: 64}
+	holdAsNobody(t, int(lim.Processes)+8)
+	h := newHost(t, pluginhost.Options{Sandbox: pluginhost.SandboxOff, Limits: lim})
+	var uids []int
+	for range 2 {
+		// Each bomb while the ones before hold their processes.
+		res, p := attack(t, h, ar{"kind": "forkbomb", "n": 200, "token": randomToken(t)})
+		t.Logf("fork bomb: %s", res)
+		n, err := strconv.Atoi(strings.TrimPrefix(res, "ok: "))
+		require.NoError(t, err, res)
+		require.Positive(t, n, "the plugin has its own allowance")
+		require.Less(t, n, 200, "and its limit holds")
+		limits, err := os.ReadFile(fmt.Sprintf("/proc/%d/limits", p.Pid()))
+		require.NoError(t, err)
+		require.Regexp(t, `Max processes\s+64\s+64`, string(limits))
+		uid, gid := pluginIDs(t, p.Pid())
+		requireOwnUser(t, uid, gid)
+		require.NotContains(t, uids, uid, "a user of its own")
+		uids = append(uids, uid)
+	}
+}
+
+// holdAsNobody starts n processes as nobody, which end with the test.
+func holdAsNobody(t *testing.T, n int) {
+	t.Helper()
+	nobody, err := user.Lookup("nobody")
+	require.NoError(t, err)
+	uid, _ := strconv.Atoi(nobody.Uid)
+	gid, _ := strconv.Atoi(nobody.Gid)
+	for range n {
+		cmd := exec.Command("sleep", "3600")
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid), Groups: []uint32{}}}
+		require.NoError(t, cmd.Start())
+		t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	}
 }
 
 // requireSchedBatch checks that every thread of a process runs under SCHED_BATCH.
