@@ -461,9 +461,10 @@ const (
 
 // hostThenWait starts the good test plugin at path, prints its pid, and waits to be killed.
 // With an attack in its environment, it starts the hostile plugin instead, has it try the
-// attack, and prints its answer on the line before the pid.
+// attack, and prints its answer on the line before the pid. Its plugins' launcher is the one
+// its environment names (testLauncherEnv), else this test binary.
 func hostThenWait(path string) {
-	opts := pluginhost.Options{Env: withLauncherEnv(nil)}
+	opts := pluginhost.Options{Env: withLauncherEnv(nil), Launcher: os.Getenv(testLauncherEnv)}
 	if os.Getenv(killedHostOffEnv) != "" {
 		opts.Sandbox = pluginhost.SandboxOff
 	}
