@@ -40,7 +40,7 @@ func requireNothingReached(t *testing.T, g *pluginhost.Greeter) {
 // granted is the hostile test plugin with the hosts granted.
 func granted(t *testing.T, hosts ...string) pluginhost.Spec {
 	t.Helper()
-	s := spec(t, "hostile")
+	s := spec("hostile")
 	var err error
 	s.Network, err = sdk.ParseHostPatterns(hosts)
 	require.NoError(t, err)

@@ -62,9 +62,9 @@ type Limits struct {
 	OpenFiles    uint64 // file descriptors (RLIMIT_NOFILE)
 	FileSize     uint64 // bytes of the largest file it may write (RLIMIT_FSIZE)
 	// Processes bounds the processes and threads of the plugin and all it starts: the
-	// cgroup's pids.max, and RLIMIT_NPROC, which counts them in the plugin's user namespace
-	// (without namespaces it counts every process of the user, so it is applied only when
-	// plugins run as a user of their own, the host being root).
+	// cgroup's pids.max, and RLIMIT_NPROC, which counts them in the plugin's user namespace.
+	// Without one it counts every process of the user, so it is applied only when each plugin
+	// runs as a user of its own (Options.Users), the host being root.
 	Processes uint64
 	// Memory bounds the memory of the plugin and all it starts, together (the cgroup's
 	// memory limit); the kernel kills a process of the plugin when it is exceeded.
@@ -85,8 +85,18 @@ type Options struct {
 	Env []string
 	// Limits bound each plugin process; zero means DefaultLimits.
 	Limits Limits
-	// User the plugins run as when the host is root; empty means "nobody".
+	// User the plugins run as when the host is root and they have user namespaces of their
+	// own; empty means "nobody". Without a user namespace, each runs as a user of its own
+	// from Users instead.
 	User string
+	// Users are the ids that plugins without a user namespace of their own (SandboxOff, or a
+	// machine that gives none) run as when the host is root: each plugin a user and group of
+	// its own, leased from the range while it runs, so that its process limit counts its own
+	// processes, and no plugin signals or reads another. An id that names an account or a
+	// group, or that a process runs as, is passed over. The hosts of a machine share the range
+	// through locks in /run; hosts that share a machine's users but not its /run (containers
+	// without user namespaces) want ranges of their own. Zero means DefaultUsers.
+	Users IDRange
 	// StartTimeout bounds the start and handshake; zero means 10 s.
 	StartTimeout time.Duration
 	// CallTimeout bounds each call into a plugin; a plugin that misses it is killed. Zero means
@@ -147,6 +157,12 @@ func New(opts Options) (*Host, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
+	if opts.Users == (IDRange{}) {
+		opts.Users = DefaultUsers
+	}
+	if err := opts.Users.check(); err != nil {
+		return nil, err
+	}
 	as, err := pluginUser(opts.User)
 	if err != nil {
 		return nil, err
@@ -191,6 +207,10 @@ func New(opts Options) (*Host, error) {
 
 // namespaces says whether plugins get namespaces of their own.
 func (h *Host) namespaces() bool { return !h.sandbox.Off && h.sandbox.Namespaces == nil }
+
+// ownUsers says whether each plugin runs as a user of its own (see Options.Users): the host is
+// root, and plugins get no user namespace.
+func (h *Host) ownUsers() bool { return h.uid >= 0 && !h.namespaces() }
 
 // Sandbox says how this host confines its plugins.
 func (h *Host) Sandbox() Sandbox { return h.sandbox }
@@ -243,13 +263,21 @@ func (h *Host) start(ctx context.Context, spec Spec, checkIdentity bool) (*Proce
 		return nil, err
 	}
 	p := &Process{spec: spec, host: h}
+	as := uidGid{uid: h.uid, gid: h.gid}
+	if h.ownUsers() {
+		if p.user, err = leaseUser(h.opts.Users); err != nil {
+			return nil, err
+		}
+		as = p.user.as()
+	}
 	hlog := hclog.New(&hclog.LoggerOptions{
 		Name: spec.String(), Level: hclog.Debug,
 		Output: &slogWriter{log: h.opts.Logger.With(slog.String("plugin", spec.String()))},
 	})
 	unixCfg := &plugin.UnixSocketConfig{TempDir: h.runDir}
-	if h.gid >= 0 && !h.namespaces() {
-		unixCfg.Group = strconv.Itoa(h.gid)
+	if as.gid >= 0 && !h.namespaces() {
+		// The plugin's group may enter the socket folder, to serve there.
+		unixCfg.Group = strconv.Itoa(as.gid)
 	}
 	cfg := &plugin.ClientConfig{
 		HandshakeConfig:  host.Handshake,
@@ -263,7 +291,7 @@ func (h *Host) start(ctx context.Context, spec Spec, checkIdentity bool) (*Proce
 		GRPCDialOptions: []grpc.DialOption{grpc.WithDefaultCallOptions(
 			grpc.MaxCallRecvMsgSize(host.MaxMessageSize), grpc.MaxCallSendMsgSize(host.MaxMessageSize))},
 		RunnerFunc: func(_ hclog.Logger, cmd *exec.Cmd, sockDir string) (gpr.Runner, error) {
-			run, err := h.runner(spec, path, cmd.Env, sockDir)
+			run, err := h.runner(spec, path, as, cmd.Env, sockDir)
 			if err != nil {
 				return nil, err
 			}
@@ -372,9 +400,10 @@ func (h *Host) copyVerified(spec Spec) (string, error) {
 	return path, nil
 }
 
-// runner prepares the launcher command for a plugin whose socket folder is sockDir.
-func (h *Host) runner(spec Spec, path string, pluginEnv []string, sockDir string) (_ *procRunner, err error) {
-	lf := launchFlags{limits: h.opts.Limits, uid: h.uid, gid: h.gid, parent: os.Getpid(), path: path,
+// runner prepares the launcher command for a plugin that runs as the user as, whose socket
+// folder is sockDir.
+func (h *Host) runner(spec Spec, path string, as uidGid, pluginEnv []string, sockDir string) (_ *procRunner, err error) {
+	lf := launchFlags{limits: h.opts.Limits, uid: as.uid, gid: as.gid, parent: os.Getpid(), path: path,
 		seccomp: !h.sandbox.Off && h.sandbox.Seccomp == nil}
 	namespaces := h.namespaces()
 	env := append([]string{}, h.opts.Env...)
@@ -396,7 +425,7 @@ func (h *Host) runner(spec Spec, path string, pluginEnv []string, sockDir string
 	if namespaces {
 		tmp = "/tmp"
 		lf.paths = h.opts.Paths
-		if h.uid >= 0 {
+		if as.uid >= 0 {
 			// go-plugin made the folder for root, who keeps it: the launcher, as the plugin's
 			// user, only passes through to bind the dial socket in. The plugin serves in its
 			// own folder (see mountSocketFolder).
@@ -418,7 +447,7 @@ func (h *Host) runner(spec Spec, path string, pluginEnv []string, sockDir string
 		}
 		env = append(env, sdk.DialSocketEnv+"="+sock)
 	}
-	cmd, sync, err := sandboxCommand(h.opts.Launcher, &lf, h.runDir, uidGid{uid: h.uid, gid: h.gid}, namespaces, !h.sandbox.Off)
+	cmd, sync, err := sandboxCommand(h.opts.Launcher, &lf, h.runDir, as, namespaces, !h.sandbox.Off)
 	if err != nil {
 		dial.close()
 		return nil, err
@@ -456,6 +485,9 @@ type Process struct {
 	client *plugin.Client
 	sdk    host.Client
 	run    *procRunner
+	// user is the id the plugin runs as, leased from the host's range; nil when it runs as the
+	// host's plugin user, or as the host's own.
+	user *userLease
 
 	closeOnce sync.Once
 	killed    bool
@@ -517,10 +549,13 @@ func (p *Process) end(graceful bool) {
 	})
 }
 
-// kill ends the process group at once, then lets go-plugin clean up.
+// kill ends the process group at once, then lets go-plugin clean up, and gives back the
+// plugin's user: go-plugin has waited for the plugin by then.
 func (p *Process) kill() {
 	p.mu.Lock()
 	p.killed = true
+	user := p.user
+	p.user = nil
 	p.mu.Unlock()
 	if p.run != nil {
 		_ = p.run.Kill(context.Background())
@@ -528,6 +563,7 @@ func (p *Process) kill() {
 	if p.client != nil {
 		p.client.Kill()
 	}
+	user.release()
 }
 
 // startError says why a plugin did not start, from what the runner saw.

@@ -11,6 +11,8 @@ import (
 	"os/exec"
 	"os/user"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -24,46 +26,91 @@ import (
 	"github.com/barrage-load/barrage/sdk/host"
 )
 
-// testPlugin is the binary of testdata/testplugin, built once.
-var testPlugin string
+// testPlugin is the binary of testdata/testplugin, built once, and testPluginSum its sha256;
+// testLauncher is testdata/launcher's.
+var testPlugin, testPluginSum, testLauncher string
 
 func TestMain(m *testing.M) {
 	pluginhost.Launch() // this test binary is the plugin launcher
+	// For the launchers that inherit this environment (the sandbox probe's, and the hosts'
+	// started in other processes); the hosts hand it to theirs (withLauncherEnv).
+	_ = os.Setenv("GORACE", launcherRaceOptions())
 	if path := os.Getenv(killedHostEnv); path != "" {
 		hostThenWait(path) // this test binary is a host that will be killed
 	}
 	if path := os.Getenv(testPluginEnv); path != "" {
-		// This test binary was started as another user by a test: the plugin is built.
-		testPlugin = path
-		os.Exit(m.Run())
+		// This test binary was started as another user by a test: the binaries are built.
+		testPlugin, testLauncher = path, os.Getenv(testLauncherEnv)
+		os.Exit(runWithTestPlugin(m))
 	}
 	dir, err := os.MkdirTemp("", "pluginhost-test-")
 	if err != nil {
 		panic(err)
 	}
-	testPlugin = filepath.Join(dir, "testplugin")
-	build := exec.Command("go", "build", "-o", testPlugin, "./testdata/testplugin")
+	testPlugin, testLauncher = filepath.Join(dir, "testplugin"), filepath.Join(dir, "launcher")
+	// Without symbol tables and debug information: every host copies the plugin and hashes
+	// it, and the tests start it a few hundred times. (Its panics still name their functions.)
+	build := exec.Command("go", "build", "-ldflags=-s -w", "-o", dir+"/", "./testdata/testplugin", "./testdata/launcher")
 	build.Env = append(os.Environ(), "CGO_ENABLED=0")
 	out, err := build.CombinedOutput()
 	if err != nil {
-		panic(fmt.Sprintf("build test plugin: %v\n%s", err, out))
+		panic(fmt.Sprintf("build the test plugin and launcher: %v\n%s", err, out))
 	}
-	code := m.Run()
+	code := runWithTestPlugin(m)
 	_ = os.RemoveAll(dir)
 	os.Exit(code)
 }
 
+// runWithTestPlugin runs the tests once testPlugin is there.
+func runWithTestPlugin(m *testing.M) int {
+	sum, err := fileSum(testPlugin)
+	if err != nil {
+		panic(err)
+	}
+	testPluginSum = sum
+	return m.Run()
+}
+
+// fileSum is the sha256 of a file, in hex.
+func fileSum(path string) (string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", err
+	}
+	s := sha256.Sum256(b)
+	return hex.EncodeToString(s[:]), nil
+}
+
 func sha(t testing.TB, path string) string {
 	t.Helper()
-	b, err := os.ReadFile(path)
+	sum, err := fileSum(path)
 	require.NoError(t, err)
-	s := sha256.Sum256(b)
-	return hex.EncodeToString(s[:])
+	return sum
+}
+
+// launcherRaceOptions are the race detector's options (GORACE) for this test binary when it runs
+// as a plugin's launcher: as any binary built with -race, it sleeps a second when it exits
+// (atexit_sleep_ms, 1000 by default) for the races of the last goroutines, and a sandboxed
+// plugin's launcher exits when its plugin ends: each plugin's end would take a second. The
+// launcher's own races are still found while it runs.
+func launcherRaceOptions() string {
+	opts := os.Getenv("GORACE")
+	if strings.Contains(opts, "atexit_sleep_ms=") {
+		return opts
+	}
+	return strings.TrimSpace(opts + " atexit_sleep_ms=0")
+}
+
+// withLauncherEnv is a plugin environment (Options.Env) with the launcher's race options: a
+// plugin's environment is its launcher's, which has nothing of the host's.
+func withLauncherEnv(env []string) []string {
+	return append(slices.Clone(env), "GORACE="+launcherRaceOptions())
 }
 
 // newHost returns a host of its own for one test, closed at the end.
 func newHost(t *testing.T, opts pluginhost.Options) *pluginhost.Host {
 	t.Helper()
+	opts.Env = withLauncherEnv(opts.Env)
 	h, err := pluginhost.New(opts)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = h.Close() })
@@ -71,8 +118,8 @@ func newHost(t *testing.T, opts pluginhost.Options) *pluginhost.Host {
 }
 
 // spec names the test plugin in one of its modes.
-func spec(t *testing.T, mode string) pluginhost.Spec {
-	return pluginhost.Spec{Name: mode, Version: "1.0.0", Path: testPlugin, SHA256: sha(t, testPlugin)}
+func spec(mode string) pluginhost.Spec {
+	return pluginhost.Spec{Name: mode, Version: "1.0.0", Path: testPlugin, SHA256: testPluginSum}
 }
 
 // script writes a shell-script plugin and returns its spec.
@@ -126,7 +173,7 @@ func TestStartRunsAPluginConfinedAndItsHooksWork(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	h := newHost(t, pluginhost.Options{})
-	p, err := h.Start(ctx, spec(t, "good"))
+	p, err := h.Start(ctx, spec("good"))
 	require.NoError(t, err)
 	require.Equal(t, "good", p.Info().Name)
 	require.Equal(t, []sdk.Kind{sdk.KindSessionElement, sdk.KindURL}, p.Info().Kinds)
@@ -155,12 +202,16 @@ func TestStartRunsAPluginConfinedAndItsHooksWork(t *testing.T) {
 	requireSchedBatch(t, p.Pid())
 	if os.Geteuid() == 0 {
 		require.Regexp(t, `Max processes\s+512\s+512`, string(limits))
-		nobody, err := user.Lookup("nobody")
-		require.NoError(t, err)
+		uid, gid := pluginIDs(t, p.Pid())
+		if h.Sandbox().Namespaces == nil {
+			nobody, err := user.Lookup("nobody")
+			require.NoError(t, err)
+			require.Equal(t, nobody.Uid+"/"+nobody.Gid, fmt.Sprintf("%d/%d", uid, gid), "runs as nobody, root of its user namespace")
+		} else {
+			requireOwnUser(t, uid, gid)
+		}
 		status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.Pid()))
 		require.NoError(t, err)
-		require.Regexp(t, `(?m)^Uid:\s+`+nobody.Uid+`\s+`+nobody.Uid+`\s+`+nobody.Uid+`\s+`+nobody.Uid+`$`, string(status), "runs as nobody")
-		require.Regexp(t, `(?m)^Gid:\s+`+nobody.Gid+`\s+`+nobody.Gid+`\s+`+nobody.Gid+`\s+`+nobody.Gid+`$`, string(status))
 		require.Regexp(t, `(?m)^Groups:\s*$`, string(status), "no supplementary group of root's")
 		// Every thread, not only the first: credentials and the parent-death signal are per
 		// thread in Linux.
@@ -176,6 +227,79 @@ func TestStartRunsAPluginConfinedAndItsHooksWork(t *testing.T) {
 	require.Contains(t, pluginProcesses(h), p.Pid(), "the marker finds the plugin")
 	p.Close()
 	requireNoPluginProcesses(t, h)
+}
+
+// pluginIDs are the user and group a process runs as, which must be the same real, effective,
+// saved and file system ids.
+func pluginIDs(t *testing.T, pid int) (uid, gid int) {
+	t.Helper()
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	require.NoError(t, err)
+	ids := func(field string) int {
+		m := regexp.MustCompile(`(?m)^` + field + `:\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)$`).FindStringSubmatch(string(status))
+		require.NotNil(t, m, "%s of %d", field, pid)
+		require.Equal(t, []string{m[1], m[1], m[1]}, m[2:], "%s of %d: one id", field, pid)
+		id, err := strconv.Atoi(m[1])
+		require.NoError(t, err)
+		return id
+	}
+	return ids("Uid"), ids("Gid")
+}
+
+// requireOwnUser checks that a plugin without a user namespace runs as a user and group of its
+// own from the default range.
+func requireOwnUser(t *testing.T, uid, gid int) {
+	t.Helper()
+	r := pluginhost.DefaultUsers
+	require.Equal(t, uid, gid, "a group of its own")
+	require.GreaterOrEqual(t, uid, int(r.First))
+	require.Less(t, uid, int(r.First+r.Count))
+}
+
+// Without a user namespace RLIMIT_NPROC counts every process and thread of a user, so each
+// plugin of a root host runs as a user of its own: a plugin's process limit counts its own
+// processes, not those of the other plugins, nor of whatever else runs as nobody (an embedded
+// PostgreSQL, another test's host), which made a plugin's first exec fail with EAGAIN.
+func TestAPluginsProcessLimitCountsItsProcessesAlone(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("a host that is not root runs its plugins as itself")
+	}
+	t.Parallel()
+	lim := pluginhost.Limits{AddressSpace: 4 << 30, OpenFiles: 1024, Processes: 64}
+	holdAsNobody(t, int(lim.Processes)+8)
+	h := newHost(t, pluginhost.Options{Sandbox: pluginhost.SandboxOff, Limits: lim})
+	var uids []int
+	for range 2 {
+		// Each bomb while the ones before hold their processes.
+		res, p := attack(t, h, ar{"kind": "forkbomb", "n": 200, "token": randomToken(t)})
+		t.Logf("fork bomb: %s", res)
+		n, err := strconv.Atoi(strings.TrimPrefix(res, "ok: "))
+		require.NoError(t, err, res)
+		require.Positive(t, n, "the plugin has its own allowance")
+		require.Less(t, n, 200, "and its limit holds")
+		limits, err := os.ReadFile(fmt.Sprintf("/proc/%d/limits", p.Pid()))
+		require.NoError(t, err)
+		require.Regexp(t, `Max processes\s+64\s+64`, string(limits))
+		uid, gid := pluginIDs(t, p.Pid())
+		requireOwnUser(t, uid, gid)
+		require.NotContains(t, uids, uid, "a user of its own")
+		uids = append(uids, uid)
+	}
+}
+
+// holdAsNobody starts n processes as nobody, which end with the test.
+func holdAsNobody(t *testing.T, n int) {
+	t.Helper()
+	nobody, err := user.Lookup("nobody")
+	require.NoError(t, err)
+	uid, _ := strconv.Atoi(nobody.Uid)
+	gid, _ := strconv.Atoi(nobody.Gid)
+	for range n {
+		cmd := exec.Command("sleep", "3600")
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid), Groups: []uint32{}}}
+		require.NoError(t, cmd.Start())
+		t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	}
 }
 
 // requireSchedBatch checks that every thread of a process runs under SCHED_BATCH.
@@ -222,7 +346,7 @@ func TestPrintingToStdoutBeforeTheHandshakeIsNamed(t *testing.T) {
 func TestTheSDKKeepsAnAuthorsPrintsOffTheHandshake(t *testing.T) {
 	t.Parallel()
 	h := newHost(t, pluginhost.Options{})
-	p, err := h.Start(context.Background(), spec(t, "stdio"))
+	p, err := h.Start(context.Background(), spec("stdio"))
 	require.NoError(t, err)
 	p.Close()
 }
@@ -248,7 +372,7 @@ func TestAPluginThatHangsInAHookIsKilledAtTheDeadlineWithItsChildren(t *testing.
 	t.Parallel()
 	ctx := context.Background()
 	h := newHost(t, pluginhost.Options{CallTimeout: time.Second})
-	p, err := h.Start(ctx, spec(t, "hang"))
+	p, err := h.Start(ctx, spec("hang"))
 	require.NoError(t, err)
 	err = p.URL().Before(ctx, sdk.Call{VU: 1, Iteration: 1}, &sdk.Request{Header: http.Header{}})
 	pe := requireReason(t, err, pluginhost.ReasonTimeout)
@@ -262,7 +386,7 @@ func TestAPluginSeesNoHostSecrets(t *testing.T) {
 	t.Setenv("BARRAGE_JWT_KEY", "hunter2-signing-key")
 	ctx := context.Background()
 	h := newHost(t, pluginhost.Options{Env: []string{"PLUGIN_SETTING=allowed"}})
-	p, err := h.Start(ctx, spec(t, "env"))
+	p, err := h.Start(ctx, spec("env"))
 	require.NoError(t, err)
 	defer p.Close()
 	sets, err := p.Element().Next(ctx, 1)
@@ -281,7 +405,7 @@ func TestAPluginThatCrashesMidRunFailsItsCallsWithAReason(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	h := newHost(t, pluginhost.Options{})
-	p, err := h.Start(ctx, spec(t, "crash"))
+	p, err := h.Start(ctx, spec("crash"))
 	require.NoError(t, err)
 	call := func() error {
 		return p.URL().Before(ctx, sdk.Call{VU: 1, Iteration: 1}, &sdk.Request{Header: http.Header{}})
@@ -293,7 +417,7 @@ func TestAPluginThatCrashesMidRunFailsItsCallsWithAReason(t *testing.T) {
 	requireReason(t, call(), pluginhost.ReasonCrashed) // later calls say why too
 
 	// The host goes on: another plugin starts and works.
-	good, err := h.Start(ctx, spec(t, "good"))
+	good, err := h.Start(ctx, spec("good"))
 	require.NoError(t, err)
 	_, err = good.Element().Next(ctx, 1)
 	require.NoError(t, err)
@@ -303,7 +427,7 @@ func TestAPluginThatAllocatesWithoutBoundIsStoppedByItsLimit(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	h := newHost(t, pluginhost.Options{Limits: pluginhost.Limits{AddressSpace: 1 << 30, OpenFiles: 256}})
-	p, err := h.Start(ctx, spec(t, "alloc"))
+	p, err := h.Start(ctx, spec("alloc"))
 	require.NoError(t, err)
 	_, err = p.Element().Next(ctx, 1)
 	pe := requireReason(t, err, pluginhost.ReasonCrashed)
@@ -337,9 +461,10 @@ const (
 
 // hostThenWait starts the good test plugin at path, prints its pid, and waits to be killed.
 // With an attack in its environment, it starts the hostile plugin instead, has it try the
-// attack, and prints its answer on the line before the pid.
+// attack, and prints its answer on the line before the pid. Its plugins' launcher is the one
+// its environment names (testLauncherEnv), else this test binary.
 func hostThenWait(path string) {
-	opts := pluginhost.Options{}
+	opts := pluginhost.Options{Env: withLauncherEnv(nil), Launcher: os.Getenv(testLauncherEnv)}
 	if os.Getenv(killedHostOffEnv) != "" {
 		opts.Sandbox = pluginhost.SandboxOff
 	}
@@ -347,18 +472,17 @@ func hostThenWait(path string) {
 	if err != nil {
 		panic(err)
 	}
-	data, err := os.ReadFile(path)
+	sum, err := fileSum(path)
 	if err != nil {
 		panic(err)
 	}
-	sum := sha256.Sum256(data)
 	attack := os.Getenv(killedHostAttackEnv)
 	name := "good"
 	if attack != "" {
 		name = "hostile"
 	}
 	ctx := context.Background()
-	p, err := h.Start(ctx, pluginhost.Spec{Name: name, Version: "1.0.0", Path: path, SHA256: hex.EncodeToString(sum[:])})
+	p, err := h.Start(ctx, pluginhost.Spec{Name: name, Version: "1.0.0", Path: path, SHA256: sum})
 	if err != nil {
 		panic(err)
 	}
@@ -411,7 +535,7 @@ func TestAnOversizedCallFailsAloneAndTheStreamGoesOn(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	h := newHost(t, pluginhost.Options{})
-	p, err := h.Start(ctx, spec(t, "good"))
+	p, err := h.Start(ctx, spec("good"))
 	require.NoError(t, err)
 	huge := &sdk.Request{Method: "POST", URL: "http://127.0.0.1/", Header: http.Header{}, Body: make([]byte, host.MaxMessageSize+1)}
 	err = p.URL().Before(ctx, sdk.Call{VU: 1, Iteration: 1}, huge)

@@ -27,8 +27,8 @@ const (
 	// SandboxRequire refuses to start a host that lacks any of the sandbox's primitives.
 	SandboxRequire
 	// SandboxOff leaves out the namespaces, the cgroup and the seccomp filter: plugins get the
-	// older confinement only (no environment, rlimits, nobody under root, a process group). It
-	// exists for tests that show what the sandbox stops.
+	// older confinement only (no environment, rlimits, a user of its own under root, a process
+	// group). It exists for tests that show what the sandbox stops.
 	SandboxOff
 )
 
@@ -70,10 +70,10 @@ func (s Sandbox) Missing() []string {
 	}
 	var out []string
 	if s.Namespaces != nil {
-		out = append(out, fmt.Sprintf("no namespaces (%s): plugins see the host's files, processes and network as their user does (nobody under root)", oneLine(s.Namespaces)))
+		out = append(out, fmt.Sprintf("no namespaces (%s): plugins see the host's files, processes and network as their user does (under root, each a user of its own)", oneLine(s.Namespaces)))
 	}
 	if s.Cgroup != nil {
-		out = append(out, fmt.Sprintf("no cgroup (%s): memory is bounded per process (address space), processes per plugin by RLIMIT_NPROC in its user namespace, CPU not at all", oneLine(s.Cgroup)))
+		out = append(out, fmt.Sprintf("no cgroup (%s): memory is bounded per process (address space), processes per plugin by RLIMIT_NPROC (in its user namespace, or as a user of its own), CPU not at all", oneLine(s.Cgroup)))
 	}
 	if s.Seccomp != nil {
 		out = append(out, fmt.Sprintf("no seccomp filter (%s)", oneLine(s.Seccomp)))
