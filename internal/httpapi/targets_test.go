@@ -11,7 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/barrage-load/barrage/internal/control"
+	"github.com/barrage-load/barrage/internal/control/targets"
 	"github.com/barrage-load/barrage/internal/netpolicy"
 	"github.com/barrage-load/barrage/internal/ownership"
 )
@@ -50,7 +50,7 @@ func (ps *proofServer) serve(token string, on bool) {
 // listen, with no open target, and maxVUs at one proved address (0: no cap).
 func withTargets(t *testing.T, maxVUs int) *testBundle {
 	loopback := &netpolicy.Policy{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}
-	return setup(t, setupOpts{targets: &control.TargetsConfig{Checker: ownership.New(loopback, nil), MaxVUsPerAddress: maxVUs}})
+	return setup(t, setupOpts{targets: &targets.Config{Checker: ownership.New(loopback, nil), MaxVUsPerAddress: maxVUs}})
 }
 
 func TestTargetsAreRegisteredVerifiedAndScopedToTheirOwner(t *testing.T) {
@@ -117,7 +117,7 @@ func TestTargetChecksAreThrottled(t *testing.T) {
 	r := b.do("POST", "/v1/targets", u.access, map[string]any{"url": "http://127.0.0.1:9"})
 	require.Equal(t, http.StatusCreated, r.status, "body: %s", r.body)
 	id := r.json(t)["id"].(string)
-	for range control.VerifyRate.N {
+	for range targets.VerifyRate.N {
 		require.Equal(t, http.StatusOK, b.do("POST", "/v1/targets/"+id+"/verify", u.access, nil).status)
 	}
 	r = b.do("POST", "/v1/targets/"+id+"/verify", u.access, nil)
