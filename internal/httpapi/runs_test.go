@@ -24,6 +24,7 @@ import (
 	"github.com/barrage-load/barrage/internal/barrage"
 	"github.com/barrage-load/barrage/internal/control"
 	"github.com/barrage-load/barrage/internal/control/fleet"
+	"github.com/barrage-load/barrage/internal/controltest"
 	"github.com/barrage-load/barrage/internal/httpapi"
 	"github.com/barrage-load/barrage/internal/metrics"
 	"github.com/barrage-load/barrage/internal/postgres"
@@ -41,19 +42,7 @@ func (b *testBundle) addScript(u user, src string) string {
 	return sc.ID.String()
 }
 
-const smokeScript = `version: 1
-name: smoke
-session:
-  groups:
-    - name: home
-      requests:
-        - { name: get home, url: "http://127.0.0.1:9/" }
-load:
-  vus: 4
-  duration: 10s
-thresholds:
-  - p95 < 300ms
-`
+const smokeScript = controltest.SmokeScript
 
 // registerAgent registers an agent (shared when admin's route is used) and returns its id and
 // token.
@@ -678,24 +667,6 @@ func (b *testBundle) post(path, bearer string, body []byte) int {
 	return res.StatusCode
 }
 
-// fakeClock is a clock a test moves by hand.
-type fakeClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) Add(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
-
 func TestAReplicaThatJustStartedGivesAgentsTimeBeforeCallingThemLost(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
@@ -706,7 +677,7 @@ func TestAReplicaThatJustStartedGivesAgentsTimeBeforeCallingThemLost(t *testing.
 	require.Equal(t, http.StatusOK, r.status, "body: %s", r.body)
 
 	// The agent falls silent; twenty seconds later a replica starts (all were down meanwhile).
-	clock := &fakeClock{now: time.Now().Add(20 * time.Second)}
+	clock := controltest.NewClock(time.Now().Add(20 * time.Second))
 	replica := control.New(b.store, slog.New(slog.DiscardHandler), control.Config{Now: clock.Now, LostAfter: 8 * time.Second})
 	shardState := func() string {
 		return b.do("GET", "/v1/runs/"+runID, u.access, nil).json(t)["shards"].([]any)[0].(map[string]any)["state"].(string)
