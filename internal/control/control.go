@@ -9,9 +9,11 @@
 //   - runs: admission, shards, merge, live views, judgement, reaping, summaries, compare, sweeps
 //     and reports.
 //
-// They depend on one another in that order and never back: runs use the fleet and the tests,
-// which use neither, and no subpackage imports this one. The server never executes a script
-// here: agents do. Everything lives in PostgreSQL, so any replica may answer any agent.
+// Each uses only services above it in that list: runs use the tests and the fleet, the tests use
+// the fleet, and the fleet hands a run whose last shard ended to runs through an interface of
+// its own (fleet.Finalizer); no subpackage imports this one. Each service's store owns its
+// transactions. The server never executes a script here: agents do. Everything lives in
+// PostgreSQL, so any replica may answer any agent.
 package control
 
 import (
@@ -111,7 +113,3 @@ func (p *Plane) Listen(ctx context.Context) {
 	go p.changes.Run(ctx)
 	p.work.Run(ctx)
 }
-
-// UseQueue hands summaries to q (package jobs, on River) instead of making them in the request
-// that ended a run's last shard. Set it before serving.
-func (p *Plane) UseQueue(q fleet.Queue) { p.Fleet.UseQueue(q) }

@@ -139,7 +139,7 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger, console io.W
 	if err != nil {
 		return nil, err
 	}
-	s.Control.UseQueue(s.runner)
+	store.UseFinalizer(s.runner)
 	return s, nil
 }
 

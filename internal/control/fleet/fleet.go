@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 
 	"github.com/barrage-load/barrage/internal/barrage"
 	"github.com/barrage-load/barrage/internal/control/plugins"
@@ -34,8 +33,7 @@ type Store interface {
 	AgentSeen(ctx context.Context, id uuid.UUID, version string, cores int, ip string, sandbox bool, protocol int) error
 
 	LeaseShard(ctx context.Context, agentID uuid.UUID, version string, lead time.Duration) (*barrage.ShardJob, error)
-	ReportShard(ctx context.Context, agentID, shardID uuid.UUID, lease int64, secs []barrage.ShardSecond, end *barrage.ShardEnd,
-		ended func(tx pgx.Tx, run barrage.Run) error) (postgres.ShardReport, error)
+	ReportShard(ctx context.Context, agentID, shardID uuid.UUID, lease int64, secs []barrage.ShardSecond, end *barrage.ShardEnd) (postgres.ShardReport, error)
 
 	CreatePing(ctx context.Context, id, agentID uuid.UUID) error
 	TakePings(ctx context.Context, agentID uuid.UUID) ([]uuid.UUID, error)
@@ -84,22 +82,14 @@ type Finalizer interface {
 	Finalize(ctx context.Context, r barrage.Run) error
 }
 
-// Queue queues a run's summary as background work, in the transaction that ended its last
-// shard (package jobs, on River).
-type Queue interface {
-	Finalize(ctx context.Context, tx pgx.Tx, run uuid.UUID) error
-}
-
 // Service is the fleet.
 type Service struct {
 	store Store
 	log   *slog.Logger
 	cfg   Config
 	deps  Deps
-	// finalizer ends a run once its last shard has; queue, when set, has it done in the
-	// background instead.
+	// finalizer ends a run once its last shard has, unless the store queued its summary.
 	finalizer Finalizer
-	queue     Queue
 }
 
 // New returns the fleet on store.
@@ -116,11 +106,8 @@ func New(store Store, log *slog.Logger, cfg Config, deps Deps) *Service {
 	return &Service{store: store, log: log, cfg: cfg, deps: deps}
 }
 
-// UseFinalizer has f end the runs whose last shard a report ends. Set it before serving.
+// UseFinalizer has f end the runs whose last shard a report ends, when the store did not queue
+// their summary (postgres.Store.UseFinalizer). Set it before serving.
 func (s *Service) UseFinalizer(f Finalizer) { s.finalizer = f }
-
-// UseQueue hands summaries to q instead of making them in the request that ended a run's last
-// shard. Set it before serving.
-func (s *Service) UseQueue(q Queue) { s.queue = q }
 
 func (s *Service) now() time.Time { return s.cfg.Now() }

@@ -145,7 +145,7 @@ func TestTheLastShardsEndQueuesTheRunsSummaryOnce(t *testing.T) {
 	b := setup(t)
 	ctx := context.Background()
 	q := &queue{}
-	b.UseQueue(q)
+	b.Store.UseFinalizer(q)
 	other, _ := b.Agent(&b.user, "other", barrage.Limits{})
 	r := b.queued(t, b.agent, other)
 	end := &fleet.ShardEnd{Stop: run.Stop{Reason: run.Completed}}

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 
 	"github.com/barrage-load/barrage/internal/barrage"
 	"github.com/barrage-load/barrage/internal/metrics"
@@ -172,21 +171,14 @@ func (s *Service) Report(ctx context.Context, a barrage.Agent, shardID uuid.UUID
 // run when it was the last shard to end.
 func (s *Service) storeReport(ctx context.Context, a barrage.Agent, shardID uuid.UUID, lease int64, secs []barrage.ShardSecond,
 	end *barrage.ShardEnd) (postgres.ShardReport, error) {
-	queued := false
-	rep, err := s.store.ReportShard(ctx, a.ID, shardID, lease, secs, end, func(tx pgx.Tx, run barrage.Run) error {
-		if s.queue == nil || !run.ShardsEnded() {
-			return nil
-		}
-		queued = true
-		return s.queue.Finalize(ctx, tx, run.ID)
-	})
+	rep, err := s.store.ReportShard(ctx, a.ID, shardID, lease, secs, end)
 	if err != nil {
 		return rep, err
 	}
 	if end != nil {
 		s.log.InfoContext(ctx, "shard ended", slog.String("run_id", rep.Run.ID.String()), slog.String("shard_id", shardID.String()),
 			slog.String("state", string(end.State)), slog.String("reason", end.Reason))
-		if !queued && s.finalizer != nil {
+		if !rep.Queued && s.finalizer != nil {
 			if err := s.finalizer.Finalize(ctx, rep.Run); err != nil {
 				return rep, err
 			}

@@ -23,7 +23,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 
 	"github.com/barrage-load/barrage/internal/barrage"
 	"github.com/barrage-load/barrage/internal/control/fleet"
@@ -38,12 +37,9 @@ import (
 
 // Store is what runs keep in PostgreSQL (*postgres.Store).
 type Store interface {
-	CreateRun(ctx context.Context, r barrage.Run, idem *barrage.Idempotency, guard postgres.RunGuard, also func(tx pgx.Tx) error) (barrage.Run, bool, error)
+	CreateRun(ctx context.Context, r barrage.Run, idem *barrage.Idempotency, checks postgres.RunChecks) (barrage.Run, bool, error)
 	RunByIdempotencyKey(ctx context.Context, ownerID uuid.UUID, idem barrage.Idempotency) (barrage.Run, error)
 	ActiveRuns(ctx context.Context, ownerID uuid.UUID) (int, error)
-	DestinationLoads(ctx context.Context, tx pgx.Tx, addresses []string) (map[string]int64, error)
-	CountPluginRuns(ctx context.Context, tx pgx.Tx, pins []barrage.PluginPin) error
-	NotifyWork(ctx context.Context, tx pgx.Tx, agents []uuid.UUID) error
 
 	Run(ctx context.Context, ownerID, id uuid.UUID) (barrage.Run, error)
 	Runs(ctx context.Context, ownerID uuid.UUID, f barrage.RunFilter, before *uuid.UUID, limit int) ([]barrage.Run, error)
@@ -256,33 +252,18 @@ func (s *Service) createRun(ctx context.Context, p barrage.Principal, sc barrage
 			ID: uuid.Must(uuid.NewV7()), AgentID: &agents[i].ID, From: int(seg.From), To: int(seg.To), Of: int(seg.Of),
 		})
 	}
-	ids := make([]uuid.UUID, len(agents))
-	for i, a := range agents {
-		ids[i] = a.ID
-	}
 	// Checked again where concurrent creations cannot slip past: under the owner's and the
 	// agents' locks, in the transaction that stores the run.
-	guard := func(active int, busy []uuid.UUID) error {
+	checks := postgres.RunChecks{Guard: func(active int, busy []uuid.UUID) error {
 		if err := adm.check(active); err != nil {
 			return err
 		}
 		return busyAgent(agents, busy, in)
+	}}
+	if s.deps.Targets.MaxVUsPerAddress() > 0 {
+		checks.Loads = func(loads map[string]int64) error { return s.deps.Targets.CheckLoads(r, loads) }
 	}
-	return s.store.CreateRun(ctx, r, idem, guard, func(tx pgx.Tx) error {
-		if addrs := r.PinnedAddresses(); s.deps.Targets.MaxVUsPerAddress() > 0 && len(addrs) > 0 {
-			loads, err := s.store.DestinationLoads(ctx, tx, addrs)
-			if err != nil {
-				return err
-			}
-			if err := s.deps.Targets.CheckLoads(r, loads); err != nil {
-				return err
-			}
-		}
-		if err := s.store.CountPluginRuns(ctx, tx, r.Manifest.Plugins); err != nil {
-			return err
-		}
-		return s.store.NotifyWork(ctx, tx, ids)
-	})
+	return s.store.CreateRun(ctx, r, idem, checks)
 }
 
 // idempotency is the run's idempotency key, if it has one, with the digest of what was asked.
