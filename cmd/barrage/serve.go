@@ -14,7 +14,7 @@ import (
 	"github.com/barrage-load/barrage/internal/agent"
 	"github.com/barrage-load/barrage/internal/barrage"
 	"github.com/barrage-load/barrage/internal/config"
-	"github.com/barrage-load/barrage/internal/control"
+	"github.com/barrage-load/barrage/internal/control/fleet"
 	"github.com/barrage-load/barrage/internal/logging"
 	"github.com/barrage-load/barrage/internal/postgres"
 	"github.com/barrage-load/barrage/internal/server"
@@ -38,7 +38,7 @@ func runServe(ctx context.Context, e env, args []string) error {
 	// A stop asked for while the demo agent starts is a stop, not a failure: the server shuts
 	// down as it would a moment later.
 	if cfg.DemoAgent && ctx.Err() == nil {
-		switch a, err := demoAgent(ctx, srv.Control, cfg, srv.URL(), log); {
+		switch a, err := demoAgent(ctx, srv.Control.Fleet, cfg, srv.URL(), log); {
 		case err == nil:
 			go func() {
 				if err := a.Run(ctx); err != nil {
@@ -58,7 +58,7 @@ func runServe(ctx context.Context, e env, args []string) error {
 // user may use it, and it runs in the server's process: of the server's internal network it
 // reaches only what the operator allows (the demo shop's address by default), so that no user
 // aims it at the server's database or another service on its loopback.
-func demoAgent(ctx context.Context, ctl *control.Service, cfg config.Config, server string, log *slog.Logger) (*agent.Agent, error) {
+func demoAgent(ctx context.Context, ctl *fleet.Service, cfg config.Config, server string, log *slog.Logger) (*agent.Agent, error) {
 	dataDir := cfg.DataDir
 	path := filepath.Join(dataDir, "demo-agent.token")
 	token := ""
@@ -69,7 +69,7 @@ func demoAgent(ctx context.Context, ctl *control.Service, cfg config.Config, ser
 		}
 	}
 	if token == "" {
-		a, t, err := ctl.CreateAgent(ctx, barrage.Principal{}, control.AgentInput{
+		a, t, err := ctl.CreateAgent(ctx, barrage.Principal{}, fleet.AgentInput{
 			Name: "demo", Limits: barrage.Limits{MaxVUs: 500, MaxRunDuration: 5 * time.Minute},
 		}, true)
 		if err != nil {

@@ -31,6 +31,7 @@ type Service struct {
 	limits     RateLimits
 	log        *slog.Logger
 	now        func() time.Time
+	quotas     barrage.Quotas
 }
 
 // Config are the Service's settings.
@@ -39,6 +40,9 @@ type Config struct {
 	RateLimits RateLimits
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
+	// Quotas bound what each user with a license keeps, where their license does not (none
+	// when zero).
+	Quotas barrage.Quotas
 }
 
 // New returns a Service.
@@ -49,7 +53,18 @@ func New(store *postgres.Store, hasher *auth.Hasher, tokens *auth.Tokens, log *s
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	return &Service{store: store, hasher: hasher, tokens: tokens, refreshTTL: cfg.RefreshTTL, limits: cfg.RateLimits, log: log, now: cfg.Now}
+	return &Service{store: store, hasher: hasher, tokens: tokens, refreshTTL: cfg.RefreshTTL, limits: cfg.RateLimits, log: log, now: cfg.Now,
+		quotas: cfg.Quotas}
+}
+
+// Quotas are the quotas on what u keeps (their license's over the server's defaults), and what u
+// keeps; none for a user without a license.
+func (s *Service) Quotas(ctx context.Context, u barrage.User) (barrage.Quotas, barrage.Usage, error) {
+	if u.License == nil {
+		return barrage.Quotas{}, barrage.Usage{}, nil
+	}
+	used, err := s.store.Usage(ctx, u.ID)
+	return u.Quotas(s.quotas), used, err
 }
 
 // Session is what signing in gives: a short-lived access token and a refresh token.

@@ -340,6 +340,27 @@ type Shard struct {
 // Ended reports whether the shard has stopped, whatever the reason.
 func (s Shard) Ended() bool { return s.State != ShardPending && s.State != ShardRunning }
 
+// ShardAgents are the agents of r's shards, in their order.
+func (r Run) ShardAgents() []uuid.UUID {
+	var out []uuid.UUID
+	for _, sh := range r.Shards {
+		if sh.AgentID != nil {
+			out = append(out, *sh.AgentID)
+		}
+	}
+	return out
+}
+
+// ShardsEnded reports whether every shard of r has ended: r is over but for its summary.
+func (r Run) ShardsEnded() bool {
+	for _, sh := range r.Shards {
+		if !sh.Ended() {
+			return false
+		}
+	}
+	return true
+}
+
 // ShardJob is what an agent needs to run its share of a run.
 type ShardJob struct {
 	Shard  Shard

@@ -1,28 +1,45 @@
-// Package control is Barrage's control plane: the measuring agents that users may run on, and
-// the runs it places on them. It admits a run within the tightest of the license's and the
-// agents' limits, splits it into shards, hands each shard to its agent under a lease with a
-// fencing token, takes the seconds of metrics the agents report, notices agents that went
-// silent, and turns the merged seconds into the run's summary.
+// Package control composes Barrage's control plane, the server's back room between the API and
+// PostgreSQL, from the services of its subpackages, each with the narrow store it declares:
 //
-// The server never executes a script here: agents do. Everything lives in PostgreSQL, so any
-// replica of the server may answer any agent.
+//   - secrets: users' secrets, sealed;
+//   - plugins: the marketplace plugins a script may use, pinned, and the agents that may run them;
+//   - targets: targets proved, and what a run on a shared agent may load;
+//   - fleet: agents, leases, reports, pings and jobs;
+//   - tests: tests, revisions, data files, scripts, debug, generation and HAR imports;
+//   - runs: admission, shards, merge, live views, judgement, reaping, summaries, compare, sweeps
+//     and reports.
+//
+// Each uses only services above it in that list: runs use the tests and the fleet, the tests use
+// the fleet, and the fleet hands a run whose last shard ended to runs through an interface of
+// its own (fleet.Finalizer); no subpackage imports this one. Each service's store owns its
+// transactions. The server never executes a script here: agents do. Everything lives in
+// PostgreSQL, so any replica may answer any agent.
 package control
 
 import (
 	"context"
-	"crypto/rand"
-	"errors"
 	"log/slog"
 	"time"
 
-	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
-
-	"github.com/barrage-load/barrage/internal/auth"
 	"github.com/barrage-load/barrage/internal/barrage"
-	"github.com/barrage-load/barrage/internal/ownership"
+	"github.com/barrage-load/barrage/internal/control/fleet"
+	"github.com/barrage-load/barrage/internal/control/plugins"
+	"github.com/barrage-load/barrage/internal/control/runs"
+	"github.com/barrage-load/barrage/internal/control/secrets"
+	"github.com/barrage-load/barrage/internal/control/targets"
+	"github.com/barrage-load/barrage/internal/control/tests"
 	"github.com/barrage-load/barrage/internal/postgres"
 	"github.com/barrage-load/barrage/internal/seal"
+)
+
+// The store of every service is PostgreSQL's.
+var (
+	_ secrets.Store = (*postgres.Store)(nil)
+	_ plugins.Store = (*postgres.Store)(nil)
+	_ targets.Store = (*postgres.Store)(nil)
+	_ fleet.Store   = (*postgres.Store)(nil)
+	_ tests.Store   = (*postgres.Store)(nil)
+	_ runs.Store    = (*postgres.Store)(nil)
 )
 
 // Config tunes the control plane; zero fields take the defaults.
@@ -31,18 +48,17 @@ type Config struct {
 	// agents lease their shards before it (default 2s).
 	StartLead time.Duration
 	// LostAfter is how long a running shard's agent may stay silent before the shard is lost
-	// (default 8s: agents report every second, and the housekeeping that notices runs every
-	// two, so a lost agent is known within 10 seconds).
+	// (default 8s).
 	LostAfter time.Duration
 	// Unclaimed is how long a shard may wait for its agent before the run fails (default 1m).
 	Unclaimed time.Duration
-	// PollEvery is how often a waiting lease looks for work that another replica queued
+	// PollEvery is how often a waiting lease, ping or job looks for what another replica did
 	// (default 500ms); work queued by this replica wakes it at once.
 	PollEvery time.Duration
 	// Now is the clock (default time.Now).
 	Now func() time.Time
-	// Targets bound what runs on shared agents may load.
-	Targets TargetsConfig
+	// Targets bound what runs on shared agents may load (its Quotas and Now are the plane's).
+	Targets targets.Config
 	// IngestLag, when set, receives how long after the end of the newest second of a report
 	// (on the run's schedule) the report reached the server.
 	IngestLag func(time.Duration)
@@ -50,164 +66,50 @@ type Config struct {
 	Secrets *seal.Ring
 	// Quotas bound what each user with a license keeps (none when zero).
 	Quotas barrage.Quotas
-	// ConversionBudget is the server time one user's recordings may take to convert, in seconds
-	// (N seconds, refilled over Per): DefaultConversionBudget when zero.
+	// ConversionBudget is the server time one user's recordings may take to convert
+	// (tests.DefaultConversionBudget when zero).
 	ConversionBudget barrage.Rate
 }
 
-// DefaultConversionBudget lets a user's conversions take 60 seconds of the server's time, and
-// 60 more each 10 minutes: a HAR takes about a second, so dozens in a row, then one every ten
-// seconds, and another user's requests keep their cores.
-var DefaultConversionBudget = barrage.Rate{N: 60, Per: 10 * time.Minute}
+// Plane is the control plane's services, composed.
+type Plane struct {
+	Secrets *secrets.Service
+	Plugins *plugins.Service
+	Targets *targets.Service
+	Fleet   *fleet.Service
+	Tests   *tests.Service
+	Runs    *runs.Service
 
-// Service is the control plane.
-type Service struct {
-	store *postgres.Store
-	log   *slog.Logger
-	now   func() time.Time
-	// started is when this replica started: it gives agents LostAfter to report to it before it
-	// calls any of them lost, since their silence may have been the server's own absence.
-	started time.Time
-	cfg     Config
-	// runs wakes the followers of a run when it changes; work wakes the lease requests of an
-	// agent when work is queued for it. Both carry PostgreSQL notifications, so a change made
-	// on any replica wakes the waiters on every one.
-	runs, work *postgres.Listener
-	judges     *judges
-	checker    *ownership.Checker
-	finalizer  Finalizer // nil: summaries are made at once
-	secrets    *seal.Ring
+	// changes wakes the followers of a run, and the askers of pings and jobs, when it changes;
+	// work wakes the lease requests of an agent when work is queued for it. Both carry
+	// PostgreSQL notifications, so a change made on any replica wakes the waiters on every one.
+	changes, work *postgres.Listener
 }
 
-// New returns the control plane on store.
-func New(store *postgres.Store, log *slog.Logger, cfg Config) *Service {
-	if cfg.StartLead <= 0 {
-		cfg.StartLead = 2 * time.Second
-	}
-	if cfg.LostAfter <= 0 {
-		cfg.LostAfter = 8 * time.Second
-	}
-	if cfg.Unclaimed <= 0 {
-		cfg.Unclaimed = time.Minute
-	}
-	if cfg.PollEvery <= 0 {
-		cfg.PollEvery = 500 * time.Millisecond
-	}
+// New composes the control plane on store.
+func New(store *postgres.Store, log *slog.Logger, cfg Config) *Plane {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	if cfg.Targets.Checker == nil {
-		cfg.Targets.Checker = ownership.New(nil, nil)
-	}
-	if cfg.Secrets == nil {
-		key := make([]byte, seal.KeySize)
-		_, _ = rand.Read(key)
-		cfg.Secrets, _ = seal.New(key) // a key of the right size never fails
-	}
-	return &Service{store: store, log: log, now: cfg.Now, started: cfg.Now(), cfg: cfg,
-		runs: store.NewListener(postgres.ChannelRuns, log), work: store.NewListener(postgres.ChannelWork, log),
-		judges: newJudges(), checker: cfg.Targets.Checker, secrets: cfg.Secrets}
+	p := &Plane{changes: store.NewListener(postgres.ChannelRuns, log), work: store.NewListener(postgres.ChannelWork, log)}
+	p.Secrets = secrets.New(store, cfg.Secrets)
+	p.Plugins = plugins.New(store)
+	tc := cfg.Targets
+	tc.Quotas, tc.Now = cfg.Quotas, cfg.Now
+	p.Targets = targets.New(store, log, tc)
+	p.Fleet = fleet.New(store, log, fleet.Config{StartLead: cfg.StartLead, PollEvery: cfg.PollEvery, Now: cfg.Now, IngestLag: cfg.IngestLag},
+		fleet.Deps{Secrets: p.Secrets, Plugins: p.Plugins, Targets: p.Targets, Changes: p.changes, Work: p.work})
+	p.Tests = tests.New(store, log, tests.Config{Quotas: cfg.Quotas, ConversionBudget: cfg.ConversionBudget, Now: cfg.Now},
+		tests.Deps{Fleet: p.Fleet, Plugins: p.Plugins, Secrets: p.Secrets})
+	p.Runs = runs.New(store, log, runs.Config{LostAfter: cfg.LostAfter, Unclaimed: cfg.Unclaimed, Now: cfg.Now},
+		runs.Deps{Fleet: p.Fleet, Tests: p.Tests, Plugins: p.Plugins, Secrets: p.Secrets, Targets: p.Targets, Changes: p.changes})
+	p.Fleet.UseFinalizer(p.Runs)
+	return p
 }
 
 // Listen follows the notifications of other replicas until ctx ends (runs that change, work
 // queued for agents), so that waiting requests wake at once. Every replica runs it.
-func (s *Service) Listen(ctx context.Context) {
-	go s.runs.Run(ctx)
-	s.work.Run(ctx)
+func (p *Plane) Listen(ctx context.Context) {
+	go p.changes.Run(ctx)
+	p.work.Run(ctx)
 }
-
-// Finalizer queues a run's summary as background work, in the transaction that ended its last
-// shard (package jobs, on River).
-type Finalizer interface {
-	Finalize(ctx context.Context, tx pgx.Tx, run uuid.UUID) error
-}
-
-// UseFinalizer hands summaries to f instead of making them in the request that ended a run's
-// last shard. Set it before serving.
-func (s *Service) UseFinalizer(f Finalizer) { s.finalizer = f }
-
-// AgentInput is a new agent's name and limits.
-type AgentInput struct {
-	Name   string
-	Limits barrage.Limits
-}
-
-// CreateAgent registers an agent and returns it with its token, shown this once. With shared,
-// the agent serves every user (the caller must be an admin: the route says so); else it is p's
-// own.
-func (s *Service) CreateAgent(ctx context.Context, p barrage.Principal, in AgentInput, shared bool) (barrage.Agent, string, error) {
-	name, err := barrage.CheckText("name", in.Name, 1, 100)
-	if err != nil {
-		return barrage.Agent{}, "", err
-	}
-	if in.Limits.MaxVUs < 0 {
-		return barrage.Agent{}, "", barrage.Invalid("max_vus", "must be positive")
-	}
-	if in.Limits.MaxRunDuration < 0 {
-		return barrage.Agent{}, "", barrage.Invalid("max_run_duration_seconds", "must be positive")
-	}
-	a := barrage.Agent{ID: uuid.Must(uuid.NewV7()), Name: name, Limits: in.Limits}
-	if !shared {
-		a.OwnerID = &p.User.ID
-	}
-	token := auth.NewSecret(auth.PrefixAgentToken)
-	a, err = s.store.CreateAgent(ctx, a, auth.HashSecret(token))
-	if err != nil {
-		return barrage.Agent{}, "", err
-	}
-	s.log.InfoContext(ctx, "agent registered", slog.String("agent_id", a.ID.String()), slog.Bool("shared", shared))
-	return a, token, nil
-}
-
-// Agents lists the agents p may run on: p's own, then the shared ones.
-func (s *Service) Agents(ctx context.Context, p barrage.Principal) ([]barrage.Agent, error) {
-	return s.store.UsableAgents(ctx, p.User.ID)
-}
-
-// AllAgents lists every agent, for admins.
-func (s *Service) AllAgents(ctx context.Context) ([]barrage.Agent, error) {
-	return s.store.AllAgents(ctx)
-}
-
-// Agent reads one agent p may run on.
-func (s *Service) Agent(ctx context.Context, p barrage.Principal, id uuid.UUID) (barrage.Agent, error) {
-	return s.store.UsableAgent(ctx, p.User.ID, id)
-}
-
-// DeleteAgent removes p's private agent id, or with shared a shared agent (admins).
-func (s *Service) DeleteAgent(ctx context.Context, p barrage.Principal, id uuid.UUID, shared bool) error {
-	var owner *uuid.UUID
-	if !shared {
-		owner = &p.User.ID
-	}
-	return s.store.DeleteAgent(ctx, id, owner)
-}
-
-var errBadAgentToken = barrage.Errorf(barrage.ErrUnauthorized, "the agent token is invalid or the agent was removed")
-
-// AuthenticateAgent turns an agent's bearer token into the agent.
-func (s *Service) AuthenticateAgent(ctx context.Context, bearer string) (barrage.Agent, error) {
-	a, err := s.store.AgentByTokenHash(ctx, auth.HashSecret(bearer))
-	switch {
-	case err == nil && a.Disabled:
-		return barrage.Agent{}, barrage.Errorf(barrage.ErrForbidden, "this agent is disabled")
-	case err == nil:
-		return a, nil
-	case errors.Is(err, barrage.ErrNotFound):
-		return barrage.Agent{}, errBadAgentToken
-	}
-	return barrage.Agent{}, err
-}
-
-// Quotas are the quotas on what u keeps (their license's over the server's defaults), and what u
-// keeps; none for a user without a license.
-func (s *Service) Quotas(ctx context.Context, u barrage.User) (barrage.Quotas, barrage.Usage, error) {
-	if u.License == nil {
-		return barrage.Quotas{}, barrage.Usage{}, nil
-	}
-	used, err := s.store.Usage(ctx, u.ID)
-	return u.Quotas(s.cfg.Quotas), used, err
-}
-
-// quota is what a change by p may take what p keeps to.
-func (s *Service) quota(p barrage.Principal) postgres.Quota { return postgres.QuotaOf(p, s.cfg.Quotas) }

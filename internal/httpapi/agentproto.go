@@ -9,7 +9,7 @@ import (
 
 	"github.com/barrage-load/barrage/api"
 	"github.com/barrage-load/barrage/internal/barrage"
-	"github.com/barrage-load/barrage/internal/control"
+	"github.com/barrage-load/barrage/internal/control/fleet"
 )
 
 // agentPrincipal returns the agent making the request; the policy guarantees one on agent routes.
@@ -27,11 +27,11 @@ func (s *server) AgentLease(ctx context.Context, req api.AgentLeaseRequestObject
 		return nil, err
 	}
 	b := req.Body
-	wait := control.MaxLeaseWait
+	wait := fleet.MaxLeaseWait
 	if b.WaitSeconds != nil {
 		wait = time.Duration(*b.WaitSeconds) * time.Second
 	}
-	w, err := s.control.Lease(ctx, a, control.Hello{Protocol: b.Protocol, Version: b.Version, Cores: b.Cores, IP: ClientIP(ctx).String(),
+	w, err := s.fleet.Lease(ctx, a, fleet.Hello{Protocol: b.Protocol, Version: b.Version, Cores: b.Cores, IP: ClientIP(ctx).String(),
 		Sandbox: b.Sandbox != nil && *b.Sandbox}, wait)
 	if err != nil {
 		return nil, err
@@ -55,7 +55,7 @@ func (s *server) AgentAnswerPing(ctx context.Context, req api.AgentAnswerPingReq
 	if err != nil {
 		return nil, err
 	}
-	if err := s.control.AnswerPing(ctx, a, req.Id); err != nil {
+	if err := s.fleet.AnswerPing(ctx, a, req.Id); err != nil {
 		return nil, err
 	}
 	return api.AgentAnswerPing204Response{}, nil
@@ -67,11 +67,11 @@ func (s *server) AgentReport(ctx context.Context, req api.AgentReportRequestObje
 		return nil, err
 	}
 	b := req.Body
-	rep := control.Report{Lease: b.Lease, Seconds: make([]control.Second, len(b.Seconds))}
+	rep := fleet.Report{Lease: b.Lease, Seconds: make([]fleet.Second, len(b.Seconds))}
 	for i, sec := range b.Seconds {
-		rep.Seconds[i] = control.Second{Index: sec.Index, Snapshot: sec.Snapshot, Health: sec.Health.Health()}
+		rep.Seconds[i] = fleet.Second{Index: sec.Index, Snapshot: sec.Snapshot, Health: sec.Health.Health()}
 		if sec.Monitors != nil {
-			m := &control.MonitorValues{Values: *sec.Monitors}
+			m := &fleet.MonitorValues{Values: *sec.Monitors}
 			if sec.MonitorUnits != nil {
 				for _, u := range *sec.MonitorUnits {
 					m.Units = append(m.Units, string(u))
@@ -81,7 +81,7 @@ func (s *server) AgentReport(ctx context.Context, req api.AgentReportRequestObje
 		}
 	}
 	if e := b.End; e != nil {
-		end := &control.ShardEnd{}
+		end := &fleet.ShardEnd{}
 		if err := end.Stop.Reason.UnmarshalText([]byte(e.Reason)); err != nil {
 			return nil, barrage.Invalid("end.reason", err.Error())
 		}
@@ -98,7 +98,7 @@ func (s *server) AgentReport(ctx context.Context, req api.AgentReportRequestObje
 		}
 		rep.End = end
 	}
-	in, err := s.control.Report(ctx, a, req.Id, rep)
+	in, err := s.fleet.Report(ctx, a, req.Id, rep)
 	if err != nil {
 		return nil, err
 	}

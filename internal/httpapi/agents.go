@@ -6,7 +6,7 @@ import (
 
 	"github.com/barrage-load/barrage/api"
 	"github.com/barrage-load/barrage/internal/barrage"
-	"github.com/barrage-load/barrage/internal/control"
+	"github.com/barrage-load/barrage/internal/control/fleet"
 )
 
 func (s *server) ListAgents(ctx context.Context, _ api.ListAgentsRequestObject) (api.ListAgentsResponseObject, error) {
@@ -14,7 +14,7 @@ func (s *server) ListAgents(ctx context.Context, _ api.ListAgentsRequestObject) 
 	if err != nil {
 		return nil, err
 	}
-	agents, err := s.control.Agents(ctx, p)
+	agents, err := s.fleet.Agents(ctx, p)
 	if err != nil {
 		return nil, err
 	}
@@ -22,7 +22,7 @@ func (s *server) ListAgents(ctx context.Context, _ api.ListAgentsRequestObject) 
 }
 
 func (s *server) ListAllAgents(ctx context.Context, _ api.ListAllAgentsRequestObject) (api.ListAllAgentsResponseObject, error) {
-	agents, err := s.control.AllAgents(ctx)
+	agents, err := s.fleet.AllAgents(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -50,14 +50,14 @@ func (s *server) createAgent(ctx context.Context, b api.CreateAgentRequest, shar
 	if err != nil {
 		return barrage.Agent{}, "", err
 	}
-	in := control.AgentInput{Name: b.Name}
+	in := fleet.AgentInput{Name: b.Name}
 	if b.MaxVus != nil {
 		in.Limits.MaxVUs = *b.MaxVus
 	}
 	if b.MaxRunDurationSeconds != nil {
 		in.Limits.MaxRunDuration = time.Duration(*b.MaxRunDurationSeconds) * time.Second
 	}
-	return s.control.CreateAgent(ctx, p, in, shared)
+	return s.fleet.CreateAgent(ctx, p, in, shared)
 }
 
 func (s *server) GetAgent(ctx context.Context, req api.GetAgentRequestObject) (api.GetAgentResponseObject, error) {
@@ -65,7 +65,7 @@ func (s *server) GetAgent(ctx context.Context, req api.GetAgentRequestObject) (a
 	if err != nil {
 		return nil, err
 	}
-	a, err := s.control.Agent(ctx, p, req.Id)
+	a, err := s.fleet.Agent(ctx, p, req.Id)
 	if err != nil {
 		return nil, err
 	}
@@ -77,7 +77,7 @@ func (s *server) DeleteAgent(ctx context.Context, req api.DeleteAgentRequestObje
 	if err != nil {
 		return nil, err
 	}
-	if err := s.control.DeleteAgent(ctx, p, req.Id, false); err != nil {
+	if err := s.fleet.DeleteAgent(ctx, p, req.Id, false); err != nil {
 		return nil, err
 	}
 	return api.DeleteAgent204Response{}, nil
@@ -88,7 +88,7 @@ func (s *server) DeleteSharedAgent(ctx context.Context, req api.DeleteSharedAgen
 	if err != nil {
 		return nil, err
 	}
-	if err := s.control.DeleteAgent(ctx, p, req.Id, true); err != nil {
+	if err := s.fleet.DeleteAgent(ctx, p, req.Id, true); err != nil {
 		return nil, err
 	}
 	return api.DeleteSharedAgent204Response{}, nil
@@ -137,7 +137,7 @@ func (s *server) PingAgent(ctx context.Context, req api.PingAgentRequestObject) 
 	if err != nil {
 		return nil, err
 	}
-	a, rtt, err := s.control.Ping(ctx, p, req.Id)
+	a, rtt, err := s.fleet.Ping(ctx, p, req.Id)
 	if err != nil {
 		return nil, err
 	}

@@ -4,10 +4,11 @@ import (
 	"context"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/barrage-load/barrage/api"
 	"github.com/barrage-load/barrage/internal/account"
 	"github.com/barrage-load/barrage/internal/barrage"
-	"github.com/google/uuid"
 )
 
 // principal returns the request's principal; the policy guarantees one on non-public routes.
@@ -116,7 +117,7 @@ func (s *server) license(ctx context.Context, u barrage.User) (api.MyLicense, er
 	l := toAPILicense(u.License, time.Now())
 	out := api.MyLicense{Unlimited: l.Unlimited, Plan: l.Plan, MaxVus: l.MaxVus, MaxRunDurationSeconds: l.MaxRunDurationSeconds,
 		MaxConcurrentRuns: l.MaxConcurrentRuns, ValidUntil: l.ValidUntil, Expired: l.Expired, QuotaLimits: l.QuotaLimits}
-	q, used, err := s.control.Quotas(ctx, u)
+	q, used, err := s.accounts.Quotas(ctx, u)
 	if err != nil {
 		return api.MyLicense{}, err
 	}

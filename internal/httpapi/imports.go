@@ -6,7 +6,7 @@ import (
 
 	"github.com/barrage-load/barrage/api"
 	"github.com/barrage-load/barrage/internal/barrage"
-	"github.com/barrage-load/barrage/internal/control"
+	"github.com/barrage-load/barrage/internal/control/tests"
 	"github.com/barrage-load/barrage/internal/har"
 )
 
@@ -17,14 +17,14 @@ func (s *server) ImportTest(ctx context.Context, req api.ImportTestRequestObject
 	}
 	// The HAR as it came: the converter reads it with its own decoder, which names each field
 	// it refuses (the generated type knows only its outline).
-	in := control.ImportInput{HAR: bytes.Clone(rawBody(ctx))}
+	in := tests.ImportInput{HAR: bytes.Clone(rawBody(ctx))}
 	if req.Params.Name != nil {
 		in.Name = *req.Params.Name
 	}
 	if req.Params.Assets != nil {
 		in.Assets = *req.Params.Assets
 	}
-	t, res, err := s.control.ImportTest(ctx, p, in)
+	t, res, err := s.tests.ImportTest(ctx, p, in)
 	if err != nil {
 		return nil, err
 	}

@@ -17,7 +17,7 @@ import (
 
 	"github.com/barrage-load/barrage/api"
 	"github.com/barrage-load/barrage/internal/barrage"
-	"github.com/barrage-load/barrage/internal/control"
+	"github.com/barrage-load/barrage/internal/control/runs"
 	"github.com/barrage-load/barrage/internal/metrics"
 	"github.com/barrage-load/barrage/internal/monitor"
 	"github.com/barrage-load/barrage/internal/summary"
@@ -76,7 +76,7 @@ func (s *server) GetRunLive(ctx context.Context, req api.GetRunLiveRequestObject
 		return nil, err
 	}
 	// Refused before the stream begins: once it has, errors can no longer be problem documents.
-	if _, err := s.control.Run(ctx, p, req.Id); err != nil {
+	if _, err := s.runs.Run(ctx, p, req.Id); err != nil {
 		return nil, err
 	}
 	after := int64(-1)
@@ -139,7 +139,7 @@ func (l liveStream) VisitGetRunLiveResponse(w http.ResponseWriter) error {
 		}
 		return rc.Flush()
 	}
-	err := l.s.control.Live(ctx, l.p, l.id, l.after, func(ev control.LiveEvent) error {
+	err := l.s.runs.Live(ctx, l.p, l.id, l.after, func(ev runs.LiveEvent) error {
 		if ev.Shard != nil {
 			return write("shard", "", toAPIShard(*ev.Shard))
 		}
@@ -178,7 +178,7 @@ func (l liveStream) VisitGetRunLiveResponse(w http.ResponseWriter) error {
 	return nil
 }
 
-func toAPILiveSecond(sec *control.MergedSecond, start *time.Time, monitors []string) api.LiveSecond {
+func toAPILiveSecond(sec *runs.MergedSecond, start *time.Time, monitors []string) api.LiveSecond {
 	elapsed := time.Duration(sec.Index+1) * time.Second
 	if start != nil {
 		elapsed = sec.Snapshot.End().Sub(*start)

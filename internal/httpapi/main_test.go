@@ -24,6 +24,7 @@ import (
 	"github.com/barrage-load/barrage/internal/barrage"
 	"github.com/barrage-load/barrage/internal/blob"
 	"github.com/barrage-load/barrage/internal/control"
+	"github.com/barrage-load/barrage/internal/control/targets"
 	"github.com/barrage-load/barrage/internal/httpapi"
 	"github.com/barrage-load/barrage/internal/logging"
 	"github.com/barrage-load/barrage/internal/market"
@@ -95,7 +96,7 @@ type testBundle struct {
 	store  *postgres.Store
 	pool   *pgxpool.Pool // the store's, for tests that wait on what it holds
 	svc    *account.Service
-	ctl    *control.Service
+	ctl    *control.Plane
 	blobs  *blob.Local
 	mkt    *market.Service
 	key    []byte // PEM of the signing key, for forging tokens
@@ -130,7 +131,7 @@ type setupOpts struct {
 	conversionBudget barrage.Rate
 	// targets are what runs on shared agents may load; nil opens the addresses the suite's
 	// scripts name (127.0.0.1:9 and :9100), which nothing listens on, as an operator would.
-	targets *control.TargetsConfig
+	targets *targets.Config
 }
 
 // testHasher is cheap: the suite hashes hundreds of passwords. The cost of the real
@@ -160,12 +161,12 @@ func setup(t testing.TB, opts ...setupOpts) *testBundle {
 	require.NoError(t, err)
 	tokens := auth.NewTokens(key, "barrage", "barrage-api", 15*time.Minute)
 	log := logging.New(&suiteLog, "text", slog.LevelDebug)
-	svc := account.New(store, testHasher, tokens, log, account.Config{RefreshTTL: 24 * time.Hour, RateLimits: o.limits})
-	targets := control.TargetsConfig{Open: map[string]bool{"127.0.0.1:9": true, "127.0.0.1:9100": true}}
+	svc := account.New(store, testHasher, tokens, log, account.Config{RefreshTTL: 24 * time.Hour, RateLimits: o.limits, Quotas: o.quotas})
+	tc := targets.Config{Open: map[string]bool{"127.0.0.1:9": true, "127.0.0.1:9100": true}}
 	if o.targets != nil {
-		targets = *o.targets
+		tc = *o.targets
 	}
-	ctl := control.New(store, log, control.Config{PollEvery: 20 * time.Millisecond, Targets: targets, Quotas: o.quotas,
+	ctl := control.New(store, log, control.Config{PollEvery: 20 * time.Millisecond, Targets: tc, Quotas: o.quotas,
 		ConversionBudget: o.conversionBudget})
 	blobs, err := blob.NewLocal(t.TempDir())
 	require.NoError(t, err)

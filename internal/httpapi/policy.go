@@ -150,8 +150,8 @@ var heavy = map[string]bool{
 }
 
 // awaiting are the routes that read a test with its data files and may then wait for an agent's
-// answer (up to control.JobWait): generating its script, debugging it, starting a run of it. A
-// user may have as many in flight as jobs waiting (control.MaxOpenJobs), all running at once, and
+// answer (up to fleet.JobWait): generating its script, debugging it, starting a run of it. A
+// user may have as many in flight as jobs waiting (fleet.MaxOpenJobs), all running at once, and
 // everyone's take turns among themselves (server.awaiting), not among the parses': a wait for an
 // agent must not hold everyone else's work.
 var awaiting = map[string]bool{"POST /v1/tests/{id}/scripts": true, "POST /v1/tests/{id}/debug": true, "POST /v1/runs": true}
@@ -213,7 +213,7 @@ func (s *server) authorize(next http.Handler) http.Handler {
 		var err error
 		if pol.access == agent {
 			var a barrage.Agent
-			if a, err = s.control.AuthenticateAgent(r.Context(), token); err == nil {
+			if a, err = s.fleet.AuthenticateAgent(r.Context(), token); err == nil {
 				p.Agent = &a
 			}
 		} else {

@@ -14,14 +14,16 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/barrage-load/barrage/api"
 	"github.com/barrage-load/barrage/internal/barrage"
-	"github.com/barrage-load/barrage/internal/control"
+	"github.com/barrage-load/barrage/internal/control/runs"
+	"github.com/barrage-load/barrage/internal/control/tests"
 	"github.com/barrage-load/barrage/internal/metrics"
 	"github.com/barrage-load/barrage/internal/report"
 	"github.com/barrage-load/barrage/internal/summary"
 	"github.com/barrage-load/barrage/internal/sweep"
-	"github.com/google/uuid"
 )
 
 func (s *server) CreateRun(ctx context.Context, req api.CreateRunRequestObject) (api.CreateRunResponseObject, error) {
@@ -30,7 +32,7 @@ func (s *server) CreateRun(ctx context.Context, req api.CreateRunRequestObject) 
 		return nil, err
 	}
 	b := req.Body
-	in := control.RunInput{TestID: b.TestId, IdempotencyKey: req.Params.IdempotencyKey}
+	in := runs.RunInput{TestID: b.TestId, IdempotencyKey: req.Params.IdempotencyKey}
 	switch {
 	case (b.ScriptId == nil) == (b.TestId == nil):
 		return nil, barrage.Invalid("script_id", "give exactly one of script_id and test_id")
@@ -50,7 +52,7 @@ func (s *server) CreateRun(ctx context.Context, req api.CreateRunRequestObject) 
 	if b.Env != nil && len(*b.Env) > 0 {
 		in.Env = *b.Env
 	}
-	run, err := s.control.CreateRun(ctx, p, in)
+	run, err := s.runs.CreateRun(ctx, p, in)
 	if err != nil {
 		return nil, err
 	}
@@ -72,7 +74,7 @@ func (s *server) ListRuns(ctx context.Context, req api.ListRunsRequestObject) (a
 		}
 	}
 	items, next, err := listPage(req.Params.Cursor, req.Params.Limit, func(before *uuid.UUID, limit int) (barrage.Page[barrage.Run], error) {
-		return s.control.Runs(ctx, p, f, before, limit)
+		return s.runs.Runs(ctx, p, f, before, limit)
 	}, toAPIRun)
 	return api.ListRuns200JSONResponse{Items: items, NextCursor: next}, err
 }
@@ -82,7 +84,7 @@ func (s *server) GetRun(ctx context.Context, req api.GetRunRequestObject) (api.G
 	if err != nil {
 		return nil, err
 	}
-	run, err := s.control.Run(ctx, p, req.Id)
+	run, err := s.runs.Run(ctx, p, req.Id)
 	if err != nil {
 		return nil, err
 	}
@@ -94,7 +96,7 @@ func (s *server) CancelRun(ctx context.Context, req api.CancelRunRequestObject) 
 	if err != nil {
 		return nil, err
 	}
-	run, err := s.control.CancelRun(ctx, p, req.Id)
+	run, err := s.runs.CancelRun(ctx, p, req.Id)
 	if err != nil {
 		return nil, err
 	}
@@ -108,7 +110,7 @@ func (s *server) CompareRuns(ctx context.Context, req api.CompareRunsRequestObje
 	}
 	q := req.Params
 	tol := tolerances(q.MaxP50Regression, q.MaxP95Regression, q.MaxP99Regression, q.MaxRpsRegression, q.MaxErrorIncrease)
-	c, err := s.control.Compare(ctx, p, req.Id, q.Base, tol)
+	c, err := s.runs.Compare(ctx, p, req.Id, q.Base, tol)
 	if err != nil {
 		return nil, err
 	}
@@ -145,7 +147,7 @@ func (s *server) GetRunReport(ctx context.Context, req api.GetRunReportRequestOb
 	}
 	q := req.Params
 	tol := tolerances(q.MaxP50Regression, q.MaxP95Regression, q.MaxP99Regression, q.MaxRpsRegression, q.MaxErrorIncrease)
-	rep, err := s.control.RunReport(ctx, p, req.Id, q.Base, tol)
+	rep, err := s.runs.RunReport(ctx, p, req.Id, q.Base, tol)
 	if err != nil {
 		return nil, err
 	}
@@ -203,7 +205,7 @@ func (s *server) runSweep(ctx context.Context, id uuid.UUID) (*sweep.Result, err
 	if err != nil {
 		return nil, err
 	}
-	return s.control.RunSweep(ctx, p, id)
+	return s.runs.RunSweep(ctx, p, id)
 }
 
 // reportPage is a report as the API answers it: the page's own policy (its inline charts and
@@ -235,7 +237,7 @@ func (r reportPage) VisitGetRunReportResponse(w http.ResponseWriter) error {
 }
 
 func (s *server) GetRunSummaryCSV(ctx context.Context, req api.GetRunSummaryCSVRequestObject) (api.GetRunSummaryCSVResponseObject, error) {
-	sum, err := runSummary[summary.Document](ctx, s.control, req.Id)
+	sum, err := runSummary[summary.Document](ctx, s.runs, req.Id)
 	if err != nil {
 		return nil, err
 	}
@@ -247,7 +249,7 @@ func (s *server) GetRunSummaryCSV(ctx context.Context, req api.GetRunSummaryCSVR
 }
 
 func (s *server) GetRunSummary(ctx context.Context, req api.GetRunSummaryRequestObject) (api.GetRunSummaryResponseObject, error) {
-	out, err := runSummary[api.RunSummary](ctx, s.control, req.Id)
+	out, err := runSummary[api.RunSummary](ctx, s.runs, req.Id)
 	if err != nil {
 		return nil, err
 	}
@@ -255,7 +257,7 @@ func (s *server) GetRunSummary(ctx context.Context, req api.GetRunSummaryRequest
 }
 
 // runSummary reads the stored summary of the asker's run id as a T.
-func runSummary[T any](ctx context.Context, c *control.Service, id uuid.UUID) (T, error) {
+func runSummary[T any](ctx context.Context, c *runs.Service, id uuid.UUID) (T, error) {
 	var out T
 	p, err := principal(ctx)
 	if err != nil {
@@ -332,7 +334,7 @@ func (s *server) CreateScript(ctx context.Context, req api.CreateScriptRequestOb
 		return nil, err
 	}
 	b := req.Body
-	in := control.ScriptInput{Source: []byte(b.Source)}
+	in := tests.ScriptInput{Source: []byte(b.Source)}
 	if b.Name != nil {
 		in.Name = *b.Name
 	}
@@ -346,7 +348,7 @@ func (s *server) CreateScript(ctx context.Context, req api.CreateScriptRequestOb
 			in.Files = append(in.Files, barrage.ScriptFile{Name: f.Name, Content: f.Content})
 		}
 	}
-	sc, err := s.control.CreateScript(ctx, p, in)
+	sc, err := s.tests.CreateScript(ctx, p, in)
 	if err != nil {
 		return nil, err
 	}
@@ -358,7 +360,7 @@ func (s *server) GetScript(ctx context.Context, req api.GetScriptRequestObject) 
 	if err != nil {
 		return nil, err
 	}
-	sc, err := s.control.Script(ctx, p, req.Id)
+	sc, err := s.tests.Script(ctx, p, req.Id)
 	if err != nil {
 		return nil, err
 	}
@@ -389,7 +391,7 @@ func (s *server) GetRunSeries(ctx context.Context, req api.GetRunSeriesRequestOb
 		return nil, err
 	}
 	out := api.GetRunSeries200JSONResponse{Seconds: []api.SeriesSecond{}}
-	err = s.control.Series(ctx, p, req.Id, func(sec *control.MergedSecond) error {
+	err = s.runs.Series(ctx, p, req.Id, func(sec *runs.MergedSecond) error {
 		item := api.SeriesSecond{Index: sec.Index, Labels: []api.SeriesLabel{}}
 		for _, k := range slices.SortedFunc(maps.Keys(sec.Snapshot.Labels), metrics.Key.Compare) {
 			item.Labels = append(item.Labels, toAPISeriesLabel(k, sec.Snapshot.Labels[k]))
@@ -408,14 +410,14 @@ func (s *server) GetRunSeriesCSV(ctx context.Context, req api.GetRunSeriesCSVReq
 	if err != nil {
 		return nil, err
 	}
-	if _, err := s.control.Run(ctx, p, req.Id); err != nil {
+	if _, err := s.runs.Run(ctx, p, req.Id); err != nil {
 		return nil, err // before any byte: another user's run is a 404
 	}
 	// Streamed as the seconds are merged, a chunk at a time: a long run's series is not held.
 	pr, pw := io.Pipe()
 	go func() {
 		csv := summary.NewSeriesCSV(pw)
-		err := s.control.Series(ctx, p, req.Id, func(sec *control.MergedSecond) error {
+		err := s.runs.Series(ctx, p, req.Id, func(sec *runs.MergedSecond) error {
 			var cpu float64
 			var vus int64
 			for _, part := range sec.Shards {

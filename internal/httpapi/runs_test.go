@@ -23,6 +23,8 @@ import (
 
 	"github.com/barrage-load/barrage/internal/barrage"
 	"github.com/barrage-load/barrage/internal/control"
+	"github.com/barrage-load/barrage/internal/control/fleet"
+	"github.com/barrage-load/barrage/internal/controltest"
 	"github.com/barrage-load/barrage/internal/httpapi"
 	"github.com/barrage-load/barrage/internal/metrics"
 	"github.com/barrage-load/barrage/internal/postgres"
@@ -40,19 +42,7 @@ func (b *testBundle) addScript(u user, src string) string {
 	return sc.ID.String()
 }
 
-const smokeScript = `version: 1
-name: smoke
-session:
-  groups:
-    - name: home
-      requests:
-        - { name: get home, url: "http://127.0.0.1:9/" }
-load:
-  vus: 4
-  duration: 10s
-thresholds:
-  - p95 < 300ms
-`
+const smokeScript = controltest.SmokeScript
 
 // registerAgent registers an agent (shared when admin's route is used) and returns its id and
 // token.
@@ -271,7 +261,7 @@ func TestAReportThatWouldCostTheServerMemoryIsRefused(t *testing.T) {
 	p = requireProblem(t, b.do("POST", reports[0], token, map[string]any{"lease": leases[0], "seconds": []any{sec}}), http.StatusUnprocessableEntity)
 	requireField(t, p, "seconds[0].snapshot")
 	// A second past any run's length would have every reader of the run walk the gap.
-	late := second(t, control.MaxSecondIndex+1, "get home", 1, time.Millisecond)
+	late := second(t, fleet.MaxSecondIndex+1, "get home", 1, time.Millisecond)
 	p = requireProblem(t, b.do("POST", reports[0], token, map[string]any{"lease": leases[0], "seconds": []any{late}}), http.StatusUnprocessableEntity)
 	require.Contains(t, requireField(t, p, "seconds[0].index"), "no run lasts longer")
 	// Health that no generator measured in a second would overflow the run's sums.
@@ -565,7 +555,7 @@ func TestAnAbortingThresholdOnTheMergedSecondsStopsEveryShard(t *testing.T) {
 		r := b.do("POST", reports[i], tokens[i], map[string]any{"lease": leases[i], "seconds": []any{second(t, 0, "get home", 100, time.Millisecond, failed)}})
 		require.Equal(t, http.StatusOK, r.status, "body: %s", r.body)
 	}
-	require.NoError(t, b.ctl.Reap(context.Background()))
+	require.NoError(t, b.ctl.Runs.Reap(context.Background()))
 	for i := range 2 {
 		r := b.do("POST", reports[i], tokens[i], map[string]any{"lease": leases[i], "seconds": []any{}})
 		require.Equal(t, http.StatusOK, r.status, "body: %s", r.body)
@@ -677,24 +667,6 @@ func (b *testBundle) post(path, bearer string, body []byte) int {
 	return res.StatusCode
 }
 
-// fakeClock is a clock a test moves by hand.
-type fakeClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) Add(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
-
 func TestAReplicaThatJustStartedGivesAgentsTimeBeforeCallingThemLost(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
@@ -705,16 +677,16 @@ func TestAReplicaThatJustStartedGivesAgentsTimeBeforeCallingThemLost(t *testing.
 	require.Equal(t, http.StatusOK, r.status, "body: %s", r.body)
 
 	// The agent falls silent; twenty seconds later a replica starts (all were down meanwhile).
-	clock := &fakeClock{now: time.Now().Add(20 * time.Second)}
+	clock := controltest.NewClock(time.Now().Add(20 * time.Second))
 	replica := control.New(b.store, slog.New(slog.DiscardHandler), control.Config{Now: clock.Now, LostAfter: 8 * time.Second})
 	shardState := func() string {
 		return b.do("GET", "/v1/runs/"+runID, u.access, nil).json(t)["shards"].([]any)[0].(map[string]any)["state"].(string)
 	}
-	require.NoError(t, replica.Reap(context.Background()))
+	require.NoError(t, replica.Runs.Reap(context.Background()))
 	require.Equal(t, "running", shardState(), "a replica that just started does not call the agent lost")
 	// Once the replica has been up that long, the silence is the agent's.
 	clock.Add(8 * time.Second)
-	require.NoError(t, replica.Reap(context.Background()))
+	require.NoError(t, replica.Runs.Reap(context.Background()))
 	require.Equal(t, "lost", shardState())
 }
 

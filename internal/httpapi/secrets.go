@@ -12,7 +12,7 @@ func (s *server) ListSecrets(ctx context.Context, _ api.ListSecretsRequestObject
 	if err != nil {
 		return nil, err
 	}
-	list, err := s.control.Secrets(ctx, p)
+	list, err := s.secrets.Secrets(ctx, p)
 	if err != nil {
 		return nil, err
 	}
@@ -28,7 +28,7 @@ func (s *server) PutSecret(ctx context.Context, req api.PutSecretRequestObject) 
 	if err != nil {
 		return nil, err
 	}
-	sec, created, err := s.control.PutSecret(ctx, p, req.Body.Name, deref(req.Body.Value))
+	sec, created, err := s.secrets.PutSecret(ctx, p, req.Body.Name, deref(req.Body.Value))
 	if err != nil {
 		return nil, err
 	}
@@ -43,7 +43,7 @@ func (s *server) DeleteSecret(ctx context.Context, req api.DeleteSecretRequestOb
 	if err != nil {
 		return nil, err
 	}
-	if err := s.control.DeleteSecret(ctx, p, req.Name); err != nil {
+	if err := s.secrets.DeleteSecret(ctx, p, req.Name); err != nil {
 		return nil, err
 	}
 	return api.DeleteSecret204Response{}, nil

@@ -25,6 +25,11 @@ import (
 	"github.com/barrage-load/barrage/internal/account"
 	"github.com/barrage-load/barrage/internal/barrage"
 	"github.com/barrage-load/barrage/internal/control"
+	"github.com/barrage-load/barrage/internal/control/fleet"
+	"github.com/barrage-load/barrage/internal/control/runs"
+	"github.com/barrage-load/barrage/internal/control/secrets"
+	"github.com/barrage-load/barrage/internal/control/targets"
+	"github.com/barrage-load/barrage/internal/control/tests"
 	"github.com/barrage-load/barrage/internal/market"
 )
 
@@ -32,7 +37,7 @@ import (
 type Deps struct {
 	Log      *slog.Logger
 	Accounts *account.Service
-	Control  *control.Service
+	Control  *control.Plane
 	Market   *market.Service
 	// Ready reports whether the server can serve: database up, schema known.
 	Ready func(ctx context.Context) error
@@ -67,7 +72,11 @@ type Deps struct {
 type server struct {
 	log      *slog.Logger
 	accounts *account.Service
-	control  *control.Service
+	fleet    *fleet.Service
+	runs     *runs.Service
+	tests    *tests.Service
+	targets  *targets.Service
+	secrets  *secrets.Service
 	market   *market.Service
 	spec     *openapi3.T
 	auth     Authenticator
@@ -91,13 +100,16 @@ func NewServer(d Deps) (http.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &server{log: d.Log, accounts: d.Accounts, control: d.Control, market: d.Market, spec: doc, auth: d.Accounts, ready: d.Ready, docsPage: page, version: d.Version,
+	s := &server{log: d.Log, accounts: d.Accounts, market: d.Market, spec: doc, auth: d.Accounts, ready: d.Ready, docsPage: page, version: d.Version,
 		heavy: newInflight(d.HeavyPerUser, 1, 0, "requests that parse, convert, publish or render"),
 		// What waits for agents holds a turn of its own kind only: a user's jobs wait together,
 		// and everyone's, so many at once, bound the memory their tests' files take.
-		awaiting: newInflight(control.MaxOpenJobs, control.MaxOpenJobs, max(8, 4*runtime.GOMAXPROCS(0)),
+		awaiting: newInflight(fleet.MaxOpenJobs, fleet.MaxOpenJobs, max(8, 4*runtime.GOMAXPROCS(0)),
 			"requests that read a test for an agent (generating its script, debugging it, starting a run of it)"),
 		live: newLiveLimits(d.LiveStreams)}
+	if c := d.Control; c != nil { // nil for a test that only walks the routes
+		s.fleet, s.runs, s.tests, s.targets, s.secrets = c.Fleet, c.Runs, c.Tests, c.Targets, c.Secrets
+	}
 	if d.MaxBodyBytes <= 0 {
 		d.MaxBodyBytes = 1 << 20
 	}

@@ -12,7 +12,7 @@ func (s *server) ListTargets(ctx context.Context, _ api.ListTargetsRequestObject
 	if err != nil {
 		return nil, err
 	}
-	ts, err := s.control.Targets(ctx, p)
+	ts, err := s.targets.Targets(ctx, p)
 	if err != nil {
 		return nil, err
 	}
@@ -28,7 +28,7 @@ func (s *server) CreateTarget(ctx context.Context, req api.CreateTargetRequestOb
 	if err != nil {
 		return nil, err
 	}
-	t, err := s.control.CreateTarget(ctx, p, req.Body.Url)
+	t, err := s.targets.CreateTarget(ctx, p, req.Body.Url)
 	if err != nil {
 		return nil, err
 	}
@@ -40,7 +40,7 @@ func (s *server) GetTarget(ctx context.Context, req api.GetTargetRequestObject) 
 	if err != nil {
 		return nil, err
 	}
-	t, err := s.control.Target(ctx, p, req.Id)
+	t, err := s.targets.Target(ctx, p, req.Id)
 	if err != nil {
 		return nil, err
 	}
@@ -52,7 +52,7 @@ func (s *server) VerifyTarget(ctx context.Context, req api.VerifyTargetRequestOb
 	if err != nil {
 		return nil, err
 	}
-	t, err := s.control.VerifyTarget(ctx, p, req.Id)
+	t, err := s.targets.VerifyTarget(ctx, p, req.Id)
 	if err != nil {
 		return nil, err
 	}
@@ -64,7 +64,7 @@ func (s *server) DeleteTarget(ctx context.Context, req api.DeleteTargetRequestOb
 	if err != nil {
 		return nil, err
 	}
-	if err := s.control.DeleteTarget(ctx, p, req.Id); err != nil {
+	if err := s.targets.DeleteTarget(ctx, p, req.Id); err != nil {
 		return nil, err
 	}
 	return api.DeleteTarget204Response{}, nil

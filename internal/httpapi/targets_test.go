@@ -1,63 +1,27 @@
 package httpapi_test
 
 import (
-	"fmt"
 	"net/http"
-	"net/http/httptest"
-	"net/netip"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/barrage-load/barrage/internal/control"
-	"github.com/barrage-load/barrage/internal/netpolicy"
-	"github.com/barrage-load/barrage/internal/ownership"
+	"github.com/barrage-load/barrage/internal/control/targets"
+	"github.com/barrage-load/barrage/internal/controltest"
 )
-
-// proofServer is a target on 127.0.0.1 that serves the tokens it is given at their paths.
-type proofServer struct {
-	*httptest.Server
-	mu     sync.Mutex
-	tokens map[string]bool
-}
-
-func newProofServer(t *testing.T) *proofServer {
-	ps := &proofServer{tokens: map[string]bool{}}
-	ps.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		token := strings.TrimSuffix(strings.TrimPrefix(r.URL.Path, "/barrage-verify-"), ".txt")
-		ps.mu.Lock()
-		ok := ps.tokens[token]
-		ps.mu.Unlock()
-		if !ok {
-			http.NotFound(w, r)
-			return
-		}
-		fmt.Fprintln(w, token)
-	}))
-	t.Cleanup(ps.Close)
-	return ps
-}
-
-func (ps *proofServer) serve(token string, on bool) {
-	ps.mu.Lock()
-	defer ps.mu.Unlock()
-	ps.tokens[token] = on
-}
 
 // withTargets is a server whose ownership check may reach loopback, where the tests' targets
 // listen, with no open target, and maxVUs at one proved address (0: no cap).
 func withTargets(t *testing.T, maxVUs int) *testBundle {
-	loopback := &netpolicy.Policy{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}
-	return setup(t, setupOpts{targets: &control.TargetsConfig{Checker: ownership.New(loopback, nil), MaxVUsPerAddress: maxVUs}})
+	return setup(t, setupOpts{targets: &targets.Config{Checker: controltest.LoopbackChecker(), MaxVUsPerAddress: maxVUs}})
 }
 
 func TestTargetsAreRegisteredVerifiedAndScopedToTheirOwner(t *testing.T) {
 	t.Parallel()
 	b := withTargets(t, 0)
 	admin, u := b.adminAndUser()
-	shop := newProofServer(t)
+	shop := controltest.NewProofServer(t)
 
 	for _, bad := range []string{"ftp://shop.example", "https://shop.example/path", "https://user:pw@shop.example", "shop.example", "http://shop.example:70000", "http://:80"} {
 		p := requireProblem(t, b.do("POST", "/v1/targets", u.access, map[string]any{"url": bad}), http.StatusUnprocessableEntity)
@@ -84,12 +48,12 @@ func TestTargetsAreRegisteredVerifiedAndScopedToTheirOwner(t *testing.T) {
 	requireProblem(t, b.do("DELETE", "/v1/targets/"+id, admin.access, nil), http.StatusNotFound)
 
 	// The check fails until the target serves this account's token; the other one's does not do.
-	shop.serve(theirToken, true)
+	shop.Serve(theirToken, true)
 	checked := b.do("POST", "/v1/targets/"+id+"/verify", u.access, nil).json(t)
 	require.Equal(t, false, checked["verified"])
 	require.Contains(t, checked["check_error"], "answered 404")
 	require.NotEmpty(t, checked["checked_at"])
-	shop.serve(token, true)
+	shop.Serve(token, true)
 	checked = b.do("POST", "/v1/targets/"+id+"/verify", u.access, nil).json(t)
 	require.Equal(t, true, checked["verified"], "%v", checked)
 	require.Equal(t, "127.0.0.1", checked["address"], "the address that served the proof")
@@ -99,7 +63,7 @@ func TestTargetsAreRegisteredVerifiedAndScopedToTheirOwner(t *testing.T) {
 	require.Equal(t, true, list[0].(map[string]any)["verified"])
 
 	// A target that stops serving its token is no longer verified at its next check.
-	shop.serve(token, false)
+	shop.Serve(token, false)
 	checked = b.do("POST", "/v1/targets/"+id+"/verify", u.access, nil).json(t)
 	require.Equal(t, false, checked["verified"])
 	require.Nil(t, checked["verified_at"])
@@ -117,7 +81,7 @@ func TestTargetChecksAreThrottled(t *testing.T) {
 	r := b.do("POST", "/v1/targets", u.access, map[string]any{"url": "http://127.0.0.1:9"})
 	require.Equal(t, http.StatusCreated, r.status, "body: %s", r.body)
 	id := r.json(t)["id"].(string)
-	for range control.VerifyRate.N {
+	for range targets.VerifyRate.N {
 		require.Equal(t, http.StatusOK, b.do("POST", "/v1/targets/"+id+"/verify", u.access, nil).status)
 	}
 	r = b.do("POST", "/v1/targets/"+id+"/verify", u.access, nil)
@@ -137,7 +101,7 @@ func TestARunOnASharedAgentLoadsOnlyVerifiedTargets(t *testing.T) {
 	for _, token := range []string{sharedToken, ownToken} {
 		require.Equal(t, http.StatusNoContent, b.do("POST", "/v1/agent/lease", token, hello).status)
 	}
-	shop := newProofServer(t)
+	shop := controltest.NewProofServer(t)
 	script := b.addScript(u, strings.ReplaceAll(smokeScript, "http://127.0.0.1:9/", shop.URL+"/"))
 	dest := strings.TrimPrefix(shop.URL, "http://")
 	start := func(agent string) response {
@@ -153,7 +117,7 @@ func TestARunOnASharedAgentLoadsOnlyVerifiedTargets(t *testing.T) {
 	p = requireProblem(t, start(sharedID), http.StatusUnprocessableEntity)
 	require.Contains(t, requireField(t, p, "targets"), dest+" is not verified", "registered is not proved: nothing is checked at the start of a run until it is")
 
-	shop.serve(token, true)
+	shop.Serve(token, true)
 	id := b.do("GET", "/v1/targets", u.access, nil).json(t)["targets"].([]any)[0].(map[string]any)["id"].(string)
 	require.Equal(t, true, b.do("POST", "/v1/targets/"+id+"/verify", u.access, nil).json(t)["verified"])
 	r = start(sharedID)
@@ -173,7 +137,7 @@ func TestARunOnASharedAgentLoadsOnlyVerifiedTargets(t *testing.T) {
 	require.Contains(t, run["shards"].([]any)[0].(map[string]any)["reason"], "cannot hold a run to its owner's verified targets")
 
 	// The target stops serving its token: the next run's start finds it out.
-	shop.serve(token, false)
+	shop.Serve(token, false)
 	p = requireProblem(t, start(sharedID), http.StatusUnprocessableEntity)
 	require.Contains(t, requireField(t, p, "targets"), "answered 404")
 
@@ -200,11 +164,11 @@ func TestTheLoadAtOneAddressIsCappedAcrossUsers(t *testing.T) {
 	t.Parallel()
 	b := withTargets(t, 10)
 	admin, u := b.adminAndUser()
-	shop := newProofServer(t)
+	shop := controltest.NewProofServer(t)
 	prove := func(who user) {
 		r := b.do("POST", "/v1/targets", who.access, map[string]any{"url": shop.URL})
 		require.Equal(t, http.StatusCreated, r.status, "body: %s", r.body)
-		shop.serve(r.json(t)["token"].(string), true)
+		shop.Serve(r.json(t)["token"].(string), true)
 		require.Equal(t, true, b.do("POST", "/v1/targets/"+r.json(t)["id"].(string)+"/verify", who.access, nil).json(t)["verified"])
 	}
 	prove(admin)

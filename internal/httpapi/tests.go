@@ -16,7 +16,8 @@ import (
 
 	"github.com/barrage-load/barrage/api"
 	"github.com/barrage-load/barrage/internal/barrage"
-	"github.com/barrage-load/barrage/internal/control"
+	"github.com/barrage-load/barrage/internal/control/fleet"
+	"github.com/barrage-load/barrage/internal/control/tests"
 )
 
 func init() {
@@ -30,8 +31,8 @@ func init() {
 
 // testInput reads a test's session from a create or update request: the body as it came, with
 // its format from the content type the validator accepted.
-func testInput(ctx context.Context, isJSON bool, name *string) control.TestInput {
-	in := control.TestInput{Format: barrage.FormatYAML, Source: bytes.Clone(rawBody(ctx))}
+func testInput(ctx context.Context, isJSON bool, name *string) tests.TestInput {
+	in := tests.TestInput{Format: barrage.FormatYAML, Source: bytes.Clone(rawBody(ctx))}
 	if isJSON {
 		in.Format = barrage.FormatJSON
 	}
@@ -46,7 +47,7 @@ func (s *server) CreateTest(ctx context.Context, req api.CreateTestRequestObject
 	if err != nil {
 		return nil, err
 	}
-	t, err := s.control.CreateTest(ctx, p, testInput(ctx, req.JSONBody != nil, req.Params.Name))
+	t, err := s.tests.CreateTest(ctx, p, testInput(ctx, req.JSONBody != nil, req.Params.Name))
 	if err != nil {
 		return nil, err
 	}
@@ -83,7 +84,7 @@ func (s *server) checkTest(ctx context.Context, isJSON bool) (api.CheckTestRespo
 	if _, err := principal(ctx); err != nil {
 		return nil, err
 	}
-	name, refused, err := s.control.CheckTest(testInput(ctx, isJSON, nil))
+	name, refused, err := s.tests.CheckTest(testInput(ctx, isJSON, nil))
 	if err != nil {
 		return nil, err
 	}
@@ -105,7 +106,7 @@ func (s *server) UpdateTest(ctx context.Context, req api.UpdateTestRequestObject
 	if err != nil {
 		return nil, err
 	}
-	t, err := s.control.SaveTest(ctx, p, req.Id, testInput(ctx, req.JSONBody != nil, req.Params.Name))
+	t, err := s.tests.SaveTest(ctx, p, req.Id, testInput(ctx, req.JSONBody != nil, req.Params.Name))
 	if err != nil {
 		return nil, err
 	}
@@ -118,7 +119,7 @@ func (s *server) ListTests(ctx context.Context, req api.ListTestsRequestObject) 
 		return nil, err
 	}
 	items, next, err := listPage(req.Params.Cursor, req.Params.Limit, func(before *uuid.UUID, limit int) (barrage.Page[barrage.Test], error) {
-		return s.control.Tests(ctx, p, before, limit)
+		return s.tests.Tests(ctx, p, before, limit)
 	}, toAPITest)
 	return api.ListTests200JSONResponse{Items: items, NextCursor: next}, err
 }
@@ -128,7 +129,7 @@ func (s *server) GetTest(ctx context.Context, req api.GetTestRequestObject) (api
 	if err != nil {
 		return nil, err
 	}
-	t, err := s.control.Test(ctx, p, req.Id)
+	t, err := s.tests.Test(ctx, p, req.Id)
 	if err != nil {
 		return nil, err
 	}
@@ -140,7 +141,7 @@ func (s *server) DeleteTest(ctx context.Context, req api.DeleteTestRequestObject
 	if err != nil {
 		return nil, err
 	}
-	if err := s.control.DeleteTest(ctx, p, req.Id); err != nil {
+	if err := s.tests.DeleteTest(ctx, p, req.Id); err != nil {
 		return nil, err
 	}
 	return api.DeleteTest204Response{}, nil
@@ -151,7 +152,7 @@ func (s *server) ListTestRevisions(ctx context.Context, req api.ListTestRevision
 	if err != nil {
 		return nil, err
 	}
-	revs, err := s.control.TestRevisions(ctx, p, req.Id)
+	revs, err := s.tests.TestRevisions(ctx, p, req.Id)
 	if err != nil {
 		return nil, err
 	}
@@ -167,7 +168,7 @@ func (s *server) GetTestRevision(ctx context.Context, req api.GetTestRevisionReq
 	if err != nil {
 		return nil, err
 	}
-	r, err := s.control.TestRevision(ctx, p, req.Id, req.Rev)
+	r, err := s.tests.TestRevision(ctx, p, req.Id, req.Rev)
 	if err != nil {
 		return nil, err
 	}
@@ -179,7 +180,7 @@ func (s *server) PutTestFile(ctx context.Context, req api.PutTestFileRequestObje
 	if err != nil {
 		return nil, err
 	}
-	f, created, err := s.control.PutTestFile(ctx, p, req.Id, req.Name, bytes.Clone(rawBody(ctx)))
+	f, created, err := s.tests.PutTestFile(ctx, p, req.Id, req.Name, bytes.Clone(rawBody(ctx)))
 	if err != nil {
 		return nil, err
 	}
@@ -194,7 +195,7 @@ func (s *server) GetTestFile(ctx context.Context, req api.GetTestFileRequestObje
 	if err != nil {
 		return nil, err
 	}
-	f, err := s.control.TestFile(ctx, p, req.Id, req.Name)
+	f, err := s.tests.TestFile(ctx, p, req.Id, req.Name)
 	if err != nil {
 		return nil, err
 	}
@@ -206,14 +207,14 @@ func (s *server) DeleteTestFile(ctx context.Context, req api.DeleteTestFileReque
 	if err != nil {
 		return nil, err
 	}
-	if err := s.control.DeleteTestFile(ctx, p, req.Id, req.Name); err != nil {
+	if err := s.tests.DeleteTestFile(ctx, p, req.Id, req.Name); err != nil {
 		return nil, err
 	}
 	return api.DeleteTestFile204Response{}, nil
 }
 
-func jobInput(b *api.TestJobRequest) control.JobInput {
-	var in control.JobInput
+func jobInput(b *api.TestJobRequest) tests.JobInput {
+	var in tests.JobInput
 	if b != nil {
 		in.AgentID = b.AgentId
 		if b.Revision != nil {
@@ -228,7 +229,7 @@ func (s *server) DebugTest(ctx context.Context, req api.DebugTestRequestObject) 
 	if err != nil {
 		return nil, err
 	}
-	a, rev, result, err := s.control.DebugTest(ctx, p, req.Id, jobInput(req.Body))
+	a, rev, result, err := s.tests.DebugTest(ctx, p, req.Id, jobInput(req.Body))
 	if err != nil {
 		return nil, err
 	}
@@ -244,7 +245,7 @@ func (s *server) GenerateScript(ctx context.Context, req api.GenerateScriptReque
 	if err != nil {
 		return nil, err
 	}
-	sc, err := s.control.GenerateScript(ctx, p, req.Id, jobInput(req.Body))
+	sc, err := s.tests.GenerateScript(ctx, p, req.Id, jobInput(req.Body))
 	if err != nil {
 		return nil, err
 	}
@@ -257,7 +258,7 @@ func (s *server) AgentAnswerJob(ctx context.Context, req api.AgentAnswerJobReque
 		return nil, err
 	}
 	b := req.Body
-	var ans control.JobAnswer
+	var ans fleet.JobAnswer
 	switch {
 	case b.Error != nil:
 		ans.Error = *b.Error
@@ -266,13 +267,13 @@ func (s *server) AgentAnswerJob(ctx context.Context, req api.AgentAnswerJobReque
 		ans.Result, err = json.Marshal(b.Debug)
 	case b.Generated != nil:
 		ans.Kind = barrage.JobGenerate
-		g := control.Generated{Source: []byte(b.Generated.Source), Plugins: api.PinsFrom(b.Generated.Plugins)}
+		g := tests.Generated{Source: []byte(b.Generated.Source), Plugins: api.PinsFrom(b.Generated.Plugins)}
 		ans.Result, err = json.Marshal(g)
 	}
 	if err != nil {
 		return nil, err
 	}
-	if err := s.control.AnswerJob(ctx, a, req.Id, ans); err != nil {
+	if err := s.fleet.AnswerJob(ctx, a, req.Id, ans); err != nil {
 		return nil, err
 	}
 	return api.AgentAnswerJob204Response{}, nil

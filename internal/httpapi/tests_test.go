@@ -15,7 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/barrage-load/barrage/internal/barrage"
-	"github.com/barrage-load/barrage/internal/control"
+	"github.com/barrage-load/barrage/internal/control/fleet"
 	"github.com/barrage-load/barrage/internal/postgres"
 	"github.com/barrage-load/barrage/internal/script"
 	"github.com/barrage-load/barrage/migrations"
@@ -328,7 +328,7 @@ func jsonOf(t *testing.T, yamlText string) string {
 }
 
 // A user's debug and generate jobs wait for shared agents, each holding its request open: at
-// most control.MaxOpenJobs wait at once, and one more is 429 with Retry-After, at once, not a
+// most fleet.MaxOpenJobs wait at once, and one more is 429 with Retry-After, at once, not a
 // queue that grows. An answered job frees its place.
 func TestAUserHasAtMostFourJobsWaiting(t *testing.T) {
 	t.Parallel()
@@ -425,7 +425,7 @@ func TestASharedAgentDoesOneJobOfEachUserAtATime(t *testing.T) {
 	// leaseUntil leases until a job of test arrives, and requires that no other job came.
 	leaseUntil := func(test string) job {
 		t.Helper()
-		for deadline := time.Now().Add(control.JobWait); ; {
+		for deadline := time.Now().Add(fleet.JobWait); ; {
 			got := lease(5)
 			if len(got) == 0 {
 				require.True(t, time.Now().Before(deadline), "no job of test %s came", test)

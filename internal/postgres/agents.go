@@ -123,7 +123,7 @@ func (s *Store) CreatePing(ctx context.Context, id, agentID uuid.UUID) error {
 		if err := s.q.AgentPingInsert(ctx, tx, dbsqlc.AgentPingInsertParams{ID: id, AgentID: agentID}); err != nil {
 			return translate(err, "ping")
 		}
-		return s.NotifyWork(ctx, tx, []uuid.UUID{agentID})
+		return s.notifyWork(ctx, tx, []uuid.UUID{agentID})
 	})
 }
 

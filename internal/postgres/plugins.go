@@ -380,9 +380,9 @@ func (s *Store) AgentArtifact(ctx context.Context, sha256 string, owner *uuid.UU
 	return 0, barrage.Errorf(barrage.ErrNotFound, "no plugin artifact with sha256 %s that this agent may fetch", sha256)
 }
 
-// CountPluginRuns counts a run of each version of pins, in the transaction that stores the run,
+// countPluginRuns counts a run of each version of pins, in the transaction that stores the run,
 // and refuses the run when one of them was revoked meanwhile.
-func (s *Store) CountPluginRuns(ctx context.Context, tx pgx.Tx, pins []barrage.PluginPin) error {
+func (s *Store) countPluginRuns(ctx context.Context, tx pgx.Tx, pins []barrage.PluginPin) error {
 	for _, p := range pins {
 		if !p.Marketplace() {
 			continue

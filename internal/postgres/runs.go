@@ -79,10 +79,10 @@ func (s *Store) scriptWithFiles(ctx context.Context, db dbsqlc.DBTX, row dbsqlc.
 	return sc, nil
 }
 
-// DestinationLoads returns, in tx, the VUs that the runs not ended aim at each of addresses
+// destinationLoads returns, in tx, the VUs that the runs not ended aim at each of addresses
 // (those at none are left out), after waiting for the other creations of runs aimed at proved
-// addresses: a run stored in tx after this call counts in the next one's.
-func (s *Store) DestinationLoads(ctx context.Context, tx pgx.Tx, addresses []string) (map[string]int64, error) {
+// addresses: a run stored in tx before this call counts in it, one stored after in the next.
+func (s *Store) destinationLoads(ctx context.Context, tx pgx.Tx, addresses []string) (map[string]int64, error) {
 	if err := s.q.DestinationLock(ctx, tx); err != nil {
 		return nil, err
 	}
@@ -97,17 +97,25 @@ func (s *Store) DestinationLoads(ctx context.Context, tx pgx.Tx, addresses []str
 	return out, nil
 }
 
-// RunGuard checks a run about to be stored against what concurrent creations change: the count
-// of its owner's runs not ended, and which of its agents hold a shard not yet ended. An error
-// stores nothing.
-type RunGuard func(active int, busy []uuid.UUID) error
+// RunChecks check a run about to be stored against what runs created at the same moment change,
+// in the transaction that stores it, so that such runs are admitted one after the other. An
+// error from either stores nothing.
+type RunChecks struct {
+	// Guard is given, under locks on the run's owner and agents, the count of the owner's runs
+	// not ended, and which of the run's agents hold a shard not yet ended.
+	Guard func(active int, busy []uuid.UUID) error
+	// Loads, when set, is given the VUs that the runs not ended aim at each of the run's pinned
+	// addresses (barrage.Run.PinnedAddresses), the run's own counted, under a lock that runs aimed at
+	// proved addresses take in turn. It is not called for a run that pins none.
+	Loads func(loads map[string]int64) error
+}
 
-// CreateRun stores a run and its shards in one transaction, with whatever also writes in it (the
-// run's background jobs). guard runs first in that transaction, under locks on the owner and the
-// run's agents, so that runs created at once are admitted one after the other. With an
-// idempotency key that the owner used before, it stores nothing and returns the earlier run,
-// and created is false (see RunByIdempotencyKey).
-func (s *Store) CreateRun(ctx context.Context, r barrage.Run, idem *barrage.Idempotency, guard RunGuard, also func(tx pgx.Tx) error) (run barrage.Run, created bool, err error) {
+// CreateRun stores a run and its shards in one transaction, after checks and with a run counted
+// for each marketplace plugin version it pins (refused when one was revoked meanwhile), and tells
+// the run's agents that work waits for them once it commits. With an idempotency key that the
+// owner used before, it stores nothing and returns the earlier run, and created is false (see
+// RunByIdempotencyKey).
+func (s *Store) CreateRun(ctx context.Context, r barrage.Run, idem *barrage.Idempotency, checks RunChecks) (run barrage.Run, created bool, err error) {
 	var key *string
 	var request []byte
 	if idem != nil {
@@ -127,8 +135,8 @@ func (s *Store) CreateRun(ctx context.Context, r barrage.Run, idem *barrage.Idem
 	}
 	vus, secs := jobLimitParams(r.Limits)
 	err = s.inTx(ctx, func(tx pgx.Tx) error {
-		if guard != nil {
-			if err := s.guardRun(ctx, tx, r, guard); err != nil {
+		if checks.Guard != nil {
+			if err := s.guardRun(ctx, tx, r, checks.Guard); err != nil {
 				return err
 			}
 		}
@@ -153,10 +161,19 @@ func (s *Store) CreateRun(ctx context.Context, r barrage.Run, idem *barrage.Idem
 			sh.RunID, sh.State = r.ID, barrage.ShardPending
 			run.Shards = append(run.Shards, sh)
 		}
-		if also != nil {
-			return also(tx)
+		if addrs := r.PinnedAddresses(); checks.Loads != nil && len(addrs) > 0 {
+			loads, err := s.destinationLoads(ctx, tx, addrs)
+			if err != nil {
+				return err
+			}
+			if err := checks.Loads(loads); err != nil {
+				return err
+			}
 		}
-		return nil
+		if err := s.countPluginRuns(ctx, tx, r.Manifest.Plugins); err != nil {
+			return err
+		}
+		return s.notifyWork(ctx, tx, r.ShardAgents())
 	})
 	if idem != nil && errors.Is(translate(err, "run"), barrage.ErrConflict) {
 		// The same key raced us and won: answer with its run.
@@ -170,16 +187,11 @@ func (s *Store) CreateRun(ctx context.Context, r barrage.Run, idem *barrage.Idem
 }
 
 // guardRun locks r's owner and agents, and has guard check r against their state.
-func (s *Store) guardRun(ctx context.Context, tx pgx.Tx, r barrage.Run, guard RunGuard) error {
+func (s *Store) guardRun(ctx context.Context, tx pgx.Tx, r barrage.Run, guard func(active int, busy []uuid.UUID) error) error {
 	if _, err := s.q.UserGetByIDForUpdate(ctx, tx, r.OwnerID); err != nil {
 		return translate(err, "user")
 	}
-	var ids []uuid.UUID
-	for _, sh := range r.Shards {
-		if sh.AgentID != nil {
-			ids = append(ids, *sh.AgentID)
-		}
-	}
+	ids := r.ShardAgents()
 	if _, err := s.q.AgentLockForRun(ctx, tx, ids); err != nil {
 		return err
 	}
@@ -333,14 +345,27 @@ func (s *Store) LeaseShard(ctx context.Context, agentID uuid.UUID, version strin
 type ShardReport struct {
 	Stored int // seconds stored; the others had been stored before
 	Run    barrage.Run
+	// Queued says whether the report ended the run's last shard and queued the run's summary
+	// (see UseFinalizer): the caller has nothing more to do.
+	Queued bool
 }
 
+// Finalizer queues the summary of a run whose shards have all ended, in the transaction that
+// ended the last (package jobs, on River), so that the summary is made once the end is stored
+// and whatever becomes of the request that stored it.
+type Finalizer interface {
+	Finalize(ctx context.Context, tx pgx.Tx, run uuid.UUID) error
+}
+
+// UseFinalizer has the report that ends a run's last shard queue the run's summary with f.
+// Without one, the caller summarizes the run itself. Set it before serving.
+func (s *Store) UseFinalizer(f Finalizer) { s.finalizer = f }
+
 // ReportShard stores seconds of a shard the agent holds under lease, records the agent's
-// heartbeat, and, with end, ends the shard and calls ended with the run and its shards in the same
-// transaction (to queue its summary). A report under another lease (a stale holder's), or for a
-// shard already ended (lost, say), is a conflict and stores nothing.
-func (s *Store) ReportShard(ctx context.Context, agentID, shardID uuid.UUID, lease int64, secs []barrage.ShardSecond, end *barrage.ShardEnd,
-	ended func(tx pgx.Tx, run barrage.Run) error) (ShardReport, error) {
+// heartbeat, and, with end, ends the shard, queueing the run's summary in the same transaction
+// when it was the last shard (see UseFinalizer). A report under another lease (a stale
+// holder's), or for a shard already ended (lost, say), is a conflict and stores nothing.
+func (s *Store) ReportShard(ctx context.Context, agentID, shardID uuid.UUID, lease int64, secs []barrage.ShardSecond, end *barrage.ShardEnd) (ShardReport, error) {
 	var rep ShardReport
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		if end != nil {
@@ -393,8 +418,8 @@ func (s *Store) ReportShard(ctx context.Context, agentID, shardID uuid.UUID, lea
 		}
 		// The shards only when one ended: the caller then sees whether the run is over.
 		if end != nil {
-			if rep.Run, err = s.withShards(ctx, tx, runRow); err == nil && ended != nil {
-				err = ended(tx, rep.Run)
+			if rep.Run, err = s.withShards(ctx, tx, runRow); err == nil && s.finalizer != nil && rep.Run.ShardsEnded() {
+				rep.Queued, err = true, s.finalizer.Finalize(ctx, tx, rep.Run.ID)
 			}
 		} else {
 			rep.Run, err = runFromRow(runRow)
@@ -498,9 +523,9 @@ func (s *Store) notify(ctx context.Context, tx pgx.Tx, id uuid.UUID) error {
 	return s.q.RunNotify(ctx, tx, dbsqlc.RunNotifyParams{Channel: ChannelRuns, Payload: id.String()})
 }
 
-// NotifyWork tells every replica that work was queued for the agents, when tx commits, so that
+// notifyWork tells every replica that work was queued for the agents, when tx commits, so that
 // their waiting lease requests look at once.
-func (s *Store) NotifyWork(ctx context.Context, tx pgx.Tx, agents []uuid.UUID) error {
+func (s *Store) notifyWork(ctx context.Context, tx pgx.Tx, agents []uuid.UUID) error {
 	for _, a := range agents {
 		if err := s.q.RunNotify(ctx, tx, dbsqlc.RunNotifyParams{Channel: ChannelWork, Payload: a.String()}); err != nil {
 			return err

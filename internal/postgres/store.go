@@ -26,6 +26,9 @@ import (
 type Store struct {
 	pool *pgxpool.Pool
 	q    *dbsqlc.Queries
+	// finalizer queues the summary of a run whose last shard a report ended; nil: the caller
+	// makes it.
+	finalizer Finalizer
 }
 
 // NewStore returns a Store on pool.

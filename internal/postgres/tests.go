@@ -307,7 +307,7 @@ func (s *Store) CreateAgentJob(ctx context.Context, j barrage.AgentJob, maxOpen 
 			}
 			return translate(err, "job")
 		}
-		return s.NotifyWork(ctx, tx, []uuid.UUID{j.AgentID})
+		return s.notifyWork(ctx, tx, []uuid.UUID{j.AgentID})
 	})
 }
 
@@ -387,7 +387,7 @@ func (s *Store) AnswerAgentJob(ctx context.Context, agentID, id uuid.UUID, resul
 		if err := s.notify(ctx, tx, id); err != nil {
 			return err
 		}
-		return s.NotifyWork(ctx, tx, []uuid.UUID{agentID}) // a slot is free: jobs may wait for it
+		return s.notifyWork(ctx, tx, []uuid.UUID{agentID}) // a slot is free: jobs may wait for it
 	})
 }
 

@@ -15,6 +15,8 @@ import (
 	"testing/fstest"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/barrage-load/barrage/internal/barrage"
 )
 
 // maxRowErrors bounds how many ragged rows of one data file are reported.
@@ -82,6 +84,27 @@ func LoadData(fsys fs.FS, name string, data []byte, opts ParseOptions) (*Script,
 // the server keeps a script and agents receive it.
 func LoadBundle(source []byte, files map[string][]byte) (*Script, error) {
 	return LoadData(BundleFS(files), BundleName, source, ParseOptions{Filename: BundleName})
+}
+
+// CheckBundle is LoadBundle as the server checks a script stored with its data files (a
+// test's revision, a script): the files' rows are checked, not kept, since the server runs
+// nothing.
+func CheckBundle(source []byte, files []barrage.ScriptFile) (*Script, error) {
+	byName := make(map[string][]byte, len(files))
+	for _, f := range files {
+		byName[f.Name] = f.Content
+	}
+	return LoadData(BundleFS(byName), BundleName, source, ParseOptions{Filename: BundleName, CheckDataOnly: true})
+}
+
+// FilesOf names the files source reads, as Files does; none when it does not parse (loading it
+// then says why).
+func FilesOf(source []byte) []string {
+	parsed, err := Parse(source, ParseOptions{})
+	if err != nil {
+		return nil
+	}
+	return parsed.Files()
 }
 
 // BundleName is the name a bundled script is read under, beside its files.

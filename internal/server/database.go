@@ -9,13 +9,14 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/barrage-load/barrage/internal/account"
 	"github.com/barrage-load/barrage/internal/auth"
 	"github.com/barrage-load/barrage/internal/blob"
 	"github.com/barrage-load/barrage/internal/config"
 	"github.com/barrage-load/barrage/internal/pgembed"
 	"github.com/barrage-load/barrage/internal/postgres"
-	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // Database is an open pool, and the embedded server behind it if there is one.
@@ -103,7 +104,7 @@ func NewAccounts(cfg config.Config, store *postgres.Store, log *slog.Logger) (*a
 		return nil, err
 	}
 	tokens := auth.NewTokens(key, cfg.JWTIssuer, "barrage-api", cfg.AccessTokenTTL)
-	return account.New(store, auth.NewHasher(auth.OWASPParams), tokens, log, account.Config{RefreshTTL: cfg.RefreshTokenTTL}), nil
+	return account.New(store, auth.NewHasher(auth.OWASPParams), tokens, log, account.Config{RefreshTTL: cfg.RefreshTokenTTL, Quotas: cfg.Quotas}), nil
 }
 
 // OpenBlobs opens the store of plugin artifacts: the S3-compatible bucket when one is named,

@@ -17,6 +17,7 @@ import (
 	"github.com/barrage-load/barrage/internal/account"
 	"github.com/barrage-load/barrage/internal/config"
 	"github.com/barrage-load/barrage/internal/control"
+	"github.com/barrage-load/barrage/internal/control/targets"
 	"github.com/barrage-load/barrage/internal/httpapi"
 	"github.com/barrage-load/barrage/internal/jobs"
 	"github.com/barrage-load/barrage/internal/market"
@@ -33,7 +34,7 @@ type Server struct {
 	// Accounts, Control and Market are its services, for what the process does beside the API
 	// (registering the demo agent, say).
 	Accounts *account.Service
-	Control  *control.Service
+	Control  *control.Plane
 	Market   *market.Service
 
 	cfg     config.Config
@@ -94,7 +95,7 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger, console io.W
 		return nil, err
 	}
 	s.Control = control.New(store, log.With(slog.String("component", "control")), control.Config{IngestLag: s.metrics.IngestLag, Secrets: ring, Quotas: cfg.Quotas,
-		Targets: control.TargetsConfig{Open: cfg.OpenTargets, All: cfg.OpenAllTargets, MaxVUsPerAddress: cfg.DestinationMaxVUs,
+		Targets: targets.Config{Open: cfg.OpenTargets, All: cfg.OpenAllTargets, MaxVUsPerAddress: cfg.DestinationMaxVUs,
 			Checker: ownership.New(&cfg.VerifyTargets, ownership.Resolver(cfg.VerifyDNS))}})
 	blobs, err := OpenBlobs(ctx, cfg)
 	if err != nil {
@@ -132,13 +133,13 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger, console io.W
 			log.Debug("plugin blobs swept", slog.Int("deleted", swept))
 			return err
 		},
-		Reap:     s.Control.Reap,
-		Finalize: s.Control.FinalizeRun,
+		Reap:     s.Control.Runs.Reap,
+		Finalize: s.Control.Runs.FinalizeRun,
 	})
 	if err != nil {
 		return nil, err
 	}
-	s.Control.UseFinalizer(s.runner)
+	store.UseFinalizer(s.runner)
 	return s, nil
 }
 

@@ -1,10 +1,16 @@
-package control
+// Package targets keeps the targets users register and prove they control (beside package
+// ownership, which checks a proof), and says what a run or a job on a shared agent may load:
+// the operator's open destinations and the owner's targets verified again at a run's start,
+// each pinned to the address that proved it, within the cap of VUs every user's runs together
+// may aim at one address.
+package targets
 
 import (
 	"context"
 	"crypto/rand"
 	"fmt"
 	"log/slog"
+	"net/netip"
 	"net/url"
 	"slices"
 	"strconv"
@@ -13,17 +19,27 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 
 	"github.com/barrage-load/barrage/internal/barrage"
 	"github.com/barrage-load/barrage/internal/netpolicy"
 	"github.com/barrage-load/barrage/internal/ownership"
+	"github.com/barrage-load/barrage/internal/postgres"
 	"github.com/barrage-load/barrage/internal/script"
 )
 
-// TargetsConfig says what runs on shared agents may load: the operator's open targets, and the
+// Store is what the targets keep in PostgreSQL (*postgres.Store).
+type Store interface {
+	CreateTarget(ctx context.Context, t barrage.Target, q postgres.Quota) (barrage.Target, error)
+	Target(ctx context.Context, ownerID, id uuid.UUID) (barrage.Target, error)
+	Targets(ctx context.Context, ownerID uuid.UUID) ([]barrage.Target, error)
+	DeleteTarget(ctx context.Context, ownerID, id uuid.UUID) error
+	TargetChecked(ctx context.Context, ownerID, id uuid.UUID, at time.Time, address netip.Addr, checkError string) (barrage.Target, error)
+	Throttle(ctx context.Context, key string, r barrage.Rate, cost float64, now time.Time) error
+}
+
+// Config says what runs on shared agents may load: the operator's open targets, and the
 // targets their owners proved they control, checked by Checker.
-type TargetsConfig struct {
+type Config struct {
 	// Open are destinations (netpolicy.Destination) anyone's runs may load; All opens every one.
 	Open map[string]bool
 	All  bool
@@ -33,6 +49,28 @@ type TargetsConfig struct {
 	// MaxVUsPerAddress caps the VUs that every user's runs on shared agents together may aim
 	// at one address that proved control of a target; 0 sets no cap.
 	MaxVUsPerAddress int
+	// Quotas bound what each user with a license keeps (none when zero).
+	Quotas barrage.Quotas
+	// Now is the clock (default time.Now).
+	Now func() time.Time
+}
+
+// Service keeps users' targets and checks them.
+type Service struct {
+	store Store
+	log   *slog.Logger
+	cfg   Config
+}
+
+// New returns the targets on store.
+func New(store Store, log *slog.Logger, cfg Config) *Service {
+	if cfg.Checker == nil {
+		cfg.Checker = ownership.New(nil, nil)
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	return &Service{store: store, log: log, cfg: cfg}
 }
 
 // CreateTarget registers the target at rawURL for p, with a token of its own, not yet verified.
@@ -42,7 +80,7 @@ func (s *Service) CreateTarget(ctx context.Context, p barrage.Principal, rawURL 
 		return barrage.Target{}, err
 	}
 	t.ID, t.OwnerID, t.Token = uuid.Must(uuid.NewV7()), p.User.ID, strings.ToLower(rand.Text())
-	t, err = s.store.CreateTarget(ctx, t, s.quota(p))
+	t, err = s.store.CreateTarget(ctx, t, postgres.QuotaOf(p, s.cfg.Quotas))
 	if err != nil {
 		return barrage.Target{}, err
 	}
@@ -52,7 +90,7 @@ func (s *Service) CreateTarget(ctx context.Context, p barrage.Principal, rawURL 
 
 // withOpen is t saying whether the operator opened its destination to everyone.
 func (s *Service) withOpen(t barrage.Target) barrage.Target {
-	t.Open = s.cfg.Targets.All || s.cfg.Targets.Open[t.Destination()]
+	t.Open = s.cfg.All || s.cfg.Open[t.Destination()]
 	return t
 }
 
@@ -84,7 +122,7 @@ func (s *Service) VerifyTarget(ctx context.Context, p barrage.Principal, id uuid
 	if err != nil {
 		return barrage.Target{}, err
 	}
-	if err := s.store.Throttle(ctx, "verify:"+p.User.ID.String(), VerifyRate, 1, s.now()); err != nil {
+	if err := s.store.Throttle(ctx, "verify:"+p.User.ID.String(), VerifyRate, 1, s.cfg.Now()); err != nil {
 		return barrage.Target{}, err
 	}
 	t, err = s.check(ctx, t)
@@ -101,21 +139,21 @@ var (
 // check checks t and records the outcome.
 func (s *Service) check(ctx context.Context, t barrage.Target) (barrage.Target, error) {
 	why := ""
-	at, err := s.checker.Check(ctx, t)
+	at, err := s.cfg.Checker.Check(ctx, t)
 	if err != nil {
 		why = err.Error()
 	}
-	return s.store.TargetChecked(ctx, t.OwnerID, t.ID, s.now(), at, why)
+	return s.store.TargetChecked(ctx, t.OwnerID, t.ID, s.cfg.Now(), at, why)
 }
 
-// destinations are what p's run of parsed may load when one of its agents is shared: the
+// Destinations are what p's run of parsed may load when one of its agents is shared: the
 // operator's open targets, and p's targets verified again now, each pinned to the address that
 // proved it. Every destination the script
 // names must be one of them, else the run is refused before any agent is asked. A script that
 // builds a host at run time may reach any of p's targets that the check proves now. Nil when
 // every target is open.
-func (s *Service) destinations(ctx context.Context, p barrage.Principal, parsed *script.Script) ([]string, error) {
-	if s.cfg.Targets.All {
+func (s *Service) Destinations(ctx context.Context, p barrage.Principal, parsed *script.Script) ([]string, error) {
+	if s.cfg.All {
 		return nil, nil
 	}
 	switch n := &parsed.Network; {
@@ -138,7 +176,7 @@ func (s *Service) destinations(ctx context.Context, p barrage.Principal, parsed 
 	for _, d := range named {
 		t, ok := byDest[d]
 		switch {
-		case s.cfg.Targets.Open[d]:
+		case s.cfg.Open[d]:
 		case !ok:
 			problems = append(problems, fmt.Sprintf("%s is not a target of yours: register it (barrage targets add) and prove you control it", d))
 		case !t.Verified():
@@ -162,7 +200,7 @@ func (s *Service) destinations(ctx context.Context, p barrage.Principal, parsed 
 	if len(check) == 0 {
 		return s.openDestinations(), nil
 	}
-	if err := s.store.Throttle(ctx, "start-checks:"+p.User.ID.String(), StartCheckRate, float64(len(check)), s.now()); err != nil {
+	if err := s.store.Throttle(ctx, "start-checks:"+p.User.ID.String(), StartCheckRate, float64(len(check)), s.cfg.Now()); err != nil {
 		return nil, err
 	}
 	// Checked again at each run's start, at once: a target that stopped serving its proof is
@@ -192,10 +230,10 @@ func (s *Service) destinations(ctx context.Context, p barrage.Principal, parsed 
 	return slices.Compact(out), nil
 }
 
-// verifiedDestinations are what a job of owner's on a shared agent may reach: the operator's open
+// Verified are what a job of owner's on a shared agent may reach: the operator's open
 // targets and owner's targets verified at their latest check; nil when every target is open.
-func (s *Service) verifiedDestinations(ctx context.Context, owner uuid.UUID) ([]string, error) {
-	if s.cfg.Targets.All {
+func (s *Service) Verified(ctx context.Context, owner uuid.UUID) ([]string, error) {
+	if s.cfg.All {
 		return nil, nil
 	}
 	mine, err := s.store.Targets(ctx, owner)
@@ -214,8 +252,8 @@ func (s *Service) verifiedDestinations(ctx context.Context, owner uuid.UUID) ([]
 
 // openDestinations are the operator's open targets, in order, never nil.
 func (s *Service) openDestinations() []string {
-	out := make([]string, 0, len(s.cfg.Targets.Open))
-	for d := range s.cfg.Targets.Open {
+	out := make([]string, 0, len(s.cfg.Open))
+	for d := range s.cfg.Open {
 		out = append(out, d)
 	}
 	slices.Sort(out)
@@ -282,18 +320,18 @@ func destinationOf(raw string, complete bool) (string, bool) {
 	return netpolicy.JoinDestination(u.Hostname(), port), true
 }
 
-// checkAddressLoads refuses run, stored in tx, when with it the runs not ended aim more VUs at one
-// of its proved addresses than the cap.
-func (s *Service) checkAddressLoads(ctx context.Context, tx pgx.Tx, r barrage.Run) error {
-	capVUs, addrs := s.cfg.Targets.MaxVUsPerAddress, r.PinnedAddresses()
-	if capVUs <= 0 || len(addrs) == 0 {
+// MaxVUsPerAddress is the cap on the VUs every user's runs on shared agents together may aim at
+// one address that proved control of a target; 0 sets none.
+func (s *Service) MaxVUsPerAddress() int { return s.cfg.MaxVUsPerAddress }
+
+// CheckLoads refuses run r when with it the runs not ended aim more VUs at one of its proved
+// addresses than the cap (none when it is 0): loads are those VUs by address, r's counted.
+func (s *Service) CheckLoads(r barrage.Run, loads map[string]int64) error {
+	capVUs := s.cfg.MaxVUsPerAddress
+	if capVUs <= 0 {
 		return nil
 	}
-	loads, err := s.store.DestinationLoads(ctx, tx, addrs)
-	if err != nil {
-		return err
-	}
-	for _, a := range addrs {
+	for _, a := range r.PinnedAddresses() {
 		if loads[a] > int64(capVUs) {
 			return barrage.Invalid("vus", fmt.Sprintf("runs not ended aim %d VUs at %s already; with this run's %d they would pass the %d "+
 				"that every user's runs together may aim at one address: try later, or with fewer VUs", loads[a]-int64(r.VUs), a, r.VUs, capVUs))

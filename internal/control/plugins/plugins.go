@@ -1,4 +1,9 @@
-package control
+// Package plugins admits the marketplace plugins of a user's script: it resolves each
+// namespace/name@version (or range) to a version the user may use, not revoked or rejected, and
+// pins it by the digest of its signed SHA256SUMS; it holds a generated script's pins and a new
+// run's to what the marketplace has; and it says which agents may run them (a shared agent runs
+// a plugin a user published only inside the whole kernel sandbox).
+package plugins
 
 import (
 	"context"
@@ -9,19 +14,37 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/google/uuid"
+
 	"github.com/barrage-load/barrage/internal/barrage"
 	"github.com/barrage-load/barrage/internal/postgres"
 	"github.com/barrage-load/barrage/internal/registry"
 	"github.com/barrage-load/barrage/internal/script"
 )
 
+// Store is what plugin admission reads in PostgreSQL (*postgres.Store).
+type Store interface {
+	Namespace(ctx context.Context, name string) (barrage.Namespace, error)
+	Plugin(ctx context.Context, viewer postgres.Viewer, namespace, name string) (barrage.Plugin, error)
+	PluginVersion(ctx context.Context, viewer postgres.Viewer, namespace, name, version string) (barrage.PluginVersion, error)
+	UserByID(ctx context.Context, id uuid.UUID) (barrage.User, error)
+}
+
+// Service admits marketplace plugins.
+type Service struct {
+	store Store
+}
+
+// New returns plugin admission on store.
+func New(store Store) *Service { return &Service{store: store} }
+
 // A script names a marketplace plugin as namespace/name@version (or a range); a name without a
 // namespace is a plugin of the agent's own plugin directory. The server resolves each
 // marketplace plugin for the user who runs it (a version they may use, not revoked) and pins it
 // by its signed SHA256SUMS; agents fetch and verify what the pin names.
 
-// marketPlugin is a marketplace plugin a script uses, resolved for its user.
-type marketPlugin struct {
+// Resolved is a marketplace plugin a script uses, resolved for its user.
+type Resolved struct {
 	pin barrage.PluginPin
 	// deprecated is why the version is deprecated; empty when it is not.
 	deprecated string
@@ -30,9 +53,9 @@ type marketPlugin struct {
 	byAdmin bool
 }
 
-// resolvePlugins resolves the marketplace plugins of s for p.
-func (s *Service) resolvePlugins(ctx context.Context, p barrage.Principal, parsed *script.Script) ([]marketPlugin, error) {
-	var out []marketPlugin
+// Resolve resolves the marketplace plugins of parsed for p.
+func (s *Service) Resolve(ctx context.Context, p barrage.Principal, parsed *script.Script) ([]Resolved, error) {
+	var out []Resolved
 	for _, sp := range parsed.Plugins {
 		m, ok, err := s.resolvePlugin(ctx, p, sp.As, sp.Name, sp.Version, sp.Kind.String())
 		if err != nil {
@@ -45,10 +68,10 @@ func (s *Service) resolvePlugins(ctx context.Context, p barrage.Principal, parse
 	return out, nil
 }
 
-// admitPlugins resolves again, for a new run by p, the marketplace plugins a script pinned:
+// Admit resolves again, for a new run by p, the marketplace plugins a script pinned:
 // each must still be a version p may use, not revoked, and pinned as the marketplace has it.
-func (s *Service) admitPlugins(ctx context.Context, p barrage.Principal, pins []barrage.PluginPin) ([]marketPlugin, error) {
-	var out []marketPlugin
+func (s *Service) Admit(ctx context.Context, p barrage.Principal, pins []barrage.PluginPin) ([]Resolved, error) {
+	var out []Resolved
 	for _, pin := range pins {
 		if !pin.Marketplace() {
 			continue
@@ -67,7 +90,7 @@ func (s *Service) admitPlugins(ctx context.Context, p barrage.Principal, pins []
 
 // resolvePlugin resolves plugin name@version, of the kind the script says, for p, if it is a
 // marketplace plugin (ok).
-func (s *Service) resolvePlugin(ctx context.Context, p barrage.Principal, alias, fullName, version, kind string) (m marketPlugin, ok bool, err error) {
+func (s *Service) resolvePlugin(ctx context.Context, p barrage.Principal, alias, fullName, version, kind string) (m Resolved, ok bool, err error) {
 	namespace, name, found := strings.Cut(fullName, "/")
 	if !found {
 		return m, false, nil
@@ -138,10 +161,10 @@ func (s *Service) byAdmin(ctx context.Context, v barrage.PluginVersion) (bool, e
 	return err == nil && u.Role == barrage.RoleAdmin, err
 }
 
-// sandboxRefuses says why shared agent a, which holds the whole kernel sandbox or not
+// SandboxRefuses says why shared agent a, which holds the whole kernel sandbox or not
 // (sandbox), may not be handed work whose marketplace plugins are in pins; "" when it may.
 // Admission checked the agent as it was then; this checks it as it is when it takes the work.
-func (s *Service) sandboxRefuses(ctx context.Context, a barrage.Agent, sandbox bool, pins []barrage.PluginPin) (string, error) {
+func (s *Service) SandboxRefuses(ctx context.Context, a barrage.Agent, sandbox bool, pins []barrage.PluginPin) (string, error) {
 	if !a.Shared() || sandbox {
 		return "", nil
 	}
@@ -180,8 +203,8 @@ func (s *Service) newest(ctx context.Context, viewer postgres.Viewer, namespace,
 	return v, nil
 }
 
-// pinsOf are the pins of plugins.
-func pinsOf(plugins []marketPlugin) []barrage.PluginPin {
+// Pins are the pins of plugins.
+func Pins(plugins []Resolved) []barrage.PluginPin {
 	out := make([]barrage.PluginPin, len(plugins))
 	for i, m := range plugins {
 		out[i] = m.pin
@@ -194,10 +217,10 @@ func pinsOf(plugins []marketPlugin) []barrage.PluginPin {
 const pluginRule = "(A shared agent runs a plugin published by a user only inside the kernel sandbox; an admin's approval " +
 	"lists a version in the marketplace, it does not vouch for its code. The demo agent inside serve runs no plugin at all.)"
 
-// canRunOn refuses to give agent a the marketplace plugins it must not run: a shared agent runs
+// CanRunOn refuses to give agent a the marketplace plugins it must not run: a shared agent runs
 // strangers' plugins only inside the whole kernel sandbox; without it, only those admins
 // published. field names the agent in the request.
-func canRunOn(a barrage.Agent, plugins []marketPlugin, field string) error {
+func CanRunOn(a barrage.Agent, plugins []Resolved, field string) error {
 	if !a.Shared() || a.Sandbox {
 		return nil
 	}
@@ -210,8 +233,8 @@ func canRunOn(a barrage.Agent, plugins []marketPlugin, field string) error {
 	return nil
 }
 
-// deprecations are the warnings a run of plugins carries: one per deprecated version.
-func deprecations(plugins []marketPlugin) []string {
+// Deprecations are the warnings a run of plugins carries: one per deprecated version.
+func Deprecations(plugins []Resolved) []string {
 	var out []string
 	for _, m := range plugins {
 		if m.deprecated != "" {
@@ -221,12 +244,12 @@ func deprecations(plugins []marketPlugin) []string {
 	return out
 }
 
-// checkMarketPins holds the pins of a generated script to the marketplace plugins resolved
+// CheckPins holds the pins of a generated script to the marketplace plugins resolved
 // for it: each marketplace plugin the script uses is pinned as resolved, and the agent pinned
 // no other plugin of those names from elsewhere.
-func checkMarketPins(pins []barrage.PluginPin, plugins []marketPlugin) error {
+func CheckPins(pins []barrage.PluginPin, plugins []Resolved) error {
 	for _, pin := range pins {
-		i := slices.IndexFunc(plugins, func(m marketPlugin) bool { return m.pin.Name == pin.Name && m.pin.Version == pin.Version })
+		i := slices.IndexFunc(plugins, func(m Resolved) bool { return m.pin.Name == pin.Name && m.pin.Version == pin.Version })
 		if i < 0 {
 			if pin.Marketplace() || strings.Contains(pin.Name, "/") {
 				return barrage.Invalid("plugins."+pin.Alias, fmt.Sprintf("the agent pinned %s as a marketplace plugin that the server did not resolve for the test "+

@@ -1,4 +1,4 @@
-package control
+package tests
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/barrage-load/barrage/internal/barrage"
+	"github.com/barrage-load/barrage/internal/script"
 )
 
 // ScriptInput is a script as a user uploads it, with its data files by name.
@@ -21,7 +22,7 @@ type ScriptInput struct {
 // problem with its path and line. A script p has already (the same source, name and files) is
 // not stored again: that one is returned.
 func (s *Service) CreateScript(ctx context.Context, p barrage.Principal, in ScriptInput) (barrage.Script, error) {
-	parsed, err := loadBundle(in.Source, in.Files)
+	parsed, err := script.CheckBundle(in.Source, in.Files)
 	if err != nil {
 		return barrage.Script{}, err
 	}

@@ -1,4 +1,4 @@
-package control
+package runs
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/barrage-load/barrage/internal/barrage"
+	"github.com/barrage-load/barrage/internal/control/fleet"
 	"github.com/barrage-load/barrage/internal/metrics"
 	"github.com/barrage-load/barrage/internal/monitor"
 	"github.com/barrage-load/barrage/internal/run"
@@ -25,14 +26,14 @@ func (s *Service) FinalizeRun(ctx context.Context, id uuid.UUID) error {
 	if err != nil {
 		return err
 	}
-	return s.finalize(ctx, r)
+	return s.Finalize(ctx, r)
 }
 
-// finalize ends run once every shard has: its state from theirs, its summary from their seconds.
+// Finalize ends run once every shard has: its state from theirs, its summary from their seconds.
 // It does nothing while a shard goes on, or when the run has ended already, so every replica may
 // call it.
-func (s *Service) finalize(ctx context.Context, r barrage.Run) error {
-	if r.EndedAt != nil || !allEnded(r) {
+func (s *Service) Finalize(ctx context.Context, r barrage.Run) error {
+	if r.EndedAt != nil || !r.ShardsEnded() {
 		return nil
 	}
 	parsed, err := s.runScript(ctx, r)
@@ -89,7 +90,7 @@ func endState(r barrage.Run) (barrage.RunState, string) {
 	// A shard that ended of itself before its end says why (data exhausted, a destination its
 	// agent refused): the run did not run to its end.
 	for _, sh := range r.Shards {
-		if sh.State == barrage.ShardState(barrage.RunFinished) && sh.Reason != "" && sh.Reason != endReason(run.Completed) {
+		if sh.State == barrage.ShardState(barrage.RunFinished) && sh.Reason != "" && sh.Reason != fleet.EndReason(run.Completed) {
 			return barrage.RunFinished, fmt.Sprintf("the load ended early on agent %s: %s", agentName(sh), sh.Reason)
 		}
 	}

@@ -1,13 +1,43 @@
-package control
+// Package secrets keeps users' secrets for their scripts: each value sealed with the server's
+// keyring and bound to its owner and name, listed without it, and opened only for what hands it
+// to an agent (a shard, a debug) or keeps it out of what is stored (a HAR's import).
+package secrets
 
 import (
 	"context"
+	"crypto/rand"
 	"fmt"
 
 	"github.com/google/uuid"
 
 	"github.com/barrage-load/barrage/internal/barrage"
+	"github.com/barrage-load/barrage/internal/seal"
 )
+
+// Store is what the secrets keep in PostgreSQL (*postgres.Store).
+type Store interface {
+	PutSecret(ctx context.Context, owner uuid.UUID, name string, sealed []byte) (barrage.Secret, bool, error)
+	Secrets(ctx context.Context, owner uuid.UUID) ([]barrage.Secret, error)
+	DeleteSecret(ctx context.Context, owner uuid.UUID, name string) error
+	SealedSecrets(ctx context.Context, owner uuid.UUID, names []string) (map[string][]byte, error)
+}
+
+// Service keeps users' secrets.
+type Service struct {
+	store Store
+	ring  *seal.Ring
+}
+
+// New returns the secrets on store, sealed with ring; a nil ring seals with a key of this process
+// alone (tests).
+func New(store Store, ring *seal.Ring) *Service {
+	if ring == nil {
+		key := make([]byte, seal.KeySize)
+		_, _ = rand.Read(key)
+		ring, _ = seal.New(key) // a key of the right size never fails
+	}
+	return &Service{store: store, ring: ring}
+}
 
 // PutSecret sets p's secret name to value, sealed with the server's keyring; created says
 // whether it is new. Its value is never returned or logged.
@@ -18,7 +48,7 @@ func (s *Service) PutSecret(ctx context.Context, p barrage.Principal, name, valu
 	if err := barrage.CheckSecretValue("value", value); err != nil {
 		return barrage.Secret{}, false, err
 	}
-	return s.store.PutSecret(ctx, p.User.ID, name, s.secrets.Seal([]byte(value), secretOwner(p.User.ID, name)))
+	return s.store.PutSecret(ctx, p.User.ID, name, s.ring.Seal([]byte(value), secretOwner(p.User.ID, name)))
 }
 
 // Secrets lists p's secrets, without their values.
@@ -35,9 +65,9 @@ func (s *Service) DeleteSecret(ctx context.Context, p barrage.Principal, name st
 	return s.store.DeleteSecret(ctx, p.User.ID, name)
 }
 
-// secretValues opens owner's secrets of names, by name. A name owner has no secret of is an
-// error naming it (field is where it was asked for: secrets.NAME).
-func (s *Service) secretValues(ctx context.Context, owner uuid.UUID, names []string) (map[string]string, error) {
+// Values opens owner's secrets of names, by name. A name owner has no secret of is a
+// *barrage.InvalidError naming it (its field is where it was asked for: secrets.NAME).
+func (s *Service) Values(ctx context.Context, owner uuid.UUID, names []string) (map[string]string, error) {
 	sealed, err := s.store.SealedSecrets(ctx, owner, names)
 	if err != nil {
 		return nil, err
@@ -55,7 +85,7 @@ func (s *Service) secretValues(ctx context.Context, owner uuid.UUID, names []str
 	}
 	for _, name := range names {
 		v := sealed[name]
-		plain, err := s.secrets.Open(v, secretOwner(owner, name))
+		plain, err := s.ring.Open(v, secretOwner(owner, name))
 		if err != nil {
 			// The server's keyring lacks the key that sealed it: an operator's mistake, not the
 			// user's, and said without the value.
@@ -66,8 +96,8 @@ func (s *Service) secretValues(ctx context.Context, owner uuid.UUID, names []str
 	return out, nil
 }
 
-// allSecretValues opens every secret of owner, by name.
-func (s *Service) allSecretValues(ctx context.Context, owner uuid.UUID) (map[string]string, error) {
+// All opens every secret of owner, by name.
+func (s *Service) All(ctx context.Context, owner uuid.UUID) (map[string]string, error) {
 	list, err := s.store.Secrets(ctx, owner)
 	if err != nil || len(list) == 0 {
 		return nil, err
@@ -76,7 +106,7 @@ func (s *Service) allSecretValues(ctx context.Context, owner uuid.UUID) (map[str
 	for i, sec := range list {
 		names[i] = sec.Name
 	}
-	return s.secretValues(ctx, owner, names)
+	return s.Values(ctx, owner, names)
 }
 
 // secretOwner is what a secret's sealed value is bound to: its owner and name.

@@ -1,4 +1,4 @@
-package control
+package tests
 
 import (
 	"cmp"
@@ -30,12 +30,12 @@ func (s *Service) ImportTest(ctx context.Context, p barrage.Principal, in Import
 	if err != nil {
 		return barrage.Test{}, nil, err
 	}
-	secrets, err := s.allSecretValues(ctx, p.User.ID)
+	secrets, err := s.deps.Secrets.All(ctx, p.User.ID)
 	if err != nil {
 		return barrage.Test{}, nil, err
 	}
 	budget, key := cmp.Or(s.cfg.ConversionBudget, DefaultConversionBudget), "convert:"+p.User.ID.String()
-	if err := s.store.Throttle(ctx, key, budget, 0, s.now()); err != nil {
+	if err := s.store.Throttle(ctx, key, budget, 0, s.cfg.Now()); err != nil {
 		var rl *barrage.RateLimitError
 		if errors.As(err, &rl) {
 			rl.Reason = fmt.Sprintf("your recordings took the %d seconds of conversion one user may spend in %s", budget.N, budget.Per)
@@ -45,7 +45,7 @@ func (s *Service) ImportTest(ctx context.Context, p barrage.Principal, in Import
 	start := time.Now()
 	res, err := har.Convert(l, har.Options{Assets: in.Assets, Secrets: secrets})
 	// What it took is spent, whatever came of it: a refused HAR took the time too.
-	if terr := s.store.Throttle(ctx, key, budget, time.Since(start).Seconds(), s.now()); terr != nil && !errors.Is(terr, barrage.ErrRateLimited) {
+	if terr := s.store.Throttle(ctx, key, budget, time.Since(start).Seconds(), s.cfg.Now()); terr != nil && !errors.Is(terr, barrage.ErrRateLimited) {
 		return barrage.Test{}, nil, terr
 	}
 	if err != nil {

@@ -1,19 +1,16 @@
-package control
+package fleet
 
 import (
 	"cmp"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
 	"math"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 
 	"github.com/barrage-load/barrage/internal/barrage"
 	"github.com/barrage-load/barrage/internal/metrics"
@@ -21,208 +18,6 @@ import (
 	"github.com/barrage-load/barrage/internal/run"
 	"github.com/barrage-load/barrage/internal/sweep"
 )
-
-// Hello is what an agent says of itself each time it asks for work.
-type Hello struct {
-	Protocol int
-	Version  string
-	Cores    int
-	IP       string
-	// Sandbox says whether the agent's plugin host holds the whole kernel sandbox.
-	Sandbox bool
-}
-
-// MaxLeaseWait bounds how long a lease request waits for work: well under
-// barrage.AgentOnlineWithin, since a waiting agent is seen only when it asks again.
-const MaxLeaseWait = 5 * time.Second
-
-// Work is what an agent is given when it asks: a shard to run, pings to answer, jobs to do
-// (debug, generate), or none of these.
-type Work struct {
-	Shard *barrage.ShardJob
-	Pings []uuid.UUID
-	Jobs  []barrage.AgentJob
-}
-
-// Lease waits up to wait for work for agent a: pings to answer, or a shard, handed over under a
-// new fencing token. An agent speaking a protocol older than the server accepts is refused with
-// a message that names the version it needs.
-func (s *Service) Lease(ctx context.Context, a barrage.Agent, h Hello, wait time.Duration) (Work, error) {
-	if h.Protocol < barrage.MinAgentProtocol {
-		return Work{}, barrage.Errorf(barrage.ErrOutdated,
-			"this server needs agents that speak protocol %d or newer; this agent (version %q) speaks %d: upgrade it to the server's version",
-			barrage.MinAgentProtocol, h.Version, h.Protocol)
-	}
-	if err := s.store.AgentSeen(ctx, a.ID, h.Version, h.Cores, h.IP, h.Sandbox, h.Protocol); err != nil {
-		return Work{}, err
-	}
-	a.Protocol = h.Protocol
-	wait = min(max(wait, 0), MaxLeaseWait)
-	deadline := s.now().Add(wait)
-	woken, stop := s.work.Subscribe(a.ID.String())
-	defer stop()
-	for {
-		var w Work
-		var err error
-		if w.Pings, err = s.store.TakePings(ctx, a.ID); err != nil {
-			return Work{}, err
-		}
-		if w.Jobs, err = s.takeJobs(ctx, a, h.Sandbox); err != nil {
-			return Work{}, err
-		}
-		if w.Shard, err = s.store.LeaseShard(ctx, a.ID, h.Version, s.cfg.StartLead); err != nil {
-			return Work{}, err
-		}
-		if w.Shard != nil {
-			// The sandbox is checked as the agent says it is now, not as it was at admission.
-			why, err := s.sandboxRefuses(ctx, a, h.Sandbox, w.Shard.Run.Manifest.Plugins)
-			if err != nil {
-				return Work{}, err
-			}
-			switch r := w.Shard.Run; {
-			case r.Destinations != nil && h.Protocol < barrage.DestinationsProtocol:
-				why = tooOldForDestinations(a, "run")
-			case (len(r.Manifest.Env) > 0 || len(r.Manifest.Secrets) > 0) && h.Protocol < barrage.EnvProtocol:
-				why = fmt.Sprintf("agent %q speaks protocol %d, which cannot hand a run's environment (env, -e) or secrets to its script (%d can): upgrade it",
-					a.Name, a.Protocol, barrage.EnvProtocol)
-			case len(r.Manifest.Secrets) > 0:
-				// Read now, not at the run's creation: a secret deleted since fails the shard.
-				var missing *barrage.InvalidError
-				w.Shard.Secrets, err = s.secretValues(ctx, r.OwnerID, r.Manifest.Secrets)
-				if errors.As(err, &missing) {
-					why, err = fmt.Sprintf("secret %s, which the script reads, was deleted after the run was created",
-						strings.TrimPrefix(missing.Fields[0].Field, "secrets.")), nil
-				}
-				if err != nil {
-					return Work{}, err
-				}
-			}
-			if why != "" {
-				end := &barrage.ShardEnd{State: barrage.ShardState(run.Failed.String()), Reason: why, Result: json.RawMessage("{}")}
-				if _, err := s.storeReport(ctx, a, w.Shard.Shard.ID, w.Shard.Shard.Lease, nil, end); err != nil {
-					return Work{}, err
-				}
-				w.Shard = nil
-			}
-		}
-		if w.Shard != nil {
-			s.log.InfoContext(ctx, "shard leased", slog.String("run_id", w.Shard.Run.ID.String()),
-				slog.String("shard_id", w.Shard.Shard.ID.String()), slog.String("agent_id", a.ID.String()))
-		}
-		if w.Shard != nil || len(w.Pings) > 0 || len(w.Jobs) > 0 {
-			return w, nil
-		}
-		left := deadline.Sub(s.now())
-		if left <= 0 {
-			return Work{}, nil
-		}
-		t := time.NewTimer(min(left, s.cfg.PollEvery))
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return Work{}, nil
-		case <-woken:
-			t.Stop()
-		case <-t.C:
-		}
-	}
-}
-
-// PingWait is how long a ping waits for its agent's answer.
-const PingWait = 5 * time.Second
-
-// Ping sends an application-level ping through agent id, which p may use, and returns the
-// round trip: from the server to the agent (woken at once when it waits for work, at its next
-// report when it runs a shard) and back.
-func (s *Service) Ping(ctx context.Context, p barrage.Principal, id uuid.UUID) (barrage.Agent, time.Duration, error) {
-	a, err := s.store.UsableAgent(ctx, p.User.ID, id)
-	if err != nil {
-		return a, 0, err
-	}
-	if st := a.State(s.now()); st == barrage.AgentOffline || st == barrage.AgentDisabled {
-		return a, 0, barrage.Errorf(barrage.ErrConflict, "agent %q is %s", a.Name, st)
-	}
-	pingID := uuid.Must(uuid.NewV7())
-	var rtt time.Duration
-	err = s.await(ctx, pingID, PingWait, func() error { return s.store.CreatePing(ctx, pingID, a.ID) }, func() (bool, error) {
-		var ok bool
-		var err error
-		rtt, ok, err = s.store.PingRoundTrip(ctx, pingID)
-		return ok, err
-	})
-	if errors.Is(err, barrage.ErrNoAnswer) {
-		return a, 0, barrage.Errorf(barrage.ErrNoAnswer, "agent %q did not answer within %s", a.Name, PingWait)
-	}
-	return a, rtt, err
-}
-
-// tooOldForDestinations is why agent a, which speaks a protocol older than
-// barrage.DestinationsProtocol, is given no run or job (what) bounded to destinations.
-func tooOldForDestinations(a barrage.Agent, what string) string {
-	return fmt.Sprintf("agent %q speaks protocol %d, which cannot hold a %s to its owner's verified targets (%d can): upgrade it",
-		a.Name, a.Protocol, what, barrage.DestinationsProtocol)
-}
-
-// takeJobs hands agent a, which holds the whole kernel sandbox or not (sandbox), the jobs
-// waiting for it whose askers still wait, as many as it has free slots: on a shared agent, one
-// per user at a time. Each carries only the data files its test's revision reads. A job whose
-// marketplace plugins the agent may not run without the sandbox is answered with why.
-func (s *Service) takeJobs(ctx context.Context, a barrage.Agent, sandbox bool) ([]barrage.AgentJob, error) {
-	slots := postgres.JobSlots{Slots: barrage.AgentJobSlots, PerOwner: barrage.AgentJobSlots}
-	if a.Shared() {
-		slots.PerOwner = 1
-	}
-	jobs, err := s.store.TakeAgentJobs(ctx, a.ID, s.now().Add(-JobWait), slots, dataFiles)
-	if err != nil {
-		return nil, err
-	}
-	kept := jobs[:0]
-	for _, j := range jobs {
-		why, err := s.sandboxRefuses(ctx, a, sandbox, j.Plugins)
-		if err == nil && why == "" && j.Kind == barrage.JobDebug && j.Bundle != nil {
-			why, err = s.jobSecrets(ctx, &j)
-		}
-		if err == nil && why == "" && a.Shared() {
-			// A debug sends requests, and a generation may run plugins that reach out: on a
-			// shared agent, they reach only what a run of the job's owner could.
-			j.Destinations, err = s.verifiedDestinations(ctx, j.OwnerID)
-			if j.Destinations != nil && a.Protocol < barrage.DestinationsProtocol {
-				why = tooOldForDestinations(a, "job")
-			}
-		}
-		switch {
-		case err != nil:
-			return nil, err
-		case why != "":
-			if err := s.store.AnswerAgentJob(ctx, a.ID, j.ID, nil, &why); err != nil {
-				return nil, err
-			}
-		default:
-			kept = append(kept, j)
-		}
-	}
-	return kept, nil
-}
-
-// jobSecrets hands debug job j the values of its owner's secrets its script reads: why it cannot
-// have them (deleted since it was asked for), or an error.
-func (s *Service) jobSecrets(ctx context.Context, j *barrage.AgentJob) (string, error) {
-	parsed, err := loadBundle(j.Bundle.Source, j.Bundle.Files)
-	if err != nil || len(parsed.Secrets) == 0 {
-		return "", nil // the agent says what is wrong with the script
-	}
-	var missing *barrage.InvalidError
-	j.Secrets, err = s.secretValues(ctx, j.OwnerID, parsed.Secrets)
-	if errors.As(err, &missing) {
-		return missing.Fields[0].Reason, nil
-	}
-	return "", err
-}
-
-// AnswerPing records agent a's answer to its ping id.
-func (s *Service) AnswerPing(ctx context.Context, a barrage.Agent, id uuid.UUID) error {
-	return s.store.AnswerPing(ctx, a.ID, id)
-}
 
 // Second is one second of a shard's metrics as an agent reports it.
 type Second struct {
@@ -335,7 +130,7 @@ func (s *Service) Report(ctx context.Context, a barrage.Agent, shardID uuid.UUID
 		end = &barrage.ShardEnd{State: barrage.ShardState(r.End.Stop.Reason.String()), Reason: r.End.Stop.Detail,
 			LateStart: r.End.LateStart, Result: r.End.Result}
 		if end.Reason == "" {
-			end.Reason = endReason(r.End.Stop.Reason)
+			end.Reason = EndReason(r.End.Stop.Reason)
 		}
 		if len(end.Result) == 0 {
 			end.Result = json.RawMessage("{}")
@@ -376,22 +171,15 @@ func (s *Service) Report(ctx context.Context, a barrage.Agent, shardID uuid.UUID
 // run when it was the last shard to end.
 func (s *Service) storeReport(ctx context.Context, a barrage.Agent, shardID uuid.UUID, lease int64, secs []barrage.ShardSecond,
 	end *barrage.ShardEnd) (postgres.ShardReport, error) {
-	queued := false
-	rep, err := s.store.ReportShard(ctx, a.ID, shardID, lease, secs, end, func(tx pgx.Tx, run barrage.Run) error {
-		if s.finalizer == nil || !allEnded(run) {
-			return nil
-		}
-		queued = true
-		return s.finalizer.Finalize(ctx, tx, run.ID)
-	})
+	rep, err := s.store.ReportShard(ctx, a.ID, shardID, lease, secs, end)
 	if err != nil {
 		return rep, err
 	}
 	if end != nil {
 		s.log.InfoContext(ctx, "shard ended", slog.String("run_id", rep.Run.ID.String()), slog.String("shard_id", shardID.String()),
 			slog.String("state", string(end.State)), slog.String("reason", end.Reason))
-		if !queued {
-			if err := s.finalize(ctx, rep.Run); err != nil {
+		if !rep.Queued && s.finalizer != nil {
+			if err := s.finalizer.Finalize(ctx, rep.Run); err != nil {
 				return rep, err
 			}
 		}
@@ -399,18 +187,8 @@ func (s *Service) storeReport(ctx context.Context, a barrage.Agent, shardID uuid
 	return rep, nil
 }
 
-// allEnded reports whether every shard of run has ended.
-func allEnded(r barrage.Run) bool {
-	for _, sh := range r.Shards {
-		if !sh.Ended() {
-			return false
-		}
-	}
-	return true
-}
-
-// endReason is the reason a shard gives when its agent gave none.
-func endReason(r run.StopReason) string {
+// EndReason is the reason a shard gives when its agent gave none.
+func EndReason(r run.StopReason) string {
 	if r == run.Completed {
 		return "the load ran to its end"
 	}

@@ -1,4 +1,14 @@
-package control
+// Package runs is the control plane's side of a run's life: it admits a run within the tightest
+// of its owner's license and its agents' limits (and the caps on concurrent runs and on the VUs
+// aimed at one address), splits it into shards that the fleet hands to the agents, merges the
+// seconds their shards report into the run's, follows it live, judges its aborting thresholds,
+// reaps what can no longer be expected (a silent agent's shard, an unclaimed one, a passed
+// deadline), and ends it with its summary once every shard has; then it compares, reports and
+// fits a sweep from what it kept. Another user's run is not found.
+//
+// Runs use the fleet (to choose agents, and as its Finalizer once a run's last shard ends) and
+// the tests (to generate a test's script before its run); neither uses runs.
+package runs
 
 import (
 	"context"
@@ -13,12 +23,92 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 
 	"github.com/barrage-load/barrage/internal/barrage"
+	"github.com/barrage-load/barrage/internal/control/fleet"
+	"github.com/barrage-load/barrage/internal/control/plugins"
+	"github.com/barrage-load/barrage/internal/control/secrets"
+	"github.com/barrage-load/barrage/internal/control/targets"
+	"github.com/barrage-load/barrage/internal/control/tests"
+	"github.com/barrage-load/barrage/internal/postgres"
 	"github.com/barrage-load/barrage/internal/run"
 	"github.com/barrage-load/barrage/internal/script"
 )
+
+// Store is what runs keep in PostgreSQL (*postgres.Store).
+type Store interface {
+	CreateRun(ctx context.Context, r barrage.Run, idem *barrage.Idempotency, checks postgres.RunChecks) (barrage.Run, bool, error)
+	RunByIdempotencyKey(ctx context.Context, ownerID uuid.UUID, idem barrage.Idempotency) (barrage.Run, error)
+	ActiveRuns(ctx context.Context, ownerID uuid.UUID) (int, error)
+
+	Run(ctx context.Context, ownerID, id uuid.UUID) (barrage.Run, error)
+	Runs(ctx context.Context, ownerID uuid.UUID, f barrage.RunFilter, before *uuid.UUID, limit int) ([]barrage.Run, error)
+	RunForAgent(ctx context.Context, id uuid.UUID) (barrage.Run, error)
+	OpenRuns(ctx context.Context) ([]barrage.Run, error)
+	Script(ctx context.Context, ownerID, id uuid.UUID) (barrage.Script, error)
+
+	StopRun(ctx context.Context, id uuid.UUID, state barrage.RunState, reason string) (bool, error)
+	LoseSilentShards(ctx context.Context, before time.Time, reason string) ([]uuid.UUID, error)
+	EndPendingShards(ctx context.Context, runID uuid.UUID, state barrage.ShardState, reason string) error
+	EndOpenShards(ctx context.Context, runID uuid.UUID, state barrage.ShardState, reason string) error
+	EndRun(ctx context.Context, id uuid.UUID, state barrage.RunState, reason string, summary []byte) (bool, error)
+
+	RunSeconds(ctx context.Context, runID uuid.UUID, from, to int64) ([]barrage.ShardSecond, error)
+	ShardAccounts(ctx context.Context, runID uuid.UUID) ([]barrage.ShardAccount, error)
+	RunSummary(ctx context.Context, ownerID, id uuid.UUID) ([]byte, error)
+}
+
+// Config tunes runs; zero fields take the defaults.
+type Config struct {
+	// LostAfter is how long a running shard's agent may stay silent before the shard is lost
+	// (default 8s: agents report every second, and the housekeeping that notices runs every
+	// two, so a lost agent is known within 10 seconds).
+	LostAfter time.Duration
+	// Unclaimed is how long a shard may wait for its agent before the run fails (default 1m).
+	Unclaimed time.Duration
+	// Now is the clock (default time.Now).
+	Now func() time.Time
+}
+
+// Deps are the services runs work with.
+type Deps struct {
+	Fleet   *fleet.Service
+	Tests   *tests.Service
+	Plugins *plugins.Service
+	Secrets *secrets.Service
+	Targets *targets.Service
+	// Changes wakes the followers of a run when it changes on any replica (ChannelRuns, by its
+	// id).
+	Changes fleet.Waker
+}
+
+// Service is runs.
+type Service struct {
+	store Store
+	log   *slog.Logger
+	cfg   Config
+	deps  Deps
+	// started is when this replica started: it gives agents LostAfter to report to it before it
+	// calls any of them lost, since their silence may have been the server's own absence.
+	started time.Time
+	judges  *judges
+}
+
+// New returns runs on store.
+func New(store Store, log *slog.Logger, cfg Config, deps Deps) *Service {
+	if cfg.LostAfter <= 0 {
+		cfg.LostAfter = 8 * time.Second
+	}
+	if cfg.Unclaimed <= 0 {
+		cfg.Unclaimed = time.Minute
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	return &Service{store: store, log: log, cfg: cfg, deps: deps, started: cfg.Now(), judges: newJudges()}
+}
+
+func (s *Service) now() time.Time { return s.cfg.Now() }
 
 // RunInput is what a user asks for when starting a run.
 type RunInput struct {
@@ -63,22 +153,18 @@ func (s *Service) CreateRun(ctx context.Context, p barrage.Principal, in RunInpu
 		// Admit the test's own load first: a run its owner may not start must not cost an
 		// agent a generation. The revision admitted is the one generated; the generated
 		// script is admitted again below, as source plugins may change the load.
-		b, n, err := s.store.TestBundle(ctx, owner, *in.TestID, 0, dataFiles)
+		rev, err := s.deps.Tests.Load(ctx, p, *in.TestID, 0)
 		if err != nil {
 			return barrage.Run{}, err
 		}
-		test, err := loadBundle(b.Source, b.Files)
+		if err := script.CheckRunEnv(rev.Script, in.Env); err != nil {
+			return barrage.Run{}, err
+		}
+		adm, err := s.admit(ctx, p, rev.Script, in)
 		if err != nil {
 			return barrage.Run{}, err
 		}
-		if err := script.CheckRunEnv(test, in.Env); err != nil {
-			return barrage.Run{}, err
-		}
-		adm, err := s.admit(ctx, p, test, in)
-		if err != nil {
-			return barrage.Run{}, err
-		}
-		gen, err := s.generate(ctx, p, *in.TestID, n, b, test, &adm.agents[0].ID)
+		gen, err := s.deps.Tests.Generate(ctx, p, rev, &adm.agents[0].ID)
 		if err != nil {
 			return barrage.Run{}, err
 		}
@@ -97,20 +183,20 @@ func (s *Service) CreateRun(ctx context.Context, p barrage.Principal, in RunInpu
 	}
 	// Each secret the script reads must be the owner's (their values are read again, and
 	// handed over, when an agent takes a shard).
-	if _, err := s.secretValues(ctx, owner, parsed.Secrets); err != nil {
+	if _, err := s.deps.Secrets.Values(ctx, owner, parsed.Secrets); err != nil {
 		return barrage.Run{}, err
 	}
-	plugins, err := s.admitPlugins(ctx, p, sc.Manifest.Plugins)
+	market, err := s.deps.Plugins.Admit(ctx, p, sc.Manifest.Plugins)
 	if err != nil {
 		return barrage.Run{}, err
 	}
 	// What a shared agent may load for the run is checked once (each check is a request to a
 	// target), whichever attempt first chooses one.
-	destinations := sync.OnceValues(func() ([]string, error) { return s.destinations(ctx, p, parsed) })
+	destinations := sync.OnceValues(func() ([]string, error) { return s.deps.Targets.Destinations(ctx, p, parsed) })
 	// Agents chosen for the run may be taken by a run created at the same moment: then they
 	// are chosen again, a few times.
 	for attempt := 1; ; attempt++ {
-		r, created, err := s.createRun(ctx, p, sc, parsed, plugins, destinations, in, idem)
+		r, created, err := s.createRun(ctx, p, sc, parsed, market, destinations, in, idem)
 		if errors.Is(err, errTakenMeanwhile) {
 			if attempt < 4 {
 				continue
@@ -133,7 +219,7 @@ var errTakenMeanwhile = errors.New("taken by another run meanwhile")
 // createRun admits a run of sc, which uses the marketplace plugins given, on agents chosen now
 // and stores it, counting a run of each plugin version. destinations says what a shared agent
 // may load for it.
-func (s *Service) createRun(ctx context.Context, p barrage.Principal, sc barrage.Script, parsed *script.Script, plugins []marketPlugin,
+func (s *Service) createRun(ctx context.Context, p barrage.Principal, sc barrage.Script, parsed *script.Script, market []plugins.Resolved,
 	destinations func() ([]string, error), in RunInput, idem *barrage.Idempotency) (barrage.Run, bool, error) {
 	owner := p.User.ID
 	adm, err := s.admit(ctx, p, parsed, in)
@@ -141,7 +227,7 @@ func (s *Service) createRun(ctx context.Context, p barrage.Principal, sc barrage
 		return barrage.Run{}, false, err
 	}
 	for i, a := range adm.agents {
-		if err := canRunOn(a, plugins, agentField(in, i)); err != nil {
+		if err := plugins.CanRunOn(a, market, agentField(in, i)); err != nil {
 			return barrage.Run{}, false, err
 		}
 	}
@@ -157,7 +243,7 @@ func (s *Service) createRun(ctx context.Context, p barrage.Principal, sc barrage
 		ID: uuid.Must(uuid.NewV7()), OwnerID: owner, ScriptID: sc.ID, State: barrage.RunQueued, Load: in.Load,
 		Manifest: barrage.RunManifest{ScriptSHA256: hex.EncodeToString(sc.SHA256), ScriptName: sc.Name,
 			TestID: sc.Manifest.TestID, TestRevision: sc.Manifest.TestRevision,
-			Plugins: sc.Manifest.Plugins, Files: sc.Manifest.Files, Warnings: deprecations(plugins), Env: in.Env, Secrets: parsed.Secrets},
+			Plugins: sc.Manifest.Plugins, Files: sc.Manifest.Files, Warnings: plugins.Deprecations(market), Env: in.Env, Secrets: parsed.Secrets},
 		Limits:       barrage.Limits{MaxVUs: limits.MaxVUs, MaxRunDuration: limits.MaxRunDuration},
 		Destinations: dests, VUs: adm.vus,
 	}
@@ -166,27 +252,18 @@ func (s *Service) createRun(ctx context.Context, p barrage.Principal, sc barrage
 			ID: uuid.Must(uuid.NewV7()), AgentID: &agents[i].ID, From: int(seg.From), To: int(seg.To), Of: int(seg.Of),
 		})
 	}
-	ids := make([]uuid.UUID, len(agents))
-	for i, a := range agents {
-		ids[i] = a.ID
-	}
 	// Checked again where concurrent creations cannot slip past: under the owner's and the
 	// agents' locks, in the transaction that stores the run.
-	guard := func(active int, busy []uuid.UUID) error {
+	checks := postgres.RunChecks{Guard: func(active int, busy []uuid.UUID) error {
 		if err := adm.check(active); err != nil {
 			return err
 		}
 		return busyAgent(agents, busy, in)
+	}}
+	if s.deps.Targets.MaxVUsPerAddress() > 0 {
+		checks.Loads = func(loads map[string]int64) error { return s.deps.Targets.CheckLoads(r, loads) }
 	}
-	return s.store.CreateRun(ctx, r, idem, guard, func(tx pgx.Tx) error {
-		if err := s.checkAddressLoads(ctx, tx, r); err != nil {
-			return err
-		}
-		if err := s.store.CountPluginRuns(ctx, tx, r.Manifest.Plugins); err != nil {
-			return err
-		}
-		return s.store.NotifyWork(ctx, tx, ids)
-	})
+	return s.store.CreateRun(ctx, r, idem, checks)
 }
 
 // idempotency is the run's idempotency key, if it has one, with the digest of what was asked.
@@ -294,7 +371,7 @@ func (s *Service) chooseAgents(ctx context.Context, p barrage.Principal, in RunI
 				return nil, barrage.Invalid(fmt.Sprintf("agent_ids[%d]", i), "names an agent twice")
 			}
 			seen[id] = true
-			a, err := s.store.UsableAgent(ctx, p.User.ID, id)
+			a, err := s.deps.Fleet.Agent(ctx, p, id)
 			if err != nil {
 				return nil, err
 			}
@@ -309,7 +386,7 @@ func (s *Service) chooseAgents(ctx context.Context, p barrage.Principal, in RunI
 		return out, nil
 	}
 	want := max(in.Agents, 1)
-	all, err := s.store.UsableAgents(ctx, p.User.ID)
+	all, err := s.deps.Fleet.Agents(ctx, p)
 	if err != nil {
 		return nil, err
 	}
@@ -372,78 +449,10 @@ func (s *Service) CancelRun(ctx context.Context, p barrage.Principal, id uuid.UU
 	if err != nil {
 		return barrage.Run{}, err
 	}
-	if err := s.finalize(ctx, r); err != nil {
+	if err := s.Finalize(ctx, r); err != nil {
 		return barrage.Run{}, err
 	}
 	return s.store.Run(ctx, p.User.ID, id)
-}
-
-// Reap is the control plane's housekeeping, run every second or two by one replica at a time:
-// shards whose agent went silent are lost, shards no agent took fail the run, a run past its
-// deadline times out, and a run whose shards have all ended gets its summary.
-func (s *Service) Reap(ctx context.Context) error {
-	now := s.now()
-	var lost []uuid.UUID
-	// Right after a start, agents' silence may be the server's own absence (every replica was
-	// down): they get LostAfter to report again before they are lost.
-	if now.Sub(s.started) >= s.cfg.LostAfter {
-		var err error
-		lost, err = s.store.LoseSilentShards(ctx, now.Add(-s.cfg.LostAfter),
-			fmt.Sprintf("the agent sent nothing for %s; its results until then are kept", s.cfg.LostAfter))
-		if err != nil {
-			return fmt.Errorf("reap lost shards: %w", err)
-		}
-	}
-	for _, id := range lost {
-		s.log.WarnContext(ctx, "a run lost an agent", slog.String("run_id", id.String()))
-	}
-	runs, err := s.store.OpenRuns(ctx)
-	if err != nil {
-		return fmt.Errorf("reap: list open runs: %w", err)
-	}
-	for _, r := range runs {
-		if err := s.watch(ctx, r, now); err != nil {
-			return fmt.Errorf("reap run %s: %w", r.ID, err)
-		}
-	}
-	return nil
-}
-
-// watch ends what a run can no longer expect: unclaimed shards and a passed deadline.
-func (s *Service) watch(ctx context.Context, r barrage.Run, now time.Time) error {
-	changed := false
-	if now.Sub(r.CreatedAt) > s.cfg.Unclaimed {
-		for _, sh := range r.Shards {
-			if sh.State == barrage.ShardPending {
-				if err := s.store.EndPendingShards(ctx, r.ID, barrage.ShardState(barrage.RunFailed),
-					fmt.Sprintf("no agent took the shard within %s", s.cfg.Unclaimed)); err != nil {
-					return err
-				}
-				changed = true
-				break
-			}
-		}
-	}
-	// Agents stop at the deadline on their own clocks; this is the server's net under them.
-	if r.StartAt != nil && r.Limits.MaxRunDuration > 0 && now.After(r.StartAt.Add(r.Limits.MaxRunDuration+s.cfg.Unclaimed)) {
-		if err := s.store.EndOpenShards(ctx, r.ID, barrage.ShardState(barrage.RunTimedOut),
-			"the run went past its deadline and its agent did not end it"); err != nil {
-			return err
-		}
-		changed = true
-	}
-	if changed {
-		var err error
-		if r, err = s.store.RunForAgent(ctx, r.ID); err != nil {
-			return err
-		}
-	}
-	if r.State == barrage.RunRunning {
-		if err := s.judge(ctx, r); err != nil {
-			return err
-		}
-	}
-	return s.finalize(ctx, r)
 }
 
 // Summary reads the summary of p's run, as JSON; a run that goes on has none yet (a conflict).

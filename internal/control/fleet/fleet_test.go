@@ -1,0 +1,227 @@
+package fleet_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/require"
+
+	"github.com/barrage-load/barrage/internal/barrage"
+	"github.com/barrage-load/barrage/internal/control"
+	"github.com/barrage-load/barrage/internal/control/fleet"
+	"github.com/barrage-load/barrage/internal/control/runs"
+	"github.com/barrage-load/barrage/internal/control/targets"
+	"github.com/barrage-load/barrage/internal/controltest"
+	"github.com/barrage-load/barrage/internal/run"
+)
+
+// targetsOpen opens every target: the tests' scripts load nothing.
+var targetsOpen = targets.Config{All: true}
+
+// testBundle is a control plane whose targets are all open, and a user with the demo license
+// and an agent of their own.
+type testBundle struct {
+	*controltest.Plane
+	user  barrage.Principal
+	agent barrage.Agent
+	token string
+}
+
+func setup(t *testing.T) *testBundle {
+	t.Helper()
+	p := controltest.New(t, control.Config{Targets: targetsOpen})
+	u := p.User("tester@example.com", &barrage.DemoLicense)
+	a, token := p.Agent(&u, "mine", barrage.Limits{})
+	return &testBundle{Plane: p, user: u, agent: a, token: token}
+}
+
+// queued is a run of the bundle's user on agents, not yet leased.
+func (b *testBundle) queued(t *testing.T, agents ...barrage.Agent) barrage.Run {
+	t.Helper()
+	ids := make([]uuid.UUID, len(agents))
+	for i, a := range agents {
+		ids[i] = a.ID
+	}
+	r, err := b.Runs.CreateRun(context.Background(), b.user, runs.RunInput{ScriptID: b.Script(b.user, controltest.SmokeScript).ID, AgentIDs: ids})
+	require.NoError(t, err)
+	return r
+}
+
+// An agent's shard is handed to it once, under a fencing token: a report under another lease (a
+// stale holder's) is refused and stores nothing, another agent's report on it is not found, and
+// the holder's is taken.
+func TestAShardIsLeasedOnceAndAStaleLeaseIsRefused(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	r := b.queued(t, b.agent)
+	job := b.Lease(b.agent)
+	require.NotNil(t, job)
+	require.Equal(t, r.ID, job.Run.ID)
+	require.Equal(t, r.Shards[0].ID, job.Shard.ID)
+	require.Equal(t, barrage.ShardRunning, job.Shard.State)
+	require.Equal(t, controltest.SmokeScript, string(job.Script.Source), "the shard comes with its script")
+	require.NotNil(t, job.Run.StartAt, "the first lease sets the run's start")
+	require.Nil(t, b.Lease(b.agent), "a shard is leased once")
+
+	sec := controltest.Second(t, 0, "get home", 10, 20*time.Millisecond)
+	_, err := b.Fleet.Report(ctx, b.agent, job.Shard.ID, fleet.Report{Lease: job.Shard.Lease - 1, Seconds: []fleet.Second{sec}})
+	require.ErrorIs(t, err, barrage.ErrConflict)
+	require.ErrorContains(t, err, "another holder has it")
+	stored, err := b.Store.RunSeconds(ctx, r.ID, 0, 10)
+	require.NoError(t, err)
+	require.Empty(t, stored, "a stale holder's seconds are not stored")
+
+	other, _ := b.Agent(&b.user, "other", barrage.Limits{})
+	_, err = b.Fleet.Report(ctx, other, job.Shard.ID, fleet.Report{Lease: job.Shard.Lease, Seconds: []fleet.Second{sec}})
+	require.ErrorIs(t, err, barrage.ErrNotFound)
+
+	in, err := b.Fleet.Report(ctx, b.agent, job.Shard.ID, fleet.Report{Lease: job.Shard.Lease, Seconds: []fleet.Second{sec}})
+	require.NoError(t, err)
+	require.Nil(t, in.Stop)
+	stored, err = b.Store.RunSeconds(ctx, r.ID, 0, 10)
+	require.NoError(t, err)
+	require.Len(t, stored, 1)
+}
+
+// An agent that speaks a protocol older than the server accepts is refused, told what to run.
+func TestAnOutdatedAgentIsRefusedWork(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.queued(t, b.agent)
+	old := controltest.Hello
+	old.Protocol = barrage.MinAgentProtocol - 1
+	_, err := b.Fleet.Lease(context.Background(), b.agent, old, 0)
+	require.ErrorIs(t, err, barrage.ErrOutdated)
+	require.ErrorContains(t, err, "upgrade it")
+	require.NotNil(t, b.Lease(b.agent), "the shard waits for an agent that can run it")
+}
+
+// What an agent reports is checked before anything is stored: a second's index, its snapshot,
+// how many seconds come at once, and the figures of a sweep's levels, each refusal naming the
+// field.
+func TestAReportThatNoAgentCouldHaveMeasuredIsRefused(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	b.queued(t, b.agent)
+	job := b.Lease(b.agent)
+	require.NotNil(t, job)
+	report := func(r fleet.Report) error {
+		r.Lease = job.Shard.Lease
+		_, err := b.Fleet.Report(ctx, b.agent, job.Shard.ID, r)
+		return err
+	}
+	late := controltest.Second(t, fleet.MaxSecondIndex+1, "get home", 1, time.Millisecond)
+	controltest.Invalid(t, report(fleet.Report{Seconds: []fleet.Second{late}}), "seconds[0].index")
+	garbled := controltest.Second(t, 0, "get home", 1, time.Millisecond)
+	garbled.Snapshot = []byte("not a snapshot")
+	controltest.Invalid(t, report(fleet.Report{Seconds: []fleet.Second{garbled}}), "seconds[0].snapshot")
+	many := make([]fleet.Second, fleet.MaxReportSeconds+1)
+	controltest.Invalid(t, report(fleet.Report{Seconds: many}), "seconds")
+	sweep := &fleet.ShardEnd{Stop: run.Stop{Reason: run.Completed}, Result: []byte(`{"sweep_levels": [{"vus": 2, "rps": 10, "ok_rps": 11}]}`)}
+	controltest.Invalid(t, report(fleet.Report{End: sweep}), "end.result.sweep_levels[0].ok_rps")
+}
+
+// queue records the runs whose summary it was asked to queue, in the transaction that ended
+// their last shard.
+type queue struct{ runs []uuid.UUID }
+
+func (q *queue) Finalize(_ context.Context, tx pgx.Tx, id uuid.UUID) error {
+	if tx == nil {
+		panic("no transaction")
+	}
+	q.runs = append(q.runs, id)
+	return nil
+}
+
+// With a queue, the report that ends a run's last shard queues its summary, once, rather than
+// making it in the agent's request; until then, nothing is queued.
+func TestTheLastShardsEndQueuesTheRunsSummaryOnce(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	q := &queue{}
+	b.Store.UseFinalizer(q)
+	other, _ := b.Agent(&b.user, "other", barrage.Limits{})
+	r := b.queued(t, b.agent, other)
+	end := &fleet.ShardEnd{Stop: run.Stop{Reason: run.Completed}}
+	for i, a := range []barrage.Agent{b.agent, other} {
+		job := b.Lease(a)
+		require.NotNil(t, job)
+		_, err := b.Fleet.Report(ctx, a, job.Shard.ID, fleet.Report{Lease: job.Shard.Lease, End: end})
+		require.NoError(t, err)
+		if i == 0 {
+			require.Empty(t, q.runs, "a shard goes on")
+		}
+	}
+	require.Equal(t, []uuid.UUID{r.ID}, q.runs)
+	got, err := b.Runs.Run(ctx, b.user, r.ID)
+	require.NoError(t, err)
+	require.Nil(t, got.EndedAt, "the summary is the queue's to make")
+	require.NoError(t, b.Runs.FinalizeRun(ctx, r.ID))
+	got, err = b.Runs.Run(ctx, b.user, r.ID)
+	require.NoError(t, err)
+	require.Equal(t, barrage.RunFinished, got.State)
+}
+
+// A ping goes to the agent with its next request for work and comes back with its answer; an
+// offline agent is not pinged.
+func TestAPingGoesThroughTheAgent(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	agentDone := make(chan error, 1)
+	go func() {
+		w, err := b.Fleet.Lease(ctx, b.agent, controltest.Hello, fleet.MaxLeaseWait)
+		if err == nil && len(w.Pings) == 1 {
+			err = b.Fleet.AnswerPing(ctx, b.agent, w.Pings[0])
+		}
+		agentDone <- err
+	}()
+	a, rtt, err := b.Fleet.Ping(ctx, b.user, b.agent.ID)
+	require.NoError(t, err)
+	require.Equal(t, b.agent.ID, a.ID)
+	require.Positive(t, rtt)
+	require.NoError(t, <-agentDone)
+
+	b.Clock.Add(barrage.AgentOnlineWithin + time.Minute)
+	_, _, err = b.Fleet.Ping(ctx, b.user, b.agent.ID)
+	require.ErrorIs(t, err, barrage.ErrConflict)
+	require.ErrorContains(t, err, "offline")
+}
+
+// An agent is its owner's: another user's id answers not found, and its token alone makes it
+// known to the server.
+func TestAnotherUsersAgentIsNotFound(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	other := b.User("other@example.com", &barrage.DemoLicense)
+	_, err := b.Fleet.Agent(ctx, other, b.agent.ID)
+	require.ErrorIs(t, err, barrage.ErrNotFound)
+	_, _, err = b.Fleet.Ping(ctx, other, b.agent.ID)
+	require.ErrorIs(t, err, barrage.ErrNotFound)
+	require.ErrorIs(t, b.Fleet.DeleteAgent(ctx, other, b.agent.ID, false), barrage.ErrNotFound)
+	list, err := b.Fleet.Agents(ctx, other)
+	require.NoError(t, err)
+	require.Empty(t, list)
+
+	shared, _ := b.Agent(nil, "shared", barrage.Limits{})
+	list, err = b.Fleet.Agents(ctx, other)
+	require.NoError(t, err)
+	require.Len(t, list, 1)
+	require.Equal(t, shared.ID, list[0].ID, "a shared agent serves everyone")
+	require.ErrorIs(t, b.Fleet.DeleteAgent(ctx, other, shared.ID, false), barrage.ErrNotFound, "a shared agent is not a user's to remove")
+
+	a, err := b.Fleet.AuthenticateAgent(ctx, b.token)
+	require.NoError(t, err)
+	require.Equal(t, b.agent.ID, a.ID)
+	require.NoError(t, b.Fleet.DeleteAgent(ctx, b.user, b.agent.ID, false))
+	_, err = b.Fleet.AuthenticateAgent(ctx, b.token)
+	require.ErrorIs(t, err, barrage.ErrUnauthorized, "a removed agent's token is refused")
+}

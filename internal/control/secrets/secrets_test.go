@@ -1,0 +1,79 @@
+package secrets_test
+
+import (
+	"bytes"
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/barrage-load/barrage/internal/barrage"
+	"github.com/barrage-load/barrage/internal/control"
+	"github.com/barrage-load/barrage/internal/control/secrets"
+	"github.com/barrage-load/barrage/internal/controltest"
+	"github.com/barrage-load/barrage/internal/seal"
+)
+
+// A secret is listed without its value and opened only by its owner's name: a name its owner has
+// no secret of is refused naming it, whoever else has one of that name.
+func TestASecretIsOpenedForItsOwnerAlone(t *testing.T) {
+	t.Parallel()
+	p := controltest.New(t, control.Config{})
+	ctx := context.Background()
+	u := p.User("tester@example.com", &barrage.DemoLicense)
+	other := p.User("other@example.com", &barrage.DemoLicense)
+	_, created, err := p.Secrets.PutSecret(ctx, u, "API_TOKEN", "s3cret")
+	require.NoError(t, err)
+	require.True(t, created)
+	_, created, err = p.Secrets.PutSecret(ctx, u, "API_TOKEN", "s3cret-2")
+	require.NoError(t, err)
+	require.False(t, created, "set again, not created")
+
+	list, err := p.Secrets.Secrets(ctx, u)
+	require.NoError(t, err)
+	require.Len(t, list, 1)
+	require.Equal(t, "API_TOKEN", list[0].Name)
+	values, err := p.Secrets.Values(ctx, u.User.ID, []string{"API_TOKEN"})
+	require.NoError(t, err)
+	require.Equal(t, map[string]string{"API_TOKEN": "s3cret-2"}, values)
+
+	_, err = p.Secrets.Values(ctx, other.User.ID, []string{"API_TOKEN"})
+	var inv *barrage.InvalidError
+	require.ErrorAs(t, err, &inv)
+	require.Equal(t, "secrets.API_TOKEN", inv.Fields[0].Field)
+	require.Contains(t, inv.Fields[0].Reason, "barrage secrets set API_TOKEN")
+	all, err := p.Secrets.All(ctx, other.User.ID)
+	require.NoError(t, err)
+	require.Empty(t, all)
+	require.ErrorIs(t, p.Secrets.DeleteSecret(ctx, other, "API_TOKEN"), barrage.ErrNotFound)
+
+	_, _, err = p.Secrets.PutSecret(ctx, u, "not a name", "x")
+	require.ErrorIs(t, err, barrage.ErrInvalid)
+}
+
+// A secret is sealed with the server's keyring, bound to its owner and name: the store never
+// holds its value, and a keyring without the key that sealed it cannot open it.
+func TestASecretIsSealedWithTheKeyring(t *testing.T) {
+	t.Parallel()
+	p := controltest.New(t, control.Config{})
+	ctx := context.Background()
+	u := p.User("tester@example.com", &barrage.DemoLicense)
+	ring := func(b byte) *seal.Ring {
+		r, err := seal.New(bytes.Repeat([]byte{b}, seal.KeySize))
+		require.NoError(t, err)
+		return r
+	}
+	sealer := secrets.New(p.Store, ring(1))
+	_, _, err := sealer.PutSecret(ctx, u, "API_TOKEN", "s3cret")
+	require.NoError(t, err)
+	sealed, err := p.Store.SealedSecrets(ctx, u.User.ID, []string{"API_TOKEN"})
+	require.NoError(t, err)
+	require.NotContains(t, string(sealed["API_TOKEN"]), "s3cret")
+
+	_, err = secrets.New(p.Store, ring(2)).Values(ctx, u.User.ID, []string{"API_TOKEN"})
+	require.ErrorContains(t, err, "is the key that sealed it still in the keyring?")
+	require.NotContains(t, err.Error(), "s3cret")
+	values, err := secrets.New(p.Store, ring(1)).Values(ctx, u.User.ID, []string{"API_TOKEN"})
+	require.NoError(t, err)
+	require.Equal(t, "s3cret", values["API_TOKEN"])
+}
