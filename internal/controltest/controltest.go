@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
 	"github.com/barrage-load/barrage/internal/barrage"
@@ -35,6 +36,8 @@ import (
 type Plane struct {
 	*control.Plane
 	Store *postgres.Store
+	// DB is the plane's database, for a test to change what no service would.
+	DB    *pgxpool.Pool
 	Clock *Clock
 	t     testing.TB
 }
@@ -43,7 +46,8 @@ type Plane struct {
 // Clock set to now (the plane's Now, unless cfg has one), and waits look again every 20ms.
 func New(t testing.TB, cfg control.Config) *Plane {
 	t.Helper()
-	store := postgres.NewStore(pgtest.Pool(t))
+	db := pgtest.Pool(t)
+	store := postgres.NewStore(db)
 	clock := NewClock(time.Now())
 	if cfg.Now == nil {
 		cfg.Now = clock.Now
@@ -51,7 +55,7 @@ func New(t testing.TB, cfg control.Config) *Plane {
 	if cfg.PollEvery == 0 {
 		cfg.PollEvery = 20 * time.Millisecond
 	}
-	return &Plane{Plane: control.New(store, slog.New(slog.DiscardHandler), cfg), Store: store, Clock: clock, t: t}
+	return &Plane{Plane: control.New(store, slog.New(slog.DiscardHandler), cfg), Store: store, DB: db, Clock: clock, t: t}
 }
 
 // NewClock is a Clock set to at.

@@ -110,12 +110,13 @@ type RunChecks struct {
 	Loads func(loads map[string]int64) error
 }
 
-// CreateRun stores a run and its shards in one transaction, after checks and with a run counted
+// CreateRun stores a run, its facts (summary.Facts' JSON) and its shards in one transaction,
+// after checks and with a run counted
 // for each marketplace plugin version it pins (refused when one was revoked meanwhile), and tells
 // the run's agents that work waits for them once it commits. With an idempotency key that the
 // owner used before, it stores nothing and returns the earlier run, and created is false (see
 // RunByIdempotencyKey).
-func (s *Store) CreateRun(ctx context.Context, r barrage.Run, idem *barrage.Idempotency, checks RunChecks) (run barrage.Run, created bool, err error) {
+func (s *Store) CreateRun(ctx context.Context, r barrage.Run, facts []byte, idem *barrage.Idempotency, checks RunChecks) (run barrage.Run, created bool, err error) {
 	var key *string
 	var request []byte
 	if idem != nil {
@@ -150,6 +151,9 @@ func (s *Store) CreateRun(ctx context.Context, r barrage.Run, idem *barrage.Idem
 		}
 		shards := r.Shards
 		if run, err = runFromRow(row); err != nil {
+			return err
+		}
+		if err := s.q.RunFactsInsert(ctx, tx, dbsqlc.RunFactsInsertParams{RunID: r.ID, Facts: facts}); err != nil {
 			return err
 		}
 		for _, sh := range shards {
@@ -233,6 +237,19 @@ func (s *Store) Run(ctx context.Context, ownerID, id uuid.UUID) (barrage.Run, er
 func (s *Store) RunSummary(ctx context.Context, ownerID, id uuid.UUID) ([]byte, error) {
 	sum, err := s.q.RunGetSummary(ctx, s.pool, dbsqlc.RunGetSummaryParams{ID: id, OwnerID: ownerID})
 	return sum, translate(err, "run")
+}
+
+// RunFacts are what run id's script made of it when it was created (summary.Facts' JSON), or
+// ErrNotFound for a run made before runs kept them. The caller has checked the run is in reach.
+func (s *Store) RunFacts(ctx context.Context, id uuid.UUID) ([]byte, error) {
+	facts, err := s.q.RunFactsGet(ctx, s.pool, id)
+	return facts, translate(err, "run facts")
+}
+
+// SaveRunFacts stores what run id's script makes of it, for a run made before runs kept them;
+// facts stored already are kept.
+func (s *Store) SaveRunFacts(ctx context.Context, id uuid.UUID, facts []byte) error {
+	return s.q.RunFactsInsert(ctx, s.pool, dbsqlc.RunFactsInsertParams{RunID: id, Facts: facts})
 }
 
 // Runs lists the owner's runs with their shards, newest first, before the given id.

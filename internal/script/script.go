@@ -14,6 +14,7 @@
 package script
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"net/netip"
 	"regexp"
@@ -109,6 +110,22 @@ func (o Order) String() string {
 		return "circular"
 	}
 	return "unknown"
+}
+
+// MarshalText writes the model as String does.
+func (m Model) MarshalText() ([]byte, error) { return []byte(m.String()), nil }
+
+// UnmarshalText reads what MarshalText writes.
+func (m *Model) UnmarshalText(b []byte) error {
+	switch string(b) {
+	case "closed":
+		*m = Closed
+	case "open":
+		*m = Open
+	default:
+		return fmt.Errorf("unknown load model %q", b)
+	}
+	return nil
 }
 
 // DataFile is a CSV file whose header row names its columns; each column is a variable.
@@ -634,36 +651,37 @@ func (m Model) String() string {
 
 // Workload is how much load a run puts on the target, and for how long.
 type Workload struct {
-	Model Model
+	Model Model `json:"model"`
 
 	// Closed model. VUs virtual users start evenly spread over RampUp. The run lasts Duration
 	// (when not 0) or until Iterations iterations, counted over all virtual users together,
 	// have started (when not 0), whichever comes first.
-	VUs        int
-	RampUp     time.Duration
-	Iterations int
+	VUs        int           `json:"vus,omitempty"`
+	RampUp     time.Duration `json:"ramp_up_ns,omitempty"`
+	Iterations int           `json:"iterations,omitempty"`
 
 	// Open model. Stages run one after the other; MaxVUs bounds the virtual users, and an
 	// iteration due when all are busy is dropped and counted.
-	Stages []Stage
-	MaxVUs int
+	Stages []Stage `json:"stages,omitempty"`
+	MaxVUs int     `json:"max_vus,omitempty"`
 
 	// Duration is the closed model's duration, or the open model's total of its stages.
-	Duration time.Duration
+	Duration time.Duration `json:"duration_ns,omitempty"`
 	// GracefulStop is how long iterations still running when the run ends may take to finish
 	// before they are interrupted. It defaults to 30s.
-	GracefulStop time.Duration
+	GracefulStop time.Duration `json:"graceful_stop_ns,omitempty"`
 	// SourceAddrs are local addresses the requests are sent from, assigned round-robin: the
 	// i-th virtual user (from 0) uses SourceAddrs[i%len(SourceAddrs)]. Empty leaves the choice
 	// to the system.
-	SourceAddrs []netip.Addr
+	SourceAddrs []netip.Addr `json:"source_addrs,omitempty"`
 }
 
 // Stage is a period of the open model during which the arrival rate goes linearly from From to
 // To iterations per second; a constant stage has From == To.
 type Stage struct {
-	From, To float64
-	Duration time.Duration
+	From     float64       `json:"from"`
+	To       float64       `json:"to"`
+	Duration time.Duration `json:"duration_ns"`
 }
 
 // RateAt returns the arrival rate, in iterations per second, at elapsed time t into the stage.

@@ -67,20 +67,20 @@ const (
 
 // Threshold is a pass criterion of a run, such as "p95 < 300ms".
 type Threshold struct {
-	Source string // the check as written, such as "p95 < 300ms over 30s"
-	Metric Metric
-	Op     Op
+	Source string `json:"source"` // the check as written, such as "p95 < 300ms over 30s"
+	Metric Metric `json:"metric"`
+	Op     Op     `json:"op"`
 	// Value is the bound in the metric's unit: seconds for latencies, a fraction from 0 to 1
 	// for error_rate (1% is 0.01), requests per second for rps, requests for count.
-	Value float64
+	Value float64 `json:"value"`
 	// Latency is the bound of a latency metric as a duration; Value holds it in seconds.
-	Latency time.Duration
+	Latency time.Duration `json:"latency_ns,omitempty"`
 	// Window is the sliding window the metric is computed over; 0 means the whole run.
-	Window time.Duration
+	Window time.Duration `json:"window_ns,omitempty"`
 	// Abort stops the run as soon as the threshold is broken.
-	Abort bool
+	Abort bool `json:"abort,omitempty"`
 	// Request limits the threshold to one request's metrics, by name; empty means all requests.
-	Request string
+	Request string `json:"request,omitempty"`
 }
 
 // Text is the threshold in full, the settings of its mapping form included:

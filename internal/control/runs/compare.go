@@ -43,16 +43,11 @@ func (s *Service) RunReport(ctx context.Context, p barrage.Principal, id uuid.UU
 		return report.Report{}, err
 	}
 	names := map[uuid.UUID]string{}
-	var counted []run.Account
 	for _, a := range accounts {
 		names[a.ShardID] = a.AgentName
-		if res, err := run.ReadAccount(a.Result); len(a.Result) > 0 && err == nil {
-			counted = append(counted, res)
-		} else {
-			rep.Uncounted = append(rep.Uncounted, a.AgentName)
-		}
 	}
-	acc := run.Accounts(counted)
+	acc, uncounted := shardAccounts(accounts)
+	rep.Uncounted = uncounted
 	r.Iterations, r.Dropped, r.Interrupted, r.Unsent = acc.Iterations, acc.Dropped, acc.Interrupted, acc.Unsent
 	r.MonitorFailures = append(r.MonitorFailures, acc.MonitorFailures...)
 	for _, a := range sum.Agents {
@@ -93,9 +88,9 @@ func (s *Service) result(ctx context.Context, p barrage.Principal, id uuid.UUID)
 		sum.State, sum.Reason = rn.State, rn.Reason
 	}
 	r := &summary.Result{Summary: sum.Summary, ElapsedS: sum.ElapsedS, Series: []summary.Point{}, RequestSeries: map[string][]summary.Point{}}
-	if sc, err := s.runScript(ctx, rn); err == nil {
-		r.Script, r.Model = sc.Name, run.Workload(sc, rn.Load).Model.String()
-		r.Monitors = monitor.Skeleton(sc.Monitors)
+	if facts, err := s.facts(ctx, rn); err == nil {
+		r.Script, r.Model = facts.Script, facts.Workload.Model.String()
+		r.Monitors = facts.Skeleton()
 	}
 	r.Start = rn.CreatedAt
 	if rn.StartAt != nil {

@@ -3,6 +3,7 @@ package runs
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -36,11 +37,11 @@ func (s *Service) Finalize(ctx context.Context, r barrage.Run) error {
 	if r.EndedAt != nil || !r.ShardsEnded() {
 		return nil
 	}
-	parsed, err := s.runScript(ctx, r)
+	facts, err := s.facts(ctx, r)
 	if err != nil {
 		return err
 	}
-	sum, err := s.summarize(ctx, parsed, r)
+	sum, err := s.summarize(ctx, facts, r)
 	if err != nil {
 		return fmt.Errorf("summarize run %s: %w", r.ID, err)
 	}
@@ -98,11 +99,11 @@ func endState(r barrage.Run) (barrage.RunState, string) {
 }
 
 // summarize merges the shards' seconds into the run's summary, one second at a time.
-func (s *Service) summarize(ctx context.Context, sc *script.Script, r barrage.Run) (*summary.Document, error) {
+func (s *Service) summarize(ctx context.Context, facts *summary.Facts, r barrage.Run) (*summary.Document, error) {
 	total := &metrics.Snapshot{}
 	byShard := map[uuid.UUID]*shardTally{}
-	monitors := monitor.Skeleton(sc.Monitors)
-	watch := threshold.New(sc.Thresholds)
+	monitors := facts.Skeleton()
+	watch := threshold.New(facts.Thresholds)
 	seconds := 0
 	var rps []float64 // all agents' requests/s, by second
 	// Every shard has ended: every second is complete.
@@ -138,14 +139,14 @@ func (s *Service) summarize(ctx context.Context, sc *script.Script, r barrage.Ru
 
 	elapsed := max(total.Duration, time.Second)
 	sum := &summary.Document{ElapsedS: elapsed.Seconds(), Seconds: seconds, Agents: []summary.AgentShare{},
-		Summary: summary.New(total, requestNames(sc), groupNames(sc), sc.Session.Checks(), elapsed)}
+		Summary: summary.New(total, facts.Requests, facts.Groups, facts.Checks, elapsed)}
 	sum.Thresholds = summary.Thresholds(watch.Final(total, elapsed))
-	sum.Scenarios = summary.ScriptScenarios(sc)
-	acc := shardAccounts(accounts)
+	sum.Scenarios = facts.Scenarios
+	acc, _ := shardAccounts(accounts)
 	sum.ErrorSamples, sum.HookErrors = acc.ErrorSamples, acc.HookErrorCounts()
 	sum.Incomplete = incomplete
 	if r.Load.Sweep == nil { // a sweep's load changes on purpose: its levels are judged apart
-		from, to := summary.SteadyWindow(run.Workload(sc, r.Load), elapsed)
+		from, to := summary.SteadyWindow(facts.Workload, elapsed)
 		if incomplete != nil {
 			// The figures after an agent stopped lack its share: the seconds before and the
 			// agents that went on are judged apart, so that its loss reads as neither the
@@ -166,7 +167,7 @@ func (s *Service) summarize(ctx context.Context, sc *script.Script, r barrage.Ru
 		}
 	}
 
-	model := run.Workload(sc, r.Load).Model
+	model := facts.Workload.Model
 	var all []run.Health // every agent's seconds: what they delivered together
 	for _, sh := range r.Shards {
 		share := summary.AgentShare{ShardID: sh.ID, AgentID: sh.AgentID, State: string(sh.State), Reason: sh.Reason,
@@ -197,20 +198,40 @@ func (s *Service) summarize(ctx context.Context, sc *script.Script, r barrage.Ru
 	return sum, nil
 }
 
-// shardAccounts are what every shard reported in its account beside its seconds, summed; an
-// account that does not read is left out.
-func shardAccounts(accounts []barrage.ShardAccount) run.Account {
+// shardAccounts are what every shard reported in its account beside its seconds, summed, and
+// the agents whose account is missing (lost before their end) or does not read, left out.
+func shardAccounts(accounts []barrage.ShardAccount) (run.Account, []string) {
 	all := make([]run.Account, 0, len(accounts))
+	var uncounted []string
 	for _, a := range accounts {
 		if acc, err := run.ReadAccount(a.Result); len(a.Result) > 0 && err == nil {
 			all = append(all, acc)
+		} else {
+			uncounted = append(uncounted, a.AgentName)
 		}
 	}
-	return run.Accounts(all)
+	return run.Accounts(all), uncounted
 }
 
-// runScript is run's script, parsed.
-func (s *Service) runScript(ctx context.Context, r barrage.Run) (*script.Script, error) {
+// facts are what run's script made of it when it was created. A run made before runs kept them
+// has them derived from its script now, and stored, once.
+func (s *Service) facts(ctx context.Context, r barrage.Run) (*summary.Facts, error) {
+	raw, err := s.store.RunFacts(ctx, r.ID)
+	if errors.Is(err, barrage.ErrNotFound) {
+		return s.deriveFacts(ctx, r)
+	}
+	if err != nil {
+		return nil, err
+	}
+	f := new(summary.Facts)
+	if err := json.Unmarshal(raw, f); err != nil {
+		return nil, fmt.Errorf("run %s: its stored facts: %w", r.ID, err)
+	}
+	return f, nil
+}
+
+// deriveFacts derives and stores the facts of run r, made before runs kept them, from its script.
+func (s *Service) deriveFacts(ctx context.Context, r barrage.Run) (*summary.Facts, error) {
 	sc, err := s.store.Script(ctx, r.OwnerID, r.ScriptID)
 	if err != nil {
 		return nil, err
@@ -219,7 +240,15 @@ func (s *Service) runScript(ctx context.Context, r barrage.Run) (*script.Script,
 	if err != nil {
 		return nil, fmt.Errorf("script %s no longer parses: %w", sc.ID, err)
 	}
-	return parsed, nil
+	f := summary.FactsOf(parsed, r.Load)
+	raw, err := json.Marshal(f)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.store.SaveRunFacts(ctx, r.ID, raw); err != nil {
+		return nil, err
+	}
+	return &f, nil
 }
 
 // agentName names a shard's agent in reasons: its id, or its segment once it was removed.
@@ -327,16 +356,4 @@ func shardAgentName(sh barrage.Shard, names map[uuid.UUID]string) string {
 		return agentName(sh)
 	}
 	return fmt.Sprintf("%s (%s)", names[sh.ID], sh.AgentID)
-}
-
-// requestNames are the script's request labels, in session order.
-func requestNames(s *script.Script) []string { return s.Session.RequestLabels() }
-
-// groupNames are the script's group labels, in session order.
-func groupNames(s *script.Script) []string {
-	out := make([]string, len(s.Session.Groups))
-	for i, g := range s.Session.Groups {
-		out[i] = g.Name
-	}
-	return out
 }

@@ -10,7 +10,6 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/barrage-load/barrage/internal/barrage"
-	"github.com/barrage-load/barrage/internal/script"
 	"github.com/barrage-load/barrage/internal/threshold"
 )
 
@@ -37,18 +36,12 @@ func (s *Service) judge(ctx context.Context, r barrage.Run) error {
 	j := s.judges.runs[r.ID]
 	s.judges.mu.Unlock()
 	if j == nil {
-		parsed, err := s.runScript(ctx, r)
+		facts, err := s.facts(ctx, r)
 		if err != nil {
 			return err
 		}
-		var aborting []*script.Threshold
-		for _, t := range parsed.Thresholds {
-			if t.Abort {
-				aborting = append(aborting, t)
-			}
-		}
 		j = &judge{merger: newMerger(0, false), start: -1}
-		if len(aborting) > 0 {
+		if aborting := facts.Aborting(); len(aborting) > 0 {
 			j.watch = threshold.New(aborting)
 		}
 		s.judges.mu.Lock()

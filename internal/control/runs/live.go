@@ -8,8 +8,6 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/barrage-load/barrage/internal/barrage"
-	"github.com/barrage-load/barrage/internal/monitor"
-	"github.com/barrage-load/barrage/internal/run"
 	"github.com/barrage-load/barrage/internal/summary"
 	"github.com/barrage-load/barrage/internal/threshold"
 )
@@ -48,15 +46,15 @@ func (s *Service) Live(ctx context.Context, p barrage.Principal, id uuid.UUID, a
 	var monitors []string
 	steady := new(summary.LiveStability) // the script unknown: no steady state to follow
 	var judged *threshold.Watch
-	if sc, err := s.runScript(ctx, r); err == nil {
-		for _, ser := range monitor.Skeleton(sc.Monitors) {
+	if facts, err := s.facts(ctx, r); err == nil {
+		for _, ser := range facts.Monitors {
 			monitors = append(monitors, ser.Monitor+": "+ser.Series)
 		}
 		if r.Load.Sweep == nil { // a sweep's load changes on purpose: no steady state to follow
-			steady = summary.NewLiveStability(run.Workload(sc, r.Load))
+			steady = summary.NewLiveStability(facts.Workload)
 		}
-		if len(sc.Thresholds) > 0 {
-			judged = threshold.New(sc.Thresholds)
+		if len(facts.Thresholds) > 0 {
+			judged = threshold.New(facts.Thresholds)
 		}
 	}
 	// Every second from the run's first: the stability and the thresholds judge them all, and

@@ -33,11 +33,12 @@ import (
 	"github.com/barrage-load/barrage/internal/postgres"
 	"github.com/barrage-load/barrage/internal/run"
 	"github.com/barrage-load/barrage/internal/script"
+	"github.com/barrage-load/barrage/internal/summary"
 )
 
 // Store is what runs keep in PostgreSQL (*postgres.Store).
 type Store interface {
-	CreateRun(ctx context.Context, r barrage.Run, idem *barrage.Idempotency, checks postgres.RunChecks) (barrage.Run, bool, error)
+	CreateRun(ctx context.Context, r barrage.Run, facts []byte, idem *barrage.Idempotency, checks postgres.RunChecks) (barrage.Run, bool, error)
 	RunByIdempotencyKey(ctx context.Context, ownerID uuid.UUID, idem barrage.Idempotency) (barrage.Run, error)
 	ActiveRuns(ctx context.Context, ownerID uuid.UUID) (int, error)
 
@@ -56,6 +57,8 @@ type Store interface {
 	RunSeconds(ctx context.Context, runID uuid.UUID, from, to int64) ([]barrage.ShardSecond, error)
 	ShardAccounts(ctx context.Context, runID uuid.UUID) ([]barrage.ShardAccount, error)
 	RunSummary(ctx context.Context, ownerID, id uuid.UUID) ([]byte, error)
+	RunFacts(ctx context.Context, id uuid.UUID) ([]byte, error)
+	SaveRunFacts(ctx context.Context, id uuid.UUID, facts []byte) error
 }
 
 // Config tunes runs; zero fields take the defaults.
@@ -263,7 +266,11 @@ func (s *Service) createRun(ctx context.Context, p barrage.Principal, sc barrage
 	if s.deps.Targets.MaxVUsPerAddress() > 0 {
 		checks.Loads = func(loads map[string]int64) error { return s.deps.Targets.CheckLoads(r, loads) }
 	}
-	return s.store.CreateRun(ctx, r, idem, checks)
+	facts, err := json.Marshal(adm.facts)
+	if err != nil {
+		return barrage.Run{}, false, err
+	}
+	return s.store.CreateRun(ctx, r, facts, idem, checks)
 }
 
 // idempotency is the run's idempotency key, if it has one, with the digest of what was asked.
@@ -289,6 +296,8 @@ type admission struct {
 	check  func(active int) error
 	// vus is the load admitted: the VUs of a closed model, the most of an open one.
 	vus int
+	// facts are what the script makes of the run, stored with it.
+	facts summary.Facts
 }
 
 // admit chooses the run's agents and checks its load against the tightest of p's license and
@@ -297,7 +306,8 @@ func (s *Service) admit(ctx context.Context, p barrage.Principal, parsed *script
 	if err := run.CheckScenarioOverrides(parsed, in.Load); err != nil {
 		return admission{}, barrage.Invalid("load", err.Error())
 	}
-	w := run.Workload(parsed, in.Load)
+	facts := summary.FactsOf(parsed, in.Load)
+	w := facts.Workload
 	load := barrage.Load{VUs: w.VUs, Duration: w.Duration}
 	if w.Model == script.Open {
 		load.VUs = w.MaxVUs
@@ -313,7 +323,7 @@ func (s *Service) admit(ctx context.Context, p barrage.Principal, parsed *script
 	for _, a := range agents {
 		limits = limits.Tightest(a.Limits)
 	}
-	adm := admission{agents: agents, limits: limits, vus: load.VUs, check: func(active int) error {
+	adm := admission{agents: agents, limits: limits, vus: load.VUs, facts: facts, check: func(active int) error {
 		load := load
 		load.ActiveRuns = active
 		if l := p.User.License; l != nil {

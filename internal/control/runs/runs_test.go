@@ -450,3 +450,52 @@ func TestAnotherUsersRunIsNotFound(t *testing.T) {
 	_, err = b.Runs.Compare(ctx, b.user, id, id, summary.Tolerances{})
 	require.NoError(t, err)
 }
+
+// A run is told from the facts its script made of it at its creation: once it is created, its
+// live view, its summary and its comparison read no script, so a script that no longer parses
+// (a newer version's grammar, a row damaged) changes nothing of them. A run made before runs kept
+// their facts has them derived from its script once, and stored.
+func TestARunIsToldFromTheFactsStoredAtItsCreation(t *testing.T) {
+	t.Parallel()
+	b := setup(t, control.Config{})
+	ctx := context.Background()
+	s := b.twoShards(t)
+	_, err := b.DB.Exec(ctx, `UPDATE scripts SET source = 'version: [1' WHERE id = $1`, b.script.ID)
+	require.NoError(t, err)
+
+	b.report(t, s, 0, completed, controltest.Second(t, 0, "get home", 10, 20*time.Millisecond))
+	b.report(t, s, 1, completed, controltest.Second(t, 0, "get home", 5, 400*time.Millisecond))
+	doc := b.summary(t, s.run.ID)
+	require.Equal(t, barrage.RunFinished, doc.State)
+	require.Len(t, doc.Requests, 1)
+	require.Equal(t, "get home", doc.Requests[0].Name)
+	require.Len(t, doc.Thresholds, 1, "the script's threshold is judged from the stored facts")
+	require.Equal(t, "p95 < 300ms", doc.Thresholds[0].Check)
+	require.False(t, doc.Thresholds[0].Passed, "5 of 15 requests took 400ms")
+
+	judged := 0
+	require.NoError(t, b.Runs.Live(ctx, b.user, s.run.ID, -1, func(ev runs.LiveEvent) error {
+		judged = max(judged, len(ev.Thresholds))
+		return nil
+	}))
+	require.Equal(t, 1, judged, "the live view judges the script's threshold")
+	rep, err := b.Runs.RunReport(ctx, b.user, s.run.ID, &s.run.ID, summary.Tolerances{})
+	require.NoError(t, err)
+	require.Equal(t, "smoke", rep.Run.Script)
+	require.Equal(t, "closed", rep.Run.Model)
+	require.Equal(t, "smoke", rep.Base.Script)
+
+	// A run of a version that kept no facts: they are derived from its script, once.
+	b.script = b.Script(b.user, strings.Replace(controltest.SmokeScript, "name: smoke", "name: older", 1))
+	old := b.twoShards(t)
+	_, err = b.DB.Exec(ctx, `DELETE FROM run_facts WHERE run_id = $1`, old.run.ID)
+	require.NoError(t, err)
+	b.report(t, old, 0, completed, controltest.Second(t, 0, "get home", 10, 20*time.Millisecond))
+	b.report(t, old, 1, completed, controltest.Second(t, 0, "get home", 5, 20*time.Millisecond))
+	doc = b.summary(t, old.run.ID)
+	require.Len(t, doc.Thresholds, 1)
+	require.True(t, doc.Thresholds[0].Passed)
+	var stored int
+	require.NoError(t, b.DB.QueryRow(ctx, `SELECT count(*) FROM run_facts WHERE run_id = $1`, old.run.ID).Scan(&stored))
+	require.Equal(t, 1, stored, "the facts derived are stored")
+}

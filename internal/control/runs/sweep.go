@@ -48,8 +48,8 @@ func (s *Service) RunSweep(ctx context.Context, p barrage.Principal, id uuid.UUI
 	}
 	levels = kept
 	name := ""
-	if sc, err := s.runScript(ctx, r); err == nil {
-		name = sc.Name
+	if facts, err := s.facts(ctx, r); err == nil {
+		name = facts.Script
 	}
 	return sweep.NewResult(name, sw.Step, levels), nil
 }

@@ -195,6 +195,11 @@ type Run struct {
 	DestAddresses  []string
 }
 
+type RunFact struct {
+	RunID uuid.UUID
+	Facts []byte
+}
+
 type Script struct {
 	ID        uuid.UUID
 	OwnerID   uuid.UUID

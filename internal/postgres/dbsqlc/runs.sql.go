@@ -126,6 +126,32 @@ func (q *Queries) RunEnd(ctx context.Context, db DBTX, arg RunEndParams) (int64,
 	return result.RowsAffected(), nil
 }
 
+const runFactsGet = `-- name: RunFactsGet :one
+SELECT facts FROM run_facts WHERE run_id = $1
+`
+
+func (q *Queries) RunFactsGet(ctx context.Context, db DBTX, runID uuid.UUID) ([]byte, error) {
+	row := db.QueryRow(ctx, runFactsGet, runID)
+	var facts []byte
+	err := row.Scan(&facts)
+	return facts, err
+}
+
+const runFactsInsert = `-- name: RunFactsInsert :exec
+INSERT INTO run_facts (run_id, facts) VALUES ($1, $2) ON CONFLICT (run_id) DO NOTHING
+`
+
+type RunFactsInsertParams struct {
+	RunID uuid.UUID
+	Facts []byte
+}
+
+// RunFactsInsert stores what a run's script makes of it; facts stored already are kept.
+func (q *Queries) RunFactsInsert(ctx context.Context, db DBTX, arg RunFactsInsertParams) error {
+	_, err := db.Exec(ctx, runFactsInsert, arg.RunID, arg.Facts)
+	return err
+}
+
 const runGet = `-- name: RunGet :one
 SELECT id, owner_id, script_id, manifest, state, reason, load, max_vus, max_run_seconds, idempotency_key, start_at, created_at, ended_at, stop_state, stop_reason, summary, request_sha256, destinations, vus, dest_addresses FROM runs WHERE id = $1 AND owner_id = $2
 `

@@ -86,3 +86,10 @@ FROM runs r, unnest(r.dest_addresses) AS a
 WHERE r.state IN ('created', 'queued', 'starting', 'running') AND a = ANY(@addresses::text[])
 GROUP BY a
 ORDER BY a;
+
+-- RunFactsInsert stores what a run's script makes of it; facts stored already are kept.
+-- name: RunFactsInsert :exec
+INSERT INTO run_facts (run_id, facts) VALUES (@run_id, @facts) ON CONFLICT (run_id) DO NOTHING;
+
+-- name: RunFactsGet :one
+SELECT facts FROM run_facts WHERE run_id = @run_id;
