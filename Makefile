@@ -29,7 +29,7 @@ build: ## build a static bin/barrage
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w -X main.version=$(VERSION)" -o bin/barrage ./cmd/barrage
 
 test: ## run every test; needs no PostgreSQL (TEST_DATABASE_URL, Docker, else an embedded one); the portal's screenshots go to $BARRAGE_ARTIFACTS/portal
-	@# The end-to-end package starts real servers, agents and PostgreSQL: past go test's 10 minutes on 2 cores.
+	@# Each end-to-end suite (cmd/barrage/e2e/...) is a package of its own, so that go test runs them side by side.
 	$(GO) test -race -count=1 -timeout 30m ./...
 	cd sdk && $(GO) test -race -count=1 ./...
 
@@ -47,7 +47,7 @@ PORTAL_SHOTS = signin signup tests wizard-picked editor-error test debug launch 
 
 portal-screenshots: ## the portal's browser tests, keeping each page's 1280 px screenshot in docs/portal/ (docs/portal.md shows them)
 	rm -rf .shots && mkdir .shots
-	BARRAGE_ARTIFACTS=$(CURDIR)/.shots BARRAGE_REQUIRE_CHROMIUM=1 $(GO) test -count=1 -run 'TestPortal(TesterJourney|AccountPages)InChromium' ./cmd/barrage/
+	BARRAGE_ARTIFACTS=$(CURDIR)/.shots BARRAGE_REQUIRE_CHROMIUM=1 $(GO) test -count=1 -run 'TestPortal(TesterJourney|AccountPages)InChromium' ./cmd/barrage/e2e/portal ./cmd/barrage/e2e/journey
 	mkdir -p docs/portal && rm -f docs/portal/*.png
 	for p in $(PORTAL_SHOTS); do cp .shots/portal/*/$$p-1280.png docs/portal/$$p.png; done
 	rm -rf .shots

@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/barrage-load/barrage/internal/e2etest"
 	"github.com/barrage-load/barrage/internal/targettest"
 )
 
@@ -17,7 +18,7 @@ import (
 func TestCompareFindsTheRegressionAndOnlyIt(t *testing.T) {
 	t.Parallel()
 	run := func(url string) string {
-		_, out := runOut(t, "checkout", url, "{ vus: 8, duration: 5s }")
+		_, out := e2etest.RunOut(t, "checkout", url, "{ vus: 8, duration: 5s }")
 		return out
 	}
 	// Latencies of 100 ms dominate what a loaded machine adds to a request (a few ms).
@@ -27,11 +28,11 @@ func TestCompareFindsTheRegressionAndOnlyIt(t *testing.T) {
 	// target, while the median moved by 4%. The median measures the change; the tails get room.
 	tol := []string{"--max-p50-regression", "15%", "--max-p95-regression", "100%", "--max-p99-regression", "300%"}
 
-	stdout, stderr, code := runCLI(t, append(append([]string{"compare"}, tol...), base, again)...)
+	stdout, stderr, code := e2etest.RunCLI(t, append(append([]string{"compare"}, tol...), base, again)...)
 	require.Zero(t, code, "stdout: %s\nstderr: %s", stdout, stderr)
 	require.Contains(t, stdout, "verdict: unchanged")
 
-	stdout, stderr, code = runCLI(t, append(append([]string{"compare"}, tol...), base, slower)...)
+	stdout, stderr, code = e2etest.RunCLI(t, append(append([]string{"compare"}, tol...), base, slower)...)
 	require.Equal(t, 99, code, "stdout: %s\nstderr: %s", stdout, stderr)
 	require.Contains(t, stdout, "verdict: regressed")
 	require.Contains(t, stdout, "p50_ms of checkout")
@@ -40,7 +41,7 @@ func TestCompareFindsTheRegressionAndOnlyIt(t *testing.T) {
 	// Looser tolerances let it pass; the JSON says the same as the table. The tails get room
 	// for a machine loaded by other suites (a p95 of 200 ms for 130 was seen on a 2-core CI
 	// machine), the median measures the change.
-	stdout, _, code = runCLI(t, "compare", "--max-p50-regression", "50%", "--max-p95-regression", "300%", "--max-p99-regression", "300%",
+	stdout, _, code = e2etest.RunCLI(t, "compare", "--max-p50-regression", "50%", "--max-p95-regression", "300%", "--max-p99-regression", "300%",
 		"--max-rps-regression", "50%", "--json", base, slower)
 	require.Zero(t, code, "stdout: %s", stdout)
 	var c struct {
@@ -69,7 +70,7 @@ func TestCompareFindsTheRegressionAndOnlyIt(t *testing.T) {
 	}
 	require.Equal(t, 1, p50)
 
-	_, stderr, code = runCLI(t, "compare", "--max-p95-regression", "lots", base, slower)
+	_, stderr, code = e2etest.RunCLI(t, "compare", "--max-p95-regression", "lots", base, slower)
 	require.Equal(t, 2, code)
 	require.Contains(t, stderr, "want a percentage")
 }

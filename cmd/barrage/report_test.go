@@ -15,6 +15,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/barrage-load/barrage/internal/e2etest"
 	"github.com/barrage-load/barrage/internal/report/reporttest"
 )
 
@@ -46,11 +47,11 @@ func TestRunWritesAReportThatDrawsOffline(t *testing.T) {
 		fmt.Fprintf(w, "# TYPE app_requests_total counter\napp_requests_total %d\n# TYPE app_in_flight gauge\napp_in_flight 3\n", sc.n)
 	}))
 	t.Cleanup(metricsSrv.Close)
-	script := oneRequestScript(t, "get home", srv.URL, "{ rate: 50/s, duration: 4s, max_vus: 10 }\nthresholds: [ \"p95 < 2s\" ]\n"+
+	script := e2etest.OneRequestScript(t, "get home", srv.URL, "{ rate: 50/s, duration: 4s, max_vus: 10 }\nthresholds: [ \"p95 < 2s\" ]\n"+
 		"monitors: [ { name: app, url: \""+metricsSrv.URL+"/metrics\", series: [ app_requests_total, app_in_flight ] } ]")
 	dir := filepath.Dir(script)
 	out, page := filepath.Join(dir, "result.json"), filepath.Join(dir, "run.html")
-	_, stderr, code := runCLI(t, "run", "--quiet", "--out", out, "--report", page, script)
+	_, stderr, code := e2etest.RunCLI(t, "run", "--quiet", "--out", out, "--report", page, script)
 	require.Zero(t, code, "stderr: %s", stderr)
 	html, err := os.ReadFile(page)
 	require.NoError(t, err)
@@ -99,7 +100,7 @@ func TestRunWritesAReportThatDrawsOffline(t *testing.T) {
 	}
 
 	// From the document, against itself as the base: unchanged, the base drawn too.
-	stdout, stderr, code := runCLI(t, "report", "--base", out, out, "-o", filepath.Join(dir, "again.html"))
+	stdout, stderr, code := e2etest.RunCLI(t, "report", "--base", out, out, "-o", filepath.Join(dir, "again.html"))
 	require.Zero(t, code, "stderr: %s", stderr)
 	require.Contains(t, stdout, "again.html")
 	again, err := os.ReadFile(filepath.Join(dir, "again.html"))
@@ -108,16 +109,16 @@ func TestRunWritesAReportThatDrawsOffline(t *testing.T) {
 	require.Contains(t, string(again), `"base":{"second":[1,`)
 
 	// Without -o the report goes beside the document.
-	_, stderr, code = runCLI(t, "report", out)
+	_, stderr, code = e2etest.RunCLI(t, "report", out)
 	require.Zero(t, code, "stderr: %s", stderr)
 	require.FileExists(t, filepath.Join(dir, "result.html"))
 
-	_, stderr, code = runCLI(t, "report", script)
+	_, stderr, code = e2etest.RunCLI(t, "report", script)
 	require.Equal(t, 2, code)
 	require.Contains(t, stderr, "is not a result of barrage run --out")
 	emptyDoc := filepath.Join(dir, "empty.json")
 	require.NoError(t, os.WriteFile(emptyDoc, []byte("{}"), 0o644))
-	_, stderr, code = runCLI(t, "report", emptyDoc)
+	_, stderr, code = e2etest.RunCLI(t, "report", emptyDoc)
 	require.Equal(t, 2, code)
 	require.Contains(t, stderr, "it has no start, model or series")
 
@@ -128,7 +129,7 @@ func TestRunWritesAReportThatDrawsOffline(t *testing.T) {
 	spoiled, err := json.Marshal(doc)
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "spoiled.json"), spoiled, 0o644))
-	_, stderr, code = runCLI(t, "report", "-o", page, filepath.Join(dir, "spoiled.json"))
+	_, stderr, code = e2etest.RunCLI(t, "report", "-o", page, filepath.Join(dir, "spoiled.json"))
 	require.NotZero(t, code)
 	require.Contains(t, stderr, "not a second of a run")
 	kept, err := os.ReadFile(page)
@@ -141,7 +142,7 @@ func TestRunWritesAReportThatDrawsOffline(t *testing.T) {
 	}
 
 	// A report's folder is checked before the run, not after it.
-	_, stderr, code = runCLI(t, "run", "--quiet", "--report", filepath.Join(dir, "absent", "r.html"), script)
+	_, stderr, code = e2etest.RunCLI(t, "run", "--quiet", "--report", filepath.Join(dir, "absent", "r.html"), script)
 	require.Equal(t, 2, code)
 	require.Contains(t, stderr, "no folder")
 }

@@ -17,47 +17,17 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/barrage-load/barrage/internal/e2etest"
 	"github.com/barrage-load/barrage/internal/targettest"
 )
-
-// runCLI runs the binary with args and returns stdout, stderr and the exit status.
-func runCLI(t *testing.T, args ...string) (string, string, int) {
-	t.Helper()
-	return runWithEnv(t, nil, args...)
-}
-
-func writeScript(t *testing.T, target, thresholds string) string {
-	t.Helper()
-	path := filepath.Join(t.TempDir(), "s.yaml")
-	src := fmt.Sprintf(`
-version: 1
-name: cli
-session:
-  groups:
-    - name: home
-      requests:
-        - name: get home
-          url: %s/
-          extract: [ { var: greeting, regex: "(hello)" } ]
-        - name: get greeting
-          url: %s/${greeting}
-load:
-  vus: 2
-  duration: 2s
-thresholds:
-%s
-`, target, target, thresholds)
-	require.NoError(t, os.WriteFile(path, []byte(src), 0o644))
-	return path
-}
 
 func TestRunExitStatusesAndOutputs(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "hello") }))
 	defer srv.Close()
 	dir := t.TempDir()
 
-	out, errOut, code := runCLI(t, "run", "--out", filepath.Join(dir, "r.json"), "--csv", filepath.Join(dir, "s.csv"),
-		writeScript(t, srv.URL, "  - p95 < 5s\n  - error_rate < 1%"))
+	out, errOut, code := e2etest.RunCLI(t, "run", "--out", filepath.Join(dir, "r.json"), "--csv", filepath.Join(dir, "s.csv"),
+		e2etest.WriteScript(t, srv.URL, "  - p95 < 5s\n  - error_rate < 1%"))
 	require.Equal(t, 0, code, "stdout: %s\nstderr: %s", out, errOut)
 	for _, want := range []string{"get home", "get greeting", "all requests", "group home", "p99", "p95 < 5s:", "passed", "generator"} {
 		require.Contains(t, out, want)
@@ -82,16 +52,16 @@ func TestRunExitStatusesAndOutputs(t *testing.T) {
 	require.Contains(t, string(csv), "second,kind,label,count")
 	require.Contains(t, string(csv), ",get greeting,")
 
-	_, _, code = runCLI(t, "run", "--quiet", writeScript(t, srv.URL, "  - rps > 1000000"))
+	_, _, code = e2etest.RunCLI(t, "run", "--quiet", e2etest.WriteScript(t, srv.URL, "  - rps > 1000000"))
 	require.Equal(t, 99, code, "a failed threshold has its own exit status")
 
 	bad := filepath.Join(t.TempDir(), "bad.yaml")
 	require.NoError(t, os.WriteFile(bad, []byte("version: 2\nsession: {}\n"), 0o644))
-	_, errOut, code = runCLI(t, "run", bad)
+	_, errOut, code = e2etest.RunCLI(t, "run", bad)
 	require.Equal(t, 65, code, "an invalid script has its own exit status")
 	require.Contains(t, errOut, "version")
 
-	_, _, code = runCLI(t, "run")
+	_, _, code = e2etest.RunCLI(t, "run")
 	require.Equal(t, 2, code, "usage")
 }
 
@@ -102,7 +72,7 @@ func TestServeBindsFirstAndWrongFlagsAreUsage(t *testing.T) {
 	require.NoError(t, err)
 	defer ln.Close()
 	data := t.TempDir()
-	out, errOut, code := runWithEnv(t, []string{"BARRAGE_DATA_DIR=" + data}, "serve", "--addr", ln.Addr().String())
+	out, errOut, code := e2etest.RunWithEnv(t, []string{"BARRAGE_DATA_DIR=" + data}, "serve", "--addr", ln.Addr().String())
 	require.Equal(t, 1, code, "stdout: %s\nstderr: %s", out, errOut)
 	require.Contains(t, errOut, "address already in use")
 	require.NotContains(t, out, "invitation code")
@@ -112,13 +82,13 @@ func TestServeBindsFirstAndWrongFlagsAreUsage(t *testing.T) {
 
 	// -h and --help are a request: the usage, and exit 0.
 	for _, args := range [][]string{{"serve", "--help"}, {"run", "-h"}, {"runs", "start", "--help"}, {"tests", "debug", "-h"}, {"runs", "--help"}} {
-		_, errOut, code = runWithEnv(t, []string{"BARRAGE_DATA_DIR=" + data}, args...)
+		_, errOut, code = e2etest.RunWithEnv(t, []string{"BARRAGE_DATA_DIR=" + data}, args...)
 		require.Equal(t, 0, code, "%v: %s", args, errOut)
 		require.Contains(t, errOut, "Usage", "%v", args)
 		require.NotContains(t, errOut, "barrage: ", "%v", args)
 	}
 	for _, args := range [][]string{{"serve", "--bogus"}, {"run", "--bogus", "x.yaml"}, {"migrate", "up", "--bogus"}} {
-		_, errOut, code = runWithEnv(t, []string{"BARRAGE_DATA_DIR=" + data}, args...)
+		_, errOut, code = e2etest.RunWithEnv(t, []string{"BARRAGE_DATA_DIR=" + data}, args...)
 		require.Equal(t, 2, code, "%v: %s", args, errOut)
 		require.Contains(t, errOut, "flag provided but not defined: -bogus")
 		require.NotContains(t, errOut, "barrage: ", "said once, by the flag package")
@@ -136,7 +106,7 @@ func TestAnOpenModelRunShowsItsVUs(t *testing.T) {
 session: { groups: [ { name: g, requests: [ { name: r, url: "`+target+`/" } ] } ] }
 load: { rate: 40/s, duration: 3s, max_vus: 20 }
 `), 0o644))
-	out, errOut, code := runCLI(t, "run", "--out", filepath.Join(dir, "r.json"), path)
+	out, errOut, code := e2etest.RunCLI(t, "run", "--out", filepath.Join(dir, "r.json"), path)
 	require.Equal(t, 0, code, "stdout: %s\nstderr: %s", out, errOut)
 	require.Contains(t, out, "\ncheckout: open model")
 	var res struct {
@@ -163,7 +133,7 @@ func TestDebugTracesOneIteration(t *testing.T) {
 		fmt.Fprint(w, "hello")
 	}))
 	defer srv.Close()
-	out, errOut, code := runCLI(t, "debug", writeScript(t, srv.URL, "  - p95 < 5s"))
+	out, errOut, code := e2etest.RunCLI(t, "debug", e2etest.WriteScript(t, srv.URL, "  - p95 < 5s"))
 	require.Equal(t, 0, code, "stdout: %s\nstderr: %s", out, errOut)
 	require.Contains(t, out, "=== get home")
 	require.Contains(t, out, "> GET "+srv.URL+"/\n")
@@ -206,7 +176,7 @@ session:
         - { name: post, method: POST, url: "`+srv.URL+`/r", body: { form: { a: "1" } }, redirects: 2 }
 load: { vus: 1, iterations: 1 }
 `), 0o644))
-	out, errOut, code := runCLI(t, "debug", path)
+	out, errOut, code := e2etest.RunCLI(t, "debug", path)
 	require.Equal(t, 0, code, "stdout: %s\nstderr: %s", out, errOut)
 	mu.Lock()
 	require.Equal(t, []string{"POST /r", "GET /dest"}, seen)
@@ -215,34 +185,6 @@ load: { vus: 1, iterations: 1 }
 	require.Contains(t, out, "< 302, followed\n> GET "+srv.URL+"/dest\n< 200")
 	require.Contains(t, out, "(body came gzip-compressed: 16 bytes decoded; shown decoded)\n")
 	require.Contains(t, out, `{"arrived":true}`)
-}
-
-// runOut runs a script of one request, name, to url under load (a YAML flow mapping) with
-// --quiet --out, and returns what it printed and the path of the --out document.
-// oneRequestScript writes, in a folder of its own, a script whose session is one request named
-// name to url, under load (a YAML mapping, which may be followed by more top-level lines).
-func oneRequestScript(t *testing.T, name, url, load string) string {
-	t.Helper()
-	path := filepath.Join(t.TempDir(), "s.yaml")
-	require.NoError(t, os.WriteFile(path, []byte(`version: 1
-name: `+name+`
-session:
-  groups:
-    - name: g
-      requests:
-        - { name: `+name+`, url: "`+url+`/" }
-load: `+load+`
-`), 0o644))
-	return path
-}
-
-func runOut(t *testing.T, name, url, load string) (string, string) {
-	t.Helper()
-	path := oneRequestScript(t, name, url, load)
-	out := filepath.Join(filepath.Dir(path), "result.json")
-	stdout, stderr, code := runCLI(t, "run", "--quiet", "--out", out, path)
-	require.Zero(t, code, "stderr: %s", stderr)
-	return stdout, out
 }
 
 // -e gives the script's environment variables for one run, before the process environment.
@@ -261,19 +203,19 @@ variables:
 session: { groups: [ { name: g, requests: [ { name: r, url: "${target}${page}" } ] } ] }
 load: { vus: 1, iterations: 1 }
 `), 0o644))
-	_, errOut, code := runCLI(t, "run", path)
+	_, errOut, code := e2etest.RunCLI(t, "run", path)
 	require.Equal(t, 65, code, errOut)
 	require.Contains(t, errOut, "environment variable TARGET_URL is not set and has no default")
 
-	_, errOut, code = runWithEnv(t, []string{"PAGE=/from-env"}, "run", "-e", "TARGET_URL="+srv.URL, "-e", "PAGE=/from-flag", path)
+	_, errOut, code = e2etest.RunWithEnv(t, []string{"PAGE=/from-env"}, "run", "-e", "TARGET_URL="+srv.URL, "-e", "PAGE=/from-flag", path)
 	require.Equal(t, 0, code, errOut)
 	_, hit := paths.Load("/from-flag")
 	require.True(t, hit, "-e wins over the environment")
 
-	_, errOut, code = runCLI(t, "run", "-e", "TARGET_URL", path)
+	_, errOut, code = e2etest.RunCLI(t, "run", "-e", "TARGET_URL", path)
 	require.Equal(t, 2, code, errOut)
 	require.Contains(t, errOut, "want NAME=VALUE")
-	_, errOut, code = runCLI(t, "run", "-e", "TARGET_URL="+srv.URL, "-e", "PAEG=/typo", path)
+	_, errOut, code = e2etest.RunCLI(t, "run", "-e", "TARGET_URL="+srv.URL, "-e", "PAEG=/typo", path)
 	require.Equal(t, 2, code, errOut)
 	require.Contains(t, errOut, "-e PAEG: the script reads no environment variable of this name")
 }
@@ -284,11 +226,11 @@ func TestRateWithoutVUsSaysTheVUsChosen(t *testing.T) {
 	t.Parallel()
 	srv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
 	defer srv.Close()
-	path := writeScript(t, srv.URL, "  - p99 < 5s")
-	_, errOut, code := runCLI(t, "run", "--quiet", "--rate", "5", "--duration", "1s", path)
+	path := e2etest.WriteScript(t, srv.URL, "  - p99 < 5s")
+	_, errOut, code := e2etest.RunCLI(t, "run", "--quiet", "--rate", "5", "--duration", "1s", path)
 	require.Equal(t, 0, code, errOut)
 	require.Contains(t, errOut, "The open model may use up to 100 VUs at once (max_vus): --vus N sets another.")
-	_, errOut, code = runCLI(t, "run", "--quiet", "--rate", "5", "--vus", "3", "--duration", "1s", path)
+	_, errOut, code = e2etest.RunCLI(t, "run", "--quiet", "--rate", "5", "--vus", "3", "--duration", "1s", path)
 	require.Equal(t, 0, code, errOut)
 	require.NotContains(t, errOut, "max_vus")
 }

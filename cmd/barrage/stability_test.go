@@ -13,6 +13,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/barrage-load/barrage/internal/e2etest"
 	"github.com/barrage-load/barrage/internal/targettest"
 )
 
@@ -43,7 +44,7 @@ func TestStabilityCallsOutThroughputThatMoves(t *testing.T) {
 		unstable bool
 		says     string
 	}{{degrading.URL, "{ vus: 8, duration: 8s }", true, "UNSTABLE"}, {steady, "{ rate: 200/s, duration: 8s, max_vus: 50 }", false, ": steady"}} {
-		stdout, out := runOut(t, "stability", tc.target, tc.load)
+		stdout, out := e2etest.RunOut(t, "stability", tc.target, tc.load)
 		// A machine loaded enough to make the generator's own schedule late moves the steady
 		// run's throughput with it: the run says so, and its stability is then the machine's.
 		judged := tc.unstable || !strings.Contains(stdout, "generator was the bottleneck")
@@ -82,9 +83,9 @@ func TestRunWritesItsSummaryAsCSV(t *testing.T) {
 	t.Parallel()
 	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("hello")) }))
 	defer target.Close()
-	path := writeScript(t, target.URL, "  - p95 < 1s")
+	path := e2etest.WriteScript(t, target.URL, "  - p95 < 1s")
 	out := filepath.Join(t.TempDir(), "summary.csv")
-	_, stderr, code := runCLI(t, "run", "--quiet", "--summary-csv", out, path)
+	_, stderr, code := e2etest.RunCLI(t, "run", "--quiet", "--summary-csv", out, path)
 	require.Zero(t, code, "stderr: %s", stderr)
 	f, err := os.Open(out)
 	require.NoError(t, err)
@@ -115,7 +116,7 @@ session:
         - { name: r, url: "`+target.URL+`/" }
 load: { rate: 200/s, duration: 4s, max_vus: 100 }
 `), 0o644))
-	stdout, stderr, code := runCLI(t, "run", "--quiet", path)
+	stdout, stderr, code := e2etest.RunCLI(t, "run", "--quiet", path)
 	require.Zero(t, code, "stderr: %s", stderr)
 	if strings.Contains(stdout, "generator was the bottleneck") {
 		// This machine was loaded enough to make the generator's own schedule late: that is

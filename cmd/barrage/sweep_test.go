@@ -12,6 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/barrage-load/barrage/internal/e2etest"
 	"github.com/barrage-load/barrage/internal/report/reporttest"
 	"github.com/barrage-load/barrage/internal/targettest"
 )
@@ -22,10 +23,10 @@ import (
 func TestSweepFindsTheKneeOfAFixedConcurrencyLimit(t *testing.T) {
 	t.Parallel()
 	target := targettest.NewLimited(t, 8, 50*time.Millisecond)
-	script := oneRequestScript(t, "work", target.URL, "{ vus: 1, duration: 1s }")
+	script := e2etest.OneRequestScript(t, "work", target.URL, "{ vus: 1, duration: 1s }")
 	dir := filepath.Dir(script)
 	csvPath, page, out := filepath.Join(dir, "sweep.csv"), filepath.Join(dir, "sweep.html"), filepath.Join(dir, "sweep.json")
-	stdout, stderr, code := runCLI(t, "sweep", "--vus", "2,4,8,16,32", "--step", "3s", "--csv", csvPath, "--report", page, "--out", out, script)
+	stdout, stderr, code := e2etest.RunCLI(t, "sweep", "--vus", "2,4,8,16,32", "--step", "3s", "--csv", csvPath, "--report", page, "--out", out, script)
 	require.Zero(t, code, "stdout: %s\nstderr: %s", stdout, stderr)
 
 	var res struct {
@@ -71,7 +72,7 @@ func TestSweepFindsTheKneeOfAFixedConcurrencyLimit(t *testing.T) {
 	require.Greater(t, ink["chart-throughput"], 100)
 	require.Greater(t, ink["chart-p95"], 100)
 
-	_, stderr, code = runCLI(t, "sweep", "--vus", "8,4", script)
+	_, stderr, code = e2etest.RunCLI(t, "sweep", "--vus", "8,4", script)
 	require.Equal(t, 2, code)
 	require.Contains(t, stderr, "levels go up")
 }

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/getkin/kin-openapi/openapi3"
@@ -21,13 +22,20 @@ import (
 // specRouter finds a request's operation in the spec, whatever host the test server has.
 func specRouter(t testing.TB) routers.Router {
 	t.Helper()
-	doc, err := openapi3.NewLoader().LoadFromData(api.Spec)
-	require.NoError(t, err)
-	doc.Servers = nil
-	r, err := legacy.NewRouter(doc)
+	r, err := sharedSpecRouter()
 	require.NoError(t, err)
 	return r
 }
+
+// sharedSpecRouter is made once for the whole suite: it is only read.
+var sharedSpecRouter = sync.OnceValues(func() (routers.Router, error) {
+	doc, err := openapi3.NewLoader().LoadFromData(api.Spec)
+	if err != nil {
+		return nil, err
+	}
+	doc.Servers = nil
+	return legacy.NewRouter(doc)
+})
 
 // conformToSpec checks every response the suite receives against the spec: its status must be
 // declared for the operation, and a JSON body must match the declared schema. A test that makes

@@ -18,6 +18,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/getkin/kin-openapi/openapi3"
@@ -43,7 +44,10 @@ func init() {
 }
 
 // loadSpec parses and validates the embedded OpenAPI document.
-func loadSpec() (*openapi3.T, error) {
+//
+// The document is loaded once in a process and only read after: every server of the process
+// (tests make many) shares it.
+var loadSpec = sync.OnceValues(func() (*openapi3.T, error) {
 	loader := openapi3.NewLoader()
 	doc, err := loader.LoadFromData(api.Spec)
 	if err != nil {
@@ -53,7 +57,7 @@ func loadSpec() (*openapi3.T, error) {
 		return nil, fmt.Errorf("openapi.yaml is invalid: %w", err)
 	}
 	return doc, nil
-}
+})
 
 // validator checks each request against its operation in the spec before a handler sees it:
 // parameters, content type, and the body's schema (unknown fields included, as request schemas

@@ -1,4 +1,4 @@
-package main_test
+package server_test
 
 import (
 	"fmt"
@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/barrage-load/barrage/internal/e2etest"
 	"github.com/stretchr/testify/require"
 )
 
@@ -52,14 +53,14 @@ func TestSharedAgentsLoadOnlyVerifiedTargets(t *testing.T) {
 	})
 	shopURL, serveProof := shop.url, shop.serve
 
-	p := startServe(t, reachableDir(t), nil, "BARRAGE_VERIFY_ALLOW=127.0.0.0/8")
+	p := e2etest.StartServe(t, e2etest.ReachableDir(t), nil, "BARRAGE_VERIFY_ALLOW=127.0.0.0/8")
 	cfg := t.TempDir()
-	code := codeLine.FindStringSubmatch(p.stdout.String())[1]
-	mustCLI(t, p, cfg, "admin password 123\n", "signup", "--code", code, "--email", "ada@example.com", "--name", "Ada")
-	mustCLI(t, p, cfg, "admin password 123\n", "login", "--email", "ada@example.com")
-	startAgent(t, p, strings.TrimSpace(mustCLI(t, p, cfg, "", "agents", "create", "platform", "--shared")))
-	eventually(t, 30*time.Second, "the shared agent online", func() bool {
-		return regexp.MustCompile(`(?m)\splatform\s+shared\s+online\s`).MatchString(mustCLI(t, p, cfg, "", "agents", "list"))
+	code := e2etest.CodeLine.FindStringSubmatch(p.Stdout.String())[1]
+	e2etest.MustCLI(t, p, cfg, "admin password 123\n", "signup", "--code", code, "--email", "ada@example.com", "--name", "Ada")
+	e2etest.MustCLI(t, p, cfg, "admin password 123\n", "login", "--email", "ada@example.com")
+	e2etest.StartAgent(t, p, strings.TrimSpace(e2etest.MustCLI(t, p, cfg, "", "agents", "create", "platform", "--shared")))
+	e2etest.Eventually(t, 30*time.Second, "the shared agent online", func() bool {
+		return regexp.MustCompile(`(?m)\splatform\s+shared\s+online\s`).MatchString(e2etest.MustCLI(t, p, cfg, "", "agents", "list"))
 	})
 
 	dir := t.TempDir()
@@ -80,7 +81,7 @@ load:
 		return file
 	}
 	start := func(file string) (string, string, error) {
-		return cli(t, p, cfg, "", "runs", "start", "--file", file, "--watch")
+		return e2etest.CLI(t, p, cfg, "", "runs", "start", "--file", file, "--watch")
 	}
 
 	// Not registered: refused before any agent is asked, and nothing reached the target.
@@ -90,14 +91,14 @@ load:
 	require.Zero(t, loadHits.Load(), "a refused run sends nothing")
 
 	// Registered, then proved.
-	out, errOut, err = cli(t, p, cfg, "", "targets", "add", shopURL)
+	out, errOut, err = e2etest.CLI(t, p, cfg, "", "targets", "add", shopURL)
 	require.NoError(t, err, "stderr: %s", errOut)
 	id := strings.TrimSpace(out)
-	require.Contains(t, mustCLI(t, p, cfg, "", "targets", "list"), id)
+	require.Contains(t, e2etest.MustCLI(t, p, cfg, "", "targets", "list"), id)
 	file := regexp.MustCompile(`/barrage-verify-([a-z0-9]+)\.txt`).FindStringSubmatch(errOut)
 	require.NotNil(t, file, "the instructions name the file to serve: %s", errOut)
 	token := file[1]
-	out, errOut, err = cli(t, p, cfg, "", "targets", "verify", id)
+	out, errOut, err = e2etest.CLI(t, p, cfg, "", "targets", "verify", id)
 	require.Error(t, err, "not served yet")
 	require.Contains(t, out+errOut, "answered 404")
 	out, errOut, err = start(script("home", shopURL+"/", ""))
@@ -106,7 +107,7 @@ load:
 	require.Zero(t, loadHits.Load())
 
 	serveProof(token)
-	require.Contains(t, mustCLI(t, p, cfg, "", "targets", "verify", id), "verified")
+	require.Contains(t, e2etest.MustCLI(t, p, cfg, "", "targets", "verify", id), "verified")
 	out, errOut, err = start(script("home", shopURL+"/", ""))
 	require.NoError(t, err, "stdout: %s\nstderr: %s", out, errOut)
 	require.Contains(t, errOut, "finished")
@@ -119,15 +120,15 @@ load:
 
 	// A debug on the shared agent reaches what a run could: the proved target, nothing else.
 	push := func(name, url, extra string) string {
-		return strings.TrimSpace(mustCLI(t, p, cfg, "", "tests", "push", script(name+"-test", url, extra)))
+		return strings.TrimSpace(e2etest.MustCLI(t, p, cfg, "", "tests", "push", script(name+"-test", url, extra)))
 	}
-	require.Contains(t, mustCLI(t, p, cfg, "", "tests", "debug", push("shop", shopURL+"/", "")), "ok")
-	out, errOut, _ = cli(t, p, cfg, "", "tests", "debug", push("elsewhere", "http://"+elsewhereLn.Addr().String()+"/", ""))
+	require.Contains(t, e2etest.MustCLI(t, p, cfg, "", "tests", "debug", push("shop", shopURL+"/", "")), "ok")
+	out, errOut, _ = e2etest.CLI(t, p, cfg, "", "tests", "debug", push("elsewhere", "http://"+elsewhereLn.Addr().String()+"/", ""))
 	require.Contains(t, out+errOut, "is not a target the run's owner proved control of")
 	require.Zero(t, elsewhereConns.Load(), "a debug reached nothing it may not")
 	// A redirect to the cloud's metadata address is refused by name before any dial, whatever
 	// the agent's operator allowed: the debug says so, and no connection was attempted.
-	out, errOut, _ = cli(t, p, cfg, "", "tests", "debug", push("metadata", shopURL+"/metadata", ", redirects: 2"))
+	out, errOut, _ = e2etest.CLI(t, p, cfg, "", "tests", "debug", push("metadata", shopURL+"/metadata", ", redirects: 2"))
 	require.Contains(t, out+errOut, "169.254.169.254:80 is not a target the run's owner proved control of", "stdout: %s\nstderr: %s", out, errOut)
 
 	// The target stops serving its token: the next run's start finds it out.
@@ -137,7 +138,7 @@ load:
 	require.Error(t, err)
 	require.Contains(t, out+errOut, "answered 404")
 	require.Equal(t, before, loadHits.Load())
-	require.Contains(t, mustCLI(t, p, cfg, "", "targets", "list"), "false", "shown as not verified")
+	require.Contains(t, e2etest.MustCLI(t, p, cfg, "", "targets", "list"), "false", "shown as not verified")
 }
 
 // TestTheDemoAgentLoadsATargetYouProved walks the README: serve with its demo agent, the
@@ -151,26 +152,26 @@ func TestTheDemoAgentLoadsATargetYouProved(t *testing.T) {
 	})
 	targetURL := target.url
 
-	p := startServe(t, reachableDir(t), nil, "BARRAGE_DEMO_AGENT=true", "BARRAGE_VERIFY_ALLOW=127.0.0.0/8")
+	p := e2etest.StartServe(t, e2etest.ReachableDir(t), nil, "BARRAGE_DEMO_AGENT=true", "BARRAGE_VERIFY_ALLOW=127.0.0.0/8")
 	ada, bob := t.TempDir(), t.TempDir()
-	code := codeLine.FindStringSubmatch(p.stdout.String())[1]
-	mustCLI(t, p, ada, "admin password 123\n", "signup", "--code", code, "--email", "ada@example.com", "--name", "Ada")
-	mustCLI(t, p, ada, "admin password 123\n", "login", "--email", "ada@example.com")
-	bobCode := regexp.MustCompile(`brg_inv_[a-z2-7]+`).FindString(mustCLI(t, p, ada, "", "admin", "invite", "--template", "demo"))
+	code := e2etest.CodeLine.FindStringSubmatch(p.Stdout.String())[1]
+	e2etest.MustCLI(t, p, ada, "admin password 123\n", "signup", "--code", code, "--email", "ada@example.com", "--name", "Ada")
+	e2etest.MustCLI(t, p, ada, "admin password 123\n", "login", "--email", "ada@example.com")
+	bobCode := regexp.MustCompile(`brg_inv_[a-z2-7]+`).FindString(e2etest.MustCLI(t, p, ada, "", "admin", "invite", "--template", "demo"))
 	require.NotEmpty(t, bobCode)
-	mustCLI(t, p, bob, "bobs password 123\n", "signup", "--code", bobCode, "--email", "bob@example.com", "--name", "Bob")
-	mustCLI(t, p, bob, "bobs password 123\n", "login", "--email", "bob@example.com")
-	eventually(t, 30*time.Second, "the demo agent online", func() bool {
-		return regexp.MustCompile(`(?m)\sdemo\s.*\sonline\s`).MatchString(mustCLI(t, p, ada, "", "agents", "list"))
+	e2etest.MustCLI(t, p, bob, "bobs password 123\n", "signup", "--code", bobCode, "--email", "bob@example.com", "--name", "Bob")
+	e2etest.MustCLI(t, p, bob, "bobs password 123\n", "login", "--email", "bob@example.com")
+	e2etest.Eventually(t, 30*time.Second, "the demo agent online", func() bool {
+		return regexp.MustCompile(`(?m)\sdemo\s.*\sonline\s`).MatchString(e2etest.MustCLI(t, p, ada, "", "agents", "list"))
 	})
 
-	out, errOut, err := cli(t, p, ada, "", "targets", "add", targetURL)
+	out, errOut, err := e2etest.CLI(t, p, ada, "", "targets", "add", targetURL)
 	require.NoError(t, err, "stderr: %s", errOut)
 	id := strings.TrimSpace(out)
 	token := regexp.MustCompile(`/barrage-verify-([a-z0-9]+)\.txt`).FindStringSubmatch(errOut)
 	require.NotNil(t, token, errOut)
 	target.serve(token[1])
-	require.Contains(t, mustCLI(t, p, ada, "", "targets", "verify", id), "verified")
+	require.Contains(t, e2etest.MustCLI(t, p, ada, "", "targets", "verify", id), "verified")
 
 	file := filepath.Join(t.TempDir(), "mine.yaml")
 	require.NoError(t, os.WriteFile(file, []byte(`version: 1
@@ -178,14 +179,14 @@ name: mine
 session: { groups: [ { name: g, requests: [ { name: home, url: "`+targetURL+`/" } ] } ] }
 load: { vus: 2, duration: 2s }
 `), 0o644))
-	out, errOut, err = cli(t, p, ada, "", "runs", "start", "--file", file, "--watch")
+	out, errOut, err = e2etest.CLI(t, p, ada, "", "runs", "start", "--file", file, "--watch")
 	require.NoError(t, err, "stdout: %s\nstderr: %s", out, errOut)
 	require.Contains(t, out, "errors") // the summary printed
 	require.NotContains(t, out, "errors: connect", "the demo agent reached it: %s", out)
 	require.Positive(t, hits.Load(), "your proved target is loaded from the demo agent")
 
 	before := hits.Load()
-	out, errOut, err = cli(t, p, bob, "", "runs", "start", "--file", file, "--watch")
+	out, errOut, err = e2etest.CLI(t, p, bob, "", "runs", "start", "--file", file, "--watch")
 	require.Error(t, err)
 	require.Contains(t, out+errOut, "is not a target of yours", "another user's run does not reach it")
 	require.Equal(t, before, hits.Load())

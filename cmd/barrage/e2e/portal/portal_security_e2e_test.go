@@ -1,4 +1,4 @@
-package main_test
+package portal_test
 
 import (
 	"encoding/json"
@@ -13,6 +13,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/barrage-load/barrage/internal/e2etest"
 	"github.com/barrage-load/barrage/internal/portal/portaltest"
 )
 
@@ -38,16 +39,16 @@ type shown struct {
 }
 
 func TestPortalRefusesWhatItMust(t *testing.T) {
-	s := newPortalUser(t)
+	s := e2etest.NewPortalUser(t)
 	const email, password = "vic@example.com", "victims long password"
 	vic := t.TempDir()
-	mustCLI(t, s.p, vic, password+"\n", "signup", "--code", s.code, "--email", email, "--name", "Vic")
-	mustCLI(t, s.p, vic, password+"\n", "login", "--email", email)
-	bearer := strings.TrimSpace(mustCLI(t, s.p, vic, "", "tokens", "create", "--name", "cli", "--scopes", "read"))
+	e2etest.MustCLI(t, s.Server, vic, password+"\n", "signup", "--code", s.Code, "--email", email, "--name", "Vic")
+	e2etest.MustCLI(t, s.Server, vic, password+"\n", "login", "--email", email)
+	bearer := strings.TrimSpace(e2etest.MustCLI(t, s.Server, vic, "", "tokens", "create", "--name", "cli", "--scopes", "read"))
 
 	t.Run("the session's cookies are out of the page's scripts' reach", func(t *testing.T) {
-		b := portaltest.New(t, s.p.url)
-		signIn(b, email, password)
+		b := portaltest.New(t, s.Server.URL)
+		e2etest.SignIn(b, email, password)
 		jar := portaltest.Eval[string](b, `document.cookie`)
 		require.Contains(t, jar, "barrage_csrf=")
 		require.NotContains(t, jar, "barrage_access")
@@ -63,10 +64,10 @@ func TestPortalRefusesWhatItMust(t *testing.T) {
 	})
 
 	t.Run("another site's form and script change nothing", func(t *testing.T) {
-		b := portaltest.New(t, s.p.url)
-		signIn(b, email, password)
-		before := tokenNames(t, s.p, bearer)
-		evil := attackerSite(t, s.p.url, "127.0.0.1:0")
+		b := portaltest.New(t, s.Server.URL)
+		e2etest.SignIn(b, email, password)
+		before := tokenNames(t, s.Server, bearer)
+		evil := attackerSite(t, s.Server.URL, "127.0.0.1:0")
 		_, evilPort, err := net.SplitHostPort(strings.TrimPrefix(evil, "http://"))
 		require.NoError(t, err)
 		for _, site := range []struct {
@@ -77,10 +78,10 @@ func TestPortalRefusesWhatItMust(t *testing.T) {
 			// SameSite cookies go with the request, and the server refuses its Origin.
 			{"127.0.0.1, another port", evil, http.StatusForbidden},
 			// Other sites: the browser does not send the SameSite=Strict cookies at all.
-			{"127.0.0.2", attackerSite(t, s.p.url, "127.0.0.2:0"), http.StatusUnauthorized},
+			{"127.0.0.2", attackerSite(t, s.Server.URL, "127.0.0.2:0"), http.StatusUnauthorized},
 			{"localhost", "http://localhost:" + evilPort, http.StatusUnauthorized},
 		} {
-			target := s.p.url + "/v1/tokens"
+			target := s.Server.URL + "/v1/tokens"
 			b.Go(site.url + "/form")
 			require.Equal(t, site.want, b.WaitAnswer("POST", target), "a form posted from %s", site.name)
 
@@ -95,36 +96,36 @@ func TestPortalRefusesWhatItMust(t *testing.T) {
 				headers: { "Content-Type": "application/json" }, body: '{"name":"cors","scopes":["read"]}' }).then(() => "sent", () => "refused")`, target)))
 			cors.Wait()
 		}
-		require.Equal(t, before, tokenNames(t, s.p, bearer), "no token was made")
+		require.Equal(t, before, tokenNames(t, s.Server, bearer), "no token was made")
 	})
 
 	t.Run("a request without the CSRF token is refused", func(t *testing.T) {
-		b := portaltest.New(t, s.p.url)
-		signIn(b, email, password)
+		b := portaltest.New(t, s.Server.URL)
+		e2etest.SignIn(b, email, password)
 		b.Go("/tokens")
 		b.WaitTitle("API tokens · Barrage")
-		before := tokenNames(t, s.p, bearer)
+		before := tokenNames(t, s.Server, bearer)
 		status, body := b.Fetch("POST", "/v1/tokens", `{"name":"no csrf","scopes":["read"]}`, false)
 		require.Equal(t, http.StatusForbidden, status, body)
-		require.Equal(t, before, tokenNames(t, s.p, bearer))
+		require.Equal(t, before, tokenNames(t, s.Server, bearer))
 		// The same request with the token is the portal's own, and is made.
 		status, body = b.Fetch("POST", "/v1/tokens", `{"name":"with csrf","scopes":["read"]}`, true)
 		require.Equal(t, http.StatusCreated, status, body)
-		require.Contains(t, tokenNames(t, s.p, bearer), "with csrf")
+		require.Contains(t, tokenNames(t, s.Server, bearer), "with csrf")
 	})
 
 	t.Run("a script in any text the portal shows does not run", func(t *testing.T) {
-		b := portaltest.New(t, s.p.url)
-		signIn(b, email, password)
+		b := portaltest.New(t, s.Server.URL)
+		e2etest.SignIn(b, email, password)
 		users := 0
 		for _, row := range []shown{
 			{"the name given at sign-up", func(t *testing.T, b *portaltest.Browser, name string) {
 				users++
 				email := fmt.Sprintf("xss%d@example.com", users)
-				mustCLI(t, s.p, t.TempDir(), password+"\n", "signup", "--code", invite(t, s.p, s.admin), "--email", email, "--name", name)
+				e2etest.MustCLI(t, s.Server, t.TempDir(), password+"\n", "signup", "--code", e2etest.Invite(t, s.Server, s.Admin), "--email", email, "--name", name)
 				b.Click("Sign out")
 				b.WaitTitle("Sign in · Barrage")
-				signIn(b, email, password)
+				e2etest.SignIn(b, email, password)
 			}, "/"},
 			{"a personal API token's name", func(t *testing.T, b *portaltest.Browser, name string) {
 				body, _ := json.Marshal(map[string]any{"name": name, "scopes": []string{"read"}})
@@ -156,7 +157,7 @@ func TestPortalRefusesWhatItMust(t *testing.T) {
 		portaltest.Eval[struct{}](b, inject)
 		csp.Wait()
 		require.True(t, portaltest.Eval[bool](b, `window.__xssImg === undefined && window.__xssScript === undefined`))
-		b.Go(attackerSite(t, s.p.url, "127.0.0.1:0") + "/")
+		b.Go(attackerSite(t, s.Server.URL, "127.0.0.1:0") + "/")
 		portaltest.Eval[struct{}](b, inject)
 		b.WaitFor(`window.__xssImg === 1 && window.__xssScript === 1`)
 	})
@@ -169,7 +170,7 @@ func TestPortalRefusesWhatItMust(t *testing.T) {
 			fmt.Fprint(w, xssStrings[1]+" · response")
 		}))
 		defer target.Close()
-		ownAgent(t, s.p, vic, "vics laptop")
+		e2etest.OwnAgent(t, s.Server, vic, "vics laptop")
 		name := func(i int, what string) string { return xssStrings[i] + " · " + what }
 		quoted := func(v string) string { q, _ := json.Marshal(v); return string(q) }
 		dir := t.TempDir()
@@ -192,15 +193,15 @@ load:
   vus: 1
   iterations: 3
 `), 0o644))
-		test := strings.TrimSpace(mustCLI(t, s.p, vic, "", "tests", "push", path))
-		mustCLI(t, s.p, vic, "", "runs", "start", "--test", test, "--watch") // its check fails: an error sample
+		test := strings.TrimSpace(e2etest.MustCLI(t, s.Server, vic, "", "tests", "push", path))
+		e2etest.MustCLI(t, s.Server, vic, "", "runs", "start", "--test", test, "--watch") // its check fails: an error sample
 		var runs struct{ Items []struct{ ID string } }
-		require.Equal(t, http.StatusOK, apiGet(t, s.p, bearer, "/v1/runs?test_id="+test, &runs))
+		require.Equal(t, http.StatusOK, e2etest.APIGet(t, s.Server, bearer, "/v1/runs?test_id="+test, &runs))
 		require.Len(t, runs.Items, 1)
 		run := runs.Items[0].ID
 
-		b := portaltest.New(t, s.p.url)
-		signIn(b, email, password)
+		b := portaltest.New(t, s.Server.URL)
+		e2etest.SignIn(b, email, password)
 		for _, page := range []struct {
 			path  string
 			shows []string
@@ -230,11 +231,11 @@ load:
 
 	t.Run("another user's things are not found", func(t *testing.T) {
 		mallory := t.TempDir()
-		mustCLI(t, s.p, mallory, "mallorys long password\n", "signup", "--code", invite(t, s.p, s.admin), "--email", "mallory@example.com", "--name", "Mallory")
-		mustCLI(t, s.p, mallory, "mallorys long password\n", "login", "--email", "mallory@example.com")
-		malloryBearer := strings.TrimSpace(mustCLI(t, s.p, mallory, "", "tokens", "create", "--name", "mallorys", "--scopes", "read"))
+		e2etest.MustCLI(t, s.Server, mallory, "mallorys long password\n", "signup", "--code", e2etest.Invite(t, s.Server, s.Admin), "--email", "mallory@example.com", "--name", "Mallory")
+		e2etest.MustCLI(t, s.Server, mallory, "mallorys long password\n", "login", "--email", "mallory@example.com")
+		malloryBearer := strings.TrimSpace(e2etest.MustCLI(t, s.Server, mallory, "", "tokens", "create", "--name", "mallorys", "--scopes", "read"))
 		var tokens struct{ Items []struct{ ID, Name string } }
-		require.Equal(t, http.StatusOK, apiGet(t, s.p, malloryBearer, "/v1/tokens", &tokens))
+		require.Equal(t, http.StatusOK, e2etest.APIGet(t, s.Server, malloryBearer, "/v1/tokens", &tokens))
 		dir := t.TempDir()
 		require.NoError(t, os.WriteFile(filepath.Join(dir, "users.csv"), []byte("user\nann\n"), 0o644))
 		require.NoError(t, os.WriteFile(filepath.Join(dir, "mallorys.yaml"), []byte(`version: 1
@@ -252,17 +253,17 @@ load:
   vus: 1
   duration: 1s
 `), 0o644))
-		test := strings.TrimSpace(mustCLI(t, s.p, mallory, "", "tests", "push", filepath.Join(dir, "mallorys.yaml")))
-		ownAgent(t, s.p, mallory, "mallorys laptop")
-		out, errOut, err := cli(t, s.p, mallory, "", "runs", "start", "--test", test, "--watch") // nothing listens at its target: a run all the same
+		test := strings.TrimSpace(e2etest.MustCLI(t, s.Server, mallory, "", "tests", "push", filepath.Join(dir, "mallorys.yaml")))
+		e2etest.OwnAgent(t, s.Server, mallory, "mallorys laptop")
+		out, errOut, err := e2etest.CLI(t, s.Server, mallory, "", "runs", "start", "--test", test, "--watch") // nothing listens at its target: a run all the same
 		t.Logf("her run: %v\n%s%s", err, out, errOut)
 		var runs struct{ Items []struct{ ID string } }
-		require.Equal(t, http.StatusOK, apiGet(t, s.p, malloryBearer, "/v1/runs?test_id="+test, &runs))
+		require.Equal(t, http.StatusOK, e2etest.APIGet(t, s.Server, malloryBearer, "/v1/runs?test_id="+test, &runs))
 		require.Len(t, runs.Items, 1)
 		run := runs.Items[0].ID
 
-		b := portaltest.New(t, s.p.url)
-		signIn(b, email, password)
+		b := portaltest.New(t, s.Server.URL)
+		e2etest.SignIn(b, email, password)
 		// Each is Mallory's, and hers to reach: the same request of hers is answered.
 		for _, r := range []struct{ what, method, path string }{
 			{"her token, revoked", "DELETE", "/v1/tokens/" + tokens.Items[0].ID},
@@ -276,7 +277,7 @@ load:
 			status, body := b.Fetch(r.method, r.path, "", true)
 			require.Equal(t, http.StatusNotFound, status, "%s: %s", r.what, body)
 			if r.method == "GET" {
-				got, body := apiRead(t, s.p, malloryBearer, r.path)
+				got, body := e2etest.APIRead(t, s.Server, malloryBearer, r.path)
 				require.Equal(t, http.StatusOK, got, "%s, for her: %s", r.what, body)
 			}
 		}
@@ -287,8 +288,8 @@ load:
 			require.Contains(t, b.Text(), "not found", page)
 			require.NotContains(t, b.Text(), "mallorys", page)
 		}
-		require.Contains(t, tokenNames(t, s.p, malloryBearer), "mallorys", "her token is still hers")
-		require.Equal(t, http.StatusOK, apiGet(t, s.p, malloryBearer, "/v1/tests/"+test, nil), "her test is still hers")
+		require.Contains(t, tokenNames(t, s.Server, malloryBearer), "mallorys", "her token is still hers")
+		require.Equal(t, http.StatusOK, e2etest.APIGet(t, s.Server, malloryBearer, "/v1/tests/"+test, nil), "her test is still hers")
 	})
 }
 

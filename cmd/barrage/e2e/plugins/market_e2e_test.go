@@ -1,4 +1,4 @@
-package main_test
+package plugins_test
 
 import (
 	"fmt"
@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/barrage-load/barrage/internal/e2etest"
 	"github.com/stretchr/testify/require"
 )
 
@@ -24,81 +25,82 @@ import (
 // marketplace name. A tampered artifact in storage is refused at install; a revoked version
 // cannot be installed.
 func TestPublishReviewFindInstallAndRunAMarketplacePlugin(t *testing.T) {
-	bin := buildPlugins(t, "random-data")
+	t.Parallel()
+	bin := e2etest.BuildPlugins(t, "random-data")
 	arm := filepath.Join(t.TempDir(), "random-data")
-	build := exec.Command("go", "build", "-trimpath", "-o", arm, "../../examples/plugins/random-data")
+	build := exec.Command("go", "build", "-trimpath", "-o", arm, "../../../../examples/plugins/random-data")
 	build.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH=arm64")
 	built, err := build.CombinedOutput()
 	require.NoError(t, err, "%s", built)
 	zipapp := filepath.Join(t.TempDir(), "correlation-id")
-	built, err = exec.Command("../../examples/plugins/correlation-id/build.sh", zipapp).CombinedOutput()
+	built, err = exec.Command("../../../../examples/plugins/correlation-id/build.sh", zipapp).CombinedOutput()
 	require.NoError(t, err, "%s", built)
-	python, err := exec.Command("../../scripts/python-env.sh").Output()
+	python, err := exec.Command("../../../../scripts/python-env.sh").Output()
 	require.NoError(t, err)
 	venv := "--plugin-path=" + filepath.Dir(filepath.Dir(strings.TrimSpace(string(python))))
 
-	data := reachableDir(t)
-	p := startServe(t, data, nil)
+	data := e2etest.ReachableDir(t)
+	p := e2etest.StartServe(t, data, nil)
 	admin, author, tester := t.TempDir(), t.TempDir(), t.TempDir()
-	code := codeLine.FindStringSubmatch(p.stdout.String())[1]
-	mustCLI(t, p, admin, "admin password 123\n", "signup", "--code", code, "--email", "ada@example.com", "--name", "Ada")
-	mustCLI(t, p, admin, "admin password 123\n", "login", "--email", "ada@example.com")
+	code := e2etest.CodeLine.FindStringSubmatch(p.Stdout.String())[1]
+	e2etest.MustCLI(t, p, admin, "admin password 123\n", "signup", "--code", code, "--email", "ada@example.com", "--name", "Ada")
+	e2etest.MustCLI(t, p, admin, "admin password 123\n", "login", "--email", "ada@example.com")
 	for _, u := range []struct{ dir, email string }{{author, "author@example.com"}, {tester, "tester@example.com"}} {
-		m := codeLine.FindStringSubmatch(mustCLI(t, p, admin, "", "admin", "invite", "--template", "demo"))
+		m := e2etest.CodeLine.FindStringSubmatch(e2etest.MustCLI(t, p, admin, "", "admin", "invite", "--template", "demo"))
 		require.NotNil(t, m)
-		mustCLI(t, p, u.dir, "a long password 1\n", "signup", "--code", m[1], "--email", u.email, "--name", "U")
-		mustCLI(t, p, u.dir, "a long password 1\n", "login", "--email", u.email)
+		e2etest.MustCLI(t, p, u.dir, "a long password 1\n", "signup", "--code", m[1], "--email", u.email, "--name", "U")
+		e2etest.MustCLI(t, p, u.dir, "a long password 1\n", "login", "--email", u.email)
 	}
 
 	// The author's namespace and key.
-	mustCLI(t, p, author, "", "plugin", "keygen")
-	require.Contains(t, mustCLI(t, p, author, "", "namespaces", "create", "acme"), "namespace acme is yours")
-	require.Contains(t, mustCLI(t, p, author, "", "namespaces", "add-key", "acme"), "signs the versions of acme")
+	e2etest.MustCLI(t, p, author, "", "plugin", "keygen")
+	require.Contains(t, e2etest.MustCLI(t, p, author, "", "namespaces", "create", "acme"), "namespace acme is yours")
+	require.Contains(t, e2etest.MustCLI(t, p, author, "", "namespaces", "add-key", "acme"), "signs the versions of acme")
 	// The tester cannot publish there.
-	mustCLI(t, p, tester, "", "plugin", "keygen")
-	_, errOut, err := cli(t, p, tester, "", "namespaces", "add-key", "acme")
+	e2etest.MustCLI(t, p, tester, "", "plugin", "keygen")
+	_, errOut, err := e2etest.CLI(t, p, tester, "", "namespaces", "add-key", "acme")
 	require.Error(t, err)
 	require.Contains(t, errOut, "404")
 	// ... until the author makes them a co-owner, by the id `barrage me` shows them.
-	testerID := regexp.MustCompile(`(?m)^id: (\S+)$`).FindStringSubmatch(mustCLI(t, p, tester, "", "me"))[1]
-	require.Contains(t, mustCLI(t, p, author, "", "namespaces", "add-owner", "acme", testerID), testerID)
-	require.Contains(t, mustCLI(t, p, tester, "", "namespaces", "list"), "acme")
-	require.NotContains(t, mustCLI(t, p, author, "", "namespaces", "remove-owner", "acme", testerID), testerID)
+	testerID := regexp.MustCompile(`(?m)^id: (\S+)$`).FindStringSubmatch(e2etest.MustCLI(t, p, tester, "", "me"))[1]
+	require.Contains(t, e2etest.MustCLI(t, p, author, "", "namespaces", "add-owner", "acme", testerID), testerID)
+	require.Contains(t, e2etest.MustCLI(t, p, tester, "", "namespaces", "list"), "acme")
+	require.NotContains(t, e2etest.MustCLI(t, p, author, "", "namespaces", "remove-owner", "acme", testerID), testerID)
 
-	out := mustCLI(t, p, author, "", "plugin", "publish", "--namespace", "acme", "--license", "MIT", "--tag", "data",
-		"--readme", "../../examples/plugins/random-data/README.md", "--config", `{"id": {"syntax": "uuid"}}`, filepath.Join(bin, "random-data"), arm)
+	out := e2etest.MustCLI(t, p, author, "", "plugin", "publish", "--namespace", "acme", "--license", "MIT", "--tag", "data",
+		"--readme", "../../../../examples/plugins/random-data/README.md", "--config", `{"id": {"syntax": "uuid"}}`, filepath.Join(bin, "random-data"), arm)
 	require.Contains(t, out, "published acme/random-data@1.0.0, pending")
 	require.Contains(t, out, "linux/amd64  random-data_1.0.0_linux_amd64")
 	require.Contains(t, out, "linux/arm64  random-data_1.0.0_linux_arm64")
-	out = mustCLI(t, p, author, "", "plugin", "publish", "--namespace", "acme", venv, zipapp)
+	out = e2etest.MustCLI(t, p, author, "", "plugin", "publish", "--namespace", "acme", venv, zipapp)
 	require.Contains(t, out, "published acme/correlation-id@1.0.0, pending")
 	// Once only.
-	_, errOut, err = cli(t, p, author, "", "plugin", "publish", "--namespace", "acme", "--config", `{"id": {"syntax": "uuid"}}`, filepath.Join(bin, "random-data"))
+	_, errOut, err = e2etest.CLI(t, p, author, "", "plugin", "publish", "--namespace", "acme", "--config", `{"id": {"syntax": "uuid"}}`, filepath.Join(bin, "random-data"))
 	require.Error(t, err)
 	require.Contains(t, errOut, "409")
 
 	// Pending: the tester neither finds nor installs it.
-	require.NotContains(t, mustCLI(t, p, tester, "", "plugin", "search", "random"), "acme/random-data")
-	_, errOut, err = cli(t, p, tester, "", "plugin", "install", "acme/random-data@1.0.0")
+	require.NotContains(t, e2etest.MustCLI(t, p, tester, "", "plugin", "search", "random"), "acme/random-data")
+	_, errOut, err = e2etest.CLI(t, p, tester, "", "plugin", "install", "acme/random-data@1.0.0")
 	require.Error(t, err)
 	require.Contains(t, errOut, "404")
 
-	queue := mustCLI(t, p, admin, "", "admin", "plugins")
+	queue := e2etest.MustCLI(t, p, admin, "", "admin", "plugins")
 	require.Contains(t, queue, "acme/random-data@1.0.0")
 	require.Contains(t, queue, "acme/correlation-id@1.0.0")
-	require.Contains(t, mustCLI(t, p, admin, "", "admin", "plugin", "approve", "acme/random-data@1.0.0"), "is published")
-	require.Contains(t, mustCLI(t, p, admin, "", "admin", "plugin", "approve", "acme/correlation-id@1.0.0"), "is published")
+	require.Contains(t, e2etest.MustCLI(t, p, admin, "", "admin", "plugin", "approve", "acme/random-data@1.0.0"), "is published")
+	require.Contains(t, e2etest.MustCLI(t, p, admin, "", "admin", "plugin", "approve", "acme/correlation-id@1.0.0"), "is published")
 
-	found := mustCLI(t, p, tester, "", "plugin", "search", "rand")
+	found := e2etest.MustCLI(t, p, tester, "", "plugin", "search", "rand")
 	require.Regexp(t, `acme/random-data\s+1\.0\.0\s+session-element`, found)
-	require.Contains(t, mustCLI(t, p, tester, "", "plugin", "search", "--kind", "url"), "acme/correlation-id")
-	info := mustCLI(t, p, tester, "", "plugin", "info", "acme/random-data")
+	require.Contains(t, e2etest.MustCLI(t, p, tester, "", "plugin", "search", "--kind", "url"), "acme/correlation-id")
+	info := e2etest.MustCLI(t, p, tester, "", "plugin", "info", "acme/random-data")
 	require.Regexp(t, `1\.0\.0\s+published\s+linux/amd64,linux/arm64`, info)
 	require.Contains(t, info, "# random-data", "the README")
 
-	installed := mustCLI(t, p, tester, "", "plugin", "install", "acme/random-data@1.0.0")
+	installed := e2etest.MustCLI(t, p, tester, "", "plugin", "install", "acme/random-data@1.0.0")
 	require.Contains(t, installed, "installed acme/random-data@1.0.0 (session-element)")
-	require.Contains(t, mustCLI(t, p, tester, "", "plugin", "list"), "acme/random-data")
+	require.Contains(t, e2etest.MustCLI(t, p, tester, "", "plugin", "list"), "acme/random-data")
 
 	// A script uses it by its marketplace name.
 	var mu sync.Mutex
@@ -134,7 +136,7 @@ load:
   vus: 1
   iterations: 3
 `), 0o644))
-	mustCLI(t, p, tester, "", "run", script)
+	e2etest.MustCLI(t, p, tester, "", "run", script)
 	mu.Lock()
 	require.Len(t, bodies, 3)
 	require.Regexp(t, `"email":"[^"]+@shop\.test"`, bodies[0])
@@ -142,14 +144,14 @@ load:
 
 	// A plugin directory without it: `barrage run` fetches it from the server it is signed in
 	// to, verified as install verifies it; signed in nowhere, it says how to get it.
-	out, errOut, err = cli(t, p, tester, "", "run", "--plugins", t.TempDir(), script)
+	out, errOut, err = e2etest.CLI(t, p, tester, "", "run", "--plugins", t.TempDir(), script)
 	require.NoError(t, err, "stdout: %s\nstderr: %s", out, errOut)
-	require.Contains(t, errOut, "fetching acme/random-data@^1.0 from "+p.url)
+	require.Contains(t, errOut, "fetching acme/random-data@^1.0 from "+p.URL)
 	require.Contains(t, errOut, "installed acme/random-data@1.0.0 (session-element)")
 	mu.Lock()
 	require.Len(t, bodies, 6)
 	mu.Unlock()
-	_, errOut, exit := runWithEnv(t, []string{"BARRAGE_SERVER=" + p.url}, "run", "--plugins", t.TempDir(), script)
+	_, errOut, exit := e2etest.RunWithEnv(t, []string{"BARRAGE_SERVER=" + p.URL}, "run", "--plugins", t.TempDir(), script)
 	require.NotZero(t, exit)
 	require.Contains(t, errOut, "acme/random-data@^1.0 is not in")
 	require.Contains(t, errOut, "cannot be fetched from the marketplace: not signed in")
@@ -157,28 +159,28 @@ load:
 	// On an agent with no plugin of its own: the server resolves the plugin for the tester, the
 	// agent fetches it, verifies it and keeps it in its cache, and the run's manifest names the
 	// signed SHA256SUMS and the key.
-	agentToken := strings.TrimSpace(mustCLI(t, p, tester, "", "agents", "create", "mine"))
+	agentToken := strings.TrimSpace(e2etest.MustCLI(t, p, tester, "", "agents", "create", "mine"))
 	cache := t.TempDir()
-	agent := startAgent(t, p, agentToken, "BARRAGE_PLUGIN_DIR="+t.TempDir(), "XDG_CACHE_HOME="+cache)
-	eventually(t, 30*time.Second, "the agent online", func() bool {
-		return strings.Contains(mustCLI(t, p, tester, "", "agents", "list"), " online ")
+	agent := e2etest.StartAgent(t, p, agentToken, "BARRAGE_PLUGIN_DIR="+t.TempDir(), "XDG_CACHE_HOME="+cache)
+	e2etest.Eventually(t, 30*time.Second, "the agent online", func() bool {
+		return strings.Contains(e2etest.MustCLI(t, p, tester, "", "agents", "list"), " online ")
 	})
-	testID := strings.TrimSpace(mustCLI(t, p, tester, "", "tests", "push", script))
+	testID := strings.TrimSpace(e2etest.MustCLI(t, p, tester, "", "tests", "push", script))
 	runOnAgent := func() (string, string, error) {
 		mu.Lock()
 		bodies = nil
 		mu.Unlock()
-		return cli(t, p, tester, "", "runs", "start", "--test", testID, "--watch")
+		return e2etest.CLI(t, p, tester, "", "runs", "start", "--test", testID, "--watch")
 	}
 	out, errOut, err = runOnAgent()
-	require.NoError(t, err, "stdout: %s\nstderr: %s\nagent: %s", out, errOut, agent.stderr)
+	require.NoError(t, err, "stdout: %s\nstderr: %s\nagent: %s", out, errOut, agent.Stderr)
 	require.Regexp(t, `plugin rnd acme/random-data@1\.0\.0 \(session-element\) from the marketplace: SHA256SUMS sha256 [0-9a-f]{64}, signed by key [0-9a-f]{16}`, errOut)
 	mu.Lock()
 	require.Len(t, bodies, 3)
 	require.Regexp(t, `"email":"[^"]+@shop\.test"`, bodies[0])
 	mu.Unlock()
 	// The range was pinned to the version it matched when the script was generated.
-	scriptID := strings.TrimSpace(mustCLI(t, p, tester, "", "scripts", "generate", testID))
+	scriptID := strings.TrimSpace(e2etest.MustCLI(t, p, tester, "", "scripts", "generate", testID))
 	cached, err := filepath.Glob(filepath.Join(cache, "barrage", "artifacts", "*"))
 	require.NoError(t, err)
 	require.Len(t, cached, 1)
@@ -191,8 +193,8 @@ load:
 	require.NoError(t, os.Chmod(cached[0], 0o755))
 	require.NoError(t, os.WriteFile(cached[0], []byte("#!/bin/sh\necho evil\n"), 0o755))
 	out, errOut, err = runOnAgent()
-	require.NoError(t, err, "stdout: %s\nstderr: %s\nagent: %s", out, errOut, agent.stderr)
-	require.Contains(t, agent.stderr.String(), "a cached plugin does not match its digest; fetching it again")
+	require.NoError(t, err, "stdout: %s\nstderr: %s\nagent: %s", out, errOut, agent.Stderr)
+	require.Contains(t, agent.Stderr.String(), "a cached plugin does not match its digest; fetching it again")
 	mu.Lock()
 	require.Len(t, bodies, 3)
 	mu.Unlock()
@@ -207,23 +209,23 @@ load:
 	require.NoError(t, err)
 	require.NoError(t, f.Close())
 	other := t.TempDir()
-	m := codeLine.FindStringSubmatch(mustCLI(t, p, admin, "", "admin", "invite", "--template", "demo"))
-	mustCLI(t, p, other, "a long password 1\n", "signup", "--code", m[1], "--email", "other@example.com", "--name", "O")
-	mustCLI(t, p, other, "a long password 1\n", "login", "--email", "other@example.com")
-	_, errOut, err = cli(t, p, other, "", "plugin", "install", "acme/random-data@1.0.0")
+	m := e2etest.CodeLine.FindStringSubmatch(e2etest.MustCLI(t, p, admin, "", "admin", "invite", "--template", "demo"))
+	e2etest.MustCLI(t, p, other, "a long password 1\n", "signup", "--code", m[1], "--email", "other@example.com", "--name", "O")
+	e2etest.MustCLI(t, p, other, "a long password 1\n", "login", "--email", "other@example.com")
+	_, errOut, err = e2etest.CLI(t, p, other, "", "plugin", "install", "acme/random-data@1.0.0")
 	require.Error(t, err, "a tampered artifact is not installed")
-	require.NotContains(t, mustCLI(t, p, other, "", "plugin", "list"), "acme/random-data")
+	require.NotContains(t, e2etest.MustCLI(t, p, other, "", "plugin", "list"), "acme/random-data")
 	t.Logf("tampered install: %s", errOut)
 	// ... and an agent that has not cached it refuses to run it.
-	otherToken := strings.TrimSpace(mustCLI(t, p, tester, "", "agents", "create", "fresh"))
-	fresh := startAgent(t, p, otherToken, "BARRAGE_PLUGIN_DIR="+t.TempDir(), "XDG_CACHE_HOME="+t.TempDir())
-	_ = agent.cmd.Process.Kill()
-	<-agent.done
-	eventually(t, 30*time.Second, "only the fresh agent online", func() bool {
-		return regexp.MustCompile(`fresh\s.* online `).MatchString(mustCLI(t, p, tester, "", "agents", "list"))
+	otherToken := strings.TrimSpace(e2etest.MustCLI(t, p, tester, "", "agents", "create", "fresh"))
+	fresh := e2etest.StartAgent(t, p, otherToken, "BARRAGE_PLUGIN_DIR="+t.TempDir(), "XDG_CACHE_HOME="+t.TempDir())
+	_ = agent.Cmd.Process.Kill()
+	<-agent.Done
+	e2etest.Eventually(t, 30*time.Second, "only the fresh agent online", func() bool {
+		return regexp.MustCompile(`fresh\s.* online `).MatchString(e2etest.MustCLI(t, p, tester, "", "agents", "list"))
 	})
 	out, errOut, err = runOnAgent()
-	require.Error(t, err, "stdout: %s\nstderr: %s\nagent: %s", out, errOut, fresh.stderr)
+	require.Error(t, err, "stdout: %s\nstderr: %s\nagent: %s", out, errOut, fresh.Stderr)
 	require.Contains(t, out+errOut, "refused")
 	t.Logf("a tampered artifact on a fresh agent: %s", errOut)
 	mu.Lock()
@@ -231,26 +233,26 @@ load:
 	mu.Unlock()
 
 	// Revoked: gone.
-	_, errOut, err = cli(t, p, admin, "", "admin", "plugin", "revoke", "acme/correlation-id@1.0.0")
+	_, errOut, err = e2etest.CLI(t, p, admin, "", "admin", "plugin", "revoke", "acme/correlation-id@1.0.0")
 	require.Error(t, err, "a revocation says why")
 	require.Contains(t, errOut, "reason")
-	mustCLI(t, p, admin, "", "admin", "plugin", "revoke", "acme/correlation-id@1.0.0", "--reason", "leaks ids")
-	_, errOut, err = cli(t, p, tester, "", "plugin", "install", "acme/correlation-id@1.0.0")
+	e2etest.MustCLI(t, p, admin, "", "admin", "plugin", "revoke", "acme/correlation-id@1.0.0", "--reason", "leaks ids")
+	_, errOut, err = e2etest.CLI(t, p, tester, "", "plugin", "install", "acme/correlation-id@1.0.0")
 	require.Error(t, err)
 	require.Contains(t, errOut, fmt.Sprint(http.StatusGone))
 	require.Contains(t, errOut, "leaks ids")
 
 	// A revoked version refuses new runs of the scripts that pinned it, naming it; a range no
 	// longer finds it.
-	mustCLI(t, p, admin, "", "admin", "plugin", "revoke", "acme/random-data@1.0.0", "--reason", "tampered")
-	_, errOut, err = cli(t, p, tester, "", "runs", "start", "--script", scriptID)
+	e2etest.MustCLI(t, p, admin, "", "admin", "plugin", "revoke", "acme/random-data@1.0.0", "--reason", "tampered")
+	_, errOut, err = e2etest.CLI(t, p, tester, "", "runs", "start", "--script", scriptID)
 	require.Error(t, err)
 	require.Contains(t, errOut, "acme/random-data@1.0.0 was revoked (tampered): no new run may use it")
 	_, errOut, err = runOnAgent()
 	require.Error(t, err)
 	require.Contains(t, errOut, "acme/random-data@^1.0: no published version that you may use matches ^1.0")
 	// ... and `barrage run`, signed in, refuses the copy installed before.
-	_, errOut, err = cli(t, p, tester, "", "run", script)
+	_, errOut, err = e2etest.CLI(t, p, tester, "", "run", script)
 	require.Error(t, err)
 	require.Contains(t, errOut, "plugin acme/random-data@1.0.0 was revoked (tampered): no run may use it; remove acme/random-data/1.0.0 from")
 }

@@ -1,4 +1,4 @@
-package main_test
+package server_test
 
 import (
 	"crypto/tls"
@@ -12,94 +12,30 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/barrage-load/barrage/internal/demoshop"
+	"github.com/barrage-load/barrage/internal/e2etest"
 )
-
-// proc is a barrage process a test drives through its standard streams.
-type proc struct {
-	cmd            *exec.Cmd
-	stdin          io.WriteCloser
-	stdout, stderr *lockedBuffer
-	done           chan error
-}
-
-// startProc runs the binary with args and env (besides PATH and HOME), its stdin a pipe the test
-// writes to. At the test's end a process still running gets SIGINT, then SIGKILL.
-func startProc(t *testing.T, env []string, args ...string) *proc {
-	t.Helper()
-	p := &proc{stdout: &lockedBuffer{}, stderr: &lockedBuffer{}, done: make(chan error, 1)}
-	p.cmd = exec.Command(binary, args...)
-	p.cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}, env...)
-	p.cmd.Stdout, p.cmd.Stderr = p.stdout, p.stderr
-	var err error
-	p.stdin, err = p.cmd.StdinPipe()
-	require.NoError(t, err)
-	require.NoError(t, p.cmd.Start())
-	go func() { p.done <- p.cmd.Wait() }()
-	t.Cleanup(func() {
-		if p.cmd.ProcessState != nil {
-			return
-		}
-		_ = p.cmd.Process.Signal(syscall.SIGINT)
-		select {
-		case <-p.done:
-		case <-time.After(10 * time.Second):
-			_ = p.cmd.Process.Kill()
-			<-p.done
-		}
-	})
-	return p
-}
-
-// waitFor waits until the process's stderr matches re, and returns the match's groups. The
-// process ending first fails the test.
-func (p *proc) waitFor(t *testing.T, re *regexp.Regexp) []string {
-	t.Helper()
-	return p.stderr.await(t, re, time.Minute, p.cmd.Args[1], p.done)
-}
-
-// interrupt sends SIGINT and requires exit status 0.
-func (p *proc) interrupt(t *testing.T) {
-	t.Helper()
-	require.NoError(t, p.cmd.Process.Signal(syscall.SIGINT))
-	select {
-	case err := <-p.done:
-		require.NoError(t, err, "stderr:\n%s", p.stderr.String())
-	case <-time.After(time.Minute):
-		t.Fatalf("%s did not end on SIGINT\nstderr:\n%s", p.cmd.Args[1], p.stderr.String())
-	}
-}
-
-// startDemoShop runs `barrage demo-shop` on a free port and returns its URL.
-func startDemoShop(t *testing.T) string {
-	t.Helper()
-	shop := startProc(t, nil, "demo-shop", "--addr", "127.0.0.1:0")
-	return shop.waitFor(t, regexp.MustCompile(`demo shop on (http://127\.0\.0\.1:\d+)`))[1]
-}
 
 // recording is a `barrage record` and a client whose proxy it is, trusting its CA.
 type recording struct {
-	*proc
+	*e2etest.Proc
 	client *http.Client
 	caPath string
 }
 
 func startRecording(t *testing.T, dir string, args ...string) *recording {
 	t.Helper()
-	p := startProc(t, []string{"XDG_DATA_HOME=" + filepath.Join(dir, "data")},
+	p := e2etest.StartProc(t, []string{"XDG_DATA_HOME=" + filepath.Join(dir, "data")},
 		append([]string{"record", "--listen", "127.0.0.1:0", "-o", filepath.Join(dir, "test.yaml"), "--har", filepath.Join(dir, "visit.har")}, args...)...)
-	addr := p.waitFor(t, regexp.MustCompile(`proxy on (127\.0\.0\.1:\d+), recording`))[1]
-	caPath := p.waitFor(t, regexp.MustCompile(`--cacert (\S+) https`))[1]
+	addr := p.WaitFor(t, regexp.MustCompile(`proxy on (127\.0\.0\.1:\d+), recording`))[1]
+	caPath := p.WaitFor(t, regexp.MustCompile(`--cacert (\S+) https`))[1]
 	require.Equal(t, filepath.Join(dir, "data", "barrage", "ca", "ca.pem"), caPath, "the CA is kept in Barrage's data folder")
 	caPEM, err := os.ReadFile(caPath)
 	require.NoError(t, err)
@@ -111,16 +47,16 @@ func startRecording(t *testing.T, dir string, args ...string) *recording {
 	require.NoError(t, err)
 	cl := &http.Client{Jar: jar, Transport: &http.Transport{Proxy: http.ProxyURL(proxyURL), TLSClientConfig: &tls.Config{RootCAs: trust}}}
 	t.Cleanup(cl.CloseIdleConnections)
-	return &recording{proc: p, client: cl, caPath: caPath}
+	return &recording{Proc: p, client: cl, caPath: caPath}
 }
 
 // newPage presses Enter in the recorder's terminal and waits until it says the next request
 // starts page n.
 func (r *recording) newPage(t *testing.T, n int) {
 	t.Helper()
-	_, err := io.WriteString(r.stdin, "\n")
+	_, err := io.WriteString(r.Stdin, "\n")
 	require.NoError(t, err)
-	r.waitFor(t, regexp.MustCompile(fmt.Sprintf(`page %d starts with the next request`, n)))
+	r.WaitFor(t, regexp.MustCompile(fmt.Sprintf(`page %d starts with the next request`, n)))
 }
 
 func (r *recording) do(t *testing.T, method, u, contentType, body string) (int, string) {
@@ -161,14 +97,14 @@ func (r *recording) visit(t *testing.T, base string) {
 	cartID := regexp.MustCompile(`"id":"([^"]+)"`).FindStringSubmatch(cart)[1]
 	status, order := r.do(t, "POST", base+"/api/orders", "application/json", `{"cart":"`+cartID+`","payment":{"card":"4242424242424242"}}`)
 	require.Equal(t, http.StatusCreated, status, order)
-	r.waitFor(t, regexp.MustCompile(`recorded 6, page 4: POST \S+/api/orders 201`))
+	r.WaitFor(t, regexp.MustCompile(`recorded 6, page 4: POST \S+/api/orders 201`))
 }
 
 // runResult runs `barrage run` with args and env and returns its exit status and result.
 func runResult(t *testing.T, env []string, args ...string) (int, replayDoc, string) {
 	t.Helper()
 	out := filepath.Join(t.TempDir(), "result.json")
-	stdout, stderr, code := runWithEnv(t, env, append([]string{"run", "--quiet", "--out", out}, args...)...)
+	stdout, stderr, code := e2etest.RunWithEnv(t, env, append([]string{"run", "--quiet", "--out", out}, args...)...)
 	var doc replayDoc
 	if data, err := os.ReadFile(out); err == nil {
 		require.NoError(t, json.Unmarshal(data, &doc))
@@ -212,7 +148,7 @@ func requireReplays(t *testing.T, env []string, args ...string) {
 
 func copyUsers(t *testing.T, dir string) {
 	t.Helper()
-	data, err := os.ReadFile("../../examples/scripts/users.csv")
+	data, err := os.ReadFile("../../../../examples/scripts/users.csv")
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "users.csv"), data, 0o644))
 }
@@ -224,18 +160,18 @@ func copyUsers(t *testing.T, dir string) {
 // `barrage import har`; without the correlation, the shop refuses the login.
 func TestRecordTheDemoShopAndReplayIt(t *testing.T) {
 	t.Parallel()
-	shop := startDemoShop(t)
+	shop := e2etest.StartDemoShop(t)
 	dir := t.TempDir()
 	copyUsers(t, dir)
 	rec := startRecording(t, dir, "--users", filepath.Join(dir, "users.csv"))
 	rec.visit(t, shop)
-	rec.interrupt(t)
+	rec.Interrupt(t)
 
 	for _, want := range []string{"6 requests in 4 groups", "correlated 3 values:", `csrf: regex name="csrf" value="([^"]+)" of GET / -> POST /login (form field csrf)`,
 		"product: json $.items[0].id of GET /api/products", "cart: json $.id of POST /api/cart/items -> POST /api/orders (JSON $.cart)",
 		"from the data file: email (POST /login, form field email) password (POST /login, form field password) card (POST /api/orders, JSON $.payment.card)",
 		"wrote " + filepath.Join(dir, "visit.har") + ": 6 exchanges"} {
-		require.Contains(t, rec.stderr.String(), want)
+		require.Contains(t, rec.Stderr.String(), want)
 	}
 	script, err := os.ReadFile(filepath.Join(dir, "test.yaml"))
 	require.NoError(t, err)
@@ -247,7 +183,7 @@ func TestRecordTheDemoShopAndReplayIt(t *testing.T) {
 	require.NotContains(t, string(script), "lovelace-1815", "ada's password is users.csv's column now")
 
 	// One converter, two front ends: the HAR of the same visit makes the same script.
-	out, errOut, code := runWithEnv(t, nil, "import", "har", filepath.Join(dir, "visit.har"), "-o", filepath.Join(dir, "imported.yaml"), "--users", filepath.Join(dir, "users.csv"))
+	out, errOut, code := e2etest.RunWithEnv(t, nil, "import", "har", filepath.Join(dir, "visit.har"), "-o", filepath.Join(dir, "imported.yaml"), "--users", filepath.Join(dir, "users.csv"))
 	require.Equal(t, 0, code, out+errOut)
 	imported, err := os.ReadFile(filepath.Join(dir, "imported.yaml"))
 	require.NoError(t, err)
@@ -276,8 +212,8 @@ func TestRecordHTTPSThroughConnect(t *testing.T) {
 	require.NoError(t, os.WriteFile(shopCA, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: shop.Certificate().Raw}), 0o644))
 	rec := startRecording(t, dir, "--users", filepath.Join(dir, "users.csv"), "--target-ca", shopCA)
 	rec.visit(t, shop.URL)
-	rec.interrupt(t)
-	require.Contains(t, rec.stderr.String(), "correlated 3 values:")
+	rec.Interrupt(t)
+	require.Contains(t, rec.Stderr.String(), "correlated 3 values:")
 
 	script, err := os.ReadFile(filepath.Join(dir, "test.yaml"))
 	require.NoError(t, err)
@@ -300,7 +236,7 @@ func TestRecordHTTPSThroughConnect(t *testing.T) {
 	first, err := os.ReadFile(rec.caPath)
 	require.NoError(t, err)
 	again := startRecording(t, dir)
-	require.NotContains(t, again.stderr.String(), "made now")
+	require.NotContains(t, again.Stderr.String(), "made now")
 	second, err := os.ReadFile(again.caPath)
 	require.NoError(t, err)
 	require.Equal(t, first, second)
@@ -310,11 +246,11 @@ func TestRecordHTTPSThroughConnect(t *testing.T) {
 // a script that runs against a fresh shop for every user of users.csv, TARGET_URL aiming it.
 func TestImportABrowserHARAndReplayIt(t *testing.T) {
 	t.Parallel()
-	shop := startDemoShop(t)
+	shop := e2etest.StartDemoShop(t)
 	dir := t.TempDir()
 	copyUsers(t, dir)
 	script := filepath.Join(dir, "test.yaml")
-	out, errOut, code := runWithEnv(t, nil, "import", "har", "../../internal/har/testdata/shop-chrome.har", "-o", script,
+	out, errOut, code := e2etest.RunWithEnv(t, nil, "import", "har", "../../../../internal/har/testdata/shop-chrome.har", "-o", script,
 		"--users", filepath.Join(dir, "users.csv"), "--max-think", "200ms")
 	require.Equal(t, 0, code, out+errOut)
 	require.Empty(t, out, "the script went to its file")
@@ -325,7 +261,7 @@ func TestImportABrowserHARAndReplayIt(t *testing.T) {
 	requireReplays(t, []string{"TARGET_URL=" + shop}, script)
 
 	// Without -o the script goes to stdout, the summary to stderr.
-	out, errOut, code = runWithEnv(t, nil, "import", "har", "../../internal/har/testdata/shop-chrome.har")
+	out, errOut, code = e2etest.RunWithEnv(t, nil, "import", "har", "../../../../internal/har/testdata/shop-chrome.har")
 	require.Equal(t, 0, code, errOut)
 	require.True(t, strings.HasPrefix(out, "# Converted by barrage from a HAR written by WebInspector 537.36"), out)
 	require.Contains(t, errOut, "typed in, left as recorded")
@@ -334,7 +270,7 @@ func TestImportABrowserHARAndReplayIt(t *testing.T) {
 	// name, nothing printed holds it, and the script replays with the secret's value.
 	secretEnv := []string{"BARRAGE_SECRET_SHOP_PASSWORD=lovelace-1815"}
 	secretive := filepath.Join(dir, "secretive.yaml")
-	out, errOut, code = runWithEnv(t, secretEnv, "import", "har", "../../internal/har/testdata/shop-chrome.har", "-o", secretive, "--secret", "SHOP_PASSWORD")
+	out, errOut, code = e2etest.RunWithEnv(t, secretEnv, "import", "har", "../../../../internal/har/testdata/shop-chrome.har", "-o", secretive, "--secret", "SHOP_PASSWORD")
 	require.Equal(t, 0, code, errOut)
 	require.Contains(t, errOut, "your secrets SHOP_PASSWORD: the recording sent them; the script reads each as ${secret.NAME}")
 	src, err := os.ReadFile(secretive)
@@ -348,24 +284,24 @@ func TestImportABrowserHARAndReplayIt(t *testing.T) {
 	require.Equal(t, 0, code, runOut)
 	require.Zero(t, doc.Total.ErrorRate, "the shop took the password: %s", runOut)
 	require.Positive(t, doc.count("POST /api/orders"), runOut)
-	_, errOut, code = runWithEnv(t, nil, "import", "har", "../../internal/har/testdata/shop-chrome.har", "--secret", "SHOP_PASSWORD")
+	_, errOut, code = e2etest.RunWithEnv(t, nil, "import", "har", "../../../../internal/har/testdata/shop-chrome.har", "--secret", "SHOP_PASSWORD")
 	require.Equal(t, 2, code, errOut)
 	require.Contains(t, errOut, "--secret SHOP_PASSWORD: BARRAGE_SECRET_SHOP_PASSWORD is not set")
 
 	// What is wrong says where, with its own exit status; wrong usage is 2.
 	bad := filepath.Join(dir, "bad.har")
 	require.NoError(t, os.WriteFile(bad, []byte(`{"log": {"entries": [{"startedDateTime": "soon", "request": {"method": "GET", "url": "/x"}, "response": {"status": 200}}]}}`), 0o644))
-	_, errOut, code = runWithEnv(t, nil, "import", "har", bad)
+	_, errOut, code = e2etest.RunWithEnv(t, nil, "import", "har", bad)
 	require.Equal(t, 65, code, errOut)
 	require.Contains(t, errOut, "log.entries[0].startedDateTime: must be a date and time")
 	require.Contains(t, errOut, "log.entries[0].request.url: must be an absolute URL")
-	_, errOut, code = runWithEnv(t, nil, "import", "har", "../../internal/har/testdata/shop-chrome.har", "-o", script, "--users", "../../examples/scripts/users.csv")
+	_, errOut, code = e2etest.RunWithEnv(t, nil, "import", "har", "../../../../internal/har/testdata/shop-chrome.har", "-o", script, "--users", "../../../../examples/scripts/users.csv")
 	require.Equal(t, 2, code, errOut)
 	require.Contains(t, errOut, "a script reads its data files from its own folder")
-	_, errOut, code = runWithEnv(t, nil, "record", "--listen", "127.0.0.1:0")
+	_, errOut, code = e2etest.RunWithEnv(t, nil, "record", "--listen", "127.0.0.1:0")
 	require.Equal(t, 2, code, errOut)
 	require.Contains(t, errOut, "-o: name the script to write")
-	_, errOut, code = runWithEnv(t, nil, "record", "--listen", "0.0.0.0:0", "-o", script)
+	_, errOut, code = e2etest.RunWithEnv(t, nil, "record", "--listen", "0.0.0.0:0", "-o", script)
 	require.Equal(t, 2, code, errOut)
 	require.Contains(t, errOut, "loopback address only")
 }
@@ -374,26 +310,26 @@ func TestImportABrowserHARAndReplayIt(t *testing.T) {
 // converter and saves it as a test of the signed-in user; a HAR the server refuses says which
 // field is wrong.
 func TestImportHARPushSavesATestOnTheServer(t *testing.T) {
-	p := startServe(t, reachableDir(t), nil)
+	p := e2etest.StartServe(t, e2etest.ReachableDir(t), nil)
 	cfg := t.TempDir()
-	code := codeLine.FindStringSubmatch(p.stdout.String())[1]
-	mustCLI(t, p, cfg, "admin password 123\n", "signup", "--code", code, "--email", "ada@example.com", "--name", "Ada")
-	mustCLI(t, p, cfg, "admin password 123\n", "login", "--email", "ada@example.com")
+	code := e2etest.CodeLine.FindStringSubmatch(p.Stdout.String())[1]
+	e2etest.MustCLI(t, p, cfg, "admin password 123\n", "signup", "--code", code, "--email", "ada@example.com", "--name", "Ada")
+	e2etest.MustCLI(t, p, cfg, "admin password 123\n", "login", "--email", "ada@example.com")
 
-	const chrome = "../../internal/har/testdata/shop-chrome.har"
-	out, errOut, err := cli(t, p, cfg, "", "import", "har", chrome, "--push", "--name", "shop visit")
+	const chrome = "../../../../internal/har/testdata/shop-chrome.har"
+	out, errOut, err := e2etest.CLI(t, p, cfg, "", "import", "har", chrome, "--push", "--name", "shop visit")
 	require.NoError(t, err, "stderr: %s", errOut)
 	id := strings.TrimSpace(out)
 	require.Contains(t, errOut, "correlated 3 values:")
 	require.Contains(t, errOut, `csrf: regex name="csrf" value="([^"]+)" of GET / -> POST /login (form field csrf)`)
 	require.Contains(t, errOut, `Test "shop visit" saved as revision 1`)
-	local, _, status := runWithEnv(t, nil, "import", "har", chrome)
+	local, _, status := e2etest.RunWithEnv(t, nil, "import", "har", chrome)
 	require.Equal(t, 0, status)
-	require.Equal(t, local, mustCLI(t, p, cfg, "", "tests", "show", id), "the server saved what the CLI converts")
+	require.Equal(t, local, e2etest.MustCLI(t, p, cfg, "", "tests", "show", id), "the server saved what the CLI converts")
 
 	bad := filepath.Join(t.TempDir(), "bad.har")
 	require.NoError(t, os.WriteFile(bad, []byte(`{"log": {"entries": [{"startedDateTime": "2025-01-01T00:00:00Z", "request": {"method": "GET", "url": "/x"}, "response": {"status": 200}}]}}`), 0o644))
-	out, errOut, err = cli(t, p, cfg, "", "import", "har", bad, "--push")
+	out, errOut, err = e2etest.CLI(t, p, cfg, "", "import", "har", bad, "--push")
 	require.Error(t, err)
 	require.Contains(t, out+errOut, "422")
 	require.Contains(t, out+errOut, "log.entries[0].request.url")

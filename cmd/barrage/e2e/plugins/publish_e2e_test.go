@@ -1,4 +1,4 @@
-package main_test
+package plugins_test
 
 import (
 	"bytes"
@@ -20,6 +20,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/barrage-load/barrage/internal/e2etest"
 	"github.com/barrage-load/barrage/internal/registry"
 	"github.com/barrage-load/barrage/internal/registry/registrytest"
 )
@@ -46,12 +47,12 @@ func bigELF(size int64, salt byte) io.Reader {
 // memory before any check: two of 120 MB took serve from 77 to 520 MiB.)
 func TestPublishingLargePluginsKeepsServesMemoryBounded(t *testing.T) {
 	t.Parallel()
-	p := startServe(t, reachableDir(t), nil)
-	code := codeLine.FindStringSubmatch(p.stdout.String())[1]
+	p := e2etest.StartServe(t, e2etest.ReachableDir(t), nil)
+	code := e2etest.CodeLine.FindStringSubmatch(p.Stdout.String())[1]
 	admin := t.TempDir()
-	mustCLI(t, p, admin, "admin password 123\n", "signup", "--code", code, "--email", "admin@example.com", "--name", "Admin")
-	mustCLI(t, p, admin, "admin password 123\n", "login", "--email", "admin@example.com")
-	invite := strings.TrimSpace(mustCLI(t, p, admin, "", "admin", "invite", "--template", "demo", "--uses", "4"))
+	e2etest.MustCLI(t, p, admin, "admin password 123\n", "signup", "--code", code, "--email", "admin@example.com", "--name", "Admin")
+	e2etest.MustCLI(t, p, admin, "admin password 123\n", "login", "--email", "admin@example.com")
+	invite := strings.TrimSpace(e2etest.MustCLI(t, p, admin, "", "admin", "invite", "--template", "demo", "--uses", "4"))
 	// Four authors, each with a namespace and a key: a user has two publishes in flight at most.
 	type author struct {
 		ns, token string
@@ -61,13 +62,13 @@ func TestPublishingLargePluginsKeepsServesMemoryBounded(t *testing.T) {
 	for i := range authors {
 		cfg := t.TempDir()
 		email := fmt.Sprintf("u%d@example.com", i)
-		mustCLI(t, p, cfg, "user password 123\n", "signup", "--code", invite, "--email", email, "--name", "U")
-		mustCLI(t, p, cfg, "user password 123\n", "login", "--email", email)
-		mustCLI(t, p, cfg, "", "plugin", "keygen")
+		e2etest.MustCLI(t, p, cfg, "user password 123\n", "signup", "--code", invite, "--email", email, "--name", "U")
+		e2etest.MustCLI(t, p, cfg, "user password 123\n", "login", "--email", email)
+		e2etest.MustCLI(t, p, cfg, "", "plugin", "keygen")
 		a := author{ns: fmt.Sprintf("acme%d", i)}
-		mustCLI(t, p, cfg, "", "namespaces", "create", a.ns)
-		mustCLI(t, p, cfg, "", "namespaces", "add-key", a.ns)
-		a.token = strings.TrimSpace(mustCLI(t, p, cfg, "", "tokens", "create", "--name", "ci", "--scopes", "plugins:write"))
+		e2etest.MustCLI(t, p, cfg, "", "namespaces", "create", a.ns)
+		e2etest.MustCLI(t, p, cfg, "", "namespaces", "add-key", a.ns)
+		a.token = strings.TrimSpace(e2etest.MustCLI(t, p, cfg, "", "tokens", "create", "--name", "ci", "--scopes", "plugins:write"))
 		pem, err := os.ReadFile(filepath.Join(cfg, "signing-key.pem"))
 		require.NoError(t, err)
 		a.key, err = registry.ParsePrivateKey(pem)
@@ -120,7 +121,7 @@ func TestPublishingLargePluginsKeepsServesMemoryBounded(t *testing.T) {
 			}
 			pw.CloseWithError(err)
 		}()
-		req, err := http.NewRequest("POST", p.url+"/v1/plugins/"+a.ns+"/big/versions", pr)
+		req, err := http.NewRequest("POST", p.URL+"/v1/plugins/"+a.ns+"/big/versions", pr)
 		if err != nil {
 			return 0, err.Error()
 		}
@@ -135,8 +136,8 @@ func TestPublishingLargePluginsKeepsServesMemoryBounded(t *testing.T) {
 		return res.StatusCode, string(answer)
 	}
 
-	pid := p.cmd.Process.Pid
-	stopWatching := watchRSS(t, pid)
+	pid := p.Cmd.Process.Pid
+	stopWatching := e2etest.WatchRSS(t, pid)
 	type sent struct {
 		name   string
 		status int

@@ -1,4 +1,4 @@
-package main_test
+package agents_test
 
 import (
 	"bytes"
@@ -10,7 +10,6 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -23,126 +22,51 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/barrage-load/barrage/internal/e2etest"
 	"github.com/barrage-load/barrage/internal/metrics"
 	"github.com/barrage-load/barrage/internal/report/reporttest"
 	"github.com/barrage-load/barrage/internal/targettest"
 )
 
-// countingTarget is a target on 127.0.0.1 that counts the requests it answers.
-type countingTarget struct {
-	srv  *httptest.Server
-	hits atomic.Int64
+// fleet is a server with two agents of Ada's online, a target counting what it serves, and
+// scripts aimed at it.
+type fleet struct {
+	target      *e2etest.CountingTarget
+	data, cfg   string
+	p           *e2etest.Server
+	token       string
+	agentTokens []string
+	agents      []*e2etest.Agent
+	// script writes a script of one request to the target under load (YAML lines) and returns
+	// its path; scriptFile writes src as a script named name.
+	script     func(name, load string) string
+	scriptFile func(name, src string) string
+	// run reads a run by id.
+	run func(id string) e2etest.RunDoc
 }
 
-func newCountingTarget(t *testing.T) *countingTarget {
-	t.Helper()
-	ct := &countingTarget{}
-	ct.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		ct.hits.Add(1)
-		fmt.Fprint(w, "ok")
-	}))
-	t.Cleanup(ct.srv.Close)
-	return ct
-}
-
-// agentProc is a `barrage agent` process.
-type agentProc struct {
-	cmd    *exec.Cmd
-	stderr *lockedBuffer
-	done   chan error
-}
-
-func startAgent(t *testing.T, p *serveProc, token string, extraEnv ...string) *agentProc {
-	t.Helper()
-	a := &agentProc{stderr: &lockedBuffer{}, done: make(chan error, 1)}
-	a.cmd = exec.Command(binary, "agent", "--server", p.url, "--allow-target", "127.0.0.0/8")
-	a.cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "BARRAGE_AGENT_TOKEN=" + token}, extraEnv...)
-	a.cmd.Stderr = a.stderr
-	require.NoError(t, a.cmd.Start())
-	go func() { a.done <- a.cmd.Wait() }()
-	t.Cleanup(func() {
-		if a.cmd.ProcessState == nil {
-			_ = a.cmd.Process.Kill()
-			<-a.done
-		}
-	})
-	return a
-}
-
-// eventually asks cond every 100ms until it holds, failing the test after within. cond runs in
-// the test's goroutine, so it may use require.
-func eventually(t *testing.T, within time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	tick := time.NewTicker(100 * time.Millisecond)
-	defer tick.Stop()
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", within, what)
-		}
-		<-tick.C
-	}
-}
-
-// apiGet reads path with the bearer token into v.
-func apiGet(t *testing.T, p *serveProc, bearer, path string, v any) int {
-	t.Helper()
-	status, body := apiRead(t, p, bearer, path)
-	if status == http.StatusOK && v != nil {
-		require.NoError(t, json.Unmarshal(body, v), string(body))
-	}
-	return status
-}
-
-// apiRead reads path with the bearer token: the status and the whole body.
-func apiRead(t *testing.T, p *serveProc, bearer, path string) (int, []byte) {
-	t.Helper()
-	req, err := http.NewRequest("GET", p.url+path, nil)
-	require.NoError(t, err)
-	req.Header.Set("Authorization", "Bearer "+bearer)
-	res, err := http.DefaultClient.Do(req)
-	require.NoError(t, err)
-	defer res.Body.Close()
-	body, err := io.ReadAll(res.Body)
-	require.NoError(t, err)
-	return res.StatusCode, body
-}
-
-type runDoc struct {
-	ID     string `json:"id"`
-	State  string `json:"state"`
-	Reason string `json:"reason"`
-	Shards []struct {
-		AgentID string `json:"agent_id"`
-		State   string `json:"state"`
-		Reason  string `json:"reason"`
-	} `json:"shards"`
-}
-
-var runIDLine = regexp.MustCompile(`(?m)^([0-9a-f-]{36})$`)
-
-func TestRunsOnAgentsThroughTheServer(t *testing.T) {
-	target := newCountingTarget(t)
-	data := reachableDir(t)
+func newFleet(t *testing.T) *fleet {
+	target := e2etest.NewCountingTarget(t)
+	data := e2etest.ReachableDir(t)
 	cfg := t.TempDir()
-	p := startServe(t, data, nil, "BARRAGE_METRICS_ADDR=127.0.0.1:0")
-	code := codeLine.FindStringSubmatch(p.stdout.String())[1]
-	mustCLI(t, p, cfg, "admin password 123\n", "signup", "--code", code, "--email", "ada@example.com", "--name", "Ada")
-	mustCLI(t, p, cfg, "admin password 123\n", "login", "--email", "ada@example.com")
-	token := strings.TrimSpace(mustCLI(t, p, cfg, "", "tokens", "create", "--name", "e2e", "--scopes", "read,write"))
+	p := e2etest.StartServe(t, data, nil, "BARRAGE_METRICS_ADDR=127.0.0.1:0")
+	code := e2etest.CodeLine.FindStringSubmatch(p.Stdout.String())[1]
+	e2etest.MustCLI(t, p, cfg, "admin password 123\n", "signup", "--code", code, "--email", "ada@example.com", "--name", "Ada")
+	e2etest.MustCLI(t, p, cfg, "admin password 123\n", "login", "--email", "ada@example.com")
+	token := strings.TrimSpace(e2etest.MustCLI(t, p, cfg, "", "tokens", "create", "--name", "e2e", "--scopes", "read,write"))
 
 	agentTokens := []string{
-		strings.TrimSpace(mustCLI(t, p, cfg, "", "agents", "create", "one")),
-		strings.TrimSpace(mustCLI(t, p, cfg, "", "agents", "create", "two")),
+		strings.TrimSpace(e2etest.MustCLI(t, p, cfg, "", "agents", "create", "one")),
+		strings.TrimSpace(e2etest.MustCLI(t, p, cfg, "", "agents", "create", "two")),
 	}
-	agents := []*agentProc{startAgent(t, p, agentTokens[0]), startAgent(t, p, agentTokens[1], "BARRAGE_AGENT_METRICS_ADDR=127.0.0.1:0")}
-	eventually(t, 30*time.Second, "both agents online", func() bool {
-		return strings.Count(mustCLI(t, p, cfg, "", "agents", "list"), " online ") == 2
+	agents := []*e2etest.Agent{e2etest.StartAgent(t, p, agentTokens[0]), e2etest.StartAgent(t, p, agentTokens[1], "BARRAGE_AGENT_METRICS_ADDR=127.0.0.1:0")}
+	e2etest.Eventually(t, 30*time.Second, "both agents online", func() bool {
+		return strings.Count(e2etest.MustCLI(t, p, cfg, "", "agents", "list"), " online ") == 2
 	})
 	// An application-level ping goes through an agent and back.
-	firstAgent := regexp.MustCompile(`(?m)^([0-9a-f-]{36})\s+one\s`).FindStringSubmatch(mustCLI(t, p, cfg, "", "agents", "list"))
+	firstAgent := regexp.MustCompile(`(?m)^([0-9a-f-]{36})\s+one\s`).FindStringSubmatch(e2etest.MustCLI(t, p, cfg, "", "agents", "list"))
 	require.NotNil(t, firstAgent)
-	require.Regexp(t, `round trip [\d.]+ ms`, mustCLI(t, p, cfg, "", "agents", "ping", firstAgent[1]))
+	require.Regexp(t, `round trip [\d.]+ ms`, e2etest.MustCLI(t, p, cfg, "", "agents", "ping", firstAgent[1]))
 
 	dir := t.TempDir()
 	// scriptFile writes src as dir/NAME.yaml and returns its path.
@@ -163,17 +87,29 @@ load:
   %s
 thresholds:
   - p99 < 5s
-`, name, target.srv.URL, load))
+`, name, target.Srv.URL, load))
 	}
-	run := func(id string) runDoc {
-		var r runDoc
-		require.Equal(t, http.StatusOK, apiGet(t, p, token, "/v1/runs/"+id, &r))
+	run := func(id string) e2etest.RunDoc {
+		var r e2etest.RunDoc
+		require.Equal(t, http.StatusOK, e2etest.APIGet(t, p, token, "/v1/runs/"+id, &r))
 		return r
 	}
 
+	return &fleet{target: target, data: data, cfg: cfg, p: p, token: token, agentTokens: agentTokens, agents: agents,
+		script: script, scriptFile: scriptFile, run: run}
+}
+
+// Runs on two agents through the server: counted, metered, monitored, swept, canceled, aimed,
+// judged as a local run is, and keeping a secret out of every artefact.
+func TestRunsOnAgentsThroughTheServer(t *testing.T) {
+	t.Parallel()
+	f := newFleet(t)
+	target, data, cfg, p, token, agentTokens, agents, script, scriptFile, run := f.target, f.data, f.cfg, f.p, f.token, f.agentTokens, f.agents, f.script, f.scriptFile, f.run
+	_, _, _, _ = data, agentTokens, scriptFile, run
+
 	t.Run("a run on both agents counts what the target served", func(t *testing.T) {
-		before := target.hits.Load()
-		out, errOut, err := cli(t, p, cfg, "", "runs", "start", "--file", script("both", "vus: 6\n  duration: 3s"), "--agents", "2", "--watch")
+		before := target.Hits.Load()
+		out, errOut, err := e2etest.CLI(t, p, cfg, "", "runs", "start", "--file", script("both", "vus: 6\n  duration: 3s"), "--agents", "2", "--watch")
 		require.NoError(t, err, "stdout: %s\nstderr: %s", out, errOut)
 		require.Contains(t, out, "generator OK")
 		require.Regexp(t, `(?m)^  p99 < 5s: [0-9.]+(ms|µs|s), passed`, out, "thresholds read as barrage run prints them")
@@ -183,7 +119,7 @@ thresholds:
 		// --watch follows the live stream: a line a second, merged across both agents.
 		require.Regexp(t, `vus +6 +\d+ req/s .* agents 2`, errOut)
 		require.Contains(t, errOut, "finished")
-		id := runIDLine.FindStringSubmatch(out)[1]
+		id := e2etest.RunIDLine.FindStringSubmatch(out)[1]
 		r := run(id)
 		require.Equal(t, "finished", r.State, r.Reason)
 		require.Len(t, r.Shards, 2)
@@ -199,8 +135,8 @@ thresholds:
 				Requests int64 `json:"requests"`
 			} `json:"agents"`
 		}
-		require.Equal(t, http.StatusOK, apiGet(t, p, token, "/v1/runs/"+id+"/summary", &sum))
-		served := target.hits.Load() - before
+		require.Equal(t, http.StatusOK, e2etest.APIGet(t, p, token, "/v1/runs/"+id+"/summary", &sum))
+		served := target.Hits.Load() - before
 		require.Positive(t, sum.Total.Count)
 		// Every request the run counted reached the target; at most the ones in flight at the
 		// cut (one per VU) reached it uncounted.
@@ -222,8 +158,8 @@ thresholds:
 	})
 
 	t.Run("the server's own metrics are served apart from the API", func(t *testing.T) {
-		m := regexp.MustCompile(`msg="serving metrics" addr=(http://\S+/metrics)`).FindStringSubmatch(p.stderr.String())
-		require.NotNil(t, m, "stderr: %s", p.stderr.String())
+		m := regexp.MustCompile(`msg="serving metrics" addr=(http://\S+/metrics)`).FindStringSubmatch(p.Stderr.String())
+		require.NotNil(t, m, "stderr: %s", p.Stderr.String())
 		res, err := http.Get(m[1])
 		require.NoError(t, err)
 		body, err := io.ReadAll(res.Body)
@@ -239,8 +175,8 @@ thresholds:
 		require.Regexp(t, `(?m)^barrage_db_pool_max_connections [1-9]`, text)
 		require.Contains(t, text, "go_goroutines")
 		// An agent's own, on its listener.
-		am := regexp.MustCompile(`msg="serving metrics" addr=(http://\S+/metrics)`).FindStringSubmatch(agents[1].stderr.String())
-		require.NotNil(t, am, "agent stderr: %s", agents[1].stderr.String())
+		am := regexp.MustCompile(`msg="serving metrics" addr=(http://\S+/metrics)`).FindStringSubmatch(agents[1].Stderr.String())
+		require.NotNil(t, am, "agent stderr: %s", agents[1].Stderr.String())
 		res, err = http.Get(am[1])
 		require.NoError(t, err)
 		body, err = io.ReadAll(res.Body)
@@ -249,7 +185,7 @@ thresholds:
 		require.Regexp(t, `(?m)^barrage_agent_seconds_reported_total [1-9]`, string(body))
 		require.Regexp(t, `(?m)^barrage_agent_shards_running 0$`, string(body))
 		// The API does not serve them.
-		res, err = http.Get(p.url + "/metrics")
+		res, err = http.Get(p.URL + "/metrics")
 		require.NoError(t, err)
 		res.Body.Close()
 		require.Equal(t, http.StatusNotFound, res.StatusCode)
@@ -257,22 +193,22 @@ thresholds:
 
 	t.Run("the target's metrics are scraped by one agent, stored, streamed and drawn", func(t *testing.T) {
 		metricsSrv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-			fmt.Fprintf(w, "# TYPE app_requests_total counter\napp_requests_total %d\n# TYPE app_in_flight gauge\napp_in_flight 7\n", target.hits.Load())
+			fmt.Fprintf(w, "# TYPE app_requests_total counter\napp_requests_total %d\n# TYPE app_in_flight gauge\napp_in_flight 7\n", target.Hits.Load())
 		}))
 		t.Cleanup(metricsSrv.Close)
 		path := script("watched", "vus: 4\n  duration: 3s\nmonitors:\n  - name: app\n    url: "+metricsSrv.URL+"/metrics\n"+
 			"    series: [ app_requests_total, app_in_flight ]\n  - name: down\n    url: http://127.0.0.1:1/metrics\n    series: [ up ]")
-		out, errOut, err := cli(t, p, cfg, "", "runs", "start", "--file", path, "--agents", "2", "--watch")
+		out, errOut, err := e2etest.CLI(t, p, cfg, "", "runs", "start", "--file", path, "--agents", "2", "--watch")
 		require.NoError(t, err, "stdout: %s\nstderr: %s", out, errOut)
-		id := runIDLine.FindStringSubmatch(out)[1]
+		id := e2etest.RunIDLine.FindStringSubmatch(out)[1]
 
 		// The live stream, replayed from the start, carries the values with their units.
-		_, stream := apiRead(t, p, token, "/v1/runs/"+id+"/live")
+		_, stream := e2etest.APIRead(t, p, token, "/v1/runs/"+id+"/live")
 		require.Regexp(t, `"monitors":\[\{"series":"app: app_requests_total","unit":"per second","value":[0-9.e+]+\},\{"series":"app: app_in_flight","unit":"value","value":7\},\{"series":"down: up","unit":"value"\}\]`, string(stream))
 
 		// The report draws them on the run's axis; Chromium, with no network, draws the charts.
 		dest := filepath.Join(t.TempDir(), "run.html")
-		mustCLI(t, p, cfg, "", "runs", "report", "-o", dest, id)
+		e2etest.MustCLI(t, p, cfg, "", "runs", "report", "-o", dest, id)
 		page, err := os.ReadFile(dest)
 		require.NoError(t, err)
 		require.Contains(t, string(page), `"title":"app (per second)"`)
@@ -287,8 +223,8 @@ thresholds:
 	})
 
 	t.Run("a sweep on an agent finds the knee of a target that serves 8 at a time", func(t *testing.T) {
-		path := oneRequestScript(t, "work", targettest.NewLimited(t, 8, 50*time.Millisecond).URL, "{ vus: 1, duration: 1s }")
-		out, errOut, err := cli(t, p, cfg, "", "runs", "start", "--file", path, "--sweep", "2,8,32", "--step", "3s", "--watch")
+		path := e2etest.OneRequestScript(t, "work", targettest.NewLimited(t, 8, 50*time.Millisecond).URL, "{ vus: 1, duration: 1s }")
+		out, errOut, err := e2etest.CLI(t, p, cfg, "", "runs", "start", "--file", path, "--sweep", "2,8,32", "--step", "3s", "--watch")
 		require.NoError(t, err, "stdout: %s\nstderr: %s", out, errOut)
 		require.Contains(t, out, "knee: 8 VUs", "--watch ends with the sweep's table and knee: %s", out)
 		require.NotContains(t, out, "all requests", "not an average over all the levels")
@@ -301,9 +237,9 @@ thresholds:
 		}
 		require.Greater(t, len(secs), 6, "the live seconds: %s", errOut)
 		require.True(t, slices.IsSorted(secs) && len(slices.Compact(slices.Clone(secs))) == len(secs), "each second once, in order: %v", secs)
-		id := runIDLine.FindStringSubmatch(out)[1]
+		id := e2etest.RunIDLine.FindStringSubmatch(out)[1]
 		csvPath, page := filepath.Join(t.TempDir(), "sweep.csv"), filepath.Join(t.TempDir(), "sweep.html")
-		table := mustCLI(t, p, cfg, "", "runs", "sweep", "--csv", csvPath, "--report", page, id)
+		table := e2etest.MustCLI(t, p, cfg, "", "runs", "sweep", "--csv", csvPath, "--report", page, id)
 		require.Contains(t, table, "knee: 8 VUs", "the table: %s", table)
 		csv, err := os.ReadFile(csvPath)
 		require.NoError(t, err)
@@ -317,20 +253,20 @@ thresholds:
 	})
 
 	t.Run("cancel stops the load at the target", func(t *testing.T) {
-		out := mustCLI(t, p, cfg, "", "runs", "start", "--file", script("long", "vus: 4\n  duration: 2m"), "--agents", "2")
-		id := runIDLine.FindStringSubmatch(out)[1]
-		from := target.hits.Load()
-		eventually(t, 30*time.Second, "traffic at the target", func() bool { return target.hits.Load() > from+100 })
+		out := e2etest.MustCLI(t, p, cfg, "", "runs", "start", "--file", script("long", "vus: 4\n  duration: 2m"), "--agents", "2")
+		id := e2etest.RunIDLine.FindStringSubmatch(out)[1]
+		from := target.Hits.Load()
+		e2etest.Eventually(t, 30*time.Second, "traffic at the target", func() bool { return target.Hits.Load() > from+100 })
 		canceledAt := time.Now()
-		mustCLI(t, p, cfg, "", "runs", "cancel", id)
-		eventually(t, 30*time.Second, "the run to end canceled", func() bool { return run(id).State == "canceled" })
-		ended := target.hits.Load()
+		e2etest.MustCLI(t, p, cfg, "", "runs", "cancel", id)
+		e2etest.Eventually(t, 30*time.Second, "the run to end canceled", func() bool { return run(id).State == "canceled" })
+		ended := target.Hits.Load()
 		t.Logf("the run ended canceled %s after the cancel", time.Since(canceledAt).Round(time.Millisecond))
 		for _, sh := range run(id).Shards {
 			require.Equal(t, "canceled", sh.State, sh.Reason)
 		}
 		// Once every shard has ended, nothing more reaches the target.
-		require.Equal(t, ended, target.hits.Load())
+		require.Equal(t, ended, target.Hits.Load())
 	})
 
 	t.Run("a run is aimed with -e, and a run that lacks a value is refused naming it", func(t *testing.T) {
@@ -347,19 +283,19 @@ session:
         - { name: r, url: "${target}${path}" }
 load: { vus: 1, iterations: 3, duration: 30s }
 `)
-		out, errOut, err := cli(t, p, cfg, "", "runs", "start", "--file", path)
+		out, errOut, err := e2etest.CLI(t, p, cfg, "", "runs", "start", "--file", path)
 		require.Error(t, err)
 		require.Contains(t, errOut, "env.TARGET_URL: the script reads target from it, which has no default", "stdout: %s", out)
-		_, errOut, err = cli(t, p, cfg, "", "runs", "start", "--file", path, "-e", "TARGET_URL="+target.srv.URL, "-e", "NOPE=1")
+		_, errOut, err = e2etest.CLI(t, p, cfg, "", "runs", "start", "--file", path, "-e", "TARGET_URL="+target.Srv.URL, "-e", "NOPE=1")
 		require.Error(t, err)
 		require.Contains(t, errOut, "env.NOPE: the script reads no environment variable of this name; it reads TARGET_URL, TARGET_PATH")
 
-		before := target.hits.Load()
-		out = mustCLI(t, p, cfg, "", "runs", "start", "--file", path, "-e", "TARGET_URL="+target.srv.URL, "-e", "TARGET_PATH=/aimed", "--watch")
-		id := runIDLine.FindStringSubmatch(out)[1]
+		before := target.Hits.Load()
+		out = e2etest.MustCLI(t, p, cfg, "", "runs", "start", "--file", path, "-e", "TARGET_URL="+target.Srv.URL, "-e", "TARGET_PATH=/aimed", "--watch")
+		id := e2etest.RunIDLine.FindStringSubmatch(out)[1]
 		require.Equal(t, "finished", run(id).State)
-		require.EqualValues(t, 3, target.hits.Load()-before, "the agent read the run's env, not its own")
-		require.Contains(t, mustCLI(t, p, cfg, "", "runs", "show", id), "env TARGET_PATH=/aimed TARGET_URL="+target.srv.URL)
+		require.EqualValues(t, 3, target.Hits.Load()-before, "the agent read the run's env, not its own")
+		require.Contains(t, e2etest.MustCLI(t, p, cfg, "", "runs", "show", id), "env TARGET_PATH=/aimed TARGET_URL="+target.Srv.URL)
 	})
 
 	t.Run("the same load reads the same verdict locally and on an agent", func(t *testing.T) {
@@ -372,8 +308,8 @@ session:
   groups:
     - name: g
       requests:
-        - { name: first, url: "`+target.srv.URL+`/a", think: { fixed: 100ms } }
-        - { name: second, url: "`+target.srv.URL+`/b", assert: [ { status: 200 } ] }
+        - { name: first, url: "`+target.Srv.URL+`/a", think: { fixed: 100ms } }
+        - { name: second, url: "`+target.Srv.URL+`/b", assert: [ { status: 200 } ] }
 load: { rate: 20/s, duration: 3s, max_vus: 10 }
 `)
 		type verdictDoc struct {
@@ -392,17 +328,17 @@ load: { rate: 20/s, duration: 3s, max_vus: 10 }
 			} `json:"verdict"`
 		}
 		localOut := filepath.Join(t.TempDir(), "local.json")
-		_, errOut, code := runWithEnv(t, nil, "run", "--quiet", "--out", localOut, path)
+		_, errOut, code := e2etest.RunWithEnv(t, nil, "run", "--quiet", "--out", localOut, path)
 		require.Zero(t, code, errOut)
 		var local, agent verdictDoc
 		b, err := os.ReadFile(localOut)
 		require.NoError(t, err)
 		require.NoError(t, json.Unmarshal(b, &local))
 
-		out := mustCLI(t, p, cfg, "", "runs", "start", "--file", path, "--watch")
-		id := runIDLine.FindStringSubmatch(out)[1]
+		out := e2etest.MustCLI(t, p, cfg, "", "runs", "start", "--file", path, "--watch")
+		id := e2etest.RunIDLine.FindStringSubmatch(out)[1]
 		require.Equal(t, "finished", run(id).State)
-		require.Equal(t, http.StatusOK, apiGet(t, p, token, "/v1/runs/"+id+"/summary", &agent))
+		require.Equal(t, http.StatusOK, e2etest.APIGet(t, p, token, "/v1/runs/"+id+"/summary", &agent))
 
 		require.Equal(t, "open", local.Verdict.Delivery.Model)
 		require.Equal(t, int64(60), local.Verdict.Delivery.Scheduled, "20/s for 3 s: 60 iterations due, not their think times' wake-ups")
@@ -429,7 +365,7 @@ load: { rate: 20/s, duration: 3s, max_vus: 10 }
 			fmt.Fprintf(w, `{"got": %q, "body": %q}`, r.Header.Get("Authorization"), body)
 		}))
 		t.Cleanup(echo.Close)
-		path := filepath.Join(dir, "secretive.yaml")
+		path := filepath.Join(t.TempDir(), "secretive.yaml")
 		require.NoError(t, os.WriteFile(path, []byte(`version: 1
 name: secretive
 session:
@@ -447,17 +383,17 @@ session:
 load: { vus: 1, iterations: 3, duration: 30s }
 `), 0o644))
 		// Refused, naming it, until the user has the secret; set from stdin, never an argument.
-		_, errOut, err := cli(t, p, cfg, "", "runs", "start", "--file", path)
+		_, errOut, err := e2etest.CLI(t, p, cfg, "", "runs", "start", "--file", path)
 		require.Error(t, err)
 		require.Contains(t, errOut, "secrets.API_TOKEN: you have no secret of this name")
-		_, errOut, err = cli(t, p, cfg, value+"\n", "secrets", "set", "API_TOKEN")
+		_, errOut, err = e2etest.CLI(t, p, cfg, value+"\n", "secrets", "set", "API_TOKEN")
 		require.NoError(t, err, errOut)
-		require.Contains(t, mustCLI(t, p, cfg, "", "secrets", "list"), "API_TOKEN")
+		require.Contains(t, e2etest.MustCLI(t, p, cfg, "", "secrets", "list"), "API_TOKEN")
 
 		var printed strings.Builder
-		out, errOut, _ := cli(t, p, cfg, "", "runs", "start", "--file", path, "--watch")
+		out, errOut, _ := e2etest.CLI(t, p, cfg, "", "runs", "start", "--file", path, "--watch")
 		printed.WriteString(out + errOut)
-		id := runIDLine.FindStringSubmatch(out)[1]
+		id := e2etest.RunIDLine.FindStringSubmatch(out)[1]
 		require.Equal(t, "finished", run(id).State)
 		require.EqualValues(t, 3, sent.Load(), "the target got the secret in the header and the body")
 		require.Contains(t, out, "***", "the failed checks name what they read, masked: %s", out)
@@ -467,24 +403,24 @@ load: { vus: 1, iterations: 3, duration: 30s }
 			Passes, Fails int64
 		}
 		var sum struct{ Checks []tally }
-		apiGet(t, p, token, "/v1/runs/"+id+"/summary", &sum)
+		e2etest.APIGet(t, p, token, "/v1/runs/"+id+"/summary", &sum)
 		require.Equal(t, []tally{{"login", `json $.got equals "nope"`, 0, 3}, {"login", "body_contains ${secret.API_TOKEN}-not-there", 0, 3}}, sum.Checks)
 		require.Contains(t, out, "checks: 0 of 2 held on every response\n  ✗ login: json $.got equals \"nope\"  0.00% (0 of 3), 3 failed")
 		for _, args := range [][]string{{"runs", "show", id}, {"runs", "results", id}, {"runs", "list"}} {
-			o, e, _ := cli(t, p, cfg, "", args...)
+			o, e, _ := e2etest.CLI(t, p, cfg, "", args...)
 			printed.WriteString(o + e)
 		}
-		testID := strings.TrimSpace(mustCLI(t, p, cfg, "", "tests", "push", path))
-		o, e, _ := cli(t, p, cfg, "", "tests", "debug", testID)
+		testID := strings.TrimSpace(e2etest.MustCLI(t, p, cfg, "", "tests", "push", path))
+		o, e, _ := e2etest.CLI(t, p, cfg, "", "tests", "debug", testID)
 		require.Contains(t, o, "Authorization: Bearer ***", "the debug's trace shows the header sent, masked: %s%s", o, e)
 		printed.WriteString(o + e)
 		for _, route := range []string{"", "/summary", "/summary.csv", "/series", "/series.csv", "/report", "/live"} {
-			status, body := apiRead(t, p, token, "/v1/runs/"+id+route)
+			status, body := e2etest.APIRead(t, p, token, "/v1/runs/"+id+route)
 			require.Equal(t, http.StatusOK, status, "%s: %s", route, body)
 			printed.Write(body)
 		}
 		forms := []string{value, url.QueryEscape(value), url.PathEscape(value), base64.StdEncoding.EncodeToString([]byte(value))}
-		logs := printed.String() + p.stdout.String() + p.stderr.String() + agents[0].stderr.String() + agents[1].stderr.String()
+		logs := printed.String() + p.Stdout.String() + p.Stderr.String() + agents[0].Stderr.String() + agents[1].Stderr.String()
 		for _, f := range forms {
 			require.NotContains(t, logs, f, "no answer, output or log shows it")
 		}
@@ -504,6 +440,15 @@ load: { vus: 1, iterations: 3, duration: 30s }
 		})
 		require.NoError(t, err)
 	})
+}
+
+// Agents that go wrong mid-run, each on a server and agents of its own test: killed, stopped
+// with SIGTERM, or left by their server.
+func TestAgentsThatStopMidRun(t *testing.T) {
+	t.Parallel()
+	f := newFleet(t)
+	target, data, cfg, p, token, agentTokens, agents, script, scriptFile, run := f.target, f.data, f.cfg, f.p, f.token, f.agentTokens, f.agents, f.script, f.scriptFile, f.run
+	_, _, _, _ = data, agentTokens, scriptFile, run
 
 	// bothRunning starts a run of 4 VUs for 20s on both agents and waits until both have
 	// results stored, returning its id.
@@ -511,18 +456,18 @@ load: { vus: 1, iterations: 3, duration: 30s }
 		t.Helper()
 		args := []string{"runs", "start", "--file", script(name, "vus: 4\n  duration: 20s"), "--agents", "2"}
 		if !watch {
-			out := mustCLI(t, p, cfg, "", args...)
-			id = runIDLine.FindStringSubmatch(out)[1]
+			out := e2etest.MustCLI(t, p, cfg, "", args...)
+			id = e2etest.RunIDLine.FindStringSubmatch(out)[1]
 		} else {
 			// --watch follows the run from its start, in the background, as a person would.
 			watched = make(chan string, 1)
 			go func() {
-				out, errOut, _ := cli(t, p, cfg, "", append(args, "--watch")...)
+				out, errOut, _ := e2etest.CLI(t, p, cfg, "", append(args, "--watch")...)
 				watched <- out + "\n--- stderr\n" + errOut
 			}()
-			eventually(t, 30*time.Second, "the run created", func() bool {
-				var list struct{ Items []runDoc }
-				apiGet(t, p, token, "/v1/runs", &list)
+			e2etest.Eventually(t, 30*time.Second, "the run created", func() bool {
+				var list struct{ Items []e2etest.RunDoc }
+				e2etest.APIGet(t, p, token, "/v1/runs", &list)
 				for _, r := range list.Items {
 					if r.State != "finished" && r.State != "failed" && r.State != "canceled" {
 						id = r.ID
@@ -532,15 +477,15 @@ load: { vus: 1, iterations: 3, duration: 30s }
 				return false
 			})
 		}
-		eventually(t, 30*time.Second, "both shards running", func() bool {
+		e2etest.Eventually(t, 30*time.Second, "both shards running", func() bool {
 			r := run(id)
 			return r.State == "running" && r.Shards[0].State == "running" && r.Shards[1].State == "running"
 		})
 		// A second is in the series once every shard has reported it: both agents have results
 		// stored before one is stopped.
-		eventually(t, 30*time.Second, "a second from both agents", func() bool {
+		e2etest.Eventually(t, 30*time.Second, "a second from both agents", func() bool {
 			var series struct{ Seconds []any }
-			return apiGet(t, p, token, "/v1/runs/"+id+"/series", &series) == http.StatusOK && len(series.Seconds) > 0
+			return e2etest.APIGet(t, p, token, "/v1/runs/"+id+"/series", &series) == http.StatusOK && len(series.Seconds) > 0
 		})
 		return id, watched
 	}
@@ -568,12 +513,12 @@ load: { vus: 1, iterations: 3, duration: 30s }
 	}
 
 	t.Run("an agent killed mid-run is seen at once, and the result says what is missing", func(t *testing.T) {
-		before := target.hits.Load()
+		before := target.Hits.Load()
 		id, watched := bothRunning(t, "lost", true)
-		require.NoError(t, agents[0].cmd.Process.Signal(syscall.SIGKILL))
-		<-agents[0].done
+		require.NoError(t, agents[0].Cmd.Process.Signal(syscall.SIGKILL))
+		<-agents[0].Done
 		killed := time.Now()
-		eventually(t, 30*time.Second, "the killed agent's shard lost", func() bool {
+		e2etest.Eventually(t, 30*time.Second, "the killed agent's shard lost", func() bool {
 			for _, sh := range run(id).Shards {
 				if sh.State == "lost" {
 					return true
@@ -582,7 +527,7 @@ load: { vus: 1, iterations: 3, duration: 30s }
 			return false
 		})
 		t.Logf("the shard was lost %s after the kill", time.Since(killed).Round(time.Millisecond))
-		eventually(t, time.Minute, "the run to end", func() bool { return run(id).State == "failed" })
+		e2etest.Eventually(t, time.Minute, "the run to end", func() bool { return run(id).State == "failed" })
 		require.Contains(t, run(id).Reason, "was lost")
 
 		// --watch said so when it happened, while the other agent's seconds went on.
@@ -605,7 +550,7 @@ load: { vus: 1, iterations: 3, duration: 30s }
 		require.Contains(t, res, "(judged on incomplete figures: see INCOMPLETE above)")
 
 		var sum summaryDoc
-		require.Equal(t, http.StatusOK, apiGet(t, p, token, "/v1/runs/"+id+"/summary", &sum))
+		require.Equal(t, http.StatusOK, e2etest.APIGet(t, p, token, "/v1/runs/"+id+"/summary", &sum))
 		require.Equal(t, "failed", sum.State)
 		require.NotNil(t, sum.Incomplete)
 		require.Len(t, sum.Incomplete.Agents, 1)
@@ -614,7 +559,7 @@ load: { vus: 1, iterations: 3, duration: 30s }
 		require.Positive(t, gap.RPS)
 		require.Positive(t, gap.UnreportedS)
 		// What the target served and the summary did not count is within the estimate.
-		served := target.hits.Load() - before
+		served := target.Hits.Load() - before
 		missing := served - sum.Total.Count
 		t.Logf("served %d, counted %d: %d missing, %d estimated (%.1f/s × %.2fs + in flight)",
 			served, sum.Total.Count, missing, gap.MissingRequests, gap.RPS, gap.UnreportedS)
@@ -631,7 +576,7 @@ load: { vus: 1, iterations: 3, duration: 30s }
 
 		// The report leads with the run's state, then what is missing, before any verdict.
 		dest := filepath.Join(t.TempDir(), "lost.html")
-		mustCLI(t, p, cfg, "", "runs", "report", "-o", dest, id)
+		e2etest.MustCLI(t, p, cfg, "", "runs", "report", "-o", dest, id)
 		page, err := os.ReadFile(dest)
 		require.NoError(t, err)
 		html := string(page)
@@ -643,19 +588,19 @@ load: { vus: 1, iterations: 3, duration: 30s }
 	})
 
 	t.Run("an agent stopped with SIGTERM mid-run reports every request it sent", func(t *testing.T) {
-		agents[0] = startAgent(t, p, agentTokens[0])
-		eventually(t, 30*time.Second, "both agents online", func() bool {
-			return strings.Count(mustCLI(t, p, cfg, "", "agents", "list"), " online ") == 2
+		agents[0] = e2etest.StartAgent(t, p, agentTokens[0])
+		e2etest.Eventually(t, 30*time.Second, "both agents online", func() bool {
+			return strings.Count(e2etest.MustCLI(t, p, cfg, "", "agents", "list"), " online ") == 2
 		})
-		before := target.hits.Load()
+		before := target.Hits.Load()
 		id, _ := bothRunning(t, "terminated", false)
-		require.NoError(t, agents[0].cmd.Process.Signal(syscall.SIGTERM))
-		require.NoError(t, <-agents[0].done, "the agent exits 0 on SIGTERM: %s", agents[0].stderr.String())
-		eventually(t, time.Minute, "the run to end", func() bool { return run(id).State == "failed" })
+		require.NoError(t, agents[0].Cmd.Process.Signal(syscall.SIGTERM))
+		require.NoError(t, <-agents[0].Done, "the agent exits 0 on SIGTERM: %s", agents[0].Stderr.String())
+		e2etest.Eventually(t, time.Minute, "the run to end", func() bool { return run(id).State == "failed" })
 		require.Contains(t, run(id).Reason, "the agent was stopped")
 		var sum summaryDoc
-		require.Equal(t, http.StatusOK, apiGet(t, p, token, "/v1/runs/"+id+"/summary", &sum))
-		require.Equal(t, target.hits.Load()-before, sum.Total.Count, "every request the target served is counted")
+		require.Equal(t, http.StatusOK, e2etest.APIGet(t, p, token, "/v1/runs/"+id+"/summary", &sum))
+		require.Equal(t, target.Hits.Load()-before, sum.Total.Count, "every request the target served is counted")
 		require.NotNil(t, sum.Incomplete)
 		require.Len(t, sum.Incomplete.Agents, 1)
 		require.Equal(t, "failed", sum.Incomplete.Agents[0].State)
@@ -663,20 +608,20 @@ load: { vus: 1, iterations: 3, duration: 30s }
 	})
 
 	t.Run("agents stop their load when the server is gone", func(t *testing.T) {
-		out := mustCLI(t, p, cfg, "", "runs", "start", "--file", script("orphan", "vus: 2\n  duration: 2m"))
-		id := runIDLine.FindStringSubmatch(out)[1]
-		eventually(t, 30*time.Second, "the run running", func() bool { return run(id).State == "running" })
-		from := target.hits.Load()
-		eventually(t, 30*time.Second, "traffic at the target", func() bool { return target.hits.Load() > from+50 })
-		p.stop(t)
+		out := e2etest.MustCLI(t, p, cfg, "", "runs", "start", "--file", script("orphan", "vus: 2\n  duration: 2m"))
+		id := e2etest.RunIDLine.FindStringSubmatch(out)[1]
+		e2etest.Eventually(t, 30*time.Second, "the run running", func() bool { return run(id).State == "running" })
+		from := target.Hits.Load()
+		e2etest.Eventually(t, 30*time.Second, "traffic at the target", func() bool { return target.Hits.Load() > from+50 })
+		p.Stop(t)
 		stopped := time.Now()
 		// The agent gives the server LostAfter (10s), then stops its load: the shard ends, every
 		// request it sent answered, and the target hears nothing more from it.
-		agents[1].stderr.await(t, regexp.MustCompile(`(?s)lost the server.*shard ended`), 45*time.Second, "the agent", agents[1].done)
+		agents[1].Stderr.Await(t, regexp.MustCompile(`(?s)lost the server.*shard ended`), 45*time.Second, "the agent", agents[1].Done)
 		t.Logf("the load stopped %s after the server", time.Since(stopped).Round(time.Millisecond))
-		quiet := target.hits.Load()
-		require.NoError(t, agents[1].cmd.Process.Kill())
-		<-agents[1].done
-		require.Equal(t, quiet, target.hits.Load(), "no request after the shard's end")
+		quiet := target.Hits.Load()
+		require.NoError(t, agents[1].Cmd.Process.Kill())
+		<-agents[1].Done
+		require.Equal(t, quiet, target.Hits.Load(), "no request after the shard's end")
 	})
 }

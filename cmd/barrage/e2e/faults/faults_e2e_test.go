@@ -1,4 +1,4 @@
-package main_test
+package faults_test
 
 import (
 	"context"
@@ -15,6 +15,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/barrage-load/barrage/internal/e2etest"
 	"github.com/barrage-load/barrage/internal/pgembed"
 )
 
@@ -34,21 +35,21 @@ func freePort(t *testing.T) int {
 // the summary counts every request the target served.
 func TestTheDatabaseRestartsUnderARun(t *testing.T) {
 	ctx := context.Background()
-	pgCfg := pgembed.Config{DataDir: reachableDir(t), Port: freePort(t), Database: "barrage", Fast: true}
+	pgCfg := pgembed.Config{DataDir: e2etest.ReachableDir(t), Port: freePort(t), Database: "barrage", Fast: true}
 	pg, err := pgembed.Start(ctx, pgCfg)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = pg.Stop(context.Background()) })
 
-	target := newCountingTarget(t)
-	p := startServe(t, reachableDir(t), nil, "DATABASE_URL="+pg.DSN())
+	target := e2etest.NewCountingTarget(t)
+	p := e2etest.StartServe(t, e2etest.ReachableDir(t), nil, "DATABASE_URL="+pg.DSN())
 	cfg := t.TempDir()
-	code := codeLine.FindStringSubmatch(p.stdout.String())[1]
-	mustCLI(t, p, cfg, "admin password 123\n", "signup", "--code", code, "--email", "ada@example.com", "--name", "Ada")
-	mustCLI(t, p, cfg, "admin password 123\n", "login", "--email", "ada@example.com")
-	token := strings.TrimSpace(mustCLI(t, p, cfg, "", "tokens", "create", "--name", "faults", "--scopes", "read,write"))
-	agent := startAgent(t, p, strings.TrimSpace(mustCLI(t, p, cfg, "", "agents", "create", "one")))
-	eventually(t, 30*time.Second, "the agent online", func() bool {
-		return strings.Contains(mustCLI(t, p, cfg, "", "agents", "list"), " online ")
+	code := e2etest.CodeLine.FindStringSubmatch(p.Stdout.String())[1]
+	e2etest.MustCLI(t, p, cfg, "admin password 123\n", "signup", "--code", code, "--email", "ada@example.com", "--name", "Ada")
+	e2etest.MustCLI(t, p, cfg, "admin password 123\n", "login", "--email", "ada@example.com")
+	token := strings.TrimSpace(e2etest.MustCLI(t, p, cfg, "", "tokens", "create", "--name", "faults", "--scopes", "read,write"))
+	agent := e2etest.StartAgent(t, p, strings.TrimSpace(e2etest.MustCLI(t, p, cfg, "", "agents", "create", "one")))
+	e2etest.Eventually(t, 30*time.Second, "the agent online", func() bool {
+		return strings.Contains(e2etest.MustCLI(t, p, cfg, "", "agents", "list"), " online ")
 	})
 	file := filepath.Join(t.TempDir(), "steady.yaml")
 	require.NoError(t, os.WriteFile(file, []byte(fmt.Sprintf(`version: 1
@@ -61,10 +62,10 @@ session:
 load:
   vus: 2
   duration: 15s
-`, target.srv.URL)), 0o644))
-	id := runIDLine.FindStringSubmatch(mustCLI(t, p, cfg, "", "runs", "start", "--file", file))[1]
+`, target.Srv.URL)), 0o644))
+	id := e2etest.RunIDLine.FindStringSubmatch(e2etest.MustCLI(t, p, cfg, "", "runs", "start", "--file", file))[1]
 	status := func() (int, http.Header) {
-		req, err := http.NewRequest("GET", p.url+"/v1/runs/"+id, nil)
+		req, err := http.NewRequest("GET", p.URL+"/v1/runs/"+id, nil)
 		require.NoError(t, err)
 		req.Header.Set("Authorization", "Bearer "+token)
 		res, err := http.DefaultClient.Do(req)
@@ -72,12 +73,12 @@ load:
 		res.Body.Close()
 		return res.StatusCode, res.Header
 	}
-	eventually(t, 30*time.Second, "the run under way", func() bool {
-		var r runDoc
-		return apiGet(t, p, token, "/v1/runs/"+id, &r) == http.StatusOK && r.State == "running" && target.hits.Load() > 20
+	e2etest.Eventually(t, 30*time.Second, "the run under way", func() bool {
+		var r e2etest.RunDoc
+		return e2etest.APIGet(t, p, token, "/v1/runs/"+id, &r) == http.StatusOK && r.State == "running" && target.Hits.Load() > 20
 	})
 
-	failedReports := func() int { return strings.Count(agent.stderr.String(), "report failed") }
+	failedReports := func() int { return strings.Count(agent.Stderr.String(), "report failed") }
 	failedBefore := failedReports()
 	require.NoError(t, pg.Stop(ctx))
 	down := time.Now()
@@ -88,13 +89,13 @@ load:
 	ask := func() int {
 		code, h := status()
 		answers = append(answers, code)
-		require.NotEqual(t, http.StatusInternalServerError, code, "never a 500\nserve's errors:\n%s", errorLines(p.stderr.String()))
+		require.NotEqual(t, http.StatusInternalServerError, code, "never a 500\nserve's errors:\n%s", errorLines(p.Stderr.String()))
 		if code == http.StatusServiceUnavailable {
 			require.NotEmpty(t, h.Get("Retry-After"))
 		}
 		return code
 	}
-	eventually(t, 30*time.Second, "a 503 and a failed report while the database is away", func() bool {
+	e2etest.Eventually(t, 30*time.Second, "a 503 and a failed report while the database is away", func() bool {
 		return ask() == http.StatusServiceUnavailable && failedReports() > failedBefore
 	})
 	pg, err = pgembed.Start(ctx, pgCfg)
@@ -102,7 +103,7 @@ load:
 	back := time.Now()
 	// The run's end below tells whether the API came back in time: an agent that went 10 s
 	// without it would have stopped the load, and the run would have failed.
-	eventually(t, time.Minute, "the API back", func() bool { return ask() == http.StatusOK })
+	e2etest.Eventually(t, time.Minute, "the API back", func() bool { return ask() == http.StatusOK })
 	recovered := time.Since(back)
 	counts := map[int]int{}
 	for _, c := range answers {
@@ -111,22 +112,22 @@ load:
 	t.Logf("database away %s; the API answered again %s after it was back; answers by status: %v", back.Sub(down).Round(time.Millisecond),
 		recovered.Round(time.Millisecond), counts)
 
-	eventually(t, 60*time.Second, "the run's end", func() bool {
-		var r runDoc
-		return apiGet(t, p, token, "/v1/runs/"+id, &r) == http.StatusOK && r.State != "running" && r.State != "queued" && r.State != "starting"
+	e2etest.Eventually(t, 60*time.Second, "the run's end", func() bool {
+		var r e2etest.RunDoc
+		return e2etest.APIGet(t, p, token, "/v1/runs/"+id, &r) == http.StatusOK && r.State != "running" && r.State != "queued" && r.State != "starting"
 	})
-	var r runDoc
-	require.Equal(t, http.StatusOK, apiGet(t, p, token, "/v1/runs/"+id, &r))
+	var r e2etest.RunDoc
+	require.Equal(t, http.StatusOK, e2etest.APIGet(t, p, token, "/v1/runs/"+id, &r))
 	require.Equal(t, "finished", r.State, r.Reason)
 	var sum struct {
 		Total struct {
 			Count int64 `json:"count"`
 		} `json:"total"`
 	}
-	eventually(t, 30*time.Second, "the summary", func() bool {
-		return apiGet(t, p, token, "/v1/runs/"+id+"/summary", &sum) == http.StatusOK
+	e2etest.Eventually(t, 30*time.Second, "the summary", func() bool {
+		return e2etest.APIGet(t, p, token, "/v1/runs/"+id+"/summary", &sum) == http.StatusOK
 	})
-	require.Equal(t, target.hits.Load(), sum.Total.Count, "every request the target served is counted: no second was lost")
+	require.Equal(t, target.Hits.Load(), sum.Total.Count, "every request the target served is counted: no second was lost")
 }
 
 // errorLines are the lines of a log at level ERROR.
@@ -144,13 +145,13 @@ func errorLines(log string) string {
 // polls of agents waiting for work, reads) end with their answer, not a 5xx; requests after it
 // are refused at the door (a connection error), never accepted and dropped.
 func TestSIGTERMFinishesTheRequestsItAccepted(t *testing.T) {
-	p := startServe(t, reachableDir(t), nil)
+	p := e2etest.StartServe(t, e2etest.ReachableDir(t), nil)
 	cfg := t.TempDir()
-	code := codeLine.FindStringSubmatch(p.stdout.String())[1]
-	mustCLI(t, p, cfg, "admin password 123\n", "signup", "--code", code, "--email", "ada@example.com", "--name", "Ada")
-	mustCLI(t, p, cfg, "admin password 123\n", "login", "--email", "ada@example.com")
-	token := strings.TrimSpace(mustCLI(t, p, cfg, "", "tokens", "create", "--name", "faults", "--scopes", "read,write"))
-	agentToken := strings.TrimSpace(mustCLI(t, p, cfg, "", "agents", "create", "waiting"))
+	code := e2etest.CodeLine.FindStringSubmatch(p.Stdout.String())[1]
+	e2etest.MustCLI(t, p, cfg, "admin password 123\n", "signup", "--code", code, "--email", "ada@example.com", "--name", "Ada")
+	e2etest.MustCLI(t, p, cfg, "admin password 123\n", "login", "--email", "ada@example.com")
+	token := strings.TrimSpace(e2etest.MustCLI(t, p, cfg, "", "tokens", "create", "--name", "faults", "--scopes", "read,write"))
+	agentToken := strings.TrimSpace(e2etest.MustCLI(t, p, cfg, "", "agents", "create", "waiting"))
 
 	type outcome struct {
 		what   string
@@ -162,7 +163,7 @@ func TestSIGTERMFinishesTheRequestsItAccepted(t *testing.T) {
 	var wg sync.WaitGroup
 	send := func(what, method, path, bearer, body string) outcome {
 		defer wg.Done()
-		req, err := http.NewRequest(method, p.url+path, strings.NewReader(body))
+		req, err := http.NewRequest(method, p.URL+path, strings.NewReader(body))
 		if err != nil {
 			t.Error(err)
 			return outcome{err: err}
@@ -186,8 +187,8 @@ func TestSIGTERMFinishesTheRequestsItAccepted(t *testing.T) {
 		wg.Add(1)
 		go func() { send("lease", "POST", "/v1/agent/lease", agentToken, lease) }()
 	}
-	eventually(t, 10*time.Second, "the long polls under way", func() bool {
-		return strings.Contains(mustCLI(t, p, cfg, "", "agents", "list"), " online ")
+	e2etest.Eventually(t, 10*time.Second, "the long polls under way", func() bool {
+		return strings.Contains(e2etest.MustCLI(t, p, cfg, "", "agents", "list"), " online ")
 	})
 	// Reads in a loop from several clients, each until the door closes: some are in flight
 	// when the signal comes.
@@ -210,13 +211,13 @@ func TestSIGTERMFinishesTheRequestsItAccepted(t *testing.T) {
 		}()
 	}
 	first.Wait()
-	require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))
+	require.NoError(t, p.Cmd.Process.Signal(syscall.SIGTERM))
 	wg.Wait()
 	select {
-	case err := <-p.done:
-		require.NoError(t, err, "serve exits 0 on SIGTERM\nstderr:\n%s", p.stderr.String())
+	case err := <-p.Done:
+		require.NoError(t, err, "serve exits 0 on SIGTERM\nstderr:\n%s", p.Stderr.String())
 	case <-time.After(30 * time.Second):
-		t.Fatalf("serve did not stop\nstderr:\n%s", p.stderr.String())
+		t.Fatalf("serve did not stop\nstderr:\n%s", p.Stderr.String())
 	}
 	// A request the server took is in its log, once; its client must have had the answer. The
 	// others never reached a handler: their clients saw the door close (reset, refused, or a
@@ -233,8 +234,8 @@ func TestSIGTERMFinishesTheRequestsItAccepted(t *testing.T) {
 			require.Less(t, o.status, 500, "%s: an accepted request is answered, not failed", o.what)
 		}
 	}
-	handled := strings.Count(p.stderr.String(), "msg=request method=GET path=/v1/runs ")
-	require.Equal(t, handled, answered, "every read the server handled was answered to its client\nstderr:\n%s", p.stderr.String())
+	handled := strings.Count(p.Stderr.String(), "msg=request method=GET path=/v1/runs ")
+	require.Equal(t, handled, answered, "every read the server handled was answered to its client\nstderr:\n%s", p.Stderr.String())
 	t.Logf("answered %d, refused at the door %d", answered, refused)
 }
 
@@ -242,7 +243,7 @@ func TestSIGTERMFinishesTheRequestsItAccepted(t *testing.T) {
 // what to do (start it again with the same --data-dir, or run it under a supervisor).
 func TestServeStopsSayingWhatToDoWhenItsEmbeddedPostgreSQLDies(t *testing.T) {
 	t.Parallel()
-	p := startServe(t, reachableDir(t), nil)
+	p := e2etest.StartServe(t, e2etest.ReachableDir(t), nil)
 	// serve's child named postgres (any of serve's threads may have started it).
 	stats, err := filepath.Glob("/proc/[0-9]*/stat")
 	require.NoError(t, err)
@@ -254,18 +255,18 @@ func TestServeStopsSayingWhatToDoWhenItsEmbeddedPostgreSQLDies(t *testing.T) {
 		}
 		var pid, ppid int
 		var comm, state string
-		if _, err := fmt.Sscan(string(stat), &pid, &comm, &state, &ppid); err == nil && ppid == p.cmd.Process.Pid && comm == "(postgres)" {
+		if _, err := fmt.Sscan(string(stat), &pid, &comm, &state, &ppid); err == nil && ppid == p.Cmd.Process.Pid && comm == "(postgres)" {
 			pg = pid
 		}
 	}
 	require.NotZero(t, pg, "serve runs its PostgreSQL as a child")
 	require.NoError(t, syscall.Kill(pg, syscall.SIGKILL))
 	select {
-	case err := <-p.done:
+	case err := <-p.Done:
 		require.Error(t, err, "serve exits non-zero")
 	case <-time.After(time.Minute):
 		t.Fatal("serve went on without its database")
 	}
-	require.Contains(t, p.stderr.String(), "the embedded PostgreSQL exited")
-	require.Contains(t, p.stderr.String(), "start it again with the same --data-dir")
+	require.Contains(t, p.Stderr.String(), "the embedded PostgreSQL exited")
+	require.Contains(t, p.Stderr.String(), "start it again with the same --data-dir")
 }

@@ -1,65 +1,17 @@
-package main_test
+package server_test
 
 import (
-	"bufio"
 	"bytes"
 	"fmt"
 	"io"
 	"net/http"
-	"os"
-	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
-	"time"
 
+	"github.com/barrage-load/barrage/internal/e2etest"
 	"github.com/stretchr/testify/require"
 )
-
-// rssKiB is the resident memory of process pid, from /proc.
-func rssKiB(pid int) (int64, error) {
-	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0, err
-	}
-	defer f.Close()
-	s := bufio.NewScanner(f)
-	for s.Scan() {
-		if v, ok := strings.CutPrefix(s.Text(), "VmRSS:"); ok {
-			return strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
-		}
-	}
-	return 0, fmt.Errorf("no VmRSS for pid %d", pid)
-}
-
-// watchRSS samples pid's resident memory until the function it returns is called, which says
-// what it was at the start and the most it was since, in KiB.
-func watchRSS(t *testing.T, pid int) func() (base, peak int64) {
-	t.Helper()
-	base, err := rssKiB(pid)
-	require.NoError(t, err)
-	var peak atomic.Int64
-	stop, sampled := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(sampled)
-		for {
-			if kib, err := rssKiB(pid); err == nil {
-				peak.Store(max(peak.Load(), kib))
-			}
-			select {
-			case <-stop:
-				return
-			case <-time.After(5 * time.Millisecond):
-			}
-		}
-	}()
-	return func() (int64, int64) {
-		close(stop)
-		<-sampled
-		return base, peak.Load()
-	}
-}
 
 // Bodies that cost memory to parse (600 KB of YAML aliases, a megabyte of JSON array), sent 16 at
 // once by 8 users, leave serve's resident memory within 100 MiB of what it was (sampled from
@@ -67,18 +19,18 @@ func watchRSS(t *testing.T, pid int) func() (base, peak int64) {
 // a user's third at once. (They took it from 50 MiB to 3.3 GiB, with answers of 31 MB.)
 func TestParsingCostsAreBoundedWhoeverSendsThem(t *testing.T) {
 	t.Parallel()
-	p := startServe(t, reachableDir(t), nil)
-	code := codeLine.FindStringSubmatch(p.stdout.String())[1]
+	p := e2etest.StartServe(t, e2etest.ReachableDir(t), nil)
+	code := e2etest.CodeLine.FindStringSubmatch(p.Stdout.String())[1]
 	admin := t.TempDir()
-	mustCLI(t, p, admin, "admin password 123\n", "signup", "--code", code, "--email", "admin@example.com", "--name", "Admin")
-	mustCLI(t, p, admin, "admin password 123\n", "login", "--email", "admin@example.com")
-	invite := strings.TrimSpace(mustCLI(t, p, admin, "", "admin", "invite", "--template", "demo", "--uses", "8"))
+	e2etest.MustCLI(t, p, admin, "admin password 123\n", "signup", "--code", code, "--email", "admin@example.com", "--name", "Admin")
+	e2etest.MustCLI(t, p, admin, "admin password 123\n", "login", "--email", "admin@example.com")
+	invite := strings.TrimSpace(e2etest.MustCLI(t, p, admin, "", "admin", "invite", "--template", "demo", "--uses", "8"))
 	var tokens []string
 	for i := range 8 {
 		cfg := t.TempDir()
-		mustCLI(t, p, cfg, "user password 123\n", "signup", "--code", invite, "--email", fmt.Sprintf("u%d@example.com", i), "--name", "U")
-		mustCLI(t, p, cfg, "user password 123\n", "login", "--email", fmt.Sprintf("u%d@example.com", i))
-		tokens = append(tokens, strings.TrimSpace(mustCLI(t, p, cfg, "", "tokens", "create", "--name", "t", "--scopes", "read,write")))
+		e2etest.MustCLI(t, p, cfg, "user password 123\n", "signup", "--code", invite, "--email", fmt.Sprintf("u%d@example.com", i), "--name", "U")
+		e2etest.MustCLI(t, p, cfg, "user password 123\n", "login", "--email", fmt.Sprintf("u%d@example.com", i))
+		tokens = append(tokens, strings.TrimSpace(e2etest.MustCLI(t, p, cfg, "", "tokens", "create", "--name", "t", "--scopes", "read,write")))
 	}
 
 	var aliases strings.Builder
@@ -87,9 +39,9 @@ func TestParsingCostsAreBoundedWhoeverSendsThem(t *testing.T) {
 		aliases.WriteString("  - *a\n")
 	}
 	array := "[" + strings.Repeat("1,", 500_000) + "1]"
-	pid := p.cmd.Process.Pid
+	pid := p.Cmd.Process.Pid
 	for name, body := range map[string]struct{ data, ct string }{"aliases": {aliases.String(), "application/yaml"}, "array": {array, "application/json"}} {
-		stopWatching := watchRSS(t, pid)
+		stopWatching := e2etest.WatchRSS(t, pid)
 		var wg sync.WaitGroup
 		var mu sync.Mutex
 		statuses := map[int]int{}
@@ -98,7 +50,7 @@ func TestParsingCostsAreBoundedWhoeverSendsThem(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				req, err := http.NewRequest("POST", p.url+"/v1/tests", bytes.NewReader([]byte(body.data)))
+				req, err := http.NewRequest("POST", p.URL+"/v1/tests", bytes.NewReader([]byte(body.data)))
 				if err != nil {
 					return
 				}

@@ -1,4 +1,4 @@
-package main_test
+package journey_test
 
 import (
 	"context"
@@ -18,6 +18,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/barrage-load/barrage/internal/e2etest"
 	"github.com/barrage-load/barrage/internal/portal/portaltest"
 )
 
@@ -30,21 +31,21 @@ import (
 // concurrency sweep, and sign out. Each page is inspected on a laptop's screen and a phone's, by
 // axe and a screenshot.
 func TestPortalTesterJourneyInChromium(t *testing.T) {
-	shop := startDemoShop(t)
-	s := newPortalUser(t, "BARRAGE_DEMO_AGENT=true", "BARRAGE_DEMO_AGENT_ALLOW="+strings.TrimPrefix(shop, "http://"))
-	b := portaltest.New(t, s.p.url)
+	shop := e2etest.StartDemoShop(t)
+	s := e2etest.NewPortalUser(t, "BARRAGE_DEMO_AGENT=true", "BARRAGE_DEMO_AGENT_ALLOW="+strings.TrimPrefix(shop, "http://"))
+	b := portaltest.New(t, s.Server.URL)
 
 	b.Go("/signup")
 	b.WaitTitle("Sign up · Barrage")
-	signUp(b, s.code, "grace@example.com", "Grace Hopper", "graces long password")
+	e2etest.SignUp(b, s.Code, "grace@example.com", "Grace Hopper", "graces long password")
 	b.WaitTitle("Tests · Barrage")
 	b.WaitText("No tests yet.")
 	b.Inspect("tests-empty")
 
 	// Her own agent, registered and started from the command line: the portal runs on it too.
 	cfg := t.TempDir()
-	mustCLI(t, s.p, cfg, "graces long password\n", "login", "--email", "grace@example.com")
-	laptop := ownAgent(t, s.p, cfg, "laptop")
+	e2etest.MustCLI(t, s.Server, cfg, "graces long password\n", "login", "--email", "grace@example.com")
+	laptop := e2etest.OwnAgent(t, s.Server, cfg, "laptop")
 
 	// The wizard writes the test: the shop's products, two users for the time the form says.
 	b.Follow("Use the wizard")
@@ -123,7 +124,7 @@ func TestPortalTesterJourneyInChromium(t *testing.T) {
 	require.NotEqual(t, first, second)
 	// Watched through a proxy that the test cuts, as a network blip would: the page reconnects
 	// with Last-Event-ID and draws every second once, none missing.
-	blip := newBlipProxy(t, s.p.url)
+	blip := newBlipProxy(t, s.Server.URL)
 	b.Go(blip.srv.URL + second)
 	b.WaitTitle("Run of shop products · Barrage")
 	drawn := `Number((document.querySelector("section[data-seconds]") || { dataset: { seconds: 0 } }).dataset.seconds)`
@@ -145,7 +146,7 @@ func TestPortalTesterJourneyInChromium(t *testing.T) {
 	require.GreaterOrEqual(t, len(ids), 2, "the stream was opened again")
 	require.Empty(t, ids[0], "the first connection starts at the run's start")
 	require.NotEmpty(t, ids[len(ids)-1], "the page resumed after the last second it drew")
-	require.NoError(t, laptop.cmd.Process.Signal(syscall.SIGKILL))
+	require.NoError(t, laptop.Cmd.Process.Signal(syscall.SIGKILL))
 	waitLong(t, b, 40*time.Second, `[...document.querySelectorAll("td")].some((td) => td.innerText.startsWith("lost"))`)
 	b.Shot("live-lost")
 
@@ -206,7 +207,7 @@ func launch(b *portaltest.Browser, testURL, model string, fields ...string) {
 // page: a run's end, which its load's length decides.
 func waitLong(t *testing.T, b *portaltest.Browser, within time.Duration, expression string) {
 	t.Helper()
-	eventually(t, within, expression, func() bool { return portaltest.Eval[bool](b, "Boolean("+expression+")") })
+	e2etest.Eventually(t, within, expression, func() bool { return portaltest.Eval[bool](b, "Boolean("+expression+")") })
 }
 
 // blipProxy is the server seen through a proxy whose streams the test can cut at once, as a

@@ -1,4 +1,4 @@
-package main_test
+package plugins_test
 
 import (
 	"bufio"
@@ -7,7 +7,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -24,43 +23,10 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/barrage-load/barrage/internal/e2etest"
 	"github.com/barrage-load/barrage/internal/registry"
 	"github.com/stretchr/testify/require"
 )
-
-// runWithEnv runs the binary with args and extra environment, and returns stdout, stderr and
-// the exit status.
-func runWithEnv(t *testing.T, env []string, args ...string) (string, string, int) {
-	t.Helper()
-	cmd := exec.Command(binary, args...)
-	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}, env...)
-	var stdout, stderr strings.Builder
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
-	code := 0
-	var ee *exec.ExitError
-	if errors.As(err, &ee) {
-		code = ee.ExitCode()
-	} else {
-		require.NoError(t, err)
-	}
-	return stdout.String(), stderr.String(), code
-}
-
-// buildPlugins builds example plugins into a folder and returns it.
-func buildPlugins(t *testing.T, names ...string) string {
-	t.Helper()
-	dir := t.TempDir()
-	args := []string{"build", "-trimpath", "-o", dir + string(filepath.Separator)}
-	for _, n := range names {
-		args = append(args, "../../examples/plugins/"+n)
-	}
-	cmd := exec.Command("go", args...)
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	out, err := cmd.CombinedOutput()
-	require.NoError(t, err, "%s", out)
-	return dir
-}
 
 // received is what the target saw of one request.
 type received struct {
@@ -70,25 +36,25 @@ type received struct {
 
 func TestRunWithExamplePlugins(t *testing.T) {
 	t.Parallel()
-	bin := buildPlugins(t, "random-data", "hmac-sign", "inject-headers")
+	bin := e2etest.BuildPlugins(t, "random-data", "hmac-sign", "inject-headers")
 	// correlation-id is written in Python: any language go-plugin speaks will do.
-	build := exec.Command("../../examples/plugins/correlation-id/build.sh", filepath.Join(bin, "correlation-id"))
+	build := exec.Command("../../../../examples/plugins/correlation-id/build.sh", filepath.Join(bin, "correlation-id"))
 	b, err := build.CombinedOutput()
 	require.NoError(t, err, "%s", b)
 	// Its zipapp names the python of a virtualenv under /tmp, which the sandbox hides unless
 	// the operator lets plugins see it.
-	python, err := exec.Command("../../scripts/python-env.sh").Output()
+	python, err := exec.Command("../../../../scripts/python-env.sh").Output()
 	require.NoError(t, err)
 	venv := "--plugin-path=" + filepath.Dir(filepath.Dir(strings.TrimSpace(string(python))))
 	pluginDir := filepath.Join(t.TempDir(), "plugins")
 	env := []string{"BARRAGE_PLUGIN_DIR=" + pluginDir, "HMAC_KEY=e2e-shared-key", "DATABASE_URL=postgres://must-not-leak"}
 
 	for _, n := range []string{"random-data", "hmac-sign", "inject-headers", "correlation-id"} {
-		out, errOut, code := runWithEnv(t, env, "plugin", "add", venv, filepath.Join(bin, n))
+		out, errOut, code := e2etest.RunWithEnv(t, env, "plugin", "add", venv, filepath.Join(bin, n))
 		require.Zero(t, code, "%s%s", out, errOut)
 		require.Contains(t, out, "added "+n+"@1.0.0")
 	}
-	out, _, code := runWithEnv(t, env, "plugin", "list")
+	out, _, code := e2etest.RunWithEnv(t, env, "plugin", "list")
 	require.Zero(t, code)
 	require.Regexp(t, `(?m)^hmac-sign\s+1\.0\.0\s+url\s`, out)
 
@@ -149,7 +115,7 @@ load:
   iterations: 40
 `), 0o644))
 
-	out, errOut, code := runWithEnv(t, env, "run", "--quiet", venv, "--plugin-env", "HMAC_KEY", "--out", filepath.Join(t.TempDir(), "r.json"), script)
+	out, errOut, code := e2etest.RunWithEnv(t, env, "run", "--quiet", venv, "--plugin-env", "HMAC_KEY", "--out", filepath.Join(t.TempDir(), "r.json"), script)
 	require.Zero(t, code, "stdout:\n%s\nstderr:\n%s", out, errOut)
 	require.Contains(t, out, "hook sign (calls)")
 	require.Contains(t, out, "hook corr (calls)")
@@ -209,10 +175,10 @@ func schedPolicies(arg string) []string {
 
 func TestRunRefusesABadPluginConfigNamingTheField(t *testing.T) {
 	t.Parallel()
-	bin := buildPlugins(t, "random-data")
+	bin := e2etest.BuildPlugins(t, "random-data")
 	pluginDir := filepath.Join(t.TempDir(), "plugins")
 	env := []string{"BARRAGE_PLUGIN_DIR=" + pluginDir}
-	_, errOut, code := runWithEnv(t, env, "plugin", "add", filepath.Join(bin, "random-data"))
+	_, errOut, code := e2etest.RunWithEnv(t, env, "plugin", "add", filepath.Join(bin, "random-data"))
 	require.Zero(t, code, errOut)
 	script := filepath.Join(t.TempDir(), "s.yaml")
 	require.NoError(t, os.WriteFile(script, []byte(`
@@ -221,11 +187,11 @@ plugins: [{use: random-data@1.0.0, as: rnd, kind: session-element, config: {n: {
 session: {groups: [{name: g, requests: [{name: r, url: "http://127.0.0.1:1/${rnd.n}"}]}]}
 load: {vus: 1, iterations: 1}
 `), 0o644))
-	_, errOut, code = runWithEnv(t, env, "run", script)
+	_, errOut, code = e2etest.RunWithEnv(t, env, "run", script)
 	require.Equal(t, 65, code, errOut)
 	require.Contains(t, errOut, "plugins.rnd.config.n")
 
-	_, errOut, code = runWithEnv(t, []string{"BARRAGE_PLUGIN_DIR=" + t.TempDir()}, "run", script)
+	_, errOut, code = e2etest.RunWithEnv(t, []string{"BARRAGE_PLUGIN_DIR=" + t.TempDir()}, "run", script)
 	require.Equal(t, 1, code)
 	require.Contains(t, errOut, "random-data@1.0.0 is not in")
 }
@@ -234,9 +200,9 @@ load: {vus: 1, iterations: 1}
 // a grant to it, in the script or with --plugin-grant, is a script error that says where.
 func TestRunRefusesAGrantOutsideThePluginsNeed(t *testing.T) {
 	t.Parallel()
-	bin := buildPlugins(t, "random-data")
+	bin := e2etest.BuildPlugins(t, "random-data")
 	env := []string{"BARRAGE_PLUGIN_DIR=" + filepath.Join(t.TempDir(), "plugins")}
-	_, errOut, code := runWithEnv(t, env, "plugin", "add", filepath.Join(bin, "random-data"))
+	_, errOut, code := e2etest.RunWithEnv(t, env, "plugin", "add", filepath.Join(bin, "random-data"))
 	require.Zero(t, code, errOut)
 	script := filepath.Join(t.TempDir(), "s.yaml")
 	require.NoError(t, os.WriteFile(script, []byte(`version: 1
@@ -245,7 +211,7 @@ plugins:
 session: {groups: [{name: g, requests: [{name: r, url: "http://127.0.0.1:1/"}]}]}
 load: {vus: 1, iterations: 1}
 `), 0o644))
-	_, errOut, code = runWithEnv(t, env, "run", script)
+	_, errOut, code = e2etest.RunWithEnv(t, env, "run", script)
 	require.Equal(t, 65, code, errOut)
 	require.Contains(t, errOut, script+":3: plugins[0].network[0]: grants db.example:5432 to random-data@1.0.0, which declares no need of the network")
 
@@ -254,11 +220,11 @@ plugins: [{ use: random-data@1.0.0, as: rnd, kind: session-element }]
 session: {groups: [{name: g, requests: [{name: r, url: "http://127.0.0.1:1/"}]}]}
 load: {vus: 1, iterations: 1}
 `), 0o644))
-	_, errOut, code = runWithEnv(t, env, "run", "--plugin-grant", "rnd=db.example:5432", script)
+	_, errOut, code = e2etest.RunWithEnv(t, env, "run", "--plugin-grant", "rnd=db.example:5432", script)
 	require.Equal(t, 65, code, errOut)
 	require.Contains(t, errOut, "--plugin-grant rnd=db.example:5432: grants db.example:5432 to random-data@1.0.0, which declares no need of the network")
 
-	_, errOut, code = runWithEnv(t, env, "run", "--plugin-grant", "rnd=db.example", script)
+	_, errOut, code = e2etest.RunWithEnv(t, env, "run", "--plugin-grant", "rnd=db.example", script)
 	require.Equal(t, 1, code, errOut)
 	require.Contains(t, errOut, `--plugin-grant "rnd=db.example": "db.example": want host:port`)
 }
@@ -268,7 +234,7 @@ func TestPluginNewScaffoldsProjectsThatBuildPassTheirTestAndPassCheck(t *testing
 	for _, kind := range []string{"url", "session-element", "source-modifier"} {
 		dir := filepath.Join(t.TempDir(), "p")
 		name := "my-" + kind
-		out, errOut, code := runWithEnv(t, nil, "plugin", "new", name, "--kind", kind, "--dir", dir)
+		out, errOut, code := e2etest.RunWithEnv(t, nil, "plugin", "new", name, "--kind", kind, "--dir", dir)
 		require.Zero(t, code, "%s%s", out, errOut)
 		for _, step := range [][]string{{"mod", "tidy"}, {"test", "./..."}, {"build", "-o", name, "."}} {
 			cmd := exec.Command("go", step...)
@@ -277,7 +243,7 @@ func TestPluginNewScaffoldsProjectsThatBuildPassTheirTestAndPassCheck(t *testing
 			b, err := cmd.CombinedOutput()
 			require.NoError(t, err, "%s: go %v:\n%s", kind, step, b)
 		}
-		out, errOut, code = runWithEnv(t, nil, "plugin", "check", filepath.Join(dir, name))
+		out, errOut, code = e2etest.RunWithEnv(t, nil, "plugin", "check", filepath.Join(dir, name))
 		require.Zero(t, code, "%s%s", out, errOut)
 		require.Contains(t, out, "the plugin passed every check")
 		require.Contains(t, out, fmt.Sprintf("describe: %s@0.1.0", name))
@@ -298,9 +264,9 @@ func TestAnAgentThatRequiresTheSandboxRefusesAPartialOne(t *testing.T) {
 		gid, _ := strconv.Atoi(nobody.Gid)
 		cred = &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid), Groups: []uint32{}}
 	}
-	home := reachableDir(t)
+	home := e2etest.ReachableDir(t)
 	agent := func(args ...string) (*exec.Cmd, *bufio.Reader) {
-		cmd := exec.Command(binary, append([]string{"agent", "--server", "http://127.0.0.1:1"}, args...)...)
+		cmd := exec.Command(e2etest.Binary, append([]string{"agent", "--server", "http://127.0.0.1:1"}, args...)...)
 		cmd.Env = []string{"HOME=" + home, "PATH=/usr/bin:/bin", "BARRAGE_AGENT_TOKEN=brg_agent_not_a_real_one"}
 		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
 		stderr, err := cmd.StderrPipe()
@@ -332,7 +298,7 @@ func TestAnAgentThatRequiresTheSandboxRefusesAPartialOne(t *testing.T) {
 func TestPluginKeygen(t *testing.T) {
 	dir := t.TempDir()
 	run := func() (string, string, error) {
-		cmd := exec.Command(binary, "plugin", "keygen")
+		cmd := exec.Command(e2etest.Binary, "plugin", "keygen")
 		cmd.Env = []string{"BARRAGE_CONFIG_DIR=" + dir}
 		var out, errOut strings.Builder
 		cmd.Stdout, cmd.Stderr = &out, &errOut
