@@ -34,6 +34,7 @@ func freePort(t *testing.T) int {
 // out (10 seconds without the server), the run goes on, and no second of its metrics is lost:
 // the summary counts every request the target served.
 func TestTheDatabaseRestartsUnderARun(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	pgCfg := pgembed.Config{DataDir: e2etest.ReachableDir(t), Port: freePort(t), Database: "barrage", Fast: true}
 	pg, err := pgembed.Start(ctx, pgCfg)
@@ -145,6 +146,7 @@ func errorLines(log string) string {
 // polls of agents waiting for work, reads) end with their answer, not a 5xx; requests after it
 // are refused at the door (a connection error), never accepted and dropped.
 func TestSIGTERMFinishesTheRequestsItAccepted(t *testing.T) {
+	t.Parallel()
 	p := e2etest.StartServe(t, e2etest.ReachableDir(t), nil)
 	cfg := t.TempDir()
 	code := e2etest.CodeLine.FindStringSubmatch(p.Stdout.String())[1]
