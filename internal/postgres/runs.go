@@ -153,7 +153,7 @@ func (s *Store) CreateRun(ctx context.Context, r barrage.Run, facts []byte, idem
 		if run, err = runFromRow(row); err != nil {
 			return err
 		}
-		if err := s.q.RunFactsInsert(ctx, tx, dbsqlc.RunFactsInsertParams{RunID: r.ID, Facts: facts}); err != nil {
+		if err := s.q.RunFactsSave(ctx, tx, dbsqlc.RunFactsSaveParams{RunID: r.ID, Facts: facts}); err != nil {
 			return err
 		}
 		for _, sh := range shards {
@@ -246,10 +246,10 @@ func (s *Store) RunFacts(ctx context.Context, id uuid.UUID) ([]byte, error) {
 	return facts, translate(err, "run facts")
 }
 
-// SaveRunFacts stores what run id's script makes of it, for a run made before runs kept them;
-// facts stored already are kept.
+// SaveRunFacts stores what run id's script makes of it, for a run made before runs kept them or
+// whose facts no longer read, in place of what was stored.
 func (s *Store) SaveRunFacts(ctx context.Context, id uuid.UUID, facts []byte) error {
-	return s.q.RunFactsInsert(ctx, s.pool, dbsqlc.RunFactsInsertParams{RunID: id, Facts: facts})
+	return s.q.RunFactsSave(ctx, s.pool, dbsqlc.RunFactsSaveParams{RunID: id, Facts: facts})
 }
 
 // Runs lists the owner's runs with their shards, newest first, before the given id.

@@ -1,6 +1,9 @@
 package summary
 
 import (
+	"errors"
+	"slices"
+
 	"github.com/barrage-load/barrage/internal/barrage"
 	"github.com/barrage-load/barrage/internal/monitor"
 	"github.com/barrage-load/barrage/internal/run"
@@ -41,6 +44,21 @@ func FactsOf(s *script.Script, o barrage.LoadOverrides) Facts {
 		Thresholds: s.Thresholds,
 		Monitors:   monitor.Skeleton(s.Monitors),
 	}
+}
+
+// Check tells facts that no script could have made: a row changed by hand.
+func (f *Facts) Check() error {
+	switch {
+	case f.Script == "":
+		return errors.New("no script name")
+	case f.Workload.Model != script.Closed && f.Workload.Model != script.Open:
+		return errors.New("no load model")
+	case slices.Contains(f.Thresholds, nil):
+		return errors.New("a threshold that is null")
+	case slices.Contains(f.Monitors, nil):
+		return errors.New("a monitor series that is null")
+	}
+	return nil
 }
 
 // Skeleton is the run's monitor series with no value yet, each new, for monitor.Record to fill.

@@ -91,6 +91,8 @@ func (s *Service) result(ctx context.Context, p barrage.Principal, id uuid.UUID)
 	if facts, err := s.facts(ctx, rn); err == nil {
 		r.Script, r.Model = facts.Script, facts.Workload.Model.String()
 		r.Monitors = facts.Skeleton()
+	} else {
+		s.factsMissing(ctx, rn, "its result goes without its script's name, model and monitors", err)
 	}
 	r.Start = rn.CreatedAt
 	if rn.StartAt != nil {

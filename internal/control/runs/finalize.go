@@ -214,7 +214,8 @@ func shardAccounts(accounts []barrage.ShardAccount) (run.Account, []string) {
 }
 
 // facts are what run's script made of it when it was created. A run made before runs kept them
-// has them derived from its script now, and stored, once.
+// has them derived from its script now, and stored, once; so has a run whose stored facts do not
+// read (a row changed by hand), saying so in the log.
 func (s *Service) facts(ctx context.Context, r barrage.Run) (*summary.Facts, error) {
 	raw, err := s.store.RunFacts(ctx, r.ID)
 	if errors.Is(err, barrage.ErrNotFound) {
@@ -224,10 +225,23 @@ func (s *Service) facts(ctx context.Context, r barrage.Run) (*summary.Facts, err
 		return nil, err
 	}
 	f := new(summary.Facts)
-	if err := json.Unmarshal(raw, f); err != nil {
-		return nil, fmt.Errorf("run %s: its stored facts: %w", r.ID, err)
+	err = json.Unmarshal(raw, f)
+	if err == nil {
+		err = f.Check()
+	}
+	if err != nil {
+		s.log.WarnContext(ctx, "a run's stored facts do not read: deriving them again from its script",
+			slog.String("run_id", r.ID.String()), slog.String("error", err.Error()))
+		return s.deriveFacts(ctx, r)
 	}
 	return f, nil
+}
+
+// factsMissing logs that run r's facts could not be had (its script no longer parses, or the
+// database failed), and what goes without them.
+func (s *Service) factsMissing(ctx context.Context, r barrage.Run, without string, err error) {
+	s.log.WarnContext(ctx, "a run's facts could not be had", slog.String("run_id", r.ID.String()),
+		slog.String("goes_without", without), slog.String("error", err.Error()))
 }
 
 // deriveFacts derives and stores the facts of run r, made before runs kept them, from its script.

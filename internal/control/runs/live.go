@@ -56,6 +56,8 @@ func (s *Service) Live(ctx context.Context, p barrage.Principal, id uuid.UUID, a
 		if len(facts.Thresholds) > 0 {
 			judged = threshold.New(facts.Thresholds)
 		}
+	} else {
+		s.factsMissing(ctx, r, "the live view goes on without its thresholds, stability and monitors", err)
 	}
 	// Every second from the run's first: the stability and the thresholds judge them all, and
 	// those up to `after`, which the follower has, are not sent again.

@@ -498,4 +498,16 @@ func TestARunIsToldFromTheFactsStoredAtItsCreation(t *testing.T) {
 	var stored int
 	require.NoError(t, b.DB.QueryRow(ctx, `SELECT count(*) FROM run_facts WHERE run_id = $1`, old.run.ID).Scan(&stored))
 	require.Equal(t, 1, stored, "the facts derived are stored")
+
+	// Facts changed by hand into what no script makes are derived again, and stored in their place.
+	for _, bad := range []string{`{"monitors":[null]}`, `{"thresholds":[null]}`, `{"workload":{"model":"sideways"}}`, `[]`} {
+		_, err = b.DB.Exec(ctx, `UPDATE run_facts SET facts = $2 WHERE run_id = $1`, old.run.ID, bad)
+		require.NoError(t, err)
+		rep, err := b.Runs.RunReport(ctx, b.user, old.run.ID, nil, summary.Tolerances{})
+		require.NoError(t, err, bad)
+		require.Equal(t, "older", rep.Run.Script, bad)
+		var script string
+		require.NoError(t, b.DB.QueryRow(ctx, `SELECT facts->>'script' FROM run_facts WHERE run_id = $1`, old.run.ID).Scan(&script))
+		require.Equal(t, "older", script, "the facts are stored again in place of %s", bad)
+	}
 }

@@ -50,6 +50,8 @@ func (s *Service) RunSweep(ctx context.Context, p barrage.Principal, id uuid.UUI
 	name := ""
 	if facts, err := s.facts(ctx, r); err == nil {
 		name = facts.Script
+	} else {
+		s.factsMissing(ctx, r, "its sweep goes without its script's name", err)
 	}
 	return sweep.NewResult(name, sw.Step, levels), nil
 }

@@ -137,18 +137,19 @@ func (q *Queries) RunFactsGet(ctx context.Context, db DBTX, runID uuid.UUID) ([]
 	return facts, err
 }
 
-const runFactsInsert = `-- name: RunFactsInsert :exec
-INSERT INTO run_facts (run_id, facts) VALUES ($1, $2) ON CONFLICT (run_id) DO NOTHING
+const runFactsSave = `-- name: RunFactsSave :exec
+INSERT INTO run_facts (run_id, facts) VALUES ($1, $2)
+ON CONFLICT (run_id) DO UPDATE SET facts = EXCLUDED.facts
 `
 
-type RunFactsInsertParams struct {
+type RunFactsSaveParams struct {
 	RunID uuid.UUID
 	Facts []byte
 }
 
-// RunFactsInsert stores what a run's script makes of it; facts stored already are kept.
-func (q *Queries) RunFactsInsert(ctx context.Context, db DBTX, arg RunFactsInsertParams) error {
-	_, err := db.Exec(ctx, runFactsInsert, arg.RunID, arg.Facts)
+// RunFactsSave stores what a run's script makes of it, in place of what was stored.
+func (q *Queries) RunFactsSave(ctx context.Context, db DBTX, arg RunFactsSaveParams) error {
+	_, err := db.Exec(ctx, runFactsSave, arg.RunID, arg.Facts)
 	return err
 }
 

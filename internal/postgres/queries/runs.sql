@@ -87,9 +87,10 @@ WHERE r.state IN ('created', 'queued', 'starting', 'running') AND a = ANY(@addre
 GROUP BY a
 ORDER BY a;
 
--- RunFactsInsert stores what a run's script makes of it; facts stored already are kept.
--- name: RunFactsInsert :exec
-INSERT INTO run_facts (run_id, facts) VALUES (@run_id, @facts) ON CONFLICT (run_id) DO NOTHING;
+-- RunFactsSave stores what a run's script makes of it, in place of what was stored.
+-- name: RunFactsSave :exec
+INSERT INTO run_facts (run_id, facts) VALUES (@run_id, @facts)
+ON CONFLICT (run_id) DO UPDATE SET facts = EXCLUDED.facts;
 
 -- name: RunFactsGet :one
 SELECT facts FROM run_facts WHERE run_id = @run_id;
