@@ -24,10 +24,7 @@ func NewPortalUser(t testing.TB, env ...string) PortalUser {
 	t.Helper()
 	p := StartServe(t, ReachableDir(t), nil, env...)
 	admin := t.TempDir()
-	m := CodeLine.FindStringSubmatch(p.Stdout.String())
-	require.NotNil(t, m, "the first start prints the first-admin code\nstdout: %s", p.Stdout.String())
-	MustCLI(t, p, admin, "admin password 123\n", "signup", "--code", m[1], "--email", "ada@example.com", "--name", "Ada")
-	MustCLI(t, p, admin, "admin password 123\n", "login", "--email", "ada@example.com")
+	SignUpFirstAdmin(t, p, admin, "ada@example.com", "Ada")
 	return PortalUser{Server: p, Admin: admin, Code: Invite(t, p, admin)}
 }
 

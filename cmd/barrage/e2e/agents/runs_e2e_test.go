@@ -50,9 +50,7 @@ func newFleet(t *testing.T) *fleet {
 	data := e2etest.ReachableDir(t)
 	cfg := t.TempDir()
 	p := e2etest.StartServe(t, data, nil, "BARRAGE_METRICS_ADDR=127.0.0.1:0")
-	code := e2etest.CodeLine.FindStringSubmatch(p.Stdout.String())[1]
-	e2etest.MustCLI(t, p, cfg, "admin password 123\n", "signup", "--code", code, "--email", "ada@example.com", "--name", "Ada")
-	e2etest.MustCLI(t, p, cfg, "admin password 123\n", "login", "--email", "ada@example.com")
+	e2etest.SignUpFirstAdmin(t, p, cfg, "ada@example.com", "Ada")
 	token := strings.TrimSpace(e2etest.MustCLI(t, p, cfg, "", "tokens", "create", "--name", "e2e", "--scopes", "read,write"))
 
 	agentTokens := []string{

@@ -44,9 +44,7 @@ func TestTheDatabaseRestartsUnderARun(t *testing.T) {
 	target := e2etest.NewCountingTarget(t)
 	p := e2etest.StartServe(t, e2etest.ReachableDir(t), nil, "DATABASE_URL="+pg.DSN())
 	cfg := t.TempDir()
-	code := e2etest.CodeLine.FindStringSubmatch(p.Stdout.String())[1]
-	e2etest.MustCLI(t, p, cfg, "admin password 123\n", "signup", "--code", code, "--email", "ada@example.com", "--name", "Ada")
-	e2etest.MustCLI(t, p, cfg, "admin password 123\n", "login", "--email", "ada@example.com")
+	e2etest.SignUpFirstAdmin(t, p, cfg, "ada@example.com", "Ada")
 	token := strings.TrimSpace(e2etest.MustCLI(t, p, cfg, "", "tokens", "create", "--name", "faults", "--scopes", "read,write"))
 	agent := e2etest.StartAgent(t, p, strings.TrimSpace(e2etest.MustCLI(t, p, cfg, "", "agents", "create", "one")))
 	e2etest.Eventually(t, 30*time.Second, "the agent online", func() bool {
@@ -149,9 +147,7 @@ func TestSIGTERMFinishesTheRequestsItAccepted(t *testing.T) {
 	t.Parallel()
 	p := e2etest.StartServe(t, e2etest.ReachableDir(t), nil)
 	cfg := t.TempDir()
-	code := e2etest.CodeLine.FindStringSubmatch(p.Stdout.String())[1]
-	e2etest.MustCLI(t, p, cfg, "admin password 123\n", "signup", "--code", code, "--email", "ada@example.com", "--name", "Ada")
-	e2etest.MustCLI(t, p, cfg, "admin password 123\n", "login", "--email", "ada@example.com")
+	e2etest.SignUpFirstAdmin(t, p, cfg, "ada@example.com", "Ada")
 	token := strings.TrimSpace(e2etest.MustCLI(t, p, cfg, "", "tokens", "create", "--name", "faults", "--scopes", "read,write"))
 	agentToken := strings.TrimSpace(e2etest.MustCLI(t, p, cfg, "", "agents", "create", "waiting"))
 

@@ -42,9 +42,7 @@ func TestPublishReviewFindInstallAndRunAMarketplacePlugin(t *testing.T) {
 	data := e2etest.ReachableDir(t)
 	p := e2etest.StartServe(t, data, nil)
 	admin, author, tester := t.TempDir(), t.TempDir(), t.TempDir()
-	code := e2etest.CodeLine.FindStringSubmatch(p.Stdout.String())[1]
-	e2etest.MustCLI(t, p, admin, "admin password 123\n", "signup", "--code", code, "--email", "ada@example.com", "--name", "Ada")
-	e2etest.MustCLI(t, p, admin, "admin password 123\n", "login", "--email", "ada@example.com")
+	e2etest.SignUpFirstAdmin(t, p, admin, "ada@example.com", "Ada")
 	for _, u := range []struct{ dir, email string }{{author, "author@example.com"}, {tester, "tester@example.com"}} {
 		m := e2etest.CodeLine.FindStringSubmatch(e2etest.MustCLI(t, p, admin, "", "admin", "invite", "--template", "demo"))
 		require.NotNil(t, m)

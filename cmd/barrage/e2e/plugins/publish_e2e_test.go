@@ -48,10 +48,8 @@ func bigELF(size int64, salt byte) io.Reader {
 func TestPublishingLargePluginsKeepsServesMemoryBounded(t *testing.T) {
 	t.Parallel()
 	p := e2etest.StartServe(t, e2etest.ReachableDir(t), nil)
-	code := e2etest.CodeLine.FindStringSubmatch(p.Stdout.String())[1]
 	admin := t.TempDir()
-	e2etest.MustCLI(t, p, admin, "admin password 123\n", "signup", "--code", code, "--email", "admin@example.com", "--name", "Admin")
-	e2etest.MustCLI(t, p, admin, "admin password 123\n", "login", "--email", "admin@example.com")
+	e2etest.SignUpFirstAdmin(t, p, admin, "admin@example.com", "Admin")
 	invite := strings.TrimSpace(e2etest.MustCLI(t, p, admin, "", "admin", "invite", "--template", "demo", "--uses", "4"))
 	// Four authors, each with a namespace and a key: a user has two publishes in flight at most.
 	type author struct {

@@ -41,9 +41,7 @@ func TestATestWithPluginsIsDebuggedGeneratedAndRunOnAgents(t *testing.T) {
 
 	p := e2etest.StartServe(t, e2etest.ReachableDir(t), nil)
 	cfg := t.TempDir()
-	code := e2etest.CodeLine.FindStringSubmatch(p.Stdout.String())[1]
-	e2etest.MustCLI(t, p, cfg, "admin password 123\n", "signup", "--code", code, "--email", "ada@example.com", "--name", "Ada")
-	e2etest.MustCLI(t, p, cfg, "admin password 123\n", "login", "--email", "ada@example.com")
+	e2etest.SignUpFirstAdmin(t, p, cfg, "ada@example.com", "Ada")
 
 	// Two agents with their own plugin directories: the second's random-data is not the
 	// binary the first has.
@@ -165,9 +163,7 @@ func TestTheDemoAgentReachesOnlyWhatItIsAllowed(t *testing.T) {
 
 	p := e2etest.StartServe(t, e2etest.ReachableDir(t), nil, "BARRAGE_DEMO_AGENT=true", "BARRAGE_DEMO_AGENT_ALLOW="+strings.TrimPrefix(shop.URL, "http://"))
 	cfg := t.TempDir()
-	code := e2etest.CodeLine.FindStringSubmatch(p.Stdout.String())[1]
-	e2etest.MustCLI(t, p, cfg, "admin password 123\n", "signup", "--code", code, "--email", "ada@example.com", "--name", "Ada")
-	e2etest.MustCLI(t, p, cfg, "admin password 123\n", "login", "--email", "ada@example.com")
+	e2etest.SignUpFirstAdmin(t, p, cfg, "ada@example.com", "Ada")
 	e2etest.Eventually(t, 30*time.Second, "the demo agent online", func() bool {
 		return regexp.MustCompile(`(?m)\sdemo\s.*\sonline\s`).MatchString(e2etest.MustCLI(t, p, cfg, "", "agents", "list"))
 	})

@@ -20,10 +20,8 @@ import (
 func TestParsingCostsAreBoundedWhoeverSendsThem(t *testing.T) {
 	t.Parallel()
 	p := e2etest.StartServe(t, e2etest.ReachableDir(t), nil)
-	code := e2etest.CodeLine.FindStringSubmatch(p.Stdout.String())[1]
 	admin := t.TempDir()
-	e2etest.MustCLI(t, p, admin, "admin password 123\n", "signup", "--code", code, "--email", "admin@example.com", "--name", "Admin")
-	e2etest.MustCLI(t, p, admin, "admin password 123\n", "login", "--email", "admin@example.com")
+	e2etest.SignUpFirstAdmin(t, p, admin, "admin@example.com", "Admin")
 	invite := strings.TrimSpace(e2etest.MustCLI(t, p, admin, "", "admin", "invite", "--template", "demo", "--uses", "8"))
 	var tokens []string
 	for i := range 8 {

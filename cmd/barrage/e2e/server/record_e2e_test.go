@@ -312,9 +312,7 @@ func TestImportABrowserHARAndReplayIt(t *testing.T) {
 func TestImportHARPushSavesATestOnTheServer(t *testing.T) {
 	p := e2etest.StartServe(t, e2etest.ReachableDir(t), nil)
 	cfg := t.TempDir()
-	code := e2etest.CodeLine.FindStringSubmatch(p.Stdout.String())[1]
-	e2etest.MustCLI(t, p, cfg, "admin password 123\n", "signup", "--code", code, "--email", "ada@example.com", "--name", "Ada")
-	e2etest.MustCLI(t, p, cfg, "admin password 123\n", "login", "--email", "ada@example.com")
+	e2etest.SignUpFirstAdmin(t, p, cfg, "ada@example.com", "Ada")
 
 	const chrome = "../../../../internal/har/testdata/shop-chrome.har"
 	out, errOut, err := e2etest.CLI(t, p, cfg, "", "import", "har", chrome, "--push", "--name", "shop visit")

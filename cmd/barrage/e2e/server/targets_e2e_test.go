@@ -55,9 +55,7 @@ func TestSharedAgentsLoadOnlyVerifiedTargets(t *testing.T) {
 
 	p := e2etest.StartServe(t, e2etest.ReachableDir(t), nil, "BARRAGE_VERIFY_ALLOW=127.0.0.0/8")
 	cfg := t.TempDir()
-	code := e2etest.CodeLine.FindStringSubmatch(p.Stdout.String())[1]
-	e2etest.MustCLI(t, p, cfg, "admin password 123\n", "signup", "--code", code, "--email", "ada@example.com", "--name", "Ada")
-	e2etest.MustCLI(t, p, cfg, "admin password 123\n", "login", "--email", "ada@example.com")
+	e2etest.SignUpFirstAdmin(t, p, cfg, "ada@example.com", "Ada")
 	e2etest.StartAgent(t, p, strings.TrimSpace(e2etest.MustCLI(t, p, cfg, "", "agents", "create", "platform", "--shared")))
 	e2etest.Eventually(t, 30*time.Second, "the shared agent online", func() bool {
 		return regexp.MustCompile(`(?m)\splatform\s+shared\s+online\s`).MatchString(e2etest.MustCLI(t, p, cfg, "", "agents", "list"))
@@ -154,9 +152,7 @@ func TestTheDemoAgentLoadsATargetYouProved(t *testing.T) {
 
 	p := e2etest.StartServe(t, e2etest.ReachableDir(t), nil, "BARRAGE_DEMO_AGENT=true", "BARRAGE_VERIFY_ALLOW=127.0.0.0/8")
 	ada, bob := t.TempDir(), t.TempDir()
-	code := e2etest.CodeLine.FindStringSubmatch(p.Stdout.String())[1]
-	e2etest.MustCLI(t, p, ada, "admin password 123\n", "signup", "--code", code, "--email", "ada@example.com", "--name", "Ada")
-	e2etest.MustCLI(t, p, ada, "admin password 123\n", "login", "--email", "ada@example.com")
+	e2etest.SignUpFirstAdmin(t, p, ada, "ada@example.com", "Ada")
 	bobCode := regexp.MustCompile(`brg_inv_[a-z2-7]+`).FindString(e2etest.MustCLI(t, p, ada, "", "admin", "invite", "--template", "demo"))
 	require.NotEmpty(t, bobCode)
 	e2etest.MustCLI(t, p, bob, "bobs password 123\n", "signup", "--code", bobCode, "--email", "bob@example.com", "--name", "Bob")
