@@ -86,7 +86,7 @@ func (l *Output) String() string {
 	return l.b.String()
 }
 
-// await waits until the output matches re, and returns the match's groups. The process of name
+// Await waits until the output matches re, and returns the match's groups. The process of name
 // ending first (done, which gets its error back) or within passing fails the test.
 func (l *Output) Await(t testing.TB, re *regexp.Regexp, within time.Duration, name string, done chan error) []string {
 	t.Helper()
@@ -161,7 +161,7 @@ func StartServe(t testing.TB, dataDir string, cred *syscall.Credential, extraEnv
 	return p
 }
 
-// stop sends SIGTERM and requires a clean exit.
+// Stop sends SIGTERM and requires a clean exit.
 func (p *Server) Stop(t testing.TB) {
 	t.Helper()
 	if p.Cmd.ProcessState != nil {
@@ -356,14 +356,14 @@ func StartProc(t testing.TB, env []string, args ...string) *Proc {
 	return p
 }
 
-// waitFor waits until the process's stderr matches re, and returns the match's groups. The
+// WaitFor waits until the process's stderr matches re, and returns the match's groups. The
 // process ending first fails the test.
 func (p *Proc) WaitFor(t testing.TB, re *regexp.Regexp) []string {
 	t.Helper()
 	return p.Stderr.Await(t, re, time.Minute, p.Cmd.Args[1], p.Done)
 }
 
-// interrupt sends SIGINT and requires exit status 0.
+// Interrupt sends SIGINT and requires exit status 0.
 func (p *Proc) Interrupt(t testing.TB) {
 	t.Helper()
 	require.NoError(t, p.Cmd.Process.Signal(syscall.SIGINT))
@@ -429,7 +429,7 @@ func WriteScript(t testing.TB, target, thresholds string) string {
 	path := filepath.Join(t.TempDir(), "s.yaml")
 	src := fmt.Sprintf(`
 version: 1
-name: CLI
+name: cli
 session:
   groups:
     - name: home

@@ -136,6 +136,10 @@ func (d *decoder) monitors(n *yaml.Node, p pos) []*Monitor {
 				if !ok {
 					continue
 				}
+				if strings.IndexFunc(src, notPrintable) >= 0 {
+					d.add(sp, "must not contain control characters (nor bidirectional ones, which reorder what a line shows)")
+					continue
+				}
 				sel, err := ParseMonitorSeries(src)
 				if err != nil {
 					d.add(sp, "%v", err)

@@ -107,6 +107,7 @@ func TestParseErrorsNameTheirPath(t *testing.T) {
 		{"check twice", wrap(`[{name: g, requests: [{name: r, url: /, assert: [{status: 200}, {status: 200}]}]}]`), "session.groups[0].requests[0].assert[1]", `checks what another assertion of this request checks, as "status 200"`},
 		{"check name twice", wrap(`[{name: g, requests: [{name: r, url: /, assert: [{name: same, status: 200}, {name: same, json: $.a}]}]}]`), "session.groups[0].requests[0].assert[1]", "give one a name:"},
 		{"bidi in a name", wrap("[{name: g, requests: [{name: \"r\\u202e\", url: /}]}]"), "session.groups[0].requests[0].name", "nor bidirectional ones"},
+		{"nul in a monitor series", withTop("monitors: [{name: m, url: 'http://127.0.0.1:9/metrics', series: [\"up{a=\\\"x\\u0000y\\\"}\"]}]\n"), "monitors[0].series[0]", "must not contain control characters"},
 		{"equals without json", wrap(`[{name: g, requests: [{name: r, url: /, assert: [{status: 200, equals: 1}]}]}]`), "session.groups[0].requests[0].assert[0].equals", "goes only with json"},
 		{"equals and exists", wrap(`[{name: g, requests: [{name: r, url: /, assert: [{json: $.a, equals: 1, exists: true}]}]}]`), "session.groups[0].requests[0].assert[0].exists", "goes without equals"},
 		{"assertion kind missing", wrap(`[{name: g, requests: [{name: r, url: /, assert: [{}]}]}]`), "session.groups[0].requests[0].assert[0]", "an assertion needs one of"},

@@ -1,6 +1,10 @@
 package script
 
-import "go.yaml.in/yaml/v3"
+import (
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+)
 
 // maxScenarios bounds a script's scenarios.
 const maxScenarios = 16
@@ -30,9 +34,15 @@ func (d *decoder) scenarios(n *yaml.Node, p pos, s *Script, groups, names map[st
 		if tn, tp := o.get("tags"); tn != nil {
 			sc.Tags = map[string]string{}
 			for _, t := range d.pairs(tn, tp) {
-				if v, ok := d.str(t.val, t.valPos); ok {
-					sc.Tags[t.key] = v
+				v, ok := d.str(t.val, t.valPos)
+				if !ok {
+					continue
 				}
+				if strings.IndexFunc(t.key+v, notPrintable) >= 0 {
+					d.add(t.valPos, "must not contain control characters (nor bidirectional ones, which reorder what a line shows)")
+					continue
+				}
+				sc.Tags[t.key] = v
 			}
 		}
 		out = append(out, sc)

@@ -2,6 +2,7 @@ package runs
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -34,12 +35,16 @@ func (s *Service) Reap(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("reap: list open runs: %w", err)
 	}
+	// A run that cannot be watched (its facts do not read, its store fails) is told and left
+	// for the next reap: the others are watched all the same.
+	var errs []error
 	for _, r := range runs {
 		if err := s.watch(ctx, r, now); err != nil {
-			return fmt.Errorf("reap run %s: %w", r.ID, err)
+			s.log.ErrorContext(ctx, "reap a run", slog.String("run_id", r.ID.String()), slog.String("error", err.Error()))
+			errs = append(errs, fmt.Errorf("reap run %s: %w", r.ID, err))
 		}
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 // watch ends what a run can no longer expect: unclaimed shards and a passed deadline.

@@ -511,3 +511,32 @@ func TestARunIsToldFromTheFactsStoredAtItsCreation(t *testing.T) {
 		require.Equal(t, "older", script, "the facts are stored again in place of %s", bad)
 	}
 }
+
+// A run whose stored facts do not read (a damaged row, a newer version's model) holds up no other
+// run's housekeeping: another user's aborting threshold is still judged.
+func TestARunWhoseFactsDoNotReadHoldsUpNoOtherRun(t *testing.T) {
+	t.Parallel()
+	b := setup(t, control.Config{})
+	ctx := context.Background()
+	broken := b.twoShards(t)
+	b.report(t, broken, 0, nil, controltest.Second(t, 0, "get home", 10, 20*time.Millisecond))
+	b.report(t, broken, 1, nil, controltest.Second(t, 0, "get home", 10, 20*time.Millisecond))
+	_, err := b.DB.Exec(ctx, `UPDATE run_facts SET facts = '{"workload":{"model":"sideways"}}' WHERE run_id = $1`, broken.run.ID)
+	require.NoError(t, err)
+
+	b.script = b.Script(b.user, strings.Replace(controltest.SmokeScript, "p95 < 300ms", `{ check: "error_rate < 10%", abort: true }`, 1))
+	s := b.twoShards(t)
+	b.report(t, s, 0, nil, controltest.FailingSecond(t, 0, "get home", 100, 15, 20*time.Millisecond))
+	b.report(t, s, 1, nil, controltest.FailingSecond(t, 0, "get home", 100, 15, 20*time.Millisecond))
+	reapErr := b.Runs.Reap(ctx)
+	in := b.report(t, s, 0, nil)
+	require.NotNil(t, in.Stop, "the other run's aborting threshold is judged (reap: %v)", reapErr)
+
+	// The run itself is told from its script, and ends.
+	b.report(t, broken, 0, completed)
+	b.report(t, broken, 1, completed)
+	require.NoError(t, b.Runs.Reap(ctx))
+	doc := b.summary(t, broken.run.ID)
+	require.Equal(t, barrage.RunFinished, doc.State)
+	require.Len(t, doc.Thresholds, 1)
+}
