@@ -244,7 +244,7 @@ func (s *Service) factsMissing(ctx context.Context, r barrage.Run, without strin
 		slog.String("goes_without", without), slog.String("error", err.Error()))
 }
 
-// deriveFacts derives and stores the facts of run r, made before runs kept them, from its script.
+// deriveFacts derives the facts of run r from its script and stores them in place of any stored.
 func (s *Service) deriveFacts(ctx context.Context, r barrage.Run) (*summary.Facts, error) {
 	sc, err := s.store.Script(ctx, r.OwnerID, r.ScriptID)
 	if err != nil {
