@@ -64,6 +64,12 @@ async function send(method: string, path: string, body?: unknown, extra?: Record
   return fetch(path, { method, headers, credentials: "same-origin", body: sent, signal });
 }
 
+/** discard lets go of an answer whose body nobody reads: until it is read or let go, the browser
+ * holds it, and counts its request as still loading. */
+function discard(res: Response) {
+  res.body?.cancel().catch(() => {});
+}
+
 async function problem(res: Response): Promise<Problem> {
   try {
     const p = await res.json();
@@ -79,7 +85,10 @@ let renewing: Promise<boolean> | null = null;
 /** renew exchanges the session's refresh cookie for new cookies, once for every caller waiting. */
 function renew(): Promise<boolean> {
   renewing ??= send("POST", "/v1/auth/session/refresh")
-    .then((r) => r.ok)
+    .then((r) => {
+      discard(r);
+      return r.ok;
+    })
     .catch(() => false)
     .finally(() => {
       renewing = null;
@@ -94,6 +103,7 @@ export async function respond(method: string, path: string, body?: unknown, head
   // Only a page with a session (its CSRF cookie says so) has one to renew.
   if (res.status === 401 && !path.startsWith("/v1/auth/") && cookie("barrage_csrf") !== "") {
     if (await renew()) {
+      discard(res);
       res = await send(method, path, body, headers, signal);
     }
     if (res.status === 401) {

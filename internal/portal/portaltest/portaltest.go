@@ -79,6 +79,9 @@ type Browser struct {
 	expected []*Expectation
 	requests map[network.RequestID]string // "METHOD url"
 	answers  []answer
+	// inflight are the page's requests not yet answered in full, but its live streams, which
+	// last as long as the page.
+	inflight map[network.RequestID]bool
 }
 
 type answer struct {
@@ -117,7 +120,7 @@ func New(t testing.TB, base string) *Browser {
 		opts = append(opts, chromedp.NoSandbox) // Chromium's sandbox refuses to start as root
 	}
 	b := &Browser{t: t, base: strings.TrimSuffix(base, "/"), dir: artifactDir(t), screen: Desktop,
-		changed: make(chan struct{}), requests: map[network.RequestID]string{}}
+		changed: make(chan struct{}), requests: map[network.RequestID]string{}, inflight: map[network.RequestID]bool{}}
 	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	ctx, cancel := chromedp.NewContext(allocCtx, chromedp.WithListener(b.event))
 	b.ctx = ctx
@@ -185,8 +188,21 @@ func (b *Browser) event(ev any) {
 		}
 	case *network.EventRequestWillBeSent:
 		b.requests[ev.RequestID] = ev.Request.Method + " " + ev.Request.URL
+		if ev.Type == network.ResourceTypeDocument {
+			// A page opens (no page here has frames): the last one's requests end unreported.
+			clear(b.inflight)
+		}
+		if accept, _ := ev.Request.Headers["Accept"].(string); accept != "text/event-stream" {
+			b.inflight[ev.RequestID] = true
+		}
 	case *network.EventResponseReceived:
 		b.answers = append(b.answers, answer{request: b.requests[ev.RequestID], status: int(ev.Response.Status)})
+		b.notify()
+	case *network.EventLoadingFinished:
+		delete(b.inflight, ev.RequestID)
+		b.notify()
+	case *network.EventLoadingFailed:
+		delete(b.inflight, ev.RequestID)
 		b.notify()
 	}
 }
@@ -226,7 +242,7 @@ func (b *Browser) await(what string, cond func() bool) {
 		select {
 		case <-changed:
 		case <-deadline.C:
-			b.t.Fatalf("waited %s for %s", Timeout, what)
+			b.t.Fatalf("waited %s for %s\n%s", Timeout, what, b.state())
 		}
 	}
 }
@@ -284,10 +300,36 @@ func run[T any](b *Browser, what string, a chromedp.Action[T]) T {
 	defer cancel()
 	v, err := chromedp.Run(ctx, a)
 	if err != nil {
-		b.t.Fatalf("%s: %v", what, err)
+		b.t.Fatalf("%s: %v\n%s", what, err, b.state())
 	}
 	b.check()
 	return v
+}
+
+// state is what the page showed and the answers it had, for a step that failed: what it waited
+// for is then plain to see beside what came instead.
+func (b *Browser) state() string {
+	ctx, cancel := context.WithTimeout(b.ctx, 5*time.Second)
+	defer cancel()
+	text, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.body ? document.body.innerText : ""`))
+	if err != nil {
+		text = "(unreadable: " + err.Error() + ")"
+	}
+	const most = 4000
+	if len(text) > most {
+		text = text[:most] + "…"
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var answers []string
+	for _, a := range b.answers[max(0, len(b.answers)-10):] {
+		answers = append(answers, fmt.Sprintf("%d %s", a.status, a.request))
+	}
+	var inflight []string
+	for id := range b.inflight {
+		inflight = append(inflight, b.requests[id])
+	}
+	return fmt.Sprintf("the page showed:\n%s\nits last answers:\n  %s\nrequests in flight:\n  %s", text, strings.Join(answers, "\n  "), strings.Join(inflight, "\n  "))
 }
 
 // do runs actions on the tab, in order, as run does.
@@ -363,13 +405,32 @@ func (b *Browser) Value(label string) string {
 // once it is shown.
 func (b *Browser) Click(text string) {
 	b.t.Helper()
-	b.do("click the button "+text, chromedp.Click(named(`button, input[type=submit], [role=button]`, text)))
+	b.click("click the button "+text, named(`button, input[type=submit], [role=button]`, text))
 }
 
 // Follow clicks the link whose accessible name is text.
 func (b *Browser) Follow(text string) {
 	b.t.Helper()
-	b.do("follow the link "+text, chromedp.Click(named("a[href]", text)))
+	b.click("follow the link "+text, named("a[href]", text))
+}
+
+// click clicks the element sel, as a person's pointer does, at where it is shown, once the page
+// has settled: its requests answered (but its live streams) and the element still for two
+// frames. A click sent while an answer is on its way lands where the element was before the
+// answer moved it (a field it inserts before a button), on something else or on nothing.
+func (b *Browser) click(what string, sel chromedp.JSPath) {
+	b.t.Helper()
+	b.do(what, chromedp.WaitVisible(sel))
+	b.await("the page's requests to be answered, to "+what, func() bool { return len(b.inflight) == 0 })
+	// Polled at each frame: still when its box is the one it had at the frame before.
+	still := fmt.Sprintf(`((e) => {
+		const r = e.getBoundingClientRect(), box = [r.x, r.y, r.width, r.height].join();
+		const still = window.__portaltestBox === box;
+		window.__portaltestBox = box;
+		return still;
+	})(%s)`, sel)
+	b.do(what, chromedp.Evaluate[chromedp.Void](`window.__portaltestBox = undefined`),
+		chromedp.Poll[chromedp.Void](still, chromedp.WithPollingTimeout(Timeout)), chromedp.Click(sel))
 }
 
 // Keys types keys into whatever has the focus: text, and kb.Tab, kb.Enter and the like
@@ -508,5 +569,5 @@ func (b *Browser) WaitAnswer(method, url string) int {
 // Toggle clicks the checkbox or radio button labelled label.
 func (b *Browser) Toggle(label string) {
 	b.t.Helper()
-	b.do("toggle "+label, chromedp.Click(control(label)))
+	b.click("toggle "+label, control(label))
 }
