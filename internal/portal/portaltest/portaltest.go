@@ -23,6 +23,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -79,9 +80,9 @@ type Browser struct {
 	expected []*Expectation
 	requests map[network.RequestID]string // "METHOD url"
 	answers  []answer
-	// inflight are the page's requests not yet answered in full, but its live streams, which
-	// last as long as the page.
-	inflight map[network.RequestID]bool
+	// inflight are the requests not yet answered in full, but live streams, which last as long
+	// as their page, each with the loader of the page that sent it.
+	inflight map[network.RequestID]cdp.LoaderID
 }
 
 type answer struct {
@@ -120,7 +121,7 @@ func New(t testing.TB, base string) *Browser {
 		opts = append(opts, chromedp.NoSandbox) // Chromium's sandbox refuses to start as root
 	}
 	b := &Browser{t: t, base: strings.TrimSuffix(base, "/"), dir: artifactDir(t), screen: Desktop,
-		changed: make(chan struct{}), requests: map[network.RequestID]string{}, inflight: map[network.RequestID]bool{}}
+		changed: make(chan struct{}), requests: map[network.RequestID]string{}, inflight: map[network.RequestID]cdp.LoaderID{}}
 	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	ctx, cancel := chromedp.NewContext(allocCtx, chromedp.WithListener(b.event))
 	b.ctx = ctx
@@ -188,12 +189,14 @@ func (b *Browser) event(ev any) {
 		}
 	case *network.EventRequestWillBeSent:
 		b.requests[ev.RequestID] = ev.Request.Method + " " + ev.Request.URL
-		if ev.Type == network.ResourceTypeDocument {
-			// A page opens (no page here has frames): the last one's requests end unreported.
-			clear(b.inflight)
-		}
 		if accept, _ := ev.Request.Headers["Accept"].(string); accept != "text/event-stream" {
-			b.inflight[ev.RequestID] = true
+			b.inflight[ev.RequestID] = ev.LoaderID
+		}
+	case *page.EventFrameNavigated:
+		if ev.Frame.ParentID == "" {
+			// A page opened in the tab: the last page's requests end unreported.
+			maps.DeleteFunc(b.inflight, func(_ network.RequestID, l cdp.LoaderID) bool { return l != ev.Frame.LoaderID })
+			b.notify()
 		}
 	case *network.EventResponseReceived:
 		b.answers = append(b.answers, answer{request: b.requests[ev.RequestID], status: int(ev.Response.Status)})
