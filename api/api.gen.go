@@ -840,6 +840,48 @@ func (e PluginOS) Valid() bool {
 	}
 }
 
+// Defines values for SearchPluginsParamsPlatform.
+const (
+	Linuxamd64 SearchPluginsParamsPlatform = "linux/amd64"
+	Linuxarm64 SearchPluginsParamsPlatform = "linux/arm64"
+)
+
+// Valid indicates whether the value is a known member of the SearchPluginsParamsPlatform enum.
+func (e SearchPluginsParamsPlatform) Valid() bool {
+	switch e {
+	case Linuxamd64:
+		return true
+	case Linuxarm64:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for SearchPluginsParamsSort.
+const (
+	Downloads SearchPluginsParamsSort = "downloads"
+	Name      SearchPluginsParamsSort = "name"
+	Newest    SearchPluginsParamsSort = "newest"
+	Runs      SearchPluginsParamsSort = "runs"
+)
+
+// Valid indicates whether the value is a known member of the SearchPluginsParamsSort enum.
+func (e SearchPluginsParamsSort) Valid() bool {
+	switch e {
+	case Downloads:
+		return true
+	case Name:
+		return true
+	case Newest:
+		return true
+	case Runs:
+		return true
+	default:
+		return false
+	}
+}
+
 // APIToken defines model for APIToken.
 type APIToken struct {
 	CreatedAt  time.Time          `json:"created_at"`
@@ -1654,6 +1696,7 @@ type PingResult struct {
 
 // Plugin defines model for Plugin.
 type Plugin struct {
+	// CreatedAt When its first version was published.
 	CreatedAt   time.Time    `json:"created_at"`
 	Description string       `json:"description"`
 	Downloads   int64        `json:"downloads"`
@@ -1668,8 +1711,17 @@ type Plugin struct {
 	Name      string `json:"name"`
 	Namespace string `json:"namespace"`
 
+	// Platforms The platforms (os/arch) its latest is built for.
+	Platforms []string `json:"platforms"`
+
+	// Protocols The plugin protocol versions its latest speaks.
+	Protocols []int `json:"protocols"`
+
 	// Readme Markdown, of its latest version.
-	Readme    string    `json:"readme"`
+	Readme string `json:"readme"`
+
+	// Runs Runs started with any of its versions.
+	Runs      int64     `json:"runs"`
 	SourceUrl string    `json:"source_url"`
 	Tags      []string  `json:"tags"`
 	UpdatedAt time.Time `json:"updated_at"`
@@ -1777,6 +1829,7 @@ type PluginPinSource string
 
 // PluginSummary defines model for PluginSummary.
 type PluginSummary struct {
+	// CreatedAt When its first version was published.
 	CreatedAt   time.Time    `json:"created_at"`
 	Description string       `json:"description"`
 	Downloads   int64        `json:"downloads"`
@@ -1787,9 +1840,18 @@ type PluginSummary struct {
 	License string `json:"license"`
 
 	// Listed A version is published or deprecated: everyone signed in finds it.
-	Listed    bool      `json:"listed"`
-	Name      string    `json:"name"`
-	Namespace string    `json:"namespace"`
+	Listed    bool   `json:"listed"`
+	Name      string `json:"name"`
+	Namespace string `json:"namespace"`
+
+	// Platforms The platforms (os/arch) its latest is built for.
+	Platforms []string `json:"platforms"`
+
+	// Protocols The plugin protocol versions its latest speaks.
+	Protocols []int `json:"protocols"`
+
+	// Runs Runs started with any of its versions.
+	Runs      int64     `json:"runs"`
 	SourceUrl string    `json:"source_url"`
 	Tags      []string  `json:"tags"`
 	UpdatedAt time.Time `json:"updated_at"`
@@ -2903,12 +2965,27 @@ type SearchPluginsParams struct {
 	Kind *PluginKind `form:"kind,omitempty" json:"kind,omitempty"`
 	Tag  *string     `form:"tag,omitempty" json:"tag,omitempty"`
 
+	// Protocol The plugins that speak this version of the plugin protocol.
+	Protocol *int `form:"protocol,omitempty" json:"protocol,omitempty"`
+
+	// Platform The plugins built for this platform, `os/arch`.
+	Platform *SearchPluginsParamsPlatform `form:"platform,omitempty" json:"platform,omitempty"`
+
+	// Sort `name` (the default), or most first: `downloads`, `runs` (runs started with any of its versions), `newest` (first published last); ties by name.
+	Sort *SearchPluginsParamsSort `form:"sort,omitempty" json:"sort,omitempty"`
+
 	// Cursor The `next_cursor` of the previous page.
 	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
 
 	// Limit Page size.
 	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
 }
+
+// SearchPluginsParamsPlatform defines parameters for SearchPlugins.
+type SearchPluginsParamsPlatform string
+
+// SearchPluginsParamsSort defines parameters for SearchPlugins.
+type SearchPluginsParamsSort string
 
 // ListRunsParams defines parameters for ListRuns.
 type ListRunsParams struct {
@@ -3775,8 +3852,10 @@ type ClientInterface interface {
 	// SearchPlugins Find plugins
 	//
 	// The plugins you may see (those with a published or deprecated version, and every
-	// plugin of your own namespaces), in name order. `q` finds plugins whose names,
-	// description or tags hold words beginning with each of its words.
+	// plugin of your own namespaces), in name order, or by `sort`. `q` finds plugins whose
+	// names, description or tags hold words beginning with each of its words; `kind`, `tag`,
+	// `protocol` and `platform` keep those whose shown version (`latest`) has them. A cursor
+	// continues the order it was given in.
 	//
 	// Corresponds with GET /v1/plugins (the `SearchPlugins` operationId).
 	SearchPlugins(ctx context.Context, params *SearchPluginsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -5638,8 +5717,10 @@ func (c *Client) AddNamespaceOwner(ctx context.Context, namespace NamespaceName,
 // SearchPlugins Find plugins
 //
 // The plugins you may see (those with a published or deprecated version, and every
-// plugin of your own namespaces), in name order. `q` finds plugins whose names,
-// description or tags hold words beginning with each of its words.
+// plugin of your own namespaces), in name order, or by `sort`. `q` finds plugins whose
+// names, description or tags hold words beginning with each of its words; `kind`, `tag`,
+// `protocol` and `platform` keep those whose shown version (`latest`) has them. A cursor
+// continues the order it was given in.
 //
 // Corresponds with GET /v1/plugins (the `SearchPlugins` operationId).
 func (c *Client) SearchPlugins(ctx context.Context, params *SearchPluginsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -8727,6 +8808,42 @@ func NewSearchPluginsRequest(server string, params *SearchPluginsParams) (*http.
 
 		}
 
+		if params.Protocol != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "protocol", *params.Protocol, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Platform != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "platform", *params.Platform, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Sort != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "sort", *params.Sort, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
 		if params.Cursor != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
@@ -11698,8 +11815,10 @@ type ClientWithResponsesInterface interface {
 	// SearchPluginsWithResponse Find plugins
 	//
 	// The plugins you may see (those with a published or deprecated version, and every
-	// plugin of your own namespaces), in name order. `q` finds plugins whose names,
-	// description or tags hold words beginning with each of its words.
+	// plugin of your own namespaces), in name order, or by `sort`. `q` finds plugins whose
+	// names, description or tags hold words beginning with each of its words; `kind`, `tag`,
+	// `protocol` and `platform` keep those whose shown version (`latest`) has them. A cursor
+	// continues the order it was given in.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -21778,8 +21897,10 @@ func (c *ClientWithResponses) AddNamespaceOwnerWithResponse(ctx context.Context,
 // SearchPluginsWithResponse Find plugins
 //
 // The plugins you may see (those with a published or deprecated version, and every
-// plugin of your own namespaces), in name order. `q` finds plugins whose names,
-// description or tags hold words beginning with each of its words.
+// plugin of your own namespaces), in name order, or by `sort`. `q` finds plugins whose
+// names, description or tags hold words beginning with each of its words; `kind`, `tag`,
+// `protocol` and `platform` keep those whose shown version (`latest`) has them. A cursor
+// continues the order it was given in.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -32388,6 +32509,45 @@ func (siw *ServerInterfaceWrapper) SearchPlugins(w http.ResponseWriter, r *http.
 			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "tag"})
 		} else {
 			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "tag", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "protocol" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "protocol", r.URL.Query(), &params.Protocol, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "protocol"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "protocol", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "platform" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "platform", r.URL.Query(), &params.Platform, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "platform"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "platform", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "sort" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "sort", r.URL.Query(), &params.Sort, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "sort"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "sort", Err: err})
 		}
 		return
 	}

@@ -292,9 +292,12 @@ func loadSigningKey(e env, path string) (ed25519.PrivateKey, error) {
 }
 
 func runPluginSearch(ctx context.Context, e env, args []string) error {
-	fs := newFlags(e, "plugin search", "[--kind K] [--tag T] [WORDS...]")
+	fs := newFlags(e, "plugin search", "[--kind K] [--tag T] [--platform OS/ARCH] [--protocol N] [--sort ORDER] [WORDS...]")
 	kind := fs.String("kind", "", "only plugins of this kind: session-element, url or source-modifier")
 	tag := fs.String("tag", "", "only plugins with this tag")
+	platform := fs.String("platform", "", "only plugins built for this platform: linux/amd64 or linux/arm64")
+	protocol := fs.Int("protocol", 0, "only plugins that speak this plugin protocol version")
+	sort := fs.String("sort", "name", "the order: name, or most first: downloads, runs, newest")
 	if err := parseArgs(fs, args); err != nil {
 		return err
 	}
@@ -309,7 +312,14 @@ func runPluginSearch(ctx context.Context, e env, args []string) error {
 	if *tag != "" {
 		params.Tag = tag
 	}
-	return printTable(e, "PLUGIN\tLATEST\tKINDS\tDOWNLOADS\tDESCRIPTION",
+	if *platform != "" {
+		params.Platform = ptr(api.SearchPluginsParamsPlatform(*platform))
+	}
+	if *protocol != 0 {
+		params.Protocol = protocol
+	}
+	params.Sort = ptr(api.SearchPluginsParamsSort(*sort))
+	return printTable(e, "PLUGIN\tLATEST\tKINDS\tDOWNLOADS\tRUNS\tDESCRIPTION",
 		func(cursor *string) ([]api.PluginSummary, *string, error) {
 			params.Cursor = cursor
 			res, err := cl.SearchPluginsWithResponse(ctx, &params)
@@ -326,7 +336,7 @@ func runPluginSearch(ctx context.Context, e env, args []string) error {
 			if !p.Listed {
 				latest += " (unlisted)"
 			}
-			return fmt.Sprintf("%s/%s\t%s\t%s\t%d\t%s", p.Namespace, p.Name, latest, kindsText(p.Kinds), p.Downloads, p.Description)
+			return fmt.Sprintf("%s/%s\t%s\t%s\t%d\t%d\t%s", p.Namespace, p.Name, latest, kindsText(p.Kinds), p.Downloads, p.Runs, p.Description)
 		})
 }
 

@@ -33,9 +33,14 @@ type Plugin struct {
 	License         string
 	SourceURL       string
 	Tags            []string
-	Downloads       int64
-	CreatedAt       time.Time
-	UpdatedAt       time.Time
+	// Protocols and Platforms ("os/arch") are those of its latest version.
+	Protocols []int
+	Platforms []string
+	Downloads int64
+	// Runs counts the runs started with any of its versions.
+	Runs      int64
+	CreatedAt time.Time
+	UpdatedAt time.Time
 	// Versions are those the reader may see, newest first; filled when one plugin is read.
 	Versions []PluginVersion
 }

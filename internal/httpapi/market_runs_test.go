@@ -160,6 +160,7 @@ func TestMarketplacePluginsArePinnedFetchedAndCountedByRuns(t *testing.T) {
 	cancel(second)
 	v := b.do("GET", "/v1/plugins/acme/random-data/versions/1.0.0", tester.access, nil).json(t)
 	require.EqualValues(t, 2, v["runs"])
+	require.EqualValues(t, 2, b.do("GET", "/v1/plugins?q=random", tester.access, nil).json(t)["items"].([]any)[0].(map[string]any)["runs"], "the plugin counts its versions' runs")
 
 	// A shared agent without the kernel sandbox refuses a plugin a user published; with it, or
 	// for a plugin an admin published, it runs.

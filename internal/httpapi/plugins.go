@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"regexp"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -20,6 +21,7 @@ import (
 	"github.com/barrage-load/barrage/api"
 	"github.com/barrage-load/barrage/internal/barrage"
 	"github.com/barrage-load/barrage/internal/market"
+	"github.com/barrage-load/barrage/internal/postgres"
 	"github.com/barrage-load/barrage/internal/registry"
 )
 
@@ -209,18 +211,18 @@ func (s *server) SearchPlugins(ctx context.Context, req api.SearchPluginsRequest
 	if err != nil {
 		return nil, err
 	}
-	q := market.Search{Q: deref(req.Params.Q), Kind: string(deref(req.Params.Kind)), Tag: deref(req.Params.Tag), Limit: deref(req.Params.Limit)}
+	q := market.Search{Q: deref(req.Params.Q), Kind: string(deref(req.Params.Kind)), Tag: deref(req.Params.Tag),
+		Protocol: deref(req.Params.Protocol), Platform: string(deref(req.Params.Platform)), Sort: string(deref(req.Params.Sort)),
+		Limit: deref(req.Params.Limit)}
 	if q.Tag != "" && registry.CheckName("tag", q.Tag) != nil {
 		return nil, &badParam{field: "tag", reason: "a tag is lower-case letters, digits and single hyphens"}
 	}
 	if c := deref(req.Params.Cursor); c != "" {
-		// A cursor is the last plugin of the page before, namespace/name.
-		raw, err := base64.RawURLEncoding.DecodeString(c)
-		ns, name, ok := strings.Cut(string(raw), "/")
-		if err != nil || !ok || registry.CheckName("namespace", ns) != nil || registry.CheckName("name", name) != nil {
-			return nil, &badParam{field: "cursor", reason: "not a cursor this server gave"}
+		after, ok := pluginCursor(c, q.Sort)
+		if !ok {
+			return nil, &badParam{field: "cursor", reason: "not a cursor this server gave for this order"}
 		}
-		q.AfterNamespace, q.AfterName = ns, name
+		q.After = after
 	}
 	items, more, err := s.market.Search(ctx, p, q)
 	if err != nil {
@@ -232,10 +234,41 @@ func (s *server) SearchPlugins(ctx context.Context, req api.SearchPluginsRequest
 	}
 	if more {
 		last := items[len(items)-1]
-		next := base64.RawURLEncoding.EncodeToString([]byte(last.Namespace + "/" + last.Name))
+		cursor := last.Namespace + "/" + last.Name
+		if q.Sort != "" && q.Sort != postgres.PluginsByName {
+			cursor = fmt.Sprintf("%s:%d:%s", q.Sort, postgres.SortKey(q.Sort, last), cursor)
+		}
+		next := base64.RawURLEncoding.EncodeToString([]byte(cursor))
 		out.NextCursor = &next
 	}
 	return out, nil
+}
+
+// pluginCursor reads a cursor of plugins in order sort: the last plugin of the page before,
+// namespace/name, after its sort key and the order's name ("runs:-12:acme/tls") in any order
+// but by name.
+func pluginCursor(c, sort string) (postgres.PluginCursor, bool) {
+	raw, err := base64.RawURLEncoding.DecodeString(c)
+	if err != nil {
+		return postgres.PluginCursor{}, false
+	}
+	var after postgres.PluginCursor
+	rest := string(raw)
+	if sort != "" && sort != postgres.PluginsByName {
+		order, tail, ok1 := strings.Cut(rest, ":")
+		key, names, ok2 := strings.Cut(tail, ":")
+		n, err := strconv.ParseInt(key, 10, 64)
+		if !ok1 || !ok2 || order != sort || err != nil {
+			return postgres.PluginCursor{}, false
+		}
+		after.Key, rest = n, names
+	}
+	ns, name, ok := strings.Cut(rest, "/")
+	if !ok || registry.CheckName("namespace", ns) != nil || registry.CheckName("name", name) != nil {
+		return postgres.PluginCursor{}, false
+	}
+	after.Namespace, after.Name = ns, name
+	return after, true
 }
 
 func (s *server) GetPlugin(ctx context.Context, req api.GetPluginRequestObject) (api.GetPluginResponseObject, error) {
@@ -249,8 +282,8 @@ func (s *server) GetPlugin(ctx context.Context, req api.GetPluginRequestObject) 
 	}
 	sum := toAPIPluginSummary(pl)
 	out := api.Plugin{Namespace: sum.Namespace, Name: sum.Name, Latest: sum.Latest, Listed: sum.Listed, Kinds: sum.Kinds,
-		Description: sum.Description, License: sum.License, SourceUrl: sum.SourceUrl, Tags: sum.Tags, Downloads: sum.Downloads,
-		CreatedAt: sum.CreatedAt, UpdatedAt: sum.UpdatedAt, Versions: make([]api.PluginVersion, len(pl.Versions))}
+		Description: sum.Description, License: sum.License, SourceUrl: sum.SourceUrl, Tags: sum.Tags, Protocols: sum.Protocols,
+		Platforms: sum.Platforms, Downloads: sum.Downloads, Runs: sum.Runs, CreatedAt: sum.CreatedAt, UpdatedAt: sum.UpdatedAt, Versions: make([]api.PluginVersion, len(pl.Versions))}
 	for i, v := range pl.Versions {
 		out.Versions[i] = toAPIPluginVersion(v)
 		if v.Version == pl.Latest {
@@ -381,8 +414,8 @@ func (s *server) AgentFetchArtifact(ctx context.Context, req api.AgentFetchArtif
 
 func toAPIPluginSummary(p barrage.Plugin) api.PluginSummary {
 	return api.PluginSummary{Namespace: p.Namespace, Name: p.Name, Latest: p.Latest, Listed: p.Listed, Kinds: toAPIKinds(p.Kinds),
-		Description: p.Description, License: p.License, SourceUrl: p.SourceURL, Tags: p.Tags, Downloads: p.Downloads,
-		CreatedAt: p.CreatedAt, UpdatedAt: p.UpdatedAt}
+		Description: p.Description, License: p.License, SourceUrl: p.SourceURL, Tags: p.Tags, Protocols: p.Protocols,
+		Platforms: p.Platforms, Downloads: p.Downloads, Runs: p.Runs, CreatedAt: p.CreatedAt, UpdatedAt: p.UpdatedAt}
 }
 
 func toAPIKinds(kinds []string) []api.PluginKind {

@@ -687,6 +687,75 @@ func TestSearchPagesWithItsCursor(t *testing.T) {
 	requireField(t, requireProblem(t, b.do("GET", "/v1/plugins?tag=%ff", u.access, nil), http.StatusBadRequest), "tag")
 }
 
+// Search keeps the plugins of a protocol or a platform, and orders them by downloads, runs or
+// newest as well as by name, its cursor going on in the order it was given for.
+func TestSearchFiltersAndSortsTheCatalogue(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	admin, u := b.adminAndUser()
+	key := b.author(u, "acme")
+	for _, p := range []struct {
+		name      string
+		arm       bool
+		protocols []int
+	}{{"alpha", false, []int{1}}, {"bravo", true, []int{1, 2}}, {"charlie", false, []int{1}}} {
+		ver := randomData(key, "1.0.0")
+		ver.name = p.name
+		if !p.arm {
+			ver.artifacts = ver.artifacts[:1]
+		}
+		ver.tweak = func(m map[string]any) { m["protocols"] = p.protocols }
+		require.Equal(t, http.StatusCreated, b.publish(u.access, ver).status)
+		require.Equal(t, http.StatusOK, b.do("POST", "/v1/admin/plugins/acme/"+p.name+"/versions/1.0.0/approve", admin.access, nil).status)
+	}
+	for _, name := range []string{"charlie", "charlie", "bravo"} {
+		require.Equal(t, http.StatusOK, b.do("GET", "/v1/plugins/acme/"+name+"/versions/1.0.0/download/linux/amd64", u.access, nil).status)
+	}
+	names := func(query string) []string {
+		t.Helper()
+		var out []string
+		path := "/v1/plugins?limit=1&" + query
+		for path != "" {
+			r := b.do("GET", path, u.access, nil)
+			require.Equal(t, http.StatusOK, r.status, "%s: %s", path, r.body)
+			page := r.json(t)
+			for _, it := range page["items"].([]any) {
+				out = append(out, it.(map[string]any)["name"].(string))
+			}
+			path = ""
+			if next, ok := page["next_cursor"].(string); ok {
+				path = "/v1/plugins?limit=1&" + query + "&cursor=" + url.QueryEscape(next)
+			}
+		}
+		return out
+	}
+	require.Equal(t, []string{"alpha", "bravo", "charlie"}, names(""))
+	require.Equal(t, []string{"alpha", "bravo", "charlie"}, names("sort=name"))
+	require.Equal(t, []string{"charlie", "bravo", "alpha"}, names("sort=downloads"))
+	require.Equal(t, []string{"charlie", "bravo", "alpha"}, names("sort=newest"))
+	require.Equal(t, []string{"alpha", "bravo", "charlie"}, names("sort=runs"), "none has runs: by name")
+	require.Equal(t, []string{"bravo"}, names("platform=linux/arm64"))
+	require.Equal(t, []string{"charlie", "bravo", "alpha"}, names("platform=linux/amd64&sort=downloads"))
+	require.Equal(t, []string{"bravo"}, names("protocol=2"))
+	require.Empty(t, names("protocol=3"))
+
+	summary := b.do("GET", "/v1/plugins?q=bravo", u.access, nil).json(t)["items"].([]any)[0].(map[string]any)
+	require.Equal(t, []any{"linux/amd64", "linux/arm64"}, summary["platforms"])
+	require.Equal(t, []any{1.0, 2.0}, summary["protocols"])
+	require.EqualValues(t, 1, summary["downloads"])
+	require.EqualValues(t, 0, summary["runs"])
+
+	// A cursor goes on in its own order only.
+	byName := b.do("GET", "/v1/plugins?limit=1", u.access, nil).json(t)["next_cursor"].(string)
+	requireField(t, requireProblem(t, b.do("GET", "/v1/plugins?sort=downloads&cursor="+url.QueryEscape(byName), u.access, nil), http.StatusBadRequest), "cursor")
+	byDownloads := b.do("GET", "/v1/plugins?limit=1&sort=downloads", u.access, nil).json(t)["next_cursor"].(string)
+	requireField(t, requireProblem(t, b.do("GET", "/v1/plugins?sort=runs&cursor="+url.QueryEscape(byDownloads), u.access, nil), http.StatusBadRequest), "cursor")
+	requireField(t, requireProblem(t, b.do("GET", "/v1/plugins?cursor="+url.QueryEscape(byDownloads), u.access, nil), http.StatusBadRequest), "cursor")
+	for _, bad := range []string{"sort=popular", "platform=windows/amd64", "protocol=0", "protocol=x"} {
+		requireProblem(t, b.do("GET", "/v1/plugins?"+bad, u.access, nil), http.StatusBadRequest)
+	}
+}
+
 // A version's "+" comes percent-encoded in a path (%2B): the validator checks the unescaped
 // value against the spec's pattern, and the handler finds the version by it.
 func TestAVersionWithBuildMetadataIsFoundByItsEscapedPath(t *testing.T) {

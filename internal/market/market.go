@@ -545,9 +545,12 @@ func (s *Service) Version(ctx context.Context, p barrage.Principal, namespace, n
 // Search is a search of the marketplace: q's words, a kind and a tag, each when not empty.
 type Search struct {
 	Q, Kind, Tag string
-	// AfterNamespace and AfterName are the last plugin of the page before.
-	AfterNamespace, AfterName string
-	Limit                     int
+	Protocol     int    // 0 for any
+	Platform     string // os/arch, empty for any
+	Sort         string // a postgres.PluginsBy order, empty by name
+	// After is where the page before ended.
+	After postgres.PluginCursor
+	Limit int
 }
 
 // Search finds the plugins p may see, and says whether more follow the last. A query of
@@ -558,7 +561,7 @@ func (s *Service) Search(ctx context.Context, p barrage.Principal, q Search) ([]
 		return nil, false, nil
 	}
 	return s.store.SearchPlugins(ctx, viewer(p), postgres.PluginSearch{Query: query, Kind: q.Kind, Tag: q.Tag,
-		AfterNamespace: q.AfterNamespace, AfterName: q.AfterName, Limit: cmp.Or(q.Limit, 50)})
+		Protocol: q.Protocol, Platform: q.Platform, Sort: q.Sort, After: q.After, Limit: cmp.Or(q.Limit, 50)})
 }
 
 // TSQuery turns what a person typed into a PostgreSQL text query that finds every word given

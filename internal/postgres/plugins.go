@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 
@@ -237,15 +238,54 @@ func (s *Store) SetPluginVersionState(ctx context.Context, by Viewer, namespace,
 type PluginSearch struct {
 	Query     string // a tsquery, or empty for every plugin
 	Kind, Tag string // empty for any
-	// After is the namespace/name to continue after.
-	AfterNamespace, AfterName string
-	Limit                     int
+	Protocol  int    // 0 for any
+	Platform  string // os/arch, empty for any
+	// Sort is the order: PluginsByName (""), or most first PluginsByDownloads, PluginsByRuns,
+	// PluginsByNewest.
+	Sort string
+	// After is the plugin to continue after.
+	After PluginCursor
+	Limit int
 }
 
-// SearchPlugins finds the plugins viewer may see, in name order, and says whether more follow.
+// The orders a search may give plugins in.
+const (
+	PluginsByName      = "name"
+	PluginsByDownloads = "downloads"
+	PluginsByRuns      = "runs"
+	PluginsByNewest    = "newest"
+)
+
+// PluginCursor is where a page of plugins ended: the last plugin's sort key (SortKey) and its
+// names. The zero cursor is before the first.
+type PluginCursor struct {
+	Key             int64
+	Namespace, Name string
+}
+
+// SortKey is what plugin p is ordered by in sort, ascending: its downloads, runs or first
+// publication negated (most first), 0 by name.
+func SortKey(sort string, p barrage.Plugin) int64 {
+	switch sort {
+	case PluginsByDownloads:
+		return -p.Downloads
+	case PluginsByRuns:
+		return -p.Runs
+	case PluginsByNewest:
+		return -p.CreatedAt.UnixMicro()
+	}
+	return 0
+}
+
+// SearchPlugins finds the plugins viewer may see, in q's order, and says whether more follow.
 func (s *Store) SearchPlugins(ctx context.Context, viewer Viewer, q PluginSearch) ([]barrage.Plugin, bool, error) {
+	after := q.After
+	if after == (PluginCursor{}) {
+		after.Key = math.MinInt64
+	}
 	rows, err := s.q.PluginSearch(ctx, s.pool, dbsqlc.PluginSearchParams{Admin: viewer.Admin, UserID: viewer.User,
-		Query: q.Query, Kind: q.Kind, Tag: q.Tag, AfterNamespace: q.AfterNamespace, AfterName: q.AfterName, MaxRows: int32(q.Limit + 1)})
+		Query: q.Query, Kind: q.Kind, Tag: q.Tag, Protocol: int32(q.Protocol), Platform: q.Platform, Sort: q.Sort,
+		AfterKey: after.Key, AfterNamespace: after.Namespace, AfterName: after.Name, MaxRows: int32(q.Limit + 1)})
 	if err != nil {
 		return nil, false, translate(err, "search")
 	}
@@ -323,18 +363,22 @@ func (s *Store) CountPluginDownload(ctx context.Context, namespace, name, versio
 
 func pluginFromRow(r dbsqlc.Plugin) barrage.Plugin {
 	return barrage.Plugin{Namespace: r.Namespace, Name: r.Name, Listed: r.Listed, Latest: r.Latest, Kinds: r.Kinds,
-		Description: r.Description, License: r.License, SourceURL: r.SourceUrl, Tags: r.Tags, Downloads: r.Downloads,
-		CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt}
+		Description: r.Description, License: r.License, SourceURL: r.SourceUrl, Tags: r.Tags, Protocols: ints(r.Protocols),
+		Platforms: r.Platforms, Downloads: r.Downloads, Runs: r.Runs, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt}
+}
+
+func ints(v []int32) []int {
+	out := make([]int, len(v))
+	for i, n := range v {
+		out[i] = int(n)
+	}
+	return out
 }
 
 func pluginVersionFromRow(r dbsqlc.PluginVersion) barrage.PluginVersion {
-	protocols := make([]int, len(r.Protocols))
-	for i, p := range r.Protocols {
-		protocols[i] = int(p)
-	}
 	return barrage.PluginVersion{Namespace: r.Namespace, Name: r.Name, Version: r.Version, State: barrage.VersionState(r.State),
 		StateReason: r.StateReason, Kinds: r.Kinds, Description: r.Description, Readme: r.Readme, License: r.License,
-		SourceURL: r.SourceUrl, Tags: r.Tags, Protocols: protocols, ConfigSchema: r.ConfigSchema, Network: r.Network,
+		SourceURL: r.SourceUrl, Tags: r.Tags, Protocols: ints(r.Protocols), ConfigSchema: r.ConfigSchema, Network: r.Network,
 		Sums: r.Sums, Signature: r.Signature, Signer: r.Signer, PublishedBy: r.PublishedBy, ReviewedBy: r.ReviewedBy,
 		ReviewedAt: r.ReviewedAt, Downloads: r.Downloads, Runs: r.Runs, CreatedAt: r.CreatedAt}
 }
@@ -394,6 +438,9 @@ func (s *Store) countPluginRuns(ctx context.Context, tx pgx.Tx, pins []barrage.P
 		}
 		if n == 0 {
 			return barrage.Invalid("plugins."+p.Alias, fmt.Sprintf("%s was revoked: no new run may use it", p.Ref()))
+		}
+		if err := s.q.PluginCountRun(ctx, tx, dbsqlc.PluginCountRunParams{Namespace: namespace, Name: name}); err != nil {
+			return err
 		}
 	}
 	return nil

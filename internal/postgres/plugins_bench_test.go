@@ -47,9 +47,11 @@ func BenchmarkPluginSearch(b *testing.B) {
 		{Query: market.TSQuery("number"), Kind: "url", Limit: 50},
 		{Tag: "tag7", Limit: 50},
 		{Query: market.TSQuery("zzz"), Limit: 50},
-		{AfterNamespace: "ns50", AfterName: "plugin-5000", Limit: 50},
+		{After: postgres.PluginCursor{Namespace: "ns50", Name: "plugin-5000"}, Limit: 50},
+		{Sort: postgres.PluginsByDownloads, Limit: 50},
+		{Query: market.TSQuery("plugin 42"), Sort: postgres.PluginsByRuns, Limit: 50},
 	}
-	names := []string{"all", "plugin 42", "ab", "number+url", "tag7", "zzz", "after"}
+	names := []string{"all", "plugin 42", "ab", "number+url", "tag7", "zzz", "after", "by downloads", "plugin 42 by runs"}
 	run := func(name string, pick func(i int) postgres.PluginSearch) {
 		b.Run(name, func(b *testing.B) {
 			durations := make([]time.Duration, 0, b.N)

@@ -114,6 +114,9 @@ type Plugin struct {
 	Downloads   int64
 	CreatedAt   time.Time
 	UpdatedAt   time.Time
+	Runs        int64
+	Protocols   []int32
+	Platforms   []string
 }
 
 type PluginArtifact struct {

@@ -275,8 +275,23 @@ func (q *Queries) PluginCountDownload(ctx context.Context, db DBTX, arg PluginCo
 	return err
 }
 
+const pluginCountRun = `-- name: PluginCountRun :exec
+UPDATE plugins SET runs = runs + 1 WHERE namespace = $1 AND name = $2
+`
+
+type PluginCountRunParams struct {
+	Namespace string
+	Name      string
+}
+
+// PluginCountRun counts a run of one of the plugin's versions.
+func (q *Queries) PluginCountRun(ctx context.Context, db DBTX, arg PluginCountRunParams) error {
+	_, err := db.Exec(ctx, pluginCountRun, arg.Namespace, arg.Name)
+	return err
+}
+
 const pluginGet = `-- name: PluginGet :one
-SELECT p.namespace, p.name, p.listed, p.latest, p.kinds, p.description, p.license, p.source_url, p.tags, p.search_text, p.downloads, p.created_at, p.updated_at FROM plugins p
+SELECT p.namespace, p.name, p.listed, p.latest, p.kinds, p.description, p.license, p.source_url, p.tags, p.search_text, p.downloads, p.created_at, p.updated_at, p.runs, p.protocols, p.platforms FROM plugins p
 WHERE p.namespace = $1 AND p.name = $2
   AND (p.listed OR $3::boolean
        OR EXISTS (SELECT 1 FROM plugin_versions v WHERE v.namespace = p.namespace AND v.name = p.name AND v.state = 'revoked')
@@ -314,6 +329,9 @@ func (q *Queries) PluginGet(ctx context.Context, db DBTX, arg PluginGetParams) (
 		&i.Downloads,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.Runs,
+		&i.Protocols,
+		&i.Platforms,
 	)
 	return i, err
 }
@@ -336,10 +354,13 @@ func (q *Queries) PluginLock(ctx context.Context, db DBTX, arg PluginLockParams)
 }
 
 const pluginRefresh = `-- name: PluginRefresh :exec
-UPDATE plugins SET listed = $1, latest = $2, kinds = $3, description = $4,
+UPDATE plugins p SET listed = $1, latest = $2, kinds = $3, description = $4,
     license = $5, source_url = $6, tags = $7,
-    search_text = $8, updated_at = now()
-WHERE namespace = $9 AND name = $10
+    search_text = $8, updated_at = now(),
+    protocols = (SELECT v.protocols FROM plugin_versions v WHERE v.namespace = p.namespace AND v.name = p.name AND v.version = $2),
+    platforms = ARRAY(SELECT a.os || '/' || a.arch FROM plugin_artifacts a
+                      WHERE a.namespace = p.namespace AND a.name = p.name AND a.version = $2 ORDER BY 1)
+WHERE p.namespace = $9 AND p.name = $10
 `
 
 type PluginRefreshParams struct {
@@ -355,6 +376,8 @@ type PluginRefreshParams struct {
 	Name        string
 }
 
+// PluginRefresh sets what the plugin shows of itself from version latest: its words, its
+// protocols and its platforms.
 func (q *Queries) PluginRefresh(ctx context.Context, db DBTX, arg PluginRefreshParams) error {
 	_, err := db.Exec(ctx, pluginRefresh,
 		arg.Listed,
@@ -372,15 +395,20 @@ func (q *Queries) PluginRefresh(ctx context.Context, db DBTX, arg PluginRefreshP
 }
 
 const pluginSearch = `-- name: PluginSearch :many
-SELECT p.namespace, p.name, p.listed, p.latest, p.kinds, p.description, p.license, p.source_url, p.tags, p.search_text, p.downloads, p.created_at, p.updated_at FROM plugins p
+SELECT p.namespace, p.name, p.listed, p.latest, p.kinds, p.description, p.license, p.source_url, p.tags, p.search_text, p.downloads, p.created_at, p.updated_at, p.runs, p.protocols, p.platforms FROM plugins p
 WHERE (p.listed OR $1::boolean
        OR EXISTS (SELECT 1 FROM namespace_owners o WHERE o.namespace = p.namespace AND o.user_id = $2))
   AND ($3::text = '' OR to_tsvector('simple', p.search_text) @@ to_tsquery('simple', $3::text))
   AND ($4::text = '' OR $4::text = ANY (p.kinds))
   AND ($5::text = '' OR $5::text = ANY (p.tags))
-  AND (p.namespace, p.name) > ($6::text, $7::text)
-ORDER BY p.namespace, p.name
-LIMIT $8
+  AND ($6::integer = 0 OR $6::integer = ANY (p.protocols))
+  AND ($7::text = '' OR $7::text = ANY (p.platforms))
+  AND (-(CASE $8::text WHEN 'downloads' THEN p.downloads WHEN 'runs' THEN p.runs
+          WHEN 'newest' THEN (extract(epoch FROM p.created_at) * 1000000)::bigint ELSE 0 END), p.namespace, p.name)
+      > ($9::bigint, $10::text, $11::text)
+ORDER BY -(CASE $8::text WHEN 'downloads' THEN p.downloads WHEN 'runs' THEN p.runs
+          WHEN 'newest' THEN (extract(epoch FROM p.created_at) * 1000000)::bigint ELSE 0 END), p.namespace, p.name
+LIMIT $12
 `
 
 type PluginSearchParams struct {
@@ -389,13 +417,19 @@ type PluginSearchParams struct {
 	Query          string
 	Kind           string
 	Tag            string
+	Protocol       int32
+	Platform       string
+	Sort           string
+	AfterKey       int64
 	AfterNamespace string
 	AfterName      string
 	MaxRows        int32
 }
 
 // PluginSearch finds the plugins user may see whose words begin with the query's (a tsquery of
-// prefixes), of a kind and with a tag when given, after the cursor, in name order.
+// prefixes), of a kind, with a tag, speaking a protocol and built for a platform when given,
+// ordered by sort (name; downloads, runs or newest, most first, then by name), after the
+// cursor: its sort key negated (0 by name), namespace and name.
 func (q *Queries) PluginSearch(ctx context.Context, db DBTX, arg PluginSearchParams) ([]Plugin, error) {
 	rows, err := db.Query(ctx, pluginSearch,
 		arg.Admin,
@@ -403,6 +437,10 @@ func (q *Queries) PluginSearch(ctx context.Context, db DBTX, arg PluginSearchPar
 		arg.Query,
 		arg.Kind,
 		arg.Tag,
+		arg.Protocol,
+		arg.Platform,
+		arg.Sort,
+		arg.AfterKey,
 		arg.AfterNamespace,
 		arg.AfterName,
 		arg.MaxRows,
@@ -428,6 +466,9 @@ func (q *Queries) PluginSearch(ctx context.Context, db DBTX, arg PluginSearchPar
 			&i.Downloads,
 			&i.CreatedAt,
 			&i.UpdatedAt,
+			&i.Runs,
+			&i.Protocols,
+			&i.Platforms,
 		); err != nil {
 			return nil, err
 		}

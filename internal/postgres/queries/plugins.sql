@@ -8,11 +8,16 @@ ON CONFLICT (namespace, name) DO NOTHING;
 -- name: PluginLock :one
 SELECT listed FROM plugins WHERE namespace = $1 AND name = $2 FOR UPDATE;
 
+-- PluginRefresh sets what the plugin shows of itself from version latest: its words, its
+-- protocols and its platforms.
 -- name: PluginRefresh :exec
-UPDATE plugins SET listed = @listed, latest = @latest, kinds = @kinds, description = @description,
+UPDATE plugins p SET listed = @listed, latest = @latest, kinds = @kinds, description = @description,
     license = @license, source_url = @source_url, tags = @tags,
-    search_text = @search_text, updated_at = now()
-WHERE namespace = @namespace AND name = @name;
+    search_text = @search_text, updated_at = now(),
+    protocols = (SELECT v.protocols FROM plugin_versions v WHERE v.namespace = p.namespace AND v.name = p.name AND v.version = @latest),
+    platforms = ARRAY(SELECT a.os || '/' || a.arch FROM plugin_artifacts a
+                      WHERE a.namespace = p.namespace AND a.name = p.name AND a.version = @latest ORDER BY 1)
+WHERE p.namespace = @namespace AND p.name = @name;
 
 -- PluginGet reads a plugin that user may see: listed, or with a revoked version (shown for the
 -- record), or in one of user's namespaces, or any plugin for an admin.
@@ -24,7 +29,9 @@ WHERE p.namespace = @namespace AND p.name = @name
        OR EXISTS (SELECT 1 FROM namespace_owners o WHERE o.namespace = p.namespace AND o.user_id = @user_id));
 
 -- PluginSearch finds the plugins user may see whose words begin with the query's (a tsquery of
--- prefixes), of a kind and with a tag when given, after the cursor, in name order.
+-- prefixes), of a kind, with a tag, speaking a protocol and built for a platform when given,
+-- ordered by sort (name; downloads, runs or newest, most first, then by name), after the
+-- cursor: its sort key negated (0 by name), namespace and name.
 -- name: PluginSearch :many
 SELECT p.* FROM plugins p
 WHERE (p.listed OR @admin::boolean
@@ -32,8 +39,13 @@ WHERE (p.listed OR @admin::boolean
   AND (@query::text = '' OR to_tsvector('simple', p.search_text) @@ to_tsquery('simple', @query::text))
   AND (@kind::text = '' OR @kind::text = ANY (p.kinds))
   AND (@tag::text = '' OR @tag::text = ANY (p.tags))
-  AND (p.namespace, p.name) > (@after_namespace::text, @after_name::text)
-ORDER BY p.namespace, p.name
+  AND (@protocol::integer = 0 OR @protocol::integer = ANY (p.protocols))
+  AND (@platform::text = '' OR @platform::text = ANY (p.platforms))
+  AND (-(CASE @sort::text WHEN 'downloads' THEN p.downloads WHEN 'runs' THEN p.runs
+          WHEN 'newest' THEN (extract(epoch FROM p.created_at) * 1000000)::bigint ELSE 0 END), p.namespace, p.name)
+      > (@after_key::bigint, @after_namespace::text, @after_name::text)
+ORDER BY -(CASE @sort::text WHEN 'downloads' THEN p.downloads WHEN 'runs' THEN p.runs
+          WHEN 'newest' THEN (extract(epoch FROM p.created_at) * 1000000)::bigint ELSE 0 END), p.namespace, p.name
 LIMIT @max_rows;
 
 -- name: PluginCountDownload :exec
@@ -110,6 +122,10 @@ WHERE a.sha256 = @sha256;
 -- name: PluginVersionCountRun :execrows
 UPDATE plugin_versions SET runs = runs + 1
 WHERE namespace = $1 AND name = $2 AND version = $3 AND state <> 'revoked';
+
+-- PluginCountRun counts a run of one of the plugin's versions.
+-- name: PluginCountRun :exec
+UPDATE plugins SET runs = runs + 1 WHERE namespace = $1 AND name = $2;
 
 -- PluginVersionsRejectPending rejects every version of a namespace still waiting for review,
 -- saying why: its namespace was taken back, and its signers no longer own it.
