@@ -2961,9 +2961,12 @@ type ListUsersParams struct {
 
 // SearchPluginsParams defines parameters for SearchPlugins.
 type SearchPluginsParams struct {
-	Q    *string     `form:"q,omitempty" json:"q,omitempty"`
-	Kind *PluginKind `form:"kind,omitempty" json:"kind,omitempty"`
-	Tag  *string     `form:"tag,omitempty" json:"tag,omitempty"`
+	Q *string `form:"q,omitempty" json:"q,omitempty"`
+
+	// Namespace The plugins of this namespace.
+	Namespace *string     `form:"namespace,omitempty" json:"namespace,omitempty"`
+	Kind      *PluginKind `form:"kind,omitempty" json:"kind,omitempty"`
+	Tag       *string     `form:"tag,omitempty" json:"tag,omitempty"`
 
 	// Protocol The plugins that speak this version of the plugin protocol.
 	Protocol *int `form:"protocol,omitempty" json:"protocol,omitempty"`
@@ -3853,8 +3856,8 @@ type ClientInterface interface {
 	//
 	// The plugins you may see (those with a published or deprecated version, and every
 	// plugin of your own namespaces), in name order, or by `sort`. `q` finds plugins whose
-	// names, description or tags hold words beginning with each of its words; `kind`, `tag`,
-	// `protocol` and `platform` keep those whose shown version (`latest`) has them. A cursor
+	// names, description or tags hold words beginning with each of its words; `namespace`, `kind`,
+	// `tag`, `protocol` and `platform` keep those whose shown version (`latest`) has them. A cursor
 	// continues the order it was given in.
 	//
 	// Corresponds with GET /v1/plugins (the `SearchPlugins` operationId).
@@ -5718,8 +5721,8 @@ func (c *Client) AddNamespaceOwner(ctx context.Context, namespace NamespaceName,
 //
 // The plugins you may see (those with a published or deprecated version, and every
 // plugin of your own namespaces), in name order, or by `sort`. `q` finds plugins whose
-// names, description or tags hold words beginning with each of its words; `kind`, `tag`,
-// `protocol` and `platform` keep those whose shown version (`latest`) has them. A cursor
+// names, description or tags hold words beginning with each of its words; `namespace`, `kind`,
+// `tag`, `protocol` and `platform` keep those whose shown version (`latest`) has them. A cursor
 // continues the order it was given in.
 //
 // Corresponds with GET /v1/plugins (the `SearchPlugins` operationId).
@@ -8784,6 +8787,18 @@ func NewSearchPluginsRequest(server string, params *SearchPluginsParams) (*http.
 
 		}
 
+		if params.Namespace != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "namespace", *params.Namespace, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
 		if params.Kind != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "kind", *params.Kind, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
@@ -11816,8 +11831,8 @@ type ClientWithResponsesInterface interface {
 	//
 	// The plugins you may see (those with a published or deprecated version, and every
 	// plugin of your own namespaces), in name order, or by `sort`. `q` finds plugins whose
-	// names, description or tags hold words beginning with each of its words; `kind`, `tag`,
-	// `protocol` and `platform` keep those whose shown version (`latest`) has them. A cursor
+	// names, description or tags hold words beginning with each of its words; `namespace`, `kind`,
+	// `tag`, `protocol` and `platform` keep those whose shown version (`latest`) has them. A cursor
 	// continues the order it was given in.
 	//
 	// Returns a wrapper object for the known response body format(s).
@@ -21898,8 +21913,8 @@ func (c *ClientWithResponses) AddNamespaceOwnerWithResponse(ctx context.Context,
 //
 // The plugins you may see (those with a published or deprecated version, and every
 // plugin of your own namespaces), in name order, or by `sort`. `q` finds plugins whose
-// names, description or tags hold words beginning with each of its words; `kind`, `tag`,
-// `protocol` and `platform` keep those whose shown version (`latest`) has them. A cursor
+// names, description or tags hold words beginning with each of its words; `namespace`, `kind`,
+// `tag`, `protocol` and `platform` keep those whose shown version (`latest`) has them. A cursor
 // continues the order it was given in.
 //
 // Returns a wrapper object for the known response body format(s).
@@ -32483,6 +32498,19 @@ func (siw *ServerInterfaceWrapper) SearchPlugins(w http.ResponseWriter, r *http.
 			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "q"})
 		} else {
 			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "q", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "namespace" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "namespace", r.URL.Query(), &params.Namespace, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "namespace"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "namespace", Err: err})
 		}
 		return
 	}

@@ -211,7 +211,7 @@ func (s *server) SearchPlugins(ctx context.Context, req api.SearchPluginsRequest
 	if err != nil {
 		return nil, err
 	}
-	q := market.Search{Q: deref(req.Params.Q), Kind: string(deref(req.Params.Kind)), Tag: deref(req.Params.Tag),
+	q := market.Search{Q: deref(req.Params.Q), Namespace: deref(req.Params.Namespace), Kind: string(deref(req.Params.Kind)), Tag: deref(req.Params.Tag),
 		Protocol: deref(req.Params.Protocol), Platform: string(deref(req.Params.Platform)), Sort: string(deref(req.Params.Sort)),
 		Limit: deref(req.Params.Limit)}
 	if q.Tag != "" && registry.CheckName("tag", q.Tag) != nil {

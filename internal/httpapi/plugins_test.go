@@ -737,6 +737,8 @@ func TestSearchFiltersAndSortsTheCatalogue(t *testing.T) {
 	require.Equal(t, []string{"bravo"}, names("platform=linux/arm64"))
 	require.Equal(t, []string{"charlie", "bravo", "alpha"}, names("platform=linux/amd64&sort=downloads"))
 	require.Equal(t, []string{"bravo"}, names("protocol=2"))
+	require.Equal(t, []string{"alpha", "bravo", "charlie"}, names("namespace=acme"))
+	require.Empty(t, names("namespace=acm"), "a namespace is whole")
 	require.Empty(t, names("protocol=3"))
 
 	summary := b.do("GET", "/v1/plugins?q=bravo", u.access, nil).json(t)["items"].([]any)[0].(map[string]any)

@@ -544,7 +544,7 @@ func (s *Service) Version(ctx context.Context, p barrage.Principal, namespace, n
 
 // Search is a search of the marketplace: q's words, a kind and a tag, each when not empty.
 type Search struct {
-	Q, Kind, Tag string
+	Q, Namespace, Kind, Tag string
 	Protocol     int    // 0 for any
 	Platform     string // os/arch, empty for any
 	Sort         string // a postgres.PluginsBy order, empty by name
@@ -560,7 +560,7 @@ func (s *Service) Search(ctx context.Context, p barrage.Principal, q Search) ([]
 	if query == "" && strings.TrimSpace(q.Q) != "" {
 		return nil, false, nil
 	}
-	return s.store.SearchPlugins(ctx, viewer(p), postgres.PluginSearch{Query: query, Kind: q.Kind, Tag: q.Tag,
+	return s.store.SearchPlugins(ctx, viewer(p), postgres.PluginSearch{Query: query, Namespace: q.Namespace, Kind: q.Kind, Tag: q.Tag,
 		Protocol: q.Protocol, Platform: q.Platform, Sort: q.Sort, After: q.After, Limit: cmp.Or(q.Limit, 50)})
 }
 

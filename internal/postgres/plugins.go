@@ -237,6 +237,7 @@ func (s *Store) SetPluginVersionState(ctx context.Context, by Viewer, namespace,
 // PluginSearch is a search of the marketplace.
 type PluginSearch struct {
 	Query     string // a tsquery, or empty for every plugin
+	Namespace string // empty for any
 	Kind, Tag string // empty for any
 	Protocol  int    // 0 for any
 	Platform  string // os/arch, empty for any
@@ -284,7 +285,7 @@ func (s *Store) SearchPlugins(ctx context.Context, viewer Viewer, q PluginSearch
 		after.Key = math.MinInt64
 	}
 	rows, err := s.q.PluginSearch(ctx, s.pool, dbsqlc.PluginSearchParams{Admin: viewer.Admin, UserID: viewer.User,
-		Query: q.Query, Kind: q.Kind, Tag: q.Tag, Protocol: int32(q.Protocol), Platform: q.Platform, Sort: q.Sort,
+		Query: q.Query, Namespace: q.Namespace, Kind: q.Kind, Tag: q.Tag, Protocol: int32(q.Protocol), Platform: q.Platform, Sort: q.Sort,
 		AfterKey: after.Key, AfterNamespace: after.Namespace, AfterName: after.Name, MaxRows: int32(q.Limit + 1)})
 	if err != nil {
 		return nil, false, translate(err, "search")

@@ -399,22 +399,24 @@ SELECT p.namespace, p.name, p.listed, p.latest, p.kinds, p.description, p.licens
 WHERE (p.listed OR $1::boolean
        OR EXISTS (SELECT 1 FROM namespace_owners o WHERE o.namespace = p.namespace AND o.user_id = $2))
   AND ($3::text = '' OR to_tsvector('simple', p.search_text) @@ to_tsquery('simple', $3::text))
-  AND ($4::text = '' OR $4::text = ANY (p.kinds))
-  AND ($5::text = '' OR $5::text = ANY (p.tags))
-  AND ($6::integer = 0 OR $6::integer = ANY (p.protocols))
-  AND ($7::text = '' OR $7::text = ANY (p.platforms))
-  AND (-(CASE $8::text WHEN 'downloads' THEN p.downloads WHEN 'runs' THEN p.runs
+  AND ($4::text = '' OR p.namespace = $4::text)
+  AND ($5::text = '' OR $5::text = ANY (p.kinds))
+  AND ($6::text = '' OR $6::text = ANY (p.tags))
+  AND ($7::integer = 0 OR $7::integer = ANY (p.protocols))
+  AND ($8::text = '' OR $8::text = ANY (p.platforms))
+  AND (-(CASE $9::text WHEN 'downloads' THEN p.downloads WHEN 'runs' THEN p.runs
           WHEN 'newest' THEN (extract(epoch FROM p.created_at) * 1000000)::bigint ELSE 0 END), p.namespace, p.name)
-      > ($9::bigint, $10::text, $11::text)
-ORDER BY -(CASE $8::text WHEN 'downloads' THEN p.downloads WHEN 'runs' THEN p.runs
+      > ($10::bigint, $11::text, $12::text)
+ORDER BY -(CASE $9::text WHEN 'downloads' THEN p.downloads WHEN 'runs' THEN p.runs
           WHEN 'newest' THEN (extract(epoch FROM p.created_at) * 1000000)::bigint ELSE 0 END), p.namespace, p.name
-LIMIT $12
+LIMIT $13
 `
 
 type PluginSearchParams struct {
 	Admin          bool
 	UserID         uuid.UUID
 	Query          string
+	Namespace      string
 	Kind           string
 	Tag            string
 	Protocol       int32
@@ -427,7 +429,7 @@ type PluginSearchParams struct {
 }
 
 // PluginSearch finds the plugins user may see whose words begin with the query's (a tsquery of
-// prefixes), of a kind, with a tag, speaking a protocol and built for a platform when given,
+// prefixes), of a namespace, of a kind, with a tag, speaking a protocol and built for a platform when given,
 // ordered by sort (name; downloads, runs or newest, most first, then by name), after the
 // cursor: its sort key negated (0 by name), namespace and name.
 func (q *Queries) PluginSearch(ctx context.Context, db DBTX, arg PluginSearchParams) ([]Plugin, error) {
@@ -435,6 +437,7 @@ func (q *Queries) PluginSearch(ctx context.Context, db DBTX, arg PluginSearchPar
 		arg.Admin,
 		arg.UserID,
 		arg.Query,
+		arg.Namespace,
 		arg.Kind,
 		arg.Tag,
 		arg.Protocol,

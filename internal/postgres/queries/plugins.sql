@@ -29,7 +29,7 @@ WHERE p.namespace = @namespace AND p.name = @name
        OR EXISTS (SELECT 1 FROM namespace_owners o WHERE o.namespace = p.namespace AND o.user_id = @user_id));
 
 -- PluginSearch finds the plugins user may see whose words begin with the query's (a tsquery of
--- prefixes), of a kind, with a tag, speaking a protocol and built for a platform when given,
+-- prefixes), of a namespace, of a kind, with a tag, speaking a protocol and built for a platform when given,
 -- ordered by sort (name; downloads, runs or newest, most first, then by name), after the
 -- cursor: its sort key negated (0 by name), namespace and name.
 -- name: PluginSearch :many
@@ -37,6 +37,7 @@ SELECT p.* FROM plugins p
 WHERE (p.listed OR @admin::boolean
        OR EXISTS (SELECT 1 FROM namespace_owners o WHERE o.namespace = p.namespace AND o.user_id = @user_id))
   AND (@query::text = '' OR to_tsvector('simple', p.search_text) @@ to_tsquery('simple', @query::text))
+  AND (@namespace::text = '' OR p.namespace = @namespace::text)
   AND (@kind::text = '' OR @kind::text = ANY (p.kinds))
   AND (@tag::text = '' OR @tag::text = ANY (p.tags))
   AND (@protocol::integer = 0 OR @protocol::integer = ANY (p.protocols))
