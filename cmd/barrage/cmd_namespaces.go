@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"crypto/ed25519"
+	"encoding/base64"
 	"fmt"
 	"strings"
 
@@ -76,8 +77,9 @@ func runNamespacesList(ctx context.Context, e env, args []string) error {
 // runNamespacesAddKey registers the public half of the author's signing key on a namespace,
 // with the key's proof that its holder registers it there.
 func runNamespacesAddKey(ctx context.Context, e env, args []string) error {
-	fs := newFlags(e, "namespaces add-key", "NAME [--key FILE]")
+	fs := newFlags(e, "namespaces add-key", "NAME [--key FILE] [--print]")
 	key := fs.String("key", "", "the private key whose public half to register (default: signing-key.pem in the config folder, as plugin keygen writes it)")
+	printOnly := fs.Bool("print", false, "print the public key and the proof of holding it, to register in the portal, and register nothing")
 	name, err := positionalArg(fs, args)
 	if err != nil {
 		return err
@@ -86,12 +88,16 @@ func runNamespacesAddKey(ctx context.Context, e env, args []string) error {
 	if err != nil {
 		return err
 	}
+	req := api.SigningKeyRequest{PublicKey: registry.PublicKey(priv.Public().(ed25519.PublicKey)).String(), Proof: registry.ProveKey(priv, name)}
+	if *printOnly {
+		fmt.Fprintf(e.stdout, "public key: %s\nproof: %s\n", req.PublicKey, base64.StdEncoding.EncodeToString(req.Proof))
+		return nil
+	}
 	cl, _, err := apiClient(ctx, e, true)
 	if err != nil {
 		return err
 	}
-	res, err := cl.AddSigningKeyWithResponse(ctx, name, api.SigningKeyRequest{
-		PublicKey: registry.PublicKey(priv.Public().(ed25519.PublicKey)).String(), Proof: registry.ProveKey(priv, name)})
+	res, err := cl.AddSigningKeyWithResponse(ctx, name, req)
 	if err != nil {
 		return err
 	}

@@ -506,3 +506,82 @@ export interface RunComparison {
   only?: string[];
   verdict: Change;
 }
+
+// The marketplace.
+
+export type PluginKind = "session-element" | "url" | "source-modifier";
+export type PluginVersionState = "pending" | "published" | "rejected" | "deprecated" | "revoked";
+
+export interface PluginSummary {
+  namespace: string;
+  name: string;
+  latest: string;
+  listed: boolean;
+  kinds: PluginKind[];
+  description: string;
+  license: string;
+  source_url: string;
+  tags: string[];
+  protocols: number[];
+  platforms: string[];
+  downloads: number;
+  runs: number;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface PluginArtifact {
+  os: string;
+  arch: string;
+  file: string;
+  format: "elf" | "zipapp";
+  sha256: string;
+  size: number;
+}
+
+export interface PluginVersion {
+  namespace: string;
+  name: string;
+  version: string;
+  state: PluginVersionState;
+  state_reason?: string;
+  kinds: PluginKind[];
+  description: string;
+  readme: string;
+  license: string;
+  source_url: string;
+  tags: string[];
+  protocols: number[];
+  config_schema: string;
+  network: string[];
+  artifacts: PluginArtifact[];
+  shasums: string;
+  signature: string;
+  signer: string;
+  published_by?: string;
+  reviewed_at?: string;
+  downloads: number;
+  runs: number;
+  created_at: string;
+}
+
+export interface Plugin extends PluginSummary {
+  readme: string;
+  versions: PluginVersion[];
+}
+
+export interface SigningKey {
+  id: string;
+  public_key: string;
+  created_at: string;
+  retired_at?: string;
+}
+
+export interface Namespace {
+  name: string;
+  reserved: boolean;
+  reserved_reason?: string;
+  owners?: string[];
+  keys: SigningKey[];
+  created_at: string;
+}

@@ -11,6 +11,8 @@ import { DebugPage } from "./pages/debug";
 import { EditorPage } from "./pages/editor";
 import { ImportPage } from "./pages/import";
 import { LaunchPage } from "./pages/launch";
+import { MarketPage, PluginPage } from "./pages/market";
+import { NamespacePage, NamespacesPage } from "./pages/namespaces";
 import { ComparePage, RunPage } from "./pages/run";
 import { RunsPage } from "./pages/runs";
 import { Failure, useLoad } from "./ui";
@@ -20,12 +22,15 @@ import { TestPage, TestsPage } from "./pages/tests";
 const sections: { path: string; title: string }[] = [
   { path: "/tests", title: "Tests" },
   { path: "/runs", title: "Runs" },
+  { path: "/plugins", title: "Marketplace" },
+  { path: "/namespaces", title: "Your plugins" },
   { path: "/license", title: "License" },
   { path: "/tokens", title: "API tokens" },
   { path: "/password", title: "Password" },
 ];
 
 const uuid = "([0-9a-f-]{36})";
+const slug = "([a-z](?:-?[a-z0-9])*)"; // a namespace's or a plugin's name
 
 /** Wizard is the wizard's page, loaded when first opened: it brings a YAML library that no other
  * page needs. */
@@ -49,6 +54,10 @@ const routes: { re: RegExp; page: (m: string[], q: URLSearchParams, user: User) 
   { re: /^\/runs$/, page: (_, q) => <RunsPage query={q} /> },
   { re: new RegExp(`^/runs/${uuid}$`), page: (m) => <RunPage id={m[1]} /> },
   { re: new RegExp(`^/runs/${uuid}/compare$`), page: (m, q) => <ComparePage id={m[1]} base={q.get("base") ?? ""} /> },
+  { re: /^\/plugins$/, page: (_, q) => <MarketPage query={q} /> },
+  { re: new RegExp(`^/plugins/${slug}/${slug}$`), page: (m) => <PluginPage namespace={m[1]} name={m[2]} /> },
+  { re: /^\/namespaces$/, page: () => <NamespacesPage /> },
+  { re: new RegExp(`^/namespaces/${slug}$`), page: (m, _, user) => <NamespacePage name={m[1]} user={user} /> },
   { re: /^\/tokens$/, page: () => <TokensPage /> },
   { re: /^\/license$/, page: (_, __, user) => <LicensePage user={user} /> },
 ];

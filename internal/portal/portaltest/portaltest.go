@@ -398,6 +398,23 @@ func (b *Browser) Fill(label, value string) {
 	}
 }
 
+// Choose picks, in the list labelled label, the option that reads option, as a person's pick
+// does: the list's value changes and it tells the page (a change event).
+func (b *Browser) Choose(label, option string) {
+	b.t.Helper()
+	sel := control(label)
+	ok := Eval[bool](b, fmt.Sprintf(`((s, text) => {
+		const o = s && [...s.options].find((o) => o.text === text);
+		if (!o) return false;
+		s.value = o.value;
+		s.dispatchEvent(new Event("change", { bubbles: true }));
+		return true;
+	})(%s, %s)`, sel, js(option)))
+	if !ok {
+		b.t.Fatalf("no list %q with the option %q\n%s", label, option, b.state())
+	}
+}
+
 // Value is the value of the field labelled (or aria-labelled) label.
 func (b *Browser) Value(label string) string {
 	b.t.Helper()
