@@ -912,6 +912,12 @@ type Agent struct {
 	MaxVus *int   `json:"max_vus,omitempty"`
 	Name   string `json:"name"`
 
+	// Protocol The agent protocol it last spoke; 0 before it first asked for work.
+	Protocol int `json:"protocol"`
+
+	// Sandbox Its plugin host held the whole kernel sandbox when it last asked for work: a shared agent without it runs only the plugins admins published.
+	Sandbox bool `json:"sandbox"`
+
 	// Shared A shared (platform) agent serves every user; a private one its owner.
 	Shared bool       `json:"shared"`
 	State  AgentState `json:"state"`
@@ -1135,6 +1141,12 @@ type CreatedAgent struct {
 	// MaxVus Per job; absent: no limit of its own.
 	MaxVus *int   `json:"max_vus,omitempty"`
 	Name   string `json:"name"`
+
+	// Protocol The agent protocol it last spoke; 0 before it first asked for work.
+	Protocol int `json:"protocol"`
+
+	// Sandbox Its plugin host held the whole kernel sandbox when it last asked for work: a shared agent without it runs only the plugins admins published.
+	Sandbox bool `json:"sandbox"`
 
 	// Shared A shared (platform) agent serves every user; a private one its owner.
 	Shared bool       `json:"shared"`

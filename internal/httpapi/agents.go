@@ -106,7 +106,7 @@ func toAPIAgentList(agents []barrage.Agent) api.AgentList {
 func toAPIAgent(a barrage.Agent, now time.Time) api.Agent {
 	v := api.Agent{
 		Id: a.ID, Name: a.Name, Shared: a.Shared(), State: api.AgentState(a.State(now)), Version: a.Version,
-		Cores: a.Cores, LastSeenAt: a.LastSeenAt, CreatedAt: a.CreatedAt,
+		Cores: a.Cores, Sandbox: a.Sandbox, Protocol: a.Protocol, LastSeenAt: a.LastSeenAt, CreatedAt: a.CreatedAt,
 	}
 	v.MaxVus, v.MaxRunDurationSeconds = apiJobLimits(a.Limits)
 	return v
@@ -116,7 +116,7 @@ func toAPICreatedAgent(a barrage.Agent, token string) api.CreatedAgent {
 	v := toAPIAgent(a, time.Now())
 	return api.CreatedAgent{
 		Id: v.Id, Name: v.Name, Shared: v.Shared, State: v.State, Version: v.Version, Cores: v.Cores,
-		MaxVus: v.MaxVus, MaxRunDurationSeconds: v.MaxRunDurationSeconds, LastSeenAt: v.LastSeenAt,
+		Sandbox: v.Sandbox, Protocol: v.Protocol, MaxVus: v.MaxVus, MaxRunDurationSeconds: v.MaxRunDurationSeconds, LastSeenAt: v.LastSeenAt,
 		CreatedAt: v.CreatedAt, Token: token,
 	}
 }

@@ -170,6 +170,9 @@ func TestMarketplacePluginsArePinnedFetchedAndCountedByRuns(t *testing.T) {
 	require.Contains(t, requireField(t, p, "agent_ids[0]"), "only inside the kernel sandbox")
 	sandboxed := map[string]any{"protocol": protocol, "version": "test", "cores": 2, "wait_seconds": 0, "sandbox": true}
 	require.Equal(t, http.StatusNoContent, b.do("POST", "/v1/agent/lease", sharedToken, sandboxed).status)
+	agent := b.do("GET", "/v1/agents/"+sharedID, admin.access, nil).json(t)
+	require.Equal(t, true, agent["sandbox"], "admins see whether it holds the sandbox")
+	require.EqualValues(t, protocol, agent["protocol"])
 	cancel(run(sharedID))
 	// Admitted while the agent held the sandbox, the run is checked again when the agent takes
 	// its shard without it: the shard fails, naming the plugin, and the agent is given nothing.

@@ -289,9 +289,12 @@ export interface Agent {
   state: "online" | "busy" | "offline" | "disabled";
   version: string;
   cores: number;
+  sandbox: boolean;
+  protocol: number;
   max_vus?: number;
   max_run_duration_seconds?: number;
   last_seen_at?: string;
+  created_at: string;
 }
 
 export type RunState =
