@@ -588,3 +588,53 @@ export interface Namespace {
   keys: SigningKey[];
   created_at: string;
 }
+
+// What admins see.
+
+export interface InvitationUse {
+  user_id: string;
+  email: string;
+  name: string;
+  at: string;
+}
+
+export interface Invitation {
+  id: string;
+  role: "admin" | "user";
+  license?: { plan: string; max_vus: number; max_run_duration_seconds: number; max_concurrent_runs: number; valid_days: number };
+  uses_total: number;
+  uses_left: number;
+  expires_at: string;
+  note: string;
+  state: "active" | "spent" | "expired" | "revoked";
+  used_by: InvitationUse[];
+  created_at: string;
+  revoked_at?: string;
+}
+
+export interface CreatedInvitation extends Invitation {
+  code: string;
+}
+
+export interface AdminUser extends User {
+  tokens: number;
+  runs: number;
+  last_run_at?: string;
+}
+
+export interface CreatedAgent extends Agent {
+  token: string;
+}
+
+export interface PingResult {
+  agent_id: string;
+  round_trip_ms: number;
+  state: Agent["state"];
+  version: string;
+}
+
+export interface TargetSettings {
+  open: string[];
+  open_all: boolean;
+  max_vus_per_address: number;
+}

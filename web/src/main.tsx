@@ -10,6 +10,7 @@ import { SignIn, SignUp } from "./pages/auth";
 import { DebugPage } from "./pages/debug";
 import { EditorPage } from "./pages/editor";
 import { ImportPage } from "./pages/import";
+import { AgentsPage, InvitationsPage, ReviewPage, TargetsPage, UserPage, UsersPage } from "./pages/admin";
 import { LaunchPage } from "./pages/launch";
 import { MarketPage, PluginPage } from "./pages/market";
 import { NamespacePage, NamespacesPage } from "./pages/namespaces";
@@ -55,9 +56,16 @@ const routes: { re: RegExp; page: (m: string[], q: URLSearchParams, user: User) 
   { re: new RegExp(`^/runs/${uuid}$`), page: (m) => <RunPage id={m[1]} /> },
   { re: new RegExp(`^/runs/${uuid}/compare$`), page: (m, q) => <ComparePage id={m[1]} base={q.get("base") ?? ""} /> },
   { re: /^\/plugins$/, page: (_, q) => <MarketPage query={q} /> },
-  { re: new RegExp(`^/plugins/${slug}/${slug}$`), page: (m) => <PluginPage namespace={m[1]} name={m[2]} /> },
+  { re: new RegExp(`^/plugins/${slug}/${slug}$`), page: (m, _, user) => <PluginPage namespace={m[1]} name={m[2]} user={user} /> },
   { re: /^\/namespaces$/, page: () => <NamespacesPage /> },
   { re: new RegExp(`^/namespaces/${slug}$`), page: (m, _, user) => <NamespacePage name={m[1]} user={user} /> },
+  { re: /^\/admin$/, page: () => <Redirect to="/admin/invitations" /> },
+  { re: /^\/admin\/invitations$/, page: () => <InvitationsPage /> },
+  { re: /^\/admin\/users$/, page: (_, q) => <UsersPage query={q} /> },
+  { re: new RegExp(`^/admin/users/${uuid}$`), page: (m, _, user) => <UserPage id={m[1]} me={user} /> },
+  { re: /^\/admin\/agents$/, page: () => <AgentsPage /> },
+  { re: /^\/admin\/plugins$/, page: () => <ReviewPage /> },
+  { re: /^\/admin\/targets$/, page: () => <TargetsPage /> },
   { re: /^\/tokens$/, page: () => <TokensPage /> },
   { re: /^\/license$/, page: (_, __, user) => <LicensePage user={user} /> },
 ];
@@ -123,14 +131,16 @@ function App() {
     const m = r.re.exec(path);
     if (m) page = r.page(m, url.searchParams, user);
   }
-  const current = sections.find((s) => path === s.path || path.startsWith(s.path + "/"));
+  // Admins see the console's section; anyone else would find its pages refused by the API.
+  const shown = user.role === "admin" ? [...sections, { path: "/admin", title: "Admin" }] : sections;
+  const current = shown.find((s) => path === s.path || path.startsWith(s.path + "/"));
   return (
     <>
       <a class="skip" href="#main">Skip to the page</a>
       <header>
         <nav aria-label="Main">
           <strong class="brand">Barrage</strong>
-          {sections.map((s) => (
+          {shown.map((s) => (
             <Link key={s.path} href={s.path} aria-current={s === current ? "page" : undefined}>
               {s.title}
             </Link>

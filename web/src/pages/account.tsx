@@ -24,6 +24,7 @@ export function LicensePage(props: { user: User }) {
   return (
     <main>
       <h1>Your license</h1>
+      <p class="hint">Your user id is <code>{props.user.id}</code>: an author adds you to their namespace by it.</p>
       {props.user.password_guessed_at && (
         <p class="warning" role="alert">
           Wrong passwords for your account came from many addresses, last on {date(props.user.password_guessed_at)}:

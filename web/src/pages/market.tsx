@@ -3,9 +3,9 @@
 // platforms with their digests, its signer, the network it asks for, its config as a form, and
 // how to use it.
 import { useState } from "preact/hooks";
-import { call, query, type Page, type Plugin, type PluginKind, type PluginSummary, type PluginVersion, type PluginVersionState } from "../api";
+import { call, query, type User, type Page, type Plugin, type PluginKind, type PluginSummary, type PluginVersion, type PluginVersionState } from "../api";
 import { Link, navigate, useTitle } from "../nav";
-import { Badge, Failure, Field, Section, Select, Table, date, num, numeric, size, useLoad, type Tone } from "../ui";
+import { Badge, Failure, Field, Section, Select, Table, date, fieldError, num, numeric, size, useLoad, useSubmit, type Tone } from "../ui";
 
 export const kindNames: Record<PluginKind, string> = {
   "session-element": "Session element",
@@ -125,7 +125,7 @@ export function snippet(v: PluginVersion, range: boolean): string {
 }
 
 /** PluginPage is a plugin's page: what it is, its README, and its versions. */
-export function PluginPage(props: { namespace: string; name: string }) {
+export function PluginPage(props: { namespace: string; name: string; user: User }) {
   const full = `${props.namespace}/${props.name}`;
   useTitle(full);
   const plugin = useLoad(() => call<Plugin>("GET", `/v1/plugins/${props.namespace}/${props.name}`), [full]);
@@ -163,6 +163,7 @@ export function PluginPage(props: { namespace: string; name: string }) {
             </Table>
           </Section>
           {shown && <VersionDetails v={shown} />}
+          {shown && props.user.role === "admin" && <AdminActions v={shown} onDone={plugin.reload} />}
           <Section title="README">
             <README source={shown?.readme ?? p.readme} />
           </Section>
@@ -184,6 +185,37 @@ function README(props: { source: string }) {
 function SourceLink(props: { url: string }) {
   const ok = /^https?:\/\//i.test(props.url);
   return ok ? <a href={props.url} rel="noopener nofollow">{props.url}</a> : <>{props.url}</>;
+}
+
+/** AdminActions deprecates or revokes version v, with a reason everyone who uses it is shown. */
+function AdminActions(props: { v: PluginVersion; onDone: () => void }) {
+  const v = props.v;
+  const [reason, setReason] = useState("");
+  const act = (verb: "deprecate" | "revoke") => async () => {
+    const path = verb === "deprecate" ? `/v1/plugins/${v.namespace}/${v.name}/versions/${v.version}/deprecate`
+      : `/v1/admin/plugins/${v.namespace}/${v.name}/versions/${v.version}/revoke`;
+    await call("POST", path, { reason: reason.trim() });
+    setReason("");
+    props.onDone();
+  };
+  const deprecate = useSubmit(act("deprecate"));
+  const revoke = useSubmit(act("revoke"));
+  if (v.state !== "published" && v.state !== "deprecated") return null;
+  const error = deprecate.error || revoke.error;
+  return (
+    <Section title={`As an admin: ${v.version}`}>
+      <form onSubmit={(e) => e.preventDefault()}>
+        <Field label="Reason" value={reason} required maxLength={1000} error={fieldError(error, "reason")}
+          hint="Shown to everyone who uses it: a run of a deprecated version warns with it, a revoked version's refusal names it."
+          onInput={(e) => setReason((e.target as HTMLInputElement).value)} />
+        <Failure error={fieldError(error, "reason") ? null : error} />
+        <p class="actions">
+          {v.state === "published" && <button type="button" class="secondary" disabled={deprecate.busy} onClick={deprecate.submit}>Deprecate {v.version}</button>}{" "}
+          <button type="button" class="danger" disabled={revoke.busy} onClick={revoke.submit}>Revoke {v.version}</button>
+        </p>
+      </form>
+    </Section>
+  );
 }
 
 /** VersionDetails is what one version is made of and how to use it. */
