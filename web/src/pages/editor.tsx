@@ -4,6 +4,7 @@ import { useEffect, useRef, useState } from "preact/hooks";
 import { Problem, Raw, call, type FieldError, type Test, type TestCheck, type TestRevision } from "../api";
 import { Link, navigate, useTitle } from "../nav";
 import { Failure, Field, useLoad, useSubmit } from "../ui";
+import { PluginPicker, withPlugin } from "./pluginpicker";
 
 /** The script a new test starts from: the demo shop's smoke test, which the demo agent may run. */
 export const starter = `# A test: five virtual users ask the demo shop for its products, check the answer and think.
@@ -184,6 +185,8 @@ function Editor(props: { test?: Test; initial: string }) {
             );
           })}
         </ul>
+        <PluginPicker taken={[...source.matchAll(/\bas:\s*([A-Za-z_][A-Za-z0-9_]*)/g)].map((m) => m[1])}
+          onAdd={(u) => setSource(withPlugin(source, u))} />
         <SaveActions test={t} checkError={checkError} save={save} />
       </form>
     </main>

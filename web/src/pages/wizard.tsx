@@ -15,6 +15,7 @@ import {
 import { parse, yamlOf } from "../wizard/source";
 import { SaveActions, saveScript, scriptErrors, useCheck } from "./editor";
 import { Trace } from "./debug";
+import { PluginPicker } from "./pluginpicker";
 
 /** WizardPage edits test id's latest revision in the wizard, or makes a new test. */
 export function WizardPage(props: { id?: string }) {
@@ -134,6 +135,7 @@ function Wizard(props: { test?: Test; initial: Model; comments: boolean; saved: 
           const n = model.groups.length + 1;
           setGroups([...model.groups, { name: `group ${n}`, think: "", requests: [newRequest(`request ${n}.1`, "/")], src: {} }]);
         }}>Add a group</button>
+        <Plugins model={model} errs={errs} onChange={setModel} />
         <h2>Load</h2>
         <LoadEditor load={model.load} errs={errs} onChange={(load) => setModel({ ...model, load })} />
         {props.comments && <p class="warning">Saving from the wizard drops the script's comments.</p>}
@@ -146,6 +148,38 @@ function Wizard(props: { test?: Test; initial: Model; comments: boolean; saved: 
         <p class="hint">Once the test is saved, debug it here and pick from its responses what to extract or assert.</p>
       )}
     </main>
+  );
+}
+
+/** Plugins lists the marketplace plugins the test uses and adds one: the wizard keeps each as
+ * the script has it. */
+function Plugins(props: { model: Model; errs: Errs; onChange: (m: Model) => void }) {
+  const m = props.model;
+  const list = Array.isArray(m.src.plugins) ? (m.src.plugins as Record<string, unknown>[]) : [];
+  const set = (plugins: unknown[]) => {
+    const { plugins: _, ...rest } = m.src;
+    props.onChange({ ...m, src: plugins.length ? { ...rest, plugins } : rest });
+  };
+  return (
+    <>
+      <h2>Plugins</h2>
+      {list.length === 0 ? <p class="hint">None: a plugin from the marketplace can make up data, sign requests or change the test.</p> : (
+        <ul class="plain">
+          {list.map((p, i) => (
+            <li key={i}>
+              <code>{String(p.use ?? p.path ?? "")}</code> as <code>{String(p.as ?? "")}</code> ({String(p.kind ?? "")})
+              {props.errs(`plugins[${i}]`) && <span class="error"> {props.errs(`plugins[${i}]`)}</span>}{" "}
+              <button type="button" class="secondary small" aria-label={`Remove the plugin ${String(p.as ?? i)}`} onClick={() => set(removeAt(list, i))}>Remove</button>
+            </li>
+          ))}
+        </ul>
+      )}
+      <PluginPicker taken={list.map((p) => String(p.as ?? ""))} onAdd={(u) => {
+        const entry: Record<string, unknown> = { use: u.use, as: u.as, kind: u.kind };
+        if (u.network?.length) entry.network = u.network;
+        set([...list, entry]);
+      }} />
+    </>
   );
 }
 
