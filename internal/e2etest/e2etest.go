@@ -203,14 +203,17 @@ func MustCLI(t testing.TB, p *Server, configDir, stdin string, args ...string) s
 }
 
 // SignUpFirstAdmin signs serve's first admin up with the code p printed at its first start,
-// with the password "admin password 123", and in, in the CLI's config folder cfg.
+// with the password AdminPassword, and in, in the CLI's config folder cfg.
 func SignUpFirstAdmin(t testing.TB, p *Server, cfg, email, name string) {
 	t.Helper()
 	m := CodeLine.FindStringSubmatch(p.Stdout.String())
 	require.NotNil(t, m, "the first start prints the first-admin code\nstdout: %s", p.Stdout.String())
-	MustCLI(t, p, cfg, "admin password 123\n", "signup", "--code", m[1], "--email", email, "--name", name)
-	MustCLI(t, p, cfg, "admin password 123\n", "login", "--email", email)
+	MustCLI(t, p, cfg, AdminPassword+"\n", "signup", "--code", m[1], "--email", email, "--name", name)
+	MustCLI(t, p, cfg, AdminPassword+"\n", "login", "--email", email)
 }
+
+// AdminPassword is the password SignUpFirstAdmin gives the first admin.
+const AdminPassword = "admin password 123"
 
 // ReachableDir makes a data folder that an unprivileged PostgreSQL account can enter.
 func ReachableDir(t testing.TB) string {

@@ -121,6 +121,18 @@ export async function call<T>(method: string, path: string, body?: unknown): Pro
   return (await res.json()) as T;
 }
 
+/** loadPages reads a list's first page of 50 and the pages after it that cursors name (each the
+ * cursor the page before gave), and says the cursor of the page after the last. */
+export async function loadPages<T>(path: string, filter: Record<string, string | string[] | number | undefined>, cursors: string[]): Promise<{ items: T[]; next?: string }> {
+  let page = await call<Page<T>>("GET", path + query({ ...filter, limit: 50 }));
+  const items = [...page.items];
+  for (const cursor of cursors) {
+    page = await call<Page<T>>("GET", path + query({ ...filter, limit: 50, cursor }));
+    items.push(...page.items);
+  }
+  return { items, next: page.next_cursor };
+}
+
 /** query makes a query string of the values given, leaving out the empty ones. */
 export function query(values: Record<string, string | string[] | number | undefined>): string {
   const q = new URLSearchParams();

@@ -84,6 +84,18 @@ function NotFound() {
   );
 }
 
+function AdminsOnly() {
+  useEffect(() => {
+    document.title = "Admins only · Barrage";
+  }, []);
+  return (
+    <main>
+      <h1>Admins only</h1>
+      <p>This page is for the service's admins. <Link href="/tests">Your tests</Link></p>
+    </main>
+  );
+}
+
 /** Redirect moves to another page in place of this one, as a server's redirect would. */
 function Redirect(props: { to: string }) {
   useEffect(() => navigate(props.to, true), [props.to]);
@@ -125,6 +137,10 @@ function App() {
   let page: VNode | undefined;
   if (path === "/password") {
     page = <PasswordPage onChanged={() => { setUser(null); navigate("/signin"); }} />;
+  }
+  if (path === "/admin" || path.startsWith("/admin/")) {
+    // The console is for admins; anyone else is shown no part of it (its routes refuse them).
+    if (user.role !== "admin") page = <AdminsOnly />;
   }
   for (const r of routes) {
     if (page) break;

@@ -227,3 +227,24 @@ export function RevisionSelect(props: { latest: number; value: string; onChange:
   const earlier = Array.from({ length: props.latest - 1 }, (_, i): [string, string] => [String(props.latest - 1 - i), String(props.latest - 1 - i)]);
   return <Select label="Revision" value={props.value} onChange={props.onChange} options={[["", `The latest (${props.latest})`], ...earlier]} />;
 }
+
+/** ShownOnce shows a secret the server gives once (a token, a code) in a field to select, with a
+ * button that copies it; children say what it is. */
+export function ShownOnce(props: { label: string; value: string; children: ComponentChildren }) {
+  const [copied, setCopied] = useState("");
+  async function copy() {
+    try {
+      await navigator.clipboard.writeText(props.value);
+      setCopied("Copied.");
+    } catch {
+      setCopied("The browser refused to copy: select it and copy it by hand.");
+    }
+  }
+  return (
+    <div class="shown-once" role="status">
+      <p>{props.children}</p>
+      <input readOnly aria-label={props.label} value={props.value} onFocus={(e) => e.currentTarget.select()} />{" "}
+      <button type="button" class="secondary small" onClick={copy}>Copy</button> <span>{copied}</span>
+    </div>
+  );
+}

@@ -2,7 +2,7 @@
 import { useEffect, useState } from "preact/hooks";
 import { useTitle } from "../nav";
 import { call, type APIToken, type MyLicense, type Page, type Run, type User } from "../api";
-import { Failure, Field, Section, date, duration, fieldError, size, useSubmit } from "../ui";
+import { Failure, Field, Section, ShownOnce, date, duration, fieldError, size, useSubmit } from "../ui";
 
 const quotaNames: Record<string, string> = {
   storage_bytes: "Storage",
@@ -124,12 +124,9 @@ export function TokensPage() {
       <h1>Personal API tokens</h1>
       <p>For the command line and CI: <code>barrage</code> takes one in <code>BARRAGE_TOKEN</code>.</p>
       {created && (
-        <div class="shown-once" role="status">
-          <p>
-            Token <strong>{created.name}</strong>, shown this once: copy it now.
-          </p>
-          <input readOnly aria-label="The new token" value={created.token} onFocus={(e) => e.currentTarget.select()} />
-        </div>
+        <ShownOnce label="The new token" value={created.token}>
+          Token <strong>{created.name}</strong>, shown this once: copy it now.
+        </ShownOnce>
       )}
       <form onSubmit={create}>
         <Field label="Name" name="name" required maxLength={100} value={name} error={fieldError(error, "name")}

@@ -9,7 +9,7 @@ import {
   type Namespace, type Page, type PingResult, type Plugin, type PluginVersion, type TargetSettings, type User,
 } from "../api";
 import { Link, useTitle } from "../nav";
-import { Badge, Failure, Field, Section, Select, Table, TextArea, date, duration, fieldError, num, numeric, size, useLoad, useSubmit, type Tone } from "../ui";
+import { Badge, Failure, Field, Section, Select, ShownOnce, Table, TextArea, date, duration, fieldError, num, numeric, size, useLoad, useSubmit, type Tone } from "../ui";
 import { kindNames, ConfigPreview } from "./market";
 
 /** The console's pages, in its own navigation. */
@@ -39,26 +39,6 @@ function AdminPage(props: { here: string; title: string; children: ComponentChil
       <h1>{props.title}</h1>
       {props.children}
     </main>
-  );
-}
-
-/** ShownOnce shows a secret the server gives once (a code, a token), with a button that copies it. */
-function ShownOnce(props: { what: string; value: string }) {
-  const [copied, setCopied] = useState("");
-  async function copy() {
-    try {
-      await navigator.clipboard.writeText(props.value);
-      setCopied("Copied.");
-    } catch {
-      setCopied("The browser refused to copy: select it and copy it by hand.");
-    }
-  }
-  return (
-    <div class="shown-once" role="status">
-      <p>The {props.what}, shown this once: it is not kept, and cannot be shown again.</p>
-      <p><code class="digest" data-secret>{props.value}</code></p>
-      <button type="button" class="secondary small" onClick={copy}>Copy the {props.what}</button> <span>{copied}</span>
-    </div>
   );
 }
 
@@ -126,7 +106,7 @@ export function InvitationsPage() {
           <Failure error={issue.error} />
           <button type="submit" disabled={issue.busy}>Issue the invitation</button>
         </form>
-        {made && <ShownOnce what="invitation code" value={made.code} />}
+        {made && <ShownOnce label="The new invitation code" value={made.code}>The invitation code, shown this once: it is not kept, and cannot be shown again.</ShownOnce>}
       </Section>
       <Section title="Issued">
         <Failure error={list.error || revoking} />
@@ -356,7 +336,7 @@ export function AgentsPage() {
         </form>
         {made && (
           <>
-            <ShownOnce what="agent token" value={made.token} />
+            <ShownOnce label="The new agent token" value={made.token}>The agent token of <strong>{made.name}</strong>, shown this once: it is not kept, and cannot be shown again.</ShownOnce>
             <p>Start it where it is to run: <code>BARRAGE_AGENT_TOKEN=… barrage agent --server {location.origin} --allow-target HOST:PORT</code> (see docs/agents.md)</p>
           </>
         )}

@@ -3,7 +3,7 @@
 // platforms with their digests, its signer, the network it asks for, its config as a form, and
 // how to use it.
 import { useState } from "preact/hooks";
-import { call, query, type User, type Page, type Plugin, type PluginKind, type PluginSummary, type PluginVersion, type PluginVersionState } from "../api";
+import { call, loadPages, type User, type Plugin, type PluginKind, type PluginSummary, type PluginVersion, type PluginVersionState } from "../api";
 import { Link, navigate, useTitle } from "../nav";
 import { Badge, Failure, Field, Section, Select, Table, date, fieldError, num, numeric, size, useLoad, useSubmit, type Tone } from "../ui";
 
@@ -30,15 +30,7 @@ export function MarketPage(props: { query: URLSearchParams }) {
   const [pages, setPages] = useState<string[]>([]);
   const filter = { q: get("q"), kind: get("kind"), tag: get("tag"), protocol: get("protocol"), platform: get("platform"), sort: get("sort") };
   const key = JSON.stringify(filter);
-  const found = useLoad(async () => {
-    let page = await call<Page<PluginSummary>>("GET", "/v1/plugins" + query({ ...filter, limit: 50 }));
-    const items = [...page.items];
-    for (const cursor of pages) {
-      page = await call<Page<PluginSummary>>("GET", "/v1/plugins" + query({ ...filter, limit: 50, cursor }));
-      items.push(...page.items);
-    }
-    return { items, next: page.next_cursor };
-  }, [key, pages.length]);
+  const found = useLoad(() => loadPages<PluginSummary>("/v1/plugins", filter, pages), [key, pages.length]);
   const go = (changes: Record<string, string>) => {
     const n = new URLSearchParams(q);
     for (const [k, v] of Object.entries(changes)) {

@@ -2,7 +2,7 @@
 // or a range, name it, and the script gains its line under `plugins:`.
 import { useState } from "preact/hooks";
 import { call, query, type Page, type Plugin, type PluginKind, type PluginSummary } from "../api";
-import { Failure, Field, Select, useSubmit } from "../ui";
+import { Failure, Field, Select, TextArea, useSubmit } from "../ui";
 import { alias } from "./market";
 
 /** PluginUse is a script's entry for a marketplace plugin. */
@@ -11,12 +11,14 @@ export interface PluginUse {
   as: string;
   kind: PluginKind;
   network?: string[];
+  config?: unknown;
 }
 
 /** useLine is u as a line of a script's plugins list (YAML flow style). */
 export function useLine(u: PluginUse): string {
   const network = u.network?.length ? `, network: [${u.network.map((n) => JSON.stringify(n)).join(", ")}]` : "";
-  return `  - { use: ${u.use}, as: ${u.as}, kind: ${u.kind}${network} }`;
+  const config = u.config !== undefined ? `, config: ${JSON.stringify(u.config)}` : ""; // JSON is YAML's flow style
+  return `  - { use: ${u.use}, as: ${u.as}, kind: ${u.kind}${network}${config} }`;
 }
 
 /** withPlugin is source (YAML or JSON) with u added to its plugins: under a `plugins:` block
@@ -27,6 +29,7 @@ export function withPlugin(source: string, u: PluginUse): string {
       const doc = JSON.parse(source);
       const entry: Record<string, unknown> = { use: u.use, as: u.as, kind: u.kind };
       if (u.network?.length) entry.network = u.network;
+      if (u.config !== undefined) entry.config = u.config;
       doc.plugins = [...(Array.isArray(doc.plugins) ? doc.plugins : []), entry];
       return JSON.stringify(doc, null, 2) + "\n";
     } catch {
@@ -67,6 +70,8 @@ export function PluginPicker(props: { onAdd: (u: PluginUse) => void; taken: stri
   const [version, setVersion] = useState("");
   const [name, setName] = useState("");
   const [kind, setKind] = useState("");
+  const [config, setConfig] = useState("");
+  const [configError, setConfigError] = useState("");
   const [added, setAdded] = useState("");
   const find = useSubmit(async () => {
     setPlugin(null);
@@ -94,10 +99,21 @@ export function PluginPicker(props: { onAdd: (u: PluginUse) => void; taken: stri
   function add(e: Event) {
     e.preventDefault();
     if (!plugin) return;
+    let cfg: unknown;
+    if (config.trim()) {
+      try {
+        cfg = JSON.parse(config);
+      } catch (err) {
+        setConfigError(`not JSON: ${(err as Error).message}`);
+        return;
+      }
+    }
+    setConfigError("");
     const exact = usable.find((v) => v.version === version);
     const newest = exact ?? usable.find((v) => rangeOf(v.version) === version);
     const use = `${plugin.namespace}/${plugin.name}@${version}`;
-    props.onAdd({ use, as: name.trim(), kind: kind as PluginKind, network: newest?.network });
+    props.onAdd({ use, as: name.trim(), kind: kind as PluginKind, network: newest?.network, config: cfg });
+    setConfig("");
     setAdded(`${use} is in the script as ${name.trim()}.`);
     setPlugin(null);
   }
@@ -129,6 +145,9 @@ export function PluginPicker(props: { onAdd: (u: PluginUse) => void; taken: stri
               {plugin.kinds.length > 1 && <Select label="Kind" value={kind} onChange={setKind} options={plugin.kinds.map((k): [string, string] => [k, k])} />}
               <Field label="Local name" value={name} hint="How the script calls it: ${name.variable} for a session element."
                 onInput={(e) => setName((e.target as HTMLInputElement).value)} />
+              <TextArea label="Config (JSON)" value={config} rows={2} error={configError}
+                hint={`What the plugin is to do, as its page describes: /plugins/${plugin.namespace}/${plugin.name}. Empty: none.`}
+                onInput={(e) => setConfig((e.target as HTMLTextAreaElement).value)} />
               <button type="button" onClick={add}>Add it to the script</button>
             </>
           )}

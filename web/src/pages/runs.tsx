@@ -1,6 +1,6 @@
 // Runs: the list with its filters, and the table of runs that a test's page shows too.
 import { useState } from "preact/hooks";
-import { call, endedStates, query, type Page, type Run, type RunOutcome, type RunState, type Test } from "../api";
+import { call, endedStates, loadPages, type Page, type Run, type RunOutcome, type RunState, type Test } from "../api";
 import { Link, navigate, useTitle } from "../nav";
 import { Badge, Failure, Select, date, duration, ms, num, pct, useLoad, type Tone, Table, numeric } from "../ui";
 
@@ -87,15 +87,7 @@ export function RunsPage(props: { query: URLSearchParams }) {
   };
   const badDay = [since, until].filter((d) => d && !day(d));
   const filter = { test_id: test || undefined, state: states, since: day(since), until: day(until, 86400000) };
-  const runs = useLoad(async () => {
-    let first = await call<Page<Run>>("GET", "/v1/runs" + query({ ...filter, limit: 50 }));
-    const items = [...first.items];
-    for (const cursor of pages) {
-      first = await call<Page<Run>>("GET", "/v1/runs" + query({ ...filter, limit: 50, cursor }));
-      items.push(...first.items);
-    }
-    return { items, next: first.next_cursor };
-  }, [test, state, since, until, pages.length]);
+  const runs = useLoad(() => loadPages<Run>("/v1/runs", filter, pages), [test, state, since, until, pages.length]);
   const set = (k: string, v: string) => {
     const n = new URLSearchParams(q);
     if (v) n.set(k, v);

@@ -177,6 +177,7 @@ function Plugins(props: { model: Model; errs: Errs; onChange: (m: Model) => void
       <PluginPicker taken={list.map((p) => String(p.as ?? ""))} onAdd={(u) => {
         const entry: Record<string, unknown> = { use: u.use, as: u.as, kind: u.kind };
         if (u.network?.length) entry.network = u.network;
+        if (u.config !== undefined) entry.config = u.config;
         set([...list, entry]);
       }} />
     </>

@@ -2,12 +2,15 @@ package market_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -103,7 +106,28 @@ func TestTheMarketplaceInChromium(t *testing.T) {
 	tb.Go("/plugins/acme/random-data")
 	tb.WaitText("plugin acme/random-data not found")
 
-	require.Contains(t, e2etest.MustCLI(t, p, s.Admin, "", "admin", "plugin", "approve", "acme/random-data@1.0.0"), "is published")
+	// The admin reviews it in the queue: its manifest, every artifact's platform and digest.
+	ab := portaltest.New(t, p.URL)
+	e2etest.SignIn(ab, "ada@example.com", e2etest.AdminPassword)
+	ab.Follow("Admin")
+	ab.WaitTitle("Invitations · Barrage")
+	ab.Follow("Plugin review")
+	ab.WaitTitle("Plugin review · Barrage")
+	ab.WaitText("acme/random-data@1.0.0")
+	var pending struct {
+		Artifacts []struct{ Os, Arch, Sha256 string }
+	}
+	adminBearer := strings.TrimSpace(e2etest.MustCLI(t, p, s.Admin, "", "tokens", "create", "--name", "admin read", "--scopes", "read,admin"))
+	require.Equal(t, http.StatusOK, e2etest.APIGet(t, p, adminBearer, "/v1/plugins/acme/random-data/versions/1.0.0", &pending))
+	queue := ab.Text()
+	for _, a := range pending.Artifacts {
+		require.Contains(t, queue, a.Os+"/"+a.Arch)
+		require.Contains(t, queue, a.Sha256)
+	}
+	require.Contains(t, queue, "the first version")
+	ab.Inspect("review")
+	ab.Click("Approve acme/random-data@1.0.0")
+	ab.WaitText("No version waits for review.")
 	b.Go("/namespaces/acme")
 	b.WaitText("Everyone signed in finds it")
 
@@ -162,6 +186,63 @@ func TestTheMarketplaceInChromium(t *testing.T) {
 	require.Equal(t, "?sort=downloads", portaltest.Eval[string](tb, `location.search`), "the order is in the page's address")
 	tb.Choose("Platform", "linux/arm64")
 	tb.WaitText("No plugin matches this search.")
+
+	// The tester adds it to a test in the wizard, with its config, and runs the test on her
+	// agent: the run pins it and counts.
+	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "ok") }))
+	defer target.Close()
+	script := filepath.Join(t.TempDir(), "shop.yaml")
+	require.NoError(t, os.WriteFile(script, []byte("version: 1\nname: with data\nbase_url: "+target.URL+
+		"\nsession:\n  groups:\n    - name: g\n      requests:\n        - { name: home, url: / }\nload:\n  vus: 1\n  iterations: 2\n"), 0o644))
+	test := strings.TrimSpace(e2etest.MustCLI(t, p, tester, "", "tests", "push", script))
+	e2etest.OwnAgent(t, p, tester, "testers laptop")
+	tb.Go("/tests/" + test + "/wizard")
+	tb.WaitText("with data in the wizard")
+	tb.WaitText("None: a plugin from the marketplace")
+	portaltest.Eval[struct{}](tb, `document.querySelector("details.picker").open = true`)
+	tb.Fill("Find a plugin", "random")
+	tb.Click("Find")
+	tb.Click("acme/random-data")
+	tb.Choose("Version", "^1.0: the newest from 1.0.0, before 2.0.0")
+	tb.Fill("Local name", "rnd")
+	tb.Fill("Config (JSON)", `{"id": {"syntax": "uuid"}}`)
+	tb.Click("Add it to the script")
+	tb.WaitText("acme/random-data@^1.0 is in the script as rnd.")
+	tb.Inspect("wizard-plugin")
+	tb.Click("Save revision")
+	tb.WaitText("Saved revision 2.")
+	var rev struct{ Source string }
+	require.Equal(t, http.StatusOK, e2etest.APIGet(t, p, bearer, "/v1/tests/"+test+"/revisions/2", &rev))
+	require.Contains(t, rev.Source, "use: acme/random-data@^1.0")
+	tb.Go("/tests/" + test + "/run")
+	tb.WaitTitle("Run with data · Barrage")
+	tb.Click("Start the run")
+	tb.WaitTitle("Run of with data · Barrage")
+	run := strings.TrimPrefix(portaltest.Eval[string](tb, `location.pathname`), "/runs/")
+	e2etest.Eventually(t, 60*time.Second, "the run ends", func() bool {
+		var r struct{ State string }
+		require.Equal(t, http.StatusOK, e2etest.APIGet(t, p, bearer, "/v1/runs/"+run, &r))
+		return r.State != "queued" && r.State != "starting" && r.State != "running"
+	})
+	var ran struct {
+		State    string
+		Manifest struct{ Plugins []struct{ Name, Version string } }
+	}
+	require.Equal(t, http.StatusOK, e2etest.APIGet(t, p, bearer, "/v1/runs/"+run, &ran))
+	require.Equal(t, "finished", ran.State)
+	require.Len(t, ran.Manifest.Plugins, 1)
+	require.Equal(t, "1.0.0", ran.Manifest.Plugins[0].Version)
+
+	// The admin revokes it on its page; the tester's next launch is refused, saying why.
+	ab.Go("/plugins/acme/random-data")
+	ab.WaitText("As an admin: 1.0.0")
+	ab.Fill("Reason", "it leaks data")
+	ab.Click("Revoke 1.0.0")
+	ab.WaitText("Revoked: it leaks data.")
+	tb.Go("/tests/" + test + "/run")
+	tb.WaitTitle("Run with data · Barrage")
+	tb.Click("Start the run")
+	tb.WaitText("acme/random-data@1.0.0 was revoked (it leaks data)")
 }
 
 func jsString(s string) string {
