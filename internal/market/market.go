@@ -545,9 +545,9 @@ func (s *Service) Version(ctx context.Context, p barrage.Principal, namespace, n
 // Search is a search of the marketplace: q's words, a kind and a tag, each when not empty.
 type Search struct {
 	Q, Namespace, Kind, Tag string
-	Protocol     int    // 0 for any
-	Platform     string // os/arch, empty for any
-	Sort         string // a postgres.PluginsBy order, empty by name
+	Protocol                int    // 0 for any
+	Platform                string // os/arch, empty for any
+	Sort                    string // a postgres.PluginsBy order, empty by name
 	// After is where the page before ended.
 	After postgres.PluginCursor
 	Limit int
