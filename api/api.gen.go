@@ -1160,8 +1160,13 @@ type CreatedInvitation struct {
 	RevokedAt *time.Time             `json:"revoked_at,omitempty"`
 	Role      Role                   `json:"role"`
 	State     CreatedInvitationState `json:"state"`
-	UsesLeft  int                    `json:"uses_left"`
-	UsesTotal int                    `json:"uses_total"`
+
+	// UsedBy The accounts made with it, oldest first; empty when none was. A use spent on an email
+	// that had an account already made none, so there may be fewer than the uses spent, and
+	// accounts made before the server recorded this (before migration 0020) are not listed.
+	UsedBy    []InvitationUse `json:"used_by"`
+	UsesLeft  int             `json:"uses_left"`
+	UsesTotal int             `json:"uses_total"`
 }
 
 // CreatedInvitationState defines model for CreatedInvitation.State.
@@ -1374,8 +1379,13 @@ type Invitation struct {
 	RevokedAt *time.Time          `json:"revoked_at,omitempty"`
 	Role      Role                `json:"role"`
 	State     InvitationState     `json:"state"`
-	UsesLeft  int                 `json:"uses_left"`
-	UsesTotal int                 `json:"uses_total"`
+
+	// UsedBy The accounts made with it, oldest first; empty when none was. A use spent on an email
+	// that had an account already made none, so there may be fewer than the uses spent, and
+	// accounts made before the server recorded this (before migration 0020) are not listed.
+	UsedBy    []InvitationUse `json:"used_by"`
+	UsesLeft  int             `json:"uses_left"`
+	UsesTotal int             `json:"uses_total"`
 }
 
 // InvitationState defines model for Invitation.State.
@@ -1399,6 +1409,19 @@ type InvitationLicense struct {
 type InvitationList struct {
 	Items      []Invitation `json:"items"`
 	NextCursor *string      `json:"next_cursor,omitempty"`
+}
+
+// InvitationUse An account made with an invitation.
+type InvitationUse struct {
+	// At When the account was made.
+	At time.Time `json:"at"`
+
+	// Email The account's email as it is now.
+	Email string `json:"email"`
+
+	// Name The account's name as it is now.
+	Name   string             `json:"name"`
+	UserId openapi_types.UUID `json:"user_id"`
 }
 
 // JobAnswer defines model for JobAnswer.
@@ -3329,7 +3352,7 @@ type ClientInterface interface {
 
 	// ListInvitations List invitations
 	//
-	// Codes are never shown again.
+	// Each invitation with the accounts made with it (`used_by`). Codes are never shown again.
 	//
 	// Corresponds with GET /v1/admin/invitations (the `ListInvitations` operationId).
 	ListInvitations(ctx context.Context, params *ListInvitationsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -4624,7 +4647,7 @@ func (c *Client) DeleteSharedAgent(ctx context.Context, id ID, reqEditors ...Req
 
 // ListInvitations List invitations
 //
-// Codes are never shown again.
+// Each invitation with the accounts made with it (`used_by`). Codes are never shown again.
 //
 // Corresponds with GET /v1/admin/invitations (the `ListInvitations` operationId).
 func (c *Client) ListInvitations(ctx context.Context, params *ListInvitationsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -11262,7 +11285,7 @@ type ClientWithResponsesInterface interface {
 
 	// ListInvitationsWithResponse List invitations
 	//
-	// Codes are never shown again.
+	// Each invitation with the accounts made with it (`used_by`). Codes are never shown again.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -21002,7 +21025,7 @@ func (c *ClientWithResponses) DeleteSharedAgentWithResponse(ctx context.Context,
 
 // ListInvitationsWithResponse List invitations
 //
-// Codes are never shown again.
+// Each invitation with the accounts made with it (`used_by`). Codes are never shown again.
 //
 // Returns a wrapper object for the known response body format(s).
 //

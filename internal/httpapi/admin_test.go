@@ -205,3 +205,53 @@ func TestListsPaginate(t *testing.T) {
 	require.Equal(t, want, seen)
 	require.Equal(t, 3, pages)
 }
+
+// An invitation lists the accounts made with it, oldest first, and an unused one an empty list.
+func TestInvitationsListTheAccountsMadeWithThem(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	admin := b.firstAdmin()
+	r := b.do("POST", "/v1/admin/invitations", admin.access, map[string]any{"uses": 2, "note": "the pair"})
+	require.Equal(t, http.StatusCreated, r.status, "body: %s", r.body)
+	created := r.json(t)
+	require.Equal(t, []any{}, created["used_by"], "a new invitation has made no account")
+	pair, code := created["id"].(string), secret(created["code"].(string))
+	unused := b.do("POST", "/v1/admin/invitations", admin.access, map[string]any{}).json(t)["id"].(string)
+
+	before := time.Now().Truncate(time.Second)
+	first := b.signup(code, "first@example.com")
+	second := b.signup(code, "second@example.com")
+	after := time.Now()
+
+	r = b.do("GET", "/v1/admin/invitations", admin.access, nil)
+	require.Equal(t, http.StatusOK, r.status, "body: %s", r.body)
+	byID := map[string]map[string]any{}
+	for _, it := range r.json(t)["items"].([]any) {
+		byID[it.(map[string]any)["id"].(string)] = it.(map[string]any)
+	}
+	require.Equal(t, "spent", byID[pair]["state"])
+	uses := byID[pair]["used_by"].([]any)
+	require.Len(t, uses, 2)
+	for i, u := range []user{first, second} {
+		use := uses[i].(map[string]any)
+		require.Equal(t, u.id, use["user_id"])
+		require.Equal(t, u.email, use["email"])
+		require.Equal(t, "Test "+u.email, use["name"])
+		at, err := time.Parse(time.RFC3339, use["at"].(string))
+		require.NoError(t, err)
+		require.False(t, at.Before(before) || at.After(after), "made at %s", at)
+	}
+	require.Equal(t, []any{}, byID[unused]["used_by"])
+	// The first start's invitation made the admin.
+	madeAdmin := false
+	for _, inv := range byID {
+		if inv["note"] == "first admin" {
+			require.Equal(t, admin.id, inv["used_by"].([]any)[0].(map[string]any)["user_id"])
+			madeAdmin = true
+		}
+	}
+	require.True(t, madeAdmin, "the first-admin invitation is listed")
+
+	// Who signed up with what is for admins alone.
+	requireProblem(t, b.do("GET", "/v1/admin/invitations", first.access, nil), http.StatusForbidden)
+}

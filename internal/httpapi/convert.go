@@ -126,6 +126,10 @@ func toAPIInvitation(inv barrage.Invitation, now time.Time) api.Invitation {
 		Id: inv.ID, Role: api.Role(inv.Role), UsesTotal: inv.UsesTotal, UsesLeft: inv.UsesLeft,
 		ExpiresAt: inv.ExpiresAt, Note: inv.Note, State: invitationState(inv, now),
 		CreatedBy: inv.CreatedBy, CreatedAt: inv.CreatedAt, RevokedAt: inv.RevokedAt,
+		UsedBy: make([]api.InvitationUse, len(inv.UsedBy)), // [] when unused, never null
+	}
+	for i, u := range inv.UsedBy {
+		out.UsedBy[i] = api.InvitationUse{UserId: u.UserID, Email: u.Email, Name: u.Name, At: u.At}
 	}
 	if l := inv.License; l != nil {
 		out.License = &api.InvitationLicense{

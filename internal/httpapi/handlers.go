@@ -199,7 +199,7 @@ func (s *server) CreateInvitation(ctx context.Context, req api.CreateInvitationR
 	v := toAPIInvitation(inv, time.Now())
 	return api.CreateInvitation201JSONResponse{
 		Id: v.Id, Role: v.Role, License: v.License, UsesTotal: v.UsesTotal, UsesLeft: v.UsesLeft, ExpiresAt: v.ExpiresAt,
-		Note: v.Note, State: api.CreatedInvitationState(v.State), CreatedBy: v.CreatedBy, CreatedAt: v.CreatedAt, Code: code,
+		Note: v.Note, State: api.CreatedInvitationState(v.State), CreatedBy: v.CreatedBy, CreatedAt: v.CreatedAt, UsedBy: v.UsedBy, Code: code,
 	}, nil
 }
 

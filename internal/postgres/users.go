@@ -14,7 +14,8 @@ import (
 )
 
 // CreateUserFromInvitation spends one use of the invitation whose code hashes to codeHash and
-// creates u with the invitation's role and license, in one transaction. When u's email is taken
+// creates u with the invitation's role and license, recording the invitation it was made with,
+// in one transaction. When u's email is taken
 // the use is spent all the same and the error is ErrEmailTaken; when the code cannot be
 // redeemed, nothing is spent. u's role and license are ignored.
 func (s *Store) CreateUserFromInvitation(ctx context.Context, codeHash []byte, u barrage.User, now time.Time) (barrage.User, error) {
@@ -46,6 +47,7 @@ func (s *Store) CreateUserFromInvitation(ctx context.Context, codeHash []byte, u
 			ID: u.ID, Email: u.Email, Name: u.Name, PasswordHash: u.PasswordHash, Role: string(u.Role),
 			LicensePlan: p.LicensePlan, LicenseMaxVus: p.LicenseMaxVus, LicenseMaxRunSeconds: p.LicenseMaxRunSeconds,
 			LicenseMaxConcurrentRuns: p.LicenseMaxConcurrentRuns, LicenseValidUntil: p.LicenseValidUntil, LicenseQuotas: p.LicenseQuotas,
+			InvitationID: &inv.ID, // the invitation's uses list the account
 		})
 		if err != nil {
 			_ = insert.Rollback(ctx)
@@ -170,6 +172,7 @@ func userFromRow(r dbsqlc.User) barrage.User {
 		Disabled:         r.Disabled,
 		TokensValidAfter: r.TokensValidAfter,
 		GuessedAt:        r.GuessedAt,
+		InvitationID:     r.InvitationID,
 		CreatedAt:        r.CreatedAt,
 		UpdatedAt:        r.UpdatedAt,
 	}

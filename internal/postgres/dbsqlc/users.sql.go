@@ -58,7 +58,7 @@ func (q *Queries) UserCount(ctx context.Context, db DBTX) (int64, error) {
 }
 
 const userGetByEmail = `-- name: UserGetByEmail :one
-SELECT id, email, name, password_hash, role, disabled, license_plan, license_max_vus, license_max_run_seconds, license_max_concurrent_runs, license_valid_until, tokens_valid_after, created_at, updated_at, license_quotas, guessed_at FROM users WHERE lower(email) = lower($1::text)
+SELECT id, email, name, password_hash, role, disabled, license_plan, license_max_vus, license_max_run_seconds, license_max_concurrent_runs, license_valid_until, tokens_valid_after, created_at, updated_at, license_quotas, guessed_at, invitation_id FROM users WHERE lower(email) = lower($1::text)
 `
 
 func (q *Queries) UserGetByEmail(ctx context.Context, db DBTX, email string) (User, error) {
@@ -81,12 +81,13 @@ func (q *Queries) UserGetByEmail(ctx context.Context, db DBTX, email string) (Us
 		&i.UpdatedAt,
 		&i.LicenseQuotas,
 		&i.GuessedAt,
+		&i.InvitationID,
 	)
 	return i, err
 }
 
 const userGetByID = `-- name: UserGetByID :one
-SELECT id, email, name, password_hash, role, disabled, license_plan, license_max_vus, license_max_run_seconds, license_max_concurrent_runs, license_valid_until, tokens_valid_after, created_at, updated_at, license_quotas, guessed_at FROM users WHERE id = $1
+SELECT id, email, name, password_hash, role, disabled, license_plan, license_max_vus, license_max_run_seconds, license_max_concurrent_runs, license_valid_until, tokens_valid_after, created_at, updated_at, license_quotas, guessed_at, invitation_id FROM users WHERE id = $1
 `
 
 func (q *Queries) UserGetByID(ctx context.Context, db DBTX, id uuid.UUID) (User, error) {
@@ -109,12 +110,13 @@ func (q *Queries) UserGetByID(ctx context.Context, db DBTX, id uuid.UUID) (User,
 		&i.UpdatedAt,
 		&i.LicenseQuotas,
 		&i.GuessedAt,
+		&i.InvitationID,
 	)
 	return i, err
 }
 
 const userGetByIDForUpdate = `-- name: UserGetByIDForUpdate :one
-SELECT id, email, name, password_hash, role, disabled, license_plan, license_max_vus, license_max_run_seconds, license_max_concurrent_runs, license_valid_until, tokens_valid_after, created_at, updated_at, license_quotas, guessed_at FROM users WHERE id = $1 FOR UPDATE
+SELECT id, email, name, password_hash, role, disabled, license_plan, license_max_vus, license_max_run_seconds, license_max_concurrent_runs, license_valid_until, tokens_valid_after, created_at, updated_at, license_quotas, guessed_at, invitation_id FROM users WHERE id = $1 FOR UPDATE
 `
 
 func (q *Queries) UserGetByIDForUpdate(ctx context.Context, db DBTX, id uuid.UUID) (User, error) {
@@ -137,12 +139,13 @@ func (q *Queries) UserGetByIDForUpdate(ctx context.Context, db DBTX, id uuid.UUI
 		&i.UpdatedAt,
 		&i.LicenseQuotas,
 		&i.GuessedAt,
+		&i.InvitationID,
 	)
 	return i, err
 }
 
 const userGetForTokenChange = `-- name: UserGetForTokenChange :one
-SELECT id, email, name, password_hash, role, disabled, license_plan, license_max_vus, license_max_run_seconds, license_max_concurrent_runs, license_valid_until, tokens_valid_after, created_at, updated_at, license_quotas, guessed_at FROM users WHERE id = $1 FOR NO KEY UPDATE
+SELECT id, email, name, password_hash, role, disabled, license_plan, license_max_vus, license_max_run_seconds, license_max_concurrent_runs, license_valid_until, tokens_valid_after, created_at, updated_at, license_quotas, guessed_at, invitation_id FROM users WHERE id = $1 FOR NO KEY UPDATE
 `
 
 // UserGetForTokenChange locks the user's row before any change to its refresh tokens. Rotation,
@@ -168,6 +171,7 @@ func (q *Queries) UserGetForTokenChange(ctx context.Context, db DBTX, id uuid.UU
 		&i.UpdatedAt,
 		&i.LicenseQuotas,
 		&i.GuessedAt,
+		&i.InvitationID,
 	)
 	return i, err
 }
@@ -196,9 +200,9 @@ const userInsert = `-- name: UserInsert :one
 INSERT INTO users (
     id, email, name, password_hash, role,
     license_plan, license_max_vus, license_max_run_seconds, license_max_concurrent_runs, license_valid_until,
-    license_quotas
-) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
-RETURNING id, email, name, password_hash, role, disabled, license_plan, license_max_vus, license_max_run_seconds, license_max_concurrent_runs, license_valid_until, tokens_valid_after, created_at, updated_at, license_quotas, guessed_at
+    license_quotas, invitation_id
+) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
+RETURNING id, email, name, password_hash, role, disabled, license_plan, license_max_vus, license_max_run_seconds, license_max_concurrent_runs, license_valid_until, tokens_valid_after, created_at, updated_at, license_quotas, guessed_at, invitation_id
 `
 
 type UserInsertParams struct {
@@ -213,6 +217,7 @@ type UserInsertParams struct {
 	LicenseMaxConcurrentRuns *int32
 	LicenseValidUntil        *time.Time
 	LicenseQuotas            []byte
+	InvitationID             *uuid.UUID
 }
 
 func (q *Queries) UserInsert(ctx context.Context, db DBTX, arg UserInsertParams) (User, error) {
@@ -228,6 +233,7 @@ func (q *Queries) UserInsert(ctx context.Context, db DBTX, arg UserInsertParams)
 		arg.LicenseMaxConcurrentRuns,
 		arg.LicenseValidUntil,
 		arg.LicenseQuotas,
+		arg.InvitationID,
 	)
 	var i User
 	err := row.Scan(
@@ -247,12 +253,13 @@ func (q *Queries) UserInsert(ctx context.Context, db DBTX, arg UserInsertParams)
 		&i.UpdatedAt,
 		&i.LicenseQuotas,
 		&i.GuessedAt,
+		&i.InvitationID,
 	)
 	return i, err
 }
 
 const userList = `-- name: UserList :many
-SELECT id, email, name, password_hash, role, disabled, license_plan, license_max_vus, license_max_run_seconds, license_max_concurrent_runs, license_valid_until, tokens_valid_after, created_at, updated_at, license_quotas, guessed_at FROM users
+SELECT id, email, name, password_hash, role, disabled, license_plan, license_max_vus, license_max_run_seconds, license_max_concurrent_runs, license_valid_until, tokens_valid_after, created_at, updated_at, license_quotas, guessed_at, invitation_id FROM users
 WHERE $1::uuid IS NULL OR id > $1::uuid
 ORDER BY id
 LIMIT $2
@@ -289,6 +296,7 @@ func (q *Queries) UserList(ctx context.Context, db DBTX, arg UserListParams) ([]
 			&i.UpdatedAt,
 			&i.LicenseQuotas,
 			&i.GuessedAt,
+			&i.InvitationID,
 		); err != nil {
 			return nil, err
 		}
@@ -316,7 +324,7 @@ UPDATE users SET
     license_quotas = $13,
     updated_at = now()
 WHERE id = $1
-RETURNING id, email, name, password_hash, role, disabled, license_plan, license_max_vus, license_max_run_seconds, license_max_concurrent_runs, license_valid_until, tokens_valid_after, created_at, updated_at, license_quotas, guessed_at
+RETURNING id, email, name, password_hash, role, disabled, license_plan, license_max_vus, license_max_run_seconds, license_max_concurrent_runs, license_valid_until, tokens_valid_after, created_at, updated_at, license_quotas, guessed_at, invitation_id
 `
 
 type UserUpdateParams struct {
@@ -369,6 +377,7 @@ func (q *Queries) UserUpdate(ctx context.Context, db DBTX, arg UserUpdateParams)
 		&i.UpdatedAt,
 		&i.LicenseQuotas,
 		&i.GuessedAt,
+		&i.InvitationID,
 	)
 	return i, err
 }

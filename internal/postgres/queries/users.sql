@@ -2,8 +2,8 @@
 INSERT INTO users (
     id, email, name, password_hash, role,
     license_plan, license_max_vus, license_max_run_seconds, license_max_concurrent_runs, license_valid_until,
-    license_quotas
-) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
+    license_quotas, invitation_id
+) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
 RETURNING *;
 
 -- name: UserGetByID :one
