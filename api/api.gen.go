@@ -2975,6 +2975,9 @@ type ListPendingPluginVersionsParams struct {
 
 // ListUsersParams defines parameters for ListUsers.
 type ListUsersParams struct {
+	// Q Text the email or the name contains, case aside; empty finds every user.
+	Q *string `form:"q,omitempty" json:"q,omitempty"`
+
 	// Cursor The `next_cursor` of the previous page.
 	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
 
@@ -3472,6 +3475,9 @@ type ClientInterface interface {
 	RevokePluginVersion(ctx context.Context, namespace NamespaceName, name PluginName, version Version, body RevokePluginVersionJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListUsers List users
+	//
+	// Every user, or with `q` those whose email or name contains it, in either case: `%` and `_`
+	// are the characters themselves, not wildcards. A cursor continues the same search.
 	//
 	// Corresponds with GET /v1/admin/users (the `ListUsers` operationId).
 	ListUsers(ctx context.Context, params *ListUsersParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -4897,6 +4903,9 @@ func (c *Client) RevokePluginVersion(ctx context.Context, namespace NamespaceNam
 }
 
 // ListUsers List users
+//
+// Every user, or with `q` those whose email or name contains it, in either case: `%` and `_`
+// are the characters themselves, not wildcards. A cursor continues the same search.
 //
 // Corresponds with GET /v1/admin/users (the `ListUsers` operationId).
 func (c *Client) ListUsers(ctx context.Context, params *ListUsersParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -7626,6 +7635,18 @@ func NewListUsersRequest(server string, params *ListUsersParams) (*http.Request,
 		// styled parameters, preserving literal commas as delimiters
 		// per the OpenAPI spec (e.g. "color=blue,black,brown").
 		var rawQueryFragments []string
+
+		if params.Q != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "q", *params.Q, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
 
 		if params.Cursor != nil {
 
@@ -11411,6 +11432,9 @@ type ClientWithResponsesInterface interface {
 	RevokePluginVersionWithResponse(ctx context.Context, namespace NamespaceName, name PluginName, version Version, body RevokePluginVersionJSONRequestBody, reqEditors ...RequestEditorFn) (*RevokePluginVersionResponse, error)
 
 	// ListUsersWithResponse List users
+	//
+	// Every user, or with `q` those whose email or name contains it, in either case: `%` and `_`
+	// are the characters themselves, not wildcards. A cursor continues the same search.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -21229,6 +21253,9 @@ func (c *ClientWithResponses) RevokePluginVersionWithResponse(ctx context.Contex
 }
 
 // ListUsersWithResponse List users
+//
+// Every user, or with `q` those whose email or name contains it, in either case: `%` and `_`
+// are the characters themselves, not wildcards. A cursor continues the same search.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -31838,6 +31865,19 @@ func (siw *ServerInterfaceWrapper) ListUsers(w http.ResponseWriter, r *http.Requ
 
 	// Parameter object where we will unmarshal all parameters from the context
 	var params ListUsersParams
+
+	// ------------- Optional query parameter "q" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "q", r.URL.Query(), &params.Q, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "q"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "q", Err: err})
+		}
+		return
+	}
 
 	// ------------- Optional query parameter "cursor" -------------
 

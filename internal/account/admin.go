@@ -220,9 +220,10 @@ func (s *Service) RevokeInvitation(ctx context.Context, id uuid.UUID) error {
 	return err
 }
 
-// ListUsers returns a page of users, oldest first.
-func (s *Service) ListUsers(ctx context.Context, after *uuid.UUID, limit int) (barrage.Page[barrage.User], error) {
-	rows, err := s.store.ListUsers(ctx, after, limit+1)
+// ListUsers returns a page of users, oldest first; when q is not empty, of those whose email or
+// name contains it, case aside.
+func (s *Service) ListUsers(ctx context.Context, after *uuid.UUID, limit int, q string) (barrage.Page[barrage.User], error) {
+	rows, err := s.store.ListUsers(ctx, after, limit+1, q)
 	if err != nil {
 		return barrage.Page[barrage.User]{}, err
 	}

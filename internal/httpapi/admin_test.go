@@ -3,6 +3,8 @@ package httpapi_test
 import (
 	"fmt"
 	"net/http"
+	"net/url"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -254,4 +256,75 @@ func TestInvitationsListTheAccountsMadeWithThem(t *testing.T) {
 
 	// Who signed up with what is for admins alone.
 	requireProblem(t, b.do("GET", "/v1/admin/invitations", first.access, nil), http.StatusForbidden)
+}
+
+// An admin finds users by what their email or name contains, case aside; % and _ typed are the
+// characters themselves.
+func TestAdminSearchesUsersByEmailOrName(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	admin := b.firstAdmin()
+	code := b.invite(admin, map[string]any{"uses": 10})
+	people := map[string]string{ // email: name
+		"ada@example.com":      "Ada Lovelace",
+		"grace@example.com":    "Grace Hopper",
+		"percy@example.com":    "Percy Sure 100%",
+		"percival@example.com": "Percy Sure 1000",
+		"a_a@example.com":      "Underscore",
+	}
+	ids := map[string]string{}
+	for email, name := range people {
+		r := b.do("POST", "/v1/auth/signup", "", map[string]any{"invitation_code": code, "email": email,
+			"password": "a long enough password", "name": name})
+		require.Equal(t, http.StatusAccepted, r.status, "body: %s", r.body)
+	}
+	r := b.do("GET", "/v1/admin/users", admin.access, nil)
+	require.Equal(t, http.StatusOK, r.status, "body: %s", r.body)
+	for _, it := range r.json(t)["items"].([]any) {
+		ids[it.(map[string]any)["email"].(string)] = it.(map[string]any)["id"].(string)
+	}
+
+	// search lists the emails of the users q finds, page by page of limit, checking that they
+	// come oldest (lowest id) first.
+	search := func(q string, limit int) []string {
+		t.Helper()
+		var emails []string
+		cursor := ""
+		for {
+			v := url.Values{"q": {q}, "limit": {fmt.Sprint(limit)}}
+			if cursor != "" {
+				v.Set("cursor", cursor)
+			}
+			r := b.do("GET", "/v1/admin/users?"+v.Encode(), admin.access, nil)
+			require.Equal(t, http.StatusOK, r.status, "body: %s", r.body)
+			page := r.json(t)
+			for _, it := range page["items"].([]any) {
+				emails = append(emails, it.(map[string]any)["email"].(string))
+			}
+			next, ok := page["next_cursor"].(string)
+			if !ok {
+				break
+			}
+			cursor = next
+		}
+		for i := 1; i < len(emails); i++ {
+			require.Less(t, ids[emails[i-1]], ids[emails[i]], "oldest first")
+		}
+		return emails
+	}
+	require.Equal(t, []string{"ada@example.com"}, search("LOVELACE", 50), "a name, case aside")
+	require.Equal(t, []string{"grace@example.com"}, search("Grace@Example", 50), "an email, case aside")
+	require.Equal(t, []string{"percy@example.com"}, search("100%", 50), "% is a percent sign, not any text")
+	require.Equal(t, []string{"a_a@example.com"}, search("a_a", 50), "_ is an underscore, not any character (ada)")
+	require.Empty(t, search(`\`, 50), "a backslash is itself too, escaping nothing (here the % after it)")
+	require.Empty(t, search("nobody", 50))
+	// The cursor continues the search: both Percys, one a page.
+	require.ElementsMatch(t, []string{"percy@example.com", "percival@example.com"}, search("percy", 1))
+	require.Len(t, search("", 2), len(people)+1, "empty finds everyone")
+
+	p := requireProblem(t, b.do("GET", "/v1/admin/users?q="+strings.Repeat("x", 201), admin.access, nil), http.StatusBadRequest)
+	requireField(t, p, "q")
+	p = requireProblem(t, b.do("GET", "/v1/admin/users?q=%01", admin.access, nil), http.StatusBadRequest)
+	requireField(t, p, "q")
+	requireProblem(t, b.do("GET", "/v1/admin/users?q=ada", b.signup(b.invite(admin, map[string]any{}), "user@example.com").access, nil), http.StatusForbidden)
 }

@@ -221,7 +221,7 @@ func (s *server) RevokeInvitation(ctx context.Context, req api.RevokeInvitationR
 func (s *server) ListUsers(ctx context.Context, req api.ListUsersRequestObject) (api.ListUsersResponseObject, error) {
 	now := time.Now()
 	items, next, err := listPage(req.Params.Cursor, req.Params.Limit, func(after *uuid.UUID, limit int) (barrage.Page[barrage.User], error) {
-		return s.accounts.ListUsers(ctx, after, limit)
+		return s.accounts.ListUsers(ctx, after, limit, deref(req.Params.Q))
 	}, func(u barrage.User) api.User { return toAPIUser(u, now) })
 	return api.ListUsers200JSONResponse{Items: items, NextCursor: next}, err
 }

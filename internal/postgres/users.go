@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -110,9 +111,14 @@ func (s *Store) UserByEmail(ctx context.Context, email string) (barrage.User, er
 	return userFromRow(row), nil
 }
 
-// ListUsers returns up to limit users created after the one with id after, oldest first.
-func (s *Store) ListUsers(ctx context.Context, after *uuid.UUID, limit int) ([]barrage.User, error) {
-	rows, err := s.q.UserList(ctx, s.pool, dbsqlc.UserListParams{After: after, MaxRows: int32(limit)})
+// ListUsers returns up to limit users created after the one with id after, oldest first; when
+// contains is not empty, only those whose email or name contains it, case aside.
+func (s *Store) ListUsers(ctx context.Context, after *uuid.UUID, limit int, contains string) ([]barrage.User, error) {
+	var pattern *string
+	if contains != "" {
+		pattern = ptr("%" + likeEscaper.Replace(contains) + "%")
+	}
+	rows, err := s.q.UserList(ctx, s.pool, dbsqlc.UserListParams{After: after, Pattern: pattern, MaxRows: int32(limit)})
 	if err != nil {
 		return nil, translate(err, "users")
 	}
@@ -122,6 +128,10 @@ func (s *Store) ListUsers(ctx context.Context, after *uuid.UUID, limit int) ([]b
 	}
 	return users, nil
 }
+
+// likeEscaper escapes what LIKE reads as wildcards (% and _) and its escape character (\), so
+// that text a person typed matches itself alone.
+var likeEscaper = strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`)
 
 // UpdateUser changes the user with id through fn, under a row lock. When fn moves
 // TokensValidAfter forward (password change, disabling), the user's refresh tokens are revoked in

@@ -240,8 +240,8 @@ type InvitationUsesRow struct {
 	CreatedAt    time.Time
 }
 
-// InvitationUses are the accounts made with the invitations ids, by invitation and oldest first
-// within each: the uses of a page of invitations in one query.
+// InvitationUses are the accounts made with any of the invitations whose ids are given, by
+// invitation and oldest first within each: a page of invitations' uses in one query.
 func (q *Queries) InvitationUses(ctx context.Context, db DBTX, ids []uuid.UUID) ([]InvitationUsesRow, error) {
 	rows, err := db.Query(ctx, invitationUses, ids)
 	if err != nil {

@@ -260,18 +260,24 @@ func (q *Queries) UserInsert(ctx context.Context, db DBTX, arg UserInsertParams)
 
 const userList = `-- name: UserList :many
 SELECT id, email, name, password_hash, role, disabled, license_plan, license_max_vus, license_max_run_seconds, license_max_concurrent_runs, license_valid_until, tokens_valid_after, created_at, updated_at, license_quotas, guessed_at, invitation_id FROM users
-WHERE $1::uuid IS NULL OR id > $1::uuid
+WHERE ($1::uuid IS NULL OR id > $1::uuid)
+  AND ($2::text IS NULL
+       OR email ILIKE $2::text ESCAPE '\'
+       OR name ILIKE $2::text ESCAPE '\')
 ORDER BY id
-LIMIT $2
+LIMIT $3
 `
 
 type UserListParams struct {
 	After   *uuid.UUID
+	Pattern *string
 	MaxRows int32
 }
 
+// UserList lists users by id after the one with id after; with a pattern, those whose email or
+// name it matches (ILIKE, escaped with a backslash), else every one.
 func (q *Queries) UserList(ctx context.Context, db DBTX, arg UserListParams) ([]User, error) {
-	rows, err := db.Query(ctx, userList, arg.After, arg.MaxRows)
+	rows, err := db.Query(ctx, userList, arg.After, arg.Pattern, arg.MaxRows)
 	if err != nil {
 		return nil, err
 	}

@@ -15,9 +15,14 @@ SELECT * FROM users WHERE id = $1 FOR UPDATE;
 -- name: UserGetByEmail :one
 SELECT * FROM users WHERE lower(email) = lower(@email::text);
 
+-- UserList lists users by id after the one with id after; with a pattern, those whose email or
+-- name it matches (ILIKE, escaped with a backslash), else every one.
 -- name: UserList :many
 SELECT * FROM users
-WHERE sqlc.narg(after)::uuid IS NULL OR id > sqlc.narg(after)::uuid
+WHERE (sqlc.narg(after)::uuid IS NULL OR id > sqlc.narg(after)::uuid)
+  AND (sqlc.narg(pattern)::text IS NULL
+       OR email ILIKE sqlc.narg(pattern)::text ESCAPE '\'
+       OR name ILIKE sqlc.narg(pattern)::text ESCAPE '\')
 ORDER BY id
 LIMIT @max_rows;
 
