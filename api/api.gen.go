@@ -898,6 +898,34 @@ type APITokenList struct {
 	NextCursor *string    `json:"next_cursor,omitempty"`
 }
 
+// AdminUser A user as an admin reads them, with what they have done.
+type AdminUser struct {
+	CreatedAt time.Time          `json:"created_at"`
+	Disabled  bool               `json:"disabled"`
+	Email     string             `json:"email"`
+	Id        openapi_types.UUID `json:"id"`
+
+	// LastRunAt When the newest of their runs was made; absent when they started none.
+	LastRunAt *time.Time `json:"last_run_at,omitempty"`
+
+	// License What the user may run. `unlimited` users have no limits.
+	License *License `json:"license,omitempty"`
+	Name    string   `json:"name"`
+
+	// PasswordGuessedAt When wrong passwords for this account last came from many addresses, past its budget
+	// (50 an hour by default): someone is guessing its password. Addresses the account has
+	// not signed in from in 90 days then get three tries a minute, all together; the owner
+	// signs in as ever from an address they used. Absent when never seen.
+	PasswordGuessedAt *time.Time `json:"password_guessed_at,omitempty"`
+	Role              Role       `json:"role"`
+
+	// Runs The runs they started, in any state.
+	Runs int64 `json:"runs"`
+
+	// Tokens Their personal API tokens neither revoked nor expired.
+	Tokens int `json:"tokens"`
+}
+
 // Agent defines model for Agent.
 type Agent struct {
 	Cores      int                `json:"cores"`
@@ -3482,7 +3510,10 @@ type ClientInterface interface {
 	// Corresponds with GET /v1/admin/users (the `ListUsers` operationId).
 	ListUsers(ctx context.Context, params *ListUsersParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// GetUser One user
+	// GetUser One user, and what they have done
+	//
+	// The user, with the personal API tokens they keep alive, the runs they started and when
+	// the newest was made. What they keep against each quota is `GET /v1/admin/users/{id}/license`.
 	//
 	// Corresponds with GET /v1/admin/users/{id} (the `GetUser` operationId).
 	GetUser(ctx context.Context, id ID, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -4920,7 +4951,10 @@ func (c *Client) ListUsers(ctx context.Context, params *ListUsersParams, reqEdit
 	return c.Client.Do(req)
 }
 
-// GetUser One user
+// GetUser One user, and what they have done
+//
+// The user, with the personal API tokens they keep alive, the runs they started and when
+// the newest was made. What they keep against each quota is `GET /v1/admin/users/{id}/license`.
 //
 // Corresponds with GET /v1/admin/users/{id} (the `GetUser` operationId).
 func (c *Client) GetUser(ctx context.Context, id ID, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -11441,7 +11475,10 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /v1/admin/users (the `ListUsers` operationId).
 	ListUsersWithResponse(ctx context.Context, params *ListUsersParams, reqEditors ...RequestEditorFn) (*ListUsersResponse, error)
 
-	// GetUserWithResponse One user
+	// GetUserWithResponse One user, and what they have done
+	//
+	// The user, with the personal API tokens they keep alive, the runs they started and when
+	// the newest was made. What they keep against each quota is `GET /v1/admin/users/{id}/license`.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -13871,7 +13908,7 @@ type GetUserResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
-	JSON200 *User
+	JSON200 *AdminUser
 	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
 	ApplicationproblemJSON400 *Problem
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
@@ -13887,7 +13924,7 @@ type GetUserResponse struct {
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
-func (r GetUserResponse) GetJSON200() *User {
+func (r GetUserResponse) GetJSON200() *AdminUser {
 	return r.JSON200
 }
 
@@ -21268,7 +21305,10 @@ func (c *ClientWithResponses) ListUsersWithResponse(ctx context.Context, params 
 	return ParseListUsersResponse(rsp)
 }
 
-// GetUserWithResponse One user
+// GetUserWithResponse One user, and what they have done
+//
+// The user, with the personal API tokens they keep alive, the runs they started and when
+// the newest was made. What they keep against each quota is `GET /v1/admin/users/{id}/license`.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -24177,7 +24217,7 @@ func ParseGetUserResponse(rsp *http.Response) (*GetUserResponse, error) {
 
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
-		var dest User
+		var dest AdminUser
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -30669,7 +30709,7 @@ type ServerInterface interface {
 	// ListUsers List users
 	// (GET /v1/admin/users)
 	ListUsers(w http.ResponseWriter, r *http.Request, params ListUsersParams)
-	// GetUser One user
+	// GetUser One user, and what they have done
 	// (GET /v1/admin/users/{id})
 	GetUser(w http.ResponseWriter, r *http.Request, id ID)
 	// UpdateUser Change a user's role, status or license
@@ -31005,7 +31045,7 @@ func (_ Unimplemented) ListUsers(w http.ResponseWriter, r *http.Request, params 
 	w.WriteHeader(http.StatusNotImplemented)
 }
 
-// GetUser One user
+// GetUser One user, and what they have done
 // (GET /v1/admin/users/{id})
 func (_ Unimplemented) GetUser(w http.ResponseWriter, r *http.Request, id ID) {
 	w.WriteHeader(http.StatusNotImplemented)
@@ -36310,7 +36350,7 @@ type GetUserResponseObject interface {
 	VisitGetUserResponse(w http.ResponseWriter) error
 }
 
-type GetUser200JSONResponse User
+type GetUser200JSONResponse AdminUser
 
 func (response GetUser200JSONResponse) VisitGetUserResponse(w http.ResponseWriter) error {
 
@@ -45420,7 +45460,7 @@ type StrictServerInterface interface {
 	// ListUsers List users
 	// (GET /v1/admin/users)
 	ListUsers(ctx context.Context, request ListUsersRequestObject) (ListUsersResponseObject, error)
-	// GetUser One user
+	// GetUser One user, and what they have done
 	// (GET /v1/admin/users/{id})
 	GetUser(ctx context.Context, request GetUserRequestObject) (GetUserResponseObject, error)
 	// UpdateUser Change a user's role, status or license

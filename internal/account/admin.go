@@ -235,6 +235,12 @@ func (s *Service) GetUser(ctx context.Context, id uuid.UUID) (barrage.User, erro
 	return s.store.UserByID(ctx, id)
 }
 
+// UserWithActivity returns one user with what they have done: their live personal API tokens
+// and the runs they started.
+func (s *Service) UserWithActivity(ctx context.Context, id uuid.UUID) (barrage.User, barrage.UserActivity, error) {
+	return s.store.UserWithActivity(ctx, id)
+}
+
 // UserPatch is what an admin changes on a user; nil fields stay as they are.
 type UserPatch struct {
 	Role          *barrage.Role

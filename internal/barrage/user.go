@@ -39,6 +39,15 @@ type User struct {
 	UpdatedAt    time.Time
 }
 
+// UserActivity is what a user has done, as an admin reads it: the personal API tokens they keep
+// alive (neither revoked nor expired), the runs they started in any state, and when the newest
+// was made (nil when none was).
+type UserActivity struct {
+	Tokens    int64
+	Runs      int64
+	LastRunAt *time.Time
+}
+
 // Invitation admits people: redeeming its code creates an account with its role and license.
 type Invitation struct {
 	ID        uuid.UUID

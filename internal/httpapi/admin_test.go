@@ -1,6 +1,7 @@
 package httpapi_test
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -9,7 +10,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
+
+	"github.com/barrage-load/barrage/internal/barrage"
 )
 
 // Twenty people racing to redeem a single-use code get exactly one account between them.
@@ -327,4 +331,71 @@ func TestAdminSearchesUsersByEmailOrName(t *testing.T) {
 	p = requireProblem(t, b.do("GET", "/v1/admin/users?q=%01", admin.access, nil), http.StatusBadRequest)
 	requireField(t, p, "q")
 	requireProblem(t, b.do("GET", "/v1/admin/users?q=ada", b.signup(b.invite(admin, map[string]any{}), "user@example.com").access, nil), http.StatusForbidden)
+}
+
+// An admin reads what a user has done: the personal API tokens they keep alive, the runs they
+// started and when the newest was made.
+func TestAdminReadsAUsersTokensAndRuns(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	admin, u := b.adminAndUser()
+	idle := b.signup(b.invite(admin, map[string]any{}), "idle@example.com")
+
+	// Two tokens made, one of them revoked; one expired, which no request could make.
+	for _, name := range []string{"ci", "old"} {
+		r := b.do("POST", "/v1/tokens", u.access, map[string]any{"name": name, "scopes": []string{"read"}})
+		require.Equal(t, http.StatusCreated, r.status, "body: %s", r.body)
+		secret(r.json(t)["token"].(string))
+		if name == "old" {
+			require.Equal(t, http.StatusNoContent, b.do("DELETE", "/v1/tokens/"+r.json(t)["id"].(string), u.access, nil).status)
+		}
+	}
+	_, err := b.store.CreateAPIToken(context.Background(), barrage.APIToken{ID: uuid.Must(uuid.NewV7()), UserID: uuid.MustParse(u.id),
+		Name: "lapsed", Scopes: []barrage.Scope{barrage.ScopeRead}, ExpiresAt: time.Now().Add(-time.Hour)}, []byte("hash-lapsed"))
+	require.NoError(t, err)
+
+	// Two runs on an agent of their own: the first canceled (runs in any state count), then
+	// another.
+	_, agentToken := b.registerAgent("/v1/agents", u.access, "mine", nil)
+	require.Equal(t, http.StatusNoContent, b.do("POST", "/v1/agent/lease", agentToken, hello).status)
+	script := b.addScript(u, smokeScript)
+	var last string
+	for i := range 2 {
+		r := b.do("POST", "/v1/runs", u.access, map[string]any{"script_id": script, "vus": 1, "duration_seconds": 5})
+		require.Equal(t, http.StatusCreated, r.status, "body: %s", r.body)
+		last = r.json(t)["created_at"].(string)
+		if i == 0 {
+			require.Equal(t, http.StatusOK, b.do("POST", "/v1/runs/"+r.json(t)["id"].(string)+"/cancel", u.access, nil).status)
+		}
+	}
+
+	r := b.do("GET", "/v1/admin/users/"+u.id, admin.access, nil)
+	require.Equal(t, http.StatusOK, r.status, "body: %s", r.body)
+	got := r.json(t)
+	require.Equal(t, u.email, got["email"])
+	require.Equal(t, "demo", got["license"].(map[string]any)["plan"], "the user as ever")
+	require.EqualValues(t, 1, got["tokens"], "neither revoked nor expired")
+	require.EqualValues(t, 2, got["runs"])
+	want, err := time.Parse(time.RFC3339, last)
+	require.NoError(t, err)
+	at, err := time.Parse(time.RFC3339, got["last_run_at"].(string))
+	require.NoError(t, err)
+	require.True(t, want.Equal(at), "the newest run's creation: want %s, got %s", want, at)
+
+	r = b.do("GET", "/v1/admin/users/"+idle.id, admin.access, nil)
+	require.Equal(t, http.StatusOK, r.status, "body: %s", r.body)
+	got = r.json(t)
+	require.EqualValues(t, 0, got["tokens"])
+	require.EqualValues(t, 0, got["runs"])
+	require.NotContains(t, got, "last_run_at")
+
+	// Only this route says so: a change answers the user alone.
+	r = b.do("PATCH", "/v1/admin/users/"+u.id, admin.access, map[string]any{"disabled": false})
+	require.Equal(t, http.StatusOK, r.status, "body: %s", r.body)
+	require.NotContains(t, r.json(t), "runs")
+
+	requireProblem(t, b.do("GET", "/v1/admin/users/"+u.id, u.access, nil), http.StatusForbidden)
+	p := requireProblem(t, b.do("GET", "/v1/admin/users/not-a-uuid", admin.access, nil), http.StatusBadRequest)
+	requireField(t, p, "id")
+	requireProblem(t, b.do("GET", "/v1/admin/users/01234567-89ab-7def-8123-456789abcdef", admin.access, nil), http.StatusNotFound)
 }

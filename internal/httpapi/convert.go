@@ -75,6 +75,15 @@ func toAPIUser(u barrage.User, now time.Time) api.User {
 	}
 }
 
+func toAPIAdminUser(u barrage.User, act barrage.UserActivity, now time.Time) api.AdminUser {
+	v := toAPIUser(u, now)
+	return api.AdminUser{
+		Id: v.Id, Email: v.Email, Name: v.Name, Role: v.Role, Disabled: v.Disabled, License: v.License,
+		PasswordGuessedAt: v.PasswordGuessedAt, CreatedAt: v.CreatedAt,
+		Tokens: int(act.Tokens), Runs: act.Runs, LastRunAt: act.LastRunAt,
+	}
+}
+
 func toAPILicense(l *barrage.License, now time.Time) api.License {
 	if l == nil {
 		return api.License{Unlimited: true}

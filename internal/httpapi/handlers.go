@@ -227,11 +227,11 @@ func (s *server) ListUsers(ctx context.Context, req api.ListUsersRequestObject) 
 }
 
 func (s *server) GetUser(ctx context.Context, req api.GetUserRequestObject) (api.GetUserResponseObject, error) {
-	u, err := s.accounts.GetUser(ctx, req.Id)
+	u, act, err := s.accounts.UserWithActivity(ctx, req.Id)
 	if err != nil {
 		return nil, err
 	}
-	return api.GetUser200JSONResponse(toAPIUser(u, time.Now())), nil
+	return api.GetUser200JSONResponse(toAPIAdminUser(u, act, time.Now())), nil
 }
 
 func (s *server) UpdateUser(ctx context.Context, req api.UpdateUserRequestObject) (api.UpdateUserResponseObject, error) {

@@ -102,6 +102,15 @@ func (s *Store) UserByID(ctx context.Context, id uuid.UUID) (barrage.User, error
 	return userFromRow(row), nil
 }
 
+// UserWithActivity returns the user with id and what they have done, read together.
+func (s *Store) UserWithActivity(ctx context.Context, id uuid.UUID) (barrage.User, barrage.UserActivity, error) {
+	row, err := s.q.UserGetWithActivity(ctx, s.pool, id)
+	if err != nil {
+		return barrage.User{}, barrage.UserActivity{}, translate(err, "user")
+	}
+	return userFromRow(row.User), barrage.UserActivity{Tokens: row.LiveTokens, Runs: row.Runs, LastRunAt: row.LastRunAt}, nil
+}
+
 // UserByEmail returns the user with email, compared without case.
 func (s *Store) UserByEmail(ctx context.Context, email string) (barrage.User, error) {
 	row, err := s.q.UserGetByEmail(ctx, s.pool, email)

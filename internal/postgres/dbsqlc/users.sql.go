@@ -176,6 +176,55 @@ func (q *Queries) UserGetForTokenChange(ctx context.Context, db DBTX, id uuid.UU
 	return i, err
 }
 
+const userGetWithActivity = `-- name: UserGetWithActivity :one
+SELECT users.id, users.email, users.name, users.password_hash, users.role, users.disabled, users.license_plan, users.license_max_vus, users.license_max_run_seconds, users.license_max_concurrent_runs, users.license_valid_until, users.tokens_valid_after, users.created_at, users.updated_at, users.license_quotas, users.guessed_at, users.invitation_id,
+    (SELECT count(*) FROM api_tokens t WHERE t.user_id = users.id AND t.expires_at > now())::bigint AS live_tokens,
+    (SELECT count(*) FROM runs r WHERE r.owner_id = users.id)::bigint AS runs,
+    newest.created_at AS last_run_at
+FROM users
+LEFT JOIN runs newest ON newest.id = (
+    SELECT r.id FROM runs r WHERE r.owner_id = users.id ORDER BY r.created_at DESC, r.id DESC LIMIT 1)
+WHERE users.id = $1
+`
+
+type UserGetWithActivityRow struct {
+	User       User
+	LiveTokens int64
+	Runs       int64
+	LastRunAt  *time.Time
+}
+
+// UserGetWithActivity reads a user with what they have done: their personal API tokens alive
+// (a revoked token is deleted, so those not expired), the runs they started in any state, and
+// when the newest was made (NULL when none was).
+func (q *Queries) UserGetWithActivity(ctx context.Context, db DBTX, id uuid.UUID) (UserGetWithActivityRow, error) {
+	row := db.QueryRow(ctx, userGetWithActivity, id)
+	var i UserGetWithActivityRow
+	err := row.Scan(
+		&i.User.ID,
+		&i.User.Email,
+		&i.User.Name,
+		&i.User.PasswordHash,
+		&i.User.Role,
+		&i.User.Disabled,
+		&i.User.LicensePlan,
+		&i.User.LicenseMaxVus,
+		&i.User.LicenseMaxRunSeconds,
+		&i.User.LicenseMaxConcurrentRuns,
+		&i.User.LicenseValidUntil,
+		&i.User.TokensValidAfter,
+		&i.User.CreatedAt,
+		&i.User.UpdatedAt,
+		&i.User.LicenseQuotas,
+		&i.User.GuessedAt,
+		&i.User.InvitationID,
+		&i.LiveTokens,
+		&i.Runs,
+		&i.LastRunAt,
+	)
+	return i, err
+}
+
 const userGuessed = `-- name: UserGuessed :execrows
 UPDATE users SET guessed_at = $1 WHERE id = $2 AND (guessed_at IS NULL OR guessed_at < $3)
 `

@@ -65,3 +65,16 @@ SELECT EXISTS (SELECT 1 FROM sign_in_addresses WHERE user_id = @user_id AND clie
 -- guessing recorded after since); it reports whether this is news.
 -- name: UserGuessed :execrows
 UPDATE users SET guessed_at = @at WHERE id = @id AND (guessed_at IS NULL OR guessed_at < @since);
+
+-- UserGetWithActivity reads a user with what they have done: their personal API tokens alive
+-- (a revoked token is deleted, so those not expired), the runs they started in any state, and
+-- when the newest was made (NULL when none was).
+-- name: UserGetWithActivity :one
+SELECT sqlc.embed(users),
+    (SELECT count(*) FROM api_tokens t WHERE t.user_id = users.id AND t.expires_at > now())::bigint AS live_tokens,
+    (SELECT count(*) FROM runs r WHERE r.owner_id = users.id)::bigint AS runs,
+    newest.created_at AS last_run_at
+FROM users
+LEFT JOIN runs newest ON newest.id = (
+    SELECT r.id FROM runs r WHERE r.owner_id = users.id ORDER BY r.created_at DESC, r.id DESC LIMIT 1)
+WHERE users.id = $1;
