@@ -1716,7 +1716,7 @@ type Namespace struct {
 	Keys      []SigningKey `json:"keys"`
 	Name      string       `json:"name"`
 
-	// Owners Shown to the namespace's owners.
+	// Owners Shown to the namespace's owners, and to admins in `GET /v1/admin/namespaces`.
 	Owners *[]openapi_types.UUID `json:"owners,omitempty"`
 
 	// Reserved Reserved by an admin.
@@ -3417,6 +3417,16 @@ type ClientInterface interface {
 	// Corresponds with DELETE /v1/admin/invitations/{id} (the `RevokeInvitation` operationId).
 	RevokeInvitation(ctx context.Context, id ID, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// ListReservedNamespaces The namespaces admins reserved
+	//
+	// Every namespace an admin reserved, or took back from the user who claimed it, by name: with its owners (the
+	// admin who reserved it, and the co-owners added), its signing keys, retired ones too, and why it was taken
+	// back. A name of the reserved lists (`registry`'s, the operator's `--reserved-namespaces`) that no admin
+	// reserved is no namespace, and is not listed; nor is a namespace a user claimed.
+	//
+	// Corresponds with GET /v1/admin/namespaces (the `ListReservedNamespaces` operationId).
+	ListReservedNamespaces(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// ReserveNamespaceWithBody Reserve a namespace
 	//
 	// The admin who reserves it owns it; nobody else may claim it. A name of `registry`'s reserved list (the
@@ -4748,6 +4758,26 @@ func (c *Client) CreateInvitation(ctx context.Context, body CreateInvitationJSON
 // Corresponds with DELETE /v1/admin/invitations/{id} (the `RevokeInvitation` operationId).
 func (c *Client) RevokeInvitation(ctx context.Context, id ID, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewRevokeInvitationRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListReservedNamespaces The namespaces admins reserved
+//
+// Every namespace an admin reserved, or took back from the user who claimed it, by name: with its owners (the
+// admin who reserved it, and the co-owners added), its signing keys, retired ones too, and why it was taken
+// back. A name of the reserved lists (`registry`'s, the operator's `--reserved-namespaces`) that no admin
+// reserved is no namespace, and is not listed; nor is a namespace a user claimed.
+//
+// Corresponds with GET /v1/admin/namespaces (the `ListReservedNamespaces` operationId).
+func (c *Client) ListReservedNamespaces(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListReservedNamespacesRequest(c.Server)
 	if err != nil {
 		return nil, err
 	}
@@ -7358,6 +7388,33 @@ func NewRevokeInvitationRequest(server string, id ID) (*http.Request, error) {
 	}
 
 	req, err := http.NewRequest(http.MethodDelete, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewListReservedNamespacesRequest constructs an http.Request for the ListReservedNamespaces method
+func NewListReservedNamespacesRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/admin/namespaces")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
 	if err != nil {
 		return nil, err
 	}
@@ -11378,6 +11435,18 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with DELETE /v1/admin/invitations/{id} (the `RevokeInvitation` operationId).
 	RevokeInvitationWithResponse(ctx context.Context, id ID, reqEditors ...RequestEditorFn) (*RevokeInvitationResponse, error)
 
+	// ListReservedNamespacesWithResponse The namespaces admins reserved
+	//
+	// Every namespace an admin reserved, or took back from the user who claimed it, by name: with its owners (the
+	// admin who reserved it, and the co-owners added), its signing keys, retired ones too, and why it was taken
+	// back. A name of the reserved lists (`registry`'s, the operator's `--reserved-namespaces`) that no admin
+	// reserved is no namespace, and is not listed; nor is a namespace a user claimed.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/admin/namespaces (the `ListReservedNamespaces` operationId).
+	ListReservedNamespacesWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListReservedNamespacesResponse, error)
+
 	// ReserveNamespaceWithBodyWithResponse Reserve a namespace
 	//
 	// The admin who reserves it owns it; nobody else may claim it. A name of `registry`'s reserved list (the
@@ -13304,6 +13373,75 @@ func (r RevokeInvitationResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r RevokeInvitationResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ListReservedNamespacesResponse503Headers the declared response headers of an HTTP 503 response for ListReservedNamespaces
+type ListReservedNamespacesResponse503Headers struct {
+	RetryAfter *int
+}
+
+type ListReservedNamespacesResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *NamespaceList
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Problem
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *DatabaseUnavailable
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ListReservedNamespacesResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListReservedNamespacesResponse) GetJSON200() *NamespaceList {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r ListReservedNamespacesResponse) GetApplicationproblemJSON401() *Problem {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r ListReservedNamespacesResponse) GetApplicationproblemJSON403() *Problem {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r ListReservedNamespacesResponse) GetApplicationproblemJSON503() *DatabaseUnavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ListReservedNamespacesResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListReservedNamespacesResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListReservedNamespacesResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListReservedNamespacesResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -21148,6 +21286,24 @@ func (c *ClientWithResponses) RevokeInvitationWithResponse(ctx context.Context, 
 	return ParseRevokeInvitationResponse(rsp)
 }
 
+// ListReservedNamespacesWithResponse The namespaces admins reserved
+//
+// Every namespace an admin reserved, or took back from the user who claimed it, by name: with its owners (the
+// admin who reserved it, and the co-owners added), its signing keys, retired ones too, and why it was taken
+// back. A name of the reserved lists (`registry`'s, the operator's `--reserved-namespaces`) that no admin
+// reserved is no namespace, and is not listed; nor is a namespace a user claimed.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/admin/namespaces (the `ListReservedNamespaces` operationId).
+func (c *ClientWithResponses) ListReservedNamespacesWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListReservedNamespacesResponse, error) {
+	rsp, err := c.ListReservedNamespaces(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListReservedNamespacesResponse(rsp)
+}
+
 // ReserveNamespaceWithBodyWithResponse Reserve a namespace
 //
 // The admin who reserves it owns it; nobody else may claim it. A name of `registry`'s reserved list (the
@@ -23654,6 +23810,66 @@ func ParseRevokeInvitationResponse(rsp *http.Response) (*RevokeInvitationRespons
 	switch {
 	case rsp.StatusCode == 503:
 		var headers RevokeInvitationResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseListReservedNamespacesResponse parses an HTTP response from a ListReservedNamespacesWithResponse call
+func ParseListReservedNamespacesResponse(rsp *http.Response) (*ListReservedNamespacesResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListReservedNamespacesResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest NamespaceList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest DatabaseUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 503:
+		var headers ListReservedNamespacesResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -30691,6 +30907,9 @@ type ServerInterface interface {
 	// RevokeInvitation Revoke an invitation
 	// (DELETE /v1/admin/invitations/{id})
 	RevokeInvitation(w http.ResponseWriter, r *http.Request, id ID)
+	// ListReservedNamespaces The namespaces admins reserved
+	// (GET /v1/admin/namespaces)
+	ListReservedNamespaces(w http.ResponseWriter, r *http.Request)
 	// ReserveNamespace Reserve a namespace
 	// (POST /v1/admin/namespaces)
 	ReserveNamespace(w http.ResponseWriter, r *http.Request)
@@ -31006,6 +31225,12 @@ func (_ Unimplemented) CreateInvitation(w http.ResponseWriter, r *http.Request) 
 // RevokeInvitation Revoke an invitation
 // (DELETE /v1/admin/invitations/{id})
 func (_ Unimplemented) RevokeInvitation(w http.ResponseWriter, r *http.Request, id ID) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
+// ListReservedNamespaces The namespaces admins reserved
+// (GET /v1/admin/namespaces)
+func (_ Unimplemented) ListReservedNamespaces(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNotImplemented)
 }
 
@@ -31709,6 +31934,20 @@ func (siw *ServerInterfaceWrapper) RevokeInvitation(w http.ResponseWriter, r *ht
 
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		siw.Handler.RevokeInvitation(w, r, id)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// ListReservedNamespaces operation middleware
+func (siw *ServerInterfaceWrapper) ListReservedNamespaces(w http.ResponseWriter, r *http.Request) {
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.ListReservedNamespaces(w, r)
 	}))
 
 	for _, middleware := range siw.HandlerMiddlewares {
@@ -34733,6 +34972,9 @@ func HandlerWithOptions(si ServerInterface, options ChiServerOptions) http.Handl
 		r.Get(options.BaseURL+"/v1/runs/{id}/summary", wrapper.GetRunSummary)
 	})
 	r.Group(func(r chi.Router) {
+		r.Get(options.BaseURL+"/v1/admin/namespaces", wrapper.ListReservedNamespaces)
+	})
+	r.Group(func(r chi.Router) {
 		r.Post(options.BaseURL+"/v1/admin/namespaces", wrapper.ReserveNamespace)
 	})
 	r.Group(func(r chi.Router) {
@@ -35543,6 +35785,76 @@ type RevokeInvitation503ApplicationProblemPlusJSONResponse struct {
 }
 
 func (response RevokeInvitation503ApplicationProblemPlusJSONResponse) VisitRevokeInvitationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListReservedNamespacesRequestObject struct {
+}
+
+type ListReservedNamespacesResponseObject interface {
+	VisitListReservedNamespacesResponse(w http.ResponseWriter) error
+}
+
+type ListReservedNamespaces200JSONResponse NamespaceList
+
+func (response ListReservedNamespaces200JSONResponse) VisitListReservedNamespacesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListReservedNamespaces401ApplicationProblemPlusJSONResponse struct {
+	ProblemApplicationProblemPlusJSONResponse
+}
+
+func (response ListReservedNamespaces401ApplicationProblemPlusJSONResponse) VisitListReservedNamespacesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListReservedNamespaces403ApplicationProblemPlusJSONResponse Problem
+
+func (response ListReservedNamespaces403ApplicationProblemPlusJSONResponse) VisitListReservedNamespacesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListReservedNamespaces503ApplicationProblemPlusJSONResponse struct {
+	DatabaseUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response ListReservedNamespaces503ApplicationProblemPlusJSONResponse) VisitListReservedNamespacesResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
@@ -45442,6 +45754,9 @@ type StrictServerInterface interface {
 	// RevokeInvitation Revoke an invitation
 	// (DELETE /v1/admin/invitations/{id})
 	RevokeInvitation(ctx context.Context, request RevokeInvitationRequestObject) (RevokeInvitationResponseObject, error)
+	// ListReservedNamespaces The namespaces admins reserved
+	// (GET /v1/admin/namespaces)
+	ListReservedNamespaces(ctx context.Context, request ListReservedNamespacesRequestObject) (ListReservedNamespacesResponseObject, error)
 	// ReserveNamespace Reserve a namespace
 	// (POST /v1/admin/namespaces)
 	ReserveNamespace(ctx context.Context, request ReserveNamespaceRequestObject) (ReserveNamespaceResponseObject, error)
@@ -45988,6 +46303,30 @@ func (sh *strictHandler) RevokeInvitation(w http.ResponseWriter, r *http.Request
 		sh.options.ResponseErrorHandlerFunc(w, r, err)
 	} else if validResponse, ok := response.(RevokeInvitationResponseObject); ok {
 		if err := validResponse.VisitRevokeInvitationResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// ListReservedNamespaces operation middleware
+func (sh *strictHandler) ListReservedNamespaces(w http.ResponseWriter, r *http.Request) {
+	var request ListReservedNamespacesRequestObject
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.ListReservedNamespaces(ctx, request.(ListReservedNamespacesRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListReservedNamespaces")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(ListReservedNamespacesResponseObject); ok {
+		if err := validResponse.VisitListReservedNamespacesResponse(w); err != nil {
 			sh.options.ResponseErrorHandlerFunc(w, r, err)
 		}
 	} else if response != nil {

@@ -59,6 +59,7 @@ var policies = map[string]policy{
 	"PATCH /v1/admin/users/{id}":        {admin, barrage.ScopeAdmin},
 	"GET /v1/admin/agents":              {admin, barrage.ScopeAdmin},
 	"POST /v1/admin/agents":             {admin, barrage.ScopeAdmin},
+	"GET /v1/admin/namespaces":          {admin, barrage.ScopeAdmin},
 	"POST /v1/admin/namespaces":         {admin, barrage.ScopeAdmin},
 	"GET /v1/admin/plugin-versions":     {admin, barrage.ScopeAdmin},
 	"POST /v1/admin/plugins/{namespace}/{name}/versions/{version}/approve": {admin, barrage.ScopeAdmin},
