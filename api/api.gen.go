@@ -2630,6 +2630,20 @@ type TargetList struct {
 	Targets []Target `json:"targets"`
 }
 
+// TargetSettings What the operator lets runs on shared agents load.
+type TargetSettings struct {
+	// MaxVusPerAddress The most VUs every user's runs on shared agents together may aim at one address that proved control of a
+	// target; past it a run is refused (`422` on `vus`). `0`: no cap. The open targets are not counted, so with
+	// `open_all` it bounds nothing.
+	MaxVusPerAddress int `json:"max_vus_per_address"`
+
+	// Open The targets (`host:port`) opened to every user's runs without proving control, sorted; the demo agent's addresses are among them while it runs.
+	Open []string `json:"open"`
+
+	// OpenAll Every target is open (`--open-targets '*'`): runs on shared agents load any host, proved or not.
+	OpenAll bool `json:"open_all"`
+}
+
 // Test defines model for Test.
 type Test struct {
 	CreatedAt time.Time          `json:"created_at"`
@@ -3511,6 +3525,17 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /v1/admin/plugins/{namespace}/{name}/versions/{version}/revoke (the `RevokePluginVersion` operationId).
 	RevokePluginVersion(ctx context.Context, namespace NamespaceName, name PluginName, version Version, body RevokePluginVersionJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetTargetSettings What runs on shared agents may load
+	//
+	// The operator's settings, as the server was started with them: the targets opened to every
+	// user's runs on shared agents without proving control (`serve --open-targets`, with the demo
+	// agent's addresses while it runs), and the cap on the VUs every user's runs together may aim
+	// at one address that proved control of a target (`serve --destination-max-vus`). They change
+	// only with a restart.
+	//
+	// Corresponds with GET /v1/admin/targets (the `GetTargetSettings` operationId).
+	GetTargetSettings(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListUsers List users
 	//
@@ -4953,6 +4978,27 @@ func (c *Client) RevokePluginVersionWithBody(ctx context.Context, namespace Name
 // Corresponds with POST /v1/admin/plugins/{namespace}/{name}/versions/{version}/revoke (the `RevokePluginVersion` operationId).
 func (c *Client) RevokePluginVersion(ctx context.Context, namespace NamespaceName, name PluginName, version Version, body RevokePluginVersionJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewRevokePluginVersionRequest(c.Server, namespace, name, version, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetTargetSettings What runs on shared agents may load
+//
+// The operator's settings, as the server was started with them: the targets opened to every
+// user's runs on shared agents without proving control (`serve --open-targets`, with the demo
+// agent's addresses while it runs), and the cap on the VUs every user's runs together may aim
+// at one address that proved control of a target (`serve --destination-max-vus`). They change
+// only with a restart.
+//
+// Corresponds with GET /v1/admin/targets (the `GetTargetSettings` operationId).
+func (c *Client) GetTargetSettings(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetTargetSettingsRequest(c.Server)
 	if err != nil {
 		return nil, err
 	}
@@ -7695,6 +7741,33 @@ func NewRevokePluginVersionRequestWithBody(server string, namespace NamespaceNam
 	}
 
 	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewGetTargetSettingsRequest constructs an http.Request for the GetTargetSettings method
+func NewGetTargetSettingsRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/admin/targets")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
 
 	return req, nil
 }
@@ -11534,6 +11607,19 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /v1/admin/plugins/{namespace}/{name}/versions/{version}/revoke (the `RevokePluginVersion` operationId).
 	RevokePluginVersionWithResponse(ctx context.Context, namespace NamespaceName, name PluginName, version Version, body RevokePluginVersionJSONRequestBody, reqEditors ...RequestEditorFn) (*RevokePluginVersionResponse, error)
 
+	// GetTargetSettingsWithResponse What runs on shared agents may load
+	//
+	// The operator's settings, as the server was started with them: the targets opened to every
+	// user's runs on shared agents without proving control (`serve --open-targets`, with the demo
+	// agent's addresses while it runs), and the cap on the VUs every user's runs together may aim
+	// at one address that proved control of a target (`serve --destination-max-vus`). They change
+	// only with a restart.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/admin/targets (the `GetTargetSettings` operationId).
+	GetTargetSettingsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetTargetSettingsResponse, error)
+
 	// ListUsersWithResponse List users
 	//
 	// Every user, or with `q` those whose email or name contains it, in either case: `%` and `_`
@@ -13955,6 +14041,61 @@ func (r RevokePluginVersionResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r RevokePluginVersionResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type GetTargetSettingsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *TargetSettings
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Problem
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetTargetSettingsResponse) GetJSON200() *TargetSettings {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r GetTargetSettingsResponse) GetApplicationproblemJSON401() *Problem {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r GetTargetSettingsResponse) GetApplicationproblemJSON403() *Problem {
+	return r.ApplicationproblemJSON403
+}
+
+// GetBody returns the raw response body bytes
+func (r GetTargetSettingsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetTargetSettingsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetTargetSettingsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetTargetSettingsResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -21445,6 +21586,25 @@ func (c *ClientWithResponses) RevokePluginVersionWithResponse(ctx context.Contex
 	return ParseRevokePluginVersionResponse(rsp)
 }
 
+// GetTargetSettingsWithResponse What runs on shared agents may load
+//
+// The operator's settings, as the server was started with them: the targets opened to every
+// user's runs on shared agents without proving control (`serve --open-targets`, with the demo
+// agent's addresses while it runs), and the cap on the VUs every user's runs together may aim
+// at one address that proved control of a target (`serve --destination-max-vus`). They change
+// only with a restart.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/admin/targets (the `GetTargetSettings` operationId).
+func (c *ClientWithResponses) GetTargetSettingsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetTargetSettingsResponse, error) {
+	rsp, err := c.GetTargetSettings(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetTargetSettingsResponse(rsp)
+}
+
 // ListUsersWithResponse List users
 //
 // Every user, or with `q` those whose email or name contains it, in either case: `%` and `_`
@@ -24346,6 +24506,46 @@ func ParseRevokePluginVersionResponse(rsp *http.Response) (*RevokePluginVersionR
 			headers.RetryAfter = &value
 		}
 		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetTargetSettingsResponse parses an HTTP response from a GetTargetSettingsWithResponse call
+func ParseGetTargetSettingsResponse(rsp *http.Response) (*GetTargetSettingsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetTargetSettingsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest TargetSettings
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
 	}
 
 	return response, nil
@@ -30925,6 +31125,9 @@ type ServerInterface interface {
 	// RevokePluginVersion Revoke a version
 	// (POST /v1/admin/plugins/{namespace}/{name}/versions/{version}/revoke)
 	RevokePluginVersion(w http.ResponseWriter, r *http.Request, namespace NamespaceName, name PluginName, version Version)
+	// GetTargetSettings What runs on shared agents may load
+	// (GET /v1/admin/targets)
+	GetTargetSettings(w http.ResponseWriter, r *http.Request)
 	// ListUsers List users
 	// (GET /v1/admin/users)
 	ListUsers(w http.ResponseWriter, r *http.Request, params ListUsersParams)
@@ -31261,6 +31464,12 @@ func (_ Unimplemented) RejectPluginVersion(w http.ResponseWriter, r *http.Reques
 // RevokePluginVersion Revoke a version
 // (POST /v1/admin/plugins/{namespace}/{name}/versions/{version}/revoke)
 func (_ Unimplemented) RevokePluginVersion(w http.ResponseWriter, r *http.Request, namespace NamespaceName, name PluginName, version Version) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
+// GetTargetSettings What runs on shared agents may load
+// (GET /v1/admin/targets)
+func (_ Unimplemented) GetTargetSettings(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNotImplemented)
 }
 
@@ -32127,6 +32336,20 @@ func (siw *ServerInterfaceWrapper) RevokePluginVersion(w http.ResponseWriter, r 
 
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		siw.Handler.RevokePluginVersion(w, r, namespace, name, version)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// GetTargetSettings operation middleware
+func (siw *ServerInterfaceWrapper) GetTargetSettings(w http.ResponseWriter, r *http.Request) {
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.GetTargetSettings(w, r)
 	}))
 
 	for _, middleware := range siw.HandlerMiddlewares {
@@ -34978,6 +35201,9 @@ func HandlerWithOptions(si ServerInterface, options ChiServerOptions) http.Handl
 		r.Post(options.BaseURL+"/v1/admin/namespaces", wrapper.ReserveNamespace)
 	})
 	r.Group(func(r chi.Router) {
+		r.Get(options.BaseURL+"/v1/admin/targets", wrapper.GetTargetSettings)
+	})
+	r.Group(func(r chi.Router) {
 		r.Get(options.BaseURL+"/v1/admin/plugin-versions", wrapper.ListPendingPluginVersions)
 	})
 	r.Group(func(r chi.Router) {
@@ -36565,6 +36791,57 @@ func (response RevokePluginVersion503ApplicationProblemPlusJSONResponse) VisitRe
 		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
 	}
 	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetTargetSettingsRequestObject struct {
+}
+
+type GetTargetSettingsResponseObject interface {
+	VisitGetTargetSettingsResponse(w http.ResponseWriter) error
+}
+
+type GetTargetSettings200JSONResponse TargetSettings
+
+func (response GetTargetSettings200JSONResponse) VisitGetTargetSettingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetTargetSettings401ApplicationProblemPlusJSONResponse struct {
+	ProblemApplicationProblemPlusJSONResponse
+}
+
+func (response GetTargetSettings401ApplicationProblemPlusJSONResponse) VisitGetTargetSettingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetTargetSettings403ApplicationProblemPlusJSONResponse Problem
+
+func (response GetTargetSettings403ApplicationProblemPlusJSONResponse) VisitGetTargetSettingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -45772,6 +46049,9 @@ type StrictServerInterface interface {
 	// RevokePluginVersion Revoke a version
 	// (POST /v1/admin/plugins/{namespace}/{name}/versions/{version}/revoke)
 	RevokePluginVersion(ctx context.Context, request RevokePluginVersionRequestObject) (RevokePluginVersionResponseObject, error)
+	// GetTargetSettings What runs on shared agents may load
+	// (GET /v1/admin/targets)
+	GetTargetSettings(ctx context.Context, request GetTargetSettingsRequestObject) (GetTargetSettingsResponseObject, error)
 	// ListUsers List users
 	// (GET /v1/admin/users)
 	ListUsers(ctx context.Context, request ListUsersRequestObject) (ListUsersResponseObject, error)
@@ -46492,6 +46772,30 @@ func (sh *strictHandler) RevokePluginVersion(w http.ResponseWriter, r *http.Requ
 		sh.options.ResponseErrorHandlerFunc(w, r, err)
 	} else if validResponse, ok := response.(RevokePluginVersionResponseObject); ok {
 		if err := validResponse.VisitRevokePluginVersionResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// GetTargetSettings operation middleware
+func (sh *strictHandler) GetTargetSettings(w http.ResponseWriter, r *http.Request) {
+	var request GetTargetSettingsRequestObject
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.GetTargetSettings(ctx, request.(GetTargetSettingsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetTargetSettings")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(GetTargetSettingsResponseObject); ok {
+		if err := validResponse.VisitGetTargetSettingsResponse(w); err != nil {
 			sh.options.ResponseErrorHandlerFunc(w, r, err)
 		}
 	} else if response != nil {

@@ -62,6 +62,7 @@ var policies = map[string]policy{
 	"GET /v1/admin/namespaces":          {admin, barrage.ScopeAdmin},
 	"POST /v1/admin/namespaces":         {admin, barrage.ScopeAdmin},
 	"GET /v1/admin/plugin-versions":     {admin, barrage.ScopeAdmin},
+	"GET /v1/admin/targets":             {admin, barrage.ScopeAdmin},
 	"POST /v1/admin/plugins/{namespace}/{name}/versions/{version}/approve": {admin, barrage.ScopeAdmin},
 	"POST /v1/admin/plugins/{namespace}/{name}/versions/{version}/reject":  {admin, barrage.ScopeAdmin},
 	"POST /v1/admin/plugins/{namespace}/{name}/versions/{version}/revoke":  {admin, barrage.ScopeAdmin},
