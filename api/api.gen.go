@@ -3539,8 +3539,9 @@ type ClientInterface interface {
 
 	// ListUsers List users
 	//
-	// Every user, or with `q` those whose email or name contains it, in either case: `%` and `_`
-	// are the characters themselves, not wildcards. A cursor continues the same search.
+	// Every user, or with `q` those whose email or name contains it, upper or lower case alike:
+	// `%` and `_` in it are the characters themselves, not wildcards. A cursor continues the same
+	// search.
 	//
 	// Corresponds with GET /v1/admin/users (the `ListUsers` operationId).
 	ListUsers(ctx context.Context, params *ListUsersParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -5011,8 +5012,9 @@ func (c *Client) GetTargetSettings(ctx context.Context, reqEditors ...RequestEdi
 
 // ListUsers List users
 //
-// Every user, or with `q` those whose email or name contains it, in either case: `%` and `_`
-// are the characters themselves, not wildcards. A cursor continues the same search.
+// Every user, or with `q` those whose email or name contains it, upper or lower case alike:
+// `%` and `_` in it are the characters themselves, not wildcards. A cursor continues the same
+// search.
 //
 // Corresponds with GET /v1/admin/users (the `ListUsers` operationId).
 func (c *Client) ListUsers(ctx context.Context, params *ListUsersParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -11622,8 +11624,9 @@ type ClientWithResponsesInterface interface {
 
 	// ListUsersWithResponse List users
 	//
-	// Every user, or with `q` those whose email or name contains it, in either case: `%` and `_`
-	// are the characters themselves, not wildcards. A cursor continues the same search.
+	// Every user, or with `q` those whose email or name contains it, upper or lower case alike:
+	// `%` and `_` in it are the characters themselves, not wildcards. A cursor continues the same
+	// search.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -21621,8 +21624,9 @@ func (c *ClientWithResponses) GetTargetSettingsWithResponse(ctx context.Context,
 
 // ListUsersWithResponse List users
 //
-// Every user, or with `q` those whose email or name contains it, in either case: `%` and `_`
-// are the characters themselves, not wildcards. A cursor continues the same search.
+// Every user, or with `q` those whose email or name contains it, upper or lower case alike:
+// `%` and `_` in it are the characters themselves, not wildcards. A cursor continues the same
+// search.
 //
 // Returns a wrapper object for the known response body format(s).
 //

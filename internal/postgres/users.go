@@ -16,9 +16,9 @@ import (
 
 // CreateUserFromInvitation spends one use of the invitation whose code hashes to codeHash and
 // creates u with the invitation's role and license, recording the invitation it was made with,
-// in one transaction. When u's email is taken
-// the use is spent all the same and the error is ErrEmailTaken; when the code cannot be
-// redeemed, nothing is spent. u's role and license are ignored.
+// in one transaction. When u's email is taken the use is spent all the same and the error is
+// ErrEmailTaken; when the code cannot be redeemed, nothing is spent. u's role and license are
+// ignored.
 func (s *Store) CreateUserFromInvitation(ctx context.Context, codeHash []byte, u barrage.User, now time.Time) (barrage.User, error) {
 	var created barrage.User
 	taken := false
