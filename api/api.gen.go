@@ -898,6 +898,34 @@ type APITokenList struct {
 	NextCursor *string    `json:"next_cursor,omitempty"`
 }
 
+// AdminUser A user as an admin reads them, with what they have done.
+type AdminUser struct {
+	CreatedAt time.Time          `json:"created_at"`
+	Disabled  bool               `json:"disabled"`
+	Email     string             `json:"email"`
+	Id        openapi_types.UUID `json:"id"`
+
+	// LastRunAt When the newest of their runs was made; absent when they started none.
+	LastRunAt *time.Time `json:"last_run_at,omitempty"`
+
+	// License What the user may run. `unlimited` users have no limits.
+	License *License `json:"license,omitempty"`
+	Name    string   `json:"name"`
+
+	// PasswordGuessedAt When wrong passwords for this account last came from many addresses, past its budget
+	// (50 an hour by default): someone is guessing its password. Addresses the account has
+	// not signed in from in 90 days then get three tries a minute, all together; the owner
+	// signs in as ever from an address they used. Absent when never seen.
+	PasswordGuessedAt *time.Time `json:"password_guessed_at,omitempty"`
+	Role              Role       `json:"role"`
+
+	// Runs The runs they started, in any state.
+	Runs int64 `json:"runs"`
+
+	// Tokens Their personal API tokens neither revoked nor expired.
+	Tokens int `json:"tokens"`
+}
+
 // Agent defines model for Agent.
 type Agent struct {
 	Cores      int                `json:"cores"`
@@ -1172,8 +1200,13 @@ type CreatedInvitation struct {
 	RevokedAt *time.Time             `json:"revoked_at,omitempty"`
 	Role      Role                   `json:"role"`
 	State     CreatedInvitationState `json:"state"`
-	UsesLeft  int                    `json:"uses_left"`
-	UsesTotal int                    `json:"uses_total"`
+
+	// UsedBy The accounts made with it, oldest first; empty when none was. A use spent on an email
+	// that had an account already made none, so there may be fewer than the uses spent, and
+	// accounts made before the server recorded this (before migration 0020) are not listed.
+	UsedBy    []InvitationUse `json:"used_by"`
+	UsesLeft  int             `json:"uses_left"`
+	UsesTotal int             `json:"uses_total"`
 }
 
 // CreatedInvitationState defines model for CreatedInvitation.State.
@@ -1386,8 +1419,13 @@ type Invitation struct {
 	RevokedAt *time.Time          `json:"revoked_at,omitempty"`
 	Role      Role                `json:"role"`
 	State     InvitationState     `json:"state"`
-	UsesLeft  int                 `json:"uses_left"`
-	UsesTotal int                 `json:"uses_total"`
+
+	// UsedBy The accounts made with it, oldest first; empty when none was. A use spent on an email
+	// that had an account already made none, so there may be fewer than the uses spent, and
+	// accounts made before the server recorded this (before migration 0020) are not listed.
+	UsedBy    []InvitationUse `json:"used_by"`
+	UsesLeft  int             `json:"uses_left"`
+	UsesTotal int             `json:"uses_total"`
 }
 
 // InvitationState defines model for Invitation.State.
@@ -1411,6 +1449,19 @@ type InvitationLicense struct {
 type InvitationList struct {
 	Items      []Invitation `json:"items"`
 	NextCursor *string      `json:"next_cursor,omitempty"`
+}
+
+// InvitationUse An account made with an invitation.
+type InvitationUse struct {
+	// At When the account was made.
+	At time.Time `json:"at"`
+
+	// Email The account's email as it is now.
+	Email string `json:"email"`
+
+	// Name The account's name as it is now.
+	Name   string             `json:"name"`
+	UserId openapi_types.UUID `json:"user_id"`
 }
 
 // JobAnswer defines model for JobAnswer.
@@ -1677,7 +1728,7 @@ type Namespace struct {
 	Keys      []SigningKey `json:"keys"`
 	Name      string       `json:"name"`
 
-	// Owners Shown to the namespace's owners.
+	// Owners Shown to the namespace's owners, and to admins in `GET /v1/admin/namespaces`.
 	Owners *[]openapi_types.UUID `json:"owners,omitempty"`
 
 	// Reserved Reserved by an admin.
@@ -2591,6 +2642,20 @@ type TargetList struct {
 	Targets []Target `json:"targets"`
 }
 
+// TargetSettings What the operator lets runs on shared agents load.
+type TargetSettings struct {
+	// MaxVusPerAddress The most VUs every user's runs on shared agents together may aim at one address that proved control of a
+	// target; past it a run is refused (`422` on `vus`). `0`: no cap. The open targets are not counted, so with
+	// `open_all` it bounds nothing.
+	MaxVusPerAddress int `json:"max_vus_per_address"`
+
+	// Open The targets (`host:port`) opened to every user's runs without proving control, sorted; the demo agent's addresses are among them while it runs.
+	Open []string `json:"open"`
+
+	// OpenAll Every target is open (`--open-targets '*'`): runs on shared agents load any host, proved or not.
+	OpenAll bool `json:"open_all"`
+}
+
 // Test defines model for Test.
 type Test struct {
 	CreatedAt time.Time          `json:"created_at"`
@@ -2964,6 +3029,9 @@ type ListPendingPluginVersionsParams struct {
 
 // ListUsersParams defines parameters for ListUsers.
 type ListUsersParams struct {
+	// Q Text the email or the name contains, case aside; empty finds every user.
+	Q *string `form:"q,omitempty" json:"q,omitempty"`
+
 	// Cursor The `next_cursor` of the previous page.
 	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
 
@@ -3341,7 +3409,7 @@ type ClientInterface interface {
 
 	// ListInvitations List invitations
 	//
-	// Codes are never shown again.
+	// Each invitation with the accounts made with it (`used_by`). Codes are never shown again.
 	//
 	// Corresponds with GET /v1/admin/invitations (the `ListInvitations` operationId).
 	ListInvitations(ctx context.Context, params *ListInvitationsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -3374,6 +3442,16 @@ type ClientInterface interface {
 	//
 	// Corresponds with DELETE /v1/admin/invitations/{id} (the `RevokeInvitation` operationId).
 	RevokeInvitation(ctx context.Context, id ID, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListReservedNamespaces The namespaces admins reserved
+	//
+	// Every namespace an admin reserved, or took back from the user who claimed it, by name: with its owners (the
+	// admin who reserved it, and the co-owners added), its signing keys, retired ones too, and why it was taken
+	// back. A name of the reserved lists (`registry`'s, the operator's `--reserved-namespaces`) that no admin
+	// reserved is no namespace, and is not listed; nor is a namespace a user claimed.
+	//
+	// Corresponds with GET /v1/admin/namespaces (the `ListReservedNamespaces` operationId).
+	ListReservedNamespaces(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ReserveNamespaceWithBody Reserve a namespace
 	//
@@ -3460,12 +3538,30 @@ type ClientInterface interface {
 	// Corresponds with POST /v1/admin/plugins/{namespace}/{name}/versions/{version}/revoke (the `RevokePluginVersion` operationId).
 	RevokePluginVersion(ctx context.Context, namespace NamespaceName, name PluginName, version Version, body RevokePluginVersionJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// GetTargetSettings What runs on shared agents may load
+	//
+	// The operator's settings, as the server was started with them: the targets opened to every
+	// user's runs on shared agents without proving control (`serve --open-targets`, with the demo
+	// agent's addresses while it runs), and the cap on the VUs every user's runs together may aim
+	// at one address that proved control of a target (`serve --destination-max-vus`). They change
+	// only with a restart.
+	//
+	// Corresponds with GET /v1/admin/targets (the `GetTargetSettings` operationId).
+	GetTargetSettings(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// ListUsers List users
+	//
+	// Every user, or with `q` those whose email or name contains it, upper or lower case alike:
+	// `%` and `_` in it are the characters themselves, not wildcards. A cursor continues the same
+	// search.
 	//
 	// Corresponds with GET /v1/admin/users (the `ListUsers` operationId).
 	ListUsers(ctx context.Context, params *ListUsersParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// GetUser One user
+	// GetUser One user, and what they have done
+	//
+	// The user, with the personal API tokens they keep alive, the runs they started and when
+	// the newest was made. What they keep against each quota is `GET /v1/admin/users/{id}/license`.
 	//
 	// Corresponds with GET /v1/admin/users/{id} (the `GetUser` operationId).
 	GetUser(ctx context.Context, id ID, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -4636,7 +4732,7 @@ func (c *Client) DeleteSharedAgent(ctx context.Context, id ID, reqEditors ...Req
 
 // ListInvitations List invitations
 //
-// Codes are never shown again.
+// Each invitation with the accounts made with it (`used_by`). Codes are never shown again.
 //
 // Corresponds with GET /v1/admin/invitations (the `ListInvitations` operationId).
 func (c *Client) ListInvitations(ctx context.Context, params *ListInvitationsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -4700,6 +4796,26 @@ func (c *Client) CreateInvitation(ctx context.Context, body CreateInvitationJSON
 // Corresponds with DELETE /v1/admin/invitations/{id} (the `RevokeInvitation` operationId).
 func (c *Client) RevokeInvitation(ctx context.Context, id ID, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewRevokeInvitationRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListReservedNamespaces The namespaces admins reserved
+//
+// Every namespace an admin reserved, or took back from the user who claimed it, by name: with its owners (the
+// admin who reserved it, and the co-owners added), its signing keys, retired ones too, and why it was taken
+// back. A name of the reserved lists (`registry`'s, the operator's `--reserved-namespaces`) that no admin
+// reserved is no namespace, and is not listed; nor is a namespace a user claimed.
+//
+// Corresponds with GET /v1/admin/namespaces (the `ListReservedNamespaces` operationId).
+func (c *Client) ListReservedNamespaces(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListReservedNamespacesRequest(c.Server)
 	if err != nil {
 		return nil, err
 	}
@@ -4885,7 +5001,32 @@ func (c *Client) RevokePluginVersion(ctx context.Context, namespace NamespaceNam
 	return c.Client.Do(req)
 }
 
+// GetTargetSettings What runs on shared agents may load
+//
+// The operator's settings, as the server was started with them: the targets opened to every
+// user's runs on shared agents without proving control (`serve --open-targets`, with the demo
+// agent's addresses while it runs), and the cap on the VUs every user's runs together may aim
+// at one address that proved control of a target (`serve --destination-max-vus`). They change
+// only with a restart.
+//
+// Corresponds with GET /v1/admin/targets (the `GetTargetSettings` operationId).
+func (c *Client) GetTargetSettings(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetTargetSettingsRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // ListUsers List users
+//
+// Every user, or with `q` those whose email or name contains it, upper or lower case alike:
+// `%` and `_` in it are the characters themselves, not wildcards. A cursor continues the same
+// search.
 //
 // Corresponds with GET /v1/admin/users (the `ListUsers` operationId).
 func (c *Client) ListUsers(ctx context.Context, params *ListUsersParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -4900,7 +5041,10 @@ func (c *Client) ListUsers(ctx context.Context, params *ListUsersParams, reqEdit
 	return c.Client.Do(req)
 }
 
-// GetUser One user
+// GetUser One user, and what they have done
+//
+// The user, with the personal API tokens they keep alive, the runs they started and when
+// the newest was made. What they keep against each quota is `GET /v1/admin/users/{id}/license`.
 //
 // Corresponds with GET /v1/admin/users/{id} (the `GetUser` operationId).
 func (c *Client) GetUser(ctx context.Context, id ID, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -7311,6 +7455,33 @@ func NewRevokeInvitationRequest(server string, id ID) (*http.Request, error) {
 	return req, nil
 }
 
+// NewListReservedNamespacesRequest constructs an http.Request for the ListReservedNamespaces method
+func NewListReservedNamespacesRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/admin/namespaces")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewReserveNamespaceRequest calls the generic ReserveNamespace builder with application/json body
 func NewReserveNamespaceRequest(server string, body ReserveNamespaceJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
@@ -7588,6 +7759,33 @@ func NewRevokePluginVersionRequestWithBody(server string, namespace NamespaceNam
 	return req, nil
 }
 
+// NewGetTargetSettingsRequest constructs an http.Request for the GetTargetSettings method
+func NewGetTargetSettingsRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/admin/targets")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewListUsersRequest constructs an http.Request for the ListUsers method
 func NewListUsersRequest(server string, params *ListUsersParams) (*http.Request, error) {
 	var err error
@@ -7615,6 +7813,18 @@ func NewListUsersRequest(server string, params *ListUsersParams) (*http.Request,
 		// styled parameters, preserving literal commas as delimiters
 		// per the OpenAPI spec (e.g. "color=blue,black,brown").
 		var rawQueryFragments []string
+
+		if params.Q != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "q", *params.Q, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
 
 		if params.Cursor != nil {
 
@@ -11274,7 +11484,7 @@ type ClientWithResponsesInterface interface {
 
 	// ListInvitationsWithResponse List invitations
 	//
-	// Codes are never shown again.
+	// Each invitation with the accounts made with it (`used_by`). Codes are never shown again.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -11311,6 +11521,18 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with DELETE /v1/admin/invitations/{id} (the `RevokeInvitation` operationId).
 	RevokeInvitationWithResponse(ctx context.Context, id ID, reqEditors ...RequestEditorFn) (*RevokeInvitationResponse, error)
+
+	// ListReservedNamespacesWithResponse The namespaces admins reserved
+	//
+	// Every namespace an admin reserved, or took back from the user who claimed it, by name: with its owners (the
+	// admin who reserved it, and the co-owners added), its signing keys, retired ones too, and why it was taken
+	// back. A name of the reserved lists (`registry`'s, the operator's `--reserved-namespaces`) that no admin
+	// reserved is no namespace, and is not listed; nor is a namespace a user claimed.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/admin/namespaces (the `ListReservedNamespaces` operationId).
+	ListReservedNamespacesWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListReservedNamespacesResponse, error)
 
 	// ReserveNamespaceWithBodyWithResponse Reserve a namespace
 	//
@@ -11399,14 +11621,34 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /v1/admin/plugins/{namespace}/{name}/versions/{version}/revoke (the `RevokePluginVersion` operationId).
 	RevokePluginVersionWithResponse(ctx context.Context, namespace NamespaceName, name PluginName, version Version, body RevokePluginVersionJSONRequestBody, reqEditors ...RequestEditorFn) (*RevokePluginVersionResponse, error)
 
+	// GetTargetSettingsWithResponse What runs on shared agents may load
+	//
+	// The operator's settings, as the server was started with them: the targets opened to every
+	// user's runs on shared agents without proving control (`serve --open-targets`, with the demo
+	// agent's addresses while it runs), and the cap on the VUs every user's runs together may aim
+	// at one address that proved control of a target (`serve --destination-max-vus`). They change
+	// only with a restart.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/admin/targets (the `GetTargetSettings` operationId).
+	GetTargetSettingsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetTargetSettingsResponse, error)
+
 	// ListUsersWithResponse List users
+	//
+	// Every user, or with `q` those whose email or name contains it, upper or lower case alike:
+	// `%` and `_` in it are the characters themselves, not wildcards. A cursor continues the same
+	// search.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /v1/admin/users (the `ListUsers` operationId).
 	ListUsersWithResponse(ctx context.Context, params *ListUsersParams, reqEditors ...RequestEditorFn) (*ListUsersResponse, error)
 
-	// GetUserWithResponse One user
+	// GetUserWithResponse One user, and what they have done
+	//
+	// The user, with the personal API tokens they keep alive, the runs they started and when
+	// the newest was made. What they keep against each quota is `GET /v1/admin/users/{id}/license`.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -13238,6 +13480,75 @@ func (r RevokeInvitationResponse) ContentType() string {
 	return ""
 }
 
+// ListReservedNamespacesResponse503Headers the declared response headers of an HTTP 503 response for ListReservedNamespaces
+type ListReservedNamespacesResponse503Headers struct {
+	RetryAfter *int
+}
+
+type ListReservedNamespacesResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *NamespaceList
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Problem
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *DatabaseUnavailable
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ListReservedNamespacesResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListReservedNamespacesResponse) GetJSON200() *NamespaceList {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r ListReservedNamespacesResponse) GetApplicationproblemJSON401() *Problem {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r ListReservedNamespacesResponse) GetApplicationproblemJSON403() *Problem {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r ListReservedNamespacesResponse) GetApplicationproblemJSON503() *DatabaseUnavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ListReservedNamespacesResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListReservedNamespacesResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListReservedNamespacesResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListReservedNamespacesResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // ReserveNamespaceResponse503Headers the declared response headers of an HTTP 503 response for ReserveNamespace
 type ReserveNamespaceResponse503Headers struct {
 	RetryAfter *int
@@ -13751,6 +14062,75 @@ func (r RevokePluginVersionResponse) ContentType() string {
 	return ""
 }
 
+// GetTargetSettingsResponse503Headers the declared response headers of an HTTP 503 response for GetTargetSettings
+type GetTargetSettingsResponse503Headers struct {
+	RetryAfter *int
+}
+
+type GetTargetSettingsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *TargetSettings
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Problem
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *DatabaseUnavailable
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *GetTargetSettingsResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetTargetSettingsResponse) GetJSON200() *TargetSettings {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r GetTargetSettingsResponse) GetApplicationproblemJSON401() *Problem {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r GetTargetSettingsResponse) GetApplicationproblemJSON403() *Problem {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r GetTargetSettingsResponse) GetApplicationproblemJSON503() *DatabaseUnavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r GetTargetSettingsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetTargetSettingsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetTargetSettingsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetTargetSettingsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // ListUsersResponse503Headers the declared response headers of an HTTP 503 response for ListUsers
 type ListUsersResponse503Headers struct {
 	RetryAfter *int
@@ -13836,7 +14216,7 @@ type GetUserResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
-	JSON200 *User
+	JSON200 *AdminUser
 	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
 	ApplicationproblemJSON400 *Problem
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
@@ -13852,7 +14232,7 @@ type GetUserResponse struct {
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
-func (r GetUserResponse) GetJSON200() *User {
+func (r GetUserResponse) GetJSON200() *AdminUser {
 	return r.JSON200
 }
 
@@ -21014,7 +21394,7 @@ func (c *ClientWithResponses) DeleteSharedAgentWithResponse(ctx context.Context,
 
 // ListInvitationsWithResponse List invitations
 //
-// Codes are never shown again.
+// Each invitation with the accounts made with it (`used_by`). Codes are never shown again.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -21074,6 +21454,24 @@ func (c *ClientWithResponses) RevokeInvitationWithResponse(ctx context.Context, 
 		return nil, err
 	}
 	return ParseRevokeInvitationResponse(rsp)
+}
+
+// ListReservedNamespacesWithResponse The namespaces admins reserved
+//
+// Every namespace an admin reserved, or took back from the user who claimed it, by name: with its owners (the
+// admin who reserved it, and the co-owners added), its signing keys, retired ones too, and why it was taken
+// back. A name of the reserved lists (`registry`'s, the operator's `--reserved-namespaces`) that no admin
+// reserved is no namespace, and is not listed; nor is a namespace a user claimed.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/admin/namespaces (the `ListReservedNamespaces` operationId).
+func (c *ClientWithResponses) ListReservedNamespacesWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListReservedNamespacesResponse, error) {
+	rsp, err := c.ListReservedNamespaces(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListReservedNamespacesResponse(rsp)
 }
 
 // ReserveNamespaceWithBodyWithResponse Reserve a namespace
@@ -21217,7 +21615,30 @@ func (c *ClientWithResponses) RevokePluginVersionWithResponse(ctx context.Contex
 	return ParseRevokePluginVersionResponse(rsp)
 }
 
+// GetTargetSettingsWithResponse What runs on shared agents may load
+//
+// The operator's settings, as the server was started with them: the targets opened to every
+// user's runs on shared agents without proving control (`serve --open-targets`, with the demo
+// agent's addresses while it runs), and the cap on the VUs every user's runs together may aim
+// at one address that proved control of a target (`serve --destination-max-vus`). They change
+// only with a restart.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/admin/targets (the `GetTargetSettings` operationId).
+func (c *ClientWithResponses) GetTargetSettingsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetTargetSettingsResponse, error) {
+	rsp, err := c.GetTargetSettings(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetTargetSettingsResponse(rsp)
+}
+
 // ListUsersWithResponse List users
+//
+// Every user, or with `q` those whose email or name contains it, upper or lower case alike:
+// `%` and `_` in it are the characters themselves, not wildcards. A cursor continues the same
+// search.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -21230,7 +21651,10 @@ func (c *ClientWithResponses) ListUsersWithResponse(ctx context.Context, params 
 	return ParseListUsersResponse(rsp)
 }
 
-// GetUserWithResponse One user
+// GetUserWithResponse One user, and what they have done
+//
+// The user, with the personal API tokens they keep alive, the runs they started and when
+// the newest was made. What they keep against each quota is `GET /v1/admin/users/{id}/license`.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -23589,6 +24013,66 @@ func ParseRevokeInvitationResponse(rsp *http.Response) (*RevokeInvitationRespons
 	return response, nil
 }
 
+// ParseListReservedNamespacesResponse parses an HTTP response from a ListReservedNamespacesWithResponse call
+func ParseListReservedNamespacesResponse(rsp *http.Response) (*ListReservedNamespacesResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListReservedNamespacesResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest NamespaceList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest DatabaseUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 503:
+		var headers ListReservedNamespacesResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
 // ParseReserveNamespaceResponse parses an HTTP response from a ReserveNamespaceWithResponse call
 func ParseReserveNamespaceResponse(rsp *http.Response) (*ReserveNamespaceResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -24057,6 +24541,66 @@ func ParseRevokePluginVersionResponse(rsp *http.Response) (*RevokePluginVersionR
 	return response, nil
 }
 
+// ParseGetTargetSettingsResponse parses an HTTP response from a GetTargetSettingsWithResponse call
+func ParseGetTargetSettingsResponse(rsp *http.Response) (*GetTargetSettingsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetTargetSettingsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest TargetSettings
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest DatabaseUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 503:
+		var headers GetTargetSettingsResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
 // ParseListUsersResponse parses an HTTP response from a ListUsersWithResponse call
 func ParseListUsersResponse(rsp *http.Response) (*ListUsersResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -24139,7 +24683,7 @@ func ParseGetUserResponse(rsp *http.Response) (*GetUserResponse, error) {
 
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
-		var dest User
+		var dest AdminUser
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -30613,6 +31157,9 @@ type ServerInterface interface {
 	// RevokeInvitation Revoke an invitation
 	// (DELETE /v1/admin/invitations/{id})
 	RevokeInvitation(w http.ResponseWriter, r *http.Request, id ID)
+	// ListReservedNamespaces The namespaces admins reserved
+	// (GET /v1/admin/namespaces)
+	ListReservedNamespaces(w http.ResponseWriter, r *http.Request)
 	// ReserveNamespace Reserve a namespace
 	// (POST /v1/admin/namespaces)
 	ReserveNamespace(w http.ResponseWriter, r *http.Request)
@@ -30628,10 +31175,13 @@ type ServerInterface interface {
 	// RevokePluginVersion Revoke a version
 	// (POST /v1/admin/plugins/{namespace}/{name}/versions/{version}/revoke)
 	RevokePluginVersion(w http.ResponseWriter, r *http.Request, namespace NamespaceName, name PluginName, version Version)
+	// GetTargetSettings What runs on shared agents may load
+	// (GET /v1/admin/targets)
+	GetTargetSettings(w http.ResponseWriter, r *http.Request)
 	// ListUsers List users
 	// (GET /v1/admin/users)
 	ListUsers(w http.ResponseWriter, r *http.Request, params ListUsersParams)
-	// GetUser One user
+	// GetUser One user, and what they have done
 	// (GET /v1/admin/users/{id})
 	GetUser(w http.ResponseWriter, r *http.Request, id ID)
 	// UpdateUser Change a user's role, status or license
@@ -30931,6 +31481,12 @@ func (_ Unimplemented) RevokeInvitation(w http.ResponseWriter, r *http.Request, 
 	w.WriteHeader(http.StatusNotImplemented)
 }
 
+// ListReservedNamespaces The namespaces admins reserved
+// (GET /v1/admin/namespaces)
+func (_ Unimplemented) ListReservedNamespaces(w http.ResponseWriter, r *http.Request) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
 // ReserveNamespace Reserve a namespace
 // (POST /v1/admin/namespaces)
 func (_ Unimplemented) ReserveNamespace(w http.ResponseWriter, r *http.Request) {
@@ -30961,13 +31517,19 @@ func (_ Unimplemented) RevokePluginVersion(w http.ResponseWriter, r *http.Reques
 	w.WriteHeader(http.StatusNotImplemented)
 }
 
+// GetTargetSettings What runs on shared agents may load
+// (GET /v1/admin/targets)
+func (_ Unimplemented) GetTargetSettings(w http.ResponseWriter, r *http.Request) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
 // ListUsers List users
 // (GET /v1/admin/users)
 func (_ Unimplemented) ListUsers(w http.ResponseWriter, r *http.Request, params ListUsersParams) {
 	w.WriteHeader(http.StatusNotImplemented)
 }
 
-// GetUser One user
+// GetUser One user, and what they have done
 // (GET /v1/admin/users/{id})
 func (_ Unimplemented) GetUser(w http.ResponseWriter, r *http.Request, id ID) {
 	w.WriteHeader(http.StatusNotImplemented)
@@ -31640,6 +32202,20 @@ func (siw *ServerInterfaceWrapper) RevokeInvitation(w http.ResponseWriter, r *ht
 	handler.ServeHTTP(w, r)
 }
 
+// ListReservedNamespaces operation middleware
+func (siw *ServerInterfaceWrapper) ListReservedNamespaces(w http.ResponseWriter, r *http.Request) {
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.ListReservedNamespaces(w, r)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
 // ReserveNamespace operation middleware
 func (siw *ServerInterfaceWrapper) ReserveNamespace(w http.ResponseWriter, r *http.Request) {
 
@@ -31819,6 +32395,20 @@ func (siw *ServerInterfaceWrapper) RevokePluginVersion(w http.ResponseWriter, r 
 	handler.ServeHTTP(w, r)
 }
 
+// GetTargetSettings operation middleware
+func (siw *ServerInterfaceWrapper) GetTargetSettings(w http.ResponseWriter, r *http.Request) {
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.GetTargetSettings(w, r)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
 // ListUsers operation middleware
 func (siw *ServerInterfaceWrapper) ListUsers(w http.ResponseWriter, r *http.Request) {
 
@@ -31827,6 +32417,19 @@ func (siw *ServerInterfaceWrapper) ListUsers(w http.ResponseWriter, r *http.Requ
 
 	// Parameter object where we will unmarshal all parameters from the context
 	var params ListUsersParams
+
+	// ------------- Optional query parameter "q" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "q", r.URL.Query(), &params.Q, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "q"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "q", Err: err})
+		}
+		return
+	}
 
 	// ------------- Optional query parameter "cursor" -------------
 
@@ -34642,7 +35245,13 @@ func HandlerWithOptions(si ServerInterface, options ChiServerOptions) http.Handl
 		r.Get(options.BaseURL+"/v1/runs/{id}/summary", wrapper.GetRunSummary)
 	})
 	r.Group(func(r chi.Router) {
+		r.Get(options.BaseURL+"/v1/admin/namespaces", wrapper.ListReservedNamespaces)
+	})
+	r.Group(func(r chi.Router) {
 		r.Post(options.BaseURL+"/v1/admin/namespaces", wrapper.ReserveNamespace)
+	})
+	r.Group(func(r chi.Router) {
+		r.Get(options.BaseURL+"/v1/admin/targets", wrapper.GetTargetSettings)
 	})
 	r.Group(func(r chi.Router) {
 		r.Get(options.BaseURL+"/v1/admin/plugin-versions", wrapper.ListPendingPluginVersions)
@@ -35466,6 +36075,76 @@ func (response RevokeInvitation503ApplicationProblemPlusJSONResponse) VisitRevok
 	return err
 }
 
+type ListReservedNamespacesRequestObject struct {
+}
+
+type ListReservedNamespacesResponseObject interface {
+	VisitListReservedNamespacesResponse(w http.ResponseWriter) error
+}
+
+type ListReservedNamespaces200JSONResponse NamespaceList
+
+func (response ListReservedNamespaces200JSONResponse) VisitListReservedNamespacesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListReservedNamespaces401ApplicationProblemPlusJSONResponse struct {
+	ProblemApplicationProblemPlusJSONResponse
+}
+
+func (response ListReservedNamespaces401ApplicationProblemPlusJSONResponse) VisitListReservedNamespacesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListReservedNamespaces403ApplicationProblemPlusJSONResponse Problem
+
+func (response ListReservedNamespaces403ApplicationProblemPlusJSONResponse) VisitListReservedNamespacesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListReservedNamespaces503ApplicationProblemPlusJSONResponse struct {
+	DatabaseUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response ListReservedNamespaces503ApplicationProblemPlusJSONResponse) VisitListReservedNamespacesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ReserveNamespaceRequestObject struct {
 	Body *ReserveNamespaceJSONRequestBody
 }
@@ -36166,6 +36845,76 @@ func (response RevokePluginVersion503ApplicationProblemPlusJSONResponse) VisitRe
 	return err
 }
 
+type GetTargetSettingsRequestObject struct {
+}
+
+type GetTargetSettingsResponseObject interface {
+	VisitGetTargetSettingsResponse(w http.ResponseWriter) error
+}
+
+type GetTargetSettings200JSONResponse TargetSettings
+
+func (response GetTargetSettings200JSONResponse) VisitGetTargetSettingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetTargetSettings401ApplicationProblemPlusJSONResponse struct {
+	ProblemApplicationProblemPlusJSONResponse
+}
+
+func (response GetTargetSettings401ApplicationProblemPlusJSONResponse) VisitGetTargetSettingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetTargetSettings403ApplicationProblemPlusJSONResponse Problem
+
+func (response GetTargetSettings403ApplicationProblemPlusJSONResponse) VisitGetTargetSettingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetTargetSettings503ApplicationProblemPlusJSONResponse struct {
+	DatabaseUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response GetTargetSettings503ApplicationProblemPlusJSONResponse) VisitGetTargetSettingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListUsersRequestObject struct {
 	Params ListUsersParams
 }
@@ -36259,7 +37008,7 @@ type GetUserResponseObject interface {
 	VisitGetUserResponse(w http.ResponseWriter) error
 }
 
-type GetUser200JSONResponse User
+type GetUser200JSONResponse AdminUser
 
 func (response GetUser200JSONResponse) VisitGetUserResponse(w http.ResponseWriter) error {
 
@@ -45351,6 +46100,9 @@ type StrictServerInterface interface {
 	// RevokeInvitation Revoke an invitation
 	// (DELETE /v1/admin/invitations/{id})
 	RevokeInvitation(ctx context.Context, request RevokeInvitationRequestObject) (RevokeInvitationResponseObject, error)
+	// ListReservedNamespaces The namespaces admins reserved
+	// (GET /v1/admin/namespaces)
+	ListReservedNamespaces(ctx context.Context, request ListReservedNamespacesRequestObject) (ListReservedNamespacesResponseObject, error)
 	// ReserveNamespace Reserve a namespace
 	// (POST /v1/admin/namespaces)
 	ReserveNamespace(ctx context.Context, request ReserveNamespaceRequestObject) (ReserveNamespaceResponseObject, error)
@@ -45366,10 +46118,13 @@ type StrictServerInterface interface {
 	// RevokePluginVersion Revoke a version
 	// (POST /v1/admin/plugins/{namespace}/{name}/versions/{version}/revoke)
 	RevokePluginVersion(ctx context.Context, request RevokePluginVersionRequestObject) (RevokePluginVersionResponseObject, error)
+	// GetTargetSettings What runs on shared agents may load
+	// (GET /v1/admin/targets)
+	GetTargetSettings(ctx context.Context, request GetTargetSettingsRequestObject) (GetTargetSettingsResponseObject, error)
 	// ListUsers List users
 	// (GET /v1/admin/users)
 	ListUsers(ctx context.Context, request ListUsersRequestObject) (ListUsersResponseObject, error)
-	// GetUser One user
+	// GetUser One user, and what they have done
 	// (GET /v1/admin/users/{id})
 	GetUser(ctx context.Context, request GetUserRequestObject) (GetUserResponseObject, error)
 	// UpdateUser Change a user's role, status or license
@@ -45904,6 +46659,30 @@ func (sh *strictHandler) RevokeInvitation(w http.ResponseWriter, r *http.Request
 	}
 }
 
+// ListReservedNamespaces operation middleware
+func (sh *strictHandler) ListReservedNamespaces(w http.ResponseWriter, r *http.Request) {
+	var request ListReservedNamespacesRequestObject
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.ListReservedNamespaces(ctx, request.(ListReservedNamespacesRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListReservedNamespaces")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(ListReservedNamespacesResponseObject); ok {
+		if err := validResponse.VisitListReservedNamespacesResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
 // ReserveNamespace operation middleware
 func (sh *strictHandler) ReserveNamespace(w http.ResponseWriter, r *http.Request) {
 	var request ReserveNamespaceRequestObject
@@ -46062,6 +46841,30 @@ func (sh *strictHandler) RevokePluginVersion(w http.ResponseWriter, r *http.Requ
 		sh.options.ResponseErrorHandlerFunc(w, r, err)
 	} else if validResponse, ok := response.(RevokePluginVersionResponseObject); ok {
 		if err := validResponse.VisitRevokePluginVersionResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// GetTargetSettings operation middleware
+func (sh *strictHandler) GetTargetSettings(w http.ResponseWriter, r *http.Request) {
+	var request GetTargetSettingsRequestObject
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.GetTargetSettings(ctx, request.(GetTargetSettingsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetTargetSettings")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(GetTargetSettingsResponseObject); ok {
+		if err := validResponse.VisitGetTargetSettingsResponse(w); err != nil {
 			sh.options.ResponseErrorHandlerFunc(w, r, err)
 		}
 	} else if response != nil {

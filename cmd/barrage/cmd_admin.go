@@ -294,7 +294,9 @@ func runAdminUser(ctx context.Context, e env, args []string) error {
 		if res.JSON200 == nil {
 			return api.ProblemError(res.HTTPResponse, res.Body)
 		}
-		u = res.JSON200
+		a := res.JSON200 // the user, with their activity, which this command does not show
+		u = &api.User{Id: a.Id, Email: a.Email, Name: a.Name, Role: a.Role, Disabled: a.Disabled, License: a.License,
+			PasswordGuessedAt: a.PasswordGuessedAt, CreatedAt: a.CreatedAt}
 	}
 	fmt.Fprintf(e.stdout, "%s <%s>, %s, %s\nlicense: %s\n", u.Name, u.Email, u.Role, status(u.Disabled), licenseLine(u.License))
 	guessedLine(e, u)

@@ -220,9 +220,10 @@ func (s *Service) RevokeInvitation(ctx context.Context, id uuid.UUID) error {
 	return err
 }
 
-// ListUsers returns a page of users, oldest first.
-func (s *Service) ListUsers(ctx context.Context, after *uuid.UUID, limit int) (barrage.Page[barrage.User], error) {
-	rows, err := s.store.ListUsers(ctx, after, limit+1)
+// ListUsers returns a page of users, oldest first; when q is not empty, of those whose email or
+// name contains it, case aside.
+func (s *Service) ListUsers(ctx context.Context, after *uuid.UUID, limit int, q string) (barrage.Page[barrage.User], error) {
+	rows, err := s.store.ListUsers(ctx, after, limit+1, q)
 	if err != nil {
 		return barrage.Page[barrage.User]{}, err
 	}
@@ -232,6 +233,12 @@ func (s *Service) ListUsers(ctx context.Context, after *uuid.UUID, limit int) (b
 // GetUser returns one user.
 func (s *Service) GetUser(ctx context.Context, id uuid.UUID) (barrage.User, error) {
 	return s.store.UserByID(ctx, id)
+}
+
+// UserWithActivity returns one user with what they have done: their live personal API tokens
+// and the runs they started.
+func (s *Service) UserWithActivity(ctx context.Context, id uuid.UUID) (barrage.User, barrage.UserActivity, error) {
+	return s.store.UserWithActivity(ctx, id)
 }
 
 // UserPatch is what an admin changes on a user; nil fields stay as they are.

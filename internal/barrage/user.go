@@ -32,8 +32,20 @@ type User struct {
 	// GuessedAt is when wrong passwords for the account last came from many addresses past its
 	// budget: someone is guessing its password (nil: never seen).
 	GuessedAt *time.Time
-	CreatedAt time.Time
-	UpdatedAt time.Time
+	// InvitationID is the invitation the account was made with; nil for accounts made before
+	// Barrage recorded it (migration 0020).
+	InvitationID *uuid.UUID
+	CreatedAt    time.Time
+	UpdatedAt    time.Time
+}
+
+// UserActivity is what a user has done, as an admin reads it: the personal API tokens they keep
+// alive (neither revoked nor expired), the runs they started in any state, and when the newest
+// was made (nil when none was).
+type UserActivity struct {
+	Tokens    int64
+	Runs      int64
+	LastRunAt *time.Time
 }
 
 // Invitation admits people: redeeming its code creates an account with its role and license.
@@ -48,6 +60,17 @@ type Invitation struct {
 	CreatedBy *uuid.UUID
 	CreatedAt time.Time
 	RevokedAt *time.Time
+	// UsedBy are the accounts made with it, oldest first. A use spent on an email that had an
+	// account made none, and accounts made before Barrage recorded it are not there.
+	UsedBy []InvitationUse
+}
+
+// InvitationUse is an account made with an invitation: who, and when.
+type InvitationUse struct {
+	UserID uuid.UUID
+	Email  string
+	Name   string
+	At     time.Time
 }
 
 // Scope limits what a personal API token may do.

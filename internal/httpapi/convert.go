@@ -75,6 +75,15 @@ func toAPIUser(u barrage.User, now time.Time) api.User {
 	}
 }
 
+func toAPIAdminUser(u barrage.User, act barrage.UserActivity, now time.Time) api.AdminUser {
+	v := toAPIUser(u, now)
+	return api.AdminUser{
+		Id: v.Id, Email: v.Email, Name: v.Name, Role: v.Role, Disabled: v.Disabled, License: v.License,
+		PasswordGuessedAt: v.PasswordGuessedAt, CreatedAt: v.CreatedAt,
+		Tokens: int(act.Tokens), Runs: act.Runs, LastRunAt: act.LastRunAt,
+	}
+}
+
 func toAPILicense(l *barrage.License, now time.Time) api.License {
 	if l == nil {
 		return api.License{Unlimited: true}
@@ -126,6 +135,10 @@ func toAPIInvitation(inv barrage.Invitation, now time.Time) api.Invitation {
 		Id: inv.ID, Role: api.Role(inv.Role), UsesTotal: inv.UsesTotal, UsesLeft: inv.UsesLeft,
 		ExpiresAt: inv.ExpiresAt, Note: inv.Note, State: invitationState(inv, now),
 		CreatedBy: inv.CreatedBy, CreatedAt: inv.CreatedAt, RevokedAt: inv.RevokedAt,
+		UsedBy: make([]api.InvitationUse, len(inv.UsedBy)), // [] when unused, never null
+	}
+	for i, u := range inv.UsedBy {
+		out.UsedBy[i] = api.InvitationUse{UserId: u.UserID, Email: u.Email, Name: u.Name, At: u.At}
 	}
 	if l := inv.License; l != nil {
 		out.License = &api.InvitationLicense{

@@ -199,7 +199,7 @@ func (s *server) CreateInvitation(ctx context.Context, req api.CreateInvitationR
 	v := toAPIInvitation(inv, time.Now())
 	return api.CreateInvitation201JSONResponse{
 		Id: v.Id, Role: v.Role, License: v.License, UsesTotal: v.UsesTotal, UsesLeft: v.UsesLeft, ExpiresAt: v.ExpiresAt,
-		Note: v.Note, State: api.CreatedInvitationState(v.State), CreatedBy: v.CreatedBy, CreatedAt: v.CreatedAt, Code: code,
+		Note: v.Note, State: api.CreatedInvitationState(v.State), CreatedBy: v.CreatedBy, CreatedAt: v.CreatedAt, UsedBy: v.UsedBy, Code: code,
 	}, nil
 }
 
@@ -221,17 +221,17 @@ func (s *server) RevokeInvitation(ctx context.Context, req api.RevokeInvitationR
 func (s *server) ListUsers(ctx context.Context, req api.ListUsersRequestObject) (api.ListUsersResponseObject, error) {
 	now := time.Now()
 	items, next, err := listPage(req.Params.Cursor, req.Params.Limit, func(after *uuid.UUID, limit int) (barrage.Page[barrage.User], error) {
-		return s.accounts.ListUsers(ctx, after, limit)
+		return s.accounts.ListUsers(ctx, after, limit, deref(req.Params.Q))
 	}, func(u barrage.User) api.User { return toAPIUser(u, now) })
 	return api.ListUsers200JSONResponse{Items: items, NextCursor: next}, err
 }
 
 func (s *server) GetUser(ctx context.Context, req api.GetUserRequestObject) (api.GetUserResponseObject, error) {
-	u, err := s.accounts.GetUser(ctx, req.Id)
+	u, act, err := s.accounts.UserWithActivity(ctx, req.Id)
 	if err != nil {
 		return nil, err
 	}
-	return api.GetUser200JSONResponse(toAPIUser(u, time.Now())), nil
+	return api.GetUser200JSONResponse(toAPIAdminUser(u, act, time.Now())), nil
 }
 
 func (s *server) UpdateUser(ctx context.Context, req api.UpdateUserRequestObject) (api.UpdateUserResponseObject, error) {

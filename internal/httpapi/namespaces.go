@@ -59,6 +59,18 @@ func (s *server) ListNamespaces(ctx context.Context, _ api.ListNamespacesRequest
 	return out, nil
 }
 
+func (s *server) ListReservedNamespaces(ctx context.Context, _ api.ListReservedNamespacesRequestObject) (api.ListReservedNamespacesResponseObject, error) {
+	list, err := s.market.ReservedNamespaces(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := api.ListReservedNamespaces200JSONResponse{Items: make([]api.Namespace, len(list))}
+	for i, ns := range list {
+		out.Items[i] = toAPINamespace(ns)
+	}
+	return out, nil
+}
+
 func (s *server) GetNamespace(ctx context.Context, req api.GetNamespaceRequestObject) (api.GetNamespaceResponseObject, error) {
 	p, err := principal(ctx)
 	if err != nil {

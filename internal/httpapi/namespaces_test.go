@@ -176,3 +176,60 @@ func TestReservedNamesAndTakingOneBack(t *testing.T) {
 	require.Contains(t, requireProblem(t, b.do("POST", "/v1/admin/namespaces", admin.access,
 		map[string]any{"name": "acme-vendor", "reason": "again"}), http.StatusConflict)["detail"], "reserved already")
 }
+
+// Admins list the namespaces they reserved, by name, with owners, keys and the reason of one
+// taken back; a name a user claimed is not among them until an admin takes it back.
+func TestAdminsListTheNamespacesTheyReserved(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	admin, u := b.adminAndUser()
+	list := func() []any {
+		t.Helper()
+		r := b.do("GET", "/v1/admin/namespaces", admin.access, nil)
+		require.Equal(t, http.StatusOK, r.status, "body: %s", r.body)
+		return r.json(t)["items"].([]any)
+	}
+	require.Empty(t, list(), "none yet: the reserved words are no namespaces")
+
+	for _, name := range []string{"official", "initech"} {
+		require.Equal(t, http.StatusCreated, b.do("POST", "/v1/admin/namespaces", admin.access, map[string]any{"name": name}).status)
+	}
+	// A user claims one and registers a key on it.
+	require.Equal(t, http.StatusCreated, b.do("POST", "/v1/namespaces", u.access, map[string]any{"name": "acme-vendor"}).status)
+	pub, priv, err := ed25519.GenerateKey(rand.Reader)
+	require.NoError(t, err)
+	key := registry.PublicKey(pub)
+	require.Equal(t, http.StatusCreated, b.do("POST", "/v1/namespaces/acme-vendor/keys", u.access,
+		map[string]any{"public_key": key.String(), "proof": registry.ProveKey(priv, "acme-vendor")}).status)
+
+	names := func(items []any) []string {
+		var out []string
+		for _, it := range items {
+			out = append(out, it.(map[string]any)["name"].(string))
+		}
+		return out
+	}
+	items := list()
+	require.Equal(t, []string{"initech", "official"}, names(items), "by name, and not the user's")
+	for _, it := range items {
+		ns := it.(map[string]any)
+		require.Equal(t, true, ns["reserved"])
+		require.Equal(t, []any{admin.id}, ns["owners"], "the admin who reserved it")
+		require.Equal(t, []any{}, ns["keys"])
+		require.NotContains(t, ns, "reserved_reason")
+	}
+
+	require.Equal(t, http.StatusCreated, b.do("POST", "/v1/admin/namespaces", admin.access,
+		map[string]any{"name": "acme-vendor", "reason": "a vendor's name, squatted"}).status)
+	items = list()
+	require.Equal(t, []string{"acme-vendor", "initech", "official"}, names(items))
+	taken := items[0].(map[string]any)
+	require.Equal(t, "a vendor's name, squatted", taken["reserved_reason"])
+	require.Equal(t, []any{admin.id}, taken["owners"])
+	keys := taken["keys"].([]any)
+	require.Len(t, keys, 1)
+	require.Equal(t, key.ID(), keys[0].(map[string]any)["id"])
+	require.NotNil(t, keys[0].(map[string]any)["retired_at"], "the squatter's key, retired")
+
+	requireProblem(t, b.do("GET", "/v1/admin/namespaces", u.access, nil), http.StatusForbidden)
+}

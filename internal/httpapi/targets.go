@@ -81,3 +81,8 @@ func toAPITarget(t barrage.Target) api.Target {
 	}
 	return out
 }
+
+func (s *server) GetTargetSettings(ctx context.Context, _ api.GetTargetSettingsRequestObject) (api.GetTargetSettingsResponseObject, error) {
+	set := s.targets.Settings()
+	return api.GetTargetSettings200JSONResponse{Open: set.Open, OpenAll: set.All, MaxVusPerAddress: set.MaxVUsPerAddress}, nil
+}

@@ -196,3 +196,25 @@ func TestTheLoadAtOneAddressIsCappedAcrossUsers(t *testing.T) {
 	r = start(u, agents[2], 4)
 	require.Equal(t, http.StatusCreated, r.status, "body: %s", r.body)
 }
+
+// Admins read what the operator lets runs on shared agents load: the open targets, sorted,
+// whether every one is open, and the cap at one proved address.
+func TestAdminsReadTheTargetSettings(t *testing.T) {
+	t.Parallel()
+	b := setup(t, setupOpts{targets: &targets.Config{
+		Open:             map[string]bool{"shop.example:443": true, "127.0.0.1:8081": true, "[::1]:8081": true},
+		MaxVUsPerAddress: 250,
+	}})
+	admin, u := b.adminAndUser()
+	r := b.do("GET", "/v1/admin/targets", admin.access, nil)
+	require.Equal(t, http.StatusOK, r.status, "body: %s", r.body)
+	require.JSONEq(t, `{"open": ["127.0.0.1:8081", "[::1]:8081", "shop.example:443"], "open_all": false, "max_vus_per_address": 250}`, string(r.body))
+	requireProblem(t, b.do("GET", "/v1/admin/targets", u.access, nil), http.StatusForbidden)
+
+	// Every target open, and no cap: an empty list, not null.
+	b = setup(t, setupOpts{targets: &targets.Config{All: true}})
+	admin = b.firstAdmin()
+	r = b.do("GET", "/v1/admin/targets", admin.access, nil)
+	require.Equal(t, http.StatusOK, r.status, "body: %s", r.body)
+	require.JSONEq(t, `{"open": [], "open_all": true, "max_vus_per_address": 0}`, string(r.body))
+}

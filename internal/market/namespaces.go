@@ -50,6 +50,12 @@ func (s *Service) Namespaces(ctx context.Context, p barrage.Principal) ([]barrag
 	return s.store.NamespacesOf(ctx, p.User.ID)
 }
 
+// ReservedNamespaces lists the namespaces admins reserved, by name, with their owners and keys,
+// for an admin.
+func (s *Service) ReservedNamespaces(ctx context.Context) ([]barrage.Namespace, error) {
+	return s.store.ReservedNamespaces(ctx)
+}
+
 // Namespace reads the namespace name, as p may see it: its owners only when p is one of them.
 func (s *Service) Namespace(ctx context.Context, p barrage.Principal, name string) (barrage.Namespace, error) {
 	ns, err := s.store.Namespace(ctx, name)

@@ -23,17 +23,34 @@ func (s *Store) CreateInvitation(ctx context.Context, inv barrage.Invitation, co
 }
 
 // ListInvitations returns up to limit invitations older than the one with id before, newest
-// first.
+// first, each with the accounts made with it. The page and its uses are read from one snapshot,
+// so that an invitation's uses left and the accounts it lists agree.
 func (s *Store) ListInvitations(ctx context.Context, before *uuid.UUID, limit int) ([]barrage.Invitation, error) {
-	rows, err := s.q.InvitationList(ctx, s.pool, dbsqlc.InvitationListParams{Before: before, MaxRows: int32(limit)})
-	if err != nil {
-		return nil, translate(err, "invitations")
-	}
-	invs := make([]barrage.Invitation, len(rows))
-	for i, r := range rows {
-		invs[i] = invitationFromRow(r)
-	}
-	return invs, nil
+	var invs []barrage.Invitation
+	err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
+		rows, err := s.q.InvitationList(ctx, tx, dbsqlc.InvitationListParams{Before: before, MaxRows: int32(limit)})
+		if err != nil {
+			return translate(err, "invitations")
+		}
+		invs = make([]barrage.Invitation, len(rows))
+		ids := make([]uuid.UUID, len(rows))
+		byID := make(map[uuid.UUID]*barrage.Invitation, len(rows))
+		for i, r := range rows {
+			invs[i] = invitationFromRow(r)
+			ids[i] = r.ID
+			byID[r.ID] = &invs[i]
+		}
+		uses, err := s.q.InvitationUses(ctx, tx, ids)
+		if err != nil {
+			return translate(err, "invitation uses")
+		}
+		for _, u := range uses {
+			inv := byID[u.InvitationID]
+			inv.UsedBy = append(inv.UsedBy, barrage.InvitationUse{UserID: u.ID, Email: u.Email, Name: u.Name, At: u.CreatedAt})
+		}
+		return nil
+	})
+	return invs, err
 }
 
 // RevokeInvitation revokes the invitation with id; revoking twice is not an error.

@@ -112,6 +112,44 @@ func (s *Store) NamespacesOf(ctx context.Context, user uuid.UUID) ([]barrage.Nam
 	return out, nil
 }
 
+// ReservedNamespaces lists the namespaces admins reserved, by name, each with its owners and
+// keys, read together from one snapshot in three queries however many there are.
+func (s *Store) ReservedNamespaces(ctx context.Context) ([]barrage.Namespace, error) {
+	var out []barrage.Namespace
+	err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
+		rows, err := s.q.NamespacesReserved(ctx, tx)
+		if err != nil {
+			return err
+		}
+		out = make([]barrage.Namespace, len(rows))
+		names := make([]string, len(rows))
+		byName := make(map[string]*barrage.Namespace, len(rows))
+		for i, r := range rows {
+			out[i] = barrage.Namespace{Name: r.Name, Reserved: r.Reserved, ReservedReason: deref(r.ReservedReason), CreatedAt: r.CreatedAt}
+			names[i] = r.Name
+			byName[r.Name] = &out[i]
+		}
+		owners, err := s.q.NamespaceOwnersOf(ctx, tx, names)
+		if err != nil {
+			return err
+		}
+		for _, o := range owners {
+			ns := byName[o.Namespace]
+			ns.Owners = append(ns.Owners, o.UserID)
+		}
+		keys, err := s.q.SigningKeysOf(ctx, tx, names)
+		if err != nil {
+			return err
+		}
+		for _, k := range keys {
+			ns := byName[k.Namespace]
+			ns.Keys = append(ns.Keys, signingKeyFromRow(k))
+		}
+		return nil
+	})
+	return out, err
+}
+
 // owned checks, in tx, that actor owns the namespace name: another user's namespace is not
 // found, as every other owner-only thing.
 func (s *Store) owned(ctx context.Context, tx pgx.Tx, name string, actor uuid.UUID) error {

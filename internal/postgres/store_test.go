@@ -162,6 +162,32 @@ func TestUpdateUserRollsBackOnError(t *testing.T) {
 	require.ErrorIs(t, err, barrage.ErrNotFound)
 }
 
+// An account records the invitation it was made with, and the invitation lists it; a use spent
+// on an email that had an account made none, and lists nobody.
+func TestAnInvitationListsTheAccountsItMade(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	store := postgres.NewStore(pgtest.Pool(t))
+	inv, err := store.CreateInvitation(ctx, barrage.Invitation{
+		ID: uuid.Must(uuid.NewV7()), Role: barrage.RoleUser, UsesTotal: 3, UsesLeft: 3, ExpiresAt: time.Now().Add(time.Hour),
+	}, []byte("code-three"))
+	require.NoError(t, err)
+	alice, err := store.CreateUserFromInvitation(ctx, []byte("code-three"), barrage.User{ID: uuid.Must(uuid.NewV7()), Email: "alice@example.com", Name: "Alice", PasswordHash: "h"}, time.Now())
+	require.NoError(t, err)
+	require.Equal(t, &inv.ID, alice.InvitationID)
+	_, err = store.CreateUserFromInvitation(ctx, []byte("code-three"), barrage.User{ID: uuid.Must(uuid.NewV7()), Email: "ALICE@example.com", Name: "Again", PasswordHash: "h"}, time.Now())
+	require.ErrorIs(t, err, postgres.ErrEmailTaken)
+	again, err := store.UserByID(ctx, alice.ID)
+	require.NoError(t, err)
+	require.Equal(t, &inv.ID, again.InvitationID)
+
+	list, err := store.ListInvitations(ctx, nil, 10)
+	require.NoError(t, err)
+	require.Len(t, list, 1)
+	require.Equal(t, 1, list[0].UsesLeft, "two uses spent")
+	require.Equal(t, []barrage.InvitationUse{{UserID: alice.ID, Email: "alice@example.com", Name: "Alice", At: alice.CreatedAt}}, list[0].UsedBy)
+}
+
 // The errors of a database that is away, going or coming back are the ones a client may retry
 // (503), and only those.
 func TestUnavailableKnowsADatabaseAwayFromABadRequest(t *testing.T) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -14,9 +15,10 @@ import (
 )
 
 // CreateUserFromInvitation spends one use of the invitation whose code hashes to codeHash and
-// creates u with the invitation's role and license, in one transaction. When u's email is taken
-// the use is spent all the same and the error is ErrEmailTaken; when the code cannot be
-// redeemed, nothing is spent. u's role and license are ignored.
+// creates u with the invitation's role and license, recording the invitation it was made with,
+// in one transaction. When u's email is taken the use is spent all the same and the error is
+// ErrEmailTaken; when the code cannot be redeemed, nothing is spent. u's role and license are
+// ignored.
 func (s *Store) CreateUserFromInvitation(ctx context.Context, codeHash []byte, u barrage.User, now time.Time) (barrage.User, error) {
 	var created barrage.User
 	taken := false
@@ -46,6 +48,7 @@ func (s *Store) CreateUserFromInvitation(ctx context.Context, codeHash []byte, u
 			ID: u.ID, Email: u.Email, Name: u.Name, PasswordHash: u.PasswordHash, Role: string(u.Role),
 			LicensePlan: p.LicensePlan, LicenseMaxVus: p.LicenseMaxVus, LicenseMaxRunSeconds: p.LicenseMaxRunSeconds,
 			LicenseMaxConcurrentRuns: p.LicenseMaxConcurrentRuns, LicenseValidUntil: p.LicenseValidUntil, LicenseQuotas: p.LicenseQuotas,
+			InvitationID: &inv.ID, // the invitation's uses list the account
 		})
 		if err != nil {
 			_ = insert.Rollback(ctx)
@@ -99,6 +102,15 @@ func (s *Store) UserByID(ctx context.Context, id uuid.UUID) (barrage.User, error
 	return userFromRow(row), nil
 }
 
+// UserWithActivity returns the user with id and what they have done, read together.
+func (s *Store) UserWithActivity(ctx context.Context, id uuid.UUID) (barrage.User, barrage.UserActivity, error) {
+	row, err := s.q.UserGetWithActivity(ctx, s.pool, id)
+	if err != nil {
+		return barrage.User{}, barrage.UserActivity{}, translate(err, "user")
+	}
+	return userFromRow(row.User), barrage.UserActivity{Tokens: row.LiveTokens, Runs: row.Runs, LastRunAt: row.LastRunAt}, nil
+}
+
 // UserByEmail returns the user with email, compared without case.
 func (s *Store) UserByEmail(ctx context.Context, email string) (barrage.User, error) {
 	row, err := s.q.UserGetByEmail(ctx, s.pool, email)
@@ -108,9 +120,14 @@ func (s *Store) UserByEmail(ctx context.Context, email string) (barrage.User, er
 	return userFromRow(row), nil
 }
 
-// ListUsers returns up to limit users created after the one with id after, oldest first.
-func (s *Store) ListUsers(ctx context.Context, after *uuid.UUID, limit int) ([]barrage.User, error) {
-	rows, err := s.q.UserList(ctx, s.pool, dbsqlc.UserListParams{After: after, MaxRows: int32(limit)})
+// ListUsers returns up to limit users created after the one with id after, oldest first; when
+// contains is not empty, only those whose email or name contains it, case aside.
+func (s *Store) ListUsers(ctx context.Context, after *uuid.UUID, limit int, contains string) ([]barrage.User, error) {
+	var pattern *string
+	if contains != "" {
+		pattern = ptr("%" + likeEscaper.Replace(contains) + "%")
+	}
+	rows, err := s.q.UserList(ctx, s.pool, dbsqlc.UserListParams{After: after, Pattern: pattern, MaxRows: int32(limit)})
 	if err != nil {
 		return nil, translate(err, "users")
 	}
@@ -120,6 +137,10 @@ func (s *Store) ListUsers(ctx context.Context, after *uuid.UUID, limit int) ([]b
 	}
 	return users, nil
 }
+
+// likeEscaper escapes what LIKE reads as wildcards (% and _) and its escape character (\), so
+// that text a person typed matches itself alone.
+var likeEscaper = strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`)
 
 // UpdateUser changes the user with id through fn, under a row lock. When fn moves
 // TokensValidAfter forward (password change, disabling), the user's refresh tokens are revoked in
@@ -170,6 +191,7 @@ func userFromRow(r dbsqlc.User) barrage.User {
 		Disabled:         r.Disabled,
 		TokensValidAfter: r.TokensValidAfter,
 		GuessedAt:        r.GuessedAt,
+		InvitationID:     r.InvitationID,
 		CreatedAt:        r.CreatedAt,
 		UpdatedAt:        r.UpdatedAt,
 	}

@@ -320,6 +320,23 @@ func destinationOf(raw string, complete bool) (string, bool) {
 	return netpolicy.JoinDestination(u.Hostname(), port), true
 }
 
+// Settings are the operator's settings of what runs on shared agents may load, as the server
+// was started with them.
+type Settings struct {
+	// Open are the destinations opened to every user's runs (the demo agent's among them while
+	// it runs), sorted; All says every destination is open.
+	Open []string
+	All  bool
+	// MaxVUsPerAddress caps the VUs every user's runs together may aim at one address that
+	// proved control of a target; 0 sets no cap.
+	MaxVUsPerAddress int
+}
+
+// Settings returns the operator's settings, for admins to read.
+func (s *Service) Settings() Settings {
+	return Settings{Open: s.openDestinations(), All: s.cfg.All, MaxVUsPerAddress: s.cfg.MaxVUsPerAddress}
+}
+
 // MaxVUsPerAddress is the cap on the VUs every user's runs on shared agents together may aim at
 // one address that proved control of a target; 0 sets none.
 func (s *Service) MaxVUsPerAddress() int { return s.cfg.MaxVUsPerAddress }

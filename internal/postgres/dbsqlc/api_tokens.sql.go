@@ -54,7 +54,7 @@ func (q *Queries) APITokenDeleteByUser(ctx context.Context, db DBTX, userID uuid
 }
 
 const aPITokenGetWithUser = `-- name: APITokenGetWithUser :one
-SELECT api_tokens.id, api_tokens.user_id, api_tokens.name, api_tokens.token_hash, api_tokens.scopes, api_tokens.created_at, api_tokens.expires_at, api_tokens.last_used_at, users.id, users.email, users.name, users.password_hash, users.role, users.disabled, users.license_plan, users.license_max_vus, users.license_max_run_seconds, users.license_max_concurrent_runs, users.license_valid_until, users.tokens_valid_after, users.created_at, users.updated_at, users.license_quotas, users.guessed_at
+SELECT api_tokens.id, api_tokens.user_id, api_tokens.name, api_tokens.token_hash, api_tokens.scopes, api_tokens.created_at, api_tokens.expires_at, api_tokens.last_used_at, users.id, users.email, users.name, users.password_hash, users.role, users.disabled, users.license_plan, users.license_max_vus, users.license_max_run_seconds, users.license_max_concurrent_runs, users.license_valid_until, users.tokens_valid_after, users.created_at, users.updated_at, users.license_quotas, users.guessed_at, users.invitation_id
 FROM api_tokens JOIN users ON users.id = api_tokens.user_id
 WHERE api_tokens.token_hash = $1
 `
@@ -93,6 +93,7 @@ func (q *Queries) APITokenGetWithUser(ctx context.Context, db DBTX, tokenHash []
 		&i.User.UpdatedAt,
 		&i.User.LicenseQuotas,
 		&i.User.GuessedAt,
+		&i.User.InvitationID,
 	)
 	return i, err
 }

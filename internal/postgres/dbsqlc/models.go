@@ -325,4 +325,5 @@ type User struct {
 	UpdatedAt                time.Time
 	LicenseQuotas            []byte
 	GuessedAt                *time.Time
+	InvitationID             *uuid.UUID
 }

@@ -167,6 +167,39 @@ func (q *Queries) NamespaceOwnersClear(ctx context.Context, db DBTX, namespace s
 	return items, nil
 }
 
+const namespaceOwnersOf = `-- name: NamespaceOwnersOf :many
+SELECT namespace, user_id FROM namespace_owners
+WHERE namespace = ANY($1::text[])
+ORDER BY namespace, added_at, user_id
+`
+
+type NamespaceOwnersOfRow struct {
+	Namespace string
+	UserID    uuid.UUID
+}
+
+// NamespaceOwnersOf are the owners of the namespaces named, by namespace: those of many
+// namespaces in one query.
+func (q *Queries) NamespaceOwnersOf(ctx context.Context, db DBTX, names []string) ([]NamespaceOwnersOfRow, error) {
+	rows, err := db.Query(ctx, namespaceOwnersOf, names)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []NamespaceOwnersOfRow
+	for rows.Next() {
+		var i NamespaceOwnersOfRow
+		if err := rows.Scan(&i.Namespace, &i.UserID); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const namespaceTakeBack = `-- name: NamespaceTakeBack :exec
 UPDATE namespaces SET reserved = true, reserved_reason = $1, claimed_by = NULL WHERE name = $2
 `
@@ -189,6 +222,36 @@ WHERE o.user_id = $1 ORDER BY n.name
 
 func (q *Queries) NamespacesOfUser(ctx context.Context, db DBTX, userID uuid.UUID) ([]Namespace, error) {
 	rows, err := db.Query(ctx, namespacesOfUser, userID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []Namespace
+	for rows.Next() {
+		var i Namespace
+		if err := rows.Scan(
+			&i.Name,
+			&i.Reserved,
+			&i.CreatedAt,
+			&i.ReservedReason,
+			&i.ClaimedBy,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const namespacesReserved = `-- name: NamespacesReserved :many
+SELECT name, reserved, created_at, reserved_reason, claimed_by FROM namespaces WHERE reserved ORDER BY name
+`
+
+func (q *Queries) NamespacesReserved(ctx context.Context, db DBTX) ([]Namespace, error) {
+	rows, err := db.Query(ctx, namespacesReserved)
 	if err != nil {
 		return nil, err
 	}
@@ -273,6 +336,40 @@ SELECT namespace, id, public_key, added_by, created_at, retired_at FROM signing_
 
 func (q *Queries) SigningKeys(ctx context.Context, db DBTX, namespace string) ([]SigningKey, error) {
 	rows, err := db.Query(ctx, signingKeys, namespace)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []SigningKey
+	for rows.Next() {
+		var i SigningKey
+		if err := rows.Scan(
+			&i.Namespace,
+			&i.ID,
+			&i.PublicKey,
+			&i.AddedBy,
+			&i.CreatedAt,
+			&i.RetiredAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const signingKeysOf = `-- name: SigningKeysOf :many
+SELECT namespace, id, public_key, added_by, created_at, retired_at FROM signing_keys
+WHERE namespace = ANY($1::text[])
+ORDER BY namespace, created_at, id
+`
+
+// SigningKeysOf are the keys of the namespaces named, by namespace.
+func (q *Queries) SigningKeysOf(ctx context.Context, db DBTX, names []string) ([]SigningKey, error) {
+	rows, err := db.Query(ctx, signingKeysOf, names)
 	if err != nil {
 		return nil, err
 	}

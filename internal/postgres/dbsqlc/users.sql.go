@@ -58,7 +58,7 @@ func (q *Queries) UserCount(ctx context.Context, db DBTX) (int64, error) {
 }
 
 const userGetByEmail = `-- name: UserGetByEmail :one
-SELECT id, email, name, password_hash, role, disabled, license_plan, license_max_vus, license_max_run_seconds, license_max_concurrent_runs, license_valid_until, tokens_valid_after, created_at, updated_at, license_quotas, guessed_at FROM users WHERE lower(email) = lower($1::text)
+SELECT id, email, name, password_hash, role, disabled, license_plan, license_max_vus, license_max_run_seconds, license_max_concurrent_runs, license_valid_until, tokens_valid_after, created_at, updated_at, license_quotas, guessed_at, invitation_id FROM users WHERE lower(email) = lower($1::text)
 `
 
 func (q *Queries) UserGetByEmail(ctx context.Context, db DBTX, email string) (User, error) {
@@ -81,12 +81,13 @@ func (q *Queries) UserGetByEmail(ctx context.Context, db DBTX, email string) (Us
 		&i.UpdatedAt,
 		&i.LicenseQuotas,
 		&i.GuessedAt,
+		&i.InvitationID,
 	)
 	return i, err
 }
 
 const userGetByID = `-- name: UserGetByID :one
-SELECT id, email, name, password_hash, role, disabled, license_plan, license_max_vus, license_max_run_seconds, license_max_concurrent_runs, license_valid_until, tokens_valid_after, created_at, updated_at, license_quotas, guessed_at FROM users WHERE id = $1
+SELECT id, email, name, password_hash, role, disabled, license_plan, license_max_vus, license_max_run_seconds, license_max_concurrent_runs, license_valid_until, tokens_valid_after, created_at, updated_at, license_quotas, guessed_at, invitation_id FROM users WHERE id = $1
 `
 
 func (q *Queries) UserGetByID(ctx context.Context, db DBTX, id uuid.UUID) (User, error) {
@@ -109,12 +110,13 @@ func (q *Queries) UserGetByID(ctx context.Context, db DBTX, id uuid.UUID) (User,
 		&i.UpdatedAt,
 		&i.LicenseQuotas,
 		&i.GuessedAt,
+		&i.InvitationID,
 	)
 	return i, err
 }
 
 const userGetByIDForUpdate = `-- name: UserGetByIDForUpdate :one
-SELECT id, email, name, password_hash, role, disabled, license_plan, license_max_vus, license_max_run_seconds, license_max_concurrent_runs, license_valid_until, tokens_valid_after, created_at, updated_at, license_quotas, guessed_at FROM users WHERE id = $1 FOR UPDATE
+SELECT id, email, name, password_hash, role, disabled, license_plan, license_max_vus, license_max_run_seconds, license_max_concurrent_runs, license_valid_until, tokens_valid_after, created_at, updated_at, license_quotas, guessed_at, invitation_id FROM users WHERE id = $1 FOR UPDATE
 `
 
 func (q *Queries) UserGetByIDForUpdate(ctx context.Context, db DBTX, id uuid.UUID) (User, error) {
@@ -137,12 +139,13 @@ func (q *Queries) UserGetByIDForUpdate(ctx context.Context, db DBTX, id uuid.UUI
 		&i.UpdatedAt,
 		&i.LicenseQuotas,
 		&i.GuessedAt,
+		&i.InvitationID,
 	)
 	return i, err
 }
 
 const userGetForTokenChange = `-- name: UserGetForTokenChange :one
-SELECT id, email, name, password_hash, role, disabled, license_plan, license_max_vus, license_max_run_seconds, license_max_concurrent_runs, license_valid_until, tokens_valid_after, created_at, updated_at, license_quotas, guessed_at FROM users WHERE id = $1 FOR NO KEY UPDATE
+SELECT id, email, name, password_hash, role, disabled, license_plan, license_max_vus, license_max_run_seconds, license_max_concurrent_runs, license_valid_until, tokens_valid_after, created_at, updated_at, license_quotas, guessed_at, invitation_id FROM users WHERE id = $1 FOR NO KEY UPDATE
 `
 
 // UserGetForTokenChange locks the user's row before any change to its refresh tokens. Rotation,
@@ -168,6 +171,56 @@ func (q *Queries) UserGetForTokenChange(ctx context.Context, db DBTX, id uuid.UU
 		&i.UpdatedAt,
 		&i.LicenseQuotas,
 		&i.GuessedAt,
+		&i.InvitationID,
+	)
+	return i, err
+}
+
+const userGetWithActivity = `-- name: UserGetWithActivity :one
+SELECT users.id, users.email, users.name, users.password_hash, users.role, users.disabled, users.license_plan, users.license_max_vus, users.license_max_run_seconds, users.license_max_concurrent_runs, users.license_valid_until, users.tokens_valid_after, users.created_at, users.updated_at, users.license_quotas, users.guessed_at, users.invitation_id,
+    (SELECT count(*) FROM api_tokens t WHERE t.user_id = users.id AND t.expires_at > now())::bigint AS live_tokens,
+    (SELECT count(*) FROM runs r WHERE r.owner_id = users.id)::bigint AS runs,
+    newest.created_at AS last_run_at
+FROM users
+LEFT JOIN runs newest ON newest.id = (
+    SELECT r.id FROM runs r WHERE r.owner_id = users.id ORDER BY r.created_at DESC, r.id DESC LIMIT 1)
+WHERE users.id = $1
+`
+
+type UserGetWithActivityRow struct {
+	User       User
+	LiveTokens int64
+	Runs       int64
+	LastRunAt  *time.Time
+}
+
+// UserGetWithActivity reads a user with what they have done: their personal API tokens alive
+// (a revoked token is deleted, so those not expired), the runs they started in any state, and
+// when the newest was made (NULL when none was).
+func (q *Queries) UserGetWithActivity(ctx context.Context, db DBTX, id uuid.UUID) (UserGetWithActivityRow, error) {
+	row := db.QueryRow(ctx, userGetWithActivity, id)
+	var i UserGetWithActivityRow
+	err := row.Scan(
+		&i.User.ID,
+		&i.User.Email,
+		&i.User.Name,
+		&i.User.PasswordHash,
+		&i.User.Role,
+		&i.User.Disabled,
+		&i.User.LicensePlan,
+		&i.User.LicenseMaxVus,
+		&i.User.LicenseMaxRunSeconds,
+		&i.User.LicenseMaxConcurrentRuns,
+		&i.User.LicenseValidUntil,
+		&i.User.TokensValidAfter,
+		&i.User.CreatedAt,
+		&i.User.UpdatedAt,
+		&i.User.LicenseQuotas,
+		&i.User.GuessedAt,
+		&i.User.InvitationID,
+		&i.LiveTokens,
+		&i.Runs,
+		&i.LastRunAt,
 	)
 	return i, err
 }
@@ -196,9 +249,9 @@ const userInsert = `-- name: UserInsert :one
 INSERT INTO users (
     id, email, name, password_hash, role,
     license_plan, license_max_vus, license_max_run_seconds, license_max_concurrent_runs, license_valid_until,
-    license_quotas
-) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
-RETURNING id, email, name, password_hash, role, disabled, license_plan, license_max_vus, license_max_run_seconds, license_max_concurrent_runs, license_valid_until, tokens_valid_after, created_at, updated_at, license_quotas, guessed_at
+    license_quotas, invitation_id
+) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
+RETURNING id, email, name, password_hash, role, disabled, license_plan, license_max_vus, license_max_run_seconds, license_max_concurrent_runs, license_valid_until, tokens_valid_after, created_at, updated_at, license_quotas, guessed_at, invitation_id
 `
 
 type UserInsertParams struct {
@@ -213,6 +266,7 @@ type UserInsertParams struct {
 	LicenseMaxConcurrentRuns *int32
 	LicenseValidUntil        *time.Time
 	LicenseQuotas            []byte
+	InvitationID             *uuid.UUID
 }
 
 func (q *Queries) UserInsert(ctx context.Context, db DBTX, arg UserInsertParams) (User, error) {
@@ -228,6 +282,7 @@ func (q *Queries) UserInsert(ctx context.Context, db DBTX, arg UserInsertParams)
 		arg.LicenseMaxConcurrentRuns,
 		arg.LicenseValidUntil,
 		arg.LicenseQuotas,
+		arg.InvitationID,
 	)
 	var i User
 	err := row.Scan(
@@ -247,24 +302,31 @@ func (q *Queries) UserInsert(ctx context.Context, db DBTX, arg UserInsertParams)
 		&i.UpdatedAt,
 		&i.LicenseQuotas,
 		&i.GuessedAt,
+		&i.InvitationID,
 	)
 	return i, err
 }
 
 const userList = `-- name: UserList :many
-SELECT id, email, name, password_hash, role, disabled, license_plan, license_max_vus, license_max_run_seconds, license_max_concurrent_runs, license_valid_until, tokens_valid_after, created_at, updated_at, license_quotas, guessed_at FROM users
-WHERE $1::uuid IS NULL OR id > $1::uuid
+SELECT id, email, name, password_hash, role, disabled, license_plan, license_max_vus, license_max_run_seconds, license_max_concurrent_runs, license_valid_until, tokens_valid_after, created_at, updated_at, license_quotas, guessed_at, invitation_id FROM users
+WHERE ($1::uuid IS NULL OR id > $1::uuid)
+  AND ($2::text IS NULL
+       OR email ILIKE $2::text ESCAPE '\'
+       OR name ILIKE $2::text ESCAPE '\')
 ORDER BY id
-LIMIT $2
+LIMIT $3
 `
 
 type UserListParams struct {
 	After   *uuid.UUID
+	Pattern *string
 	MaxRows int32
 }
 
+// UserList lists users by id after the one with id after; with a pattern, those whose email or
+// name it matches (ILIKE, escaped with a backslash), else every one.
 func (q *Queries) UserList(ctx context.Context, db DBTX, arg UserListParams) ([]User, error) {
-	rows, err := db.Query(ctx, userList, arg.After, arg.MaxRows)
+	rows, err := db.Query(ctx, userList, arg.After, arg.Pattern, arg.MaxRows)
 	if err != nil {
 		return nil, err
 	}
@@ -289,6 +351,7 @@ func (q *Queries) UserList(ctx context.Context, db DBTX, arg UserListParams) ([]
 			&i.UpdatedAt,
 			&i.LicenseQuotas,
 			&i.GuessedAt,
+			&i.InvitationID,
 		); err != nil {
 			return nil, err
 		}
@@ -316,7 +379,7 @@ UPDATE users SET
     license_quotas = $13,
     updated_at = now()
 WHERE id = $1
-RETURNING id, email, name, password_hash, role, disabled, license_plan, license_max_vus, license_max_run_seconds, license_max_concurrent_runs, license_valid_until, tokens_valid_after, created_at, updated_at, license_quotas, guessed_at
+RETURNING id, email, name, password_hash, role, disabled, license_plan, license_max_vus, license_max_run_seconds, license_max_concurrent_runs, license_valid_until, tokens_valid_after, created_at, updated_at, license_quotas, guessed_at, invitation_id
 `
 
 type UserUpdateParams struct {
@@ -369,6 +432,7 @@ func (q *Queries) UserUpdate(ctx context.Context, db DBTX, arg UserUpdateParams)
 		&i.UpdatedAt,
 		&i.LicenseQuotas,
 		&i.GuessedAt,
+		&i.InvitationID,
 	)
 	return i, err
 }

@@ -22,6 +22,13 @@ WHERE sqlc.narg(before)::uuid IS NULL OR id < sqlc.narg(before)::uuid
 ORDER BY id DESC
 LIMIT @max_rows;
 
+-- InvitationUses are the accounts made with any of the invitations whose ids are given, by
+-- invitation and oldest first within each: a page of invitations' uses in one query.
+-- name: InvitationUses :many
+SELECT invitation_id::uuid AS invitation_id, id, email, name, created_at FROM users
+WHERE invitation_id = ANY(@ids::uuid[])
+ORDER BY invitation_id, created_at, id;
+
 -- name: InvitationRevoke :one
 UPDATE invitations SET revoked_at = coalesce(revoked_at, now())
 WHERE id = $1

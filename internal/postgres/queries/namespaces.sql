@@ -47,3 +47,19 @@ UPDATE signing_keys SET retired_at = coalesce(retired_at, now()) WHERE namespace
 
 -- name: NamespaceGetForUpdate :one
 SELECT * FROM namespaces WHERE name = $1 FOR UPDATE;
+
+-- name: NamespacesReserved :many
+SELECT * FROM namespaces WHERE reserved ORDER BY name;
+
+-- NamespaceOwnersOf are the owners of the namespaces named, by namespace: those of many
+-- namespaces in one query.
+-- name: NamespaceOwnersOf :many
+SELECT namespace, user_id FROM namespace_owners
+WHERE namespace = ANY(@names::text[])
+ORDER BY namespace, added_at, user_id;
+
+-- SigningKeysOf are the keys of the namespaces named, by namespace.
+-- name: SigningKeysOf :many
+SELECT * FROM signing_keys
+WHERE namespace = ANY(@names::text[])
+ORDER BY namespace, created_at, id;

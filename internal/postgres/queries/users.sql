@@ -2,8 +2,8 @@
 INSERT INTO users (
     id, email, name, password_hash, role,
     license_plan, license_max_vus, license_max_run_seconds, license_max_concurrent_runs, license_valid_until,
-    license_quotas
-) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
+    license_quotas, invitation_id
+) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
 RETURNING *;
 
 -- name: UserGetByID :one
@@ -15,9 +15,14 @@ SELECT * FROM users WHERE id = $1 FOR UPDATE;
 -- name: UserGetByEmail :one
 SELECT * FROM users WHERE lower(email) = lower(@email::text);
 
+-- UserList lists users by id after the one with id after; with a pattern, those whose email or
+-- name it matches (ILIKE, escaped with a backslash), else every one.
 -- name: UserList :many
 SELECT * FROM users
-WHERE sqlc.narg(after)::uuid IS NULL OR id > sqlc.narg(after)::uuid
+WHERE (sqlc.narg(after)::uuid IS NULL OR id > sqlc.narg(after)::uuid)
+  AND (sqlc.narg(pattern)::text IS NULL
+       OR email ILIKE sqlc.narg(pattern)::text ESCAPE '\'
+       OR name ILIKE sqlc.narg(pattern)::text ESCAPE '\')
 ORDER BY id
 LIMIT @max_rows;
 
@@ -60,3 +65,16 @@ SELECT EXISTS (SELECT 1 FROM sign_in_addresses WHERE user_id = @user_id AND clie
 -- guessing recorded after since); it reports whether this is news.
 -- name: UserGuessed :execrows
 UPDATE users SET guessed_at = @at WHERE id = @id AND (guessed_at IS NULL OR guessed_at < @since);
+
+-- UserGetWithActivity reads a user with what they have done: their personal API tokens alive
+-- (a revoked token is deleted, so those not expired), the runs they started in any state, and
+-- when the newest was made (NULL when none was).
+-- name: UserGetWithActivity :one
+SELECT sqlc.embed(users),
+    (SELECT count(*) FROM api_tokens t WHERE t.user_id = users.id AND t.expires_at > now())::bigint AS live_tokens,
+    (SELECT count(*) FROM runs r WHERE r.owner_id = users.id)::bigint AS runs,
+    newest.created_at AS last_run_at
+FROM users
+LEFT JOIN runs newest ON newest.id = (
+    SELECT r.id FROM runs r WHERE r.owner_id = users.id ORDER BY r.created_at DESC, r.id DESC LIMIT 1)
+WHERE users.id = $1;

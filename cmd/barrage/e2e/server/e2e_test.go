@@ -56,6 +56,15 @@ func TestServeOnEmbeddedPostgresWithTheCLI(t *testing.T) {
 	users := e2etest.MustCLI(t, p, admin, "", "admin", "users")
 	require.Contains(t, users, "ada@example.com")
 	require.Contains(t, users, "bob@example.com")
+	// One user, read as the admin's API answers it (with their activity, which it does not show).
+	read := false
+	for _, line := range strings.Split(users, "\n") {
+		if strings.Contains(line, "bob@example.com") {
+			require.Contains(t, e2etest.MustCLI(t, p, admin, "", "admin", "user", strings.Fields(line)[0]), "Bob <bob@example.com>, user, active")
+			read = true
+		}
+	}
+	require.True(t, read, "bob's line in %s", users)
 
 	token := strings.TrimSpace(e2etest.MustCLI(t, p, admin, "", "tokens", "create", "--name", "ci", "--scopes", "read"))
 	require.Regexp(t, `^brg_pat_`, token)
