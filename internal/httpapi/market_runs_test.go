@@ -220,4 +220,7 @@ func TestMarketplacePluginsArePinnedFetchedAndCountedByRuns(t *testing.T) {
 	require.Equal(t, http.StatusOK, before.status)
 	require.Equal(t, firstManifest["plugins"], before.json(t)["manifest"].(map[string]any)["plugins"])
 	require.EqualValues(t, 4, b.do("GET", "/v1/plugins/acme/random-data/versions/1.0.0", tester.access, nil).json(t)["runs"], "every run admitted counts")
+	// A range whose only match was revoked says so, and why.
+	p = requireProblem(t, b.do("POST", "/v1/tests/"+ranged+"/scripts", tester.access, nil), http.StatusUnprocessableEntity)
+	require.Equal(t, "acme/random-data@^1.0: no published version that you may use matches ^1.0: revoked, 1.0.0 (leaks data)", requireField(t, p, "plugins.rnd"))
 }

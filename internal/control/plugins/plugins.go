@@ -198,9 +198,25 @@ func (s *Service) newest(ctx context.Context, viewer postgres.Viewer, namespace,
 	}
 	v, ok := registry.Pick(c, pl.Versions, func(v barrage.PluginVersion) (string, string) { return v.Version, string(v.State) })
 	if !ok {
-		return "", fmt.Errorf("no published version that you may use matches %s", c)
+		return "", fmt.Errorf("no published version that you may use matches %s%s", c, revokedMatches(c, pl.Versions))
 	}
 	return v, nil
+}
+
+// revokedMatches says which revoked versions of vs range c would have matched, and why each
+// was revoked: what a user whose test ran yesterday needs to know today ("" when none).
+func revokedMatches(c registry.Constraint, vs []barrage.PluginVersion) string {
+	var gone []string
+	for _, v := range vs {
+		parsed, err := registry.ParseVersion(v.Version)
+		if v.State == barrage.VersionRevoked && err == nil && c.Matches(parsed) {
+			gone = append(gone, fmt.Sprintf("%s (%s)", v.Version, v.StateReason))
+		}
+	}
+	if len(gone) == 0 {
+		return ""
+	}
+	return ": revoked, " + strings.Join(gone, ", ")
 }
 
 // Pins are the pins of plugins.

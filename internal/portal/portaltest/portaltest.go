@@ -403,16 +403,15 @@ func (b *Browser) Fill(label, value string) {
 func (b *Browser) Choose(label, option string) {
 	b.t.Helper()
 	sel := control(label)
-	ok := Eval[bool](b, fmt.Sprintf(`((s, text) => {
+	what := fmt.Sprintf("choose %q in the list %s", option, label)
+	b.await("the page's requests to be answered, to "+what, func() bool { return len(b.inflight) == 0 })
+	b.do(what, chromedp.Poll[chromedp.Void](fmt.Sprintf(`((s, text) => {
 		const o = s && [...s.options].find((o) => o.text === text);
 		if (!o) return false;
 		s.value = o.value;
 		s.dispatchEvent(new Event("change", { bubbles: true }));
 		return true;
-	})(%s, %s)`, sel, js(option)))
-	if !ok {
-		b.t.Fatalf("no list %q with the option %q\n%s", label, option, b.state())
-	}
+	})(%s, %s)`, sel, js(option)), chromedp.WithPollingTimeout(Timeout)))
 }
 
 // Value is the value of the field labelled (or aria-labelled) label.

@@ -8,7 +8,7 @@ import {
   call, query, type AdminUser, type Agent, type CreatedAgent, type CreatedInvitation, type Invitation, type MyLicense,
   type Namespace, type Page, type PingResult, type Plugin, type PluginVersion, type TargetSettings, type User,
 } from "../api";
-import { Link, useTitle } from "../nav";
+import { Link, navigate, useTitle } from "../nav";
 import { Badge, Failure, Field, Section, Select, ShownOnce, Table, TextArea, date, duration, fieldError, num, numeric, size, useLoad, useSubmit, type Tone } from "../ui";
 import { kindNames, ConfigPreview } from "./market";
 
@@ -132,11 +132,12 @@ export function InvitationsPage() {
   );
 }
 
-/** UsersPage finds users by email or name. */
+/** UsersPage finds users by email or name; the search is in the page's address. */
 export function UsersPage(props: { query: URLSearchParams }) {
-  const [q, setQ] = useState(props.query.get("q") ?? "");
-  const [asked, setAsked] = useState(props.query.get("q") ?? "");
+  const asked = props.query.get("q") ?? "";
+  const [q, setQ] = useState(asked);
   const users = useLoad(() => call<Page<User>>("GET", "/v1/admin/users" + query({ q: asked, limit: 100 })), [asked]);
+  const setAsked = (v: string) => navigate("/admin/users" + (v ? "?q=" + encodeURIComponent(v) : ""), true);
   return (
     <AdminPage here="/admin/users" title="Users">
       <form class="filters" role="search" aria-label="Find users" onSubmit={(e) => { e.preventDefault(); setAsked(q.trim()); }}>
