@@ -226,7 +226,9 @@ func TestTheMarketplaceInChromium(t *testing.T) {
 	})
 	var ran struct {
 		State    string
-		Manifest struct{ Plugins []struct{ Name, Version string } }
+		Manifest struct {
+			Plugins []struct{ Name, Version string }
+		}
 	}
 	require.Equal(t, http.StatusOK, e2etest.APIGet(t, p, bearer, "/v1/runs/"+run, &ran))
 	require.Equal(t, "finished", ran.State)
