@@ -323,7 +323,10 @@ export function AgentsPage() {
           ))}
         </Table>
       )}
-      <p class="hint">A shared agent without the kernel sandbox runs only the plugins admins published.</p>
+      <p class="hint">
+        A shared agent without the kernel sandbox runs only the plugins admins published.{" "}
+        <button type="button" class="secondary small" onClick={agents.reload}>Refresh</button>
+      </p>
       <Section title="Register a shared agent">
         <form onSubmit={register.submit}>
           <Field label="Name" value={name} required maxLength={100} error={fieldError(register.error, "name")}
