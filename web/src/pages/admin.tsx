@@ -122,7 +122,7 @@ export function InvitationsPage() {
                 <td>{i.used_by.length ? i.used_by.map((u) => <div key={u.user_id}><Link href={`/admin/users/${u.user_id}`}>{u.email}</Link></div>) : "–"}</td>
                 <td>{date(i.expires_at)}</td>
                 <td>{i.note}</td>
-                <td>{i.state === "active" && <button type="button" class="secondary small" aria-label={`Revoke the invitation issued ${date(i.created_at)}${i.note ? " for " + i.note : ""}`} onClick={() => revoke(i.id)}>Revoke</button>}</td>
+                <td>{i.state === "active" && <button type="button" class="secondary small" aria-label={i.note ? `Revoke the invitation “${i.note}”` : `Revoke the invitation issued ${date(i.created_at)}`} onClick={() => revoke(i.id)}>Revoke</button>}</td>
               </tr>
             ))}
           </Table>

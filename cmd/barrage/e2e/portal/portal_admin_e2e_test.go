@@ -45,10 +45,21 @@ func TestTheAdminConsoleInChromium(t *testing.T) {
 	e2etest.SignUp(ub, code, "linus@example.com", "Linus", "linus long password")
 	ub.WaitTitle("Tests · Barrage")
 
-	// The invitation is spent, by him.
+	// The invitation is spent, by him. Another, unused, is revoked.
 	ab.Go("/admin/invitations")
 	ab.WaitText("linus@example.com")
 	require.Contains(t, ab.Text(), "spent")
+	ab.Fill("Note", "for nobody")
+	ab.Click("Issue the invitation")
+	ab.WaitText("The invitation code, shown this once")
+	unused := ab.Value("The new invitation code")
+	ab.Click("Revoke the invitation “for nobody”")
+	ab.WaitFor(`[...document.querySelectorAll("tbody tr")].some((r) => r.innerText.includes("for nobody") && r.innerText.includes("revoked"))`)
+	nb := portaltest.New(t, p.URL)
+	nb.Go("/signup")
+	nb.WaitTitle("Sign up · Barrage")
+	e2etest.SignUp(nb, unused, "nobody@example.com", "Nobody", "nobodys long password")
+	nb.WaitText("this invitation code has been revoked")
 
 	// A user who is not an admin: no admin section nor page, and the API refuses him their data.
 	require.NotContains(t, ub.Text(), "Admin")
