@@ -4,7 +4,7 @@ import { useTitle } from "../nav";
 import { call, type APIToken, type MyLicense, type Page, type Run, type User } from "../api";
 import { Failure, Field, Section, ShownOnce, date, duration, fieldError, size, useSubmit } from "../ui";
 
-const quotaNames: Record<string, string> = {
+export const quotaNames: Record<string, string> = {
   storage_bytes: "Storage",
   tests: "Tests",
   namespaces: "Namespaces",

@@ -10,6 +10,7 @@ import {
 } from "../api";
 import { Link, navigate, useTitle } from "../nav";
 import { Badge, Failure, Field, Section, Select, ShownOnce, Table, TextArea, date, duration, fieldError, num, numeric, size, useLoad, useSubmit, type Tone } from "../ui";
+import { quotaNames } from "./account";
 import { kindNames, ConfigPreview } from "./market";
 
 /** The console's pages, in its own navigation. */
@@ -205,7 +206,7 @@ export function UserPage(props: { id: string; me: User }) {
             <Table caption="What they keep" cols={["Quota", numeric("In use"), numeric("Limit")]}>
               {Object.entries(lic.data.quotas).map(([name, q]) => (
                 <tr key={name}>
-                  <td>{name}</td>
+                  <td>{quotaNames[name] ?? name}</td>
                   <td class="n">{name === "storage_bytes" ? size(q.used) : q.used}</td>
                   <td class="n">{name === "storage_bytes" ? size(q.limit) : q.limit}</td>
                 </tr>
