@@ -14,8 +14,10 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"text/tabwriter"
+	"unicode"
 
 	"github.com/barrage-load/barrage/api"
 	"github.com/barrage-load/barrage/internal/barrage"
@@ -390,7 +392,7 @@ func runPluginInfo(ctx context.Context, e env, args []string) error {
 		return err
 	}
 	if p.Readme != "" {
-		fmt.Fprintf(e.stdout, "\n%s\n", strings.TrimRight(p.Readme, "\n"))
+		fmt.Fprintf(e.stdout, "\n%s\n", terminalText(strings.TrimRight(p.Readme, "\n")))
 	}
 	return nil
 }
@@ -678,4 +680,20 @@ func runAdminPlugin(ctx context.Context, e env, args []string) error {
 	}
 	fmt.Fprintf(e.stdout, "%s/%s@%s is %s\n", v.Namespace, v.Name, v.Version, v.State)
 	return nil
+}
+
+// terminalText is s, an author's text, fit to print on a terminal: each control character but a
+// newline and a tab is shown escaped (\x1b), so that no escape sequence in it retitles, clears
+// or paints the reader's terminal, or plants a hidden link in it.
+func terminalText(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		if unicode.IsControl(r) && r != '\n' && r != '\t' {
+			q := strconv.QuoteRune(r)
+			b.WriteString(q[1 : len(q)-1])
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
 }

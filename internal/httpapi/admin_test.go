@@ -330,6 +330,9 @@ func TestAdminSearchesUsersByEmailOrName(t *testing.T) {
 	requireField(t, p, "q")
 	p = requireProblem(t, b.do("GET", "/v1/admin/users?q=%01", admin.access, nil), http.StatusBadRequest)
 	requireField(t, p, "q")
+	for _, notText := range []string{"%ff", "%c0%80", "%ed%a0%80"} {
+		requireField(t, requireProblem(t, b.do("GET", "/v1/admin/users?q="+notText, admin.access, nil), http.StatusBadRequest), "q")
+	}
 	requireProblem(t, b.do("GET", "/v1/admin/users?q=ada", b.signup(b.invite(admin, map[string]any{}), "user@example.com").access, nil), http.StatusForbidden)
 }
 

@@ -3,6 +3,7 @@ package httpapi
 import (
 	"context"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 
@@ -219,6 +220,9 @@ func (s *server) RevokeInvitation(ctx context.Context, req api.RevokeInvitationR
 }
 
 func (s *server) ListUsers(ctx context.Context, req api.ListUsersRequestObject) (api.ListUsersResponseObject, error) {
+	if !utf8.ValidString(deref(req.Params.Q)) {
+		return nil, &badParam{field: "q", reason: "not UTF-8 text"}
+	}
 	now := time.Now()
 	items, next, err := listPage(req.Params.Cursor, req.Params.Limit, func(after *uuid.UUID, limit int) (barrage.Page[barrage.User], error) {
 		return s.accounts.ListUsers(ctx, after, limit, deref(req.Params.Q))

@@ -747,6 +747,17 @@ func TestSearchFiltersAndSortsTheCatalogue(t *testing.T) {
 	require.EqualValues(t, 1, summary["downloads"])
 	require.EqualValues(t, 0, summary["runs"])
 
+	// A version pending review changes nothing others see of the plugin, not even when it changed.
+	other := b.signup(b.invite(admin, map[string]any{"license": map[string]any{"template": "demo"}}), "other@example.com")
+	alpha := func() map[string]any {
+		return b.do("GET", "/v1/plugins?namespace=acme&q=alpha", other.access, nil).json(t)["items"].([]any)[0].(map[string]any)
+	}
+	was := alpha()
+	next := randomData(key, "1.0.1")
+	next.name, next.artifacts = "alpha", next.artifacts[:1]
+	require.Equal(t, http.StatusCreated, b.publish(u.access, next).status)
+	require.Equal(t, was, alpha())
+
 	// A cursor goes on in its own order only.
 	byName := b.do("GET", "/v1/plugins?limit=1", u.access, nil).json(t)["next_cursor"].(string)
 	requireField(t, requireProblem(t, b.do("GET", "/v1/plugins?sort=downloads&cursor="+url.QueryEscape(byName), u.access, nil), http.StatusBadRequest), "cursor")

@@ -1,7 +1,7 @@
 /// <reference types="node" />
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { parse, safeHref, safeSrc } from "./markdown";
+import { parse, safeHref, safeSrc, tooDeep } from "./markdown";
 
 const base = "http://127.0.0.1:8080";
 
@@ -15,11 +15,22 @@ test("a README's links go to the web, to mail or to this server, and nowhere els
   }
 });
 
-test("a README's images come from this server alone", () => {
+test("a README's images are the portal's own files alone", () => {
   assert.equal(safeSrc("/assets/logo.png", base), base + "/assets/logo.png");
-  for (const bad of ["https://tracker.example.com/pixel.gif", "//tracker.example.com/p.gif", "data:image/png;base64,AAAA", "javascript:x"]) {
+  for (const bad of ["https://tracker.example.com/pixel.gif", "//tracker.example.com/p.gif", "data:image/png;base64,AAAA", "javascript:x",
+    // the API, with the reader's session: a download counted, an artifact streamed
+    "/v1/plugins/acme/x/versions/1.0.0/download/linux/amd64", "/v1/plugins/acme/x/versions/1.0.0/download/linux/amd64/file",
+    "/assets/../v1/me", "/assets/x.png?then=/v1/me"]) {
     assert.equal(safeSrc(bad, base), undefined, bad);
   }
+});
+
+test("a README nested past what the portal renders is not parsed", () => {
+  assert.equal(tooDeep("> ".repeat(10000) + "x"), true);
+  assert.equal(tooDeep("- ".repeat(10000) + "x"), true);
+  assert.equal(tooDeep("> 1. - ".repeat(3400)), true);
+  assert.equal(tooDeep("> > quoted\n- a\n  - b\n    1. c\n"), false);
+  assert.equal(tooDeep("--- a rule, not 33 list items: " + "-".repeat(100)), false);
 });
 
 test("raw HTML in a README is a node of its own, which the renderer shows as text", () => {

@@ -356,7 +356,9 @@ func (q *Queries) PluginLock(ctx context.Context, db DBTX, arg PluginLockParams)
 const pluginRefresh = `-- name: PluginRefresh :exec
 UPDATE plugins p SET listed = $1, latest = $2, kinds = $3, description = $4,
     license = $5, source_url = $6, tags = $7,
-    search_text = $8, updated_at = now(),
+    search_text = $8,
+    -- Changed when what everyone may see changes: a version pending review moves nothing.
+    updated_at = CASE WHEN p.listed IS DISTINCT FROM $1 OR p.latest IS DISTINCT FROM $2 THEN now() ELSE p.updated_at END,
     protocols = (SELECT v.protocols FROM plugin_versions v WHERE v.namespace = p.namespace AND v.name = p.name AND v.version = $2),
     platforms = ARRAY(SELECT a.os || '/' || a.arch FROM plugin_artifacts a
                       WHERE a.namespace = p.namespace AND a.name = p.name AND a.version = $2 ORDER BY 1)

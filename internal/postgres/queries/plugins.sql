@@ -13,7 +13,9 @@ SELECT listed FROM plugins WHERE namespace = $1 AND name = $2 FOR UPDATE;
 -- name: PluginRefresh :exec
 UPDATE plugins p SET listed = @listed, latest = @latest, kinds = @kinds, description = @description,
     license = @license, source_url = @source_url, tags = @tags,
-    search_text = @search_text, updated_at = now(),
+    search_text = @search_text,
+    -- Changed when what everyone may see changes: a version pending review moves nothing.
+    updated_at = CASE WHEN p.listed IS DISTINCT FROM @listed OR p.latest IS DISTINCT FROM @latest THEN now() ELSE p.updated_at END,
     protocols = (SELECT v.protocols FROM plugin_versions v WHERE v.namespace = p.namespace AND v.name = p.name AND v.version = @latest),
     platforms = ARRAY(SELECT a.os || '/' || a.arch FROM plugin_artifacts a
                       WHERE a.namespace = p.namespace AND a.name = p.name AND a.version = @latest ORDER BY 1)

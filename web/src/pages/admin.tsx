@@ -434,6 +434,12 @@ function Pending(props: { v: PluginVersion; before?: PluginVersion; onDone: () =
         ))}
       </Table>
       <ConfigPreview schema={v.config_schema} />
+      <details>
+        <summary>
+          Its README, as its author wrote it{props.before && props.before.readme !== v.readme && <> <Badge tone="warn">changed</Badge></>}
+        </summary>
+        <pre class="source">{v.readme || "(none)"}</pre>
+      </details>
       <div class="actions">
         <form onSubmit={approve.submit} class="inline">
           <button type="submit" disabled={approve.busy} aria-label={`Approve ${full}`}>Approve</button>

@@ -160,7 +160,9 @@ function Keys(props: { ns: Namespace; owner: boolean; onChange: () => void }) {
   const [key, setKey] = useState("");
   const [proof, setProof] = useState("");
   const add = useSubmit(async () => {
-    await call("POST", `/v1/namespaces/${n.name}/keys`, { public_key: key.trim(), proof: proof.trim() });
+    // Pasted as add-key --print prints them, with their labels, or without.
+    const publicKey = key.trim().replace(/^public key:\s*/i, "");
+    await call("POST", `/v1/namespaces/${n.name}/keys`, { public_key: publicKey, proof: proof.trim().replace(/^proof:\s*/i, "") });
     setKey("");
     setProof("");
     props.onChange();

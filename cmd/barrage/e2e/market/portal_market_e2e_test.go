@@ -74,7 +74,7 @@ func TestTheMarketplaceInChromium(t *testing.T) {
 	b.Click("Register the key")
 	b.WaitText("the proof is not a signature of this key")
 	require.Contains(t, b.Text(), "No key yet")
-	b.Fill("Proof", m[2])
+	b.Fill("Proof", "proof: "+m[2]) // pasted with its label, as add-key --print prints it
 	b.Click("Register the key")
 	b.WaitText("active")
 	b.Inspect("namespace")
