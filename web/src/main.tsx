@@ -1,7 +1,7 @@
 // The portal: a client of the public API, served by barrage serve at /. Pages are chosen by
 // the path (the server answers index.html for every path of the portal); signing in sets the
 // session's cookies, which no script here can read.
-import { render, type VNode } from "preact";
+import { render, type ComponentChildren, type VNode } from "preact";
 import { useEffect, useState } from "preact/hooks";
 import { call, onSignedOut, type BrowserSession, type User } from "./api";
 import { Link, navigate, onNavigate } from "./nav";
@@ -70,31 +70,22 @@ const routes: { re: RegExp; page: (m: string[], q: URLSearchParams, user: User) 
   { re: /^\/license$/, page: (_, __, user) => <LicensePage user={user} /> },
 ];
 
-function NotFound() {
+/** Notice is a page that says one thing: none here, or none for this user. */
+function Notice(props: { title: string; children: ComponentChildren }) {
   useEffect(() => {
-    document.title = "Not found · Barrage";
-  }, []);
+    document.title = `${props.title} · Barrage`;
+  }, [props.title]);
   return (
     <main>
-      <h1>Not found</h1>
-      <p>
-        The portal has no page here. <Link href="/tests">Your tests</Link>
-      </p>
+      <h1>{props.title}</h1>
+      <p>{props.children}</p>
     </main>
   );
 }
 
-function AdminsOnly() {
-  useEffect(() => {
-    document.title = "Admins only · Barrage";
-  }, []);
-  return (
-    <main>
-      <h1>Admins only</h1>
-      <p>This page is for the service's admins. <Link href="/tests">Your tests</Link></p>
-    </main>
-  );
-}
+const NotFound = () => <Notice title="Not found">The portal has no page here. <Link href="/tests">Your tests</Link></Notice>;
+
+const AdminsOnly = () => <Notice title="Admins only">This page is for the service's admins. <Link href="/tests">Your tests</Link></Notice>;
 
 /** Redirect moves to another page in place of this one, as a server's redirect would. */
 function Redirect(props: { to: string }) {

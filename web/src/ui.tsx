@@ -77,6 +77,23 @@ export function useSubmit(action: () => Promise<void>) {
   return { submit, busy, error };
 }
 
+/** useAction runs what a page does on a click with arguments (a row's button), and keeps what
+ * went wrong the last time: act(f) is f, its failure kept in error rather than thrown. */
+export function useAction() {
+  const [error, setError] = useState<unknown>(null);
+  function act<A extends unknown[]>(f: (...args: A) => Promise<void>) {
+    return async (...args: A) => {
+      setError(null);
+      try {
+        await f(...args);
+      } catch (e) {
+        setError(e);
+      }
+    };
+  }
+  return { error, act };
+}
+
 /** fieldError is the reason the server gave for field, when err is a Problem naming it. */
 export function fieldError(err: unknown, field: string): string | undefined {
   return err instanceof Problem ? err.reasonFor(field) : undefined;

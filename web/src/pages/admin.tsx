@@ -9,7 +9,7 @@ import {
   type Namespace, type Page, type PingResult, type Plugin, type PluginVersion, type TargetSettings, type User,
 } from "../api";
 import { Link, navigate, useTitle } from "../nav";
-import { Badge, Failure, Field, Section, Select, ShownOnce, Table, TextArea, date, duration, fieldError, num, numeric, size, useLoad, useSubmit, type Tone } from "../ui";
+import { Badge, Failure, Field, Section, Select, ShownOnce, Table, TextArea, useAction, date, duration, fieldError, num, numeric, size, useLoad, useSubmit, type Tone } from "../ui";
 import { quotaNames } from "./account";
 import { kindNames, ConfigPreview } from "./market";
 
@@ -67,16 +67,11 @@ export function InvitationsPage() {
     setMade(await call<CreatedInvitation>("POST", "/v1/admin/invitations", body));
     list.reload();
   });
-  const [revoking, setRevoking] = useState<unknown>(null);
-  async function revoke(id: string) {
-    setRevoking(null);
-    try {
-      await call("DELETE", `/v1/admin/invitations/${id}`);
-      list.reload();
-    } catch (e) {
-      setRevoking(e);
-    }
-  }
+  const revoking = useAction();
+  const revoke = revoking.act(async (id: string) => {
+    await call("DELETE", `/v1/admin/invitations/${id}`);
+    list.reload();
+  });
   const err = (f: string) => fieldError(issue.error, f);
   return (
     <AdminPage here="/admin/invitations" title="Invitations">
@@ -110,7 +105,7 @@ export function InvitationsPage() {
         {made && <ShownOnce label="The new invitation code" value={made.code}>The invitation code, shown this once: it is not kept, and cannot be shown again.</ShownOnce>}
       </Section>
       <Section title="Issued">
-        <Failure error={list.error || revoking} />
+        <Failure error={list.error || revoking.error} />
         {list.data && (
           <Table caption="Invitations" cols={["Issued", "Role", "License", "State", numeric("Uses left"), "Used by", "Expires", "Note", ""]}>
             {list.data.items.map((i) => (
@@ -176,17 +171,12 @@ export function UserPage(props: { id: string; me: User }) {
   const user = useLoad(() => call<AdminUser>("GET", `/v1/admin/users/${props.id}`), [props.id]);
   const lic = useLoad(() => call<MyLicense>("GET", `/v1/admin/users/${props.id}/license`), [props.id]);
   const u = user.data;
-  const [patching, setPatching] = useState<unknown>(null);
-  async function patch(body: unknown) {
-    setPatching(null);
-    try {
-      await call<User>("PATCH", `/v1/admin/users/${props.id}`, body);
-      user.reload();
-      lic.reload();
-    } catch (e) {
-      setPatching(e);
-    }
-  }
+  const patching = useAction();
+  const patch = patching.act(async (body: unknown) => {
+    await call<User>("PATCH", `/v1/admin/users/${props.id}`, body);
+    user.reload();
+    lic.reload();
+  });
   return (
     <AdminPage here="/admin/users" title={u ? u.email : "A user"}>
       <Failure error={user.error} />
@@ -213,7 +203,7 @@ export function UserPage(props: { id: string; me: User }) {
               ))}
             </Table>
           )}
-          <Failure error={patching} />
+          <Failure error={patching.error} />
           {u.id !== props.me.id && (
             <p class="actions">
               {u.disabled
@@ -277,7 +267,7 @@ export function AgentsPage() {
     agents.reload();
   });
   const [pings, setPings] = useState<Record<string, string>>({});
-  const [acting, setActing] = useState<unknown>(null);
+  const retiring = useAction();
   async function ping(a: Agent) {
     setPings({ ...pings, [a.id]: "pinging…" });
     try {
@@ -287,18 +277,13 @@ export function AgentsPage() {
       setPings((p) => ({ ...p, [a.id]: e instanceof Error ? e.message : String(e) }));
     }
   }
-  async function retire(a: Agent) {
-    setActing(null);
-    try {
-      await call("DELETE", `/v1/admin/agents/${a.id}`);
-      agents.reload();
-    } catch (e) {
-      setActing(e);
-    }
-  }
+  const retire = retiring.act(async (a: Agent) => {
+    await call("DELETE", `/v1/admin/agents/${a.id}`);
+    agents.reload();
+  });
   return (
     <AdminPage here="/admin/agents" title="Agents">
-      <Failure error={agents.error || acting} />
+      <Failure error={agents.error || retiring.error} />
       {agents.data && (
         <Table caption="Agents" cols={["Name", "Kind", "State", "Version", numeric("Cores"), "Limits per job", "Sandbox", "Last contact", ""]}>
           {agents.data.items.map((a) => (

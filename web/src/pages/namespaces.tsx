@@ -4,7 +4,7 @@
 import { useState } from "preact/hooks";
 import { call, query, type Namespace, type Page, type Plugin, type PluginSummary, type User } from "../api";
 import { Link, navigate, useTitle } from "../nav";
-import { Failure, Field, Section, Table, TextArea, Badge, date, fieldError, useLoad, useSubmit } from "../ui";
+import { Failure, Field, Section, Table, TextArea, Badge, date, fieldError, useAction, useLoad, useSubmit } from "../ui";
 import { VersionState } from "./market";
 
 /** NamespacesPage lists the user's namespaces and claims new ones. */
@@ -117,22 +117,17 @@ function Owners(props: { ns: Namespace; user: User; onChange: (n: Namespace) => 
     props.onChange(await call<Namespace>("PUT", `/v1/namespaces/${n.name}/owners/${encodeURIComponent(id.trim())}`));
     setId("");
   });
-  const [removing, setRemoving] = useState<unknown>(null);
-  async function remove(owner: string) {
-    setRemoving(null);
-    try {
-      const left = await call<Namespace>("DELETE", `/v1/namespaces/${n.name}/owners/${owner}`);
-      if (owner === props.user.id) navigate("/namespaces");
-      else props.onChange(left);
-    } catch (e) {
-      setRemoving(e);
-    }
-  }
+  const removing = useAction();
+  const remove = removing.act(async (owner: string) => {
+    const left = await call<Namespace>("DELETE", `/v1/namespaces/${n.name}/owners/${owner}`);
+    if (owner === props.user.id) navigate("/namespaces");
+    else props.onChange(left);
+  });
   const owners = n.owners ?? [];
   return (
     <Section title="Owners">
       <p class="hint">Every owner may publish, register and retire keys, deprecate versions, and add or remove owners. The last owner stays.</p>
-      <Failure error={removing} />
+      <Failure error={removing.error} />
       <Table caption="Owners" cols={["User id", ""]}>
         {owners.map((o) => (
           <tr key={o}>
@@ -167,20 +162,15 @@ function Keys(props: { ns: Namespace; owner: boolean; onChange: () => void }) {
     setProof("");
     props.onChange();
   });
-  const [retiring, setRetiring] = useState<unknown>(null);
-  async function retire(id: string) {
-    setRetiring(null);
-    try {
-      await call("POST", `/v1/namespaces/${n.name}/keys/${id}/retire`);
-      props.onChange();
-    } catch (e) {
-      setRetiring(e);
-    }
-  }
+  const retiring = useAction();
+  const retire = retiring.act(async (id: string) => {
+    await call("POST", `/v1/namespaces/${n.name}/keys/${id}/retire`);
+    props.onChange();
+  });
   return (
     <Section title="Signing keys">
       <p class="hint">Versions are signed with one of these keys; a retired key signs nothing new and still verifies what it signed.</p>
-      <Failure error={retiring} />
+      <Failure error={retiring.error} />
       {n.keys.length === 0 ? <p>No key yet: versions cannot be published until one is registered.</p> : (
         <Table caption="Signing keys" cols={["Key id", "Public key", "Added", "State", ""]}>
           {n.keys.map((k) => (

@@ -2,7 +2,7 @@
 // or a range, name it, and the script gains its line under `plugins:`.
 import { useState } from "preact/hooks";
 import { call, query, type Page, type Plugin, type PluginKind, type PluginSummary } from "../api";
-import { Failure, Field, Select, TextArea, useSubmit } from "../ui";
+import { Failure, Field, Select, TextArea, useAction, useSubmit } from "../ui";
 import { alias } from "./market";
 
 /** PluginUse is a script's entry for a marketplace plugin. */
@@ -78,22 +78,17 @@ export function PluginPicker(props: { onAdd: (u: PluginUse) => void; taken: stri
     setAdded("");
     setFound((await call<Page<PluginSummary>>("GET", "/v1/plugins" + query({ q: words.trim(), limit: 20 }))).items);
   });
-  const [picking, setPicking] = useState<unknown>(null);
-  async function pick(p: PluginSummary) {
-    setPicking(null);
-    try {
-      const full = await call<Plugin>("GET", `/v1/plugins/${p.namespace}/${p.name}`);
-      const usable = full.versions.filter((v) => v.state === "published" || v.state === "deprecated");
-      setPlugin(full);
-      setVersion(usable.length ? rangeOf(usable[0].version) : "");
-      let n = alias(p.name);
-      for (let i = 2; props.taken.includes(n); i++) n = `${alias(p.name)}${i}`;
-      setName(n);
-      setKind(full.kinds[0]);
-    } catch (e) {
-      setPicking(e);
-    }
-  }
+  const picking = useAction();
+  const pick = picking.act(async (p: PluginSummary) => {
+    const full = await call<Plugin>("GET", `/v1/plugins/${p.namespace}/${p.name}`);
+    const usable = full.versions.filter((v) => v.state === "published" || v.state === "deprecated");
+    setPlugin(full);
+    setVersion(usable.length ? rangeOf(usable[0].version) : "");
+    let n = alias(p.name);
+    for (let i = 2; props.taken.includes(n); i++) n = `${alias(p.name)}${i}`;
+    setName(n);
+    setKind(full.kinds[0]);
+  });
   const usable = plugin?.versions.filter((v) => v.state === "published" || v.state === "deprecated") ?? [];
   const ranges = [...new Set(usable.map((v) => rangeOf(v.version)))];
   function add(e: Event) {
@@ -125,7 +120,7 @@ export function PluginPicker(props: { onAdd: (u: PluginUse) => void; taken: stri
           onKeyDown={(e) => { if (e.key === "Enter") find.submit(e); }} />
         <button type="button" class="secondary" disabled={find.busy} onClick={find.submit}>Find</button>
       </div>
-      <Failure error={find.error || picking} />
+      <Failure error={find.error || picking.error} />
       {found && !plugin && (found.length === 0 ? <p>No plugin matches.</p> : (
         <ul class="plain">
           {found.map((p) => (
