@@ -233,15 +233,20 @@ func (s *server) SearchPlugins(ctx context.Context, req api.SearchPluginsRequest
 		out.Items[i] = toAPIPluginSummary(pl)
 	}
 	if more {
-		last := items[len(items)-1]
-		cursor := last.Namespace + "/" + last.Name
-		if q.Sort != "" && q.Sort != postgres.PluginsByName {
-			cursor = fmt.Sprintf("%s:%d:%s", q.Sort, postgres.SortKey(q.Sort, last), cursor)
-		}
-		next := base64.RawURLEncoding.EncodeToString([]byte(cursor))
+		next := pluginCursorAfter(items[len(items)-1], q.Sort)
 		out.NextCursor = &next
 	}
 	return out, nil
+}
+
+// pluginCursorAfter is the cursor of the page after plugin last, in order sort; pluginCursor
+// reads it.
+func pluginCursorAfter(last barrage.Plugin, sort string) string {
+	cursor := last.Namespace + "/" + last.Name
+	if sort != "" && sort != postgres.PluginsByName {
+		cursor = fmt.Sprintf("%s:%d:%s", sort, postgres.SortKey(sort, last), cursor)
+	}
+	return base64.RawURLEncoding.EncodeToString([]byte(cursor))
 }
 
 // pluginCursor reads a cursor of plugins in order sort: the last plugin of the page before,

@@ -404,7 +404,7 @@ func (b *Browser) Choose(label, option string) {
 	b.t.Helper()
 	sel := control(label)
 	what := fmt.Sprintf("choose %q in the list %s", option, label)
-	b.await("the page's requests to be answered, to "+what, func() bool { return len(b.inflight) == 0 })
+	b.answered(what)
 	b.do(what, chromedp.Poll[chromedp.Void](fmt.Sprintf(`((s, text) => {
 		const o = s && [...s.options].find((o) => o.text === text);
 		if (!o) return false;
@@ -433,6 +433,13 @@ func (b *Browser) Follow(text string) {
 	b.click("follow the link "+text, named("a[href]", text))
 }
 
+// answered waits until the page has no request in flight but its live streams, before it does
+// what: an answer on its way may yet move or replace what it acts on.
+func (b *Browser) answered(what string) {
+	b.t.Helper()
+	b.await("the page's requests to be answered, to "+what, func() bool { return len(b.inflight) == 0 })
+}
+
 // click clicks the element sel, as a person's pointer does, at where it is shown, once the page
 // has settled: its requests answered (but its live streams) and the element still for two
 // frames. A click sent while an answer is on its way lands where the element was before the
@@ -440,7 +447,7 @@ func (b *Browser) Follow(text string) {
 func (b *Browser) click(what string, sel chromedp.JSPath) {
 	b.t.Helper()
 	b.do(what, chromedp.WaitVisible(sel))
-	b.await("the page's requests to be answered, to "+what, func() bool { return len(b.inflight) == 0 })
+	b.answered(what)
 	// Polled at each frame: still when its box is the one it had at the frame before.
 	still := fmt.Sprintf(`((e) => {
 		const r = e.getBoundingClientRect(), box = [r.x, r.y, r.width, r.height].join();

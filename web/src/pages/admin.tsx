@@ -11,7 +11,7 @@ import {
 import { Link, navigate, useTitle } from "../nav";
 import { Badge, Failure, Field, Section, Select, ShownOnce, Table, TextArea, useAction, date, duration, fieldError, num, numeric, size, useLoad, useSubmit, type Tone } from "../ui";
 import { quotaNames } from "./account";
-import { kindNames, ConfigPreview } from "./market";
+import { Artifacts, ConfigPreview, kindNames } from "./market";
 
 /** The console's pages, in its own navigation. */
 const pages: [string, string][] = [
@@ -400,24 +400,14 @@ function Pending(props: { v: PluginVersion; before?: PluginVersion; onDone: () =
           return (
             <tr key={k} class={changed ? "changed" : undefined}>
               <th scope="row">{k}{changed && <> <Badge tone="warn">changed</Badge></>}</th>
-              <td><code class="digest">{val}</code></td>
-              <td>{was ? <code class="digest">{was[k]}</code> : "the first version"}</td>
+              <td><code class="wrap">{val}</code></td>
+              <td>{was ? <code class="wrap">{was[k]}</code> : "the first version"}</td>
             </tr>
           );
         })}
       </Table>
       {v.network.length > 0 && <p class="warning" role="note">It asks to reach {v.network.join(", ")}: runs grant it that network.</p>}
-      <Table caption={`The artifacts of ${full}`} cols={["Platform", "File", "Format", numeric("Size"), "SHA-256"]}>
-        {v.artifacts.map((a) => (
-          <tr key={a.os + a.arch}>
-            <td>{a.os}/{a.arch}</td>
-            <td><code>{a.file}</code></td>
-            <td>{a.format}</td>
-            <td class="n">{size(a.size)}</td>
-            <td><code class="digest">{a.sha256}</code></td>
-          </tr>
-        ))}
-      </Table>
+      <Artifacts v={v} caption={`The artifacts of ${full}`} />
       <ConfigPreview schema={v.config_schema} />
       <details>
         <summary>

@@ -225,28 +225,35 @@ export function VersionDetails(props: { v: PluginVersion }) {
         <div><dt>Plugin protocols</dt><dd>{v.protocols.join(", ")}</dd></div>
         <div><dt>Network it asks for</dt><dd>{v.network.length ? v.network.map((n) => <code key={n}>{n} </code>) : "None"}</dd></div>
       </dl>
-      <Table caption={`Platforms of ${v.version}`} cols={["Platform", "File", "Format", numeric("Size"), "SHA-256"]}>
-        {v.artifacts.map((a) => (
-          <tr key={a.os + a.arch}>
-            <td>{a.os}/{a.arch}</td>
-            <td><code>{a.file}</code></td>
-            <td>{a.format === "elf" ? "ELF executable" : "Python zipapp"}</td>
-            <td class="n">{size(a.size)}</td>
-            <td><code class="digest">{a.sha256}</code></td>
-          </tr>
-        ))}
-      </Table>
+      <Artifacts v={v} caption={`Platforms of ${v.version}`} />
       <ConfigPreview schema={v.config_schema} />
       {usable && (
         <>
           <h3>Use it</h3>
           <p>In a test's script, this version or any later one of the same major version:</p>
-          <pre><code>{snippet(v, true)}</code></pre>
+          <pre class="snippet"><code>{snippet(v, true)}</code></pre>
           <p>On your machine, for <code>barrage run</code>:</p>
-          <pre><code>barrage plugin install {v.namespace}/{v.name}@{v.version}</code></pre>
+          <pre class="snippet"><code>barrage plugin install {v.namespace}/{v.name}@{v.version}</code></pre>
         </>
       )}
     </Section>
+  );
+}
+
+/** Artifacts lists version v's artifacts: platform, file, format, size and SHA-256. */
+export function Artifacts(props: { v: PluginVersion; caption: string }) {
+  return (
+    <Table caption={props.caption} cols={["Platform", "File", "Format", numeric("Size"), "SHA-256"]}>
+      {props.v.artifacts.map((a) => (
+        <tr key={a.os + a.arch}>
+          <td>{a.os}/{a.arch}</td>
+          <td><code>{a.file}</code></td>
+          <td>{a.format === "elf" ? "ELF executable" : "Python zipapp"}</td>
+          <td class="n">{size(a.size)}</td>
+          <td><code class="digest">{a.sha256}</code></td>
+        </tr>
+      ))}
+    </Table>
   );
 }
 
