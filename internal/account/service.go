@@ -11,12 +11,14 @@ import (
 	"log/slog"
 	"net/mail"
 	"net/netip"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
 
 	"github.com/google/uuid"
 
+	"github.com/barrage-load/barrage/internal/audit"
 	"github.com/barrage-load/barrage/internal/auth"
 	"github.com/barrage-load/barrage/internal/barrage"
 	"github.com/barrage-load/barrage/internal/postgres"
@@ -95,6 +97,7 @@ func (s *Service) Signup(ctx context.Context, in SignupInput, client netip.Addr)
 	if err != nil {
 		return err
 	}
+	audit.Actor(ctx, nil, email)
 	if err := s.limit(ctx, s.limits.SignupPerAccount, "signup:email:"+strings.ToLower(email)); err != nil {
 		return err
 	}
@@ -119,12 +122,18 @@ func (s *Service) Signup(ctx context.Context, in SignupInput, client netip.Addr)
 	if errors.Is(err, postgres.ErrEmailTaken) {
 		// Answered as a created account: sign-up tells nobody which emails have one.
 		s.log.InfoContext(ctx, "sign-up for an email that has an account; the code's use is spent")
+		audit.Detail(ctx, "email_taken", true)
 		return nil
 	}
 	if err != nil {
 		return err
 	}
 	s.log.InfoContext(ctx, "account created", slog.String("user_id", u.ID.String()), slog.String("role", string(u.Role)))
+	audit.Actor(ctx, &u.ID, u.Email)
+	if u.InvitationID != nil {
+		audit.Object(ctx, u.InvitationID.String())
+	}
+	audit.Detail(ctx, "role", u.Role)
 	return nil
 }
 
@@ -155,6 +164,7 @@ func (s *Service) Login(ctx context.Context, email, password string, client neti
 		_ = s.hasher.VerifyDummy(ctx, password)
 		return Session{}, errBadCredentials
 	}
+	audit.Actor(ctx, nil, email)
 	// Wrong passwords are counted per account and client together: they slow whoever sends
 	// them, not the owner signing in from elsewhere.
 	failures := "login:failures:" + strings.ToLower(email) + ":" + ClientKey(client)
@@ -164,6 +174,11 @@ func (s *Service) Login(ctx context.Context, email, password string, client neti
 	u, err := s.store.UserByEmail(ctx, email)
 	if err != nil && !errors.Is(err, barrage.ErrNotFound) {
 		return Session{}, err
+	}
+	if u.ID != uuid.Nil {
+		// The account tried: its owner reads the attempt in their own log.
+		audit.Object(ctx, u.ID.String())
+		audit.Subject(ctx, u.ID)
 	}
 	// Wrong passwords from everywhere together: past their budget, strangers wait their turn.
 	// An email without an account is counted alike, so that the turns say nothing of which have.
@@ -199,11 +214,13 @@ func (s *Service) Login(ctx context.Context, email, password string, client neti
 		return Session{}, err
 	}
 	if u.Disabled {
+		audit.Detail(ctx, "disabled", true)
 		return Session{}, wrong()
 	}
 	if err := s.store.TouchSignInAddress(ctx, u.ID, from, s.now()); err != nil {
 		return Session{}, err
 	}
+	audit.Actor(ctx, &u.ID, u.Email)
 	return s.startSession(ctx, u)
 }
 
@@ -215,6 +232,8 @@ func (s *Service) guessed(ctx context.Context, u barrage.User) {
 	case err != nil:
 		s.log.ErrorContext(ctx, "record password guessing", slog.String("user_id", u.ID.String()), slog.Any("error", err))
 	case news:
+		// Strangers now wait their turn: the account is under attack, and its log says so.
+		audit.Detail(ctx, "guessing_detected", true)
 		s.log.WarnContext(ctx, "wrong passwords for an account from many addresses, past its budget: addresses it has not signed in from now wait their turn",
 			slog.String("user_id", u.ID.String()), slog.Int("budget", s.limits.GuessesPerAccount.N), slog.Duration("per", s.limits.GuessesPerAccount.Per))
 	}
@@ -315,6 +334,19 @@ type UpdateMeInput struct {
 // a new password ends every session, and revokes the personal API tokens when asked to (they
 // are the user's to keep: a CI job's token need not die with a password change).
 func (s *Service) UpdateMe(ctx context.Context, p barrage.Principal, in UpdateMeInput) (barrage.User, error) {
+	audit.Object(ctx, p.User.ID.String())
+	var changed []string
+	for field, set := range map[string]bool{"email": in.Email != nil, "name": in.Name != nil, "password": in.NewPassword != nil} {
+		if set {
+			changed = append(changed, field)
+		}
+	}
+	slices.Sort(changed)
+	audit.Detail(ctx, "fields", changed)
+	if in.NewPassword != nil {
+		audit.Rename(ctx, "user.change_password")
+		audit.Detail(ctx, "revoke_tokens", in.RevokeTokens)
+	}
 	var newHash string
 	if in.Email != nil || in.NewPassword != nil {
 		if in.CurrentPassword == nil {

@@ -78,6 +78,8 @@ type Config struct {
 	// DestinationMaxVUs caps the VUs every user's runs on shared agents together may aim at
 	// one address that proved control of a target; 0 sets no cap.
 	DestinationMaxVUs int
+	// AuditRetention is how long the audit log keeps an entry.
+	AuditRetention time.Duration
 }
 
 // Setting documents one setting: its flag, its environment variable and its default.
@@ -121,6 +123,7 @@ var Settings = []Setting{
 	{"verify-allow", "BARRAGE_VERIFY_ALLOW", "", "internal destinations the ownership check of targets may reach, comma-separated CIDRs, addresses or address:port; default none"},
 	{"destination-max-vus", "BARRAGE_DESTINATION_MAX_VUS", "1000", "the most VUs every user's runs on shared agents together may aim at one address that proved control of a target; 0 sets no cap"},
 	{"verify-dns", "BARRAGE_VERIFY_DNS", "", "DNS server (host:port) the ownership check of targets asks for the addresses of their names; default the system's"},
+	{"audit-retention-days", "BARRAGE_AUDIT_RETENTION_DAYS", "400", "days the audit log keeps an entry (1 or more); older ones are deleted hourly"},
 }
 
 // ErrFlags wraps Load's error when the command line does not parse; the flag package has then
@@ -205,6 +208,11 @@ func parse(v map[string]*string) (Config, error) {
 	c.VerifyTargets = r.policy("verify-allow", netpolicy.Policy{Setting: "serve's --verify-allow (BARRAGE_VERIFY_ALLOW)", Holder: "the server's"})
 	c.DestinationMaxVUs = int(r.count("destination-max-vus", "want a number of VUs, or 0 for no cap"))
 	c.VerifyDNS = r.optional("verify-dns", r.hostPort)
+	days := r.count("audit-retention-days", "want a whole number of days, 1 or more")
+	if days == 0 || days > 100*365 {
+		r.bad("audit-retention-days", "want a whole number of days, 1 to 36500")
+	}
+	c.AuditRetention = time.Duration(days) * 24 * time.Hour
 	return c, errors.Join(r.errs...)
 }
 

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/barrage-load/barrage/api"
+	"github.com/barrage-load/barrage/internal/audit"
 	"github.com/barrage-load/barrage/internal/barrage"
 	"github.com/barrage-load/barrage/internal/control/fleet"
 )
@@ -57,7 +58,13 @@ func (s *server) createAgent(ctx context.Context, b api.CreateAgentRequest, shar
 	if b.MaxRunDurationSeconds != nil {
 		in.Limits.MaxRunDuration = time.Duration(*b.MaxRunDurationSeconds) * time.Second
 	}
-	return s.fleet.CreateAgent(ctx, p, in, shared)
+	a, token, err := s.fleet.CreateAgent(ctx, p, in, shared)
+	if err == nil {
+		audit.Object(ctx, a.ID.String())
+		audit.Detail(ctx, "name", a.Name)
+		audit.Detail(ctx, "shared", shared)
+	}
+	return a, token, err
 }
 
 func (s *server) GetAgent(ctx context.Context, req api.GetAgentRequestObject) (api.GetAgentResponseObject, error) {

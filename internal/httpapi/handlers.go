@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"context"
+	"reflect"
 	"time"
 	"unicode/utf8"
 
@@ -9,6 +10,7 @@ import (
 
 	"github.com/barrage-load/barrage/api"
 	"github.com/barrage-load/barrage/internal/account"
+	"github.com/barrage-load/barrage/internal/audit"
 	"github.com/barrage-load/barrage/internal/barrage"
 )
 
@@ -160,6 +162,9 @@ func (s *server) CreateToken(ctx context.Context, req api.CreateTokenRequestObje
 	if err != nil {
 		return nil, err
 	}
+	audit.Object(ctx, t.ID.String())
+	audit.Detail(ctx, "name", t.Name)
+	audit.Detail(ctx, "scopes", t.Scopes)
 	v := toAPIToken(t)
 	return api.CreateToken201JSONResponse{
 		Id: v.Id, Name: v.Name, Scopes: v.Scopes, CreatedAt: v.CreatedAt, ExpiresAt: v.ExpiresAt, Token: secret,
@@ -197,6 +202,9 @@ func (s *server) CreateInvitation(ctx context.Context, req api.CreateInvitationR
 	if err != nil {
 		return nil, err
 	}
+	audit.Object(ctx, inv.ID.String())
+	audit.Detail(ctx, "role", inv.Role)
+	audit.Detail(ctx, "uses", inv.UsesTotal)
 	v := toAPIInvitation(inv, time.Now())
 	return api.CreateInvitation201JSONResponse{
 		Id: v.Id, Role: v.Role, License: v.License, UsesTotal: v.UsesTotal, UsesLeft: v.UsesLeft, ExpiresAt: v.ExpiresAt,
@@ -244,6 +252,15 @@ func (s *server) UpdateUser(ctx context.Context, req api.UpdateUserRequestObject
 		return nil, err
 	}
 	b := req.Body
+	audit.Subject(ctx, req.Id)
+	for field, set := range map[string]any{"disabled": b.Disabled, "role": b.Role} {
+		if !reflect.ValueOf(set).IsNil() {
+			audit.Detail(ctx, field, set)
+		}
+	}
+	if b.License.IsSpecified() {
+		audit.Detail(ctx, "license", b.License)
+	}
 	patch := account.UserPatch{Disabled: b.Disabled}
 	if b.Role != nil {
 		r := barrage.Role(*b.Role)

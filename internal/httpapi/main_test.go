@@ -20,6 +20,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/barrage-load/barrage/internal/account"
+	"github.com/barrage-load/barrage/internal/audit"
 	"github.com/barrage-load/barrage/internal/auth"
 	"github.com/barrage-load/barrage/internal/barrage"
 	"github.com/barrage-load/barrage/internal/blob"
@@ -171,7 +172,7 @@ func setup(t testing.TB, opts ...setupOpts) *testBundle {
 	blobs, err := blob.NewLocal(t.TempDir())
 	require.NoError(t, err)
 	mkt := market.New(store, blobs, log, market.Config{MaxArtifactBytes: o.maxPluginBytes, ReservedNamespaces: o.reservedNamespaces, Quotas: o.quotas})
-	deps := httpapi.Deps{Log: log, Accounts: svc, Control: ctl, Market: mkt, Ready: store.Ready, MaxBodyBytes: o.maxBody, MaxFileBytes: o.maxFileBytes,
+	deps := httpapi.Deps{Log: log, Accounts: svc, Control: ctl, Market: mkt, Audit: audit.New(store, log, 0), Ready: store.Ready, MaxBodyBytes: o.maxBody, MaxFileBytes: o.maxFileBytes,
 		AnonymousReaders: o.anonReaders, HeavyPerUser: o.heavyPerUser, LiveStreams: o.liveStreams}
 	if o.trusted != "" {
 		deps.TrustedProxies = mustPrefixes(t, o.trusted)

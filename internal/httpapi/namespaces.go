@@ -5,6 +5,7 @@ import (
 	"errors"
 
 	"github.com/barrage-load/barrage/api"
+	"github.com/barrage-load/barrage/internal/audit"
 	"github.com/barrage-load/barrage/internal/barrage"
 	"github.com/barrage-load/barrage/internal/registry"
 )
@@ -21,6 +22,8 @@ func (s *server) ReserveNamespace(ctx context.Context, req api.ReserveNamespaceR
 	ns, err := s.claimNamespace(ctx, req.Body.Name, true)
 	if errors.Is(err, barrage.ErrConflict) && req.Body.Reason != nil {
 		// A user's: taken back, saying why.
+		audit.Detail(ctx, "taken_back", true)
+		audit.Detail(ctx, "reason", *req.Body.Reason)
 		var p barrage.Principal
 		if p, err = principal(ctx); err == nil {
 			var taken barrage.Namespace
@@ -39,6 +42,7 @@ func (s *server) claimNamespace(ctx context.Context, name string, reserve bool) 
 	if err != nil {
 		return api.Namespace{}, err
 	}
+	audit.Object(ctx, name)
 	ns, err := s.market.ClaimNamespace(ctx, p, name, reserve)
 	return toAPINamespace(ns), err
 }

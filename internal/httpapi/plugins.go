@@ -19,6 +19,7 @@ import (
 	"github.com/getkin/kin-openapi/openapi3"
 
 	"github.com/barrage-load/barrage/api"
+	"github.com/barrage-load/barrage/internal/audit"
 	"github.com/barrage-load/barrage/internal/barrage"
 	"github.com/barrage-load/barrage/internal/market"
 	"github.com/barrage-load/barrage/internal/postgres"
@@ -81,6 +82,7 @@ func (s *server) PublishPluginVersion(ctx context.Context, req api.PublishPlugin
 	if err != nil {
 		return nil, err
 	}
+	audit.Object(ctx, req.Namespace+"/"+req.Name+"@"+m.Version)
 	up, err := s.market.Publish(ctx, p, req.Namespace, req.Name, m)
 	if err != nil {
 		return nil, err

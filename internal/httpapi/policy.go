@@ -132,6 +132,9 @@ var policies = map[string]policy{
 	"GET /v1/runs/{id}/series":      {user, barrage.ScopeRead},
 	"GET /v1/runs/{id}/summary":     {user, barrage.ScopeRead},
 
+	"GET /v1/audit":        {user, barrage.ScopeRead},
+	"GET /v1/audit/export": {user, barrage.ScopeRead},
+
 	"POST /v1/agent/lease":              {access: agent},
 	"GET /v1/agent/artifacts/{sha256}":  {access: agent},
 	"POST /v1/agent/pings/{id}":         {access: agent},
@@ -177,88 +180,94 @@ type Authenticator interface {
 	Authenticate(ctx context.Context, bearer string) (barrage.Principal, error)
 }
 
-// authorize enforces the route's policy, and then reads the request's body (bufferBody): it runs
-// inside the router, where the matched route pattern is known.
+// authorize records the requests of an audited route (record) and enforces the route's policy
+// (admit): it runs inside the router, where the matched route pattern is known.
 func (s *server) authorize(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		key := routeKey(r.Method, chi.RouteContext(r.Context()).RoutePattern())
-		pol, ok := policies[key]
-		if !ok {
-			s.log.ErrorContext(r.Context(), "route has no access policy; denied", slog.String("route", key))
-			writeError(s.log, w, r, barrage.Errorf(barrage.ErrForbidden, "this route is not open to anyone"))
-			return
-		}
-		if pol.access == public {
-			if csrf, ok := sessionRoutes[key]; ok {
-				// Signing in, refreshing or out by cookie: only from this server's pages.
-				if !sameOrigin(r) || (csrf && !csrfHeld(r)) {
-					writeError(s.log, w, r, errCrossSite)
-					return
-				}
-				r = withCookieJar(r)
+		s.record(key, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { s.admit(key, next, w, r) })).ServeHTTP(w, r)
+	})
+}
+
+// admit enforces the policy of the route key, and then reads the request's body (bufferBody)
+// for next to serve.
+func (s *server) admit(key string, next http.Handler, w http.ResponseWriter, r *http.Request) {
+	pol, ok := policies[key]
+	if !ok {
+		s.log.ErrorContext(r.Context(), "route has no access policy; denied", slog.String("route", key))
+		writeError(s.log, w, r, barrage.Errorf(barrage.ErrForbidden, "this route is not open to anyone"))
+		return
+	}
+	if pol.access == public {
+		if csrf, ok := sessionRoutes[key]; ok {
+			// Signing in, refreshing or out by cookie: only from this server's pages.
+			if !sameOrigin(r) || (csrf && !csrfHeld(r)) {
+				writeError(s.log, w, r, errCrossSite)
+				return
 			}
-			if bufferBody(w, r) {
-				next.ServeHTTP(w, r)
-			}
-			return
+			r = withCookieJar(r)
 		}
-		token, viaCookie, found := credentials(r)
-		if !found {
-			writeError(s.log, w, r, barrage.Errorf(barrage.ErrUnauthorized, "send Authorization: Bearer <token>, or sign in from the portal"))
-			return
+		if bufferBody(w, r) {
+			next.ServeHTTP(w, r)
 		}
-		if viaCookie && (pol.access == agent || !safeMethod(r.Method) && (!sameOrigin(r) || !csrfHeld(r))) {
-			writeError(s.log, w, r, errCrossSite)
-			return
+		return
+	}
+	token, viaCookie, found := credentials(r)
+	if !found {
+		writeError(s.log, w, r, barrage.Errorf(barrage.ErrUnauthorized, "send Authorization: Bearer <token>, or sign in from the portal"))
+		return
+	}
+	if viaCookie && (pol.access == agent || !safeMethod(r.Method) && (!sameOrigin(r) || !csrfHeld(r))) {
+		writeError(s.log, w, r, errCrossSite)
+		return
+	}
+	var p barrage.Principal
+	var err error
+	if pol.access == agent {
+		var a barrage.Agent
+		if a, err = s.fleet.AuthenticateAgent(r.Context(), token); err == nil {
+			p.Agent = &a
 		}
-		var p barrage.Principal
-		var err error
-		if pol.access == agent {
-			var a barrage.Agent
-			if a, err = s.fleet.AuthenticateAgent(r.Context(), token); err == nil {
-				p.Agent = &a
-			}
-		} else {
-			p, err = s.auth.Authenticate(r.Context(), token)
+	} else {
+		p, err = s.auth.Authenticate(r.Context(), token)
+	}
+	if err != nil {
+		writeError(s.log, w, r, err)
+		return
+	}
+	if h, _ := r.Context().Value(keyPrincipal).(*principalHolder); h != nil {
+		h.p = &p
+	}
+	switch {
+	case pol.access == agent:
+	case pol.access == admin && p.User.Role != barrage.RoleAdmin:
+		writeError(s.log, w, r, barrage.Errorf(barrage.ErrForbidden, "this route is for admins"))
+		return
+	case !p.HasScope(pol.scope):
+		writeError(s.log, w, r, barrage.Errorf(barrage.ErrForbidden, "this token lacks the %q scope", pol.scope))
+		return
+	}
+	turn, ok := heavy[key]
+	counter := s.heavy
+	if awaiting[key] {
+		turn, ok, counter = true, true, s.awaiting
+	}
+	if ok {
+		done, err := counter.acquire(r.Context(), p.User.ID, turn)
+		if err == nil {
+			defer done()
+		}
+		if r.Context().Err() != nil {
+			return // the client left while its request waited its turn: nobody to answer
 		}
 		if err != nil {
 			writeError(s.log, w, r, err)
 			return
 		}
-		if h, _ := r.Context().Value(keyPrincipal).(*principalHolder); h != nil {
-			h.p = &p
-		}
-		switch {
-		case pol.access == agent:
-		case pol.access == admin && p.User.Role != barrage.RoleAdmin:
-			writeError(s.log, w, r, barrage.Errorf(barrage.ErrForbidden, "this route is for admins"))
-			return
-		case !p.HasScope(pol.scope):
-			writeError(s.log, w, r, barrage.Errorf(barrage.ErrForbidden, "this token lacks the %q scope", pol.scope))
-			return
-		}
-		turn, ok := heavy[key]
-		counter := s.heavy
-		if awaiting[key] {
-			turn, ok, counter = true, true, s.awaiting
-		}
-		if ok {
-			done, err := counter.acquire(r.Context(), p.User.ID, turn)
-			if err == nil {
-				defer done()
-			}
-			if r.Context().Err() != nil {
-				return // the client left while its request waited its turn: nobody to answer
-			}
-			if err != nil {
-				writeError(s.log, w, r, err)
-				return
-			}
-		}
-		// Only now is the body read: a token that is not one, a scope it lacks, a user with
-		// enough in flight cost the server no body.
-		if bufferBody(w, r) {
-			next.ServeHTTP(w, r)
-		}
-	})
+	}
+	// Only now is the body read: a token that is not one, a scope it lacks, a user with
+	// enough in flight cost the server no body.
+	if bufferBody(w, r) {
+		next.ServeHTTP(w, r)
+	}
 }

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/barrage-load/barrage/internal/audit"
 	"github.com/barrage-load/barrage/internal/barrage"
 	"github.com/barrage-load/barrage/internal/postgres"
 )
@@ -130,6 +131,7 @@ func writeProblem(w http.ResponseWriter, r *http.Request, p problem) {
 	if p.Status == http.StatusUnauthorized {
 		h.Set("WWW-Authenticate", `Bearer realm="barrage"`)
 	}
+	audit.Failed(r.Context(), p.Detail)
 	w.WriteHeader(p.Status)
 	_ = json.NewEncoder(w).Encode(p)
 }

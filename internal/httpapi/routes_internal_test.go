@@ -58,6 +58,11 @@ func TestEveryRouteHasAPolicy(t *testing.T) {
 	for key := range heavy {
 		require.Contains(t, routes, key, "heavy %s names no route", key)
 	}
+	for key, rule := range audits {
+		require.Contains(t, routes, key, "audited %s names no route", key)
+		require.Regexp(t, `^[a-z_]+\.[a-z_]+$`, rule.action, "the audit log's column takes object.verb")
+		require.False(t, safeMethod(strings.Fields(key)[0]), "%s reads: the audit log records what changes", key)
+	}
 }
 
 func TestRouterAndSpecHaveTheSameRoutes(t *testing.T) {

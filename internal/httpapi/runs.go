@@ -17,6 +17,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/barrage-load/barrage/api"
+	"github.com/barrage-load/barrage/internal/audit"
 	"github.com/barrage-load/barrage/internal/barrage"
 	"github.com/barrage-load/barrage/internal/control/runs"
 	"github.com/barrage-load/barrage/internal/control/tests"
@@ -55,6 +56,11 @@ func (s *server) CreateRun(ctx context.Context, req api.CreateRunRequestObject) 
 	run, err := s.runs.CreateRun(ctx, p, in)
 	if err != nil {
 		return nil, err
+	}
+	audit.Object(ctx, run.ID.String())
+	audit.Detail(ctx, "script_id", run.ScriptID)
+	if in.TestID != nil {
+		audit.Detail(ctx, "test_id", *in.TestID)
 	}
 	return api.CreateRun201JSONResponse(toAPIRun(run)), nil
 }

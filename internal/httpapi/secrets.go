@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/barrage-load/barrage/api"
+	"github.com/barrage-load/barrage/internal/audit"
 	"github.com/barrage-load/barrage/internal/barrage"
 )
 
@@ -28,10 +29,12 @@ func (s *server) PutSecret(ctx context.Context, req api.PutSecretRequestObject) 
 	if err != nil {
 		return nil, err
 	}
+	audit.Object(ctx, req.Body.Name) // the name alone: never the value
 	sec, created, err := s.secrets.PutSecret(ctx, p, req.Body.Name, deref(req.Body.Value))
 	if err != nil {
 		return nil, err
 	}
+	audit.Detail(ctx, "created", created)
 	if created {
 		return api.PutSecret201JSONResponse(toAPISecret(sec)), nil
 	}

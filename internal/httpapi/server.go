@@ -23,6 +23,7 @@ import (
 
 	"github.com/barrage-load/barrage/api"
 	"github.com/barrage-load/barrage/internal/account"
+	"github.com/barrage-load/barrage/internal/audit"
 	"github.com/barrage-load/barrage/internal/barrage"
 	"github.com/barrage-load/barrage/internal/control"
 	"github.com/barrage-load/barrage/internal/control/fleet"
@@ -39,6 +40,8 @@ type Deps struct {
 	Accounts *account.Service
 	Control  *control.Plane
 	Market   *market.Service
+	// Audit, when set, records the audited routes' requests (audits).
+	Audit *audit.Log
 	// Ready reports whether the server can serve: database up, schema known.
 	Ready func(ctx context.Context) error
 	// TrustedProxies are the proxies whose X-Forwarded-For is believed.
@@ -78,6 +81,7 @@ type server struct {
 	targets  *targets.Service
 	secrets  *secrets.Service
 	market   *market.Service
+	audit    *audit.Log
 	spec     *openapi3.T
 	auth     Authenticator
 	ready    func(ctx context.Context) error
@@ -100,7 +104,7 @@ func NewServer(d Deps) (http.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &server{log: d.Log, accounts: d.Accounts, market: d.Market, spec: doc, auth: d.Accounts, ready: d.Ready, docsPage: page, version: d.Version,
+	s := &server{log: d.Log, accounts: d.Accounts, market: d.Market, audit: d.Audit, spec: doc, auth: d.Accounts, ready: d.Ready, docsPage: page, version: d.Version,
 		heavy: newInflight(d.HeavyPerUser, 1, 0, "requests that parse, convert, publish or render"),
 		// What waits for agents holds a turn of its own kind only: a user's jobs wait together,
 		// and everyone's, so many at once, bound the memory their tests' files take.

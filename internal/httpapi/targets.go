@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/barrage-load/barrage/api"
+	"github.com/barrage-load/barrage/internal/audit"
 	"github.com/barrage-load/barrage/internal/barrage"
 )
 
@@ -32,6 +33,8 @@ func (s *server) CreateTarget(ctx context.Context, req api.CreateTargetRequestOb
 	if err != nil {
 		return nil, err
 	}
+	audit.Object(ctx, t.ID.String())
+	audit.Detail(ctx, "host", t.Host)
 	return api.CreateTarget201JSONResponse(toAPITarget(t)), nil
 }
 
@@ -55,6 +58,11 @@ func (s *server) VerifyTarget(ctx context.Context, req api.VerifyTargetRequestOb
 	t, err := s.targets.VerifyTarget(ctx, p, req.Id)
 	if err != nil {
 		return nil, err
+	}
+	audit.Detail(ctx, "host", t.Host)
+	audit.Detail(ctx, "verified", t.VerifiedAt != nil)
+	if t.CheckError != "" {
+		audit.Detail(ctx, "check_error", t.CheckError)
 	}
 	return api.VerifyTarget200JSONResponse(toAPITarget(t)), nil
 }

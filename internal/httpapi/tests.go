@@ -22,11 +22,15 @@ import (
 
 func init() {
 	// A test's YAML is the script parser's to read, so that its errors name their lines: the
-	// validator takes it as text.
-	openapi3filter.RegisterBodyDecoder("application/yaml", func(r io.Reader, _ http.Header, _ *openapi3.SchemaRef, _ openapi3filter.EncodingFn) (any, error) {
-		b, err := io.ReadAll(r)
-		return string(b), err
-	})
+	// validator takes it as text, as it takes the audit log's export (a JSON document a line).
+	openapi3filter.RegisterBodyDecoder("application/yaml", textBody)
+	openapi3filter.RegisterBodyDecoder("application/x-ndjson", textBody)
+}
+
+// textBody decodes a body the validator reads as text.
+func textBody(r io.Reader, _ http.Header, _ *openapi3.SchemaRef, _ openapi3filter.EncodingFn) (any, error) {
+	b, err := io.ReadAll(r)
+	return string(b), err
 }
 
 // testInput reads a test's session from a create or update request: the body as it came, with

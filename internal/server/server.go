@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/barrage-load/barrage/internal/account"
+	"github.com/barrage-load/barrage/internal/audit"
 	"github.com/barrage-load/barrage/internal/config"
 	"github.com/barrage-load/barrage/internal/control"
 	"github.com/barrage-load/barrage/internal/control/targets"
@@ -103,8 +104,9 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger, console io.W
 	}
 	s.Market = market.New(store, blobs, log.With(slog.String("component", "market")), market.Config{MaxArtifactBytes: cfg.MaxPluginBytes,
 		ReservedNamespaces: cfg.ReservedNamespaces, Quotas: cfg.Quotas})
+	auditLog := audit.New(store, log.With(slog.String("component", "audit")), cfg.AuditRetention)
 	handler, err := httpapi.NewServer(httpapi.Deps{
-		Log: log, Accounts: s.Accounts, Control: s.Control, Market: s.Market, Ready: store.Ready,
+		Log: log, Accounts: s.Accounts, Control: s.Control, Market: s.Market, Audit: auditLog, Ready: store.Ready,
 		TrustedProxies: cfg.TrustedProxies, MaxBodyBytes: cfg.MaxBodyBytes, MaxFileBytes: cfg.MaxFileBytes,
 		Version:        version,
 		ObserveRequest: s.metrics.Request,
@@ -129,9 +131,11 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger, console io.W
 			if err != nil {
 				return err
 			}
-			swept, err := s.Market.SweepBlobs(ctx, time.Now().Add(-market.SweepGrace))
+			swept, sweepErr := s.Market.SweepBlobs(ctx, time.Now().Add(-market.SweepGrace))
 			log.Debug("plugin blobs swept", slog.Int("deleted", swept))
-			return err
+			pruned, pruneErr := auditLog.Prune(ctx)
+			log.Debug("audit log pruned", slog.Int64("deleted", pruned))
+			return errors.Join(sweepErr, pruneErr)
 		},
 		Reap:     s.Control.Runs.Reap,
 		Finalize: s.Control.Runs.FinalizeRun,

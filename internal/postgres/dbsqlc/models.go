@@ -61,6 +61,25 @@ type AgentPing struct {
 	AnsweredAt  *time.Time
 }
 
+type AuditEvent struct {
+	ID         uuid.UUID
+	At         time.Time
+	ActorKind  string
+	ActorID    *uuid.UUID
+	ActorEmail string
+	TokenID    *uuid.UUID
+	Action     string
+	ObjectKind string
+	ObjectID   string
+	SubjectID  *uuid.UUID
+	Address    string
+	Outcome    string
+	Status     int32
+	Reason     string
+	RequestID  string
+	Detail     []byte
+}
+
 type FileContent struct {
 	OwnerID uuid.UUID
 	Sha256  []byte

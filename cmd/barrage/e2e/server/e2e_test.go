@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"encoding/json"
 	"io"
 	"net/http"
 	"os"
@@ -76,6 +77,21 @@ func TestServeOnEmbeddedPostgresWithTheCLI(t *testing.T) {
 	res.Body.Close()
 	require.Equal(t, http.StatusOK, res.StatusCode, string(body))
 	require.Contains(t, e2etest.MustCLI(t, p, admin, "", "tokens", "list"), "ci")
+
+	// The audit log: the admin reads who did what, failures too (Eve's spent code); Bob what he
+	// did, and nobody else's; the export is a JSON object a line.
+	audit := e2etest.MustCLI(t, p, admin, "", "audit", "--action", "invitation.use", "--outcome", "failure", "--since", "1h")
+	require.Contains(t, audit, "(anonymous) eve@example.com")
+	require.Contains(t, audit, "failure 409 this invitation code has already been used")
+	require.Contains(t, e2etest.MustCLI(t, p, admin, "", "audit", "--action", "token"), "token.create")
+	bobs := e2etest.MustCLI(t, p, bob, "", "audit")
+	require.Contains(t, bobs, "invitation.use")
+	require.NotContains(t, bobs, "token.create")
+	lines := strings.Split(strings.TrimSpace(e2etest.MustCLI(t, p, admin, "", "audit", "--json-lines")), "\n")
+	require.Greater(t, len(lines), 5)
+	for _, l := range lines {
+		require.True(t, json.Valid([]byte(l)), l)
+	}
 
 	// With database access, an admin can issue codes while the server runs.
 	out = e2etest.MustCLI(t, p, admin, "", "admin", "invite", "--local", "--data-dir", data, "--role", "admin")
