@@ -510,6 +510,30 @@ func (e PluginVersionState) Valid() bool {
 	}
 }
 
+// Defines values for ProjectRole.
+const (
+	Editor ProjectRole = "editor"
+	Owner  ProjectRole = "owner"
+	Runner ProjectRole = "runner"
+	Viewer ProjectRole = "viewer"
+)
+
+// Valid indicates whether the value is a known member of the ProjectRole enum.
+func (e ProjectRole) Valid() bool {
+	switch e {
+	case Editor:
+		return true
+	case Owner:
+		return true
+	case Runner:
+		return true
+	case Viewer:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for QuotaExceededQuota.
 const (
 	Namespaces      QuotaExceededQuota = "namespaces"
@@ -982,7 +1006,10 @@ type APIToken struct {
 	Id         openapi_types.UUID `json:"id"`
 	LastUsedAt *time.Time         `json:"last_used_at,omitempty"`
 	Name       string             `json:"name"`
-	Scopes     []Scope            `json:"scopes"`
+
+	// ProjectId The one project the token reaches; absent: every project of its user.
+	ProjectId *openapi_types.UUID `json:"project_id,omitempty"`
+	Scopes    []Scope             `json:"scopes"`
 }
 
 // APITokenList defines model for APITokenList.
@@ -1033,13 +1060,16 @@ type Agent struct {
 	MaxVus *int   `json:"max_vus,omitempty"`
 	Name   string `json:"name"`
 
+	// ProjectId A private agent's project, whose runs it serves.
+	ProjectId *openapi_types.UUID `json:"project_id,omitempty"`
+
 	// Protocol The agent protocol it last spoke; 0 before it first asked for work.
 	Protocol int `json:"protocol"`
 
 	// Sandbox Its plugin host held the whole kernel sandbox when it last asked for work: a shared agent without it runs only the plugins admins published.
 	Sandbox bool `json:"sandbox"`
 
-	// Shared A shared (platform) agent serves every user; a private one its owner.
+	// Shared A shared (platform) agent serves every user; a private one the runs of its project.
 	Shared bool       `json:"shared"`
 	State  AgentState `json:"state"`
 
@@ -1145,6 +1175,9 @@ type AuditEvent struct {
 		Kind string `json:"kind"`
 	} `json:"object"`
 	Outcome AuditEventOutcome `json:"outcome"`
+
+	// ProjectId The project the object is in: its owners read the entry.
+	ProjectId *openapi_types.UUID `json:"project_id,omitempty"`
 
 	// Reason Why it failed, as the answer said.
 	Reason    *string `json:"reason,omitempty"`
@@ -1285,9 +1318,12 @@ type CreateTargetRequest struct {
 
 // CreateTokenRequest defines model for CreateTokenRequest.
 type CreateTokenRequest struct {
-	ExpiresInDays *int    `json:"expires_in_days,omitempty"`
-	Name          string  `json:"name"`
-	Scopes        []Scope `json:"scopes"`
+	ExpiresInDays *int   `json:"expires_in_days,omitempty"`
+	Name          string `json:"name"`
+
+	// ProjectId Limit the token to this project of yours: it reads and changes nothing elsewhere, and what it makes goes there.
+	ProjectId *openapi_types.UUID `json:"project_id,omitempty"`
+	Scopes    []Scope             `json:"scopes"`
 }
 
 // CreatedAPIToken defines model for CreatedAPIToken.
@@ -1297,7 +1333,10 @@ type CreatedAPIToken struct {
 	Id         openapi_types.UUID `json:"id"`
 	LastUsedAt *time.Time         `json:"last_used_at,omitempty"`
 	Name       string             `json:"name"`
-	Scopes     []Scope            `json:"scopes"`
+
+	// ProjectId The one project the token reaches; absent: every project of its user.
+	ProjectId *openapi_types.UUID `json:"project_id,omitempty"`
+	Scopes    []Scope             `json:"scopes"`
 
 	// Token The secret. Shown once.
 	Token string `json:"token"`
@@ -1317,13 +1356,16 @@ type CreatedAgent struct {
 	MaxVus *int   `json:"max_vus,omitempty"`
 	Name   string `json:"name"`
 
+	// ProjectId A private agent's project, whose runs it serves.
+	ProjectId *openapi_types.UUID `json:"project_id,omitempty"`
+
 	// Protocol The agent protocol it last spoke; 0 before it first asked for work.
 	Protocol int `json:"protocol"`
 
 	// Sandbox Its plugin host held the whole kernel sandbox when it last asked for work: a shared agent without it runs only the plugins admins published.
 	Sandbox bool `json:"sandbox"`
 
-	// Shared A shared (platform) agent serves every user; a private one its owner.
+	// Shared A shared (platform) agent serves every user; a private one the runs of its project.
 	Shared bool       `json:"shared"`
 	State  AgentState `json:"state"`
 
@@ -2135,6 +2177,107 @@ type Problem struct {
 	Violations *[]LimitViolation `json:"violations,omitempty"`
 }
 
+// Project defines model for Project.
+type Project struct {
+	CreatedAt time.Time          `json:"created_at"`
+	Id        openapi_types.UUID `json:"id"`
+	Members   int                `json:"members"`
+	Name      string             `json:"name"`
+
+	// Personal Someone's own project, made with their account: it cannot be deleted.
+	Personal bool `json:"personal"`
+
+	// Role owner: members, settings, delete; editor: tests, scripts, runs, private agents, targets,
+	// secrets; runner: start and cancel runs of the tests and scripts there are, and read
+	// everything; viewer: read.
+	Role ProjectRole `json:"role"`
+}
+
+// ProjectDetail defines model for ProjectDetail.
+type ProjectDetail struct {
+	CreatedAt  time.Time          `json:"created_at"`
+	Id         openapi_types.UUID `json:"id"`
+	MemberList []ProjectMember    `json:"member_list"`
+	Members    int                `json:"members"`
+	Name       string             `json:"name"`
+
+	// Personal Someone's own project, made with their account: it cannot be deleted.
+	Personal bool `json:"personal"`
+
+	// Role owner: members, settings, delete; editor: tests, scripts, runs, private agents, targets,
+	// secrets; runner: start and cancel runs of the tests and scripts there are, and read
+	// everything; viewer: read.
+	Role ProjectRole `json:"role"`
+}
+
+// ProjectInput defines model for ProjectInput.
+type ProjectInput struct {
+	Name string `json:"name"`
+}
+
+// ProjectInvitation defines model for ProjectInvitation.
+type ProjectInvitation struct {
+	CreatedAt   time.Time           `json:"created_at"`
+	Email       string              `json:"email"`
+	Id          openapi_types.UUID  `json:"id"`
+	InvitedBy   *openapi_types.UUID `json:"invited_by,omitempty"`
+	ProjectId   openapi_types.UUID  `json:"project_id"`
+	ProjectName string              `json:"project_name"`
+
+	// Role owner: members, settings, delete; editor: tests, scripts, runs, private agents, targets,
+	// secrets; runner: start and cancel runs of the tests and scripts there are, and read
+	// everything; viewer: read.
+	Role   ProjectRole        `json:"role"`
+	UserId openapi_types.UUID `json:"user_id"`
+}
+
+// ProjectInvitationInput defines model for ProjectInvitationInput.
+type ProjectInvitationInput struct {
+	Email *string `json:"email,omitempty"`
+
+	// Role owner: members, settings, delete; editor: tests, scripts, runs, private agents, targets,
+	// secrets; runner: start and cancel runs of the tests and scripts there are, and read
+	// everything; viewer: read.
+	Role   ProjectRole         `json:"role"`
+	UserId *openapi_types.UUID `json:"user_id,omitempty"`
+}
+
+// ProjectInvitationList defines model for ProjectInvitationList.
+type ProjectInvitationList struct {
+	Items []ProjectInvitation `json:"items"`
+}
+
+// ProjectList defines model for ProjectList.
+type ProjectList struct {
+	Items []Project `json:"items"`
+}
+
+// ProjectMember defines model for ProjectMember.
+type ProjectMember struct {
+	AddedAt time.Time `json:"added_at"`
+	Email   string    `json:"email"`
+	Name    string    `json:"name"`
+
+	// Role owner: members, settings, delete; editor: tests, scripts, runs, private agents, targets,
+	// secrets; runner: start and cancel runs of the tests and scripts there are, and read
+	// everything; viewer: read.
+	Role   ProjectRole        `json:"role"`
+	UserId openapi_types.UUID `json:"user_id"`
+}
+
+// ProjectRole owner: members, settings, delete; editor: tests, scripts, runs, private agents, targets,
+// secrets; runner: start and cancel runs of the tests and scripts there are, and read
+// everything; viewer: read.
+type ProjectRole string
+
+// ProjectRoleInput defines model for ProjectRoleInput.
+type ProjectRoleInput struct {
+	// Role owner: members, settings, delete; editor: tests, scripts, runs, private agents, targets,
+	// secrets; runner: start and cancel runs of the tests and scripts there are, and read
+	// everything; viewer: read.
+	Role ProjectRole `json:"role"`
+}
+
 // PublishManifest defines model for PublishManifest.
 type PublishManifest struct {
 	Artifacts    []PluginArtifact `json:"artifacts"`
@@ -2269,14 +2412,20 @@ type Run struct {
 	MaxVus *int `json:"max_vus,omitempty"`
 
 	// Outcome An ended run in brief, from its summary (`GET /v1/runs/{id}/summary` has it whole).
-	Outcome  *RunOutcome        `json:"outcome,omitempty"`
-	Reason   string             `json:"reason"`
-	ScriptId openapi_types.UUID `json:"script_id"`
-	Shards   []Shard            `json:"shards"`
+	Outcome *RunOutcome `json:"outcome,omitempty"`
+
+	// ProjectId The project it belongs to.
+	ProjectId openapi_types.UUID `json:"project_id"`
+	Reason    string             `json:"reason"`
+	ScriptId  openapi_types.UUID `json:"script_id"`
+	Shards    []Shard            `json:"shards"`
 
 	// StartAt The instant every shard's schedule starts.
 	StartAt *time.Time `json:"start_at,omitempty"`
-	State   RunState   `json:"state"`
+
+	// StartedBy The user who started it, whose license it counted against; it stays in the project's history if they leave.
+	StartedBy openapi_types.UUID `json:"started_by"`
+	State     RunState           `json:"state"`
 
 	// Vus The VUs admitted: a closed model's, or the most an open model may use at once (its max_vus: the script's, or --vus, else the script's VUs with 100 at least).
 	Vus *int `json:"vus,omitempty"`
@@ -2456,6 +2605,9 @@ type Script struct {
 	Id        openapi_types.UUID `json:"id"`
 	Name      string             `json:"name"`
 	Plugins   []PluginPin        `json:"plugins"`
+
+	// ProjectId The project it belongs to.
+	ProjectId openapi_types.UUID `json:"project_id"`
 	Sha256    string             `json:"sha256"`
 	Source    string             `json:"source"`
 
@@ -2770,6 +2922,9 @@ type Target struct {
 	Open bool `json:"open"`
 	Port int  `json:"port"`
 
+	// ProjectId The project it is proved for: its members' runs on shared agents may load it.
+	ProjectId openapi_types.UUID `json:"project_id"`
+
 	// Token This target's own token: another account registering the same host gets another.
 	Token string `json:"token"`
 
@@ -2813,7 +2968,10 @@ type Test struct {
 	LastRun        *TestLastRun `json:"last_run,omitempty"`
 	LatestRevision int          `json:"latest_revision"`
 	Name           string       `json:"name"`
-	UpdatedAt      time.Time    `json:"updated_at"`
+
+	// ProjectId The project it belongs to.
+	ProjectId openapi_types.UUID `json:"project_id"`
+	UpdatedAt time.Time          `json:"updated_at"`
 }
 
 // TestBundle A test revision with the test's data files, as agents receive it.
@@ -3132,6 +3290,9 @@ type Cursor = string
 // ID defines model for ID.
 type ID = openapi_types.UUID
 
+// InProject defines model for InProject.
+type InProject = openapi_types.UUID
+
 // Limit defines model for Limit.
 type Limit = int
 
@@ -3207,8 +3368,32 @@ type ListUsersParams struct {
 	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
 }
 
+// ListAgentsParams defines parameters for ListAgents.
+type ListAgentsParams struct {
+	// Project The project (its id). Where something new goes: by default your personal project, or the
+	// project your token is limited to. For a list: only that project's; by default every
+	// project you are a member of. Outside your projects, `404`; with too small a role there,
+	// `403` naming the role it takes.
+	Project *InProject `form:"project,omitempty" json:"project,omitempty"`
+}
+
+// CreateAgentParams defines parameters for CreateAgent.
+type CreateAgentParams struct {
+	// Project The project (its id). Where something new goes: by default your personal project, or the
+	// project your token is limited to. For a list: only that project's; by default every
+	// project you are a member of. Outside your projects, `404`; with too small a role there,
+	// `403` naming the role it takes.
+	Project *InProject `form:"project,omitempty" json:"project,omitempty"`
+}
+
 // ListAuditEventsParams defines parameters for ListAuditEvents.
 type ListAuditEventsParams struct {
+	// Project The project (its id). Where something new goes: by default your personal project, or the
+	// project your token is limited to. For a list: only that project's; by default every
+	// project you are a member of. Outside your projects, `404`; with too small a role there,
+	// `403` naming the role it takes.
+	Project *InProject `form:"project,omitempty" json:"project,omitempty"`
+
 	// Actor Only the entries this user did.
 	Actor *AuditActor `form:"actor,omitempty" json:"actor,omitempty"`
 
@@ -3242,6 +3427,12 @@ type ListAuditEventsParamsOutcome string
 
 // ExportAuditEventsParams defines parameters for ExportAuditEvents.
 type ExportAuditEventsParams struct {
+	// Project The project (its id). Where something new goes: by default your personal project, or the
+	// project your token is limited to. For a list: only that project's; by default every
+	// project you are a member of. Outside your projects, `404`; with too small a role there,
+	// `403` naming the role it takes.
+	Project *InProject `form:"project,omitempty" json:"project,omitempty"`
+
 	// Actor Only the entries this user did.
 	Actor *AuditActor `form:"actor,omitempty" json:"actor,omitempty"`
 
@@ -3300,6 +3491,12 @@ type SearchPluginsParamsSort string
 
 // ListRunsParams defines parameters for ListRuns.
 type ListRunsParams struct {
+	// Project The project (its id). Where something new goes: by default your personal project, or the
+	// project your token is limited to. For a list: only that project's; by default every
+	// project you are a member of. Outside your projects, `404`; with too small a role there,
+	// `403` naming the role it takes.
+	Project *InProject `form:"project,omitempty" json:"project,omitempty"`
+
 	// Cursor The `next_cursor` of the previous page.
 	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
 
@@ -3370,8 +3567,68 @@ type GetRunReportParams struct {
 	MaxErrorIncrease *MaxErrorIncrease `form:"max_error_increase,omitempty" json:"max_error_increase,omitempty"`
 }
 
+// CreateScriptParams defines parameters for CreateScript.
+type CreateScriptParams struct {
+	// Project The project (its id). Where something new goes: by default your personal project, or the
+	// project your token is limited to. For a list: only that project's; by default every
+	// project you are a member of. Outside your projects, `404`; with too small a role there,
+	// `403` naming the role it takes.
+	Project *InProject `form:"project,omitempty" json:"project,omitempty"`
+}
+
+// ListSecretsParams defines parameters for ListSecrets.
+type ListSecretsParams struct {
+	// Project The project (its id). Where something new goes: by default your personal project, or the
+	// project your token is limited to. For a list: only that project's; by default every
+	// project you are a member of. Outside your projects, `404`; with too small a role there,
+	// `403` naming the role it takes.
+	Project *InProject `form:"project,omitempty" json:"project,omitempty"`
+}
+
+// PutSecretParams defines parameters for PutSecret.
+type PutSecretParams struct {
+	// Project The project (its id). Where something new goes: by default your personal project, or the
+	// project your token is limited to. For a list: only that project's; by default every
+	// project you are a member of. Outside your projects, `404`; with too small a role there,
+	// `403` naming the role it takes.
+	Project *InProject `form:"project,omitempty" json:"project,omitempty"`
+}
+
+// DeleteSecretParams defines parameters for DeleteSecret.
+type DeleteSecretParams struct {
+	// Project The project (its id). Where something new goes: by default your personal project, or the
+	// project your token is limited to. For a list: only that project's; by default every
+	// project you are a member of. Outside your projects, `404`; with too small a role there,
+	// `403` naming the role it takes.
+	Project *InProject `form:"project,omitempty" json:"project,omitempty"`
+}
+
+// ListTargetsParams defines parameters for ListTargets.
+type ListTargetsParams struct {
+	// Project The project (its id). Where something new goes: by default your personal project, or the
+	// project your token is limited to. For a list: only that project's; by default every
+	// project you are a member of. Outside your projects, `404`; with too small a role there,
+	// `403` naming the role it takes.
+	Project *InProject `form:"project,omitempty" json:"project,omitempty"`
+}
+
+// CreateTargetParams defines parameters for CreateTarget.
+type CreateTargetParams struct {
+	// Project The project (its id). Where something new goes: by default your personal project, or the
+	// project your token is limited to. For a list: only that project's; by default every
+	// project you are a member of. Outside your projects, `404`; with too small a role there,
+	// `403` naming the role it takes.
+	Project *InProject `form:"project,omitempty" json:"project,omitempty"`
+}
+
 // ListTestsParams defines parameters for ListTests.
 type ListTestsParams struct {
+	// Project The project (its id). Where something new goes: by default your personal project, or the
+	// project your token is limited to. For a list: only that project's; by default every
+	// project you are a member of. Outside your projects, `404`; with too small a role there,
+	// `403` naming the role it takes.
+	Project *InProject `form:"project,omitempty" json:"project,omitempty"`
+
 	// Cursor The `next_cursor` of the previous page.
 	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
 
@@ -3381,12 +3638,24 @@ type ListTestsParams struct {
 
 // CreateTestParams defines parameters for CreateTest.
 type CreateTestParams struct {
+	// Project The project (its id). Where something new goes: by default your personal project, or the
+	// project your token is limited to. For a list: only that project's; by default every
+	// project you are a member of. Outside your projects, `404`; with too small a role there,
+	// `403` naming the role it takes.
+	Project *InProject `form:"project,omitempty" json:"project,omitempty"`
+
 	// Name The test's name; default the script's `name`.
 	Name *TestName `form:"name,omitempty" json:"name,omitempty"`
 }
 
 // ImportTestParams defines parameters for ImportTest.
 type ImportTestParams struct {
+	// Project The project (its id). Where something new goes: by default your personal project, or the
+	// project your token is limited to. For a list: only that project's; by default every
+	// project you are a member of. Outside your projects, `404`; with too small a role there,
+	// `403` naming the role it takes.
+	Project *InProject `form:"project,omitempty" json:"project,omitempty"`
+
 	// Name The test's name; default the script's `name`.
 	Name *TestName `form:"name,omitempty" json:"name,omitempty"`
 
@@ -3471,6 +3740,18 @@ type PublishPluginVersionMultipartRequestBody = PublishRequest
 
 // DeprecatePluginVersionJSONRequestBody defines body for DeprecatePluginVersion for application/json ContentType.
 type DeprecatePluginVersionJSONRequestBody = ReasonRequest
+
+// CreateProjectJSONRequestBody defines body for CreateProject for application/json ContentType.
+type CreateProjectJSONRequestBody = ProjectInput
+
+// UpdateProjectJSONRequestBody defines body for UpdateProject for application/json ContentType.
+type UpdateProjectJSONRequestBody = ProjectInput
+
+// InviteToProjectJSONRequestBody defines body for InviteToProject for application/json ContentType.
+type InviteToProjectJSONRequestBody = ProjectInvitationInput
+
+// SetProjectMemberRoleJSONRequestBody defines body for SetProjectMemberRole for application/json ContentType.
+type SetProjectMemberRoleJSONRequestBody = ProjectRoleInput
 
 // CreateRunJSONRequestBody defines body for CreateRun for application/json ContentType.
 type CreateRunJSONRequestBody = CreateRunRequest
@@ -3910,7 +4191,7 @@ type ClientInterface interface {
 	// Your own agents first, then the shared ones, each with its state (online, busy, offline, disabled), version, cores, limits and when it was last seen.
 	//
 	// Corresponds with GET /v1/agents (the `ListAgents` operationId).
-	ListAgents(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+	ListAgents(ctx context.Context, params *ListAgentsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// CreateAgentWithBody Register a private agent
 	//
@@ -3919,7 +4200,7 @@ type ClientInterface interface {
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /v1/agents (the `CreateAgent` operationId).
-	CreateAgentWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+	CreateAgentWithBody(ctx context.Context, params *CreateAgentParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// CreateAgent Register a private agent
 	//
@@ -3928,7 +4209,7 @@ type ClientInterface interface {
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with POST /v1/agents (the `CreateAgent` operationId).
-	CreateAgent(ctx context.Context, body CreateAgentJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+	CreateAgent(ctx context.Context, params *CreateAgentParams, body CreateAgentJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// DeleteAgent Remove one of your private agents
 	//
@@ -3953,9 +4234,9 @@ type ClientInterface interface {
 
 	// ListAuditEvents Read the audit log
 	//
-	// Entries newest first. An admin reads every entry; anyone else the entries they did and
+	// Entries newest first. An admin reads every entry; anyone else the entries they did,
 	// those that concern them (a sign-in tried on their account, a change an admin made to
-	// it). Entries are appended as requests to audited routes are answered, failures too, and
+	// it), and those of the projects they own. Entries are appended as requests to audited routes are answered, failures too, and
 	// are never changed; they are kept for the server's `--audit-retention-days` (400 by default).
 	// Audited: sign-in (`auth.login`), sign-up with an invitation (`invitation.use`), account
 	// changes (`user.update`, `user.change_password`), personal tokens (`token.create`,
@@ -4139,6 +4420,21 @@ type ClientInterface interface {
 	// Corresponds with PATCH /v1/me (the `UpdateMe` operationId).
 	UpdateMe(ctx context.Context, body UpdateMeJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// ListMyProjectInvitations The invitations to projects that wait for your answer
+	//
+	// Corresponds with GET /v1/me/invitations (the `ListMyProjectInvitations` operationId).
+	ListMyProjectInvitations(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// AcceptProjectInvitation Join a project you were invited to, with the role it names
+	//
+	// Corresponds with POST /v1/me/invitations/{id}/accept (the `AcceptProjectInvitation` operationId).
+	AcceptProjectInvitation(ctx context.Context, id ID, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// DeclineProjectInvitation Decline an invitation to a project
+	//
+	// Corresponds with POST /v1/me/invitations/{id}/decline (the `DeclineProjectInvitation` operationId).
+	DeclineProjectInvitation(ctx context.Context, id ID, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// GetMyLicense The signed-in user's license
 	//
 	// Corresponds with GET /v1/me/license (the `GetMyLicense` operationId).
@@ -4292,6 +4588,120 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /v1/plugins/{namespace}/{name}/versions/{version}/download/{os}/{arch}/file (the `DownloadPluginArtifact` operationId).
 	DownloadPluginArtifact(ctx context.Context, namespace NamespaceName, name PluginName, version Version, os PluginOS, arch PluginArch, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListProjects Your projects
+	//
+	// Every project you are a member of, your personal one first, each with your role.
+	//
+	// Corresponds with GET /v1/projects (the `ListProjects` operationId).
+	ListProjects(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateProjectWithBody Make a project to share
+	//
+	// You are its owner. Invite others to it (`POST /v1/projects/{id}/invitations`).
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/projects (the `CreateProject` operationId).
+	CreateProjectWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateProject Make a project to share
+	//
+	// You are its owner. Invite others to it (`POST /v1/projects/{id}/invitations`).
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/projects (the `CreateProject` operationId).
+	CreateProject(ctx context.Context, body CreateProjectJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// DeleteProject Delete a project with all it holds (owners)
+	//
+	// Its tests, scripts, runs, private agents, targets and secrets go with it. A personal project
+	// cannot be deleted, nor a project with a run that has not ended (`409`).
+	//
+	// Corresponds with DELETE /v1/projects/{id} (the `DeleteProject` operationId).
+	DeleteProject(ctx context.Context, id ID, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetProject A project with its members
+	//
+	// Any member reads it; anyone else gets `404`.
+	//
+	// Corresponds with GET /v1/projects/{id} (the `GetProject` operationId).
+	GetProject(ctx context.Context, id ID, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// UpdateProjectWithBody Rename a project (owners)
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with PATCH /v1/projects/{id} (the `UpdateProject` operationId).
+	UpdateProjectWithBody(ctx context.Context, id ID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// UpdateProject Rename a project (owners)
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with PATCH /v1/projects/{id} (the `UpdateProject` operationId).
+	UpdateProject(ctx context.Context, id ID, body UpdateProjectJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListProjectInvitations The invitations a project has sent that wait for an answer (owners)
+	//
+	// Corresponds with GET /v1/projects/{id}/invitations (the `ListProjectInvitations` operationId).
+	ListProjectInvitations(ctx context.Context, id ID, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// InviteToProjectWithBody Invite a user to a project with a role (owners)
+	//
+	// Name an existing user by email or by id (one of them). They see the invitation
+	// (`GET /v1/me/invitations`) and accept or decline it. An email without an account is
+	// `422`; a member, or a user invited already, `409`. An invitation makes no account: people
+	// sign up with an invitation code from an admin, each with their own license.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/projects/{id}/invitations (the `InviteToProject` operationId).
+	InviteToProjectWithBody(ctx context.Context, id ID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// InviteToProject Invite a user to a project with a role (owners)
+	//
+	// Name an existing user by email or by id (one of them). They see the invitation
+	// (`GET /v1/me/invitations`) and accept or decline it. An email without an account is
+	// `422`; a member, or a user invited already, `409`. An invitation makes no account: people
+	// sign up with an invitation code from an admin, each with their own license.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/projects/{id}/invitations (the `InviteToProject` operationId).
+	InviteToProject(ctx context.Context, id ID, body InviteToProjectJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// WithdrawProjectInvitation Withdraw an invitation (owners)
+	//
+	// Corresponds with DELETE /v1/projects/{id}/invitations/{invitation_id} (the `WithdrawProjectInvitation` operationId).
+	WithdrawProjectInvitation(ctx context.Context, id ID, invitationId openapi_types.UUID, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RemoveProjectMember Remove a member (owners), or leave a project (yourself)
+	//
+	// The last owner stays (`409`). What the member made stays in the project, their runs in its
+	// history with their id (`started_by`).
+	//
+	// Corresponds with DELETE /v1/projects/{id}/members/{user_id} (the `RemoveProjectMember` operationId).
+	RemoveProjectMember(ctx context.Context, id ID, userId openapi_types.UUID, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// SetProjectMemberRoleWithBody Change a member's role (owners)
+	//
+	// The last owner stays one (`409`).
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with PATCH /v1/projects/{id}/members/{user_id} (the `SetProjectMemberRole` operationId).
+	SetProjectMemberRoleWithBody(ctx context.Context, id ID, userId openapi_types.UUID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// SetProjectMemberRole Change a member's role (owners)
+	//
+	// The last owner stays one (`409`).
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with PATCH /v1/projects/{id}/members/{user_id} (the `SetProjectMemberRole` operationId).
+	SetProjectMemberRole(ctx context.Context, id ID, userId openapi_types.UUID, body SetProjectMemberRoleJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListRuns Your runs, newest first
 	//
@@ -4475,7 +4885,7 @@ type ClientInterface interface {
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /v1/scripts (the `CreateScript` operationId).
-	CreateScriptWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+	CreateScriptWithBody(ctx context.Context, params *CreateScriptParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// CreateScript Upload a script
 	//
@@ -4490,7 +4900,7 @@ type ClientInterface interface {
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with POST /v1/scripts (the `CreateScript` operationId).
-	CreateScript(ctx context.Context, body CreateScriptJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+	CreateScript(ctx context.Context, params *CreateScriptParams, body CreateScriptJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetScript A script
 	//
@@ -4502,7 +4912,7 @@ type ClientInterface interface {
 	// Their names and when they were set; a value is never returned.
 	//
 	// Corresponds with GET /v1/secrets (the `ListSecrets` operationId).
-	ListSecrets(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+	ListSecrets(ctx context.Context, params *ListSecretsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// PutSecretWithBody Set a secret
 	//
@@ -4511,7 +4921,7 @@ type ClientInterface interface {
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /v1/secrets (the `PutSecret` operationId).
-	PutSecretWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+	PutSecretWithBody(ctx context.Context, params *PutSecretParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// PutSecret Set a secret
 	//
@@ -4520,21 +4930,21 @@ type ClientInterface interface {
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with POST /v1/secrets (the `PutSecret` operationId).
-	PutSecret(ctx context.Context, body PutSecretJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+	PutSecret(ctx context.Context, params *PutSecretParams, body PutSecretJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// DeleteSecret Delete a secret
 	//
 	// A run admitted before that reads it fails when an agent takes it, saying so.
 	//
 	// Corresponds with DELETE /v1/secrets/{name} (the `DeleteSecret` operationId).
-	DeleteSecret(ctx context.Context, name string, reqEditors ...RequestEditorFn) (*http.Response, error)
+	DeleteSecret(ctx context.Context, name string, params *DeleteSecretParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListTargets Your targets
 	//
 	// The hosts and ports you registered, by host, each with whether its latest check proved you control it.
 	//
 	// Corresponds with GET /v1/targets (the `ListTargets` operationId).
-	ListTargets(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+	ListTargets(ctx context.Context, params *ListTargetsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// CreateTargetWithBody Register a target
 	//
@@ -4543,7 +4953,7 @@ type ClientInterface interface {
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /v1/targets (the `CreateTarget` operationId).
-	CreateTargetWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+	CreateTargetWithBody(ctx context.Context, params *CreateTargetParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// CreateTarget Register a target
 	//
@@ -4552,7 +4962,7 @@ type ClientInterface interface {
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with POST /v1/targets (the `CreateTarget` operationId).
-	CreateTarget(ctx context.Context, body CreateTargetJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+	CreateTarget(ctx context.Context, params *CreateTargetParams, body CreateTargetJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// DeleteTarget Remove one of your targets
 	//
@@ -5540,8 +5950,8 @@ func (c *Client) AgentReport(ctx context.Context, id ID, body AgentReportJSONReq
 // Your own agents first, then the shared ones, each with its state (online, busy, offline, disabled), version, cores, limits and when it was last seen.
 //
 // Corresponds with GET /v1/agents (the `ListAgents` operationId).
-func (c *Client) ListAgents(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewListAgentsRequest(c.Server)
+func (c *Client) ListAgents(ctx context.Context, params *ListAgentsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListAgentsRequest(c.Server, params)
 	if err != nil {
 		return nil, err
 	}
@@ -5559,8 +5969,8 @@ func (c *Client) ListAgents(ctx context.Context, reqEditors ...RequestEditorFn) 
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /v1/agents (the `CreateAgent` operationId).
-func (c *Client) CreateAgentWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewCreateAgentRequestWithBody(c.Server, contentType, body)
+func (c *Client) CreateAgentWithBody(ctx context.Context, params *CreateAgentParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateAgentRequestWithBody(c.Server, params, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -5578,8 +5988,8 @@ func (c *Client) CreateAgentWithBody(ctx context.Context, contentType string, bo
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with POST /v1/agents (the `CreateAgent` operationId).
-func (c *Client) CreateAgent(ctx context.Context, body CreateAgentJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewCreateAgentRequest(c.Server, body)
+func (c *Client) CreateAgent(ctx context.Context, params *CreateAgentParams, body CreateAgentJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateAgentRequest(c.Server, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -5643,9 +6053,9 @@ func (c *Client) PingAgent(ctx context.Context, id ID, reqEditors ...RequestEdit
 
 // ListAuditEvents Read the audit log
 //
-// Entries newest first. An admin reads every entry; anyone else the entries they did and
+// Entries newest first. An admin reads every entry; anyone else the entries they did,
 // those that concern them (a sign-in tried on their account, a change an admin made to
-// it). Entries are appended as requests to audited routes are answered, failures too, and
+// it), and those of the projects they own. Entries are appended as requests to audited routes are answered, failures too, and
 // are never changed; they are kept for the server's `--audit-retention-days` (400 by default).
 // Audited: sign-in (`auth.login`), sign-up with an invitation (`invitation.use`), account
 // changes (`user.update`, `user.change_password`), personal tokens (`token.create`,
@@ -5999,6 +6409,51 @@ func (c *Client) UpdateMe(ctx context.Context, body UpdateMeJSONRequestBody, req
 	return c.Client.Do(req)
 }
 
+// ListMyProjectInvitations The invitations to projects that wait for your answer
+//
+// Corresponds with GET /v1/me/invitations (the `ListMyProjectInvitations` operationId).
+func (c *Client) ListMyProjectInvitations(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListMyProjectInvitationsRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// AcceptProjectInvitation Join a project you were invited to, with the role it names
+//
+// Corresponds with POST /v1/me/invitations/{id}/accept (the `AcceptProjectInvitation` operationId).
+func (c *Client) AcceptProjectInvitation(ctx context.Context, id ID, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewAcceptProjectInvitationRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// DeclineProjectInvitation Decline an invitation to a project
+//
+// Corresponds with POST /v1/me/invitations/{id}/decline (the `DeclineProjectInvitation` operationId).
+func (c *Client) DeclineProjectInvitation(ctx context.Context, id ID, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDeclineProjectInvitationRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // GetMyLicense The signed-in user's license
 //
 // Corresponds with GET /v1/me/license (the `GetMyLicense` operationId).
@@ -6323,6 +6778,260 @@ func (c *Client) GetPluginDownload(ctx context.Context, namespace NamespaceName,
 // Corresponds with GET /v1/plugins/{namespace}/{name}/versions/{version}/download/{os}/{arch}/file (the `DownloadPluginArtifact` operationId).
 func (c *Client) DownloadPluginArtifact(ctx context.Context, namespace NamespaceName, name PluginName, version Version, os PluginOS, arch PluginArch, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewDownloadPluginArtifactRequest(c.Server, namespace, name, version, os, arch)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListProjects Your projects
+//
+// Every project you are a member of, your personal one first, each with your role.
+//
+// Corresponds with GET /v1/projects (the `ListProjects` operationId).
+func (c *Client) ListProjects(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListProjectsRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateProjectWithBody Make a project to share
+//
+// You are its owner. Invite others to it (`POST /v1/projects/{id}/invitations`).
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/projects (the `CreateProject` operationId).
+func (c *Client) CreateProjectWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateProjectRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateProject Make a project to share
+//
+// You are its owner. Invite others to it (`POST /v1/projects/{id}/invitations`).
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/projects (the `CreateProject` operationId).
+func (c *Client) CreateProject(ctx context.Context, body CreateProjectJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateProjectRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// DeleteProject Delete a project with all it holds (owners)
+//
+// Its tests, scripts, runs, private agents, targets and secrets go with it. A personal project
+// cannot be deleted, nor a project with a run that has not ended (`409`).
+//
+// Corresponds with DELETE /v1/projects/{id} (the `DeleteProject` operationId).
+func (c *Client) DeleteProject(ctx context.Context, id ID, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDeleteProjectRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetProject A project with its members
+//
+// Any member reads it; anyone else gets `404`.
+//
+// Corresponds with GET /v1/projects/{id} (the `GetProject` operationId).
+func (c *Client) GetProject(ctx context.Context, id ID, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetProjectRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// UpdateProjectWithBody Rename a project (owners)
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with PATCH /v1/projects/{id} (the `UpdateProject` operationId).
+func (c *Client) UpdateProjectWithBody(ctx context.Context, id ID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUpdateProjectRequestWithBody(c.Server, id, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// UpdateProject Rename a project (owners)
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with PATCH /v1/projects/{id} (the `UpdateProject` operationId).
+func (c *Client) UpdateProject(ctx context.Context, id ID, body UpdateProjectJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUpdateProjectRequest(c.Server, id, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListProjectInvitations The invitations a project has sent that wait for an answer (owners)
+//
+// Corresponds with GET /v1/projects/{id}/invitations (the `ListProjectInvitations` operationId).
+func (c *Client) ListProjectInvitations(ctx context.Context, id ID, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListProjectInvitationsRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// InviteToProjectWithBody Invite a user to a project with a role (owners)
+//
+// Name an existing user by email or by id (one of them). They see the invitation
+// (`GET /v1/me/invitations`) and accept or decline it. An email without an account is
+// `422`; a member, or a user invited already, `409`. An invitation makes no account: people
+// sign up with an invitation code from an admin, each with their own license.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/projects/{id}/invitations (the `InviteToProject` operationId).
+func (c *Client) InviteToProjectWithBody(ctx context.Context, id ID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewInviteToProjectRequestWithBody(c.Server, id, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// InviteToProject Invite a user to a project with a role (owners)
+//
+// Name an existing user by email or by id (one of them). They see the invitation
+// (`GET /v1/me/invitations`) and accept or decline it. An email without an account is
+// `422`; a member, or a user invited already, `409`. An invitation makes no account: people
+// sign up with an invitation code from an admin, each with their own license.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/projects/{id}/invitations (the `InviteToProject` operationId).
+func (c *Client) InviteToProject(ctx context.Context, id ID, body InviteToProjectJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewInviteToProjectRequest(c.Server, id, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// WithdrawProjectInvitation Withdraw an invitation (owners)
+//
+// Corresponds with DELETE /v1/projects/{id}/invitations/{invitation_id} (the `WithdrawProjectInvitation` operationId).
+func (c *Client) WithdrawProjectInvitation(ctx context.Context, id ID, invitationId openapi_types.UUID, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewWithdrawProjectInvitationRequest(c.Server, id, invitationId)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RemoveProjectMember Remove a member (owners), or leave a project (yourself)
+//
+// The last owner stays (`409`). What the member made stays in the project, their runs in its
+// history with their id (`started_by`).
+//
+// Corresponds with DELETE /v1/projects/{id}/members/{user_id} (the `RemoveProjectMember` operationId).
+func (c *Client) RemoveProjectMember(ctx context.Context, id ID, userId openapi_types.UUID, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRemoveProjectMemberRequest(c.Server, id, userId)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// SetProjectMemberRoleWithBody Change a member's role (owners)
+//
+// The last owner stays one (`409`).
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with PATCH /v1/projects/{id}/members/{user_id} (the `SetProjectMemberRole` operationId).
+func (c *Client) SetProjectMemberRoleWithBody(ctx context.Context, id ID, userId openapi_types.UUID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSetProjectMemberRoleRequestWithBody(c.Server, id, userId, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// SetProjectMemberRole Change a member's role (owners)
+//
+// The last owner stays one (`409`).
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with PATCH /v1/projects/{id}/members/{user_id} (the `SetProjectMemberRole` operationId).
+func (c *Client) SetProjectMemberRole(ctx context.Context, id ID, userId openapi_types.UUID, body SetProjectMemberRoleJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSetProjectMemberRoleRequest(c.Server, id, userId, body)
 	if err != nil {
 		return nil, err
 	}
@@ -6665,8 +7374,8 @@ func (c *Client) GetRunSweepReport(ctx context.Context, id ID, reqEditors ...Req
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /v1/scripts (the `CreateScript` operationId).
-func (c *Client) CreateScriptWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewCreateScriptRequestWithBody(c.Server, contentType, body)
+func (c *Client) CreateScriptWithBody(ctx context.Context, params *CreateScriptParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateScriptRequestWithBody(c.Server, params, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -6690,8 +7399,8 @@ func (c *Client) CreateScriptWithBody(ctx context.Context, contentType string, b
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with POST /v1/scripts (the `CreateScript` operationId).
-func (c *Client) CreateScript(ctx context.Context, body CreateScriptJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewCreateScriptRequest(c.Server, body)
+func (c *Client) CreateScript(ctx context.Context, params *CreateScriptParams, body CreateScriptJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateScriptRequest(c.Server, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -6722,8 +7431,8 @@ func (c *Client) GetScript(ctx context.Context, id ID, reqEditors ...RequestEdit
 // Their names and when they were set; a value is never returned.
 //
 // Corresponds with GET /v1/secrets (the `ListSecrets` operationId).
-func (c *Client) ListSecrets(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewListSecretsRequest(c.Server)
+func (c *Client) ListSecrets(ctx context.Context, params *ListSecretsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListSecretsRequest(c.Server, params)
 	if err != nil {
 		return nil, err
 	}
@@ -6741,8 +7450,8 @@ func (c *Client) ListSecrets(ctx context.Context, reqEditors ...RequestEditorFn)
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /v1/secrets (the `PutSecret` operationId).
-func (c *Client) PutSecretWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewPutSecretRequestWithBody(c.Server, contentType, body)
+func (c *Client) PutSecretWithBody(ctx context.Context, params *PutSecretParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPutSecretRequestWithBody(c.Server, params, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -6760,8 +7469,8 @@ func (c *Client) PutSecretWithBody(ctx context.Context, contentType string, body
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with POST /v1/secrets (the `PutSecret` operationId).
-func (c *Client) PutSecret(ctx context.Context, body PutSecretJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewPutSecretRequest(c.Server, body)
+func (c *Client) PutSecret(ctx context.Context, params *PutSecretParams, body PutSecretJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPutSecretRequest(c.Server, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -6777,8 +7486,8 @@ func (c *Client) PutSecret(ctx context.Context, body PutSecretJSONRequestBody, r
 // A run admitted before that reads it fails when an agent takes it, saying so.
 //
 // Corresponds with DELETE /v1/secrets/{name} (the `DeleteSecret` operationId).
-func (c *Client) DeleteSecret(ctx context.Context, name string, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewDeleteSecretRequest(c.Server, name)
+func (c *Client) DeleteSecret(ctx context.Context, name string, params *DeleteSecretParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDeleteSecretRequest(c.Server, name, params)
 	if err != nil {
 		return nil, err
 	}
@@ -6794,8 +7503,8 @@ func (c *Client) DeleteSecret(ctx context.Context, name string, reqEditors ...Re
 // The hosts and ports you registered, by host, each with whether its latest check proved you control it.
 //
 // Corresponds with GET /v1/targets (the `ListTargets` operationId).
-func (c *Client) ListTargets(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewListTargetsRequest(c.Server)
+func (c *Client) ListTargets(ctx context.Context, params *ListTargetsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListTargetsRequest(c.Server, params)
 	if err != nil {
 		return nil, err
 	}
@@ -6813,8 +7522,8 @@ func (c *Client) ListTargets(ctx context.Context, reqEditors ...RequestEditorFn)
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /v1/targets (the `CreateTarget` operationId).
-func (c *Client) CreateTargetWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewCreateTargetRequestWithBody(c.Server, contentType, body)
+func (c *Client) CreateTargetWithBody(ctx context.Context, params *CreateTargetParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateTargetRequestWithBody(c.Server, params, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -6832,8 +7541,8 @@ func (c *Client) CreateTargetWithBody(ctx context.Context, contentType string, b
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with POST /v1/targets (the `CreateTarget` operationId).
-func (c *Client) CreateTarget(ctx context.Context, body CreateTargetJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewCreateTargetRequest(c.Server, body)
+func (c *Client) CreateTarget(ctx context.Context, params *CreateTargetParams, body CreateTargetJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateTargetRequest(c.Server, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -8484,7 +9193,7 @@ func NewAgentReportRequestWithBody(server string, id ID, contentType string, bod
 }
 
 // NewListAgentsRequest constructs an http.Request for the ListAgents method
-func NewListAgentsRequest(server string) (*http.Request, error) {
+func NewListAgentsRequest(server string, params *ListAgentsParams) (*http.Request, error) {
 	var err error
 
 	serverURL, err := url.Parse(server)
@@ -8500,6 +9209,33 @@ func NewListAgentsRequest(server string) (*http.Request, error) {
 	queryURL, err := serverURL.Parse(operationPath)
 	if err != nil {
 		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Project != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "project", *params.Project, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
 	}
 
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
@@ -8511,18 +9247,18 @@ func NewListAgentsRequest(server string) (*http.Request, error) {
 }
 
 // NewCreateAgentRequest calls the generic CreateAgent builder with application/json body
-func NewCreateAgentRequest(server string, body CreateAgentJSONRequestBody) (*http.Request, error) {
+func NewCreateAgentRequest(server string, params *CreateAgentParams, body CreateAgentJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
 	buf, err := json.Marshal(body)
 	if err != nil {
 		return nil, err
 	}
 	bodyReader = bytes.NewReader(buf)
-	return NewCreateAgentRequestWithBody(server, "application/json", bodyReader)
+	return NewCreateAgentRequestWithBody(server, params, "application/json", bodyReader)
 }
 
 // NewCreateAgentRequestWithBody constructs an http.Request for the CreateAgent method, with any body, and a specified content type
-func NewCreateAgentRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+func NewCreateAgentRequestWithBody(server string, params *CreateAgentParams, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	serverURL, err := url.Parse(server)
@@ -8538,6 +9274,33 @@ func NewCreateAgentRequestWithBody(server string, contentType string, body io.Re
 	queryURL, err := serverURL.Parse(operationPath)
 	if err != nil {
 		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Project != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "project", *params.Project, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
 	}
 
 	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
@@ -8679,6 +9442,18 @@ func NewListAuditEventsRequest(server string, params *ListAuditEventsParams) (*h
 		// styled parameters, preserving literal commas as delimiters
 		// per the OpenAPI spec (e.g. "color=blue,black,brown").
 		var rawQueryFragments []string
+
+		if params.Project != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "project", *params.Project, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
 
 		if params.Actor != nil {
 
@@ -8829,6 +9604,18 @@ func NewExportAuditEventsRequest(server string, params *ExportAuditEventsParams)
 		// styled parameters, preserving literal commas as delimiters
 		// per the OpenAPI spec (e.g. "color=blue,black,brown").
 		var rawQueryFragments []string
+
+		if params.Project != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "project", *params.Project, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
 
 		if params.Actor != nil {
 
@@ -9245,6 +10032,101 @@ func NewUpdateMeRequestWithBody(server string, contentType string, body io.Reade
 	}
 
 	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewListMyProjectInvitationsRequest constructs an http.Request for the ListMyProjectInvitations method
+func NewListMyProjectInvitationsRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/me/invitations")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewAcceptProjectInvitationRequest constructs an http.Request for the AcceptProjectInvitation method
+func NewAcceptProjectInvitationRequest(server string, id ID) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: "uuid"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/me/invitations/%s/accept", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewDeclineProjectInvitationRequest constructs an http.Request for the DeclineProjectInvitation method
+func NewDeclineProjectInvitationRequest(server string, id ID) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: "uuid"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/me/invitations/%s/decline", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
 
 	return req, nil
 }
@@ -10014,6 +10896,405 @@ func NewDownloadPluginArtifactRequest(server string, namespace NamespaceName, na
 	return req, nil
 }
 
+// NewListProjectsRequest constructs an http.Request for the ListProjects method
+func NewListProjectsRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/projects")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewCreateProjectRequest calls the generic CreateProject builder with application/json body
+func NewCreateProjectRequest(server string, body CreateProjectJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewCreateProjectRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewCreateProjectRequestWithBody constructs an http.Request for the CreateProject method, with any body, and a specified content type
+func NewCreateProjectRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/projects")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewDeleteProjectRequest constructs an http.Request for the DeleteProject method
+func NewDeleteProjectRequest(server string, id ID) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: "uuid"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/projects/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodDelete, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewGetProjectRequest constructs an http.Request for the GetProject method
+func NewGetProjectRequest(server string, id ID) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: "uuid"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/projects/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewUpdateProjectRequest calls the generic UpdateProject builder with application/json body
+func NewUpdateProjectRequest(server string, id ID, body UpdateProjectJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewUpdateProjectRequestWithBody(server, id, "application/json", bodyReader)
+}
+
+// NewUpdateProjectRequestWithBody constructs an http.Request for the UpdateProject method, with any body, and a specified content type
+func NewUpdateProjectRequestWithBody(server string, id ID, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: "uuid"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/projects/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPatch, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewListProjectInvitationsRequest constructs an http.Request for the ListProjectInvitations method
+func NewListProjectInvitationsRequest(server string, id ID) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: "uuid"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/projects/%s/invitations", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewInviteToProjectRequest calls the generic InviteToProject builder with application/json body
+func NewInviteToProjectRequest(server string, id ID, body InviteToProjectJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewInviteToProjectRequestWithBody(server, id, "application/json", bodyReader)
+}
+
+// NewInviteToProjectRequestWithBody constructs an http.Request for the InviteToProject method, with any body, and a specified content type
+func NewInviteToProjectRequestWithBody(server string, id ID, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: "uuid"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/projects/%s/invitations", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewWithdrawProjectInvitationRequest constructs an http.Request for the WithdrawProjectInvitation method
+func NewWithdrawProjectInvitationRequest(server string, id ID, invitationId openapi_types.UUID) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: "uuid"})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "invitation_id", invitationId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: "uuid"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/projects/%s/invitations/%s", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodDelete, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewRemoveProjectMemberRequest constructs an http.Request for the RemoveProjectMember method
+func NewRemoveProjectMemberRequest(server string, id ID, userId openapi_types.UUID) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: "uuid"})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "user_id", userId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: "uuid"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/projects/%s/members/%s", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodDelete, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewSetProjectMemberRoleRequest calls the generic SetProjectMemberRole builder with application/json body
+func NewSetProjectMemberRoleRequest(server string, id ID, userId openapi_types.UUID, body SetProjectMemberRoleJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewSetProjectMemberRoleRequestWithBody(server, id, userId, "application/json", bodyReader)
+}
+
+// NewSetProjectMemberRoleRequestWithBody constructs an http.Request for the SetProjectMemberRole method, with any body, and a specified content type
+func NewSetProjectMemberRoleRequestWithBody(server string, id ID, userId openapi_types.UUID, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: "uuid"})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "user_id", userId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: "uuid"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/projects/%s/members/%s", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPatch, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
 // NewListRunsRequest constructs an http.Request for the ListRuns method
 func NewListRunsRequest(server string, params *ListRunsParams) (*http.Request, error) {
 	var err error
@@ -10041,6 +11322,18 @@ func NewListRunsRequest(server string, params *ListRunsParams) (*http.Request, e
 		// styled parameters, preserving literal commas as delimiters
 		// per the OpenAPI spec (e.g. "color=blue,black,brown").
 		var rawQueryFragments []string
+
+		if params.Project != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "project", *params.Project, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
 
 		if params.Cursor != nil {
 
@@ -10777,18 +12070,18 @@ func NewGetRunSweepReportRequest(server string, id ID) (*http.Request, error) {
 }
 
 // NewCreateScriptRequest calls the generic CreateScript builder with application/json body
-func NewCreateScriptRequest(server string, body CreateScriptJSONRequestBody) (*http.Request, error) {
+func NewCreateScriptRequest(server string, params *CreateScriptParams, body CreateScriptJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
 	buf, err := json.Marshal(body)
 	if err != nil {
 		return nil, err
 	}
 	bodyReader = bytes.NewReader(buf)
-	return NewCreateScriptRequestWithBody(server, "application/json", bodyReader)
+	return NewCreateScriptRequestWithBody(server, params, "application/json", bodyReader)
 }
 
 // NewCreateScriptRequestWithBody constructs an http.Request for the CreateScript method, with any body, and a specified content type
-func NewCreateScriptRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+func NewCreateScriptRequestWithBody(server string, params *CreateScriptParams, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	serverURL, err := url.Parse(server)
@@ -10804,6 +12097,33 @@ func NewCreateScriptRequestWithBody(server string, contentType string, body io.R
 	queryURL, err := serverURL.Parse(operationPath)
 	if err != nil {
 		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Project != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "project", *params.Project, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
 	}
 
 	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
@@ -10851,7 +12171,7 @@ func NewGetScriptRequest(server string, id ID) (*http.Request, error) {
 }
 
 // NewListSecretsRequest constructs an http.Request for the ListSecrets method
-func NewListSecretsRequest(server string) (*http.Request, error) {
+func NewListSecretsRequest(server string, params *ListSecretsParams) (*http.Request, error) {
 	var err error
 
 	serverURL, err := url.Parse(server)
@@ -10867,6 +12187,33 @@ func NewListSecretsRequest(server string) (*http.Request, error) {
 	queryURL, err := serverURL.Parse(operationPath)
 	if err != nil {
 		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Project != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "project", *params.Project, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
 	}
 
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
@@ -10878,18 +12225,18 @@ func NewListSecretsRequest(server string) (*http.Request, error) {
 }
 
 // NewPutSecretRequest calls the generic PutSecret builder with application/json body
-func NewPutSecretRequest(server string, body PutSecretJSONRequestBody) (*http.Request, error) {
+func NewPutSecretRequest(server string, params *PutSecretParams, body PutSecretJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
 	buf, err := json.Marshal(body)
 	if err != nil {
 		return nil, err
 	}
 	bodyReader = bytes.NewReader(buf)
-	return NewPutSecretRequestWithBody(server, "application/json", bodyReader)
+	return NewPutSecretRequestWithBody(server, params, "application/json", bodyReader)
 }
 
 // NewPutSecretRequestWithBody constructs an http.Request for the PutSecret method, with any body, and a specified content type
-func NewPutSecretRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+func NewPutSecretRequestWithBody(server string, params *PutSecretParams, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	serverURL, err := url.Parse(server)
@@ -10905,6 +12252,33 @@ func NewPutSecretRequestWithBody(server string, contentType string, body io.Read
 	queryURL, err := serverURL.Parse(operationPath)
 	if err != nil {
 		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Project != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "project", *params.Project, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
 	}
 
 	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
@@ -10918,7 +12292,7 @@ func NewPutSecretRequestWithBody(server string, contentType string, body io.Read
 }
 
 // NewDeleteSecretRequest constructs an http.Request for the DeleteSecret method
-func NewDeleteSecretRequest(server string, name string) (*http.Request, error) {
+func NewDeleteSecretRequest(server string, name string, params *DeleteSecretParams) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
@@ -10943,6 +12317,33 @@ func NewDeleteSecretRequest(server string, name string) (*http.Request, error) {
 		return nil, err
 	}
 
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Project != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "project", *params.Project, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
 	req, err := http.NewRequest(http.MethodDelete, queryURL.String(), nil)
 	if err != nil {
 		return nil, err
@@ -10952,7 +12353,7 @@ func NewDeleteSecretRequest(server string, name string) (*http.Request, error) {
 }
 
 // NewListTargetsRequest constructs an http.Request for the ListTargets method
-func NewListTargetsRequest(server string) (*http.Request, error) {
+func NewListTargetsRequest(server string, params *ListTargetsParams) (*http.Request, error) {
 	var err error
 
 	serverURL, err := url.Parse(server)
@@ -10968,6 +12369,33 @@ func NewListTargetsRequest(server string) (*http.Request, error) {
 	queryURL, err := serverURL.Parse(operationPath)
 	if err != nil {
 		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Project != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "project", *params.Project, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
 	}
 
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
@@ -10979,18 +12407,18 @@ func NewListTargetsRequest(server string) (*http.Request, error) {
 }
 
 // NewCreateTargetRequest calls the generic CreateTarget builder with application/json body
-func NewCreateTargetRequest(server string, body CreateTargetJSONRequestBody) (*http.Request, error) {
+func NewCreateTargetRequest(server string, params *CreateTargetParams, body CreateTargetJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
 	buf, err := json.Marshal(body)
 	if err != nil {
 		return nil, err
 	}
 	bodyReader = bytes.NewReader(buf)
-	return NewCreateTargetRequestWithBody(server, "application/json", bodyReader)
+	return NewCreateTargetRequestWithBody(server, params, "application/json", bodyReader)
 }
 
 // NewCreateTargetRequestWithBody constructs an http.Request for the CreateTarget method, with any body, and a specified content type
-func NewCreateTargetRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+func NewCreateTargetRequestWithBody(server string, params *CreateTargetParams, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	serverURL, err := url.Parse(server)
@@ -11006,6 +12434,33 @@ func NewCreateTargetRequestWithBody(server string, contentType string, body io.R
 	queryURL, err := serverURL.Parse(operationPath)
 	if err != nil {
 		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Project != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "project", *params.Project, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
 	}
 
 	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
@@ -11148,6 +12603,18 @@ func NewListTestsRequest(server string, params *ListTestsParams) (*http.Request,
 		// per the OpenAPI spec (e.g. "color=blue,black,brown").
 		var rawQueryFragments []string
 
+		if params.Project != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "project", *params.Project, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
 		if params.Cursor != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
@@ -11224,6 +12691,18 @@ func NewCreateTestRequestWithBody(server string, params *CreateTestParams, conte
 		// styled parameters, preserving literal commas as delimiters
 		// per the OpenAPI spec (e.g. "color=blue,black,brown").
 		var rawQueryFragments []string
+
+		if params.Project != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "project", *params.Project, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
 
 		if params.Name != nil {
 
@@ -11331,6 +12810,18 @@ func NewImportTestRequestWithBody(server string, params *ImportTestParams, conte
 		// styled parameters, preserving literal commas as delimiters
 		// per the OpenAPI spec (e.g. "color=blue,black,brown").
 		var rawQueryFragments []string
+
+		if params.Project != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "project", *params.Project, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
 
 		if params.Name != nil {
 
@@ -12357,7 +13848,7 @@ type ClientWithResponsesInterface interface {
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /v1/agents (the `ListAgents` operationId).
-	ListAgentsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListAgentsResponse, error)
+	ListAgentsWithResponse(ctx context.Context, params *ListAgentsParams, reqEditors ...RequestEditorFn) (*ListAgentsResponse, error)
 
 	// CreateAgentWithBodyWithResponse Register a private agent
 	//
@@ -12366,7 +13857,7 @@ type ClientWithResponsesInterface interface {
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /v1/agents (the `CreateAgent` operationId).
-	CreateAgentWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateAgentResponse, error)
+	CreateAgentWithBodyWithResponse(ctx context.Context, params *CreateAgentParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateAgentResponse, error)
 
 	// CreateAgentWithResponse Register a private agent
 	//
@@ -12375,7 +13866,7 @@ type ClientWithResponsesInterface interface {
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /v1/agents (the `CreateAgent` operationId).
-	CreateAgentWithResponse(ctx context.Context, body CreateAgentJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateAgentResponse, error)
+	CreateAgentWithResponse(ctx context.Context, params *CreateAgentParams, body CreateAgentJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateAgentResponse, error)
 
 	// DeleteAgentWithResponse Remove one of your private agents
 	//
@@ -12406,9 +13897,9 @@ type ClientWithResponsesInterface interface {
 
 	// ListAuditEventsWithResponse Read the audit log
 	//
-	// Entries newest first. An admin reads every entry; anyone else the entries they did and
+	// Entries newest first. An admin reads every entry; anyone else the entries they did,
 	// those that concern them (a sign-in tried on their account, a change an admin made to
-	// it). Entries are appended as requests to audited routes are answered, failures too, and
+	// it), and those of the projects they own. Entries are appended as requests to audited routes are answered, failures too, and
 	// are never changed; they are kept for the server's `--audit-retention-days` (400 by default).
 	// Audited: sign-in (`auth.login`), sign-up with an invitation (`invitation.use`), account
 	// changes (`user.update`, `user.change_password`), personal tokens (`token.create`,
@@ -12602,6 +14093,27 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with PATCH /v1/me (the `UpdateMe` operationId).
 	UpdateMeWithResponse(ctx context.Context, body UpdateMeJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateMeResponse, error)
 
+	// ListMyProjectInvitationsWithResponse The invitations to projects that wait for your answer
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/me/invitations (the `ListMyProjectInvitations` operationId).
+	ListMyProjectInvitationsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListMyProjectInvitationsResponse, error)
+
+	// AcceptProjectInvitationWithResponse Join a project you were invited to, with the role it names
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/me/invitations/{id}/accept (the `AcceptProjectInvitation` operationId).
+	AcceptProjectInvitationWithResponse(ctx context.Context, id ID, reqEditors ...RequestEditorFn) (*AcceptProjectInvitationResponse, error)
+
+	// DeclineProjectInvitationWithResponse Decline an invitation to a project
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/me/invitations/{id}/decline (the `DeclineProjectInvitation` operationId).
+	DeclineProjectInvitationWithResponse(ctx context.Context, id ID, reqEditors ...RequestEditorFn) (*DeclineProjectInvitationResponse, error)
+
 	// GetMyLicenseWithResponse The signed-in user's license
 	//
 	// Returns a wrapper object for the known response body format(s).
@@ -12777,6 +14289,132 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /v1/plugins/{namespace}/{name}/versions/{version}/download/{os}/{arch}/file (the `DownloadPluginArtifact` operationId).
 	DownloadPluginArtifactWithResponse(ctx context.Context, namespace NamespaceName, name PluginName, version Version, os PluginOS, arch PluginArch, reqEditors ...RequestEditorFn) (*DownloadPluginArtifactResponse, error)
+
+	// ListProjectsWithResponse Your projects
+	//
+	// Every project you are a member of, your personal one first, each with your role.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/projects (the `ListProjects` operationId).
+	ListProjectsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListProjectsResponse, error)
+
+	// CreateProjectWithBodyWithResponse Make a project to share
+	//
+	// You are its owner. Invite others to it (`POST /v1/projects/{id}/invitations`).
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/projects (the `CreateProject` operationId).
+	CreateProjectWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateProjectResponse, error)
+
+	// CreateProjectWithResponse Make a project to share
+	//
+	// You are its owner. Invite others to it (`POST /v1/projects/{id}/invitations`).
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/projects (the `CreateProject` operationId).
+	CreateProjectWithResponse(ctx context.Context, body CreateProjectJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateProjectResponse, error)
+
+	// DeleteProjectWithResponse Delete a project with all it holds (owners)
+	//
+	// Its tests, scripts, runs, private agents, targets and secrets go with it. A personal project
+	// cannot be deleted, nor a project with a run that has not ended (`409`).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with DELETE /v1/projects/{id} (the `DeleteProject` operationId).
+	DeleteProjectWithResponse(ctx context.Context, id ID, reqEditors ...RequestEditorFn) (*DeleteProjectResponse, error)
+
+	// GetProjectWithResponse A project with its members
+	//
+	// Any member reads it; anyone else gets `404`.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/projects/{id} (the `GetProject` operationId).
+	GetProjectWithResponse(ctx context.Context, id ID, reqEditors ...RequestEditorFn) (*GetProjectResponse, error)
+
+	// UpdateProjectWithBodyWithResponse Rename a project (owners)
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PATCH /v1/projects/{id} (the `UpdateProject` operationId).
+	UpdateProjectWithBodyWithResponse(ctx context.Context, id ID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateProjectResponse, error)
+
+	// UpdateProjectWithResponse Rename a project (owners)
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PATCH /v1/projects/{id} (the `UpdateProject` operationId).
+	UpdateProjectWithResponse(ctx context.Context, id ID, body UpdateProjectJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateProjectResponse, error)
+
+	// ListProjectInvitationsWithResponse The invitations a project has sent that wait for an answer (owners)
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/projects/{id}/invitations (the `ListProjectInvitations` operationId).
+	ListProjectInvitationsWithResponse(ctx context.Context, id ID, reqEditors ...RequestEditorFn) (*ListProjectInvitationsResponse, error)
+
+	// InviteToProjectWithBodyWithResponse Invite a user to a project with a role (owners)
+	//
+	// Name an existing user by email or by id (one of them). They see the invitation
+	// (`GET /v1/me/invitations`) and accept or decline it. An email without an account is
+	// `422`; a member, or a user invited already, `409`. An invitation makes no account: people
+	// sign up with an invitation code from an admin, each with their own license.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/projects/{id}/invitations (the `InviteToProject` operationId).
+	InviteToProjectWithBodyWithResponse(ctx context.Context, id ID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*InviteToProjectResponse, error)
+
+	// InviteToProjectWithResponse Invite a user to a project with a role (owners)
+	//
+	// Name an existing user by email or by id (one of them). They see the invitation
+	// (`GET /v1/me/invitations`) and accept or decline it. An email without an account is
+	// `422`; a member, or a user invited already, `409`. An invitation makes no account: people
+	// sign up with an invitation code from an admin, each with their own license.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/projects/{id}/invitations (the `InviteToProject` operationId).
+	InviteToProjectWithResponse(ctx context.Context, id ID, body InviteToProjectJSONRequestBody, reqEditors ...RequestEditorFn) (*InviteToProjectResponse, error)
+
+	// WithdrawProjectInvitationWithResponse Withdraw an invitation (owners)
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with DELETE /v1/projects/{id}/invitations/{invitation_id} (the `WithdrawProjectInvitation` operationId).
+	WithdrawProjectInvitationWithResponse(ctx context.Context, id ID, invitationId openapi_types.UUID, reqEditors ...RequestEditorFn) (*WithdrawProjectInvitationResponse, error)
+
+	// RemoveProjectMemberWithResponse Remove a member (owners), or leave a project (yourself)
+	//
+	// The last owner stays (`409`). What the member made stays in the project, their runs in its
+	// history with their id (`started_by`).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with DELETE /v1/projects/{id}/members/{user_id} (the `RemoveProjectMember` operationId).
+	RemoveProjectMemberWithResponse(ctx context.Context, id ID, userId openapi_types.UUID, reqEditors ...RequestEditorFn) (*RemoveProjectMemberResponse, error)
+
+	// SetProjectMemberRoleWithBodyWithResponse Change a member's role (owners)
+	//
+	// The last owner stays one (`409`).
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PATCH /v1/projects/{id}/members/{user_id} (the `SetProjectMemberRole` operationId).
+	SetProjectMemberRoleWithBodyWithResponse(ctx context.Context, id ID, userId openapi_types.UUID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*SetProjectMemberRoleResponse, error)
+
+	// SetProjectMemberRoleWithResponse Change a member's role (owners)
+	//
+	// The last owner stays one (`409`).
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PATCH /v1/projects/{id}/members/{user_id} (the `SetProjectMemberRole` operationId).
+	SetProjectMemberRoleWithResponse(ctx context.Context, id ID, userId openapi_types.UUID, body SetProjectMemberRoleJSONRequestBody, reqEditors ...RequestEditorFn) (*SetProjectMemberRoleResponse, error)
 
 	// ListRunsWithResponse Your runs, newest first
 	//
@@ -12986,7 +14624,7 @@ type ClientWithResponsesInterface interface {
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /v1/scripts (the `CreateScript` operationId).
-	CreateScriptWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateScriptResponse, error)
+	CreateScriptWithBodyWithResponse(ctx context.Context, params *CreateScriptParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateScriptResponse, error)
 
 	// CreateScriptWithResponse Upload a script
 	//
@@ -13001,7 +14639,7 @@ type ClientWithResponsesInterface interface {
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /v1/scripts (the `CreateScript` operationId).
-	CreateScriptWithResponse(ctx context.Context, body CreateScriptJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateScriptResponse, error)
+	CreateScriptWithResponse(ctx context.Context, params *CreateScriptParams, body CreateScriptJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateScriptResponse, error)
 
 	// GetScriptWithResponse A script
 	//
@@ -13017,7 +14655,7 @@ type ClientWithResponsesInterface interface {
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /v1/secrets (the `ListSecrets` operationId).
-	ListSecretsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListSecretsResponse, error)
+	ListSecretsWithResponse(ctx context.Context, params *ListSecretsParams, reqEditors ...RequestEditorFn) (*ListSecretsResponse, error)
 
 	// PutSecretWithBodyWithResponse Set a secret
 	//
@@ -13026,7 +14664,7 @@ type ClientWithResponsesInterface interface {
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /v1/secrets (the `PutSecret` operationId).
-	PutSecretWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PutSecretResponse, error)
+	PutSecretWithBodyWithResponse(ctx context.Context, params *PutSecretParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PutSecretResponse, error)
 
 	// PutSecretWithResponse Set a secret
 	//
@@ -13035,7 +14673,7 @@ type ClientWithResponsesInterface interface {
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /v1/secrets (the `PutSecret` operationId).
-	PutSecretWithResponse(ctx context.Context, body PutSecretJSONRequestBody, reqEditors ...RequestEditorFn) (*PutSecretResponse, error)
+	PutSecretWithResponse(ctx context.Context, params *PutSecretParams, body PutSecretJSONRequestBody, reqEditors ...RequestEditorFn) (*PutSecretResponse, error)
 
 	// DeleteSecretWithResponse Delete a secret
 	//
@@ -13044,7 +14682,7 @@ type ClientWithResponsesInterface interface {
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with DELETE /v1/secrets/{name} (the `DeleteSecret` operationId).
-	DeleteSecretWithResponse(ctx context.Context, name string, reqEditors ...RequestEditorFn) (*DeleteSecretResponse, error)
+	DeleteSecretWithResponse(ctx context.Context, name string, params *DeleteSecretParams, reqEditors ...RequestEditorFn) (*DeleteSecretResponse, error)
 
 	// ListTargetsWithResponse Your targets
 	//
@@ -13053,7 +14691,7 @@ type ClientWithResponsesInterface interface {
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /v1/targets (the `ListTargets` operationId).
-	ListTargetsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListTargetsResponse, error)
+	ListTargetsWithResponse(ctx context.Context, params *ListTargetsParams, reqEditors ...RequestEditorFn) (*ListTargetsResponse, error)
 
 	// CreateTargetWithBodyWithResponse Register a target
 	//
@@ -13062,7 +14700,7 @@ type ClientWithResponsesInterface interface {
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /v1/targets (the `CreateTarget` operationId).
-	CreateTargetWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateTargetResponse, error)
+	CreateTargetWithBodyWithResponse(ctx context.Context, params *CreateTargetParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateTargetResponse, error)
 
 	// CreateTargetWithResponse Register a target
 	//
@@ -13071,7 +14709,7 @@ type ClientWithResponsesInterface interface {
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /v1/targets (the `CreateTarget` operationId).
-	CreateTargetWithResponse(ctx context.Context, body CreateTargetJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateTargetResponse, error)
+	CreateTargetWithResponse(ctx context.Context, params *CreateTargetParams, body CreateTargetJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateTargetResponse, error)
 
 	// DeleteTargetWithResponse Remove one of your targets
 	//
@@ -15578,6 +17216,8 @@ type ListAgentsResponse struct {
 	ApplicationproblemJSON401 *Problem
 	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
 	ApplicationproblemJSON403 *Problem
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *Problem
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationproblemJSON503 *DatabaseUnavailable
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -15597,6 +17237,11 @@ func (r ListAgentsResponse) GetApplicationproblemJSON401() *Problem {
 // GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
 func (r ListAgentsResponse) GetApplicationproblemJSON403() *Problem {
 	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r ListAgentsResponse) GetApplicationproblemJSON404() *Problem {
+	return r.ApplicationproblemJSON404
 }
 
 // GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
@@ -15649,6 +17294,8 @@ type CreateAgentResponse struct {
 	ApplicationproblemJSON401 *Problem
 	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
 	ApplicationproblemJSON403 *Problem
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *Problem
 	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
 	ApplicationproblemJSON413 *Problem
 	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
@@ -15679,6 +17326,11 @@ func (r CreateAgentResponse) GetApplicationproblemJSON401() *Problem {
 // GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
 func (r CreateAgentResponse) GetApplicationproblemJSON403() *Problem {
 	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r CreateAgentResponse) GetApplicationproblemJSON404() *Problem {
+	return r.ApplicationproblemJSON404
 }
 
 // GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
@@ -16002,6 +17654,8 @@ type ListAuditEventsResponse struct {
 	ApplicationproblemJSON401 *Problem
 	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
 	ApplicationproblemJSON403 *Problem
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *Problem
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationproblemJSON503 *DatabaseUnavailable
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -16026,6 +17680,11 @@ func (r ListAuditEventsResponse) GetApplicationproblemJSON401() *Problem {
 // GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
 func (r ListAuditEventsResponse) GetApplicationproblemJSON403() *Problem {
 	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r ListAuditEventsResponse) GetApplicationproblemJSON404() *Problem {
+	return r.ApplicationproblemJSON404
 }
 
 // GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
@@ -16076,6 +17735,8 @@ type ExportAuditEventsResponse struct {
 	ApplicationproblemJSON401 *Problem
 	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
 	ApplicationproblemJSON403 *Problem
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *Problem
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationproblemJSON503 *DatabaseUnavailable
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -16095,6 +17756,11 @@ func (r ExportAuditEventsResponse) GetApplicationproblemJSON401() *Problem {
 // GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
 func (r ExportAuditEventsResponse) GetApplicationproblemJSON403() *Problem {
 	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r ExportAuditEventsResponse) GetApplicationproblemJSON404() *Problem {
+	return r.ApplicationproblemJSON404
 }
 
 // GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
@@ -16921,6 +18587,248 @@ func (r UpdateMeResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r UpdateMeResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ListMyProjectInvitationsResponse503Headers the declared response headers of an HTTP 503 response for ListMyProjectInvitations
+type ListMyProjectInvitationsResponse503Headers struct {
+	RetryAfter *int
+}
+
+type ListMyProjectInvitationsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *ProjectInvitationList
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Problem
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *DatabaseUnavailable
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ListMyProjectInvitationsResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListMyProjectInvitationsResponse) GetJSON200() *ProjectInvitationList {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r ListMyProjectInvitationsResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r ListMyProjectInvitationsResponse) GetApplicationproblemJSON401() *Problem {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r ListMyProjectInvitationsResponse) GetApplicationproblemJSON403() *Problem {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r ListMyProjectInvitationsResponse) GetApplicationproblemJSON503() *DatabaseUnavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ListMyProjectInvitationsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListMyProjectInvitationsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListMyProjectInvitationsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListMyProjectInvitationsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// AcceptProjectInvitationResponse503Headers the declared response headers of an HTTP 503 response for AcceptProjectInvitation
+type AcceptProjectInvitationResponse503Headers struct {
+	RetryAfter *int
+}
+
+type AcceptProjectInvitationResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Project
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Problem
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *Problem
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *Problem
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *DatabaseUnavailable
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *AcceptProjectInvitationResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r AcceptProjectInvitationResponse) GetJSON200() *Project {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r AcceptProjectInvitationResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r AcceptProjectInvitationResponse) GetApplicationproblemJSON401() *Problem {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r AcceptProjectInvitationResponse) GetApplicationproblemJSON403() *Problem {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r AcceptProjectInvitationResponse) GetApplicationproblemJSON404() *Problem {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r AcceptProjectInvitationResponse) GetApplicationproblemJSON409() *Problem {
+	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r AcceptProjectInvitationResponse) GetApplicationproblemJSON503() *DatabaseUnavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r AcceptProjectInvitationResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r AcceptProjectInvitationResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r AcceptProjectInvitationResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r AcceptProjectInvitationResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// DeclineProjectInvitationResponse503Headers the declared response headers of an HTTP 503 response for DeclineProjectInvitation
+type DeclineProjectInvitationResponse503Headers struct {
+	RetryAfter *int
+}
+
+type DeclineProjectInvitationResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Problem
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *Problem
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *DatabaseUnavailable
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *DeclineProjectInvitationResponse503Headers
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r DeclineProjectInvitationResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r DeclineProjectInvitationResponse) GetApplicationproblemJSON401() *Problem {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r DeclineProjectInvitationResponse) GetApplicationproblemJSON403() *Problem {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r DeclineProjectInvitationResponse) GetApplicationproblemJSON404() *Problem {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r DeclineProjectInvitationResponse) GetApplicationproblemJSON503() *DatabaseUnavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r DeclineProjectInvitationResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r DeclineProjectInvitationResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r DeclineProjectInvitationResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r DeclineProjectInvitationResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -18270,6 +20178,913 @@ func (r DownloadPluginArtifactResponse) ContentType() string {
 	return ""
 }
 
+// ListProjectsResponse503Headers the declared response headers of an HTTP 503 response for ListProjects
+type ListProjectsResponse503Headers struct {
+	RetryAfter *int
+}
+
+type ListProjectsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *ProjectList
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Problem
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *DatabaseUnavailable
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ListProjectsResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListProjectsResponse) GetJSON200() *ProjectList {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r ListProjectsResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r ListProjectsResponse) GetApplicationproblemJSON401() *Problem {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r ListProjectsResponse) GetApplicationproblemJSON403() *Problem {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r ListProjectsResponse) GetApplicationproblemJSON503() *DatabaseUnavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ListProjectsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListProjectsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListProjectsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListProjectsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// CreateProjectResponse503Headers the declared response headers of an HTTP 503 response for CreateProject
+type CreateProjectResponse503Headers struct {
+	RetryAfter *int
+}
+
+type CreateProjectResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *Project
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Problem
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *Problem
+	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationproblemJSON415 *Problem
+	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationproblemJSON422 *Problem
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *DatabaseUnavailable
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *CreateProjectResponse503Headers
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r CreateProjectResponse) GetJSON201() *Project {
+	return r.JSON201
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r CreateProjectResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r CreateProjectResponse) GetApplicationproblemJSON401() *Problem {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r CreateProjectResponse) GetApplicationproblemJSON403() *Problem {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r CreateProjectResponse) GetApplicationproblemJSON413() *Problem {
+	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r CreateProjectResponse) GetApplicationproblemJSON415() *Problem {
+	return r.ApplicationproblemJSON415
+}
+
+// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r CreateProjectResponse) GetApplicationproblemJSON422() *Problem {
+	return r.ApplicationproblemJSON422
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r CreateProjectResponse) GetApplicationproblemJSON503() *DatabaseUnavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r CreateProjectResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CreateProjectResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CreateProjectResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CreateProjectResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// DeleteProjectResponse503Headers the declared response headers of an HTTP 503 response for DeleteProject
+type DeleteProjectResponse503Headers struct {
+	RetryAfter *int
+}
+
+type DeleteProjectResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Problem
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *Problem
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *Problem
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *DatabaseUnavailable
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *DeleteProjectResponse503Headers
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r DeleteProjectResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r DeleteProjectResponse) GetApplicationproblemJSON401() *Problem {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r DeleteProjectResponse) GetApplicationproblemJSON403() *Problem {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r DeleteProjectResponse) GetApplicationproblemJSON404() *Problem {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r DeleteProjectResponse) GetApplicationproblemJSON409() *Problem {
+	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r DeleteProjectResponse) GetApplicationproblemJSON503() *DatabaseUnavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r DeleteProjectResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r DeleteProjectResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r DeleteProjectResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r DeleteProjectResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetProjectResponse503Headers the declared response headers of an HTTP 503 response for GetProject
+type GetProjectResponse503Headers struct {
+	RetryAfter *int
+}
+
+type GetProjectResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *ProjectDetail
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Problem
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *Problem
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *DatabaseUnavailable
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *GetProjectResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetProjectResponse) GetJSON200() *ProjectDetail {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r GetProjectResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r GetProjectResponse) GetApplicationproblemJSON401() *Problem {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r GetProjectResponse) GetApplicationproblemJSON403() *Problem {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r GetProjectResponse) GetApplicationproblemJSON404() *Problem {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r GetProjectResponse) GetApplicationproblemJSON503() *DatabaseUnavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r GetProjectResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetProjectResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetProjectResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetProjectResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// UpdateProjectResponse503Headers the declared response headers of an HTTP 503 response for UpdateProject
+type UpdateProjectResponse503Headers struct {
+	RetryAfter *int
+}
+
+type UpdateProjectResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Project
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Problem
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *Problem
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *Problem
+	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationproblemJSON415 *Problem
+	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationproblemJSON422 *Problem
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *DatabaseUnavailable
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *UpdateProjectResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r UpdateProjectResponse) GetJSON200() *Project {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r UpdateProjectResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r UpdateProjectResponse) GetApplicationproblemJSON401() *Problem {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r UpdateProjectResponse) GetApplicationproblemJSON403() *Problem {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r UpdateProjectResponse) GetApplicationproblemJSON404() *Problem {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r UpdateProjectResponse) GetApplicationproblemJSON413() *Problem {
+	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r UpdateProjectResponse) GetApplicationproblemJSON415() *Problem {
+	return r.ApplicationproblemJSON415
+}
+
+// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r UpdateProjectResponse) GetApplicationproblemJSON422() *Problem {
+	return r.ApplicationproblemJSON422
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r UpdateProjectResponse) GetApplicationproblemJSON503() *DatabaseUnavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r UpdateProjectResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r UpdateProjectResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r UpdateProjectResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r UpdateProjectResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ListProjectInvitationsResponse503Headers the declared response headers of an HTTP 503 response for ListProjectInvitations
+type ListProjectInvitationsResponse503Headers struct {
+	RetryAfter *int
+}
+
+type ListProjectInvitationsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *ProjectInvitationList
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Problem
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *Problem
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *DatabaseUnavailable
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ListProjectInvitationsResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListProjectInvitationsResponse) GetJSON200() *ProjectInvitationList {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r ListProjectInvitationsResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r ListProjectInvitationsResponse) GetApplicationproblemJSON401() *Problem {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r ListProjectInvitationsResponse) GetApplicationproblemJSON403() *Problem {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r ListProjectInvitationsResponse) GetApplicationproblemJSON404() *Problem {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r ListProjectInvitationsResponse) GetApplicationproblemJSON503() *DatabaseUnavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ListProjectInvitationsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListProjectInvitationsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListProjectInvitationsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListProjectInvitationsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// InviteToProjectResponse503Headers the declared response headers of an HTTP 503 response for InviteToProject
+type InviteToProjectResponse503Headers struct {
+	RetryAfter *int
+}
+
+type InviteToProjectResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *ProjectInvitation
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Problem
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *Problem
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *Problem
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *Problem
+	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationproblemJSON415 *Problem
+	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationproblemJSON422 *Problem
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *DatabaseUnavailable
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *InviteToProjectResponse503Headers
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r InviteToProjectResponse) GetJSON201() *ProjectInvitation {
+	return r.JSON201
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r InviteToProjectResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r InviteToProjectResponse) GetApplicationproblemJSON401() *Problem {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r InviteToProjectResponse) GetApplicationproblemJSON403() *Problem {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r InviteToProjectResponse) GetApplicationproblemJSON404() *Problem {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r InviteToProjectResponse) GetApplicationproblemJSON409() *Problem {
+	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r InviteToProjectResponse) GetApplicationproblemJSON413() *Problem {
+	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r InviteToProjectResponse) GetApplicationproblemJSON415() *Problem {
+	return r.ApplicationproblemJSON415
+}
+
+// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r InviteToProjectResponse) GetApplicationproblemJSON422() *Problem {
+	return r.ApplicationproblemJSON422
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r InviteToProjectResponse) GetApplicationproblemJSON503() *DatabaseUnavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r InviteToProjectResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r InviteToProjectResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r InviteToProjectResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r InviteToProjectResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// WithdrawProjectInvitationResponse503Headers the declared response headers of an HTTP 503 response for WithdrawProjectInvitation
+type WithdrawProjectInvitationResponse503Headers struct {
+	RetryAfter *int
+}
+
+type WithdrawProjectInvitationResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Problem
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *Problem
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *DatabaseUnavailable
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *WithdrawProjectInvitationResponse503Headers
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r WithdrawProjectInvitationResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r WithdrawProjectInvitationResponse) GetApplicationproblemJSON401() *Problem {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r WithdrawProjectInvitationResponse) GetApplicationproblemJSON403() *Problem {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r WithdrawProjectInvitationResponse) GetApplicationproblemJSON404() *Problem {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r WithdrawProjectInvitationResponse) GetApplicationproblemJSON503() *DatabaseUnavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r WithdrawProjectInvitationResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r WithdrawProjectInvitationResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r WithdrawProjectInvitationResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r WithdrawProjectInvitationResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// RemoveProjectMemberResponse503Headers the declared response headers of an HTTP 503 response for RemoveProjectMember
+type RemoveProjectMemberResponse503Headers struct {
+	RetryAfter *int
+}
+
+type RemoveProjectMemberResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Problem
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *Problem
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *Problem
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *DatabaseUnavailable
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *RemoveProjectMemberResponse503Headers
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r RemoveProjectMemberResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r RemoveProjectMemberResponse) GetApplicationproblemJSON401() *Problem {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r RemoveProjectMemberResponse) GetApplicationproblemJSON403() *Problem {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r RemoveProjectMemberResponse) GetApplicationproblemJSON404() *Problem {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r RemoveProjectMemberResponse) GetApplicationproblemJSON409() *Problem {
+	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r RemoveProjectMemberResponse) GetApplicationproblemJSON503() *DatabaseUnavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r RemoveProjectMemberResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r RemoveProjectMemberResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r RemoveProjectMemberResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r RemoveProjectMemberResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// SetProjectMemberRoleResponse503Headers the declared response headers of an HTTP 503 response for SetProjectMemberRole
+type SetProjectMemberRoleResponse503Headers struct {
+	RetryAfter *int
+}
+
+type SetProjectMemberRoleResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *ProjectDetail
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Problem
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *Problem
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *Problem
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *Problem
+	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationproblemJSON415 *Problem
+	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationproblemJSON422 *Problem
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *DatabaseUnavailable
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *SetProjectMemberRoleResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r SetProjectMemberRoleResponse) GetJSON200() *ProjectDetail {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r SetProjectMemberRoleResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r SetProjectMemberRoleResponse) GetApplicationproblemJSON401() *Problem {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r SetProjectMemberRoleResponse) GetApplicationproblemJSON403() *Problem {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r SetProjectMemberRoleResponse) GetApplicationproblemJSON404() *Problem {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r SetProjectMemberRoleResponse) GetApplicationproblemJSON409() *Problem {
+	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r SetProjectMemberRoleResponse) GetApplicationproblemJSON413() *Problem {
+	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r SetProjectMemberRoleResponse) GetApplicationproblemJSON415() *Problem {
+	return r.ApplicationproblemJSON415
+}
+
+// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r SetProjectMemberRoleResponse) GetApplicationproblemJSON422() *Problem {
+	return r.ApplicationproblemJSON422
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r SetProjectMemberRoleResponse) GetApplicationproblemJSON503() *DatabaseUnavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r SetProjectMemberRoleResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r SetProjectMemberRoleResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r SetProjectMemberRoleResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r SetProjectMemberRoleResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // ListRunsResponse503Headers the declared response headers of an HTTP 503 response for ListRuns
 type ListRunsResponse503Headers struct {
 	RetryAfter *int
@@ -18286,6 +21101,8 @@ type ListRunsResponse struct {
 	ApplicationproblemJSON401 *Problem
 	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
 	ApplicationproblemJSON403 *Problem
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *Problem
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationproblemJSON503 *DatabaseUnavailable
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -18310,6 +21127,11 @@ func (r ListRunsResponse) GetApplicationproblemJSON401() *Problem {
 // GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
 func (r ListRunsResponse) GetApplicationproblemJSON403() *Problem {
 	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r ListRunsResponse) GetApplicationproblemJSON404() *Problem {
+	return r.ApplicationproblemJSON404
 }
 
 // GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
@@ -19558,6 +22380,8 @@ type CreateScriptResponse struct {
 	ApplicationproblemJSON401 *Problem
 	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
 	ApplicationproblemJSON403 *Problem
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *Problem
 	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
 	ApplicationproblemJSON413 *Problem
 	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
@@ -19592,6 +22416,11 @@ func (r CreateScriptResponse) GetApplicationproblemJSON401() *Problem {
 // GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
 func (r CreateScriptResponse) GetApplicationproblemJSON403() *Problem {
 	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r CreateScriptResponse) GetApplicationproblemJSON404() *Problem {
+	return r.ApplicationproblemJSON404
 }
 
 // GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
@@ -19745,6 +22574,8 @@ type ListSecretsResponse struct {
 	ApplicationproblemJSON401 *Problem
 	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
 	ApplicationproblemJSON403 *Problem
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *Problem
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationproblemJSON503 *DatabaseUnavailable
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -19764,6 +22595,11 @@ func (r ListSecretsResponse) GetApplicationproblemJSON401() *Problem {
 // GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
 func (r ListSecretsResponse) GetApplicationproblemJSON403() *Problem {
 	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r ListSecretsResponse) GetApplicationproblemJSON404() *Problem {
+	return r.ApplicationproblemJSON404
 }
 
 // GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
@@ -19818,6 +22654,8 @@ type PutSecretResponse struct {
 	ApplicationproblemJSON401 *Problem
 	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
 	ApplicationproblemJSON403 *Problem
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *Problem
 	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
 	ApplicationproblemJSON413 *Problem
 	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
@@ -19853,6 +22691,11 @@ func (r PutSecretResponse) GetApplicationproblemJSON401() *Problem {
 // GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
 func (r PutSecretResponse) GetApplicationproblemJSON403() *Problem {
 	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r PutSecretResponse) GetApplicationproblemJSON404() *Problem {
+	return r.ApplicationproblemJSON404
 }
 
 // GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
@@ -19994,6 +22837,8 @@ type ListTargetsResponse struct {
 	ApplicationproblemJSON401 *Problem
 	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
 	ApplicationproblemJSON403 *Problem
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *Problem
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationproblemJSON503 *DatabaseUnavailable
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -20013,6 +22858,11 @@ func (r ListTargetsResponse) GetApplicationproblemJSON401() *Problem {
 // GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
 func (r ListTargetsResponse) GetApplicationproblemJSON403() *Problem {
 	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r ListTargetsResponse) GetApplicationproblemJSON404() *Problem {
+	return r.ApplicationproblemJSON404
 }
 
 // GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
@@ -20065,6 +22915,8 @@ type CreateTargetResponse struct {
 	ApplicationproblemJSON401 *Problem
 	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
 	ApplicationproblemJSON403 *Problem
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *Problem
 	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
 	ApplicationproblemJSON409 *Problem
 	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
@@ -20097,6 +22949,11 @@ func (r CreateTargetResponse) GetApplicationproblemJSON401() *Problem {
 // GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
 func (r CreateTargetResponse) GetApplicationproblemJSON403() *Problem {
 	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r CreateTargetResponse) GetApplicationproblemJSON404() *Problem {
+	return r.ApplicationproblemJSON404
 }
 
 // GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
@@ -20418,6 +23275,8 @@ type ListTestsResponse struct {
 	ApplicationproblemJSON401 *Problem
 	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
 	ApplicationproblemJSON403 *Problem
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *Problem
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationproblemJSON503 *DatabaseUnavailable
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -20442,6 +23301,11 @@ func (r ListTestsResponse) GetApplicationproblemJSON401() *Problem {
 // GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
 func (r ListTestsResponse) GetApplicationproblemJSON403() *Problem {
 	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r ListTestsResponse) GetApplicationproblemJSON404() *Problem {
+	return r.ApplicationproblemJSON404
 }
 
 // GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
@@ -20499,6 +23363,8 @@ type CreateTestResponse struct {
 	ApplicationproblemJSON401 *Problem
 	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
 	ApplicationproblemJSON403 *Problem
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *Problem
 	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
 	ApplicationproblemJSON413 *Problem
 	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
@@ -20533,6 +23399,11 @@ func (r CreateTestResponse) GetApplicationproblemJSON401() *Problem {
 // GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
 func (r CreateTestResponse) GetApplicationproblemJSON403() *Problem {
 	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r CreateTestResponse) GetApplicationproblemJSON404() *Problem {
+	return r.ApplicationproblemJSON404
 }
 
 // GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
@@ -20714,6 +23585,8 @@ type ImportTestResponse struct {
 	ApplicationproblemJSON401 *Problem
 	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
 	ApplicationproblemJSON403 *Problem
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *Problem
 	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
 	ApplicationproblemJSON413 *Problem
 	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
@@ -20748,6 +23621,11 @@ func (r ImportTestResponse) GetApplicationproblemJSON401() *Problem {
 // GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
 func (r ImportTestResponse) GetApplicationproblemJSON403() *Problem {
 	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r ImportTestResponse) GetApplicationproblemJSON404() *Problem {
+	return r.ApplicationproblemJSON404
 }
 
 // GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
@@ -22611,8 +25489,8 @@ func (c *ClientWithResponses) AgentReportWithResponse(ctx context.Context, id ID
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /v1/agents (the `ListAgents` operationId).
-func (c *ClientWithResponses) ListAgentsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListAgentsResponse, error) {
-	rsp, err := c.ListAgents(ctx, reqEditors...)
+func (c *ClientWithResponses) ListAgentsWithResponse(ctx context.Context, params *ListAgentsParams, reqEditors ...RequestEditorFn) (*ListAgentsResponse, error) {
+	rsp, err := c.ListAgents(ctx, params, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -22626,8 +25504,8 @@ func (c *ClientWithResponses) ListAgentsWithResponse(ctx context.Context, reqEdi
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /v1/agents (the `CreateAgent` operationId).
-func (c *ClientWithResponses) CreateAgentWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateAgentResponse, error) {
-	rsp, err := c.CreateAgentWithBody(ctx, contentType, body, reqEditors...)
+func (c *ClientWithResponses) CreateAgentWithBodyWithResponse(ctx context.Context, params *CreateAgentParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateAgentResponse, error) {
+	rsp, err := c.CreateAgentWithBody(ctx, params, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -22641,8 +25519,8 @@ func (c *ClientWithResponses) CreateAgentWithBodyWithResponse(ctx context.Contex
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /v1/agents (the `CreateAgent` operationId).
-func (c *ClientWithResponses) CreateAgentWithResponse(ctx context.Context, body CreateAgentJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateAgentResponse, error) {
-	rsp, err := c.CreateAgent(ctx, body, reqEditors...)
+func (c *ClientWithResponses) CreateAgentWithResponse(ctx context.Context, params *CreateAgentParams, body CreateAgentJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateAgentResponse, error) {
+	rsp, err := c.CreateAgent(ctx, params, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -22696,9 +25574,9 @@ func (c *ClientWithResponses) PingAgentWithResponse(ctx context.Context, id ID, 
 
 // ListAuditEventsWithResponse Read the audit log
 //
-// Entries newest first. An admin reads every entry; anyone else the entries they did and
+// Entries newest first. An admin reads every entry; anyone else the entries they did,
 // those that concern them (a sign-in tried on their account, a change an admin made to
-// it). Entries are appended as requests to audited routes are answered, failures too, and
+// it), and those of the projects they own. Entries are appended as requests to audited routes are answered, failures too, and
 // are never changed; they are kept for the server's `--audit-retention-days` (400 by default).
 // Audited: sign-in (`auth.login`), sign-up with an invitation (`invitation.use`), account
 // changes (`user.update`, `user.change_password`), personal tokens (`token.create`,
@@ -22994,6 +25872,45 @@ func (c *ClientWithResponses) UpdateMeWithResponse(ctx context.Context, body Upd
 	return ParseUpdateMeResponse(rsp)
 }
 
+// ListMyProjectInvitationsWithResponse The invitations to projects that wait for your answer
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/me/invitations (the `ListMyProjectInvitations` operationId).
+func (c *ClientWithResponses) ListMyProjectInvitationsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListMyProjectInvitationsResponse, error) {
+	rsp, err := c.ListMyProjectInvitations(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListMyProjectInvitationsResponse(rsp)
+}
+
+// AcceptProjectInvitationWithResponse Join a project you were invited to, with the role it names
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/me/invitations/{id}/accept (the `AcceptProjectInvitation` operationId).
+func (c *ClientWithResponses) AcceptProjectInvitationWithResponse(ctx context.Context, id ID, reqEditors ...RequestEditorFn) (*AcceptProjectInvitationResponse, error) {
+	rsp, err := c.AcceptProjectInvitation(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseAcceptProjectInvitationResponse(rsp)
+}
+
+// DeclineProjectInvitationWithResponse Decline an invitation to a project
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/me/invitations/{id}/decline (the `DeclineProjectInvitation` operationId).
+func (c *ClientWithResponses) DeclineProjectInvitationWithResponse(ctx context.Context, id ID, reqEditors ...RequestEditorFn) (*DeclineProjectInvitationResponse, error) {
+	rsp, err := c.DeclineProjectInvitation(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseDeclineProjectInvitationResponse(rsp)
+}
+
 // GetMyLicenseWithResponse The signed-in user's license
 //
 // Returns a wrapper object for the known response body format(s).
@@ -23276,6 +26193,216 @@ func (c *ClientWithResponses) DownloadPluginArtifactWithResponse(ctx context.Con
 		return nil, err
 	}
 	return ParseDownloadPluginArtifactResponse(rsp)
+}
+
+// ListProjectsWithResponse Your projects
+//
+// Every project you are a member of, your personal one first, each with your role.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/projects (the `ListProjects` operationId).
+func (c *ClientWithResponses) ListProjectsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListProjectsResponse, error) {
+	rsp, err := c.ListProjects(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListProjectsResponse(rsp)
+}
+
+// CreateProjectWithBodyWithResponse Make a project to share
+//
+// You are its owner. Invite others to it (`POST /v1/projects/{id}/invitations`).
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/projects (the `CreateProject` operationId).
+func (c *ClientWithResponses) CreateProjectWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateProjectResponse, error) {
+	rsp, err := c.CreateProjectWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateProjectResponse(rsp)
+}
+
+// CreateProjectWithResponse Make a project to share
+//
+// You are its owner. Invite others to it (`POST /v1/projects/{id}/invitations`).
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/projects (the `CreateProject` operationId).
+func (c *ClientWithResponses) CreateProjectWithResponse(ctx context.Context, body CreateProjectJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateProjectResponse, error) {
+	rsp, err := c.CreateProject(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateProjectResponse(rsp)
+}
+
+// DeleteProjectWithResponse Delete a project with all it holds (owners)
+//
+// Its tests, scripts, runs, private agents, targets and secrets go with it. A personal project
+// cannot be deleted, nor a project with a run that has not ended (`409`).
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with DELETE /v1/projects/{id} (the `DeleteProject` operationId).
+func (c *ClientWithResponses) DeleteProjectWithResponse(ctx context.Context, id ID, reqEditors ...RequestEditorFn) (*DeleteProjectResponse, error) {
+	rsp, err := c.DeleteProject(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseDeleteProjectResponse(rsp)
+}
+
+// GetProjectWithResponse A project with its members
+//
+// Any member reads it; anyone else gets `404`.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/projects/{id} (the `GetProject` operationId).
+func (c *ClientWithResponses) GetProjectWithResponse(ctx context.Context, id ID, reqEditors ...RequestEditorFn) (*GetProjectResponse, error) {
+	rsp, err := c.GetProject(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetProjectResponse(rsp)
+}
+
+// UpdateProjectWithBodyWithResponse Rename a project (owners)
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PATCH /v1/projects/{id} (the `UpdateProject` operationId).
+func (c *ClientWithResponses) UpdateProjectWithBodyWithResponse(ctx context.Context, id ID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateProjectResponse, error) {
+	rsp, err := c.UpdateProjectWithBody(ctx, id, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUpdateProjectResponse(rsp)
+}
+
+// UpdateProjectWithResponse Rename a project (owners)
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PATCH /v1/projects/{id} (the `UpdateProject` operationId).
+func (c *ClientWithResponses) UpdateProjectWithResponse(ctx context.Context, id ID, body UpdateProjectJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateProjectResponse, error) {
+	rsp, err := c.UpdateProject(ctx, id, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUpdateProjectResponse(rsp)
+}
+
+// ListProjectInvitationsWithResponse The invitations a project has sent that wait for an answer (owners)
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/projects/{id}/invitations (the `ListProjectInvitations` operationId).
+func (c *ClientWithResponses) ListProjectInvitationsWithResponse(ctx context.Context, id ID, reqEditors ...RequestEditorFn) (*ListProjectInvitationsResponse, error) {
+	rsp, err := c.ListProjectInvitations(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListProjectInvitationsResponse(rsp)
+}
+
+// InviteToProjectWithBodyWithResponse Invite a user to a project with a role (owners)
+//
+// Name an existing user by email or by id (one of them). They see the invitation
+// (`GET /v1/me/invitations`) and accept or decline it. An email without an account is
+// `422`; a member, or a user invited already, `409`. An invitation makes no account: people
+// sign up with an invitation code from an admin, each with their own license.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/projects/{id}/invitations (the `InviteToProject` operationId).
+func (c *ClientWithResponses) InviteToProjectWithBodyWithResponse(ctx context.Context, id ID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*InviteToProjectResponse, error) {
+	rsp, err := c.InviteToProjectWithBody(ctx, id, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseInviteToProjectResponse(rsp)
+}
+
+// InviteToProjectWithResponse Invite a user to a project with a role (owners)
+//
+// Name an existing user by email or by id (one of them). They see the invitation
+// (`GET /v1/me/invitations`) and accept or decline it. An email without an account is
+// `422`; a member, or a user invited already, `409`. An invitation makes no account: people
+// sign up with an invitation code from an admin, each with their own license.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/projects/{id}/invitations (the `InviteToProject` operationId).
+func (c *ClientWithResponses) InviteToProjectWithResponse(ctx context.Context, id ID, body InviteToProjectJSONRequestBody, reqEditors ...RequestEditorFn) (*InviteToProjectResponse, error) {
+	rsp, err := c.InviteToProject(ctx, id, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseInviteToProjectResponse(rsp)
+}
+
+// WithdrawProjectInvitationWithResponse Withdraw an invitation (owners)
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with DELETE /v1/projects/{id}/invitations/{invitation_id} (the `WithdrawProjectInvitation` operationId).
+func (c *ClientWithResponses) WithdrawProjectInvitationWithResponse(ctx context.Context, id ID, invitationId openapi_types.UUID, reqEditors ...RequestEditorFn) (*WithdrawProjectInvitationResponse, error) {
+	rsp, err := c.WithdrawProjectInvitation(ctx, id, invitationId, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseWithdrawProjectInvitationResponse(rsp)
+}
+
+// RemoveProjectMemberWithResponse Remove a member (owners), or leave a project (yourself)
+//
+// The last owner stays (`409`). What the member made stays in the project, their runs in its
+// history with their id (`started_by`).
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with DELETE /v1/projects/{id}/members/{user_id} (the `RemoveProjectMember` operationId).
+func (c *ClientWithResponses) RemoveProjectMemberWithResponse(ctx context.Context, id ID, userId openapi_types.UUID, reqEditors ...RequestEditorFn) (*RemoveProjectMemberResponse, error) {
+	rsp, err := c.RemoveProjectMember(ctx, id, userId, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRemoveProjectMemberResponse(rsp)
+}
+
+// SetProjectMemberRoleWithBodyWithResponse Change a member's role (owners)
+//
+// The last owner stays one (`409`).
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PATCH /v1/projects/{id}/members/{user_id} (the `SetProjectMemberRole` operationId).
+func (c *ClientWithResponses) SetProjectMemberRoleWithBodyWithResponse(ctx context.Context, id ID, userId openapi_types.UUID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*SetProjectMemberRoleResponse, error) {
+	rsp, err := c.SetProjectMemberRoleWithBody(ctx, id, userId, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseSetProjectMemberRoleResponse(rsp)
+}
+
+// SetProjectMemberRoleWithResponse Change a member's role (owners)
+//
+// The last owner stays one (`409`).
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PATCH /v1/projects/{id}/members/{user_id} (the `SetProjectMemberRole` operationId).
+func (c *ClientWithResponses) SetProjectMemberRoleWithResponse(ctx context.Context, id ID, userId openapi_types.UUID, body SetProjectMemberRoleJSONRequestBody, reqEditors ...RequestEditorFn) (*SetProjectMemberRoleResponse, error) {
+	rsp, err := c.SetProjectMemberRole(ctx, id, userId, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseSetProjectMemberRoleResponse(rsp)
 }
 
 // ListRunsWithResponse Your runs, newest first
@@ -23576,8 +26703,8 @@ func (c *ClientWithResponses) GetRunSweepReportWithResponse(ctx context.Context,
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /v1/scripts (the `CreateScript` operationId).
-func (c *ClientWithResponses) CreateScriptWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateScriptResponse, error) {
-	rsp, err := c.CreateScriptWithBody(ctx, contentType, body, reqEditors...)
+func (c *ClientWithResponses) CreateScriptWithBodyWithResponse(ctx context.Context, params *CreateScriptParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateScriptResponse, error) {
+	rsp, err := c.CreateScriptWithBody(ctx, params, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -23597,8 +26724,8 @@ func (c *ClientWithResponses) CreateScriptWithBodyWithResponse(ctx context.Conte
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /v1/scripts (the `CreateScript` operationId).
-func (c *ClientWithResponses) CreateScriptWithResponse(ctx context.Context, body CreateScriptJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateScriptResponse, error) {
-	rsp, err := c.CreateScript(ctx, body, reqEditors...)
+func (c *ClientWithResponses) CreateScriptWithResponse(ctx context.Context, params *CreateScriptParams, body CreateScriptJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateScriptResponse, error) {
+	rsp, err := c.CreateScript(ctx, params, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -23625,8 +26752,8 @@ func (c *ClientWithResponses) GetScriptWithResponse(ctx context.Context, id ID, 
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /v1/secrets (the `ListSecrets` operationId).
-func (c *ClientWithResponses) ListSecretsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListSecretsResponse, error) {
-	rsp, err := c.ListSecrets(ctx, reqEditors...)
+func (c *ClientWithResponses) ListSecretsWithResponse(ctx context.Context, params *ListSecretsParams, reqEditors ...RequestEditorFn) (*ListSecretsResponse, error) {
+	rsp, err := c.ListSecrets(ctx, params, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -23640,8 +26767,8 @@ func (c *ClientWithResponses) ListSecretsWithResponse(ctx context.Context, reqEd
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /v1/secrets (the `PutSecret` operationId).
-func (c *ClientWithResponses) PutSecretWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PutSecretResponse, error) {
-	rsp, err := c.PutSecretWithBody(ctx, contentType, body, reqEditors...)
+func (c *ClientWithResponses) PutSecretWithBodyWithResponse(ctx context.Context, params *PutSecretParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PutSecretResponse, error) {
+	rsp, err := c.PutSecretWithBody(ctx, params, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -23655,8 +26782,8 @@ func (c *ClientWithResponses) PutSecretWithBodyWithResponse(ctx context.Context,
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /v1/secrets (the `PutSecret` operationId).
-func (c *ClientWithResponses) PutSecretWithResponse(ctx context.Context, body PutSecretJSONRequestBody, reqEditors ...RequestEditorFn) (*PutSecretResponse, error) {
-	rsp, err := c.PutSecret(ctx, body, reqEditors...)
+func (c *ClientWithResponses) PutSecretWithResponse(ctx context.Context, params *PutSecretParams, body PutSecretJSONRequestBody, reqEditors ...RequestEditorFn) (*PutSecretResponse, error) {
+	rsp, err := c.PutSecret(ctx, params, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -23670,8 +26797,8 @@ func (c *ClientWithResponses) PutSecretWithResponse(ctx context.Context, body Pu
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with DELETE /v1/secrets/{name} (the `DeleteSecret` operationId).
-func (c *ClientWithResponses) DeleteSecretWithResponse(ctx context.Context, name string, reqEditors ...RequestEditorFn) (*DeleteSecretResponse, error) {
-	rsp, err := c.DeleteSecret(ctx, name, reqEditors...)
+func (c *ClientWithResponses) DeleteSecretWithResponse(ctx context.Context, name string, params *DeleteSecretParams, reqEditors ...RequestEditorFn) (*DeleteSecretResponse, error) {
+	rsp, err := c.DeleteSecret(ctx, name, params, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -23685,8 +26812,8 @@ func (c *ClientWithResponses) DeleteSecretWithResponse(ctx context.Context, name
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /v1/targets (the `ListTargets` operationId).
-func (c *ClientWithResponses) ListTargetsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListTargetsResponse, error) {
-	rsp, err := c.ListTargets(ctx, reqEditors...)
+func (c *ClientWithResponses) ListTargetsWithResponse(ctx context.Context, params *ListTargetsParams, reqEditors ...RequestEditorFn) (*ListTargetsResponse, error) {
+	rsp, err := c.ListTargets(ctx, params, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -23700,8 +26827,8 @@ func (c *ClientWithResponses) ListTargetsWithResponse(ctx context.Context, reqEd
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /v1/targets (the `CreateTarget` operationId).
-func (c *ClientWithResponses) CreateTargetWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateTargetResponse, error) {
-	rsp, err := c.CreateTargetWithBody(ctx, contentType, body, reqEditors...)
+func (c *ClientWithResponses) CreateTargetWithBodyWithResponse(ctx context.Context, params *CreateTargetParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateTargetResponse, error) {
+	rsp, err := c.CreateTargetWithBody(ctx, params, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -23715,8 +26842,8 @@ func (c *ClientWithResponses) CreateTargetWithBodyWithResponse(ctx context.Conte
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /v1/targets (the `CreateTarget` operationId).
-func (c *ClientWithResponses) CreateTargetWithResponse(ctx context.Context, body CreateTargetJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateTargetResponse, error) {
-	rsp, err := c.CreateTarget(ctx, body, reqEditors...)
+func (c *ClientWithResponses) CreateTargetWithResponse(ctx context.Context, params *CreateTargetParams, body CreateTargetJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateTargetResponse, error) {
+	rsp, err := c.CreateTarget(ctx, params, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -26188,6 +29315,13 @@ func ParseListAgentsResponse(rsp *http.Response) (*ListAgentsResponse, error) {
 		}
 		response.ApplicationproblemJSON403 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest DatabaseUnavailable
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -26254,6 +29388,13 @@ func ParseCreateAgentResponse(rsp *http.Response) (*CreateAgentResponse, error) 
 			return nil, err
 		}
 		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
 		var dest Problem
@@ -26575,6 +29716,13 @@ func ParseListAuditEventsResponse(rsp *http.Response) (*ListAuditEventsResponse,
 		}
 		response.ApplicationproblemJSON403 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest DatabaseUnavailable
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -26634,6 +29782,13 @@ func ParseExportAuditEventsResponse(rsp *http.Response) (*ExportAuditEventsRespo
 			return nil, err
 		}
 		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest DatabaseUnavailable
@@ -27380,6 +30535,224 @@ func ParseUpdateMeResponse(rsp *http.Response) (*UpdateMeResponse, error) {
 		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers UpdateMeResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseListMyProjectInvitationsResponse parses an HTTP response from a ListMyProjectInvitationsWithResponse call
+func ParseListMyProjectInvitationsResponse(rsp *http.Response) (*ListMyProjectInvitationsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListMyProjectInvitationsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest ProjectInvitationList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest DatabaseUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 503:
+		var headers ListMyProjectInvitationsResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseAcceptProjectInvitationResponse parses an HTTP response from a AcceptProjectInvitationWithResponse call
+func ParseAcceptProjectInvitationResponse(rsp *http.Response) (*AcceptProjectInvitationResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &AcceptProjectInvitationResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Project
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest DatabaseUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 503:
+		var headers AcceptProjectInvitationResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseDeclineProjectInvitationResponse parses an HTTP response from a DeclineProjectInvitationWithResponse call
+func ParseDeclineProjectInvitationResponse(rsp *http.Response) (*DeclineProjectInvitationResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &DeclineProjectInvitationResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 204:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest DatabaseUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 503:
+		var headers DeclineProjectInvitationResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -28604,6 +31977,832 @@ func ParseDownloadPluginArtifactResponse(rsp *http.Response) (*DownloadPluginArt
 	return response, nil
 }
 
+// ParseListProjectsResponse parses an HTTP response from a ListProjectsWithResponse call
+func ParseListProjectsResponse(rsp *http.Response) (*ListProjectsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListProjectsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest ProjectList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest DatabaseUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 503:
+		var headers ListProjectsResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseCreateProjectResponse parses an HTTP response from a CreateProjectWithResponse call
+func ParseCreateProjectResponse(rsp *http.Response) (*CreateProjectResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CreateProjectResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest Project
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest DatabaseUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 503:
+		var headers CreateProjectResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseDeleteProjectResponse parses an HTTP response from a DeleteProjectWithResponse call
+func ParseDeleteProjectResponse(rsp *http.Response) (*DeleteProjectResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &DeleteProjectResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 204:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest DatabaseUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 503:
+		var headers DeleteProjectResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetProjectResponse parses an HTTP response from a GetProjectWithResponse call
+func ParseGetProjectResponse(rsp *http.Response) (*GetProjectResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetProjectResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest ProjectDetail
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest DatabaseUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 503:
+		var headers GetProjectResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseUpdateProjectResponse parses an HTTP response from a UpdateProjectWithResponse call
+func ParseUpdateProjectResponse(rsp *http.Response) (*UpdateProjectResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &UpdateProjectResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Project
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest DatabaseUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 503:
+		var headers UpdateProjectResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseListProjectInvitationsResponse parses an HTTP response from a ListProjectInvitationsWithResponse call
+func ParseListProjectInvitationsResponse(rsp *http.Response) (*ListProjectInvitationsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListProjectInvitationsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest ProjectInvitationList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest DatabaseUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 503:
+		var headers ListProjectInvitationsResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseInviteToProjectResponse parses an HTTP response from a InviteToProjectWithResponse call
+func ParseInviteToProjectResponse(rsp *http.Response) (*InviteToProjectResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &InviteToProjectResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest ProjectInvitation
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest DatabaseUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 503:
+		var headers InviteToProjectResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseWithdrawProjectInvitationResponse parses an HTTP response from a WithdrawProjectInvitationWithResponse call
+func ParseWithdrawProjectInvitationResponse(rsp *http.Response) (*WithdrawProjectInvitationResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &WithdrawProjectInvitationResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 204:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest DatabaseUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 503:
+		var headers WithdrawProjectInvitationResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseRemoveProjectMemberResponse parses an HTTP response from a RemoveProjectMemberWithResponse call
+func ParseRemoveProjectMemberResponse(rsp *http.Response) (*RemoveProjectMemberResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &RemoveProjectMemberResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 204:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest DatabaseUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 503:
+		var headers RemoveProjectMemberResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseSetProjectMemberRoleResponse parses an HTTP response from a SetProjectMemberRoleWithResponse call
+func ParseSetProjectMemberRoleResponse(rsp *http.Response) (*SetProjectMemberRoleResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &SetProjectMemberRoleResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest ProjectDetail
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest DatabaseUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 503:
+		var headers SetProjectMemberRoleResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
 // ParseListRunsResponse parses an HTTP response from a ListRunsWithResponse call
 func ParseListRunsResponse(rsp *http.Response) (*ListRunsResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -28645,6 +32844,13 @@ func ParseListRunsResponse(rsp *http.Response) (*ListRunsResponse, error) {
 			return nil, err
 		}
 		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest DatabaseUnavailable
@@ -29802,6 +34008,13 @@ func ParseCreateScriptResponse(rsp *http.Response) (*CreateScriptResponse, error
 		}
 		response.ApplicationproblemJSON403 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
 		var dest Problem
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -29974,6 +34187,13 @@ func ParseListSecretsResponse(rsp *http.Response) (*ListSecretsResponse, error) 
 		}
 		response.ApplicationproblemJSON403 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest DatabaseUnavailable
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -30047,6 +34267,13 @@ func ParsePutSecretResponse(rsp *http.Response) (*PutSecretResponse, error) {
 			return nil, err
 		}
 		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
 		var dest Problem
@@ -30199,6 +34426,13 @@ func ParseListTargetsResponse(rsp *http.Response) (*ListTargetsResponse, error) 
 		}
 		response.ApplicationproblemJSON403 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest DatabaseUnavailable
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -30265,6 +34499,13 @@ func ParseCreateTargetResponse(rsp *http.Response) (*CreateTargetResponse, error
 			return nil, err
 		}
 		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
 		var dest Problem
@@ -30586,6 +34827,13 @@ func ParseListTestsResponse(rsp *http.Response) (*ListTestsResponse, error) {
 		}
 		response.ApplicationproblemJSON403 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest DatabaseUnavailable
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -30652,6 +34900,13 @@ func ParseCreateTestResponse(rsp *http.Response) (*CreateTestResponse, error) {
 			return nil, err
 		}
 		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
 		var dest Problem
@@ -30855,6 +35110,13 @@ func ParseImportTestResponse(rsp *http.Response) (*ImportTestResponse, error) {
 			return nil, err
 		}
 		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
 		var dest Problem
@@ -32131,10 +36393,10 @@ type ServerInterface interface {
 	AgentReport(w http.ResponseWriter, r *http.Request, id ID)
 	// ListAgents The agents you may run on
 	// (GET /v1/agents)
-	ListAgents(w http.ResponseWriter, r *http.Request)
+	ListAgents(w http.ResponseWriter, r *http.Request, params ListAgentsParams)
 	// CreateAgent Register a private agent
 	// (POST /v1/agents)
-	CreateAgent(w http.ResponseWriter, r *http.Request)
+	CreateAgent(w http.ResponseWriter, r *http.Request, params CreateAgentParams)
 	// DeleteAgent Remove one of your private agents
 	// (DELETE /v1/agents/{id})
 	DeleteAgent(w http.ResponseWriter, r *http.Request, id ID)
@@ -32177,6 +36439,15 @@ type ServerInterface interface {
 	// UpdateMe Change name, email or password
 	// (PATCH /v1/me)
 	UpdateMe(w http.ResponseWriter, r *http.Request)
+	// ListMyProjectInvitations The invitations to projects that wait for your answer
+	// (GET /v1/me/invitations)
+	ListMyProjectInvitations(w http.ResponseWriter, r *http.Request)
+	// AcceptProjectInvitation Join a project you were invited to, with the role it names
+	// (POST /v1/me/invitations/{id}/accept)
+	AcceptProjectInvitation(w http.ResponseWriter, r *http.Request, id ID)
+	// DeclineProjectInvitation Decline an invitation to a project
+	// (POST /v1/me/invitations/{id}/decline)
+	DeclineProjectInvitation(w http.ResponseWriter, r *http.Request, id ID)
 	// GetMyLicense The signed-in user's license
 	// (GET /v1/me/license)
 	GetMyLicense(w http.ResponseWriter, r *http.Request)
@@ -32222,6 +36493,36 @@ type ServerInterface interface {
 	// DownloadPluginArtifact The artifact's bytes
 	// (GET /v1/plugins/{namespace}/{name}/versions/{version}/download/{os}/{arch}/file)
 	DownloadPluginArtifact(w http.ResponseWriter, r *http.Request, namespace NamespaceName, name PluginName, version Version, os PluginOS, arch PluginArch)
+	// ListProjects Your projects
+	// (GET /v1/projects)
+	ListProjects(w http.ResponseWriter, r *http.Request)
+	// CreateProject Make a project to share
+	// (POST /v1/projects)
+	CreateProject(w http.ResponseWriter, r *http.Request)
+	// DeleteProject Delete a project with all it holds (owners)
+	// (DELETE /v1/projects/{id})
+	DeleteProject(w http.ResponseWriter, r *http.Request, id ID)
+	// GetProject A project with its members
+	// (GET /v1/projects/{id})
+	GetProject(w http.ResponseWriter, r *http.Request, id ID)
+	// UpdateProject Rename a project (owners)
+	// (PATCH /v1/projects/{id})
+	UpdateProject(w http.ResponseWriter, r *http.Request, id ID)
+	// ListProjectInvitations The invitations a project has sent that wait for an answer (owners)
+	// (GET /v1/projects/{id}/invitations)
+	ListProjectInvitations(w http.ResponseWriter, r *http.Request, id ID)
+	// InviteToProject Invite a user to a project with a role (owners)
+	// (POST /v1/projects/{id}/invitations)
+	InviteToProject(w http.ResponseWriter, r *http.Request, id ID)
+	// WithdrawProjectInvitation Withdraw an invitation (owners)
+	// (DELETE /v1/projects/{id}/invitations/{invitation_id})
+	WithdrawProjectInvitation(w http.ResponseWriter, r *http.Request, id ID, invitationId openapi_types.UUID)
+	// RemoveProjectMember Remove a member (owners), or leave a project (yourself)
+	// (DELETE /v1/projects/{id}/members/{user_id})
+	RemoveProjectMember(w http.ResponseWriter, r *http.Request, id ID, userId openapi_types.UUID)
+	// SetProjectMemberRole Change a member's role (owners)
+	// (PATCH /v1/projects/{id}/members/{user_id})
+	SetProjectMemberRole(w http.ResponseWriter, r *http.Request, id ID, userId openapi_types.UUID)
 	// ListRuns Your runs, newest first
 	// (GET /v1/runs)
 	ListRuns(w http.ResponseWriter, r *http.Request, params ListRunsParams)
@@ -32266,25 +36567,25 @@ type ServerInterface interface {
 	GetRunSweepReport(w http.ResponseWriter, r *http.Request, id ID)
 	// CreateScript Upload a script
 	// (POST /v1/scripts)
-	CreateScript(w http.ResponseWriter, r *http.Request)
+	CreateScript(w http.ResponseWriter, r *http.Request, params CreateScriptParams)
 	// GetScript A script
 	// (GET /v1/scripts/{id})
 	GetScript(w http.ResponseWriter, r *http.Request, id ID)
 	// ListSecrets Your secrets, by name
 	// (GET /v1/secrets)
-	ListSecrets(w http.ResponseWriter, r *http.Request)
+	ListSecrets(w http.ResponseWriter, r *http.Request, params ListSecretsParams)
 	// PutSecret Set a secret
 	// (POST /v1/secrets)
-	PutSecret(w http.ResponseWriter, r *http.Request)
+	PutSecret(w http.ResponseWriter, r *http.Request, params PutSecretParams)
 	// DeleteSecret Delete a secret
 	// (DELETE /v1/secrets/{name})
-	DeleteSecret(w http.ResponseWriter, r *http.Request, name string)
+	DeleteSecret(w http.ResponseWriter, r *http.Request, name string, params DeleteSecretParams)
 	// ListTargets Your targets
 	// (GET /v1/targets)
-	ListTargets(w http.ResponseWriter, r *http.Request)
+	ListTargets(w http.ResponseWriter, r *http.Request, params ListTargetsParams)
 	// CreateTarget Register a target
 	// (POST /v1/targets)
-	CreateTarget(w http.ResponseWriter, r *http.Request)
+	CreateTarget(w http.ResponseWriter, r *http.Request, params CreateTargetParams)
 	// DeleteTarget Remove one of your targets
 	// (DELETE /v1/targets/{id})
 	DeleteTarget(w http.ResponseWriter, r *http.Request, id ID)
@@ -32509,13 +36810,13 @@ func (_ Unimplemented) AgentReport(w http.ResponseWriter, r *http.Request, id ID
 
 // ListAgents The agents you may run on
 // (GET /v1/agents)
-func (_ Unimplemented) ListAgents(w http.ResponseWriter, r *http.Request) {
+func (_ Unimplemented) ListAgents(w http.ResponseWriter, r *http.Request, params ListAgentsParams) {
 	w.WriteHeader(http.StatusNotImplemented)
 }
 
 // CreateAgent Register a private agent
 // (POST /v1/agents)
-func (_ Unimplemented) CreateAgent(w http.ResponseWriter, r *http.Request) {
+func (_ Unimplemented) CreateAgent(w http.ResponseWriter, r *http.Request, params CreateAgentParams) {
 	w.WriteHeader(http.StatusNotImplemented)
 }
 
@@ -32600,6 +36901,24 @@ func (_ Unimplemented) GetMe(w http.ResponseWriter, r *http.Request) {
 // UpdateMe Change name, email or password
 // (PATCH /v1/me)
 func (_ Unimplemented) UpdateMe(w http.ResponseWriter, r *http.Request) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
+// ListMyProjectInvitations The invitations to projects that wait for your answer
+// (GET /v1/me/invitations)
+func (_ Unimplemented) ListMyProjectInvitations(w http.ResponseWriter, r *http.Request) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
+// AcceptProjectInvitation Join a project you were invited to, with the role it names
+// (POST /v1/me/invitations/{id}/accept)
+func (_ Unimplemented) AcceptProjectInvitation(w http.ResponseWriter, r *http.Request, id ID) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
+// DeclineProjectInvitation Decline an invitation to a project
+// (POST /v1/me/invitations/{id}/decline)
+func (_ Unimplemented) DeclineProjectInvitation(w http.ResponseWriter, r *http.Request, id ID) {
 	w.WriteHeader(http.StatusNotImplemented)
 }
 
@@ -32693,6 +37012,66 @@ func (_ Unimplemented) DownloadPluginArtifact(w http.ResponseWriter, r *http.Req
 	w.WriteHeader(http.StatusNotImplemented)
 }
 
+// ListProjects Your projects
+// (GET /v1/projects)
+func (_ Unimplemented) ListProjects(w http.ResponseWriter, r *http.Request) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
+// CreateProject Make a project to share
+// (POST /v1/projects)
+func (_ Unimplemented) CreateProject(w http.ResponseWriter, r *http.Request) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
+// DeleteProject Delete a project with all it holds (owners)
+// (DELETE /v1/projects/{id})
+func (_ Unimplemented) DeleteProject(w http.ResponseWriter, r *http.Request, id ID) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
+// GetProject A project with its members
+// (GET /v1/projects/{id})
+func (_ Unimplemented) GetProject(w http.ResponseWriter, r *http.Request, id ID) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
+// UpdateProject Rename a project (owners)
+// (PATCH /v1/projects/{id})
+func (_ Unimplemented) UpdateProject(w http.ResponseWriter, r *http.Request, id ID) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
+// ListProjectInvitations The invitations a project has sent that wait for an answer (owners)
+// (GET /v1/projects/{id}/invitations)
+func (_ Unimplemented) ListProjectInvitations(w http.ResponseWriter, r *http.Request, id ID) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
+// InviteToProject Invite a user to a project with a role (owners)
+// (POST /v1/projects/{id}/invitations)
+func (_ Unimplemented) InviteToProject(w http.ResponseWriter, r *http.Request, id ID) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
+// WithdrawProjectInvitation Withdraw an invitation (owners)
+// (DELETE /v1/projects/{id}/invitations/{invitation_id})
+func (_ Unimplemented) WithdrawProjectInvitation(w http.ResponseWriter, r *http.Request, id ID, invitationId openapi_types.UUID) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
+// RemoveProjectMember Remove a member (owners), or leave a project (yourself)
+// (DELETE /v1/projects/{id}/members/{user_id})
+func (_ Unimplemented) RemoveProjectMember(w http.ResponseWriter, r *http.Request, id ID, userId openapi_types.UUID) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
+// SetProjectMemberRole Change a member's role (owners)
+// (PATCH /v1/projects/{id}/members/{user_id})
+func (_ Unimplemented) SetProjectMemberRole(w http.ResponseWriter, r *http.Request, id ID, userId openapi_types.UUID) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
 // ListRuns Your runs, newest first
 // (GET /v1/runs)
 func (_ Unimplemented) ListRuns(w http.ResponseWriter, r *http.Request, params ListRunsParams) {
@@ -32779,7 +37158,7 @@ func (_ Unimplemented) GetRunSweepReport(w http.ResponseWriter, r *http.Request,
 
 // CreateScript Upload a script
 // (POST /v1/scripts)
-func (_ Unimplemented) CreateScript(w http.ResponseWriter, r *http.Request) {
+func (_ Unimplemented) CreateScript(w http.ResponseWriter, r *http.Request, params CreateScriptParams) {
 	w.WriteHeader(http.StatusNotImplemented)
 }
 
@@ -32791,31 +37170,31 @@ func (_ Unimplemented) GetScript(w http.ResponseWriter, r *http.Request, id ID) 
 
 // ListSecrets Your secrets, by name
 // (GET /v1/secrets)
-func (_ Unimplemented) ListSecrets(w http.ResponseWriter, r *http.Request) {
+func (_ Unimplemented) ListSecrets(w http.ResponseWriter, r *http.Request, params ListSecretsParams) {
 	w.WriteHeader(http.StatusNotImplemented)
 }
 
 // PutSecret Set a secret
 // (POST /v1/secrets)
-func (_ Unimplemented) PutSecret(w http.ResponseWriter, r *http.Request) {
+func (_ Unimplemented) PutSecret(w http.ResponseWriter, r *http.Request, params PutSecretParams) {
 	w.WriteHeader(http.StatusNotImplemented)
 }
 
 // DeleteSecret Delete a secret
 // (DELETE /v1/secrets/{name})
-func (_ Unimplemented) DeleteSecret(w http.ResponseWriter, r *http.Request, name string) {
+func (_ Unimplemented) DeleteSecret(w http.ResponseWriter, r *http.Request, name string, params DeleteSecretParams) {
 	w.WriteHeader(http.StatusNotImplemented)
 }
 
 // ListTargets Your targets
 // (GET /v1/targets)
-func (_ Unimplemented) ListTargets(w http.ResponseWriter, r *http.Request) {
+func (_ Unimplemented) ListTargets(w http.ResponseWriter, r *http.Request, params ListTargetsParams) {
 	w.WriteHeader(http.StatusNotImplemented)
 }
 
 // CreateTarget Register a target
 // (POST /v1/targets)
-func (_ Unimplemented) CreateTarget(w http.ResponseWriter, r *http.Request) {
+func (_ Unimplemented) CreateTarget(w http.ResponseWriter, r *http.Request, params CreateTargetParams) {
 	w.WriteHeader(http.StatusNotImplemented)
 }
 
@@ -33609,8 +37988,27 @@ func (siw *ServerInterfaceWrapper) AgentReport(w http.ResponseWriter, r *http.Re
 // ListAgents operation middleware
 func (siw *ServerInterfaceWrapper) ListAgents(w http.ResponseWriter, r *http.Request) {
 
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListAgentsParams
+
+	// ------------- Optional query parameter "project" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "project", r.URL.Query(), &params.Project, runtime.BindQueryParameterOptions{Type: "string", Format: "uuid"})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "project"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "project", Err: err})
+		}
+		return
+	}
+
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		siw.Handler.ListAgents(w, r)
+		siw.Handler.ListAgents(w, r, params)
 	}))
 
 	for _, middleware := range siw.HandlerMiddlewares {
@@ -33623,8 +38021,27 @@ func (siw *ServerInterfaceWrapper) ListAgents(w http.ResponseWriter, r *http.Req
 // CreateAgent operation middleware
 func (siw *ServerInterfaceWrapper) CreateAgent(w http.ResponseWriter, r *http.Request) {
 
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params CreateAgentParams
+
+	// ------------- Optional query parameter "project" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "project", r.URL.Query(), &params.Project, runtime.BindQueryParameterOptions{Type: "string", Format: "uuid"})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "project"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "project", Err: err})
+		}
+		return
+	}
+
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		siw.Handler.CreateAgent(w, r)
+		siw.Handler.CreateAgent(w, r, params)
 	}))
 
 	for _, middleware := range siw.HandlerMiddlewares {
@@ -33720,6 +38137,19 @@ func (siw *ServerInterfaceWrapper) ListAuditEvents(w http.ResponseWriter, r *htt
 
 	// Parameter object where we will unmarshal all parameters from the context
 	var params ListAuditEventsParams
+
+	// ------------- Optional query parameter "project" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "project", r.URL.Query(), &params.Project, runtime.BindQueryParameterOptions{Type: "string", Format: "uuid"})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "project"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "project", Err: err})
+		}
+		return
+	}
 
 	// ------------- Optional query parameter "actor" -------------
 
@@ -33857,6 +38287,19 @@ func (siw *ServerInterfaceWrapper) ExportAuditEvents(w http.ResponseWriter, r *h
 
 	// Parameter object where we will unmarshal all parameters from the context
 	var params ExportAuditEventsParams
+
+	// ------------- Optional query parameter "project" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "project", r.URL.Query(), &params.Project, runtime.BindQueryParameterOptions{Type: "string", Format: "uuid"})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "project"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "project", Err: err})
+		}
+		return
+	}
 
 	// ------------- Optional query parameter "actor" -------------
 
@@ -34077,6 +38520,72 @@ func (siw *ServerInterfaceWrapper) UpdateMe(w http.ResponseWriter, r *http.Reque
 
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		siw.Handler.UpdateMe(w, r)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// ListMyProjectInvitations operation middleware
+func (siw *ServerInterfaceWrapper) ListMyProjectInvitations(w http.ResponseWriter, r *http.Request) {
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.ListMyProjectInvitations(w, r)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// AcceptProjectInvitation operation middleware
+func (siw *ServerInterfaceWrapper) AcceptProjectInvitation(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "id" -------------
+	var id ID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", chi.URLParam(r, "id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: r.URL.RawPath == ""})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "id", Err: err})
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.AcceptProjectInvitation(w, r, id)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// DeclineProjectInvitation operation middleware
+func (siw *ServerInterfaceWrapper) DeclineProjectInvitation(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "id" -------------
+	var id ID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", chi.URLParam(r, "id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: r.URL.RawPath == ""})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "id", Err: err})
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.DeclineProjectInvitation(w, r, id)
 	}))
 
 	for _, middleware := range siw.HandlerMiddlewares {
@@ -34704,6 +39213,269 @@ func (siw *ServerInterfaceWrapper) DownloadPluginArtifact(w http.ResponseWriter,
 	handler.ServeHTTP(w, r)
 }
 
+// ListProjects operation middleware
+func (siw *ServerInterfaceWrapper) ListProjects(w http.ResponseWriter, r *http.Request) {
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.ListProjects(w, r)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// CreateProject operation middleware
+func (siw *ServerInterfaceWrapper) CreateProject(w http.ResponseWriter, r *http.Request) {
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.CreateProject(w, r)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// DeleteProject operation middleware
+func (siw *ServerInterfaceWrapper) DeleteProject(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "id" -------------
+	var id ID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", chi.URLParam(r, "id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: r.URL.RawPath == ""})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "id", Err: err})
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.DeleteProject(w, r, id)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// GetProject operation middleware
+func (siw *ServerInterfaceWrapper) GetProject(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "id" -------------
+	var id ID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", chi.URLParam(r, "id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: r.URL.RawPath == ""})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "id", Err: err})
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.GetProject(w, r, id)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// UpdateProject operation middleware
+func (siw *ServerInterfaceWrapper) UpdateProject(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "id" -------------
+	var id ID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", chi.URLParam(r, "id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: r.URL.RawPath == ""})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "id", Err: err})
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.UpdateProject(w, r, id)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// ListProjectInvitations operation middleware
+func (siw *ServerInterfaceWrapper) ListProjectInvitations(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "id" -------------
+	var id ID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", chi.URLParam(r, "id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: r.URL.RawPath == ""})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "id", Err: err})
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.ListProjectInvitations(w, r, id)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// InviteToProject operation middleware
+func (siw *ServerInterfaceWrapper) InviteToProject(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "id" -------------
+	var id ID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", chi.URLParam(r, "id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: r.URL.RawPath == ""})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "id", Err: err})
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.InviteToProject(w, r, id)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// WithdrawProjectInvitation operation middleware
+func (siw *ServerInterfaceWrapper) WithdrawProjectInvitation(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "id" -------------
+	var id ID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", chi.URLParam(r, "id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: r.URL.RawPath == ""})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "id", Err: err})
+		return
+	}
+
+	// ------------- Path parameter "invitation_id" -------------
+	var invitationId openapi_types.UUID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "invitation_id", chi.URLParam(r, "invitation_id"), &invitationId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: r.URL.RawPath == ""})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "invitation_id", Err: err})
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.WithdrawProjectInvitation(w, r, id, invitationId)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// RemoveProjectMember operation middleware
+func (siw *ServerInterfaceWrapper) RemoveProjectMember(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "id" -------------
+	var id ID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", chi.URLParam(r, "id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: r.URL.RawPath == ""})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "id", Err: err})
+		return
+	}
+
+	// ------------- Path parameter "user_id" -------------
+	var userId openapi_types.UUID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "user_id", chi.URLParam(r, "user_id"), &userId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: r.URL.RawPath == ""})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "user_id", Err: err})
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.RemoveProjectMember(w, r, id, userId)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// SetProjectMemberRole operation middleware
+func (siw *ServerInterfaceWrapper) SetProjectMemberRole(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "id" -------------
+	var id ID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", chi.URLParam(r, "id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: r.URL.RawPath == ""})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "id", Err: err})
+		return
+	}
+
+	// ------------- Path parameter "user_id" -------------
+	var userId openapi_types.UUID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "user_id", chi.URLParam(r, "user_id"), &userId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: r.URL.RawPath == ""})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "user_id", Err: err})
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.SetProjectMemberRole(w, r, id, userId)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
 // ListRuns operation middleware
 func (siw *ServerInterfaceWrapper) ListRuns(w http.ResponseWriter, r *http.Request) {
 
@@ -34712,6 +39484,19 @@ func (siw *ServerInterfaceWrapper) ListRuns(w http.ResponseWriter, r *http.Reque
 
 	// Parameter object where we will unmarshal all parameters from the context
 	var params ListRunsParams
+
+	// ------------- Optional query parameter "project" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "project", r.URL.Query(), &params.Project, runtime.BindQueryParameterOptions{Type: "string", Format: "uuid"})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "project"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "project", Err: err})
+		}
+		return
+	}
 
 	// ------------- Optional query parameter "cursor" -------------
 
@@ -35344,8 +40129,27 @@ func (siw *ServerInterfaceWrapper) GetRunSweepReport(w http.ResponseWriter, r *h
 // CreateScript operation middleware
 func (siw *ServerInterfaceWrapper) CreateScript(w http.ResponseWriter, r *http.Request) {
 
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params CreateScriptParams
+
+	// ------------- Optional query parameter "project" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "project", r.URL.Query(), &params.Project, runtime.BindQueryParameterOptions{Type: "string", Format: "uuid"})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "project"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "project", Err: err})
+		}
+		return
+	}
+
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		siw.Handler.CreateScript(w, r)
+		siw.Handler.CreateScript(w, r, params)
 	}))
 
 	for _, middleware := range siw.HandlerMiddlewares {
@@ -35384,8 +40188,27 @@ func (siw *ServerInterfaceWrapper) GetScript(w http.ResponseWriter, r *http.Requ
 // ListSecrets operation middleware
 func (siw *ServerInterfaceWrapper) ListSecrets(w http.ResponseWriter, r *http.Request) {
 
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListSecretsParams
+
+	// ------------- Optional query parameter "project" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "project", r.URL.Query(), &params.Project, runtime.BindQueryParameterOptions{Type: "string", Format: "uuid"})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "project"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "project", Err: err})
+		}
+		return
+	}
+
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		siw.Handler.ListSecrets(w, r)
+		siw.Handler.ListSecrets(w, r, params)
 	}))
 
 	for _, middleware := range siw.HandlerMiddlewares {
@@ -35398,8 +40221,27 @@ func (siw *ServerInterfaceWrapper) ListSecrets(w http.ResponseWriter, r *http.Re
 // PutSecret operation middleware
 func (siw *ServerInterfaceWrapper) PutSecret(w http.ResponseWriter, r *http.Request) {
 
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params PutSecretParams
+
+	// ------------- Optional query parameter "project" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "project", r.URL.Query(), &params.Project, runtime.BindQueryParameterOptions{Type: "string", Format: "uuid"})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "project"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "project", Err: err})
+		}
+		return
+	}
+
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		siw.Handler.PutSecret(w, r)
+		siw.Handler.PutSecret(w, r, params)
 	}))
 
 	for _, middleware := range siw.HandlerMiddlewares {
@@ -35424,8 +40266,24 @@ func (siw *ServerInterfaceWrapper) DeleteSecret(w http.ResponseWriter, r *http.R
 		return
 	}
 
+	// Parameter object where we will unmarshal all parameters from the context
+	var params DeleteSecretParams
+
+	// ------------- Optional query parameter "project" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "project", r.URL.Query(), &params.Project, runtime.BindQueryParameterOptions{Type: "string", Format: "uuid"})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "project"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "project", Err: err})
+		}
+		return
+	}
+
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		siw.Handler.DeleteSecret(w, r, name)
+		siw.Handler.DeleteSecret(w, r, name, params)
 	}))
 
 	for _, middleware := range siw.HandlerMiddlewares {
@@ -35438,8 +40296,27 @@ func (siw *ServerInterfaceWrapper) DeleteSecret(w http.ResponseWriter, r *http.R
 // ListTargets operation middleware
 func (siw *ServerInterfaceWrapper) ListTargets(w http.ResponseWriter, r *http.Request) {
 
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListTargetsParams
+
+	// ------------- Optional query parameter "project" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "project", r.URL.Query(), &params.Project, runtime.BindQueryParameterOptions{Type: "string", Format: "uuid"})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "project"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "project", Err: err})
+		}
+		return
+	}
+
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		siw.Handler.ListTargets(w, r)
+		siw.Handler.ListTargets(w, r, params)
 	}))
 
 	for _, middleware := range siw.HandlerMiddlewares {
@@ -35452,8 +40329,27 @@ func (siw *ServerInterfaceWrapper) ListTargets(w http.ResponseWriter, r *http.Re
 // CreateTarget operation middleware
 func (siw *ServerInterfaceWrapper) CreateTarget(w http.ResponseWriter, r *http.Request) {
 
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params CreateTargetParams
+
+	// ------------- Optional query parameter "project" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "project", r.URL.Query(), &params.Project, runtime.BindQueryParameterOptions{Type: "string", Format: "uuid"})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "project"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "project", Err: err})
+		}
+		return
+	}
+
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		siw.Handler.CreateTarget(w, r)
+		siw.Handler.CreateTarget(w, r, params)
 	}))
 
 	for _, middleware := range siw.HandlerMiddlewares {
@@ -35550,6 +40446,19 @@ func (siw *ServerInterfaceWrapper) ListTests(w http.ResponseWriter, r *http.Requ
 	// Parameter object where we will unmarshal all parameters from the context
 	var params ListTestsParams
 
+	// ------------- Optional query parameter "project" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "project", r.URL.Query(), &params.Project, runtime.BindQueryParameterOptions{Type: "string", Format: "uuid"})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "project"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "project", Err: err})
+		}
+		return
+	}
+
 	// ------------- Optional query parameter "cursor" -------------
 
 	err = runtime.BindQueryParameterWithOptions("form", true, false, "cursor", r.URL.Query(), &params.Cursor, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
@@ -35595,6 +40504,19 @@ func (siw *ServerInterfaceWrapper) CreateTest(w http.ResponseWriter, r *http.Req
 
 	// Parameter object where we will unmarshal all parameters from the context
 	var params CreateTestParams
+
+	// ------------- Optional query parameter "project" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "project", r.URL.Query(), &params.Project, runtime.BindQueryParameterOptions{Type: "string", Format: "uuid"})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "project"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "project", Err: err})
+		}
+		return
+	}
 
 	// ------------- Optional query parameter "name" -------------
 
@@ -35642,6 +40564,19 @@ func (siw *ServerInterfaceWrapper) ImportTest(w http.ResponseWriter, r *http.Req
 
 	// Parameter object where we will unmarshal all parameters from the context
 	var params ImportTestParams
+
+	// ------------- Optional query parameter "project" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "project", r.URL.Query(), &params.Project, runtime.BindQueryParameterOptions{Type: "string", Format: "uuid"})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "project"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "project", Err: err})
+		}
+		return
+	}
 
 	// ------------- Optional query parameter "name" -------------
 
@@ -36463,6 +41398,45 @@ func HandlerWithOptions(si ServerInterface, options ChiServerOptions) http.Handl
 	})
 	r.Group(func(r chi.Router) {
 		r.Delete(options.BaseURL+"/v1/admin/agents/{id}", wrapper.DeleteSharedAgent)
+	})
+	r.Group(func(r chi.Router) {
+		r.Get(options.BaseURL+"/v1/projects", wrapper.ListProjects)
+	})
+	r.Group(func(r chi.Router) {
+		r.Post(options.BaseURL+"/v1/projects", wrapper.CreateProject)
+	})
+	r.Group(func(r chi.Router) {
+		r.Delete(options.BaseURL+"/v1/projects/{id}", wrapper.DeleteProject)
+	})
+	r.Group(func(r chi.Router) {
+		r.Get(options.BaseURL+"/v1/projects/{id}", wrapper.GetProject)
+	})
+	r.Group(func(r chi.Router) {
+		r.Patch(options.BaseURL+"/v1/projects/{id}", wrapper.UpdateProject)
+	})
+	r.Group(func(r chi.Router) {
+		r.Delete(options.BaseURL+"/v1/projects/{id}/members/{user_id}", wrapper.RemoveProjectMember)
+	})
+	r.Group(func(r chi.Router) {
+		r.Patch(options.BaseURL+"/v1/projects/{id}/members/{user_id}", wrapper.SetProjectMemberRole)
+	})
+	r.Group(func(r chi.Router) {
+		r.Get(options.BaseURL+"/v1/projects/{id}/invitations", wrapper.ListProjectInvitations)
+	})
+	r.Group(func(r chi.Router) {
+		r.Post(options.BaseURL+"/v1/projects/{id}/invitations", wrapper.InviteToProject)
+	})
+	r.Group(func(r chi.Router) {
+		r.Delete(options.BaseURL+"/v1/projects/{id}/invitations/{invitation_id}", wrapper.WithdrawProjectInvitation)
+	})
+	r.Group(func(r chi.Router) {
+		r.Get(options.BaseURL+"/v1/me/invitations", wrapper.ListMyProjectInvitations)
+	})
+	r.Group(func(r chi.Router) {
+		r.Post(options.BaseURL+"/v1/me/invitations/{id}/accept", wrapper.AcceptProjectInvitation)
+	})
+	r.Group(func(r chi.Router) {
+		r.Post(options.BaseURL+"/v1/me/invitations/{id}/decline", wrapper.DeclineProjectInvitation)
 	})
 	r.Group(func(r chi.Router) {
 		r.Get(options.BaseURL+"/v1/audit", wrapper.ListAuditEvents)
@@ -39198,6 +44172,7 @@ func (response AgentReport503ApplicationProblemPlusJSONResponse) VisitAgentRepor
 }
 
 type ListAgentsRequestObject struct {
+	Params ListAgentsParams
 }
 
 type ListAgentsResponseObject interface {
@@ -39248,6 +44223,20 @@ func (response ListAgents403ApplicationProblemPlusJSONResponse) VisitListAgentsR
 	return err
 }
 
+type ListAgents404ApplicationProblemPlusJSONResponse Problem
+
+func (response ListAgents404ApplicationProblemPlusJSONResponse) VisitListAgentsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListAgents503ApplicationProblemPlusJSONResponse struct {
 	DatabaseUnavailableApplicationProblemPlusJSONResponse
 }
@@ -39268,7 +44257,8 @@ func (response ListAgents503ApplicationProblemPlusJSONResponse) VisitListAgentsR
 }
 
 type CreateAgentRequestObject struct {
-	Body *CreateAgentJSONRequestBody
+	Params CreateAgentParams
+	Body   *CreateAgentJSONRequestBody
 }
 
 type CreateAgentResponseObject interface {
@@ -39329,6 +44319,20 @@ func (response CreateAgent403ApplicationProblemPlusJSONResponse) VisitCreateAgen
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateAgent404ApplicationProblemPlusJSONResponse Problem
+
+func (response CreateAgent404ApplicationProblemPlusJSONResponse) VisitCreateAgentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -39779,6 +44783,20 @@ func (response ListAuditEvents403ApplicationProblemPlusJSONResponse) VisitListAu
 	return err
 }
 
+type ListAuditEvents404ApplicationProblemPlusJSONResponse Problem
+
+func (response ListAuditEvents404ApplicationProblemPlusJSONResponse) VisitListAuditEventsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListAuditEvents503ApplicationProblemPlusJSONResponse struct {
 	DatabaseUnavailableApplicationProblemPlusJSONResponse
 }
@@ -39889,6 +44907,20 @@ func (response ExportAuditEvents403ApplicationProblemPlusJSONResponse) VisitExpo
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ExportAuditEvents404ApplicationProblemPlusJSONResponse Problem
+
+func (response ExportAuditEvents404ApplicationProblemPlusJSONResponse) VisitExportAuditEventsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -40864,6 +45896,296 @@ type UpdateMe503ApplicationProblemPlusJSONResponse struct {
 }
 
 func (response UpdateMe503ApplicationProblemPlusJSONResponse) VisitUpdateMeResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListMyProjectInvitationsRequestObject struct {
+}
+
+type ListMyProjectInvitationsResponseObject interface {
+	VisitListMyProjectInvitationsResponse(w http.ResponseWriter) error
+}
+
+type ListMyProjectInvitations200JSONResponse ProjectInvitationList
+
+func (response ListMyProjectInvitations200JSONResponse) VisitListMyProjectInvitationsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListMyProjectInvitations400ApplicationProblemPlusJSONResponse struct {
+	ProblemApplicationProblemPlusJSONResponse
+}
+
+func (response ListMyProjectInvitations400ApplicationProblemPlusJSONResponse) VisitListMyProjectInvitationsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListMyProjectInvitations401ApplicationProblemPlusJSONResponse Problem
+
+func (response ListMyProjectInvitations401ApplicationProblemPlusJSONResponse) VisitListMyProjectInvitationsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListMyProjectInvitations403ApplicationProblemPlusJSONResponse Problem
+
+func (response ListMyProjectInvitations403ApplicationProblemPlusJSONResponse) VisitListMyProjectInvitationsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListMyProjectInvitations503ApplicationProblemPlusJSONResponse struct {
+	DatabaseUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response ListMyProjectInvitations503ApplicationProblemPlusJSONResponse) VisitListMyProjectInvitationsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AcceptProjectInvitationRequestObject struct {
+	Id ID `json:"id"`
+}
+
+type AcceptProjectInvitationResponseObject interface {
+	VisitAcceptProjectInvitationResponse(w http.ResponseWriter) error
+}
+
+type AcceptProjectInvitation200JSONResponse Project
+
+func (response AcceptProjectInvitation200JSONResponse) VisitAcceptProjectInvitationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AcceptProjectInvitation400ApplicationProblemPlusJSONResponse struct {
+	ProblemApplicationProblemPlusJSONResponse
+}
+
+func (response AcceptProjectInvitation400ApplicationProblemPlusJSONResponse) VisitAcceptProjectInvitationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AcceptProjectInvitation401ApplicationProblemPlusJSONResponse Problem
+
+func (response AcceptProjectInvitation401ApplicationProblemPlusJSONResponse) VisitAcceptProjectInvitationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AcceptProjectInvitation403ApplicationProblemPlusJSONResponse Problem
+
+func (response AcceptProjectInvitation403ApplicationProblemPlusJSONResponse) VisitAcceptProjectInvitationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AcceptProjectInvitation404ApplicationProblemPlusJSONResponse Problem
+
+func (response AcceptProjectInvitation404ApplicationProblemPlusJSONResponse) VisitAcceptProjectInvitationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AcceptProjectInvitation409ApplicationProblemPlusJSONResponse Problem
+
+func (response AcceptProjectInvitation409ApplicationProblemPlusJSONResponse) VisitAcceptProjectInvitationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AcceptProjectInvitation503ApplicationProblemPlusJSONResponse struct {
+	DatabaseUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response AcceptProjectInvitation503ApplicationProblemPlusJSONResponse) VisitAcceptProjectInvitationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeclineProjectInvitationRequestObject struct {
+	Id ID `json:"id"`
+}
+
+type DeclineProjectInvitationResponseObject interface {
+	VisitDeclineProjectInvitationResponse(w http.ResponseWriter) error
+}
+
+type DeclineProjectInvitation204Response struct {
+}
+
+func (response DeclineProjectInvitation204Response) VisitDeclineProjectInvitationResponse(w http.ResponseWriter) error {
+	w.WriteHeader(204)
+	return nil
+}
+
+type DeclineProjectInvitation400ApplicationProblemPlusJSONResponse struct {
+	ProblemApplicationProblemPlusJSONResponse
+}
+
+func (response DeclineProjectInvitation400ApplicationProblemPlusJSONResponse) VisitDeclineProjectInvitationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeclineProjectInvitation401ApplicationProblemPlusJSONResponse Problem
+
+func (response DeclineProjectInvitation401ApplicationProblemPlusJSONResponse) VisitDeclineProjectInvitationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeclineProjectInvitation403ApplicationProblemPlusJSONResponse Problem
+
+func (response DeclineProjectInvitation403ApplicationProblemPlusJSONResponse) VisitDeclineProjectInvitationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeclineProjectInvitation404ApplicationProblemPlusJSONResponse Problem
+
+func (response DeclineProjectInvitation404ApplicationProblemPlusJSONResponse) VisitDeclineProjectInvitationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeclineProjectInvitation503ApplicationProblemPlusJSONResponse struct {
+	DatabaseUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response DeclineProjectInvitation503ApplicationProblemPlusJSONResponse) VisitDeclineProjectInvitationResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
@@ -42588,6 +47910,1179 @@ func (response DownloadPluginArtifact503ApplicationProblemPlusJSONResponse) Visi
 	return err
 }
 
+type ListProjectsRequestObject struct {
+}
+
+type ListProjectsResponseObject interface {
+	VisitListProjectsResponse(w http.ResponseWriter) error
+}
+
+type ListProjects200JSONResponse ProjectList
+
+func (response ListProjects200JSONResponse) VisitListProjectsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListProjects400ApplicationProblemPlusJSONResponse struct {
+	ProblemApplicationProblemPlusJSONResponse
+}
+
+func (response ListProjects400ApplicationProblemPlusJSONResponse) VisitListProjectsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListProjects401ApplicationProblemPlusJSONResponse Problem
+
+func (response ListProjects401ApplicationProblemPlusJSONResponse) VisitListProjectsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListProjects403ApplicationProblemPlusJSONResponse Problem
+
+func (response ListProjects403ApplicationProblemPlusJSONResponse) VisitListProjectsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListProjects503ApplicationProblemPlusJSONResponse struct {
+	DatabaseUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response ListProjects503ApplicationProblemPlusJSONResponse) VisitListProjectsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateProjectRequestObject struct {
+	Body *CreateProjectJSONRequestBody
+}
+
+type CreateProjectResponseObject interface {
+	VisitCreateProjectResponse(w http.ResponseWriter) error
+}
+
+type CreateProject201JSONResponse Project
+
+func (response CreateProject201JSONResponse) VisitCreateProjectResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(201)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateProject400ApplicationProblemPlusJSONResponse struct {
+	ProblemApplicationProblemPlusJSONResponse
+}
+
+func (response CreateProject400ApplicationProblemPlusJSONResponse) VisitCreateProjectResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateProject401ApplicationProblemPlusJSONResponse Problem
+
+func (response CreateProject401ApplicationProblemPlusJSONResponse) VisitCreateProjectResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateProject403ApplicationProblemPlusJSONResponse Problem
+
+func (response CreateProject403ApplicationProblemPlusJSONResponse) VisitCreateProjectResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateProject413ApplicationProblemPlusJSONResponse Problem
+
+func (response CreateProject413ApplicationProblemPlusJSONResponse) VisitCreateProjectResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateProject415ApplicationProblemPlusJSONResponse Problem
+
+func (response CreateProject415ApplicationProblemPlusJSONResponse) VisitCreateProjectResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateProject422ApplicationProblemPlusJSONResponse Problem
+
+func (response CreateProject422ApplicationProblemPlusJSONResponse) VisitCreateProjectResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateProject503ApplicationProblemPlusJSONResponse struct {
+	DatabaseUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response CreateProject503ApplicationProblemPlusJSONResponse) VisitCreateProjectResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteProjectRequestObject struct {
+	Id ID `json:"id"`
+}
+
+type DeleteProjectResponseObject interface {
+	VisitDeleteProjectResponse(w http.ResponseWriter) error
+}
+
+type DeleteProject204Response struct {
+}
+
+func (response DeleteProject204Response) VisitDeleteProjectResponse(w http.ResponseWriter) error {
+	w.WriteHeader(204)
+	return nil
+}
+
+type DeleteProject400ApplicationProblemPlusJSONResponse struct {
+	ProblemApplicationProblemPlusJSONResponse
+}
+
+func (response DeleteProject400ApplicationProblemPlusJSONResponse) VisitDeleteProjectResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteProject401ApplicationProblemPlusJSONResponse Problem
+
+func (response DeleteProject401ApplicationProblemPlusJSONResponse) VisitDeleteProjectResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteProject403ApplicationProblemPlusJSONResponse Problem
+
+func (response DeleteProject403ApplicationProblemPlusJSONResponse) VisitDeleteProjectResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteProject404ApplicationProblemPlusJSONResponse Problem
+
+func (response DeleteProject404ApplicationProblemPlusJSONResponse) VisitDeleteProjectResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteProject409ApplicationProblemPlusJSONResponse Problem
+
+func (response DeleteProject409ApplicationProblemPlusJSONResponse) VisitDeleteProjectResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteProject503ApplicationProblemPlusJSONResponse struct {
+	DatabaseUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response DeleteProject503ApplicationProblemPlusJSONResponse) VisitDeleteProjectResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetProjectRequestObject struct {
+	Id ID `json:"id"`
+}
+
+type GetProjectResponseObject interface {
+	VisitGetProjectResponse(w http.ResponseWriter) error
+}
+
+type GetProject200JSONResponse ProjectDetail
+
+func (response GetProject200JSONResponse) VisitGetProjectResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetProject400ApplicationProblemPlusJSONResponse struct {
+	ProblemApplicationProblemPlusJSONResponse
+}
+
+func (response GetProject400ApplicationProblemPlusJSONResponse) VisitGetProjectResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetProject401ApplicationProblemPlusJSONResponse Problem
+
+func (response GetProject401ApplicationProblemPlusJSONResponse) VisitGetProjectResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetProject403ApplicationProblemPlusJSONResponse Problem
+
+func (response GetProject403ApplicationProblemPlusJSONResponse) VisitGetProjectResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetProject404ApplicationProblemPlusJSONResponse Problem
+
+func (response GetProject404ApplicationProblemPlusJSONResponse) VisitGetProjectResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetProject503ApplicationProblemPlusJSONResponse struct {
+	DatabaseUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response GetProject503ApplicationProblemPlusJSONResponse) VisitGetProjectResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateProjectRequestObject struct {
+	Id   ID `json:"id"`
+	Body *UpdateProjectJSONRequestBody
+}
+
+type UpdateProjectResponseObject interface {
+	VisitUpdateProjectResponse(w http.ResponseWriter) error
+}
+
+type UpdateProject200JSONResponse Project
+
+func (response UpdateProject200JSONResponse) VisitUpdateProjectResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateProject400ApplicationProblemPlusJSONResponse struct {
+	ProblemApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateProject400ApplicationProblemPlusJSONResponse) VisitUpdateProjectResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateProject401ApplicationProblemPlusJSONResponse Problem
+
+func (response UpdateProject401ApplicationProblemPlusJSONResponse) VisitUpdateProjectResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateProject403ApplicationProblemPlusJSONResponse Problem
+
+func (response UpdateProject403ApplicationProblemPlusJSONResponse) VisitUpdateProjectResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateProject404ApplicationProblemPlusJSONResponse Problem
+
+func (response UpdateProject404ApplicationProblemPlusJSONResponse) VisitUpdateProjectResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateProject413ApplicationProblemPlusJSONResponse Problem
+
+func (response UpdateProject413ApplicationProblemPlusJSONResponse) VisitUpdateProjectResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateProject415ApplicationProblemPlusJSONResponse Problem
+
+func (response UpdateProject415ApplicationProblemPlusJSONResponse) VisitUpdateProjectResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateProject422ApplicationProblemPlusJSONResponse Problem
+
+func (response UpdateProject422ApplicationProblemPlusJSONResponse) VisitUpdateProjectResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateProject503ApplicationProblemPlusJSONResponse struct {
+	DatabaseUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateProject503ApplicationProblemPlusJSONResponse) VisitUpdateProjectResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListProjectInvitationsRequestObject struct {
+	Id ID `json:"id"`
+}
+
+type ListProjectInvitationsResponseObject interface {
+	VisitListProjectInvitationsResponse(w http.ResponseWriter) error
+}
+
+type ListProjectInvitations200JSONResponse ProjectInvitationList
+
+func (response ListProjectInvitations200JSONResponse) VisitListProjectInvitationsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListProjectInvitations400ApplicationProblemPlusJSONResponse struct {
+	ProblemApplicationProblemPlusJSONResponse
+}
+
+func (response ListProjectInvitations400ApplicationProblemPlusJSONResponse) VisitListProjectInvitationsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListProjectInvitations401ApplicationProblemPlusJSONResponse Problem
+
+func (response ListProjectInvitations401ApplicationProblemPlusJSONResponse) VisitListProjectInvitationsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListProjectInvitations403ApplicationProblemPlusJSONResponse Problem
+
+func (response ListProjectInvitations403ApplicationProblemPlusJSONResponse) VisitListProjectInvitationsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListProjectInvitations404ApplicationProblemPlusJSONResponse Problem
+
+func (response ListProjectInvitations404ApplicationProblemPlusJSONResponse) VisitListProjectInvitationsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListProjectInvitations503ApplicationProblemPlusJSONResponse struct {
+	DatabaseUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response ListProjectInvitations503ApplicationProblemPlusJSONResponse) VisitListProjectInvitationsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type InviteToProjectRequestObject struct {
+	Id   ID `json:"id"`
+	Body *InviteToProjectJSONRequestBody
+}
+
+type InviteToProjectResponseObject interface {
+	VisitInviteToProjectResponse(w http.ResponseWriter) error
+}
+
+type InviteToProject201JSONResponse ProjectInvitation
+
+func (response InviteToProject201JSONResponse) VisitInviteToProjectResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(201)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type InviteToProject400ApplicationProblemPlusJSONResponse struct {
+	ProblemApplicationProblemPlusJSONResponse
+}
+
+func (response InviteToProject400ApplicationProblemPlusJSONResponse) VisitInviteToProjectResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type InviteToProject401ApplicationProblemPlusJSONResponse Problem
+
+func (response InviteToProject401ApplicationProblemPlusJSONResponse) VisitInviteToProjectResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type InviteToProject403ApplicationProblemPlusJSONResponse Problem
+
+func (response InviteToProject403ApplicationProblemPlusJSONResponse) VisitInviteToProjectResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type InviteToProject404ApplicationProblemPlusJSONResponse Problem
+
+func (response InviteToProject404ApplicationProblemPlusJSONResponse) VisitInviteToProjectResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type InviteToProject409ApplicationProblemPlusJSONResponse Problem
+
+func (response InviteToProject409ApplicationProblemPlusJSONResponse) VisitInviteToProjectResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type InviteToProject413ApplicationProblemPlusJSONResponse Problem
+
+func (response InviteToProject413ApplicationProblemPlusJSONResponse) VisitInviteToProjectResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type InviteToProject415ApplicationProblemPlusJSONResponse Problem
+
+func (response InviteToProject415ApplicationProblemPlusJSONResponse) VisitInviteToProjectResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type InviteToProject422ApplicationProblemPlusJSONResponse Problem
+
+func (response InviteToProject422ApplicationProblemPlusJSONResponse) VisitInviteToProjectResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type InviteToProject503ApplicationProblemPlusJSONResponse struct {
+	DatabaseUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response InviteToProject503ApplicationProblemPlusJSONResponse) VisitInviteToProjectResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type WithdrawProjectInvitationRequestObject struct {
+	Id           ID                 `json:"id"`
+	InvitationId openapi_types.UUID `json:"invitation_id"`
+}
+
+type WithdrawProjectInvitationResponseObject interface {
+	VisitWithdrawProjectInvitationResponse(w http.ResponseWriter) error
+}
+
+type WithdrawProjectInvitation204Response struct {
+}
+
+func (response WithdrawProjectInvitation204Response) VisitWithdrawProjectInvitationResponse(w http.ResponseWriter) error {
+	w.WriteHeader(204)
+	return nil
+}
+
+type WithdrawProjectInvitation400ApplicationProblemPlusJSONResponse struct {
+	ProblemApplicationProblemPlusJSONResponse
+}
+
+func (response WithdrawProjectInvitation400ApplicationProblemPlusJSONResponse) VisitWithdrawProjectInvitationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type WithdrawProjectInvitation401ApplicationProblemPlusJSONResponse Problem
+
+func (response WithdrawProjectInvitation401ApplicationProblemPlusJSONResponse) VisitWithdrawProjectInvitationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type WithdrawProjectInvitation403ApplicationProblemPlusJSONResponse Problem
+
+func (response WithdrawProjectInvitation403ApplicationProblemPlusJSONResponse) VisitWithdrawProjectInvitationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type WithdrawProjectInvitation404ApplicationProblemPlusJSONResponse Problem
+
+func (response WithdrawProjectInvitation404ApplicationProblemPlusJSONResponse) VisitWithdrawProjectInvitationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type WithdrawProjectInvitation503ApplicationProblemPlusJSONResponse struct {
+	DatabaseUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response WithdrawProjectInvitation503ApplicationProblemPlusJSONResponse) VisitWithdrawProjectInvitationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RemoveProjectMemberRequestObject struct {
+	Id     ID                 `json:"id"`
+	UserId openapi_types.UUID `json:"user_id"`
+}
+
+type RemoveProjectMemberResponseObject interface {
+	VisitRemoveProjectMemberResponse(w http.ResponseWriter) error
+}
+
+type RemoveProjectMember204Response struct {
+}
+
+func (response RemoveProjectMember204Response) VisitRemoveProjectMemberResponse(w http.ResponseWriter) error {
+	w.WriteHeader(204)
+	return nil
+}
+
+type RemoveProjectMember400ApplicationProblemPlusJSONResponse struct {
+	ProblemApplicationProblemPlusJSONResponse
+}
+
+func (response RemoveProjectMember400ApplicationProblemPlusJSONResponse) VisitRemoveProjectMemberResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RemoveProjectMember401ApplicationProblemPlusJSONResponse Problem
+
+func (response RemoveProjectMember401ApplicationProblemPlusJSONResponse) VisitRemoveProjectMemberResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RemoveProjectMember403ApplicationProblemPlusJSONResponse Problem
+
+func (response RemoveProjectMember403ApplicationProblemPlusJSONResponse) VisitRemoveProjectMemberResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RemoveProjectMember404ApplicationProblemPlusJSONResponse Problem
+
+func (response RemoveProjectMember404ApplicationProblemPlusJSONResponse) VisitRemoveProjectMemberResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RemoveProjectMember409ApplicationProblemPlusJSONResponse Problem
+
+func (response RemoveProjectMember409ApplicationProblemPlusJSONResponse) VisitRemoveProjectMemberResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RemoveProjectMember503ApplicationProblemPlusJSONResponse struct {
+	DatabaseUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response RemoveProjectMember503ApplicationProblemPlusJSONResponse) VisitRemoveProjectMemberResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetProjectMemberRoleRequestObject struct {
+	Id     ID                 `json:"id"`
+	UserId openapi_types.UUID `json:"user_id"`
+	Body   *SetProjectMemberRoleJSONRequestBody
+}
+
+type SetProjectMemberRoleResponseObject interface {
+	VisitSetProjectMemberRoleResponse(w http.ResponseWriter) error
+}
+
+type SetProjectMemberRole200JSONResponse ProjectDetail
+
+func (response SetProjectMemberRole200JSONResponse) VisitSetProjectMemberRoleResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetProjectMemberRole400ApplicationProblemPlusJSONResponse struct {
+	ProblemApplicationProblemPlusJSONResponse
+}
+
+func (response SetProjectMemberRole400ApplicationProblemPlusJSONResponse) VisitSetProjectMemberRoleResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetProjectMemberRole401ApplicationProblemPlusJSONResponse Problem
+
+func (response SetProjectMemberRole401ApplicationProblemPlusJSONResponse) VisitSetProjectMemberRoleResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetProjectMemberRole403ApplicationProblemPlusJSONResponse Problem
+
+func (response SetProjectMemberRole403ApplicationProblemPlusJSONResponse) VisitSetProjectMemberRoleResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetProjectMemberRole404ApplicationProblemPlusJSONResponse Problem
+
+func (response SetProjectMemberRole404ApplicationProblemPlusJSONResponse) VisitSetProjectMemberRoleResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetProjectMemberRole409ApplicationProblemPlusJSONResponse Problem
+
+func (response SetProjectMemberRole409ApplicationProblemPlusJSONResponse) VisitSetProjectMemberRoleResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetProjectMemberRole413ApplicationProblemPlusJSONResponse Problem
+
+func (response SetProjectMemberRole413ApplicationProblemPlusJSONResponse) VisitSetProjectMemberRoleResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetProjectMemberRole415ApplicationProblemPlusJSONResponse Problem
+
+func (response SetProjectMemberRole415ApplicationProblemPlusJSONResponse) VisitSetProjectMemberRoleResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetProjectMemberRole422ApplicationProblemPlusJSONResponse Problem
+
+func (response SetProjectMemberRole422ApplicationProblemPlusJSONResponse) VisitSetProjectMemberRoleResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetProjectMemberRole503ApplicationProblemPlusJSONResponse struct {
+	DatabaseUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response SetProjectMemberRole503ApplicationProblemPlusJSONResponse) VisitSetProjectMemberRoleResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListRunsRequestObject struct {
 	Params ListRunsParams
 }
@@ -42650,6 +49145,20 @@ func (response ListRuns403ApplicationProblemPlusJSONResponse) VisitListRunsRespo
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRuns404ApplicationProblemPlusJSONResponse Problem
+
+func (response ListRuns404ApplicationProblemPlusJSONResponse) VisitListRunsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -44287,7 +50796,8 @@ func (response GetRunSweepReport503ApplicationProblemPlusJSONResponse) VisitGetR
 }
 
 type CreateScriptRequestObject struct {
-	Body *CreateScriptJSONRequestBody
+	Params CreateScriptParams
+	Body   *CreateScriptJSONRequestBody
 }
 
 type CreateScriptResponseObject interface {
@@ -44348,6 +50858,20 @@ func (response CreateScript403ApplicationProblemPlusJSONResponse) VisitCreateScr
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateScript404ApplicationProblemPlusJSONResponse Problem
+
+func (response CreateScript404ApplicationProblemPlusJSONResponse) VisitCreateScriptResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -44532,6 +51056,7 @@ func (response GetScript503ApplicationProblemPlusJSONResponse) VisitGetScriptRes
 }
 
 type ListSecretsRequestObject struct {
+	Params ListSecretsParams
 }
 
 type ListSecretsResponseObject interface {
@@ -44582,6 +51107,20 @@ func (response ListSecrets403ApplicationProblemPlusJSONResponse) VisitListSecret
 	return err
 }
 
+type ListSecrets404ApplicationProblemPlusJSONResponse Problem
+
+func (response ListSecrets404ApplicationProblemPlusJSONResponse) VisitListSecretsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListSecrets503ApplicationProblemPlusJSONResponse struct {
 	DatabaseUnavailableApplicationProblemPlusJSONResponse
 }
@@ -44602,7 +51141,8 @@ func (response ListSecrets503ApplicationProblemPlusJSONResponse) VisitListSecret
 }
 
 type PutSecretRequestObject struct {
-	Body *PutSecretJSONRequestBody
+	Params PutSecretParams
+	Body   *PutSecretJSONRequestBody
 }
 
 type PutSecretResponseObject interface {
@@ -44681,6 +51221,20 @@ func (response PutSecret403ApplicationProblemPlusJSONResponse) VisitPutSecretRes
 	return err
 }
 
+type PutSecret404ApplicationProblemPlusJSONResponse Problem
+
+func (response PutSecret404ApplicationProblemPlusJSONResponse) VisitPutSecretResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type PutSecret413ApplicationProblemPlusJSONResponse Problem
 
 func (response PutSecret413ApplicationProblemPlusJSONResponse) VisitPutSecretResponse(w http.ResponseWriter) error {
@@ -44743,7 +51297,8 @@ func (response PutSecret503ApplicationProblemPlusJSONResponse) VisitPutSecretRes
 }
 
 type DeleteSecretRequestObject struct {
-	Name string `json:"name"`
+	Name   string `json:"name"`
+	Params DeleteSecretParams
 }
 
 type DeleteSecretResponseObject interface {
@@ -44836,6 +51391,7 @@ func (response DeleteSecret503ApplicationProblemPlusJSONResponse) VisitDeleteSec
 }
 
 type ListTargetsRequestObject struct {
+	Params ListTargetsParams
 }
 
 type ListTargetsResponseObject interface {
@@ -44886,6 +51442,20 @@ func (response ListTargets403ApplicationProblemPlusJSONResponse) VisitListTarget
 	return err
 }
 
+type ListTargets404ApplicationProblemPlusJSONResponse Problem
+
+func (response ListTargets404ApplicationProblemPlusJSONResponse) VisitListTargetsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListTargets503ApplicationProblemPlusJSONResponse struct {
 	DatabaseUnavailableApplicationProblemPlusJSONResponse
 }
@@ -44906,7 +51476,8 @@ func (response ListTargets503ApplicationProblemPlusJSONResponse) VisitListTarget
 }
 
 type CreateTargetRequestObject struct {
-	Body *CreateTargetJSONRequestBody
+	Params CreateTargetParams
+	Body   *CreateTargetJSONRequestBody
 }
 
 type CreateTargetResponseObject interface {
@@ -44967,6 +51538,20 @@ func (response CreateTarget403ApplicationProblemPlusJSONResponse) VisitCreateTar
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateTarget404ApplicationProblemPlusJSONResponse Problem
+
+func (response CreateTarget404ApplicationProblemPlusJSONResponse) VisitCreateTargetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -45417,6 +52002,20 @@ func (response ListTests403ApplicationProblemPlusJSONResponse) VisitListTestsRes
 	return err
 }
 
+type ListTests404ApplicationProblemPlusJSONResponse Problem
+
+func (response ListTests404ApplicationProblemPlusJSONResponse) VisitListTestsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListTests503ApplicationProblemPlusJSONResponse struct {
 	DatabaseUnavailableApplicationProblemPlusJSONResponse
 }
@@ -45500,6 +52099,20 @@ func (response CreateTest403ApplicationProblemPlusJSONResponse) VisitCreateTestR
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateTest404ApplicationProblemPlusJSONResponse Problem
+
+func (response CreateTest404ApplicationProblemPlusJSONResponse) VisitCreateTestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -45780,6 +52393,20 @@ func (response ImportTest403ApplicationProblemPlusJSONResponse) VisitImportTestR
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ImportTest404ApplicationProblemPlusJSONResponse Problem
+
+func (response ImportTest404ApplicationProblemPlusJSONResponse) VisitImportTestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -47591,6 +54218,15 @@ type StrictServerInterface interface {
 	// UpdateMe Change name, email or password
 	// (PATCH /v1/me)
 	UpdateMe(ctx context.Context, request UpdateMeRequestObject) (UpdateMeResponseObject, error)
+	// ListMyProjectInvitations The invitations to projects that wait for your answer
+	// (GET /v1/me/invitations)
+	ListMyProjectInvitations(ctx context.Context, request ListMyProjectInvitationsRequestObject) (ListMyProjectInvitationsResponseObject, error)
+	// AcceptProjectInvitation Join a project you were invited to, with the role it names
+	// (POST /v1/me/invitations/{id}/accept)
+	AcceptProjectInvitation(ctx context.Context, request AcceptProjectInvitationRequestObject) (AcceptProjectInvitationResponseObject, error)
+	// DeclineProjectInvitation Decline an invitation to a project
+	// (POST /v1/me/invitations/{id}/decline)
+	DeclineProjectInvitation(ctx context.Context, request DeclineProjectInvitationRequestObject) (DeclineProjectInvitationResponseObject, error)
 	// GetMyLicense The signed-in user's license
 	// (GET /v1/me/license)
 	GetMyLicense(ctx context.Context, request GetMyLicenseRequestObject) (GetMyLicenseResponseObject, error)
@@ -47636,6 +54272,36 @@ type StrictServerInterface interface {
 	// DownloadPluginArtifact The artifact's bytes
 	// (GET /v1/plugins/{namespace}/{name}/versions/{version}/download/{os}/{arch}/file)
 	DownloadPluginArtifact(ctx context.Context, request DownloadPluginArtifactRequestObject) (DownloadPluginArtifactResponseObject, error)
+	// ListProjects Your projects
+	// (GET /v1/projects)
+	ListProjects(ctx context.Context, request ListProjectsRequestObject) (ListProjectsResponseObject, error)
+	// CreateProject Make a project to share
+	// (POST /v1/projects)
+	CreateProject(ctx context.Context, request CreateProjectRequestObject) (CreateProjectResponseObject, error)
+	// DeleteProject Delete a project with all it holds (owners)
+	// (DELETE /v1/projects/{id})
+	DeleteProject(ctx context.Context, request DeleteProjectRequestObject) (DeleteProjectResponseObject, error)
+	// GetProject A project with its members
+	// (GET /v1/projects/{id})
+	GetProject(ctx context.Context, request GetProjectRequestObject) (GetProjectResponseObject, error)
+	// UpdateProject Rename a project (owners)
+	// (PATCH /v1/projects/{id})
+	UpdateProject(ctx context.Context, request UpdateProjectRequestObject) (UpdateProjectResponseObject, error)
+	// ListProjectInvitations The invitations a project has sent that wait for an answer (owners)
+	// (GET /v1/projects/{id}/invitations)
+	ListProjectInvitations(ctx context.Context, request ListProjectInvitationsRequestObject) (ListProjectInvitationsResponseObject, error)
+	// InviteToProject Invite a user to a project with a role (owners)
+	// (POST /v1/projects/{id}/invitations)
+	InviteToProject(ctx context.Context, request InviteToProjectRequestObject) (InviteToProjectResponseObject, error)
+	// WithdrawProjectInvitation Withdraw an invitation (owners)
+	// (DELETE /v1/projects/{id}/invitations/{invitation_id})
+	WithdrawProjectInvitation(ctx context.Context, request WithdrawProjectInvitationRequestObject) (WithdrawProjectInvitationResponseObject, error)
+	// RemoveProjectMember Remove a member (owners), or leave a project (yourself)
+	// (DELETE /v1/projects/{id}/members/{user_id})
+	RemoveProjectMember(ctx context.Context, request RemoveProjectMemberRequestObject) (RemoveProjectMemberResponseObject, error)
+	// SetProjectMemberRole Change a member's role (owners)
+	// (PATCH /v1/projects/{id}/members/{user_id})
+	SetProjectMemberRole(ctx context.Context, request SetProjectMemberRoleRequestObject) (SetProjectMemberRoleResponseObject, error)
 	// ListRuns Your runs, newest first
 	// (GET /v1/runs)
 	ListRuns(ctx context.Context, request ListRunsRequestObject) (ListRunsResponseObject, error)
@@ -48534,8 +55200,10 @@ func (sh *strictHandler) AgentReport(w http.ResponseWriter, r *http.Request, id 
 }
 
 // ListAgents operation middleware
-func (sh *strictHandler) ListAgents(w http.ResponseWriter, r *http.Request) {
+func (sh *strictHandler) ListAgents(w http.ResponseWriter, r *http.Request, params ListAgentsParams) {
 	var request ListAgentsRequestObject
+
+	request.Params = params
 
 	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
 		return sh.ssi.ListAgents(ctx, request.(ListAgentsRequestObject))
@@ -48558,8 +55226,10 @@ func (sh *strictHandler) ListAgents(w http.ResponseWriter, r *http.Request) {
 }
 
 // CreateAgent operation middleware
-func (sh *strictHandler) CreateAgent(w http.ResponseWriter, r *http.Request) {
+func (sh *strictHandler) CreateAgent(w http.ResponseWriter, r *http.Request, params CreateAgentParams) {
 	var request CreateAgentRequestObject
+
+	request.Params = params
 
 	var body CreateAgentJSONRequestBody
 	if err := runtime.BindJSONBody(r, &body); err != nil {
@@ -48969,6 +55639,82 @@ func (sh *strictHandler) UpdateMe(w http.ResponseWriter, r *http.Request) {
 		sh.options.ResponseErrorHandlerFunc(w, r, err)
 	} else if validResponse, ok := response.(UpdateMeResponseObject); ok {
 		if err := validResponse.VisitUpdateMeResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// ListMyProjectInvitations operation middleware
+func (sh *strictHandler) ListMyProjectInvitations(w http.ResponseWriter, r *http.Request) {
+	var request ListMyProjectInvitationsRequestObject
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.ListMyProjectInvitations(ctx, request.(ListMyProjectInvitationsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListMyProjectInvitations")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(ListMyProjectInvitationsResponseObject); ok {
+		if err := validResponse.VisitListMyProjectInvitationsResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// AcceptProjectInvitation operation middleware
+func (sh *strictHandler) AcceptProjectInvitation(w http.ResponseWriter, r *http.Request, id ID) {
+	var request AcceptProjectInvitationRequestObject
+
+	request.Id = id
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.AcceptProjectInvitation(ctx, request.(AcceptProjectInvitationRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "AcceptProjectInvitation")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(AcceptProjectInvitationResponseObject); ok {
+		if err := validResponse.VisitAcceptProjectInvitationResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// DeclineProjectInvitation operation middleware
+func (sh *strictHandler) DeclineProjectInvitation(w http.ResponseWriter, r *http.Request, id ID) {
+	var request DeclineProjectInvitationRequestObject
+
+	request.Id = id
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.DeclineProjectInvitation(ctx, request.(DeclineProjectInvitationRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "DeclineProjectInvitation")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(DeclineProjectInvitationResponseObject); ok {
+		if err := validResponse.VisitDeclineProjectInvitationResponse(w); err != nil {
 			sh.options.ResponseErrorHandlerFunc(w, r, err)
 		}
 	} else if response != nil {
@@ -49405,6 +56151,293 @@ func (sh *strictHandler) DownloadPluginArtifact(w http.ResponseWriter, r *http.R
 	}
 }
 
+// ListProjects operation middleware
+func (sh *strictHandler) ListProjects(w http.ResponseWriter, r *http.Request) {
+	var request ListProjectsRequestObject
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.ListProjects(ctx, request.(ListProjectsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListProjects")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(ListProjectsResponseObject); ok {
+		if err := validResponse.VisitListProjectsResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// CreateProject operation middleware
+func (sh *strictHandler) CreateProject(w http.ResponseWriter, r *http.Request) {
+	var request CreateProjectRequestObject
+
+	var body CreateProjectJSONRequestBody
+	if err := runtime.BindJSONBody(r, &body); err != nil {
+		sh.options.RequestErrorHandlerFunc(w, r, fmt.Errorf("can't decode JSON body: %w", err))
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.CreateProject(ctx, request.(CreateProjectRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CreateProject")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(CreateProjectResponseObject); ok {
+		if err := validResponse.VisitCreateProjectResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// DeleteProject operation middleware
+func (sh *strictHandler) DeleteProject(w http.ResponseWriter, r *http.Request, id ID) {
+	var request DeleteProjectRequestObject
+
+	request.Id = id
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.DeleteProject(ctx, request.(DeleteProjectRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "DeleteProject")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(DeleteProjectResponseObject); ok {
+		if err := validResponse.VisitDeleteProjectResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// GetProject operation middleware
+func (sh *strictHandler) GetProject(w http.ResponseWriter, r *http.Request, id ID) {
+	var request GetProjectRequestObject
+
+	request.Id = id
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.GetProject(ctx, request.(GetProjectRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetProject")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(GetProjectResponseObject); ok {
+		if err := validResponse.VisitGetProjectResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// UpdateProject operation middleware
+func (sh *strictHandler) UpdateProject(w http.ResponseWriter, r *http.Request, id ID) {
+	var request UpdateProjectRequestObject
+
+	request.Id = id
+
+	var body UpdateProjectJSONRequestBody
+	if err := runtime.BindJSONBody(r, &body); err != nil {
+		sh.options.RequestErrorHandlerFunc(w, r, fmt.Errorf("can't decode JSON body: %w", err))
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.UpdateProject(ctx, request.(UpdateProjectRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "UpdateProject")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(UpdateProjectResponseObject); ok {
+		if err := validResponse.VisitUpdateProjectResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// ListProjectInvitations operation middleware
+func (sh *strictHandler) ListProjectInvitations(w http.ResponseWriter, r *http.Request, id ID) {
+	var request ListProjectInvitationsRequestObject
+
+	request.Id = id
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.ListProjectInvitations(ctx, request.(ListProjectInvitationsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListProjectInvitations")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(ListProjectInvitationsResponseObject); ok {
+		if err := validResponse.VisitListProjectInvitationsResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// InviteToProject operation middleware
+func (sh *strictHandler) InviteToProject(w http.ResponseWriter, r *http.Request, id ID) {
+	var request InviteToProjectRequestObject
+
+	request.Id = id
+
+	var body InviteToProjectJSONRequestBody
+	if err := runtime.BindJSONBody(r, &body); err != nil {
+		sh.options.RequestErrorHandlerFunc(w, r, fmt.Errorf("can't decode JSON body: %w", err))
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.InviteToProject(ctx, request.(InviteToProjectRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "InviteToProject")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(InviteToProjectResponseObject); ok {
+		if err := validResponse.VisitInviteToProjectResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// WithdrawProjectInvitation operation middleware
+func (sh *strictHandler) WithdrawProjectInvitation(w http.ResponseWriter, r *http.Request, id ID, invitationId openapi_types.UUID) {
+	var request WithdrawProjectInvitationRequestObject
+
+	request.Id = id
+	request.InvitationId = invitationId
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.WithdrawProjectInvitation(ctx, request.(WithdrawProjectInvitationRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "WithdrawProjectInvitation")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(WithdrawProjectInvitationResponseObject); ok {
+		if err := validResponse.VisitWithdrawProjectInvitationResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// RemoveProjectMember operation middleware
+func (sh *strictHandler) RemoveProjectMember(w http.ResponseWriter, r *http.Request, id ID, userId openapi_types.UUID) {
+	var request RemoveProjectMemberRequestObject
+
+	request.Id = id
+	request.UserId = userId
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.RemoveProjectMember(ctx, request.(RemoveProjectMemberRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "RemoveProjectMember")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(RemoveProjectMemberResponseObject); ok {
+		if err := validResponse.VisitRemoveProjectMemberResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// SetProjectMemberRole operation middleware
+func (sh *strictHandler) SetProjectMemberRole(w http.ResponseWriter, r *http.Request, id ID, userId openapi_types.UUID) {
+	var request SetProjectMemberRoleRequestObject
+
+	request.Id = id
+	request.UserId = userId
+
+	var body SetProjectMemberRoleJSONRequestBody
+	if err := runtime.BindJSONBody(r, &body); err != nil {
+		sh.options.RequestErrorHandlerFunc(w, r, fmt.Errorf("can't decode JSON body: %w", err))
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.SetProjectMemberRole(ctx, request.(SetProjectMemberRoleRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "SetProjectMemberRole")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(SetProjectMemberRoleResponseObject); ok {
+		if err := validResponse.VisitSetProjectMemberRoleResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
 // ListRuns operation middleware
 func (sh *strictHandler) ListRuns(w http.ResponseWriter, r *http.Request, params ListRunsParams) {
 	var request ListRunsRequestObject
@@ -49780,8 +56813,10 @@ func (sh *strictHandler) GetRunSweepReport(w http.ResponseWriter, r *http.Reques
 }
 
 // CreateScript operation middleware
-func (sh *strictHandler) CreateScript(w http.ResponseWriter, r *http.Request) {
+func (sh *strictHandler) CreateScript(w http.ResponseWriter, r *http.Request, params CreateScriptParams) {
 	var request CreateScriptRequestObject
+
+	request.Params = params
 
 	var body CreateScriptJSONRequestBody
 	if err := runtime.BindJSONBody(r, &body); err != nil {
@@ -49837,8 +56872,10 @@ func (sh *strictHandler) GetScript(w http.ResponseWriter, r *http.Request, id ID
 }
 
 // ListSecrets operation middleware
-func (sh *strictHandler) ListSecrets(w http.ResponseWriter, r *http.Request) {
+func (sh *strictHandler) ListSecrets(w http.ResponseWriter, r *http.Request, params ListSecretsParams) {
 	var request ListSecretsRequestObject
+
+	request.Params = params
 
 	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
 		return sh.ssi.ListSecrets(ctx, request.(ListSecretsRequestObject))
@@ -49861,8 +56898,10 @@ func (sh *strictHandler) ListSecrets(w http.ResponseWriter, r *http.Request) {
 }
 
 // PutSecret operation middleware
-func (sh *strictHandler) PutSecret(w http.ResponseWriter, r *http.Request) {
+func (sh *strictHandler) PutSecret(w http.ResponseWriter, r *http.Request, params PutSecretParams) {
 	var request PutSecretRequestObject
+
+	request.Params = params
 
 	var body PutSecretJSONRequestBody
 	if err := runtime.BindJSONBody(r, &body); err != nil {
@@ -49892,10 +56931,11 @@ func (sh *strictHandler) PutSecret(w http.ResponseWriter, r *http.Request) {
 }
 
 // DeleteSecret operation middleware
-func (sh *strictHandler) DeleteSecret(w http.ResponseWriter, r *http.Request, name string) {
+func (sh *strictHandler) DeleteSecret(w http.ResponseWriter, r *http.Request, name string, params DeleteSecretParams) {
 	var request DeleteSecretRequestObject
 
 	request.Name = name
+	request.Params = params
 
 	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
 		return sh.ssi.DeleteSecret(ctx, request.(DeleteSecretRequestObject))
@@ -49918,8 +56958,10 @@ func (sh *strictHandler) DeleteSecret(w http.ResponseWriter, r *http.Request, na
 }
 
 // ListTargets operation middleware
-func (sh *strictHandler) ListTargets(w http.ResponseWriter, r *http.Request) {
+func (sh *strictHandler) ListTargets(w http.ResponseWriter, r *http.Request, params ListTargetsParams) {
 	var request ListTargetsRequestObject
+
+	request.Params = params
 
 	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
 		return sh.ssi.ListTargets(ctx, request.(ListTargetsRequestObject))
@@ -49942,8 +56984,10 @@ func (sh *strictHandler) ListTargets(w http.ResponseWriter, r *http.Request) {
 }
 
 // CreateTarget operation middleware
-func (sh *strictHandler) CreateTarget(w http.ResponseWriter, r *http.Request) {
+func (sh *strictHandler) CreateTarget(w http.ResponseWriter, r *http.Request, params CreateTargetParams) {
 	var request CreateTargetRequestObject
+
+	request.Params = params
 
 	var body CreateTargetJSONRequestBody
 	if err := runtime.BindJSONBody(r, &body); err != nil {

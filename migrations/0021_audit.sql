@@ -19,6 +19,8 @@ CREATE TABLE audit_events (
     -- The user the event concerns, when it is not the actor (a sign-in tried on an account, a
     -- user an admin disabled): they read it in their own log.
     subject_id  uuid,
+    -- The project the object is in, when it is in one: its owners read the entry.
+    project_id  uuid,
     address     text NOT NULL DEFAULT '',
     outcome     text NOT NULL CHECK (outcome IN ('success', 'failure')),
     -- The API's answer: its status, and for a failure the reason it gave.
@@ -32,6 +34,7 @@ CREATE TABLE audit_events (
 CREATE INDEX audit_events_at_idx ON audit_events (at);
 CREATE INDEX audit_events_actor_idx ON audit_events (actor_id, id) WHERE actor_id IS NOT NULL;
 CREATE INDEX audit_events_subject_idx ON audit_events (subject_id, id) WHERE subject_id IS NOT NULL;
+CREATE INDEX audit_events_project_idx ON audit_events (project_id, id) WHERE project_id IS NOT NULL;
 CREATE INDEX audit_events_action_idx ON audit_events (action, id);
 
 -- Entries are never changed, and deleted only by the clean-up, which says in its transaction

@@ -24,6 +24,8 @@ type credentials struct {
 	Token string `json:"-"`
 	// SignedInTo names the server the stored tokens are for, when it is not Server.
 	SignedInTo string `json:"-"`
+	// Project is the project commands work in when they name none (`barrage projects use`).
+	Project string `json:"project,omitempty"`
 }
 
 // credentialsPath is $XDG_CONFIG_HOME/barrage/credentials.json (or the OS's equivalent), or

@@ -16,16 +16,22 @@ func runAgents(ctx context.Context, e env, args []string) error {
 }
 
 func runAgentsList(ctx context.Context, e env, args []string) error {
-	if err := parseFlags(newFlags(e, "agents list", ""), args, 0); err != nil {
+	fs := newFlags(e, "agents list", "[--project P]")
+	inProj := projectFlag(fs)
+	if err := parseFlags(fs, args, 0); err != nil {
 		return err
 	}
 	cl, _, err := apiClient(ctx, e, true)
 	if err != nil {
 		return err
 	}
+	project, err := inProj.id(ctx, e, cl)
+	if err != nil {
+		return err
+	}
 	return printTable(e, "ID\tNAME\tKIND\tSTATE\tVERSION\tCORES\tMAX VUS\tMAX TIME\tLAST SEEN",
 		func(*string) ([]api.Agent, *string, error) {
-			res, err := cl.ListAgentsWithResponse(ctx)
+			res, err := cl.ListAgentsWithResponse(ctx, &api.ListAgentsParams{Project: project})
 			if err != nil {
 				return nil, nil, err
 			}
@@ -53,7 +59,8 @@ func runAgentsList(ctx context.Context, e env, args []string) error {
 }
 
 func runAgentsCreate(ctx context.Context, e env, args []string) error {
-	fs := newFlags(e, "agents create", "NAME [--max-vus N] [--max-duration D] [--shared]")
+	fs := newFlags(e, "agents create", "NAME [--max-vus N] [--max-duration D] [--project P | --shared]")
+	inProj := projectFlag(fs)
 	maxVUs := fs.Int("max-vus", 0, "the agent's own limit of VUs per job (0: none)")
 	maxDuration := durationFlag(fs, "max-duration", 0, "the agent's own limit of time per job (0: none)")
 	shared := fs.Bool("shared", false, "register a shared agent that every user may run on (admins)")
@@ -82,7 +89,11 @@ func runAgentsCreate(ctx context.Context, e env, args []string) error {
 			return api.ProblemError(res.HTTPResponse, res.Body)
 		}
 	} else {
-		res, err := cl.CreateAgentWithResponse(ctx, body)
+		project, err := inProj.id(ctx, e, cl)
+		if err != nil {
+			return err
+		}
+		res, err := cl.CreateAgentWithResponse(ctx, &api.CreateAgentParams{Project: project}, body)
 		if err != nil {
 			return err
 		}

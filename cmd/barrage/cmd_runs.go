@@ -37,7 +37,8 @@ func runRuns(ctx context.Context, e env, args []string) error {
 }
 
 func runRunsStart(ctx context.Context, e env, args []string) error {
-	fs := newFlags(e, "runs start", "(--file SCRIPT | --script ID | --test ID) [-e NAME=VALUE...] [--vus N --duration D --rate R --stage D:R... | --sweep 2,4,8 --step 30s] [--agents N --agent ID] [--watch]")
+	fs := newFlags(e, "runs start", "(--file SCRIPT | --script ID | --test ID) [-e NAME=VALUE...] [--vus N --duration D --rate R --stage D:R... | --sweep 2,4,8 --step 30s] [--agents N --agent ID] [--project P] [--watch]")
+	inProj := projectFlag(fs)
 	envs := addEnvFlag(fs)
 	file := fs.String("file", "", "upload this script (and the data files it names, from beside it) and run it")
 	scriptID := fs.String("script", "", "run this stored script")
@@ -103,7 +104,11 @@ func runRunsStart(ctx context.Context, e env, args []string) error {
 	} else {
 		id := *scriptID
 		if *file != "" {
-			if id, err = uploadScript(ctx, e, cl, *file); err != nil {
+			project, err := inProj.id(ctx, e, cl)
+			if err != nil {
+				return err
+			}
+			if id, err = uploadScript(ctx, e, cl, project, *file); err != nil {
 				return err
 			}
 			fmt.Fprintf(e.stderr, "Script %s uploaded as %s.\n", *file, id)
@@ -183,8 +188,9 @@ func eachScriptFile(path string, s *script.Script, f func(name string, data []by
 	return nil
 }
 
-// uploadScript stores the script at path, with the data files it names, and returns its id.
-func uploadScript(ctx context.Context, e env, cl *api.ClientWithResponses, path string) (string, error) {
+// uploadScript stores the script at path in project (nil: the home project), with the data files
+// it names, and returns its id.
+func uploadScript(ctx context.Context, e env, cl *api.ClientWithResponses, project *uuid.UUID, path string) (string, error) {
 	s, err := loadScript(e, path) // checked here first: the errors point at the local file
 	if err != nil {
 		return "", err
@@ -205,7 +211,7 @@ func uploadScript(ctx context.Context, e env, cl *api.ClientWithResponses, path 
 	if files != nil {
 		body.Files = &files
 	}
-	res, err := cl.CreateScriptWithResponse(ctx, body)
+	res, err := cl.CreateScriptWithResponse(ctx, &api.CreateScriptParams{Project: project}, body)
 	if err != nil {
 		return "", err
 	}
@@ -388,7 +394,8 @@ func runStates() string {
 }
 
 func runRunsList(ctx context.Context, e env, args []string) error {
-	fs := newFlags(e, "runs list", "[--test ID] [--state STATE[,STATE...]]...")
+	fs := newFlags(e, "runs list", "[--test ID] [--state STATE[,STATE...]]... [--project P]")
+	inProj := projectFlag(fs)
 	testID := fs.String("test", "", "only the runs of this test")
 	var states multiFlag
 	fs.Var(&states, "state", "only the runs in these states: comma-separated, or repeated (queued,starting,running; finished,failed,canceled...)")
@@ -418,6 +425,9 @@ func runRunsList(ctx context.Context, e env, args []string) error {
 	}
 	cl, _, err := apiClient(ctx, e, true)
 	if err != nil {
+		return err
+	}
+	if params.Project, err = inProj.id(ctx, e, cl); err != nil {
 		return err
 	}
 	return printTable(e, "ID\tSTATE\tSCRIPT\tLOAD\tAGENTS\tCREATED\tREQUESTS\tERRORS\tP95\tVERDICT",

@@ -17,16 +17,22 @@ func runSecrets(ctx context.Context, e env, args []string) error {
 }
 
 func runSecretsList(ctx context.Context, e env, args []string) error {
-	if err := parseFlags(newFlags(e, "secrets list", ""), args, 0); err != nil {
+	fs := newFlags(e, "secrets list", "[--project P]")
+	inProj := projectFlag(fs)
+	if err := parseFlags(fs, args, 0); err != nil {
 		return err
 	}
 	cl, _, err := apiClient(ctx, e, true)
 	if err != nil {
 		return err
 	}
+	project, err := inProj.id(ctx, e, cl)
+	if err != nil {
+		return err
+	}
 	return printTable(e, "NAME\tSET\tCREATED",
 		func(*string) ([]api.Secret, *string, error) {
-			res, err := cl.ListSecretsWithResponse(ctx)
+			res, err := cl.ListSecretsWithResponse(ctx, &api.ListSecretsParams{Project: project})
 			if err != nil {
 				return nil, nil, err
 			}
@@ -43,7 +49,9 @@ func runSecretsList(ctx context.Context, e env, args []string) error {
 // runSecretsSet sets a secret to a value read without echo from a terminal, else one line of
 // stdin: never from the command line, where the shell's history and ps would keep it.
 func runSecretsSet(ctx context.Context, e env, args []string) error {
-	name, err := positionalArg(newFlags(e, "secrets set", "NAME  (the value on stdin, or prompted without echo)"), args)
+	fs := newFlags(e, "secrets set", "NAME [--project P]  (the value on stdin, or prompted without echo)")
+	inProj := projectFlag(fs)
+	name, err := positionalArg(fs, args)
 	if err != nil {
 		return err
 	}
@@ -55,7 +63,11 @@ func runSecretsSet(ctx context.Context, e env, args []string) error {
 	if err != nil {
 		return err
 	}
-	res, err := cl.PutSecretWithResponse(ctx, api.PutSecretRequest{Name: name, Value: &value})
+	project, err := inProj.id(ctx, e, cl)
+	if err != nil {
+		return err
+	}
+	res, err := cl.PutSecretWithResponse(ctx, &api.PutSecretParams{Project: project}, api.PutSecretRequest{Name: name, Value: &value})
 	if err != nil {
 		return err
 	}
@@ -71,7 +83,9 @@ func runSecretsSet(ctx context.Context, e env, args []string) error {
 }
 
 func runSecretsDelete(ctx context.Context, e env, args []string) error {
-	name, err := positionalArg(newFlags(e, "secrets delete", "NAME"), args)
+	fs := newFlags(e, "secrets delete", "NAME [--project P]")
+	inProj := projectFlag(fs)
+	name, err := positionalArg(fs, args)
 	if err != nil {
 		return err
 	}
@@ -79,7 +93,11 @@ func runSecretsDelete(ctx context.Context, e env, args []string) error {
 	if err != nil {
 		return err
 	}
-	res, err := cl.DeleteSecretWithResponse(ctx, name)
+	project, err := inProj.id(ctx, e, cl)
+	if err != nil {
+		return err
+	}
+	res, err := cl.DeleteSecretWithResponse(ctx, name, &api.DeleteSecretParams{Project: project})
 	if err != nil {
 		return err
 	}

@@ -17,16 +17,22 @@ func runTargets(ctx context.Context, e env, args []string) error {
 }
 
 func runTargetsList(ctx context.Context, e env, args []string) error {
-	if err := parseFlags(newFlags(e, "targets list", ""), args, 0); err != nil {
+	fs := newFlags(e, "targets list", "[--project P]")
+	inProj := projectFlag(fs)
+	if err := parseFlags(fs, args, 0); err != nil {
 		return err
 	}
 	cl, _, err := apiClient(ctx, e, true)
 	if err != nil {
 		return err
 	}
+	project, err := inProj.id(ctx, e, cl)
+	if err != nil {
+		return err
+	}
 	return printTable(e, "ID\tURL\tVERIFIED\tADDRESS\tCHECKED\tWHY NOT",
 		func(*string) ([]api.Target, *string, error) {
-			res, err := cl.ListTargetsWithResponse(ctx)
+			res, err := cl.ListTargetsWithResponse(ctx, &api.ListTargetsParams{Project: project})
 			if err != nil {
 				return nil, nil, err
 			}
@@ -53,7 +59,9 @@ func runTargetsList(ctx context.Context, e env, args []string) error {
 }
 
 func runTargetsAdd(ctx context.Context, e env, args []string) error {
-	url, err := positionalArg(newFlags(e, "targets add", "URL (http(s)://host[:port])"), args)
+	fs := newFlags(e, "targets add", "URL (http(s)://host[:port]) [--project P]")
+	inProj := projectFlag(fs)
+	url, err := positionalArg(fs, args)
 	if err != nil {
 		return err
 	}
@@ -61,7 +69,11 @@ func runTargetsAdd(ctx context.Context, e env, args []string) error {
 	if err != nil {
 		return err
 	}
-	res, err := cl.CreateTargetWithResponse(ctx, api.CreateTargetRequest{Url: url})
+	project, err := inProj.id(ctx, e, cl)
+	if err != nil {
+		return err
+	}
+	res, err := cl.CreateTargetWithResponse(ctx, &api.CreateTargetParams{Project: project}, api.CreateTargetRequest{Url: url})
 	if err != nil {
 		return err
 	}

@@ -28,8 +28,9 @@ func runTests(ctx context.Context, e env, args []string) error {
 // runTestsPush saves a script file as a test: a new test, or the next revision of the test of
 // that name (or --id), with the data files the script names uploaded from beside it.
 func runTestsPush(ctx context.Context, e env, args []string) error {
-	fs := newFlags(e, "tests push", "FILE [--name NAME | --id ID]")
-	name := fs.String("name", "", "the test's name (default: the script's); a test of that name gets a new revision")
+	fs := newFlags(e, "tests push", "FILE [--name NAME | --id ID] [--project P]")
+	name := fs.String("name", "", "the test's name (default: the script's); a test of that name in the project gets a new revision")
+	inProj := projectFlag(fs)
 	idFlag := fs.String("id", "", "save as the next revision of this test")
 	path, err := positionalArg(fs, args)
 	if err != nil {
@@ -50,9 +51,13 @@ func runTestsPush(ctx context.Context, e env, args []string) error {
 	if *name == "" {
 		*name = s.Name
 	}
+	project, err := inProj.id(ctx, e, cl)
+	if err != nil {
+		return err
+	}
 	id := *idFlag
 	if id == "" {
-		if id, err = testByName(ctx, cl, *name); err != nil {
+		if id, err = testByName(ctx, cl, project, *name); err != nil {
 			return err
 		}
 	}
@@ -62,7 +67,7 @@ func runTestsPush(ctx context.Context, e env, args []string) error {
 	}
 	var t *api.Test
 	if id == "" {
-		res, err := cl.CreateTestWithBodyWithResponse(ctx, &api.CreateTestParams{Name: name}, ct, bytes.NewReader(source))
+		res, err := cl.CreateTestWithBodyWithResponse(ctx, &api.CreateTestParams{Name: name, Project: project}, ct, bytes.NewReader(source))
 		if err != nil {
 			return err
 		}
@@ -100,11 +105,12 @@ func runTestsPush(ctx context.Context, e env, args []string) error {
 	return nil
 }
 
-// testByName returns the id of the newest of the user's tests named name, or "" when none is.
-func testByName(ctx context.Context, cl *api.ClientWithResponses, name string) (string, error) {
+// testByName returns the id of the newest of the tests named name in project (nil: in any of
+// the user's projects), or "" when none is.
+func testByName(ctx context.Context, cl *api.ClientWithResponses, project *uuid.UUID, name string) (string, error) {
 	var cursor *string
 	for {
-		res, err := cl.ListTestsWithResponse(ctx, &api.ListTestsParams{Cursor: cursor})
+		res, err := cl.ListTestsWithResponse(ctx, &api.ListTestsParams{Cursor: cursor, Project: project})
 		if err != nil {
 			return "", err
 		}
@@ -123,16 +129,22 @@ func testByName(ctx context.Context, cl *api.ClientWithResponses, name string) (
 }
 
 func runTestsList(ctx context.Context, e env, args []string) error {
-	if err := parseFlags(newFlags(e, "tests list", ""), args, 0); err != nil {
+	fs := newFlags(e, "tests list", "[--project P]")
+	inProj := projectFlag(fs)
+	if err := parseFlags(fs, args, 0); err != nil {
 		return err
 	}
 	cl, _, err := apiClient(ctx, e, true)
 	if err != nil {
 		return err
 	}
+	project, err := inProj.id(ctx, e, cl)
+	if err != nil {
+		return err
+	}
 	return printTable(e, "ID\tNAME\tREVISION\tFILES\tUPDATED",
 		func(cursor *string) ([]api.Test, *string, error) {
-			res, err := cl.ListTestsWithResponse(ctx, &api.ListTestsParams{Cursor: cursor})
+			res, err := cl.ListTestsWithResponse(ctx, &api.ListTestsParams{Cursor: cursor, Project: project})
 			if err != nil {
 				return nil, nil, err
 			}

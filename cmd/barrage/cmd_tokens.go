@@ -37,10 +37,11 @@ func dispatch(ctx context.Context, e env, group string, sub map[string]func(cont
 }
 
 func runTokensCreate(ctx context.Context, e env, args []string) error {
-	fs := newFlags(e, "tokens create", "--name NAME [--scopes read,write] [--expires-in-days 90]")
+	fs := newFlags(e, "tokens create", "--name NAME [--scopes read,write] [--expires-in-days 90] [--project P]")
 	name := fs.String("name", "", "token name, unique among your tokens")
 	scopes := fs.String("scopes", "read,write", "comma-separated scopes: read, write, admin")
 	expires := fs.Int("expires-in-days", 90, "days until the token expires (1 to 365)")
+	project := fs.String("project", "", "limit the token to this project of yours (an id or a name): it reaches nothing else")
 	if err := parseFlags(fs, args, 0); err != nil {
 		return err
 	}
@@ -49,6 +50,11 @@ func runTokensCreate(ctx context.Context, e env, args []string) error {
 		return err
 	}
 	body := api.CreateTokenJSONRequestBody{Name: *name, ExpiresInDays: expires}
+	if *project != "" {
+		if body.ProjectId, err = findProject(ctx, cl, *project); err != nil {
+			return err
+		}
+	}
 	for _, s := range strings.Split(*scopes, ",") {
 		if s = strings.TrimSpace(s); s != "" {
 			body.Scopes = append(body.Scopes, api.Scope(s))

@@ -128,9 +128,10 @@ func (f *convertFlags) convert(e env, l *har.Log, opts har.Options) error {
 }
 
 func runImportHAR(ctx context.Context, e env, args []string) error {
-	fs := newFlags(e, "import har", "FILE.har [-o test.yaml] [--assets] [--idle 2s] [--users users.csv] | FILE.har --push [--name NAME] [--assets]")
+	fs := newFlags(e, "import har", "FILE.har [-o test.yaml] [--assets] [--idle 2s] [--users users.csv] | FILE.har --push [--name NAME] [--assets] [--project P]")
 	cf := addConvertFlags(fs)
 	push := fs.Bool("push", false, "send the HAR to the server (barrage login), which converts it the same way and saves it as a new test")
+	inProj := projectFlag(fs)
 	name := fs.String("name", "", "with --push: the test's name (default: recording of HOST)")
 	path, err := positionalArg(fs, args)
 	if err != nil {
@@ -149,7 +150,7 @@ func runImportHAR(ctx context.Context, e env, args []string) error {
 		return err
 	}
 	if *push {
-		return pushHAR(ctx, e, data, *name, *cf.assets)
+		return pushHAR(ctx, e, inProj, data, *name, *cf.assets)
 	}
 	l, err := har.Decode(data)
 	if err != nil {
@@ -159,12 +160,16 @@ func runImportHAR(ctx context.Context, e env, args []string) error {
 }
 
 // pushHAR sends a HAR to the server's POST /v1/tests/import and says what its conversion found.
-func pushHAR(ctx context.Context, e env, data []byte, name string, assets bool) error {
+func pushHAR(ctx context.Context, e env, inProj inProject, data []byte, name string, assets bool) error {
 	cl, _, err := apiClient(ctx, e, true)
 	if err != nil {
 		return err
 	}
-	params := &api.ImportTestParams{Assets: &assets}
+	project, err := inProj.id(ctx, e, cl)
+	if err != nil {
+		return err
+	}
+	params := &api.ImportTestParams{Assets: &assets, Project: project}
 	if name != "" {
 		params.Name = &name
 	}

@@ -121,6 +121,7 @@ func commands() []command {
 		{"me", "show the signed-in user and license", runMe},
 		{"password", "change your password (signs out every session; lists your API tokens and revokes them if you say so)", runPassword},
 		{"tokens", "personal API tokens: tokens create | list | delete", runTokens},
+		{"projects", "what a team shares: projects list | create | show | use | invite | invitations | accept | decline | role | remove | delete", runProjects},
 		{"audit", "the audit log: who did what, from where, with what outcome (admins: everyone's): audit [--action A] [--since 24h] [--json-lines]", runAudit},
 		{"admin", "admin commands: admin invite | invitations | users | user | plugins | plugin", runAdmin},
 		{"version", "print the version", func(_ context.Context, e env, _ []string) error {

@@ -303,7 +303,8 @@ func (s *Service) Authenticate(ctx context.Context, bearer string) (barrage.Prin
 				s.log.WarnContext(ctx, "record token use", slog.String("error", err.Error()))
 			}
 		}
-		return barrage.Principal{User: u, Scopes: t.Scopes, TokenID: &t.ID, TokenExpiresAt: &t.ExpiresAt, Expires: t.ExpiresAt}, nil
+		return s.withMemberships(ctx, barrage.Principal{User: u, Scopes: t.Scopes, TokenID: &t.ID, TokenExpiresAt: &t.ExpiresAt, Expires: t.ExpiresAt,
+			TokenProject: t.ProjectID})
 	}
 	claims, err := s.tokens.Verify(bearer)
 	if err != nil {
@@ -320,7 +321,18 @@ func (s *Service) Authenticate(ctx context.Context, bearer string) (barrage.Prin
 	if u.Disabled || claims.IssuedAt.Before(u.TokensValidAfter.Truncate(time.Millisecond)) {
 		return barrage.Principal{}, errBadToken
 	}
-	return barrage.Principal{User: u, Scopes: barrage.AllScopes, Expires: claims.Expiry}, nil
+	return s.withMemberships(ctx, barrage.Principal{User: u, Scopes: barrage.AllScopes, Expires: claims.Expiry})
+}
+
+// withMemberships is p with the projects its user belongs to and the role in each, read for each
+// request: a member removed a moment ago reaches nothing of the project at their next one.
+func (s *Service) withMemberships(ctx context.Context, p barrage.Principal) (barrage.Principal, error) {
+	m, err := s.store.Memberships(ctx, p.User.ID)
+	if err != nil {
+		return barrage.Principal{}, err
+	}
+	p.Memberships = m
+	return p, nil
 }
 
 // UpdateMeInput holds the changes a user asks for; nil fields stay as they are.

@@ -15,6 +15,8 @@ type CreateTokenInput struct {
 	Name      string
 	Scopes    []barrage.Scope
 	ExpiresIn time.Duration
+	// Project, when set, limits the token to that project of its creator's.
+	Project *uuid.UUID
 }
 
 // CreateToken creates a personal API token for the principal and returns it with its secret,
@@ -41,6 +43,14 @@ func (s *Service) CreateToken(ctx context.Context, p barrage.Principal, in Creat
 	if in.ExpiresIn <= 0 || in.ExpiresIn > 365*24*time.Hour {
 		return barrage.APIToken{}, "", barrage.Invalid("expires_in_days", "must be between 1 and 365 days")
 	}
+	if in.Project != nil {
+		// Only to a project of the creator's, and a limited token makes no token for another.
+		if err := p.Need(*in.Project, barrage.ProjectViewer); err != nil {
+			return barrage.APIToken{}, "", barrage.Invalid("project_id", "not a project of yours")
+		}
+	} else if p.TokenProject != nil {
+		in.Project = p.TokenProject
+	}
 	expires := s.now().Add(in.ExpiresIn)
 	if p.TokenExpiresAt != nil && expires.After(*p.TokenExpiresAt) {
 		// A token made with a token lives no longer than its parent: a stolen token cannot
@@ -49,7 +59,7 @@ func (s *Service) CreateToken(ctx context.Context, p barrage.Principal, in Creat
 	}
 	secret := auth.NewSecret(auth.PrefixAPIToken)
 	t, err := s.store.CreateAPIToken(ctx, barrage.APIToken{
-		ID: uuid.Must(uuid.NewV7()), UserID: p.User.ID, Name: name, Scopes: in.Scopes, ExpiresAt: expires,
+		ID: uuid.Must(uuid.NewV7()), UserID: p.User.ID, Name: name, Scopes: in.Scopes, ExpiresAt: expires, ProjectID: in.Project,
 	}, auth.HashSecret(secret))
 	if err != nil {
 		return barrage.APIToken{}, "", err

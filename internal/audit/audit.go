@@ -21,6 +21,7 @@ const DefaultRetention = 400 * 24 * time.Hour
 
 // Store is what the audit log needs of storage.
 type Store interface {
+	barrage.ProjectFinder
 	AppendAudit(ctx context.Context, e barrage.AuditEvent) error
 	AuditEvents(ctx context.Context, f barrage.AuditFilter) ([]barrage.AuditEvent, error)
 	PruneAudit(ctx context.Context, keep time.Duration) (int64, error)
@@ -54,12 +55,15 @@ func (l *Log) Append(ctx context.Context, e barrage.AuditEvent) {
 }
 
 // Events reads a page of the log, newest first, as p may: an admin reads every entry, anyone
-// else those they did and those that concern them.
+// else those they did, those that concern them, and those of the projects they own.
 func (l *Log) Events(ctx context.Context, p barrage.Principal, f barrage.AuditFilter) (barrage.Page[barrage.AuditEvent], error) {
-	f.Reader = nil
+	f.Reader, f.Owned = nil, nil
 	if p.User.Role != barrage.RoleAdmin {
 		id := p.User.ID
-		f.Reader = &id
+		f.Reader, f.Owned = &id, p.Projects(barrage.ProjectOwner)
+		if f.Owned == nil {
+			f.Owned = []uuid.UUID{}
+		}
 	}
 	limit := f.Limit
 	f.Limit++
@@ -70,6 +74,23 @@ func (l *Log) Events(ctx context.Context, p barrage.Principal, f barrage.AuditFi
 	return barrage.NewPage(rows, limit, func(e barrage.AuditEvent) uuid.UUID { return e.ID }), nil
 }
 
+// ProjectOf finds the project an object of kind is in, for its entry: nil when it is in none, or
+// is gone.
+func (l *Log) ProjectOf(ctx context.Context, kind barrage.ObjectKind, id string) *uuid.UUID {
+	oid, err := uuid.Parse(id)
+	if err != nil {
+		return nil
+	}
+	if kind == "project" {
+		return &oid
+	}
+	project, err := l.store.ProjectOf(ctx, kind, oid)
+	if err != nil {
+		return nil
+	}
+	return &project
+}
+
 // Prune deletes the entries older than the retention.
 func (l *Log) Prune(ctx context.Context) (int64, error) { return l.store.PruneAudit(ctx, l.keep) }
 
@@ -78,6 +99,7 @@ func (l *Log) Prune(ctx context.Context) (int64, error) { return l.store.PruneAu
 type Note struct {
 	mu        sync.Mutex
 	action    string
+	project   *uuid.UUID
 	actorID   *uuid.UUID
 	email     string
 	objectID  string
@@ -126,6 +148,11 @@ func Object(ctx context.Context, id string) {
 	NoteFrom(ctx).set(func(n *Note) { n.objectID = id })
 }
 
+// Project names the project the object is in, when the route's path does not tell it.
+func Project(ctx context.Context, id uuid.UUID) {
+	NoteFrom(ctx).set(func(n *Note) { n.project = &id })
+}
+
 // Subject names the user the event concerns, when it is not the actor.
 func Subject(ctx context.Context, id uuid.UUID) {
 	NoteFrom(ctx).set(func(n *Note) { n.subjectID = &id })
@@ -163,6 +190,9 @@ func (n *Note) Fill(e *barrage.AuditEvent) {
 			e.ObjectID = n.objectID
 		}
 		e.SubjectID = n.subjectID
+		if n.project != nil {
+			e.ProjectID = n.project
+		}
 		if e.Outcome == barrage.AuditFailure {
 			e.Reason = n.reason
 		}

@@ -12,7 +12,9 @@ import (
 type Agent struct {
 	ID      uuid.UUID
 	Name    string
-	OwnerID *uuid.UUID // nil: shared
+	OwnerID *uuid.UUID // nil: shared; else who registered it
+	// ProjectID is the project whose runs a private agent serves (nil: shared).
+	ProjectID *uuid.UUID
 	// Limits are the agent's own limits per job (MaxConcurrentRuns is not used).
 	Limits Limits
 	// Version and Cores are what the agent said of itself when it last asked for work.

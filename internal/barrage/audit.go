@@ -25,6 +25,8 @@ type AuditEvent struct {
 	// SubjectID is the user the event concerns when it is not the actor: the account a sign-in
 	// tried, the user an admin changed. They read the event in their own log.
 	SubjectID *uuid.UUID
+	// ProjectID is the project the object is in, when it is in one: its owners read the event.
+	ProjectID *uuid.UUID
 	Address   string
 	// Outcome is "success" or "failure"; Status is the API's answer, Reason its detail for a
 	// failure.
@@ -44,10 +46,12 @@ const (
 
 // AuditFilter selects entries of the audit log, newest first.
 type AuditFilter struct {
-	// Reader, when set, keeps the entries that user may read who is no admin: those they did
-	// and those that concern them.
-	Reader *uuid.UUID
-	Actor  *uuid.UUID
+	// Reader, when set, keeps the entries that user may read who is no admin: those they did,
+	// those that concern them, and those of Owned, the projects they own.
+	Reader  *uuid.UUID
+	Owned   []uuid.UUID
+	Project *uuid.UUID
+	Actor   *uuid.UUID
 	// Action is an action ("token.create") or the kind of object before the dot ("token").
 	Action     string
 	ObjectKind string

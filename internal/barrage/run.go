@@ -12,14 +12,15 @@ import (
 // Script is the immutable form of a test that agents execute: its source, the data files it
 // reads, and a manifest of where it came from.
 type Script struct {
-	ID       uuid.UUID
-	OwnerID  uuid.UUID
-	Name     string
-	Source   []byte
-	SHA256   []byte
-	Manifest ScriptManifest
-	Files    []ScriptFile // without Content when listed
-	Created  time.Time
+	ID        uuid.UUID
+	OwnerID   uuid.UUID // who made it
+	ProjectID uuid.UUID
+	Name      string
+	Source    []byte
+	SHA256    []byte
+	Manifest  ScriptManifest
+	Files     []ScriptFile // without Content when listed
+	Created   time.Time
 }
 
 // ScriptManifest says what went into a script.
@@ -209,13 +210,15 @@ func (l LoadOverrides) Validate() error {
 
 // Run is one execution of a script on one or more agents.
 type Run struct {
-	ID       uuid.UUID
-	OwnerID  uuid.UUID
-	ScriptID uuid.UUID
-	Manifest RunManifest
-	State    RunState
-	Reason   string
-	Load     LoadOverrides
+	ID uuid.UUID
+	// OwnerID is who started it: the run counts against their license.
+	OwnerID   uuid.UUID
+	ProjectID uuid.UUID
+	ScriptID  uuid.UUID
+	Manifest  RunManifest
+	State     RunState
+	Reason    string
+	Load      LoadOverrides
 	// Limits are the effective ones: the tightest of the license's and the agents'.
 	Limits    Limits
 	StartAt   *time.Time
@@ -235,13 +238,14 @@ type Run struct {
 	Outcome *RunOutcome
 }
 
-// RunFilter narrows a list of runs: to some states, to the runs of one test's scripts, to those
-// created since an instant and before another; nil fields do not narrow it.
+// RunFilter narrows a list of runs: to one project's, to some states, to the runs of one test's
+// scripts, to those created since an instant and before another; nil fields do not narrow it.
 type RunFilter struct {
-	States []RunState // any of these; all when empty
-	TestID *uuid.UUID
-	Since  *time.Time // created at it or after
-	Until  *time.Time // created before it
+	Project *uuid.UUID
+	States  []RunState // any of these; all when empty
+	TestID  *uuid.UUID
+	Since   *time.Time // created at it or after
+	Until   *time.Time // created before it
 }
 
 // RunOutcome is an ended run in brief, from its summary: what a list of runs shows.

@@ -19,12 +19,13 @@ import (
 // their runs' owners proved they control: by serving the target's token at VerifyPath. The token
 // is the target's alone: another account registering the same host gets another one.
 type Target struct {
-	ID      uuid.UUID
-	OwnerID uuid.UUID
-	Scheme  string // http or https: how the proof is fetched
-	Host    string // a name in lower case, or an address
-	Port    int
-	Token   string
+	ID        uuid.UUID
+	OwnerID   uuid.UUID // who registered it: it counts against their quota
+	ProjectID uuid.UUID // whose members it is proved for
+	Scheme    string    // http or https: how the proof is fetched
+	Host      string    // a name in lower case, or an address
+	Port      int
+	Token     string
 	// VerifiedAt is when the latest check proved control; nil when it never did or the
 	// latest check failed (CheckError says why).
 	VerifiedAt *time.Time

@@ -12,7 +12,8 @@ import (
 // generated from one of its revisions.
 type Test struct {
 	ID             uuid.UUID
-	OwnerID        uuid.UUID
+	OwnerID        uuid.UUID // who made it: its size counts against their quotas
+	ProjectID      uuid.UUID
 	Name           string
 	LatestRevision int
 	CreatedAt      time.Time
@@ -108,8 +109,10 @@ type AgentJob struct {
 
 // TestBundle is a test revision as an agent receives it.
 type TestBundle struct {
-	Name   string
-	Format SourceFormat
-	Source []byte
-	Files  []ScriptFile
+	// ProjectID is the test's project, whose secrets, agents and scripts its jobs use.
+	ProjectID uuid.UUID
+	Name      string
+	Format    SourceFormat
+	Source    []byte
+	Files     []ScriptFile
 }

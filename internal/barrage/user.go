@@ -101,6 +101,8 @@ type APIToken struct {
 	CreatedAt  time.Time
 	ExpiresAt  time.Time
 	LastUsedAt *time.Time
+	// ProjectID, when set, limits the token to that project of its user.
+	ProjectID *uuid.UUID
 }
 
 // Principal is who a request acts as, and with which scopes.
@@ -115,6 +117,10 @@ type Principal struct {
 	Expires time.Time
 	// Agent is set, and User empty, when a measuring agent makes the request with its token.
 	Agent *Agent
+	// Memberships are the user's projects, with the role held in each.
+	Memberships map[uuid.UUID]Membership
+	// TokenProject, when set, limits the request's personal API token to that project.
+	TokenProject *uuid.UUID
 }
 
 // HasScope reports whether the principal holds s.

@@ -1,7 +1,8 @@
 // Package control composes Barrage's control plane, the server's back room between the API and
 // PostgreSQL, from the services of its subpackages, each with the narrow store it declares:
 //
-//   - secrets: users' secrets, sealed;
+//   - projects: what a team shares, its members, their roles and invitations;
+//   - secrets: projects' secrets, sealed;
 //   - plugins: the marketplace plugins a script may use, pinned, and the agents that may run them;
 //   - targets: targets proved, and what a run on a shared agent may load;
 //   - fleet: agents, leases, reports, pings and jobs;
@@ -24,6 +25,7 @@ import (
 	"github.com/barrage-load/barrage/internal/barrage"
 	"github.com/barrage-load/barrage/internal/control/fleet"
 	"github.com/barrage-load/barrage/internal/control/plugins"
+	"github.com/barrage-load/barrage/internal/control/projects"
 	"github.com/barrage-load/barrage/internal/control/runs"
 	"github.com/barrage-load/barrage/internal/control/secrets"
 	"github.com/barrage-load/barrage/internal/control/targets"
@@ -34,12 +36,13 @@ import (
 
 // The store of every service is PostgreSQL's.
 var (
-	_ secrets.Store = (*postgres.Store)(nil)
-	_ plugins.Store = (*postgres.Store)(nil)
-	_ targets.Store = (*postgres.Store)(nil)
-	_ fleet.Store   = (*postgres.Store)(nil)
-	_ tests.Store   = (*postgres.Store)(nil)
-	_ runs.Store    = (*postgres.Store)(nil)
+	_ projects.Store = (*postgres.Store)(nil)
+	_ secrets.Store  = (*postgres.Store)(nil)
+	_ plugins.Store  = (*postgres.Store)(nil)
+	_ targets.Store  = (*postgres.Store)(nil)
+	_ fleet.Store    = (*postgres.Store)(nil)
+	_ tests.Store    = (*postgres.Store)(nil)
+	_ runs.Store     = (*postgres.Store)(nil)
 )
 
 // Config tunes the control plane; zero fields take the defaults.
@@ -73,12 +76,13 @@ type Config struct {
 
 // Plane is the control plane's services, composed.
 type Plane struct {
-	Secrets *secrets.Service
-	Plugins *plugins.Service
-	Targets *targets.Service
-	Fleet   *fleet.Service
-	Tests   *tests.Service
-	Runs    *runs.Service
+	Projects *projects.Service
+	Secrets  *secrets.Service
+	Plugins  *plugins.Service
+	Targets  *targets.Service
+	Fleet    *fleet.Service
+	Tests    *tests.Service
+	Runs     *runs.Service
 
 	// changes wakes the followers of a run, and the askers of pings and jobs, when it changes;
 	// work wakes the lease requests of an agent when work is queued for it. Both carry
@@ -92,6 +96,7 @@ func New(store *postgres.Store, log *slog.Logger, cfg Config) *Plane {
 		cfg.Now = time.Now
 	}
 	p := &Plane{changes: store.NewListener(postgres.ChannelRuns, log), work: store.NewListener(postgres.ChannelWork, log)}
+	p.Projects = projects.New(store, log)
 	p.Secrets = secrets.New(store, cfg.Secrets)
 	p.Plugins = plugins.New(store)
 	tc := cfg.Targets

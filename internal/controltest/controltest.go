@@ -110,7 +110,16 @@ func (p *Plane) signup(email string, role barrage.Role, lic *barrage.LicenseTemp
 	u, err := p.Store.CreateUserFromInvitation(ctx, code, barrage.User{ID: uuid.Must(uuid.NewV7()), Email: email, Name: email,
 		PasswordHash: "not a hash"}, time.Now())
 	require.NoError(p.t, err)
-	return barrage.Principal{User: u}
+	return p.Reload(barrage.Principal{User: u})
+}
+
+// Reload is u with the projects it belongs to now, as the API reads them for each request.
+func (p *Plane) Reload(u barrage.Principal) barrage.Principal {
+	p.t.Helper()
+	m, err := p.Store.Memberships(context.Background(), u.User.ID)
+	require.NoError(p.t, err)
+	u.Memberships = m
+	return u
 }
 
 // SmokeScript is a script of one request to 127.0.0.1:9, where nothing listens, by 4 VUs for 10

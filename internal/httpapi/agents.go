@@ -8,14 +8,15 @@ import (
 	"github.com/barrage-load/barrage/internal/audit"
 	"github.com/barrage-load/barrage/internal/barrage"
 	"github.com/barrage-load/barrage/internal/control/fleet"
+	"github.com/google/uuid"
 )
 
-func (s *server) ListAgents(ctx context.Context, _ api.ListAgentsRequestObject) (api.ListAgentsResponseObject, error) {
+func (s *server) ListAgents(ctx context.Context, req api.ListAgentsRequestObject) (api.ListAgentsResponseObject, error) {
 	p, err := principal(ctx)
 	if err != nil {
 		return nil, err
 	}
-	agents, err := s.fleet.Agents(ctx, p)
+	agents, err := s.fleet.Agents(ctx, p, req.Params.Project)
 	if err != nil {
 		return nil, err
 	}
@@ -31,7 +32,7 @@ func (s *server) ListAllAgents(ctx context.Context, _ api.ListAllAgentsRequestOb
 }
 
 func (s *server) CreateAgent(ctx context.Context, req api.CreateAgentRequestObject) (api.CreateAgentResponseObject, error) {
-	a, token, err := s.createAgent(ctx, *req.Body, false)
+	a, token, err := s.createAgent(ctx, *req.Body, req.Params.Project, false)
 	if err != nil {
 		return nil, err
 	}
@@ -39,19 +40,19 @@ func (s *server) CreateAgent(ctx context.Context, req api.CreateAgentRequestObje
 }
 
 func (s *server) CreateSharedAgent(ctx context.Context, req api.CreateSharedAgentRequestObject) (api.CreateSharedAgentResponseObject, error) {
-	a, token, err := s.createAgent(ctx, *req.Body, true)
+	a, token, err := s.createAgent(ctx, *req.Body, nil, true)
 	if err != nil {
 		return nil, err
 	}
 	return api.CreateSharedAgent201JSONResponse(toAPICreatedAgent(a, token)), nil
 }
 
-func (s *server) createAgent(ctx context.Context, b api.CreateAgentRequest, shared bool) (barrage.Agent, string, error) {
+func (s *server) createAgent(ctx context.Context, b api.CreateAgentRequest, project *uuid.UUID, shared bool) (barrage.Agent, string, error) {
 	p, err := principal(ctx)
 	if err != nil {
 		return barrage.Agent{}, "", err
 	}
-	in := fleet.AgentInput{Name: b.Name}
+	in := fleet.AgentInput{Name: b.Name, Project: project}
 	if b.MaxVus != nil {
 		in.Limits.MaxVUs = *b.MaxVus
 	}
@@ -113,7 +114,7 @@ func toAPIAgentList(agents []barrage.Agent) api.AgentList {
 func toAPIAgent(a barrage.Agent, now time.Time) api.Agent {
 	v := api.Agent{
 		Id: a.ID, Name: a.Name, Shared: a.Shared(), State: api.AgentState(a.State(now)), Version: a.Version,
-		Cores: a.Cores, Sandbox: a.Sandbox, Protocol: a.Protocol, LastSeenAt: a.LastSeenAt, CreatedAt: a.CreatedAt,
+		Cores: a.Cores, Sandbox: a.Sandbox, Protocol: a.Protocol, LastSeenAt: a.LastSeenAt, CreatedAt: a.CreatedAt, ProjectId: a.ProjectID,
 	}
 	v.MaxVus, v.MaxRunDurationSeconds = apiJobLimits(a.Limits)
 	return v

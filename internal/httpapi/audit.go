@@ -77,6 +77,16 @@ var audits = map[string]audited{
 	"POST /v1/admin/plugins/{namespace}/{name}/versions/{version}/reject":  {action: "plugin.reject", kind: "plugin_version", object: pluginVersion},
 	"POST /v1/admin/plugins/{namespace}/{name}/versions/{version}/revoke":  {action: "plugin.revoke", kind: "plugin_version", object: pluginVersion},
 
+	"POST /v1/projects":                                    {action: "project.create", kind: "project"},
+	"PATCH /v1/projects/{id}":                              {action: "project.rename", kind: "project", object: pathParam("id")},
+	"DELETE /v1/projects/{id}":                             {action: "project.delete", kind: "project", object: pathParam("id")},
+	"PATCH /v1/projects/{id}/members/{user_id}":            {action: "project.set_role", kind: "project", object: pathParam("id")},
+	"DELETE /v1/projects/{id}/members/{user_id}":           {action: "project.remove_member", kind: "project", object: pathParam("id")},
+	"POST /v1/projects/{id}/invitations":                   {action: "project.invite", kind: "project", object: pathParam("id")},
+	"DELETE /v1/projects/{id}/invitations/{invitation_id}": {action: "project.withdraw_invitation", kind: "project", object: pathParam("id")},
+	"POST /v1/me/invitations/{id}/accept":                  {action: "project.accept_invitation", kind: "project"},
+	"POST /v1/me/invitations/{id}/decline":                 {action: "project.decline_invitation", kind: "project"},
+
 	"POST /v1/runs":             {action: "run.start", kind: "run"},
 	"POST /v1/runs/{id}/cancel": {action: "run.cancel", kind: "run", object: pathParam("id")},
 }
@@ -93,16 +103,20 @@ func (s *server) record(key string, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ctx, note := audit.WithNote(r.Context())
 		r = r.WithContext(ctx)
+		var object string
+		var project *uuid.UUID
+		if rule.object != nil {
+			// Read before the request: one that deletes its object leaves nothing to ask after.
+			object = rule.object(r)
+			project = s.audit.ProjectOf(ctx, barrage.ObjectKind(rule.kind), object)
+		}
 		rec := &statusRecorder{ResponseWriter: w}
 		next.ServeHTTP(rec, r)
 		if r.Context().Err() != nil && rec.status == 0 {
 			rec.status = statusClientClosed
 		}
-		e := barrage.AuditEvent{ActorKind: "anonymous", Action: rule.action, ObjectKind: rule.kind,
+		e := barrage.AuditEvent{ActorKind: "anonymous", Action: rule.action, ObjectKind: rule.kind, ObjectID: object, ProjectID: project,
 			Address: ClientIP(ctx).String(), Status: cmp.Or(rec.status, http.StatusOK), RequestID: requestIDFrom(ctx)}
-		if rule.object != nil {
-			e.ObjectID = rule.object(r)
-		}
 		switch p, ok := PrincipalFrom(ctx); {
 		case ok && p.Agent != nil:
 			e.ActorKind, e.ActorID = "agent", &p.Agent.ID
@@ -117,6 +131,9 @@ func (s *server) record(key string, next http.Handler) http.Handler {
 		// The answer is sent: the entry is written even if the client has gone.
 		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer cancel()
+		if e.ProjectID == nil && e.ObjectID != "" && e.Outcome == barrage.AuditSuccess {
+			e.ProjectID = s.audit.ProjectOf(wctx, barrage.ObjectKind(e.ObjectKind), e.ObjectID) // what the request made
+		}
 		s.audit.Append(wctx, e)
 	})
 }
@@ -131,6 +148,7 @@ func (s *server) ListAuditEvents(ctx context.Context, req api.ListAuditEventsReq
 	if err != nil {
 		return nil, err
 	}
+	f.Project = prm.Project
 	items, next, err := listPage(prm.Cursor, prm.Limit, func(before *uuid.UUID, limit int) (barrage.Page[barrage.AuditEvent], error) {
 		f.Before, f.Limit = before, limit
 		return s.audit.Events(ctx, p, f)
@@ -151,7 +169,7 @@ func (s *server) ExportAuditEvents(ctx context.Context, req api.ExportAuditEvent
 	if err != nil {
 		return nil, err
 	}
-	f.Limit = auditExportPage
+	f.Project, f.Limit = prm.Project, auditExportPage
 	page, err := s.audit.Events(ctx, p, f)
 	if err != nil {
 		return nil, err // before any byte: a database out of reach is a 503, not a short file
@@ -193,7 +211,7 @@ func auditFilter(actor *uuid.UUID, action, kind, object, outcome *string, since,
 
 func toAPIAuditEvent(e barrage.AuditEvent) api.AuditEvent {
 	out := api.AuditEvent{Id: e.ID, At: e.At, Action: e.Action, Address: e.Address, Outcome: api.AuditEventOutcome(e.Outcome),
-		Status: e.Status, Reason: ptrIf(e.Reason), RequestId: ptrIf(e.RequestID), SubjectId: e.SubjectID}
+		Status: e.Status, Reason: ptrIf(e.Reason), RequestId: ptrIf(e.RequestID), SubjectId: e.SubjectID, ProjectId: e.ProjectID}
 	out.Actor.Kind, out.Actor.Id, out.Actor.Email, out.Actor.TokenId = api.AuditEventActorKind(e.ActorKind), e.ActorID, ptrIf(e.ActorEmail), e.TokenID
 	out.Object.Kind, out.Object.Id = e.ObjectKind, e.ObjectID
 	if len(e.Detail) > 0 {

@@ -115,7 +115,8 @@ func toAPIToken(t barrage.APIToken) api.APIToken {
 	for i, s := range t.Scopes {
 		scopes[i] = api.Scope(s)
 	}
-	return api.APIToken{Id: t.ID, Name: t.Name, Scopes: scopes, CreatedAt: t.CreatedAt, ExpiresAt: t.ExpiresAt, LastUsedAt: t.LastUsedAt}
+	return api.APIToken{Id: t.ID, Name: t.Name, Scopes: scopes, CreatedAt: t.CreatedAt, ExpiresAt: t.ExpiresAt, LastUsedAt: t.LastUsedAt,
+		ProjectId: t.ProjectID}
 }
 
 func invitationState(inv barrage.Invitation, now time.Time) api.InvitationState {

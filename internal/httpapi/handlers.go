@@ -157,7 +157,7 @@ func (s *server) CreateToken(ctx context.Context, req api.CreateTokenRequestObje
 		scopes[i] = barrage.Scope(sc)
 	}
 	t, secret, err := s.accounts.CreateToken(ctx, p, account.CreateTokenInput{
-		Name: req.Body.Name, Scopes: scopes, ExpiresIn: days(req.Body.ExpiresInDays, 90),
+		Name: req.Body.Name, Scopes: scopes, ExpiresIn: days(req.Body.ExpiresInDays, 90), Project: req.Body.ProjectId,
 	})
 	if err != nil {
 		return nil, err
@@ -167,7 +167,7 @@ func (s *server) CreateToken(ctx context.Context, req api.CreateTokenRequestObje
 	audit.Detail(ctx, "scopes", t.Scopes)
 	v := toAPIToken(t)
 	return api.CreateToken201JSONResponse{
-		Id: v.Id, Name: v.Name, Scopes: v.Scopes, CreatedAt: v.CreatedAt, ExpiresAt: v.ExpiresAt, Token: secret,
+		Id: v.Id, Name: v.Name, Scopes: v.Scopes, CreatedAt: v.CreatedAt, ExpiresAt: v.ExpiresAt, Token: secret, ProjectId: v.ProjectId,
 	}, nil
 }
 

@@ -17,7 +17,7 @@ func (s *server) ImportTest(ctx context.Context, req api.ImportTestRequestObject
 	}
 	// The HAR as it came: the converter reads it with its own decoder, which names each field
 	// it refuses (the generated type knows only its outline).
-	in := tests.ImportInput{HAR: bytes.Clone(rawBody(ctx))}
+	in := tests.ImportInput{HAR: bytes.Clone(rawBody(ctx)), Project: req.Params.Project}
 	if req.Params.Name != nil {
 		in.Name = *req.Params.Name
 	}

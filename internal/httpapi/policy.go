@@ -132,6 +132,20 @@ var policies = map[string]policy{
 	"GET /v1/runs/{id}/series":      {user, barrage.ScopeRead},
 	"GET /v1/runs/{id}/summary":     {user, barrage.ScopeRead},
 
+	"GET /v1/projects":                                     {user, barrage.ScopeRead},
+	"POST /v1/projects":                                    {user, barrage.ScopeWrite},
+	"GET /v1/projects/{id}":                                {user, barrage.ScopeRead},
+	"PATCH /v1/projects/{id}":                              {user, barrage.ScopeWrite},
+	"DELETE /v1/projects/{id}":                             {user, barrage.ScopeWrite},
+	"PATCH /v1/projects/{id}/members/{user_id}":            {user, barrage.ScopeWrite},
+	"DELETE /v1/projects/{id}/members/{user_id}":           {user, barrage.ScopeWrite},
+	"GET /v1/projects/{id}/invitations":                    {user, barrage.ScopeRead},
+	"POST /v1/projects/{id}/invitations":                   {user, barrage.ScopeWrite},
+	"DELETE /v1/projects/{id}/invitations/{invitation_id}": {user, barrage.ScopeWrite},
+	"GET /v1/me/invitations":                               {user, barrage.ScopeRead},
+	"POST /v1/me/invitations/{id}/accept":                  {user, barrage.ScopeWrite},
+	"POST /v1/me/invitations/{id}/decline":                 {user, barrage.ScopeWrite},
+
 	"GET /v1/audit":        {user, barrage.ScopeRead},
 	"GET /v1/audit/export": {user, barrage.ScopeRead},
 

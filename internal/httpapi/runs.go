@@ -70,7 +70,7 @@ func (s *server) ListRuns(ctx context.Context, req api.ListRunsRequestObject) (a
 	if err != nil {
 		return nil, err
 	}
-	f := barrage.RunFilter{TestID: req.Params.TestId, Since: req.Params.Since, Until: req.Params.Until}
+	f := barrage.RunFilter{Project: req.Params.Project, TestID: req.Params.TestId, Since: req.Params.Since, Until: req.Params.Until}
 	if f.Since != nil && f.Until != nil && f.Since.After(*f.Until) {
 		return nil, &badParam{field: "since", reason: "must not be after until"}
 	}
@@ -290,7 +290,7 @@ func toAPIOutcome(o *barrage.RunOutcome) *api.RunOutcome {
 
 func toAPIRun(r barrage.Run) api.Run {
 	v := api.Run{
-		Id: r.ID, ScriptId: r.ScriptID, State: api.RunState(r.State), Reason: r.Reason, Load: api.LoadOf(r.Load),
+		Id: r.ID, ProjectId: r.ProjectID, StartedBy: r.OwnerID, ScriptId: r.ScriptID, State: api.RunState(r.State), Reason: r.Reason, Load: api.LoadOf(r.Load),
 		StartAt: r.StartAt, CreatedAt: r.CreatedAt, EndedAt: r.EndedAt, Shards: make([]api.Shard, len(r.Shards)),
 	}
 	v.MaxVus, v.MaxRunDurationSeconds = apiJobLimits(r.Limits)
@@ -340,7 +340,7 @@ func (s *server) CreateScript(ctx context.Context, req api.CreateScriptRequestOb
 		return nil, err
 	}
 	b := req.Body
-	in := tests.ScriptInput{Source: []byte(b.Source)}
+	in := tests.ScriptInput{Source: []byte(b.Source), Project: req.Params.Project}
 	if b.Name != nil {
 		in.Name = *b.Name
 	}
@@ -382,7 +382,7 @@ func revision(n int) *int {
 }
 
 func toAPIScript(sc barrage.Script) api.Script {
-	v := api.Script{Id: sc.ID, Name: sc.Name, Sha256: hex.EncodeToString(sc.SHA256), Source: string(sc.Source),
+	v := api.Script{Id: sc.ID, ProjectId: sc.ProjectID, Name: sc.Name, Sha256: hex.EncodeToString(sc.SHA256), Source: string(sc.Source),
 		CreatedAt: sc.Created, Files: make([]api.ScriptFileRef, len(sc.Manifest.Files)), Plugins: api.PinsOf(sc.Manifest.Plugins),
 		TestId: sc.Manifest.TestID, TestRevision: revision(sc.Manifest.TestRevision)}
 	for i, f := range sc.Manifest.Files {

@@ -36,10 +36,24 @@ func (b *testBundle) addScript(u user, src string) string {
 	b.t.Helper()
 	sum := sha256.Sum256([]byte(src))
 	sc, _, err := b.store.CreateScript(context.Background(), barrage.Script{
-		ID: uuid.Must(uuid.NewV7()), OwnerID: uuid.MustParse(u.id), Name: "smoke", Source: []byte(src), SHA256: sum[:],
+		ID: uuid.Must(uuid.NewV7()), OwnerID: uuid.MustParse(u.id), ProjectID: b.personal(u), Name: "smoke", Source: []byte(src), SHA256: sum[:],
 	}, postgres.Quota{})
 	require.NoError(b.t, err)
 	return sc.ID.String()
+}
+
+// personal is u's personal project.
+func (b *testBundle) personal(u user) uuid.UUID {
+	b.t.Helper()
+	m, err := b.store.Memberships(context.Background(), uuid.MustParse(u.id))
+	require.NoError(b.t, err)
+	for id, mm := range m {
+		if mm.Personal {
+			return id
+		}
+	}
+	b.t.Fatalf("%s has no personal project", u.email)
+	return uuid.Nil
 }
 
 const smokeScript = controltest.SmokeScript

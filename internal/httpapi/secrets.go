@@ -8,12 +8,12 @@ import (
 	"github.com/barrage-load/barrage/internal/barrage"
 )
 
-func (s *server) ListSecrets(ctx context.Context, _ api.ListSecretsRequestObject) (api.ListSecretsResponseObject, error) {
+func (s *server) ListSecrets(ctx context.Context, req api.ListSecretsRequestObject) (api.ListSecretsResponseObject, error) {
 	p, err := principal(ctx)
 	if err != nil {
 		return nil, err
 	}
-	list, err := s.secrets.Secrets(ctx, p)
+	list, err := s.secrets.Secrets(ctx, p, req.Params.Project)
 	if err != nil {
 		return nil, err
 	}
@@ -30,7 +30,7 @@ func (s *server) PutSecret(ctx context.Context, req api.PutSecretRequestObject) 
 		return nil, err
 	}
 	audit.Object(ctx, req.Body.Name) // the name alone: never the value
-	sec, created, err := s.secrets.PutSecret(ctx, p, req.Body.Name, deref(req.Body.Value))
+	sec, created, err := s.secrets.PutSecret(ctx, p, req.Params.Project, req.Body.Name, deref(req.Body.Value))
 	if err != nil {
 		return nil, err
 	}
@@ -46,7 +46,7 @@ func (s *server) DeleteSecret(ctx context.Context, req api.DeleteSecretRequestOb
 	if err != nil {
 		return nil, err
 	}
-	if err := s.secrets.DeleteSecret(ctx, p, req.Name); err != nil {
+	if err := s.secrets.DeleteSecret(ctx, p, req.Params.Project, req.Name); err != nil {
 		return nil, err
 	}
 	return api.DeleteSecret204Response{}, nil

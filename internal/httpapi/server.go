@@ -27,6 +27,7 @@ import (
 	"github.com/barrage-load/barrage/internal/barrage"
 	"github.com/barrage-load/barrage/internal/control"
 	"github.com/barrage-load/barrage/internal/control/fleet"
+	"github.com/barrage-load/barrage/internal/control/projects"
 	"github.com/barrage-load/barrage/internal/control/runs"
 	"github.com/barrage-load/barrage/internal/control/secrets"
 	"github.com/barrage-load/barrage/internal/control/targets"
@@ -76,6 +77,7 @@ type server struct {
 	log      *slog.Logger
 	accounts *account.Service
 	fleet    *fleet.Service
+	projects *projects.Service
 	runs     *runs.Service
 	tests    *tests.Service
 	targets  *targets.Service
@@ -112,7 +114,7 @@ func NewServer(d Deps) (http.Handler, error) {
 			"requests that read a test for an agent (generating its script, debugging it, starting a run of it)"),
 		live: newLiveLimits(d.LiveStreams)}
 	if c := d.Control; c != nil { // nil for a test that only walks the routes
-		s.fleet, s.runs, s.tests, s.targets, s.secrets = c.Fleet, c.Runs, c.Tests, c.Targets, c.Secrets
+		s.fleet, s.runs, s.tests, s.targets, s.secrets, s.projects = c.Fleet, c.Runs, c.Tests, c.Targets, c.Secrets, c.Projects
 	}
 	if d.MaxBodyBytes <= 0 {
 		d.MaxBodyBytes = 1 << 20

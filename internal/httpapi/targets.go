@@ -8,12 +8,12 @@ import (
 	"github.com/barrage-load/barrage/internal/barrage"
 )
 
-func (s *server) ListTargets(ctx context.Context, _ api.ListTargetsRequestObject) (api.ListTargetsResponseObject, error) {
+func (s *server) ListTargets(ctx context.Context, req api.ListTargetsRequestObject) (api.ListTargetsResponseObject, error) {
 	p, err := principal(ctx)
 	if err != nil {
 		return nil, err
 	}
-	ts, err := s.targets.Targets(ctx, p)
+	ts, err := s.targets.Targets(ctx, p, req.Params.Project)
 	if err != nil {
 		return nil, err
 	}
@@ -29,7 +29,7 @@ func (s *server) CreateTarget(ctx context.Context, req api.CreateTargetRequestOb
 	if err != nil {
 		return nil, err
 	}
-	t, err := s.targets.CreateTarget(ctx, p, req.Body.Url)
+	t, err := s.targets.CreateTarget(ctx, p, req.Params.Project, req.Body.Url)
 	if err != nil {
 		return nil, err
 	}
@@ -80,7 +80,7 @@ func (s *server) DeleteTarget(ctx context.Context, req api.DeleteTargetRequestOb
 
 func toAPITarget(t barrage.Target) api.Target {
 	out := api.Target{
-		Id: t.ID, Url: t.Origin(), Host: t.Host, Port: t.Port, Token: t.Token, VerifyUrl: t.VerifyURL(),
+		Id: t.ID, ProjectId: t.ProjectID, Url: t.Origin(), Host: t.Host, Port: t.Port, Token: t.Token, VerifyUrl: t.VerifyURL(),
 		Verified: t.Verified(), VerifiedAt: t.VerifiedAt, CheckedAt: t.CheckedAt, CheckError: t.CheckError, CreatedAt: t.CreatedAt,
 		Open: t.Open,
 	}

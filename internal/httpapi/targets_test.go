@@ -109,7 +109,7 @@ func TestARunOnASharedAgentLoadsOnlyVerifiedTargets(t *testing.T) {
 	}
 
 	p := requireProblem(t, start(sharedID), http.StatusUnprocessableEntity)
-	require.Contains(t, requireField(t, p, "targets"), dest+" is not a target of yours")
+	require.Contains(t, requireField(t, p, "targets"), dest+" is not a target of the project")
 
 	r := b.do("POST", "/v1/targets", u.access, map[string]any{"url": shop.URL})
 	require.Equal(t, http.StatusCreated, r.status, "body: %s", r.body)

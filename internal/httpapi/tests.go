@@ -51,7 +51,9 @@ func (s *server) CreateTest(ctx context.Context, req api.CreateTestRequestObject
 	if err != nil {
 		return nil, err
 	}
-	t, err := s.tests.CreateTest(ctx, p, testInput(ctx, req.JSONBody != nil, req.Params.Name))
+	in := testInput(ctx, req.JSONBody != nil, req.Params.Name)
+	in.Project = req.Params.Project
+	t, err := s.tests.CreateTest(ctx, p, in)
 	if err != nil {
 		return nil, err
 	}
@@ -123,7 +125,7 @@ func (s *server) ListTests(ctx context.Context, req api.ListTestsRequestObject) 
 		return nil, err
 	}
 	items, next, err := listPage(req.Params.Cursor, req.Params.Limit, func(before *uuid.UUID, limit int) (barrage.Page[barrage.Test], error) {
-		return s.tests.Tests(ctx, p, before, limit)
+		return s.tests.Tests(ctx, p, req.Params.Project, before, limit)
 	}, toAPITest)
 	return api.ListTests200JSONResponse{Items: items, NextCursor: next}, err
 }
@@ -284,7 +286,7 @@ func (s *server) AgentAnswerJob(ctx context.Context, req api.AgentAnswerJobReque
 }
 
 func toAPITest(t barrage.Test) api.Test {
-	v := api.Test{Id: t.ID, Name: t.Name, LatestRevision: t.LatestRevision, CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt,
+	v := api.Test{Id: t.ID, ProjectId: t.ProjectID, Name: t.Name, LatestRevision: t.LatestRevision, CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt,
 		Files: make([]api.TestFileRef, len(t.Files))}
 	for i, f := range t.Files {
 		v.Files[i] = toAPITestFile(f)

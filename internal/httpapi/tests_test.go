@@ -630,7 +630,7 @@ func TestATestShowsItsLastRunAndNoOneElses(t *testing.T) {
 	testID := uuid.MustParse(id)
 	sum := sha256.Sum256([]byte(smokeScript))
 	sc, _, err := b.store.CreateScript(context.Background(), barrage.Script{ID: uuid.Must(uuid.NewV7()), OwnerID: uuid.MustParse(admin.id),
-		Name: "smoke", Source: []byte(smokeScript), SHA256: sum[:], Manifest: barrage.ScriptManifest{TestID: &testID, TestRevision: 1}}, postgres.Quota{})
+		ProjectID: b.personal(admin), Name: "smoke", Source: []byte(smokeScript), SHA256: sum[:], Manifest: barrage.ScriptManifest{TestID: &testID, TestRevision: 1}}, postgres.Quota{})
 	require.NoError(t, err)
 	theirs := b.do("POST", "/v1/runs", admin.access, map[string]any{"script_id": sc.ID.String(), "duration_seconds": 1})
 	require.Equal(t, http.StatusCreated, theirs.status, "body: %s", theirs.body)

@@ -18,6 +18,7 @@
 package pgtest
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -58,12 +59,17 @@ const testDBPrefix = "barrage_test_"
 // The pool is closed and the database dropped when the test ends.
 func Pool(t testing.TB) *pgxpool.Pool {
 	t.Helper()
-	dsn := URL(t)
+	return open(t, URL(t))
+}
+
+// open is a pool on dsn, closed when the test ends (before the database is dropped).
+func open(t testing.TB, dsn string) *pgxpool.Pool {
+	t.Helper()
 	pool, err := pgxpool.New(t.Context(), dsn)
 	if err != nil {
 		t.Fatalf("pgtest: open pool: %v", err)
 	}
-	t.Cleanup(pool.Close) // runs before URL's clean-up, which drops the database
+	t.Cleanup(pool.Close) // runs before fresh's clean-up, which drops the database
 	return pool
 }
 
@@ -72,11 +78,18 @@ func Pool(t testing.TB) *pgxpool.Pool {
 // still open.
 func URL(t testing.TB) string {
 	t.Helper()
+	return fresh(t, "")
+}
+
+// fresh creates a database of its own for this test from template (the migrated template when
+// ""), dropped when the test ends, and returns a postgres URL for it.
+func fresh(t testing.TB, template string) string {
+	t.Helper()
 	s, err := get()
 	if err != nil {
 		t.Fatalf("pgtest: %v", err)
 	}
-	name, err := s.clone(t.Context())
+	name, err := s.create(t.Context(), cmp.Or(template, s.template))
 	if err != nil {
 		t.Fatalf("pgtest: %v", err)
 	}
@@ -94,6 +107,14 @@ func URL(t testing.TB) string {
 		t.Fatalf("pgtest: %v", err)
 	}
 	return dsn
+}
+
+// EmptyPool returns a pool on a fresh database of its own for this test without any schema
+// (postgres.MigrateTo brings it where a test of a migration needs it), dropped when the test
+// ends.
+func EmptyPool(t testing.TB) *pgxpool.Pool {
+	t.Helper()
+	return open(t, fresh(t, "template0"))
 }
 
 // server is the PostgreSQL this test process uses, found once.
@@ -250,11 +271,12 @@ func (s *server) databaseExists(ctx context.Context, name string) (bool, error) 
 }
 
 // clone creates a database for one test from the template and returns its name.
-func (s *server) clone(ctx context.Context) (string, error) {
+// create makes a database of its own from template.
+func (s *server) create(ctx context.Context, template string) (string, error) {
 	for attempt := 0; ; attempt++ {
 		name := fmt.Sprintf("%s%d_%s", testDBPrefix, os.Getpid(), randomHex(4))
 		err := retryInUse(ctx, func() error {
-			_, err := s.admin.Exec(ctx, "CREATE DATABASE "+ident(name)+" TEMPLATE "+ident(s.template))
+			_, err := s.admin.Exec(ctx, "CREATE DATABASE "+ident(name)+" TEMPLATE "+ident(template))
 			return err
 		})
 		var pgErr *pgconn.PgError
@@ -264,13 +286,13 @@ func (s *server) clone(ctx context.Context) (string, error) {
 		case attempt > 0 || !errors.As(err, &pgErr):
 		case pgErr.Code == "42P04": // duplicate_database: a name drawn twice
 			continue
-		case pgErr.Code == "3D000": // invalid_catalog_name: someone dropped the template
+		case pgErr.Code == "3D000" && template == s.template: // invalid_catalog_name: someone dropped the template
 			if err := s.ensureTemplate(ctx); err != nil {
 				return "", fmt.Errorf("recreate template %s: %w", s.template, err)
 			}
 			continue
 		}
-		return "", fmt.Errorf("clone %s: %w", s.template, err)
+		return "", fmt.Errorf("clone %s: %w", template, err)
 	}
 }
 

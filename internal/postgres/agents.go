@@ -18,7 +18,7 @@ func (s *Store) CreateAgent(ctx context.Context, a barrage.Agent, tokenHash []by
 	var row dbsqlc.Agent
 	insert := func(tx pgx.Tx) (err error) {
 		row, err = s.q.AgentInsert(ctx, tx, dbsqlc.AgentInsertParams{
-			ID: a.ID, Name: a.Name, OwnerID: a.OwnerID, TokenHash: tokenHash, MaxVus: vus, MaxRunSeconds: secs,
+			ID: a.ID, Name: a.Name, OwnerID: a.OwnerID, ProjectID: a.ProjectID, TokenHash: tokenHash, MaxVus: vus, MaxRunSeconds: secs,
 		})
 		return err
 	}
@@ -35,9 +35,9 @@ func (s *Store) CreateAgent(ctx context.Context, a barrage.Agent, tokenHash []by
 	return agentFromRow(row, false), nil
 }
 
-// UsableAgents lists the agents userID may run on: its own, then the shared ones.
-func (s *Store) UsableAgents(ctx context.Context, userID uuid.UUID) ([]barrage.Agent, error) {
-	rows, err := s.q.AgentListUsable(ctx, s.pool, &userID)
+// UsableAgents lists the agents of the projects given, then the shared ones.
+func (s *Store) UsableAgents(ctx context.Context, projects []uuid.UUID) ([]barrage.Agent, error) {
+	rows, err := s.q.AgentListUsable(ctx, s.pool, projects)
 	if err != nil {
 		return nil, err
 	}
@@ -61,9 +61,10 @@ func (s *Store) AllAgents(ctx context.Context) ([]barrage.Agent, error) {
 	return out, nil
 }
 
-// UsableAgent reads agent id if userID may run on it; any other agent is not found.
-func (s *Store) UsableAgent(ctx context.Context, userID, id uuid.UUID) (barrage.Agent, error) {
-	r, err := s.q.AgentGetUsable(ctx, s.pool, dbsqlc.AgentGetUsableParams{ID: id, UserID: &userID})
+// UsableAgent reads agent id when it is shared or of one of the projects given; any other agent
+// is not found.
+func (s *Store) UsableAgent(ctx context.Context, projects []uuid.UUID, id uuid.UUID) (barrage.Agent, error) {
+	r, err := s.q.AgentGetUsable(ctx, s.pool, dbsqlc.AgentGetUsableParams{ID: id, Projects: projects})
 	if err != nil {
 		return barrage.Agent{}, translate(err, "agent")
 	}
@@ -85,9 +86,9 @@ func (s *Store) AgentSeen(ctx context.Context, id uuid.UUID, version string, cor
 		Protocol: int32(protocol)})
 }
 
-// DeleteAgent removes a private agent of ownerID, or with ownerID nil a shared agent.
-func (s *Store) DeleteAgent(ctx context.Context, id uuid.UUID, ownerID *uuid.UUID) error {
-	n, err := s.q.AgentDelete(ctx, s.pool, dbsqlc.AgentDeleteParams{ID: id, OwnerID: ownerID})
+// DeleteAgent removes a private agent of the projects given, or with projects nil a shared agent.
+func (s *Store) DeleteAgent(ctx context.Context, id uuid.UUID, projects []uuid.UUID) error {
+	n, err := s.q.AgentDelete(ctx, s.pool, dbsqlc.AgentDeleteParams{ID: id, Projects: projects})
 	if err != nil {
 		return translate(err, "agent")
 	}
@@ -99,7 +100,7 @@ func (s *Store) DeleteAgent(ctx context.Context, id uuid.UUID, ownerID *uuid.UUI
 
 func agentFromRow(r dbsqlc.Agent, busy bool) barrage.Agent {
 	return barrage.Agent{
-		ID: r.ID, Name: r.Name, OwnerID: r.OwnerID, Limits: limitsFromRow(r.MaxVus, r.MaxRunSeconds, nil),
+		ID: r.ID, Name: r.Name, OwnerID: r.OwnerID, ProjectID: r.ProjectID, Limits: limitsFromRow(r.MaxVus, r.MaxRunSeconds, nil),
 		Version: r.Version, Cores: int(r.Cores), LastSeenAt: r.LastSeenAt, LastIP: r.LastIp,
 		Disabled: r.Disabled, Sandbox: r.Sandbox, Protocol: int(r.Protocol), Busy: busy, CreatedAt: r.CreatedAt,
 	}

@@ -20,7 +20,7 @@ func (s *Store) AppendAudit(ctx context.Context, e barrage.AuditEvent) error {
 	}
 	err = s.q.AuditInsert(ctx, s.pool, dbsqlc.AuditInsertParams{
 		ID: e.ID, At: e.At, ActorKind: e.ActorKind, ActorID: e.ActorID, ActorEmail: e.ActorEmail, TokenID: e.TokenID,
-		Action: e.Action, ObjectKind: e.ObjectKind, ObjectID: e.ObjectID, SubjectID: e.SubjectID,
+		Action: e.Action, ObjectKind: e.ObjectKind, ObjectID: e.ObjectID, SubjectID: e.SubjectID, ProjectID: e.ProjectID,
 		Address: e.Address, Outcome: e.Outcome, Status: int32(e.Status), Reason: e.Reason, RequestID: e.RequestID, Detail: detail,
 	})
 	return translate(err, "audit event")
@@ -29,7 +29,7 @@ func (s *Store) AppendAudit(ctx context.Context, e barrage.AuditEvent) error {
 // AuditEvents reads the audit log newest first, as f selects, at most f.Limit entries.
 func (s *Store) AuditEvents(ctx context.Context, f barrage.AuditFilter) ([]barrage.AuditEvent, error) {
 	rows, err := s.q.AuditList(ctx, s.pool, dbsqlc.AuditListParams{
-		Reader: f.Reader, Actor: f.Actor, Action: optional(f.Action), ObjectKind: optional(f.ObjectKind), ObjectID: optional(f.ObjectID),
+		Reader: f.Reader, Owned: f.Owned, Project: f.Project, Actor: f.Actor, Action: optional(f.Action), ObjectKind: optional(f.ObjectKind), ObjectID: optional(f.ObjectID),
 		Outcome: optional(f.Outcome), Since: f.Since, Until: f.Until, Before: f.Before, MaxRows: int32(f.Limit),
 	})
 	if err != nil {
@@ -39,7 +39,7 @@ func (s *Store) AuditEvents(ctx context.Context, f barrage.AuditFilter) ([]barra
 	for i, r := range rows {
 		out[i] = barrage.AuditEvent{
 			ID: r.ID, At: r.At, ActorKind: r.ActorKind, ActorID: r.ActorID, ActorEmail: r.ActorEmail, TokenID: r.TokenID,
-			Action: r.Action, ObjectKind: r.ObjectKind, ObjectID: r.ObjectID, SubjectID: r.SubjectID, Address: r.Address,
+			Action: r.Action, ObjectKind: r.ObjectKind, ObjectID: r.ObjectID, SubjectID: r.SubjectID, ProjectID: r.ProjectID, Address: r.Address,
 			Outcome: r.Outcome, Status: int(r.Status), Reason: r.Reason, RequestID: r.RequestID,
 		}
 		if err := json.Unmarshal(r.Detail, &out[i].Detail); err != nil {

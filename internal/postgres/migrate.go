@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"math"
 	"sort"
 	"strconv"
 	"strings"
@@ -109,6 +110,12 @@ func riverMigrator(pool *pgxpool.Pool) (*rivermigrate.Migrator[pgx.Tx], error) {
 // that replicas starting together apply each migration once. It refuses a database whose schema
 // is newer than the embedded migrations.
 func Migrate(ctx context.Context, pool *pgxpool.Pool) (MigrateResult, error) {
+	return MigrateTo(ctx, pool, math.MaxInt)
+}
+
+// MigrateTo is Migrate up to version alone: what a test of a migration on a database holding data
+// from before it needs.
+func MigrateTo(ctx context.Context, pool *pgxpool.Pool, version int) (MigrateResult, error) {
 	ms, err := Migrations()
 	if err != nil {
 		return MigrateResult{}, err
@@ -142,7 +149,7 @@ func Migrate(ctx context.Context, pool *pgxpool.Pool) (MigrateResult, error) {
 		return res, fmt.Errorf("%w: database at version %d, binary knows up to %d", ErrSchemaTooNew, current, latest)
 	}
 	for _, m := range ms {
-		if m.Version <= current {
+		if m.Version <= current || m.Version > version {
 			continue
 		}
 		err := pgx.BeginFunc(ctx, conn.Conn(), func(tx pgx.Tx) error {

@@ -17,7 +17,7 @@ import (
 )
 
 // CreateScript stores an immutable script and its data files, held to q; created is false when
-// the owner has the same script already (source, name and manifest: test, revision, plugins,
+// the project has the same script already (source, name and manifest: test, revision, plugins,
 // files by digest), which it returns instead. A file's content is kept once per owner, however
 // many scripts hold it.
 func (s *Store) CreateScript(ctx context.Context, sc barrage.Script, q Quota) (_ barrage.Script, created bool, err error) {
@@ -25,7 +25,7 @@ func (s *Store) CreateScript(ctx context.Context, sc barrage.Script, q Quota) (_
 	if err != nil {
 		return barrage.Script{}, false, err
 	}
-	same, err := s.q.ScriptSame(ctx, s.pool, dbsqlc.ScriptSameParams{OwnerID: sc.OwnerID, Sha256: sc.SHA256, Name: sc.Name, Manifest: manifest})
+	same, err := s.q.ScriptSame(ctx, s.pool, dbsqlc.ScriptSameParams{ProjectID: sc.ProjectID, Sha256: sc.SHA256, Name: sc.Name, Manifest: manifest})
 	switch {
 	case err == nil:
 		sc, err := s.scriptWithFiles(ctx, s.pool, same)
@@ -35,7 +35,7 @@ func (s *Store) CreateScript(ctx context.Context, sc barrage.Script, q Quota) (_
 	}
 	err = s.inQuotaTx(ctx, q, func(tx pgx.Tx) error {
 		row, err := s.q.ScriptInsert(ctx, tx, dbsqlc.ScriptInsertParams{
-			ID: sc.ID, OwnerID: sc.OwnerID, Name: sc.Name, Source: sc.Source, Sha256: sc.SHA256, Manifest: manifest,
+			ID: sc.ID, OwnerID: sc.OwnerID, ProjectID: sc.ProjectID, Name: sc.Name, Source: sc.Source, Sha256: sc.SHA256, Manifest: manifest,
 		})
 		if err != nil {
 			return translate(err, "script")
@@ -55,9 +55,9 @@ func (s *Store) CreateScript(ctx context.Context, sc barrage.Script, q Quota) (_
 	return sc, err == nil, err
 }
 
-// Script reads the owner's script id, with its files' content.
-func (s *Store) Script(ctx context.Context, ownerID, id uuid.UUID) (barrage.Script, error) {
-	row, err := s.q.ScriptGet(ctx, s.pool, dbsqlc.ScriptGetParams{ID: id, OwnerID: ownerID})
+// Script reads script id of the projects given, with its files' content.
+func (s *Store) Script(ctx context.Context, projects []uuid.UUID, id uuid.UUID) (barrage.Script, error) {
+	row, err := s.q.ScriptGet(ctx, s.pool, dbsqlc.ScriptGetParams{ID: id, Projects: projects})
 	if err != nil {
 		return barrage.Script{}, translate(err, "script")
 	}
@@ -65,7 +65,7 @@ func (s *Store) Script(ctx context.Context, ownerID, id uuid.UUID) (barrage.Scri
 }
 
 func (s *Store) scriptWithFiles(ctx context.Context, db dbsqlc.DBTX, row dbsqlc.Script) (barrage.Script, error) {
-	sc := barrage.Script{ID: row.ID, OwnerID: row.OwnerID, Name: row.Name, Source: row.Source, SHA256: row.Sha256, Created: row.CreatedAt}
+	sc := barrage.Script{ID: row.ID, OwnerID: row.OwnerID, ProjectID: row.ProjectID, Name: row.Name, Source: row.Source, SHA256: row.Sha256, Created: row.CreatedAt}
 	if err := json.Unmarshal(row.Manifest, &sc.Manifest); err != nil {
 		return barrage.Script{}, fmt.Errorf("script %s: manifest: %w", row.ID, err)
 	}
@@ -142,7 +142,7 @@ func (s *Store) CreateRun(ctx context.Context, r barrage.Run, facts []byte, idem
 			}
 		}
 		row, err := s.q.RunInsert(ctx, tx, dbsqlc.RunInsertParams{
-			ID: r.ID, OwnerID: r.OwnerID, ScriptID: r.ScriptID, Manifest: manifest, State: string(r.State), Load: load,
+			ID: r.ID, OwnerID: r.OwnerID, ProjectID: r.ProjectID, ScriptID: r.ScriptID, Manifest: manifest, State: string(r.State), Load: load,
 			MaxVus: vus, MaxRunSeconds: secs, IdempotencyKey: key, RequestSha256: request, Destinations: r.Destinations,
 			Vus: int32(r.VUs), DestAddresses: r.PinnedAddresses(),
 		})
@@ -224,18 +224,18 @@ func (s *Store) RunByIdempotencyKey(ctx context.Context, ownerID uuid.UUID, idem
 	return s.withShards(ctx, s.pool, row)
 }
 
-// Run reads the owner's run id with its shards; another user's run is not found.
-func (s *Store) Run(ctx context.Context, ownerID, id uuid.UUID) (barrage.Run, error) {
-	row, err := s.q.RunGet(ctx, s.pool, dbsqlc.RunGetParams{ID: id, OwnerID: ownerID})
+// Run reads run id of the projects given, with its shards; any other run is not found.
+func (s *Store) Run(ctx context.Context, projects []uuid.UUID, id uuid.UUID) (barrage.Run, error) {
+	row, err := s.q.RunGet(ctx, s.pool, dbsqlc.RunGetParams{ID: id, Projects: projects})
 	if err != nil {
 		return barrage.Run{}, translate(err, "run")
 	}
 	return s.withShards(ctx, s.pool, row)
 }
 
-// RunSummary reads the summary of the owner's run: nil while the run goes on.
-func (s *Store) RunSummary(ctx context.Context, ownerID, id uuid.UUID) ([]byte, error) {
-	sum, err := s.q.RunGetSummary(ctx, s.pool, dbsqlc.RunGetSummaryParams{ID: id, OwnerID: ownerID})
+// RunSummary reads the summary of run id of the projects given: nil while the run goes on.
+func (s *Store) RunSummary(ctx context.Context, projects []uuid.UUID, id uuid.UUID) ([]byte, error) {
+	sum, err := s.q.RunGetSummary(ctx, s.pool, dbsqlc.RunGetSummaryParams{ID: id, Projects: projects})
 	return sum, translate(err, "run")
 }
 
@@ -252,9 +252,9 @@ func (s *Store) SaveRunFacts(ctx context.Context, id uuid.UUID, facts []byte) er
 	return s.q.RunFactsSave(ctx, s.pool, dbsqlc.RunFactsSaveParams{RunID: id, Facts: facts})
 }
 
-// Runs lists the owner's runs with their shards, newest first, before the given id.
-func (s *Store) Runs(ctx context.Context, ownerID uuid.UUID, f barrage.RunFilter, before *uuid.UUID, limit int) ([]barrage.Run, error) {
-	params := dbsqlc.RunListParams{OwnerID: ownerID, Before: before, MaxRows: int32(limit), TestID: f.TestID, Since: f.Since, Until: f.Until}
+// Runs lists the runs of the projects given with their shards, newest first, before the given id.
+func (s *Store) Runs(ctx context.Context, projects []uuid.UUID, f barrage.RunFilter, before *uuid.UUID, limit int) ([]barrage.Run, error) {
+	params := dbsqlc.RunListParams{Projects: projects, Before: before, MaxRows: int32(limit), TestID: f.TestID, Since: f.Since, Until: f.Until}
 	for _, st := range f.States {
 		params.States = append(params.States, string(st))
 	}
@@ -577,7 +577,7 @@ func (s *Store) withShards(ctx context.Context, db dbsqlc.DBTX, row dbsqlc.Run) 
 
 func runFromRow(row dbsqlc.Run) (barrage.Run, error) {
 	r := barrage.Run{
-		ID: row.ID, OwnerID: row.OwnerID, ScriptID: row.ScriptID, State: barrage.RunState(row.State), Reason: row.Reason,
+		ID: row.ID, OwnerID: row.OwnerID, ProjectID: row.ProjectID, ScriptID: row.ScriptID, State: barrage.RunState(row.State), Reason: row.Reason,
 		Limits: limitsFromRow(row.MaxVus, row.MaxRunSeconds, nil), StartAt: row.StartAt, CreatedAt: row.CreatedAt,
 		EndedAt: row.EndedAt, Destinations: row.Destinations, VUs: int(row.Vus),
 	}

@@ -11,27 +11,28 @@ import (
 	"github.com/barrage-load/barrage/internal/postgres/dbsqlc"
 )
 
-// PutSecret stores owner's secret name sealed, new or in place of the one of its name; created
-// says which. A new one past barrage.MaxSecrets is refused, and nothing is stored.
-func (s *Store) PutSecret(ctx context.Context, owner uuid.UUID, name string, sealed []byte) (barrage.Secret, bool, error) {
+// PutSecret stores the project's secret name sealed, set by owner, new or in place of the one of
+// its name; created says which. A new one past barrage.MaxSecrets is refused, and nothing is
+// stored.
+func (s *Store) PutSecret(ctx context.Context, project, owner uuid.UUID, name string, sealed []byte) (barrage.Secret, bool, error) {
 	var out barrage.Secret
 	var created bool
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		// The owner's row, locked: two new secrets at once are counted one after the other.
-		if _, err := tx.Exec(ctx, "SELECT 1 FROM users WHERE id = $1 FOR UPDATE", owner); err != nil {
+		// The project's row, locked: two new secrets at once are counted one after the other.
+		if _, err := tx.Exec(ctx, "SELECT 1 FROM projects WHERE id = $1 FOR UPDATE", project); err != nil {
 			return err
 		}
-		row, err := s.q.SecretPut(ctx, tx, dbsqlc.SecretPutParams{OwnerID: owner, Name: name, Sealed: sealed})
+		row, err := s.q.SecretPut(ctx, tx, dbsqlc.SecretPutParams{OwnerID: owner, ProjectID: project, Name: name, Sealed: sealed})
 		if err != nil {
 			return err
 		}
 		if row.Inserted {
-			n, err := s.q.SecretCount(ctx, tx, owner)
+			n, err := s.q.SecretCount(ctx, tx, project)
 			if err != nil {
 				return err
 			}
 			if n > barrage.MaxSecrets {
-				return barrage.Errorf(barrage.ErrLimitExceeded, "you have %d secrets, the most one may keep: delete one first", barrage.MaxSecrets)
+				return barrage.Errorf(barrage.ErrLimitExceeded, "the project has %d secrets, the most one may keep: delete one first", barrage.MaxSecrets)
 			}
 		}
 		out, created = barrage.Secret{Name: row.Name, CreatedAt: row.CreatedAt, UpdatedAt: row.UpdatedAt}, row.Inserted
@@ -43,9 +44,9 @@ func (s *Store) PutSecret(ctx context.Context, owner uuid.UUID, name string, sea
 	return out, created, nil
 }
 
-// Secrets lists owner's secrets by name, without their values.
-func (s *Store) Secrets(ctx context.Context, owner uuid.UUID) ([]barrage.Secret, error) {
-	rows, err := s.q.SecretList(ctx, s.pool, owner)
+// Secrets lists the project's secrets by name, without their values.
+func (s *Store) Secrets(ctx context.Context, project uuid.UUID) ([]barrage.Secret, error) {
+	rows, err := s.q.SecretList(ctx, s.pool, project)
 	if err != nil {
 		return nil, translate(err, "secrets")
 	}
@@ -56,31 +57,37 @@ func (s *Store) Secrets(ctx context.Context, owner uuid.UUID) ([]barrage.Secret,
 	return out, nil
 }
 
-// DeleteSecret deletes owner's secret name; one that does not exist is not found.
-func (s *Store) DeleteSecret(ctx context.Context, owner uuid.UUID, name string) error {
-	n, err := s.q.SecretDelete(ctx, s.pool, dbsqlc.SecretDeleteParams{OwnerID: owner, Name: name})
+// DeleteSecret deletes the project's secret name; one that does not exist is not found.
+func (s *Store) DeleteSecret(ctx context.Context, project uuid.UUID, name string) error {
+	n, err := s.q.SecretDelete(ctx, s.pool, dbsqlc.SecretDeleteParams{ProjectID: project, Name: name})
 	if err != nil {
 		return translate(err, "secret")
 	}
 	if n == 0 {
-		return barrage.Errorf(barrage.ErrNotFound, "you have no secret %s", name)
+		return barrage.Errorf(barrage.ErrNotFound, "the project has no secret %s", name)
 	}
 	return nil
 }
 
-// SealedSecrets reads the sealed values of owner's secrets of names, by name; a name owner has
-// no secret of is absent.
-func (s *Store) SealedSecrets(ctx context.Context, owner uuid.UUID, names []string) (map[string][]byte, error) {
+// Sealed is a secret's value as stored, sealed, with the user who set it (whom it is bound to).
+type Sealed struct {
+	Value []byte
+	Owner uuid.UUID
+}
+
+// SealedSecrets reads the sealed values of the project's secrets of names, by name; a name the
+// project has no secret of is absent.
+func (s *Store) SealedSecrets(ctx context.Context, project uuid.UUID, names []string) (map[string]Sealed, error) {
 	if len(names) == 0 {
-		return map[string][]byte{}, nil
+		return map[string]Sealed{}, nil
 	}
-	rows, err := s.q.SecretGetMany(ctx, s.pool, dbsqlc.SecretGetManyParams{OwnerID: owner, Names: names})
+	rows, err := s.q.SecretGetMany(ctx, s.pool, dbsqlc.SecretGetManyParams{ProjectID: project, Names: names})
 	if err != nil {
 		return nil, fmt.Errorf("read secrets: %w", translate(err, "secrets"))
 	}
-	out := make(map[string][]byte, len(rows))
+	out := make(map[string]Sealed, len(rows))
 	for _, r := range rows {
-		out[r.Name] = r.Sealed
+		out[r.Name] = Sealed{Value: r.Sealed, Owner: r.OwnerID}
 	}
 	return out, nil
 }

@@ -14,7 +14,8 @@ import (
 	"github.com/barrage-load/barrage/internal/postgres/dbsqlc"
 )
 
-// CreateTarget registers t for its owner, up to barrage.MaxTargets of them.
+// CreateTarget registers t in its project, counted against its owner's, up to
+// barrage.MaxTargets of them.
 func (s *Store) CreateTarget(ctx context.Context, t barrage.Target, q Quota) (barrage.Target, error) {
 	var row dbsqlc.Target
 	err := s.inQuotaTx(ctx, q, func(tx pgx.Tx) error {
@@ -23,7 +24,7 @@ func (s *Store) CreateTarget(ctx context.Context, t barrage.Target, q Quota) (ba
 		}
 		var err error
 		row, err = s.q.TargetInsert(ctx, tx, dbsqlc.TargetInsertParams{
-			ID: t.ID, OwnerID: t.OwnerID, Scheme: t.Scheme, Host: t.Host, Port: int32(t.Port), Token: t.Token, MaxTargets: barrage.MaxTargets,
+			ID: t.ID, OwnerID: t.OwnerID, ProjectID: t.ProjectID, Scheme: t.Scheme, Host: t.Host, Port: int32(t.Port), Token: t.Token, MaxTargets: barrage.MaxTargets,
 		})
 		return err
 	})
@@ -36,18 +37,18 @@ func (s *Store) CreateTarget(ctx context.Context, t barrage.Target, q Quota) (ba
 	return targetFromRow(row), nil
 }
 
-// Target reads ownerID's target id; another account's is not found.
-func (s *Store) Target(ctx context.Context, ownerID, id uuid.UUID) (barrage.Target, error) {
-	row, err := s.q.TargetGet(ctx, s.pool, dbsqlc.TargetGetParams{ID: id, OwnerID: ownerID})
+// Target reads target id of the projects given; any other is not found.
+func (s *Store) Target(ctx context.Context, projects []uuid.UUID, id uuid.UUID) (barrage.Target, error) {
+	row, err := s.q.TargetGet(ctx, s.pool, dbsqlc.TargetGetParams{ID: id, Projects: projects})
 	if err != nil {
 		return barrage.Target{}, translate(err, "target")
 	}
 	return targetFromRow(row), nil
 }
 
-// Targets lists ownerID's targets by host and port.
-func (s *Store) Targets(ctx context.Context, ownerID uuid.UUID) ([]barrage.Target, error) {
-	rows, err := s.q.TargetList(ctx, s.pool, ownerID)
+// Targets lists the targets of the projects given by host and port.
+func (s *Store) Targets(ctx context.Context, projects []uuid.UUID) ([]barrage.Target, error) {
+	rows, err := s.q.TargetList(ctx, s.pool, projects)
 	if err != nil {
 		return nil, err
 	}
@@ -58,9 +59,9 @@ func (s *Store) Targets(ctx context.Context, ownerID uuid.UUID) ([]barrage.Targe
 	return out, nil
 }
 
-// DeleteTarget removes ownerID's target id.
-func (s *Store) DeleteTarget(ctx context.Context, ownerID, id uuid.UUID) error {
-	n, err := s.q.TargetDelete(ctx, s.pool, dbsqlc.TargetDeleteParams{ID: id, OwnerID: ownerID})
+// DeleteTarget removes target id of the projects given.
+func (s *Store) DeleteTarget(ctx context.Context, projects []uuid.UUID, id uuid.UUID) error {
+	n, err := s.q.TargetDelete(ctx, s.pool, dbsqlc.TargetDeleteParams{ID: id, Projects: projects})
 	if err != nil {
 		return err
 	}
@@ -70,14 +71,14 @@ func (s *Store) DeleteTarget(ctx context.Context, ownerID, id uuid.UUID) error {
 	return nil
 }
 
-// TargetChecked records a check of ownerID's target id made at: it proved control from address
-// when checkError is empty.
-func (s *Store) TargetChecked(ctx context.Context, ownerID, id uuid.UUID, at time.Time, address netip.Addr, checkError string) (barrage.Target, error) {
+// TargetChecked records a check of target id of the projects given made at: it proved control
+// from address when checkError is empty.
+func (s *Store) TargetChecked(ctx context.Context, projects []uuid.UUID, id uuid.UUID, at time.Time, address netip.Addr, checkError string) (barrage.Target, error) {
 	addr := ""
 	if checkError == "" && address.IsValid() {
 		addr = address.String()
 	}
-	row, err := s.q.TargetChecked(ctx, s.pool, dbsqlc.TargetCheckedParams{ID: id, OwnerID: ownerID, CheckedAt: at, CheckError: checkError, Address: addr})
+	row, err := s.q.TargetChecked(ctx, s.pool, dbsqlc.TargetCheckedParams{ID: id, Projects: projects, CheckedAt: at, CheckError: checkError, Address: addr})
 	if err != nil {
 		return barrage.Target{}, translate(err, "target")
 	}
@@ -86,7 +87,7 @@ func (s *Store) TargetChecked(ctx context.Context, ownerID, id uuid.UUID, at tim
 
 func targetFromRow(r dbsqlc.Target) barrage.Target {
 	t := barrage.Target{
-		ID: r.ID, OwnerID: r.OwnerID, Scheme: r.Scheme, Host: r.Host, Port: int(r.Port), Token: r.Token,
+		ID: r.ID, OwnerID: r.OwnerID, ProjectID: r.ProjectID, Scheme: r.Scheme, Host: r.Host, Port: int(r.Port), Token: r.Token,
 		VerifiedAt: r.VerifiedAt, CheckedAt: r.CheckedAt, CheckError: r.CheckError, CreatedAt: r.CreatedAt,
 	}
 	if a, err := netip.ParseAddr(r.Address); err == nil {

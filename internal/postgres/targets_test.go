@@ -23,28 +23,29 @@ func TestTargetChecksAreRecordedForTheirOwnerAlone(t *testing.T) {
 	store := postgres.NewStore(pool)
 	owner := newUser(t, pool, store, "owner@example.com")
 	other := newUser(t, pool, store, "other@example.com")
-	tg, err := store.CreateTarget(ctx, barrage.Target{ID: uuid.Must(uuid.NewV7()), OwnerID: owner.ID, Scheme: "http", Host: "127.0.0.1", Port: 8080, Token: "tok"}, postgres.Quota{})
+	mine, theirs := []uuid.UUID{personal(t, store, owner.ID)}, []uuid.UUID{personal(t, store, other.ID)}
+	tg, err := store.CreateTarget(ctx, barrage.Target{ID: uuid.Must(uuid.NewV7()), OwnerID: owner.ID, ProjectID: mine[0], Scheme: "http", Host: "127.0.0.1", Port: 8080, Token: "tok"}, postgres.Quota{})
 	require.NoError(t, err)
 	require.False(t, tg.Verified())
 
 	at := time.Now().UTC().Truncate(time.Millisecond)
-	tg, err = store.TargetChecked(ctx, owner.ID, tg.ID, at, netip.MustParseAddr("127.0.0.1"), "")
+	tg, err = store.TargetChecked(ctx, mine, tg.ID, at, netip.MustParseAddr("127.0.0.1"), "")
 	require.NoError(t, err)
 	require.True(t, tg.Verified())
 	require.Equal(t, "127.0.0.1:8080@127.0.0.1", tg.Pinned())
 	require.WithinDuration(t, at, *tg.VerifiedAt, time.Millisecond)
-	tg, err = store.TargetChecked(ctx, owner.ID, tg.ID, at.Add(time.Minute), netip.Addr{}, "answered 404")
+	tg, err = store.TargetChecked(ctx, mine, tg.ID, at.Add(time.Minute), netip.Addr{}, "answered 404")
 	require.NoError(t, err)
 	require.False(t, tg.Verified())
 	require.Equal(t, "answered 404", tg.CheckError)
 	require.False(t, tg.Address.IsValid(), "a failed check pins nothing")
 
-	_, err = store.TargetChecked(ctx, other.ID, tg.ID, at, netip.MustParseAddr("127.0.0.1"), "")
+	_, err = store.TargetChecked(ctx, theirs, tg.ID, at, netip.MustParseAddr("127.0.0.1"), "")
 	require.ErrorIs(t, err, barrage.ErrNotFound)
-	_, err = store.Target(ctx, other.ID, tg.ID)
+	_, err = store.Target(ctx, theirs, tg.ID)
 	require.ErrorIs(t, err, barrage.ErrNotFound)
-	require.ErrorIs(t, store.DeleteTarget(ctx, other.ID, tg.ID), barrage.ErrNotFound)
-	_, err = store.CreateTarget(ctx, barrage.Target{ID: uuid.Must(uuid.NewV7()), OwnerID: owner.ID, Scheme: "https", Host: "127.0.0.1", Port: 8080, Token: "tok2"}, postgres.Quota{})
+	require.ErrorIs(t, store.DeleteTarget(ctx, theirs, tg.ID), barrage.ErrNotFound)
+	_, err = store.CreateTarget(ctx, barrage.Target{ID: uuid.Must(uuid.NewV7()), OwnerID: owner.ID, ProjectID: mine[0], Scheme: "https", Host: "127.0.0.1", Port: 8080, Token: "tok2"}, postgres.Quota{})
 	require.ErrorIs(t, err, barrage.ErrConflict, "one target per host and port")
 }
 
@@ -57,4 +58,18 @@ func TestAnEmptyArrayIsNotNull(t *testing.T) {
 	require.NoError(t, pool.QueryRow(context.Background(), `SELECT '{}'::text[], NULL::text[]`).Scan(&empty, &null))
 	require.NotNil(t, empty)
 	require.Nil(t, null)
+}
+
+// personal is user's personal project.
+func personal(t *testing.T, store *postgres.Store, user uuid.UUID) uuid.UUID {
+	t.Helper()
+	m, err := store.Memberships(context.Background(), user)
+	require.NoError(t, err)
+	for id, mm := range m {
+		if mm.Personal {
+			return id
+		}
+	}
+	t.Fatalf("user %s has no personal project", user)
+	return uuid.Nil
 }

@@ -19,7 +19,7 @@ import (
 // CreateTest stores a new test with its first revision.
 func (s *Store) CreateTest(ctx context.Context, t barrage.Test, rev barrage.TestRevision, q Quota) (barrage.Test, error) {
 	err := s.inQuotaTx(ctx, q, func(tx pgx.Tx) error {
-		row, err := s.q.TestInsert(ctx, tx, dbsqlc.TestInsertParams{ID: t.ID, OwnerID: t.OwnerID, Name: t.Name})
+		row, err := s.q.TestInsert(ctx, tx, dbsqlc.TestInsertParams{ID: t.ID, OwnerID: t.OwnerID, ProjectID: t.ProjectID, Name: t.Name})
 		if err != nil {
 			return translate(err, "test")
 		}
@@ -37,12 +37,12 @@ func (s *Store) insertRevision(ctx context.Context, tx pgx.Tx, testID uuid.UUID,
 	return translate(err, "test revision")
 }
 
-// SaveTest stores rev as the owner's test's next revision, and renames the test when name is
+// SaveTest stores rev as a test of the projects given's next revision, and renames the test when name is
 // given. Saves of one test are numbered one after the other.
-func (s *Store) SaveTest(ctx context.Context, ownerID, id uuid.UUID, name *string, rev barrage.TestRevision, q Quota) (barrage.Test, error) {
+func (s *Store) SaveTest(ctx context.Context, projects []uuid.UUID, id uuid.UUID, name *string, rev barrage.TestRevision, q Quota) (barrage.Test, error) {
 	var t barrage.Test
 	err := s.inQuotaTx(ctx, q, func(tx pgx.Tx) error {
-		row, err := s.q.TestGetForUpdate(ctx, tx, dbsqlc.TestGetForUpdateParams{ID: id, OwnerID: ownerID})
+		row, err := s.q.TestGetForUpdate(ctx, tx, dbsqlc.TestGetForUpdateParams{ID: id, Projects: projects})
 		if err != nil {
 			return translate(err, "test")
 		}
@@ -50,7 +50,7 @@ func (s *Store) SaveTest(ctx context.Context, ownerID, id uuid.UUID, name *strin
 		if err := s.insertRevision(ctx, tx, id, next, rev); err != nil {
 			return err
 		}
-		params := dbsqlc.TestUpdateParams{ID: id, OwnerID: ownerID, Name: row.Name, LatestRevision: int32(next)}
+		params := dbsqlc.TestUpdateParams{ID: id, Name: row.Name, LatestRevision: int32(next)}
 		if name != nil {
 			params.Name = *name
 		}
@@ -67,9 +67,9 @@ func (s *Store) SaveTest(ctx context.Context, ownerID, id uuid.UUID, name *strin
 	return s.withFiles(ctx, t)
 }
 
-// Test reads the owner's test id, with its files listed and its last run.
-func (s *Store) Test(ctx context.Context, ownerID, id uuid.UUID) (barrage.Test, error) {
-	row, err := s.q.TestGet(ctx, s.pool, dbsqlc.TestGetParams{ID: id, OwnerID: ownerID})
+// Test reads a test of the projects given id, with its files listed and its last run.
+func (s *Store) Test(ctx context.Context, projects []uuid.UUID, id uuid.UUID) (barrage.Test, error) {
+	row, err := s.q.TestGet(ctx, s.pool, dbsqlc.TestGetParams{ID: id, Projects: projects})
 	if err != nil {
 		return barrage.Test{}, translate(err, "test")
 	}
@@ -78,20 +78,20 @@ func (s *Store) Test(ctx context.Context, ownerID, id uuid.UUID) (barrage.Test, 
 		return barrage.Test{}, err
 	}
 	tests := []barrage.Test{t}
-	if err := s.withLastRuns(ctx, ownerID, tests); err != nil {
+	if err := s.withLastRuns(ctx, projects, tests); err != nil {
 		return barrage.Test{}, err
 	}
 	return tests[0], nil
 }
 
-// withLastRuns sets the last run of each of the owner's tests given, read for all at once.
-func (s *Store) withLastRuns(ctx context.Context, ownerID uuid.UUID, tests []barrage.Test) error {
+// withLastRuns sets the last run of each of a test of the projects givens given, read for all at once.
+func (s *Store) withLastRuns(ctx context.Context, projects []uuid.UUID, tests []barrage.Test) error {
 	ids := make([]uuid.UUID, len(tests))
 	at := make(map[uuid.UUID]int, len(tests))
 	for i, t := range tests {
 		ids[i], at[t.ID] = t.ID, i
 	}
-	rows, err := s.q.TestLastRuns(ctx, s.pool, dbsqlc.TestLastRunsParams{TestIds: ids, OwnerID: ownerID})
+	rows, err := s.q.TestLastRuns(ctx, s.pool, dbsqlc.TestLastRunsParams{TestIds: ids, Projects: projects})
 	if err != nil {
 		return err
 	}
@@ -119,9 +119,9 @@ func (s *Store) withFiles(ctx context.Context, t barrage.Test) (barrage.Test, er
 	return t, nil
 }
 
-// Tests lists the owner's tests, newest first, before the id given, each with its last run.
-func (s *Store) Tests(ctx context.Context, ownerID uuid.UUID, before *uuid.UUID, limit int) ([]barrage.Test, error) {
-	rows, err := s.q.TestList(ctx, s.pool, dbsqlc.TestListParams{OwnerID: ownerID, Before: before, MaxRows: int32(limit)})
+// Tests lists a test of the projects givens, newest first, before the id given, each with its last run.
+func (s *Store) Tests(ctx context.Context, projects []uuid.UUID, before *uuid.UUID, limit int) ([]barrage.Test, error) {
+	rows, err := s.q.TestList(ctx, s.pool, dbsqlc.TestListParams{Projects: projects, Before: before, MaxRows: int32(limit)})
 	if err != nil {
 		return nil, err
 	}
@@ -131,25 +131,25 @@ func (s *Store) Tests(ctx context.Context, ownerID uuid.UUID, before *uuid.UUID,
 			return nil, err
 		}
 	}
-	if err := s.withLastRuns(ctx, ownerID, out); err != nil {
+	if err := s.withLastRuns(ctx, projects, out); err != nil {
 		return nil, err
 	}
 	return out, nil
 }
 
-// DeleteTest removes the owner's test with its revisions and files. Scripts generated from it
+// DeleteTest removes a test of the projects given with its revisions and files. Scripts generated from it
 // stay, and so do the runs that executed them.
-func (s *Store) DeleteTest(ctx context.Context, ownerID, id uuid.UUID) error {
-	n, err := s.q.TestDelete(ctx, s.pool, dbsqlc.TestDeleteParams{ID: id, OwnerID: ownerID})
+func (s *Store) DeleteTest(ctx context.Context, projects []uuid.UUID, id uuid.UUID) error {
+	n, err := s.q.TestDelete(ctx, s.pool, dbsqlc.TestDeleteParams{ID: id, Projects: projects})
 	if err == nil && n == 0 {
 		return barrage.Errorf(barrage.ErrNotFound, "test not found")
 	}
 	return err
 }
 
-// TestRevision reads revision n of the owner's test id (0: the latest), with its source.
-func (s *Store) TestRevision(ctx context.Context, ownerID, id uuid.UUID, n int) (barrage.TestRevision, error) {
-	t, err := s.q.TestGet(ctx, s.pool, dbsqlc.TestGetParams{ID: id, OwnerID: ownerID})
+// TestRevision reads revision n of a test of the projects given id (0: the latest), with its source.
+func (s *Store) TestRevision(ctx context.Context, projects []uuid.UUID, id uuid.UUID, n int) (barrage.TestRevision, error) {
+	t, err := s.q.TestGet(ctx, s.pool, dbsqlc.TestGetParams{ID: id, Projects: projects})
 	if err != nil {
 		return barrage.TestRevision{}, translate(err, "test")
 	}
@@ -168,9 +168,9 @@ func (s *Store) revision(ctx context.Context, db dbsqlc.DBTX, id uuid.UUID, n in
 		Source: row.Source, SHA256: row.Sha256, Size: int64(len(row.Source)), CreatedAt: row.CreatedAt}, nil
 }
 
-// TestRevisions lists the revisions of the owner's test id, newest first, without their source.
-func (s *Store) TestRevisions(ctx context.Context, ownerID, id uuid.UUID) ([]barrage.TestRevision, error) {
-	if _, err := s.q.TestGet(ctx, s.pool, dbsqlc.TestGetParams{ID: id, OwnerID: ownerID}); err != nil {
+// TestRevisions lists the revisions of a test of the projects given id, newest first, without their source.
+func (s *Store) TestRevisions(ctx context.Context, projects []uuid.UUID, id uuid.UUID) ([]barrage.TestRevision, error) {
+	if _, err := s.q.TestGet(ctx, s.pool, dbsqlc.TestGetParams{ID: id, Projects: projects}); err != nil {
 		return nil, translate(err, "test")
 	}
 	rows, err := s.q.TestRevisionList(ctx, s.pool, id)
@@ -185,12 +185,12 @@ func (s *Store) TestRevisions(ctx context.Context, ownerID, id uuid.UUID) ([]bar
 	return out, nil
 }
 
-// PutTestFile stores a data file of the owner's test, replacing one of the same name; created
+// PutTestFile stores a data file of a test of the projects given, replacing one of the same name; created
 // says whether it is new. A new file past maxFiles of the test is refused; the test is locked
 // meanwhile, so that uploads at once count one after the other. The change is held to q.
-func (s *Store) PutTestFile(ctx context.Context, ownerID, id uuid.UUID, name string, content []byte, maxFiles int, q Quota) (f barrage.TestFile, created bool, err error) {
+func (s *Store) PutTestFile(ctx context.Context, projects []uuid.UUID, id uuid.UUID, name string, content []byte, maxFiles int, q Quota) (f barrage.TestFile, created bool, err error) {
 	err = s.inQuotaTx(ctx, q, func(tx pgx.Tx) error {
-		if _, err := s.q.TestGetForUpdate(ctx, tx, dbsqlc.TestGetForUpdateParams{ID: id, OwnerID: ownerID}); err != nil {
+		if _, err := s.q.TestGetForUpdate(ctx, tx, dbsqlc.TestGetForUpdateParams{ID: id, Projects: projects}); err != nil {
 			return translate(err, "test")
 		}
 		sum := sha256.Sum256(content)
@@ -210,9 +210,9 @@ func (s *Store) PutTestFile(ctx context.Context, ownerID, id uuid.UUID, name str
 	return f, created, err
 }
 
-// TestFile reads a data file of the owner's test, with its content.
-func (s *Store) TestFile(ctx context.Context, ownerID, id uuid.UUID, name string) (barrage.TestFile, error) {
-	if _, err := s.q.TestGet(ctx, s.pool, dbsqlc.TestGetParams{ID: id, OwnerID: ownerID}); err != nil {
+// TestFile reads a data file of a test of the projects given, with its content.
+func (s *Store) TestFile(ctx context.Context, projects []uuid.UUID, id uuid.UUID, name string) (barrage.TestFile, error) {
+	if _, err := s.q.TestGet(ctx, s.pool, dbsqlc.TestGetParams{ID: id, Projects: projects}); err != nil {
 		return barrage.TestFile{}, translate(err, "test")
 	}
 	row, err := s.q.TestFileGet(ctx, s.pool, dbsqlc.TestFileGetParams{TestID: id, Name: name})
@@ -222,9 +222,9 @@ func (s *Store) TestFile(ctx context.Context, ownerID, id uuid.UUID, name string
 	return barrage.TestFile{Name: row.Name, Content: row.Content, SHA256: row.Sha256, Size: int64(len(row.Content)), UpdatedAt: row.UpdatedAt}, nil
 }
 
-// DeleteTestFile removes a data file of the owner's test.
-func (s *Store) DeleteTestFile(ctx context.Context, ownerID, id uuid.UUID, name string) error {
-	if _, err := s.q.TestGet(ctx, s.pool, dbsqlc.TestGetParams{ID: id, OwnerID: ownerID}); err != nil {
+// DeleteTestFile removes a data file of a test of the projects given.
+func (s *Store) DeleteTestFile(ctx context.Context, projects []uuid.UUID, id uuid.UUID, name string) error {
+	if _, err := s.q.TestGet(ctx, s.pool, dbsqlc.TestGetParams{ID: id, Projects: projects}); err != nil {
 		return translate(err, "test")
 	}
 	n, err := s.q.TestFileDelete(ctx, s.pool, dbsqlc.TestFileDeleteParams{TestID: id, Name: name})
@@ -237,10 +237,10 @@ func (s *Store) DeleteTestFile(ctx context.Context, ownerID, id uuid.UUID, name 
 // DataFiles names the data files a test's source reads; a bundle carries those alone.
 type DataFiles func(source []byte) []string
 
-// TestBundle reads revision n of the owner's test id (0: the latest) with the data files it
+// TestBundle reads revision n of a test of the projects given id (0: the latest) with the data files it
 // reads, as an agent or a generation needs it.
-func (s *Store) TestBundle(ctx context.Context, ownerID, id uuid.UUID, n int, files DataFiles) (barrage.TestBundle, int, error) {
-	t, err := s.q.TestGet(ctx, s.pool, dbsqlc.TestGetParams{ID: id, OwnerID: ownerID})
+func (s *Store) TestBundle(ctx context.Context, projects []uuid.UUID, id uuid.UUID, n int, files DataFiles) (barrage.TestBundle, int, error) {
+	t, err := s.q.TestGet(ctx, s.pool, dbsqlc.TestGetParams{ID: id, Projects: projects})
 	if err != nil {
 		return barrage.TestBundle{}, 0, translate(err, "test")
 	}
@@ -260,7 +260,7 @@ func (s *Store) bundle(ctx context.Context, t dbsqlc.Test, n int, names DataFile
 	if err != nil {
 		return barrage.TestBundle{}, err
 	}
-	b := barrage.TestBundle{Name: t.Name, Format: rev.Format, Source: rev.Source, Files: make([]barrage.ScriptFile, len(files))}
+	b := barrage.TestBundle{ProjectID: t.ProjectID, Name: t.Name, Format: rev.Format, Source: rev.Source, Files: make([]barrage.ScriptFile, len(files))}
 	for i, f := range files {
 		b.Files[i] = barrage.ScriptFile{Name: f.Name, Content: f.Content, SHA256: f.Sha256}
 	}
@@ -268,7 +268,7 @@ func (s *Store) bundle(ctx context.Context, t dbsqlc.Test, n int, names DataFile
 }
 
 func testFromRow(r dbsqlc.Test) barrage.Test {
-	return barrage.Test{ID: r.ID, OwnerID: r.OwnerID, Name: r.Name, LatestRevision: int(r.LatestRevision),
+	return barrage.Test{ID: r.ID, OwnerID: r.OwnerID, ProjectID: r.ProjectID, Name: r.Name, LatestRevision: int(r.LatestRevision),
 		CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt}
 }
 
@@ -354,7 +354,7 @@ func (s *Store) TakeAgentJobs(ctx context.Context, agentID uuid.UUID, since time
 		j := agentJobFromRow(r)
 		var t dbsqlc.Test
 		if r.TestID != nil {
-			t, err = s.q.TestGet(ctx, s.pool, dbsqlc.TestGetParams{ID: *r.TestID, OwnerID: r.OwnerID})
+			t, err = s.q.TestGetForJob(ctx, s.pool, *r.TestID)
 		}
 		if r.TestID == nil || errors.Is(err, pgx.ErrNoRows) {
 			// Deleted since it was taken: answered, so that it holds no slot.

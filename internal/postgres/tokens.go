@@ -108,7 +108,7 @@ func (s *Store) CreateAPIToken(ctx context.Context, t barrage.APIToken, hash []b
 	err := s.underCap(ctx, t.UserID, func(tx pgx.Tx) (int64, error) { return s.q.APITokenCountLive(ctx, tx, t.UserID) },
 		barrage.MaxAPITokens, "personal API tokens", func(tx pgx.Tx) (err error) {
 			row, err = s.q.APITokenInsert(ctx, tx, dbsqlc.APITokenInsertParams{
-				ID: t.ID, UserID: t.UserID, Name: t.Name, TokenHash: hash, Scopes: scopes, ExpiresAt: t.ExpiresAt,
+				ID: t.ID, UserID: t.UserID, Name: t.Name, TokenHash: hash, Scopes: scopes, ExpiresAt: t.ExpiresAt, ProjectID: t.ProjectID,
 			})
 			return err
 		})
@@ -168,7 +168,7 @@ func apiTokenFromRow(r dbsqlc.APIToken) barrage.APIToken {
 	}
 	return barrage.APIToken{
 		ID: r.ID, UserID: r.UserID, Name: r.Name, Scopes: scopes,
-		CreatedAt: r.CreatedAt, ExpiresAt: r.ExpiresAt, LastUsedAt: r.LastUsedAt,
+		CreatedAt: r.CreatedAt, ExpiresAt: r.ExpiresAt, LastUsedAt: r.LastUsedAt, ProjectID: r.ProjectID,
 	}
 }
 

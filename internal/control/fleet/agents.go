@@ -15,12 +15,21 @@ import (
 type AgentInput struct {
 	Name   string
 	Limits barrage.Limits
+	// Project is whose runs a private agent serves (nil: the principal's home project).
+	Project *uuid.UUID
 }
 
 // CreateAgent registers an agent and returns it with its token, shown this once. With shared,
-// the agent serves every user (the caller must be an admin: the route says so); else it is p's
-// own.
+// the agent serves every user (the caller must be an admin: the route says so); else it serves
+// the runs of in.Project (nil: p's home project), where p must be an editor.
 func (s *Service) CreateAgent(ctx context.Context, p barrage.Principal, in AgentInput, shared bool) (barrage.Agent, string, error) {
+	var project uuid.UUID
+	if !shared {
+		var err error
+		if project, err = p.ProjectFor(in.Project, barrage.ProjectEditor); err != nil {
+			return barrage.Agent{}, "", err
+		}
+	}
 	name, err := barrage.CheckText("name", in.Name, 1, 100)
 	if err != nil {
 		return barrage.Agent{}, "", err
@@ -33,7 +42,7 @@ func (s *Service) CreateAgent(ctx context.Context, p barrage.Principal, in Agent
 	}
 	a := barrage.Agent{ID: uuid.Must(uuid.NewV7()), Name: name, Limits: in.Limits}
 	if !shared {
-		a.OwnerID = &p.User.ID
+		a.OwnerID, a.ProjectID = &p.User.ID, &project
 	}
 	token := auth.NewSecret(auth.PrefixAgentToken)
 	a, err = s.store.CreateAgent(ctx, a, auth.HashSecret(token))
@@ -44,9 +53,17 @@ func (s *Service) CreateAgent(ctx context.Context, p barrage.Principal, in Agent
 	return a, token, nil
 }
 
-// Agents lists the agents p may run on: p's own, then the shared ones.
-func (s *Service) Agents(ctx context.Context, p barrage.Principal) ([]barrage.Agent, error) {
-	return s.store.UsableAgents(ctx, p.User.ID)
+// Agents lists the agents p may see: those of p's projects (of project alone, when given),
+// then the shared ones.
+func (s *Service) Agents(ctx context.Context, p barrage.Principal, project *uuid.UUID) ([]barrage.Agent, error) {
+	in := p.Projects(barrage.ProjectViewer)
+	if project != nil {
+		if err := p.Need(*project, barrage.ProjectViewer); err != nil {
+			return nil, err
+		}
+		in = []uuid.UUID{*project}
+	}
+	return s.store.UsableAgents(ctx, in)
 }
 
 // AllAgents lists every agent, for admins.
@@ -54,18 +71,19 @@ func (s *Service) AllAgents(ctx context.Context) ([]barrage.Agent, error) {
 	return s.store.AllAgents(ctx)
 }
 
-// Agent reads one agent p may run on.
+// Agent reads one agent p may see: shared, or of one of p's projects.
 func (s *Service) Agent(ctx context.Context, p barrage.Principal, id uuid.UUID) (barrage.Agent, error) {
-	return s.store.UsableAgent(ctx, p.User.ID, id)
+	return s.store.UsableAgent(ctx, p.Projects(barrage.ProjectViewer), id)
 }
 
-// DeleteAgent removes p's private agent id, or with shared a shared agent (admins).
+// DeleteAgent removes private agent id (p an editor of its project), or with shared a shared
+// agent (admins).
 func (s *Service) DeleteAgent(ctx context.Context, p barrage.Principal, id uuid.UUID, shared bool) error {
-	var owner *uuid.UUID
-	if !shared {
-		owner = &p.User.ID
+	if shared {
+		return s.store.DeleteAgent(ctx, id, nil)
 	}
-	return s.store.DeleteAgent(ctx, id, owner)
+	err := s.store.DeleteAgent(ctx, id, p.Projects(barrage.ProjectEditor))
+	return p.Denied(ctx, err, barrage.ProjectEditor, s.store, barrage.KindAgent, id)
 }
 
 var errBadAgentToken = barrage.Errorf(barrage.ErrUnauthorized, "the agent token is invalid or the agent was removed")

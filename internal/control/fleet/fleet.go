@@ -25,10 +25,11 @@ import (
 // Store is what the fleet keeps in PostgreSQL (*postgres.Store).
 type Store interface {
 	CreateAgent(ctx context.Context, a barrage.Agent, tokenHash []byte) (barrage.Agent, error)
-	UsableAgents(ctx context.Context, userID uuid.UUID) ([]barrage.Agent, error)
-	UsableAgent(ctx context.Context, userID, id uuid.UUID) (barrage.Agent, error)
+	UsableAgents(ctx context.Context, projects []uuid.UUID) ([]barrage.Agent, error)
+	UsableAgent(ctx context.Context, projects []uuid.UUID, id uuid.UUID) (barrage.Agent, error)
 	AllAgents(ctx context.Context) ([]barrage.Agent, error)
-	DeleteAgent(ctx context.Context, id uuid.UUID, ownerID *uuid.UUID) error
+	DeleteAgent(ctx context.Context, id uuid.UUID, projects []uuid.UUID) error
+	barrage.ProjectFinder
 	AgentByTokenHash(ctx context.Context, hash []byte) (barrage.Agent, error)
 	AgentSeen(ctx context.Context, id uuid.UUID, version string, cores int, ip string, sandbox bool, protocol int) error
 

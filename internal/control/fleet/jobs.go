@@ -47,8 +47,8 @@ func (s *Service) takeJobs(ctx context.Context, a barrage.Agent, sandbox bool) (
 		}
 		if err == nil && why == "" && a.Shared() {
 			// A debug sends requests, and a generation may run plugins that reach out: on a
-			// shared agent, they reach only what a run of the job's owner could.
-			j.Destinations, err = s.deps.Targets.Verified(ctx, j.OwnerID)
+			// shared agent, they reach only what a run of the test's project could.
+			j.Destinations, err = s.deps.Targets.Verified(ctx, j.Bundle.ProjectID)
 			if j.Destinations != nil && a.Protocol < barrage.DestinationsProtocol {
 				why = tooOldForDestinations(a, "job")
 			}
@@ -67,27 +67,27 @@ func (s *Service) takeJobs(ctx context.Context, a barrage.Agent, sandbox bool) (
 	return kept, nil
 }
 
-// jobSecrets hands debug job j the values of its owner's secrets its script reads: why it cannot
-// have them (deleted since it was asked for), or an error.
+// jobSecrets hands debug job j the values of its test's project's secrets its script reads: why
+// it cannot have them (deleted since it was asked for), or an error.
 func (s *Service) jobSecrets(ctx context.Context, j *barrage.AgentJob) (string, error) {
 	parsed, err := script.CheckBundle(j.Bundle.Source, j.Bundle.Files)
 	if err != nil || len(parsed.Secrets) == 0 {
 		return "", nil // the agent says what is wrong with the script
 	}
 	var missing *barrage.InvalidError
-	j.Secrets, err = s.deps.Secrets.Values(ctx, j.OwnerID, parsed.Secrets)
+	j.Secrets, err = s.deps.Secrets.Values(ctx, j.Bundle.ProjectID, parsed.Secrets)
 	if errors.As(err, &missing) {
 		return missing.Fields[0].Reason, nil
 	}
 	return "", err
 }
 
-// RunJob hands j, whose test uses the marketplace plugins given, to an agent p may use that may
-// run them, and waits for its answer. An answer that is an error comes back as an invalid
-// input, since it is the test that the agent could not run (a plugin it does not have, a config
-// its plugin refused).
-func (s *Service) RunJob(ctx context.Context, p barrage.Principal, j barrage.AgentJob, agentID *uuid.UUID, market []plugins.Resolved) (barrage.Agent, barrage.AgentJob, error) {
-	a, err := s.jobAgent(ctx, p, agentID, market)
+// RunJob hands j, on a test of project whose script uses the marketplace plugins given, to an
+// agent of the project or a shared one that may run them, and waits for its answer. An answer
+// that is an error comes back as an invalid input, since it is the test that the agent could not
+// run (a plugin it does not have, a config its plugin refused).
+func (s *Service) RunJob(ctx context.Context, p barrage.Principal, project uuid.UUID, j barrage.AgentJob, agentID *uuid.UUID, market []plugins.Resolved) (barrage.Agent, barrage.AgentJob, error) {
+	a, err := s.jobAgent(ctx, project, agentID, market)
 	if err != nil {
 		return a, j, err
 	}
@@ -112,13 +112,13 @@ func (s *Service) RunJob(ctx context.Context, p barrage.Principal, j barrage.Age
 	return a, j, nil
 }
 
-// jobAgent is the agent a job goes to: the one asked for, else the first online one p may use
-// that may run the job's marketplace plugins. Jobs go to busy agents too: they are small, and
-// an agent does them beside its shard.
-func (s *Service) jobAgent(ctx context.Context, p barrage.Principal, id *uuid.UUID, market []plugins.Resolved) (barrage.Agent, error) {
+// jobAgent is the agent a job on a test of project goes to: the one asked for, else the first
+// online one of the project or shared that may run the job's marketplace plugins. Jobs go to busy
+// agents too: they are small, and an agent does them beside its shard.
+func (s *Service) jobAgent(ctx context.Context, project uuid.UUID, id *uuid.UUID, market []plugins.Resolved) (barrage.Agent, error) {
 	now := s.now()
 	if id != nil {
-		a, err := s.store.UsableAgent(ctx, p.User.ID, *id)
+		a, err := s.store.UsableAgent(ctx, []uuid.UUID{project}, *id)
 		if err != nil {
 			return a, err
 		}
@@ -127,7 +127,7 @@ func (s *Service) jobAgent(ctx context.Context, p barrage.Principal, id *uuid.UU
 		}
 		return a, plugins.CanRunOn(a, market, "agent_id")
 	}
-	all, err := s.store.UsableAgents(ctx, p.User.ID)
+	all, err := s.store.UsableAgents(ctx, []uuid.UUID{project})
 	if err != nil {
 		return barrage.Agent{}, err
 	}
@@ -143,7 +143,7 @@ func (s *Service) jobAgent(ctx context.Context, p barrage.Principal, id *uuid.UU
 	if refused != nil {
 		return barrage.Agent{}, refused
 	}
-	return barrage.Agent{}, barrage.Invalid("agent_id", "no agent you may use is online: start one (barrage agent) or ask an admin")
+	return barrage.Agent{}, barrage.Invalid("agent_id", "no agent of the project, nor a shared one, is online: start one (barrage agent) or ask an admin")
 }
 
 // JobAnswer is an agent's answer to a job: its result, of the job's kind, or why it could not

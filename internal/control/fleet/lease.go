@@ -81,7 +81,7 @@ func (s *Service) Lease(ctx context.Context, a barrage.Agent, h Hello, wait time
 			case len(r.Manifest.Secrets) > 0:
 				// Read now, not at the run's creation: a secret deleted since fails the shard.
 				var missing *barrage.InvalidError
-				w.Shard.Secrets, err = s.deps.Secrets.Values(ctx, r.OwnerID, r.Manifest.Secrets)
+				w.Shard.Secrets, err = s.deps.Secrets.Values(ctx, r.ProjectID, r.Manifest.Secrets)
 				if errors.As(err, &missing) {
 					why, err = fmt.Sprintf("secret %s, which the script reads, was deleted after the run was created",
 						strings.TrimPrefix(missing.Fields[0].Field, "secrets.")), nil

@@ -13,11 +13,11 @@ import (
 // PingWait is how long a ping waits for its agent's answer.
 const PingWait = 5 * time.Second
 
-// Ping sends an application-level ping through agent id, which p may use, and returns the
+// Ping sends an application-level ping through agent id, which p may see, and returns the
 // round trip: from the server to the agent (woken at once when it waits for work, at its next
 // report when it runs a shard) and back.
 func (s *Service) Ping(ctx context.Context, p barrage.Principal, id uuid.UUID) (barrage.Agent, time.Duration, error) {
-	a, err := s.store.UsableAgent(ctx, p.User.ID, id)
+	a, err := s.store.UsableAgent(ctx, p.Projects(barrage.ProjectViewer), id)
 	if err != nil {
 		return a, 0, err
 	}

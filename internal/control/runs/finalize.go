@@ -246,7 +246,7 @@ func (s *Service) factsMissing(ctx context.Context, r barrage.Run, without strin
 
 // deriveFacts derives the facts of run r from its script and stores them in place of any stored.
 func (s *Service) deriveFacts(ctx context.Context, r barrage.Run) (*summary.Facts, error) {
-	sc, err := s.store.Script(ctx, r.OwnerID, r.ScriptID)
+	sc, err := s.store.Script(ctx, []uuid.UUID{r.ProjectID}, r.ScriptID)
 	if err != nil {
 		return nil, err
 	}

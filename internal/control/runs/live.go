@@ -39,7 +39,7 @@ type LiveEvent struct {
 func (s *Service) Live(ctx context.Context, p barrage.Principal, id uuid.UUID, after int64, emit func(LiveEvent) error) error {
 	woken, stop := s.deps.Changes.Subscribe(id.String())
 	defer stop()
-	r, err := s.store.Run(ctx, p.User.ID, id)
+	r, err := s.store.Run(ctx, p.Projects(barrage.ProjectViewer), id)
 	if err != nil {
 		return err
 	}
@@ -128,7 +128,7 @@ func (s *Service) Live(ctx context.Context, p barrage.Principal, id uuid.UUID, a
 			}
 		case <-tick.C:
 		}
-		if r, err = s.store.Run(ctx, p.User.ID, id); err != nil {
+		if r, err = s.store.Run(ctx, p.Projects(barrage.ProjectViewer), id); err != nil {
 			return err
 		}
 	}

@@ -130,7 +130,7 @@ func (m *merger) complete(r barrage.Run, idx, newest int64) bool {
 // Series calls fn with each of p's run id's seconds merged across its agents, in order: all of
 // them once it has ended, those complete so far while it goes on.
 func (s *Service) Series(ctx context.Context, p barrage.Principal, id uuid.UUID, fn func(*MergedSecond) error) error {
-	r, err := s.store.Run(ctx, p.User.ID, id)
+	r, err := s.store.Run(ctx, p.Projects(barrage.ProjectViewer), id)
 	if err != nil {
 		return err
 	}

@@ -42,11 +42,12 @@ type Store interface {
 	RunByIdempotencyKey(ctx context.Context, ownerID uuid.UUID, idem barrage.Idempotency) (barrage.Run, error)
 	ActiveRuns(ctx context.Context, ownerID uuid.UUID) (int, error)
 
-	Run(ctx context.Context, ownerID, id uuid.UUID) (barrage.Run, error)
-	Runs(ctx context.Context, ownerID uuid.UUID, f barrage.RunFilter, before *uuid.UUID, limit int) ([]barrage.Run, error)
+	Run(ctx context.Context, projects []uuid.UUID, id uuid.UUID) (barrage.Run, error)
+	Runs(ctx context.Context, projects []uuid.UUID, f barrage.RunFilter, before *uuid.UUID, limit int) ([]barrage.Run, error)
 	RunForAgent(ctx context.Context, id uuid.UUID) (barrage.Run, error)
 	OpenRuns(ctx context.Context) ([]barrage.Run, error)
-	Script(ctx context.Context, ownerID, id uuid.UUID) (barrage.Script, error)
+	Script(ctx context.Context, projects []uuid.UUID, id uuid.UUID) (barrage.Script, error)
+	barrage.ProjectFinder
 
 	StopRun(ctx context.Context, id uuid.UUID, state barrage.RunState, reason string) (bool, error)
 	LoseSilentShards(ctx context.Context, before time.Time, reason string) ([]uuid.UUID, error)
@@ -56,7 +57,7 @@ type Store interface {
 
 	RunSeconds(ctx context.Context, runID uuid.UUID, from, to int64) ([]barrage.ShardSecond, error)
 	ShardAccounts(ctx context.Context, runID uuid.UUID) ([]barrage.ShardAccount, error)
-	RunSummary(ctx context.Context, ownerID, id uuid.UUID) ([]byte, error)
+	RunSummary(ctx context.Context, projects []uuid.UUID, id uuid.UUID) ([]byte, error)
 	RunFacts(ctx context.Context, id uuid.UUID) ([]byte, error)
 	SaveRunFacts(ctx context.Context, id uuid.UUID, facts []byte) error
 }
@@ -130,18 +131,19 @@ type RunInput struct {
 	Env map[string]string `json:",omitempty"` // left out of an idempotency digest when empty, as before it was asked for
 }
 
-// CreateRun admits a run of p's script on the chosen agents and queues its shards. The run must
-// fit the tightest of p's license and every chosen agent's limits, and p's concurrent-run cap;
-// else the error is a *barrage.LimitError naming each limit, what is allowed and what was
-// asked. A repeated idempotency key returns the run it created first.
+// CreateRun admits a run of a script (or a test) of a project where p is a runner, on agents of
+// the project or shared ones, and queues its shards. The run must fit the tightest of p's
+// license (whatever the project: a run counts against whoever starts it) and every chosen
+// agent's limits, and p's concurrent-run cap; else the error is a *barrage.LimitError naming
+// each limit, what is allowed and what was asked. A repeated idempotency key returns the run it
+// created first.
 func (s *Service) CreateRun(ctx context.Context, p barrage.Principal, in RunInput) (barrage.Run, error) {
-	owner := p.User.ID
 	idem, err := in.idempotency()
 	if err != nil {
 		return barrage.Run{}, err
 	}
 	if idem != nil {
-		if prev, err := s.store.RunByIdempotencyKey(ctx, owner, *idem); err == nil || !errors.Is(err, barrage.ErrNotFound) {
+		if prev, err := s.store.RunByIdempotencyKey(ctx, p.User.ID, *idem); err == nil || !errors.Is(err, barrage.ErrNotFound) {
 			return prev, err
 		}
 	}
@@ -156,14 +158,14 @@ func (s *Service) CreateRun(ctx context.Context, p barrage.Principal, in RunInpu
 		// Admit the test's own load first: a run its owner may not start must not cost an
 		// agent a generation. The revision admitted is the one generated; the generated
 		// script is admitted again below, as source plugins may change the load.
-		rev, err := s.deps.Tests.Load(ctx, p, *in.TestID, 0)
+		rev, err := s.deps.Tests.Load(ctx, p, *in.TestID, 0, barrage.ProjectRunner)
 		if err != nil {
 			return barrage.Run{}, err
 		}
 		if err := script.CheckRunEnv(rev.Script, in.Env); err != nil {
 			return barrage.Run{}, err
 		}
-		adm, err := s.admit(ctx, p, rev.Script, in)
+		adm, err := s.admit(ctx, p, rev.Bundle.ProjectID, rev.Script, in)
 		if err != nil {
 			return barrage.Run{}, err
 		}
@@ -173,9 +175,9 @@ func (s *Service) CreateRun(ctx context.Context, p barrage.Principal, in RunInpu
 		}
 		in.ScriptID = gen.ID
 	}
-	sc, err := s.store.Script(ctx, owner, in.ScriptID)
+	sc, err := s.store.Script(ctx, p.Projects(barrage.ProjectRunner), in.ScriptID)
 	if err != nil {
-		return barrage.Run{}, err
+		return barrage.Run{}, p.Denied(ctx, err, barrage.ProjectRunner, s.store, barrage.KindScript, in.ScriptID)
 	}
 	parsed, err := script.Parse(sc.Source, script.ParseOptions{Filename: sc.Name})
 	if err != nil {
@@ -184,9 +186,9 @@ func (s *Service) CreateRun(ctx context.Context, p barrage.Principal, in RunInpu
 	if err := script.CheckRunEnv(parsed, in.Env); err != nil {
 		return barrage.Run{}, err
 	}
-	// Each secret the script reads must be the owner's (their values are read again, and
+	// Each secret the script reads must be the project's (their values are read again, and
 	// handed over, when an agent takes a shard).
-	if _, err := s.deps.Secrets.Values(ctx, owner, parsed.Secrets); err != nil {
+	if _, err := s.deps.Secrets.Values(ctx, sc.ProjectID, parsed.Secrets); err != nil {
 		return barrage.Run{}, err
 	}
 	market, err := s.deps.Plugins.Admit(ctx, p, sc.Manifest.Plugins)
@@ -195,7 +197,7 @@ func (s *Service) CreateRun(ctx context.Context, p barrage.Principal, in RunInpu
 	}
 	// What a shared agent may load for the run is checked once (each check is a request to a
 	// target), whichever attempt first chooses one.
-	destinations := sync.OnceValues(func() ([]string, error) { return s.deps.Targets.Destinations(ctx, p, parsed) })
+	destinations := sync.OnceValues(func() ([]string, error) { return s.deps.Targets.Destinations(ctx, p, sc.ProjectID, parsed) })
 	// Agents chosen for the run may be taken by a run created at the same moment: then they
 	// are chosen again, a few times.
 	for attempt := 1; ; attempt++ {
@@ -224,8 +226,7 @@ var errTakenMeanwhile = errors.New("taken by another run meanwhile")
 // may load for it.
 func (s *Service) createRun(ctx context.Context, p barrage.Principal, sc barrage.Script, parsed *script.Script, market []plugins.Resolved,
 	destinations func() ([]string, error), in RunInput, idem *barrage.Idempotency) (barrage.Run, bool, error) {
-	owner := p.User.ID
-	adm, err := s.admit(ctx, p, parsed, in)
+	adm, err := s.admit(ctx, p, sc.ProjectID, parsed, in)
 	if err != nil {
 		return barrage.Run{}, false, err
 	}
@@ -243,7 +244,7 @@ func (s *Service) createRun(ctx context.Context, p barrage.Principal, sc barrage
 	}
 
 	r := barrage.Run{
-		ID: uuid.Must(uuid.NewV7()), OwnerID: owner, ScriptID: sc.ID, State: barrage.RunQueued, Load: in.Load,
+		ID: uuid.Must(uuid.NewV7()), OwnerID: p.User.ID, ProjectID: sc.ProjectID, ScriptID: sc.ID, State: barrage.RunQueued, Load: in.Load,
 		Manifest: barrage.RunManifest{ScriptSHA256: hex.EncodeToString(sc.SHA256), ScriptName: sc.Name,
 			TestID: sc.Manifest.TestID, TestRevision: sc.Manifest.TestRevision,
 			Plugins: sc.Manifest.Plugins, Files: sc.Manifest.Files, Warnings: plugins.Deprecations(market), Env: in.Env, Secrets: parsed.Secrets},
@@ -300,9 +301,9 @@ type admission struct {
 	facts summary.Facts
 }
 
-// admit chooses the run's agents and checks its load against the tightest of p's license and
-// their limits, and p's concurrent-run cap.
-func (s *Service) admit(ctx context.Context, p barrage.Principal, parsed *script.Script, in RunInput) (admission, error) {
+// admit chooses the agents of a run in project and checks its load against the tightest of p's
+// license and their limits, and p's concurrent-run cap.
+func (s *Service) admit(ctx context.Context, p barrage.Principal, project uuid.UUID, parsed *script.Script, in RunInput) (admission, error) {
 	if err := run.CheckScenarioOverrides(parsed, in.Load); err != nil {
 		return admission{}, barrage.Invalid("load", err.Error())
 	}
@@ -312,7 +313,7 @@ func (s *Service) admit(ctx context.Context, p barrage.Principal, parsed *script
 	if w.Model == script.Open {
 		load.VUs = w.MaxVUs
 	}
-	agents, err := s.chooseAgents(ctx, p, in, load)
+	agents, err := s.chooseAgents(ctx, p, project, in, load)
 	if err != nil {
 		return admission{}, err
 	}
@@ -368,10 +369,10 @@ func agentBusy(i int, a barrage.Agent) error {
 	return barrage.Invalid(fmt.Sprintf("agent_ids[%d]", i), fmt.Sprintf("agent %q is busy with another run: wait for it, or choose another", a.Name))
 }
 
-// chooseAgents returns the agents the run is asked to use, each one p may use and online. When
-// it chooses them, it prefers agents whose own limits admit load, so that an agent of short
-// runs does not refuse a long one while another could take it.
-func (s *Service) chooseAgents(ctx context.Context, p barrage.Principal, in RunInput, load barrage.Load) ([]barrage.Agent, error) {
+// chooseAgents returns the agents a run in project is asked to use, each shared or of the
+// project, and online. When it chooses them, it prefers agents whose own limits admit load, so
+// that an agent of short runs does not refuse a long one while another could take it.
+func (s *Service) chooseAgents(ctx context.Context, p barrage.Principal, project uuid.UUID, in RunInput, load barrage.Load) ([]barrage.Agent, error) {
 	now := s.now()
 	if len(in.AgentIDs) > 0 {
 		var out []barrage.Agent
@@ -385,6 +386,9 @@ func (s *Service) chooseAgents(ctx context.Context, p barrage.Principal, in RunI
 			if err != nil {
 				return nil, err
 			}
+			if !a.Shared() && *a.ProjectID != project {
+				return nil, barrage.Invalid(fmt.Sprintf("agent_ids[%d]", i), fmt.Sprintf("agent %q serves the runs of another project", a.Name))
+			}
 			switch st := a.State(now); st {
 			case barrage.AgentOffline, barrage.AgentDisabled:
 				return nil, barrage.Invalid(fmt.Sprintf("agent_ids[%d]", i), fmt.Sprintf("agent %q is %s", a.Name, st))
@@ -396,7 +400,7 @@ func (s *Service) chooseAgents(ctx context.Context, p barrage.Principal, in RunI
 		return out, nil
 	}
 	want := max(in.Agents, 1)
-	all, err := s.deps.Fleet.Agents(ctx, p)
+	all, err := s.deps.Fleet.Agents(ctx, p, &project)
 	if err != nil {
 		return nil, err
 	}
@@ -418,31 +422,41 @@ func (s *Service) chooseAgents(ctx context.Context, p barrage.Principal, in RunI
 		}
 	}
 	if len(out) < want {
-		return nil, barrage.Invalid("agents", fmt.Sprintf("asked for %d idle online agents, and %d of those you may use are: "+
+		return nil, barrage.Invalid("agents", fmt.Sprintf("asked for %d idle online agents, and %d of the project's and the shared ones are: "+
 			"start one (barrage agent) or wait for a busy one", want, len(out)))
 	}
 	return out, nil
 }
 
-// Run reads p's run id.
+// Run reads run id of one of p's projects.
 func (s *Service) Run(ctx context.Context, p barrage.Principal, id uuid.UUID) (barrage.Run, error) {
-	return s.store.Run(ctx, p.User.ID, id)
+	return s.store.Run(ctx, p.Projects(barrage.ProjectViewer), id)
 }
 
-// Runs lists p's runs that f admits, newest first.
+// Runs lists the runs of p's projects (of f.Project alone, when given) that f admits, newest
+// first.
 func (s *Service) Runs(ctx context.Context, p barrage.Principal, f barrage.RunFilter, before *uuid.UUID, limit int) (barrage.Page[barrage.Run], error) {
-	rows, err := s.store.Runs(ctx, p.User.ID, f, before, limit+1)
+	in := p.Projects(barrage.ProjectViewer)
+	if f.Project != nil {
+		if err := p.Need(*f.Project, barrage.ProjectViewer); err != nil {
+			return barrage.Page[barrage.Run]{}, err
+		}
+		in = []uuid.UUID{*f.Project}
+	}
+	rows, err := s.store.Runs(ctx, in, f, before, limit+1)
 	if err != nil {
 		return barrage.Page[barrage.Run]{}, err
 	}
 	return barrage.NewPage(rows, limit, func(r barrage.Run) uuid.UUID { return r.ID }), nil
 }
 
-// CancelRun stops p's run: its agents stop their load at their next report, within a second or
-// two. A run none of whose agents has started yet ends at once.
+// CancelRun stops run id (p a runner of its project): its agents stop their load at their next
+// report, within a second or two. A run none of whose agents has started yet ends at once.
 func (s *Service) CancelRun(ctx context.Context, p barrage.Principal, id uuid.UUID) (barrage.Run, error) {
-	if _, err := s.store.Run(ctx, p.User.ID, id); err != nil {
-		return barrage.Run{}, err // another user's run is not found
+	in := p.Projects(barrage.ProjectRunner)
+	if _, err := s.store.Run(ctx, in, id); err != nil {
+		// A run of a project p is not in is not found; of one where p only reads, forbidden.
+		return barrage.Run{}, p.Denied(ctx, err, barrage.ProjectRunner, s.store, barrage.KindRun, id)
 	}
 	reason := "canceled by " + p.User.Email
 	stopped, err := s.store.StopRun(ctx, id, barrage.RunCanceled, reason)
@@ -455,19 +469,20 @@ func (s *Service) CancelRun(ctx context.Context, p barrage.Principal, id uuid.UU
 	if err := s.store.EndPendingShards(ctx, id, barrage.ShardState(barrage.RunCanceled), reason); err != nil {
 		return barrage.Run{}, err
 	}
-	r, err := s.store.Run(ctx, p.User.ID, id)
+	r, err := s.store.Run(ctx, in, id)
 	if err != nil {
 		return barrage.Run{}, err
 	}
 	if err := s.Finalize(ctx, r); err != nil {
 		return barrage.Run{}, err
 	}
-	return s.store.Run(ctx, p.User.ID, id)
+	return s.store.Run(ctx, in, id)
 }
 
-// Summary reads the summary of p's run, as JSON; a run that goes on has none yet (a conflict).
+// Summary reads the summary of run id of one of p's projects, as JSON; a run that goes on has
+// none yet (a conflict).
 func (s *Service) Summary(ctx context.Context, p barrage.Principal, id uuid.UUID) ([]byte, error) {
-	doc, err := s.store.RunSummary(ctx, p.User.ID, id)
+	doc, err := s.store.RunSummary(ctx, p.Projects(barrage.ProjectViewer), id)
 	if err != nil {
 		return nil, err
 	}

@@ -128,7 +128,7 @@ func TestTheVUsAimedAtOneAddressAreCappedAcrossUsers(t *testing.T) {
 	other := b.User("other@example.com", &barrage.DemoLicense)
 	agents := 0
 	start := func(u barrage.Principal, vus int) (barrage.Run, error) {
-		tg, err := b.Targets.CreateTarget(ctx, u, shop.URL)
+		tg, err := b.Targets.CreateTarget(ctx, u, nil, shop.URL)
 		if err == nil {
 			shop.Serve(tg.Token, true)
 			_, err = b.Targets.VerifyTarget(ctx, u, tg.ID)

@@ -1,6 +1,7 @@
-// Package secrets keeps users' secrets for their scripts: each value sealed with the server's
-// keyring and bound to its owner and name, listed without it, and opened only for what hands it
-// to an agent (a shard, a debug) or keeps it out of what is stored (a HAR's import).
+// Package secrets keeps projects' secrets for their scripts: each value sealed with the server's
+// keyring and bound to the user who set it and its name, listed without it, and opened only for
+// what hands it to an agent (a shard, a debug) or keeps it out of what is stored (a HAR's
+// import).
 package secrets
 
 import (
@@ -10,16 +11,18 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/barrage-load/barrage/internal/audit"
 	"github.com/barrage-load/barrage/internal/barrage"
+	"github.com/barrage-load/barrage/internal/postgres"
 	"github.com/barrage-load/barrage/internal/seal"
 )
 
 // Store is what the secrets keep in PostgreSQL (*postgres.Store).
 type Store interface {
-	PutSecret(ctx context.Context, owner uuid.UUID, name string, sealed []byte) (barrage.Secret, bool, error)
-	Secrets(ctx context.Context, owner uuid.UUID) ([]barrage.Secret, error)
-	DeleteSecret(ctx context.Context, owner uuid.UUID, name string) error
-	SealedSecrets(ctx context.Context, owner uuid.UUID, names []string) (map[string][]byte, error)
+	PutSecret(ctx context.Context, project, owner uuid.UUID, name string, sealed []byte) (barrage.Secret, bool, error)
+	Secrets(ctx context.Context, project uuid.UUID) ([]barrage.Secret, error)
+	DeleteSecret(ctx context.Context, project uuid.UUID, name string) error
+	SealedSecrets(ctx context.Context, project uuid.UUID, names []string) (map[string]postgres.Sealed, error)
 }
 
 // Service keeps users' secrets.
@@ -39,36 +42,51 @@ func New(store Store, ring *seal.Ring) *Service {
 	return &Service{store: store, ring: ring}
 }
 
-// PutSecret sets p's secret name to value, sealed with the server's keyring; created says
-// whether it is new. Its value is never returned or logged.
-func (s *Service) PutSecret(ctx context.Context, p barrage.Principal, name, value string) (barrage.Secret, bool, error) {
+// PutSecret sets the secret name of project (nil: p's home project, where p must be an editor)
+// to value, sealed with the server's keyring; created says whether it is new. Its value is never
+// returned or logged.
+func (s *Service) PutSecret(ctx context.Context, p barrage.Principal, project *uuid.UUID, name, value string) (barrage.Secret, bool, error) {
+	in, err := p.ProjectFor(project, barrage.ProjectEditor)
+	if err != nil {
+		return barrage.Secret{}, false, err
+	}
 	if err := barrage.CheckSecretName("name", name); err != nil {
 		return barrage.Secret{}, false, err
 	}
 	if err := barrage.CheckSecretValue("value", value); err != nil {
 		return barrage.Secret{}, false, err
 	}
-	return s.store.PutSecret(ctx, p.User.ID, name, s.ring.Seal([]byte(value), secretOwner(p.User.ID, name)))
+	audit.Project(ctx, in)
+	return s.store.PutSecret(ctx, in, p.User.ID, name, s.ring.Seal([]byte(value), secretOwner(p.User.ID, name)))
 }
 
-// Secrets lists p's secrets, without their values.
-func (s *Service) Secrets(ctx context.Context, p barrage.Principal) ([]barrage.Secret, error) {
-	return s.store.Secrets(ctx, p.User.ID)
+// Secrets lists the secrets of project (nil: p's home project), without their values.
+func (s *Service) Secrets(ctx context.Context, p barrage.Principal, project *uuid.UUID) ([]barrage.Secret, error) {
+	in, err := p.ProjectFor(project, barrage.ProjectViewer)
+	if err != nil {
+		return nil, err
+	}
+	return s.store.Secrets(ctx, in)
 }
 
-// DeleteSecret deletes p's secret name. A run already admitted that reads it fails when an agent
-// takes it, saying so.
-func (s *Service) DeleteSecret(ctx context.Context, p barrage.Principal, name string) error {
+// DeleteSecret deletes the secret name of project (nil: p's home project, where p must be an
+// editor). A run already admitted that reads it fails when an agent takes it, saying so.
+func (s *Service) DeleteSecret(ctx context.Context, p barrage.Principal, project *uuid.UUID, name string) error {
+	in, err := p.ProjectFor(project, barrage.ProjectEditor)
+	if err != nil {
+		return err
+	}
 	if err := barrage.CheckSecretName("name", name); err != nil {
 		return err
 	}
-	return s.store.DeleteSecret(ctx, p.User.ID, name)
+	audit.Project(ctx, in)
+	return s.store.DeleteSecret(ctx, in, name)
 }
 
-// Values opens owner's secrets of names, by name. A name owner has no secret of is a
-// *barrage.InvalidError naming it (its field is where it was asked for: secrets.NAME).
-func (s *Service) Values(ctx context.Context, owner uuid.UUID, names []string) (map[string]string, error) {
-	sealed, err := s.store.SealedSecrets(ctx, owner, names)
+// Values opens the project's secrets of names, by name. A name the project has no secret of is
+// a *barrage.InvalidError naming it (its field is where it was asked for: secrets.NAME).
+func (s *Service) Values(ctx context.Context, project uuid.UUID, names []string) (map[string]string, error) {
+	sealed, err := s.store.SealedSecrets(ctx, project, names)
 	if err != nil {
 		return nil, err
 	}
@@ -77,7 +95,7 @@ func (s *Service) Values(ctx context.Context, owner uuid.UUID, names []string) (
 	for _, name := range names {
 		if _, ok := sealed[name]; !ok {
 			missing.Fields = append(missing.Fields, barrage.FieldError{Field: "secrets." + name,
-				Reason: "you have no secret of this name, which the script reads as ${secret." + name + "}: set it (barrage secrets set " + name + ")"})
+				Reason: "the project has no secret of this name, which the script reads as ${secret." + name + "}: set it (barrage secrets set " + name + ")"})
 		}
 	}
 	if len(missing.Fields) > 0 {
@@ -85,20 +103,20 @@ func (s *Service) Values(ctx context.Context, owner uuid.UUID, names []string) (
 	}
 	for _, name := range names {
 		v := sealed[name]
-		plain, err := s.ring.Open(v, secretOwner(owner, name))
+		plain, err := s.ring.Open(v.Value, secretOwner(v.Owner, name))
 		if err != nil {
 			// The server's keyring lacks the key that sealed it: an operator's mistake, not the
 			// user's, and said without the value.
-			return nil, fmt.Errorf("secret %s of %s: %w (is the key that sealed it still in the keyring?)", name, owner, err)
+			return nil, fmt.Errorf("secret %s of project %s: %w (is the key that sealed it still in the keyring?)", name, project, err)
 		}
 		out[name] = string(plain)
 	}
 	return out, nil
 }
 
-// All opens every secret of owner, by name.
-func (s *Service) All(ctx context.Context, owner uuid.UUID) (map[string]string, error) {
-	list, err := s.store.Secrets(ctx, owner)
+// All opens every secret of the project, by name.
+func (s *Service) All(ctx context.Context, project uuid.UUID) (map[string]string, error) {
+	list, err := s.store.Secrets(ctx, project)
 	if err != nil || len(list) == 0 {
 		return nil, err
 	}
@@ -106,8 +124,8 @@ func (s *Service) All(ctx context.Context, owner uuid.UUID) (map[string]string, 
 	for i, sec := range list {
 		names[i] = sec.Name
 	}
-	return s.Values(ctx, owner, names)
+	return s.Values(ctx, project, names)
 }
 
-// secretOwner is what a secret's sealed value is bound to: its owner and name.
+// secretOwner is what a secret's sealed value is bound to: the user who set it and its name.
 func secretOwner(owner uuid.UUID, name string) []byte { return []byte(owner.String() + "/" + name) }

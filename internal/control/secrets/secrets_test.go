@@ -5,6 +5,7 @@ import (
 	"context"
 	"testing"
 
+	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
 	"github.com/barrage-load/barrage/internal/barrage"
@@ -22,32 +23,32 @@ func TestASecretIsOpenedForItsOwnerAlone(t *testing.T) {
 	ctx := context.Background()
 	u := p.User("tester@example.com", &barrage.DemoLicense)
 	other := p.User("other@example.com", &barrage.DemoLicense)
-	_, created, err := p.Secrets.PutSecret(ctx, u, "API_TOKEN", "s3cret")
+	_, created, err := p.Secrets.PutSecret(ctx, u, nil, "API_TOKEN", "s3cret")
 	require.NoError(t, err)
 	require.True(t, created)
-	_, created, err = p.Secrets.PutSecret(ctx, u, "API_TOKEN", "s3cret-2")
+	_, created, err = p.Secrets.PutSecret(ctx, u, nil, "API_TOKEN", "s3cret-2")
 	require.NoError(t, err)
 	require.False(t, created, "set again, not created")
 
-	list, err := p.Secrets.Secrets(ctx, u)
+	list, err := p.Secrets.Secrets(ctx, u, nil)
 	require.NoError(t, err)
 	require.Len(t, list, 1)
 	require.Equal(t, "API_TOKEN", list[0].Name)
-	values, err := p.Secrets.Values(ctx, u.User.ID, []string{"API_TOKEN"})
+	values, err := p.Secrets.Values(ctx, home(t, u), []string{"API_TOKEN"})
 	require.NoError(t, err)
 	require.Equal(t, map[string]string{"API_TOKEN": "s3cret-2"}, values)
 
-	_, err = p.Secrets.Values(ctx, other.User.ID, []string{"API_TOKEN"})
+	_, err = p.Secrets.Values(ctx, home(t, other), []string{"API_TOKEN"})
 	var inv *barrage.InvalidError
 	require.ErrorAs(t, err, &inv)
 	require.Equal(t, "secrets.API_TOKEN", inv.Fields[0].Field)
 	require.Contains(t, inv.Fields[0].Reason, "barrage secrets set API_TOKEN")
-	all, err := p.Secrets.All(ctx, other.User.ID)
+	all, err := p.Secrets.All(ctx, home(t, other))
 	require.NoError(t, err)
 	require.Empty(t, all)
-	require.ErrorIs(t, p.Secrets.DeleteSecret(ctx, other, "API_TOKEN"), barrage.ErrNotFound)
+	require.ErrorIs(t, p.Secrets.DeleteSecret(ctx, other, nil, "API_TOKEN"), barrage.ErrNotFound)
 
-	_, _, err = p.Secrets.PutSecret(ctx, u, "not a name", "x")
+	_, _, err = p.Secrets.PutSecret(ctx, u, nil, "not a name", "x")
 	require.ErrorIs(t, err, barrage.ErrInvalid)
 }
 
@@ -64,16 +65,24 @@ func TestASecretIsSealedWithTheKeyring(t *testing.T) {
 		return r
 	}
 	sealer := secrets.New(p.Store, ring(1))
-	_, _, err := sealer.PutSecret(ctx, u, "API_TOKEN", "s3cret")
+	_, _, err := sealer.PutSecret(ctx, u, nil, "API_TOKEN", "s3cret")
 	require.NoError(t, err)
-	sealed, err := p.Store.SealedSecrets(ctx, u.User.ID, []string{"API_TOKEN"})
+	sealed, err := p.Store.SealedSecrets(ctx, home(t, u), []string{"API_TOKEN"})
 	require.NoError(t, err)
-	require.NotContains(t, string(sealed["API_TOKEN"]), "s3cret")
+	require.NotContains(t, string(sealed["API_TOKEN"].Value), "s3cret")
 
-	_, err = secrets.New(p.Store, ring(2)).Values(ctx, u.User.ID, []string{"API_TOKEN"})
+	_, err = secrets.New(p.Store, ring(2)).Values(ctx, home(t, u), []string{"API_TOKEN"})
 	require.ErrorContains(t, err, "is the key that sealed it still in the keyring?")
 	require.NotContains(t, err.Error(), "s3cret")
-	values, err := secrets.New(p.Store, ring(1)).Values(ctx, u.User.ID, []string{"API_TOKEN"})
+	values, err := secrets.New(p.Store, ring(1)).Values(ctx, home(t, u), []string{"API_TOKEN"})
 	require.NoError(t, err)
 	require.Equal(t, "s3cret", values["API_TOKEN"])
+}
+
+// home is u's personal project.
+func home(t *testing.T, u barrage.Principal) uuid.UUID {
+	t.Helper()
+	id, err := u.HomeProject()
+	require.NoError(t, err)
+	return id
 }

@@ -30,10 +30,11 @@ import (
 // Store is what the targets keep in PostgreSQL (*postgres.Store).
 type Store interface {
 	CreateTarget(ctx context.Context, t barrage.Target, q postgres.Quota) (barrage.Target, error)
-	Target(ctx context.Context, ownerID, id uuid.UUID) (barrage.Target, error)
-	Targets(ctx context.Context, ownerID uuid.UUID) ([]barrage.Target, error)
-	DeleteTarget(ctx context.Context, ownerID, id uuid.UUID) error
-	TargetChecked(ctx context.Context, ownerID, id uuid.UUID, at time.Time, address netip.Addr, checkError string) (barrage.Target, error)
+	Target(ctx context.Context, projects []uuid.UUID, id uuid.UUID) (barrage.Target, error)
+	Targets(ctx context.Context, projects []uuid.UUID) ([]barrage.Target, error)
+	DeleteTarget(ctx context.Context, projects []uuid.UUID, id uuid.UUID) error
+	TargetChecked(ctx context.Context, projects []uuid.UUID, id uuid.UUID, at time.Time, address netip.Addr, checkError string) (barrage.Target, error)
+	barrage.ProjectFinder
 	Throttle(ctx context.Context, key string, r barrage.Rate, cost float64, now time.Time) error
 }
 
@@ -73,13 +74,18 @@ func New(store Store, log *slog.Logger, cfg Config) *Service {
 	return &Service{store: store, log: log, cfg: cfg}
 }
 
-// CreateTarget registers the target at rawURL for p, with a token of its own, not yet verified.
-func (s *Service) CreateTarget(ctx context.Context, p barrage.Principal, rawURL string) (barrage.Target, error) {
+// CreateTarget registers the target at rawURL in project (nil: p's home project, where p must be
+// an editor), with a token of its own, not yet verified.
+func (s *Service) CreateTarget(ctx context.Context, p barrage.Principal, project *uuid.UUID, rawURL string) (barrage.Target, error) {
+	in, err := p.ProjectFor(project, barrage.ProjectEditor)
+	if err != nil {
+		return barrage.Target{}, err
+	}
 	t, err := barrage.ParseTarget(rawURL)
 	if err != nil {
 		return barrage.Target{}, err
 	}
-	t.ID, t.OwnerID, t.Token = uuid.Must(uuid.NewV7()), p.User.ID, strings.ToLower(rand.Text())
+	t.ID, t.OwnerID, t.ProjectID, t.Token = uuid.Must(uuid.NewV7()), p.User.ID, in, strings.ToLower(rand.Text())
 	t, err = s.store.CreateTarget(ctx, t, postgres.QuotaOf(p, s.cfg.Quotas))
 	if err != nil {
 		return barrage.Target{}, err
@@ -94,33 +100,42 @@ func (s *Service) withOpen(t barrage.Target) barrage.Target {
 	return t
 }
 
-// Targets lists p's targets.
-func (s *Service) Targets(ctx context.Context, p barrage.Principal) ([]barrage.Target, error) {
-	ts, err := s.store.Targets(ctx, p.User.ID)
+// Targets lists the targets of p's projects (of project alone, when given).
+func (s *Service) Targets(ctx context.Context, p barrage.Principal, project *uuid.UUID) ([]barrage.Target, error) {
+	in := p.Projects(barrage.ProjectViewer)
+	if project != nil {
+		if err := p.Need(*project, barrage.ProjectViewer); err != nil {
+			return nil, err
+		}
+		in = []uuid.UUID{*project}
+	}
+	ts, err := s.store.Targets(ctx, in)
 	for i := range ts {
 		ts[i] = s.withOpen(ts[i])
 	}
 	return ts, err
 }
 
-// Target reads p's target id.
+// Target reads target id of one of p's projects.
 func (s *Service) Target(ctx context.Context, p barrage.Principal, id uuid.UUID) (barrage.Target, error) {
-	t, err := s.store.Target(ctx, p.User.ID, id)
+	t, err := s.store.Target(ctx, p.Projects(barrage.ProjectViewer), id)
 	return s.withOpen(t), err
 }
 
-// DeleteTarget removes p's target id: runs started after no longer load it from shared agents.
+// DeleteTarget removes target id (p an editor of its project): runs started after no longer load
+// it from shared agents.
 func (s *Service) DeleteTarget(ctx context.Context, p barrage.Principal, id uuid.UUID) error {
-	return s.store.DeleteTarget(ctx, p.User.ID, id)
+	err := s.store.DeleteTarget(ctx, p.Projects(barrage.ProjectEditor), id)
+	return p.Denied(ctx, err, barrage.ProjectEditor, s.store, barrage.KindTarget, id)
 }
 
-// VerifyTarget checks p's target id now and records the outcome, which the target returned says
-// (Verified, CheckError). Checks asked for are throttled per account (VerifyRate): each is a
-// request the server sends on its user's word.
+// VerifyTarget checks target id (p an editor of its project) now and records the outcome, which
+// the target returned says (Verified, CheckError). Checks asked for are throttled per account
+// (VerifyRate): each is a request the server sends on its user's word.
 func (s *Service) VerifyTarget(ctx context.Context, p barrage.Principal, id uuid.UUID) (barrage.Target, error) {
-	t, err := s.store.Target(ctx, p.User.ID, id)
+	t, err := s.store.Target(ctx, p.Projects(barrage.ProjectEditor), id)
 	if err != nil {
-		return barrage.Target{}, err
+		return barrage.Target{}, p.Denied(ctx, err, barrage.ProjectEditor, s.store, barrage.KindTarget, id)
 	}
 	if err := s.store.Throttle(ctx, "verify:"+p.User.ID.String(), VerifyRate, 1, s.cfg.Now()); err != nil {
 		return barrage.Target{}, err
@@ -143,16 +158,15 @@ func (s *Service) check(ctx context.Context, t barrage.Target) (barrage.Target, 
 	if err != nil {
 		why = err.Error()
 	}
-	return s.store.TargetChecked(ctx, t.OwnerID, t.ID, s.cfg.Now(), at, why)
+	return s.store.TargetChecked(ctx, []uuid.UUID{t.ProjectID}, t.ID, s.cfg.Now(), at, why)
 }
 
-// Destinations are what p's run of parsed may load when one of its agents is shared: the
-// operator's open targets, and p's targets verified again now, each pinned to the address that
-// proved it. Every destination the script
-// names must be one of them, else the run is refused before any agent is asked. A script that
-// builds a host at run time may reach any of p's targets that the check proves now. Nil when
-// every target is open.
-func (s *Service) Destinations(ctx context.Context, p barrage.Principal, parsed *script.Script) ([]string, error) {
+// Destinations are what p's run of parsed in project may load when one of its agents is shared:
+// the operator's open targets, and the project's targets verified again now, each pinned to the
+// address that proved it. Every destination the script names must be one of them, else the run
+// is refused before any agent is asked. A script that builds a host at run time may reach any of
+// the project's targets that the check proves now. Nil when every target is open.
+func (s *Service) Destinations(ctx context.Context, p barrage.Principal, project uuid.UUID, parsed *script.Script) ([]string, error) {
 	if s.cfg.All {
 		return nil, nil
 	}
@@ -163,7 +177,7 @@ func (s *Service) Destinations(ctx context.Context, p barrage.Principal, parsed 
 		return nil, barrage.Invalid("proxy", "a proxy is for your own agents: a shared agent dials each target at the address it was verified at")
 	}
 	named, dynamic := scriptDestinations(parsed)
-	mine, err := s.store.Targets(ctx, p.User.ID)
+	mine, err := s.store.Targets(ctx, []uuid.UUID{project})
 	if err != nil {
 		return nil, err
 	}
@@ -178,7 +192,7 @@ func (s *Service) Destinations(ctx context.Context, p barrage.Principal, parsed 
 		switch {
 		case s.cfg.Open[d]:
 		case !ok:
-			problems = append(problems, fmt.Sprintf("%s is not a target of yours: register it (barrage targets add) and prove you control it", d))
+			problems = append(problems, fmt.Sprintf("%s is not a target of the project: register it (barrage targets add) and prove you control it", d))
 		case !t.Verified():
 			problems = append(problems, fmt.Sprintf("%s is not verified: prove you control it, then check it (barrage targets verify %s)", d, t.ID))
 		default:
@@ -230,13 +244,14 @@ func (s *Service) Destinations(ctx context.Context, p barrage.Principal, parsed 
 	return slices.Compact(out), nil
 }
 
-// Verified are what a job of owner's on a shared agent may reach: the operator's open
-// targets and owner's targets verified at their latest check; nil when every target is open.
-func (s *Service) Verified(ctx context.Context, owner uuid.UUID) ([]string, error) {
+// Verified are what a job on a test of project on a shared agent may reach: the operator's open
+// targets and the project's targets verified at their latest check; nil when every target is
+// open.
+func (s *Service) Verified(ctx context.Context, project uuid.UUID) ([]string, error) {
 	if s.cfg.All {
 		return nil, nil
 	}
-	mine, err := s.store.Targets(ctx, owner)
+	mine, err := s.store.Targets(ctx, []uuid.UUID{project})
 	if err != nil {
 		return nil, err
 	}

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
 	"github.com/barrage-load/barrage/internal/barrage"
@@ -55,9 +56,9 @@ func TestATargetIsLoadedFromSharedAgentsOnlyWhileItsProofHolds(t *testing.T) {
 	b := setup(t, targets.Config{})
 	ctx := context.Background()
 	sc := parse(t, b.shop.URL)
-	require.Contains(t, controltest.Invalid(t, b.dests(sc), "targets"), "is not a target of yours")
+	require.Contains(t, controltest.Invalid(t, b.dests(sc), "targets"), "is not a target of the project")
 
-	tg, err := b.Targets.CreateTarget(ctx, b.user, b.shop.URL)
+	tg, err := b.Targets.CreateTarget(ctx, b.user, nil, b.shop.URL)
 	require.NoError(t, err)
 	require.False(t, tg.Verified())
 	require.Contains(t, controltest.Invalid(t, b.dests(sc), "targets"), "is not verified")
@@ -70,10 +71,10 @@ func TestATargetIsLoadedFromSharedAgentsOnlyWhileItsProofHolds(t *testing.T) {
 	tg, err = b.Targets.VerifyTarget(ctx, b.user, tg.ID)
 	require.NoError(t, err)
 	require.True(t, tg.Verified())
-	dests, err := b.Targets.Destinations(ctx, b.user, sc)
+	dests, err := b.Targets.Destinations(ctx, b.user, home(t, b.user), sc)
 	require.NoError(t, err)
 	require.Equal(t, []string{tg.Pinned()}, dests)
-	jobs, err := b.Targets.Verified(ctx, b.user.User.ID)
+	jobs, err := b.Targets.Verified(ctx, home(t, b.user))
 	require.NoError(t, err)
 	require.Equal(t, []string{tg.Pinned()}, jobs, "a job on a shared agent reaches the verified targets")
 
@@ -85,7 +86,11 @@ func TestATargetIsLoadedFromSharedAgentsOnlyWhileItsProofHolds(t *testing.T) {
 }
 
 func (b *testBundle) dests(sc *script.Script) error {
-	_, err := b.Targets.Destinations(context.Background(), b.user, sc)
+	home, err := b.user.HomeProject()
+	if err != nil {
+		return err
+	}
+	_, err = b.Targets.Destinations(context.Background(), b.user, home, sc)
 	return err
 }
 
@@ -95,10 +100,10 @@ func TestOpenTargetsNeedNoProof(t *testing.T) {
 	t.Parallel()
 	b := setup(t, targets.Config{Open: map[string]bool{"127.0.0.1:9": true}})
 	ctx := context.Background()
-	dests, err := b.Targets.Destinations(ctx, b.user, parse(t, "http://127.0.0.1:9"))
+	dests, err := b.Targets.Destinations(ctx, b.user, home(t, b.user), parse(t, "http://127.0.0.1:9"))
 	require.NoError(t, err)
 	require.Equal(t, []string{"127.0.0.1:9"}, dests)
-	tg, err := b.Targets.CreateTarget(ctx, b.user, "http://127.0.0.1:9")
+	tg, err := b.Targets.CreateTarget(ctx, b.user, nil, "http://127.0.0.1:9")
 	require.NoError(t, err)
 	require.True(t, tg.Open)
 
@@ -107,7 +112,7 @@ func TestOpenTargetsNeedNoProof(t *testing.T) {
 	require.Contains(t, controltest.Invalid(t, b.dests(hosts), "hosts"), "for your own agents")
 
 	all := setup(t, targets.Config{All: true})
-	dests, err = all.Targets.Destinations(ctx, all.user, parse(t, "http://shop.test"))
+	dests, err = all.Targets.Destinations(ctx, all.user, home(t, all.user), parse(t, "http://shop.test"))
 	require.NoError(t, err)
 	require.Nil(t, dests)
 }
@@ -133,7 +138,7 @@ func TestAnotherUsersTargetIsNotFound(t *testing.T) {
 	t.Parallel()
 	b := setup(t, targets.Config{})
 	ctx := context.Background()
-	tg, err := b.Targets.CreateTarget(ctx, b.user, b.shop.URL)
+	tg, err := b.Targets.CreateTarget(ctx, b.user, nil, b.shop.URL)
 	require.NoError(t, err)
 	b.shop.Serve(tg.Token, true)
 	_, err = b.Targets.VerifyTarget(ctx, b.user, tg.ID)
@@ -145,13 +150,21 @@ func TestAnotherUsersTargetIsNotFound(t *testing.T) {
 	_, err = b.Targets.VerifyTarget(ctx, other, tg.ID)
 	require.ErrorIs(t, err, barrage.ErrNotFound)
 	require.ErrorIs(t, b.Targets.DeleteTarget(ctx, other, tg.ID), barrage.ErrNotFound)
-	list, err := b.Targets.Targets(ctx, other)
+	list, err := b.Targets.Targets(ctx, other, nil)
 	require.NoError(t, err)
 	require.Empty(t, list)
-	_, err = b.Targets.Destinations(ctx, other, parse(t, b.shop.URL))
-	require.Contains(t, controltest.Invalid(t, err, "targets"), "is not a target of yours")
+	_, err = b.Targets.Destinations(ctx, other, home(t, other), parse(t, b.shop.URL))
+	require.Contains(t, controltest.Invalid(t, err, "targets"), "is not a target of the project")
 
 	require.NoError(t, b.Targets.DeleteTarget(ctx, b.user, tg.ID))
 	_, err = b.Targets.Target(ctx, b.user, tg.ID)
 	require.ErrorIs(t, err, barrage.ErrNotFound)
+}
+
+// home is u's personal project.
+func home(t *testing.T, u barrage.Principal) uuid.UUID {
+	t.Helper()
+	id, err := u.HomeProject()
+	require.NoError(t, err)
+	return id
 }

@@ -34,12 +34,13 @@ type Revision struct {
 	Script *script.Script
 }
 
-// Load reads revision n (0: the latest) of p's test id with its data files, and checks it as an
-// agent will load it.
-func (s *Service) Load(ctx context.Context, p barrage.Principal, id uuid.UUID, n int) (Revision, error) {
-	b, n, err := s.store.TestBundle(ctx, p.User.ID, id, n, script.FilesOf)
+// Load reads revision n (0: the latest) of test id with its data files, and checks it as an
+// agent will load it; p must hold min in the test's project: what loads a test does so to run
+// it (a runner debugs, generates and runs the tests there are).
+func (s *Service) Load(ctx context.Context, p barrage.Principal, id uuid.UUID, n int, min barrage.ProjectRole) (Revision, error) {
+	b, n, err := s.store.TestBundle(ctx, p.Projects(min), id, n, script.FilesOf)
 	if err != nil {
-		return Revision{}, err
+		return Revision{}, s.denied(ctx, p, err, min, id)
 	}
 	parsed, err := script.CheckBundle(b.Source, b.Files)
 	if err != nil {
@@ -51,7 +52,7 @@ func (s *Service) Load(ctx context.Context, p barrage.Principal, id uuid.UUID, n
 // DebugTest runs one traced iteration of one VU of p's test on an agent and returns the agent
 // that ran it, the revision, and its trace as the agent reported it (JSON).
 func (s *Service) DebugTest(ctx context.Context, p barrage.Principal, id uuid.UUID, in JobInput) (barrage.Agent, int, json.RawMessage, error) {
-	rev, err := s.Load(ctx, p, id, in.Revision)
+	rev, err := s.Load(ctx, p, id, in.Revision, barrage.ProjectRunner)
 	if err != nil {
 		return barrage.Agent{}, 0, nil, err
 	}
@@ -59,10 +60,10 @@ func (s *Service) DebugTest(ctx context.Context, p barrage.Principal, id uuid.UU
 	if err != nil {
 		return barrage.Agent{}, 0, nil, err
 	}
-	if _, err := s.deps.Secrets.Values(ctx, p.User.ID, rev.Script.Secrets); err != nil {
+	if _, err := s.deps.Secrets.Values(ctx, rev.Bundle.ProjectID, rev.Script.Secrets); err != nil {
 		return barrage.Agent{}, 0, nil, err
 	}
-	a, j, err := s.deps.Fleet.RunJob(ctx, p, barrage.AgentJob{Kind: barrage.JobDebug, TestID: id, Revision: rev.N}, in.AgentID, market)
+	a, j, err := s.deps.Fleet.RunJob(ctx, p, rev.Bundle.ProjectID, barrage.AgentJob{Kind: barrage.JobDebug, TestID: id, Revision: rev.N}, in.AgentID, market)
 	if err != nil {
 		return a, rev.N, nil, err
 	}
@@ -84,7 +85,7 @@ type Generated struct {
 // needs no agent. A script that is one p has already is not stored again, that one returned:
 // generating a revision again (or running it again) stores no copy.
 func (s *Service) GenerateScript(ctx context.Context, p barrage.Principal, id uuid.UUID, in JobInput) (barrage.Script, error) {
-	rev, err := s.Load(ctx, p, id, in.Revision)
+	rev, err := s.Load(ctx, p, id, in.Revision, barrage.ProjectRunner)
 	if err != nil {
 		return barrage.Script{}, err
 	}
@@ -101,7 +102,7 @@ func (s *Service) Generate(ctx context.Context, p barrage.Principal, rev Revisio
 		if err != nil {
 			return barrage.Script{}, err
 		}
-		_, j, err := s.deps.Fleet.RunJob(ctx, p, barrage.AgentJob{Kind: barrage.JobGenerate, TestID: rev.TestID, Revision: rev.N}, agentID, market)
+		_, j, err := s.deps.Fleet.RunJob(ctx, p, b.ProjectID, barrage.AgentJob{Kind: barrage.JobGenerate, TestID: rev.TestID, Revision: rev.N}, agentID, market)
 		if err != nil {
 			return barrage.Script{}, err
 		}
@@ -116,7 +117,7 @@ func (s *Service) Generate(ctx context.Context, p barrage.Principal, rev Revisio
 		}
 	}
 	testID := rev.TestID
-	return s.storeScript(ctx, p, b.Name, gen.Source, b.Files, barrage.ScriptManifest{TestID: &testID, TestRevision: rev.N, Plugins: gen.Plugins})
+	return s.storeScript(ctx, p, b.ProjectID, b.Name, gen.Source, b.Files, barrage.ScriptManifest{TestID: &testID, TestRevision: rev.N, Plugins: gen.Plugins})
 }
 
 // checkGenerated holds an agent's generated script to what the server will run: a valid script
@@ -145,9 +146,10 @@ func checkGenerated(g Generated, files []barrage.ScriptFile) error {
 
 var sha256Re = regexp.MustCompile(`^[0-9a-f]{64}$`)
 
-// storeScript stores a checked script for p with its data files and manifest, the files'
-// digests added to it; a script p has already is returned rather than stored again.
-func (s *Service) storeScript(ctx context.Context, p barrage.Principal, name string, source []byte, files []barrage.ScriptFile, m barrage.ScriptManifest) (barrage.Script, error) {
+// storeScript stores a checked script made by p in project with its data files and manifest,
+// the files' digests added to it; a script the project has already is returned rather than
+// stored again.
+func (s *Service) storeScript(ctx context.Context, p barrage.Principal, project uuid.UUID, name string, source []byte, files []barrage.ScriptFile, m barrage.ScriptManifest) (barrage.Script, error) {
 	sum := sha256.Sum256(source)
 	m.Files = []barrage.ScriptFileRef{}
 	for _, f := range files {
@@ -157,7 +159,7 @@ func (s *Service) storeScript(ctx context.Context, p barrage.Principal, name str
 	if m.Plugins == nil {
 		m.Plugins = []barrage.PluginPin{}
 	}
-	sc := barrage.Script{ID: uuid.Must(uuid.NewV7()), OwnerID: p.User.ID, Name: name, Source: source, SHA256: sum[:], Files: files, Manifest: m}
+	sc := barrage.Script{ID: uuid.Must(uuid.NewV7()), OwnerID: p.User.ID, ProjectID: project, Name: name, Source: source, SHA256: sum[:], Files: files, Manifest: m}
 	sc, created, err := s.store.CreateScript(ctx, sc, postgres.QuotaOf(p, s.cfg.Quotas))
 	if err != nil {
 		return barrage.Script{}, err

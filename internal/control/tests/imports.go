@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/barrage-load/barrage/internal/barrage"
 	"github.com/barrage-load/barrage/internal/har"
 )
@@ -18,19 +20,25 @@ type ImportInput struct {
 	HAR  []byte
 	// Assets keeps static assets, left out by default.
 	Assets bool
+	// Project is where the test goes (nil: the principal's home project).
+	Project *uuid.UUID
 }
 
 // ImportTest converts a HAR recording into a script with the converter `barrage import har`
-// uses, and stores it as a new test of p, as CreateTest does. It returns the test and what the
+// uses, and stores it as a new test in in.Project, as CreateTest does. It returns the test and what the
 // conversion found. Nothing is fetched: the HAR holds all the conversion reads. Wherever the
-// recording sent one of p's secrets, the script reads ${secret.NAME}, and nothing returned or
-// stored holds its value.
+// recording sent one of the project's secrets, the script reads ${secret.NAME}, and nothing
+// returned or stored holds its value.
 func (s *Service) ImportTest(ctx context.Context, p barrage.Principal, in ImportInput) (barrage.Test, *har.Result, error) {
+	project, err := p.ProjectFor(in.Project, barrage.ProjectEditor)
+	if err != nil {
+		return barrage.Test{}, nil, err
+	}
 	l, err := har.Decode(in.HAR)
 	if err != nil {
 		return barrage.Test{}, nil, err
 	}
-	secrets, err := s.deps.Secrets.All(ctx, p.User.ID)
+	secrets, err := s.deps.Secrets.All(ctx, project)
 	if err != nil {
 		return barrage.Test{}, nil, err
 	}
@@ -51,7 +59,7 @@ func (s *Service) ImportTest(ctx context.Context, p barrage.Principal, in Import
 	if err != nil {
 		return barrage.Test{}, nil, err
 	}
-	t, err := s.CreateTest(ctx, p, TestInput{Name: in.Name, Format: barrage.FormatYAML, Source: res.Script})
+	t, err := s.CreateTest(ctx, p, TestInput{Name: in.Name, Format: barrage.FormatYAML, Source: res.Script, Project: &project})
 	if err != nil {
 		return barrage.Test{}, nil, fmt.Errorf("store the imported test: %w", err)
 	}

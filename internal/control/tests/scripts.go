@@ -15,13 +15,19 @@ type ScriptInput struct {
 	Name   string // empty: the script's own
 	Source []byte
 	Files  []barrage.ScriptFile
+	// Project is where the script goes (nil: the principal's home project).
+	Project *uuid.UUID
 }
 
 // CreateScript checks a script with the parser `barrage run` uses, its data files included, and
 // stores it immutably with its digest and manifest. A refused script's error lists every
-// problem with its path and line. A script p has already (the same source, name and files) is
-// not stored again: that one is returned.
+// problem with its path and line, in in.Project, where p is an editor. A script the project has
+// already (the same source, name and files) is not stored again: that one is returned.
 func (s *Service) CreateScript(ctx context.Context, p barrage.Principal, in ScriptInput) (barrage.Script, error) {
+	project, err := p.ProjectFor(in.Project, barrage.ProjectEditor)
+	if err != nil {
+		return barrage.Script{}, err
+	}
 	parsed, err := script.CheckBundle(in.Source, in.Files)
 	if err != nil {
 		return barrage.Script{}, err
@@ -38,10 +44,10 @@ func (s *Service) CreateScript(ctx context.Context, p barrage.Principal, in Scri
 			return barrage.Script{}, err
 		}
 	}
-	return s.storeScript(ctx, p, name, in.Source, in.Files, barrage.ScriptManifest{})
+	return s.storeScript(ctx, p, project, name, in.Source, in.Files, barrage.ScriptManifest{})
 }
 
-// Script reads p's script id.
+// Script reads script id of one of p's projects.
 func (s *Service) Script(ctx context.Context, p barrage.Principal, id uuid.UUID) (barrage.Script, error) {
-	return s.store.Script(ctx, p.User.ID, id)
+	return s.store.Script(ctx, p.Projects(barrage.ProjectViewer), id)
 }

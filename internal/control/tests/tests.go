@@ -23,24 +23,26 @@ import (
 	"github.com/barrage-load/barrage/internal/script"
 )
 
-// Store is what the tests keep in PostgreSQL (*postgres.Store).
+// Store is what the tests keep in PostgreSQL (*postgres.Store). What takes projects reads or
+// changes an object only within them.
 type Store interface {
 	CreateTest(ctx context.Context, t barrage.Test, rev barrage.TestRevision, q postgres.Quota) (barrage.Test, error)
-	SaveTest(ctx context.Context, ownerID, id uuid.UUID, name *string, rev barrage.TestRevision, q postgres.Quota) (barrage.Test, error)
-	Test(ctx context.Context, ownerID, id uuid.UUID) (barrage.Test, error)
-	Tests(ctx context.Context, ownerID uuid.UUID, before *uuid.UUID, limit int) ([]barrage.Test, error)
-	DeleteTest(ctx context.Context, ownerID, id uuid.UUID) error
-	TestRevision(ctx context.Context, ownerID, id uuid.UUID, n int) (barrage.TestRevision, error)
-	TestRevisions(ctx context.Context, ownerID, id uuid.UUID) ([]barrage.TestRevision, error)
-	TestBundle(ctx context.Context, ownerID, id uuid.UUID, n int, files postgres.DataFiles) (barrage.TestBundle, int, error)
+	SaveTest(ctx context.Context, projects []uuid.UUID, id uuid.UUID, name *string, rev barrage.TestRevision, q postgres.Quota) (barrage.Test, error)
+	Test(ctx context.Context, projects []uuid.UUID, id uuid.UUID) (barrage.Test, error)
+	Tests(ctx context.Context, projects []uuid.UUID, before *uuid.UUID, limit int) ([]barrage.Test, error)
+	DeleteTest(ctx context.Context, projects []uuid.UUID, id uuid.UUID) error
+	TestRevision(ctx context.Context, projects []uuid.UUID, id uuid.UUID, n int) (barrage.TestRevision, error)
+	TestRevisions(ctx context.Context, projects []uuid.UUID, id uuid.UUID) ([]barrage.TestRevision, error)
+	TestBundle(ctx context.Context, projects []uuid.UUID, id uuid.UUID, n int, files postgres.DataFiles) (barrage.TestBundle, int, error)
 
-	PutTestFile(ctx context.Context, ownerID, id uuid.UUID, name string, content []byte, maxFiles int, q postgres.Quota) (barrage.TestFile, bool, error)
-	TestFile(ctx context.Context, ownerID, id uuid.UUID, name string) (barrage.TestFile, error)
-	DeleteTestFile(ctx context.Context, ownerID, id uuid.UUID, name string) error
+	PutTestFile(ctx context.Context, projects []uuid.UUID, id uuid.UUID, name string, content []byte, maxFiles int, q postgres.Quota) (barrage.TestFile, bool, error)
+	TestFile(ctx context.Context, projects []uuid.UUID, id uuid.UUID, name string) (barrage.TestFile, error)
+	DeleteTestFile(ctx context.Context, projects []uuid.UUID, id uuid.UUID, name string) error
 
 	CreateScript(ctx context.Context, sc barrage.Script, q postgres.Quota) (barrage.Script, bool, error)
-	Script(ctx context.Context, ownerID, id uuid.UUID) (barrage.Script, error)
+	Script(ctx context.Context, projects []uuid.UUID, id uuid.UUID) (barrage.Script, error)
 
+	barrage.ProjectFinder
 	Throttle(ctx context.Context, key string, r barrage.Rate, cost float64, now time.Time) error
 }
 
@@ -89,6 +91,8 @@ type TestInput struct {
 	Name   string
 	Format barrage.SourceFormat
 	Source []byte
+	// Project is where a new test goes (nil: the principal's home project).
+	Project *uuid.UUID
 }
 
 // checkTest validates a session with the parser `barrage run` uses (its data files are checked
@@ -123,8 +127,13 @@ func (s *Service) CheckTest(in TestInput) (string, []barrage.FieldError, error) 
 	return name, nil, err
 }
 
-// CreateTest stores a new test for p, its session as revision 1.
+// CreateTest stores a new test in in.Project (nil: p's home project), where p is an editor, its
+// session as revision 1.
 func (s *Service) CreateTest(ctx context.Context, p barrage.Principal, in TestInput) (barrage.Test, error) {
+	home, err := p.ProjectFor(in.Project, barrage.ProjectEditor)
+	if err != nil {
+		return barrage.Test{}, err
+	}
 	name, err := checkTest(in)
 	if err != nil {
 		return barrage.Test{}, err
@@ -132,7 +141,7 @@ func (s *Service) CreateTest(ctx context.Context, p barrage.Principal, in TestIn
 	if name == "" {
 		return barrage.Test{}, barrage.Invalid("name", "give the test a name: the script's name, or ?name=")
 	}
-	t := barrage.Test{ID: uuid.Must(uuid.NewV7()), OwnerID: p.User.ID, Name: name}
+	t := barrage.Test{ID: uuid.Must(uuid.NewV7()), OwnerID: p.User.ID, ProjectID: home, Name: name}
 	t, err = s.store.CreateTest(ctx, t, barrage.TestRevision{Format: in.Format, Source: in.Source}, postgres.QuotaOf(p, s.cfg.Quotas))
 	if err != nil {
 		return barrage.Test{}, err
@@ -142,7 +151,8 @@ func (s *Service) CreateTest(ctx context.Context, p barrage.Principal, in TestIn
 	return t, nil
 }
 
-// SaveTest stores p's test id's session as its next revision; older revisions stay readable.
+// SaveTest stores test id's session as its next revision (p an editor of its project); older
+// revisions stay readable.
 func (s *Service) SaveTest(ctx context.Context, p barrage.Principal, id uuid.UUID, in TestInput) (barrage.Test, error) {
 	checked, err := checkTest(in)
 	if err != nil {
@@ -152,36 +162,60 @@ func (s *Service) SaveTest(ctx context.Context, p barrage.Principal, id uuid.UUI
 	if in.Name != "" {
 		name = &checked
 	}
-	return s.store.SaveTest(ctx, p.User.ID, id, name, barrage.TestRevision{Format: in.Format, Source: in.Source}, postgres.QuotaOf(p, s.cfg.Quotas))
+	t, err := s.store.SaveTest(ctx, p.Projects(barrage.ProjectEditor), id, name, barrage.TestRevision{Format: in.Format, Source: in.Source},
+		postgres.QuotaOf(p, s.cfg.Quotas))
+	return t, s.denied(ctx, p, err, barrage.ProjectEditor, id)
 }
 
-// Test reads p's test id.
+// Test reads test id of one of p's projects.
 func (s *Service) Test(ctx context.Context, p barrage.Principal, id uuid.UUID) (barrage.Test, error) {
-	return s.store.Test(ctx, p.User.ID, id)
+	return s.store.Test(ctx, p.Projects(barrage.ProjectViewer), id)
 }
 
-// Tests lists p's tests, newest first.
-func (s *Service) Tests(ctx context.Context, p barrage.Principal, before *uuid.UUID, limit int) (barrage.Page[barrage.Test], error) {
-	rows, err := s.store.Tests(ctx, p.User.ID, before, limit+1)
+// Tests lists the tests of p's projects (of project alone, when given), newest first.
+func (s *Service) Tests(ctx context.Context, p barrage.Principal, project *uuid.UUID, before *uuid.UUID, limit int) (barrage.Page[barrage.Test], error) {
+	in, err := readable(p, project)
+	if err != nil {
+		return barrage.Page[barrage.Test]{}, err
+	}
+	rows, err := s.store.Tests(ctx, in, before, limit+1)
 	if err != nil {
 		return barrage.Page[barrage.Test]{}, err
 	}
 	return barrage.NewPage(rows, limit, func(t barrage.Test) uuid.UUID { return t.ID }), nil
 }
 
-// DeleteTest removes p's test id with its revisions and files; its scripts and runs stay.
+// DeleteTest removes test id (p an editor of its project) with its revisions and files; its
+// scripts and runs stay.
 func (s *Service) DeleteTest(ctx context.Context, p barrage.Principal, id uuid.UUID) error {
-	return s.store.DeleteTest(ctx, p.User.ID, id)
+	return s.denied(ctx, p, s.store.DeleteTest(ctx, p.Projects(barrage.ProjectEditor), id), barrage.ProjectEditor, id)
 }
 
-// TestRevision reads revision n (0: the latest) of p's test id.
+// TestRevision reads revision n (0: the latest) of test id of one of p's projects.
 func (s *Service) TestRevision(ctx context.Context, p barrage.Principal, id uuid.UUID, n int) (barrage.TestRevision, error) {
-	return s.store.TestRevision(ctx, p.User.ID, id, n)
+	return s.store.TestRevision(ctx, p.Projects(barrage.ProjectViewer), id, n)
 }
 
-// TestRevisions lists the revisions of p's test id, newest first.
+// TestRevisions lists the revisions of test id of one of p's projects, newest first.
 func (s *Service) TestRevisions(ctx context.Context, p barrage.Principal, id uuid.UUID) ([]barrage.TestRevision, error) {
-	return s.store.TestRevisions(ctx, p.User.ID, id)
+	return s.store.TestRevisions(ctx, p.Projects(barrage.ProjectViewer), id)
+}
+
+// denied explains a change of test id that found nothing where p holds min (Principal.Denied).
+func (s *Service) denied(ctx context.Context, p barrage.Principal, err error, min barrage.ProjectRole, id uuid.UUID) error {
+	return p.Denied(ctx, err, min, s.store, barrage.KindTest, id)
+}
+
+// readable are the projects a list reads: project alone when given (p must be in it), else
+// every one of p's.
+func readable(p barrage.Principal, project *uuid.UUID) ([]uuid.UUID, error) {
+	if project == nil {
+		return p.Projects(barrage.ProjectViewer), nil
+	}
+	if err := p.Need(*project, barrage.ProjectViewer); err != nil {
+		return nil, err
+	}
+	return []uuid.UUID{*project}, nil
 }
 
 // fileNameRe is what a data file may be called: the name a script's data variable gives as its
@@ -191,27 +225,29 @@ var fileNameRe = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9._-]{0,99}$`)
 // MaxTestFiles bounds the data files of one test.
 const MaxTestFiles = 20
 
-// PutTestFile stores a data file of p's test id under name, replacing one of that name.
+// PutTestFile stores a data file of test id (p an editor of its project) under name, replacing
+// one of that name.
 func (s *Service) PutTestFile(ctx context.Context, p barrage.Principal, id uuid.UUID, name string, content []byte) (barrage.TestFile, bool, error) {
 	if !fileNameRe.MatchString(name) {
 		return barrage.TestFile{}, false, barrage.Invalid("name",
 			"1 to 100 letters, digits, '.', '_' or '-', not starting with '.' or '-', and no folder: a script's data variable names its file so")
 	}
-	return s.store.PutTestFile(ctx, p.User.ID, id, name, content, MaxTestFiles, postgres.QuotaOf(p, s.cfg.Quotas))
+	f, created, err := s.store.PutTestFile(ctx, p.Projects(barrage.ProjectEditor), id, name, content, MaxTestFiles, postgres.QuotaOf(p, s.cfg.Quotas))
+	return f, created, s.denied(ctx, p, err, barrage.ProjectEditor, id)
 }
 
-// TestFile reads a data file of p's test id.
+// TestFile reads a data file of test id of one of p's projects.
 func (s *Service) TestFile(ctx context.Context, p barrage.Principal, id uuid.UUID, name string) (barrage.TestFile, error) {
 	if !fileNameRe.MatchString(name) {
 		return barrage.TestFile{}, barrage.Errorf(barrage.ErrNotFound, "file not found")
 	}
-	return s.store.TestFile(ctx, p.User.ID, id, name)
+	return s.store.TestFile(ctx, p.Projects(barrage.ProjectViewer), id, name)
 }
 
-// DeleteTestFile removes a data file of p's test id.
+// DeleteTestFile removes a data file of test id (p an editor of its project).
 func (s *Service) DeleteTestFile(ctx context.Context, p barrage.Principal, id uuid.UUID, name string) error {
 	if !fileNameRe.MatchString(name) {
 		return barrage.Errorf(barrage.ErrNotFound, "file not found")
 	}
-	return s.store.DeleteTestFile(ctx, p.User.ID, id, name)
+	return s.denied(ctx, p, s.store.DeleteTestFile(ctx, p.Projects(barrage.ProjectEditor), id, name), barrage.ProjectEditor, id)
 }

@@ -145,7 +145,7 @@ func TestADebugGoesToAnAgentAndComesBackWithItsTrace(t *testing.T) {
 	defer cancel()
 	tt := b.test(t)
 	_, _, _, err := b.Tests.DebugTest(ctx, b.user, tt.ID, tests.JobInput{})
-	require.ErrorContains(t, err, "no agent you may use is online")
+	require.ErrorContains(t, err, "no agent of the project, nor a shared one, is online")
 
 	a, _ := b.Agent(&b.user, "mine", barrage.Limits{})
 	trace := json.RawMessage(`{"requests":[{"name":"get home","status":200}]}`)
@@ -175,7 +175,7 @@ func TestImportingAHARKeepsTheImportersSecretsOutOfTheScript(t *testing.T) {
 	ctx := context.Background()
 	data, err := os.ReadFile("../../har/testdata/shop-chrome.har")
 	require.NoError(t, err)
-	_, _, err = b.Secrets.PutSecret(ctx, b.user, "SHOP_PASSWORD", "lovelace-1815")
+	_, _, err = b.Secrets.PutSecret(ctx, b.user, nil, "SHOP_PASSWORD", "lovelace-1815")
 	require.NoError(t, err)
 
 	tt, res, err := b.Tests.ImportTest(ctx, b.user, tests.ImportInput{HAR: data})
@@ -226,7 +226,7 @@ func TestAnotherUsersTestIsNotFound(t *testing.T) {
 	} {
 		require.ErrorIs(t, err, barrage.ErrNotFound, what)
 	}
-	page, err := b.Tests.Tests(ctx, other, nil, 10)
+	page, err := b.Tests.Tests(ctx, other, nil, nil, 10)
 	require.NoError(t, err)
 	require.Empty(t, page.Items)
 	_, err = b.Tests.Test(ctx, b.user, tt.ID)

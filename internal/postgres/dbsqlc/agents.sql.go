@@ -37,19 +37,19 @@ func (q *Queries) AgentCountSeenSince(ctx context.Context, db DBTX, since *time.
 
 const agentDelete = `-- name: AgentDelete :execrows
 DELETE FROM agents
-WHERE id = $1 AND (($2::uuid IS NOT NULL AND owner_id = $2::uuid)
-                    OR ($2::uuid IS NULL AND owner_id IS NULL))
+WHERE id = $1 AND (($2::uuid[] IS NOT NULL AND project_id = ANY($2::uuid[]))
+                    OR ($2::uuid[] IS NULL AND owner_id IS NULL))
 `
 
 type AgentDeleteParams struct {
-	ID      uuid.UUID
-	OwnerID *uuid.UUID
+	ID       uuid.UUID
+	Projects []uuid.UUID
 }
 
-// AgentDelete removes an agent: a private one by its owner (owner_id given), a shared one by an
-// admin (owner_id NULL and shared true).
+// AgentDelete removes an agent: a private one of the projects given (projects not NULL), a
+// shared one (projects NULL: an admin's).
 func (q *Queries) AgentDelete(ctx context.Context, db DBTX, arg AgentDeleteParams) (int64, error) {
-	result, err := db.Exec(ctx, agentDelete, arg.ID, arg.OwnerID)
+	result, err := db.Exec(ctx, agentDelete, arg.ID, arg.Projects)
 	if err != nil {
 		return 0, err
 	}
@@ -57,7 +57,7 @@ func (q *Queries) AgentDelete(ctx context.Context, db DBTX, arg AgentDeleteParam
 }
 
 const agentGetByTokenHash = `-- name: AgentGetByTokenHash :one
-SELECT id, name, owner_id, token_hash, max_vus, max_run_seconds, version, cores, last_seen_at, last_ip, disabled, created_at, sandbox, protocol FROM agents WHERE token_hash = $1
+SELECT id, name, owner_id, token_hash, max_vus, max_run_seconds, version, cores, last_seen_at, last_ip, disabled, created_at, sandbox, protocol, project_id FROM agents WHERE token_hash = $1
 `
 
 func (q *Queries) AgentGetByTokenHash(ctx context.Context, db DBTX, tokenHash []byte) (Agent, error) {
@@ -78,19 +78,20 @@ func (q *Queries) AgentGetByTokenHash(ctx context.Context, db DBTX, tokenHash []
 		&i.CreatedAt,
 		&i.Sandbox,
 		&i.Protocol,
+		&i.ProjectID,
 	)
 	return i, err
 }
 
 const agentGetUsable = `-- name: AgentGetUsable :one
-SELECT agents.id, agents.name, agents.owner_id, agents.token_hash, agents.max_vus, agents.max_run_seconds, agents.version, agents.cores, agents.last_seen_at, agents.last_ip, agents.disabled, agents.created_at, agents.sandbox, agents.protocol, EXISTS (SELECT 1 FROM shards WHERE shards.agent_id = agents.id AND shards.state IN ('pending', 'running'))::boolean AS busy
+SELECT agents.id, agents.name, agents.owner_id, agents.token_hash, agents.max_vus, agents.max_run_seconds, agents.version, agents.cores, agents.last_seen_at, agents.last_ip, agents.disabled, agents.created_at, agents.sandbox, agents.protocol, agents.project_id, EXISTS (SELECT 1 FROM shards WHERE shards.agent_id = agents.id AND shards.state IN ('pending', 'running'))::boolean AS busy
 FROM agents
-WHERE agents.id = $1 AND (agents.owner_id = $2 OR agents.owner_id IS NULL)
+WHERE agents.id = $1 AND (agents.project_id = ANY($2::uuid[]) OR agents.owner_id IS NULL)
 `
 
 type AgentGetUsableParams struct {
-	ID     uuid.UUID
-	UserID *uuid.UUID
+	ID       uuid.UUID
+	Projects []uuid.UUID
 }
 
 type AgentGetUsableRow struct {
@@ -98,9 +99,9 @@ type AgentGetUsableRow struct {
 	Busy  bool
 }
 
-// AgentGetUsable reads one agent that the user may run on.
+// AgentGetUsable reads one agent of the projects given, or a shared one.
 func (q *Queries) AgentGetUsable(ctx context.Context, db DBTX, arg AgentGetUsableParams) (AgentGetUsableRow, error) {
-	row := db.QueryRow(ctx, agentGetUsable, arg.ID, arg.UserID)
+	row := db.QueryRow(ctx, agentGetUsable, arg.ID, arg.Projects)
 	var i AgentGetUsableRow
 	err := row.Scan(
 		&i.Agent.ID,
@@ -117,21 +118,23 @@ func (q *Queries) AgentGetUsable(ctx context.Context, db DBTX, arg AgentGetUsabl
 		&i.Agent.CreatedAt,
 		&i.Agent.Sandbox,
 		&i.Agent.Protocol,
+		&i.Agent.ProjectID,
 		&i.Busy,
 	)
 	return i, err
 }
 
 const agentInsert = `-- name: AgentInsert :one
-INSERT INTO agents (id, name, owner_id, token_hash, max_vus, max_run_seconds)
-VALUES ($1, $2, $3, $4, $5, $6)
-RETURNING id, name, owner_id, token_hash, max_vus, max_run_seconds, version, cores, last_seen_at, last_ip, disabled, created_at, sandbox, protocol
+INSERT INTO agents (id, name, owner_id, project_id, token_hash, max_vus, max_run_seconds)
+VALUES ($1, $2, $3, $4, $5, $6, $7)
+RETURNING id, name, owner_id, token_hash, max_vus, max_run_seconds, version, cores, last_seen_at, last_ip, disabled, created_at, sandbox, protocol, project_id
 `
 
 type AgentInsertParams struct {
 	ID            uuid.UUID
 	Name          string
 	OwnerID       *uuid.UUID
+	ProjectID     *uuid.UUID
 	TokenHash     []byte
 	MaxVus        *int32
 	MaxRunSeconds *int32
@@ -142,6 +145,7 @@ func (q *Queries) AgentInsert(ctx context.Context, db DBTX, arg AgentInsertParam
 		arg.ID,
 		arg.Name,
 		arg.OwnerID,
+		arg.ProjectID,
 		arg.TokenHash,
 		arg.MaxVus,
 		arg.MaxRunSeconds,
@@ -162,12 +166,13 @@ func (q *Queries) AgentInsert(ctx context.Context, db DBTX, arg AgentInsertParam
 		&i.CreatedAt,
 		&i.Sandbox,
 		&i.Protocol,
+		&i.ProjectID,
 	)
 	return i, err
 }
 
 const agentListAll = `-- name: AgentListAll :many
-SELECT agents.id, agents.name, agents.owner_id, agents.token_hash, agents.max_vus, agents.max_run_seconds, agents.version, agents.cores, agents.last_seen_at, agents.last_ip, agents.disabled, agents.created_at, agents.sandbox, agents.protocol, EXISTS (SELECT 1 FROM shards WHERE shards.agent_id = agents.id AND shards.state IN ('pending', 'running'))::boolean AS busy
+SELECT agents.id, agents.name, agents.owner_id, agents.token_hash, agents.max_vus, agents.max_run_seconds, agents.version, agents.cores, agents.last_seen_at, agents.last_ip, agents.disabled, agents.created_at, agents.sandbox, agents.protocol, agents.project_id, EXISTS (SELECT 1 FROM shards WHERE shards.agent_id = agents.id AND shards.state IN ('pending', 'running'))::boolean AS busy
 FROM agents
 ORDER BY (agents.owner_id IS NULL), agents.name, agents.id
 `
@@ -201,6 +206,7 @@ func (q *Queries) AgentListAll(ctx context.Context, db DBTX) ([]AgentListAllRow,
 			&i.Agent.CreatedAt,
 			&i.Agent.Sandbox,
 			&i.Agent.Protocol,
+			&i.Agent.ProjectID,
 			&i.Busy,
 		); err != nil {
 			return nil, err
@@ -214,9 +220,9 @@ func (q *Queries) AgentListAll(ctx context.Context, db DBTX) ([]AgentListAllRow,
 }
 
 const agentListUsable = `-- name: AgentListUsable :many
-SELECT agents.id, agents.name, agents.owner_id, agents.token_hash, agents.max_vus, agents.max_run_seconds, agents.version, agents.cores, agents.last_seen_at, agents.last_ip, agents.disabled, agents.created_at, agents.sandbox, agents.protocol, EXISTS (SELECT 1 FROM shards WHERE shards.agent_id = agents.id AND shards.state IN ('pending', 'running'))::boolean AS busy
+SELECT agents.id, agents.name, agents.owner_id, agents.token_hash, agents.max_vus, agents.max_run_seconds, agents.version, agents.cores, agents.last_seen_at, agents.last_ip, agents.disabled, agents.created_at, agents.sandbox, agents.protocol, agents.project_id, EXISTS (SELECT 1 FROM shards WHERE shards.agent_id = agents.id AND shards.state IN ('pending', 'running'))::boolean AS busy
 FROM agents
-WHERE (agents.owner_id = $1 OR agents.owner_id IS NULL)
+WHERE (agents.project_id = ANY($1::uuid[]) OR agents.owner_id IS NULL)
 ORDER BY (agents.owner_id IS NULL), agents.name, agents.id
 `
 
@@ -225,10 +231,10 @@ type AgentListUsableRow struct {
 	Busy  bool
 }
 
-// AgentListUsable lists the agents a user may run on: the user's own and the shared ones, with
-// whether each holds a running shard.
-func (q *Queries) AgentListUsable(ctx context.Context, db DBTX, userID *uuid.UUID) ([]AgentListUsableRow, error) {
-	rows, err := db.Query(ctx, agentListUsable, userID)
+// AgentListUsable lists the agents of the projects given and the shared ones, with whether each
+// holds a running shard.
+func (q *Queries) AgentListUsable(ctx context.Context, db DBTX, projects []uuid.UUID) ([]AgentListUsableRow, error) {
+	rows, err := db.Query(ctx, agentListUsable, projects)
 	if err != nil {
 		return nil, err
 	}
@@ -251,6 +257,7 @@ func (q *Queries) AgentListUsable(ctx context.Context, db DBTX, userID *uuid.UUI
 			&i.Agent.CreatedAt,
 			&i.Agent.Sandbox,
 			&i.Agent.Protocol,
+			&i.Agent.ProjectID,
 			&i.Busy,
 		); err != nil {
 			return nil, err

@@ -54,7 +54,7 @@ func (q *Queries) APITokenDeleteByUser(ctx context.Context, db DBTX, userID uuid
 }
 
 const aPITokenGetWithUser = `-- name: APITokenGetWithUser :one
-SELECT api_tokens.id, api_tokens.user_id, api_tokens.name, api_tokens.token_hash, api_tokens.scopes, api_tokens.created_at, api_tokens.expires_at, api_tokens.last_used_at, users.id, users.email, users.name, users.password_hash, users.role, users.disabled, users.license_plan, users.license_max_vus, users.license_max_run_seconds, users.license_max_concurrent_runs, users.license_valid_until, users.tokens_valid_after, users.created_at, users.updated_at, users.license_quotas, users.guessed_at, users.invitation_id
+SELECT api_tokens.id, api_tokens.user_id, api_tokens.name, api_tokens.token_hash, api_tokens.scopes, api_tokens.created_at, api_tokens.expires_at, api_tokens.last_used_at, api_tokens.project_id, users.id, users.email, users.name, users.password_hash, users.role, users.disabled, users.license_plan, users.license_max_vus, users.license_max_run_seconds, users.license_max_concurrent_runs, users.license_valid_until, users.tokens_valid_after, users.created_at, users.updated_at, users.license_quotas, users.guessed_at, users.invitation_id
 FROM api_tokens JOIN users ON users.id = api_tokens.user_id
 WHERE api_tokens.token_hash = $1
 `
@@ -77,6 +77,7 @@ func (q *Queries) APITokenGetWithUser(ctx context.Context, db DBTX, tokenHash []
 		&i.APIToken.CreatedAt,
 		&i.APIToken.ExpiresAt,
 		&i.APIToken.LastUsedAt,
+		&i.APIToken.ProjectID,
 		&i.User.ID,
 		&i.User.Email,
 		&i.User.Name,
@@ -99,9 +100,9 @@ func (q *Queries) APITokenGetWithUser(ctx context.Context, db DBTX, tokenHash []
 }
 
 const aPITokenInsert = `-- name: APITokenInsert :one
-INSERT INTO api_tokens (id, user_id, name, token_hash, scopes, expires_at)
-VALUES ($1, $2, $3, $4, $5, $6)
-RETURNING id, user_id, name, token_hash, scopes, created_at, expires_at, last_used_at
+INSERT INTO api_tokens (id, user_id, name, token_hash, scopes, expires_at, project_id)
+VALUES ($1, $2, $3, $4, $5, $6, $7)
+RETURNING id, user_id, name, token_hash, scopes, created_at, expires_at, last_used_at, project_id
 `
 
 type APITokenInsertParams struct {
@@ -111,6 +112,7 @@ type APITokenInsertParams struct {
 	TokenHash []byte
 	Scopes    []string
 	ExpiresAt time.Time
+	ProjectID *uuid.UUID
 }
 
 func (q *Queries) APITokenInsert(ctx context.Context, db DBTX, arg APITokenInsertParams) (APIToken, error) {
@@ -121,6 +123,7 @@ func (q *Queries) APITokenInsert(ctx context.Context, db DBTX, arg APITokenInser
 		arg.TokenHash,
 		arg.Scopes,
 		arg.ExpiresAt,
+		arg.ProjectID,
 	)
 	var i APIToken
 	err := row.Scan(
@@ -132,12 +135,13 @@ func (q *Queries) APITokenInsert(ctx context.Context, db DBTX, arg APITokenInser
 		&i.CreatedAt,
 		&i.ExpiresAt,
 		&i.LastUsedAt,
+		&i.ProjectID,
 	)
 	return i, err
 }
 
 const aPITokenListByUser = `-- name: APITokenListByUser :many
-SELECT id, user_id, name, token_hash, scopes, created_at, expires_at, last_used_at FROM api_tokens
+SELECT id, user_id, name, token_hash, scopes, created_at, expires_at, last_used_at, project_id FROM api_tokens
 WHERE user_id = $1 AND ($2::uuid IS NULL OR id < $2::uuid)
 ORDER BY id DESC
 LIMIT $3
@@ -167,6 +171,7 @@ func (q *Queries) APITokenListByUser(ctx context.Context, db DBTX, arg APITokenL
 			&i.CreatedAt,
 			&i.ExpiresAt,
 			&i.LastUsedAt,
+			&i.ProjectID,
 		); err != nil {
 			return nil, err
 		}

@@ -14,11 +14,11 @@ import (
 
 const auditInsert = `-- name: AuditInsert :exec
 INSERT INTO audit_events (
-    id, at, actor_kind, actor_id, actor_email, token_id, action, object_kind, object_id, subject_id,
+    id, at, actor_kind, actor_id, actor_email, token_id, action, object_kind, object_id, subject_id, project_id,
     address, outcome, status, reason, request_id, detail
 ) VALUES (
-    $1, $2, $3, $4, $5, $6, $7, $8, $9, $10,
-    $11, $12, $13, $14, $15, $16
+    $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11,
+    $12, $13, $14, $15, $16, $17
 )
 `
 
@@ -33,6 +33,7 @@ type AuditInsertParams struct {
 	ObjectKind string
 	ObjectID   string
 	SubjectID  *uuid.UUID
+	ProjectID  *uuid.UUID
 	Address    string
 	Outcome    string
 	Status     int32
@@ -53,6 +54,7 @@ func (q *Queries) AuditInsert(ctx context.Context, db DBTX, arg AuditInsertParam
 		arg.ObjectKind,
 		arg.ObjectID,
 		arg.SubjectID,
+		arg.ProjectID,
 		arg.Address,
 		arg.Outcome,
 		arg.Status,
@@ -64,22 +66,26 @@ func (q *Queries) AuditInsert(ctx context.Context, db DBTX, arg AuditInsertParam
 }
 
 const auditList = `-- name: AuditList :many
-SELECT id, at, actor_kind, actor_id, actor_email, token_id, action, object_kind, object_id, subject_id, address, outcome, status, reason, request_id, detail FROM audit_events
-WHERE ($1::uuid IS NULL OR actor_id = $1::uuid OR subject_id = $1::uuid)
-  AND ($2::uuid IS NULL OR actor_id = $2::uuid)
-  AND ($3::text IS NULL OR action = $3::text OR action LIKE $3::text || '.%')
-  AND ($4::text IS NULL OR object_kind = $4::text)
-  AND ($5::text IS NULL OR object_id = $5::text)
-  AND ($6::text IS NULL OR outcome = $6::text)
-  AND ($7::timestamptz IS NULL OR at >= $7::timestamptz)
-  AND ($8::timestamptz IS NULL OR at < $8::timestamptz)
-  AND ($9::uuid IS NULL OR id < $9::uuid)
+SELECT id, at, actor_kind, actor_id, actor_email, token_id, action, object_kind, object_id, subject_id, project_id, address, outcome, status, reason, request_id, detail FROM audit_events
+WHERE ($1::uuid IS NULL OR actor_id = $1::uuid OR subject_id = $1::uuid
+       OR project_id = ANY($2::uuid[]))
+  AND ($3::uuid IS NULL OR project_id = $3::uuid)
+  AND ($4::uuid IS NULL OR actor_id = $4::uuid)
+  AND ($5::text IS NULL OR action = $5::text OR action LIKE $5::text || '.%')
+  AND ($6::text IS NULL OR object_kind = $6::text)
+  AND ($7::text IS NULL OR object_id = $7::text)
+  AND ($8::text IS NULL OR outcome = $8::text)
+  AND ($9::timestamptz IS NULL OR at >= $9::timestamptz)
+  AND ($10::timestamptz IS NULL OR at < $10::timestamptz)
+  AND ($11::uuid IS NULL OR id < $11::uuid)
 ORDER BY id DESC
-LIMIT $10
+LIMIT $12
 `
 
 type AuditListParams struct {
 	Reader     *uuid.UUID
+	Owned      []uuid.UUID
+	Project    *uuid.UUID
 	Actor      *uuid.UUID
 	Action     *string
 	ObjectKind *string
@@ -92,11 +98,13 @@ type AuditListParams struct {
 }
 
 // AuditList reads the audit log newest first, filtered: a filter left NULL keeps every entry. A
-// reader (not an admin) keeps the entries they did and those that concern them; an action is
-// matched whole, or by its object's kind before the dot.
+// reader (not an admin) keeps the entries they did, those that concern them, and those of the
+// projects they own; an action is matched whole, or by its object's kind before the dot.
 func (q *Queries) AuditList(ctx context.Context, db DBTX, arg AuditListParams) ([]AuditEvent, error) {
 	rows, err := db.Query(ctx, auditList,
 		arg.Reader,
+		arg.Owned,
+		arg.Project,
 		arg.Actor,
 		arg.Action,
 		arg.ObjectKind,
@@ -125,6 +133,7 @@ func (q *Queries) AuditList(ctx context.Context, db DBTX, arg AuditListParams) (
 			&i.ObjectKind,
 			&i.ObjectID,
 			&i.SubjectID,
+			&i.ProjectID,
 			&i.Address,
 			&i.Outcome,
 			&i.Status,

@@ -19,6 +19,7 @@ type APIToken struct {
 	CreatedAt  time.Time
 	ExpiresAt  time.Time
 	LastUsedAt *time.Time
+	ProjectID  *uuid.UUID
 }
 
 type Agent struct {
@@ -36,6 +37,7 @@ type Agent struct {
 	CreatedAt     time.Time
 	Sandbox       bool
 	Protocol      int32
+	ProjectID     *uuid.UUID
 }
 
 type AgentJob struct {
@@ -72,6 +74,7 @@ type AuditEvent struct {
 	ObjectKind string
 	ObjectID   string
 	SubjectID  *uuid.UUID
+	ProjectID  *uuid.UUID
 	Address    string
 	Outcome    string
 	Status     int32
@@ -177,6 +180,31 @@ type PluginVersion struct {
 	CreatedAt    time.Time
 }
 
+type Project struct {
+	ID         uuid.UUID
+	Name       string
+	PersonalOf *uuid.UUID
+	CreatedBy  *uuid.UUID
+	CreatedAt  time.Time
+}
+
+type ProjectInvitation struct {
+	ID        uuid.UUID
+	ProjectID uuid.UUID
+	UserID    uuid.UUID
+	Role      string
+	InvitedBy *uuid.UUID
+	CreatedAt time.Time
+}
+
+type ProjectMember struct {
+	ProjectID uuid.UUID
+	UserID    uuid.UUID
+	Role      string
+	AddedBy   *uuid.UUID
+	AddedAt   time.Time
+}
+
 type RateBucket struct {
 	Key       string
 	Tokens    float64
@@ -215,6 +243,7 @@ type Run struct {
 	Destinations   []string
 	Vus            int32
 	DestAddresses  []string
+	ProjectID      uuid.UUID
 }
 
 type RunFact struct {
@@ -230,6 +259,7 @@ type Script struct {
 	Sha256    []byte
 	Manifest  []byte
 	CreatedAt time.Time
+	ProjectID uuid.UUID
 }
 
 type ScriptFile struct {
@@ -244,6 +274,7 @@ type Secret struct {
 	Sealed    []byte
 	CreatedAt time.Time
 	UpdatedAt time.Time
+	ProjectID uuid.UUID
 }
 
 type Shard struct {
@@ -299,6 +330,7 @@ type Target struct {
 	CheckError string
 	Address    string
 	CreatedAt  time.Time
+	ProjectID  uuid.UUID
 }
 
 type Test struct {
@@ -308,6 +340,7 @@ type Test struct {
 	LatestRevision int32
 	CreatedAt      time.Time
 	UpdatedAt      time.Time
+	ProjectID      uuid.UUID
 }
 
 type TestFile struct {

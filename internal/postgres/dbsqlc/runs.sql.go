@@ -154,16 +154,16 @@ func (q *Queries) RunFactsSave(ctx context.Context, db DBTX, arg RunFactsSavePar
 }
 
 const runGet = `-- name: RunGet :one
-SELECT id, owner_id, script_id, manifest, state, reason, load, max_vus, max_run_seconds, idempotency_key, start_at, created_at, ended_at, stop_state, stop_reason, summary, request_sha256, destinations, vus, dest_addresses FROM runs WHERE id = $1 AND owner_id = $2
+SELECT id, owner_id, script_id, manifest, state, reason, load, max_vus, max_run_seconds, idempotency_key, start_at, created_at, ended_at, stop_state, stop_reason, summary, request_sha256, destinations, vus, dest_addresses, project_id FROM runs WHERE id = $1 AND project_id = ANY($2::uuid[])
 `
 
 type RunGetParams struct {
-	ID      uuid.UUID
-	OwnerID uuid.UUID
+	ID       uuid.UUID
+	Projects []uuid.UUID
 }
 
 func (q *Queries) RunGet(ctx context.Context, db DBTX, arg RunGetParams) (Run, error) {
-	row := db.QueryRow(ctx, runGet, arg.ID, arg.OwnerID)
+	row := db.QueryRow(ctx, runGet, arg.ID, arg.Projects)
 	var i Run
 	err := row.Scan(
 		&i.ID,
@@ -186,12 +186,13 @@ func (q *Queries) RunGet(ctx context.Context, db DBTX, arg RunGetParams) (Run, e
 		&i.Destinations,
 		&i.Vus,
 		&i.DestAddresses,
+		&i.ProjectID,
 	)
 	return i, err
 }
 
 const runGetByID = `-- name: RunGetByID :one
-SELECT id, owner_id, script_id, manifest, state, reason, load, max_vus, max_run_seconds, idempotency_key, start_at, created_at, ended_at, stop_state, stop_reason, summary, request_sha256, destinations, vus, dest_addresses FROM runs WHERE id = $1
+SELECT id, owner_id, script_id, manifest, state, reason, load, max_vus, max_run_seconds, idempotency_key, start_at, created_at, ended_at, stop_state, stop_reason, summary, request_sha256, destinations, vus, dest_addresses, project_id FROM runs WHERE id = $1
 `
 
 // RunGetByID reads a run by id alone, for agents' and the control plane's own work. It takes no
@@ -221,12 +222,13 @@ func (q *Queries) RunGetByID(ctx context.Context, db DBTX, id uuid.UUID) (Run, e
 		&i.Destinations,
 		&i.Vus,
 		&i.DestAddresses,
+		&i.ProjectID,
 	)
 	return i, err
 }
 
 const runGetByIdempotencyKey = `-- name: RunGetByIdempotencyKey :one
-SELECT id, owner_id, script_id, manifest, state, reason, load, max_vus, max_run_seconds, idempotency_key, start_at, created_at, ended_at, stop_state, stop_reason, summary, request_sha256, destinations, vus, dest_addresses FROM runs WHERE owner_id = $1 AND idempotency_key = $2
+SELECT id, owner_id, script_id, manifest, state, reason, load, max_vus, max_run_seconds, idempotency_key, start_at, created_at, ended_at, stop_state, stop_reason, summary, request_sha256, destinations, vus, dest_addresses, project_id FROM runs WHERE owner_id = $1 AND idempotency_key = $2
 `
 
 type RunGetByIdempotencyKeyParams struct {
@@ -258,36 +260,39 @@ func (q *Queries) RunGetByIdempotencyKey(ctx context.Context, db DBTX, arg RunGe
 		&i.Destinations,
 		&i.Vus,
 		&i.DestAddresses,
+		&i.ProjectID,
 	)
 	return i, err
 }
 
 const runGetSummary = `-- name: RunGetSummary :one
-SELECT summary FROM runs WHERE id = $1 AND owner_id = $2
+SELECT summary FROM runs WHERE id = $1 AND project_id = ANY($2::uuid[])
 `
 
 type RunGetSummaryParams struct {
-	ID      uuid.UUID
-	OwnerID uuid.UUID
+	ID       uuid.UUID
+	Projects []uuid.UUID
 }
 
 func (q *Queries) RunGetSummary(ctx context.Context, db DBTX, arg RunGetSummaryParams) ([]byte, error) {
-	row := db.QueryRow(ctx, runGetSummary, arg.ID, arg.OwnerID)
+	row := db.QueryRow(ctx, runGetSummary, arg.ID, arg.Projects)
 	var summary []byte
 	err := row.Scan(&summary)
 	return summary, err
 }
 
 const runInsert = `-- name: RunInsert :one
-INSERT INTO runs (id, owner_id, script_id, manifest, state, load, max_vus, max_run_seconds, idempotency_key, request_sha256, destinations,
-                  vus, dest_addresses)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
-RETURNING id, owner_id, script_id, manifest, state, reason, load, max_vus, max_run_seconds, idempotency_key, start_at, created_at, ended_at, stop_state, stop_reason, summary, request_sha256, destinations, vus, dest_addresses
+INSERT INTO runs (id, owner_id, project_id, script_id, manifest, state, load, max_vus, max_run_seconds, idempotency_key, request_sha256,
+                  destinations, vus, dest_addresses)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11,
+        $12, $13, $14)
+RETURNING id, owner_id, script_id, manifest, state, reason, load, max_vus, max_run_seconds, idempotency_key, start_at, created_at, ended_at, stop_state, stop_reason, summary, request_sha256, destinations, vus, dest_addresses, project_id
 `
 
 type RunInsertParams struct {
 	ID             uuid.UUID
 	OwnerID        uuid.UUID
+	ProjectID      uuid.UUID
 	ScriptID       uuid.UUID
 	Manifest       []byte
 	State          string
@@ -305,6 +310,7 @@ func (q *Queries) RunInsert(ctx context.Context, db DBTX, arg RunInsertParams) (
 	row := db.QueryRow(ctx, runInsert,
 		arg.ID,
 		arg.OwnerID,
+		arg.ProjectID,
 		arg.ScriptID,
 		arg.Manifest,
 		arg.State,
@@ -339,37 +345,38 @@ func (q *Queries) RunInsert(ctx context.Context, db DBTX, arg RunInsertParams) (
 		&i.Destinations,
 		&i.Vus,
 		&i.DestAddresses,
+		&i.ProjectID,
 	)
 	return i, err
 }
 
 const runList = `-- name: RunList :many
-SELECT id, owner_id, script_id, manifest, state, reason, load, max_vus, max_run_seconds, idempotency_key, start_at, created_at, ended_at, stop_state, stop_reason, summary, request_sha256, destinations, vus, dest_addresses FROM runs
-WHERE runs.owner_id = $1 AND ($2::uuid IS NULL OR runs.id < $2::uuid)
+SELECT id, owner_id, script_id, manifest, state, reason, load, max_vus, max_run_seconds, idempotency_key, start_at, created_at, ended_at, stop_state, stop_reason, summary, request_sha256, destinations, vus, dest_addresses, project_id FROM runs
+WHERE runs.project_id = ANY($1::uuid[]) AND ($2::uuid IS NULL OR runs.id < $2::uuid)
   AND ($3::text[] IS NULL OR runs.state = ANY($3::text[]))
   AND ($4::timestamptz IS NULL OR runs.created_at >= $4::timestamptz)
   AND ($5::timestamptz IS NULL OR runs.created_at < $5::timestamptz)
   AND ($6::uuid IS NULL OR runs.script_id IN (
-    SELECT scripts.id FROM scripts WHERE scripts.owner_id = $1 AND scripts.manifest->>'test_id' = $6::uuid::text))
+    SELECT scripts.id FROM scripts WHERE scripts.project_id = ANY($1::uuid[]) AND scripts.manifest->>'test_id' = $6::uuid::text))
 ORDER BY runs.id DESC
 LIMIT $7
 `
 
 type RunListParams struct {
-	OwnerID uuid.UUID
-	Before  *uuid.UUID
-	States  []string
-	Since   *time.Time
-	Until   *time.Time
-	TestID  *uuid.UUID
-	MaxRows int32
+	Projects []uuid.UUID
+	Before   *uuid.UUID
+	States   []string
+	Since    *time.Time
+	Until    *time.Time
+	TestID   *uuid.UUID
+	MaxRows  int32
 }
 
-// RunList lists a user's runs, newest first; of some states, of one test's scripts, created
+// RunList lists the runs of the projects given, newest first; of some states, of one test's scripts, created
 // since an instant and before another, when those are given.
 func (q *Queries) RunList(ctx context.Context, db DBTX, arg RunListParams) ([]Run, error) {
 	rows, err := db.Query(ctx, runList,
-		arg.OwnerID,
+		arg.Projects,
 		arg.Before,
 		arg.States,
 		arg.Since,
@@ -405,6 +412,7 @@ func (q *Queries) RunList(ctx context.Context, db DBTX, arg RunListParams) ([]Ru
 			&i.Destinations,
 			&i.Vus,
 			&i.DestAddresses,
+			&i.ProjectID,
 		); err != nil {
 			return nil, err
 		}
@@ -417,7 +425,7 @@ func (q *Queries) RunList(ctx context.Context, db DBTX, arg RunListParams) ([]Ru
 }
 
 const runListOpen = `-- name: RunListOpen :many
-SELECT id, owner_id, script_id, manifest, state, reason, load, max_vus, max_run_seconds, idempotency_key, start_at, created_at, ended_at, stop_state, stop_reason, summary, request_sha256, destinations, vus, dest_addresses FROM runs WHERE ended_at IS NULL ORDER BY id
+SELECT id, owner_id, script_id, manifest, state, reason, load, max_vus, max_run_seconds, idempotency_key, start_at, created_at, ended_at, stop_state, stop_reason, summary, request_sha256, destinations, vus, dest_addresses, project_id FROM runs WHERE ended_at IS NULL ORDER BY id
 `
 
 // RunListOpen lists the runs not yet ended, for the watchdog.
@@ -451,6 +459,7 @@ func (q *Queries) RunListOpen(ctx context.Context, db DBTX) ([]Run, error) {
 			&i.Destinations,
 			&i.Vus,
 			&i.DestAddresses,
+			&i.ProjectID,
 		); err != nil {
 			return nil, err
 		}

@@ -77,16 +77,16 @@ func (q *Queries) ScriptFileList(ctx context.Context, db DBTX, scriptID uuid.UUI
 }
 
 const scriptGet = `-- name: ScriptGet :one
-SELECT id, owner_id, name, source, sha256, manifest, created_at FROM scripts WHERE id = $1 AND owner_id = $2
+SELECT id, owner_id, name, source, sha256, manifest, created_at, project_id FROM scripts WHERE id = $1 AND project_id = ANY($2::uuid[])
 `
 
 type ScriptGetParams struct {
-	ID      uuid.UUID
-	OwnerID uuid.UUID
+	ID       uuid.UUID
+	Projects []uuid.UUID
 }
 
 func (q *Queries) ScriptGet(ctx context.Context, db DBTX, arg ScriptGetParams) (Script, error) {
-	row := db.QueryRow(ctx, scriptGet, arg.ID, arg.OwnerID)
+	row := db.QueryRow(ctx, scriptGet, arg.ID, arg.Projects)
 	var i Script
 	err := row.Scan(
 		&i.ID,
@@ -96,12 +96,13 @@ func (q *Queries) ScriptGet(ctx context.Context, db DBTX, arg ScriptGetParams) (
 		&i.Sha256,
 		&i.Manifest,
 		&i.CreatedAt,
+		&i.ProjectID,
 	)
 	return i, err
 }
 
 const scriptGetForShard = `-- name: ScriptGetForShard :one
-SELECT scripts.id, scripts.owner_id, scripts.name, scripts.source, scripts.sha256, scripts.manifest, scripts.created_at FROM scripts
+SELECT scripts.id, scripts.owner_id, scripts.name, scripts.source, scripts.sha256, scripts.manifest, scripts.created_at, scripts.project_id FROM scripts
 JOIN runs ON runs.script_id = scripts.id
 JOIN shards ON shards.run_id = runs.id
 WHERE shards.id = $1 AND shards.agent_id = $2
@@ -125,29 +126,32 @@ func (q *Queries) ScriptGetForShard(ctx context.Context, db DBTX, arg ScriptGetF
 		&i.Sha256,
 		&i.Manifest,
 		&i.CreatedAt,
+		&i.ProjectID,
 	)
 	return i, err
 }
 
 const scriptInsert = `-- name: ScriptInsert :one
-INSERT INTO scripts (id, owner_id, name, source, sha256, manifest)
-VALUES ($1, $2, $3, $4, $5, $6)
-RETURNING id, owner_id, name, source, sha256, manifest, created_at
+INSERT INTO scripts (id, owner_id, project_id, name, source, sha256, manifest)
+VALUES ($1, $2, $3, $4, $5, $6, $7)
+RETURNING id, owner_id, name, source, sha256, manifest, created_at, project_id
 `
 
 type ScriptInsertParams struct {
-	ID       uuid.UUID
-	OwnerID  uuid.UUID
-	Name     string
-	Source   []byte
-	Sha256   []byte
-	Manifest []byte
+	ID        uuid.UUID
+	OwnerID   uuid.UUID
+	ProjectID uuid.UUID
+	Name      string
+	Source    []byte
+	Sha256    []byte
+	Manifest  []byte
 }
 
 func (q *Queries) ScriptInsert(ctx context.Context, db DBTX, arg ScriptInsertParams) (Script, error) {
 	row := db.QueryRow(ctx, scriptInsert,
 		arg.ID,
 		arg.OwnerID,
+		arg.ProjectID,
 		arg.Name,
 		arg.Source,
 		arg.Sha256,
@@ -162,29 +166,30 @@ func (q *Queries) ScriptInsert(ctx context.Context, db DBTX, arg ScriptInsertPar
 		&i.Sha256,
 		&i.Manifest,
 		&i.CreatedAt,
+		&i.ProjectID,
 	)
 	return i, err
 }
 
 const scriptSame = `-- name: ScriptSame :one
-SELECT id, owner_id, name, source, sha256, manifest, created_at FROM scripts
-WHERE owner_id = $1 AND sha256 = $2 AND name = $3 AND manifest = $4
+SELECT id, owner_id, name, source, sha256, manifest, created_at, project_id FROM scripts
+WHERE project_id = $1 AND sha256 = $2 AND name = $3 AND manifest = $4
 ORDER BY created_at LIMIT 1
 `
 
 type ScriptSameParams struct {
-	OwnerID  uuid.UUID
-	Sha256   []byte
-	Name     string
-	Manifest []byte
+	ProjectID uuid.UUID
+	Sha256    []byte
+	Name      string
+	Manifest  []byte
 }
 
-// ScriptSame finds the owner's script that is the one about to be made: the same source and
+// ScriptSame finds the project's script that is the one about to be made: the same source and
 // manifest (test, revision, plugins, files by digest). Generating a test's revision again, or
 // running it again, makes no copy.
 func (q *Queries) ScriptSame(ctx context.Context, db DBTX, arg ScriptSameParams) (Script, error) {
 	row := db.QueryRow(ctx, scriptSame,
-		arg.OwnerID,
+		arg.ProjectID,
 		arg.Sha256,
 		arg.Name,
 		arg.Manifest,
@@ -198,6 +203,7 @@ func (q *Queries) ScriptSame(ctx context.Context, db DBTX, arg ScriptSameParams)
 		&i.Sha256,
 		&i.Manifest,
 		&i.CreatedAt,
+		&i.ProjectID,
 	)
 	return i, err
 }

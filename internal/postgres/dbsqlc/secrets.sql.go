@@ -13,27 +13,27 @@ import (
 )
 
 const secretCount = `-- name: SecretCount :one
-SELECT count(*) FROM secrets WHERE owner_id = $1
+SELECT count(*) FROM secrets WHERE project_id = $1
 `
 
-func (q *Queries) SecretCount(ctx context.Context, db DBTX, ownerID uuid.UUID) (int64, error) {
-	row := db.QueryRow(ctx, secretCount, ownerID)
+func (q *Queries) SecretCount(ctx context.Context, db DBTX, projectID uuid.UUID) (int64, error) {
+	row := db.QueryRow(ctx, secretCount, projectID)
 	var count int64
 	err := row.Scan(&count)
 	return count, err
 }
 
 const secretDelete = `-- name: SecretDelete :execrows
-DELETE FROM secrets WHERE owner_id = $1 AND name = $2
+DELETE FROM secrets WHERE project_id = $1 AND name = $2
 `
 
 type SecretDeleteParams struct {
-	OwnerID uuid.UUID
-	Name    string
+	ProjectID uuid.UUID
+	Name      string
 }
 
 func (q *Queries) SecretDelete(ctx context.Context, db DBTX, arg SecretDeleteParams) (int64, error) {
-	result, err := db.Exec(ctx, secretDelete, arg.OwnerID, arg.Name)
+	result, err := db.Exec(ctx, secretDelete, arg.ProjectID, arg.Name)
 	if err != nil {
 		return 0, err
 	}
@@ -41,22 +41,23 @@ func (q *Queries) SecretDelete(ctx context.Context, db DBTX, arg SecretDeletePar
 }
 
 const secretGetMany = `-- name: SecretGetMany :many
-SELECT name, sealed FROM secrets WHERE owner_id = $1 AND name = ANY($2::text[])
+SELECT name, sealed, owner_id FROM secrets WHERE project_id = $1 AND name = ANY($2::text[])
 `
 
 type SecretGetManyParams struct {
-	OwnerID uuid.UUID
-	Names   []string
+	ProjectID uuid.UUID
+	Names     []string
 }
 
 type SecretGetManyRow struct {
-	Name   string
-	Sealed []byte
+	Name    string
+	Sealed  []byte
+	OwnerID uuid.UUID
 }
 
-// SecretGetMany reads the sealed values of the owner's secrets of the names given.
+// SecretGetMany reads the sealed values of the project's secrets of the names given.
 func (q *Queries) SecretGetMany(ctx context.Context, db DBTX, arg SecretGetManyParams) ([]SecretGetManyRow, error) {
-	rows, err := db.Query(ctx, secretGetMany, arg.OwnerID, arg.Names)
+	rows, err := db.Query(ctx, secretGetMany, arg.ProjectID, arg.Names)
 	if err != nil {
 		return nil, err
 	}
@@ -64,7 +65,7 @@ func (q *Queries) SecretGetMany(ctx context.Context, db DBTX, arg SecretGetManyP
 	var items []SecretGetManyRow
 	for rows.Next() {
 		var i SecretGetManyRow
-		if err := rows.Scan(&i.Name, &i.Sealed); err != nil {
+		if err := rows.Scan(&i.Name, &i.Sealed, &i.OwnerID); err != nil {
 			return nil, err
 		}
 		items = append(items, i)
@@ -76,7 +77,7 @@ func (q *Queries) SecretGetMany(ctx context.Context, db DBTX, arg SecretGetManyP
 }
 
 const secretList = `-- name: SecretList :many
-SELECT name, created_at, updated_at FROM secrets WHERE owner_id = $1 ORDER BY name
+SELECT name, created_at, updated_at FROM secrets WHERE project_id = $1 ORDER BY name
 `
 
 type SecretListRow struct {
@@ -85,8 +86,8 @@ type SecretListRow struct {
 	UpdatedAt time.Time
 }
 
-func (q *Queries) SecretList(ctx context.Context, db DBTX, ownerID uuid.UUID) ([]SecretListRow, error) {
-	rows, err := db.Query(ctx, secretList, ownerID)
+func (q *Queries) SecretList(ctx context.Context, db DBTX, projectID uuid.UUID) ([]SecretListRow, error) {
+	rows, err := db.Query(ctx, secretList, projectID)
 	if err != nil {
 		return nil, err
 	}
@@ -106,15 +107,16 @@ func (q *Queries) SecretList(ctx context.Context, db DBTX, ownerID uuid.UUID) ([
 }
 
 const secretPut = `-- name: SecretPut :one
-INSERT INTO secrets (owner_id, name, sealed) VALUES ($1, $2, $3)
-ON CONFLICT (owner_id, name) DO UPDATE SET sealed = excluded.sealed, updated_at = now()
+INSERT INTO secrets (owner_id, project_id, name, sealed) VALUES ($1, $2, $3, $4)
+ON CONFLICT (project_id, name) DO UPDATE SET sealed = excluded.sealed, updated_at = now()
 RETURNING name, created_at, updated_at, (xmax = 0) AS inserted
 `
 
 type SecretPutParams struct {
-	OwnerID uuid.UUID
-	Name    string
-	Sealed  []byte
+	OwnerID   uuid.UUID
+	ProjectID uuid.UUID
+	Name      string
+	Sealed    []byte
 }
 
 type SecretPutRow struct {
@@ -127,7 +129,12 @@ type SecretPutRow struct {
 // SecretPut stores a secret's sealed value, new or in place of the one of its name: inserted
 // says which.
 func (q *Queries) SecretPut(ctx context.Context, db DBTX, arg SecretPutParams) (SecretPutRow, error) {
-	row := db.QueryRow(ctx, secretPut, arg.OwnerID, arg.Name, arg.Sealed)
+	row := db.QueryRow(ctx, secretPut,
+		arg.OwnerID,
+		arg.ProjectID,
+		arg.Name,
+		arg.Sealed,
+	)
 	var i SecretPutRow
 	err := row.Scan(
 		&i.Name,

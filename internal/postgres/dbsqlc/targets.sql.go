@@ -18,8 +18,8 @@ SET checked_at = $1::timestamptz,
     verified_at = CASE WHEN $2::text = '' THEN $1::timestamptz ELSE NULL END,
     check_error = $2::text,
     address = $3::text
-WHERE id = $4 AND owner_id = $5
-RETURNING id, owner_id, scheme, host, port, token, verified_at, checked_at, check_error, address, created_at
+WHERE id = $4 AND project_id = ANY($5::uuid[])
+RETURNING id, owner_id, scheme, host, port, token, verified_at, checked_at, check_error, address, created_at, project_id
 `
 
 type TargetCheckedParams struct {
@@ -27,7 +27,7 @@ type TargetCheckedParams struct {
 	CheckError string
 	Address    string
 	ID         uuid.UUID
-	OwnerID    uuid.UUID
+	Projects   []uuid.UUID
 }
 
 // TargetChecked records a check's outcome: verified_at moves to its time when it proved control
@@ -38,7 +38,7 @@ func (q *Queries) TargetChecked(ctx context.Context, db DBTX, arg TargetCheckedP
 		arg.CheckError,
 		arg.Address,
 		arg.ID,
-		arg.OwnerID,
+		arg.Projects,
 	)
 	var i Target
 	err := row.Scan(
@@ -53,21 +53,22 @@ func (q *Queries) TargetChecked(ctx context.Context, db DBTX, arg TargetCheckedP
 		&i.CheckError,
 		&i.Address,
 		&i.CreatedAt,
+		&i.ProjectID,
 	)
 	return i, err
 }
 
 const targetDelete = `-- name: TargetDelete :execrows
-DELETE FROM targets WHERE id = $1 AND owner_id = $2
+DELETE FROM targets WHERE id = $1 AND project_id = ANY($2::uuid[])
 `
 
 type TargetDeleteParams struct {
-	ID      uuid.UUID
-	OwnerID uuid.UUID
+	ID       uuid.UUID
+	Projects []uuid.UUID
 }
 
 func (q *Queries) TargetDelete(ctx context.Context, db DBTX, arg TargetDeleteParams) (int64, error) {
-	result, err := db.Exec(ctx, targetDelete, arg.ID, arg.OwnerID)
+	result, err := db.Exec(ctx, targetDelete, arg.ID, arg.Projects)
 	if err != nil {
 		return 0, err
 	}
@@ -75,16 +76,16 @@ func (q *Queries) TargetDelete(ctx context.Context, db DBTX, arg TargetDeletePar
 }
 
 const targetGet = `-- name: TargetGet :one
-SELECT id, owner_id, scheme, host, port, token, verified_at, checked_at, check_error, address, created_at FROM targets WHERE id = $1 AND owner_id = $2
+SELECT id, owner_id, scheme, host, port, token, verified_at, checked_at, check_error, address, created_at, project_id FROM targets WHERE id = $1 AND project_id = ANY($2::uuid[])
 `
 
 type TargetGetParams struct {
-	ID      uuid.UUID
-	OwnerID uuid.UUID
+	ID       uuid.UUID
+	Projects []uuid.UUID
 }
 
 func (q *Queries) TargetGet(ctx context.Context, db DBTX, arg TargetGetParams) (Target, error) {
-	row := db.QueryRow(ctx, targetGet, arg.ID, arg.OwnerID)
+	row := db.QueryRow(ctx, targetGet, arg.ID, arg.Projects)
 	var i Target
 	err := row.Scan(
 		&i.ID,
@@ -98,20 +99,22 @@ func (q *Queries) TargetGet(ctx context.Context, db DBTX, arg TargetGetParams) (
 		&i.CheckError,
 		&i.Address,
 		&i.CreatedAt,
+		&i.ProjectID,
 	)
 	return i, err
 }
 
 const targetInsert = `-- name: TargetInsert :one
-INSERT INTO targets (id, owner_id, scheme, host, port, token)
-SELECT $1, $2, $3, $4, $5, $6
-WHERE (SELECT count(*) FROM targets WHERE owner_id = $2) < $7::bigint
-RETURNING id, owner_id, scheme, host, port, token, verified_at, checked_at, check_error, address, created_at
+INSERT INTO targets (id, owner_id, project_id, scheme, host, port, token)
+SELECT $1, $2, $3, $4, $5, $6, $7
+WHERE (SELECT count(*) FROM targets WHERE owner_id = $2) < $8::bigint
+RETURNING id, owner_id, scheme, host, port, token, verified_at, checked_at, check_error, address, created_at, project_id
 `
 
 type TargetInsertParams struct {
 	ID         uuid.UUID
 	OwnerID    uuid.UUID
+	ProjectID  uuid.UUID
 	Scheme     string
 	Host       string
 	Port       int32
@@ -123,6 +126,7 @@ func (q *Queries) TargetInsert(ctx context.Context, db DBTX, arg TargetInsertPar
 	row := db.QueryRow(ctx, targetInsert,
 		arg.ID,
 		arg.OwnerID,
+		arg.ProjectID,
 		arg.Scheme,
 		arg.Host,
 		arg.Port,
@@ -142,16 +146,17 @@ func (q *Queries) TargetInsert(ctx context.Context, db DBTX, arg TargetInsertPar
 		&i.CheckError,
 		&i.Address,
 		&i.CreatedAt,
+		&i.ProjectID,
 	)
 	return i, err
 }
 
 const targetList = `-- name: TargetList :many
-SELECT id, owner_id, scheme, host, port, token, verified_at, checked_at, check_error, address, created_at FROM targets WHERE owner_id = $1 ORDER BY host, port, id
+SELECT id, owner_id, scheme, host, port, token, verified_at, checked_at, check_error, address, created_at, project_id FROM targets WHERE project_id = ANY($1::uuid[]) ORDER BY host, port, id
 `
 
-func (q *Queries) TargetList(ctx context.Context, db DBTX, ownerID uuid.UUID) ([]Target, error) {
-	rows, err := db.Query(ctx, targetList, ownerID)
+func (q *Queries) TargetList(ctx context.Context, db DBTX, projects []uuid.UUID) ([]Target, error) {
+	rows, err := db.Query(ctx, targetList, projects)
 	if err != nil {
 		return nil, err
 	}
@@ -171,6 +176,7 @@ func (q *Queries) TargetList(ctx context.Context, db DBTX, ownerID uuid.UUID) ([
 			&i.CheckError,
 			&i.Address,
 			&i.CreatedAt,
+			&i.ProjectID,
 		); err != nil {
 			return nil, err
 		}

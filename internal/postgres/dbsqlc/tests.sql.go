@@ -13,16 +13,16 @@ import (
 )
 
 const testDelete = `-- name: TestDelete :execrows
-DELETE FROM tests WHERE id = $1 AND owner_id = $2
+DELETE FROM tests WHERE id = $1 AND project_id = ANY($2::uuid[])
 `
 
 type TestDeleteParams struct {
-	ID      uuid.UUID
-	OwnerID uuid.UUID
+	ID       uuid.UUID
+	Projects []uuid.UUID
 }
 
 func (q *Queries) TestDelete(ctx context.Context, db DBTX, arg TestDeleteParams) (int64, error) {
-	result, err := db.Exec(ctx, testDelete, arg.ID, arg.OwnerID)
+	result, err := db.Exec(ctx, testDelete, arg.ID, arg.Projects)
 	if err != nil {
 		return 0, err
 	}
@@ -198,16 +198,16 @@ func (q *Queries) TestFilePut(ctx context.Context, db DBTX, arg TestFilePutParam
 }
 
 const testGet = `-- name: TestGet :one
-SELECT id, owner_id, name, latest_revision, created_at, updated_at FROM tests WHERE id = $1 AND owner_id = $2
+SELECT id, owner_id, name, latest_revision, created_at, updated_at, project_id FROM tests WHERE id = $1 AND project_id = ANY($2::uuid[])
 `
 
 type TestGetParams struct {
-	ID      uuid.UUID
-	OwnerID uuid.UUID
+	ID       uuid.UUID
+	Projects []uuid.UUID
 }
 
 func (q *Queries) TestGet(ctx context.Context, db DBTX, arg TestGetParams) (Test, error) {
-	row := db.QueryRow(ctx, testGet, arg.ID, arg.OwnerID)
+	row := db.QueryRow(ctx, testGet, arg.ID, arg.Projects)
 	var i Test
 	err := row.Scan(
 		&i.ID,
@@ -216,23 +216,45 @@ func (q *Queries) TestGet(ctx context.Context, db DBTX, arg TestGetParams) (Test
 		&i.LatestRevision,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.ProjectID,
+	)
+	return i, err
+}
+
+const testGetForJob = `-- name: TestGetForJob :one
+SELECT id, owner_id, name, latest_revision, created_at, updated_at, project_id FROM tests WHERE id = $1
+`
+
+// TestGetForJob reads the test of a job an agent took: the job, asked for by a reader of the
+// test, is the scope.
+func (q *Queries) TestGetForJob(ctx context.Context, db DBTX, id uuid.UUID) (Test, error) {
+	row := db.QueryRow(ctx, testGetForJob, id)
+	var i Test
+	err := row.Scan(
+		&i.ID,
+		&i.OwnerID,
+		&i.Name,
+		&i.LatestRevision,
+		&i.CreatedAt,
+		&i.UpdatedAt,
+		&i.ProjectID,
 	)
 	return i, err
 }
 
 const testGetForUpdate = `-- name: TestGetForUpdate :one
-SELECT id, owner_id, name, latest_revision, created_at, updated_at FROM tests WHERE id = $1 AND owner_id = $2 FOR UPDATE
+SELECT id, owner_id, name, latest_revision, created_at, updated_at, project_id FROM tests WHERE id = $1 AND project_id = ANY($2::uuid[]) FOR UPDATE
 `
 
 type TestGetForUpdateParams struct {
-	ID      uuid.UUID
-	OwnerID uuid.UUID
+	ID       uuid.UUID
+	Projects []uuid.UUID
 }
 
-// TestGetForUpdate reads the owner's test and locks it, so that two saves number their revisions
-// one after the other.
+// TestGetForUpdate reads a test of the projects given and locks it, so that two saves number
+// their revisions one after the other.
 func (q *Queries) TestGetForUpdate(ctx context.Context, db DBTX, arg TestGetForUpdateParams) (Test, error) {
-	row := db.QueryRow(ctx, testGetForUpdate, arg.ID, arg.OwnerID)
+	row := db.QueryRow(ctx, testGetForUpdate, arg.ID, arg.Projects)
 	var i Test
 	err := row.Scan(
 		&i.ID,
@@ -241,23 +263,30 @@ func (q *Queries) TestGetForUpdate(ctx context.Context, db DBTX, arg TestGetForU
 		&i.LatestRevision,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.ProjectID,
 	)
 	return i, err
 }
 
 const testInsert = `-- name: TestInsert :one
-INSERT INTO tests (id, owner_id, name, latest_revision) VALUES ($1, $2, $3, 1)
-RETURNING id, owner_id, name, latest_revision, created_at, updated_at
+INSERT INTO tests (id, owner_id, project_id, name, latest_revision) VALUES ($1, $2, $3, $4, 1)
+RETURNING id, owner_id, name, latest_revision, created_at, updated_at, project_id
 `
 
 type TestInsertParams struct {
-	ID      uuid.UUID
-	OwnerID uuid.UUID
-	Name    string
+	ID        uuid.UUID
+	OwnerID   uuid.UUID
+	ProjectID uuid.UUID
+	Name      string
 }
 
 func (q *Queries) TestInsert(ctx context.Context, db DBTX, arg TestInsertParams) (Test, error) {
-	row := db.QueryRow(ctx, testInsert, arg.ID, arg.OwnerID, arg.Name)
+	row := db.QueryRow(ctx, testInsert,
+		arg.ID,
+		arg.OwnerID,
+		arg.ProjectID,
+		arg.Name,
+	)
 	var i Test
 	err := row.Scan(
 		&i.ID,
@@ -266,6 +295,7 @@ func (q *Queries) TestInsert(ctx context.Context, db DBTX, arg TestInsertParams)
 		&i.LatestRevision,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.ProjectID,
 	)
 	return i, err
 }
@@ -279,15 +309,15 @@ FROM unnest($1::uuid[]) AS t(id)
 CROSS JOIN LATERAL (
     SELECT runs.id, runs.state, runs.created_at, runs.ended_at, runs.summary
     FROM runs JOIN scripts ON scripts.id = runs.script_id
-    WHERE runs.owner_id = $2 AND scripts.owner_id = $2 AND scripts.manifest->>'test_id' = t.id::text
+    WHERE runs.project_id = ANY($2::uuid[]) AND scripts.project_id = runs.project_id AND scripts.manifest->>'test_id' = t.id::text
     ORDER BY runs.id DESC
     LIMIT 1
 ) r
 `
 
 type TestLastRunsParams struct {
-	TestIds []uuid.UUID
-	OwnerID uuid.UUID
+	TestIds  []uuid.UUID
+	Projects []uuid.UUID
 }
 
 type TestLastRunsRow struct {
@@ -299,11 +329,11 @@ type TestLastRunsRow struct {
 	Outcome   []byte
 }
 
-// TestLastRuns reads the newest run of each of the owner's tests given, of any script generated
+// TestLastRuns reads the newest run of each of the tests given, in the projects given, of any script generated
 // from it, with the brief of its summary (its total without the histogram, thresholds, verdict
 // and what is incomplete) when it has one; a test without runs has no row.
 func (q *Queries) TestLastRuns(ctx context.Context, db DBTX, arg TestLastRunsParams) ([]TestLastRunsRow, error) {
-	rows, err := db.Query(ctx, testLastRuns, arg.TestIds, arg.OwnerID)
+	rows, err := db.Query(ctx, testLastRuns, arg.TestIds, arg.Projects)
 	if err != nil {
 		return nil, err
 	}
@@ -330,20 +360,20 @@ func (q *Queries) TestLastRuns(ctx context.Context, db DBTX, arg TestLastRunsPar
 }
 
 const testList = `-- name: TestList :many
-SELECT id, owner_id, name, latest_revision, created_at, updated_at FROM tests
-WHERE owner_id = $1 AND ($2::uuid IS NULL OR id < $2::uuid)
+SELECT id, owner_id, name, latest_revision, created_at, updated_at, project_id FROM tests
+WHERE project_id = ANY($1::uuid[]) AND ($2::uuid IS NULL OR id < $2::uuid)
 ORDER BY id DESC
 LIMIT $3
 `
 
 type TestListParams struct {
-	OwnerID uuid.UUID
-	Before  *uuid.UUID
-	MaxRows int32
+	Projects []uuid.UUID
+	Before   *uuid.UUID
+	MaxRows  int32
 }
 
 func (q *Queries) TestList(ctx context.Context, db DBTX, arg TestListParams) ([]Test, error) {
-	rows, err := db.Query(ctx, testList, arg.OwnerID, arg.Before, arg.MaxRows)
+	rows, err := db.Query(ctx, testList, arg.Projects, arg.Before, arg.MaxRows)
 	if err != nil {
 		return nil, err
 	}
@@ -358,6 +388,7 @@ func (q *Queries) TestList(ctx context.Context, db DBTX, arg TestListParams) ([]
 			&i.LatestRevision,
 			&i.CreatedAt,
 			&i.UpdatedAt,
+			&i.ProjectID,
 		); err != nil {
 			return nil, err
 		}
@@ -378,7 +409,7 @@ type TestRevisionGetParams struct {
 	Revision int32
 }
 
-// TestRevisionGet reads one revision of a test; callers have checked the test is the owner's.
+// TestRevisionGet reads one revision of a test; callers have checked the reader may read the test.
 func (q *Queries) TestRevisionGet(ctx context.Context, db DBTX, arg TestRevisionGetParams) (TestRevision, error) {
 	row := db.QueryRow(ctx, testRevisionGet, arg.TestID, arg.Revision)
 	var i TestRevision
@@ -469,24 +500,19 @@ func (q *Queries) TestRevisionList(ctx context.Context, db DBTX, testID uuid.UUI
 
 const testUpdate = `-- name: TestUpdate :one
 UPDATE tests SET name = $1, latest_revision = $2, updated_at = now()
-WHERE id = $3 AND owner_id = $4
-RETURNING id, owner_id, name, latest_revision, created_at, updated_at
+WHERE id = $3
+RETURNING id, owner_id, name, latest_revision, created_at, updated_at, project_id
 `
 
 type TestUpdateParams struct {
 	Name           string
 	LatestRevision int32
 	ID             uuid.UUID
-	OwnerID        uuid.UUID
 }
 
+// TestUpdate changes the test TestGetForUpdate locked, in the same transaction.
 func (q *Queries) TestUpdate(ctx context.Context, db DBTX, arg TestUpdateParams) (Test, error) {
-	row := db.QueryRow(ctx, testUpdate,
-		arg.Name,
-		arg.LatestRevision,
-		arg.ID,
-		arg.OwnerID,
-	)
+	row := db.QueryRow(ctx, testUpdate, arg.Name, arg.LatestRevision, arg.ID)
 	var i Test
 	err := row.Scan(
 		&i.ID,
@@ -495,6 +521,7 @@ func (q *Queries) TestUpdate(ctx context.Context, db DBTX, arg TestUpdateParams)
 		&i.LatestRevision,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.ProjectID,
 	)
 	return i, err
 }

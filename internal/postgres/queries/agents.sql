@@ -1,14 +1,14 @@
 -- name: AgentInsert :one
-INSERT INTO agents (id, name, owner_id, token_hash, max_vus, max_run_seconds)
-VALUES ($1, $2, $3, $4, $5, $6)
+INSERT INTO agents (id, name, owner_id, project_id, token_hash, max_vus, max_run_seconds)
+VALUES (@id, @name, @owner_id, @project_id, @token_hash, @max_vus, @max_run_seconds)
 RETURNING *;
 
--- AgentListUsable lists the agents a user may run on: the user's own and the shared ones, with
--- whether each holds a running shard.
+-- AgentListUsable lists the agents of the projects given and the shared ones, with whether each
+-- holds a running shard.
 -- name: AgentListUsable :many
 SELECT sqlc.embed(agents), EXISTS (SELECT 1 FROM shards WHERE shards.agent_id = agents.id AND shards.state IN ('pending', 'running'))::boolean AS busy
 FROM agents
-WHERE (agents.owner_id = @user_id OR agents.owner_id IS NULL)
+WHERE (agents.project_id = ANY(@projects::uuid[]) OR agents.owner_id IS NULL)
 ORDER BY (agents.owner_id IS NULL), agents.name, agents.id;
 
 -- name: AgentListAll :many
@@ -16,11 +16,11 @@ SELECT sqlc.embed(agents), EXISTS (SELECT 1 FROM shards WHERE shards.agent_id = 
 FROM agents
 ORDER BY (agents.owner_id IS NULL), agents.name, agents.id;
 
--- AgentGetUsable reads one agent that the user may run on.
+-- AgentGetUsable reads one agent of the projects given, or a shared one.
 -- name: AgentGetUsable :one
 SELECT sqlc.embed(agents), EXISTS (SELECT 1 FROM shards WHERE shards.agent_id = agents.id AND shards.state IN ('pending', 'running'))::boolean AS busy
 FROM agents
-WHERE agents.id = @id AND (agents.owner_id = @user_id OR agents.owner_id IS NULL);
+WHERE agents.id = @id AND (agents.project_id = ANY(@projects::uuid[]) OR agents.owner_id IS NULL);
 
 -- name: AgentGetByTokenHash :one
 SELECT * FROM agents WHERE token_hash = $1;
@@ -34,12 +34,12 @@ WHERE id = @id;
 -- name: AgentTouch :exec
 UPDATE agents SET last_seen_at = now() WHERE id = $1 AND (last_seen_at IS NULL OR last_seen_at < now() - interval '1 second');
 
--- AgentDelete removes an agent: a private one by its owner (owner_id given), a shared one by an
--- admin (owner_id NULL and shared true).
+-- AgentDelete removes an agent: a private one of the projects given (projects not NULL), a
+-- shared one (projects NULL: an admin's).
 -- name: AgentDelete :execrows
 DELETE FROM agents
-WHERE id = @id AND ((sqlc.narg(owner_id)::uuid IS NOT NULL AND owner_id = sqlc.narg(owner_id)::uuid)
-                    OR (sqlc.narg(owner_id)::uuid IS NULL AND owner_id IS NULL));
+WHERE id = @id AND ((sqlc.narg(projects)::uuid[] IS NOT NULL AND project_id = ANY(sqlc.narg(projects)::uuid[]))
+                    OR (sqlc.narg(projects)::uuid[] IS NULL AND owner_id IS NULL));
 
 -- name: AgentPingInsert :exec
 INSERT INTO agent_pings (id, agent_id) VALUES ($1, $2);

@@ -1,6 +1,6 @@
 -- name: APITokenInsert :one
-INSERT INTO api_tokens (id, user_id, name, token_hash, scopes, expires_at)
-VALUES ($1, $2, $3, $4, $5, $6)
+INSERT INTO api_tokens (id, user_id, name, token_hash, scopes, expires_at, project_id)
+VALUES (@id, @user_id, @name, @token_hash, @scopes, @expires_at, @project_id)
 RETURNING *;
 
 -- name: APITokenListByUser :many

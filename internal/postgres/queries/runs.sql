@@ -1,11 +1,12 @@
 -- name: RunInsert :one
-INSERT INTO runs (id, owner_id, script_id, manifest, state, load, max_vus, max_run_seconds, idempotency_key, request_sha256, destinations,
-                  vus, dest_addresses)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
+INSERT INTO runs (id, owner_id, project_id, script_id, manifest, state, load, max_vus, max_run_seconds, idempotency_key, request_sha256,
+                  destinations, vus, dest_addresses)
+VALUES (@id, @owner_id, @project_id, @script_id, @manifest, @state, @load, @max_vus, @max_run_seconds, @idempotency_key, @request_sha256,
+        @destinations, @vus, @dest_addresses)
 RETURNING *;
 
 -- name: RunGet :one
-SELECT * FROM runs WHERE id = @id AND owner_id = @owner_id;
+SELECT * FROM runs WHERE id = @id AND project_id = ANY(@projects::uuid[]);
 
 -- name: RunGetByIdempotencyKey :one
 SELECT * FROM runs WHERE owner_id = @owner_id AND idempotency_key = @idempotency_key;
@@ -16,16 +17,16 @@ SELECT * FROM runs WHERE owner_id = @owner_id AND idempotency_key = @idempotency
 -- name: RunGetByID :one
 SELECT * FROM runs WHERE id = $1;
 
--- RunList lists a user's runs, newest first; of some states, of one test's scripts, created
+-- RunList lists the runs of the projects given, newest first; of some states, of one test's scripts, created
 -- since an instant and before another, when those are given.
 -- name: RunList :many
 SELECT * FROM runs
-WHERE runs.owner_id = @owner_id AND (sqlc.narg(before)::uuid IS NULL OR runs.id < sqlc.narg(before)::uuid)
+WHERE runs.project_id = ANY(@projects::uuid[]) AND (sqlc.narg(before)::uuid IS NULL OR runs.id < sqlc.narg(before)::uuid)
   AND (sqlc.narg(states)::text[] IS NULL OR runs.state = ANY(sqlc.narg(states)::text[]))
   AND (sqlc.narg(since)::timestamptz IS NULL OR runs.created_at >= sqlc.narg(since)::timestamptz)
   AND (sqlc.narg(until)::timestamptz IS NULL OR runs.created_at < sqlc.narg(until)::timestamptz)
   AND (sqlc.narg(test_id)::uuid IS NULL OR runs.script_id IN (
-    SELECT scripts.id FROM scripts WHERE scripts.owner_id = @owner_id AND scripts.manifest->>'test_id' = sqlc.narg(test_id)::uuid::text))
+    SELECT scripts.id FROM scripts WHERE scripts.project_id = ANY(@projects::uuid[]) AND scripts.manifest->>'test_id' = sqlc.narg(test_id)::uuid::text))
 ORDER BY runs.id DESC
 LIMIT @max_rows;
 
@@ -53,7 +54,7 @@ UPDATE runs SET state = @state, reason = @reason, ended_at = now(), summary = @s
 WHERE id = @id AND ended_at IS NULL;
 
 -- name: RunGetSummary :one
-SELECT summary FROM runs WHERE id = @id AND owner_id = @owner_id;
+SELECT summary FROM runs WHERE id = @id AND project_id = ANY(@projects::uuid[]);
 
 -- RunListOpen lists the runs not yet ended, for the watchdog.
 -- name: RunListOpen :many

@@ -1,6 +1,6 @@
 -- name: ScriptInsert :one
-INSERT INTO scripts (id, owner_id, name, source, sha256, manifest)
-VALUES ($1, $2, $3, $4, $5, $6)
+INSERT INTO scripts (id, owner_id, project_id, name, source, sha256, manifest)
+VALUES (@id, @owner_id, @project_id, @name, @source, @sha256, @manifest)
 RETURNING *;
 
 -- FileContentInsert keeps a file's content for its owner, once: scripts name it by its digest.
@@ -11,16 +11,16 @@ ON CONFLICT DO NOTHING;
 -- name: ScriptFileInsert :exec
 INSERT INTO script_files (script_id, name, sha256) VALUES ($1, $2, $3);
 
--- ScriptSame finds the owner's script that is the one about to be made: the same source and
+-- ScriptSame finds the project's script that is the one about to be made: the same source and
 -- manifest (test, revision, plugins, files by digest). Generating a test's revision again, or
 -- running it again, makes no copy.
 -- name: ScriptSame :one
 SELECT * FROM scripts
-WHERE owner_id = @owner_id AND sha256 = @sha256 AND name = @name AND manifest = @manifest
+WHERE project_id = @project_id AND sha256 = @sha256 AND name = @name AND manifest = @manifest
 ORDER BY created_at LIMIT 1;
 
 -- name: ScriptGet :one
-SELECT * FROM scripts WHERE id = @id AND owner_id = @owner_id;
+SELECT * FROM scripts WHERE id = @id AND project_id = ANY(@projects::uuid[]);
 
 -- ScriptGetForShard reads the script of a shard the agent holds: agents have no owner to scope
 -- by, the shard is their scope.

@@ -1,34 +1,40 @@
 -- name: TestInsert :one
-INSERT INTO tests (id, owner_id, name, latest_revision) VALUES ($1, $2, $3, 1)
+INSERT INTO tests (id, owner_id, project_id, name, latest_revision) VALUES (@id, @owner_id, @project_id, @name, 1)
 RETURNING *;
 
 -- name: TestGet :one
-SELECT * FROM tests WHERE id = @id AND owner_id = @owner_id;
+SELECT * FROM tests WHERE id = @id AND project_id = ANY(@projects::uuid[]);
 
--- TestGetForUpdate reads the owner's test and locks it, so that two saves number their revisions
--- one after the other.
+-- TestGetForJob reads the test of a job an agent took: the job, asked for by a reader of the
+-- test, is the scope.
+-- name: TestGetForJob :one
+SELECT * FROM tests WHERE id = @id;
+
+-- TestGetForUpdate reads a test of the projects given and locks it, so that two saves number
+-- their revisions one after the other.
 -- name: TestGetForUpdate :one
-SELECT * FROM tests WHERE id = @id AND owner_id = @owner_id FOR UPDATE;
+SELECT * FROM tests WHERE id = @id AND project_id = ANY(@projects::uuid[]) FOR UPDATE;
 
 -- name: TestList :many
 SELECT * FROM tests
-WHERE owner_id = @owner_id AND (sqlc.narg(before)::uuid IS NULL OR id < sqlc.narg(before)::uuid)
+WHERE project_id = ANY(@projects::uuid[]) AND (sqlc.narg(before)::uuid IS NULL OR id < sqlc.narg(before)::uuid)
 ORDER BY id DESC
 LIMIT @max_rows;
 
+-- TestUpdate changes the test TestGetForUpdate locked, in the same transaction.
 -- name: TestUpdate :one
 UPDATE tests SET name = @name, latest_revision = @latest_revision, updated_at = now()
-WHERE id = @id AND owner_id = @owner_id
+WHERE id = @id
 RETURNING *;
 
 -- name: TestDelete :execrows
-DELETE FROM tests WHERE id = @id AND owner_id = @owner_id;
+DELETE FROM tests WHERE id = @id AND project_id = ANY(@projects::uuid[]);
 
 -- name: TestRevisionInsert :one
 INSERT INTO test_revisions (test_id, revision, format, source, sha256) VALUES ($1, $2, $3, $4, $5)
 RETURNING *;
 
--- TestRevisionGet reads one revision of a test; callers have checked the test is the owner's.
+-- TestRevisionGet reads one revision of a test; callers have checked the reader may read the test.
 -- name: TestRevisionGet :one
 SELECT * FROM test_revisions WHERE test_id = @test_id AND revision = @revision;
 
@@ -61,7 +67,7 @@ SELECT * FROM test_files WHERE test_id = @test_id AND name = ANY(@names::text[])
 SELECT count(*) FROM test_files WHERE test_id = $1;
 
 
--- TestLastRuns reads the newest run of each of the owner's tests given, of any script generated
+-- TestLastRuns reads the newest run of each of the tests given, in the projects given, of any script generated
 -- from it, with the brief of its summary (its total without the histogram, thresholds, verdict
 -- and what is incomplete) when it has one; a test without runs has no row.
 -- name: TestLastRuns :many
@@ -73,7 +79,7 @@ FROM unnest(@test_ids::uuid[]) AS t(id)
 CROSS JOIN LATERAL (
     SELECT runs.id, runs.state, runs.created_at, runs.ended_at, runs.summary
     FROM runs JOIN scripts ON scripts.id = runs.script_id
-    WHERE runs.owner_id = @owner_id AND scripts.owner_id = @owner_id AND scripts.manifest->>'test_id' = t.id::text
+    WHERE runs.project_id = ANY(@projects::uuid[]) AND scripts.project_id = runs.project_id AND scripts.manifest->>'test_id' = t.id::text
     ORDER BY runs.id DESC
     LIMIT 1
 ) r;

@@ -383,7 +383,7 @@ load: { vus: 1, iterations: 3, duration: 30s }
 		// Refused, naming it, until the user has the secret; set from stdin, never an argument.
 		_, errOut, err := e2etest.CLI(t, p, cfg, "", "runs", "start", "--file", path)
 		require.Error(t, err)
-		require.Contains(t, errOut, "secrets.API_TOKEN: you have no secret of this name")
+		require.Contains(t, errOut, "secrets.API_TOKEN: the project has no secret of this name")
 		_, errOut, err = e2etest.CLI(t, p, cfg, value+"\n", "secrets", "set", "API_TOKEN")
 		require.NoError(t, err, errOut)
 		require.Contains(t, e2etest.MustCLI(t, p, cfg, "", "secrets", "list"), "API_TOKEN")

@@ -202,7 +202,7 @@ load:
 	require.Contains(t, out+errOut, "is not a target the run's owner proved control of")
 	require.NotContains(t, out+errOut, "hunter2")
 	out, errOut, _ = e2etest.CLI(t, p, cfg, "", "runs", "start", "--test", push("secret", secret.URL), "--watch")
-	require.Contains(t, out+errOut, "is not a target of yours")
+	require.Contains(t, out+errOut, "is not a target of the project")
 	id := strings.TrimSpace(e2etest.MustCLI(t, p, cfg, "", "targets", "add", secret.URL))
 	// The demo shop is open to everyone: registered, it says so and needs no proof.
 	_, errOut, err = e2etest.CLI(t, p, cfg, "", "targets", "add", shop.URL)

@@ -85,7 +85,7 @@ load:
 	// Not registered: refused before any agent is asked, and nothing reached the target.
 	out, errOut, err := start(script("home", shopURL+"/", ""))
 	require.Error(t, err)
-	require.Contains(t, out+errOut, strings.TrimPrefix(shopURL, "http://")+" is not a target of yours")
+	require.Contains(t, out+errOut, strings.TrimPrefix(shopURL, "http://")+" is not a target of the project")
 	require.Zero(t, loadHits.Load(), "a refused run sends nothing")
 
 	// Registered, then proved.
@@ -184,7 +184,7 @@ load: { vus: 2, duration: 2s }
 	before := hits.Load()
 	out, errOut, err = e2etest.CLI(t, p, bob, "", "runs", "start", "--file", file, "--watch")
 	require.Error(t, err)
-	require.Contains(t, out+errOut, "is not a target of yours", "another user's run does not reach it")
+	require.Contains(t, out+errOut, "is not a target of the project", "another user's run does not reach it")
 	require.Equal(t, before, hits.Load())
 }
 
