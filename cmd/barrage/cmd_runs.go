@@ -28,7 +28,7 @@ import (
 
 func runRuns(ctx context.Context, e env, args []string) error {
 	sub := map[string]func(context.Context, env, []string) error{
-		"start": runRunsStart, "list": runRunsList, "show": runRunsShow, "cancel": runRunsCancel, "results": runRunsResults,
+		"start": runRunsStart, "list": runRunsList, "show": runRunsShow, "watch": runRunsWatch, "cancel": runRunsCancel, "results": runRunsResults,
 		"compare": runRunsCompare,
 		"report":  runRunsReport,
 		"sweep":   runRunsSweep,
@@ -510,6 +510,15 @@ func idArg(fs *flag.FlagSet, args []string, what string) (uuid.UUID, error) {
 		return uuid.Nil, usageError(fmt.Errorf("%s id %q: %w", what, arg, err))
 	}
 	return id, nil
+}
+
+// runRunsWatch follows a run that goes on, a colleague's too, as `runs start --watch` does.
+func runRunsWatch(ctx context.Context, e env, args []string) error {
+	cl, run, err := fetchRun(ctx, e, newFlags(e, "runs watch", "ID"), args)
+	if err != nil {
+		return err
+	}
+	return watchRun(ctx, e, cl, run.Id)
 }
 
 func runRunsShow(ctx context.Context, e env, args []string) error {

@@ -111,7 +111,7 @@ func commands() []command {
 		{"secrets", "values your scripts read as ${secret.NAME}, sealed on the server: secrets set | list | delete", runSecrets},
 		{"tests", "tests on the server: tests push | list | show | debug | delete", runTests},
 		{"scripts", "scripts on the server: scripts generate TEST_ID", runScripts},
-		{"runs", "runs on the server's agents: runs start | list | show | cancel | results", runRuns},
+		{"runs", "runs on the server's agents: runs start | list | show | watch | cancel | results", runRuns},
 		{"plugin", "plugins: plugin add | list | check | new | keygen | publish | search | info | install", runPlugin},
 		{"namespaces", "marketplace namespaces: namespaces create | list | add-key", runNamespaces},
 		{"demo-shop", "serve a small shop on 127.0.0.1:8081 for the example scripts", runDemoShop},
