@@ -67,7 +67,7 @@ func compress(body []byte) []byte {
 // Pages are the paths of the portal's pages, by their first segment: each answers the portal's
 // page (index.html), whose script draws the page the path names (web/src/main.tsx). Any other
 // path is not the portal's: 404, as it would be without it (/metrics is served apart, if at all).
-var Pages = []string{"", "signin", "signup", "license", "tokens", "password", "tests", "runs", "plugins", "namespaces", "admin"}
+var Pages = []string{"", "signin", "signup", "license", "tokens", "password", "tests", "runs", "projects", "plugins", "namespaces", "admin"}
 
 // Portal serves the portal's files: its assets under /assets/, and its page at the paths of
 // Pages.

@@ -146,6 +146,37 @@ export function query(values: Record<string, string | string[] | number | undefi
 
 // The API's shapes the portal reads (api/openapi.yaml has them all).
 
+export type ProjectRole = "owner" | "editor" | "runner" | "viewer";
+
+export interface Project {
+  id: string;
+  name: string;
+  personal: boolean;
+  role: ProjectRole;
+  members: number;
+  created_at: string;
+}
+
+export interface ProjectDetail extends Project {
+  member_list: { user_id: string; email: string; name: string; role: ProjectRole; added_at: string }[];
+}
+
+export interface ProjectInvitation {
+  id: string;
+  project_id: string;
+  project_name: string;
+  user_id: string;
+  email: string;
+  role: ProjectRole;
+  invited_by?: string;
+  created_at: string;
+}
+
+/** projectInAddress is the project the page's address names (?project=), where what it makes goes. */
+export function projectInAddress(): string | undefined {
+  return new URLSearchParams(location.search).get("project") ?? undefined;
+}
+
 export interface User {
   id: string;
   email: string;
@@ -214,6 +245,7 @@ export interface TestLastRun {
 
 export interface Test {
   id: string;
+  project_id: string;
   name: string;
   latest_revision: number;
   files: FileRef[];
@@ -360,6 +392,8 @@ export interface PluginPin {
 
 export interface Run {
   id: string;
+  project_id: string;
+  started_by: string;
   script_id: string;
   manifest: {
     script_sha256: string;

@@ -14,6 +14,7 @@ import { AgentsPage, InvitationsPage, ReviewPage, TargetsPage, UserPage, UsersPa
 import { LaunchPage } from "./pages/launch";
 import { MarketPage, PluginPage } from "./pages/market";
 import { NamespacePage, NamespacesPage } from "./pages/namespaces";
+import { ProjectPage, ProjectsPage } from "./pages/projects";
 import { ComparePage, RunPage } from "./pages/run";
 import { RunsPage } from "./pages/runs";
 import { Failure, useLoad } from "./ui";
@@ -23,6 +24,7 @@ import { TestPage, TestsPage } from "./pages/tests";
 const sections: { path: string; title: string }[] = [
   { path: "/tests", title: "Tests" },
   { path: "/runs", title: "Runs" },
+  { path: "/projects", title: "Projects" },
   { path: "/plugins", title: "Marketplace" },
   { path: "/namespaces", title: "Your plugins" },
   { path: "/license", title: "License" },
@@ -43,7 +45,7 @@ function Wizard(props: { id?: string }) {
 
 /** routes are the signed-in pages, by their path; the first that matches draws the page. */
 const routes: { re: RegExp; page: (m: string[], q: URLSearchParams, user: User) => VNode }[] = [
-  { re: /^\/tests$/, page: () => <TestsPage /> },
+  { re: /^\/tests$/, page: (_, q) => <TestsPage query={q} /> },
   { re: /^\/tests\/new$/, page: () => <EditorPage /> },
   { re: /^\/tests\/new\/wizard$/, page: () => <Wizard /> },
   { re: /^\/tests\/import$/, page: () => <ImportPage /> },
@@ -66,6 +68,8 @@ const routes: { re: RegExp; page: (m: string[], q: URLSearchParams, user: User) 
   { re: /^\/admin\/agents$/, page: () => <AgentsPage /> },
   { re: /^\/admin\/plugins$/, page: () => <ReviewPage /> },
   { re: /^\/admin\/targets$/, page: () => <TargetsPage /> },
+  { re: /^\/projects$/, page: () => <ProjectsPage /> },
+  { re: new RegExp(`^/projects/${uuid}$`), page: (m, _, user) => <ProjectPage id={m[1]} user={user} /> },
   { re: /^\/tokens$/, page: () => <TokensPage /> },
   { re: /^\/license$/, page: (_, __, user) => <LicensePage user={user} /> },
 ];

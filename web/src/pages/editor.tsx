@@ -1,7 +1,7 @@
 // The script editor: a test's YAML (or JSON), checked by the server's own parser as it is typed,
 // its errors shown at their lines; saving makes a new test or the test's next revision.
 import { useEffect, useRef, useState } from "preact/hooks";
-import { Problem, Raw, call, type FieldError, type Test, type TestCheck, type TestRevision } from "../api";
+import { Problem, Raw, call, projectInAddress, query, type FieldError, type Test, type TestCheck, type TestRevision } from "../api";
 import { Link, navigate, useTitle } from "../nav";
 import { Failure, Field, useLoad, useSubmit } from "../ui";
 import { PluginPicker, withPlugin } from "./pluginpicker";
@@ -71,12 +71,14 @@ export function useCheck(source: string): { check?: TestCheck; error: unknown; c
   return { check, error, checking };
 }
 
-/** saveScript saves source as test t's next revision, or as a new test without t; a name other
- * than t's renames it. */
+/** saveScript saves source as test t's next revision, or as a new test without t (in the project
+ * the page's address names, else the personal one); a name other than t's renames it. */
 export function saveScript(t: Test | undefined, name: string, source: string): Promise<Test> {
-  const q = name && name !== t?.name ? `?name=${encodeURIComponent(name)}` : "";
   const body = new Raw(source, contentType(source));
-  return t ? call<Test>("PATCH", `/v1/tests/${t.id}${q}`, body) : call<Test>("POST", `/v1/tests${q}`, body);
+  const renamed = name && name !== t?.name ? name : undefined;
+  return t
+    ? call<Test>("PATCH", `/v1/tests/${t.id}` + query({ name: renamed }), body)
+    : call<Test>("POST", "/v1/tests" + query({ name: renamed, project: projectInAddress() }), body);
 }
 
 /** scriptErrors are the errors of a script: those its save was refused for, else those of its

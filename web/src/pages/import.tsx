@@ -1,7 +1,7 @@
 // Importing a HAR recording: the browser's export of its network panel becomes a test, with the
 // values the converter carried from one response into later requests listed.
 import { useState } from "preact/hooks";
-import { Problem, Raw, call, type TestImport } from "../api";
+import { Problem, Raw, call, projectInAddress, query, type TestImport } from "../api";
 import { Link, useTitle } from "../nav";
 import { Failure, Field, Section, useSubmit, Table } from "../ui";
 
@@ -13,10 +13,8 @@ export function ImportPage() {
   const [done, setDone] = useState<TestImport | null>(null);
   const send = useSubmit(async () => {
     if (!file) throw new Error("Choose a HAR file.");
-    const q = new URLSearchParams();
-    if (name) q.set("name", name);
-    if (assets) q.set("assets", "true");
-    setDone(await call<TestImport>("POST", `/v1/tests/import${q.size ? "?" + q : ""}`, new Raw(file, "application/json")));
+    const q = query({ name, assets: assets ? "true" : undefined, project: projectInAddress() });
+    setDone(await call<TestImport>("POST", `/v1/tests/import${q}`, new Raw(file, "application/json")));
   });
   const err = send.error;
   return (

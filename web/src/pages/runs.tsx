@@ -1,6 +1,6 @@
 // Runs: the list with its filters, and the table of runs that a test's page shows too.
 import { useState } from "preact/hooks";
-import { call, endedStates, loadPages, type Page, type Run, type RunOutcome, type RunState, type Test } from "../api";
+import { call, endedStates, loadPages, query, type Page, type Project, type Run, type RunOutcome, type RunState, type Test } from "../api";
 import { Link, navigate, useTitle } from "../nav";
 import { Badge, Failure, Select, date, duration, ms, num, pct, useLoad, type Tone, Table, numeric } from "../ui";
 
@@ -77,8 +77,10 @@ export function RunsPage(props: { query: URLSearchParams }) {
   const state = q.get("state") ?? "";
   const since = q.get("since") ?? "";
   const until = q.get("until") ?? "";
+  const project = q.get("project") ?? "";
   const [pages, setPages] = useState<string[]>([]); // the cursors of the pages after the first
-  const tests = useLoad(() => call<Page<Test>>("GET", "/v1/tests?limit=200"), []);
+  const tests = useLoad(() => call<Page<Test>>("GET", "/v1/tests" + query({ limit: 200, project })), [project]);
+  const projects = useLoad(() => call<{ items: Project[] }>("GET", "/v1/projects"), []);
   const states = state === "active" ? ["queued", "starting", "running"] : state || undefined;
   // A day of the address's that is no date (edited by hand) filters nothing, and says so.
   const day = (d: string, plus = 0) => {
@@ -86,8 +88,8 @@ export function RunsPage(props: { query: URLSearchParams }) {
     return isNaN(t) ? undefined : new Date(t + plus).toISOString();
   };
   const badDay = [since, until].filter((d) => d && !day(d));
-  const filter = { test_id: test || undefined, state: states, since: day(since), until: day(until, 86400000) };
-  const runs = useLoad(() => loadPages<Run>("/v1/runs", filter, pages), [test, state, since, until, pages.length]);
+  const filter = { test_id: test || undefined, state: states, since: day(since), until: day(until, 86400000), project: project || undefined };
+  const runs = useLoad(() => loadPages<Run>("/v1/runs", filter, pages), [test, state, since, until, project, pages.length]);
   const set = (k: string, v: string) => {
     const n = new URLSearchParams(q);
     if (v) n.set(k, v);
@@ -100,6 +102,10 @@ export function RunsPage(props: { query: URLSearchParams }) {
     <main>
       <h1>Runs</h1>
       <form class="filters" role="search" aria-label="Filter runs" onSubmit={(e) => e.preventDefault()}>
+        {projects.data && projects.data.items.length > 1 && (
+          <Select label="Project" value={project} onChange={(v) => set("project", v)}
+            options={[["", "All your projects"], ...projects.data.items.map((p): [string, string] => [p.id, p.personal ? `${p.name} (personal)` : p.name])]} />
+        )}
         <Select label="Test" value={test} onChange={(v) => set("test", v)}
           options={[["", "Every test"], ...(tests.data?.items ?? []).map((t): [string, string] => [t.id, t.name]),
             ...(test && tests.data && !tests.data.items.some((t) => t.id === test) ? [[test, "The test in the address"] as [string, string]] : [])]} />
@@ -115,7 +121,7 @@ export function RunsPage(props: { query: URLSearchParams }) {
       </form>
       {badDay.length > 0 && <p class="warning" role="note">{badDay.join(" and ")} is no date (YYYY-MM-DD): it filters nothing.</p>}
       <Failure error={runs.error} />
-      {runs.data && (runs.data.items.length === 0 && (test || state || since || until)
+      {runs.data && (runs.data.items.length === 0 && (test || state || since || until || project)
         ? <p>No runs match these filters.</p>
         : <RunsTable runs={runs.data.items} caption="Runs" />)}
       {runs.data?.next && (
