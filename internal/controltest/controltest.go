@@ -23,6 +23,7 @@ import (
 	"github.com/barrage-load/barrage/internal/barrage"
 	"github.com/barrage-load/barrage/internal/control"
 	"github.com/barrage-load/barrage/internal/control/fleet"
+	"github.com/barrage-load/barrage/internal/control/projects"
 	"github.com/barrage-load/barrage/internal/control/tests"
 	"github.com/barrage-load/barrage/internal/metrics"
 	"github.com/barrage-load/barrage/internal/netpolicy"
@@ -111,6 +112,24 @@ func (p *Plane) signup(email string, role barrage.Role, lic *barrage.LicenseTemp
 		PasswordHash: "not a hash"}, time.Now())
 	require.NoError(p.t, err)
 	return p.Reload(barrage.Principal{User: u})
+}
+
+// Share makes a project named name of owner's, in which each of members holds role, and reloads
+// them all with it; it returns the project.
+func (p *Plane) Share(owner *barrage.Principal, name string, role barrage.ProjectRole, members ...*barrage.Principal) uuid.UUID {
+	p.t.Helper()
+	ctx := context.Background()
+	pr, err := p.Projects.CreateProject(ctx, *owner, name)
+	require.NoError(p.t, err)
+	*owner = p.Reload(*owner)
+	for _, m := range members {
+		inv, err := p.Projects.Invite(ctx, *owner, pr.ID, projects.InviteInput{UserID: &m.User.ID, Role: role})
+		require.NoError(p.t, err)
+		_, err = p.Projects.Answer(ctx, *m, inv.ID, true)
+		require.NoError(p.t, err)
+		*m = p.Reload(*m)
+	}
+	return pr.ID
 }
 
 // Reload is u with the projects it belongs to now, as the API reads them for each request.

@@ -229,8 +229,12 @@ func (s *Service) Withdraw(ctx context.Context, p barrage.Principal, id, inv uui
 	return err
 }
 
-// MyInvitations lists the invitations to projects that wait for p's answer.
+// MyInvitations lists the invitations to projects that wait for p's answer; a token limited to
+// a project reads none (it may not answer them).
 func (s *Service) MyInvitations(ctx context.Context, p barrage.Principal) ([]barrage.ProjectInvitation, error) {
+	if p.TokenProject != nil {
+		return []barrage.ProjectInvitation{}, nil
+	}
 	return s.store.ProjectInvitations(ctx, nil, &p.User.ID)
 }
 

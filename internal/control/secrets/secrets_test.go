@@ -79,6 +79,31 @@ func TestASecretIsSealedWithTheKeyring(t *testing.T) {
 	require.Equal(t, "s3cret", values["API_TOKEN"])
 }
 
+// A project's secret is the project's: set by one member and replaced by another, it opens for
+// the project's runs with the value last set; someone outside the project reaches none of it.
+func TestAProjectsSecretIsItsMembers(t *testing.T) {
+	t.Parallel()
+	p := controltest.New(t, control.Config{})
+	ctx := context.Background()
+	owner := p.User("owner@example.com", &barrage.DemoLicense)
+	ed := p.User("ed@example.com", &barrage.DemoLicense)
+	vi := p.User("vi@example.com", &barrage.DemoLicense)
+	team := p.Share(&owner, "team", barrage.ProjectEditor, &ed)
+	_, _, err := p.Secrets.PutSecret(ctx, owner, &team, "API_KEY", "set by the owner")
+	require.NoError(t, err)
+	_, created, err := p.Secrets.PutSecret(ctx, ed, &team, "API_KEY", "replaced by ed")
+	require.NoError(t, err)
+	require.False(t, created)
+	values, err := p.Secrets.Values(ctx, team, []string{"API_KEY"})
+	require.NoError(t, err)
+	require.Equal(t, "replaced by ed", values["API_KEY"], "opened bound to who set it last")
+
+	_, _, err = p.Secrets.PutSecret(ctx, vi, &team, "API_KEY", "not a member")
+	require.ErrorIs(t, err, barrage.ErrNotFound)
+	_, err = p.Secrets.Secrets(ctx, vi, &team)
+	require.ErrorIs(t, err, barrage.ErrNotFound)
+}
+
 // home is u's personal project.
 func home(t *testing.T, u barrage.Principal) uuid.UUID {
 	t.Helper()

@@ -108,7 +108,7 @@ func (q *Queries) SecretList(ctx context.Context, db DBTX, projectID uuid.UUID) 
 
 const secretPut = `-- name: SecretPut :one
 INSERT INTO secrets (owner_id, project_id, name, sealed) VALUES ($1, $2, $3, $4)
-ON CONFLICT (project_id, name) DO UPDATE SET sealed = excluded.sealed, updated_at = now()
+ON CONFLICT (project_id, name) DO UPDATE SET sealed = excluded.sealed, owner_id = excluded.owner_id, updated_at = now()
 RETURNING name, created_at, updated_at, (xmax = 0) AS inserted
 `
 
@@ -126,8 +126,8 @@ type SecretPutRow struct {
 	Inserted  bool
 }
 
-// SecretPut stores a secret's sealed value, new or in place of the one of its name: inserted
-// says which.
+// SecretPut stores a secret's sealed value, new or in place of the one of its name, with who set
+// it (the value is sealed bound to them): inserted says which.
 func (q *Queries) SecretPut(ctx context.Context, db DBTX, arg SecretPutParams) (SecretPutRow, error) {
 	row := db.QueryRow(ctx, secretPut,
 		arg.OwnerID,

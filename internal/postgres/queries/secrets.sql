@@ -1,8 +1,8 @@
--- SecretPut stores a secret's sealed value, new or in place of the one of its name: inserted
--- says which.
+-- SecretPut stores a secret's sealed value, new or in place of the one of its name, with who set
+-- it (the value is sealed bound to them): inserted says which.
 -- name: SecretPut :one
 INSERT INTO secrets (owner_id, project_id, name, sealed) VALUES (@owner_id, @project_id, @name, @sealed)
-ON CONFLICT (project_id, name) DO UPDATE SET sealed = excluded.sealed, updated_at = now()
+ON CONFLICT (project_id, name) DO UPDATE SET sealed = excluded.sealed, owner_id = excluded.owner_id, updated_at = now()
 RETURNING name, created_at, updated_at, (xmax = 0) AS inserted;
 
 -- name: SecretList :many
