@@ -123,6 +123,7 @@ type Server struct {
 	URL            string
 	Stdout, Stderr *Output
 	Done           chan error
+	exited         chan struct{} // closed once the process has been waited for (waitFor)
 }
 
 var servingLine = regexp.MustCompile(`msg=serving addr=(http://127\.0\.0\.1:\d+)`)
@@ -131,7 +132,7 @@ var servingLine = regexp.MustCompile(`msg=serving addr=(http://127\.0\.0\.1:\d+)
 // /readyz answers 200.
 func StartServe(t testing.TB, dataDir string, cred *syscall.Credential, extraEnv ...string) *Server {
 	t.Helper()
-	p := &Server{Stdout: &Output{}, Stderr: &Output{}, Done: make(chan error, 1)}
+	p := &Server{Stdout: &Output{}, Stderr: &Output{}, Done: make(chan error, 1), exited: make(chan struct{})}
 	p.Cmd = exec.Command(Binary, "serve", "--addr", "127.0.0.1:0", "--data-dir", dataDir)
 	p.Cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME")}, extraEnv...)
 	p.Cmd.Stdout, p.Cmd.Stderr = p.Stdout, p.Stderr
@@ -139,7 +140,7 @@ func StartServe(t testing.TB, dataDir string, cred *syscall.Credential, extraEnv
 		p.Cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
 	}
 	require.NoError(t, p.Cmd.Start())
-	go func() { p.Done <- p.Cmd.Wait() }()
+	go waitFor(p.Cmd, p.exited, p.Done)
 	t.Cleanup(func() { p.Stop(t) })
 
 	// The first start may download PostgreSQL.
@@ -164,8 +165,10 @@ func StartServe(t testing.TB, dataDir string, cred *syscall.Credential, extraEnv
 // Stop sends SIGTERM and requires a clean exit.
 func (p *Server) Stop(t testing.TB) {
 	t.Helper()
-	if p.Cmd.ProcessState != nil {
+	select {
+	case <-p.exited:
 		return
+	default:
 	}
 	_ = p.Cmd.Process.Signal(syscall.SIGTERM)
 	select {
@@ -248,22 +251,34 @@ type Agent struct {
 	Cmd    *exec.Cmd
 	Stderr *Output
 	Done   chan error
+	exited chan struct{} // closed once the process has been waited for (waitFor)
+}
+
+// waitFor waits for cmd, closes exited, then sends what Wait said on done: whoever reads done,
+// exited tells that the process is gone, without reading the command's state, which Wait writes.
+func waitFor(cmd *exec.Cmd, exited chan struct{}, done chan error) {
+	err := cmd.Wait()
+	close(exited)
+	done <- err
 }
 
 // StartAgent starts `barrage agent` with token against p, loading 127.0.0.0/8 only; it is killed
 // at the test's end if still running.
 func StartAgent(t testing.TB, p *Server, token string, extraEnv ...string) *Agent {
 	t.Helper()
-	a := &Agent{Stderr: &Output{}, Done: make(chan error, 1)}
+	a := &Agent{Stderr: &Output{}, Done: make(chan error, 1), exited: make(chan struct{})}
 	a.Cmd = exec.Command(Binary, "agent", "--server", p.URL, "--allow-target", "127.0.0.0/8")
 	a.Cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "BARRAGE_AGENT_TOKEN=" + token}, extraEnv...)
 	a.Cmd.Stderr = a.Stderr
 	require.NoError(t, a.Cmd.Start())
-	go func() { a.Done <- a.Cmd.Wait() }()
+	go waitFor(a.Cmd, a.exited, a.Done)
 	t.Cleanup(func() {
-		if a.Cmd.ProcessState == nil {
+		// Told by the waiter, not by reading the command's state, which it writes meanwhile.
+		select {
+		case <-a.exited:
+		default:
 			_ = a.Cmd.Process.Kill()
-			<-a.Done
+			<-a.exited
 		}
 	})
 	return a
@@ -329,13 +344,14 @@ type Proc struct {
 	Stdin          io.WriteCloser
 	Stdout, Stderr *Output
 	Done           chan error
+	exited         chan struct{} // closed once the process has been waited for (waitFor)
 }
 
 // StartProc runs the binary with args and env (besides PATH and HOME), its stdin a pipe the test
 // writes to. At the test's end a process still running gets SIGINT, then SIGKILL.
 func StartProc(t testing.TB, env []string, args ...string) *Proc {
 	t.Helper()
-	p := &Proc{Stdout: &Output{}, Stderr: &Output{}, Done: make(chan error, 1)}
+	p := &Proc{Stdout: &Output{}, Stderr: &Output{}, Done: make(chan error, 1), exited: make(chan struct{})}
 	p.Cmd = exec.Command(Binary, args...)
 	p.Cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}, env...)
 	p.Cmd.Stdout, p.Cmd.Stderr = p.Stdout, p.Stderr
@@ -343,17 +359,19 @@ func StartProc(t testing.TB, env []string, args ...string) *Proc {
 	p.Stdin, err = p.Cmd.StdinPipe()
 	require.NoError(t, err)
 	require.NoError(t, p.Cmd.Start())
-	go func() { p.Done <- p.Cmd.Wait() }()
+	go waitFor(p.Cmd, p.exited, p.Done)
 	t.Cleanup(func() {
-		if p.Cmd.ProcessState != nil {
+		select {
+		case <-p.exited:
 			return
+		default:
 		}
 		_ = p.Cmd.Process.Signal(syscall.SIGINT)
 		select {
-		case <-p.Done:
+		case <-p.exited:
 		case <-time.After(10 * time.Second):
 			_ = p.Cmd.Process.Kill()
-			<-p.Done
+			<-p.exited
 		}
 	})
 	return p
