@@ -17,10 +17,11 @@ import (
 
 // runAudit prints the audit log as the caller may read it: a table, or every entry as JSON lines.
 func runAudit(ctx context.Context, e env, args []string) error {
-	fs := newFlags(e, "audit", "[--action token] [--actor USER_ID] [--object-kind run] [--object ID] [--outcome failure] [--since 24h] [--until T] [--json-lines]")
+	fs := newFlags(e, "audit", "[--action token] [--actor USER_ID] [--object-kind run] [--object ID] [--outcome failure] [--since 24h] [--until T] [--project P] [--json-lines]")
 	action := fs.String("action", "", "an action (token.create), or every action on a kind of object (token)")
 	actor := fs.String("actor", "", "only what this user (id) did")
-	kind := fs.String("object-kind", "", "only the entries on this kind of object: user, token, invitation, agent, target, secret, test, namespace, plugin_version, run")
+	kind := fs.String("object-kind", "", "only the entries on this kind of object: user, token, invitation, agent, target, secret, test, namespace, plugin_version, run, project")
+	inProj := projectFlag(fs)
 	object := fs.String("object", "", "only the entries on this object: its id, a secret's name, namespace/name@version")
 	outcome := fs.String("outcome", "", "success or failure")
 	since := fs.String("since", "", "from this instant (RFC 3339) or this long ago (24h)")
@@ -48,12 +49,19 @@ func runAudit(ctx context.Context, e env, args []string) error {
 	if p.Until, err = instant("until", *until); err != nil {
 		return err
 	}
+	cl, _, err := apiClient(ctx, e, true)
+	if err != nil {
+		return err
+	}
+	if p.Project, err = inProj.named(ctx, cl); err != nil {
+		return err
+	}
 	if *lines {
-		cl, _, err := apiClientWith(ctx, e, true, &http.Client{}) // an export takes as long as it takes
+		stream, _, err := apiClientWith(ctx, e, true, &http.Client{}) // an export takes as long as it takes
 		if err != nil {
 			return err
 		}
-		res, err := cl.ExportAuditEvents(ctx, &p)
+		res, err := stream.ExportAuditEvents(ctx, &p)
 		if err != nil {
 			return err
 		}
@@ -65,11 +73,7 @@ func runAudit(ctx context.Context, e env, args []string) error {
 		_, err = io.Copy(e.stdout, res.Body)
 		return err
 	}
-	cl, _, err := apiClient(ctx, e, true)
-	if err != nil {
-		return err
-	}
-	list := api.ListAuditEventsParams{Actor: p.Actor, Action: p.Action, ObjectKind: p.ObjectKind, ObjectId: p.ObjectId,
+	list := api.ListAuditEventsParams{Project: p.Project, Actor: p.Actor, Action: p.Action, ObjectKind: p.ObjectKind, ObjectId: p.ObjectId,
 		Outcome: (*api.ListAuditEventsParamsOutcome)(p.Outcome), Since: p.Since, Until: p.Until}
 	return printTable(e, "TIME\tACTOR\tACTION\tOBJECT\tADDRESS\tOUTCOME", func(cursor *string) ([]api.AuditEvent, *string, error) {
 		list.Cursor = cursor

@@ -27,7 +27,7 @@ type inProject struct{ name *string }
 
 // projectFlag adds --project to fs.
 func projectFlag(fs *flag.FlagSet) inProject {
-	return inProject{name: fs.String("project", "", "the project, by id or name (default: BARRAGE_PROJECT, else the one `barrage projects use` chose, "+
+	return inProject{name: fs.String("project", "", "the project, by id or name (default: BARRAGE_PROJECT, else the one barrage projects use chose, "+
 		"else your personal project, or the one your token is limited to)")}
 }
 
@@ -50,6 +50,14 @@ func (f inProject) id(ctx context.Context, e env, cl *api.ClientWithResponses) (
 		return nil, nil
 	}
 	return findProject(ctx, cl, name)
+}
+
+// named is the project the flag names, nil when it names none: a filter, which no default sets.
+func (f inProject) named(ctx context.Context, cl *api.ClientWithResponses) (*uuid.UUID, error) {
+	if name := strings.TrimSpace(*f.name); name != "" {
+		return findProject(ctx, cl, name)
+	}
+	return nil, nil
 }
 
 // findProject is the id of the caller's project named by id or name (case aside).
@@ -77,6 +85,14 @@ func findProject(ctx context.Context, cl *api.ClientWithResponses, name string) 
 		return &found[0].Id, nil
 	}
 	return nil, fmt.Errorf("%d of your projects are named %q: name one by its id (`barrage projects list`)", len(found), name)
+}
+
+// article is "an" before a word that starts with a vowel, else "a".
+func article(word string) string {
+	if word != "" && strings.ContainsRune("aeiou", rune(word[0])) {
+		return "an"
+	}
+	return "a"
 }
 
 // projectArg reads the command's one positional argument, a project, and returns its id.
@@ -161,7 +177,7 @@ func runProjectsShow(ctx context.Context, e env, args []string) error {
 	if p == nil {
 		return api.ProblemError(res.HTTPResponse, res.Body)
 	}
-	fmt.Fprintf(e.stdout, "%s (%s), you are a %s\n", terminalText(p.Name), p.Id, p.Role)
+	fmt.Fprintf(e.stdout, "%s (%s), you are %s %s\n", terminalText(p.Name), p.Id, article(string(p.Role)), p.Role)
 	return printTable(e, "USER ID\tEMAIL\tNAME\tROLE\tSINCE", func(*string) ([]api.ProjectMember, *string, error) {
 		return p.MemberList, nil, nil
 	}, func(m api.ProjectMember) string {
@@ -220,7 +236,7 @@ func runProjectsUse(ctx context.Context, e env, args []string) error {
 func runProjectsInvite(ctx context.Context, e env, args []string) error {
 	fs := newFlags(e, "projects invite", "PROJECT (--email EMAIL | --user USER_ID) --role owner|editor|runner|viewer")
 	email := fs.String("email", "", "the user's email")
-	user := fs.String("user", "", "the user's id (`barrage me` shows it)")
+	user := fs.String("user", "", "the user's id (barrage me shows it)")
 	role := fs.String("role", "viewer", "owner, editor, runner or viewer")
 	cl, id, err := projectArg(ctx, e, fs, args)
 	if err != nil {
@@ -317,7 +333,7 @@ func runProjectsAnswer(accept bool) func(context.Context, env, []string) error {
 			if res.JSON200 == nil {
 				return api.ProblemError(res.HTTPResponse, res.Body)
 			}
-			fmt.Fprintf(e.stdout, "You are a %s of %s (%s).\n", res.JSON200.Role, terminalText(res.JSON200.Name), res.JSON200.Id)
+			fmt.Fprintf(e.stdout, "You are %s %s of %s (%s).\n", article(string(res.JSON200.Role)), res.JSON200.Role, terminalText(res.JSON200.Name), res.JSON200.Id)
 			return nil
 		}
 		res, err := cl.DeclineProjectInvitationWithResponse(ctx, id)

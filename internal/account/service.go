@@ -347,6 +347,9 @@ type UpdateMeInput struct {
 // are the user's to keep: a CI job's token need not die with a password change).
 func (s *Service) UpdateMe(ctx context.Context, p barrage.Principal, in UpdateMeInput) (barrage.User, error) {
 	audit.Object(ctx, p.User.ID.String())
+	if err := accountWide(p); err != nil {
+		return barrage.User{}, err
+	}
 	var changed []string
 	for field, set := range map[string]bool{"email": in.Email != nil, "name": in.Name != nil, "password": in.NewPassword != nil} {
 		if set {

@@ -2,6 +2,7 @@ package account
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"github.com/google/uuid"
@@ -43,6 +44,9 @@ func (s *Service) CreateToken(ctx context.Context, p barrage.Principal, in Creat
 	if in.ExpiresIn <= 0 || in.ExpiresIn > 365*24*time.Hour {
 		return barrage.APIToken{}, "", barrage.Invalid("expires_in_days", "must be between 1 and 365 days")
 	}
+	if in.Project != nil && slices.Contains(in.Scopes, barrage.ScopeAdmin) {
+		return barrage.APIToken{}, "", barrage.Invalid("project_id", "a token with the admin scope reaches the whole server: it cannot be limited to a project")
+	}
 	if in.Project != nil {
 		// Only to a project of the creator's, and a limited token makes no token for another.
 		if err := p.Need(*in.Project, barrage.ProjectViewer); err != nil {
@@ -69,6 +73,9 @@ func (s *Service) CreateToken(ctx context.Context, p barrage.Principal, in Creat
 
 // ListTokens returns a page of the principal's tokens, newest first.
 func (s *Service) ListTokens(ctx context.Context, p barrage.Principal, before *uuid.UUID, limit int) (barrage.Page[barrage.APIToken], error) {
+	if err := accountWide(p); err != nil {
+		return barrage.Page[barrage.APIToken]{}, err
+	}
 	rows, err := s.store.ListAPITokens(ctx, p.User.ID, before, limit+1)
 	if err != nil {
 		return barrage.Page[barrage.APIToken]{}, err
@@ -78,5 +85,17 @@ func (s *Service) ListTokens(ctx context.Context, p barrage.Principal, before *u
 
 // DeleteToken revokes one of the principal's tokens. Another user's token is not found.
 func (s *Service) DeleteToken(ctx context.Context, p barrage.Principal, id uuid.UUID) error {
+	if err := accountWide(p); err != nil {
+		return err
+	}
 	return s.store.DeleteAPIToken(ctx, p.User.ID, id)
+}
+
+// accountWide refuses what reaches past one project (the account's tokens, its email and
+// password) to a token limited to one.
+func accountWide(p barrage.Principal) error {
+	if p.TokenProject != nil {
+		return barrage.Errorf(barrage.ErrForbidden, "this token is limited to one project: the account and its tokens are managed with a session or an unlimited token")
+	}
+	return nil
 }

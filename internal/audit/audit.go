@@ -58,6 +58,9 @@ func (l *Log) Append(ctx context.Context, e barrage.AuditEvent) {
 // else those they did, those that concern them, and those of the projects they own.
 func (l *Log) Events(ctx context.Context, p barrage.Principal, f barrage.AuditFilter) (barrage.Page[barrage.AuditEvent], error) {
 	f.Reader, f.Owned = nil, nil
+	if p.TokenProject != nil {
+		f.Project = p.TokenProject // a token limited to a project reads nothing past it
+	}
 	if p.User.Role != barrage.RoleAdmin {
 		id := p.User.ID
 		f.Reader, f.Owned = &id, p.Projects(barrage.ProjectOwner)

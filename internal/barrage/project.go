@@ -31,6 +31,14 @@ var ProjectRoles = []ProjectRole{ProjectOwner, ProjectEditor, ProjectRunner, Pro
 // Valid reports whether r is a known role.
 func (r ProjectRole) Valid() bool { return slices.Contains(ProjectRoles, r) }
 
+// article is "an" before a role that reads with a vowel, else "a".
+func (r ProjectRole) article() string {
+	if r == ProjectOwner || r == ProjectEditor {
+		return "an"
+	}
+	return "a"
+}
+
 // AtLeast reports whether r may do what min may.
 func (r ProjectRole) AtLeast(min ProjectRole) bool {
 	i, j := slices.Index(ProjectRoles, r), slices.Index(ProjectRoles, min)
@@ -98,7 +106,7 @@ func (p Principal) Need(project uuid.UUID, min ProjectRole) error {
 		return Errorf(ErrNotFound, "project not found")
 	}
 	if !m.Role.AtLeast(min) {
-		return Errorf(ErrForbidden, "this takes the %s role in its project; you are a %s there", min, m.Role)
+		return Errorf(ErrForbidden, "this takes the %s role in its project; you are %s %s there", min, m.Role.article(), m.Role)
 	}
 	return nil
 }

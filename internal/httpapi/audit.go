@@ -6,7 +6,9 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/go-chi/chi/v5"
 	"github.com/google/uuid"
@@ -128,6 +130,13 @@ func (s *server) record(key string, next http.Handler) http.Handler {
 			e.Outcome = barrage.AuditFailure
 		}
 		note.Fill(&e)
+		if e.ProjectID != nil && e.Outcome == barrage.AuditFailure && e.ActorKind == "user" {
+			// Only a member's entry names the project: an outsider's would tell them where the
+			// object they were refused is.
+			if p, ok := PrincipalFrom(ctx); ok && p.Memberships[*e.ProjectID].Role == "" {
+				e.ProjectID = nil
+			}
+		}
 		// The answer is sent: the entry is written even if the client has gone.
 		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer cancel()
@@ -148,7 +157,11 @@ func (s *server) ListAuditEvents(ctx context.Context, req api.ListAuditEventsReq
 	if err != nil {
 		return nil, err
 	}
-	f.Project = prm.Project
+	if f.Project = prm.Project; f.Project != nil && p.User.Role != barrage.RoleAdmin {
+		if err := p.Need(*f.Project, barrage.ProjectViewer); err != nil {
+			return nil, err
+		}
+	}
 	items, next, err := listPage(prm.Cursor, prm.Limit, func(before *uuid.UUID, limit int) (barrage.Page[barrage.AuditEvent], error) {
 		f.Before, f.Limit = before, limit
 		return s.audit.Events(ctx, p, f)
@@ -169,7 +182,11 @@ func (s *server) ExportAuditEvents(ctx context.Context, req api.ExportAuditEvent
 	if err != nil {
 		return nil, err
 	}
-	f.Project, f.Limit = prm.Project, auditExportPage
+	if f.Project, f.Limit = prm.Project, auditExportPage; f.Project != nil && p.User.Role != barrage.RoleAdmin {
+		if err := p.Need(*f.Project, barrage.ProjectViewer); err != nil {
+			return nil, err
+		}
+	}
 	page, err := s.audit.Events(ctx, p, f)
 	if err != nil {
 		return nil, err // before any byte: a database out of reach is a 503, not a short file
@@ -204,6 +221,11 @@ func (s *server) ExportAuditEvents(ctx context.Context, req api.ExportAuditEvent
 func auditFilter(actor *uuid.UUID, action, kind, object, outcome *string, since, until *time.Time) (barrage.AuditFilter, error) {
 	if since != nil && until != nil && since.After(*until) {
 		return barrage.AuditFilter{}, &badParam{field: "since", reason: "must not be after until"}
+	}
+	for field, v := range map[string]*string{"action": action, "object_kind": kind, "object_id": object} {
+		if v != nil && (!utf8.ValidString(*v) || strings.ContainsRune(*v, 0)) {
+			return barrage.AuditFilter{}, &badParam{field: field, reason: "not text: invalid UTF-8 or a NUL"}
+		}
 	}
 	return barrage.AuditFilter{Actor: actor, Action: deref(action), ObjectKind: deref(kind), ObjectID: deref(object),
 		Outcome: deref(outcome), Since: since, Until: until}, nil

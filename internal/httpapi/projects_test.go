@@ -72,6 +72,23 @@ func TestProjectsWithMembersAndRoles(t *testing.T) {
 	r = b.do("GET", "/v1/tests?project="+home["id"].(string), owner.access, nil)
 	require.NotContains(t, string(r.body), test, "and one project's when asked")
 
+	// A personal project is its user's alone: nobody is invited to it, so nobody takes it over.
+	requireProblem(t, b.do("POST", "/v1/projects/"+home["id"].(string)+"/invitations", owner.access,
+		map[string]any{"user_id": eve.id, "role": "owner"}), http.StatusConflict)
+
+	// An editor's agent is retired with his role; an owner's invitations go when he is one no more.
+	r = b.do("POST", "/v1/agents?project="+p, ed.access, map[string]any{"name": "ed's machine"})
+	require.Equal(t, http.StatusCreated, r.status, "body: %s", r.body)
+	edAgent := r.json(t)["id"].(string)
+	require.Equal(t, http.StatusOK, b.do("PATCH", "/v1/projects/"+p+"/members/"+ed.id, owner.access, map[string]any{"role": "owner"}).status)
+	r = b.do("POST", "/v1/projects/"+p+"/invitations", ed.access, map[string]any{"user_id": eve.id, "role": "owner"})
+	require.Equal(t, http.StatusCreated, r.status, "body: %s", r.body)
+	eveInv := r.json(t)["id"].(string)
+	require.Equal(t, http.StatusOK, b.do("PATCH", "/v1/projects/"+p+"/members/"+ed.id, owner.access, map[string]any{"role": "viewer"}).status)
+	requireProblem(t, b.do("POST", "/v1/me/invitations/"+eveInv+"/accept", eve.access, nil), http.StatusNotFound)
+	requireProblem(t, b.do("GET", "/v1/agents/"+edAgent, owner.access, nil), http.StatusNotFound)
+	require.Equal(t, http.StatusOK, b.do("PATCH", "/v1/projects/"+p+"/members/"+ed.id, owner.access, map[string]any{"role": "editor"}).status)
+
 	// Roles change; the last owner stays.
 	r = b.do("PATCH", "/v1/projects/"+p+"/members/"+owner.id, owner.access, map[string]any{"role": "editor"})
 	requireProblem(t, r, http.StatusConflict)
@@ -99,6 +116,11 @@ func TestProjectsWithMembersAndRoles(t *testing.T) {
 	requireProblem(t, b.do("GET", "/v1/tests?project="+edHome, ci, nil), http.StatusNotFound)
 	requireField(t, requireProblem(t, b.do("POST", "/v1/tokens", ed.access, map[string]any{"name": "x", "scopes": []string{"read"}, "project_id": edInv["id"]}),
 		http.StatusUnprocessableEntity), "project_id")
+	requireField(t, requireProblem(t, b.do("POST", "/v1/tokens", admin.access, map[string]any{"name": "x", "scopes": []string{"read", "admin"},
+		"project_id": home["id"]}), http.StatusUnprocessableEntity), "project_id")
+	// Limited to a project, it manages neither the account nor its tokens.
+	requireProblem(t, b.do("GET", "/v1/tokens", ci, nil), http.StatusForbidden)
+	requireProblem(t, b.do("PATCH", "/v1/me", ci, map[string]any{"name": "taken"}), http.StatusForbidden)
 
 	// Removed, the editor reaches nothing of the project at once; the test stays, its maker named.
 	require.Equal(t, http.StatusNoContent, b.do("DELETE", "/v1/projects/"+p+"/members/"+ed.id, owner.access, nil).status)
@@ -121,15 +143,15 @@ func TestProjectsWithMembersAndRoles(t *testing.T) {
 	}
 	require.Equal(t, map[string][]string{
 		"project.create":            {owner.id},
-		"project.invite":            {owner.id, owner.id},
+		"project.invite":            {ed.id, owner.id, owner.id}, // Ed invited Eve while an owner
 		"project.accept_invitation": {vi.id, ed.id},
-		"project.set_role":          {owner.id},
+		"project.set_role":          {owner.id, owner.id, owner.id, owner.id},
 		"project.remove_member":     {vi.id, owner.id}, // Vi left; the owner removed Ed before
 	}, actors)
 	// The owner reads the project's part: what members did there too.
 	accepted := b.auditEntries(owner.access, url.Values{"project": {p}, "action": {"project.accept_invitation"}})
 	require.Len(t, accepted, 2, "both members' acceptances, in the project the owner owns")
-	require.Empty(t, b.auditEntries(eve.access, url.Values{"project": {p}}), "an outsider reads nothing of it")
+	requireProblem(t, b.do("GET", "/v1/audit?project="+p, eve.access, nil), http.StatusNotFound)
 	removed := b.auditEntries(ed.access, url.Values{"action": {"project.remove_member"}})
 	require.Len(t, removed, 1, "the removal concerns Ed: he reads it")
 

@@ -24,10 +24,22 @@ func (s *Store) Memberships(ctx context.Context, user uuid.UUID) (map[uuid.UUID]
 	return out, nil
 }
 
-// CreateProject stores a new project with its creator as its owner.
-func (s *Store) CreateProject(ctx context.Context, id uuid.UUID, name string, creator uuid.UUID) (barrage.Project, error) {
+// CreateProject stores a new project with its creator as its owner, unless the creator owns max
+// projects to share already (ErrLimitExceeded): counted under the creator's lock, so that
+// projects made at once cannot pass it.
+func (s *Store) CreateProject(ctx context.Context, id uuid.UUID, name string, creator uuid.UUID, max int) (barrage.Project, error) {
 	var p barrage.Project
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		if _, err := s.q.UserGetByIDForUpdate(ctx, tx, creator); err != nil {
+			return err
+		}
+		n, err := s.q.ProjectsOwnedShared(ctx, tx, creator)
+		if err != nil {
+			return err
+		}
+		if n >= int64(max) {
+			return barrage.Errorf(barrage.ErrLimitExceeded, "you own %d projects, the most one may: delete one first", n)
+		}
 		row, err := s.q.ProjectInsert(ctx, tx, dbsqlc.ProjectInsertParams{ID: id, Name: name, CreatedBy: &creator})
 		if err != nil {
 			return err
@@ -82,7 +94,7 @@ func (s *Store) RenameProject(ctx context.Context, id uuid.UUID, name string) er
 // project or a run of it has not ended (ErrConflict, saying which).
 func (s *Store) DeleteProject(ctx context.Context, id uuid.UUID) error {
 	return translate(s.inTx(ctx, func(tx pgx.Tx) error {
-		if err := s.q.ProjectLock(ctx, tx, id); err != nil {
+		if _, err := s.q.ProjectLock(ctx, tx, id); err != nil {
 			return err
 		}
 		active, err := s.q.ProjectActiveRuns(ctx, tx, id)
@@ -101,11 +113,18 @@ func (s *Store) DeleteProject(ctx context.Context, id uuid.UUID) error {
 }
 
 // SetMemberRole gives member user of project the role, or with role "" removes them. The last
-// owner stays (ErrConflict): a project always has one.
-func (s *Store) SetMemberRole(ctx context.Context, project, user uuid.UUID, role barrage.ProjectRole) error {
-	return translate(s.inTx(ctx, func(tx pgx.Tx) error {
-		if err := s.q.ProjectLock(ctx, tx, project); err != nil {
+// owner stays (ErrConflict): a project always has one; the user of a personal project stays its
+// owner. A member who is no owner any more has the invitations they sent withdrawn; one who is
+// no editor any more has the private agents they registered in the project retired (their
+// machine would go on receiving its runs and secrets): it returns how many.
+func (s *Store) SetMemberRole(ctx context.Context, project, user uuid.UUID, role barrage.ProjectRole) (retired int64, err error) {
+	err = translate(s.inTx(ctx, func(tx pgx.Tx) error {
+		personal, err := s.q.ProjectLock(ctx, tx, project)
+		if err != nil {
 			return err
+		}
+		if personal != nil && *personal == user && role != barrage.ProjectOwner {
+			return barrage.Errorf(barrage.ErrConflict, "a personal project's user stays its owner")
 		}
 		was, err := s.q.ProjectMemberRole(ctx, tx, dbsqlc.ProjectMemberRoleParams{ProjectID: project, UserID: user})
 		if errors.Is(err, pgx.ErrNoRows) {
@@ -128,8 +147,20 @@ func (s *Store) SetMemberRole(ctx context.Context, project, user uuid.UUID, role
 		} else {
 			_, err = s.q.ProjectMemberSetRole(ctx, tx, dbsqlc.ProjectMemberSetRoleParams{ProjectID: project, UserID: user, Role: string(role)})
 		}
+		if err != nil {
+			return err
+		}
+		if !role.AtLeast(barrage.ProjectOwner) {
+			if _, err := s.q.ProjectInvitationsOfInviterDelete(ctx, tx, dbsqlc.ProjectInvitationsOfInviterDeleteParams{ProjectID: project, UserID: &user}); err != nil {
+				return err
+			}
+		}
+		if !role.AtLeast(barrage.ProjectEditor) {
+			retired, err = s.q.ProjectAgentsOfMemberDelete(ctx, tx, dbsqlc.ProjectAgentsOfMemberDeleteParams{ProjectID: &project, UserID: &user})
+		}
 		return err
 	}), "project member")
+	return retired, err
 }
 
 // InviteToProject asks user to join project with role; one invitation a user and project.

@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"net/mail"
 	"strings"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -21,17 +22,22 @@ import (
 
 // Store is what projects keep in PostgreSQL (*postgres.Store).
 type Store interface {
-	CreateProject(ctx context.Context, id uuid.UUID, name string, creator uuid.UUID) (barrage.Project, error)
+	CreateProject(ctx context.Context, id uuid.UUID, name string, creator uuid.UUID, max int) (barrage.Project, error)
 	Projects(ctx context.Context, user uuid.UUID) ([]barrage.Project, error)
 	Project(ctx context.Context, user, id uuid.UUID) (barrage.Project, []barrage.ProjectMember, error)
 	RenameProject(ctx context.Context, id uuid.UUID, name string) error
 	DeleteProject(ctx context.Context, id uuid.UUID) error
-	SetMemberRole(ctx context.Context, project, user uuid.UUID, role barrage.ProjectRole) error
+	SetMemberRole(ctx context.Context, project, user uuid.UUID, role barrage.ProjectRole) (int64, error)
 	InviteToProject(ctx context.Context, inv barrage.ProjectInvitation) (barrage.ProjectInvitation, error)
 	ProjectInvitations(ctx context.Context, project, user *uuid.UUID) ([]barrage.ProjectInvitation, error)
 	TakeProjectInvitation(ctx context.Context, id uuid.UUID, project, user *uuid.UUID, accept bool) (barrage.ProjectInvitation, error)
 	UserIDByEmail(ctx context.Context, email string) (uuid.UUID, error)
+	Throttle(ctx context.Context, key string, r barrage.Rate, cost float64, now time.Time) error
 }
+
+// InviteRate bounds the invitations one user sends: each tells whether an email has an account
+// (422 when none has), so they are few enough that nobody lists the accounts by them.
+var InviteRate = barrage.Rate{N: 30, Per: time.Hour}
 
 // MaxProjects bounds the projects one user may make to share (their personal one aside).
 const MaxProjects = 50
@@ -70,16 +76,7 @@ func (s *Service) CreateProject(ctx context.Context, p barrage.Principal, name s
 	if p.TokenProject != nil {
 		return barrage.Project{}, barrage.Errorf(barrage.ErrForbidden, "this token is limited to one project: make projects with a session or an unlimited token")
 	}
-	made := 0
-	for _, m := range p.Memberships {
-		if m.Role == barrage.ProjectOwner && !m.Personal {
-			made++
-		}
-	}
-	if made >= MaxProjects {
-		return barrage.Project{}, barrage.Errorf(barrage.ErrLimitExceeded, "you own %d projects, the most one may: delete one first", made)
-	}
-	pr, err := s.store.CreateProject(ctx, uuid.Must(uuid.NewV7()), name, p.User.ID)
+	pr, err := s.store.CreateProject(ctx, uuid.Must(uuid.NewV7()), name, p.User.ID, MaxProjects)
 	if err == nil {
 		audit.Object(ctx, pr.ID.String())
 		audit.Detail(ctx, "name", pr.Name)
@@ -134,7 +131,18 @@ func (s *Service) SetRole(ctx context.Context, p barrage.Principal, id, user uui
 	}
 	audit.Subject(ctx, user)
 	audit.Detail(ctx, "role", role)
-	return s.store.SetMemberRole(ctx, id, user, role)
+	return s.changeMember(ctx, id, user, role)
+}
+
+// changeMember gives user of project id the role ("": removes them), and says what it retired.
+func (s *Service) changeMember(ctx context.Context, id, user uuid.UUID, role barrage.ProjectRole) error {
+	retired, err := s.store.SetMemberRole(ctx, id, user, role)
+	if retired > 0 {
+		audit.Detail(ctx, "agents_retired", retired)
+		s.log.InfoContext(ctx, "agents of a member who may no longer manage them retired", slog.String("project_id", id.String()),
+			slog.Int64("agents", retired))
+	}
+	return err
 }
 
 // RemoveMember removes user from project id: an owner removes anyone, any member themselves.
@@ -151,7 +159,7 @@ func (s *Service) RemoveMember(ctx context.Context, p barrage.Principal, id, use
 		return barrage.Errorf(barrage.ErrConflict, "your personal project is yours for as long as your account is there: you cannot leave it")
 	}
 	audit.Subject(ctx, user)
-	return s.store.SetMemberRole(ctx, id, user, "")
+	return s.changeMember(ctx, id, user, "")
 }
 
 // InviteInput names whom to invite, by email or by id, and with which role.
@@ -168,6 +176,9 @@ func (s *Service) Invite(ctx context.Context, p barrage.Principal, id uuid.UUID,
 	}
 	if !in.Role.Valid() {
 		return barrage.ProjectInvitation{}, barrage.Invalid("role", "must be owner, editor, runner or viewer")
+	}
+	if err := s.store.Throttle(ctx, "project-invite:"+p.User.ID.String(), InviteRate, 1, time.Now()); err != nil {
+		return barrage.ProjectInvitation{}, err
 	}
 	var user uuid.UUID
 	switch email := strings.TrimSpace(in.Email); {
@@ -186,9 +197,12 @@ func (s *Service) Invite(ctx context.Context, p barrage.Principal, id uuid.UUID,
 			return barrage.ProjectInvitation{}, err
 		}
 	}
-	_, members, err := s.store.Project(ctx, p.User.ID, id)
+	pr, members, err := s.store.Project(ctx, p.User.ID, id)
 	if err != nil {
 		return barrage.ProjectInvitation{}, err
+	}
+	if pr.Personal {
+		return barrage.ProjectInvitation{}, barrage.Errorf(barrage.ErrConflict, "a personal project is its user's alone: make a project to share (POST /v1/projects)")
 	}
 	for _, m := range members {
 		if m.UserID == user {

@@ -186,6 +186,13 @@ func (s *Service) CreateRun(ctx context.Context, p barrage.Principal, in RunInpu
 	if err := script.CheckRunEnv(parsed, in.Env); err != nil {
 		return barrage.Run{}, err
 	}
+	if len(in.Env) > 0 && len(parsed.Secrets) > 0 {
+		// What the environment says (a base URL) may send the secrets elsewhere: whoever may
+		// change it may read them, as an editor may.
+		if err := p.Need(sc.ProjectID, barrage.ProjectEditor); err != nil {
+			return barrage.Run{}, barrage.Errorf(barrage.ErrForbidden, "the script reads the project's secrets: setting its environment (env) takes the editor role, as it may send them elsewhere")
+		}
+	}
 	// Each secret the script reads must be the project's (their values are read again, and
 	// handed over, when an agent takes a shard).
 	if _, err := s.deps.Secrets.Values(ctx, sc.ProjectID, parsed.Secrets); err != nil {

@@ -15,8 +15,10 @@ import (
 	"github.com/barrage-load/barrage/internal/barrage"
 	"github.com/barrage-load/barrage/internal/control"
 	"github.com/barrage-load/barrage/internal/control/fleet"
+	"github.com/barrage-load/barrage/internal/control/projects"
 	"github.com/barrage-load/barrage/internal/control/runs"
 	"github.com/barrage-load/barrage/internal/control/targets"
+	"github.com/barrage-load/barrage/internal/control/tests"
 	"github.com/barrage-load/barrage/internal/controltest"
 	"github.com/barrage-load/barrage/internal/run"
 	"github.com/barrage-load/barrage/internal/summary"
@@ -539,4 +541,40 @@ func TestARunWhoseFactsDoNotReadHoldsUpNoOtherRun(t *testing.T) {
 	doc := b.summary(t, broken.run.ID)
 	require.Equal(t, barrage.RunFinished, doc.State)
 	require.Len(t, doc.Thresholds, 1)
+}
+
+// A runner of a project starts its scripts on its agents, counted against the runner's own
+// license; setting the environment of a script that reads the project's secrets takes an
+// editor, as it could send them elsewhere; a viewer starts nothing.
+func TestARunnerRunsTheProjectsScriptsButDoesNotRedirectItsSecrets(t *testing.T) {
+	t.Parallel()
+	p := controltest.New(t, control.Config{Targets: targets.Config{All: true}})
+	ctx := context.Background()
+	owner := p.User("owner@example.com", &barrage.DemoLicense)
+	runner := p.User("runner@example.com", &barrage.DemoLicense)
+	viewer := p.User("viewer@example.com", &barrage.DemoLicense)
+	team := p.Share(&owner, "team", barrage.ProjectRunner, &runner)
+	inv, err := p.Projects.Invite(ctx, owner, team, projects.InviteInput{UserID: &viewer.User.ID, Role: barrage.ProjectViewer})
+	require.NoError(t, err)
+	_, err = p.Projects.Answer(ctx, viewer, inv.ID, true)
+	require.NoError(t, err)
+	viewer = p.Reload(viewer)
+	_, _, err = p.Secrets.PutSecret(ctx, owner, &team, "API_KEY", "the team's key")
+	require.NoError(t, err)
+	src := strings.Replace(controltest.SmokeScript, `url: "http://127.0.0.1:9/"`, `url: "${base}/", headers: { X-Key: "${secret.API_KEY}" }`, 1)
+	src = strings.Replace(src, "name: smoke\n", "name: smoke\nvariables:\n  env:\n    base: { from: BASE, default: \"http://127.0.0.1:9\" }\n", 1)
+	sc, err := p.Tests.CreateScript(ctx, owner, tests.ScriptInput{Source: []byte(src), Project: &team})
+	require.NoError(t, err)
+	a, _ := p.Agent(nil, "shared", barrage.Limits{})
+
+	_, err = p.Runs.CreateRun(ctx, runner, runs.RunInput{ScriptID: sc.ID, AgentIDs: []uuid.UUID{a.ID}, Env: map[string]string{"BASE": "http://127.0.0.1:1"}})
+	require.ErrorIs(t, err, barrage.ErrForbidden)
+	require.ErrorContains(t, err, "takes the editor role")
+	_, err = p.Runs.CreateRun(ctx, viewer, runs.RunInput{ScriptID: sc.ID, AgentIDs: []uuid.UUID{a.ID}})
+	require.ErrorIs(t, err, barrage.ErrForbidden)
+	require.ErrorContains(t, err, "takes the runner role")
+	r, err := p.Runs.CreateRun(ctx, runner, runs.RunInput{ScriptID: sc.ID, AgentIDs: []uuid.UUID{a.ID}})
+	require.NoError(t, err)
+	require.Equal(t, team, r.ProjectID)
+	require.Equal(t, runner.User.ID, r.OwnerID, "the run counts against the runner's license")
 }

@@ -23,6 +23,25 @@ func (q *Queries) ProjectActiveRuns(ctx context.Context, db DBTX, projectID uuid
 	return count, err
 }
 
+const projectAgentsOfMemberDelete = `-- name: ProjectAgentsOfMemberDelete :execrows
+DELETE FROM agents WHERE project_id = $1 AND owner_id = $2
+`
+
+type ProjectAgentsOfMemberDeleteParams struct {
+	ProjectID *uuid.UUID
+	UserID    *uuid.UUID
+}
+
+// ProjectAgentsOfMemberDelete retires the private agents a member registered in a project, once
+// they may no longer manage them: their machine would go on receiving its runs and secrets.
+func (q *Queries) ProjectAgentsOfMemberDelete(ctx context.Context, db DBTX, arg ProjectAgentsOfMemberDeleteParams) (int64, error) {
+	result, err := db.Exec(ctx, projectAgentsOfMemberDelete, arg.ProjectID, arg.UserID)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
 const projectDelete = `-- name: ProjectDelete :execrows
 DELETE FROM projects WHERE id = $1 AND personal_of IS NULL
 `
@@ -213,6 +232,25 @@ func (q *Queries) ProjectInvitations(ctx context.Context, db DBTX, arg ProjectIn
 	return items, nil
 }
 
+const projectInvitationsOfInviterDelete = `-- name: ProjectInvitationsOfInviterDelete :execrows
+DELETE FROM project_invitations WHERE project_id = $1 AND invited_by = $2
+`
+
+type ProjectInvitationsOfInviterDeleteParams struct {
+	ProjectID uuid.UUID
+	UserID    *uuid.UUID
+}
+
+// ProjectInvitationsOfInviterDelete withdraws the invitations a member sent who may no longer
+// send them.
+func (q *Queries) ProjectInvitationsOfInviterDelete(ctx context.Context, db DBTX, arg ProjectInvitationsOfInviterDeleteParams) (int64, error) {
+	result, err := db.Exec(ctx, projectInvitationsOfInviterDelete, arg.ProjectID, arg.UserID)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
 const projectList = `-- name: ProjectList :many
 SELECT p.id, p.name, p.personal_of, p.created_by, p.created_at, m.role, (SELECT count(*) FROM project_members c WHERE c.project_id = p.id)::bigint AS members
 FROM projects p JOIN project_members m ON m.project_id = p.id AND m.user_id = $1
@@ -258,15 +296,17 @@ func (q *Queries) ProjectList(ctx context.Context, db DBTX, userID uuid.UUID) ([
 	return items, nil
 }
 
-const projectLock = `-- name: ProjectLock :exec
-SELECT id FROM projects WHERE id = $1 FOR UPDATE
+const projectLock = `-- name: ProjectLock :one
+SELECT personal_of FROM projects WHERE id = $1 FOR UPDATE
 `
 
 // ProjectLock makes the changes to one project's members take turns, so that the count of its
 // owners a change checks holds.
-func (q *Queries) ProjectLock(ctx context.Context, db DBTX, id uuid.UUID) error {
-	_, err := db.Exec(ctx, projectLock, id)
-	return err
+func (q *Queries) ProjectLock(ctx context.Context, db DBTX, id uuid.UUID) (*uuid.UUID, error) {
+	row := db.QueryRow(ctx, projectLock, id)
+	var personal_of *uuid.UUID
+	err := row.Scan(&personal_of)
+	return personal_of, err
 }
 
 const projectMemberDelete = `-- name: ProjectMemberDelete :execrows
@@ -496,6 +536,19 @@ type ProjectRenameParams struct {
 func (q *Queries) ProjectRename(ctx context.Context, db DBTX, arg ProjectRenameParams) error {
 	_, err := db.Exec(ctx, projectRename, arg.Name, arg.ID)
 	return err
+}
+
+const projectsOwnedShared = `-- name: ProjectsOwnedShared :one
+SELECT count(*) FROM project_members m JOIN projects p ON p.id = m.project_id
+WHERE m.user_id = $1 AND m.role = 'owner' AND p.personal_of IS NULL
+`
+
+// ProjectsOwnedShared counts the projects to share a user owns (their personal one aside).
+func (q *Queries) ProjectsOwnedShared(ctx context.Context, db DBTX, userID uuid.UUID) (int64, error) {
+	row := db.QueryRow(ctx, projectsOwnedShared, userID)
+	var count int64
+	err := row.Scan(&count)
+	return count, err
 }
 
 const userIDByEmail = `-- name: UserIDByEmail :one

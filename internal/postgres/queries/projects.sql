@@ -40,8 +40,23 @@ ORDER BY array_position(ARRAY['owner', 'editor', 'runner', 'viewer'], m.role), l
 
 -- ProjectLock makes the changes to one project's members take turns, so that the count of its
 -- owners a change checks holds.
--- name: ProjectLock :exec
-SELECT id FROM projects WHERE id = @id FOR UPDATE;
+-- name: ProjectLock :one
+SELECT personal_of FROM projects WHERE id = @id FOR UPDATE;
+
+-- ProjectsOwnedShared counts the projects to share a user owns (their personal one aside).
+-- name: ProjectsOwnedShared :one
+SELECT count(*) FROM project_members m JOIN projects p ON p.id = m.project_id
+WHERE m.user_id = @user_id AND m.role = 'owner' AND p.personal_of IS NULL;
+
+-- ProjectInvitationsOfInviterDelete withdraws the invitations a member sent who may no longer
+-- send them.
+-- name: ProjectInvitationsOfInviterDelete :execrows
+DELETE FROM project_invitations WHERE project_id = @project_id AND invited_by = @user_id;
+
+-- ProjectAgentsOfMemberDelete retires the private agents a member registered in a project, once
+-- they may no longer manage them: their machine would go on receiving its runs and secrets.
+-- name: ProjectAgentsOfMemberDelete :execrows
+DELETE FROM agents WHERE project_id = @project_id AND owner_id = @user_id;
 
 -- name: ProjectOwnerCount :one
 SELECT count(*) FROM project_members WHERE project_id = @project_id AND role = 'owner';

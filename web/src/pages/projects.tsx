@@ -34,7 +34,7 @@ export function ProjectsPage() {
       <h1>Projects</h1>
       <p class="hint">
         A project holds tests, runs, private agents, targets and secrets that its members share, each with a role.
-        Your personal project is yours alone unless you invite someone. Runs count against the license of whoever starts them.
+        Your personal project is yours alone; make a project to share. Runs count against the license of whoever starts them.
       </p>
       {invitations.data && invitations.data.items.length > 0 && (
         <Section title="Invitations waiting for you">
@@ -94,7 +94,7 @@ export function ProjectPage(props: { id: string; user: User }) {
         <Link href={`/tests?project=${p.id}`}>Its tests</Link> · <Link href={`/runs?project=${p.id}`}>its runs</Link>
       </p>
       <Members project={p} user={props.user} onChange={project.set} reload={project.reload} />
-      {owner && <Invitations project={p} />}
+      {owner && !p.personal && <Invitations project={p} />}
       {owner && !p.personal && <Settings project={p} onChange={project.reload} />}
     </main>
   );
