@@ -4243,7 +4243,10 @@ type ClientInterface interface {
 	// `token.revoke`), invitations (`invitation.create`, `invitation.revoke`), users changed by
 	// an admin (`user.admin_update`), agents (`agent.register`, `agent.retire`), targets
 	// (`target.create`, `target.verify`, `target.delete`), secrets (`secret.put`,
-	// `secret.delete`), tests deleted (`test.delete`), namespaces (`namespace.claim`,
+	// `secret.delete`), tests deleted (`test.delete`), projects and their members (`project.create`,
+	// `project.rename`, `project.delete`, `project.invite`, `project.withdraw_invitation`,
+	// `project.accept_invitation`, `project.decline_invitation`, `project.set_role`,
+	// `project.remove_member`), namespaces (`namespace.claim`,
 	// `namespace.reserve`, `namespace.add_key`, `namespace.retire_key`, `namespace.add_owner`,
 	// `namespace.remove_owner`), plugin versions (`plugin.publish`, `plugin.approve`,
 	// `plugin.reject`, `plugin.deprecate`, `plugin.revoke`) and runs (`run.start`, `run.cancel`).
@@ -4907,7 +4910,7 @@ type ClientInterface interface {
 	// Corresponds with GET /v1/scripts/{id} (the `GetScript` operationId).
 	GetScript(ctx context.Context, id ID, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// ListSecrets Your secrets, by name
+	// ListSecrets A project's secrets, by name
 	//
 	// Their names and when they were set; a value is never returned.
 	//
@@ -4916,7 +4919,7 @@ type ClientInterface interface {
 
 	// PutSecretWithBody Set a secret
 	//
-	// Sets your secret `name` to `value`, new (`201`) or in place of the one of that name (`200`). The value is sealed with the server's keyring (AES-256-GCM) and never returned, logged or stored in the clear. Scripts read it as `${secret.NAME}`: a run (or a debug) is admitted only when you have every secret its script reads, and its agents are handed the values when they take its shards. Wherever a run could show a value (debug traces, error samples, summaries, reports) it reads `***`. At most 100 secrets per account.
+	// Sets your secret `name` to `value`, new (`201`) or in place of the one of that name (`200`). The value is sealed with the server's keyring (AES-256-GCM) and never returned, logged or stored in the clear. Scripts read it as `${secret.NAME}`: a run (or a debug) is admitted only when you have every secret its script reads, and its agents are handed the values when they take its shards. Wherever a run could show a value (debug traces, error samples, summaries, reports) it reads `***`. At most 100 secrets per project.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -4925,7 +4928,7 @@ type ClientInterface interface {
 
 	// PutSecret Set a secret
 	//
-	// Sets your secret `name` to `value`, new (`201`) or in place of the one of that name (`200`). The value is sealed with the server's keyring (AES-256-GCM) and never returned, logged or stored in the clear. Scripts read it as `${secret.NAME}`: a run (or a debug) is admitted only when you have every secret its script reads, and its agents are handed the values when they take its shards. Wherever a run could show a value (debug traces, error samples, summaries, reports) it reads `***`. At most 100 secrets per account.
+	// Sets your secret `name` to `value`, new (`201`) or in place of the one of that name (`200`). The value is sealed with the server's keyring (AES-256-GCM) and never returned, logged or stored in the clear. Scripts read it as `${secret.NAME}`: a run (or a debug) is admitted only when you have every secret its script reads, and its agents are handed the values when they take its shards. Wherever a run could show a value (debug traces, error samples, summaries, reports) it reads `***`. At most 100 secrets per project.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -4939,7 +4942,7 @@ type ClientInterface interface {
 	// Corresponds with DELETE /v1/secrets/{name} (the `DeleteSecret` operationId).
 	DeleteSecret(ctx context.Context, name string, params *DeleteSecretParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// ListTargets Your targets
+	// ListTargets The targets of your projects
 	//
 	// The hosts and ports you registered, by host, each with whether its latest check proved you control it.
 	//
@@ -4948,7 +4951,7 @@ type ClientInterface interface {
 
 	// CreateTargetWithBody Register a target
 	//
-	// Registers a host and port (an http(s) URL without a path) and gives it a token of its own. Shared agents load it for you once you prove you control it: serve the token as the whole body of `verify_url`, then ask for a check (`POST /v1/targets/{id}/verify`). What is proved is the address that served the file: shared agents load that address alone for the host. Runs on shared agents check it again when they start. At most 50 targets per account.
+	// Registers a host and port (an http(s) URL without a path) and gives it a token of its own. Shared agents load it for you once you prove you control it: serve the token as the whole body of `verify_url`, then ask for a check (`POST /v1/targets/{id}/verify`). What is proved is the address that served the file: shared agents load that address alone for the host. Runs on shared agents check it again when they start. At most 50 targets per account (counted against whoever registers them).
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -4957,7 +4960,7 @@ type ClientInterface interface {
 
 	// CreateTarget Register a target
 	//
-	// Registers a host and port (an http(s) URL without a path) and gives it a token of its own. Shared agents load it for you once you prove you control it: serve the token as the whole body of `verify_url`, then ask for a check (`POST /v1/targets/{id}/verify`). What is proved is the address that served the file: shared agents load that address alone for the host. Runs on shared agents check it again when they start. At most 50 targets per account.
+	// Registers a host and port (an http(s) URL without a path) and gives it a token of its own. Shared agents load it for you once you prove you control it: serve the token as the whole body of `verify_url`, then ask for a check (`POST /v1/targets/{id}/verify`). What is proved is the address that served the file: shared agents load that address alone for the host. Runs on shared agents check it again when they start. At most 50 targets per account (counted against whoever registers them).
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -4971,7 +4974,7 @@ type ClientInterface interface {
 	// Corresponds with DELETE /v1/targets/{id} (the `DeleteTarget` operationId).
 	DeleteTarget(ctx context.Context, id ID, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// GetTarget One of your targets
+	// GetTarget A target of one of your projects
 	//
 	// Corresponds with GET /v1/targets/{id} (the `GetTarget` operationId).
 	GetTarget(ctx context.Context, id ID, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -6062,7 +6065,10 @@ func (c *Client) PingAgent(ctx context.Context, id ID, reqEditors ...RequestEdit
 // `token.revoke`), invitations (`invitation.create`, `invitation.revoke`), users changed by
 // an admin (`user.admin_update`), agents (`agent.register`, `agent.retire`), targets
 // (`target.create`, `target.verify`, `target.delete`), secrets (`secret.put`,
-// `secret.delete`), tests deleted (`test.delete`), namespaces (`namespace.claim`,
+// `secret.delete`), tests deleted (`test.delete`), projects and their members (`project.create`,
+// `project.rename`, `project.delete`, `project.invite`, `project.withdraw_invitation`,
+// `project.accept_invitation`, `project.decline_invitation`, `project.set_role`,
+// `project.remove_member`), namespaces (`namespace.claim`,
 // `namespace.reserve`, `namespace.add_key`, `namespace.retire_key`, `namespace.add_owner`,
 // `namespace.remove_owner`), plugin versions (`plugin.publish`, `plugin.approve`,
 // `plugin.reject`, `plugin.deprecate`, `plugin.revoke`) and runs (`run.start`, `run.cancel`).
@@ -7426,7 +7432,7 @@ func (c *Client) GetScript(ctx context.Context, id ID, reqEditors ...RequestEdit
 	return c.Client.Do(req)
 }
 
-// ListSecrets Your secrets, by name
+// ListSecrets A project's secrets, by name
 //
 // Their names and when they were set; a value is never returned.
 //
@@ -7445,7 +7451,7 @@ func (c *Client) ListSecrets(ctx context.Context, params *ListSecretsParams, req
 
 // PutSecretWithBody Set a secret
 //
-// Sets your secret `name` to `value`, new (`201`) or in place of the one of that name (`200`). The value is sealed with the server's keyring (AES-256-GCM) and never returned, logged or stored in the clear. Scripts read it as `${secret.NAME}`: a run (or a debug) is admitted only when you have every secret its script reads, and its agents are handed the values when they take its shards. Wherever a run could show a value (debug traces, error samples, summaries, reports) it reads `***`. At most 100 secrets per account.
+// Sets your secret `name` to `value`, new (`201`) or in place of the one of that name (`200`). The value is sealed with the server's keyring (AES-256-GCM) and never returned, logged or stored in the clear. Scripts read it as `${secret.NAME}`: a run (or a debug) is admitted only when you have every secret its script reads, and its agents are handed the values when they take its shards. Wherever a run could show a value (debug traces, error samples, summaries, reports) it reads `***`. At most 100 secrets per project.
 //
 // Takes any type of body and a specified content type.
 //
@@ -7464,7 +7470,7 @@ func (c *Client) PutSecretWithBody(ctx context.Context, params *PutSecretParams,
 
 // PutSecret Set a secret
 //
-// Sets your secret `name` to `value`, new (`201`) or in place of the one of that name (`200`). The value is sealed with the server's keyring (AES-256-GCM) and never returned, logged or stored in the clear. Scripts read it as `${secret.NAME}`: a run (or a debug) is admitted only when you have every secret its script reads, and its agents are handed the values when they take its shards. Wherever a run could show a value (debug traces, error samples, summaries, reports) it reads `***`. At most 100 secrets per account.
+// Sets your secret `name` to `value`, new (`201`) or in place of the one of that name (`200`). The value is sealed with the server's keyring (AES-256-GCM) and never returned, logged or stored in the clear. Scripts read it as `${secret.NAME}`: a run (or a debug) is admitted only when you have every secret its script reads, and its agents are handed the values when they take its shards. Wherever a run could show a value (debug traces, error samples, summaries, reports) it reads `***`. At most 100 secrets per project.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -7498,7 +7504,7 @@ func (c *Client) DeleteSecret(ctx context.Context, name string, params *DeleteSe
 	return c.Client.Do(req)
 }
 
-// ListTargets Your targets
+// ListTargets The targets of your projects
 //
 // The hosts and ports you registered, by host, each with whether its latest check proved you control it.
 //
@@ -7517,7 +7523,7 @@ func (c *Client) ListTargets(ctx context.Context, params *ListTargetsParams, req
 
 // CreateTargetWithBody Register a target
 //
-// Registers a host and port (an http(s) URL without a path) and gives it a token of its own. Shared agents load it for you once you prove you control it: serve the token as the whole body of `verify_url`, then ask for a check (`POST /v1/targets/{id}/verify`). What is proved is the address that served the file: shared agents load that address alone for the host. Runs on shared agents check it again when they start. At most 50 targets per account.
+// Registers a host and port (an http(s) URL without a path) and gives it a token of its own. Shared agents load it for you once you prove you control it: serve the token as the whole body of `verify_url`, then ask for a check (`POST /v1/targets/{id}/verify`). What is proved is the address that served the file: shared agents load that address alone for the host. Runs on shared agents check it again when they start. At most 50 targets per account (counted against whoever registers them).
 //
 // Takes any type of body and a specified content type.
 //
@@ -7536,7 +7542,7 @@ func (c *Client) CreateTargetWithBody(ctx context.Context, params *CreateTargetP
 
 // CreateTarget Register a target
 //
-// Registers a host and port (an http(s) URL without a path) and gives it a token of its own. Shared agents load it for you once you prove you control it: serve the token as the whole body of `verify_url`, then ask for a check (`POST /v1/targets/{id}/verify`). What is proved is the address that served the file: shared agents load that address alone for the host. Runs on shared agents check it again when they start. At most 50 targets per account.
+// Registers a host and port (an http(s) URL without a path) and gives it a token of its own. Shared agents load it for you once you prove you control it: serve the token as the whole body of `verify_url`, then ask for a check (`POST /v1/targets/{id}/verify`). What is proved is the address that served the file: shared agents load that address alone for the host. Runs on shared agents check it again when they start. At most 50 targets per account (counted against whoever registers them).
 //
 // Takes a body of the `application/json` content type.
 //
@@ -7570,7 +7576,7 @@ func (c *Client) DeleteTarget(ctx context.Context, id ID, reqEditors ...RequestE
 	return c.Client.Do(req)
 }
 
-// GetTarget One of your targets
+// GetTarget A target of one of your projects
 //
 // Corresponds with GET /v1/targets/{id} (the `GetTarget` operationId).
 func (c *Client) GetTarget(ctx context.Context, id ID, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -13906,7 +13912,10 @@ type ClientWithResponsesInterface interface {
 	// `token.revoke`), invitations (`invitation.create`, `invitation.revoke`), users changed by
 	// an admin (`user.admin_update`), agents (`agent.register`, `agent.retire`), targets
 	// (`target.create`, `target.verify`, `target.delete`), secrets (`secret.put`,
-	// `secret.delete`), tests deleted (`test.delete`), namespaces (`namespace.claim`,
+	// `secret.delete`), tests deleted (`test.delete`), projects and their members (`project.create`,
+	// `project.rename`, `project.delete`, `project.invite`, `project.withdraw_invitation`,
+	// `project.accept_invitation`, `project.decline_invitation`, `project.set_role`,
+	// `project.remove_member`), namespaces (`namespace.claim`,
 	// `namespace.reserve`, `namespace.add_key`, `namespace.retire_key`, `namespace.add_owner`,
 	// `namespace.remove_owner`), plugin versions (`plugin.publish`, `plugin.approve`,
 	// `plugin.reject`, `plugin.deprecate`, `plugin.revoke`) and runs (`run.start`, `run.cancel`).
@@ -14648,7 +14657,7 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /v1/scripts/{id} (the `GetScript` operationId).
 	GetScriptWithResponse(ctx context.Context, id ID, reqEditors ...RequestEditorFn) (*GetScriptResponse, error)
 
-	// ListSecretsWithResponse Your secrets, by name
+	// ListSecretsWithResponse A project's secrets, by name
 	//
 	// Their names and when they were set; a value is never returned.
 	//
@@ -14659,7 +14668,7 @@ type ClientWithResponsesInterface interface {
 
 	// PutSecretWithBodyWithResponse Set a secret
 	//
-	// Sets your secret `name` to `value`, new (`201`) or in place of the one of that name (`200`). The value is sealed with the server's keyring (AES-256-GCM) and never returned, logged or stored in the clear. Scripts read it as `${secret.NAME}`: a run (or a debug) is admitted only when you have every secret its script reads, and its agents are handed the values when they take its shards. Wherever a run could show a value (debug traces, error samples, summaries, reports) it reads `***`. At most 100 secrets per account.
+	// Sets your secret `name` to `value`, new (`201`) or in place of the one of that name (`200`). The value is sealed with the server's keyring (AES-256-GCM) and never returned, logged or stored in the clear. Scripts read it as `${secret.NAME}`: a run (or a debug) is admitted only when you have every secret its script reads, and its agents are handed the values when they take its shards. Wherever a run could show a value (debug traces, error samples, summaries, reports) it reads `***`. At most 100 secrets per project.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -14668,7 +14677,7 @@ type ClientWithResponsesInterface interface {
 
 	// PutSecretWithResponse Set a secret
 	//
-	// Sets your secret `name` to `value`, new (`201`) or in place of the one of that name (`200`). The value is sealed with the server's keyring (AES-256-GCM) and never returned, logged or stored in the clear. Scripts read it as `${secret.NAME}`: a run (or a debug) is admitted only when you have every secret its script reads, and its agents are handed the values when they take its shards. Wherever a run could show a value (debug traces, error samples, summaries, reports) it reads `***`. At most 100 secrets per account.
+	// Sets your secret `name` to `value`, new (`201`) or in place of the one of that name (`200`). The value is sealed with the server's keyring (AES-256-GCM) and never returned, logged or stored in the clear. Scripts read it as `${secret.NAME}`: a run (or a debug) is admitted only when you have every secret its script reads, and its agents are handed the values when they take its shards. Wherever a run could show a value (debug traces, error samples, summaries, reports) it reads `***`. At most 100 secrets per project.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -14684,7 +14693,7 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with DELETE /v1/secrets/{name} (the `DeleteSecret` operationId).
 	DeleteSecretWithResponse(ctx context.Context, name string, params *DeleteSecretParams, reqEditors ...RequestEditorFn) (*DeleteSecretResponse, error)
 
-	// ListTargetsWithResponse Your targets
+	// ListTargetsWithResponse The targets of your projects
 	//
 	// The hosts and ports you registered, by host, each with whether its latest check proved you control it.
 	//
@@ -14695,7 +14704,7 @@ type ClientWithResponsesInterface interface {
 
 	// CreateTargetWithBodyWithResponse Register a target
 	//
-	// Registers a host and port (an http(s) URL without a path) and gives it a token of its own. Shared agents load it for you once you prove you control it: serve the token as the whole body of `verify_url`, then ask for a check (`POST /v1/targets/{id}/verify`). What is proved is the address that served the file: shared agents load that address alone for the host. Runs on shared agents check it again when they start. At most 50 targets per account.
+	// Registers a host and port (an http(s) URL without a path) and gives it a token of its own. Shared agents load it for you once you prove you control it: serve the token as the whole body of `verify_url`, then ask for a check (`POST /v1/targets/{id}/verify`). What is proved is the address that served the file: shared agents load that address alone for the host. Runs on shared agents check it again when they start. At most 50 targets per account (counted against whoever registers them).
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -14704,7 +14713,7 @@ type ClientWithResponsesInterface interface {
 
 	// CreateTargetWithResponse Register a target
 	//
-	// Registers a host and port (an http(s) URL without a path) and gives it a token of its own. Shared agents load it for you once you prove you control it: serve the token as the whole body of `verify_url`, then ask for a check (`POST /v1/targets/{id}/verify`). What is proved is the address that served the file: shared agents load that address alone for the host. Runs on shared agents check it again when they start. At most 50 targets per account.
+	// Registers a host and port (an http(s) URL without a path) and gives it a token of its own. Shared agents load it for you once you prove you control it: serve the token as the whole body of `verify_url`, then ask for a check (`POST /v1/targets/{id}/verify`). What is proved is the address that served the file: shared agents load that address alone for the host. Runs on shared agents check it again when they start. At most 50 targets per account (counted against whoever registers them).
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -14720,7 +14729,7 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with DELETE /v1/targets/{id} (the `DeleteTarget` operationId).
 	DeleteTargetWithResponse(ctx context.Context, id ID, reqEditors ...RequestEditorFn) (*DeleteTargetResponse, error)
 
-	// GetTargetWithResponse One of your targets
+	// GetTargetWithResponse A target of one of your projects
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -25604,7 +25613,10 @@ func (c *ClientWithResponses) PingAgentWithResponse(ctx context.Context, id ID, 
 // `token.revoke`), invitations (`invitation.create`, `invitation.revoke`), users changed by
 // an admin (`user.admin_update`), agents (`agent.register`, `agent.retire`), targets
 // (`target.create`, `target.verify`, `target.delete`), secrets (`secret.put`,
-// `secret.delete`), tests deleted (`test.delete`), namespaces (`namespace.claim`,
+// `secret.delete`), tests deleted (`test.delete`), projects and their members (`project.create`,
+// `project.rename`, `project.delete`, `project.invite`, `project.withdraw_invitation`,
+// `project.accept_invitation`, `project.decline_invitation`, `project.set_role`,
+// `project.remove_member`), namespaces (`namespace.claim`,
 // `namespace.reserve`, `namespace.add_key`, `namespace.retire_key`, `namespace.add_owner`,
 // `namespace.remove_owner`), plugin versions (`plugin.publish`, `plugin.approve`,
 // `plugin.reject`, `plugin.deprecate`, `plugin.revoke`) and runs (`run.start`, `run.cancel`).
@@ -26766,7 +26778,7 @@ func (c *ClientWithResponses) GetScriptWithResponse(ctx context.Context, id ID, 
 	return ParseGetScriptResponse(rsp)
 }
 
-// ListSecretsWithResponse Your secrets, by name
+// ListSecretsWithResponse A project's secrets, by name
 //
 // Their names and when they were set; a value is never returned.
 //
@@ -26783,7 +26795,7 @@ func (c *ClientWithResponses) ListSecretsWithResponse(ctx context.Context, param
 
 // PutSecretWithBodyWithResponse Set a secret
 //
-// Sets your secret `name` to `value`, new (`201`) or in place of the one of that name (`200`). The value is sealed with the server's keyring (AES-256-GCM) and never returned, logged or stored in the clear. Scripts read it as `${secret.NAME}`: a run (or a debug) is admitted only when you have every secret its script reads, and its agents are handed the values when they take its shards. Wherever a run could show a value (debug traces, error samples, summaries, reports) it reads `***`. At most 100 secrets per account.
+// Sets your secret `name` to `value`, new (`201`) or in place of the one of that name (`200`). The value is sealed with the server's keyring (AES-256-GCM) and never returned, logged or stored in the clear. Scripts read it as `${secret.NAME}`: a run (or a debug) is admitted only when you have every secret its script reads, and its agents are handed the values when they take its shards. Wherever a run could show a value (debug traces, error samples, summaries, reports) it reads `***`. At most 100 secrets per project.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -26798,7 +26810,7 @@ func (c *ClientWithResponses) PutSecretWithBodyWithResponse(ctx context.Context,
 
 // PutSecretWithResponse Set a secret
 //
-// Sets your secret `name` to `value`, new (`201`) or in place of the one of that name (`200`). The value is sealed with the server's keyring (AES-256-GCM) and never returned, logged or stored in the clear. Scripts read it as `${secret.NAME}`: a run (or a debug) is admitted only when you have every secret its script reads, and its agents are handed the values when they take its shards. Wherever a run could show a value (debug traces, error samples, summaries, reports) it reads `***`. At most 100 secrets per account.
+// Sets your secret `name` to `value`, new (`201`) or in place of the one of that name (`200`). The value is sealed with the server's keyring (AES-256-GCM) and never returned, logged or stored in the clear. Scripts read it as `${secret.NAME}`: a run (or a debug) is admitted only when you have every secret its script reads, and its agents are handed the values when they take its shards. Wherever a run could show a value (debug traces, error samples, summaries, reports) it reads `***`. At most 100 secrets per project.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -26826,7 +26838,7 @@ func (c *ClientWithResponses) DeleteSecretWithResponse(ctx context.Context, name
 	return ParseDeleteSecretResponse(rsp)
 }
 
-// ListTargetsWithResponse Your targets
+// ListTargetsWithResponse The targets of your projects
 //
 // The hosts and ports you registered, by host, each with whether its latest check proved you control it.
 //
@@ -26843,7 +26855,7 @@ func (c *ClientWithResponses) ListTargetsWithResponse(ctx context.Context, param
 
 // CreateTargetWithBodyWithResponse Register a target
 //
-// Registers a host and port (an http(s) URL without a path) and gives it a token of its own. Shared agents load it for you once you prove you control it: serve the token as the whole body of `verify_url`, then ask for a check (`POST /v1/targets/{id}/verify`). What is proved is the address that served the file: shared agents load that address alone for the host. Runs on shared agents check it again when they start. At most 50 targets per account.
+// Registers a host and port (an http(s) URL without a path) and gives it a token of its own. Shared agents load it for you once you prove you control it: serve the token as the whole body of `verify_url`, then ask for a check (`POST /v1/targets/{id}/verify`). What is proved is the address that served the file: shared agents load that address alone for the host. Runs on shared agents check it again when they start. At most 50 targets per account (counted against whoever registers them).
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -26858,7 +26870,7 @@ func (c *ClientWithResponses) CreateTargetWithBodyWithResponse(ctx context.Conte
 
 // CreateTargetWithResponse Register a target
 //
-// Registers a host and port (an http(s) URL without a path) and gives it a token of its own. Shared agents load it for you once you prove you control it: serve the token as the whole body of `verify_url`, then ask for a check (`POST /v1/targets/{id}/verify`). What is proved is the address that served the file: shared agents load that address alone for the host. Runs on shared agents check it again when they start. At most 50 targets per account.
+// Registers a host and port (an http(s) URL without a path) and gives it a token of its own. Shared agents load it for you once you prove you control it: serve the token as the whole body of `verify_url`, then ask for a check (`POST /v1/targets/{id}/verify`). What is proved is the address that served the file: shared agents load that address alone for the host. Runs on shared agents check it again when they start. At most 50 targets per account (counted against whoever registers them).
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -26886,7 +26898,7 @@ func (c *ClientWithResponses) DeleteTargetWithResponse(ctx context.Context, id I
 	return ParseDeleteTargetResponse(rsp)
 }
 
-// GetTargetWithResponse One of your targets
+// GetTargetWithResponse A target of one of your projects
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -36613,7 +36625,7 @@ type ServerInterface interface {
 	// GetScript A script
 	// (GET /v1/scripts/{id})
 	GetScript(w http.ResponseWriter, r *http.Request, id ID)
-	// ListSecrets Your secrets, by name
+	// ListSecrets A project's secrets, by name
 	// (GET /v1/secrets)
 	ListSecrets(w http.ResponseWriter, r *http.Request, params ListSecretsParams)
 	// PutSecret Set a secret
@@ -36622,7 +36634,7 @@ type ServerInterface interface {
 	// DeleteSecret Delete a secret
 	// (DELETE /v1/secrets/{name})
 	DeleteSecret(w http.ResponseWriter, r *http.Request, name string, params DeleteSecretParams)
-	// ListTargets Your targets
+	// ListTargets The targets of your projects
 	// (GET /v1/targets)
 	ListTargets(w http.ResponseWriter, r *http.Request, params ListTargetsParams)
 	// CreateTarget Register a target
@@ -36631,7 +36643,7 @@ type ServerInterface interface {
 	// DeleteTarget Remove one of your targets
 	// (DELETE /v1/targets/{id})
 	DeleteTarget(w http.ResponseWriter, r *http.Request, id ID)
-	// GetTarget One of your targets
+	// GetTarget A target of one of your projects
 	// (GET /v1/targets/{id})
 	GetTarget(w http.ResponseWriter, r *http.Request, id ID)
 	// VerifyTarget Check that you control a target
@@ -37210,7 +37222,7 @@ func (_ Unimplemented) GetScript(w http.ResponseWriter, r *http.Request, id ID) 
 	w.WriteHeader(http.StatusNotImplemented)
 }
 
-// ListSecrets Your secrets, by name
+// ListSecrets A project's secrets, by name
 // (GET /v1/secrets)
 func (_ Unimplemented) ListSecrets(w http.ResponseWriter, r *http.Request, params ListSecretsParams) {
 	w.WriteHeader(http.StatusNotImplemented)
@@ -37228,7 +37240,7 @@ func (_ Unimplemented) DeleteSecret(w http.ResponseWriter, r *http.Request, name
 	w.WriteHeader(http.StatusNotImplemented)
 }
 
-// ListTargets Your targets
+// ListTargets The targets of your projects
 // (GET /v1/targets)
 func (_ Unimplemented) ListTargets(w http.ResponseWriter, r *http.Request, params ListTargetsParams) {
 	w.WriteHeader(http.StatusNotImplemented)
@@ -37246,7 +37258,7 @@ func (_ Unimplemented) DeleteTarget(w http.ResponseWriter, r *http.Request, id I
 	w.WriteHeader(http.StatusNotImplemented)
 }
 
-// GetTarget One of your targets
+// GetTarget A target of one of your projects
 // (GET /v1/targets/{id})
 func (_ Unimplemented) GetTarget(w http.ResponseWriter, r *http.Request, id ID) {
 	w.WriteHeader(http.StatusNotImplemented)
@@ -54434,7 +54446,7 @@ type StrictServerInterface interface {
 	// GetScript A script
 	// (GET /v1/scripts/{id})
 	GetScript(ctx context.Context, request GetScriptRequestObject) (GetScriptResponseObject, error)
-	// ListSecrets Your secrets, by name
+	// ListSecrets A project's secrets, by name
 	// (GET /v1/secrets)
 	ListSecrets(ctx context.Context, request ListSecretsRequestObject) (ListSecretsResponseObject, error)
 	// PutSecret Set a secret
@@ -54443,7 +54455,7 @@ type StrictServerInterface interface {
 	// DeleteSecret Delete a secret
 	// (DELETE /v1/secrets/{name})
 	DeleteSecret(ctx context.Context, request DeleteSecretRequestObject) (DeleteSecretResponseObject, error)
-	// ListTargets Your targets
+	// ListTargets The targets of your projects
 	// (GET /v1/targets)
 	ListTargets(ctx context.Context, request ListTargetsRequestObject) (ListTargetsResponseObject, error)
 	// CreateTarget Register a target
@@ -54452,7 +54464,7 @@ type StrictServerInterface interface {
 	// DeleteTarget Remove one of your targets
 	// (DELETE /v1/targets/{id})
 	DeleteTarget(ctx context.Context, request DeleteTargetRequestObject) (DeleteTargetResponseObject, error)
-	// GetTarget One of your targets
+	// GetTarget A target of one of your projects
 	// (GET /v1/targets/{id})
 	GetTarget(ctx context.Context, request GetTargetRequestObject) (GetTargetResponseObject, error)
 	// VerifyTarget Check that you control a target
