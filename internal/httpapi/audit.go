@@ -153,14 +153,9 @@ func (s *server) ListAuditEvents(ctx context.Context, req api.ListAuditEventsReq
 		return nil, err
 	}
 	prm := req.Params
-	f, err := auditFilter(prm.Actor, prm.Action, prm.ObjectKind, prm.ObjectId, (*string)(prm.Outcome), prm.Since, prm.Until)
+	f, err := auditFilter(p, prm.Project, prm.Actor, prm.Action, prm.ObjectKind, prm.ObjectId, (*string)(prm.Outcome), prm.Since, prm.Until)
 	if err != nil {
 		return nil, err
-	}
-	if f.Project = prm.Project; f.Project != nil && p.User.Role != barrage.RoleAdmin {
-		if err := p.Need(*f.Project, barrage.ProjectViewer); err != nil {
-			return nil, err
-		}
 	}
 	items, next, err := listPage(prm.Cursor, prm.Limit, func(before *uuid.UUID, limit int) (barrage.Page[barrage.AuditEvent], error) {
 		f.Before, f.Limit = before, limit
@@ -178,15 +173,11 @@ func (s *server) ExportAuditEvents(ctx context.Context, req api.ExportAuditEvent
 		return nil, err
 	}
 	prm := req.Params
-	f, err := auditFilter(prm.Actor, prm.Action, prm.ObjectKind, prm.ObjectId, (*string)(prm.Outcome), prm.Since, prm.Until)
+	f, err := auditFilter(p, prm.Project, prm.Actor, prm.Action, prm.ObjectKind, prm.ObjectId, (*string)(prm.Outcome), prm.Since, prm.Until)
 	if err != nil {
 		return nil, err
 	}
-	if f.Project, f.Limit = prm.Project, auditExportPage; f.Project != nil && p.User.Role != barrage.RoleAdmin {
-		if err := p.Need(*f.Project, barrage.ProjectViewer); err != nil {
-			return nil, err
-		}
-	}
+	f.Limit = auditExportPage
 	page, err := s.audit.Events(ctx, p, f)
 	if err != nil {
 		return nil, err // before any byte: a database out of reach is a 503, not a short file
@@ -216,9 +207,14 @@ func (s *server) ExportAuditEvents(ctx context.Context, req api.ExportAuditEvent
 	return api.ExportAuditEvents200ApplicationxNdjsonResponse{Body: pr}, nil
 }
 
-// auditFilter reads the audit log's filters, which the contract has checked but for their order
-// in time.
-func auditFilter(actor *uuid.UUID, action, kind, object, outcome *string, since, until *time.Time) (barrage.AuditFilter, error) {
+// auditFilter reads the audit log's filters for p, which the contract has checked but for their
+// order in time, their text, and a project p is not in (404, but for admins).
+func auditFilter(p barrage.Principal, project, actor *uuid.UUID, action, kind, object, outcome *string, since, until *time.Time) (barrage.AuditFilter, error) {
+	if project != nil && p.User.Role != barrage.RoleAdmin {
+		if err := p.Need(*project, barrage.ProjectViewer); err != nil {
+			return barrage.AuditFilter{}, err
+		}
+	}
 	if since != nil && until != nil && since.After(*until) {
 		return barrage.AuditFilter{}, &badParam{field: "since", reason: "must not be after until"}
 	}
@@ -227,7 +223,7 @@ func auditFilter(actor *uuid.UUID, action, kind, object, outcome *string, since,
 			return barrage.AuditFilter{}, &badParam{field: field, reason: "not text: invalid UTF-8 or a NUL"}
 		}
 	}
-	return barrage.AuditFilter{Actor: actor, Action: deref(action), ObjectKind: deref(kind), ObjectID: deref(object),
+	return barrage.AuditFilter{Project: project, Actor: actor, Action: deref(action), ObjectKind: deref(kind), ObjectID: deref(object),
 		Outcome: deref(outcome), Since: since, Until: until}, nil
 }
 
