@@ -97,6 +97,18 @@ func (p Principal) Projects(min ProjectRole) []uuid.UUID {
 	return out
 }
 
+// Listed are the projects a list reads for p: project alone when it names one (p must be in
+// it, else it is not found), every one of p's otherwise.
+func (p Principal) Listed(project *uuid.UUID) ([]uuid.UUID, error) {
+	if project == nil {
+		return p.Projects(ProjectViewer), nil
+	}
+	if err := p.Need(*project, ProjectViewer); err != nil {
+		return nil, err
+	}
+	return []uuid.UUID{*project}, nil
+}
+
 // Need is nil when p holds min in project; otherwise a project p is not in (or one outside
 // the token's) is not found, as if it were not there, and one where p's role is less is
 // forbidden, naming the role it takes.

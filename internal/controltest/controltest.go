@@ -132,6 +132,14 @@ func (p *Plane) Share(owner *barrage.Principal, name string, role barrage.Projec
 	return pr.ID
 }
 
+// Home is u's personal project.
+func Home(t testing.TB, u barrage.Principal) uuid.UUID {
+	t.Helper()
+	id, err := u.HomeProject()
+	require.NoError(t, err)
+	return id
+}
+
 // Reload is u with the projects it belongs to now, as the API reads them for each request.
 func (p *Plane) Reload(u barrage.Principal) barrage.Principal {
 	p.t.Helper()

@@ -119,16 +119,6 @@ func (s *server) InviteToProject(ctx context.Context, req api.InviteToProjectReq
 	if err != nil {
 		return nil, err
 	}
-	// The invitation as the list reads it, with the project's name and the invitee's email.
-	list, err := s.projects.Invitations(ctx, p, req.Id)
-	if err != nil {
-		return nil, err
-	}
-	for _, i := range list {
-		if i.ID == inv.ID {
-			inv = i
-		}
-	}
 	return api.InviteToProject201JSONResponse(toAPIProjectInvitation(inv)), nil
 }
 

@@ -47,13 +47,9 @@ func (b *testBundle) personal(u user) uuid.UUID {
 	b.t.Helper()
 	m, err := b.store.Memberships(context.Background(), uuid.MustParse(u.id))
 	require.NoError(b.t, err)
-	for id, mm := range m {
-		if mm.Personal {
-			return id
-		}
-	}
-	b.t.Fatalf("%s has no personal project", u.email)
-	return uuid.Nil
+	id, err := barrage.Principal{Memberships: m}.HomeProject()
+	require.NoError(b.t, err, u.email)
+	return id
 }
 
 const smokeScript = controltest.SmokeScript

@@ -163,15 +163,20 @@ func (s *Store) SetMemberRole(ctx context.Context, project, user uuid.UUID, role
 	return retired, err
 }
 
-// InviteToProject asks user to join project with role; one invitation a user and project.
+// InviteToProject asks user to join project with role, one invitation a user and project, and
+// returns it with the project's name and the invitee's email.
 func (s *Store) InviteToProject(ctx context.Context, inv barrage.ProjectInvitation) (barrage.ProjectInvitation, error) {
-	row, err := s.q.ProjectInvitationInsert(ctx, s.pool, dbsqlc.ProjectInvitationInsertParams{
+	r, err := s.q.ProjectInvitationInsert(ctx, s.pool, dbsqlc.ProjectInvitationInsertParams{
 		ID: inv.ID, ProjectID: inv.ProjectID, UserID: inv.UserID, Role: string(inv.Role), InvitedBy: inv.InvitedBy})
 	if err != nil {
 		return barrage.ProjectInvitation{}, translate(err, "an invitation of this user to the project")
 	}
-	inv.CreatedAt = row.CreatedAt
-	return inv, nil
+	return projectInvitationFromRow(dbsqlc.ProjectInvitationsRow(r)), nil
+}
+
+func projectInvitationFromRow(r dbsqlc.ProjectInvitationsRow) barrage.ProjectInvitation {
+	return barrage.ProjectInvitation{ID: r.ID, ProjectID: r.ProjectID, ProjectName: r.ProjectName, UserID: r.UserID, Email: r.Email,
+		Role: barrage.ProjectRole(r.Role), InvitedBy: r.InvitedBy, CreatedAt: r.CreatedAt}
 }
 
 // ProjectInvitations lists the invitations of a project (project given) or to a user (user
@@ -183,8 +188,7 @@ func (s *Store) ProjectInvitations(ctx context.Context, project, user *uuid.UUID
 	}
 	out := make([]barrage.ProjectInvitation, len(rows))
 	for i, r := range rows {
-		out[i] = barrage.ProjectInvitation{ID: r.ID, ProjectID: r.ProjectID, ProjectName: r.ProjectName, UserID: r.UserID, Email: r.Email,
-			Role: barrage.ProjectRole(r.Role), InvitedBy: r.InvitedBy, CreatedAt: r.CreatedAt}
+		out[i] = projectInvitationFromRow(r)
 	}
 	return out, nil
 }

@@ -19,7 +19,7 @@ func (s *Store) PutSecret(ctx context.Context, project, owner uuid.UUID, name st
 	var created bool
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		// The project's row, locked: two new secrets at once are counted one after the other.
-		if _, err := tx.Exec(ctx, "SELECT 1 FROM projects WHERE id = $1 FOR UPDATE", project); err != nil {
+		if _, err := s.q.ProjectLock(ctx, tx, project); err != nil {
 			return err
 		}
 		row, err := s.q.SecretPut(ctx, tx, dbsqlc.SecretPutParams{OwnerID: owner, ProjectID: project, Name: name, Sealed: sealed})

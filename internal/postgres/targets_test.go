@@ -65,11 +65,7 @@ func personal(t *testing.T, store *postgres.Store, user uuid.UUID) uuid.UUID {
 	t.Helper()
 	m, err := store.Memberships(context.Background(), user)
 	require.NoError(t, err)
-	for id, mm := range m {
-		if mm.Personal {
-			return id
-		}
-	}
-	t.Fatalf("user %s has no personal project", user)
-	return uuid.Nil
+	id, err := barrage.Principal{Memberships: m}.HomeProject()
+	require.NoError(t, err)
+	return id
 }

@@ -56,12 +56,9 @@ func (s *Service) CreateAgent(ctx context.Context, p barrage.Principal, in Agent
 // Agents lists the agents p may see: those of p's projects (of project alone, when given),
 // then the shared ones.
 func (s *Service) Agents(ctx context.Context, p barrage.Principal, project *uuid.UUID) ([]barrage.Agent, error) {
-	in := p.Projects(barrage.ProjectViewer)
-	if project != nil {
-		if err := p.Need(*project, barrage.ProjectViewer); err != nil {
-			return nil, err
-		}
-		in = []uuid.UUID{*project}
+	in, err := p.Listed(project)
+	if err != nil {
+		return nil, err
 	}
 	return s.store.UsableAgents(ctx, in)
 }

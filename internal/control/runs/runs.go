@@ -443,12 +443,9 @@ func (s *Service) Run(ctx context.Context, p barrage.Principal, id uuid.UUID) (b
 // Runs lists the runs of p's projects (of f.Project alone, when given) that f admits, newest
 // first.
 func (s *Service) Runs(ctx context.Context, p barrage.Principal, f barrage.RunFilter, before *uuid.UUID, limit int) (barrage.Page[barrage.Run], error) {
-	in := p.Projects(barrage.ProjectViewer)
-	if f.Project != nil {
-		if err := p.Need(*f.Project, barrage.ProjectViewer); err != nil {
-			return barrage.Page[barrage.Run]{}, err
-		}
-		in = []uuid.UUID{*f.Project}
+	in, err := p.Listed(f.Project)
+	if err != nil {
+		return barrage.Page[barrage.Run]{}, err
 	}
 	rows, err := s.store.Runs(ctx, in, f, before, limit+1)
 	if err != nil {

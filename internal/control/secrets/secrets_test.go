@@ -5,7 +5,6 @@ import (
 	"context"
 	"testing"
 
-	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
 	"github.com/barrage-load/barrage/internal/barrage"
@@ -34,16 +33,16 @@ func TestASecretIsOpenedForItsOwnerAlone(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, list, 1)
 	require.Equal(t, "API_TOKEN", list[0].Name)
-	values, err := p.Secrets.Values(ctx, home(t, u), []string{"API_TOKEN"})
+	values, err := p.Secrets.Values(ctx, controltest.Home(t, u), []string{"API_TOKEN"})
 	require.NoError(t, err)
 	require.Equal(t, map[string]string{"API_TOKEN": "s3cret-2"}, values)
 
-	_, err = p.Secrets.Values(ctx, home(t, other), []string{"API_TOKEN"})
+	_, err = p.Secrets.Values(ctx, controltest.Home(t, other), []string{"API_TOKEN"})
 	var inv *barrage.InvalidError
 	require.ErrorAs(t, err, &inv)
 	require.Equal(t, "secrets.API_TOKEN", inv.Fields[0].Field)
 	require.Contains(t, inv.Fields[0].Reason, "barrage secrets set API_TOKEN")
-	all, err := p.Secrets.All(ctx, home(t, other))
+	all, err := p.Secrets.All(ctx, controltest.Home(t, other))
 	require.NoError(t, err)
 	require.Empty(t, all)
 	require.ErrorIs(t, p.Secrets.DeleteSecret(ctx, other, nil, "API_TOKEN"), barrage.ErrNotFound)
@@ -67,14 +66,14 @@ func TestASecretIsSealedWithTheKeyring(t *testing.T) {
 	sealer := secrets.New(p.Store, ring(1))
 	_, _, err := sealer.PutSecret(ctx, u, nil, "API_TOKEN", "s3cret")
 	require.NoError(t, err)
-	sealed, err := p.Store.SealedSecrets(ctx, home(t, u), []string{"API_TOKEN"})
+	sealed, err := p.Store.SealedSecrets(ctx, controltest.Home(t, u), []string{"API_TOKEN"})
 	require.NoError(t, err)
 	require.NotContains(t, string(sealed["API_TOKEN"].Value), "s3cret")
 
-	_, err = secrets.New(p.Store, ring(2)).Values(ctx, home(t, u), []string{"API_TOKEN"})
+	_, err = secrets.New(p.Store, ring(2)).Values(ctx, controltest.Home(t, u), []string{"API_TOKEN"})
 	require.ErrorContains(t, err, "is the key that sealed it still in the keyring?")
 	require.NotContains(t, err.Error(), "s3cret")
-	values, err := secrets.New(p.Store, ring(1)).Values(ctx, home(t, u), []string{"API_TOKEN"})
+	values, err := secrets.New(p.Store, ring(1)).Values(ctx, controltest.Home(t, u), []string{"API_TOKEN"})
 	require.NoError(t, err)
 	require.Equal(t, "s3cret", values["API_TOKEN"])
 }
@@ -102,12 +101,4 @@ func TestAProjectsSecretIsItsMembers(t *testing.T) {
 	require.ErrorIs(t, err, barrage.ErrNotFound)
 	_, err = p.Secrets.Secrets(ctx, vi, &team)
 	require.ErrorIs(t, err, barrage.ErrNotFound)
-}
-
-// home is u's personal project.
-func home(t *testing.T, u barrage.Principal) uuid.UUID {
-	t.Helper()
-	id, err := u.HomeProject()
-	require.NoError(t, err)
-	return id
 }

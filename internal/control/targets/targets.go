@@ -102,12 +102,9 @@ func (s *Service) withOpen(t barrage.Target) barrage.Target {
 
 // Targets lists the targets of p's projects (of project alone, when given).
 func (s *Service) Targets(ctx context.Context, p barrage.Principal, project *uuid.UUID) ([]barrage.Target, error) {
-	in := p.Projects(barrage.ProjectViewer)
-	if project != nil {
-		if err := p.Need(*project, barrage.ProjectViewer); err != nil {
-			return nil, err
-		}
-		in = []uuid.UUID{*project}
+	in, err := p.Listed(project)
+	if err != nil {
+		return nil, err
 	}
 	ts, err := s.store.Targets(ctx, in)
 	for i := range ts {

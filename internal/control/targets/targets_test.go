@@ -6,7 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
 	"github.com/barrage-load/barrage/internal/barrage"
@@ -71,10 +70,10 @@ func TestATargetIsLoadedFromSharedAgentsOnlyWhileItsProofHolds(t *testing.T) {
 	tg, err = b.Targets.VerifyTarget(ctx, b.user, tg.ID)
 	require.NoError(t, err)
 	require.True(t, tg.Verified())
-	dests, err := b.Targets.Destinations(ctx, b.user, home(t, b.user), sc)
+	dests, err := b.Targets.Destinations(ctx, b.user, controltest.Home(t, b.user), sc)
 	require.NoError(t, err)
 	require.Equal(t, []string{tg.Pinned()}, dests)
-	jobs, err := b.Targets.Verified(ctx, home(t, b.user))
+	jobs, err := b.Targets.Verified(ctx, controltest.Home(t, b.user))
 	require.NoError(t, err)
 	require.Equal(t, []string{tg.Pinned()}, jobs, "a job on a shared agent reaches the verified targets")
 
@@ -100,7 +99,7 @@ func TestOpenTargetsNeedNoProof(t *testing.T) {
 	t.Parallel()
 	b := setup(t, targets.Config{Open: map[string]bool{"127.0.0.1:9": true}})
 	ctx := context.Background()
-	dests, err := b.Targets.Destinations(ctx, b.user, home(t, b.user), parse(t, "http://127.0.0.1:9"))
+	dests, err := b.Targets.Destinations(ctx, b.user, controltest.Home(t, b.user), parse(t, "http://127.0.0.1:9"))
 	require.NoError(t, err)
 	require.Equal(t, []string{"127.0.0.1:9"}, dests)
 	tg, err := b.Targets.CreateTarget(ctx, b.user, nil, "http://127.0.0.1:9")
@@ -112,7 +111,7 @@ func TestOpenTargetsNeedNoProof(t *testing.T) {
 	require.Contains(t, controltest.Invalid(t, b.dests(hosts), "hosts"), "for your own agents")
 
 	all := setup(t, targets.Config{All: true})
-	dests, err = all.Targets.Destinations(ctx, all.user, home(t, all.user), parse(t, "http://shop.test"))
+	dests, err = all.Targets.Destinations(ctx, all.user, controltest.Home(t, all.user), parse(t, "http://shop.test"))
 	require.NoError(t, err)
 	require.Nil(t, dests)
 }
@@ -153,18 +152,10 @@ func TestAnotherUsersTargetIsNotFound(t *testing.T) {
 	list, err := b.Targets.Targets(ctx, other, nil)
 	require.NoError(t, err)
 	require.Empty(t, list)
-	_, err = b.Targets.Destinations(ctx, other, home(t, other), parse(t, b.shop.URL))
+	_, err = b.Targets.Destinations(ctx, other, controltest.Home(t, other), parse(t, b.shop.URL))
 	require.Contains(t, controltest.Invalid(t, err, "targets"), "is not a target of the project")
 
 	require.NoError(t, b.Targets.DeleteTarget(ctx, b.user, tg.ID))
 	_, err = b.Targets.Target(ctx, b.user, tg.ID)
 	require.ErrorIs(t, err, barrage.ErrNotFound)
-}
-
-// home is u's personal project.
-func home(t *testing.T, u barrage.Principal) uuid.UUID {
-	t.Helper()
-	id, err := u.HomeProject()
-	require.NoError(t, err)
-	return id
 }

@@ -174,7 +174,7 @@ func (s *Service) Test(ctx context.Context, p barrage.Principal, id uuid.UUID) (
 
 // Tests lists the tests of p's projects (of project alone, when given), newest first.
 func (s *Service) Tests(ctx context.Context, p barrage.Principal, project *uuid.UUID, before *uuid.UUID, limit int) (barrage.Page[barrage.Test], error) {
-	in, err := readable(p, project)
+	in, err := p.Listed(project)
 	if err != nil {
 		return barrage.Page[barrage.Test]{}, err
 	}
@@ -204,18 +204,6 @@ func (s *Service) TestRevisions(ctx context.Context, p barrage.Principal, id uui
 // denied explains a change of test id that found nothing where p holds min (Principal.Denied).
 func (s *Service) denied(ctx context.Context, p barrage.Principal, err error, min barrage.ProjectRole, id uuid.UUID) error {
 	return p.Denied(ctx, err, min, s.store, barrage.KindTest, id)
-}
-
-// readable are the projects a list reads: project alone when given (p must be in it), else
-// every one of p's.
-func readable(p barrage.Principal, project *uuid.UUID) ([]uuid.UUID, error) {
-	if project == nil {
-		return p.Projects(barrage.ProjectViewer), nil
-	}
-	if err := p.Need(*project, barrage.ProjectViewer); err != nil {
-		return nil, err
-	}
-	return []uuid.UUID{*project}, nil
 }
 
 // fileNameRe is what a data file may be called: the name a script's data variable gives as its

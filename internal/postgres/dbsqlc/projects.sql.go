@@ -115,9 +115,13 @@ func (q *Queries) ProjectInsert(ctx context.Context, db DBTX, arg ProjectInsertP
 }
 
 const projectInvitationInsert = `-- name: ProjectInvitationInsert :one
-INSERT INTO project_invitations (id, project_id, user_id, role, invited_by)
-VALUES ($1, $2, $3, $4, $5)
-RETURNING id, project_id, user_id, role, invited_by, created_at
+WITH i AS (
+    INSERT INTO project_invitations (id, project_id, user_id, role, invited_by)
+    VALUES ($1, $2, $3, $4, $5)
+    RETURNING id, project_id, user_id, role, invited_by, created_at
+)
+SELECT i.id, i.project_id, i.user_id, i.role, i.invited_by, i.created_at, p.name AS project_name, u.email
+FROM i JOIN projects p ON p.id = i.project_id JOIN users u ON u.id = i.user_id
 `
 
 type ProjectInvitationInsertParams struct {
@@ -128,7 +132,19 @@ type ProjectInvitationInsertParams struct {
 	InvitedBy *uuid.UUID
 }
 
-func (q *Queries) ProjectInvitationInsert(ctx context.Context, db DBTX, arg ProjectInvitationInsertParams) (ProjectInvitation, error) {
+type ProjectInvitationInsertRow struct {
+	ID          uuid.UUID
+	ProjectID   uuid.UUID
+	UserID      uuid.UUID
+	Role        string
+	InvitedBy   *uuid.UUID
+	CreatedAt   time.Time
+	ProjectName string
+	Email       string
+}
+
+// ProjectInvitationInsert stores an invitation and returns it as ProjectInvitations reads it.
+func (q *Queries) ProjectInvitationInsert(ctx context.Context, db DBTX, arg ProjectInvitationInsertParams) (ProjectInvitationInsertRow, error) {
 	row := db.QueryRow(ctx, projectInvitationInsert,
 		arg.ID,
 		arg.ProjectID,
@@ -136,7 +152,7 @@ func (q *Queries) ProjectInvitationInsert(ctx context.Context, db DBTX, arg Proj
 		arg.Role,
 		arg.InvitedBy,
 	)
-	var i ProjectInvitation
+	var i ProjectInvitationInsertRow
 	err := row.Scan(
 		&i.ID,
 		&i.ProjectID,
@@ -144,6 +160,8 @@ func (q *Queries) ProjectInvitationInsert(ctx context.Context, db DBTX, arg Proj
 		&i.Role,
 		&i.InvitedBy,
 		&i.CreatedAt,
+		&i.ProjectName,
+		&i.Email,
 	)
 	return i, err
 }

@@ -70,10 +70,15 @@ UPDATE project_members SET role = @role WHERE project_id = @project_id AND user_
 -- name: ProjectMemberDelete :execrows
 DELETE FROM project_members WHERE project_id = @project_id AND user_id = @user_id;
 
+-- ProjectInvitationInsert stores an invitation and returns it as ProjectInvitations reads it.
 -- name: ProjectInvitationInsert :one
-INSERT INTO project_invitations (id, project_id, user_id, role, invited_by)
-VALUES (@id, @project_id, @user_id, @role, @invited_by)
-RETURNING *;
+WITH i AS (
+    INSERT INTO project_invitations (id, project_id, user_id, role, invited_by)
+    VALUES (@id, @project_id, @user_id, @role, @invited_by)
+    RETURNING *
+)
+SELECT i.*, p.name AS project_name, u.email
+FROM i JOIN projects p ON p.id = i.project_id JOIN users u ON u.id = i.user_id;
 
 -- ProjectInvitations lists a project's invitations (project_id given) or a user's (user_id
 -- given), oldest first, with the project's name and the invitee's email.
