@@ -2,7 +2,7 @@
 import { useEffect, useState } from "preact/hooks";
 import { useTitle } from "../nav";
 import { call, type APIToken, type MyLicense, type Page, type Run, type User } from "../api";
-import { Failure, Field, Section, ShownOnce, date, duration, fieldError, size, useSubmit } from "../ui";
+import { Failure, Field, Section, ShownOnce, Table, date, duration, fieldError, size, useSubmit } from "../ui";
 
 export const quotaNames: Record<string, string> = {
   storage_bytes: "Storage",
@@ -146,32 +146,20 @@ export function TokensPage() {
       </form>
       {tokens && tokens.length === 0 && <p>No tokens.</p>}
       {tokens && tokens.length > 0 && (
-        <table>
-          <thead>
-            <tr>
-              <th scope="col">Name</th>
-              <th scope="col">Scopes</th>
-              <th scope="col">Created</th>
-              <th scope="col">Last used</th>
-              <th scope="col">Expires</th>
-              <th scope="col"><span class="visually-hidden">Revoke</span></th>
+        <Table caption="Your personal API tokens" cols={["Name", "Scopes", "Created", "Last used", "Expires", ""]}>
+          {tokens.map((t) => (
+            <tr key={t.id}>
+              <td>{t.name}</td>
+              <td>{t.scopes.join(", ")}</td>
+              <td>{date(t.created_at)}</td>
+              <td>{t.last_used_at ? date(t.last_used_at) : "never"}</td>
+              <td>{t.expires_at ? date(t.expires_at) : "never"}</td>
+              <td>
+                <button type="button" class="secondary" onClick={() => revoke(t)} aria-label={`Revoke ${t.name}`}>Revoke</button>
+              </td>
             </tr>
-          </thead>
-          <tbody>
-            {tokens.map((t) => (
-              <tr key={t.id}>
-                <td>{t.name}</td>
-                <td>{t.scopes.join(", ")}</td>
-                <td>{date(t.created_at)}</td>
-                <td>{t.last_used_at ? date(t.last_used_at) : "never"}</td>
-                <td>{t.expires_at ? date(t.expires_at) : "never"}</td>
-                <td>
-                  <button type="button" class="secondary" onClick={() => revoke(t)} aria-label={`Revoke ${t.name}`}>Revoke</button>
-                </td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
+          ))}
+        </Table>
       )}
     </main>
   );

@@ -13,6 +13,19 @@ const roles: [ProjectRole, string][] = [
   ["owner", "owner: members, settings, delete"],
 ];
 
+/** projectName is how a project reads in a list: its name, the personal one said so (unless its
+ * name says it already). */
+export function projectName(p: Project): string {
+  return p.personal && p.name !== "Personal" ? `${p.name} (personal)` : p.name;
+}
+
+/** ProjectFilter chooses one of the user's projects, or all of them, when they have more than one. */
+export function ProjectFilter(props: { projects?: Project[]; value: string; onChange: (v: string) => void }) {
+  if (!props.projects || props.projects.length < 2) return null;
+  return <Select label="Project" value={props.value} onChange={props.onChange}
+    options={[["", "All your projects"], ...props.projects.map((p): [string, string] => [p.id, projectName(p)])]} />;
+}
+
 /** ProjectsPage lists the user's projects, makes new ones, and answers invitations. */
 export function ProjectsPage() {
   useTitle("Projects");

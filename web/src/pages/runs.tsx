@@ -2,6 +2,7 @@
 import { useState } from "preact/hooks";
 import { call, endedStates, loadPages, query, type Page, type Project, type Run, type RunOutcome, type RunState, type Test } from "../api";
 import { Link, navigate, useTitle } from "../nav";
+import { ProjectFilter } from "./projects";
 import { Badge, Failure, Select, date, duration, ms, num, pct, useLoad, type Tone, Table, numeric } from "../ui";
 
 /** verdict says in a word how a run went: its state while it runs, and once ended whether its
@@ -102,10 +103,7 @@ export function RunsPage(props: { query: URLSearchParams }) {
     <main>
       <h1>Runs</h1>
       <form class="filters" role="search" aria-label="Filter runs" onSubmit={(e) => e.preventDefault()}>
-        {projects.data && projects.data.items.length > 1 && (
-          <Select label="Project" value={project} onChange={(v) => set("project", v)}
-            options={[["", "All your projects"], ...projects.data.items.map((p): [string, string] => [p.id, p.personal ? `${p.name} (personal)` : p.name])]} />
-        )}
+        <ProjectFilter projects={projects.data?.items} value={project} onChange={(v) => set("project", v)} />
         <Select label="Test" value={test} onChange={(v) => set("test", v)}
           options={[["", "Every test"], ...(tests.data?.items ?? []).map((t): [string, string] => [t.id, t.name]),
             ...(test && tests.data && !tests.data.items.some((t) => t.id === test) ? [[test, "The test in the address"] as [string, string]] : [])]} />

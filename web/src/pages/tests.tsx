@@ -4,7 +4,8 @@ import { useState } from "preact/hooks";
 import { Raw, call, loadPages, query, type Page, type Project, type Run, type Test, type TestRevision } from "../api";
 import { diffLines } from "../diff";
 import { Link, navigate, useTitle } from "../nav";
-import { Failure, Field, Section, Select, date, size, useLoad, useSubmit, fieldError, Table, numeric } from "../ui";
+import { Failure, Field, Section, date, size, useLoad, useSubmit, fieldError, Table, numeric } from "../ui";
+import { ProjectFilter, projectName } from "./projects";
 import { RunVerdict, RunsTable } from "./runs";
 
 export function TestsPage(props: { query: URLSearchParams }) {
@@ -13,18 +14,16 @@ export function TestsPage(props: { query: URLSearchParams }) {
   const [more, setMore] = useState<string[]>([]);
   const projects = useLoad(() => call<{ items: Project[] }>("GET", "/v1/projects"), []);
   const tests = useLoad(() => loadPages<Test>("/v1/tests", { project }, more), [more.length, project]);
-  const names = new Map((projects.data?.items ?? []).map((p) => [p.id, p.personal ? `${p.name} (personal)` : p.name]));
+  const names = new Map((projects.data?.items ?? []).map((p) => [p.id, projectName(p)]));
+  const shared = names.size > 1; // a column of one project's name would say nothing
   const into = query({ project });
   return (
     <main>
       <h1>Tests</h1>
-      {projects.data && projects.data.items.length > 1 && (
-        <Select label="Project" value={project} options={[["", "All your projects"], ...projects.data.items.map((p): [string, string] => [p.id, names.get(p.id)!])]}
-          onChange={(v) => {
-            setMore([]);
-            navigate("/tests" + query({ project: v }));
-          }} />
-      )}
+      <ProjectFilter projects={projects.data?.items} value={project} onChange={(v) => {
+        setMore([]);
+        navigate("/tests" + query({ project: v }));
+      }} />
       <p class="actions">
         <Link class="button" href={`/tests/new${into}`}>Write a test</Link>
         <Link class="button secondary" href={`/tests/new/wizard${into}`}>Use the wizard</Link>
@@ -38,11 +37,11 @@ export function TestsPage(props: { query: URLSearchParams }) {
         </p>
       )}
       {tests.data && tests.data.items.length > 0 && (
-        <Table caption="Your tests" cols={["Name", "Project", numeric("Revision"), "Last run", "Its verdict", "Last change"]}>
+        <Table caption="Your tests" cols={["Name", ...(shared ? ["Project"] : []), numeric("Revision"), "Last run", "Its verdict", "Last change"]}>
               {tests.data.items.map((t) => (
                 <tr key={t.id}>
                   <td><Link href={`/tests/${t.id}`}>{t.name}</Link></td>
-                  <td>{names.get(t.project_id) ?? ""}</td>
+                  {shared && <td>{names.get(t.project_id) ?? ""}</td>}
                   <td class="n">{t.latest_revision}</td>
                   <td>{t.last_run ? <Link href={`/runs/${t.last_run.id}`}>{date(t.last_run.created_at)}</Link> : "never"}</td>
                   <td>{t.last_run && <RunVerdict state={t.last_run.state} outcome={t.last_run.outcome} />}</td>

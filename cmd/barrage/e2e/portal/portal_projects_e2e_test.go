@@ -68,7 +68,7 @@ func TestProjectsInChromium(t *testing.T) {
 	row := `[...document.querySelectorAll("tbody tr")].find((r) => r.querySelector("a[href='/tests/` + test + `']"))`
 	ob.WaitFor(row)
 	require.Contains(t, portaltest.Eval[string](ob, row+`.innerText`), "Shop team")
-	ob.Choose("Project", "Personal (personal)")
+	ob.Choose("Project", "Personal")
 	ob.WaitFor(`location.search.startsWith("?project=") && !document.querySelector("a[href='/tests/` + test + `']")`)
 
 	// Made a viewer, Bo is refused changing it; removed, he reaches nothing of it.
