@@ -1569,8 +1569,9 @@ type HookErrorCount struct {
 
 // Incomplete Which agents' figures stop short of the run's end (lost, or failed while the others went on) and what is missing.
 // A lost agent may have sent requests it never reported: its requests/s over its last reported seconds (five at
-// most) times the time from the end of its last reported second to when its next report was due, plus a request in
-// flight for each of its VUs. An agent that reported its end (a SIGTERM, a failure) left nothing uncounted; its
+// most) times the time from the end of its last reported second to when its next report was due at the latest (two
+// report periods after its last report: a report may come a period late on a loaded agent), plus a request in flight
+// for each of its VUs. An agent that reported its end (a SIGTERM, a failure) left nothing uncounted; its
 // share of the load after it stopped was not sent.
 type Incomplete struct {
 	Agents []struct {
@@ -2535,8 +2536,9 @@ type RunSummary struct {
 
 	// Incomplete Which agents' figures stop short of the run's end (lost, or failed while the others went on) and what is missing.
 	// A lost agent may have sent requests it never reported: its requests/s over its last reported seconds (five at
-	// most) times the time from the end of its last reported second to when its next report was due, plus a request in
-	// flight for each of its VUs. An agent that reported its end (a SIGTERM, a failure) left nothing uncounted; its
+	// most) times the time from the end of its last reported second to when its next report was due at the latest (two
+	// report periods after its last report: a report may come a period late on a loaded agent), plus a request in flight
+	// for each of its VUs. An agent that reported its end (a SIGTERM, a failure) left nothing uncounted; its
 	// share of the load after it stopped was not sent.
 	Incomplete *Incomplete `json:"incomplete,omitempty"`
 

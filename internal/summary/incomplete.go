@@ -28,8 +28,8 @@ type Gap struct {
 	// RPS is the agent's requests/s over its last reported seconds (five at most).
 	RPS float64 `json:"rps"`
 	// UnreportedS is how long the agent may have sent load that it never reported: for a lost
-	// agent, from the end of its last reported second to when its next report was due; 0 for one
-	// that reported its end.
+	// agent, from the end of its last reported second to when its next report was due at the
+	// latest (two report periods after its last report); 0 for one that reported its end.
 	UnreportedS float64 `json:"unreported_s"`
 	// InFlight counts the agent's VUs in its last reported second: each may have had a request
 	// at the target when it went silent.

@@ -317,11 +317,18 @@ func (t *shardTally) rate() float64 {
 // reportEvery is how often an agent reports a running shard (agent.report's tick).
 const reportEvery = time.Second
 
+// reportDue is how long after an agent's last report its next one may still come: a period,
+// and as much again for a tick that waits on a slow send (the ticker drops ticks while the
+// agent sends) and for the send itself on a loaded machine. An estimate of what a lost agent
+// never reported must not fall short (a killed agent's 1.3 s after its last report, with the
+// tests of several suites on two cores, was more than one period).
+const reportDue = 2 * reportEvery
+
 // gaps are the shards of run whose figures stop short of its end (seconds long): every lost
 // one, and any other that ended (failed, say) while the others went on past the next second.
 // A lost shard's gap estimates what it sent and never reported: its rate over its last
 // seconds for the time from the end of its last reported second to when its next report was
-// due, and a request in flight per VU.
+// due at the latest (reportDue after its last), and a request in flight per VU.
 func (s *Service) gaps(r barrage.Run, byShard map[uuid.UUID]*shardTally, names map[uuid.UUID]string, seconds int64) []summary.Gap {
 	var gaps []summary.Gap
 	for _, sh := range r.Shards {
@@ -343,7 +350,7 @@ func (s *Service) gaps(r barrage.Run, byShard map[uuid.UUID]*shardTally, names m
 			}
 			if silent != nil {
 				end := r.StartAt.Add(time.Duration(from) * time.Second)
-				unreported = min(silent.Add(reportEvery).Sub(end), s.cfg.LostAfter+reportEvery).Seconds()
+				unreported = min(silent.Add(reportDue).Sub(end), s.cfg.LostAfter+reportDue).Seconds()
 			}
 			if n := len(t.healths); n > 0 {
 				inFlight = t.healths[n-1].ActiveVUs
