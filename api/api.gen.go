@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"encoding/xml"
 	"errors"
 	"fmt"
 	"io"
@@ -99,6 +100,27 @@ func (e AuditEventOutcome) Valid() bool {
 	case AuditEventOutcomeFailure:
 		return true
 	case AuditEventOutcomeSuccess:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for BaselineComparisonVerdict.
+const (
+	BaselineComparisonVerdictImproved  BaselineComparisonVerdict = "improved"
+	BaselineComparisonVerdictRegressed BaselineComparisonVerdict = "regressed"
+	BaselineComparisonVerdictUnchanged BaselineComparisonVerdict = "unchanged"
+)
+
+// Valid indicates whether the value is a known member of the BaselineComparisonVerdict enum.
+func (e BaselineComparisonVerdict) Valid() bool {
+	switch e {
+	case BaselineComparisonVerdictImproved:
+		return true
+	case BaselineComparisonVerdictRegressed:
+		return true
+	case BaselineComparisonVerdictUnchanged:
 		return true
 	default:
 		return false
@@ -600,6 +622,27 @@ func (e RunComparisonVerdict) Valid() bool {
 	}
 }
 
+// Defines values for RunOutcomeBaselineVerdict.
+const (
+	RunOutcomeBaselineVerdictImproved  RunOutcomeBaselineVerdict = "improved"
+	RunOutcomeBaselineVerdictRegressed RunOutcomeBaselineVerdict = "regressed"
+	RunOutcomeBaselineVerdictUnchanged RunOutcomeBaselineVerdict = "unchanged"
+)
+
+// Valid indicates whether the value is a known member of the RunOutcomeBaselineVerdict enum.
+func (e RunOutcomeBaselineVerdict) Valid() bool {
+	switch e {
+	case RunOutcomeBaselineVerdictImproved:
+		return true
+	case RunOutcomeBaselineVerdictRegressed:
+		return true
+	case RunOutcomeBaselineVerdictUnchanged:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for RunState.
 const (
 	RunStateAbortedLimit     RunState = "aborted_limit"
@@ -864,6 +907,27 @@ const (
 func (e TokenPairTokenType) Valid() bool {
 	switch e {
 	case Bearer:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for TrendRunVerdict.
+const (
+	TrendRunVerdictImproved  TrendRunVerdict = "improved"
+	TrendRunVerdictRegressed TrendRunVerdict = "regressed"
+	TrendRunVerdictUnchanged TrendRunVerdict = "unchanged"
+)
+
+// Valid indicates whether the value is a known member of the TrendRunVerdict enum.
+func (e TrendRunVerdict) Valid() bool {
+	switch e {
+	case TrendRunVerdictImproved:
+		return true
+	case TrendRunVerdictRegressed:
+		return true
+	case TrendRunVerdictUnchanged:
 		return true
 	default:
 		return false
@@ -1200,6 +1264,52 @@ type AuditEventOutcome string
 type AuditEventList struct {
 	Items      []AuditEvent `json:"items"`
 	NextCursor *string      `json:"next_cursor,omitempty"`
+}
+
+// Baseline A test's baseline run and the tolerances its later runs are held to, in percent (points for the error rate).
+type Baseline struct {
+	MaxErrorIncrease float64            `json:"max_error_increase"`
+	MaxP50Regression float64            `json:"max_p50_regression"`
+	MaxP95Regression float64            `json:"max_p95_regression"`
+	MaxP99Regression float64            `json:"max_p99_regression"`
+	MaxRpsRegression float64            `json:"max_rps_regression"`
+	RunId            openapi_types.UUID `json:"run_id"`
+}
+
+// BaselineComparison A run held against its test's baseline when it ended (`PUT /v1/tests/{id}/baseline`).
+type BaselineComparison struct {
+	// Only The requests one run made and the other did not, each with "(base only)" or "(new only)".
+	Only     *[]string         `json:"only,omitempty"`
+	Requests []LabelComparison `json:"requests"`
+
+	// RunId The baseline run.
+	RunId   openapi_types.UUID        `json:"run_id"`
+	Total   LabelComparison           `json:"total"`
+	Verdict BaselineComparisonVerdict `json:"verdict"`
+}
+
+// BaselineComparisonVerdict defines model for BaselineComparison.Verdict.
+type BaselineComparisonVerdict string
+
+// BaselineInput defines model for BaselineInput.
+type BaselineInput struct {
+	// MaxErrorIncrease How many points the error rate may rise, in percent.
+	MaxErrorIncrease *float64 `json:"max_error_increase,omitempty"`
+
+	// MaxP50Regression How much slower p50 may get than the baseline's, in percent.
+	MaxP50Regression *float64 `json:"max_p50_regression,omitempty"`
+
+	// MaxP95Regression How much slower p95 may get, in percent.
+	MaxP95Regression *float64 `json:"max_p95_regression,omitempty"`
+
+	// MaxP99Regression How much slower p99 may get, in percent.
+	MaxP99Regression *float64 `json:"max_p99_regression,omitempty"`
+
+	// MaxRpsRegression How much lower requests/s may get, in percent.
+	MaxRpsRegression *float64 `json:"max_rps_regression,omitempty"`
+
+	// RunId A finished run of the test.
+	RunId openapi_types.UUID `json:"run_id"`
 }
 
 // BrowserSession defines model for BrowserSession.
@@ -2487,7 +2597,9 @@ type RunManifest struct {
 
 // RunOutcome An ended run in brief, from its summary (`GET /v1/runs/{id}/summary` has it whole).
 type RunOutcome struct {
-	ErrorRate float64 `json:"error_rate"`
+	// BaselineVerdict Against its test's baseline, when it was held against one.
+	BaselineVerdict *RunOutcomeBaselineVerdict `json:"baseline_verdict,omitempty"`
+	ErrorRate       float64                    `json:"error_rate"`
 
 	// GeneratorLimited The generators were the bottleneck: the figures measure the tool.
 	GeneratorLimited bool `json:"generator_limited"`
@@ -2498,6 +2610,9 @@ type RunOutcome struct {
 	Requests         int64   `json:"requests"`
 	ThresholdsFailed int     `json:"thresholds_failed"`
 }
+
+// RunOutcomeBaselineVerdict Against its test's baseline, when it was held against one.
+type RunOutcomeBaselineVerdict string
 
 // RunSeries defines model for RunSeries.
 type RunSeries struct {
@@ -2517,6 +2632,9 @@ type RunState string
 // RunSummary defines model for RunSummary.
 type RunSummary struct {
 	Agents []AgentShare `json:"agents"`
+
+	// Baseline A run held against its test's baseline when it ended (`PUT /v1/tests/{id}/baseline`).
+	Baseline *BaselineComparison `json:"baseline,omitempty"`
 
 	// Checks The script's assertions tallied, in session order: each with the request (or WebSocket receive) it judges,
 	// its name (the script's `name`, else its key and value as written, `status 200`), and the responses that passed
@@ -2962,6 +3080,8 @@ type TargetSettings struct {
 
 // Test defines model for Test.
 type Test struct {
+	// Baseline The run its later runs are compared with (`PUT /v1/tests/{id}/baseline`); absent when it has none.
+	Baseline  *Baseline          `json:"baseline,omitempty"`
 	CreatedAt time.Time          `json:"created_at"`
 	Files     []TestFileRef      `json:"files"`
 	Id        openapi_types.UUID `json:"id"`
@@ -3090,6 +3210,16 @@ type TestRevisionList struct {
 // TestSource A session in the script format (see docs/scripts.md and its JSON Schema, internal/script/schema.json); checked by the script parser, which names every error with its path and line.
 type TestSource = map[string]interface{}
 
+// TestTrend defines model for TestTrend.
+type TestTrend struct {
+	// BaselineRunId The test's baseline now.
+	BaselineRunId nullable.Nullable[openapi_types.UUID] `json:"baseline_run_id"`
+
+	// Runs Oldest first.
+	Runs   []TrendRun         `json:"runs"`
+	TestId openapi_types.UUID `json:"test_id"`
+}
+
 // ThresholdResult defines model for ThresholdResult.
 type ThresholdResult struct {
 	// Abort The threshold stops the run when broken (abort).
@@ -3181,6 +3311,41 @@ type TraceRedirect struct {
 	// Url Where that request went.
 	Url string `json:"url"`
 }
+
+// TrendFigures defines model for TrendFigures.
+type TrendFigures struct {
+	Count     int64   `json:"count"`
+	ErrorRate float64 `json:"error_rate"`
+	Name      string  `json:"name"`
+	P50Ms     float64 `json:"p50_ms"`
+	P95Ms     float64 `json:"p95_ms"`
+	P99Ms     float64 `json:"p99_ms"`
+	Rps       float64 `json:"rps"`
+}
+
+// TrendRun defines model for TrendRun.
+type TrendRun struct {
+	// Baseline This run is the test's baseline now.
+	Baseline bool `json:"baseline"`
+
+	// ComparedWith The baseline the run was held against when it ended; absent when it had none.
+	ComparedWith *openapi_types.UUID `json:"compared_with,omitempty"`
+	CreatedAt    time.Time           `json:"created_at"`
+	Requests     []TrendFigures      `json:"requests"`
+
+	// Revision The test's revision the run ran.
+	Revision         int                `json:"revision"`
+	RunId            openapi_types.UUID `json:"run_id"`
+	State            RunState           `json:"state"`
+	ThresholdsFailed int                `json:"thresholds_failed"`
+	Total            TrendFigures       `json:"total"`
+
+	// Verdict The verdict of that comparison.
+	Verdict *TrendRunVerdict `json:"verdict,omitempty"`
+}
+
+// TrendRunVerdict The verdict of that comparison.
+type TrendRunVerdict string
 
 // UpdateMeRequest defines model for UpdateMeRequest.
 type UpdateMeRequest struct {
@@ -3671,6 +3836,11 @@ type UpdateTestParams struct {
 	Name *TestName `form:"name,omitempty" json:"name,omitempty"`
 }
 
+// GetTestTrendParams defines parameters for GetTestTrend.
+type GetTestTrendParams struct {
+	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
+}
+
 // ListTokensParams defines parameters for ListTokens.
 type ListTokensParams struct {
 	// Cursor The `next_cursor` of the previous page.
@@ -3778,6 +3948,9 @@ type ImportTestJSONRequestBody = HarDocument
 
 // UpdateTestJSONRequestBody defines body for UpdateTest for application/json ContentType.
 type UpdateTestJSONRequestBody = TestSource
+
+// SetTestBaselineJSONRequestBody defines body for SetTestBaseline for application/json ContentType.
+type SetTestBaselineJSONRequestBody = BaselineInput
 
 // DebugTestJSONRequestBody defines body for DebugTest for application/json ContentType.
 type DebugTestJSONRequestBody = TestJobRequest
@@ -4245,7 +4418,8 @@ type ClientInterface interface {
 	// `token.revoke`), invitations (`invitation.create`, `invitation.revoke`), users changed by
 	// an admin (`user.admin_update`), agents (`agent.register`, `agent.retire`), targets
 	// (`target.create`, `target.verify`, `target.delete`), secrets (`secret.put`,
-	// `secret.delete`), tests deleted (`test.delete`), projects and their members (`project.create`,
+	// `secret.delete`), tests deleted (`test.delete`) and their baselines (`test.set_baseline`,
+	// `test.clear_baseline`), projects and their members (`project.create`,
 	// `project.rename`, `project.delete`, `project.invite`, `project.withdraw_invitation`,
 	// `project.accept_invitation`, `project.decline_invitation`, `project.set_role`,
 	// `project.remove_member`), namespaces (`namespace.claim`,
@@ -4776,6 +4950,17 @@ type ClientInterface interface {
 	// Corresponds with GET /v1/runs/{id}/compare (the `CompareRuns` operationId).
 	CompareRuns(ctx context.Context, id ID, params *CompareRunsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// GetRunJUnit A run's verdicts as JUnit XML, for CI
+	//
+	// The run's verdicts as test cases CI systems read (GitHub Actions, GitLab, Jenkins): a suite `run` (a case that
+	// fails unless the run finished, and one that fails when an agent's figures stop short), `thresholds` (a case
+	// each, failed when it failed), `checks` (a case each, failed when any response failed it) and, when the run was
+	// held against its test's baseline, `baseline` (a case per figure of each request, failed when it regressed).
+	// The same as `barrage runs report --junit` and `barrage run --junit`. `409` while the run goes on.
+	//
+	// Corresponds with GET /v1/runs/{id}/junit.xml (the `GetRunJUnit` operationId).
+	GetRunJUnit(ctx context.Context, id ID, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// GetRunLive Follow a run live (Server-Sent Events)
 	//
 	// A `text/event-stream` of the run's seconds as they are merged across its agents: each
@@ -5135,6 +5320,39 @@ type ClientInterface interface {
 	// Corresponds with PATCH /v1/tests/{id} (the `UpdateTest` operationId).
 	UpdateTest(ctx context.Context, id ID, params *UpdateTestParams, body UpdateTestJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// ClearTestBaseline Leave the test without a baseline
+	//
+	// Its later runs are compared with none. The runs compared before keep their comparison. Takes the editor role.
+	//
+	// Corresponds with DELETE /v1/tests/{id}/baseline (the `ClearTestBaseline` operationId).
+	ClearTestBaseline(ctx context.Context, id ID, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// SetTestBaselineWithBody Make a run the test's baseline
+	//
+	// Every run of the test that finishes after this is held against the baseline as `GET /v1/runs/{id}/compare`
+	// holds two runs, within the tolerances given here (the defaults of the comparison where one is left out), and
+	// keeps the comparison in its summary (`baseline`): its verdict shows in lists of runs, the trend, the report,
+	// the JUnit file, and `barrage runs start --wait` exits 98 on a regression. The run must be one of the test's
+	// and have finished (`422` on `run_id` otherwise). Takes the editor role in the test's project.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with PUT /v1/tests/{id}/baseline (the `SetTestBaseline` operationId).
+	SetTestBaselineWithBody(ctx context.Context, id ID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// SetTestBaseline Make a run the test's baseline
+	//
+	// Every run of the test that finishes after this is held against the baseline as `GET /v1/runs/{id}/compare`
+	// holds two runs, within the tolerances given here (the defaults of the comparison where one is left out), and
+	// keeps the comparison in its summary (`baseline`): its verdict shows in lists of runs, the trend, the report,
+	// the JUnit file, and `barrage runs start --wait` exits 98 on a regression. The run must be one of the test's
+	// and have finished (`422` on `run_id` otherwise). Takes the editor role in the test's project.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with PUT /v1/tests/{id}/baseline (the `SetTestBaseline` operationId).
+	SetTestBaseline(ctx context.Context, id ID, body SetTestBaselineJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// DebugTestWithBody Run one traced iteration of a test on an agent
 	//
 	// One virtual user runs one iteration of the test (its latest revision, or `revision`) on
@@ -5232,6 +5450,15 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /v1/tests/{id}/scripts (the `GenerateScript` operationId).
 	GenerateScript(ctx context.Context, id ID, body GenerateScriptJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetTestTrend The test's figures over its last runs
+	//
+	// The test's newest ended runs (`limit`, 20 unless given), oldest first: requests/s, p50, p95, p99 and error
+	// rate of all requests together and of each request, the failed thresholds, the baseline, and each run's
+	// verdict against the baseline it was held to when it ended.
+	//
+	// Corresponds with GET /v1/tests/{id}/trend (the `GetTestTrend` operationId).
+	GetTestTrend(ctx context.Context, id ID, params *GetTestTrendParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListTokens List personal API tokens
 	//
@@ -6067,7 +6294,8 @@ func (c *Client) PingAgent(ctx context.Context, id ID, reqEditors ...RequestEdit
 // `token.revoke`), invitations (`invitation.create`, `invitation.revoke`), users changed by
 // an admin (`user.admin_update`), agents (`agent.register`, `agent.retire`), targets
 // (`target.create`, `target.verify`, `target.delete`), secrets (`secret.put`,
-// `secret.delete`), tests deleted (`test.delete`), projects and their members (`project.create`,
+// `secret.delete`), tests deleted (`test.delete`) and their baselines (`test.set_baseline`,
+// `test.clear_baseline`), projects and their members (`project.create`,
 // `project.rename`, `project.delete`, `project.invite`, `project.withdraw_invitation`,
 // `project.accept_invitation`, `project.decline_invitation`, `project.set_role`,
 // `project.remove_member`), namespaces (`namespace.claim`,
@@ -7178,6 +7406,27 @@ func (c *Client) CompareRuns(ctx context.Context, id ID, params *CompareRunsPara
 	return c.Client.Do(req)
 }
 
+// GetRunJUnit A run's verdicts as JUnit XML, for CI
+//
+// The run's verdicts as test cases CI systems read (GitHub Actions, GitLab, Jenkins): a suite `run` (a case that
+// fails unless the run finished, and one that fails when an agent's figures stop short), `thresholds` (a case
+// each, failed when it failed), `checks` (a case each, failed when any response failed it) and, when the run was
+// held against its test's baseline, `baseline` (a case per figure of each request, failed when it regressed).
+// The same as `barrage runs report --junit` and `barrage run --junit`. `409` while the run goes on.
+//
+// Corresponds with GET /v1/runs/{id}/junit.xml (the `GetRunJUnit` operationId).
+func (c *Client) GetRunJUnit(ctx context.Context, id ID, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetRunJUnitRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // GetRunLive Follow a run live (Server-Sent Events)
 //
 // A `text/event-stream` of the run's seconds as they are merged across its agents: each
@@ -7867,6 +8116,69 @@ func (c *Client) UpdateTest(ctx context.Context, id ID, params *UpdateTestParams
 	return c.Client.Do(req)
 }
 
+// ClearTestBaseline Leave the test without a baseline
+//
+// Its later runs are compared with none. The runs compared before keep their comparison. Takes the editor role.
+//
+// Corresponds with DELETE /v1/tests/{id}/baseline (the `ClearTestBaseline` operationId).
+func (c *Client) ClearTestBaseline(ctx context.Context, id ID, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewClearTestBaselineRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// SetTestBaselineWithBody Make a run the test's baseline
+//
+// Every run of the test that finishes after this is held against the baseline as `GET /v1/runs/{id}/compare`
+// holds two runs, within the tolerances given here (the defaults of the comparison where one is left out), and
+// keeps the comparison in its summary (`baseline`): its verdict shows in lists of runs, the trend, the report,
+// the JUnit file, and `barrage runs start --wait` exits 98 on a regression. The run must be one of the test's
+// and have finished (`422` on `run_id` otherwise). Takes the editor role in the test's project.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with PUT /v1/tests/{id}/baseline (the `SetTestBaseline` operationId).
+func (c *Client) SetTestBaselineWithBody(ctx context.Context, id ID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSetTestBaselineRequestWithBody(c.Server, id, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// SetTestBaseline Make a run the test's baseline
+//
+// Every run of the test that finishes after this is held against the baseline as `GET /v1/runs/{id}/compare`
+// holds two runs, within the tolerances given here (the defaults of the comparison where one is left out), and
+// keeps the comparison in its summary (`baseline`): its verdict shows in lists of runs, the trend, the report,
+// the JUnit file, and `barrage runs start --wait` exits 98 on a regression. The run must be one of the test's
+// and have finished (`422` on `run_id` otherwise). Takes the editor role in the test's project.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with PUT /v1/tests/{id}/baseline (the `SetTestBaseline` operationId).
+func (c *Client) SetTestBaseline(ctx context.Context, id ID, body SetTestBaselineJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSetTestBaselineRequest(c.Server, id, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // DebugTestWithBody Run one traced iteration of a test on an agent
 //
 // One virtual user runs one iteration of the test (its latest revision, or `revision`) on
@@ -8045,6 +8357,25 @@ func (c *Client) GenerateScriptWithBody(ctx context.Context, id ID, contentType 
 // Corresponds with POST /v1/tests/{id}/scripts (the `GenerateScript` operationId).
 func (c *Client) GenerateScript(ctx context.Context, id ID, body GenerateScriptJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGenerateScriptRequest(c.Server, id, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetTestTrend The test's figures over its last runs
+//
+// The test's newest ended runs (`limit`, 20 unless given), oldest first: requests/s, p50, p95, p99 and error
+// rate of all requests together and of each request, the failed thresholds, the baseline, and each run's
+// verdict against the baseline it was held to when it ended.
+//
+// Corresponds with GET /v1/tests/{id}/trend (the `GetTestTrend` operationId).
+func (c *Client) GetTestTrend(ctx context.Context, id ID, params *GetTestTrendParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetTestTrendRequest(c.Server, id, params)
 	if err != nil {
 		return nil, err
 	}
@@ -11669,6 +12000,40 @@ func NewCompareRunsRequest(server string, id ID, params *CompareRunsParams) (*ht
 	return req, nil
 }
 
+// NewGetRunJUnitRequest constructs an http.Request for the GetRunJUnit method
+func NewGetRunJUnitRequest(server string, id ID) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: "uuid"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/runs/%s/junit.xml", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewGetRunLiveRequest constructs an http.Request for the GetRunLive method
 func NewGetRunLiveRequest(server string, id ID, params *GetRunLiveParams) (*http.Request, error) {
 	var err error
@@ -13013,6 +13378,87 @@ func NewUpdateTestRequestWithBody(server string, id ID, params *UpdateTestParams
 	return req, nil
 }
 
+// NewClearTestBaselineRequest constructs an http.Request for the ClearTestBaseline method
+func NewClearTestBaselineRequest(server string, id ID) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: "uuid"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/tests/%s/baseline", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodDelete, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewSetTestBaselineRequest calls the generic SetTestBaseline builder with application/json body
+func NewSetTestBaselineRequest(server string, id ID, body SetTestBaselineJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewSetTestBaselineRequestWithBody(server, id, "application/json", bodyReader)
+}
+
+// NewSetTestBaselineRequestWithBody constructs an http.Request for the SetTestBaseline method, with any body, and a specified content type
+func NewSetTestBaselineRequestWithBody(server string, id ID, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: "uuid"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/tests/%s/baseline", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPut, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
 // NewDebugTestRequest calls the generic DebugTest builder with application/json body
 func NewDebugTestRequest(server string, id ID, body DebugTestJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
@@ -13303,6 +13749,67 @@ func NewGenerateScriptRequestWithBody(server string, id ID, contentType string, 
 	}
 
 	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewGetTestTrendRequest constructs an http.Request for the GetTestTrend method
+func NewGetTestTrendRequest(server string, id ID, params *GetTestTrendParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: "uuid"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/tests/%s/trend", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
 
 	return req, nil
 }
@@ -13914,7 +14421,8 @@ type ClientWithResponsesInterface interface {
 	// `token.revoke`), invitations (`invitation.create`, `invitation.revoke`), users changed by
 	// an admin (`user.admin_update`), agents (`agent.register`, `agent.retire`), targets
 	// (`target.create`, `target.verify`, `target.delete`), secrets (`secret.put`,
-	// `secret.delete`), tests deleted (`test.delete`), projects and their members (`project.create`,
+	// `secret.delete`), tests deleted (`test.delete`) and their baselines (`test.set_baseline`,
+	// `test.clear_baseline`), projects and their members (`project.create`,
 	// `project.rename`, `project.delete`, `project.invite`, `project.withdraw_invitation`,
 	// `project.accept_invitation`, `project.decline_invitation`, `project.set_role`,
 	// `project.remove_member`), namespaces (`namespace.claim`,
@@ -14503,6 +15011,19 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /v1/runs/{id}/compare (the `CompareRuns` operationId).
 	CompareRunsWithResponse(ctx context.Context, id ID, params *CompareRunsParams, reqEditors ...RequestEditorFn) (*CompareRunsResponse, error)
 
+	// GetRunJUnitWithResponse A run's verdicts as JUnit XML, for CI
+	//
+	// The run's verdicts as test cases CI systems read (GitHub Actions, GitLab, Jenkins): a suite `run` (a case that
+	// fails unless the run finished, and one that fails when an agent's figures stop short), `thresholds` (a case
+	// each, failed when it failed), `checks` (a case each, failed when any response failed it) and, when the run was
+	// held against its test's baseline, `baseline` (a case per figure of each request, failed when it regressed).
+	// The same as `barrage runs report --junit` and `barrage run --junit`. `409` while the run goes on.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/runs/{id}/junit.xml (the `GetRunJUnit` operationId).
+	GetRunJUnitWithResponse(ctx context.Context, id ID, reqEditors ...RequestEditorFn) (*GetRunJUnitResponse, error)
+
 	// GetRunLiveWithResponse Follow a run live (Server-Sent Events)
 	//
 	// A `text/event-stream` of the run's seconds as they are merged across its agents: each
@@ -14900,6 +15421,41 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with PATCH /v1/tests/{id} (the `UpdateTest` operationId).
 	UpdateTestWithResponse(ctx context.Context, id ID, params *UpdateTestParams, body UpdateTestJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateTestResponse, error)
 
+	// ClearTestBaselineWithResponse Leave the test without a baseline
+	//
+	// Its later runs are compared with none. The runs compared before keep their comparison. Takes the editor role.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with DELETE /v1/tests/{id}/baseline (the `ClearTestBaseline` operationId).
+	ClearTestBaselineWithResponse(ctx context.Context, id ID, reqEditors ...RequestEditorFn) (*ClearTestBaselineResponse, error)
+
+	// SetTestBaselineWithBodyWithResponse Make a run the test's baseline
+	//
+	// Every run of the test that finishes after this is held against the baseline as `GET /v1/runs/{id}/compare`
+	// holds two runs, within the tolerances given here (the defaults of the comparison where one is left out), and
+	// keeps the comparison in its summary (`baseline`): its verdict shows in lists of runs, the trend, the report,
+	// the JUnit file, and `barrage runs start --wait` exits 98 on a regression. The run must be one of the test's
+	// and have finished (`422` on `run_id` otherwise). Takes the editor role in the test's project.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /v1/tests/{id}/baseline (the `SetTestBaseline` operationId).
+	SetTestBaselineWithBodyWithResponse(ctx context.Context, id ID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*SetTestBaselineResponse, error)
+
+	// SetTestBaselineWithResponse Make a run the test's baseline
+	//
+	// Every run of the test that finishes after this is held against the baseline as `GET /v1/runs/{id}/compare`
+	// holds two runs, within the tolerances given here (the defaults of the comparison where one is left out), and
+	// keeps the comparison in its summary (`baseline`): its verdict shows in lists of runs, the trend, the report,
+	// the JUnit file, and `barrage runs start --wait` exits 98 on a regression. The run must be one of the test's
+	// and have finished (`422` on `run_id` otherwise). Takes the editor role in the test's project.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /v1/tests/{id}/baseline (the `SetTestBaseline` operationId).
+	SetTestBaselineWithResponse(ctx context.Context, id ID, body SetTestBaselineJSONRequestBody, reqEditors ...RequestEditorFn) (*SetTestBaselineResponse, error)
+
 	// DebugTestWithBodyWithResponse Run one traced iteration of a test on an agent
 	//
 	// One virtual user runs one iteration of the test (its latest revision, or `revision`) on
@@ -15005,6 +15561,17 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /v1/tests/{id}/scripts (the `GenerateScript` operationId).
 	GenerateScriptWithResponse(ctx context.Context, id ID, body GenerateScriptJSONRequestBody, reqEditors ...RequestEditorFn) (*GenerateScriptResponse, error)
+
+	// GetTestTrendWithResponse The test's figures over its last runs
+	//
+	// The test's newest ended runs (`limit`, 20 unless given), oldest first: requests/s, p50, p95, p99 and error
+	// rate of all requests together and of each request, the failed thresholds, the baseline, and each run's
+	// verdict against the baseline it was held to when it ended.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/tests/{id}/trend (the `GetTestTrend` operationId).
+	GetTestTrendWithResponse(ctx context.Context, id ID, params *GetTestTrendParams, reqEditors ...RequestEditorFn) (*GetTestTrendResponse, error)
 
 	// ListTokensWithResponse List personal API tokens
 	//
@@ -21588,6 +22155,96 @@ func (r CompareRunsResponse) ContentType() string {
 	return ""
 }
 
+// GetRunJUnitResponse503Headers the declared response headers of an HTTP 503 response for GetRunJUnit
+type GetRunJUnitResponse503Headers struct {
+	RetryAfter *int
+}
+
+type GetRunJUnitResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// XML200 the response for an HTTP 200 `application/xml` response
+	XML200 *string
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Problem
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *Problem
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *Problem
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *DatabaseUnavailable
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *GetRunJUnitResponse503Headers
+}
+
+// GetXML200 returns the response for an HTTP 200 `application/xml` response
+func (r GetRunJUnitResponse) GetXML200() *string {
+	return r.XML200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r GetRunJUnitResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r GetRunJUnitResponse) GetApplicationproblemJSON401() *Problem {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r GetRunJUnitResponse) GetApplicationproblemJSON403() *Problem {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r GetRunJUnitResponse) GetApplicationproblemJSON404() *Problem {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r GetRunJUnitResponse) GetApplicationproblemJSON409() *Problem {
+	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r GetRunJUnitResponse) GetApplicationproblemJSON503() *DatabaseUnavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r GetRunJUnitResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetRunJUnitResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetRunJUnitResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetRunJUnitResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // GetRunLiveResponse429Headers the declared response headers of an HTTP 429 response for GetRunLive
 type GetRunLiveResponse429Headers struct {
 	RetryAfter *int
@@ -23991,6 +24648,214 @@ func (r UpdateTestResponse) ContentType() string {
 	return ""
 }
 
+// ClearTestBaselineResponse429Headers the declared response headers of an HTTP 429 response for ClearTestBaseline
+type ClearTestBaselineResponse429Headers struct {
+	RetryAfter *int
+}
+
+// ClearTestBaselineResponse503Headers the declared response headers of an HTTP 503 response for ClearTestBaseline
+type ClearTestBaselineResponse503Headers struct {
+	RetryAfter *int
+}
+
+type ClearTestBaselineResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Test
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Problem
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *Problem
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyRequests
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *DatabaseUnavailable
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ClearTestBaselineResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ClearTestBaselineResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ClearTestBaselineResponse) GetJSON200() *Test {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r ClearTestBaselineResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r ClearTestBaselineResponse) GetApplicationproblemJSON401() *Problem {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r ClearTestBaselineResponse) GetApplicationproblemJSON403() *Problem {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r ClearTestBaselineResponse) GetApplicationproblemJSON404() *Problem {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r ClearTestBaselineResponse) GetApplicationproblemJSON429() *TooManyRequests {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r ClearTestBaselineResponse) GetApplicationproblemJSON503() *DatabaseUnavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ClearTestBaselineResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ClearTestBaselineResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ClearTestBaselineResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ClearTestBaselineResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// SetTestBaselineResponse429Headers the declared response headers of an HTTP 429 response for SetTestBaseline
+type SetTestBaselineResponse429Headers struct {
+	RetryAfter *int
+}
+
+// SetTestBaselineResponse503Headers the declared response headers of an HTTP 503 response for SetTestBaseline
+type SetTestBaselineResponse503Headers struct {
+	RetryAfter *int
+}
+
+type SetTestBaselineResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Test
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Problem
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *Problem
+	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationproblemJSON415 *Problem
+	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationproblemJSON422 *Problem
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyRequests
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *DatabaseUnavailable
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *SetTestBaselineResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *SetTestBaselineResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r SetTestBaselineResponse) GetJSON200() *Test {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r SetTestBaselineResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r SetTestBaselineResponse) GetApplicationproblemJSON401() *Problem {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r SetTestBaselineResponse) GetApplicationproblemJSON403() *Problem {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r SetTestBaselineResponse) GetApplicationproblemJSON404() *Problem {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r SetTestBaselineResponse) GetApplicationproblemJSON415() *Problem {
+	return r.ApplicationproblemJSON415
+}
+
+// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r SetTestBaselineResponse) GetApplicationproblemJSON422() *Problem {
+	return r.ApplicationproblemJSON422
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r SetTestBaselineResponse) GetApplicationproblemJSON429() *TooManyRequests {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r SetTestBaselineResponse) GetApplicationproblemJSON503() *DatabaseUnavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r SetTestBaselineResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r SetTestBaselineResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r SetTestBaselineResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r SetTestBaselineResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // DebugTestResponse429Headers the declared response headers of an HTTP 429 response for DebugTest
 type DebugTestResponse429Headers struct {
 	RetryAfter *int
@@ -24678,6 +25543,89 @@ func (r GenerateScriptResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r GenerateScriptResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetTestTrendResponse503Headers the declared response headers of an HTTP 503 response for GetTestTrend
+type GetTestTrendResponse503Headers struct {
+	RetryAfter *int
+}
+
+type GetTestTrendResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *TestTrend
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Problem
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *Problem
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *DatabaseUnavailable
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *GetTestTrendResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetTestTrendResponse) GetJSON200() *TestTrend {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r GetTestTrendResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r GetTestTrendResponse) GetApplicationproblemJSON401() *Problem {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r GetTestTrendResponse) GetApplicationproblemJSON403() *Problem {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r GetTestTrendResponse) GetApplicationproblemJSON404() *Problem {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r GetTestTrendResponse) GetApplicationproblemJSON503() *DatabaseUnavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r GetTestTrendResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetTestTrendResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetTestTrendResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetTestTrendResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -25615,7 +26563,8 @@ func (c *ClientWithResponses) PingAgentWithResponse(ctx context.Context, id ID, 
 // `token.revoke`), invitations (`invitation.create`, `invitation.revoke`), users changed by
 // an admin (`user.admin_update`), agents (`agent.register`, `agent.retire`), targets
 // (`target.create`, `target.verify`, `target.delete`), secrets (`secret.put`,
-// `secret.delete`), tests deleted (`test.delete`), projects and their members (`project.create`,
+// `secret.delete`), tests deleted (`test.delete`) and their baselines (`test.set_baseline`,
+// `test.clear_baseline`), projects and their members (`project.create`,
 // `project.rename`, `project.delete`, `project.invite`, `project.withdraw_invitation`,
 // `project.accept_invitation`, `project.decline_invitation`, `project.set_role`,
 // `project.remove_member`), namespaces (`namespace.claim`,
@@ -26552,6 +27501,25 @@ func (c *ClientWithResponses) CompareRunsWithResponse(ctx context.Context, id ID
 	return ParseCompareRunsResponse(rsp)
 }
 
+// GetRunJUnitWithResponse A run's verdicts as JUnit XML, for CI
+//
+// The run's verdicts as test cases CI systems read (GitHub Actions, GitLab, Jenkins): a suite `run` (a case that
+// fails unless the run finished, and one that fails when an agent's figures stop short), `thresholds` (a case
+// each, failed when it failed), `checks` (a case each, failed when any response failed it) and, when the run was
+// held against its test's baseline, `baseline` (a case per figure of each request, failed when it regressed).
+// The same as `barrage runs report --junit` and `barrage run --junit`. `409` while the run goes on.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/runs/{id}/junit.xml (the `GetRunJUnit` operationId).
+func (c *ClientWithResponses) GetRunJUnitWithResponse(ctx context.Context, id ID, reqEditors ...RequestEditorFn) (*GetRunJUnitResponse, error) {
+	rsp, err := c.GetRunJUnit(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetRunJUnitResponse(rsp)
+}
+
 // GetRunLiveWithResponse Follow a run live (Server-Sent Events)
 //
 // A `text/event-stream` of the run's seconds as they are merged across its agents: each
@@ -27147,6 +28115,59 @@ func (c *ClientWithResponses) UpdateTestWithResponse(ctx context.Context, id ID,
 	return ParseUpdateTestResponse(rsp)
 }
 
+// ClearTestBaselineWithResponse Leave the test without a baseline
+//
+// Its later runs are compared with none. The runs compared before keep their comparison. Takes the editor role.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with DELETE /v1/tests/{id}/baseline (the `ClearTestBaseline` operationId).
+func (c *ClientWithResponses) ClearTestBaselineWithResponse(ctx context.Context, id ID, reqEditors ...RequestEditorFn) (*ClearTestBaselineResponse, error) {
+	rsp, err := c.ClearTestBaseline(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseClearTestBaselineResponse(rsp)
+}
+
+// SetTestBaselineWithBodyWithResponse Make a run the test's baseline
+//
+// Every run of the test that finishes after this is held against the baseline as `GET /v1/runs/{id}/compare`
+// holds two runs, within the tolerances given here (the defaults of the comparison where one is left out), and
+// keeps the comparison in its summary (`baseline`): its verdict shows in lists of runs, the trend, the report,
+// the JUnit file, and `barrage runs start --wait` exits 98 on a regression. The run must be one of the test's
+// and have finished (`422` on `run_id` otherwise). Takes the editor role in the test's project.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /v1/tests/{id}/baseline (the `SetTestBaseline` operationId).
+func (c *ClientWithResponses) SetTestBaselineWithBodyWithResponse(ctx context.Context, id ID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*SetTestBaselineResponse, error) {
+	rsp, err := c.SetTestBaselineWithBody(ctx, id, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseSetTestBaselineResponse(rsp)
+}
+
+// SetTestBaselineWithResponse Make a run the test's baseline
+//
+// Every run of the test that finishes after this is held against the baseline as `GET /v1/runs/{id}/compare`
+// holds two runs, within the tolerances given here (the defaults of the comparison where one is left out), and
+// keeps the comparison in its summary (`baseline`): its verdict shows in lists of runs, the trend, the report,
+// the JUnit file, and `barrage runs start --wait` exits 98 on a regression. The run must be one of the test's
+// and have finished (`422` on `run_id` otherwise). Takes the editor role in the test's project.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /v1/tests/{id}/baseline (the `SetTestBaseline` operationId).
+func (c *ClientWithResponses) SetTestBaselineWithResponse(ctx context.Context, id ID, body SetTestBaselineJSONRequestBody, reqEditors ...RequestEditorFn) (*SetTestBaselineResponse, error) {
+	rsp, err := c.SetTestBaseline(ctx, id, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseSetTestBaselineResponse(rsp)
+}
+
 // DebugTestWithBodyWithResponse Run one traced iteration of a test on an agent
 //
 // One virtual user runs one iteration of the test (its latest revision, or `revision`) on
@@ -27305,6 +28326,23 @@ func (c *ClientWithResponses) GenerateScriptWithResponse(ctx context.Context, id
 		return nil, err
 	}
 	return ParseGenerateScriptResponse(rsp)
+}
+
+// GetTestTrendWithResponse The test's figures over its last runs
+//
+// The test's newest ended runs (`limit`, 20 unless given), oldest first: requests/s, p50, p95, p99 and error
+// rate of all requests together and of each request, the failed thresholds, the baseline, and each run's
+// verdict against the baseline it was held to when it ended.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/tests/{id}/trend (the `GetTestTrend` operationId).
+func (c *ClientWithResponses) GetTestTrendWithResponse(ctx context.Context, id ID, params *GetTestTrendParams, reqEditors ...RequestEditorFn) (*GetTestTrendResponse, error) {
+	rsp, err := c.GetTestTrend(ctx, id, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetTestTrendResponse(rsp)
 }
 
 // ListTokensWithResponse List personal API tokens
@@ -33291,6 +34329,87 @@ func ParseCompareRunsResponse(rsp *http.Response) (*CompareRunsResponse, error) 
 	return response, nil
 }
 
+// ParseGetRunJUnitResponse parses an HTTP response from a GetRunJUnitWithResponse call
+func ParseGetRunJUnitResponse(rsp *http.Response) (*GetRunJUnitResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetRunJUnitResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "xml") && rsp.StatusCode == 200:
+		var dest string
+		if err := xml.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.XML200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest DatabaseUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 503:
+		var headers GetRunJUnitResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
 // ParseGetRunLiveResponse parses an HTTP response from a GetRunLiveWithResponse call
 func ParseGetRunLiveResponse(rsp *http.Response) (*GetRunLiveResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -35493,6 +36612,202 @@ func ParseUpdateTestResponse(rsp *http.Response) (*UpdateTestResponse, error) {
 	return response, nil
 }
 
+// ParseClearTestBaselineResponse parses an HTTP response from a ClearTestBaselineWithResponse call
+func ParseClearTestBaselineResponse(rsp *http.Response) (*ClearTestBaselineResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ClearTestBaselineResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Test
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest DatabaseUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers ClearTestBaselineResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers ClearTestBaselineResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseSetTestBaselineResponse parses an HTTP response from a SetTestBaselineWithResponse call
+func ParseSetTestBaselineResponse(rsp *http.Response) (*SetTestBaselineResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &SetTestBaselineResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Test
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest DatabaseUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers SetTestBaselineResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers SetTestBaselineResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
 // ParseDebugTestResponse parses an HTTP response from a DebugTestWithResponse call
 func ParseDebugTestResponse(rsp *http.Response) (*DebugTestResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -36135,6 +37450,80 @@ func ParseGenerateScriptResponse(rsp *http.Response) (*GenerateScriptResponse, e
 	return response, nil
 }
 
+// ParseGetTestTrendResponse parses an HTTP response from a GetTestTrendWithResponse call
+func ParseGetTestTrendResponse(rsp *http.Response) (*GetTestTrendResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetTestTrendResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest TestTrend
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest DatabaseUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 503:
+		var headers GetTestTrendResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
 // ParseListTokensResponse parses an HTTP response from a ListTokensWithResponse call
 func ParseListTokensResponse(rsp *http.Response) (*ListTokensResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -36594,6 +37983,9 @@ type ServerInterface interface {
 	// CompareRuns Hold a run against a base run
 	// (GET /v1/runs/{id}/compare)
 	CompareRuns(w http.ResponseWriter, r *http.Request, id ID, params CompareRunsParams)
+	// GetRunJUnit A run's verdicts as JUnit XML, for CI
+	// (GET /v1/runs/{id}/junit.xml)
+	GetRunJUnit(w http.ResponseWriter, r *http.Request, id ID)
 	// GetRunLive Follow a run live (Server-Sent Events)
 	// (GET /v1/runs/{id}/live)
 	GetRunLive(w http.ResponseWriter, r *http.Request, id ID, params GetRunLiveParams)
@@ -36672,6 +38064,12 @@ type ServerInterface interface {
 	// UpdateTest Save a new revision of a test
 	// (PATCH /v1/tests/{id})
 	UpdateTest(w http.ResponseWriter, r *http.Request, id ID, params UpdateTestParams)
+	// ClearTestBaseline Leave the test without a baseline
+	// (DELETE /v1/tests/{id}/baseline)
+	ClearTestBaseline(w http.ResponseWriter, r *http.Request, id ID)
+	// SetTestBaseline Make a run the test's baseline
+	// (PUT /v1/tests/{id}/baseline)
+	SetTestBaseline(w http.ResponseWriter, r *http.Request, id ID)
 	// DebugTest Run one traced iteration of a test on an agent
 	// (POST /v1/tests/{id}/debug)
 	DebugTest(w http.ResponseWriter, r *http.Request, id ID)
@@ -36693,6 +38091,9 @@ type ServerInterface interface {
 	// GenerateScript Generate a test's script
 	// (POST /v1/tests/{id}/scripts)
 	GenerateScript(w http.ResponseWriter, r *http.Request, id ID)
+	// GetTestTrend The test's figures over its last runs
+	// (GET /v1/tests/{id}/trend)
+	GetTestTrend(w http.ResponseWriter, r *http.Request, id ID, params GetTestTrendParams)
 	// ListTokens List personal API tokens
 	// (GET /v1/tokens)
 	ListTokens(w http.ResponseWriter, r *http.Request, params ListTokensParams)
@@ -37158,6 +38559,12 @@ func (_ Unimplemented) CompareRuns(w http.ResponseWriter, r *http.Request, id ID
 	w.WriteHeader(http.StatusNotImplemented)
 }
 
+// GetRunJUnit A run's verdicts as JUnit XML, for CI
+// (GET /v1/runs/{id}/junit.xml)
+func (_ Unimplemented) GetRunJUnit(w http.ResponseWriter, r *http.Request, id ID) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
 // GetRunLive Follow a run live (Server-Sent Events)
 // (GET /v1/runs/{id}/live)
 func (_ Unimplemented) GetRunLive(w http.ResponseWriter, r *http.Request, id ID, params GetRunLiveParams) {
@@ -37314,6 +38721,18 @@ func (_ Unimplemented) UpdateTest(w http.ResponseWriter, r *http.Request, id ID,
 	w.WriteHeader(http.StatusNotImplemented)
 }
 
+// ClearTestBaseline Leave the test without a baseline
+// (DELETE /v1/tests/{id}/baseline)
+func (_ Unimplemented) ClearTestBaseline(w http.ResponseWriter, r *http.Request, id ID) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
+// SetTestBaseline Make a run the test's baseline
+// (PUT /v1/tests/{id}/baseline)
+func (_ Unimplemented) SetTestBaseline(w http.ResponseWriter, r *http.Request, id ID) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
 // DebugTest Run one traced iteration of a test on an agent
 // (POST /v1/tests/{id}/debug)
 func (_ Unimplemented) DebugTest(w http.ResponseWriter, r *http.Request, id ID) {
@@ -37353,6 +38772,12 @@ func (_ Unimplemented) GetTestRevision(w http.ResponseWriter, r *http.Request, i
 // GenerateScript Generate a test's script
 // (POST /v1/tests/{id}/scripts)
 func (_ Unimplemented) GenerateScript(w http.ResponseWriter, r *http.Request, id ID) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
+// GetTestTrend The test's figures over its last runs
+// (GET /v1/tests/{id}/trend)
+func (_ Unimplemented) GetTestTrend(w http.ResponseWriter, r *http.Request, id ID, params GetTestTrendParams) {
 	w.WriteHeader(http.StatusNotImplemented)
 }
 
@@ -39843,6 +41268,32 @@ func (siw *ServerInterfaceWrapper) CompareRuns(w http.ResponseWriter, r *http.Re
 	handler.ServeHTTP(w, r)
 }
 
+// GetRunJUnit operation middleware
+func (siw *ServerInterfaceWrapper) GetRunJUnit(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "id" -------------
+	var id ID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", chi.URLParam(r, "id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: r.URL.RawPath == ""})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "id", Err: err})
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.GetRunJUnit(w, r, id)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
 // GetRunLive operation middleware
 func (siw *ServerInterfaceWrapper) GetRunLive(w http.ResponseWriter, r *http.Request) {
 
@@ -40765,6 +42216,58 @@ func (siw *ServerInterfaceWrapper) UpdateTest(w http.ResponseWriter, r *http.Req
 	handler.ServeHTTP(w, r)
 }
 
+// ClearTestBaseline operation middleware
+func (siw *ServerInterfaceWrapper) ClearTestBaseline(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "id" -------------
+	var id ID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", chi.URLParam(r, "id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: r.URL.RawPath == ""})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "id", Err: err})
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.ClearTestBaseline(w, r, id)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// SetTestBaseline operation middleware
+func (siw *ServerInterfaceWrapper) SetTestBaseline(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "id" -------------
+	var id ID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", chi.URLParam(r, "id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: r.URL.RawPath == ""})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "id", Err: err})
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.SetTestBaseline(w, r, id)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
 // DebugTest operation middleware
 func (siw *ServerInterfaceWrapper) DebugTest(w http.ResponseWriter, r *http.Request) {
 
@@ -40974,6 +42477,48 @@ func (siw *ServerInterfaceWrapper) GenerateScript(w http.ResponseWriter, r *http
 
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		siw.Handler.GenerateScript(w, r, id)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// GetTestTrend operation middleware
+func (siw *ServerInterfaceWrapper) GetTestTrend(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "id" -------------
+	var id ID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", chi.URLParam(r, "id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: r.URL.RawPath == ""})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "id", Err: err})
+		return
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params GetTestTrendParams
+
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", r.URL.Query(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "limit"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "limit", Err: err})
+		}
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.GetTestTrend(w, r, id, params)
 	}))
 
 	for _, middleware := range siw.HandlerMiddlewares {
@@ -41354,6 +42899,15 @@ func HandlerWithOptions(si ServerInterface, options ChiServerOptions) http.Handl
 		r.Patch(options.BaseURL+"/v1/tests/{id}", wrapper.UpdateTest)
 	})
 	r.Group(func(r chi.Router) {
+		r.Delete(options.BaseURL+"/v1/tests/{id}/baseline", wrapper.ClearTestBaseline)
+	})
+	r.Group(func(r chi.Router) {
+		r.Put(options.BaseURL+"/v1/tests/{id}/baseline", wrapper.SetTestBaseline)
+	})
+	r.Group(func(r chi.Router) {
+		r.Get(options.BaseURL+"/v1/tests/{id}/trend", wrapper.GetTestTrend)
+	})
+	r.Group(func(r chi.Router) {
 		r.Get(options.BaseURL+"/v1/tests/{id}/revisions", wrapper.ListTestRevisions)
 	})
 	r.Group(func(r chi.Router) {
@@ -41418,6 +42972,9 @@ func HandlerWithOptions(si ServerInterface, options ChiServerOptions) http.Handl
 	})
 	r.Group(func(r chi.Router) {
 		r.Get(options.BaseURL+"/v1/runs/{id}/sweep.html", wrapper.GetRunSweepReport)
+	})
+	r.Group(func(r chi.Router) {
+		r.Get(options.BaseURL+"/v1/runs/{id}/junit.xml", wrapper.GetRunJUnit)
 	})
 	r.Group(func(r chi.Router) {
 		r.Get(options.BaseURL+"/v1/runs/{id}/summary.csv", wrapper.GetRunSummaryCSV)
@@ -49772,6 +51329,125 @@ func (response CompareRuns503ApplicationProblemPlusJSONResponse) VisitCompareRun
 	return err
 }
 
+type GetRunJUnitRequestObject struct {
+	Id ID `json:"id"`
+}
+
+type GetRunJUnitResponseObject interface {
+	VisitGetRunJUnitResponse(w http.ResponseWriter) error
+}
+
+type GetRunJUnit200ApplicationxmlResponse struct {
+	Body          io.Reader
+	ContentLength int64
+}
+
+func (response GetRunJUnit200ApplicationxmlResponse) VisitGetRunJUnitResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "application/xml")
+	if response.ContentLength != 0 {
+		w.Header().Set("Content-Length", fmt.Sprint(response.ContentLength))
+	}
+	w.WriteHeader(200)
+
+	if closer, ok := response.Body.(io.ReadCloser); ok {
+		defer closer.Close()
+	}
+	_, err := io.Copy(w, response.Body)
+	return err
+}
+
+type GetRunJUnit400ApplicationProblemPlusJSONResponse struct {
+	ProblemApplicationProblemPlusJSONResponse
+}
+
+func (response GetRunJUnit400ApplicationProblemPlusJSONResponse) VisitGetRunJUnitResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRunJUnit401ApplicationProblemPlusJSONResponse Problem
+
+func (response GetRunJUnit401ApplicationProblemPlusJSONResponse) VisitGetRunJUnitResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRunJUnit403ApplicationProblemPlusJSONResponse Problem
+
+func (response GetRunJUnit403ApplicationProblemPlusJSONResponse) VisitGetRunJUnitResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRunJUnit404ApplicationProblemPlusJSONResponse Problem
+
+func (response GetRunJUnit404ApplicationProblemPlusJSONResponse) VisitGetRunJUnitResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRunJUnit409ApplicationProblemPlusJSONResponse Problem
+
+func (response GetRunJUnit409ApplicationProblemPlusJSONResponse) VisitGetRunJUnitResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRunJUnit503ApplicationProblemPlusJSONResponse struct {
+	DatabaseUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response GetRunJUnit503ApplicationProblemPlusJSONResponse) VisitGetRunJUnitResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetRunLiveRequestObject struct {
 	Id     ID `json:"id"`
 	Params GetRunLiveParams
@@ -52944,6 +54620,271 @@ func (response UpdateTest503ApplicationProblemPlusJSONResponse) VisitUpdateTestR
 	return err
 }
 
+type ClearTestBaselineRequestObject struct {
+	Id ID `json:"id"`
+}
+
+type ClearTestBaselineResponseObject interface {
+	VisitClearTestBaselineResponse(w http.ResponseWriter) error
+}
+
+type ClearTestBaseline200JSONResponse Test
+
+func (response ClearTestBaseline200JSONResponse) VisitClearTestBaselineResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ClearTestBaseline400ApplicationProblemPlusJSONResponse struct {
+	ProblemApplicationProblemPlusJSONResponse
+}
+
+func (response ClearTestBaseline400ApplicationProblemPlusJSONResponse) VisitClearTestBaselineResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ClearTestBaseline401ApplicationProblemPlusJSONResponse Problem
+
+func (response ClearTestBaseline401ApplicationProblemPlusJSONResponse) VisitClearTestBaselineResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ClearTestBaseline403ApplicationProblemPlusJSONResponse Problem
+
+func (response ClearTestBaseline403ApplicationProblemPlusJSONResponse) VisitClearTestBaselineResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ClearTestBaseline404ApplicationProblemPlusJSONResponse Problem
+
+func (response ClearTestBaseline404ApplicationProblemPlusJSONResponse) VisitClearTestBaselineResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ClearTestBaseline429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response ClearTestBaseline429ApplicationProblemPlusJSONResponse) VisitClearTestBaselineResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ClearTestBaseline503ApplicationProblemPlusJSONResponse struct {
+	DatabaseUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response ClearTestBaseline503ApplicationProblemPlusJSONResponse) VisitClearTestBaselineResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetTestBaselineRequestObject struct {
+	Id   ID `json:"id"`
+	Body *SetTestBaselineJSONRequestBody
+}
+
+type SetTestBaselineResponseObject interface {
+	VisitSetTestBaselineResponse(w http.ResponseWriter) error
+}
+
+type SetTestBaseline200JSONResponse Test
+
+func (response SetTestBaseline200JSONResponse) VisitSetTestBaselineResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetTestBaseline400ApplicationProblemPlusJSONResponse struct {
+	ProblemApplicationProblemPlusJSONResponse
+}
+
+func (response SetTestBaseline400ApplicationProblemPlusJSONResponse) VisitSetTestBaselineResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetTestBaseline401ApplicationProblemPlusJSONResponse Problem
+
+func (response SetTestBaseline401ApplicationProblemPlusJSONResponse) VisitSetTestBaselineResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetTestBaseline403ApplicationProblemPlusJSONResponse Problem
+
+func (response SetTestBaseline403ApplicationProblemPlusJSONResponse) VisitSetTestBaselineResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetTestBaseline404ApplicationProblemPlusJSONResponse Problem
+
+func (response SetTestBaseline404ApplicationProblemPlusJSONResponse) VisitSetTestBaselineResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetTestBaseline415ApplicationProblemPlusJSONResponse Problem
+
+func (response SetTestBaseline415ApplicationProblemPlusJSONResponse) VisitSetTestBaselineResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetTestBaseline422ApplicationProblemPlusJSONResponse Problem
+
+func (response SetTestBaseline422ApplicationProblemPlusJSONResponse) VisitSetTestBaselineResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetTestBaseline429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response SetTestBaseline429ApplicationProblemPlusJSONResponse) VisitSetTestBaselineResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetTestBaseline503ApplicationProblemPlusJSONResponse struct {
+	DatabaseUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response SetTestBaseline503ApplicationProblemPlusJSONResponse) VisitSetTestBaselineResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type DebugTestRequestObject struct {
 	Id   ID `json:"id"`
 	Body *DebugTestJSONRequestBody
@@ -53869,6 +55810,106 @@ func (response GenerateScript504ApplicationProblemPlusJSONResponse) VisitGenerat
 	return err
 }
 
+type GetTestTrendRequestObject struct {
+	Id     ID `json:"id"`
+	Params GetTestTrendParams
+}
+
+type GetTestTrendResponseObject interface {
+	VisitGetTestTrendResponse(w http.ResponseWriter) error
+}
+
+type GetTestTrend200JSONResponse TestTrend
+
+func (response GetTestTrend200JSONResponse) VisitGetTestTrendResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetTestTrend400ApplicationProblemPlusJSONResponse struct {
+	ProblemApplicationProblemPlusJSONResponse
+}
+
+func (response GetTestTrend400ApplicationProblemPlusJSONResponse) VisitGetTestTrendResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetTestTrend401ApplicationProblemPlusJSONResponse Problem
+
+func (response GetTestTrend401ApplicationProblemPlusJSONResponse) VisitGetTestTrendResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetTestTrend403ApplicationProblemPlusJSONResponse Problem
+
+func (response GetTestTrend403ApplicationProblemPlusJSONResponse) VisitGetTestTrendResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetTestTrend404ApplicationProblemPlusJSONResponse Problem
+
+func (response GetTestTrend404ApplicationProblemPlusJSONResponse) VisitGetTestTrendResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetTestTrend503ApplicationProblemPlusJSONResponse struct {
+	DatabaseUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response GetTestTrend503ApplicationProblemPlusJSONResponse) VisitGetTestTrendResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListTokensRequestObject struct {
 	Params ListTokensParams
 }
@@ -54415,6 +56456,9 @@ type StrictServerInterface interface {
 	// CompareRuns Hold a run against a base run
 	// (GET /v1/runs/{id}/compare)
 	CompareRuns(ctx context.Context, request CompareRunsRequestObject) (CompareRunsResponseObject, error)
+	// GetRunJUnit A run's verdicts as JUnit XML, for CI
+	// (GET /v1/runs/{id}/junit.xml)
+	GetRunJUnit(ctx context.Context, request GetRunJUnitRequestObject) (GetRunJUnitResponseObject, error)
 	// GetRunLive Follow a run live (Server-Sent Events)
 	// (GET /v1/runs/{id}/live)
 	GetRunLive(ctx context.Context, request GetRunLiveRequestObject) (GetRunLiveResponseObject, error)
@@ -54493,6 +56537,12 @@ type StrictServerInterface interface {
 	// UpdateTest Save a new revision of a test
 	// (PATCH /v1/tests/{id})
 	UpdateTest(ctx context.Context, request UpdateTestRequestObject) (UpdateTestResponseObject, error)
+	// ClearTestBaseline Leave the test without a baseline
+	// (DELETE /v1/tests/{id}/baseline)
+	ClearTestBaseline(ctx context.Context, request ClearTestBaselineRequestObject) (ClearTestBaselineResponseObject, error)
+	// SetTestBaseline Make a run the test's baseline
+	// (PUT /v1/tests/{id}/baseline)
+	SetTestBaseline(ctx context.Context, request SetTestBaselineRequestObject) (SetTestBaselineResponseObject, error)
 	// DebugTest Run one traced iteration of a test on an agent
 	// (POST /v1/tests/{id}/debug)
 	DebugTest(ctx context.Context, request DebugTestRequestObject) (DebugTestResponseObject, error)
@@ -54514,6 +56564,9 @@ type StrictServerInterface interface {
 	// GenerateScript Generate a test's script
 	// (POST /v1/tests/{id}/scripts)
 	GenerateScript(ctx context.Context, request GenerateScriptRequestObject) (GenerateScriptResponseObject, error)
+	// GetTestTrend The test's figures over its last runs
+	// (GET /v1/tests/{id}/trend)
+	GetTestTrend(ctx context.Context, request GetTestTrendRequestObject) (GetTestTrendResponseObject, error)
 	// ListTokens List personal API tokens
 	// (GET /v1/tokens)
 	ListTokens(ctx context.Context, request ListTokensRequestObject) (ListTokensResponseObject, error)
@@ -56674,6 +58727,32 @@ func (sh *strictHandler) CompareRuns(w http.ResponseWriter, r *http.Request, id 
 	}
 }
 
+// GetRunJUnit operation middleware
+func (sh *strictHandler) GetRunJUnit(w http.ResponseWriter, r *http.Request, id ID) {
+	var request GetRunJUnitRequestObject
+
+	request.Id = id
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.GetRunJUnit(ctx, request.(GetRunJUnitRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetRunJUnit")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(GetRunJUnitResponseObject); ok {
+		if err := validResponse.VisitGetRunJUnitResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
 // GetRunLive operation middleware
 func (sh *strictHandler) GetRunLive(w http.ResponseWriter, r *http.Request, id ID, params GetRunLiveParams) {
 	var request GetRunLiveRequestObject
@@ -57420,6 +59499,65 @@ func (sh *strictHandler) UpdateTest(w http.ResponseWriter, r *http.Request, id I
 	}
 }
 
+// ClearTestBaseline operation middleware
+func (sh *strictHandler) ClearTestBaseline(w http.ResponseWriter, r *http.Request, id ID) {
+	var request ClearTestBaselineRequestObject
+
+	request.Id = id
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.ClearTestBaseline(ctx, request.(ClearTestBaselineRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ClearTestBaseline")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(ClearTestBaselineResponseObject); ok {
+		if err := validResponse.VisitClearTestBaselineResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// SetTestBaseline operation middleware
+func (sh *strictHandler) SetTestBaseline(w http.ResponseWriter, r *http.Request, id ID) {
+	var request SetTestBaselineRequestObject
+
+	request.Id = id
+
+	var body SetTestBaselineJSONRequestBody
+	if err := runtime.BindJSONBody(r, &body); err != nil {
+		sh.options.RequestErrorHandlerFunc(w, r, fmt.Errorf("can't decode JSON body: %w", err))
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.SetTestBaseline(ctx, request.(SetTestBaselineRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "SetTestBaseline")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(SetTestBaselineResponseObject); ok {
+		if err := validResponse.VisitSetTestBaselineResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
 // DebugTest operation middleware
 func (sh *strictHandler) DebugTest(w http.ResponseWriter, r *http.Request, id ID) {
 	var request DebugTestRequestObject
@@ -57621,6 +59759,33 @@ func (sh *strictHandler) GenerateScript(w http.ResponseWriter, r *http.Request, 
 		sh.options.ResponseErrorHandlerFunc(w, r, err)
 	} else if validResponse, ok := response.(GenerateScriptResponseObject); ok {
 		if err := validResponse.VisitGenerateScriptResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// GetTestTrend operation middleware
+func (sh *strictHandler) GetTestTrend(w http.ResponseWriter, r *http.Request, id ID, params GetTestTrendParams) {
+	var request GetTestTrendRequestObject
+
+	request.Id = id
+	request.Params = params
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.GetTestTrend(ctx, request.(GetTestTrendRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetTestTrend")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(GetTestTrendResponseObject); ok {
+		if err := validResponse.VisitGetTestTrendResponse(w); err != nil {
 			sh.options.ResponseErrorHandlerFunc(w, r, err)
 		}
 	} else if response != nil {

@@ -37,7 +37,7 @@ func runRuns(ctx context.Context, e env, args []string) error {
 }
 
 func runRunsStart(ctx context.Context, e env, args []string) error {
-	fs := newFlags(e, "runs start", "(--file SCRIPT | --script ID | --test ID) [-e NAME=VALUE...] [--vus N --duration D --rate R --stage D:R... | --sweep 2,4,8 --step 30s] [--agents N --agent ID] [--project P] [--watch]")
+	fs := newFlags(e, "runs start", "(--file SCRIPT | --script ID | --test ID) [-e NAME=VALUE...] [--vus N --duration D --rate R --stage D:R... | --sweep 2,4,8 --step 30s] [--agents N --agent ID] [--project P] [--watch | --wait [--junit FILE]]")
 	inProj := projectFlag(fs)
 	envs := addEnvFlag(fs)
 	file := fs.String("file", "", "upload this script (and the data files it names, from beside it) and run it")
@@ -47,13 +47,21 @@ func runRunsStart(ctx context.Context, e env, args []string) error {
 	agents := fs.Int("agents", 0, "how many idle online agents to run on (default 1)")
 	var agentIDs multiFlag
 	fs.Var(&agentIDs, "agent", "run on this agent (repeat for several)")
-	watch := fs.Bool("watch", false, "follow the run to its end, print its summary, and exit 99 when a threshold failed")
+	watch := fs.Bool("watch", false, "follow the run to its end second by second, print its summary, and exit as --wait does")
+	wait := fs.Bool("wait", false, "wait for the run's end without its live lines (for CI), print its summary, and exit 99 when a threshold failed or it regressed against its test's baseline, 1 when it did not finish")
+	junit := fs.String("junit", "", "with --watch or --wait, write the run's verdicts to this file as JUnit XML")
 	key := fs.String("idempotency-key", "", "retrying with the same key returns the same run")
 	var levels levelsFlag
 	fs.Var(&levels, "sweep", "run a concurrency sweep at these VUs, ascending, comma-separated (2,4,8,16), in place of the script's load")
 	step := durationFlag(fs, "step", 30*time.Second, "with --sweep, how long each level runs")
 	if err := parseFlags(fs, args, 0); err != nil {
 		return err
+	}
+	if *watch && *wait {
+		return usageError(errors.New("--watch and --wait: choose one"))
+	}
+	if *junit != "" && !*watch && !*wait {
+		return usageError(errors.New("--junit: the run's verdicts come at its end: add --wait (or --watch)"))
 	}
 	if *agents < 0 || (*agents == 0 && flagGiven(fs, "agents")) {
 		return usageError(fmt.Errorf("--agents %d: must be at least 1", *agents))
@@ -158,10 +166,20 @@ func runRunsStart(ctx context.Context, e env, args []string) error {
 		fmt.Fprintln(e.stderr, "warning: "+w)
 	}
 	fmt.Fprintln(e.stdout, run.Id)
-	if !*watch {
+	switch {
+	case *watch:
+		err = watchRun(ctx, e, cl, run.Id)
+	case *wait:
+		err = waitRun(ctx, e, cl, run.Id)
+	default:
 		return nil
 	}
-	return watchRun(ctx, e, cl, run.Id)
+	if *junit != "" && ctx.Err() == nil {
+		if jerr := writeJUnit(ctx, e, cl, run.Id, *junit); jerr != nil {
+			return jerr
+		}
+	}
+	return err
 }
 
 // eachScriptFile reads every file the script at path names, from inside its folder (a symbolic
@@ -236,13 +254,47 @@ func watchRun(ctx context.Context, e env, cl *api.ClientWithResponses, id uuid.U
 			return errors.New("stopped watching; the run goes on (barrage runs cancel " + id.String() + " stops it)")
 		}
 		fmt.Fprintf(e.stderr, "the live stream broke (%v); resuming\n", err)
-		t := time.NewTimer(time.Second)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-		case <-t.C:
-		}
+		sleep(ctx, time.Second)
 	}
+	return printEnded(ctx, e, cl, id)
+}
+
+// waitEvery is how often `runs start --wait` asks whether the run has ended.
+const waitEvery = 2 * time.Second
+
+// waitRun waits for run id's end, saying on stderr when its state changes, then prints its
+// summary as watchRun does, with its exit status. A failed request is retried: the run goes on
+// whether or not the server answered.
+func waitRun(ctx context.Context, e env, cl *api.ClientWithResponses, id uuid.UUID) error {
+	var last api.RunState
+	for {
+		res, err := cl.GetRunWithResponse(ctx, id)
+		switch {
+		case ctx.Err() != nil:
+			return errors.New("stopped waiting; the run goes on (barrage runs cancel " + id.String() + " stops it)")
+		case err != nil:
+			fmt.Fprintf(e.stderr, "could not read the run (%v); trying again\n", err)
+		case res.JSON200 == nil:
+			if res.StatusCode() < 500 && res.StatusCode() != http.StatusTooManyRequests {
+				return api.ProblemError(res.HTTPResponse, res.Body)
+			}
+			fmt.Fprintf(e.stderr, "could not read the run (%s); trying again\n", res.Status())
+		default:
+			r := res.JSON200
+			if r.State != last {
+				fmt.Fprintf(e.stderr, "%s  run %s: %s\n", time.Now().Format(time.TimeOnly), id, r.State)
+				last = r.State
+			}
+			if r.EndedAt != nil {
+				return printEnded(ctx, e, cl, id)
+			}
+		}
+		sleep(ctx, waitEvery)
+	}
+}
+
+// printEnded prints the results of run id, which has ended, with the exit status they make.
+func printEnded(ctx context.Context, e env, cl *api.ClientWithResponses, id uuid.UUID) error {
 	res, err := cl.GetRunWithResponse(ctx, id)
 	if err != nil {
 		return err
@@ -635,6 +687,7 @@ func printRunResults(ctx context.Context, e env, cl *api.ClientWithResponses, r 
 		Agents []struct {
 			Verdict summary.Verdict `json:"verdict"`
 		} `json:"agents"` // as sum.Agents, in the same order
+		Baseline *summary.BaselineComparison `json:"baseline"`
 	}
 	sum, err := fetchSummary(ctx, cl, r.Id, &s)
 	if err != nil {
@@ -652,12 +705,34 @@ func printRunResults(ctx context.Context, e env, cl *api.ClientWithResponses, r 
 			fmt.Fprintln(e.stdout, "  "+line)
 		}
 	}
+	if b := s.Baseline; b != nil {
+		fmt.Fprintf(e.stdout, "\nagainst the test's baseline, run %s:\n", b.RunID)
+		b.Print(e.stdout)
+	}
 	switch {
 	case s.Failed():
 		return &exitError{exitThresholds, errors.New("a threshold failed")}
+	case s.Baseline != nil && s.Baseline.Verdict == summary.Regressed:
+		return &exitError{exitThresholds, fmt.Errorf("the run regressed against its test's baseline, run %s", s.Baseline.RunID)}
 	case r.State != api.RunStateFinished:
 		return fmt.Errorf("the run ended %s: %s", r.State, r.Reason)
 	}
+	return nil
+}
+
+// writeJUnit writes the verdicts of run id, which has ended, to path as JUnit XML.
+func writeJUnit(ctx context.Context, e env, cl *api.ClientWithResponses, id uuid.UUID, path string) error {
+	res, err := cl.GetRunJUnitWithResponse(ctx, id)
+	if err != nil {
+		return err
+	}
+	if res.StatusCode() != http.StatusOK {
+		return api.ProblemError(res.HTTPResponse, res.Body)
+	}
+	if err := writeWith(path, func(w io.Writer) error { _, err := w.Write(res.Body); return err }); err != nil {
+		return err
+	}
+	fmt.Fprintln(e.stderr, "JUnit report written to", path)
 	return nil
 }
 
@@ -678,3 +753,13 @@ func fetchSummary(ctx context.Context, cl *api.ClientWithResponses, id uuid.UUID
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// sleep waits d, or until ctx ends.
+func sleep(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}

@@ -21,6 +21,7 @@ import (
 func runTests(ctx context.Context, e env, args []string) error {
 	sub := map[string]func(context.Context, env, []string) error{
 		"push": runTestsPush, "list": runTestsList, "show": runTestsShow, "debug": runTestsDebug, "delete": runTestsDelete,
+		"baseline": runTestsBaseline, "trend": runTestsTrend,
 	}
 	return dispatch(ctx, e, "tests", sub, args)
 }
@@ -194,6 +195,9 @@ func runTestsShow(ctx context.Context, e env, args []string) error {
 		fmt.Fprintf(tw, "file %s\t%d bytes\tsha256 %s\n", f.Name, f.Size, shortSum(f.Sha256))
 	}
 	tw.Flush()
+	if b := t.Baseline; b != nil {
+		fmt.Fprintf(e.stderr, "baseline: run %s %s\n", b.RunId, tolerancesText(b))
+	}
 	if r.Source != nil {
 		fmt.Fprint(e.stdout, *r.Source)
 	}

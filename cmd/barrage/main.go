@@ -109,7 +109,7 @@ func commands() []command {
 		{"agents", "the agents you may run on: agents list | create | delete", runAgents},
 		{"targets", "the hosts you proved you control, which shared agents load for you: targets add | verify | list | delete", runTargets},
 		{"secrets", "values your scripts read as ${secret.NAME}, sealed on the server: secrets set | list | delete", runSecrets},
-		{"tests", "tests on the server: tests push | list | show | debug | delete", runTests},
+		{"tests", "tests on the server: tests push | list | show | debug | delete | baseline | trend", runTests},
 		{"scripts", "scripts on the server: scripts generate TEST_ID", runScripts},
 		{"runs", "runs on the server's agents: runs start | list | show | watch | cancel | results", runRuns},
 		{"plugin", "plugins: plugin add | list | check | new | keygen | publish | search | info | install", runPlugin},

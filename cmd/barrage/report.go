@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -68,13 +69,24 @@ func runReport(_ context.Context, e env, args []string) error {
 
 // runRunsReport saves the server's report on one of your runs.
 func runRunsReport(ctx context.Context, e env, args []string) error {
-	fs := newFlags(e, "runs report", "[-o report.html] [--base BASE_ID [tolerances]] ID")
+	fs := newFlags(e, "runs report", "[-o report.html] [--base BASE_ID [tolerances]] ID | --junit FILE ID")
 	out := fs.String("o", "", "the report's file (default: run-ID.html)")
 	base := fs.String("base", "", "a run to draw and compare this one against")
+	junit := fs.String("junit", "", "write the run's verdicts (thresholds, checks, its baseline's comparison) as JUnit XML to this file, for CI, in place of the HTML report")
 	tol := addTolerances(fs)
 	id, err := idArg(fs, args, "run")
 	if err != nil {
 		return err
+	}
+	if *junit != "" {
+		if *out != "" || *base != "" {
+			return usageError(errors.New("--junit writes the JUnit file alone: leave out -o and --base"))
+		}
+		cl, _, err := apiClient(ctx, e, true)
+		if err != nil {
+			return err
+		}
+		return writeJUnit(ctx, e, cl, id, *junit)
 	}
 	p50, p95, p99, rps, errs := percents(*tol)
 	params := &api.GetRunReportParams{MaxP50Regression: p50, MaxP95Regression: p95, MaxP99Regression: p99,

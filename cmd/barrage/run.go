@@ -50,6 +50,7 @@ func runRun(ctx context.Context, e env, args []string) error {
 	csvPath := fs.String("csv", "", "write the per-second series as CSV to this file")
 	summaryCSV := fs.String("summary-csv", "", "write the summary as CSV to this file, a row per label")
 	reportPath := fs.String("report", "", "write the result as a self-contained HTML report with charts to this file")
+	junit := fs.String("junit", "", "write the run's verdicts (its end, thresholds and checks) as JUnit XML to this file, for CI")
 	quiet := fs.Bool("quiet", false, "no live line; only the summary")
 	insecure := fs.Bool("insecure", false, "skip TLS certificate verification")
 	envs := addEnvFlag(fs)
@@ -170,6 +171,15 @@ func runRun(ctx context.Context, e env, args []string) error {
 	}
 	if *reportPath != "" {
 		if err := writeWith(*reportPath, localReport(doc, nil, "", summary.DefaultTolerances).Write); err != nil {
+			return err
+		}
+	}
+	if *junit != "" {
+		verdicts := summary.Document{State: barrage.RunFinished, Reason: "the load ran to its end", ElapsedS: doc.ElapsedS, Summary: doc.Summary}
+		if res.Stop.Reason == run.Canceled {
+			verdicts.State, verdicts.Reason = barrage.RunCanceled, "the run was interrupted"
+		}
+		if err := writeWith(*junit, func(w io.Writer) error { return verdicts.JUnit(w, doc.Script) }); err != nil {
 			return err
 		}
 	}

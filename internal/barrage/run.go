@@ -257,6 +257,9 @@ type RunOutcome struct {
 	GeneratorLimited bool    `json:"generator_limited"`
 	// Incomplete says an agent's figures stop short of the run's end.
 	Incomplete bool `json:"incomplete"`
+	// BaselineVerdict is the run's verdict against its test's baseline (improved, regressed,
+	// unchanged); empty when it was held against none.
+	BaselineVerdict string `json:"baseline_verdict,omitempty"`
 }
 
 // PinnedAddresses are the addresses the run's destinations are pinned to, each once, in order:

@@ -23,6 +23,27 @@ type Test struct {
 	// LastRun is the newest run of any script generated from the test; nil when there is none,
 	// or when it was not read.
 	LastRun *TestLastRun
+	// Baseline is the run the test's later runs are compared with; nil when it has none.
+	Baseline *TestBaseline
+}
+
+// TestBaseline is a test's baseline run and the tolerances its later runs are held to.
+type TestBaseline struct {
+	RunID uuid.UUID
+	// Tolerances are a summary.Tolerances in JSON; empty for the defaults.
+	Tolerances json.RawMessage
+}
+
+// TrendRun is an ended run of a test, in the figures of its summary a trend draws.
+type TrendRun struct {
+	ID        uuid.UUID
+	State     RunState
+	CreatedAt time.Time
+	EndedAt   *time.Time
+	Revision  int
+	// Figures are the summary's total, requests (without histograms), thresholds, and the
+	// baseline and verdict of its comparison, in JSON.
+	Figures json.RawMessage
 }
 
 // TestLastRun is a test's newest run, in brief: what a list of tests shows of it.

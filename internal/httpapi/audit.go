@@ -64,7 +64,9 @@ var audits = map[string]audited{
 	"POST /v1/secrets":          {action: "secret.put", kind: "secret"},
 	"DELETE /v1/secrets/{name}": {action: "secret.delete", kind: "secret", object: pathParam("name")},
 
-	"DELETE /v1/tests/{id}": {action: "test.delete", kind: "test", object: pathParam("id")},
+	"DELETE /v1/tests/{id}":          {action: "test.delete", kind: "test", object: pathParam("id")},
+	"PUT /v1/tests/{id}/baseline":    {action: "test.set_baseline", kind: "test", object: pathParam("id")},
+	"DELETE /v1/tests/{id}/baseline": {action: "test.clear_baseline", kind: "test", object: pathParam("id")},
 
 	"POST /v1/namespaces":                                  {action: "namespace.claim", kind: "namespace"},
 	"POST /v1/admin/namespaces":                            {action: "namespace.reserve", kind: "namespace"},

@@ -91,6 +91,9 @@ var policies = map[string]policy{
 	"PATCH /v1/tests/{id}":               {user, barrage.ScopeWrite},
 	"DELETE /v1/tests/{id}":              {user, barrage.ScopeWrite},
 	"GET /v1/tests/{id}/revisions":       {user, barrage.ScopeRead},
+	"PUT /v1/tests/{id}/baseline":        {user, barrage.ScopeWrite},
+	"DELETE /v1/tests/{id}/baseline":     {user, barrage.ScopeWrite},
+	"GET /v1/tests/{id}/trend":           {user, barrage.ScopeRead},
 	"GET /v1/tests/{id}/revisions/{rev}": {user, barrage.ScopeRead},
 	"PUT /v1/tests/{id}/files/{name}":    {user, barrage.ScopeWrite},
 	"GET /v1/tests/{id}/files/{name}":    {user, barrage.ScopeRead},
@@ -128,6 +131,7 @@ var policies = map[string]policy{
 	"GET /v1/runs/{id}/sweep.csv":   {user, barrage.ScopeRead},
 	"GET /v1/runs/{id}/sweep.html":  {user, barrage.ScopeRead},
 	"GET /v1/runs/{id}/summary.csv": {user, barrage.ScopeRead},
+	"GET /v1/runs/{id}/junit.xml":   {user, barrage.ScopeRead},
 	"GET /v1/runs/{id}/live":        {user, barrage.ScopeRead},
 	"GET /v1/runs/{id}/series":      {user, barrage.ScopeRead},
 	"GET /v1/runs/{id}/summary":     {user, barrage.ScopeRead},
@@ -164,7 +168,7 @@ var policies = map[string]policy{
 var heavy = map[string]bool{
 	"POST /v1/tests": true, "POST /v1/tests/import": true, "PATCH /v1/tests/{id}": true, "POST /v1/tests/check": true,
 	"PUT /v1/tests/{id}/files/{name}": true, "POST /v1/scripts": true,
-	"GET /v1/runs/{id}/compare": true, "GET /v1/runs/{id}/report": true, "GET /v1/runs/{id}/sweep.html": true,
+	"GET /v1/runs/{id}/compare": true, "GET /v1/runs/{id}/report": true, "GET /v1/tests/{id}/trend": true, "GET /v1/runs/{id}/sweep.html": true,
 	"POST /v1/plugins/{namespace}/{name}/versions": false,
 }
 

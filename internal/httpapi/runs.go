@@ -120,12 +120,8 @@ func (s *server) CompareRuns(ctx context.Context, req api.CompareRunsRequestObje
 	if err != nil {
 		return nil, err
 	}
-	b, err := json.Marshal(c)
-	if err != nil {
-		return nil, err
-	}
 	var out api.RunComparison
-	if err := json.Unmarshal(b, &out); err != nil {
+	if err := convert(c, &out); err != nil {
 		return nil, err
 	}
 	return api.CompareRuns200JSONResponse(out), nil
@@ -170,12 +166,8 @@ func (s *server) GetRunSweep(ctx context.Context, req api.GetRunSweepRequestObje
 	if err != nil {
 		return nil, err
 	}
-	b, err := json.Marshal(res)
-	if err != nil {
-		return nil, err
-	}
 	var out api.SweepResult
-	if err := json.Unmarshal(b, &out); err != nil {
+	if err := convert(res, &out); err != nil {
 		return nil, err
 	}
 	return api.GetRunSweep200JSONResponse(out), nil
@@ -284,8 +276,12 @@ func toAPIOutcome(o *barrage.RunOutcome) *api.RunOutcome {
 	if o == nil {
 		return nil
 	}
-	return &api.RunOutcome{Requests: o.Requests, ErrorRate: o.ErrorRate, P95Ms: o.P95MS, ThresholdsFailed: o.ThresholdsFailed,
+	v := &api.RunOutcome{Requests: o.Requests, ErrorRate: o.ErrorRate, P95Ms: o.P95MS, ThresholdsFailed: o.ThresholdsFailed,
 		GeneratorLimited: o.GeneratorLimited, Incomplete: o.Incomplete}
+	if o.BaselineVerdict != "" {
+		v.BaselineVerdict = ptr(api.RunOutcomeBaselineVerdict(o.BaselineVerdict))
+	}
+	return v
 }
 
 func toAPIRun(r barrage.Run) api.Run {

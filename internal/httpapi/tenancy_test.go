@@ -133,6 +133,10 @@ func TestEveryProjectRouteIsScopedAndRoleChecked(t *testing.T) {
 		"GET /v1/runs/{id}/sweep.csv":        {path: "/v1/runs/" + run + "/sweep.csv", min: "viewer", noCall: true},
 		"GET /v1/runs/{id}/sweep.html":       {path: "/v1/runs/" + run + "/sweep.html", min: "viewer", noCall: true},
 		"GET /v1/runs/{id}/summary.csv":      {path: "/v1/runs/" + run + "/summary.csv", min: "viewer"},
+		"GET /v1/runs/{id}/junit.xml":        {path: "/v1/runs/" + run + "/junit.xml", min: "viewer"},
+		"GET /v1/tests/{id}/trend":           {path: "/v1/tests/" + test + "/trend", min: "viewer"},
+		"PUT /v1/tests/{id}/baseline":        {path: "/v1/tests/" + test + "/baseline", body: map[string]any{"run_id": run}, min: "editor"},
+		"DELETE /v1/tests/{id}/baseline":     {path: "/v1/tests/" + test + "/baseline", min: "editor"},
 		"GET /v1/runs/{id}/live":             {path: "/v1/runs/" + run + "/live", min: "viewer", noCall: true},
 		"GET /v1/runs/{id}/series":           {path: "/v1/runs/" + run + "/series", min: "viewer"},
 		"GET /v1/runs/{id}/summary":          {path: "/v1/runs/" + run + "/summary", min: "viewer"},
@@ -222,7 +226,7 @@ func (b *testBundle) digest(t *testing.T) string {
 	t.Helper()
 	var d string
 	err := b.pool.QueryRow(context.Background(), `SELECT md5(concat_ws('|',
-		(SELECT string_agg(concat_ws(',', id, name, latest_revision, project_id), ';' ORDER BY id) FROM tests),
+		(SELECT string_agg(concat_ws(',', id, name, latest_revision, project_id, baseline_run_id, baseline_tolerances), ';' ORDER BY id) FROM tests),
 		(SELECT string_agg(concat_ws(',', test_id, revision, sha256), ';' ORDER BY test_id, revision) FROM test_revisions),
 		(SELECT string_agg(concat_ws(',', test_id, name, sha256), ';' ORDER BY test_id, name) FROM test_files),
 		(SELECT string_agg(concat_ws(',', id, project_id), ';' ORDER BY id) FROM scripts),

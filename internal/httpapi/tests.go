@@ -295,6 +295,7 @@ func toAPITest(t barrage.Test) api.Test {
 		v.LastRun = &api.TestLastRun{Id: r.ID, State: api.RunState(r.State), CreatedAt: r.CreatedAt, EndedAt: r.EndedAt,
 			Outcome: toAPIOutcome(r.Outcome)}
 	}
+	v.Baseline = toAPIBaseline(t.Baseline)
 	return v
 }
 

@@ -615,12 +615,18 @@ func outcomeOf(summary []byte) (*barrage.RunOutcome, error) {
 			GeneratorLimited bool `json:"generator_limited"`
 		} `json:"verdict"`
 		Incomplete json.RawMessage `json:"incomplete"`
+		Baseline   *struct {
+			Verdict string `json:"verdict"`
+		} `json:"baseline"`
 	}
 	if err := json.Unmarshal(summary, &sum); err != nil {
 		return nil, err
 	}
 	o := &barrage.RunOutcome{Requests: sum.Total.Count, ErrorRate: sum.Total.ErrorRate, P95MS: sum.Total.P95MS,
 		GeneratorLimited: sum.Verdict.GeneratorLimited, Incomplete: len(sum.Incomplete) > 0 && string(sum.Incomplete) != "null"}
+	if sum.Baseline != nil {
+		o.BaselineVerdict = sum.Baseline.Verdict
+	}
 	for _, t := range sum.Thresholds {
 		if !t.Passed {
 			o.ThresholdsFailed++

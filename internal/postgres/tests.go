@@ -268,8 +268,53 @@ func (s *Store) bundle(ctx context.Context, t dbsqlc.Test, n int, names DataFile
 }
 
 func testFromRow(r dbsqlc.Test) barrage.Test {
-	return barrage.Test{ID: r.ID, OwnerID: r.OwnerID, ProjectID: r.ProjectID, Name: r.Name, LatestRevision: int(r.LatestRevision),
+	t := barrage.Test{ID: r.ID, OwnerID: r.OwnerID, ProjectID: r.ProjectID, Name: r.Name, LatestRevision: int(r.LatestRevision),
 		CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt}
+	if r.BaselineRunID != nil {
+		t.Baseline = &barrage.TestBaseline{RunID: *r.BaselineRunID, Tolerances: r.BaselineTolerances}
+	}
+	return t
+}
+
+// SetTestBaseline sets the baseline of a test of the projects given (nil clears it) and returns
+// the test.
+func (s *Store) SetTestBaseline(ctx context.Context, projects []uuid.UUID, id uuid.UUID, b *barrage.TestBaseline) (barrage.Test, error) {
+	arg := dbsqlc.TestSetBaselineParams{ID: id, Projects: projects}
+	if b != nil {
+		arg.RunID, arg.Tolerances = &b.RunID, b.Tolerances
+	}
+	row, err := s.q.TestSetBaseline(ctx, s.pool, arg)
+	if err != nil {
+		return barrage.Test{}, translate(err, "test")
+	}
+	return s.withFiles(ctx, testFromRow(row))
+}
+
+// TestBaselineOf reads the baseline of test id, whatever its project (the control plane's own
+// work: the summary of a run of it); nil when it has none.
+func (s *Store) TestBaselineOf(ctx context.Context, id uuid.UUID) (*barrage.TestBaseline, error) {
+	row, err := s.q.TestBaselineOf(ctx, s.pool, id)
+	if err != nil {
+		return nil, translate(err, "test")
+	}
+	if row.BaselineRunID == nil {
+		return nil, nil
+	}
+	return &barrage.TestBaseline{RunID: *row.BaselineRunID, Tolerances: row.BaselineTolerances}, nil
+}
+
+// TestTrend reads the newest limit ended runs of test id in the projects given, newest first.
+func (s *Store) TestTrend(ctx context.Context, projects []uuid.UUID, id uuid.UUID, limit int) ([]barrage.TrendRun, error) {
+	rows, err := s.q.TestTrend(ctx, s.pool, dbsqlc.TestTrendParams{Projects: projects, TestID: id, MaxRows: int32(limit)})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]barrage.TrendRun, len(rows))
+	for i, r := range rows {
+		out[i] = barrage.TrendRun{ID: r.ID, State: barrage.RunState(r.State), CreatedAt: r.CreatedAt, EndedAt: r.EndedAt,
+			Revision: int(r.Revision), Figures: r.Figures}
+	}
+	return out, nil
 }
 
 // CreateAgentJob queues a job for its agent and wakes the agent's waiting lease requests,

@@ -12,7 +12,11 @@ import (
 // latencies and requests/s relative to the base (0.10 is 10%), the error rate in points
 // (0.01 is one point).
 type Tolerances struct {
-	P50, P95, P99, RPS, ErrorRate float64
+	P50       float64 `json:"p50"`
+	P95       float64 `json:"p95"`
+	P99       float64 `json:"p99"`
+	RPS       float64 `json:"rps"`
+	ErrorRate float64 `json:"error_rate"`
 }
 
 // DefaultTolerances are 10% on p50, p95 and requests/s, 20% on p99 (the tail moves most), one

@@ -18,6 +18,15 @@ type Document struct {
 	Seconds  int              `json:"seconds"`
 	Summary
 	Agents []AgentShare `json:"agents"`
+	// Baseline is the run held against its test's baseline when it ended; nil when its test had
+	// none, or the run did not finish.
+	Baseline *BaselineComparison `json:"baseline,omitempty"`
+}
+
+// BaselineComparison is a run held against the baseline of its test.
+type BaselineComparison struct {
+	RunID uuid.UUID `json:"run_id"`
+	Comparison
 }
 
 // AgentShare is one shard's part in a run.

@@ -87,6 +87,13 @@ func (s *Service) result(ctx context.Context, p barrage.Principal, id uuid.UUID)
 	if sum.State == "" { // summarized before summaries told it
 		sum.State, sum.Reason = rn.State, rn.Reason
 	}
+	r, err := s.resultOf(ctx, rn, &sum)
+	return r, &sum, err
+}
+
+// resultOf is run rn, summarized in sum, as a local run's result: the summary and the run's
+// seconds.
+func (s *Service) resultOf(ctx context.Context, rn barrage.Run, sum *summary.Document) (*summary.Result, error) {
 	r := &summary.Result{Summary: sum.Summary, ElapsedS: sum.ElapsedS, Series: []summary.Point{}, RequestSeries: map[string][]summary.Point{}}
 	if facts, err := s.facts(ctx, rn); err == nil {
 		r.Script, r.Model = facts.Script, facts.Workload.Model.String()
@@ -102,7 +109,7 @@ func (s *Service) result(ctx context.Context, p barrage.Principal, id uuid.UUID)
 		r.Stop.Detail = rn.Stop.Reason
 	}
 	// The merge alone, without each shard's counts beside it: a point needs only the shards' health.
-	err = s.eachSecond(ctx, rn, false, func(m *MergedSecond) error {
+	err := s.eachSecond(ctx, rn, false, func(m *MergedSecond) error {
 		healths := make([]run.Health, 0, len(m.Shards))
 		for _, part := range m.Shards {
 			healths = append(healths, part.Health)
@@ -123,5 +130,5 @@ func (s *Service) result(ctx context.Context, p barrage.Principal, id uuid.UUID)
 	if len(r.Monitors) == 0 {
 		r.Monitors = nil
 	}
-	return r, &sum, err
+	return r, err
 }

@@ -47,6 +47,11 @@ func (s *Service) Finalize(ctx context.Context, r barrage.Run) error {
 	}
 	state, reason := endState(r)
 	sum.State, sum.Reason = state, reason
+	if state == barrage.RunFinished {
+		if sum.Baseline, err = s.againstBaseline(ctx, r, sum); err != nil {
+			return fmt.Errorf("run %s against its test's baseline: %w", r.ID, err)
+		}
+	}
 	doc, err := json.Marshal(sum)
 	if err != nil {
 		return err

@@ -60,6 +60,10 @@ type Store interface {
 	RunSummary(ctx context.Context, projects []uuid.UUID, id uuid.UUID) ([]byte, error)
 	RunFacts(ctx context.Context, id uuid.UUID) ([]byte, error)
 	SaveRunFacts(ctx context.Context, id uuid.UUID, facts []byte) error
+
+	SetTestBaseline(ctx context.Context, projects []uuid.UUID, id uuid.UUID, b *barrage.TestBaseline) (barrage.Test, error)
+	TestBaselineOf(ctx context.Context, id uuid.UUID) (*barrage.TestBaseline, error)
+	TestTrend(ctx context.Context, projects []uuid.UUID, id uuid.UUID, limit int) ([]barrage.TrendRun, error)
 }
 
 // Config tunes runs; zero fields take the defaults.

@@ -334,13 +334,15 @@ type Target struct {
 }
 
 type Test struct {
-	ID             uuid.UUID
-	OwnerID        uuid.UUID
-	Name           string
-	LatestRevision int32
-	CreatedAt      time.Time
-	UpdatedAt      time.Time
-	ProjectID      uuid.UUID
+	ID                 uuid.UUID
+	OwnerID            uuid.UUID
+	Name               string
+	LatestRevision     int32
+	CreatedAt          time.Time
+	UpdatedAt          time.Time
+	ProjectID          uuid.UUID
+	BaselineRunID      *uuid.UUID
+	BaselineTolerances []byte
 }
 
 type TestFile struct {

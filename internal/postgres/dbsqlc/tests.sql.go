@@ -12,6 +12,24 @@ import (
 	"github.com/google/uuid"
 )
 
+const testBaselineOf = `-- name: TestBaselineOf :one
+SELECT baseline_run_id, baseline_tolerances FROM tests WHERE id = $1
+`
+
+type TestBaselineOfRow struct {
+	BaselineRunID      *uuid.UUID
+	BaselineTolerances []byte
+}
+
+// TestBaselineOf reads the baseline of a test by id alone, for the work of the control plane: the
+// summary of a run of the test that ended.
+func (q *Queries) TestBaselineOf(ctx context.Context, db DBTX, id uuid.UUID) (TestBaselineOfRow, error) {
+	row := db.QueryRow(ctx, testBaselineOf, id)
+	var i TestBaselineOfRow
+	err := row.Scan(&i.BaselineRunID, &i.BaselineTolerances)
+	return i, err
+}
+
 const testDelete = `-- name: TestDelete :execrows
 DELETE FROM tests WHERE id = $1 AND project_id = ANY($2::uuid[])
 `
@@ -198,7 +216,7 @@ func (q *Queries) TestFilePut(ctx context.Context, db DBTX, arg TestFilePutParam
 }
 
 const testGet = `-- name: TestGet :one
-SELECT id, owner_id, name, latest_revision, created_at, updated_at, project_id FROM tests WHERE id = $1 AND project_id = ANY($2::uuid[])
+SELECT id, owner_id, name, latest_revision, created_at, updated_at, project_id, baseline_run_id, baseline_tolerances FROM tests WHERE id = $1 AND project_id = ANY($2::uuid[])
 `
 
 type TestGetParams struct {
@@ -217,12 +235,14 @@ func (q *Queries) TestGet(ctx context.Context, db DBTX, arg TestGetParams) (Test
 		&i.CreatedAt,
 		&i.UpdatedAt,
 		&i.ProjectID,
+		&i.BaselineRunID,
+		&i.BaselineTolerances,
 	)
 	return i, err
 }
 
 const testGetForJob = `-- name: TestGetForJob :one
-SELECT id, owner_id, name, latest_revision, created_at, updated_at, project_id FROM tests WHERE id = $1
+SELECT id, owner_id, name, latest_revision, created_at, updated_at, project_id, baseline_run_id, baseline_tolerances FROM tests WHERE id = $1
 `
 
 // TestGetForJob reads the test of a job an agent took: the job, asked for by a reader of the
@@ -238,12 +258,14 @@ func (q *Queries) TestGetForJob(ctx context.Context, db DBTX, id uuid.UUID) (Tes
 		&i.CreatedAt,
 		&i.UpdatedAt,
 		&i.ProjectID,
+		&i.BaselineRunID,
+		&i.BaselineTolerances,
 	)
 	return i, err
 }
 
 const testGetForUpdate = `-- name: TestGetForUpdate :one
-SELECT id, owner_id, name, latest_revision, created_at, updated_at, project_id FROM tests WHERE id = $1 AND project_id = ANY($2::uuid[]) FOR UPDATE
+SELECT id, owner_id, name, latest_revision, created_at, updated_at, project_id, baseline_run_id, baseline_tolerances FROM tests WHERE id = $1 AND project_id = ANY($2::uuid[]) FOR UPDATE
 `
 
 type TestGetForUpdateParams struct {
@@ -264,13 +286,15 @@ func (q *Queries) TestGetForUpdate(ctx context.Context, db DBTX, arg TestGetForU
 		&i.CreatedAt,
 		&i.UpdatedAt,
 		&i.ProjectID,
+		&i.BaselineRunID,
+		&i.BaselineTolerances,
 	)
 	return i, err
 }
 
 const testInsert = `-- name: TestInsert :one
 INSERT INTO tests (id, owner_id, project_id, name, latest_revision) VALUES ($1, $2, $3, $4, 1)
-RETURNING id, owner_id, name, latest_revision, created_at, updated_at, project_id
+RETURNING id, owner_id, name, latest_revision, created_at, updated_at, project_id, baseline_run_id, baseline_tolerances
 `
 
 type TestInsertParams struct {
@@ -296,6 +320,8 @@ func (q *Queries) TestInsert(ctx context.Context, db DBTX, arg TestInsertParams)
 		&i.CreatedAt,
 		&i.UpdatedAt,
 		&i.ProjectID,
+		&i.BaselineRunID,
+		&i.BaselineTolerances,
 	)
 	return i, err
 }
@@ -304,7 +330,8 @@ const testLastRuns = `-- name: TestLastRuns :many
 SELECT t.id::uuid AS test_id, r.id, r.state, r.created_at, r.ended_at,
        CASE WHEN r.summary IS NOT NULL THEN jsonb_build_object(
            'total', (r.summary->'total') - 'histogram', 'thresholds', r.summary->'thresholds',
-           'verdict', r.summary->'verdict', 'incomplete', r.summary->'incomplete') END::jsonb AS outcome
+           'verdict', r.summary->'verdict', 'incomplete', r.summary->'incomplete',
+           'baseline', jsonb_build_object('verdict', r.summary->'baseline'->'verdict')) END::jsonb AS outcome
 FROM unnest($1::uuid[]) AS t(id)
 CROSS JOIN LATERAL (
     SELECT runs.id, runs.state, runs.created_at, runs.ended_at, runs.summary
@@ -360,7 +387,7 @@ func (q *Queries) TestLastRuns(ctx context.Context, db DBTX, arg TestLastRunsPar
 }
 
 const testList = `-- name: TestList :many
-SELECT id, owner_id, name, latest_revision, created_at, updated_at, project_id FROM tests
+SELECT id, owner_id, name, latest_revision, created_at, updated_at, project_id, baseline_run_id, baseline_tolerances FROM tests
 WHERE project_id = ANY($1::uuid[]) AND ($2::uuid IS NULL OR id < $2::uuid)
 ORDER BY id DESC
 LIMIT $3
@@ -389,6 +416,8 @@ func (q *Queries) TestList(ctx context.Context, db DBTX, arg TestListParams) ([]
 			&i.CreatedAt,
 			&i.UpdatedAt,
 			&i.ProjectID,
+			&i.BaselineRunID,
+			&i.BaselineTolerances,
 		); err != nil {
 			return nil, err
 		}
@@ -498,10 +527,105 @@ func (q *Queries) TestRevisionList(ctx context.Context, db DBTX, testID uuid.UUI
 	return items, nil
 }
 
+const testSetBaseline = `-- name: TestSetBaseline :one
+UPDATE tests SET baseline_run_id = $1::uuid, baseline_tolerances = $2::jsonb
+WHERE id = $3 AND project_id = ANY($4::uuid[])
+RETURNING id, owner_id, name, latest_revision, created_at, updated_at, project_id, baseline_run_id, baseline_tolerances
+`
+
+type TestSetBaselineParams struct {
+	RunID      *uuid.UUID
+	Tolerances []byte
+	ID         uuid.UUID
+	Projects   []uuid.UUID
+}
+
+// TestSetBaseline sets (or, with a NULL run, clears) the baseline of a test of the projects given.
+func (q *Queries) TestSetBaseline(ctx context.Context, db DBTX, arg TestSetBaselineParams) (Test, error) {
+	row := db.QueryRow(ctx, testSetBaseline,
+		arg.RunID,
+		arg.Tolerances,
+		arg.ID,
+		arg.Projects,
+	)
+	var i Test
+	err := row.Scan(
+		&i.ID,
+		&i.OwnerID,
+		&i.Name,
+		&i.LatestRevision,
+		&i.CreatedAt,
+		&i.UpdatedAt,
+		&i.ProjectID,
+		&i.BaselineRunID,
+		&i.BaselineTolerances,
+	)
+	return i, err
+}
+
+const testTrend = `-- name: TestTrend :many
+SELECT runs.id, runs.state, runs.created_at, runs.ended_at, COALESCE((runs.manifest->>'test_revision')::int, 0)::int AS revision,
+       jsonb_build_object(
+           'total', (runs.summary->'total') - 'histogram',
+           'requests', COALESCE((SELECT jsonb_agg(e.label - 'histogram') FROM jsonb_array_elements(runs.summary->'requests') AS e(label)), '[]'::jsonb),
+           'thresholds', runs.summary->'thresholds',
+           'baseline', runs.summary->'baseline'->'run_id',
+           'verdict', runs.summary->'baseline'->'verdict')::jsonb AS figures
+FROM runs JOIN scripts ON scripts.id = runs.script_id
+WHERE runs.project_id = ANY($1::uuid[]) AND scripts.project_id = runs.project_id
+  AND scripts.manifest->>'test_id' = $2::uuid::text AND runs.summary IS NOT NULL
+ORDER BY runs.id DESC
+LIMIT $3
+`
+
+type TestTrendParams struct {
+	Projects []uuid.UUID
+	TestID   uuid.UUID
+	MaxRows  int32
+}
+
+type TestTrendRow struct {
+	ID        uuid.UUID
+	State     string
+	CreatedAt time.Time
+	EndedAt   *time.Time
+	Revision  int32
+	Figures   []byte
+}
+
+// TestTrend reads the newest ended runs of a test, newest first, with the figures of their
+// summaries a trend draws (the histograms left out).
+func (q *Queries) TestTrend(ctx context.Context, db DBTX, arg TestTrendParams) ([]TestTrendRow, error) {
+	rows, err := db.Query(ctx, testTrend, arg.Projects, arg.TestID, arg.MaxRows)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []TestTrendRow
+	for rows.Next() {
+		var i TestTrendRow
+		if err := rows.Scan(
+			&i.ID,
+			&i.State,
+			&i.CreatedAt,
+			&i.EndedAt,
+			&i.Revision,
+			&i.Figures,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const testUpdate = `-- name: TestUpdate :one
 UPDATE tests SET name = $1, latest_revision = $2, updated_at = now()
 WHERE id = $3
-RETURNING id, owner_id, name, latest_revision, created_at, updated_at, project_id
+RETURNING id, owner_id, name, latest_revision, created_at, updated_at, project_id, baseline_run_id, baseline_tolerances
 `
 
 type TestUpdateParams struct {
@@ -522,6 +646,8 @@ func (q *Queries) TestUpdate(ctx context.Context, db DBTX, arg TestUpdateParams)
 		&i.CreatedAt,
 		&i.UpdatedAt,
 		&i.ProjectID,
+		&i.BaselineRunID,
+		&i.BaselineTolerances,
 	)
 	return i, err
 }

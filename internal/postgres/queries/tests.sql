@@ -74,7 +74,8 @@ SELECT count(*) FROM test_files WHERE test_id = $1;
 SELECT t.id::uuid AS test_id, r.id, r.state, r.created_at, r.ended_at,
        CASE WHEN r.summary IS NOT NULL THEN jsonb_build_object(
            'total', (r.summary->'total') - 'histogram', 'thresholds', r.summary->'thresholds',
-           'verdict', r.summary->'verdict', 'incomplete', r.summary->'incomplete') END::jsonb AS outcome
+           'verdict', r.summary->'verdict', 'incomplete', r.summary->'incomplete',
+           'baseline', jsonb_build_object('verdict', r.summary->'baseline'->'verdict')) END::jsonb AS outcome
 FROM unnest(@test_ids::uuid[]) AS t(id)
 CROSS JOIN LATERAL (
     SELECT runs.id, runs.state, runs.created_at, runs.ended_at, runs.summary
@@ -83,3 +84,30 @@ CROSS JOIN LATERAL (
     ORDER BY runs.id DESC
     LIMIT 1
 ) r;
+
+-- TestSetBaseline sets (or, with a NULL run, clears) the baseline of a test of the projects given.
+-- name: TestSetBaseline :one
+UPDATE tests SET baseline_run_id = sqlc.narg(run_id)::uuid, baseline_tolerances = sqlc.narg(tolerances)::jsonb
+WHERE id = @id AND project_id = ANY(@projects::uuid[])
+RETURNING *;
+
+-- TestBaselineOf reads the baseline of a test by id alone, for the work of the control plane: the
+-- summary of a run of the test that ended.
+-- name: TestBaselineOf :one
+SELECT baseline_run_id, baseline_tolerances FROM tests WHERE id = @id;
+
+-- TestTrend reads the newest ended runs of a test, newest first, with the figures of their
+-- summaries a trend draws (the histograms left out).
+-- name: TestTrend :many
+SELECT runs.id, runs.state, runs.created_at, runs.ended_at, COALESCE((runs.manifest->>'test_revision')::int, 0)::int AS revision,
+       jsonb_build_object(
+           'total', (runs.summary->'total') - 'histogram',
+           'requests', COALESCE((SELECT jsonb_agg(e.label - 'histogram') FROM jsonb_array_elements(runs.summary->'requests') AS e(label)), '[]'::jsonb),
+           'thresholds', runs.summary->'thresholds',
+           'baseline', runs.summary->'baseline'->'run_id',
+           'verdict', runs.summary->'baseline'->'verdict')::jsonb AS figures
+FROM runs JOIN scripts ON scripts.id = runs.script_id
+WHERE runs.project_id = ANY(@projects::uuid[]) AND scripts.project_id = runs.project_id
+  AND scripts.manifest->>'test_id' = sqlc.arg(test_id)::uuid::text AND runs.summary IS NOT NULL
+ORDER BY runs.id DESC
+LIMIT @max_rows;
