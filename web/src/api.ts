@@ -252,6 +252,45 @@ export interface Test {
   created_at: string;
   updated_at: string;
   last_run?: TestLastRun;
+  baseline?: Baseline;
+}
+
+/** Baseline is a test's baseline run and the tolerances its later runs are held to, in percent
+ * (points for the error rate). */
+export interface Baseline {
+  run_id: string;
+  max_p50_regression: number;
+  max_p95_regression: number;
+  max_p99_regression: number;
+  max_rps_regression: number;
+  max_error_increase: number;
+}
+
+export interface TrendFigures {
+  name: string;
+  count: number;
+  rps: number;
+  p50_ms: number;
+  p95_ms: number;
+  p99_ms: number;
+  error_rate: number;
+}
+
+export interface TestTrend {
+  test_id: string;
+  baseline_run_id: string | null;
+  runs: {
+    run_id: string;
+    state: RunState;
+    created_at: string;
+    revision: number;
+    baseline: boolean;
+    compared_with?: string;
+    verdict?: Change;
+    thresholds_failed: number;
+    total: TrendFigures;
+    requests: TrendFigures[];
+  }[];
 }
 
 export interface TestRevision {
@@ -379,6 +418,7 @@ export interface RunOutcome {
   thresholds_failed: number;
   generator_limited: boolean;
   incomplete: boolean;
+  baseline_verdict?: Change;
 }
 
 export interface PluginPin {
@@ -514,6 +554,8 @@ export interface RunSummary {
   stability?: Stability;
   verdict: Verdict;
   agents: { shard_id: string; agent_id?: string; state: string; reason: string; requests: number; seconds: number; late_start_ms: number }[];
+  /** baseline is the run held against its test's baseline when it ended. */
+  baseline?: RunComparison & { run_id: string };
 }
 
 export interface SeriesLabel {

@@ -4,13 +4,13 @@
 import { useEffect, useLayoutEffect, useRef, useState } from "preact/hooks";
 import {
   call, endedStates, type Agent, type LabelSummary, type LiveLabel, type LiveSecond, type Page, type Run, type RunComparison,
-  type RunSeries, type RunSummary, type Shard, type Stability, type ThresholdResult,
+  type RunSeries, type RunSummary, type Shard, type Stability, type Test, type ThresholdResult,
 } from "../api";
 import { Chart, color, type Line } from "../chart";
 import { follow } from "../live";
 import { Link, navigate, useTitle } from "../nav";
 import { Badge, Failure, Section, Select, clock, date, ms, num, pct, useLoad, useSubmit, type Tone, Table, numeric } from "../ui";
-import { RunVerdict, loadText } from "./runs";
+import { RunVerdict, changeTone, loadText } from "./runs";
 
 /** agentName names an agent by its id: its name when it is one the user may see, else the
  * start of its id. */
@@ -308,6 +308,7 @@ function Results(props: { run: Run; names: AgentNames }) {
       </p>
       <Failure error={summary.error} />
       {s && <Verdicts summary={s} />}
+      {s && <AgainstBaseline run={r} summary={s} />}
       {lines && lines.x.length > 0 && (
         <div class="charts">
           <Chart title="Requests per second" unit="" x={lines.x} lines={[lines.rps]} />
@@ -419,6 +420,42 @@ function Manifest(props: { run: Run; names: AgentNames }) {
   );
 }
 
+/** AgainstBaseline says how a run of a test did against the test's baseline, and makes a
+ * finished run the baseline. */
+function AgainstBaseline(props: { run: Run; summary: RunSummary }) {
+  const r = props.run;
+  const b = props.summary.baseline;
+  const testID = r.manifest.test_id;
+  const test = useLoad(() => (testID ? call<Test>("GET", `/v1/tests/${testID}`) : Promise.resolve(null)), [testID]);
+  const mark = useSubmit(async () => {
+    await call("PUT", `/v1/tests/${testID}/baseline`, { run_id: r.id });
+    test.reload();
+  });
+  if (!testID) return null;
+  const isBaseline = test.data?.baseline?.run_id === r.id;
+  const regressions = b ? [b.total, ...b.requests].flatMap((l) => l.changes.filter((c) => c.verdict === "regressed").map((c) => `${metricNames[c.metric]} of ${l === b.total ? "all requests" : l.name}`)) : [];
+  return (
+    <Section title="Baseline">
+      {b ? (
+        <p role="status">
+          Against the test's baseline (<Link href={`/runs/${b.run_id}`}>its run</Link>): <Badge tone={changeTone(b.verdict)}>{b.verdict}</Badge>
+          {regressions.length > 0 && ` (${regressions.join(", ")})`}.{" "}
+          <Link href={`/runs/${r.id}/compare?base=${b.run_id}`}>The comparison, figure by figure</Link>
+        </p>
+      ) : (
+        <p>{isBaseline ? "This run is the test's baseline: its later runs are held against it." : "This run was not held against a baseline."}</p>
+      )}
+      {r.state === "finished" && test.data && !isBaseline && (
+        <form onSubmit={mark.submit}>
+          <p class="hint">The test's runs that finish from now on are compared with its baseline, and the verdict kept with each.</p>
+          <Failure error={mark.error} />
+          <button type="submit" class="secondary" disabled={mark.busy}>Make this run the test's baseline</button>
+        </form>
+      )}
+    </Section>
+  );
+}
+
 function CompareWith(props: { run: Run }) {
   const r = props.run;
   const q = r.manifest.test_id ? `?test_id=${r.manifest.test_id}&limit=50` : "?limit=50";
@@ -485,9 +522,6 @@ function Sweep(props: { id: string }) {
 
 const metricNames: Record<string, string> = { rps: "Requests/s", p50_ms: "p50", p95_ms: "p95", p99_ms: "p99", error_rate: "Error rate" };
 
-function changeTone(v: string): Tone {
-  return v === "regressed" ? "bad" : v === "improved" ? "good" : "neutral";
-}
 
 export function ComparePage(props: { id: string; base: string }) {
   useTitle("Compare runs");

@@ -11,9 +11,15 @@ export function verdict(state: RunState, outcome?: RunOutcome): [string, Tone] {
   if (!endedStates.includes(state)) return [state, "neutral"];
   if (outcome && outcome.thresholds_failed > 0) return [`${outcome.thresholds_failed} threshold${outcome.thresholds_failed > 1 ? "s" : ""} failed`, "bad"];
   if (state !== "finished") return [state.replace("_", " "), "bad"];
+  if (outcome?.baseline_verdict === "regressed") return ["regressed", "bad"];
   if (outcome?.incomplete) return ["incomplete", "warn"];
   if (outcome?.generator_limited) return ["generator-limited", "warn"];
   return ["passed", "good"];
+}
+
+/** changeTone is the tone of a comparison's verdict. */
+export function changeTone(v: string): Tone {
+  return v === "regressed" ? "bad" : v === "improved" ? "good" : "neutral";
 }
 
 export function RunVerdict(props: { state: RunState; outcome?: RunOutcome }) {

@@ -1,12 +1,13 @@
 // Tests: the list, and a test's page with its revisions (and the difference between two), its
 // data files and its runs.
 import { useState } from "preact/hooks";
-import { Raw, call, loadPages, query, type Page, type Project, type Run, type Test, type TestRevision } from "../api";
+import { Raw, call, loadPages, query, type Page, type Project, type Run, type Test, type TestRevision, type TestTrend } from "../api";
+import { Chart, color } from "../chart";
 import { diffLines } from "../diff";
 import { Link, navigate, useTitle } from "../nav";
-import { Failure, Field, Section, date, size, useLoad, useSubmit, fieldError, Table, numeric } from "../ui";
+import { Badge, Failure, Field, Section, date, ms, num, pct, size, useLoad, useSubmit, fieldError, Table, numeric } from "../ui";
 import { ProjectFilter, projectName } from "./projects";
-import { RunVerdict, RunsTable } from "./runs";
+import { RunVerdict, RunsTable, changeTone } from "./runs";
 
 export function TestsPage(props: { query: URLSearchParams }) {
   useTitle("Tests");
@@ -82,6 +83,9 @@ export function TestPage(props: { id: string }) {
         <Link class="button secondary" href={`/tests/${t.id}/edit`}>Edit</Link>
         <Link class="button secondary" href={`/tests/${t.id}/wizard`}>Use the wizard</Link>
       </p>
+      <Section title="Trend">
+        <Trend test={t} onChange={test.reload} />
+      </Section>
       <Section title="Runs">
         <Failure error={runs.error} />
         {runs.data && <RunsTable runs={runs.data.items} caption={`Runs of ${t.name}`} />}
@@ -102,6 +106,69 @@ export function TestPage(props: { id: string }) {
         </form>
       </Section>
     </main>
+  );
+}
+
+/** Trend draws a test's figures over its last runs, its baseline and each run's verdict against
+ * it, and clears the baseline. */
+function Trend(props: { test: Test; onChange: () => void }) {
+  const t = props.test;
+  const trend = useLoad(() => call<TestTrend>("GET", `/v1/tests/${t.id}/trend?limit=30`), [t.id, t.baseline?.run_id]);
+  const clear = useSubmit(async () => {
+    await call("DELETE", `/v1/tests/${t.id}/baseline`);
+    props.onChange();
+  });
+  const b = t.baseline;
+  const runs = trend.data?.runs ?? [];
+  const x = runs.map((_, i) => i + 1);
+  return (
+    <>
+      <Failure error={trend.error || clear.error} />
+      {b ? (
+        <form class="inline" onSubmit={clear.submit}>
+          <p>
+            Its runs are held against the baseline, <Link href={`/runs/${b.run_id}`}>run {b.run_id.slice(0, 8)}</Link>, within p50 +{b.max_p50_regression}%,
+            p95 +{b.max_p95_regression}%, p99 +{b.max_p99_regression}%, requests/s −{b.max_rps_regression}% and errors +{b.max_error_increase} points.
+          </p>
+          <button type="submit" class="secondary" disabled={clear.busy}>Clear the baseline</button>
+        </form>
+      ) : (
+        <p>No baseline: a finished run's page makes it the one the test's later runs are held against.</p>
+      )}
+      {runs.length === 0 && trend.data && <p>No ended run yet.</p>}
+      {runs.length > 0 && (
+        <>
+          <div class="charts">
+            <Chart title="Response time over the test's runs" unit=" ms" xUnit="" xWhole x={x} lines={[
+              { label: "p50", color: color(0), values: runs.map((r) => r.total.p50_ms), points: true },
+              { label: "p95", color: color(1), values: runs.map((r) => r.total.p95_ms), points: true },
+              { label: "p99", color: color(3), values: runs.map((r) => r.total.p99_ms), points: true },
+            ]} />
+            <Chart title="Requests per second over the test's runs" unit="" xUnit="" xWhole x={x} lines={[
+              { label: "requests/s", color: color(0), values: runs.map((r) => r.total.rps), points: true },
+            ]} />
+          </div>
+          <Table caption="The test's last runs, oldest first" cols={[numeric("#"), "Run", numeric("Revision"), numeric("Requests/s"), numeric("p50"), numeric("p95"), numeric("p99"), numeric("Errors"), "Thresholds", "Against the baseline"]}>
+            {runs.map((r, i) => (
+              <tr key={r.run_id}>
+                <td class="n">{i + 1}</td>
+                <td><Link href={`/runs/${r.run_id}`}>{date(r.created_at)}</Link>{r.state !== "finished" && ` (${r.state.replace("_", " ")})`}</td>
+                <td class="n">{r.revision}</td>
+                <td class="n">{num(r.total.rps, 1)}</td>
+                <td class="n">{ms(r.total.p50_ms)}</td>
+                <td class="n">{ms(r.total.p95_ms)}</td>
+                <td class="n">{ms(r.total.p99_ms)}</td>
+                <td class="n">{pct(r.total.error_rate)}</td>
+                <td>{r.thresholds_failed > 0 ? <Badge tone="bad">{r.thresholds_failed} failed</Badge> : "passed"}</td>
+                <td>
+                  {r.baseline ? <Badge tone="neutral">baseline</Badge> : r.verdict ? <Badge tone={changeTone(r.verdict)}>{r.verdict}</Badge> : "–"}
+                </td>
+              </tr>
+            ))}
+          </Table>
+        </>
+      )}
+    </>
   );
 }
 
