@@ -286,6 +286,36 @@ func (e HealthStatus) Valid() bool {
 	}
 }
 
+// Defines values for InsightKind.
+const (
+	CorrelatedMetric InsightKind = "correlated_metric"
+	DominantRequest  InsightKind = "dominant_request"
+	ErrorsFromLoad   InsightKind = "errors_from_load"
+	Generator        InsightKind = "generator"
+	Knee             InsightKind = "knee"
+	LostAgent        InsightKind = "lost_agent"
+)
+
+// Valid indicates whether the value is a known member of the InsightKind enum.
+func (e InsightKind) Valid() bool {
+	switch e {
+	case CorrelatedMetric:
+		return true
+	case DominantRequest:
+		return true
+	case ErrorsFromLoad:
+		return true
+	case Generator:
+		return true
+	case Knee:
+		return true
+	case LostAgent:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for InvitationState.
 const (
 	InvitationStateActive  InvitationState = "active"
@@ -1708,6 +1738,31 @@ type Incomplete struct {
 	MissingRequests int64 `json:"missing_requests"`
 }
 
+// Insight A finding of a run: `lost_agent` (an agent's figures stop short), `generator` (the generators set the pace, or did
+// not deliver the arrivals), `errors_from_load` (errors began at a load level and went on), `knee` (past a
+// concurrency, throughput stopped rising while latency climbed), `correlated_metric` (one of the target's metrics
+// moved with p95), `dominant_request` (one request took most of the time waited on the target).
+type Insight struct {
+	// Evidence What the run measured that makes the finding.
+	Evidence string `json:"evidence"`
+
+	// Figures The evidence's numbers, by name.
+	Figures *map[string]float64 `json:"figures,omitempty"`
+
+	// FromS The second (from 1) it starts at, when it has one.
+	FromS *int64      `json:"from_s,omitempty"`
+	Kind  InsightKind `json:"kind"`
+
+	// Metric The target's metric of a correlated_metric finding.
+	Metric *string `json:"metric,omitempty"`
+
+	// Title What to look at, in a line.
+	Title string `json:"title"`
+}
+
+// InsightKind defines model for Insight.Kind.
+type InsightKind string
+
 // Invitation defines model for Invitation.
 type Invitation struct {
 	CreatedAt time.Time           `json:"created_at"`
@@ -2659,6 +2714,9 @@ type RunSummary struct {
 	// for each of its VUs. An agent that reported its end (a SIGTERM, a failure) left nothing uncounted; its
 	// share of the load after it stopped was not sent.
 	Incomplete *Incomplete `json:"incomplete,omitempty"`
+
+	// Insights What to look at, the gravest first, each with its evidence from the run's own seconds (docs/automation.md, Insights).
+	Insights *[]Insight `json:"insights,omitempty"`
 
 	// Reason Why the run ended in its state.
 	Reason   *string        `json:"reason,omitempty"`

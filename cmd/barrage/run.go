@@ -158,6 +158,7 @@ func runRun(ctx context.Context, e env, args []string) error {
 	doc.Series = append(doc.Series, points...)
 	doc.Monitors, doc.MonitorFailures = outcome.Monitors, outcome.Account.MonitorFailures
 	doc.SetStability(workload)
+	doc.Insights = summary.Insights(doc)
 	doc.Print(e.stdout)
 	if *out != "" {
 		if err := writeJSON(*out, doc); err != nil {

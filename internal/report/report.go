@@ -18,6 +18,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/barrage-load/barrage/internal/monitor"
 	"github.com/barrage-load/barrage/internal/summary"
 	"github.com/barrage-load/barrage/internal/sweep"
@@ -53,6 +55,10 @@ type Report struct {
 	Base       *summary.Result
 	BaseTitle  string
 	Comparison *summary.Comparison
+	// Trend, of a run of a test on the server, is the test's last runs; RunID names this one
+	// among them.
+	Trend *summary.Trend
+	RunID uuid.UUID
 	// Version is the barrage that wrote the page.
 	Version string
 	// Generated is when the page was written.

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
 	"github.com/barrage-load/barrage/internal/report"
@@ -212,4 +213,33 @@ func TestAReportLeadsWithAFailedRunAndItsIncompleteFigures(t *testing.T) {
 	page = write(t, report.Report{Title: "shop", Run: result(20, func(int) float64 { return 100 }, 120), Version: "test"})
 	require.NotContains(t, page, `id="run-state"`)
 	require.NotContains(t, page, `id="incomplete"`)
+}
+
+// A run's findings lead, after its state and before the verdicts; a run of a test lists the
+// test's last runs, itself and the baseline marked.
+func TestAReportLeadsWithItsFindingsAndListsItsTestsRuns(t *testing.T) {
+	t.Parallel()
+	r := result(20, func(int) float64 { return 100 }, 120)
+	r.Insights = []summary.Insight{
+		{Kind: summary.InsightLostAgent, Title: "agent one lost", Evidence: "said by the incomplete figures"},
+		{Kind: summary.InsightKnee, Title: "a knee at about 8 VUs: past it throughput stopped rising while latency climbed", Evidence: "from 8 to 10 VUs (+25%)"},
+	}
+	this, base := uuid.New(), uuid.New()
+	trend := &summary.Trend{Runs: []summary.TrendRun{
+		{RunID: base, State: "finished", Baseline: true, Total: summary.TrendFigures{RPS: 190.2, P95MS: 21.9}},
+		{RunID: this, State: "finished", Verdict: summary.Regressed, Total: summary.TrendFigures{RPS: 128.6, P95MS: 32}},
+	}}
+	page := write(t, report.Report{Title: "shop", Run: r, Version: "test", Trend: trend, RunID: this})
+	insights := strings.Index(page, `id="insights"`)
+	require.Positive(t, insights)
+	require.Less(t, insights, strings.Index(page, `class="verdict"`), "before the verdicts")
+	require.Contains(t, page, "<strong>a knee at about 8 VUs: past it throughput stopped rising while latency climbed</strong>: from 8 to 10 VUs")
+	require.NotContains(t, page, "agent one lost", "a lost agent is the incomplete figures' to say")
+	require.Contains(t, page, `<td>`+base.String()+`</td>`)
+	require.Regexp(t, `<tr class="this"><td>this run</td>.*<td class="fail">regressed</td></tr>`, page)
+	require.Contains(t, page, `<td class="">baseline</td>`)
+
+	page = write(t, report.Report{Title: "shop", Run: result(20, func(int) float64 { return 100 }, 120), Version: "test"})
+	require.NotContains(t, page, `id="insights"`)
+	require.NotContains(t, page, `id="trend"`)
 }

@@ -334,6 +334,8 @@ type Summary struct {
 	// Incomplete, of a run on agents, says which agents' figures stop short and what is
 	// missing; nil when every agent's figures are whole.
 	Incomplete *Incomplete `json:"incomplete,omitempty"`
+	// Insights are the run's findings, the gravest first: what to look at, with its evidence.
+	Insights []Insight `json:"insights,omitempty"`
 }
 
 // New summarizes total, which covers elapsed: requests, groups and checks are the script's, in
@@ -377,11 +379,29 @@ func Errors(st *metrics.Stats) map[string]int64 {
 	return out
 }
 
+// Findings are the insights shown beside the incomplete figures, which say a lost agent's.
+func (s *Summary) Findings() []Insight {
+	var out []Insight
+	for _, in := range s.Insights {
+		if in.Kind != InsightLostAgent {
+			out = append(out, in)
+		}
+	}
+	return out
+}
+
 // Print writes s as `barrage run` and `barrage runs --watch` print it: a table of the labels,
 // the errors by class, the plugins' failures, the thresholds and the verdict.
 func (s *Summary) Print(w io.Writer) {
 	if s.Incomplete != nil {
 		fmt.Fprintln(w, s.Incomplete)
+		fmt.Fprintln(w)
+	}
+	if found := s.Findings(); len(found) > 0 {
+		fmt.Fprintln(w, "LOOK AT:")
+		for _, in := range found {
+			fmt.Fprintf(w, "  - %s\n    %s\n", in.Title, in.Evidence)
+		}
 		fmt.Fprintln(w)
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)

@@ -556,6 +556,17 @@ export interface RunSummary {
   agents: { shard_id: string; agent_id?: string; state: string; reason: string; requests: number; seconds: number; late_start_ms: number }[];
   /** baseline is the run held against its test's baseline when it ended. */
   baseline?: RunComparison & { run_id: string };
+  /** insights are what to look at, the gravest first. */
+  insights?: Insight[];
+}
+
+export interface Insight {
+  kind: "lost_agent" | "generator" | "errors_from_load" | "knee" | "correlated_metric" | "dominant_request";
+  title: string;
+  evidence: string;
+  figures?: Record<string, number>;
+  from_s?: number;
+  metric?: string;
 }
 
 export interface SeriesLabel {

@@ -84,9 +84,9 @@ func (s *Service) Trend(ctx context.Context, p barrage.Principal, id uuid.UUID, 
 	return summary.NewTrend(id, baseline, rows)
 }
 
-// againstBaseline holds run r, summarized in sum, against the baseline of its test, if it has
-// one (and r is not it): nil when it has none.
-func (s *Service) againstBaseline(ctx context.Context, r barrage.Run, sum *summary.Document) (*summary.BaselineComparison, error) {
+// againstBaseline holds run r, whose result is next, against the baseline of its test, if it
+// has one (and r is not it): nil when it has none.
+func (s *Service) againstBaseline(ctx context.Context, r barrage.Run, next *summary.Result) (*summary.BaselineComparison, error) {
 	if r.Manifest.TestID == nil {
 		return nil, nil
 	}
@@ -113,10 +113,6 @@ func (s *Service) againstBaseline(ctx context.Context, r barrage.Run, sum *summa
 		return nil, fmt.Errorf("baseline run %s: stored summary: %w", b.RunID, err)
 	}
 	base, err := s.resultOf(ctx, baseRun, &baseSum)
-	if err != nil {
-		return nil, err
-	}
-	next, err := s.resultOf(ctx, r, sum)
 	if err != nil {
 		return nil, err
 	}

@@ -3,6 +3,7 @@ package runs
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	"github.com/google/uuid"
@@ -29,10 +30,17 @@ func (s *Service) Compare(ctx context.Context, p barrage.Principal, id, base uui
 	return summary.Compare(results[0], results[1], tol), nil
 }
 
+// reportTrendRuns is how many of its test's runs a run's report lists.
+const reportTrendRuns = 10
+
 // RunReport is the report on p's ended run id, as `barrage report` writes a local run's, with its
 // agents; held against p's run base, when given, within tol.
 func (s *Service) RunReport(ctx context.Context, p barrage.Principal, id uuid.UUID, base *uuid.UUID, tol summary.Tolerances) (report.Report, error) {
 	r, sum, err := s.result(ctx, p, id)
+	if err != nil {
+		return report.Report{}, err
+	}
+	rn, err := s.Run(ctx, p, id)
 	if err != nil {
 		return report.Report{}, err
 	}
@@ -58,13 +66,31 @@ func (s *Service) RunReport(ctx context.Context, p barrage.Principal, id uuid.UU
 		rep.Agents = append(rep.Agents, report.Agent{Name: name, State: a.State, Reason: a.Reason, Requests: a.Requests,
 			Seconds: a.Seconds, LateStartMS: a.LateStartMS, Verdict: a.Verdict})
 	}
-	if base != nil {
+	switch {
+	case base != nil:
 		b, _, err := s.result(ctx, p, *base)
 		if err != nil {
 			return report.Report{}, err
 		}
 		c := summary.Compare(b, r, tol)
 		rep.Base, rep.BaseTitle, rep.Comparison = b, fmt.Sprintf("run %s", *base), &c
+	case sum.Baseline != nil:
+		// Held against its test's baseline when it ended: that comparison, as it was judged.
+		b, _, err := s.result(ctx, p, sum.Baseline.RunID)
+		if err == nil {
+			rep.Base, rep.BaseTitle, rep.Comparison = b, fmt.Sprintf("the test's baseline, run %s", sum.Baseline.RunID), &sum.Baseline.Comparison
+		} else if !errors.Is(err, barrage.ErrNotFound) {
+			return report.Report{}, err
+		}
+	}
+	if test := rn.Manifest.TestID; test != nil {
+		tr, err := s.Trend(ctx, p, *test, reportTrendRuns)
+		switch {
+		case err == nil:
+			rep.Trend, rep.RunID = &tr, id
+		case !errors.Is(err, barrage.ErrNotFound): // a deleted test has no trend
+			return report.Report{}, err
+		}
 	}
 	return rep, nil
 }

@@ -47,8 +47,15 @@ func (s *Service) Finalize(ctx context.Context, r barrage.Run) error {
 	}
 	state, reason := endState(r)
 	sum.State, sum.Reason = state, reason
+	// The run as a local run's result, its seconds with it: what its findings and its
+	// comparison with its test's baseline are read from.
+	res, err := s.resultOf(ctx, r, sum)
+	if err != nil {
+		return fmt.Errorf("run %s: %w", r.ID, err)
+	}
+	sum.Insights = summary.Insights(res)
 	if state == barrage.RunFinished {
-		if sum.Baseline, err = s.againstBaseline(ctx, r, sum); err != nil {
+		if sum.Baseline, err = s.againstBaseline(ctx, r, res); err != nil {
 			return fmt.Errorf("run %s against its test's baseline: %w", r.ID, err)
 		}
 	}

@@ -307,6 +307,7 @@ function Results(props: { run: Run; names: AgentNames }) {
         <a class="button secondary" href={`/v1/runs/${r.id}/series.csv`} download={`run-${r.id}-series.csv`}>Each second (CSV)</a>
       </p>
       <Failure error={summary.error} />
+      {s && <Insights summary={s} />}
       {s && <Verdicts summary={s} />}
       {s && <AgainstBaseline run={r} summary={s} />}
       {lines && lines.x.length > 0 && (
@@ -416,6 +417,22 @@ function Manifest(props: { run: Run; names: AgentNames }) {
         {m.secrets && m.secrets.length > 0 && <><dt>Secrets read</dt><dd>{m.secrets.join(", ")}</dd></>}
       </dl>
       {m.warnings && m.warnings.length > 0 && <ul class="warning">{m.warnings.map((w, i) => <li key={i}>{w}</li>)}</ul>}
+    </Section>
+  );
+}
+
+/** Insights lead a run's results: what to look at, each with its evidence (a lost agent's is
+ * the verdicts' to say). */
+function Insights(props: { summary: RunSummary }) {
+  const found = (props.summary.insights ?? []).filter((i) => i.kind !== "lost_agent");
+  if (found.length === 0) return null;
+  return (
+    <Section title="Look at">
+      <ul class="warning">
+        {found.map((i, n) => (
+          <li key={n}><strong>{i.title}</strong>: {i.evidence}</li>
+        ))}
+      </ul>
     </Section>
   );
 }

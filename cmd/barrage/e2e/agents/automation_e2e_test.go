@@ -71,6 +71,16 @@ thresholds:
 
 	base, out, code, junit := start("base")
 	require.Zero(t, code, out)
+	// A steady target at a steady load: nothing of the target's to look at.
+	var findings struct {
+		Insights []struct {
+			Kind string `json:"kind"`
+		} `json:"insights"`
+	}
+	require.Equal(t, http.StatusOK, e2etest.APIGet(t, f.p, f.token, "/v1/runs/"+base+"/summary", &findings))
+	for _, in := range findings.Insights {
+		require.NotContains(t, []string{"knee", "errors_from_load", "dominant_request", "correlated_metric"}, in.Kind)
+	}
 	require.NotContains(t, out, "against the test's baseline", "the test has no baseline yet")
 	require.Zero(t, junit.Failures, "%+v", junit)
 	require.Equal(t, []string{"run", "thresholds", "checks"}, junit.suiteNames())

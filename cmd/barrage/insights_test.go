@@ -1,0 +1,54 @@
+package main_test
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/barrage-load/barrage/internal/e2etest"
+	"github.com/barrage-load/barrage/internal/summary"
+	"github.com/barrage-load/barrage/internal/targettest"
+)
+
+// A ramp of VUs against a target that serves 4 requests at a time finds its knee: past 4 VUs the
+// throughput stops rising while the waits grow. The same target under a steady 2 VUs has none.
+func TestARampPastTheTargetsCapacityFindsItsKnee(t *testing.T) {
+	t.Parallel()
+	target := targettest.NewLimited(t, 4, 20*time.Millisecond)
+	run := func(load string) (string, summary.Result) {
+		t.Helper()
+		path := e2etest.OneRequestScript(t, "get work", target.URL, load)
+		out := filepath.Join(filepath.Dir(path), "result.json")
+		stdout, stderr, code := e2etest.RunCLI(t, "run", "--quiet", "--out", out, path)
+		require.Zero(t, code, "stderr: %s", stderr)
+		raw, err := os.ReadFile(out)
+		require.NoError(t, err)
+		var res summary.Result
+		require.NoError(t, json.Unmarshal(raw, &res))
+		return stdout, res
+	}
+	kinds := func(res summary.Result) map[string]summary.Insight {
+		m := map[string]summary.Insight{}
+		for _, in := range res.Insights {
+			m[in.Kind] = in
+		}
+		return m
+	}
+
+	stdout, res := run("{ stages: [ { ramp_to: 16, duration: 16s } ] }")
+	knee, ok := kinds(res)[summary.InsightKnee]
+	require.True(t, ok, "the findings: %+v", res.Insights)
+	t.Log(knee.Title + ": " + knee.Evidence)
+	require.GreaterOrEqual(t, knee.Figures["vus"], 3.0, knee.Evidence)
+	require.LessOrEqual(t, knee.Figures["vus"], 8.0, knee.Evidence)
+	require.Contains(t, stdout, "LOOK AT:\n")
+	require.Contains(t, stdout, knee.Title)
+
+	_, res = run("{ vus: 2, duration: 12s }")
+	require.NotContains(t, kinds(res), summary.InsightKnee, "%+v", res.Insights)
+	require.NotContains(t, kinds(res), summary.InsightErrorsFromLoad)
+}
