@@ -133,6 +133,8 @@ const (
 	KindRun    ObjectKind = "run"
 	KindTarget ObjectKind = "target"
 	KindAgent  ObjectKind = "agent"
+	// KindChannel is a notification channel.
+	KindChannel ObjectKind = "notification channel"
 )
 
 // ProjectFinder finds the project an object is in, whoever asks (*postgres.Store): for a

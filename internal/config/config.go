@@ -10,6 +10,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/mail"
 	"net/netip"
 	"net/url"
 	"path/filepath"
@@ -80,6 +81,19 @@ type Config struct {
 	DestinationMaxVUs int
 	// AuditRetention is how long the audit log keeps an entry.
 	AuditRetention time.Duration
+	// PublicURL is where people reach the server, for links in notifications; empty leaves
+	// them relative.
+	PublicURL string
+	// NotifyPolicy is the policy of notifications' webhooks: the internal destinations they
+	// may reach (none by default).
+	NotifyPolicy netpolicy.Policy
+	// NotifyAttempts bounds a delivery's attempts; NotifyBackoff is the wait before its second,
+	// doubled before each next.
+	NotifyAttempts int
+	NotifyBackoff  time.Duration
+	// SMTPAddr, when set, is the mail server email notifications go through, as SMTPFrom, with
+	// SMTPUsername and the password in SMTPPasswordFile when set.
+	SMTPAddr, SMTPFrom, SMTPUsername, SMTPPasswordFile string
 }
 
 // Setting documents one setting: its flag, its environment variable and its default.
@@ -124,6 +138,14 @@ var Settings = []Setting{
 	{"destination-max-vus", "BARRAGE_DESTINATION_MAX_VUS", "1000", "the most VUs every user's runs on shared agents together may aim at one address that proved control of a target; 0 sets no cap"},
 	{"verify-dns", "BARRAGE_VERIFY_DNS", "", "DNS server (host:port) the ownership check of targets asks for the addresses of their names; default the system's"},
 	{"audit-retention-days", "BARRAGE_AUDIT_RETENTION_DAYS", "400", "days the audit log keeps an entry (1 or more); older ones are deleted hourly"},
+	{"public-url", "BARRAGE_PUBLIC_URL", "", "where people reach this server (https://barrage.example.com), for the links in notifications; empty leaves them relative"},
+	{"notify-allow", "BARRAGE_NOTIFY_ALLOW", "", "internal destinations webhook and Slack notifications may reach, comma-separated CIDRs, addresses or address:port; default none"},
+	{"notify-attempts", "BARRAGE_NOTIFY_ATTEMPTS", "8", "attempts of a notification's delivery before it fails; a channel whose deliveries fail 3 times in a row is paused"},
+	{"notify-backoff", "BARRAGE_NOTIFY_BACKOFF", "30s", "wait before a delivery's second attempt, doubled before each next, an hour at most"},
+	{"smtp-addr", "BARRAGE_SMTP_ADDR", "", "SMTP server (host:port) email notifications go through (STARTTLS when it offers it); empty sends no email"},
+	{"smtp-from", "BARRAGE_SMTP_FROM", "", "sender address of email notifications (needed with --smtp-addr)"},
+	{"smtp-username", "BARRAGE_SMTP_USERNAME", "", "user to log in to the SMTP server as; empty logs in as no one"},
+	{"smtp-password-file", "BARRAGE_SMTP_PASSWORD_FILE", "", "file holding the SMTP user's password"},
 }
 
 // ErrFlags wraps Load's error when the command line does not parse; the flag package has then
@@ -213,6 +235,18 @@ func parse(v map[string]*string) (Config, error) {
 		r.bad("audit-retention-days", "want a whole number of days, 1 to 36500")
 	}
 	c.AuditRetention = time.Duration(days) * 24 * time.Hour
+	c.PublicURL = strings.TrimRight(r.url("public-url", "want an http(s) URL", "https", "http"), "/")
+	c.NotifyPolicy = r.policy("notify-allow", netpolicy.Policy{Setting: "serve's --notify-allow (BARRAGE_NOTIFY_ALLOW)", Holder: "the server's"})
+	c.NotifyAttempts = int(r.count("notify-attempts", "want a whole number of attempts, 1 to 100"))
+	if c.NotifyAttempts < 1 || c.NotifyAttempts > 100 {
+		r.bad("notify-attempts", "want a whole number of attempts, 1 to 100")
+	}
+	c.NotifyBackoff = r.duration("notify-backoff", 10*time.Millisecond, time.Hour)
+	c.SMTPAddr = r.optional("smtp-addr", r.hostPort)
+	c.SMTPFrom, c.SMTPUsername, c.SMTPPasswordFile = *v["smtp-from"], *v["smtp-username"], *v["smtp-password-file"]
+	if _, err := mail.ParseAddress(c.SMTPFrom); c.SMTPAddr != "" && err != nil {
+		r.bad("smtp-from", "want the sender's email address, needed with --smtp-addr")
+	}
 	return c, errors.Join(r.errs...)
 }
 

@@ -8,7 +8,8 @@
 //   - fleet: agents, leases, reports, pings and jobs;
 //   - tests: tests, revisions, data files, scripts, debug, generation and HAR imports;
 //   - runs: admission, shards, merge, live views, judgement, reaping, summaries, compare, sweeps
-//     and reports.
+//     and reports;
+//   - notifications: projects' channels, what a run's end tells them, and the deliveries.
 //
 // Each uses only services above it in that list: runs use the tests and the fleet, the tests use
 // the fleet, and the fleet hands a run whose last shard ended to runs through an interface of
@@ -24,6 +25,7 @@ import (
 
 	"github.com/barrage-load/barrage/internal/barrage"
 	"github.com/barrage-load/barrage/internal/control/fleet"
+	"github.com/barrage-load/barrage/internal/control/notifications"
 	"github.com/barrage-load/barrage/internal/control/plugins"
 	"github.com/barrage-load/barrage/internal/control/projects"
 	"github.com/barrage-load/barrage/internal/control/runs"
@@ -36,13 +38,14 @@ import (
 
 // The store of every service is PostgreSQL's.
 var (
-	_ projects.Store = (*postgres.Store)(nil)
-	_ secrets.Store  = (*postgres.Store)(nil)
-	_ plugins.Store  = (*postgres.Store)(nil)
-	_ targets.Store  = (*postgres.Store)(nil)
-	_ fleet.Store    = (*postgres.Store)(nil)
-	_ tests.Store    = (*postgres.Store)(nil)
-	_ runs.Store     = (*postgres.Store)(nil)
+	_ projects.Store      = (*postgres.Store)(nil)
+	_ secrets.Store       = (*postgres.Store)(nil)
+	_ plugins.Store       = (*postgres.Store)(nil)
+	_ targets.Store       = (*postgres.Store)(nil)
+	_ fleet.Store         = (*postgres.Store)(nil)
+	_ tests.Store         = (*postgres.Store)(nil)
+	_ runs.Store          = (*postgres.Store)(nil)
+	_ notifications.Store = (*postgres.Store)(nil)
 )
 
 // Config tunes the control plane; zero fields take the defaults.
@@ -72,6 +75,8 @@ type Config struct {
 	// ConversionBudget is the server time one user's recordings may take to convert
 	// (tests.DefaultConversionBudget when zero).
 	ConversionBudget barrage.Rate
+	// Notify tunes notifications (its Now is the plane's).
+	Notify notifications.Config
 }
 
 // Plane is the control plane's services, composed.
@@ -83,6 +88,7 @@ type Plane struct {
 	Fleet    *fleet.Service
 	Tests    *tests.Service
 	Runs     *runs.Service
+	Notify   *notifications.Service
 
 	// changes wakes the followers of a run, and the askers of pings and jobs, when it changes;
 	// work wakes the lease requests of an agent when work is queued for it. Both carry
@@ -94,6 +100,9 @@ type Plane struct {
 func New(store *postgres.Store, log *slog.Logger, cfg Config) *Plane {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
+	}
+	if cfg.Secrets == nil {
+		cfg.Secrets = seal.Ephemeral()
 	}
 	p := &Plane{changes: store.NewListener(postgres.ChannelRuns, log), work: store.NewListener(postgres.ChannelWork, log)}
 	p.Projects = projects.New(store, log)
@@ -109,6 +118,9 @@ func New(store *postgres.Store, log *slog.Logger, cfg Config) *Plane {
 	p.Runs = runs.New(store, log, runs.Config{LostAfter: cfg.LostAfter, Unclaimed: cfg.Unclaimed, Now: cfg.Now},
 		runs.Deps{Fleet: p.Fleet, Tests: p.Tests, Plugins: p.Plugins, Secrets: p.Secrets, Targets: p.Targets, Changes: p.changes})
 	p.Fleet.UseFinalizer(p.Runs)
+	nc := cfg.Notify
+	nc.Now = cfg.Now
+	p.Notify = notifications.New(store, cfg.Secrets, log.With(slog.String("service", "notifications")), nc)
 	return p
 }
 

@@ -61,6 +61,11 @@ var audits = map[string]audited{
 	"POST /v1/targets/{id}/verify": {action: "target.verify", kind: "target", object: pathParam("id")},
 	"DELETE /v1/targets/{id}":      {action: "target.delete", kind: "target", object: pathParam("id")},
 
+	"POST /v1/notification-channels":           {action: "channel.create", kind: "notification_channel"},
+	"PATCH /v1/notification-channels/{id}":     {action: "channel.update", kind: "notification_channel", object: pathParam("id")},
+	"DELETE /v1/notification-channels/{id}":    {action: "channel.delete", kind: "notification_channel", object: pathParam("id")},
+	"POST /v1/notification-channels/{id}/test": {action: "channel.test", kind: "notification_channel", object: pathParam("id")},
+
 	"POST /v1/secrets":          {action: "secret.put", kind: "secret"},
 	"DELETE /v1/secrets/{name}": {action: "secret.delete", kind: "secret", object: pathParam("name")},
 

@@ -27,6 +27,7 @@ import (
 	"github.com/barrage-load/barrage/internal/barrage"
 	"github.com/barrage-load/barrage/internal/control"
 	"github.com/barrage-load/barrage/internal/control/fleet"
+	"github.com/barrage-load/barrage/internal/control/notifications"
 	"github.com/barrage-load/barrage/internal/control/projects"
 	"github.com/barrage-load/barrage/internal/control/runs"
 	"github.com/barrage-load/barrage/internal/control/secrets"
@@ -82,6 +83,7 @@ type server struct {
 	tests    *tests.Service
 	targets  *targets.Service
 	secrets  *secrets.Service
+	notify   *notifications.Service
 	market   *market.Service
 	audit    *audit.Log
 	spec     *openapi3.T
@@ -115,6 +117,7 @@ func NewServer(d Deps) (http.Handler, error) {
 		live: newLiveLimits(d.LiveStreams)}
 	if c := d.Control; c != nil { // nil for a test that only walks the routes
 		s.fleet, s.runs, s.tests, s.targets, s.secrets, s.projects = c.Fleet, c.Runs, c.Tests, c.Targets, c.Secrets, c.Projects
+		s.notify = c.Notify
 	}
 	if d.MaxBodyBytes <= 0 {
 		d.MaxBodyBytes = 1 << 20

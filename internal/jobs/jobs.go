@@ -27,6 +27,16 @@ type Work struct {
 	Reap func(ctx context.Context) error
 	// Finalize summarizes a run whose shards have all ended, and ends it.
 	Finalize func(ctx context.Context, run uuid.UUID) error
+	// RunEnded tells the channels that want it what a run's end makes (once per run, queued
+	// with the end); nil tells nothing.
+	RunEnded func(ctx context.Context, run uuid.UUID) error
+	// Deliver makes an attempt of a notification's delivery; last says it is the last attempt.
+	// An error has it tried again after DeliverBackoff, doubled at each attempt.
+	Deliver func(ctx context.Context, delivery uuid.UUID, last bool) error
+	// DeliverAttempts bounds a delivery's attempts (default 8); DeliverBackoff is the wait
+	// before the second (default 30s), doubled before each next, an hour at most.
+	DeliverAttempts int
+	DeliverBackoff  time.Duration
 }
 
 // ReapEvery is how often the control plane's housekeeping runs: with agents lost after 8 seconds
@@ -35,7 +45,8 @@ const ReapEvery = 2 * time.Second
 
 // Runner is the River client with Barrage's workers and periodic jobs.
 type Runner struct {
-	client *river.Client[pgx.Tx]
+	client          *river.Client[pgx.Tx]
+	deliverAttempts int
 }
 
 // New returns a runner on pool; Start makes it work.
@@ -44,6 +55,18 @@ func New(pool *pgxpool.Pool, log *slog.Logger, w Work) (*Runner, error) {
 	river.AddWorker(workers, &cleanUpWorker{do: w.CleanUp})
 	river.AddWorker(workers, &reapWorker{do: w.Reap})
 	river.AddWorker(workers, &finalizeWorker{do: w.Finalize})
+	if w.DeliverAttempts <= 0 {
+		w.DeliverAttempts = 8
+	}
+	if w.DeliverBackoff <= 0 {
+		w.DeliverBackoff = 30 * time.Second
+	}
+	if w.RunEnded != nil {
+		river.AddWorker(workers, &runEndedWorker{do: w.RunEnded})
+	}
+	if w.Deliver != nil {
+		river.AddWorker(workers, &deliverWorker{do: w.Deliver, backoff: w.DeliverBackoff})
+	}
 	client, err := river.NewClient(riverpgxv5.New(pool), &river.Config{
 		// River tells of its producers every few seconds at info: warnings and errors only.
 		Logger:  logging.AtLeast(log.With(slog.String("component", "jobs")), slog.LevelWarn),
@@ -65,7 +88,7 @@ func New(pool *pgxpool.Pool, log *slog.Logger, w Work) (*Runner, error) {
 	if err != nil {
 		return nil, fmt.Errorf("jobs: %w", err)
 	}
-	return &Runner{client: client}, nil
+	return &Runner{client: client, deliverAttempts: w.DeliverAttempts}, nil
 }
 
 // Start works jobs until Stop.
@@ -81,6 +104,69 @@ func (r *Runner) Finalize(ctx context.Context, tx pgx.Tx, run uuid.UUID) error {
 		UniqueOpts: river.UniqueOpts{ByArgs: true},
 	})
 	return err
+}
+
+// RunEnded queues, in tx, what run's end tells the channels that want it: once tx commits, once
+// per run.
+func (r *Runner) RunEnded(ctx context.Context, tx pgx.Tx, run uuid.UUID) error {
+	_, err := r.client.InsertTx(ctx, tx, RunEndedArgs{Run: run}, &river.InsertOpts{UniqueOpts: river.UniqueOpts{ByArgs: true}})
+	return err
+}
+
+// Deliver queues, in tx, an attempt of each delivery, tried again with backoff until one
+// delivers or DeliverAttempts ran.
+func (r *Runner) Deliver(ctx context.Context, tx pgx.Tx, deliveries []uuid.UUID) error {
+	params := make([]river.InsertManyParams, len(deliveries))
+	for i, id := range deliveries {
+		params[i] = river.InsertManyParams{Args: DeliverArgs{Delivery: id}, InsertOpts: &river.InsertOpts{MaxAttempts: r.deliverAttempts}}
+	}
+	_, err := r.client.InsertManyTx(ctx, tx, params)
+	return err
+}
+
+// RunEndedArgs tells what a run's end makes.
+type RunEndedArgs struct {
+	Run uuid.UUID `json:"run"`
+}
+
+// Kind names the job.
+func (RunEndedArgs) Kind() string { return "notify.run_ended" }
+
+// DeliverArgs delivers a notification.
+type DeliverArgs struct {
+	Delivery uuid.UUID `json:"delivery"`
+}
+
+// Kind names the job.
+func (DeliverArgs) Kind() string { return "notify.deliver" }
+
+type runEndedWorker struct {
+	river.WorkerDefaults[RunEndedArgs]
+	do func(context.Context, uuid.UUID) error
+}
+
+func (w *runEndedWorker) Work(ctx context.Context, job *river.Job[RunEndedArgs]) error {
+	return w.do(ctx, job.Args.Run)
+}
+
+type deliverWorker struct {
+	river.WorkerDefaults[DeliverArgs]
+	do      func(context.Context, uuid.UUID, bool) error
+	backoff time.Duration
+}
+
+func (w *deliverWorker) Work(ctx context.Context, job *river.Job[DeliverArgs]) error {
+	return w.do(ctx, job.Args.Delivery, job.Attempt >= job.MaxAttempts)
+}
+
+// NextRetry waits the backoff, doubled at each attempt, an hour at most.
+func (w *deliverWorker) NextRetry(job *river.Job[DeliverArgs]) time.Time {
+	return time.Now().Add(Backoff(w.backoff, job.Attempt))
+}
+
+// Backoff is the wait after attempt (from 1) of a delivery whose first retry waits base.
+func Backoff(base time.Duration, attempt int) time.Duration {
+	return min(base<<min(max(attempt-1, 0), 20), time.Hour)
 }
 
 // CleanUpArgs is the hourly clean-up.

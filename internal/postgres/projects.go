@@ -238,6 +238,8 @@ func (s *Store) ProjectOf(ctx context.Context, kind barrage.ObjectKind, id uuid.
 		project, err = s.q.ProjectOfTarget(ctx, s.pool, id)
 	case barrage.KindAgent:
 		project, err = s.q.ProjectOfAgent(ctx, s.pool, id)
+	case barrage.KindChannel:
+		project, err = s.q.ProjectOfNotificationChannel(ctx, s.pool, id)
 	default:
 		return uuid.Nil, barrage.Errorf(barrage.ErrNotFound, "no kind of object %q", kind)
 	}

@@ -378,6 +378,18 @@ type Finalizer interface {
 // Without one, the caller summarizes the run itself. Set it before serving.
 func (s *Store) UseFinalizer(f Finalizer) { s.finalizer = f }
 
+// Notifier queues, in the transaction that stores what they follow from, the notifications of a
+// run's end and the deliveries of notifications (package jobs, on River): an end stored is told,
+// and a delivery stored is attempted, whatever becomes of the process that stored them.
+type Notifier interface {
+	RunEnded(ctx context.Context, tx pgx.Tx, run uuid.UUID) error
+	Deliver(ctx context.Context, tx pgx.Tx, deliveries []uuid.UUID) error
+}
+
+// UseNotifier has a run's end and new deliveries queue their notifications with n. Without one,
+// nothing is told. Set it before serving.
+func (s *Store) UseNotifier(n Notifier) { s.notifier = n }
+
 // ReportShard stores seconds of a shard the agent holds under lease, records the agent's
 // heartbeat, and, with end, ends the shard, queueing the run's summary in the same transaction
 // when it was the last shard (see UseFinalizer). A report under another lease (a stale
@@ -522,6 +534,11 @@ func (s *Store) EndRun(ctx context.Context, id uuid.UUID, state barrage.RunState
 			return err
 		}
 		ended = true
+		if s.notifier != nil {
+			if err := s.notifier.RunEnded(ctx, tx, id); err != nil {
+				return err
+			}
+		}
 		return s.notify(ctx, tx, id)
 	})
 	return ended, err

@@ -29,6 +29,8 @@ type Store struct {
 	// finalizer queues the summary of a run whose last shard a report ended; nil: the caller
 	// makes it.
 	finalizer Finalizer
+	// notifier queues what a run's end tells, and deliveries; nil: nothing is told.
+	notifier Notifier
 }
 
 // NewStore returns a Store on pool.

@@ -99,6 +99,15 @@ func (r *Ring) Open(sealed, belongsTo []byte) ([]byte, error) {
 	return nil, ErrOpen
 }
 
+// Ephemeral is a ring of a key of this process alone, which nothing sealed with it outlives
+// (tests).
+func Ephemeral() *Ring {
+	key := make([]byte, KeySize)
+	_, _ = rand.Read(key)
+	r, _ := New(key) // a key of the right size never fails
+	return r
+}
+
 // Load reads the keyring from path: one key a line, base64 (standard, 32 bytes), the current
 // first; blank lines and lines from # are skipped. A missing file is made with one new key,
 // readable by its owner alone.

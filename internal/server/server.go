@@ -12,12 +12,15 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
+	"strings"
 	"time"
 
 	"github.com/barrage-load/barrage/internal/account"
 	"github.com/barrage-load/barrage/internal/audit"
 	"github.com/barrage-load/barrage/internal/config"
 	"github.com/barrage-load/barrage/internal/control"
+	"github.com/barrage-load/barrage/internal/control/notifications"
 	"github.com/barrage-load/barrage/internal/control/targets"
 	"github.com/barrage-load/barrage/internal/httpapi"
 	"github.com/barrage-load/barrage/internal/jobs"
@@ -95,9 +98,14 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger, console io.W
 	if err != nil {
 		return nil, err
 	}
+	notify, err := notifyConfig(cfg, version)
+	if err != nil {
+		return nil, err
+	}
 	s.Control = control.New(store, log.With(slog.String("component", "control")), control.Config{IngestLag: s.metrics.IngestLag, Secrets: ring, Quotas: cfg.Quotas,
 		Targets: targets.Config{Open: cfg.OpenTargets, All: cfg.OpenAllTargets, MaxVUsPerAddress: cfg.DestinationMaxVUs,
-			Checker: ownership.New(&cfg.VerifyTargets, ownership.Resolver(cfg.VerifyDNS))}})
+			Checker: ownership.New(&cfg.VerifyTargets, ownership.Resolver(cfg.VerifyDNS))},
+		Notify: notify})
 	blobs, err := OpenBlobs(ctx, cfg)
 	if err != nil {
 		return nil, err
@@ -137,14 +145,37 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger, console io.W
 			log.Debug("audit log pruned", slog.Int64("deleted", pruned))
 			return errors.Join(sweepErr, pruneErr)
 		},
-		Reap:     s.Control.Runs.Reap,
-		Finalize: s.Control.Runs.FinalizeRun,
+		Reap:            s.Control.Runs.Reap,
+		Finalize:        s.Control.Runs.FinalizeRun,
+		RunEnded:        s.Control.Notify.RunEnded,
+		Deliver:         s.Control.Notify.Deliver,
+		DeliverAttempts: cfg.NotifyAttempts,
+		DeliverBackoff:  cfg.NotifyBackoff,
 	})
 	if err != nil {
 		return nil, err
 	}
 	store.UseFinalizer(s.runner)
+	store.UseNotifier(s.runner)
 	return s, nil
+}
+
+// notifyConfig is what notifications take of cfg: the policy of webhooks, the links' server,
+// and the mail server with its password read from its file.
+func notifyConfig(cfg config.Config, version string) (notifications.Config, error) {
+	policy := cfg.NotifyPolicy
+	nc := notifications.Config{Policy: &policy, PublicURL: cfg.PublicURL, Version: version}
+	if cfg.SMTPAddr != "" {
+		nc.SMTP = &notifications.SMTP{Addr: cfg.SMTPAddr, From: cfg.SMTPFrom, Username: cfg.SMTPUsername}
+		if cfg.SMTPPasswordFile != "" {
+			b, err := os.ReadFile(cfg.SMTPPasswordFile)
+			if err != nil {
+				return nc, fmt.Errorf("--smtp-password-file: %w", err)
+			}
+			nc.SMTP.Password = strings.TrimRight(string(b), "\r\n")
+		}
+	}
+	return nc, nil
 }
 
 // URL is where the server serves: http:// and the address it listens on.

@@ -122,6 +122,37 @@ type NamespaceOwner struct {
 	AddedAt   time.Time
 }
 
+type NotificationChannel struct {
+	ID           uuid.UUID
+	ProjectID    uuid.UUID
+	CreatedBy    *uuid.UUID
+	Name         string
+	Kind         string
+	TargetSealed []byte
+	TargetHint   string
+	SecretSealed []byte
+	Events       []string
+	Failures     int32
+	PausedAt     *time.Time
+	PausedReason string
+	CreatedAt    time.Time
+	UpdatedAt    time.Time
+}
+
+type NotificationDelivery struct {
+	ID          uuid.UUID
+	ChannelID   uuid.UUID
+	Event       string
+	Payload     []byte
+	State       string
+	Attempts    int32
+	LastStatus  *int32
+	LastError   string
+	CreatedAt   time.Time
+	AttemptedAt *time.Time
+	DoneAt      *time.Time
+}
+
 type Plugin struct {
 	Namespace   string
 	Name        string

@@ -485,6 +485,17 @@ func (q *Queries) ProjectOfAgent(ctx context.Context, db DBTX, id uuid.UUID) (uu
 	return project_id, err
 }
 
+const projectOfNotificationChannel = `-- name: ProjectOfNotificationChannel :one
+SELECT project_id FROM notification_channels WHERE id = $1
+`
+
+func (q *Queries) ProjectOfNotificationChannel(ctx context.Context, db DBTX, id uuid.UUID) (uuid.UUID, error) {
+	row := db.QueryRow(ctx, projectOfNotificationChannel, id)
+	var project_id uuid.UUID
+	err := row.Scan(&project_id)
+	return project_id, err
+}
+
 const projectOfRun = `-- name: ProjectOfRun :one
 SELECT project_id FROM runs WHERE id = $1
 `

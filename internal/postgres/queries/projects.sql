@@ -117,3 +117,6 @@ SELECT project_id::uuid FROM agents WHERE id = @id AND project_id IS NOT NULL;
 -- UserIDByEmail finds the user a project invitation names by email.
 -- name: UserIDByEmail :one
 SELECT id FROM users WHERE lower(email) = lower(@email);
+
+-- name: ProjectOfNotificationChannel :one
+SELECT project_id FROM notification_channels WHERE id = $1;

@@ -45,11 +45,11 @@ type fleet struct {
 	run func(id string) e2etest.RunDoc
 }
 
-func newFleet(t *testing.T) *fleet {
+func newFleet(t *testing.T, serveEnv ...string) *fleet {
 	target := e2etest.NewCountingTarget(t)
 	data := e2etest.ReachableDir(t)
 	cfg := t.TempDir()
-	p := e2etest.StartServe(t, data, nil, "BARRAGE_METRICS_ADDR=127.0.0.1:0")
+	p := e2etest.StartServe(t, data, nil, append([]string{"BARRAGE_METRICS_ADDR=127.0.0.1:0"}, serveEnv...)...)
 	e2etest.SignUpFirstAdmin(t, p, cfg, "ada@example.com", "Ada")
 	token := strings.TrimSpace(e2etest.MustCLI(t, p, cfg, "", "tokens", "create", "--name", "e2e", "--scopes", "read,write"))
 
