@@ -45,12 +45,12 @@ portal: ## check and unit-test the portal (web/), then build it into internal/po
 	cd web && npm ci --no-audit --no-fund --loglevel=error && npx tsc --noEmit -p . && node test.mjs && node build.mjs
 
 # The pages docs/portal.md shows, by the names the browser tests give their screenshots.
-PORTAL_SHOTS = signin signup tests wizard-picked editor-error test debug launch live live-lost run compare sweep runs license tokens password \
+PORTAL_SHOTS = signin signup tests wizard-picked editor-error test test-trend debug launch live live-lost run run-baseline compare sweep runs license tokens password \
 	marketplace plugin namespace-pending wizard-plugin review admin-invitations admin-user admin-agents admin-targets projects project
 
 portal-screenshots: ## the portal's browser tests, keeping each page's 1280 px screenshot in docs/portal/ (docs/portal.md shows them)
 	rm -rf .shots && mkdir .shots
-	BARRAGE_ARTIFACTS=$(CURDIR)/.shots BARRAGE_REQUIRE_CHROMIUM=1 $(GO) test -count=1 -run 'TestPortal(TesterJourney|AccountPages)InChromium|TestThe(Marketplace|AdminConsole)InChromium|TestProjectsInChromium' ./cmd/barrage/e2e/portal ./cmd/barrage/e2e/journey ./cmd/barrage/e2e/market
+	BARRAGE_ARTIFACTS=$(CURDIR)/.shots BARRAGE_REQUIRE_CHROMIUM=1 $(GO) test -count=1 -run 'TestPortal(TesterJourney|AccountPages)InChromium|TestThe(Marketplace|AdminConsole)InChromium|TestProjectsInChromium|TestBaselinesAndTrendsInChromium' ./cmd/barrage/e2e/portal ./cmd/barrage/e2e/journey ./cmd/barrage/e2e/market
 	mkdir -p docs/portal && rm -f docs/portal/*.png
 	for p in $(PORTAL_SHOTS); do cp .shots/portal/*/$$p-1280.png docs/portal/$$p.png; done
 	rm -rf .shots

@@ -66,8 +66,12 @@ func runTestsBaseline(ctx context.Context, e env, args []string) error {
 
 // tolerancesText is what a baseline's later runs may lose before they are called regressed.
 func tolerancesText(b *api.Baseline) string {
-	return fmt.Sprintf("(p50 +%g%%, p95 +%g%%, p99 +%g%%, requests/s -%g%%, errors +%g points)",
-		b.MaxP50Regression, b.MaxP95Regression, b.MaxP99Regression, b.MaxRpsRegression, b.MaxErrorIncrease)
+	unit := "points"
+	if b.MaxErrorIncrease == 1 {
+		unit = "point"
+	}
+	return fmt.Sprintf("(p50 +%g%%, p95 +%g%%, p99 +%g%%, requests/s -%g%%, errors +%g %s)",
+		b.MaxP50Regression, b.MaxP95Regression, b.MaxP99Regression, b.MaxRpsRegression, b.MaxErrorIncrease, unit)
 }
 
 // runTestsTrend prints a test's figures over its last runs.

@@ -450,18 +450,19 @@ function AgainstBaseline(props: { run: Run; summary: RunSummary }) {
   });
   if (!testID) return null;
   const isBaseline = test.data?.baseline?.run_id === r.id;
-  const regressions = b ? [b.total, ...b.requests].flatMap((l) => l.changes.filter((c) => c.verdict === "regressed").map((c) => `${metricNames[c.metric]} of ${l === b.total ? "all requests" : l.name}`)) : [];
+  const regressions = b ? [b.total, ...b.requests].flatMap((l) => l.changes.filter((c) => c.verdict === "regressed").map((c) => `${metricNames[c.metric].toLowerCase()} of ${l === b.total ? "all requests" : l.name}`)) : [];
   return (
     <Section title="Baseline">
-      {b ? (
+      {b && (
         <p role="status">
           Against the test's baseline (<Link href={`/runs/${b.run_id}`}>its run</Link>): <Badge tone={changeTone(b.verdict)}>{b.verdict}</Badge>
           {regressions.length > 0 && ` (${regressions.join(", ")})`}.{" "}
           <Link href={`/runs/${r.id}/compare?base=${b.run_id}`}>The comparison, figure by figure</Link>
         </p>
-      ) : (
-        <p>{isBaseline ? "This run is the test's baseline: its later runs are held against it." : "This run was not held against a baseline."}</p>
       )}
+      {/* A run held against a baseline may be made the baseline in its turn: both are said. */}
+      {isBaseline && <p>This run is the test's baseline: its later runs are held against it.</p>}
+      {!b && !isBaseline && <p>This run was not held against a baseline.</p>}
       {r.state === "finished" && test.data && !isBaseline && (
         <form onSubmit={mark.submit}>
           <p class="hint">The test's runs that finish from now on are compared with its baseline, and the verdict kept with each.</p>

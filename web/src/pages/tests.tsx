@@ -128,7 +128,7 @@ function Trend(props: { test: Test; onChange: () => void }) {
         <form class="inline" onSubmit={clear.submit}>
           <p>
             Its runs are held against the baseline, <Link href={`/runs/${b.run_id}`}>run {b.run_id.slice(0, 8)}</Link>, within p50 +{b.max_p50_regression}%,
-            p95 +{b.max_p95_regression}%, p99 +{b.max_p99_regression}%, requests/s −{b.max_rps_regression}% and errors +{b.max_error_increase} points.
+            p95 +{b.max_p95_regression}%, p99 +{b.max_p99_regression}%, requests/s −{b.max_rps_regression}% and errors +{b.max_error_increase} point{b.max_error_increase === 1 ? "" : "s"}.
           </p>
           <button type="submit" class="secondary" disabled={clear.busy}>Clear the baseline</button>
         </form>

@@ -105,7 +105,7 @@ thresholds:
 	require.Contains(t, set, "Run "+base+" is the baseline")
 	_, shown, err := e2etest.CLI(t, f.p, f.cfg, "", "tests", "show", test)
 	require.NoError(t, err)
-	require.Contains(t, shown, "baseline: run "+base+" (p50 +25%, p95 +25%, p99 +40%, requests/s -20%, errors +1 points)")
+	require.Contains(t, shown, "baseline: run "+base+" (p50 +25%, p95 +25%, p99 +40%, requests/s -20%, errors +1 point)")
 
 	delay.Store(int64(30 * time.Millisecond))
 	slow, out, code, junit := start("slow")

@@ -1,8 +1,10 @@
 package portal_test
 
 import (
+	"encoding/json"
 	"net/http"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -76,6 +78,18 @@ func TestProjectsInChromium(t *testing.T) {
 	ob.WaitTitle("Project Shop team · Barrage")
 	ob.Choose("Role of bo@example.com", "viewer")
 	ob.WaitFor(`[...document.querySelectorAll("tbody tr")].some((r) => r.innerText.startsWith("Bo") && r.querySelector("select").value === "viewer")`)
+	// The list shows the choice at once; the server has it once the page's request is answered.
+	e2etest.Eventually(t, portaltest.Timeout, "Bo a viewer on the server", func() bool {
+		status, body := ob.Fetch("GET", "/v1/projects/"+project, "", false)
+		var detail struct {
+			Members []struct{ Email, Role string } `json:"member_list"`
+		}
+		require.Equal(t, http.StatusOK, status, body)
+		require.NoError(t, json.Unmarshal([]byte(body), &detail))
+		return slices.ContainsFunc(detail.Members, func(m struct{ Email, Role string }) bool {
+			return m.Email == "bo@example.com" && m.Role == "viewer"
+		})
+	})
 	status, body := bb.Fetch("DELETE", "/v1/tests/"+test, "", true)
 	require.Equal(t, http.StatusForbidden, status, body)
 	require.Contains(t, body, "this takes the editor role in its project; you are a viewer there")
