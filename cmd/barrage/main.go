@@ -107,6 +107,7 @@ func commands() []command {
 		{"import", "turn a browser's HAR export into a script: import har FILE.har -o test.yaml", runImport},
 		{"agent", "run a measuring agent that takes work from a server: agent --server URL", runAgent},
 		{"agents", "the agents you may run on: agents list | create | delete", runAgents},
+		{"schedules", "run tests by the clock: schedules create | list | show | firings | pause | resume | delete", runSchedules},
 		{"notifications", "tell a project's people when runs end, fail, or regress: notifications create | list | show | pause | resume | test | deliveries | delete", runNotifications},
 		{"targets", "the hosts you proved you control, which shared agents load for you: targets add | verify | list | delete", runTargets},
 		{"secrets", "values your scripts read as ${secret.NAME}, sealed on the server: secrets set | list | delete", runSecrets},

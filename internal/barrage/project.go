@@ -135,6 +135,8 @@ const (
 	KindAgent  ObjectKind = "agent"
 	// KindChannel is a notification channel.
 	KindChannel ObjectKind = "notification channel"
+	// KindSchedule is a test's schedule.
+	KindSchedule ObjectKind = "schedule"
 )
 
 // ProjectFinder finds the project an object is in, whoever asks (*postgres.Store): for a

@@ -94,6 +94,8 @@ type Config struct {
 	// SMTPAddr, when set, is the mail server email notifications go through, as SMTPFrom, with
 	// SMTPUsername and the password in SMTPPasswordFile when set.
 	SMTPAddr, SMTPFrom, SMTPUsername, SMTPPasswordFile string
+	// ScheduleMinInterval is the shortest time between two firings of a schedule.
+	ScheduleMinInterval time.Duration
 }
 
 // Setting documents one setting: its flag, its environment variable and its default.
@@ -146,6 +148,7 @@ var Settings = []Setting{
 	{"smtp-from", "BARRAGE_SMTP_FROM", "", "sender address of email notifications (needed with --smtp-addr)"},
 	{"smtp-username", "BARRAGE_SMTP_USERNAME", "", "user to log in to the SMTP server as; empty logs in as no one"},
 	{"smtp-password-file", "BARRAGE_SMTP_PASSWORD_FILE", "", "file holding the SMTP user's password"},
+	{"schedule-min-interval", "BARRAGE_SCHEDULE_MIN_INTERVAL", "1m", "the shortest time between two firings of a schedule (every ...)"},
 }
 
 // ErrFlags wraps Load's error when the command line does not parse; the flag package has then
@@ -247,6 +250,7 @@ func parse(v map[string]*string) (Config, error) {
 	if _, err := mail.ParseAddress(c.SMTPFrom); c.SMTPAddr != "" && err != nil {
 		r.bad("smtp-from", "want the sender's email address, needed with --smtp-addr")
 	}
+	c.ScheduleMinInterval = r.duration("schedule-min-interval", time.Second, 24*time.Hour)
 	return c, errors.Join(r.errs...)
 }
 

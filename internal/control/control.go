@@ -9,7 +9,8 @@
 //   - tests: tests, revisions, data files, scripts, debug, generation and HAR imports;
 //   - runs: admission, shards, merge, live views, judgement, reaping, summaries, compare, sweeps
 //     and reports;
-//   - notifications: projects' channels, what a run's end tells them, and the deliveries.
+//   - notifications: projects' channels, what a run's end tells them, and the deliveries;
+//   - schedules: tests run by the clock, through runs, their refusals told through notifications.
 //
 // Each uses only services above it in that list: runs use the tests and the fleet, the tests use
 // the fleet, and the fleet hands a run whose last shard ended to runs through an interface of
@@ -29,6 +30,7 @@ import (
 	"github.com/barrage-load/barrage/internal/control/plugins"
 	"github.com/barrage-load/barrage/internal/control/projects"
 	"github.com/barrage-load/barrage/internal/control/runs"
+	"github.com/barrage-load/barrage/internal/control/schedules"
 	"github.com/barrage-load/barrage/internal/control/secrets"
 	"github.com/barrage-load/barrage/internal/control/targets"
 	"github.com/barrage-load/barrage/internal/control/tests"
@@ -46,6 +48,7 @@ var (
 	_ tests.Store         = (*postgres.Store)(nil)
 	_ runs.Store          = (*postgres.Store)(nil)
 	_ notifications.Store = (*postgres.Store)(nil)
+	_ schedules.Store     = (*postgres.Store)(nil)
 )
 
 // Config tunes the control plane; zero fields take the defaults.
@@ -77,18 +80,21 @@ type Config struct {
 	ConversionBudget barrage.Rate
 	// Notify tunes notifications (its Now is the plane's).
 	Notify notifications.Config
+	// Schedules tune schedules (its Now is the plane's).
+	Schedules schedules.Config
 }
 
 // Plane is the control plane's services, composed.
 type Plane struct {
-	Projects *projects.Service
-	Secrets  *secrets.Service
-	Plugins  *plugins.Service
-	Targets  *targets.Service
-	Fleet    *fleet.Service
-	Tests    *tests.Service
-	Runs     *runs.Service
-	Notify   *notifications.Service
+	Projects  *projects.Service
+	Secrets   *secrets.Service
+	Plugins   *plugins.Service
+	Targets   *targets.Service
+	Fleet     *fleet.Service
+	Tests     *tests.Service
+	Runs      *runs.Service
+	Notify    *notifications.Service
+	Schedules *schedules.Service
 
 	// changes wakes the followers of a run, and the askers of pings and jobs, when it changes;
 	// work wakes the lease requests of an agent when work is queued for it. Both carry
@@ -121,6 +127,10 @@ func New(store *postgres.Store, log *slog.Logger, cfg Config) *Plane {
 	nc := cfg.Notify
 	nc.Now = cfg.Now
 	p.Notify = notifications.New(store, cfg.Secrets, log.With(slog.String("service", "notifications")), nc)
+	sc := cfg.Schedules
+	sc.Now = cfg.Now
+	p.Schedules = schedules.New(store, log.With(slog.String("service", "schedules")), sc,
+		schedules.Deps{Runs: p.Runs, Tests: p.Tests, Notify: p.Notify})
 	return p
 }
 

@@ -30,6 +30,7 @@ import (
 	"github.com/barrage-load/barrage/internal/control/notifications"
 	"github.com/barrage-load/barrage/internal/control/projects"
 	"github.com/barrage-load/barrage/internal/control/runs"
+	"github.com/barrage-load/barrage/internal/control/schedules"
 	"github.com/barrage-load/barrage/internal/control/secrets"
 	"github.com/barrage-load/barrage/internal/control/targets"
 	"github.com/barrage-load/barrage/internal/control/tests"
@@ -75,25 +76,26 @@ type Deps struct {
 }
 
 type server struct {
-	log      *slog.Logger
-	accounts *account.Service
-	fleet    *fleet.Service
-	projects *projects.Service
-	runs     *runs.Service
-	tests    *tests.Service
-	targets  *targets.Service
-	secrets  *secrets.Service
-	notify   *notifications.Service
-	market   *market.Service
-	audit    *audit.Log
-	spec     *openapi3.T
-	auth     Authenticator
-	ready    func(ctx context.Context) error
-	docsPage []byte
-	version  string
-	heavy    *inflight
-	awaiting *inflight
-	live     liveLimits
+	log       *slog.Logger
+	accounts  *account.Service
+	fleet     *fleet.Service
+	projects  *projects.Service
+	runs      *runs.Service
+	tests     *tests.Service
+	targets   *targets.Service
+	secrets   *secrets.Service
+	notify    *notifications.Service
+	schedules *schedules.Service
+	market    *market.Service
+	audit     *audit.Log
+	spec      *openapi3.T
+	auth      Authenticator
+	ready     func(ctx context.Context) error
+	docsPage  []byte
+	version   string
+	heavy     *inflight
+	awaiting  *inflight
+	live      liveLimits
 }
 
 var _ api.StrictServerInterface = (*server)(nil)
@@ -117,7 +119,7 @@ func NewServer(d Deps) (http.Handler, error) {
 		live: newLiveLimits(d.LiveStreams)}
 	if c := d.Control; c != nil { // nil for a test that only walks the routes
 		s.fleet, s.runs, s.tests, s.targets, s.secrets, s.projects = c.Fleet, c.Runs, c.Tests, c.Targets, c.Secrets, c.Projects
-		s.notify = c.Notify
+		s.notify, s.schedules = c.Notify, c.Schedules
 	}
 	if d.MaxBodyBytes <= 0 {
 		d.MaxBodyBytes = 1 << 20

@@ -32,7 +32,7 @@ var notProjectScoped = map[string]string{
 	"auth":        "POST /v1/auth/signup, POST /v1/auth/login, POST /v1/auth/refresh, POST /v1/auth/logout, POST /v1/auth/session, POST /v1/auth/session/refresh, DELETE /v1/auth/session",
 	"service":     "GET /healthz, GET /readyz, GET /openapi.yaml, GET /docs",
 	"projects":    "GET /v1/projects, POST /v1/projects",
-	"lists":       "GET /v1/tests, GET /v1/runs, GET /v1/agents, GET /v1/secrets, GET /v1/targets, GET /v1/notification-channels, POST /v1/tests/check",
+	"lists":       "GET /v1/tests, GET /v1/runs, GET /v1/agents, GET /v1/secrets, GET /v1/targets, GET /v1/notification-channels, GET /v1/schedules, POST /v1/tests/check",
 	"audit":       "GET /v1/audit, GET /v1/audit/export",
 	"marketplace": "GET /v1/namespaces, POST /v1/namespaces, GET /v1/namespaces/{namespace}, POST /v1/namespaces/{namespace}/keys, POST /v1/namespaces/{namespace}/keys/{key_id}/retire, PUT /v1/namespaces/{namespace}/owners/{user_id}, DELETE /v1/namespaces/{namespace}/owners/{user_id}, GET /v1/plugins, GET /v1/plugins/{namespace}/{name}, POST /v1/plugins/{namespace}/{name}/versions, GET /v1/plugins/{namespace}/{name}/versions/{version}, POST /v1/plugins/{namespace}/{name}/versions/{version}/deprecate, GET /v1/plugins/{namespace}/{name}/versions/{version}/download/{os}/{arch}, GET /v1/plugins/{namespace}/{name}/versions/{version}/download/{os}/{arch}/file",
 	"admin":       "every /v1/admin/ route: admins only, whatever the project",
@@ -106,6 +106,9 @@ func TestEveryProjectRouteIsScopedAndRoleChecked(t *testing.T) {
 	r = b.do("POST", "/v1/notification-channels"+in, editor.access, map[string]any{"name": "team hook", "kind": "webhook", "url": "https://hooks.example.com/barrage"})
 	require.Equal(t, http.StatusCreated, r.status, "body: %s", r.body)
 	channel := r.json(t)["id"].(string)
+	r = b.do("POST", "/v1/tests/"+test+"/schedules", runner.access, map[string]any{"cron": "0 2 * * *", "time_zone": "Europe/Zurich"})
+	require.Equal(t, http.StatusCreated, r.status, "body: %s", r.body)
+	schedule := r.json(t)["id"].(string)
 	waiting := b.signup(b.invite(admin, map[string]any{"license": map[string]any{"template": "demo"}}), "waiting@example.com")
 	r = b.do("POST", "/v1/projects/"+p+"/invitations", owner.access, map[string]any{"user_id": waiting.id, "role": "viewer"})
 	require.Equal(t, http.StatusCreated, r.status, "body: %s", r.body)
@@ -153,6 +156,12 @@ func TestEveryProjectRouteIsScopedAndRoleChecked(t *testing.T) {
 		"POST /v1/agents":                    {path: "/v1/agents" + in, body: map[string]any{"name": "another"}, min: "editor"},
 		"POST /v1/secrets":                   {path: "/v1/secrets" + in, body: map[string]any{"name": "OTHER", "value": "a value of it"}, min: "editor"},
 		"DELETE /v1/secrets/{name}":          {path: "/v1/secrets/API_KEY" + in, min: "editor"},
+
+		"POST /v1/tests/{id}/schedules":  {path: "/v1/tests/" + test + "/schedules", body: map[string]any{"every": "1h"}, min: "runner"},
+		"GET /v1/schedules/{id}":         {path: "/v1/schedules/" + schedule, min: "viewer"},
+		"PATCH /v1/schedules/{id}":       {path: "/v1/schedules/" + schedule, body: map[string]any{"paused": true}, min: "runner"},
+		"DELETE /v1/schedules/{id}":      {path: "/v1/schedules/" + schedule, min: "runner"},
+		"GET /v1/schedules/{id}/firings": {path: "/v1/schedules/" + schedule + "/firings", min: "viewer"},
 
 		"GET /v1/notification-channels/{id}":            {path: "/v1/notification-channels/" + channel, min: "viewer"},
 		"PATCH /v1/notification-channels/{id}":          {path: "/v1/notification-channels/" + channel, body: map[string]any{"paused": true}, min: "editor"},
@@ -219,7 +228,7 @@ func TestEveryProjectRouteIsScopedAndRoleChecked(t *testing.T) {
 	}
 	// Lists read the project's objects, by ?project= or among every project of the reader's,
 	// and an outsider's list holds none of them.
-	for _, list := range []string{"/v1/tests", "/v1/runs", "/v1/targets", "/v1/agents", "/v1/secrets", "/v1/notification-channels"} {
+	for _, list := range []string{"/v1/tests", "/v1/runs", "/v1/targets", "/v1/agents", "/v1/secrets", "/v1/notification-channels", "/v1/schedules"} {
 		r := b.do("GET", list+in, viewer.access, nil)
 		require.Equal(t, http.StatusOK, r.status, "%s: %s", list, r.body)
 		require.NotEqual(t, `{"items":[]}`, strings.TrimSpace(string(r.body)), list)
@@ -246,6 +255,7 @@ func (b *testBundle) digest(t *testing.T) string {
 		(SELECT string_agg(concat_ws(',', project_id, name, updated_at), ';' ORDER BY project_id, name) FROM secrets),
 		(SELECT string_agg(concat_ws(',', id, name, events, paused_at, updated_at), ';' ORDER BY id) FROM notification_channels),
 		(SELECT count(*) FROM notification_deliveries),
+		(SELECT string_agg(concat_ws(',', id, paused_at, next_at), ';' ORDER BY id) FROM schedules),
 		(SELECT string_agg(concat_ws(',', id, name), ';' ORDER BY id) FROM projects),
 		(SELECT string_agg(concat_ws(',', project_id, user_id, role), ';' ORDER BY project_id, user_id) FROM project_members),
 		(SELECT string_agg(concat_ws(',', id, user_id, role), ';' ORDER BY id) FROM project_invitations),

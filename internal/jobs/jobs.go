@@ -33,11 +33,19 @@ type Work struct {
 	// Deliver makes an attempt of a notification's delivery; last says it is the last attempt.
 	// An error has it tried again after DeliverBackoff, doubled at each attempt.
 	Deliver func(ctx context.Context, delivery uuid.UUID, last bool) error
+	// Tick fires the schedules that are due (every TickEvery, on one replica at a time); Fire
+	// starts the run of one firing, queued by the tick.
+	Tick func(ctx context.Context) error
+	Fire func(ctx context.Context, schedule uuid.UUID, dueAt time.Time) error
 	// DeliverAttempts bounds a delivery's attempts (default 8); DeliverBackoff is the wait
 	// before the second (default 30s), doubled before each next, an hour at most.
 	DeliverAttempts int
 	DeliverBackoff  time.Duration
 }
+
+// TickEvery is how often the schedules that are due are fired: a firing starts its run within
+// a few seconds of its time.
+const TickEvery = 2 * time.Second
 
 // ReapEvery is how often the control plane's housekeeping runs: with agents lost after 8 seconds
 // of silence, a lost agent is noticed within 10.
@@ -67,20 +75,30 @@ func New(pool *pgxpool.Pool, log *slog.Logger, w Work) (*Runner, error) {
 	if w.Deliver != nil {
 		river.AddWorker(workers, &deliverWorker{do: w.Deliver, backoff: w.DeliverBackoff})
 	}
+	periodic := []*river.PeriodicJob{
+		river.NewPeriodicJob(river.PeriodicInterval(time.Hour), func() (river.JobArgs, *river.InsertOpts) {
+			return CleanUpArgs{}, nil
+		}, &river.PeriodicJobOpts{ID: "cleanup", RunOnStart: true}),
+		river.NewPeriodicJob(river.PeriodicInterval(ReapEvery), func() (river.JobArgs, *river.InsertOpts) {
+			// Never two at once: a slow reap is not joined by the next.
+			return ReapArgs{}, &river.InsertOpts{MaxAttempts: 1, UniqueOpts: river.UniqueOpts{ByPeriod: ReapEvery}}
+		}, &river.PeriodicJobOpts{ID: "reap", RunOnStart: true}),
+	}
+	if w.Tick != nil {
+		river.AddWorker(workers, &tickWorker{do: w.Tick})
+		periodic = append(periodic, river.NewPeriodicJob(river.PeriodicInterval(TickEvery), func() (river.JobArgs, *river.InsertOpts) {
+			return TickArgs{}, &river.InsertOpts{MaxAttempts: 1, UniqueOpts: river.UniqueOpts{ByPeriod: TickEvery}}
+		}, &river.PeriodicJobOpts{ID: "schedules", RunOnStart: true}))
+	}
+	if w.Fire != nil {
+		river.AddWorker(workers, &fireWorker{do: w.Fire})
+	}
 	client, err := river.NewClient(riverpgxv5.New(pool), &river.Config{
 		// River tells of its producers every few seconds at info: warnings and errors only.
-		Logger:  logging.AtLeast(log.With(slog.String("component", "jobs")), slog.LevelWarn),
-		Queues:  map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: 10}},
-		Workers: workers,
-		PeriodicJobs: []*river.PeriodicJob{
-			river.NewPeriodicJob(river.PeriodicInterval(time.Hour), func() (river.JobArgs, *river.InsertOpts) {
-				return CleanUpArgs{}, nil
-			}, &river.PeriodicJobOpts{ID: "cleanup", RunOnStart: true}),
-			river.NewPeriodicJob(river.PeriodicInterval(ReapEvery), func() (river.JobArgs, *river.InsertOpts) {
-				// Never two at once: a slow reap is not joined by the next.
-				return ReapArgs{}, &river.InsertOpts{MaxAttempts: 1, UniqueOpts: river.UniqueOpts{ByPeriod: ReapEvery}}
-			}, &river.PeriodicJobOpts{ID: "reap", RunOnStart: true}),
-		},
+		Logger:       logging.AtLeast(log.With(slog.String("component", "jobs")), slog.LevelWarn),
+		Queues:       map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: 10}},
+		Workers:      workers,
+		PeriodicJobs: periodic,
 		// The reap job runs every two seconds: keep its rows an hour, not River's default day.
 		CompletedJobRetentionPeriod: time.Hour,
 		FetchPollInterval:           200 * time.Millisecond,
@@ -122,6 +140,44 @@ func (r *Runner) Deliver(ctx context.Context, tx pgx.Tx, deliveries []uuid.UUID)
 	}
 	_, err := r.client.InsertManyTx(ctx, tx, params)
 	return err
+}
+
+// Fire queues, in tx, the run of schedule's firing due at dueAt: once per firing.
+func (r *Runner) Fire(ctx context.Context, tx pgx.Tx, schedule uuid.UUID, dueAt time.Time) error {
+	_, err := r.client.InsertTx(ctx, tx, FireArgs{Schedule: schedule, DueAt: dueAt}, &river.InsertOpts{
+		MaxAttempts: 5, UniqueOpts: river.UniqueOpts{ByArgs: true}})
+	return err
+}
+
+// TickArgs fires the schedules that are due.
+type TickArgs struct{}
+
+// Kind names the job.
+func (TickArgs) Kind() string { return "schedules.tick" }
+
+// FireArgs starts the run of a schedule's firing.
+type FireArgs struct {
+	Schedule uuid.UUID `json:"schedule"`
+	DueAt    time.Time `json:"due_at"`
+}
+
+// Kind names the job.
+func (FireArgs) Kind() string { return "schedule.fire" }
+
+type tickWorker struct {
+	river.WorkerDefaults[TickArgs]
+	do func(context.Context) error
+}
+
+func (w *tickWorker) Work(ctx context.Context, _ *river.Job[TickArgs]) error { return w.do(ctx) }
+
+type fireWorker struct {
+	river.WorkerDefaults[FireArgs]
+	do func(context.Context, uuid.UUID, time.Time) error
+}
+
+func (w *fireWorker) Work(ctx context.Context, job *river.Job[FireArgs]) error {
+	return w.do(ctx, job.Args.Schedule, job.Args.DueAt)
 }
 
 // RunEndedArgs tells what a run's end makes.

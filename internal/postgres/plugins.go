@@ -394,9 +394,10 @@ func withArtifacts(v barrage.PluginVersion, arts []dbsqlc.PluginArtifact) barrag
 	return v
 }
 
-func nonNil(s []string) []string {
+// nonNil is s, or an empty slice for nil: what a NOT NULL array column takes.
+func nonNil[T any](s []T) []T {
 	if s == nil {
-		return []string{}
+		return []T{}
 	}
 	return s
 }

@@ -240,6 +240,8 @@ func (s *Store) ProjectOf(ctx context.Context, kind barrage.ObjectKind, id uuid.
 		project, err = s.q.ProjectOfAgent(ctx, s.pool, id)
 	case barrage.KindChannel:
 		project, err = s.q.ProjectOfNotificationChannel(ctx, s.pool, id)
+	case barrage.KindSchedule:
+		project, err = s.q.ProjectOfSchedule(ctx, s.pool, id)
 	default:
 		return uuid.Nil, barrage.Errorf(barrage.ErrNotFound, "no kind of object %q", kind)
 	}

@@ -384,6 +384,9 @@ func (s *Store) UseFinalizer(f Finalizer) { s.finalizer = f }
 type Notifier interface {
 	RunEnded(ctx context.Context, tx pgx.Tx, run uuid.UUID) error
 	Deliver(ctx context.Context, tx pgx.Tx, deliveries []uuid.UUID) error
+	// Fire queues the run of schedule's firing due at dueAt, in the transaction that records
+	// the firing and advances the schedule.
+	Fire(ctx context.Context, tx pgx.Tx, schedule uuid.UUID, dueAt time.Time) error
 }
 
 // UseNotifier has a run's end and new deliveries queue their notifications with n. Without one,

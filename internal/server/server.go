@@ -21,6 +21,7 @@ import (
 	"github.com/barrage-load/barrage/internal/config"
 	"github.com/barrage-load/barrage/internal/control"
 	"github.com/barrage-load/barrage/internal/control/notifications"
+	"github.com/barrage-load/barrage/internal/control/schedules"
 	"github.com/barrage-load/barrage/internal/control/targets"
 	"github.com/barrage-load/barrage/internal/httpapi"
 	"github.com/barrage-load/barrage/internal/jobs"
@@ -105,7 +106,7 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger, console io.W
 	s.Control = control.New(store, log.With(slog.String("component", "control")), control.Config{IngestLag: s.metrics.IngestLag, Secrets: ring, Quotas: cfg.Quotas,
 		Targets: targets.Config{Open: cfg.OpenTargets, All: cfg.OpenAllTargets, MaxVUsPerAddress: cfg.DestinationMaxVUs,
 			Checker: ownership.New(&cfg.VerifyTargets, ownership.Resolver(cfg.VerifyDNS))},
-		Notify: notify})
+		Notify: notify, Schedules: schedules.Config{MinInterval: cfg.ScheduleMinInterval}})
 	blobs, err := OpenBlobs(ctx, cfg)
 	if err != nil {
 		return nil, err
@@ -149,6 +150,8 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger, console io.W
 		Finalize:        s.Control.Runs.FinalizeRun,
 		RunEnded:        s.Control.Notify.RunEnded,
 		Deliver:         s.Control.Notify.Deliver,
+		Tick:            s.Control.Schedules.Tick,
+		Fire:            s.Control.Schedules.Fire,
 		DeliverAttempts: cfg.NotifyAttempts,
 		DeliverBackoff:  cfg.NotifyBackoff,
 	})

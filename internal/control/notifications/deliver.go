@@ -35,8 +35,20 @@ type event struct {
 	ProjectID uuid.UUID     `json:"project_id"`
 	Channel   string        `json:"channel"`
 	// Message says what happened in a line.
-	Message string    `json:"message"`
-	Run     *runEvent `json:"run,omitempty"`
+	Message  string         `json:"message"`
+	Run      *runEvent      `json:"run,omitempty"`
+	Schedule *scheduleEvent `json:"schedule,omitempty"`
+}
+
+// scheduleEvent is a schedule's firing that started no run.
+type scheduleEvent struct {
+	ID     uuid.UUID `json:"id"`
+	Name   string    `json:"name"`
+	TestID uuid.UUID `json:"test_id"`
+	DueAt  time.Time `json:"due_at"`
+	Error  string    `json:"error"`
+	// Paused says the schedule paused itself, and why.
+	Paused string `json:"paused,omitempty"`
 }
 
 // runEvent is a run in an event: how it ended, its figures, what failed, and what to look at.
@@ -116,6 +128,29 @@ func (s *Service) RunEnded(ctx context.Context, id uuid.UUID) error {
 			}
 			ds = append(ds, d)
 		}
+	}
+	return s.store.CreateDeliveries(ctx, ds)
+}
+
+// ScheduleFailed tells the channels of schedule sc's project that want it that its firing due
+// at dueAt started no run, and why; pause says why the schedule paused itself, when it did.
+func (s *Service) ScheduleFailed(ctx context.Context, sc barrage.Schedule, dueAt time.Time, why, pause string) error {
+	e := event{Message: fmt.Sprintf("Schedule %q could not start its run due at %s: %s.", sc.Name, dueAt.UTC().Format(time.RFC3339), why),
+		Schedule: &scheduleEvent{ID: sc.ID, Name: sc.Name, TestID: sc.TestID, DueAt: dueAt.UTC(), Error: why, Paused: pause}}
+	if pause != "" {
+		e.Message += " It paused itself: " + pause + "."
+	}
+	channels, err := s.store.ChannelsFor(ctx, sc.ProjectID, barrage.EventScheduleFailed)
+	if err != nil {
+		return err
+	}
+	ds := make([]barrage.Delivery, 0, len(channels))
+	for _, c := range channels {
+		d, err := s.delivery(c, barrage.EventScheduleFailed, e)
+		if err != nil {
+			return err
+		}
+		ds = append(ds, d)
 	}
 	return s.store.CreateDeliveries(ctx, ds)
 }

@@ -282,6 +282,34 @@ type RunFact struct {
 	Facts []byte
 }
 
+type Schedule struct {
+	ID           uuid.UUID
+	ProjectID    uuid.UUID
+	TestID       uuid.UUID
+	OwnerID      uuid.UUID
+	Name         string
+	Cron         string
+	TimeZone     string
+	AgentIds     []uuid.UUID
+	Agents       int32
+	Load         []byte
+	Env          []byte
+	NextAt       time.Time
+	PausedAt     *time.Time
+	PausedReason string
+	CreatedAt    time.Time
+	UpdatedAt    time.Time
+}
+
+type ScheduleFiring struct {
+	ScheduleID uuid.UUID
+	DueAt      time.Time
+	RunID      *uuid.UUID
+	Error      string
+	FiredAt    *time.Time
+	CreatedAt  time.Time
+}
+
 type Script struct {
 	ID        uuid.UUID
 	OwnerID   uuid.UUID
