@@ -275,6 +275,9 @@ func (s *Service) Fire(ctx context.Context, id uuid.UUID, dueAt time.Time) error
 		why, pause = "its owner's account is disabled or gone", "its owner's account is disabled or gone"
 	case p.Need(sc.ProjectID, barrage.ProjectRunner) != nil:
 		why, pause = "its owner may no longer run the project's tests", "its owner may no longer run the project's tests"
+	case p.User.License != nil && !s.cfg.Now().Before(p.User.License.ValidUntil):
+		why = fmt.Sprintf("its owner's license expired (valid_until %s)", p.User.License.ValidUntil.UTC().Format(time.RFC3339))
+		pause = why
 	default:
 		key := fmt.Sprintf("schedule-%s-%d", sc.ID, dueAt.Unix())
 		run, err = s.deps.Runs.CreateRun(ctx, *p, runs.RunInput{TestID: &sc.TestID, Load: sc.Load, AgentIDs: sc.AgentIDs,
@@ -288,7 +291,7 @@ func (s *Service) Fire(ctx context.Context, id uuid.UUID, dueAt time.Time) error
 			if errors.As(err, &lim) {
 				for _, v := range lim.Violations {
 					if v.Limit == barrage.LimitValidUntil {
-						pause = fmt.Sprintf("its owner's license expired (%v)", v.Allowed)
+						pause = fmt.Sprintf("its owner's license expired (valid_until %v)", v.Allowed)
 					}
 				}
 			}
