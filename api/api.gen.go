@@ -3044,9 +3044,12 @@ type Schedule struct {
 	PausedAt     *time.Time         `json:"paused_at,omitempty"`
 	PausedReason string             `json:"paused_reason"`
 	ProjectId    openapi_types.UUID `json:"project_id"`
-	TestId       openapi_types.UUID `json:"test_id"`
-	TimeZone     string             `json:"time_zone"`
-	UpdatedAt    time.Time          `json:"updated_at"`
+
+	// Revision The test's revision each firing runs; 0 runs its latest.
+	Revision  int                `json:"revision"`
+	TestId    openapi_types.UUID `json:"test_id"`
+	TimeZone  string             `json:"time_zone"`
+	UpdatedAt time.Time          `json:"updated_at"`
 }
 
 // ScheduleInput defines model for ScheduleInput.
@@ -3072,6 +3075,9 @@ type ScheduleInput struct {
 
 	// Name The test's name when left out.
 	Name *string `json:"name,omitempty"`
+
+	// Revision The test's revision each firing runs; 0, or left out, runs its latest.
+	Revision *int `json:"revision,omitempty"`
 
 	// TimeZone IANA name the cron expression is read in; UTC when left out.
 	TimeZone *string `json:"time_zone,omitempty"`
@@ -5985,8 +5991,8 @@ type ClientInterface interface {
 	//
 	// By `cron` (five fields: minute, hour, day of month, month, day of week, such as `0 2 * * 1-5`; or `@hourly`,
 	// `@daily`, `@weekly`, `@monthly`) read in `time_zone` (an IANA name; UTC when left out), or `every` (a duration of
-	// at least the server's `--schedule-min-interval`, a minute by default). Each firing runs the test's latest
-	// revision as you (your license counts it), with the agents, load and environment given here, once whichever
+	// at least the server's `--schedule-min-interval`, a minute by default). Each firing runs the test's `revision`
+	// (its latest, when left out) as you (your license counts it), with the agents, load and environment given here, once whichever
 	// replica fires it. A firing that cannot start its run (your license expired, agents busy, a limit reached) is
 	// recorded with why, told to the project's channels that want `schedule.failed`, and not tried again; an expired
 	// license, or your losing the runner role in the project, pauses the schedule, which says why. Takes the runner role.
@@ -6000,8 +6006,8 @@ type ClientInterface interface {
 	//
 	// By `cron` (five fields: minute, hour, day of month, month, day of week, such as `0 2 * * 1-5`; or `@hourly`,
 	// `@daily`, `@weekly`, `@monthly`) read in `time_zone` (an IANA name; UTC when left out), or `every` (a duration of
-	// at least the server's `--schedule-min-interval`, a minute by default). Each firing runs the test's latest
-	// revision as you (your license counts it), with the agents, load and environment given here, once whichever
+	// at least the server's `--schedule-min-interval`, a minute by default). Each firing runs the test's `revision`
+	// (its latest, when left out) as you (your license counts it), with the agents, load and environment given here, once whichever
 	// replica fires it. A firing that cannot start its run (your license expired, agents busy, a limit reached) is
 	// recorded with why, told to the project's channels that want `schedule.failed`, and not tried again; an expired
 	// license, or your losing the runner role in the project, pauses the schedule, which says why. Takes the runner role.
@@ -9189,8 +9195,8 @@ func (c *Client) GetTestRevision(ctx context.Context, id ID, rev int, reqEditors
 //
 // By `cron` (five fields: minute, hour, day of month, month, day of week, such as `0 2 * * 1-5`; or `@hourly`,
 // `@daily`, `@weekly`, `@monthly`) read in `time_zone` (an IANA name; UTC when left out), or `every` (a duration of
-// at least the server's `--schedule-min-interval`, a minute by default). Each firing runs the test's latest
-// revision as you (your license counts it), with the agents, load and environment given here, once whichever
+// at least the server's `--schedule-min-interval`, a minute by default). Each firing runs the test's `revision`
+// (its latest, when left out) as you (your license counts it), with the agents, load and environment given here, once whichever
 // replica fires it. A firing that cannot start its run (your license expired, agents busy, a limit reached) is
 // recorded with why, told to the project's channels that want `schedule.failed`, and not tried again; an expired
 // license, or your losing the runner role in the project, pauses the schedule, which says why. Takes the runner role.
@@ -9214,8 +9220,8 @@ func (c *Client) CreateScheduleWithBody(ctx context.Context, id ID, contentType 
 //
 // By `cron` (five fields: minute, hour, day of month, month, day of week, such as `0 2 * * 1-5`; or `@hourly`,
 // `@daily`, `@weekly`, `@monthly`) read in `time_zone` (an IANA name; UTC when left out), or `every` (a duration of
-// at least the server's `--schedule-min-interval`, a minute by default). Each firing runs the test's latest
-// revision as you (your license counts it), with the agents, load and environment given here, once whichever
+// at least the server's `--schedule-min-interval`, a minute by default). Each firing runs the test's `revision`
+// (its latest, when left out) as you (your license counts it), with the agents, load and environment given here, once whichever
 // replica fires it. A firing that cannot start its run (your license expired, agents busy, a limit reached) is
 // recorded with why, told to the project's channels that want `schedule.failed`, and not tried again; an expired
 // license, or your losing the runner role in the project, pauses the schedule, which says why. Takes the runner role.
@@ -17253,8 +17259,8 @@ type ClientWithResponsesInterface interface {
 	//
 	// By `cron` (five fields: minute, hour, day of month, month, day of week, such as `0 2 * * 1-5`; or `@hourly`,
 	// `@daily`, `@weekly`, `@monthly`) read in `time_zone` (an IANA name; UTC when left out), or `every` (a duration of
-	// at least the server's `--schedule-min-interval`, a minute by default). Each firing runs the test's latest
-	// revision as you (your license counts it), with the agents, load and environment given here, once whichever
+	// at least the server's `--schedule-min-interval`, a minute by default). Each firing runs the test's `revision`
+	// (its latest, when left out) as you (your license counts it), with the agents, load and environment given here, once whichever
 	// replica fires it. A firing that cannot start its run (your license expired, agents busy, a limit reached) is
 	// recorded with why, told to the project's channels that want `schedule.failed`, and not tried again; an expired
 	// license, or your losing the runner role in the project, pauses the schedule, which says why. Takes the runner role.
@@ -17268,8 +17274,8 @@ type ClientWithResponsesInterface interface {
 	//
 	// By `cron` (five fields: minute, hour, day of month, month, day of week, such as `0 2 * * 1-5`; or `@hourly`,
 	// `@daily`, `@weekly`, `@monthly`) read in `time_zone` (an IANA name; UTC when left out), or `every` (a duration of
-	// at least the server's `--schedule-min-interval`, a minute by default). Each firing runs the test's latest
-	// revision as you (your license counts it), with the agents, load and environment given here, once whichever
+	// at least the server's `--schedule-min-interval`, a minute by default). Each firing runs the test's `revision`
+	// (its latest, when left out) as you (your license counts it), with the agents, load and environment given here, once whichever
 	// replica fires it. A firing that cannot start its run (your license expired, agents busy, a limit reached) is
 	// recorded with why, told to the project's channels that want `schedule.failed`, and not tried again; an expired
 	// license, or your losing the runner role in the project, pauses the schedule, which says why. Takes the runner role.
@@ -31506,8 +31512,8 @@ func (c *ClientWithResponses) GetTestRevisionWithResponse(ctx context.Context, i
 //
 // By `cron` (five fields: minute, hour, day of month, month, day of week, such as `0 2 * * 1-5`; or `@hourly`,
 // `@daily`, `@weekly`, `@monthly`) read in `time_zone` (an IANA name; UTC when left out), or `every` (a duration of
-// at least the server's `--schedule-min-interval`, a minute by default). Each firing runs the test's latest
-// revision as you (your license counts it), with the agents, load and environment given here, once whichever
+// at least the server's `--schedule-min-interval`, a minute by default). Each firing runs the test's `revision`
+// (its latest, when left out) as you (your license counts it), with the agents, load and environment given here, once whichever
 // replica fires it. A firing that cannot start its run (your license expired, agents busy, a limit reached) is
 // recorded with why, told to the project's channels that want `schedule.failed`, and not tried again; an expired
 // license, or your losing the runner role in the project, pauses the schedule, which says why. Takes the runner role.
@@ -31527,8 +31533,8 @@ func (c *ClientWithResponses) CreateScheduleWithBodyWithResponse(ctx context.Con
 //
 // By `cron` (five fields: minute, hour, day of month, month, day of week, such as `0 2 * * 1-5`; or `@hourly`,
 // `@daily`, `@weekly`, `@monthly`) read in `time_zone` (an IANA name; UTC when left out), or `every` (a duration of
-// at least the server's `--schedule-min-interval`, a minute by default). Each firing runs the test's latest
-// revision as you (your license counts it), with the agents, load and environment given here, once whichever
+// at least the server's `--schedule-min-interval`, a minute by default). Each firing runs the test's `revision`
+// (its latest, when left out) as you (your license counts it), with the agents, load and environment given here, once whichever
 // replica fires it. A firing that cannot start its run (your license expired, agents busy, a limit reached) is
 // recorded with why, told to the project's channels that want `schedule.failed`, and not tried again; an expired
 // license, or your losing the runner role in the project, pauses the schedule, which says why. Takes the runner role.

@@ -1,4 +1,4 @@
--- Schedules (issue 30): a test's latest revision run by the clock, by a cron expression in a time zone or every so
+-- Schedules (issue 30): a test run by the clock, by a cron expression in a time zone or every so
 -- long, as whoever made the schedule (their license counts it). Each firing is recorded once,
 -- whichever replica fires it (its key is the schedule and the instant it was due), with the run
 -- it started or why it could not start one.
@@ -12,6 +12,8 @@ CREATE TABLE schedules (
     -- "@every <duration>".
     cron          text NOT NULL,
     time_zone     text NOT NULL,
+    -- revision is the test's revision each firing runs; 0 runs its latest.
+    revision      int NOT NULL DEFAULT 0,
     -- what each run asks for: agents by id, or how many; load overrides; the script's values.
     agent_ids     uuid[] NOT NULL DEFAULT '{}',
     agents        int NOT NULL DEFAULT 0,

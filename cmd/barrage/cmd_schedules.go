@@ -21,11 +21,12 @@ func runSchedules(ctx context.Context, e env, args []string) error {
 }
 
 func runSchedulesCreate(ctx context.Context, e env, args []string) error {
-	fs := newFlags(e, "schedules create", "TEST_ID (--cron EXPR [--tz ZONE] | --every D) [--name N] [--agent ID]... [--agents N] [--vus N --duration D --rate R] [-e NAME=VALUE]...")
+	fs := newFlags(e, "schedules create", "TEST_ID (--cron EXPR [--tz ZONE] | --every D) [--revision N] [--name N] [--agent ID]... [--agents N] [--vus N --duration D --rate R] [-e NAME=VALUE]...")
 	cronExpr := fs.String("cron", "", `a cron expression: five fields ("0 2 * * 1-5": 02:00 on weekdays), or @hourly, @daily, @weekly, @monthly`)
 	tz := fs.String("tz", "", "the IANA time zone the cron expression is read in (default UTC)")
 	every := fs.String("every", "", "in place of --cron: fire every so long (30m, 6h)")
 	name := fs.String("name", "", "the schedule's name (default the test's)")
+	revision := fs.Int("revision", 0, "the test's revision each firing runs (default its latest at each firing)")
 	agents := fs.Int("agents", 0, "how many idle online agents each run takes (default 1)")
 	var agentIDs multiFlag
 	fs.Var(&agentIDs, "agent", "run on this agent (repeat for several)")
@@ -53,6 +54,9 @@ func runSchedulesCreate(ctx context.Context, e env, args []string) error {
 	}
 	if *agents > 0 {
 		body.Agents = agents
+	}
+	if *revision > 0 {
+		body.Revision = revision
 	}
 	for _, a := range agentIDs {
 		u, err := uuid.Parse(a)
@@ -161,8 +165,12 @@ func runSchedulesShow(ctx context.Context, e env, args []string) error {
 	for i, t := range sc.Next {
 		next[i] = t.Local().Format(time.RFC3339)
 	}
-	fmt.Fprintf(e.stdout, "schedule %s %q\ntest:   %s\nwhen:   %s (%s)\nstate:  %s\nnext:   %s\n", sc.Id, sc.Name, sc.TestId, sc.Cron, sc.TimeZone,
-		scheduleState(*sc), strings.Join(next, ", "))
+	rev := "latest"
+	if sc.Revision > 0 {
+		rev = fmt.Sprint(sc.Revision)
+	}
+	fmt.Fprintf(e.stdout, "schedule %s %q\ntest:   %s (revision: %s)\nwhen:   %s (%s)\nstate:  %s\nnext:   %s\n", sc.Id, sc.Name, sc.TestId, rev,
+		sc.Cron, sc.TimeZone, scheduleState(*sc), strings.Join(next, ", "))
 	return printFirings(ctx, e, cl, id)
 }
 

@@ -6,7 +6,7 @@ import (
 	"github.com/google/uuid"
 )
 
-// Schedule runs a test's latest revision by the clock, as its owner: by a cron expression read
+// Schedule runs a test by the clock (one revision of it, or its latest), as its owner: by a cron expression read
 // in a time zone, or every so long ("@every 30m").
 type Schedule struct {
 	ID        uuid.UUID
@@ -17,6 +17,8 @@ type Schedule struct {
 	Name     string
 	Cron     string
 	TimeZone string
+	// Revision is the test's revision each firing runs; 0 runs its latest.
+	Revision int
 	// What each run asks for: agents by id, or how many (0: one); load overrides; the script's
 	// environment.
 	AgentIDs []uuid.UUID

@@ -16,7 +16,8 @@ func (s *server) CreateSchedule(ctx context.Context, req api.CreateScheduleReque
 		return nil, err
 	}
 	b := req.Body
-	in := schedules.Input{Name: deref(b.Name), Cron: deref(b.Cron), Every: deref(b.Every), TimeZone: deref(b.TimeZone), Agents: deref(b.Agents)}
+	in := schedules.Input{Name: deref(b.Name), Cron: deref(b.Cron), Every: deref(b.Every), TimeZone: deref(b.TimeZone),
+		Revision: deref(b.Revision), Agents: deref(b.Agents)}
 	if b.AgentIds != nil {
 		in.AgentIDs = *b.AgentIds
 	}
@@ -100,7 +101,7 @@ func (s *server) ListScheduleFirings(ctx context.Context, req api.ListScheduleFi
 // toAPISchedule is a schedule with its next five firings.
 func (s *server) toAPISchedule(sc barrage.Schedule) api.Schedule {
 	return api.Schedule{Id: sc.ID, ProjectId: sc.ProjectID, TestId: sc.TestID, OwnerId: sc.OwnerID, Name: sc.Name, Cron: sc.Cron,
-		TimeZone: sc.TimeZone, AgentIds: nonNilSlice(sc.AgentIDs), Agents: sc.Agents, Load: api.LoadOf(sc.Load), Paused: sc.PausedAt != nil,
+		TimeZone: sc.TimeZone, Revision: sc.Revision, AgentIds: nonNilSlice(sc.AgentIDs), Agents: sc.Agents, Load: api.LoadOf(sc.Load), Paused: sc.PausedAt != nil,
 		PausedAt: sc.PausedAt, PausedReason: sc.PausedReason, Next: s.schedules.Next(sc, 5), CreatedAt: sc.CreatedAt, UpdatedAt: sc.UpdatedAt}
 }
 

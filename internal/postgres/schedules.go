@@ -25,7 +25,7 @@ func (s *Store) CreateSchedule(ctx context.Context, sc barrage.Schedule) (barrag
 		return barrage.Schedule{}, err
 	}
 	row, err := s.q.ScheduleInsert(ctx, s.pool, dbsqlc.ScheduleInsertParams{ID: sc.ID, ProjectID: sc.ProjectID, TestID: sc.TestID,
-		OwnerID: sc.OwnerID, Name: sc.Name, Cron: sc.Cron, TimeZone: sc.TimeZone, AgentIds: nonNil(sc.AgentIDs), Agents: int32(sc.Agents),
+		OwnerID: sc.OwnerID, Name: sc.Name, Cron: sc.Cron, TimeZone: sc.TimeZone, Revision: int32(sc.Revision), AgentIds: nonNil(sc.AgentIDs), Agents: int32(sc.Agents),
 		Load: load, Env: env, NextAt: sc.NextAt})
 	if err != nil {
 		return barrage.Schedule{}, translate(err, "schedule")
@@ -150,7 +150,7 @@ func (s *Store) Firings(ctx context.Context, schedule uuid.UUID, limit int) ([]b
 
 func scheduleFromRow(r dbsqlc.Schedule) (barrage.Schedule, error) {
 	sc := barrage.Schedule{ID: r.ID, ProjectID: r.ProjectID, TestID: r.TestID, OwnerID: r.OwnerID, Name: r.Name, Cron: r.Cron,
-		TimeZone: r.TimeZone, AgentIDs: r.AgentIds, Agents: int(r.Agents), NextAt: r.NextAt, PausedAt: r.PausedAt,
+		TimeZone: r.TimeZone, Revision: int(r.Revision), AgentIDs: r.AgentIds, Agents: int(r.Agents), NextAt: r.NextAt, PausedAt: r.PausedAt,
 		PausedReason: r.PausedReason, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt}
 	if err := json.Unmarshal(r.Load, &sc.Load); err != nil {
 		return sc, fmt.Errorf("schedule %s: load: %w", r.ID, err)

@@ -120,11 +120,12 @@ func (s *Service) now() time.Time { return s.cfg.Now() }
 
 // RunInput is what a user asks for when starting a run.
 type RunInput struct {
-	// ScriptID is the script to run; with TestID instead, the test's latest revision is
-	// generated into a script first.
-	ScriptID uuid.UUID
-	TestID   *uuid.UUID
-	Load     barrage.LoadOverrides
+	// ScriptID is the script to run; with TestID instead, the test's revision TestRevision
+	// (0: its latest) is generated into a script first.
+	ScriptID     uuid.UUID
+	TestID       *uuid.UUID
+	TestRevision int `json:",omitempty"` // left out of an idempotency digest when 0, as before it was asked for
+	Load         barrage.LoadOverrides
 	// AgentIDs are the agents to run on; without them, Agents of the online agents the user
 	// may use are picked (1 when 0), the user's own first.
 	AgentIDs       []uuid.UUID
@@ -162,7 +163,7 @@ func (s *Service) CreateRun(ctx context.Context, p barrage.Principal, in RunInpu
 		// Admit the test's own load first: a run its owner may not start must not cost an
 		// agent a generation. The revision admitted is the one generated; the generated
 		// script is admitted again below, as source plugins may change the load.
-		rev, err := s.deps.Tests.Load(ctx, p, *in.TestID, 0, barrage.ProjectRunner)
+		rev, err := s.deps.Tests.Load(ctx, p, *in.TestID, in.TestRevision, barrage.ProjectRunner)
 		if err != nil {
 			return barrage.Run{}, err
 		}

@@ -1,7 +1,7 @@
 // Package schedules runs tests by the clock: a test's schedule (a cron expression read in a time
 // zone, or every so long) fires on whichever replica's jobs get there first, once per firing
 // (each is recorded by the schedule and the instant it was due), and starts a run of the test's
-// latest revision as the schedule's owner. A firing that cannot start a run (a license expired,
+// revision (or latest) as the schedule's owner. A firing that cannot start a run (a license expired,
 // agents busy, a limit reached) is recorded with why, told to the project's channels, and not
 // tried again; a schedule whose owner's license expired, or who may no longer run the project's
 // tests, pauses itself and says why.
@@ -81,10 +81,12 @@ func New(store Store, log *slog.Logger, cfg Config, deps Deps) *Service {
 // (UTC when empty), or Every (a duration); and what each run asks for.
 type Input struct {
 	Name, Cron, Every, TimeZone string
-	AgentIDs                    []uuid.UUID
-	Agents                      int
-	Load                        barrage.LoadOverrides
-	Env                         map[string]string
+	// Revision is the test's revision to run; 0 runs its latest at each firing.
+	Revision int
+	AgentIDs []uuid.UUID
+	Agents   int
+	Load     barrage.LoadOverrides
+	Env      map[string]string
 }
 
 var parser = cron.NewParser(cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor)
@@ -121,7 +123,7 @@ func (s *Service) Create(ctx context.Context, p barrage.Principal, id uuid.UUID,
 		return barrage.Schedule{}, err
 	}
 	sc := barrage.Schedule{ID: uuid.Must(uuid.NewV7()), ProjectID: t.ProjectID, TestID: id, OwnerID: p.User.ID,
-		TimeZone: in.TimeZone, AgentIDs: in.AgentIDs, Agents: in.Agents, Load: in.Load, Env: in.Env}
+		TimeZone: in.TimeZone, Revision: in.Revision, AgentIDs: in.AgentIDs, Agents: in.Agents, Load: in.Load, Env: in.Env}
 	var fields []barrage.FieldError
 	bad := func(field, reason string) { fields = append(fields, barrage.FieldError{Field: field, Reason: reason}) }
 	sc.Name = strings.TrimSpace(in.Name)
@@ -157,6 +159,9 @@ func (s *Service) Create(ctx context.Context, p barrage.Principal, id uuid.UUID,
 			}
 			bad(field, reason)
 		}
+	}
+	if in.Revision < 0 || in.Revision > t.LatestRevision {
+		bad("revision", fmt.Sprintf("the test has revisions 1 to %d (0, or none, runs its latest)", t.LatestRevision))
 	}
 	if in.Agents < 0 || in.Agents > 100 || len(in.AgentIDs) > 100 {
 		bad("agents", "from 1 to 100 agents")
@@ -280,7 +285,7 @@ func (s *Service) Fire(ctx context.Context, id uuid.UUID, dueAt time.Time) error
 		pause = why
 	default:
 		key := fmt.Sprintf("schedule-%s-%d", sc.ID, dueAt.Unix())
-		run, err = s.deps.Runs.CreateRun(ctx, *p, runs.RunInput{TestID: &sc.TestID, Load: sc.Load, AgentIDs: sc.AgentIDs,
+		run, err = s.deps.Runs.CreateRun(ctx, *p, runs.RunInput{TestID: &sc.TestID, TestRevision: sc.Revision, Load: sc.Load, AgentIDs: sc.AgentIDs,
 			Agents: sc.Agents, Env: sc.Env, IdempotencyKey: &key})
 		if err != nil {
 			if !refusal(err) {

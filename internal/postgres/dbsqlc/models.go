@@ -290,6 +290,7 @@ type Schedule struct {
 	Name         string
 	Cron         string
 	TimeZone     string
+	Revision     int32
 	AgentIds     []uuid.UUID
 	Agents       int32
 	Load         []byte

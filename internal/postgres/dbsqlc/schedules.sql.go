@@ -55,7 +55,7 @@ func (q *Queries) ScheduleDelete(ctx context.Context, db DBTX, arg ScheduleDelet
 }
 
 const scheduleDue = `-- name: ScheduleDue :many
-SELECT id, project_id, test_id, owner_id, name, cron, time_zone, agent_ids, agents, load, env, next_at, paused_at, paused_reason, created_at, updated_at FROM schedules WHERE paused_at IS NULL AND next_at <= $1 ORDER BY next_at LIMIT 100 FOR UPDATE SKIP LOCKED
+SELECT id, project_id, test_id, owner_id, name, cron, time_zone, revision, agent_ids, agents, load, env, next_at, paused_at, paused_reason, created_at, updated_at FROM schedules WHERE paused_at IS NULL AND next_at <= $1 ORDER BY next_at LIMIT 100 FOR UPDATE SKIP LOCKED
 `
 
 // ScheduleDue locks the schedules due by now that no other replica holds.
@@ -76,6 +76,7 @@ func (q *Queries) ScheduleDue(ctx context.Context, db DBTX, now time.Time) ([]Sc
 			&i.Name,
 			&i.Cron,
 			&i.TimeZone,
+			&i.Revision,
 			&i.AgentIds,
 			&i.Agents,
 			&i.Load,
@@ -172,7 +173,7 @@ func (q *Queries) ScheduleFiringList(ctx context.Context, db DBTX, arg ScheduleF
 }
 
 const scheduleGet = `-- name: ScheduleGet :one
-SELECT id, project_id, test_id, owner_id, name, cron, time_zone, agent_ids, agents, load, env, next_at, paused_at, paused_reason, created_at, updated_at FROM schedules WHERE id = $1 AND project_id = ANY($2::uuid[])
+SELECT id, project_id, test_id, owner_id, name, cron, time_zone, revision, agent_ids, agents, load, env, next_at, paused_at, paused_reason, created_at, updated_at FROM schedules WHERE id = $1 AND project_id = ANY($2::uuid[])
 `
 
 type ScheduleGetParams struct {
@@ -191,6 +192,7 @@ func (q *Queries) ScheduleGet(ctx context.Context, db DBTX, arg ScheduleGetParam
 		&i.Name,
 		&i.Cron,
 		&i.TimeZone,
+		&i.Revision,
 		&i.AgentIds,
 		&i.Agents,
 		&i.Load,
@@ -205,7 +207,7 @@ func (q *Queries) ScheduleGet(ctx context.Context, db DBTX, arg ScheduleGetParam
 }
 
 const scheduleGetByID = `-- name: ScheduleGetByID :one
-SELECT id, project_id, test_id, owner_id, name, cron, time_zone, agent_ids, agents, load, env, next_at, paused_at, paused_reason, created_at, updated_at FROM schedules WHERE id = $1
+SELECT id, project_id, test_id, owner_id, name, cron, time_zone, revision, agent_ids, agents, load, env, next_at, paused_at, paused_reason, created_at, updated_at FROM schedules WHERE id = $1
 `
 
 // ScheduleGetByID reads a schedule by id alone, for its firings.
@@ -220,6 +222,7 @@ func (q *Queries) ScheduleGetByID(ctx context.Context, db DBTX, id uuid.UUID) (S
 		&i.Name,
 		&i.Cron,
 		&i.TimeZone,
+		&i.Revision,
 		&i.AgentIds,
 		&i.Agents,
 		&i.Load,
@@ -234,9 +237,9 @@ func (q *Queries) ScheduleGetByID(ctx context.Context, db DBTX, id uuid.UUID) (S
 }
 
 const scheduleInsert = `-- name: ScheduleInsert :one
-INSERT INTO schedules (id, project_id, test_id, owner_id, name, cron, time_zone, agent_ids, agents, load, env, next_at)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
-RETURNING id, project_id, test_id, owner_id, name, cron, time_zone, agent_ids, agents, load, env, next_at, paused_at, paused_reason, created_at, updated_at
+INSERT INTO schedules (id, project_id, test_id, owner_id, name, cron, time_zone, revision, agent_ids, agents, load, env, next_at)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
+RETURNING id, project_id, test_id, owner_id, name, cron, time_zone, revision, agent_ids, agents, load, env, next_at, paused_at, paused_reason, created_at, updated_at
 `
 
 type ScheduleInsertParams struct {
@@ -247,6 +250,7 @@ type ScheduleInsertParams struct {
 	Name      string
 	Cron      string
 	TimeZone  string
+	Revision  int32
 	AgentIds  []uuid.UUID
 	Agents    int32
 	Load      []byte
@@ -263,6 +267,7 @@ func (q *Queries) ScheduleInsert(ctx context.Context, db DBTX, arg ScheduleInser
 		arg.Name,
 		arg.Cron,
 		arg.TimeZone,
+		arg.Revision,
 		arg.AgentIds,
 		arg.Agents,
 		arg.Load,
@@ -278,6 +283,7 @@ func (q *Queries) ScheduleInsert(ctx context.Context, db DBTX, arg ScheduleInser
 		&i.Name,
 		&i.Cron,
 		&i.TimeZone,
+		&i.Revision,
 		&i.AgentIds,
 		&i.Agents,
 		&i.Load,
@@ -292,7 +298,7 @@ func (q *Queries) ScheduleInsert(ctx context.Context, db DBTX, arg ScheduleInser
 }
 
 const scheduleList = `-- name: ScheduleList :many
-SELECT id, project_id, test_id, owner_id, name, cron, time_zone, agent_ids, agents, load, env, next_at, paused_at, paused_reason, created_at, updated_at FROM schedules
+SELECT id, project_id, test_id, owner_id, name, cron, time_zone, revision, agent_ids, agents, load, env, next_at, paused_at, paused_reason, created_at, updated_at FROM schedules
 WHERE project_id = ANY($1::uuid[]) AND ($2::uuid IS NULL OR test_id = $2::uuid)
   AND ($3::uuid IS NULL OR id < $3::uuid)
 ORDER BY id DESC
@@ -328,6 +334,7 @@ func (q *Queries) ScheduleList(ctx context.Context, db DBTX, arg ScheduleListPar
 			&i.Name,
 			&i.Cron,
 			&i.TimeZone,
+			&i.Revision,
 			&i.AgentIds,
 			&i.Agents,
 			&i.Load,
@@ -355,7 +362,7 @@ UPDATE schedules SET
     next_at = CASE WHEN $1::boolean THEN next_at ELSE $3::timestamptz END,
     updated_at = now()
 WHERE id = $4 AND project_id = ANY($5::uuid[])
-RETURNING id, project_id, test_id, owner_id, name, cron, time_zone, agent_ids, agents, load, env, next_at, paused_at, paused_reason, created_at, updated_at
+RETURNING id, project_id, test_id, owner_id, name, cron, time_zone, revision, agent_ids, agents, load, env, next_at, paused_at, paused_reason, created_at, updated_at
 `
 
 type SchedulePauseParams struct {
@@ -384,6 +391,7 @@ func (q *Queries) SchedulePause(ctx context.Context, db DBTX, arg SchedulePauseP
 		&i.Name,
 		&i.Cron,
 		&i.TimeZone,
+		&i.Revision,
 		&i.AgentIds,
 		&i.Agents,
 		&i.Load,

@@ -1,6 +1,6 @@
 -- name: ScheduleInsert :one
-INSERT INTO schedules (id, project_id, test_id, owner_id, name, cron, time_zone, agent_ids, agents, load, env, next_at)
-VALUES (@id, @project_id, @test_id, @owner_id, @name, @cron, @time_zone, @agent_ids, @agents, @load, @env, @next_at)
+INSERT INTO schedules (id, project_id, test_id, owner_id, name, cron, time_zone, revision, agent_ids, agents, load, env, next_at)
+VALUES (@id, @project_id, @test_id, @owner_id, @name, @cron, @time_zone, @revision, @agent_ids, @agents, @load, @env, @next_at)
 RETURNING *;
 
 -- name: ScheduleGet :one

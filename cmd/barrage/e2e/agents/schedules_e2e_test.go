@@ -53,7 +53,7 @@ func TestSchedulesFireOnceAcrossReplicas(t *testing.T) {
 	created := strings.Fields(e2etest.MustCLI(t, a, cfg, "", "notifications", "create", "ops", "--webhook", hook.URL, "--event", "schedule.failed"))
 	hook.setSecret(created[1])
 
-	sched := strings.TrimSpace(e2etest.MustCLI(t, a, cfg, "", "schedules", "create", test, "--every", "8s", "--name", "often"))
+	sched := strings.TrimSpace(e2etest.MustCLI(t, a, cfg, "", "schedules", "create", test, "--every", "8s", "--name", "often", "--revision", "1"))
 	type firing struct {
 		DueAt time.Time `json:"due_at"`
 		RunID *string   `json:"run_id"`
@@ -102,6 +102,7 @@ func TestSchedulesFireOnceAcrossReplicas(t *testing.T) {
 	require.Equal(t, len(fs), onA+onB, "each firing started its run once, on one replica")
 	shown := e2etest.MustCLI(t, a, cfg, "", "schedules", "show", sched)
 	require.Contains(t, shown, "state:  PAUSED: paused by Ada")
+	require.Contains(t, shown, "(revision: 1)")
 	require.Contains(t, shown, "next:   \n", "a paused schedule has no next firing")
 
 	// A schedule whose runs cannot be admitted records why, tells the channel, and tries no more.
@@ -130,6 +131,7 @@ func TestSchedulesFireOnceAcrossReplicas(t *testing.T) {
 		{[]string{"--every", "200ms"}, "every"},
 		{[]string{"--cron", "61 * * * *"}, "cron"},
 		{[]string{"--cron", "0 2 * * *", "--tz", "Mars/Olympus"}, "time_zone"},
+		{[]string{"--every", "1h", "--revision", "2"}, "the test has revisions 1 to 1"},
 	} {
 		_, errOut, err := e2etest.CLI(t, a, cfg, "", append([]string{"schedules", "create", test}, c.args...)...)
 		require.Error(t, err, "%v", c.args)
