@@ -501,6 +501,7 @@ func (e NotificationDeliveryState) Valid() bool {
 
 // Defines values for NotificationEvent.
 const (
+	AgentOffline        NotificationEvent = "agent.offline"
 	RunFailed           NotificationEvent = "run.failed"
 	RunFinished         NotificationEvent = "run.finished"
 	RunRegressed        NotificationEvent = "run.regressed"
@@ -511,6 +512,8 @@ const (
 // Valid indicates whether the value is a known member of the NotificationEvent enum.
 func (e NotificationEvent) Valid() bool {
 	switch e {
+	case AgentOffline:
+		return true
 	case RunFailed:
 		return true
 	case RunFinished:
@@ -2352,6 +2355,7 @@ type NotificationDeliveryList struct {
 // with why; `run.thresholds_failed`: thresholds failed (which, and what was observed); `run.regressed`: it
 // regressed against its test's baseline (which figures). Each carries the run's findings (`insights`).
 // `schedule.failed`: a schedule's firing could not start its run, with why, and whether the schedule paused itself.
+// `agent.offline`: an agent of the project went silent (once each time it goes).
 type NotificationEvent string
 
 // PingResult defines model for PingResult.

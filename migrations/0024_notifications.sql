@@ -41,3 +41,8 @@ CREATE TABLE notification_deliveries (
     done_at      timestamptz
 );
 CREATE INDEX notification_deliveries_channel_idx ON notification_deliveries (channel_id, id DESC);
+
+-- An agent of a project that went offline (silent past barrage.AgentOnlineWithin) is told once
+-- per time it goes: offline_told_at is when it last was; the agents offline now were told.
+ALTER TABLE agents ADD COLUMN offline_told_at timestamptz;
+UPDATE agents SET offline_told_at = now();

@@ -30,11 +30,12 @@ const (
 	EventThresholdsFailed Event = "run.thresholds_failed"
 	EventRunRegressed     Event = "run.regressed"
 	EventScheduleFailed   Event = "schedule.failed"
+	EventAgentOffline     Event = "agent.offline"
 	EventTest             Event = "channel.test"
 )
 
 // Events are the events a channel may subscribe to, in the order docs list them.
-var Events = []Event{EventRunFinished, EventRunFailed, EventThresholdsFailed, EventRunRegressed, EventScheduleFailed}
+var Events = []Event{EventRunFinished, EventRunFailed, EventThresholdsFailed, EventRunRegressed, EventScheduleFailed, EventAgentOffline}
 
 // Channel is a project's notification channel. Its target (a URL, an address) and a webhook's
 // signing secret are sealed at rest; TargetHint is what may be shown of the target.

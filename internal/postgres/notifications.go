@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -96,6 +97,39 @@ func (s *Store) ChannelsFor(ctx context.Context, project uuid.UUID, event barrag
 	return each(rows, channelFromRow), nil
 }
 
+// AgentsOffline finds the agents of projects silent since before that went offline since they
+// were last told of, and, in the same transaction, stores and queues the deliveries tell makes
+// of each and its project's channels that want event: each time an agent goes offline is told
+// once. It returns how many agents went.
+func (s *Store) AgentsOffline(ctx context.Context, before time.Time, event barrage.Event,
+	tell func(a barrage.Agent, channels []barrage.Channel) ([]barrage.Delivery, error)) (int, error) {
+	if s.notifier == nil {
+		return 0, errors.New("agents offline: the store queues no delivery (UseNotifier)")
+	}
+	var n int
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		rows, err := s.q.AgentsWentOffline(ctx, tx, &before)
+		if err != nil {
+			return err
+		}
+		n = len(rows)
+		var all []barrage.Delivery
+		for _, r := range rows {
+			chs, err := s.q.NotificationChannelsFor(ctx, tx, dbsqlc.NotificationChannelsForParams{ProjectID: *r.ProjectID, Event: string(event)})
+			if err != nil {
+				return err
+			}
+			ds, err := tell(agentFromRow(r, false), each(chs, channelFromRow))
+			if err != nil {
+				return err
+			}
+			all = append(all, ds...)
+		}
+		return s.queueDeliveries(ctx, tx, all)
+	})
+	return n, err
+}
+
 // CreateDeliveries stores deliveries and queues each (UseNotifier), in one transaction: a
 // delivery stored is a delivery that will be attempted.
 func (s *Store) CreateDeliveries(ctx context.Context, ds []barrage.Delivery) error {
@@ -105,18 +139,24 @@ func (s *Store) CreateDeliveries(ctx context.Context, ds []barrage.Delivery) err
 	if s.notifier == nil {
 		return errors.New("deliveries: the store queues none (UseNotifier)")
 	}
-	return s.inTx(ctx, func(tx pgx.Tx) error {
-		ids := make([]uuid.UUID, len(ds))
-		for i, d := range ds {
-			err := s.q.NotificationDeliveryInsert(ctx, tx, dbsqlc.NotificationDeliveryInsertParams{ID: d.ID, ChannelID: d.ChannelID,
-				Event: string(d.Event), Payload: d.Payload})
-			if err != nil {
-				return translate(err, "delivery")
-			}
-			ids[i] = d.ID
+	return s.inTx(ctx, func(tx pgx.Tx) error { return s.queueDeliveries(ctx, tx, ds) })
+}
+
+// queueDeliveries stores deliveries and queues each, in tx.
+func (s *Store) queueDeliveries(ctx context.Context, tx pgx.Tx, ds []barrage.Delivery) error {
+	if len(ds) == 0 {
+		return nil
+	}
+	ids := make([]uuid.UUID, len(ds))
+	for i, d := range ds {
+		err := s.q.NotificationDeliveryInsert(ctx, tx, dbsqlc.NotificationDeliveryInsertParams{ID: d.ID, ChannelID: d.ChannelID,
+			Event: string(d.Event), Payload: d.Payload})
+		if err != nil {
+			return translate(err, "delivery")
 		}
-		return s.notifier.Deliver(ctx, tx, ids)
-	})
+		ids[i] = d.ID
+	}
+	return s.notifier.Deliver(ctx, tx, ids)
 }
 
 // Delivery reads a delivery by id.

@@ -146,7 +146,9 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger, console io.W
 			log.Debug("audit log pruned", slog.Int64("deleted", pruned))
 			return errors.Join(sweepErr, pruneErr)
 		},
-		Reap:            s.Control.Runs.Reap,
+		Reap: func(ctx context.Context) error {
+			return errors.Join(s.Control.Runs.Reap(ctx), s.Control.Notify.AgentsOffline(ctx))
+		},
 		Finalize:        s.Control.Runs.FinalizeRun,
 		RunEnded:        s.Control.Notify.RunEnded,
 		Deliver:         s.Control.Notify.Deliver,

@@ -38,6 +38,14 @@ type event struct {
 	Message  string         `json:"message"`
 	Run      *runEvent      `json:"run,omitempty"`
 	Schedule *scheduleEvent `json:"schedule,omitempty"`
+	Agent    *agentEvent    `json:"agent,omitempty"`
+}
+
+// agentEvent is an agent of a project that went offline.
+type agentEvent struct {
+	ID         uuid.UUID `json:"id"`
+	Name       string    `json:"name"`
+	LastSeenAt time.Time `json:"last_seen_at"`
 }
 
 // scheduleEvent is a schedule's firing that started no run.
@@ -153,6 +161,30 @@ func (s *Service) ScheduleFailed(ctx context.Context, sc barrage.Schedule, dueAt
 		ds = append(ds, d)
 	}
 	return s.store.CreateDeliveries(ctx, ds)
+}
+
+// AgentsOffline tells the channels that want it of each agent of their project that went offline
+// (silent past barrage.AgentOnlineWithin) since it was last told of: once each time it goes
+// (the control plane's housekeeping, every few seconds).
+func (s *Service) AgentsOffline(ctx context.Context) error {
+	n, err := s.store.AgentsOffline(ctx, s.cfg.Now().Add(-barrage.AgentOnlineWithin), barrage.EventAgentOffline,
+		func(a barrage.Agent, channels []barrage.Channel) ([]barrage.Delivery, error) {
+			e := event{Message: fmt.Sprintf("Agent %q went offline: it was last seen at %s.", a.Name, a.LastSeenAt.UTC().Format(time.RFC3339)),
+				Agent: &agentEvent{ID: a.ID, Name: a.Name, LastSeenAt: a.LastSeenAt.UTC()}}
+			ds := make([]barrage.Delivery, 0, len(channels))
+			for _, c := range channels {
+				d, err := s.delivery(c, barrage.EventAgentOffline, e)
+				if err != nil {
+					return nil, err
+				}
+				ds = append(ds, d)
+			}
+			return ds, nil
+		})
+	if n > 0 {
+		s.log.InfoContext(ctx, "agents went offline", slog.Int("count", n))
+	}
+	return err
 }
 
 // runEvent is run r, summarized in sum, as events tell it.

@@ -41,6 +41,7 @@ type Store interface {
 	DeleteChannel(ctx context.Context, projects []uuid.UUID, id uuid.UUID) error
 	ChannelsFor(ctx context.Context, project uuid.UUID, event barrage.Event) ([]barrage.Channel, error)
 	CreateDeliveries(ctx context.Context, ds []barrage.Delivery) error
+	AgentsOffline(ctx context.Context, before time.Time, event barrage.Event, tell func(barrage.Agent, []barrage.Channel) ([]barrage.Delivery, error)) (int, error)
 	Delivery(ctx context.Context, id uuid.UUID) (barrage.Delivery, error)
 	DeliveryAttempted(ctx context.Context, id uuid.UUID, status *int, lastError string, state barrage.DeliveryState, pauseAfter int, reason string) (barrage.Delivery, barrage.Channel, error)
 	Deliveries(ctx context.Context, channel uuid.UUID, before *uuid.UUID, limit int) ([]barrage.Delivery, error)

@@ -57,7 +57,7 @@ func (q *Queries) AgentDelete(ctx context.Context, db DBTX, arg AgentDeleteParam
 }
 
 const agentGetByTokenHash = `-- name: AgentGetByTokenHash :one
-SELECT id, name, owner_id, token_hash, max_vus, max_run_seconds, version, cores, last_seen_at, last_ip, disabled, created_at, sandbox, protocol, project_id FROM agents WHERE token_hash = $1
+SELECT id, name, owner_id, token_hash, max_vus, max_run_seconds, version, cores, last_seen_at, last_ip, disabled, created_at, sandbox, protocol, project_id, offline_told_at FROM agents WHERE token_hash = $1
 `
 
 func (q *Queries) AgentGetByTokenHash(ctx context.Context, db DBTX, tokenHash []byte) (Agent, error) {
@@ -79,12 +79,13 @@ func (q *Queries) AgentGetByTokenHash(ctx context.Context, db DBTX, tokenHash []
 		&i.Sandbox,
 		&i.Protocol,
 		&i.ProjectID,
+		&i.OfflineToldAt,
 	)
 	return i, err
 }
 
 const agentGetUsable = `-- name: AgentGetUsable :one
-SELECT agents.id, agents.name, agents.owner_id, agents.token_hash, agents.max_vus, agents.max_run_seconds, agents.version, agents.cores, agents.last_seen_at, agents.last_ip, agents.disabled, agents.created_at, agents.sandbox, agents.protocol, agents.project_id, EXISTS (SELECT 1 FROM shards WHERE shards.agent_id = agents.id AND shards.state IN ('pending', 'running'))::boolean AS busy
+SELECT agents.id, agents.name, agents.owner_id, agents.token_hash, agents.max_vus, agents.max_run_seconds, agents.version, agents.cores, agents.last_seen_at, agents.last_ip, agents.disabled, agents.created_at, agents.sandbox, agents.protocol, agents.project_id, agents.offline_told_at, EXISTS (SELECT 1 FROM shards WHERE shards.agent_id = agents.id AND shards.state IN ('pending', 'running'))::boolean AS busy
 FROM agents
 WHERE agents.id = $1 AND (agents.project_id = ANY($2::uuid[]) OR agents.owner_id IS NULL)
 `
@@ -119,6 +120,7 @@ func (q *Queries) AgentGetUsable(ctx context.Context, db DBTX, arg AgentGetUsabl
 		&i.Agent.Sandbox,
 		&i.Agent.Protocol,
 		&i.Agent.ProjectID,
+		&i.Agent.OfflineToldAt,
 		&i.Busy,
 	)
 	return i, err
@@ -127,7 +129,7 @@ func (q *Queries) AgentGetUsable(ctx context.Context, db DBTX, arg AgentGetUsabl
 const agentInsert = `-- name: AgentInsert :one
 INSERT INTO agents (id, name, owner_id, project_id, token_hash, max_vus, max_run_seconds)
 VALUES ($1, $2, $3, $4, $5, $6, $7)
-RETURNING id, name, owner_id, token_hash, max_vus, max_run_seconds, version, cores, last_seen_at, last_ip, disabled, created_at, sandbox, protocol, project_id
+RETURNING id, name, owner_id, token_hash, max_vus, max_run_seconds, version, cores, last_seen_at, last_ip, disabled, created_at, sandbox, protocol, project_id, offline_told_at
 `
 
 type AgentInsertParams struct {
@@ -167,12 +169,13 @@ func (q *Queries) AgentInsert(ctx context.Context, db DBTX, arg AgentInsertParam
 		&i.Sandbox,
 		&i.Protocol,
 		&i.ProjectID,
+		&i.OfflineToldAt,
 	)
 	return i, err
 }
 
 const agentListAll = `-- name: AgentListAll :many
-SELECT agents.id, agents.name, agents.owner_id, agents.token_hash, agents.max_vus, agents.max_run_seconds, agents.version, agents.cores, agents.last_seen_at, agents.last_ip, agents.disabled, agents.created_at, agents.sandbox, agents.protocol, agents.project_id, EXISTS (SELECT 1 FROM shards WHERE shards.agent_id = agents.id AND shards.state IN ('pending', 'running'))::boolean AS busy
+SELECT agents.id, agents.name, agents.owner_id, agents.token_hash, agents.max_vus, agents.max_run_seconds, agents.version, agents.cores, agents.last_seen_at, agents.last_ip, agents.disabled, agents.created_at, agents.sandbox, agents.protocol, agents.project_id, agents.offline_told_at, EXISTS (SELECT 1 FROM shards WHERE shards.agent_id = agents.id AND shards.state IN ('pending', 'running'))::boolean AS busy
 FROM agents
 ORDER BY (agents.owner_id IS NULL), agents.name, agents.id
 `
@@ -207,6 +210,7 @@ func (q *Queries) AgentListAll(ctx context.Context, db DBTX) ([]AgentListAllRow,
 			&i.Agent.Sandbox,
 			&i.Agent.Protocol,
 			&i.Agent.ProjectID,
+			&i.Agent.OfflineToldAt,
 			&i.Busy,
 		); err != nil {
 			return nil, err
@@ -220,7 +224,7 @@ func (q *Queries) AgentListAll(ctx context.Context, db DBTX) ([]AgentListAllRow,
 }
 
 const agentListUsable = `-- name: AgentListUsable :many
-SELECT agents.id, agents.name, agents.owner_id, agents.token_hash, agents.max_vus, agents.max_run_seconds, agents.version, agents.cores, agents.last_seen_at, agents.last_ip, agents.disabled, agents.created_at, agents.sandbox, agents.protocol, agents.project_id, EXISTS (SELECT 1 FROM shards WHERE shards.agent_id = agents.id AND shards.state IN ('pending', 'running'))::boolean AS busy
+SELECT agents.id, agents.name, agents.owner_id, agents.token_hash, agents.max_vus, agents.max_run_seconds, agents.version, agents.cores, agents.last_seen_at, agents.last_ip, agents.disabled, agents.created_at, agents.sandbox, agents.protocol, agents.project_id, agents.offline_told_at, EXISTS (SELECT 1 FROM shards WHERE shards.agent_id = agents.id AND shards.state IN ('pending', 'running'))::boolean AS busy
 FROM agents
 WHERE (agents.project_id = ANY($1::uuid[]) OR agents.owner_id IS NULL)
 ORDER BY (agents.owner_id IS NULL), agents.name, agents.id
@@ -258,6 +262,7 @@ func (q *Queries) AgentListUsable(ctx context.Context, db DBTX, projects []uuid.
 			&i.Agent.Sandbox,
 			&i.Agent.Protocol,
 			&i.Agent.ProjectID,
+			&i.Agent.OfflineToldAt,
 			&i.Busy,
 		); err != nil {
 			return nil, err

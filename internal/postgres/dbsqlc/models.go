@@ -38,6 +38,7 @@ type Agent struct {
 	Sandbox       bool
 	Protocol      int32
 	ProjectID     *uuid.UUID
+	OfflineToldAt *time.Time
 }
 
 type AgentJob struct {

@@ -7,9 +7,56 @@ package dbsqlc
 
 import (
 	"context"
+	"time"
 
 	"github.com/google/uuid"
 )
+
+const agentsWentOffline = `-- name: AgentsWentOffline :many
+UPDATE agents SET offline_told_at = now()
+WHERE project_id IS NOT NULL AND NOT disabled AND last_seen_at IS NOT NULL AND last_seen_at < $1
+  AND (offline_told_at IS NULL OR offline_told_at < last_seen_at)
+RETURNING id, name, owner_id, token_hash, max_vus, max_run_seconds, version, cores, last_seen_at, last_ip, disabled, created_at, sandbox, protocol, project_id, offline_told_at
+`
+
+// AgentsWentOffline marks the agents of projects that went silent before @before since they
+// were last told of, and returns them: each is told once per time it goes offline.
+func (q *Queries) AgentsWentOffline(ctx context.Context, db DBTX, before *time.Time) ([]Agent, error) {
+	rows, err := db.Query(ctx, agentsWentOffline, before)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []Agent
+	for rows.Next() {
+		var i Agent
+		if err := rows.Scan(
+			&i.ID,
+			&i.Name,
+			&i.OwnerID,
+			&i.TokenHash,
+			&i.MaxVus,
+			&i.MaxRunSeconds,
+			&i.Version,
+			&i.Cores,
+			&i.LastSeenAt,
+			&i.LastIp,
+			&i.Disabled,
+			&i.CreatedAt,
+			&i.Sandbox,
+			&i.Protocol,
+			&i.ProjectID,
+			&i.OfflineToldAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
 
 const notificationChannelCount = `-- name: NotificationChannelCount :one
 SELECT count(*) FROM notification_channels WHERE project_id = $1

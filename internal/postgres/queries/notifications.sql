@@ -77,3 +77,12 @@ SELECT * FROM notification_deliveries
 WHERE channel_id = @channel_id AND (sqlc.narg(before)::uuid IS NULL OR id < sqlc.narg(before)::uuid)
 ORDER BY id DESC
 LIMIT @max_rows;
+
+-- AgentsWentOffline marks the agents of projects that went silent before @before since they
+-- were last told of, and returns them: each is told once per time it goes offline.
+-- name: AgentsWentOffline :many
+UPDATE agents SET offline_told_at = now()
+WHERE project_id IS NOT NULL AND NOT disabled AND last_seen_at IS NOT NULL AND last_seen_at < @before
+  AND (offline_told_at IS NULL OR offline_told_at < last_seen_at)
+RETURNING *;
+

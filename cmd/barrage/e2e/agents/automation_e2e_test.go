@@ -355,6 +355,21 @@ func TestNotificationsAreSignedRetriedLoggedAndPaused(t *testing.T) {
 		require.Contains(t, errOut, bad.says, "%v", bad.args)
 	}
 	require.Equal(t, 2, strings.Count(e2etest.MustCLI(t, f.p, f.cfg, "", "notifications", "list"), "webhook"))
+
+	// An agent that goes silent is told of once, on a channel that wants it.
+	watch := newReceiver(t, http.StatusOK)
+	out = e2etest.MustCLI(t, f.p, f.cfg, "", "notifications", "create", "fleet", "--webhook", watch.URL, "--event", "agent.offline")
+	watch.setSecret(strings.Fields(out)[1])
+	require.NoError(t, f.agents[1].Cmd.Process.Kill())
+	<-f.agents[1].Done
+	offline := watch.next(t, time.Minute)
+	require.Equal(t, "agent.offline", offline.header.Get("Barrage-Event"))
+	require.Contains(t, string(offline.body), `"name":"two"`)
+	require.Contains(t, string(offline.body), `Agent \"two\" went offline`)
+	e2etest.Eventually(t, 30*time.Second, "the agent listed offline", func() bool {
+		return strings.Count(e2etest.MustCLI(t, f.p, f.cfg, "", "agents", "list"), " online ") == 1
+	})
+	require.Equal(t, 1, watch.count(), "told once")
 }
 
 // receiver is a webhook receiver on 127.0.0.1 that answers status and keeps what it got, each
