@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/barrage-load/barrage/api"
 )
 
@@ -149,21 +151,15 @@ func runAgentsDelete(ctx context.Context, e env, args []string) error {
 }
 
 func runAgentsPing(ctx context.Context, e env, args []string) error {
-	id, err := idArg(newFlags(e, "agents ping", "ID"), args, "agent")
-	if err != nil {
-		return err
-	}
-	cl, _, err := apiClient(ctx, e, true)
-	if err != nil {
-		return err
-	}
-	res, err := cl.PingAgentWithResponse(ctx, id)
-	if err != nil {
-		return err
-	}
-	if res.JSON200 == nil {
-		return api.ProblemError(res.HTTPResponse, res.Body)
-	}
-	fmt.Fprintf(e.stdout, "agent %s (%s, version %s): round trip %.1f ms\n", id, res.JSON200.State, res.JSON200.Version, res.JSON200.RoundTripMs)
-	return nil
+	return byID(ctx, e, args, "agents ping", "agent", func(cl *api.ClientWithResponses, id uuid.UUID) error {
+		res, err := cl.PingAgentWithResponse(ctx, id)
+		if err != nil {
+			return err
+		}
+		if res.JSON200 == nil {
+			return api.ProblemError(res.HTTPResponse, res.Body)
+		}
+		fmt.Fprintf(e.stdout, "agent %s (%s, version %s): round trip %.1f ms\n", id, res.JSON200.State, res.JSON200.Version, res.JSON200.RoundTripMs)
+		return nil
+	})
 }

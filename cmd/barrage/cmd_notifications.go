@@ -7,7 +7,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/barrage-load/barrage/api"
+	"github.com/barrage-load/barrage/internal/barrage"
 )
 
 func runNotifications(ctx context.Context, e env, args []string) error {
@@ -60,6 +63,15 @@ func channelState(c api.NotificationChannel) string {
 	return "active"
 }
 
+// eventNames are the events a channel may want, comma-separated.
+func eventNames() string {
+	names := make([]string, len(barrage.Events))
+	for i, ev := range barrage.Events {
+		names[i] = string(ev)
+	}
+	return strings.Join(names, ", ")
+}
+
 func eventsText(es []api.NotificationEvent) string {
 	names := make([]string, len(es))
 	for i, ev := range es {
@@ -75,7 +87,7 @@ func runNotificationsCreate(ctx context.Context, e env, args []string) error {
 	slack := fs.String("slack", "", "post each event to this Slack-compatible incoming webhook")
 	email := fs.String("email", "", "mail each event to this address (the server's operator must have set --smtp-addr)")
 	var events multiFlag
-	fs.Var(&events, "event", "an event to send (repeat; default every one): run.finished, run.failed, run.thresholds_failed, run.regressed")
+	fs.Var(&events, "event", "an event to send (repeat; default every one): "+eventNames())
 	name, err := positionalArg(fs, args)
 	if err != nil {
 		return err
@@ -133,25 +145,19 @@ func runNotificationsCreate(ctx context.Context, e env, args []string) error {
 }
 
 func runNotificationsShow(ctx context.Context, e env, args []string) error {
-	id, err := idArg(newFlags(e, "notifications show", "ID"), args, "channel")
-	if err != nil {
-		return err
-	}
-	cl, _, err := apiClient(ctx, e, true)
-	if err != nil {
-		return err
-	}
-	res, err := cl.GetNotificationChannelWithResponse(ctx, id)
-	if err != nil {
-		return err
-	}
-	c := res.JSON200
-	if c == nil {
-		return api.ProblemError(res.HTTPResponse, res.Body)
-	}
-	fmt.Fprintf(e.stdout, "channel %s %q\nkind:    %s\ntarget:  %s\nevents:  %s\nstate:   %s\ncreated: %s\n", c.Id, c.Name, c.Kind, c.Target,
-		eventsText(c.Events), channelState(*c), c.CreatedAt.Format(time.RFC3339))
-	return nil
+	return byID(ctx, e, args, "notifications show", "channel", func(cl *api.ClientWithResponses, id uuid.UUID) error {
+		res, err := cl.GetNotificationChannelWithResponse(ctx, id)
+		if err != nil {
+			return err
+		}
+		c := res.JSON200
+		if c == nil {
+			return api.ProblemError(res.HTTPResponse, res.Body)
+		}
+		fmt.Fprintf(e.stdout, "channel %s %q\nkind:    %s\ntarget:  %s\nevents:  %s\nstate:   %s\ncreated: %s\n", c.Id, c.Name, c.Kind, c.Target,
+			eventsText(c.Events), channelState(*c), c.CreatedAt.Format(time.RFC3339))
+		return nil
+	})
 }
 
 func runNotificationsPause(ctx context.Context, e env, args []string) error {
@@ -163,91 +169,67 @@ func runNotificationsResume(ctx context.Context, e env, args []string) error {
 }
 
 func setChannelPaused(ctx context.Context, e env, args []string, verb string, paused bool) error {
-	id, err := idArg(newFlags(e, "notifications "+verb, "ID"), args, "channel")
-	if err != nil {
-		return err
-	}
-	cl, _, err := apiClient(ctx, e, true)
-	if err != nil {
-		return err
-	}
-	res, err := cl.UpdateNotificationChannelWithResponse(ctx, id, api.NotificationChannelUpdate{Paused: &paused})
-	if err != nil {
-		return err
-	}
-	if res.JSON200 == nil {
-		return api.ProblemError(res.HTTPResponse, res.Body)
-	}
-	fmt.Fprintf(e.stderr, "Channel %q: %s.\n", res.JSON200.Name, channelState(*res.JSON200))
-	return nil
+	return byID(ctx, e, args, "notifications "+verb, "channel", func(cl *api.ClientWithResponses, id uuid.UUID) error {
+		res, err := cl.UpdateNotificationChannelWithResponse(ctx, id, api.NotificationChannelUpdate{Paused: &paused})
+		if err != nil {
+			return err
+		}
+		if res.JSON200 == nil {
+			return api.ProblemError(res.HTTPResponse, res.Body)
+		}
+		fmt.Fprintf(e.stderr, "Channel %q: %s.\n", res.JSON200.Name, channelState(*res.JSON200))
+		return nil
+	})
 }
 
 func runNotificationsDelete(ctx context.Context, e env, args []string) error {
-	id, err := idArg(newFlags(e, "notifications delete", "ID"), args, "channel")
-	if err != nil {
-		return err
-	}
-	cl, _, err := apiClient(ctx, e, true)
-	if err != nil {
-		return err
-	}
-	res, err := cl.DeleteNotificationChannelWithResponse(ctx, id)
-	if err != nil {
-		return err
-	}
-	if res.StatusCode() != 204 {
-		return api.ProblemError(res.HTTPResponse, res.Body)
-	}
-	fmt.Fprintln(e.stderr, "Channel deleted, with its deliveries.")
-	return nil
+	return byID(ctx, e, args, "notifications delete", "channel", func(cl *api.ClientWithResponses, id uuid.UUID) error {
+		res, err := cl.DeleteNotificationChannelWithResponse(ctx, id)
+		if err != nil {
+			return err
+		}
+		if res.StatusCode() != 204 {
+			return api.ProblemError(res.HTTPResponse, res.Body)
+		}
+		fmt.Fprintln(e.stderr, "Channel deleted, with its deliveries.")
+		return nil
+	})
 }
 
 func runNotificationsTest(ctx context.Context, e env, args []string) error {
-	id, err := idArg(newFlags(e, "notifications test", "ID"), args, "channel")
-	if err != nil {
-		return err
-	}
-	cl, _, err := apiClient(ctx, e, true)
-	if err != nil {
-		return err
-	}
-	res, err := cl.TestNotificationChannelWithResponse(ctx, id)
-	if err != nil {
-		return err
-	}
-	if res.JSON202 == nil {
-		return api.ProblemError(res.HTTPResponse, res.Body)
-	}
-	fmt.Fprintf(e.stderr, "Test delivery %s queued: barrage notifications deliveries %s shows how it went.\n", res.JSON202.Id, id)
-	fmt.Fprintln(e.stdout, res.JSON202.Id)
-	return nil
+	return byID(ctx, e, args, "notifications test", "channel", func(cl *api.ClientWithResponses, id uuid.UUID) error {
+		res, err := cl.TestNotificationChannelWithResponse(ctx, id)
+		if err != nil {
+			return err
+		}
+		if res.JSON202 == nil {
+			return api.ProblemError(res.HTTPResponse, res.Body)
+		}
+		fmt.Fprintf(e.stderr, "Test delivery %s queued: barrage notifications deliveries %s shows how it went.\n", res.JSON202.Id, id)
+		fmt.Fprintln(e.stdout, res.JSON202.Id)
+		return nil
+	})
 }
 
 func runNotificationsDeliveries(ctx context.Context, e env, args []string) error {
-	id, err := idArg(newFlags(e, "notifications deliveries", "ID"), args, "channel")
-	if err != nil {
-		return err
-	}
-	cl, _, err := apiClient(ctx, e, true)
-	if err != nil {
-		return err
-	}
-	return printTable(e, "ID\tEVENT\tSTATE\tATTEMPTS\tSTATUS\tCREATED\tLAST ERROR",
-		func(cursor *string) ([]api.NotificationDelivery, *string, error) {
-			res, err := cl.ListNotificationDeliveriesWithResponse(ctx, id, &api.ListNotificationDeliveriesParams{Cursor: cursor})
-			if err != nil {
-				return nil, nil, err
-			}
-			if res.JSON200 == nil {
-				return nil, nil, api.ProblemError(res.HTTPResponse, res.Body)
-			}
-			return res.JSON200.Items, res.JSON200.NextCursor, nil
-		},
-		func(d api.NotificationDelivery) string {
-			status := "-"
-			if d.LastStatus != nil {
-				status = fmt.Sprint(*d.LastStatus)
-			}
-			return fmt.Sprintf("%s\t%s\t%s\t%d\t%s\t%s\t%s", d.Id, d.Event, d.State, d.Attempts, status, d.CreatedAt.Format(time.RFC3339), d.LastError)
-		})
+	return byID(ctx, e, args, "notifications deliveries", "channel", func(cl *api.ClientWithResponses, id uuid.UUID) error {
+		return printTable(e, "ID\tEVENT\tSTATE\tATTEMPTS\tSTATUS\tCREATED\tLAST ERROR",
+			func(cursor *string) ([]api.NotificationDelivery, *string, error) {
+				res, err := cl.ListNotificationDeliveriesWithResponse(ctx, id, &api.ListNotificationDeliveriesParams{Cursor: cursor})
+				if err != nil {
+					return nil, nil, err
+				}
+				if res.JSON200 == nil {
+					return nil, nil, api.ProblemError(res.HTTPResponse, res.Body)
+				}
+				return res.JSON200.Items, res.JSON200.NextCursor, nil
+			},
+			func(d api.NotificationDelivery) string {
+				status := "-"
+				if d.LastStatus != nil {
+					status = fmt.Sprint(*d.LastStatus)
+				}
+				return fmt.Sprintf("%s\t%s\t%s\t%d\t%s\t%s\t%s", d.Id, d.Event, d.State, d.Attempts, status, d.CreatedAt.Format(time.RFC3339), d.LastError)
+			})
+	})
 }

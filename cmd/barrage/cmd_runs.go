@@ -650,23 +650,17 @@ func printRun(e env, r *api.Run) {
 }
 
 func runRunsCancel(ctx context.Context, e env, args []string) error {
-	id, err := idArg(newFlags(e, "runs cancel", "ID"), args, "run")
-	if err != nil {
-		return err
-	}
-	cl, _, err := apiClient(ctx, e, true)
-	if err != nil {
-		return err
-	}
-	res, err := cl.CancelRunWithResponse(ctx, id)
-	if err != nil {
-		return err
-	}
-	if res.JSON200 == nil {
-		return api.ProblemError(res.HTTPResponse, res.Body)
-	}
-	fmt.Fprintf(e.stderr, "Run %s: %s; its agents stop within two seconds.\n", id, res.JSON200.State)
-	return nil
+	return byID(ctx, e, args, "runs cancel", "run", func(cl *api.ClientWithResponses, id uuid.UUID) error {
+		res, err := cl.CancelRunWithResponse(ctx, id)
+		if err != nil {
+			return err
+		}
+		if res.JSON200 == nil {
+			return api.ProblemError(res.HTTPResponse, res.Body)
+		}
+		fmt.Fprintf(e.stderr, "Run %s: %s; its agents stop within two seconds.\n", id, res.JSON200.State)
+		return nil
+	})
 }
 
 func runRunsResults(ctx context.Context, e env, args []string) error {
@@ -709,10 +703,17 @@ func printRunResults(ctx context.Context, e env, cl *api.ClientWithResponses, r 
 		fmt.Fprintf(e.stdout, "\nagainst the test's baseline, run %s:\n", b.RunID)
 		b.Print(e.stdout)
 	}
+	regressed := s.Baseline != nil && s.Baseline.Verdict == summary.Regressed
 	switch {
+	case r.State != api.RunStateFinished && r.State != api.RunStateAbortedThreshold:
+		// A run that did not finish is that first: its figures stop short (a threshold that
+		// aborted it is the threshold's).
+		return fmt.Errorf("the run ended %s: %s", r.State, r.Reason)
+	case s.Failed() && regressed:
+		return &exitError{exitThresholds, fmt.Errorf("a threshold failed, and the run regressed against its test's baseline, run %s", s.Baseline.RunID)}
 	case s.Failed():
 		return &exitError{exitThresholds, errors.New("a threshold failed")}
-	case s.Baseline != nil && s.Baseline.Verdict == summary.Regressed:
+	case regressed:
 		return &exitError{exitThresholds, fmt.Errorf("the run regressed against its test's baseline, run %s", s.Baseline.RunID)}
 	case r.State != api.RunStateFinished:
 		return fmt.Errorf("the run ended %s: %s", r.State, r.Reason)
@@ -762,4 +763,18 @@ func sleep(ctx context.Context, d time.Duration) {
 	case <-ctx.Done():
 	case <-t.C:
 	}
+}
+
+// byID runs a command of one id argument (cmd in its usage, what in its error) with the API's
+// client.
+func byID(ctx context.Context, e env, args []string, cmd, what string, run func(cl *api.ClientWithResponses, id uuid.UUID) error) error {
+	id, err := idArg(newFlags(e, cmd, "ID"), args, what)
+	if err != nil {
+		return err
+	}
+	cl, _, err := apiClient(ctx, e, true)
+	if err != nil {
+		return err
+	}
+	return run(cl, id)
 }

@@ -145,45 +145,33 @@ func scheduleState(sc api.Schedule) string {
 }
 
 func runSchedulesShow(ctx context.Context, e env, args []string) error {
-	id, err := idArg(newFlags(e, "schedules show", "ID"), args, "schedule")
-	if err != nil {
-		return err
-	}
-	cl, _, err := apiClient(ctx, e, true)
-	if err != nil {
-		return err
-	}
-	res, err := cl.GetScheduleWithResponse(ctx, id)
-	if err != nil {
-		return err
-	}
-	sc := res.JSON200
-	if sc == nil {
-		return api.ProblemError(res.HTTPResponse, res.Body)
-	}
-	next := make([]string, len(sc.Next))
-	for i, t := range sc.Next {
-		next[i] = t.Local().Format(time.RFC3339)
-	}
-	rev := "latest"
-	if sc.Revision > 0 {
-		rev = fmt.Sprint(sc.Revision)
-	}
-	fmt.Fprintf(e.stdout, "schedule %s %q\ntest:   %s (revision: %s)\nwhen:   %s (%s)\nstate:  %s\nnext:   %s\n", sc.Id, sc.Name, sc.TestId, rev,
-		sc.Cron, sc.TimeZone, scheduleState(*sc), strings.Join(next, ", "))
-	return printFirings(ctx, e, cl, id)
+	return byID(ctx, e, args, "schedules show", "schedule", func(cl *api.ClientWithResponses, id uuid.UUID) error {
+		res, err := cl.GetScheduleWithResponse(ctx, id)
+		if err != nil {
+			return err
+		}
+		sc := res.JSON200
+		if sc == nil {
+			return api.ProblemError(res.HTTPResponse, res.Body)
+		}
+		next := make([]string, len(sc.Next))
+		for i, t := range sc.Next {
+			next[i] = t.Local().Format(time.RFC3339)
+		}
+		rev := "latest"
+		if sc.Revision > 0 {
+			rev = fmt.Sprint(sc.Revision)
+		}
+		fmt.Fprintf(e.stdout, "schedule %s %q\ntest:   %s (revision: %s)\nwhen:   %s (%s)\nstate:  %s\nnext:   %s\n", sc.Id, sc.Name, sc.TestId, rev,
+			sc.Cron, sc.TimeZone, scheduleState(*sc), strings.Join(next, ", "))
+		return printFirings(ctx, e, cl, id)
+	})
 }
 
 func runSchedulesFirings(ctx context.Context, e env, args []string) error {
-	id, err := idArg(newFlags(e, "schedules firings", "ID"), args, "schedule")
-	if err != nil {
-		return err
-	}
-	cl, _, err := apiClient(ctx, e, true)
-	if err != nil {
-		return err
-	}
-	return printFirings(ctx, e, cl, id)
+	return byID(ctx, e, args, "schedules firings", "schedule", func(cl *api.ClientWithResponses, id uuid.UUID) error {
+		return printFirings(ctx, e, cl, id)
+	})
 }
 
 // printFirings prints a schedule's newest firings: the run each started, or why it started none.
@@ -219,41 +207,29 @@ func runSchedulesResume(ctx context.Context, e env, args []string) error {
 }
 
 func setSchedulePaused(ctx context.Context, e env, args []string, verb string, paused bool) error {
-	id, err := idArg(newFlags(e, "schedules "+verb, "ID"), args, "schedule")
-	if err != nil {
-		return err
-	}
-	cl, _, err := apiClient(ctx, e, true)
-	if err != nil {
-		return err
-	}
-	res, err := cl.UpdateScheduleWithResponse(ctx, id, api.ScheduleUpdate{Paused: paused})
-	if err != nil {
-		return err
-	}
-	if res.JSON200 == nil {
-		return api.ProblemError(res.HTTPResponse, res.Body)
-	}
-	fmt.Fprintf(e.stderr, "Schedule %q: %s; next at %s.\n", res.JSON200.Name, scheduleState(*res.JSON200), nextText(res.JSON200.Next))
-	return nil
+	return byID(ctx, e, args, "schedules "+verb, "schedule", func(cl *api.ClientWithResponses, id uuid.UUID) error {
+		res, err := cl.UpdateScheduleWithResponse(ctx, id, api.ScheduleUpdate{Paused: paused})
+		if err != nil {
+			return err
+		}
+		if res.JSON200 == nil {
+			return api.ProblemError(res.HTTPResponse, res.Body)
+		}
+		fmt.Fprintf(e.stderr, "Schedule %q: %s; next at %s.\n", res.JSON200.Name, scheduleState(*res.JSON200), nextText(res.JSON200.Next))
+		return nil
+	})
 }
 
 func runSchedulesDelete(ctx context.Context, e env, args []string) error {
-	id, err := idArg(newFlags(e, "schedules delete", "ID"), args, "schedule")
-	if err != nil {
-		return err
-	}
-	cl, _, err := apiClient(ctx, e, true)
-	if err != nil {
-		return err
-	}
-	res, err := cl.DeleteScheduleWithResponse(ctx, id)
-	if err != nil {
-		return err
-	}
-	if res.StatusCode() != 204 {
-		return api.ProblemError(res.HTTPResponse, res.Body)
-	}
-	fmt.Fprintln(e.stderr, "Schedule deleted, with its firings; its runs stay.")
-	return nil
+	return byID(ctx, e, args, "schedules delete", "schedule", func(cl *api.ClientWithResponses, id uuid.UUID) error {
+		res, err := cl.DeleteScheduleWithResponse(ctx, id)
+		if err != nil {
+			return err
+		}
+		if res.StatusCode() != 204 {
+			return api.ProblemError(res.HTTPResponse, res.Body)
+		}
+		fmt.Fprintln(e.stderr, "Schedule deleted, with its firings; its runs stay.")
+		return nil
+	})
 }

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/barrage-load/barrage/api"
 )
 
@@ -96,45 +98,33 @@ func runTargetsAdd(ctx context.Context, e env, args []string) error {
 var errNotVerified = errors.New("not verified")
 
 func runTargetsVerify(ctx context.Context, e env, args []string) error {
-	id, err := idArg(newFlags(e, "targets verify", "ID"), args, "target")
-	if err != nil {
-		return err
-	}
-	cl, _, err := apiClient(ctx, e, true)
-	if err != nil {
-		return err
-	}
-	res, err := cl.VerifyTargetWithResponse(ctx, id)
-	if err != nil {
-		return err
-	}
-	t := res.JSON200
-	if t == nil {
-		return api.ProblemError(res.HTTPResponse, res.Body)
-	}
-	if !t.Verified {
-		return fmt.Errorf("%w: %s: %s", errNotVerified, t.Url, t.CheckError)
-	}
-	fmt.Fprintf(e.stdout, "%s verified at %s: shared agents load that address for it\n", t.Url, deref(t.Address))
-	return nil
+	return byID(ctx, e, args, "targets verify", "target", func(cl *api.ClientWithResponses, id uuid.UUID) error {
+		res, err := cl.VerifyTargetWithResponse(ctx, id)
+		if err != nil {
+			return err
+		}
+		t := res.JSON200
+		if t == nil {
+			return api.ProblemError(res.HTTPResponse, res.Body)
+		}
+		if !t.Verified {
+			return fmt.Errorf("%w: %s: %s", errNotVerified, t.Url, t.CheckError)
+		}
+		fmt.Fprintf(e.stdout, "%s verified at %s: shared agents load that address for it\n", t.Url, deref(t.Address))
+		return nil
+	})
 }
 
 func runTargetsDelete(ctx context.Context, e env, args []string) error {
-	id, err := idArg(newFlags(e, "targets delete", "ID"), args, "target")
-	if err != nil {
-		return err
-	}
-	cl, _, err := apiClient(ctx, e, true)
-	if err != nil {
-		return err
-	}
-	res, err := cl.DeleteTargetWithResponse(ctx, id)
-	if err != nil {
-		return err
-	}
-	if res.StatusCode() != 204 {
-		return api.ProblemError(res.HTTPResponse, res.Body)
-	}
-	fmt.Fprintln(e.stderr, "Target removed.")
-	return nil
+	return byID(ctx, e, args, "targets delete", "target", func(cl *api.ClientWithResponses, id uuid.UUID) error {
+		res, err := cl.DeleteTargetWithResponse(ctx, id)
+		if err != nil {
+			return err
+		}
+		if res.StatusCode() != 204 {
+			return api.ProblemError(res.HTTPResponse, res.Body)
+		}
+		fmt.Fprintln(e.stderr, "Target removed.")
+		return nil
+	})
 }

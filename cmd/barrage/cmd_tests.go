@@ -205,23 +205,17 @@ func runTestsShow(ctx context.Context, e env, args []string) error {
 }
 
 func runTestsDelete(ctx context.Context, e env, args []string) error {
-	id, err := idArg(newFlags(e, "tests delete", "ID"), args, "test")
-	if err != nil {
-		return err
-	}
-	cl, _, err := apiClient(ctx, e, true)
-	if err != nil {
-		return err
-	}
-	res, err := cl.DeleteTestWithResponse(ctx, id)
-	if err != nil {
-		return err
-	}
-	if res.StatusCode() != http.StatusNoContent {
-		return api.ProblemError(res.HTTPResponse, res.Body)
-	}
-	fmt.Fprintf(e.stderr, "Test %s deleted; its scripts and runs stay.\n", id)
-	return nil
+	return byID(ctx, e, args, "tests delete", "test", func(cl *api.ClientWithResponses, id uuid.UUID) error {
+		res, err := cl.DeleteTestWithResponse(ctx, id)
+		if err != nil {
+			return err
+		}
+		if res.StatusCode() != http.StatusNoContent {
+			return api.ProblemError(res.HTTPResponse, res.Body)
+		}
+		fmt.Fprintf(e.stderr, "Test %s deleted; its scripts and runs stay.\n", id)
+		return nil
+	})
 }
 
 // jobFlags are the flags of a job on an agent: which revision, which agent.

@@ -44,7 +44,7 @@ func TestARampPastTheTargetsCapacityFindsItsKnee(t *testing.T) {
 	require.True(t, ok, "the findings: %+v", res.Insights)
 	t.Log(knee.Title + ": " + knee.Evidence)
 	require.GreaterOrEqual(t, knee.Figures["vus"], 3.0, knee.Evidence)
-	require.LessOrEqual(t, knee.Figures["vus"], 8.0, knee.Evidence)
+	require.LessOrEqual(t, knee.Figures["vus"], 10.0, knee.Evidence) // past the target's 4 at a time, well before the ramp's 16
 	require.Contains(t, stdout, "LOOK AT:\n")
 	require.Contains(t, stdout, knee.Title)
 

@@ -61,6 +61,10 @@ var audits = map[string]audited{
 	"POST /v1/targets/{id}/verify": {action: "target.verify", kind: "target", object: pathParam("id")},
 	"DELETE /v1/targets/{id}":      {action: "target.delete", kind: "target", object: pathParam("id")},
 
+	"POST /v1/tests/{id}/schedules": {action: "schedule.create", kind: "schedule"},
+	"PATCH /v1/schedules/{id}":      {action: "schedule.update", kind: "schedule", object: pathParam("id")},
+	"DELETE /v1/schedules/{id}":     {action: "schedule.delete", kind: "schedule", object: pathParam("id")},
+
 	"POST /v1/notification-channels":           {action: "channel.create", kind: "notification_channel"},
 	"PATCH /v1/notification-channels/{id}":     {action: "channel.update", kind: "notification_channel", object: pathParam("id")},
 	"DELETE /v1/notification-channels/{id}":    {action: "channel.delete", kind: "notification_channel", object: pathParam("id")},

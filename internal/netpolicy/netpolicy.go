@@ -45,7 +45,8 @@ type Policy struct {
 
 // internal are the ranges refused unless allowed: loopback, RFC 1918 and unique-local private
 // networks, link-local (with cloud metadata at 169.254.169.254), carrier-grade NAT, the
-// "this network" and unspecified addresses, and multicast.
+// "this network" and unspecified addresses, multicast, and IPv6's ways of writing an IPv4
+// address (IPv4-compatible, NAT64).
 var internal = []netip.Prefix{
 	netip.MustParsePrefix("0.0.0.0/8"),
 	netip.MustParsePrefix("10.0.0.0/8"),
@@ -56,8 +57,9 @@ var internal = []netip.Prefix{
 	netip.MustParsePrefix("192.168.0.0/16"),
 	netip.MustParsePrefix("224.0.0.0/4"),
 	netip.MustParsePrefix("240.0.0.0/4"),
-	netip.MustParsePrefix("::/128"),
-	netip.MustParsePrefix("::1/128"),
+	netip.MustParsePrefix("::/96"),          // the unspecified and loopback addresses, and IPv4-compatible ones (::127.0.0.1)
+	netip.MustParsePrefix("64:ff9b::/96"),   // NAT64's well-known prefix: an IPv4 address behind it
+	netip.MustParsePrefix("64:ff9b:1::/48"), // NAT64's local-use prefix
 	netip.MustParsePrefix("fc00::/7"),
 	netip.MustParsePrefix("fe80::/10"),
 	netip.MustParsePrefix("ff00::/8"),
@@ -83,7 +85,9 @@ func (p *Policy) Check(addr netip.Addr) error {
 	if p == nil || !addr.IsValid() {
 		return nil
 	}
-	addr = addr.Unmap()
+	// A zone (fe80::1%eth0) names an interface, not another address: a prefix contains no
+	// address with one, so it goes before the address is judged.
+	addr = addr.Unmap().WithZone("")
 	for _, a := range p.Allow {
 		if a.Contains(addr) {
 			return nil

@@ -15,7 +15,8 @@ import (
 func TestPolicyRefusesInternalAddressesUnlessAllowed(t *testing.T) {
 	t.Parallel()
 	refused := []string{"127.0.0.1", "127.9.9.9", "10.1.2.3", "172.16.0.1", "192.168.1.1", "169.254.169.254", "100.64.0.1",
-		"0.0.0.0", "224.0.0.1", "::1", "::", "fd00::1", "fe80::1", "::ffff:127.0.0.1", "::ffff:169.254.169.254"}
+		"0.0.0.0", "224.0.0.1", "::1", "::", "fd00::1", "fe80::1", "::ffff:127.0.0.1", "::ffff:169.254.169.254",
+		"::1%lo", "fe80::1%eth0", "::7f00:1", "64:ff9b::7f00:1", "64:ff9b:1::a9fe:a9fe"} // zones, IPv4-compatible and NAT64 too
 	public := []string{"8.8.8.8", "1.1.1.1", "172.32.0.1", "2001:4860:4860::8888"}
 	var p netpolicy.Policy
 	for _, a := range refused {

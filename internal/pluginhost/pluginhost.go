@@ -454,7 +454,7 @@ func (h *Host) runner(spec Spec, path string, as uidGid, pluginEnv []string, soc
 	}
 	cmd.Env = append(env, "TMPDIR="+tmp, markerEnv+"="+h.marker)
 	cmd.Dir = h.runDir
-	r := &procRunner{cmd: cmd, name: spec.String(), sync: sync, dialer: dial, sockDir: sockDir, sandboxed: namespaces}
+	r := &procRunner{cmd: cmd, name: spec.String(), sync: sync, dialer: dial, sockDir: sockDir, sandboxed: namespaces, done: make(chan struct{})}
 	if h.cgroups != nil {
 		var rnd [6]byte
 		_, _ = rand.Read(rnd[:])
@@ -635,13 +635,15 @@ func (p *Process) wrap(ctx context.Context, err error) error {
 		e.Reason, e.Err = ReasonTimeout, fmt.Errorf("no answer within %s; killed", p.host.opts.CallTimeout)
 	case errors.Is(err, host.ErrUnavailable), errors.Is(err, host.ErrClosed):
 		if p.run != nil {
-			// Give go-plugin a moment to reap the process so the exit status is known.
-			for i := 0; i < 20; i++ {
-				if _, _, _, exited, _ := p.run.observed(); exited {
-					break
-				}
-				time.Sleep(5 * time.Millisecond)
+			// The connection broke: the process is ending. Wait for it to be reaped, so that
+			// its exit status says why (a loaded machine took more than 100 ms to reap a plugin
+			// its memory limit killed); one that lives on past reapWait is unavailable.
+			t := time.NewTimer(reapWait)
+			select {
+			case <-p.run.done:
+			case <-t.C:
 			}
+			t.Stop()
 			if _, _, _, exited, exitErr := p.run.observed(); exited {
 				p.mu.Lock()
 				killed := p.killed
@@ -662,6 +664,10 @@ func (p *Process) wrap(ctx context.Context, err error) error {
 	}
 	return e
 }
+
+// reapWait is how long a call whose connection broke waits for the plugin's process to be
+// reaped before it calls the plugin unavailable rather than crashed.
+const reapWait = 3 * time.Second
 
 // callCtx bounds one call into the plugin.
 func (p *Process) callCtx(ctx context.Context) (context.Context, context.CancelFunc) {

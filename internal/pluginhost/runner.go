@@ -50,8 +50,11 @@ type procRunner struct {
 	refused   error // why the address the plugin announced was refused, if it was
 	exited    bool
 	exitErr   error
-	waitOnce  sync.Once
-	waitErr   error
+	// done is closed once the process has been waited for (exited is set); nil in tests that
+	// make a runner by hand.
+	done     chan struct{}
+	waitOnce sync.Once
+	waitErr  error
 }
 
 func (r *procRunner) Start(context.Context) error {
@@ -139,6 +142,9 @@ func (r *procRunner) Wait(context.Context) error {
 		}
 		r.held = nil
 		r.mu.Unlock()
+		if r.done != nil {
+			close(r.done)
+		}
 		r.closeProc()
 	})
 	return r.waitErr

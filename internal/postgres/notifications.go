@@ -76,6 +76,9 @@ func (s *Store) UpdateChannel(ctx context.Context, projects []uuid.UUID, id uuid
 		arg.Events = eventStrings(ch.Events)
 	}
 	row, err := s.q.NotificationChannelUpdate(ctx, s.pool, arg)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return barrage.Channel{}, translate(err, "notification channel")
+	}
 	return channelFromRow(row), translate(err, "a channel of this name in the project")
 }
 

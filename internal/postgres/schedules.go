@@ -14,8 +14,8 @@ import (
 	"github.com/barrage-load/barrage/internal/postgres/dbsqlc"
 )
 
-// CreateSchedule stores a schedule.
-func (s *Store) CreateSchedule(ctx context.Context, sc barrage.Schedule) (barrage.Schedule, error) {
+// CreateSchedule stores a schedule, unless its project has max already.
+func (s *Store) CreateSchedule(ctx context.Context, sc barrage.Schedule, max int) (barrage.Schedule, error) {
 	load, err := json.Marshal(sc.Load)
 	if err != nil {
 		return barrage.Schedule{}, err
@@ -24,11 +24,25 @@ func (s *Store) CreateSchedule(ctx context.Context, sc barrage.Schedule) (barrag
 	if err != nil {
 		return barrage.Schedule{}, err
 	}
-	row, err := s.q.ScheduleInsert(ctx, s.pool, dbsqlc.ScheduleInsertParams{ID: sc.ID, ProjectID: sc.ProjectID, TestID: sc.TestID,
-		OwnerID: sc.OwnerID, Name: sc.Name, Cron: sc.Cron, TimeZone: sc.TimeZone, Revision: int32(sc.Revision), AgentIds: nonNil(sc.AgentIDs), Agents: int32(sc.Agents),
-		Load: load, Env: env, NextAt: sc.NextAt})
+	var row dbsqlc.Schedule
+	err = s.inTx(ctx, func(tx pgx.Tx) error {
+		if _, err := s.q.ProjectLock(ctx, tx, sc.ProjectID); err != nil {
+			return translate(err, "project")
+		}
+		n, err := s.q.ScheduleCount(ctx, tx, sc.ProjectID)
+		if err != nil {
+			return err
+		}
+		if n >= int64(max) {
+			return barrage.Errorf(barrage.ErrLimitExceeded, "the project has %d schedules, the most one may: delete one first", n)
+		}
+		row, err = s.q.ScheduleInsert(ctx, tx, dbsqlc.ScheduleInsertParams{ID: sc.ID, ProjectID: sc.ProjectID, TestID: sc.TestID,
+			OwnerID: sc.OwnerID, Name: sc.Name, Cron: sc.Cron, TimeZone: sc.TimeZone, Revision: int32(sc.Revision), AgentIds: nonNil(sc.AgentIDs),
+			Agents: int32(sc.Agents), Load: load, Env: env, NextAt: sc.NextAt})
+		return translate(err, "schedule")
+	})
 	if err != nil {
-		return barrage.Schedule{}, translate(err, "schedule")
+		return barrage.Schedule{}, err
 	}
 	return scheduleFromRow(row)
 }
@@ -90,11 +104,12 @@ func (s *Store) DeleteSchedule(ctx context.Context, projects []uuid.UUID, id uui
 	return err
 }
 
-// FireDue records a firing of each schedule due by now, advances it to next(schedule, due),
-// and queues the firing's run (UseNotifier), each schedule in a transaction of its own: a
-// firing is recorded, and its run queued, once whichever replica gets there first. It returns
-// how many it fired.
-func (s *Store) FireDue(ctx context.Context, now time.Time, next func(barrage.Schedule, time.Time) (time.Time, error)) (int, error) {
+// FireDue takes each schedule due by now and, in one transaction: records its firing and queues
+// the firing's run (UseNotifier), or, when it was due longer ago than missed (the server was not
+// running), records the firing as missed; and advances it to next(schedule, now), or pauses it
+// with the error next gives. A firing is recorded, and its run queued, once whichever replica
+// gets there first. It returns how many runs it queued.
+func (s *Store) FireDue(ctx context.Context, now time.Time, missed time.Duration, next func(barrage.Schedule, time.Time) (time.Time, error)) (int, error) {
 	if s.notifier == nil {
 		return 0, errors.New("schedules: the store queues no firing (UseNotifier)")
 	}
@@ -109,19 +124,30 @@ func (s *Store) FireDue(ctx context.Context, now time.Time, next func(barrage.Sc
 			if err != nil {
 				return err
 			}
-			n, err := s.q.ScheduleFiringInsert(ctx, tx, dbsqlc.ScheduleFiringInsertParams{ScheduleID: sc.ID, DueAt: sc.NextAt})
-			if err != nil {
-				return err
-			}
-			if n == 1 {
-				if err := s.notifier.Fire(ctx, tx, sc.ID, sc.NextAt); err != nil {
+			if now.Sub(sc.NextAt) > missed {
+				err := s.q.ScheduleFiringMissed(ctx, tx, dbsqlc.ScheduleFiringMissedParams{ScheduleID: sc.ID, DueAt: sc.NextAt,
+					Error: fmt.Sprintf("missed: the server was not running when it was due (it took the schedule up %s later)", now.Sub(sc.NextAt).Round(time.Second))})
+				if err != nil {
 					return err
 				}
-				fired++
+			} else {
+				n, err := s.q.ScheduleFiringInsert(ctx, tx, dbsqlc.ScheduleFiringInsertParams{ScheduleID: sc.ID, DueAt: sc.NextAt})
+				if err != nil {
+					return err
+				}
+				if n == 1 {
+					if err := s.notifier.Fire(ctx, tx, sc.ID, sc.NextAt); err != nil {
+						return err
+					}
+					fired++
+				}
 			}
 			at, err := next(sc, now)
 			if err != nil {
-				return fmt.Errorf("schedule %s: %w", sc.ID, err)
+				if err := s.q.SchedulePauseByID(ctx, tx, dbsqlc.SchedulePauseByIDParams{ID: sc.ID, Reason: "paused: " + err.Error()}); err != nil {
+					return err
+				}
+				continue
 			}
 			if err := s.q.ScheduleAdvance(ctx, tx, dbsqlc.ScheduleAdvanceParams{ID: sc.ID, NextAt: at}); err != nil {
 				return err

@@ -63,8 +63,13 @@ const (
 	dominantShare = 0.5
 	// dominantLead is how many times the next request's time the dominant one's must be.
 	dominantLead = 3.0
-	// kneeLevels is how many load levels a run's seconds are grouped into for its knee.
-	kneeLevels = 8
+	// kneeLevels is how many load levels a run's seconds are grouped into for its knee; the
+	// knee's p95 must grow by kneeMinMS and by kneeMinGrowth at least.
+	kneeLevels    = 8
+	kneeMinMS     = 1.0
+	kneeMinGrowth = 0.20
+	// dominantMin is the fewest responses a dominant request needs: one slow outlier is not it.
+	dominantMin = 50
 	// lateShare is the share of an open model's arrivals that may start late (more than 10 ms)
 	// before the delivery is a finding.
 	lateShare = 0.01
@@ -215,6 +220,9 @@ func knee(ps []Point) (Insight, bool) {
 		return Insight{}, false
 	}
 	a, b := levels[i], levels[i+1]
+	if b.P95MS-a.P95MS < kneeMinMS || b.P95MS < (1+kneeMinGrowth)*a.P95MS {
+		return Insight{}, false // a fast target's tenth of a millisecond, or a loaded generator's noise
+	}
 	return Insight{Kind: InsightKnee, FromS: firsts[i+1],
 		Title: fmt.Sprintf("a knee at about %.0f VUs: past it throughput stopped rising while latency climbed", a.N),
 		Evidence: fmt.Sprintf("from %.0f to %.0f VUs (%+.0f%%), successful requests/s went from %.1f to %.1f (%+.0f%%) and p95 from %s to %s (%+.0f%%)",
@@ -299,7 +307,7 @@ func dominantRequest(rs []Label) (Insight, bool) {
 		}
 	}
 	l, share := rs[top], times[top]/total
-	if total <= 0 || share < dominantShare || times[top] < dominantLead*next {
+	if total <= 0 || share < dominantShare || times[top] < dominantLead*next || l.Count < dominantMin {
 		return Insight{}, false
 	}
 	return Insight{Kind: InsightDominantRequest,

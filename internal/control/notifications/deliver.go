@@ -92,6 +92,9 @@ func (s *Service) RunEnded(ctx context.Context, id uuid.UUID) error {
 	if err != nil {
 		return err
 	}
+	if r.State == barrage.RunCanceled {
+		return nil
+	}
 	raw, err := s.store.RunSummary(ctx, []uuid.UUID{r.ProjectID}, id)
 	if err != nil {
 		return err
@@ -106,7 +109,6 @@ func (s *Service) RunEnded(ctx context.Context, id uuid.UUID) error {
 	case barrage.RunFinished:
 		happened = append(happened, event{Event: barrage.EventRunFinished, Message: fmt.Sprintf("Run %s (%s) finished: %d requests, %.1f/s, p95 %s, %.2f%% errors.",
 			r.ID, run.Script, run.Requests, run.RPS, summary.MillisText(run.P95MS), 100*run.ErrorRate)})
-	case barrage.RunCanceled:
 	default:
 		happened = append(happened, event{Event: barrage.EventRunFailed, Message: fmt.Sprintf("Run %s (%s) ended %s: %s.", r.ID, run.Script,
 			strings.ReplaceAll(string(r.State), "_", " "), r.Reason)})
@@ -328,11 +330,7 @@ func (s *Service) post(ctx context.Context, target string, body []byte, headers 
 	req.Header.Set("User-Agent", "barrage/"+s.cfg.Version)
 	res, err := s.client.Do(req)
 	if err != nil {
-		var ue *url.Error
-		if errors.As(err, &ue) {
-			err = ue.Err // without the URL
-		}
-		return nil, err
+		return nil, plain(err)
 	}
 	defer res.Body.Close()
 	io.Copy(io.Discard, io.LimitReader(res.Body, 64<<10))
@@ -341,6 +339,20 @@ func (s *Service) post(ctx context.Context, target string, body []byte, headers 
 		return &status, fmt.Errorf("the receiver answered %s", res.Status)
 	}
 	return &status, nil
+}
+
+// plain is a failed request's error as a channel's delivery log shows it: without the URL (a
+// Slack webhook's is its secret) and without the server's own resolver.
+func plain(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		err = ue.Err
+	}
+	var dns *net.DNSError
+	if errors.As(err, &dns) {
+		return fmt.Errorf("lookup %s: %s", dns.Name, dns.Err)
+	}
+	return err
 }
 
 // slackText is e as a Slack message.

@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"mime"
 	"net"
 	"net/smtp"
 	"strings"
@@ -67,12 +68,12 @@ func (s *Service) mail(ctx context.Context, to string, e event) error {
 // client's writer makes them CRLF and escapes a line that starts with a dot.
 func mailMessage(from, to string, at time.Time, e event) []byte {
 	oneLine := strings.NewReplacer("\r", " ", "\n", " ")
-	subject := oneLine.Replace(e.Message)
+	subject := []rune("[barrage] " + oneLine.Replace(e.Message))
 	if len(subject) > 150 {
-		subject = subject[:150] + "…"
+		subject = append(subject[:150], '…')
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "From: %s\nTo: %s\nSubject: [barrage] %s\nDate: %s\nMessage-ID: <%s@barrage>\n", from, to, subject, at.Format(time.RFC1123Z), e.ID)
+	fmt.Fprintf(&b, "From: %s\nTo: %s\nSubject: %s\nDate: %s\nMessage-ID: <%s@barrage>\n", from, to, mime.QEncoding.Encode("utf-8", string(subject)), at.Format(time.RFC1123Z), e.ID)
 	b.WriteString("MIME-Version: 1.0\nContent-Type: text/plain; charset=utf-8\nContent-Transfer-Encoding: 8bit\n\n")
 	b.WriteString(e.Message + "\n")
 	if r := e.Run; r != nil {

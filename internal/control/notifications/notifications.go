@@ -18,12 +18,14 @@ import (
 	"net/netip"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
 
 	"github.com/google/uuid"
 
+	"github.com/barrage-load/barrage/internal/audit"
 	"github.com/barrage-load/barrage/internal/barrage"
 	"github.com/barrage-load/barrage/internal/netpolicy"
 	"github.com/barrage-load/barrage/internal/postgres"
@@ -187,6 +189,7 @@ func (s *Service) CreateChannel(ctx context.Context, p barrage.Principal, in Cha
 	if err != nil {
 		return barrage.Channel{}, "", err
 	}
+	audit.Object(ctx, c.ID.String())
 	s.log.InfoContext(ctx, "notification channel created", slog.String("channel_id", c.ID.String()), slog.String("kind", string(c.Kind)))
 	return c, secret, nil
 }
@@ -245,6 +248,11 @@ func (s *Service) checkURL(raw string) (string, error) {
 		return "", errors.New("want an absolute http(s) URL, such as https://hooks.example.com/barrage")
 	case u.User != nil:
 		return "", errors.New("no user or password in the URL: the deliveries are signed instead")
+	}
+	if port := u.Port(); port != "" {
+		if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+			return "", fmt.Errorf("port %s: want 1 to 65535", port)
+		}
 	}
 	if addr, err := netip.ParseAddr(u.Hostname()); err == nil {
 		if err := s.cfg.Policy.Check(addr.Unmap()); err != nil {

@@ -52,12 +52,24 @@ session:
 load: { vus: 1, duration: 1s }
 `)})
 	require.NoError(t, err)
+	// A cron expression that names no time that comes, or carries its own zone, is refused.
+	for _, c := range []struct {
+		in    schedules.Input
+		field string
+	}{{schedules.Input{Cron: "0 0 31 2 *"}, "cron"}, {schedules.Input{Cron: "TZ=Asia/Tokyo 0 2 * * *"}, "cron"},
+		{schedules.Input{Every: "9223372036854775807ns"}, "every"}, {schedules.Input{Cron: "0 2 * * *", TimeZone: "Local"}, "time_zone"},
+		{schedules.Input{Every: "1h", Env: map[string]string{"A\x00": "b"}}, "env"}} {
+		_, err := p.Schedules.Create(ctx, ada, tt.ID, c.in)
+		controltest.Invalid(t, err, c.field)
+	}
+
+	// Fifteen days on, the demo license has expired: the tick fires the schedule due an hour
+	// after it was made once.
+	p.Clock.Add(15 * 24 * time.Hour)
 	sc, err := p.Schedules.Create(ctx, ada, tt.ID, schedules.Input{Every: "1h"})
 	require.NoError(t, err)
 	require.Equal(t, p.Clock.Now().Add(time.Hour).UTC().Truncate(time.Second), sc.NextAt.UTC(), "an hour on, in whole seconds")
-
-	// Fifteen days on, the demo license has expired: the tick fires the schedule once.
-	p.Clock.Add(15 * 24 * time.Hour)
+	p.Clock.Add(time.Hour + time.Second)
 	require.NoError(t, p.Schedules.Tick(ctx))
 	require.NoError(t, p.Schedules.Tick(ctx))
 	require.Len(t, q.fired, 1, "one firing, however many ticks")

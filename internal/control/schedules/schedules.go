@@ -20,6 +20,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/robfig/cron/v3"
 
+	"github.com/barrage-load/barrage/internal/audit"
 	"github.com/barrage-load/barrage/internal/barrage"
 	"github.com/barrage-load/barrage/internal/control/notifications"
 	"github.com/barrage-load/barrage/internal/control/runs"
@@ -28,14 +29,14 @@ import (
 
 // Store is what schedules keep in PostgreSQL (*postgres.Store).
 type Store interface {
-	CreateSchedule(ctx context.Context, sc barrage.Schedule) (barrage.Schedule, error)
+	CreateSchedule(ctx context.Context, sc barrage.Schedule, max int) (barrage.Schedule, error)
 	Schedule(ctx context.Context, projects []uuid.UUID, id uuid.UUID) (barrage.Schedule, error)
 	ScheduleByID(ctx context.Context, id uuid.UUID) (barrage.Schedule, error)
 	Schedules(ctx context.Context, projects []uuid.UUID, test *uuid.UUID, before *uuid.UUID, limit int) ([]barrage.Schedule, error)
 	PauseSchedule(ctx context.Context, projects []uuid.UUID, id uuid.UUID, paused bool, reason string, next time.Time) (barrage.Schedule, error)
 	PauseScheduleByID(ctx context.Context, id uuid.UUID, reason string) error
 	DeleteSchedule(ctx context.Context, projects []uuid.UUID, id uuid.UUID) error
-	FireDue(ctx context.Context, now time.Time, next func(barrage.Schedule, time.Time) (time.Time, error)) (int, error)
+	FireDue(ctx context.Context, now time.Time, missed time.Duration, next func(barrage.Schedule, time.Time) (time.Time, error)) (int, error)
 	FiringDone(ctx context.Context, schedule uuid.UUID, dueAt time.Time, run *uuid.UUID, why string) error
 	Firings(ctx context.Context, schedule uuid.UUID, limit int) ([]barrage.Firing, error)
 	UserByID(ctx context.Context, id uuid.UUID) (barrage.User, error)
@@ -104,14 +105,39 @@ func (s *Service) spec(expr, tz string) (cron.Schedule, *time.Location, error) {
 	return sched, loc, nil
 }
 
-// next is when sc fires next after now.
+// next is when sc fires next after now; an error when it never does (31 February).
 func (s *Service) next(sc barrage.Schedule, now time.Time) (time.Time, error) {
 	sched, loc, err := s.spec(sc.Cron, sc.TimeZone)
 	if err != nil {
 		return time.Time{}, err
 	}
-	return sched.Next(now.In(loc)).UTC(), nil
+	at := sched.Next(now.In(loc))
+	if at.IsZero() {
+		return time.Time{}, errors.New("its cron expression names no time that comes (such as 31 February)")
+	}
+	return at.UTC(), nil
 }
+
+// after is when sc, due at sc.NextAt and fired at now, fires next: from its due time, so that
+// every so long does not drift by the tick's lateness; from now when that time is past too.
+func (s *Service) after(sc barrage.Schedule, now time.Time) (time.Time, error) {
+	at, err := s.next(sc, sc.NextAt)
+	if err != nil || at.After(now) {
+		return at, err
+	}
+	return s.next(sc, now)
+}
+
+// The bounds of schedules.
+const (
+	// MaxPerProject bounds a project's schedules.
+	MaxPerProject = 50
+	// MaxEvery is the longest every.
+	MaxEvery = 31 * 24 * time.Hour
+	// Missed is how late a firing may be taken up: one due longer ago (the server was not
+	// running) is recorded as missed, not run.
+	Missed = 2 * time.Minute
+)
 
 // Create makes a schedule of test id (p a runner in its project: its runs start as p).
 func (s *Service) Create(ctx context.Context, p barrage.Principal, id uuid.UUID, in Input) (barrage.Schedule, error) {
@@ -141,15 +167,28 @@ func (s *Service) Create(ctx context.Context, p barrage.Principal, id uuid.UUID,
 		bad("cron", "give cron (five fields, such as \"0 2 * * *\") or every (such as \"30m\"), one of them")
 	case in.Every != "":
 		d, err := time.ParseDuration(in.Every)
-		if err != nil || d < s.cfg.MinInterval {
-			bad("every", fmt.Sprintf("want a duration of at least %s, such as 30m or 6h", s.cfg.MinInterval))
+		if err != nil || d < s.cfg.MinInterval || d > MaxEvery {
+			bad("every", fmt.Sprintf("want a duration from %s to %s, such as 30m or 6h", s.cfg.MinInterval, MaxEvery))
 		}
 		sc.Cron = "@every " + d.String()
 	default:
 		sc.Cron = strings.TrimSpace(in.Cron)
-		if strings.HasPrefix(sc.Cron, "@every") {
+		switch upper := strings.ToUpper(sc.Cron); {
+		case strings.HasPrefix(upper, "@EVERY"):
 			bad("cron", "say every instead of @every")
+		case strings.HasPrefix(upper, "TZ=") || strings.HasPrefix(upper, "CRON_TZ="):
+			bad("cron", "say the time zone in time_zone, not in the expression")
 		}
+	}
+	for k, v := range in.Env {
+		if k == "" || utf8.RuneCountInString(k) > 100 || strings.ContainsFunc(k, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
+			bad("env", fmt.Sprintf("%q: a name of 1 to 100 printable characters", k))
+		} else if strings.ContainsRune(v, 0) {
+			bad("env", fmt.Sprintf("%s: a value without NUL characters", k))
+		}
+	}
+	if len(in.Env) > barrage.MaxRunEnv {
+		bad("env", fmt.Sprintf("at most %d values", barrage.MaxRunEnv))
 	}
 	if len(fields) == 0 {
 		if _, _, err := s.spec(sc.Cron, sc.TimeZone); err != nil {
@@ -158,6 +197,8 @@ func (s *Service) Create(ctx context.Context, p barrage.Principal, id uuid.UUID,
 				field, reason = "cron", err.Error()
 			}
 			bad(field, reason)
+		} else if _, err := s.next(sc, s.cfg.Now()); err != nil {
+			bad("cron", err.Error())
 		}
 	}
 	if in.Revision < 0 || in.Revision > t.LatestRevision {
@@ -175,10 +216,11 @@ func (s *Service) Create(ctx context.Context, p barrage.Principal, id uuid.UUID,
 	if sc.NextAt, err = s.next(sc, s.cfg.Now()); err != nil {
 		return barrage.Schedule{}, err
 	}
-	sc, err = s.store.CreateSchedule(ctx, sc)
+	sc, err = s.store.CreateSchedule(ctx, sc, MaxPerProject)
 	if err != nil {
 		return barrage.Schedule{}, err
 	}
+	audit.Object(ctx, sc.ID.String())
 	s.log.InfoContext(ctx, "schedule created", slog.String("schedule_id", sc.ID.String()), slog.String("test_id", id.String()))
 	return sc, nil
 }
@@ -250,7 +292,7 @@ func (s *Service) denied(ctx context.Context, p barrage.Principal, err error, id
 
 // Tick fires every schedule that is due (the job every jobs.TickEvery).
 func (s *Service) Tick(ctx context.Context) error {
-	n, err := s.store.FireDue(ctx, s.cfg.Now(), s.next)
+	n, err := s.store.FireDue(ctx, s.cfg.Now(), Missed, s.after)
 	if n > 0 {
 		s.log.InfoContext(ctx, "schedules fired", slog.Int("count", n))
 	}

@@ -37,6 +37,17 @@ func (q *Queries) ScheduleAdvance(ctx context.Context, db DBTX, arg ScheduleAdva
 	return err
 }
 
+const scheduleCount = `-- name: ScheduleCount :one
+SELECT count(*) FROM schedules WHERE project_id = $1
+`
+
+func (q *Queries) ScheduleCount(ctx context.Context, db DBTX, projectID uuid.UUID) (int64, error) {
+	row := db.QueryRow(ctx, scheduleCount, projectID)
+	var count int64
+	err := row.Scan(&count)
+	return count, err
+}
+
 const scheduleDelete = `-- name: ScheduleDelete :execrows
 DELETE FROM schedules WHERE id = $1 AND project_id = ANY($2::uuid[])
 `
@@ -170,6 +181,22 @@ func (q *Queries) ScheduleFiringList(ctx context.Context, db DBTX, arg ScheduleF
 		return nil, err
 	}
 	return items, nil
+}
+
+const scheduleFiringMissed = `-- name: ScheduleFiringMissed :exec
+INSERT INTO schedule_firings (schedule_id, due_at, error, fired_at) VALUES ($1, $2, $3, now()) ON CONFLICT DO NOTHING
+`
+
+type ScheduleFiringMissedParams struct {
+	ScheduleID uuid.UUID
+	DueAt      time.Time
+	Error      string
+}
+
+// ScheduleFiringMissed records a firing the server was not running for: no run, and why.
+func (q *Queries) ScheduleFiringMissed(ctx context.Context, db DBTX, arg ScheduleFiringMissedParams) error {
+	_, err := db.Exec(ctx, scheduleFiringMissed, arg.ScheduleID, arg.DueAt, arg.Error)
+	return err
 }
 
 const scheduleGet = `-- name: ScheduleGet :one

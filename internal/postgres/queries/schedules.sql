@@ -53,3 +53,10 @@ SELECT * FROM schedule_firings WHERE schedule_id = @schedule_id ORDER BY due_at 
 
 -- name: ProjectOfSchedule :one
 SELECT project_id FROM schedules WHERE id = $1;
+
+-- ScheduleFiringMissed records a firing the server was not running for: no run, and why.
+-- name: ScheduleFiringMissed :exec
+INSERT INTO schedule_firings (schedule_id, due_at, error, fired_at) VALUES (@schedule_id, @due_at, @error, now()) ON CONFLICT DO NOTHING;
+
+-- name: ScheduleCount :one
+SELECT count(*) FROM schedules WHERE project_id = $1;

@@ -98,14 +98,15 @@ thresholds:
 	require.Zero(t, junit.Failures, "%+v", junit)
 	require.Equal(t, []string{"run", "thresholds", "checks"}, junit.suiteNames())
 
-	// The baseline, with tolerances wide enough for a loaded machine's noise and narrow enough
-	// for half as slow again.
+	// The baseline, held on the median and the rate with tolerances wide enough for a loaded
+	// machine's noise and narrow enough for half as slow again; a loaded machine's tails are
+	// not the target's (a CI run's p99 went from 27 to 49 ms at the same target).
 	set := e2etest.MustCLI(t, f.p, f.cfg, "", "tests", "baseline", test, "--run", base,
-		"--max-p50-regression", "25", "--max-p95-regression", "25", "--max-p99-regression", "40", "--max-rps-regression", "20")
+		"--max-p50-regression", "25", "--max-p95-regression", "500", "--max-p99-regression", "1000", "--max-rps-regression", "20")
 	require.Contains(t, set, "Run "+base+" is the baseline")
 	_, shown, err := e2etest.CLI(t, f.p, f.cfg, "", "tests", "show", test)
 	require.NoError(t, err)
-	require.Contains(t, shown, "baseline: run "+base+" (p50 +25%, p95 +25%, p99 +40%, requests/s -20%, errors +1 point)")
+	require.Contains(t, shown, "baseline: run "+base+" (p50 +25%, p95 +500%, p99 +1000%, requests/s -20%, errors +1 point)")
 
 	delay.Store(int64(30 * time.Millisecond))
 	slow, out, code, junit := start("slow")
