@@ -101,13 +101,6 @@ func (s *server) ListScheduleFirings(ctx context.Context, req api.ListScheduleFi
 // toAPISchedule is a schedule with its next five firings.
 func (s *server) toAPISchedule(sc barrage.Schedule) api.Schedule {
 	return api.Schedule{Id: sc.ID, ProjectId: sc.ProjectID, TestId: sc.TestID, OwnerId: sc.OwnerID, Name: sc.Name, Cron: sc.Cron,
-		TimeZone: sc.TimeZone, Revision: sc.Revision, AgentIds: nonNilSlice(sc.AgentIDs), Agents: sc.Agents, Load: api.LoadOf(sc.Load), Paused: sc.PausedAt != nil,
+		TimeZone: sc.TimeZone, Revision: sc.Revision, AgentIds: sc.AgentIDs, Agents: sc.Agents, Load: api.LoadOf(sc.Load), Paused: sc.PausedAt != nil,
 		PausedAt: sc.PausedAt, PausedReason: sc.PausedReason, Next: s.schedules.Next(sc, 5), CreatedAt: sc.CreatedAt, UpdatedAt: sc.UpdatedAt}
-}
-
-func nonNilSlice[T any](s []T) []T {
-	if s == nil {
-		return []T{}
-	}
-	return s
 }

@@ -176,7 +176,7 @@ func (s *Store) Firings(ctx context.Context, schedule uuid.UUID, limit int) ([]b
 
 func scheduleFromRow(r dbsqlc.Schedule) (barrage.Schedule, error) {
 	sc := barrage.Schedule{ID: r.ID, ProjectID: r.ProjectID, TestID: r.TestID, OwnerID: r.OwnerID, Name: r.Name, Cron: r.Cron,
-		TimeZone: r.TimeZone, Revision: int(r.Revision), AgentIDs: r.AgentIds, Agents: int(r.Agents), NextAt: r.NextAt, PausedAt: r.PausedAt,
+		TimeZone: r.TimeZone, Revision: int(r.Revision), AgentIDs: nonNil(r.AgentIds), Agents: int(r.Agents), NextAt: r.NextAt, PausedAt: r.PausedAt,
 		PausedReason: r.PausedReason, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt}
 	if err := json.Unmarshal(r.Load, &sc.Load); err != nil {
 		return sc, fmt.Errorf("schedule %s: load: %w", r.ID, err)
