@@ -84,7 +84,7 @@ func TestMain(m *testing.M) {
 		fmt.Fprintf(os.Stderr, "FAIL: the log check saw only %d secrets; the tests did not register them\n", n)
 		code = 1
 	}
-	if leaked > 0 || (code == 0 && !strings.Contains(logs, "request_id=")) {
+	if leaked > 0 || (code == 0 && logs != "" && !strings.Contains(logs, "request_id=")) { // logs, when a server ran
 		code = 1
 	}
 	os.Exit(code)

@@ -362,6 +362,9 @@ func (s *Store) LeaseShard(ctx context.Context, agentID uuid.UUID, version strin
 type ShardReport struct {
 	Stored int // seconds stored; the others had been stored before
 	Run    barrage.Run
+	// WorkWaiting says whether the agent may have pings or jobs waiting: the caller looks for
+	// them only then.
+	WorkWaiting bool
 	// Queued says whether the report ended the run's last shard and queued the run's summary
 	// (see UseFinalizer): the caller has nothing more to do.
 	Queued bool
@@ -397,8 +400,33 @@ func (s *Store) UseNotifier(n Notifier) { s.notifier = n }
 // heartbeat, and, with end, ends the shard, queueing the run's summary in the same transaction
 // when it was the last shard (see UseFinalizer). A report under another lease (a stale
 // holder's), or for a shard already ended (lost, say), is a conflict and stores nothing.
-func (s *Store) ReportShard(ctx context.Context, agentID, shardID uuid.UUID, lease int64, secs []barrage.ShardSecond, end *barrage.ShardEnd) (ShardReport, error) {
-	var rep ShardReport
+//
+// A report without an end takes one statement (ShardReportSeconds), a round trip to the
+// database: agents send one a second each, and a server of a thousand agents spent most of
+// its time on the transaction's round trips. jobsSince is the oldest job the agent may still be
+// handed (see TakeAgentJobs).
+func (s *Store) ReportShard(ctx context.Context, agentID, shardID uuid.UUID, lease int64, secs []barrage.ShardSecond, end *barrage.ShardEnd, jobsSince time.Time) (ShardReport, error) {
+	if end == nil {
+		arg := dbsqlc.ShardReportSecondsParams{Channel: ChannelRuns, AgentID: agentID, JobsSince: jobsSince, ID: shardID, Lease: lease,
+			Idxs: make([]int64, len(secs)), Snapshots: make([][]byte, len(secs)), Healths: make([][]byte, len(secs)), Monitors: make([][]byte, len(secs))}
+		for i, sec := range secs {
+			arg.Idxs[i], arg.Snapshots[i], arg.Healths[i], arg.Monitors[i] = sec.Index, sec.Snapshot, sec.Health, sec.Monitors
+		}
+		row, err := s.q.ShardReportSeconds(ctx, s.pool, arg)
+		if err == nil {
+			rep := ShardReport{Stored: int(row.Stored), WorkWaiting: row.WorkWaiting}
+			if row.NowRunning {
+				row.Run.State = string(barrage.RunRunning)
+			}
+			rep.Run, err = runFromRow(row.Run)
+			return rep, err
+		}
+		if !errors.Is(err, pgx.ErrNoRows) {
+			return ShardReport{}, translate(err, "second")
+		}
+		// Not this agent's, not under this lease, or ended: the transaction below says which.
+	}
+	rep := ShardReport{WorkWaiting: true}
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		if end != nil {
 			if _, err := s.q.RunLockForShardEnd(ctx, tx, dbsqlc.RunLockForShardEndParams{ShardID: shardID, AgentID: &agentID}); err != nil {
@@ -502,14 +530,28 @@ func (s *Store) EndOpenShards(ctx context.Context, runID uuid.UUID, state barrag
 // index.
 func (s *Store) RunSeconds(ctx context.Context, runID uuid.UUID, from, to int64) ([]barrage.ShardSecond, error) {
 	rows, err := s.q.ShardSecondListByRun(ctx, s.pool, dbsqlc.ShardSecondListByRunParams{RunID: runID, FromIdx: from, ToIdx: to})
-	if err != nil {
-		return nil, err
+	return shardSeconds(rows), err
+}
+
+// NewRunSeconds reads the seconds the run's shards reported from index from on that a follower
+// has not read, seen holding the newest second it read of each shard; ordered by index.
+func (s *Store) NewRunSeconds(ctx context.Context, runID uuid.UUID, from int64, seen map[uuid.UUID]int64) ([]barrage.ShardSecond, error) {
+	arg := dbsqlc.ShardSecondListNewByRunParams{RunID: runID, FromIdx: from}
+	for shard, idx := range seen {
+		if idx >= from { // of the others, every second from on is new
+			arg.SeenShards, arg.SeenIdx = append(arg.SeenShards, shard), append(arg.SeenIdx, idx)
+		}
 	}
+	rows, err := s.q.ShardSecondListNewByRun(ctx, s.pool, arg)
+	return shardSeconds(rows), err
+}
+
+func shardSeconds(rows []dbsqlc.ShardSecond) []barrage.ShardSecond {
 	out := make([]barrage.ShardSecond, len(rows))
 	for i, r := range rows {
 		out[i] = barrage.ShardSecond{ShardID: r.ShardID, Index: r.Idx, Snapshot: r.Snapshot, Health: r.Health, Monitors: r.Monitors}
 	}
-	return out, nil
+	return out
 }
 
 // ShardAccounts reads each shard's own account of run runID and its agent's name, in segment

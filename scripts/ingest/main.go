@@ -22,10 +22,12 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/barrage-load/barrage/internal/barrage"
@@ -83,153 +85,282 @@ func run() error {
 	server := flag.String("server", "", "the server's URL")
 	token := flag.String("token", "", "a personal API token of a user without limits")
 	agents := flag.Int("agents", 50, "simulated agents")
+	perRun := flag.Int("per-run", 100, "agents in each run: the agents are split into runs of this many")
 	labels := flag.Int("labels", 20, "request labels in each snapshot")
 	seconds := flag.Int("seconds", 60, "seconds of metrics each agent sends")
 	pids := flag.String("pids", "", "comma-separated pids whose CPU to measure (the server and its PostgreSQL)")
+	pgdata := flag.String("pgdata", "", "the PostgreSQL data folder, to measure what the database grew by")
 	flag.Parse()
 	if *server == "" || *token == "" {
 		return errors.New("want --server and --token")
 	}
+	if *agents < 1 || *perRun < 1 || *seconds < 1 || *labels < 1 {
+		return errors.New("--agents, --per-run, --seconds and --labels must be at least 1")
+	}
 	ctx := context.Background()
 	user := client{server: *server, bearer: *token, hc: &http.Client{Timeout: time.Minute}}
 
-	// The agents, online.
-	tokens := make([]string, *agents)
-	ids := make([]string, *agents)
-	for i := range tokens {
+	// The agents, each with its own connection, as real agents have.
+	sims := make([]*agent, *agents)
+	if err := each(len(sims), func(i int) error {
 		var a struct{ ID, Token string }
-		if _, err := user.do(ctx, "POST", "/v1/agents", map[string]any{"name": fmt.Sprintf("sim-%02d", i)}, &a); err != nil {
+		// Shared agents (an admin's): a user keeps at most 50 of their own.
+		if _, err := user.do(ctx, "POST", "/v1/admin/agents", map[string]any{"name": fmt.Sprintf("sim-%04d", i)}, &a); err != nil {
 			return err
 		}
-		tokens[i], ids[i] = a.Token, a.ID
-	}
-	// The protocol this build's agents speak, so that the server never refuses the simulation as
-	// an old agent (a number written here rotted once, and bench-runs.sh printed nothing).
-	hello := map[string]any{"protocol": barrage.AgentProtocol, "version": "ingest", "cores": 2, "wait_seconds": 0}
-	for _, t := range tokens {
-		if _, err := (client{*server, t, user.hc}).do(ctx, "POST", "/v1/agent/lease", hello, nil); err != nil {
-			return err
-		}
-	}
-
-	// One script of many requests, run on all of them.
-	var src strings.Builder
-	src.WriteString("version: 1\nname: ingest\nsession:\n  groups:\n    - name: g\n      requests:\n")
-	for l := range *labels {
-		fmt.Fprintf(&src, "        - { name: r%02d, url: \"http://127.0.0.1:9/%d\" }\n", l, l)
-	}
-	fmt.Fprintf(&src, "load:\n  vus: %d\n  duration: %ds\n", *agents, *seconds+30)
-	var sc struct{ ID string }
-	if _, err := user.do(ctx, "POST", "/v1/scripts", map[string]any{"source": src.String()}, &sc); err != nil {
-		return err
-	}
-	var r struct{ ID string }
-	if _, err := user.do(ctx, "POST", "/v1/runs", map[string]any{"script_id": sc.ID, "agent_ids": ids}, &r); err != nil {
+		sims[i] = &agent{id: a.ID, c: client{*server, a.Token, &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 1}}}}
+		return nil
+	}); err != nil {
 		return err
 	}
 
-	type job struct {
-		Shard struct {
-			ShardID    string `json:"shard_id"`
-			Lease      int64  `json:"lease"`
-			StartsInMS int64  `json:"starts_in_ms"`
-		} `json:"shard"`
+	grewFrom, err := dirSize(*pgdata)
+	if err != nil {
+		return err
 	}
-	jobs := make([]job, *agents)
-	var start time.Time
-	for i, t := range tokens {
-		if _, err := (client{*server, t, user.hc}).do(ctx, "POST", "/v1/agent/lease", hello, &jobs[i]); err != nil {
-			return err
-		}
-		if i == 0 {
-			start = time.Now().Add(time.Duration(jobs[0].Shard.StartsInMS) * time.Millisecond)
-		}
-	}
-
-	// Follow the live stream: when did each second arrive?
-	arrived := map[int64]time.Time{}
-	var mu sync.Mutex
+	// One script of many requests, run on each group of per-run agents, whose agents report
+	// from the moment they have their shards, and whose live stream is followed: when did each
+	// second arrive?
 	liveCtx, stopLive := context.WithCancel(ctx)
 	defer stopLive()
-	go follow(liveCtx, user, r.ID, func(idx int64) {
-		mu.Lock()
-		arrived[idx] = time.Now()
-		mu.Unlock()
-	})
-
+	var runs []*simRun
+	var wg sync.WaitGroup
+	var refused, sent atomic.Int64
+	for from := 0; from < len(sims); from += *perRun {
+		r, err := startRun(ctx, user, sims[from:min(from+*perRun, len(sims))], *labels, *seconds)
+		if err != nil {
+			return err
+		}
+		runs = append(runs, r)
+		go follow(liveCtx, user, r.id, r.arrive)
+		for i, a := range r.agents {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				refused.Add(a.report(ctx, r, i, *labels, *seconds, &sent))
+			}()
+		}
+	}
+	// The CPU is measured while every agent reports: from the last run's first second to the
+	// first run's last.
+	first, last := runs[0].start, runs[len(runs)-1].start
+	window := first.Add(time.Duration(*seconds) * time.Second).Sub(last.Add(time.Second))
+	if window < 10*time.Second {
+		return fmt.Errorf("the runs took %s to start: only %s with every agent reporting; send more --seconds", last.Sub(first).Round(time.Second), window.Round(time.Second))
+	}
+	fmt.Fprintf(os.Stderr, "ingest: %d agents in %d runs report; measuring for %s\n", len(sims), len(runs), window.Round(time.Second))
+	time.Sleep(time.Until(last.Add(time.Second)))
 	before, err := cpu(*pids)
 	if err != nil {
 		return err
 	}
 	began := time.Now()
-	var wg sync.WaitGroup
-	errs := make(chan error, *agents)
-	for i, t := range tokens {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			ac := client{*server, t, &http.Client{Timeout: 30 * time.Second}}
-			rng := rand.New(rand.NewPCG(uint64(i), 7))
-			for s := range *seconds {
-				end := start.Add(time.Duration(s+1) * time.Second)
-				time.Sleep(time.Until(end))
-				body := map[string]any{"lease": jobs[i].Shard.Lease, "seconds": []any{snapshot(rng, int64(s), start, *labels)}}
-				if s == *seconds-1 {
-					body["end"] = map[string]any{"reason": "finished"}
-				}
-				if _, err := ac.do(ctx, "POST", "/v1/agent/shards/"+jobs[i].Shard.ShardID+"/report", body, nil); err != nil {
-					errs <- err
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	wall := time.Since(began)
+	time.Sleep(window)
 	after, err := cpu(*pids)
 	if err != nil {
 		return err
 	}
-	close(errs)
-	for err := range errs {
+	wall := time.Since(began)
+	wg.Wait()
+	grewTo, err := dirSize(*pgdata)
+	if err != nil {
 		return err
 	}
-	// Let the stream deliver the last seconds.
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
-		mu.Lock()
-		n := len(arrived)
-		mu.Unlock()
-		if n >= *seconds {
-			break
+
+	// Let the streams deliver the last seconds and the runs end.
+	deadline := time.Now().Add(30 * time.Second)
+	for _, r := range runs {
+		for !r.ended.Load() && time.Now().Before(deadline) {
+			time.Sleep(100 * time.Millisecond)
 		}
-		time.Sleep(100 * time.Millisecond)
 	}
 	stopLive()
-
-	mu.Lock()
-	defer mu.Unlock()
 	var delays []float64
-	worst, worstIdx := 0.0, int64(0)
-	for idx, at := range arrived {
-		end := start.Add(time.Duration(idx+1) * time.Second)
-		d := float64(at.Sub(end)) / float64(time.Millisecond)
-		delays = append(delays, d)
-		if d > worst {
-			worst, worstIdx = d, idx
+	worst, worstAt := 0.0, ""
+	short := 0
+	for n, r := range runs {
+		r.mu.Lock()
+		for idx, at := range r.arrived {
+			d := float64(at.Sub(r.start.Add(time.Duration(idx+1)*time.Second))) / float64(time.Millisecond)
+			delays = append(delays, d)
+			if d > worst {
+				worst, worstAt = d, fmt.Sprintf("run %d second %d", n, idx)
+			}
 		}
+		short += *seconds - len(r.arrived)
+		r.mu.Unlock()
 	}
-	if len(delays) < *seconds {
-		return fmt.Errorf("the live stream gave %d of %d seconds", len(delays), *seconds)
+	if len(delays) == 0 {
+		return errors.New("the live streams gave no second")
 	}
 	slices.Sort(delays)
-	p99 := delays[min(len(delays)-1, int(float64(len(delays))*0.99))]
-	fmt.Printf("agents %d, labels %d, seconds %d, reports %d/s\n", *agents, *labels, *seconds, *agents)
-	fmt.Printf("live delay worst: second %d, %.0f ms\n", worstIdx, worst)
-	fmt.Printf("live delay p50 ms = %.0f\n", delays[len(delays)/2])
-	fmt.Printf("live delay p99 ms = %.0f\n", p99)
+	pct := func(q float64) float64 { return delays[min(len(delays)-1, int(float64(len(delays))*q))] }
+	fmt.Printf("agents %d in %d runs, labels %d, seconds %d, reports %d/s\n", len(sims), len(runs), *labels, *seconds, len(sims))
+	fmt.Printf("live delay worst: %s, %.0f ms\n", worstAt, worst)
+	fmt.Printf("reports refused = %d\n", refused.Load())
+	if *pgdata != "" {
+		hours := float64(len(sims)) * float64(*seconds) / 3600
+		fmt.Printf("database growth per agent-hour MB = %.1f\n", float64(grewTo-grewFrom)/hours/1e6)
+	}
+	fmt.Printf("live delay p50 ms = %.0f\n", pct(0.5))
+	fmt.Printf("live delay p99 ms = %.0f\n", pct(0.99))
 	fmt.Printf("ingest cpu cores = %.3f\n", (after-before).Seconds()/wall.Seconds())
+
+	// Every snapshot sent must be in its run's summary, and every second on its live stream.
+	var lost int64
+	for _, r := range runs {
+		var sum struct {
+			Total struct{ Count int64 } `json:"total"`
+		}
+		for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(200 * time.Millisecond) {
+			status, err := user.do(ctx, "GET", "/v1/runs/"+r.id+"/summary", nil, &sum)
+			if err == nil {
+				break
+			}
+			if status != http.StatusConflict || time.Now().After(deadline) {
+				return fmt.Errorf("run %s has no summary: %w", r.id, err)
+			}
+		}
+		want := int64(len(r.agents)) * int64(*seconds) * int64(*labels) * requestsPerLabel
+		lost += (want - sum.Total.Count) / (int64(*labels) * requestsPerLabel)
+	}
+	fmt.Printf("snapshots sent = %d, lost = %d\n", sent.Load(), lost)
+	switch {
+	case lost != 0:
+		return fmt.Errorf("%d snapshots sent are not in their runs' summaries", lost)
+	case short > 0:
+		return fmt.Errorf("the live streams missed %d seconds", short)
+	}
 	return nil
+}
+
+// requestsPerLabel is how many requests each label of a snapshot counts.
+const requestsPerLabel = 100
+
+// hello is what a simulated agent says when it asks for work: the protocol this build's agents
+// speak, so that the server never refuses the simulation as an old agent (a number written here
+// rotted once, and bench-runs.sh printed nothing).
+var hello = map[string]any{"protocol": barrage.AgentProtocol, "version": "ingest", "cores": 2, "wait_seconds": 0}
+
+// waitHello asks for work waiting for it, as real agents do: a loaded server may hand a run's
+// shards out a moment after it answered the run's creation.
+var waitHello = map[string]any{"protocol": barrage.AgentProtocol, "version": "ingest", "cores": 2, "wait_seconds": 5}
+
+// agent is a simulated agent.
+type agent struct {
+	id string
+	c  client
+	// The shard it was given.
+	shard string
+	lease int64
+}
+
+// simRun is one run of simulated agents and what its live stream delivered.
+type simRun struct {
+	id     string
+	agents []*agent
+	start  time.Time
+	ended  atomic.Bool
+
+	mu      sync.Mutex
+	arrived map[int64]time.Time
+}
+
+func (r *simRun) arrive(idx int64, ended bool) {
+	if ended {
+		r.ended.Store(true)
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, ok := r.arrived[idx]; !ok {
+		r.arrived[idx] = time.Now()
+	}
+}
+
+// startRun runs the script on agents and hands each its shard.
+func startRun(ctx context.Context, user client, agents []*agent, labels, seconds int) (*simRun, error) {
+	var src strings.Builder
+	src.WriteString("version: 1\nname: ingest\nsession:\n  groups:\n    - name: g\n      requests:\n")
+	for l := range labels {
+		fmt.Fprintf(&src, "        - { name: r%02d, url: \"http://127.0.0.1:9/%d\" }\n", l, l)
+	}
+	fmt.Fprintf(&src, "load:\n  vus: %d\n  duration: %ds\n", len(agents), seconds+30)
+	var sc struct{ ID string }
+	if _, err := user.do(ctx, "POST", "/v1/scripts", map[string]any{"source": src.String()}, &sc); err != nil {
+		return nil, err
+	}
+	ids := make([]string, len(agents))
+	for i, a := range agents {
+		ids[i] = a.id
+	}
+	// Online: seen just now.
+	if err := each(len(agents), func(i int) error {
+		_, err := agents[i].c.do(ctx, "POST", "/v1/agent/lease", hello, nil)
+		return err
+	}); err != nil {
+		return nil, err
+	}
+	r := &simRun{agents: agents, arrived: map[int64]time.Time{}}
+	var created struct{ ID string }
+	if _, err := user.do(ctx, "POST", "/v1/runs", map[string]any{"script_id": sc.ID, "agent_ids": ids}, &created); err != nil {
+		return nil, err
+	}
+	r.id = created.ID
+	// Each agent asks for its shard at once, as real agents waiting for work do.
+	starts := make([]time.Time, len(agents))
+	if err := each(len(agents), func(i int) error {
+		var job struct {
+			Shard struct {
+				ShardID    string `json:"shard_id"`
+				Lease      int64  `json:"lease"`
+				StartsInMS int64  `json:"starts_in_ms"`
+			} `json:"shard"`
+		}
+		a := agents[i]
+		if _, err := a.c.do(ctx, "POST", "/v1/agent/lease", waitHello, &job); err != nil {
+			return err
+		}
+		if job.Shard.ShardID == "" {
+			return fmt.Errorf("agent %s was given no shard of run %s", a.id, r.id)
+		}
+		a.shard, a.lease = job.Shard.ShardID, job.Shard.Lease
+		starts[i] = time.Now().Add(time.Duration(job.Shard.StartsInMS) * time.Millisecond)
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	r.start = slices.MinFunc(starts, time.Time.Compare)
+	return r, nil
+}
+
+// report sends the agent's seconds of run r, one a second as each ends, the last with the
+// shard's end. A report the server refuses is kept and sent again with the next, as a real
+// agent does; it returns how many reports were refused.
+func (a *agent) report(ctx context.Context, r *simRun, i, labels, seconds int, sent *atomic.Int64) (refused int64) {
+	rng := rand.New(rand.NewPCG(uint64(i), 7))
+	var pending []any
+	for s := 0; s < seconds || len(pending) > 0; s++ {
+		if s < seconds {
+			time.Sleep(time.Until(r.start.Add(time.Duration(s+1) * time.Second)))
+			pending = append(pending, snapshot(rng, int64(s), r.start, labels))
+			sent.Add(1)
+		} else if s > seconds+30 {
+			return refused // given up: the lost snapshots say so
+		} else {
+			time.Sleep(time.Second)
+		}
+		body := map[string]any{"lease": a.lease, "seconds": pending}
+		if s >= seconds-1 {
+			body["end"] = map[string]any{"reason": "finished"}
+		}
+		if _, err := a.c.do(ctx, "POST", "/v1/agent/shards/"+a.shard+"/report", body, nil); err != nil {
+			refused++
+			continue
+		}
+		pending = pending[:0]
+	}
+	return refused
 }
 
 // snapshot is one second of an agent's metrics: labels of 100 requests each.
@@ -250,8 +381,9 @@ func snapshot(rng *rand.Rand, idx int64, start time.Time, labels int) map[string
 	}}
 }
 
-// follow reads the run's live stream and reports each second's index as it arrives.
-func follow(ctx context.Context, c client, run string, got func(int64)) {
+// follow reads the run's live stream and reports each second's index as it arrives, and when
+// the run has ended.
+func follow(ctx context.Context, c client, run string, got func(idx int64, ended bool)) {
 	req, _ := http.NewRequestWithContext(ctx, "GET", c.server+"/v1/runs/"+run+"/live", nil)
 	req.Header.Set("Authorization", "Bearer "+c.bearer)
 	res, err := http.DefaultClient.Do(req)
@@ -264,8 +396,11 @@ func follow(ctx context.Context, c client, run string, got func(int64)) {
 	for sc.Scan() {
 		if id, ok := strings.CutPrefix(sc.Text(), "id: "); ok {
 			if n, err := strconv.ParseInt(id, 10, 64); err == nil {
-				got(n)
+				got(n, false)
 			}
+		}
+		if sc.Text() == "event: end" {
+			got(0, true)
 		}
 	}
 }
@@ -326,4 +461,41 @@ func cpu(pids string) (time.Duration, error) {
 		ticks += procs[pid].ticks
 	}
 	return time.Duration(ticks) * 10 * time.Millisecond, nil
+}
+
+// dirSize is how many bytes the files under dir hold; 0 without a dir. Of a PostgreSQL data
+// folder it counts what the tables and indexes hold (base/), not the write-ahead log, whose
+// segments are recycled.
+func dirSize(dir string) (int64, error) {
+	if dir == "" {
+		return 0, nil
+	}
+	var n int64
+	err := filepath.WalkDir(filepath.Join(dir, "base"), func(_ string, d os.DirEntry, err error) error {
+		if err != nil {
+			return nil // a file dropped meanwhile
+		}
+		if info, err := d.Info(); err == nil && !d.IsDir() {
+			n += info.Size()
+		}
+		return nil
+	})
+	return n, err
+}
+
+// each calls f(0) to f(n-1), 32 at a time, and returns the first error.
+func each(n int, f func(i int) error) error {
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 32)
+	errs := make([]error, n)
+	for i := range n {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			errs[i] = f(i)
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
 }

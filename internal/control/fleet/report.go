@@ -148,11 +148,13 @@ func (s *Service) Report(ctx context.Context, a barrage.Agent, shardID uuid.UUID
 		lag(s.now().Sub(rep.Run.StartAt.Add(time.Duration(newest+1) * time.Second)))
 	}
 	var in Instruction
-	if in.Pings, err = s.store.TakePings(ctx, a.ID); err != nil {
-		return Instruction{}, err
-	}
-	if in.Jobs, err = s.takeJobs(ctx, a, a.Sandbox); err != nil {
-		return Instruction{}, err
+	if rep.WorkWaiting {
+		if in.Pings, err = s.store.TakePings(ctx, a.ID); err != nil {
+			return Instruction{}, err
+		}
+		if in.Jobs, err = s.takeJobs(ctx, a, a.Sandbox); err != nil {
+			return Instruction{}, err
+		}
 	}
 	switch r := rep.Run; {
 	case r.Stop != nil:
@@ -171,7 +173,7 @@ func (s *Service) Report(ctx context.Context, a barrage.Agent, shardID uuid.UUID
 // run when it was the last shard to end.
 func (s *Service) storeReport(ctx context.Context, a barrage.Agent, shardID uuid.UUID, lease int64, secs []barrage.ShardSecond,
 	end *barrage.ShardEnd) (postgres.ShardReport, error) {
-	rep, err := s.store.ReportShard(ctx, a.ID, shardID, lease, secs, end)
+	rep, err := s.store.ReportShard(ctx, a.ID, shardID, lease, secs, end, s.now().Add(-JobWait))
 	if err != nil {
 		return rep, err
 	}

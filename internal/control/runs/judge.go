@@ -3,7 +3,6 @@ package runs
 import (
 	"context"
 	"log/slog"
-	"math"
 	"sync"
 	"time"
 
@@ -51,11 +50,7 @@ func (s *Service) judge(ctx context.Context, r barrage.Run) error {
 	if j.watch == nil || r.Stop != nil {
 		return nil
 	}
-	secs, err := s.store.RunSeconds(ctx, r.ID, j.merger.next, math.MaxInt64)
-	if err != nil {
-		return err
-	}
-	done, err := j.merger.add(r, secs)
+	done, err := j.merger.more(ctx, s.store, r)
 	if err != nil {
 		return err
 	}

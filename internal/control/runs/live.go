@@ -2,7 +2,6 @@ package runs
 
 import (
 	"context"
-	"math"
 	"time"
 
 	"github.com/google/uuid"
@@ -71,11 +70,7 @@ func (s *Service) Live(ctx context.Context, p barrage.Principal, id uuid.UUID, a
 	for {
 		// The seconds first, then the state they led to: the end is the stream's last event,
 		// after every second of the run.
-		secs, err := s.store.RunSeconds(ctx, id, m.next, math.MaxInt64)
-		if err != nil {
-			return err
-		}
-		done, err := m.add(r, secs)
+		done, err := m.more(ctx, s.store, r)
 		if err != nil {
 			return err
 		}

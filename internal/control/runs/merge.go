@@ -112,6 +112,16 @@ func (m *merger) add(r barrage.Run, secs []barrage.ShardSecond) ([]*MergedSecond
 	return out, nil
 }
 
+// more reads the run's seconds that m has not read yet, and returns the seconds now complete,
+// as add does. A follower calls it at each change of the run.
+func (m *merger) more(ctx context.Context, store Store, r barrage.Run) ([]*MergedSecond, error) {
+	secs, err := store.NewRunSeconds(ctx, r.ID, m.next, m.latest)
+	if err != nil {
+		return nil, err
+	}
+	return m.add(r, secs)
+}
+
 func (m *merger) complete(r barrage.Run, idx, newest int64) bool {
 	if newest-idx >= straggle {
 		return true

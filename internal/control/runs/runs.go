@@ -56,6 +56,7 @@ type Store interface {
 	EndRun(ctx context.Context, id uuid.UUID, state barrage.RunState, reason string, summary []byte) (bool, error)
 
 	RunSeconds(ctx context.Context, runID uuid.UUID, from, to int64) ([]barrage.ShardSecond, error)
+	NewRunSeconds(ctx context.Context, runID uuid.UUID, from int64, seen map[uuid.UUID]int64) ([]barrage.ShardSecond, error)
 	ShardAccounts(ctx context.Context, runID uuid.UUID) ([]barrage.ShardAccount, error)
 	RunSummary(ctx context.Context, projects []uuid.UUID, id uuid.UUID) ([]byte, error)
 	RunFacts(ctx context.Context, id uuid.UUID) ([]byte, error)

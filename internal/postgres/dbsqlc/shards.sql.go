@@ -330,6 +330,109 @@ func (q *Queries) ShardListLost(ctx context.Context, db DBTX, before *time.Time)
 	return items, nil
 }
 
+const shardReportSeconds = `-- name: ShardReportSeconds :one
+WITH sh AS (
+    UPDATE shards SET heartbeat_at = now()
+    WHERE shards.id = $4 AND shards.agent_id = $2 AND shards.lease = $5 AND shards.state = 'running'
+    RETURNING shards.run_id
+), ins AS (
+    INSERT INTO shard_seconds (shard_id, idx, snapshot, health, monitors)
+    SELECT $4, unnest($6::bigint[]), unnest($7::bytea[]), unnest($8::jsonb[]), unnest($9::jsonb[])
+    FROM sh
+    ON CONFLICT DO NOTHING
+    RETURNING 1
+), touch AS (
+    UPDATE agents SET last_seen_at = now()
+    WHERE agents.id = $2 AND EXISTS (SELECT 1 FROM sh)
+      AND (agents.last_seen_at IS NULL OR agents.last_seen_at < now() - interval '1 second')
+), running AS (
+    UPDATE runs SET state = 'running'
+    WHERE runs.id = (SELECT sh.run_id FROM sh) AND runs.state IN ('queued', 'starting') AND EXISTS (SELECT 1 FROM ins)
+    RETURNING runs.id
+)
+SELECT runs.id, runs.owner_id, runs.script_id, runs.manifest, runs.state, runs.reason, runs.load, runs.max_vus, runs.max_run_seconds, runs.idempotency_key, runs.start_at, runs.created_at, runs.ended_at, runs.stop_state, runs.stop_reason, runs.summary, runs.request_sha256, runs.destinations, runs.vus, runs.dest_addresses, runs.project_id,
+    (SELECT count(*) FROM ins) AS stored,
+    EXISTS (SELECT 1 FROM running) AS now_running,
+    (SELECT count(*) FROM (SELECT pg_notify($1::text, sh.run_id::text) FROM (SELECT 1 FROM ins LIMIT 1) AS one) AS told) AS told,
+    (EXISTS (SELECT 1 FROM agent_pings p
+             WHERE p.agent_id = $2 AND p.delivered_at IS NULL AND p.created_at > now() - interval '10 seconds')
+     OR EXISTS (SELECT 1 FROM agent_jobs j
+                WHERE j.agent_id = $2 AND j.delivered_at IS NULL
+                  AND (j.created_at > $3::timestamptz OR j.test_id IS NULL)))::boolean AS work_waiting
+FROM sh JOIN runs ON runs.id = sh.run_id
+`
+
+type ShardReportSecondsParams struct {
+	Channel   string
+	AgentID   uuid.UUID
+	JobsSince time.Time
+	ID        uuid.UUID
+	Lease     int64
+	Idxs      []int64
+	Snapshots [][]byte
+	Healths   [][]byte
+	Monitors  [][]byte
+}
+
+type ShardReportSecondsRow struct {
+	Run         Run
+	Stored      int64
+	NowRunning  bool
+	Told        int64
+	WorkWaiting bool
+}
+
+// ShardReportSeconds stores the seconds an agent reports of a shard it holds under lease and
+// running, in one statement (one round trip, one implicit transaction): the shard's heartbeat,
+// its seconds (those stored before are skipped), the agent's, the run running from its first
+// second, and the run's followers told when a second was stored. It answers no row when the
+// shard is not this agent's, under this lease, running: ReportShard's transaction then says why.
+// work_waiting says whether the agent has pings or jobs waiting (as AgentPingTake and
+// AgentJobNext and AgentJobAnswerOrphans would find them), so that a report looks for them only
+// then.
+func (q *Queries) ShardReportSeconds(ctx context.Context, db DBTX, arg ShardReportSecondsParams) (ShardReportSecondsRow, error) {
+	row := db.QueryRow(ctx, shardReportSeconds,
+		arg.Channel,
+		arg.AgentID,
+		arg.JobsSince,
+		arg.ID,
+		arg.Lease,
+		arg.Idxs,
+		arg.Snapshots,
+		arg.Healths,
+		arg.Monitors,
+	)
+	var i ShardReportSecondsRow
+	err := row.Scan(
+		&i.Run.ID,
+		&i.Run.OwnerID,
+		&i.Run.ScriptID,
+		&i.Run.Manifest,
+		&i.Run.State,
+		&i.Run.Reason,
+		&i.Run.Load,
+		&i.Run.MaxVus,
+		&i.Run.MaxRunSeconds,
+		&i.Run.IdempotencyKey,
+		&i.Run.StartAt,
+		&i.Run.CreatedAt,
+		&i.Run.EndedAt,
+		&i.Run.StopState,
+		&i.Run.StopReason,
+		&i.Run.Summary,
+		&i.Run.RequestSha256,
+		&i.Run.Destinations,
+		&i.Run.Vus,
+		&i.Run.DestAddresses,
+		&i.Run.ProjectID,
+		&i.Stored,
+		&i.NowRunning,
+		&i.Told,
+		&i.WorkWaiting,
+	)
+	return i, err
+}
+
 const shardSecondInsert = `-- name: ShardSecondInsert :execrows
 INSERT INTO shard_seconds (shard_id, idx, snapshot, health, monitors) VALUES ($1, $2, $3, $4, $5)
 ON CONFLICT DO NOTHING
@@ -375,6 +478,58 @@ type ShardSecondListByRunParams struct {
 // reader that skipped past an uncommitted one would never see it.
 func (q *Queries) ShardSecondListByRun(ctx context.Context, db DBTX, arg ShardSecondListByRunParams) ([]ShardSecond, error) {
 	rows, err := db.Query(ctx, shardSecondListByRun, arg.RunID, arg.FromIdx, arg.ToIdx)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []ShardSecond
+	for rows.Next() {
+		var i ShardSecond
+		if err := rows.Scan(
+			&i.ShardID,
+			&i.Idx,
+			&i.Snapshot,
+			&i.Health,
+			&i.Monitors,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const shardSecondListNewByRun = `-- name: ShardSecondListNewByRun :many
+SELECT shard_seconds.shard_id, shard_seconds.idx, shard_seconds.snapshot, shard_seconds.health, shard_seconds.monitors FROM shard_seconds
+JOIN shards ON shards.id = shard_seconds.shard_id
+LEFT JOIN (SELECT unnest($1::uuid[]) AS shard_id, unnest($2::bigint[]) AS idx) AS seen
+    ON seen.shard_id = shard_seconds.shard_id
+WHERE shards.run_id = $3 AND shard_seconds.idx >= $4 AND (seen.idx IS NULL OR shard_seconds.idx > seen.idx)
+ORDER BY shard_seconds.idx, shard_seconds.shard_id
+`
+
+type ShardSecondListNewByRunParams struct {
+	SeenShards []uuid.UUID
+	SeenIdx    []int64
+	RunID      uuid.UUID
+	FromIdx    int64
+}
+
+// ShardSecondListNewByRun reads the seconds of a run's shards from the given one on that a
+// follower has not read: for each shard in seen_shards, those after its seen_idx. A shard's
+// seconds commit in order (its agent sends a report once the one before was answered), so a
+// follower that read a shard's second has read every earlier one; a live view that read the
+// open seconds again at each wake read each report a hundred times over.
+func (q *Queries) ShardSecondListNewByRun(ctx context.Context, db DBTX, arg ShardSecondListNewByRunParams) ([]ShardSecond, error) {
+	rows, err := db.Query(ctx, shardSecondListNewByRun,
+		arg.SeenShards,
+		arg.SeenIdx,
+		arg.RunID,
+		arg.FromIdx,
+	)
 	if err != nil {
 		return nil, err
 	}
