@@ -90,12 +90,13 @@ contract: ## schemathesis over /openapi.yaml against a fresh server, as a user a
 k8s-check: ## validate deploy/kubernetes with kubeconform, offline (schemas from PyPI's kubernetes-validate, cached)
 	scripts/kubeconform.sh
 
-bench: ## Go benchmarks, then the API under wrk, barrage run against wrk and k6 on nginx, decoding gzip against k6, runs through the server, one user's imports against another's latency, the portal's live page with 100 requests for 10 minutes
+bench: ## Go benchmarks, then the API under wrk, barrage run against wrk and k6 on nginx, decoding gzip against k6, runs through the server, a thousand agents on one server (INGEST_AGENTS=100 for a shorter bench), one user's imports against another's latency, the portal's live page with 100 requests for 10 minutes
 	$(GO) test -run '^$$' -bench . -benchmem ./...
 	scripts/bench-api.sh
 	scripts/bench-engine.sh
 	scripts/bench-compression.sh
 	scripts/bench-runs.sh
+	scripts/bench-ingest.sh $(INGEST_AGENTS)
 	scripts/bench-fairshare.sh
 	scripts/bench-portal.sh
 

@@ -11,13 +11,13 @@
 #   live delay p99 ms = 900
 #   reports refused = 0
 #   database growth per agent-hour MB = 30
-# Needs curl and python3. BENCH_SMOKE=1 simulates 5 agents for 5 seconds: a check that every
+# Needs curl and python3. BENCH_SMOKE=1 simulates 5 agents for 15 seconds: a check that every
 # figure is printed, whose figures measure nothing (scripts/bench-smoke.sh).
 set -euo pipefail
 agents=${1:-1000}
 secs=${2:-60}
 per_run=${3:-100}
-if [ -n "${BENCH_SMOKE:-}" ]; then agents=5 secs=5; fi
+if [ -n "${BENCH_SMOKE:-}" ]; then agents=5 secs=15; fi
 cd "$(dirname "$0")/.."
 scripts/need.sh bench-ingest curl python3
 work=$(mktemp -d /tmp/barrage-bench-ingest-XXXXXX)

@@ -1,22 +1,14 @@
 #!/usr/bin/env bash
-# Measures runs through the server (scripts/bench-runs.sh [seconds] [rounds]):
-#  (a) the same script against the same local nginx, run by `barrage run` locally and by one
-#      `barrage agent` through `barrage serve`, alternating for some rounds (the generator pinned
-#      to core 1 and nginx to core 0 either way); the median of the rounds' ratios of requests
-#      per second:                                  ratio agent/local = 0.98
-#  (b) metrics ingestion: 50 simulated agents, 20 labels each, one snapshot a second each for 60
-#      seconds (scripts/ingest); the CPU that serve and its PostgreSQL used, in cores, and the
-#      delay from a second's end at the agents to its event on the live stream:
-#                                                   ingest cpu cores = 0.2
-#                                                   live delay p99 ms = 400
-# Needs nginx (installed with apt-get when run as root), curl and python3; fails naming what is
-# missing otherwise. BENCH_SMOKE=1 simulates 5 agents for 5 seconds rather than 50 for 60: a check
-# that every figure is printed, whose figures measure nothing (scripts/bench-smoke.sh).
+# Measures runs through the server (scripts/bench-runs.sh [seconds] [rounds]): the same script
+# against the same local nginx, run by `barrage run` locally and by one `barrage agent` through
+# `barrage serve`, alternating for some rounds (the generator pinned to core 1 and nginx to core 0
+# either way); the median of the rounds' ratios of requests per second:
+#   ratio agent/local = 0.98
+# (Many agents on one server: scripts/bench-ingest.sh.) Needs nginx (installed with apt-get when
+# run as root), curl and python3; fails naming what is missing otherwise.
 set -euo pipefail
 secs=${1:-10}
 rounds=${2:-3}
-ingest_agents=50 ingest_secs=60
-[ -z "${BENCH_SMOKE:-}" ] || ingest_agents=5 ingest_secs=5
 cd "$(dirname "$0")/.."
 scripts/need.sh bench-runs nginx:nginx-light curl python3
 work=$(mktemp -d /tmp/barrage-bench-runs-XXXXXX)
@@ -35,7 +27,6 @@ pin_target="" pin_gen=""
 if command -v taskset >/dev/null && [ "$(nproc)" -ge 2 ]; then pin_target="taskset -c 0"; pin_gen="taskset -c 1"; fi
 
 go build -o "$work/barrage" ./cmd/barrage
-go build -o "$work/ingest" ./scripts/ingest
 B="$work/barrage"
 export BARRAGE_CONFIG_DIR="$work/cli"
 
@@ -51,8 +42,6 @@ code=$(grep -o 'brg_inv_[a-z2-7]*' "$work/serve.out" | head -1)
 echo "bench password 123" | "$B" signup --code "$code" --email bench@example.com --name Bench >/dev/null
 echo "bench password 123" | "$B" login --email bench@example.com >/dev/null
 token=$("$B" tokens create --name bench --scopes read,write 2>/dev/null)
-pg_pid=$(pgrep -o -f "$work/data/postgres" || true)
-[ -n "$pg_pid" ] || { echo "bench-runs: cannot find the embedded PostgreSQL's process" >&2; exit 1; }
 
 # (a) agent against local, on nginx.
 port=$(free_port)
@@ -105,5 +94,3 @@ for r in $(seq 1 "$rounds"); do
 done
 echo "ratio agent/local = $(python3 -c 'import statistics,sys; print(statistics.median(map(float, sys.argv[1:])))' "${ratios[@]}")"
 
-# (b) ingestion.
-"$work/ingest" --server "$BARRAGE_SERVER" --token "$token" --agents "$ingest_agents" --labels 20 --seconds "$ingest_secs" --pids "$serve_pid,$pg_pid"

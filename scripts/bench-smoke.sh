@@ -74,7 +74,10 @@ run portal scripts/bench-portal.sh
 expect portal "live page labels" "live page update p99 ms" "live page longest task ms?0" "live page heap growth KiB per minute?0"
 
 run runs scripts/bench-runs.sh 2 1
-expect runs "ratio agent/local" "live delay p99 ms?0" "ingest cpu cores?0"
+expect runs "ratio agent/local"
+
+run ingest scripts/bench-ingest.sh
+expect ingest "ingest cpu cores?0" "live delay p50 ms?0" "live delay p99 ms?0" "reports refused?0" "database growth per agent-hour MB?0"
 
 if [ ${#failed[@]} -gt 0 ]; then
   printf 'bench-smoke: %s\n' "${failed[@]}" >&2

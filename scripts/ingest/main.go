@@ -114,6 +114,21 @@ func run() error {
 		return err
 	}
 
+	// Every agent asks for work as real agents do, a long poll after another, until it is given
+	// its shard; then it reports each second. Measured first: what the polls of idle agents cost.
+	leased := make(chan *agent)
+	var polling sync.WaitGroup
+	polling.Add(len(sims))
+	for _, a := range sims {
+		go a.poll(ctx, leased, polling.Done)
+	}
+	polling.Wait()
+	idle, err := measure(*pids, 10*time.Second)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("lease long-poll cpu cores (%d idle agents) = %.3f\n", len(sims), idle)
+
 	grewFrom, err := dirSize(*pgdata)
 	if err != nil {
 		return err
@@ -127,17 +142,17 @@ func run() error {
 	var wg sync.WaitGroup
 	var refused, sent atomic.Int64
 	for from := 0; from < len(sims); from += *perRun {
-		r, err := startRun(ctx, user, sims[from:min(from+*perRun, len(sims))], *labels, *seconds)
+		r, err := startRun(ctx, user, sims[from:min(from+*perRun, len(sims))], *labels, *seconds, leased)
 		if err != nil {
 			return err
 		}
 		runs = append(runs, r)
 		go follow(liveCtx, user, r.id, r.arrive)
-		for i, a := range r.agents {
+		for _, a := range r.agents {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				refused.Add(a.report(ctx, r, i, *labels, *seconds, &sent))
+				refused.Add(a.report(ctx, r, *seconds, &sent))
 			}()
 		}
 	}
@@ -150,17 +165,10 @@ func run() error {
 	}
 	fmt.Fprintf(os.Stderr, "ingest: %d agents in %d runs report; measuring for %s\n", len(sims), len(runs), window.Round(time.Second))
 	time.Sleep(time.Until(last.Add(time.Second)))
-	before, err := cpu(*pids)
+	cores, err := measure(*pids, window)
 	if err != nil {
 		return err
 	}
-	began := time.Now()
-	time.Sleep(window)
-	after, err := cpu(*pids)
-	if err != nil {
-		return err
-	}
-	wall := time.Since(began)
 	wg.Wait()
 	grewTo, err := dirSize(*pgdata)
 	if err != nil {
@@ -204,7 +212,7 @@ func run() error {
 	}
 	fmt.Printf("live delay p50 ms = %.0f\n", pct(0.5))
 	fmt.Printf("live delay p99 ms = %.0f\n", pct(0.99))
-	fmt.Printf("ingest cpu cores = %.3f\n", (after-before).Seconds()/wall.Seconds())
+	fmt.Printf("ingest cpu cores = %.3f\n", cores)
 
 	// Every snapshot sent must be in its run's summary, and every second on its live stream.
 	var lost int64
@@ -237,22 +245,48 @@ func run() error {
 // requestsPerLabel is how many requests each label of a snapshot counts.
 const requestsPerLabel = 100
 
-// hello is what a simulated agent says when it asks for work: the protocol this build's agents
+// waitHello is what a simulated agent says when it asks for work, waiting for it as real agents do: the protocol this build's agents
 // speak, so that the server never refuses the simulation as an old agent (a number written here
 // rotted once, and bench-runs.sh printed nothing).
-var hello = map[string]any{"protocol": barrage.AgentProtocol, "version": "ingest", "cores": 2, "wait_seconds": 0}
-
-// waitHello asks for work waiting for it, as real agents do: a loaded server may hand a run's
-// shards out a moment after it answered the run's creation.
 var waitHello = map[string]any{"protocol": barrage.AgentProtocol, "version": "ingest", "cores": 2, "wait_seconds": 5}
 
 // agent is a simulated agent.
 type agent struct {
 	id string
 	c  client
-	// The shard it was given.
-	shard string
-	lease int64
+	// The shard it was given, of run, to start at start.
+	shard, run string
+	lease      int64
+	start      time.Time
+}
+
+// poll asks for work, a long poll after another, until the agent is given a shard; then it
+// sends itself on leased. The first poll's answer calls asked.
+func (a *agent) poll(ctx context.Context, leased chan<- *agent, asked func()) {
+	for first := true; ; first = false {
+		var work struct {
+			Shard *struct {
+				ShardID    string `json:"shard_id"`
+				RunID      string `json:"run_id"`
+				Lease      int64  `json:"lease"`
+				StartsInMS int64  `json:"starts_in_ms"`
+			} `json:"shard"`
+		}
+		_, err := a.c.do(ctx, "POST", "/v1/agent/lease", waitHello, &work)
+		if first {
+			asked()
+		}
+		switch {
+		case err != nil:
+			fmt.Fprintln(os.Stderr, "ingest: a poll failed:", err)
+			time.Sleep(time.Second)
+		case work.Shard != nil:
+			a.shard, a.run, a.lease = work.Shard.ShardID, work.Shard.RunID, work.Shard.Lease
+			a.start = time.Now().Add(time.Duration(work.Shard.StartsInMS) * time.Millisecond)
+			leased <- a
+			return
+		}
+	}
 }
 
 // simRun is one run of simulated agents and what its live stream delivered.
@@ -261,6 +295,8 @@ type simRun struct {
 	agents []*agent
 	start  time.Time
 	ended  atomic.Bool
+	// seconds are the seconds every agent of the run sends, encoded.
+	seconds []json.RawMessage
 
 	mu      sync.Mutex
 	arrived map[int64]time.Time
@@ -279,7 +315,7 @@ func (r *simRun) arrive(idx int64, ended bool) {
 }
 
 // startRun runs the script on agents and hands each its shard.
-func startRun(ctx context.Context, user client, agents []*agent, labels, seconds int) (*simRun, error) {
+func startRun(ctx context.Context, user client, agents []*agent, labels, seconds int, leased <-chan *agent) (*simRun, error) {
 	var src strings.Builder
 	src.WriteString("version: 1\nname: ingest\nsession:\n  groups:\n    - name: g\n      requests:\n")
 	for l := range labels {
@@ -294,56 +330,49 @@ func startRun(ctx context.Context, user client, agents []*agent, labels, seconds
 	for i, a := range agents {
 		ids[i] = a.id
 	}
-	// Online: seen just now.
-	if err := each(len(agents), func(i int) error {
-		_, err := agents[i].c.do(ctx, "POST", "/v1/agent/lease", hello, nil)
-		return err
-	}); err != nil {
-		return nil, err
-	}
 	r := &simRun{agents: agents, arrived: map[int64]time.Time{}}
 	var created struct{ ID string }
 	if _, err := user.do(ctx, "POST", "/v1/runs", map[string]any{"script_id": sc.ID, "agent_ids": ids}, &created); err != nil {
 		return nil, err
 	}
 	r.id = created.ID
-	// Each agent asks for its shard at once, as real agents waiting for work do.
-	starts := make([]time.Time, len(agents))
-	if err := each(len(agents), func(i int) error {
-		var job struct {
-			Shard struct {
-				ShardID    string `json:"shard_id"`
-				Lease      int64  `json:"lease"`
-				StartsInMS int64  `json:"starts_in_ms"`
-			} `json:"shard"`
+	// Its agents take their shards on their next poll: runs start one after another, so that
+	// every agent leased now is one of this run's.
+	starts := make([]time.Time, 0, len(agents))
+	for range agents {
+		select {
+		case a := <-leased:
+			if a.run != r.id {
+				return nil, fmt.Errorf("agent %s was given a shard of run %s, not %s", a.id, a.run, r.id)
+			}
+			starts = append(starts, a.start)
+		case <-time.After(time.Minute):
+			return nil, fmt.Errorf("run %s: %d of its %d agents took their shards in a minute", r.id, len(starts), len(agents))
 		}
-		a := agents[i]
-		if _, err := a.c.do(ctx, "POST", "/v1/agent/lease", waitHello, &job); err != nil {
-			return err
-		}
-		if job.Shard.ShardID == "" {
-			return fmt.Errorf("agent %s was given no shard of run %s", a.id, r.id)
-		}
-		a.shard, a.lease = job.Shard.ShardID, job.Shard.Lease
-		starts[i] = time.Now().Add(time.Duration(job.Shard.StartsInMS) * time.Millisecond)
-		return nil
-	}); err != nil {
-		return nil, err
 	}
 	r.start = slices.MinFunc(starts, time.Time.Compare)
+	// The run's seconds, encoded once: its agents send the same figures, so that the simulation
+	// spends its time sending, not making histograms, on the machine it shares with the server.
+	rng := rand.New(rand.NewPCG(uint64(len(agents)), 7))
+	for s := range seconds {
+		enc, err := json.Marshal(snapshot(rng, int64(s), r.start, labels))
+		if err != nil {
+			return nil, err
+		}
+		r.seconds = append(r.seconds, enc)
+	}
 	return r, nil
 }
 
 // report sends the agent's seconds of run r, one a second as each ends, the last with the
 // shard's end. A report the server refuses is kept and sent again with the next, as a real
 // agent does; it returns how many reports were refused.
-func (a *agent) report(ctx context.Context, r *simRun, i, labels, seconds int, sent *atomic.Int64) (refused int64) {
-	rng := rand.New(rand.NewPCG(uint64(i), 7))
-	var pending []any
+func (a *agent) report(ctx context.Context, r *simRun, seconds int, sent *atomic.Int64) (refused int64) {
+	var pending []json.RawMessage
 	for s := 0; s < seconds || len(pending) > 0; s++ {
 		if s < seconds {
 			time.Sleep(time.Until(r.start.Add(time.Duration(s+1) * time.Second)))
-			pending = append(pending, snapshot(rng, int64(s), r.start, labels))
+			pending = append(pending, r.seconds[s])
 			sent.Add(1)
 		} else if s > seconds+30 {
 			return refused // given up: the lost snapshots say so
@@ -498,4 +527,16 @@ func each(n int, f func(i int) error) error {
 	}
 	wg.Wait()
 	return errors.Join(errs...)
+}
+
+// measure is the CPU that the pids and their descendants use over d, in cores.
+func measure(pids string, d time.Duration) (float64, error) {
+	before, err := cpu(pids)
+	if err != nil {
+		return 0, err
+	}
+	began := time.Now()
+	time.Sleep(d)
+	after, err := cpu(pids)
+	return (after - before).Seconds() / time.Since(began).Seconds(), err
 }
