@@ -152,3 +152,10 @@ func (s *Store) PingRoundTrip(ctx context.Context, id uuid.UUID) (rtt time.Durat
 	}
 	return p.AnsweredAt.Sub(p.CreatedAt), true, nil
 }
+
+// AgentWorkWaiting says whether the agent has a shard, pings or jobs waiting for it, jobs
+// since jobsSince (see TakeAgentJobs): one round trip, which a waiting lease asks at each look
+// before it takes anything.
+func (s *Store) AgentWorkWaiting(ctx context.Context, agentID uuid.UUID, jobsSince time.Time) (bool, error) {
+	return s.q.AgentWorkWaiting(ctx, s.pool, dbsqlc.AgentWorkWaitingParams{AgentID: &agentID, JobsSince: jobsSince})
+}

@@ -401,30 +401,17 @@ func (s *Store) UseNotifier(n Notifier) { s.notifier = n }
 // when it was the last shard (see UseFinalizer). A report under another lease (a stale
 // holder's), or for a shard already ended (lost, say), is a conflict and stores nothing.
 //
-// A report without an end takes one statement (ShardReportSeconds), a round trip to the
-// database: agents send one a second each, and a server of a thousand agents spent most of
-// its time on the transaction's round trips. jobsSince is the oldest job the agent may still be
+// A report without an end is stored with those that arrive with it, in one statement
+// (ShardReportBatch; see reportBatches). jobsSince is the oldest job the agent may still be
 // handed (see TakeAgentJobs).
 func (s *Store) ReportShard(ctx context.Context, agentID, shardID uuid.UUID, lease int64, secs []barrage.ShardSecond, end *barrage.ShardEnd, jobsSince time.Time) (ShardReport, error) {
 	if end == nil {
-		arg := dbsqlc.ShardReportSecondsParams{Channel: ChannelRuns, AgentID: agentID, JobsSince: jobsSince, ID: shardID, Lease: lease,
-			Idxs: make([]int64, len(secs)), Snapshots: make([][]byte, len(secs)), Healths: make([][]byte, len(secs)), Monitors: make([][]byte, len(secs))}
-		for i, sec := range secs {
-			arg.Idxs[i], arg.Snapshots[i], arg.Healths[i], arg.Monitors[i] = sec.Index, sec.Snapshot, sec.Health, sec.Monitors
+		r := &batchedReport{agentID: agentID, shardID: shardID, lease: lease, secs: secs, jobsSince: jobsSince}
+		if ok, err := s.storeBatched(ctx, r); ok || err != nil {
+			return r.rep, err
 		}
-		row, err := s.q.ShardReportSeconds(ctx, s.pool, arg)
-		if err == nil {
-			rep := ShardReport{Stored: int(row.Stored), WorkWaiting: row.WorkWaiting}
-			if row.NowRunning {
-				row.Run.State = string(barrage.RunRunning)
-			}
-			rep.Run, err = runFromRow(row.Run)
-			return rep, err
-		}
-		if !errors.Is(err, pgx.ErrNoRows) {
-			return ShardReport{}, translate(err, "second")
-		}
-		// Not this agent's, not under this lease, or ended: the transaction below says which.
+		// Not this agent's, not under this lease, or ended (or the batch failed): the
+		// transaction below stores it or says why not.
 	}
 	rep := ShardReport{WorkWaiting: true}
 	err := s.inTx(ctx, func(tx pgx.Tx) error {

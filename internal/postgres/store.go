@@ -31,6 +31,7 @@ type Store struct {
 	finalizer Finalizer
 	// notifier queues what a run's end tells, and deliveries; nil: nothing is told.
 	notifier Notifier
+	batches  reportBatches
 }
 
 // NewStore returns a Store on pool.
@@ -43,12 +44,22 @@ func (s *Store) Ready(ctx context.Context) error {
 	return CheckSchema(ctx, s.pool)
 }
 
+// DefaultPoolSize is how many connections a replica's pool opens at most, unless the database
+// URL says otherwise (pool_max_conns).
+const DefaultPoolSize = 16
+
 // Connect opens a pool on url and checks that the server answers.
 func Connect(ctx context.Context, url string) (*pgxpool.Pool, error) {
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		// The parse error can echo the URL, password included: say less.
 		return nil, errors.New("connect to database: the database URL cannot be parsed")
+	}
+	if !strings.Contains(url, "pool_max_conns") {
+		// pgx's default, max(4, cores), held a thousand agents' long polls waiting for a
+		// connection until they counted as offline: a replica's requests wait on the database,
+		// not on its cores.
+		cfg.MaxConns = DefaultPoolSize
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {

@@ -34,6 +34,7 @@ type Store interface {
 	AgentSeen(ctx context.Context, id uuid.UUID, version string, cores int, ip string, sandbox bool, protocol int) error
 
 	LeaseShard(ctx context.Context, agentID uuid.UUID, version string, lead time.Duration) (*barrage.ShardJob, error)
+	AgentWorkWaiting(ctx context.Context, agentID uuid.UUID, jobsSince time.Time) (bool, error)
 	ReportShard(ctx context.Context, agentID, shardID uuid.UUID, lease int64, secs []barrage.ShardSecond, end *barrage.ShardEnd, jobsSince time.Time) (postgres.ShardReport, error)
 
 	CreatePing(ctx context.Context, id, agentID uuid.UUID) error

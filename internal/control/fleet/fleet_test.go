@@ -2,6 +2,8 @@ package fleet_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -224,4 +226,77 @@ func TestAnotherUsersAgentIsNotFound(t *testing.T) {
 	require.NoError(t, b.Fleet.DeleteAgent(ctx, b.user, b.agent.ID, false))
 	_, err = b.Fleet.AuthenticateAgent(ctx, b.token)
 	require.ErrorIs(t, err, barrage.ErrUnauthorized, "a removed agent's token is refused")
+}
+
+// Reports that arrive together are stored together, each second once whichever way it came: a
+// second resent with the next is not counted twice, a stale holder's report among them is
+// refused alone, and a ping waiting for an agent busy with a run reaches it with its next
+// report.
+func TestReportsThatArriveTogetherAreEachStoredOnce(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	agents := []barrage.Agent{b.agent}
+	for _, name := range []string{"two", "three", "four"} {
+		a, _ := b.Agent(&b.user, name, barrage.Limits{})
+		agents = append(agents, a)
+	}
+	r := b.queued(t, agents...)
+	jobs := make([]*barrage.ShardJob, len(agents))
+	for i, a := range agents {
+		jobs[i] = b.Lease(a)
+		require.NotNil(t, jobs[i])
+	}
+	// Ten rounds of every agent reporting at once, each report with its second and the one
+	// before (as an agent resends what it thinks unanswered), one stale report among them.
+	for idx := range int64(10) {
+		errs := make(chan error, len(agents)+1)
+		for i, a := range agents {
+			go func() {
+				secs := []fleet.Second{controltest.Second(t, idx, "get home", 10, 20*time.Millisecond)}
+				if idx > 0 {
+					secs = append(secs, controltest.Second(t, idx-1, "get home", 10, 20*time.Millisecond))
+				}
+				_, err := b.Fleet.Report(ctx, a, jobs[i].Shard.ID, fleet.Report{Lease: jobs[i].Shard.Lease, Seconds: secs})
+				errs <- err
+			}()
+		}
+		go func() {
+			_, err := b.Fleet.Report(ctx, agents[0], jobs[0].Shard.ID, fleet.Report{Lease: jobs[0].Shard.Lease - 1,
+				Seconds: []fleet.Second{controltest.Second(t, idx, "get home", 10, 20*time.Millisecond)}})
+			if !errors.Is(err, barrage.ErrConflict) {
+				err = fmt.Errorf("a stale report: want a conflict, got %v", err)
+			} else {
+				err = nil
+			}
+			errs <- err
+		}()
+		for range len(agents) + 1 {
+			require.NoError(t, <-errs)
+		}
+	}
+	stored, err := b.Store.RunSeconds(ctx, r.ID, 0, 100)
+	require.NoError(t, err)
+	require.Len(t, stored, 10*len(agents), "each agent's ten seconds, once each")
+	run, err := b.Runs.Run(ctx, b.user, r.ID)
+	require.NoError(t, err)
+	require.Equal(t, barrage.RunRunning, run.State)
+
+	// A ping for an agent that is running a shard: its next report takes it.
+	pinged := make(chan error, 1)
+	go func() {
+		_, _, err := b.Fleet.Ping(ctx, b.user, agents[1].ID)
+		pinged <- err
+	}()
+	var ping uuid.UUID
+	require.Eventually(t, func() bool {
+		in, err := b.Fleet.Report(ctx, agents[1], jobs[1].Shard.ID, fleet.Report{Lease: jobs[1].Shard.Lease})
+		if err != nil || len(in.Pings) == 0 {
+			return false
+		}
+		ping = in.Pings[0]
+		return true
+	}, 30*time.Second, 50*time.Millisecond, "the ping reaches the agent with a report")
+	require.NoError(t, b.Fleet.AnswerPing(ctx, agents[1], ping))
+	require.NoError(t, <-pinged)
 }

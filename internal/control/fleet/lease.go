@@ -56,51 +56,16 @@ func (s *Service) Lease(ctx context.Context, a barrage.Agent, h Hello, wait time
 	defer stop()
 	for {
 		var w Work
-		var err error
-		if w.Pings, err = s.store.TakePings(ctx, a.ID); err != nil {
+		// A look costs one round trip, and takes what there is only when there is something:
+		// a thousand agents waiting look twice a second each.
+		waiting, err := s.store.AgentWorkWaiting(ctx, a.ID, s.now().Add(-JobWait))
+		if err != nil {
 			return Work{}, err
 		}
-		if w.Jobs, err = s.takeJobs(ctx, a, h.Sandbox); err != nil {
-			return Work{}, err
-		}
-		if w.Shard, err = s.store.LeaseShard(ctx, a.ID, h.Version, s.cfg.StartLead); err != nil {
-			return Work{}, err
-		}
-		if w.Shard != nil {
-			// The sandbox is checked as the agent says it is now, not as it was at admission.
-			why, err := s.deps.Plugins.SandboxRefuses(ctx, a, h.Sandbox, w.Shard.Run.Manifest.Plugins)
-			if err != nil {
+		if waiting {
+			if w, err = s.take(ctx, a, h); err != nil {
 				return Work{}, err
 			}
-			switch r := w.Shard.Run; {
-			case r.Destinations != nil && h.Protocol < barrage.DestinationsProtocol:
-				why = tooOldForDestinations(a, "run")
-			case (len(r.Manifest.Env) > 0 || len(r.Manifest.Secrets) > 0) && h.Protocol < barrage.EnvProtocol:
-				why = fmt.Sprintf("agent %q speaks protocol %d, which cannot hand a run's environment (env, -e) or secrets to its script (%d can): upgrade it",
-					a.Name, a.Protocol, barrage.EnvProtocol)
-			case len(r.Manifest.Secrets) > 0:
-				// Read now, not at the run's creation: a secret deleted since fails the shard.
-				var missing *barrage.InvalidError
-				w.Shard.Secrets, err = s.deps.Secrets.Values(ctx, r.ProjectID, r.Manifest.Secrets)
-				if errors.As(err, &missing) {
-					why, err = fmt.Sprintf("secret %s, which the script reads, was deleted after the run was created",
-						strings.TrimPrefix(missing.Fields[0].Field, "secrets.")), nil
-				}
-				if err != nil {
-					return Work{}, err
-				}
-			}
-			if why != "" {
-				end := &barrage.ShardEnd{State: barrage.ShardState(run.Failed.String()), Reason: why, Result: json.RawMessage("{}")}
-				if _, err := s.storeReport(ctx, a, w.Shard.Shard.ID, w.Shard.Shard.Lease, nil, end); err != nil {
-					return Work{}, err
-				}
-				w.Shard = nil
-			}
-		}
-		if w.Shard != nil {
-			s.log.InfoContext(ctx, "shard leased", slog.String("run_id", w.Shard.Run.ID.String()),
-				slog.String("shard_id", w.Shard.Shard.ID.String()), slog.String("agent_id", a.ID.String()))
 		}
 		if w.Shard != nil || len(w.Pings) > 0 || len(w.Jobs) > 0 {
 			return w, nil
@@ -119,6 +84,59 @@ func (s *Service) Lease(ctx context.Context, a barrage.Agent, h Hello, wait time
 		case <-t.C:
 		}
 	}
+}
+
+// take hands agent a what waits for it: pings, jobs, and a shard it may run (one it may not is
+// failed, saying why).
+func (s *Service) take(ctx context.Context, a barrage.Agent, h Hello) (Work, error) {
+	var w Work
+	var err error
+	if w.Pings, err = s.store.TakePings(ctx, a.ID); err != nil {
+		return w, err
+	}
+	if w.Jobs, err = s.takeJobs(ctx, a, h.Sandbox); err != nil {
+		return w, err
+	}
+	if w.Shard, err = s.store.LeaseShard(ctx, a.ID, h.Version, s.cfg.StartLead); err != nil {
+		return w, err
+	}
+	if w.Shard != nil {
+		// The sandbox is checked as the agent says it is now, not as it was at admission.
+		why, err := s.deps.Plugins.SandboxRefuses(ctx, a, h.Sandbox, w.Shard.Run.Manifest.Plugins)
+		if err != nil {
+			return w, err
+		}
+		switch r := w.Shard.Run; {
+		case r.Destinations != nil && h.Protocol < barrage.DestinationsProtocol:
+			why = tooOldForDestinations(a, "run")
+		case (len(r.Manifest.Env) > 0 || len(r.Manifest.Secrets) > 0) && h.Protocol < barrage.EnvProtocol:
+			why = fmt.Sprintf("agent %q speaks protocol %d, which cannot hand a run's environment (env, -e) or secrets to its script (%d can): upgrade it",
+				a.Name, a.Protocol, barrage.EnvProtocol)
+		case len(r.Manifest.Secrets) > 0:
+			// Read now, not at the run's creation: a secret deleted since fails the shard.
+			var missing *barrage.InvalidError
+			w.Shard.Secrets, err = s.deps.Secrets.Values(ctx, r.ProjectID, r.Manifest.Secrets)
+			if errors.As(err, &missing) {
+				why, err = fmt.Sprintf("secret %s, which the script reads, was deleted after the run was created",
+					strings.TrimPrefix(missing.Fields[0].Field, "secrets.")), nil
+			}
+			if err != nil {
+				return w, err
+			}
+		}
+		if why != "" {
+			end := &barrage.ShardEnd{State: barrage.ShardState(run.Failed.String()), Reason: why, Result: json.RawMessage("{}")}
+			if _, err := s.storeReport(ctx, a, w.Shard.Shard.ID, w.Shard.Shard.Lease, nil, end); err != nil {
+				return w, err
+			}
+			w.Shard = nil
+		}
+	}
+	if w.Shard != nil {
+		s.log.InfoContext(ctx, "shard leased", slog.String("run_id", w.Shard.Run.ID.String()),
+			slog.String("shard_id", w.Shard.Shard.ID.String()), slog.String("agent_id", a.ID.String()))
+	}
+	return w, nil
 }
 
 // tooOldForDestinations is why agent a, which speaks a protocol older than

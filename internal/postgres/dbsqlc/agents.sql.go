@@ -437,6 +437,30 @@ func (q *Queries) AgentTouch(ctx context.Context, db DBTX, id uuid.UUID) error {
 	return err
 }
 
+const agentWorkWaiting = `-- name: AgentWorkWaiting :one
+SELECT (EXISTS (SELECT 1 FROM shards s WHERE s.agent_id = $1 AND s.state = 'pending')
+    OR EXISTS (SELECT 1 FROM agent_pings p
+               WHERE p.agent_id = $1 AND p.delivered_at IS NULL AND p.created_at > now() - interval '10 seconds')
+    OR EXISTS (SELECT 1 FROM agent_jobs j
+               WHERE j.agent_id = $1 AND j.delivered_at IS NULL
+                 AND (j.created_at > $2::timestamptz OR j.test_id IS NULL)))::boolean AS waiting
+`
+
+type AgentWorkWaitingParams struct {
+	AgentID   *uuid.UUID
+	JobsSince time.Time
+}
+
+// AgentWorkWaiting says whether the agent has anything to be handed: a pending shard, pings
+// (as AgentPingTake finds them) or jobs (as AgentJobNext and AgentJobAnswerOrphans find them).
+// A waiting lease asks it at each look, one round trip, and takes only when there is something.
+func (q *Queries) AgentWorkWaiting(ctx context.Context, db DBTX, arg AgentWorkWaitingParams) (bool, error) {
+	row := db.QueryRow(ctx, agentWorkWaiting, arg.AgentID, arg.JobsSince)
+	var waiting bool
+	err := row.Scan(&waiting)
+	return waiting, err
+}
+
 const agentsBusy = `-- name: AgentsBusy :many
 SELECT DISTINCT agent_id::uuid FROM shards WHERE agent_id = ANY($1::uuid[]) AND state IN ('pending', 'running')
 `

@@ -330,51 +330,59 @@ func (q *Queries) ShardListLost(ctx context.Context, db DBTX, before *time.Time)
 	return items, nil
 }
 
-const shardReportSeconds = `-- name: ShardReportSeconds :one
+const shardReportBatch = `-- name: ShardReportBatch :many
 WITH sh AS (
     UPDATE shards SET heartbeat_at = now()
-    WHERE shards.id = $4 AND shards.agent_id = $2 AND shards.lease = $5 AND shards.state = 'running'
-    RETURNING shards.run_id
+    FROM (SELECT unnest($2::uuid[]) AS id, unnest($3::uuid[]) AS agent_id, unnest($4::bigint[]) AS lease) AS r
+    WHERE shards.id = r.id AND shards.agent_id = r.agent_id AND shards.lease = r.lease AND shards.state = 'running'
+    RETURNING shards.id, shards.run_id, shards.agent_id
 ), ins AS (
     INSERT INTO shard_seconds (shard_id, idx, snapshot, health, monitors)
-    SELECT $4, unnest($6::bigint[]), unnest($7::bytea[]), unnest($8::jsonb[]), unnest($9::jsonb[])
-    FROM sh
+    SELECT s.shard_id, s.idx, s.snapshot, s.health, s.monitors
+    FROM (SELECT unnest($5::uuid[]) AS shard_id, unnest($6::bigint[]) AS idx, unnest($7::bytea[]) AS snapshot,
+                 unnest($8::jsonb[]) AS health, unnest($9::jsonb[]) AS monitors) AS s
+    WHERE s.shard_id IN (SELECT sh.id FROM sh)
     ON CONFLICT DO NOTHING
-    RETURNING 1
+    RETURNING shard_seconds.shard_id
 ), touch AS (
     UPDATE agents SET last_seen_at = now()
-    WHERE agents.id = $2 AND EXISTS (SELECT 1 FROM sh)
+    WHERE agents.id IN (SELECT sh.agent_id FROM sh)
       AND (agents.last_seen_at IS NULL OR agents.last_seen_at < now() - interval '1 second')
 ), running AS (
     UPDATE runs SET state = 'running'
-    WHERE runs.id = (SELECT sh.run_id FROM sh) AND runs.state IN ('queued', 'starting') AND EXISTS (SELECT 1 FROM ins)
+    WHERE runs.id IN (SELECT sh.run_id FROM sh WHERE sh.id IN (SELECT ins.shard_id FROM ins)) AND runs.state IN ('queued', 'starting')
     RETURNING runs.id
+), told AS (
+    SELECT count(pg_notify($10::text, d.run_id::text)) AS n
+    FROM (SELECT DISTINCT sh.run_id FROM sh WHERE sh.id IN (SELECT ins.shard_id FROM ins)) AS d
 )
-SELECT runs.id, runs.owner_id, runs.script_id, runs.manifest, runs.state, runs.reason, runs.load, runs.max_vus, runs.max_run_seconds, runs.idempotency_key, runs.start_at, runs.created_at, runs.ended_at, runs.stop_state, runs.stop_reason, runs.summary, runs.request_sha256, runs.destinations, runs.vus, runs.dest_addresses, runs.project_id,
-    (SELECT count(*) FROM ins) AS stored,
-    EXISTS (SELECT 1 FROM running) AS now_running,
-    (SELECT count(*) FROM (SELECT pg_notify($1::text, sh.run_id::text) FROM (SELECT 1 FROM ins LIMIT 1) AS one) AS told) AS told,
+SELECT sh.id AS shard_id, runs.id, runs.owner_id, runs.script_id, runs.manifest, runs.state, runs.reason, runs.load, runs.max_vus, runs.max_run_seconds, runs.idempotency_key, runs.start_at, runs.created_at, runs.ended_at, runs.stop_state, runs.stop_reason, runs.summary, runs.request_sha256, runs.destinations, runs.vus, runs.dest_addresses, runs.project_id,
+    (SELECT count(*) FROM ins WHERE ins.shard_id = sh.id) AS stored,
+    EXISTS (SELECT 1 FROM running WHERE running.id = runs.id) AS now_running,
+    (SELECT told.n FROM told) AS told,
     (EXISTS (SELECT 1 FROM agent_pings p
-             WHERE p.agent_id = $2 AND p.delivered_at IS NULL AND p.created_at > now() - interval '10 seconds')
+             WHERE p.agent_id = sh.agent_id AND p.delivered_at IS NULL AND p.created_at > now() - interval '10 seconds')
      OR EXISTS (SELECT 1 FROM agent_jobs j
-                WHERE j.agent_id = $2 AND j.delivered_at IS NULL
-                  AND (j.created_at > $3::timestamptz OR j.test_id IS NULL)))::boolean AS work_waiting
+                WHERE j.agent_id = sh.agent_id AND j.delivered_at IS NULL
+                  AND (j.created_at > $1::timestamptz OR j.test_id IS NULL)))::boolean AS work_waiting
 FROM sh JOIN runs ON runs.id = sh.run_id
 `
 
-type ShardReportSecondsParams struct {
-	Channel   string
-	AgentID   uuid.UUID
+type ShardReportBatchParams struct {
 	JobsSince time.Time
-	ID        uuid.UUID
-	Lease     int64
+	Ids       []uuid.UUID
+	AgentIds  []uuid.UUID
+	Leases    []int64
+	SecShards []uuid.UUID
 	Idxs      []int64
 	Snapshots [][]byte
 	Healths   [][]byte
 	Monitors  [][]byte
+	Channel   string
 }
 
-type ShardReportSecondsRow struct {
+type ShardReportBatchRow struct {
+	ShardID     uuid.UUID
 	Run         Run
 	Stored      int64
 	NowRunning  bool
@@ -382,55 +390,70 @@ type ShardReportSecondsRow struct {
 	WorkWaiting bool
 }
 
-// ShardReportSeconds stores the seconds an agent reports of a shard it holds under lease and
-// running, in one statement (one round trip, one implicit transaction): the shard's heartbeat,
-// its seconds (those stored before are skipped), the agent's, the run running from its first
-// second, and the run's followers told when a second was stored. It answers no row when the
-// shard is not this agent's, under this lease, running: ReportShard's transaction then says why.
-// work_waiting says whether the agent has pings or jobs waiting (as AgentPingTake and
-// AgentJobNext and AgentJobAnswerOrphans would find them), so that a report looks for them only
-// then.
-func (q *Queries) ShardReportSeconds(ctx context.Context, db DBTX, arg ShardReportSecondsParams) (ShardReportSecondsRow, error) {
-	row := db.QueryRow(ctx, shardReportSeconds,
-		arg.Channel,
-		arg.AgentID,
+// ShardReportBatch stores the seconds agents report of shards they hold under lease and
+// running, for the reports that arrived together (one shard each, the seconds listed with the
+// shard they belong to), in one statement: one round trip, one commit. For each shard: its
+// heartbeat, its seconds (those stored before are skipped), its agent's, its run running from
+// its first second, and the runs' followers told when a second was stored. work_waiting says
+// whether the agent has pings or jobs waiting (as AgentPingTake, AgentJobNext and
+// AgentJobAnswerOrphans would find them), so that a report looks for them only then. It answers a row for each shard that is its agent's, under
+// its lease, running; the others' reports go through ReportShard's transaction, which says why.
+func (q *Queries) ShardReportBatch(ctx context.Context, db DBTX, arg ShardReportBatchParams) ([]ShardReportBatchRow, error) {
+	rows, err := db.Query(ctx, shardReportBatch,
 		arg.JobsSince,
-		arg.ID,
-		arg.Lease,
+		arg.Ids,
+		arg.AgentIds,
+		arg.Leases,
+		arg.SecShards,
 		arg.Idxs,
 		arg.Snapshots,
 		arg.Healths,
 		arg.Monitors,
+		arg.Channel,
 	)
-	var i ShardReportSecondsRow
-	err := row.Scan(
-		&i.Run.ID,
-		&i.Run.OwnerID,
-		&i.Run.ScriptID,
-		&i.Run.Manifest,
-		&i.Run.State,
-		&i.Run.Reason,
-		&i.Run.Load,
-		&i.Run.MaxVus,
-		&i.Run.MaxRunSeconds,
-		&i.Run.IdempotencyKey,
-		&i.Run.StartAt,
-		&i.Run.CreatedAt,
-		&i.Run.EndedAt,
-		&i.Run.StopState,
-		&i.Run.StopReason,
-		&i.Run.Summary,
-		&i.Run.RequestSha256,
-		&i.Run.Destinations,
-		&i.Run.Vus,
-		&i.Run.DestAddresses,
-		&i.Run.ProjectID,
-		&i.Stored,
-		&i.NowRunning,
-		&i.Told,
-		&i.WorkWaiting,
-	)
-	return i, err
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []ShardReportBatchRow
+	for rows.Next() {
+		var i ShardReportBatchRow
+		if err := rows.Scan(
+			&i.ShardID,
+			&i.Run.ID,
+			&i.Run.OwnerID,
+			&i.Run.ScriptID,
+			&i.Run.Manifest,
+			&i.Run.State,
+			&i.Run.Reason,
+			&i.Run.Load,
+			&i.Run.MaxVus,
+			&i.Run.MaxRunSeconds,
+			&i.Run.IdempotencyKey,
+			&i.Run.StartAt,
+			&i.Run.CreatedAt,
+			&i.Run.EndedAt,
+			&i.Run.StopState,
+			&i.Run.StopReason,
+			&i.Run.Summary,
+			&i.Run.RequestSha256,
+			&i.Run.Destinations,
+			&i.Run.Vus,
+			&i.Run.DestAddresses,
+			&i.Run.ProjectID,
+			&i.Stored,
+			&i.NowRunning,
+			&i.Told,
+			&i.WorkWaiting,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const shardSecondInsert = `-- name: ShardSecondInsert :execrows

@@ -81,3 +81,14 @@ SELECT count(*) FROM agents WHERE NOT disabled AND last_seen_at >= @since;
 
 -- name: AgentCountOwned :one
 SELECT count(*) FROM agents WHERE owner_id = @owner_id;
+
+-- AgentWorkWaiting says whether the agent has anything to be handed: a pending shard, pings
+-- (as AgentPingTake finds them) or jobs (as AgentJobNext and AgentJobAnswerOrphans find them).
+-- A waiting lease asks it at each look, one round trip, and takes only when there is something.
+-- name: AgentWorkWaiting :one
+SELECT (EXISTS (SELECT 1 FROM shards s WHERE s.agent_id = @agent_id AND s.state = 'pending')
+    OR EXISTS (SELECT 1 FROM agent_pings p
+               WHERE p.agent_id = @agent_id AND p.delivered_at IS NULL AND p.created_at > now() - interval '10 seconds')
+    OR EXISTS (SELECT 1 FROM agent_jobs j
+               WHERE j.agent_id = @agent_id AND j.delivered_at IS NULL
+                 AND (j.created_at > sqlc.arg(jobs_since)::timestamptz OR j.test_id IS NULL)))::boolean AS waiting;

@@ -67,45 +67,6 @@ FROM shards LEFT JOIN agents ON agents.id = shards.agent_id
 WHERE shards.run_id = @run_id
 ORDER BY shards.seg_from;
 
--- ShardReportSeconds stores the seconds an agent reports of a shard it holds under lease and
--- running, in one statement (one round trip, one implicit transaction): the shard's heartbeat,
--- its seconds (those stored before are skipped), the agent's, the run running from its first
--- second, and the run's followers told when a second was stored. It answers no row when the
--- shard is not this agent's, under this lease, running: ReportShard's transaction then says why.
--- work_waiting says whether the agent has pings or jobs waiting (as AgentPingTake and
--- AgentJobNext and AgentJobAnswerOrphans would find them), so that a report looks for them only
--- then.
--- name: ShardReportSeconds :one
-WITH sh AS (
-    UPDATE shards SET heartbeat_at = now()
-    WHERE shards.id = @id AND shards.agent_id = @agent_id AND shards.lease = @lease AND shards.state = 'running'
-    RETURNING shards.run_id
-), ins AS (
-    INSERT INTO shard_seconds (shard_id, idx, snapshot, health, monitors)
-    SELECT @id, unnest(@idxs::bigint[]), unnest(@snapshots::bytea[]), unnest(@healths::jsonb[]), unnest(@monitors::jsonb[])
-    FROM sh
-    ON CONFLICT DO NOTHING
-    RETURNING 1
-), touch AS (
-    UPDATE agents SET last_seen_at = now()
-    WHERE agents.id = @agent_id AND EXISTS (SELECT 1 FROM sh)
-      AND (agents.last_seen_at IS NULL OR agents.last_seen_at < now() - interval '1 second')
-), running AS (
-    UPDATE runs SET state = 'running'
-    WHERE runs.id = (SELECT sh.run_id FROM sh) AND runs.state IN ('queued', 'starting') AND EXISTS (SELECT 1 FROM ins)
-    RETURNING runs.id
-)
-SELECT sqlc.embed(runs),
-    (SELECT count(*) FROM ins) AS stored,
-    EXISTS (SELECT 1 FROM running) AS now_running,
-    (SELECT count(*) FROM (SELECT pg_notify(@channel::text, sh.run_id::text) FROM (SELECT 1 FROM ins LIMIT 1) AS one) AS told) AS told,
-    (EXISTS (SELECT 1 FROM agent_pings p
-             WHERE p.agent_id = @agent_id AND p.delivered_at IS NULL AND p.created_at > now() - interval '10 seconds')
-     OR EXISTS (SELECT 1 FROM agent_jobs j
-                WHERE j.agent_id = @agent_id AND j.delivered_at IS NULL
-                  AND (j.created_at > sqlc.arg(jobs_since)::timestamptz OR j.test_id IS NULL)))::boolean AS work_waiting
-FROM sh JOIN runs ON runs.id = sh.run_id;
-
 -- ShardSecondListNewByRun reads the seconds of a run's shards from the given one on that a
 -- follower has not read: for each shard in seen_shards, those after its seen_idx. A shard's
 -- seconds commit in order (its agent sends a report once the one before was answered), so a
@@ -118,3 +79,48 @@ LEFT JOIN (SELECT unnest(@seen_shards::uuid[]) AS shard_id, unnest(@seen_idx::bi
     ON seen.shard_id = shard_seconds.shard_id
 WHERE shards.run_id = @run_id AND shard_seconds.idx >= @from_idx AND (seen.idx IS NULL OR shard_seconds.idx > seen.idx)
 ORDER BY shard_seconds.idx, shard_seconds.shard_id;
+
+-- ShardReportBatch stores the seconds agents report of shards they hold under lease and
+-- running, for the reports that arrived together (one shard each, the seconds listed with the
+-- shard they belong to), in one statement: one round trip, one commit. For each shard: its
+-- heartbeat, its seconds (those stored before are skipped), its agent's, its run running from
+-- its first second, and the runs' followers told when a second was stored. work_waiting says
+-- whether the agent has pings or jobs waiting (as AgentPingTake, AgentJobNext and
+-- AgentJobAnswerOrphans would find them), so that a report looks for them only then. It answers a row for each shard that is its agent's, under
+-- its lease, running; the others' reports go through ReportShard's transaction, which says why.
+-- name: ShardReportBatch :many
+WITH sh AS (
+    UPDATE shards SET heartbeat_at = now()
+    FROM (SELECT unnest(@ids::uuid[]) AS id, unnest(@agent_ids::uuid[]) AS agent_id, unnest(@leases::bigint[]) AS lease) AS r
+    WHERE shards.id = r.id AND shards.agent_id = r.agent_id AND shards.lease = r.lease AND shards.state = 'running'
+    RETURNING shards.id, shards.run_id, shards.agent_id
+), ins AS (
+    INSERT INTO shard_seconds (shard_id, idx, snapshot, health, monitors)
+    SELECT s.shard_id, s.idx, s.snapshot, s.health, s.monitors
+    FROM (SELECT unnest(@sec_shards::uuid[]) AS shard_id, unnest(@idxs::bigint[]) AS idx, unnest(@snapshots::bytea[]) AS snapshot,
+                 unnest(@healths::jsonb[]) AS health, unnest(@monitors::jsonb[]) AS monitors) AS s
+    WHERE s.shard_id IN (SELECT sh.id FROM sh)
+    ON CONFLICT DO NOTHING
+    RETURNING shard_seconds.shard_id
+), touch AS (
+    UPDATE agents SET last_seen_at = now()
+    WHERE agents.id IN (SELECT sh.agent_id FROM sh)
+      AND (agents.last_seen_at IS NULL OR agents.last_seen_at < now() - interval '1 second')
+), running AS (
+    UPDATE runs SET state = 'running'
+    WHERE runs.id IN (SELECT sh.run_id FROM sh WHERE sh.id IN (SELECT ins.shard_id FROM ins)) AND runs.state IN ('queued', 'starting')
+    RETURNING runs.id
+), told AS (
+    SELECT count(pg_notify(@channel::text, d.run_id::text)) AS n
+    FROM (SELECT DISTINCT sh.run_id FROM sh WHERE sh.id IN (SELECT ins.shard_id FROM ins)) AS d
+)
+SELECT sh.id AS shard_id, sqlc.embed(runs),
+    (SELECT count(*) FROM ins WHERE ins.shard_id = sh.id) AS stored,
+    EXISTS (SELECT 1 FROM running WHERE running.id = runs.id) AS now_running,
+    (SELECT told.n FROM told) AS told,
+    (EXISTS (SELECT 1 FROM agent_pings p
+             WHERE p.agent_id = sh.agent_id AND p.delivered_at IS NULL AND p.created_at > now() - interval '10 seconds')
+     OR EXISTS (SELECT 1 FROM agent_jobs j
+                WHERE j.agent_id = sh.agent_id AND j.delivered_at IS NULL
+                  AND (j.created_at > sqlc.arg(jobs_since)::timestamptz OR j.test_id IS NULL)))::boolean AS work_waiting
+FROM sh JOIN runs ON runs.id = sh.run_id;
