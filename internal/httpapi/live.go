@@ -209,6 +209,9 @@ func toAPILiveSecond(sec *runs.MergedSecond, start *time.Time, monitors []string
 			ShardId: id, Cpu: part.Health.CPU, ActiveVus: part.Health.ActiveVUs, Late: part.Health.Late, Dropped: part.Health.Dropped,
 		})
 	}
+	// In the shards' order, not the map's: a second reads the same wherever and whenever it is
+	// read (from either replica, or again after a reconnection).
+	slices.SortFunc(out.Agents, func(a, b api.LiveAgent) int { return strings.Compare(a.ShardId.String(), b.ShardId.String()) })
 	if m := sec.Monitors; m != nil {
 		list := make([]api.LiveMonitor, 0, len(monitors))
 		for i, name := range monitors {
