@@ -117,7 +117,7 @@ var Settings = []Setting{
 	{"trusted-proxies", "BARRAGE_TRUSTED_PROXIES", "", "comma-separated CIDRs of proxies whose X-Forwarded-For is believed"},
 	{"max-body-bytes", "BARRAGE_MAX_BODY_BYTES", "1048576", "largest request body accepted"},
 	{"max-file-bytes", "BARRAGE_MAX_FILE_BYTES", "16777216", "largest data file of a test accepted"},
-	{"shutdown-timeout", "BARRAGE_SHUTDOWN_TIMEOUT", "15s", "how long in-flight requests get on SIGTERM"},
+	{"shutdown-timeout", "BARRAGE_SHUTDOWN_TIMEOUT", "15s", "how long in-flight requests get on SIGTERM (live streams end at once, their clients reconnecting)"},
 	{"log-level", "BARRAGE_LOG_LEVEL", "info", "debug, info, warn or error"},
 	{"log-format", "BARRAGE_LOG_FORMAT", "text", "text or json"},
 	{"postgres-bin", "BARRAGE_POSTGRES_BIN", "", "folder with initdb, pg_ctl and postgres for the embedded database; default downloads pinned binaries"},

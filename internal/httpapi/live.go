@@ -114,6 +114,9 @@ func (l liveStream) VisitGetRunLiveResponse(w http.ResponseWriter) error {
 	defer l.close()
 	ctx, cancel := context.WithDeadline(l.ctx, l.until)
 	defer cancel()
+	// A server shutting down ends its streams at once: their clients reconnect, to a replica
+	// that stays, and miss nothing (Last-Event-ID).
+	defer context.AfterFunc(l.s.draining, cancel)()
 	rc := http.NewResponseController(w)
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-store")
@@ -168,6 +171,8 @@ func (l liveStream) VisitGetRunLiveResponse(w http.ResponseWriter) error {
 	})
 	switch {
 	case l.ctx.Err() != nil: // the client went
+	case l.s.draining.Err() != nil:
+		return write("error", "", map[string]string{"detail": "this server is shutting down; reconnect with Last-Event-ID"})
 	case ctx.Err() != nil:
 		return write("error", "", map[string]string{"detail": "the stream's time is up (its credential expires, or it has lasted its most); reconnect with Last-Event-ID"})
 	case err != nil:

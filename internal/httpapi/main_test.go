@@ -124,6 +124,8 @@ type setupOpts struct {
 	heavyPerUser int
 	// liveStreams bounds the live streams (the defaults when zero).
 	liveStreams httpapi.LiveStreams
+	// draining, when set, ends when the test shuts the server down.
+	draining context.Context
 	// reservedNamespaces are the operator's reserved namespaces.
 	reservedNamespaces []string
 	// quotas bound what each user with a license keeps (none when zero).
@@ -173,7 +175,8 @@ func setup(t testing.TB, opts ...setupOpts) *testBundle {
 	require.NoError(t, err)
 	mkt := market.New(store, blobs, log, market.Config{MaxArtifactBytes: o.maxPluginBytes, ReservedNamespaces: o.reservedNamespaces, Quotas: o.quotas})
 	deps := httpapi.Deps{Log: log, Accounts: svc, Control: ctl, Market: mkt, Audit: audit.New(store, log, 0), Ready: store.Ready, MaxBodyBytes: o.maxBody, MaxFileBytes: o.maxFileBytes,
-		AnonymousReaders: o.anonReaders, HeavyPerUser: o.heavyPerUser, LiveStreams: o.liveStreams}
+		AnonymousReaders: o.anonReaders, HeavyPerUser: o.heavyPerUser, LiveStreams: o.liveStreams,
+		Draining: o.draining}
 	if o.trusted != "" {
 		deps.TrustedProxies = mustPrefixes(t, o.trusted)
 	}

@@ -1,6 +1,7 @@
 package httpapi_test
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"crypto/sha256"
@@ -548,6 +549,35 @@ func TestLiveStreamsAreBoundedInNumberAndLength(t *testing.T) {
 		res.Body.Close()
 		return res.StatusCode == http.StatusOK
 	}, 10*time.Second, 20*time.Millisecond, "the ended stream's place is another's")
+}
+
+// A server that begins to shut down ends its live streams at once, telling their clients to
+// reconnect: behind a balancer they go on from another replica, and the shutdown does not wait
+// its whole grace for streams that would last the run.
+func TestALiveStreamEndsWhenItsServerShutsDown(t *testing.T) {
+	t.Parallel()
+	draining, drain := context.WithCancel(context.Background())
+	defer drain()
+	b := setup(t, setupOpts{asServed: true, draining: draining})
+	_, u := b.adminAndUser()
+	_, agent := b.registerAgent("/v1/agents", u.access, "one", nil)
+	runID, _, _ := b.startedRun(u, b.addScript(u, smokeScript), agent) // running, reporting nothing: its stream stays open
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, b.srv.URL+"/v1/runs/"+runID+"/live", nil)
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+u.access)
+	res, err := b.srv.Client().Do(req)
+	require.NoError(t, err)
+	defer res.Body.Close()
+	require.Equal(t, http.StatusOK, res.StatusCode)
+	// The run's state, the stream's first event, has come: the stream is following the run.
+	first, err := bufio.NewReader(res.Body).ReadString('\n')
+	require.NoError(t, err)
+	require.Equal(t, "event: state\n", first)
+
+	drain()
+	rest, err := io.ReadAll(res.Body)
+	require.NoError(t, err, "the stream ends")
+	require.Contains(t, string(rest), "event: error\ndata: {\"detail\":\"this server is shutting down; reconnect with Last-Event-ID\"}")
 }
 
 func TestAnAbortingThresholdOnTheMergedSecondsStopsEveryShard(t *testing.T) {

@@ -67,6 +67,10 @@ type Deps struct {
 	HeavyPerUser int
 	// LiveStreams bounds the runs' live streams a replica serves (DefaultLiveStreams when zero).
 	LiveStreams LiveStreams
+	// Draining, when set, ends when the server begins to shut down: the live streams end then,
+	// telling their clients to reconnect (to another replica, behind a balancer), rather than
+	// hold the shutdown for its whole grace and be cut at its end.
+	Draining context.Context
 	// Portal, when set, serves the paths it says are its own and no route takes: the portal's
 	// pages and assets.
 	Portal interface {
@@ -96,6 +100,7 @@ type server struct {
 	heavy     *inflight
 	awaiting  *inflight
 	live      liveLimits
+	draining  context.Context // ends when the server begins to shut down
 }
 
 var _ api.StrictServerInterface = (*server)(nil)
@@ -116,7 +121,10 @@ func NewServer(d Deps) (http.Handler, error) {
 		// and everyone's, so many at once, bound the memory their tests' files take.
 		awaiting: newInflight(fleet.MaxOpenJobs, fleet.MaxOpenJobs, max(8, 4*runtime.GOMAXPROCS(0)),
 			"requests that read a test for an agent (generating its script, debugging it, starting a run of it)"),
-		live: newLiveLimits(d.LiveStreams)}
+		live: newLiveLimits(d.LiveStreams), draining: d.Draining}
+	if s.draining == nil {
+		s.draining = context.Background() // never ends
+	}
 	if c := d.Control; c != nil { // nil for a test that only walks the routes
 		s.fleet, s.runs, s.tests, s.targets, s.secrets, s.projects = c.Fleet, c.Runs, c.Tests, c.Targets, c.Secrets, c.Projects
 		s.notify, s.schedules = c.Notify, c.Schedules

@@ -114,14 +114,19 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger, console io.W
 	s.Market = market.New(store, blobs, log.With(slog.String("component", "market")), market.Config{MaxArtifactBytes: cfg.MaxPluginBytes,
 		ReservedNamespaces: cfg.ReservedNamespaces, Quotas: cfg.Quotas})
 	auditLog := audit.New(store, log.With(slog.String("component", "audit")), cfg.AuditRetention)
+	// The live streams end when the shutdown begins, not at the end of its grace: their clients
+	// go on from another replica at once.
+	draining, drain := context.WithCancel(context.WithoutCancel(ctx))
 	handler, err := httpapi.NewServer(httpapi.Deps{
 		Log: log, Accounts: s.Accounts, Control: s.Control, Market: s.Market, Audit: auditLog, Ready: store.Ready,
 		TrustedProxies: cfg.TrustedProxies, MaxBodyBytes: cfg.MaxBodyBytes, MaxFileBytes: cfg.MaxFileBytes,
 		Version:        version,
 		ObserveRequest: s.metrics.Request,
 		Portal:         portal.Handler(),
+		Draining:       draining,
 	})
 	if err != nil {
+		drain()
 		return nil, err
 	}
 	s.http = &http.Server{
@@ -133,6 +138,7 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger, console io.W
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
+	s.http.RegisterOnShutdown(drain)
 	s.runner, err = jobs.New(s.db.Pool, log, jobs.Work{
 		CleanUp: func(ctx context.Context) error {
 			n, err := store.DeleteExpired(ctx, time.Now().Add(-24*time.Hour))
