@@ -57,6 +57,15 @@ type Runner struct {
 	deliverAttempts int
 }
 
+// JobTimeout is the longest a job runs (River's default, said here beside RescueAfter).
+const JobTimeout = time.Minute
+
+// RescueAfter is how long a job may stay running before it is taken to be held by a replica that
+// died, and is tried again: past JobTimeout with room for a worker to see it cut. River looks for
+// such jobs every 30 seconds, so a firing of a schedule held by a replica that died is taken
+// again within two minutes of its time, before it would count as missed.
+const RescueAfter = 80 * time.Second
+
 // New returns a runner on pool; Start makes it work.
 func New(pool *pgxpool.Pool, log *slog.Logger, w Work) (*Runner, error) {
 	workers := river.NewWorkers()
@@ -102,6 +111,13 @@ func New(pool *pgxpool.Pool, log *slog.Logger, w Work) (*Runner, error) {
 		// The reap job runs every two seconds: keep its rows an hour, not River's default day.
 		CompletedJobRetentionPeriod: time.Hour,
 		FetchPollInterval:           200 * time.Millisecond,
+		// A job held by a replica that died (killed, its machine gone) stays running in the
+		// table until River rescues it: an hour by default, which would deliver a run's
+		// notification an hour late and record a schedule's firing as missed. A job is cut
+		// after JobTimeout wherever it runs, so one running past RescueAfter has no live
+		// worker left: it is taken again then.
+		JobTimeout:           JobTimeout,
+		RescueStuckJobsAfter: RescueAfter,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("jobs: %w", err)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -60,4 +61,40 @@ func TestJobsRunOnTheirScheduleAndWithTheirTransaction(t *testing.T) {
 	var n int
 	require.NoError(t, pool.QueryRow(ctx, "SELECT count(*) FROM river_job WHERE kind = 'run.finalize'").Scan(&n))
 	require.Equal(t, 1, n)
+}
+
+// A job that a replica took and never finished (the replica was killed) is taken again by
+// another once it has run past RescueAfter, not an hour later: a run's notification is delivered,
+// a schedule's firing made, within minutes of a replica's death.
+func TestAJobHeldByADeadReplicaIsTakenAgain(t *testing.T) {
+	t.Parallel()
+	pool := pgtest.Pool(t)
+	delivered := make(chan uuid.UUID, 10)
+	r, err := jobs.New(pool, slog.New(slog.DiscardHandler), jobs.Work{
+		CleanUp:  func(context.Context) error { return nil },
+		Reap:     func(context.Context) error { return nil },
+		Finalize: func(context.Context, uuid.UUID) error { return nil },
+		Deliver:  func(_ context.Context, id uuid.UUID, _ bool) error { delivered <- id; return nil },
+	})
+	require.NoError(t, err)
+	ctx := t.Context()
+	id := uuid.New()
+	require.NoError(t, pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error { return r.Deliver(ctx, tx, []uuid.UUID{id}) }))
+	// As the dead replica left it: taken, its attempt begun longer ago than RescueAfter.
+	tag, err := pool.Exec(ctx, `UPDATE river_job SET state = 'running', attempt = 1, attempted_at = now() - $1::interval,
+		attempted_by = ARRAY['a replica that was killed'] WHERE kind = 'notify.deliver'`, (jobs.RescueAfter + time.Second).String())
+	require.NoError(t, err)
+	require.EqualValues(t, 1, tag.RowsAffected())
+
+	require.NoError(t, r.Start(ctx))
+	t.Cleanup(func() { _ = r.Stop(context.WithoutCancel(ctx)) })
+	select {
+	case got := <-delivered:
+		require.Equal(t, id, got)
+	case <-time.After(2 * time.Minute): // River looks for such jobs every 30 s
+		t.Fatal("the job of the dead replica was not taken again")
+	}
+	var attempt int
+	require.NoError(t, pool.QueryRow(ctx, "SELECT attempt FROM river_job WHERE kind = 'notify.deliver'").Scan(&attempt))
+	require.Equal(t, 2, attempt, "its second attempt")
 }
