@@ -1,9 +1,7 @@
 package agents_test
 
 import (
-	"context"
 	"encoding/json"
-	"net"
 	"net/http"
 	"path/filepath"
 	"strings"
@@ -13,7 +11,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/barrage-load/barrage/internal/e2etest"
-	"github.com/barrage-load/barrage/internal/pgembed"
 )
 
 // Two serve replicas on one PostgreSQL (the CLI signed in to one, the API read from the other): a
@@ -22,16 +19,7 @@ import (
 // run records why, tells the project's channel, and is not retried; a paused schedule fires no
 // more.
 func TestSchedulesFireOnceAcrossReplicas(t *testing.T) {
-	ctx := context.Background()
-	port := func() int {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		require.NoError(t, err)
-		defer ln.Close()
-		return ln.Addr().(*net.TCPAddr).Port
-	}
-	pg, err := pgembed.Start(ctx, pgembed.Config{DataDir: e2etest.ReachableDir(t), Port: port(), Database: "barrage", Fast: true})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = pg.Stop(context.Background()) })
+	pg := e2etest.StartPostgres(t)
 
 	env := append([]string{"DATABASE_URL=" + pg.DSN(), "BARRAGE_SCHEDULE_MIN_INTERVAL=1s"}, notifyEnv...)
 	dataA := e2etest.ReachableDir(t)

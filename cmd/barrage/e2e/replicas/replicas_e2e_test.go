@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -22,7 +21,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/barrage-load/barrage/internal/e2etest"
-	"github.com/barrage-load/barrage/internal/pgembed"
 )
 
 // The load both tests run: an open model at a fixed rate, split over two agents, long enough
@@ -85,15 +83,7 @@ type cluster struct {
 }
 
 func newCluster(t *testing.T) *cluster {
-	ctx := context.Background()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	port := ln.Addr().(*net.TCPAddr).Port
-	require.NoError(t, ln.Close())
-	pg, err := pgembed.Start(ctx, pgembed.Config{DataDir: e2etest.ReachableDir(t), Port: port, Database: "barrage", Fast: true})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = pg.Stop(context.Background()) })
-
+	pg := e2etest.StartPostgres(t)
 	c := &cluster{cfg: t.TempDir(), target: e2etest.NewCountingTarget(t)}
 	env := []string{"DATABASE_URL=" + pg.DSN(), "BARRAGE_NOTIFY_ALLOW=127.0.0.1", "BARRAGE_NOTIFY_BACKOFF=200ms", "BARRAGE_METRICS_ADDR=127.0.0.1:0"}
 	c.data = [2]string{e2etest.ReachableDir(t), e2etest.ReachableDir(t)}
