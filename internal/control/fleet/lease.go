@@ -25,6 +25,9 @@ type Hello struct {
 	Sandbox bool
 }
 
+// leaseLooks is how many of PollEvery a waiting lease lets pass between its looks.
+const leaseLooks = 4
+
 // MaxLeaseWait bounds how long a lease request waits for work: well under
 // barrage.AgentOnlineWithin, since a waiting agent is seen only when it asks again.
 const MaxLeaseWait = 5 * time.Second
@@ -74,7 +77,10 @@ func (s *Service) Lease(ctx context.Context, a barrage.Agent, h Hello, wait time
 		if left <= 0 {
 			return Work{}, nil
 		}
-		t := time.NewTimer(min(left, s.cfg.PollEvery))
+		// A notification wakes it at once; the looks between are for one that was lost (a
+		// replica's LISTEN reconnecting), and a thousand idle agents looking twice a second cost
+		// half a core: a lease looks every four polls' time.
+		t := time.NewTimer(min(left, leaseLooks*s.cfg.PollEvery))
 		select {
 		case <-ctx.Done():
 			t.Stop()
