@@ -77,3 +77,19 @@ func FuzzJSONPath(f *testing.F) {
 		p.FindString(doc)
 	})
 }
+
+// FuzzSelect checks that selecting a path in a document read with ReadJSON gives what decoding
+// the document and finding the path in it gives (see sameAsDecoded), whatever the bytes:
+// refused alike when they are not JSON, the same value and text when they are. Inputs the
+// fuzzer found are kept in testdata/fuzz/FuzzSelect.
+func FuzzSelect(f *testing.F) {
+	for _, d := range tricky {
+		f.Add([]byte(d), "$.a")
+	}
+	f.Add([]byte(order), "$.items[-1].gift.to")
+	f.Add([]byte(order), "$['odd keys'].*")
+	f.Add([]byte(`[{"a":1},{"b":{"a":"\u00e9"}}]`), "$[*].b.a")
+	f.Fuzz(func(t *testing.T, data []byte, path string) {
+		sameAsDecoded(t, data, path)
+	})
+}
