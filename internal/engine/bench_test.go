@@ -5,6 +5,8 @@ import (
 	"context"
 	"io"
 	"net"
+	"os"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -71,6 +73,65 @@ load:
 				b.Fatalf("want %d clean requests, got %+v", b.N, st)
 			}
 			b.ReportMetric(float64(b.N)/res.Elapsed.Seconds(), "req/s")
+		})
+	}
+}
+
+// BenchmarkCheckedRequest is one request of a closed-model run whose response is the 20 KB
+// catalogue scripts/bench-compression.sh serves, checked in the ways a script can: its status
+// alone, a regular expression over the body, one JSON assertion (the bench script's), and three
+// JSON assertions, shallow, deep and near the end, reading the same body. ns/op is the engine's
+// and the in-process server's CPU per request together; allocs/op is the engine's.
+func BenchmarkCheckedRequest(b *testing.B) {
+	doc, err := os.ReadFile("../script/testdata/catalogue.json")
+	if err != nil {
+		b.Fatal(err)
+	}
+	resp := append([]byte("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: "+strconv.Itoa(len(doc))+"\r\n\r\n"), doc...)
+	target := rawServer(b, func(c net.Conn, br *bufio.Reader) bool {
+		for {
+			line, err := br.ReadSlice('\n')
+			if err != nil {
+				return false
+			}
+			if len(line) <= 2 {
+				break
+			}
+		}
+		_, err := c.Write(resp)
+		return err == nil
+	})
+	for _, bc := range []struct{ name, assert string }{
+		{"status", `{ status: 200 }`},
+		{"regex", `{ body_matches: '"id": 100000,' }`},
+		{"json", `{ json: "$[0].id", exists: true }`},
+		{"json3", `{ json: "$[0].id", exists: true }, { json: "$[16].price.amount", exists: true }, { json: "$[-1].images[-1]", exists: true }`},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			s := parseB(b, strings.NewReplacer("${target}", target, "${assert}", bc.assert).Replace(`
+version: 1
+name: bench
+session:
+  cookies: false
+  groups:
+    - name: g
+      requests:
+        - { name: r, url: "${target}/", assert: [ ${assert} ] }
+load:
+  vus: 8
+  iterations: 1
+`))
+			s.Load.Iterations = b.N
+			b.ReportAllocs()
+			b.ResetTimer()
+			res, err := engine.Run(context.Background(), s, engine.Options{})
+			b.StopTimer()
+			if err != nil {
+				b.Fatal(err)
+			}
+			if st := res.Total.Labels[metrics.RequestKey("r")]; st == nil || st.Requests != int64(b.N) || st.Failed() != 0 {
+				b.Fatalf("want %d clean requests, got %+v", b.N, st)
+			}
 		})
 	}
 }

@@ -3,7 +3,6 @@ package engine
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -493,10 +492,10 @@ func (v *vu) check(r *compiledRequest, rep *reply, took time.Duration) (metrics.
 // message's. Each assertion's pass or failure is tallied under its label in checks (none for
 // -1).
 func (v *vu) checkWith(extract []*script.Extractor, assert []*script.Assertion, checks []int, needsJSON bool, rep *reply, took time.Duration) (metrics.ErrorClass, []string) {
-	var doc any
+	var doc script.JSONDoc // read once, for every JSON check of the response
 	var docErr error
 	if needsJSON {
-		doc, docErr = decodeJSON(rep.body)
+		doc, docErr = script.ReadJSON(rep.body)
 	}
 	var failures []string
 	for _, x := range extract {
@@ -537,23 +536,13 @@ func (v *vu) checkWith(extract []*script.Extractor, assert []*script.Assertion, 
 	return class, failures
 }
 
-// decodeJSON decodes a body for JSONPath; numbers stay exact as json.Number. It is a function
-// of its own so that requests without JSON checks do not pay for the decoded value's escape.
-func decodeJSON(body []byte) (any, error) {
-	var doc any
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.UseNumber()
-	err := dec.Decode(&doc)
-	return doc, err
-}
-
-func (v *vu) extract(x *script.Extractor, rep *reply, doc any, docErr error) (string, bool) {
+func (v *vu) extract(x *script.Extractor, rep *reply, doc script.JSONDoc, docErr error) (string, bool) {
 	switch x.Kind {
 	case script.ExtractJSON:
 		if docErr != nil {
 			return "", false
 		}
-		return x.JSONPath.FindString(doc)
+		return x.JSONPath.SelectString(doc)
 	case script.ExtractRegex:
 		m := x.Regex.FindSubmatch(rep.body)
 		if m == nil {
@@ -577,7 +566,7 @@ func (v *vu) extract(x *script.Extractor, rep *reply, doc any, docErr error) (st
 	return "", false
 }
 
-func (v *vu) assert(a *script.Assertion, rep *reply, doc any, docErr error, took time.Duration) (bool, string) {
+func (v *vu) assert(a *script.Assertion, rep *reply, doc script.JSONDoc, docErr error, took time.Duration) (bool, string) {
 	switch a.Kind {
 	case script.AssertStatus:
 		if a.StatusOK(rep.status) {

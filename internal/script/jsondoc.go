@@ -589,3 +589,18 @@ func (v JSONValue) Text() string {
 	}
 	return string(v.raw) // a number as written, true, false, null
 }
+
+// textIs reports whether v's Text is want, without building it when v is a scalar.
+func (v JSONValue) textIs(want []byte) bool {
+	switch v.raw[0] {
+	case '"':
+		inner := v.raw[1 : len(v.raw)-1]
+		if plainText(inner) {
+			return bytes.Equal(inner, want)
+		}
+		return unquote(v.raw) == string(want)
+	case '{', '[':
+		return v.Text() == string(want)
+	}
+	return bytes.Equal(v.raw, want)
+}

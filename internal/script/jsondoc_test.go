@@ -335,3 +335,69 @@ func BenchmarkJSONPath(b *testing.B) {
 		})
 	}
 }
+
+// A JSON assertion judges the value its path selects in the bytes as it judged the decoded
+// document, and says why it failed in the same words.
+func TestJSONCheckSaysWhy(t *testing.T) {
+	t.Parallel()
+	s, err := script.Parse([]byte(`
+version: 1
+variables:
+  constants: { who: Ada }
+session:
+  groups:
+    - name: g
+      requests:
+        - name: r
+          url: http://127.0.0.1/
+          assert:
+            - { json: "$.id", equals: 7 }
+            - { json: "$.id", equals: 8 }
+            - { json: "$.total", equals: "12.50" }
+            - { json: "$.total", equals: "12.5" }
+            - { json: "$.items[1].gift.to", equals: "${who}" }
+            - { json: "$.note", equals: "caf\u00e9 \"1\"" }
+            - { json: "$.items[0]", equals: { sku: A, qty: 1.0 } }
+            - { json: "$.items[0]", equals: { sku: A } }
+            - { json: "$.note", exists: false }
+            - { json: "$.nothing", exists: false }
+            - { json: $.nothing }
+            - { json: "$.long", exists: false }
+            - { json: "$['odd keys']", exists: false }
+load: { vus: 1, iterations: 1 }
+`), script.ParseOptions{})
+	require.NoError(t, err)
+	doc, err := script.ReadJSON([]byte(`{"id": 7, "total": 12.50, "note": "caf\u00e9 \"1\"",
+		"items": [{"sku": "A", "qty": 1}, {"gift": {"to": "Ada"}}], "odd keys": {"<": "&"},
+		"long": "` + strings.Repeat("x", 300) + `"}`))
+	require.NoError(t, err)
+	lookup := func(string) (string, bool) { return "Ada", true }
+	want := []string{
+		"",
+		"json $.id was 7, wanted 8",
+		"",
+		`json $.total was 12.50, wanted "12.5"`,
+		"",
+		"",
+		"",
+		`json $.items[0] was {"qty":1,"sku":"A"}, wanted {"sku":"A"}`,
+		`json $.note found "café \"1\"", wanted nothing`,
+		"",
+		"json $.nothing found nothing",
+		`json $.long found "` + strings.Repeat("x", 200) + `...", wanted nothing`,
+		`json $['odd keys'] found {"\u003c":"\u0026"}, wanted nothing`,
+	}
+	var asserts []*script.Assertion
+	for _, a := range s.Session.Requests()[0].Assert {
+		if a.Kind == script.AssertJSON { // not the status check implied
+			asserts = append(asserts, a)
+		}
+	}
+	require.Len(t, asserts, len(want))
+	for i, a := range asserts {
+		ok, why, err := a.JSONCheck(doc, lookup)
+		require.NoError(t, err)
+		require.Equal(t, want[i] == "", ok, "assertion %d: %s", i, why)
+		require.Equal(t, want[i], why, "assertion %d", i)
+	}
+}

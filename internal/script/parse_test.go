@@ -463,7 +463,8 @@ thresholds:
 	require.False(t, login.Assert[0].StatusOK(201))
 	require.Equal(t, []string{"email"}, login.Assert[1].Text.Vars())
 	require.Equal(t, true, login.Assert[2].Equals)
-	doc2 := map[string]any{"ok": true, "user": `t"1`}
+	doc2, err := script.ReadJSON([]byte(`{"ok": true, "user": "t\"1"}`))
+	require.NoError(t, err)
 	for i, want := range []bool{true, true, true} {
 		ok, err := login.Assert[2+i].JSONHolds(doc2, lookup)
 		require.NoError(t, err)

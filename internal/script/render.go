@@ -36,11 +36,11 @@ func (a *Assertion) StatusOK(code int) bool {
 	return false
 }
 
-// JSONHolds reports whether doc, a decoded JSON body, passes an AssertJSON assertion: the path
-// finds nothing when Absent; finds a value equal to Equals when HasEquals; finds a value whose
-// text (see JSONPath.FindString) is EqualsText rendered when EqualsText is set; and otherwise
-// finds anything. Its error is that of rendering EqualsText.
-func (a *Assertion) JSONHolds(doc any, lookup Lookup) (bool, error) {
+// JSONHolds reports whether doc, a body read with ReadJSON, passes an AssertJSON assertion: the
+// path finds nothing when Absent; finds a value equal to Equals when HasEquals; finds a value
+// whose text (see JSONPath.FindString) is EqualsText rendered when EqualsText is set; and
+// otherwise finds anything. Its error is that of rendering EqualsText.
+func (a *Assertion) JSONHolds(doc JSONDoc, lookup Lookup) (bool, error) {
 	ok, _, err := a.JSONCheck(doc, lookup)
 	return ok, err
 }
@@ -49,9 +49,10 @@ func (a *Assertion) JSONHolds(doc any, lookup Lookup) (bool, error) {
 const maxFound = 200
 
 // JSONCheck is JSONHolds, and when the assertion fails, why, naming what the path found and
-// what was wanted: `json $.qty was 2, wanted 3`.
-func (a *Assertion) JSONCheck(doc any, lookup Lookup) (bool, string, error) {
-	v, found := a.JSONPath.Find(doc)
+// what was wanted: `json $.qty was 2, wanted 3`. Only the value the path selects is decoded,
+// and only when it is compared with Equals or quoted in a failure.
+func (a *Assertion) JSONCheck(doc JSONDoc, lookup Lookup) (bool, string, error) {
+	v, found := a.JSONPath.Select(doc)
 	quote := func(v any) string {
 		t := jsonText(v)
 		if len(t) > maxFound {
@@ -65,25 +66,26 @@ func (a *Assertion) JSONCheck(doc any, lookup Lookup) (bool, string, error) {
 	switch {
 	case a.Absent:
 		if found {
-			return false, fmt.Sprintf("json %s found %s, wanted nothing", a.JSONPath, quote(v)), nil
+			return false, fmt.Sprintf("json %s found %s, wanted nothing", a.JSONPath, quote(v.Decode())), nil
 		}
 		return true, "", nil
 	case !found:
 		return false, fmt.Sprintf("json %s found nothing", a.JSONPath), nil
 	case a.HasEquals:
-		if JSONEqual(v, a.Equals) {
+		got := v.Decode()
+		if JSONEqual(got, a.Equals) {
 			return true, "", nil
 		}
-		return false, fmt.Sprintf("json %s was %s, wanted %s", a.JSONPath, quote(v), quote(a.Equals)), nil
+		return false, fmt.Sprintf("json %s was %s, wanted %s", a.JSONPath, quote(got), quote(a.Equals)), nil
 	case a.EqualsText != nil:
 		want, err := a.EqualsText.Render(lookup, nil)
 		if err != nil {
 			return false, "", err
 		}
-		if jsonText(v) == string(want) {
+		if v.textIs(want) {
 			return true, "", nil
 		}
-		return false, fmt.Sprintf("json %s was %s, wanted %q", a.JSONPath, quote(v), want), nil
+		return false, fmt.Sprintf("json %s was %s, wanted %q", a.JSONPath, quote(v.Decode()), want), nil
 	}
 	return true, "", nil
 }
