@@ -14,10 +14,13 @@
 #   open p50 barrage/vegeta 200/s = 0.6     (the open model's p50 against vegeta's, same quiet nginx)
 #   open p50 barrage/vegeta 1000/s = 0.6
 #   stall p99 error = 2.0%                  (p99 against a target that stalls 100 ms every 2 s, vs its truth)
+#   open ceiling barrage/vegeta = 1.1       (the most arrivals a second each starts on the generator's core)
+#   open ceiling/closed rate = 0.8          (that of barrage's open model, against its closed model's rate)
 # Usage: scripts/bench-engine.sh [seconds] [connections] [rounds]   (needs nginx and wrk: installed with
 # apt-get when run as root; otherwise it fails naming what is missing). BENCH_SMOKE=1 shortens the
-# parts of fixed length too (the idle VUs, the open model's and the stall's runs): a check that
-# every figure is printed, in seconds, whose figures measure nothing (scripts/bench-smoke.sh).
+# parts of fixed length too (the idle VUs, the open model's and the stall's runs; the open
+# ceiling's runs last as long as the closed ones): a check that every figure is printed, in
+# seconds, whose figures measure nothing (scripts/bench-smoke.sh).
 set -euo pipefail
 secs=${1:-10}
 conns=${2:-64}
@@ -229,6 +232,35 @@ PY
   open_ratio[$rate]="$med $lo $hi"
 done
 
+# The open model's ceiling: asked for far more arrivals than one core can start (400,000/s), with
+# as many VUs as the closed runs had connections, against the same nginx; vegeta, asked the same
+# with as many workers, alternating with it for the rounds. Its rate against vegeta's (the median
+# of the rounds' ratios) and against the closed model's above (the medians of their rounds): the
+# open model's cost of keeping a schedule, as what it starts a second on the same core.
+run_ceil_barrage() {
+  $pin_gen "$work/barrage" run --quiet --rate 400000 --vus "$conns" --duration "${secs}s" --out "$work/ceil.json" "$work/open.yaml" >/dev/null
+}
+run_ceil_vegeta() {
+  echo "GET $url" | $pin_gen "$work/vegeta" attack -rate 400000 -workers "$conns" -max-workers "$conns" -duration "${secs}s" >"$work/vegeta-ceil.bin"
+}
+ceil_ratios=() ceil_rates=()
+for round in $(seq 1 "$rounds"); do
+  if (( round % 2 )); then run_ceil_barrage; run_ceil_vegeta; else run_ceil_vegeta; run_ceil_barrage; fi
+  "$work/vegeta" report -type=json <"$work/vegeta-ceil.bin" >"$work/vegeta-ceil.json"
+  read -r ratio b_ceil line < <(python3 - "$work/ceil.json" "$work/vegeta-ceil.json" <<'PY'
+import json, sys
+b, v = (json.load(open(p)) for p in sys.argv[1:3])
+br, vr = b["total"]["rps"], v["throughput"]
+print("%.3f" % (br / vr), "%.0f" % br, "barrage %.0f/s (%d dropped), vegeta %.0f/s" % (br, b.get("dropped", 0), vr))
+PY
+)
+  ceil_ratios+=("$ratio")
+  ceil_rates+=("$b_ceil")
+  echo "open ceiling round $round: $line, ratio $ratio"
+done
+read -r ceil_med ceil_min ceil_max < <(median_range "${ceil_ratios[@]}")
+read -r ceil_rate _ _ < <(median_range "${ceil_rates[@]}")
+
 go build -o "$work/stall" ./scripts/stall
 $pin_target "$work/stall" -period 2s -stall 100ms >"$work/stall.port" &
 pids+=($!)
@@ -267,4 +299,8 @@ for rate, (med, lo, hi) in (("200", "${open_ratio[200]}".split()), ("1000", "${o
     print("open p50 barrage/vegeta %s/s = %s" % (rate, med))
     print("open p50 barrage/vegeta %s/s range = %s to %s ($rounds rounds, the median above)" % (rate, lo, hi))
 print("stall p99 error = $stall_err%")
+print("open ceiling barrage/vegeta = %.2f" % $ceil_med)
+print("open ceiling barrage/vegeta range = %.2f to %.2f ($rounds rounds, the median above)" % ($ceil_min, $ceil_max))
+print("open ceiling/closed rate = %.2f" % ($ceil_rate / $b_rps))
+print("open ceiling = %.0f/s, closed rate = %.0f/s (medians)" % ($ceil_rate, $b_rps))
 PY

@@ -61,7 +61,8 @@ expect api "ratio me/healthz"
 
 run engine scripts/bench-engine.sh 1 8 1
 expect engine "ratio barrage/wrk" "cpu per request barrage/wrk" "p99 barrage/wrk" "bytes per idle VU" \
-  "ratio hook/nohook" "hook time p99" "open p50 barrage/vegeta 200/s" "open p50 barrage/vegeta 1000/s" "stall p99 error?0"
+  "ratio hook/nohook" "hook time p99" "open p50 barrage/vegeta 200/s" "open p50 barrage/vegeta 1000/s" "stall p99 error?0" \
+  "open ceiling barrage/vegeta" "open ceiling/closed rate"
 
 run compression scripts/bench-compression.sh 1 4 1
 expect compression "cpu per request gzip barrage/k6" "cpu per request plain barrage/k6" \
