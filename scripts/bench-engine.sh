@@ -8,7 +8,7 @@
 #   cpu per request barrage/wrk = 1.12
 #   p99 barrage/wrk = 1.10
 #   ratio barrage/k6 = 4.2            (when k6 ran)
-#   bytes per idle VU = 12300         (BenchmarkIdleVU: 10,000 idle VUs, after a collection)
+#   bytes per idle VU = 9300          (BenchmarkIdleVU: 10,000 idle VUs, after a collection)
 #   ratio hook/nohook = 0.47          (a url plugin on every request against none; median of 5 rounds)
 #   hook time p99 = 0.9ms
 #   open p50 barrage/vegeta 200/s = 0.6     (the open model's p50 against vegeta's, same quiet nginx)

@@ -182,8 +182,10 @@ type compiledRequest struct {
 	// runsAfter: a url plugin of the request has something to do after the response.
 	runsAfter bool
 	// static means every send of the request is the same bytes: literal URL, headers and body,
-	// and no cookie jar to consult. Each VU builds it once.
-	static bool
+	// and no cookie jar to consult. The first VU to send it builds it, in prepared, for all: an
+	// idle VU holds no copy of its own (1.3 KB each, measured by BenchmarkIdleVU).
+	static   bool
+	prepared atomic.Pointer[preparedRequest]
 }
 
 // compile plans a run of s with opts: its values and data, its network, the shard's share of

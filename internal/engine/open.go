@@ -138,6 +138,7 @@ func (o *openPool) start(due time.Time) bool {
 func (o *openPool) serve(w *openVU) {
 	for due := range w.next {
 		o.p.iterate(o.sc, w.v, o.hardCtx, due)
+		w.v.rest()
 		o.p.health.vuEnded()
 		o.mu.Lock()
 		o.ready = append(o.ready, w)

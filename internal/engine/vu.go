@@ -46,8 +46,7 @@ type vu struct {
 	ex       exchange
 	rep      reply
 	stopCut  func() bool
-	prepared []*preparedRequest // by request, for static requests
-	hardCtx  context.Context    // what ends the VU's requests
+	hardCtx  context.Context // what ends the VU's requests
 	// helpers send the VU's batches beside it, each with connections of its own.
 	helpers []*vu
 }
@@ -272,6 +271,18 @@ func (v *vu) iteration(ctx context.Context, measureFrom time.Time) error {
 	return nil
 }
 
+// restingBody is the most of a response body's buffer a VU keeps while it waits.
+const restingBody = 4 << 10
+
+// rest lets go of what a VU need not hold while it waits (thinks, or waits for its next
+// arrival): a body buffer that a large response grew, up to the body cap (1 MB by default) for
+// each VU.
+func (v *vu) rest() {
+	if cap(v.rep.body) > restingBody {
+		v.rep.body = nil
+	}
+}
+
 // think pauses like a person would, and measures how late the pause ends: a late wake-up means
 // the generator is too busy to keep its schedule.
 func (v *vu) think(ctx context.Context, t *script.Think) error {
@@ -279,6 +290,7 @@ func (v *vu) think(ctx context.Context, t *script.Think) error {
 	if d <= 0 {
 		return nil
 	}
+	v.rest()
 	now := time.Now()
 	v.p.health.busyTime.Add(int64(now.Sub(v.busyFrom)))
 	defer func() { v.busyFrom = time.Now() }()
@@ -399,9 +411,10 @@ func (v *vu) prepare(r *compiledRequest) (*exchange, error) {
 	ex := &v.ex
 	*ex = exchange{method: r.r.Method, timeout: r.r.Timeout, http2: r.r.HTTP2, maxRedirects: r.r.Redirects, url: r.url, rawURL: r.rawURL,
 		decode: r.needBody || v.p.opts.Trace != nil}
-	if r.static && v.prepared != nil && v.prepared[r.label] != nil {
-		ex.prepared = v.prepared[r.label] // built on the first send: nothing to render
-		return ex, nil
+	if r.static {
+		if ex.prepared = r.prepared.Load(); ex.prepared != nil {
+			return ex, nil // built at the first send: nothing to render
+		}
 	}
 	var err error
 	if ex.url == nil {
@@ -459,14 +472,14 @@ func (v *vu) prepare(r *compiledRequest) (*exchange, error) {
 	}
 	ex.header = v.header
 	if r.static {
-		if v.prepared == nil {
-			v.prepared = make([]*preparedRequest, len(v.p.requests))
+		// A request that did not serialize is not shared: fasthttp, writing it at the send,
+		// would change it (its Host header) under the other VUs.
+		if pr := prepare(ex); pr.wire != nil {
+			if !r.prepared.CompareAndSwap(nil, pr) {
+				pr = r.prepared.Load()
+			}
+			ex.prepared = pr
 		}
-		i := r.label // requests' labels come first, in order
-		if v.prepared[i] == nil {
-			v.prepared[i] = prepare(ex)
-		}
-		ex.prepared = v.prepared[i]
 	}
 	return ex, nil
 }

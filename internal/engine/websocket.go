@@ -93,6 +93,7 @@ func (v *vu) websocket(ctx context.Context, r *compiledRequest, ex *exchange, me
 		_, msg, err := conn.NextReader()
 		if err == nil {
 			err = t.readBody(msg, rep)
+			t.releaseBuf()
 		}
 		took := time.Since(lastSend)
 		if ctx.Err() != nil {
