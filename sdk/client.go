@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -36,6 +35,7 @@ var (
 	_ SessionElement = elementClient{}
 	_ URLHook        = (*urlClient)(nil)
 	_ AfterSkipper   = (*urlClient)(nil)
+	_ PureBefore     = (*urlClient)(nil)
 	_ SourceModifier = (*client)(nil)
 )
 
@@ -179,8 +179,10 @@ type urlClient struct {
 	c pb.URLServiceClient
 
 	startOnce sync.Once
-	timeout   atomic.Int64  // the call timeout, in nanoseconds; 0 for none
-	skipAfter atomic.Bool   // the plugin said it has nothing to do after responses
+	timeout   atomic.Int64 // the call timeout, in nanoseconds; 0 for none
+	skipAfter atomic.Bool  // the plugin said it has nothing to do after responses
+	pure      atomic.Bool  // the plugin said its Before is pure: cache keeps its answers
+	cache     pureCache
 	queue     chan *pb.Call // calls for the sender; it never touches a caller's pending
 	// outstanding counts the calls sent and not yet answered; answered is signalled when it
 	// falls to zero.
@@ -216,6 +218,8 @@ func (u *urlClient) Configure(ctx context.Context, config []byte) error {
 		return fromStatus(err)
 	}
 	u.skipAfter.Store(r.GetSkipAfter())
+	u.cache.reset()
+	u.pure.Store(r.GetPureBefore())
 	return nil
 }
 
@@ -223,7 +227,25 @@ func (u *urlClient) Configure(ctx context.Context, config []byte) error {
 // then returns at once without a call.
 func (u *urlClient) SkipAfter() bool { return u.skipAfter.Load() }
 
+// PureBefore says whether the plugin, as configured, declared its Before pure: Before then
+// calls it only for requests it has not seen (see PureBefore).
+func (u *urlClient) PureBefore() bool { return u.pure.Load() }
+
 func (u *urlClient) Before(ctx context.Context, call Call, req *Request) error {
+	var key []byte
+	if u.pure.Load() {
+		bp := keyBufs.Get().(*[]byte)
+		defer keyBufs.Put(bp)
+		k, ok := cacheKey((*bp)[:0], req)
+		*bp = k
+		if ok {
+			if r := u.cache.get(k); r != nil {
+				applyBefore(r, req, true)
+				return nil
+			}
+			key = k
+		}
+	}
 	r, err := u.do(ctx, &pb.Call{
 		Vu: uint32(call.VU), Iteration: uint64(call.Iteration), RequestName: call.Request,
 		Phase: &pb.Call_Before{Before: ownRequest(req)},
@@ -234,24 +256,10 @@ func (u *urlClient) Before(ctx context.Context, call Call, req *Request) error {
 	if r.GetError() != "" {
 		return fmt.Errorf("%w: %s", wire.ErrPlugin, r.GetError())
 	}
-	if nr := r.GetRequest(); nr != nil {
-		*req = *requestFromProto(nr)
-		return nil
+	if key != nil {
+		u.cache.put(key, r)
 	}
-	if len(r.GetSetHeaders())+len(r.GetDeleteHeaders()) > 0 && req.Header == nil {
-		req.Header = http.Header{}
-	}
-	for _, name := range r.GetDeleteHeaders() {
-		req.Header.Del(name)
-	}
-	for i, h := range r.GetSetHeaders() {
-		// The first value of a name replaces the old ones; the next values of that name add.
-		if i == 0 || r.GetSetHeaders()[i-1].GetName() != h.GetName() {
-			req.Header.Set(h.GetName(), h.GetValue())
-		} else {
-			req.Header.Add(h.GetName(), h.GetValue())
-		}
-	}
+	applyBefore(r, req, key != nil)
 	return nil
 }
 

@@ -102,6 +102,16 @@ type AfterSkipper interface {
 	SkipAfter() bool
 }
 
+// PureBefore may be implemented by a URLHook whose Before, as configured, changes a request by
+// what the request holds alone (its method, URL, headers and body): not by the Call, the time,
+// a counter, randomness or anything the hook keeps. The host asks once, after Configure, and
+// then keeps Before's changes to a request and makes them itself to an identical request, with
+// no call: a signature of a request that does not change is computed once. A hook that adds a
+// timestamp, a nonce or a counter is not pure. After is called as before.
+type PureBefore interface {
+	PureBefore() bool
+}
+
 // SourceModifier rewrites a script when it is prepared: the script and the result are JSON
 // documents in the script format (docs/scripts.md). The host validates the result like any
 // script.

@@ -1,6 +1,7 @@
 package sdk_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -8,6 +9,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -261,4 +263,105 @@ func TestACallWithoutAnswerFailsAtTheCallTimeout(t *testing.T) {
 	err := c.URL().Before(context.Background(), sdk.Call{VU: 1}, &sdk.Request{Header: http.Header{}})
 	require.ErrorIs(t, err, host.ErrNoAnswer)
 	require.ErrorContains(t, err, "no answer within 200ms")
+}
+
+// pureHook signs a request by what it holds, counting its Before calls; it says it is pure
+// when configured with {"pure": true}, and rewrites the URL of requests to /rewrite.
+type pureHook struct {
+	tagger
+	pure  atomic.Bool
+	calls atomic.Int64
+}
+
+func (h *pureHook) Configure(_ context.Context, config []byte) error {
+	var cfg struct{ Pure bool }
+	if err := json.Unmarshal(config, &cfg); err != nil {
+		return &sdk.ConfigError{Reason: err.Error()}
+	}
+	h.pure.Store(cfg.Pure)
+	return nil
+}
+
+func (h *pureHook) PureBefore() bool { return h.pure.Load() }
+
+func (h *pureHook) Before(_ context.Context, _ sdk.Call, req *sdk.Request) error {
+	h.calls.Add(1)
+	switch {
+	case strings.HasSuffix(req.URL, "/rewrite"):
+		req.URL += "d"
+		req.Body = append(req.Body, "!"...)
+	case strings.HasSuffix(req.URL, "/grow"):
+		req.Body = bytes.Repeat([]byte("x"), 100<<10)
+	}
+	req.Header.Set("X-Sig", fmt.Sprintf("%s %s %s %v", req.Method, req.URL, req.Body, req.Header))
+	return nil
+}
+
+func TestAPureHookIsCalledOncePerDistinctRequest(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	h := &pureHook{}
+	c := sdktest.Start(t, &sdk.Plugin{Name: "p", Version: "1.0.0", URL: h}).URL()
+	require.NoError(t, c.Configure(ctx, []byte(`{"pure": true}`)))
+	require.True(t, c.(sdk.PureBefore).PureBefore())
+
+	sign := func(method, url, body string, header http.Header) *sdk.Request {
+		t.Helper()
+		req := &sdk.Request{Method: method, URL: url, Body: []byte(body), Header: header}
+		require.NoError(t, c.Before(ctx, sdk.Call{VU: 1, Iteration: 1}, req))
+		return req
+	}
+	first := sign("GET", "http://127.0.0.1/a", "", http.Header{"Accept": {"*/*"}, "X-B": {"1", "2"}})
+	require.Equal(t, int64(1), h.calls.Load())
+	for vu := range 5 {
+		// The same request from another VU and iteration, its headers made in another order.
+		req := &sdk.Request{Method: "GET", URL: "http://127.0.0.1/a", Body: []byte{}, Header: http.Header{"X-B": {"1", "2"}, "Accept": {"*/*"}}}
+		require.NoError(t, c.Before(ctx, sdk.Call{VU: vu + 2, Iteration: 7}, req))
+		require.Equal(t, first, req)
+	}
+	require.Equal(t, int64(1), h.calls.Load(), "an identical request is answered from what the host kept")
+
+	// Anything that differs is a request of its own.
+	sign("POST", "http://127.0.0.1/a", "", http.Header{"Accept": {"*/*"}, "X-B": {"1", "2"}})
+	sign("GET", "http://127.0.0.1/b", "", http.Header{"Accept": {"*/*"}, "X-B": {"1", "2"}})
+	sign("GET", "http://127.0.0.1/a", "x", http.Header{"Accept": {"*/*"}, "X-B": {"1", "2"}})
+	sign("GET", "http://127.0.0.1/a", "", http.Header{"Accept": {"*/*"}, "X-B": {"2", "1"}})
+	sign("GET", "http://127.0.0.1/a", "", http.Header{"Accept": {"*/*"}, "X-B": {"1"}, "X-C": {"2"}})
+	sign("GET", "http://127.0.0.1/a", "", http.Header{"Accept": {"*/*", "X-B"}})
+	require.Equal(t, int64(7), h.calls.Load())
+
+	// A request the hook replaced whole: each caller gets a body of its own.
+	r1 := sign("PUT", "http://127.0.0.1/rewrite", "b", http.Header{})
+	r2 := sign("PUT", "http://127.0.0.1/rewrite", "b", http.Header{})
+	require.Equal(t, int64(8), h.calls.Load())
+	require.Equal(t, r1, r2)
+	require.Equal(t, "http://127.0.0.1/rewrited", r2.URL)
+	require.Equal(t, "b!", string(r2.Body))
+	r2.Body[0] = 'X'
+	require.Equal(t, "b!", string(sign("PUT", "http://127.0.0.1/rewrite", "b", http.Header{}).Body))
+
+	// A request too big to keep goes to the plugin every time.
+	big := strings.Repeat("x", 8<<10)
+	sign("POST", "http://127.0.0.1/a", big, http.Header{})
+	sign("POST", "http://127.0.0.1/a", big, http.Header{})
+	require.Equal(t, int64(10), h.calls.Load())
+	// So does one whose answer is too big to keep.
+	require.Len(t, sign("POST", "http://127.0.0.1/grow", "", http.Header{}).Body, 100<<10)
+	sign("POST", "http://127.0.0.1/grow", "", http.Header{})
+	require.Equal(t, int64(12), h.calls.Load())
+
+	// Configured again, the hook's answers are forgotten; not pure, it is called every time.
+	require.NoError(t, c.Configure(ctx, []byte(`{"pure": false}`)))
+	require.False(t, c.(sdk.PureBefore).PureBefore())
+	sign("GET", "http://127.0.0.1/a", "", http.Header{"Accept": {"*/*"}, "X-B": {"1", "2"}})
+	sign("GET", "http://127.0.0.1/a", "", http.Header{"Accept": {"*/*"}, "X-B": {"1", "2"}})
+	require.Equal(t, int64(14), h.calls.Load())
+}
+
+func TestAHookThatSaysNothingOfPurityIsCalledEveryTime(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c := sdktest.Start(t, &sdk.Plugin{Name: "h", Version: "1.0.0", URL: headerHook{}}).URL()
+	require.NoError(t, c.Configure(ctx, []byte(`{}`)))
+	require.False(t, c.(sdk.PureBefore).PureBefore())
 }

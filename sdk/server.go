@@ -75,7 +75,8 @@ func (s *urlServer) Configure(ctx context.Context, req *pb.ConfigureRequest) (*p
 		return nil, toStatus(err)
 	}
 	skip, ok := s.impl.(AfterSkipper)
-	return &pb.ConfigureResponse{SkipAfter: ok && skip.SkipAfter()}, nil
+	pure, isPure := s.impl.(PureBefore)
+	return &pb.ConfigureResponse{SkipAfter: ok && skip.SkipAfter(), PureBefore: isPure && pure.PureBefore()}, nil
 }
 
 // maxWorkers bounds the goroutines answering one stream's calls at once.

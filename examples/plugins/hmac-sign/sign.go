@@ -175,6 +175,12 @@ func (h *hook) SkipAfter() bool {
 	return s != nil && s.readHeader == ""
 }
 
+// PureBefore tells the host that Before's signature depends on the request alone (its method,
+// path and query, and body, under the configured key): no timestamp, nonce or counter goes into
+// it. The host then signs a request it has seen again with the signature it got the first time,
+// without a call.
+func (h *hook) PureBefore() bool { return h.signer.Load() != nil }
+
 // After keeps the configured response header as a variable, and fails the request when the
 // server refused it with 401, for that most likely means a wrong key or signature.
 func (h *hook) After(_ context.Context, _ sdk.Call, _ *sdk.Request, resp *sdk.Response) (sdk.Outcome, error) {

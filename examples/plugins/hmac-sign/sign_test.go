@@ -47,6 +47,13 @@ func TestDescribe(t *testing.T) {
 	require.Equal(t, []sdk.Kind{sdk.KindURL}, info.Kinds)
 }
 
+func TestBeforeIsPure(t *testing.T) {
+	t.Parallel()
+	// The signature depends on the request alone, so the host may keep it for an identical one.
+	require.True(t, start(t, nil, `{"key": "k"}`).(sdk.PureBefore).PureBefore())
+	require.False(t, (&hook{}).PureBefore(), "not before Configure")
+}
+
 func TestBeforeSetsOnlyTheSignatureHeader(t *testing.T) {
 	t.Parallel()
 	h := start(t, nil, `{"key": "s3cret"}`)

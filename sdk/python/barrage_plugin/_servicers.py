@@ -200,9 +200,11 @@ class URLServicer(pb_grpc.URLServiceServicer):
     def Configure(self, request, context):
         try:
             self._impl.configure(parse_config(request.config_json))
+            pure = getattr(self._impl, "pure_before", None)
+            pure_before = bool(pure()) if callable(pure) else False
         except Exception as e:
             abort(context, e)
-        return pb.ConfigureResponse()
+        return pb.ConfigureResponse(pure_before=pure_before)
 
     def Exchange(self, request_iterator, context) -> Iterator[pb.ExchangeResponse]:
         out: "queue.SimpleQueue[Any]" = queue.SimpleQueue()

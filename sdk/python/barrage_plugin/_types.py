@@ -188,6 +188,15 @@ class URLHook:
         (Outcome.fail). An exception fails the request too, as a fault of the plugin."""
         return None
 
+    def pure_before(self) -> bool:
+        """pure_before says whether before, as configured, changes a request by what the request
+        holds alone (its method, URL, headers and body): not by the call, the time, a counter,
+        randomness or anything the hook keeps. The host asks once, after configure; when it is
+        True the host keeps before's changes to a request and makes them itself to an identical
+        request, with no call (the Go SDK's sdk.PureBefore). A hook that adds a timestamp, a
+        nonce or a counter is not pure."""
+        return False
+
 
 class SessionElement:
     """SessionElement produces variables for the session (the Go SDK's sdk.SessionElement).

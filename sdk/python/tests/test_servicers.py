@@ -28,6 +28,10 @@ class Hook(bp.URLHook):
             raise bp.ConfigError("bad.field", "is bad")
         if config.get("boom"):
             raise KeyError("boom")
+        self.pure = bool(config.get("pure"))
+
+    def pure_before(self):
+        return self.pure
 
     def before(self, call, request):
         if request.url == "/raise":
@@ -113,6 +117,11 @@ class ServicersTest(unittest.TestCase):
         br = error_details_pb2.BadRequest()
         self.assertTrue(status.details[0].Unpack(br))
         self.assertEqual((br.field_violations[0].field, br.field_violations[0].description), ("bad.field", "is bad"))
+
+    def test_a_hook_says_whether_its_before_is_pure(self):
+        stub = pb_grpc.URLServiceStub(self.channel)
+        self.assertFalse(stub.Configure(pb.ConfigureRequest(config_json="{}")).pure_before)
+        self.assertTrue(stub.Configure(pb.ConfigureRequest(config_json='{"pure": true}')).pure_before)
 
     def test_config_that_is_not_json_is_a_config_error(self):
         with self.assertRaises(grpc.RpcError) as cm:

@@ -61,12 +61,14 @@ class ConfigureRequest(_message.Message):
     def __init__(self, config_json: _Optional[str] = ...) -> None: ...
 
 class ConfigureResponse(_message.Message):
-    __slots__ = ("variables", "skip_after")
+    __slots__ = ("variables", "skip_after", "pure_before")
     VARIABLES_FIELD_NUMBER: _ClassVar[int]
     SKIP_AFTER_FIELD_NUMBER: _ClassVar[int]
+    PURE_BEFORE_FIELD_NUMBER: _ClassVar[int]
     variables: _containers.RepeatedScalarFieldContainer[str]
     skip_after: bool
-    def __init__(self, variables: _Optional[_Iterable[str]] = ..., skip_after: _Optional[bool] = ...) -> None: ...
+    pure_before: bool
+    def __init__(self, variables: _Optional[_Iterable[str]] = ..., skip_after: _Optional[bool] = ..., pure_before: _Optional[bool] = ...) -> None: ...
 
 class NextRequest(_message.Message):
     __slots__ = ("count",)

@@ -335,7 +335,12 @@ type ConfigureResponse struct {
 	Variables []string `protobuf:"bytes,1,rep,name=variables,proto3" json:"variables,omitempty"`
 	// A URL hook that has nothing to do after responses, as configured, says so: the host then
 	// skips every after call, half the cost of the hook.
-	SkipAfter     bool `protobuf:"varint,2,opt,name=skip_after,json=skipAfter,proto3" json:"skip_after,omitempty"`
+	SkipAfter bool `protobuf:"varint,2,opt,name=skip_after,json=skipAfter,proto3" json:"skip_after,omitempty"`
+	// A URL hook whose before call, as configured, changes a request by what the request holds
+	// alone (method, URL, headers, body), not by the call, the time or anything the plugin keeps,
+	// says so: the host may then keep the result of a before call and use it for an identical
+	// request without calling the plugin. A plugin that does not say so is called every time.
+	PureBefore    bool `protobuf:"varint,3,opt,name=pure_before,json=pureBefore,proto3" json:"pure_before,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -380,6 +385,13 @@ func (x *ConfigureResponse) GetVariables() []string {
 func (x *ConfigureResponse) GetSkipAfter() bool {
 	if x != nil {
 		return x.SkipAfter
+	}
+	return false
+}
+
+func (x *ConfigureResponse) GetPureBefore() bool {
+	if x != nil {
+		return x.PureBefore
 	}
 	return false
 }
@@ -1188,11 +1200,13 @@ const file_barrage_plugin_v1_plugin_proto_rawDesc = "" +
 	"\anetwork\x18\b \x03(\tR\anetwork\"3\n" +
 	"\x10ConfigureRequest\x12\x1f\n" +
 	"\vconfig_json\x18\x01 \x01(\tR\n" +
-	"configJson\"P\n" +
+	"configJson\"q\n" +
 	"\x11ConfigureResponse\x12\x1c\n" +
 	"\tvariables\x18\x01 \x03(\tR\tvariables\x12\x1d\n" +
 	"\n" +
-	"skip_after\x18\x02 \x01(\bR\tskipAfter\"#\n" +
+	"skip_after\x18\x02 \x01(\bR\tskipAfter\x12\x1f\n" +
+	"\vpure_before\x18\x03 \x01(\bR\n" +
+	"pureBefore\"#\n" +
 	"\vNextRequest\x12\x14\n" +
 	"\x05count\x18\x01 \x01(\rR\x05count\"[\n" +
 	"\fNextResponse\x12-\n" +
