@@ -19,6 +19,8 @@ import (
 	"github.com/barrage-load/barrage/internal/engine"
 	"github.com/barrage-load/barrage/internal/metrics"
 	"github.com/barrage-load/barrage/internal/run"
+	"github.com/barrage-load/barrage/sdk"
+	"github.com/barrage-load/barrage/sdk/sdktest"
 )
 
 // fixedServer answers every request on 127.0.0.1 with the same small response, reading
@@ -296,6 +298,67 @@ load:
 			if st := res.Total.Labels[metrics.RequestKey("r")]; st == nil || st.Requests != int64(b.N) || st.Failed() != 0 {
 				b.Fatalf("want %d clean requests, got %+v", b.N, st)
 			}
+		})
+	}
+}
+
+// pureSigner sets a header made of the request's method and URL, as a signing plugin does,
+// and says whether it is pure as its field says.
+type pureSigner struct{ pure bool }
+
+func (pureSigner) Configure(context.Context, []byte) error { return nil }
+
+func (s pureSigner) PureBefore() bool { return s.pure }
+
+func (pureSigner) Before(_ context.Context, _ sdk.Call, req *sdk.Request) error {
+	req.Header.Set("X-Signature", req.Method+" "+req.URL)
+	return nil
+}
+
+func (pureSigner) After(context.Context, sdk.Call, *sdk.Request, *sdk.Response) (sdk.Outcome, error) {
+	return sdk.Outcome{}, nil
+}
+
+func (pureSigner) SkipAfter() bool { return true }
+
+// BenchmarkURLHookRequest is BenchmarkClosedModelRequest with a URL hook on the request that
+// adds a header, served over gRPC in this process (sdktest), pure (answered from what the host
+// kept after the first call) and not (a call each time).
+func BenchmarkURLHookRequest(b *testing.B) {
+	target := fixedServer(b)
+	for _, pure := range []bool{true, false} {
+		b.Run(fmt.Sprintf("pure=%t", pure), func(b *testing.B) {
+			s := parseB(b, strings.ReplaceAll(`
+version: 1
+name: bench
+plugins:
+  - { use: sign@1.0.0, as: sign, kind: url }
+session:
+  cookies: false
+  groups:
+    - name: g
+      requests:
+        - { name: r, url: "${target}/", plugins: [sign], assert: [ { status: 200 } ] }
+load:
+  vus: 8
+  iterations: 1
+`, "${target}", target))
+			hook := sdktest.Start(b, &sdk.Plugin{Name: "sign", Version: "1.0.0", URL: pureSigner{pure: pure}}).URL()
+			if err := hook.Configure(context.Background(), []byte(`{}`)); err != nil {
+				b.Fatal(err)
+			}
+			s.Load.Iterations = b.N
+			b.ReportAllocs()
+			b.ResetTimer()
+			res, err := engine.Run(context.Background(), s, engine.Options{Plugins: map[string]engine.Plugin{"sign": {URL: []sdk.URLHook{hook}}}})
+			b.StopTimer()
+			if err != nil {
+				b.Fatal(err)
+			}
+			if st := res.Total.Labels[metrics.RequestKey("r")]; st == nil || st.Requests != int64(b.N) || st.Failed() != 0 {
+				b.Fatalf("want %d clean requests, got %+v", b.N, st)
+			}
+			b.ReportMetric(float64(b.N)/res.Elapsed.Seconds(), "req/s")
 		})
 	}
 }

@@ -200,7 +200,12 @@ func (v *vu) hookCall(r *compiledRequest) sdk.Call {
 // before runs the request's url plugins on the prepared exchange and returns the request they
 // saw, to hand to after. Time in hooks is recorded under each plugin's label.
 func (v *vu) before(ctx context.Context, r *compiledRequest, ex *exchange) (*sdk.Request, error) {
-	req := &sdk.Request{Method: ex.method, URL: ex.rawURL, Header: make(http.Header, len(ex.header)), Body: ex.body}
+	if v.hookHeader == nil {
+		v.hookHeader = make(http.Header, len(ex.header)+1)
+	}
+	clear(v.hookHeader)
+	req := &v.hookReq
+	*req = sdk.Request{Method: ex.method, URL: ex.rawURL, Header: v.hookHeader, Body: ex.body}
 	for _, h := range ex.header {
 		req.Header.Add(h[0], h[1])
 	}
@@ -226,7 +231,7 @@ func (v *vu) before(ctx context.Context, r *compiledRequest, ex *exchange) (*sdk
 	}
 	ex.method, ex.body, ex.prepared = req.Method, req.Body, nil
 	ex.header = ex.header[:0]
-	keys := make([]string, 0, len(req.Header))
+	keys := v.hookKeys[:0]
 	for k := range req.Header {
 		keys = append(keys, k)
 	}
@@ -236,6 +241,7 @@ func (v *vu) before(ctx context.Context, r *compiledRequest, ex *exchange) (*sdk
 			ex.header = append(ex.header, [2]string{k, val})
 		}
 	}
+	v.hookKeys = keys
 	return req, nil
 }
 

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"math/rand/v2"
+	"net/http"
 	"net/http/cookiejar"
 	"net/url"
 	"strings"
@@ -49,6 +50,11 @@ type vu struct {
 	hardCtx  context.Context // what ends the VU's requests
 	// helpers send the VU's batches beside it, each with connections of its own.
 	helpers []*vu
+	// hookReq is the request url plugins see, and hookHeader and hookKeys its headers and
+	// their names: reused from request to request, as the VU's other buffers are.
+	hookReq    sdk.Request
+	hookHeader http.Header
+	hookKeys   []string
 }
 
 func (p *plan) newVU(sc *scenarioPlan, id int, hardCtx context.Context) *vu {
