@@ -233,13 +233,15 @@ func (u *urlClient) PureBefore() bool { return u.pure.Load() }
 
 func (u *urlClient) Before(ctx context.Context, call Call, req *Request) error {
 	var key []byte
+	var gen uint64
 	if u.pure.Load() {
 		bp := keyBufs.Get().(*[]byte)
 		defer keyBufs.Put(bp)
 		k, ok := cacheKey((*bp)[:0], req)
 		*bp = k
 		if ok {
-			if r := u.cache.get(k); r != nil {
+			var r *pb.Result
+			if r, gen = u.cache.get(k); r != nil {
 				applyBefore(r, req, true)
 				return nil
 			}
@@ -257,7 +259,7 @@ func (u *urlClient) Before(ctx context.Context, call Call, req *Request) error {
 		return fmt.Errorf("%w: %s", wire.ErrPlugin, r.GetError())
 	}
 	if key != nil {
-		u.cache.put(key, r)
+		u.cache.put(key, r, gen)
 	}
 	applyBefore(r, req, key != nil)
 	return nil

@@ -20,6 +20,8 @@ type pureCache struct {
 	mu      sync.RWMutex
 	answers map[string]*pb.Result
 	size    int
+	// gen counts the resets: an answer to a call made before the last one is not kept.
+	gen uint64
 }
 
 const (
@@ -36,8 +38,8 @@ const (
 
 var keyBufs = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b }}
 
-// cacheKey appends req, in a form that tells any two different requests apart, to buf; ok is false
-// when it is too big to keep.
+// cacheKey appends req to buf in a form that tells any two different requests apart; ok is
+// false when it is too big to keep.
 func cacheKey(buf []byte, req *Request) (_ []byte, ok bool) {
 	field := func(s string) { buf = binary.AppendUvarint(buf, uint64(len(s))); buf = append(buf, s...) }
 	field(req.Method)
@@ -66,15 +68,16 @@ func cacheKey(buf []byte, req *Request) (_ []byte, ok bool) {
 	return buf, len(buf) <= maxKeyBytes
 }
 
-// get returns the answer kept for key, if any.
-func (c *pureCache) get(key []byte) *pb.Result {
+// get returns the answer kept for key, if any, and the generation to put a new one under.
+func (c *pureCache) get(key []byte) (*pb.Result, uint64) {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	return c.answers[string(key)]
+	return c.answers[string(key)], c.gen
 }
 
-// put keeps r as the answer for key, unless r is too big to keep.
-func (c *pureCache) put(key []byte, r *pb.Result) {
+// put keeps r as the answer for key, unless r is too big to keep or the cache was reset since
+// gen (the hook was configured again while the call was on its way).
+func (c *pureCache) put(key []byte, r *pb.Result, gen uint64) {
 	n := proto.Size(r)
 	if n > maxAnswerBytes {
 		return
@@ -82,6 +85,9 @@ func (c *pureCache) put(key []byte, r *pb.Result) {
 	n += len(key) + entryOverhead
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if gen != c.gen {
+		return
+	}
 	if c.answers == nil || c.size+n > cacheBytes {
 		c.answers, c.size = make(map[string]*pb.Result), 0
 	}
@@ -96,6 +102,7 @@ func (c *pureCache) reset() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.answers, c.size = nil, 0
+	c.gen++
 }
 
 // applyBefore makes the changes of a before call's answer r to req. A kept answer is shared
