@@ -405,15 +405,25 @@ func (s *Store) UseNotifier(n Notifier) { s.notifier = n }
 // (ShardReportBatch; see reportBatches). jobsSince is the oldest job the agent may still be
 // handed (see TakeAgentJobs).
 func (s *Store) ReportShard(ctx context.Context, agentID, shardID uuid.UUID, lease int64, secs []barrage.ShardSecond, end *barrage.ShardEnd, jobsSince time.Time) (ShardReport, error) {
-	if end == nil {
+	stored := 0
+	if end == nil || len(secs) > 0 {
 		r := &batchedReport{agentID: agentID, shardID: shardID, lease: lease, secs: secs, jobsSince: jobsSince}
-		if ok, err := s.storeBatched(ctx, r); ok || err != nil {
-			return r.rep, err
+		ok, err := s.storeBatched(ctx, r)
+		switch {
+		case err != nil:
+			return ShardReport{}, err
+		case ok && end == nil:
+			return r.rep, nil
+		case ok:
+			// A shard's last seconds go with the others' (its followers see them at once), and
+			// its end after them: the ends of a run's shards take the run's lock in turn, and
+			// a hundred agents ending together held the run's last second back for a second.
+			stored, secs = r.rep.Stored, nil
 		}
-		// Not this agent's, not under this lease, or ended (or the batch failed): the
-		// transaction below stores it or says why not.
+		// Otherwise not this agent's, not under this lease, or ended (or the batch failed):
+		// the transaction below stores it or says why not.
 	}
-	rep := ShardReport{WorkWaiting: true}
+	rep := ShardReport{WorkWaiting: true, Stored: stored}
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		if end != nil {
 			if _, err := s.q.RunLockForShardEnd(ctx, tx, dbsqlc.RunLockForShardEndParams{ShardID: shardID, AgentID: &agentID}); err != nil {
