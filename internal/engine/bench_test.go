@@ -15,10 +15,12 @@ import (
 	"sync/atomic"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/barrage-load/barrage/internal/engine"
 	"github.com/barrage-load/barrage/internal/metrics"
 	"github.com/barrage-load/barrage/internal/run"
+	"github.com/barrage-load/barrage/internal/script"
 	"github.com/barrage-load/barrage/sdk"
 	"github.com/barrage-load/barrage/sdk/sdktest"
 )
@@ -69,19 +71,8 @@ load:
   vus: 8
   iterations: 1
 `)
-			s := parseB(b, src)
-			s.Load.Iterations = b.N
-			b.ReportAllocs()
-			b.ResetTimer()
-			res, err := engine.Run(context.Background(), s, engine.Options{})
-			b.StopTimer()
-			if err != nil {
-				b.Fatal(err)
-			}
-			if st := res.Total.Labels[metrics.RequestKey("r")]; st == nil || st.Requests != int64(b.N) || st.Failed() != 0 {
-				b.Fatalf("want %d clean requests, got %+v", b.N, st)
-			}
-			b.ReportMetric(float64(b.N)/res.Elapsed.Seconds(), "req/s")
+			elapsed := runRequests(b, parseB(b, src))
+			b.ReportMetric(float64(b.N)/elapsed.Seconds(), "req/s")
 		})
 	}
 }
@@ -287,17 +278,7 @@ load:
   vus: 8
   iterations: 1
 `))
-			s.Load.Iterations = b.N
-			b.ReportAllocs()
-			b.ResetTimer()
-			res, err := engine.Run(context.Background(), s, engine.Options{})
-			b.StopTimer()
-			if err != nil {
-				b.Fatal(err)
-			}
-			if st := res.Total.Labels[metrics.RequestKey("r")]; st == nil || st.Requests != int64(b.N) || st.Failed() != 0 {
-				b.Fatalf("want %d clean requests, got %+v", b.N, st)
-			}
+			runRequests(b, s)
 		})
 	}
 }
@@ -361,4 +342,21 @@ load:
 			b.ReportMetric(float64(b.N)/res.Elapsed.Seconds(), "req/s")
 		})
 	}
+}
+
+// runRequests runs s, whose one request is named r, for b.N iterations, timing the run alone,
+// and fails unless every request came back clean. It returns how long the run took.
+func runRequests(b *testing.B, s *script.Script) time.Duration {
+	s.Load.Iterations = b.N
+	b.ReportAllocs()
+	b.ResetTimer()
+	res, err := engine.Run(context.Background(), s, engine.Options{})
+	b.StopTimer()
+	if err != nil {
+		b.Fatal(err)
+	}
+	if st := res.Total.Labels[metrics.RequestKey("r")]; st == nil || st.Requests != int64(b.N) || st.Failed() != 0 {
+		b.Fatalf("want %d clean requests, got %+v", b.N, st)
+	}
+	return res.Elapsed
 }
