@@ -365,8 +365,9 @@ type ShardReport struct {
 	// WorkWaiting says whether the agent may have pings or jobs waiting: the caller looks for
 	// them only then.
 	WorkWaiting bool
-	// Queued says whether the report ended the run's last shard and queued the run's summary
-	// (see UseFinalizer): the caller has nothing more to do.
+	// Queued says whether the caller has nothing more to do for the run's end: the report ended
+	// the run's last shard and queued the run's summary (see UseFinalizer), or ended its shard
+	// with others of the run, one of whose reports carries the run's end.
 	Queued bool
 }
 
@@ -401,30 +402,35 @@ func (s *Store) UseNotifier(n Notifier) { s.notifier = n }
 // when it was the last shard (see UseFinalizer). A report under another lease (a stale
 // holder's), or for a shard already ended (lost, say), is a conflict and stores nothing.
 //
-// A report without an end is stored with those that arrive with it, in one statement
-// (ShardReportBatch; see reportBatches). jobsSince is the oldest job the agent may still be
+// A report is stored with those that arrive with it, in one statement (ShardReportBatch; see
+// reportBatches), and an end with the ends of the run's other shards (see shardEnds). jobsSince is the oldest job the agent may still be
 // handed (see TakeAgentJobs).
 func (s *Store) ReportShard(ctx context.Context, agentID, shardID uuid.UUID, lease int64, secs []barrage.ShardSecond, end *barrage.ShardEnd, jobsSince time.Time) (ShardReport, error) {
-	stored := 0
-	if end == nil || len(secs) > 0 {
-		r := &batchedReport{agentID: agentID, shardID: shardID, lease: lease, secs: secs, jobsSince: jobsSince}
-		ok, err := s.storeBatched(ctx, r)
-		switch {
-		case err != nil:
+	r := &batchedReport{agentID: agentID, shardID: shardID, lease: lease, secs: secs, jobsSince: jobsSince}
+	ok, err := s.storeBatched(ctx, r)
+	switch {
+	case err != nil:
+		return ShardReport{}, err
+	case ok && end == nil:
+		return r.rep, nil
+	case ok:
+		// A shard's last seconds go with the others' (its followers see them at once), and its
+		// end after them, with the ends of the run's other shards (see shardEnds).
+		e := &endingShard{agentID: agentID, shardID: shardID, lease: lease, end: end}
+		ended, err := s.endBatched(ctx, r.rep.Run.ID, e)
+		if err != nil {
 			return ShardReport{}, err
-		case ok && end == nil:
-			return r.rep, nil
-		case ok:
-			// A shard's last seconds go with the others' (its followers see them at once), and
-			// its end after them: the ends of a run's shards take the run's lock in turn, and
-			// a hundred agents ending together held the run's last second back for a second.
-			stored, secs = r.rep.Stored, nil
 		}
-		// Otherwise not this agent's, not under this lease, or ended (or the batch failed):
-		// the transaction below stores it or says why not.
+		if ended {
+			e.rep.Stored, e.rep.WorkWaiting = r.rep.Stored, r.rep.WorkWaiting
+			return e.rep, nil
+		}
+		secs = nil
 	}
-	rep := ShardReport{WorkWaiting: true, Stored: stored}
-	err := s.inTx(ctx, func(tx pgx.Tx) error {
+	// Otherwise not this agent's, not under this lease, or ended (or a batch failed): the
+	// transaction below stores it or says why not.
+	rep := ShardReport{WorkWaiting: true, Stored: r.rep.Stored}
+	err = s.inTx(ctx, func(tx pgx.Tx) error {
 		if end != nil {
 			if _, err := s.q.RunLockForShardEnd(ctx, tx, dbsqlc.RunLockForShardEndParams{ShardID: shardID, AgentID: &agentID}); err != nil {
 				return translate(err, "shard")

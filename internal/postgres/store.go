@@ -32,6 +32,7 @@ type Store struct {
 	// notifier queues what a run's end tells, and deliveries; nil: nothing is told.
 	notifier Notifier
 	batches  reportBatches
+	ends     shardEnds
 }
 
 // NewStore returns a Store on pool.

@@ -185,7 +185,7 @@ func run() error {
 		}
 	}
 	stopLive()
-	var delays []float64
+	var delays, lastDelays []float64
 	worst, worstAt := 0.0, ""
 	short := 0
 	for n, r := range runs {
@@ -193,6 +193,9 @@ func run() error {
 		for idx, at := range r.arrived {
 			d := float64(at.Sub(r.start.Add(time.Duration(idx+1)*time.Second))) / float64(time.Millisecond)
 			delays = append(delays, d)
+			if idx == int64(*seconds)-1 {
+				lastDelays = append(lastDelays, d)
+			}
 			if d > worst {
 				worst, worstAt = d, fmt.Sprintf("run %d second %d", n, idx)
 			}
@@ -217,6 +220,7 @@ func run() error {
 	}
 	fmt.Printf("agents %d in %d runs, labels %d, seconds %d, reports %d/s\n", len(sims), len(runs), *labels, *seconds, len(sims))
 	fmt.Printf("live delay worst: %s, %.0f ms\n", worstAt, worst)
+	fmt.Printf("live delay of the runs' last seconds ms = %.0f\n", lastDelays)
 	fmt.Printf("reports refused = %d\n", refused.Load())
 	fmt.Printf("report p50 ms = %.0f, p99 ms = %.0f\n", tookAt(0.5), tookAt(0.99))
 	if *pgdata != "" {

@@ -262,14 +262,7 @@ func TestReportsThatArriveTogetherAreEachStoredOnce(t *testing.T) {
 			}()
 		}
 		go func() {
-			_, err := b.Fleet.Report(ctx, agents[0], jobs[0].Shard.ID, fleet.Report{Lease: jobs[0].Shard.Lease - 1,
-				Seconds: []fleet.Second{controltest.Second(t, idx, "get home", 10, 20*time.Millisecond)}})
-			if !errors.Is(err, barrage.ErrConflict) {
-				err = fmt.Errorf("a stale report: want a conflict, got %v", err)
-			} else {
-				err = nil
-			}
-			errs <- err
+			errs <- refusedAsStale(b, agents[0], jobs[0], fleet.Report{Seconds: []fleet.Second{controltest.Second(t, idx, "get home", 10, 20*time.Millisecond)}})
 		}()
 		for range len(agents) + 1 {
 			require.NoError(t, <-errs)
@@ -299,4 +292,81 @@ func TestReportsThatArriveTogetherAreEachStoredOnce(t *testing.T) {
 	}, 30*time.Second, 50*time.Millisecond, "the ping reaches the agent with a report")
 	require.NoError(t, b.Fleet.AnswerPing(ctx, agents[1], ping))
 	require.NoError(t, <-pinged)
+}
+
+// The ends of a run's shards that arrive together (its agents end at the same moment) each end
+// their own shard with their own account and last second, once; a stale holder's end among them
+// is refused; the run's summary is queued once, by the transaction that ended the last.
+func TestEndsThatArriveTogetherEndTheRunOnce(t *testing.T) {
+	t.Parallel()
+	for _, queued := range []bool{true, false} {
+		t.Run(fmt.Sprintf("queued=%v", queued), func(t *testing.T) {
+			t.Parallel()
+			b := setup(t)
+			ctx := context.Background()
+			q := &queue{}
+			if queued {
+				b.Store.UseFinalizer(q)
+			}
+			agents := []barrage.Agent{b.agent}
+			for i := range 7 {
+				a, _ := b.Agent(&b.user, fmt.Sprintf("agent %d", i), barrage.Limits{})
+				agents = append(agents, a)
+			}
+			r := b.queued(t, agents...)
+			jobs := make([]*barrage.ShardJob, len(agents))
+			for i, a := range agents {
+				jobs[i] = b.Lease(a)
+				require.NotNil(t, jobs[i])
+			}
+			errs := make(chan error, len(agents)+1)
+			for i, a := range agents {
+				go func() {
+					_, err := b.Fleet.Report(ctx, a, jobs[i].Shard.ID, fleet.Report{Lease: jobs[i].Shard.Lease,
+						Seconds: []fleet.Second{controltest.Second(t, 0, "get home", 10, 20*time.Millisecond)},
+						End:     &fleet.ShardEnd{Stop: run.Stop{Reason: run.Completed}, LateStart: time.Duration(i) * time.Millisecond}})
+					errs <- err
+				}()
+			}
+			go func() {
+				errs <- refusedAsStale(b, agents[0], jobs[0], fleet.Report{End: &fleet.ShardEnd{Stop: run.Stop{Reason: run.Failed, Detail: "stale"}}})
+			}()
+			for range len(agents) + 1 {
+				require.NoError(t, <-errs)
+			}
+			got, err := b.Runs.Run(ctx, b.user, r.ID)
+			require.NoError(t, err)
+			if queued {
+				require.Equal(t, []uuid.UUID{r.ID}, q.runs, "the summary queued once")
+				require.NoError(t, b.Runs.FinalizeRun(ctx, r.ID))
+				got, err = b.Runs.Run(ctx, b.user, r.ID)
+				require.NoError(t, err)
+			}
+			require.Equal(t, barrage.RunFinished, got.State)
+			require.Len(t, got.Shards, len(agents))
+			late := map[uuid.UUID]time.Duration{}
+			for i, a := range agents {
+				late[a.ID] = time.Duration(i) * time.Millisecond
+			}
+			for _, sh := range got.Shards {
+				require.Equal(t, barrage.ShardState(run.Completed.String()), sh.State, "shard %d", sh.From)
+				require.Equal(t, fleet.EndReason(run.Completed), sh.Reason)
+				require.Equal(t, late[*sh.AgentID], sh.LateStart, "each shard its own agent's account")
+			}
+			stored, err := b.Store.RunSeconds(ctx, r.ID, 0, 10)
+			require.NoError(t, err)
+			require.Len(t, stored, len(agents), "each agent's last second, once")
+		})
+	}
+}
+
+// refusedAsStale sends rep of job's shard under the lease before job's, as a stale holder would,
+// and says what is wrong unless it was refused as a conflict.
+func refusedAsStale(b *testBundle, a barrage.Agent, job *barrage.ShardJob, rep fleet.Report) error {
+	rep.Lease = job.Shard.Lease - 1
+	_, err := b.Fleet.Report(context.Background(), a, job.Shard.ID, rep)
+	if !errors.Is(err, barrage.ErrConflict) {
+		return fmt.Errorf("a stale report: want a conflict, got %v", err)
+	}
+	return nil
 }

@@ -471,6 +471,19 @@ func (q *Queries) RunListOpen(ctx context.Context, db DBTX) ([]Run, error) {
 	return items, nil
 }
 
+const runLockForEnds = `-- name: RunLockForEnds :one
+SELECT id FROM runs WHERE id = $1 FOR UPDATE
+`
+
+// RunLockForEnds locks a run before the ends of its shards that arrived together (ShardEndBatch),
+// as RunLockForShardEnd does before one.
+func (q *Queries) RunLockForEnds(ctx context.Context, db DBTX, id uuid.UUID) (uuid.UUID, error) {
+	row := db.QueryRow(ctx, runLockForEnds, id)
+	var id_2 uuid.UUID
+	err := row.Scan(&id_2)
+	return id_2, err
+}
+
 const runLockForShardEnd = `-- name: RunLockForShardEnd :one
 SELECT runs.id FROM runs
 JOIN shards ON shards.run_id = runs.id

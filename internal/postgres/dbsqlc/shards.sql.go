@@ -88,6 +88,60 @@ func (q *Queries) ShardEndAll(ctx context.Context, db DBTX, arg ShardEndAllParam
 	return err
 }
 
+const shardEndBatch = `-- name: ShardEndBatch :many
+UPDATE shards SET state = e.state, reason = e.reason, ended_at = now(), late_start_ms = e.late_start_ms,
+    result = e.result, heartbeat_at = now()
+FROM (SELECT unnest($2::uuid[]) AS id, unnest($3::uuid[]) AS agent_id, unnest($4::bigint[]) AS lease,
+             unnest($5::text[]) AS state, unnest($6::text[]) AS reason,
+             unnest($7::bigint[]) AS late_start_ms, unnest($8::jsonb[]) AS result) AS e
+WHERE shards.id = e.id AND shards.agent_id = e.agent_id AND shards.lease = e.lease AND shards.state = 'running'
+  AND shards.run_id = $1
+RETURNING shards.id
+`
+
+type ShardEndBatchParams struct {
+	RunID       uuid.UUID
+	Ids         []uuid.UUID
+	AgentIds    []uuid.UUID
+	Leases      []int64
+	States      []string
+	Reasons     []string
+	LateStartMs []int64
+	Results     [][]byte
+}
+
+// ShardEndBatch ends the shards of one run, each with its own account, that their agents hold
+// under their leases and that still run, for the ends that arrived together, in one statement;
+// it answers the shards it ended. The caller holds the run's lock (RunLockForEnds).
+func (q *Queries) ShardEndBatch(ctx context.Context, db DBTX, arg ShardEndBatchParams) ([]uuid.UUID, error) {
+	rows, err := db.Query(ctx, shardEndBatch,
+		arg.RunID,
+		arg.Ids,
+		arg.AgentIds,
+		arg.Leases,
+		arg.States,
+		arg.Reasons,
+		arg.LateStartMs,
+		arg.Results,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []uuid.UUID
+	for rows.Next() {
+		var id uuid.UUID
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		items = append(items, id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const shardEndPending = `-- name: ShardEndPending :exec
 UPDATE shards SET state = $1, reason = $2, ended_at = now()
 WHERE run_id = $3 AND state = 'pending'

@@ -70,6 +70,11 @@ JOIN shards ON shards.run_id = runs.id
 WHERE shards.id = @shard_id AND shards.agent_id = @agent_id
 FOR UPDATE OF runs;
 
+-- RunLockForEnds locks a run before the ends of its shards that arrived together (ShardEndBatch),
+-- as RunLockForShardEnd does before one.
+-- name: RunLockForEnds :one
+SELECT id FROM runs WHERE id = $1 FOR UPDATE;
+
 -- RunCountByState counts the runs in each state, for the server's metrics.
 -- name: RunCountByState :many
 SELECT state, count(*) AS n FROM runs GROUP BY state;

@@ -30,6 +30,19 @@ UPDATE shards SET state = @state, reason = @reason, ended_at = now(), late_start
     result = @result
 WHERE id = @id AND state IN ('pending', 'running');
 
+-- ShardEndBatch ends the shards of one run, each with its own account, that their agents hold
+-- under their leases and that still run, for the ends that arrived together, in one statement;
+-- it answers the shards it ended. The caller holds the run's lock (RunLockForEnds).
+-- name: ShardEndBatch :many
+UPDATE shards SET state = e.state, reason = e.reason, ended_at = now(), late_start_ms = e.late_start_ms,
+    result = e.result, heartbeat_at = now()
+FROM (SELECT unnest(@ids::uuid[]) AS id, unnest(@agent_ids::uuid[]) AS agent_id, unnest(@leases::bigint[]) AS lease,
+             unnest(@states::text[]) AS state, unnest(@reasons::text[]) AS reason,
+             unnest(@late_start_ms::bigint[]) AS late_start_ms, unnest(@results::jsonb[]) AS result) AS e
+WHERE shards.id = e.id AND shards.agent_id = e.agent_id AND shards.lease = e.lease AND shards.state = 'running'
+  AND shards.run_id = @run_id
+RETURNING shards.id;
+
 -- ShardListLost finds running shards whose agent went silent, and locks them.
 -- name: ShardListLost :many
 SELECT * FROM shards WHERE state = 'running' AND heartbeat_at < @before
