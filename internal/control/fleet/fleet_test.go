@@ -52,10 +52,11 @@ func (b *testBundle) queued(t *testing.T, agents ...barrage.Agent) barrage.Run {
 	return r
 }
 
-// An agent's shard is handed to it once, under a fencing token: a report under another lease (a
-// stale holder's) is refused and stores nothing, another agent's report on it is not found, and
-// the holder's is taken.
-func TestAShardIsLeasedOnceAndAStaleLeaseIsRefused(t *testing.T) {
+// An agent's shard is handed to it under a fencing token, again (under a new one) when the agent
+// asks before reporting on it, and no more once it has: a report under another lease (a stale
+// holder's) is refused and stores nothing, another agent's report on it is not found, and the
+// holder's is taken.
+func TestAShardIsHandedUntilReportedOnAndAStaleLeaseIsRefused(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	ctx := context.Background()
@@ -67,10 +68,16 @@ func TestAShardIsLeasedOnceAndAStaleLeaseIsRefused(t *testing.T) {
 	require.Equal(t, barrage.ShardRunning, job.Shard.State)
 	require.Equal(t, controltest.SmokeScript, string(job.Script.Source), "the shard comes with its script")
 	require.NotNil(t, job.Run.StartAt, "the first lease sets the run's start")
-	require.Nil(t, b.Lease(b.agent), "a shard is leased once")
+	// The agent asks again before any report of its shard: the answer never reached it (a
+	// replica died before sending it), and the shard is handed again under a new token.
+	again := b.Lease(b.agent)
+	require.NotNil(t, again, "a shard whose answer was lost is handed again")
+	require.Equal(t, job.Shard.ID, again.Shard.ID)
+	require.Equal(t, job.Shard.Lease+1, again.Shard.Lease)
+	require.Equal(t, *job.Run.StartAt, *again.Run.StartAt, "the run's start stays")
 
 	sec := controltest.Second(t, 0, "get home", 10, 20*time.Millisecond)
-	_, err := b.Fleet.Report(ctx, b.agent, job.Shard.ID, fleet.Report{Lease: job.Shard.Lease - 1, Seconds: []fleet.Second{sec}})
+	_, err := b.Fleet.Report(ctx, b.agent, job.Shard.ID, fleet.Report{Lease: job.Shard.Lease, Seconds: []fleet.Second{sec}})
 	require.ErrorIs(t, err, barrage.ErrConflict)
 	require.ErrorContains(t, err, "another holder has it")
 	stored, err := b.Store.RunSeconds(ctx, r.ID, 0, 10)
@@ -81,12 +88,14 @@ func TestAShardIsLeasedOnceAndAStaleLeaseIsRefused(t *testing.T) {
 	_, err = b.Fleet.Report(ctx, other, job.Shard.ID, fleet.Report{Lease: job.Shard.Lease, Seconds: []fleet.Second{sec}})
 	require.ErrorIs(t, err, barrage.ErrNotFound)
 
+	job = again
 	in, err := b.Fleet.Report(ctx, b.agent, job.Shard.ID, fleet.Report{Lease: job.Shard.Lease, Seconds: []fleet.Second{sec}})
 	require.NoError(t, err)
 	require.Nil(t, in.Stop)
 	stored, err = b.Store.RunSeconds(ctx, r.ID, 0, 10)
 	require.NoError(t, err)
 	require.Len(t, stored, 1)
+	require.Nil(t, b.Lease(b.agent), "a shard its agent reported on is not handed again")
 }
 
 // An agent that speaks a protocol older than the server accepts is refused, told what to run.

@@ -438,7 +438,8 @@ func (q *Queries) AgentTouch(ctx context.Context, db DBTX, id uuid.UUID) error {
 }
 
 const agentWorkWaiting = `-- name: AgentWorkWaiting :one
-SELECT (EXISTS (SELECT 1 FROM shards s WHERE s.agent_id = $1 AND s.state = 'pending')
+SELECT (EXISTS (SELECT 1 FROM shards s WHERE s.agent_id = $1
+                AND (s.state = 'pending' OR (s.state = 'running' AND s.heartbeat_at = s.leased_at)))
     OR EXISTS (SELECT 1 FROM agent_pings p
                WHERE p.agent_id = $1 AND p.delivered_at IS NULL AND p.created_at > now() - interval '10 seconds')
     OR EXISTS (SELECT 1 FROM agent_jobs j
@@ -451,7 +452,7 @@ type AgentWorkWaitingParams struct {
 	JobsSince time.Time
 }
 
-// AgentWorkWaiting says whether the agent has anything to be handed: a pending shard, pings
+// AgentWorkWaiting says whether the agent has anything to be handed: a shard (as ShardLease finds it), pings
 // (as AgentPingTake finds them) or jobs (as AgentJobNext and AgentJobAnswerOrphans find them).
 // A waiting lease asks it at each look, one round trip, and takes only when there is something.
 func (q *Queries) AgentWorkWaiting(ctx context.Context, db DBTX, arg AgentWorkWaitingParams) (bool, error) {

@@ -225,8 +225,8 @@ UPDATE shards SET state = 'running', lease = lease + 1, leased_at = now(), heart
     agent_version = $1
 WHERE id = (
     SELECT s.id FROM shards s
-    WHERE s.agent_id = $2 AND s.state = 'pending'
-    ORDER BY s.id
+    WHERE s.agent_id = $2 AND (s.state = 'pending' OR (s.state = 'running' AND s.heartbeat_at = s.leased_at))
+    ORDER BY s.state = 'pending', s.id
     LIMIT 1
     FOR UPDATE SKIP LOCKED
 )
@@ -238,7 +238,12 @@ type ShardLeaseParams struct {
 	AgentID      *uuid.UUID
 }
 
-// ShardLease takes the oldest pending shard of the agent, raising its fencing token.
+// ShardLease takes the agent's shard whose answer it never got, or else its oldest pending
+// shard, raising its fencing token. An agent runs one shard at a time and asks for work only
+// between shards, so a shard it holds running that no report of its has touched since its
+// lease (its heartbeat still the lease's) is one whose answer was lost: a replica that died
+// between the lease's commit and its answer. It is handed again under a new token rather than
+// lost when its agent falls silent; a holder that did get it is refused at its first report.
 func (q *Queries) ShardLease(ctx context.Context, db DBTX, arg ShardLeaseParams) (Shard, error) {
 	row := db.QueryRow(ctx, shardLease, arg.AgentVersion, arg.AgentID)
 	var i Shard

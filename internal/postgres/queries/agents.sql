@@ -82,11 +82,12 @@ SELECT count(*) FROM agents WHERE NOT disabled AND last_seen_at >= @since;
 -- name: AgentCountOwned :one
 SELECT count(*) FROM agents WHERE owner_id = @owner_id;
 
--- AgentWorkWaiting says whether the agent has anything to be handed: a pending shard, pings
+-- AgentWorkWaiting says whether the agent has anything to be handed: a shard (as ShardLease finds it), pings
 -- (as AgentPingTake finds them) or jobs (as AgentJobNext and AgentJobAnswerOrphans find them).
 -- A waiting lease asks it at each look, one round trip, and takes only when there is something.
 -- name: AgentWorkWaiting :one
-SELECT (EXISTS (SELECT 1 FROM shards s WHERE s.agent_id = @agent_id AND s.state = 'pending')
+SELECT (EXISTS (SELECT 1 FROM shards s WHERE s.agent_id = @agent_id
+                AND (s.state = 'pending' OR (s.state = 'running' AND s.heartbeat_at = s.leased_at)))
     OR EXISTS (SELECT 1 FROM agent_pings p
                WHERE p.agent_id = @agent_id AND p.delivered_at IS NULL AND p.created_at > now() - interval '10 seconds')
     OR EXISTS (SELECT 1 FROM agent_jobs j
