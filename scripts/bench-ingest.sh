@@ -9,6 +9,7 @@
 #   ingest cpu cores = 1.4
 #   live delay p50 ms = 300
 #   live delay p99 ms = 900
+#   live delay of the runs' last seconds ms = [400 500 ...]   (each followed run's; it waits for the shards' ends)
 #   reports refused = 0
 #   database growth per agent-hour MB = 30
 # Needs curl and python3. BENCH_SMOKE=1 simulates 5 agents for 15 seconds: a check that every
