@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -131,6 +132,8 @@ func (s *Store) storeEndBatch(runID uuid.UUID, batch []*endingShard) {
 	})
 	if err != nil {
 		// Each end then goes through its own transaction, which stores it or says why not.
+		s.log.Warn("a batch of shards' ends failed; each goes alone", slog.String("run_id", runID.String()),
+			slog.Int("ends", len(batch)), slog.String("error", err.Error()))
 		return
 	}
 	byShard := make(map[uuid.UUID]bool, len(ended))

@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -119,6 +120,7 @@ func (s *Store) storeBatch(batch []*batchedReport) {
 	rows, err := s.q.ShardReportBatch(ctx, s.pool, arg)
 	if err != nil {
 		// Each report then goes through its own transaction, which stores it or says why not.
+		s.log.Warn("a batch of reports failed; each goes alone", slog.Int("reports", len(batch)), slog.String("error", err.Error()))
 		return
 	}
 	byShard := make(map[uuid.UUID]dbsqlc.ShardReportBatchRow, len(rows))

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"strings"
 
@@ -33,12 +34,18 @@ type Store struct {
 	notifier Notifier
 	batches  reportBatches
 	ends     shardEnds
+	// log tells what no caller hears of: a batch that failed, whose reports then went one by
+	// one. Discarded unless UseLog says where.
+	log *slog.Logger
 }
 
 // NewStore returns a Store on pool.
 func NewStore(pool *pgxpool.Pool) *Store {
-	return &Store{pool: pool, q: dbsqlc.New()}
+	return &Store{pool: pool, q: dbsqlc.New(), log: slog.New(slog.DiscardHandler)}
 }
+
+// UseLog has the store log to log what no caller hears of. Set it before serving.
+func (s *Store) UseLog(log *slog.Logger) { s.log = log }
 
 // Ready reports whether the database answers and holds the schema this binary knows.
 func (s *Store) Ready(ctx context.Context) error {

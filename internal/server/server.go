@@ -168,6 +168,7 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger, console io.W
 	}
 	store.UseFinalizer(s.runner)
 	store.UseNotifier(s.runner)
+	store.UseLog(log.With(slog.String("component", "store")))
 	return s, nil
 }
 
@@ -211,10 +212,25 @@ func (s *Server) Start(ctx context.Context) error {
 	case err == nil:
 		s.jobsStarted = true
 	case ctx.Err() == nil:
+		// The jobs' first connection fails when the embedded PostgreSQL has just died: say
+		// that, as Wait would a moment later, rather than what it broke. Its death is told
+		// when its process has been reaped, a moment after its connections end.
+		if died := s.db.Died(); died != nil {
+			select {
+			case <-died:
+				return errEmbeddedDied
+			case <-time.After(2 * time.Second):
+			}
+		}
 		return fmt.Errorf("start background jobs: %w", err)
 	}
 	return nil
 }
+
+// errEmbeddedDied is why serve stops when its embedded PostgreSQL exits.
+var errEmbeddedDied = errors.New("the embedded PostgreSQL exited (its output went to serve's log, above): serve stops; start it again " +
+	"with the same --data-dir, which starts PostgreSQL and recovers the database, or run serve under a supervisor that restarts it " +
+	"(systemd Restart=on-failure, a Kubernetes Deployment)")
 
 // Wait serves until ctx ends, then shuts down within the configured grace and closes the
 // server; it returns early with why, when serving fails or the embedded database dies.
@@ -228,9 +244,7 @@ func (s *Server) Wait(ctx context.Context) error {
 	case <-s.db.Died():
 		// Not restarted here: a database that died once may die again mid-write, and its
 		// supervisor (systemd, Kubernetes, a person) decides; starting serve again recovers it.
-		return errors.New("the embedded PostgreSQL exited (its output went to serve's log, above): serve stops; start it again " +
-			"with the same --data-dir, which starts PostgreSQL and recovers the database, or run serve under a supervisor that restarts it " +
-			"(systemd Restart=on-failure, a Kubernetes Deployment)")
+		return errEmbeddedDied
 	}
 	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.ShutdownTimeout)
 	defer cancel()

@@ -1,9 +1,11 @@
 package fleet_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"testing"
 	"time"
 
@@ -75,6 +77,8 @@ func TestAShardIsHandedUntilReportedOnAndAStaleLeaseIsRefused(t *testing.T) {
 	require.Equal(t, job.Shard.ID, again.Shard.ID)
 	require.Equal(t, job.Shard.Lease+1, again.Shard.Lease)
 	require.Equal(t, *job.Run.StartAt, *again.Run.StartAt, "the run's start stays")
+	require.Equal(t, job.Shard.HeartbeatAt, again.Shard.HeartbeatAt, "asking again keeps no shard alive")
+	require.Equal(t, job.Shard.LeasedAt, again.Shard.LeasedAt)
 
 	sec := controltest.Second(t, 0, "get home", 10, 20*time.Millisecond)
 	_, err := b.Fleet.Report(ctx, b.agent, job.Shard.ID, fleet.Report{Lease: job.Shard.Lease, Seconds: []fleet.Second{sec}})
@@ -378,4 +382,46 @@ func refusedAsStale(b *testBundle, a barrage.Agent, job *barrage.ShardJob, rep f
 		return fmt.Errorf("a stale report: want a conflict, got %v", err)
 	}
 	return nil
+}
+
+// A shard whose answer may have been lost is handed again only soon after its lease and while
+// its run goes on: asking again and again keeps no shard alive past its agent's silence, nor a
+// canceled run's.
+func TestALostAnswerIsHandedAgainOnlySoonAndWhileItsRunGoesOn(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+
+	r := b.queued(t, b.agent)
+	require.NotNil(t, b.Lease(b.agent))
+	_, err := b.DB.Exec(ctx, `UPDATE shards SET leased_at = leased_at - interval '5 seconds',
+		heartbeat_at = heartbeat_at - interval '5 seconds' WHERE run_id = $1`, r.ID)
+	require.NoError(t, err)
+	require.Nil(t, b.Lease(b.agent), "5 s after its lease, a shard is not handed again: it is to be lost")
+
+	other, _ := b.Agent(&b.user, "other", barrage.Limits{})
+	r = b.queued(t, other)
+	require.NotNil(t, b.Lease(other))
+	_, err = b.Runs.CancelRun(ctx, b.user, r.ID)
+	require.NoError(t, err)
+	require.Nil(t, b.Lease(other), "a canceled run's shard is not handed again")
+}
+
+// An end that the batch cannot store (a reason PostgreSQL refuses) is refused alone, through its
+// own transaction, and the batch's failure is logged: no one else would hear of it.
+func TestAnEndTheBatchCannotStoreIsRefusedAndLogged(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	var logged bytes.Buffer
+	b.Store.UseLog(slog.New(slog.NewTextHandler(&logged, nil)))
+	b.queued(t, b.agent)
+	job := b.Lease(b.agent)
+	require.NotNil(t, job)
+	_, err := b.Fleet.Report(ctx, b.agent, job.Shard.ID, fleet.Report{Lease: job.Shard.Lease,
+		Seconds: []fleet.Second{controltest.Second(t, 0, "get home", 10, 20*time.Millisecond)},
+		End:     &fleet.ShardEnd{Stop: run.Stop{Reason: run.Failed, Detail: "nul \x00 in it"}}})
+	require.Error(t, err)
+	require.NotErrorIs(t, err, barrage.ErrConflict)
+	require.Contains(t, logged.String(), "a batch of shards' ends failed")
 }

@@ -439,7 +439,9 @@ func (q *Queries) AgentTouch(ctx context.Context, db DBTX, id uuid.UUID) error {
 
 const agentWorkWaiting = `-- name: AgentWorkWaiting :one
 SELECT (EXISTS (SELECT 1 FROM shards s WHERE s.agent_id = $1
-                AND (s.state = 'pending' OR (s.state = 'running' AND s.heartbeat_at = s.leased_at)))
+                AND (s.state = 'pending' OR (s.state = 'running' AND s.heartbeat_at = s.leased_at
+                    AND s.leased_at > now() - interval '4 seconds'
+                    AND NOT EXISTS (SELECT 1 FROM runs r WHERE r.id = s.run_id AND (r.stop_state IS NOT NULL OR r.ended_at IS NOT NULL)))))
     OR EXISTS (SELECT 1 FROM agent_pings p
                WHERE p.agent_id = $1 AND p.delivered_at IS NULL AND p.created_at > now() - interval '10 seconds')
     OR EXISTS (SELECT 1 FROM agent_jobs j

@@ -221,11 +221,15 @@ func (q *Queries) ShardInsert(ctx context.Context, db DBTX, arg ShardInsertParam
 }
 
 const shardLease = `-- name: ShardLease :one
-UPDATE shards SET state = 'running', lease = lease + 1, leased_at = now(), heartbeat_at = now(),
+UPDATE shards SET state = 'running', lease = lease + 1,
+    leased_at = CASE WHEN shards.state = 'pending' THEN now() ELSE shards.leased_at END,
+    heartbeat_at = CASE WHEN shards.state = 'pending' THEN now() ELSE shards.heartbeat_at END,
     agent_version = $1
 WHERE id = (
     SELECT s.id FROM shards s
-    WHERE s.agent_id = $2 AND (s.state = 'pending' OR (s.state = 'running' AND s.heartbeat_at = s.leased_at))
+    WHERE s.agent_id = $2 AND (s.state = 'pending' OR (s.state = 'running' AND s.heartbeat_at = s.leased_at
+        AND s.leased_at > now() - interval '4 seconds'
+        AND NOT EXISTS (SELECT 1 FROM runs r WHERE r.id = s.run_id AND (r.stop_state IS NOT NULL OR r.ended_at IS NOT NULL))))
     ORDER BY s.state = 'pending', s.id
     LIMIT 1
     FOR UPDATE SKIP LOCKED
@@ -241,9 +245,12 @@ type ShardLeaseParams struct {
 // ShardLease takes the agent's shard whose answer it never got, or else its oldest pending
 // shard, raising its fencing token. An agent runs one shard at a time and asks for work only
 // between shards, so a shard it holds running that no report of its has touched since its
-// lease (its heartbeat still the lease's) is one whose answer was lost: a replica that died
-// between the lease's commit and its answer. It is handed again under a new token rather than
-// lost when its agent falls silent; a holder that did get it is refused at its first report.
+// lease (its heartbeat still the lease's), asked for again within 4 s of that lease, is one
+// whose answer was lost: a replica that died between the lease's commit and its answer, or an
+// agent restarted at once. It is handed again under a new token rather than lost, unless its
+// run was stopped or ended. Its lease and heartbeat keep their times: asking again does not
+// keep a shard alive, which is lost as any other when no report comes (a second holder of the
+// agent's token, which a re-lease also serves, is refused at its first report).
 func (q *Queries) ShardLease(ctx context.Context, db DBTX, arg ShardLeaseParams) (Shard, error) {
 	row := db.QueryRow(ctx, shardLease, arg.AgentVersion, arg.AgentID)
 	var i Shard

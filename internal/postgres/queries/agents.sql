@@ -87,7 +87,9 @@ SELECT count(*) FROM agents WHERE owner_id = @owner_id;
 -- A waiting lease asks it at each look, one round trip, and takes only when there is something.
 -- name: AgentWorkWaiting :one
 SELECT (EXISTS (SELECT 1 FROM shards s WHERE s.agent_id = @agent_id
-                AND (s.state = 'pending' OR (s.state = 'running' AND s.heartbeat_at = s.leased_at)))
+                AND (s.state = 'pending' OR (s.state = 'running' AND s.heartbeat_at = s.leased_at
+                    AND s.leased_at > now() - interval '4 seconds'
+                    AND NOT EXISTS (SELECT 1 FROM runs r WHERE r.id = s.run_id AND (r.stop_state IS NOT NULL OR r.ended_at IS NOT NULL)))))
     OR EXISTS (SELECT 1 FROM agent_pings p
                WHERE p.agent_id = @agent_id AND p.delivered_at IS NULL AND p.created_at > now() - interval '10 seconds')
     OR EXISTS (SELECT 1 FROM agent_jobs j
