@@ -2,8 +2,10 @@ package main_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -43,7 +45,7 @@ func TestARampPastTheTargetsCapacityFindsItsKnee(t *testing.T) {
 
 	stdout, res := run("{ stages: [ { ramp_to: 16, duration: 16s } ] }")
 	knee, ok := kinds(res)[summary.InsightKnee]
-	require.True(t, ok, "the findings: %+v", res.Insights)
+	require.True(t, ok, "the findings: %+v\nthe seconds:\n%s", res.Insights, seconds(res))
 	t.Log(knee.Title + ": " + knee.Evidence)
 	require.GreaterOrEqual(t, knee.Figures["vus"], 3.0, knee.Evidence)
 	require.LessOrEqual(t, knee.Figures["vus"], 10.0, knee.Evidence) // past the target's 4 at a time, well before the ramp's 16
@@ -53,4 +55,13 @@ func TestARampPastTheTargetsCapacityFindsItsKnee(t *testing.T) {
 	_, res = run("{ vus: 2, duration: 12s }")
 	require.NotContains(t, kinds(res), summary.InsightKnee, "%+v", res.Insights)
 	require.NotContains(t, kinds(res), summary.InsightErrorsFromLoad)
+}
+
+// seconds lists a result's seconds, VUs, successful requests/s and p95: what a knee is read from.
+func seconds(res summary.Result) string {
+	var b strings.Builder
+	for _, p := range res.Series {
+		fmt.Fprintf(&b, "second %d: %d VUs, %.1f requests/s, %d errors, p95 %.1f ms, cpu %.2f\n", p.Second, p.VUs, p.RPS, p.Errors, p.P95MS, p.CPU)
+	}
+	return b.String()
 }

@@ -215,14 +215,16 @@ func knee(ps []Point) (Insight, bool) {
 		}
 		i = j
 	}
-	i, ok := usl.Knee(levels)
+	// Not a fast target's tenth of a millisecond, nor a loaded generator's noise: past those, a
+	// later level may still show the knee (a level that averages seconds on both sides of it
+	// climbs less).
+	i, ok := usl.KneeWhere(levels, func(a, b usl.Level) bool {
+		return b.P95MS-a.P95MS >= kneeMinMS && b.P95MS >= (1+kneeMinGrowth)*a.P95MS
+	})
 	if !ok {
 		return Insight{}, false
 	}
 	a, b := levels[i], levels[i+1]
-	if b.P95MS-a.P95MS < kneeMinMS || b.P95MS < (1+kneeMinGrowth)*a.P95MS {
-		return Insight{}, false // a fast target's tenth of a millisecond, or a loaded generator's noise
-	}
 	return Insight{Kind: InsightKnee, FromS: firsts[i+1],
 		Title: fmt.Sprintf("a knee at about %.0f VUs: past it throughput stopped rising while latency climbed", a.N),
 		Evidence: fmt.Sprintf("from %.0f to %.0f VUs (%+.0f%%), successful requests/s went from %.1f to %.1f (%+.0f%%) and p95 from %s to %s (%+.0f%%)",

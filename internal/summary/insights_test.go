@@ -114,6 +114,24 @@ func TestAKneeIsAFindingAndALinearTargetHasNone(t *testing.T) {
 	require.Empty(t, Insights(&Result{Series: seconds(40, steady)}), "one level")
 }
 
+// A short ramp, a second a level, whose first level past the target's capacity averages a second
+// on each side of it: its latency climbs too little to count, and the next level's shows the knee
+// (seen in CI: a ramp to 16 VUs over 16 s against a target of 4 workers at 50 ms had no finding).
+func TestAKneeBlurredByALevelAcrossItIsFoundAtTheNextLevel(t *testing.T) {
+	type sec struct {
+		vus      int64
+		rps, p95 float64
+	}
+	secs := []sec{{1, 0, 0}, {1, 19, 55}, {3, 38, 55.2}, {4, 57, 54.9}, {5, 79, 54.7}, {6, 76, 94.6}, {6, 80, 102.2},
+		{8, 76, 105.5}, {9, 79, 106.6}, {9, 77, 137.3}, {11, 80, 144.1}, {11, 77, 155.3}, {12, 79, 159.2}, {14, 78, 191.7},
+		{14, 78, 197.4}, {15, 78, 210.6}, {15, 74.1, 205.3}}
+	in := only(t, Insights(&Result{Series: seconds(len(secs), func(i int) Point {
+		s := secs[i]
+		return Point{Requests: int64(s.rps), RPS: s.rps, P50MS: s.p95 * 0.9, P95MS: s.p95, P99MS: s.p95 * 1.1, VUs: s.vus}
+	})}), InsightKnee)
+	require.InDelta(t, 7, in.Figures["vus"], 2, in.Evidence)
+}
+
 // iowait is a monitor whose percent of iowait follows f of the second (from 0).
 func iowait(n int, f func(i int) float64) *monitor.Series {
 	s := &monitor.Series{Monitor: "db", Series: `node_cpu_seconds_total{mode="iowait"}`, Unit: monitor.UnitPercent}

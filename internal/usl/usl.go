@@ -119,6 +119,14 @@ type Level struct {
 // levels, when N is not strictly ascending, or when any N, X or P95MS is not a finite number
 // above zero.
 func Knee(levels []Level) (knee int, ok bool) {
+	return KneeWhere(levels, nil)
+}
+
+// KneeWhere is Knee where the two levels of the knee must also pass accept (when not nil): the
+// smallest i for which Knee's rule holds and accept(levels[i], levels[i+1]) is true. A caller
+// that asks more of a knee (a least growth of latency in milliseconds, say) then finds a later
+// one that has it rather than none.
+func KneeWhere(levels []Level, accept func(a, b Level) bool) (knee int, ok bool) {
 	if len(levels) < 3 {
 		return 0, false
 	}
@@ -133,7 +141,7 @@ func Knee(levels []Level) (knee int, ok bool) {
 	for i := 0; i+1 < len(levels); i++ {
 		a, b := levels[i], levels[i+1]
 		g := b.N/a.N - 1
-		if b.X/a.X-1 < kneeShare*g && b.P95MS/a.P95MS-1 > kneeShare*g {
+		if b.X/a.X-1 < kneeShare*g && b.P95MS/a.P95MS-1 > kneeShare*g && (accept == nil || accept(a, b)) {
 			return i, true
 		}
 	}
