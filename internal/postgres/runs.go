@@ -403,8 +403,8 @@ func (s *Store) UseNotifier(n Notifier) { s.notifier = n }
 // holder's), or for a shard already ended (lost, say), is a conflict and stores nothing.
 //
 // A report is stored with those that arrive with it, in one statement (ShardReportBatch; see
-// reportBatches), and an end with the ends of the run's other shards (see shardEnds). jobsSince is the oldest job the agent may still be
-// handed (see TakeAgentJobs).
+// reportBatches), and an end with the ends of the run's other shards (see shardEnds).
+// jobsSince is the oldest job the agent may still be handed (see TakeAgentJobs).
 func (s *Store) ReportShard(ctx context.Context, agentID, shardID uuid.UUID, lease int64, secs []barrage.ShardSecond, end *barrage.ShardEnd, jobsSince time.Time) (ShardReport, error) {
 	r := &batchedReport{agentID: agentID, shardID: shardID, lease: lease, secs: secs, jobsSince: jobsSince}
 	ok, err := s.storeBatched(ctx, r)
