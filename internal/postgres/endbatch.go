@@ -36,6 +36,8 @@ type endingShard struct {
 	done chan struct{}
 }
 
+func (e *endingShard) shard() uuid.UUID { return e.shardID }
+
 // endBatched ends e's shard of run runID with the ends of the run's shards that arrive with it,
 // and tells whether it was ended.
 func (s *Store) endBatched(ctx context.Context, runID uuid.UUID, e *endingShard) (bool, error) {
@@ -61,22 +63,13 @@ func (s *Store) endBatched(ctx context.Context, runID uuid.UUID, e *endingShard)
 	}
 }
 
-// storeEnds stores the ends waiting for run runID, a transaction after another, until none
-// waits. An end resent while the first waits (one of each shard a transaction) goes in the next.
+// storeEnds stores the ends waiting for run runID, a transaction after another (each takes one
+// end of each shard), until none waits.
 func (s *Store) storeEnds(runID uuid.UUID) {
 	b := &s.ends
 	for {
 		b.mu.Lock()
-		var batch, rest []*endingShard
-		shards := map[uuid.UUID]bool{}
-		for _, e := range b.runs[runID] {
-			if shards[e.shardID] {
-				rest = append(rest, e)
-				continue
-			}
-			shards[e.shardID] = true
-			batch = append(batch, e)
-		}
+		batch, rest := takeBatch(b.runs[runID], (*endingShard).shard, -1)
 		if len(batch) == 0 {
 			delete(b.runs, runID)
 			b.mu.Unlock()

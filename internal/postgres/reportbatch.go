@@ -68,7 +68,8 @@ func (s *Store) storeBatches() {
 	b := &s.batches
 	for {
 		b.mu.Lock()
-		batch := takeBatch(&b.waiting)
+		var batch []*batchedReport
+		batch, b.waiting = takeBatch(b.waiting, (*batchedReport).shard, maxReportBatch)
 		if len(batch) == 0 {
 			b.running--
 			b.mu.Unlock()
@@ -79,22 +80,23 @@ func (s *Store) storeBatches() {
 	}
 }
 
-// takeBatch takes the first reports waiting, up to maxReportBatch, one of each shard (an agent's
-// report resent while the first waits goes in the next batch).
-func takeBatch(waiting *[]*batchedReport) []*batchedReport {
-	var batch, rest []*batchedReport
+// takeBatch takes the first of waiting, up to most (below 0: no bound), one of each shard (a
+// report or an end resent while the first waits goes in the next batch), and answers them with
+// those left waiting.
+func takeBatch[T any](waiting []T, shard func(T) uuid.UUID, most int) (batch, rest []T) {
 	shards := map[uuid.UUID]bool{}
-	for _, r := range *waiting {
-		if len(batch) == maxReportBatch || shards[r.shardID] {
+	for _, r := range waiting {
+		if len(batch) == most || shards[shard(r)] {
 			rest = append(rest, r)
 			continue
 		}
-		shards[r.shardID] = true
+		shards[shard(r)] = true
 		batch = append(batch, r)
 	}
-	*waiting = rest
-	return batch
+	return batch, rest
 }
+
+func (r *batchedReport) shard() uuid.UUID { return r.shardID }
 
 // storeBatch stores batch in one statement and tells each report its outcome. The statement
 // runs on its own context: it serves reports of many requests, none of which may cancel it.
